@@ -1,0 +1,206 @@
+// The bundled action (dist/index.js) run as the GitHub runner runs it, against a contract server.
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { ContractServer } from '../support/contract-server.js';
+import { runAction, startAction } from '../support/runner.js';
+
+const KEY = 'test-key-0123456789';
+let server: ContractServer;
+let inputs: Record<string, string>;
+
+beforeEach(async () => {
+  server = await new ContractServer({ apiKey: KEY }).start();
+  inputs = { prompt: 'Fix the bug', 'environment-id': 'env-1', 'api-key': KEY, 'base-url': server.url };
+});
+afterEach(() => server.stop());
+
+function expectNoKey(run: {
+  stdout: string;
+  stderr: string;
+  outputs: Record<string, string>;
+  summary: string;
+}) {
+  // The runner consumes `::add-mask::` itself and hides the value everywhere after it.
+  const stdout = run.stdout.replace(`::add-mask::${KEY}\n`, '');
+  for (const text of [stdout, run.stderr, JSON.stringify(run.outputs), run.summary]) {
+    expect(text).not.toContain(KEY);
+    expect(text).not.toContain(Buffer.from(KEY).toString('base64'));
+  }
+}
+
+describe('action end to end (contract server)', () => {
+  it('succeeds with outputs, a summary and the session link', async () => {
+    server.onCreate = run =>
+      server.script(run.run_id, [
+        [1500, { state: 'INPROGRESS', session_link: `${server.url}/sessions/${run.run_id}` }],
+        [2500, { state: 'SUCCEEDED', completed_at: new Date(Date.now() + 2500).toISOString() }]
+      ]);
+    const result = await runAction({ ...inputs, title: 'E2E', config: '{"model_id":"m1"}' });
+    expect(result.code).toBe(0);
+    const runId = result.outputs['run-id']!;
+    expect(server.runs.has(runId)).toBe(true);
+    expect(result.outputs).toMatchObject({
+      state: 'SUCCEEDED',
+      conclusion: 'succeeded',
+      'session-link': `${server.url}/sessions/${runId}`,
+      'status-message': '',
+      'error-code': ''
+    });
+    expect(Number(result.outputs['duration-seconds'])).toBeGreaterThanOrEqual(0);
+    expect(JSON.parse(result.outputs.run!)).toMatchObject({
+      run_id: runId,
+      title: 'E2E',
+      state: 'SUCCEEDED'
+    });
+    expect(result.stdout).toContain(`::add-mask::${KEY}`);
+    expect(result.stdout).toContain(`Created run ${runId} in environment env-1.`);
+    expect(result.stdout).toContain(`Session: ${server.url}/sessions/${runId}`);
+    expect(result.stdout).toMatch(/run .*: QUEUED → INPROGRESS/);
+    expect(result.summary).toContain('<h3>Agent run</h3>');
+    expect(result.summary).toContain(`<a href="${server.url}/sessions/${runId}">`);
+    expect(result.state).toMatchObject({ isPost: 'true', 'run-id': runId, settled: 'true' });
+    const created = JSON.parse(server.requests.find(r => r.method === 'POST')!.body);
+    expect(created).toEqual({
+      prompt: 'Fix the bug',
+      config: { model_id: 'm1', environment_id: 'env-1' },
+      title: 'E2E'
+    });
+    expectNoKey(result);
+  });
+
+  it('fails the step on FAILED with the status message as an error annotation', async () => {
+    server.onCreate = run =>
+      server.script(run.run_id, [
+        [
+          200,
+          {
+            state: 'FAILED',
+            status_message: { message: 'tests failed: 3 <errors>', error_code: 'agent_failed' },
+            session_link: 'https://s/1'
+          }
+        ]
+      ]);
+    const result = await runAction(inputs);
+    expect(result.code).toBe(1);
+    const runId = result.outputs['run-id'];
+    expect(result.stdout).toContain(
+      `::error::Run ${runId} ended FAILED (agent_failed): tests failed: 3 <errors>%0ASession: https://s/1`
+    );
+    expect(result.outputs).toMatchObject({
+      conclusion: 'failed',
+      'status-message': 'tests failed: 3 <errors>',
+      'error-code': 'agent_failed'
+    });
+    expect(result.summary).toContain('tests failed: 3 &#60;errors&#62;');
+    expectNoKey(result);
+  });
+
+  it('passes on a failing state left out of fail-on', async () => {
+    server.onCreate = run => server.script(run.run_id, [[100, { state: 'CANCELLED' }]]);
+    const result = await runAction({ ...inputs, 'fail-on': 'FAILED' });
+    expect(result.code).toBe(0);
+    expect(result.outputs.conclusion).toBe('cancelled');
+  });
+
+  it('times out, cancels the run and says so', async () => {
+    const result = await runAction({ ...inputs, timeout: '3s', summary: 'false' });
+    expect(result.code).toBe(1);
+    const runId = result.outputs['run-id']!;
+    expect(result.outputs.conclusion).toBe('timed_out');
+    expect(result.outputs.state).toBe('CANCELLED');
+    expect(server.runs.get(runId)!.state).toBe('CANCELLED');
+    expect(result.stdout).toContain(
+      `::error::Run ${runId} did not finish within 3s (last state QUEUED); cancelled it.`
+    );
+    expect(result.summary).toBe('');
+    expect(result.ms).toBeLessThan(8000);
+  });
+
+  it('leaves the run alone at the deadline with on-timeout: leave-running', async () => {
+    const result = await runAction({ ...inputs, timeout: '2s', 'on-timeout': 'leave-running' });
+    expect(result.code).toBe(1);
+    expect(server.runs.get(result.outputs['run-id']!)!.state).toBe('QUEUED');
+    expect(result.stdout).toContain('left it running (on-timeout: leave-running)');
+  });
+
+  it('cancels the remote run on SIGTERM within the grace period', async () => {
+    const action = startAction(inputs);
+    await action.waitFor('Waiting for run');
+    const sent = Date.now();
+    action.child.kill('SIGTERM');
+    const result = await action.done;
+    expect(Date.now() - sent).toBeLessThan(5000);
+    const runId = result.outputs['run-id']!;
+    expect(server.runs.get(runId)!.state).toBe('CANCELLED');
+    expect(result.code).toBe(1);
+    expect(result.outputs.conclusion).toBe('cancelled');
+    expect(result.stdout).toContain(`Cancelled run ${runId} (the job was cancelled).`);
+    expect(result.state.settled).toBe('true');
+    expectNoKey(result);
+  });
+
+  it('returns right after create with wait: false, and the post step leaves that run alone', async () => {
+    const result = await runAction({ ...inputs, wait: 'false' });
+    expect(result.code).toBe(0);
+    const runId = result.outputs['run-id']!;
+    expect(result.outputs).toMatchObject({ state: 'QUEUED', conclusion: '' });
+    const post = await runAction(inputs, { state: result.state });
+    expect(post.code).toBe(0);
+    expect(server.runs.get(runId)!.state).toBe('QUEUED');
+    expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBe(0);
+  });
+
+  it('post step cancels a run the main step never settled', async () => {
+    const result = await runAction({ ...inputs, wait: 'false' });
+    const runId = result.outputs['run-id']!;
+    const post = await runAction(inputs, { state: { isPost: 'true', 'run-id': runId } });
+    expect(post.code).toBe(0);
+    expect(post.stdout).toContain(`Cancelled run ${runId} (the main step did not finish).`);
+    expect(server.runs.get(runId)!.state).toBe('CANCELLED');
+  });
+
+  it('post step gives a notice, not a failure, when the server has no cancel endpoint', async () => {
+    await server.stop();
+    server = await new ContractServer({ apiKey: KEY, cancel: false }).start();
+    const first = await runAction({ ...inputs, 'base-url': server.url, wait: 'false' });
+    const runId = first.outputs['run-id']!;
+    const post = await runAction(
+      { ...inputs, 'base-url': server.url },
+      { state: { isPost: 'true', 'run-id': runId } }
+    );
+    expect(post.code).toBe(0);
+    expect(post.stdout).toContain(
+      `::notice::The server has no cancel endpoint (404); run ${runId} may keep running.`
+    );
+  });
+
+  it('waits for an existing run given by run-id', async () => {
+    const first = await runAction({ ...inputs, wait: 'false' });
+    const runId = first.outputs['run-id']!;
+    setTimeout(() => server.update(runId, { state: 'SUCCEEDED', session_link: 'https://s/2' }), 500);
+    const result = await runAction({ 'api-key': KEY, 'base-url': server.url, 'run-id': runId });
+    expect(result.code).toBe(0);
+    expect(result.outputs).toMatchObject({
+      'run-id': runId,
+      conclusion: 'succeeded',
+      'session-link': 'https://s/2'
+    });
+    expect(server.count('POST', '/api/v1/agent/run')).toBe(1);
+  });
+
+  it('fails with a clear message on bad inputs and creates nothing', async () => {
+    const result = await runAction({ ...inputs, 'api-key': '', timeout: 'forever' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('::error::2 inputs are invalid:%0A- api-key is empty');
+    expect(result.stdout).toContain('timeout "forever": expected a duration such as 90s, 45m or 1h30m');
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it('fails with the server error when the key is rejected, without printing it', async () => {
+    const result = await runAction({ ...inputs, 'api-key': 'wrong-key-456' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      '::error::401 from POST /api/v1/agent/run: the API key was rejected; check the api-key secret'
+    );
+    expect(result.stdout.replace('::add-mask::wrong-key-456', '')).not.toContain('wrong-key-456');
+  });
+});

@@ -1,0 +1,246 @@
+// The client against a real HTTP server on a real port, with faults injected.
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import {
+  AbortError,
+  AgentRunClient,
+  AuthenticationError,
+  InvalidRequestError,
+  NotFoundError,
+  RateLimitError,
+  ServerError,
+  TimeoutError
+} from '../../src/client/index.js';
+import { ContractServer } from '../support/contract-server.js';
+
+const KEY = 'test-key-0123456789';
+let server: ContractServer;
+let client: AgentRunClient;
+
+function makeClient(extra: Partial<ConstructorParameters<typeof AgentRunClient>[0]> = {}) {
+  return new AgentRunClient({ baseUrl: server.url, apiKey: KEY, sleep: fastSleep, ...extra });
+}
+/** Backoff sleeps shortened tenfold so the suite stays quick; the delays asked for are recorded. */
+const asked: number[] = [];
+const fastSleep = (ms: number) => {
+  asked.push(ms);
+  return new Promise<void>(resolve => setTimeout(resolve, ms / 10));
+};
+
+beforeEach(async () => {
+  asked.length = 0;
+  server = await new ContractServer().start();
+  client = makeClient();
+});
+afterEach(async () => {
+  client.close();
+  await server.stop();
+});
+
+const body = { prompt: 'Fix the flaky test', config: { environment_id: 'env-1', model_id: 'm' }, title: 'T' };
+
+describe('client against a contract server', () => {
+  it('creates, reads, lists and cancels a run', async () => {
+    const created = await client.createRun(body, { idempotencyKey: 'k-1' });
+    expect(created.state).toBe('QUEUED');
+    const request = server.requests[0]!;
+    expect(request.method).toBe('POST');
+    expect(request.path).toBe('/api/v1/agent/run');
+    expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(request.headers['content-type']).toBe('application/json');
+    expect(request.headers['idempotency-key']).toBe('k-1');
+    expect(JSON.parse(request.body)).toEqual(body);
+
+    const run = await client.getRun(created.run_id);
+    expect(run).toMatchObject({ run_id: created.run_id, state: 'QUEUED', title: 'T', prompt: body.prompt });
+
+    const page = await client.listRuns({ limit: 5 });
+    expect(page.runs.map(r => r.run_id)).toEqual([created.run_id]);
+
+    expect(await client.cancelRun(created.run_id)).toBe(created.run_id);
+    expect((await client.getRun(created.run_id)).state).toBe('CANCELLED');
+  });
+
+  it('generates an idempotency key when none is given and reuses it on every retry', async () => {
+    server.fault('POST /api/v1/agent/run', { kind: 'status', status: 503 }, 2);
+    const created = await client.createRun(body);
+    const keys = server.requests.map(r => r.headers['idempotency-key']);
+    expect(keys).toHaveLength(3);
+    expect(new Set(keys).size).toBe(1);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(server.runs.size).toBe(1);
+    expect(server.runs.has(created.run_id)).toBe(true);
+  });
+
+  it('ends with exactly one run when the connection resets after the server stored the create', async () => {
+    server.fault('POST /api/v1/agent/run', { kind: 'reset-after' });
+    const created = await client.createRun(body, { idempotencyKey: 'reset-1' });
+    expect(server.count('POST', '/api/v1/agent/run')).toBe(2);
+    expect(server.runs.size).toBe(1);
+    expect([...server.runs.keys()]).toEqual([created.run_id]);
+  });
+
+  it('honours Retry-After on 429 and retry-after-ms', async () => {
+    server.fault('GET /api/v1/agent/runs', { kind: 'status', status: 429, headers: { 'retry-after': '3' } });
+    server.fault('GET /api/v1/agent/runs', {
+      kind: 'status',
+      status: 429,
+      headers: { 'retry-after-ms': '1500' }
+    });
+    const page = await client.listRuns();
+    expect(page.runs).toEqual([]);
+    expect(asked).toEqual([3000, 1500]);
+  });
+
+  it('retries a burst of 503 and gives up after two retries with a clear error', async () => {
+    server.fault(
+      'GET /api/v1/agent/runs',
+      { kind: 'status', status: 503, body: '{"detail":"overloaded","error_code":"internal_error"}' },
+      3
+    );
+    const error = await client.listRuns().catch(e => e);
+    expect(error).toBeInstanceOf(ServerError);
+    expect(error.message).toBe(
+      '503 from GET /api/v1/agent/runs: the server failed; try again later (internal_error: overloaded)'
+    );
+    expect(server.count('GET', '/api/v1/agent/runs')).toBe(3);
+  });
+
+  it('never retries 401 and says what to do, without the key', async () => {
+    const bad = makeClient({ apiKey: 'wrong-key-123' });
+    const error = await bad.createRun(body).catch(e => e);
+    bad.close();
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.message).toMatch(
+      /^401 from POST \/api\/v1\/agent\/run: the API key was rejected; check the api-key secret/
+    );
+    expect(error.message).not.toContain('wrong-key-123');
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('maps 404 and 422 to their own classes, unretried', async () => {
+    await expect(client.getRun('nope')).rejects.toBeInstanceOf(NotFoundError);
+    const error = await client.createRun({ prompt: 'x', config: {} as never }).catch(e => e);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(error.errorCode).toBe('invalid_field');
+    expect(error.message).toContain('config.environment_id: expected a string');
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('times out a slow answer, then retries it', async () => {
+    const run = await client.createRun(body);
+    const quick = makeClient({ timeoutMs: 300 });
+    server.fault('GET /api/v1/agent/runs/', { kind: 'delay', ms: 1500 });
+    const started = Date.now();
+    expect((await quick.getRun(run.run_id)).state).toBe('QUEUED');
+    expect(Date.now() - started).toBeLessThan(1400);
+    server.fault('GET /api/v1/agent/runs/', { kind: 'delay', ms: 1500 }, 3);
+    const error = await quick.getRun(run.run_id).catch(e => e);
+    quick.close();
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(error.message).toBe(`GET /api/v1/agent/runs/${run.run_id}: no answer within 0.3 s`);
+  });
+
+  it('retries a truncated answer and a reset before any answer', async () => {
+    const run = await client.createRun(body);
+    server.fault('GET /api/v1/agent/runs/', { kind: 'truncate' });
+    server.fault('GET /api/v1/agent/runs/', { kind: 'reset-before' });
+    expect((await client.getRun(run.run_id)).run_id).toBe(run.run_id);
+    expect(server.count('GET', `/api/v1/agent/runs/${run.run_id}`)).toBe(3);
+  });
+
+  it('pages through every run with the async iterator', async () => {
+    for (let i = 0; i < 7; i++) await client.createRun({ ...body, prompt: `p${i}` });
+    const seen: string[] = [];
+    for await (const run of client.iterateRuns({ limit: 3 })) seen.push(run.prompt!);
+    expect(seen).toEqual(['p6', 'p5', 'p4', 'p3', 'p2', 'p1', 'p0']);
+  });
+});
+
+describe('waitForRun against a contract server', () => {
+  it('hears of the end within a fraction of a second when the server holds polls', async () => {
+    const { run_id } = await client.createRun(body);
+    server.script(run_id, [
+      [1500, { state: 'INPROGRESS', session_link: 'http://x/s' }],
+      [3000, { state: 'SUCCEEDED', completed_at: new Date().toISOString() }]
+    ]);
+    let endedAt = 0;
+    server.onCreate = () => {};
+    const changes: string[] = [];
+    const result = await client.waitForRun(run_id, {
+      onStateChange: r => {
+        changes.push(r.state);
+        if (r.state === 'SUCCEEDED') endedAt = Date.now();
+      }
+    });
+    const updated = Date.parse(String(result.run?.updated_at));
+    expect(result.outcome).toBe('terminal');
+    expect(changes).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED']);
+    expect(endedAt - updated).toBeLessThan(250);
+    // First read, then one held poll per change: no busy polling.
+    expect(server.count('GET', `/api/v1/agent/runs/${run_id}`)).toBe(3);
+    expect(server.requests.at(-1)!.headers.prefer).toMatch(/^wait=\d+$/);
+    expect(server.requests.at(-1)!.headers['if-none-match']).toBeTruthy();
+  });
+
+  it('paces itself against a server that ignores Prefer: wait, and reads unknown states and object messages', async () => {
+    await server.stop();
+    server = await new ContractServer({ supportsWait: false }).start();
+    client.close();
+    client = makeClient({ sleep: undefined });
+    const { run_id } = await client.createRun(body);
+    server.script(run_id, [
+      [200, { state: 'WARMING_UP' }],
+      [
+        1800,
+        {
+          state: 'ERROR',
+          status_message: { message: 'platform failed', error_code: 'internal', retryable: true }
+        }
+      ]
+    ]);
+    const unknown: string[] = [];
+    const result = await client.waitForRun(run_id, {
+      initialDelayMs: 500,
+      onUnknownState: s => unknown.push(s)
+    });
+    expect(result.run).toMatchObject({
+      state: 'ERROR',
+      status_message: 'platform failed',
+      error_code: 'internal',
+      retryable: true
+    });
+    expect(unknown).toEqual(['WARMING_UP']);
+    const polls = server.count('GET', `/api/v1/agent/runs/${run_id}`);
+    expect(polls).toBeGreaterThanOrEqual(3);
+    expect(polls).toBeLessThanOrEqual(6);
+  });
+
+  it('stops a held poll at once when aborted', async () => {
+    const { run_id } = await client.createRun(body);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 1500);
+    const started = Date.now();
+    const error = await client.waitForRun(run_id, { signal: controller.signal }).catch(e => e);
+    expect(error).toBeInstanceOf(AbortError);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('times out at the deadline with the last state', async () => {
+    const { run_id } = await client.createRun(body);
+    const result = await client.waitForRun(run_id, { timeoutMs: 2500 });
+    expect(result.outcome).toBe('timed_out');
+    expect(result.run?.state).toBe('QUEUED');
+    expect(result.elapsedMs).toBeGreaterThanOrEqual(2500);
+    expect(result.elapsedMs).toBeLessThan(3500);
+  });
+
+  it('lets a RateLimitError through when a server keeps refusing a create', async () => {
+    server.fault(
+      'POST /api/v1/agent/run',
+      { kind: 'status', status: 429, headers: { 'retry-after': '0' } },
+      3
+    );
+    await expect(client.createRun(body)).rejects.toBeInstanceOf(RateLimitError);
+    expect(server.runs.size).toBe(0);
+  });
+});

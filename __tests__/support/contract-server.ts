@@ -1,0 +1,257 @@
+// A real HTTP server on a real port that speaks the run contract, for testing the client and the
+// action against faults a production service can show: status bursts, resets after a commit,
+// slow answers, truncated bodies, unknown states and both forms of status_message.
+
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface StoredRun {
+  run_id: string;
+  state: string;
+  prompt: string;
+  config: Record<string, unknown>;
+  title?: string;
+  created_at: string;
+  updated_at: string;
+  version: number;
+  [field: string]: unknown;
+}
+
+export type Fault =
+  | { kind: 'status'; status: number; headers?: Record<string, string>; body?: string }
+  | { kind: 'reset-before' }
+  | { kind: 'reset-after' }
+  | { kind: 'delay'; ms: number }
+  | { kind: 'truncate' };
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+export interface ContractServerOptions {
+  /** Honour If-None-Match + Prefer: wait (default true). */
+  supportsWait?: boolean;
+  /** Honour Idempotency-Key (default true). */
+  idempotency?: boolean;
+  /** Serve the cancel endpoint (default true). */
+  cancel?: boolean;
+  apiKey?: string;
+}
+
+export class ContractServer {
+  readonly runs = new Map<string, StoredRun>();
+  readonly requests: RecordedRequest[] = [];
+  /** Faults applied in order to requests whose "METHOD /path" starts with the key. */
+  readonly faults: { match: string; fault: Fault }[] = [];
+  /** Called after a run is created, to script its life. */
+  onCreate: (run: StoredRun) => void = () => {};
+  private readonly idempotency = new Map<string, string>();
+  private readonly waiters = new Set<() => void>();
+  private server?: Server;
+  readonly options: Required<ContractServerOptions>;
+
+  constructor(options: ContractServerOptions = {}) {
+    this.options = {
+      supportsWait: true,
+      idempotency: true,
+      cancel: true,
+      apiKey: 'test-key-0123456789',
+      ...options
+    };
+  }
+
+  get url(): string {
+    const address = this.server?.address() as AddressInfo;
+    return `http://127.0.0.1:${address.port}`;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>(resolve => this.server!.listen(0, '127.0.0.1', resolve));
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const wake of this.waiters) wake();
+    this.server?.closeAllConnections();
+    await new Promise<void>(resolve => this.server?.close(() => resolve()) ?? resolve());
+  }
+
+  fault(match: string, fault: Fault, times = 1): void {
+    for (let i = 0; i < times; i++) this.faults.push({ match, fault });
+  }
+
+  /** Moves a run to a new state (and merges fields), waking held reads. */
+  update(runId: string, fields: Partial<StoredRun>): void {
+    const run = this.runs.get(runId);
+    if (!run) throw new Error(`no run ${runId}`);
+    Object.assign(run, fields, { updated_at: new Date().toISOString(), version: run.version + 1 });
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Schedules state changes: [[ms after creation, fields], ...]. */
+  script(runId: string, steps: [number, Partial<StoredRun>][]): void {
+    for (const [ms, fields] of steps)
+      setTimeout(() => this.runs.has(runId) && this.update(runId, fields), ms);
+  }
+
+  count(method: string, pathPrefix: string): number {
+    return this.requests.filter(r => r.method === method && r.path.startsWith(pathPrefix)).length;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const route = `${req.method} ${url.pathname}`;
+    this.requests.push({
+      method: req.method ?? '',
+      path: url.pathname + url.search,
+      headers: req.headers,
+      body
+    });
+
+    const index = this.faults.findIndex(f => route.startsWith(f.match));
+    const fault = index >= 0 ? this.faults.splice(index, 1)[0]!.fault : undefined;
+    if (fault?.kind === 'reset-before') return void req.socket.destroy();
+    if (fault?.kind === 'delay') await new Promise(resolve => setTimeout(resolve, fault.ms));
+    if (fault?.kind === 'status') {
+      res.writeHead(fault.status, { 'content-type': 'application/problem+json', ...fault.headers });
+      return void res.end(fault.body ?? JSON.stringify({ title: 'injected', status: fault.status }));
+    }
+
+    const answer = await this.route(req, url, body);
+    if (res.destroyed) return;
+    if (fault?.kind === 'reset-after') return void req.socket.destroy();
+    const text = answer.body === undefined ? '' : JSON.stringify(answer.body);
+    res.writeHead(answer.status, {
+      'content-type': answer.status >= 400 ? 'application/problem+json' : 'application/json',
+      ...answer.headers
+    });
+    if (fault?.kind === 'truncate') {
+      res.write(text.slice(0, Math.floor(text.length / 2)));
+      return void req.socket.destroy();
+    }
+    res.end(text);
+  }
+
+  private async route(
+    req: IncomingMessage,
+    url: URL,
+    body: string
+  ): Promise<{ status: number; body?: unknown; headers?: Record<string, string> }> {
+    const problem = (status: number, code: string, detail: string) => ({
+      status,
+      body: { type: 'about:blank', title: code, status, detail, error_code: code }
+    });
+    if (req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
+      return problem(401, 'unauthenticated', 'bad key');
+    }
+    const path = url.pathname;
+    if (req.method === 'POST' && (path === '/api/v1/agent/run' || path === '/api/v1/agent/runs')) {
+      let parsed: { prompt?: unknown; config?: { environment_id?: unknown } };
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        return problem(400, 'invalid_request', 'body is not JSON');
+      }
+      if (typeof parsed.prompt !== 'string')
+        return problem(422, 'invalid_field', 'prompt: expected a string');
+      if (typeof parsed.config?.environment_id !== 'string') {
+        return problem(422, 'invalid_field', 'config.environment_id: expected a string');
+      }
+      const key = req.headers['idempotency-key'];
+      if (this.options.idempotency && typeof key === 'string' && this.idempotency.has(key)) {
+        return { status: 200, body: { run_id: this.idempotency.get(key), state: 'QUEUED' } };
+      }
+      const now = new Date().toISOString();
+      const run: StoredRun = {
+        ...(parsed as object),
+        run_id: randomUUID(),
+        state: 'QUEUED',
+        prompt: parsed.prompt,
+        config: parsed.config as Record<string, unknown>,
+        created_at: now,
+        updated_at: now,
+        version: 1
+      };
+      this.runs.set(run.run_id, run);
+      if (this.options.idempotency && typeof key === 'string') this.idempotency.set(key, run.run_id);
+      this.onCreate(run);
+      return { status: 200, body: { run_id: run.run_id, state: 'QUEUED' } };
+    }
+    if (req.method === 'GET' && path === '/api/v1/agent/runs') {
+      const all = [...this.runs.values()].reverse();
+      const limit = Number(url.searchParams.get('limit') ?? 20);
+      const start = Number(url.searchParams.get('cursor') ?? 0);
+      const page = all.slice(start, start + limit).map(({ version: _v, ...record }) => record);
+      const more = start + limit < all.length;
+      return {
+        status: 200,
+        body: {
+          runs: page,
+          page_info: { has_next_page: more, next_cursor: more ? String(start + limit) : null }
+        }
+      };
+    }
+    const match = /^\/api\/v1\/agent\/runs\/([^/]+)(\/cancel)?$/.exec(path);
+    if (!match) return problem(404, 'route_not_found', `no route ${req.method} ${path}`);
+    const run = this.runs.get(decodeURIComponent(match[1]!));
+    if (match[2]) {
+      if (!this.options.cancel || req.method !== 'POST') return problem(404, 'route_not_found', 'no cancel');
+      if (!run) return problem(404, 'not_found', 'no such run');
+      if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state)) {
+        return problem(409, 'run_already_finished', `run is ${run.state}`);
+      }
+      this.update(run.run_id, { state: 'CANCELLED', status_message: 'cancelled by a client' });
+      return { status: 200, body: run.run_id };
+    }
+    if (req.method !== 'GET') return problem(404, 'route_not_found', 'no route');
+    if (!run) return problem(404, 'not_found', 'no such run');
+    const etag = () => `"${run.run_id}-${run.version}"`;
+    const wait = /wait=(\d+)/.exec(String(req.headers.prefer ?? ''));
+    if (this.options.supportsWait && req.headers['if-none-match'] === etag()) {
+      if (wait) {
+        const before = run.version;
+        await new Promise<void>(resolve => {
+          const wake = () => {
+            if (run.version === before && !req.socket.destroyed && !stopped) return;
+            cleanup();
+          };
+          let stopped = false;
+          const timer = setTimeout(
+            () => {
+              stopped = true;
+              cleanup();
+            },
+            Number(wait[1]) * 1000
+          );
+          const cleanup = () => {
+            clearTimeout(timer);
+            this.waiters.delete(wake);
+            resolve();
+          };
+          this.waiters.add(wake);
+          req.socket.once('close', cleanup);
+        });
+      }
+      if (req.headers['if-none-match'] === etag()) {
+        return { status: 304, headers: { etag: etag(), ...(wait ? { 'preference-applied': 'wait' } : {}) } };
+      }
+    }
+    const { version: _version, ...record } = run;
+    return {
+      status: 200,
+      body: record,
+      headers: {
+        etag: etag(),
+        ...(this.options.supportsWait && wait ? { 'preference-applied': 'wait' } : {})
+      }
+    };
+  }
+}

@@ -1,0 +1,35 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly' }
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-restricted-imports': 'off'
+    }
+  },
+  {
+    files: ['src/api/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: ['../*', '!./*'] }]
+    }
+  },
+  {
+    files: ['src/client/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: ['../action/*', '../executor/*', '../cli/*'] }]
+    }
+  },
+  {
+    files: ['src/executor/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: ['**/client/*', '**/action/*', '**/cli/*'] }]
+    }
+  }
+);

@@ -1,0 +1,243 @@
+// The action's inputs, parsed once into a typed, validated settings object. Every problem is
+// reported at once, each naming the input, the bad value and the form expected.
+
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { type RunConfig, type RunState, TERMINAL_STATES } from '../api/index.js';
+import { normalizeBaseUrl } from '../client/index.js';
+import { parseDuration } from './duration.js';
+
+export interface Settings {
+  /** API root derived from `base-url`, e.g. `https://agents.example.com/api/v1`. */
+  baseUrl: string;
+  /** The key for `Authorization: Bearer`; masked before anything is logged. */
+  apiKey: string;
+  /** Existing run to wait for (`run-id`); when set, no run is created. */
+  runId?: string;
+  /** The request that creates the run; absent when `runId` is set. */
+  create?: {
+    prompt: string;
+    environmentId: string;
+    title?: string;
+    /** `config` input merged with the environment id. */
+    config: RunConfig;
+    /** Sent as `Idempotency-Key` on every attempt of the create. */
+    idempotencyKey?: string;
+  };
+  /** Wait for the run to end (`wait`, default true). */
+  wait: boolean;
+  /** Deadline for the wait in ms (`timeout`, default 60m). */
+  timeoutMs: number;
+  /** What to do with a run still going at the deadline (`on-timeout`). */
+  onTimeout: 'cancel' | 'leave-running';
+  /** Terminal states that fail the step (`fail-on`). */
+  failOn: RunState[];
+  /** Cancel the run when the job is cancelled (`cancel-on-abort`). */
+  cancelOnAbort: boolean;
+  /** Write a job summary (`summary`). */
+  summary: boolean;
+}
+
+export type GetInput = (name: string) => string;
+
+export class InputError extends Error {
+  constructor(readonly problems: string[]) {
+    super(
+      problems.length === 1
+        ? problems[0]
+        : `${problems.length} inputs are invalid:\n- ${problems.join('\n- ')}`
+    );
+  }
+}
+
+const DURATION_FORM = 'a duration such as 90s, 45m or 1h30m';
+
+/** Reads the inputs the post step needs too: where the service is and the key. */
+export function readConnection(getInput: GetInput): Pick<Settings, 'baseUrl' | 'apiKey'> {
+  const problems: string[] = [];
+  const result = connection(getInput, problems);
+  if (problems.length > 0) throw new InputError(problems);
+  return result;
+}
+
+function connection(getInput: GetInput, problems: string[]): Pick<Settings, 'baseUrl' | 'apiKey'> {
+  const apiKey = getInput('api-key').trim();
+  if (apiKey === '') {
+    problems.push(
+      'api-key is empty: pass the key from a secret, e.g. `api-key: ${{ secrets.AGENT_API_KEY }}`. ' +
+        'GitHub gives no secrets to workflows triggered from forks or by Dependabot, so such runs see an empty value.'
+    );
+  } else if (/[\r\n]/.test(apiKey)) {
+    problems.push('api-key contains a line break: expected the key on one line');
+  }
+  let baseUrl = '';
+  const rawBase = getInput('base-url').trim();
+  if (rawBase === '') {
+    problems.push('base-url is empty: expected the service URL, e.g. https://agents.example.com');
+  } else {
+    try {
+      baseUrl = normalizeBaseUrl(rawBase);
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
+  }
+  return { baseUrl, apiKey };
+}
+
+export function readSettings(
+  getInput: GetInput,
+  env: NodeJS.ProcessEnv = process.env,
+  readFile: (path: string) => string = path => readFileSync(path, 'utf8')
+): Settings {
+  const problems: string[] = [];
+  const { baseUrl, apiKey } = connection(getInput, problems);
+  const bool = (name: string, fallback: boolean): boolean => {
+    const value = getInput(name).trim().toLowerCase();
+    if (value === '') return fallback;
+    if (value === 'true') return true;
+    if (value === 'false') return false;
+    problems.push(`${name} ${JSON.stringify(getInput(name))}: expected true or false`);
+    return fallback;
+  };
+
+  const wait = bool('wait', true);
+  const cancelOnAbort = bool('cancel-on-abort', true);
+  const summary = bool('summary', true);
+
+  const rawTimeout = getInput('timeout').trim() || '60m';
+  const timeoutMs = parseDuration(rawTimeout) ?? 0;
+  if (timeoutMs <= 0)
+    problems.push(`timeout ${JSON.stringify(rawTimeout)}: expected ${DURATION_FORM}, above zero`);
+
+  const rawOnTimeout = getInput('on-timeout').trim().toLowerCase() || 'cancel';
+  if (rawOnTimeout !== 'cancel' && rawOnTimeout !== 'leave-running') {
+    problems.push(`on-timeout ${JSON.stringify(getInput('on-timeout'))}: expected cancel or leave-running`);
+  }
+
+  const failOn = parseStates(getInput('fail-on'), problems);
+  const runId = getInput('run-id').trim() || undefined;
+  const create = runId === undefined ? readCreate(getInput, env, readFile, problems) : undefined;
+  if (runId !== undefined) {
+    for (const name of ['prompt', 'prompt-file']) {
+      if (getInput(name).trim() !== '') problems.push(`${name} and run-id are both set: give one of them`);
+    }
+  }
+
+  if (problems.length > 0) throw new InputError(problems);
+  return {
+    baseUrl,
+    apiKey,
+    runId,
+    create,
+    wait,
+    timeoutMs,
+    onTimeout: rawOnTimeout as Settings['onTimeout'],
+    failOn,
+    cancelOnAbort,
+    summary
+  };
+}
+
+function parseStates(raw: string, problems: string[]): RunState[] {
+  const text = raw.trim() === '' ? 'FAILED,ERROR,CANCELLED' : raw;
+  const states = text
+    .split(/[\s,]+/)
+    .map(state => state.trim().toUpperCase())
+    .filter(state => state !== '' && state !== 'NONE');
+  for (const state of states) {
+    if (!TERMINAL_STATES.includes(state)) {
+      problems.push(
+        `fail-on ${JSON.stringify(state)}: expected a comma-separated list of ${TERMINAL_STATES.join(', ')} (or none)`
+      );
+    }
+  }
+  return [...new Set(states)];
+}
+
+function readCreate(
+  getInput: GetInput,
+  env: NodeJS.ProcessEnv,
+  readFile: (path: string) => string,
+  problems: string[]
+): Settings['create'] {
+  const inline = getInput('prompt');
+  const file = getInput('prompt-file').trim();
+  let prompt = '';
+  if (inline.trim() !== '' && file !== '') {
+    problems.push('prompt and prompt-file are both set: give exactly one of them');
+  } else if (file !== '') {
+    const path = isAbsolute(file) ? file : resolve(env.GITHUB_WORKSPACE ?? process.cwd(), file);
+    try {
+      prompt = readFile(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      problems.push(
+        `prompt-file ${JSON.stringify(file)}: cannot read ${path} (${code ?? (error as Error).message})`
+      );
+    }
+    if (prompt.trim() === '' && !problems.some(p => p.startsWith('prompt-file'))) {
+      problems.push(`prompt-file ${JSON.stringify(file)}: the file is empty; expected the prompt text`);
+    }
+  } else if (inline.trim() === '') {
+    problems.push(
+      'prompt is empty: set prompt (the instruction for the agent) or prompt-file (a path to it)'
+    );
+  } else {
+    prompt = inline;
+  }
+
+  let config: Record<string, unknown> = {};
+  const rawConfig = getInput('config').trim();
+  if (rawConfig !== '') {
+    try {
+      const value: unknown = JSON.parse(rawConfig);
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        throw new Error('not an object');
+      config = value as Record<string, unknown>;
+    } catch {
+      const excerpt = rawConfig.length > 80 ? `${rawConfig.slice(0, 80)}…` : rawConfig;
+      problems.push(`config ${JSON.stringify(excerpt)}: expected a JSON object, e.g. {"model_id": "auto"}`);
+    }
+  }
+
+  const environmentId = getInput('environment-id').trim();
+  if (environmentId === '') {
+    problems.push('environment-id is empty: expected the id of the environment the agent runs in');
+  } else if (typeof config.environment_id === 'string' && config.environment_id !== environmentId) {
+    problems.push(
+      `config.environment_id ${JSON.stringify(config.environment_id)} differs from environment-id ` +
+        `${JSON.stringify(environmentId)}: set it in one place`
+    );
+  }
+
+  const title = getInput('title').trim() || undefined;
+  const body = { prompt, config: { ...config, environment_id: environmentId }, title };
+  let idempotencyKey = getInput('idempotency-key').trim() || undefined;
+  if (idempotencyKey !== undefined && !/^[\x21-\x7e]{1,255}$/.test(idempotencyKey)) {
+    problems.push(
+      `idempotency-key ${JSON.stringify(idempotencyKey.slice(0, 60))}: expected 1–255 printable ASCII characters without spaces`
+    );
+  }
+  idempotencyKey ??= defaultIdempotencyKey(env, body);
+  return { prompt, environmentId, title, config: body.config, idempotencyKey };
+}
+
+/**
+ * The same for every retry of this step's request, different for a re-run attempt, another job,
+ * another step, another matrix leg (each runs on its own runner) or another request body.
+ * Outside GitHub Actions there is nothing stable to derive it from, and the client makes one up.
+ */
+export function defaultIdempotencyKey(env: NodeJS.ProcessEnv, body: unknown): string | undefined {
+  if (!env.GITHUB_RUN_ID) return undefined;
+  const parts = [
+    env.GITHUB_REPOSITORY,
+    env.GITHUB_RUN_ID,
+    env.GITHUB_RUN_ATTEMPT,
+    env.GITHUB_JOB,
+    env.GITHUB_ACTION,
+    env.RUNNER_NAME,
+    JSON.stringify(body)
+  ];
+  return `gha-${createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 40)}`;
+}

@@ -1,0 +1,57 @@
+// What the log shows while the action waits: each state change with the time since the step
+// started, the session link the moment it is known, and a heartbeat at least once a minute.
+
+import * as core from '@actions/core';
+import type { Run } from '../client/index.js';
+import { formatDuration } from './duration.js';
+
+const HEARTBEAT_MS = 60_000;
+
+export class Progress {
+  private state = 'QUEUED';
+  private linkAnnounced = false;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(
+    private readonly runId: string,
+    private readonly startedAt: number
+  ) {
+    this.heartbeat = setInterval(
+      () => core.info(`[${this.elapsed()}] run ${this.runId} is still ${this.state}`),
+      HEARTBEAT_MS
+    );
+    this.heartbeat.unref();
+  }
+
+  readonly onStateChange = (run: Run, previous: Run | undefined): void => {
+    this.state = run.state;
+    const from = previous ? `${previous.state} → ` : '';
+    core.info(`[${this.elapsed()}] run ${this.runId}: ${from}${run.state}`);
+    this.announceLink(run);
+  };
+
+  readonly onUnknownState = (state: string): void => {
+    core.info(`State ${state} is new to this action; it is treated as not finished.`);
+  };
+
+  readonly onTransientError = (error: Error, consecutive: number): void => {
+    core.info(
+      `[${this.elapsed()}] could not read the run (${consecutive} in a row), will retry: ${error.message}`
+    );
+  };
+
+  announceLink(run: Run | undefined): void {
+    if (this.linkAnnounced || !run?.session_link) return;
+    this.linkAnnounced = true;
+    core.setOutput('session-link', run.session_link);
+    core.info(`Session: ${run.session_link}`);
+  }
+
+  elapsed(): string {
+    return formatDuration(Date.now() - this.startedAt);
+  }
+
+  stop(): void {
+    clearInterval(this.heartbeat);
+  }
+}

@@ -1,0 +1,110 @@
+// What the step leaves behind, written from one final run record: outputs and the job summary.
+
+import * as core from '@actions/core';
+import type { Run } from '../client/index.js';
+import { formatDuration } from './duration.js';
+
+export type Conclusion = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | '';
+
+export interface Outcome {
+  runId: string;
+  /** The last record read, if any. */
+  run?: Run;
+  conclusion: Conclusion;
+  durationMs: number;
+}
+
+/** GitHub keeps step outputs under 1 MiB each; stay well below with room for the other outputs. */
+const MAX_RUN_OUTPUT = 900 * 1024;
+/** The job summary is capped at 1 MiB; a status message never needs more than this. */
+const MAX_SUMMARY_MESSAGE = 64 * 1024;
+
+export function conclusionOf(state: string | undefined): Conclusion {
+  switch (state) {
+    case 'SUCCEEDED':
+      return 'succeeded';
+    case 'FAILED':
+      return 'failed';
+    case 'CANCELLED':
+      return 'cancelled';
+    case 'ERROR':
+      return 'error';
+    default:
+      return '';
+  }
+}
+
+/** Duration from the record's own timestamps when it has them, else as the action measured it. */
+export function durationOf(run: Run | undefined, measuredMs: number): number {
+  const start = Date.parse(String(run?.created_at ?? ''));
+  const end = Date.parse(String(run?.completed_at ?? run?.updated_at ?? ''));
+  return Number.isFinite(start) && Number.isFinite(end) && end >= start ? end - start : measuredMs;
+}
+
+export function writeOutputs(outcome: Outcome): void {
+  const run = outcome.run;
+  core.setOutput('run-id', outcome.runId);
+  core.setOutput('state', run?.state ?? '');
+  core.setOutput('conclusion', outcome.conclusion);
+  core.setOutput('session-link', run?.session_link ?? '');
+  core.setOutput('status-message', run?.status_message ?? '');
+  core.setOutput('error-code', run?.error_code ?? '');
+  core.setOutput('duration-seconds', String(Math.round(outcome.durationMs / 1000)));
+  core.setOutput('run', run ? runOutput(run) : '');
+}
+
+/** The record as JSON, still valid JSON when it has to be cut down to fit the output limit. */
+export function runOutput(run: Run, limit = MAX_RUN_OUTPUT): string {
+  const full = JSON.stringify(run);
+  if (Buffer.byteLength(full) <= limit) return full;
+  const trimmed: Record<string, unknown> = { ...run, truncated: true };
+  for (const [key, value] of Object.entries(trimmed)) {
+    if (typeof value === 'string' && value.length > 1024) trimmed[key] = `${value.slice(0, 1024)}…`;
+    else if (value !== null && typeof value === 'object' && JSON.stringify(value).length > 4096) {
+      trimmed[key] = '[omitted: too large for a step output]';
+    }
+  }
+  const smaller = JSON.stringify(trimmed);
+  if (Buffer.byteLength(smaller) <= limit) return smaller;
+  return JSON.stringify({ run_id: run.run_id, state: run.state, truncated: true });
+}
+
+export async function writeSummary(outcome: Outcome): Promise<void> {
+  const run = outcome.run;
+  const rows: [string, string][] = [
+    ['Run', code(outcome.runId)],
+    ['State', escapeHtml(run?.state ?? 'unknown')],
+    ['Conclusion', escapeHtml(outcome.conclusion || 'not finished')],
+    ['Duration', formatDuration(outcome.durationMs)]
+  ];
+  if (run?.title) rows.push(['Title', escapeHtml(String(run.title))]);
+  if (run?.session_link) rows.push(['Session', link(run.session_link)]);
+  if (run?.error_code) rows.push(['Error code', code(run.error_code)]);
+  if (run?.status_message) {
+    const message = run.status_message;
+    const cut = message.length > MAX_SUMMARY_MESSAGE ? `${message.slice(0, MAX_SUMMARY_MESSAGE)}…` : message;
+    rows.push(['Status message', `<pre>${escapeHtml(cut)}</pre>`]);
+  }
+  await core.summary
+    .addHeading('Agent run', 3)
+    .addTable([
+      [
+        { data: 'Field', header: true },
+        { data: 'Value', header: true }
+      ],
+      ...rows.map(([field, value]) => [field, value])
+    ])
+    .write();
+}
+
+function code(text: string): string {
+  return `<code>${escapeHtml(text)}</code>`;
+}
+
+function link(url: string): string {
+  return /^https?:\/\//i.test(url) ? `<a href="${escapeHtml(url)}">${escapeHtml(url)}</a>` : escapeHtml(url);
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
+}

@@ -1,0 +1,109 @@
+// The error reference (spec section 7.2): every `error_code` a server of this contract sends,
+// with its HTTP status (for request errors) and what it means. The executor serves this list at
+// GET /api/v1/errors and the README prints it.
+
+export interface ErrorCodeInfo {
+  /** HTTP status of the answer, or `null` for codes that only appear on a run record. */
+  status: number | null;
+  /** Whether repeating the same request later can succeed. */
+  retryable: boolean;
+  meaning: string;
+}
+
+export const ERROR_CODES = {
+  invalid_request: {
+    status: 400,
+    retryable: false,
+    meaning: 'The request is malformed: the body is not JSON, or a query parameter or header has a bad value.'
+  },
+  unauthenticated: {
+    status: 401,
+    retryable: false,
+    meaning:
+      'The Authorization header is missing, is not `Bearer <key>`, or names a key that is unknown or revoked.'
+  },
+  not_found: {
+    status: 404,
+    retryable: false,
+    meaning: 'No run with this id is visible to the key (it does not exist or belongs to another team).'
+  },
+  environment_not_found: {
+    status: 404,
+    retryable: false,
+    meaning: 'config.environment_id names no environment that this server serves.'
+  },
+  route_not_found: { status: 404, retryable: false, meaning: 'No endpoint has this method and path.' },
+  run_already_finished: {
+    status: 409,
+    retryable: false,
+    meaning: 'The run is already in a terminal state, so it cannot be cancelled.'
+  },
+  idempotency_in_progress: {
+    status: 409,
+    retryable: true,
+    meaning: 'Another request with the same Idempotency-Key is being processed; retry shortly.'
+  },
+  payload_too_large: { status: 413, retryable: false, meaning: 'The request body is larger than the limit.' },
+  unsupported_media_type: {
+    status: 415,
+    retryable: false,
+    meaning: 'The request body is not `application/json`.'
+  },
+  invalid_field: {
+    status: 422,
+    retryable: false,
+    meaning: 'A field of the body is missing or has the wrong type or value; `detail` names it.'
+  },
+  prompt_too_large: { status: 422, retryable: false, meaning: 'The prompt is longer than the limit.' },
+  idempotency_key_reused: {
+    status: 422,
+    retryable: false,
+    meaning: 'The Idempotency-Key was already used with a different request body.'
+  },
+  rate_limited: {
+    status: 429,
+    retryable: true,
+    meaning: 'This key sent more requests than its rate limit allows; wait for Retry-After.'
+  },
+  resource_unavailable: {
+    status: 429,
+    retryable: true,
+    meaning: 'The run queue is full; wait for Retry-After and create the run again.'
+  },
+  internal_error: { status: 500, retryable: true, meaning: 'The server failed unexpectedly.' },
+  shutting_down: {
+    status: 503,
+    retryable: true,
+    meaning: 'The server is stopping and accepts no new work; retry against a running server.'
+  },
+  agent_failed: {
+    status: null,
+    retryable: false,
+    meaning: 'The agent finished unsuccessfully (it exited non-zero or reported a failure).'
+  },
+  command_failed: {
+    status: null,
+    retryable: false,
+    meaning: 'A command the agent ran exited non-zero; the status message names it and its exit code.'
+  },
+  setup_failed: {
+    status: null,
+    retryable: false,
+    meaning: "One of the environment's setup commands failed before the agent started."
+  },
+  timeout: { status: null, retryable: true, meaning: "The run exceeded its environment's time limit." },
+  cancelled: { status: null, retryable: false, meaning: 'The run was cancelled by a client.' },
+  executor_restarted: {
+    status: null,
+    retryable: true,
+    meaning:
+      'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
+  },
+  workspace_quota_exceeded: {
+    status: null,
+    retryable: false,
+    meaning: "The run's workspace grew past the disk quota."
+  }
+} as const satisfies Record<string, ErrorCodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;

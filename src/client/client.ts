@@ -1,0 +1,318 @@
+// The typed client: thin methods over one request function that owns retries and error mapping.
+
+import { randomUUID } from 'node:crypto';
+import {
+  API_PREFIX,
+  type CreateRunRequest,
+  type CreateRunResponse,
+  type ListRunsQuery,
+  type ListRunsResponse
+} from '../api/index.js';
+import {
+  AbortError,
+  AgentRunError,
+  ConnectionError,
+  InvalidRequestError,
+  TimeoutError,
+  errorFromResponse
+} from './errors.js';
+import { type Run, ParseError, describe, parseJson, parseRun } from './parse.js';
+import { DEFAULT_RETRY, type RetryOptions, retryDelayMs, shouldRetry } from './retry.js';
+import { type HttpResponse, type Transport, TransportError, createTransport } from './transport.js';
+import { type WaitOptions, type WaitResult, waitForRun } from './wait.js';
+import { abortableSleep } from './sleep.js';
+
+export interface ClientOptions {
+  /** The service root (`https://host`) or the API root (`https://host/api/v1`). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>`; never logged or put in an error message. */
+  apiKey: string;
+  /** Retries per call after the first attempt (default 2). */
+  maxRetries?: number;
+  /** Per-request time limit in ms (default 60 000). */
+  timeoutMs?: number;
+  userAgent?: string;
+  /** Called before each retry, e.g. to log it. */
+  onRetry?: (info: RetryInfo) => void;
+  /** Test seams. */
+  transport?: Transport;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random?: () => number;
+}
+
+export interface RetryInfo {
+  request: string;
+  retry: number;
+  delayMs: number;
+  reason: string;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface CreateOptions extends CallOptions {
+  /** Reused on every retry of this call; generated when absent. */
+  idempotencyKey?: string;
+}
+
+export interface PollOptions extends CallOptions {
+  /** ETag of the record the caller already has; the server may answer 304 while it is current. */
+  etag?: string;
+  /** Asks the server to hold the answer up to this many seconds while the run is unchanged. */
+  waitSeconds?: number;
+}
+
+export interface PollResult {
+  /** The new record, absent on 304 Not Modified. */
+  run?: Run;
+  etag?: string;
+  /** The server applied `Prefer: wait` (it holds polls), so the caller need not pace itself. */
+  held: boolean;
+  /** The server's suggested delay before the next poll. */
+  retryAfterMs?: number;
+}
+
+export interface RunsPage {
+  runs: Run[];
+  page_info: ListRunsResponse['page_info'];
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+export class AgentRunClient {
+  readonly apiRoot: string;
+  private readonly apiKey: string;
+  private readonly retry: RetryOptions;
+  private readonly timeoutMs: number;
+  private readonly transport: Transport;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  private readonly random: () => number;
+  private readonly onRetry?: (info: RetryInfo) => void;
+
+  constructor(options: ClientOptions) {
+    this.apiRoot = normalizeBaseUrl(options.baseUrl);
+    if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+      throw new TypeError('apiKey: expected a non-empty API key');
+    }
+    if (/[\r\n]/.test(options.apiKey)) throw new TypeError('apiKey: the key must be one line');
+    this.apiKey = options.apiKey.trim();
+    this.retry = { ...DEFAULT_RETRY, maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries };
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.transport = options.transport ?? createTransport(options.userAgent ?? 'agent-run-client');
+    this.sleep = options.sleep ?? abortableSleep;
+    this.random = options.random ?? Math.random;
+    this.onRetry = options.onRetry;
+  }
+
+  /** Starts a run. Answers at once with its id; the agent starts asynchronously. */
+  async createRun(body: CreateRunRequest, options: CreateOptions = {}): Promise<CreateRunResponse> {
+    const idempotencyKey = options.idempotencyKey ?? randomUUID();
+    const response = await this.request('POST', '/agent/run', {
+      body: JSON.stringify(body),
+      headers: { 'idempotency-key': idempotencyKey },
+      signal: options.signal
+    });
+    const value = parseJson(response.body, 'POST /agent/run');
+    const record = value as Partial<CreateRunResponse> | null;
+    const runId = record?.run_id ?? record?.task_id;
+    if (typeof runId !== 'string' || runId === '') {
+      throw new ParseError(`POST /agent/run: expected a string run_id in the answer, got ${describe(runId)}`);
+    }
+    return { ...(record as CreateRunResponse), run_id: runId };
+  }
+
+  /** Reads a run's current record. */
+  async getRun(runId: string, options: CallOptions = {}): Promise<Run> {
+    const response = await this.request('GET', runPath(runId), { signal: options.signal });
+    return parseRun(parseJson(response.body, `GET /agent/runs/${runId}`), `GET /agent/runs/${runId}`);
+  }
+
+  /**
+   * Reads a run conditionally: with the last ETag and `Prefer: wait`, a server that supports them
+   * answers when the run changes (or 304 after the wait); one that doesn't answers at once.
+   */
+  async pollRun(runId: string, options: PollOptions = {}): Promise<PollResult> {
+    const headers: Record<string, string> = {};
+    if (options.etag) headers['if-none-match'] = options.etag;
+    const wait = Math.max(0, Math.floor(options.waitSeconds ?? 0));
+    if (wait > 0) headers.prefer = `wait=${wait}`;
+    const response = await this.request('GET', runPath(runId), {
+      headers,
+      signal: options.signal,
+      timeoutMs: Math.max(this.timeoutMs, (wait + 10) * 1000)
+    });
+    const header = headerLookup(response);
+    const applied = header('preference-applied') ?? '';
+    const etag = header('etag') ?? options.etag;
+    const retryAfter = header('retry-after');
+    const result: PollResult = {
+      etag,
+      held: /(^|[\s,;])wait\b/i.test(applied),
+      retryAfterMs: retryAfter === undefined ? undefined : retryDelayMs(1, header, this.retry, () => 0)
+    };
+    if (response.status === 304) return result;
+    result.run = parseRun(parseJson(response.body, `GET /agent/runs/${runId}`), `GET /agent/runs/${runId}`);
+    return result;
+  }
+
+  /** Lists one page of runs, newest first. */
+  async listRuns(query: ListRunsQuery = {}, options: CallOptions = {}): Promise<RunsPage> {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) {
+      if (value === undefined || value === null) continue;
+      for (const item of Array.isArray(value) ? value : [value]) params.append(name, String(item));
+    }
+    const search = params.size > 0 ? `?${params.toString()}` : '';
+    const response = await this.request('GET', `/agent/runs${search}`, { signal: options.signal });
+    const value = parseJson(response.body, 'GET /agent/runs') as Partial<ListRunsResponse> | null;
+    if (!value || !Array.isArray(value.runs)) {
+      throw new ParseError(`GET /agent/runs: expected {runs: [...]}, got ${describe(value)}`);
+    }
+    const pageInfo = value.page_info ?? { has_next_page: false, next_cursor: null };
+    return { runs: value.runs.map(run => parseRun(run, 'GET /agent/runs')), page_info: pageInfo };
+  }
+
+  /** Every run matching the query, page after page. */
+  async *iterateRuns(query: ListRunsQuery = {}, options: CallOptions = {}): AsyncGenerator<Run> {
+    let cursor = query.cursor;
+    for (;;) {
+      const page = await this.listRuns({ ...query, cursor }, options);
+      yield* page.runs;
+      const next = page.page_info.next_cursor;
+      if (!page.page_info.has_next_page || !next || next === cursor) return;
+      cursor = next;
+    }
+  }
+
+  /** Asks the server to cancel a run. Answers with the run id. */
+  async cancelRun(runId: string, options: CallOptions & { maxRetries?: number } = {}): Promise<string> {
+    const response = await this.request('POST', `${runPath(runId)}/cancel`, {
+      body: '',
+      signal: options.signal,
+      maxRetries: options.maxRetries
+    });
+    const value = response.body.trim() === '' ? runId : parseJson(response.body, 'cancel');
+    return typeof value === 'string' ? value : runId;
+  }
+
+  /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
+  waitForRun(runId: string, options: WaitOptions = {}): Promise<WaitResult> {
+    return waitForRun(this, runId, options);
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+
+  private async request(
+    method: 'GET' | 'POST',
+    path: string,
+    options: {
+      body?: string;
+      headers?: Record<string, string>;
+      signal?: AbortSignal;
+      timeoutMs?: number;
+      maxRetries?: number;
+    }
+  ): Promise<HttpResponse> {
+    const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
+    const maxRetries = options.maxRetries ?? this.retry.maxRetries;
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      authorization: `Bearer ${this.apiKey}`,
+      ...options.headers
+    };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    for (let attempt = 0; ; attempt++) {
+      let failure: AgentRunError;
+      let header: (name: string) => string | undefined = () => undefined;
+      try {
+        const response = await this.transport.send({
+          method,
+          url: this.apiRoot + path,
+          headers,
+          body: options.body,
+          timeoutMs: options.timeoutMs ?? this.timeoutMs,
+          signal: options.signal
+        });
+        if (response.status < 400) return response;
+        header = headerLookup(response);
+        failure = errorFromResponse(label, response.status, response.body, header('x-request-id'));
+        if (attempt >= maxRetries || !shouldRetry(response.status, header)) throw failure;
+      } catch (error) {
+        if (error instanceof AgentRunError && !(error instanceof ConnectionError)) throw error;
+        if (!(error instanceof TransportError)) throw error;
+        failure = transportFailure(label, error, options.timeoutMs ?? this.timeoutMs);
+        if (failure instanceof AbortError || attempt >= maxRetries) throw failure;
+      }
+      const delayMs = retryDelayMs(attempt + 1, header, this.retry, this.random);
+      this.onRetry?.({ request: label, retry: attempt + 1, delayMs, reason: failure.message });
+      try {
+        await this.sleep(delayMs, options.signal);
+      } catch (error) {
+        throw new AbortError(`${label}: aborted`, { request: label, cause: error });
+      }
+    }
+  }
+}
+
+function transportFailure(label: string, error: TransportError, timeoutMs: number): AgentRunError {
+  if (error.reason === 'aborted')
+    return new AbortError(`${label}: aborted`, { request: label, cause: error });
+  if (error.reason === 'timeout') {
+    return new TimeoutError(`${label}: no answer within ${timeoutMs / 1000} s`, {
+      request: label,
+      cause: error
+    });
+  }
+  return new ConnectionError(
+    `${label}: connection failed (${error.message}); check base-url and the network`,
+    {
+      request: label,
+      cause: error
+    }
+  );
+}
+
+function headerLookup(response: HttpResponse): (name: string) => string | undefined {
+  return name => {
+    const value = response.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+}
+
+function runPath(runId: string): string {
+  if (typeof runId !== 'string' || runId.trim() === '') {
+    throw new InvalidRequestError('run id: expected a non-empty string', { request: 'run id' });
+  }
+  return `/agent/runs/${encodeURIComponent(runId.trim())}`;
+}
+
+/**
+ * The API root for a base URL: `https://host` and `https://host/api/v1` both give
+ * `https://host/api/v1`. Credentials and query strings are refused so they never reach a log.
+ */
+export function normalizeBaseUrl(value: string): string {
+  const expected = 'expected an http(s) URL such as https://agents.example.com';
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new TypeError(`base-url ${JSON.stringify(value)}: ${expected}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`base-url ${JSON.stringify(url.protocol)} scheme: ${expected}`);
+  }
+  if (url.username || url.password) {
+    throw new TypeError('base-url: must not contain credentials; pass the key as api-key');
+  }
+  if (url.search || url.hash) {
+    throw new TypeError(
+      `base-url ${JSON.stringify(url.origin + url.pathname)}: must not have a query or fragment`
+    );
+  }
+  const path = url.pathname.replace(/\/+$/, '');
+  const root = path.endsWith(API_PREFIX) ? path : path + API_PREFIX;
+  return url.origin + root;
+}

@@ -1,0 +1,114 @@
+// One HTTP exchange on @actions/http-client, which picks the agent (HTTPS_PROXY, NO_PROXY and
+// keep-alive) the way every GitHub Action does. We add what it lacks: a total time limit, an
+// AbortSignal, and a body reader that cannot hang when the connection dies half-way.
+
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { HttpClient } from '@actions/http-client';
+
+export interface HttpRequest {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** Why no answer arrived. */
+export class TransportError extends Error {
+  constructor(
+    message: string,
+    readonly reason: 'timeout' | 'aborted' | 'connection',
+    options?: { cause?: unknown }
+  ) {
+    super(message, options);
+  }
+}
+
+export interface Transport {
+  send(request: HttpRequest): Promise<HttpResponse>;
+  /** Closes idle keep-alive connections. */
+  close(): void;
+}
+
+/** Answers larger than this are refused rather than buffered: no run record comes near it. */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+export function createTransport(userAgent: string): Transport {
+  const client = new HttpClient(userAgent, [], { keepAlive: true });
+
+  return {
+    close: () => client.dispose(),
+    send(request) {
+      const url = new URL(request.url);
+      const timeout = AbortSignal.timeout(request.timeoutMs);
+      const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+      const classify = (error: unknown): TransportError => {
+        if (request.signal?.aborted)
+          return new TransportError('request aborted', 'aborted', { cause: error });
+        if (timeout.aborted) {
+          return new TransportError(`no answer within ${request.timeoutMs} ms`, 'timeout', { cause: error });
+        }
+        const message = error instanceof Error ? error.message : String(error);
+        return new TransportError(message, 'connection', { cause: error });
+      };
+      if (signal.aborted) return Promise.reject(classify(signal.reason));
+
+      const secure = url.protocol === 'https:';
+      const info = {
+        parsedUrl: url,
+        httpModule: secure ? https : http,
+        options: {
+          host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+          port: url.port ? Number(url.port) : secure ? 443 : 80,
+          path: url.pathname + url.search,
+          method: request.method,
+          headers: { ...request.headers },
+          agent: client.getAgent(request.url),
+          signal
+        }
+      };
+      return new Promise<HttpResponse>((resolve, reject) => {
+        client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+          if (error || !response) return reject(classify(error));
+          const message = response.message;
+          const chunks: Buffer[] = [];
+          let size = 0;
+          let done = false;
+          const fail = (cause: unknown) => {
+            if (done) return;
+            done = true;
+            message.destroy();
+            reject(classify(cause));
+          };
+          message.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_BODY_BYTES) fail(new Error(`answer larger than ${MAX_BODY_BYTES} bytes`));
+            else chunks.push(chunk);
+          });
+          message.on('error', fail);
+          message.on('aborted', () => fail(new Error('connection closed before the answer was complete')));
+          message.on('close', () => {
+            if (!message.complete) fail(new Error('connection closed before the answer was complete'));
+          });
+          message.on('end', () => {
+            if (done) return;
+            done = true;
+            resolve({
+              status: message.statusCode ?? 0,
+              headers: message.headers,
+              body: Buffer.concat(chunks).toString('utf8')
+            });
+          });
+        });
+      });
+    }
+  };
+}

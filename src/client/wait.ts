@@ -1,0 +1,153 @@
+// Waiting for a run to end, cheaply and promptly.
+//
+// Every poll carries the last ETag and `Prefer: wait`, so a server that supports them holds the
+// poll until the run changes: the caller hears of a new state within milliseconds and sends one
+// request per change (or per hold period). A server that ignores them answers at once, and the
+// schedule below paces the polls: first after ~1 s, then ×1.5 each time, never more than 15 % of
+// the time waited so far (a late finish is noticed within ~15 % of the run's length) and never
+// more than the cap.
+
+import { isKnownState, isTerminalState } from '../api/index.js';
+import type { PollOptions, PollResult } from './client.js';
+import { AbortError, ConflictError, ConnectionError, RateLimitError, ServerError } from './errors.js';
+import { ParseError, type Run } from './parse.js';
+import { abortableSleep } from './sleep.js';
+
+export interface WaitOptions {
+  /** Give up after this long (default 60 min); the result then says `timed_out`. */
+  timeoutMs?: number;
+  /** Delay before the first poll (default 1 s). */
+  initialDelayMs?: number;
+  /** Longest pause between polls to a server that does not hold them (default 15 s). */
+  maxIntervalMs?: number;
+  /** Seconds a poll asks the server to hold while the run is unchanged (default 50). */
+  holdSeconds?: number;
+  /** Failed polls in a row (after each poll's own retries) before giving up (default 10). */
+  maxConsecutiveErrors?: number;
+  signal?: AbortSignal;
+  /** Sees every state change, the first read included (`previous` is then undefined). */
+  onStateChange?: (run: Run, previous: Run | undefined) => void;
+  /** Called once per state this client does not know; such states are not terminal. */
+  onUnknownState?: (state: string, run: Run) => void;
+  /** Called for each transient failure the wait rides out. */
+  onTransientError?: (error: Error, consecutive: number) => void;
+  /** Test seams. */
+  now?: () => number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random?: () => number;
+}
+
+export interface WaitResult {
+  outcome: 'terminal' | 'timed_out';
+  /** The last record read; undefined only when no poll ever succeeded before the deadline. */
+  run: Run | undefined;
+  /** Polls that got an answer. */
+  polls: number;
+  elapsedMs: number;
+}
+
+export interface RunPoller {
+  pollRun(runId: string, options: PollOptions): Promise<PollResult>;
+}
+
+const GROWTH = 1.5;
+const ELAPSED_FRACTION = 0.15;
+/** Even a holding server is never polled more often than this, in case its ETags never settle. */
+const MIN_GAP_MS = 250;
+
+export async function waitForRun(
+  poller: RunPoller,
+  runId: string,
+  options: WaitOptions = {}
+): Promise<WaitResult> {
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? abortableSleep;
+  const random = options.random ?? Math.random;
+  const initial = options.initialDelayMs ?? 1000;
+  const cap = Math.max(initial, options.maxIntervalMs ?? 15_000);
+  const hold = options.holdSeconds ?? 50;
+  const maxErrors = options.maxConsecutiveErrors ?? 10;
+  const start = now();
+  const deadline = start + (options.timeoutMs ?? 60 * 60_000);
+  const unknown = new Set<string>();
+
+  let last: Run | undefined;
+  let etag: string | undefined;
+  let polls = 0;
+  let errors = 0;
+  let interval = initial;
+  let delay = initial;
+
+  const result = (outcome: WaitResult['outcome']): WaitResult => ({
+    outcome,
+    run: last,
+    polls,
+    elapsedMs: now() - start
+  });
+  const nextInterval = () => {
+    const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
+    interval = Math.min(cap, interval * GROWTH, byElapsed);
+    return interval * (0.8 + 0.2 * random());
+  };
+
+  for (;;) {
+    if (now() >= deadline) return result('timed_out');
+    try {
+      await sleep(Math.min(delay, deadline - now()), options.signal);
+    } catch (error) {
+      throw new AbortError(`waiting for run ${runId}: aborted`, { request: `wait ${runId}`, cause: error });
+    }
+    const remaining = deadline - now();
+    if (remaining <= 0) return result('timed_out');
+
+    const sent = now();
+    let answer: PollResult;
+    try {
+      answer = await poller.pollRun(runId, {
+        etag,
+        waitSeconds: Math.min(hold, Math.floor(remaining / 1000)),
+        signal: options.signal
+      });
+    } catch (error) {
+      if (!isTransient(error)) throw error;
+      errors++;
+      options.onTransientError?.(error as Error, errors);
+      if (errors > maxErrors) throw error;
+      delay = nextInterval();
+      continue;
+    }
+    errors = 0;
+    polls++;
+
+    if (answer.run) {
+      const run = answer.run;
+      etag = answer.etag;
+      if (!isKnownState(run.state) && !unknown.has(run.state)) {
+        unknown.add(run.state);
+        options.onUnknownState?.(run.state, run);
+      }
+      const previous = last;
+      last = run;
+      if (previous?.state !== run.state) options.onStateChange?.(run, previous);
+      if (isTerminalState(run.state)) return result('terminal');
+    }
+
+    const spent = now() - sent;
+    const paced = nextInterval();
+    if (answer.retryAfterMs !== undefined) delay = answer.retryAfterMs;
+    else if (answer.held) delay = Math.max(0, MIN_GAP_MS - spent);
+    else delay = Math.max(0, paced - spent);
+  }
+}
+
+/** Failures a wait rides out: the next poll may well succeed. */
+function isTransient(error: unknown): boolean {
+  if (error instanceof AbortError) return false;
+  return (
+    error instanceof ConnectionError ||
+    error instanceof ServerError ||
+    error instanceof RateLimitError ||
+    error instanceof ConflictError ||
+    error instanceof ParseError
+  );
+}
