@@ -31727,15 +31727,42 @@ const ERROR_CODES = {
         status: null,
         retryable: true,
         meaning: 'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
-    },
-    workspace_quota_exceeded: {
-        status: null,
-        retryable: false,
-        meaning: "The run's workspace grew past the disk quota."
     }
 };
 
+;// CONCATENATED MODULE: ./src/api/duration.ts
+// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
+/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
+function parseDuration(text) {
+    const value = text.trim().toLowerCase();
+    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
+        return undefined;
+    let total = 0;
+    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
+        total += Number(amount) * UNIT_MS[unit];
+    }
+    return total;
+}
+/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
+function formatDuration(ms) {
+    let seconds = Math.max(0, Math.round(ms / 1000));
+    const hours = Math.floor(seconds / 3600);
+    seconds -= hours * 3600;
+    const minutes = Math.floor(seconds / 60);
+    seconds -= minutes * 60;
+    let text = '';
+    if (hours)
+        text += `${hours}h`;
+    if (minutes)
+        text += `${minutes}m`;
+    if (seconds || text === '')
+        text += `${seconds}s`;
+    return text;
+}
+
 ;// CONCATENATED MODULE: ./src/api/index.ts
+
 
 
 
@@ -32471,37 +32498,6 @@ async function cancelRemoteRun(client, runId, why, options = {}) {
     }
 }
 
-;// CONCATENATED MODULE: ./src/action/duration.ts
-// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
-const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
-/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
-function parseDuration(text) {
-    const value = text.trim().toLowerCase();
-    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
-        return undefined;
-    let total = 0;
-    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
-        total += Number(amount) * UNIT_MS[unit];
-    }
-    return total;
-}
-/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
-function formatDuration(ms) {
-    let seconds = Math.max(0, Math.round(ms / 1000));
-    const hours = Math.floor(seconds / 3600);
-    seconds -= hours * 3600;
-    const minutes = Math.floor(seconds / 60);
-    seconds -= minutes * 60;
-    let text = '';
-    if (hours)
-        text += `${hours}h`;
-    if (minutes)
-        text += `${minutes}m`;
-    if (seconds || text === '')
-        text += `${seconds}s`;
-    return text;
-}
-
 ;// CONCATENATED MODULE: external "node:fs"
 const external_node_fs_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:fs");
 ;// CONCATENATED MODULE: external "node:path"
@@ -32509,7 +32505,6 @@ const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(impo
 ;// CONCATENATED MODULE: ./src/action/inputs.ts
 // The action's inputs, parsed once into a typed, validated settings object. Every problem is
 // reported at once, each naming the input, the bad value and the form expected.
-
 
 
 

@@ -4,9 +4,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { type RunConfig, type RunState, TERMINAL_STATES } from '../api/index.js';
+import { type RunConfig, type RunState, TERMINAL_STATES, parseDuration } from '../api/index.js';
 import { normalizeBaseUrl } from '../client/index.js';
-import { parseDuration } from './duration.js';
 
 export interface Settings {
   /** API root derived from `base-url`, e.g. `https://agents.example.com/api/v1`. */

@@ -3,7 +3,7 @@
 import * as core from '@actions/core';
 import { AbortError, AgentRunClient } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
-import { formatDuration } from './duration.js';
+import { formatDuration } from '../api/index.js';
 import { type Settings, readSettings } from './inputs.js';
 import { postStep } from './post.js';
 import { Progress } from './progress.js';

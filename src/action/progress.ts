@@ -3,7 +3,7 @@
 
 import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
-import { formatDuration } from './duration.js';
+import { formatDuration } from '../api/index.js';
 
 const HEARTBEAT_MS = 60_000;
 

@@ -2,7 +2,7 @@
 
 import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
-import { formatDuration } from './duration.js';
+import { formatDuration } from '../api/index.js';
 
 export type Conclusion = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | '';
 

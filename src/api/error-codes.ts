@@ -98,11 +98,6 @@ export const ERROR_CODES = {
     retryable: true,
     meaning:
       'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
-  },
-  workspace_quota_exceeded: {
-    status: null,
-    retryable: false,
-    meaning: "The run's workspace grew past the disk quota."
   }
 } as const satisfies Record<string, ErrorCodeInfo>;
 

@@ -1,2 +1,3 @@
 export * from './run.js';
 export * from './error-codes.js';
+export * from './duration.js';

@@ -1,0 +1,86 @@
+// The bundled action against the bundled executor, both run exactly as users run them.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { join } from 'node:path';
+import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { runAction, startAction } from '../support/runner.js';
+
+let executor: ExecutorProcess;
+let key: string;
+let dir: string;
+
+beforeAll(async () => {
+  dir = tempDir();
+  const created = await executorCli(
+    ['keys', 'create', '--kind', 'personal', '--name', 'e2e', '--data-dir', join(dir, 'data')],
+    { cwd: dir }
+  );
+  key = created.stdout.trim().split('\n').at(-1)!;
+  executor = await spawnExecutor(['--data-dir', join(dir, 'data')], { cwd: dir });
+});
+afterAll(() => executor.stop());
+
+const inputs = (prompt: string, extra: Record<string, string> = {}) => ({
+  prompt,
+  'environment-id': 'local',
+  'api-key': key,
+  'base-url': executor.url,
+  ...extra
+});
+
+describe('action against the executor', () => {
+  it('succeeds, and the session link opens the transcript', async () => {
+    const result = await runAction(
+      inputs('Write the notes\n@sim say done\n@sim write NOTES.md hello', { title: 'E2E success' })
+    );
+    expect(result.code).toBe(0);
+    expect(result.outputs).toMatchObject({ state: 'SUCCEEDED', conclusion: 'succeeded', 'error-code': '' });
+    const runId = result.outputs['run-id']!;
+    expect(result.outputs['session-link']).toMatch(new RegExp(`^${executor.url}/sessions/${runId}\\?token=`));
+    const page = await fetch(result.outputs['session-link']!);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('E2E success');
+    expect(html).toContain('NOTES.md');
+    expect(result.summary).toContain('succeeded');
+    const stdout = result.stdout.replace(`::add-mask::${key}\n`, '');
+    expect(stdout + result.stderr + result.summary + JSON.stringify(result.outputs)).not.toContain(key);
+  });
+
+  it('fails the job with the message of @sim fail', async () => {
+    const result = await runAction(inputs('@sim fail lint found 3 errors'));
+    expect(result.code).toBe(1);
+    expect(result.outputs).toMatchObject({
+      state: 'FAILED',
+      conclusion: 'failed',
+      'status-message': 'lint found 3 errors',
+      'error-code': 'agent_failed'
+    });
+    expect(result.stdout).toContain(
+      `::error::Run ${result.outputs['run-id']} ended FAILED (agent_failed): lint found 3 errors%0ASession: ${executor.url}/sessions/`
+    );
+  });
+
+  it('cancels the run when the action gets SIGTERM', async () => {
+    const action = startAction(inputs('@sim sleep 60'));
+    await action.waitFor(/INPROGRESS/);
+    action.child.kill('SIGTERM');
+    const result = await action.done;
+    expect(result.code).toBe(1);
+    const run = (await (
+      await fetch(`${executor.url}/api/v1/agent/runs/${result.outputs['run-id']}`, {
+        headers: { authorization: `Bearer ${key}` }
+      })
+    ).json()) as { state: string };
+    expect(run.state).toBe('CANCELLED');
+    expect(result.outputs.conclusion).toBe('cancelled');
+  });
+
+  it('notices the end of a run within a second thanks to held polls', async () => {
+    const result = await runAction(inputs('@sim sleep 3'));
+    expect(result.code).toBe(0);
+    const run = JSON.parse(result.outputs.run!) as { completed_at: string };
+    const lag = Date.now() - Date.parse(run.completed_at);
+    expect(lag).toBeLessThan(1500);
+    expect(result.ms).toBeLessThan(5500);
+  });
+});

@@ -1,0 +1,189 @@
+// The bundled executor as users run it: CLI commands, restarts, kill -9.
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+
+const running: ExecutorProcess[] = [];
+afterAll(async () => {
+  for (const p of running) await p.stop('SIGKILL');
+});
+
+async function start(dir: string, args: string[] = []): Promise<ExecutorProcess> {
+  const p = await spawnExecutor(['--data-dir', join(dir, 'data'), ...args], { cwd: dir });
+  running.push(p);
+  return p;
+}
+
+async function newKey(dir: string, team = 'default'): Promise<string> {
+  const result = await executorCli(
+    ['keys', 'create', '--kind', 'personal', '--name', 'ci', '--team', team, '--data-dir', join(dir, 'data')],
+    { cwd: dir }
+  );
+  expect(result.code).toBe(0);
+  return result.stdout.trim().split('\n').at(-1)!;
+}
+
+const api = (p: ExecutorProcess, key: string) => ({
+  create: async (prompt: string) => {
+    const r = await fetch(`${p.url}/api/v1/agent/run`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt, config: { environment_id: 'local' } })
+    });
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { run_id: string }).run_id;
+  },
+  get: async (id: string) =>
+    (await (
+      await fetch(`${p.url}/api/v1/agent/runs/${id}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as Record<string, string>
+});
+
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const value = await read();
+    if (done(value)) return value;
+    await new Promise(r => setTimeout(r, 50));
+  }
+  throw new Error('condition never met');
+}
+
+describe('agent-executor CLI', () => {
+  it('creates keys (raw value alone on the last line), lists them without raw values, revokes them', async () => {
+    const dir = tempDir();
+    const created = await executorCli(
+      ['keys', 'create', '--kind', 'agent', '--name', 'ci-bot', '--team', 'platform', '--data-dir', 'data'],
+      { cwd: dir }
+    );
+    expect(created.code).toBe(0);
+    const lines = created.stdout.trim().split('\n');
+    const raw = lines.at(-1)!;
+    expect(raw).toMatch(/^arx_[0-9A-Za-z]{36}$/);
+    const id = /key (key_\w+)/.exec(lines[0]!)![1]!;
+    const listed = await executorCli(['keys', 'list', '--data-dir', 'data'], { cwd: dir });
+    expect(listed.stdout).toContain(`${id}\tplatform\tagent\tci-bot\tarx_`);
+    expect(listed.stdout).not.toContain(raw);
+    expect((await executorCli(['keys', 'revoke', id, '--data-dir', 'data'], { cwd: dir })).stdout).toBe(
+      `Revoked key ${id}.\n`
+    );
+    expect((await executorCli(['keys', 'list', '--data-dir', 'data'], { cwd: dir })).stdout).toMatch(
+      /\trevoked \d{4}-/
+    );
+    const again = await executorCli(['keys', 'revoke', id, '--data-dir', 'data'], { cwd: dir });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(`no active key with id "${id}"`);
+  });
+
+  it('explains bad arguments and bad config files', async () => {
+    const dir = tempDir();
+    const kind = await executorCli(['keys', 'create', '--kind', 'robot', '--name', 'x'], { cwd: dir });
+    expect(kind.code).toBe(2);
+    expect(kind.stderr).toContain('--kind "robot": expected personal or agent');
+    expect((await executorCli(['launch'], { cwd: dir })).stderr).toContain(
+      'unknown command "launch"; expected serve, keys or environments'
+    );
+    writeFileSync(
+      join(dir, 'agent-executor.yaml'),
+      'workers: many\nenvironments:\n  - id: web\n    timeout: soon\n    colour: red\n'
+    );
+    const bad = await executorCli(['environments', 'list'], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('workers "many": expected a whole number from 1 to 256');
+    expect(bad.stderr).toContain(
+      'environments[0].timeout "soon": expected a duration such as 90s, 30m or 1h30m'
+    );
+    expect(bad.stderr).toContain('environments[0].colour: unknown key');
+  });
+
+  it('lists environments: the default one, or those of the config file', async () => {
+    const dir = tempDir();
+    expect((await executorCli(['environments', 'list'], { cwd: dir })).stdout).toMatch(
+      /^local\tLocal directory \(simulated agent\)\t/
+    );
+    writeFileSync(
+      join(dir, 'agent-executor.yaml'),
+      'environments:\n  - id: web\n    name: Web app\n    timeout: 10m\n'
+    );
+    expect((await executorCli(['environments', 'list'], { cwd: dir })).stdout).toBe(
+      `web\tWeb app\t${dir}\tsimulated\ttimeout 600s\tmax 4 at once\n`
+    );
+  });
+
+  it('says which Node it needs on a Node without node:sqlite', async () => {
+    // The machine's own node (20 here) stands for an old Node; the project's scripts run on 24.
+    const old = '/usr/bin/node';
+    const { execFileSync } = await import('node:child_process');
+    const major = Number(execFileSync(old, ['-p', 'process.versions.node.split(".")[0]']).toString());
+    expect(major).toBeLessThan(22);
+    const result = await executorCli(['serve'], { node: old });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toMatch(
+      /^agent-executor needs Node.js 22.5 or newer \(for node:sqlite\); this is Node v\d+/
+    );
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('restarts', () => {
+  it('keeps runs across a clean stop and start, and refuses a second server on one data dir', async () => {
+    const dir = tempDir();
+    const key = await newKey(dir);
+    const first = await start(dir);
+    const ids = [await api(first, key).create('@sim say one'), await api(first, key).create('@sim say two')];
+    await until(
+      () => api(first, key).get(ids[1]!),
+      run => run.state === 'SUCCEEDED'
+    );
+    const second = spawnExecutor(['--data-dir', join(dir, 'data')], { cwd: dir });
+    await expect(second).rejects.toThrow(/another executor \(pid \d+\) is serving data dir/);
+    expect(await first.stop('SIGTERM')).toBe(0);
+    const again = await start(dir);
+    for (const id of ids) expect((await api(again, key).get(id)).state).toBe('SUCCEEDED');
+    await again.stop();
+  });
+
+  it('after kill -9 during a run: that run is FAILED executor_restarted, queued ones still run, none lost', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'agent-executor.yaml'), 'workers: 1\n');
+    const key = await newKey(dir);
+    const first = await start(dir);
+    const running = await api(first, key).create('@sim sleep 30');
+    await until(
+      () => api(first, key).get(running),
+      run => run.state === 'INPROGRESS'
+    );
+    const queued = [
+      await api(first, key).create('@sim say later 1'),
+      await api(first, key).create('@sim say later 2')
+    ];
+    await first.stop('SIGKILL');
+    const again = await start(dir);
+    const failed = await api(again, key).get(running);
+    expect(failed).toMatchObject({ state: 'FAILED', error_code: 'executor_restarted' });
+    expect(failed.status_message).toMatch(
+      /executor restarted while this run was in progress; it was not re-run/
+    );
+    for (const id of queued)
+      expect(
+        (
+          await until(
+            () => api(again, key).get(id),
+            r => r.state === 'SUCCEEDED'
+          )
+        ).state
+      ).toBe('SUCCEEDED');
+    const transcript = (await (
+      await fetch(`${again.url}/api/v1/agent/runs/${running}/transcript`, {
+        headers: { authorization: `Bearer ${key}` }
+      })
+    ).json()) as { events: { kind: string; state?: string }[] };
+    expect(transcript.events.filter(e => e.kind === 'state').map(e => e.state)).toEqual([
+      'QUEUED',
+      'INPROGRESS',
+      'FAILED'
+    ]);
+    expect(readFileSync(join(dir, 'data', 'executor.pid'), 'utf8').trim()).toBe(String(again.child.pid));
+    await again.stop();
+  });
+});

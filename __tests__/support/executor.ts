@@ -1,0 +1,122 @@
+// Executors for tests: in-process on a real port with a real SQLite file, or the bundled
+// executor (dist/executor/index.js) as a child process, exactly as users start it.
+
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { type ExecutorConfig, parseConfig } from '../../src/executor/config.js';
+import { generateKey, generateKeyId, hashKey, keyHint } from '../../src/executor/keys.js';
+import { type Executor, startExecutor } from '../../src/executor/server/app.js';
+import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+
+export const EXECUTOR_ENTRY = resolve('dist/executor/index.js');
+
+export function tempDir(prefix = 'agent-executor-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface TestExecutor extends Executor {
+  dataDir: string;
+  config: ExecutorConfig;
+  key(team?: string, kind?: 'personal' | 'agent', name?: string): Promise<{ raw: string; id: string }>;
+  request(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
+}
+
+/** Starts an executor in this process on port 0; `raw` is the config file's content as an object. */
+export async function startTestExecutor(raw: Record<string, unknown> = {}): Promise<TestExecutor> {
+  const dir = tempDir();
+  const config = parseConfig({ log_level: 'silent', ...raw, data_dir: join(dir, 'data') }, dir);
+  config.port = 0;
+  const store = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
+  const executor = await startExecutor(config, store);
+  return Object.assign(executor, {
+    dataDir: config.dataDir,
+    config,
+    async key(team = 'default', kind: 'personal' | 'agent' = 'personal', name = 'test') {
+      const raw = generateKey();
+      const id = generateKeyId();
+      await store.createKey({
+        id,
+        team,
+        kind,
+        name,
+        hash: hashKey(raw),
+        hint: keyHint(raw),
+        created_at: new Date().toISOString(),
+        revoked_at: null
+      });
+      return { raw, id };
+    },
+    request(path: string, init: RequestInit & { key?: string } = {}) {
+      const headers = new Headers(init.headers);
+      if (init.key) headers.set('authorization', `Bearer ${init.key}`);
+      if (init.body !== undefined && !headers.has('content-type'))
+        headers.set('content-type', 'application/json');
+      return fetch(executor.url + path, { ...init, headers });
+    }
+  });
+}
+
+export interface ExecutorProcess {
+  child: ChildProcess;
+  url: string;
+  stderr(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts the bundled executor as a child process and waits for its "listening on" line. */
+export function spawnExecutor(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {}
+): Promise<ExecutorProcess> {
+  const child = spawn(process.execPath, [EXECUTOR_ENTRY, 'serve', '--port', '0', ...args], {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', chunk => (stderr += chunk));
+  const exited = new Promise<number | null>(resolveExit => child.on('exit', code => resolveExit(code)));
+  return new Promise((resolveStart, reject) => {
+    const timer = setTimeout(() => reject(new Error(`executor did not start:\n${stderr}`)), 15_000);
+    child.stdout!.on('data', chunk => {
+      stdout += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (!match) return;
+      clearTimeout(timer);
+      resolveStart({
+        child,
+        url: match[1]!,
+        stderr: () => stderr,
+        stop(signal = 'SIGTERM') {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        }
+      });
+    });
+    void exited.then(code => {
+      clearTimeout(timer);
+      reject(new Error(`executor exited with ${code}:\n${stderr}`));
+    });
+  });
+}
+
+const execFileAsync = promisify(execFile);
+
+/** Runs an executor CLI command; resolves with its output and exit code. */
+export async function executorCli(args: string[], options: { cwd?: string; node?: string } = {}) {
+  try {
+    const { stdout, stderr } = await execFileAsync(
+      options.node ?? process.execPath,
+      [EXECUTOR_ENTRY, ...args],
+      { cwd: options.cwd }
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}

@@ -1,0 +1,43 @@
+// The README tells the truth: every input, output and error code is documented.
+import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { ERROR_CODES } from '../../src/api/error-codes.js';
+
+const readme = readFileSync('README.md', 'utf8');
+const action = parse(readFileSync('action.yml', 'utf8')) as {
+  inputs: Record<string, { default?: string }>;
+  outputs: Record<string, unknown>;
+  runs: Record<string, string>;
+};
+
+describe('README', () => {
+  it('documents every input of action.yml with its default', () => {
+    for (const [name, input] of Object.entries(action.inputs)) {
+      const row = readme.split('\n').find(line => line.startsWith(`| \`${name}\` |`));
+      expect(row).toBeDefined();
+      if (input.default !== undefined) expect(row).toContain(`\`${input.default}\``);
+    }
+  });
+
+  it('documents every output of action.yml', () => {
+    for (const name of Object.keys(action.outputs)) expect(readme).toContain(`| \`${name}\` |`);
+  });
+
+  it('lists every error code of the error reference', () => {
+    for (const [code, info] of Object.entries(ERROR_CODES)) {
+      expect(readme).toContain(
+        `| \`${code}\` | ${info.status ?? 'run'} | ${info.retryable ? 'yes' : 'no'} | ${info.meaning} |`
+      );
+    }
+  });
+
+  it('runs on node24 with a post step', () => {
+    expect(action.runs).toEqual({
+      using: 'node24',
+      main: 'dist/index.js',
+      post: 'dist/index.js',
+      'post-if': 'always()'
+    });
+  });
+});

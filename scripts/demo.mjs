@@ -1,0 +1,150 @@
+// npm run demo: starts the bundled executor on a free port, creates a key, runs the bundled action
+// against it exactly as the GitHub runner would, prints the action's outputs, and stops.
+//
+//   npm run demo                      the sample prompt (succeeds)
+//   npm run demo -- "@sim fail nope"  your own prompt (this one fails the job)
+
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..');
+const work = mkdtempSync(join(tmpdir(), 'agent-run-demo-'));
+const dataDir = join(work, 'data');
+const executorEntry = join(root, 'dist/executor/index.js');
+const prompt =
+  process.argv[2] ??
+  [
+    'Add a NOTES.md that says the demo ran.',
+    '@sim say Looking at the repository…',
+    '@sim run git log --oneline -1',
+    '@sim write NOTES.md The demo ran.\\n',
+    '@sim sleep 1',
+    '@sim say Done: NOTES.md written.'
+  ].join('\n');
+
+const tty = process.stdout.isTTY;
+const dim = text => (tty ? `\x1b[2m${text}\x1b[0m` : text);
+
+function log(line) {
+  console.log(`${dim('[demo]')} ${line}`);
+}
+
+function startExecutor() {
+  const child = spawn(process.execPath, [executorEntry, 'serve', '--port', '0', '--data-dir', dataDir], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe']
+  });
+  let stderr = '';
+  child.stderr.on('data', chunk => (stderr += chunk));
+  return new Promise((resolveUrl, reject) => {
+    let stdout = '';
+    child.stdout.on('data', chunk => {
+      stdout += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (match) resolveUrl({ child, url: match[1] });
+    });
+    child.on('exit', code => reject(new Error(`the executor exited with ${code}:\n${stderr}`)));
+  });
+}
+
+function parseCommandFile(text) {
+  const values = {};
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const match = /^([^<]+)<<(.+)$/.exec(lines[i]);
+    if (!match) continue;
+    const value = [];
+    for (i++; i < lines.length && lines[i] !== match[2]; i++) value.push(lines[i]);
+    values[match[1]] = value.join('\n');
+  }
+  return values;
+}
+
+async function runAction(url, key) {
+  const files = { GITHUB_OUTPUT: 'output', GITHUB_STATE: 'state', GITHUB_STEP_SUMMARY: 'summary.md' };
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME ?? work,
+    GITHUB_ACTIONS: 'true',
+    GITHUB_WORKSPACE: root
+  };
+  for (const [name, file] of Object.entries(files)) {
+    env[name] = join(work, file);
+    writeFileSync(env[name], '');
+  }
+  Object.assign(env, {
+    INPUT_PROMPT: prompt,
+    'INPUT_ENVIRONMENT-ID': 'local',
+    'INPUT_API-KEY': key,
+    'INPUT_BASE-URL': url,
+    INPUT_TITLE: 'agent-run demo',
+    INPUT_TIMEOUT: '5m'
+  });
+  const child = spawn(process.execPath, [join(root, 'dist/index.js')], {
+    env,
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit']
+  });
+  child.stdout.on('data', chunk => {
+    // The runner hides masked values and turns workflow commands into annotations; show them plainly.
+    for (const line of String(chunk).split('\n')) {
+      if (line === '' || line.startsWith('::add-mask::')) continue;
+      console.log(`  | ${line.replaceAll(key, '***').replace(/%0A/g, '\n  | ')}`);
+    }
+  });
+  const code = await new Promise(resolveCode => child.on('close', resolveCode));
+  return { code, outputs: parseCommandFile(readFileSync(env.GITHUB_OUTPUT, 'utf8')) };
+}
+
+let executor;
+try {
+  log('starting the executor (dist/executor/index.js) on a free port…');
+  executor = await startExecutor();
+  log(`executor ready at ${executor.url}`);
+  const created = execFileSync(
+    process.execPath,
+    [executorEntry, 'keys', 'create', '--kind', 'personal', '--name', 'demo', '--data-dir', dataDir],
+    { cwd: root }
+  );
+  const key = created.toString().trim().split('\n').at(-1);
+  log('created a personal API key for team "default"');
+  log('running the action (dist/index.js) as the GitHub runner would:');
+  const { code, outputs } = await runAction(executor.url, key);
+  log(`action exited with code ${code}; its outputs:`);
+  for (const name of [
+    'run-id',
+    'state',
+    'conclusion',
+    'session-link',
+    'status-message',
+    'error-code',
+    'duration-seconds'
+  ]) {
+    console.log(`  ${name.padEnd(17)} ${outputs[name] ?? ''}`);
+  }
+  if (outputs['run-id']) {
+    const response = await fetch(`${executor.url}/api/v1/agent/runs/${outputs['run-id']}/transcript`, {
+      headers: { authorization: `Bearer ${key}` }
+    });
+    const { events } = await response.json();
+    log(`the run's transcript (also on the session page while the executor runs):`);
+    for (const event of events) {
+      const detail = event.kind === 'state' ? event.state : (event.text ?? event.command ?? event.path ?? '');
+      console.log(`  ${event.at.slice(11, 23)}  ${event.kind.padEnd(8)} ${String(detail).split('\n')[0]}`);
+    }
+  }
+  process.exitCode = code ?? 1;
+} catch (error) {
+  console.error(`demo failed: ${error.message}`);
+  process.exitCode = 1;
+} finally {
+  if (executor) {
+    executor.child.removeAllListeners('exit');
+    executor.child.kill('SIGTERM');
+    await new Promise(resolveExit => executor.child.on('exit', resolveExit));
+    log('executor stopped');
+  }
+  rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,128 @@
+// The simulated agent: deterministic, for testing workflows. Lines of the prompt that start with
+// `@sim` are directives, run in order; everything else is the instruction, echoed as the answer.
+//
+//   @sim sleep <seconds>       wait (cancellable)
+//   @sim say <text>            agent output
+//   @sim run <shell command>   run it in the workspace; non-zero exit fails the run
+//   @sim write <path> <text>   write a file in the workspace (`\n` in the text is a line break)
+//   @sim fail <message>        end FAILED with that status message
+
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
+import type { Agent, AgentContext, AgentResult } from './types.js';
+import { runShell } from './shell.js';
+
+const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
+const DEFAULT_PAUSE_MS = 300;
+
+export const simulatedAgent: Agent = {
+  async run(context: AgentContext): Promise<AgentResult> {
+    const instruction: string[] = [];
+    let directives = 0;
+    for (const line of context.prompt.split(/\r?\n/)) {
+      const match = DIRECTIVE.exec(line.trim());
+      if (!match) {
+        instruction.push(line);
+        continue;
+      }
+      directives++;
+      const [, verb = '', rest = ''] = match;
+      const failure = await directive(context, verb, rest.trim());
+      if (failure) return failure;
+    }
+    if (directives === 0) await sleep(DEFAULT_PAUSE_MS, context.signal);
+    const text = instruction.join('\n').trim();
+    if (text !== '')
+      await context.record('message', { text: `Simulated agent received the instruction:\n${text}` });
+    return { state: 'SUCCEEDED' };
+  }
+};
+
+async function directive(
+  context: AgentContext,
+  verb: string,
+  rest: string
+): Promise<AgentResult | undefined> {
+  switch (verb) {
+    case 'sleep': {
+      const seconds = Number(rest);
+      if (rest === '' || !Number.isFinite(seconds) || seconds < 0) {
+        return invalid(`@sim sleep ${rest}`, 'expected a number of seconds, e.g. @sim sleep 2.5');
+      }
+      await sleep(seconds * 1000, context.signal);
+      return undefined;
+    }
+    case 'say':
+      await context.record('message', { text: rest });
+      return undefined;
+    case 'run': {
+      if (rest === '') return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
+      const result = await runShell(rest, {
+        cwd: context.workspace,
+        env: context.env,
+        signal: context.signal
+      });
+      await context.record('command', {
+        command: rest,
+        exit_code: result.exitCode,
+        output: result.output,
+        duration_ms: result.durationMs
+      });
+      if (result.exitCode === 0 || context.signal.aborted) return undefined;
+      const how =
+        result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+      return { state: 'FAILED', error_code: 'command_failed', status_message: `command \`${rest}\` ${how}` };
+    }
+    case 'write': {
+      const space = rest.search(/\s/);
+      const path = space < 0 ? rest : rest.slice(0, space);
+      const text = space < 0 ? '' : rest.slice(space + 1).replace(/\\n/g, '\n');
+      const target = resolve(context.workspace, path);
+      const inside = relative(context.workspace, target);
+      if (path === '' || inside.startsWith('..') || inside === '') {
+        return invalid(
+          `@sim write ${path}`,
+          'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello'
+        );
+      }
+      const existed = existsSync(target);
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, text);
+      await context.record('file', {
+        path: inside,
+        change: existed ? 'modified' : 'added',
+        bytes: Buffer.byteLength(text)
+      });
+      return undefined;
+    }
+    case 'fail':
+      return {
+        state: 'FAILED',
+        error_code: 'agent_failed',
+        status_message: rest || 'the simulated agent was told to fail'
+      };
+    default:
+      return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail');
+  }
+}
+
+function invalid(what: string, expected: string): AgentResult {
+  return {
+    state: 'FAILED',
+    error_code: 'agent_failed',
+    status_message: `invalid directive ${what}: ${expected}`
+  };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise(resolvePromise => {
+    if (signal.aborted) return resolvePromise();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolvePromise();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

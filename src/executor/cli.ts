@@ -1,0 +1,262 @@
+// agent-executor: serve, keys, environments.
+
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
+import { type KeyKind, generateKey, generateKeyId, hashKey, keyHint } from './keys.js';
+import { startExecutor } from './server/app.js';
+import { SqliteRunStore } from './store/sqlite.js';
+
+export const USAGE = `Usage: agent-executor <command> [options]
+
+Commands:
+  serve [--config FILE] [--data-dir DIR] [--host HOST] [--port PORT]
+      Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
+      config agent-executor.yaml when present. --port 0 picks a free port. Prints
+      "listening on http://HOST:PORT" when ready.
+  keys create --kind personal|agent --name NAME [--team TEAM]
+      Create an API key (team "default" unless given). The raw key is printed once, alone on the
+      last line of stdout.
+  keys list
+      List keys (id, team, kind, name, first characters, created, revoked). Never shows raw keys.
+  keys revoke ID
+      Revoke a key at once.
+  environments list
+      List the configured environments.
+
+Every command takes --config FILE and --data-dir DIR.`;
+
+class UsageError extends Error {}
+
+const COMMON = {
+  config: { type: 'string' },
+  'data-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' }
+} as const;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve(rest);
+      case 'keys':
+        return await keys(rest);
+      case 'environments':
+        return environments(rest);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        console.log(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(
+          `unknown command ${JSON.stringify(command)}; expected serve, keys or environments`
+        );
+    }
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      console.error(`agent-executor: ${error.message}`);
+      if (error instanceof UsageError) console.error('Run `agent-executor help` for usage.');
+      return 2;
+    }
+    console.error(`agent-executor: ${(error as Error).message}`);
+    return 1;
+  }
+}
+
+function parse<T extends Record<string, { type: 'string' | 'boolean'; short?: string }>>(
+  args: string[],
+  options: T,
+  positionals = 0
+) {
+  try {
+    const parsed = parseArgs({
+      args,
+      options: { ...COMMON, ...options },
+      allowPositionals: positionals > 0,
+      strict: true
+    });
+    if (parsed.positionals.length > positionals)
+      throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`);
+    return parsed;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError((error as Error).message.replace(/\. To specify a positional.*$/s, ''));
+  }
+}
+
+function configFrom(values: Record<string, unknown>): ExecutorConfig {
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(String(values.port)) || port > 65535) {
+      throw new UsageError(`--port ${JSON.stringify(values.port)}: expected a port number from 0 to 65535`);
+    }
+  }
+  return loadConfig({
+    config: values.config as string | undefined,
+    dataDir: values['data-dir'] as string | undefined,
+    host: values.host as string | undefined,
+    port
+  });
+}
+
+const databasePath = (config: ExecutorConfig) => join(config.dataDir, 'executor.db');
+
+async function serve(args: string[]): Promise<number> {
+  const { values } = parse(args, { host: { type: 'string' }, port: { type: 'string' } });
+  if (values.help) return help();
+  const config = configFrom(values);
+  const release = lockDataDir(config.dataDir);
+  const store = await SqliteRunStore.open(databasePath(config));
+  const executor = await startExecutor(config, store);
+  console.log(`listening on ${executor.url}`);
+  return new Promise(resolve => {
+    let signals = 0;
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (++signals > 1) {
+        executor.app.log.warn('second signal: exiting now');
+        release();
+        process.exit(1);
+      }
+      executor.app.log.info(
+        { signal },
+        `stopping: running runs get up to ${config.shutdownGraceMs / 1000} s`
+      );
+      void executor.stop().then(() => {
+        release();
+        resolve(0);
+      });
+    };
+    process.on('SIGTERM', shutdown);
+    process.on('SIGINT', shutdown);
+  });
+}
+
+/** One server per data dir: a second one would fail the first one's runs as abandoned. */
+function lockDataDir(dataDir: string): () => void {
+  const path = join(dataDir, 'executor.pid');
+  if (existsSync(path)) {
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new Error(
+        `another executor (pid ${pid}) is serving data dir ${dataDir}; stop it or use another --data-dir`
+      );
+    }
+  }
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(path, `${process.pid}\n`);
+  return () => rmSync(path, { force: true });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function keys(args: string[]): Promise<number> {
+  const [action, ...rest] = args;
+  const { values, positionals } = parse(
+    rest,
+    { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } },
+    action === 'revoke' ? 1 : 0
+  );
+  if (values.help) return help();
+  const config = configFrom(values);
+  const store = await SqliteRunStore.open(databasePath(config));
+  try {
+    switch (action) {
+      case 'create': {
+        const kind = values.kind as KeyKind | undefined;
+        if (kind !== 'personal' && kind !== 'agent') {
+          throw new UsageError(`--kind ${JSON.stringify(values.kind ?? '')}: expected personal or agent`);
+        }
+        const name = (values.name ?? '').trim();
+        if (name === '') throw new UsageError('--name: expected a name for the key, e.g. --name ci');
+        const team = (values.team ?? 'default').trim();
+        if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(team)) {
+          throw new UsageError(
+            `--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`
+          );
+        }
+        const raw = generateKey();
+        const id = generateKeyId();
+        await store.createKey({
+          id,
+          team,
+          kind,
+          name,
+          hash: hashKey(raw),
+          hint: keyHint(raw),
+          created_at: new Date().toISOString(),
+          revoked_at: null
+        });
+        console.log(
+          `Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`
+        );
+        console.log(raw);
+        return 0;
+      }
+      case 'list': {
+        const rows = await store.listKeys();
+        if (rows.length === 0)
+          console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
+        for (const key of rows) {
+          const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
+          console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
+        }
+        return 0;
+      }
+      case 'revoke': {
+        const id = positionals[0];
+        if (!id) throw new UsageError('keys revoke: expected the key id, e.g. keys revoke key_abc123');
+        if (!(await store.revokeKey(id, new Date().toISOString()))) {
+          throw new UsageError(`keys revoke: no active key with id ${JSON.stringify(id)} (see keys list)`);
+        }
+        console.log(`Revoked key ${id}.`);
+        return 0;
+      }
+      default:
+        throw new UsageError(
+          `unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke`
+        );
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+function environments(args: string[]): number {
+  const [action, ...rest] = args;
+  const { values } = parse(rest, {});
+  if (values.help) return help();
+  if (action !== 'list')
+    throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
+  const config = configFrom(values);
+  for (const env of config.environments) {
+    const agent = env.agent.kind === 'command' ? `command: ${env.agent.command?.join(' ')}` : env.agent.kind;
+    console.log(
+      [
+        env.id,
+        env.name,
+        env.source,
+        agent,
+        `timeout ${env.timeoutMs / 1000}s`,
+        `max ${env.maxConcurrentRuns} at once`
+      ].join('\t')
+    );
+  }
+  return 0;
+}
+
+function help(): number {
+  console.log(USAGE);
+  return 0;
+}

@@ -1,0 +1,307 @@
+// The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
+// key, the value and the expected form. Without a file, one environment `local` serves the current
+// directory with the simulated agent.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { parseDuration } from '../api/index.js';
+
+export interface AgentConfig {
+  kind: 'simulated' | 'command';
+  /** For `command`: the program and its arguments; `{prompt}` is replaced by the prompt. */
+  command?: string[];
+  /** For `command`: how the prompt reaches the program. */
+  prompt?: 'stdin' | 'arg';
+}
+
+export interface EnvironmentConfig {
+  id: string;
+  name: string;
+  /** Absolute path of a directory or git repository each run's workspace is made from. */
+  source: string;
+  /** Shell commands run in the workspace before the agent. */
+  setup: string[];
+  agent: AgentConfig;
+  /** Names of variables passed from the executor's own environment to the agent. */
+  env: string[];
+  /** Per-run time limit in ms. */
+  timeoutMs: number;
+  maxConcurrentRuns: number;
+}
+
+export interface ExecutorConfig {
+  host: string;
+  port: number;
+  /** Base of session links; defaults to the address the server listens on. */
+  publicUrl?: string;
+  dataDir: string;
+  /** Runs executed at once across all environments. */
+  workers: number;
+  leaseMs: number;
+  shutdownGraceMs: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
+  limits: {
+    maxBodyBytes: number;
+    maxPromptBytes: number;
+    /** Requests per minute per key; 0 turns the limit off. */
+    rateLimitPerMinute: number;
+    maxQueuedRuns: number;
+    retentionDays: number;
+  };
+  environments: EnvironmentConfig[];
+}
+
+export class ConfigError extends Error {}
+
+export interface ConfigOverrides {
+  config?: string;
+  dataDir?: string;
+  host?: string;
+  port?: number;
+}
+
+/** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
+export function loadConfig(overrides: ConfigOverrides = {}, cwd = process.cwd()): ExecutorConfig {
+  const explicit = overrides.config !== undefined;
+  const file = resolve(cwd, overrides.config ?? 'agent-executor.yaml');
+  let raw: unknown = {};
+  let base = cwd;
+  if (existsSync(file)) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new ConfigError(`config ${file}: cannot read it (${(error as NodeJS.ErrnoException).code})`);
+    }
+    try {
+      raw = parseYaml(text) ?? {};
+    } catch (error) {
+      throw new ConfigError(`config ${file}: not valid YAML (${(error as Error).message.split('\n')[0]})`);
+    }
+    base = dirname(file);
+  } else if (explicit) {
+    throw new ConfigError(`config ${file}: no such file`);
+  }
+  const config = parseConfig(raw, base, explicit || existsSync(file) ? file : 'defaults');
+  if (overrides.host !== undefined) config.host = overrides.host;
+  if (overrides.port !== undefined) config.port = overrides.port;
+  if (overrides.dataDir !== undefined) config.dataDir = resolve(cwd, overrides.dataDir);
+  return config;
+}
+
+export function parseConfig(raw: unknown, base: string, where = 'config'): ExecutorConfig {
+  const problems: string[] = [];
+  const r = new Reader(problems);
+  const root = r.object(raw, '');
+  r.known(root, '', [
+    'server',
+    'data_dir',
+    'workers',
+    'lease',
+    'shutdown_grace',
+    'log_level',
+    'limits',
+    'environments'
+  ]);
+  const server = r.object(root.server, 'server');
+  r.known(server, 'server', ['host', 'port', 'public_url']);
+  const limits = r.object(root.limits, 'limits');
+  r.known(limits, 'limits', [
+    'max_body_bytes',
+    'max_prompt_bytes',
+    'rate_limit_per_minute',
+    'max_queued_runs',
+    'retention_days'
+  ]);
+  const workers = r.int(root.workers, 'workers', 4, 1, 256);
+
+  const config: ExecutorConfig = {
+    host: r.string(server.host, 'server.host', '127.0.0.1'),
+    port: r.int(server.port, 'server.port', 8080, 0, 65535),
+    publicUrl: r.url(server.public_url, 'server.public_url'),
+    dataDir: resolve(base, r.string(root.data_dir, 'data_dir', '.agent-executor')),
+    workers,
+    leaseMs: r.duration(root.lease, 'lease', 30_000),
+    shutdownGraceMs: r.duration(root.shutdown_grace, 'shutdown_grace', 30_000),
+    logLevel: r.oneOf<ExecutorConfig['logLevel']>(
+      root.log_level,
+      'log_level',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'silent'],
+      'info'
+    ),
+    limits: {
+      maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
+      maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
+      rateLimitPerMinute: r.int(limits.rate_limit_per_minute, 'limits.rate_limit_per_minute', 600, 0, 1e9),
+      maxQueuedRuns: r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9),
+      retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500)
+    },
+    environments: []
+  };
+
+  if (root.environments === undefined) {
+    config.environments.push(defaultEnvironment(base, workers));
+  } else if (!Array.isArray(root.environments) || root.environments.length === 0) {
+    problems.push(`environments: expected a non-empty list of environments, got ${show(root.environments)}`);
+  } else {
+    const seen = new Set<string>();
+    root.environments.forEach((item, index) => {
+      const env = parseEnvironment(r, item, `environments[${index}]`, base, workers);
+      if (seen.has(env.id)) problems.push(`environments[${index}].id ${show(env.id)}: the id is used twice`);
+      seen.add(env.id);
+      config.environments.push(env);
+    });
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(
+      `${where}: ${problems.length === 1 ? problems[0] : `\n- ${problems.join('\n- ')}`}`
+    );
+  }
+  return config;
+}
+
+function defaultEnvironment(base: string, workers: number): EnvironmentConfig {
+  return {
+    id: 'local',
+    name: 'Local directory (simulated agent)',
+    source: base,
+    setup: [],
+    agent: { kind: 'simulated' },
+    env: [],
+    timeoutMs: 30 * 60_000,
+    maxConcurrentRuns: workers
+  };
+}
+
+function parseEnvironment(
+  r: Reader,
+  raw: unknown,
+  at: string,
+  base: string,
+  workers: number
+): EnvironmentConfig {
+  const env = r.object(raw, at);
+  r.known(env, at, ['id', 'name', 'source', 'setup', 'agent', 'env', 'timeout', 'max_concurrent_runs']);
+  const id = r.string(env.id, `${at}.id`, '');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
+    r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+  }
+  const agent = r.object(env.agent ?? { kind: 'simulated' }, `${at}.agent`);
+  r.known(agent, `${at}.agent`, ['kind', 'command', 'prompt']);
+  const kind = r.oneOf<AgentConfig['kind']>(
+    agent.kind,
+    `${at}.agent.kind`,
+    ['simulated', 'command'],
+    'simulated'
+  );
+  const parsedAgent: AgentConfig = { kind };
+  if (kind === 'command') {
+    parsedAgent.command = r.strings(agent.command, `${at}.agent.command`);
+    if (parsedAgent.command.length === 0) {
+      r.problems.push(`${at}.agent.command: expected the program and its arguments, e.g. [claude, -p]`);
+    }
+    parsedAgent.prompt = r.oneOf<'stdin' | 'arg'>(
+      agent.prompt,
+      `${at}.agent.prompt`,
+      ['stdin', 'arg'],
+      'stdin'
+    );
+  }
+  const names = r.strings(env.env, `${at}.env`);
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      r.problems.push(`${at}.env ${show(name)}: expected a variable name such as ANTHROPIC_API_KEY`);
+    }
+  }
+  return {
+    id,
+    name: r.string(env.name, `${at}.name`, id),
+    source: resolve(base, r.string(env.source, `${at}.source`, '.')),
+    setup: r.strings(env.setup, `${at}.setup`),
+    agent: parsedAgent,
+    env: names,
+    timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
+    maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256)
+  };
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
+/** Typed reads that record a problem (key, value, expected form) instead of throwing. */
+class Reader {
+  constructor(readonly problems: string[]) {}
+
+  object(value: unknown, at: string): Record<string, unknown> {
+    if (value === undefined || value === null) return {};
+    if (typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+    this.problems.push(`${at || 'the file'} ${show(value)}: expected a mapping of keys to values`);
+    return {};
+  }
+
+  known(object: Record<string, unknown>, at: string, keys: string[]): void {
+    for (const key of Object.keys(object)) {
+      if (!keys.includes(key)) {
+        this.problems.push(`${at ? `${at}.` : ''}${key}: unknown key; expected one of ${keys.join(', ')}`);
+      }
+    }
+  }
+
+  string(value: unknown, at: string, fallback: string): string {
+    if (value === undefined || value === null) {
+      if (fallback === '') this.problems.push(`${at}: required, expected a string`);
+      return fallback;
+    }
+    if (typeof value === 'string' && value.trim() !== '') return value.trim();
+    if (typeof value === 'number') return String(value);
+    this.problems.push(`${at} ${show(value)}: expected a non-empty string`);
+    return fallback;
+  }
+
+  strings(value: unknown, at: string): string[] {
+    if (value === undefined || value === null) return [];
+    if (Array.isArray(value) && value.every(item => typeof item === 'string' || typeof item === 'number')) {
+      return value.map(String);
+    }
+    this.problems.push(`${at} ${show(value)}: expected a list of strings`);
+    return [];
+  }
+
+  int(value: unknown, at: string, fallback: number, min: number, max: number): number {
+    if (value === undefined || value === null) return fallback;
+    if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
+    this.problems.push(`${at} ${show(value)}: expected a whole number from ${min} to ${max}`);
+    return fallback;
+  }
+
+  duration(value: unknown, at: string, fallback: number): number {
+    if (value === undefined || value === null) return fallback;
+    const ms = parseDuration(String(value));
+    if (ms !== undefined && ms > 0) return ms;
+    this.problems.push(`${at} ${show(value)}: expected a duration such as 90s, 30m or 1h30m`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(value: unknown, at: string, options: T[], fallback: T): T {
+    if (value === undefined || value === null) return fallback;
+    if (options.includes(value as T)) return value as T;
+    this.problems.push(`${at} ${show(value)}: expected one of ${options.join(', ')}`);
+    return fallback;
+  }
+
+  url(value: unknown, at: string): string | undefined {
+    if (value === undefined || value === null) return undefined;
+    try {
+      const url = new URL(String(value));
+      if (url.protocol === 'http:' || url.protocol === 'https:') return url.href.replace(/\/+$/, '');
+    } catch {
+      // reported below
+    }
+    this.problems.push(`${at} ${show(value)}: expected an http(s) URL such as https://agents.example.com`);
+    return undefined;
+  }
+}

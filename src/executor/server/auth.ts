@@ -1,0 +1,73 @@
+// Bearer-key authentication and the per-key rate limit.
+
+import type { FastifyRequest } from 'fastify';
+import { hashKey, isWellFormedKey, sameHash } from '../keys.js';
+import type { KeyRecord, RunStore } from '../store/types.js';
+import { ProblemError } from './problem.js';
+
+export interface Principal {
+  keyId: string;
+  team: string;
+  kind: KeyRecord['kind'];
+  name: string;
+}
+
+const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
+
+export async function authenticate(store: RunStore, request: FastifyRequest): Promise<Principal> {
+  const header = request.headers.authorization;
+  if (!header)
+    throw new ProblemError(
+      'unauthenticated',
+      'missing Authorization header; expected `Bearer <API key>`',
+      CHALLENGE
+    );
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match)
+    throw new ProblemError(
+      'unauthenticated',
+      'Authorization header is not of the form `Bearer <API key>`',
+      CHALLENGE
+    );
+  const key = match[1]!;
+  if (!isWellFormedKey(key)) {
+    throw new ProblemError(
+      'unauthenticated',
+      'the API key is malformed (wrong prefix, length or checksum)',
+      CHALLENGE
+    );
+  }
+  const hash = hashKey(key);
+  const record = await store.findKeyByHash(hash);
+  if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null) {
+    throw new ProblemError('unauthenticated', 'the API key is unknown or revoked', CHALLENGE);
+  }
+  return { keyId: record.id, team: record.team, kind: record.kind, name: record.name };
+}
+
+/** A token bucket per key: `perMinute` requests a minute, in bursts of up to the same number. */
+export class RateLimiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(private readonly perMinute: number) {}
+
+  /** Takes a token; returns the seconds to wait when none is left. */
+  take(key: string, now = Date.now()): number | undefined {
+    if (this.perMinute <= 0) return undefined;
+    const rate = this.perMinute / 60_000;
+    const bucket = this.buckets.get(key) ?? { tokens: this.perMinute, at: now };
+    bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * rate);
+    bucket.at = now;
+    this.buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return undefined;
+    }
+    if (this.buckets.size > 10_000) this.sweep(now);
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / rate / 1000));
+  }
+
+  private sweep(now: number): void {
+    for (const [key, bucket] of this.buckets) if (now - bucket.at > 60_000) this.buckets.delete(key);
+  }
+}

@@ -1,0 +1,17 @@
+// What the routes share: the store, the config, and the server's own moving parts.
+
+import type { ExecutorConfig } from '../config.js';
+import type { RunStore } from '../store/types.js';
+import type { RateLimiter } from './auth.js';
+import type { ChangeHub } from './changes.js';
+import type { SessionLinks } from './records.js';
+
+export interface ServerContext {
+  store: RunStore;
+  config: ExecutorConfig;
+  links: SessionLinks;
+  hub: ChangeHub;
+  limiter: RateLimiter;
+  /** True once shutdown began: no new runs, /readyz answers 503. */
+  draining: boolean;
+}

@@ -1,0 +1,59 @@
+// How stored runs look on the wire, and the pieces derived from them: ETags and session links.
+
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { RunRecord } from '../../api/index.js';
+import type { StoredRun } from '../store/types.js';
+
+const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
+const WITH_LINK = new Set(['INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ERROR']);
+
+export class SessionLinks {
+  constructor(
+    private readonly secret: string,
+    private readonly publicUrl: () => string
+  ) {}
+
+  token(runId: string): string {
+    return createHmac('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
+  }
+
+  verify(runId: string, token: unknown): boolean {
+    if (typeof token !== 'string') return false;
+    const expected = Buffer.from(this.token(runId));
+    const given = Buffer.from(token);
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+
+  link(run: StoredRun): string | undefined {
+    if (!WITH_LINK.has(run.state) || run.started_at === null) return undefined;
+    return `${this.publicUrl()}/sessions/${encodeURIComponent(run.run_id)}?token=${this.token(run.run_id)}`;
+  }
+}
+
+export function etagOf(run: StoredRun): string {
+  return `"v${run.version}"`;
+}
+
+export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
+  const extra = JSON.parse(run.extra) as Record<string, unknown>;
+  const record: RunRecord = {
+    ...extra,
+    run_id: run.run_id,
+    state: run.state,
+    title: run.title,
+    prompt: run.prompt,
+    environment_id: run.environment_id,
+    created_at: run.created_at,
+    updated_at: run.updated_at,
+    started_at: run.started_at,
+    completed_at: run.completed_at,
+    creator: { type: run.creator_type, uid: run.creator_uid, display_name: run.creator_name },
+    agent_config: JSON.parse(run.config),
+    source: 'API'
+  };
+  if (WITH_MESSAGE.has(run.state) && run.status_message !== null) record.status_message = run.status_message;
+  if (run.error_code !== null) record.error_code = run.error_code;
+  const link = links.link(run);
+  if (link) record.session_link = link;
+  return record;
+}

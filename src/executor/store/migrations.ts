@@ -1,0 +1,58 @@
+// Versioned schema migrations. Each runs once, in its own transaction; the applied versions are
+// recorded in schema_migrations. Never edit a released migration: add the next one.
+
+export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'keys, runs, transcript events, secrets',
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('personal', 'agent')),
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE TABLE runs (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL UNIQUE,
+        team TEXT NOT NULL,
+        environment_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        title TEXT,
+        prompt TEXT NOT NULL,
+        config TEXT NOT NULL,
+        extra TEXT NOT NULL,
+        creator_type TEXT NOT NULL,
+        creator_uid TEXT NOT NULL,
+        creator_name TEXT NOT NULL,
+        status_message TEXT,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        lease_owner TEXT,
+        lease_expires_at INTEGER,
+        idempotency_key TEXT,
+        idempotency_hash TEXT
+      );
+      CREATE INDEX runs_team_seq ON runs (team, seq);
+      CREATE INDEX runs_state_seq ON runs (state, seq);
+      CREATE UNIQUE INDEX runs_idempotency ON runs (team, idempotency_key) WHERE idempotency_key IS NOT NULL;
+      CREATE TABLE events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `
+  }
+];

@@ -1,0 +1,327 @@
+// RunStore on node:sqlite: WAL with synchronous=FULL, so a run id that was answered survives a
+// power cut. node:sqlite is synchronous and JavaScript runs one thing at a time, so each method is
+// atomic in this process; BEGIN IMMEDIATE makes it atomic against other processes too (the CLI's
+// `keys` commands write while a server runs).
+
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import { SQLITE_MIGRATIONS } from './migrations.js';
+import type {
+  CancelResult,
+  CreateResult,
+  Idempotency,
+  KeyRecord,
+  ListQuery,
+  NewRun,
+  Outcome,
+  RunStore,
+  StoredRun,
+  TranscriptEvent
+} from './types.js';
+
+const TERMINAL = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
+
+type Row = Record<string, SQLInputValue>;
+
+export class SqliteRunStore implements RunStore {
+  private readonly changes = new EventEmitter();
+  private readonly statements = new Map<string, StatementSync>();
+
+  private constructor(private readonly db: DatabaseSync) {
+    this.changes.setMaxListeners(0);
+  }
+
+  /** Opens (creating when needed) the database file and brings its schema up to date. */
+  static async open(path: string): Promise<SqliteRunStore> {
+    const { DatabaseSync } = await import('node:sqlite');
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const db = new DatabaseSync(path);
+    db.exec('PRAGMA busy_timeout = 10000');
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('PRAGMA synchronous = FULL');
+    db.exec('PRAGMA foreign_keys = ON');
+    const store = new SqliteRunStore(db);
+    store.migrate();
+    return store;
+  }
+
+  private migrate(): void {
+    this.db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)'
+    );
+    for (const migration of SQLITE_MIGRATIONS) {
+      this.transaction(() => {
+        const done = this.db
+          .prepare('SELECT 1 FROM schema_migrations WHERE version = ?')
+          .get(migration.version);
+        if (done) return;
+        this.db.exec(migration.sql);
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(migration.version, migration.name, new Date().toISOString());
+      });
+    }
+  }
+
+  private sql(text: string): StatementSync {
+    let statement = this.statements.get(text);
+    if (!statement) {
+      statement = this.db.prepare(text);
+      this.statements.set(text, statement);
+    }
+    return statement;
+  }
+
+  private transaction<T>(work: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = work();
+      this.db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  private emit(run: StoredRun | undefined): StoredRun | undefined {
+    if (run) this.changes.emit('change', run);
+    return run;
+  }
+
+  async createKey(key: KeyRecord): Promise<void> {
+    this.sql(
+      `INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
+       VALUES (:id, :team, :kind, :name, :hash, :hint, :created_at, :revoked_at)`
+    ).run(key as unknown as Row);
+  }
+
+  async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
+    return this.sql('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRecord | undefined;
+  }
+
+  async listKeys(): Promise<KeyRecord[]> {
+    return this.sql('SELECT * FROM api_keys ORDER BY created_at, id').all() as unknown as KeyRecord[];
+  }
+
+  async revokeKey(id: string, at: string): Promise<boolean> {
+    const result = this.sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(
+      at,
+      id
+    );
+    return Number(result.changes) > 0;
+  }
+
+  async createRun(
+    run: NewRun,
+    idempotency: Idempotency | undefined,
+    maxQueued: number
+  ): Promise<CreateResult> {
+    const result = this.transaction((): CreateResult => {
+      if (idempotency) {
+        const existing = this.sql('SELECT * FROM runs WHERE team = ? AND idempotency_key = ?').get(
+          run.team,
+          idempotency.key
+        ) as (StoredRun & { idempotency_hash: string }) | undefined;
+        if (existing) {
+          return existing.idempotency_hash === idempotency.requestHash
+            ? { kind: 'replayed', run: existing }
+            : { kind: 'key_reused' };
+        }
+      }
+      const queued = this.sql(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`).get() as { n: number };
+      if (queued.n >= maxQueued) return { kind: 'queue_full' };
+      const inserted = this.sql(
+        `INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+           creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
+         VALUES (:run_id, :team, :environment_id, 'QUEUED', :title, :prompt, :config, :extra, :creator_type,
+           :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
+         RETURNING *`
+      ).get({
+        ...run,
+        idempotency_key: idempotency?.key ?? null,
+        idempotency_hash: idempotency?.requestHash ?? null
+      } as unknown as Row) as unknown as StoredRun;
+      return { kind: 'created', run: inserted };
+    });
+    if (result.kind === 'created') this.emit(result.run);
+    return result;
+  }
+
+  async getRun(team: string, runId: string): Promise<StoredRun | undefined> {
+    return this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team) as
+      StoredRun | undefined;
+  }
+
+  async getRunAnyTeam(runId: string): Promise<StoredRun | undefined> {
+    return this.sql('SELECT * FROM runs WHERE run_id = ?').get(runId) as StoredRun | undefined;
+  }
+
+  async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
+    const where = ['team = ?'];
+    const params: SQLInputValue[] = [team];
+    if (query.beforeSeq !== undefined) {
+      where.push('seq < ?');
+      params.push(query.beforeSeq);
+    }
+    if (query.states && query.states.length > 0) {
+      where.push(`state IN (${query.states.map(() => '?').join(', ')})`);
+      params.push(...query.states);
+    }
+    if (query.environmentId !== undefined) {
+      where.push('environment_id = ?');
+      params.push(query.environmentId);
+    }
+    if (query.createdAfter !== undefined) {
+      where.push('created_at > ?');
+      params.push(query.createdAfter);
+    }
+    if (query.createdBefore !== undefined) {
+      where.push('created_at < ?');
+      params.push(query.createdBefore);
+    }
+    params.push(query.limit);
+    const text = `SELECT * FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
+    return this.sql(text).all(...params) as unknown as StoredRun[];
+  }
+
+  async cancelRun(team: string, runId: string, at: string): Promise<CancelResult> {
+    const result = this.transaction((): CancelResult => {
+      const run = this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team) as
+        StoredRun | undefined;
+      if (!run) return { kind: 'not_found' };
+      if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state)) return { kind: 'finished', run };
+      const updated = this.sql(
+        `UPDATE runs SET state = 'CANCELLED', status_message = 'cancelled by a client', error_code = 'cancelled',
+           completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+         WHERE run_id = ? RETURNING *`
+      ).get(at, at, runId) as unknown as StoredRun;
+      return { kind: 'cancelled', run: updated };
+    });
+    if (result.kind === 'cancelled') this.emit(result.run);
+    return result;
+  }
+
+  async claimNext(
+    owner: string,
+    leaseMs: number,
+    excluded: string[],
+    at: string
+  ): Promise<StoredRun | undefined> {
+    const skip =
+      excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
+    const run = this.transaction(
+      () =>
+        this.sql(
+          `UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?, version = version + 1,
+             lease_owner = ?, lease_expires_at = ?
+           WHERE seq = (SELECT seq FROM runs WHERE state = 'QUEUED' ${skip} ORDER BY seq LIMIT 1)
+           RETURNING *`
+        ).get(at, at, owner, Date.now() + leaseMs, ...excluded) as StoredRun | undefined
+    );
+    return this.emit(run);
+  }
+
+  async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const result = this.sql(
+      `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'`
+    ).run(Date.now() + leaseMs, runId, owner);
+    return Number(result.changes) > 0;
+  }
+
+  async finishRun(
+    runId: string,
+    owner: string,
+    outcome: Outcome,
+    at: string
+  ): Promise<StoredRun | undefined> {
+    const run = this.sql(
+      `UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
+         version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+       WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'
+       RETURNING *`
+    ).get(outcome.state, outcome.status_message ?? null, outcome.error_code ?? null, at, at, runId, owner) as
+      StoredRun | undefined;
+    return this.emit(run);
+  }
+
+  async failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]> {
+    const runs = this.transaction(
+      () =>
+        this.sql(
+          `UPDATE runs SET state = 'FAILED', status_message = ?, error_code = 'executor_restarted',
+             completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+           WHERE state = 'INPROGRESS' AND (? OR lease_expires_at < ?)
+           RETURNING *`
+        ).all(message, at, at, all ? 1 : 0, Date.now()) as unknown as StoredRun[]
+    );
+    for (const run of runs) this.emit(run);
+    return runs;
+  }
+
+  async appendEvent(
+    runId: string,
+    kind: string,
+    data: Record<string, unknown>,
+    at: string
+  ): Promise<TranscriptEvent> {
+    const row = this.sql(
+      `INSERT INTO events (run_id, seq, at, kind, data)
+       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?)
+       RETURNING seq`
+    ).get(runId, runId, at, kind, JSON.stringify(data)) as { seq: number };
+    return { ...data, seq: row.seq, at, kind };
+  }
+
+  async listEvents(runId: string): Promise<TranscriptEvent[]> {
+    const rows = this.sql('SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq').all(
+      runId
+    ) as {
+      seq: number;
+      at: string;
+      kind: string;
+      data: string;
+    }[];
+    return rows.map(row => ({
+      ...(JSON.parse(row.data) as object),
+      seq: row.seq,
+      at: row.at,
+      kind: row.kind
+    }));
+  }
+
+  async pruneFinished(before: string): Promise<number> {
+    return this.transaction(() => {
+      const filter = `state IN ${TERMINAL} AND completed_at < ?`;
+      this.sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
+      return Number(this.sql(`DELETE FROM runs WHERE ${filter}`).run(before).changes);
+    });
+  }
+
+  async getSecret(name: string, create: () => string): Promise<string> {
+    return this.transaction(() => {
+      const row = this.sql('SELECT value FROM secrets WHERE name = ?').get(name) as
+        { value: string } | undefined;
+      if (row) return row.value;
+      const value = create();
+      this.sql('INSERT INTO secrets (name, value) VALUES (?, ?)').run(name, value);
+      return value;
+    });
+  }
+
+  async ping(): Promise<void> {
+    this.sql('SELECT 1').get();
+  }
+
+  onChange(listener: (run: StoredRun) => void): () => void {
+    this.changes.on('change', listener);
+    return () => this.changes.off('change', listener);
+  }
+
+  async close(): Promise<void> {
+    this.statements.clear();
+    if (this.db.isOpen) this.db.close();
+  }
+}

@@ -1,0 +1,268 @@
+// The worker pool: claims QUEUED runs up to the concurrency limits, holds a lease on each while its
+// agent works, and ends it. A run whose worker died (lease expired, or found INPROGRESS at start-up)
+// becomes FAILED executor_restarted: never silently re-run, because agents have side effects.
+
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
+import { simulatedAgent } from '../agents/simulated.js';
+import { runShell } from '../agents/shell.js';
+import type { Agent, AgentResult } from '../agents/types.js';
+import type { Outcome, RunStore, StoredRun } from '../store/types.js';
+import { createWorkspace } from '../workspace/workspace.js';
+
+const AGENTS: Record<string, Agent> = { simulated: simulatedAgent };
+
+type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost';
+
+interface Active {
+  run: StoredRun;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+export class WorkerPool {
+  readonly owner = `node-${randomUUID()}`;
+  private readonly active = new Map<string, Active>();
+  private readonly environments: Map<string, EnvironmentConfig>;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private unsubscribe?: () => void;
+  private draining = false;
+  private pumping = false;
+  private pumpAgain = false;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly config: ExecutorConfig,
+    private readonly log: FastifyBaseLogger
+  ) {
+    this.environments = new Map(config.environments.map(env => [env.id, env]));
+  }
+
+  /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
+  async start(): Promise<void> {
+    const orphans = await this.store.failAbandoned(
+      true,
+      now(),
+      'the executor restarted while this run was in progress; it was not re-run'
+    );
+    for (const run of orphans) await this.recordState(run);
+    if (orphans.length > 0)
+      this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
+    this.unsubscribe = this.store.onChange(run => this.onChange(run));
+    const every = (ms: number, work: () => Promise<unknown>) => {
+      const timer = setInterval(
+        () => void work().catch(error => this.log.error({ err: error }, 'worker timer failed')),
+        ms
+      );
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(Math.max(200, Math.floor(this.config.leaseMs / 3)), () => this.heartbeat());
+    every(1000, () => this.pump());
+    every(3_600_000, () => this.prune());
+    await this.prune();
+    await this.pump();
+  }
+
+  get runningCount(): number {
+    return this.active.size;
+  }
+
+  /** Stops claiming, lets running runs finish up to the grace period, then stops them. */
+  async stop(graceMs: number): Promise<void> {
+    this.draining = true;
+    const all = () => Promise.all([...this.active.values()].map(active => active.done));
+    const timer = new Promise(resolve => setTimeout(resolve, graceMs).unref());
+    await Promise.race([all(), timer]);
+    for (const active of this.active.values()) active.controller.abort('shutdown' satisfies StopReason);
+    await all();
+    for (const timer of this.timers) clearInterval(timer);
+    this.unsubscribe?.();
+  }
+
+  private onChange(run: StoredRun): void {
+    void this.recordState(run);
+    if (run.state === 'QUEUED') void this.pump();
+    const active = this.active.get(run.run_id);
+    if (active && run.state === 'CANCELLED') active.controller.abort('cancelled' satisfies StopReason);
+  }
+
+  private async recordState(run: StoredRun): Promise<void> {
+    const data: Record<string, unknown> = { state: run.state };
+    if (run.status_message) data.status_message = run.status_message;
+    if (run.error_code) data.error_code = run.error_code;
+    await this.store
+      .appendEvent(run.run_id, 'state', data, run.updated_at)
+      .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'could not record a state change'));
+  }
+
+  /** Claims runs while there is capacity. Re-entrant calls coalesce into one more pass. */
+  async pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        while (!this.draining && this.active.size < this.config.workers) {
+          const run = await this.store.claimNext(
+            this.owner,
+            this.config.leaseMs,
+            this.fullEnvironments(),
+            now()
+          );
+          if (!run) break;
+          this.launch(run);
+        }
+      } while (this.pumpAgain);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private fullEnvironments(): string[] {
+    const counts = new Map<string, number>();
+    for (const { run } of this.active.values())
+      counts.set(run.environment_id, (counts.get(run.environment_id) ?? 0) + 1);
+    return [...this.environments.values()]
+      .filter(env => (counts.get(env.id) ?? 0) >= env.maxConcurrentRuns)
+      .map(env => env.id);
+  }
+
+  private launch(run: StoredRun): void {
+    const controller = new AbortController();
+    const active: Active = { run, controller, done: Promise.resolve() };
+    this.active.set(run.run_id, active);
+    active.done = this.execute(run, controller)
+      .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'run execution failed'))
+      .finally(() => {
+        this.active.delete(run.run_id);
+        void this.pump();
+      });
+  }
+
+  private async execute(run: StoredRun, controller: AbortController): Promise<void> {
+    const environment = this.environments.get(run.environment_id);
+    const record = (kind: string, data: Record<string, unknown>) =>
+      this.store.appendEvent(run.run_id, kind, data, now()).then(() => undefined);
+    if (!environment) {
+      await this.finish(run, {
+        state: 'FAILED',
+        error_code: 'environment_not_found',
+        status_message: `environment ${run.environment_id} is no longer configured`
+      });
+      return;
+    }
+    const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
+    let result: AgentResult;
+    let workspace: Awaited<ReturnType<typeof createWorkspace>> | undefined;
+    try {
+      workspace = await createWorkspace(environment, this.config.dataDir, run.run_id);
+      const env = Object.fromEntries(
+        environment.env
+          .filter(name => process.env[name] !== undefined)
+          .map(name => [name, process.env[name]!])
+      );
+      result = await this.setup(environment, workspace.path, env, controller.signal, record);
+      if (result.state === 'SUCCEEDED' && !controller.signal.aborted) {
+        const agent = AGENTS[environment.agent.kind];
+        if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
+        result = await agent.run({
+          runId: run.run_id,
+          prompt: run.prompt,
+          workspace: workspace.path,
+          environment,
+          env,
+          signal: controller.signal,
+          record
+        });
+      }
+    } catch (error) {
+      this.log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
+      result = {
+        state: 'FAILED',
+        error_code: 'agent_failed',
+        status_message: `the agent could not run: ${(error as Error).message}`
+      };
+    } finally {
+      clearTimeout(timeout);
+    }
+    const reason = controller.signal.reason as StopReason | undefined;
+    if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
+      result =
+        reason === 'timeout'
+          ? {
+              state: 'FAILED',
+              error_code: 'timeout',
+              status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
+            }
+          : {
+              state: 'FAILED',
+              error_code: 'executor_restarted',
+              status_message: 'the executor shut down before the run finished'
+            };
+    }
+    await this.finish(run, result);
+    await workspace
+      ?.remove()
+      .catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not remove a workspace'));
+  }
+
+  private async setup(
+    environment: EnvironmentConfig,
+    cwd: string,
+    env: Record<string, string>,
+    signal: AbortSignal,
+    record: (kind: string, data: Record<string, unknown>) => Promise<void>
+  ): Promise<AgentResult> {
+    for (const command of environment.setup) {
+      const result = await runShell(command, { cwd, env, signal });
+      await record('setup', {
+        command,
+        exit_code: result.exitCode,
+        output: result.output,
+        duration_ms: result.durationMs
+      });
+      if (result.exitCode !== 0) {
+        return {
+          state: 'FAILED',
+          error_code: 'setup_failed',
+          status_message: `setup command \`${command}\` exited with code ${result.exitCode}`
+        };
+      }
+    }
+    return { state: 'SUCCEEDED' };
+  }
+
+  private async finish(run: StoredRun, outcome: Outcome): Promise<void> {
+    const finished = await this.store.finishRun(run.run_id, this.owner, outcome, now());
+    if (!finished)
+      this.log.info({ run_id: run.run_id }, 'run ended elsewhere (cancelled) before its agent stopped');
+  }
+
+  private async heartbeat(): Promise<void> {
+    for (const [runId, active] of this.active) {
+      const held = await this.store.renewLease(runId, this.owner, this.config.leaseMs);
+      if (!held && !active.controller.signal.aborted)
+        active.controller.abort('lease_lost' satisfies StopReason);
+    }
+    await this.store.failAbandoned(
+      false,
+      now(),
+      'the worker running this run stopped renewing its lease; it was not re-run'
+    );
+  }
+
+  private async prune(): Promise<void> {
+    const before = new Date(Date.now() - this.config.limits.retentionDays * 86_400_000).toISOString();
+    const pruned = await this.store.pruneFinished(before);
+    if (pruned > 0) this.log.info({ pruned }, 'pruned finished runs past retention');
+  }
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
