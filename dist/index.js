@@ -31727,6 +31727,11 @@ const ERROR_CODES = {
         status: null,
         retryable: true,
         meaning: 'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
+    },
+    workspace_quota_exceeded: {
+        status: null,
+        retryable: false,
+        meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
     }
 };
 
@@ -32386,7 +32391,9 @@ class AgentRunClient {
                     return response;
                 header = headerLookup(response);
                 failure = errorFromResponse(label, response.status, response.body, header('x-request-id'));
-                if (attempt >= maxRetries || !shouldRetry(response.status, header))
+                // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
+                const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined;
+                if (attempt >= maxRetries || refused || !shouldRetry(response.status, header))
                     throw failure;
             }
             catch (error) {
@@ -32965,6 +32972,8 @@ async function mainStep() {
             await onAbort(client, settings, runId, startedAt);
         }
         else {
+            // The job was not cancelled: leave the run alone rather than have the post step cancel it.
+            saveState('settled', 'true');
             setFailed(error instanceof Error ? error.message : String(error));
         }
     }
@@ -33001,8 +33010,7 @@ async function leaveRunning(client, runId, startedAt, why) {
 async function report(settings, outcome) {
     writeOutputs(outcome);
     saveState('settled', 'true');
-    if (settings.summary)
-        await writeSummary(outcome);
+    await summarise(settings, outcome);
     const run = outcome.run;
     if (settings.failOn.includes(run.state)) {
         const code = run.error_code ? ` (${run.error_code})` : '';
@@ -33012,6 +33020,17 @@ async function report(settings, outcome) {
     }
     else {
         core_info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
+    }
+}
+/** A summary that cannot be written (no GITHUB_STEP_SUMMARY, say) must not change the step's outcome. */
+async function summarise(settings, outcome) {
+    if (!settings.summary)
+        return;
+    try {
+        await writeSummary(outcome);
+    }
+    catch (error) {
+        warning(`Could not write the job summary: ${error.message}`);
     }
 }
 async function onDeadline(client, settings, outcome) {
@@ -33024,8 +33043,7 @@ async function onDeadline(client, settings, outcome) {
     }
     writeOutputs(outcome);
     saveState('settled', 'true');
-    if (settings.summary)
-        await writeSummary(outcome);
+    await summarise(settings, outcome);
     setFailed(`Run ${outcome.runId} did not finish within ${formatDuration(settings.timeoutMs)} (last state ${last}); ${what}.`);
 }
 async function onAbort(client, settings, runId, startedAt) {
@@ -33045,7 +33063,11 @@ async function onAbort(client, settings, runId, startedAt) {
     });
     if (result !== 'failed')
         saveState('settled', 'true');
-    writeOutputs({ runId, conclusion: 'cancelled', durationMs: Date.now() - startedAt });
+    const run = result === 'cancelled'
+        ? undefined
+        : await client.getRun(runId, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+    const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
+    writeOutputs({ runId, run, conclusion, durationMs: Date.now() - startedAt });
     setFailed(`The job was cancelled while waiting for run ${runId}.`);
 }
 

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 const out = process.argv[2] ?? 'dist';
 const entries = [
   ['src/index.ts', out],
-  ['src/executor/index.ts', join(out, 'executor')]
+  ['src/executor/index.ts', join(out, 'executor')],
+  ['src/executor-action/index.ts', join(out, 'executor-action')]
 ].filter(([entry]) => existsSync(entry));
 
 rmSync(out, { recursive: true, force: true });

@@ -202,5 +202,15 @@ describe('action end to end (contract server)', () => {
       '::error::401 from POST /api/v1/agent/run: the API key was rejected; check the api-key secret'
     );
     expect(result.stdout.replace('::add-mask::wrong-key-456', '')).not.toContain('wrong-key-456');
+    // Not a cancelled job: nothing for the post step to cancel.
+    expect(result.state.settled).toBe('true');
+  });
+
+  it('still reports the run when the job summary cannot be written', async () => {
+    server.onCreate = run => server.script(run.run_id, [[100, { state: 'SUCCEEDED' }]]);
+    const result = await runAction(inputs, { env: { GITHUB_STEP_SUMMARY: '' } });
+    expect(result.code).toBe(0);
+    expect(result.outputs.conclusion).toBe('succeeded');
+    expect(result.stdout).toContain('::warning::Could not write the job summary');
   });
 });

@@ -101,7 +101,7 @@ describe('runs', () => {
       events: Record<string, unknown>[];
     };
     const kinds = transcript.events.map(e => e.kind);
-    expect(kinds).toEqual(['state', 'state', 'message', 'file', 'command', 'state']);
+    expect(kinds).toEqual(['state', 'state', 'message', 'file', 'command', 'diff', 'state']);
     expect(transcript.events[3]).toMatchObject({ path: 'out/notes.md', change: 'added' });
     expect(transcript.events[4]).toMatchObject({ exit_code: 3, output: 'line1\nline2' });
   });
@@ -130,6 +130,27 @@ describe('runs', () => {
       'run_already_finished',
       /already ended CANCELLED/
     );
+  });
+});
+
+describe('stopping', () => {
+  it('runs no further directive once a run is cancelled', async () => {
+    const id = await create('@sim sleep 1\n@sim run touch marker\n@sim write after.txt hi');
+    await waitForState(id, ['INPROGRESS']);
+    await new Promise(resolve => setTimeout(resolve, 300));
+    expect((await post(`/api/v1/agent/runs/${id}/cancel`, '')).status).toBe(200);
+    await new Promise(resolve => setTimeout(resolve, 1500));
+    const kinds = (
+      (await (await get(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { kind: string }[] }
+    ).events.map(e => e.kind);
+    expect(kinds).toEqual(['state', 'state', 'state']);
+  });
+
+  it('does not wait for processes a command left behind outside its group', async () => {
+    const id = await create('@sim run setsid sleep 20 > /dev/null 2>&1 & echo started');
+    const run = await waitForState(id, ['SUCCEEDED', 'FAILED']);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(Date.parse(run.completed_at as string) - Date.parse(run.started_at as string)).toBeLessThan(3000);
   });
 });
 
@@ -281,6 +302,40 @@ describe('errors', () => {
       'invalid_request',
       /next_cursor/
     );
+  });
+});
+
+describe('server-owned fields', () => {
+  it('keeps extra body fields but never lets them pose as server fields', async () => {
+    const id = await create('@sim sleep 5', {
+      status_message: 'spoof',
+      session_link: 'https://evil',
+      state: 'SUCCEEDED',
+      metadata: { a: 1 }
+    });
+    const run = (await (await get(`/api/v1/agent/runs/${id}`)).json()) as Record<string, unknown>;
+    expect(run.state).not.toBe('SUCCEEDED');
+    expect(run.status_message).toBeUndefined();
+    expect(run.session_link === undefined || String(run.session_link).startsWith(ex.url)).toBe(true);
+    expect(run.metadata).toEqual({ a: 1 });
+    await post(`/api/v1/agent/runs/${id}/cancel`, '');
+  });
+
+  it('answers 400, not 500, to absurdly nested JSON and to malformed URLs', async () => {
+    const deep =
+      '{"prompt":"x","config":{"environment_id":"local","x":' +
+      '['.repeat(100_000) +
+      ']'.repeat(100_000) +
+      '}}';
+    const response = await ex.request('/api/v1/agent/run', {
+      method: 'POST',
+      key,
+      body: deep,
+      headers: { 'content-type': 'application/json' }
+    });
+    expect(response.status).toBeGreaterThanOrEqual(400);
+    expect(response.status).toBeLessThan(500);
+    await expectProblem(await get('/api/v1/agent/runs/%ZZ'), 400, 'invalid_request');
   });
 });
 

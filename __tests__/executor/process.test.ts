@@ -85,7 +85,7 @@ describe('agent-executor CLI', () => {
     );
     writeFileSync(
       join(dir, 'agent-executor.yaml'),
-      'workers: many\nenvironments:\n  - id: web\n    timeout: soon\n    colour: red\n'
+      'workers: many\nlease: 720h\nenvironments:\n  - id: web\n    timeout: soon\n    colour: red\n'
     );
     const bad = await executorCli(['environments', 'list'], { cwd: dir });
     expect(bad.code).toBe(2);
@@ -94,6 +94,9 @@ describe('agent-executor CLI', () => {
       'environments[0].timeout "soon": expected a duration such as 90s, 30m or 1h30m'
     );
     expect(bad.stderr).toContain('environments[0].colour: unknown key');
+    expect(bad.stderr).toContain(
+      'lease "720h": expected a duration such as 90s, 30m or 1h30m, at most 24 days'
+    );
   });
 
   it('lists environments: the default one, or those of the config file', async () => {

@@ -117,6 +117,16 @@ describe('client against a contract server', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it('believes a problem body that says retryable: false, even on 409', async () => {
+    server.fault('GET /api/v1/agent/runs', {
+      kind: 'status',
+      status: 409,
+      body: '{"error_code":"run_already_finished","retryable":false,"detail":"done"}'
+    });
+    await expect(client.listRuns()).rejects.toThrow('409 from GET /api/v1/agent/runs');
+    expect(server.count('GET', '/api/v1/agent/runs')).toBe(1);
+  });
+
   it('maps 404 and 422 to their own classes, unretried', async () => {
     await expect(client.getRun('nope')).rejects.toBeInstanceOf(NotFoundError);
     const error = await client.createRun({ prompt: 'x', config: {} as never }).catch(e => e);

@@ -43,7 +43,7 @@ export function parseCommandFile(text: string): Record<string, string> {
 
 export function startAction(
   inputs: Record<string, string>,
-  options: { env?: Record<string, string>; state?: Record<string, string> } = {}
+  options: { env?: Record<string, string>; state?: Record<string, string>; entry?: string } = {}
 ): StartedAction {
   const dir = mkdtempSync(join(tmpdir(), 'agent-run-e2e-'));
   const files = { GITHUB_OUTPUT: 'output', GITHUB_STATE: 'state', GITHUB_STEP_SUMMARY: 'summary' };
@@ -64,7 +64,11 @@ export function startAction(
   Object.assign(env, options.env);
 
   const started = Date.now();
-  const child = spawn(process.execPath, [ACTION_ENTRY], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [options.entry ?? ACTION_ENTRY], {
+    env,
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe']
+  });
   let stdout = '';
   let stderr = '';
   const listeners = new Set<() => void>();
@@ -82,7 +86,7 @@ export function startAction(
         stderr,
         outputs: parseCommandFile(readFileSync(env.GITHUB_OUTPUT!, 'utf8')),
         state: parseCommandFile(readFileSync(env.GITHUB_STATE!, 'utf8')),
-        summary: readFileSync(env.GITHUB_STEP_SUMMARY!, 'utf8'),
+        summary: env.GITHUB_STEP_SUMMARY ? readFileSync(env.GITHUB_STEP_SUMMARY, 'utf8') : '',
         ms: Date.now() - started
       })
     );
@@ -113,7 +117,7 @@ export function startAction(
 
 export function runAction(
   inputs: Record<string, string>,
-  options: { env?: Record<string, string>; state?: Record<string, string> } = {}
+  options: { env?: Record<string, string>; state?: Record<string, string>; entry?: string } = {}
 ): Promise<ActionRun> {
   return startAction(inputs, options).done;
 }

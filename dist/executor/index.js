@@ -422,7 +422,7 @@ async function start() {
         console.error(`agent-executor needs Node.js 22.5 or newer (for node:sqlite); this is Node ${process.version}.`);
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(588), __nccwpck_require__.e(77)]).then(__nccwpck_require__.bind(__nccwpck_require__, 53077));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(588), __nccwpck_require__.e(640)]).then(__nccwpck_require__.bind(__nccwpck_require__, 81640));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();

@@ -62,6 +62,8 @@ async function mainStep(): Promise<void> {
     if (error instanceof AbortError && termination.signal.aborted) {
       await onAbort(client, settings, runId, startedAt);
     } else {
+      // The job was not cancelled: leave the run alone rather than have the post step cancel it.
+      core.saveState('settled', 'true');
       core.setFailed(error instanceof Error ? error.message : String(error));
     }
   } finally {
@@ -104,7 +106,7 @@ async function leaveRunning(client: AgentRunClient, runId: string, startedAt: nu
 async function report(settings: Settings, outcome: Outcome): Promise<void> {
   writeOutputs(outcome);
   core.saveState('settled', 'true');
-  if (settings.summary) await writeSummary(outcome);
+  await summarise(settings, outcome);
   const run = outcome.run!;
   if (settings.failOn.includes(run.state)) {
     const code = run.error_code ? ` (${run.error_code})` : '';
@@ -113,6 +115,16 @@ async function report(settings: Settings, outcome: Outcome): Promise<void> {
     core.setFailed(`Run ${outcome.runId} ended ${run.state}${code}: ${message}${link}`);
   } else {
     core.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
+  }
+}
+
+/** A summary that cannot be written (no GITHUB_STEP_SUMMARY, say) must not change the step's outcome. */
+async function summarise(settings: Settings, outcome: Outcome): Promise<void> {
+  if (!settings.summary) return;
+  try {
+    await writeSummary(outcome);
+  } catch (error) {
+    core.warning(`Could not write the job summary: ${(error as Error).message}`);
   }
 }
 
@@ -126,7 +138,7 @@ async function onDeadline(client: AgentRunClient, settings: Settings, outcome: O
   }
   writeOutputs(outcome);
   core.saveState('settled', 'true');
-  if (settings.summary) await writeSummary(outcome);
+  await summarise(settings, outcome);
   core.setFailed(
     `Run ${outcome.runId} did not finish within ${formatDuration(settings.timeoutMs)} (last state ${last}); ${what}.`
   );
@@ -153,6 +165,11 @@ async function onAbort(
     maxRetries: 1
   });
   if (result !== 'failed') core.saveState('settled', 'true');
-  writeOutputs({ runId, conclusion: 'cancelled', durationMs: Date.now() - startedAt });
+  const run =
+    result === 'cancelled'
+      ? undefined
+      : await client.getRun(runId, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+  const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
+  writeOutputs({ runId, run, conclusion, durationMs: Date.now() - startedAt });
   core.setFailed(`The job was cancelled while waiting for run ${runId}.`);
 }

@@ -98,6 +98,11 @@ export const ERROR_CODES = {
     retryable: true,
     meaning:
       'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
+  },
+  workspace_quota_exceeded: {
+    status: null,
+    retryable: false,
+    meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
   }
 } as const satisfies Record<string, ErrorCodeInfo>;
 

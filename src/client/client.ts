@@ -239,7 +239,9 @@ export class AgentRunClient {
         if (response.status < 400) return response;
         header = headerLookup(response);
         failure = errorFromResponse(label, response.status, response.body, header('x-request-id'));
-        if (attempt >= maxRetries || !shouldRetry(response.status, header)) throw failure;
+        // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
+        const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined;
+        if (attempt >= maxRetries || refused || !shouldRetry(response.status, header)) throw failure;
       } catch (error) {
         if (error instanceof AgentRunError && !(error instanceof ConnectionError)) throw error;
         if (!(error instanceof TransportError)) throw error;

@@ -126,10 +126,14 @@ async function serve(args: string[]): Promise<number> {
         { signal },
         `stopping: running runs get up to ${config.shutdownGraceMs / 1000} s`
       );
-      void executor.stop().then(() => {
-        release();
-        resolve(0);
-      });
+      executor
+        .stop()
+        .then(() => resolve(0))
+        .catch(error => {
+          console.error(`agent-executor: stopping failed: ${(error as Error).message}`);
+          resolve(1);
+        })
+        .finally(release);
     };
     process.on('SIGTERM', shutdown);
     process.on('SIGINT', shutdown);

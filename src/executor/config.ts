@@ -41,6 +41,12 @@ export interface ExecutorConfig {
   leaseMs: number;
   shutdownGraceMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
+  workspaces: {
+    /** How long a finished run's workspace is kept before it is removed. */
+    retentionMs: number;
+    /** Disk a run's workspace may use; past it the run fails. */
+    quotaBytes: number;
+  };
   limits: {
     maxBodyBytes: number;
     maxPromptBytes: number;
@@ -53,6 +59,8 @@ export interface ExecutorConfig {
 }
 
 export class ConfigError extends Error {}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface ConfigOverrides {
   config?: string;
@@ -101,10 +109,13 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'lease',
     'shutdown_grace',
     'log_level',
+    'workspaces',
     'limits',
     'environments'
   ]);
   const server = r.object(root.server, 'server');
+  const workspaces = r.object(root.workspaces, 'workspaces');
+  r.known(workspaces, 'workspaces', ['retention', 'quota']);
   r.known(server, 'server', ['host', 'port', 'public_url']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
@@ -130,6 +141,10 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       ['fatal', 'error', 'warn', 'info', 'debug', 'silent'],
       'info'
     ),
+    workspaces: {
+      retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
+      quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3)
+    },
     limits: {
       maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
       maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
@@ -217,13 +232,22 @@ function parseEnvironment(
   return {
     id,
     name: r.string(env.name, `${at}.name`, id),
-    source: resolve(base, r.string(env.source, `${at}.source`, '.')),
+    source: sourceOf(r.string(env.source, `${at}.source`, '.'), base),
     setup: r.strings(env.setup, `${at}.setup`),
     agent: parsedAgent,
     env: names,
     timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
     maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256)
   };
+}
+
+/** A git URL (`https://…`, `ssh://…`, `file://…`, `git@host:repo`) or a path. */
+export function isRemoteSource(source: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(source) || /^[\w.-]+@[\w.-]+:/.test(source);
+}
+
+function sourceOf(source: string, base: string): string {
+  return isRemoteSource(source) ? source : resolve(base, source);
 }
 
 function show(value: unknown): string {
@@ -278,11 +302,34 @@ class Reader {
     return fallback;
   }
 
-  duration(value: unknown, at: string, fallback: number): number {
+  duration(value: unknown, at: string, fallback: number, zeroAllowed = false): number {
     if (value === undefined || value === null) return fallback;
-    const ms = parseDuration(String(value));
-    if (ms !== undefined && ms > 0) return ms;
-    this.problems.push(`${at} ${show(value)}: expected a duration such as 90s, 30m or 1h30m`);
+    const ms = String(value).trim() === '0' ? 0 : parseDuration(String(value));
+    // Node timers hold at most 2^31-1 ms (about 24.8 days).
+    if (ms !== undefined && (ms > 0 || zeroAllowed) && ms <= MAX_TIMER_MS) return ms;
+    this.problems.push(
+      `${at} ${show(value)}: expected a duration such as 90s, 30m or 1h30m, at most 24 days`
+    );
+    return fallback;
+  }
+
+  size(value: unknown, at: string, fallback: number): number {
+    if (value === undefined || value === null) return fallback;
+    const match = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?$/i.exec(String(value).trim());
+    if (match) {
+      const units: Record<string, number> = {
+        b: 1,
+        kb: 1e3,
+        mb: 1e6,
+        gb: 1e9,
+        kib: 1024,
+        mib: 1024 ** 2,
+        gib: 1024 ** 3
+      };
+      const bytes = Math.round(Number(match[1]) * units[(match[2] ?? 'b').toLowerCase()]!);
+      if (bytes > 0) return bytes;
+    }
+    this.problems.push(`${at} ${show(value)}: expected a size such as 500MiB or 2GiB`);
     return fallback;
   }
 

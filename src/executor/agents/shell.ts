@@ -1,7 +1,68 @@
-// Running a shell command in a workspace as its own process group, so stopping it stops everything
-// it started: SIGTERM first, SIGKILL after a grace period.
+// Child processes for agents and commands, each in its own process group so that stopping it
+// stops everything it started: SIGTERM first, SIGKILL after a grace period. A process counts as
+// ended when it exits; pipes still held open by something it left behind (a daemon, `setsid`)
+// are closed shortly after, so a run can never hang on them.
 
 import { spawn } from 'node:child_process';
+
+const KILL_GRACE_MS = 5000;
+/** After exit, output still in the pipes gets this long to arrive. */
+const DRAIN_MS = 250;
+
+export interface ProcessResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** Set when the program could not be started at all (e.g. ENOENT). */
+  spawnError?: NodeJS.ErrnoException;
+  durationMs: number;
+}
+
+export interface GroupOptions {
+  cwd: string;
+  env: Record<string, string>;
+  signal: AbortSignal;
+  stdin?: string;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+}
+
+/** Runs a program in its own process group; the signal stops the group. */
+export function runInGroup(program: string, args: string[], options: GroupOptions): Promise<ProcessResult> {
+  const started = Date.now();
+  if (options.signal.aborted) return Promise.resolve({ exitCode: null, signal: 'SIGTERM', durationMs: 0 });
+  return new Promise(resolve => {
+    const child = spawn(program, args, {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
+    });
+    child.stdout!.on('data', chunk => options.onStdout?.(chunk));
+    child.stderr!.on('data', chunk => options.onStderr?.(chunk));
+    if (options.stdin !== undefined) {
+      child.stdin!.on('error', () => undefined); // the program may exit without reading its input
+      child.stdin!.end(options.stdin);
+    }
+    const stop = () => stopGroup(child.pid);
+    options.signal.addEventListener('abort', stop, { once: true });
+    let settled = false;
+    const settle = (result: Omit<ProcessResult, 'durationMs'>) => {
+      if (settled) return;
+      settled = true;
+      options.signal.removeEventListener('abort', stop);
+      resolve({ ...result, durationMs: Date.now() - started });
+    };
+    child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));
+    child.on('close', (exitCode, signal) => settle({ exitCode, signal }));
+    child.on('exit', (exitCode, signal) => {
+      setTimeout(() => {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+        settle({ exitCode, signal });
+      }, DRAIN_MS).unref();
+    });
+  });
+}
 
 export interface ShellResult {
   exitCode: number | null;
@@ -11,44 +72,37 @@ export interface ShellResult {
   durationMs: number;
 }
 
-const KILL_GRACE_MS = 5000;
-
-export function runShell(
+/** Runs a shell command in the workspace (setup commands, `@sim run`). */
+export async function runShell(
   command: string,
   options: { cwd: string; env: Record<string, string>; signal: AbortSignal; maxOutput?: number }
 ): Promise<ShellResult> {
   const max = options.maxOutput ?? 64 * 1024;
-  const started = Date.now();
-  return new Promise(resolve => {
-    const child = spawn('/bin/sh', ['-c', command], {
-      cwd: options.cwd,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? options.cwd,
-        ...options.env
-      },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe']
-    });
-    let output = '';
-    const append = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      if (output.length > 2 * max) output = output.slice(-max);
-    };
-    child.stdout.on('data', append);
-    child.stderr.on('data', append);
-    const stop = () => stopGroup(child.pid);
-    options.signal.addEventListener('abort', stop, { once: true });
-    const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
-      options.signal.removeEventListener('abort', stop);
-      resolve({ exitCode, signal, output: output.slice(-max), durationMs: Date.now() - started });
-    };
-    child.on('error', error => {
-      output += String(error.message);
-      finish(127, null);
-    });
-    child.on('close', finish);
+  let output = '';
+  const append = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    if (output.length > 2 * max) output = output.slice(-max);
+  };
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? options.cwd,
+    ...options.env
+  };
+  const result = await runInGroup('/bin/sh', ['-c', command], {
+    cwd: options.cwd,
+    env,
+    signal: options.signal,
+    onStdout: append,
+    onStderr: append
   });
+  if (result.spawnError)
+    return { exitCode: 127, signal: null, output: result.spawnError.message, durationMs: result.durationMs };
+  return {
+    exitCode: result.exitCode,
+    signal: result.signal,
+    output: output.slice(-max),
+    durationMs: result.durationMs
+  };
 }
 
 /** SIGTERM to the whole process group, SIGKILL to whatever is left after the grace period. */

@@ -20,6 +20,8 @@ export const simulatedAgent: Agent = {
     const instruction: string[] = [];
     let directives = 0;
     for (const line of context.prompt.split(/\r?\n/)) {
+      if (context.signal.aborted)
+        return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
       const match = DIRECTIVE.exec(line.trim());
       if (!match) {
         instruction.push(line);
@@ -31,6 +33,8 @@ export const simulatedAgent: Agent = {
       if (failure) return failure;
     }
     if (directives === 0) await sleep(DEFAULT_PAUSE_MS, context.signal);
+    if (context.signal.aborted)
+      return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
     const text = instruction.join('\n').trim();
     if (text !== '')
       await context.record('message', { text: `Simulated agent received the instruction:\n${text}` });
@@ -117,7 +121,8 @@ function invalid(what: string, expected: string): AgentResult {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise(resolvePromise => {
     if (signal.aborted) return resolvePromise();
-    const timer = setTimeout(done, ms);
+    // setTimeout overflows past 2^31-1 ms (about 24.8 days); no run lives that long anyway.
+    const timer = setTimeout(done, Math.min(ms, 2 ** 31 - 1));
     function done() {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);

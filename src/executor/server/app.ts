@@ -1,7 +1,7 @@
 // The executor as one process: the Fastify API and the worker pool over one store.
 
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
 import type { RunStore } from '../store/types.js';
 import { WorkerPool } from '../worker/pool.js';
@@ -43,7 +43,17 @@ export async function startExecutor(config: ExecutorConfig, store: RunStore): Pr
     bodyLimit: config.limits.maxBodyBytes,
     forceCloseConnections: true,
     return503OnClosing: true,
-    genReqId: () => randomBytes(8).toString('hex')
+    genReqId: () => randomBytes(8).toString('hex'),
+    // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
+    frameworkErrors: (error, _request, reply) =>
+      void (reply as unknown as FastifyReply).code(400).type('application/problem+json').send({
+        type: '/api/v1/errors#invalid_request',
+        title: 'Bad Request',
+        status: 400,
+        detail: error.message,
+        error_code: 'invalid_request',
+        retryable: false
+      })
   });
 
   app.removeContentTypeParser('text/plain');

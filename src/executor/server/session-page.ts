@@ -24,6 +24,13 @@ function event(e: TranscriptEvent): string {
       return `<li class="command">${time} ${e.kind === 'setup' ? 'setup' : 'command'} <code>${escapeHtml(e.command)}</code> → exit ${escapeHtml(e.exit_code)}${e.output ? `<pre>${escapeHtml(e.output)}</pre>` : ''}</li>`;
     case 'file':
       return `<li class="file">${time} file <code>${escapeHtml(e.path)}</code> ${escapeHtml(e.change)}${e.diff ? `<pre>${escapeHtml(e.diff)}</pre>` : ''}</li>`;
+    case 'diff': {
+      const files = (e.files as { path: string; change: string }[] | undefined) ?? [];
+      const list = files.map(f => `<code>${escapeHtml(f.path)}</code> ${escapeHtml(f.change)}`).join(', ');
+      return `<li class="diff">${time} files changed: ${list}<pre>${escapeHtml(e.diff)}</pre></li>`;
+    }
+    case 'exit':
+      return `<li class="exit">${time} agent exited with code ${escapeHtml(e.exit_code)}${e.signal ? ` (${escapeHtml(e.signal)})` : ''}</li>`;
     case 'output':
       return `<li class="output">${time} ${escapeHtml(e.stream ?? 'output')}<pre>${escapeHtml(e.text)}</pre></li>`;
     default:

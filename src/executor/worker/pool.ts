@@ -5,15 +5,45 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
+import { commandAgent } from '../agents/command.js';
 import { simulatedAgent } from '../agents/simulated.js';
 import { runShell } from '../agents/shell.js';
 import type { Agent, AgentResult } from '../agents/types.js';
 import type { Outcome, RunStore, StoredRun } from '../store/types.js';
-import { createWorkspace } from '../workspace/workspace.js';
+import { type Workspace, createWorkspace, sweepWorkspaces } from '../workspace/workspace.js';
 
-const AGENTS: Record<string, Agent> = { simulated: simulatedAgent };
+const AGENTS: Record<string, Agent> = { simulated: simulatedAgent, command: commandAgent };
 
-type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost';
+type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
+
+const QUOTA_CHECK_MS = 2000;
+
+/** The outcome of a run its worker stopped. */
+function stopped(
+  reason: StopReason | undefined,
+  environment: EnvironmentConfig,
+  quotaBytes: number
+): AgentResult {
+  if (reason === 'timeout') {
+    return {
+      state: 'FAILED',
+      error_code: 'timeout',
+      status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
+    };
+  }
+  if (reason === 'quota') {
+    return {
+      state: 'FAILED',
+      error_code: 'workspace_quota_exceeded',
+      status_message: `the workspace grew past its disk quota of ${quotaBytes >= 1024 ** 2 ? `${Math.round(quotaBytes / 1024 ** 2)} MiB` : `${Math.round(quotaBytes / 1024)} KiB`}`
+    };
+  }
+  return {
+    state: 'FAILED',
+    error_code: 'executor_restarted',
+    status_message: 'the executor shut down before the run finished'
+  };
+}
 
 interface Active {
   run: StoredRun;
@@ -61,7 +91,9 @@ export class WorkerPool {
     every(Math.max(200, Math.floor(this.config.leaseMs / 3)), () => this.heartbeat());
     every(1000, () => this.pump());
     every(3_600_000, () => this.prune());
+    every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
     await this.prune();
+    await this.sweep();
     await this.pump();
   }
 
@@ -83,7 +115,7 @@ export class WorkerPool {
 
   private onChange(run: StoredRun): void {
     void this.recordState(run);
-    if (run.state === 'QUEUED') void this.pump();
+    if (run.state === 'QUEUED') this.pumpSafely();
     const active = this.active.get(run.run_id);
     if (active && run.state === 'CANCELLED') active.controller.abort('cancelled' satisfies StopReason);
   }
@@ -95,6 +127,11 @@ export class WorkerPool {
     await this.store
       .appendEvent(run.run_id, 'state', data, run.updated_at)
       .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'could not record a state change'));
+  }
+
+  /** A pump whose failure (the store being busy or full, say) is logged; the next tick tries again. */
+  private pumpSafely(): void {
+    this.pump().catch(error => this.log.error({ err: error }, 'could not claim runs'));
   }
 
   /** Claims runs while there is capacity. Re-entrant calls coalesce into one more pass. */
@@ -140,7 +177,7 @@ export class WorkerPool {
       .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'run execution failed'))
       .finally(() => {
         this.active.delete(run.run_id);
-        void this.pump();
+        this.pumpSafely();
       });
   }
 
@@ -157,10 +194,24 @@ export class WorkerPool {
       return;
     }
     const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
+    let quotaWatch: NodeJS.Timeout | undefined;
     let result: AgentResult;
-    let workspace: Awaited<ReturnType<typeof createWorkspace>> | undefined;
+    let workspace: Workspace | undefined;
     try {
       workspace = await createWorkspace(environment, this.config.dataDir, run.run_id);
+      const watched = workspace;
+      let measuring = false;
+      quotaWatch = setInterval(() => {
+        if (measuring) return;
+        measuring = true;
+        watched
+          .size()
+          .then(bytes => {
+            if (bytes > this.config.workspaces.quotaBytes) controller.abort('quota' satisfies StopReason);
+          })
+          .catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'))
+          .finally(() => (measuring = false));
+      }, QUOTA_CHECK_MS);
       const env = Object.fromEntries(
         environment.env
           .filter(name => process.env[name] !== undefined)
@@ -189,26 +240,22 @@ export class WorkerPool {
       };
     } finally {
       clearTimeout(timeout);
+      clearInterval(quotaWatch);
     }
     const reason = controller.signal.reason as StopReason | undefined;
     if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
-      result =
-        reason === 'timeout'
-          ? {
-              state: 'FAILED',
-              error_code: 'timeout',
-              status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
-            }
-          : {
-              state: 'FAILED',
-              error_code: 'executor_restarted',
-              status_message: 'the executor shut down before the run finished'
-            };
+      result = stopped(reason, environment, this.config.workspaces.quotaBytes);
+    }
+    if (workspace) {
+      try {
+        const changes = await workspace.diff();
+        if (changes.files.length > 0) await record('diff', changes);
+      } catch (error) {
+        this.log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
+      }
+      workspace.release();
     }
     await this.finish(run, result);
-    await workspace
-      ?.remove()
-      .catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not remove a workspace'));
   }
 
   private async setup(
@@ -219,6 +266,7 @@ export class WorkerPool {
     record: (kind: string, data: Record<string, unknown>) => Promise<void>
   ): Promise<AgentResult> {
     for (const command of environment.setup) {
+      if (signal.aborted) break;
       const result = await runShell(command, { cwd, env, signal });
       await record('setup', {
         command,
@@ -260,6 +308,16 @@ export class WorkerPool {
     const before = new Date(Date.now() - this.config.limits.retentionDays * 86_400_000).toISOString();
     const pruned = await this.store.pruneFinished(before);
     if (pruned > 0) this.log.info({ pruned }, 'pruned finished runs past retention');
+  }
+
+  private async sweep(): Promise<void> {
+    const removed = await sweepWorkspaces(
+      this.config.dataDir,
+      this.config.environments,
+      this.config.workspaces.retentionMs,
+      new Set(this.active.keys())
+    );
+    if (removed > 0) this.log.info({ removed }, 'removed workspaces past retention');
   }
 }
 

@@ -42,6 +42,18 @@ export async function runRoutes(
         'retry-after': '5'
       });
     const body = validateCreate(request.body, config.limits.maxPromptBytes);
+    let stored: { config: string; extra: string; hash: string };
+    try {
+      stored = {
+        config: JSON.stringify(body.config),
+        extra: JSON.stringify(body.extra),
+        hash: canonicalHash(request.body)
+      };
+    } catch (error) {
+      if (error instanceof RangeError)
+        throw new ProblemError('invalid_request', 'the body is nested too deeply');
+      throw error;
+    }
     if (!config.environments.some(env => env.id === body.environmentId)) {
       const known = config.environments.map(env => env.id).join(', ');
       throw new ProblemError(
@@ -64,14 +76,14 @@ export async function runRoutes(
         environment_id: body.environmentId,
         title: body.title,
         prompt: body.prompt,
-        config: JSON.stringify(body.config),
-        extra: JSON.stringify(body.extra),
+        config: stored.config,
+        extra: stored.extra,
         creator_type: principal.kind === 'personal' ? 'user' : 'agent',
         creator_uid: principal.keyId,
         creator_name: principal.name,
         created_at: new Date().toISOString()
       },
-      key === undefined ? undefined : { key, requestHash: canonicalHash(request.body) },
+      key === undefined ? undefined : { key, requestHash: stored.hash },
       config.limits.maxQueuedRuns
     );
     if (result.kind === 'key_reused') {
@@ -153,6 +165,27 @@ function notFound(id: string): ProblemError {
   );
 }
 
+const SERVER_FIELDS = new Set([
+  'run_id',
+  'task_id',
+  'state',
+  'environment_id',
+  'created_at',
+  'updated_at',
+  'started_at',
+  'completed_at',
+  'status_message',
+  'error_code',
+  'session_link',
+  'session_id',
+  'creator',
+  'agent_config',
+  'source',
+  'run_time',
+  'request_usage',
+  'artifacts'
+]);
+
 interface ValidCreate {
   prompt: string;
   environmentId: string;
@@ -168,7 +201,9 @@ function validateCreate(body: unknown, maxPromptBytes: number): ValidCreate {
       `the body must be a JSON object with prompt and config, got ${kindOf(body)}`
     );
   }
-  const { prompt, config, title, ...extra } = body as Record<string, unknown>;
+  const { prompt, config, title, ...rest } = body as Record<string, unknown>;
+  // Other fields are kept (metadata, skill, …), but never ones the server owns.
+  const extra = Object.fromEntries(Object.entries(rest).filter(([name]) => !SERVER_FIELDS.has(name)));
   const field = (detail: string) => new ProblemError('invalid_field', detail);
   if (typeof prompt !== 'string') throw field(`prompt: expected a string, got ${kindOf(prompt)}`);
   if (prompt.trim() === '') throw field('prompt: must not be empty');

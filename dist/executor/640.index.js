@@ -1,8 +1,8 @@
-export const id = 77;
-export const ids = [77];
+export const id = 640;
+export const ids = [640];
 export const modules = {
 
-/***/ 53077:
+/***/ 81640:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -138,6 +138,11 @@ const ERROR_CODES = {
         status: null,
         retryable: true,
         meaning: 'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
+    },
+    workspace_quota_exceeded: {
+        status: null,
+        retryable: false,
+        meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
     }
 };
 
@@ -187,6 +192,7 @@ function formatDuration(ms) {
 
 class ConfigError extends Error {
 }
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
 function loadConfig(overrides = {}, cwd = process.cwd()) {
     const explicit = overrides.config !== undefined;
@@ -232,10 +238,13 @@ function parseConfig(raw, base, where = 'config') {
         'lease',
         'shutdown_grace',
         'log_level',
+        'workspaces',
         'limits',
         'environments'
     ]);
     const server = r.object(root.server, 'server');
+    const workspaces = r.object(root.workspaces, 'workspaces');
+    r.known(workspaces, 'workspaces', ['retention', 'quota']);
     r.known(server, 'server', ['host', 'port', 'public_url']);
     const limits = r.object(root.limits, 'limits');
     r.known(limits, 'limits', [
@@ -255,6 +264,10 @@ function parseConfig(raw, base, where = 'config') {
         leaseMs: r.duration(root.lease, 'lease', 30_000),
         shutdownGraceMs: r.duration(root.shutdown_grace, 'shutdown_grace', 30_000),
         logLevel: r.oneOf(root.log_level, 'log_level', ['fatal', 'error', 'warn', 'info', 'debug', 'silent'], 'info'),
+        workspaces: {
+            retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
+            quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3)
+        },
         limits: {
             maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
             maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
@@ -324,13 +337,20 @@ function parseEnvironment(r, raw, at, base, workers) {
     return {
         id,
         name: r.string(env.name, `${at}.name`, id),
-        source: (0,external_node_path_.resolve)(base, r.string(env.source, `${at}.source`, '.')),
+        source: sourceOf(r.string(env.source, `${at}.source`, '.'), base),
         setup: r.strings(env.setup, `${at}.setup`),
         agent: parsedAgent,
         env: names,
         timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
         maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256)
     };
+}
+/** A git URL (`https://…`, `ssh://…`, `file://…`, `git@host:repo`) or a path. */
+function isRemoteSource(source) {
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(source) || /^[\w.-]+@[\w.-]+:/.test(source);
+}
+function sourceOf(source, base) {
+    return isRemoteSource(source) ? source : (0,external_node_path_.resolve)(base, source);
 }
 function show(value) {
     if (value === undefined)
@@ -389,13 +409,35 @@ class Reader {
         this.problems.push(`${at} ${show(value)}: expected a whole number from ${min} to ${max}`);
         return fallback;
     }
-    duration(value, at, fallback) {
+    duration(value, at, fallback, zeroAllowed = false) {
         if (value === undefined || value === null)
             return fallback;
-        const ms = parseDuration(String(value));
-        if (ms !== undefined && ms > 0)
+        const ms = String(value).trim() === '0' ? 0 : parseDuration(String(value));
+        // Node timers hold at most 2^31-1 ms (about 24.8 days).
+        if (ms !== undefined && (ms > 0 || zeroAllowed) && ms <= MAX_TIMER_MS)
             return ms;
-        this.problems.push(`${at} ${show(value)}: expected a duration such as 90s, 30m or 1h30m`);
+        this.problems.push(`${at} ${show(value)}: expected a duration such as 90s, 30m or 1h30m, at most 24 days`);
+        return fallback;
+    }
+    size(value, at, fallback) {
+        if (value === undefined || value === null)
+            return fallback;
+        const match = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?$/i.exec(String(value).trim());
+        if (match) {
+            const units = {
+                b: 1,
+                kb: 1e3,
+                mb: 1e6,
+                gb: 1e9,
+                kib: 1024,
+                mib: 1024 ** 2,
+                gib: 1024 ** 3
+            };
+            const bytes = Math.round(Number(match[1]) * units[(match[2] ?? 'b').toLowerCase()]);
+            if (bytes > 0)
+                return bytes;
+        }
+        this.problems.push(`${at} ${show(value)}: expected a size such as 500MiB or 2GiB`);
         return fallback;
     }
     oneOf(value, at, options, fallback) {
@@ -491,44 +533,82 @@ var fastify_default = /*#__PURE__*/__webpack_require__.n(fastify);
 // EXTERNAL MODULE: external "node:child_process"
 var external_node_child_process_ = __webpack_require__(31421);
 ;// CONCATENATED MODULE: ./src/executor/agents/shell.ts
-// Running a shell command in a workspace as its own process group, so stopping it stops everything
-// it started: SIGTERM first, SIGKILL after a grace period.
+// Child processes for agents and commands, each in its own process group so that stopping it
+// stops everything it started: SIGTERM first, SIGKILL after a grace period. A process counts as
+// ended when it exits; pipes still held open by something it left behind (a daemon, `setsid`)
+// are closed shortly after, so a run can never hang on them.
 
 const KILL_GRACE_MS = 5000;
-function runShell(command, options) {
-    const max = options.maxOutput ?? 64 * 1024;
+/** After exit, output still in the pipes gets this long to arrive. */
+const DRAIN_MS = 250;
+/** Runs a program in its own process group; the signal stops the group. */
+function runInGroup(program, args, options) {
     const started = Date.now();
+    if (options.signal.aborted)
+        return Promise.resolve({ exitCode: null, signal: 'SIGTERM', durationMs: 0 });
     return new Promise(resolve => {
-        const child = (0,external_node_child_process_.spawn)('/bin/sh', ['-c', command], {
+        const child = (0,external_node_child_process_.spawn)(program, args, {
             cwd: options.cwd,
-            env: {
-                PATH: process.env.PATH ?? '/usr/bin:/bin',
-                HOME: process.env.HOME ?? options.cwd,
-                ...options.env
-            },
+            env: options.env,
             detached: true,
-            stdio: ['ignore', 'pipe', 'pipe']
+            stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
         });
-        let output = '';
-        const append = (chunk) => {
-            output += chunk.toString('utf8');
-            if (output.length > 2 * max)
-                output = output.slice(-max);
-        };
-        child.stdout.on('data', append);
-        child.stderr.on('data', append);
+        child.stdout.on('data', chunk => options.onStdout?.(chunk));
+        child.stderr.on('data', chunk => options.onStderr?.(chunk));
+        if (options.stdin !== undefined) {
+            child.stdin.on('error', () => undefined); // the program may exit without reading its input
+            child.stdin.end(options.stdin);
+        }
         const stop = () => stopGroup(child.pid);
         options.signal.addEventListener('abort', stop, { once: true });
-        const finish = (exitCode, signal) => {
+        let settled = false;
+        const settle = (result) => {
+            if (settled)
+                return;
+            settled = true;
             options.signal.removeEventListener('abort', stop);
-            resolve({ exitCode, signal, output: output.slice(-max), durationMs: Date.now() - started });
+            resolve({ ...result, durationMs: Date.now() - started });
         };
-        child.on('error', error => {
-            output += String(error.message);
-            finish(127, null);
+        child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));
+        child.on('close', (exitCode, signal) => settle({ exitCode, signal }));
+        child.on('exit', (exitCode, signal) => {
+            setTimeout(() => {
+                child.stdout.destroy();
+                child.stderr.destroy();
+                settle({ exitCode, signal });
+            }, DRAIN_MS).unref();
         });
-        child.on('close', finish);
     });
+}
+/** Runs a shell command in the workspace (setup commands, `@sim run`). */
+async function runShell(command, options) {
+    const max = options.maxOutput ?? 64 * 1024;
+    let output = '';
+    const append = (chunk) => {
+        output += chunk.toString('utf8');
+        if (output.length > 2 * max)
+            output = output.slice(-max);
+    };
+    const env = {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? options.cwd,
+        ...options.env
+    };
+    const result = await runInGroup('/bin/sh', ['-c', command], {
+        cwd: options.cwd,
+        env,
+        signal: options.signal,
+        onStdout: append,
+        onStderr: append
+    });
+    if (result.spawnError)
+        return { exitCode: 127, signal: null, output: result.spawnError.message, durationMs: result.durationMs };
+    return {
+        exitCode: result.exitCode,
+        signal: result.signal,
+        output: output.slice(-max),
+        durationMs: result.durationMs
+    };
 }
 /** SIGTERM to the whole process group, SIGKILL to whatever is left after the grace period. */
 function stopGroup(pid, graceMs = KILL_GRACE_MS) {
@@ -550,6 +630,98 @@ function stopGroup(pid, graceMs = KILL_GRACE_MS) {
     }, graceMs).unref();
 }
 
+;// CONCATENATED MODULE: ./src/executor/agents/command.ts
+// The command agent: runs any agent CLI (`claude -p`, `codex exec`, `aider --message`, a script)
+// in the workspace. The prompt goes on stdin or replaces `{prompt}` in the arguments; stdout and
+// stderr stream into the transcript as they arrive; exit code 0 is success. Cancel and timeout
+// stop the whole process group: SIGTERM, then SIGKILL after a grace period.
+
+const FLUSH_MS = 200;
+const FLUSH_BYTES = 16 * 1024;
+const STDERR_TAIL_LINES = 10;
+/** Variables every CLI needs to find itself and its home; the environment's `env` adds more. */
+const BASE_VARIABLES = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TERM'];
+const commandAgent = {
+    async run(context) {
+        const { command = [], prompt: mode = 'stdin' } = context.environment.agent;
+        const args = command.map(arg => (mode === 'arg' ? arg.replaceAll('{prompt}', context.prompt) : arg));
+        if (mode === 'arg' && !command.some(arg => arg.includes('{prompt}')))
+            args.push(context.prompt);
+        const [program, ...rest] = args;
+        const env = { AGENT_RUN_ID: context.runId };
+        for (const name of BASE_VARIABLES)
+            if (process.env[name] !== undefined)
+                env[name] = process.env[name];
+        Object.assign(env, context.env);
+        const streams = {
+            stdout: new StreamRecorder('stdout', context),
+            stderr: new StreamRecorder('stderr', context)
+        };
+        const result = await runInGroup(program, rest, {
+            cwd: context.workspace,
+            env,
+            signal: context.signal,
+            stdin: mode === 'stdin' ? context.prompt : undefined,
+            onStdout: chunk => streams.stdout.push(chunk),
+            onStderr: chunk => streams.stderr.push(chunk)
+        });
+        await Promise.all([streams.stdout.flush(), streams.stderr.flush()]);
+        if (result.spawnError) {
+            const why = result.spawnError.code === 'ENOENT' ? 'not found on PATH' : result.spawnError.message;
+            return {
+                state: 'FAILED',
+                error_code: 'agent_failed',
+                status_message: `agent command ${JSON.stringify(program)} could not start: ${why}`
+            };
+        }
+        await context.record('exit', { exit_code: result.exitCode, signal: result.signal });
+        if (result.exitCode === 0)
+            return { state: 'SUCCEEDED' };
+        const how = result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
+        const tail = streams.stderr.tail();
+        return {
+            state: 'FAILED',
+            error_code: 'agent_failed',
+            status_message: `agent ${how}${tail ? `; last lines of stderr:\n${tail}` : ''}`
+        };
+    }
+};
+/** Batches a stream's chunks into transcript events and keeps its last lines. */
+class StreamRecorder {
+    stream;
+    context;
+    pending = '';
+    timer;
+    lines = [];
+    writing = Promise.resolve();
+    constructor(stream, context) {
+        this.stream = stream;
+        this.context = context;
+    }
+    push(chunk) {
+        const text = chunk.toString('utf8');
+        this.pending += text;
+        this.lines = [...this.lines, ...text.split('\n')].slice(-(STDERR_TAIL_LINES + 1));
+        if (this.pending.length >= FLUSH_BYTES)
+            void this.flush();
+        else
+            this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+    }
+    flush() {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+        if (this.pending !== '') {
+            const text = this.pending;
+            this.pending = '';
+            this.writing = this.writing.then(() => this.context.record('output', { stream: this.stream, text }));
+        }
+        return this.writing;
+    }
+    tail() {
+        return this.lines.join('\n').trim().split('\n').slice(-STDERR_TAIL_LINES).join('\n');
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/agents/simulated.ts
 // The simulated agent: deterministic, for testing workflows. Lines of the prompt that start with
 // `@sim` are directives, run in order; everything else is the instruction, echoed as the answer.
@@ -569,6 +741,8 @@ const simulatedAgent = {
         const instruction = [];
         let directives = 0;
         for (const line of context.prompt.split(/\r?\n/)) {
+            if (context.signal.aborted)
+                return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
             const match = DIRECTIVE.exec(line.trim());
             if (!match) {
                 instruction.push(line);
@@ -582,6 +756,8 @@ const simulatedAgent = {
         }
         if (directives === 0)
             await sleep(DEFAULT_PAUSE_MS, context.signal);
+        if (context.signal.aborted)
+            return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
         const text = instruction.join('\n').trim();
         if (text !== '')
             await context.record('message', { text: `Simulated agent received the instruction:\n${text}` });
@@ -660,7 +836,8 @@ function sleep(ms, signal) {
     return new Promise(resolvePromise => {
         if (signal.aborted)
             return resolvePromise();
-        const timer = setTimeout(done, ms);
+        // setTimeout overflows past 2^31-1 ms (about 24.8 days); no run lives that long anyway.
+        const timer = setTimeout(done, Math.min(ms, 2 ** 31 - 1));
         function done() {
             clearTimeout(timer);
             signal.removeEventListener('abort', done);
@@ -671,54 +848,169 @@ function sleep(ms, signal) {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/workspace.ts
-// Each run gets its own workspace under the data dir: a detached git worktree when the
-// environment's source is a git repository, a copy otherwise. Concurrent runs never see each
-// other's changes, and the source itself is never written to.
+// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: a detached git worktree when
+// the environment's source is a git repository (a local path, or a URL cloned once into
+// DATA_DIR/sources/ and fetched before each run), a copy otherwise. Concurrent runs never see each
+// other's changes and the source is never written to. A copy is snapshotted in a fresh git
+// repository so that, either way, the files the run changed come out as one unified diff.
+
+
 
 
 
 
 const exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+const GIT_IDENTITY = ['-c', 'user.name=agent-executor', '-c', 'user.email=agent-executor@localhost'];
+const MAX_DIFF_BYTES = 1024 * 1024;
+/** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
+function redactUrls(text) {
+    return text.replace(/\/\/[^/@\s]+@/g, '//***@');
+}
+async function git(args, cwd) {
+    try {
+        const { stdout } = await exec('git', cwd ? ['-C', cwd, ...args] : args, { maxBuffer: 64 * 1024 * 1024 });
+        return stdout;
+    }
+    catch (error) {
+        // The error's own message holds the whole command line; say which git command failed and why.
+        const stderr = String(error.stderr ?? '').trim();
+        const why = stderr.split('\n').slice(-3).join(' ') || error.message;
+        throw new Error(redactUrls(`git ${args[0]} failed: ${why}`));
+    }
+}
 async function gitTopLevel(dir) {
     try {
-        const { stdout } = await exec('git', ['-C', dir, 'rev-parse', '--show-toplevel']);
-        await exec('git', ['-C', dir, 'rev-parse', '--verify', '--quiet', 'HEAD']);
-        return stdout.trim();
+        const top = (await git(['rev-parse', '--show-toplevel'], dir)).trim();
+        await git(['rev-parse', '--verify', '--quiet', 'HEAD'], dir);
+        return top;
     }
     catch {
         return undefined;
     }
 }
+/** A remote source is cloned once (bare) and fetched before each run. */
+async function remoteCache(source, dataDir) {
+    const cache = (0,external_node_path_.join)(dataDir, 'sources', (0,external_node_crypto_.createHash)('sha256').update(source).digest('hex').slice(0, 16) + '.git');
+    if (!(0,external_node_fs_.existsSync)(cache)) {
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'sources'), { recursive: true });
+        await git(['clone', '--bare', '--quiet', source, cache]);
+    }
+    else {
+        await git(['fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*'], cache);
+    }
+    return cache;
+}
 async function createWorkspace(environment, dataDir, runId) {
-    const root = (0,external_node_path_.join)(dataDir, 'workspaces');
-    const path = (0,external_node_path_.join)(root, runId);
-    (0,external_node_fs_.mkdirSync)(root, { recursive: true });
-    if (!(0,external_node_fs_.existsSync)(environment.source)) {
-        throw new Error(`environment ${environment.id}: source ${environment.source} does not exist`);
+    const root = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
+    (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'workspaces'), { recursive: true });
+    let repository;
+    let sub = '';
+    if (isRemoteSource(environment.source)) {
+        repository = await remoteCache(environment.source, dataDir);
     }
-    const top = await gitTopLevel(environment.source);
-    if (top !== undefined) {
-        await exec('git', ['-C', top, 'worktree', 'add', '--detach', '--quiet', path, 'HEAD']);
-        const sub = (0,external_node_path_.relative)(top, environment.source);
-        return {
-            path: sub ? (0,external_node_path_.join)(path, sub) : path,
-            kind: 'worktree',
-            async remove() {
-                await exec('git', ['-C', top, 'worktree', 'remove', '--force', path]).catch(() => {
-                    (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
-                    return exec('git', ['-C', top, 'worktree', 'prune']).catch(() => undefined);
-                });
-            }
-        };
+    else {
+        if (!(0,external_node_fs_.existsSync)(environment.source))
+            throw new Error(`source ${environment.source} does not exist`);
+        repository = await gitTopLevel(environment.source);
+        if (repository)
+            sub = (0,external_node_path_.relative)(repository, environment.source);
     }
-    copyTree(environment.source, path, dataDir);
+    let kind;
+    if (repository) {
+        await git(['worktree', 'add', '--detach', '--quiet', root, 'HEAD'], repository);
+        kind = 'worktree';
+    }
+    else {
+        copyTree(environment.source, root, dataDir);
+        await git(['init', '--quiet'], root);
+        await git([...GIT_IDENTITY, 'add', '--all'], root);
+        await git([...GIT_IDENTITY, 'commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'], root);
+        kind = 'copy';
+    }
     return {
-        path,
-        kind: 'copy',
-        async remove() {
-            (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+        path: sub ? (0,external_node_path_.join)(root, sub) : root,
+        root,
+        kind,
+        async diff() {
+            await git(['add', '--all'], root);
+            const names = await git(['diff', '--cached', '--name-status', '--no-renames', 'HEAD'], root);
+            const files = names
+                .split('\n')
+                .filter(Boolean)
+                .map(line => {
+                const [status, ...path] = line.split('\t');
+                const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
+                return { path: path.join('\t'), change };
+            });
+            let diff = files.length > 0 ? await git(['diff', '--cached', '--no-color', '--no-ext-diff', 'HEAD'], root) : '';
+            const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
+            if (truncated)
+                diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
+            return { diff, truncated, files };
+        },
+        size: () => diskUsage(root),
+        release() {
+            const now = new Date();
+            if ((0,external_node_fs_.existsSync)(root))
+                (0,external_node_fs_.utimesSync)(root, now, now);
         }
     };
+}
+/**
+ * Removes released workspaces older than `retentionMs` (and any left by a crashed process), then
+ * lets git forget worktrees whose directories are gone.
+ */
+async function sweepWorkspaces(dataDir, environments, retentionMs, active) {
+    const dir = (0,external_node_path_.join)(dataDir, 'workspaces');
+    if (!(0,external_node_fs_.existsSync)(dir))
+        return 0;
+    let removed = 0;
+    for (const name of (0,external_node_fs_.readdirSync)(dir)) {
+        if (active.has(name))
+            continue;
+        const path = (0,external_node_path_.join)(dir, name);
+        if (Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs < retentionMs)
+            continue;
+        await removeWorkspace(path);
+        removed++;
+    }
+    if (removed > 0) {
+        const repositories = new Set();
+        for (const env of environments) {
+            if (isRemoteSource(env.source)) {
+                repositories.add((0,external_node_path_.join)(dataDir, 'sources', (0,external_node_crypto_.createHash)('sha256').update(env.source).digest('hex').slice(0, 16) + '.git'));
+            }
+            else {
+                const top = await gitTopLevel(env.source);
+                if (top)
+                    repositories.add(top);
+            }
+        }
+        for (const repository of repositories)
+            await git(['worktree', 'prune'], repository).catch(() => undefined);
+    }
+    return removed;
+}
+/** Removes a workspace; a worktree is also unregistered from its repository. */
+async function removeWorkspace(path) {
+    const link = (0,external_node_path_.join)(path, '.git');
+    try {
+        if ((0,external_node_fs_.existsSync)(link) && (0,external_node_fs_.statSync)(link).isFile()) {
+            const gitdir = /^gitdir:\s*(.+)$/m.exec((0,external_node_fs_.readFileSync)(link, 'utf8'))?.[1]?.trim();
+            // gitdir is <repository git dir>/worktrees/<name>
+            if (gitdir)
+                await git(['--git-dir', (0,external_node_path_.dirname)((0,external_node_path_.dirname)(gitdir)), 'worktree', 'remove', '--force', path]);
+        }
+    }
+    catch {
+        // fall through: remove the files, and `worktree prune` below forgets the entry
+    }
+    (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+}
+/** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
+async function diskUsage(dir) {
+    const { stdout } = await exec('du', ['-s', '--apparent-size', '--block-size=1', dir]);
+    return Number(stdout.split('\t')[0]);
 }
 /** Copies a directory tree, leaving out `skip` (the executor's own data dir may live inside it). */
 function copyTree(from, to, skip) {
@@ -745,7 +1037,31 @@ function copyTree(from, to, skip) {
 
 
 
-const AGENTS = { simulated: simulatedAgent };
+
+const AGENTS = { simulated: simulatedAgent, command: commandAgent };
+const QUOTA_CHECK_MS = 2000;
+/** The outcome of a run its worker stopped. */
+function stopped(reason, environment, quotaBytes) {
+    if (reason === 'timeout') {
+        return {
+            state: 'FAILED',
+            error_code: 'timeout',
+            status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
+        };
+    }
+    if (reason === 'quota') {
+        return {
+            state: 'FAILED',
+            error_code: 'workspace_quota_exceeded',
+            status_message: `the workspace grew past its disk quota of ${quotaBytes >= 1024 ** 2 ? `${Math.round(quotaBytes / 1024 ** 2)} MiB` : `${Math.round(quotaBytes / 1024)} KiB`}`
+        };
+    }
+    return {
+        state: 'FAILED',
+        error_code: 'executor_restarted',
+        status_message: 'the executor shut down before the run finished'
+    };
+}
 class WorkerPool {
     store;
     config;
@@ -780,7 +1096,9 @@ class WorkerPool {
         every(Math.max(200, Math.floor(this.config.leaseMs / 3)), () => this.heartbeat());
         every(1000, () => this.pump());
         every(3_600_000, () => this.prune());
+        every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
         await this.prune();
+        await this.sweep();
         await this.pump();
     }
     get runningCount() {
@@ -802,7 +1120,7 @@ class WorkerPool {
     onChange(run) {
         void this.recordState(run);
         if (run.state === 'QUEUED')
-            void this.pump();
+            this.pumpSafely();
         const active = this.active.get(run.run_id);
         if (active && run.state === 'CANCELLED')
             active.controller.abort('cancelled');
@@ -816,6 +1134,10 @@ class WorkerPool {
         await this.store
             .appendEvent(run.run_id, 'state', data, run.updated_at)
             .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'could not record a state change'));
+    }
+    /** A pump whose failure (the store being busy or full, say) is logged; the next tick tries again. */
+    pumpSafely() {
+        this.pump().catch(error => this.log.error({ err: error }, 'could not claim runs'));
     }
     /** Claims runs while there is capacity. Re-entrant calls coalesce into one more pass. */
     async pump() {
@@ -855,7 +1177,7 @@ class WorkerPool {
             .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'run execution failed'))
             .finally(() => {
             this.active.delete(run.run_id);
-            void this.pump();
+            this.pumpSafely();
         });
     }
     async execute(run, controller) {
@@ -870,10 +1192,26 @@ class WorkerPool {
             return;
         }
         const timeout = setTimeout(() => controller.abort('timeout'), environment.timeoutMs);
+        let quotaWatch;
         let result;
         let workspace;
         try {
             workspace = await createWorkspace(environment, this.config.dataDir, run.run_id);
+            const watched = workspace;
+            let measuring = false;
+            quotaWatch = setInterval(() => {
+                if (measuring)
+                    return;
+                measuring = true;
+                watched
+                    .size()
+                    .then(bytes => {
+                    if (bytes > this.config.workspaces.quotaBytes)
+                        controller.abort('quota');
+                })
+                    .catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'))
+                    .finally(() => (measuring = false));
+            }, QUOTA_CHECK_MS);
             const env = Object.fromEntries(environment.env
                 .filter(name => process.env[name] !== undefined)
                 .map(name => [name, process.env[name]]));
@@ -903,29 +1241,29 @@ class WorkerPool {
         }
         finally {
             clearTimeout(timeout);
+            clearInterval(quotaWatch);
         }
         const reason = controller.signal.reason;
         if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
-            result =
-                reason === 'timeout'
-                    ? {
-                        state: 'FAILED',
-                        error_code: 'timeout',
-                        status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
-                    }
-                    : {
-                        state: 'FAILED',
-                        error_code: 'executor_restarted',
-                        status_message: 'the executor shut down before the run finished'
-                    };
+            result = stopped(reason, environment, this.config.workspaces.quotaBytes);
+        }
+        if (workspace) {
+            try {
+                const changes = await workspace.diff();
+                if (changes.files.length > 0)
+                    await record('diff', changes);
+            }
+            catch (error) {
+                this.log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
+            }
+            workspace.release();
         }
         await this.finish(run, result);
-        await workspace
-            ?.remove()
-            .catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not remove a workspace'));
     }
     async setup(environment, cwd, env, signal, record) {
         for (const command of environment.setup) {
+            if (signal.aborted)
+                break;
             const result = await runShell(command, { cwd, env, signal });
             await record('setup', {
                 command,
@@ -961,6 +1299,11 @@ class WorkerPool {
         const pruned = await this.store.pruneFinished(before);
         if (pruned > 0)
             this.log.info({ pruned }, 'pruned finished runs past retention');
+    }
+    async sweep() {
+        const removed = await sweepWorkspaces(this.config.dataDir, this.config.environments, this.config.workspaces.retentionMs, new Set(this.active.keys()));
+        if (removed > 0)
+            this.log.info({ removed }, 'removed workspaces past retention');
     }
 }
 function now() {
@@ -1442,6 +1785,19 @@ async function runRoutes(app, { context }) {
                 'retry-after': '5'
             });
         const body = validateCreate(request.body, config.limits.maxPromptBytes);
+        let stored;
+        try {
+            stored = {
+                config: JSON.stringify(body.config),
+                extra: JSON.stringify(body.extra),
+                hash: canonicalHash(request.body)
+            };
+        }
+        catch (error) {
+            if (error instanceof RangeError)
+                throw new ProblemError('invalid_request', 'the body is nested too deeply');
+            throw error;
+        }
         if (!config.environments.some(env => env.id === body.environmentId)) {
             const known = config.environments.map(env => env.id).join(', ');
             throw new ProblemError('environment_not_found', `environment ${JSON.stringify(body.environmentId)} does not exist; this executor serves: ${known}`);
@@ -1457,13 +1813,13 @@ async function runRoutes(app, { context }) {
             environment_id: body.environmentId,
             title: body.title,
             prompt: body.prompt,
-            config: JSON.stringify(body.config),
-            extra: JSON.stringify(body.extra),
+            config: stored.config,
+            extra: stored.extra,
             creator_type: principal.kind === 'personal' ? 'user' : 'agent',
             creator_uid: principal.keyId,
             creator_name: principal.name,
             created_at: new Date().toISOString()
-        }, key === undefined ? undefined : { key, requestHash: canonicalHash(request.body) }, config.limits.maxQueuedRuns);
+        }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns);
         if (result.kind === 'key_reused') {
             throw new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
         }
@@ -1528,11 +1884,33 @@ async function runRoutes(app, { context }) {
 function notFound(id) {
     return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
 }
+const SERVER_FIELDS = new Set([
+    'run_id',
+    'task_id',
+    'state',
+    'environment_id',
+    'created_at',
+    'updated_at',
+    'started_at',
+    'completed_at',
+    'status_message',
+    'error_code',
+    'session_link',
+    'session_id',
+    'creator',
+    'agent_config',
+    'source',
+    'run_time',
+    'request_usage',
+    'artifacts'
+]);
 function validateCreate(body, maxPromptBytes) {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
         throw new ProblemError('invalid_request', `the body must be a JSON object with prompt and config, got ${kindOf(body)}`);
     }
-    const { prompt, config, title, ...extra } = body;
+    const { prompt, config, title, ...rest } = body;
+    // Other fields are kept (metadata, skill, …), but never ones the server owns.
+    const extra = Object.fromEntries(Object.entries(rest).filter(([name]) => !SERVER_FIELDS.has(name)));
     const field = (detail) => new ProblemError('invalid_field', detail);
     if (typeof prompt !== 'string')
         throw field(`prompt: expected a string, got ${kindOf(prompt)}`);
@@ -1665,6 +2043,13 @@ function session_page_event(e) {
             return `<li class="command">${time} ${e.kind === 'setup' ? 'setup' : 'command'} <code>${escapeHtml(e.command)}</code> → exit ${escapeHtml(e.exit_code)}${e.output ? `<pre>${escapeHtml(e.output)}</pre>` : ''}</li>`;
         case 'file':
             return `<li class="file">${time} file <code>${escapeHtml(e.path)}</code> ${escapeHtml(e.change)}${e.diff ? `<pre>${escapeHtml(e.diff)}</pre>` : ''}</li>`;
+        case 'diff': {
+            const files = e.files ?? [];
+            const list = files.map(f => `<code>${escapeHtml(f.path)}</code> ${escapeHtml(f.change)}`).join(', ');
+            return `<li class="diff">${time} files changed: ${list}<pre>${escapeHtml(e.diff)}</pre></li>`;
+        }
+        case 'exit':
+            return `<li class="exit">${time} agent exited with code ${escapeHtml(e.exit_code)}${e.signal ? ` (${escapeHtml(e.signal)})` : ''}</li>`;
         case 'output':
             return `<li class="output">${time} ${escapeHtml(e.stream ?? 'output')}<pre>${escapeHtml(e.text)}</pre></li>`;
         default:
@@ -1756,7 +2141,16 @@ async function startExecutor(config, store) {
         bodyLimit: config.limits.maxBodyBytes,
         forceCloseConnections: true,
         return503OnClosing: true,
-        genReqId: () => (0,external_node_crypto_.randomBytes)(8).toString('hex')
+        genReqId: () => (0,external_node_crypto_.randomBytes)(8).toString('hex'),
+        // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
+        frameworkErrors: (error, _request, reply) => void reply.code(400).type('application/problem+json').send({
+            type: '/api/v1/errors#invalid_request',
+            title: 'Bad Request',
+            status: 400,
+            detail: error.message,
+            error_code: 'invalid_request',
+            retryable: false
+        })
     });
     app.removeContentTypeParser('text/plain');
     // JSON bodies as usual, except that an empty body (a cancel with Content-Type: json) is no body.
@@ -2247,10 +2641,14 @@ async function serve(args) {
                 process.exit(1);
             }
             executor.app.log.info({ signal }, `stopping: running runs get up to ${config.shutdownGraceMs / 1000} s`);
-            void executor.stop().then(() => {
-                release();
-                resolve(0);
-            });
+            executor
+                .stop()
+                .then(() => resolve(0))
+                .catch(error => {
+                console.error(`agent-executor: stopping failed: ${error.message}`);
+                resolve(1);
+            })
+                .finally(release);
         };
         process.on('SIGTERM', shutdown);
         process.on('SIGINT', shutdown);

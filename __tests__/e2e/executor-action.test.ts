@@ -1,0 +1,60 @@
+// The `executor` helper action, run as the runner runs it: start the executor, hand its URL and a
+// key to the main action, stop it in the post step.
+import { describe, expect, it } from '@jest/globals';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tempDir } from '../support/executor.js';
+import { runAction } from '../support/runner.js';
+
+const ENTRY = resolve('dist/executor-action/index.js');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('executor action', () => {
+  it('starts the executor, outputs a masked key and base-url that the main action uses, and stops it in post', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'agent-executor.yaml');
+    writeFileSync(config, 'environments:\n  - id: ci\n    source: .\n');
+    const started = await runAction(
+      { config, 'data-dir': join(dir, 'data') },
+      { entry: ENTRY, env: { RUNNER_TEMP: dir } }
+    );
+    expect(started.code).toBe(0);
+    const { 'base-url': url, 'api-key': key } = started.outputs;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(key).toMatch(/^arx_/);
+    expect(started.stdout).toContain(`::add-mask::${key}`);
+    const pid = Number(started.state.pid);
+    expect(alive(pid)).toBe(true);
+
+    const agent = await runAction({
+      prompt: '@sim say hi',
+      'environment-id': 'ci',
+      'api-key': key!,
+      'base-url': url!
+    });
+    expect(agent.outputs.conclusion).toBe('succeeded');
+
+    const post = await runAction({}, { entry: ENTRY, state: started.state });
+    expect(post.code).toBe(0);
+    expect(post.stdout).toContain(`Stopped the executor (pid ${pid})`);
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('fails clearly when the executor cannot start', async () => {
+    const dir = tempDir();
+    const config = join(dir, 'bad.yaml');
+    writeFileSync(config, 'workers: none\n');
+    const result = await runAction({ config, 'data-dir': join(dir, 'data') }, { entry: ENTRY });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('::error::the executor exited before it was ready:');
+    expect(result.stdout).toContain('workers "none": expected a whole number from 1 to 256');
+  });
+});
