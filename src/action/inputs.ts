@@ -6,6 +6,9 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { type RunConfig, type RunState, TERMINAL_STATES, parseDuration } from '../api/index.js';
 import { normalizeBaseUrl } from '../client/index.js';
+import { type EventContext, readEventContext } from './context.js';
+import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
+import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 
 export interface Settings {
   /** API root derived from `base-url`, e.g. `https://agents.example.com/api/v1`. */
@@ -34,8 +37,18 @@ export interface Settings {
   failOn: RunState[];
   /** Cancel the run when the job is cancelled (`cancel-on-abort`). */
   cancelOnAbort: boolean;
-  /** Write a job summary (`summary`). */
+  /** Write a job summary (`summary`), rewritten on every state change. */
   summary: boolean;
+  /** Token for the GitHub API (`github-token`): the trust gate and the progress comment. */
+  githubToken: string;
+  /** Trust gate (`allowed-actors`, `min-permission`, `trigger-phrase`). */
+  trust: TrustSettings;
+  /** What an untrusted actor, a fork without secrets or Dependabot gets (`on-untrusted`). */
+  onUntrusted: 'skip' | 'fail';
+  /** Progress comment on the pull request or issue (`comment`). */
+  comment: 'off' | 'sticky' | 'final';
+  /** Notes about the prompt (empty placeholders, user text that was cut). */
+  promptNotes: string[];
 }
 
 export type GetInput = (name: string) => string;
@@ -87,9 +100,11 @@ function connection(getInput: GetInput, problems: string[]): Pick<Settings, 'bas
 export function readSettings(
   getInput: GetInput,
   env: NodeJS.ProcessEnv = process.env,
-  readFile: (path: string) => string = path => readFileSync(path, 'utf8')
+  readFile: (path: string) => string = path => readFileSync(path, 'utf8'),
+  event: EventContext = readEventContext(env)
 ): Settings {
   const problems: string[] = [];
+  const promptNotes: string[] = [];
   const { baseUrl, apiKey } = connection(getInput, problems);
   const bool = (name: string, fallback: boolean): boolean => {
     const value = getInput(name).trim().toLowerCase();
@@ -116,7 +131,30 @@ export function readSettings(
 
   const failOn = parseStates(getInput('fail-on'), problems);
   const runId = getInput('run-id').trim() || undefined;
-  const create = runId === undefined ? readCreate(getInput, env, readFile, problems) : undefined;
+  const create =
+    runId === undefined
+      ? readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true))
+      : undefined;
+
+  const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write') as Permission;
+  if (!PERMISSIONS.includes(minPermission)) {
+    problems.push(
+      `min-permission ${JSON.stringify(getInput('min-permission'))}: expected one of ${PERMISSIONS.join(', ')}`
+    );
+  }
+  const allowedActors = getInput('allowed-actors')
+    .split(/[\s,]+/)
+    .map(actor => actor.trim())
+    .filter(Boolean);
+  const onUntrusted = getInput('on-untrusted').trim().toLowerCase() || 'skip';
+  if (onUntrusted !== 'skip' && onUntrusted !== 'fail') {
+    problems.push(`on-untrusted ${JSON.stringify(getInput('on-untrusted'))}: expected skip or fail`);
+  }
+  const comment = getInput('comment').trim().toLowerCase() || 'off';
+  if (comment !== 'off' && comment !== 'sticky' && comment !== 'final') {
+    problems.push(`comment ${JSON.stringify(getInput('comment'))}: expected off, sticky or final`);
+  }
+  const triggerPhrase = getInput('trigger-phrase').trim() || undefined;
   if (runId !== undefined) {
     for (const name of ['prompt', 'prompt-file']) {
       if (getInput(name).trim() !== '') problems.push(`${name} and run-id are both set: give one of them`);
@@ -134,7 +172,12 @@ export function readSettings(
     onTimeout: rawOnTimeout as Settings['onTimeout'],
     failOn,
     cancelOnAbort,
-    summary
+    summary,
+    githubToken: getInput('github-token').trim(),
+    trust: { allowedActors, minPermission, triggerPhrase },
+    onUntrusted: onUntrusted as Settings['onUntrusted'],
+    comment: comment as Settings['comment'],
+    promptNotes
   };
 }
 
@@ -158,7 +201,10 @@ function readCreate(
   getInput: GetInput,
   env: NodeJS.ProcessEnv,
   readFile: (path: string) => string,
-  problems: string[]
+  problems: string[],
+  event: EventContext,
+  notes: string[],
+  withContext: boolean
 ): Settings['create'] {
   const inline = getInput('prompt');
   const file = getInput('prompt-file').trim();
@@ -184,6 +230,16 @@ function readCreate(
     );
   } else {
     prompt = inline;
+  }
+  if (prompt.trim() !== '') {
+    try {
+      const rendered = renderPrompt(prompt, event);
+      prompt = rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event)}` : '');
+      notes.push(...rendered.notes);
+    } catch (error) {
+      if (!(error instanceof PlaceholderError)) throw error;
+      problems.push(error.message);
+    }
   }
 
   let config: Record<string, unknown> = {};

@@ -1,14 +1,18 @@
-// The main step: read inputs → create → announce → wait → report.
+// The main step: read inputs → trust gate → create → announce → wait → report.
 
 import * as core from '@actions/core';
+import { formatDuration } from '../api/index.js';
 import { AbortError, AgentRunClient } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
-import { formatDuration } from '../api/index.js';
+import { StickyComment } from './comment.js';
+import { type EventContext, readEventContext } from './context.js';
+import { type GitHubApi, createGitHubApi } from './github.js';
 import { type Settings, readSettings } from './inputs.js';
 import { postStep } from './post.js';
 import { Progress } from './progress.js';
-import { type Outcome, conclusionOf, durationOf, writeOutputs, writeSummary } from './report.js';
+import { type Outcome, Reporter, conclusionOf, durationOf, writeOutputs } from './report.js';
 import { onTermination } from './signals.js';
+import { checkTrust } from './trust.js';
 
 export const USER_AGENT = 'agent-run-action/0.1.0';
 
@@ -21,15 +25,24 @@ export async function run(): Promise<void> {
 
 async function mainStep(): Promise<void> {
   const startedAt = Date.now();
-  const rawKey = core.getInput('api-key').trim();
-  if (rawKey !== '') core.setSecret(rawKey);
-  let settings: Settings;
-  try {
-    settings = readSettings(name => core.getInput(name));
-  } catch (error) {
-    core.setFailed((error as Error).message);
-    return;
+  for (const secret of ['api-key', 'github-token']) {
+    const value = core.getInput(secret).trim();
+    if (value !== '') core.setSecret(value);
   }
+  const event = readEventContext();
+  const settings = prepare(event);
+  if (!settings) return;
+  const github = lazyGitHub(settings, event);
+  const verdict = await checkTrust(settings.trust, event, github);
+  if (!verdict.run) return skip(settings, `Not starting the agent: ${verdict.why}.`);
+  if (verdict.why) core.info(`Trust gate passed: ${verdict.why}.`);
+  for (const note of settings.promptNotes) core.notice(`Prompt: ${note}.`);
+
+  const comment =
+    settings.comment !== 'off' && event.number !== undefined
+      ? { mode: settings.comment, writer: new StickyComment(github, event.number, commentIdentity()) }
+      : undefined;
+  const reporter = new Reporter(settings.summary, startedAt, comment);
   const termination = onTermination();
   const client = createClient(settings);
   let runId = settings.runId;
@@ -37,9 +50,10 @@ async function mainStep(): Promise<void> {
     runId ??= await createRun(client, settings, termination.graceSignal);
     core.setOutput('run-id', runId);
     core.saveState('run-id', runId);
-    if (!settings.wait) return await leaveRunning(client, runId, startedAt, 'wait is false');
+    if (!settings.wait) return await leaveRunning(client, runId, startedAt);
 
-    const progress = new Progress(runId, startedAt);
+    const id = runId;
+    const progress = new Progress(runId, startedAt, run => void reporter.progress(id, run));
     core.info(`Waiting for run ${runId} (timeout ${formatDuration(settings.timeoutMs)}).`);
     const result = await client
       .waitForRun(runId, {
@@ -56,11 +70,11 @@ async function mainStep(): Promise<void> {
       conclusion: result.outcome === 'timed_out' ? 'timed_out' : conclusionOf(result.run?.state),
       durationMs: durationOf(result.run, Date.now() - startedAt)
     };
-    if (result.outcome === 'timed_out') await onDeadline(client, settings, outcome);
-    else await report(settings, outcome);
+    if (result.outcome === 'timed_out') await onDeadline(client, settings, reporter, outcome);
+    else await onEnd(settings, reporter, outcome);
   } catch (error) {
     if (error instanceof AbortError && termination.signal.aborted) {
-      await onAbort(client, settings, runId, startedAt);
+      await onAbort(client, settings, reporter, runId, startedAt);
     } else {
       // The job was not cancelled: leave the run alone rather than have the post step cancel it.
       core.saveState('settled', 'true');
@@ -70,6 +84,49 @@ async function mainStep(): Promise<void> {
     termination.dispose();
     client.close();
   }
+}
+
+/** Reads the inputs; a fork or Dependabot without secrets is skipped, not failed. */
+function prepare(event: EventContext): Settings | undefined {
+  const noKey = core.getInput('api-key').trim() === '';
+  if (noKey && (event.pr?.fromFork || event.actor === 'dependabot[bot]')) {
+    const who = event.pr?.fromFork
+      ? `pull request #${event.pr.number} comes from a fork`
+      : 'Dependabot triggered it';
+    const onUntrusted = core.getInput('on-untrusted').trim().toLowerCase();
+    skip(
+      { onUntrusted: onUntrusted === 'fail' ? 'fail' : 'skip' },
+      `Not starting the agent: ${who}, and GitHub gives such workflows no secrets, so api-key is empty.`
+    );
+    return undefined;
+  }
+  try {
+    return readSettings(name => core.getInput(name), process.env, undefined, event);
+  } catch (error) {
+    core.setFailed((error as Error).message);
+    return undefined;
+  }
+}
+
+function skip(settings: Pick<Settings, 'onUntrusted'>, message: string): void {
+  core.setOutput('conclusion', 'skipped');
+  core.saveState('settled', 'true');
+  if (settings.onUntrusted === 'fail') core.setFailed(message);
+  else core.notice(message);
+}
+
+function lazyGitHub(settings: Settings, event: EventContext): () => Promise<GitHubApi> {
+  let api: Promise<GitHubApi> | undefined;
+  return () => {
+    if (!settings.githubToken) return Promise.reject(new Error('github-token is empty'));
+    api ??= createGitHubApi(settings.githubToken, event.repo);
+    return api;
+  };
+}
+
+/** One comment per workflow, job and step, found again on later runs of the same step. */
+function commentIdentity(): string {
+  return [process.env.GITHUB_WORKFLOW, process.env.GITHUB_JOB, process.env.GITHUB_ACTION].join('/');
 }
 
 function createClient(settings: Settings): AgentRunClient {
@@ -96,17 +153,16 @@ async function createRun(client: AgentRunClient, settings: Settings, signal: Abo
   return created.run_id;
 }
 
-async function leaveRunning(client: AgentRunClient, runId: string, startedAt: number, why: string) {
+async function leaveRunning(client: AgentRunClient, runId: string, startedAt: number): Promise<void> {
   const run = await client.getRun(runId).catch(() => undefined);
   writeOutputs({ runId, run, conclusion: conclusionOf(run?.state), durationMs: Date.now() - startedAt });
   core.saveState('settled', 'true');
-  core.info(`Not waiting for run ${runId} (${why}); it is ${run?.state ?? 'running'}.`);
+  core.info(`Not waiting for run ${runId} (wait: false); it is ${run?.state ?? 'running'}.`);
 }
 
-async function report(settings: Settings, outcome: Outcome): Promise<void> {
-  writeOutputs(outcome);
+async function onEnd(settings: Settings, reporter: Reporter, outcome: Outcome): Promise<void> {
+  await reporter.final(outcome);
   core.saveState('settled', 'true');
-  await summarise(settings, outcome);
   const run = outcome.run!;
   if (settings.failOn.includes(run.state)) {
     const code = run.error_code ? ` (${run.error_code})` : '';
@@ -118,17 +174,7 @@ async function report(settings: Settings, outcome: Outcome): Promise<void> {
   }
 }
 
-/** A summary that cannot be written (no GITHUB_STEP_SUMMARY, say) must not change the step's outcome. */
-async function summarise(settings: Settings, outcome: Outcome): Promise<void> {
-  if (!settings.summary) return;
-  try {
-    await writeSummary(outcome);
-  } catch (error) {
-    core.warning(`Could not write the job summary: ${(error as Error).message}`);
-  }
-}
-
-async function onDeadline(client: AgentRunClient, settings: Settings, outcome: Outcome): Promise<void> {
+async function onDeadline(client: AgentRunClient, settings: Settings, reporter: Reporter, outcome: Outcome) {
   const last = outcome.run?.state ?? 'unknown';
   let what = 'left it running (on-timeout: leave-running)';
   if (settings.onTimeout === 'cancel') {
@@ -136,9 +182,8 @@ async function onDeadline(client: AgentRunClient, settings: Settings, outcome: O
     what = result === 'cancelled' ? 'cancelled it' : `could not cancel it (${result.replace('_', ' ')})`;
     outcome.run = (await client.getRun(outcome.runId).catch(() => undefined)) ?? outcome.run;
   }
-  writeOutputs(outcome);
+  await reporter.final(outcome);
   core.saveState('settled', 'true');
-  await summarise(settings, outcome);
   core.setFailed(
     `Run ${outcome.runId} did not finish within ${formatDuration(settings.timeoutMs)} (last state ${last}); ${what}.`
   );
@@ -147,9 +192,10 @@ async function onDeadline(client: AgentRunClient, settings: Settings, outcome: O
 async function onAbort(
   client: AgentRunClient,
   settings: Settings,
+  reporter: Reporter,
   runId: string | undefined,
   startedAt: number
-) {
+): Promise<void> {
   if (runId === undefined) {
     core.setFailed('The job was cancelled before the run was created.');
     return;
@@ -165,11 +211,8 @@ async function onAbort(
     maxRetries: 1
   });
   if (result !== 'failed') core.saveState('settled', 'true');
-  const run =
-    result === 'cancelled'
-      ? undefined
-      : await client.getRun(runId, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+  const run = await client.getRun(runId, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
   const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
-  writeOutputs({ runId, run, conclusion, durationMs: Date.now() - startedAt });
+  await reporter.final({ runId, run, conclusion, durationMs: Date.now() - startedAt });
   core.setFailed(`The job was cancelled while waiting for run ${runId}.`);
 }

@@ -14,7 +14,8 @@ export class Progress {
 
   constructor(
     private readonly runId: string,
-    private readonly startedAt: number
+    private readonly startedAt: number,
+    private readonly onChange: (run: Run) => void = () => {}
   ) {
     this.heartbeat = setInterval(
       () => core.info(`[${this.elapsed()}] run ${this.runId} is still ${this.state}`),
@@ -28,6 +29,7 @@ export class Progress {
     const from = previous ? `${previous.state} → ` : '';
     core.info(`[${this.elapsed()}] run ${this.runId}: ${from}${run.state}`);
     this.announceLink(run);
+    this.onChange(run);
   };
 
   readonly onUnknownState = (state: string): void => {

@@ -3,8 +3,9 @@
 import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
 import { formatDuration } from '../api/index.js';
+import type { StickyComment } from './comment.js';
 
-export type Conclusion = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | '';
+export type Conclusion = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | 'skipped' | '';
 
 export interface Outcome {
   runId: string;
@@ -51,6 +52,15 @@ export function writeOutputs(outcome: Outcome): void {
   core.setOutput('error-code', run?.error_code ?? '');
   core.setOutput('duration-seconds', String(Math.round(outcome.durationMs / 1000)));
   core.setOutput('run', run ? runOutput(run) : '');
+  core.setOutput('usage', usageOf(run) ? JSON.stringify(usageOf(run)) : '');
+}
+
+/** The service's usage and cost figures (`request_usage`), when it sends them. */
+export function usageOf(run: Run | undefined): Record<string, unknown> | undefined {
+  const usage = run?.request_usage;
+  return usage !== null && typeof usage === 'object' && !Array.isArray(usage)
+    ? (usage as Record<string, unknown>)
+    : undefined;
 }
 
 /** The record as JSON, still valid JSON when it has to be cut down to fit the output limit. */
@@ -69,6 +79,7 @@ export function runOutput(run: Run, limit = MAX_RUN_OUTPUT): string {
   return JSON.stringify({ run_id: run.run_id, state: run.state, truncated: true });
 }
 
+/** Rewrites this step's job summary (each step has its own summary file). */
 export async function writeSummary(outcome: Outcome): Promise<void> {
   const run = outcome.run;
   const rows: [string, string][] = [
@@ -80,12 +91,18 @@ export async function writeSummary(outcome: Outcome): Promise<void> {
   if (run?.title) rows.push(['Title', escapeHtml(String(run.title))]);
   if (run?.session_link) rows.push(['Session', link(run.session_link)]);
   if (run?.error_code) rows.push(['Error code', code(run.error_code)]);
+  const usage = usageOf(run);
+  if (usage) {
+    const figures = Object.entries(usage).map(([name, value]) => `${name}: ${JSON.stringify(value)}`);
+    rows.push(['Usage', escapeHtml(figures.join(', ').slice(0, 2000))]);
+  }
   if (run?.status_message) {
     const message = run.status_message;
     const cut = message.length > MAX_SUMMARY_MESSAGE ? `${message.slice(0, MAX_SUMMARY_MESSAGE)}…` : message;
     rows.push(['Status message', `<pre>${escapeHtml(cut)}</pre>`]);
   }
   await core.summary
+    .emptyBuffer()
     .addHeading('Agent run', 3)
     .addTable([
       [
@@ -94,7 +111,58 @@ export async function writeSummary(outcome: Outcome): Promise<void> {
       ],
       ...rows.map(([field, value]) => [field, value])
     ])
-    .write();
+    .write({ overwrite: true });
+}
+
+/** Everything the step reports, from one record: outputs, the job summary, the progress comment. */
+export class Reporter {
+  constructor(
+    private readonly summary: boolean,
+    private readonly startedAt: number,
+    private readonly comment?: { mode: 'sticky' | 'final'; writer: StickyComment }
+  ) {}
+
+  /** On every state change: the summary and a sticky comment follow the run live. */
+  progress(runId: string, run: Run): Promise<void> {
+    return this.next(async () => {
+      const elapsed = Date.now() - this.startedAt;
+      await this.writeSummarySafely({ runId, run, conclusion: '', durationMs: elapsed });
+      if (this.comment?.mode === 'sticky') await this.comment.writer.update(runId, run, elapsed);
+    });
+  }
+
+  /** At the end: outputs, summary and comment from the final record, after any update in flight. */
+  final(outcome: Outcome): Promise<void> {
+    return this.next(async () => {
+      writeOutputs(outcome);
+      await this.writeSummarySafely(outcome);
+      await this.comment?.writer.update(
+        outcome.runId,
+        outcome.run,
+        Date.now() - this.startedAt,
+        outcome.conclusion
+      );
+    });
+  }
+
+  private chain: Promise<void> = Promise.resolve();
+  private next(work: () => Promise<void>): Promise<void> {
+    this.chain = this.chain.then(work, work);
+    return this.chain;
+  }
+
+  /** A summary that cannot be written (no GITHUB_STEP_SUMMARY, say) must not change the step's outcome. */
+  private async writeSummarySafely(outcome: Outcome): Promise<void> {
+    if (!this.summary) return;
+    try {
+      await writeSummary(outcome);
+    } catch (error) {
+      if (!this.warned) core.warning(`Could not write the job summary: ${(error as Error).message}`);
+      this.warned = true;
+    }
+  }
+
+  private warned = false;
 }
 
 function code(text: string): string {

@@ -1,0 +1,102 @@
+// A local HTTP server that serves the few GitHub REST endpoints the action uses (collaborator
+// permission, list/create/update issue comments) and records every request.
+
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface GitHubRequest {
+  method: string;
+  path: string;
+  body: unknown;
+  authorization?: string;
+  at: number;
+}
+
+export class GitHubServer {
+  readonly requests: GitHubRequest[] = [];
+  /** login → permission (admin, maintain, write, triage, read, none). */
+  readonly permissions = new Map<string, string>();
+  /** issue number → comments */
+  readonly comments = new Map<number, { id: number; body: string }[]>();
+  /** Status to answer permission checks with (to simulate failures), or undefined for normal answers. */
+  permissionStatus?: number;
+  /** Status to answer comment writes with (e.g. 403 without permission). */
+  commentStatus?: number;
+  private nextId = 1000;
+  private server?: Server;
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>(resolve => this.server!.listen(0, '127.0.0.1', resolve));
+    return this;
+  }
+
+  stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    return new Promise(resolve => this.server?.close(() => resolve()) ?? resolve());
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const body = text ? JSON.parse(text) : undefined;
+    this.requests.push({
+      method: req.method!,
+      path: url.pathname,
+      body,
+      authorization: req.headers.authorization,
+      at: Date.now()
+    });
+    const send = (status: number, data: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(data));
+    };
+    let match = /^\/repos\/[^/]+\/[^/]+\/collaborators\/([^/]+)\/permission$/.exec(url.pathname);
+    if (match && req.method === 'GET') {
+      if (this.permissionStatus) return send(this.permissionStatus, { message: 'Server Error' });
+      const login = decodeURIComponent(match[1]!);
+      const permission = this.permissions.get(login) ?? 'none';
+      const legacy = ['admin', 'maintain'].includes(permission)
+        ? 'admin'
+        : permission === 'triage'
+          ? 'read'
+          : permission;
+      return send(200, { permission: legacy, role_name: permission, user: { login } });
+    }
+    match = /^\/repos\/[^/]+\/[^/]+\/issues\/(\d+)\/comments$/.exec(url.pathname);
+    if (match) {
+      const list = this.comments.get(Number(match[1])) ?? [];
+      this.comments.set(Number(match[1]), list);
+      if (req.method === 'GET')
+        return send(
+          200,
+          list.map(c => ({ id: c.id, body: c.body }))
+        );
+      if (this.commentStatus)
+        return send(this.commentStatus, { message: 'Resource not accessible by integration' });
+      const comment = { id: this.nextId++, body: (body as { body: string }).body };
+      list.push(comment);
+      return send(201, comment);
+    }
+    match = /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/(\d+)$/.exec(url.pathname);
+    if (match && req.method === 'PATCH') {
+      if (this.commentStatus)
+        return send(this.commentStatus, { message: 'Resource not accessible by integration' });
+      for (const list of this.comments.values()) {
+        const comment = list.find(c => c.id === Number(match![1]));
+        if (comment) {
+          comment.body = (body as { body: string }).body;
+          return send(200, comment);
+        }
+      }
+      return send(404, { message: 'Not Found' });
+    }
+    send(404, { message: `no route ${req.method} ${url.pathname}` });
+  }
+}

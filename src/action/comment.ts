@@ -1,0 +1,69 @@
+// One comment on the pull request or issue, found again by a hidden marker and updated in place:
+// state, elapsed time, session link, and the status message when the run fails. Without the
+// permission to comment it warns once and carries on.
+
+import * as core from '@actions/core';
+import { createHash } from 'node:crypto';
+import { formatDuration } from '../api/index.js';
+import type { Run } from '../client/index.js';
+import type { GitHubApi } from './github.js';
+import { escapeHtml } from './report.js';
+
+export class StickyComment {
+  private id?: number;
+  private disabled = false;
+  private last = '';
+  private queue: Promise<void> = Promise.resolve();
+  readonly marker: string;
+
+  constructor(
+    private readonly github: () => Promise<GitHubApi>,
+    private readonly issueNumber: number,
+    identity: string
+  ) {
+    this.marker = `<!-- agent-run:${createHash('sha256').update(identity).digest('hex').slice(0, 16)} -->`;
+  }
+
+  /** Writes the comment for this moment of the run; updates are serialised and never throw. */
+  update(runId: string, run: Run | undefined, elapsedMs: number, conclusion = ''): Promise<void> {
+    const body = this.render(runId, run, elapsedMs, conclusion);
+    this.queue = this.queue.then(() => this.write(body));
+    return this.queue;
+  }
+
+  private async write(body: string): Promise<void> {
+    if (this.disabled || body === this.last) return;
+    try {
+      const api = await this.github();
+      this.id ??= await api.findComment(this.issueNumber, this.marker);
+      if (this.id === undefined) this.id = await api.createComment(this.issueNumber, body);
+      else await api.updateComment(this.id, body);
+      this.last = body;
+    } catch (error) {
+      this.disabled = true;
+      const status = (error as { status?: number }).status;
+      const hint =
+        status === 403 || status === 404
+          ? ' The workflow needs `permissions: pull-requests: write` (or `issues: write`) to comment.'
+          : '';
+      core.warning(
+        `Could not write the progress comment on #${this.issueNumber} (${(error as Error).message}).${hint}`
+      );
+    }
+  }
+
+  private render(runId: string, run: Run | undefined, elapsedMs: number, conclusion: string): string {
+    const state = run?.state ?? 'QUEUED';
+    const lines = [
+      this.marker,
+      `**Agent run** \`${runId}\`: **${state}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
+    ];
+    if (run?.session_link) lines.push('', `[Session transcript](${run.session_link})`);
+    if (run?.status_message && state !== 'SUCCEEDED') {
+      const message =
+        run.status_message.length > 4000 ? `${run.status_message.slice(0, 4000)}…` : run.status_message;
+      lines.push('', `<pre>${escapeHtml(message)}</pre>`);
+    }
+    return lines.join('\n');
+  }
+}

@@ -1,0 +1,51 @@
+// The few GitHub REST calls the action makes, through @actions/github (GITHUB_API_URL is honoured,
+// so GitHub Enterprise Server works). Loaded only when a feature needs it, to keep start-up quick.
+
+export interface GitHubApi {
+  /** The actor's permission on the repository: admin, maintain, write, triage, read or none. */
+  permission(username: string): Promise<string>;
+  findComment(issueNumber: number, marker: string): Promise<number | undefined>;
+  createComment(issueNumber: number, body: string): Promise<number>;
+  updateComment(commentId: number, body: string): Promise<void>;
+}
+
+const MAX_COMMENT_PAGES = 10;
+
+export async function createGitHubApi(token: string, repository: string): Promise<GitHubApi> {
+  const { getOctokit } = await import('@actions/github');
+  const octokit = getOctokit(token, { request: { retries: 0 } });
+  const [owner = '', repo = ''] = repository.split('/');
+  return {
+    async permission(username) {
+      const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
+      return (data as { role_name?: string }).role_name || data.permission;
+    },
+    async findComment(issueNumber, marker) {
+      for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
+        const { data } = await octokit.rest.issues.listComments({
+          owner,
+          repo,
+          issue_number: issueNumber,
+          per_page: 100,
+          page
+        });
+        const found = data.find(comment => comment.body?.includes(marker));
+        if (found) return found.id;
+        if (data.length < 100) return undefined;
+      }
+      return undefined;
+    },
+    async createComment(issueNumber, body) {
+      const { data } = await octokit.rest.issues.createComment({
+        owner,
+        repo,
+        issue_number: issueNumber,
+        body
+      });
+      return data.id;
+    },
+    async updateComment(commentId, body) {
+      await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
+    }
+  };
+}
