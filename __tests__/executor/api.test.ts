@@ -100,8 +100,15 @@ describe('runs', () => {
     const transcript = (await (await get(`/api/v1/agent/runs/${id}/transcript`)).json()) as {
       events: Record<string, unknown>[];
     };
-    const kinds = transcript.events.map(e => e.kind);
-    expect(kinds).toEqual(['state', 'state', 'message', 'file', 'command', 'diff', 'state']);
+    expect(transcript.events.map(e => `${e.kind}:${e.state ?? ''}`)).toEqual([
+      'state:QUEUED',
+      'state:INPROGRESS',
+      'message:',
+      'file:',
+      'command:',
+      'diff:',
+      'state:FAILED'
+    ]);
     expect(transcript.events[3]).toMatchObject({ path: 'out/notes.md', change: 'added' });
     expect(transcript.events[4]).toMatchObject({ exit_code: 3, output: 'line1\nline2' });
   });

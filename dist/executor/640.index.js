@@ -862,6 +862,17 @@ function sleep(ms, signal) {
 const exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 const GIT_IDENTITY = ['-c', 'user.name=agent-executor', '-c', 'user.email=agent-executor@localhost'];
 const MAX_DIFF_BYTES = 1024 * 1024;
+/** Runs a short shell script (git commands) in a directory; errors carry its stderr, redacted. */
+async function shell(script, cwd) {
+    try {
+        const { stdout } = await exec('/bin/sh', ['-c', script], { cwd, maxBuffer: 64 * 1024 * 1024 });
+        return stdout;
+    }
+    catch (error) {
+        const stderr = String(error.stderr ?? '').trim();
+        throw new Error(redactUrls(`git failed: ${stderr.split('\n').slice(-3).join(' ') || error.message}`));
+    }
+}
 /** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
 function redactUrls(text) {
     return text.replace(/\/\/[^/@\s]+@/g, '//***@');
@@ -878,15 +889,17 @@ async function git(args, cwd) {
         throw new Error(redactUrls(`git ${args[0]} failed: ${why}`));
     }
 }
-async function gitTopLevel(dir) {
-    try {
-        const top = (await git(['rev-parse', '--show-toplevel'], dir)).trim();
-        await git(['rev-parse', '--verify', '--quiet', 'HEAD'], dir);
-        return top;
+/** Whether a directory is inside a git repository with a commit, cached: sources do not move. */
+const topLevels = new Map();
+function gitTopLevel(dir) {
+    let top = topLevels.get(dir);
+    if (!top) {
+        top = git(['rev-parse', '--show-toplevel', '--verify', '--quiet', 'HEAD'], dir)
+            .then(out => out.split('\n')[0].trim() || undefined)
+            .catch(() => undefined);
+        topLevels.set(dir, top);
     }
-    catch {
-        return undefined;
-    }
+    return top;
 }
 /** A remote source is cloned once (bare) and fetched before each run. */
 async function remoteCache(source, dataDir) {
@@ -932,8 +945,10 @@ async function createWorkspace(environment, dataDir, runId) {
         root,
         kind,
         async diff() {
-            await git(['add', '--all'], root);
-            const names = await git(['diff', '--cached', '--name-status', '--no-renames', 'HEAD'], root);
+            const separator = '\u0000--agent-run-diff--\u0000';
+            const out = await shell(`git add --all && git diff --cached --name-status --no-renames HEAD && printf '${separator.split('\u0000').join('\\0')}' && git diff --cached --no-color --no-ext-diff HEAD`, root);
+            const cut = out.indexOf(separator);
+            const names = out.slice(0, cut);
             const files = names
                 .split('\n')
                 .filter(Boolean)
@@ -1083,8 +1098,6 @@ class WorkerPool {
     /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
     async start() {
         const orphans = await this.store.failAbandoned(true, now(), 'the executor restarted while this run was in progress; it was not re-run');
-        for (const run of orphans)
-            await this.recordState(run);
         if (orphans.length > 0)
             this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
         this.unsubscribe = this.store.onChange(run => this.onChange(run));
@@ -1118,22 +1131,11 @@ class WorkerPool {
         this.unsubscribe?.();
     }
     onChange(run) {
-        void this.recordState(run);
         if (run.state === 'QUEUED')
             this.pumpSafely();
         const active = this.active.get(run.run_id);
         if (active && run.state === 'CANCELLED')
             active.controller.abort('cancelled');
-    }
-    async recordState(run) {
-        const data = { state: run.state };
-        if (run.status_message)
-            data.status_message = run.status_message;
-        if (run.error_code)
-            data.error_code = run.error_code;
-        await this.store
-            .appendEvent(run.run_id, 'state', data, run.updated_at)
-            .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'could not record a state change'));
     }
     /** A pump whose failure (the store being busy or full, say) is logged; the next tick tries again. */
     pumpSafely() {
@@ -1467,15 +1469,25 @@ class ChangeHub {
 
 const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
 const WITH_LINK = new Set(['INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ERROR']);
+/** Tokens never change for a run, and reads ask for them often: remember the recent ones. */
+const TOKEN_CACHE_SIZE = 10_000;
 class SessionLinks {
     secret;
     publicUrl;
+    tokens = new Map();
     constructor(secret, publicUrl) {
         this.secret = secret;
         this.publicUrl = publicUrl;
     }
     token(runId) {
-        return (0,external_node_crypto_.createHmac)('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
+        let token = this.tokens.get(runId);
+        if (token === undefined) {
+            token = (0,external_node_crypto_.createHmac)('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
+            if (this.tokens.size >= TOKEN_CACHE_SIZE)
+                this.tokens.delete(this.tokens.keys().next().value);
+            this.tokens.set(runId, token);
+        }
+        return token;
     }
     verify(runId, token) {
         if (typeof token !== 'string')
@@ -2124,6 +2136,9 @@ async function sessionRoutes(app, { context }) {
 
 
 async function startExecutor(config, store) {
+    // Request ids: unique per process start, cheap to make (no random bytes per request).
+    const requestPrefix = (0,external_node_crypto_.randomBytes)(4).toString('hex');
+    let requestCount = 0;
     let listening = `http://${config.host}:${config.port}`;
     const publicUrl = () => config.publicUrl ?? listening;
     const secret = await store.getSecret('session-hmac', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
@@ -2141,7 +2156,7 @@ async function startExecutor(config, store) {
         bodyLimit: config.limits.maxBodyBytes,
         forceCloseConnections: true,
         return503OnClosing: true,
-        genReqId: () => (0,external_node_crypto_.randomBytes)(8).toString('hex'),
+        genReqId: () => `${requestPrefix}-${(++requestCount).toString(36)}`,
         // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
         frameworkErrors: (error, _request, reply) => void reply.code(400).type('application/problem+json').send({
             type: '/api/v1/errors#invalid_request',
@@ -2163,7 +2178,10 @@ async function startExecutor(config, store) {
     app.addHook('onSend', async (request, reply) => {
         reply.header('x-request-id', String(request.id));
     });
+    const logRequests = config.logLevel === 'info' || config.logLevel === 'debug';
     app.addHook('onResponse', async (request, reply) => {
+        if (!logRequests)
+            return;
         request.log.info({
             method: request.method,
             path: request.url.split('?')[0],
@@ -2359,6 +2377,24 @@ class SqliteRunStore {
             this.changes.emit('change', run);
         return run;
     }
+    /** Every state change is recorded in the transcript in the same transaction as the change. */
+    recordState(run) {
+        if (!run)
+            return run;
+        const data = { state: run.state };
+        if (run.status_message !== null && run.state !== 'QUEUED' && run.state !== 'INPROGRESS')
+            data.status_message = run.status_message;
+        if (run.error_code !== null)
+            data.error_code = run.error_code;
+        this.insertEvent(run.run_id, 'state', data, run.updated_at);
+        return run;
+    }
+    insertEvent(runId, kind, data, at) {
+        const row = this.sql(`INSERT INTO events (run_id, seq, at, kind, data)
+       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?)
+       RETURNING seq`).get(runId, runId, at, kind, JSON.stringify(data));
+        return row.seq;
+    }
     async createKey(key) {
         this.sql(`INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
        VALUES (:id, :team, :kind, :name, :hash, :hint, :created_at, :revoked_at)`).run(key);
@@ -2373,33 +2409,77 @@ class SqliteRunStore {
         const result = this.sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id);
         return Number(result.changes) > 0;
     }
-    async createRun(run, idempotency, maxQueued) {
-        const result = this.transaction(() => {
-            if (idempotency) {
-                const existing = this.sql('SELECT * FROM runs WHERE team = ? AND idempotency_key = ?').get(run.team, idempotency.key);
-                if (existing) {
-                    return existing.idempotency_hash === idempotency.requestHash
-                        ? { kind: 'replayed', run: existing }
-                        : { kind: 'key_reused' };
-                }
-            }
-            const queued = this.sql(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`).get();
-            if (queued.n >= maxQueued)
-                return { kind: 'queue_full' };
-            const inserted = this.sql(`INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
-           creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
-         VALUES (:run_id, :team, :environment_id, 'QUEUED', :title, :prompt, :config, :extra, :creator_type,
-           :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
-         RETURNING *`).get({
-                ...run,
-                idempotency_key: idempotency?.key ?? null,
-                idempotency_hash: idempotency?.requestHash ?? null
-            });
-            return { kind: 'created', run: inserted };
+    /**
+     * Creates are group-committed: those that arrive in one turn of the event loop share one
+     * transaction and one fsync, and each is answered only after that commit, so an acknowledged run
+     * is as durable as before.
+     */
+    createRun(run, idempotency, maxQueued) {
+        return new Promise((resolve, reject) => {
+            this.pendingCreates.push({ run, idempotency, maxQueued, resolve, reject });
+            if (this.pendingCreates.length === 1)
+                setImmediate(() => this.flushCreates());
         });
-        if (result.kind === 'created')
-            this.emit(result.run);
-        return result;
+    }
+    pendingCreates = [];
+    flushCreates() {
+        const batch = this.pendingCreates;
+        this.pendingCreates = [];
+        const results = [];
+        try {
+            this.transaction(() => {
+                for (const item of batch) {
+                    this.db.exec('SAVEPOINT one_create');
+                    try {
+                        results.push(this.createOne(item.run, item.idempotency, item.maxQueued));
+                        this.db.exec('RELEASE one_create');
+                    }
+                    catch (error) {
+                        this.db.exec('ROLLBACK TO one_create');
+                        this.db.exec('RELEASE one_create');
+                        results.push({ error });
+                    }
+                }
+            });
+        }
+        catch (error) {
+            for (const item of batch)
+                item.reject(error);
+            return;
+        }
+        batch.forEach((item, index) => {
+            const result = results[index];
+            if ('error' in result)
+                return item.reject(result.error);
+            if (result.kind === 'created')
+                this.emit(result.run);
+            item.resolve(result);
+        });
+    }
+    createOne(run, idempotency, maxQueued) {
+        if (idempotency) {
+            const existing = this.sql('SELECT * FROM runs WHERE team = ? AND idempotency_key = ?').get(run.team, idempotency.key);
+            if (existing) {
+                return existing.idempotency_hash === idempotency.requestHash
+                    ? { kind: 'replayed', run: existing }
+                    : { kind: 'key_reused' };
+            }
+        }
+        // Counting stops at the limit, so a long queue does not make every create slower.
+        const queued = this.sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT ?)`).get(maxQueued);
+        if (queued.n >= maxQueued)
+            return { kind: 'queue_full' };
+        const inserted = this.sql(`INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+         creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
+       VALUES (:run_id, :team, :environment_id, 'QUEUED', :title, :prompt, :config, :extra, :creator_type,
+         :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
+       RETURNING *`).get({
+            ...run,
+            idempotency_key: idempotency?.key ?? null,
+            idempotency_hash: idempotency?.requestHash ?? null
+        });
+        this.recordState(inserted);
+        return { kind: 'created', run: inserted };
     }
     async getRun(team, runId) {
         return this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team);
@@ -2444,6 +2524,7 @@ class SqliteRunStore {
             const updated = this.sql(`UPDATE runs SET state = 'CANCELLED', status_message = 'cancelled by a client', error_code = 'cancelled',
            completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
          WHERE run_id = ? RETURNING *`).get(at, at, runId);
+            this.recordState(updated);
             return { kind: 'cancelled', run: updated };
         });
         if (result.kind === 'cancelled')
@@ -2452,10 +2533,10 @@ class SqliteRunStore {
     }
     async claimNext(owner, leaseMs, excluded, at) {
         const skip = excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
-        const run = this.transaction(() => this.sql(`UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?, version = version + 1,
+        const run = this.transaction(() => this.recordState(this.sql(`UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?, version = version + 1,
              lease_owner = ?, lease_expires_at = ?
            WHERE seq = (SELECT seq FROM runs WHERE state = 'QUEUED' ${skip} ORDER BY seq LIMIT 1)
-           RETURNING *`).get(at, at, owner, Date.now() + leaseMs, ...excluded));
+           RETURNING *`).get(at, at, owner, Date.now() + leaseMs, ...excluded)));
         return this.emit(run);
     }
     async renewLease(runId, owner, leaseMs) {
@@ -2463,26 +2544,25 @@ class SqliteRunStore {
         return Number(result.changes) > 0;
     }
     async finishRun(runId, owner, outcome, at) {
-        const run = this.sql(`UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
-         version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-       WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'
-       RETURNING *`).get(outcome.state, outcome.status_message ?? null, outcome.error_code ?? null, at, at, runId, owner);
+        const run = this.transaction(() => this.recordState(this.sql(`UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
+             version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+           WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'
+           RETURNING *`).get(outcome.state, outcome.status_message ?? null, outcome.error_code ?? null, at, at, runId, owner)));
         return this.emit(run);
     }
     async failAbandoned(all, at, message) {
         const runs = this.transaction(() => this.sql(`UPDATE runs SET state = 'FAILED', status_message = ?, error_code = 'executor_restarted',
              completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
            WHERE state = 'INPROGRESS' AND (? OR lease_expires_at < ?)
-           RETURNING *`).all(message, at, at, all ? 1 : 0, Date.now()));
+           RETURNING *`)
+            .all(message, at, at, all ? 1 : 0, Date.now())
+            .map(row => this.recordState(row)));
         for (const run of runs)
             this.emit(run);
         return runs;
     }
     async appendEvent(runId, kind, data, at) {
-        const row = this.sql(`INSERT INTO events (run_id, seq, at, kind, data)
-       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?)
-       RETURNING seq`).get(runId, runId, at, kind, JSON.stringify(data));
-        return { ...data, seq: row.seq, at, kind };
+        return { ...data, seq: this.insertEvent(runId, kind, data, at), at, kind };
     }
     async listEvents(runId) {
         const rows = this.sql('SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq').all(runId);

@@ -25,6 +25,9 @@ export interface Executor {
 }
 
 export async function startExecutor(config: ExecutorConfig, store: RunStore): Promise<Executor> {
+  // Request ids: unique per process start, cheap to make (no random bytes per request).
+  const requestPrefix = randomBytes(4).toString('hex');
+  let requestCount = 0;
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
   const secret = await store.getSecret('session-hmac', () => randomBytes(32).toString('base64url'));
@@ -43,7 +46,7 @@ export async function startExecutor(config: ExecutorConfig, store: RunStore): Pr
     bodyLimit: config.limits.maxBodyBytes,
     forceCloseConnections: true,
     return503OnClosing: true,
-    genReqId: () => randomBytes(8).toString('hex'),
+    genReqId: () => `${requestPrefix}-${(++requestCount).toString(36)}`,
     // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
     frameworkErrors: (error, _request, reply) =>
       void (reply as unknown as FastifyReply).code(400).type('application/problem+json').send({
@@ -67,7 +70,9 @@ export async function startExecutor(config: ExecutorConfig, store: RunStore): Pr
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });
+  const logRequests = config.logLevel === 'info' || config.logLevel === 'debug';
   app.addHook('onResponse', async (request, reply) => {
+    if (!logRequests) return;
     request.log.info(
       {
         method: request.method,

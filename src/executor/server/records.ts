@@ -7,14 +7,25 @@ import type { StoredRun } from '../store/types.js';
 const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
 const WITH_LINK = new Set(['INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ERROR']);
 
+/** Tokens never change for a run, and reads ask for them often: remember the recent ones. */
+const TOKEN_CACHE_SIZE = 10_000;
+
 export class SessionLinks {
+  private readonly tokens = new Map<string, string>();
+
   constructor(
     private readonly secret: string,
     private readonly publicUrl: () => string
   ) {}
 
   token(runId: string): string {
-    return createHmac('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
+    let token = this.tokens.get(runId);
+    if (token === undefined) {
+      token = createHmac('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
+      if (this.tokens.size >= TOKEN_CACHE_SIZE) this.tokens.delete(this.tokens.keys().next().value!);
+      this.tokens.set(runId, token);
+    }
+    return token;
   }
 
   verify(runId: string, token: unknown): boolean {

@@ -91,6 +91,26 @@ export class SqliteRunStore implements RunStore {
     return run;
   }
 
+  /** Every state change is recorded in the transcript in the same transaction as the change. */
+  private recordState(run: StoredRun | undefined): StoredRun | undefined {
+    if (!run) return run;
+    const data: Record<string, unknown> = { state: run.state };
+    if (run.status_message !== null && run.state !== 'QUEUED' && run.state !== 'INPROGRESS')
+      data.status_message = run.status_message;
+    if (run.error_code !== null) data.error_code = run.error_code;
+    this.insertEvent(run.run_id, 'state', data, run.updated_at);
+    return run;
+  }
+
+  private insertEvent(runId: string, kind: string, data: Record<string, unknown>, at: string): number {
+    const row = this.sql(
+      `INSERT INTO events (run_id, seq, at, kind, data)
+       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?)
+       RETURNING seq`
+    ).get(runId, runId, at, kind, JSON.stringify(data)) as { seq: number };
+    return row.seq;
+  }
+
   async createKey(key: KeyRecord): Promise<void> {
     this.sql(
       `INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
@@ -114,40 +134,86 @@ export class SqliteRunStore implements RunStore {
     return Number(result.changes) > 0;
   }
 
-  async createRun(
-    run: NewRun,
-    idempotency: Idempotency | undefined,
-    maxQueued: number
-  ): Promise<CreateResult> {
-    const result = this.transaction((): CreateResult => {
-      if (idempotency) {
-        const existing = this.sql('SELECT * FROM runs WHERE team = ? AND idempotency_key = ?').get(
-          run.team,
-          idempotency.key
-        ) as (StoredRun & { idempotency_hash: string }) | undefined;
-        if (existing) {
-          return existing.idempotency_hash === idempotency.requestHash
-            ? { kind: 'replayed', run: existing }
-            : { kind: 'key_reused' };
-        }
-      }
-      const queued = this.sql(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`).get() as { n: number };
-      if (queued.n >= maxQueued) return { kind: 'queue_full' };
-      const inserted = this.sql(
-        `INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
-           creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
-         VALUES (:run_id, :team, :environment_id, 'QUEUED', :title, :prompt, :config, :extra, :creator_type,
-           :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
-         RETURNING *`
-      ).get({
-        ...run,
-        idempotency_key: idempotency?.key ?? null,
-        idempotency_hash: idempotency?.requestHash ?? null
-      } as unknown as Row) as unknown as StoredRun;
-      return { kind: 'created', run: inserted };
+  /**
+   * Creates are group-committed: those that arrive in one turn of the event loop share one
+   * transaction and one fsync, and each is answered only after that commit, so an acknowledged run
+   * is as durable as before.
+   */
+  createRun(run: NewRun, idempotency: Idempotency | undefined, maxQueued: number): Promise<CreateResult> {
+    return new Promise((resolve, reject) => {
+      this.pendingCreates.push({ run, idempotency, maxQueued, resolve, reject });
+      if (this.pendingCreates.length === 1) setImmediate(() => this.flushCreates());
     });
-    if (result.kind === 'created') this.emit(result.run);
-    return result;
+  }
+
+  private pendingCreates: {
+    run: NewRun;
+    idempotency: Idempotency | undefined;
+    maxQueued: number;
+    resolve: (result: CreateResult) => void;
+    reject: (error: unknown) => void;
+  }[] = [];
+
+  private flushCreates(): void {
+    const batch = this.pendingCreates;
+    this.pendingCreates = [];
+    const results: (CreateResult | { error: unknown })[] = [];
+    try {
+      this.transaction(() => {
+        for (const item of batch) {
+          this.db.exec('SAVEPOINT one_create');
+          try {
+            results.push(this.createOne(item.run, item.idempotency, item.maxQueued));
+            this.db.exec('RELEASE one_create');
+          } catch (error) {
+            this.db.exec('ROLLBACK TO one_create');
+            this.db.exec('RELEASE one_create');
+            results.push({ error });
+          }
+        }
+      });
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, index) => {
+      const result = results[index]!;
+      if ('error' in result) return item.reject(result.error);
+      if (result.kind === 'created') this.emit(result.run);
+      item.resolve(result);
+    });
+  }
+
+  private createOne(run: NewRun, idempotency: Idempotency | undefined, maxQueued: number): CreateResult {
+    if (idempotency) {
+      const existing = this.sql('SELECT * FROM runs WHERE team = ? AND idempotency_key = ?').get(
+        run.team,
+        idempotency.key
+      ) as (StoredRun & { idempotency_hash: string }) | undefined;
+      if (existing) {
+        return existing.idempotency_hash === idempotency.requestHash
+          ? { kind: 'replayed', run: existing }
+          : { kind: 'key_reused' };
+      }
+    }
+    // Counting stops at the limit, so a long queue does not make every create slower.
+    const queued = this.sql(
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT ?)`
+    ).get(maxQueued) as { n: number };
+    if (queued.n >= maxQueued) return { kind: 'queue_full' };
+    const inserted = this.sql(
+      `INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+         creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
+       VALUES (:run_id, :team, :environment_id, 'QUEUED', :title, :prompt, :config, :extra, :creator_type,
+         :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
+       RETURNING *`
+    ).get({
+      ...run,
+      idempotency_key: idempotency?.key ?? null,
+      idempotency_hash: idempotency?.requestHash ?? null
+    } as unknown as Row) as unknown as StoredRun;
+    this.recordState(inserted);
+    return { kind: 'created', run: inserted };
   }
 
   async getRun(team: string, runId: string): Promise<StoredRun | undefined> {
@@ -198,6 +264,7 @@ export class SqliteRunStore implements RunStore {
            completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
          WHERE run_id = ? RETURNING *`
       ).get(at, at, runId) as unknown as StoredRun;
+      this.recordState(updated);
       return { kind: 'cancelled', run: updated };
     });
     if (result.kind === 'cancelled') this.emit(result.run);
@@ -212,14 +279,15 @@ export class SqliteRunStore implements RunStore {
   ): Promise<StoredRun | undefined> {
     const skip =
       excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
-    const run = this.transaction(
-      () =>
+    const run = this.transaction(() =>
+      this.recordState(
         this.sql(
           `UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?, version = version + 1,
              lease_owner = ?, lease_expires_at = ?
            WHERE seq = (SELECT seq FROM runs WHERE state = 'QUEUED' ${skip} ORDER BY seq LIMIT 1)
            RETURNING *`
         ).get(at, at, owner, Date.now() + leaseMs, ...excluded) as StoredRun | undefined
+      )
     );
     return this.emit(run);
   }
@@ -237,25 +305,37 @@ export class SqliteRunStore implements RunStore {
     outcome: Outcome,
     at: string
   ): Promise<StoredRun | undefined> {
-    const run = this.sql(
-      `UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
-         version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-       WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'
-       RETURNING *`
-    ).get(outcome.state, outcome.status_message ?? null, outcome.error_code ?? null, at, at, runId, owner) as
-      StoredRun | undefined;
+    const run = this.transaction(() =>
+      this.recordState(
+        this.sql(
+          `UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
+             version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+           WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'
+           RETURNING *`
+        ).get(
+          outcome.state,
+          outcome.status_message ?? null,
+          outcome.error_code ?? null,
+          at,
+          at,
+          runId,
+          owner
+        ) as StoredRun | undefined
+      )
+    );
     return this.emit(run);
   }
 
   async failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]> {
-    const runs = this.transaction(
-      () =>
-        this.sql(
-          `UPDATE runs SET state = 'FAILED', status_message = ?, error_code = 'executor_restarted',
+    const runs = this.transaction(() =>
+      this.sql(
+        `UPDATE runs SET state = 'FAILED', status_message = ?, error_code = 'executor_restarted',
              completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
            WHERE state = 'INPROGRESS' AND (? OR lease_expires_at < ?)
            RETURNING *`
-        ).all(message, at, at, all ? 1 : 0, Date.now()) as unknown as StoredRun[]
+      )
+        .all(message, at, at, all ? 1 : 0, Date.now())
+        .map(row => this.recordState(row as unknown as StoredRun)!)
     );
     for (const run of runs) this.emit(run);
     return runs;
@@ -267,12 +347,7 @@ export class SqliteRunStore implements RunStore {
     data: Record<string, unknown>,
     at: string
   ): Promise<TranscriptEvent> {
-    const row = this.sql(
-      `INSERT INTO events (run_id, seq, at, kind, data)
-       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?)
-       RETURNING seq`
-    ).get(runId, runId, at, kind, JSON.stringify(data)) as { seq: number };
-    return { ...data, seq: row.seq, at, kind };
+    return { ...data, seq: this.insertEvent(runId, kind, data, at), at, kind };
   }
 
   async listEvents(runId: string): Promise<TranscriptEvent[]> {

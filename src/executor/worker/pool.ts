@@ -76,7 +76,6 @@ export class WorkerPool {
       now(),
       'the executor restarted while this run was in progress; it was not re-run'
     );
-    for (const run of orphans) await this.recordState(run);
     if (orphans.length > 0)
       this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
     this.unsubscribe = this.store.onChange(run => this.onChange(run));
@@ -114,19 +113,9 @@ export class WorkerPool {
   }
 
   private onChange(run: StoredRun): void {
-    void this.recordState(run);
     if (run.state === 'QUEUED') this.pumpSafely();
     const active = this.active.get(run.run_id);
     if (active && run.state === 'CANCELLED') active.controller.abort('cancelled' satisfies StopReason);
-  }
-
-  private async recordState(run: StoredRun): Promise<void> {
-    const data: Record<string, unknown> = { state: run.state };
-    if (run.status_message) data.status_message = run.status_message;
-    if (run.error_code) data.error_code = run.error_code;
-    await this.store
-      .appendEvent(run.run_id, 'state', data, run.updated_at)
-      .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'could not record a state change'));
   }
 
   /** A pump whose failure (the store being busy or full, say) is logged; the next tick tries again. */

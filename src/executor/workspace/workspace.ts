@@ -40,6 +40,19 @@ export interface Workspace {
   release(): void;
 }
 
+/** Runs a short shell script (git commands) in a directory; errors carry its stderr, redacted. */
+async function shell(script: string, cwd: string): Promise<string> {
+  try {
+    const { stdout } = await exec('/bin/sh', ['-c', script], { cwd, maxBuffer: 64 * 1024 * 1024 });
+    return stdout;
+  } catch (error) {
+    const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
+    throw new Error(
+      redactUrls(`git failed: ${stderr.split('\n').slice(-3).join(' ') || (error as Error).message}`)
+    );
+  }
+}
+
 /** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
 export function redactUrls(text: string): string {
   return text.replace(/\/\/[^/@\s]+@/g, '//***@');
@@ -57,14 +70,17 @@ async function git(args: string[], cwd?: string): Promise<string> {
   }
 }
 
-async function gitTopLevel(dir: string): Promise<string | undefined> {
-  try {
-    const top = (await git(['rev-parse', '--show-toplevel'], dir)).trim();
-    await git(['rev-parse', '--verify', '--quiet', 'HEAD'], dir);
-    return top;
-  } catch {
-    return undefined;
+/** Whether a directory is inside a git repository with a commit, cached: sources do not move. */
+const topLevels = new Map<string, Promise<string | undefined>>();
+function gitTopLevel(dir: string): Promise<string | undefined> {
+  let top = topLevels.get(dir);
+  if (!top) {
+    top = git(['rev-parse', '--show-toplevel', '--verify', '--quiet', 'HEAD'], dir)
+      .then(out => out.split('\n')[0]!.trim() || undefined)
+      .catch(() => undefined);
+    topLevels.set(dir, top);
   }
+  return top;
 }
 
 /** A remote source is cloned once (bare) and fetched before each run. */
@@ -120,8 +136,13 @@ export async function createWorkspace(
     root,
     kind,
     async diff() {
-      await git(['add', '--all'], root);
-      const names = await git(['diff', '--cached', '--name-status', '--no-renames', 'HEAD'], root);
+      const separator = '\u0000--agent-run-diff--\u0000';
+      const out = await shell(
+        `git add --all && git diff --cached --name-status --no-renames HEAD && printf '${separator.split('\u0000').join('\\0')}' && git diff --cached --no-color --no-ext-diff HEAD`,
+        root
+      );
+      const cut = out.indexOf(separator);
+      const names = out.slice(0, cut);
       const files = names
         .split('\n')
         .filter(Boolean)

@@ -1,0 +1,138 @@
+// Shared pieces of the benchmarks: the bundled executor as a child process, keys, a counting
+// proxy, percentiles and result files. Everything talks to 127.0.0.1 only.
+
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '..');
+export const EXECUTOR = join(ROOT, 'dist/executor/index.js');
+export const ACTION = join(ROOT, 'dist/index.js');
+
+export function tempDir(prefix = 'agent-run-bench-') {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Starts the bundled executor; resolves with {url, child, dataDir, stop()}. */
+export function startExecutor({ dataDir = join(tempDir(), 'data'), config, env = {} } = {}) {
+  mkdirSync(dataDir, { recursive: true });
+  const args = [EXECUTOR, 'serve', '--port', '0', '--data-dir', dataDir];
+  if (config) {
+    const file = join(dirname(dataDir), 'agent-executor.yaml');
+    writeFileSync(file, config);
+    args.push('--config', file);
+  }
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env }
+  });
+  let stderr = '';
+  child.stderr.on('data', chunk => (stderr = (stderr + chunk).slice(-20000)));
+  return new Promise((resolveStart, reject) => {
+    let out = '';
+    child.stdout.on('data', chunk => {
+      out += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match) {
+        resolveStart({
+          url: match[1],
+          child,
+          dataDir,
+          stderr: () => stderr,
+          stop: () =>
+            new Promise(done => {
+              if (child.exitCode !== null) return done();
+              child.once('exit', done);
+              child.kill('SIGTERM');
+            })
+        });
+      }
+    });
+    child.once('exit', code => reject(new Error(`executor exited with ${code}: ${stderr}`)));
+  });
+}
+
+export function createKey(dataDir, team = 'default') {
+  const out = execFileSync(
+    process.execPath,
+    [EXECUTOR, 'keys', 'create', '--kind', 'agent', '--name', 'bench', '--team', team, '--data-dir', dataDir],
+    { cwd: ROOT }
+  );
+  return out.toString().trim().split('\n').at(-1);
+}
+
+/**
+ * A proxy in front of `target` that counts requests and can strip headers (to play a server that
+ * ignores Prefer: wait). `onRequest` sees each request's arrival time.
+ */
+export function countingProxy(target, { strip = [], onRequest } = {}) {
+  const upstream = new URL(target);
+  const stats = { requests: 0, first: undefined };
+  const server = createServer((req, res) => {
+    stats.requests++;
+    stats.first ??= performance.timeOrigin + performance.now();
+    onRequest?.(req);
+    const headers = { ...req.headers };
+    for (const name of strip) delete headers[name];
+    const forward = httpRequest(
+      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers },
+      answer => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      }
+    );
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  return new Promise(resolveProxy =>
+    server.listen(0, '127.0.0.1', () =>
+      resolveProxy({
+        url: `http://127.0.0.1:${server.address().port}`,
+        stats,
+        close: () => new Promise(done => server.close(done))
+      })
+    )
+  );
+}
+
+export function percentile(values, p) {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export function median(values) {
+  return percentile(values, 50);
+}
+
+export function saveResult(name, data) {
+  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+  const file = join(ROOT, 'bench/results', `${name}.json`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ ...data, machine: machine(), at: new Date().toISOString() }, null, 2)}\n`
+  );
+  console.log(`wrote ${file}`);
+}
+
+function machine() {
+  return {
+    node: process.version,
+    cpus: (globalThis.navigator?.hardwareConcurrency ?? 0) || undefined,
+    platform: process.platform
+  };
+}
+
+export const sleep = ms => new Promise(resolveSleep => setTimeout(resolveSleep, ms));
+
+export async function api(url, key, path, init = {}) {
+  const response = await fetch(url + path, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) }
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+}

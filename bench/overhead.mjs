@@ -1,0 +1,85 @@
+// Benchmark 2: what the action itself costs. Wall time of `node dist/index.js` from spawn to its
+// first request, and from the moment the service answers with a terminal state to the process's
+// exit; `node -e ''` is measured side by side as the floor of starting Node. Bundle sizes too.
+//
+//   node bench/overhead.mjs [--repeat 15]
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ACTION, ROOT, median, percentile, saveResult } from './lib.mjs';
+
+const { values } = parseArgs({ options: { repeat: { type: 'string', default: '15' } } });
+const repeat = Number(values.repeat);
+
+// A service that answers at once: create → QUEUED, read → SUCCEEDED.
+let firstRequestAt = 0;
+let terminalSentAt = 0;
+const server = createServer((req, res) => {
+  firstRequestAt ||= performance.now();
+  res.setHeader('content-type', 'application/json');
+  if (req.method === 'POST') return res.end('{"run_id":"r-1","state":"QUEUED"}');
+  terminalSentAt = performance.now();
+  res.end('{"run_id":"r-1","state":"SUCCEEDED","session_link":"http://x/s"}');
+});
+await new Promise(resolve => server.listen(0, '127.0.0.1', resolve));
+const url = `http://127.0.0.1:${server.address().port}`;
+
+function once(args, env) {
+  return new Promise(resolve => {
+    firstRequestAt = 0;
+    terminalSentAt = 0;
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { env, stdio: 'ignore', cwd: ROOT });
+    child.on('exit', () => resolve({ started, exited: performance.now() }));
+  });
+}
+
+const nodeFloor = [];
+const toFirstRequest = [];
+const terminalToExit = [];
+for (let i = 0; i < repeat; i++) {
+  const floor = await once(['-e', ''], { PATH: process.env.PATH });
+  nodeFloor.push(floor.exited - floor.started);
+  const dir = mkdtempSync(join(tmpdir(), 'bench-overhead-'));
+  const env = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    GITHUB_OUTPUT: join(dir, 'o'),
+    GITHUB_STATE: join(dir, 's'),
+    GITHUB_STEP_SUMMARY: join(dir, 'm')
+  };
+  for (const file of [env.GITHUB_OUTPUT, env.GITHUB_STATE, env.GITHUB_STEP_SUMMARY]) writeFileSync(file, '');
+  Object.assign(env, {
+    INPUT_PROMPT: 'hi',
+    'INPUT_ENVIRONMENT-ID': 'e',
+    'INPUT_API-KEY': 'k',
+    'INPUT_BASE-URL': url
+  });
+  const run = await once([ACTION], env);
+  toFirstRequest.push(firstRequestAt - run.started);
+  terminalToExit.push(run.exited - terminalSentAt);
+}
+server.close();
+
+const size = dir =>
+  readdirSync(join(ROOT, dir))
+    .filter(f => f.endsWith('.js'))
+    .reduce((sum, f) => sum + statSync(join(ROOT, dir, f)).size, 0);
+const result = {
+  command: `node bench/overhead.mjs --repeat ${repeat}`,
+  medianNodeStartMs: Math.round(median(nodeFloor)),
+  medianToFirstRequestMs: Math.round(median(toFirstRequest)),
+  p90ToFirstRequestMs: Math.round(percentile(toFirstRequest, 90)),
+  medianTerminalToExitMs: Math.round(median(terminalToExit)),
+  bundleBytes: {
+    action: size('dist'),
+    executor: size('dist/executor'),
+    executorAction: size('dist/executor-action')
+  }
+};
+console.log(result);
+saveResult('overhead', result);

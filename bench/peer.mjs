@@ -1,0 +1,82 @@
+// Benchmark 6: the read benchmark against a popular OpenAPI mock server (Stoplight Prism serving
+// our own openapi.json), which is what a user would otherwise pick to test workflows against this
+// API, next to the executor in the same run. Prism is installed into a temporary folder on first
+// use (it is not a dependency of this project).
+//
+//   node bench/peer.mjs [--seconds 5] [--connections 50]
+
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { api, createKey, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
+
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '50' } }
+});
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
+
+const prismDir = join(tmpdir(), 'agent-run-bench-prism');
+const prismBin = join(prismDir, 'node_modules/.bin/prism');
+if (!existsSync(prismBin)) {
+  mkdirSync(prismDir, { recursive: true });
+  console.log('installing @stoplight/prism-cli into', prismDir);
+  execFileSync(
+    'npm',
+    ['install', '--prefix', prismDir, '--no-audit', '--no-fund', '@stoplight/prism-cli@5'],
+    { stdio: 'inherit' }
+  );
+}
+const prismVersion = execFileSync(prismBin, ['--version']).toString().trim();
+
+const source = tempDir('bench-source-');
+const executor = await startExecutor({
+  config: `log_level: warn\nlimits:\n  rate_limit_per_minute: 0\nenvironments:\n  - id: bench\n    source: ${source}\n`
+});
+const key = createKey(executor.dataDir);
+const { body } = await api(executor.url, key, '/api/v1/agent/run', {
+  method: 'POST',
+  body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
+});
+await sleep(1000);
+const spec = join(tempDir(), 'openapi.json');
+writeFileSync(spec, await (await fetch(`${executor.url}/api/v1/openapi.json`)).text());
+
+const port = 40000 + Math.floor(Math.random() * 20000);
+const prism = spawn(prismBin, ['mock', spec, '-p', String(port), '-h', '127.0.0.1'], {
+  stdio: ['ignore', 'pipe', 'pipe']
+});
+let prismLog = '';
+prism.stdout.on('data', chunk => (prismLog += chunk));
+prism.stderr.on('data', chunk => (prismLog += chunk));
+for (let i = 0; i < 100 && !/Prism is listening/.test(prismLog); i++) await sleep(200);
+if (!/Prism is listening/.test(prismLog)) throw new Error(`prism did not start:\n${prismLog.slice(-2000)}`);
+
+const auth = { authorization: `Bearer ${key}` };
+const targets = {
+  executor: `${executor.url}/api/v1/agent/runs/${body.run_id}`,
+  prism: `http://127.0.0.1:${port}/api/v1/agent/runs/${body.run_id}`
+};
+const rows = [];
+for (const [name, url] of Object.entries(targets)) {
+  const result = await autocannon({ url, headers: auth, connections, duration: seconds });
+  rows.push({
+    target: name,
+    requestsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors
+  });
+  console.log(JSON.stringify(rows.at(-1)));
+}
+prism.kill();
+await executor.stop();
+saveResult('peer', {
+  command: `node bench/peer.mjs --seconds ${seconds} --connections ${connections}`,
+  prism: prismVersion,
+  rows
+});

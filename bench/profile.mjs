@@ -1,0 +1,84 @@
+// Where the executor spends its time under load: runs it with --cpu-prof behind autocannon and prints
+// the functions with the most self time. `node bench/profile.mjs read|list|create`
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import { createKey, api, sleep, tempDir, EXECUTOR } from './lib.mjs';
+const dir = tempDir();
+const profDir = dir + '/prof';
+mkdirSync(profDir);
+const source = tempDir();
+writeFileSync(
+  dir + '/c.yaml',
+  `log_level: warn\nlimits:\n  rate_limit_per_minute: 0\nenvironments:\n  - id: bench\n    source: ${source}\n`
+);
+const child = spawn(
+  process.execPath,
+  [
+    '--cpu-prof',
+    '--cpu-prof-dir',
+    profDir,
+    EXECUTOR,
+    'serve',
+    '--port',
+    '0',
+    '--data-dir',
+    dir + '/data',
+    '--config',
+    dir + '/c.yaml'
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'] }
+);
+const url = await new Promise(r =>
+  child.stdout.on('data', d => {
+    const m = /listening on (\S+)/.exec(String(d));
+    if (m) r(m[1]);
+  })
+);
+const key = createKey(dir + '/data');
+const { body } = await api(url, key, '/api/v1/agent/run', {
+  method: 'POST',
+  body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
+});
+await sleep(1000);
+const kind = process.argv[2] ?? 'read';
+const target =
+  kind === 'list'
+    ? `${url}/api/v1/agent/runs?limit=20`
+    : kind === 'create'
+      ? `${url}/api/v1/agent/run`
+      : `${url}/api/v1/agent/runs/${body.run_id}`;
+const post =
+  kind === 'create'
+    ? { method: 'POST', body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } }) }
+    : {};
+const res = await autocannon({
+  url: target,
+  ...post,
+  headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+  connections: 50,
+  duration: 4
+});
+console.log('req/s', res.requests.average);
+child.kill('SIGTERM');
+await new Promise(r => child.on('exit', r));
+const file = readdirSync(profDir)[0];
+const prof = JSON.parse(readFileSync(profDir + '/' + file, 'utf8'));
+const self = new Map();
+const dt = prof.timeDeltas;
+const byId = new Map(prof.nodes.map(n => [n.id, n]));
+const counts = new Map();
+prof.samples.forEach((id, i) => counts.set(id, (counts.get(id) ?? 0) + (dt[i] ?? 0)));
+for (const [id, t] of counts) {
+  const n = byId.get(id);
+  const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').slice(-1)[0]}:${n.callFrame.lineNumber}`;
+  self.set(k, (self.get(k) ?? 0) + t);
+}
+const total = [...self.values()].reduce((a, b) => a + b, 0);
+console.log(
+  [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25)
+    .map(([k, v]) => `${((v / total) * 100).toFixed(1)}% ${k}`)
+    .join('\n')
+);
