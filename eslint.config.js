@@ -17,7 +17,9 @@ export default tseslint.config(
         crypto: 'readonly',
         setTimeout: 'readonly',
         clearTimeout: 'readonly',
-        setImmediate: 'readonly'
+        setImmediate: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly'
       }
     },
     rules: {

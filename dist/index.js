@@ -33262,6 +33262,14 @@ function readCreate(getInput, env, readFile, problems, event, notes, withContext
             const excerpt = rawConfig.length > 80 ? `${rawConfig.slice(0, 80)}…` : rawConfig;
             problems.push(`config ${JSON.stringify(excerpt)}: expected a JSON object, e.g. {"model_id": "auto"}`);
         }
+        try {
+            // JSON.parse takes any depth, JSON.stringify (the request body, the idempotency key) does not.
+            JSON.stringify(config);
+        }
+        catch {
+            problems.push('config: the JSON is nested too deeply to send; expected an object such as {"model_id": "auto"}');
+            config = {};
+        }
     }
     const environmentId = getInput('environment-id').trim();
     if (environmentId === '') {

@@ -1312,8 +1312,11 @@ function now() {
     return new Date().toISOString();
 }
 
+// EXTERNAL MODULE: external "node:http"
+var external_node_http_ = __webpack_require__(37067);
 ;// CONCATENATED MODULE: ./src/executor/server/problem.ts
 // Every error answer is RFC 7807 problem+json with an error_code from the error reference.
+
 
 class ProblemError extends Error {
     code;
@@ -1343,6 +1346,34 @@ const TITLES = {
     500: 'Internal Server Error',
     503: 'Service Unavailable'
 };
+/**
+ * The answer to a request Node's HTTP parser refused before Fastify saw it (a header over the size
+ * limit, a control byte in a header, a broken request line): written straight to the socket, but
+ * problem+json like every other error.
+ */
+function writeClientError(error, socket) {
+    if (error.code === 'ECONNRESET' || socket.destroyed)
+        return;
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const detail = status === 431
+        ? 'the request line and headers are larger than the server accepts'
+        : status === 408
+            ? 'the request was not received in time'
+            : `the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`;
+    const body = JSON.stringify({
+        type: '/api/v1/errors#invalid_request',
+        title: external_node_http_.STATUS_CODES[status],
+        status,
+        detail,
+        error_code: 'invalid_request',
+        retryable: ERROR_CODES.invalid_request.retryable
+    });
+    if (socket.writable) {
+        socket.write(`HTTP/1.1 ${status} ${external_node_http_.STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy(error);
+}
 function sendProblem(reply, problem) {
     const status = problem.status;
     for (const [name, value] of Object.entries(problem.headers))
@@ -2156,6 +2187,7 @@ async function startExecutor(config, store) {
         bodyLimit: config.limits.maxBodyBytes,
         forceCloseConnections: true,
         return503OnClosing: true,
+        clientErrorHandler: writeClientError,
         genReqId: () => `${requestPrefix}-${(++requestCount).toString(36)}`,
         // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
         frameworkErrors: (error, _request, reply) => void reply.code(400).type('application/problem+json').send({

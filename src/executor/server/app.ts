@@ -8,7 +8,7 @@ import { WorkerPool } from '../worker/pool.js';
 import { RateLimiter } from './auth.js';
 import { ChangeHub } from './changes.js';
 import type { ServerContext } from './context.js';
-import { ProblemError, sendProblem } from './problem.js';
+import { ProblemError, sendProblem, writeClientError } from './problem.js';
 import { SessionLinks } from './records.js';
 import { metaRoutes } from './routes/meta.js';
 import { runRoutes } from './routes/runs.js';
@@ -46,6 +46,7 @@ export async function startExecutor(config: ExecutorConfig, store: RunStore): Pr
     bodyLimit: config.limits.maxBodyBytes,
     forceCloseConnections: true,
     return503OnClosing: true,
+    clientErrorHandler: writeClientError,
     genReqId: () => `${requestPrefix}-${(++requestCount).toString(36)}`,
     // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
     frameworkErrors: (error, _request, reply) =>

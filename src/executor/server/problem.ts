@@ -1,6 +1,8 @@
 // Every error answer is RFC 7807 problem+json with an error_code from the error reference.
 
 import type { FastifyReply } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ERROR_CODES, type ErrorCode } from '../../api/index.js';
 
 export class ProblemError extends Error {
@@ -30,6 +32,38 @@ const TITLES: Record<number, string> = {
   500: 'Internal Server Error',
   503: 'Service Unavailable'
 };
+
+/**
+ * The answer to a request Node's HTTP parser refused before Fastify saw it (a header over the size
+ * limit, a control byte in a header, a broken request line): written straight to the socket, but
+ * problem+json like every other error.
+ */
+export function writeClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const status =
+    error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const detail =
+    status === 431
+      ? 'the request line and headers are larger than the server accepts'
+      : status === 408
+        ? 'the request was not received in time'
+        : `the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`;
+  const body = JSON.stringify({
+    type: '/api/v1/errors#invalid_request',
+    title: STATUS_CODES[status],
+    status,
+    detail,
+    error_code: 'invalid_request',
+    retryable: ERROR_CODES.invalid_request.retryable
+  });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+    );
+  }
+  socket.destroy(error);
+}
 
 export function sendProblem(reply: FastifyReply, problem: ProblemError): FastifyReply {
   const status = problem.status;

@@ -1,0 +1,137 @@
+// Client faults: a fault-injecting proxy between the action's client and a real executor drops
+// connections before and after the server commits, delays answers past the client's timeout, sends
+// 429 with Retry-After and bursts of 503, and truncates bodies. Every trial must end with the right
+// conclusion and exactly one remote run. Quick form here; long form: `npm run reliability:faults`.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AgentRunClient } from '../../src/client/index.js';
+import { type TestExecutor, startTestExecutor } from '../support/executor.js';
+
+const TRIALS = Number(process.env.FAULT_TRIALS ?? 120);
+const PARALLEL = 12;
+type Fault = 'none' | 'reset-before' | 'reset-after' | 'delay' | '429' | '503' | 'truncate';
+const FAULTS: Fault[] = ['none', 'reset-before', 'reset-after', 'delay', '429', '503', 'truncate'];
+
+let ex: TestExecutor;
+let key: string;
+let proxy: Server;
+let proxyUrl: string;
+const injected = new Map<Fault, number>();
+
+beforeAll(async () => {
+  ex = await startTestExecutor({ workers: 8, limits: { rate_limit_per_minute: 0, max_queued_runs: 100000 } });
+  key = (await ex.key()).raw;
+  const upstream = new URL(ex.url);
+  proxy = createServer((req, res) => {
+    // One request in three is hit by a random fault.
+    const fault: Fault =
+      Math.random() < 0.33 ? FAULTS[1 + Math.floor(Math.random() * (FAULTS.length - 1))]! : 'none';
+    injected.set(fault, (injected.get(fault) ?? 0) + 1);
+    if (fault === 'reset-before') return void req.socket.destroy();
+    if (fault === '429' || fault === '503') {
+      res.writeHead(Number(fault), { 'content-type': 'application/problem+json', 'retry-after': '0' });
+      return void res.end(JSON.stringify({ status: Number(fault), title: 'injected', retryable: true }));
+    }
+    const forward = request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        path: req.url,
+        method: req.method,
+        headers: req.headers
+      },
+      answer => {
+        const chunks: Buffer[] = [];
+        answer.on('data', chunk => chunks.push(chunk));
+        answer.on('end', () => {
+          const body = Buffer.concat(chunks);
+          const send = () => {
+            if (fault === 'reset-after') return void req.socket.destroy();
+            if (fault === 'truncate') {
+              res.writeHead(answer.statusCode!, { ...answer.headers, 'content-length': String(body.length) });
+              res.write(body.subarray(0, Math.floor(body.length / 2)));
+              return void req.socket.destroy();
+            }
+            res.writeHead(answer.statusCode!, answer.headers);
+            res.end(body);
+          };
+          if (fault === 'delay') setTimeout(send, 700);
+          else send();
+        });
+      }
+    );
+    forward.on('error', () => req.socket.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve));
+  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  proxy.closeAllConnections();
+  await new Promise(resolve => proxy.close(resolve));
+  await ex.stop(1000);
+});
+
+/** What the action does: create with an idempotency key, wait, conclude. */
+async function trial(n: number): Promise<{ marker: string; expected: string; conclusion: string }> {
+  const fail = n % 3 === 0;
+  const marker = `trial-${n}-${Math.random().toString(36).slice(2)}`;
+  const client = new AgentRunClient({
+    baseUrl: proxyUrl,
+    apiKey: key,
+    timeoutMs: 400,
+    // One request in three fails here, far worse than any real network: give creates and reads a
+    // retry budget like the wait's own (10 in a row), which idempotency keys make safe.
+    maxRetries: 10,
+    sleep: ms => new Promise(resolve => setTimeout(resolve, Math.min(ms, 50)))
+  });
+  try {
+    const { run_id } = await client.createRun(
+      {
+        prompt: `${fail ? '@sim fail on purpose' : '@sim say ok'}\n${marker}`,
+        config: { environment_id: 'local' }
+      },
+      { idempotencyKey: marker }
+    );
+    const result = await client.waitForRun(run_id, {
+      timeoutMs: 30_000,
+      initialDelayMs: 50,
+      maxIntervalMs: 200,
+      holdSeconds: 0
+    });
+    return {
+      marker,
+      expected: fail ? 'FAILED' : 'SUCCEEDED',
+      conclusion: result.run?.state ?? result.outcome
+    };
+  } finally {
+    client.close();
+  }
+}
+
+describe('client faults', () => {
+  it(
+    `${TRIALS} trials through a faulty network: right conclusion, exactly one run each`,
+    async () => {
+      const results: Awaited<ReturnType<typeof trial>>[] = [];
+      for (let start = 0; start < TRIALS; start += PARALLEL) {
+        const batch = Array.from({ length: Math.min(PARALLEL, TRIALS - start) }, (_, i) => trial(start + i));
+        results.push(...(await Promise.all(batch)));
+      }
+      for (const result of results) expect(result.conclusion).toBe(result.expected);
+      // Count remote runs per trial straight from the store: retries must never have made a second one.
+      const runs = await ex.context.store.listRuns((await ex.context.store.listKeys())[0]!.team, {
+        limit: TRIALS * 3
+      });
+      for (const result of results)
+        expect(runs.filter(run => run.prompt.endsWith(result.marker))).toHaveLength(1);
+      expect(runs).toHaveLength(TRIALS);
+      for (const fault of FAULTS) expect(injected.get(fault) ?? 0).toBeGreaterThan(0);
+      console.log(
+        `faults: ${TRIALS} trials, ${runs.length} runs, requests by fault: ${JSON.stringify(Object.fromEntries(injected))}`
+      );
+    },
+    120_000 + TRIALS * 300
+  );
+});
