@@ -9,13 +9,13 @@
 //   node bench/detection.mjs [--runs 8] [--min 5] [--max 600] [--seed 1]
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   ACTION,
   ROOT,
+  actionEnv,
   api,
   countingProxy,
   createKey,
@@ -56,21 +56,12 @@ async function completedAt(runId) {
 /** (a) and (b): the bundled action, exactly as the runner starts it, behind its own counting proxy. */
 async function action(length, strip) {
   const proxy = await countingProxy(executor.url, { strip });
-  const dir = mkdtempSync(join(tmpdir(), 'bench-action-'));
-  const env = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    GITHUB_OUTPUT: join(dir, 'out'),
-    GITHUB_STATE: join(dir, 'state'),
-    GITHUB_STEP_SUMMARY: join(dir, 'summary')
-  };
-  for (const file of [env.GITHUB_OUTPUT, env.GITHUB_STATE, env.GITHUB_STEP_SUMMARY]) writeFileSync(file, '');
-  Object.assign(env, {
-    INPUT_PROMPT: `@sim sleep ${length}`,
-    'INPUT_ENVIRONMENT-ID': 'bench',
-    'INPUT_API-KEY': key,
-    'INPUT_BASE-URL': proxy.url,
-    INPUT_TIMEOUT: '2h'
+  const env = actionEnv({
+    prompt: `@sim sleep ${length}`,
+    'environment-id': 'bench',
+    'api-key': key,
+    'base-url': proxy.url,
+    timeout: '2h'
   });
   const child = spawn(process.execPath, [ACTION], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';

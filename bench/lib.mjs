@@ -98,6 +98,22 @@ export function countingProxy(target, { strip = [], onRequest } = {}) {
   );
 }
 
+/** The variables and files the GitHub runner gives `node dist/index.js`, with these inputs. */
+export function actionEnv(inputs) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-action-'));
+  const env = { PATH: process.env.PATH, HOME: dir };
+  for (const [name, file] of [
+    ['GITHUB_OUTPUT', 'out'],
+    ['GITHUB_STATE', 'state'],
+    ['GITHUB_STEP_SUMMARY', 'summary']
+  ]) {
+    env[name] = join(dir, file);
+    writeFileSync(env[name], '');
+  }
+  for (const [name, value] of Object.entries(inputs)) env[`INPUT_${name.toUpperCase()}`] = value;
+  return env;
+}
+
 export function percentile(values, p) {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);

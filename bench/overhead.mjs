@@ -5,12 +5,11 @@
 //   node bench/overhead.mjs [--repeat 15]
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ACTION, ROOT, median, percentile, saveResult } from './lib.mjs';
+import { ACTION, ROOT, actionEnv, median, percentile, saveResult } from './lib.mjs';
 
 const { values } = parseArgs({ options: { repeat: { type: 'string', default: '15' } } });
 const repeat = Number(values.repeat);
@@ -44,21 +43,7 @@ const terminalToExit = [];
 for (let i = 0; i < repeat; i++) {
   const floor = await once(['-e', ''], { PATH: process.env.PATH });
   nodeFloor.push(floor.exited - floor.started);
-  const dir = mkdtempSync(join(tmpdir(), 'bench-overhead-'));
-  const env = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    GITHUB_OUTPUT: join(dir, 'o'),
-    GITHUB_STATE: join(dir, 's'),
-    GITHUB_STEP_SUMMARY: join(dir, 'm')
-  };
-  for (const file of [env.GITHUB_OUTPUT, env.GITHUB_STATE, env.GITHUB_STEP_SUMMARY]) writeFileSync(file, '');
-  Object.assign(env, {
-    INPUT_PROMPT: 'hi',
-    'INPUT_ENVIRONMENT-ID': 'e',
-    'INPUT_API-KEY': 'k',
-    'INPUT_BASE-URL': url
-  });
+  const env = actionEnv({ prompt: 'hi', 'environment-id': 'e', 'api-key': 'k', 'base-url': url });
   const run = await once([ACTION], env);
   toFirstRequest.push(firstRequestAt - run.started);
   terminalToExit.push(run.exited - terminalSentAt);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type ExecutorConfig, parseConfig } from '../../src/executor/config.js';
-import { generateKey, generateKeyId, hashKey, keyHint } from '../../src/executor/keys.js';
+import { issueKey } from '../../src/executor/keys.js';
 import { type Executor, startExecutor } from '../../src/executor/server/app.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 
@@ -34,20 +34,8 @@ export async function startTestExecutor(raw: Record<string, unknown> = {}): Prom
   return Object.assign(executor, {
     dataDir: config.dataDir,
     config,
-    async key(team = 'default', kind: 'personal' | 'agent' = 'personal', name = 'test') {
-      const raw = generateKey();
-      const id = generateKeyId();
-      await store.createKey({
-        id,
-        team,
-        kind,
-        name,
-        hash: hashKey(raw),
-        hint: keyHint(raw),
-        created_at: new Date().toISOString(),
-        revoked_at: null
-      });
-      return { raw, id };
+    key(team = 'default', kind: 'personal' | 'agent' = 'personal', name = 'test') {
+      return issueKey(store, { team, kind, name });
     },
     request(path: string, init: RequestInit & { key?: string } = {}) {
       const headers = new Headers(init.headers);

@@ -526,6 +526,20 @@ function sameHash(a, b) {
 function keyHint(key) {
     return `${key.slice(0, KEY_PREFIX.length + 4)}…`;
 }
+/** Makes a new key for a team and stores its hash; the raw key is returned once and kept nowhere. */
+async function issueKey(store, options) {
+    const raw = generateKey();
+    const id = generateKeyId();
+    await store.createKey({
+        id,
+        ...options,
+        hash: hashKey(raw),
+        hint: keyHint(raw),
+        created_at: new Date().toISOString(),
+        revoked_at: null
+    });
+    return { raw, id };
+}
 
 // EXTERNAL MODULE: ./node_modules/fastify/fastify.js
 var fastify = __webpack_require__(16703);
@@ -2809,18 +2823,7 @@ async function keys(args) {
                 if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(team)) {
                     throw new UsageError(`--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
                 }
-                const raw = generateKey();
-                const id = generateKeyId();
-                await store.createKey({
-                    id,
-                    team,
-                    kind,
-                    name,
-                    hash: hashKey(raw),
-                    hint: keyHint(raw),
-                    created_at: new Date().toISOString(),
-                    revoked_at: null
-                });
+                const { raw, id } = await issueKey(store, { team, kind, name });
                 console.log(`Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`);
                 console.log(raw);
                 return 0;

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
-import { type KeyKind, generateKey, generateKeyId, hashKey, keyHint } from './keys.js';
+import { type KeyKind, issueKey } from './keys.js';
 import { startExecutor } from './server/app.js';
 import { SqliteRunStore } from './store/sqlite.js';
 
@@ -190,18 +190,7 @@ async function keys(args: string[]): Promise<number> {
             `--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`
           );
         }
-        const raw = generateKey();
-        const id = generateKeyId();
-        await store.createKey({
-          id,
-          team,
-          kind,
-          name,
-          hash: hashKey(raw),
-          hint: keyHint(raw),
-          created_at: new Date().toISOString(),
-          revoked_at: null
-        });
+        const { raw, id } = await issueKey(store, { team, kind, name });
         console.log(
           `Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`
         );

@@ -4,6 +4,7 @@
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import type { RunStore } from './store/types.js';
 
 export const KEY_PREFIX = 'arx_';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -63,4 +64,22 @@ export function sameHash(a: string, b: string): boolean {
 /** The part of a key that is safe to show in lists: its prefix and first characters. */
 export function keyHint(key: string): string {
   return `${key.slice(0, KEY_PREFIX.length + 4)}…`;
+}
+
+/** Makes a new key for a team and stores its hash; the raw key is returned once and kept nowhere. */
+export async function issueKey(
+  store: Pick<RunStore, 'createKey'>,
+  options: { team: string; kind: KeyKind; name: string }
+): Promise<{ raw: string; id: string }> {
+  const raw = generateKey();
+  const id = generateKeyId();
+  await store.createKey({
+    id,
+    ...options,
+    hash: hashKey(raw),
+    hint: keyHint(raw),
+    created_at: new Date().toISOString(),
+    revoked_at: null
+  });
+  return { raw, id };
 }
