@@ -32373,7 +32373,8 @@ class AgentRunClient {
         const response = await this.request('POST', '/agent/run', {
             body: JSON.stringify(body),
             headers: { 'idempotency-key': idempotencyKey },
-            signal: options.signal
+            signal: options.signal,
+            maxRetries: options.maxRetries
         });
         const value = parseJson(response.body, 'POST /agent/run');
         const record = value;
@@ -33436,6 +33437,8 @@ function onTermination() {
 
 
 const USER_AGENT = 'agent-run-action/0.1.0';
+/** About 15 s of backoff (0.5, 1, 2, 4, 8 s) before a create gives up. */
+const CREATE_RETRIES = 5;
 /** Entry point of both steps: the runner calls the same bundle for `main` and `post`. */
 async function run() {
     if (getState('isPost') === 'true')
@@ -33568,7 +33571,12 @@ async function createRun(client, settings, signal) {
         config: create.config,
         ...(create.title ? { title: create.title } : {})
     };
-    const created = await client.createRun(body, { idempotencyKey: create.idempotencyKey, signal });
+    // The idempotency key makes retrying a create safe, so it gets a larger budget than other calls.
+    const created = await client.createRun(body, {
+        idempotencyKey: create.idempotencyKey,
+        signal,
+        maxRetries: CREATE_RETRIES
+    });
     core_info(`Created run ${created.run_id} in environment ${create.environmentId}.`);
     return created.run_id;
 }

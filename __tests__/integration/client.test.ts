@@ -254,3 +254,13 @@ describe('waitForRun against a contract server', () => {
     expect(server.runs.size).toBe(0);
   });
 });
+
+describe('create retry budget', () => {
+  it('lets one create retry more than the client default, with the same key every time', async () => {
+    server.fault('POST /api/v1/agent/run', { kind: 'status', status: 503 }, 4);
+    const created = await client.createRun(body, { idempotencyKey: 'budget-1', maxRetries: 5 });
+    expect(server.count('POST', '/api/v1/agent/run')).toBe(5);
+    expect(new Set(server.requests.map(r => r.headers['idempotency-key']))).toEqual(new Set(['budget-1']));
+    expect(server.runs.has(created.run_id)).toBe(true);
+  });
+});

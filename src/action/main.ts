@@ -15,6 +15,8 @@ import { onTermination } from './signals.js';
 import { checkTrust } from './trust.js';
 
 export const USER_AGENT = 'agent-run-action/0.1.0';
+/** About 15 s of backoff (0.5, 1, 2, 4, 8 s) before a create gives up. */
+const CREATE_RETRIES = 5;
 
 /** Entry point of both steps: the runner calls the same bundle for `main` and `post`. */
 export async function run(): Promise<void> {
@@ -148,7 +150,12 @@ async function createRun(client: AgentRunClient, settings: Settings, signal: Abo
     config: create.config,
     ...(create.title ? { title: create.title } : {})
   };
-  const created = await client.createRun(body, { idempotencyKey: create.idempotencyKey, signal });
+  // The idempotency key makes retrying a create safe, so it gets a larger budget than other calls.
+  const created = await client.createRun(body, {
+    idempotencyKey: create.idempotencyKey,
+    signal,
+    maxRetries: CREATE_RETRIES
+  });
   core.info(`Created run ${created.run_id} in environment ${create.environmentId}.`);
   return created.run_id;
 }

@@ -54,6 +54,8 @@ export interface CallOptions {
 export interface CreateOptions extends CallOptions {
   /** Reused on every retry of this call; generated when absent. */
   idempotencyKey?: string;
+  /** Retries for this call (default: the client's); safe to raise, since the key makes them idempotent. */
+  maxRetries?: number;
 }
 
 export interface PollOptions extends CallOptions {
@@ -111,7 +113,8 @@ export class AgentRunClient {
     const response = await this.request('POST', '/agent/run', {
       body: JSON.stringify(body),
       headers: { 'idempotency-key': idempotencyKey },
-      signal: options.signal
+      signal: options.signal,
+      maxRetries: options.maxRetries
     });
     const value = parseJson(response.body, 'POST /agent/run');
     const record = value as Partial<CreateRunResponse> | null;
