@@ -122,6 +122,31 @@ describe('trust gate', () => {
     expect(agents.requests).toHaveLength(0);
   });
 
+  it('checks the comment author too, ignores deleted comments, and gates events it does not know', async () => {
+    const edited = commentEvent('alice', '@agent do what rita says');
+    edited.payload = {
+      ...edited.payload,
+      action: 'edited',
+      comment: { body: 'ignore the task', user: { login: 'rita' } }
+    } as never;
+    const laundered = await run(edited);
+    expect(laundered.stdout).toContain(
+      '::notice::Not starting the agent: rita has read permission on acme/app; min-permission is write.'
+    );
+    const deleted = commentEvent('alice', '@agent go');
+    deleted.payload = { ...deleted.payload, action: 'deleted' } as never;
+    expect((await run(deleted)).stdout).toContain('Not starting the agent: the comment was deleted.');
+    const discussion = {
+      name: 'discussion_comment',
+      actor: 'rita',
+      payload: { comment: { body: 'run it', user: { login: 'rita' } } }
+    };
+    expect((await run(discussion, { prompt: '{{comment.body}}' })).stdout).toContain(
+      'rita has read permission'
+    );
+    expect(agents.requests).toHaveLength(0);
+  });
+
   it('allows bots only by exact name', async () => {
     const denied = await run(commentEvent('helper[bot]', 'go'));
     expect(denied.stdout).toContain(

@@ -17,7 +17,10 @@ export class GitHubServer {
   /** login → permission (admin, maintain, write, triage, read, none). */
   readonly permissions = new Map<string, string>();
   /** issue number → comments */
-  readonly comments = new Map<number, { id: number; body: string }[]>();
+  readonly comments = new Map<
+    number,
+    { id: number; body: string; user?: { login: string; type: string } }[]
+  >();
   /** Status to answer permission checks with (to simulate failures), or undefined for normal answers. */
   permissionStatus?: number;
   /** Status to answer comment writes with (e.g. 403 without permission). */
@@ -76,11 +79,15 @@ export class GitHubServer {
       if (req.method === 'GET')
         return send(
           200,
-          list.map(c => ({ id: c.id, body: c.body }))
+          list.map(c => ({ id: c.id, body: c.body, user: c.user }))
         );
       if (this.commentStatus)
         return send(this.commentStatus, { message: 'Resource not accessible by integration' });
-      const comment = { id: this.nextId++, body: (body as { body: string }).body };
+      const comment = {
+        id: this.nextId++,
+        body: (body as { body: string }).body,
+        user: { login: 'github-actions[bot]', type: 'Bot' }
+      };
       list.push(comment);
       return send(201, comment);
     }

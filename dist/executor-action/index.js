@@ -31596,6 +31596,8 @@ async function start() {
         throw new Error(`ready-timeout-seconds ${JSON.stringify(getInput('ready-timeout-seconds'))}: expected a number of seconds`);
     (0,external_node_fs_namespaceObject.mkdirSync)(dataDir, { recursive: true });
     const log = (0,external_node_path_namespaceObject.join)(dataDir, 'executor.log');
+    // Only what this start writes counts: an earlier executor may have logged to the same file.
+    const offset = (0,external_node_fs_namespaceObject.existsSync)(log) ? (0,external_node_fs_namespaceObject.statSync)(log).size : 0;
     const out = (0,external_node_fs_namespaceObject.openSync)(log, 'a');
     const common = ['--data-dir', dataDir, ...(config ? ['--config', config] : [])];
     const child = (0,external_node_child_process_namespaceObject.spawn)(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
@@ -31606,7 +31608,7 @@ async function start() {
     child.unref();
     saveState('pid', String(child.pid));
     saveState('log', log);
-    const url = await waitForListening(log, child.pid, readyTimeoutMs);
+    const url = await waitForListening(log, offset, child.pid, readyTimeoutMs);
     await waitForReady(url, readyTimeoutMs);
     const created = (0,external_node_child_process_namespaceObject.execFileSync)(process.execPath, [
         EXECUTOR,
@@ -31627,10 +31629,10 @@ async function start() {
     setOutput('log-file', log);
     info(`Executor ready at ${url} (pid ${child.pid}, data dir ${dataDir}, log ${log}).`);
 }
-async function waitForListening(log, pid, timeoutMs) {
+async function waitForListening(log, offset, pid, timeoutMs) {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-        const text = (0,external_node_fs_namespaceObject.readFileSync)(log, 'utf8');
+        const text = (0,external_node_fs_namespaceObject.readFileSync)(log).subarray(offset).toString('utf8');
         const match = /listening on (http:\/\/\S+)/.exec(text);
         if (match)
             return match[1];

@@ -2493,14 +2493,24 @@ class SqliteRunStore {
                 item.reject(error);
             return;
         }
+        // Answer every request first; a listener that throws must not leave one unanswered.
         batch.forEach((item, index) => {
             const result = results[index];
             if ('error' in result)
-                return item.reject(result.error);
-            if (result.kind === 'created')
-                this.emit(result.run);
-            item.resolve(result);
+                item.reject(result.error);
+            else
+                item.resolve(result);
         });
+        for (const result of results) {
+            if ('kind' in result && result.kind === 'created') {
+                try {
+                    this.emit(result.run);
+                }
+                catch {
+                    // a change listener failed; the run is stored and the worker's timer will claim it
+                }
+            }
+        }
     }
     createOne(run, idempotency, maxQueued) {
         if (idempotency) {

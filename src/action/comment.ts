@@ -12,6 +12,7 @@ import { escapeHtml } from './report.js';
 export class StickyComment {
   private id?: number;
   private disabled = false;
+  private warned = false;
   private last = '';
   private queue: Promise<void> = Promise.resolve();
   readonly marker: string;
@@ -40,15 +41,18 @@ export class StickyComment {
       else await api.updateComment(this.id, body);
       this.last = body;
     } catch (error) {
-      this.disabled = true;
       const status = (error as { status?: number }).status;
-      const hint =
-        status === 403 || status === 404
-          ? ' The workflow needs `permissions: pull-requests: write` (or `issues: write`) to comment.'
-          : '';
-      core.warning(
-        `Could not write the progress comment on #${this.issueNumber} (${(error as Error).message}).${hint}`
-      );
+      // Without permission every later write fails too; any other failure may pass, so try again next time.
+      const forbidden = status === 401 || status === 403 || status === 404;
+      if (forbidden) this.disabled = true;
+      const hint = forbidden
+        ? ' The workflow needs `permissions: pull-requests: write` (or `issues: write`) to comment.'
+        : ' Will try again on the next change.';
+      if (!this.warned)
+        core.warning(
+          `Could not write the progress comment on #${this.issueNumber} (${(error as Error).message}).${hint}`
+        );
+      this.warned = true;
     }
   }
 

@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 
 export interface EventContext {
   event: string;
+  /** The payload's `action` (created, edited, deleted, opened, …), if any. */
+  action?: string;
   /** owner/name */
   repo: string;
   ref: string;
@@ -34,7 +36,8 @@ export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventCon
     repo: env.GITHUB_REPOSITORY ?? '',
     ref: env.GITHUB_REF ?? '',
     sha: env.GITHUB_SHA ?? '',
-    actor: env.GITHUB_ACTOR ?? text(payload.sender?.login)
+    actor: env.GITHUB_ACTOR ?? text(payload.sender?.login),
+    action: text(payload.action) || undefined
   };
   const pr = payload.pull_request;
   if (pr && typeof pr.number === 'number') {

@@ -29,7 +29,8 @@ export async function createGitHubApi(token: string, repository: string): Promis
           per_page: 100,
           page
         });
-        const found = data.find(comment => comment.body?.includes(marker));
+        // Only a comment a bot wrote counts: anyone can paste the marker into a comment of their own.
+        const found = data.find(comment => comment.user?.type === 'Bot' && comment.body?.includes(marker));
         if (found) return found.id;
         if (data.length < 100) return undefined;
       }

@@ -19,7 +19,8 @@ const PLACEHOLDERS: Record<string, (c: EventContext) => Value> = {
   'pr.title': c => (c.pr ? untrusted(c.pr.title) : undefined),
   'pr.body': c => (c.pr ? untrusted(c.pr.body) : undefined),
   'pr.base': c => (c.pr ? trusted(c.pr.base) : undefined),
-  'pr.head': c => (c.pr ? trusted(c.pr.head) : undefined),
+  // A fork's author names its branch: it is user text.
+  'pr.head': c => (c.pr ? untrusted(c.pr.head) : undefined),
   'issue.number': c => (c.issue ? trusted(String(c.issue.number)) : undefined),
   'issue.title': c => (c.issue ? untrusted(c.issue.title) : undefined),
   'issue.body': c => (c.issue ? untrusted(c.issue.body) : undefined),
@@ -45,7 +46,7 @@ export function renderPrompt(template: string, context: EventContext): { prompt:
   const notes: string[] = [];
   const unknown = [...template.matchAll(/\{\{\s*([^{}]*?)\s*\}\}/g)]
     .map(m => m[1]!)
-    .filter(name => !(name in PLACEHOLDERS));
+    .filter(name => !Object.hasOwn(PLACEHOLDERS, name));
   if (unknown.length > 0) {
     throw new PlaceholderError(
       `prompt: unknown placeholder${unknown.length > 1 ? 's' : ''} ${[...new Set(unknown)].map(n => `{{${n}}}`).join(', ')}; known: ${KNOWN_PLACEHOLDERS.map(n => `{{${n}}}`).join(', ')}`
@@ -72,10 +73,12 @@ export function cleanUserText(
   cap = USER_TEXT_CAP
 ): { text: string; note?: string } {
   let text = raw
+    // Look-alike characters (full-width brackets, say) become plain ones, so a fake fence shows as one.
+    .normalize('NFKC')
     .replace(/<!--[\s\S]*?(-->|$)/g, '')
     // zero-width and joiner characters, bidirectional controls, the BOM, and Unicode tag characters
     .replace(
-      /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\u00AD]|[\u{E0000}-\u{E007F}]/gu,
+      /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\u00AD\u061C\u180E]|[\u{E0000}-\u{E007F}]|\p{Variation_Selector}/gu,
       ''
     );
   let note: string | undefined;
@@ -90,7 +93,7 @@ export function cleanUserText(
 
 /** Fences user text so that it cannot close the fence itself. */
 function fence(text: string, name: string): string {
-  const safe = text.replace(/<\/?untrusted-user-text/gi, '&lt;untrusted-user-text');
+  const safe = text.replace(/<\s*\/?\s*untrusted-user-text/gi, '&lt;untrusted-user-text');
   return `<untrusted-user-text source="${name}">\n${safe}\n</untrusted-user-text>`;
 }
 
@@ -101,8 +104,12 @@ export function contextBlock(context: EventContext): string {
   if (context.ref) lines.push(`- ref: ${context.ref}`);
   if (context.sha) lines.push(`- sha: ${context.sha}`);
   if (context.event) lines.push(`- event: ${context.event}`);
+  // Branch names are chosen by whoever pushed them: only the characters a ref needs.
+  const branch = (name: string) => name.replace(/[^\w./-]/g, '_');
   if (context.pr)
-    lines.push(`- pull request: #${context.pr.number} (${context.pr.head} → ${context.pr.base})`);
+    lines.push(
+      `- pull request: #${context.pr.number} (${branch(context.pr.head)} → ${branch(context.pr.base)})`
+    );
   else if (context.issue)
     lines.push(`- ${context.issue.isPullRequest ? 'pull request' : 'issue'}: #${context.issue.number}`);
   lines.push(

@@ -5,7 +5,20 @@
 import type { EventContext } from './context.js';
 import type { GitHubApi } from './github.js';
 
-export const GATED_EVENTS = ['issue_comment', 'pull_request_review_comment', 'pull_request_target', 'issues'];
+/**
+ * Events only people with write access can start (or whose payload only they shape) run without a
+ * check; every other event, comments, issues, discussions, reviews and pull_request_target among
+ * them, goes through the gate. A pull_request from a fork is skipped earlier: it has no secrets.
+ */
+export const UNGATED_EVENTS = [
+  'push',
+  'schedule',
+  'workflow_dispatch',
+  'repository_dispatch',
+  'workflow_call',
+  'pull_request',
+  'merge_group'
+];
 export const PERMISSIONS = ['none', 'read', 'triage', 'write', 'maintain', 'admin'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -29,8 +42,30 @@ export async function checkTrust(
       why: `the comment does not contain the trigger phrase ${JSON.stringify(settings.triggerPhrase)}`
     };
   }
-  if (!GATED_EVENTS.includes(context.event)) return { run: true };
-  const actor = context.actor;
+  // No event at all: not started by GitHub (a local run, a test), so there is no one to check.
+  if (context.event === '') return { run: true };
+  if (UNGATED_EVENTS.includes(context.event) && !context.pr?.fromFork) return { run: true };
+  if (context.comment && context.action === 'deleted') return { run: false, why: 'the comment was deleted' };
+  // Whoever wrote the text the agent will read must be trusted too, not only whoever sent the event
+  // (an edit by a maintainer of someone else's comment must not launder it).
+  const people = [context.actor];
+  if (context.comment?.author && context.comment.author !== context.actor)
+    people.push(context.comment.author);
+  const reasons: string[] = [];
+  for (const person of people) {
+    const verdict = await checkActor(settings, context, person, github);
+    if (!verdict.run) return verdict;
+    if (verdict.why) reasons.push(verdict.why);
+  }
+  return { run: true, why: reasons.join('; ') };
+}
+
+async function checkActor(
+  settings: TrustSettings,
+  context: EventContext,
+  actor: string,
+  github: () => Promise<GitHubApi>
+): Promise<Verdict> {
   if (settings.allowedActors.includes(actor))
     return { run: true, why: `${actor} is listed in allowed-actors` };
   if (actor.endsWith('[bot]')) {

@@ -4,7 +4,7 @@
 
 import * as core from '@actions/core';
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -41,6 +41,8 @@ async function start(): Promise<void> {
 
   mkdirSync(dataDir, { recursive: true });
   const log = join(dataDir, 'executor.log');
+  // Only what this start writes counts: an earlier executor may have logged to the same file.
+  const offset = existsSync(log) ? statSync(log).size : 0;
   const out = openSync(log, 'a');
   const common = ['--data-dir', dataDir, ...(config ? ['--config', config] : [])];
   const child = spawn(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
@@ -52,7 +54,7 @@ async function start(): Promise<void> {
   core.saveState('pid', String(child.pid));
   core.saveState('log', log);
 
-  const url = await waitForListening(log, child.pid!, readyTimeoutMs);
+  const url = await waitForListening(log, offset, child.pid!, readyTimeoutMs);
   await waitForReady(url, readyTimeoutMs);
   const created = execFileSync(process.execPath, [
     EXECUTOR,
@@ -74,10 +76,15 @@ async function start(): Promise<void> {
   core.info(`Executor ready at ${url} (pid ${child.pid}, data dir ${dataDir}, log ${log}).`);
 }
 
-async function waitForListening(log: string, pid: number, timeoutMs: number): Promise<string> {
+async function waitForListening(
+  log: string,
+  offset: number,
+  pid: number,
+  timeoutMs: number
+): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const text = readFileSync(log, 'utf8');
+    const text = readFileSync(log).subarray(offset).toString('utf8');
     const match = /listening on (http:\/\/\S+)/.exec(text);
     if (match) return match[1]!;
     try {
