@@ -43,19 +43,21 @@ export interface StoredRun {
   lease_expires_at: number | null;
 }
 
-export interface NewRun {
-  run_id: string;
-  team: string;
-  environment_id: string;
-  title: string | null;
-  prompt: string;
-  config: string;
-  extra: string;
-  creator_type: string;
-  creator_uid: string;
-  creator_name: string;
-  created_at: string;
-}
+/** What a create stores; every other field of the run is the store's to set. */
+export type NewRun = Pick<
+  StoredRun,
+  | 'run_id'
+  | 'team'
+  | 'environment_id'
+  | 'title'
+  | 'prompt'
+  | 'config'
+  | 'extra'
+  | 'creator_type'
+  | 'creator_uid'
+  | 'creator_name'
+  | 'created_at'
+>;
 
 export interface Idempotency {
   key: string;
