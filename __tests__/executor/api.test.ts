@@ -1,7 +1,6 @@
 // The executor's HTTP API on a real port with a real SQLite file in a temp dir.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 
 let ex: TestExecutor;
@@ -164,12 +163,12 @@ describe('stopping', () => {
 describe('conditional reads', () => {
   it('answers 304 to a matching ETag and holds with Prefer: wait until the run changes', async () => {
     const id = await create('@sim sleep 1');
+    // Once claimed, the run holds still for a second: long enough to read it twice unchanged.
+    await waitForState(id, ['INPROGRESS']);
     const first = await get(`/api/v1/agent/runs/${id}`);
     const etag = first.headers.get('etag')!;
     expect(etag).toMatch(/^"v\d+"$/);
-    expect((await get(`/api/v1/agent/runs/${id}`, key, { 'if-none-match': etag })).status).toBe(
-      etag === '"v1"' ? 304 : 304
-    );
+    expect((await get(`/api/v1/agent/runs/${id}`, key, { 'if-none-match': etag })).status).toBe(304);
 
     const current = (await (await get(`/api/v1/agent/runs/${id}`)).json()) as { state: string };
     let tag = (await get(`/api/v1/agent/runs/${id}`)).headers.get('etag')!;
@@ -512,10 +511,10 @@ describe('session page', () => {
 
 describe('storage', () => {
   it('keeps no raw key in the database files', () => {
-    const files = readdirSync(ex.dataDir).filter(f => f.startsWith('executor.db'));
+    const files = ex.storeFiles();
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) {
-      const bytes = readFileSync(join(ex.dataDir, file));
+      const bytes = readFileSync(file);
       expect(bytes.includes(key)).toBe(false);
       expect(bytes.includes(keyB)).toBe(false);
     }

@@ -57,8 +57,7 @@ describe('limits', () => {
     expect(await refused.json()).toMatchObject({ error_code: 'shutting_down' });
     expect((await ex.request('/readyz')).status).toBe(503);
     await stopping;
-    const { SqliteRunStore } = await import('../../src/executor/store/sqlite.js');
-    const store = await SqliteRunStore.open(`${ex.dataDir}/executor.db`);
+    const store = await ex.openStore();
     const run = await store.getRunAnyTeam(created.run_id);
     await store.close();
     expect(run?.state).toBe('SUCCEEDED');

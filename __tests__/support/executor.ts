@@ -1,15 +1,21 @@
-// Executors for tests: in-process on a real port with a real SQLite file, or the bundled
-// executor (dist/executor/index.js) as a child process, exactly as users start it.
+// Executors for tests: in-process on a real port with a real SQLite file (or, when
+// AGENT_EXECUTOR_TEST_STORE=postgres, a fresh database on a real PostgreSQL server started for the
+// test process), or the bundled executor (dist/executor/index.js) as a child process, exactly as
+// users start it.
 
+import { afterAll } from '@jest/globals';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type ExecutorConfig, parseConfig } from '../../src/executor/config.js';
 import { issueKey } from '../../src/executor/keys.js';
 import { type Executor, startExecutor } from '../../src/executor/server/app.js';
+import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import type { RunStore } from '../../src/executor/store/types.js';
+import { type TestPostgres, startPostgres } from './postgres.js';
 
 export const EXECUTOR_ENTRY = resolve('dist/executor/index.js');
 
@@ -20,6 +26,10 @@ export function tempDir(prefix = 'agent-executor-test-'): string {
 export interface TestExecutor extends Executor {
   dataDir: string;
   config: ExecutorConfig;
+  /** The files the store keeps its data in (the SQLite file and journal, or PostgreSQL's data dir). */
+  storeFiles(): string[];
+  /** A second handle on the executor's store (close it when done); works after the executor stopped. */
+  openStore(): Promise<RunStore>;
   key(team?: string, kind?: 'personal' | 'agent', name?: string): Promise<{ raw: string; id: string }>;
   request(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
 }
@@ -29,11 +39,15 @@ export async function startTestExecutor(raw: Record<string, unknown> = {}): Prom
   const dir = tempDir();
   const config = parseConfig({ log_level: 'silent', ...raw, data_dir: join(dir, 'data') }, dir);
   config.port = 0;
-  const store = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
+  const { store, files, reopen, release } = await openTestStore(config);
   const executor = await startExecutor(config, store);
+  const stop = executor.stop.bind(executor);
   return Object.assign(executor, {
     dataDir: config.dataDir,
     config,
+    storeFiles: files,
+    openStore: reopen,
+    stop: (graceMs?: number) => stop(graceMs).finally(release),
     key(team = 'default', kind: 'personal' | 'agent' = 'personal', name = 'test') {
       return issueKey(store, { team, kind, name });
     },
@@ -45,6 +59,67 @@ export async function startTestExecutor(raw: Record<string, unknown> = {}): Prom
       return fetch(executor.url + path, { ...init, headers });
     }
   });
+}
+
+let postgres: Promise<TestPostgres> | undefined;
+let onPostgres = 0;
+let fileDone = false;
+
+async function stopPostgres(): Promise<void> {
+  const server = postgres;
+  postgres = undefined;
+  if (server) await (await server).destroy();
+}
+
+if (process.env.AGENT_EXECUTOR_TEST_STORE === 'postgres') {
+  // Each test file loads this module anew: its server goes when the file is done and the last of
+  // its executors stopped (hooks of the file itself may still stop one after this).
+  afterAll(async () => {
+    fileDone = true;
+    if (onPostgres === 0) await stopPostgres();
+  });
+}
+
+interface TestStore {
+  store: RunStore;
+  /** Another handle on the same database, as a second process would open it. */
+  reopen(): Promise<RunStore>;
+  files(): string[];
+  release(): Promise<void>;
+}
+
+/** The store the API suites run on: SQLite, or PostgreSQL when AGENT_EXECUTOR_TEST_STORE=postgres. */
+async function openTestStore(config: ExecutorConfig): Promise<TestStore> {
+  if (process.env.AGENT_EXECUTOR_TEST_STORE !== 'postgres') {
+    const path = join(config.dataDir, 'executor.db');
+    return {
+      store: await SqliteRunStore.open(path),
+      reopen: () => SqliteRunStore.open(path),
+      files: () =>
+        readdirSync(config.dataDir)
+          .filter(name => name.startsWith('executor.db'))
+          .map(name => join(config.dataDir, name)),
+      release: async () => undefined
+    };
+  }
+  postgres ??= startPostgres();
+  const server = await postgres;
+  const url = await server.freshDatabase();
+  onPostgres++;
+  return {
+    store: await PostgresRunStore.open(url),
+    reopen: () => PostgresRunStore.open(url),
+    files: () => filesUnder(server.dataDir),
+    release: async () => {
+      if (--onPostgres === 0 && fileDone) await stopPostgres();
+    }
+  };
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter(entry => entry.isFile())
+    .map(entry => join(entry.parentPath, entry.name));
 }
 
 export interface ExecutorProcess {

@@ -5,16 +5,18 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
-import { startExecutor } from './server/app.js';
-import { SqliteRunStore } from './store/sqlite.js';
+import { type Role, startExecutor } from './server/app.js';
+import { openStore } from './store/open.js';
+import { describeStore } from './store/spec.js';
 
 export const USAGE = `Usage: agent-executor <command> [options]
 
 Commands:
-  serve [--config FILE] [--data-dir DIR] [--host HOST] [--port PORT]
+  serve [--host HOST] [--port PORT] [--role all|api|worker]
       Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
       config agent-executor.yaml when present. --port 0 picks a free port. Prints
-      "listening on http://HOST:PORT" when ready.
+      "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
+      --role worker runs work and serves only /healthz and /readyz (both need a postgres:// store).
   keys create --kind personal|agent --name NAME [--team TEAM]
       Create an API key (team "default" unless given). The raw key is printed once, alone on the
       last line of stdout.
@@ -25,13 +27,16 @@ Commands:
   environments list
       List the configured environments.
 
-Every command takes --config FILE and --data-dir DIR.`;
+Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
+sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
+several nodes); AGENT_EXECUTOR_STORE sets it too, and the config file's store: key.`;
 
 class UsageError extends Error {}
 
 const COMMON = {
   config: { type: 'string' },
   'data-dir': { type: 'string' },
+  store: { type: 'string' },
   help: { type: 'boolean', short: 'h' }
 } as const;
 
@@ -100,19 +105,38 @@ function configFrom(values: Record<string, unknown>): ExecutorConfig {
     config: values.config as string | undefined,
     dataDir: values['data-dir'] as string | undefined,
     host: values.host as string | undefined,
-    port
+    port,
+    store: values.store as string | undefined
   });
 }
 
-const databasePath = (config: ExecutorConfig) => join(config.dataDir, 'executor.db');
-
 async function serve(args: string[]): Promise<number> {
-  const { values } = parse(args, { host: { type: 'string' }, port: { type: 'string' } });
+  const { values } = parse(args, {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    role: { type: 'string' }
+  });
   if (values.help) return help();
+  const role = (values.role ?? 'all') as Role;
+  if (!['all', 'api', 'worker'].includes(role))
+    throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
   const config = configFrom(values);
+  if (role !== 'all' && config.store.kind !== 'postgres') {
+    throw new UsageError(
+      `--role ${role}: an ${role}-only node needs a store shared with other nodes; ` +
+        'give --store postgres://USER:PASSWORD@HOST:PORT/DB (SQLite serves one node, with --role all)'
+    );
+  }
   const release = lockDataDir(config.dataDir);
-  const store = await SqliteRunStore.open(databasePath(config));
-  const executor = await startExecutor(config, store);
+  let executor;
+  try {
+    const store = await openStore(config.store);
+    executor = await startExecutor(config, store, role);
+  } catch (error) {
+    release();
+    throw error;
+  }
+  executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
   console.log(`listening on ${executor.url}`);
   return new Promise(resolve => {
     let signals = 0;
@@ -174,7 +198,7 @@ async function keys(args: string[]): Promise<number> {
   );
   if (values.help) return help();
   const config = configFrom(values);
-  const store = await SqliteRunStore.open(databasePath(config));
+  const store = await openStore(config.store);
   try {
     switch (action) {
       case 'create': {

@@ -3,9 +3,10 @@
 // directory with the simulated agent.
 
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseDuration } from '../api/index.js';
+import { type StoreSpec, StoreSpecError, parseStoreSpec } from './store/spec.js';
 
 export interface AgentConfig {
   kind: 'simulated' | 'command';
@@ -36,6 +37,8 @@ export interface ExecutorConfig {
   /** Base of session links; defaults to the address the server listens on. */
   publicUrl?: string;
   dataDir: string;
+  /** Where keys, runs and transcripts live: SQLite in the data dir unless set. */
+  store: StoreSpec;
   /** Runs executed at once across all environments. */
   workers: number;
   leaseMs: number;
@@ -67,10 +70,16 @@ export interface ConfigOverrides {
   dataDir?: string;
   host?: string;
   port?: number;
+  /** --store; wins over AGENT_EXECUTOR_STORE, which wins over the file's `store:`. */
+  store?: string;
 }
 
 /** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
-export function loadConfig(overrides: ConfigOverrides = {}, cwd = process.cwd()): ExecutorConfig {
+export function loadConfig(
+  overrides: ConfigOverrides = {},
+  cwd = process.cwd(),
+  env: NodeJS.ProcessEnv = process.env
+): ExecutorConfig {
   const explicit = overrides.config !== undefined;
   const file = resolve(cwd, overrides.config ?? 'agent-executor.yaml');
   let raw: unknown = {};
@@ -94,7 +103,26 @@ export function loadConfig(overrides: ConfigOverrides = {}, cwd = process.cwd())
   const config = parseConfig(raw, base, explicit || existsSync(file) ? file : 'defaults');
   if (overrides.host !== undefined) config.host = overrides.host;
   if (overrides.port !== undefined) config.port = overrides.port;
-  if (overrides.dataDir !== undefined) config.dataDir = resolve(cwd, overrides.dataDir);
+  if (overrides.dataDir !== undefined) {
+    const inDataDir =
+      config.store.kind === 'sqlite' && config.store.path === join(config.dataDir, 'executor.db');
+    config.dataDir = resolve(cwd, overrides.dataDir);
+    if (inDataDir) config.store = parseStoreSpec(undefined, config.dataDir, cwd);
+  }
+  const [store, from] =
+    overrides.store !== undefined
+      ? [overrides.store, '--store']
+      : env.AGENT_EXECUTOR_STORE
+        ? [env.AGENT_EXECUTOR_STORE, 'AGENT_EXECUTOR_STORE']
+        : [undefined, ''];
+  if (store !== undefined) {
+    try {
+      config.store = parseStoreSpec(store, config.dataDir, cwd);
+    } catch (error) {
+      if (error instanceof StoreSpecError) throw new ConfigError(`${from} ${error.message}`);
+      throw error;
+    }
+  }
   return config;
 }
 
@@ -105,6 +133,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
   r.known(root, '', [
     'server',
     'data_dir',
+    'store',
     'workers',
     'lease',
     'shutdown_grace',
@@ -126,12 +155,24 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'retention_days'
   ]);
   const workers = r.int(root.workers, 'workers', 4, 1, 256);
+  const dataDir = resolve(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
+  let store: StoreSpec = parseStoreSpec(undefined, dataDir, base);
+  if (root.store !== undefined && root.store !== null) {
+    try {
+      if (typeof root.store !== 'string') throw new StoreSpecError(`${show(root.store)}: expected a string`);
+      store = parseStoreSpec(root.store, dataDir, base);
+    } catch (error) {
+      if (!(error instanceof StoreSpecError)) throw error;
+      problems.push(`store ${error.message}`);
+    }
+  }
 
   const config: ExecutorConfig = {
     host: r.string(server.host, 'server.host', '127.0.0.1'),
     port: r.int(server.port, 'server.port', 8080, 0, 65535),
     publicUrl: r.url(server.public_url, 'server.public_url'),
-    dataDir: resolve(base, r.string(root.data_dir, 'data_dir', '.agent-executor')),
+    dataDir,
+    store,
     workers,
     leaseMs: r.duration(root.lease, 'lease', 30_000),
     shutdownGraceMs: r.duration(root.shutdown_grace, 'shutdown_grace', 30_000),

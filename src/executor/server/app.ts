@@ -1,9 +1,11 @@
-// The executor as one process: the Fastify API and the worker pool over one store.
+// The executor as one process: the Fastify API and the worker pool over one store. A node's role
+// picks the parts: `all` (both), `api` (the API; it runs nothing), `worker` (runs work; it serves
+// only /healthz, /readyz and the API's description).
 
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
-import type { RunStore } from '../store/types.js';
+import { type RunStore, StoreUnavailableError } from '../store/types.js';
 import { WorkerPool } from '../worker/pool.js';
 import { RateLimiter } from './auth.js';
 import { ChangeHub } from './changes.js';
@@ -24,7 +26,13 @@ export interface Executor {
   stop(graceMs?: number): Promise<void>;
 }
 
-export async function startExecutor(config: ExecutorConfig, store: RunStore): Promise<Executor> {
+export type Role = 'all' | 'api' | 'worker';
+
+export async function startExecutor(
+  config: ExecutorConfig,
+  store: RunStore,
+  role: Role = 'all'
+): Promise<Executor> {
   // Request ids: unique per process start, cheap to make (no random bytes per request).
   const requestPrefix = randomBytes(4).toString('hex');
   let requestCount = 0;
@@ -87,6 +95,15 @@ export async function startExecutor(config: ExecutorConfig, store: RunStore): Pr
 
   app.setErrorHandler((error: FastifyError | ProblemError, request, reply) => {
     if (error instanceof ProblemError) return sendProblem(reply, error);
+    if (error instanceof StoreUnavailableError) {
+      request.log.warn({ err: error }, 'store unavailable');
+      return sendProblem(
+        reply,
+        new ProblemError('store_unavailable', 'the executor cannot reach its store; retry shortly', {
+          'retry-after': '2'
+        })
+      );
+    }
     switch (error.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return sendProblem(
@@ -131,10 +148,12 @@ export async function startExecutor(config: ExecutorConfig, store: RunStore): Pr
   );
 
   await app.register(metaRoutes, { context, publicUrl });
-  await app.register(sessionRoutes, { context });
-  await app.register(runRoutes, { context });
+  if (role !== 'worker') {
+    await app.register(sessionRoutes, { context });
+    await app.register(runRoutes, { context });
+  }
 
-  const pool = new WorkerPool(store, config, app.log);
+  const pool = new WorkerPool(store, config, app.log, role !== 'api');
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   if (address && typeof address === 'object') {

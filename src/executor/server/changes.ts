@@ -1,15 +1,15 @@
 // Wakes held reads (`Prefer: wait`) the moment their run changes: one store listener, dispatched
 // by run id, so a thousand held reads cost nothing per unrelated change.
 
-import type { RunStore, StoredRun } from '../store/types.js';
+import type { RunChange, RunStore } from '../store/types.js';
 
 export class ChangeHub {
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly unsubscribe: () => void;
 
   constructor(store: RunStore) {
-    this.unsubscribe = store.onChange((run: StoredRun) => {
-      const set = this.waiters.get(run.run_id);
+    this.unsubscribe = store.onChange((change: RunChange) => {
+      const set = this.waiters.get(change.run_id);
       if (set) for (const wake of [...set]) wake();
     });
   }

@@ -1,4 +1,4 @@
-// Versioned schema migrations. Each runs once, in its own transaction; the applied versions are
+// Versioned schema migrations, one list per store. Each runs once, in its own transaction; the applied versions are
 // recorded in schema_migrations. Never edit a released migration: add the next one.
 
 export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[] = [
@@ -52,6 +52,73 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
         data TEXT NOT NULL,
         PRIMARY KEY (run_id, seq)
       ) WITHOUT ROWID;
+      CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `
+  }
+];
+
+/**
+ * The same schema on PostgreSQL, plus what several nodes need: a per-run event counter (writers on
+ * different nodes number transcript events without colliding) and changed_at on the database's
+ * clock (for the fallback poll). Timestamps stay ISO-8601 text, as the API shows them. Prompt, title
+ * and status message are UTF-8 bytes: PostgreSQL text cannot hold NUL, and a prompt must come back
+ * exactly as sent.
+ */
+export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'keys, runs, transcript events, secrets',
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('personal', 'agent')),
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE TABLE runs (
+        seq BIGSERIAL PRIMARY KEY,
+        run_id TEXT NOT NULL UNIQUE,
+        team TEXT NOT NULL,
+        environment_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        title BYTEA,
+        prompt BYTEA NOT NULL,
+        config TEXT NOT NULL,
+        extra TEXT NOT NULL,
+        creator_type TEXT NOT NULL,
+        creator_uid TEXT NOT NULL,
+        creator_name TEXT NOT NULL,
+        status_message BYTEA,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        lease_owner TEXT,
+        lease_expires_at BIGINT,
+        idempotency_key TEXT,
+        idempotency_hash TEXT,
+        event_seq INTEGER NOT NULL DEFAULT 1,
+        changed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+      );
+      CREATE INDEX runs_team_seq ON runs (team, seq);
+      CREATE INDEX runs_queued ON runs (seq) WHERE state = 'QUEUED';
+      CREATE INDEX runs_in_progress ON runs (lease_expires_at) WHERE state = 'INPROGRESS';
+      CREATE INDEX runs_changed_at ON runs (changed_at);
+      CREATE UNIQUE INDEX runs_idempotency ON runs (team, idempotency_key) WHERE idempotency_key IS NOT NULL;
+      CREATE TABLE events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
       CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
     `
   }

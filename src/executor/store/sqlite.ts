@@ -26,6 +26,8 @@ const TERMINAL = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
 type Row = Record<string, SQLInputValue>;
 
 export class SqliteRunStore implements RunStore {
+  readonly kind = 'sqlite';
+  readonly shared = false;
   private readonly changes = new EventEmitter();
   private readonly statements = new Map<string, StatementSync>();
 
@@ -87,7 +89,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   private emit(run: StoredRun | undefined): StoredRun | undefined {
-    if (run) this.changes.emit('change', run);
+    if (run) this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
     return run;
   }
 

@@ -1,6 +1,7 @@
-// The RunStore interface: everything the routes and the worker need from storage. SQLite implements
-// it now; a PostgreSQL store can implement it later without touching routes or worker. Every read
-// and write of a run is scoped to a team, except the worker's own (it runs every team's work).
+// The RunStore interface: everything the routes and the worker need from storage. SQLite (one
+// machine) and PostgreSQL (several nodes on one database) implement it; routes and worker do not
+// know which. Every read and write of a run is scoped to a team, except the worker's own (it runs
+// every team's work).
 
 import type { KeyKind } from '../keys.js';
 
@@ -97,7 +98,30 @@ export interface Outcome {
 export type CancelResult =
   { kind: 'cancelled'; run: StoredRun } | { kind: 'finished'; run: StoredRun } | { kind: 'not_found' };
 
+/** What a change listener hears: which run changed and the state it has now. */
+export interface RunChange {
+  run_id: string;
+  state: string;
+  version: number;
+}
+
+/**
+ * The store cannot be reached (PostgreSQL restarting, the network down). Requests answer 503 with
+ * Retry-After; workers pause and try again. The message never holds the store's address.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
 export interface RunStore {
+  /** 'sqlite' serves one node; 'postgres' is shared by every node on the database. */
+  readonly kind: 'sqlite' | 'postgres';
+  /** True when other processes run work from this store too (so start-up must not fail their runs). */
+  readonly shared: boolean;
+
   // keys
   createKey(key: KeyRecord): Promise<void>;
   findKeyByHash(hash: string): Promise<KeyRecord | undefined>;
@@ -136,7 +160,11 @@ export interface RunStore {
   getSecret(name: string, create: () => string): Promise<string>;
   /** Cheap liveness query, for /readyz. */
   ping(): Promise<void>;
-  /** Called with the run id on every change of a run, by any writer of this store. */
-  onChange(listener: (run: StoredRun) => void): () => void;
+  /**
+   * Called on every change of a run by any writer of this store: at once for this process's own
+   * writes, by notification for other nodes' writes (with a bounded fallback poll behind it). A
+   * change may be heard more than once; listeners re-read what they need.
+   */
+  onChange(listener: (change: RunChange) => void): () => void;
   close(): Promise<void>;
 }

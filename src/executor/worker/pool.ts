@@ -1,6 +1,8 @@
 // The worker pool: claims QUEUED runs up to the concurrency limits, holds a lease on each while its
-// agent works, and ends it. A run whose worker died (lease expired, or found INPROGRESS at start-up)
-// becomes FAILED executor_restarted: never silently re-run, because agents have side effects.
+// agent works, and ends it. A run whose worker died (lease expired, or found INPROGRESS at start-up
+// of a single-node store) becomes FAILED executor_restarted: never silently re-run, because agents
+// have side effects. Every node sweeps for expired leases, API-only nodes too: the node that held
+// one may never come back. While the store is unreachable the pool pauses and its writes retry.
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
@@ -9,7 +11,13 @@ import { commandAgent } from '../agents/command.js';
 import { simulatedAgent } from '../agents/simulated.js';
 import { runShell } from '../agents/shell.js';
 import type { Agent, AgentResult } from '../agents/types.js';
-import type { Outcome, RunStore, StoredRun } from '../store/types.js';
+import {
+  type Outcome,
+  type RunChange,
+  type RunStore,
+  type StoredRun,
+  StoreUnavailableError
+} from '../store/types.js';
 import { type Workspace, createWorkspace, sweepWorkspaces } from '../workspace/workspace.js';
 
 const AGENTS: Record<string, Agent> = { simulated: simulatedAgent, command: commandAgent };
@@ -17,6 +25,8 @@ const AGENTS: Record<string, Agent> = { simulated: simulatedAgent, command: comm
 type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
 
 const QUOTA_CHECK_MS = 2000;
+/** How long a finished run's outcome is retried while the store is unreachable. */
+const FINISH_RETRY_MS = 10 * 60_000;
 
 /** The outcome of a run its worker stopped. */
 function stopped(
@@ -64,36 +74,71 @@ export class WorkerPool {
   constructor(
     private readonly store: RunStore,
     private readonly config: ExecutorConfig,
-    private readonly log: FastifyBaseLogger
+    private readonly log: FastifyBaseLogger,
+    /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
+    private readonly runsWork = true
   ) {
     this.environments = new Map(config.environments.map(env => [env.id, env]));
   }
 
   /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
   async start(): Promise<void> {
+    // On a store of its own, whatever is INPROGRESS was this data dir's previous process's. On a
+    // shared store other nodes are running theirs: only expired leases are abandoned.
     const orphans = await this.store.failAbandoned(
-      true,
+      !this.store.shared,
       now(),
       'the executor restarted while this run was in progress; it was not re-run'
     );
     if (orphans.length > 0)
       this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
-    this.unsubscribe = this.store.onChange(run => this.onChange(run));
+    if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
-      const timer = setInterval(
-        () => void work().catch(error => this.log.error({ err: error }, 'worker timer failed')),
-        ms
-      );
+      const timer = setInterval(() => void work().catch(error => this.timerFailed(error)), ms);
       timer.unref();
       this.timers.push(timer);
     };
     every(Math.max(200, Math.floor(this.config.leaseMs / 3)), () => this.heartbeat());
-    every(1000, () => this.pump());
+    // Expired leases are looked for often, so another node's runs fail soon after its lease ends.
+    every(Math.max(100, Math.min(1000, Math.floor(this.config.leaseMs / 10))), () => this.reap());
     every(3_600_000, () => this.prune());
-    every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
+    if (this.runsWork) {
+      // The fallback behind change notifications: a claim attempt a second when idle.
+      every(1000, () => this.pump());
+      every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
+      await this.sweep();
+    }
     await this.prune();
-    await this.sweep();
     await this.pump();
+  }
+
+  private storeDown = false;
+
+  /** A timer's failure: one warning when the store goes away (not one a second), errors as errors. */
+  private timerFailed(error: unknown): void {
+    if (error instanceof StoreUnavailableError) {
+      if (!this.storeDown)
+        this.log.warn({ err: error }, 'store unavailable: the worker pauses until it is back');
+      this.storeDown = true;
+      return;
+    }
+    this.log.error({ err: error }, 'worker timer failed');
+  }
+
+  /** A write the run's outcome depends on: retried while the store is unreachable, up to `forMs`. */
+  private async persist<T>(work: () => Promise<T>, forMs: number): Promise<T> {
+    const until = Date.now() + forMs;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        const result = await work();
+        this.storeDown = false;
+        return result;
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) || Date.now() + delay > until) throw error;
+        this.timerFailed(error);
+        await new Promise(resolve => setTimeout(resolve, delay));
+      }
+    }
   }
 
   get runningCount(): number {
@@ -112,7 +157,7 @@ export class WorkerPool {
     this.unsubscribe?.();
   }
 
-  private onChange(run: StoredRun): void {
+  private onChange(run: RunChange): void {
     if (run.state === 'QUEUED') this.pumpSafely();
     const active = this.active.get(run.run_id);
     if (active && run.state === 'CANCELLED') active.controller.abort('cancelled' satisfies StopReason);
@@ -125,6 +170,7 @@ export class WorkerPool {
 
   /** Claims runs while there is capacity. Re-entrant calls coalesce into one more pass. */
   async pump(): Promise<void> {
+    if (!this.runsWork) return;
     if (this.pumping) {
       this.pumpAgain = true;
       return;
@@ -140,6 +186,7 @@ export class WorkerPool {
             this.fullEnvironments(),
             now()
           );
+          this.storeDown = false;
           if (!run) break;
           this.launch(run);
         }
@@ -172,8 +219,11 @@ export class WorkerPool {
 
   private async execute(run: StoredRun, controller: AbortController): Promise<void> {
     const environment = this.environments.get(run.environment_id);
+    const at = now;
     const record = (kind: string, data: Record<string, unknown>) =>
-      this.store.appendEvent(run.run_id, kind, data, now()).then(() => undefined);
+      this.persist(() => this.store.appendEvent(run.run_id, kind, data, at()), this.config.leaseMs).then(
+        () => undefined
+      );
     if (!environment) {
       await this.finish(run, {
         state: 'FAILED',
@@ -275,7 +325,11 @@ export class WorkerPool {
   }
 
   private async finish(run: StoredRun, outcome: Outcome): Promise<void> {
-    const finished = await this.store.finishRun(run.run_id, this.owner, outcome, now());
+    const at = now();
+    const finished = await this.persist(
+      () => this.store.finishRun(run.run_id, this.owner, outcome, at),
+      FINISH_RETRY_MS
+    );
     if (!finished)
       this.log.info({ run_id: run.run_id }, 'run ended elsewhere (cancelled) before its agent stopped');
   }
@@ -286,11 +340,20 @@ export class WorkerPool {
       if (!held && !active.controller.signal.aborted)
         active.controller.abort('lease_lost' satisfies StopReason);
     }
-    await this.store.failAbandoned(
+  }
+
+  private async reap(): Promise<void> {
+    const failed = await this.store.failAbandoned(
       false,
       now(),
       'the worker running this run stopped renewing its lease; it was not re-run'
     );
+    this.storeDown = false;
+    if (failed.length > 0)
+      this.log.warn(
+        { runs: failed.map(run => run.run_id) },
+        'failed runs whose worker stopped renewing its lease'
+      );
   }
 
   private async prune(): Promise<void> {

