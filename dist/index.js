@@ -31801,6 +31801,11 @@ const ERROR_CODES = {
         meaning: 'The run queue is full; wait for Retry-After and create the run again.'
     },
     internal_error: { status: 500, retryable: true, meaning: 'The server failed unexpectedly.' },
+    store_unavailable: {
+        status: 503,
+        retryable: true,
+        meaning: 'The executor cannot reach its store (PostgreSQL restarting, say); nothing was changed. Retry after Retry-After.'
+    },
     shutting_down: {
         status: 503,
         retryable: true,

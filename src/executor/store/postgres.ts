@@ -177,6 +177,10 @@ export class PostgresRunStore implements RunStore {
       throw this.wrap(error);
     }
     let broken = false;
+    // A connection that dies between two statements reports it as an event: without a listener
+    // that would end the process. The next statement fails with the same error and is handled.
+    const onError = () => (broken = true);
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -187,6 +191,7 @@ export class PostgresRunStore implements RunStore {
       if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
       throw this.wrap(error);
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }

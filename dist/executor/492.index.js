@@ -1,8 +1,8 @@
-export const id = 640;
-export const ids = [640];
+export const id = 492;
+export const ids = [492];
 export const modules = {
 
-/***/ 81640:
+/***/ 78492:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -112,6 +112,11 @@ const ERROR_CODES = {
         meaning: 'The run queue is full; wait for Retry-After and create the run again.'
     },
     internal_error: { status: 500, retryable: true, meaning: 'The server failed unexpectedly.' },
+    store_unavailable: {
+        status: 503,
+        retryable: true,
+        meaning: 'The executor cannot reach its store (PostgreSQL restarting, say); nothing was changed. Retry after Retry-After.'
+    },
     shutting_down: {
         status: 503,
         retryable: true,
@@ -182,6 +187,67 @@ function formatDuration(ms) {
 
 
 
+// EXTERNAL MODULE: external "node:url"
+var external_node_url_ = __webpack_require__(73136);
+;// CONCATENATED MODULE: ./src/executor/store/spec.ts
+// Which store a node uses: a path or sqlite: URL for SQLite (the default, in the data dir), a
+// postgres:// URL for PostgreSQL shared by several nodes. Parsing only: opening is open.ts, so the
+// config can name a store without loading a database driver.
+
+
+class StoreSpecError extends Error {
+}
+/**
+ * Reads a store setting. Undefined means SQLite in the data dir; relative paths are from `base`.
+ * Throws StoreSpecError naming the value (password hidden) and the expected forms.
+ */
+function parseStoreSpec(value, dataDir, base) {
+    const text = value?.trim() ?? '';
+    if (text === '')
+        return { kind: 'sqlite', path: (0,external_node_path_.join)(dataDir, 'executor.db') };
+    if (/^postgres(ql)?:\/\//i.test(text)) {
+        try {
+            const url = new URL(text);
+            if (url.hostname === '' && !url.searchParams.has('host'))
+                throw new Error('no host');
+        }
+        catch {
+            throw new StoreSpecError(`${JSON.stringify(redactUrl(text))}: not a valid PostgreSQL URL; expected postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
+        }
+        return { kind: 'postgres', url: text };
+    }
+    if (/^sqlite:/i.test(text)) {
+        const rest = text.slice('sqlite:'.length);
+        const path = rest.startsWith('//') ? (0,external_node_url_.fileURLToPath)(`file:${rest}`) : rest;
+        if (path === '')
+            throw new StoreSpecError(`${JSON.stringify(text)}: expected sqlite:PATH, e.g. sqlite:/var/lib/agent-executor/executor.db`);
+        return { kind: 'sqlite', path: (0,external_node_path_.isAbsolute)(path) ? path : (0,external_node_path_.resolve)(base, path) };
+    }
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+        throw new StoreSpecError(`${JSON.stringify(text.replace(/\/\/[^@/]*@/, '//***@'))}: unsupported store; expected a path or sqlite:PATH for SQLite, or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
+    }
+    return { kind: 'sqlite', path: (0,external_node_path_.resolve)(base, text) };
+}
+/** The store named by the spec, with password hidden, for logs. */
+function describeStore(spec) {
+    return spec.kind === 'sqlite' ? `sqlite:${spec.path}` : redactUrl(spec.url);
+}
+/** postgres://user:***@host:port/db: the address with any password taken out, for logs and errors. */
+function redactUrl(url) {
+    try {
+        const parsed = new URL(url);
+        if (parsed.password)
+            parsed.password = '***';
+        for (const name of [...parsed.searchParams.keys()])
+            if (/pass|secret|key/i.test(name))
+                parsed.searchParams.set(name, '***');
+        return parsed.href;
+    }
+    catch {
+        return 'postgres://(unparseable address)';
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/config.ts
 // The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
 // key, the value and the expected form. Without a file, one environment `local` serves the current
@@ -190,11 +256,12 @@ function formatDuration(ms) {
 
 
 
+
 class ConfigError extends Error {
 }
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
-function loadConfig(overrides = {}, cwd = process.cwd()) {
+function loadConfig(overrides = {}, cwd = process.cwd(), env = process.env) {
     const explicit = overrides.config !== undefined;
     const file = (0,external_node_path_.resolve)(cwd, overrides.config ?? 'agent-executor.yaml');
     let raw = {};
@@ -223,8 +290,27 @@ function loadConfig(overrides = {}, cwd = process.cwd()) {
         config.host = overrides.host;
     if (overrides.port !== undefined)
         config.port = overrides.port;
-    if (overrides.dataDir !== undefined)
+    if (overrides.dataDir !== undefined) {
+        const inDataDir = config.store.kind === 'sqlite' && config.store.path === (0,external_node_path_.join)(config.dataDir, 'executor.db');
         config.dataDir = (0,external_node_path_.resolve)(cwd, overrides.dataDir);
+        if (inDataDir)
+            config.store = parseStoreSpec(undefined, config.dataDir, cwd);
+    }
+    const [store, from] = overrides.store !== undefined
+        ? [overrides.store, '--store']
+        : env.AGENT_EXECUTOR_STORE
+            ? [env.AGENT_EXECUTOR_STORE, 'AGENT_EXECUTOR_STORE']
+            : [undefined, ''];
+    if (store !== undefined) {
+        try {
+            config.store = parseStoreSpec(store, config.dataDir, cwd);
+        }
+        catch (error) {
+            if (error instanceof StoreSpecError)
+                throw new ConfigError(`${from} ${error.message}`);
+            throw error;
+        }
+    }
     return config;
 }
 function parseConfig(raw, base, where = 'config') {
@@ -234,6 +320,7 @@ function parseConfig(raw, base, where = 'config') {
     r.known(root, '', [
         'server',
         'data_dir',
+        'store',
         'workers',
         'lease',
         'shutdown_grace',
@@ -255,11 +342,26 @@ function parseConfig(raw, base, where = 'config') {
         'retention_days'
     ]);
     const workers = r.int(root.workers, 'workers', 4, 1, 256);
+    const dataDir = (0,external_node_path_.resolve)(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
+    let store = parseStoreSpec(undefined, dataDir, base);
+    if (root.store !== undefined && root.store !== null) {
+        try {
+            if (typeof root.store !== 'string')
+                throw new StoreSpecError(`${show(root.store)}: expected a string`);
+            store = parseStoreSpec(root.store, dataDir, base);
+        }
+        catch (error) {
+            if (!(error instanceof StoreSpecError))
+                throw error;
+            problems.push(`store ${error.message}`);
+        }
+    }
     const config = {
         host: r.string(server.host, 'server.host', '127.0.0.1'),
         port: r.int(server.port, 'server.port', 8080, 0, 65535),
         publicUrl: r.url(server.public_url, 'server.public_url'),
-        dataDir: (0,external_node_path_.resolve)(base, r.string(root.data_dir, 'data_dir', '.agent-executor')),
+        dataDir,
+        store,
         workers,
         leaseMs: r.duration(root.lease, 'lease', 30_000),
         shutdownGraceMs: r.duration(root.shutdown_grace, 'shutdown_grace', 30_000),
@@ -544,6 +646,22 @@ async function issueKey(store, options) {
 // EXTERNAL MODULE: ./node_modules/fastify/fastify.js
 var fastify = __webpack_require__(16703);
 var fastify_default = /*#__PURE__*/__webpack_require__.n(fastify);
+;// CONCATENATED MODULE: ./src/executor/store/types.ts
+// The RunStore interface: everything the routes and the worker need from storage. SQLite (one
+// machine) and PostgreSQL (several nodes on one database) implement it; routes and worker do not
+// know which. Every read and write of a run is scoped to a team, except the worker's own (it runs
+// every team's work).
+/**
+ * The store cannot be reached (PostgreSQL restarting, the network down). Requests answer 503 with
+ * Retry-After; workers pause and try again. The message never holds the store's address.
+ */
+class StoreUnavailableError extends Error {
+    constructor(message, options) {
+        super(message, options);
+        this.name = 'StoreUnavailableError';
+    }
+}
+
 // EXTERNAL MODULE: external "node:child_process"
 var external_node_child_process_ = __webpack_require__(31421);
 ;// CONCATENATED MODULE: ./src/executor/agents/shell.ts
@@ -1060,8 +1178,11 @@ function copyTree(from, to, skip) {
 
 ;// CONCATENATED MODULE: ./src/executor/worker/pool.ts
 // The worker pool: claims QUEUED runs up to the concurrency limits, holds a lease on each while its
-// agent works, and ends it. A run whose worker died (lease expired, or found INPROGRESS at start-up)
-// becomes FAILED executor_restarted: never silently re-run, because agents have side effects.
+// agent works, and ends it. A run whose worker died (lease expired, or found INPROGRESS at start-up
+// of a single-node store) becomes FAILED executor_restarted: never silently re-run, because agents
+// have side effects. Every node sweeps for expired leases, API-only nodes too: the node that held
+// one may never come back. While the store is unreachable the pool pauses and its writes retry.
+
 
 
 
@@ -1069,6 +1190,8 @@ function copyTree(from, to, skip) {
 
 const AGENTS = { simulated: simulatedAgent, command: commandAgent };
 const QUOTA_CHECK_MS = 2000;
+/** How long a finished run's outcome is retried while the store is unreachable. */
+const FINISH_RETRY_MS = 10 * 60_000;
 /** The outcome of a run its worker stopped. */
 function stopped(reason, environment, quotaBytes) {
     if (reason === 'timeout') {
@@ -1095,6 +1218,7 @@ class WorkerPool {
     store;
     config;
     log;
+    runsWork;
     owner = `node-${(0,external_node_crypto_.randomUUID)()}`;
     active = new Map();
     environments;
@@ -1103,30 +1227,69 @@ class WorkerPool {
     draining = false;
     pumping = false;
     pumpAgain = false;
-    constructor(store, config, log) {
+    constructor(store, config, log, 
+    /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
+    runsWork = true) {
         this.store = store;
         this.config = config;
         this.log = log;
+        this.runsWork = runsWork;
         this.environments = new Map(config.environments.map(env => [env.id, env]));
     }
     /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
     async start() {
-        const orphans = await this.store.failAbandoned(true, now(), 'the executor restarted while this run was in progress; it was not re-run');
+        // On a store of its own, whatever is INPROGRESS was this data dir's previous process's. On a
+        // shared store other nodes are running theirs: only expired leases are abandoned.
+        const orphans = await this.store.failAbandoned(!this.store.shared, now(), 'the executor restarted while this run was in progress; it was not re-run');
         if (orphans.length > 0)
             this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
-        this.unsubscribe = this.store.onChange(run => this.onChange(run));
+        if (this.runsWork)
+            this.unsubscribe = this.store.onChange(run => this.onChange(run));
         const every = (ms, work) => {
-            const timer = setInterval(() => void work().catch(error => this.log.error({ err: error }, 'worker timer failed')), ms);
+            const timer = setInterval(() => void work().catch(error => this.timerFailed(error)), ms);
             timer.unref();
             this.timers.push(timer);
         };
         every(Math.max(200, Math.floor(this.config.leaseMs / 3)), () => this.heartbeat());
-        every(1000, () => this.pump());
+        // Expired leases are looked for often, so another node's runs fail soon after its lease ends.
+        every(Math.max(100, Math.min(1000, Math.floor(this.config.leaseMs / 10))), () => this.reap());
         every(3_600_000, () => this.prune());
-        every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
+        if (this.runsWork) {
+            // The fallback behind change notifications: a claim attempt a second when idle.
+            every(1000, () => this.pump());
+            every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
+            await this.sweep();
+        }
         await this.prune();
-        await this.sweep();
         await this.pump();
+    }
+    storeDown = false;
+    /** A timer's failure: one warning when the store goes away (not one a second), errors as errors. */
+    timerFailed(error) {
+        if (error instanceof StoreUnavailableError) {
+            if (!this.storeDown)
+                this.log.warn({ err: error }, 'store unavailable: the worker pauses until it is back');
+            this.storeDown = true;
+            return;
+        }
+        this.log.error({ err: error }, 'worker timer failed');
+    }
+    /** A write the run's outcome depends on: retried while the store is unreachable, up to `forMs`. */
+    async persist(work, forMs) {
+        const until = Date.now() + forMs;
+        for (let delay = 100;; delay = Math.min(delay * 2, 2000)) {
+            try {
+                const result = await work();
+                this.storeDown = false;
+                return result;
+            }
+            catch (error) {
+                if (!(error instanceof StoreUnavailableError) || Date.now() + delay > until)
+                    throw error;
+                this.timerFailed(error);
+                await new Promise(resolve => setTimeout(resolve, delay));
+            }
+        }
     }
     get runningCount() {
         return this.active.size;
@@ -1157,6 +1320,8 @@ class WorkerPool {
     }
     /** Claims runs while there is capacity. Re-entrant calls coalesce into one more pass. */
     async pump() {
+        if (!this.runsWork)
+            return;
         if (this.pumping) {
             this.pumpAgain = true;
             return;
@@ -1167,6 +1332,7 @@ class WorkerPool {
                 this.pumpAgain = false;
                 while (!this.draining && this.active.size < this.config.workers) {
                     const run = await this.store.claimNext(this.owner, this.config.leaseMs, this.fullEnvironments(), now());
+                    this.storeDown = false;
                     if (!run)
                         break;
                     this.launch(run);
@@ -1198,7 +1364,8 @@ class WorkerPool {
     }
     async execute(run, controller) {
         const environment = this.environments.get(run.environment_id);
-        const record = (kind, data) => this.store.appendEvent(run.run_id, kind, data, now()).then(() => undefined);
+        const at = now;
+        const record = (kind, data) => this.persist(() => this.store.appendEvent(run.run_id, kind, data, at()), this.config.leaseMs).then(() => undefined);
         if (!environment) {
             await this.finish(run, {
                 state: 'FAILED',
@@ -1298,7 +1465,8 @@ class WorkerPool {
         return { state: 'SUCCEEDED' };
     }
     async finish(run, outcome) {
-        const finished = await this.store.finishRun(run.run_id, this.owner, outcome, now());
+        const at = now();
+        const finished = await this.persist(() => this.store.finishRun(run.run_id, this.owner, outcome, at), FINISH_RETRY_MS);
         if (!finished)
             this.log.info({ run_id: run.run_id }, 'run ended elsewhere (cancelled) before its agent stopped');
     }
@@ -1308,7 +1476,12 @@ class WorkerPool {
             if (!held && !active.controller.signal.aborted)
                 active.controller.abort('lease_lost');
         }
-        await this.store.failAbandoned(false, now(), 'the worker running this run stopped renewing its lease; it was not re-run');
+    }
+    async reap() {
+        const failed = await this.store.failAbandoned(false, now(), 'the worker running this run stopped renewing its lease; it was not re-run');
+        this.storeDown = false;
+        if (failed.length > 0)
+            this.log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
     }
     async prune() {
         const before = new Date(Date.now() - this.config.limits.retentionDays * 86_400_000).toISOString();
@@ -1468,8 +1641,8 @@ class ChangeHub {
     waiters = new Map();
     unsubscribe;
     constructor(store) {
-        this.unsubscribe = store.onChange((run) => {
-            const set = this.waiters.get(run.run_id);
+        this.unsubscribe = store.onChange((change) => {
+            const set = this.waiters.get(change.run_id);
             if (set)
                 for (const wake of [...set])
                     wake();
@@ -1899,8 +2072,15 @@ async function runRoutes(app, { context }) {
         if (wait && current() && !isTerminalState(run.state)) {
             const closed = new AbortController();
             request.raw.once('close', () => closed.abort());
-            await hub.wait(run.run_id, wait * 1000, closed.signal);
-            run = await findRun(request, id);
+            const deadline = Date.now() + wait * 1000;
+            // A wake may be a change heard twice (notification and fallback poll): wait on until this
+            // run really moved, the time is up, the client left or the server is stopping.
+            while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+                await hub.wait(run.run_id, deadline - Date.now(), closed.signal);
+                run = await findRun(request, id);
+                if (!current() || isTerminalState(run.state))
+                    break;
+            }
         }
         reply.header('etag', etagOf(run));
         if (current())
@@ -2169,7 +2349,9 @@ async function sessionRoutes(app, { context }) {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/app.ts
-// The executor as one process: the Fastify API and the worker pool over one store.
+// The executor as one process: the Fastify API and the worker pool over one store. A node's role
+// picks the parts: `all` (both), `api` (the API; it runs nothing), `worker` (runs work; it serves
+// only /healthz, /readyz and the API's description).
 
 
 
@@ -2180,7 +2362,8 @@ async function sessionRoutes(app, { context }) {
 
 
 
-async function startExecutor(config, store) {
+
+async function startExecutor(config, store, role = 'all') {
     // Request ids: unique per process start, cheap to make (no random bytes per request).
     const requestPrefix = (0,external_node_crypto_.randomBytes)(4).toString('hex');
     let requestCount = 0;
@@ -2238,6 +2421,12 @@ async function startExecutor(config, store) {
     app.setErrorHandler((error, request, reply) => {
         if (error instanceof ProblemError)
             return sendProblem(reply, error);
+        if (error instanceof StoreUnavailableError) {
+            request.log.warn({ err: error }, 'store unavailable');
+            return sendProblem(reply, new ProblemError('store_unavailable', 'the executor cannot reach its store; retry shortly', {
+                'retry-after': '2'
+            }));
+        }
         switch (error.code) {
             case 'FST_ERR_CTP_BODY_TOO_LARGE':
                 return sendProblem(reply, new ProblemError('payload_too_large', `the body is over the limit of ${config.limits.maxBodyBytes} bytes`));
@@ -2258,9 +2447,11 @@ async function startExecutor(config, store) {
     });
     app.setNotFoundHandler((request, reply) => sendProblem(reply, new ProblemError('route_not_found', `no endpoint ${request.method} ${request.url.split('?')[0]}`)));
     await app.register(metaRoutes, { context, publicUrl });
-    await app.register(sessionRoutes, { context });
-    await app.register(runRoutes, { context });
-    const pool = new WorkerPool(store, config, app.log);
+    if (role !== 'worker') {
+        await app.register(sessionRoutes, { context });
+        await app.register(runRoutes, { context });
+    }
+    const pool = new WorkerPool(store, config, app.log, role !== 'api');
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
     if (address && typeof address === 'object') {
@@ -2291,8 +2482,10 @@ async function startExecutor(config, store) {
 
 // EXTERNAL MODULE: external "node:events"
 var external_node_events_ = __webpack_require__(78474);
+// EXTERNAL MODULE: ./node_modules/pg/esm/index.mjs
+var esm = __webpack_require__(83849);
 ;// CONCATENATED MODULE: ./src/executor/store/migrations.ts
-// Versioned schema migrations. Each runs once, in its own transaction; the applied versions are
+// Versioned schema migrations, one list per store. Each runs once, in its own transaction; the applied versions are
 // recorded in schema_migrations. Never edit a released migration: add the next one.
 const SQLITE_MIGRATIONS = [
     {
@@ -2349,6 +2542,613 @@ const SQLITE_MIGRATIONS = [
     `
     }
 ];
+/**
+ * The same schema on PostgreSQL, plus what several nodes need: a per-run event counter (writers on
+ * different nodes number transcript events without colliding) and changed_at on the database's
+ * clock (for the fallback poll). Timestamps stay ISO-8601 text, as the API shows them. Prompt, title
+ * and status message are UTF-8 bytes: PostgreSQL text cannot hold NUL, and a prompt must come back
+ * exactly as sent.
+ */
+const POSTGRES_MIGRATIONS = [
+    {
+        version: 1,
+        name: 'keys, runs, transcript events, secrets',
+        sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('personal', 'agent')),
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE TABLE runs (
+        seq BIGSERIAL PRIMARY KEY,
+        run_id TEXT NOT NULL UNIQUE,
+        team TEXT NOT NULL,
+        environment_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        title BYTEA,
+        prompt BYTEA NOT NULL,
+        config TEXT NOT NULL,
+        extra TEXT NOT NULL,
+        creator_type TEXT NOT NULL,
+        creator_uid TEXT NOT NULL,
+        creator_name TEXT NOT NULL,
+        status_message BYTEA,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        lease_owner TEXT,
+        lease_expires_at BIGINT,
+        idempotency_key TEXT,
+        idempotency_hash TEXT,
+        event_seq INTEGER NOT NULL DEFAULT 1,
+        changed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+      );
+      CREATE INDEX runs_team_seq ON runs (team, seq);
+      CREATE INDEX runs_queued ON runs (seq) WHERE state = 'QUEUED';
+      CREATE INDEX runs_in_progress ON runs (lease_expires_at) WHERE state = 'INPROGRESS';
+      CREATE INDEX runs_changed_at ON runs (changed_at);
+      CREATE UNIQUE INDEX runs_idempotency ON runs (team, idempotency_key) WHERE idempotency_key IS NOT NULL;
+      CREATE TABLE events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
+      CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `
+    }
+];
+
+;// CONCATENATED MODULE: ./src/executor/store/postgres.ts
+// RunStore on PostgreSQL, shared by every executor node on one database. What makes several nodes
+// safe together:
+// - claims take the oldest QUEUED run with FOR UPDATE SKIP LOCKED, so two nodes never claim one run;
+// - leases are stamped and checked with the database's clock, so nodes' clocks may disagree;
+// - every change is announced with pg_notify in the transaction that makes it (sent at commit), and
+//   each node LISTENs on one connection; a slow fallback poll of recently changed runs covers
+//   notifications missed while that connection was down;
+// - idempotency is a unique index, so concurrent creates with one key on two nodes give one run;
+// - migrations run under an advisory lock, so nodes starting at once apply each exactly once.
+// Connection errors become StoreUnavailableError: requests answer 503, workers pause.
+
+
+
+
+
+
+const CHANNEL = 'agent_executor_runs';
+/** Milliseconds since the epoch on the database's clock. */
+const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+/** Any number that fits in a JavaScript number comes back as one (ids, counts, epoch ms). */
+const TYPES = {
+    getTypeParser(oid, format) {
+        if (oid === 20 && format !== 'binary')
+            return (value) => Number(value);
+        // bytea columns hold user text as UTF-8 (see the migration): read back as strings.
+        if (oid === 17 && format !== 'binary')
+            return (value) => Buffer.from(value.slice(2), 'hex').toString('utf8');
+        return esm/* default.types */.Ay.types.getTypeParser(oid, format);
+    }
+};
+/** Columns of a run as the API and the worker see them (not the store's own bookkeeping). */
+const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+  creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
+  version, lease_owner, lease_expires_at`;
+const RUN_COLUMNS_OF = (alias) => RUN_COLUMNS.split(',')
+    .map(column => `${alias}.${column.trim()}`)
+    .join(', ');
+/** Connection-level failures: the database is down, restarting, or unreachable. */
+function isUnavailable(error) {
+    const e = error;
+    if (!e)
+        return false;
+    if (typeof e.code === 'string') {
+        // 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now;
+        // 53300: too many connections.
+        if (/^08|^57P0[1-3]$|^53300$/.test(e.code))
+            return true;
+        if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(e.code))
+            return true;
+    }
+    return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(e.message ?? '');
+}
+class PostgresRunStore {
+    pool;
+    url;
+    options;
+    kind = 'postgres';
+    shared = true;
+    /** This process's name in notifications, so it skips its own (it already told its listeners). */
+    node = (0,external_node_crypto_.randomUUID)();
+    changes = new external_node_events_.EventEmitter();
+    listener;
+    listening = false;
+    closed = false;
+    pollTimer;
+    reconnectTimer;
+    /** Database time of the last successful fallback poll. */
+    polledUpTo;
+    /** run_id → the newest version this process has announced, to skip the poll's repeats. */
+    heard = new Map();
+    constructor(pool, url, options) {
+        this.pool = pool;
+        this.url = url;
+        this.options = options;
+        this.changes.setMaxListeners(0);
+    }
+    /** Connects, and brings the schema up to date under an advisory lock. */
+    static async open(url, options = {}) {
+        const pool = new esm/* default.Pool */.Ay.Pool({
+            connectionString: url,
+            max: options.poolSize ?? 10,
+            connectionTimeoutMillis: 5000,
+            idleTimeoutMillis: 30_000,
+            types: TYPES,
+            application_name: 'agent-executor'
+        });
+        // An idle connection that breaks (the server restarting) must not crash the process.
+        pool.on('error', () => undefined);
+        const store = new PostgresRunStore(pool, url, {
+            poolSize: options.poolSize ?? 10,
+            fallbackPollMs: options.fallbackPollMs ?? 2000
+        });
+        try {
+            await store.migrate();
+        }
+        catch (error) {
+            await pool.end().catch(() => undefined);
+            throw new Error(`cannot open the PostgreSQL store at ${redactUrl(url)}: ${error.message}`, {
+                cause: error
+            });
+        }
+        return store;
+    }
+    async migrate() {
+        await this.transaction(async (client) => {
+            // One lock for every node of every version: the second node waits, then finds nothing to do.
+            await client.query(`SELECT pg_advisory_xact_lock(hashtext('agent-executor schema'))`);
+            await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
+            const applied = await client.query('SELECT version FROM schema_migrations');
+            const done = new Set(applied.rows.map(row => row.version));
+            for (const migration of POSTGRES_MIGRATIONS) {
+                if (done.has(migration.version))
+                    continue;
+                await client.query(migration.sql);
+                await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+                    migration.version,
+                    migration.name,
+                    new Date().toISOString()
+                ]);
+            }
+        });
+    }
+    /** Runs a query, turning connection failures into StoreUnavailableError. */
+    async query(text, values = [], on = this.pool) {
+        try {
+            return await on.query(text, values);
+        }
+        catch (error) {
+            throw this.wrap(error);
+        }
+    }
+    wrap(error) {
+        if (error instanceof StoreUnavailableError || !isUnavailable(error))
+            return error;
+        return new StoreUnavailableError(`the PostgreSQL store is unavailable (${error.message.replaceAll(this.url, redactUrl(this.url))})`, { cause: error });
+    }
+    async transaction(work) {
+        let client;
+        try {
+            client = await this.pool.connect();
+        }
+        catch (error) {
+            throw this.wrap(error);
+        }
+        let broken = false;
+        // A connection that dies between two statements reports it as an event: without a listener
+        // that would end the process. The next statement fails with the same error and is handled.
+        const onError = () => (broken = true);
+        client.on('error', onError);
+        try {
+            await client.query('BEGIN');
+            const result = await work(client);
+            await client.query('COMMIT');
+            return result;
+        }
+        catch (error) {
+            broken = isUnavailable(error);
+            if (!broken)
+                await client.query('ROLLBACK').catch(() => (broken = true));
+            throw this.wrap(error);
+        }
+        finally {
+            client.off('error', onError);
+            client.release(broken);
+        }
+    }
+    /** Tells this process's listeners now; other nodes hear the pg_notify sent at commit. */
+    announce(runs) {
+        for (const run of runs) {
+            this.remember(run);
+            try {
+                this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+            }
+            catch {
+                // a listener failed; the change is stored, and timers catch up
+            }
+        }
+    }
+    remember(run) {
+        const seen = this.heard.get(run.run_id);
+        if (seen && seen.version >= run.version)
+            return false;
+        this.heard.set(run.run_id, { version: run.version, at: Date.now() });
+        return true;
+    }
+    /** Inside a transaction: a state event for each run, and one notification for all of them. */
+    async recordStates(client, runs) {
+        if (runs.length === 0)
+            return;
+        const data = runs.map(run => {
+            const event = { state: run.state };
+            if (run.status_message !== null && run.state !== 'QUEUED' && run.state !== 'INPROGRESS')
+                event.status_message = run.status_message;
+            if (run.error_code !== null)
+                event.error_code = run.error_code;
+            return JSON.stringify(event);
+        });
+        await client.query(`INSERT INTO events (run_id, seq, at, kind, data)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[])`, [
+            runs.map(run => run.run_id),
+            runs.map(run => run.event_seq),
+            runs.map(run => run.updated_at),
+            runs.map(() => 'state'),
+            data
+        ]);
+        await client.query(`SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload`, [
+            CHANNEL,
+            runs.map(run => JSON.stringify({ n: this.node, r: run.run_id, s: run.state, v: run.version }))
+        ]);
+    }
+    async createKey(key) {
+        await this.query(`INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [key.id, key.team, key.kind, key.name, key.hash, key.hint, key.created_at, key.revoked_at]);
+    }
+    async findKeyByHash(hash) {
+        return (await this.query('SELECT * FROM api_keys WHERE hash = $1', [hash])).rows[0];
+    }
+    async listKeys() {
+        return (await this.query('SELECT * FROM api_keys ORDER BY created_at, id')).rows;
+    }
+    async revokeKey(id, at) {
+        const result = await this.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id]);
+        return (result.rowCount ?? 0) > 0;
+    }
+    async createRun(run, idempotency, maxQueued) {
+        const result = await this.transaction(async (client) => {
+            if (idempotency) {
+                const replay = await this.replay(client, run.team, idempotency);
+                if (replay)
+                    return replay;
+            }
+            // Counting stops at the limit, so a long queue does not make every create slower. Nodes
+            // count at once, so the limit can be passed by the number of creates in flight.
+            const queued = await client.query(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT $1) AS q`, [maxQueued]);
+            if (queued.rows[0].n >= maxQueued)
+                return { kind: 'queue_full' };
+            const inserted = await client.query(`INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+           creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
+         VALUES ($1, $2, $3, 'QUEUED', $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13)
+         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}, event_seq`, [
+                run.run_id,
+                run.team,
+                run.environment_id,
+                bytes(run.title),
+                bytes(run.prompt),
+                run.config,
+                run.extra,
+                run.creator_type,
+                run.creator_uid,
+                run.creator_name,
+                run.created_at,
+                idempotency?.key ?? null,
+                idempotency?.requestHash ?? null
+            ]);
+            const created = inserted.rows[0];
+            if (!created) {
+                // Another node created a run with this key after our look: the unique index decided.
+                return (await this.replay(client, run.team, idempotency)) ?? { kind: 'key_reused' };
+            }
+            await this.recordStates(client, [created]);
+            return { kind: 'created', run: strip(created) };
+        });
+        if (result.kind === 'created')
+            this.announce([result.run]);
+        return result;
+    }
+    async replay(client, team, idempotency) {
+        const existing = await client.query(`SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = $1 AND idempotency_key = $2`, [team, idempotency.key]);
+        const row = existing.rows[0];
+        if (!row)
+            return undefined;
+        return row.idempotency_hash === idempotency.requestHash
+            ? { kind: 'replayed', run: strip(row) }
+            : { kind: 'key_reused' };
+    }
+    async getRun(team, runId) {
+        return (await this.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND team = $2`, [
+            runId,
+            team
+        ])).rows[0];
+    }
+    async getRunAnyTeam(runId) {
+        return (await this.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1`, [runId]))
+            .rows[0];
+    }
+    async listRuns(team, query) {
+        const values = [team];
+        const where = ['team = $1'];
+        const add = (condition, value) => {
+            values.push(value);
+            where.push(condition(`$${values.length}`));
+        };
+        if (query.beforeSeq !== undefined)
+            add(p => `seq < ${p}`, query.beforeSeq);
+        if (query.states && query.states.length > 0)
+            add(p => `state = ANY(${p}::text[])`, query.states);
+        if (query.environmentId !== undefined)
+            add(p => `environment_id = ${p}`, query.environmentId);
+        if (query.createdAfter !== undefined)
+            add(p => `created_at > ${p}`, query.createdAfter);
+        if (query.createdBefore !== undefined)
+            add(p => `created_at < ${p}`, query.createdBefore);
+        values.push(query.limit);
+        return (await this.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${values.length}`, values)).rows;
+    }
+    async cancelRun(team, runId, at) {
+        const result = await this.transaction(async (client) => {
+            const found = await client.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND team = $2 FOR UPDATE`, [runId, team]);
+            const run = found.rows[0];
+            if (!run)
+                return { kind: 'not_found' };
+            if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state))
+                return { kind: 'finished', run };
+            const updated = await client.query(`UPDATE runs SET state = 'CANCELLED', status_message = convert_to('cancelled by a client', 'UTF8'),
+           error_code = 'cancelled',
+           completed_at = $1, updated_at = $1, version = version + 1, lease_owner = NULL,
+           lease_expires_at = NULL, event_seq = event_seq + 1, changed_at = clock_timestamp()
+         WHERE run_id = $2 RETURNING ${RUN_COLUMNS}, event_seq`, [at, runId]);
+            await this.recordStates(client, updated.rows);
+            return { kind: 'cancelled', run: strip(updated.rows[0]) };
+        });
+        if (result.kind === 'cancelled')
+            this.announce([result.run]);
+        return result;
+    }
+    async claimNext(owner, leaseMs, excluded, at) {
+        const run = await this.transaction(async (client) => {
+            const claimed = await client.query(`WITH next AS (
+           SELECT seq FROM runs WHERE state = 'QUEUED' AND NOT (environment_id = ANY($4::text[]))
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+         UPDATE runs AS r SET state = 'INPROGRESS', started_at = $1, updated_at = $1, version = r.version + 1,
+           lease_owner = $2, lease_expires_at = ${NOW_MS} + $3, event_seq = r.event_seq + 1,
+           changed_at = clock_timestamp()
+         FROM next WHERE r.seq = next.seq
+         RETURNING ${RUN_COLUMNS_OF('r')}, r.event_seq`, [at, owner, leaseMs, excluded]);
+            await this.recordStates(client, claimed.rows);
+            return claimed.rows[0] && strip(claimed.rows[0]);
+        });
+        if (run)
+            this.announce([run]);
+        return run;
+    }
+    async renewLease(runId, owner, leaseMs) {
+        const result = await this.query(`UPDATE runs SET lease_expires_at = ${NOW_MS} + $3
+       WHERE run_id = $1 AND lease_owner = $2 AND state = 'INPROGRESS'`, [runId, owner, leaseMs]);
+        return (result.rowCount ?? 0) > 0;
+    }
+    async finishRun(runId, owner, outcome, at) {
+        const run = await this.transaction(async (client) => {
+            const finished = await client.query(`UPDATE runs SET state = $1, status_message = $2, error_code = $3, completed_at = $4, updated_at = $4,
+           version = version + 1, lease_owner = NULL, lease_expires_at = NULL, event_seq = event_seq + 1,
+           changed_at = clock_timestamp()
+         WHERE run_id = $5 AND lease_owner = $6 AND state = 'INPROGRESS'
+         RETURNING ${RUN_COLUMNS}, event_seq`, [outcome.state, bytes(outcome.status_message ?? null), outcome.error_code ?? null, at, runId, owner]);
+            await this.recordStates(client, finished.rows);
+            return finished.rows[0] && strip(finished.rows[0]);
+        });
+        if (run)
+            this.announce([run]);
+        return run;
+    }
+    async failAbandoned(all, at, message) {
+        const runs = await this.transaction(async (client) => {
+            // SKIP LOCKED: a run its worker is finishing right now is not abandoned, and two nodes
+            // sweeping at once do not wait on each other.
+            const failed = await client.query(`UPDATE runs SET state = 'FAILED', status_message = $1, error_code = 'executor_restarted',
+           completed_at = $2, updated_at = $2, version = version + 1, lease_owner = NULL,
+           lease_expires_at = NULL, event_seq = event_seq + 1, changed_at = clock_timestamp()
+         WHERE seq IN (SELECT seq FROM runs WHERE state = 'INPROGRESS' AND ($3 OR lease_expires_at < ${NOW_MS})
+                       FOR UPDATE SKIP LOCKED)
+         RETURNING ${RUN_COLUMNS}, event_seq`, [bytes(message), at, all]);
+            await this.recordStates(client, failed.rows);
+            return failed.rows.map(strip);
+        });
+        this.announce(runs);
+        return runs;
+    }
+    async appendEvent(runId, kind, data, at) {
+        // The run's row hands out event numbers, so writers on different nodes never collide.
+        const result = await this.query(`WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = $1 RETURNING event_seq)
+       INSERT INTO events (run_id, seq, at, kind, data) SELECT $1, event_seq, $2, $3, $4 FROM next
+       RETURNING seq`, [runId, at, kind, JSON.stringify(data)]);
+        const seq = result.rows[0]?.seq;
+        if (seq === undefined)
+            throw new Error(`run ${runId} does not exist`);
+        return { ...data, seq, at, kind };
+    }
+    async listEvents(runId) {
+        const result = await this.query('SELECT seq, at, kind, data FROM events WHERE run_id = $1 ORDER BY seq', [runId]);
+        return result.rows.map(row => ({
+            ...JSON.parse(row.data),
+            seq: row.seq,
+            at: row.at,
+            kind: row.kind
+        }));
+    }
+    async pruneFinished(before) {
+        return this.transaction(async (client) => {
+            const filter = `state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') AND completed_at < $1`;
+            await client.query(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, [
+                before
+            ]);
+            return (await client.query(`DELETE FROM runs WHERE ${filter}`, [before])).rowCount ?? 0;
+        });
+    }
+    async getSecret(name, create) {
+        // The first node to ask makes it; every other node reads the same one.
+        await this.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+            name,
+            create()
+        ]);
+        const row = await this.query('SELECT value FROM secrets WHERE name = $1', [name]);
+        return row.rows[0].value;
+    }
+    async ping() {
+        await this.query('SELECT 1');
+    }
+    onChange(listener) {
+        this.changes.on('change', listener);
+        this.startListening();
+        return () => this.changes.off('change', listener);
+    }
+    /** Other nodes' changes: LISTEN on a connection of its own, reconnecting with backoff. */
+    startListening() {
+        if (this.listening)
+            return;
+        this.listening = true;
+        void this.connectListener(100);
+        this.pollTimer = setInterval(() => void this.poll(), this.options.fallbackPollMs);
+        this.pollTimer.unref();
+    }
+    async connectListener(delayMs) {
+        if (this.closed)
+            return;
+        const client = new esm/* default.Client */.Ay.Client({ connectionString: this.url, types: TYPES });
+        client.on('notification', message => this.onNotification(message.payload));
+        let retried = false;
+        const retry = () => {
+            if (retried || this.closed)
+                return;
+            retried = true;
+            if (this.listener === client)
+                this.listener = undefined;
+            client.end().catch(() => undefined);
+            this.reconnectTimer = setTimeout(() => void this.connectListener(Math.min(delayMs * 2, 2000)), delayMs);
+            this.reconnectTimer.unref();
+        };
+        client.on('error', retry);
+        client.on('end', retry);
+        try {
+            await client.connect();
+            await client.query(`LISTEN ${CHANNEL}`);
+            if (this.closed) {
+                await client.end();
+                return;
+            }
+            this.listener = client;
+            // Whatever changed while no one listened is found by the next poll (it starts where the last
+            // successful one ended); run it now rather than wait for the timer.
+            void this.poll();
+        }
+        catch {
+            retry();
+        }
+    }
+    onNotification(payload) {
+        if (!payload)
+            return;
+        let message;
+        try {
+            message = JSON.parse(payload);
+        }
+        catch {
+            return;
+        }
+        if (message.n === this.node)
+            return;
+        const change = { run_id: message.r, state: message.s, version: message.v };
+        if (!this.remember(change))
+            return;
+        try {
+            this.changes.emit('change', change);
+        }
+        catch {
+            // a listener failed; nothing to undo
+        }
+    }
+    polling = false;
+    /**
+     * The fallback: runs changed since the last poll (on the database's clock, with a margin for
+     * transactions that committed late), announced unless this process already heard that version.
+     */
+    async poll() {
+        if (this.polling || this.closed)
+            return;
+        this.polling = true;
+        try {
+            const result = await this.pool.query(`SELECT run_id, state, version, NULL AS now FROM runs
+         WHERE $1::timestamptz IS NOT NULL AND changed_at > $1::timestamptz - interval '5 seconds'
+         UNION ALL SELECT NULL, NULL, NULL, clock_timestamp()::text`, [this.polledUpTo ?? null]);
+            const rows = result.rows;
+            this.polledUpTo = rows.find(row => row.run_id === null).now;
+            for (const row of rows) {
+                if (row.run_id === null || !this.remember(row))
+                    continue;
+                this.changes.emit('change', { run_id: row.run_id, state: row.state, version: row.version });
+            }
+            const forget = Date.now() - 60_000;
+            for (const [runId, seen] of this.heard)
+                if (seen.at < forget)
+                    this.heard.delete(runId);
+        }
+        catch {
+            // unreachable: the next poll starts where the last good one ended
+        }
+        finally {
+            this.polling = false;
+        }
+    }
+    async close() {
+        if (this.closed)
+            return;
+        this.closed = true;
+        clearInterval(this.pollTimer);
+        clearTimeout(this.reconnectTimer);
+        await this.listener?.end().catch(() => undefined);
+        await this.pool.end();
+    }
+}
+/** User text as UTF-8 bytes, for the bytea columns. */
+function bytes(text) {
+    return text === null ? null : Buffer.from(text, 'utf8');
+}
+/** The run without the store's bookkeeping columns. */
+function strip(row) {
+    const { event_seq: _seq, idempotency_hash: _hash, ...run } = row;
+    return run;
+}
 
 ;// CONCATENATED MODULE: ./src/executor/store/sqlite.ts
 // RunStore on node:sqlite: WAL with synchronous=FULL, so a run id that was answered survives a
@@ -2362,6 +3162,8 @@ const SQLITE_MIGRATIONS = [
 const TERMINAL = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
 class SqliteRunStore {
     db;
+    kind = 'sqlite';
+    shared = false;
     changes = new external_node_events_.EventEmitter();
     statements = new Map();
     constructor(db) {
@@ -2420,7 +3222,7 @@ class SqliteRunStore {
     }
     emit(run) {
         if (run)
-            this.changes.emit('change', run);
+            this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
         return run;
     }
     /** Every state change is recorded in the transcript in the same transaction as the change. */
@@ -2660,8 +3462,17 @@ class SqliteRunStore {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/store/open.ts
+// Opens the store a spec names.
+
+
+async function openStore(spec, options = {}) {
+    return spec.kind === 'sqlite' ? SqliteRunStore.open(spec.path) : PostgresRunStore.open(spec.url, options);
+}
+
 ;// CONCATENATED MODULE: ./src/executor/cli.ts
 // agent-executor: serve, keys, environments.
+
 
 
 
@@ -2672,10 +3483,11 @@ class SqliteRunStore {
 const USAGE = `Usage: agent-executor <command> [options]
 
 Commands:
-  serve [--config FILE] [--data-dir DIR] [--host HOST] [--port PORT]
+  serve [--host HOST] [--port PORT] [--role all|api|worker]
       Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
       config agent-executor.yaml when present. --port 0 picks a free port. Prints
-      "listening on http://HOST:PORT" when ready.
+      "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
+      --role worker runs work and serves only /healthz and /readyz (both need a postgres:// store).
   keys create --kind personal|agent --name NAME [--team TEAM]
       Create an API key (team "default" unless given). The raw key is printed once, alone on the
       last line of stdout.
@@ -2686,12 +3498,15 @@ Commands:
   environments list
       List the configured environments.
 
-Every command takes --config FILE and --data-dir DIR.`;
+Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
+sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
+several nodes); AGENT_EXECUTOR_STORE sets it too, and the config file's store: key.`;
 class UsageError extends Error {
 }
 const COMMON = {
     config: { type: 'string' },
     'data-dir': { type: 'string' },
+    store: { type: 'string' },
     help: { type: 'boolean', short: 'h' }
 };
 async function main(argv) {
@@ -2755,18 +3570,37 @@ function configFrom(values) {
         config: values.config,
         dataDir: values['data-dir'],
         host: values.host,
-        port
+        port,
+        store: values.store
     });
 }
-const databasePath = (config) => (0,external_node_path_.join)(config.dataDir, 'executor.db');
 async function serve(args) {
-    const { values } = parse(args, { host: { type: 'string' }, port: { type: 'string' } });
+    const { values } = parse(args, {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        role: { type: 'string' }
+    });
     if (values.help)
         return help();
+    const role = (values.role ?? 'all');
+    if (!['all', 'api', 'worker'].includes(role))
+        throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
     const config = configFrom(values);
+    if (role !== 'all' && config.store.kind !== 'postgres') {
+        throw new UsageError(`--role ${role}: an ${role}-only node needs a store shared with other nodes; ` +
+            'give --store postgres://USER:PASSWORD@HOST:PORT/DB (SQLite serves one node, with --role all)');
+    }
     const release = lockDataDir(config.dataDir);
-    const store = await SqliteRunStore.open(databasePath(config));
-    const executor = await startExecutor(config, store);
+    let executor;
+    try {
+        const store = await openStore(config.store);
+        executor = await startExecutor(config, store, role);
+    }
+    catch (error) {
+        release();
+        throw error;
+    }
+    executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
     console.log(`listening on ${executor.url}`);
     return new Promise(resolve => {
         let signals = 0;
@@ -2818,7 +3652,7 @@ async function keys(args) {
     if (values.help)
         return help();
     const config = configFrom(values);
-    const store = await SqliteRunStore.open(databasePath(config));
+    const store = await openStore(config.store);
     try {
         switch (action) {
             case 'create': {
