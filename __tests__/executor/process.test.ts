@@ -99,6 +99,43 @@ describe('agent-executor CLI', () => {
     );
   });
 
+  it('refuses a split role on a store no other node can share, and unknown roles', async () => {
+    const dir = tempDir();
+    const worker = await executorCli(['serve', '--role', 'worker', '--data-dir', join(dir, 'data')], {
+      cwd: dir
+    });
+    expect(worker.code).toBe(2);
+    expect(worker.stderr).toContain(
+      '--role worker: needs a store shared with other nodes; give --store postgres://USER:PASSWORD@HOST:PORT/DB'
+    );
+    const bogus = await executorCli(['serve', '--role', 'boss'], { cwd: dir });
+    expect(bogus.code).toBe(2);
+    expect(bogus.stderr).toContain('--role "boss": expected all, api or worker');
+    const store = await executorCli(['keys', 'list', '--store', 'mongodb://admin:topsecret@db/x'], {
+      cwd: dir
+    });
+    expect(store.code).toBe(2);
+    expect(store.stderr).toContain('--store "mongodb://***@db/x": unsupported store');
+    expect(store.stderr).not.toContain('topsecret');
+  });
+
+  it('keeps keys in the store --store names', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'shared', 'keys.db');
+    const created = await executorCli(
+      ['keys', 'create', '--kind', 'agent', '--name', 'ci', '--store', `sqlite:${path}`],
+      {
+        cwd: dir
+      }
+    );
+    expect(created.code).toBe(0);
+    expect(readFileSync(path).length).toBeGreaterThan(0);
+    const listed = await executorCli(['keys', 'list', '--store', path], { cwd: dir });
+    expect(listed.stdout).toMatch(/\tdefault\tagent\tci\t/);
+    const elsewhere = await executorCli(['keys', 'list'], { cwd: dir });
+    expect(elsewhere.stdout).toContain('No keys.');
+  });
+
   it('lists environments: the default one, or those of the config file', async () => {
     const dir = tempDir();
     expect((await executorCli(['environments', 'list'], { cwd: dir })).stdout).toMatch(

@@ -317,4 +317,36 @@ describe('several executor nodes on one PostgreSQL', () => {
     );
     await close(c);
   }, 120_000);
+
+  it('while PostgreSQL is down: 503 store_unavailable with Retry-After, /readyz 503, and back when it returns', async () => {
+    const c = await cluster(['all']);
+    const [node] = c.nodes as [ExecutorProcess];
+    const { body } = await create(c, node, 0);
+    await c.db.end();
+    await postgres.stop();
+    try {
+      const read = await fetch(`${node.url}/api/v1/agent/runs/${body.run_id}`, { headers: headers(c) });
+      expect(read.status).toBe(503);
+      expect(read.headers.get('retry-after')).toBe('2');
+      const text = await read.text();
+      expect(JSON.parse(text)).toMatchObject({ error_code: 'store_unavailable', retryable: true });
+      expect(text).not.toContain('test-only-password');
+      const created = await create(c, node, 0);
+      expect(created).toMatchObject({ status: 503, body: { error_code: 'store_unavailable' } });
+      expect((await fetch(`${node.url}/readyz`)).status).toBe(503);
+      expect((await fetch(`${node.url}/healthz`)).status).toBe(200);
+    } finally {
+      await postgres.start();
+    }
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      status = (await fetch(`${node.url}/api/v1/agent/runs/${body.run_id}`, { headers: headers(c) })).status;
+      if (status !== 200) await sleep(100);
+    }
+    expect(status).toBe(200);
+    expect(node.stderr()).not.toContain('test-only-password');
+    c.db = new pg.Client({ connectionString: c.url });
+    await c.db.connect();
+    await close(c);
+  }, 60_000);
 });

@@ -244,7 +244,8 @@ function redactUrl(url) {
         return parsed.href;
     }
     catch {
-        return 'postgres://(unparseable address)';
+        // Not a URL the parser takes: hide everything between // and @, where a password would be.
+        return url.replace(/\/\/[^/]*@/, '//***@');
     }
 }
 
@@ -3618,7 +3619,7 @@ async function serve(args) {
         throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
     const config = configFrom(values);
     if (role !== 'all' && config.store.kind !== 'postgres') {
-        throw new UsageError(`--role ${role}: an ${role}-only node needs a store shared with other nodes; ` +
+        throw new UsageError(`--role ${role}: needs a store shared with other nodes; ` +
             'give --store postgres://USER:PASSWORD@HOST:PORT/DB (SQLite serves one node, with --role all)');
     }
     const release = lockDataDir(config.dataDir);

@@ -123,7 +123,7 @@ async function serve(args: string[]): Promise<number> {
   const config = configFrom(values);
   if (role !== 'all' && config.store.kind !== 'postgres') {
     throw new UsageError(
-      `--role ${role}: an ${role}-only node needs a store shared with other nodes; ` +
+      `--role ${role}: needs a store shared with other nodes; ` +
         'give --store postgres://USER:PASSWORD@HOST:PORT/DB (SQLite serves one node, with --role all)'
     );
   }

@@ -58,6 +58,7 @@ export function redactUrl(url: string): string {
       if (/pass|secret|key/i.test(name)) parsed.searchParams.set(name, '***');
     return parsed.href;
   } catch {
-    return 'postgres://(unparseable address)';
+    // Not a URL the parser takes: hide everything between // and @, where a password would be.
+    return url.replace(/\/\/[^/]*@/, '//***@');
   }
 }
