@@ -18,6 +18,9 @@ afterAll(async () => {
   await postgres?.destroy();
 });
 
+/** Quick form here; long form: `npm run reliability:scale-out` (3,000 runs, 5 restarts). */
+const RUNS = Number(process.env.SCALE_OUT_RUNS ?? 300);
+const RESTARTS = Number(process.env.PG_RESTARTS ?? 1);
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 interface Cluster {
@@ -136,39 +139,43 @@ async function untilAllEnded(c: Cluster, timeoutMs: number): Promise<void> {
 }
 
 describe('several executor nodes on one PostgreSQL', () => {
-  it('three nodes, 300 runs created round-robin: each executed exactly once, none lost', async () => {
-    const c = await cluster(['all', 'all', 'all']);
-    const ids: string[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 12 }, async () => {
-        while (next < 300) {
-          const node = c.nodes[next++ % 3]!;
-          const created = await create(c, node, 0);
-          expect(created.status).toBe(200);
-          ids.push(created.body.run_id);
-        }
-      })
-    );
-    expect(new Set(ids).size).toBe(300);
-    await untilAllEnded(c, 120_000);
-    const ran = executions(c);
-    const final = await states(c);
-    expect(final.size).toBe(300);
-    for (const id of ids) {
-      expect({ id, state: final.get(id)?.state }).toEqual({ id, state: 'SUCCEEDED' });
-      expect({ id, executions: ran.get(id)?.length }).toEqual({ id, executions: 1 });
-    }
-    expect(ran.size).toBe(300);
-    // Work was shared: every node executed some of it.
-    const perNode = new Map<string, number>();
-    for (const [, nodes] of ran) perNode.set(nodes[0]!, (perNode.get(nodes[0]!) ?? 0) + 1);
-    expect([...perNode.keys()].sort()).toEqual(['node-0', 'node-1', 'node-2']);
-    // Any node answers for any run.
-    const read = await fetch(`${c.nodes[2]!.url}/api/v1/agent/runs/${ids[0]}`, { headers: headers(c) });
-    expect(((await read.json()) as { state: string }).state).toBe('SUCCEEDED');
-    await close(c);
-  }, 180_000);
+  it(
+    `three nodes, ${RUNS} runs created round-robin: each executed exactly once, none lost`,
+    async () => {
+      const c = await cluster(['all', 'all', 'all']);
+      const ids: string[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 12 }, async () => {
+          while (next < RUNS) {
+            const node = c.nodes[next++ % 3]!;
+            const created = await create(c, node, 0);
+            expect(created.status).toBe(200);
+            ids.push(created.body.run_id);
+          }
+        })
+      );
+      expect(new Set(ids).size).toBe(RUNS);
+      await untilAllEnded(c, 120_000 + RUNS * 100);
+      const ran = executions(c);
+      const final = await states(c);
+      expect(final.size).toBe(RUNS);
+      for (const id of ids) {
+        expect({ id, state: final.get(id)?.state }).toEqual({ id, state: 'SUCCEEDED' });
+        expect({ id, executions: ran.get(id)?.length }).toEqual({ id, executions: 1 });
+      }
+      expect(ran.size).toBe(RUNS);
+      // Work was shared: every node executed some of it.
+      const perNode = new Map<string, number>();
+      for (const [, nodes] of ran) perNode.set(nodes[0]!, (perNode.get(nodes[0]!) ?? 0) + 1);
+      expect([...perNode.keys()].sort()).toEqual(['node-0', 'node-1', 'node-2']);
+      // Any node answers for any run.
+      const read = await fetch(`${c.nodes[2]!.url}/api/v1/agent/runs/${ids[0]}`, { headers: headers(c) });
+      expect(((await read.json()) as { state: string }).state).toBe('SUCCEEDED');
+      await close(c);
+    },
+    180_000 + RUNS * 200
+  );
 
   it('a node killed with SIGKILL: its runs fail executor_restarted within a lease, the others go on', async () => {
     const leaseMs = 3000;
@@ -249,74 +256,80 @@ describe('several executor nodes on one PostgreSQL', () => {
     await close(c);
   }, 60_000);
 
-  it('PostgreSQL restarted under load: no acknowledged run lost, none executed twice', async () => {
-    const c = await cluster(['all', 'all'], { lease: '20s' });
-    const acknowledged = new Map<string, string>(); // idempotency key → run id
-    const unavailable = { count: 0 };
-    let stop = false;
-    let sent = 0;
-    /** Creates like a client should: the same idempotency key until the run is acknowledged. */
-    const client = async (index: number) => {
-      while (!stop) {
-        const idem = `restart-${index}-${sent++}`;
-        for (let attempt = 0; ; attempt++) {
-          try {
-            const created = await create(c, c.nodes[sent % 2]!, 0.1, idem);
-            if (created.status === 200) {
-              acknowledged.set(idem, created.body.run_id);
-              await sleep(50); // a steady load, not a flood the machine needs a minute to run
-              break;
+  it(
+    'PostgreSQL restarted under load: no acknowledged run lost, none executed twice',
+    async () => {
+      const c = await cluster(['all', 'all'], { lease: '20s' });
+      const acknowledged = new Map<string, string>(); // idempotency key → run id
+      const unavailable = { count: 0 };
+      let stop = false;
+      let sent = 0;
+      /** Creates like a client should: the same idempotency key until the run is acknowledged. */
+      const client = async (index: number) => {
+        while (!stop) {
+          const idem = `restart-${index}-${sent++}`;
+          for (let attempt = 0; ; attempt++) {
+            try {
+              const created = await create(c, c.nodes[sent % 2]!, 0.1, idem);
+              if (created.status === 200) {
+                acknowledged.set(idem, created.body.run_id);
+                await sleep(50); // a steady load, not a flood the machine needs a minute to run
+                break;
+              }
+              expect(created.status).toBe(503);
+              expect(created.body.error_code).toBe('store_unavailable');
+              unavailable.count++;
+            } catch (error) {
+              const logs = c.nodes.map(node => `exit ${node.child.exitCode}: ${node.stderr().slice(-2000)}`);
+              throw new Error(`create failed outright: ${(error as Error).message}\n${logs.join('\n')}`);
             }
-            expect(created.status).toBe(503);
-            expect(created.body.error_code).toBe('store_unavailable');
-            unavailable.count++;
-          } catch (error) {
-            const logs = c.nodes.map(node => `exit ${node.child.exitCode}: ${node.stderr().slice(-2000)}`);
-            throw new Error(`create failed outright: ${(error as Error).message}\n${logs.join('\n')}`);
+            if (attempt > 200) throw new Error(`no answer for ${idem} after 200 tries`);
+            await sleep(100);
           }
-          if (attempt > 200) throw new Error(`no answer for ${idem} after 200 tries`);
-          await sleep(100);
         }
+      };
+      const clients = Promise.all(Array.from({ length: 4 }, (_, i) => client(i)));
+      await c.db.end().catch(() => undefined);
+      for (let restart = 0; restart < RESTARTS; restart++) {
+        await sleep(1500);
+        await postgres.stop();
+        await sleep(1500);
+        await postgres.start();
       }
-    };
-    const clients = Promise.all(Array.from({ length: 4 }, (_, i) => client(i)));
-    await sleep(1500);
-    await c.db.end().catch(() => undefined);
-    await postgres.stop();
-    await sleep(1500);
-    await postgres.start();
-    await sleep(2500);
-    stop = true;
-    await clients;
-    expect(unavailable.count).toBeGreaterThan(0);
-    c.db = new pg.Client({ connectionString: c.url });
-    await c.db.connect();
-    await untilAllEnded(c, 60_000);
-    const final = await states(c);
-    const ran = executions(c);
-    // Every acknowledged run is stored, under one run id per idempotency key.
-    for (const [idem, runId] of acknowledged)
-      expect({ idem, stored: final.has(runId) }).toEqual({ idem, stored: true });
-    const keys = await c.db.query<{ idempotency_key: string; n: string }>(
-      'SELECT idempotency_key, COUNT(*) AS n FROM runs GROUP BY idempotency_key HAVING COUNT(*) > 1'
-    );
-    expect(keys.rows).toEqual([]);
-    // No run executed twice; runs that succeeded executed exactly once.
-    for (const [id, nodes] of ran) expect({ id, executions: nodes.length }).toEqual({ id, executions: 1 });
-    const succeeded = [...final.values()].filter(run => run.state === 'SUCCEEDED').length;
-    for (const [id, run] of final) if (run.state === 'SUCCEEDED') expect(ran.has(id)).toBe(true);
-    expect(succeeded).toBeGreaterThan(acknowledged.size * 0.9);
-    console.log(
-      `PostgreSQL restart: ${acknowledged.size} runs acknowledged, ${unavailable.count} answers 503 store_unavailable, ` +
-        `${succeeded} SUCCEEDED, ${[...final.values()].filter(run => run.state !== 'SUCCEEDED').length} not (${[
-          ...final.values()
-        ]
-          .filter(run => run.state !== 'SUCCEEDED')
-          .map(run => run.error_code)
-          .join(', ')})`
-    );
-    await close(c);
-  }, 120_000);
+      await sleep(2500);
+      stop = true;
+      await clients;
+      expect(unavailable.count).toBeGreaterThan(0);
+      c.db = new pg.Client({ connectionString: c.url });
+      await c.db.connect();
+      await untilAllEnded(c, 60_000);
+      const final = await states(c);
+      const ran = executions(c);
+      // Every acknowledged run is stored, under one run id per idempotency key.
+      for (const [idem, runId] of acknowledged)
+        expect({ idem, stored: final.has(runId) }).toEqual({ idem, stored: true });
+      const keys = await c.db.query<{ idempotency_key: string; n: string }>(
+        'SELECT idempotency_key, COUNT(*) AS n FROM runs GROUP BY idempotency_key HAVING COUNT(*) > 1'
+      );
+      expect(keys.rows).toEqual([]);
+      // No run executed twice; runs that succeeded executed exactly once.
+      for (const [id, nodes] of ran) expect({ id, executions: nodes.length }).toEqual({ id, executions: 1 });
+      const succeeded = [...final.values()].filter(run => run.state === 'SUCCEEDED').length;
+      for (const [id, run] of final) if (run.state === 'SUCCEEDED') expect(ran.has(id)).toBe(true);
+      expect(succeeded).toBeGreaterThan(acknowledged.size * 0.9);
+      console.log(
+        `PostgreSQL restarts: ${RESTARTS}, ${acknowledged.size} runs acknowledged, ${unavailable.count} answers 503 store_unavailable, ` +
+          `${succeeded} SUCCEEDED, ${[...final.values()].filter(run => run.state !== 'SUCCEEDED').length} not (${[
+            ...final.values()
+          ]
+            .filter(run => run.state !== 'SUCCEEDED')
+            .map(run => run.error_code)
+            .join(', ')})`
+      );
+      await close(c);
+    },
+    120_000 + RESTARTS * 10_000
+  );
 
   it('while PostgreSQL is down: 503 store_unavailable with Retry-After, /readyz 503, and back when it returns', async () => {
     const c = await cluster(['all']);
