@@ -203,6 +203,9 @@ describe('several executor nodes on one PostgreSQL', () => {
     }
     const failedAfter = Date.now() - killedAt;
     expect(failedAfter).toBeLessThanOrEqual(leaseMs + leaseMs / 10 + 200);
+    console.log(
+      `SIGKILL: ${victimRuns.length} runs of the killed node FAILED ${failedAfter} ms after the kill (lease ${leaseMs} ms)`
+    );
     await untilAllEnded(c, 30_000);
     const final = await states(c);
     for (const id of victimRuns)
@@ -253,6 +256,9 @@ describe('several executor nodes on one PostgreSQL', () => {
     expect(executions(c).size).toBe(5);
     for (const node of executions(c).values()) expect(node).toEqual(['node-1']);
     for (const lag of lags) expect(lag).toBeLessThan(200);
+    console.log(
+      `cross-node Prefer: wait: answered ${lags.join(', ')} ms after the worker node finished the run`
+    );
     await close(c);
   }, 60_000);
 
