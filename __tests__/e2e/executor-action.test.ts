@@ -1,7 +1,7 @@
 // The `executor` helper action, run as the runner runs it: start the executor, hand its URL and a
 // key to the main action, stop it in the post step.
 import { describe, expect, it } from '@jest/globals';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from '../support/executor.js';
 import { runAction } from '../support/runner.js';
@@ -46,6 +46,35 @@ describe('executor action', () => {
     expect(post.code).toBe(0);
     expect(post.stdout).toContain(`Stopped the executor (pid ${pid})`);
     expect(alive(pid)).toBe(false);
+  });
+
+  it('puts keys and runs in the store it is given, and masks a store URL', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'elsewhere', 'runs.db');
+    const started = await runAction(
+      { 'data-dir': join(dir, 'data'), store: `sqlite:${path}` },
+      { entry: ENTRY, env: { RUNNER_TEMP: dir } }
+    );
+    expect(started.code).toBe(0);
+    expect(started.stdout).toContain(`::add-mask::sqlite:${path}`);
+    expect(existsSync(path)).toBe(true);
+    expect(existsSync(join(dir, 'data', 'executor.db'))).toBe(false);
+    const read = await fetch(`${started.outputs['base-url']}/api/v1/agent/runs`, {
+      headers: { authorization: `Bearer ${started.outputs['api-key']}` }
+    });
+    expect(read.status).toBe(200);
+    expect((await runAction({}, { entry: ENTRY, state: started.state })).code).toBe(0);
+    const url = await runAction(
+      {
+        'data-dir': join(dir, 'data2'),
+        store: 'postgres://ci:p%40ss-word@127.0.0.1:1/agents',
+        'ready-timeout-seconds': '5'
+      },
+      { entry: ENTRY, env: { RUNNER_TEMP: dir } }
+    );
+    expect(url.stdout).toContain('::add-mask::p@ss-word');
+    expect(url.code).toBe(1);
+    expect(url.stdout).toContain('cannot open the PostgreSQL store at postgres://ci:***@127.0.0.1:1/agents');
   });
 
   it('fails clearly when the executor cannot start', async () => {

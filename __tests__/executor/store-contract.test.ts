@@ -253,6 +253,18 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     }
   });
 
+  it('findClaim: the INPROGRESS run leased to an owner, and nothing once it ended', async () => {
+    await drain();
+    const run = newRun();
+    await store.createRun(run, undefined, 100);
+    expect(await store.findClaim('claim-1')).toBeUndefined();
+    await store.claimNext('claim-1', 60_000, [], at());
+    expect((await store.findClaim('claim-1'))!.run_id).toBe(run.run_id);
+    expect(await store.findClaim('claim-2')).toBeUndefined();
+    await store.finishRun(run.run_id, 'claim-1', { state: 'SUCCEEDED' }, at());
+    expect(await store.findClaim('claim-1')).toBeUndefined();
+  });
+
   it('lease: renewed by its owner only; finish by its owner only, once', async () => {
     await drain();
     const run = newRun();

@@ -31586,6 +31586,21 @@ async function start() {
     const kind = getInput('key-kind') || 'agent';
     const team = getInput('team') || 'default';
     const readyTimeoutMs = Number(getInput('ready-timeout-seconds') || '30') * 1000;
+    // The store reaches the executor by its environment, never its command line (which other users of
+    // the machine can read), and its password is masked in case anything prints it.
+    const store = getInput('store');
+    if (store) {
+        core_setSecret(store);
+        try {
+            const password = decodeURIComponent(new URL(store).password);
+            if (password)
+                core_setSecret(password);
+        }
+        catch {
+            // not a URL: a path, nothing to hide
+        }
+    }
+    const env = store ? { ...process.env, AGENT_EXECUTOR_STORE: store } : process.env;
     if (!/^\d+$/.test(port))
         throw new Error(`port ${JSON.stringify(port)}: expected a port number, or 0 for a free one`);
     if (kind !== 'agent' && kind !== 'personal')
@@ -31602,6 +31617,7 @@ async function start() {
     const common = ['--data-dir', dataDir, ...(config ? ['--config', config] : [])];
     const child = (0,external_node_child_process_namespaceObject.spawn)(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
         detached: true,
+        env,
         stdio: ['ignore', out, out]
     });
     (0,external_node_fs_namespaceObject.closeSync)(out);
@@ -31610,18 +31626,7 @@ async function start() {
     saveState('log', log);
     const url = await waitForListening(log, offset, child.pid, readyTimeoutMs);
     await waitForReady(url, readyTimeoutMs);
-    const created = (0,external_node_child_process_namespaceObject.execFileSync)(process.execPath, [
-        EXECUTOR,
-        'keys',
-        'create',
-        '--kind',
-        kind,
-        '--name',
-        'github-actions',
-        '--team',
-        team,
-        ...common
-    ]);
+    const created = (0,external_node_child_process_namespaceObject.execFileSync)(process.execPath, [EXECUTOR, 'keys', 'create', '--kind', kind, '--name', 'github-actions', '--team', team, ...common], { env });
     const key = created.toString().trim().split('\n').at(-1);
     core_setSecret(key);
     setOutput('base-url', url);

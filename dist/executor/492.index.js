@@ -1221,6 +1221,13 @@ class WorkerPool {
     log;
     runsWork;
     owner = `node-${(0,external_node_crypto_.randomUUID)()}`;
+    claims = 0;
+    /**
+     * Claims whose answer was lost (the store went away mid-claim): each may have committed. Every
+     * claim has its own lease owner, so once the store is back the pool asks for the run leased to
+     * it and runs it; without this the run would sit INPROGRESS until its lease expired, unrun.
+     */
+    uncertain = [];
     active = new Map();
     environments;
     timers = [];
@@ -1331,8 +1338,18 @@ class WorkerPool {
         try {
             do {
                 this.pumpAgain = false;
+                await this.settleUncertainClaims();
                 while (!this.draining && this.active.size < this.config.workers) {
-                    const run = await this.store.claimNext(this.owner, this.config.leaseMs, this.fullEnvironments(), now());
+                    const owner = `${this.owner}/${++this.claims}`;
+                    let run;
+                    try {
+                        run = await this.store.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), now());
+                    }
+                    catch (error) {
+                        if (error instanceof StoreUnavailableError)
+                            this.uncertain.push(owner);
+                        throw error;
+                    }
                     this.storeDown = false;
                     if (!run)
                         break;
@@ -1342,6 +1359,17 @@ class WorkerPool {
         }
         finally {
             this.pumping = false;
+        }
+    }
+    async settleUncertainClaims() {
+        while (this.uncertain.length > 0) {
+            const owner = this.uncertain[0];
+            const run = await this.store.findClaim(owner);
+            this.uncertain.shift();
+            if (run && !this.active.has(run.run_id)) {
+                this.log.info({ run_id: run.run_id }, 'a claim whose answer was lost had committed: running the run');
+                this.launch(run);
+            }
         }
     }
     fullEnvironments() {
@@ -1467,13 +1495,13 @@ class WorkerPool {
     }
     async finish(run, outcome) {
         const at = now();
-        const finished = await this.persist(() => this.store.finishRun(run.run_id, this.owner, outcome, at), FINISH_RETRY_MS);
+        const finished = await this.persist(() => this.store.finishRun(run.run_id, run.lease_owner, outcome, at), FINISH_RETRY_MS);
         if (!finished)
             this.log.info({ run_id: run.run_id }, 'run ended elsewhere (cancelled) before its agent stopped');
     }
     async heartbeat() {
         for (const [runId, active] of this.active) {
-            const held = await this.store.renewLease(runId, this.owner, this.config.leaseMs);
+            const held = await this.store.renewLease(runId, active.run.lease_owner, this.config.leaseMs);
             if (!held && !active.controller.signal.aborted)
                 active.controller.abort('lease_lost');
         }
@@ -2971,6 +2999,9 @@ class PostgresRunStore {
             this.announce([run]);
         return run;
     }
+    async findClaim(owner) {
+        return (await this.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = 'INPROGRESS' AND lease_owner = $1`, [owner])).rows[0];
+    }
     async renewLease(runId, owner, leaseMs) {
         const result = await this.query(`UPDATE runs SET lease_expires_at = ${NOW_MS} + $3
        WHERE run_id = $1 AND lease_owner = $2 AND state = 'INPROGRESS'`, [runId, owner, leaseMs]);
@@ -3428,6 +3459,9 @@ class SqliteRunStore {
            WHERE seq = (SELECT seq FROM runs WHERE state = 'QUEUED' ${skip} ORDER BY seq LIMIT 1)
            RETURNING *`).get(at, at, owner, Date.now() + leaseMs, ...excluded)));
         return this.emit(run);
+    }
+    async findClaim(owner) {
+        return this.sql(`SELECT * FROM runs WHERE state = 'INPROGRESS' AND lease_owner = ?`).get(owner);
     }
     async renewLease(runId, owner, leaseMs) {
         const result = this.sql(`UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'`).run(Date.now() + leaseMs, runId, owner);

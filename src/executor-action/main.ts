@@ -29,6 +29,19 @@ async function start(): Promise<void> {
   const kind = core.getInput('key-kind') || 'agent';
   const team = core.getInput('team') || 'default';
   const readyTimeoutMs = Number(core.getInput('ready-timeout-seconds') || '30') * 1000;
+  // The store reaches the executor by its environment, never its command line (which other users of
+  // the machine can read), and its password is masked in case anything prints it.
+  const store = core.getInput('store');
+  if (store) {
+    core.setSecret(store);
+    try {
+      const password = decodeURIComponent(new URL(store).password);
+      if (password) core.setSecret(password);
+    } catch {
+      // not a URL: a path, nothing to hide
+    }
+  }
+  const env = store ? { ...process.env, AGENT_EXECUTOR_STORE: store } : process.env;
   if (!/^\d+$/.test(port))
     throw new Error(`port ${JSON.stringify(port)}: expected a port number, or 0 for a free one`);
   if (kind !== 'agent' && kind !== 'personal')
@@ -47,6 +60,7 @@ async function start(): Promise<void> {
   const common = ['--data-dir', dataDir, ...(config ? ['--config', config] : [])];
   const child = spawn(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
     detached: true,
+    env,
     stdio: ['ignore', out, out]
   });
   closeSync(out);
@@ -56,18 +70,11 @@ async function start(): Promise<void> {
 
   const url = await waitForListening(log, offset, child.pid!, readyTimeoutMs);
   await waitForReady(url, readyTimeoutMs);
-  const created = execFileSync(process.execPath, [
-    EXECUTOR,
-    'keys',
-    'create',
-    '--kind',
-    kind,
-    '--name',
-    'github-actions',
-    '--team',
-    team,
-    ...common
-  ]);
+  const created = execFileSync(
+    process.execPath,
+    [EXECUTOR, 'keys', 'create', '--kind', kind, '--name', 'github-actions', '--team', team, ...common],
+    { env }
+  );
   const key = created.toString().trim().split('\n').at(-1)!;
   core.setSecret(key);
   core.setOutput('base-url', url);

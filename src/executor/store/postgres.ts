@@ -442,6 +442,15 @@ export class PostgresRunStore implements RunStore {
     return run;
   }
 
+  async findClaim(owner: string): Promise<StoredRun | undefined> {
+    return (
+      await this.query<StoredRun>(
+        `SELECT ${RUN_COLUMNS} FROM runs WHERE state = 'INPROGRESS' AND lease_owner = $1`,
+        [owner]
+      )
+    ).rows[0];
+  }
+
   async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
     const result = await this.query(
       `UPDATE runs SET lease_expires_at = ${NOW_MS} + $3

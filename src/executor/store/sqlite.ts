@@ -303,6 +303,11 @@ export class SqliteRunStore implements RunStore {
     return this.emit(run);
   }
 
+  async findClaim(owner: string): Promise<StoredRun | undefined> {
+    return this.sql(`SELECT * FROM runs WHERE state = 'INPROGRESS' AND lease_owner = ?`).get(owner) as
+      StoredRun | undefined;
+  }
+
   async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
     const result = this.sql(
       `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'`

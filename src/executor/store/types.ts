@@ -139,6 +139,8 @@ export interface RunStore {
   // runs, as the worker sees them
   /** Moves the oldest QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. */
   claimNext(owner: string, leaseMs: number, excluded: string[], at: string): Promise<StoredRun | undefined>;
+  /** The INPROGRESS run leased to `owner` (a claim whose answer was lost may have committed). */
+  findClaim(owner: string): Promise<StoredRun | undefined>;
   /** Extends a lease; false when the run is no longer this owner's INPROGRESS run. */
   renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean>;
   /** Ends a run this owner holds; false when it was no longer held (cancelled meanwhile). */

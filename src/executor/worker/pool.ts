@@ -63,6 +63,13 @@ interface Active {
 
 export class WorkerPool {
   readonly owner = `node-${randomUUID()}`;
+  private claims = 0;
+  /**
+   * Claims whose answer was lost (the store went away mid-claim): each may have committed. Every
+   * claim has its own lease owner, so once the store is back the pool asks for the run leased to
+   * it and runs it; without this the run would sit INPROGRESS until its lease expired, unrun.
+   */
+  private readonly uncertain: string[] = [];
   private readonly active = new Map<string, Active>();
   private readonly environments: Map<string, EnvironmentConfig>;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -179,13 +186,16 @@ export class WorkerPool {
     try {
       do {
         this.pumpAgain = false;
+        await this.settleUncertainClaims();
         while (!this.draining && this.active.size < this.config.workers) {
-          const run = await this.store.claimNext(
-            this.owner,
-            this.config.leaseMs,
-            this.fullEnvironments(),
-            now()
-          );
+          const owner = `${this.owner}/${++this.claims}`;
+          let run: StoredRun | undefined;
+          try {
+            run = await this.store.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), now());
+          } catch (error) {
+            if (error instanceof StoreUnavailableError) this.uncertain.push(owner);
+            throw error;
+          }
           this.storeDown = false;
           if (!run) break;
           this.launch(run);
@@ -193,6 +203,18 @@ export class WorkerPool {
       } while (this.pumpAgain);
     } finally {
       this.pumping = false;
+    }
+  }
+
+  private async settleUncertainClaims(): Promise<void> {
+    while (this.uncertain.length > 0) {
+      const owner = this.uncertain[0]!;
+      const run = await this.store.findClaim(owner);
+      this.uncertain.shift();
+      if (run && !this.active.has(run.run_id)) {
+        this.log.info({ run_id: run.run_id }, 'a claim whose answer was lost had committed: running the run');
+        this.launch(run);
+      }
     }
   }
 
@@ -327,7 +349,7 @@ export class WorkerPool {
   private async finish(run: StoredRun, outcome: Outcome): Promise<void> {
     const at = now();
     const finished = await this.persist(
-      () => this.store.finishRun(run.run_id, this.owner, outcome, at),
+      () => this.store.finishRun(run.run_id, run.lease_owner!, outcome, at),
       FINISH_RETRY_MS
     );
     if (!finished)
@@ -336,7 +358,7 @@ export class WorkerPool {
 
   private async heartbeat(): Promise<void> {
     for (const [runId, active] of this.active) {
-      const held = await this.store.renewLease(runId, this.owner, this.config.leaseMs);
+      const held = await this.store.renewLease(runId, active.run.lease_owner!, this.config.leaseMs);
       if (!held && !active.controller.signal.aborted)
         active.controller.abort('lease_lost' satisfies StopReason);
     }
