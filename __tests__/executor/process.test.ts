@@ -106,7 +106,7 @@ describe('agent-executor CLI', () => {
     });
     expect(worker.code).toBe(2);
     expect(worker.stderr).toContain(
-      '--role worker: needs a store shared with other nodes; give --store postgres://USER:PASSWORD@HOST:PORT/DB'
+      '--role worker: needs a store shared with other nodes; set AGENT_EXECUTOR_STORE=postgres://USER:PASSWORD@HOST:PORT/DB'
     );
     const bogus = await executorCli(['serve', '--role', 'boss'], { cwd: dir });
     expect(bogus.code).toBe(2);
@@ -115,7 +115,7 @@ describe('agent-executor CLI', () => {
       cwd: dir
     });
     expect(store.code).toBe(2);
-    expect(store.stderr).toContain('--store "mongodb://***@db/x": unsupported store');
+    expect(store.stderr).toContain('--store "mongodb://admin:***@db/x": unsupported store');
     expect(store.stderr).not.toContain('topsecret');
   });
 

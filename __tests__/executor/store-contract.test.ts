@@ -464,7 +464,7 @@ describe('PostgreSQL across nodes', () => {
   it('migrations are safe when several nodes open an empty database at once', async () => {
     const url = await postgres.freshDatabase();
     const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresRunStore.open(url)));
-    const rows = await stores[0]!['pool'].query('SELECT version FROM schema_migrations');
+    const rows = await stores[0]!['pool'].query('SELECT version FROM agent_executor_migrations');
     expect(rows.rows).toEqual([{ version: 1 }]);
     for (const s of stores) await s.close();
   });

@@ -337,6 +337,27 @@ describe('several executor nodes on one PostgreSQL', () => {
     120_000 + RESTARTS * 10_000
   );
 
+  it('a run in progress rides out a PostgreSQL outage shorter than its lease', async () => {
+    const c = await cluster(['all'], { lease: '6s' });
+    const { body } = await create(c, c.nodes[0]!, 5);
+    for (let i = 0; i < 100 && !executions(c).has(body.run_id); i++) await sleep(50);
+    expect(executions(c).has(body.run_id)).toBe(true);
+    await c.db.end();
+    await postgres.stop();
+    await sleep(3000);
+    await postgres.start();
+    c.db = new pg.Client({ connectionString: c.url });
+    await c.db.connect();
+    await untilAllEnded(c, 30_000);
+    expect((await states(c)).get(body.run_id)).toEqual({
+      run_id: body.run_id,
+      state: 'SUCCEEDED',
+      error_code: null
+    });
+    expect(executions(c).get(body.run_id)).toEqual(['node-0']);
+    await close(c);
+  }, 60_000);
+
   it('while PostgreSQL is down: 503 store_unavailable with Retry-After, /readyz 503, and back when it returns', async () => {
     const c = await cluster(['all']);
     const [node] = c.nodes as [ExecutorProcess];

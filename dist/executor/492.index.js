@@ -224,7 +224,7 @@ function parseStoreSpec(value, dataDir, base) {
         return { kind: 'sqlite', path: (0,external_node_path_.isAbsolute)(path) ? path : (0,external_node_path_.resolve)(base, path) };
     }
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
-        throw new StoreSpecError(`${JSON.stringify(text.replace(/\/\/[^@/]*@/, '//***@'))}: unsupported store; expected a path or sqlite:PATH for SQLite, or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
+        throw new StoreSpecError(`${JSON.stringify(redactUrl(text))}: unsupported store; expected a path or sqlite:PATH for SQLite, or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
     }
     return { kind: 'sqlite', path: (0,external_node_path_.resolve)(base, text) };
 }
@@ -244,8 +244,9 @@ function redactUrl(url) {
         return parsed.href;
     }
     catch {
-        // Not a URL the parser takes: hide everything between // and @, where a password would be.
-        return url.replace(/\/\/[^/]*@/, '//***@');
+        // Not a URL the parser takes: hide everything between :// and the last @ (a password may hold
+        // / and @ of its own).
+        return url.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1***@');
     }
 }
 
@@ -1263,8 +1264,9 @@ class WorkerPool {
         every(Math.max(100, Math.min(1000, Math.floor(this.config.leaseMs / 10))), () => this.reap());
         every(3_600_000, () => this.prune());
         if (this.runsWork) {
-            // The fallback behind change notifications: a claim attempt a second when idle.
-            every(1000, () => this.pump());
+            // The fallback behind change notifications: a claim attempt a second when idle (every 5 s on
+            // a shared store, whose own fallback poll re-announces changes a node missed).
+            every(this.store.shared ? 5000 : 1000, () => this.pump());
             every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
             await this.sweep();
         }
@@ -1285,7 +1287,7 @@ class WorkerPool {
     /** A write the run's outcome depends on: retried while the store is unreachable, up to `forMs`. */
     async persist(work, forMs) {
         const until = Date.now() + forMs;
-        for (let delay = 100;; delay = Math.min(delay * 2, 2000)) {
+        for (let delay = 100;; delay = Math.min(delay * 2, 1000)) {
             try {
                 const result = await work();
                 this.storeDown = false;
@@ -1496,14 +1498,31 @@ class WorkerPool {
     async finish(run, outcome) {
         const at = now();
         const finished = await this.persist(() => this.store.finishRun(run.run_id, run.lease_owner, outcome, at), FINISH_RETRY_MS);
-        if (!finished)
-            this.log.info({ run_id: run.run_id }, 'run ended elsewhere (cancelled) before its agent stopped');
+        if (!finished) {
+            // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
+            const now = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
+            this.log.info({ run_id: run.run_id, state: now?.state, error_code: now?.error_code }, 'the run was no longer held by this worker when its agent stopped');
+        }
     }
+    heartbeating = false;
+    /**
+     * Renews every lease this pool holds. While the store is unreachable it keeps trying (every
+     * second at most), so the leases are renewed as soon as the store is back: an outage of up to
+     * about two thirds of a lease costs no run.
+     */
     async heartbeat() {
-        for (const [runId, active] of this.active) {
-            const held = await this.store.renewLease(runId, active.run.lease_owner, this.config.leaseMs);
-            if (!held && !active.controller.signal.aborted)
-                active.controller.abort('lease_lost');
+        if (this.heartbeating)
+            return;
+        this.heartbeating = true;
+        try {
+            for (const [runId, active] of this.active) {
+                const held = await this.persist(() => this.store.renewLease(runId, active.run.lease_owner, this.config.leaseMs), this.config.leaseMs);
+                if (!held && !active.controller.signal.aborted)
+                    active.controller.abort('lease_lost');
+            }
+        }
+        finally {
+            this.heartbeating = false;
         }
     }
     async reap() {
@@ -1665,20 +1684,42 @@ class RateLimiter {
 
 ;// CONCATENATED MODULE: ./src/executor/server/changes.ts
 // Wakes held reads (`Prefer: wait`) the moment their run changes: one store listener, dispatched
-// by run id, so a thousand held reads cost nothing per unrelated change.
+// by run id, so a thousand held reads cost nothing per unrelated change. It remembers the newest
+// version heard of each recently changed run: a change heard between a read's look at the run and
+// its wait (another node's notification can arrive then) ends the wait at once instead of being
+// missed.
 class ChangeHub {
     waiters = new Map();
+    heard = new Map();
+    changes = 0;
     unsubscribe;
     constructor(store) {
         this.unsubscribe = store.onChange((change) => {
+            const seen = this.heard.get(change.run_id);
+            if (!seen || seen.version < change.version)
+                this.heard.set(change.run_id, { version: change.version, at: Date.now() });
+            if (++this.changes % 1000 === 0)
+                this.forget();
             const set = this.waiters.get(change.run_id);
             if (set)
                 for (const wake of [...set])
                     wake();
         });
     }
-    /** Resolves when the run changes, after `ms`, or when `signal` fires, whichever is first. */
-    wait(runId, ms, signal) {
+    /** A held read lasts at most a minute: what is older than that can no longer matter. */
+    forget() {
+        const before = Date.now() - 120_000;
+        for (const [runId, seen] of this.heard)
+            if (seen.at < before)
+                this.heard.delete(runId);
+    }
+    /**
+     * Resolves when the run changes past `version` (at once if that was already heard), after `ms`,
+     * or when `signal` fires, whichever is first.
+     */
+    wait(runId, version, ms, signal) {
+        if ((this.heard.get(runId)?.version ?? 0) > version)
+            return Promise.resolve();
         return new Promise(resolve => {
             let set = this.waiters.get(runId);
             if (!set)
@@ -2104,8 +2145,10 @@ async function runRoutes(app, { context }) {
             const deadline = Date.now() + wait * 1000;
             // A wake may be a change heard twice (notification and fallback poll): wait on until this
             // run really moved, the time is up, the client left or the server is stopping.
+            // Each wait also ends at once for a change heard while the run was being read (versions are
+            // announced only after they are committed, so the next read sees them).
             while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-                await hub.wait(run.run_id, deadline - Date.now(), closed.signal);
+                await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
                 run = await findRun(request, id);
                 if (!current() || isTerminalState(run.state))
                     break;
@@ -2515,7 +2558,8 @@ var external_node_events_ = __webpack_require__(78474);
 var esm = __webpack_require__(83849);
 ;// CONCATENATED MODULE: ./src/executor/store/migrations.ts
 // Versioned schema migrations, one list per store. Each runs once, in its own transaction; the applied versions are
-// recorded in schema_migrations. Never edit a released migration: add the next one.
+// recorded in schema_migrations (SQLite) or agent_executor_migrations (PostgreSQL, where the database
+// may be shared with other tools' tables). Never edit a released migration: add the next one.
 const SQLITE_MIGRATIONS = [
     {
         version: 1,
@@ -2656,6 +2700,8 @@ const POSTGRES_MIGRATIONS = [
 
 
 const CHANNEL = 'agent_executor_runs';
+/** No statement of this store takes long; one without an answer this late means the server is gone. */
+const QUERY_TIMEOUT_MS = 30_000;
 /** Milliseconds since the epoch on the database's clock. */
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 /** Any number that fits in a JavaScript number comes back as one (ids, counts, epoch ms). */
@@ -2664,8 +2710,10 @@ const TYPES = {
         if (oid === 20 && format !== 'binary')
             return (value) => Number(value);
         // bytea columns hold user text as UTF-8 (see the migration): read back as strings.
-        if (oid === 17 && format !== 'binary')
-            return (value) => Buffer.from(value.slice(2), 'hex').toString('utf8');
+        if (oid === 17 && format !== 'binary') {
+            const parse = esm/* default.types */.Ay.types.getTypeParser(17, 'text');
+            return (value) => parse(value).toString('utf8');
+        }
         return esm/* default.types */.Ay.types.getTypeParser(oid, format);
     }
 };
@@ -2682,14 +2730,18 @@ function isUnavailable(error) {
     if (!e)
         return false;
     if (typeof e.code === 'string') {
-        // 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now;
-        // 53300: too many connections.
-        if (/^08|^57P0[1-3]$|^53300$/.test(e.code))
+        // 08 (but 08P01, a protocol violation: a bug, not an outage): connection exception;
+        // 57P01-57P03: admin shutdown, crash shutdown, cannot connect now; 57014: statement timeout;
+        // 53300: too many connections; 25006: read-only (a primary demoted by a failover).
+        if (e.code !== '08P01' && /^08|^57P0[1-3]$|^57014$|^53300$|^25006$/.test(e.code))
             return true;
-        if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(e.code))
+        const network = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'];
+        if ([...network, 'ENOTFOUND', 'EAI_AGAIN'].includes(e.code))
             return true;
     }
-    return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(e.message ?? '');
+    // pg's own: a connection lost or never made, every pooled connection busy past the wait, a
+    // query with no answer in time.
+    return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|not queryable/i.test(e.message ?? '');
 }
 class PostgresRunStore {
     pool;
@@ -2721,6 +2773,9 @@ class PostgresRunStore {
             connectionString: url,
             max: options.poolSize ?? 10,
             connectionTimeoutMillis: 5000,
+            // A silent network partition must end in an error (then 503), not a request that hangs.
+            keepAlive: true,
+            query_timeout: QUERY_TIMEOUT_MS,
             idleTimeoutMillis: 30_000,
             types: TYPES,
             application_name: 'agent-executor'
@@ -2746,18 +2801,14 @@ class PostgresRunStore {
         await this.transaction(async (client) => {
             // One lock for every node of every version: the second node waits, then finds nothing to do.
             await client.query(`SELECT pg_advisory_xact_lock(hashtext('agent-executor schema'))`);
-            await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
-            const applied = await client.query('SELECT version FROM schema_migrations');
+            await client.query('CREATE TABLE IF NOT EXISTS agent_executor_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
+            const applied = await client.query('SELECT version FROM agent_executor_migrations');
             const done = new Set(applied.rows.map(row => row.version));
             for (const migration of POSTGRES_MIGRATIONS) {
                 if (done.has(migration.version))
                     continue;
                 await client.query(migration.sql);
-                await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-                    migration.version,
-                    migration.name,
-                    new Date().toISOString()
-                ]);
+                await client.query('INSERT INTO agent_executor_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, new Date().toISOString()]);
             }
         });
     }
@@ -2773,7 +2824,9 @@ class PostgresRunStore {
     wrap(error) {
         if (error instanceof StoreUnavailableError || !isUnavailable(error))
             return error;
-        return new StoreUnavailableError(`the PostgreSQL store is unavailable (${error.message.replaceAll(this.url, redactUrl(this.url))})`, { cause: error });
+        // The message says nothing of the address or the driver: it can reach a run's status message.
+        // The cause (in the log) has the details.
+        return new StoreUnavailableError('the PostgreSQL store is unavailable', { cause: error });
     }
     async transaction(work) {
         let client;
@@ -3022,6 +3075,13 @@ class PostgresRunStore {
         return run;
     }
     async failAbandoned(all, at, message) {
+        // Every node sweeps every second or so; almost always there is nothing to sweep, and one
+        // indexed look costs one round trip instead of a transaction's four.
+        if (!all) {
+            const expired = await this.query(`SELECT 1 FROM runs WHERE state = 'INPROGRESS' AND lease_expires_at < ${NOW_MS} LIMIT 1`, []);
+            if (expired.rowCount === 0)
+                return [];
+        }
         const runs = await this.transaction(async (client) => {
             // SKIP LOCKED: a run its worker is finishing right now is not abandoned, and two nodes
             // sweeping at once do not wait on each other.
@@ -3094,7 +3154,12 @@ class PostgresRunStore {
     async connectListener(delayMs) {
         if (this.closed)
             return;
-        const client = new esm/* default.Client */.Ay.Client({ connectionString: this.url, types: TYPES });
+        const client = new esm/* default.Client */.Ay.Client({
+            connectionString: this.url,
+            types: TYPES,
+            keepAlive: true,
+            connectionTimeoutMillis: 5000
+        });
         client.on('notification', message => this.onNotification(message.payload));
         let retried = false;
         const retry = () => {
@@ -3654,7 +3719,7 @@ async function serve(args) {
     const config = configFrom(values);
     if (role !== 'all' && config.store.kind !== 'postgres') {
         throw new UsageError(`--role ${role}: needs a store shared with other nodes; ` +
-            'give --store postgres://USER:PASSWORD@HOST:PORT/DB (SQLite serves one node, with --role all)');
+            'set AGENT_EXECUTOR_STORE=postgres://USER:PASSWORD@HOST:PORT/DB (or --store; SQLite serves one node, with --role all)');
     }
     const release = lockDataDir(config.dataDir);
     let executor;

@@ -124,7 +124,7 @@ async function serve(args: string[]): Promise<number> {
   if (role !== 'all' && config.store.kind !== 'postgres') {
     throw new UsageError(
       `--role ${role}: needs a store shared with other nodes; ` +
-        'give --store postgres://USER:PASSWORD@HOST:PORT/DB (SQLite serves one node, with --role all)'
+        'set AGENT_EXECUTOR_STORE=postgres://USER:PASSWORD@HOST:PORT/DB (or --store; SQLite serves one node, with --role all)'
     );
   }
   const release = lockDataDir(config.dataDir);

@@ -1,21 +1,40 @@
 // Wakes held reads (`Prefer: wait`) the moment their run changes: one store listener, dispatched
-// by run id, so a thousand held reads cost nothing per unrelated change.
+// by run id, so a thousand held reads cost nothing per unrelated change. It remembers the newest
+// version heard of each recently changed run: a change heard between a read's look at the run and
+// its wait (another node's notification can arrive then) ends the wait at once instead of being
+// missed.
 
 import type { RunChange, RunStore } from '../store/types.js';
 
 export class ChangeHub {
   private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly heard = new Map<string, { version: number; at: number }>();
+  private changes = 0;
   private readonly unsubscribe: () => void;
 
   constructor(store: RunStore) {
     this.unsubscribe = store.onChange((change: RunChange) => {
+      const seen = this.heard.get(change.run_id);
+      if (!seen || seen.version < change.version)
+        this.heard.set(change.run_id, { version: change.version, at: Date.now() });
+      if (++this.changes % 1000 === 0) this.forget();
       const set = this.waiters.get(change.run_id);
       if (set) for (const wake of [...set]) wake();
     });
   }
 
-  /** Resolves when the run changes, after `ms`, or when `signal` fires, whichever is first. */
-  wait(runId: string, ms: number, signal: AbortSignal): Promise<void> {
+  /** A held read lasts at most a minute: what is older than that can no longer matter. */
+  private forget(): void {
+    const before = Date.now() - 120_000;
+    for (const [runId, seen] of this.heard) if (seen.at < before) this.heard.delete(runId);
+  }
+
+  /**
+   * Resolves when the run changes past `version` (at once if that was already heard), after `ms`,
+   * or when `signal` fires, whichever is first.
+   */
+  wait(runId: string, version: number, ms: number, signal: AbortSignal): Promise<void> {
+    if ((this.heard.get(runId)?.version ?? 0) > version) return Promise.resolve();
     return new Promise(resolve => {
       let set = this.waiters.get(runId);
       if (!set) this.waiters.set(runId, (set = new Set()));

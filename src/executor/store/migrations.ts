@@ -1,5 +1,6 @@
 // Versioned schema migrations, one list per store. Each runs once, in its own transaction; the applied versions are
-// recorded in schema_migrations. Never edit a released migration: add the next one.
+// recorded in schema_migrations (SQLite) or agent_executor_migrations (PostgreSQL, where the database
+// may be shared with other tools' tables). Never edit a released migration: add the next one.
 
 export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[] = [
   {

@@ -30,6 +30,8 @@ import {
 } from './types.js';
 
 const CHANNEL = 'agent_executor_runs';
+/** No statement of this store takes long; one without an answer this late means the server is gone. */
+const QUERY_TIMEOUT_MS = 30_000;
 /** Milliseconds since the epoch on the database's clock. */
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 /** Any number that fits in a JavaScript number comes back as one (ids, counts, epoch ms). */
@@ -37,8 +39,10 @@ const TYPES = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === 20 && format !== 'binary') return (value: string) => Number(value);
     // bytea columns hold user text as UTF-8 (see the migration): read back as strings.
-    if (oid === 17 && format !== 'binary')
-      return (value: string) => Buffer.from(value.slice(2), 'hex').toString('utf8');
+    if (oid === 17 && format !== 'binary') {
+      const parse = pg.types.getTypeParser(17, 'text') as (value: string) => Buffer;
+      return (value: string) => parse(value).toString('utf8');
+    }
     return pg.types.getTypeParser(oid, format as 'text');
   }
 };
@@ -73,13 +77,16 @@ function isUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | undefined;
   if (!e) return false;
   if (typeof e.code === 'string') {
-    // 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now;
-    // 53300: too many connections.
-    if (/^08|^57P0[1-3]$|^53300$/.test(e.code)) return true;
-    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(e.code))
-      return true;
+    // 08 (but 08P01, a protocol violation: a bug, not an outage): connection exception;
+    // 57P01-57P03: admin shutdown, crash shutdown, cannot connect now; 57014: statement timeout;
+    // 53300: too many connections; 25006: read-only (a primary demoted by a failover).
+    if (e.code !== '08P01' && /^08|^57P0[1-3]$|^57014$|^53300$|^25006$/.test(e.code)) return true;
+    const network = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'];
+    if ([...network, 'ENOTFOUND', 'EAI_AGAIN'].includes(e.code)) return true;
   }
-  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable/i.test(
+  // pg's own: a connection lost or never made, every pooled connection busy past the wait, a
+  // query with no answer in time.
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|not queryable/i.test(
     e.message ?? ''
   );
 }
@@ -114,6 +121,9 @@ export class PostgresRunStore implements RunStore {
       connectionString: url,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 5000,
+      // A silent network partition must end in an error (then 503), not a request that hangs.
+      keepAlive: true,
+      query_timeout: QUERY_TIMEOUT_MS,
       idleTimeoutMillis: 30_000,
       types: TYPES,
       application_name: 'agent-executor'
@@ -140,18 +150,19 @@ export class PostgresRunStore implements RunStore {
       // One lock for every node of every version: the second node waits, then finds nothing to do.
       await client.query(`SELECT pg_advisory_xact_lock(hashtext('agent-executor schema'))`);
       await client.query(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)'
+        'CREATE TABLE IF NOT EXISTS agent_executor_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)'
       );
-      const applied = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+      const applied = await client.query<{ version: number }>(
+        'SELECT version FROM agent_executor_migrations'
+      );
       const done = new Set(applied.rows.map(row => row.version));
       for (const migration of POSTGRES_MIGRATIONS) {
         if (done.has(migration.version)) continue;
         await client.query(migration.sql);
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
-          migration.version,
-          migration.name,
-          new Date().toISOString()
-        ]);
+        await client.query(
+          'INSERT INTO agent_executor_migrations (version, name, applied_at) VALUES ($1, $2, $3)',
+          [migration.version, migration.name, new Date().toISOString()]
+        );
       }
     });
   }
@@ -171,10 +182,9 @@ export class PostgresRunStore implements RunStore {
 
   private wrap(error: unknown): unknown {
     if (error instanceof StoreUnavailableError || !isUnavailable(error)) return error;
-    return new StoreUnavailableError(
-      `the PostgreSQL store is unavailable (${(error as Error).message.replaceAll(this.url, redactUrl(this.url))})`,
-      { cause: error }
-    );
+    // The message says nothing of the address or the driver: it can reach a run's status message.
+    // The cause (in the log) has the details.
+    return new StoreUnavailableError('the PostgreSQL store is unavailable', { cause: error });
   }
 
   private async transaction<T>(work: (client: Tx) => Promise<T>): Promise<T> {
@@ -483,6 +493,15 @@ export class PostgresRunStore implements RunStore {
   }
 
   async failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]> {
+    // Every node sweeps every second or so; almost always there is nothing to sweep, and one
+    // indexed look costs one round trip instead of a transaction's four.
+    if (!all) {
+      const expired = await this.query(
+        `SELECT 1 FROM runs WHERE state = 'INPROGRESS' AND lease_expires_at < ${NOW_MS} LIMIT 1`,
+        []
+      );
+      if (expired.rowCount === 0) return [];
+    }
     const runs = await this.transaction(async client => {
       // SKIP LOCKED: a run its worker is finishing right now is not abandoned, and two nodes
       // sweeping at once do not wait on each other.
@@ -574,7 +593,12 @@ export class PostgresRunStore implements RunStore {
 
   private async connectListener(delayMs: number): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.url, types: TYPES });
+    const client = new pg.Client({
+      connectionString: this.url,
+      types: TYPES,
+      keepAlive: true,
+      connectionTimeoutMillis: 5000
+    });
     client.on('notification', message => this.onNotification(message.payload));
     let retried = false;
     const retry = () => {

@@ -38,7 +38,7 @@ export function parseStoreSpec(value: string | undefined, dataDir: string, base:
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
     throw new StoreSpecError(
-      `${JSON.stringify(text.replace(/\/\/[^@/]*@/, '//***@'))}: unsupported store; expected a path or sqlite:PATH for SQLite, or postgres://USER:PASSWORD@HOST:PORT/DATABASE`
+      `${JSON.stringify(redactUrl(text))}: unsupported store; expected a path or sqlite:PATH for SQLite, or postgres://USER:PASSWORD@HOST:PORT/DATABASE`
     );
   }
   return { kind: 'sqlite', path: resolve(base, text) };
@@ -58,7 +58,8 @@ export function redactUrl(url: string): string {
       if (/pass|secret|key/i.test(name)) parsed.searchParams.set(name, '***');
     return parsed.href;
   } catch {
-    // Not a URL the parser takes: hide everything between // and @, where a password would be.
-    return url.replace(/\/\/[^/]*@/, '//***@');
+    // Not a URL the parser takes: hide everything between :// and the last @ (a password may hold
+    // / and @ of its own).
+    return url.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1***@');
   }
 }

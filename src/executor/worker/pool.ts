@@ -110,8 +110,9 @@ export class WorkerPool {
     every(Math.max(100, Math.min(1000, Math.floor(this.config.leaseMs / 10))), () => this.reap());
     every(3_600_000, () => this.prune());
     if (this.runsWork) {
-      // The fallback behind change notifications: a claim attempt a second when idle.
-      every(1000, () => this.pump());
+      // The fallback behind change notifications: a claim attempt a second when idle (every 5 s on
+      // a shared store, whose own fallback poll re-announces changes a node missed).
+      every(this.store.shared ? 5000 : 1000, () => this.pump());
       every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
       await this.sweep();
     }
@@ -135,7 +136,7 @@ export class WorkerPool {
   /** A write the run's outcome depends on: retried while the store is unreachable, up to `forMs`. */
   private async persist<T>(work: () => Promise<T>, forMs: number): Promise<T> {
     const until = Date.now() + forMs;
-    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
       try {
         const result = await work();
         this.storeDown = false;
@@ -352,15 +353,37 @@ export class WorkerPool {
       () => this.store.finishRun(run.run_id, run.lease_owner!, outcome, at),
       FINISH_RETRY_MS
     );
-    if (!finished)
-      this.log.info({ run_id: run.run_id }, 'run ended elsewhere (cancelled) before its agent stopped');
+    if (!finished) {
+      // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
+      const now = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
+      this.log.info(
+        { run_id: run.run_id, state: now?.state, error_code: now?.error_code },
+        'the run was no longer held by this worker when its agent stopped'
+      );
+    }
   }
 
+  private heartbeating = false;
+
+  /**
+   * Renews every lease this pool holds. While the store is unreachable it keeps trying (every
+   * second at most), so the leases are renewed as soon as the store is back: an outage of up to
+   * about two thirds of a lease costs no run.
+   */
   private async heartbeat(): Promise<void> {
-    for (const [runId, active] of this.active) {
-      const held = await this.store.renewLease(runId, active.run.lease_owner!, this.config.leaseMs);
-      if (!held && !active.controller.signal.aborted)
-        active.controller.abort('lease_lost' satisfies StopReason);
+    if (this.heartbeating) return;
+    this.heartbeating = true;
+    try {
+      for (const [runId, active] of this.active) {
+        const held = await this.persist(
+          () => this.store.renewLease(runId, active.run.lease_owner!, this.config.leaseMs),
+          this.config.leaseMs
+        );
+        if (!held && !active.controller.signal.aborted)
+          active.controller.abort('lease_lost' satisfies StopReason);
+      }
+    } finally {
+      this.heartbeating = false;
     }
   }
 

@@ -117,8 +117,10 @@ export async function runRoutes(
       const deadline = Date.now() + wait * 1000;
       // A wake may be a change heard twice (notification and fallback poll): wait on until this
       // run really moved, the time is up, the client left or the server is stopping.
+      // Each wait also ends at once for a change heard while the run was being read (versions are
+      // announced only after they are committed, so the next read sees them).
       while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-        await hub.wait(run.run_id, deadline - Date.now(), closed.signal);
+        await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
         run = await findRun(request, id);
         if (!current() || isTerminalState(run.state)) break;
       }
