@@ -469,6 +469,24 @@ describe('PostgreSQL across nodes', () => {
     for (const s of stores) await s.close();
   });
 
+  it('a role that may only read and write rows opens a migrated database (no DDL needed)', async () => {
+    const url = await postgres.freshDatabase();
+    const owner = await PostgresRunStore.open(url);
+    const role = `app_${Date.now()}`;
+    const admin = owner['pool'];
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'role-pass'`);
+    await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+    await admin.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
+    await admin.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
+    const limited = new URL(url);
+    limited.username = role;
+    limited.password = 'role-pass';
+    const store = await PostgresRunStore.open(limited.href);
+    expect((await store.createRun(newRun(), undefined, 10)).kind).toBe('created');
+    await store.close();
+    await owner.close();
+  });
+
   it('a wrong address fails to open with a clear error that hides the password', async () => {
     const url = postgres.url('no_such_database');
     await expect(PostgresRunStore.open(url)).rejects.toThrow(

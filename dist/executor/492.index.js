@@ -2797,11 +2797,18 @@ class PostgresRunStore {
         }
         return store;
     }
+    /**
+     * Applies the migrations this database lacks, all in one transaction. A database that has them
+     * all is only read, so a role without the right to create tables can open a migrated database.
+     */
     async migrate() {
         await this.transaction(async (client) => {
             // One lock for every node of every version: the second node waits, then finds nothing to do.
             await client.query(`SELECT pg_advisory_xact_lock(hashtext('agent-executor schema'))`);
-            await client.query('CREATE TABLE IF NOT EXISTS agent_executor_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
+            const exists = await client.query(`SELECT to_regclass('agent_executor_migrations')::text AS table`);
+            if (exists.rows[0].table === null) {
+                await client.query('CREATE TABLE agent_executor_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
+            }
             const applied = await client.query('SELECT version FROM agent_executor_migrations');
             const done = new Set(applied.rows.map(row => row.version));
             for (const migration of POSTGRES_MIGRATIONS) {
