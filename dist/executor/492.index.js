@@ -1255,7 +1255,7 @@ class WorkerPool {
         if (this.runsWork)
             this.unsubscribe = this.store.onChange(run => this.onChange(run));
         const every = (ms, work) => {
-            const timer = setInterval(() => void work().catch(error => this.timerFailed(error)), ms);
+            const timer = setInterval(() => void work().then(() => (this.storeDown = false), error => this.timerFailed(error)), ms);
             timer.unref();
             this.timers.push(timer);
         };
@@ -1352,7 +1352,6 @@ class WorkerPool {
                             this.uncertain.push(owner);
                         throw error;
                     }
-                    this.storeDown = false;
                     if (!run)
                         break;
                     this.launch(run);
@@ -1395,8 +1394,7 @@ class WorkerPool {
     }
     async execute(run, controller) {
         const environment = this.environments.get(run.environment_id);
-        const at = now;
-        const record = (kind, data) => this.persist(() => this.store.appendEvent(run.run_id, kind, data, at()), this.config.leaseMs).then(() => undefined);
+        const record = (kind, data) => this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(() => undefined);
         if (!environment) {
             await this.finish(run, {
                 state: 'FAILED',
@@ -1500,8 +1498,8 @@ class WorkerPool {
         const finished = await this.persist(() => this.store.finishRun(run.run_id, run.lease_owner, outcome, at), FINISH_RETRY_MS);
         if (!finished) {
             // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
-            const now = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
-            this.log.info({ run_id: run.run_id, state: now?.state, error_code: now?.error_code }, 'the run was no longer held by this worker when its agent stopped');
+            const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
+            this.log.info({ run_id: run.run_id, state: stored?.state, error_code: stored?.error_code }, 'the run was no longer held by this worker when its agent stopped');
         }
     }
     heartbeating = false;
@@ -1527,7 +1525,6 @@ class WorkerPool {
     }
     async reap() {
         const failed = await this.store.failAbandoned(false, now(), 'the worker running this run stopped renewing its lease; it was not re-run');
-        this.storeDown = false;
         if (failed.length > 0)
             this.log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
     }
@@ -2869,14 +2866,18 @@ class PostgresRunStore {
     }
     /** Tells this process's listeners now; other nodes hear the pg_notify sent at commit. */
     announce(runs) {
-        for (const run of runs) {
-            this.remember(run);
-            try {
-                this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
-            }
-            catch {
-                // a listener failed; the change is stored, and timers catch up
-            }
+        for (const run of runs)
+            this.tell(run);
+    }
+    /** Tells the listeners of a change, unless this process already told them of that version. */
+    tell(run) {
+        if (!this.remember(run))
+            return;
+        try {
+            this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+        }
+        catch {
+            // a listener failed; the change is stored, and timers catch up
         }
     }
     remember(run) {
@@ -3209,15 +3210,7 @@ class PostgresRunStore {
         }
         if (message.n === this.node)
             return;
-        const change = { run_id: message.r, state: message.s, version: message.v };
-        if (!this.remember(change))
-            return;
-        try {
-            this.changes.emit('change', change);
-        }
-        catch {
-            // a listener failed; nothing to undo
-        }
+        this.tell({ run_id: message.r, state: message.s, version: message.v });
     }
     polling = false;
     /**
@@ -3234,11 +3227,9 @@ class PostgresRunStore {
          UNION ALL SELECT NULL, NULL, NULL, clock_timestamp()::text`, [this.polledUpTo ?? null]);
             const rows = result.rows;
             this.polledUpTo = rows.find(row => row.run_id === null).now;
-            for (const row of rows) {
-                if (row.run_id === null || !this.remember(row))
-                    continue;
-                this.changes.emit('change', { run_id: row.run_id, state: row.state, version: row.version });
-            }
+            for (const row of rows)
+                if (row.run_id !== null)
+                    this.tell(row);
             const forget = Date.now() - 60_000;
             for (const [runId, seen] of this.heard)
                 if (seen.at < forget)

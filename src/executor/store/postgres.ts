@@ -228,13 +228,16 @@ export class PostgresRunStore implements RunStore {
 
   /** Tells this process's listeners now; other nodes hear the pg_notify sent at commit. */
   private announce(runs: RunChange[]): void {
-    for (const run of runs) {
-      this.remember(run);
-      try {
-        this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
-      } catch {
-        // a listener failed; the change is stored, and timers catch up
-      }
+    for (const run of runs) this.tell(run);
+  }
+
+  /** Tells the listeners of a change, unless this process already told them of that version. */
+  private tell(run: RunChange): void {
+    if (!this.remember(run)) return;
+    try {
+      this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+    } catch {
+      // a listener failed; the change is stored, and timers catch up
     }
   }
 
@@ -645,13 +648,7 @@ export class PostgresRunStore implements RunStore {
       return;
     }
     if (message.n === this.node) return;
-    const change = { run_id: message.r, state: message.s, version: message.v };
-    if (!this.remember(change)) return;
-    try {
-      this.changes.emit('change', change);
-    } catch {
-      // a listener failed; nothing to undo
-    }
+    this.tell({ run_id: message.r, state: message.s, version: message.v });
   }
 
   private polling = false;
@@ -672,10 +669,7 @@ export class PostgresRunStore implements RunStore {
       );
       const rows = result.rows;
       this.polledUpTo = rows.find(row => row.run_id === null)!.now;
-      for (const row of rows) {
-        if (row.run_id === null || !this.remember(row)) continue;
-        this.changes.emit('change', { run_id: row.run_id, state: row.state, version: row.version });
-      }
+      for (const row of rows) if (row.run_id !== null) this.tell(row);
       const forget = Date.now() - 60_000;
       for (const [runId, seen] of this.heard) if (seen.at < forget) this.heard.delete(runId);
     } catch {

@@ -101,7 +101,14 @@ export class WorkerPool {
       this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
     if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
-      const timer = setInterval(() => void work().catch(error => this.timerFailed(error)), ms);
+      const timer = setInterval(
+        () =>
+          void work().then(
+            () => (this.storeDown = false),
+            error => this.timerFailed(error)
+          ),
+        ms
+      );
       timer.unref();
       this.timers.push(timer);
     };
@@ -197,7 +204,6 @@ export class WorkerPool {
             if (error instanceof StoreUnavailableError) this.uncertain.push(owner);
             throw error;
           }
-          this.storeDown = false;
           if (!run) break;
           this.launch(run);
         }
@@ -242,9 +248,8 @@ export class WorkerPool {
 
   private async execute(run: StoredRun, controller: AbortController): Promise<void> {
     const environment = this.environments.get(run.environment_id);
-    const at = now;
     const record = (kind: string, data: Record<string, unknown>) =>
-      this.persist(() => this.store.appendEvent(run.run_id, kind, data, at()), this.config.leaseMs).then(
+      this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
         () => undefined
       );
     if (!environment) {
@@ -355,9 +360,9 @@ export class WorkerPool {
     );
     if (!finished) {
       // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
-      const now = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
+      const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
       this.log.info(
-        { run_id: run.run_id, state: now?.state, error_code: now?.error_code },
+        { run_id: run.run_id, state: stored?.state, error_code: stored?.error_code },
         'the run was no longer held by this worker when its agent stopped'
       );
     }
@@ -393,7 +398,6 @@ export class WorkerPool {
       now(),
       'the worker running this run stopped renewing its lease; it was not re-run'
     );
-    this.storeDown = false;
     if (failed.length > 0)
       this.log.warn(
         { runs: failed.map(run => run.run_id) },
