@@ -2,7 +2,7 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RunRecord } from '../../api/index.js';
-import type { StoredRun } from '../store/types.js';
+import type { FileArtifact, StoredRun } from '../store/types.js';
 
 const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
 const WITH_LINK = new Set(['INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ERROR']);
@@ -62,9 +62,20 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
     agent_config: JSON.parse(run.config),
     source: 'API'
   };
+  if (run.artifacts) record.artifacts = runArtifacts(run.artifacts);
+  if (run.request_usage) record.request_usage = JSON.parse(run.request_usage);
   if (WITH_MESSAGE.has(run.state) && run.status_message !== null) record.status_message = run.status_message;
   if (run.error_code !== null) record.error_code = run.error_code;
   const link = links.link(run);
   if (link) record.session_link = link;
   return record;
+}
+
+/** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */
+function runArtifacts(stored: string): unknown[] {
+  return (JSON.parse(stored) as (FileArtifact & { created_at: string })[]).map(({ created_at, ...data }) => ({
+    artifact_type: 'FILE',
+    created_at,
+    data
+  }));
 }

@@ -55,6 +55,28 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       ) WITHOUT ROWID;
       CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
     `
+  },
+  {
+    version: 2,
+    name: 'artifacts and request usage',
+    sql: `
+      ALTER TABLE runs ADD COLUMN artifacts TEXT;
+      ALTER TABLE runs ADD COLUMN request_usage TEXT;
+      CREATE TABLE artifacts (
+        artifact_uid TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        artifact_type TEXT NOT NULL,
+        filepath TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        description TEXT,
+        created_at TEXT NOT NULL,
+        data BLOB NOT NULL
+      );
+      CREATE INDEX artifacts_run ON artifacts (run_id);
+    `
   }
 ];
 
@@ -121,6 +143,28 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
         PRIMARY KEY (run_id, seq)
       );
       CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `
+  },
+  {
+    version: 2,
+    name: 'artifacts and request usage',
+    sql: `
+      ALTER TABLE runs ADD COLUMN artifacts TEXT;
+      ALTER TABLE runs ADD COLUMN request_usage TEXT;
+      CREATE TABLE artifacts (
+        artifact_uid TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        artifact_type TEXT NOT NULL,
+        filepath TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        description TEXT,
+        created_at TEXT NOT NULL,
+        data BYTEA NOT NULL
+      );
+      CREATE INDEX artifacts_run ON artifacts (run_id);
     `
   }
 ];

@@ -24,9 +24,11 @@ import {
   type Outcome,
   type RunChange,
   type RunStore,
+  type StoredArtifact,
   type StoredRun,
   StoreUnavailableError,
-  type TranscriptEvent
+  type TranscriptEvent,
+  artifactOf
 } from './types.js';
 
 const CHANNEL = 'agent_executor_runs';
@@ -49,7 +51,9 @@ const TYPES = {
 /** Columns of a run as the API and the worker see them (not the store's own bookkeeping). */
 const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
   creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
-  version, lease_owner, lease_expires_at`;
+  version, lease_owner, lease_expires_at, artifacts, request_usage`;
+const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+  description, created_at`;
 const RUN_COLUMNS_OF = (alias: string) =>
   RUN_COLUMNS.split(',')
     .map(column => `${alias}.${column.trim()}`)
@@ -238,6 +242,14 @@ export class PostgresRunStore implements RunStore {
       this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
     } catch {
       // a listener failed; the change is stored, and timers catch up
+    }
+  }
+
+  private tellEvent(runId: string, seq: number): void {
+    try {
+      this.changes.emit('event', runId, seq);
+    } catch {
+      // a listener failed; held transcript reads re-read on their own
     }
   }
 
@@ -540,14 +552,17 @@ export class PostgresRunStore implements RunStore {
     at: string
   ): Promise<TranscriptEvent> {
     // The run's row hands out event numbers, so writers on different nodes never collide.
+    // Other nodes hear of the event by a notification sent at commit (held transcript reads).
     const result = await this.query<{ seq: number }>(
-      `WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = $1 RETURNING event_seq)
-       INSERT INTO events (run_id, seq, at, kind, data) SELECT $1, event_seq, $2, $3, $4 FROM next
-       RETURNING seq`,
-      [runId, at, kind, JSON.stringify(data)]
+      `WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = $1 RETURNING event_seq),
+         added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT $1, event_seq, $2, $3, $4 FROM next
+           RETURNING seq)
+       SELECT seq, pg_notify($5, json_build_object('n', $6::text, 'r', $1::text, 'e', seq)::text) FROM added`,
+      [runId, at, kind, JSON.stringify(data), CHANNEL, this.node]
     );
     const seq = result.rows[0]?.seq;
     if (seq === undefined) throw new Error(`run ${runId} does not exist`);
+    this.tellEvent(runId, seq);
     return { ...data, seq, at, kind };
   }
 
@@ -564,10 +579,78 @@ export class PostgresRunStore implements RunStore {
     }));
   }
 
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    this.changes.on('event', listener);
+    this.startListening();
+    return () => this.changes.off('event', listener);
+  }
+
+  async addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void> {
+    const { run_id, team, artifact_type, created_at, ...file } = artifact;
+    await this.transaction(async client => {
+      await client.query(
+        `INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        [
+          artifact.artifact_uid,
+          run_id,
+          team,
+          artifact_type,
+          file.filepath,
+          file.filename,
+          file.mime_type,
+          file.size,
+          file.description ?? null,
+          created_at,
+          data
+        ]
+      );
+      await client.query(
+        `UPDATE runs SET artifacts = (COALESCE(artifacts, '[]')::jsonb || jsonb_build_array($2::jsonb))::text
+         WHERE run_id = $1`,
+        [run_id, JSON.stringify({ ...file, created_at })]
+      );
+    });
+  }
+
+  async getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined> {
+    const result = await this.query<StoredArtifact>(
+      `SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = $1 AND team = $2`,
+      [uid, team]
+    );
+    return result.rows[0] && artifactOf(result.rows[0]);
+  }
+
+  async readArtifact(uid: string): Promise<Buffer | undefined> {
+    // bytea is read back as text elsewhere in this store (see TYPES): these bytes come as base64.
+    const result = await this.query<{ data: string }>(
+      `SELECT encode(data, 'base64') AS data FROM artifacts WHERE artifact_uid = $1`,
+      [uid]
+    );
+    const row = result.rows[0];
+    return row && Buffer.from(row.data, 'base64');
+  }
+
+  async listArtifacts(team: string, runId: string): Promise<StoredArtifact[]> {
+    const result = await this.query<StoredArtifact>(
+      `SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = $1 AND team = $2
+       ORDER BY created_at, artifact_uid`,
+      [runId, team]
+    );
+    return result.rows.map(artifactOf);
+  }
+
+  async setRequestUsage(runId: string, usage: string): Promise<void> {
+    await this.query('UPDATE runs SET request_usage = $2 WHERE run_id = $1', [runId, usage]);
+  }
+
   async pruneFinished(before: string): Promise<number> {
     return this.transaction(async client => {
       const filter = `state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') AND completed_at < $1`;
       await client.query(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, [
+        before
+      ]);
+      await client.query(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, [
         before
       ]);
       return (await client.query(`DELETE FROM runs WHERE ${filter}`, [before])).rowCount ?? 0;
@@ -641,13 +724,14 @@ export class PostgresRunStore implements RunStore {
 
   private onNotification(payload: string | undefined): void {
     if (!payload) return;
-    let message: { n: string; r: string; s: string; v: number };
+    let message: { n: string; r: string; s: string; v: number; e?: number };
     try {
       message = JSON.parse(payload) as typeof message;
     } catch {
       return;
     }
     if (message.n === this.node) return;
+    if (typeof message.e === 'number') return this.tellEvent(message.r, message.e);
     this.tell({ run_id: message.r, state: message.s, version: message.v });
   }
 

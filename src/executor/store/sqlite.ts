@@ -17,9 +17,11 @@ import type {
   NewRun,
   Outcome,
   RunStore,
+  StoredArtifact,
   StoredRun,
   TranscriptEvent
 } from './types.js';
+import { artifactOf } from './types.js';
 
 const TERMINAL = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
 
@@ -363,7 +365,9 @@ export class SqliteRunStore implements RunStore {
     data: Record<string, unknown>,
     at: string
   ): Promise<TranscriptEvent> {
-    return { ...data, seq: this.insertEvent(runId, kind, data, at), at, kind };
+    const seq = this.insertEvent(runId, kind, data, at);
+    this.changes.emit('event', runId, seq);
+    return { ...data, seq, at, kind };
   }
 
   async listEvents(runId: string): Promise<TranscriptEvent[]> {
@@ -383,10 +387,69 @@ export class SqliteRunStore implements RunStore {
     }));
   }
 
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    this.changes.on('event', listener);
+    return () => this.changes.off('event', listener);
+  }
+
+  async addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void> {
+    const { run_id, team, artifact_type, created_at, ...file } = artifact;
+    this.transaction(() => {
+      this.sql(
+        `INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+      ).run(
+        artifact.artifact_uid,
+        run_id,
+        team,
+        artifact_type,
+        file.filepath,
+        file.filename,
+        file.mime_type,
+        file.size,
+        file.description ?? null,
+        created_at,
+        data
+      );
+      const row = this.sql('SELECT artifacts FROM runs WHERE run_id = ?').get(run_id) as
+        { artifacts: string | null } | undefined;
+      const list = JSON.parse(row?.artifacts ?? '[]') as unknown[];
+      list.push({ ...file, created_at });
+      this.sql('UPDATE runs SET artifacts = ? WHERE run_id = ?').run(JSON.stringify(list), run_id);
+    });
+  }
+
+  async getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined> {
+    const row = this.sql(
+      `SELECT artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size, description,
+         created_at FROM artifacts WHERE artifact_uid = ? AND team = ?`
+    ).get(uid, team) as (StoredArtifact & { description: string | null }) | undefined;
+    return row && artifactOf(row);
+  }
+
+  async readArtifact(uid: string): Promise<Buffer | undefined> {
+    const row = this.sql('SELECT data FROM artifacts WHERE artifact_uid = ?').get(uid) as
+      { data: Uint8Array } | undefined;
+    return row && Buffer.from(row.data);
+  }
+
+  async listArtifacts(team: string, runId: string): Promise<StoredArtifact[]> {
+    const rows = this.sql(
+      `SELECT artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size, description,
+         created_at FROM artifacts WHERE run_id = ? AND team = ? ORDER BY created_at, artifact_uid`
+    ).all(runId, team) as unknown as (StoredArtifact & { description: string | null })[];
+    return rows.map(artifactOf);
+  }
+
+  async setRequestUsage(runId: string, usage: string): Promise<void> {
+    this.sql('UPDATE runs SET request_usage = ? WHERE run_id = ?').run(usage, runId);
+  }
+
   async pruneFinished(before: string): Promise<number> {
     return this.transaction(() => {
       const filter = `state IN ${TERMINAL} AND completed_at < ?`;
       this.sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
+      this.sql(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
       return Number(this.sql(`DELETE FROM runs WHERE ${filter}`).run(before).changes);
     });
   }
@@ -416,3 +479,4 @@ export class SqliteRunStore implements RunStore {
     if (this.db.isOpen) this.db.close();
   }
 }
+

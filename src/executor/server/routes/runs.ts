@@ -8,6 +8,7 @@ import { type Principal, authenticate } from '../auth.js';
 import type { ServerContext } from '../context.js';
 import { ProblemError } from '../problem.js';
 import { etagOf, toRecord } from '../records.js';
+import { readTranscript } from '../transcript.js';
 
 const MAX_WAIT_SECONDS = 60;
 
@@ -153,10 +154,9 @@ export async function runRoutes(
     return reply.type('application/json').send(JSON.stringify(result.run.run_id));
   });
 
-  app.get('/api/v1/agent/runs/:id/transcript', async request => {
+  app.get('/api/v1/agent/runs/:id/transcript', async (request, reply) => {
     const { id } = request.params as { id: string };
-    const run = await findRun(request, id);
-    return { run_id: run.run_id, state: run.state, events: await store.listEvents(run.run_id) };
+    return readTranscript(context, request, reply, () => findRun(request, id));
   });
 
   async function findRun(request: FastifyRequest, id: string): Promise<StoredRun> {
