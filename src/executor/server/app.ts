@@ -13,6 +13,7 @@ import type { ServerContext } from './context.js';
 import { ProblemError, sendProblem, writeClientError } from './problem.js';
 import { SessionLinks } from './records.js';
 import { metaRoutes } from './routes/meta.js';
+import { resultRoutes } from './routes/results.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 
@@ -151,6 +152,7 @@ export async function startExecutor(
   if (role !== 'worker') {
     await app.register(sessionRoutes, { context });
     await app.register(runRoutes, { context });
+    await app.register(resultRoutes, { context });
   }
 
   const pool = new WorkerPool(store, config, app.log, role !== 'api');

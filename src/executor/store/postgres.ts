@@ -621,14 +621,16 @@ export class PostgresRunStore implements RunStore {
     return result.rows[0] && artifactOf(result.rows[0]);
   }
 
-  async readArtifact(uid: string): Promise<Buffer | undefined> {
+  async readArtifact(uid: string): Promise<{ artifact: StoredArtifact; data: Buffer } | undefined> {
     // bytea is read back as text elsewhere in this store (see TYPES): these bytes come as base64.
-    const result = await this.query<{ data: string }>(
-      `SELECT encode(data, 'base64') AS data FROM artifacts WHERE artifact_uid = $1`,
+    const result = await this.query<StoredArtifact & { data: string }>(
+      `SELECT ${ARTIFACT_COLUMNS}, encode(data, 'base64') AS data FROM artifacts WHERE artifact_uid = $1`,
       [uid]
     );
     const row = result.rows[0];
-    return row && Buffer.from(row.data, 'base64');
+    if (!row) return undefined;
+    const { data, ...artifact } = row;
+    return { artifact: artifactOf(artifact), data: Buffer.from(data, 'base64') };
   }
 
   async listArtifacts(team: string, runId: string): Promise<StoredArtifact[]> {

@@ -427,10 +427,12 @@ export class SqliteRunStore implements RunStore {
     return row && artifactOf(row);
   }
 
-  async readArtifact(uid: string): Promise<Buffer | undefined> {
-    const row = this.sql('SELECT data FROM artifacts WHERE artifact_uid = ?').get(uid) as
-      { data: Uint8Array } | undefined;
-    return row && Buffer.from(row.data);
+  async readArtifact(uid: string): Promise<{ artifact: StoredArtifact; data: Buffer } | undefined> {
+    const row = this.sql('SELECT * FROM artifacts WHERE artifact_uid = ?').get(uid) as
+      (StoredArtifact & { data: Uint8Array }) | undefined;
+    if (!row) return undefined;
+    const { data, ...artifact } = row;
+    return { artifact: artifactOf(artifact), data: Buffer.from(data) };
   }
 
   async listArtifacts(team: string, runId: string): Promise<StoredArtifact[]> {
@@ -479,4 +481,3 @@ export class SqliteRunStore implements RunStore {
     if (this.db.isOpen) this.db.close();
   }
 }
-

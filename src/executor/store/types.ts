@@ -190,7 +190,7 @@ export interface RunStore {
   /** A team's artifact; undefined for unknown ones and other teams'. */
   getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined>;
   /** An artifact's bytes, for its signed download link (the signature already proves access). */
-  readArtifact(uid: string): Promise<Buffer | undefined>;
+  readArtifact(uid: string): Promise<{ artifact: StoredArtifact; data: Buffer } | undefined>;
   listArtifacts(team: string, runId: string): Promise<StoredArtifact[]>;
   /** Sets the run's request_usage (a JSON object). */
   setRequestUsage(runId: string, usage: string): Promise<void>;

@@ -19,6 +19,7 @@ import {
   StoreUnavailableError
 } from '../store/types.js';
 import { type Workspace, createWorkspace, sweepWorkspaces } from '../workspace/workspace.js';
+import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
 
 const AGENTS: Record<string, Agent> = { simulated: simulatedAgent, command: commandAgent };
 
@@ -264,8 +265,12 @@ export class WorkerPool {
     let quotaWatch: NodeJS.Timeout | undefined;
     let result: AgentResult;
     let workspace: Workspace | undefined;
+    let outputs: RunOutputs | undefined;
+    let base: string | undefined;
     try {
       workspace = await createWorkspace(environment, this.config.dataDir, run.run_id);
+      outputs = prepareOutputs(this.config.dataDir, run.run_id);
+      base = await startCommit(workspace.root);
       const watched = workspace;
       let measuring = false;
       quotaWatch = setInterval(() => {
@@ -293,7 +298,7 @@ export class WorkerPool {
           prompt: run.prompt,
           workspace: workspace.path,
           environment,
-          env,
+          env: { ...env, ...outputs.env },
           signal: controller.signal,
           record
         });
@@ -312,6 +317,17 @@ export class WorkerPool {
     const reason = controller.signal.reason as StopReason | undefined;
     if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
       result = stopped(reason, environment, this.config.workspaces.quotaBytes);
+    }
+    if (outputs) {
+      const failure = await collectOutputs({
+        store: this.store,
+        run,
+        outputs,
+        workspace: workspace && base ? { root: workspace.root, base } : undefined,
+        maxPatchBytes: this.config.workspaces.maxPatchBytes,
+        record
+      }).catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
+      if (failure && result.state === 'SUCCEEDED') result = failure;
     }
     if (workspace) {
       try {
