@@ -366,6 +366,32 @@ describe('the held transcript read', () => {
     expect(end.ms).toBeLessThan(2000);
   });
 
+  it('wakes on an event another node appends (by notification on PostgreSQL, by re-reading on SQLite)', async () => {
+    const id = await create('repo', '@sim sleep 6');
+    let page = await transcript(id, 0);
+    for (let i = 0; i < 100 && page.state !== 'INPROGRESS'; i++) {
+      await new Promise(resolve => setTimeout(resolve, 50));
+      page = await transcript(id, 0);
+    }
+    const newest = page.events.at(-1)!.seq;
+    const other = await ex.openStore();
+    try {
+      const held = transcript(id, newest, 20);
+      await new Promise(resolve => setTimeout(resolve, 500));
+      const appendedAt = Date.now();
+      await other.appendEvent(id, 'message', { text: 'from another node' }, new Date().toISOString());
+      const answered = await held;
+      const lag = Date.now() - appendedAt;
+      expect(answered.events).toEqual([
+        expect.objectContaining({ kind: 'message', text: 'from another node' })
+      ]);
+      expect(lag).toBeLessThan(other.kind === 'postgres' ? 1000 : 3000);
+    } finally {
+      await other.close();
+    }
+    await ex.request(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST', key });
+  });
+
   it('refuses an after= that is not an event number', async () => {
     const id = await create('repo', 'x');
     const response = await ex.request(`/api/v1/agent/runs/${id}/transcript?after=abc`, { key });
