@@ -105,6 +105,8 @@ describe('runs', () => {
       'message:',
       'file:',
       'command:',
+      'result:',
+      'artifact:',
       'diff:',
       'state:FAILED'
     ]);

@@ -465,7 +465,7 @@ describe('PostgreSQL across nodes', () => {
     const url = await postgres.freshDatabase();
     const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresRunStore.open(url)));
     const rows = await stores[0]!['pool'].query('SELECT version FROM agent_executor_migrations');
-    expect(rows.rows).toEqual([{ version: 1 }]);
+    expect(rows.rows).toEqual(POSTGRES_MIGRATIONS.map(migration => ({ version: migration.version })));
     for (const s of stores) await s.close();
   });
 
