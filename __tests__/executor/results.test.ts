@@ -138,7 +138,7 @@ function checkStep(value: unknown): void {
 
 const blocks = (conv: Json) =>
   ((conv.steps as Json[])[0]!.messages as Json[]).flatMap(message =>
-    (message.content as Json[]).map(block => ({ ...block, role: message.role }))
+    (message.content as Json[]).map((block): Json => ({ ...block, role: message.role }))
   );
 /** The final answer as a client takes it: the last assistant text block. */
 const answer = (conv: Json) =>

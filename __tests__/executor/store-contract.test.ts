@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { issueKey, hashKey } from '../../src/executor/keys.js';
+import { POSTGRES_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types.js';
