@@ -330,6 +330,33 @@ describe('changes.patch', () => {
   });
 });
 
+describe('the API description', () => {
+  it('covers the new endpoints and error codes', async () => {
+    const doc = (await (await ex.request('/api/v1/openapi.json')).json()) as {
+      paths: Record<string, Record<string, { parameters?: { name: string }[] }>>;
+      components: { schemas: Record<string, unknown> };
+    };
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/api/v1/agent/runs/{run_id}/conversation',
+        '/api/v1/agent/artifacts/{artifact_uid}',
+        '/api/v1/agent/artifacts/{artifact_uid}/download'
+      ])
+    );
+    const transcriptParameters = doc.paths['/api/v1/agent/runs/{run_id}/transcript']!.get!.parameters!;
+    expect(transcriptParameters.map(parameter => parameter.name)).toEqual(
+      expect.arrayContaining(['after', 'Prefer'])
+    );
+    expect(doc.components.schemas.Conversation).toBeDefined();
+    const errors = (await (await ex.request('/api/v1/errors')).json()) as {
+      errors: { error_code: string }[];
+    };
+    expect(errors.errors.map(error => error.error_code)).toEqual(
+      expect.arrayContaining(['artifact_not_found', 'patch_too_large'])
+    );
+  });
+});
+
 describe('the held transcript read', () => {
   const transcript = async (id: string, after: number, wait?: number) => {
     const started = Date.now();
