@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { startCommit } from '../../src/executor/worker/outputs.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
 let ex: TestExecutor;
@@ -319,6 +320,16 @@ describe('changes.patch', () => {
       Buffer.from([0, 1, 255, ...Buffer.from('binary')])
     );
     expect(existsSync(join(checkout, 'src', 'app.txt'))).toBe(false);
+  });
+
+  it('starts from the commit git names HEAD, in a worktree, on a branch, and with packed refs', async () => {
+    const worktree = join(tempDir('agent-results-wt-'), 'wt');
+    git(repo, 'worktree', 'add', '--detach', '--quiet', worktree, 'HEAD');
+    const packed = gitRepo();
+    git(packed, 'pack-refs', '--all');
+    for (const dir of [repo, worktree, packed])
+      expect(await startCommit(dir)).toBe(git(dir, 'rev-parse', 'HEAD').trim());
+    git(repo, 'worktree', 'remove', '--force', worktree);
   });
 
   it('fails the run when the patch is over workspaces.max_patch, rather than cut it', async () => {

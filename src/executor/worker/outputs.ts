@@ -7,8 +7,17 @@
 
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { constants, lstatSync, mkdirSync, promises as fs, realpathSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  constants,
+  lstatSync,
+  mkdirSync,
+  promises as fs,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync
+} from 'node:fs';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { AgentResult } from '../agents/types.js';
 import type { RunStore, StoredRun } from '../store/types.js';
@@ -39,8 +48,23 @@ export function prepareOutputs(dataDir: string, runId: string): RunOutputs {
   };
 }
 
-/** The commit the workspace starts at: the patch is taken from it, so agent commits are included. */
+/**
+ * The commit the workspace starts at: the patch is taken from it, so agent commits are included.
+ * Read from git's files when they say it plainly (a detached worktree's HEAD, or a loose branch
+ * ref), which spares a process on every run; asked of git otherwise.
+ */
 export async function startCommit(root: string): Promise<string> {
+  try {
+    let gitDir = join(root, '.git');
+    if (statSync(gitDir).isFile())
+      gitDir = resolve(root, /^gitdir:\s*(.+)$/m.exec(readFileSync(gitDir, 'utf8'))![1]!.trim());
+    const head = readFileSync(join(gitDir, 'HEAD'), 'utf8').trim();
+    const ref = /^ref:\s*(refs\/heads\/\S+)$/.exec(head)?.[1];
+    const commit = ref ? readFileSync(join(gitDir, ref), 'utf8').trim() : head;
+    if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(commit)) return commit;
+  } catch {
+    // a layout this does not read (packed refs, say): git knows
+  }
   const { stdout } = await exec('git', ['-C', root, 'rev-parse', 'HEAD']);
   return stdout.trim();
 }
