@@ -105,9 +105,9 @@ describe('runs', () => {
       'message:',
       'file:',
       'command:',
+      'diff:',
       'result:',
       'artifact:',
-      'diff:',
       'state:FAILED'
     ]);
     expect(transcript.events[3]).toMatchObject({ path: 'out/notes.md', change: 'added' });

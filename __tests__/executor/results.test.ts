@@ -322,6 +322,19 @@ describe('changes.patch', () => {
     expect(existsSync(join(checkout, 'src', 'app.txt'))).toBe(false);
   });
 
+  it('holds changes the agent committed itself, even when it left the tree clean', async () => {
+    const id = await create(
+      'repo',
+      '@sim write committed.txt kept\n@sim run git add -A && git -c user.name=a -c user.email=a@a commit -qm c'
+    );
+    const run = await finished(id);
+    expect(run.state).toBe('SUCCEEDED');
+    const uid = ((run.artifacts as Json[])[0]!.data as Json).artifact_uid as string;
+    const details = (await (await ex.request(`/api/v1/agent/artifacts/${uid}`, { key })).json()) as Json;
+    const patch = await (await fetch(details.download_url as string)).text();
+    expect(patch).toContain('+++ b/committed.txt');
+  });
+
   it('starts from the commit git names HEAD, in a worktree, on a branch, and with packed refs', async () => {
     const worktree = join(tempDir('agent-results-wt-'), 'wt');
     git(repo, 'worktree', 'add', '--detach', '--quiet', worktree, 'HEAD');

@@ -109,8 +109,12 @@ export interface CollectOptions {
   store: RunStore;
   run: StoredRun;
   outputs: RunOutputs;
-  /** The workspace's checkout and the commit it started at; absent when no workspace was made. */
-  workspace?: { root: string; base: string };
+  /**
+   * The workspace's checkout, the commit it started at, and whether its diff saw changed files
+   * (false spares the patch's git processes when HEAD did not move either); absent when no
+   * workspace was made.
+   */
+  workspace?: { root: string; base: string; changed: boolean };
   maxPatchBytes: number;
   record: (kind: string, data: Record<string, unknown>) => Promise<void>;
 }
@@ -179,8 +183,9 @@ function parseUsage(data: Buffer): Record<string, unknown> | string {
  */
 async function collectPatch(
   { store, run, outputs, maxPatchBytes, record }: CollectOptions,
-  workspace: { root: string; base: string }
+  workspace: { root: string; base: string; changed: boolean }
 ): Promise<AgentResult | undefined> {
+  if (!workspace.changed && (await startCommit(workspace.root)) === workspace.base) return undefined;
   const patch = join(outputs.dir, `.${randomUUID()}.patch`);
   await exec('git', ['-C', workspace.root, 'add', '--all']);
   await exec('git', [

@@ -318,26 +318,28 @@ export class WorkerPool {
     if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
       result = stopped(reason, environment, this.config.workspaces.quotaBytes);
     }
+    let changed = true;
+    if (workspace) {
+      try {
+        const changes = await workspace.diff();
+        changed = changes.files.length > 0;
+        if (changed) await record('diff', changes);
+      } catch (error) {
+        this.log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
+      }
+    }
     if (outputs) {
       const failure = await collectOutputs({
         store: this.store,
         run,
         outputs,
-        workspace: workspace && base ? { root: workspace.root, base } : undefined,
+        workspace: workspace && base ? { root: workspace.root, base, changed } : undefined,
         maxPatchBytes: this.config.workspaces.maxPatchBytes,
         record
       }).catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
       if (failure && result.state === 'SUCCEEDED') result = failure;
     }
-    if (workspace) {
-      try {
-        const changes = await workspace.diff();
-        if (changes.files.length > 0) await record('diff', changes);
-      } catch (error) {
-        this.log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
-      }
-      workspace.release();
-    }
+    workspace?.release();
     await this.finish(run, result);
   }
 
