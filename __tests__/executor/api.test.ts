@@ -105,8 +105,8 @@ describe('runs', () => {
       'message:',
       'file:',
       'command:',
-      'diff:',
       'result:',
+      'diff:',
       'artifact:',
       'state:FAILED'
     ]);
