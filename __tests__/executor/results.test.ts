@@ -345,6 +345,21 @@ describe('changes.patch', () => {
     git(repo, 'worktree', 'remove', '--force', worktree);
   });
 
+  it('goes with its run when finished runs are pruned', async () => {
+    const id = await create('repo', '@sim write pruned.txt bye');
+    const run = await finished(id);
+    const uid = ((run.artifacts as Json[])[0]!.data as Json).artifact_uid as string;
+    const store = await ex.openStore();
+    try {
+      expect((await store.readArtifact(uid))?.artifact).toMatchObject({ run_id: id, team: 'team-a' });
+      expect(await store.pruneFinished(new Date(Date.now() + 60_000).toISOString())).toBeGreaterThan(0);
+      expect(await store.readArtifact(uid)).toBeUndefined();
+      expect(await store.getArtifact('team-a', uid)).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+
   it('fails the run when the patch is over workspaces.max_patch, rather than cut it', async () => {
     const id = await create('repo', `@sim write big.txt ${'x'.repeat(4000)}`, small, smallKey);
     const run = await finished(id, small, smallKey);
