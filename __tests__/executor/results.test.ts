@@ -56,7 +56,7 @@ beforeAll(async () => {
       source: repo,
       env: ['PLANTED_TARGET'],
       agent: shell(
-        'ln -s "$PLANTED_TARGET" "$AGENT_RESULT_FILE"; ln -s "$PLANTED_TARGET" "$AGENT_USAGE_FILE"; echo from stdout'
+        'ln -s "$PLANTED_TARGET" "$AGENT_RESULT_FILE"; ln "$PLANTED_TARGET" "$AGENT_USAGE_FILE"; echo from stdout'
       )
     }
   ];
@@ -240,7 +240,7 @@ describe('a command agent', () => {
     expect(answer(await conversation(id))).toBe('first line\nlast line\n');
   });
 
-  it('refuses a symbolic link planted as AGENT_RESULT_FILE pointing at the database', async () => {
+  it('refuses a symbolic link (and a hard link) planted as AGENT_RESULT_FILE pointing at the database', async () => {
     const id = await create('planted', 'go');
     const run = await finished(id);
     expect(run.state).toBe('SUCCEEDED');
@@ -253,7 +253,7 @@ describe('a command agent', () => {
       .map(block => block.text);
     expect(notices).toEqual([
       'AGENT_RESULT_FILE was not read: it is a symbolic link',
-      'AGENT_USAGE_FILE was not read: it is a symbolic link'
+      'AGENT_USAGE_FILE was not read: it has other hard links'
     ]);
   });
 });

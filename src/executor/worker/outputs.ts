@@ -2,8 +2,9 @@
 // changes as a patch. Each run gets an output folder under DATA_DIR/outputs/<run id>, outside the
 // workspace (so nothing written there is part of the changes); a command agent finds it through
 // AGENT_RESULT_FILE and AGENT_USAGE_FILE. The agent controls that folder, so its files are opened
-// without following symbolic links, must be regular files, and are read only up to a limit: a link
-// planted there cannot make the executor read (and publish) any other file of the machine.
+// without following symbolic links, must be regular files with no other hard link, and are read
+// only up to a limit: a link planted there cannot make the executor read (and publish) any other
+// file of the machine.
 
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -97,6 +98,9 @@ export async function readOutputFile(outputs: RunOutputs, path: string, max: num
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) return { kind: 'refused', why: 'it is not a regular file' };
+    // A hard link to another file (the database, say) is a regular file too: only a file the
+    // agent wrote itself has no other name.
+    if (stat.nlink > 1) return { kind: 'refused', why: 'it has other hard links' };
     const buffer = Buffer.alloc(Math.min(max, stat.size));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
     return { kind: 'read', data: buffer.subarray(0, bytesRead) };
