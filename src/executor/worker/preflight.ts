@@ -60,6 +60,6 @@ export function checkRunnable(config: ExecutorConfig, processEnv: NodeJS.Process
   const problems = config.environments.flatMap(env => environmentProblems(env, processEnv));
   if (problems.length === 0) return;
   throw new StartupCheckError(
-    `refusing to start: ${problems.length === 1 ? problems[0] : `\n- ${problems.join('\n- ')}`}`
+    `refusing to start:${problems.length === 1 ? ` ${problems[0]}` : `\n- ${problems.join('\n- ')}`}`
   );
 }
