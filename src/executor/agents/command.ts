@@ -5,7 +5,7 @@
 // program is looked up on the PATH runs will get, so a misspelt name fails start-up, not each run.
 
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { delimiter, isAbsolute, resolve } from 'node:path';
 import { show } from '../config-reader.js';
 import {
   type AgentConfig,
@@ -64,13 +64,10 @@ function programProblem(
     environment.env.filter(name => processEnv[name] !== undefined).map(name => [name, processEnv[name]!])
   );
   const path = runVariables(processEnv, listed).PATH ?? '';
+  // A relative directory on the PATH is found from the workspace, as for a relative program path.
+  const base = environment.remoteSource ? '/' : environment.source;
   const dirs = path.split(delimiter).filter(dir => dir !== '');
-  if (
-    dirs.some(dir =>
-      isExecutableFile(resolve(environment.remoteSource ? '/' : environment.source, join(dir, program)))
-    )
-  )
-    return undefined;
+  if (dirs.some(dir => isExecutableFile(resolve(base, dir, program)))) return undefined;
   return `not found on the PATH runs get (${path || 'empty'}); expected a program on that PATH or an absolute path`;
 }
 
