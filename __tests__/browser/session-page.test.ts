@@ -1,34 +1,18 @@
-// The session page in a real browser (Debian's Chromium, driven by playwright-core): a real run's
+// The session page in a real browser (headless Chromium driven by playwright-core): a real run's
 // prompt, commands with exit codes, diff and agent output render, and injected HTML stays text.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchBrowser } from '../support/browser.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 let browser: Browser;
 let ex: TestExecutor;
 let key: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does`
-    );
-  }
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync'
-    ]
-  });
+  browser = await launchBrowser();
   const source = tempDir('browser-source-');
   writeFileSync(join(source, 'README.md'), 'hello\n');
   ex = await startTestExecutor({ environments: [{ id: 'web', source }] });
