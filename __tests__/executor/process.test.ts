@@ -159,7 +159,7 @@ describe('agent-executor CLI', () => {
     const result = await executorCli(['serve'], { node: old });
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toMatch(
-      /^agent-executor needs Node.js 22.5 or newer \(for node:sqlite\); this is Node v\d+/
+      /^agent-executor needs Node.js 24 \(it uses node:sqlite\); this is Node v\d+\S+ Get it one of these ways: .*`npx agent-executor \.\.\.` runs it on the Node 24 .*`actions\/setup-node` with `node-version: 24`/
     );
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });
