@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { launchBrowser } from '../support/browser.js';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
 let browser: Browser;
@@ -30,15 +31,17 @@ async function finishedRun(prompt: string): Promise<{ session_link: string; run_
     body: JSON.stringify({ prompt, title: 'Browser <i>check</i>', config: { environment_id: 'web' } })
   });
   const { run_id } = (await created.json()) as { run_id: string };
-  for (let i = 0; i < 200; i++) {
-    const run = (await (await ex.request(`/api/v1/agent/runs/${run_id}`, { key })).json()) as {
-      state: string;
-      session_link: string;
-    };
-    if (['SUCCEEDED', 'FAILED'].includes(run.state)) return { ...run, run_id };
-    await new Promise(r => setTimeout(r, 50));
-  }
-  throw new Error('run did not finish');
+  const run = await eventually(
+    async () => {
+      const run = (await (await ex.request(`/api/v1/agent/runs/${run_id}`, { key })).json()) as {
+        state: string;
+        session_link: string;
+      };
+      return ['SUCCEEDED', 'FAILED'].includes(run.state) && run;
+    },
+    { what: `run ${run_id} to finish`, timeoutMs: 10_000 }
+  );
+  return { ...run, run_id };
 }
 
 describe('session page in Chromium', () => {

@@ -2,6 +2,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { eventually } from '../support/eventually.js';
 import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
 
 const running: ExecutorProcess[] = [];
@@ -41,12 +42,9 @@ const api = (p: ExecutorProcess, key: string) => ({
 });
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise(r => setTimeout(r, 50));
-  }
-  throw new Error('condition never met');
+  let value: T;
+  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 15_000 });
+  return value!;
 }
 
 describe('agent-executor CLI', () => {
