@@ -3,7 +3,13 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.js';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import {
+  type ExecutorProcess,
+  createKeyWithCli,
+  executorCli,
+  spawnExecutor,
+  tempDir
+} from '../support/executor.js';
 
 const running: ExecutorProcess[] = [];
 afterAll(async () => {
@@ -17,12 +23,7 @@ async function start(dir: string, args: string[] = []): Promise<ExecutorProcess>
 }
 
 async function newKey(dir: string, team = 'default'): Promise<string> {
-  const result = await executorCli(
-    ['keys', 'create', '--kind', 'personal', '--name', 'ci', '--team', team, '--data-dir', join(dir, 'data')],
-    { cwd: dir }
-  );
-  expect(result.code).toBe(0);
-  return result.stdout.trim().split('\n').at(-1)!;
+  return createKeyWithCli(dir, { kind: 'personal', name: 'ci', team });
 }
 
 const api = (p: ExecutorProcess, key: string) => ({

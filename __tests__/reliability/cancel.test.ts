@@ -2,8 +2,7 @@
 // cancelled). The remote run must end CANCELLED within 10 s, or have finished already; the post step
 // then has nothing to do. Quick form here; long form: `npm run reliability:cancel`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { join } from 'node:path';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { type ExecutorProcess, spawnExecutorWithKey } from '../support/executor.js';
 import { runAction, startAction } from '../support/runner.js';
 
 const TRIALS = Number(process.env.CANCEL_TRIALS ?? 8);
@@ -11,13 +10,9 @@ let executor: ExecutorProcess;
 let key: string;
 
 beforeAll(async () => {
-  const dir = tempDir('cancel-');
-  const created = await executorCli(
-    ['keys', 'create', '--kind', 'agent', '--name', 'cancel', '--data-dir', join(dir, 'data')],
-    { cwd: dir }
-  );
-  key = created.stdout.trim().split('\n').at(-1)!;
-  executor = await spawnExecutor(['--data-dir', join(dir, 'data')], { cwd: dir });
+  const started = await spawnExecutorWithKey({ prefix: 'cancel-', name: 'cancel' });
+  ({ key } = started);
+  executor = started;
 });
 afterAll(() => executor.stop());
 
