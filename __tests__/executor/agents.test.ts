@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseConfig } from '../../src/executor/config.js';
 import { checkRunnable } from '../../src/executor/worker/preflight.js';
 import { gitReason } from '../../src/executor/workspace/workspace.js';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
 const FIXTURES = resolve('__tests__/fixtures/agents');
@@ -91,12 +92,13 @@ async function read(id: string) {
   return (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as Record<string, string>;
 }
 async function until(id: string, states: string[]) {
-  for (let i = 0; i < 400; i++) {
-    const r = await read(id);
-    if (states.includes(r.state!)) return r;
-    await new Promise(resolve => setTimeout(resolve, 25));
-  }
-  throw new Error(`run ${id} never reached ${states}`);
+  return eventually(
+    async () => {
+      const r = await read(id);
+      return states.includes(r.state!) && r;
+    },
+    { what: `run ${id} to reach ${states}`, timeoutMs: 10_000, intervalMs: 25 }
+  );
 }
 async function events(id: string) {
   return (
@@ -184,8 +186,7 @@ describe('command agent', () => {
     const id = await run('stubborn', 'x');
     await until(id, ['INPROGRESS']);
     const workspace = join(ex.dataDir, 'workspaces', id);
-    for (let i = 0; i < 100 && !existsSync(join(workspace, 'child.pid')); i++)
-      await new Promise(r => setTimeout(r, 50));
+    await eventually(() => existsSync(join(workspace, 'child.pid')), { what: 'child.pid', timeoutMs: 5000 });
     const child = Number(readFileSync(join(workspace, 'child.pid'), 'utf8'));
     expect((await ex.request(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST', key })).status).toBe(200);
     expect((await read(id)).state).toBe('CANCELLED');
@@ -198,7 +199,9 @@ describe('command agent', () => {
       }
     };
     expect(alive()).toBe(true);
-    for (let i = 0; i < 160 && alive(); i++) await new Promise(r => setTimeout(r, 50));
+    await eventually(() => !alive(), { what: `process ${child} to end`, timeoutMs: 8000 }).catch(
+      () => undefined
+    );
     expect(alive()).toBe(false);
   }, 20_000);
 
@@ -293,8 +296,10 @@ describe('workspaces', () => {
     await until(id, ['SUCCEEDED']);
     const workspace = join(ex.dataDir, 'workspaces', id);
     const listed = () => execFileSync('git', ['-C', repo, 'worktree', 'list']).toString().includes(id);
-    for (let i = 0; i < 100 && (existsSync(workspace) || listed()); i++)
-      await new Promise(r => setTimeout(r, 50));
+    await eventually(() => !existsSync(workspace) && !listed(), {
+      what: `workspace ${id} to be removed`,
+      timeoutMs: 5000
+    }).catch(() => undefined);
     expect(existsSync(workspace)).toBe(false);
     expect(listed()).toBe(false);
   });

@@ -2,7 +2,14 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { eventually } from '../support/eventually.js';
+import {
+  type ExecutorProcess,
+  createKeyWithCli,
+  executorCli,
+  spawnExecutor,
+  tempDir
+} from '../support/executor.js';
 
 const running: ExecutorProcess[] = [];
 afterAll(async () => {
@@ -16,12 +23,7 @@ async function start(dir: string, args: string[] = []): Promise<ExecutorProcess>
 }
 
 async function newKey(dir: string, team = 'default'): Promise<string> {
-  const result = await executorCli(
-    ['keys', 'create', '--kind', 'personal', '--name', 'ci', '--team', team, '--data-dir', join(dir, 'data')],
-    { cwd: dir }
-  );
-  expect(result.code).toBe(0);
-  return result.stdout.trim().split('\n').at(-1)!;
+  return createKeyWithCli(dir, { kind: 'personal', name: 'ci', team });
 }
 
 const api = (p: ExecutorProcess, key: string) => ({
@@ -41,12 +43,9 @@ const api = (p: ExecutorProcess, key: string) => ({
 });
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise(r => setTimeout(r, 50));
-  }
-  throw new Error('condition never met');
+  let value: T;
+  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 15_000 });
+  return value!;
 }
 
 describe('agent-executor CLI', () => {
@@ -204,7 +203,7 @@ describe('agent-executor CLI', () => {
     const result = await executorCli(['serve'], { node: old });
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toMatch(
-      /^agent-executor needs Node.js 22.5 or newer \(for node:sqlite\); this is Node v\d+/
+      /^agent-executor needs Node.js 24 \(it uses node:sqlite\); this is Node v\d+\S+ Get it one of these ways: .*`npx agent-executor \.\.\.` runs it on the Node 24 .*`actions\/setup-node` with `node-version: 24`/
     );
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });

@@ -146,6 +146,14 @@ async function serve(args: string[]): Promise<number> {
     throw error;
   }
   executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
+  const unspecified = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host);
+  if (unspecified && config.publicUrl === undefined) {
+    console.error(
+      `warning: listening on every address (${config.host}), so session links start with ${executor.url}, ` +
+        'which no browser can open; set server.public_url in agent-executor.yaml to the address clients use, ' +
+        'e.g. public_url: https://agents.example.com'
+    );
+  }
   console.log(`listening on ${executor.url}`);
   return new Promise(resolve => {
     let signals = 0;
