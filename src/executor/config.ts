@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { parseDuration } from '../api/index.js';
+import { parseDuration, showValue as show } from '../api/index.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from './store/spec.js';
 
 export interface AgentConfig {
@@ -289,12 +289,6 @@ export function isRemoteSource(source: string): boolean {
 
 function sourceOf(source: string, base: string): string {
   return isRemoteSource(source) ? source : resolve(base, source);
-}
-
-function show(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }
 
 /** Typed reads that record a problem (key, value, expected form) instead of throwing. */

@@ -2,7 +2,13 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { KNOWN_STATES, isTerminalState } from '../../../api/index.js';
+import {
+  KNOWN_STATES,
+  describeValue as kindOf,
+  isTerminalState,
+  isValidIdempotencyKey,
+  IDEMPOTENCY_KEY_FORM
+} from '../../../api/index.js';
 import type { ListQuery, StoredRun } from '../../store/types.js';
 import { type Principal, authenticate } from '../auth.js';
 import type { ServerContext } from '../context.js';
@@ -63,10 +69,10 @@ export async function runRoutes(
     }
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
-    if (key !== undefined && (typeof key !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(key))) {
+    if (key !== undefined && !isValidIdempotencyKey(key)) {
       throw new ProblemError(
         'invalid_request',
-        'Idempotency-Key header: expected 1–255 printable ASCII characters without spaces'
+        `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`
       );
     }
     const result = await store.createRun(
@@ -239,15 +245,6 @@ function validateCreate(body: unknown, maxPromptBytes: number): ValidCreate {
     config: config as Record<string, unknown>,
     extra
   };
-}
-
-function kindOf(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string')
-    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
 }
 
 /** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
