@@ -17,7 +17,8 @@ export function isValidIdempotencyKey(value: unknown): value is string {
  */
 export function showValue(value: unknown, max = 60): string {
   if (value === undefined) return 'nothing';
-  if (typeof value === 'string') return JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);
   let text: string;
   try {
     text = JSON.stringify(value) ?? String(value);
