@@ -88,7 +88,7 @@ export function readKeyPresence(getInput: GetInput = actionInput): {
   };
 }
 
-/** What the post step needs: whether to cancel at all, and the connection when it does. */
+/** Whether the post step may cancel at all (`cancel-on-abort`); `readConnection` gives the rest. */
 export function readPostSettings(getInput: GetInput = actionInput): { cancelOnAbort: boolean } {
   return { cancelOnAbort: getInput('cancel-on-abort').trim().toLowerCase() !== 'false' };
 }

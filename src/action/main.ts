@@ -13,8 +13,6 @@ import { type Outcome, Reporter, conclusionOf, durationOf } from './report.js';
 import { onTermination } from './signals.js';
 import * as state from './state.js';
 
-export { USER_AGENT } from './remote.js';
-
 /** Entry point of both steps: the runner calls the same bundle for `main` and `post`. */
 export async function run(): Promise<void> {
   if (state.isPost()) return postStep();
