@@ -7,7 +7,8 @@ import {
   type CreateRunResponse,
   type ListRunsQuery,
   type ListRunsResponse,
-  describeValue
+  describeValue,
+  showValue
 } from '../api/index.js';
 import {
   AbortError,
@@ -340,17 +341,17 @@ export function normalizeBaseUrl(value: string): string {
   try {
     url = new URL(value.trim());
   } catch {
-    throw new TypeError(`base-url ${JSON.stringify(value)}: ${expected}`);
+    throw new TypeError(`base-url ${showValue(value, 100)}: ${expected}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`base-url ${JSON.stringify(url.protocol)} scheme: ${expected}`);
+    throw new TypeError(`base-url ${showValue(url.protocol)} scheme: ${expected}`);
   }
   if (url.username || url.password) {
     throw new TypeError('base-url: must not contain credentials; pass the key as api-key');
   }
   if (url.search || url.hash) {
     throw new TypeError(
-      `base-url ${JSON.stringify(url.origin + url.pathname)}: must not have a query or fragment`
+      `base-url ${showValue(url.origin + url.pathname, 100)}: must not have a query or fragment`
     );
   }
   const path = url.pathname.replace(/\/+$/, '');
