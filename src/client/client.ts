@@ -7,7 +7,9 @@ import {
   type CreateRunResponse,
   type ListRunsQuery,
   type ListRunsResponse,
+  IDEMPOTENCY_KEY_FORM,
   describeValue,
+  isValidIdempotencyKey,
   showValue
 } from '../api/index.js';
 import {
@@ -112,6 +114,9 @@ export class AgentRunClient {
    */
   async createRun(body: CreateRunRequest, options: CreateOptions = {}): Promise<CreateRunResponse> {
     const idempotencyKey = options.idempotencyKey ?? randomUUID();
+    if (!isValidIdempotencyKey(idempotencyKey)) {
+      throw new TypeError(`idempotencyKey ${showValue(idempotencyKey)}: expected ${IDEMPOTENCY_KEY_FORM}`);
+    }
     const send = (path: string) =>
       this.request('POST', path, {
         body: JSON.stringify(body),
