@@ -52,7 +52,7 @@ async function afterRefusal(
   why: string,
   refusal: AgentRunError
 ): Promise<CancelResult> {
-  const run = await client.getRun(runId, { signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
+  const run = await client.getRun(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
   if (run && isTerminalState(run.state)) {
     core.info(`Run ${runId} had already finished (${run.state}); nothing to cancel.`);
     return 'already_finished';
