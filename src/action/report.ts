@@ -136,6 +136,14 @@ export class Reporter {
     });
   }
 
+  /** When the step does not wait (`wait: false`): outputs and summary of the run as it is now. */
+  notWaiting(outcome: Outcome): Promise<void> {
+    return this.next(async () => {
+      writeOutputs(outcome);
+      await this.writeSummarySafely(outcome);
+    });
+  }
+
   /** At the end: outputs, summary and comment from the final record, after any update in flight. */
   final(outcome: Outcome): Promise<void> {
     return this.next(async () => {
