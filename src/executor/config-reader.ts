@@ -2,7 +2,7 @@
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
 // kinds read their own keys of `agent:` with it, and config.ts reads the agent kinds.
 
-import { parseDuration } from '../api/index.js';
+import { parseDuration, showValue } from '../api/index.js';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -15,12 +15,8 @@ const SIZE_UNITS: Record<string, number> = {
   tib: 1024 ** 4
 };
 
-/** A value as it appears in a message: JSON, cut to 60 characters. */
-export function show(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
-}
+/** A value as it appears in a message (the one describer of src/api). */
+export const show = showValue;
 
 export class ConfigReader {
   constructor(readonly problems: string[]) {}
