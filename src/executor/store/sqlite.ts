@@ -8,6 +8,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { RUN_COLUMNS, strip } from './rows.js';
+import * as transitions from './transitions.js';
+import { CLAIMED_STATE, CREATED_STATE, TERMINAL_SQL, stateEvent } from './transitions.js';
 import type {
   CancelResult,
   CreateResult,
@@ -20,8 +23,6 @@ import type {
   StoredRun,
   TranscriptEvent
 } from './types.js';
-
-const TERMINAL = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
 
 type Row = Record<string, SQLInputValue>;
 
@@ -96,11 +97,7 @@ export class SqliteRunStore implements RunStore {
   /** Every state change is recorded in the transcript in the same transaction as the change. */
   private recordState(run: StoredRun | undefined): StoredRun | undefined {
     if (!run) return run;
-    const data: Record<string, unknown> = { state: run.state };
-    if (run.status_message !== null && run.state !== 'QUEUED' && run.state !== 'INPROGRESS')
-      data.status_message = run.status_message;
-    if (run.error_code !== null) data.error_code = run.error_code;
-    this.insertEvent(run.run_id, 'state', data, run.updated_at);
+    this.insertEvent(run.run_id, 'state', stateEvent(run), run.updated_at);
     return run;
   }
 
@@ -197,29 +194,30 @@ export class SqliteRunStore implements RunStore {
 
   private createOne(run: NewRun, idempotency: Idempotency | undefined, maxQueued: number): CreateResult {
     if (idempotency) {
-      const existing = this.sql('SELECT * FROM runs WHERE team = ? AND idempotency_key = ?').get(
-        run.team,
-        idempotency.key
-      ) as (StoredRun & { idempotency_hash: string }) | undefined;
+      const existing = this.sql(
+        `SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = ? AND idempotency_key = ?`
+      ).get(run.team, idempotency.key) as (StoredRun & { idempotency_hash: string }) | undefined;
       if (existing) {
         return existing.idempotency_hash === idempotency.requestHash
-          ? { kind: 'replayed', run: existing }
+          ? { kind: 'replayed', run: strip(existing) }
           : { kind: 'key_reused' };
       }
     }
     // Counting stops at the limit, so a long queue does not make every create slower.
-    const queued = this.sql(
-      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT ?)`
-    ).get(maxQueued) as { n: number };
+    const queued = this.sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = ? LIMIT ?)`).get(
+      CREATED_STATE,
+      maxQueued
+    ) as { n: number };
     if (queued.n >= maxQueued) return { kind: 'queue_full' };
     const inserted = this.sql(
       `INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
          creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
-       VALUES (:run_id, :team, :environment_id, 'QUEUED', :title, :prompt, :config, :extra, :creator_type,
+       VALUES (:run_id, :team, :environment_id, :state, :title, :prompt, :config, :extra, :creator_type,
          :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
-       RETURNING *`
+       RETURNING ${RUN_COLUMNS}`
     ).get({
       ...run,
+      state: CREATED_STATE,
       idempotency_key: idempotency?.key ?? null,
       idempotency_hash: idempotency?.requestHash ?? null
     } as unknown as Row) as unknown as StoredRun;
@@ -228,12 +226,12 @@ export class SqliteRunStore implements RunStore {
   }
 
   async getRun(team: string, runId: string): Promise<StoredRun | undefined> {
-    return this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team) as
+    return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(runId, team) as
       StoredRun | undefined;
   }
 
   async getRunAnyTeam(runId: string): Promise<StoredRun | undefined> {
-    return this.sql('SELECT * FROM runs WHERE run_id = ?').get(runId) as StoredRun | undefined;
+    return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`).get(runId) as StoredRun | undefined;
   }
 
   async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
@@ -260,21 +258,24 @@ export class SqliteRunStore implements RunStore {
       params.push(query.createdBefore);
     }
     params.push(query.limit);
-    const text = `SELECT * FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
+    const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
     return this.sql(text).all(...params) as unknown as StoredRun[];
   }
 
   async cancelRun(team: string, runId: string, at: string): Promise<CancelResult> {
     const result = this.transaction((): CancelResult => {
-      const run = this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team) as
-        StoredRun | undefined;
+      const run = this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(
+        runId,
+        team
+      ) as StoredRun | undefined;
       if (!run) return { kind: 'not_found' };
-      if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state)) return { kind: 'finished', run };
+      const change = transitions.cancel(run.state);
+      if (!change) return { kind: 'finished', run };
       const updated = this.sql(
-        `UPDATE runs SET state = 'CANCELLED', status_message = 'cancelled by a client', error_code = 'cancelled',
+        `UPDATE runs SET state = ?, status_message = ?, error_code = ?,
            completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-         WHERE run_id = ? RETURNING *`
-      ).get(at, at, runId) as unknown as StoredRun;
+         WHERE run_id = ? RETURNING ${RUN_COLUMNS}`
+      ).get(change.state, change.status_message, change.error_code, at, at, runId) as unknown as StoredRun;
       this.recordState(updated);
       return { kind: 'cancelled', run: updated };
     });
@@ -293,25 +294,28 @@ export class SqliteRunStore implements RunStore {
     const run = this.transaction(() =>
       this.recordState(
         this.sql(
-          `UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?, version = version + 1,
+          `UPDATE runs SET state = ?, started_at = ?, updated_at = ?, version = version + 1,
              lease_owner = ?, lease_expires_at = ?
-           WHERE seq = (SELECT seq FROM runs WHERE state = 'QUEUED' ${skip} ORDER BY seq LIMIT 1)
-           RETURNING *`
-        ).get(at, at, owner, Date.now() + leaseMs, ...excluded) as StoredRun | undefined
+           WHERE seq = (SELECT seq FROM runs WHERE state = ? ${skip} ORDER BY seq LIMIT 1)
+           RETURNING ${RUN_COLUMNS}`
+        ).get(CLAIMED_STATE, at, at, owner, Date.now() + leaseMs, CREATED_STATE, ...excluded) as
+          StoredRun | undefined
       )
     );
     return this.emit(run);
   }
 
   async findClaim(owner: string): Promise<StoredRun | undefined> {
-    return this.sql(`SELECT * FROM runs WHERE state = 'INPROGRESS' AND lease_owner = ?`).get(owner) as
-      StoredRun | undefined;
+    return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = ? AND lease_owner = ?`).get(
+      CLAIMED_STATE,
+      owner
+    ) as StoredRun | undefined;
   }
 
   async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
     const result = this.sql(
-      `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'`
-    ).run(Date.now() + leaseMs, runId, owner);
+      `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = ?`
+    ).run(Date.now() + leaseMs, runId, owner, CLAIMED_STATE);
     return Number(result.changes) > 0;
   }
 
@@ -321,36 +325,40 @@ export class SqliteRunStore implements RunStore {
     outcome: Outcome,
     at: string
   ): Promise<StoredRun | undefined> {
+    const change = transitions.finish(outcome);
     const run = this.transaction(() =>
       this.recordState(
         this.sql(
           `UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
              version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-           WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'
-           RETURNING *`
-        ).get(
-          outcome.state,
-          outcome.status_message ?? null,
-          outcome.error_code ?? null,
-          at,
-          at,
-          runId,
-          owner
-        ) as StoredRun | undefined
+           WHERE run_id = ? AND lease_owner = ? AND state = ?
+           RETURNING ${RUN_COLUMNS}`
+        ).get(change.state, change.status_message, change.error_code, at, at, runId, owner, CLAIMED_STATE) as
+          StoredRun | undefined
       )
     );
     return this.emit(run);
   }
 
   async failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]> {
+    const change = transitions.abandon(message);
     const runs = this.transaction(() =>
       this.sql(
-        `UPDATE runs SET state = 'FAILED', status_message = ?, error_code = 'executor_restarted',
+        `UPDATE runs SET state = ?, status_message = ?, error_code = ?,
              completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-           WHERE state = 'INPROGRESS' AND (? OR lease_expires_at < ?)
-           RETURNING *`
+           WHERE state = ? AND (? OR lease_expires_at < ?)
+           RETURNING ${RUN_COLUMNS}`
       )
-        .all(message, at, at, all ? 1 : 0, Date.now())
+        .all(
+          change.state,
+          change.status_message,
+          change.error_code,
+          at,
+          at,
+          CLAIMED_STATE,
+          all ? 1 : 0,
+          Date.now()
+        )
         .map(row => this.recordState(row as unknown as StoredRun)!)
     );
     for (const run of runs) this.emit(run);
@@ -385,7 +393,7 @@ export class SqliteRunStore implements RunStore {
 
   async pruneFinished(before: string): Promise<number> {
     return this.transaction(() => {
-      const filter = `state IN ${TERMINAL} AND completed_at < ?`;
+      const filter = `state IN ${TERMINAL_SQL} AND completed_at < ?`;
       this.sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
       return Number(this.sql(`DELETE FROM runs WHERE ${filter}`).run(before).changes);
     });

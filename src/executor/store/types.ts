@@ -3,7 +3,13 @@
 // know which. Every read and write of a run is scoped to a team, except the worker's own (it runs
 // every team's work).
 
-import type { KeyKind } from '../keys.js';
+import type { ErrorCode, RunState } from '../../api/index.js';
+import type { Outcome } from './transitions.js';
+
+export type { Outcome };
+
+/** A personal key acts for its user; an agent key for a service account. */
+export type KeyKind = 'personal' | 'agent';
 
 export interface KeyRecord {
   id: string;
@@ -23,7 +29,7 @@ export interface StoredRun {
   run_id: string;
   team: string;
   environment_id: string;
-  state: string;
+  state: RunState;
   title: string | null;
   prompt: string;
   /** The config as sent, JSON. */
@@ -34,7 +40,7 @@ export interface StoredRun {
   creator_uid: string;
   creator_name: string;
   status_message: string | null;
-  error_code: string | null;
+  error_code: ErrorCode | null;
   created_at: string;
   updated_at: string;
   started_at: string | null;
@@ -76,7 +82,7 @@ export interface ListQuery {
   limit: number;
   /** Only runs with seq below this (keyset paging, newest first). */
   beforeSeq?: number;
-  states?: string[];
+  states?: RunState[];
   environmentId?: string;
   createdAfter?: string;
   createdBefore?: string;
@@ -89,19 +95,13 @@ export interface TranscriptEvent {
   [field: string]: unknown;
 }
 
-export interface Outcome {
-  state: 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
-  status_message?: string;
-  error_code?: string;
-}
-
 export type CancelResult =
   { kind: 'cancelled'; run: StoredRun } | { kind: 'finished'; run: StoredRun } | { kind: 'not_found' };
 
 /** What a change listener hears: which run changed and the state it has now. */
 export interface RunChange {
   run_id: string;
-  state: string;
+  state: RunState;
   version: number;
 }
 
