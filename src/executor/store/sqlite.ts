@@ -1,12 +1,16 @@
 // RunStore on node:sqlite: WAL with synchronous=FULL, so a run id that was answered survives a
 // power cut. node:sqlite is synchronous and JavaScript runs one thing at a time, so each method is
 // atomic in this process; BEGIN IMMEDIATE makes it atomic against other processes too (the CLI's
-// `keys` commands write while a server runs).
+// `keys` commands write while a server runs, and `serve --role api` and `--role worker` can share
+// one file). What other processes commit is noticed by PRAGMA data_version, which moves when
+// another connection committed: the key cache is emptied then, and a shared store (opened by a
+// split role) polls it while anyone listens, announcing the runs whose changed_at moved.
 
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import { KeyCache } from './key-cache.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { RUN_COLUMNS, strip } from './rows.js';
 import * as transitions from './transitions.js';
@@ -19,6 +23,7 @@ import type {
   ListQuery,
   NewRun,
   Outcome,
+  RunChange,
   RunStore,
   StoredRun,
   TranscriptEvent
@@ -26,18 +31,40 @@ import type {
 
 type Row = Record<string, SQLInputValue>;
 
+/** How often a shared store looks for other processes' commits while anyone listens. */
+const CHANGE_POLL_MS = 50;
+/** Changes are looked for this far behind the newest one seen: a commit can carry an older time. */
+const CHANGE_MARGIN_MS = 2000;
+
+export interface SqliteOptions {
+  /** Other processes run work on this file too (split roles): start-up fails only expired leases. */
+  shared?: boolean;
+}
+
 export class SqliteRunStore implements RunStore {
   readonly kind = 'sqlite';
-  readonly shared = false;
   private readonly changes = new EventEmitter();
   private readonly statements = new Map<string, StatementSync>();
+  private readonly keys = new KeyCache();
+  /** PRAGMA data_version when the key cache was last known good. */
+  private keysVersion = -1;
+  /** PRAGMA data_version at the last look for other processes' changes. */
+  private changesVersion = -1;
+  /** The newest changed_at seen by that look. */
+  private changedUpTo = 0;
+  private pollTimer?: NodeJS.Timeout;
+  /** run_id → the newest version announced, so a change is not announced twice by this process. */
+  private readonly heard = new Map<string, { version: number; at: number }>();
 
-  private constructor(private readonly db: DatabaseSync) {
+  private constructor(
+    private readonly db: DatabaseSync,
+    readonly shared: boolean
+  ) {
     this.changes.setMaxListeners(0);
   }
 
   /** Opens (creating when needed) the database file and brings its schema up to date. */
-  static async open(path: string): Promise<SqliteRunStore> {
+  static async open(path: string, options: SqliteOptions = {}): Promise<SqliteRunStore> {
     const { DatabaseSync } = await import('node:sqlite');
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const db = new DatabaseSync(path);
@@ -45,7 +72,7 @@ export class SqliteRunStore implements RunStore {
     db.exec('PRAGMA journal_mode = WAL');
     db.exec('PRAGMA synchronous = FULL');
     db.exec('PRAGMA foreign_keys = ON');
-    const store = new SqliteRunStore(db);
+    const store = new SqliteRunStore(db, options.shared ?? false);
     store.migrate();
     return store;
   }
@@ -90,8 +117,45 @@ export class SqliteRunStore implements RunStore {
   }
 
   private emit(run: StoredRun | undefined): StoredRun | undefined {
-    if (run) this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+    if (run) this.tell(run);
     return run;
+  }
+
+  /** Tells the listeners of a change, unless this process already told them of that version. */
+  private tell(run: RunChange): void {
+    const seen = this.heard.get(run.run_id);
+    if (seen && seen.version >= run.version) return;
+    if (this.shared) this.heard.set(run.run_id, { version: run.version, at: Date.now() });
+    this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+  }
+
+  /**
+   * Other processes' changes: when data_version moved, the runs whose changed_at is recent, each
+   * announced unless this process already announced that version.
+   */
+  private pollChanges(): void {
+    const version = this.dataVersion();
+    if (version === this.changesVersion) return;
+    this.changesVersion = version;
+    const rows = this.sql(
+      'SELECT run_id, state, version, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at'
+    ).all(this.changedUpTo - CHANGE_MARGIN_MS) as unknown as (RunChange & { changed_at: number })[];
+    for (const row of rows) {
+      this.changedUpTo = Math.max(this.changedUpTo, row.changed_at);
+      try {
+        this.tell({ run_id: row.run_id, state: row.state, version: row.version });
+      } catch {
+        // a listener failed; the change is stored, and timers catch up
+      }
+    }
+    const forget = Date.now() - 60_000;
+    if (this.heard.size > 1000)
+      for (const [runId, seen] of this.heard) if (seen.at < forget) this.heard.delete(runId);
+  }
+
+  /** Moves when another connection (another process) committed to the file. */
+  private dataVersion(): number {
+    return (this.sql('PRAGMA data_version').get() as { data_version: number }).data_version;
   }
 
   /** Every state change is recorded in the transcript in the same transaction as the change. */
@@ -111,14 +175,24 @@ export class SqliteRunStore implements RunStore {
   }
 
   async createKey(key: KeyRecord): Promise<void> {
+    this.keys.clear();
     this.sql(
       `INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
        VALUES (:id, :team, :kind, :name, :hash, :hint, :created_at, :revoked_at)`
     ).run(key as unknown as Row);
   }
 
+  /** From the key cache unless another process committed since it was filled (one pragma). */
   async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
-    return this.sql('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRecord | undefined;
+    const version = this.dataVersion();
+    if (version !== this.keysVersion) {
+      this.keys.clear();
+      this.keysVersion = version;
+    }
+    return this.keys.find(
+      hash,
+      async () => this.sql('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRecord | undefined
+    );
   }
 
   async listKeys(): Promise<KeyRecord[]> {
@@ -126,6 +200,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async revokeKey(id: string, at: string): Promise<boolean> {
+    this.keys.clear();
     const result = this.sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(
       at,
       id
@@ -211,13 +286,14 @@ export class SqliteRunStore implements RunStore {
     if (queued.n >= maxQueued) return { kind: 'queue_full' };
     const inserted = this.sql(
       `INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
-         creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
+         creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash, changed_at)
        VALUES (:run_id, :team, :environment_id, :state, :title, :prompt, :config, :extra, :creator_type,
-         :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
+         :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash, :changed_at)
        RETURNING ${RUN_COLUMNS}`
     ).get({
       ...run,
       state: CREATED_STATE,
+      changed_at: Date.now(),
       idempotency_key: idempotency?.key ?? null,
       idempotency_hash: idempotency?.requestHash ?? null
     } as unknown as Row) as unknown as StoredRun;
@@ -273,9 +349,18 @@ export class SqliteRunStore implements RunStore {
       if (!change) return { kind: 'finished', run };
       const updated = this.sql(
         `UPDATE runs SET state = ?, status_message = ?, error_code = ?,
-           completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+           completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL,
+           changed_at = ?
          WHERE run_id = ? RETURNING ${RUN_COLUMNS}`
-      ).get(change.state, change.status_message, change.error_code, at, at, runId) as unknown as StoredRun;
+      ).get(
+        change.state,
+        change.status_message,
+        change.error_code,
+        at,
+        at,
+        Date.now(),
+        runId
+      ) as unknown as StoredRun;
       this.recordState(updated);
       return { kind: 'cancelled', run: updated };
     });
@@ -295,10 +380,10 @@ export class SqliteRunStore implements RunStore {
       this.recordState(
         this.sql(
           `UPDATE runs SET state = ?, started_at = ?, updated_at = ?, version = version + 1,
-             lease_owner = ?, lease_expires_at = ?
+             lease_owner = ?, lease_expires_at = ?, changed_at = ?
            WHERE seq = (SELECT seq FROM runs WHERE state = ? ${skip} ORDER BY seq LIMIT 1)
            RETURNING ${RUN_COLUMNS}`
-        ).get(CLAIMED_STATE, at, at, owner, Date.now() + leaseMs, CREATED_STATE, ...excluded) as
+        ).get(CLAIMED_STATE, at, at, owner, Date.now() + leaseMs, Date.now(), CREATED_STATE, ...excluded) as
           StoredRun | undefined
       )
     );
@@ -330,11 +415,20 @@ export class SqliteRunStore implements RunStore {
       this.recordState(
         this.sql(
           `UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
-             version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+             version = version + 1, lease_owner = NULL, lease_expires_at = NULL, changed_at = ?
            WHERE run_id = ? AND lease_owner = ? AND state = ?
            RETURNING ${RUN_COLUMNS}`
-        ).get(change.state, change.status_message, change.error_code, at, at, runId, owner, CLAIMED_STATE) as
-          StoredRun | undefined
+        ).get(
+          change.state,
+          change.status_message,
+          change.error_code,
+          at,
+          at,
+          Date.now(),
+          runId,
+          owner,
+          CLAIMED_STATE
+        ) as StoredRun | undefined
       )
     );
     return this.emit(run);
@@ -345,7 +439,8 @@ export class SqliteRunStore implements RunStore {
     const runs = this.transaction(() =>
       this.sql(
         `UPDATE runs SET state = ?, status_message = ?, error_code = ?,
-             completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
+             completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL,
+             changed_at = ?
            WHERE state = ? AND (? OR lease_expires_at < ?)
            RETURNING ${RUN_COLUMNS}`
       )
@@ -355,6 +450,7 @@ export class SqliteRunStore implements RunStore {
           change.error_code,
           at,
           at,
+          Date.now(),
           CLAIMED_STATE,
           all ? 1 : 0,
           Date.now()
@@ -414,12 +510,32 @@ export class SqliteRunStore implements RunStore {
     this.sql('SELECT 1').get();
   }
 
-  onChange(listener: (run: StoredRun) => void): () => void {
+  onChange(listener: (change: RunChange) => void): () => void {
     this.changes.on('change', listener);
-    return () => this.changes.off('change', listener);
+    if (this.shared && !this.pollTimer) {
+      this.changesVersion = this.dataVersion();
+      this.changedUpTo = Date.now();
+      this.pollTimer = setInterval(() => {
+        try {
+          this.pollChanges();
+        } catch {
+          // busy or closing: the next tick looks again
+        }
+      }, CHANGE_POLL_MS);
+      this.pollTimer.unref();
+    }
+    return () => {
+      this.changes.off('change', listener);
+      if (this.changes.listenerCount('change') === 0) {
+        clearInterval(this.pollTimer);
+        this.pollTimer = undefined;
+      }
+    };
   }
 
   async close(): Promise<void> {
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
     this.statements.clear();
     if (this.db.isOpen) this.db.close();
   }
