@@ -60,7 +60,8 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
     agent_config: JSON.parse(run.config),
     source: 'API'
   };
-  if (showsStatusMessage(run.state) && run.status_message !== null) record.status_message = run.status_message;
+  if (showsStatusMessage(run.state) && run.status_message !== null)
+    record.status_message = run.status_message;
   if (run.error_code !== null) record.error_code = run.error_code;
   const link = links.link(run);
   if (link) record.session_link = link;
