@@ -119,7 +119,10 @@ export class StoreUnavailableError extends Error {
 export interface RunStore {
   /** 'sqlite' serves one node; 'postgres' is shared by every node on the database. */
   readonly kind: 'sqlite' | 'postgres';
-  /** True when other processes run work from this store too (so start-up must not fail their runs). */
+  /**
+   * True when other processes run work from this store too, so start-up must not fail their runs:
+   * always on PostgreSQL; on SQLite when a split role (`--role api` or `worker`) opened it.
+   */
   readonly shared: boolean;
 
   // keys
@@ -164,8 +167,9 @@ export interface RunStore {
   ping(): Promise<void>;
   /**
    * Called on every change of a run by any writer of this store: at once for this process's own
-   * writes, by notification for other nodes' writes (with a bounded fallback poll behind it). A
-   * change may be heard more than once; listeners re-read what they need.
+   * writes; for other processes' writes, by notification on PostgreSQL (with a bounded fallback
+   * poll behind it) and by a 50 ms look at PRAGMA data_version on a shared SQLite file. A change
+   * may be heard more than once; listeners re-read what they need.
    */
   onChange(listener: (change: RunChange) => void): () => void;
   close(): Promise<void>;
