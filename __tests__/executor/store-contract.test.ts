@@ -103,6 +103,23 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     expect(await store.findKeyByHash(hashKey('arx_not-a-key'))).toBeUndefined();
   });
 
+  it('keys: a revocation through another handle (another process) reaches a warm key cache', async () => {
+    const listening = store.onChange(() => undefined); // PostgreSQL trusts its cache only while it listens
+    try {
+      await sleep(300);
+      const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'elsewhere' });
+      for (let i = 0; i < 3; i++) expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
+      const elsewhere = await second();
+      expect(await elsewhere.revokeKey(id, at())).toBe(true);
+      // SQLite: the very next lookup (PRAGMA data_version moved). PostgreSQL: once the key
+      // notification arrives, sent at the revocation's commit.
+      if (kind.name === 'postgres') await sleep(100);
+      expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
+    } finally {
+      listening();
+    }
+  });
+
   it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
     const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
     const result = await store.createRun(run, undefined, 100);
