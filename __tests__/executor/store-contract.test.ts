@@ -429,6 +429,39 @@ describe.each(kinds)('RunStore contract on $name', kind => {
   });
 });
 
+describe('SQLite shared by two processes (split roles on one machine)', () => {
+  it('a second handle hears another one’s changes within 200 ms, by PRAGMA data_version', async () => {
+    const path = join(tempDir(), 'executor.db');
+    const a = await SqliteRunStore.open(path, { shared: true });
+    const b = await SqliteRunStore.open(path, { shared: true });
+    try {
+      const alone = await SqliteRunStore.open(':memory:');
+      expect([a.shared, b.shared, alone.shared]).toEqual([true, true, false]);
+      await alone.close();
+      const heard: RunChange[] = [];
+      const done = new Promise<number>(resolve => {
+        b.onChange(change => {
+          heard.push(change);
+          if (change.state === 'SUCCEEDED') resolve(Date.now());
+        });
+      });
+      const run = newRun();
+      await a.createRun(run, undefined, 100);
+      await a.claimNext('owner', 60_000, [], at());
+      await a.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      const finishedAt = Date.now();
+      expect((await done) - finishedAt).toBeLessThan(200);
+      // Each version at most once, in order, ending with the finish.
+      const versions = heard.filter(change => change.run_id === run.run_id).map(change => change.version);
+      expect(versions).toEqual([...new Set(versions)].sort((x, y) => x - y));
+      expect(versions.at(-1)).toBe(3);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
 describe('PostgreSQL across nodes', () => {
   it('a second node hears a change within 200 ms, by notification', async () => {
     const url = await postgres.freshDatabase();
