@@ -4,14 +4,14 @@
 // `keys` commands write while a server runs, and `serve --role api` and `--role worker` can share
 // one file). What other processes commit is noticed by PRAGMA data_version, which moves when
 // another connection committed: the key cache is emptied then, and a shared store (opened by a
-// split role) polls it while anyone listens, announcing the runs whose changed_at moved.
+// split role) polls it while anyone listens (sqlite-changes.ts).
 
-import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { KeyCache } from './key-cache.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { SqliteChanges } from './sqlite-changes.js';
 import { RUN_COLUMNS, strip } from './rows.js';
 import * as transitions from './transitions.js';
 import { CLAIMED_STATE, CREATED_STATE, TERMINAL_SQL, stateEvent } from './transitions.js';
@@ -31,11 +31,6 @@ import type {
 
 type Row = Record<string, SQLInputValue>;
 
-/** How often a shared store looks for other processes' commits while anyone listens. */
-const CHANGE_POLL_MS = 50;
-/** Changes are looked for this far behind the newest one seen: a commit can carry an older time. */
-const CHANGE_MARGIN_MS = 2000;
-
 export interface SqliteOptions {
   /** Other processes run work on this file too (split roles): start-up fails only expired leases. */
   shared?: boolean;
@@ -43,24 +38,25 @@ export interface SqliteOptions {
 
 export class SqliteRunStore implements RunStore {
   readonly kind = 'sqlite';
-  private readonly changes = new EventEmitter();
+  private readonly changes: SqliteChanges;
   private readonly statements = new Map<string, StatementSync>();
   private readonly keys = new KeyCache();
   /** PRAGMA data_version when the key cache was last known good. */
   private keysVersion = -1;
-  /** PRAGMA data_version at the last look for other processes' changes. */
-  private changesVersion = -1;
-  /** The newest changed_at seen by that look. */
-  private changedUpTo = 0;
-  private pollTimer?: NodeJS.Timeout;
-  /** run_id → the newest version announced, so a change is not announced twice by this process. */
-  private readonly heard = new Map<string, { version: number; at: number }>();
-
   private constructor(
     private readonly db: DatabaseSync,
     readonly shared: boolean
   ) {
-    this.changes.setMaxListeners(0);
+    this.changes = new SqliteChanges(
+      {
+        dataVersion: () => this.dataVersion(),
+        changedSince: since =>
+          this.sql(
+            'SELECT run_id, state, version, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at'
+          ).all(since) as unknown as (RunChange & { changed_at: number })[]
+      },
+      shared
+    );
   }
 
   /** Opens (creating when needed) the database file and brings its schema up to date. */
@@ -117,40 +113,8 @@ export class SqliteRunStore implements RunStore {
   }
 
   private emit(run: StoredRun | undefined): StoredRun | undefined {
-    if (run) this.tell(run);
+    if (run) this.changes.tell(run);
     return run;
-  }
-
-  /** Tells the listeners of a change, unless this process already told them of that version. */
-  private tell(run: RunChange): void {
-    const seen = this.heard.get(run.run_id);
-    if (seen && seen.version >= run.version) return;
-    if (this.shared) this.heard.set(run.run_id, { version: run.version, at: Date.now() });
-    this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
-  }
-
-  /**
-   * Other processes' changes: when data_version moved, the runs whose changed_at is recent, each
-   * announced unless this process already announced that version.
-   */
-  private pollChanges(): void {
-    const version = this.dataVersion();
-    if (version === this.changesVersion) return;
-    this.changesVersion = version;
-    const rows = this.sql(
-      'SELECT run_id, state, version, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at'
-    ).all(this.changedUpTo - CHANGE_MARGIN_MS) as unknown as (RunChange & { changed_at: number })[];
-    for (const row of rows) {
-      this.changedUpTo = Math.max(this.changedUpTo, row.changed_at);
-      try {
-        this.tell({ run_id: row.run_id, state: row.state, version: row.version });
-      } catch {
-        // a listener failed; the change is stored, and timers catch up
-      }
-    }
-    const forget = Date.now() - 60_000;
-    if (this.heard.size > 1000)
-      for (const [runId, seen] of this.heard) if (seen.at < forget) this.heard.delete(runId);
   }
 
   /** Moves when another connection (another process) committed to the file. */
@@ -511,31 +475,11 @@ export class SqliteRunStore implements RunStore {
   }
 
   onChange(listener: (change: RunChange) => void): () => void {
-    this.changes.on('change', listener);
-    if (this.shared && !this.pollTimer) {
-      this.changesVersion = this.dataVersion();
-      this.changedUpTo = Date.now();
-      this.pollTimer = setInterval(() => {
-        try {
-          this.pollChanges();
-        } catch {
-          // busy or closing: the next tick looks again
-        }
-      }, CHANGE_POLL_MS);
-      this.pollTimer.unref();
-    }
-    return () => {
-      this.changes.off('change', listener);
-      if (this.changes.listenerCount('change') === 0) {
-        clearInterval(this.pollTimer);
-        this.pollTimer = undefined;
-      }
-    };
+    return this.changes.onChange(listener);
   }
 
   async close(): Promise<void> {
-    clearInterval(this.pollTimer);
-    this.pollTimer = undefined;
+    this.changes.close();
     this.statements.clear();
     if (this.db.isOpen) this.db.close();
   }
