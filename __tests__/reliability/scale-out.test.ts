@@ -230,6 +230,25 @@ describe('several executor nodes on one PostgreSQL', () => {
     await close(c);
   }, 60_000);
 
+  it('a key revoked by the CLI is refused on the very next request to a node that cached it', async () => {
+    const c = await cluster(['api', 'api'], { workers: 1 });
+    const [first, second] = c.nodes as [ExecutorProcess, ExecutorProcess];
+    const { body } = await create(c, first, 0);
+    // Reads on both nodes: each may now hold the key in memory.
+    for (const node of [first, second, first, second]) {
+      const read = await fetch(`${node.url}/api/v1/agent/runs/${body.run_id}`, { headers: headers(c) });
+      expect(read.status).toBe(200);
+    }
+    const listed = await executorCli(['keys', 'list', '--store', c.url]);
+    const id = /key_[0-9A-Za-z]+/.exec(listed.stdout)![0];
+    expect((await executorCli(['keys', 'revoke', id, '--store', c.url])).code).toBe(0);
+    for (const node of [first, second]) {
+      const read = await fetch(`${node.url}/api/v1/agent/runs/${body.run_id}`, { headers: headers(c) });
+      expect(read.status).toBe(401);
+    }
+    await close(c);
+  }, 60_000);
+
   it('a Prefer: wait read held on an API node returns within 200 ms of a worker node finishing the run', async () => {
     const c = await cluster(['api', 'worker']);
     const [api, worker] = c.nodes as [ExecutorProcess, ExecutorProcess];

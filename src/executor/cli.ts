@@ -18,7 +18,8 @@ Commands:
       Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
       config agent-executor.yaml when present. --port 0 picks a free port. Prints
       "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
-      --role worker runs work and serves only /healthz and /readyz (both need a postgres:// store).
+      --role worker runs work and serves only /healthz and /readyz. One data dir takes one --role all,
+      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).
   keys create --kind personal|agent --name NAME [--team TEAM]
       Create an API key (team "default" unless given). The raw key is printed once, alone on the
       last line of stdout.
@@ -128,18 +129,14 @@ async function serve(args: string[]): Promise<number> {
   if (!['all', 'api', 'worker'].includes(role))
     throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
   const config = configFrom(values);
-  if (role !== 'all' && config.store.kind !== 'postgres') {
-    throw new UsageError(
-      `--role ${role}: needs a store shared with other nodes; ` +
-        'set AGENT_EXECUTOR_STORE=postgres://USER:PASSWORD@HOST:PORT/DB (or --store; SQLite serves one node, with --role all)'
-    );
-  }
   // A node that runs work refuses configuration every run would fail on, before it listens.
   if (role !== 'api') checkRunnable(config);
-  const release = lockDataDir(config.dataDir);
+  const release = lockDataDir(config.dataDir, role);
   let executor;
   try {
-    const store = await openStore(config.store);
+    // A split role shares the store with the other role's process (on SQLite, one file on this
+    // machine): start-up then fails only runs whose lease expired, never the other's live runs.
+    const store = await openStore(config.store, { shared: role !== 'all' });
     executor = await startExecutor(config, store, role);
   } catch (error) {
     release();
@@ -181,18 +178,27 @@ async function serve(args: string[]): Promise<number> {
   });
 }
 
-/** One server per data dir: a second one would fail the first one's runs as abandoned. */
-function lockDataDir(dataDir: string): () => void {
-  const path = join(dataDir, 'executor.pid');
-  if (existsSync(path)) {
+/**
+ * One process per role and data dir: `all` alone, or one `api` beside one `worker`. A second
+ * server of a role would fail the first one's runs as abandoned, or claim beside it.
+ */
+function lockDataDir(dataDir: string, role: Role): () => void {
+  const lockOf = (of: Role) => join(dataDir, of === 'all' ? 'executor.pid' : `executor-${of}.pid`);
+  const conflicts: Role[] = role === 'all' ? ['all', 'api', 'worker'] : ['all', role];
+  for (const other of conflicts) {
+    const path = lockOf(other);
+    if (!existsSync(path)) continue;
     const pid = Number(readFileSync(path, 'utf8').trim());
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
       throw new Error(
-        `another executor (pid ${pid}) is serving data dir ${dataDir}; stop it or use another --data-dir`
+        `another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
+          'a data dir takes one --role all, or one --role api beside one --role worker; ' +
+          'stop it or use another --data-dir'
       );
     }
   }
   mkdirSync(dataDir, { recursive: true });
+  const path = lockOf(role);
   writeFileSync(path, `${process.pid}\n`);
   return () => rmSync(path, { force: true });
 }

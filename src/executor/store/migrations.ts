@@ -55,6 +55,14 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       ) WITHOUT ROWID;
       CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
     `
+  },
+  {
+    version: 2,
+    name: 'runs.changed_at, for processes sharing the file to find what others changed',
+    sql: `
+      ALTER TABLE runs ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX runs_changed_at ON runs (changed_at);
+    `
   }
 ];
 

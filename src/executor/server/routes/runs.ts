@@ -148,8 +148,7 @@ export async function runRoutes(
   app.post('/api/v1/agent/runs/:id/cancel', async (request, reply) => {
     const { id } = request.params as { id: string };
     const reason = cancelReason(request.body);
-    const message = reason === undefined ? undefined : `cancelled by a client: ${reason}`;
-    const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), message);
+    const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
     if (result.kind === 'not_found') throw notFound(id);
     if (result.kind === 'finished')
       throw new ProblemError(
