@@ -104,6 +104,23 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     expect(await store.findKeyByHash(hashKey('arx_not-a-key'))).toBeUndefined();
   });
 
+  it('keys: a revocation through another handle (another process) reaches a warm key cache', async () => {
+    const listening = store.onChange(() => undefined); // PostgreSQL trusts its cache only while it listens
+    try {
+      await sleep(300);
+      const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'elsewhere' });
+      for (let i = 0; i < 3; i++) expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
+      const elsewhere = await second();
+      expect(await elsewhere.revokeKey(id, at())).toBe(true);
+      // SQLite: the very next lookup (PRAGMA data_version moved). PostgreSQL: once the key
+      // notification arrives, sent at the revocation's commit.
+      if (kind.name === 'postgres') await sleep(100);
+      expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
+    } finally {
+      listening();
+    }
+  });
+
   it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
     const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
     const result = await store.createRun(run, undefined, 100);
@@ -410,6 +427,39 @@ describe.each(kinds)('RunStore contract on $name', kind => {
 
   it('ping answers', async () => {
     await expect(store.ping()).resolves.toBeUndefined();
+  });
+});
+
+describe('SQLite shared by two processes (split roles on one machine)', () => {
+  it('a second handle hears another one’s changes within 200 ms, by PRAGMA data_version', async () => {
+    const path = join(tempDir(), 'executor.db');
+    const a = await SqliteRunStore.open(path, { shared: true });
+    const b = await SqliteRunStore.open(path, { shared: true });
+    try {
+      const alone = await SqliteRunStore.open(':memory:');
+      expect([a.shared, b.shared, alone.shared]).toEqual([true, true, false]);
+      await alone.close();
+      const heard: RunChange[] = [];
+      const done = new Promise<number>(resolve => {
+        b.onChange(change => {
+          heard.push(change);
+          if (change.state === 'SUCCEEDED') resolve(Date.now());
+        });
+      });
+      const run = newRun();
+      await a.createRun(run, undefined, 100);
+      await a.claimNext('owner', 60_000, [], at());
+      await a.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      const finishedAt = Date.now();
+      expect((await done) - finishedAt).toBeLessThan(200);
+      // Each version at most once, in order, ending with the finish.
+      const versions = heard.filter(change => change.run_id === run.run_id).map(change => change.version);
+      expect(versions).toEqual([...new Set(versions)].sort((x, y) => x - y));
+      expect(versions.at(-1)).toBe(3);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });
 

@@ -1,3 +1,4 @@
 export * from './run.js';
 export * from './error-codes.js';
 export * from './duration.js';
+export * from './values.js';

@@ -3,11 +3,13 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { AGENT_KINDS, agentKindOf } from './agents/index.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
 import { type Role, startExecutor } from './server/app.js';
 import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
+import { checkRunnable } from './worker/preflight.js';
 
 export const USAGE = `Usage: agent-executor <command> [options]
 
@@ -16,16 +18,22 @@ Commands:
       Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
       config agent-executor.yaml when present. --port 0 picks a free port. Prints
       "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
-      --role worker runs work and serves only /healthz and /readyz (both need a postgres:// store).
+      --role worker runs work and serves only /healthz and /readyz. One data dir takes one --role all,
+      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).
   keys create --kind personal|agent --name NAME [--team TEAM]
       Create an API key (team "default" unless given). The raw key is printed once, alone on the
       last line of stdout.
   keys list
-      List keys (id, team, kind, name, first characters, created, revoked). Never shows raw keys.
+      List keys (id, team, kind, name, first characters, created, status), under a header row.
+      Never shows raw keys.
   keys revoke ID
       Revoke a key at once.
   environments list
-      List the configured environments.
+      List the configured environments (id, name, source, agent, timeout, concurrency), under a
+      header row.
+
+Agent kinds (an environment's agent.kind):
+${[...AGENT_KINDS.values()].map(kind => `  ${kind.kind.padEnd(10)} ${kind.summary}`).join('\n')}
 
 Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
 sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
@@ -121,22 +129,28 @@ async function serve(args: string[]): Promise<number> {
   if (!['all', 'api', 'worker'].includes(role))
     throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
   const config = configFrom(values);
-  if (role !== 'all' && config.store.kind !== 'postgres') {
-    throw new UsageError(
-      `--role ${role}: needs a store shared with other nodes; ` +
-        'set AGENT_EXECUTOR_STORE=postgres://USER:PASSWORD@HOST:PORT/DB (or --store; SQLite serves one node, with --role all)'
-    );
-  }
-  const release = lockDataDir(config.dataDir);
+  // A node that runs work refuses configuration every run would fail on, before it listens.
+  if (role !== 'api') checkRunnable(config);
+  const release = lockDataDir(config.dataDir, role);
   let executor;
   try {
-    const store = await openStore(config.store);
+    // A split role shares the store with the other role's process (on SQLite, one file on this
+    // machine): start-up then fails only runs whose lease expired, never the other's live runs.
+    const store = await openStore(config.store, { shared: role !== 'all' });
     executor = await startExecutor(config, store, role);
   } catch (error) {
     release();
     throw error;
   }
   executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
+  const unspecified = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host);
+  if (unspecified && config.publicUrl === undefined) {
+    console.error(
+      `warning: listening on every address (${config.host}), so session links start with ${executor.url}, ` +
+        'which no browser can open; set server.public_url in agent-executor.yaml to the address clients use, ' +
+        'e.g. public_url: https://agents.example.com'
+    );
+  }
   console.log(`listening on ${executor.url}`);
   return new Promise(resolve => {
     let signals = 0;
@@ -164,18 +178,27 @@ async function serve(args: string[]): Promise<number> {
   });
 }
 
-/** One server per data dir: a second one would fail the first one's runs as abandoned. */
-function lockDataDir(dataDir: string): () => void {
-  const path = join(dataDir, 'executor.pid');
-  if (existsSync(path)) {
+/**
+ * One process per role and data dir: `all` alone, or one `api` beside one `worker`. A second
+ * server of a role would fail the first one's runs as abandoned, or claim beside it.
+ */
+function lockDataDir(dataDir: string, role: Role): () => void {
+  const lockOf = (of: Role) => join(dataDir, of === 'all' ? 'executor.pid' : `executor-${of}.pid`);
+  const conflicts: Role[] = role === 'all' ? ['all', 'api', 'worker'] : ['all', role];
+  for (const other of conflicts) {
+    const path = lockOf(other);
+    if (!existsSync(path)) continue;
     const pid = Number(readFileSync(path, 'utf8').trim());
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
       throw new Error(
-        `another executor (pid ${pid}) is serving data dir ${dataDir}; stop it or use another --data-dir`
+        `another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
+          'a data dir takes one --role all, or one --role api beside one --role worker; ' +
+          'stop it or use another --data-dir'
       );
     }
   }
   mkdirSync(dataDir, { recursive: true });
+  const path = lockOf(role);
   writeFileSync(path, `${process.pid}\n`);
   return () => rmSync(path, { force: true });
 }
@@ -225,6 +248,7 @@ async function keys(args: string[]): Promise<number> {
         const rows = await store.listKeys();
         if (rows.length === 0)
           console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
+        else console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
         for (const key of rows) {
           const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
           console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
@@ -257,8 +281,9 @@ function environments(args: string[]): number {
   if (action !== 'list')
     throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
   const config = configFrom(values);
+  console.log(['ID', 'NAME', 'SOURCE', 'AGENT', 'TIMEOUT', 'CONCURRENCY'].join('\t'));
   for (const env of config.environments) {
-    const agent = env.agent.kind === 'command' ? `command: ${env.agent.command?.join(' ')}` : env.agent.kind;
+    const agent = agentKindOf(env.agent.kind)?.describe(env.agent) ?? env.agent.kind;
     console.log(
       [
         env.id,

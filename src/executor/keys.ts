@@ -4,15 +4,15 @@
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import type { RunStore } from './store/types.js';
+import type { KeyKind, RunStore } from './store/types.js';
+
+export type { KeyKind };
 
 export const KEY_PREFIX = 'arx_';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const BODY_LENGTH = 30;
 const CHECK_LENGTH = 6;
 const KEY_PATTERN = new RegExp(`^${KEY_PREFIX}[0-9A-Za-z]{${BODY_LENGTH + CHECK_LENGTH}}$`);
-
-export type KeyKind = 'personal' | 'agent';
 
 function base62(bytes: Buffer, length: number): string {
   let out = '';

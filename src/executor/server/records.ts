@@ -2,10 +2,8 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RunRecord } from '../../api/index.js';
+import { showsSessionLink, showsStatusMessage } from '../store/transitions.js';
 import type { FileArtifact, StoredRun } from '../store/types.js';
-
-const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
-const WITH_LINK = new Set(['INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'ERROR']);
 
 /** Tokens never change for a run, and reads ask for them often: remember the recent ones. */
 const TOKEN_CACHE_SIZE = 10_000;
@@ -36,7 +34,7 @@ export class SessionLinks {
   }
 
   link(run: StoredRun): string | undefined {
-    if (!WITH_LINK.has(run.state) || run.started_at === null) return undefined;
+    if (!showsSessionLink(run.state) || run.started_at === null) return undefined;
     return `${this.publicUrl()}/sessions/${encodeURIComponent(run.run_id)}?token=${this.token(run.run_id)}`;
   }
 }
@@ -64,7 +62,8 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
   };
   if (run.artifacts) record.artifacts = runArtifacts(run.artifacts);
   if (run.request_usage) record.request_usage = JSON.parse(run.request_usage);
-  if (WITH_MESSAGE.has(run.state) && run.status_message !== null) record.status_message = run.status_message;
+  if (showsStatusMessage(run.state) && run.status_message !== null)
+    record.status_message = run.status_message;
   if (run.error_code !== null) record.error_code = run.error_code;
   const link = links.link(run);
   if (link) record.session_link = link;

@@ -58,6 +58,14 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
   },
   {
     version: 2,
+    name: 'runs.changed_at, for processes sharing the file to find what others changed',
+    sql: `
+      ALTER TABLE runs ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX runs_changed_at ON runs (changed_at);
+    `
+  },
+  {
+    version: 3,
     name: 'artifacts and request usage',
     sql: `
       ALTER TABLE runs ADD COLUMN artifacts TEXT;

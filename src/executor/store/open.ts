@@ -1,10 +1,16 @@
-// Opens the store a spec names.
+// Opens the store a spec names. `shared` tells a SQLite store that other processes run work from
+// the same file (split roles on one machine); a PostgreSQL store is always shared.
 
 import { type PostgresOptions, PostgresRunStore } from './postgres.js';
 import type { StoreSpec } from './spec.js';
-import { SqliteRunStore } from './sqlite.js';
+import { type SqliteOptions, SqliteRunStore } from './sqlite.js';
 import type { RunStore } from './types.js';
 
-export async function openStore(spec: StoreSpec, options: PostgresOptions = {}): Promise<RunStore> {
-  return spec.kind === 'sqlite' ? SqliteRunStore.open(spec.path) : PostgresRunStore.open(spec.url, options);
+export async function openStore(
+  spec: StoreSpec,
+  options: PostgresOptions & SqliteOptions = {}
+): Promise<RunStore> {
+  return spec.kind === 'sqlite'
+    ? SqliteRunStore.open(spec.path, { shared: options.shared })
+    : PostgresRunStore.open(spec.url, options);
 }

@@ -1,13 +1,21 @@
 // RunStore on node:sqlite: WAL with synchronous=FULL, so a run id that was answered survives a
 // power cut. node:sqlite is synchronous and JavaScript runs one thing at a time, so each method is
 // atomic in this process; BEGIN IMMEDIATE makes it atomic against other processes too (the CLI's
-// `keys` commands write while a server runs).
+// `keys` commands write while a server runs, and `serve --role api` and `--role worker` can share
+// one file). What other processes commit is noticed by PRAGMA data_version, which moves when
+// another connection committed: the key cache is emptied then, and a shared store (opened by a
+// split role) polls it while anyone listens (sqlite-changes.ts).
 
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import { KeyCache } from './key-cache.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { SqliteChanges } from './sqlite-changes.js';
+import { RUN_COLUMNS, strip } from './rows.js';
+import * as transitions from './transitions.js';
+import { CLAIMED_STATE, CREATED_STATE, TERMINAL_SQL, stateEvent } from './transitions.js';
 import type {
   CancelResult,
   CreateResult,
@@ -16,6 +24,7 @@ import type {
   ListQuery,
   NewRun,
   Outcome,
+  RunChange,
   RunStore,
   StoredArtifact,
   StoredRun,
@@ -23,22 +32,40 @@ import type {
 } from './types.js';
 import { artifactOf } from './types.js';
 
-const TERMINAL = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
-
 type Row = Record<string, SQLInputValue>;
+
+export interface SqliteOptions {
+  /** Other processes run work on this file too (split roles): start-up fails only expired leases. */
+  shared?: boolean;
+}
 
 export class SqliteRunStore implements RunStore {
   readonly kind = 'sqlite';
-  readonly shared = false;
-  private readonly changes = new EventEmitter();
+  private readonly changes: SqliteChanges;
+  /** Transcript appends of this process, for held transcript reads (others' are found by re-reading). */
+  private readonly events = new EventEmitter().setMaxListeners(0);
   private readonly statements = new Map<string, StatementSync>();
-
-  private constructor(private readonly db: DatabaseSync) {
-    this.changes.setMaxListeners(0);
+  private readonly keys = new KeyCache();
+  /** PRAGMA data_version when the key cache was last known good. */
+  private keysVersion = -1;
+  private constructor(
+    private readonly db: DatabaseSync,
+    readonly shared: boolean
+  ) {
+    this.changes = new SqliteChanges(
+      {
+        dataVersion: () => this.dataVersion(),
+        changedSince: since =>
+          this.sql(
+            'SELECT run_id, state, version, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at'
+          ).all(since) as unknown as (RunChange & { changed_at: number })[]
+      },
+      shared
+    );
   }
 
   /** Opens (creating when needed) the database file and brings its schema up to date. */
-  static async open(path: string): Promise<SqliteRunStore> {
+  static async open(path: string, options: SqliteOptions = {}): Promise<SqliteRunStore> {
     const { DatabaseSync } = await import('node:sqlite');
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const db = new DatabaseSync(path);
@@ -46,7 +73,7 @@ export class SqliteRunStore implements RunStore {
     db.exec('PRAGMA journal_mode = WAL');
     db.exec('PRAGMA synchronous = FULL');
     db.exec('PRAGMA foreign_keys = ON');
-    const store = new SqliteRunStore(db);
+    const store = new SqliteRunStore(db, options.shared ?? false);
     store.migrate();
     return store;
   }
@@ -91,18 +118,19 @@ export class SqliteRunStore implements RunStore {
   }
 
   private emit(run: StoredRun | undefined): StoredRun | undefined {
-    if (run) this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+    if (run) this.changes.tell(run);
     return run;
+  }
+
+  /** Moves when another connection (another process) committed to the file. */
+  private dataVersion(): number {
+    return (this.sql('PRAGMA data_version').get() as { data_version: number }).data_version;
   }
 
   /** Every state change is recorded in the transcript in the same transaction as the change. */
   private recordState(run: StoredRun | undefined): StoredRun | undefined {
     if (!run) return run;
-    const data: Record<string, unknown> = { state: run.state };
-    if (run.status_message !== null && run.state !== 'QUEUED' && run.state !== 'INPROGRESS')
-      data.status_message = run.status_message;
-    if (run.error_code !== null) data.error_code = run.error_code;
-    this.insertEvent(run.run_id, 'state', data, run.updated_at);
+    this.insertEvent(run.run_id, 'state', stateEvent(run), run.updated_at);
     return run;
   }
 
@@ -116,14 +144,24 @@ export class SqliteRunStore implements RunStore {
   }
 
   async createKey(key: KeyRecord): Promise<void> {
+    this.keys.clear();
     this.sql(
       `INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
        VALUES (:id, :team, :kind, :name, :hash, :hint, :created_at, :revoked_at)`
     ).run(key as unknown as Row);
   }
 
+  /** From the key cache unless another process committed since it was filled (one pragma). */
   async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
-    return this.sql('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRecord | undefined;
+    const version = this.dataVersion();
+    if (version !== this.keysVersion) {
+      this.keys.clear();
+      this.keysVersion = version;
+    }
+    return this.keys.find(
+      hash,
+      async () => this.sql('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRecord | undefined
+    );
   }
 
   async listKeys(): Promise<KeyRecord[]> {
@@ -131,6 +169,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async revokeKey(id: string, at: string): Promise<boolean> {
+    this.keys.clear();
     const result = this.sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(
       at,
       id
@@ -199,29 +238,31 @@ export class SqliteRunStore implements RunStore {
 
   private createOne(run: NewRun, idempotency: Idempotency | undefined, maxQueued: number): CreateResult {
     if (idempotency) {
-      const existing = this.sql('SELECT * FROM runs WHERE team = ? AND idempotency_key = ?').get(
-        run.team,
-        idempotency.key
-      ) as (StoredRun & { idempotency_hash: string }) | undefined;
+      const existing = this.sql(
+        `SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = ? AND idempotency_key = ?`
+      ).get(run.team, idempotency.key) as (StoredRun & { idempotency_hash: string }) | undefined;
       if (existing) {
         return existing.idempotency_hash === idempotency.requestHash
-          ? { kind: 'replayed', run: existing }
+          ? { kind: 'replayed', run: strip(existing) }
           : { kind: 'key_reused' };
       }
     }
     // Counting stops at the limit, so a long queue does not make every create slower.
-    const queued = this.sql(
-      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT ?)`
-    ).get(maxQueued) as { n: number };
+    const queued = this.sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = ? LIMIT ?)`).get(
+      CREATED_STATE,
+      maxQueued
+    ) as { n: number };
     if (queued.n >= maxQueued) return { kind: 'queue_full' };
     const inserted = this.sql(
       `INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
-         creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
-       VALUES (:run_id, :team, :environment_id, 'QUEUED', :title, :prompt, :config, :extra, :creator_type,
-         :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash)
-       RETURNING *`
+         creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash, changed_at)
+       VALUES (:run_id, :team, :environment_id, :state, :title, :prompt, :config, :extra, :creator_type,
+         :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash, :changed_at)
+       RETURNING ${RUN_COLUMNS}`
     ).get({
       ...run,
+      state: CREATED_STATE,
+      changed_at: Date.now(),
       idempotency_key: idempotency?.key ?? null,
       idempotency_hash: idempotency?.requestHash ?? null
     } as unknown as Row) as unknown as StoredRun;
@@ -230,12 +271,12 @@ export class SqliteRunStore implements RunStore {
   }
 
   async getRun(team: string, runId: string): Promise<StoredRun | undefined> {
-    return this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team) as
+    return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(runId, team) as
       StoredRun | undefined;
   }
 
   async getRunAnyTeam(runId: string): Promise<StoredRun | undefined> {
-    return this.sql('SELECT * FROM runs WHERE run_id = ?').get(runId) as StoredRun | undefined;
+    return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`).get(runId) as StoredRun | undefined;
   }
 
   async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
@@ -262,21 +303,33 @@ export class SqliteRunStore implements RunStore {
       params.push(query.createdBefore);
     }
     params.push(query.limit);
-    const text = `SELECT * FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
+    const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
     return this.sql(text).all(...params) as unknown as StoredRun[];
   }
 
-  async cancelRun(team: string, runId: string, at: string): Promise<CancelResult> {
+  async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
     const result = this.transaction((): CancelResult => {
-      const run = this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team) as
-        StoredRun | undefined;
+      const run = this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(
+        runId,
+        team
+      ) as StoredRun | undefined;
       if (!run) return { kind: 'not_found' };
-      if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state)) return { kind: 'finished', run };
+      const change = transitions.cancel(run.state, reason);
+      if (!change) return { kind: 'finished', run };
       const updated = this.sql(
-        `UPDATE runs SET state = 'CANCELLED', status_message = 'cancelled by a client', error_code = 'cancelled',
-           completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-         WHERE run_id = ? RETURNING *`
-      ).get(at, at, runId) as unknown as StoredRun;
+        `UPDATE runs SET state = ?, status_message = ?, error_code = ?,
+           completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL,
+           changed_at = ?
+         WHERE run_id = ? RETURNING ${RUN_COLUMNS}`
+      ).get(
+        change.state,
+        change.status_message,
+        change.error_code,
+        at,
+        at,
+        Date.now(),
+        runId
+      ) as unknown as StoredRun;
       this.recordState(updated);
       return { kind: 'cancelled', run: updated };
     });
@@ -295,25 +348,28 @@ export class SqliteRunStore implements RunStore {
     const run = this.transaction(() =>
       this.recordState(
         this.sql(
-          `UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?, version = version + 1,
-             lease_owner = ?, lease_expires_at = ?
-           WHERE seq = (SELECT seq FROM runs WHERE state = 'QUEUED' ${skip} ORDER BY seq LIMIT 1)
-           RETURNING *`
-        ).get(at, at, owner, Date.now() + leaseMs, ...excluded) as StoredRun | undefined
+          `UPDATE runs SET state = ?, started_at = ?, updated_at = ?, version = version + 1,
+             lease_owner = ?, lease_expires_at = ?, changed_at = ?
+           WHERE seq = (SELECT seq FROM runs WHERE state = ? ${skip} ORDER BY seq LIMIT 1)
+           RETURNING ${RUN_COLUMNS}`
+        ).get(CLAIMED_STATE, at, at, owner, Date.now() + leaseMs, Date.now(), CREATED_STATE, ...excluded) as
+          StoredRun | undefined
       )
     );
     return this.emit(run);
   }
 
   async findClaim(owner: string): Promise<StoredRun | undefined> {
-    return this.sql(`SELECT * FROM runs WHERE state = 'INPROGRESS' AND lease_owner = ?`).get(owner) as
-      StoredRun | undefined;
+    return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = ? AND lease_owner = ?`).get(
+      CLAIMED_STATE,
+      owner
+    ) as StoredRun | undefined;
   }
 
   async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
     const result = this.sql(
-      `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'`
-    ).run(Date.now() + leaseMs, runId, owner);
+      `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = ?`
+    ).run(Date.now() + leaseMs, runId, owner, CLAIMED_STATE);
     return Number(result.changes) > 0;
   }
 
@@ -323,21 +379,24 @@ export class SqliteRunStore implements RunStore {
     outcome: Outcome,
     at: string
   ): Promise<StoredRun | undefined> {
+    const change = transitions.finish(outcome);
     const run = this.transaction(() =>
       this.recordState(
         this.sql(
           `UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
-             version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-           WHERE run_id = ? AND lease_owner = ? AND state = 'INPROGRESS'
-           RETURNING *`
+             version = version + 1, lease_owner = NULL, lease_expires_at = NULL, changed_at = ?
+           WHERE run_id = ? AND lease_owner = ? AND state = ?
+           RETURNING ${RUN_COLUMNS}`
         ).get(
-          outcome.state,
-          outcome.status_message ?? null,
-          outcome.error_code ?? null,
+          change.state,
+          change.status_message,
+          change.error_code,
           at,
           at,
+          Date.now(),
           runId,
-          owner
+          owner,
+          CLAIMED_STATE
         ) as StoredRun | undefined
       )
     );
@@ -345,14 +404,26 @@ export class SqliteRunStore implements RunStore {
   }
 
   async failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]> {
+    const change = transitions.abandon(message);
     const runs = this.transaction(() =>
       this.sql(
-        `UPDATE runs SET state = 'FAILED', status_message = ?, error_code = 'executor_restarted',
-             completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
-           WHERE state = 'INPROGRESS' AND (? OR lease_expires_at < ?)
-           RETURNING *`
+        `UPDATE runs SET state = ?, status_message = ?, error_code = ?,
+             completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL,
+             changed_at = ?
+           WHERE state = ? AND (? OR lease_expires_at < ?)
+           RETURNING ${RUN_COLUMNS}`
       )
-        .all(message, at, at, all ? 1 : 0, Date.now())
+        .all(
+          change.state,
+          change.status_message,
+          change.error_code,
+          at,
+          at,
+          Date.now(),
+          CLAIMED_STATE,
+          all ? 1 : 0,
+          Date.now()
+        )
         .map(row => this.recordState(row as unknown as StoredRun)!)
     );
     for (const run of runs) this.emit(run);
@@ -366,7 +437,7 @@ export class SqliteRunStore implements RunStore {
     at: string
   ): Promise<TranscriptEvent> {
     const seq = this.insertEvent(runId, kind, data, at);
-    this.changes.emit('event', runId, seq);
+    this.events.emit('event', runId, seq);
     return { ...data, seq, at, kind };
   }
 
@@ -388,8 +459,8 @@ export class SqliteRunStore implements RunStore {
   }
 
   onEvent(listener: (runId: string, seq: number) => void): () => void {
-    this.changes.on('event', listener);
-    return () => this.changes.off('event', listener);
+    this.events.on('event', listener);
+    return () => this.events.off('event', listener);
   }
 
   async addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void> {
@@ -449,7 +520,7 @@ export class SqliteRunStore implements RunStore {
 
   async pruneFinished(before: string): Promise<number> {
     return this.transaction(() => {
-      const filter = `state IN ${TERMINAL} AND completed_at < ?`;
+      const filter = `state IN ${TERMINAL_SQL} AND completed_at < ?`;
       this.sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
       this.sql(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
       return Number(this.sql(`DELETE FROM runs WHERE ${filter}`).run(before).changes);
@@ -471,12 +542,12 @@ export class SqliteRunStore implements RunStore {
     this.sql('SELECT 1').get();
   }
 
-  onChange(listener: (run: StoredRun) => void): () => void {
-    this.changes.on('change', listener);
-    return () => this.changes.off('change', listener);
+  onChange(listener: (change: RunChange) => void): () => void {
+    return this.changes.onChange(listener);
   }
 
   async close(): Promise<void> {
+    this.changes.close();
     this.statements.clear();
     if (this.db.isOpen) this.db.close();
   }

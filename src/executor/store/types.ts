@@ -3,7 +3,13 @@
 // know which. Every read and write of a run is scoped to a team, except the worker's own (it runs
 // every team's work).
 
-import type { KeyKind } from '../keys.js';
+import type { ErrorCode, RunState } from '../../api/index.js';
+import type { Outcome } from './transitions.js';
+
+export type { Outcome };
+
+/** A personal key acts for its user; an agent key for a service account. */
+export type KeyKind = 'personal' | 'agent';
 
 export interface KeyRecord {
   id: string;
@@ -23,7 +29,7 @@ export interface StoredRun {
   run_id: string;
   team: string;
   environment_id: string;
-  state: string;
+  state: RunState;
   title: string | null;
   prompt: string;
   /** The config as sent, JSON. */
@@ -34,7 +40,7 @@ export interface StoredRun {
   creator_uid: string;
   creator_name: string;
   status_message: string | null;
-  error_code: string | null;
+  error_code: ErrorCode | null;
   created_at: string;
   updated_at: string;
   started_at: string | null;
@@ -98,7 +104,7 @@ export interface ListQuery {
   limit: number;
   /** Only runs with seq below this (keyset paging, newest first). */
   beforeSeq?: number;
-  states?: string[];
+  states?: RunState[];
   environmentId?: string;
   createdAfter?: string;
   createdBefore?: string;
@@ -111,19 +117,13 @@ export interface TranscriptEvent {
   [field: string]: unknown;
 }
 
-export interface Outcome {
-  state: 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
-  status_message?: string;
-  error_code?: string;
-}
-
 export type CancelResult =
   { kind: 'cancelled'; run: StoredRun } | { kind: 'finished'; run: StoredRun } | { kind: 'not_found' };
 
 /** What a change listener hears: which run changed and the state it has now. */
 export interface RunChange {
   run_id: string;
-  state: string;
+  state: RunState;
   version: number;
 }
 
@@ -141,7 +141,10 @@ export class StoreUnavailableError extends Error {
 export interface RunStore {
   /** 'sqlite' serves one node; 'postgres' is shared by every node on the database. */
   readonly kind: 'sqlite' | 'postgres';
-  /** True when other processes run work from this store too (so start-up must not fail their runs). */
+  /**
+   * True when other processes run work from this store too, so start-up must not fail their runs:
+   * always on PostgreSQL; on SQLite when a split role (`--role api` or `worker`) opened it.
+   */
   readonly shared: boolean;
 
   // keys
@@ -156,7 +159,8 @@ export interface RunStore {
   /** For session pages, whose HMAC token already proves access. */
   getRunAnyTeam(runId: string): Promise<StoredRun | undefined>;
   listRuns(team: string, query: ListQuery): Promise<StoredRun[]>;
-  cancelRun(team: string, runId: string, at: string): Promise<CancelResult>;
+  /** `reason`, when given, ends the status message: `cancelled by a client: <reason>`. */
+  cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult>;
 
   // runs, as the worker sees them
   /** Moves the oldest QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. */
@@ -202,8 +206,9 @@ export interface RunStore {
   ping(): Promise<void>;
   /**
    * Called on every change of a run by any writer of this store: at once for this process's own
-   * writes, by notification for other nodes' writes (with a bounded fallback poll behind it). A
-   * change may be heard more than once; listeners re-read what they need.
+   * writes; for other processes' writes, by notification on PostgreSQL (with a bounded fallback
+   * poll behind it) and by a 50 ms look at PRAGMA data_version on a shared SQLite file. A change
+   * may be heard more than once; listeners re-read what they need.
    */
   onChange(listener: (change: RunChange) => void): () => void;
   close(): Promise<void>;
