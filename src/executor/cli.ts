@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
-import { type Role, startExecutor } from './server/app.js';
+import { type Role, startExecutor } from './server/executor.js';
 import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
 
