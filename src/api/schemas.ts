@@ -136,6 +136,7 @@ export const RunRecordSchema = Type.Object(
     state: RunStateSchema,
     title: Type.Optional(NullableString()),
     prompt: Type.Optional(Type.String()),
+    environment_id: Type.Optional(Type.String()),
     created_at: Type.Optional(Timestamp),
     updated_at: Type.Optional(Timestamp),
     started_at: Type.Optional(NullableString({ format: 'date-time' })),
