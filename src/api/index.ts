@@ -1,3 +1,5 @@
 export * from './run.js';
 export * from './error-codes.js';
 export * from './duration.js';
+export * from './conversation.js';
+export * from './artifacts.js';

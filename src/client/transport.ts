@@ -19,6 +19,8 @@ export interface HttpResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** The body as it came, for answers that are not text (artifact downloads). */
+  bytes?: Buffer;
 }
 
 /** Why no answer arrived. */
@@ -101,10 +103,12 @@ export function createTransport(userAgent: string): Transport {
           message.on('end', () => {
             if (done) return;
             done = true;
+            const bytes = Buffer.concat(chunks);
             resolve({
               status: message.statusCode ?? 0,
               headers: message.headers,
-              body: Buffer.concat(chunks).toString('utf8')
+              body: bytes.toString('utf8'),
+              bytes
             });
           });
         });
