@@ -4,10 +4,9 @@
 // from this command line's own settings; the key travels only in the child's environment.
 
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { EXIT, usage } from '../exit.js';
 import { readConnection } from '../settings.js';
 import type { Terminal } from '../terminal.js';
@@ -128,9 +127,9 @@ Example:
   }
 };
 
-/** The action's entry: the bundle beside this one (dist/index.js next to dist/cli/index.js). */
+/** The action's entry: the bundle beside this one (dist/index.js next to dist/cli/index.js, links resolved). */
 function actionEntry(): string {
-  return fileURLToPath(new URL('../index.js', import.meta.url));
+  return join(dirname(realpathSync(process.argv[1] ?? '.')), '..', 'index.js');
 }
 
 function runStep(env: Record<string, string>, log: WorkflowLog): Promise<number | null> {

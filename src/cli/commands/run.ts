@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type SchemaCheck, SchemaError, compileSchema } from '../../client/index.js';
 import { EXIT_CODES_HELP, usage } from '../exit.js';
-import { type Command, clientFor, durationOption, helpText, onBlockedOption, parse } from './common.js';
+import { type Command, clientFor, durationOption, onBlockedOption, parse } from './common.js';
 import { watchRun } from './watch.js';
 
 /** About 15 s of backoff before a create gives up; the idempotency key makes the retries safe. */
