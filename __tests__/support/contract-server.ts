@@ -39,7 +39,18 @@ export interface ContractServerOptions {
   idempotency?: boolean;
   /** Serve the cancel endpoint (default true). */
   cancel?: boolean;
+  /**
+   * Serve GET /agent/runs/{id}/conversation from each run's `conversation` field and
+   * GET /agent/artifacts/{uid} from `artifactFiles` (default false: those paths answer 404).
+   */
+  conversation?: boolean;
   apiKey?: string;
+}
+
+/** A file artifact's details and bytes; `downloadUrl` may point at another origin. */
+export interface ArtifactFile {
+  details: Record<string, unknown>;
+  bytes?: Buffer;
 }
 
 export class ContractServer {
@@ -47,6 +58,8 @@ export class ContractServer {
   readonly requests: RecordedRequest[] = [];
   /** Faults applied in order to requests whose "METHOD /path" starts with the key. */
   readonly faults: { match: string; fault: Fault }[] = [];
+  /** Artifacts served at /agent/artifacts/{uid} (with the conversation option), and their bytes at /downloads/{uid}. */
+  readonly artifactFiles = new Map<string, ArtifactFile>();
   /** Called after a run is created, to script its life. */
   onCreate: (run: StoredRun) => void = () => {};
   private readonly idempotency = new Map<string, string>();
@@ -59,6 +72,7 @@ export class ContractServer {
       supportsWait: true,
       idempotency: true,
       cancel: true,
+      conversation: false,
       apiKey: 'test-key-0123456789',
       ...options
     };
@@ -128,7 +142,7 @@ export class ContractServer {
     const answer = await this.route(req, url, body);
     if (res.destroyed) return;
     if (fault?.kind === 'reset-after') return void req.socket.destroy();
-    const text = answer.body === undefined ? '' : JSON.stringify(answer.body);
+    const text = answer.raw ?? (answer.body === undefined ? '' : JSON.stringify(answer.body));
     res.writeHead(answer.status, {
       'content-type': answer.status >= 400 ? 'application/problem+json' : 'application/json',
       ...answer.headers
@@ -144,11 +158,16 @@ export class ContractServer {
     req: IncomingMessage,
     url: URL,
     body: string
-  ): Promise<{ status: number; body?: unknown; headers?: Record<string, string> }> {
+  ): Promise<{ status: number; body?: unknown; raw?: Buffer; headers?: Record<string, string> }> {
     const problem = (status: number, code: string, detail: string) => ({
       status,
       body: { type: 'about:blank', title: code, status, detail, error_code: code }
     });
+    const download = /^\/downloads\/([^/]+)$/.exec(url.pathname);
+    const file = download ? this.artifactFiles.get(decodeURIComponent(download[1]!)) : undefined;
+    if (file?.bytes && req.method === 'GET') {
+      return { status: 200, raw: file.bytes, headers: { 'content-type': 'application/octet-stream' } };
+    }
     if (req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       return problem(401, 'unauthenticated', 'bad key');
     }
@@ -189,7 +208,9 @@ export class ContractServer {
       const all = [...this.runs.values()].reverse();
       const limit = Number(url.searchParams.get('limit') ?? 20);
       const start = Number(url.searchParams.get('cursor') ?? 0);
-      const page = all.slice(start, start + limit).map(({ version: _v, ...record }) => record);
+      const page = all
+        .slice(start, start + limit)
+        .map(({ version: _v, conversation: _c, ...record }) => record);
       const more = start + limit < all.length;
       return {
         status: 200,
@@ -198,6 +219,17 @@ export class ContractServer {
           page_info: { has_next_page: more, next_cursor: more ? String(start + limit) : null }
         }
       };
+    }
+    const artifact = /^\/api\/v1\/agent\/artifacts\/([^/]+)$/.exec(path);
+    if (artifact && this.options.conversation && req.method === 'GET') {
+      const found = this.artifactFiles.get(decodeURIComponent(artifact[1]!));
+      return found ? { status: 200, body: found.details } : problem(404, 'not_found', 'no such artifact');
+    }
+    const talk = /^\/api\/v1\/agent\/runs\/([^/]+)\/conversation$/.exec(path);
+    if (talk && this.options.conversation && req.method === 'GET') {
+      const found = this.runs.get(decodeURIComponent(talk[1]!));
+      if (!found) return problem(404, 'not_found', 'no such run');
+      return { status: 200, body: found.conversation ?? { conversation_id: found.run_id, steps: [] } };
     }
     const match = /^\/api\/v1\/agent\/runs\/([^/]+)(\/cancel)?$/.exec(path);
     if (!match) return problem(404, 'route_not_found', `no route ${req.method} ${path}`);
@@ -244,7 +276,7 @@ export class ContractServer {
         return { status: 304, headers: { etag: etag(), ...(wait ? { 'preference-applied': 'wait' } : {}) } };
       }
     }
-    const { version: _version, ...record } = run;
+    const { version: _version, conversation: _conversation, ...record } = run;
     return {
       status: 200,
       body: record,
