@@ -44,6 +44,11 @@ export interface ContractServerOptions {
    * GET /agent/artifacts/{uid} from `artifactFiles` (default false: those paths answer 404).
    */
   conversation?: boolean;
+  /**
+   * Serve GET /agent/runs/{id}/transcript from each run's `events` with `after=SEQ`; with
+   * supportsWait it also holds such reads under `Prefer: wait=N` until a newer event exists.
+   */
+  transcript?: boolean;
   apiKey?: string;
 }
 
@@ -73,6 +78,7 @@ export class ContractServer {
       idempotency: true,
       cancel: true,
       conversation: false,
+      transcript: false,
       apiKey: 'test-key-0123456789',
       ...options
     };
@@ -111,6 +117,32 @@ export class ContractServer {
   script(runId: string, steps: [number, Partial<StoredRun>][]): void {
     for (const [ms, fields] of steps)
       setTimeout(() => this.runs.has(runId) && this.update(runId, fields), ms);
+  }
+
+  /** Appends a transcript event to a run (seq numbered from 1), waking held reads. */
+  addEvent(runId: string, event: Record<string, unknown>): void {
+    const run = this.runs.get(runId);
+    if (!run) throw new Error(`no run ${runId}`);
+    const list = ((run.events as Record<string, unknown>[] | undefined) ??= []);
+    list.push({ seq: list.length + 1, at: new Date().toISOString(), ...event });
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Resolves when `ready()` holds after a wake-up, the time is up, or the client goes. */
+  private hold(req: IncomingMessage, ms: number, ready: () => boolean): Promise<void> {
+    return new Promise<void>(resolve => {
+      const timer = setTimeout(() => cleanup(), ms);
+      const wake = () => {
+        if (ready() || req.socket.destroyed) cleanup();
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      this.waiters.add(wake);
+      req.socket.once('close', cleanup);
+    });
   }
 
   count(method: string, pathPrefix: string): number {
@@ -230,6 +262,22 @@ export class ContractServer {
       const found = this.runs.get(decodeURIComponent(talk[1]!));
       if (!found) return problem(404, 'not_found', 'no such run');
       return { status: 200, body: found.conversation ?? { conversation_id: found.run_id, steps: [] } };
+    }
+    const events = /^\/api\/v1\/agent\/runs\/([^/]+)\/transcript$/.exec(path);
+    if (events && this.options.transcript && req.method === 'GET') {
+      const found = this.runs.get(decodeURIComponent(events[1]!));
+      if (!found) return problem(404, 'not_found', 'no such run');
+      const after = Number(url.searchParams.get('after') ?? 0);
+      const newer = () => ((found.events as { seq: number }[] | undefined) ?? []).filter(e => e.seq > after);
+      const hold = /wait=(\d+)/.exec(String(req.headers.prefer ?? ''));
+      const held = this.options.supportsWait && hold !== null;
+      if (held && newer().length === 0)
+        await this.hold(req, Number(hold[1]) * 1000, () => newer().length > 0);
+      return {
+        status: 200,
+        body: { run_id: found.run_id, state: found.state, events: newer() },
+        headers: held ? { 'preference-applied': 'wait' } : {}
+      };
     }
     const match = /^\/api\/v1\/agent\/runs\/([^/]+)(\/cancel)?$/.exec(path);
     if (!match) return problem(404, 'route_not_found', `no route ${req.method} ${path}`);

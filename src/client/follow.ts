@@ -53,15 +53,11 @@ export class RunFollower {
     return this.reading;
   }
 
-  /** The run ended: reads what is left, then stops. */
+  /** The run ended: stops a held read, then reads what is left once. */
   async finish(): Promise<void> {
-    if (this.mode === 'held') {
-      // The long-poll delivers the last events within one answer; give it a moment, then stop.
-      await Promise.race([this.loop, abortableSleep(2000).catch(() => undefined)]);
-    }
     this.stopper.abort(new Error('follower stopped'));
     await this.loop.catch(() => undefined);
-    await this.reading;
+    await this.reading.catch(() => undefined);
     if (this.mode !== 'none') await this.readOnce(0);
   }
 
