@@ -86,6 +86,23 @@ describe('agent-run run', () => {
     expect(again.stderr).toContain('cannot be cancelled');
   });
 
+  it('cancels the run on Ctrl-C (SIGINT) and exits 1', async () => {
+    let sent = false;
+    const run = await runCli(['run', '--environment', 'local', '@sim sleep 60'], {
+      env,
+      onStderr: (text, child) => {
+        if (!sent && /INPROGRESS/.test(text)) {
+          sent = true;
+          child.kill('SIGINT');
+        }
+      }
+    });
+    expect(run.code).toBe(1);
+    const id = /Interrupted: cancelled run (\S+)\./.exec(run.stderr)![1]!;
+    const got = await cli(['get', id, '--json']);
+    expect(JSON.parse(got.stdout)).toMatchObject({ state: 'CANCELLED' });
+  });
+
   it('returns the run id at once with --no-wait; wait, get and logs then see it', async () => {
     const started = await cli([
       'run',

@@ -1,5 +1,5 @@
 // Runs the bundled command line (dist/cli/index.js) as a child process, as users run it.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 
 export const CLI_ENTRY = resolve('dist/cli/index.js');
@@ -13,7 +13,12 @@ export interface CliRun {
 
 export function runCli(
   args: string[],
-  options: { env?: Record<string, string>; stdin?: string; onStderr?: (text: string) => void } = {}
+  options: {
+    env?: Record<string, string>;
+    stdin?: string;
+    /** Sees the whole stderr so far, with the child, after each chunk. */
+    onStderr?: (text: string, child: ChildProcess) => void;
+  } = {}
 ): Promise<CliRun> {
   const argv = [CLI_ENTRY, ...args];
   const child = spawn(process.execPath, argv, {
@@ -25,7 +30,7 @@ export function runCli(
   child.stdout.on('data', chunk => (stdout += chunk));
   child.stderr.on('data', chunk => {
     stderr += chunk;
-    options.onStderr?.(stderr);
+    options.onStderr?.(stderr, child);
   });
   child.stdin.end(options.stdin ?? '');
   return new Promise(resolveRun =>

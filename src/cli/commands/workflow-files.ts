@@ -92,7 +92,9 @@ export function renderSummary(html: string): string {
     .replace(/<h(\d)[^>]*>/gi, (_m, level: string) => `${'#'.repeat(Number(level))} `)
     .replace(/<li[^>]*>/gi, '- ')
     .replace(/<\/t[dh]>/gi, '\t')
-    .replace(/<a [^>]*href="([^"]*)"[^>]*>(.*?)<\/a>/gi, '$2 ($1)')
+    .replace(/<a [^>]*href="([^"]*)"[^>]*>(.*?)<\/a>/gi, (_m, href: string, text: string) =>
+      text === href ? href : `${text} (${href})`
+    )
     .replace(/<[^>]+>/g, '')
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
