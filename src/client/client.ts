@@ -92,6 +92,8 @@ export interface RunsPage {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** An artifact (the run's changes, say) may be far larger than any API answer. */
+const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 
 export class AgentRunClient {
   readonly apiRoot: string;
@@ -269,8 +271,9 @@ export class AgentRunClient {
           method: 'GET',
           url: url.href,
           headers,
-          timeoutMs: this.timeoutMs,
-          signal: options.signal
+          timeoutMs: Math.max(this.timeoutMs, 300_000),
+          signal: options.signal,
+          maxBytes: MAX_DOWNLOAD_BYTES
         });
       } catch (error) {
         if (error instanceof TransportError) throw transportFailure(label, error, this.timeoutMs);

@@ -13,6 +13,8 @@ export interface HttpRequest {
   body?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Refuse answers larger than this (default 32 MiB); artifact downloads allow more. */
+  maxBytes?: number;
 }
 
 export interface HttpResponse {
@@ -92,7 +94,8 @@ export function createTransport(userAgent: string): Transport {
           };
           message.on('data', (chunk: Buffer) => {
             size += chunk.length;
-            if (size > MAX_BODY_BYTES) fail(new Error(`answer larger than ${MAX_BODY_BYTES} bytes`));
+            const limit = request.maxBytes ?? MAX_BODY_BYTES;
+            if (size > limit) fail(new Error(`answer larger than ${limit} bytes`));
             else chunks.push(chunk);
           });
           message.on('error', fail);
