@@ -94,4 +94,22 @@ describe('RunFollower', () => {
       { type: 'text', role: 'assistant', text: 'second' }
     ]);
   });
+
+  it('rides out a failing read with one notice, and still reads at the end', async () => {
+    const id = await setUp({ transcript: true });
+    server.fault(`GET /api/v1/agent/runs/${id}/transcript`, { kind: 'status', status: 500 }, 3);
+    const notices: string[] = [];
+    const seen: ProgressItem[] = [];
+    const follower = new RunFollower(client, id, {
+      onItems: items => seen.push(...items),
+      onNotice: notice => notices.push(notice)
+    });
+    follower.start();
+    await sleep(2500);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(/could not read the run's progress: 500 from GET/);
+    server.addEvent(id, { kind: 'message', text: 'made it' });
+    await follower.finish();
+    expect(seen).toEqual([{ type: 'text', role: 'assistant', text: 'made it' }]);
+  });
 });

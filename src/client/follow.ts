@@ -32,6 +32,7 @@ export class RunFollower {
   private loop: Promise<void> = Promise.resolve();
   private reading: Promise<void> = Promise.resolve();
   private terminalSeen = false;
+  private reported = false;
 
   constructor(
     private readonly client: AgentRunClient,
@@ -41,23 +42,32 @@ export class RunFollower {
 
   /** Makes the first read; when the server holds reads, keeps long-polling in the background. */
   start(): void {
-    this.loop = this.readOnce(this.options.holdSeconds ?? 30).then(() => {
-      if (this.mode === 'held') return this.longPoll();
-    });
+    this.loop = this.readOnce(this.options.holdSeconds ?? 30)
+      .then(() => {
+        if (this.mode === 'held') return this.longPoll();
+      })
+      .catch(error => this.report(error));
   }
 
   /** The run changed state: read new content, unless a long-poll already delivers it. */
   onStateChange(): Promise<void> {
     if (this.mode === 'held' || this.mode === 'none' || this.mode === 'unknown') return this.reading;
-    this.reading = this.reading.then(() => this.readOnce(0));
+    this.reading = this.reading.then(() => this.readOnce(0)).catch(error => this.report(error));
     return this.reading;
+  }
+
+  /** A failed read costs only progress lines: say so once, and let waiting go on. */
+  private report(error: unknown): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.options.onNotice?.(`could not read the run's progress: ${(error as Error).message}`);
   }
 
   /** The run ended: stops a held read, then reads what is left once. */
   async finish(): Promise<void> {
     this.stopper.abort(new Error('follower stopped'));
-    await this.loop.catch(() => undefined);
-    await this.reading.catch(() => undefined);
+    await this.loop;
+    await this.reading;
     if (this.mode !== 'none') await this.readOnce(0);
   }
 
