@@ -128,6 +128,10 @@ describe('agent-run run', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ run_id: id, state: 'SUCCEEDED' });
     const logs = await cli(['logs', id]);
     expect(logs.stdout).toContain('$ echo hi-from-command → exit 0');
+    const unknown = await cli(['wait', 'no-such-run']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^error: 404 from GET \/api\/v1\/agent\/runs\/no-such-run: not found/m);
+    expect(unknown.stderr).not.toContain('neither a transcript');
     const artifacts = await cli(['artifacts', id, '--json']);
     expect(artifacts.code).toBe(0);
     expect(JSON.parse(artifacts.stdout)).toEqual([]);

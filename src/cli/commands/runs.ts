@@ -103,6 +103,7 @@ ${EXIT_CODES_HELP}`,
     const onBlocked = onBlockedOption(values['on-blocked']);
     const client = clientFor(values, context);
     try {
+      await client.getRun(runId); // an unknown id fails here, before any progress is read
       return await watchRun(client, context.terminal, runId, {
         timeoutMs,
         onBlocked,
