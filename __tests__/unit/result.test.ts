@@ -81,6 +81,14 @@ describe('lastJsonObject', () => {
     expect(lastJsonObject('[1, 2]')).toBeUndefined();
   });
 
+  it('stays fast on long answers full of stray braces and quotes', () => {
+    const noise = 'if (x) { say "hello\n'.repeat(20_000);
+    const started = Date.now();
+    expect(lastJsonObject(`${noise}\n{"done": true}`)).toEqual({ done: true });
+    lastJsonObject('{ unclosed '.repeat(50_000));
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
   it('keeps non-ASCII text intact', () => {
     expect(lastJsonObject('Résumé: {"título": "naïve ✓ 日本"}')).toEqual({ título: 'naïve ✓ 日本' });
   });

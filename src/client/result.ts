@@ -35,8 +35,9 @@ export function finalAnswer(conversation: Conversation): string | undefined {
  */
 export function lastJsonObject(text: string): Record<string, unknown> | undefined {
   let last: Record<string, unknown> | undefined;
-  for (let start = text.indexOf('{'); start >= 0;) {
-    const end = matchingBrace(text, start);
+  const budget = { steps: SCAN_BUDGET };
+  for (let start = text.indexOf('{'); start >= 0 && budget.steps > 0;) {
+    const end = matchingBrace(text, start, budget);
     const value = end === undefined ? undefined : parseObject(text.slice(start, end + 1));
     if (value) last = value;
     start = text.indexOf('{', value ? end! + 1 : start + 1);
@@ -55,15 +56,30 @@ function parseObject(source: string): Record<string, unknown> | undefined {
   }
 }
 
-/** Index of the `}` closing the `{` at `start`, skipping braces inside JSON strings. */
-function matchingBrace(text: string, start: number): number | undefined {
+/** Objects longer than this are not looked for. */
+const MAX_OBJECT_CHARS = 1024 * 1024;
+/**
+ * Characters scanned in all, at most: a text of thousands of unclosed braces cannot make the
+ * search quadratic (it then stops, keeping what it found; real answers stay far below this).
+ */
+const SCAN_BUDGET = 20_000_000;
+
+/**
+ * Index of the `}` closing the `{` at `start`, skipping braces inside JSON strings; undefined
+ * when there is none or the span cannot be JSON (a string running into a line break), so a
+ * stray quote in prose costs one line of scanning, not the rest of the text.
+ */
+function matchingBrace(text: string, start: number, budget: { steps: number }): number | undefined {
   let depth = 0;
   let inString = false;
-  for (let i = start; i < text.length; i++) {
+  const end = Math.min(text.length, start + MAX_OBJECT_CHARS, start + budget.steps);
+  for (let i = start; i < end; i++) {
+    budget.steps--;
     const char = text[i];
     if (inString) {
       if (char === '\\') i++;
       else if (char === '"') inString = false;
+      else if (char === '\n') return undefined;
     } else if (char === '"') inString = true;
     else if (char === '{') depth++;
     else if (char === '}' && --depth === 0) return i;
