@@ -1,7 +1,12 @@
+// Lint rules, and the layering of src/ (which folder may import which). Whatever .gitignore ignores
+// (an executor's data dir with full worktrees, build staging) is not linted.
+import { includeIgnoreFile } from '@eslint/compat';
 import js from '@eslint/js';
+import { fileURLToPath } from 'node:url';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
+  includeIgnoreFile(fileURLToPath(new URL('.gitignore', import.meta.url))),
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.build-*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -1,8 +1,12 @@
 // Bundles every entry point with ncc: `node scripts/build.mjs [outDir]` (default dist/).
 // Builds into a temporary folder and replaces the output only when every bundle built.
+// The package's bin entries (package.json "bin") get a `#!/usr/bin/env node` first line and mode
+// 755, so `npx agent-executor` runs them with node and git records them executable.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const SHEBANG = '#!/usr/bin/env node\n';
 
 const out = resolve(process.argv[2] ?? 'dist');
 const staging = mkdtempSync(join(dirname(out), '.build-'));
@@ -19,6 +23,13 @@ try {
     execFileSync(process.execPath, ['node_modules/@vercel/ncc/dist/ncc/cli.js', ...args], {
       stdio: 'inherit'
     });
+  }
+  const bins = Object.values(JSON.parse(readFileSync('package.json', 'utf8')).bin ?? {});
+  for (const bin of bins) {
+    const file = join(staging, relative('dist', bin));
+    const code = readFileSync(file, 'utf8');
+    if (!code.startsWith('#!')) writeFileSync(file, SHEBANG + code);
+    chmodSync(file, 0o755);
   }
 } catch {
   rmSync(staging, { recursive: true, force: true });

@@ -1,20 +1,25 @@
 // npm run demo: starts the bundled executor on a free port, creates a key, runs the bundled action
-// against it exactly as the GitHub runner would, prints the action's outputs, and stops.
+// against it exactly as the GitHub runner would, prints the action's outputs and the run's full
+// transcript, and stops (or, with --keep, keeps serving so the session link opens, until Ctrl-C).
 //
 //   npm run demo                      the sample prompt (succeeds)
 //   npm run demo -- "@sim fail nope"  your own prompt (this one fails the job)
+//   npm run demo -- --keep            keep the executor running afterwards; Ctrl-C stops it
 
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { transcriptLines } from './transcript-text.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const work = mkdtempSync(join(tmpdir(), 'agent-run-demo-'));
 const dataDir = join(work, 'data');
 const executorEntry = join(root, 'dist/executor/index.js');
+const args = process.argv.slice(2);
+const keep = args.includes('--keep');
 const prompt =
-  process.argv[2] ??
+  args.find(arg => arg !== '--keep') ??
   [
     'Add a NOTES.md that says the demo ran.',
     '@sim say Looking at the repository…',
@@ -130,20 +135,31 @@ try {
     });
     const { events } = await response.json();
     log(`the run's transcript (also on the session page while the executor runs):`);
-    for (const event of events) {
-      const detail = event.kind === 'state' ? event.state : (event.text ?? event.command ?? event.path ?? '');
-      console.log(`  ${event.at.slice(11, 23)}  ${event.kind.padEnd(8)} ${String(detail).split('\n')[0]}`);
-    }
+    for (const line of transcriptLines(events)) console.log(line);
   }
   process.exitCode = code ?? 1;
+  if (keep && outputs['session-link']) {
+    log(`the executor keeps serving: open ${outputs['session-link']}`);
+    log('press Ctrl-C to stop it');
+    await new Promise(resolveStop => {
+      process.once('SIGINT', resolveStop);
+      process.once('SIGTERM', resolveStop);
+      executor.child.once('exit', resolveStop);
+    });
+  } else if (!keep) {
+    log('the session link works only while the executor runs: `npm run demo -- --keep` keeps it serving');
+  }
 } catch (error) {
   console.error(`demo failed: ${error.message}`);
   process.exitCode = 1;
 } finally {
   if (executor) {
     executor.child.removeAllListeners('exit');
-    executor.child.kill('SIGTERM');
-    await new Promise(resolveExit => executor.child.on('exit', resolveExit));
+    if (executor.child.exitCode === null && executor.child.signalCode === null) {
+      const exited = new Promise(resolveExit => executor.child.on('exit', resolveExit));
+      executor.child.kill('SIGTERM');
+      await exited;
+    }
     log('executor stopped');
   }
   rmSync(work, { recursive: true, force: true });

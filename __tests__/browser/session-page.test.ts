@@ -1,34 +1,19 @@
-// The session page in a real browser (Debian's Chromium, driven by playwright-core): a real run's
+// The session page in a real browser (headless Chromium driven by playwright-core): a real run's
 // prompt, commands with exit codes, diff and agent output render, and injected HTML stays text.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchBrowser } from '../support/browser.js';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 let browser: Browser;
 let ex: TestExecutor;
 let key: string;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does`
-    );
-  }
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync'
-    ]
-  });
+  browser = await launchBrowser();
   const source = tempDir('browser-source-');
   writeFileSync(join(source, 'README.md'), 'hello\n');
   ex = await startTestExecutor({ environments: [{ id: 'web', source }] });
@@ -46,15 +31,17 @@ async function finishedRun(prompt: string): Promise<{ session_link: string; run_
     body: JSON.stringify({ prompt, title: 'Browser <i>check</i>', config: { environment_id: 'web' } })
   });
   const { run_id } = (await created.json()) as { run_id: string };
-  for (let i = 0; i < 200; i++) {
-    const run = (await (await ex.request(`/api/v1/agent/runs/${run_id}`, { key })).json()) as {
-      state: string;
-      session_link: string;
-    };
-    if (['SUCCEEDED', 'FAILED'].includes(run.state)) return { ...run, run_id };
-    await new Promise(r => setTimeout(r, 50));
-  }
-  throw new Error('run did not finish');
+  const run = await eventually(
+    async () => {
+      const run = (await (await ex.request(`/api/v1/agent/runs/${run_id}`, { key })).json()) as {
+        state: string;
+        session_link: string;
+      };
+      return ['SUCCEEDED', 'FAILED'].includes(run.state) && run;
+    },
+    { what: `run ${run_id} to finish`, timeoutMs: 10_000 }
+  );
+  return { ...run, run_id };
 }
 
 describe('session page in Chromium', () => {

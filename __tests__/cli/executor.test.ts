@@ -81,6 +81,8 @@ describe('agent-run run', () => {
     const cancelled = await cli(['cancel', id, '--reason', 'test over']);
     expect(cancelled.code).toBe(0);
     expect(cancelled.stdout).toContain(`Cancelled run ${id}`);
+    const record = JSON.parse((await cli(['get', id, '--json'])).stdout) as { status_message: string };
+    expect(record.status_message).toContain('test over');
     const again = await cli(['cancel', id]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('cannot be cancelled');

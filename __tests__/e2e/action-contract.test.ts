@@ -113,6 +113,19 @@ describe('action end to end (contract server)', () => {
     );
     expect(result.summary).toBe('');
     expect(result.ms).toBeLessThan(8000);
+    // The run was cancelled 3 s after it was created, and the record read after the cancel says so.
+    expect(Number(result.outputs['duration-seconds'])).toBe(3);
+    const cancel = server.requests.find(r => r.path.endsWith('/cancel'))!;
+    expect(JSON.parse(cancel.body)).toEqual({ reason: 'timeout after 3s' });
+    expect(server.runs.get(runId)!.status_message).toBe('cancelled by a client: timeout after 3s');
+  });
+
+  it('reports the time waited, not 0 s, for a run left running at the deadline', async () => {
+    const result = await runAction({ ...inputs, timeout: '3s', 'on-timeout': 'leave-running' });
+    expect(result.code).toBe(1);
+    expect(result.outputs.state).toBe('QUEUED');
+    expect(Number(result.outputs['duration-seconds'])).toBe(3);
+    expect(result.summary).toMatch(/<td>Duration<\/td><td>3s<\/td>/);
   });
 
   it('leaves the run alone at the deadline with on-timeout: leave-running', async () => {
@@ -134,6 +147,7 @@ describe('action end to end (contract server)', () => {
     expect(result.code).toBe(1);
     expect(result.outputs.conclusion).toBe('cancelled');
     expect(result.stdout).toContain(`Cancelled run ${runId} (the job was cancelled).`);
+    expect(server.runs.get(runId)!.status_message).toBe('cancelled by a client: the job was cancelled');
     expect(result.state.settled).toBe('true');
     expectNoKey(result);
   });
@@ -143,6 +157,9 @@ describe('action end to end (contract server)', () => {
     expect(result.code).toBe(0);
     const runId = result.outputs['run-id']!;
     expect(result.outputs).toMatchObject({ state: 'QUEUED', conclusion: '' });
+    expect(result.summary).toContain('<h3>Agent run</h3>');
+    expect(result.summary).toContain(`<code>${runId}</code>`);
+    expect(result.summary).toContain('<td>State</td><td>QUEUED</td>');
     const post = await runAction(inputs, { state: result.state });
     expect(post.code).toBe(0);
     expect(server.runs.get(runId)!.state).toBe('QUEUED');
@@ -199,7 +216,7 @@ describe('action end to end (contract server)', () => {
     const result = await runAction({ ...inputs, 'api-key': 'wrong-key-456' });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(
-      '::error::401 from POST /api/v1/agent/run: the API key was rejected; check the api-key secret'
+      '::error::401 from POST /api/v1/agent/runs: the API key was rejected; check the api-key secret'
     );
     expect(result.stdout.replace('::add-mask::wrong-key-456', '')).not.toContain('wrong-key-456');
     // Not a cancelled job: nothing for the post step to cancel.
@@ -212,5 +229,70 @@ describe('action end to end (contract server)', () => {
     expect(result.code).toBe(0);
     expect(result.outputs.conclusion).toBe('succeeded');
     expect(result.stdout).toContain('::warning::Could not write the job summary');
+  });
+});
+
+describe('action end to end against answers of the production service', () => {
+  async function serviceLike(options: ConstructorParameters<typeof ContractServer>[0]) {
+    await server.stop();
+    server = await new ContractServer({ apiKey: KEY, ...options }).start();
+    inputs['base-url'] = server.url;
+  }
+
+  it('creates on a server that only has the deprecated POST /agent/run', async () => {
+    await serviceLike({ legacyCreateOnly: true });
+    server.onCreate = run => server.script(run.run_id, [[100, { state: 'SUCCEEDED' }]]);
+    const result = await runAction(inputs);
+    expect(result.code).toBe(0);
+    expect(result.outputs.conclusion).toBe('succeeded');
+    expect(server.requests.filter(r => r.method === 'POST').map(r => r.path)).toEqual([
+      '/api/v1/agent/runs',
+      '/api/v1/agent/run'
+    ]);
+  });
+
+  it('retries the cancel of a PENDING run until the service accepts it', async () => {
+    await serviceLike({ cancelStyle: 'service' });
+    server.onCreate = run =>
+      server.script(run.run_id, [
+        [100, { state: 'PENDING' }],
+        [3500, { state: 'INPROGRESS' }]
+      ]);
+    const result = await runAction({ ...inputs, timeout: '2s' });
+    const runId = result.outputs['run-id']!;
+    expect(result.code).toBe(1);
+    expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBeGreaterThan(1);
+    expect(server.runs.get(runId)!.state).toBe('CANCELLED');
+    expect(result.stdout).toContain('(last state PENDING); cancelled it.');
+    expect(result.outputs.state).toBe('CANCELLED');
+  });
+
+  it('says a BLOCKED run cannot be cancelled, instead of calling it finished', async () => {
+    await serviceLike({ cancelStyle: 'service' });
+    server.onCreate = run =>
+      server.script(run.run_id, [[100, { state: 'BLOCKED', session_link: 'https://s/blocked' }]]);
+    const result = await runAction({ ...inputs, timeout: '2s' });
+    const runId = result.outputs['run-id']!;
+    expect(result.code).toBe(1);
+    expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBe(1);
+    expect(result.stdout).toContain(
+      `::warning::Run ${runId} is BLOCKED (waiting for a person at https://s/blocked) and cannot be cancelled`
+    );
+    expect(result.stdout).toContain('(last state BLOCKED); could not cancel it (not cancellable).');
+    expect(result.stdout).not.toContain('already finished');
+    expect(result.outputs.state).toBe('BLOCKED');
+  });
+
+  it('says a run that ended while the cancel was on its way had already finished, after a 400', async () => {
+    await serviceLike({ cancelStyle: 'service' });
+    server.onCreate = run => server.script(run.run_id, [[2600, { state: 'SUCCEEDED' }]]);
+    // The cancel sent at the 2 s deadline arrives after the run ended.
+    server.fault('POST /api/v1/agent/runs/', { kind: 'delay', ms: 1500 });
+    const result = await runAction({ ...inputs, timeout: '2s' });
+    const runId = result.outputs['run-id']!;
+    expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBe(1);
+    expect(result.stdout).toContain(`Run ${runId} had already finished (SUCCEEDED); nothing to cancel.`);
+    expect(result.stdout).toContain('could not cancel it (already finished).');
+    expect(result.outputs.state).toBe('SUCCEEDED');
   });
 });

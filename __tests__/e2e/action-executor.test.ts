@@ -1,21 +1,15 @@
 // The bundled action against the bundled executor, both run exactly as users run them.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { join } from 'node:path';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { type ExecutorProcess, spawnExecutorWithKey } from '../support/executor.js';
 import { runAction, startAction } from '../support/runner.js';
 
 let executor: ExecutorProcess;
 let key: string;
-let dir: string;
 
 beforeAll(async () => {
-  dir = tempDir();
-  const created = await executorCli(
-    ['keys', 'create', '--kind', 'personal', '--name', 'e2e', '--data-dir', join(dir, 'data')],
-    { cwd: dir }
-  );
-  key = created.stdout.trim().split('\n').at(-1)!;
-  executor = await spawnExecutor(['--data-dir', join(dir, 'data')], { cwd: dir });
+  const started = await spawnExecutorWithKey({ kind: 'personal', name: 'e2e' });
+  ({ key } = started);
+  executor = started;
 });
 afterAll(() => executor.stop());
 

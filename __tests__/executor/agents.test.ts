@@ -4,6 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { parseConfig } from '../../src/executor/config.js';
+import { checkRunnable } from '../../src/executor/worker/preflight.js';
+import { gitReason } from '../../src/executor/workspace/workspace.js';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
 const FIXTURES = resolve('__tests__/fixtures/agents');
@@ -59,7 +63,6 @@ beforeAll(async () => {
       { id: 'stubborn', source: repo, agent: agent('stubborn.sh') },
       { id: 'slow', source: repo, timeout: '1s', agent: agent('stubborn.sh') },
       { id: 'env', source: repo, env: ['ALLOWED_TOKEN'], agent: agent('env.sh') },
-      { id: 'missing', source: repo, agent: { kind: 'command', command: ['no-such-agent-cli'] } },
       {
         id: 'setup',
         source: repo,
@@ -68,7 +71,8 @@ beforeAll(async () => {
       },
       { id: 'setup-fails', source: repo, setup: ['exit 4'], agent: { kind: 'simulated' } },
       { id: 'quota', source: repo, agent: { kind: 'simulated' } },
-      { id: 'leaky', source: 'https://deploy:s3cr3t@127.0.0.1:9/repo.git', agent: { kind: 'simulated' } }
+      { id: 'leaky', source: 'https://deploy:s3cr3t@127.0.0.1:9/repo.git', agent: { kind: 'simulated' } },
+      { id: 'gone', source: 'file:///nonexistent-agent-source/repo.git', agent: { kind: 'simulated' } }
     ]
   });
   key = (await ex.key()).raw;
@@ -88,12 +92,13 @@ async function read(id: string) {
   return (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as Record<string, string>;
 }
 async function until(id: string, states: string[]) {
-  for (let i = 0; i < 400; i++) {
-    const r = await read(id);
-    if (states.includes(r.state!)) return r;
-    await new Promise(resolve => setTimeout(resolve, 25));
-  }
-  throw new Error(`run ${id} never reached ${states}`);
+  return eventually(
+    async () => {
+      const r = await read(id);
+      return states.includes(r.state!) && r;
+    },
+    { what: `run ${id} to reach ${states}`, timeoutMs: 10_000, intervalMs: 25 }
+  );
 }
 async function events(id: string) {
   return (
@@ -181,8 +186,7 @@ describe('command agent', () => {
     const id = await run('stubborn', 'x');
     await until(id, ['INPROGRESS']);
     const workspace = join(ex.dataDir, 'workspaces', id);
-    for (let i = 0; i < 100 && !existsSync(join(workspace, 'child.pid')); i++)
-      await new Promise(r => setTimeout(r, 50));
+    await eventually(() => existsSync(join(workspace, 'child.pid')), { what: 'child.pid', timeoutMs: 5000 });
     const child = Number(readFileSync(join(workspace, 'child.pid'), 'utf8'));
     expect((await ex.request(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST', key })).status).toBe(200);
     expect((await read(id)).state).toBe('CANCELLED');
@@ -195,7 +199,9 @@ describe('command agent', () => {
       }
     };
     expect(alive()).toBe(true);
-    for (let i = 0; i < 160 && alive(); i++) await new Promise(r => setTimeout(r, 50));
+    await eventually(() => !alive(), { what: `process ${child} to end`, timeoutMs: 8000 }).catch(
+      () => undefined
+    );
     expect(alive()).toBe(false);
   }, 20_000);
 
@@ -217,11 +223,21 @@ describe('command agent', () => {
     expect(out).toBe(`ALLOWED=yes-passed SECRET=unset RUN=${id}\n`);
   });
 
-  it('names a program it cannot start', async () => {
-    const id = await run('missing', 'x');
-    expect(await until(id, ['FAILED'])).toMatchObject({
-      status_message: 'agent command "no-such-agent-cli" could not start: not found on PATH'
-    });
+  it('refuses at start-up a program it could not start, instead of failing each run', () => {
+    // This environment used to start and fail each run with the status message
+    // 'agent command "no-such-agent-cli" could not start: not found on PATH'.
+    const config = parseConfig(
+      {
+        environments: [
+          { id: 'missing', source: repo, agent: { kind: 'command', command: ['no-such-agent-cli'] } }
+        ]
+      },
+      repo
+    );
+    expect(() => checkRunnable(config, { PATH: '/usr/bin:/bin' })).toThrow(
+      'refusing to start: environment "missing": agent.command "no-such-agent-cli": not found on the PATH runs get ' +
+        '(/usr/bin:/bin); expected a program on that PATH or an absolute path'
+    );
   });
 });
 
@@ -231,6 +247,24 @@ describe('workspaces', () => {
     const failed = await until(id, ['FAILED']);
     expect(failed.status_message).toMatch(/^the agent could not run: git clone failed: /);
     expect(failed.status_message).not.toContain('s3cr3t');
+    expect(failed.status_message).toMatch(
+      /^the agent could not run: git clone failed: fatal: unable to access /
+    );
+    expect(failed.status_message!.split('\n')).toHaveLength(1);
+  });
+
+  it("says in one line what git was doing and git's own fatal line, without its advice", async () => {
+    // git prints two fatal lines and a paragraph of advice here; the first fatal line is the reason.
+    const failed = await until(await run('gone', 'x'), ['FAILED']);
+    expect(failed.status_message).toBe(
+      "the agent could not run: git clone failed: fatal: '/nonexistent-agent-source/repo.git' does not appear to be a git repository"
+    );
+    expect(
+      gitReason({
+        stderr:
+          "hint: Using 'master' as the name for the initial branch.\nhint: see git help init\nfatal: bad object HEAD\n"
+      })
+    ).toBe('fatal: bad object HEAD');
   });
 
   it('runs setup commands in the workspace and records them like commands', async () => {
@@ -262,8 +296,10 @@ describe('workspaces', () => {
     await until(id, ['SUCCEEDED']);
     const workspace = join(ex.dataDir, 'workspaces', id);
     const listed = () => execFileSync('git', ['-C', repo, 'worktree', 'list']).toString().includes(id);
-    for (let i = 0; i < 100 && (existsSync(workspace) || listed()); i++)
-      await new Promise(r => setTimeout(r, 50));
+    await eventually(() => !existsSync(workspace) && !listed(), {
+      what: `workspace ${id} to be removed`,
+      timeoutMs: 5000
+    }).catch(() => undefined);
     expect(existsSync(workspace)).toBe(false);
     expect(listed()).toBe(false);
   });

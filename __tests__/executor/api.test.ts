@@ -1,6 +1,7 @@
 // The executor's HTTP API on a real port with a real SQLite file in a temp dir.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 
 let ex: TestExecutor;
@@ -35,12 +36,13 @@ async function create(prompt = 'hello', extra: Record<string, unknown> = {}, k =
 }
 
 async function waitForState(runId: string, states: string[], k = key): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
-    const run = (await (await get(`/api/v1/agent/runs/${runId}`, k)).json()) as Record<string, unknown>;
-    if (states.includes(run.state as string)) return run;
-    await new Promise(resolve => setTimeout(resolve, 50));
-  }
-  throw new Error(`run ${runId} never reached ${states}`);
+  return eventually(
+    async () => {
+      const run = (await (await get(`/api/v1/agent/runs/${runId}`, k)).json()) as Record<string, unknown>;
+      return states.includes(run.state as string) && run;
+    },
+    { what: `run ${runId} to reach ${states}`, timeoutMs: 10_000 }
+  );
 }
 
 async function expectProblem(response: Response, status: number, code: string, detail?: RegExp) {

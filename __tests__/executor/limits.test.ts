@@ -1,5 +1,6 @@
 // Limits answered with clear problem bodies: rate limit, full queue, shutdown.
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 
 let ex: TestExecutor | undefined;
@@ -32,7 +33,11 @@ describe('limits', () => {
     const create = () =>
       ex!.request('/api/v1/agent/run', { method: 'POST', key: raw, body: body('@sim sleep 30') });
     expect((await create()).status).toBe(200);
-    for (let i = 0; i < 50 && ex.pool.runningCount === 0; i++) await new Promise(r => setTimeout(r, 20));
+    await eventually(() => ex!.pool.runningCount > 0, {
+      what: 'a running run',
+      timeoutMs: 1000,
+      intervalMs: 20
+    }).catch(() => undefined);
     expect((await create()).status).toBe(200);
     expect((await create()).status).toBe(200);
     const full = await create();
@@ -50,7 +55,11 @@ describe('limits', () => {
     const created = (await (
       await ex.request('/api/v1/agent/run', { method: 'POST', key: raw, body: body('@sim sleep 0.5') })
     ).json()) as { run_id: string };
-    for (let i = 0; i < 50 && ex.pool.runningCount === 0; i++) await new Promise(r => setTimeout(r, 20));
+    await eventually(() => ex!.pool.runningCount > 0, {
+      what: 'a running run',
+      timeoutMs: 1000,
+      intervalMs: 20
+    }).catch(() => undefined);
     const stopping = ex.stop(5000);
     const refused = await ex.request('/api/v1/agent/run', { method: 'POST', key: raw, body: body('late') });
     expect(refused.status).toBe(503);

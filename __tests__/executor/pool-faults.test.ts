@@ -7,6 +7,7 @@ import { parseConfig } from '../../src/executor/config.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import { type RunStore, StoreUnavailableError } from '../../src/executor/store/types.js';
 import { WorkerPool } from '../../src/executor/worker/pool.js';
+import { eventually } from '../support/eventually.js';
 import { tempDir } from '../support/executor.js';
 
 const logged: string[] = [];
@@ -64,11 +65,9 @@ async function setup(fail: string[]) {
 
 async function until(read: () => Promise<string | undefined>, want: string): Promise<string | undefined> {
   let value: string | undefined;
-  for (let i = 0; i < 100; i++) {
-    value = await read();
-    if (value === want) return value;
-    await new Promise(resolve => setTimeout(resolve, 50));
-  }
+  await eventually(async () => (value = await read()) === want, { what: want, timeoutMs: 5000 }).catch(
+    () => undefined
+  );
   return value;
 }
 

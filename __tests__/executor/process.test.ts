@@ -2,7 +2,14 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { eventually } from '../support/eventually.js';
+import {
+  type ExecutorProcess,
+  createKeyWithCli,
+  executorCli,
+  spawnExecutor,
+  tempDir
+} from '../support/executor.js';
 
 const running: ExecutorProcess[] = [];
 afterAll(async () => {
@@ -16,12 +23,7 @@ async function start(dir: string, args: string[] = []): Promise<ExecutorProcess>
 }
 
 async function newKey(dir: string, team = 'default'): Promise<string> {
-  const result = await executorCli(
-    ['keys', 'create', '--kind', 'personal', '--name', 'ci', '--team', team, '--data-dir', join(dir, 'data')],
-    { cwd: dir }
-  );
-  expect(result.code).toBe(0);
-  return result.stdout.trim().split('\n').at(-1)!;
+  return createKeyWithCli(dir, { kind: 'personal', name: 'ci', team });
 }
 
 const api = (p: ExecutorProcess, key: string) => ({
@@ -41,12 +43,9 @@ const api = (p: ExecutorProcess, key: string) => ({
 });
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await read();
-    if (done(value)) return value;
-    await new Promise(r => setTimeout(r, 50));
-  }
-  throw new Error('condition never met');
+  let value: T;
+  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 15_000 });
+  return value!;
 }
 
 describe('agent-executor CLI', () => {
@@ -63,6 +62,7 @@ describe('agent-executor CLI', () => {
     const id = /key (key_\w+)/.exec(lines[0]!)![1]!;
     const listed = await executorCli(['keys', 'list', '--data-dir', 'data'], { cwd: dir });
     expect(listed.stdout).toContain(`${id}\tplatform\tagent\tci-bot\tarx_`);
+    expect(listed.stdout.split('\n')[0]).toBe('ID\tTEAM\tKIND\tNAME\tHINT\tCREATED\tSTATUS');
     expect(listed.stdout).not.toContain(raw);
     expect((await executorCli(['keys', 'revoke', id, '--data-dir', 'data'], { cwd: dir })).stdout).toBe(
       `Revoked key ${id}.\n`
@@ -138,16 +138,60 @@ describe('agent-executor CLI', () => {
 
   it('lists environments: the default one, or those of the config file', async () => {
     const dir = tempDir();
+    const header = 'ID\tNAME\tSOURCE\tAGENT\tTIMEOUT\tCONCURRENCY\n';
     expect((await executorCli(['environments', 'list'], { cwd: dir })).stdout).toMatch(
-      /^local\tLocal directory \(simulated agent\)\t/
+      /^ID\tNAME\tSOURCE\tAGENT\tTIMEOUT\tCONCURRENCY\nlocal\tLocal directory \(simulated agent\)\t/
     );
     writeFileSync(
       join(dir, 'agent-executor.yaml'),
       'environments:\n  - id: web\n    name: Web app\n    timeout: 10m\n'
     );
     expect((await executorCli(['environments', 'list'], { cwd: dir })).stdout).toBe(
-      `web\tWeb app\t${dir}\tsimulated\ttimeout 600s\tmax 4 at once\n`
+      `${header}web\tWeb app\t${dir}\tsimulated\ttimeout 600s\tmax 4 at once\n`
     );
+  });
+
+  it('refuses to serve, before listening, configuration every run would fail on', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, 'agent-executor.yaml'),
+      [
+        'environments:',
+        '  - id: web',
+        '    source: missing-dir',
+        '  - id: remote',
+        '    source: htps://github.com/acme/web.git',
+        '  - id: cli',
+        '    agent: {kind: command, command: [no-such-agent-cli, -p]}',
+        '    env: [AGENT_EXECUTOR_TEST_UNSET_VARIABLE]',
+        ''
+      ].join('\n')
+    );
+    const result = await executorCli(['serve', '--port', '0', '--data-dir', join(dir, 'data')], { cwd: dir });
+    expect(result.code).toBe(1);
+    expect(result.stdout).not.toContain('listening on');
+    const lines = result.stderr.trim().split('\n');
+    expect(lines[0]).toBe('agent-executor: refusing to start:');
+    expect(lines.slice(1)).toEqual([
+      `- environment "web": source ${JSON.stringify(join(dir, 'missing-dir'))}: no such directory; ` +
+        'expected a directory, an https://, http://, ssh://, git:// or file:// URL, or user@host:path',
+      '- environment "remote": source "htps://github.com/acme/web.git": htps:// is not a scheme git fetches ' +
+        'from; expected a directory, an https://, http://, ssh://, git:// or file:// URL, or user@host:path',
+      '- environment "cli": env "AGENT_EXECUTOR_TEST_UNSET_VARIABLE": not set in the executor\'s environment; ' +
+        'expected it exported before agent-executor starts, or removed from env',
+      `- environment "cli": agent.command "no-such-agent-cli": not found on the PATH runs get (${process.env.PATH}); ` +
+        'expected a program on that PATH or an absolute path'
+    ]);
+    // An API-only node runs nothing, so it does not check; its store refusal comes first here.
+    const api = await executorCli(['serve', '--role', 'api', '--data-dir', join(dir, 'data')], { cwd: dir });
+    expect(api.code).toBe(2);
+    expect(api.stderr).toContain('--role api: needs a store shared with other nodes');
+  });
+
+  it('lists the agent kinds in its usage', async () => {
+    const help = await executorCli(['--help']);
+    expect(help.stdout).toMatch(/\n {2}simulated {2}deterministic, for testing workflows/);
+    expect(help.stdout).toMatch(/\n {2}command {4}runs an agent CLI/);
   });
 
   it('says which Node it needs on a Node without node:sqlite', async () => {
@@ -159,7 +203,7 @@ describe('agent-executor CLI', () => {
     const result = await executorCli(['serve'], { node: old });
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toMatch(
-      /^agent-executor needs Node.js 22.5 or newer \(for node:sqlite\); this is Node v\d+/
+      /^agent-executor needs Node.js 24 \(it uses node:sqlite\); this is Node v\d+\S+ Get it one of these ways: .*`npx agent-executor \.\.\.` runs it on the Node 24 .*`actions\/setup-node` with `node-version: 24`/
     );
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });

@@ -4,6 +4,7 @@ import {
   AbortError,
   AgentRunClient,
   AuthenticationError,
+  ConflictError,
   InvalidRequestError,
   NotFoundError,
   RateLimitError,
@@ -44,7 +45,7 @@ describe('client against a contract server', () => {
     expect(created.state).toBe('QUEUED');
     const request = server.requests[0]!;
     expect(request.method).toBe('POST');
-    expect(request.path).toBe('/api/v1/agent/run');
+    expect(request.path).toBe('/api/v1/agent/runs');
     expect(request.headers.authorization).toBe(`Bearer ${KEY}`);
     expect(request.headers['content-type']).toBe('application/json');
     expect(request.headers['idempotency-key']).toBe('k-1');
@@ -111,7 +112,7 @@ describe('client against a contract server', () => {
     bad.close();
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.message).toMatch(
-      /^401 from POST \/api\/v1\/agent\/run: the API key was rejected; check the api-key secret/
+      /^401 from POST \/api\/v1\/agent\/runs: the API key was rejected; check the api-key secret/
     );
     expect(error.message).not.toContain('wrong-key-123');
     expect(server.requests).toHaveLength(1);
@@ -163,6 +164,117 @@ describe('client against a contract server', () => {
     const seen: string[] = [];
     for await (const run of client.iterateRuns({ limit: 3 })) seen.push(run.prompt!);
     expect(seen).toEqual(['p6', 'p5', 'p4', 'p3', 'p2', 'p1', 'p0']);
+  });
+});
+
+describe('the create path', () => {
+  async function legacyServer(): Promise<void> {
+    client.close();
+    await server.stop();
+    server = await new ContractServer({ legacyCreateOnly: true }).start();
+    client = makeClient();
+  }
+
+  it('falls back to the deprecated POST /agent/run once, and remembers it', async () => {
+    await legacyServer();
+    const first = await client.createRun(body, { idempotencyKey: 'legacy-1' });
+    const second = await client.createRun(body, { idempotencyKey: 'legacy-2' });
+    expect(server.runs.has(first.run_id) && server.runs.has(second.run_id)).toBe(true);
+    expect(server.requests.map(r => `${r.method} ${r.path}`)).toEqual([
+      'POST /api/v1/agent/runs',
+      'POST /api/v1/agent/run',
+      'POST /api/v1/agent/run'
+    ]);
+    expect(server.requests[1]!.headers['idempotency-key']).toBe('legacy-1');
+  });
+
+  it('falls back on 405 and on a 404 without an error code', async () => {
+    server.fault('POST /api/v1/agent/runs', { kind: 'status', status: 405, body: '' });
+    await client.createRun(body);
+    const other = makeClient();
+    server.fault('POST /api/v1/agent/runs', { kind: 'status', status: 404, body: '{"title":"Not Found"}' });
+    await other.createRun(body);
+    other.close();
+    expect(server.requests.map(r => r.path)).toEqual([
+      '/api/v1/agent/runs',
+      '/api/v1/agent/run',
+      '/api/v1/agent/runs',
+      '/api/v1/agent/run'
+    ]);
+    expect(server.runs.size).toBe(2);
+  });
+
+  it('does not fall back on a 404 about the request (environment_not_found)', async () => {
+    server.fault('POST /api/v1/agent/runs', {
+      kind: 'status',
+      status: 404,
+      body: '{"error_code":"environment_not_found","detail":"environment \\"env-1\\" does not exist"}'
+    });
+    const error = await client.createRun(body).catch(e => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error.errorCode).toBe('environment_not_found');
+    expect(server.requests.map(r => r.path)).toEqual(['/api/v1/agent/runs']);
+    // Still on the current path afterwards.
+    await client.createRun(body);
+    expect(server.requests.at(-1)!.path).toBe('/api/v1/agent/runs');
+  });
+});
+
+describe('cancel against the production service', () => {
+  beforeEach(async () => {
+    client.close();
+    await server.stop();
+    server = await new ContractServer({ cancelStyle: 'service' }).start();
+    client = makeClient();
+  });
+
+  it('sends the reason in the body', async () => {
+    const { run_id } = await client.createRun(body);
+    await client.cancelRun(run_id, { reason: 'the job was cancelled' });
+    const request = server.requests.at(-1)!;
+    expect(JSON.parse(request.body)).toEqual({ reason: 'the job was cancelled' });
+    expect(server.runs.get(run_id)!.status_message).toBe('cancelled by a client: the job was cancelled');
+  });
+
+  it('retries a 409 while the run is PENDING, with backoff, until it can cancel', async () => {
+    const { run_id } = await client.createRun(body);
+    server.update(run_id, { state: 'PENDING' });
+    setTimeout(() => server.update(run_id, { state: 'INPROGRESS' }), 150);
+    expect(await client.cancelRun(run_id)).toBe(run_id);
+    const cancels = server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`);
+    expect(cancels).toBeGreaterThanOrEqual(2);
+    expect(asked.slice(0, 2)).toEqual([expect.any(Number), expect.any(Number)]);
+    expect(asked[1]!).toBeGreaterThan(asked[0]!);
+    expect(server.runs.get(run_id)!.state).toBe('CANCELLED');
+  });
+
+  it('gives up on a run that stays PENDING after a bounded number of retries', async () => {
+    const { run_id } = await client.createRun(body);
+    server.update(run_id, { state: 'PENDING' });
+    const error = await client.cancelRun(run_id, { maxRetries: 3 }).catch(e => e);
+    expect(error).toBeInstanceOf(ConflictError);
+    expect(server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`)).toBe(4);
+  });
+
+  it('does not retry a 409 that says the run already ended', async () => {
+    const { run_id } = await client.createRun(body);
+    server.fault(`POST /api/v1/agent/runs/${run_id}/cancel`, {
+      kind: 'status',
+      status: 409,
+      body: '{"error_code":"run_already_finished","detail":"run already ended SUCCEEDED"}'
+    });
+    const error = await client.cancelRun(run_id).catch(e => e);
+    expect(error).toBeInstanceOf(ConflictError);
+    expect(server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`)).toBe(1);
+  });
+
+  it('answers 400 for a BLOCKED run, unretried', async () => {
+    const { run_id } = await client.createRun(body);
+    server.update(run_id, { state: 'BLOCKED' });
+    const error = await client.cancelRun(run_id).catch(e => e);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(error.status).toBe(400);
+    expect(server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`)).toBe(1);
   });
 });
 

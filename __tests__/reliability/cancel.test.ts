@@ -2,8 +2,8 @@
 // cancelled). The remote run must end CANCELLED within 10 s, or have finished already; the post step
 // then has nothing to do. Quick form here; long form: `npm run reliability:cancel`.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { join } from 'node:path';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { eventually } from '../support/eventually.js';
+import { type ExecutorProcess, spawnExecutorWithKey } from '../support/executor.js';
 import { runAction, startAction } from '../support/runner.js';
 
 const TRIALS = Number(process.env.CANCEL_TRIALS ?? 8);
@@ -11,13 +11,9 @@ let executor: ExecutorProcess;
 let key: string;
 
 beforeAll(async () => {
-  const dir = tempDir('cancel-');
-  const created = await executorCli(
-    ['keys', 'create', '--kind', 'agent', '--name', 'cancel', '--data-dir', join(dir, 'data')],
-    { cwd: dir }
-  );
-  key = created.stdout.trim().split('\n').at(-1)!;
-  executor = await spawnExecutor(['--data-dir', join(dir, 'data')], { cwd: dir });
+  const started = await spawnExecutorWithKey({ prefix: 'cancel-', name: 'cancel' });
+  ({ key } = started);
+  executor = started;
 });
 afterAll(() => executor.stop());
 
@@ -43,11 +39,13 @@ async function trial(n: number) {
   const result = await action.done;
   const runId = result.outputs['run-id'] || result.state['run-id'];
   if (!runId) return { n, signal, outcome: 'before-create', code: result.code };
-  let state = (await read(runId)).state;
-  while (!['SUCCEEDED', 'CANCELLED', 'FAILED'].includes(state) && Date.now() - sentAt < 10_000) {
-    await new Promise(resolve => setTimeout(resolve, 100));
-    state = (await read(runId)).state;
-  }
+  let state = '';
+  const ended = async () =>
+    ['SUCCEEDED', 'CANCELLED', 'FAILED'].includes((state = (await read(runId)).state));
+  const what = `run ${runId} to end`;
+  await eventually(ended, { what, timeoutMs: 10_000 - (Date.now() - sentAt), intervalMs: 100 }).catch(
+    () => undefined
+  );
   const post = await runAction(inputs, { state: result.state });
   return { n, signal, outcome: state, withinMs: Date.now() - sentAt, postOut: post.stdout, post: post.code };
 }

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { type ExecutorProcess, createKeyWithCli, spawnExecutor, tempDir } from '../support/executor.js';
 
 const CYCLES = Number(process.env.CRASH_CYCLES ?? 3);
 const started: ExecutorProcess[] = [];
@@ -30,11 +30,7 @@ describe('crash cycles', () => {
         join(dir, 'agent-executor.yaml'),
         'workers: 3\nlease: 2s\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 1000000\n'
       );
-      const created = await executorCli(
-        ['keys', 'create', '--kind', 'agent', '--name', 'crash', '--data-dir', data],
-        { cwd: dir }
-      );
-      const key = created.stdout.trim().split('\n').at(-1)!;
+      const key = await createKeyWithCli(dir, { name: 'crash', dataDir: data });
       const acknowledged = new Map<string, string>(); // idempotency key → run id
       let sent = 0;
 

@@ -4,6 +4,7 @@
 
 import { expect } from '@jest/globals';
 import { connect } from 'node:net';
+import { eventually } from '../support/eventually.js';
 
 export interface Answer {
   status: number;
@@ -120,11 +121,5 @@ export async function poll<T>(
   timeoutMs = 15_000,
   everyMs = 50
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; i < 100_000 && Date.now() < deadline; i++) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise(resolve => setTimeout(resolve, everyMs));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+  return (await eventually(probe, { what, timeoutMs, intervalMs: everyMs })) as T;
 }

@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { eventually } from '../support/eventually.js';
 import { type TestPostgres, startPostgres } from '../support/postgres.js';
 
 let postgres: TestPostgres;
@@ -127,15 +128,15 @@ async function states(c: Cluster): Promise<Map<string, { state: string; error_co
 }
 
 async function untilAllEnded(c: Cluster, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await c.db.query<{ n: string }>(
-      `SELECT COUNT(*) AS n FROM runs WHERE state IN ('QUEUED', 'INPROGRESS')`
+  const open = async () =>
+    Number(
+      (
+        await c.db.query<{ n: string }>(
+          `SELECT COUNT(*) AS n FROM runs WHERE state IN ('QUEUED', 'INPROGRESS')`
+        )
+      ).rows[0]!.n
     );
-    if (Number(open.rows[0]!.n) === 0) return;
-    if (Date.now() > until) throw new Error(`${open.rows[0]!.n} runs still open after ${timeoutMs} ms`);
-    await sleep(200);
-  }
+  await eventually(async () => (await open()) === 0, { what: 'no open runs', timeoutMs, intervalMs: 200 });
 }
 
 describe('several executor nodes on one PostgreSQL', () => {
@@ -195,12 +196,15 @@ describe('several executor nodes on one PostgreSQL', () => {
     const later: string[] = [];
     for (let i = 0; i < 6; i++) later.push((await create(c, c.nodes[1 + (i % 2)]!, 0)).body.run_id);
     // Within one lease period (plus the sweep interval, lease/10) the victim's runs are FAILED.
-    for (;;) {
-      const now = await states(c);
-      if (victimRuns.every(id => now.get(id)!.state === 'FAILED')) break;
-      expect(Date.now() - killedAt).toBeLessThan(leaseMs + leaseMs / 10 + 200);
-      await sleep(50);
-    }
+    await eventually(
+      async () => {
+        const now = await states(c);
+        if (victimRuns.every(id => now.get(id)!.state === 'FAILED')) return true;
+        expect(Date.now() - killedAt).toBeLessThan(leaseMs + leaseMs / 10 + 200);
+        return false;
+      },
+      { what: "the killed node's runs FAILED", timeoutMs: 10 * leaseMs + 60_000, intervalMs: 50 }
+    );
     const failedAfter = Date.now() - killedAt;
     expect(failedAfter).toBeLessThanOrEqual(leaseMs + leaseMs / 10 + 200);
     console.log(

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateKey } from '../../src/executor/keys.js';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { type ExecutorProcess, createKeyWithCli, spawnExecutor, tempDir } from '../support/executor.js';
 import { type ActionRun, runAction } from '../support/runner.js';
 
 /** The forms a leaked key would take: raw, the secret part after the shown hint, header, base64. */
@@ -69,14 +69,7 @@ beforeAll(async () => {
     join(dir, 'agent-executor.yaml'),
     'workers: 2\nshutdown_grace: 1s\nlog_level: debug\nlimits:\n  rate_limit_per_minute: 0\n'
   );
-  const created = await executorCli(
-    ['keys', 'create', '--kind', 'agent', '--name', 'secret', '--data-dir', data],
-    {
-      cwd: dir
-    }
-  );
-  expect(created.code).toBe(0);
-  key = created.stdout.trim().split('\n').at(-1)!;
+  key = await createKeyWithCli(dir, { name: 'secret', dataDir: data });
   expect(key).toMatch(/^arx_[0-9A-Za-z]{36}$/);
   executor = await spawnExecutor(['--data-dir', data], { cwd: dir });
 

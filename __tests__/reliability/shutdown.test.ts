@@ -14,7 +14,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { executorCli, spawnExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+import { createKeyWithCli, spawnExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { poll } from './http-checks.js';
 
 const GRACE_S = 2;
@@ -51,13 +51,7 @@ describe('graceful shutdown', () => {
       join(dir, 'agent-executor.yaml'),
       `workers: 4\nshutdown_grace: ${GRACE_S}s\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\n`
     );
-    const created = await executorCli(
-      ['keys', 'create', '--kind', 'agent', '--name', 'load', '--data-dir', data],
-      {
-        cwd: dir
-      }
-    );
-    const key = created.stdout.trim().split('\n').at(-1)!;
+    const key = await createKeyWithCli(dir, { name: 'load', dataDir: data });
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const executor = await spawnExecutor(['--data-dir', data], { cwd: dir });
     const exited = new Promise<{ code: number | null; at: number }>(resolve =>

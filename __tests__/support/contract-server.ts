@@ -49,10 +49,18 @@ export interface ContractServerOptions {
    * supportsWait it also holds such reads under `Prefer: wait=N` until a newer event exists.
    */
   transcript?: boolean;
+  /**
+   * How cancel refuses (default `executor`): `executor` answers 409 run_already_finished for an
+   * ended run; `service` answers as the production service does: 409 without a code while the run
+   * is PENDING, 400 when it ended or is BLOCKED.
+   */
+  cancelStyle?: 'executor' | 'service';
+  /** Serve creates only on the deprecated POST /agent/run, as older servers do (default false). */
+  legacyCreateOnly?: boolean;
   apiKey?: string;
 }
 
-/** A file artifact's details and bytes; `downloadUrl` may point at another origin. */
+/** A file artifact: its details (whose download URL may point at another origin) and its bytes. */
 export interface ArtifactFile {
   details: Record<string, unknown>;
   bytes?: Buffer;
@@ -79,6 +87,8 @@ export class ContractServer {
       cancel: true,
       conversation: false,
       transcript: false,
+      cancelStyle: 'executor',
+      legacyCreateOnly: false,
       apiKey: 'test-key-0123456789',
       ...options
     };
@@ -204,7 +214,9 @@ export class ContractServer {
       return problem(401, 'unauthenticated', 'bad key');
     }
     const path = url.pathname;
-    if (req.method === 'POST' && (path === '/api/v1/agent/run' || path === '/api/v1/agent/runs')) {
+    const createPath =
+      path === '/api/v1/agent/run' || (path === '/api/v1/agent/runs' && !this.options.legacyCreateOnly);
+    if (req.method === 'POST' && createPath) {
       let parsed: { prompt?: unknown; config?: { environment_id?: unknown } };
       try {
         parsed = JSON.parse(body);
@@ -285,10 +297,27 @@ export class ContractServer {
     if (match[2]) {
       if (!this.options.cancel || req.method !== 'POST') return problem(404, 'route_not_found', 'no cancel');
       if (!run) return problem(404, 'not_found', 'no such run');
-      if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state)) {
+      const ended = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state);
+      if (this.options.cancelStyle === 'service') {
+        const refuse = (status: number, detail: string) => ({
+          status,
+          body: { type: 'about:blank', title: status === 400 ? 'Bad Request' : 'Conflict', status, detail }
+        });
+        if (run.state === 'PENDING') return refuse(409, 'run is pending; retry after a moment');
+        if (ended || run.state === 'BLOCKED')
+          return refuse(400, `run cannot be cancelled in state ${run.state}`);
+      } else if (ended) {
         return problem(409, 'run_already_finished', `run is ${run.state}`);
       }
-      this.update(run.run_id, { state: 'CANCELLED', status_message: 'cancelled by a client' });
+      let reason: unknown;
+      try {
+        reason = body === '' ? undefined : (JSON.parse(body) as { reason?: unknown }).reason;
+      } catch {
+        return problem(400, 'invalid_request', 'body is not JSON');
+      }
+      const message =
+        typeof reason === 'string' ? `cancelled by a client: ${reason}` : 'cancelled by a client';
+      this.update(run.run_id, { state: 'CANCELLED', status_message: message });
       return { status: 200, body: run.run_id };
     }
     if (req.method !== 'GET') return problem(404, 'route_not_found', 'no route');

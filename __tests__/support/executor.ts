@@ -5,7 +5,7 @@
 
 import { afterAll } from '@jest/globals';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -182,4 +182,43 @@ export async function executorCli(args: string[], options: { cwd?: string; node?
     const e = error as { code: number; stdout: string; stderr: string };
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
+}
+
+/** Creates a key with the bundled CLI (`keys create`), as a user would; returns the raw key. */
+export async function createKeyWithCli(
+  dir: string,
+  options: { kind?: 'personal' | 'agent'; name?: string; team?: string; dataDir?: string } = {}
+): Promise<string> {
+  const { kind = 'agent', name = 'test', team, dataDir = join(dir, 'data') } = options;
+  const args = ['keys', 'create', '--kind', kind, '--name', name, ...(team ? ['--team', team] : [])];
+  const created = await executorCli([...args, '--data-dir', dataDir], { cwd: dir });
+  if (created.code !== 0) throw new Error(`keys create exited with ${created.code}:\n${created.stderr}`);
+  return created.stdout.trim().split('\n').at(-1)!;
+}
+
+export interface ExecutorWithKey extends ExecutorProcess {
+  key: string;
+  dir: string;
+  dataDir: string;
+}
+
+/**
+ * The set-up most process-level suites share: a temp dir (with `config` as its
+ * agent-executor.yaml), a key created with the CLI, then the bundled executor serving that data dir.
+ */
+export async function spawnExecutorWithKey(
+  options: {
+    prefix?: string;
+    config?: string;
+    kind?: 'personal' | 'agent';
+    name?: string;
+    args?: string[];
+  } = {}
+): Promise<ExecutorWithKey> {
+  const dir = tempDir(options.prefix);
+  const dataDir = join(dir, 'data');
+  if (options.config !== undefined) writeFileSync(join(dir, 'agent-executor.yaml'), options.config);
+  const key = await createKeyWithCli(dir, { kind: options.kind, name: options.name, dataDir });
+  const executor = await spawnExecutor(['--data-dir', dataDir, ...(options.args ?? [])], { cwd: dir });
+  return Object.assign(executor, { key, dir, dataDir });
 }

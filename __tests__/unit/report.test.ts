@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { conclusionOf, durationOf, escapeHtml, runOutput } from '../../src/action/report.js';
+import { escapeHtml } from '../../src/action/markup.js';
+import { conclusionOf, durationOf, runOutput } from '../../src/action/report.js';
 
 describe('report helpers', () => {
   it('maps terminal states to conclusions', () => {
@@ -21,6 +22,14 @@ describe('report helpers', () => {
     };
     expect(durationOf(run, 5)).toBe(90_000);
     expect(durationOf({ run_id: 'r', state: 'X' }, 1234)).toBe(1234);
+  });
+
+  it('measures a run that has not ended by the time waited, not by its last change', () => {
+    const created = '2026-01-01T00:00:00Z';
+    const queued = { run_id: 'r', state: 'QUEUED', created_at: created, updated_at: created };
+    expect(durationOf(queued, 3000)).toBe(3000);
+    const cancelled = { ...queued, state: 'CANCELLED', updated_at: '2026-01-01T00:00:03Z' };
+    expect(durationOf(cancelled, 9999)).toBe(3000);
   });
 
   it('keeps the run output valid JSON under the limit', () => {

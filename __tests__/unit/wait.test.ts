@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { PollOptions, PollResult } from '../../src/client/client.js';
+import type { PollOptions, PollResult } from '../../src/client/poll.js';
 import { AuthenticationError, ServerError } from '../../src/client/errors.js';
 import type { Run } from '../../src/client/parse.js';
 import { waitForRun } from '../../src/client/wait.js';

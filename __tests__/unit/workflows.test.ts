@@ -1,9 +1,11 @@
 // Every workflow we ship or show is valid YAML, and every step that uses one of our actions passes
-// only inputs that exist (and every required one).
+// only inputs that exist (and every required one), and asks only for environments the executor it
+// starts serves.
 import { describe, expect, it } from '@jest/globals';
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
+import { parseConfig } from '../../src/executor/config.js';
 
 type ActionMeta = { inputs: Record<string, { required?: boolean; default?: string }> };
 const actions: Record<string, ActionMeta> = {
@@ -15,6 +17,42 @@ function ours(uses: string): ActionMeta | undefined {
   if (uses === './' || /^OWNER\/agent-run@/.test(uses)) return actions.main;
   if (uses === './executor' || /^OWNER\/agent-run\/executor@/.test(uses)) return actions.executor;
   return undefined;
+}
+
+type Workflow = { jobs: Record<string, { steps: { uses?: string; with?: Record<string, unknown> }[] }> };
+
+/**
+ * Where a job asks our action for an environment that the executor started by an earlier step of
+ * the same job does not serve. `root` is the repository root the workflow's paths are relative to
+ * (for the examples: examples/, where the config they name is shipped).
+ */
+function unservedEnvironments(workflow: Workflow, root: string): string[] {
+  const problems: string[] = [];
+  for (const [name, job] of Object.entries(workflow.jobs)) {
+    let served: string[] | undefined;
+    for (const step of job.steps) {
+      const meta = step.uses ? ours(step.uses) : undefined;
+      if (meta === actions.executor) {
+        const config = step.with?.config as string | undefined;
+        const path = config === undefined ? undefined : resolve(root, config);
+        if (path !== undefined && !existsSync(path)) {
+          problems.push(`job ${name}: the executor's config ${config} does not exist in ${root}`);
+          served = undefined;
+          continue;
+        }
+        const raw = path === undefined ? {} : (parse(readFileSync(path, 'utf8')) ?? {});
+        served = parseConfig(raw, root).environments.map(env => env.id);
+      } else if (meta === actions.main && served !== undefined) {
+        const id = step.with?.['environment-id'];
+        if (typeof id === 'string' && !id.includes('${{') && !served.includes(id)) {
+          problems.push(
+            `job ${name}: environment-id ${id} is not served (the config serves ${served.join(', ')})`
+          );
+        }
+      }
+    }
+  }
+  return problems;
 }
 
 const files = [
@@ -52,5 +90,30 @@ describe('workflows', () => {
         }
       }
     }
+  });
+
+  it.each(files)('%s asks only for environments its executor serves', file => {
+    const workflow = parse(readFileSync(file, 'utf8')) as Workflow;
+    expect(unservedEnvironments(workflow, file.startsWith('examples/') ? 'examples' : '.')).toEqual([]);
+  });
+
+  it('catches a config combined with an environment it does not define', () => {
+    const step = (uses: string, given: Record<string, unknown>) => ({ uses, with: given });
+    const workflow: Workflow = {
+      jobs: {
+        test: {
+          steps: [
+            step('OWNER/agent-run/executor@v1', { config: 'agent-executor.yaml' }),
+            step('OWNER/agent-run@v1', { 'environment-id': 'local', prompt: 'x' })
+          ]
+        }
+      }
+    };
+    expect(unservedEnvironments(workflow, 'examples')).toEqual([
+      'job test: environment-id local is not served (the config serves app)'
+    ]);
+    expect(unservedEnvironments(workflow, '.')).toEqual([
+      `job test: the executor's config agent-executor.yaml does not exist in .`
+    ]);
   });
 });

@@ -1,5 +1,10 @@
 // Cancelling the remote run, shared by the abort path, the deadline path and the post step.
-// A cancel that cannot happen is reported, never turned into a second failure.
+// A cancel that cannot happen is reported, never turned into a second failure. The reason goes
+// to the service, which puts it in the run's status message.
+//
+// The production service refuses a cancel with 409 while the run is PENDING (the client retries
+// those) and with 400 once it ended or while it is BLOCKED (waiting for a person, not cancellable):
+// after a refusal the run is read again, and the step says what it really is.
 
 import * as core from '@actions/core';
 import {
@@ -7,10 +12,11 @@ import {
   AgentRunError,
   ConflictError,
   InvalidRequestError,
-  NotFoundError
+  NotFoundError,
+  isTerminalState
 } from '../client/index.js';
 
-export type CancelResult = 'cancelled' | 'already_finished' | 'unsupported' | 'failed';
+export type CancelResult = 'cancelled' | 'already_finished' | 'not_cancellable' | 'unsupported' | 'failed';
 
 export async function cancelRemoteRun(
   client: AgentRunClient,
@@ -20,13 +26,12 @@ export async function cancelRemoteRun(
 ): Promise<CancelResult> {
   const signal = AbortSignal.timeout(options.timeoutMs ?? 20_000);
   try {
-    await client.cancelRun(runId, { signal, maxRetries: options.maxRetries });
+    await client.cancelRun(runId, { reason: why, signal, maxRetries: options.maxRetries });
     core.info(`Cancelled run ${runId} (${why}).`);
     return 'cancelled';
   } catch (error) {
     if (error instanceof ConflictError || (error instanceof InvalidRequestError && error.status === 400)) {
-      core.info(`Run ${runId} had already finished; nothing to cancel.`);
-      return 'already_finished';
+      return afterRefusal(client, runId, why, error);
     }
     if (
       (error instanceof NotFoundError && error.errorCode !== 'not_found') ||
@@ -35,8 +40,35 @@ export async function cancelRemoteRun(
       core.notice(`The server has no cancel endpoint (${error.status}); run ${runId} may keep running.`);
       return 'unsupported';
     }
-    const message = error instanceof Error ? error.message : String(error);
-    core.warning(`Could not cancel run ${runId} (${why}): ${message}`);
+    core.warning(`Could not cancel run ${runId} (${why}): ${messageOf(error)}`);
     return 'failed';
   }
+}
+
+/** The service refused the cancel: read the run again and say what it is. */
+async function afterRefusal(
+  client: AgentRunClient,
+  runId: string,
+  why: string,
+  refusal: AgentRunError
+): Promise<CancelResult> {
+  const run = await client.getRun(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+  if (run && isTerminalState(run.state)) {
+    core.info(`Run ${runId} had already finished (${run.state}); nothing to cancel.`);
+    return 'already_finished';
+  }
+  if (run?.state === 'BLOCKED') {
+    const link = run.session_link ? ` at ${run.session_link}` : '';
+    core.warning(
+      `Run ${runId} is BLOCKED (waiting for a person${link}) and cannot be cancelled; it may go on afterwards.`
+    );
+    return 'not_cancellable';
+  }
+  const now = run ? `it is ${run.state}` : 'it could not be read again';
+  core.warning(`Could not cancel run ${runId} (${why}): ${refusal.message}; ${now}.`);
+  return 'failed';
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { formatDuration } from '../api/index.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
-import { escapeHtml } from './report.js';
+import { escapeHtml } from './markup.js';
 
 export class StickyComment {
   private id?: number;

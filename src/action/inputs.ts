@@ -1,32 +1,45 @@
 // The action's inputs, parsed once into a typed, validated settings object. Every problem is
 // reported at once, each naming the input, the bad value and the form expected.
 
+import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { type RunConfig, type RunState, TERMINAL_STATES, parseDuration } from '../api/index.js';
+import {
+  IDEMPOTENCY_KEY_FORM,
+  type RunConfig,
+  type RunState,
+  TERMINAL_STATES,
+  isValidIdempotencyKey,
+  parseDuration,
+  showValue
+} from '../api/index.js';
 import { normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, readEventContext } from './context.js';
 import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 
-export interface Settings {
+/** The request that creates the run. */
+export interface CreateSettings {
+  prompt: string;
+  environmentId: string;
+  title?: string;
+  /** `config` input merged with the environment id. */
+  config: RunConfig;
+  /** Sent as `Idempotency-Key` on every attempt of the create. */
+  idempotencyKey?: string;
+}
+
+/** Either a run to create, or an existing run (`run-id`) to attach to. */
+export type Target = { create: CreateSettings; runId?: undefined } | { runId: string; create?: undefined };
+
+export type Settings = CommonSettings & Target;
+
+export interface CommonSettings {
   /** API root derived from `base-url`, e.g. `https://agents.example.com/api/v1`. */
   baseUrl: string;
   /** The key for `Authorization: Bearer`; masked before anything is logged. */
   apiKey: string;
-  /** Existing run to wait for (`run-id`); when set, no run is created. */
-  runId?: string;
-  /** The request that creates the run; absent when `runId` is set. */
-  create?: {
-    prompt: string;
-    environmentId: string;
-    title?: string;
-    /** `config` input merged with the environment id. */
-    config: RunConfig;
-    /** Sent as `Idempotency-Key` on every attempt of the create. */
-    idempotencyKey?: string;
-  };
   /** Wait for the run to end (`wait`, default true). */
   wait: boolean;
   /** Deadline for the wait in ms (`timeout`, default 60m). */
@@ -53,6 +66,33 @@ export interface Settings {
 
 export type GetInput = (name: string) => string;
 
+/** The runner's inputs (INPUT_* variables): the one place the action reads them. */
+export const actionInput: GetInput = name => core.getInput(name);
+
+/** Input values to mask before anything is logged. */
+export function secretInputs(getInput: GetInput = actionInput): string[] {
+  return ['api-key', 'github-token'].map(name => getInput(name).trim()).filter(value => value !== '');
+}
+
+/**
+ * Read before the full settings: an empty api-key on a fork or Dependabot is not an input error
+ * but GitHub withholding secrets, and `on-untrusted` says what that gets.
+ */
+export function readKeyPresence(getInput: GetInput = actionInput): {
+  hasKey: boolean;
+  onUntrusted: 'skip' | 'fail';
+} {
+  return {
+    hasKey: getInput('api-key').trim() !== '',
+    onUntrusted: getInput('on-untrusted').trim().toLowerCase() === 'fail' ? 'fail' : 'skip'
+  };
+}
+
+/** Whether the post step may cancel at all (`cancel-on-abort`); `readConnection` gives the rest. */
+export function readPostSettings(getInput: GetInput = actionInput): { cancelOnAbort: boolean } {
+  return { cancelOnAbort: getInput('cancel-on-abort').trim().toLowerCase() !== 'false' };
+}
+
 export class InputError extends Error {
   constructor(readonly problems: string[]) {
     super(
@@ -66,7 +106,7 @@ export class InputError extends Error {
 const DURATION_FORM = 'a duration such as 90s, 45m or 1h30m';
 
 /** Reads the inputs the post step needs too: where the service is and the key. */
-export function readConnection(getInput: GetInput): Pick<Settings, 'baseUrl' | 'apiKey'> {
+export function readConnection(getInput: GetInput = actionInput): Pick<Settings, 'baseUrl' | 'apiKey'> {
   const problems: string[] = [];
   const result = connection(getInput, problems);
   if (problems.length > 0) throw new InputError(problems);
@@ -98,7 +138,7 @@ function connection(getInput: GetInput, problems: string[]): Pick<Settings, 'bas
 }
 
 export function readSettings(
-  getInput: GetInput,
+  getInput: GetInput = actionInput,
   env: NodeJS.ProcessEnv = process.env,
   readFile: (path: string) => string = path => readFileSync(path, 'utf8'),
   event: EventContext = readEventContext(env)
@@ -111,7 +151,7 @@ export function readSettings(
     if (value === '') return fallback;
     if (value === 'true') return true;
     if (value === 'false') return false;
-    problems.push(`${name} ${JSON.stringify(getInput(name))}: expected true or false`);
+    problems.push(`${name} ${showValue(getInput(name))}: expected true or false`);
     return fallback;
   };
 
@@ -122,24 +162,24 @@ export function readSettings(
   const rawTimeout = getInput('timeout').trim() || '60m';
   const timeoutMs = parseDuration(rawTimeout) ?? 0;
   if (timeoutMs <= 0)
-    problems.push(`timeout ${JSON.stringify(rawTimeout)}: expected ${DURATION_FORM}, above zero`);
+    problems.push(`timeout ${showValue(rawTimeout)}: expected ${DURATION_FORM}, above zero`);
 
   const rawOnTimeout = getInput('on-timeout').trim().toLowerCase() || 'cancel';
   if (rawOnTimeout !== 'cancel' && rawOnTimeout !== 'leave-running') {
-    problems.push(`on-timeout ${JSON.stringify(getInput('on-timeout'))}: expected cancel or leave-running`);
+    problems.push(`on-timeout ${showValue(getInput('on-timeout'))}: expected cancel or leave-running`);
   }
 
   const failOn = parseStates(getInput('fail-on'), problems);
   const runId = getInput('run-id').trim() || undefined;
-  const create =
+  const target: Target =
     runId === undefined
-      ? readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true))
-      : undefined;
+      ? { create: readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true)) }
+      : { runId };
 
   const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write') as Permission;
   if (!PERMISSIONS.includes(minPermission)) {
     problems.push(
-      `min-permission ${JSON.stringify(getInput('min-permission'))}: expected one of ${PERMISSIONS.join(', ')}`
+      `min-permission ${showValue(getInput('min-permission'))}: expected one of ${PERMISSIONS.join(', ')}`
     );
   }
   const allowedActors = getInput('allowed-actors')
@@ -148,11 +188,11 @@ export function readSettings(
     .filter(Boolean);
   const onUntrusted = getInput('on-untrusted').trim().toLowerCase() || 'skip';
   if (onUntrusted !== 'skip' && onUntrusted !== 'fail') {
-    problems.push(`on-untrusted ${JSON.stringify(getInput('on-untrusted'))}: expected skip or fail`);
+    problems.push(`on-untrusted ${showValue(getInput('on-untrusted'))}: expected skip or fail`);
   }
   const comment = getInput('comment').trim().toLowerCase() || 'off';
   if (comment !== 'off' && comment !== 'sticky' && comment !== 'final') {
-    problems.push(`comment ${JSON.stringify(getInput('comment'))}: expected off, sticky or final`);
+    problems.push(`comment ${showValue(getInput('comment'))}: expected off, sticky or final`);
   }
   const triggerPhrase = getInput('trigger-phrase').trim() || undefined;
   if (runId !== undefined) {
@@ -165,8 +205,7 @@ export function readSettings(
   return {
     baseUrl,
     apiKey,
-    runId,
-    create,
+    ...target,
     wait,
     timeoutMs,
     onTimeout: rawOnTimeout as Settings['onTimeout'],
@@ -190,7 +229,7 @@ function parseStates(raw: string, problems: string[]): RunState[] {
   for (const state of states) {
     if (!TERMINAL_STATES.includes(state)) {
       problems.push(
-        `fail-on ${JSON.stringify(state)}: expected a comma-separated list of ${TERMINAL_STATES.join(', ')} (or none)`
+        `fail-on ${showValue(state)}: expected a comma-separated list of ${TERMINAL_STATES.join(', ')} (or none)`
       );
     }
   }
@@ -205,7 +244,7 @@ function readCreate(
   event: EventContext,
   notes: string[],
   withContext: boolean
-): Settings['create'] {
+): CreateSettings {
   const inline = getInput('prompt');
   const file = getInput('prompt-file').trim();
   let prompt = '';
@@ -218,11 +257,11 @@ function readCreate(
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       problems.push(
-        `prompt-file ${JSON.stringify(file)}: cannot read ${path} (${code ?? (error as Error).message})`
+        `prompt-file ${showValue(file)}: cannot read ${path} (${code ?? (error as Error).message})`
       );
     }
     if (prompt.trim() === '' && !problems.some(p => p.startsWith('prompt-file'))) {
-      problems.push(`prompt-file ${JSON.stringify(file)}: the file is empty; expected the prompt text`);
+      problems.push(`prompt-file ${showValue(file)}: the file is empty; expected the prompt text`);
     }
   } else if (inline.trim() === '') {
     problems.push(
@@ -251,8 +290,7 @@ function readCreate(
         throw new Error('not an object');
       config = value as Record<string, unknown>;
     } catch {
-      const excerpt = rawConfig.length > 80 ? `${rawConfig.slice(0, 80)}…` : rawConfig;
-      problems.push(`config ${JSON.stringify(excerpt)}: expected a JSON object, e.g. {"model_id": "auto"}`);
+      problems.push(`config ${showValue(rawConfig, 80)}: expected a JSON object, e.g. {"model_id": "auto"}`);
     }
     try {
       // JSON.parse takes any depth, JSON.stringify (the request body, the idempotency key) does not.
@@ -270,18 +308,16 @@ function readCreate(
     problems.push('environment-id is empty: expected the id of the environment the agent runs in');
   } else if (typeof config.environment_id === 'string' && config.environment_id !== environmentId) {
     problems.push(
-      `config.environment_id ${JSON.stringify(config.environment_id)} differs from environment-id ` +
-        `${JSON.stringify(environmentId)}: set it in one place`
+      `config.environment_id ${showValue(config.environment_id)} differs from environment-id ` +
+        `${showValue(environmentId)}: set it in one place`
     );
   }
 
   const title = getInput('title').trim() || undefined;
   const body = { prompt, config: { ...config, environment_id: environmentId }, title };
   let idempotencyKey = getInput('idempotency-key').trim() || undefined;
-  if (idempotencyKey !== undefined && !/^[\x21-\x7e]{1,255}$/.test(idempotencyKey)) {
-    problems.push(
-      `idempotency-key ${JSON.stringify(idempotencyKey.slice(0, 60))}: expected 1–255 printable ASCII characters without spaces`
-    );
+  if (idempotencyKey !== undefined && !isValidIdempotencyKey(idempotencyKey)) {
+    problems.push(`idempotency-key ${showValue(idempotencyKey)}: expected ${IDEMPOTENCY_KEY_FORM}`);
   }
   idempotencyKey ??= defaultIdempotencyKey(env, body);
   return { prompt, environmentId, title, config: body.config, idempotencyKey };

@@ -2,22 +2,20 @@
 // it could settle the run (killed by the runner, say), cancel the run here so no agent is left behind.
 
 import * as core from '@actions/core';
-import { AgentRunClient, isTerminalState } from '../client/index.js';
+import { type AgentRunClient, isTerminalState } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
-import { readConnection } from './inputs.js';
+import { readConnection, readPostSettings, secretInputs } from './inputs.js';
+import { createClient } from './remote.js';
+import * as state from './state.js';
 
 export async function postStep(): Promise<void> {
-  const runId = core.getState('run-id');
-  if (runId === '' || core.getState('settled') === 'true') return;
-  if (core.getInput('cancel-on-abort').trim().toLowerCase() === 'false') return;
+  const runId = state.runId();
+  if (runId === undefined || state.settled()) return;
+  if (!readPostSettings().cancelOnAbort) return;
   let client: AgentRunClient | undefined;
   try {
-    const rawKey = core.getInput('api-key').trim();
-    if (rawKey !== '') core.setSecret(rawKey);
-    client = new AgentRunClient({
-      ...readConnection(name => core.getInput(name)),
-      userAgent: 'agent-run-action/post'
-    });
+    for (const secret of secretInputs()) core.setSecret(secret);
+    client = createClient(readConnection(), 'agent-run-action/post');
     const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) });
     if (isTerminalState(run.state)) {
       core.info(`Run ${runId} already ended ${run.state}.`);

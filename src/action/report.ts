@@ -2,8 +2,9 @@
 
 import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
-import { formatDuration } from '../api/index.js';
+import { formatDuration, isTerminalState } from '../api/index.js';
 import type { StickyComment } from './comment.js';
+import { code, escapeHtml, link } from './markup.js';
 
 export type Conclusion = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | 'skipped' | '';
 
@@ -35,10 +36,14 @@ export function conclusionOf(state: string | undefined): Conclusion {
   }
 }
 
-/** Duration from the record's own timestamps when it has them, else as the action measured it. */
+/**
+ * Duration from the record's own timestamps once the run has ended, else as the action measured
+ * it: a run still going has no end yet, and its `updated_at` is only its last change.
+ */
 export function durationOf(run: Run | undefined, measuredMs: number): number {
   const start = Date.parse(String(run?.created_at ?? ''));
-  const end = Date.parse(String(run?.completed_at ?? run?.updated_at ?? ''));
+  const ended = run?.completed_at ?? (run && isTerminalState(run.state) ? run.updated_at : undefined);
+  const end = Date.parse(String(ended ?? ''));
   return Number.isFinite(start) && Number.isFinite(end) && end >= start ? end - start : measuredMs;
 }
 
@@ -131,6 +136,14 @@ export class Reporter {
     });
   }
 
+  /** When the step does not wait (`wait: false`): outputs and summary of the run as it is now. */
+  notWaiting(outcome: Outcome): Promise<void> {
+    return this.next(async () => {
+      writeOutputs(outcome);
+      await this.writeSummarySafely(outcome);
+    });
+  }
+
   /** At the end: outputs, summary and comment from the final record, after any update in flight. */
   final(outcome: Outcome): Promise<void> {
     return this.next(async () => {
@@ -163,16 +176,4 @@ export class Reporter {
   }
 
   private warned = false;
-}
-
-function code(text: string): string {
-  return `<code>${escapeHtml(text)}</code>`;
-}
-
-function link(url: string): string {
-  return /^https?:\/\//i.test(url) ? `<a href="${escapeHtml(url)}">${escapeHtml(url)}</a>` : escapeHtml(url);
-}
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
 }

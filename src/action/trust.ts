@@ -2,6 +2,7 @@
 // actors with enough permission (or named in allowed-actors) start an agent. It fails closed: if
 // the permission cannot be checked, the run does not start.
 
+import { showValue } from '../api/index.js';
 import type { EventContext } from './context.js';
 import type { GitHubApi } from './github.js';
 
@@ -39,7 +40,7 @@ export async function checkTrust(
   if (settings.triggerPhrase && isComment && !context.comment?.body.includes(settings.triggerPhrase)) {
     return {
       run: false,
-      why: `the comment does not contain the trigger phrase ${JSON.stringify(settings.triggerPhrase)}`
+      why: `the comment does not contain the trigger phrase ${showValue(settings.triggerPhrase)}`
     };
   }
   // No event at all: not started by GitHub (a local run, a test), so there is no one to check.

@@ -1,5 +1,6 @@
 export * from './run.js';
 export * from './error-codes.js';
 export * from './duration.js';
+export * from './values.js';
 export * from './conversation.js';
 export * from './artifacts.js';

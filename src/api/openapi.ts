@@ -55,7 +55,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
     servers: serverUrl ? [{ url: serverUrl }] : [],
     security: [{ bearer: [] }],
     paths: {
-      '/api/v1/agent/run': { post: { ...create, operationId: 'createRun' } },
+      '/api/v1/agent/run': { post: { ...create, operationId: 'createRun', deprecated: true } },
       '/api/v1/agent/runs': {
         post: { ...create, operationId: 'createRunAlias' },
         get: {
@@ -110,10 +110,19 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           operationId: 'cancelRun',
           summary: 'Cancel a run',
           parameters: [runId],
+          requestBody: {
+            required: false,
+            description: 'Optional; the status message becomes `cancelled by a client: <reason>`.',
+            content: json({
+              type: 'object',
+              properties: { reason: { type: 'string', minLength: 1, maxLength: 500 } }
+            })
+          },
           responses: {
             '200': { description: 'The run id.', content: json({ type: 'string' }) },
             '404': problem('No such run.'),
             '409': problem('Already finished.'),
+            '422': problem('`reason` is not a string of 1–500 characters.'),
             ...errors
           }
         }

@@ -8,7 +8,11 @@ import {
   type ListRunsQuery,
   type ListRunsResponse,
   type ArtifactDetails,
-  type Conversation
+  type Conversation,
+  IDEMPOTENCY_KEY_FORM,
+  describeValue,
+  isValidIdempotencyKey,
+  showValue
 } from '../api/index.js';
 import {
   type DownloadedArtifact,
@@ -22,12 +26,15 @@ import {
 import {
   AbortError,
   AgentRunError,
+  ConflictError,
   ConnectionError,
   InvalidRequestError,
+  NotFoundError,
   TimeoutError,
   errorFromResponse
 } from './errors.js';
-import { type Run, ParseError, describe, parseJson, parseRun } from './parse.js';
+import { type Run, ParseError, parseJson, parseRun } from './parse.js';
+import type { CallOptions, PollOptions, PollResult } from './poll.js';
 import { DEFAULT_RETRY, type RetryOptions, retryDelayMs, shouldRetry } from './retry.js';
 import { type HttpResponse, type Transport, TransportError, createTransport } from './transport.js';
 import { type WaitOptions, type WaitResult, waitForRun } from './wait.js';
@@ -58,10 +65,6 @@ export interface RetryInfo {
   reason: string;
 }
 
-export interface CallOptions {
-  signal?: AbortSignal;
-}
-
 export interface CreateOptions extends CallOptions {
   /** Reused on every retry of this call; generated when absent. */
   idempotencyKey?: string;
@@ -69,21 +72,11 @@ export interface CreateOptions extends CallOptions {
   maxRetries?: number;
 }
 
-export interface PollOptions extends CallOptions {
-  /** ETag of the record the caller already has; the server may answer 304 while it is current. */
-  etag?: string;
-  /** Asks the server to hold the answer up to this many seconds while the run is unchanged. */
-  waitSeconds?: number;
-}
-
-export interface PollResult {
-  /** The new record, absent on 304 Not Modified. */
-  run?: Run;
-  etag?: string;
-  /** The server applied `Prefer: wait` (it holds polls), so the caller need not pace itself. */
-  held: boolean;
-  /** The server's suggested delay before the next poll. */
-  retryAfterMs?: number;
+export interface CancelOptions extends CallOptions {
+  /** Why the run is cancelled; the server puts it in the status message. */
+  reason?: string;
+  /** Retries after the first attempt, also of a 409 while the run is not yet cancellable (default 5). */
+  maxRetries?: number;
 }
 
 export interface RunsPage {
@@ -94,6 +87,11 @@ export interface RunsPage {
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** An artifact (the run's changes, say) may be far larger than any API answer. */
 const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
+/** The create endpoint, and the deprecated one older servers have instead. */
+const CREATE_PATH = '/agent/runs';
+const LEGACY_CREATE_PATH = '/agent/run';
+/** A 409 on cancel means "not yet" (a PENDING run) unless it says the run ended: ~15 s of backoff. */
+const CANCEL_RETRIES = 5;
 
 export class AgentRunClient {
   readonly apiRoot: string;
@@ -104,6 +102,8 @@ export class AgentRunClient {
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   private readonly random: () => number;
   private readonly onRetry?: (info: RetryInfo) => void;
+  /** Where creates go; moves to the legacy path once a server shows it has no other. */
+  private createPath = CREATE_PATH;
 
   constructor(options: ClientOptions) {
     this.apiRoot = normalizeBaseUrl(options.baseUrl);
@@ -120,20 +120,37 @@ export class AgentRunClient {
     this.onRetry = options.onRetry;
   }
 
-  /** Starts a run. Answers at once with its id; the agent starts asynchronously. */
+  /**
+   * Starts a run. Answers at once with its id; the agent starts asynchronously. Creates go to
+   * `POST /agent/runs`; a server without that route (405, or a 404 that is not about the request)
+   * gets the deprecated `POST /agent/run` instead, from then on.
+   */
   async createRun(body: CreateRunRequest, options: CreateOptions = {}): Promise<CreateRunResponse> {
     const idempotencyKey = options.idempotencyKey ?? randomUUID();
-    const response = await this.request('POST', '/agent/run', {
-      body: JSON.stringify(body),
-      headers: { 'idempotency-key': idempotencyKey },
-      signal: options.signal,
-      maxRetries: options.maxRetries
-    });
-    const value = parseJson(response.body, 'POST /agent/run');
-    const record = value as Partial<CreateRunResponse> | null;
+    if (!isValidIdempotencyKey(idempotencyKey)) {
+      throw new TypeError(`idempotencyKey ${showValue(idempotencyKey)}: expected ${IDEMPOTENCY_KEY_FORM}`);
+    }
+    const send = (path: string) =>
+      this.request('POST', path, {
+        body: JSON.stringify(body),
+        headers: { 'idempotency-key': idempotencyKey },
+        signal: options.signal,
+        maxRetries: options.maxRetries
+      });
+    let path = this.createPath;
+    let response: HttpResponse;
+    try {
+      response = await send(path);
+    } catch (error) {
+      if (path === LEGACY_CREATE_PATH || !isMissingRoute(error)) throw error;
+      this.createPath = path = LEGACY_CREATE_PATH;
+      response = await send(path);
+    }
+    const what = `POST ${API_PREFIX}${path}`;
+    const record = parseJson(response.body, what) as Partial<CreateRunResponse> | null;
     const runId = record?.run_id ?? record?.task_id;
     if (typeof runId !== 'string' || runId === '') {
-      throw new ParseError(`POST /agent/run: expected a string run_id in the answer, got ${describe(runId)}`);
+      throw new ParseError(`${what}: expected a string run_id in the answer, got ${describeValue(runId)}`);
     }
     return { ...(record as CreateRunResponse), run_id: runId };
   }
@@ -183,7 +200,7 @@ export class AgentRunClient {
     const response = await this.request('GET', `/agent/runs${search}`, { signal: options.signal });
     const value = parseJson(response.body, 'GET /agent/runs') as Partial<ListRunsResponse> | null;
     if (!value || !Array.isArray(value.runs)) {
-      throw new ParseError(`GET /agent/runs: expected {runs: [...]}, got ${describe(value)}`);
+      throw new ParseError(`GET /agent/runs: expected {runs: [...]}, got ${describeValue(value)}`);
     }
     const pageInfo = value.page_info ?? { has_next_page: false, next_cursor: null };
     return { runs: value.runs.map(run => parseRun(run, 'GET /agent/runs')), page_info: pageInfo };
@@ -201,12 +218,17 @@ export class AgentRunClient {
     }
   }
 
-  /** Asks the server to cancel a run. Answers with the run id. */
-  async cancelRun(runId: string, options: CallOptions & { maxRetries?: number } = {}): Promise<string> {
+  /**
+   * Asks the server to cancel a run, with an optional reason for its status message. Answers with
+   * the run id. A 409 that does not say the run already ended (the service answers so while a run
+   * is PENDING) is retried with backoff; one that does is thrown at once as a ConflictError.
+   */
+  async cancelRun(runId: string, options: CancelOptions = {}): Promise<string> {
     const response = await this.request('POST', `${runPath(runId)}/cancel`, {
-      body: '',
+      body: options.reason === undefined ? '' : JSON.stringify({ reason: options.reason }),
       signal: options.signal,
-      maxRetries: options.maxRetries
+      maxRetries: options.maxRetries ?? CANCEL_RETRIES,
+      isFinal: error => error instanceof ConflictError && saysFinished(error)
     });
     const value = response.body.trim() === '' ? runId : parseJson(response.body, 'cancel');
     return typeof value === 'string' ? value : runId;
@@ -310,6 +332,8 @@ export class AgentRunClient {
       signal?: AbortSignal;
       timeoutMs?: number;
       maxRetries?: number;
+      /** An error answer that must not be retried whatever its status. */
+      isFinal?: (error: AgentRunError) => boolean;
     }
   ): Promise<HttpResponse> {
     const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
@@ -337,7 +361,8 @@ export class AgentRunClient {
         failure = errorFromResponse(label, response.status, response.body, header('x-request-id'));
         // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
         const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined;
-        if (attempt >= maxRetries || refused || !shouldRetry(response.status, header)) throw failure;
+        if (attempt >= maxRetries || refused || options.isFinal?.(failure)) throw failure;
+        if (!shouldRetry(response.status, header)) throw failure;
       } catch (error) {
         if (error instanceof AgentRunError && !(error instanceof ConnectionError)) throw error;
         if (!(error instanceof TransportError)) throw error;
@@ -353,6 +378,23 @@ export class AgentRunClient {
       }
     }
   }
+}
+
+/** A 405, or a 404 about the route rather than the request (never `environment_not_found`). */
+function isMissingRoute(error: unknown): boolean {
+  if (!(error instanceof AgentRunError)) return false;
+  if (error.status === 405) return true;
+  return (
+    error instanceof NotFoundError && (error.errorCode === undefined || error.errorCode === 'route_not_found')
+  );
+}
+
+/** Whether a 409 on cancel says the run has already ended (our executor's code, or the words). */
+function saysFinished(error: ConflictError): boolean {
+  if (error.errorCode === 'run_already_finished') return true;
+  return /\b(already (ended|finished|terminal|completed)|is (SUCCEEDED|FAILED|ERROR|CANCELLED))\b/i.test(
+    error.detail ?? ''
+  );
 }
 
 function transportFailure(label: string, error: TransportError, timeoutMs: number): AgentRunError {
@@ -404,17 +446,17 @@ export function normalizeBaseUrl(value: string): string {
   try {
     url = new URL(value.trim());
   } catch {
-    throw new TypeError(`base-url ${JSON.stringify(value)}: ${expected}`);
+    throw new TypeError(`base-url ${showValue(value, 100)}: ${expected}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`base-url ${JSON.stringify(url.protocol)} scheme: ${expected}`);
+    throw new TypeError(`base-url ${showValue(url.protocol)} scheme: ${expected}`);
   }
   if (url.username || url.password) {
     throw new TypeError('base-url: must not contain credentials; pass the key as api-key');
   }
   if (url.search || url.hash) {
     throw new TypeError(
-      `base-url ${JSON.stringify(url.origin + url.pathname)}: must not have a query or fragment`
+      `base-url ${showValue(url.origin + url.pathname, 100)}: must not have a query or fragment`
     );
   }
   const path = url.pathname.replace(/\/+$/, '');

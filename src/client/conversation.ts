@@ -14,8 +14,9 @@ import type {
   Transcript,
   TranscriptEntry
 } from '../api/index.js';
+import { describeValue } from '../api/index.js';
 import { AgentRunError } from './errors.js';
-import { ParseError, type Run, describe } from './parse.js';
+import { ParseError, type Run } from './parse.js';
 
 export interface TranscriptOptions {
   signal?: AbortSignal;
@@ -48,9 +49,9 @@ export function isUnsupported(error: unknown): boolean {
 }
 
 export function parseConversation(value: unknown, what = 'conversation'): Conversation {
-  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describe(value)}`);
+  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
   if (!Array.isArray(value.steps)) {
-    throw new ParseError(`${what}: expected a steps array, got ${describe(value.steps)}`);
+    throw new ParseError(`${what}: expected a steps array, got ${describeValue(value.steps)}`);
   }
   return { ...value, steps: value.steps.filter(isObject).map(parseStep) };
 }
@@ -100,7 +101,7 @@ export function artifactsOf(run: Run | undefined): Artifact[] {
 }
 
 export function parseArtifactDetails(value: unknown, what: string): ArtifactDetails {
-  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describe(value)}`);
+  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
   return value as ArtifactDetails;
 }
 

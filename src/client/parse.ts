@@ -1,7 +1,13 @@
 // Tolerant reading of what servers send: the production service and the spec disagree on the
 // shape of status_message, and new states appear over time. Only run_id and state are required.
 
-import type { RunRecord, RunState, StatusMessageObject } from '../api/index.js';
+import {
+  type RunRecord,
+  type RunState,
+  type StatusMessageObject,
+  describeValue,
+  showValue
+} from '../api/index.js';
 
 /**
  * A run as the client hands it out: every field the server sent, kept as it came, except that
@@ -24,19 +30,18 @@ export function parseJson(body: string, what: string): unknown {
   try {
     return JSON.parse(body);
   } catch {
-    const excerpt = body.length > 120 ? `${body.slice(0, 120)}…` : body;
-    throw new ParseError(`${what}: expected a JSON body, got ${JSON.stringify(excerpt)}`);
+    throw new ParseError(`${what}: expected a JSON body, got ${showValue(body, 120)}`);
   }
 }
 
 export function parseRun(value: unknown, what = 'run record'): Run {
-  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describe(value)}`);
+  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
   const runId = value.run_id ?? value.task_id;
   if (typeof runId !== 'string' || runId === '') {
-    throw new ParseError(`${what}: expected a string run_id, got ${describe(runId)}`);
+    throw new ParseError(`${what}: expected a string run_id, got ${describeValue(runId)}`);
   }
   if (typeof value.state !== 'string' || value.state === '') {
-    throw new ParseError(`${what}: expected a string state, got ${describe(value.state)}`);
+    throw new ParseError(`${what}: expected a string state, got ${describeValue(value.state)}`);
   }
   const run: Run = { ...value, run_id: runId, state: value.state as RunState };
   const status = value.status_message;
@@ -54,12 +59,4 @@ export function parseRun(value: unknown, what = 'run record'): Run {
   if (typeof run.error_code !== 'string') delete run.error_code;
   if (typeof run.session_link !== 'string' || run.session_link === '') delete run.session_link;
   return run;
-}
-
-export function describe(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
 }

@@ -8,7 +8,7 @@
 // more than the cap.
 
 import { isKnownState, isTerminalState } from '../api/index.js';
-import type { PollOptions, PollResult } from './client.js';
+import type { PollResult, RunPoller } from './poll.js';
 import { AbortError, ConflictError, ConnectionError, RateLimitError, ServerError } from './errors.js';
 import { ParseError, type Run } from './parse.js';
 import { abortableSleep } from './sleep.js';
@@ -44,10 +44,6 @@ export interface WaitResult {
   /** Polls that got an answer. */
   polls: number;
   elapsedMs: number;
-}
-
-export interface RunPoller {
-  pollRun(runId: string, options: PollOptions): Promise<PollResult>;
 }
 
 const GROWTH = 1.5;

@@ -3,11 +3,13 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { AGENT_KINDS, agentKindOf } from './agents/index.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
 import { type Role, startExecutor } from './server/app.js';
 import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
+import { checkRunnable } from './worker/preflight.js';
 
 export const USAGE = `Usage: agent-executor <command> [options]
 
@@ -21,11 +23,16 @@ Commands:
       Create an API key (team "default" unless given). The raw key is printed once, alone on the
       last line of stdout.
   keys list
-      List keys (id, team, kind, name, first characters, created, revoked). Never shows raw keys.
+      List keys (id, team, kind, name, first characters, created, status), under a header row.
+      Never shows raw keys.
   keys revoke ID
       Revoke a key at once.
   environments list
-      List the configured environments.
+      List the configured environments (id, name, source, agent, timeout, concurrency), under a
+      header row.
+
+Agent kinds (an environment's agent.kind):
+${[...AGENT_KINDS.values()].map(kind => `  ${kind.kind.padEnd(10)} ${kind.summary}`).join('\n')}
 
 Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
 sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
@@ -127,6 +134,8 @@ async function serve(args: string[]): Promise<number> {
         'set AGENT_EXECUTOR_STORE=postgres://USER:PASSWORD@HOST:PORT/DB (or --store; SQLite serves one node, with --role all)'
     );
   }
+  // A node that runs work refuses configuration every run would fail on, before it listens.
+  if (role !== 'api') checkRunnable(config);
   const release = lockDataDir(config.dataDir);
   let executor;
   try {
@@ -137,6 +146,14 @@ async function serve(args: string[]): Promise<number> {
     throw error;
   }
   executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
+  const unspecified = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host);
+  if (unspecified && config.publicUrl === undefined) {
+    console.error(
+      `warning: listening on every address (${config.host}), so session links start with ${executor.url}, ` +
+        'which no browser can open; set server.public_url in agent-executor.yaml to the address clients use, ' +
+        'e.g. public_url: https://agents.example.com'
+    );
+  }
   console.log(`listening on ${executor.url}`);
   return new Promise(resolve => {
     let signals = 0;
@@ -225,6 +242,7 @@ async function keys(args: string[]): Promise<number> {
         const rows = await store.listKeys();
         if (rows.length === 0)
           console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
+        else console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
         for (const key of rows) {
           const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
           console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
@@ -257,8 +275,9 @@ function environments(args: string[]): number {
   if (action !== 'list')
     throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
   const config = configFrom(values);
+  console.log(['ID', 'NAME', 'SOURCE', 'AGENT', 'TIMEOUT', 'CONCURRENCY'].join('\t'));
   for (const env of config.environments) {
-    const agent = env.agent.kind === 'command' ? `command: ${env.agent.command?.join(' ')}` : env.agent.kind;
+    const agent = agentKindOf(env.agent.kind)?.describe(env.agent) ?? env.agent.kind;
     console.log(
       [
         env.id,

@@ -5,16 +5,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { parseDuration } from '../api/index.js';
+import { AGENT_KINDS, type AgentConfig } from './agents/index.js';
+import { ConfigReader, show } from './config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from './store/spec.js';
 
-export interface AgentConfig {
-  kind: 'simulated' | 'command';
-  /** For `command`: the program and its arguments; `{prompt}` is replaced by the prompt. */
-  command?: string[];
-  /** For `command`: how the prompt reaches the program. */
-  prompt?: 'stdin' | 'arg';
-}
+export type { AgentConfig } from './agents/index.js';
 
 export interface EnvironmentConfig {
   id: string;
@@ -62,8 +57,6 @@ export interface ExecutorConfig {
 }
 
 export class ConfigError extends Error {}
-
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface ConfigOverrides {
   config?: string;
@@ -128,7 +121,7 @@ export function loadConfig(
 
 export function parseConfig(raw: unknown, base: string, where = 'config'): ExecutorConfig {
   const problems: string[] = [];
-  const r = new Reader(problems);
+  const r = new ConfigReader(problems);
   const root = r.object(raw, '');
   r.known(root, '', [
     'server',
@@ -231,7 +224,7 @@ function defaultEnvironment(base: string, workers: number): EnvironmentConfig {
 }
 
 function parseEnvironment(
-  r: Reader,
+  r: ConfigReader,
   raw: unknown,
   at: string,
   base: string,
@@ -244,26 +237,11 @@ function parseEnvironment(
     r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);
   }
   const agent = r.object(env.agent ?? { kind: 'simulated' }, `${at}.agent`);
-  r.known(agent, `${at}.agent`, ['kind', 'command', 'prompt']);
-  const kind = r.oneOf<AgentConfig['kind']>(
-    agent.kind,
-    `${at}.agent.kind`,
-    ['simulated', 'command'],
-    'simulated'
-  );
-  const parsedAgent: AgentConfig = { kind };
-  if (kind === 'command') {
-    parsedAgent.command = r.strings(agent.command, `${at}.agent.command`);
-    if (parsedAgent.command.length === 0) {
-      r.problems.push(`${at}.agent.command: expected the program and its arguments, e.g. [claude, -p]`);
-    }
-    parsedAgent.prompt = r.oneOf<'stdin' | 'arg'>(
-      agent.prompt,
-      `${at}.agent.prompt`,
-      ['stdin', 'arg'],
-      'stdin'
-    );
-  }
+  const kind = AGENT_KINDS.get(
+    r.oneOf(agent.kind, `${at}.agent.kind`, [...AGENT_KINDS.keys()], 'simulated')
+  )!;
+  r.known(agent, `${at}.agent`, ['kind', ...kind.keys]);
+  const parsedAgent: AgentConfig = kind.parse(agent, `${at}.agent`, r);
   const names = r.strings(env.env, `${at}.env`);
   for (const name of names) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
@@ -289,107 +267,4 @@ export function isRemoteSource(source: string): boolean {
 
 function sourceOf(source: string, base: string): string {
   return isRemoteSource(source) ? source : resolve(base, source);
-}
-
-function show(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
-}
-
-/** Typed reads that record a problem (key, value, expected form) instead of throwing. */
-class Reader {
-  constructor(readonly problems: string[]) {}
-
-  object(value: unknown, at: string): Record<string, unknown> {
-    if (value === undefined || value === null) return {};
-    if (typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
-    this.problems.push(`${at || 'the file'} ${show(value)}: expected a mapping of keys to values`);
-    return {};
-  }
-
-  known(object: Record<string, unknown>, at: string, keys: string[]): void {
-    for (const key of Object.keys(object)) {
-      if (!keys.includes(key)) {
-        this.problems.push(`${at ? `${at}.` : ''}${key}: unknown key; expected one of ${keys.join(', ')}`);
-      }
-    }
-  }
-
-  string(value: unknown, at: string, fallback: string): string {
-    if (value === undefined || value === null) {
-      if (fallback === '') this.problems.push(`${at}: required, expected a string`);
-      return fallback;
-    }
-    if (typeof value === 'string' && value.trim() !== '') return value.trim();
-    if (typeof value === 'number') return String(value);
-    this.problems.push(`${at} ${show(value)}: expected a non-empty string`);
-    return fallback;
-  }
-
-  strings(value: unknown, at: string): string[] {
-    if (value === undefined || value === null) return [];
-    if (Array.isArray(value) && value.every(item => typeof item === 'string' || typeof item === 'number')) {
-      return value.map(String);
-    }
-    this.problems.push(`${at} ${show(value)}: expected a list of strings`);
-    return [];
-  }
-
-  int(value: unknown, at: string, fallback: number, min: number, max: number): number {
-    if (value === undefined || value === null) return fallback;
-    if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
-    this.problems.push(`${at} ${show(value)}: expected a whole number from ${min} to ${max}`);
-    return fallback;
-  }
-
-  duration(value: unknown, at: string, fallback: number, zeroAllowed = false): number {
-    if (value === undefined || value === null) return fallback;
-    const ms = String(value).trim() === '0' ? 0 : parseDuration(String(value));
-    // Node timers hold at most 2^31-1 ms (about 24.8 days).
-    if (ms !== undefined && (ms > 0 || zeroAllowed) && ms <= MAX_TIMER_MS) return ms;
-    this.problems.push(
-      `${at} ${show(value)}: expected a duration such as 90s, 30m or 1h30m, at most 24 days`
-    );
-    return fallback;
-  }
-
-  size(value: unknown, at: string, fallback: number): number {
-    if (value === undefined || value === null) return fallback;
-    const match = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?$/i.exec(String(value).trim());
-    if (match) {
-      const units: Record<string, number> = {
-        b: 1,
-        kb: 1e3,
-        mb: 1e6,
-        gb: 1e9,
-        kib: 1024,
-        mib: 1024 ** 2,
-        gib: 1024 ** 3
-      };
-      const bytes = Math.round(Number(match[1]) * units[(match[2] ?? 'b').toLowerCase()]!);
-      if (bytes > 0) return bytes;
-    }
-    this.problems.push(`${at} ${show(value)}: expected a size such as 500MiB or 2GiB`);
-    return fallback;
-  }
-
-  oneOf<T extends string>(value: unknown, at: string, options: T[], fallback: T): T {
-    if (value === undefined || value === null) return fallback;
-    if (options.includes(value as T)) return value as T;
-    this.problems.push(`${at} ${show(value)}: expected one of ${options.join(', ')}`);
-    return fallback;
-  }
-
-  url(value: unknown, at: string): string | undefined {
-    if (value === undefined || value === null) return undefined;
-    try {
-      const url = new URL(String(value));
-      if (url.protocol === 'http:' || url.protocol === 'https:') return url.href.replace(/\/+$/, '');
-    } catch {
-      // reported below
-    }
-    this.problems.push(`${at} ${show(value)}: expected an http(s) URL such as https://agents.example.com`);
-    return undefined;
-  }
 }

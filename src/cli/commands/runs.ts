@@ -129,9 +129,7 @@ Example:
     const runId = onePositional(positionals, 'run ID');
     const client = clientFor(values, context);
     try {
-      // The reason travels once the client's cancelRun takes one; older clients ignore the field.
-      const extra = values.reason === undefined ? {} : ({ reason: values.reason } as object);
-      await client.cancelRun(runId, { ...extra });
+      await client.cancelRun(runId, { reason: values.reason });
       const run = await client.getRun(runId).catch(() => undefined);
       if (values.json) context.terminal.out(JSON.stringify(run ?? { run_id: runId }, null, 2));
       else context.terminal.out(`Cancelled run ${runId}${run ? ` (now ${run.state})` : ''}.`);

@@ -1,9 +1,19 @@
 // The command agent: runs any agent CLI (`claude -p`, `codex exec`, `aider --message`, a script)
 // in the workspace. The prompt goes on stdin or replaces `{prompt}` in the arguments; stdout and
 // stderr stream into the transcript as they arrive; exit code 0 is success. Cancel and timeout
-// stop the whole process group: SIGTERM, then SIGKILL after a grace period.
+// stop the whole process group: SIGTERM, then SIGKILL after a grace period. At start-up the
+// program is looked up on the PATH runs will get, so a misspelt name fails start-up, not each run.
 
-import type { Agent, AgentContext, AgentResult } from './types.js';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, resolve } from 'node:path';
+import { show } from '../config-reader.js';
+import {
+  type AgentConfig,
+  type AgentContext,
+  type AgentEnvironment,
+  type AgentResult,
+  agentKind
+} from './types.js';
 import { runInGroup } from './shell.js';
 
 const FLUSH_MS = 200;
@@ -12,15 +22,84 @@ const STDERR_TAIL_LINES = 10;
 /** Variables every CLI needs to find itself and its home; the environment's `env` adds more. */
 const BASE_VARIABLES = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TERM'];
 
-export const commandAgent: Agent = {
-  async run(context: AgentContext): Promise<AgentResult> {
-    const { command = [], prompt: mode = 'stdin' } = context.environment.agent;
+export interface CommandAgentConfig extends AgentConfig {
+  kind: 'command';
+  /** The program and its arguments; `{prompt}` is replaced by the prompt. */
+  command: string[];
+  /** How the prompt reaches the program. */
+  prompt: 'stdin' | 'arg';
+}
+
+/** The variables a run's program starts with: the base ones from the executor, then the listed ones. */
+function runVariables(processEnv: NodeJS.ProcessEnv, listed: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of BASE_VARIABLES) if (processEnv[name] !== undefined) env[name] = processEnv[name]!;
+  return Object.assign(env, listed);
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Why `program` would not start in a run of this environment, or undefined when it would. */
+function programProblem(
+  environment: AgentEnvironment<CommandAgentConfig>,
+  processEnv: NodeJS.ProcessEnv,
+  program: string
+): string | undefined {
+  if (program.includes('{prompt}')) return undefined;
+  if (program.includes('/')) {
+    // A relative path is found in the workspace, which is made from the source: unknowable for a URL.
+    if (!isAbsolute(program) && environment.remoteSource) return undefined;
+    const path = resolve(environment.source, program);
+    if (isExecutableFile(path)) return undefined;
+    return `no executable file at ${path}; expected the path of an executable program`;
+  }
+  const listed = Object.fromEntries(
+    environment.env.filter(name => processEnv[name] !== undefined).map(name => [name, processEnv[name]!])
+  );
+  const path = runVariables(processEnv, listed).PATH ?? '';
+  // A relative directory on the PATH is found from the workspace, as for a relative program path.
+  const base = environment.remoteSource ? '/' : environment.source;
+  const dirs = path.split(delimiter).filter(dir => dir !== '');
+  if (dirs.some(dir => isExecutableFile(resolve(base, dir, program)))) return undefined;
+  return `not found on the PATH runs get (${path || 'empty'}); expected a program on that PATH or an absolute path`;
+}
+
+export const commandAgent = agentKind<CommandAgentConfig>({
+  kind: 'command',
+  summary: 'runs an agent CLI (e.g. claude -p) in the workspace; exit code 0 is success',
+  keys: ['command', 'prompt'],
+
+  parse(agent, at, read) {
+    const command = read.strings(agent.command, `${at}.command`);
+    if (command.length === 0) {
+      read.problems.push(`${at}.command: expected the program and its arguments, e.g. [claude, -p]`);
+    }
+    const prompt = read.oneOf(agent.prompt, `${at}.prompt`, ['stdin', 'arg'] as const, 'stdin');
+    return { kind: 'command', command, prompt };
+  },
+
+  describe: agent => `command: ${agent.command.join(' ')}`,
+
+  check(environment, at, processEnv) {
+    const program = environment.agent.command[0];
+    if (program === undefined) return [];
+    const problem = programProblem(environment, processEnv, program);
+    return problem ? [`${at}.command ${show(program)}: ${problem}`] : [];
+  },
+
+  async run(context: AgentContext<CommandAgentConfig>): Promise<AgentResult> {
+    const { command, prompt: mode } = context.agent;
     const args = command.map(arg => (mode === 'arg' ? arg.replaceAll('{prompt}', context.prompt) : arg));
     if (mode === 'arg' && !command.some(arg => arg.includes('{prompt}'))) args.push(context.prompt);
     const [program, ...rest] = args;
-    const env: Record<string, string> = { AGENT_RUN_ID: context.runId };
-    for (const name of BASE_VARIABLES) if (process.env[name] !== undefined) env[name] = process.env[name]!;
-    Object.assign(env, context.env);
+    const env = { AGENT_RUN_ID: context.runId, ...runVariables(process.env, context.env) };
 
     const streams = {
       stdout: new StreamRecorder('stdout', context),
@@ -54,7 +133,7 @@ export const commandAgent: Agent = {
       status_message: `agent ${how}${tail ? `; last lines of stderr:\n${tail}` : ''}`
     };
   }
-};
+});
 
 /** Batches a stream's chunks into transcript events and keeps its last lines. */
 class StreamRecorder {
@@ -65,7 +144,7 @@ class StreamRecorder {
 
   constructor(
     private readonly stream: 'stdout' | 'stderr',
-    private readonly context: AgentContext
+    private readonly context: AgentContext<CommandAgentConfig>
   ) {}
 
   push(chunk: Buffer): void {

@@ -9,13 +9,19 @@
 
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
-import type { Agent, AgentContext, AgentResult } from './types.js';
+import { type AgentContext, type AgentResult, agentKind } from './types.js';
 import { runShell } from './shell.js';
 
 const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
 const DEFAULT_PAUSE_MS = 300;
 
-export const simulatedAgent: Agent = {
+export const simulatedAgent = agentKind({
+  kind: 'simulated',
+  summary: 'deterministic, for testing workflows: @sim directives in the prompt choose what happens',
+  keys: [],
+  parse: () => ({ kind: 'simulated' }),
+  describe: () => 'simulated',
+
   async run(context: AgentContext): Promise<AgentResult> {
     const instruction: string[] = [];
     let directives = 0;
@@ -40,7 +46,7 @@ export const simulatedAgent: Agent = {
       await context.record('message', { text: `Simulated agent received the instruction:\n${text}` });
     return { state: 'SUCCEEDED' };
   }
-};
+});
 
 async function directive(
   context: AgentContext,

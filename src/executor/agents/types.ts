@@ -1,15 +1,33 @@
-// What an agent driver gets and gives back. The worker owns the run's lifecycle; a driver only
-// does the work in the workspace and records what happened.
+// What an agent kind is: how it reads its settings from an environment's `agent:` mapping, what it
+// checks at start-up, how the CLI shows it, and how it runs. The worker owns the run's lifecycle;
+// a kind only does the work in the workspace and records what happened.
 
-import type { EnvironmentConfig } from '../config.js';
+import type { ConfigReader } from '../config-reader.js';
 import type { Outcome } from '../store/types.js';
 
-export interface AgentContext {
+/** An environment's `agent:` as parsed: the kind, and that kind's own settings. */
+export interface AgentConfig {
+  kind: string;
+  [setting: string]: unknown;
+}
+
+/** What a kind's start-up check knows of the environment it serves. */
+export interface AgentEnvironment<C extends AgentConfig = AgentConfig> {
+  id: string;
+  /** A directory, or a git URL (then nothing of it is on this machine yet). */
+  source: string;
+  remoteSource: boolean;
+  agent: C;
+  /** Variables passed from the executor's environment to the run. */
+  env: string[];
+}
+
+export interface AgentContext<C extends AgentConfig = AgentConfig> {
   runId: string;
   prompt: string;
   /** Directory the agent works in: this run's own copy of the environment's source. */
   workspace: string;
-  environment: EnvironmentConfig;
+  agent: C;
   /** Variables passed through from the executor's environment (by the environment's `env` list). */
   env: Record<string, string>;
   /** Fires when the run is cancelled, times out or the executor stops. */
@@ -20,6 +38,25 @@ export interface AgentContext {
 
 export type AgentResult = Omit<Outcome, 'state'> & { state: 'SUCCEEDED' | 'FAILED' };
 
-export interface Agent {
-  run(context: AgentContext): Promise<AgentResult>;
+export interface AgentKind<C extends AgentConfig = AgentConfig> {
+  kind: string;
+  /** One line for the CLI's usage: what the kind does. */
+  summary: string;
+  /** Keys of `agent:` the kind reads besides `kind`. */
+  keys: string[];
+  /** Reads the kind's settings; problems go to the reader, named with `at` (e.g. environments[0].agent). */
+  parse(agent: Record<string, unknown>, at: string, read: ConfigReader): C;
+  /** The agent column of `environments list`. */
+  describe(agent: C): string;
+  /**
+   * Problems that would fail every run of the environment, found before the executor listens
+   * (e.g. a program not on the PATH runs get). Each names the key, the bad value and the expected form.
+   */
+  check?(environment: AgentEnvironment<C>, at: string, processEnv: NodeJS.ProcessEnv): string[];
+  run(context: AgentContext<C>): Promise<AgentResult>;
+}
+
+/** Erases a kind's settings type so that kinds of different settings share one registry. */
+export function agentKind<C extends AgentConfig>(kind: AgentKind<C>): AgentKind {
+  return kind as unknown as AgentKind;
 }

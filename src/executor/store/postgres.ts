@@ -15,6 +15,7 @@ import pg from 'pg';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { redactUrl } from './spec.js';
 import {
+  CANCELLED_BY_CLIENT,
   type CancelResult,
   type CreateResult,
   type Idempotency,
@@ -415,7 +416,12 @@ export class PostgresRunStore implements RunStore {
     ).rows;
   }
 
-  async cancelRun(team: string, runId: string, at: string): Promise<CancelResult> {
+  async cancelRun(
+    team: string,
+    runId: string,
+    at: string,
+    message = CANCELLED_BY_CLIENT
+  ): Promise<CancelResult> {
     const result = await this.transaction(async (client): Promise<CancelResult> => {
       const found = await client.query<StoredRun>(
         `SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND team = $2 FOR UPDATE`,
@@ -425,12 +431,12 @@ export class PostgresRunStore implements RunStore {
       if (!run) return { kind: 'not_found' };
       if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state)) return { kind: 'finished', run };
       const updated = await client.query<StoredRun & { event_seq: number }>(
-        `UPDATE runs SET state = 'CANCELLED', status_message = convert_to('cancelled by a client', 'UTF8'),
+        `UPDATE runs SET state = 'CANCELLED', status_message = convert_to($3, 'UTF8'),
            error_code = 'cancelled',
            completed_at = $1, updated_at = $1, version = version + 1, lease_owner = NULL,
            lease_expires_at = NULL, event_seq = event_seq + 1, changed_at = clock_timestamp()
          WHERE run_id = $2 RETURNING ${RUN_COLUMNS}, event_seq`,
-        [at, runId]
+        [at, runId, message]
       );
       await this.recordStates(client, updated.rows);
       return { kind: 'cancelled', run: strip(updated.rows[0]!) };

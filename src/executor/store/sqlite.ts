@@ -20,6 +20,7 @@ import type {
   StoredRun,
   TranscriptEvent
 } from './types.js';
+import { CANCELLED_BY_CLIENT } from './types.js';
 
 const TERMINAL = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
 
@@ -264,17 +265,22 @@ export class SqliteRunStore implements RunStore {
     return this.sql(text).all(...params) as unknown as StoredRun[];
   }
 
-  async cancelRun(team: string, runId: string, at: string): Promise<CancelResult> {
+  async cancelRun(
+    team: string,
+    runId: string,
+    at: string,
+    message = CANCELLED_BY_CLIENT
+  ): Promise<CancelResult> {
     const result = this.transaction((): CancelResult => {
       const run = this.sql('SELECT * FROM runs WHERE run_id = ? AND team = ?').get(runId, team) as
         StoredRun | undefined;
       if (!run) return { kind: 'not_found' };
       if (['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state)) return { kind: 'finished', run };
       const updated = this.sql(
-        `UPDATE runs SET state = 'CANCELLED', status_message = 'cancelled by a client', error_code = 'cancelled',
+        `UPDATE runs SET state = 'CANCELLED', status_message = ?, error_code = 'cancelled',
            completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL
          WHERE run_id = ? RETURNING *`
-      ).get(at, at, runId) as unknown as StoredRun;
+      ).get(message, at, at, runId) as unknown as StoredRun;
       this.recordState(updated);
       return { kind: 'cancelled', run: updated };
     });

@@ -5,6 +5,9 @@
 
 import type { KeyKind } from '../keys.js';
 
+/** The status message of a run a client cancelled without giving a reason. */
+export const CANCELLED_BY_CLIENT = 'cancelled by a client';
+
 export interface KeyRecord {
   id: string;
   team: string;
@@ -134,7 +137,8 @@ export interface RunStore {
   /** For session pages, whose HMAC token already proves access. */
   getRunAnyTeam(runId: string): Promise<StoredRun | undefined>;
   listRuns(team: string, query: ListQuery): Promise<StoredRun[]>;
-  cancelRun(team: string, runId: string, at: string): Promise<CancelResult>;
+  /** `message` is the status message (default `cancelled by a client`). */
+  cancelRun(team: string, runId: string, at: string, message?: string): Promise<CancelResult>;
 
   // runs, as the worker sees them
   /** Moves the oldest QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. */

@@ -1,16 +1,13 @@
-// The worker pool: claims QUEUED runs up to the concurrency limits, holds a lease on each while its
-// agent works, and ends it. A run whose worker died (lease expired, or found INPROGRESS at start-up
-// of a single-node store) becomes FAILED executor_restarted: never silently re-run, because agents
-// have side effects. Every node sweeps for expired leases, API-only nodes too: the node that held
-// one may never come back. While the store is unreachable the pool pauses and its writes retry.
+// The worker pool: the claim loop and the leases. It claims QUEUED runs up to the concurrency
+// limits, holds a lease on each while execute.ts runs it, and writes its outcome. A run whose worker
+// died (lease expired, or found INPROGRESS at start-up of a single-node store) becomes FAILED
+// executor_restarted: never silently re-run, because agents have side effects; maintenance.ts does
+// that and the pruning, on this pool's timers. While the store is unreachable the pool pauses and
+// its writes retry.
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
-import { commandAgent } from '../agents/command.js';
-import { simulatedAgent } from '../agents/simulated.js';
-import { runShell } from '../agents/shell.js';
-import type { Agent, AgentResult } from '../agents/types.js';
 import {
   type Outcome,
   type RunChange,
@@ -18,42 +15,11 @@ import {
   type StoredRun,
   StoreUnavailableError
 } from '../store/types.js';
-import { type Workspace, createWorkspace, sweepWorkspaces } from '../workspace/workspace.js';
+import { type StopReason, executeRun } from './execute.js';
+import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
 
-const AGENTS: Record<string, Agent> = { simulated: simulatedAgent, command: commandAgent };
-
-type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
-
-const QUOTA_CHECK_MS = 2000;
 /** How long a finished run's outcome is retried while the store is unreachable. */
 const FINISH_RETRY_MS = 10 * 60_000;
-
-/** The outcome of a run its worker stopped. */
-function stopped(
-  reason: StopReason | undefined,
-  environment: EnvironmentConfig,
-  quotaBytes: number
-): AgentResult {
-  if (reason === 'timeout') {
-    return {
-      state: 'FAILED',
-      error_code: 'timeout',
-      status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
-    };
-  }
-  if (reason === 'quota') {
-    return {
-      state: 'FAILED',
-      error_code: 'workspace_quota_exceeded',
-      status_message: `the workspace grew past its disk quota of ${quotaBytes >= 1024 ** 2 ? `${Math.round(quotaBytes / 1024 ** 2)} MiB` : `${Math.round(quotaBytes / 1024)} KiB`}`
-    };
-  }
-  return {
-    state: 'FAILED',
-    error_code: 'executor_restarted',
-    status_message: 'the executor shut down before the run finished'
-  };
-}
 
 interface Active {
   run: StoredRun;
@@ -90,15 +56,7 @@ export class WorkerPool {
 
   /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
   async start(): Promise<void> {
-    // On a store of its own, whatever is INPROGRESS was this data dir's previous process's. On a
-    // shared store other nodes are running theirs: only expired leases are abandoned.
-    const orphans = await this.store.failAbandoned(
-      !this.store.shared,
-      now(),
-      'the executor restarted while this run was in progress; it was not re-run'
-    );
-    if (orphans.length > 0)
-      this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
+    await failOrphans(this.store, this.log);
     if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
       const timer = setInterval(
@@ -248,10 +206,6 @@ export class WorkerPool {
 
   private async execute(run: StoredRun, controller: AbortController): Promise<void> {
     const environment = this.environments.get(run.environment_id);
-    const record = (kind: string, data: Record<string, unknown>) =>
-      this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
-        () => undefined
-      );
     if (!environment) {
       await this.finish(run, {
         state: 'FAILED',
@@ -260,96 +214,12 @@ export class WorkerPool {
       });
       return;
     }
-    const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
-    let quotaWatch: NodeJS.Timeout | undefined;
-    let result: AgentResult;
-    let workspace: Workspace | undefined;
-    try {
-      workspace = await createWorkspace(environment, this.config.dataDir, run.run_id);
-      const watched = workspace;
-      let measuring = false;
-      quotaWatch = setInterval(() => {
-        if (measuring) return;
-        measuring = true;
-        watched
-          .size()
-          .then(bytes => {
-            if (bytes > this.config.workspaces.quotaBytes) controller.abort('quota' satisfies StopReason);
-          })
-          .catch(error => this.log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'))
-          .finally(() => (measuring = false));
-      }, QUOTA_CHECK_MS);
-      const env = Object.fromEntries(
-        environment.env
-          .filter(name => process.env[name] !== undefined)
-          .map(name => [name, process.env[name]!])
+    const record = (kind: string, data: Record<string, unknown>) =>
+      this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
+        () => undefined
       );
-      result = await this.setup(environment, workspace.path, env, controller.signal, record);
-      if (result.state === 'SUCCEEDED' && !controller.signal.aborted) {
-        const agent = AGENTS[environment.agent.kind];
-        if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
-        result = await agent.run({
-          runId: run.run_id,
-          prompt: run.prompt,
-          workspace: workspace.path,
-          environment,
-          env,
-          signal: controller.signal,
-          record
-        });
-      }
-    } catch (error) {
-      this.log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
-      result = {
-        state: 'FAILED',
-        error_code: 'agent_failed',
-        status_message: `the agent could not run: ${(error as Error).message}`
-      };
-    } finally {
-      clearTimeout(timeout);
-      clearInterval(quotaWatch);
-    }
-    const reason = controller.signal.reason as StopReason | undefined;
-    if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
-      result = stopped(reason, environment, this.config.workspaces.quotaBytes);
-    }
-    if (workspace) {
-      try {
-        const changes = await workspace.diff();
-        if (changes.files.length > 0) await record('diff', changes);
-      } catch (error) {
-        this.log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
-      }
-      workspace.release();
-    }
-    await this.finish(run, result);
-  }
-
-  private async setup(
-    environment: EnvironmentConfig,
-    cwd: string,
-    env: Record<string, string>,
-    signal: AbortSignal,
-    record: (kind: string, data: Record<string, unknown>) => Promise<void>
-  ): Promise<AgentResult> {
-    for (const command of environment.setup) {
-      if (signal.aborted) break;
-      const result = await runShell(command, { cwd, env, signal });
-      await record('setup', {
-        command,
-        exit_code: result.exitCode,
-        output: result.output,
-        duration_ms: result.durationMs
-      });
-      if (result.exitCode !== 0) {
-        return {
-          state: 'FAILED',
-          error_code: 'setup_failed',
-          status_message: `setup command \`${command}\` exited with code ${result.exitCode}`
-        };
-      }
-    }
-    return { state: 'SUCCEEDED' };
+    const outcome = await executeRun(run, environment, this.config, controller, record, this.log);
+    await this.finish(run, outcome);
   }
 
   private async finish(run: StoredRun, outcome: Outcome): Promise<void> {
@@ -392,33 +262,16 @@ export class WorkerPool {
     }
   }
 
-  private async reap(): Promise<void> {
-    const failed = await this.store.failAbandoned(
-      false,
-      now(),
-      'the worker running this run stopped renewing its lease; it was not re-run'
-    );
-    if (failed.length > 0)
-      this.log.warn(
-        { runs: failed.map(run => run.run_id) },
-        'failed runs whose worker stopped renewing its lease'
-      );
+  private reap(): Promise<void> {
+    return reapExpiredLeases(this.store, this.log);
   }
 
-  private async prune(): Promise<void> {
-    const before = new Date(Date.now() - this.config.limits.retentionDays * 86_400_000).toISOString();
-    const pruned = await this.store.pruneFinished(before);
-    if (pruned > 0) this.log.info({ pruned }, 'pruned finished runs past retention');
+  private prune(): Promise<void> {
+    return pruneFinishedRuns(this.store, this.config, this.log);
   }
 
-  private async sweep(): Promise<void> {
-    const removed = await sweepWorkspaces(
-      this.config.dataDir,
-      this.config.environments,
-      this.config.workspaces.retentionMs,
-      new Set(this.active.keys())
-    );
-    if (removed > 0) this.log.info({ removed }, 'removed workspaces past retention');
+  private sweep(): Promise<void> {
+    return sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log);
   }
 }
 

@@ -46,11 +46,21 @@ async function shell(script: string, cwd: string): Promise<string> {
     const { stdout } = await exec('/bin/sh', ['-c', script], { cwd, maxBuffer: 64 * 1024 * 1024 });
     return stdout;
   } catch (error) {
-    const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
-    throw new Error(
-      redactUrls(`git failed: ${stderr.split('\n').slice(-3).join(' ') || (error as Error).message}`)
-    );
+    throw new Error(redactUrls(`git failed: ${gitReason(error)}`));
   }
+}
+
+/**
+ * One line of why git failed, for a status message: its own `fatal:` (or `error:`) line, without
+ * the `hint:` lines and suggestions around it; the first line it printed when it printed neither.
+ */
+export function gitReason(error: unknown): string {
+  const lines = String((error as { stderr?: string }).stderr ?? '')
+    .split('\n')
+    .map(line => line.trim())
+    .filter(line => line !== '' && !/^hint:/i.test(line));
+  const reason = lines.find(line => /^fatal:/i.test(line)) ?? lines.find(line => /^error:/i.test(line));
+  return reason ?? lines[0] ?? (error as Error).message.split('\n')[0]!;
 }
 
 /** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
@@ -64,9 +74,7 @@ async function git(args: string[], cwd?: string): Promise<string> {
     return stdout;
   } catch (error) {
     // The error's own message holds the whole command line; say which git command failed and why.
-    const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
-    const why = stderr.split('\n').slice(-3).join(' ') || (error as Error).message;
-    throw new Error(redactUrls(`git ${args[0]} failed: ${why}`));
+    throw new Error(redactUrls(`git ${args[0]} failed: ${gitReason(error)}`));
   }
 }
 

@@ -2,7 +2,13 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { KNOWN_STATES, isTerminalState } from '../../../api/index.js';
+import {
+  KNOWN_STATES,
+  describeValue as kindOf,
+  isTerminalState,
+  isValidIdempotencyKey,
+  IDEMPOTENCY_KEY_FORM
+} from '../../../api/index.js';
 import type { ListQuery, StoredRun } from '../../store/types.js';
 import { type Principal, authenticate } from '../auth.js';
 import type { ServerContext } from '../context.js';
@@ -10,6 +16,7 @@ import { ProblemError } from '../problem.js';
 import { etagOf, toRecord } from '../records.js';
 
 const MAX_WAIT_SECONDS = 60;
+const MAX_CANCEL_REASON = 500;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -63,11 +70,8 @@ export async function runRoutes(
     }
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
-    if (key !== undefined && (typeof key !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(key))) {
-      throw new ProblemError(
-        'invalid_request',
-        'Idempotency-Key header: expected 1–255 printable ASCII characters without spaces'
-      );
+    if (key !== undefined && !isValidIdempotencyKey(key)) {
+      throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
     }
     const result = await store.createRun(
       {
@@ -143,7 +147,9 @@ export async function runRoutes(
 
   app.post('/api/v1/agent/runs/:id/cancel', async (request, reply) => {
     const { id } = request.params as { id: string };
-    const result = await store.cancelRun(request.principal.team, id, new Date().toISOString());
+    const reason = cancelReason(request.body);
+    const message = reason === undefined ? undefined : `cancelled by a client: ${reason}`;
+    const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), message);
     if (result.kind === 'not_found') throw notFound(id);
     if (result.kind === 'finished')
       throw new ProblemError(
@@ -241,13 +247,19 @@ function validateCreate(body: unknown, maxPromptBytes: number): ValidCreate {
   };
 }
 
-function kindOf(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string')
-    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+/** The optional body of a cancel, `{"reason": "…"}`: the reason, or undefined without one. */
+function cancelReason(body: unknown): string | undefined {
+  if (body === undefined || body === null) return undefined;
+  const reason =
+    typeof body === 'object' && !Array.isArray(body) ? (body as { reason?: unknown }).reason : body;
+  if (reason === undefined) return undefined;
+  if (typeof reason !== 'string' || reason.trim() === '' || reason.length > MAX_CANCEL_REASON) {
+    throw new ProblemError(
+      'invalid_field',
+      `reason: expected a string of 1–${MAX_CANCEL_REASON} characters, got ${kindOf(reason)}`
+    );
+  }
+  return reason.trim();
 }
 
 /** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */

@@ -1,0 +1,55 @@
+// The demo's plain-text transcript: every event in full (messages, commands with exit code and
+// output, the diff), each cut at a fixed number of lines with a marker saying how many were left out.
+
+export const MAX_LINES = 40;
+
+/** At most `max` lines of `text`, then "… N more lines" when some were left out. */
+export function bounded(text, max = MAX_LINES) {
+  const lines = String(text).replace(/\n$/, '').split('\n');
+  if (lines.length <= max) return lines;
+  return [...lines.slice(0, max), `… ${lines.length - max} more lines`];
+}
+
+/** The heading line and the body lines of one transcript event. */
+export function describeEvent(event) {
+  switch (event.kind) {
+    case 'state':
+      return {
+        head: event.status_message ? `${event.state}: ${event.status_message}` : event.state,
+        body: ''
+      };
+    case 'message':
+      return { head: '', body: event.text ?? '' };
+    case 'command':
+    case 'setup':
+      return { head: `$ ${event.command} → exit ${event.exit_code}`, body: event.output ?? '' };
+    case 'file':
+      return { head: `${event.path} ${event.change ?? ''}`.trim(), body: event.diff ?? '' };
+    case 'diff': {
+      const files = (event.files ?? []).map(file => `${file.path} (${file.change})`).join(', ');
+      return { head: `files changed: ${files || 'none'}`, body: event.diff ?? '' };
+    }
+    case 'exit':
+      return {
+        head: `agent exited with code ${event.exit_code}${event.signal ? ` (${event.signal})` : ''}`,
+        body: ''
+      };
+    case 'output':
+      return { head: event.stream ?? '', body: event.text ?? '' };
+    default: {
+      const { seq: _seq, at: _at, kind: _kind, ...rest } = event;
+      return { head: '', body: JSON.stringify(rest) };
+    }
+  }
+}
+
+/** Lines to print for a transcript's events, indented, each event bounded to `max` lines. */
+export function transcriptLines(events, max = MAX_LINES) {
+  const out = [];
+  for (const event of events) {
+    const { head, body } = describeEvent(event);
+    out.push(`  ${String(event.at).slice(11, 23)}  ${event.kind.padEnd(8)} ${head}`.trimEnd());
+    if (body !== '') for (const line of bounded(body, max)) out.push(`      ${line}`.trimEnd());
+  }
+  return out;
+}

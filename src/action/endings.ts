@@ -1,0 +1,100 @@
+// How the main step ends, one function per way: the run ended, the deadline passed, the job was
+// cancelled, or the step does not wait. Each reports from the last record it can read and marks
+// the run settled when the post step has nothing left to do.
+
+import * as core from '@actions/core';
+import { formatDuration } from '../api/index.js';
+import type { AgentRunClient, Run } from '../client/index.js';
+import { cancelRemoteRun } from './cancel.js';
+import type { Settings } from './inputs.js';
+import { type Outcome, type Reporter, conclusionOf, durationOf } from './report.js';
+import * as state from './state.js';
+
+/** `wait: false`: outputs and a job summary from the record as it is now. */
+export async function leaveRunning(
+  client: AgentRunClient,
+  reporter: Reporter,
+  runId: string,
+  startedAt: number
+): Promise<void> {
+  const run = await client.getRun(runId).catch(() => undefined);
+  await reporter.final({
+    runId,
+    run,
+    conclusion: conclusionOf(run?.state),
+    durationMs: Date.now() - startedAt
+  });
+  state.markSettled();
+  core.info(`Not waiting for run ${runId} (wait: false); it is ${run?.state ?? 'running'}.`);
+}
+
+/** The run reached a terminal state: fail the step if `fail-on` lists it. */
+export async function onEnd(settings: Settings, reporter: Reporter, outcome: Outcome): Promise<void> {
+  await reporter.final(outcome);
+  state.markSettled();
+  const run = outcome.run!;
+  if (settings.failOn.includes(run.state)) {
+    const code = run.error_code ? ` (${run.error_code})` : '';
+    const message = run.status_message || 'the service gave no status message';
+    const link = run.session_link ? `\nSession: ${run.session_link}` : '';
+    core.setFailed(`Run ${outcome.runId} ended ${run.state}${code}: ${message}${link}`);
+  } else {
+    core.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
+  }
+}
+
+/** The timeout passed: cancel the run (or leave it), then report the record as it is after that. */
+export async function onDeadline(
+  client: AgentRunClient,
+  settings: Settings,
+  reporter: Reporter,
+  outcome: Outcome,
+  startedAt: number
+): Promise<void> {
+  const last = outcome.run?.state ?? 'unknown';
+  let what = 'left it running (on-timeout: leave-running)';
+  if (settings.onTimeout === 'cancel') {
+    const reason = `timeout after ${formatDuration(settings.timeoutMs)}`;
+    const result = await cancelRemoteRun(client, outcome.runId, reason);
+    what = result === 'cancelled' ? 'cancelled it' : `could not cancel it (${result.replace('_', ' ')})`;
+    outcome.run = (await client.getRun(outcome.runId).catch(() => undefined)) ?? outcome.run;
+  }
+  // The record read after the cancel: a cancelled run has ended, one left running has not.
+  outcome.durationMs = durationOf(outcome.run, Date.now() - startedAt);
+  await reporter.final(outcome);
+  state.markSettled();
+  core.setFailed(
+    `Run ${outcome.runId} did not finish within ${formatDuration(settings.timeoutMs)} (last state ${last}); ${what}.`
+  );
+}
+
+/** The job was cancelled: cancel the run quickly (the post step retries), then report. */
+export async function onAbort(
+  client: AgentRunClient,
+  settings: Settings,
+  reporter: Reporter,
+  runId: string | undefined,
+  startedAt: number
+): Promise<void> {
+  if (runId === undefined) {
+    core.setFailed('The job was cancelled before the run was created.');
+    return;
+  }
+  if (!settings.cancelOnAbort) {
+    state.markSettled();
+    core.setFailed(`The job was cancelled; run ${runId} keeps running (cancel-on-abort: false).`);
+    return;
+  }
+  // The runner kills the step about 10 s after SIGINT: one quick attempt here, the post step retries.
+  const result = await cancelRemoteRun(client, runId, 'the job was cancelled', {
+    timeoutMs: 5000,
+    maxRetries: 1
+  });
+  if (result !== 'failed') state.markSettled();
+  const run: Run | undefined = await client
+    .getRun(runId, { signal: AbortSignal.timeout(2000) })
+    .catch(() => undefined);
+  const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
+  await reporter.final({ runId, run, conclusion, durationMs: durationOf(run, Date.now() - startedAt) });
+  core.setFailed(`The job was cancelled while waiting for run ${runId}.`);
+}

@@ -1,0 +1,17 @@
+// The registry of agent kinds: the one place the config, the worker and the CLI look a kind up.
+// Adding a kind is its own file in this folder plus one line below.
+
+import { commandAgent } from './command.js';
+import { simulatedAgent } from './simulated.js';
+import type { AgentKind } from './types.js';
+
+export const AGENT_KINDS: ReadonlyMap<string, AgentKind> = new Map(
+  [simulatedAgent, commandAgent].map(kind => [kind.kind, kind])
+);
+
+/** The kind an environment's `agent.kind` names; undefined for a kind this executor lacks. */
+export function agentKindOf(kind: string): AgentKind | undefined {
+  return AGENT_KINDS.get(kind);
+}
+
+export type { AgentConfig, AgentContext, AgentEnvironment, AgentKind, AgentResult } from './types.js';

@@ -1,0 +1,171 @@
+// Executing one claimed run, start to end: its workspace, the environment's setup commands, the
+// agent (looked up in the registry), the time limit and the disk quota watch, and the diff of what
+// it changed. The claim loop and the lease belong to pool.ts; this module only turns a run into
+// its outcome, which the pool writes.
+
+import type { FastifyBaseLogger } from 'fastify';
+import { agentKindOf } from '../agents/index.js';
+import { runShell } from '../agents/shell.js';
+import type { AgentResult } from '../agents/types.js';
+import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
+import type { StoredRun } from '../store/types.js';
+import { type Workspace, createWorkspace } from '../workspace/workspace.js';
+
+/** Why a run's controller was aborted. */
+export type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
+
+/** Appends an event to the run's transcript (the pool retries it while the store is away). */
+export type Recorder = (kind: string, data: Record<string, unknown>) => Promise<void>;
+
+const QUOTA_CHECK_MS = 2000;
+
+function describeBytes(bytes: number): string {
+  return bytes >= 1024 ** 2 ? `${Math.round(bytes / 1024 ** 2)} MiB` : `${Math.round(bytes / 1024)} KiB`;
+}
+
+/** The outcome of a run its worker stopped. */
+function stopped(
+  reason: StopReason | undefined,
+  environment: EnvironmentConfig,
+  quotaBytes: number
+): AgentResult {
+  if (reason === 'timeout') {
+    return {
+      state: 'FAILED',
+      error_code: 'timeout',
+      status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
+    };
+  }
+  if (reason === 'quota') {
+    return {
+      state: 'FAILED',
+      error_code: 'workspace_quota_exceeded',
+      status_message: `the workspace grew past its disk quota of ${describeBytes(quotaBytes)}`
+    };
+  }
+  return {
+    state: 'FAILED',
+    error_code: 'executor_restarted',
+    status_message: 'the executor shut down before the run finished'
+  };
+}
+
+/** Aborts `controller` with 'quota' once the workspace is over `quotaBytes`; returns the stopper. */
+function watchQuota(
+  workspace: Workspace,
+  quotaBytes: number,
+  controller: AbortController,
+  onError: (error: unknown) => void
+): () => void {
+  let measuring = false;
+  const timer = setInterval(() => {
+    if (measuring) return;
+    measuring = true;
+    workspace
+      .size()
+      .then(bytes => {
+        if (bytes > quotaBytes) controller.abort('quota' satisfies StopReason);
+      })
+      .catch(onError)
+      .finally(() => (measuring = false));
+  }, QUOTA_CHECK_MS);
+  return () => clearInterval(timer);
+}
+
+/** The environment's setup commands, in order; the first that exits non-zero fails the run. */
+async function setup(
+  environment: EnvironmentConfig,
+  cwd: string,
+  env: Record<string, string>,
+  signal: AbortSignal,
+  record: Recorder
+): Promise<AgentResult> {
+  for (const command of environment.setup) {
+    if (signal.aborted) break;
+    const result = await runShell(command, { cwd, env, signal });
+    await record('setup', {
+      command,
+      exit_code: result.exitCode,
+      output: result.output,
+      duration_ms: result.durationMs
+    });
+    if (result.exitCode !== 0) {
+      return {
+        state: 'FAILED',
+        error_code: 'setup_failed',
+        status_message: `setup command \`${command}\` exited with code ${result.exitCode}`
+      };
+    }
+  }
+  return { state: 'SUCCEEDED' };
+}
+
+/** The variables the environment passes from the executor's own environment, by name. */
+function passedVariables(environment: EnvironmentConfig): Record<string, string> {
+  return Object.fromEntries(
+    environment.env.filter(name => process.env[name] !== undefined).map(name => [name, process.env[name]!])
+  );
+}
+
+/**
+ * Runs `run` in `environment` until its agent ends or `controller` is aborted (cancel, lease lost,
+ * shutdown; the time limit and the quota abort it from here), and returns its outcome.
+ */
+export async function executeRun(
+  run: StoredRun,
+  environment: EnvironmentConfig,
+  config: ExecutorConfig,
+  controller: AbortController,
+  record: Recorder,
+  log: FastifyBaseLogger
+): Promise<AgentResult> {
+  const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
+  let stopWatch: (() => void) | undefined;
+  let result: AgentResult;
+  let workspace: Workspace | undefined;
+  try {
+    workspace = await createWorkspace(environment, config.dataDir, run.run_id);
+    stopWatch = watchQuota(workspace, config.workspaces.quotaBytes, controller, error =>
+      log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
+    );
+    const env = passedVariables(environment);
+    result = await setup(environment, workspace.path, env, controller.signal, record);
+    if (result.state === 'SUCCEEDED' && !controller.signal.aborted) {
+      const agent = agentKindOf(environment.agent.kind);
+      if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
+      result = await agent.run({
+        runId: run.run_id,
+        prompt: run.prompt,
+        workspace: workspace.path,
+        agent: environment.agent,
+        env,
+        signal: controller.signal,
+        record
+      });
+    }
+  } catch (error) {
+    log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
+    result = {
+      state: 'FAILED',
+      error_code: 'agent_failed',
+      status_message: `the agent could not run: ${(error as Error).message}`
+    };
+  } finally {
+    clearTimeout(timeout);
+    stopWatch?.();
+  }
+  const reason = controller.signal.reason as StopReason | undefined;
+  if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
+    result = stopped(reason, environment, config.workspaces.quotaBytes);
+  }
+  if (workspace) {
+    try {
+      const changes = await workspace.diff();
+      if (changes.files.length > 0) await record('diff', changes);
+    } catch (error) {
+      log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
+    }
+    workspace.release();
+  }
+  return result;
+}

@@ -1,0 +1,65 @@
+// The store's and the disk's housekeeping, on timers of the pool: failing runs whose worker died
+// (at start-up, and whenever a lease expires), pruning finished runs past retention, and removing
+// finished workspaces past theirs. Every node does the first two, API-only nodes too: the node
+// that held a lease may never come back.
+
+import type { FastifyBaseLogger } from 'fastify';
+import type { ExecutorConfig } from '../config.js';
+import type { RunStore } from '../store/types.js';
+import { sweepWorkspaces } from '../workspace/workspace.js';
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+/**
+ * Fails the runs left INPROGRESS by a previous process. On a store of its own, whatever is
+ * INPROGRESS was this data dir's previous process's; on a shared store other nodes are running
+ * theirs, so only expired leases are abandoned.
+ */
+export async function failOrphans(store: RunStore, log: FastifyBaseLogger): Promise<void> {
+  const orphans = await store.failAbandoned(
+    !store.shared,
+    now(),
+    'the executor restarted while this run was in progress; it was not re-run'
+  );
+  if (orphans.length > 0)
+    log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
+}
+
+/** Fails the runs whose lease expired: their worker stopped renewing it. */
+export async function reapExpiredLeases(store: RunStore, log: FastifyBaseLogger): Promise<void> {
+  const failed = await store.failAbandoned(
+    false,
+    now(),
+    'the worker running this run stopped renewing its lease; it was not re-run'
+  );
+  if (failed.length > 0)
+    log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
+}
+
+/** Deletes finished runs older than the retention in days. */
+export async function pruneFinishedRuns(
+  store: RunStore,
+  config: ExecutorConfig,
+  log: FastifyBaseLogger
+): Promise<void> {
+  const before = new Date(Date.now() - config.limits.retentionDays * 86_400_000).toISOString();
+  const pruned = await store.pruneFinished(before);
+  if (pruned > 0) log.info({ pruned }, 'pruned finished runs past retention');
+}
+
+/** Removes finished runs' workspaces past the workspace retention; `active` ones are never touched. */
+export async function sweepFinishedWorkspaces(
+  config: ExecutorConfig,
+  active: Set<string>,
+  log: FastifyBaseLogger
+): Promise<void> {
+  const removed = await sweepWorkspaces(
+    config.dataDir,
+    config.environments,
+    config.workspaces.retentionMs,
+    active
+  );
+  if (removed > 0) log.info({ removed }, 'removed workspaces past retention');
+}
