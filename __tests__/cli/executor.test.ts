@@ -103,6 +103,7 @@ describe('agent-run run', () => {
     const id = /Interrupted: cancelled run (\S+)\./.exec(run.stderr)![1]!;
     const got = await cli(['get', id, '--json']);
     expect(JSON.parse(got.stdout)).toMatchObject({ state: 'CANCELLED' });
+    expect(JSON.parse(got.stdout).status_message).toContain('agent-run was interrupted');
   });
 
   it('returns the run id at once with --no-wait; wait, get and logs then see it', async () => {

@@ -83,7 +83,7 @@ export async function watchRun(
   }
 
   if (outcome === 'interrupted') {
-    await client.cancelRun(runId, { maxRetries: 1 }).then(
+    await client.cancelRun(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
       () => terminal.note(`Interrupted: cancelled run ${runId}.`),
       (error: Error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`)
     );
