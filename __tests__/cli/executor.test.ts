@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { type ExecutorProcess, spawnExecutorWithKey } from '../support/executor.js';
 import { runAction } from '../support/runner.js';
 import { type CliRun, runCli } from './support.js';
 
@@ -12,13 +12,9 @@ let key: string;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  const dir = tempDir();
-  const created = await executorCli(
-    ['keys', 'create', '--kind', 'personal', '--name', 'cli', '--data-dir', join(dir, 'data')],
-    { cwd: dir }
-  );
-  key = created.stdout.trim().split('\n').at(-1)!;
-  executor = await spawnExecutor(['--data-dir', join(dir, 'data')], { cwd: dir });
+  const started = await spawnExecutorWithKey({ kind: 'personal', name: 'cli' });
+  ({ key } = started);
+  executor = started;
   env = { AGENT_RUN_BASE_URL: executor.url, AGENT_RUN_API_KEY: key };
 });
 afterAll(() => executor.stop());
