@@ -45,6 +45,15 @@ export default tseslint.config(
     }
   },
   {
+    files: ['src/cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: ['**/action/*', '**/executor/*', '**/executor-action/*'] }
+      ]
+    }
+  },
+  {
     files: ['src/executor/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: ['**/client/*', '**/action/*', '**/cli/*'] }]

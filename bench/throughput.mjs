@@ -1,8 +1,11 @@
 // Benchmark 3: executor API throughput and latency (autocannon) for read, list and create, next
 // to a bare node:http server answering a fixed JSON body of the same size (this machine's ceiling),
-// measured in the same run at several connection counts.
+// measured in the same run at several connection counts. With --rounds N the targets take turns N
+// times (bare, fastify, read, list, bare, …; creates last, since the runs they queue load the
+// executor afterwards) and each figure is the median of its rounds, ratios being taken within a
+// round: on a shared, noisy machine the load then falls on all alike.
 //
-//   node bench/throughput.mjs [--seconds 5] [--connections 1,10,50,100]
+//   node bench/throughput.mjs [--seconds 5] [--connections 1,10,50,100] [--rounds 1]
 
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -12,11 +15,13 @@ import { ROOT, api, createKey, saveResult, sleep, startExecutor, tempDir } from 
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: '5' },
-    connections: { type: 'string', default: '1,10,50,100' }
+    connections: { type: 'string', default: '1,10,50,100' },
+    rounds: { type: 'string', default: '1' }
   }
 });
 const seconds = Number(values.seconds);
 const connectionCounts = values.connections.split(',').map(Number);
+const rounds = Number(values.rounds);
 
 const source = tempDir('bench-source-');
 const executor = await startExecutor({
@@ -78,12 +83,23 @@ const targets = {
   }
 };
 
-const rows = [];
-for (const connections of connectionCounts) {
-  for (const [name, target] of Object.entries(targets)) {
+const median = numbers => {
+  const sorted = [...numbers].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
+const measured = [];
+// Creates queue runs the executor then works on for a while: they go after every read round.
+const plan = [];
+for (let round = 1; round <= rounds; round++)
+  for (const name of Object.keys(targets)) if (name !== 'create') plan.push({ name, round });
+for (let round = 1; round <= rounds; round++) plan.push({ name: 'create', round });
+for (const { name, round } of plan) {
+  for (const connections of connectionCounts) {
     if (name === 'create' && connections !== 50) continue;
-    const result = await autocannon({ ...target, connections, duration: seconds });
+    const result = await autocannon({ ...targets[name], connections, duration: seconds });
     const row = {
+      round,
       target: name,
       connections,
       requestsPerSecond: Math.round(result.requests.average),
@@ -93,26 +109,52 @@ for (const connections of connectionCounts) {
       errors: result.errors,
       timeouts: result.timeouts
     };
-    rows.push(row);
+    measured.push(row);
     console.log(JSON.stringify(row));
+  }
+}
+// One row per target and connection count: the median of its rounds.
+const rows = [];
+for (const connections of connectionCounts) {
+  for (const name of Object.keys(targets)) {
+    const mine = measured.filter(row => row.target === name && row.connections === connections);
+    if (mine.length === 0) continue;
+    const pick = field => median(mine.map(row => row[field]));
+    const sum = field => mine.reduce((total, row) => total + row[field], 0);
+    rows.push({
+      target: name,
+      connections,
+      requestsPerSecond: Math.round(pick('requestsPerSecond')),
+      p50Ms: pick('p50Ms'),
+      p99Ms: pick('p99Ms'),
+      non2xx: sum('non2xx'),
+      errors: sum('errors'),
+      timeouts: sum('timeouts')
+    });
   }
 }
 bare.kill();
 fastify.kill();
 await executor.stop();
 
-const at50 = name => rows.find(row => row.target === name && row.connections === 50);
+// Each round's ratio to the bare server at 50 connections (measured minutes apart at most), then
+// the median over the rounds.
+const ratioIn = (name, round) => {
+  const at = target =>
+    measured.find(row => row.target === target && row.connections === 50 && row.round === round);
+  return at(name) && at('bare') ? at(name).requestsPerSecond / at('bare').requestsPerSecond : null;
+};
 const ratios = Object.fromEntries(
-  ['fastify', 'read', 'list', 'create'].map(name => [
-    name,
-    at50(name) && at50('bare')
-      ? Math.round((at50(name).requestsPerSecond / at50('bare').requestsPerSecond) * 100) / 100
-      : null
-  ])
+  ['fastify', 'read', 'list', 'create'].map(name => {
+    const each = Array.from({ length: rounds }, (_, i) => ratioIn(name, i + 1)).filter(r => r !== null);
+    return [name, each.length ? Math.round(median(each) * 100) / 100 : null];
+  })
 );
+for (const row of rows) console.log('median', JSON.stringify(row));
 console.log('ratio to the bare server at 50 connections:', ratios);
 saveResult('throughput', {
-  command: `node bench/throughput.mjs --seconds ${seconds} --connections ${values.connections}`,
+  command: `node bench/throughput.mjs --seconds ${seconds} --connections ${values.connections} --rounds ${rounds}`,
+  rounds: measured,
   responseBytes: Buffer.byteLength(record),
   rows,
   ratiosAt50: ratios

@@ -13,7 +13,8 @@ const staging = mkdtempSync(join(dirname(out), '.build-'));
 const entries = [
   ['src/index.ts', staging],
   ['src/executor/index.ts', join(staging, 'executor')],
-  ['src/executor-action/index.ts', join(staging, 'executor-action')]
+  ['src/executor-action/index.ts', join(staging, 'executor-action')],
+  ['src/cli/index.ts', join(staging, 'cli')]
 ];
 
 try {

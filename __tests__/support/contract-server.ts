@@ -40,6 +40,16 @@ export interface ContractServerOptions {
   /** Serve the cancel endpoint (default true). */
   cancel?: boolean;
   /**
+   * Serve GET /agent/runs/{id}/conversation from each run's `conversation` field and
+   * GET /agent/artifacts/{uid} from `artifactFiles` (default false: those paths answer 404).
+   */
+  conversation?: boolean;
+  /**
+   * Serve GET /agent/runs/{id}/transcript from each run's `events` with `after=SEQ`; with
+   * supportsWait it also holds such reads under `Prefer: wait=N` until a newer event exists.
+   */
+  transcript?: boolean;
+  /**
    * How cancel refuses (default `executor`): `executor` answers 409 run_already_finished for an
    * ended run; `service` answers as the production service does: 409 without a code while the run
    * is PENDING, 400 when it ended or is BLOCKED.
@@ -50,11 +60,19 @@ export interface ContractServerOptions {
   apiKey?: string;
 }
 
+/** A file artifact: its details (whose download URL may point at another origin) and its bytes. */
+export interface ArtifactFile {
+  details: Record<string, unknown>;
+  bytes?: Buffer;
+}
+
 export class ContractServer {
   readonly runs = new Map<string, StoredRun>();
   readonly requests: RecordedRequest[] = [];
   /** Faults applied in order to requests whose "METHOD /path" starts with the key. */
   readonly faults: { match: string; fault: Fault }[] = [];
+  /** Artifacts served at /agent/artifacts/{uid} (with the conversation option), and their bytes at /downloads/{uid}. */
+  readonly artifactFiles = new Map<string, ArtifactFile>();
   /** Called after a run is created, to script its life. */
   onCreate: (run: StoredRun) => void = () => {};
   private readonly idempotency = new Map<string, string>();
@@ -67,6 +85,8 @@ export class ContractServer {
       supportsWait: true,
       idempotency: true,
       cancel: true,
+      conversation: false,
+      transcript: false,
       cancelStyle: 'executor',
       legacyCreateOnly: false,
       apiKey: 'test-key-0123456789',
@@ -109,6 +129,32 @@ export class ContractServer {
       setTimeout(() => this.runs.has(runId) && this.update(runId, fields), ms);
   }
 
+  /** Appends a transcript event to a run (seq numbered from 1), waking held reads. */
+  addEvent(runId: string, event: Record<string, unknown>): void {
+    const run = this.runs.get(runId);
+    if (!run) throw new Error(`no run ${runId}`);
+    const list = ((run.events as Record<string, unknown>[] | undefined) ??= []);
+    list.push({ seq: list.length + 1, at: new Date().toISOString(), ...event });
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Resolves when `ready()` holds after a wake-up, the time is up, or the client goes. */
+  private hold(req: IncomingMessage, ms: number, ready: () => boolean): Promise<void> {
+    return new Promise<void>(resolve => {
+      const timer = setTimeout(() => cleanup(), ms);
+      const wake = () => {
+        if (ready() || req.socket.destroyed) cleanup();
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      this.waiters.add(wake);
+      req.socket.once('close', cleanup);
+    });
+  }
+
   count(method: string, pathPrefix: string): number {
     return this.requests.filter(r => r.method === method && r.path.startsWith(pathPrefix)).length;
   }
@@ -138,7 +184,7 @@ export class ContractServer {
     const answer = await this.route(req, url, body);
     if (res.destroyed) return;
     if (fault?.kind === 'reset-after') return void req.socket.destroy();
-    const text = answer.body === undefined ? '' : JSON.stringify(answer.body);
+    const text = answer.raw ?? (answer.body === undefined ? '' : JSON.stringify(answer.body));
     res.writeHead(answer.status, {
       'content-type': answer.status >= 400 ? 'application/problem+json' : 'application/json',
       ...answer.headers
@@ -154,11 +200,16 @@ export class ContractServer {
     req: IncomingMessage,
     url: URL,
     body: string
-  ): Promise<{ status: number; body?: unknown; headers?: Record<string, string> }> {
+  ): Promise<{ status: number; body?: unknown; raw?: Buffer; headers?: Record<string, string> }> {
     const problem = (status: number, code: string, detail: string) => ({
       status,
       body: { type: 'about:blank', title: code, status, detail, error_code: code }
     });
+    const download = /^\/downloads\/([^/]+)$/.exec(url.pathname);
+    const file = download ? this.artifactFiles.get(decodeURIComponent(download[1]!)) : undefined;
+    if (file?.bytes && req.method === 'GET') {
+      return { status: 200, raw: file.bytes, headers: { 'content-type': 'application/octet-stream' } };
+    }
     if (req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       return problem(401, 'unauthenticated', 'bad key');
     }
@@ -201,7 +252,9 @@ export class ContractServer {
       const all = [...this.runs.values()].reverse();
       const limit = Number(url.searchParams.get('limit') ?? 20);
       const start = Number(url.searchParams.get('cursor') ?? 0);
-      const page = all.slice(start, start + limit).map(({ version: _v, ...record }) => record);
+      const page = all
+        .slice(start, start + limit)
+        .map(({ version: _v, conversation: _c, ...record }) => record);
       const more = start + limit < all.length;
       return {
         status: 200,
@@ -209,6 +262,33 @@ export class ContractServer {
           runs: page,
           page_info: { has_next_page: more, next_cursor: more ? String(start + limit) : null }
         }
+      };
+    }
+    const artifact = /^\/api\/v1\/agent\/artifacts\/([^/]+)$/.exec(path);
+    if (artifact && this.options.conversation && req.method === 'GET') {
+      const found = this.artifactFiles.get(decodeURIComponent(artifact[1]!));
+      return found ? { status: 200, body: found.details } : problem(404, 'not_found', 'no such artifact');
+    }
+    const talk = /^\/api\/v1\/agent\/runs\/([^/]+)\/conversation$/.exec(path);
+    if (talk && this.options.conversation && req.method === 'GET') {
+      const found = this.runs.get(decodeURIComponent(talk[1]!));
+      if (!found) return problem(404, 'not_found', 'no such run');
+      return { status: 200, body: found.conversation ?? { conversation_id: found.run_id, steps: [] } };
+    }
+    const events = /^\/api\/v1\/agent\/runs\/([^/]+)\/transcript$/.exec(path);
+    if (events && this.options.transcript && req.method === 'GET') {
+      const found = this.runs.get(decodeURIComponent(events[1]!));
+      if (!found) return problem(404, 'not_found', 'no such run');
+      const after = Number(url.searchParams.get('after') ?? 0);
+      const newer = () => ((found.events as { seq: number }[] | undefined) ?? []).filter(e => e.seq > after);
+      const hold = /wait=(\d+)/.exec(String(req.headers.prefer ?? ''));
+      const held = this.options.supportsWait && hold !== null;
+      if (held && newer().length === 0)
+        await this.hold(req, Number(hold[1]) * 1000, () => newer().length > 0);
+      return {
+        status: 200,
+        body: { run_id: found.run_id, state: found.state, events: newer() },
+        headers: held ? { 'preference-applied': 'wait' } : {}
       };
     }
     const match = /^\/api\/v1\/agent\/runs\/([^/]+)(\/cancel)?$/.exec(path);
@@ -273,7 +353,7 @@ export class ContractServer {
         return { status: 304, headers: { etag: etag(), ...(wait ? { 'preference-applied': 'wait' } : {}) } };
       }
     }
-    const { version: _version, ...record } = run;
+    const { version: _version, conversation: _conversation, ...record } = run;
     return {
       status: 200,
       body: record,

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type ExecutorConfig, parseConfig } from '../../src/executor/config.js';
 import { issueKey } from '../../src/executor/keys.js';
-import { type Executor, startExecutor } from '../../src/executor/server/app.js';
+import { type Executor, startExecutor } from '../../src/executor/server/executor.js';
 import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { RunStore } from '../../src/executor/store/types.js';

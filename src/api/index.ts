@@ -2,3 +2,5 @@ export * from './run.js';
 export * from './error-codes.js';
 export * from './duration.js';
 export * from './values.js';
+export * from './conversation.js';
+export * from './artifacts.js';

@@ -5,6 +5,7 @@ import { ERROR_CODES } from './error-codes.js';
 import {
   CreateRunRequestSchema,
   CreateRunResponseSchema,
+  ListRunsQuerySchema,
   ListRunsResponseSchema,
   ProblemSchema,
   RunRecordSchema,
@@ -90,6 +91,19 @@ const errors = {
   '429': problem('Rate limited; see Retry-After.')
 };
 
+/** The list's query parameters, from the schema the executor validates them with. */
+function listParameters(): Record<string, unknown>[] {
+  return Object.entries(ListRunsQuerySchema.properties as Record<string, { description?: string }>).map(
+    ([name, schema]) => ({
+      name,
+      in: 'query',
+      ...(typeof schema.description === 'string' ? { description: schema.description } : {}),
+      schema,
+      ...(name === 'state' ? { style: 'form', explode: true } : {})
+    })
+  );
+}
+
 export function openApiDocument(serverUrl?: string): Record<string, unknown> {
   const create = {
     summary: 'Create a run',
@@ -126,25 +140,9 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         post: { ...create, operationId: 'createRunAlias' },
         get: {
           operationId: 'listRuns',
-          summary: 'List runs, newest first',
-          parameters: [
-            {
-              name: 'limit',
-              in: 'query',
-              schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 }
-            },
-            { name: 'cursor', in: 'query', schema: { type: 'string' } },
-            {
-              name: 'state',
-              in: 'query',
-              schema: { type: 'array', items: { type: 'string', enum: [...KNOWN_STATES] } },
-              style: 'form',
-              explode: true
-            },
-            { name: 'environment_id', in: 'query', schema: { type: 'string' } },
-            { name: 'created_after', in: 'query', schema: { type: 'string', format: 'date-time' } },
-            { name: 'created_before', in: 'query', schema: { type: 'string', format: 'date-time' } }
-          ],
+          summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
+          description: 'Any query parameter not listed here is answered 400.',
+          parameters: listParameters(),
           responses: {
             '200': { description: 'A page of runs.', content: json(ref('ListRunsResponse')) },
             '400': problem('Bad query parameter.'),

@@ -1,12 +1,17 @@
-// JSON schemas of the contract (TypeBox), for the executor's validation and its OpenAPI document.
-// The compile-time checks at the bottom keep them in step with the plain types in ./run.ts.
+// JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
+// serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
+// with the plain types in ./run.ts. `expected` on a schema is the form a bad value is told to have
+// ("limit \"500\": expected a whole number from 1 to 100"); `constraint` says what a value of the
+// right type still broke ("prompt: must not be empty").
 
 import Type, { type Static } from 'typebox';
 import { KNOWN_STATES } from './run.js';
 import type { CreateRunRequest, ListRunsResponse, Problem, RunRecord } from './run.js';
 
 const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
-const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** A string or null, as one JSON type list (serialised without trying each branch). */
+const NullableString = (options: Type.TStringOptions = {}) =>
+  Type.Unsafe<string | null>({ ...options, type: ['string', 'null'] });
 
 export const RunStateSchema = Type.String({
   description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
@@ -14,20 +19,101 @@ export const RunStateSchema = Type.String({
 });
 
 export const RunConfigSchema = Type.Object(
-  { environment_id: Type.String({ minLength: 1, description: 'Environment the run executes in.' }) },
+  {
+    environment_id: Type.String({
+      pattern: '\\S',
+      description: 'Environment the run executes in.',
+      expected: 'a non-empty string'
+    })
+  },
   {
     additionalProperties: true,
-    description: 'Run configuration; fields beyond environment_id are kept as sent.'
+    description: 'Run configuration; fields beyond environment_id are kept as sent.',
+    expected: 'an object with environment_id'
   }
 );
 
 export const CreateRunRequestSchema = Type.Object(
   {
-    prompt: Type.String({ description: 'The instruction given to the agent.' }),
+    prompt: Type.String({
+      pattern: '\\S',
+      description: 'The instruction given to the agent.',
+      expected: 'a string',
+      constraint: 'must not be empty'
+    }),
     config: RunConfigSchema,
-    title: Type.Optional(Type.String({ description: 'Title of the run.' }))
+    title: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], { description: 'Title of the run.', expected: 'a string' })
+    )
   },
-  { additionalProperties: true }
+  { additionalProperties: true, expected: 'a JSON object with prompt and config' }
+);
+
+export const RunParamsSchema = Type.Object({ id: Type.String({ description: 'The run id.' }) });
+
+export const CancelRequestSchema = Type.Union(
+  [Type.Null(), Type.Object({}, { additionalProperties: true })],
+  {
+    expected: 'no body or a JSON object'
+  }
+);
+
+const states = `(${KNOWN_STATES.join('|')})`;
+const StateFilter = Type.String({
+  pattern: `^${states}(,${states})*$`,
+  expected: `one of ${KNOWN_STATES.join(', ')}`
+});
+/** An RFC 3339 time; empty means no filter (`format: timestamp` is checked by the executor). */
+const TimeFilter = (description: string) =>
+  Type.String({
+    format: 'timestamp',
+    description,
+    expected: 'an RFC 3339 timestamp such as 2026-01-31T12:00:00Z'
+  });
+const Text = (description: string) => Type.String({ description, expected: 'a single value' });
+
+export const LIST_SORT_KEYS = ['created_at', 'updated_at'] as const;
+
+/** The list's query parameters: any other answers 400. */
+export const ListRunsQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(100|[1-9][0-9]?)$',
+        description: 'Page size, 1–100 (default 20).',
+        expected: 'a whole number from 1 to 100'
+      })
+    ),
+    cursor: Type.Optional(Text('The next_cursor of the previous page (same sort).')),
+    state: Type.Optional(
+      Type.Union([StateFilter, Type.Array(StateFilter)], {
+        description: 'Only runs in these states (repeatable, or comma-separated).',
+        expected: `one of ${KNOWN_STATES.join(', ')}`
+      })
+    ),
+    environment_id: Type.Optional(Text('Only runs of this environment.')),
+    created_after: Type.Optional(TimeFilter('Only runs created after this time.')),
+    created_before: Type.Optional(TimeFilter('Only runs created before this time.')),
+    updated_after: Type.Optional(TimeFilter('Only runs updated after this time.')),
+    creator: Type.Optional(Text("Only runs created by this creator uid (the creator's key id here).")),
+    q: Type.Optional(Text('Only runs whose title or prompt contains this text (ASCII letters fold case).')),
+    name: Type.Optional(Text('Only runs whose config.name is this.')),
+    model_id: Type.Optional(Text('Only runs whose config.model_id is this.')),
+    artifact_type: Type.Optional(Text('Only runs that have an artifact of this type.')),
+    sort_by: Type.Optional(
+      Type.Union(
+        LIST_SORT_KEYS.map(key => Type.Literal(key)),
+        { description: 'Sort key (default created_at).', expected: 'created_at or updated_at' }
+      )
+    ),
+    sort_order: Type.Optional(
+      Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
+        description: 'Sort order (default desc).',
+        expected: 'asc or desc'
+      })
+    )
+  },
+  { additionalProperties: false }
 );
 
 export const CreateRunResponseSchema = Type.Object({ run_id: Type.String(), state: RunStateSchema });
@@ -48,15 +134,16 @@ export const RunRecordSchema = Type.Object(
   {
     run_id: Type.String(),
     state: RunStateSchema,
-    title: Type.Optional(Nullable(Type.String())),
+    title: Type.Optional(NullableString()),
     prompt: Type.Optional(Type.String()),
+    environment_id: Type.Optional(Type.String()),
     created_at: Type.Optional(Timestamp),
     updated_at: Type.Optional(Timestamp),
-    started_at: Type.Optional(Nullable(Timestamp)),
-    completed_at: Type.Optional(Nullable(Timestamp)),
-    status_message: Type.Optional(Nullable(Type.Union([Type.String(), StatusMessageObjectSchema]))),
-    error_code: Type.Optional(Nullable(Type.String({ description: 'See GET /api/v1/errors.' }))),
-    session_link: Type.Optional(Nullable(Type.String({ format: 'uri' }))),
+    started_at: Type.Optional(NullableString({ format: 'date-time' })),
+    completed_at: Type.Optional(NullableString({ format: 'date-time' })),
+    status_message: Type.Optional(Type.Union([Type.String(), StatusMessageObjectSchema, Type.Null()])),
+    error_code: Type.Optional(NullableString({ description: 'See GET /api/v1/errors.' })),
+    session_link: Type.Optional(NullableString({ format: 'uri' })),
     creator: Type.Optional(CreatorSchema),
     agent_config: Type.Optional(RunConfigSchema),
     source: Type.Optional(Type.String())
@@ -68,7 +155,7 @@ export const ListRunsResponseSchema = Type.Object({
   runs: Type.Array(RunRecordSchema),
   page_info: Type.Object({
     has_next_page: Type.Boolean(),
-    next_cursor: Type.Optional(Nullable(Type.String()))
+    next_cursor: Type.Optional(NullableString())
   })
 });
 

@@ -7,11 +7,22 @@ import {
   type CreateRunResponse,
   type ListRunsQuery,
   type ListRunsResponse,
+  type ArtifactDetails,
+  type Conversation,
   IDEMPOTENCY_KEY_FORM,
   describeValue,
   isValidIdempotencyKey,
   showValue
 } from '../api/index.js';
+import {
+  type DownloadedArtifact,
+  type TranscriptOptions,
+  type TranscriptRead,
+  downloadUrlOf,
+  parseArtifactDetails,
+  parseConversation,
+  parseTranscript
+} from './conversation.js';
 import {
   AbortError,
   AgentRunError,
@@ -74,6 +85,8 @@ export interface RunsPage {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** An artifact (the run's changes, say) may be far larger than any API answer. */
+const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 /** The create endpoint, and the deprecated one older servers have instead. */
 const CREATE_PATH = '/agent/runs';
 const LEGACY_CREATE_PATH = '/agent/run';
@@ -226,6 +239,86 @@ export class AgentRunClient {
     return waitForRun(this, runId, options);
   }
 
+  /** The run's conversation in the service's normalized shape; see isUnsupported() for services without it. */
+  async getConversation(runId: string, options: CallOptions = {}): Promise<Conversation> {
+    const label = `GET /agent/runs/${runId}/conversation`;
+    const response = await this.request('GET', `${runPath(runId)}/conversation`, { signal: options.signal });
+    return parseConversation(parseJson(response.body, label), label);
+  }
+
+  /**
+   * The executor's transcript events after `after`; with `waitSeconds`, a server that supports it
+   * holds the answer until a newer event exists. Undefined when the answer is not such a list.
+   */
+  async getTranscript(runId: string, options: TranscriptOptions = {}): Promise<TranscriptRead | undefined> {
+    const wait = Math.max(0, Math.floor(options.waitSeconds ?? 0));
+    const query = options.after !== undefined ? `?after=${encodeURIComponent(String(options.after))}` : '';
+    const response = await this.request('GET', `${runPath(runId)}/transcript${query}`, {
+      headers: wait > 0 ? { prefer: `wait=${wait}` } : {},
+      signal: options.signal,
+      timeoutMs: Math.max(this.timeoutMs, (wait + 10) * 1000)
+    });
+    const transcript = parseTranscript(response.body);
+    if (!transcript) return undefined;
+    const held = /(^|[\s,;])wait\b/i.test(headerLookup(response)('preference-applied') ?? '');
+    return { transcript, held };
+  }
+
+  /** An artifact's details (for files, a time-limited download URL). */
+  async getArtifact(artifactUid: string, options: CallOptions = {}): Promise<ArtifactDetails> {
+    const label = `GET /agent/artifacts/${artifactUid}`;
+    const response = await this.request('GET', artifactPath(artifactUid), { signal: options.signal });
+    return parseArtifactDetails(parseJson(response.body, label), label);
+  }
+
+  /**
+   * An artifact's bytes: reads its details, then follows the download URL (and its redirects).
+   * The key goes only to the service's own origin, never to a storage host elsewhere.
+   */
+  async downloadArtifact(artifactUid: string, options: CallOptions = {}): Promise<DownloadedArtifact> {
+    const details = await this.getArtifact(artifactUid, options);
+    const link = downloadUrlOf(details);
+    if (!link) {
+      throw new ParseError(`GET /agent/artifacts/${artifactUid}: the details carry no download URL`);
+    }
+    const origin = new URL(this.apiRoot).origin;
+    let url = new URL(link, this.apiRoot + '/');
+    for (let hop = 0; ; hop++) {
+      const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
+      const headers: Record<string, string> = { accept: '*/*' };
+      if (url.origin === origin) headers.authorization = `Bearer ${this.apiKey}`;
+      let response: HttpResponse;
+      try {
+        response = await this.transport.send({
+          method: 'GET',
+          url: url.href,
+          headers,
+          timeoutMs: Math.max(this.timeoutMs, 300_000),
+          signal: options.signal,
+          maxBytes: MAX_DOWNLOAD_BYTES
+        });
+      } catch (error) {
+        if (error instanceof TransportError) throw transportFailure(label, error, this.timeoutMs);
+        throw error;
+      }
+      const location = headerLookup(response)('location');
+      if (response.status >= 300 && response.status < 400 && location && hop < 5) {
+        url = new URL(location, url);
+        continue;
+      }
+      if (response.status >= 300) {
+        throw errorFromResponse(
+          label,
+          response.status,
+          response.body,
+          headerLookup(response)('x-request-id')
+        );
+      }
+      const type = headerLookup(response)('content-type');
+      return { details, bytes: response.bytes ?? Buffer.from(response.body), contentType: type };
+    }
+  }
+
   close(): void {
     this.transport.close();
   }
@@ -327,6 +420,13 @@ function headerLookup(response: HttpResponse): (name: string) => string | undefi
     const value = response.headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
+}
+
+function artifactPath(uid: string): string {
+  if (typeof uid !== 'string' || uid.trim() === '') {
+    throw new InvalidRequestError('artifact uid: expected a non-empty string', { request: 'artifact uid' });
+  }
+  return `/agent/artifacts/${encodeURIComponent(uid.trim())}`;
 }
 
 function runPath(runId: string): string {

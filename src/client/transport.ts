@@ -13,12 +13,16 @@ export interface HttpRequest {
   body?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Refuse answers larger than this (default 32 MiB); artifact downloads allow more. */
+  maxBytes?: number;
 }
 
 export interface HttpResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** The body as it came, for answers that are not text (artifact downloads). */
+  bytes?: Buffer;
 }
 
 /** Why no answer arrived. */
@@ -90,7 +94,8 @@ export function createTransport(userAgent: string): Transport {
           };
           message.on('data', (chunk: Buffer) => {
             size += chunk.length;
-            if (size > MAX_BODY_BYTES) fail(new Error(`answer larger than ${MAX_BODY_BYTES} bytes`));
+            const limit = request.maxBytes ?? MAX_BODY_BYTES;
+            if (size > limit) fail(new Error(`answer larger than ${limit} bytes`));
             else chunks.push(chunk);
           });
           message.on('error', fail);
@@ -101,10 +106,12 @@ export function createTransport(userAgent: string): Transport {
           message.on('end', () => {
             if (done) return;
             done = true;
+            const bytes = Buffer.concat(chunks);
             resolve({
               status: message.statusCode ?? 0,
               headers: message.headers,
-              body: Buffer.concat(chunks).toString('utf8')
+              body: bytes.toString('utf8'),
+              bytes
             });
           });
         });

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { AGENT_KINDS, agentKindOf } from './agents/index.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
-import { type Role, startExecutor } from './server/app.js';
+import { type Role, startExecutor } from './server/executor.js';
 import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
 import { checkRunnable } from './worker/preflight.js';

@@ -1,73 +1,50 @@
-// The executor as one process: the Fastify API and the worker pool over one store. A node's role
-// picks the parts: `all` (both), `api` (the API; it runs nothing), `worker` (runs work; it serves
-// only /healthz, /readyz and the API's description).
+// The Fastify app with its routes, hooks and error handling, and nothing that needs a port or a
+// worker: tests may drive it with `app.inject()`, and `startExecutor` (executor.ts) listens and
+// adds the worker pool. Every request check a schema can say lives on the route (schemas.ts in
+// src/api); every error answer is built by problem.ts.
 
-import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
-import type { ExecutorConfig } from '../config.js';
-import { type RunStore, StoreUnavailableError } from '../store/types.js';
-import { WorkerPool } from '../worker/pool.js';
-import { RateLimiter } from './auth.js';
-import { ChangeHub } from './changes.js';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
+import { StoreUnavailableError } from '../store/types.js';
 import type { ServerContext } from './context.js';
-import { ProblemError, sendProblem, writeClientError } from './problem.js';
-import { SessionLinks } from './records.js';
+import { ProblemError, problemBody, sendProblem, writeClientError } from './problem.js';
 import { metaRoutes } from './routes/meta.js';
 import { resultRoutes } from './routes/results.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
-
-export interface Executor {
-  app: FastifyInstance;
-  pool: WorkerPool;
-  context: ServerContext;
-  /** Where the server listens, e.g. http://127.0.0.1:8080 (set once listening). */
-  url: string;
-  /** Graceful stop: no new runs, running ones get the grace period, then everything closes. */
-  stop(graceMs?: number): Promise<void>;
-}
+import { schemaProblem, validatorCompiler } from './validation.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
-export async function startExecutor(
-  config: ExecutorConfig,
-  store: RunStore,
-  role: Role = 'all'
-): Promise<Executor> {
-  // Request ids: unique per process start, cheap to make (no random bytes per request).
-  const requestPrefix = randomBytes(4).toString('hex');
-  let requestCount = 0;
-  let listening = `http://${config.host}:${config.port}`;
-  const publicUrl = () => config.publicUrl ?? listening;
-  const secret = await store.getSecret('session-hmac', () => randomBytes(32).toString('base64url'));
-  const context: ServerContext = {
-    store,
-    config,
-    links: new SessionLinks(secret, publicUrl),
-    hub: new ChangeHub(store),
-    limiter: new RateLimiter(config.limits.rateLimitPerMinute),
-    draining: false
-  };
+export interface AppOptions {
+  /** `worker` nodes serve only /healthz, /readyz and the API's description. */
+  role?: Role;
+  /** The URL clients reach this server at (for the OpenAPI document). */
+  publicUrl: () => string;
+  /** Prefix of request ids: unique per process start, so ids are cheap (no random bytes each). */
+  requestPrefix: string;
+}
 
+export async function buildApp(context: ServerContext, options: AppOptions): Promise<FastifyInstance> {
+  const { config } = context;
+  let requestCount = 0;
   const app = Fastify({
     logger: { level: config.logLevel, stream: process.stderr },
-    disableRequestLogging: true,
+    // Requests are logged by the onResponse hook below, in one line each (and only at info).
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.limits.maxBodyBytes,
     forceCloseConnections: true,
     return503OnClosing: true,
     clientErrorHandler: writeClientError,
-    genReqId: () => `${requestPrefix}-${(++requestCount).toString(36)}`,
+    genReqId: () => `${options.requestPrefix}-${(++requestCount).toString(36)}`,
     // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
-    frameworkErrors: (error, _request, reply) =>
-      void (reply as unknown as FastifyReply).code(400).type('application/problem+json').send({
-        type: '/api/v1/errors#invalid_request',
-        title: 'Bad Request',
-        status: 400,
-        detail: error.message,
-        error_code: 'invalid_request',
-        retryable: false
-      })
+    frameworkErrors: (error, request, reply) =>
+      void (reply as unknown as FastifyReply)
+        .code(400)
+        .type('application/problem+json')
+        .send(problemBody('invalid_request', error.message, 400, request.url, String(request.id)))
   });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSchemaErrorFormatter(schemaProblem);
 
   app.removeContentTypeParser('text/plain');
   // JSON bodies as usual, except that an empty body (a cancel with Content-Type: json) is no body.
@@ -77,22 +54,24 @@ export async function startExecutor(
     parseJson(request, body as string, done);
   });
 
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', String(request.id));
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.header('x-request-id', request.id);
+    done(null, payload);
   });
-  const logRequests = config.logLevel === 'info' || config.logLevel === 'debug';
-  app.addHook('onResponse', async (request, reply) => {
-    if (!logRequests) return;
-    request.log.info(
-      {
-        method: request.method,
-        path: request.url.split('?')[0],
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime)
-      },
-      'request'
-    );
-  });
+  if (config.logLevel === 'info' || config.logLevel === 'debug') {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.info(
+        {
+          method: request.method,
+          path: request.url.split('?')[0],
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime)
+        },
+        'request'
+      );
+      done();
+    });
+  }
 
   app.setErrorHandler((error: FastifyError | ProblemError, request, reply) => {
     if (error instanceof ProblemError) return sendProblem(reply, error);
@@ -148,39 +127,11 @@ export async function startExecutor(
     )
   );
 
-  await app.register(metaRoutes, { context, publicUrl });
-  if (role !== 'worker') {
+  await app.register(metaRoutes, { context, publicUrl: options.publicUrl });
+  if ((options.role ?? 'all') !== 'worker') {
     await app.register(sessionRoutes, { context });
     await app.register(runRoutes, { context });
     await app.register(resultRoutes, { context });
   }
-
-  const pool = new WorkerPool(store, config, app.log, role !== 'api');
-  await app.listen({ host: config.host, port: config.port });
-  const address = app.server.address();
-  if (address && typeof address === 'object') {
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    listening = `http://${host}:${address.port}`;
-  }
-  await pool.start();
-
-  let stopping: Promise<void> | undefined;
-  return {
-    app,
-    pool,
-    context,
-    get url() {
-      return listening;
-    },
-    stop(graceMs = config.shutdownGraceMs) {
-      stopping ??= (async () => {
-        context.draining = true;
-        await pool.stop(graceMs);
-        context.hub.close();
-        await app.close();
-        await store.close();
-      })();
-      return stopping;
-    }
-  };
+  return app;
 }

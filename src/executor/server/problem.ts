@@ -3,7 +3,7 @@
 import type { FastifyReply } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ERROR_CODES, type ErrorCode } from '../../api/index.js';
+import { ERROR_CODES, type ErrorCode, type Problem } from '../../api/index.js';
 
 export class ProblemError extends Error {
   constructor(
@@ -48,14 +48,7 @@ export function writeClientError(error: NodeJS.ErrnoException, socket: Duplex): 
       : status === 408
         ? 'the request was not received in time'
         : `the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`;
-  const body = JSON.stringify({
-    type: '/api/v1/errors#invalid_request',
-    title: STATUS_CODES[status],
-    status,
-    detail,
-    error_code: 'invalid_request',
-    retryable: ERROR_CODES.invalid_request.retryable
-  });
+  const body = JSON.stringify(problemBody('invalid_request', detail, status));
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
@@ -65,20 +58,32 @@ export function writeClientError(error: NodeJS.ErrnoException, socket: Duplex): 
   socket.destroy(error);
 }
 
+/** The one builder of every problem body the executor sends. */
+export function problemBody(
+  code: ErrorCode,
+  detail: string,
+  status: number = ERROR_CODES[code].status ?? 500,
+  instance?: string,
+  requestId?: string
+): Problem {
+  const body: Problem = {
+    type: `/api/v1/errors#${code}`,
+    title: TITLES[status] ?? STATUS_CODES[status] ?? 'Error',
+    status,
+    detail,
+    error_code: code,
+    retryable: ERROR_CODES[code].retryable
+  };
+  if (instance !== undefined) body.instance = instance.split('?')[0];
+  if (requestId !== undefined) body.request_id = requestId;
+  return body;
+}
+
 export function sendProblem(reply: FastifyReply, problem: ProblemError): FastifyReply {
   const status = problem.status;
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   return reply
     .code(status)
     .type('application/problem+json')
-    .send({
-      type: `/api/v1/errors#${problem.code}`,
-      title: TITLES[status] ?? 'Error',
-      status,
-      detail: problem.detail,
-      error_code: problem.code,
-      retryable: ERROR_CODES[problem.code].retryable,
-      instance: reply.request.url.split('?')[0],
-      request_id: String(reply.request.id)
-    });
+    .send(problemBody(problem.code, problem.detail, status, reply.request.url, String(reply.request.id)));
 }

@@ -43,8 +43,10 @@ export function etagOf(run: StoredRun): string {
   return `"v${run.version}"`;
 }
 
+/** The record as the routes answer it (their response schema serialises it; unknown fields stay). */
 export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
-  const extra = JSON.parse(run.extra) as Record<string, unknown>;
+  // Most runs carry no extra fields: skip parsing and spreading an empty object.
+  const extra = run.extra === '{}' ? undefined : (JSON.parse(run.extra) as Record<string, unknown>);
   const record: RunRecord = {
     ...extra,
     run_id: run.run_id,

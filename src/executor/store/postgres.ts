@@ -11,6 +11,7 @@
 
 import pg from 'pg';
 import { KeyCache } from './key-cache.js';
+import { listRunsSql } from './list-query.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import {
   type Tx,
@@ -291,24 +292,10 @@ export class PostgresRunStore implements RunStore {
   }
 
   async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
-    const values: unknown[] = [team];
-    const where = ['team = $1'];
-    const add = (condition: (placeholder: string) => string, value: unknown) => {
-      values.push(value);
-      where.push(condition(`$${values.length}`));
-    };
-    if (query.beforeSeq !== undefined) add(p => `seq < ${p}`, query.beforeSeq);
-    if (query.states && query.states.length > 0) add(p => `state = ANY(${p}::text[])`, query.states);
-    if (query.environmentId !== undefined) add(p => `environment_id = ${p}`, query.environmentId);
-    if (query.createdAfter !== undefined) add(p => `created_at > ${p}`, query.createdAfter);
-    if (query.createdBefore !== undefined) add(p => `created_at < ${p}`, query.createdBefore);
+    const { where, order, values } = listRunsSql('postgres', team, query);
     values.push(query.limit);
-    return (
-      await this.query<StoredRun>(
-        `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${values.length}`,
-        values
-      )
-    ).rows;
+    const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT $${values.length}`;
+    return (await this.query<StoredRun>(text, values)).rows;
   }
 
   async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {

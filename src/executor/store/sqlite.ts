@@ -11,6 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { KeyCache } from './key-cache.js';
+import { listRunsSql } from './list-query.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { SqliteChanges } from './sqlite-changes.js';
 import { RUN_COLUMNS, strip } from './rows.js';
@@ -280,31 +281,9 @@ export class SqliteRunStore implements RunStore {
   }
 
   async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
-    const where = ['team = ?'];
-    const params: SQLInputValue[] = [team];
-    if (query.beforeSeq !== undefined) {
-      where.push('seq < ?');
-      params.push(query.beforeSeq);
-    }
-    if (query.states && query.states.length > 0) {
-      where.push(`state IN (${query.states.map(() => '?').join(', ')})`);
-      params.push(...query.states);
-    }
-    if (query.environmentId !== undefined) {
-      where.push('environment_id = ?');
-      params.push(query.environmentId);
-    }
-    if (query.createdAfter !== undefined) {
-      where.push('created_at > ?');
-      params.push(query.createdAfter);
-    }
-    if (query.createdBefore !== undefined) {
-      where.push('created_at < ?');
-      params.push(query.createdBefore);
-    }
-    params.push(query.limit);
-    const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
-    return this.sql(text).all(...params) as unknown as StoredRun[];
+    const { where, order, values } = listRunsSql('sqlite', team, query);
+    const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
+    return this.sql(text).all(...(values as SQLInputValue[]), query.limit) as unknown as StoredRun[];
   }
 
   async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {

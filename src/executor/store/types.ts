@@ -100,6 +100,9 @@ export type CreateResult =
   | { kind: 'key_reused' }
   | { kind: 'queue_full' };
 
+export type ListSort = 'created_at' | 'updated_at';
+export type ListOrder = 'asc' | 'desc';
+
 export interface ListQuery {
   limit: number;
   /** Only runs with seq below this (keyset paging, newest first). */
@@ -108,6 +111,19 @@ export interface ListQuery {
   environmentId?: string;
   createdAfter?: string;
   createdBefore?: string;
+  updatedAfter?: string;
+  creatorUid?: string;
+  /** Text in the title or prompt; ASCII letters match either case. */
+  search?: string;
+  /** config.name and config.model_id of the run. */
+  name?: string;
+  modelId?: string;
+  artifactType?: string;
+  /** Default created_at (the store's insertion order, seq), newest first. */
+  sortBy?: ListSort;
+  sortOrder?: ListOrder;
+  /** Keyset paging for any sort: only runs after this one in the chosen order. */
+  after?: { seq: number; updatedAt?: string };
 }
 
 export interface TranscriptEvent {

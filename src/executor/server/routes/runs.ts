@@ -1,17 +1,31 @@
-// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript.
+// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript. Each
+// route declares its schemas (src/api/schemas.ts): requests are checked before the handler runs
+// (validation.ts), answers are serialised by compiled code. What a schema cannot say stays here:
+// the prompt's size in bytes, whether the environment exists, the Idempotency-Key.
 
 import { createHash, randomUUID } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Static } from 'typebox';
 import {
-  KNOWN_STATES,
   describeValue as kindOf,
   isTerminalState,
   isValidIdempotencyKey,
   IDEMPOTENCY_KEY_FORM
 } from '../../../api/index.js';
-import type { ListQuery, StoredRun } from '../../store/types.js';
+import {
+  CreateRunRequestSchema,
+  CreateRunResponseSchema,
+  ListRunsQuerySchema,
+  ListRunsResponseSchema,
+  RunParamsSchema,
+  RunRecordSchema,
+  TranscriptSchema
+} from '../../../api/schemas.js';
+import type { StoredRun } from '../../store/types.js';
 import { type Principal, authenticate } from '../auth.js';
 import type { ServerContext } from '../context.js';
+import { encodeCursor, listQuery } from '../list-params.js';
 import { ProblemError } from '../problem.js';
 import { etagOf, toRecord } from '../records.js';
 import { readTranscript } from '../transcript.js';
@@ -26,9 +40,10 @@ declare module 'fastify' {
 }
 
 export async function runRoutes(
-  app: FastifyInstance,
+  fastify: FastifyInstance,
   { context }: { context: ServerContext }
 ): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { store, config, links, hub, limiter } = context;
 
   app.decorateRequest('principal', null as unknown as Principal);
@@ -44,29 +59,43 @@ export async function runRoutes(
     }
   });
 
-  const create = async (request: FastifyRequest, reply: FastifyReply) => {
+  const createSchema = {
+    schema: { body: CreateRunRequestSchema, response: { 200: CreateRunResponseSchema } }
+  };
+  const create = async (
+    request: FastifyRequest<{ Body: Static<typeof CreateRunRequestSchema> }>,
+    reply: { header(name: string, value: string): unknown }
+  ) => {
     if (context.draining)
       throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no new runs', {
         'retry-after': '5'
       });
-    const body = validateCreate(request.body, config.limits.maxPromptBytes);
+    const body = request.body;
+    const bytes = Buffer.byteLength(body.prompt);
+    if (bytes > config.limits.maxPromptBytes) {
+      throw new ProblemError(
+        'prompt_too_large',
+        `prompt: ${bytes} bytes is over the limit of ${config.limits.maxPromptBytes} bytes`
+      );
+    }
+    const environmentId = body.config.environment_id;
     let stored: { config: string; extra: string; hash: string };
     try {
       stored = {
         config: JSON.stringify(body.config),
-        extra: JSON.stringify(body.extra),
-        hash: canonicalHash(request.body)
+        extra: JSON.stringify(extraFields(body)),
+        hash: canonicalHash(body)
       };
     } catch (error) {
       if (error instanceof RangeError)
         throw new ProblemError('invalid_request', 'the body is nested too deeply');
       throw error;
     }
-    if (!config.environments.some(env => env.id === body.environmentId)) {
+    if (!config.environments.some(env => env.id === environmentId)) {
       const known = config.environments.map(env => env.id).join(', ');
       throw new ProblemError(
         'environment_not_found',
-        `environment ${JSON.stringify(body.environmentId)} does not exist; this executor serves: ${known}`
+        `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`
       );
     }
     const principal = request.principal;
@@ -78,8 +107,8 @@ export async function runRoutes(
       {
         run_id: randomUUID(),
         team: principal.team,
-        environment_id: body.environmentId,
-        title: body.title,
+        environment_id: environmentId,
+        title: typeof body.title === 'string' ? body.title : null,
         prompt: body.prompt,
         config: stored.config,
         extra: stored.extra,
@@ -107,62 +136,79 @@ export async function runRoutes(
     if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');
     return { run_id: result.run.run_id, state: result.run.state };
   };
-  app.post('/api/v1/agent/run', create);
-  app.post('/api/v1/agent/runs', create);
+  app.post('/api/v1/agent/run', createSchema, create);
+  app.post('/api/v1/agent/runs', createSchema, create);
 
-  app.get('/api/v1/agent/runs/:id', async (request, reply) => {
-    const { id } = request.params as { id: string };
-    let run = await findRun(request, id);
-    const wait = preferWait(String(request.headers.prefer ?? ''));
-    const current = () => request.headers['if-none-match'] === etagOf(run);
-    if (wait !== undefined) reply.header('preference-applied', `wait=${wait}`);
-    if (wait && current() && !isTerminalState(run.state)) {
-      const closed = new AbortController();
-      request.raw.once('close', () => closed.abort());
-      const deadline = Date.now() + wait * 1000;
-      // A wake may be a change heard twice (notification and fallback poll): wait on until this
-      // run really moved, the time is up, the client left or the server is stopping.
-      // Each wait also ends at once for a change heard while the run was being read (versions are
-      // announced only after they are committed, so the next read sees them).
-      while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-        await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
-        run = await findRun(request, id);
-        if (!current() || isTerminalState(run.state)) break;
+  app.get(
+    '/api/v1/agent/runs/:id',
+    { schema: { params: RunParamsSchema, response: { 200: RunRecordSchema } } },
+    async (request, reply) => {
+      const { id } = request.params;
+      let run = await findRun(request, id);
+      const wait = preferWait(String(request.headers.prefer ?? ''));
+      const current = () => request.headers['if-none-match'] === etagOf(run);
+      if (wait !== undefined) reply.header('preference-applied', `wait=${wait}`);
+      if (wait && current() && !isTerminalState(run.state)) {
+        const closed = new AbortController();
+        request.raw.once('close', () => closed.abort());
+        const deadline = Date.now() + wait * 1000;
+        // A wake may be a change heard twice (notification and fallback poll): wait on until this
+        // run really moved, the time is up, the client left or the server is stopping.
+        // Each wait also ends at once for a change heard while the run was being read (versions are
+        // announced only after they are committed, so the next read sees them).
+        while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+          await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
+          run = await findRun(request, id);
+          if (!current() || isTerminalState(run.state)) break;
+        }
       }
+      reply.header('etag', etagOf(run));
+      if (current()) return (reply as FastifyReply).code(304).send();
+      return toRecord(run, links);
     }
-    reply.header('etag', etagOf(run));
-    if (current()) return reply.code(304).send();
-    return toRecord(run, links);
-  });
+  );
 
-  app.get('/api/v1/agent/runs', async request => {
-    const query = parseListQuery(request.query as Record<string, string | string[] | undefined>);
-    const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
-    const page = rows.slice(0, query.limit);
-    const more = rows.length > query.limit;
-    return {
-      runs: page.map(run => toRecord(run, links)),
-      page_info: { has_next_page: more, next_cursor: more ? encodeCursor(page.at(-1)!.seq) : null }
-    };
-  });
+  app.get(
+    '/api/v1/agent/runs',
+    { schema: { querystring: ListRunsQuerySchema, response: { 200: ListRunsResponseSchema } } },
+    async request => {
+      const query = listQuery(request.query);
+      const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
+      const page = rows.slice(0, query.limit);
+      const more = rows.length > query.limit;
+      return {
+        runs: page.map(run => toRecord(run, links)),
+        page_info: {
+          has_next_page: more,
+          next_cursor: more ? encodeCursor(page.at(-1)!, query.sortBy!, query.sortOrder!) : null
+        }
+      };
+    }
+  );
 
-  app.post('/api/v1/agent/runs/:id/cancel', async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const reason = cancelReason(request.body);
-    const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
-    if (result.kind === 'not_found') throw notFound(id);
-    if (result.kind === 'finished')
-      throw new ProblemError(
-        'run_already_finished',
-        `run ${id} already ended ${result.run.state}; there is nothing to cancel`
-      );
-    return reply.type('application/json').send(JSON.stringify(result.run.run_id));
-  });
+  app.post(
+    '/api/v1/agent/runs/:id/cancel',
+    { schema: { params: RunParamsSchema } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const reason = cancelReason(request.body);
+      const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
+      if (result.kind === 'not_found') throw notFound(id);
+      if (result.kind === 'finished')
+        throw new ProblemError(
+          'run_already_finished',
+          `run ${id} already ended ${result.run.state}; there is nothing to cancel`
+        );
+      return reply.type('application/json').send(JSON.stringify(result.run.run_id));
+    }
+  );
 
-  app.get('/api/v1/agent/runs/:id/transcript', async (request, reply) => {
-    const { id } = request.params as { id: string };
-    return readTranscript(context, request, reply, () => findRun(request, id));
-  });
+  app.get(
+    '/api/v1/agent/runs/:id/transcript',
+    { schema: { params: RunParamsSchema, response: { 200: TranscriptSchema } } },
+    async (request, reply) =>
+      readTranscript(context, request, reply, () => findRun(request, request.params.id))
+  );
 
   async function findRun(request: FastifyRequest, id: string): Promise<StoredRun> {
     const run = await store.getRun(request.principal.team, id);
@@ -199,51 +245,14 @@ const SERVER_FIELDS = new Set([
   'artifacts'
 ]);
 
-interface ValidCreate {
-  prompt: string;
-  environmentId: string;
-  title: string | null;
-  config: Record<string, unknown>;
-  extra: Record<string, unknown>;
-}
-
-function validateCreate(body: unknown, maxPromptBytes: number): ValidCreate {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ProblemError(
-      'invalid_request',
-      `the body must be a JSON object with prompt and config, got ${kindOf(body)}`
-    );
+/** The body's fields beyond prompt, config and title, kept (metadata, skill, …) unless the server owns them. */
+function extraFields(body: Record<string, unknown>): Record<string, unknown> {
+  const extra: Record<string, unknown> = {};
+  for (const name of Object.keys(body)) {
+    if (name !== 'prompt' && name !== 'config' && name !== 'title' && !SERVER_FIELDS.has(name))
+      extra[name] = body[name];
   }
-  const { prompt, config, title, ...rest } = body as Record<string, unknown>;
-  // Other fields are kept (metadata, skill, …), but never ones the server owns.
-  const extra = Object.fromEntries(Object.entries(rest).filter(([name]) => !SERVER_FIELDS.has(name)));
-  const field = (detail: string) => new ProblemError('invalid_field', detail);
-  if (typeof prompt !== 'string') throw field(`prompt: expected a string, got ${kindOf(prompt)}`);
-  if (prompt.trim() === '') throw field('prompt: must not be empty');
-  const bytes = Buffer.byteLength(prompt);
-  if (bytes > maxPromptBytes) {
-    throw new ProblemError(
-      'prompt_too_large',
-      `prompt: ${bytes} bytes is over the limit of ${maxPromptBytes} bytes`
-    );
-  }
-  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
-    throw field(`config: expected an object with environment_id, got ${kindOf(config)}`);
-  }
-  const environmentId = (config as Record<string, unknown>).environment_id;
-  if (typeof environmentId !== 'string' || environmentId.trim() === '') {
-    throw field(`config.environment_id: expected a non-empty string, got ${kindOf(environmentId)}`);
-  }
-  if (title !== undefined && title !== null && typeof title !== 'string') {
-    throw field(`title: expected a string, got ${kindOf(title)}`);
-  }
-  return {
-    prompt,
-    environmentId,
-    title: typeof title === 'string' ? title : null,
-    config: config as Record<string, unknown>,
-    extra
-  };
+  return extra;
 }
 
 /** The optional body of a cancel, `{"reason": "…"}`: the reason, or undefined without one. */
@@ -283,52 +292,4 @@ function canonicalHash(body: unknown): string {
 function preferWait(header: string | undefined): number | undefined {
   const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header ?? '');
   return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
-}
-
-function encodeCursor(seq: number): string {
-  return Buffer.from(`s:${seq}`).toString('base64url');
-}
-
-function parseListQuery(query: Record<string, string | string[] | undefined>): ListQuery {
-  const bad = (name: string, value: unknown, expected: string) =>
-    new ProblemError('invalid_request', `${name} ${JSON.stringify(value)}: expected ${expected}`);
-  const one = (name: string): string | undefined => {
-    const value = query[name];
-    if (Array.isArray(value)) throw bad(name, value, 'a single value');
-    return value;
-  };
-  const result: ListQuery = { limit: 20 };
-  const limit = one('limit');
-  if (limit !== undefined) {
-    if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 100)
-      throw bad('limit', limit, 'a whole number from 1 to 100');
-    result.limit = Number(limit);
-  }
-  const cursor = one('cursor');
-  if (cursor !== undefined && cursor !== '') {
-    const match = /^s:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (!match) throw bad('cursor', cursor, 'the next_cursor of a previous page');
-    result.beforeSeq = Number(match[1]);
-  }
-  const states =
-    query.state === undefined ? [] : ([] as string[]).concat(query.state).flatMap(s => s.split(','));
-  for (const state of states) {
-    if (!(KNOWN_STATES as readonly string[]).includes(state))
-      throw bad('state', state, `one of ${KNOWN_STATES.join(', ')}`);
-  }
-  if (states.length > 0) result.states = states;
-  const environment = one('environment_id');
-  if (environment !== undefined && environment !== '') result.environmentId = environment;
-  for (const [name, key] of [
-    ['created_after', 'createdAfter'],
-    ['created_before', 'createdBefore']
-  ] as const) {
-    const value = one(name);
-    if (value === undefined || value === '') continue;
-    const time = Date.parse(value);
-    if (Number.isNaN(time) || !/^\d{4}-\d{2}-\d{2}/.test(value))
-      throw bad(name, value, 'an RFC 3339 timestamp such as 2026-01-31T12:00:00Z');
-    result[key] = new Date(time).toISOString();
-  }
-  return result;
 }

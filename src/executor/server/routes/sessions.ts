@@ -2,18 +2,32 @@
 // every piece of run content. The token (an HMAC of the run id) is the access check; a wrong or
 // missing token answers 404, like a run that does not exist.
 
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import { RunParamsSchema } from '../../../api/schemas.js';
 import type { ServerContext } from '../context.js';
 import { ProblemError } from '../problem.js';
 import { renderSession } from '../session-page.js';
 
+/**
+ * A shared link may gain parameters on its way (tracking, say): only `token` is read, and any token
+ * that is not the right one (a repeated one too) is a 404 like a run that does not exist.
+ */
+const SessionQuerySchema = Type.Object(
+  { token: Type.Optional(Type.Unknown()) },
+  { additionalProperties: true }
+);
+
 export async function sessionRoutes(
-  app: FastifyInstance,
+  fastify: FastifyInstance,
   { context }: { context: ServerContext }
 ): Promise<void> {
-  app.get('/sessions/:id', async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const { token } = request.query as { token?: string };
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const schema = { params: RunParamsSchema, querystring: SessionQuerySchema };
+  app.get('/sessions/:id', { schema }, async (request, reply) => {
+    const { id } = request.params;
+    const { token } = request.query;
     const run = context.links.verify(id, token) ? await context.store.getRunAnyTeam(id) : undefined;
     if (!run) throw new ProblemError('not_found', 'no session with this id and token');
     const events = await context.store.listEvents(run.run_id);

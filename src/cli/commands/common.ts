@@ -1,0 +1,82 @@
+// What every command shares: parsing its argv (util.parseArgs, strict), its --help, and the client.
+
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseDuration, type AgentRunClient } from '../../client/index.js';
+import { usage } from '../exit.js';
+import { CONNECTION_HELP, CONNECTION_OPTIONS, createClient, readConnection } from '../settings.js';
+import type { Terminal } from '../terminal.js';
+
+export interface Context {
+  terminal: Terminal;
+  env: NodeJS.ProcessEnv;
+  /** Reads standard input whole (for `run -`). */
+  readStdin: () => Promise<string>;
+}
+
+export interface Command {
+  name: string;
+  summary: string;
+  help: string;
+  run(argv: string[], context: Context): Promise<number>;
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+const SHARED = {
+  ...CONNECTION_OPTIONS,
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' }
+} as const;
+
+/** Parses a command's argv; a mistake becomes a usage error naming the option. */
+export function parse<T extends Options>(argv: string[], options: T) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: { ...SHARED, ...options },
+      allowPositionals: true,
+      strict: true
+    });
+  } catch (error) {
+    throw usage(`${(error as Error).message.replace(/\. To specify.*$/s, '')}; see --help`);
+  }
+}
+
+export function helpText(command: Pick<Command, 'help'>): string {
+  return `${command.help.trim()}\n\n${CONNECTION_HELP}\n  --json                 machine-readable output\n  -h, --help             this help\n`;
+}
+
+export function clientFor(
+  values: { 'base-url'?: string; 'api-key-file'?: string },
+  context: Context
+): AgentRunClient {
+  return createClient(readConnection(values, context.env), context.terminal);
+}
+
+export function onePositional(positionals: string[], what: string): string {
+  if (positionals.length !== 1 || positionals[0]!.trim() === '') {
+    throw usage(
+      `expected one ${what}, got ${positionals.length === 0 ? 'none' : positionals.map(p => JSON.stringify(p)).join(' ')}`
+    );
+  }
+  return positionals[0]!.trim();
+}
+
+export function durationOption(name: string, value: string | undefined, fallback: string): number {
+  const text = value ?? fallback;
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) {
+    throw usage(
+      `--${name} ${JSON.stringify(text)}: expected a duration such as 90s, 45m or 1h30m, above zero`
+    );
+  }
+  return ms;
+}
+
+export function onBlockedOption(value: string | undefined): 'fail' | 'wait' {
+  const choice = (value ?? 'fail').trim().toLowerCase();
+  if (choice !== 'fail' && choice !== 'wait') {
+    throw usage(`--on-blocked ${JSON.stringify(value)}: expected fail or wait`);
+  }
+  return choice;
+}

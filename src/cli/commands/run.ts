@@ -1,0 +1,151 @@
+// `agent-run run`: create a run (idempotently), wait for it the way the action waits, stream its
+// progress to stderr and print the agent's answer on stdout.
+
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { type SchemaCheck, SchemaError, compileSchema } from '../../client/index.js';
+import { EXIT_CODES_HELP, usage } from '../exit.js';
+import { type Command, clientFor, durationOption, onBlockedOption, parse } from './common.js';
+import { watchRun } from './watch.js';
+
+/** About 15 s of backoff before a create gives up; the idempotency key makes the retries safe. */
+const CREATE_RETRIES = 5;
+
+export const runCommand: Command = {
+  name: 'run',
+  summary: 'create a run, wait for it, print the answer',
+  help: `Usage: agent-run run [options] (PROMPT | --prompt-file FILE | -)
+
+Creates a run, waits for it, streams its progress to stderr and prints the agent's answer on stdout.
+
+Options:
+  --environment ID       environment to run in (or set AGENT_RUN_ENVIRONMENT)
+  --title T              title of the run
+  --config JSON          more run configuration, e.g. '{"model_id":"m1"}'
+  --prompt-file FILE     read the prompt from a file; "-" as PROMPT reads standard input
+  --no-wait              print the run id and return at once
+  --timeout DURATION     how long to wait (default 60m), e.g. 90s, 30m, 1h30m
+  --on-blocked fail|wait a BLOCKED run ends the command with code 4 (fail, default) or is waited for
+  --output-schema FILE   a JSON Schema: the agent is asked to end with a matching JSON object, which is checked
+
+Example:
+  AGENT_RUN_API_KEY=... agent-run run --base-url http://127.0.0.1:8080 --environment local "Fix the failing test"
+
+${EXIT_CODES_HELP}`,
+  async run(argv, context) {
+    const { values, positionals } = parse(argv, {
+      environment: { type: 'string' },
+      title: { type: 'string' },
+      config: { type: 'string' },
+      'prompt-file': { type: 'string' },
+      'no-wait': { type: 'boolean' },
+      timeout: { type: 'string' },
+      'on-blocked': { type: 'string' },
+      'output-schema': { type: 'string' }
+    });
+    const timeoutMs = durationOption('timeout', values.timeout, '60m');
+    const onBlocked = onBlockedOption(values['on-blocked']);
+    let prompt = await readPrompt(positionals, values['prompt-file'], context.readStdin);
+    const config = readConfig(values.config);
+    const environment = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT ?? config.environment_id;
+    if (typeof environment !== 'string' || environment.trim() === '') {
+      throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
+    }
+    let schema: ((value: unknown) => SchemaCheck) | undefined;
+    if (values['output-schema'] !== undefined) {
+      const file = values['output-schema'];
+      const text = readText(file, '--output-schema');
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (error) {
+        throw usage(`--output-schema ${JSON.stringify(file)}: not JSON (${(error as Error).message})`);
+      }
+      try {
+        schema = compileSchema(parsed);
+      } catch (error) {
+        if (error instanceof SchemaError)
+          throw usage(`--output-schema ${JSON.stringify(file)}: ${error.message}`);
+        throw error;
+      }
+      prompt +=
+        '\n\nEnd your answer with one JSON object that matches this JSON Schema, in a ```json block:\n' +
+        JSON.stringify(parsed, null, 2);
+    }
+
+    const client = clientFor(values, context);
+    try {
+      const created = await client.createRun(
+        {
+          prompt,
+          config: { ...config, environment_id: environment.trim() },
+          ...(values.title ? { title: values.title } : {})
+        },
+        { idempotencyKey: randomUUID(), maxRetries: CREATE_RETRIES }
+      );
+      context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
+      if (values['no-wait']) {
+        if (values.json) context.terminal.out(JSON.stringify(await client.getRun(created.run_id), null, 2));
+        else context.terminal.out(created.run_id);
+        return 0;
+      }
+      return await watchRun(client, context.terminal, created.run_id, {
+        timeoutMs,
+        onBlocked,
+        json: values.json === true,
+        schema
+      });
+    } finally {
+      client.close();
+    }
+  }
+};
+
+async function readPrompt(
+  positionals: string[],
+  file: string | undefined,
+  readStdin: () => Promise<string>
+): Promise<string> {
+  if (file !== undefined && positionals.length > 0) {
+    throw usage('give the prompt once: as an argument, with --prompt-file, or "-" for standard input');
+  }
+  if (positionals.length > 1) {
+    throw usage(`expected one PROMPT argument, got ${positionals.length}; quote a prompt with spaces`);
+  }
+  const text =
+    file !== undefined
+      ? readText(file, '--prompt-file')
+      : positionals[0] === '-'
+        ? await readStdin()
+        : (positionals[0] ?? '');
+  if (text.trim() === '') {
+    throw usage('the prompt is empty: pass PROMPT, --prompt-file FILE, or "-" to read standard input');
+  }
+  return text;
+}
+
+function readConfig(raw: string | undefined): Record<string, unknown> {
+  if (raw === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw usage(
+      `--config ${JSON.stringify(raw.slice(0, 80))}: expected a JSON object such as '{"model_id":"m1"}'`
+    );
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw usage(`--config: expected a JSON object such as '{"model_id":"m1"}'`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function readText(file: string, option: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw usage(
+      `${option} ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code})`
+    );
+  }
+}

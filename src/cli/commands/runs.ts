@@ -1,0 +1,172 @@
+// `agent-run get`, `list`, `wait` and `cancel`: one run's record, a page of runs, waiting for a
+// run that already exists, and asking the service to stop one.
+
+import { ConflictError, type Run, formatDuration } from '../../client/index.js';
+import { EXIT, EXIT_CODES_HELP, usage } from '../exit.js';
+import { table } from '../terminal.js';
+import { type Command, clientFor, durationOption, onBlockedOption, onePositional, parse } from './common.js';
+import { watchRun } from './watch.js';
+
+export const getCommand: Command = {
+  name: 'get',
+  summary: "print a run's record",
+  help: `Usage: agent-run get ID [--json]
+
+Prints the run's state, title, times, status message and session link (--json: the whole record).
+
+Example:
+  agent-run get 3f2a9c1e-0000-4000-8000-000000000000 --json`,
+  async run(argv, context) {
+    const { values, positionals } = parse(argv, {});
+    const runId = onePositional(positionals, 'run ID');
+    const client = clientFor(values, context);
+    try {
+      const run = await client.getRun(runId);
+      context.terminal.out(values.json ? JSON.stringify(run, null, 2) : describeRun(run));
+      return EXIT.ok;
+    } finally {
+      client.close();
+    }
+  }
+};
+
+export const listCommand: Command = {
+  name: 'list',
+  summary: 'list runs, newest first',
+  help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json]
+
+Lists runs, newest first, as a table (--json: {runs, page_info}).
+
+Options:
+  --state S              only runs in this state; repeat for several
+  --environment ID       only runs of this environment
+  --limit N              at most N runs (1-500, default 20)
+
+Example:
+  agent-run list --state FAILED --state ERROR --limit 5`,
+  async run(argv, context) {
+    const { values, positionals } = parse(argv, {
+      state: { type: 'string', multiple: true },
+      environment: { type: 'string' },
+      limit: { type: 'string' }
+    });
+    if (positionals.length > 0) throw usage(`list takes no arguments, got ${JSON.stringify(positionals[0])}`);
+    const limit = values.limit === undefined ? 20 : Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
+      throw usage(`--limit ${JSON.stringify(values.limit)}: expected a whole number from 1 to 500`);
+    }
+    const states = (values.state ?? []).map(state => state.trim().toUpperCase());
+    const client = clientFor(values, context);
+    try {
+      const page = await client.listRuns({
+        limit,
+        ...(states.length > 0 ? { state: states } : {}),
+        ...(values.environment ? { environment_id: values.environment } : {})
+      });
+      if (values.json) {
+        context.terminal.out(JSON.stringify(page, null, 2));
+        return EXIT.ok;
+      }
+      if (page.runs.length === 0) {
+        context.terminal.out('No runs.');
+        return EXIT.ok;
+      }
+      const rows = page.runs.map(run => [run.run_id, run.state, run.created_at ?? '', run.title ?? '']);
+      context.terminal.out(table(['RUN ID', 'STATE', 'CREATED', 'TITLE'], rows));
+      if (page.page_info.has_next_page) context.terminal.note('More runs exist: raise --limit or filter.');
+      return EXIT.ok;
+    } finally {
+      client.close();
+    }
+  }
+};
+
+export const waitCommand: Command = {
+  name: 'wait',
+  summary: 'wait for a run to end, print the answer',
+  help: `Usage: agent-run wait ID [--timeout 60m] [--on-blocked fail|wait] [--json]
+
+Waits for an existing run to end, streaming its progress to stderr; prints the agent's answer
+(--json: the final record with result and artifacts). The exit code says how it ended.
+
+Example:
+  agent-run wait 3f2a9c1e-0000-4000-8000-000000000000 --timeout 30m
+
+${EXIT_CODES_HELP}`,
+  async run(argv, context) {
+    const { values, positionals } = parse(argv, {
+      timeout: { type: 'string' },
+      'on-blocked': { type: 'string' }
+    });
+    const runId = onePositional(positionals, 'run ID');
+    const timeoutMs = durationOption('timeout', values.timeout, '60m');
+    const onBlocked = onBlockedOption(values['on-blocked']);
+    const client = clientFor(values, context);
+    try {
+      await client.getRun(runId); // an unknown id fails here, before any progress is read
+      return await watchRun(client, context.terminal, runId, {
+        timeoutMs,
+        onBlocked,
+        json: values.json === true
+      });
+    } finally {
+      client.close();
+    }
+  }
+};
+
+export const cancelCommand: Command = {
+  name: 'cancel',
+  summary: 'cancel a run',
+  help: `Usage: agent-run cancel ID [--reason TEXT]
+
+Asks the service to cancel the run. Exit code 1 when the run had already ended.
+
+Example:
+  agent-run cancel 3f2a9c1e-0000-4000-8000-000000000000 --reason "superseded"`,
+  async run(argv, context) {
+    const { values, positionals } = parse(argv, { reason: { type: 'string' } });
+    const runId = onePositional(positionals, 'run ID');
+    const client = clientFor(values, context);
+    try {
+      await client.cancelRun(runId, { reason: values.reason });
+      const run = await client.getRun(runId).catch(() => undefined);
+      if (values.json) context.terminal.out(JSON.stringify(run ?? { run_id: runId }, null, 2));
+      else context.terminal.out(`Cancelled run ${runId}${run ? ` (now ${run.state})` : ''}.`);
+      return EXIT.ok;
+    } catch (error) {
+      if (!(error instanceof ConflictError) && (error as { status?: number }).status !== 400) throw error;
+      const run = await client.getRun(runId).catch(() => undefined);
+      context.terminal.error(
+        `run ${runId} cannot be cancelled: it is ${run?.state ?? 'already finished'} (${(error as Error).message})`
+      );
+      return EXIT.failed;
+    } finally {
+      client.close();
+    }
+  }
+};
+
+function describeRun(run: Run): string {
+  const rows: [string, unknown][] = [
+    ['run', run.run_id],
+    ['state', run.state],
+    ['title', run.title],
+    ['created', run.created_at],
+    ['started', run.started_at],
+    ['completed', run.completed_at],
+    [
+      'duration',
+      run.started_at && run.completed_at
+        ? formatDuration(Date.parse(run.completed_at) - Date.parse(run.started_at))
+        : undefined
+    ],
+    ['error code', run.error_code],
+    ['status', run.status_message],
+    ['session', run.session_link]
+  ];
+  return rows
+    .filter(([, value]) => value !== undefined && value !== null && value !== '')
+    .map(([name, value]) => `${`${name}:`.padEnd(11)} ${String(value)}`)
+    .join('\n');
+}

@@ -1,0 +1,162 @@
+// Waiting for a run from the command line, shared by `run` and `wait`: the state on stderr, the
+// conversation streamed to stderr as it arrives, BLOCKED handled by --on-blocked, then the agent's
+// answer on stdout (or, with --json, the record with result, structured output and artifacts).
+
+import {
+  AbortError,
+  type AgentRunClient,
+  type Run,
+  RunFollower,
+  type SchemaCheck,
+  artifactsOf,
+  finalAnswer,
+  formatDuration,
+  isUnsupported,
+  structuredOutput
+} from '../../client/index.js';
+import { CliError, EXIT, exitCodeOfState } from '../exit.js';
+import type { Terminal } from '../terminal.js';
+
+export interface WatchOptions {
+  timeoutMs: number;
+  onBlocked: 'fail' | 'wait';
+  json: boolean;
+  /** Checks the structured output at the end of the answer (`--output-schema`). */
+  schema?: (value: unknown) => SchemaCheck;
+  /** Show the conversation on stderr while waiting (default true). */
+  live?: boolean;
+}
+
+export async function watchRun(
+  client: AgentRunClient,
+  terminal: Terminal,
+  runId: string,
+  options: WatchOptions
+): Promise<number> {
+  const startedAt = Date.now();
+  const blocked = new AbortController();
+  const interrupted = new AbortController();
+  const onSignal = () => interrupted.abort(new Error('interrupted'));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const follower = new RunFollower(client, runId, {
+    onItems: items => {
+      if (options.live === false) return;
+      for (const line of terminal.renderItems(items, true)) terminal.note(line);
+    },
+    onNotice: message => terminal.note(message)
+  });
+  follower.start();
+  let run: Run | undefined;
+  let outcome: 'terminal' | 'timed_out' | 'blocked' | 'interrupted';
+  try {
+    const result = await client.waitForRun(runId, {
+      timeoutMs: options.timeoutMs,
+      signal: AbortSignal.any([blocked.signal, interrupted.signal]),
+      onStateChange: (next, previous) => {
+        run = next;
+        terminal.showState(runId, next.state, startedAt);
+        if (!previous && next.session_link) terminal.note(`Session: ${next.session_link}`);
+        void follower.onStateChange().catch(() => undefined);
+        if (next.state === 'BLOCKED') {
+          const link = next.session_link ? ` Approve or answer it at ${next.session_link}` : '';
+          terminal.warn(`run ${runId} is BLOCKED: it waits for a person's input or approval.${link}`);
+          if (options.onBlocked === 'fail') blocked.abort(new Error('blocked'));
+        }
+      },
+      onUnknownState: state =>
+        terminal.note(`run ${runId}: state ${state} is new to this client; still waiting`),
+      onTransientError: (error, n) => terminal.note(`poll failed (${n} in a row), retrying: ${error.message}`)
+    });
+    run = result.run ?? run;
+    outcome = result.outcome;
+  } catch (error) {
+    if (!(error instanceof AbortError)) throw error;
+    outcome = blocked.signal.aborted ? 'blocked' : 'interrupted';
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    terminal.stopSpinner();
+    await follower
+      .finish()
+      .catch(error => terminal.note(`could not read the last progress: ${error.message}`));
+  }
+
+  if (outcome === 'interrupted') {
+    await client.cancelRun(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
+      () => terminal.note(`Interrupted: cancelled run ${runId}.`),
+      (error: Error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`)
+    );
+    return EXIT.failed;
+  }
+  run = (await client.getRun(runId).catch(() => undefined)) ?? run;
+  const report = await finalReport(client, terminal, runId, run, options);
+  if (options.json) terminal.out(JSON.stringify(report.json, null, 2));
+  else if (report.answer !== undefined) terminal.out(report.answer);
+
+  const elapsed = formatDuration(Date.now() - startedAt);
+  if (outcome === 'timed_out') {
+    terminal.error(
+      `run ${runId} did not end within ${formatDuration(options.timeoutMs)} (last state ${run?.state ?? 'unknown'}); ` +
+        `it keeps running: agent-run cancel ${runId}`
+    );
+    return EXIT.timedOut;
+  }
+  if (outcome === 'blocked') {
+    terminal.error(
+      `run ${runId} is BLOCKED after ${elapsed} (--on-blocked fail); it keeps waiting for a person`
+    );
+    return EXIT.blocked;
+  }
+  const code = exitCodeOfState(run);
+  if (code !== EXIT.ok) {
+    const why = run?.status_message ? `: ${String(run.status_message)}` : '';
+    const errorCode = run?.error_code ? ` (${run.error_code})` : '';
+    terminal.error(`run ${runId} ended ${run?.state ?? 'unknown'}${errorCode}${why}`);
+    return code;
+  }
+  terminal.note(`run ${runId} ended SUCCEEDED after ${elapsed}.`);
+  if (report.structuredProblem)
+    throw new CliError(`structured output: ${report.structuredProblem}`, EXIT.failed);
+  return EXIT.ok;
+}
+
+interface FinalReport {
+  answer?: string;
+  structuredProblem?: string;
+  json: Record<string, unknown>;
+}
+
+/** The answer from the conversation, its structured output, and the record for --json. */
+async function finalReport(
+  client: AgentRunClient,
+  terminal: Terminal,
+  runId: string,
+  run: Run | undefined,
+  options: WatchOptions
+): Promise<FinalReport> {
+  let answer: string | undefined;
+  try {
+    answer = finalAnswer(await client.getConversation(runId));
+  } catch (error) {
+    if (!isUnsupported(error)) throw error;
+    terminal.note('This service has no conversation endpoint, so there is no answer to print.');
+  }
+  let structured: Record<string, unknown> | null = null;
+  let structuredProblem: string | undefined;
+  if (options.schema) {
+    const checked = structuredOutput(answer, options.schema);
+    if (checked.ok) structured = checked.value;
+    else structuredProblem = checked.reason;
+  }
+  return {
+    answer,
+    structuredProblem,
+    json: {
+      ...(run ?? { run_id: runId }),
+      result: answer ?? null,
+      structured_output: structured,
+      artifacts: artifactsOf(run)
+    }
+  };
+}

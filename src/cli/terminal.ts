@@ -1,0 +1,135 @@
+// What `agent-run` writes and how: results on stdout, everything a person watches on stderr.
+// A spinner and colour only when stderr is a terminal (colour never with NO_COLOR); plain lines
+// otherwise, so logs and pipes stay readable.
+
+import { formatDuration } from '../client/index.js';
+import type { ProgressItem } from '../client/index.js';
+
+export interface Streams {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+}
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+/** Command output shown live is cut to this many lines; `logs` shows it whole. */
+const LIVE_OUTPUT_LINES = 20;
+
+export class Terminal {
+  readonly tty: boolean;
+  readonly color: boolean;
+  private spinner?: ReturnType<typeof setInterval>;
+  private status = '';
+
+  constructor(private readonly streams: Streams) {
+    this.tty = streams.stderr.isTTY === true;
+    this.color = this.tty && (streams.env.NO_COLOR ?? '') === '' && streams.env.TERM !== 'dumb';
+  }
+
+  /** A result line on stdout. */
+  out(text: string): void {
+    this.streams.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /** A line for the person watching, on stderr. */
+  note(text: string): void {
+    this.clearStatus();
+    this.streams.stderr.write(`${text}\n`);
+    this.drawStatus();
+  }
+
+  warn(text: string): void {
+    this.note(this.paint('33', `warning: ${text}`));
+  }
+
+  error(text: string): void {
+    this.note(this.paint('31', `error: ${text}`));
+  }
+
+  paint(code: string, text: string): string {
+    return this.color ? `\u001b[${code}m${text}\u001b[0m` : text;
+  }
+
+  /** The run's state and elapsed time: a spinner line on a terminal, one plain line per change otherwise. */
+  showState(runId: string, state: string, startedAt: number): void {
+    const line = () => `run ${runId}: ${state} (${formatDuration(Date.now() - startedAt)})`;
+    if (!this.tty) return this.note(line());
+    this.stopSpinner();
+    let frame = 0;
+    this.status = line();
+    this.drawStatus();
+    this.spinner = setInterval(() => {
+      this.clearStatus();
+      this.status = `${SPINNER[frame++ % SPINNER.length]} ${line()}`;
+      this.drawStatus();
+    }, 120);
+    this.spinner.unref();
+  }
+
+  stopSpinner(): void {
+    if (this.spinner) clearInterval(this.spinner);
+    this.spinner = undefined;
+    this.clearStatus();
+    this.status = '';
+  }
+
+  /** Progress items as lines, for stderr while waiting (`live`) or stdout for `logs`. */
+  renderItems(items: ProgressItem[], live: boolean): string[] {
+    const lines: string[] = [];
+    for (const item of items) {
+      switch (item.type) {
+        case 'text':
+          lines.push(...prefixed(item.role === 'assistant' ? 'agent' : item.role, item.text));
+          break;
+        case 'command': {
+          const exit = item.exitCode === undefined ? '' : ` → exit ${item.exitCode ?? '?'}`;
+          lines.push(this.paint('36', `$ ${item.command}${exit}`));
+          if (item.output) lines.push(...indent(item.output, live ? LIVE_OUTPUT_LINES : Infinity));
+          break;
+        }
+        case 'output':
+          lines.push(...indent(item.text, live ? LIVE_OUTPUT_LINES : Infinity));
+          break;
+        case 'file':
+          lines.push(`file ${item.path} ${item.change}`);
+          break;
+        case 'state':
+          lines.push(this.paint('2', `state ${item.state}${item.message ? `: ${item.message}` : ''}`));
+          break;
+        case 'event':
+          lines.push(this.paint('2', `event ${item.text}`));
+      }
+    }
+    return lines;
+  }
+
+  private clearStatus(): void {
+    if (this.tty && this.status) this.streams.stderr.write('\r\u001b[2K');
+  }
+
+  private drawStatus(): void {
+    if (this.tty && this.status) this.streams.stderr.write(this.status);
+  }
+}
+
+function prefixed(who: string, text: string): string[] {
+  const lines = text.replace(/\s+$/, '').split('\n');
+  return lines.map((line, i) => (i === 0 ? `${who}: ${line}` : `  ${line}`));
+}
+
+function indent(text: string, max: number): string[] {
+  const lines = text.replace(/\s+$/, '').split('\n');
+  const shown = lines.length > max ? [...lines.slice(0, max), `… ${lines.length - max} more lines`] : lines;
+  return shown.map(line => `    ${line}`);
+}
+
+/** A plain text table: columns padded to their widest cell. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
+  const format = (row: string[]) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [format(header), ...rows.map(format)].join('\n');
+}

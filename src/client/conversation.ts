@@ -1,0 +1,223 @@
+// Reading what a run said, did and made: tolerant parsers of the conversation, transcript and
+// artifact shapes, and a follower that turns either source into progress items while a run goes
+// on. The follower asks for new transcript events with `after=SEQ` and `Prefer: wait=N`; a
+// server that holds such reads gets one request per event, one that does not is read only when
+// the run changes state and at the end, so an idle run costs no more requests than waiting does.
+
+import type {
+  Artifact,
+  ArtifactDetails,
+  Conversation,
+  ConversationBlock,
+  ConversationMessage,
+  ConversationStep,
+  Transcript,
+  TranscriptEntry
+} from '../api/index.js';
+import { describeValue } from '../api/index.js';
+import { AgentRunError } from './errors.js';
+import { ParseError, type Run } from './parse.js';
+
+export interface TranscriptOptions {
+  signal?: AbortSignal;
+  /** Only events with a larger `seq`. */
+  after?: number;
+  /** Asks the server to hold the answer up to this many seconds until a newer event exists. */
+  waitSeconds?: number;
+}
+
+export interface TranscriptRead {
+  transcript: Transcript;
+  /** The server applied `Prefer: wait`. */
+  held: boolean;
+}
+
+export interface DownloadedArtifact {
+  details: ArtifactDetails;
+  bytes: Buffer;
+  contentType?: string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** Whether an error means "this service has no such endpoint" (404, 405, 422 operation_not_supported). */
+export function isUnsupported(error: unknown): boolean {
+  if (!(error instanceof AgentRunError)) return false;
+  if (error.status === 404 || error.status === 405 || error.status === 501) return true;
+  return error.status === 422 && error.errorCode === 'operation_not_supported';
+}
+
+export function parseConversation(value: unknown, what = 'conversation'): Conversation {
+  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
+  if (!Array.isArray(value.steps)) {
+    throw new ParseError(`${what}: expected a steps array, got ${describeValue(value.steps)}`);
+  }
+  return { ...value, steps: value.steps.filter(isObject).map(parseStep) };
+}
+
+function parseStep(step: Record<string, unknown>): ConversationStep {
+  const messages = Array.isArray(step.messages) ? step.messages.filter(isObject) : [];
+  const steps = Array.isArray(step.steps) ? step.steps.filter(isObject) : [];
+  return { ...step, messages: messages.map(parseMessage), steps: steps.map(parseStep) };
+}
+
+function parseMessage(message: Record<string, unknown>): ConversationMessage {
+  const content = Array.isArray(message.content) ? message.content : [];
+  const blocks = content
+    .map(block => (typeof block === 'string' ? { type: 'text', text: block } : block))
+    .filter(isObject)
+    .filter(block => typeof block.type === 'string') as ConversationBlock[];
+  return { ...message, role: typeof message.role === 'string' ? message.role : 'unknown', content: blocks };
+}
+
+/** The transcript answer, or undefined when the body is not the executor's JSON form (a redirect, say). */
+export function parseTranscript(body: string): Transcript | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(value) || !Array.isArray(value.events)) return undefined;
+  const events = value.events.filter(
+    (event): event is TranscriptEntry => isObject(event) && typeof event.seq === 'number'
+  );
+  return {
+    run_id: typeof value.run_id === 'string' ? value.run_id : undefined,
+    state: typeof value.state === 'string' ? value.state : undefined,
+    events
+  };
+}
+
+/** A run record's `artifacts`, with malformed items dropped and unknown types kept. */
+export function artifactsOf(run: Run | undefined): Artifact[] {
+  const list = run?.artifacts;
+  if (!Array.isArray(list)) return [];
+  return list
+    .filter(isObject)
+    .filter(item => typeof item.artifact_type === 'string')
+    .map(item => ({ ...item, data: isObject(item.data) ? item.data : {} }) as Artifact);
+}
+
+export function parseArtifactDetails(value: unknown, what: string): ArtifactDetails {
+  if (!isObject(value)) throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
+  return value as ArtifactDetails;
+}
+
+/** The download URL of an artifact's details, wherever the service put it. */
+export function downloadUrlOf(details: ArtifactDetails): string | undefined {
+  for (const candidate of [
+    details.download_url,
+    details.url,
+    details.data?.download_url,
+    details.data?.url
+  ]) {
+    if (typeof candidate === 'string' && candidate !== '') return candidate;
+  }
+  return undefined;
+}
+
+/** One thing worth showing of a run's progress, from either the transcript or the conversation. */
+export type ProgressItem =
+  | { type: 'text'; role: string; text: string }
+  | { type: 'command'; command: string; exitCode?: number | null; output?: string }
+  | { type: 'output'; text: string }
+  | { type: 'file'; path: string; change: string }
+  | { type: 'state'; state: string; message?: string }
+  | { type: 'event'; text: string };
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** Transcript events as progress items; kinds this code does not know become `event` items. */
+export function itemsFromTranscript(events: TranscriptEntry[]): ProgressItem[] {
+  const items: ProgressItem[] = [];
+  for (const event of events) {
+    switch (event.kind) {
+      case 'message':
+      case 'result':
+        items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '' });
+        break;
+      case 'command':
+      case 'setup':
+        items.push({
+          type: 'command',
+          command: `${event.kind === 'setup' ? '(setup) ' : ''}${str(event.command) ?? ''}`,
+          exitCode: typeof event.exit_code === 'number' ? event.exit_code : null,
+          output: str(event.output)
+        });
+        break;
+      case 'output':
+        items.push({ type: 'output', text: str(event.text) ?? '' });
+        break;
+      case 'file':
+        items.push({ type: 'file', path: str(event.path) ?? '?', change: str(event.change) ?? 'changed' });
+        break;
+      case 'diff': {
+        const files = Array.isArray(event.files) ? event.files.filter(isObject) : [];
+        for (const file of files) {
+          items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
+        }
+        break;
+      }
+      case 'state':
+        items.push({ type: 'state', state: str(event.state) ?? '?', message: str(event.status_message) });
+        break;
+      case 'exit':
+        items.push({ type: 'event', text: `agent exited with code ${String(event.exit_code)}` });
+        break;
+      default:
+        items.push({ type: 'event', text: str(event.text) ?? event.kind });
+    }
+  }
+  return items;
+}
+
+/** The conversation as progress items, in order: messages' text, commands with their results, events. */
+export function itemsFromConversation(conversation: Conversation): ProgressItem[] {
+  const items: ProgressItem[] = [];
+  const visit = (steps: ConversationStep[]) => {
+    for (const step of steps) {
+      for (const message of step.messages) {
+        for (const block of message.content) items.push(itemOfBlock(message.role, block));
+      }
+      visit(step.steps);
+    }
+  };
+  visit(conversation.steps);
+  // An action and its result arrive as two blocks; show them as one command when they are adjacent.
+  const merged: ProgressItem[] = [];
+  for (const item of items) {
+    const previous = merged.at(-1);
+    if (item.type === 'output' && previous?.type === 'command' && previous.exitCode === undefined) {
+      const result = item as ProgressItem & { exitCode?: number | null };
+      previous.exitCode = result.exitCode ?? null;
+      previous.output = item.text;
+    } else merged.push(item);
+  }
+  return merged;
+}
+
+function itemOfBlock(role: string, block: ConversationBlock): ProgressItem {
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', role, text: block.text ?? '' };
+    case 'action': {
+      const command = str(block.input?.command);
+      if (command !== undefined) return { type: 'command', command };
+      return { type: 'event', text: [block.category, block.name].filter(Boolean).join(': ') || 'action' };
+    }
+    case 'action_result': {
+      const exitCode = typeof block.output?.exit_code === 'number' ? block.output.exit_code : null;
+      return Object.assign(
+        { type: 'output' as const, text: str(block.output?.output) ?? str(block.state) ?? '' },
+        { exitCode }
+      );
+    }
+    default: {
+      const name = str(block.name) ?? str(block.event_type) ?? block.type;
+      const detail = str(block.text) ?? str(block.description) ?? str(block.message);
+      return { type: 'event', text: detail ? `${name}: ${detail}` : name };
+    }
+  }
+}

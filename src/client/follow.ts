@@ -1,0 +1,135 @@
+// Live progress of a run as it happens, at the cost the server allows. A server that holds
+// transcript reads (`after=SEQ` + `Prefer: wait=N`) is long-polled: one request per new event.
+// Otherwise the follower reads (the transcript, or the conversation where there is no transcript)
+// only when told the run changed state and once at the end, so an idle run costs nothing extra.
+
+import type { AgentRunClient } from './client.js';
+import {
+  type ProgressItem,
+  isUnsupported,
+  itemsFromConversation,
+  itemsFromTranscript
+} from './conversation.js';
+import { AbortError } from './errors.js';
+import { abortableSleep } from './sleep.js';
+
+export interface FollowOptions {
+  /** Receives new items, in order, each once. */
+  onItems: (items: ProgressItem[]) => void;
+  /** Seconds a held read may wait (default 30). */
+  holdSeconds?: number;
+  /** Called once when no source of progress is available, or a read fails. */
+  onNotice?: (message: string) => void;
+}
+
+type Mode = 'unknown' | 'held' | 'transcript' | 'conversation' | 'none';
+
+export class RunFollower {
+  private mode: Mode = 'unknown';
+  private lastSeq = 0;
+  private shownConversationItems = 0;
+  private readonly stopper = new AbortController();
+  private loop: Promise<void> = Promise.resolve();
+  private reading: Promise<void> = Promise.resolve();
+  private terminalSeen = false;
+  private reported = false;
+
+  constructor(
+    private readonly client: AgentRunClient,
+    private readonly runId: string,
+    private readonly options: FollowOptions
+  ) {}
+
+  /** Makes the first read; when the server holds reads, keeps long-polling in the background. */
+  start(): void {
+    this.loop = this.readOnce(this.options.holdSeconds ?? 30)
+      .then(() => {
+        if (this.mode === 'held') return this.longPoll();
+      })
+      .catch(error => this.report(error));
+  }
+
+  /** The run changed state: read new content, unless a long-poll already delivers it. */
+  onStateChange(): Promise<void> {
+    if (this.mode === 'held' || this.mode === 'none' || this.mode === 'unknown') return this.reading;
+    this.reading = this.reading.then(() => this.readOnce(0)).catch(error => this.report(error));
+    return this.reading;
+  }
+
+  /** A failed read costs only progress lines: say so once, and let waiting go on. */
+  private report(error: unknown): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.options.onNotice?.(`could not read the run's progress: ${(error as Error).message}`);
+  }
+
+  /** The run ended: stops a held read, then reads what is left once. */
+  async finish(): Promise<void> {
+    this.stopper.abort(new Error('follower stopped'));
+    await this.loop;
+    await this.reading;
+    if (this.mode !== 'none') await this.readOnce(0);
+  }
+
+  private async longPoll(): Promise<void> {
+    const hold = this.options.holdSeconds ?? 30;
+    let failures = 0;
+    while (!this.stopper.signal.aborted && !this.terminalSeen) {
+      try {
+        await this.readOnce(hold);
+        failures = 0;
+      } catch {
+        if (this.stopper.signal.aborted) return;
+        await abortableSleep(Math.min(1000 * 2 ** failures++, 15_000), this.stopper.signal).catch(
+          () => undefined
+        );
+      }
+    }
+  }
+
+  private async readOnce(waitSeconds: number): Promise<void> {
+    if (this.mode === 'none') return;
+    const signal = waitSeconds > 0 ? this.stopper.signal : undefined;
+    if (this.mode !== 'conversation') {
+      try {
+        const read = await this.client.getTranscript(this.runId, {
+          after: this.lastSeq,
+          waitSeconds,
+          signal
+        });
+        if (read) {
+          if (this.mode === 'unknown') this.mode = read.held ? 'held' : 'transcript';
+          const fresh = read.transcript.events.filter(event => event.seq > this.lastSeq);
+          for (const event of fresh) this.lastSeq = Math.max(this.lastSeq, event.seq);
+          if (
+            read.transcript.state &&
+            ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(read.transcript.state)
+          ) {
+            this.terminalSeen = true;
+          }
+          if (fresh.length > 0) this.options.onItems(itemsFromTranscript(fresh));
+          return;
+        }
+        if (this.mode !== 'unknown') return;
+        this.mode = 'conversation';
+      } catch (error) {
+        if (error instanceof AbortError) return;
+        if (this.mode !== 'unknown' || !isUnsupported(error)) throw error;
+        this.mode = 'conversation';
+      }
+    }
+    try {
+      const items = itemsFromConversation(await this.client.getConversation(this.runId));
+      if (items.length > this.shownConversationItems) {
+        this.options.onItems(items.slice(this.shownConversationItems));
+        this.shownConversationItems = items.length;
+      }
+    } catch (error) {
+      if (!isUnsupported(error)) throw error;
+      this.mode = 'none';
+      this.options.onNotice?.(
+        'this service offers neither a transcript nor a conversation; no live progress'
+      );
+    }
+  }
+}
