@@ -293,12 +293,7 @@ export class PostgresRunStore implements RunStore {
     return (await this.query<StoredRun>(text, values)).rows;
   }
 
-  async cancelRun(
-    team: string,
-    runId: string,
-    at: string,
-    reason?: string
-  ): Promise<CancelResult> {
+  async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
     const result = await this.transaction(async (client): Promise<CancelResult> => {
       const found = await client.query<StoredRun>(
         `SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND team = $2 FOR UPDATE`,

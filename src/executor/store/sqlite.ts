@@ -281,12 +281,7 @@ export class SqliteRunStore implements RunStore {
     return this.sql(text).all(...(values as SQLInputValue[]), query.limit) as unknown as StoredRun[];
   }
 
-  async cancelRun(
-    team: string,
-    runId: string,
-    at: string,
-    reason?: string
-  ): Promise<CancelResult> {
+  async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
     const result = this.transaction((): CancelResult => {
       const run = this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(
         runId,
