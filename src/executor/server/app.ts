@@ -7,6 +7,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } f
 import type { ExecutorConfig } from '../config.js';
 import { type RunStore, StoreUnavailableError } from '../store/types.js';
 import { WorkerPool } from '../worker/pool.js';
+import { checkSandboxes } from '../sandbox/startup.js';
 import { RateLimiter } from './auth.js';
 import { ChangeHub } from './changes.js';
 import type { ServerContext } from './context.js';
@@ -33,6 +34,7 @@ export async function startExecutor(
   store: RunStore,
   role: Role = 'all'
 ): Promise<Executor> {
+  const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config);
   // Request ids: unique per process start, cheap to make (no random bytes per request).
   const requestPrefix = randomBytes(4).toString('hex');
   let requestCount = 0;
@@ -153,6 +155,7 @@ export async function startExecutor(
     await app.register(runRoutes, { context });
   }
 
+  for (const warning of sandboxWarnings) app.log.warn(warning);
   const pool = new WorkerPool(store, config, app.log, role !== 'api');
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();

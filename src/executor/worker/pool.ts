@@ -19,6 +19,8 @@ import {
   StoreUnavailableError
 } from '../store/types.js';
 import { type Workspace, createWorkspace, sweepWorkspaces } from '../workspace/workspace.js';
+import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 
 const AGENTS: Record<string, Agent> = { simulated: simulatedAgent, command: commandAgent };
 
@@ -99,6 +101,7 @@ export class WorkerPool {
     );
     if (orphans.length > 0)
       this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
+    if (this.runsWork) await stopSurvivors(this.config.dataDir, this.log);
     if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
       const timer = setInterval(
@@ -195,7 +198,7 @@ export class WorkerPool {
       do {
         this.pumpAgain = false;
         await this.settleUncertainClaims();
-        while (!this.draining && this.active.size < this.config.workers) {
+        while (!this.draining && this.active.size < this.config.workers && !freeSpaceProblem(this.config, this.log)) {
           const owner = `${this.owner}/${++this.claims}`;
           let run: StoredRun | undefined;
           try {
@@ -264,8 +267,12 @@ export class WorkerPool {
     let quotaWatch: NodeJS.Timeout | undefined;
     let result: AgentResult;
     let workspace: Workspace | undefined;
+    let sandbox: RunSandbox | undefined;
     try {
-      workspace = await createWorkspace(environment, this.config.dataDir, run.run_id);
+      workspace = await createWorkspace(environment, this.config.dataDir, run.run_id, this.config.workspaces.quotaBytes);
+      const confined = await confineRun({ runId: run.run_id, sandbox: environment.sandbox, dataDir: this.config.dataDir, configFile: this.config.configFile, workspace: workspace.root, read: workspace.borrowed }, controller.signal);
+      sandbox = confined.sandbox;
+      for (const message of confined.warnings) await record('warning', { message });
       const watched = workspace;
       let measuring = false;
       quotaWatch = setInterval(() => {
@@ -300,7 +307,7 @@ export class WorkerPool {
       }
     } catch (error) {
       this.log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
-      result = {
+      result = (error as { outcome?: AgentResult }).outcome ?? {
         state: 'FAILED',
         error_code: 'agent_failed',
         status_message: `the agent could not run: ${(error as Error).message}`
@@ -313,6 +320,9 @@ export class WorkerPool {
     if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
       result = stopped(reason, environment, this.config.workspaces.quotaBytes);
     }
+    const limit = sandbox?.exceeded();
+    if (limit) result = { state: 'FAILED', error_code: 'resource_limit_exceeded', status_message: limit };
+    await sandbox?.close();
     if (workspace) {
       try {
         const changes = await workspace.diff();
