@@ -54,7 +54,7 @@ export function runInGroup(program: string, args: string[], options: GroupOption
       child.stdin!.end(options.stdin);
     }
     const forget = run?.record(child.pid) ?? (() => undefined);
-    const stop = () => stopGroup(child.pid);
+    const stop = () => (run?.sandbox ? run.sandbox.stop(child.pid, KILL_GRACE_MS) : stopGroup(child.pid));
     options.signal.addEventListener('abort', stop, { once: true });
     let settled = false;
     const settle = (result: Omit<ProcessResult, 'durationMs'>) => {

@@ -70,12 +70,14 @@ export interface SandboxCheck {
   problem?: string;
 }
 
-let cached: SandboxCheck | undefined;
+const checked = new Map<string, SandboxCheck>();
 
-/** Starts `true` in a sandbox shaped like a run's, once per process. */
-export function checkBubblewrap(refresh = false): SandboxCheck {
-  if (cached && !refresh) return cached;
+/** Starts `true` in a sandbox shaped like a run's, once per process (and bubblewrap program). */
+export function checkBubblewrap(): SandboxCheck {
   const program = bwrapProgram();
+  const known = checked.get(program);
+  if (known) return known;
+  let cached: SandboxCheck;
   const workspace = dirname(process.execPath);
   const result = spawnSync(program, [...bwrapArgs({ workspace, read: [], write: [], hide: [], network: 'none' }), 'true'], {
     encoding: 'utf8',
@@ -101,5 +103,6 @@ export function checkBubblewrap(refresh = false): SandboxCheck {
   } else {
     cached = { ok: true };
   }
+  checked.set(program, cached);
   return cached;
 }

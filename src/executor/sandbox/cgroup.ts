@@ -149,6 +149,23 @@ export class RunCgroup {
     }
   }
 
+  /** A signal to every process of the run but bubblewrap itself (which would end the sandbox). */
+  signalAgents(signal: NodeJS.Signals): void {
+    let pids: string[] = [];
+    try {
+      pids = readFileSync(this.procsFiles[this.procsFiles.length - 1]!, 'utf8').split('\n').filter(Boolean);
+    } catch {
+      return;
+    }
+    for (const pid of pids) {
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'bwrap') process.kill(Number(pid), signal);
+      } catch {
+        // gone
+      }
+    }
+  }
+
   /** SIGKILL to every process in the run's cgroups, until none is left (or a second has passed). */
   async kill(): Promise<void> {
     for (let attempt = 0; attempt < 50; attempt++) {

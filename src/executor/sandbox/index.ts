@@ -99,6 +99,30 @@ export class RunSandbox {
     };
   }
 
+  /**
+   * Stops a confined process: SIGTERM to the run's own processes (bubblewrap does not pass signals
+   * on), then SIGKILL to bubblewrap's group after the grace period, which ends the whole sandbox.
+   * Without a cgroup the run's processes cannot be told apart from outside: SIGTERM to bubblewrap
+   * ends the sandbox at once.
+   */
+  stop(pid: number | undefined, graceMs: number): void {
+    if (pid === undefined) return;
+    const killGroup = () => {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      void this.cgroup?.kill();
+    };
+    if (!this.cgroup) {
+      killGroup();
+      return;
+    }
+    this.cgroup.signalAgents('SIGTERM');
+    setTimeout(killGroup, graceMs).unref();
+  }
+
   /** The limit the run hit, as a sentence, or undefined. */
   exceeded(): string | undefined {
     this.hit ??= this.cgroup?.exceeded();
