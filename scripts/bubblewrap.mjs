@@ -7,7 +7,9 @@ if (process.platform === 'linux' && spawnSync('bwrap', ['--version'], { stdio: '
   const root = process.getuid?.() === 0;
   const apt = !spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).error;
   if (!root || !apt) {
-    console.error('bubblewrap is missing (the executor runs every agent inside it): run `sudo apt-get install -y bubblewrap`, then this command again');
+    console.error(
+      'bubblewrap is missing (the executor runs every agent inside it): run `sudo apt-get install -y bubblewrap`, then this command again'
+    );
     process.exit(1);
   }
   console.error('bubblewrap is missing: installing it with apt-get');

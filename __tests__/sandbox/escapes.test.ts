@@ -28,14 +28,17 @@ const servers: Server[] = [];
 function listen(banner: string): Promise<number> {
   const server = createServer(socket => socket.end(`${banner}\n`));
   servers.push(server);
-  return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+  return new Promise(resolve =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port))
+  );
 }
 
 beforeAll(async () => {
   requireBubblewrap();
   repo = tempDir('sandbox-source-');
   writeFileSync(join(repo, 'README.md'), 'hello\n');
-  const git = (...args: string[]) => execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
   git('init', '--quiet');
   git('add', '--all');
   git('commit', '--quiet', '-m', 'initial');
@@ -77,10 +80,16 @@ describe('a run of team B', () => {
   let output: string;
 
   beforeAll(async () => {
-    a = await createRun(ex, keyA, 'plain', `${SECRET_PROMPT}\n@sim write secret.txt ${SECRET_FILE}\n@sim sleep 60`);
+    a = await createRun(
+      ex,
+      keyA,
+      'plain',
+      `${SECRET_PROMPT}\n@sim write secret.txt ${SECRET_FILE}\n@sim sleep 60`
+    );
     await waitFor(ex, keyA, a, ['INPROGRESS']);
     const workspaceA = join(ex.dataDir, 'workspaces', a);
-    for (let i = 0; i < 100 && !existsSync(join(workspaceA, 'secret.txt')); i++) await new Promise(r => setTimeout(r, 50));
+    for (let i = 0; i < 100 && !existsSync(join(workspaceA, 'secret.txt')); i++)
+      await new Promise(r => setTimeout(r, 50));
     const executorPort = new URL(ex.url).port;
     const attempts = [
       `ls -la ${ex.dataDir}`,
@@ -101,7 +110,12 @@ describe('a run of team B', () => {
       `git status --short && git log --oneline && cat .git/config && git config --list`,
       `git cat-file --batch-all-objects --batch-check`
     ];
-    const b = await createRun(ex, keyB, 'plain', attempts.map(c => `@sim run ${c}; echo "exit=$?"`).join('\n'));
+    const b = await createRun(
+      ex,
+      keyB,
+      'plain',
+      attempts.map(c => `@sim run ${c}; echo "exit=$?"`).join('\n')
+    );
     expect(await waitFor(ex, keyB, b, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
     output = await commandOutput(ex, keyB, b);
   }, 60_000);
@@ -111,14 +125,17 @@ describe('a run of team B', () => {
   });
 
   it("cannot read the database, another run's workspace, the config file or a file in the executor's HOME", () => {
-    expect(output).toContain(`$ cat ${ex.dataDir}/executor.db ${ex.dataDir}/executor.db-wal; echo "exit=$?"\ncat: ${ex.dataDir}/executor.db: No such file or directory`);
+    expect(output).toContain(
+      `$ cat ${ex.dataDir}/executor.db ${ex.dataDir}/executor.db-wal; echo "exit=$?"\ncat: ${ex.dataDir}/executor.db: No such file or directory`
+    );
     expect(output).toContain(`secret.txt: No such file or directory`);
     expect(output).toContain(`${planted}: No such file or directory`);
     // The config file is shadowed: unreadable even though its directory is listed in sandbox.read.
     expect(output).toMatch(/agent-executor\.yaml: (Permission denied|No such file or directory)\nexit=1/);
     expect(output).toContain('visible beside the data dir'); // the directory itself is readable
     expect(output).toContain('HOME=/home/agent');
-    for (const secret of [SECRET_PROMPT, SECRET_FILE, HOME_SECRET, CONFIG_SECRET, TOKEN]) expect(output).not.toContain(secret);
+    for (const secret of [SECRET_PROMPT, SECRET_FILE, HOME_SECRET, CONFIG_SECRET, TOKEN])
+      expect(output).not.toContain(secret);
   });
 
   it('cannot write outside its workspace', () => {
@@ -128,7 +145,9 @@ describe('a run of team B', () => {
   });
 
   it("cannot see or signal the executor's process", async () => {
-    expect(output).toMatch(new RegExp(`kill -TERM ${process.pid}; echo "exit=\\$\\?"\\n[^\\n]*No such process\\s*exit=1`));
+    expect(output).toMatch(
+      new RegExp(`kill -TERM ${process.pid}; echo "exit=\\$\\?"\\n[^\\n]*No such process\\s*exit=1`)
+    );
     // Only the run's own processes: bubblewrap's init, the shell and ps.
     const ps = output.split('$ ps -e -o pid,comm')[1]!.split('exit=')[0]!.trim().split('\n').slice(1);
     expect(ps.length).toBeLessThanOrEqual(4);
@@ -160,7 +179,9 @@ describe('network: a list of host:port', () => {
     ].join('\n');
     const id = await createRun(ex, keyB, 'proxied', prompt);
     expect(await waitFor(ex, keyB, id, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
-    const commands = (await transcript(ex, keyB, id)).filter(e => e.kind === 'command').map(e => String(e.output));
+    const commands = (await transcript(ex, keyB, id))
+      .filter(e => e.kind === 'command')
+      .map(e => String(e.output));
     // curl -p tunnels with CONNECT; the allowed server answers with its banner.
     expect(commands[0]).toContain('HELLO-FROM-ALLOWED');
     expect(commands[1]).toMatch(/CONNECT tunnel failed, response 403/);

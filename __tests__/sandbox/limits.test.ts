@@ -31,7 +31,12 @@ afterAll(() => ex?.stop(1000));
 describe('resource limits', () => {
   it('fails a fork bomb and a memory hog with resource_limit_exceeded while another run succeeds', async () => {
     const bomb = await createRun(ex, key, 'small', '@sim run while true; do sleep 30 & done');
-    const hog = await createRun(ex, key, 'small', '@sim run head -c 300000000 /dev/zero | tail -c 200000000 | wc -c');
+    const hog = await createRun(
+      ex,
+      key,
+      'small',
+      '@sim run head -c 300000000 /dev/zero | tail -c 200000000 | wc -c'
+    );
     const fine = await createRun(ex, key, 'small', '@sim run echo still fine\n@sim sleep 1');
     const [b, h, f] = await Promise.all([
       waitFor(ex, key, bomb, ['SUCCEEDED', 'FAILED'], 30_000),
@@ -69,7 +74,9 @@ describe('start-up', () => {
   it('refuses to start when bubblewrap is missing, naming the fix', async () => {
     process.env.AGENT_EXECUTOR_BWRAP = '/nonexistent/bwrap';
     try {
-      await expect(startTestExecutor({ environments: [{ id: 'confined', source: tempDir() }] })).rejects.toThrow(
+      await expect(
+        startTestExecutor({ environments: [{ id: 'confined', source: tempDir() }] })
+      ).rejects.toThrow(
         /cannot confine the runs of environment confined: bubblewrap \(\/nonexistent\/bwrap\) is not installed; install it with `sudo apt-get install bubblewrap`/
       );
     } finally {

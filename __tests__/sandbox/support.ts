@@ -20,7 +20,12 @@ export interface RunRecord {
   status_message?: string;
 }
 
-export async function createRun(ex: TestExecutor, key: string, environment: string, prompt: string): Promise<string> {
+export async function createRun(
+  ex: TestExecutor,
+  key: string,
+  environment: string,
+  prompt: string
+): Promise<string> {
   const response = await ex.request('/api/v1/agent/run', {
     method: 'POST',
     key,
@@ -46,7 +51,11 @@ export async function waitFor(
   }
 }
 
-export async function transcript(ex: TestExecutor, key: string, id: string): Promise<Record<string, unknown>[]> {
+export async function transcript(
+  ex: TestExecutor,
+  key: string,
+  id: string
+): Promise<Record<string, unknown>[]> {
   const body = (await (await ex.request(`/api/v1/agent/runs/${id}/transcript`, { key })).json()) as {
     events: Record<string, unknown>[];
   };

@@ -11,7 +11,10 @@ const RESTRICT = '/proc/sys/kernel/apparmor_restrict_unprivileged_userns';
 function asRoot(command: string[]): void {
   const root = process.getuid?.() === 0;
   const [program, ...args] = root ? command : ['sudo', '-n', ...command];
-  execFileSync(program!, args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  execFileSync(program!, args, {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+  });
 }
 
 function works(): boolean {

@@ -248,7 +248,17 @@ function parseEnvironment(
   workers: number
 ): EnvironmentConfig {
   const env = r.object(raw, at);
-  r.known(env, at, ['id', 'name', 'source', 'setup', 'agent', 'env', 'timeout', 'max_concurrent_runs', 'sandbox']);
+  r.known(env, at, [
+    'id',
+    'name',
+    'source',
+    'setup',
+    'agent',
+    'env',
+    'timeout',
+    'max_concurrent_runs',
+    'sandbox'
+  ]);
   const id = r.string(env.id, `${at}.id`, '');
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
     r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);

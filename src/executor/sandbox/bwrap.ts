@@ -8,7 +8,17 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
 
 /** The system directories a run sees, read-only (each only when it exists). */
-const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt/hostedtoolcache'];
+const SYSTEM_DIRS = [
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/etc',
+  '/opt/hostedtoolcache'
+];
 /** Files under /etc that only root should read: shadowed by an empty file. */
 const HIDDEN_ETC = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/sudoers'];
 /** HOME inside the sandbox: an empty tmpfs per run. */
@@ -45,7 +55,8 @@ export function bwrapArgs(options: ConfineOptions): string[] {
   for (const dir of SYSTEM_DIRS) args.push('--ro-bind-try', dir, dir);
   for (const file of HIDDEN_ETC) if (existsSync(file)) args.push('--ro-bind', '/dev/null', file);
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', SANDBOX_HOME);
-  for (const path of options.read.map(p => resolve(p))) if (existsSync(path)) args.push('--ro-bind', path, path);
+  for (const path of options.read.map(p => resolve(p)))
+    if (existsSync(path)) args.push('--ro-bind', path, path);
   // What must be absent goes over whatever bound it, shortest path first so nested ones stay hidden;
   // the workspace and writable paths are bound afterwards, so one inside the data dir still shows.
   const hidden = [...new Set(options.hide.map(p => resolve(p)))]
@@ -79,10 +90,14 @@ export function checkBubblewrap(): SandboxCheck {
   if (known) return known;
   let cached: SandboxCheck;
   const workspace = dirname(process.execPath);
-  const result = spawnSync(program, [...bwrapArgs({ workspace, read: [], write: [], hide: [], network: 'none' }), 'true'], {
-    encoding: 'utf8',
-    timeout: 10_000
-  });
+  const result = spawnSync(
+    program,
+    [...bwrapArgs({ workspace, read: [], write: [], hide: [], network: 'none' }), 'true'],
+    {
+      encoding: 'utf8',
+      timeout: 10_000
+    }
+  );
   if (result.error) {
     const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT';
     cached = {

@@ -124,8 +124,10 @@ export class RunCgroup {
         return '';
       }
     };
-    const counter = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
-    const [memoryDir, pidsDir] = this.layout.version === 2 ? [this.dirs[0]!, this.dirs[0]!] : [this.dirs[0]!, this.dirs[1]!];
+    const counter = (text: string, name: string) =>
+      Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    const [memoryDir, pidsDir] =
+      this.layout.version === 2 ? [this.dirs[0]!, this.dirs[0]!] : [this.dirs[0]!, this.dirs[1]!];
     const oom =
       this.layout.version === 2
         ? counter(read(memoryDir, 'memory.events'), 'oom_kill')
@@ -153,7 +155,9 @@ export class RunCgroup {
   signalAgents(signal: NodeJS.Signals): void {
     let pids: string[] = [];
     try {
-      pids = readFileSync(this.procsFiles[this.procsFiles.length - 1]!, 'utf8').split('\n').filter(Boolean);
+      pids = readFileSync(this.procsFiles[this.procsFiles.length - 1]!, 'utf8')
+        .split('\n')
+        .filter(Boolean);
     } catch {
       return;
     }

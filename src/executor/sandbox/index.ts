@@ -59,7 +59,9 @@ export class RunSandbox {
       memoryBytes: sandbox.memoryBytes,
       processes: sandbox.processes
     });
-    const proxy = Array.isArray(sandbox.network) ? await startProxy(sandbox.network, options.runId) : undefined;
+    const proxy = Array.isArray(sandbox.network)
+      ? await startProxy(sandbox.network, options.runId)
+      : undefined;
     return new RunSandbox(options, cgroup, proxy);
   }
 
@@ -73,7 +75,9 @@ export class RunSandbox {
     const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
     if (!resolved) return undefined;
     const { sandbox } = this.options;
-    const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(Boolean);
+    const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(
+      Boolean
+    );
     const read = [...sandbox.read, ...this.options.read];
     // An agent program outside the system directories (a script of the user's) is visible too.
     if (!resolved.startsWith('/usr/') && !resolved.startsWith('/bin/')) read.push(resolved);
@@ -88,7 +92,12 @@ export class RunSandbox {
     });
     const inner = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
     const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
-    const innerEnv: Record<string, string> = { ...env, HOME: SANDBOX_HOME, TMPDIR: '/tmp', ...(this.proxy?.env ?? {}) };
+    const innerEnv: Record<string, string> = {
+      ...env,
+      HOME: SANDBOX_HOME,
+      TMPDIR: '/tmp',
+      ...(this.proxy?.env ?? {})
+    };
     if (!this.cgroup) return { program: bwrap[0]!, args: bwrap.slice(1), env: innerEnv };
     // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
     const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';

@@ -34,7 +34,11 @@ export function killAllGroups(): void {
 }
 
 /** Records a run's process group; the returned function forgets it once the group has ended. */
-export function recordGroup(dataDir: string | undefined, runId: string | undefined, pid: number | undefined): () => void {
+export function recordGroup(
+  dataDir: string | undefined,
+  runId: string | undefined,
+  pid: number | undefined
+): () => void {
   if (pid === undefined) return () => undefined;
   if (!hooked) {
     hooked = true;
@@ -86,14 +90,20 @@ export async function stopSurvivors(dataDir: string, log: Log): Promise<void> {
   }
   const cgroups = await sweepCgroups(dataDirTag(dataDir));
   if (stopped > 0 || cgroups > 0)
-    log.warn({ process_groups: stopped, cgroups }, 'stopped processes left running by a previous executor process');
+    log.warn(
+      { process_groups: stopped, cgroups },
+      'stopped processes left running by a previous executor process'
+    );
 }
 
 /** Data dirs whose file system is short of space now, with the reason. */
 const low = new Map<string, string>();
 
 /** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
-export function freeSpaceProblem(config: { dataDir: string; workspaces: { minFreeBytes: number } }, log: Log): string | undefined {
+export function freeSpaceProblem(
+  config: { dataDir: string; workspaces: { minFreeBytes: number } },
+  log: Log
+): string | undefined {
   let free: number;
   try {
     const stats = statfsSync(config.dataDir);
@@ -109,7 +119,10 @@ export function freeSpaceProblem(config: { dataDir: string; workspaces: { minFre
   const was = low.get(config.dataDir);
   if (problem && !was) log.warn({ data_dir: config.dataDir, free_bytes: free }, problem);
   if (!problem && was)
-    log.info({ data_dir: config.dataDir }, 'free space is back above workspaces.min_free: claiming runs again');
+    log.info(
+      { data_dir: config.dataDir },
+      'free space is back above workspaces.min_free: claiming runs again'
+    );
   if (problem) low.set(config.dataDir, problem);
   else low.delete(config.dataDir);
   return problem;

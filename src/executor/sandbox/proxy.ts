@@ -63,7 +63,13 @@ export async function startProxy(targets: NetworkTarget[], runId: string): Promi
       return;
     }
     const upstream = httpRequest(
-      { host: url.hostname, port, method: request.method, path: url.pathname + url.search, headers: request.headers },
+      {
+        host: url.hostname,
+        port,
+        method: request.method,
+        path: url.pathname + url.search,
+        headers: request.headers
+      },
       reply => {
         response.writeHead(reply.statusCode ?? 502, reply.headers);
         reply.pipe(response);
@@ -79,7 +85,9 @@ export async function startProxy(targets: NetworkTarget[], runId: string): Promi
     client.on('error', () => undefined);
     if (!match || !allowed(targets, host, port)) {
       const body = refuse(request.url ?? '?');
-      client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      );
       return;
     }
     const upstream = connect(port, host.replace(/^\[|\]$/g, ''), () => {
@@ -87,7 +95,9 @@ export async function startProxy(targets: NetworkTarget[], runId: string): Promi
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client).pipe(upstream);
     });
-    upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
+    upstream.on('error', error =>
+      client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`)
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

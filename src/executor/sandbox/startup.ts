@@ -17,7 +17,9 @@ export function checkSandboxes(config: ExecutorConfig): string[] {
   const confined = config.environments.filter(env => env.sandbox.enabled);
   const off = config.environments.filter(env => !env.sandbox.enabled).map(env => env.id);
   if (off.length > 0)
-    warnings.push(`environment ${off.join(', ')} has \`sandbox: off\`: its agents run unconfined, as the executor's user`);
+    warnings.push(
+      `environment ${off.join(', ')} has \`sandbox: off\`: its agents run unconfined, as the executor's user`
+    );
   if (confined.length === 0) return warnings;
   const ids = confined.map(env => env.id).join(', ');
   const check = checkBubblewrap();
@@ -41,7 +43,9 @@ export function checkSandboxes(config: ExecutorConfig): string[] {
 /** Warnings every run of this environment records in its transcript. */
 export function runWarnings(sandbox: { enabled: boolean }): string[] {
   if (!sandbox.enabled)
-    return ['this environment has `sandbox: off`: the run\'s processes run unconfined, as the executor\'s own user'];
+    return [
+      "this environment has `sandbox: off`: the run's processes run unconfined, as the executor's own user"
+    ];
   const limits = limitsProblem();
   return limits ? [limits] : [];
 }

@@ -198,7 +198,11 @@ export class WorkerPool {
       do {
         this.pumpAgain = false;
         await this.settleUncertainClaims();
-        while (!this.draining && this.active.size < this.config.workers && !freeSpaceProblem(this.config, this.log)) {
+        while (
+          !this.draining &&
+          this.active.size < this.config.workers &&
+          !freeSpaceProblem(this.config, this.log)
+        ) {
           const owner = `${this.owner}/${++this.claims}`;
           let run: StoredRun | undefined;
           try {
@@ -269,8 +273,23 @@ export class WorkerPool {
     let workspace: Workspace | undefined;
     let sandbox: RunSandbox | undefined;
     try {
-      workspace = await createWorkspace(environment, this.config.dataDir, run.run_id, this.config.workspaces.quotaBytes);
-      const confined = await confineRun({ runId: run.run_id, sandbox: environment.sandbox, dataDir: this.config.dataDir, configFile: this.config.configFile, workspace: workspace.root, read: workspace.borrowed }, controller.signal);
+      workspace = await createWorkspace(
+        environment,
+        this.config.dataDir,
+        run.run_id,
+        this.config.workspaces.quotaBytes
+      );
+      const confined = await confineRun(
+        {
+          runId: run.run_id,
+          sandbox: environment.sandbox,
+          dataDir: this.config.dataDir,
+          configFile: this.config.configFile,
+          workspace: workspace.root,
+          read: workspace.borrowed
+        },
+        controller.signal
+      );
       sandbox = confined.sandbox;
       for (const message of confined.warnings) await record('warning', { message });
       const watched = workspace;

@@ -3,7 +3,16 @@
 // (its own or another node's): two nodes whose data dirs sat inside one source directory once
 // copied each other's workspaces until the disk was full.
 
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync
+} from 'node:fs';
 import { join } from 'node:path';
 
 /** Written into every data dir's workspaces folder, so any executor's copy recognises it. */
@@ -13,7 +22,10 @@ export class WorkspaceQuotaError extends Error {
   readonly outcome: { state: 'FAILED'; error_code: string; status_message: string };
 
   constructor(quotaBytes: number) {
-    const size = quotaBytes >= 1024 ** 2 ? `${Math.round(quotaBytes / 1024 ** 2)} MiB` : `${Math.round(quotaBytes / 1024)} KiB`;
+    const size =
+      quotaBytes >= 1024 ** 2
+        ? `${Math.round(quotaBytes / 1024 ** 2)} MiB`
+        : `${Math.round(quotaBytes / 1024)} KiB`;
     const message = `the source is larger than the workspace disk quota of ${size}; the copy stopped there`;
     super(message);
     this.outcome = { state: 'FAILED', error_code: 'workspace_quota_exceeded', status_message: message };

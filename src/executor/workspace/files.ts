@@ -17,13 +17,19 @@ export function writeInside(root: string, path: string, text: string): void {
     dir = join(dir, part);
     const stat = lstatSync(dir, { throwIfNoEntry: false });
     if (!stat) mkdirSync(dir);
-    else if (!stat.isDirectory()) throw new Error(`${path}: ${relative(root, dir)} is not a directory (a link is never followed)`);
+    else if (!stat.isDirectory())
+      throw new Error(`${path}: ${relative(root, dir)} is not a directory (a link is never followed)`);
   }
   let fd: number;
   try {
-    fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+    fd = openSync(
+      target,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+      0o644
+    );
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new Error(`${path}: is a symbolic link; the executor never writes through one`);
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP')
+      throw new Error(`${path}: is a symbolic link; the executor never writes through one`);
     throw error;
   }
   try {

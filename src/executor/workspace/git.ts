@@ -42,7 +42,8 @@ async function run(args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
     // The error's own message holds the whole command line; say which git command failed and why.
     const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
     const why = stderr.split('\n').slice(-3).join(' ') || (error as Error).message;
-    const verb = args.find(arg => !arg.startsWith('-') && !arg.includes('=') && !arg.startsWith('/')) ?? 'git';
+    const verb =
+      args.find(arg => !arg.startsWith('-') && !arg.includes('=') && !arg.startsWith('/')) ?? 'git';
     throw new Error(redactUrls(`git ${verb} failed: ${why}`));
   }
 }
@@ -78,5 +79,8 @@ export function replaceFile(path: string, text: string): void {
 }
 
 function writeCleanConfig(dotGit: string): void {
-  replaceFile(join(dotGit, 'config'), '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n');
+  replaceFile(
+    join(dotGit, 'config'),
+    '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n'
+  );
 }

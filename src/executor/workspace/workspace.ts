@@ -8,7 +8,16 @@
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync
+} from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
@@ -81,10 +90,7 @@ function objectStores(gitDir: string): string[] {
 
 /** Makes `root` a repository of its own at the source's HEAD, borrowing the source's objects. */
 async function borrowRepository(repository: string, root: string): Promise<string[]> {
-  const gitDir = resolve(
-    repository,
-    (await git(['rev-parse', '--git-common-dir'], repository)).trim()
-  );
+  const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
   const head = (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
   const borrowed = objectStores(gitDir);
   await initWorkspace(root);
@@ -124,7 +130,14 @@ export async function createWorkspace(
     copyTree(environment.source, root, dataDir, quotaBytes);
     await initWorkspace(root);
     await workspaceGit(root, ['add', '--all']);
-    await workspaceGit(root, ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline']);
+    await workspaceGit(root, [
+      'commit',
+      '--quiet',
+      '--allow-empty',
+      '--no-verify',
+      '-m',
+      'workspace baseline'
+    ]);
     kind = 'copy';
   }
 
@@ -146,7 +159,14 @@ export async function createWorkspace(
         });
       let diff =
         files.length > 0
-          ? await workspaceGit(root, ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv', 'HEAD'])
+          ? await workspaceGit(root, [
+              'diff',
+              '--cached',
+              '--no-color',
+              '--no-ext-diff',
+              '--no-textconv',
+              'HEAD'
+            ])
           : '';
       const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
       if (truncated) diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
