@@ -70,6 +70,29 @@ describe('resource limits', () => {
   });
 });
 
+describe('workspaces.min_free', () => {
+  it('claims no run while the data dir has less free space, and says why in /readyz with status 200', async () => {
+    const full = await startTestExecutor({ workspaces: { min_free: '1000000GiB' } });
+    try {
+      const fullKey = (await full.key()).raw;
+      const id = await createRun(full, fullKey, 'local', '@sim say hi');
+      await new Promise(resolve => setTimeout(resolve, 1500));
+      expect(await waitFor(full, fullKey, id, ['QUEUED'])).toMatchObject({ state: 'QUEUED' });
+      const ready = await full.request('/readyz');
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({
+        status: 'ready',
+        claiming: false,
+        reason: expect.stringMatching(
+          /MiB free, less than workspaces\.min_free \(1024000000 MiB\): not claiming runs/
+        )
+      });
+    } finally {
+      await full.stop(1000);
+    }
+  });
+});
+
 describe('start-up', () => {
   it('refuses to start when bubblewrap is missing, naming the fix', async () => {
     process.env.AGENT_EXECUTOR_BWRAP = '/nonexistent/bwrap';
