@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
@@ -166,6 +166,28 @@ describe('a run of team B', () => {
     const blobOfA = execFileSync('git', ['hash-object', '--stdin'], { input: SECRET_FILE }).toString().trim();
     expect(output.split('--batch-check')[1]).toMatch(/[0-9a-f]{40} commit/);
     expect(output).not.toContain(blobOfA);
+  });
+});
+
+describe('files the executor writes for a run', () => {
+  it('never follows a symbolic link the run planted (@sim write)', async () => {
+    const target = join(dirname(ex.dataDir), 'target.txt');
+    writeFileSync(target, 'original');
+    const through = async (link: string, path: string) => {
+      const id = await createRun(ex, keyB, 'plain', `@sim run ${link}\n@sim write ${path} overwritten`);
+      return waitFor(ex, keyB, id, ['SUCCEEDED', 'FAILED']);
+    };
+    expect(await through(`ln -s ${target} link.txt`, 'link.txt')).toMatchObject({
+      state: 'FAILED',
+      status_message: expect.stringContaining(
+        'link.txt: is a symbolic link; the executor never writes through one'
+      )
+    });
+    expect(await through(`ln -s ${dirname(target)} dir`, 'dir/target.txt')).toMatchObject({
+      state: 'FAILED',
+      status_message: expect.stringContaining('dir is not a directory (a link is never followed)')
+    });
+    expect(readFileSync(target, 'utf8')).toBe('original');
   });
 });
 
