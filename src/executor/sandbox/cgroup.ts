@@ -4,6 +4,7 @@
 // limit was hit, and whatever is left in it is killed.
 
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const ROOT = '/sys/fs/cgroup';
@@ -144,7 +145,8 @@ export class RunCgroup {
     await this.kill();
     for (const dir of this.dirs) {
       try {
-        rmdirSync(dir);
+        // Removing a v1 memory cgroup can take a while (its charges move up): off the event loop.
+        await rmdir(dir);
       } catch {
         // still busy: the next start-up's sweep removes it
       }

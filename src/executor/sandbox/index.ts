@@ -34,14 +34,35 @@ export interface Wrapped {
 const LIMIT_CHECK_MS = 250;
 
 export class RunSandbox {
-  private readonly watch?: NodeJS.Timeout;
+  private watch?: NodeJS.Timeout;
   private hit?: string;
+  private cgroup?: RunCgroup;
+  private cgroupMade = false;
 
   private constructor(
     private readonly options: RunSandboxOptions,
-    private readonly cgroup: RunCgroup | undefined,
     private readonly proxy: ProxyHandle | undefined
-  ) {
+  ) {}
+
+  /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
+  static async create(options: RunSandboxOptions): Promise<RunSandbox> {
+    const { sandbox } = options;
+    const proxy = Array.isArray(sandbox.network)
+      ? await startProxy(sandbox.network, options.runId)
+      : undefined;
+    return new RunSandbox(options, proxy);
+  }
+
+  /** The run's cgroup, made when its first process starts (a run that starts none pays nothing). */
+  private limits(): RunCgroup | undefined {
+    if (this.cgroupMade) return this.cgroup;
+    this.cgroupMade = true;
+    const { sandbox } = this.options;
+    const cgroup = RunCgroup.create(dataDirTag(this.options.dataDir), this.options.runId, {
+      memoryBytes: sandbox.memoryBytes,
+      processes: sandbox.processes
+    });
+    this.cgroup = cgroup;
     // A fork bomb held at the process limit, or a shell whose child the OOM killer took, would
     // otherwise go on until the run's timeout.
     if (cgroup)
@@ -50,24 +71,7 @@ export class RunSandbox {
         this.hit = cgroup.exceeded();
         if (this.hit) void cgroup.kill();
       }, LIMIT_CHECK_MS).unref();
-  }
-
-  /** Sets up the run's limits (and its proxy when it has a host:port list). */
-  static async create(options: RunSandboxOptions): Promise<RunSandbox> {
-    const { sandbox } = options;
-    const cgroup = RunCgroup.create(dataDirTag(options.dataDir), options.runId, {
-      memoryBytes: sandbox.memoryBytes,
-      processes: sandbox.processes
-    });
-    const proxy = Array.isArray(sandbox.network)
-      ? await startProxy(sandbox.network, options.runId)
-      : undefined;
-    return new RunSandbox(options, cgroup, proxy);
-  }
-
-  /** Whether memory and process limits are enforced for this run. */
-  get limited(): boolean {
-    return this.cgroup !== undefined;
+    return cgroup;
   }
 
   /** The command line that runs `program args` confined; undefined when the program is not found. */
@@ -98,12 +102,13 @@ export class RunSandbox {
       TMPDIR: '/tmp',
       ...(this.proxy?.env ?? {})
     };
-    if (!this.cgroup) return { program: bwrap[0]!, args: bwrap.slice(1), env: innerEnv };
+    const cgroup = this.limits();
+    if (!cgroup) return { program: bwrap[0]!, args: bwrap.slice(1), env: innerEnv };
     // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
     const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
     return {
       program: '/bin/sh',
-      args: ['-c', join, 'sh', ...this.cgroup.procsFiles, '--', ...bwrap],
+      args: ['-c', join, 'sh', ...cgroup.procsFiles, '--', ...bwrap],
       env: innerEnv
     };
   }

@@ -68,6 +68,35 @@ export async function initWorkspace(root: string): Promise<void> {
   await run([...SAFE, 'init', '--quiet', '--template=', root], { ...process.env, ...SAFE_ENV });
 }
 
+/**
+ * Several git commands on a workspace in one child process (`a && b && …`: a run's workspace is
+ * made and diffed with a few of them, and each process costs milliseconds on a busy machine), with
+ * the same protections as workspaceGit. `init` first makes the repository.
+ */
+export async function workspaceGitAll(root: string, commands: string[][], init = false): Promise<string> {
+  const dotGit = join(root, '.git');
+  if (init) mkdirSync(root, { recursive: true });
+  else if (!lstatSync(dotGit, { throwIfNoEntry: false })?.isDirectory())
+    throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
+  else writeCleanConfig(dotGit);
+  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+  const script = [...(init ? [['init', '--quiet', '--template=']] : []), ...commands]
+    .map(args => ['git', ...SAFE, ...args].map(quote).join(' '))
+    .join(' && ');
+  try {
+    const { stdout } = await exec('/bin/sh', ['-c', script], {
+      cwd: root,
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, ...SAFE_ENV, GIT_DIR: dotGit, GIT_WORK_TREE: root }
+    });
+    return stdout;
+  } catch (error) {
+    const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
+    const why = stderr.split('\n').slice(-3).join(' ') || (error as Error).message;
+    throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
+  }
+}
+
 /** Replaces a file without following a symbolic link the run may have put in its place. */
 export function replaceFile(path: string, text: string): void {
   try {

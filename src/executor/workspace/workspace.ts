@@ -22,7 +22,7 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
 import { copyTree, markWorkspaces } from './copy.js';
-import { initWorkspace, replaceFile, sourceGit as git, workspaceGit } from './git.js';
+import { initWorkspace, replaceFile, sourceGit as git, workspaceGit, workspaceGitAll } from './git.js';
 
 export { redactUrls } from './git.js';
 
@@ -128,16 +128,8 @@ export async function createWorkspace(
     kind = 'repository';
   } else {
     copyTree(environment.source, root, dataDir, quotaBytes);
-    await initWorkspace(root);
-    await workspaceGit(root, ['add', '--all']);
-    await workspaceGit(root, [
-      'commit',
-      '--quiet',
-      '--allow-empty',
-      '--no-verify',
-      '-m',
-      'workspace baseline'
-    ]);
+    const baseline = ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'];
+    await workspaceGitAll(root, [['add', '--all'], baseline], true);
     kind = 'copy';
   }
 
@@ -147,8 +139,10 @@ export async function createWorkspace(
     kind,
     borrowed,
     async diff() {
-      await workspaceGit(root, ['add', '--all']);
-      const names = await workspaceGit(root, ['diff', '--cached', '--name-status', '--no-renames', 'HEAD']);
+      const names = await workspaceGitAll(root, [
+        ['add', '--all'],
+        ['diff', '--cached', '--name-status', '--no-renames', 'HEAD']
+      ]);
       const files = names
         .split('\n')
         .filter(Boolean)
