@@ -92,6 +92,8 @@ export class WorkerPool {
 
   /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
   async start(): Promise<void> {
+    // Processes a killed predecessor left running are stopped before their runs are failed.
+    if (this.runsWork) await stopSurvivors(this.config.dataDir, this.log);
     // On a store of its own, whatever is INPROGRESS was this data dir's previous process's. On a
     // shared store other nodes are running theirs: only expired leases are abandoned.
     const orphans = await this.store.failAbandoned(
@@ -101,7 +103,6 @@ export class WorkerPool {
     );
     if (orphans.length > 0)
       this.log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
-    if (this.runsWork) await stopSurvivors(this.config.dataDir, this.log);
     if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
       const timer = setInterval(
