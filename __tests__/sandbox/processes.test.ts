@@ -67,8 +67,11 @@ async function setUp(marker: string) {
     expect(body).toHaveProperty('run_id');
     ids.push(body.run_id);
   }
-  // Two shells in each run.
-  const started = await until(() => processesWith(marker).length >= 4, 15_000);
+  // Both shells of each run are up (a confined run's bubblewrap processes carry the marker too).
+  const started = await until(
+    () => processesWith(`${marker}-confined`).length >= 2 && processesWith(`${marker}-open`).length >= 2,
+    15_000
+  );
   if (!started) {
     executor.child.kill('SIGKILL');
     const states = await Promise.all(
