@@ -70,6 +70,27 @@ describe('resource limits', () => {
   });
 });
 
+describe('stopping a confined run', () => {
+  it('gives its processes SIGTERM first, inside the sandbox', async () => {
+    const id = await createRun(
+      ex,
+      key,
+      'small',
+      `@sim run trap 'echo got TERM; exit 0' TERM; echo ready; sleep 30 & wait`
+    );
+    await waitFor(ex, key, id, ['INPROGRESS']);
+    await new Promise(resolve => setTimeout(resolve, 1000));
+    await ex.request(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST', key });
+    await waitFor(ex, key, id, ['CANCELLED']);
+    let command: Record<string, unknown> | undefined;
+    for (let i = 0; i < 100 && !command; i++) {
+      command = (await transcript(ex, key, id)).find(e => e.kind === 'command');
+      if (!command) await new Promise(resolve => setTimeout(resolve, 50));
+    }
+    expect(command).toMatchObject({ output: 'ready\ngot TERM\n', exit_code: 0 });
+  });
+});
+
 describe('workspaces.min_free', () => {
   it('claims no run while the data dir has less free space, and says why in /readyz with status 200', async () => {
     const full = await startTestExecutor({ workspaces: { min_free: '1000000GiB' } });
