@@ -4,6 +4,7 @@
 // limit was hit, and whatever is left in it is killed.
 
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -211,4 +212,9 @@ export async function sweepCgroups(prefix: string): Promise<number> {
     }
   }
   return removed;
+}
+
+/** A short, stable name for a data dir, so one executor's cgroups are told from another's. */
+export function dataDirTag(dataDir: string): string {
+  return createHash('sha256').update(dataDir).digest('hex').slice(0, 10);
 }

@@ -6,10 +6,9 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { SandboxConfig } from './config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
-import { RunCgroup } from './cgroup.js';
+import { RunCgroup, dataDirTag } from './cgroup.js';
 import { type ProxyHandle, startProxy } from './proxy.js';
 import { runWarnings } from './startup.js';
-import { dataDirTag } from './tag.js';
 import { recordGroup } from './processes.js';
 
 export interface RunSandboxOptions {

@@ -5,8 +5,7 @@
 
 import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sweepCgroups } from './cgroup.js';
-import { dataDirTag } from './tag.js';
+import { dataDirTag, sweepCgroups } from './cgroup.js';
 
 const live = new Set<number>();
 let hooked = false;
