@@ -7,8 +7,9 @@
 //   @sim write <path> <text>   write a file in the workspace (`\n` in the text is a line break)
 //   @sim fail <message>        end FAILED with that status message
 
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import { writeInside } from '../workspace/files.js';
 import { type AgentContext, type AgentResult, agentKind } from './types.js';
 import { runShell } from './shell.js';
 
@@ -96,8 +97,11 @@ async function directive(
         );
       }
       const existed = existsSync(target);
-      mkdirSync(dirname(target), { recursive: true });
-      writeFileSync(target, text);
+      try {
+        writeInside(context.workspace, inside, text);
+      } catch (error) {
+        return invalid(`@sim write ${path}`, (error as Error).message);
+      }
       await context.record('file', {
         path: inside,
         change: existed ? 'modified' : 'added',
