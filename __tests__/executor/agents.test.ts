@@ -60,7 +60,8 @@ beforeAll(async () => {
         agent: { kind: 'command', command: [join(FIXTURES, 'edit-and-print.sh')] }
       },
       { id: 'fail', source: repo, agent: agent('fail.sh', 'arg') },
-      { id: 'stubborn', source: repo, agent: agent('stubborn.sh') },
+      // Unconfined, so the pid its child writes is a pid of this machine (sandbox tests cover confined runs).
+      { id: 'stubborn', source: repo, sandbox: 'off', agent: agent('stubborn.sh') },
       { id: 'slow', source: repo, timeout: '1s', agent: agent('stubborn.sh') },
       { id: 'env', source: repo, env: ['ALLOWED_TOKEN'], agent: agent('env.sh') },
       {

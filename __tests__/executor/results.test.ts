@@ -5,9 +5,9 @@
 // repositories, real agent processes; on SQLite, or PostgreSQL with AGENT_EXECUTOR_TEST_STORE.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startCommit } from '../../src/executor/worker/outputs.js';
+import { prepareOutputs, readOutputFile, startCommit } from '../../src/executor/worker/outputs.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
 let ex: TestExecutor;
@@ -251,10 +251,27 @@ describe('a command agent', () => {
     const notices = blocks(conv)
       .filter(block => block.event_type === 'notice')
       .map(block => block.text);
-    expect(notices).toEqual([
-      'AGENT_RESULT_FILE was not read: it is a symbolic link',
-      'AGENT_USAGE_FILE was not read: it has other hard links'
-    ]);
+    expect(notices).toContain('AGENT_RESULT_FILE was not read: it is a symbolic link');
+    // In the run's sandbox the database is not even visible, so the hard link may not be made at all.
+    for (const notice of notices.filter(text => String(text).startsWith('AGENT_USAGE_FILE')))
+      expect(notice).toBe('AGENT_USAGE_FILE was not read: it has other hard links');
+  });
+
+  it('reads no output file that is a hard link to another file', async () => {
+    const dataDir = tempDir('agent-results-outputs-');
+    const outputs = prepareOutputs(dataDir, 'run-1');
+    const secret = join(dataDir, 'secret.db');
+    writeFileSync(secret, 'SQLite format 3 secret');
+    linkSync(secret, outputs.env.AGENT_RESULT_FILE);
+    expect(await readOutputFile(outputs, outputs.env.AGENT_RESULT_FILE, 1024)).toEqual({
+      kind: 'refused',
+      why: 'it has other hard links'
+    });
+    writeFileSync(outputs.env.AGENT_USAGE_FILE, '{}');
+    expect(await readOutputFile(outputs, outputs.env.AGENT_USAGE_FILE, 1024)).toEqual({
+      kind: 'read',
+      data: Buffer.from('{}')
+    });
   });
 });
 

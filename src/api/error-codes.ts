@@ -121,6 +121,12 @@ export const ERROR_CODES = {
     status: null,
     retryable: false,
     meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
+  },
+  resource_limit_exceeded: {
+    status: null,
+    retryable: false,
+    meaning:
+      "The run's processes went past a limit of their sandbox (sandbox.memory or sandbox.processes); the status message names it."
   }
 } as const satisfies Record<string, ErrorCodeInfo>;
 

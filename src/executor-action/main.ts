@@ -7,6 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBubblewrap } from './bubblewrap.js';
 
 const EXECUTOR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'executor', 'index.js');
 
@@ -52,6 +53,7 @@ async function start(): Promise<void> {
       `ready-timeout-seconds ${JSON.stringify(core.getInput('ready-timeout-seconds'))}: expected a number of seconds`
     );
 
+  ensureBubblewrap();
   mkdirSync(dataDir, { recursive: true });
   const log = join(dataDir, 'executor.log');
   // Only what this start writes counts: an earlier executor may have logged to the same file.

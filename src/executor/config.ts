@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { AGENT_KINDS, type AgentConfig } from './agents/index.js';
 import { ConfigReader, show } from './config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from './store/spec.js';
+import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from './sandbox/config.js';
 
 export type { AgentConfig } from './agents/index.js';
 
@@ -24,6 +25,8 @@ export interface EnvironmentConfig {
   /** Per-run time limit in ms. */
   timeoutMs: number;
   maxConcurrentRuns: number;
+  /** How the run's processes are confined (sandbox/config.ts). */
+  sandbox: SandboxConfig;
 }
 
 export interface ExecutorConfig {
@@ -32,6 +35,8 @@ export interface ExecutorConfig {
   /** Base of session links; defaults to the address the server listens on. */
   publicUrl?: string;
   dataDir: string;
+  /** The config file read, hidden from runs' sandboxes. */
+  configFile?: string;
   /** Where keys, runs and transcripts live: SQLite in the data dir unless set. */
   store: StoreSpec;
   /** Runs executed at once across all environments. */
@@ -46,6 +51,8 @@ export interface ExecutorConfig {
     quotaBytes: number;
     /** Largest patch of a run's changes; a larger one fails the run rather than be cut. */
     maxPatchBytes: number;
+    /** The node claims no run while the data dir's file system has less free space than this. */
+    minFreeBytes: number;
   };
   limits: {
     maxBodyBytes: number;
@@ -96,6 +103,7 @@ export function loadConfig(
     throw new ConfigError(`config ${file}: no such file`);
   }
   const config = parseConfig(raw, base, explicit || existsSync(file) ? file : 'defaults');
+  if (existsSync(file)) config.configFile = file;
   if (overrides.host !== undefined) config.host = overrides.host;
   if (overrides.port !== undefined) config.port = overrides.port;
   if (overrides.dataDir !== undefined) {
@@ -139,7 +147,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
   ]);
   const server = r.object(root.server, 'server');
   const workspaces = r.object(root.workspaces, 'workspaces');
-  r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch']);
+  r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch', 'min_free']);
   r.known(server, 'server', ['host', 'port', 'public_url']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
@@ -180,7 +188,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     workspaces: {
       retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
       quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
-      maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2)
+      maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
+      minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3)
     },
     limits: {
       maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
@@ -222,7 +231,8 @@ function defaultEnvironment(base: string, workers: number): EnvironmentConfig {
     agent: { kind: 'simulated' },
     env: [],
     timeoutMs: 30 * 60_000,
-    maxConcurrentRuns: workers
+    maxConcurrentRuns: workers,
+    sandbox: { ...DEFAULT_SANDBOX }
   };
 }
 
@@ -234,7 +244,17 @@ function parseEnvironment(
   workers: number
 ): EnvironmentConfig {
   const env = r.object(raw, at);
-  r.known(env, at, ['id', 'name', 'source', 'setup', 'agent', 'env', 'timeout', 'max_concurrent_runs']);
+  r.known(env, at, [
+    'id',
+    'name',
+    'source',
+    'setup',
+    'agent',
+    'env',
+    'timeout',
+    'max_concurrent_runs',
+    'sandbox'
+  ]);
   const id = r.string(env.id, `${at}.id`, '');
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
     r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);
@@ -259,7 +279,8 @@ function parseEnvironment(
     agent: parsedAgent,
     env: names,
     timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
-    maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256)
+    maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256),
+    sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems)
   };
 }
 

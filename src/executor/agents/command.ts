@@ -150,7 +150,10 @@ class StreamRecorder {
   push(chunk: Buffer): void {
     const text = chunk.toString('utf8');
     this.pending += text;
-    this.lines = [...this.lines, ...text.split('\n')].slice(-(STDERR_TAIL_LINES + 1));
+    // A chunk may end mid-line: its first part continues the last line of the chunk before.
+    const [first = '', ...rest] = text.split('\n');
+    const last = this.lines.pop() ?? '';
+    this.lines = [...this.lines, last + first, ...rest].slice(-(STDERR_TAIL_LINES + 1));
     if (this.pending.length >= FLUSH_BYTES) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
   }

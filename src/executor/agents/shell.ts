@@ -4,6 +4,7 @@
 // are closed shortly after, so a run can never hang on them.
 
 import { spawn } from 'node:child_process';
+import { runOf } from '../sandbox/index.js';
 
 const KILL_GRACE_MS = 5000;
 /** After exit, output still in the pipes gets this long to arrive. */
@@ -30,10 +31,19 @@ export interface GroupOptions {
 export function runInGroup(program: string, args: string[], options: GroupOptions): Promise<ProcessResult> {
   const started = Date.now();
   if (options.signal.aborted) return Promise.resolve({ exitCode: null, signal: 'SIGTERM', durationMs: 0 });
+  // A run's processes go through its sandbox (found by the run's signal), when it has one.
+  const run = runOf(options.signal);
+  const wrapped = run?.sandbox
+    ? run.sandbox.wrap(program, args, options.cwd, options.env)
+    : { program, args, env: options.env };
+  if (!wrapped) {
+    const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
+    return Promise.resolve({ exitCode: null, signal: null, spawnError, durationMs: 0 });
+  }
   return new Promise(resolve => {
-    const child = spawn(program, args, {
+    const child = spawn(wrapped.program, wrapped.args, {
       cwd: options.cwd,
-      env: options.env,
+      env: wrapped.env,
       detached: true,
       stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
     });
@@ -43,12 +53,14 @@ export function runInGroup(program: string, args: string[], options: GroupOption
       child.stdin!.on('error', () => undefined); // the program may exit without reading its input
       child.stdin!.end(options.stdin);
     }
-    const stop = () => stopGroup(child.pid);
+    const forget = run?.record(child.pid) ?? (() => undefined);
+    const stop = () => (run?.sandbox ? run.sandbox.stop(child.pid, KILL_GRACE_MS) : stopGroup(child.pid));
     options.signal.addEventListener('abort', stop, { once: true });
     let settled = false;
     const settle = (result: Omit<ProcessResult, 'durationMs'>) => {
       if (settled) return;
       settled = true;
+      forget();
       options.signal.removeEventListener('abort', stop);
       resolve({ ...result, durationMs: Date.now() - started });
     };

@@ -12,8 +12,9 @@
 // The final answer (a `result` event) is the `@sim result` text, else the last `@sim say` text,
 // else the echo of the instruction.
 
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import { writeInside } from '../workspace/files.js';
 import { type AgentContext, type AgentResult, agentKind } from './types.js';
 import { runShell } from './shell.js';
 
@@ -139,8 +140,11 @@ async function directive(
         );
       }
       const existed = existsSync(target);
-      mkdirSync(dirname(target), { recursive: true });
-      writeFileSync(target, text);
+      try {
+        writeInside(context.workspace, inside, text);
+      } catch (error) {
+        return invalid(`@sim write ${path}`, (error as Error).message);
+      }
       await context.record('file', {
         path: inside,
         change: existed ? 'modified' : 'added',

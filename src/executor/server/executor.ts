@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
 import type { RunStore } from '../store/types.js';
+import { checkSandboxes } from '../sandbox/startup.js';
 import { WorkerPool } from '../worker/pool.js';
 import { type Role, buildApp } from './app.js';
 import { RateLimiter } from './auth.js';
@@ -47,6 +48,8 @@ export async function startExecutor(
   store: RunStore,
   role: Role = 'all'
 ): Promise<Executor> {
+  // A node that runs work refuses environments it cannot confine (unless they say `sandbox: off`).
+  const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config);
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
   const context = await serverContext(config, store, publicUrl);
@@ -56,6 +59,7 @@ export async function startExecutor(
     requestPrefix: randomBytes(4).toString('hex')
   });
 
+  for (const warning of sandboxWarnings) app.log.warn(warning);
   const pool = new WorkerPool(store, config, app.log, role !== 'api');
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();

@@ -9,6 +9,7 @@ import { runShell } from '../agents/shell.js';
 import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
+import { type RunSandbox, confineRun } from '../sandbox/index.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
 import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
 
@@ -127,10 +128,25 @@ export async function executeRun(
   let workspace: Workspace | undefined;
   let outputs: RunOutputs | undefined;
   let base: string | undefined;
+  let sandbox: RunSandbox | undefined;
   try {
-    workspace = await createWorkspace(environment, config.dataDir, run.run_id);
+    workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
     outputs = prepareOutputs(config.dataDir, run.run_id);
     base = await startCommit(workspace.root);
+    const confined = await confineRun(
+      {
+        runId: run.run_id,
+        sandbox: environment.sandbox,
+        dataDir: config.dataDir,
+        configFile: config.configFile,
+        workspace: workspace.root,
+        read: workspace.borrowed,
+        write: [outputs.dir]
+      },
+      controller.signal
+    );
+    sandbox = confined.sandbox;
+    for (const message of confined.warnings) await record('warning', { message });
     stopWatch = watchQuota(workspace, config.workspaces.quotaBytes, controller, error =>
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
@@ -151,7 +167,8 @@ export async function executeRun(
     }
   } catch (error) {
     log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
-    result = {
+    // A sandbox that could not be made says why in its own outcome (a limit, a missing tool).
+    result = (error as { outcome?: AgentResult }).outcome ?? {
       state: 'FAILED',
       error_code: 'agent_failed',
       status_message: `the agent could not run: ${(error as Error).message}`
@@ -164,6 +181,9 @@ export async function executeRun(
   if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
     result = stopped(reason, environment, config.workspaces.quotaBytes);
   }
+  const limit = sandbox?.exceeded();
+  if (limit) result = { state: 'FAILED', error_code: 'resource_limit_exceeded', status_message: limit };
+  await sandbox?.close();
   let changed = true;
   if (workspace) {
     try {

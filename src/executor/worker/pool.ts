@@ -17,6 +17,7 @@ import {
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
 import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
+import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 
 /** How long a finished run's outcome is retried while the store is unreachable. */
 const FINISH_RETRY_MS = 10 * 60_000;
@@ -56,6 +57,8 @@ export class WorkerPool {
 
   /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
   async start(): Promise<void> {
+    // Processes a killed predecessor left running are stopped before their runs are failed.
+    if (this.runsWork) await stopSurvivors(this.config.dataDir, this.log);
     await failOrphans(this.store, this.log);
     if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
@@ -153,7 +156,11 @@ export class WorkerPool {
       do {
         this.pumpAgain = false;
         await this.settleUncertainClaims();
-        while (!this.draining && this.active.size < this.config.workers) {
+        while (
+          !this.draining &&
+          this.active.size < this.config.workers &&
+          !freeSpaceProblem(this.config, this.log)
+        ) {
           const owner = `${this.owner}/${++this.claims}`;
           let run: StoredRun | undefined;
           try {

@@ -1,8 +1,10 @@
-// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: a detached git worktree when
+// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: a repository of its own when
 // the environment's source is a git repository (a local path, or a URL cloned once into
-// DATA_DIR/sources/ and fetched before each run), a copy otherwise. Concurrent runs never see each
-// other's changes and the source is never written to. A copy is snapshotted in a fresh git
-// repository so that, either way, the files the run changed come out as one unified diff.
+// DATA_DIR/sources/ and fetched before each run), a copy otherwise. The repository borrows the
+// source's objects read-only (alternates) and has its own refs and a clean config: a run never sees
+// another run's objects nor the credentials a checkout keeps in .git/config, and the source is
+// never written to. A copy is snapshotted in a fresh repository so that, either way, the files the
+// run changed come out as one unified diff.
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -12,18 +14,19 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
-  readlinkSync,
   rmSync,
   statSync,
-  symlinkSync,
   utimesSync
 } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
+import { copyTree, markWorkspaces } from './copy.js';
+import { initWorkspace, replaceFile, sourceGit as git, workspaceGit, workspaceGitAll } from './git.js';
+
+export { gitReason, redactUrls } from './git.js';
 
 const exec = promisify(execFile);
-const GIT_IDENTITY = ['-c', 'user.name=agent-executor', '-c', 'user.email=agent-executor@localhost'];
 const MAX_DIFF_BYTES = 1024 * 1024;
 
 export interface Workspace {
@@ -31,51 +34,15 @@ export interface Workspace {
   path: string;
   /** The workspace's own directory under the data dir. */
   root: string;
-  kind: 'worktree' | 'copy';
+  kind: 'repository' | 'copy';
+  /** Object stores the workspace borrows, read-only (the sandbox shows them). */
+  borrowed: string[];
   /** Unified diff of every file changed since the workspace was made, and the changed paths. */
   diff(): Promise<{ diff: string; truncated: boolean; files: { path: string; change: string }[] }>;
   /** Disk use of the workspace in bytes (measured by `du` in a child process, off the event loop). */
   size(): Promise<number>;
   /** Marks the workspace finished; it is removed once older than the retention time. */
   release(): void;
-}
-
-/** Runs a short shell script (git commands) in a directory; errors carry its stderr, redacted. */
-async function shell(script: string, cwd: string): Promise<string> {
-  try {
-    const { stdout } = await exec('/bin/sh', ['-c', script], { cwd, maxBuffer: 64 * 1024 * 1024 });
-    return stdout;
-  } catch (error) {
-    throw new Error(redactUrls(`git failed: ${gitReason(error)}`));
-  }
-}
-
-/**
- * One line of why git failed, for a status message: its own `fatal:` (or `error:`) line, without
- * the `hint:` lines and suggestions around it; the first line it printed when it printed neither.
- */
-export function gitReason(error: unknown): string {
-  const lines = String((error as { stderr?: string }).stderr ?? '')
-    .split('\n')
-    .map(line => line.trim())
-    .filter(line => line !== '' && !/^hint:/i.test(line));
-  const reason = lines.find(line => /^fatal:/i.test(line)) ?? lines.find(line => /^error:/i.test(line));
-  return reason ?? lines[0] ?? (error as Error).message.split('\n')[0]!;
-}
-
-/** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
-export function redactUrls(text: string): string {
-  return text.replace(/\/\/[^/@\s]+@/g, '//***@');
-}
-
-async function git(args: string[], cwd?: string): Promise<string> {
-  try {
-    const { stdout } = await exec('git', cwd ? ['-C', cwd, ...args] : args, { maxBuffer: 64 * 1024 * 1024 });
-    return stdout;
-  } catch (error) {
-    // The error's own message holds the whole command line; say which git command failed and why.
-    throw new Error(redactUrls(`git ${args[0]} failed: ${gitReason(error)}`));
-  }
 }
 
 /** Whether a directory is inside a git repository with a commit, cached: sources do not move. */
@@ -107,13 +74,43 @@ async function remoteCache(source: string, dataDir: string): Promise<string> {
   return cache;
 }
 
+/** The object stores a repository reads: its own and those it borrows itself. */
+function objectStores(gitDir: string): string[] {
+  const own = join(gitDir, 'objects');
+  const stores = [own];
+  const alternates = join(own, 'info', 'alternates');
+  if (existsSync(alternates)) {
+    for (const line of readFileSync(alternates, 'utf8').split('\n')) {
+      const path = line.trim();
+      if (path && !path.startsWith('#')) stores.push(isAbsolute(path) ? path : resolve(own, path));
+    }
+  }
+  return stores.filter(path => existsSync(path));
+}
+
+/** Makes `root` a repository of its own at the source's HEAD, borrowing the source's objects. */
+async function borrowRepository(repository: string, root: string): Promise<string[]> {
+  const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
+  const head = (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
+  const borrowed = objectStores(gitDir);
+  await initWorkspace(root);
+  const dotGit = join(root, '.git');
+  mkdirSync(join(dotGit, 'objects', 'info'), { recursive: true });
+  replaceFile(join(dotGit, 'objects', 'info', 'alternates'), borrowed.join('\n') + '\n');
+  // A shallow source (actions/checkout's default) has commits whose parents are not there.
+  if (existsSync(join(gitDir, 'shallow'))) copyFileSync(join(gitDir, 'shallow'), join(dotGit, 'shallow'));
+  await workspaceGit(root, ['checkout', '--quiet', '--detach', head]);
+  return borrowed;
+}
+
 export async function createWorkspace(
   environment: EnvironmentConfig,
   dataDir: string,
-  runId: string
+  runId: string,
+  quotaBytes = Number.POSITIVE_INFINITY
 ): Promise<Workspace> {
   const root = join(dataDir, 'workspaces', runId);
-  mkdirSync(join(dataDir, 'workspaces'), { recursive: true });
+  markWorkspaces(join(dataDir, 'workspaces'));
   let repository: string | undefined;
   let sub = '';
   if (isRemoteSource(environment.source)) {
@@ -125,17 +122,14 @@ export async function createWorkspace(
   }
 
   let kind: Workspace['kind'];
+  let borrowed: string[] = [];
   if (repository) {
-    await git(['worktree', 'add', '--detach', '--quiet', root, 'HEAD'], repository);
-    kind = 'worktree';
+    borrowed = await borrowRepository(repository, root);
+    kind = 'repository';
   } else {
-    copyTree(environment.source, root, dataDir);
-    await git(['init', '--quiet'], root);
-    await git([...GIT_IDENTITY, 'add', '--all'], root);
-    await git(
-      [...GIT_IDENTITY, 'commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'],
-      root
-    );
+    copyTree(environment.source, root, dataDir, quotaBytes);
+    const baseline = ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'];
+    await workspaceGitAll(root, [['add', '--all'], baseline], true);
     kind = 'copy';
   }
 
@@ -143,14 +137,12 @@ export async function createWorkspace(
     path: sub ? join(root, sub) : root,
     root,
     kind,
+    borrowed,
     async diff() {
-      const separator = '\u0000--agent-run-diff--\u0000';
-      const out = await shell(
-        `git add --all && git diff --cached --name-status --no-renames HEAD && printf '${separator.split('\u0000').join('\\0')}' && git diff --cached --no-color --no-ext-diff HEAD`,
-        root
-      );
-      const cut = out.indexOf(separator);
-      const names = out.slice(0, cut);
+      const names = await workspaceGitAll(root, [
+        ['add', '--all'],
+        ['diff', '--cached', '--name-status', '--no-renames', 'HEAD']
+      ]);
       const files = names
         .split('\n')
         .filter(Boolean)
@@ -160,7 +152,16 @@ export async function createWorkspace(
           return { path: path.join('\t'), change };
         });
       let diff =
-        files.length > 0 ? await git(['diff', '--cached', '--no-color', '--no-ext-diff', 'HEAD'], root) : '';
+        files.length > 0
+          ? await workspaceGit(root, [
+              'diff',
+              '--cached',
+              '--no-color',
+              '--no-ext-diff',
+              '--no-textconv',
+              'HEAD'
+            ])
+          : '';
       const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
       if (truncated) diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
       return { diff, truncated, files };
@@ -175,7 +176,8 @@ export async function createWorkspace(
 
 /**
  * Removes released workspaces older than `retentionMs` (and any left by a crashed process), then
- * lets git forget worktrees whose directories are gone.
+ * lets git forget worktrees whose directories are gone (workspaces made by earlier versions were
+ * worktrees of the source).
  */
 export async function sweepWorkspaces(
   dataDir: string,
@@ -187,7 +189,7 @@ export async function sweepWorkspaces(
   if (!existsSync(dir)) return 0;
   let removed = 0;
   for (const name of readdirSync(dir)) {
-    if (active.has(name)) continue;
+    if (active.has(name) || name.startsWith('.')) continue;
     const path = join(dir, name);
     if (Date.now() - statSync(path).mtimeMs < retentionMs) continue;
     await removeWorkspace(path);
@@ -215,7 +217,7 @@ export async function sweepWorkspaces(
   return removed;
 }
 
-/** Removes a workspace; a worktree is also unregistered from its repository. */
+/** Removes a workspace; a worktree (of an earlier version) is also unregistered from its repository. */
 async function removeWorkspace(path: string): Promise<void> {
   const link = join(path, '.git');
   try {
@@ -234,17 +236,4 @@ async function removeWorkspace(path: string): Promise<void> {
 export async function diskUsage(dir: string): Promise<number> {
   const { stdout } = await exec('du', ['-s', '--apparent-size', '--block-size=1', dir]);
   return Number(stdout.split('\t')[0]);
-}
-
-/** Copies a directory tree, leaving out `skip` (the executor's own data dir may live inside it). */
-function copyTree(from: string, to: string, skip: string): void {
-  mkdirSync(to, { recursive: true });
-  for (const entry of readdirSync(from, { withFileTypes: true })) {
-    const source = join(from, entry.name);
-    const target = join(to, entry.name);
-    if (source === skip) continue;
-    if (entry.isDirectory()) copyTree(source, target, skip);
-    else if (entry.isSymbolicLink()) symlinkSync(readlinkSync(source), target);
-    else if (entry.isFile()) copyFileSync(source, target);
-  }
 }

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { ERROR_CODES } from '../../../api/index.js';
 import { openApiDocument } from '../../../api/openapi.js';
 import type { ServerContext } from '../context.js';
+import { freeSpaceNote } from '../../sandbox/processes.js';
 
 export async function metaRoutes(
   app: FastifyInstance,
@@ -18,7 +19,12 @@ export async function metaRoutes(
     } catch {
       return reply.code(503).send({ status: 'store_unavailable' });
     }
-    return { status: 'ready', environments: context.config.environments.map(env => env.id) };
+    const claiming = freeSpaceNote(context.config.dataDir);
+    return {
+      status: 'ready',
+      environments: context.config.environments.map(env => env.id),
+      ...(claiming ? { claiming: false, reason: claiming } : {})
+    };
   });
 
   let document: string | undefined;

@@ -1,0 +1,71 @@
+// Shared by the sandbox tests: the bubblewrap requirement (a clear failure, never a skip), and a
+// small client for creating runs and reading them back.
+
+import { spawnSync } from 'node:child_process';
+import type { TestExecutor } from '../support/executor.js';
+
+/** Fails the suite with the one command to run when bubblewrap is missing. */
+export function requireBubblewrap(): void {
+  const result = spawnSync('bwrap', ['--version'], { encoding: 'utf8' });
+  if (result.error || result.status !== 0)
+    throw new Error(
+      'bubblewrap is not installed, and every run of the executor is confined with it: install it with `sudo apt-get install -y bubblewrap` (then re-run the tests)'
+    );
+}
+
+export interface RunRecord {
+  run_id: string;
+  state: string;
+  error_code?: string;
+  status_message?: string;
+}
+
+export async function createRun(
+  ex: TestExecutor,
+  key: string,
+  environment: string,
+  prompt: string
+): Promise<string> {
+  const response = await ex.request('/api/v1/agent/run', {
+    method: 'POST',
+    key,
+    body: JSON.stringify({ prompt, config: { environment_id: environment } })
+  });
+  if (response.status !== 200) throw new Error(`create run: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { run_id: string }).run_id;
+}
+
+export async function waitFor(
+  ex: TestExecutor,
+  key: string,
+  id: string,
+  states: string[],
+  timeoutMs = 30_000
+): Promise<RunRecord> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const run = (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as RunRecord;
+    if (states.includes(run.state)) return run;
+    if (Date.now() > until) throw new Error(`run ${id} still ${run.state} after ${timeoutMs} ms`);
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
+}
+
+export async function transcript(
+  ex: TestExecutor,
+  key: string,
+  id: string
+): Promise<Record<string, unknown>[]> {
+  const body = (await (await ex.request(`/api/v1/agent/runs/${id}/transcript`, { key })).json()) as {
+    events: Record<string, unknown>[];
+  };
+  return body.events;
+}
+
+/** Everything the run's commands printed, in order. */
+export async function commandOutput(ex: TestExecutor, key: string, id: string): Promise<string> {
+  return (await transcript(ex, key, id))
+    .filter(event => event.kind === 'command' || event.kind === 'setup')
+    .map(event => `$ ${String(event.command)}\n${String(event.output)}`)
+    .join('\n');
+}

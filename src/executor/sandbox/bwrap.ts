@@ -1,0 +1,123 @@
+// The bubblewrap command line that confines one process of a run, and the start-up check that
+// bubblewrap works here. Inside: system directories read-only, the workspace read-write, a private
+// /tmp and an empty private HOME; the executor's data dir, config file and home are absent; own PID,
+// IPC, UTS and network namespaces, a new session, no capabilities, killed with the executor.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve, sep } from 'node:path';
+
+/** The system directories a run sees, read-only (each only when it exists). */
+const SYSTEM_DIRS = [
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/etc',
+  '/opt/hostedtoolcache'
+];
+/** Files under /etc that only root should read: shadowed by an empty file. */
+const HIDDEN_ETC = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/sudoers'];
+/** HOME inside the sandbox: an empty tmpfs per run. */
+export const SANDBOX_HOME = '/home/agent';
+
+export interface ConfineOptions {
+  /** The run's workspace root, writable. */
+  workspace: string;
+  /** Directories visible read-only at their own path (the source's object store, the agent program). */
+  read: string[];
+  /** Extra writable directories. */
+  write: string[];
+  /** Paths that must be absent even when a bound directory holds them. */
+  hide: string[];
+  /** `none` gives the run a network namespace with only its own loopback. */
+  network: 'none' | 'host';
+  /** Files to place inside: [host path, path inside] read-only (e.g. the proxy forwarder). */
+  files?: [string, string][];
+}
+
+/** The program to run: AGENT_EXECUTOR_BWRAP (tests point it at a missing file), else bwrap on PATH. */
+export function bwrapProgram(): string {
+  return process.env.AGENT_EXECUTOR_BWRAP || 'bwrap';
+}
+
+function inside(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+}
+
+/** bwrap's arguments up to (not including) the command. */
+export function bwrapArgs(options: ConfineOptions): string[] {
+  const args = ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL'];
+  if (options.network === 'host') args.push('--share-net');
+  for (const dir of SYSTEM_DIRS) args.push('--ro-bind-try', dir, dir);
+  for (const file of HIDDEN_ETC) if (existsSync(file)) args.push('--ro-bind', '/dev/null', file);
+  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', SANDBOX_HOME);
+  for (const path of options.read.map(p => resolve(p)))
+    if (existsSync(path)) args.push('--ro-bind', path, path);
+  // What must be absent goes over whatever bound it, shortest path first so nested ones stay hidden;
+  // the workspace and writable paths are bound afterwards, so one inside the data dir still shows.
+  const hidden = [...new Set(options.hide.map(p => resolve(p)))]
+    .filter(path => path !== '/' && existsSync(path))
+    .sort((a, b) => a.length - b.length);
+  for (const path of hidden) {
+    if (statSync(path).isDirectory()) args.push('--tmpfs', path);
+    else args.push('--ro-bind', '/dev/null', path);
+  }
+  // Read-only paths a hidden directory covered (the source's objects inside the data dir).
+  for (const path of options.read.map(p => resolve(p)))
+    if (existsSync(path) && hidden.some(h => inside(path, h))) args.push('--ro-bind', path, path);
+  for (const path of [...options.write.map(p => resolve(p)), resolve(options.workspace)])
+    if (existsSync(path)) args.push('--bind', path, path);
+  for (const [from, to] of options.files ?? []) args.push('--ro-bind', from, to);
+  return args;
+}
+
+export interface SandboxCheck {
+  ok: boolean;
+  /** Why it cannot start and how to fix it, when not ok. */
+  problem?: string;
+}
+
+const checked = new Map<string, SandboxCheck>();
+
+/** Starts `true` in a sandbox shaped like a run's, once per process (and bubblewrap program). */
+export function checkBubblewrap(): SandboxCheck {
+  const program = bwrapProgram();
+  const known = checked.get(program);
+  if (known) return known;
+  let cached: SandboxCheck;
+  const workspace = dirname(process.execPath);
+  const result = spawnSync(
+    program,
+    [...bwrapArgs({ workspace, read: [], write: [], hide: [], network: 'none' }), 'true'],
+    {
+      encoding: 'utf8',
+      timeout: 10_000
+    }
+  );
+  if (result.error) {
+    const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT';
+    cached = {
+      ok: false,
+      problem: missing
+        ? `bubblewrap (${program}) is not installed; install it with \`sudo apt-get install bubblewrap\` (Debian/Ubuntu) or \`dnf install bubblewrap\``
+        : `bubblewrap (${program}) could not start: ${result.error.message}`
+    };
+  } else if (result.status !== 0) {
+    const stderr = result.stderr.trim().split('\n').slice(-2).join(' ');
+    const userns = /namespace|uid map|permission|not permitted/i.test(stderr);
+    cached = {
+      ok: false,
+      problem: userns
+        ? `bubblewrap cannot create user namespaces here (${stderr}); allow them with \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\` (Ubuntu 23.10+ AppArmor) or \`sudo sysctl -w kernel.unprivileged_userns_clone=1\``
+        : `bubblewrap failed its start-up check with exit code ${result.status}: ${stderr}`
+    };
+  } else {
+    cached = { ok: true };
+  }
+  checked.set(program, cached);
+  return cached;
+}

@@ -1,0 +1,124 @@
+// The `sandbox:` key of an environment, parsed on its own so config.ts only calls it: how a run's
+// processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
+
+import { isAbsolute } from 'node:path';
+
+export interface NetworkTarget {
+  host: string;
+  port: number;
+}
+
+export interface SandboxConfig {
+  /** False only when the environment says `sandbox: off`. */
+  enabled: boolean;
+  /** `none`: loopback of its own only; `host`: the host's network; a list: those host:port only. */
+  network: 'none' | 'host' | NetworkTarget[];
+  /** Extra paths visible read-only inside. */
+  read: string[];
+  /** Extra paths writable inside. */
+  write: string[];
+  memoryBytes: number;
+  processes: number;
+  /** When true, a machine where no cgroup can be made refuses this environment at start-up. */
+  requireLimits: boolean;
+}
+
+export const DEFAULT_SANDBOX: SandboxConfig = {
+  enabled: true,
+  network: 'none',
+  read: [],
+  write: [],
+  memoryBytes: 4 * 1024 ** 3,
+  processes: 512,
+  requireLimits: false
+};
+
+const SIZE_UNITS: Record<string, number> = {
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3
+};
+
+/** Bytes of a size such as 512MiB or 4GiB; undefined when the text is not one. */
+export function parseSize(value: unknown): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?$/i.exec(String(value).trim());
+  if (!match) return undefined;
+  const bytes = Math.round(Number(match[1]) * SIZE_UNITS[(match[2] ?? 'b').toLowerCase()]!);
+  return bytes > 0 ? bytes : undefined;
+}
+
+function show(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
+/** Reads `<at>` (an environment's `sandbox:`), pushing each problem with the key, value and expected form. */
+export function parseSandbox(raw: unknown, at: string, problems: string[]): SandboxConfig {
+  if (raw === undefined || raw === null) return { ...DEFAULT_SANDBOX };
+  // YAML 1.2 reads `off` as a string; `false` is accepted as the same thing.
+  if (raw === 'off' || raw === false) return { ...DEFAULT_SANDBOX, enabled: false };
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    problems.push(`${at} ${show(raw)}: expected off or a mapping (network, read, write, memory, processes)`);
+    return { ...DEFAULT_SANDBOX };
+  }
+  const object = raw as Record<string, unknown>;
+  const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits'];
+  for (const key of Object.keys(object))
+    if (!keys.includes(key)) problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}`);
+  const config: SandboxConfig = { ...DEFAULT_SANDBOX };
+  config.network = parseNetwork(object.network, `${at}.network`, problems);
+  config.read = paths(object.read, `${at}.read`, problems);
+  config.write = paths(object.write, `${at}.write`, problems);
+  if (object.memory !== undefined && object.memory !== null) {
+    const bytes = parseSize(object.memory);
+    if (bytes === undefined || bytes < 16 * 1024 ** 2)
+      problems.push(`${at}.memory ${show(object.memory)}: expected a size of at least 16MiB, e.g. 4GiB`);
+    else config.memoryBytes = bytes;
+  }
+  if (object.processes !== undefined && object.processes !== null) {
+    const n = object.processes;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 8 || n > 1_000_000)
+      problems.push(`${at}.processes ${show(n)}: expected a whole number from 8 to 1000000`);
+    else config.processes = n;
+  }
+  if (object.require_limits !== undefined && object.require_limits !== null) {
+    if (typeof object.require_limits !== 'boolean')
+      problems.push(`${at}.require_limits ${show(object.require_limits)}: expected true or false`);
+    else config.requireLimits = object.require_limits;
+  }
+  return config;
+}
+
+function parseNetwork(value: unknown, at: string, problems: string[]): SandboxConfig['network'] {
+  if (value === undefined || value === null || value === 'none') return 'none';
+  if (value === 'host') return 'host';
+  const expected = 'expected none, host or a list of host:port such as [api.anthropic.com:443]';
+  if (!Array.isArray(value)) {
+    problems.push(`${at} ${show(value)}: ${expected}`);
+    return 'none';
+  }
+  const targets: NetworkTarget[] = [];
+  for (const item of value) {
+    const match = /^(\[[0-9a-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(String(item).trim());
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65535) {
+      problems.push(`${at} ${show(item)}: ${expected}`);
+      continue;
+    }
+    targets.push({ host: match[1]!.replace(/^\[|\]$/g, '').toLowerCase(), port });
+  }
+  return targets;
+}
+
+function paths(value: unknown, at: string, problems: string[]): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) || !value.every(item => typeof item === 'string' && isAbsolute(item))) {
+    problems.push(`${at} ${show(value)}: expected a list of absolute paths such as [/opt/tools]`);
+    return [];
+  }
+  return value as string[];
+}

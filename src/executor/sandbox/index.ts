@@ -1,0 +1,202 @@
+// A run's sandbox: made by the worker when the run starts, found by the process spawner through
+// the run's abort signal (every process of a run is started with that signal), so setup commands,
+// `@sim run` and command agents are all confined without each agent having to pass it along.
+
+import { accessSync, constants } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import type { SandboxConfig } from './config.js';
+import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
+import { RunCgroup, dataDirTag } from './cgroup.js';
+import { type ProxyHandle, startProxy } from './proxy.js';
+import { runWarnings } from './startup.js';
+import { recordGroup } from './processes.js';
+
+export interface RunSandboxOptions {
+  runId: string;
+  sandbox: SandboxConfig;
+  dataDir: string;
+  /** The executor's config file, hidden from the run. */
+  configFile?: string;
+  /** The workspace's own directory (writable). */
+  workspace: string;
+  /** Directories the workspace needs read-only (the source's object store). */
+  read: string[];
+  /** Directories of the run's own it may write besides the workspace (its output folder). */
+  write?: string[];
+}
+
+export interface Wrapped {
+  program: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** How often a run's cgroup counters are read: past a limit, the whole run is stopped at once. */
+const LIMIT_CHECK_MS = 250;
+
+export class RunSandbox {
+  private watch?: NodeJS.Timeout;
+  private hit?: string;
+  private cgroup?: RunCgroup;
+  private cgroupMade = false;
+
+  private constructor(
+    private readonly options: RunSandboxOptions,
+    private readonly proxy: ProxyHandle | undefined
+  ) {}
+
+  /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
+  static async create(options: RunSandboxOptions): Promise<RunSandbox> {
+    const { sandbox } = options;
+    const proxy = Array.isArray(sandbox.network)
+      ? await startProxy(sandbox.network, options.runId)
+      : undefined;
+    return new RunSandbox(options, proxy);
+  }
+
+  /** The run's cgroup, made when its first process starts (a run that starts none pays nothing). */
+  private limits(): RunCgroup | undefined {
+    if (this.cgroupMade) return this.cgroup;
+    this.cgroupMade = true;
+    const { sandbox } = this.options;
+    const cgroup = RunCgroup.create(dataDirTag(this.options.dataDir), this.options.runId, {
+      memoryBytes: sandbox.memoryBytes,
+      processes: sandbox.processes
+    });
+    this.cgroup = cgroup;
+    // A fork bomb held at the process limit, or a shell whose child the OOM killer took, would
+    // otherwise go on until the run's timeout.
+    if (cgroup)
+      this.watch = setInterval(() => {
+        if (this.hit) return;
+        this.hit = cgroup.exceeded();
+        if (this.hit) void cgroup.kill();
+      }, LIMIT_CHECK_MS).unref();
+    return cgroup;
+  }
+
+  /** The command line that runs `program args` confined; undefined when the program is not found. */
+  wrap(program: string, args: string[], cwd: string, env: Record<string, string>): Wrapped | undefined {
+    const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
+    if (!resolved) return undefined;
+    const { sandbox } = this.options;
+    const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(
+      Boolean
+    );
+    const read = [...sandbox.read, ...this.options.read];
+    // An agent program outside the system directories (a script of the user's) is visible too.
+    if (!resolved.startsWith('/usr/') && !resolved.startsWith('/bin/')) read.push(resolved);
+    const files: [string, string][] = this.proxy ? this.proxy.files : [];
+    const confine = bwrapArgs({
+      workspace: this.options.workspace,
+      read,
+      write: [...sandbox.write, ...(this.options.write ?? [])],
+      hide,
+      network: sandbox.network === 'host' ? 'host' : 'none',
+      files
+    });
+    const inner = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+    const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
+    const innerEnv: Record<string, string> = {
+      ...env,
+      HOME: SANDBOX_HOME,
+      TMPDIR: '/tmp',
+      ...(this.proxy?.env ?? {})
+    };
+    const cgroup = this.limits();
+    if (!cgroup) return { program: bwrap[0]!, args: bwrap.slice(1), env: innerEnv };
+    // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
+    const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+    return {
+      program: '/bin/sh',
+      args: ['-c', join, 'sh', ...cgroup.procsFiles, '--', ...bwrap],
+      env: innerEnv
+    };
+  }
+
+  /**
+   * Stops a confined process: SIGTERM to the run's own processes (bubblewrap does not pass signals
+   * on), then SIGKILL to bubblewrap's group after the grace period, which ends the whole sandbox.
+   * Without a cgroup the run's processes cannot be told apart from outside: SIGTERM to bubblewrap
+   * ends the sandbox at once.
+   */
+  stop(pid: number | undefined, graceMs: number): void {
+    if (pid === undefined) return;
+    const killGroup = () => {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      void this.cgroup?.kill();
+    };
+    if (!this.cgroup) {
+      killGroup();
+      return;
+    }
+    this.cgroup.signalAgents('SIGTERM');
+    setTimeout(killGroup, graceMs).unref();
+  }
+
+  /** The limit the run hit, as a sentence, or undefined. */
+  exceeded(): string | undefined {
+    this.hit ??= this.cgroup?.exceeded();
+    return this.hit;
+  }
+
+  /** Stops whatever the run left behind and releases its limits and proxy. */
+  async close(): Promise<void> {
+    clearInterval(this.watch);
+    await this.cgroup?.destroy();
+    await this.proxy?.close();
+  }
+}
+
+function findProgram(program: string, cwd: string, path: string): string | undefined {
+  const executable = (file: string) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (program.includes('/')) {
+    const file = isAbsolute(program) ? program : join(cwd, program);
+    return executable(file) ? file : undefined;
+  }
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    const file = join(dir, program);
+    if (executable(file)) return file;
+  }
+  return undefined;
+}
+
+/** What the spawner needs to know of the run a process belongs to. */
+export interface RunProcesses {
+  sandbox?: RunSandbox;
+  /** Records a started process group in the data dir; the result forgets it. */
+  record(pid: number | undefined): () => void;
+}
+
+const bySignal = new WeakMap<AbortSignal, RunProcesses>();
+
+/** The run a signal belongs to (its sandbox, where its process groups are recorded), if known. */
+export function runOf(signal: AbortSignal): RunProcesses | undefined {
+  return bySignal.get(signal);
+}
+
+/**
+ * What the worker calls when a run's workspace is ready: the run's sandbox (attached to its
+ * signal), and the warnings the run records.
+ */
+export async function confineRun(
+  options: RunSandboxOptions,
+  signal: AbortSignal
+): Promise<{ sandbox?: RunSandbox; warnings: string[] }> {
+  const warnings = runWarnings(options.sandbox);
+  const sandbox = options.sandbox.enabled ? await RunSandbox.create(options) : undefined;
+  bySignal.set(signal, { sandbox, record: pid => recordGroup(options.dataDir, options.runId, pid) });
+  return { sandbox, warnings };
+}

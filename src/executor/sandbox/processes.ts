@@ -1,0 +1,133 @@
+// Process groups of running runs, recorded in the node's data dir (processes/<run>.<pid>) so that a
+// restarted executor stops any survivor before it fails those runs `executor_restarted`, and
+// killed on every exit of this process (a second Ctrl-C included). Also the free-space check that
+// stops a node claiming runs while its data dir's file system is nearly full.
+
+import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dataDirTag, sweepCgroups } from './cgroup.js';
+
+const live = new Set<number>();
+let hooked = false;
+
+/** When the process started, in clock ticks since boot: tells a survivor from a reused pid. */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** SIGKILL to every process group this process started and has not seen end. */
+export function killAllGroups(): void {
+  for (const pid of live) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  live.clear();
+}
+
+/** Records a run's process group; the returned function forgets it once the group has ended. */
+export function recordGroup(
+  dataDir: string | undefined,
+  runId: string | undefined,
+  pid: number | undefined
+): () => void {
+  if (pid === undefined) return () => undefined;
+  if (!hooked) {
+    hooked = true;
+    process.on('exit', killAllGroups);
+  }
+  live.add(pid);
+  let file: string | undefined;
+  if (dataDir && runId) {
+    try {
+      mkdirSync(join(dataDir, 'processes'), { recursive: true });
+      file = join(dataDir, 'processes', `${runId}.${pid}`);
+      writeFileSync(file, `${pid} ${startTime(pid) ?? ''}\n`);
+    } catch {
+      file = undefined;
+    }
+  }
+  return () => {
+    live.delete(pid);
+    if (file) rmSync(file, { force: true });
+  };
+}
+
+interface Log {
+  warn(object: Record<string, unknown>, message: string): void;
+  info(object: Record<string, unknown>, message: string): void;
+}
+
+/** At start-up: stops process groups and cgroups a previous process of this data dir left. */
+export async function stopSurvivors(dataDir: string, log: Log): Promise<void> {
+  const dir = join(dataDir, 'processes');
+  let stopped = 0;
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    // none recorded
+  }
+  for (const name of names) {
+    const [pid, started] = readFileSync(join(dir, name), 'utf8').trim().split(' ');
+    if (pid && started && startTime(Number(pid)) === started) {
+      try {
+        process.kill(-Number(pid), 'SIGKILL');
+        stopped++;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    rmSync(join(dir, name), { force: true });
+  }
+  const cgroups = await sweepCgroups(dataDirTag(dataDir));
+  if (stopped > 0 || cgroups > 0)
+    log.warn(
+      { process_groups: stopped, cgroups },
+      'stopped processes left running by a previous executor process'
+    );
+}
+
+/** Data dirs whose file system is short of space now, with the reason. */
+const low = new Map<string, string>();
+
+/** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
+export function freeSpaceProblem(
+  config: { dataDir: string; workspaces: { minFreeBytes: number } },
+  log: Log
+): string | undefined {
+  let free: number;
+  try {
+    const stats = statfsSync(config.dataDir);
+    free = stats.bavail * stats.bsize;
+  } catch {
+    return undefined;
+  }
+  const min = config.workspaces.minFreeBytes;
+  const problem =
+    free < min
+      ? `the data dir's file system has ${Math.floor(free / 1024 ** 2)} MiB free, less than workspaces.min_free (${Math.round(min / 1024 ** 2)} MiB): not claiming runs`
+      : undefined;
+  const was = low.get(config.dataDir);
+  if (problem && !was) log.warn({ data_dir: config.dataDir, free_bytes: free }, problem);
+  if (!problem && was)
+    log.info(
+      { data_dir: config.dataDir },
+      'free space is back above workspaces.min_free: claiming runs again'
+    );
+  if (problem) low.set(config.dataDir, problem);
+  else low.delete(config.dataDir);
+  return problem;
+}
+
+/** The free-space problem last seen for a data dir (for /readyz), or undefined. */
+export function freeSpaceNote(dataDir: string): string | undefined {
+  return low.get(dataDir);
+}

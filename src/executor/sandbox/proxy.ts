@@ -1,0 +1,127 @@
+// The filtering proxy of a run whose `network:` is a list of host:port. The run has no network of
+// its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
+// each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
+// requests for the listed targets only (403 for anything else, said in the response).
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type IncomingMessage, type ServerResponse, createServer, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
+import type { NetworkTarget } from './config.js';
+
+/** Where the proxy's socket and forwarder appear inside the sandbox. */
+const INSIDE_DIR = '/run/agent-proxy';
+const INSIDE_PORT = 3128;
+
+/** Runs inside the sandbox with the executor's own node: 127.0.0.1:PORT → the proxy's socket. */
+const FORWARDER = `
+const net = require('node:net');
+const fs = require('node:fs');
+const [port, socket, ready] = process.argv.slice(2);
+net.createServer(client => {
+  const upstream = net.connect(socket);
+  client.pipe(upstream).pipe(client);
+  const end = () => { client.destroy(); upstream.destroy(); };
+  client.on('error', end); upstream.on('error', end);
+}).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
+`;
+
+export interface ProxyHandle {
+  /** [host path, path inside] of files the sandbox must see. */
+  files: [string, string][];
+  env: Record<string, string>;
+  /** The command that starts the forwarder, waits until it listens, then execs the program. */
+  command(program: string, args: string[]): string[];
+  close(): Promise<void>;
+}
+
+function allowed(targets: NetworkTarget[], host: string, port: number): boolean {
+  const name = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return targets.some(target => target.host === name && target.port === port);
+}
+
+export async function startProxy(targets: NetworkTarget[], runId: string): Promise<ProxyHandle> {
+  const dir = mkdtempSync(join(tmpdir(), `agent-run-proxy-${runId.slice(0, 12)}-`));
+  const socket = join(dir, 'proxy.sock');
+  writeFileSync(join(dir, 'forwarder.cjs'), FORWARDER);
+  const refuse = (what: string) =>
+    `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
+
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    let url: URL;
+    try {
+      url = new URL(request.url ?? '');
+    } catch {
+      response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
+      return;
+    }
+    const port = Number(url.port || 80);
+    if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
+      response.writeHead(403, { 'content-type': 'text/plain' }).end(refuse(`${url.hostname}:${port}`));
+      return;
+    }
+    const upstream = httpRequest(
+      {
+        host: url.hostname,
+        port,
+        method: request.method,
+        path: url.pathname + url.search,
+        headers: request.headers
+      },
+      reply => {
+        response.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(response);
+      }
+    );
+    upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
+    request.pipe(upstream);
+  });
+  server.on('connect', (request: IncomingMessage, client: Duplex, head: Buffer) => {
+    const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
+    const host = match?.[1] ?? '';
+    const port = Number(match?.[2]);
+    client.on('error', () => undefined);
+    if (!match || !allowed(targets, host, port)) {
+      const body = refuse(request.url ?? '?');
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      );
+      return;
+    }
+    const upstream = connect(port, host.replace(/^\[|\]$/g, ''), () => {
+      client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client).pipe(upstream);
+    });
+    upstream.on('error', error =>
+      client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`)
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, () => resolve());
+  });
+
+  const url = `http://127.0.0.1:${INSIDE_PORT}`;
+  return {
+    files: [
+      [dir, INSIDE_DIR],
+      [process.execPath, '/run/agent-proxy-node']
+    ],
+    env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
+    command(program, args) {
+      const ready = '/tmp/.agent-run-proxy-ready';
+      const script =
+        `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
+        `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
+      return ['/bin/sh', '-c', script, program, ...args];
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise(resolve => server.close(resolve));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+}

@@ -1,0 +1,75 @@
+// Copying a source that is not a git repository into a workspace. The copy is counted against the
+// workspace quota as it goes and stops there, and it never descends into an executor's data dir
+// (its own or another node's): two nodes whose data dirs sat inside one source directory once
+// copied each other's workspaces until the disk was full.
+
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync
+} from 'node:fs';
+import { join } from 'node:path';
+
+/** Written into every data dir's workspaces folder, so any executor's copy recognises it. */
+export const WORKSPACES_MARKER = '.agent-run-workspaces';
+
+export class WorkspaceQuotaError extends Error {
+  readonly outcome: { state: 'FAILED'; error_code: string; status_message: string };
+
+  constructor(quotaBytes: number) {
+    const size =
+      quotaBytes >= 1024 ** 2
+        ? `${Math.round(quotaBytes / 1024 ** 2)} MiB`
+        : `${Math.round(quotaBytes / 1024)} KiB`;
+    const message = `the source is larger than the workspace disk quota of ${size}; the copy stopped there`;
+    super(message);
+    this.outcome = { state: 'FAILED', error_code: 'workspace_quota_exceeded', status_message: message };
+  }
+}
+
+/** Marks a data dir's workspaces folder (see WORKSPACES_MARKER). */
+export function markWorkspaces(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const marker = join(dir, WORKSPACES_MARKER);
+  if (!existsSync(marker)) writeFileSync(marker, 'agent-run workspaces: never copied into a workspace\n');
+}
+
+/** Whether a directory is an executor's data dir or workspaces folder. */
+export function isExecutorDir(dir: string): boolean {
+  return (
+    existsSync(join(dir, WORKSPACES_MARKER)) ||
+    existsSync(join(dir, 'executor.pid')) ||
+    existsSync(join(dir, 'executor.db')) ||
+    existsSync(join(dir, 'workspaces', WORKSPACES_MARKER))
+  );
+}
+
+/** Copies `from` to `to`, leaving out `skip` and executor dirs; throws past `quotaBytes`. */
+export function copyTree(from: string, to: string, skip: string, quotaBytes: number): void {
+  let used = 0;
+  const walk = (source: string, target: string) => {
+    mkdirSync(target, { recursive: true });
+    for (const entry of readdirSync(source, { withFileTypes: true })) {
+      const path = join(source, entry.name);
+      const into = join(target, entry.name);
+      if (path === skip) continue;
+      if (entry.isDirectory()) {
+        if (isExecutorDir(path)) continue;
+        walk(path, into);
+      } else if (entry.isSymbolicLink()) {
+        symlinkSync(readlinkSync(path), into);
+      } else if (entry.isFile()) {
+        used += lstatSync(path).size;
+        if (used > quotaBytes) throw new WorkspaceQuotaError(quotaBytes);
+        copyFileSync(path, into);
+      }
+    }
+  };
+  if (isExecutorDir(from)) throw new Error(`source ${from} is an executor's data dir; it is never copied`);
+  walk(from, to);
+}
