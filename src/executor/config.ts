@@ -49,6 +49,8 @@ export interface ExecutorConfig {
     retentionMs: number;
     /** Disk a run's workspace may use; past it the run fails. */
     quotaBytes: number;
+    /** Largest patch of a run's changes; a larger one fails the run rather than be cut. */
+    maxPatchBytes: number;
     /** The node claims no run while the data dir's file system has less free space than this. */
     minFreeBytes: number;
   };
@@ -145,7 +147,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
   ]);
   const server = r.object(root.server, 'server');
   const workspaces = r.object(root.workspaces, 'workspaces');
-  r.known(workspaces, 'workspaces', ['retention', 'quota', 'min_free']);
+  r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch', 'min_free']);
   r.known(server, 'server', ['host', 'port', 'public_url']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
@@ -186,6 +188,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     workspaces: {
       retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
       quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
+      maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
       minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3)
     },
     limits: {

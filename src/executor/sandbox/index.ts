@@ -21,6 +21,8 @@ export interface RunSandboxOptions {
   workspace: string;
   /** Directories the workspace needs read-only (the source's object store). */
   read: string[];
+  /** Directories of the run's own it may write besides the workspace (its output folder). */
+  write?: string[];
 }
 
 export interface Wrapped {
@@ -88,7 +90,7 @@ export class RunSandbox {
     const confine = bwrapArgs({
       workspace: this.options.workspace,
       read,
-      write: sandbox.write,
+      write: [...sandbox.write, ...(this.options.write ?? [])],
       hide,
       network: sandbox.network === 'host' ? 'host' : 'none',
       files

@@ -8,9 +8,10 @@ import { agentKindOf } from '../agents/index.js';
 import { runShell } from '../agents/shell.js';
 import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
-import type { StoredRun } from '../store/types.js';
+import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
+import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
 
 /** Why a run's controller was aborted. */
 export type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
@@ -118,15 +119,20 @@ export async function executeRun(
   config: ExecutorConfig,
   controller: AbortController,
   record: Recorder,
-  log: FastifyBaseLogger
+  log: FastifyBaseLogger,
+  store: RunStore
 ): Promise<AgentResult> {
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
   let result: AgentResult;
   let workspace: Workspace | undefined;
+  let outputs: RunOutputs | undefined;
+  let base: string | undefined;
   let sandbox: RunSandbox | undefined;
   try {
     workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
+    outputs = prepareOutputs(config.dataDir, run.run_id);
+    base = await startCommit(workspace.root);
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -134,7 +140,8 @@ export async function executeRun(
         dataDir: config.dataDir,
         configFile: config.configFile,
         workspace: workspace.root,
-        read: workspace.borrowed
+        read: workspace.borrowed,
+        write: [outputs.dir]
       },
       controller.signal
     );
@@ -153,7 +160,7 @@ export async function executeRun(
         prompt: run.prompt,
         workspace: workspace.path,
         agent: environment.agent,
-        env,
+        env: { ...env, ...outputs.env },
         signal: controller.signal,
         record
       });
@@ -177,14 +184,27 @@ export async function executeRun(
   const limit = sandbox?.exceeded();
   if (limit) result = { state: 'FAILED', error_code: 'resource_limit_exceeded', status_message: limit };
   await sandbox?.close();
+  let changed = true;
   if (workspace) {
     try {
       const changes = await workspace.diff();
-      if (changes.files.length > 0) await record('diff', changes);
+      changed = changes.files.length > 0;
+      if (changed) await record('diff', changes);
     } catch (error) {
       log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
     }
-    workspace.release();
   }
+  if (outputs) {
+    const failure = await collectOutputs({
+      store,
+      run,
+      outputs,
+      workspace: workspace && base ? { root: workspace.root, base, changed } : undefined,
+      maxPatchBytes: config.workspaces.maxPatchBytes,
+      record
+    }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
+    if (failure && result.state === 'SUCCEEDED') result = failure;
+  }
+  workspace?.release();
   return result;
 }
