@@ -107,7 +107,9 @@ describe('runs', () => {
       'message:',
       'file:',
       'command:',
+      'result:',
       'diff:',
+      'artifact:',
       'state:FAILED'
     ]);
     expect(transcript.events[3]).toMatchObject({ path: 'out/notes.md', change: 'added' });

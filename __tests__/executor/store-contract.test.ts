@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { issueKey, hashKey } from '../../src/executor/keys.js';
+import { POSTGRES_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types.js';
@@ -515,7 +516,7 @@ describe('PostgreSQL across nodes', () => {
     const url = await postgres.freshDatabase();
     const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresRunStore.open(url)));
     const rows = await stores[0]!['pool'].query('SELECT version FROM agent_executor_migrations');
-    expect(rows.rows).toEqual([{ version: 1 }]);
+    expect(rows.rows).toEqual(POSTGRES_MIGRATIONS.map(migration => ({ version: migration.version })));
     for (const s of stores) await s.close();
   });
 

@@ -32,6 +32,12 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: 'config.environment_id names no environment that this server serves.'
   },
+  artifact_not_found: {
+    status: 404,
+    retryable: false,
+    meaning:
+      'No artifact with this id is visible to the key (it does not exist or belongs to another team), or its download link is wrong or expired.'
+  },
   route_not_found: { status: 404, retryable: false, meaning: 'No endpoint has this method and path.' },
   run_already_finished: {
     status: 409,
@@ -104,6 +110,12 @@ export const ERROR_CODES = {
     retryable: true,
     meaning:
       'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
+  },
+  patch_too_large: {
+    status: null,
+    retryable: false,
+    meaning:
+      "The run's changes as a patch are larger than the executor's limit (workspaces.max_patch), so the run failed rather than return a cut patch."
   },
   workspace_quota_exceeded: {
     status: null,

@@ -20,6 +20,72 @@ const problem = (description: string) => ({
 });
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const runId = { name: 'run_id', in: 'path', required: true, schema: { type: 'string' } };
+const artifactUid = { name: 'artifact_uid', in: 'path', required: true, schema: { type: 'string' } };
+const prefer = { name: 'Prefer', in: 'header', schema: { type: 'string', examples: ['wait=30'] } };
+
+/** The service's normalized conversation: steps → messages → content blocks. */
+const ConversationSchema = {
+  type: 'object',
+  required: ['conversation_id', 'steps'],
+  properties: {
+    conversation_id: { type: 'string' },
+    steps: { type: 'array', items: { $ref: '#/components/schemas/ConversationStep' } }
+  }
+};
+const ConversationStepSchema = {
+  type: 'object',
+  required: ['id', 'messages', 'steps'],
+  properties: {
+    id: { type: 'string' },
+    description: { type: 'string' },
+    summary: { type: 'string' },
+    started_at: { type: 'string', format: 'date-time' },
+    completed_at: { type: 'string', format: 'date-time' },
+    messages: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['role', 'content'],
+        properties: {
+          role: { type: 'string', enum: ['user', 'assistant', 'tool', 'system'] },
+          timestamp: { type: 'string', format: 'date-time' },
+          content: {
+            type: 'array',
+            description:
+              'Blocks by `type`: text {text}; action {id, name: run_command, category, input.command}; action_result {action_id, state, output {exit_code, output}}; event {event_type, …} (state_change, file_change, changes, artifact_published, agent_exit, notice, stderr). The last assistant text block is the final answer. Unknown types may appear.',
+            items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } }
+          }
+        }
+      }
+    },
+    steps: { type: 'array', items: { $ref: '#/components/schemas/ConversationStep' } }
+  }
+};
+const ArtifactSchema = {
+  type: 'object',
+  required: ['artifact_uid', 'artifact_type', 'run_id', 'created_at', 'download_url', 'expires_at', 'data'],
+  properties: {
+    artifact_uid: { type: 'string' },
+    artifact_type: { type: 'string', examples: ['FILE'] },
+    run_id: { type: 'string' },
+    created_at: { type: 'string', format: 'date-time' },
+    download_url: { type: 'string', description: 'Signed; needs no API key; valid until expires_at.' },
+    expires_at: { type: 'string', format: 'date-time' },
+    data: {
+      type: 'object',
+      required: ['artifact_uid', 'filepath', 'filename', 'mime_type', 'size'],
+      properties: {
+        artifact_uid: { type: 'string' },
+        filepath: { type: 'string' },
+        filename: { type: 'string' },
+        mime_type: { type: 'string', examples: ['text/x-diff'] },
+        size: { type: 'integer' },
+        description: { type: 'string' }
+      }
+    }
+  }
+};
+
 const errors = {
   '401': problem('Missing, malformed, unknown or revoked API key.'),
   '429': problem('Rate limited; see Retry-After.')
@@ -129,11 +195,60 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         get: {
           operationId: 'getTranscript',
           summary: "A run's transcript",
-          parameters: [runId],
+          description:
+            'With after=<seq>, only events newer than that one; with Prefer: wait=N (max 60) as well, the answer is held until there is one (or the run ended, or N seconds passed).',
+          parameters: [
+            runId,
+            { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+            prefer
+          ],
           responses: {
             '200': { description: 'Transcript events.', content: json(ref('Transcript')) },
+            '400': problem('after is not a whole number.'),
             '404': problem('No such run.'),
             ...errors
+          }
+        }
+      },
+      '/api/v1/agent/runs/{run_id}/conversation': {
+        get: {
+          operationId: 'getConversation',
+          summary: "A run's conversation, normalized",
+          description:
+            'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
+          parameters: [runId],
+          responses: {
+            '200': { description: 'The conversation.', content: json(ref('Conversation')) },
+            '404': problem('No such run.'),
+            ...errors
+          }
+        }
+      },
+      '/api/v1/agent/artifacts/{artifact_uid}': {
+        get: {
+          operationId: 'getArtifact',
+          summary: "An artifact's details and a time-limited download URL",
+          parameters: [artifactUid],
+          responses: {
+            '200': { description: 'The artifact.', content: json(ref('Artifact')) },
+            '404': problem('No such artifact (artifact_not_found).'),
+            ...errors
+          }
+        }
+      },
+      '/api/v1/agent/artifacts/{artifact_uid}/download': {
+        get: {
+          operationId: 'downloadArtifact',
+          summary: "An artifact's bytes, by the signed download URL",
+          security: [],
+          parameters: [
+            artifactUid,
+            { name: 'expires', in: 'query', required: true, schema: { type: 'integer' } },
+            { name: 'signature', in: 'query', required: true, schema: { type: 'string' } }
+          ],
+          responses: {
+            '200': { description: "The bytes, in the artifact's mime_type, as an attachment." },
+            '404': problem('Wrong or expired link (artifact_not_found).')
           }
         }
       }
@@ -146,6 +261,9 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         RunRecord: RunRecordSchema,
         ListRunsResponse: ListRunsResponseSchema,
         Transcript: TranscriptSchema,
+        Conversation: ConversationSchema,
+        ConversationStep: ConversationStepSchema,
+        Artifact: ArtifactSchema,
         Problem: ProblemSchema
       }
     }

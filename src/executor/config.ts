@@ -44,6 +44,8 @@ export interface ExecutorConfig {
     retentionMs: number;
     /** Disk a run's workspace may use; past it the run fails. */
     quotaBytes: number;
+    /** Largest patch of a run's changes; a larger one fails the run rather than be cut. */
+    maxPatchBytes: number;
   };
   limits: {
     maxBodyBytes: number;
@@ -137,7 +139,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
   ]);
   const server = r.object(root.server, 'server');
   const workspaces = r.object(root.workspaces, 'workspaces');
-  r.known(workspaces, 'workspaces', ['retention', 'quota']);
+  r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch']);
   r.known(server, 'server', ['host', 'port', 'public_url']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
@@ -177,7 +179,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     ),
     workspaces: {
       retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
-      quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3)
+      quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
+      maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2)
     },
     limits: {
       maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),

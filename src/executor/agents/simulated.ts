@@ -6,6 +6,11 @@
 //   @sim run <shell command>   run it in the workspace; non-zero exit fails the run
 //   @sim write <path> <text>   write a file in the workspace (`\n` in the text is a line break)
 //   @sim fail <message>        end FAILED with that status message
+//   @sim result <text>         the final answer (`\n` in the text is a line break)
+//   @sim json <object>         end the final answer with that JSON object (in a json fence)
+//
+// The final answer (a `result` event) is the `@sim result` text, else the last `@sim say` text,
+// else the echo of the instruction.
 
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
@@ -24,6 +29,7 @@ export const simulatedAgent = agentKind({
 
   async run(context: AgentContext): Promise<AgentResult> {
     const instruction: string[] = [];
+    const answer: Answer = {};
     let directives = 0;
     for (const line of context.prompt.split(/\r?\n/)) {
       if (context.signal.aborted)
@@ -35,23 +41,41 @@ export const simulatedAgent = agentKind({
       }
       directives++;
       const [, verb = '', rest = ''] = match;
-      const failure = await directive(context, verb, rest.trim());
-      if (failure) return failure;
+      const failure = await directive(context, verb, rest.trim(), answer);
+      if (failure) {
+        if (!context.signal.aborted) await recordAnswer(context, answer, undefined);
+        return failure;
+      }
     }
     if (directives === 0) await sleep(DEFAULT_PAUSE_MS, context.signal);
     if (context.signal.aborted)
       return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
     const text = instruction.join('\n').trim();
-    if (text !== '')
-      await context.record('message', { text: `Simulated agent received the instruction:\n${text}` });
+    const echo = text === '' ? undefined : `Simulated agent received the instruction:\n${text}`;
+    if (echo !== undefined) await context.record('message', { text: echo });
+    await recordAnswer(context, answer, echo);
     return { state: 'SUCCEEDED' };
   }
 });
 
+interface Answer {
+  said?: string;
+  result?: string;
+  json?: string;
+}
+
+async function recordAnswer(context: AgentContext, answer: Answer, echo: string | undefined): Promise<void> {
+  const text = answer.result ?? answer.said ?? echo;
+  if (text === undefined && answer.json === undefined) return;
+  const parts = [text, answer.json === undefined ? undefined : `\`\`\`json\n${answer.json}\n\`\`\``];
+  await context.record('result', { text: parts.filter(part => part !== undefined).join('\n\n') });
+}
+
 async function directive(
   context: AgentContext,
   verb: string,
-  rest: string
+  rest: string,
+  answer: Answer
 ): Promise<AgentResult | undefined> {
   switch (verb) {
     case 'sleep': {
@@ -64,7 +88,26 @@ async function directive(
     }
     case 'say':
       await context.record('message', { text: rest });
+      answer.said = rest;
       return undefined;
+    case 'result':
+      answer.result = rest.replace(/\\n/g, '\n');
+      return undefined;
+    case 'json': {
+      let value: unknown;
+      try {
+        value = JSON.parse(rest);
+      } catch {
+        value = undefined;
+      }
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        return invalid(
+          `@sim json ${rest.slice(0, 40)}`,
+          'expected a JSON object, e.g. @sim json {"ok": true}'
+        );
+      answer.json = JSON.stringify(value, null, 2);
+      return undefined;
+    }
     case 'run': {
       if (rest === '') return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
       const result = await runShell(rest, {
@@ -112,7 +155,7 @@ async function directive(
         status_message: rest || 'the simulated agent was told to fail'
       };
     default:
-      return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail');
+      return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail, result, json');
   }
 }
 

@@ -8,6 +8,7 @@ import { StoreUnavailableError } from '../store/types.js';
 import type { ServerContext } from './context.js';
 import { ProblemError, problemBody, sendProblem, writeClientError } from './problem.js';
 import { metaRoutes } from './routes/meta.js';
+import { resultRoutes } from './routes/results.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { schemaProblem, validatorCompiler } from './validation.js';
@@ -130,6 +131,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   if ((options.role ?? 'all') !== 'worker') {
     await app.register(sessionRoutes, { context });
     await app.register(runRoutes, { context });
+    await app.register(resultRoutes, { context });
   }
   return app;
 }

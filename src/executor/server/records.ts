@@ -3,7 +3,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RunRecord } from '../../api/index.js';
 import { showsSessionLink, showsStatusMessage } from '../store/transitions.js';
-import type { StoredRun } from '../store/types.js';
+import type { FileArtifact, StoredRun } from '../store/types.js';
 
 /** Tokens never change for a run, and reads ask for them often: remember the recent ones. */
 const TOKEN_CACHE_SIZE = 10_000;
@@ -62,10 +62,21 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
     agent_config: JSON.parse(run.config),
     source: 'API'
   };
+  if (run.artifacts) record.artifacts = runArtifacts(run.artifacts);
+  if (run.request_usage) record.request_usage = JSON.parse(run.request_usage);
   if (showsStatusMessage(run.state) && run.status_message !== null)
     record.status_message = run.status_message;
   if (run.error_code !== null) record.error_code = run.error_code;
   const link = links.link(run);
   if (link) record.session_link = link;
   return record;
+}
+
+/** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */
+function runArtifacts(stored: string): unknown[] {
+  return (JSON.parse(stored) as (FileArtifact & { created_at: string })[]).map(({ created_at, ...data }) => ({
+    artifact_type: 'FILE',
+    created_at,
+    data
+  }));
 }

@@ -63,6 +63,28 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       ALTER TABLE runs ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
       CREATE INDEX runs_changed_at ON runs (changed_at);
     `
+  },
+  {
+    version: 3,
+    name: 'artifacts and request usage',
+    sql: `
+      ALTER TABLE runs ADD COLUMN artifacts TEXT;
+      ALTER TABLE runs ADD COLUMN request_usage TEXT;
+      CREATE TABLE artifacts (
+        artifact_uid TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        artifact_type TEXT NOT NULL,
+        filepath TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        description TEXT,
+        created_at TEXT NOT NULL,
+        data BLOB NOT NULL
+      );
+      CREATE INDEX artifacts_run ON artifacts (run_id);
+    `
   }
 ];
 
@@ -129,6 +151,28 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
         PRIMARY KEY (run_id, seq)
       );
       CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `
+  },
+  {
+    version: 2,
+    name: 'artifacts and request usage',
+    sql: `
+      ALTER TABLE runs ADD COLUMN artifacts TEXT;
+      ALTER TABLE runs ADD COLUMN request_usage TEXT;
+      CREATE TABLE artifacts (
+        artifact_uid TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        artifact_type TEXT NOT NULL,
+        filepath TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        description TEXT,
+        created_at TEXT NOT NULL,
+        data BYTEA NOT NULL
+      );
+      CREATE INDEX artifacts_run ON artifacts (run_id);
     `
   }
 ];

@@ -62,6 +62,21 @@ export class ChangeFeed {
     return true;
   }
 
+  /** Tells the listeners of a transcript event (held transcript reads). */
+  tellEvent(runId: string, seq: number): void {
+    try {
+      this.changes.emit('event', runId, seq);
+    } catch {
+      // a listener failed; held transcript reads re-read on their own
+    }
+  }
+
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    this.changes.on('event', listener);
+    this.start();
+    return () => this.changes.off('event', listener);
+  }
+
   onChange(listener: (change: RunChange) => void): () => void {
     this.changes.on('change', listener);
     this.start();
@@ -118,7 +133,7 @@ export class ChangeFeed {
 
   private onNotification(payload: string | undefined): void {
     if (!payload) return;
-    let message: { n?: string; r: string; s: string; v: number; k?: number };
+    let message: { n?: string; r: string; s: string; v: number; k?: number; e?: number };
     try {
       message = JSON.parse(payload) as typeof message;
     } catch {
@@ -126,6 +141,7 @@ export class ChangeFeed {
     }
     if (message.k !== undefined) return this.keysChanged();
     if (message.n === this.node) return;
+    if (typeof message.e === 'number') return this.tellEvent(message.r, message.e);
     this.tell({ run_id: message.r, state: message.s, version: message.v });
   }
 

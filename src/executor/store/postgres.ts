@@ -35,12 +35,17 @@ import type {
   Outcome,
   RunChange,
   RunStore,
+  StoredArtifact,
   StoredRun,
   TranscriptEvent
 } from './types.js';
+import { artifactOf } from './types.js';
 
 /** Milliseconds since the epoch on the database's clock. */
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+/** Columns of an artifact without its bytes. */
+const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+  description, created_at`;
 
 export interface PostgresOptions {
   /** Connections in the pool (default 10). */
@@ -293,12 +298,7 @@ export class PostgresRunStore implements RunStore {
     return (await this.query<StoredRun>(text, values)).rows;
   }
 
-  async cancelRun(
-    team: string,
-    runId: string,
-    at: string,
-    reason?: string
-  ): Promise<CancelResult> {
+  async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
     const result = await this.transaction(async (client): Promise<CancelResult> => {
       const found = await client.query<StoredRun>(
         `SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND team = $2 FOR UPDATE`,
@@ -425,14 +425,17 @@ export class PostgresRunStore implements RunStore {
     at: string
   ): Promise<TranscriptEvent> {
     // The run's row hands out event numbers, so writers on different nodes never collide.
+    // Other nodes hear of the event by a notification sent at commit (held transcript reads).
     const result = await this.query<{ seq: number }>(
-      `WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = $1 RETURNING event_seq)
-       INSERT INTO events (run_id, seq, at, kind, data) SELECT $1, event_seq, $2, $3, $4 FROM next
-       RETURNING seq`,
-      [runId, at, kind, JSON.stringify(data)]
+      `WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = $1 RETURNING event_seq),
+         added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT $1, event_seq, $2, $3, $4 FROM next
+           RETURNING seq)
+       SELECT seq, pg_notify($5, json_build_object('n', $6::text, 'r', $1::text, 'e', seq)::text) FROM added`,
+      [runId, at, kind, JSON.stringify(data), CHANNEL, this.feed.node]
     );
     const seq = result.rows[0]?.seq;
     if (seq === undefined) throw new Error(`run ${runId} does not exist`);
+    this.feed.tellEvent(runId, seq);
     return { ...data, seq, at, kind };
   }
 
@@ -449,10 +452,78 @@ export class PostgresRunStore implements RunStore {
     }));
   }
 
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    return this.feed.onEvent(listener);
+  }
+
+  async addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void> {
+    const { run_id, team, artifact_type, created_at, ...file } = artifact;
+    await this.transaction(async client => {
+      await client.query(
+        `INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        [
+          artifact.artifact_uid,
+          run_id,
+          team,
+          artifact_type,
+          file.filepath,
+          file.filename,
+          file.mime_type,
+          file.size,
+          file.description ?? null,
+          created_at,
+          data
+        ]
+      );
+      await client.query(
+        `UPDATE runs SET artifacts = (COALESCE(artifacts, '[]')::jsonb || jsonb_build_array($2::jsonb))::text
+         WHERE run_id = $1`,
+        [run_id, JSON.stringify({ ...file, created_at })]
+      );
+    });
+  }
+
+  async getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined> {
+    const result = await this.query<StoredArtifact>(
+      `SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = $1 AND team = $2`,
+      [uid, team]
+    );
+    return result.rows[0] && artifactOf(result.rows[0]);
+  }
+
+  async readArtifact(uid: string): Promise<{ artifact: StoredArtifact; data: Buffer } | undefined> {
+    // bytea is read back as text elsewhere in this store (see TYPES in pg-connection.ts): these bytes come as base64.
+    const result = await this.query<StoredArtifact & { data: string }>(
+      `SELECT ${ARTIFACT_COLUMNS}, encode(data, 'base64') AS data FROM artifacts WHERE artifact_uid = $1`,
+      [uid]
+    );
+    const row = result.rows[0];
+    if (!row) return undefined;
+    const { data, ...artifact } = row;
+    return { artifact: artifactOf(artifact), data: Buffer.from(data, 'base64') };
+  }
+
+  async listArtifacts(team: string, runId: string): Promise<StoredArtifact[]> {
+    const result = await this.query<StoredArtifact>(
+      `SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = $1 AND team = $2
+       ORDER BY created_at, artifact_uid`,
+      [runId, team]
+    );
+    return result.rows.map(artifactOf);
+  }
+
+  async setRequestUsage(runId: string, usage: string): Promise<void> {
+    await this.query('UPDATE runs SET request_usage = $2 WHERE run_id = $1', [runId, usage]);
+  }
+
   async pruneFinished(before: string): Promise<number> {
     return this.transaction(async client => {
       const filter = `state IN ${TERMINAL_SQL} AND completed_at < $1`;
       await client.query(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, [
+        before
+      ]);
+      await client.query(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, [
         before
       ]);
       return (await client.query(`DELETE FROM runs WHERE ${filter}`, [before])).rowCount ?? 0;

@@ -7,7 +7,7 @@ import type { StoredRun } from './types.js';
 /** Columns of a run as the API and the worker see them. */
 export const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
   creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
-  version, lease_owner, lease_expires_at`;
+  version, lease_owner, lease_expires_at, artifacts, request_usage`;
 
 /** RUN_COLUMNS qualified by a table alias, for statements that join. */
 export function runColumnsOf(alias: string): string {

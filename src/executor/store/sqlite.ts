@@ -6,6 +6,7 @@
 // another connection committed: the key cache is emptied then, and a shared store (opened by a
 // split role) polls it while anyone listens (sqlite-changes.ts).
 
+import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
@@ -26,9 +27,11 @@ import type {
   Outcome,
   RunChange,
   RunStore,
+  StoredArtifact,
   StoredRun,
   TranscriptEvent
 } from './types.js';
+import { artifactOf } from './types.js';
 
 type Row = Record<string, SQLInputValue>;
 
@@ -40,6 +43,8 @@ export interface SqliteOptions {
 export class SqliteRunStore implements RunStore {
   readonly kind = 'sqlite';
   private readonly changes: SqliteChanges;
+  /** Transcript appends of this process, for held transcript reads (others' are found by re-reading). */
+  private readonly events = new EventEmitter().setMaxListeners(0);
   private readonly statements = new Map<string, StatementSync>();
   private readonly keys = new KeyCache();
   /** PRAGMA data_version when the key cache was last known good. */
@@ -281,12 +286,7 @@ export class SqliteRunStore implements RunStore {
     return this.sql(text).all(...(values as SQLInputValue[]), query.limit) as unknown as StoredRun[];
   }
 
-  async cancelRun(
-    team: string,
-    runId: string,
-    at: string,
-    reason?: string
-  ): Promise<CancelResult> {
+  async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
     const result = this.transaction((): CancelResult => {
       const run = this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(
         runId,
@@ -415,7 +415,9 @@ export class SqliteRunStore implements RunStore {
     data: Record<string, unknown>,
     at: string
   ): Promise<TranscriptEvent> {
-    return { ...data, seq: this.insertEvent(runId, kind, data, at), at, kind };
+    const seq = this.insertEvent(runId, kind, data, at);
+    this.events.emit('event', runId, seq);
+    return { ...data, seq, at, kind };
   }
 
   async listEvents(runId: string): Promise<TranscriptEvent[]> {
@@ -435,10 +437,71 @@ export class SqliteRunStore implements RunStore {
     }));
   }
 
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    this.events.on('event', listener);
+    return () => this.events.off('event', listener);
+  }
+
+  async addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void> {
+    const { run_id, team, artifact_type, created_at, ...file } = artifact;
+    this.transaction(() => {
+      this.sql(
+        `INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+      ).run(
+        artifact.artifact_uid,
+        run_id,
+        team,
+        artifact_type,
+        file.filepath,
+        file.filename,
+        file.mime_type,
+        file.size,
+        file.description ?? null,
+        created_at,
+        data
+      );
+      const row = this.sql('SELECT artifacts FROM runs WHERE run_id = ?').get(run_id) as
+        { artifacts: string | null } | undefined;
+      const list = JSON.parse(row?.artifacts ?? '[]') as unknown[];
+      list.push({ ...file, created_at });
+      this.sql('UPDATE runs SET artifacts = ? WHERE run_id = ?').run(JSON.stringify(list), run_id);
+    });
+  }
+
+  async getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined> {
+    const row = this.sql(
+      `SELECT artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size, description,
+         created_at FROM artifacts WHERE artifact_uid = ? AND team = ?`
+    ).get(uid, team) as (StoredArtifact & { description: string | null }) | undefined;
+    return row && artifactOf(row);
+  }
+
+  async readArtifact(uid: string): Promise<{ artifact: StoredArtifact; data: Buffer } | undefined> {
+    const row = this.sql('SELECT * FROM artifacts WHERE artifact_uid = ?').get(uid) as
+      (StoredArtifact & { data: Uint8Array }) | undefined;
+    if (!row) return undefined;
+    const { data, ...artifact } = row;
+    return { artifact: artifactOf(artifact), data: Buffer.from(data) };
+  }
+
+  async listArtifacts(team: string, runId: string): Promise<StoredArtifact[]> {
+    const rows = this.sql(
+      `SELECT artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size, description,
+         created_at FROM artifacts WHERE run_id = ? AND team = ? ORDER BY created_at, artifact_uid`
+    ).all(runId, team) as unknown as (StoredArtifact & { description: string | null })[];
+    return rows.map(artifactOf);
+  }
+
+  async setRequestUsage(runId: string, usage: string): Promise<void> {
+    this.sql('UPDATE runs SET request_usage = ? WHERE run_id = ?').run(usage, runId);
+  }
+
   async pruneFinished(before: string): Promise<number> {
     return this.transaction(() => {
       const filter = `state IN ${TERMINAL_SQL} AND completed_at < ?`;
       this.sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
+      this.sql(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
       return Number(this.sql(`DELETE FROM runs WHERE ${filter}`).run(before).changes);
     });
   }

@@ -48,6 +48,28 @@ export interface StoredRun {
   version: number;
   lease_owner: string | null;
   lease_expires_at: number | null;
+  /** What the run produced, JSON array of FileArtifact (null until it has some). */
+  artifacts?: string | null;
+  /** The run's request_usage as its agent reported it, a JSON object (null when it did not). */
+  request_usage?: string | null;
+}
+
+/** A file a run produced (its changes as a patch, say), as the run record lists it. */
+export interface FileArtifact {
+  artifact_uid: string;
+  filepath: string;
+  filename: string;
+  mime_type: string;
+  size: number;
+  description?: string;
+  created_at: string;
+}
+
+/** A stored artifact: its description, its run and team, and (when asked for) its bytes. */
+export interface StoredArtifact extends FileArtifact {
+  run_id: string;
+  team: string;
+  artifact_type: 'FILE';
 }
 
 /** What a create stores; every other field of the run is the store's to set. */
@@ -176,6 +198,22 @@ export interface RunStore {
     at: string
   ): Promise<TranscriptEvent>;
   listEvents(runId: string): Promise<TranscriptEvent[]>;
+  /**
+   * Called when an event is appended to a run's transcript by any writer of this store (other
+   * nodes' appends by notification; a held transcript read also re-reads now and then).
+   */
+  onEvent(listener: (runId: string, seq: number) => void): () => void;
+
+  // what a run produced
+  /** Stores a file artifact's bytes and lists it on the run's record. */
+  addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void>;
+  /** A team's artifact; undefined for unknown ones and other teams'. */
+  getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined>;
+  /** An artifact's bytes, for its signed download link (the signature already proves access). */
+  readArtifact(uid: string): Promise<{ artifact: StoredArtifact; data: Buffer } | undefined>;
+  listArtifacts(team: string, runId: string): Promise<StoredArtifact[]>;
+  /** Sets the run's request_usage (a JSON object). */
+  setRequestUsage(runId: string, usage: string): Promise<void>;
 
   /** Deletes finished runs (and their transcripts) completed before `before`. */
   pruneFinished(before: string): Promise<number>;
@@ -190,4 +228,12 @@ export interface RunStore {
    */
   onChange(listener: (change: RunChange) => void): () => void;
   close(): Promise<void>;
+}
+
+/** An artifact row as the store's callers see it (no null description). */
+export function artifactOf(row: StoredArtifact & { description?: string | null }): StoredArtifact {
+  const { description, ...rest } = row;
+  const artifact: StoredArtifact = { ...rest, size: Number(rest.size) };
+  if (description !== null && description !== undefined) artifact.description = description;
+  return artifact;
 }

@@ -8,8 +8,9 @@ import { agentKindOf } from '../agents/index.js';
 import { runShell } from '../agents/shell.js';
 import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
-import type { StoredRun } from '../store/types.js';
+import type { RunStore, StoredRun } from '../store/types.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
+import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
 
 /** Why a run's controller was aborted. */
 export type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
@@ -117,14 +118,19 @@ export async function executeRun(
   config: ExecutorConfig,
   controller: AbortController,
   record: Recorder,
-  log: FastifyBaseLogger
+  log: FastifyBaseLogger,
+  store: RunStore
 ): Promise<AgentResult> {
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
   let result: AgentResult;
   let workspace: Workspace | undefined;
+  let outputs: RunOutputs | undefined;
+  let base: string | undefined;
   try {
     workspace = await createWorkspace(environment, config.dataDir, run.run_id);
+    outputs = prepareOutputs(config.dataDir, run.run_id);
+    base = await startCommit(workspace.root);
     stopWatch = watchQuota(workspace, config.workspaces.quotaBytes, controller, error =>
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
@@ -138,7 +144,7 @@ export async function executeRun(
         prompt: run.prompt,
         workspace: workspace.path,
         agent: environment.agent,
-        env,
+        env: { ...env, ...outputs.env },
         signal: controller.signal,
         record
       });
@@ -158,14 +164,27 @@ export async function executeRun(
   if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
     result = stopped(reason, environment, config.workspaces.quotaBytes);
   }
+  let changed = true;
   if (workspace) {
     try {
       const changes = await workspace.diff();
-      if (changes.files.length > 0) await record('diff', changes);
+      changed = changes.files.length > 0;
+      if (changed) await record('diff', changes);
     } catch (error) {
       log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
     }
-    workspace.release();
   }
+  if (outputs) {
+    const failure = await collectOutputs({
+      store,
+      run,
+      outputs,
+      workspace: workspace && base ? { root: workspace.root, base, changed } : undefined,
+      maxPatchBytes: config.workspaces.maxPatchBytes,
+      record
+    }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
+    if (failure && result.state === 'SUCCEEDED') result = failure;
+  }
+  workspace?.release();
   return result;
 }

@@ -218,7 +218,7 @@ export class WorkerPool {
       this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
         () => undefined
       );
-    const outcome = await executeRun(run, environment, this.config, controller, record, this.log);
+    const outcome = await executeRun(run, environment, this.config, controller, record, this.log, this.store);
     await this.finish(run, outcome);
   }
 

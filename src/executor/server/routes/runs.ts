@@ -28,6 +28,7 @@ import type { ServerContext } from '../context.js';
 import { encodeCursor, listQuery } from '../list-params.js';
 import { ProblemError } from '../problem.js';
 import { etagOf, toRecord } from '../records.js';
+import { readTranscript } from '../transcript.js';
 
 const MAX_WAIT_SECONDS = 60;
 const MAX_CANCEL_REASON = 500;
@@ -205,9 +206,9 @@ export async function runRoutes(
   app.get(
     '/api/v1/agent/runs/:id/transcript',
     { schema: { params: RunParamsSchema, response: { 200: TranscriptSchema } } },
-    async request => {
-      const run = await findRun(request, request.params.id);
-      return { run_id: run.run_id, state: run.state, events: await store.listEvents(run.run_id) };
+    async (request, reply) => {
+      const { id } = request.params;
+      return readTranscript(context, request, reply, () => findRun(request, id));
     }
   );
 

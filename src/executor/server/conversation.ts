@@ -1,0 +1,163 @@
+// The run's conversation in the production service's normalized shape (GET
+// /agent/runs/{id}/conversation), built from the transcript: steps → messages → content blocks
+// `text`, `action`, `action_result` and `event`. The prompt is the user's message; agent text and a
+// command agent's standard output are the assistant's; each command is an action with its result;
+// everything else (file changes, published artifacts, state changes) is an event. The agent's final
+// answer (a `result` event) is always the last assistant text block, so a client takes it from
+// there. A pure function of the run and its events: no store, no I/O.
+//
+// The types are the executor's own output types (src/api has no conversation types yet); they
+// follow the service's shapes and a client reads them as tolerantly as the rest.
+
+import type { StoredRun, TranscriptEvent } from '../store/types.js';
+
+export type ConversationBlock =
+  | { type: 'text'; text: string }
+  | {
+      type: 'action';
+      id: string;
+      name: 'run_command';
+      category: 'command';
+      input: { command: string };
+      description?: string;
+    }
+  | {
+      type: 'action_result';
+      action_id: string;
+      state: 'SUCCEEDED' | 'FAILED';
+      output: { exit_code: number | null; output: string; duration_ms?: number };
+    }
+  | { type: 'event'; event_type: string; [field: string]: unknown };
+
+export interface ConversationMessage {
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  timestamp?: string;
+  content: ConversationBlock[];
+}
+
+export interface ConversationStep {
+  id: string;
+  description?: string;
+  started_at?: string;
+  completed_at?: string;
+  messages: ConversationMessage[];
+  steps: ConversationStep[];
+}
+
+export interface Conversation {
+  conversation_id: string;
+  steps: ConversationStep[];
+}
+
+/** Transcript kinds that become event blocks, and the event_type they get there. */
+const EVENT_TYPES: Record<string, string> = {
+  state: 'state_change',
+  file: 'file_change',
+  diff: 'changes',
+  artifact: 'artifact_published',
+  exit: 'agent_exit',
+  notice: 'notice'
+};
+
+export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Conversation {
+  const messages: ConversationMessage[] = [
+    { role: 'user', timestamp: run.created_at, content: [{ type: 'text', text: run.prompt }] }
+  ];
+  let answer: string | undefined;
+  let answerAt: string | undefined;
+  for (const event of events) {
+    const { seq, at, kind, ...data } = event;
+    switch (kind) {
+      case 'result':
+        answer = String(data.text ?? '');
+        answerAt = at;
+        break;
+      case 'message':
+        addText(messages, at, String(data.text ?? ''));
+        break;
+      case 'output':
+        if (data.stream === 'stdout') addText(messages, at, String(data.text ?? ''), true);
+        else
+          add(messages, 'system', at, { type: 'event', event_type: 'stderr', text: String(data.text ?? '') });
+        break;
+      case 'command':
+      case 'setup': {
+        const id = `action-${seq}`;
+        const exitCode = typeof data.exit_code === 'number' ? data.exit_code : null;
+        const action: ConversationBlock = {
+          type: 'action',
+          id,
+          name: 'run_command',
+          category: 'command',
+          input: { command: String(data.command ?? '') }
+        };
+        if (kind === 'setup') action.description = 'environment setup';
+        add(messages, 'assistant', at, action);
+        const output: { exit_code: number | null; output: string; duration_ms?: number } = {
+          exit_code: exitCode,
+          output: String(data.output ?? '')
+        };
+        if (typeof data.duration_ms === 'number') output.duration_ms = data.duration_ms;
+        add(messages, 'tool', at, {
+          type: 'action_result',
+          action_id: id,
+          state: exitCode === 0 ? 'SUCCEEDED' : 'FAILED',
+          output
+        });
+        break;
+      }
+      default:
+        add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[kind] ?? kind });
+    }
+  }
+  if (answer !== undefined) placeAnswer(messages, answer, answerAt);
+  const step: ConversationStep = { id: run.run_id, messages, steps: [] };
+  if (run.title !== null) step.description = run.title;
+  if (run.started_at !== null) step.started_at = run.started_at;
+  if (run.completed_at !== null) step.completed_at = run.completed_at;
+  return { conversation_id: run.run_id, steps: [step] };
+}
+
+function add(
+  messages: ConversationMessage[],
+  role: ConversationMessage['role'],
+  at: string,
+  block: ConversationBlock
+): void {
+  messages.push({ role, timestamp: at, content: [block] });
+}
+
+/** Agent text; a stream's consecutive chunks join into one block. */
+function addText(messages: ConversationMessage[], at: string, text: string, stream = false): void {
+  const last = messages.at(-1);
+  const block = last?.content.at(-1);
+  if (stream && last?.role === 'assistant' && block?.type === 'text' && (last as Streamed).streamed) {
+    block.text += text;
+    return;
+  }
+  const message: Streamed = { role: 'assistant', timestamp: at, content: [{ type: 'text', text }] };
+  if (stream) Object.defineProperty(message, 'streamed', { value: true, enumerable: false });
+  messages.push(message);
+}
+
+type Streamed = ConversationMessage & { streamed?: boolean };
+
+/**
+ * The final answer goes after the last message that is not an event (events such as the diff and
+ * the final state may follow it), unless the last assistant text already says exactly that.
+ */
+function placeAnswer(messages: ConversationMessage[], answer: string, at: string | undefined): void {
+  let index = messages.length;
+  while (index > 1 && messages[index - 1]!.content.every(block => block.type === 'event')) index--;
+  const before = messages.slice(0, index);
+  const lastText = before
+    .filter(message => message.role === 'assistant')
+    .flatMap(message => message.content)
+    .filter(block => block.type === 'text')
+    .at(-1);
+  const lastBlock = before.at(-1)?.content.at(-1);
+  if (lastText && lastText === lastBlock && lastText.type === 'text' && lastText.text === answer) return;
+  const message: ConversationMessage = { role: 'assistant', content: [{ type: 'text', text: answer }] };
+  if (at !== undefined) message.timestamp = at;
+  messages.splice(index, 0, message);
+}
