@@ -14,7 +14,7 @@ import {
   parseDuration,
   showValue
 } from '../api/index.js';
-import { normalizeBaseUrl } from '../client/index.js';
+import { SchemaError, compileSchema, normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, readEventContext } from './context.js';
 import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
@@ -62,6 +62,26 @@ export interface CommonSettings {
   comment: 'off' | 'sticky' | 'final';
   /** Notes about the prompt (empty placeholders, user text that was cut). */
   promptNotes: string[];
+  /** The JSON Schema the answer's last JSON object must match (`output-schema`), compiled. */
+  outputSchema?: OutputSchema;
+  /** Show the run's conversation in the step log as it arrives (`log-conversation`). */
+  logConversation: boolean;
+  /** What a BLOCKED run gets (`on-blocked`): waited for until the timeout, or the step ends. */
+  onBlocked: 'wait' | 'fail';
+}
+
+export interface OutputSchema {
+  schema: Record<string, unknown>;
+  check: ReturnType<typeof compileSchema>;
+}
+
+/** The sentence (and schema) appended to the prompt when `output-schema` is set. */
+export function schemaRequest(schema: Record<string, unknown>): string {
+  return (
+    '\n\nEnd your answer with one JSON object that matches this JSON Schema ' +
+    '(a ```json block or a bare object, nothing after it):\n```json\n' +
+    `${JSON.stringify(schema, null, 2)}\n\`\`\`\n`
+  );
 }
 
 export type GetInput = (name: string) => string;
@@ -156,6 +176,12 @@ export function readSettings(
   };
 
   const wait = bool('wait', true);
+  const logConversation = bool('log-conversation', true);
+  const outputSchema = readOutputSchema(getInput, env, readFile, problems);
+  const rawOnBlocked = getInput('on-blocked').trim().toLowerCase() || 'wait';
+  if (rawOnBlocked !== 'wait' && rawOnBlocked !== 'fail') {
+    problems.push(`on-blocked ${showValue(getInput('on-blocked'))}: expected wait or fail`);
+  }
   const cancelOnAbort = bool('cancel-on-abort', true);
   const summary = bool('summary', true);
 
@@ -175,6 +201,9 @@ export function readSettings(
     runId === undefined
       ? { create: readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true)) }
       : { runId };
+  if (target.create && outputSchema && target.create.prompt.trim() !== '') {
+    target.create.prompt += schemaRequest(outputSchema.schema);
+  }
 
   const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write') as Permission;
   if (!PERMISSIONS.includes(minPermission)) {
@@ -216,8 +245,58 @@ export function readSettings(
     trust: { allowedActors, minPermission, triggerPhrase },
     onUntrusted: onUntrusted as Settings['onUntrusted'],
     comment: comment as Settings['comment'],
-    promptNotes
+    promptNotes,
+    outputSchema,
+    logConversation,
+    onBlocked: rawOnBlocked as Settings['onBlocked']
   };
+}
+
+/** `output-schema`: inline JSON, or a path to a .json file relative to the workspace. */
+function readOutputSchema(
+  getInput: GetInput,
+  env: NodeJS.ProcessEnv,
+  readFile: (path: string) => string,
+  problems: string[]
+): OutputSchema | undefined {
+  const raw = getInput('output-schema').trim();
+  if (raw === '') return undefined;
+  let text = raw;
+  if (!raw.startsWith('{')) {
+    if (!raw.toLowerCase().endsWith('.json')) {
+      problems.push(
+        `output-schema ${showValue(raw)}: expected a JSON Schema object (inline JSON) or the path of a .json file`
+      );
+      return undefined;
+    }
+    const path = isAbsolute(raw) ? raw : resolve(env.GITHUB_WORKSPACE ?? process.cwd(), raw);
+    try {
+      text = readFile(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      problems.push(
+        `output-schema ${showValue(raw)}: cannot read ${path} (${code ?? (error as Error).message})`
+      );
+      return undefined;
+    }
+  }
+  let schema: unknown;
+  try {
+    schema = JSON.parse(text);
+  } catch (error) {
+    problems.push(
+      `output-schema ${showValue(raw, 80)}: not valid JSON (${(error as Error).message}); expected a JSON Schema such as {"type": "object", "properties": {...}}`
+    );
+    return undefined;
+  }
+  try {
+    const check = compileSchema(schema);
+    return { schema: schema as Record<string, unknown>, check };
+  } catch (error) {
+    if (!(error instanceof SchemaError)) throw error;
+    problems.push(`output-schema ${showValue(raw, 80)}: ${error.message}`);
+    return undefined;
+  }
 }
 
 function parseStates(raw: string, problems: string[]): RunState[] {
