@@ -33,6 +33,8 @@ export interface Produced {
   /** Why there is no structured output although a schema was given. */
   structuredProblem?: string;
   artifacts: Artifact[];
+  /** Whether the record had an `artifacts` list at all (else the output stays empty). */
+  artifactsListed: boolean;
   pullRequestUrl?: string;
   branch?: string;
   patchFile?: string;
@@ -71,7 +73,7 @@ export async function collectProduced(
   run: Run | undefined,
   options: { prompt?: string; schema?: OutputSchema; signal?: AbortSignal }
 ): Promise<Produced> {
-  const produced: Produced = { artifacts: artifactsOf(run) };
+  const produced: Produced = { artifacts: artifactsOf(run), artifactsListed: Array.isArray(run?.artifacts) };
   const missing: string[] = [];
 
   const pullRequest = produced.artifacts.find(a => a.artifact_type === 'PULL_REQUEST');
@@ -137,6 +139,6 @@ export async function collectProducedSafely(
     return await collectProduced(...args);
   } catch (error) {
     core.warning(`Could not read what the run produced: ${(error as Error).message}`);
-    return { artifacts: artifactsOf(args[2]) };
+    return { artifacts: artifactsOf(args[2]), artifactsListed: Array.isArray(args[2]?.artifacts) };
   }
 }

@@ -69,7 +69,7 @@ export function writeOutputs(outcome: Outcome): void {
 export function writeProducedOutputs(produced: Produced | undefined): void {
   core.setOutput('result', produced?.result ?? '');
   core.setOutput('structured-output', produced?.structured ?? '');
-  core.setOutput('artifacts', produced ? artifactsOutput(produced) : '');
+  core.setOutput('artifacts', produced?.artifactsListed ? artifactsOutput(produced) : '');
   core.setOutput('pull-request-url', produced?.pullRequestUrl ?? '');
   core.setOutput('branch', produced?.branch ?? '');
   core.setOutput('patch-file', produced?.patchFile ?? '');
