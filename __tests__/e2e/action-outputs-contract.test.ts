@@ -22,8 +22,7 @@ describe('BLOCKED', () => {
     server.onCreate = run =>
       server.script(run.run_id, [
         [300, { state: 'INPROGRESS', session_link: `${server.url}/sessions/${run.run_id}` }],
-        [800, { state: 'BLOCKED', status_message: 'needs approval to push' }],
-        [20_000, { state: 'SUCCEEDED' }]
+        [800, { state: 'BLOCKED', status_message: 'needs approval to push' }]
       ]);
     const result = await runAction({ ...inputs, 'on-blocked': 'fail' });
     expect(result.code).toBe(1);

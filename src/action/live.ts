@@ -20,8 +20,12 @@ export function logItems(items: ProgressItem[]): void {
         const exit =
           item.exitCode === undefined || item.exitCode === null ? '' : ` (exit code ${item.exitCode})`;
         core.startGroup(`$ ${item.command.split('\n')[0]}${exit}`);
-        const output = item.output ?? '';
-        core.info(output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output);
+        const output = (item.output ?? '').replace(/\n$/, '');
+        if (output !== '') {
+          core.info(
+            output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output
+          );
+        }
         core.endGroup();
         break;
       }
