@@ -87,8 +87,7 @@ describe('what the agent made, through the action', () => {
     expect(transcript).toMatch(
       /### Command \(exit code 0\)\s+```sh\necho hello-from-command\n```\s+```\nhello-from-command/
     );
-    expect(transcript).toContain('README.md');
-    expect(transcript).toContain('docs/new.md');
+    expect(transcript).toContain('- changes:\n  - `README.md` (modified)\n  - `docs/new.md` (added)');
     expect(transcript).toContain('Updated the readme: ünïcode ✓');
 
     // Live: the command as a collapsible group titled with its exit code, its output inside.

@@ -21,17 +21,32 @@ function tail(text: string, max = COMMAND_OUTPUT_CHARS): string {
     : `[… ${text.length - max} earlier characters not shown]\n${text.slice(-max)}`;
 }
 
-/** One line describing an event block, from whatever fields it has. */
-function eventLine(block: ConversationBlock): string {
+/** Lines describing an event block, from whatever fields it has (a file list gives one per file). */
+function eventLines(block: ConversationBlock): string[] {
   const kind = String(block.event_type ?? block.name ?? 'event');
-  const data = (block.data ?? block.payload) as Record<string, unknown> | undefined;
-  const fields = { ...(data && typeof data === 'object' ? data : {}), ...block };
-  const path = fields.path ?? fields.filepath;
-  const change = fields.change ?? fields.change_type;
-  if (typeof path === 'string')
-    return `- ${kind}: \`${path}\`${typeof change === 'string' ? ` (${change})` : ''}`;
+  const nested = (block.data ?? block.payload) as Record<string, unknown> | undefined;
+  const fields: Record<string, unknown> = {
+    ...(nested && typeof nested === 'object' ? nested : {}),
+    ...block
+  };
+  const describe = (item: Record<string, unknown>) => {
+    const path = item.path ?? item.filepath ?? item.filename;
+    const change = item.change ?? item.change_type;
+    return typeof path === 'string'
+      ? `\`${path}\`${typeof change === 'string' ? ` (${change})` : ''}`
+      : undefined;
+  };
+  if (Array.isArray(fields.files)) {
+    const files = fields.files.filter(item => item !== null && typeof item === 'object') as Record<
+      string,
+      unknown
+    >[];
+    return [`- ${kind}:`, ...files.map(file => `  - ${describe(file) ?? 'a file'}`)];
+  }
+  const file = describe(fields);
+  if (file) return [`- ${kind}: ${file}`];
   const text = fields.text ?? fields.description ?? fields.message ?? fields.state;
-  return `- ${kind}${typeof text === 'string' ? `: ${text}` : ''}`;
+  return [`- ${kind}${typeof text === 'string' ? `: ${text}` : ''}`];
 }
 
 export function renderTranscript(
@@ -74,7 +89,7 @@ export function renderTranscript(
             if (typeof command === 'string') pending = { command };
             else out.push(`- action \`${String(block.name ?? 'unknown')}\``, '');
           } else if (block.type === 'event') {
-            out.push(eventLine(block), '');
+            out.push(...eventLines(block), '');
           } else {
             out.push(`- ${block.type} block`, '');
           }
