@@ -27,7 +27,7 @@ function expectNoKey(run: CliRun) {
 }
 
 describe('agent-run run', () => {
-  it('succeeds with exit 0, streams progress to stderr, and says once that there is no conversation', async () => {
+  it("succeeds with exit 0, streams progress to stderr, and prints the agent's answer from the executor's conversation", async () => {
     const run = await cli([
       'run',
       '--environment',
@@ -41,8 +41,8 @@ describe('agent-run run', () => {
     expect(run.stderr).toMatch(/run \S+: (QUEUED|INPROGRESS|SUCCEEDED) \(/);
     expect(run.stderr).toContain('agent: hello from the agent');
     expect(run.stderr).toMatch(/ended SUCCEEDED after/);
-    expect(run.stderr.match(/no conversation endpoint/g)).toHaveLength(1);
-    expect(run.stdout).toBe('');
+    expect(run.stderr).not.toContain('no conversation endpoint');
+    expect(run.stdout).toBe('hello from the agent\n');
     expectNoKey(run);
   });
 
@@ -62,7 +62,7 @@ describe('agent-run run', () => {
     const record = JSON.parse(run.stdout) as Record<string, unknown>;
     expect(record).toMatchObject({
       state: 'SUCCEEDED',
-      result: null,
+      result: 'from stdin',
       structured_output: null,
       artifacts: []
     });

@@ -206,10 +206,8 @@ export async function runRoutes(
   app.get(
     '/api/v1/agent/runs/:id/transcript',
     { schema: { params: RunParamsSchema, response: { 200: TranscriptSchema } } },
-    async (request, reply) => {
-      const { id } = request.params;
-      return readTranscript(context, request, reply, () => findRun(request, id));
-    }
+    async (request, reply) =>
+      readTranscript(context, request, reply, () => findRun(request, request.params.id))
   );
 
   async function findRun(request: FastifyRequest, id: string): Promise<StoredRun> {
