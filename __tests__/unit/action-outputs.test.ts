@@ -225,6 +225,31 @@ describe('outputs of what the agent made', () => {
   });
 });
 
+describe('BLOCKED', () => {
+  it('warns once with the session link, shows it in the summary, and ends with on-blocked: fail', async () => {
+    server.onCreate = created =>
+      server.script(created.run_id, [
+        [100, { state: 'INPROGRESS', session_link: 'https://s/2' }],
+        [300, { state: 'BLOCKED' }]
+      ]);
+    core.reset({ ...inputs, 'on-blocked': 'fail' });
+    await run();
+    const runId = core.record.outputs['run-id']!;
+    expect(core.record.warnings).toEqual([
+      `Run ${runId} is BLOCKED: the agent is waiting for user input or approval. Open the session to answer: https://s/2`
+    ]);
+    expect(core.record.outputs).toMatchObject({ state: 'BLOCKED', conclusion: 'blocked' });
+    expect(core.record.failures).toEqual([
+      `Run ${runId} is BLOCKED, waiting for user input or approval (on-blocked: fail); it is left as it is.\nSession: https://s/2`
+    ]);
+    expect(core.record.summary?.rows).toContainEqual([
+      'Blocked',
+      'The agent is waiting for user input or approval: <a href="https://s/2">https://s/2</a>'
+    ]);
+    expect(server.runs.get(runId)?.state).toBe('BLOCKED');
+  });
+});
+
 describe('new inputs', () => {
   const env = { GITHUB_WORKSPACE: dir };
   const read = (values: Record<string, string>, files: Record<string, string> = {}) =>
