@@ -14,9 +14,10 @@ import {
   parseDuration,
   showValue
 } from '../api/index.js';
-import { SchemaError, compileSchema, normalizeBaseUrl } from '../client/index.js';
+import { normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, readEventContext } from './context.js';
 import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
+import { type OutputSchema, readOutputSchema, schemaRequest } from './output-schema.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 
 /** The request that creates the run. */
@@ -70,19 +71,7 @@ export interface CommonSettings {
   onBlocked: 'wait' | 'fail';
 }
 
-export interface OutputSchema {
-  schema: Record<string, unknown>;
-  check: ReturnType<typeof compileSchema>;
-}
-
-/** The sentence (and schema) appended to the prompt when `output-schema` is set. */
-export function schemaRequest(schema: Record<string, unknown>): string {
-  return (
-    '\n\nEnd your answer with one JSON object that matches this JSON Schema ' +
-    '(a ```json block or a bare object, nothing after it):\n```json\n' +
-    `${JSON.stringify(schema, null, 2)}\n\`\`\`\n`
-  );
-}
+export type { OutputSchema } from './output-schema.js';
 
 export type GetInput = (name: string) => string;
 
@@ -250,53 +239,6 @@ export function readSettings(
     logConversation,
     onBlocked: rawOnBlocked as Settings['onBlocked']
   };
-}
-
-/** `output-schema`: inline JSON, or a path to a .json file relative to the workspace. */
-function readOutputSchema(
-  getInput: GetInput,
-  env: NodeJS.ProcessEnv,
-  readFile: (path: string) => string,
-  problems: string[]
-): OutputSchema | undefined {
-  const raw = getInput('output-schema').trim();
-  if (raw === '') return undefined;
-  let text = raw;
-  if (!raw.startsWith('{')) {
-    if (!raw.toLowerCase().endsWith('.json')) {
-      problems.push(
-        `output-schema ${showValue(raw)}: expected a JSON Schema object (inline JSON) or the path of a .json file`
-      );
-      return undefined;
-    }
-    const path = isAbsolute(raw) ? raw : resolve(env.GITHUB_WORKSPACE ?? process.cwd(), raw);
-    try {
-      text = readFile(path);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      problems.push(
-        `output-schema ${showValue(raw)}: cannot read ${path} (${code ?? (error as Error).message})`
-      );
-      return undefined;
-    }
-  }
-  let schema: unknown;
-  try {
-    schema = JSON.parse(text);
-  } catch (error) {
-    problems.push(
-      `output-schema ${showValue(raw, 80)}: not valid JSON (${(error as Error).message}); expected a JSON Schema such as {"type": "object", "properties": {...}}`
-    );
-    return undefined;
-  }
-  try {
-    const check = compileSchema(schema);
-    return { schema: schema as Record<string, unknown>, check };
-  } catch (error) {
-    if (!(error instanceof SchemaError)) throw error;
-    problems.push(`output-schema ${showValue(raw, 80)}: ${error.message}`);
-    return undefined;
-  }
 }
 
 function parseStates(raw: string, problems: string[]): RunState[] {
