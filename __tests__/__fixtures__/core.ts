@@ -30,6 +30,8 @@ export interface FakeCore extends Pick<
   | 'info'
   | 'notice'
   | 'warning'
+  | 'startGroup'
+  | 'endGroup'
 > {
   summary: {
     emptyBuffer(): FakeCore['summary'];
@@ -70,6 +72,8 @@ export function createFakeCore(): FakeCore {
     info: message => void core.record.info.push(message),
     notice: message => void core.record.notices.push(text(message)),
     warning: message => void core.record.warnings.push(text(message)),
+    startGroup: name => void core.record.info.push(`::group::${name}`),
+    endGroup: () => void core.record.info.push('::endgroup::'),
     summary: {
       emptyBuffer() {
         pending = { heading: '', rows: [] };

@@ -1,5 +1,6 @@
 // One comment on the pull request or issue, found again by a hidden marker and updated in place:
-// state, elapsed time, session link, and the status message when the run fails. Without the
+// state, elapsed time, session link, the status message when the run fails, a BLOCKED note, and
+// at the end what the agent made (its answer, the pull request, the artifacts). Without the
 // permission to comment it warns once and carries on.
 
 import * as core from '@actions/core';
@@ -7,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { formatDuration } from '../api/index.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
-import { escapeHtml } from './markup.js';
+import { artifactLines, escapeHtml, link, resultMarkup } from './markup.js';
+import type { Produced } from './produced.js';
 
 export class StickyComment {
   private id?: number;
@@ -26,8 +28,14 @@ export class StickyComment {
   }
 
   /** Writes the comment for this moment of the run; updates are serialised and never throw. */
-  update(runId: string, run: Run | undefined, elapsedMs: number, conclusion = ''): Promise<void> {
-    const body = this.render(runId, run, elapsedMs, conclusion);
+  update(
+    runId: string,
+    run: Run | undefined,
+    elapsedMs: number,
+    conclusion = '',
+    produced?: Produced
+  ): Promise<void> {
+    const body = this.render(runId, run, elapsedMs, conclusion, produced);
     this.queue = this.queue.then(() => this.write(body));
     return this.queue;
   }
@@ -56,7 +64,13 @@ export class StickyComment {
     }
   }
 
-  private render(runId: string, run: Run | undefined, elapsedMs: number, conclusion: string): string {
+  private render(
+    runId: string,
+    run: Run | undefined,
+    elapsedMs: number,
+    conclusion: string,
+    produced: Produced | undefined
+  ): string {
     const state = run?.state ?? 'QUEUED';
     const lines = [
       this.marker,
@@ -68,6 +82,12 @@ export class StickyComment {
         run.status_message.length > 4000 ? `${run.status_message.slice(0, 4000)}…` : run.status_message;
       lines.push('', `<pre>${escapeHtml(message)}</pre>`);
     }
+    if (state === 'BLOCKED')
+      lines.push('', '⏸ The agent is waiting for user input or approval in the session.');
+    if (produced?.pullRequestUrl) lines.push('', `Pull request: ${link(produced.pullRequestUrl)}`);
+    const artifacts = artifactLines(produced);
+    if (artifacts.length > 0) lines.push('', `Artifacts:<br>${artifacts.join('<br>')}`);
+    if (produced?.result) lines.push('', resultMarkup(produced.result, 20_000));
     return lines.join('\n');
   }
 }

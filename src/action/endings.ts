@@ -28,12 +28,22 @@ export async function leaveRunning(
   core.info(`Not waiting for run ${runId} (wait: false); it is ${run?.state ?? 'running'}.`);
 }
 
-/** The run reached a terminal state: fail the step if `fail-on` lists it. */
+/**
+ * The run reached a terminal state: fail the step if `fail-on` lists it, or if it succeeded but
+ * its answer does not end with a JSON object matching `output-schema`.
+ */
 export async function onEnd(settings: Settings, reporter: Reporter, outcome: Outcome): Promise<void> {
+  const run = outcome.run!;
+  const problem = outcome.produced?.structuredProblem;
+  const badOutput = settings.outputSchema && problem && run.state === 'SUCCEEDED';
+  if (badOutput) outcome.conclusion = 'failed';
   await reporter.final(outcome);
   state.markSettled();
-  const run = outcome.run!;
-  if (settings.failOn.includes(run.state)) {
+  if (badOutput) {
+    core.setFailed(
+      `Run ${outcome.runId} succeeded, but its structured output is missing or invalid: ${problem}`
+    );
+  } else if (settings.failOn.includes(run.state)) {
     const code = run.error_code ? ` (${run.error_code})` : '';
     const message = run.status_message || 'the service gave no status message';
     const link = run.session_link ? `\nSession: ${run.session_link}` : '';
@@ -41,6 +51,19 @@ export async function onEnd(settings: Settings, reporter: Reporter, outcome: Out
   } else {
     core.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
   }
+}
+
+/**
+ * The run is BLOCKED and `on-blocked` is `fail`: the step ends now with the conclusion `blocked`.
+ * The run is left as it is, so someone can still answer it in the session.
+ */
+export async function onBlocked(reporter: Reporter, outcome: Outcome): Promise<void> {
+  await reporter.final(outcome);
+  state.markSettled();
+  const link = outcome.run?.session_link ? `\nSession: ${outcome.run.session_link}` : '';
+  core.setFailed(
+    `Run ${outcome.runId} is BLOCKED, waiting for user input or approval (on-blocked: fail); it is left as it is.${link}`
+  );
 }
 
 /** The timeout passed: cancel the run (or leave it), then report the record as it is after that. */

@@ -17,6 +17,7 @@ import {
 import { normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, readEventContext } from './context.js';
 import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
+import { type OutputSchema, readOutputSchema, schemaRequest } from './output-schema.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 
 /** The request that creates the run. */
@@ -62,7 +63,15 @@ export interface CommonSettings {
   comment: 'off' | 'sticky' | 'final';
   /** Notes about the prompt (empty placeholders, user text that was cut). */
   promptNotes: string[];
+  /** The JSON Schema the answer's last JSON object must match (`output-schema`), compiled. */
+  outputSchema?: OutputSchema;
+  /** Show the run's conversation in the step log as it arrives (`log-conversation`). */
+  logConversation: boolean;
+  /** What a BLOCKED run gets (`on-blocked`): waited for until the timeout, or the step ends. */
+  onBlocked: 'wait' | 'fail';
 }
+
+export type { OutputSchema } from './output-schema.js';
 
 export type GetInput = (name: string) => string;
 
@@ -156,6 +165,12 @@ export function readSettings(
   };
 
   const wait = bool('wait', true);
+  const logConversation = bool('log-conversation', true);
+  const outputSchema = readOutputSchema(getInput, env, readFile, problems);
+  const rawOnBlocked = getInput('on-blocked').trim().toLowerCase() || 'wait';
+  if (rawOnBlocked !== 'wait' && rawOnBlocked !== 'fail') {
+    problems.push(`on-blocked ${showValue(getInput('on-blocked'))}: expected wait or fail`);
+  }
   const cancelOnAbort = bool('cancel-on-abort', true);
   const summary = bool('summary', true);
 
@@ -175,6 +190,9 @@ export function readSettings(
     runId === undefined
       ? { create: readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true)) }
       : { runId };
+  if (target.create && outputSchema && target.create.prompt.trim() !== '') {
+    target.create.prompt += schemaRequest(outputSchema.schema);
+  }
 
   const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write') as Permission;
   if (!PERMISSIONS.includes(minPermission)) {
@@ -216,7 +234,10 @@ export function readSettings(
     trust: { allowedActors, minPermission, triggerPhrase },
     onUntrusted: onUntrusted as Settings['onUntrusted'],
     comment: comment as Settings['comment'],
-    promptNotes
+    promptNotes,
+    outputSchema,
+    logConversation,
+    onBlocked: rawOnBlocked as Settings['onBlocked']
   };
 }
 

@@ -1,13 +1,14 @@
-// The main step: read inputs → trust gate → create → wait → report.
+// The main step: read inputs → trust gate → create → wait → collect what the agent made → report.
 
 import * as core from '@actions/core';
 import { AbortError } from '../client/index.js';
 import { StickyComment } from './comment.js';
 import { type EventContext, readEventContext } from './context.js';
-import { leaveRunning, onAbort, onDeadline, onEnd } from './endings.js';
+import { leaveRunning, onAbort, onBlocked, onDeadline, onEnd } from './endings.js';
 import { type Admitted, admit } from './gate.js';
 import { secretInputs } from './inputs.js';
 import { postStep } from './post.js';
+import { collectProducedSafely } from './produced.js';
 import { createClient, createRun, waitWithProgress } from './remote.js';
 import { type Outcome, Reporter, conclusionOf, durationOf } from './report.js';
 import { onTermination } from './signals.js';
@@ -44,15 +45,23 @@ async function mainStep(): Promise<void> {
       timeoutMs,
       startedAt,
       signal: termination.signal,
-      reporter
+      reporter,
+      logConversation: settings.logConversation,
+      onBlocked: settings.onBlocked
     });
     const outcome: Outcome = {
       runId,
       run: result.run,
-      conclusion: result.outcome === 'timed_out' ? 'timed_out' : conclusionOf(result.run?.state),
+      conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
       durationMs: durationOf(result.run, Date.now() - startedAt)
     };
+    outcome.produced = await collectProducedSafely(client, runId, result.run, {
+      prompt: settings.create?.prompt,
+      schema: settings.outputSchema,
+      signal: termination.signal
+    });
     if (result.outcome === 'timed_out') await onDeadline(client, settings, reporter, outcome, startedAt);
+    else if (result.outcome === 'blocked') await onBlocked(reporter, outcome);
     else await onEnd(settings, reporter, outcome);
   } catch (error) {
     if (error instanceof AbortError && termination.signal.aborted) {

@@ -1,10 +1,11 @@
 // The step's calls to the service: the client it uses, the create, and the wait with its live
-// progress (log lines, summary, comment).
+// progress (log lines, the conversation as it arrives, summary, comment, BLOCKED).
 
 import * as core from '@actions/core';
 import { formatDuration } from '../api/index.js';
-import { AgentRunClient, type WaitResult } from '../client/index.js';
+import { AbortError, AgentRunClient, type Run, type WaitResult } from '../client/index.js';
 import type { CreateSettings, Settings } from './inputs.js';
+import { followConversation } from './live.js';
 import { Progress } from './progress.js';
 import type { Reporter } from './report.js';
 
@@ -47,22 +48,68 @@ export async function createRun(
   return created.run_id;
 }
 
-/** Waits for the run until the step's deadline, reporting every state change as it happens. */
+export interface WaitEnd {
+  /** `blocked`: the run became BLOCKED and `on-blocked` is `fail`. */
+  outcome: 'terminal' | 'timed_out' | 'blocked';
+  run: Run | undefined;
+}
+
+/**
+ * Waits for the run until the step's deadline, reporting every state change as it happens and,
+ * with `log-conversation`, what the agent says and runs. BLOCKED is announced once as a warning;
+ * with `on-blocked: fail` the wait ends there.
+ */
 export async function waitWithProgress(
   client: AgentRunClient,
   runId: string,
-  options: { timeoutMs: number; startedAt: number; signal: AbortSignal; reporter: Reporter }
-): Promise<WaitResult> {
+  options: {
+    timeoutMs: number;
+    startedAt: number;
+    signal: AbortSignal;
+    reporter: Reporter;
+    logConversation?: boolean;
+    onBlocked?: 'wait' | 'fail';
+  }
+): Promise<WaitEnd> {
   const { startedAt, reporter } = options;
-  const progress = new Progress(runId, startedAt, run => void reporter.progress(runId, run));
+  const live = options.logConversation ? followConversation(client, runId) : undefined;
+  const blocked = new AbortController();
+  let blockedRun: Run | undefined;
+  let announced = false;
+  const progress = new Progress(runId, startedAt, run => {
+    live?.onStateChange();
+    if (run.state === 'BLOCKED') {
+      if (!announced) {
+        announced = true;
+        const link = run.session_link ? ` Open the session to answer: ${run.session_link}` : '';
+        core.warning(`Run ${runId} is BLOCKED: the agent is waiting for user input or approval.${link}`);
+      }
+      if (options.onBlocked === 'fail') {
+        blockedRun = run;
+        blocked.abort(new Error('blocked'));
+      }
+    }
+    void reporter.progress(runId, run);
+  });
   core.info(`Waiting for run ${runId} (timeout ${formatDuration(options.timeoutMs)}).`);
-  return client
-    .waitForRun(runId, {
+  try {
+    const result: WaitResult = await client.waitForRun(runId, {
       timeoutMs: options.timeoutMs - (Date.now() - startedAt),
-      signal: options.signal,
+      signal: AbortSignal.any([options.signal, blocked.signal]),
       onStateChange: progress.onStateChange,
       onUnknownState: progress.onUnknownState,
       onTransientError: progress.onTransientError
-    })
-    .finally(() => progress.stop());
+    });
+    return { outcome: result.outcome, run: result.run };
+  } catch (error) {
+    if (error instanceof AbortError && blocked.signal.aborted && !options.signal.aborted) {
+      return { outcome: 'blocked', run: blockedRun };
+    }
+    throw error;
+  } finally {
+    progress.stop();
+    // After a job cancel the seconds left belong to the cancel: the last read is not waited for.
+    const finished = live?.finish();
+    if (!options.signal.aborted) await finished;
+  }
 }

@@ -4,9 +4,11 @@ import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
 import { formatDuration, isTerminalState } from '../api/index.js';
 import type { StickyComment } from './comment.js';
-import { code, escapeHtml, link } from './markup.js';
+import { artifactLines, code, escapeHtml, link, resultMarkup } from './markup.js';
+import type { Produced } from './produced.js';
 
-export type Conclusion = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | 'skipped' | '';
+export type Conclusion =
+  'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | 'blocked' | 'skipped' | '';
 
 export interface Outcome {
   runId: string;
@@ -14,6 +16,8 @@ export interface Outcome {
   run?: Run;
   conclusion: Conclusion;
   durationMs: number;
+  /** What the agent made, once read (see produced.ts). */
+  produced?: Produced;
 }
 
 /** GitHub keeps step outputs under 1 MiB each; stay well below with room for the other outputs. */
@@ -58,6 +62,25 @@ export function writeOutputs(outcome: Outcome): void {
   core.setOutput('duration-seconds', String(Math.round(outcome.durationMs / 1000)));
   core.setOutput('run', run ? runOutput(run) : '');
   core.setOutput('usage', usageOf(run) ? JSON.stringify(usageOf(run)) : '');
+  writeProducedOutputs(outcome.produced);
+}
+
+/** The outputs of what the agent made; all empty when nothing was read. */
+export function writeProducedOutputs(produced: Produced | undefined): void {
+  core.setOutput('result', produced?.result ?? '');
+  core.setOutput('structured-output', produced?.structured ?? '');
+  core.setOutput('artifacts', produced?.artifactsListed ? artifactsOutput(produced) : '');
+  core.setOutput('pull-request-url', produced?.pullRequestUrl ?? '');
+  core.setOutput('branch', produced?.branch ?? '');
+  core.setOutput('patch-file', produced?.patchFile ?? '');
+  core.setOutput('transcript-file', produced?.transcriptFile ?? '');
+}
+
+/** The artifacts as JSON in the service's shape, or as many of them as fit the output limit. */
+function artifactsOutput(produced: Produced, limit = MAX_RUN_OUTPUT): string {
+  const list = [...produced.artifacts];
+  while (list.length > 0 && Buffer.byteLength(JSON.stringify(list)) > limit) list.pop();
+  return JSON.stringify(list);
 }
 
 /** The service's usage and cost figures (`request_usage`), when it sends them. */
@@ -101,6 +124,19 @@ export async function writeSummary(outcome: Outcome): Promise<void> {
     const figures = Object.entries(usage).map(([name, value]) => `${name}: ${JSON.stringify(value)}`);
     rows.push(['Usage', escapeHtml(figures.join(', ').slice(0, 2000))]);
   }
+  if (run?.state === 'BLOCKED') {
+    rows.push([
+      'Blocked',
+      `The agent is waiting for user input or approval${run.session_link ? `: ${link(run.session_link)}` : ''}`
+    ]);
+  }
+  const produced = outcome.produced;
+  if (produced?.pullRequestUrl) rows.push(['Pull request', link(produced.pullRequestUrl)]);
+  if (produced?.branch) rows.push(['Branch', code(produced.branch)]);
+  const artifacts = artifactLines(produced);
+  if (artifacts.length > 0) rows.push(['Artifacts', artifacts.join('<br>')]);
+  if (produced?.result) rows.push(['Result', resultMarkup(produced.result)]);
+  if (produced?.structuredProblem) rows.push(['Structured output', escapeHtml(produced.structuredProblem)]);
   if (run?.status_message) {
     const message = run.status_message;
     const cut = message.length > MAX_SUMMARY_MESSAGE ? `${message.slice(0, MAX_SUMMARY_MESSAGE)}…` : message;
@@ -153,7 +189,8 @@ export class Reporter {
         outcome.runId,
         outcome.run,
         Date.now() - this.startedAt,
-        outcome.conclusion
+        outcome.conclusion,
+        outcome.produced
       );
     });
   }

@@ -1,0 +1,64 @@
+// The run's conversation in the step log while the action waits (`log-conversation`): agent text
+// as lines, each command as a collapsible group titled with its exit code. The client's follower
+// decides how to read (long-poll where the server holds transcript reads, otherwise only on state
+// changes and at the end), so an idle run costs no more requests than the wait itself.
+
+import * as core from '@actions/core';
+import { type AgentRunClient, type ProgressItem, RunFollower } from '../client/index.js';
+
+/** Output lines shown per command in the log; the transcript file has more. */
+const COMMAND_OUTPUT_CHARS = 8000;
+
+export function logItems(items: ProgressItem[]): void {
+  for (const item of items) {
+    switch (item.type) {
+      case 'text':
+        if (item.role === 'user') break;
+        for (const line of item.text.split('\n')) core.info(`│ ${line}`);
+        break;
+      case 'command': {
+        const exit =
+          item.exitCode === undefined || item.exitCode === null ? '' : ` (exit code ${item.exitCode})`;
+        core.startGroup(`$ ${item.command.split('\n')[0]}${exit}`);
+        const output = (item.output ?? '').replace(/\n$/, '');
+        if (output !== '') {
+          core.info(
+            output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output
+          );
+        }
+        core.endGroup();
+        break;
+      }
+      case 'output':
+        for (const line of item.text.replace(/\n$/, '').split('\n')) core.info(`│ ${line}`);
+        break;
+      case 'file':
+        core.info(`  ${item.change}: ${item.path}`);
+        break;
+      case 'state':
+        // The wait already logs every state change.
+        break;
+      case 'event':
+        core.info(`  ${item.text}`);
+        break;
+    }
+  }
+}
+
+/** Starts following the run; `finish` reads what is left once the wait is over. */
+export function followConversation(
+  client: AgentRunClient,
+  runId: string
+): { onStateChange: () => void; finish: () => Promise<void> } {
+  const follower = new RunFollower(client, runId, {
+    onItems: logItems,
+    // The outputs' own notice says what this service lacks; here a log line is enough.
+    onNotice: message => core.info(`No live conversation: ${message}.`)
+  });
+  follower.start();
+  return {
+    onStateChange: () => void follower.onStateChange(),
+    finish: () =>
+      follower.finish().catch(error => core.info(`No live conversation: ${(error as Error).message}.`))
+  };
+}
