@@ -246,7 +246,6 @@ async function push(
         'core.sshCommand=ssh',
         'push',
         '--no-verify',
-        '--porcelain',
         remote,
         `${commit}:refs/heads/${branch}`
       ],
@@ -263,9 +262,10 @@ function pushReason(error: unknown, branch: string): string {
   const remote = lines
     .map(line => /^remote:\s?(.*)$/.exec(line)?.[1]?.trim())
     .filter((line): line is string => !!line);
-  const refused = lines.map(line => /^!\s.*?\[(.+?)\]\s*(.*)$/.exec(line.trim())).find(Boolean);
+  // ` ! [remote rejected] 1a2b -> agent/x (pre-receive hook declined)`
+  const refused = lines.map(line => /^!\s+\[(.+?)\].*?(?:\(([^()]*)\))?$/.exec(line.trim())).find(Boolean);
   const words = [...remote];
-  if (refused) words.push(`${refused[1]}${refused[2] ? ` ${refused[2]}` : ''}`);
+  if (refused) words.push(refused[2] ? `${refused[1]} (${refused[2]})` : refused[1]!);
   if (refused?.[1] === 'rejected')
     words.push(`a branch ${branch} already exists there and is never overwritten`);
   return words.length > 0

@@ -1,0 +1,336 @@
+// Publishing a run's changes: a commit on a branch of the run, pushed to a real bare repository
+// (the remote of a local source), and a pull request opened on a stand-in GitHub REST API on port
+// 0. Covers the branch's exact content, two runs, no change, a refusing pre-receive hook, an
+// existing branch, the API's 422, a GHES api_url, `config.publish: false`, and the token found
+// nowhere (log, transcript, store files, workspace files).
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseConfig } from '../../src/executor/config.js';
+import { GitHubServer } from '../support/github-server.js';
+import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+
+const TOKEN = `ghp_publishTest${Math.random().toString(36).slice(2)}Secret`;
+const TOKEN_BASIC = Buffer.from(`x-access-token:${TOKEN}`).toString('base64');
+
+let ex: TestExecutor;
+let key: string;
+let gh: GitHubServer;
+let remote: string;
+let hookedRemote: string;
+let mainCommit: string;
+const logged: string[] = [];
+let restoreStderr: () => void;
+
+function git(dir: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args], {
+    encoding: 'utf8'
+  }).trim();
+}
+
+/** A bare remote with `main` (README.md, src/app.txt) and `develop` (one more commit). */
+function bareRemote(): string {
+  const bare = tempDir('agent-publish-remote-');
+  git(bare, 'init', '--quiet', '--bare', '--initial-branch=main');
+  const seed = tempDir('agent-publish-seed-');
+  git(seed, 'init', '--quiet', '--initial-branch=main');
+  writeFileSync(join(seed, 'README.md'), 'original\n');
+  writeFileSync(join(seed, 'app.txt'), 'app\n');
+  git(seed, 'add', '--all');
+  git(seed, 'commit', '--quiet', '-m', 'initial');
+  git(seed, 'checkout', '--quiet', '-b', 'develop');
+  writeFileSync(join(seed, 'develop-only.txt'), 'not on main\n');
+  git(seed, 'add', '--all');
+  git(seed, 'commit', '--quiet', '-m', 'develop work');
+  git(seed, 'push', '--quiet', bare, 'main', 'develop');
+  return bare;
+}
+
+/** A local checkout of `bare` (its origin), on `develop`: runs must still start at publish.base. */
+function checkout(bare: string): string {
+  const dir = tempDir('agent-publish-source-');
+  execFileSync('git', ['clone', '--quiet', '--branch', 'develop', bare, dir]);
+  // What actions/checkout leaves in a checkout: the workspace never carries it.
+  git(dir, 'config', 'http.https://github.com/.extraheader', 'AUTHORIZATION: basic c2VjcmV0');
+  return dir;
+}
+
+beforeAll(async () => {
+  gh = await new GitHubServer().start();
+  gh.token = TOKEN;
+  remote = bareRemote();
+  hookedRemote = bareRemote();
+  const hook = join(hookedRemote, 'hooks', 'pre-receive');
+  writeFileSync(hook, '#!/bin/sh\necho "branches need the release team\'s approval" >&2\nexit 1\n');
+  chmodSync(hook, 0o755);
+  mainCommit = git(remote, 'rev-parse', 'main');
+  process.env.PUBLISH_TEST_TOKEN = TOKEN;
+  const source = checkout(remote);
+  const publish = (extra: Record<string, unknown> = {}, pr: Record<string, unknown> | null = {}) => ({
+    base: 'main',
+    token_env: 'PUBLISH_TEST_TOKEN',
+    ...(pr ? { pull_request: { repository: 'acme/web', api_url: gh.url, ...pr } } : {}),
+    ...extra
+  });
+  const environments = [
+    { id: 'web', source, publish: publish() },
+    { id: 'push-only', source, publish: { base: 'main' } },
+    { id: 'hooked', source: checkout(hookedRemote), publish: publish() },
+    {
+      id: 'by-title',
+      source,
+      publish: publish({ branch: 'agent/{title_slug}' }, { repository: 'acme/dup' })
+    },
+    {
+      id: 'ghes',
+      source,
+      publish: publish({}, { api_url: `${gh.url}/api/v3`, repository: 'acme/ghes', draft: false })
+    }
+  ];
+  // The log, at its most detailed, is searched for the token.
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    logged.push(String(chunk));
+    return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
+  }) as typeof process.stderr.write;
+  restoreStderr = () => (process.stderr.write = write);
+  ex = await startTestExecutor({ workers: 4, log_level: 'debug', environments });
+  key = (await ex.key('team-a', 'personal', 'alice')).raw;
+});
+afterAll(async () => {
+  await ex?.stop(1000);
+  await gh?.stop();
+  restoreStderr?.();
+});
+
+type Json = Record<string, unknown>;
+
+async function create(
+  environment: string,
+  prompt: string,
+  extra: Json = {},
+  config: Json = {}
+): Promise<string> {
+  const response = await ex.request('/api/v1/agent/runs', {
+    method: 'POST',
+    key,
+    body: JSON.stringify({ prompt, config: { environment_id: environment, ...config }, ...extra })
+  });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { run_id: string }).run_id;
+}
+
+async function finished(id: string): Promise<Json> {
+  for (let i = 0; i < 600; i++) {
+    const run = (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as Json;
+    if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(run.state as string)) return run;
+    await new Promise(resolve => setTimeout(resolve, 50));
+  }
+  throw new Error(`run ${id} never finished`);
+}
+
+async function events(id: string): Promise<Json[]> {
+  const store = await ex.openStore();
+  try {
+    return (await store.listEvents(id)) as Json[];
+  } finally {
+    await store.close();
+  }
+}
+
+const CHANGE =
+  '@sim write added.txt new file\n@sim write README.md changed\n@sim run rm app.txt\n@sim result All done.';
+
+describe('publishing', () => {
+  it('pushes exactly the agent change on top of publish.base and opens the pull request', async () => {
+    const id = await create('web', `Tidy the readme\n${CHANGE}`, { title: 'Tidy the readme' });
+    const run = await finished(id);
+    expect(run.state).toBe('SUCCEEDED');
+    const branch = `agent/${id}`;
+    // One commit whose parent is main (not the checkout's develop), holding the three changes.
+    expect(git(remote, 'rev-parse', `${branch}^`)).toBe(mainCommit);
+    expect(git(remote, 'diff', '--name-status', '--no-renames', 'main', branch).split('\n').sort()).toEqual([
+      'A\tadded.txt',
+      'D\tapp.txt',
+      'M\tREADME.md'
+    ]);
+    expect(git(remote, 'show', `${branch}:README.md`)).toBe('changed');
+    expect(git(remote, 'log', '-1', '--format=%an <%ae>|%s', branch)).toBe(
+      'agent-executor <agent-executor@localhost>|Tidy the readme'
+    );
+    expect(git(remote, 'log', '-1', '--format=%b', branch)).toContain(`/sessions/${id}?token=`);
+    const tip = git(remote, 'rev-parse', branch);
+
+    const pull = gh.pulls.find(p => p.head === branch)!;
+    expect(pull).toMatchObject({
+      repository: 'acme/web',
+      base: 'main',
+      title: 'Tidy the readme',
+      draft: true
+    });
+    expect(pull.body).toContain('All done.');
+    expect(pull.body).toContain(`Run ${id}: `);
+    const request = gh.requests.find(
+      r => r.path === '/repos/acme/web/pulls' && (r.body as Json).head === branch
+    )!;
+    expect(request.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(request.body).toEqual({
+      title: pull.title,
+      head: branch,
+      base: 'main',
+      body: pull.body,
+      draft: true
+    });
+
+    const artifacts = run.artifacts as Json[];
+    expect(artifacts).toContainEqual({
+      artifact_type: 'PULL_REQUEST',
+      created_at: expect.any(String),
+      data: { url: `https://github.com/acme/web/pull/${pull.number}`, branch }
+    });
+    expect(artifacts.some(a => a.artifact_type === 'FILE')).toBe(true);
+    const published = (await events(id)).find(e => e.kind === 'publish')!;
+    expect(published).toMatchObject({
+      commit: tip,
+      branch,
+      pull_request_url: expect.stringContaining('/pull/')
+    });
+  });
+
+  it('gives two runs two branches, and pushes only (defaults) without pull_request', async () => {
+    const [a, b] = await Promise.all([
+      create('push-only', '@sim write one.txt 1'),
+      create('push-only', '@sim write two.txt 2')
+    ]);
+    const before = gh.pulls.length;
+    expect((await finished(a!)).state).toBe('SUCCEEDED');
+    expect((await finished(b!)).state).toBe('SUCCEEDED');
+    expect(git(remote, 'diff', '--name-only', 'main', `agent/${a}`)).toBe('one.txt');
+    expect(git(remote, 'diff', '--name-only', 'main', `agent/${b}`)).toBe('two.txt');
+    expect(git(remote, 'log', '-1', '--format=%s', `agent/${a}`)).toBe('@sim write one.txt 1');
+    expect(gh.pulls.length).toBe(before);
+  });
+
+  it('pushes nothing when the agent changed nothing, and the run succeeds', async () => {
+    const id = await create('web', '@sim say nothing to change');
+    expect((await finished(id)).state).toBe('SUCCEEDED');
+    expect(git(remote, 'branch', '--list', `agent/${id}`)).toBe('');
+    expect(gh.pulls.some(p => p.head === `agent/${id}`)).toBe(false);
+    const notice = (await events(id)).find(e => e.kind === 'notice');
+    expect(String(notice?.text)).toMatch(/changed no files: nothing was committed or pushed/);
+  });
+
+  it('does not publish a run whose create request says config.publish: false', async () => {
+    const id = await create('web', '@sim write kept.txt k', {}, { publish: false });
+    const run = await finished(id);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(git(remote, 'branch', '--list', `agent/${id}`)).toBe('');
+    expect((run.artifacts as Json[]).map(a => a.artifact_type)).toEqual(['FILE']);
+  });
+
+  it('fails with publish_failed and the hook message when the remote refuses the push', async () => {
+    const id = await create('hooked', '@sim write refused.txt r');
+    const run = await finished(id);
+    expect(run).toMatchObject({ state: 'FAILED', error_code: 'publish_failed' });
+    expect(run.status_message).toMatch(/at the push: .*branches need the release team's approval/);
+    expect(run.status_message).toMatch(/pre-receive hook declined/);
+    expect(git(hookedRemote, 'branch', '--list', `agent/${id}`)).toBe('');
+    // The changes stay available as the FILE artifact.
+    expect((run.artifacts as Json[]).map(a => a.artifact_type)).toEqual(['FILE']);
+  });
+
+  it('says clearly when the pull request already exists, and never overwrites a branch', async () => {
+    gh.pulls.push({
+      repository: 'acme/dup',
+      number: 99,
+      head: 'agent/dup-title',
+      base: 'main',
+      title: 'earlier',
+      body: '',
+      draft: true
+    });
+    const first = await finished(await create('by-title', '@sim write dup.txt 1', { title: 'Dup title' }));
+    expect(first).toMatchObject({ state: 'FAILED', error_code: 'publish_failed' });
+    expect(first.status_message).toMatch(
+      /at the pull request: the GitHub API at \S+\/repos\/acme\/dup\/pulls answered 422 \(Validation Failed: A pull request already exists for acme:agent\/dup-title\.\); the branch agent\/dup-title was pushed/
+    );
+    const pushed = git(remote, 'rev-parse', 'agent/dup-title');
+
+    const second = await finished(await create('by-title', '@sim write dup.txt 2', { title: 'Dup title' }));
+    expect(second).toMatchObject({ state: 'FAILED', error_code: 'publish_failed' });
+    expect(second.status_message).toMatch(
+      /at the push: the remote refused the branch agent\/dup-title: rejected/
+    );
+    expect(second.status_message).toMatch(/already exists there and is never overwritten/);
+    expect(git(remote, 'rev-parse', 'agent/dup-title')).toBe(pushed);
+  });
+
+  it('honours a GitHub Enterprise Server api_url', async () => {
+    const id = await create('ghes', '@sim write ghes.txt g', { title: 'On GHES' });
+    const run = await finished(id);
+    expect(run.state).toBe('SUCCEEDED');
+    const request = gh.requests.find(r => r.path === '/api/v3/repos/acme/ghes/pulls')!;
+    expect(request.body).toMatchObject({ head: `agent/${id}`, base: 'main', title: 'On GHES', draft: false });
+    expect(request.authorization).toBe(`Bearer ${TOKEN}`);
+  });
+
+  it('leaves the token nowhere: log, transcript, store files, workspace files', async () => {
+    const id = await create('web', '@sim write last.txt l\n@sim run env > seen-env.txt');
+    expect((await finished(id)).state).toBe('SUCCEEDED');
+    const found = (text: string) => text.includes(TOKEN) || text.includes(TOKEN_BASIC);
+    expect(logged.join('').length).toBeGreaterThan(0);
+    expect(found(logged.join(''))).toBe(false);
+    const store = await ex.openStore();
+    try {
+      for (const run of await store.listRuns('team-a', { limit: 100 }))
+        expect(found(JSON.stringify(await store.listEvents(run.run_id)))).toBe(false);
+    } finally {
+      await store.close();
+    }
+    const files = readdirSync(ex.dataDir, { recursive: true, withFileTypes: true }).filter(e => e.isFile());
+    expect(files.some(e => e.parentPath.includes('workspaces'))).toBe(true);
+    for (const entry of files) {
+      const path = join(entry.parentPath, entry.name);
+      expect({ path, found: found(readFileSync(path, 'latin1')) }).toEqual({ path, found: false });
+    }
+    for (const path of ex.storeFiles()) expect(found(readFileSync(path, 'latin1'))).toBe(false);
+  });
+
+  it('reads the publish key with every default of the issue', () => {
+    const config = parseConfig(
+      {
+        environments: [
+          { id: 'a', source: '.', publish: { pull_request: {} } },
+          { id: 'b', source: '.' }
+        ]
+      },
+      tempDir()
+    );
+    expect(config.environments[0]!.publish).toEqual({
+      branch: 'agent/{run_id}',
+      remote: 'origin',
+      commitMessage: '{title}\n\nRun: {session_link}',
+      author: { name: 'agent-executor', email: 'agent-executor@localhost' },
+      pullRequest: {
+        apiUrl: 'https://api.github.com',
+        draft: true,
+        title: '{title}',
+        body: '{result}\n\n---\nRun {run_id}: {session_link}'
+      }
+    });
+    expect(config.environments[1]!.publish).toBeUndefined();
+    expect(() =>
+      parseConfig(
+        {
+          environments: [
+            { id: 'a', publish: { branch: 'x/{nope}', token_env: 'A-B', pull_request: { draft: 'yes' } } }
+          ]
+        },
+        tempDir()
+      )
+    ).toThrow(
+      /publish\.branch "x\/\{nope\}".*\n.*publish\.token_env "A-B".*\n.*publish\.pull_request\.draft "yes": expected true or false/
+    );
+  });
+});
