@@ -2,10 +2,13 @@
 // (the remote of a local source), and a pull request opened on a stand-in GitHub REST API on port
 // 0. Covers the branch's exact content, two runs, no change, a refusing pre-receive hook, an
 // existing branch, the API's 422, a GHES api_url, `config.publish: false`, and the token found
-// nowhere (log, transcript, store files, workspace files).
+// nowhere (log, transcript, store files, workspace files); and a push over smart HTTP (git
+// http-backend behind a real server) that carries the token as a header, never on a command line.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config.js';
 import { GitHubServer } from '../support/github-server.js';
@@ -56,6 +59,81 @@ function checkout(bare: string): string {
   return dir;
 }
 
+/** What the smart-HTTP remote saw of pushes: the Authorization header, and any process showing the token. */
+const pushes: { authorization?: string; tokenInArgv: boolean }[] = [];
+let httpServer: Server;
+let httpRoot: string;
+
+/** Command lines of this machine's processes that hold `secret`. */
+function processesHolding(secret: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter(name => /^\d+$/.test(name))) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (argv.includes(secret)) found.push(argv);
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+/**
+ * `git http-backend` behind a Node server: fetches are open (a public repository), pushes need
+ * `Authorization: Basic x-access-token:<token>` as GitHub takes a token.
+ */
+async function smartHttpRemote(root: string): Promise<string> {
+  httpServer = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const pushing =
+      url.searchParams.get('service') === 'git-receive-pack' || url.pathname.endsWith('/git-receive-pack');
+    if (pushing) {
+      pushes.push({
+        authorization: req.headers.authorization,
+        tokenInArgv: processesHolding(TOKEN).length + processesHolding(TOKEN_BASIC).length > 0
+      });
+      if (req.headers.authorization !== `Basic ${TOKEN_BASIC}`) {
+        res.writeHead(401, { 'www-authenticate': 'Basic realm="test"' });
+        res.end('no');
+        return;
+      }
+    }
+    const cgi = spawn('git', ['http-backend'], {
+      env: {
+        PATH: process.env.PATH,
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: '1',
+        PATH_INFO: url.pathname,
+        QUERY_STRING: url.search.slice(1),
+        REQUEST_METHOD: req.method,
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+        REMOTE_USER: pushing ? 'x-access-token' : '',
+        REMOTE_ADDR: '127.0.0.1'
+      }
+    });
+    req.pipe(cgi.stdin);
+    const chunks: Buffer[] = [];
+    cgi.stdout.on('data', chunk => chunks.push(chunk as Buffer));
+    cgi.on('close', () => {
+      const out = Buffer.concat(chunks);
+      const end = out.indexOf('\r\n\r\n');
+      const headers = out.subarray(0, end).toString('latin1').split('\r\n');
+      let status = 200;
+      const fields: Record<string, string> = {};
+      for (const line of headers) {
+        const [name, ...value] = line.split(':');
+        if (name!.toLowerCase() === 'status') status = Number.parseInt(value.join(':').trim(), 10);
+        else fields[name!.toLowerCase()] = value.join(':').trim();
+      }
+      res.writeHead(status, fields);
+      res.end(out.subarray(end + 4));
+    });
+  });
+  await new Promise<void>(resolve => httpServer.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}`;
+}
+
 beforeAll(async () => {
   gh = await new GitHubServer().start();
   gh.token = TOKEN;
@@ -73,7 +151,11 @@ beforeAll(async () => {
     ...(pr ? { pull_request: { repository: 'acme/web', api_url: gh.url, ...pr } } : {}),
     ...extra
   });
+  httpRoot = tempDir('agent-publish-http-');
+  execFileSync('git', ['clone', '--quiet', '--bare', remote, join(httpRoot, 'web.git')]);
+  const httpUrl = `${await smartHttpRemote(httpRoot)}/web.git`;
   const environments = [
+    { id: 'over-http', source: httpUrl, publish: { token_env: 'PUBLISH_TEST_TOKEN' } },
     { id: 'web', source, publish: publish() },
     { id: 'push-only', source, publish: { base: 'main' } },
     { id: 'hooked', source: checkout(hookedRemote), publish: publish() },
@@ -101,6 +183,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await ex?.stop(1000);
   await gh?.stop();
+  httpServer?.closeAllConnections();
+  httpServer?.close();
   restoreStderr?.();
 });
 
@@ -273,6 +357,18 @@ describe('publishing', () => {
     const request = gh.requests.find(r => r.path === '/api/v3/repos/acme/ghes/pulls')!;
     expect(request.body).toMatchObject({ head: `agent/${id}`, base: 'main', title: 'On GHES', draft: false });
     expect(request.authorization).toBe(`Bearer ${TOKEN}`);
+  });
+
+  it('pushes over https with the token as a header of the git process, never on its command line', async () => {
+    const id = await create('over-http', '@sim write http.txt over http');
+    const run = await finished(id);
+    expect(run.state).toBe('SUCCEEDED');
+    const bare = join(httpRoot, 'web.git');
+    expect(git(bare, 'diff', '--name-only', 'main', `agent/${id}`)).toBe('http.txt');
+    expect(git(bare, 'rev-parse', `agent/${id}^`)).toBe(mainCommit);
+    expect(pushes.length).toBeGreaterThan(0);
+    expect(pushes.every(p => p.authorization === `Basic ${TOKEN_BASIC}`)).toBe(true);
+    expect(pushes.some(p => p.tokenInArgv)).toBe(false);
   });
 
   it('leaves the token nowhere: log, transcript, store files, workspace files', async () => {
