@@ -313,6 +313,20 @@ describe('publishing', () => {
     expect((run.artifacts as Json[]).map(a => a.artifact_type)).toEqual(['FILE']);
   });
 
+  it('refuses a create request that tries to choose where to publish', async () => {
+    const response = await ex.request('/api/v1/agent/runs', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ prompt: 'x', config: { environment_id: 'web', publish: { remote: 'evil' } } })
+    });
+    expect(response.status).toBe(422);
+    const problem = (await response.json()) as Json;
+    expect(problem.error_code).toBe('invalid_field');
+    expect(problem.detail).toMatch(
+      /^config\.publish: expected true or false \(a request may turn publishing off/
+    );
+  });
+
   it('fails with publish_failed and the hook message when the remote refuses the push', async () => {
     const id = await create('hooked', '@sim write refused.txt r');
     const run = await finished(id);
