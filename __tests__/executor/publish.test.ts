@@ -11,6 +11,7 @@ import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config.js';
+import { repositoryOf } from '../../src/executor/workspace/pull-request.js';
 import { GitHubServer } from '../support/github-server.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
@@ -158,6 +159,7 @@ beforeAll(async () => {
     { id: 'over-http', source: httpUrl, publish: { token_env: 'PUBLISH_TEST_TOKEN' } },
     { id: 'web', source, publish: publish() },
     { id: 'push-only', source, publish: { base: 'main' } },
+    { id: 'no-repository', source, publish: { base: 'main', pull_request: { api_url: gh.url } } },
     { id: 'hooked', source: checkout(hookedRemote), publish: publish() },
     {
       id: 'by-title',
@@ -362,6 +364,29 @@ describe('publishing', () => {
     );
     expect(second.status_message).toMatch(/already exists there and is never overwritten/);
     expect(git(remote, 'rev-parse', 'agent/dup-title')).toBe(pushed);
+  });
+
+  it('pushes nothing when the pull request could not be opened anyway (no repository, no token)', async () => {
+    const id = await create('no-repository', '@sim write nowhere.txt n');
+    const run = await finished(id);
+    expect(run).toMatchObject({ state: 'FAILED', error_code: 'publish_failed' });
+    expect(run.status_message).toMatch(
+      /at the pull request: the remote \/\S+ is not a GitHub URL; set publish\.pull_request\.repository/
+    );
+    expect(git(remote, 'branch', '--list', `agent/${id}`)).toBe('');
+  });
+
+  it('finds owner/name in GitHub remote URLs, GHES ones by the api_url host', () => {
+    const api = 'https://api.github.com';
+    expect(repositoryOf('https://github.com/acme/web.git', api)).toBe('acme/web');
+    expect(repositoryOf('https://x-access-token:t@github.com/acme/web', api)).toBe('acme/web');
+    expect(repositoryOf('git@github.com:acme/web.git', api)).toBe('acme/web');
+    expect(repositoryOf('ssh://git@github.com/acme/web.git', api)).toBe('acme/web');
+    expect(repositoryOf('https://ghe.example.com/acme/web.git', 'https://ghe.example.com/api/v3')).toBe(
+      'acme/web'
+    );
+    expect(repositoryOf('https://ghe.example.com/acme/web.git', api)).toBeUndefined();
+    expect(repositoryOf('/srv/git/web.git', api)).toBeUndefined();
   });
 
   it('honours a GitHub Enterprise Server api_url', async () => {

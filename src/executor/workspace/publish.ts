@@ -14,6 +14,7 @@ import { isRemoteSource } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { redactUrls, replaceFile, sourceGit, workspaceGit } from './git.js';
 import type { PublishConfig } from './publish-config.js';
+import { openPullRequest, repositoryOf } from './pull-request.js';
 import type { Workspace } from './workspace.js';
 
 export interface PublishOptions {
@@ -64,16 +65,6 @@ function slug(text: string): string {
   );
 }
 
-/** owner/name of a GitHub URL (https, ssh or scp-like); the API host's web host counts too. */
-export function repositoryOf(url: string, apiUrl: string): string | undefined {
-  const api = new URL(apiUrl).hostname;
-  const hosts = new Set(['github.com', api.replace(/^api\./, '')]);
-  const match =
-    /^(?:https?|ssh|git):\/\/(?:[^@/]+@)?([^/:]+)(?::\d+)?\/([\w.-]+)\/([\w.-]+?)(?:\.git)?\/?$/.exec(url) ??
-    /^[\w.-]+@([\w.-]+):([\w.-]+)\/([\w.-]+?)(?:\.git)?$/.exec(url);
-  return match && hosts.has(match[1]!) ? `${match[2]}/${match[3]}` : undefined;
-}
-
 /**
  * Publishes the workspace's changes; answers the run's failure (`publish_failed`) when a step
  * fails, undefined when it published or there was nothing to publish.
@@ -122,16 +113,41 @@ async function publish(options: PublishOptions, token: string | undefined): Prom
     throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
   });
   const remote = await remoteUrl(options);
+  // Whatever the pull request needs is checked before anything is pushed.
+  const pr = config.pullRequest;
+  const repository = pr && (pr.repository ?? repositoryOf(remote, pr.apiUrl));
+  if (pr && !repository)
+    throw new PublishError(
+      'pull request',
+      `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`
+    );
+  if (pr && !token)
+    throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
+  if (pr && !workspace.baseBranch)
+    throw new PublishError(
+      'pull request',
+      "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target"
+    );
   await push(workspace.root, remote, commit, branch, token);
   const event: Record<string, unknown> = { commit, branch, remote: redactUrls(remote), base_commit: base };
-  if (config.pullRequest) {
-    const baseBranch = workspace.baseBranch;
-    if (!baseBranch)
-      throw new PublishError(
-        'pull request',
-        "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target"
-      );
-    const { url, number } = await openPullRequest(options, remote, branch, baseBranch, fields, token);
+  if (pr && repository && token && workspace.baseBranch) {
+    let opened: { url: string; number?: number };
+    try {
+      opened = await openPullRequest({
+        apiUrl: pr.apiUrl,
+        repository,
+        token,
+        title: fillTemplate(pr.title, fields),
+        head: branch,
+        base: workspace.baseBranch,
+        body: fillTemplate(pr.body, fields),
+        draft: pr.draft
+      });
+    } catch (error) {
+      await record('publish', event);
+      throw new PublishError('pull request', `${(error as Error).message}; the branch ${branch} was pushed`);
+    }
+    const { url, number } = opened;
     event.pull_request_url = url;
     event.pull_request_number = number;
     const data = Buffer.from(JSON.stringify({ url, branch }));
@@ -271,63 +287,4 @@ function pushReason(error: unknown, branch: string): string {
   return words.length > 0
     ? `the remote refused the branch ${branch}: ${words.join('; ')}`
     : (error as Error).message;
-}
-
-async function openPullRequest(
-  options: PublishOptions,
-  remote: string,
-  branch: string,
-  baseBranch: string,
-  fields: Record<string, string>,
-  token: string | undefined
-): Promise<{ url: string; number?: number }> {
-  const pr = options.config.pullRequest!;
-  const repository = pr.repository ?? repositoryOf(remote, pr.apiUrl);
-  if (!repository)
-    throw new PublishError(
-      'pull request',
-      `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`
-    );
-  if (!token) throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
-  const endpoint = `${pr.apiUrl}/repos/${repository}/pulls`;
-  let response: Response;
-  try {
-    response = await fetch(endpoint, {
-      method: 'POST',
-      headers: {
-        accept: 'application/vnd.github+json',
-        authorization: `Bearer ${token}`,
-        'content-type': 'application/json',
-        'user-agent': 'agent-executor',
-        'x-github-api-version': '2022-11-28'
-      },
-      body: JSON.stringify({
-        title: fillTemplate(pr.title, fields),
-        head: branch,
-        base: baseBranch,
-        body: fillTemplate(pr.body, fields),
-        draft: pr.draft
-      }),
-      signal: AbortSignal.timeout(30_000)
-    });
-  } catch (error) {
-    throw new PublishError('pull request', `POST ${endpoint} failed: ${(error as Error).message}`);
-  }
-  const text = await response.text();
-  let body: { html_url?: unknown; number?: unknown; message?: unknown; errors?: unknown } = {};
-  try {
-    body = JSON.parse(text) as typeof body;
-  } catch {
-    // described below by its status
-  }
-  if (response.status === 201 && typeof body.html_url === 'string')
-    return { url: body.html_url, number: typeof body.number === 'number' ? body.number : undefined };
-  const details = Array.isArray(body.errors)
-    ? body.errors.map(e => (typeof e === 'string' ? e : (e as { message?: string })?.message)).filter(Boolean)
-    : [];
-  const words = [typeof body.message === 'string' ? body.message : text.slice(0, 200), ...details].join(': ');
-  throw new PublishError(
-    'pull request',
-    `the GitHub API at ${endpoint} answered ${response.status} (${words}); the branch ${branch} was pushed`
-  );
 }
