@@ -1,6 +1,6 @@
 // Executing one claimed run, start to end: its workspace, the environment's setup commands, the
-// agent (looked up in the registry), the time limit and the disk quota watch, and the diff of what
-// it changed. The claim loop and the lease belong to pool.ts; this module only turns a run into
+// agent (looked up in the registry), the time limit and the disk quota watch, the diff of what it
+// changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and the lease belong to pool.ts; this module only turns a run into
 // its outcome, which the pool writes.
 
 import type { FastifyBaseLogger } from 'fastify';
