@@ -425,6 +425,37 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     ]);
   });
 
+  it('artifacts: a file listed by its description, a pull request by its data, in order', async () => {
+    const run = newRun();
+    await store.createRun(run, undefined, 100);
+    const base = { run_id: run.run_id, team: run.team, created_at: at() };
+    const file = { artifact_uid: randomUUID(), filepath: 'changes.patch', filename: 'changes.patch' };
+    await store.addArtifact(
+      { ...base, ...file, artifact_type: 'FILE', mime_type: 'text/x-diff', size: 3 },
+      Buffer.from('abc')
+    );
+    const pr = { url: 'https://github.com/acme/web/pull/7', branch: 'agent/x' };
+    const data = Buffer.from(JSON.stringify(pr));
+    await store.addArtifact(
+      {
+        ...base,
+        artifact_uid: randomUUID(),
+        artifact_type: 'PULL_REQUEST',
+        filepath: pr.branch,
+        filename: 'pull-request.json',
+        mime_type: 'application/json',
+        size: data.length,
+        description: pr.url
+      },
+      data
+    );
+    const stored = await store.getRun(run.team, run.run_id);
+    expect(JSON.parse(stored!.artifacts!)).toEqual([
+      { ...file, mime_type: 'text/x-diff', size: 3, created_at: base.created_at },
+      { artifact_type: 'PULL_REQUEST', created_at: base.created_at, data: pr }
+    ]);
+  });
+
   it('ping answers', async () => {
     await expect(store.ping()).resolves.toBeUndefined();
   });

@@ -1,5 +1,6 @@
 // A local HTTP server that serves the few GitHub REST endpoints the action uses (collaborator
-// permission, list/create/update issue comments) and records every request.
+// permission, list/create/update issue comments) and the executor's publishing uses (create a pull
+// request, also under a GHES-style /api/v3 prefix), and records every request.
 
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,6 +26,18 @@ export class GitHubServer {
   permissionStatus?: number;
   /** Status to answer comment writes with (e.g. 403 without permission). */
   commentStatus?: number;
+  /** Pull requests created, by `owner/repo`. */
+  readonly pulls: {
+    repository: string;
+    number: number;
+    head: string;
+    base: string;
+    title: string;
+    body: string;
+    draft: boolean;
+  }[] = [];
+  /** The token pull request creation wants as `Authorization: Bearer …` (any when unset). */
+  token?: string;
   private nextId = 1000;
   private server?: Server;
 
@@ -104,6 +117,64 @@ export class GitHubServer {
       }
       return send(404, { message: 'Not Found' });
     }
+    match = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(url.pathname);
+    if (match && req.method === 'POST') return this.createPull(`${match[1]}/${match[2]}`, req, body, send);
     send(404, { message: `no route ${req.method} ${url.pathname}` });
+  }
+
+  /** POST /repos/{owner}/{repo}/pulls, checked and answered as GitHub does. */
+  private createPull(
+    repository: string,
+    req: IncomingMessage,
+    body: unknown,
+    send: (status: number, data: unknown) => void
+  ): void {
+    if (this.token !== undefined && req.headers.authorization !== `Bearer ${this.token}`)
+      return send(401, { message: 'Bad credentials', status: '401' });
+    const pr = (body ?? {}) as Record<string, unknown>;
+    const missing = ['head', 'base', 'title'].filter(key => typeof pr[key] !== 'string' || pr[key] === '');
+    if (missing.length > 0 || (pr.draft !== undefined && typeof pr.draft !== 'boolean'))
+      return send(422, {
+        message: 'Validation Failed',
+        errors: missing.map(field => ({ resource: 'PullRequest', code: 'missing_field', field })),
+        status: '422'
+      });
+    const owner = repository.split('/')[0]!;
+    if (this.pulls.some(p => p.repository === repository && p.head === pr.head))
+      return send(422, {
+        message: 'Validation Failed',
+        errors: [
+          {
+            resource: 'PullRequest',
+            code: 'custom',
+            message: `A pull request already exists for ${owner}:${String(pr.head)}.`
+          }
+        ],
+        documentation_url: 'https://docs.github.com/rest/pulls/pulls#create-a-pull-request',
+        status: '422'
+      });
+    const number = this.pulls.length + 1;
+    const created = {
+      repository,
+      number,
+      head: String(pr.head),
+      base: String(pr.base),
+      title: String(pr.title),
+      body: String(pr.body ?? ''),
+      draft: pr.draft === true
+    };
+    this.pulls.push(created);
+    send(201, {
+      id: this.nextId++,
+      number,
+      state: 'open',
+      html_url: `https://github.com/${repository}/pull/${number}`,
+      url: `${this.url}/repos/${repository}/pulls/${number}`,
+      title: created.title,
+      body: created.body,
+      draft: created.draft,
+      head: { ref: created.head, label: `${owner}:${created.head}` },
+      base: { ref: created.base }
+    });
   }
 }

@@ -122,6 +122,12 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
   },
+  publish_failed: {
+    status: null,
+    retryable: false,
+    meaning:
+      "Publishing the run's changes failed (the commit, the push or the pull request); the status message names the step and why, and the changes stay available as the changes.patch artifact."
+  },
   resource_limit_exceeded: {
     status: null,
     retryable: false,

@@ -24,7 +24,14 @@ export const RunConfigSchema = Type.Object(
       pattern: '\\S',
       description: 'Environment the run executes in.',
       expected: 'a non-empty string'
-    })
+    }),
+    publish: Type.Optional(
+      Type.Boolean({
+        description:
+          "false: the executor does not publish this run's changes (branch, pull request). Where they go is the executor's configuration, never the request's.",
+        expected: 'true or false (a request may turn publishing off, never choose where it goes)'
+      })
+    )
   },
   {
     additionalProperties: true,

@@ -9,6 +9,7 @@ import { AGENT_KINDS, type AgentConfig } from './agents/index.js';
 import { ConfigReader, show } from './config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from './store/spec.js';
 import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from './sandbox/config.js';
+import { type PublishConfig, parsePublish } from './workspace/publish-config.js';
 
 export type { AgentConfig } from './agents/index.js';
 
@@ -27,6 +28,8 @@ export interface EnvironmentConfig {
   maxConcurrentRuns: number;
   /** How the run's processes are confined (sandbox/config.ts). */
   sandbox: SandboxConfig;
+  /** Where a run's changes are pushed, and the pull request opened (workspace/publish-config.ts). */
+  publish?: PublishConfig;
 }
 
 export interface ExecutorConfig {
@@ -253,7 +256,8 @@ function parseEnvironment(
     'env',
     'timeout',
     'max_concurrent_runs',
-    'sandbox'
+    'sandbox',
+    'publish'
   ]);
   const id = r.string(env.id, `${at}.id`, '');
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
@@ -280,7 +284,8 @@ function parseEnvironment(
     env: names,
     timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
     maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256),
-    sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems)
+    sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems),
+    publish: parsePublish(env.publish, `${at}.publish`, r)
   };
 }
 

@@ -60,7 +60,7 @@ export async function startExecutor(
   });
 
   for (const warning of sandboxWarnings) app.log.warn(warning);
-  const pool = new WorkerPool(store, config, app.log, role !== 'api');
+  const pool = new WorkerPool(store, config, app.log, role !== 'api', run => context.links.link(run));
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   if (address && typeof address === 'object') {

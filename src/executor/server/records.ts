@@ -74,9 +74,12 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
 
 /** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */
 function runArtifacts(stored: string): unknown[] {
-  return (JSON.parse(stored) as (FileArtifact & { created_at: string })[]).map(({ created_at, ...data }) => ({
-    artifact_type: 'FILE',
-    created_at,
-    data
-  }));
+  return (JSON.parse(stored) as (FileArtifact & { created_at: string; artifact_type?: string })[]).map(
+    // A pull request is listed in its final shape already; a file by its description.
+    entry => {
+      if (entry.artifact_type !== undefined) return entry;
+      const { created_at, ...data } = entry;
+      return { artifact_type: 'FILE', created_at, data };
+    }
+  );
 }

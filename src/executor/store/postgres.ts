@@ -39,7 +39,7 @@ import type {
   StoredRun,
   TranscriptEvent
 } from './types.js';
-import { artifactOf } from './types.js';
+import { artifactOf, listEntryOf } from './types.js';
 
 /** Milliseconds since the epoch on the database's clock. */
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
@@ -479,7 +479,7 @@ export class PostgresRunStore implements RunStore {
       await client.query(
         `UPDATE runs SET artifacts = (COALESCE(artifacts, '[]')::jsonb || jsonb_build_array($2::jsonb))::text
          WHERE run_id = $1`,
-        [run_id, JSON.stringify({ ...file, created_at })]
+        [run_id, JSON.stringify(listEntryOf(artifact, data))]
       );
     });
   }

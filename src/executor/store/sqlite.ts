@@ -31,7 +31,7 @@ import type {
   StoredRun,
   TranscriptEvent
 } from './types.js';
-import { artifactOf } from './types.js';
+import { artifactOf, listEntryOf } from './types.js';
 
 type Row = Record<string, SQLInputValue>;
 
@@ -464,7 +464,7 @@ export class SqliteRunStore implements RunStore {
       const row = this.sql('SELECT artifacts FROM runs WHERE run_id = ?').get(run_id) as
         { artifacts: string | null } | undefined;
       const list = JSON.parse(row?.artifacts ?? '[]') as unknown[];
-      list.push({ ...file, created_at });
+      list.push(listEntryOf(artifact, data));
       this.sql('UPDATE runs SET artifacts = ? WHERE run_id = ?').run(JSON.stringify(list), run_id);
     });
   }

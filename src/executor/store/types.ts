@@ -69,7 +69,15 @@ export interface FileArtifact {
 export interface StoredArtifact extends FileArtifact {
   run_id: string;
   team: string;
-  artifact_type: 'FILE';
+  /** FILE, or PULL_REQUEST (its bytes are the JSON {url, branch} the run record lists). */
+  artifact_type: 'FILE' | 'PULL_REQUEST';
+}
+
+/** How the run record's `artifacts` lists an artifact: a file's description, a pull request's data. */
+export function listEntryOf(artifact: StoredArtifact, data: Buffer): Record<string, unknown> {
+  const { run_id: _run, team: _team, artifact_type, created_at, ...file } = artifact;
+  if (artifact_type === 'FILE') return { ...file, created_at };
+  return { artifact_type, created_at, data: JSON.parse(data.toString('utf8')) as unknown };
 }
 
 /** What a create stores; every other field of the run is the store's to set. */

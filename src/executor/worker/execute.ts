@@ -1,6 +1,6 @@
 // Executing one claimed run, start to end: its workspace, the environment's setup commands, the
-// agent (looked up in the registry), the time limit and the disk quota watch, and the diff of what
-// it changed. The claim loop and the lease belong to pool.ts; this module only turns a run into
+// agent (looked up in the registry), the time limit and the disk quota watch, the diff of what it
+// changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and the lease belong to pool.ts; this module only turns a run into
 // its outcome, which the pool writes.
 
 import type { FastifyBaseLogger } from 'fastify';
@@ -10,6 +10,7 @@ import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import { publishChanges } from '../workspace/publish.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
 import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
 
@@ -102,6 +103,15 @@ async function setup(
   return { state: 'SUCCEEDED' };
 }
 
+/** Whether the run's create request left publishing on (`config.publish: false` turns it off). */
+function publishes(run: StoredRun): boolean {
+  try {
+    return (JSON.parse(run.config) as { publish?: unknown }).publish !== false;
+  } catch {
+    return true;
+  }
+}
+
 /** The variables the environment passes from the executor's own environment, by name. */
 function passedVariables(environment: EnvironmentConfig): Record<string, string> {
   return Object.fromEntries(
@@ -120,7 +130,8 @@ export async function executeRun(
   controller: AbortController,
   record: Recorder,
   log: FastifyBaseLogger,
-  store: RunStore
+  store: RunStore,
+  sessionLink?: (run: StoredRun) => string | undefined
 ): Promise<AgentResult> {
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
@@ -204,6 +215,28 @@ export async function executeRun(
       record
     }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
     if (failure && result.state === 'SUCCEEDED') result = failure;
+  }
+  // After the agent succeeded: its changes as a branch and a pull request, unless the create
+  // request said `config.publish: false` (it may turn publishing off, never choose where to).
+  if (environment.publish && workspace && base && result.state === 'SUCCEEDED' && publishes(run)) {
+    const events = await store.listEvents(run.run_id);
+    const answer = events.findLast(event => event.kind === 'result')?.text;
+    const failure = await publishChanges({
+      run,
+      config: environment.publish,
+      workspace,
+      source: environment.source,
+      base,
+      sessionLink: sessionLink?.({
+        ...run,
+        state: 'SUCCEEDED',
+        started_at: run.started_at ?? run.created_at
+      }),
+      result: typeof answer === 'string' ? answer : undefined,
+      store,
+      record
+    });
+    if (failure) result = failure;
   }
   workspace?.release();
   return result;

@@ -50,7 +50,9 @@ export class WorkerPool {
     private readonly config: ExecutorConfig,
     private readonly log: FastifyBaseLogger,
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
-    private readonly runsWork = true
+    private readonly runsWork = true,
+    /** The run's session link, for what publishing writes (commit message, pull request). */
+    private readonly sessionLink?: (run: StoredRun) => string | undefined
   ) {
     this.environments = new Map(config.environments.map(env => [env.id, env]));
   }
@@ -225,7 +227,16 @@ export class WorkerPool {
       this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
         () => undefined
       );
-    const outcome = await executeRun(run, environment, this.config, controller, record, this.log, this.store);
+    const outcome = await executeRun(
+      run,
+      environment,
+      this.config,
+      controller,
+      record,
+      this.log,
+      this.store,
+      this.sessionLink
+    );
     await this.finish(run, outcome);
   }
 

@@ -56,7 +56,10 @@ async function run(args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
     const why = gitReason(error);
     const verb =
       args.find(arg => !arg.startsWith('-') && !arg.includes('=') && !arg.startsWith('/')) ?? 'git';
-    throw new Error(redactUrls(`git ${verb} failed: ${why}`));
+    // The whole of git's error output stays on the error for callers that need more than one line
+    // (a push refused by the remote says why in its `remote:` lines).
+    const stderr = redactUrls(String((error as { stderr?: string }).stderr ?? ''));
+    throw Object.assign(new Error(redactUrls(`git ${verb} failed: ${why}`)), { stderr });
   }
 }
 
@@ -65,13 +68,24 @@ export function sourceGit(args: string[], cwd?: string): Promise<string> {
   return run(cwd ? ['-C', cwd, ...args] : args);
 }
 
-/** git on a workspace: its .git must be a real directory, its config is rewritten clean first. */
-export async function workspaceGit(root: string, args: string[]): Promise<string> {
+/**
+ * git on a workspace: its .git must be a real directory, its config is rewritten clean first.
+ * `env` adds variables for this one process (publishing passes the token's header this way).
+ */
+export async function workspaceGit(
+  root: string,
+  args: string[],
+  env: Record<string, string> = {}
+): Promise<string> {
   const dotGit = join(root, '.git');
   if (!lstatSync(dotGit, { throwIfNoEntry: false })?.isDirectory())
     throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
   writeCleanConfig(dotGit);
-  return run([...SAFE, '--git-dir', dotGit, '--work-tree', root, ...args], { ...process.env, ...SAFE_ENV });
+  return run([...SAFE, '--git-dir', dotGit, '--work-tree', root, ...args], {
+    ...process.env,
+    ...SAFE_ENV,
+    ...env
+  });
 }
 
 /** git init of a new workspace repository, with no template (no sample hooks). */

@@ -37,6 +37,10 @@ export interface Workspace {
   kind: 'repository' | 'copy';
   /** Object stores the workspace borrows, read-only (the sandbox shows them). */
   borrowed: string[];
+  /** The source's repository (a local checkout, or the bare cache of a URL source); none for a copy. */
+  repository?: string;
+  /** The branch the workspace started from, when the environment publishes (see startOf). */
+  baseBranch?: string;
   /** Unified diff of every file changed since the workspace was made, and the changed paths. */
   diff(): Promise<{ diff: string; truncated: boolean; files: { path: string; change: string }[] }>;
   /** Disk use of the workspace in bytes (measured by `du` in a child process, off the event loop). */
@@ -88,10 +92,32 @@ function objectStores(gitDir: string): string[] {
   return stores.filter(path => existsSync(path));
 }
 
-/** Makes `root` a repository of its own at the source's HEAD, borrowing the source's objects. */
-async function borrowRepository(repository: string, root: string): Promise<string[]> {
+/**
+ * The commit a published environment's runs start at, and its branch: `publish.base` (a branch of
+ * the source, or of its `origin`), else the branch the source's HEAD is on (none when detached).
+ */
+async function startOf(
+  repository: string,
+  base: string | undefined
+): Promise<{ commit: string; branch?: string }> {
+  if (base === undefined) {
+    const branch = await git(['symbolic-ref', '--quiet', '--short', 'HEAD'], repository)
+      .then(out => out.trim() || undefined)
+      .catch(() => undefined);
+    return { commit: (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim(), branch };
+  }
+  for (const ref of [`refs/heads/${base}`, `refs/remotes/origin/${base}`]) {
+    const commit = await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], repository)
+      .then(out => out.trim())
+      .catch(() => '');
+    if (commit) return { commit, branch: base };
+  }
+  throw new Error(`publish.base ${JSON.stringify(base)}: the source ${repository} has no such branch`);
+}
+
+/** Makes `root` a repository of its own at `head`, borrowing the source's objects. */
+async function borrowRepository(repository: string, root: string, head: string): Promise<string[]> {
   const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
-  const head = (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
   const borrowed = objectStores(gitDir);
   await initWorkspace(root);
   const dotGit = join(root, '.git');
@@ -123,8 +149,11 @@ export async function createWorkspace(
 
   let kind: Workspace['kind'];
   let borrowed: string[] = [];
+  let start: { commit: string; branch?: string } | undefined;
   if (repository) {
-    borrowed = await borrowRepository(repository, root);
+    if (environment.publish) start = await startOf(repository, environment.publish.base);
+    const head = start?.commit ?? (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
+    borrowed = await borrowRepository(repository, root, head);
     kind = 'repository';
   } else {
     copyTree(environment.source, root, dataDir, quotaBytes);
@@ -138,6 +167,8 @@ export async function createWorkspace(
     root,
     kind,
     borrowed,
+    repository,
+    baseBranch: start?.branch,
     async diff() {
       const names = await workspaceGitAll(root, [
         ['add', '--all'],

@@ -1,0 +1,290 @@
+// Publishing a run's changes after its agent succeeded: one commit of everything the agent changed
+// on top of the workspace's start, pushed as a new branch of the run, then (when configured) a pull
+// request through the GitHub REST API. The executor does it itself, so the work never depends on
+// an agent remembering to push. The workspace's files were the agent's to write: the commit is
+// built in an index the executor owns, the borrowed object stores are reset to the ones the
+// executor chose, and the token only ever reaches git through the environment of the push.
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AgentResult } from '../agents/types.js';
+import { isRemoteSource } from '../config.js';
+import type { RunStore, StoredRun } from '../store/types.js';
+import { redactUrls, replaceFile, sourceGit, workspaceGit } from './git.js';
+import type { PublishConfig } from './publish-config.js';
+import { openPullRequest, repositoryOf } from './pull-request.js';
+import type { Workspace } from './workspace.js';
+
+export interface PublishOptions {
+  run: StoredRun;
+  config: PublishConfig;
+  workspace: Workspace;
+  /** The environment's source (a URL source is pushed to directly). */
+  source: string;
+  /** The commit the workspace started at. */
+  base: string;
+  sessionLink?: string;
+  /** The agent's final answer, for `{result}`. */
+  result?: string;
+  store: RunStore;
+  record: (kind: string, data: Record<string, unknown>) => Promise<void>;
+  /** Where the token variable is read (the executor's own environment). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A failure of one step, with the words of git or of the API (secrets already removed). */
+class PublishError extends Error {
+  constructor(
+    readonly step: string,
+    why: string
+  ) {
+    super(why);
+  }
+}
+
+/** The run's title, or its prompt's first non-empty line. */
+function titleOf(run: StoredRun): string {
+  const line = run.prompt.split(/\r?\n/).find(text => text.trim() !== '') ?? '';
+  return (run.title ?? line).trim().slice(0, 200) || `Run ${run.run_id}`;
+}
+
+/** Fills `{field}`s of a template; unknown fields stay as written. */
+export function fillTemplate(template: string, fields: Record<string, string>): string {
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => fields[name] ?? whole);
+}
+
+function slug(text: string): string {
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .slice(0, 40)
+      .replace(/^-+|-+$/g, '') || 'run'
+  );
+}
+
+/**
+ * Publishes the workspace's changes; answers the run's failure (`publish_failed`) when a step
+ * fails, undefined when it published or there was nothing to publish.
+ */
+export async function publishChanges(options: PublishOptions): Promise<AgentResult | undefined> {
+  const { config, env = process.env } = options;
+  const token = config.tokenEnv ? env[config.tokenEnv] || undefined : undefined;
+  const secrets = token ? [token, basicAuth(token)] : [];
+  const hide = (text: string) =>
+    secrets.reduce((out, secret) => out.replaceAll(secret, '***'), redactUrls(text));
+  try {
+    if (config.tokenEnv && !token)
+      throw new PublishError(
+        'token',
+        `the executor's variable ${config.tokenEnv} (publish.token_env) is not set`
+      );
+    return await publish(options, token);
+  } catch (error) {
+    const step = error instanceof PublishError ? error.step : 'publish';
+    return {
+      state: 'FAILED',
+      error_code: 'publish_failed',
+      status_message: hide(
+        `publishing the changes failed at the ${step}: ${(error as Error).message}; the changes are kept as the changes.patch artifact`
+      )
+    };
+  }
+}
+
+function basicAuth(token: string): string {
+  return Buffer.from(`x-access-token:${token}`).toString('base64');
+}
+
+async function publish(options: PublishOptions, token: string | undefined): Promise<undefined> {
+  const { run, config, workspace, base, record } = options;
+  if (workspace.kind !== 'repository' || !workspace.repository)
+    throw new PublishError('commit', `the source ${options.source} is not a git repository`);
+  const commit = await commitChanges(options);
+  if (!commit) {
+    await record('notice', { text: 'The run changed no files: nothing was committed or pushed.' });
+    return undefined;
+  }
+  const fields = templateFields(options);
+  const branch = fillTemplate(config.branch, fields);
+  await workspaceGit(workspace.root, ['check-ref-format', '--branch', branch]).catch(() => {
+    throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
+  });
+  const remote = await remoteUrl(options);
+  // Whatever the pull request needs is checked before anything is pushed.
+  const pr = config.pullRequest;
+  const repository = pr && (pr.repository ?? repositoryOf(remote, pr.apiUrl));
+  if (pr && !repository)
+    throw new PublishError(
+      'pull request',
+      `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`
+    );
+  if (pr && !token)
+    throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
+  if (pr && !workspace.baseBranch)
+    throw new PublishError(
+      'pull request',
+      "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target"
+    );
+  await push(workspace.root, remote, commit, branch, token);
+  const event: Record<string, unknown> = { commit, branch, remote: redactUrls(remote), base_commit: base };
+  if (pr && repository && token && workspace.baseBranch) {
+    let opened: { url: string; number?: number };
+    try {
+      opened = await openPullRequest({
+        apiUrl: pr.apiUrl,
+        repository,
+        token,
+        title: fillTemplate(pr.title, fields),
+        head: branch,
+        base: workspace.baseBranch,
+        body: fillTemplate(pr.body, fields),
+        draft: pr.draft
+      });
+    } catch (error) {
+      await record('publish', event);
+      throw new PublishError('pull request', `${(error as Error).message}; the branch ${branch} was pushed`);
+    }
+    const { url, number } = opened;
+    event.pull_request_url = url;
+    event.pull_request_number = number;
+    const data = Buffer.from(JSON.stringify({ url, branch }));
+    const createdAt = new Date().toISOString();
+    await options.store.addArtifact(
+      {
+        artifact_uid: randomUUID(),
+        run_id: run.run_id,
+        team: run.team,
+        artifact_type: 'PULL_REQUEST',
+        filepath: branch,
+        filename: 'pull-request.json',
+        mime_type: 'application/json',
+        size: data.length,
+        description: url,
+        created_at: createdAt
+      },
+      data
+    );
+  }
+  await record('publish', event);
+  return undefined;
+}
+
+function templateFields(options: PublishOptions): Record<string, string> {
+  const title = titleOf(options.run);
+  return {
+    run_id: options.run.run_id,
+    short_id: options.run.run_id.replace(/-/g, '').slice(0, 8),
+    title,
+    title_slug: slug(title),
+    session_link: options.sessionLink ?? '',
+    result: (options.result ?? '').trim()
+  };
+}
+
+/**
+ * One commit of the whole working tree on top of the start commit, built in an index of the
+ * executor's own (flags the agent may have set in the workspace's index do not count), with the
+ * borrowed object stores reset to those the workspace was made with. Undefined when the tree is
+ * the start's.
+ */
+async function commitChanges(options: PublishOptions): Promise<string | undefined> {
+  const { workspace, base, config } = options;
+  const dotGit = join(workspace.root, '.git');
+  replaceFile(join(dotGit, 'objects', 'info', 'alternates'), workspace.borrowed.map(p => `${p}\n`).join(''));
+  const dir = mkdtempSync(join(tmpdir(), 'agent-executor-index-'));
+  const env = { GIT_INDEX_FILE: join(dir, 'index'), GIT_NO_REPLACE_OBJECTS: '1' };
+  try {
+    await workspaceGit(workspace.root, ['read-tree', base], env);
+    await workspaceGit(workspace.root, ['add', '--all'], env);
+    const tree = (await workspaceGit(workspace.root, ['write-tree'], env)).trim();
+    const start = (await workspaceGit(workspace.root, ['rev-parse', `${base}^{tree}`], env)).trim();
+    if (tree === start) return undefined;
+    const message = fillTemplate(config.commitMessage, templateFields(options));
+    const author = ['-c', `user.name=${config.author.name}`, '-c', `user.email=${config.author.email}`];
+    return (
+      await workspaceGit(workspace.root, [...author, 'commit-tree', tree, '-p', base, '-m', message], env)
+    ).trim();
+  } catch (error) {
+    throw new PublishError('commit', (error as Error).message);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A URL source is pushed to; a local source's `publish.remote` names where. */
+async function remoteUrl({ source, config, workspace }: PublishOptions): Promise<string> {
+  if (isRemoteSource(source)) return source;
+  try {
+    return (await sourceGit(['remote', 'get-url', config.remote], workspace.repository)).trim();
+  } catch {
+    throw new PublishError(
+      'push',
+      `the source ${workspace.repository} has no remote ${JSON.stringify(config.remote)} (publish.remote)`
+    );
+  }
+}
+
+/** Transports a push may use (the workspace's git allows none by default; `ext::` stays off). */
+const PUSH_PROTOCOLS = ['file', 'git', 'http', 'https', 'ssh'].flatMap(name => [
+  '-c',
+  `protocol.${name}.allow=always`
+]);
+
+/**
+ * Pushes `commit` as the new branch, never forced: a branch of that name already there refuses
+ * it. An https remote gets the token as an Authorization header set through GIT_CONFIG_* variables
+ * of this one git process (never its command line, never a file).
+ */
+async function push(
+  root: string,
+  remote: string,
+  commit: string,
+  branch: string,
+  token: string | undefined
+): Promise<void> {
+  const env: Record<string, string> = { GIT_NO_REPLACE_OBJECTS: '1' };
+  if (token && /^https?:\/\//i.test(remote)) {
+    Object.assign(env, {
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.extraHeader',
+      GIT_CONFIG_VALUE_0: `Authorization: Basic ${basicAuth(token)}`
+    });
+  }
+  try {
+    await workspaceGit(
+      root,
+      [
+        ...PUSH_PROTOCOLS,
+        '-c',
+        'core.sshCommand=ssh',
+        'push',
+        '--no-verify',
+        remote,
+        `${commit}:refs/heads/${branch}`
+      ],
+      env
+    );
+  } catch (error) {
+    throw new PublishError('push', pushReason(error, branch));
+  }
+}
+
+/** What the remote said (its hook's `remote:` lines, the refusal), else git's own line. */
+function pushReason(error: unknown, branch: string): string {
+  const lines = String((error as { stderr?: string }).stderr ?? '').split('\n');
+  const remote = lines
+    .map(line => /^remote:\s?(.*)$/.exec(line)?.[1]?.trim())
+    .filter((line): line is string => !!line);
+  // ` ! [remote rejected] 1a2b -> agent/x (pre-receive hook declined)`
+  const refused = lines.map(line => /^!\s+\[(.+?)\].*?(?:\(([^()]*)\))?$/.exec(line.trim())).find(Boolean);
+  const words = [...remote];
+  if (refused) words.push(refused[2] ? `${refused[1]} (${refused[2]})` : refused[1]!);
+  if (refused?.[1] === 'rejected')
+    words.push(`a branch ${branch} already exists there and is never overwritten`);
+  return words.length > 0
+    ? `the remote refused the branch ${branch}: ${words.join('; ')}`
+    : (error as Error).message;
+}
