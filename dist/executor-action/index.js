@@ -31558,10 +31558,54 @@ const external_node_fs_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import
 const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:path");
 // EXTERNAL MODULE: external "node:url"
 var external_node_url_ = __nccwpck_require__(3136);
+;// CONCATENATED MODULE: ./src/executor-action/bubblewrap.ts
+// Before the executor starts on a runner: bubblewrap installed (every run is confined with it), and
+// user namespaces allowed where the runner's AppArmor refuses them (Ubuntu 23.10 and later, so
+// GitHub's ubuntu-24.04 images). Both changes are said in the log; off Linux nothing is done.
+
+
+
+const RESTRICT = '/proc/sys/kernel/apparmor_restrict_unprivileged_userns';
+function asRoot(command) {
+    const root = process.getuid?.() === 0;
+    const [program, ...args] = root ? command : ['sudo', '-n', ...command];
+    (0,external_node_child_process_namespaceObject.execFileSync)(program, args, {
+        stdio: ['ignore', 'inherit', 'inherit'],
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+    });
+}
+function works() {
+    const result = (0,external_node_child_process_namespaceObject.spawnSync)('bwrap', ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', 'true'], {
+        stdio: 'ignore'
+    });
+    return !result.error && result.status === 0;
+}
+function ensureBubblewrap() {
+    if (process.platform !== 'linux')
+        return;
+    if ((0,external_node_child_process_namespaceObject.spawnSync)('bwrap', ['--version'], { stdio: 'ignore' }).error) {
+        info('bubblewrap is missing: installing it with apt-get (the executor confines every run with it)');
+        try {
+            asRoot(['apt-get', 'update', '-qq']);
+            asRoot(['apt-get', 'install', '-y', '-qq', 'bubblewrap']);
+        }
+        catch (error) {
+            throw new Error(`could not install bubblewrap (${error.message.split('\n')[0]}); install it before this step with \`sudo apt-get install -y bubblewrap\``);
+        }
+    }
+    if (works())
+        return;
+    if ((0,external_node_fs_namespaceObject.existsSync)(RESTRICT) && (0,external_node_fs_namespaceObject.readFileSync)(RESTRICT, 'utf8').trim() === '1') {
+        warning("this runner's AppArmor refuses unprivileged user namespaces, which bubblewrap needs: lifting the restriction with `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` for this job");
+        asRoot(['sysctl', '-w', 'kernel.apparmor_restrict_unprivileged_userns=0']);
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor-action/main.ts
 // The `executor` helper action: starts the bundled executor in the background on the runner,
 // waits until it is ready, creates a key, and outputs base-url and api-key (masked). Its post step
 // stops the executor. No install step: the bundle runs on the runner's own Node 24.
+
 
 
 
@@ -31609,6 +31653,7 @@ async function start() {
         throw new Error(`config ${JSON.stringify(config)}: no such file`);
     if (!(readyTimeoutMs > 0))
         throw new Error(`ready-timeout-seconds ${JSON.stringify(getInput('ready-timeout-seconds'))}: expected a number of seconds`);
+    ensureBubblewrap();
     (0,external_node_fs_namespaceObject.mkdirSync)(dataDir, { recursive: true });
     const log = (0,external_node_path_namespaceObject.join)(dataDir, 'executor.log');
     // Only what this start writes counts: an earlier executor may have logged to the same file.

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { createRequire as __WEBPACK_EXTERNAL_createRequire } from "module";
 /******/ var __webpack_modules__ = ({
 
@@ -15,7 +16,7 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("buffer");
 
 /***/ }),
 
-/***/ 54601:
+/***/ 76982:
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("crypto");
@@ -113,6 +114,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:fs");
 
 /***/ }),
 
+/***/ 51455:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:fs/promises");
+
+/***/ }),
+
 /***/ 37067:
 /***/ ((module) => {
 
@@ -131,6 +139,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:http2")
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:https");
+
+/***/ }),
+
+/***/ 77030:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
 
 /***/ }),
 
@@ -461,19 +476,39 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("worker_threa
 /******/ 
 /************************************************************************/
 var __webpack_exports__ = {};
-// Entry of the bundled executor (dist/executor/index.js, the `agent-executor` bin). It checks for
-// node:sqlite before loading anything else, so an old Node gets one clear line, not a stack trace.
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   p: () => (/* binding */ wrongNodeMessage)
+/* harmony export */ });
+// Entry of the bundled executor (dist/executor/index.js, the `agent-executor` bin). It checks the
+// Node version and node:sqlite before loading anything else, so an old Node gets one clear message
+// saying how to get Node 24, not a stack trace.
+const NEEDED_MAJOR = 24;
+/** The one line for a Node that cannot run the executor (the README says the same). */
+function wrongNodeMessage(version) {
+    return (`agent-executor needs Node.js ${NEEDED_MAJOR} (it uses node:sqlite); this is Node ${version}. ` +
+        'Get it one of these ways: in a clone after `npm ci`, `npx agent-executor ...` runs it on the Node 24 ' +
+        'of the `node` dev dependency; in a workflow, `actions/setup-node` with `node-version: 24`; ' +
+        'elsewhere, install Node 24 (https://nodejs.org/ or `nvm install 24`).');
+}
 async function start() {
-    try {
-        await Promise.resolve(/* import() */).then(__nccwpck_require__.t.bind(__nccwpck_require__, 80099, 23));
+    const major = Number(/^v(\d+)\./.exec(process.version)?.[1] ?? 0);
+    let sqlite = major >= NEEDED_MAJOR;
+    if (sqlite) {
+        try {
+            await Promise.resolve(/* import() */).then(__nccwpck_require__.t.bind(__nccwpck_require__, 80099, 23));
+        }
+        catch {
+            sqlite = false;
+        }
     }
-    catch {
-        console.error(`agent-executor needs Node.js 22.5 or newer (for node:sqlite); this is Node ${process.version}.`);
+    if (!sqlite) {
+        console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(12), __nccwpck_require__.e(492)]).then(__nccwpck_require__.bind(__nccwpck_require__, 78492));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(153), __nccwpck_require__.e(602)]).then(__nccwpck_require__.bind(__nccwpck_require__, 7602));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();
 
-
+var __webpack_exports__wrongNodeMessage = __webpack_exports__.p;
+export { __webpack_exports__wrongNodeMessage as wrongNodeMessage };

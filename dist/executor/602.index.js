@@ -1,0 +1,7159 @@
+export const id = 602;
+export const ids = [602];
+export const modules = {
+
+/***/ 7602:
+/***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
+
+
+// EXPORTS
+__webpack_require__.d(__webpack_exports__, {
+  main: () => (/* binding */ main)
+});
+
+// UNUSED EXPORTS: USAGE
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __webpack_require__(73024);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __webpack_require__(76760);
+// EXTERNAL MODULE: external "node:util"
+var external_node_util_ = __webpack_require__(57975);
+;// CONCATENATED MODULE: ./src/api/run.ts
+// The run contract: the one source of truth for what travels over the wire.
+// Plain types and constants only, so the action's bundle carries no schema library;
+// the executor's JSON schemas in ./schemas.ts are checked against these types by the compiler.
+/** Path prefix of every endpoint; part of the contract (spec section 9). */
+const API_PREFIX = '/api/v1';
+/** States the contract names. Servers may send others; clients must treat those as not terminal. */
+const KNOWN_STATES = [
+    'QUEUED',
+    'PENDING',
+    'CLAIMED',
+    'INPROGRESS',
+    'BLOCKED',
+    'SUCCEEDED',
+    'FAILED',
+    'ERROR',
+    'CANCELLED'
+];
+/** States after which a run never changes again. */
+const TERMINAL_STATES = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
+function isTerminalState(state) {
+    return TERMINAL_STATES.includes(state);
+}
+function isKnownState(state) {
+    return KNOWN_STATES.includes(state);
+}
+
+;// CONCATENATED MODULE: ./src/api/error-codes.ts
+// The error reference (spec section 7.2): every `error_code` a server of this contract sends,
+// with its HTTP status (for request errors) and what it means. The executor serves this list at
+// GET /api/v1/errors and the README prints it.
+const ERROR_CODES = {
+    invalid_request: {
+        status: 400,
+        retryable: false,
+        meaning: 'The request is malformed: the body is not JSON, or a query parameter or header has a bad value.'
+    },
+    unauthenticated: {
+        status: 401,
+        retryable: false,
+        meaning: 'The Authorization header is missing, is not `Bearer <key>`, or names a key that is unknown or revoked.'
+    },
+    not_found: {
+        status: 404,
+        retryable: false,
+        meaning: 'No run with this id is visible to the key (it does not exist or belongs to another team).'
+    },
+    environment_not_found: {
+        status: 404,
+        retryable: false,
+        meaning: 'config.environment_id names no environment that this server serves.'
+    },
+    artifact_not_found: {
+        status: 404,
+        retryable: false,
+        meaning: 'No artifact with this id is visible to the key (it does not exist or belongs to another team), or its download link is wrong or expired.'
+    },
+    route_not_found: { status: 404, retryable: false, meaning: 'No endpoint has this method and path.' },
+    run_already_finished: {
+        status: 409,
+        retryable: false,
+        meaning: 'The run is already in a terminal state, so it cannot be cancelled.'
+    },
+    idempotency_in_progress: {
+        status: 409,
+        retryable: true,
+        meaning: 'Another request with the same Idempotency-Key is being processed; retry shortly.'
+    },
+    payload_too_large: { status: 413, retryable: false, meaning: 'The request body is larger than the limit.' },
+    unsupported_media_type: {
+        status: 415,
+        retryable: false,
+        meaning: 'The request body is not `application/json`.'
+    },
+    invalid_field: {
+        status: 422,
+        retryable: false,
+        meaning: 'A field of the body is missing or has the wrong type or value; `detail` names it.'
+    },
+    prompt_too_large: { status: 422, retryable: false, meaning: 'The prompt is longer than the limit.' },
+    idempotency_key_reused: {
+        status: 422,
+        retryable: false,
+        meaning: 'The Idempotency-Key was already used with a different request body.'
+    },
+    rate_limited: {
+        status: 429,
+        retryable: true,
+        meaning: 'This key sent more requests than its rate limit allows; wait for Retry-After.'
+    },
+    resource_unavailable: {
+        status: 429,
+        retryable: true,
+        meaning: 'The run queue is full; wait for Retry-After and create the run again.'
+    },
+    internal_error: { status: 500, retryable: true, meaning: 'The server failed unexpectedly.' },
+    store_unavailable: {
+        status: 503,
+        retryable: true,
+        meaning: 'The executor cannot reach its store (PostgreSQL restarting, say); nothing was changed. Retry after Retry-After.'
+    },
+    shutting_down: {
+        status: 503,
+        retryable: true,
+        meaning: 'The server is stopping and accepts no new work; retry against a running server.'
+    },
+    agent_failed: {
+        status: null,
+        retryable: false,
+        meaning: 'The agent finished unsuccessfully (it exited non-zero or reported a failure).'
+    },
+    command_failed: {
+        status: null,
+        retryable: false,
+        meaning: 'A command the agent ran exited non-zero; the status message names it and its exit code.'
+    },
+    setup_failed: {
+        status: null,
+        retryable: false,
+        meaning: "One of the environment's setup commands failed before the agent started."
+    },
+    timeout: { status: null, retryable: true, meaning: "The run exceeded its environment's time limit." },
+    cancelled: { status: null, retryable: false, meaning: 'The run was cancelled by a client.' },
+    executor_restarted: {
+        status: null,
+        retryable: true,
+        meaning: 'The executor stopped while the run was in progress; the run is not re-run automatically because agents have side effects.'
+    },
+    patch_too_large: {
+        status: null,
+        retryable: false,
+        meaning: "The run's changes as a patch are larger than the executor's limit (workspaces.max_patch), so the run failed rather than return a cut patch."
+    },
+    workspace_quota_exceeded: {
+        status: null,
+        retryable: false,
+        meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
+    },
+    publish_failed: {
+        status: null,
+        retryable: false,
+        meaning: "Publishing the run's changes failed (the commit, the push or the pull request); the status message names the step and why, and the changes stay available as the changes.patch artifact."
+    },
+    resource_limit_exceeded: {
+        status: null,
+        retryable: false,
+        meaning: "The run's processes went past a limit of their sandbox (sandbox.memory or sandbox.processes); the status message names it."
+    }
+};
+
+;// CONCATENATED MODULE: ./src/api/duration.ts
+// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
+/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
+function parseDuration(text) {
+    const value = text.trim().toLowerCase();
+    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
+        return undefined;
+    let total = 0;
+    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
+        total += Number(amount) * UNIT_MS[unit];
+    }
+    return total;
+}
+/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
+function formatDuration(ms) {
+    let seconds = Math.max(0, Math.round(ms / 1000));
+    const hours = Math.floor(seconds / 3600);
+    seconds -= hours * 3600;
+    const minutes = Math.floor(seconds / 60);
+    seconds -= minutes * 60;
+    let text = '';
+    if (hours)
+        text += `${hours}h`;
+    if (minutes)
+        text += `${minutes}m`;
+    if (seconds || text === '')
+        text += `${seconds}s`;
+    return text;
+}
+
+;// CONCATENATED MODULE: ./src/api/values.ts
+// Rules about values that the client, the action and the executor must agree on: what a valid
+// Idempotency-Key is, and how an error message shows a value it refuses: safely (never a long
+// value in full, so a secret pasted into the wrong field is not echoed), bounded and quoted.
+/** A valid `Idempotency-Key`: 1–255 printable ASCII characters, no spaces. */
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** The form of a valid key, for error messages. */
+const IDEMPOTENCY_KEY_FORM = '1–255 printable ASCII characters without spaces';
+function isValidIdempotencyKey(value) {
+    return typeof value === 'string' && IDEMPOTENCY_KEY_PATTERN.test(value);
+}
+/**
+ * A value as it appears inline in a message (`timeout "forever": expected …`): its JSON text,
+ * cut to `max` characters with an ellipsis; `nothing` when there is none.
+ */
+function showValue(value, max = 60) {
+    if (value === undefined)
+        return 'nothing';
+    if (typeof value === 'string')
+        return JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);
+    let text;
+    try {
+        text = JSON.stringify(value) ?? String(value);
+    }
+    catch {
+        text = String(value);
+    }
+    return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+/**
+ * A value as the end of a sentence (`expected a string, got …`): its kind, and for strings and
+ * scalars the value itself: `nothing`, `null`, `an array`, `an object`, `number 5`, `the string "x"`.
+ */
+function describeValue(value, max = 60) {
+    if (value === undefined)
+        return 'nothing';
+    if (value === null)
+        return 'null';
+    if (Array.isArray(value))
+        return 'an array';
+    if (typeof value === 'string')
+        return `the string ${showValue(value, max)}`;
+    return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+}
+
+;// CONCATENATED MODULE: ./src/api/index.ts
+
+
+
+
+
+
+
+;// CONCATENATED MODULE: ./src/executor/config-reader.ts
+// Typed reads of a parsed YAML config that record a problem (key, value, expected form) instead of
+// throwing, so that one start-up names every mistake at once. Its own module because the agent
+// kinds read their own keys of `agent:` with it, and config.ts reads the agent kinds.
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Units a size may carry: binary ones (KiB = 1024 B), as disks and `du` count. */
+const SIZE_UNITS = {
+    b: 1,
+    kib: 1024,
+    mib: 1024 ** 2,
+    gib: 1024 ** 3,
+    tib: 1024 ** 4
+};
+/** A value as it appears in a message (the one describer of src/api). */
+const show = showValue;
+class ConfigReader {
+    problems;
+    constructor(problems) {
+        this.problems = problems;
+    }
+    object(value, at) {
+        if (value === undefined || value === null)
+            return {};
+        if (typeof value === 'object' && !Array.isArray(value))
+            return value;
+        this.problems.push(`${at || 'the file'} ${show(value)}: expected a mapping of keys to values`);
+        return {};
+    }
+    known(object, at, keys) {
+        for (const key of Object.keys(object)) {
+            if (!keys.includes(key)) {
+                this.problems.push(`${at ? `${at}.` : ''}${key}: unknown key; expected one of ${keys.join(', ')}`);
+            }
+        }
+    }
+    string(value, at, fallback) {
+        if (value === undefined || value === null) {
+            if (fallback === '')
+                this.problems.push(`${at}: required, expected a string`);
+            return fallback;
+        }
+        if (typeof value === 'string' && value.trim() !== '')
+            return value.trim();
+        if (typeof value === 'number')
+            return String(value);
+        this.problems.push(`${at} ${show(value)}: expected a non-empty string`);
+        return fallback;
+    }
+    strings(value, at) {
+        if (value === undefined || value === null)
+            return [];
+        if (Array.isArray(value) && value.every(item => typeof item === 'string' || typeof item === 'number')) {
+            return value.map(String);
+        }
+        this.problems.push(`${at} ${show(value)}: expected a list of strings`);
+        return [];
+    }
+    int(value, at, fallback, min, max) {
+        if (value === undefined || value === null)
+            return fallback;
+        if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max)
+            return value;
+        this.problems.push(`${at} ${show(value)}: expected a whole number from ${min} to ${max}`);
+        return fallback;
+    }
+    duration(value, at, fallback, zeroAllowed = false) {
+        if (value === undefined || value === null)
+            return fallback;
+        const ms = String(value).trim() === '0' ? 0 : parseDuration(String(value));
+        // Node timers hold at most 2^31-1 ms (about 24.8 days).
+        if (ms !== undefined && (ms > 0 || zeroAllowed) && ms <= MAX_TIMER_MS)
+            return ms;
+        this.problems.push(`${at} ${show(value)}: expected a duration such as 90s, 30m or 1h30m, at most 24 days`);
+        return fallback;
+    }
+    /**
+     * A size in binary units. Decimal ones (KB, MB, GB, TB) are refused rather than guessed: `2GB`
+     * means 2·10⁹ bytes to some readers and 2 GiB to others, and a quota should not be a guess.
+     */
+    size(value, at, fallback) {
+        if (value === undefined || value === null)
+            return fallback;
+        const match = /^(\d+(?:\.\d+)?)\s*([A-Za-z]*)$/.exec(String(value).trim());
+        const unit = (match?.[2] || 'B').toLowerCase();
+        const decimal = /^([kmgt])b$/.exec(unit);
+        if (match && decimal) {
+            const binary = `${decimal[1].toUpperCase()}iB`;
+            this.problems.push(`${at} ${show(value)}: ${match[2]} is a decimal unit, which sizes here do not take; ` +
+                `write ${match[1]}${binary} (binary units: KiB, MiB, GiB, TiB)`);
+            return fallback;
+        }
+        if (match && SIZE_UNITS[unit] !== undefined) {
+            const bytes = Math.round(Number(match[1]) * SIZE_UNITS[unit]);
+            if (bytes > 0)
+                return bytes;
+        }
+        this.problems.push(`${at} ${show(value)}: expected a size such as 500MiB or 2GiB`);
+        return fallback;
+    }
+    oneOf(value, at, options, fallback) {
+        if (value === undefined || value === null)
+            return fallback;
+        if (options.includes(value))
+            return value;
+        this.problems.push(`${at} ${show(value)}: expected one of ${options.join(', ')}`);
+        return fallback;
+    }
+    url(value, at) {
+        if (value === undefined || value === null)
+            return undefined;
+        try {
+            const url = new URL(String(value));
+            if (url.protocol === 'http:' || url.protocol === 'https:')
+                return url.href.replace(/\/+$/, '');
+        }
+        catch {
+            // reported below
+        }
+        this.problems.push(`${at} ${show(value)}: expected an http(s) URL such as https://agents.example.com`);
+        return undefined;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/agents/types.ts
+// What an agent kind is: how it reads its settings from an environment's `agent:` mapping, what it
+// checks at start-up, how the CLI shows it, and how it runs. The worker owns the run's lifecycle;
+// a kind only does the work in the workspace and records what happened.
+/** Erases a kind's settings type so that kinds of different settings share one registry. */
+function agentKind(kind) {
+    return kind;
+}
+
+// EXTERNAL MODULE: external "node:child_process"
+var external_node_child_process_ = __webpack_require__(31421);
+;// CONCATENATED MODULE: ./src/executor/sandbox/bwrap.ts
+// The bubblewrap command line that confines one process of a run, and the start-up check that
+// bubblewrap works here. Inside: system directories read-only, the workspace read-write, a private
+// /tmp and an empty private HOME; the executor's data dir, config file and home are absent; own PID,
+// IPC, UTS and network namespaces, a new session, no capabilities, killed with the executor.
+
+
+
+/** The system directories a run sees, read-only (each only when it exists). */
+const SYSTEM_DIRS = [
+    '/usr',
+    '/bin',
+    '/sbin',
+    '/lib',
+    '/lib32',
+    '/lib64',
+    '/libx32',
+    '/etc',
+    '/opt/hostedtoolcache'
+];
+/** Files under /etc that only root should read: shadowed by an empty file. */
+const HIDDEN_ETC = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/sudoers'];
+/** HOME inside the sandbox: an empty tmpfs per run. */
+const SANDBOX_HOME = '/home/agent';
+/** The program to run: AGENT_EXECUTOR_BWRAP (tests point it at a missing file), else bwrap on PATH. */
+function bwrapProgram() {
+    return process.env.AGENT_EXECUTOR_BWRAP || 'bwrap';
+}
+function inside(path, dir) {
+    return path === dir || path.startsWith(dir.endsWith(external_node_path_.sep) ? dir : dir + external_node_path_.sep);
+}
+/** bwrap's arguments up to (not including) the command. */
+function bwrapArgs(options) {
+    const args = ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL'];
+    if (options.network === 'host')
+        args.push('--share-net');
+    for (const dir of SYSTEM_DIRS)
+        args.push('--ro-bind-try', dir, dir);
+    for (const file of HIDDEN_ETC)
+        if ((0,external_node_fs_.existsSync)(file))
+            args.push('--ro-bind', '/dev/null', file);
+    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', SANDBOX_HOME);
+    for (const path of options.read.map(p => (0,external_node_path_.resolve)(p)))
+        if ((0,external_node_fs_.existsSync)(path))
+            args.push('--ro-bind', path, path);
+    // What must be absent goes over whatever bound it, shortest path first so nested ones stay hidden;
+    // the workspace and writable paths are bound afterwards, so one inside the data dir still shows.
+    const hidden = [...new Set(options.hide.map(p => (0,external_node_path_.resolve)(p)))]
+        .filter(path => path !== '/' && (0,external_node_fs_.existsSync)(path))
+        .sort((a, b) => a.length - b.length);
+    for (const path of hidden) {
+        if ((0,external_node_fs_.statSync)(path).isDirectory())
+            args.push('--tmpfs', path);
+        else
+            args.push('--ro-bind', '/dev/null', path);
+    }
+    // Read-only paths a hidden directory covered (the source's objects inside the data dir).
+    for (const path of options.read.map(p => (0,external_node_path_.resolve)(p)))
+        if ((0,external_node_fs_.existsSync)(path) && hidden.some(h => inside(path, h)))
+            args.push('--ro-bind', path, path);
+    for (const path of [...options.write.map(p => (0,external_node_path_.resolve)(p)), (0,external_node_path_.resolve)(options.workspace)])
+        if ((0,external_node_fs_.existsSync)(path))
+            args.push('--bind', path, path);
+    for (const [from, to] of options.files ?? [])
+        args.push('--ro-bind', from, to);
+    return args;
+}
+const checked = new Map();
+/** Starts `true` in a sandbox shaped like a run's, once per process (and bubblewrap program). */
+function checkBubblewrap() {
+    const program = bwrapProgram();
+    const known = checked.get(program);
+    if (known)
+        return known;
+    let cached;
+    const workspace = (0,external_node_path_.dirname)(process.execPath);
+    const result = (0,external_node_child_process_.spawnSync)(program, [...bwrapArgs({ workspace, read: [], write: [], hide: [], network: 'none' }), 'true'], {
+        encoding: 'utf8',
+        timeout: 10_000
+    });
+    if (result.error) {
+        const missing = result.error.code === 'ENOENT';
+        cached = {
+            ok: false,
+            problem: missing
+                ? `bubblewrap (${program}) is not installed; install it with \`sudo apt-get install bubblewrap\` (Debian/Ubuntu) or \`dnf install bubblewrap\``
+                : `bubblewrap (${program}) could not start: ${result.error.message}`
+        };
+    }
+    else if (result.status !== 0) {
+        const stderr = result.stderr.trim().split('\n').slice(-2).join(' ');
+        const userns = /namespace|uid map|permission|not permitted/i.test(stderr);
+        cached = {
+            ok: false,
+            problem: userns
+                ? `bubblewrap cannot create user namespaces here (${stderr}); allow them with \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\` (Ubuntu 23.10+ AppArmor) or \`sudo sysctl -w kernel.unprivileged_userns_clone=1\``
+                : `bubblewrap failed its start-up check with exit code ${result.status}: ${stderr}`
+        };
+    }
+    else {
+        cached = { ok: true };
+    }
+    checked.set(program, cached);
+    return cached;
+}
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __webpack_require__(77598);
+// EXTERNAL MODULE: external "node:fs/promises"
+var promises_ = __webpack_require__(51455);
+;// CONCATENATED MODULE: ./src/executor/sandbox/cgroup.ts
+// Memory and process limits of a run with cgroups, v1 or v2, whichever the machine has. Each run
+// gets a cgroup below the executor's own; the sandbox's first process joins it before it execs
+// bubblewrap, so everything the run starts is counted. After the run its counters say whether a
+// limit was hit, and whatever is left in it is killed.
+
+
+
+
+const ROOT = '/sys/fs/cgroup';
+let layout = null;
+function own(line) {
+    const text = (0,external_node_fs_.readFileSync)('/proc/self/cgroup', 'utf8');
+    for (const entry of text.split('\n')) {
+        const parts = entry.split(':');
+        if (parts.length >= 3 && line(parts))
+            return parts.slice(2).join(':');
+    }
+    return undefined;
+}
+function writable(dir) {
+    const probe = (0,external_node_path_.join)(dir, `agent-run-probe-${process.pid}`);
+    try {
+        (0,external_node_fs_.mkdirSync)(probe);
+        (0,external_node_fs_.rmdirSync)(probe);
+        return true;
+    }
+    catch {
+        return false;
+    }
+}
+/** Finds a place where this process may make cgroups with memory and pids limits, once. */
+function cgroupLayout() {
+    if (layout !== null)
+        return layout;
+    layout = undefined;
+    try {
+        if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(ROOT, 'cgroup.controllers'))) {
+            // v2: a sibling-free subtree needs memory and pids enabled in our own cgroup's subtree_control.
+            const base = (0,external_node_path_.join)(ROOT, own(parts => parts[0] === '0') ?? '/');
+            const enabled = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(base, 'cgroup.subtree_control'), 'utf8');
+            if (/\bmemory\b/.test(enabled) && /\bpids\b/.test(enabled) && writable(base))
+                layout = { version: 2, memory: base, pids: base };
+        }
+        else {
+            const memory = (0,external_node_path_.join)(ROOT, 'memory', own(parts => parts[1].split(',').includes('memory')) ?? '/');
+            const pids = (0,external_node_path_.join)(ROOT, 'pids', own(parts => parts[1].split(',').includes('pids')) ?? '/');
+            if (writable(memory) && writable(pids))
+                layout = { version: 1, memory, pids };
+        }
+    }
+    catch {
+        layout = undefined;
+    }
+    return layout;
+}
+/** Why limits cannot be enforced here, or undefined when they can. */
+function limitsProblem() {
+    if (cgroupLayout())
+        return undefined;
+    return 'no cgroup with memory and pids controllers can be made under this process (/sys/fs/cgroup); memory and process limits are not enforced';
+}
+/** One run's cgroup(s). */
+class RunCgroup {
+    layout;
+    dirs;
+    limits;
+    constructor(layout, dirs, limits) {
+        this.layout = layout;
+        this.dirs = dirs;
+        this.limits = limits;
+    }
+    /** `prefix` names the executor's data dir, so a sweep only touches this executor's runs. */
+    static create(prefix, runId, limits) {
+        const found = cgroupLayout();
+        if (!found)
+            return undefined;
+        const leaf = `agent-run-${prefix}-${runId}`;
+        if (found.version === 2) {
+            const dir = (0,external_node_path_.join)(found.memory, leaf);
+            (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
+            (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'memory.max'), String(limits.memoryBytes));
+            (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'memory.swap.max'), '0', { flag: 'w' });
+            (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'pids.max'), String(limits.processes));
+            return new RunCgroup(found, [dir], limits);
+        }
+        const memory = (0,external_node_path_.join)(found.memory, leaf);
+        const pids = (0,external_node_path_.join)(found.pids, leaf);
+        (0,external_node_fs_.mkdirSync)(memory, { recursive: true });
+        (0,external_node_fs_.mkdirSync)(pids, { recursive: true });
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+        try {
+            // Swap counts too where the kernel accounts it, or a hog would page out instead of stopping.
+            (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
+        }
+        catch {
+            // no swap accounting
+        }
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(pids, 'pids.max'), String(limits.processes));
+        return new RunCgroup(found, [memory, pids], limits);
+    }
+    static existing(found, dir) {
+        return new RunCgroup(found, [dir], { memoryBytes: 0, processes: 0 });
+    }
+    /** The files a process writes its pid into to join this run's cgroups. */
+    get procsFiles() {
+        return this.dirs.map(dir => (0,external_node_path_.join)(dir, 'cgroup.procs'));
+    }
+    /** The limit that was hit, as a sentence, or undefined. */
+    exceeded() {
+        const read = (dir, file) => {
+            try {
+                return (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(dir, file), 'utf8');
+            }
+            catch {
+                return '';
+            }
+        };
+        const counter = (text, name) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+        const [memoryDir, pidsDir] = this.layout.version === 2 ? [this.dirs[0], this.dirs[0]] : [this.dirs[0], this.dirs[1]];
+        const oom = this.layout.version === 2
+            ? counter(read(memoryDir, 'memory.events'), 'oom_kill')
+            : counter(read(memoryDir, 'memory.oom_control'), 'oom_kill');
+        if (oom > 0)
+            return `the run's processes used more than the memory limit of ${Math.round(this.limits.memoryBytes / 1024 ** 2)} MiB`;
+        if (counter(read(pidsDir, 'pids.events'), 'max') > 0)
+            return `the run tried to start more than the limit of ${this.limits.processes} processes at once`;
+        return undefined;
+    }
+    /** Kills whatever is left in the run's cgroups and removes them. */
+    async destroy() {
+        await this.kill();
+        for (const dir of this.dirs) {
+            try {
+                // Removing a v1 memory cgroup can take a while (its charges move up): off the event loop.
+                await (0,promises_.rmdir)(dir);
+            }
+            catch {
+                // still busy: the next start-up's sweep removes it
+            }
+        }
+    }
+    /** A signal to every process of the run but bubblewrap itself (which would end the sandbox). */
+    signalAgents(signal) {
+        let pids = [];
+        try {
+            pids = (0,external_node_fs_.readFileSync)(this.procsFiles[this.procsFiles.length - 1], 'utf8')
+                .split('\n')
+                .filter(Boolean);
+        }
+        catch {
+            return;
+        }
+        for (const pid of pids) {
+            try {
+                if ((0,external_node_fs_.readFileSync)(`/proc/${pid}/comm`, 'utf8').trim() !== 'bwrap')
+                    process.kill(Number(pid), signal);
+            }
+            catch {
+                // gone
+            }
+        }
+    }
+    /** SIGKILL to every process in the run's cgroups, until none is left (or a second has passed). */
+    async kill() {
+        for (let attempt = 0; attempt < 50; attempt++) {
+            let left = 0;
+            for (const file of this.procsFiles) {
+                let pids = [];
+                try {
+                    pids = (0,external_node_fs_.readFileSync)(file, 'utf8').split('\n').filter(Boolean);
+                }
+                catch {
+                    continue;
+                }
+                for (const pid of pids) {
+                    left++;
+                    try {
+                        process.kill(Number(pid), 'SIGKILL');
+                    }
+                    catch {
+                        // gone
+                    }
+                }
+            }
+            if (left === 0)
+                break;
+            await new Promise(resolve => setTimeout(resolve, 20));
+        }
+    }
+}
+/** Kills what is left in cgroups of runs a previous process started, and removes them. */
+async function sweepCgroups(prefix) {
+    const found = cgroupLayout();
+    if (!found)
+        return 0;
+    let removed = 0;
+    for (const base of new Set([found.memory, found.pids])) {
+        for (const name of (0,external_node_fs_.readdirSync)(base)) {
+            if (!name.startsWith(`agent-run-${prefix}-`))
+                continue;
+            await RunCgroup.existing(found, (0,external_node_path_.join)(base, name)).destroy();
+            removed++;
+        }
+    }
+    return removed;
+}
+/** A short, stable name for a data dir, so one executor's cgroups are told from another's. */
+function dataDirTag(dataDir) {
+    return (0,external_node_crypto_.createHash)('sha256').update(dataDir).digest('hex').slice(0, 10);
+}
+
+// EXTERNAL MODULE: external "node:http"
+var external_node_http_ = __webpack_require__(37067);
+// EXTERNAL MODULE: external "node:net"
+var external_node_net_ = __webpack_require__(77030);
+// EXTERNAL MODULE: external "node:os"
+var external_node_os_ = __webpack_require__(48161);
+;// CONCATENATED MODULE: ./src/executor/sandbox/proxy.ts
+// The filtering proxy of a run whose `network:` is a list of host:port. The run has no network of
+// its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
+// each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
+// requests for the listed targets only (403 for anything else, said in the response).
+
+
+
+
+
+/** Where the proxy's socket and forwarder appear inside the sandbox. */
+const INSIDE_DIR = '/run/agent-proxy';
+const INSIDE_PORT = 3128;
+/** Runs inside the sandbox with the executor's own node: 127.0.0.1:PORT → the proxy's socket. */
+const FORWARDER = `
+const net = require('node:net');
+const fs = require('node:fs');
+const [port, socket, ready] = process.argv.slice(2);
+net.createServer(client => {
+  const upstream = net.connect(socket);
+  client.pipe(upstream).pipe(client);
+  const end = () => { client.destroy(); upstream.destroy(); };
+  client.on('error', end); upstream.on('error', end);
+}).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
+`;
+function allowed(targets, host, port) {
+    const name = host.replace(/^\[|\]$/g, '').toLowerCase();
+    return targets.some(target => target.host === name && target.port === port);
+}
+async function startProxy(targets, runId) {
+    const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `agent-run-proxy-${runId.slice(0, 12)}-`));
+    const socket = (0,external_node_path_.join)(dir, 'proxy.sock');
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER);
+    const refuse = (what) => `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
+    const server = (0,external_node_http_.createServer)((request, response) => {
+        let url;
+        try {
+            url = new URL(request.url ?? '');
+        }
+        catch {
+            response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
+            return;
+        }
+        const port = Number(url.port || 80);
+        if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
+            response.writeHead(403, { 'content-type': 'text/plain' }).end(refuse(`${url.hostname}:${port}`));
+            return;
+        }
+        const upstream = (0,external_node_http_.request)({
+            host: url.hostname,
+            port,
+            method: request.method,
+            path: url.pathname + url.search,
+            headers: request.headers
+        }, reply => {
+            response.writeHead(reply.statusCode ?? 502, reply.headers);
+            reply.pipe(response);
+        });
+        upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
+        request.pipe(upstream);
+    });
+    server.on('connect', (request, client, head) => {
+        const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
+        const host = match?.[1] ?? '';
+        const port = Number(match?.[2]);
+        client.on('error', () => undefined);
+        if (!match || !allowed(targets, host, port)) {
+            const body = refuse(request.url ?? '?');
+            client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+            return;
+        }
+        const upstream = (0,external_node_net_.connect)(port, host.replace(/^\[|\]$/g, ''), () => {
+            client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+            if (head.length > 0)
+                upstream.write(head);
+            upstream.pipe(client).pipe(upstream);
+        });
+        upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
+    });
+    await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socket, () => resolve());
+    });
+    const url = `http://127.0.0.1:${INSIDE_PORT}`;
+    return {
+        files: [
+            [dir, INSIDE_DIR],
+            [process.execPath, '/run/agent-proxy-node']
+        ],
+        env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
+        command(program, args) {
+            const ready = '/tmp/.agent-run-proxy-ready';
+            const script = `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
+                `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
+            return ['/bin/sh', '-c', script, program, ...args];
+        },
+        async close() {
+            server.closeAllConnections();
+            await new Promise(resolve => server.close(resolve));
+            (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+        }
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/sandbox/startup.ts
+// The start-up check of a node that runs work: every environment whose runs are sandboxed needs
+// bubblewrap working here, or the executor refuses to start, naming the cause and the fix. An
+// environment that says `sandbox: off` starts anyway, with a warning (and a warning event per run).
+
+
+class SandboxUnavailableError extends Error {
+}
+/**
+ * Throws SandboxUnavailableError when a sandboxed environment cannot be confined on this machine;
+ * returns the warnings to log otherwise.
+ */
+function checkSandboxes(config) {
+    const warnings = [];
+    const confined = config.environments.filter(env => env.sandbox.enabled);
+    const off = config.environments.filter(env => !env.sandbox.enabled).map(env => env.id);
+    if (off.length > 0)
+        warnings.push(`environment ${off.join(', ')} has \`sandbox: off\`: its agents run unconfined, as the executor's user`);
+    if (confined.length === 0)
+        return warnings;
+    const ids = confined.map(env => env.id).join(', ');
+    const check = checkBubblewrap();
+    if (!check.ok) {
+        throw new SandboxUnavailableError(`cannot confine the runs of environment ${ids}: ${check.problem}. ` +
+            'To run them unconfined anyway (not recommended), set `sandbox: off` on the environment.');
+    }
+    const limits = limitsProblem();
+    if (!limits)
+        return warnings;
+    const strict = confined.filter(env => env.sandbox.requireLimits).map(env => env.id);
+    if (strict.length > 0)
+        throw new SandboxUnavailableError(`environment ${strict.join(', ')} sets sandbox.require_limits but ${limits}; run the executor where it may create cgroups (as root, or with a delegated cgroup v2 subtree)`);
+    warnings.push(`environment ${ids}: ${limits}`);
+    return warnings;
+}
+/** Warnings every run of this environment records in its transcript. */
+function runWarnings(sandbox) {
+    if (!sandbox.enabled)
+        return [
+            "this environment has `sandbox: off`: the run's processes run unconfined, as the executor's own user"
+        ];
+    const limits = limitsProblem();
+    return limits ? [limits] : [];
+}
+
+;// CONCATENATED MODULE: ./src/executor/sandbox/processes.ts
+// Process groups of running runs, recorded in the node's data dir (processes/<run>.<pid>) so that a
+// restarted executor stops any survivor before it fails those runs `executor_restarted`, and
+// killed on every exit of this process (a second Ctrl-C included). Also the free-space check that
+// stops a node claiming runs while its data dir's file system is nearly full.
+
+
+
+const live = new Set();
+let hooked = false;
+/** When the process started, in clock ticks since boot: tells a survivor from a reused pid. */
+function startTime(pid) {
+    try {
+        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, 'utf8');
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    }
+    catch {
+        return undefined;
+    }
+}
+/** SIGKILL to every process group this process started and has not seen end. */
+function killAllGroups() {
+    for (const pid of live) {
+        try {
+            process.kill(-pid, 'SIGKILL');
+        }
+        catch {
+            // gone
+        }
+    }
+    live.clear();
+}
+/** Records a run's process group; the returned function forgets it once the group has ended. */
+function recordGroup(dataDir, runId, pid) {
+    if (pid === undefined)
+        return () => undefined;
+    if (!hooked) {
+        hooked = true;
+        process.on('exit', killAllGroups);
+    }
+    live.add(pid);
+    let file;
+    if (dataDir && runId) {
+        try {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'processes'), { recursive: true });
+            file = (0,external_node_path_.join)(dataDir, 'processes', `${runId}.${pid}`);
+            (0,external_node_fs_.writeFileSync)(file, `${pid} ${startTime(pid) ?? ''}\n`);
+        }
+        catch {
+            file = undefined;
+        }
+    }
+    return () => {
+        live.delete(pid);
+        if (file)
+            (0,external_node_fs_.rmSync)(file, { force: true });
+    };
+}
+/** At start-up: stops process groups and cgroups a previous process of this data dir left. */
+async function stopSurvivors(dataDir, log) {
+    const dir = (0,external_node_path_.join)(dataDir, 'processes');
+    let stopped = 0;
+    let names = [];
+    try {
+        names = (0,external_node_fs_.readdirSync)(dir);
+    }
+    catch {
+        // none recorded
+    }
+    for (const name of names) {
+        const [pid, started] = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(dir, name), 'utf8').trim().split(' ');
+        if (pid && started && startTime(Number(pid)) === started) {
+            try {
+                process.kill(-Number(pid), 'SIGKILL');
+                stopped++;
+            }
+            catch {
+                // gone meanwhile
+            }
+        }
+        (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { force: true });
+    }
+    const cgroups = await sweepCgroups(dataDirTag(dataDir));
+    if (stopped > 0 || cgroups > 0)
+        log.warn({ process_groups: stopped, cgroups }, 'stopped processes left running by a previous executor process');
+}
+/** Data dirs whose file system is short of space now, with the reason. */
+const low = new Map();
+/** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
+function freeSpaceProblem(config, log) {
+    let free;
+    try {
+        const stats = (0,external_node_fs_.statfsSync)(config.dataDir);
+        free = stats.bavail * stats.bsize;
+    }
+    catch {
+        return undefined;
+    }
+    const min = config.workspaces.minFreeBytes;
+    const problem = free < min
+        ? `the data dir's file system has ${Math.floor(free / 1024 ** 2)} MiB free, less than workspaces.min_free (${Math.round(min / 1024 ** 2)} MiB): not claiming runs`
+        : undefined;
+    const was = low.get(config.dataDir);
+    if (problem && !was)
+        log.warn({ data_dir: config.dataDir, free_bytes: free }, problem);
+    if (!problem && was)
+        log.info({ data_dir: config.dataDir }, 'free space is back above workspaces.min_free: claiming runs again');
+    if (problem)
+        low.set(config.dataDir, problem);
+    else
+        low.delete(config.dataDir);
+    return problem;
+}
+/** The free-space problem last seen for a data dir (for /readyz), or undefined. */
+function freeSpaceNote(dataDir) {
+    return low.get(dataDir);
+}
+
+;// CONCATENATED MODULE: ./src/executor/sandbox/index.ts
+// A run's sandbox: made by the worker when the run starts, found by the process spawner through
+// the run's abort signal (every process of a run is started with that signal), so setup commands,
+// `@sim run` and command agents are all confined without each agent having to pass it along.
+
+
+
+
+
+
+
+/** How often a run's cgroup counters are read: past a limit, the whole run is stopped at once. */
+const LIMIT_CHECK_MS = 250;
+class RunSandbox {
+    options;
+    proxy;
+    watch;
+    hit;
+    cgroup;
+    cgroupMade = false;
+    constructor(options, proxy) {
+        this.options = options;
+        this.proxy = proxy;
+    }
+    /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
+    static async create(options) {
+        const { sandbox } = options;
+        const proxy = Array.isArray(sandbox.network)
+            ? await startProxy(sandbox.network, options.runId)
+            : undefined;
+        return new RunSandbox(options, proxy);
+    }
+    /** The run's cgroup, made when its first process starts (a run that starts none pays nothing). */
+    limits() {
+        if (this.cgroupMade)
+            return this.cgroup;
+        this.cgroupMade = true;
+        const { sandbox } = this.options;
+        const cgroup = RunCgroup.create(dataDirTag(this.options.dataDir), this.options.runId, {
+            memoryBytes: sandbox.memoryBytes,
+            processes: sandbox.processes
+        });
+        this.cgroup = cgroup;
+        // A fork bomb held at the process limit, or a shell whose child the OOM killer took, would
+        // otherwise go on until the run's timeout.
+        if (cgroup)
+            this.watch = setInterval(() => {
+                if (this.hit)
+                    return;
+                this.hit = cgroup.exceeded();
+                if (this.hit)
+                    void cgroup.kill();
+            }, LIMIT_CHECK_MS).unref();
+        return cgroup;
+    }
+    /** The command line that runs `program args` confined; undefined when the program is not found. */
+    wrap(program, args, cwd, env) {
+        const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
+        if (!resolved)
+            return undefined;
+        const { sandbox } = this.options;
+        const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(Boolean);
+        const read = [...sandbox.read, ...this.options.read];
+        // An agent program outside the system directories (a script of the user's) is visible too.
+        if (!resolved.startsWith('/usr/') && !resolved.startsWith('/bin/'))
+            read.push(resolved);
+        const files = this.proxy ? this.proxy.files : [];
+        const confine = bwrapArgs({
+            workspace: this.options.workspace,
+            read,
+            write: [...sandbox.write, ...(this.options.write ?? [])],
+            hide,
+            network: sandbox.network === 'host' ? 'host' : 'none',
+            files
+        });
+        const inner = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+        const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
+        const innerEnv = {
+            ...env,
+            HOME: SANDBOX_HOME,
+            TMPDIR: '/tmp',
+            ...(this.proxy?.env ?? {})
+        };
+        const cgroup = this.limits();
+        if (!cgroup)
+            return { program: bwrap[0], args: bwrap.slice(1), env: innerEnv };
+        // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
+        const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+        return {
+            program: '/bin/sh',
+            args: ['-c', join, 'sh', ...cgroup.procsFiles, '--', ...bwrap],
+            env: innerEnv
+        };
+    }
+    /**
+     * Stops a confined process: SIGTERM to the run's own processes (bubblewrap does not pass signals
+     * on), then SIGKILL to bubblewrap's group after the grace period, which ends the whole sandbox.
+     * Without a cgroup the run's processes cannot be told apart from outside: SIGTERM to bubblewrap
+     * ends the sandbox at once.
+     */
+    stop(pid, graceMs) {
+        if (pid === undefined)
+            return;
+        const killGroup = () => {
+            try {
+                process.kill(-pid, 'SIGKILL');
+            }
+            catch {
+                // already gone
+            }
+            void this.cgroup?.kill();
+        };
+        if (!this.cgroup) {
+            killGroup();
+            return;
+        }
+        this.cgroup.signalAgents('SIGTERM');
+        setTimeout(killGroup, graceMs).unref();
+    }
+    /** The limit the run hit, as a sentence, or undefined. */
+    exceeded() {
+        this.hit ??= this.cgroup?.exceeded();
+        return this.hit;
+    }
+    /** Stops whatever the run left behind and releases its limits and proxy. */
+    async close() {
+        clearInterval(this.watch);
+        await this.cgroup?.destroy();
+        await this.proxy?.close();
+    }
+}
+function findProgram(program, cwd, path) {
+    const executable = (file) => {
+        try {
+            (0,external_node_fs_.accessSync)(file, external_node_fs_.constants.X_OK);
+            return true;
+        }
+        catch {
+            return false;
+        }
+    };
+    if (program.includes('/')) {
+        const file = (0,external_node_path_.isAbsolute)(program) ? program : (0,external_node_path_.join)(cwd, program);
+        return executable(file) ? file : undefined;
+    }
+    for (const dir of path.split(external_node_path_.delimiter)) {
+        if (!dir)
+            continue;
+        const file = (0,external_node_path_.join)(dir, program);
+        if (executable(file))
+            return file;
+    }
+    return undefined;
+}
+const bySignal = new WeakMap();
+/** The run a signal belongs to (its sandbox, where its process groups are recorded), if known. */
+function runOf(signal) {
+    return bySignal.get(signal);
+}
+/**
+ * What the worker calls when a run's workspace is ready: the run's sandbox (attached to its
+ * signal), and the warnings the run records.
+ */
+async function confineRun(options, signal) {
+    const warnings = runWarnings(options.sandbox);
+    const sandbox = options.sandbox.enabled ? await RunSandbox.create(options) : undefined;
+    bySignal.set(signal, { sandbox, record: pid => recordGroup(options.dataDir, options.runId, pid) });
+    return { sandbox, warnings };
+}
+
+;// CONCATENATED MODULE: ./src/executor/agents/shell.ts
+// Child processes for agents and commands, each in its own process group so that stopping it
+// stops everything it started: SIGTERM first, SIGKILL after a grace period. A process counts as
+// ended when it exits; pipes still held open by something it left behind (a daemon, `setsid`)
+// are closed shortly after, so a run can never hang on them.
+
+
+const KILL_GRACE_MS = 5000;
+/** After exit, output still in the pipes gets this long to arrive. */
+const DRAIN_MS = 250;
+/** Runs a program in its own process group; the signal stops the group. */
+function runInGroup(program, args, options) {
+    const started = Date.now();
+    if (options.signal.aborted)
+        return Promise.resolve({ exitCode: null, signal: 'SIGTERM', durationMs: 0 });
+    // A run's processes go through its sandbox (found by the run's signal), when it has one.
+    const run = runOf(options.signal);
+    const wrapped = run?.sandbox
+        ? run.sandbox.wrap(program, args, options.cwd, options.env)
+        : { program, args, env: options.env };
+    if (!wrapped) {
+        const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
+        return Promise.resolve({ exitCode: null, signal: null, spawnError, durationMs: 0 });
+    }
+    return new Promise(resolve => {
+        const child = (0,external_node_child_process_.spawn)(wrapped.program, wrapped.args, {
+            cwd: options.cwd,
+            env: wrapped.env,
+            detached: true,
+            stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
+        });
+        child.stdout.on('data', chunk => options.onStdout?.(chunk));
+        child.stderr.on('data', chunk => options.onStderr?.(chunk));
+        if (options.stdin !== undefined) {
+            child.stdin.on('error', () => undefined); // the program may exit without reading its input
+            child.stdin.end(options.stdin);
+        }
+        const forget = run?.record(child.pid) ?? (() => undefined);
+        const stop = () => (run?.sandbox ? run.sandbox.stop(child.pid, KILL_GRACE_MS) : stopGroup(child.pid));
+        options.signal.addEventListener('abort', stop, { once: true });
+        let settled = false;
+        const settle = (result) => {
+            if (settled)
+                return;
+            settled = true;
+            forget();
+            options.signal.removeEventListener('abort', stop);
+            resolve({ ...result, durationMs: Date.now() - started });
+        };
+        child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));
+        child.on('close', (exitCode, signal) => settle({ exitCode, signal }));
+        child.on('exit', (exitCode, signal) => {
+            setTimeout(() => {
+                child.stdout.destroy();
+                child.stderr.destroy();
+                settle({ exitCode, signal });
+            }, DRAIN_MS).unref();
+        });
+    });
+}
+/** Runs a shell command in the workspace (setup commands, `@sim run`). */
+async function runShell(command, options) {
+    const max = options.maxOutput ?? 64 * 1024;
+    let output = '';
+    const append = (chunk) => {
+        output += chunk.toString('utf8');
+        if (output.length > 2 * max)
+            output = output.slice(-max);
+    };
+    const env = {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? options.cwd,
+        ...options.env
+    };
+    const result = await runInGroup('/bin/sh', ['-c', command], {
+        cwd: options.cwd,
+        env,
+        signal: options.signal,
+        onStdout: append,
+        onStderr: append
+    });
+    if (result.spawnError)
+        return { exitCode: 127, signal: null, output: result.spawnError.message, durationMs: result.durationMs };
+    return {
+        exitCode: result.exitCode,
+        signal: result.signal,
+        output: output.slice(-max),
+        durationMs: result.durationMs
+    };
+}
+/** SIGTERM to the whole process group, SIGKILL to whatever is left after the grace period. */
+function stopGroup(pid, graceMs = KILL_GRACE_MS) {
+    if (pid === undefined)
+        return;
+    try {
+        process.kill(-pid, 'SIGTERM');
+    }
+    catch {
+        return;
+    }
+    setTimeout(() => {
+        try {
+            process.kill(-pid, 'SIGKILL');
+        }
+        catch {
+            // already gone
+        }
+    }, graceMs).unref();
+}
+
+;// CONCATENATED MODULE: ./src/executor/agents/command.ts
+// The command agent: runs any agent CLI (`claude -p`, `codex exec`, `aider --message`, a script)
+// in the workspace. The prompt goes on stdin or replaces `{prompt}` in the arguments; stdout and
+// stderr stream into the transcript as they arrive; exit code 0 is success. Cancel and timeout
+// stop the whole process group: SIGTERM, then SIGKILL after a grace period. At start-up the
+// program is looked up on the PATH runs will get, so a misspelt name fails start-up, not each run.
+
+
+
+
+
+const FLUSH_MS = 200;
+const FLUSH_BYTES = 16 * 1024;
+const STDERR_TAIL_LINES = 10;
+/** Variables every CLI needs to find itself and its home; the environment's `env` adds more. */
+const BASE_VARIABLES = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TERM'];
+/** The variables a run's program starts with: the base ones from the executor, then the listed ones. */
+function runVariables(processEnv, listed) {
+    const env = {};
+    for (const name of BASE_VARIABLES)
+        if (processEnv[name] !== undefined)
+            env[name] = processEnv[name];
+    return Object.assign(env, listed);
+}
+function isExecutableFile(path) {
+    try {
+        (0,external_node_fs_.accessSync)(path, external_node_fs_.constants.X_OK);
+        return (0,external_node_fs_.statSync)(path).isFile();
+    }
+    catch {
+        return false;
+    }
+}
+/** Why `program` would not start in a run of this environment, or undefined when it would. */
+function programProblem(environment, processEnv, program) {
+    if (program.includes('{prompt}'))
+        return undefined;
+    if (program.includes('/')) {
+        // A relative path is found in the workspace, which is made from the source: unknowable for a URL.
+        if (!(0,external_node_path_.isAbsolute)(program) && environment.remoteSource)
+            return undefined;
+        const path = (0,external_node_path_.resolve)(environment.source, program);
+        if (isExecutableFile(path))
+            return undefined;
+        return `no executable file at ${path}; expected the path of an executable program`;
+    }
+    const listed = Object.fromEntries(environment.env.filter(name => processEnv[name] !== undefined).map(name => [name, processEnv[name]]));
+    const path = runVariables(processEnv, listed).PATH ?? '';
+    // A relative directory on the PATH is found from the workspace, as for a relative program path.
+    const base = environment.remoteSource ? '/' : environment.source;
+    const dirs = path.split(external_node_path_.delimiter).filter(dir => dir !== '');
+    if (dirs.some(dir => isExecutableFile((0,external_node_path_.resolve)(base, dir, program))))
+        return undefined;
+    return `not found on the PATH runs get (${path || 'empty'}); expected a program on that PATH or an absolute path`;
+}
+const commandAgent = agentKind({
+    kind: 'command',
+    summary: 'runs an agent CLI (e.g. claude -p) in the workspace; exit code 0 is success',
+    keys: ['command', 'prompt'],
+    parse(agent, at, read) {
+        const command = read.strings(agent.command, `${at}.command`);
+        if (command.length === 0) {
+            read.problems.push(`${at}.command: expected the program and its arguments, e.g. [claude, -p]`);
+        }
+        const prompt = read.oneOf(agent.prompt, `${at}.prompt`, ['stdin', 'arg'], 'stdin');
+        return { kind: 'command', command, prompt };
+    },
+    describe: agent => `command: ${agent.command.join(' ')}`,
+    check(environment, at, processEnv) {
+        const program = environment.agent.command[0];
+        if (program === undefined)
+            return [];
+        const problem = programProblem(environment, processEnv, program);
+        return problem ? [`${at}.command ${show(program)}: ${problem}`] : [];
+    },
+    async run(context) {
+        const { command, prompt: mode } = context.agent;
+        const args = command.map(arg => (mode === 'arg' ? arg.replaceAll('{prompt}', context.prompt) : arg));
+        if (mode === 'arg' && !command.some(arg => arg.includes('{prompt}')))
+            args.push(context.prompt);
+        const [program, ...rest] = args;
+        const env = { AGENT_RUN_ID: context.runId, ...runVariables(process.env, context.env) };
+        const streams = {
+            stdout: new StreamRecorder('stdout', context),
+            stderr: new StreamRecorder('stderr', context)
+        };
+        const result = await runInGroup(program, rest, {
+            cwd: context.workspace,
+            env,
+            signal: context.signal,
+            stdin: mode === 'stdin' ? context.prompt : undefined,
+            onStdout: chunk => streams.stdout.push(chunk),
+            onStderr: chunk => streams.stderr.push(chunk)
+        });
+        await Promise.all([streams.stdout.flush(), streams.stderr.flush()]);
+        if (result.spawnError) {
+            const why = result.spawnError.code === 'ENOENT' ? 'not found on PATH' : result.spawnError.message;
+            return {
+                state: 'FAILED',
+                error_code: 'agent_failed',
+                status_message: `agent command ${JSON.stringify(program)} could not start: ${why}`
+            };
+        }
+        await context.record('exit', { exit_code: result.exitCode, signal: result.signal });
+        if (result.exitCode === 0)
+            return { state: 'SUCCEEDED' };
+        const how = result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
+        const tail = streams.stderr.tail();
+        return {
+            state: 'FAILED',
+            error_code: 'agent_failed',
+            status_message: `agent ${how}${tail ? `; last lines of stderr:\n${tail}` : ''}`
+        };
+    }
+});
+/** Batches a stream's chunks into transcript events and keeps its last lines. */
+class StreamRecorder {
+    stream;
+    context;
+    pending = '';
+    timer;
+    lines = [];
+    writing = Promise.resolve();
+    constructor(stream, context) {
+        this.stream = stream;
+        this.context = context;
+    }
+    push(chunk) {
+        const text = chunk.toString('utf8');
+        this.pending += text;
+        // A chunk may end mid-line: its first part continues the last line of the chunk before.
+        const [first = '', ...rest] = text.split('\n');
+        const last = this.lines.pop() ?? '';
+        this.lines = [...this.lines, last + first, ...rest].slice(-(STDERR_TAIL_LINES + 1));
+        if (this.pending.length >= FLUSH_BYTES)
+            void this.flush();
+        else
+            this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+    }
+    flush() {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+        if (this.pending !== '') {
+            const text = this.pending;
+            this.pending = '';
+            this.writing = this.writing.then(() => this.context.record('output', { stream: this.stream, text }));
+        }
+        return this.writing;
+    }
+    tail() {
+        return this.lines.join('\n').trim().split('\n').slice(-STDERR_TAIL_LINES).join('\n');
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/files.ts
+// Files the executor itself writes in a workspace (`@sim write`, say): only inside the workspace,
+// and never through a symbolic link. The run's processes may have replaced any path there with a
+// link to the database or the config; the executor, which runs unconfined, must not follow it.
+
+
+/** Writes `text` to `path` (relative to `root`), refusing a path that leaves the root or has a link in it. */
+function writeInside(root, path, text) {
+    const target = (0,external_node_path_.resolve)(root, path);
+    const inside = (0,external_node_path_.relative)(root, target);
+    if (inside === '' || inside.startsWith('..') || (0,external_node_path_.resolve)(root, inside) !== target)
+        throw new Error(`${path}: not a path inside the workspace`);
+    let dir = root;
+    const parts = inside.split(external_node_path_.sep);
+    for (const part of parts.slice(0, -1)) {
+        dir = (0,external_node_path_.join)(dir, part);
+        const stat = (0,external_node_fs_.lstatSync)(dir, { throwIfNoEntry: false });
+        if (!stat)
+            (0,external_node_fs_.mkdirSync)(dir);
+        else if (!stat.isDirectory())
+            throw new Error(`${path}: ${(0,external_node_path_.relative)(root, dir)} is not a directory (a link is never followed)`);
+    }
+    let fd;
+    try {
+        fd = (0,external_node_fs_.openSync)(target, external_node_fs_.constants.O_WRONLY | external_node_fs_.constants.O_CREAT | external_node_fs_.constants.O_TRUNC | external_node_fs_.constants.O_NOFOLLOW, 0o644);
+    }
+    catch (error) {
+        if (error.code === 'ELOOP')
+            throw new Error(`${path}: is a symbolic link; the executor never writes through one`);
+        throw error;
+    }
+    try {
+        (0,external_node_fs_.writeSync)(fd, text);
+    }
+    finally {
+        (0,external_node_fs_.closeSync)(fd);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/agents/simulated.ts
+// The simulated agent: deterministic, for testing workflows. Lines of the prompt that start with
+// `@sim` are directives, run in order; everything else is the instruction, echoed as the answer.
+//
+//   @sim sleep <seconds>       wait (cancellable)
+//   @sim say <text>            agent output
+//   @sim run <shell command>   run it in the workspace; non-zero exit fails the run
+//   @sim write <path> <text>   write a file in the workspace (`\n` in the text is a line break)
+//   @sim fail <message>        end FAILED with that status message
+//   @sim result <text>         the final answer (`\n` in the text is a line break)
+//   @sim json <object>         end the final answer with that JSON object (in a json fence)
+//
+// The final answer (a `result` event) is the `@sim result` text, else the last `@sim say` text,
+// else the echo of the instruction.
+
+
+
+
+
+const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
+const DEFAULT_PAUSE_MS = 300;
+const simulatedAgent = agentKind({
+    kind: 'simulated',
+    summary: 'deterministic, for testing workflows: @sim directives in the prompt choose what happens',
+    keys: [],
+    parse: () => ({ kind: 'simulated' }),
+    describe: () => 'simulated',
+    async run(context) {
+        const instruction = [];
+        const answer = {};
+        let directives = 0;
+        for (const line of context.prompt.split(/\r?\n/)) {
+            if (context.signal.aborted)
+                return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
+            const match = DIRECTIVE.exec(line.trim());
+            if (!match) {
+                instruction.push(line);
+                continue;
+            }
+            directives++;
+            const [, verb = '', rest = ''] = match;
+            const failure = await directive(context, verb, rest.trim(), answer);
+            if (failure) {
+                if (!context.signal.aborted)
+                    await recordAnswer(context, answer, undefined);
+                return failure;
+            }
+        }
+        if (directives === 0)
+            await sleep(DEFAULT_PAUSE_MS, context.signal);
+        if (context.signal.aborted)
+            return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
+        const text = instruction.join('\n').trim();
+        const echo = text === '' ? undefined : `Simulated agent received the instruction:\n${text}`;
+        if (echo !== undefined)
+            await context.record('message', { text: echo });
+        await recordAnswer(context, answer, echo);
+        return { state: 'SUCCEEDED' };
+    }
+});
+async function recordAnswer(context, answer, echo) {
+    const text = answer.result ?? answer.said ?? echo;
+    if (text === undefined && answer.json === undefined)
+        return;
+    const parts = [text, answer.json === undefined ? undefined : `\`\`\`json\n${answer.json}\n\`\`\``];
+    await context.record('result', { text: parts.filter(part => part !== undefined).join('\n\n') });
+}
+async function directive(context, verb, rest, answer) {
+    switch (verb) {
+        case 'sleep': {
+            const seconds = Number(rest);
+            if (rest === '' || !Number.isFinite(seconds) || seconds < 0) {
+                return invalid(`@sim sleep ${rest}`, 'expected a number of seconds, e.g. @sim sleep 2.5');
+            }
+            await sleep(seconds * 1000, context.signal);
+            return undefined;
+        }
+        case 'say':
+            await context.record('message', { text: rest });
+            answer.said = rest;
+            return undefined;
+        case 'result':
+            answer.result = rest.replace(/\\n/g, '\n');
+            return undefined;
+        case 'json': {
+            let value;
+            try {
+                value = JSON.parse(rest);
+            }
+            catch {
+                value = undefined;
+            }
+            if (value === null || typeof value !== 'object' || Array.isArray(value))
+                return invalid(`@sim json ${rest.slice(0, 40)}`, 'expected a JSON object, e.g. @sim json {"ok": true}');
+            answer.json = JSON.stringify(value, null, 2);
+            return undefined;
+        }
+        case 'run': {
+            if (rest === '')
+                return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
+            const result = await runShell(rest, {
+                cwd: context.workspace,
+                env: context.env,
+                signal: context.signal
+            });
+            await context.record('command', {
+                command: rest,
+                exit_code: result.exitCode,
+                output: result.output,
+                duration_ms: result.durationMs
+            });
+            if (result.exitCode === 0 || context.signal.aborted)
+                return undefined;
+            const how = result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+            return { state: 'FAILED', error_code: 'command_failed', status_message: `command \`${rest}\` ${how}` };
+        }
+        case 'write': {
+            const space = rest.search(/\s/);
+            const path = space < 0 ? rest : rest.slice(0, space);
+            const text = space < 0 ? '' : rest.slice(space + 1).replace(/\\n/g, '\n');
+            const target = (0,external_node_path_.resolve)(context.workspace, path);
+            const inside = (0,external_node_path_.relative)(context.workspace, target);
+            if (path === '' || inside.startsWith('..') || inside === '') {
+                return invalid(`@sim write ${path}`, 'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello');
+            }
+            const existed = (0,external_node_fs_.existsSync)(target);
+            try {
+                writeInside(context.workspace, inside, text);
+            }
+            catch (error) {
+                return invalid(`@sim write ${path}`, error.message);
+            }
+            await context.record('file', {
+                path: inside,
+                change: existed ? 'modified' : 'added',
+                bytes: Buffer.byteLength(text)
+            });
+            return undefined;
+        }
+        case 'fail':
+            return {
+                state: 'FAILED',
+                error_code: 'agent_failed',
+                status_message: rest || 'the simulated agent was told to fail'
+            };
+        default:
+            return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail, result, json');
+    }
+}
+function invalid(what, expected) {
+    return {
+        state: 'FAILED',
+        error_code: 'agent_failed',
+        status_message: `invalid directive ${what}: ${expected}`
+    };
+}
+function sleep(ms, signal) {
+    return new Promise(resolvePromise => {
+        if (signal.aborted)
+            return resolvePromise();
+        // setTimeout overflows past 2^31-1 ms (about 24.8 days); no run lives that long anyway.
+        const timer = setTimeout(done, Math.min(ms, 2 ** 31 - 1));
+        function done() {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            resolvePromise();
+        }
+        signal.addEventListener('abort', done, { once: true });
+    });
+}
+
+;// CONCATENATED MODULE: ./src/executor/agents/index.ts
+// The registry of agent kinds: the one place the config, the worker and the CLI look a kind up.
+// Adding a kind is its own file in this folder plus one line below.
+
+
+const AGENT_KINDS = new Map([simulatedAgent, commandAgent].map(kind => [kind.kind, kind]));
+/** The kind an environment's `agent.kind` names; undefined for a kind this executor lacks. */
+function agentKindOf(kind) {
+    return AGENT_KINDS.get(kind);
+}
+
+// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
+var dist = __webpack_require__(38815);
+// EXTERNAL MODULE: external "node:url"
+var external_node_url_ = __webpack_require__(73136);
+;// CONCATENATED MODULE: ./src/executor/store/spec.ts
+// Which store a node uses: a path or sqlite: URL for SQLite (the default, in the data dir), a
+// postgres:// URL for PostgreSQL shared by several nodes. Parsing only: opening is open.ts, so the
+// config can name a store without loading a database driver.
+
+
+class StoreSpecError extends Error {
+}
+/**
+ * Reads a store setting. Undefined means SQLite in the data dir; relative paths are from `base`.
+ * Throws StoreSpecError naming the value (password hidden) and the expected forms.
+ */
+function parseStoreSpec(value, dataDir, base) {
+    const text = value?.trim() ?? '';
+    if (text === '')
+        return { kind: 'sqlite', path: (0,external_node_path_.join)(dataDir, 'executor.db') };
+    if (/^postgres(ql)?:\/\//i.test(text)) {
+        try {
+            const url = new URL(text);
+            if (url.hostname === '' && !url.searchParams.has('host'))
+                throw new Error('no host');
+        }
+        catch {
+            throw new StoreSpecError(`${JSON.stringify(redactUrl(text))}: not a valid PostgreSQL URL; expected postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
+        }
+        return { kind: 'postgres', url: text };
+    }
+    if (/^sqlite:/i.test(text)) {
+        const rest = text.slice('sqlite:'.length);
+        const path = rest.startsWith('//') ? (0,external_node_url_.fileURLToPath)(`file:${rest}`) : rest;
+        if (path === '')
+            throw new StoreSpecError(`${JSON.stringify(text)}: expected sqlite:PATH, e.g. sqlite:/var/lib/agent-executor/executor.db`);
+        return { kind: 'sqlite', path: (0,external_node_path_.isAbsolute)(path) ? path : (0,external_node_path_.resolve)(base, path) };
+    }
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+        throw new StoreSpecError(`${JSON.stringify(redactUrl(text))}: unsupported store; expected a path or sqlite:PATH for SQLite, or postgres://USER:PASSWORD@HOST:PORT/DATABASE`);
+    }
+    return { kind: 'sqlite', path: (0,external_node_path_.resolve)(base, text) };
+}
+/** The store named by the spec, with password hidden, for logs. */
+function describeStore(spec) {
+    return spec.kind === 'sqlite' ? `sqlite:${spec.path}` : redactUrl(spec.url);
+}
+/** postgres://user:***@host:port/db: the address with any password taken out, for logs and errors. */
+function redactUrl(url) {
+    try {
+        const parsed = new URL(url);
+        if (parsed.password)
+            parsed.password = '***';
+        for (const name of [...parsed.searchParams.keys()])
+            if (/pass|secret|key/i.test(name))
+                parsed.searchParams.set(name, '***');
+        return parsed.href;
+    }
+    catch {
+        // Not a URL the parser takes: hide everything between :// and the last @ (a password may hold
+        // / and @ of its own).
+        return url.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1***@');
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/sandbox/config.ts
+// The `sandbox:` key of an environment, parsed on its own so config.ts only calls it: how a run's
+// processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
+
+const DEFAULT_SANDBOX = {
+    enabled: true,
+    network: 'none',
+    read: [],
+    write: [],
+    memoryBytes: 4 * 1024 ** 3,
+    processes: 512,
+    requireLimits: false
+};
+const config_SIZE_UNITS = {
+    b: 1,
+    kb: 1e3,
+    mb: 1e6,
+    gb: 1e9,
+    kib: 1024,
+    mib: 1024 ** 2,
+    gib: 1024 ** 3
+};
+/** Bytes of a size such as 512MiB or 4GiB; undefined when the text is not one. */
+function parseSize(value) {
+    const match = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?$/i.exec(String(value).trim());
+    if (!match)
+        return undefined;
+    const bytes = Math.round(Number(match[1]) * config_SIZE_UNITS[(match[2] ?? 'b').toLowerCase()]);
+    return bytes > 0 ? bytes : undefined;
+}
+function config_show(value) {
+    const text = JSON.stringify(value) ?? String(value);
+    return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+/** Reads `<at>` (an environment's `sandbox:`), pushing each problem with the key, value and expected form. */
+function parseSandbox(raw, at, problems) {
+    if (raw === undefined || raw === null)
+        return { ...DEFAULT_SANDBOX };
+    // YAML 1.2 reads `off` as a string; `false` is accepted as the same thing.
+    if (raw === 'off' || raw === false)
+        return { ...DEFAULT_SANDBOX, enabled: false };
+    if (typeof raw !== 'object' || Array.isArray(raw)) {
+        problems.push(`${at} ${config_show(raw)}: expected off or a mapping (network, read, write, memory, processes)`);
+        return { ...DEFAULT_SANDBOX };
+    }
+    const object = raw;
+    const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits'];
+    for (const key of Object.keys(object))
+        if (!keys.includes(key))
+            problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}`);
+    const config = { ...DEFAULT_SANDBOX };
+    config.network = parseNetwork(object.network, `${at}.network`, problems);
+    config.read = paths(object.read, `${at}.read`, problems);
+    config.write = paths(object.write, `${at}.write`, problems);
+    if (object.memory !== undefined && object.memory !== null) {
+        const bytes = parseSize(object.memory);
+        if (bytes === undefined || bytes < 16 * 1024 ** 2)
+            problems.push(`${at}.memory ${config_show(object.memory)}: expected a size of at least 16MiB, e.g. 4GiB`);
+        else
+            config.memoryBytes = bytes;
+    }
+    if (object.processes !== undefined && object.processes !== null) {
+        const n = object.processes;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 8 || n > 1_000_000)
+            problems.push(`${at}.processes ${config_show(n)}: expected a whole number from 8 to 1000000`);
+        else
+            config.processes = n;
+    }
+    if (object.require_limits !== undefined && object.require_limits !== null) {
+        if (typeof object.require_limits !== 'boolean')
+            problems.push(`${at}.require_limits ${config_show(object.require_limits)}: expected true or false`);
+        else
+            config.requireLimits = object.require_limits;
+    }
+    return config;
+}
+function parseNetwork(value, at, problems) {
+    if (value === undefined || value === null || value === 'none')
+        return 'none';
+    if (value === 'host')
+        return 'host';
+    const expected = 'expected none, host or a list of host:port such as [api.anthropic.com:443]';
+    if (!Array.isArray(value)) {
+        problems.push(`${at} ${config_show(value)}: ${expected}`);
+        return 'none';
+    }
+    const targets = [];
+    for (const item of value) {
+        const match = /^(\[[0-9a-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(String(item).trim());
+        const port = Number(match?.[2]);
+        if (!match || port < 1 || port > 65535) {
+            problems.push(`${at} ${config_show(item)}: ${expected}`);
+            continue;
+        }
+        targets.push({ host: match[1].replace(/^\[|\]$/g, '').toLowerCase(), port });
+    }
+    return targets;
+}
+function paths(value, at, problems) {
+    if (value === undefined || value === null)
+        return [];
+    if (!Array.isArray(value) || !value.every(item => typeof item === 'string' && (0,external_node_path_.isAbsolute)(item))) {
+        problems.push(`${at} ${config_show(value)}: expected a list of absolute paths such as [/opt/tools]`);
+        return [];
+    }
+    return value;
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/publish-config.ts
+// The `publish:` key of an environment: where the executor pushes a run's changes and whether it
+// opens a pull request. Its own module beside publish.ts so that config.ts only calls it; every
+// default of the issue lives here, and each mistake is named with its key and the expected form.
+
+const PUBLISH_DEFAULTS = {
+    branch: 'agent/{run_id}',
+    remote: 'origin',
+    commitMessage: '{title}\n\nRun: {session_link}',
+    author: { name: 'agent-executor', email: 'agent-executor@localhost' },
+    apiUrl: 'https://api.github.com',
+    title: '{title}',
+    body: '{result}\n\n---\nRun {run_id}: {session_link}'
+};
+function parsePublish(raw, at, r) {
+    if (raw === undefined || raw === null || raw === false)
+        return undefined;
+    const publish = r.object(raw === true ? {} : raw, at);
+    r.known(publish, at, ['branch', 'base', 'remote', 'commit_message', 'author', 'token_env', 'pull_request']);
+    const author = r.object(publish.author, `${at}.author`);
+    r.known(author, `${at}.author`, ['name', 'email']);
+    const config = {
+        branch: r.string(publish.branch, `${at}.branch`, PUBLISH_DEFAULTS.branch),
+        remote: r.string(publish.remote, `${at}.remote`, PUBLISH_DEFAULTS.remote),
+        commitMessage: r.string(publish.commit_message, `${at}.commit_message`, PUBLISH_DEFAULTS.commitMessage),
+        author: {
+            name: r.string(author.name, `${at}.author.name`, PUBLISH_DEFAULTS.author.name),
+            email: r.string(author.email, `${at}.author.email`, PUBLISH_DEFAULTS.author.email)
+        }
+    };
+    if (/[{}]/.test(config.branch.replace(/\{(run_id|short_id|title_slug)\}/g, ''))) {
+        r.problems.push(`${at}.branch ${show(publish.branch)}: expected a branch name template with only {run_id}, {short_id} or {title_slug}`);
+    }
+    if (publish.base !== undefined && publish.base !== null)
+        config.base = r.string(publish.base, `${at}.base`, 'main');
+    if (publish.token_env !== undefined && publish.token_env !== null) {
+        const name = r.string(publish.token_env, `${at}.token_env`, 'GITHUB_TOKEN');
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+            r.problems.push(`${at}.token_env ${show(name)}: expected a variable name such as GITHUB_TOKEN`);
+        config.tokenEnv = name;
+    }
+    if (publish.pull_request !== undefined && publish.pull_request !== null && publish.pull_request !== false) {
+        const pr = r.object(publish.pull_request === true ? {} : publish.pull_request, `${at}.pull_request`);
+        r.known(pr, `${at}.pull_request`, ['repository', 'api_url', 'draft', 'title', 'body']);
+        config.pullRequest = {
+            apiUrl: r.url(pr.api_url, `${at}.pull_request.api_url`) ?? PUBLISH_DEFAULTS.apiUrl,
+            draft: true,
+            title: r.string(pr.title, `${at}.pull_request.title`, PUBLISH_DEFAULTS.title),
+            body: r.string(pr.body, `${at}.pull_request.body`, PUBLISH_DEFAULTS.body)
+        };
+        if (pr.draft !== undefined && pr.draft !== null) {
+            if (typeof pr.draft === 'boolean')
+                config.pullRequest.draft = pr.draft;
+            else
+                r.problems.push(`${at}.pull_request.draft ${show(pr.draft)}: expected true or false`);
+        }
+        if (pr.repository !== undefined && pr.repository !== null) {
+            const repository = r.string(pr.repository, `${at}.pull_request.repository`, 'owner/name');
+            if (!/^[\w.-]+\/[\w.-]+$/.test(repository))
+                r.problems.push(`${at}.pull_request.repository ${show(repository)}: expected owner/name such as acme/web`);
+            config.pullRequest.repository = repository;
+        }
+    }
+    return config;
+}
+
+;// CONCATENATED MODULE: ./src/executor/config.ts
+// The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
+// key, the value and the expected form. Without a file, one environment `local` serves the current
+// directory with the simulated agent.
+
+
+
+
+
+
+
+
+class ConfigError extends Error {
+}
+/** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
+function loadConfig(overrides = {}, cwd = process.cwd(), env = process.env) {
+    const explicit = overrides.config !== undefined;
+    const file = (0,external_node_path_.resolve)(cwd, overrides.config ?? 'agent-executor.yaml');
+    let raw = {};
+    let base = cwd;
+    if ((0,external_node_fs_.existsSync)(file)) {
+        let text;
+        try {
+            text = (0,external_node_fs_.readFileSync)(file, 'utf8');
+        }
+        catch (error) {
+            throw new ConfigError(`config ${file}: cannot read it (${error.code})`);
+        }
+        try {
+            raw = (0,dist/* parse */.qg)(text) ?? {};
+        }
+        catch (error) {
+            throw new ConfigError(`config ${file}: not valid YAML (${error.message.split('\n')[0]})`);
+        }
+        base = (0,external_node_path_.dirname)(file);
+    }
+    else if (explicit) {
+        throw new ConfigError(`config ${file}: no such file`);
+    }
+    const config = parseConfig(raw, base, explicit || (0,external_node_fs_.existsSync)(file) ? file : 'defaults');
+    if ((0,external_node_fs_.existsSync)(file))
+        config.configFile = file;
+    if (overrides.host !== undefined)
+        config.host = overrides.host;
+    if (overrides.port !== undefined)
+        config.port = overrides.port;
+    if (overrides.dataDir !== undefined) {
+        const inDataDir = config.store.kind === 'sqlite' && config.store.path === (0,external_node_path_.join)(config.dataDir, 'executor.db');
+        config.dataDir = (0,external_node_path_.resolve)(cwd, overrides.dataDir);
+        if (inDataDir)
+            config.store = parseStoreSpec(undefined, config.dataDir, cwd);
+    }
+    const [store, from] = overrides.store !== undefined
+        ? [overrides.store, '--store']
+        : env.AGENT_EXECUTOR_STORE
+            ? [env.AGENT_EXECUTOR_STORE, 'AGENT_EXECUTOR_STORE']
+            : [undefined, ''];
+    if (store !== undefined) {
+        try {
+            config.store = parseStoreSpec(store, config.dataDir, cwd);
+        }
+        catch (error) {
+            if (error instanceof StoreSpecError)
+                throw new ConfigError(`${from} ${error.message}`);
+            throw error;
+        }
+    }
+    return config;
+}
+function parseConfig(raw, base, where = 'config') {
+    const problems = [];
+    const r = new ConfigReader(problems);
+    const root = r.object(raw, '');
+    r.known(root, '', [
+        'server',
+        'data_dir',
+        'store',
+        'workers',
+        'lease',
+        'shutdown_grace',
+        'log_level',
+        'workspaces',
+        'limits',
+        'environments'
+    ]);
+    const server = r.object(root.server, 'server');
+    const workspaces = r.object(root.workspaces, 'workspaces');
+    r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch', 'min_free']);
+    r.known(server, 'server', ['host', 'port', 'public_url']);
+    const limits = r.object(root.limits, 'limits');
+    r.known(limits, 'limits', [
+        'max_body_bytes',
+        'max_prompt_bytes',
+        'rate_limit_per_minute',
+        'max_queued_runs',
+        'retention_days'
+    ]);
+    const workers = r.int(root.workers, 'workers', 4, 1, 256);
+    const dataDir = (0,external_node_path_.resolve)(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
+    let store = parseStoreSpec(undefined, dataDir, base);
+    if (root.store !== undefined && root.store !== null) {
+        try {
+            if (typeof root.store !== 'string')
+                throw new StoreSpecError(`${show(root.store)}: expected a string`);
+            store = parseStoreSpec(root.store, dataDir, base);
+        }
+        catch (error) {
+            if (!(error instanceof StoreSpecError))
+                throw error;
+            problems.push(`store ${error.message}`);
+        }
+    }
+    const config = {
+        host: r.string(server.host, 'server.host', '127.0.0.1'),
+        port: r.int(server.port, 'server.port', 8080, 0, 65535),
+        publicUrl: r.url(server.public_url, 'server.public_url'),
+        dataDir,
+        store,
+        workers,
+        leaseMs: r.duration(root.lease, 'lease', 30_000),
+        shutdownGraceMs: r.duration(root.shutdown_grace, 'shutdown_grace', 30_000),
+        logLevel: r.oneOf(root.log_level, 'log_level', ['fatal', 'error', 'warn', 'info', 'debug', 'silent'], 'info'),
+        workspaces: {
+            retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
+            quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
+            maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
+            minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3)
+        },
+        limits: {
+            maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
+            maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
+            rateLimitPerMinute: r.int(limits.rate_limit_per_minute, 'limits.rate_limit_per_minute', 600, 0, 1e9),
+            maxQueuedRuns: r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9),
+            retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500)
+        },
+        environments: []
+    };
+    if (root.environments === undefined) {
+        config.environments.push(defaultEnvironment(base, workers));
+    }
+    else if (!Array.isArray(root.environments) || root.environments.length === 0) {
+        problems.push(`environments: expected a non-empty list of environments, got ${show(root.environments)}`);
+    }
+    else {
+        const seen = new Set();
+        root.environments.forEach((item, index) => {
+            const env = parseEnvironment(r, item, `environments[${index}]`, base, workers);
+            if (seen.has(env.id))
+                problems.push(`environments[${index}].id ${show(env.id)}: the id is used twice`);
+            seen.add(env.id);
+            config.environments.push(env);
+        });
+    }
+    if (problems.length > 0) {
+        throw new ConfigError(`${where}: ${problems.length === 1 ? problems[0] : `\n- ${problems.join('\n- ')}`}`);
+    }
+    return config;
+}
+function defaultEnvironment(base, workers) {
+    return {
+        id: 'local',
+        name: 'Local directory (simulated agent)',
+        source: base,
+        setup: [],
+        agent: { kind: 'simulated' },
+        env: [],
+        timeoutMs: 30 * 60_000,
+        maxConcurrentRuns: workers,
+        sandbox: { ...DEFAULT_SANDBOX }
+    };
+}
+function parseEnvironment(r, raw, at, base, workers) {
+    const env = r.object(raw, at);
+    r.known(env, at, [
+        'id',
+        'name',
+        'source',
+        'setup',
+        'agent',
+        'env',
+        'timeout',
+        'max_concurrent_runs',
+        'sandbox',
+        'publish'
+    ]);
+    const id = r.string(env.id, `${at}.id`, '');
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
+        r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+    }
+    const agent = r.object(env.agent ?? { kind: 'simulated' }, `${at}.agent`);
+    const kind = AGENT_KINDS.get(r.oneOf(agent.kind, `${at}.agent.kind`, [...AGENT_KINDS.keys()], 'simulated'));
+    r.known(agent, `${at}.agent`, ['kind', ...kind.keys]);
+    const parsedAgent = kind.parse(agent, `${at}.agent`, r);
+    const names = r.strings(env.env, `${at}.env`);
+    for (const name of names) {
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+            r.problems.push(`${at}.env ${show(name)}: expected a variable name such as ANTHROPIC_API_KEY`);
+        }
+    }
+    return {
+        id,
+        name: r.string(env.name, `${at}.name`, id),
+        source: sourceOf(r.string(env.source, `${at}.source`, '.'), base),
+        setup: r.strings(env.setup, `${at}.setup`),
+        agent: parsedAgent,
+        env: names,
+        timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
+        maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256),
+        sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems),
+        publish: parsePublish(env.publish, `${at}.publish`, r)
+    };
+}
+/** A git URL (`https://…`, `ssh://…`, `file://…`, `git@host:repo`) or a path. */
+function isRemoteSource(source) {
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(source) || /^[\w.-]+@[\w.-]+:/.test(source);
+}
+function sourceOf(source, base) {
+    return isRemoteSource(source) ? source : (0,external_node_path_.resolve)(base, source);
+}
+
+// EXTERNAL MODULE: external "node:zlib"
+var external_node_zlib_ = __webpack_require__(38522);
+;// CONCATENATED MODULE: ./src/executor/keys.ts
+// API keys: `arx_` + 30 random base62 characters + a 6-character CRC32 checksum, so secret
+// scanners can recognise a leaked key and the server can refuse a mistyped one without a lookup.
+// Only the SHA-256 of a key is stored; keys are random enough that a fast hash is safe.
+
+
+const KEY_PREFIX = 'arx_';
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const BODY_LENGTH = 30;
+const CHECK_LENGTH = 6;
+const KEY_PATTERN = new RegExp(`^${KEY_PREFIX}[0-9A-Za-z]{${BODY_LENGTH + CHECK_LENGTH}}$`);
+function base62(bytes, length) {
+    let out = '';
+    for (const byte of bytes) {
+        // 248 = 62 × 4: rejecting higher bytes keeps every character equally likely.
+        if (byte < 248)
+            out += ALPHABET[byte % 62];
+        if (out.length === length)
+            return out;
+    }
+    return out + base62((0,external_node_crypto_.randomBytes)(length), length - out.length);
+}
+function checksum(body) {
+    let value = (0,external_node_zlib_.crc32)(body);
+    let out = '';
+    for (let i = 0; i < CHECK_LENGTH; i++) {
+        out = ALPHABET[value % 62] + out;
+        value = Math.floor(value / 62);
+    }
+    return out;
+}
+function generateKey() {
+    const body = base62((0,external_node_crypto_.randomBytes)(48), BODY_LENGTH);
+    return `${KEY_PREFIX}${body}${checksum(body)}`;
+}
+function generateKeyId() {
+    return `key_${base62((0,external_node_crypto_.randomBytes)(24), 16)}`;
+}
+/** Whether the text has the shape and checksum of a key (says nothing about whether it exists). */
+function isWellFormedKey(key) {
+    if (!KEY_PATTERN.test(key))
+        return false;
+    const body = key.slice(KEY_PREFIX.length, KEY_PREFIX.length + BODY_LENGTH);
+    return checksum(body) === key.slice(KEY_PREFIX.length + BODY_LENGTH);
+}
+function hashKey(key) {
+    return (0,external_node_crypto_.createHash)('sha256').update(key).digest('hex');
+}
+/** Constant-time comparison of two hex digests. */
+function sameHash(a, b) {
+    const left = Buffer.from(a, 'hex');
+    const right = Buffer.from(b, 'hex');
+    return left.length === right.length && (0,external_node_crypto_.timingSafeEqual)(left, right);
+}
+/** The part of a key that is safe to show in lists: its prefix and first characters. */
+function keyHint(key) {
+    return `${key.slice(0, KEY_PREFIX.length + 4)}…`;
+}
+/** Makes a new key for a team and stores its hash; the raw key is returned once and kept nowhere. */
+async function issueKey(store, options) {
+    const raw = generateKey();
+    const id = generateKeyId();
+    await store.createKey({
+        id,
+        ...options,
+        hash: hashKey(raw),
+        hint: keyHint(raw),
+        created_at: new Date().toISOString(),
+        revoked_at: null
+    });
+    return { raw, id };
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/types.ts
+// The RunStore interface: everything the routes and the worker need from storage. SQLite (one
+// machine) and PostgreSQL (several nodes on one database) implement it; routes and worker do not
+// know which. Every read and write of a run is scoped to a team, except the worker's own (it runs
+// every team's work).
+/** How the run record's `artifacts` lists an artifact: a file's description, a pull request's data. */
+function listEntryOf(artifact, data) {
+    const { run_id: _run, team: _team, artifact_type, created_at, ...file } = artifact;
+    if (artifact_type === 'FILE')
+        return { ...file, created_at };
+    return { artifact_type, created_at, data: JSON.parse(data.toString('utf8')) };
+}
+/**
+ * The store cannot be reached (PostgreSQL restarting, the network down). Requests answer 503 with
+ * Retry-After; workers pause and try again. The message never holds the store's address.
+ */
+class StoreUnavailableError extends Error {
+    constructor(message, options) {
+        super(message, options);
+        this.name = 'StoreUnavailableError';
+    }
+}
+/** An artifact row as the store's callers see it (no null description). */
+function artifactOf(row) {
+    const { description, ...rest } = row;
+    const artifact = { ...rest, size: Number(rest.size) };
+    if (description !== null && description !== undefined)
+        artifact.description = description;
+    return artifact;
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/git.ts
+// The executor's own git. In a workspace the agent may have written anything into .git (hooks,
+// `core.fsmonitor`, filter drivers, a symlinked config), and the executor's git runs outside the
+// sandbox: so there it runs with no system or global config, hooks off, fsmonitor off, no
+// credential helper, the repository named explicitly, and the workspace's config rewritten clean.
+
+
+
+
+const exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+/** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
+function redactUrls(text) {
+    return text.replace(/\/\/[^/@\s]+@/g, '//***@');
+}
+/**
+ * One line of why git failed, for a status message: its own `fatal:` (or `error:`) line, without
+ * the `hint:` lines and suggestions around it; the first line it printed when it printed neither.
+ */
+function gitReason(error) {
+    const lines = String(error.stderr ?? '')
+        .split('\n')
+        .map(line => line.trim())
+        .filter(line => line !== '' && !/^hint:/i.test(line));
+    const reason = lines.find(line => /^fatal:/i.test(line)) ?? lines.find(line => /^error:/i.test(line));
+    return reason ?? lines[0] ?? error.message.split('\n')[0];
+}
+/** Settings that win over anything a repository's own config says. */
+const SAFE = [
+    '-c',
+    'core.hooksPath=/dev/null',
+    '-c',
+    'core.fsmonitor=false',
+    '-c',
+    'credential.helper=',
+    '-c',
+    'core.sshCommand=false',
+    '-c',
+    'protocol.allow=never',
+    '-c',
+    'user.name=agent-executor',
+    '-c',
+    'user.email=agent-executor@localhost'
+];
+const SAFE_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
+async function run(args, env) {
+    try {
+        const { stdout } = await exec('git', args, { maxBuffer: 64 * 1024 * 1024, env });
+        return stdout;
+    }
+    catch (error) {
+        // The error's own message holds the whole command line; say which git command failed and why.
+        const why = gitReason(error);
+        const verb = args.find(arg => !arg.startsWith('-') && !arg.includes('=') && !arg.startsWith('/')) ?? 'git';
+        // The whole of git's error output stays on the error for callers that need more than one line
+        // (a push refused by the remote says why in its `remote:` lines).
+        const stderr = redactUrls(String(error.stderr ?? ''));
+        throw Object.assign(new Error(redactUrls(`git ${verb} failed: ${why}`)), { stderr });
+    }
+}
+/** git on a source (clone, fetch, rev-parse): the user's own config applies, credentials included. */
+function sourceGit(args, cwd) {
+    return run(cwd ? ['-C', cwd, ...args] : args);
+}
+/**
+ * git on a workspace: its .git must be a real directory, its config is rewritten clean first.
+ * `env` adds variables for this one process (publishing passes the token's header this way).
+ */
+async function workspaceGit(root, args, env = {}) {
+    const dotGit = (0,external_node_path_.join)(root, '.git');
+    if (!(0,external_node_fs_.lstatSync)(dotGit, { throwIfNoEntry: false })?.isDirectory())
+        throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
+    writeCleanConfig(dotGit);
+    return run([...SAFE, '--git-dir', dotGit, '--work-tree', root, ...args], {
+        ...process.env,
+        ...SAFE_ENV,
+        ...env
+    });
+}
+/** git init of a new workspace repository, with no template (no sample hooks). */
+async function initWorkspace(root) {
+    (0,external_node_fs_.mkdirSync)(root, { recursive: true });
+    await run([...SAFE, 'init', '--quiet', '--template=', root], { ...process.env, ...SAFE_ENV });
+}
+/**
+ * Several git commands on a workspace in one child process (`a && b && …`: a run's workspace is
+ * made and diffed with a few of them, and each process costs milliseconds on a busy machine), with
+ * the same protections as workspaceGit. `init` first makes the repository.
+ */
+async function workspaceGitAll(root, commands, init = false) {
+    const dotGit = (0,external_node_path_.join)(root, '.git');
+    if (init)
+        (0,external_node_fs_.mkdirSync)(root, { recursive: true });
+    else if (!(0,external_node_fs_.lstatSync)(dotGit, { throwIfNoEntry: false })?.isDirectory())
+        throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
+    else
+        writeCleanConfig(dotGit);
+    const quote = (arg) => `'${arg.replaceAll("'", `'\\''`)}'`;
+    const script = [...(init ? [['init', '--quiet', '--template=']] : []), ...commands]
+        .map(args => ['git', ...SAFE, ...args].map(quote).join(' '))
+        .join(' && ');
+    try {
+        const { stdout } = await exec('/bin/sh', ['-c', script], {
+            cwd: root,
+            maxBuffer: 64 * 1024 * 1024,
+            env: { ...process.env, ...SAFE_ENV, GIT_DIR: dotGit, GIT_WORK_TREE: root }
+        });
+        return stdout;
+    }
+    catch (error) {
+        const why = gitReason(error);
+        throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
+    }
+}
+/** Replaces a file without following a symbolic link the run may have put in its place. */
+function replaceFile(path, text) {
+    try {
+        (0,external_node_fs_.unlinkSync)(path);
+    }
+    catch {
+        // not there
+    }
+    (0,external_node_fs_.writeFileSync)(path, text, { flag: 'wx', mode: 0o644 });
+}
+function writeCleanConfig(dotGit) {
+    replaceFile((0,external_node_path_.join)(dotGit, 'config'), '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n');
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/pull-request.ts
+// Opening a pull request through the GitHub REST API (github.com or a GitHub Enterprise Server's
+// /api/v3), for publish.ts. Its own module because it speaks HTTP to GitHub while publish.ts
+// drives git; a failure comes back in GitHub's own words (its message and its errors' messages).
+/** owner/name of a GitHub URL (https, ssh or scp-like); the API's own web host counts too. */
+function repositoryOf(url, apiUrl) {
+    const hosts = new Set(['github.com', new URL(apiUrl).hostname.replace(/^api\./, '')]);
+    const match = /^(?:https?|ssh|git):\/\/(?:[^@/]+@)?([^/:]+)(?::\d+)?\/([\w.-]+)\/([\w.-]+?)(?:\.git)?\/?$/.exec(url) ??
+        /^[\w.-]+@([\w.-]+):([\w.-]+)\/([\w.-]+?)(?:\.git)?$/.exec(url);
+    return match && hosts.has(match[1]) ? `${match[2]}/${match[3]}` : undefined;
+}
+/** POST /repos/{owner}/{repo}/pulls; answers the pull request's web URL and number. */
+async function openPullRequest(request) {
+    const endpoint = `${request.apiUrl}/repos/${request.repository}/pulls`;
+    let response;
+    try {
+        response = await fetch(endpoint, {
+            method: 'POST',
+            headers: {
+                accept: 'application/vnd.github+json',
+                authorization: `Bearer ${request.token}`,
+                'content-type': 'application/json',
+                'user-agent': 'agent-executor',
+                'x-github-api-version': '2022-11-28'
+            },
+            body: JSON.stringify({
+                title: request.title,
+                head: request.head,
+                base: request.base,
+                body: request.body,
+                draft: request.draft
+            }),
+            signal: AbortSignal.timeout(30_000)
+        });
+    }
+    catch (error) {
+        throw new Error(`POST ${endpoint} failed: ${error.message}`);
+    }
+    const text = await response.text();
+    let body = {};
+    try {
+        body = JSON.parse(text);
+    }
+    catch {
+        // described below by its status and first characters
+    }
+    if (response.status === 201 && typeof body.html_url === 'string')
+        return { url: body.html_url, number: typeof body.number === 'number' ? body.number : undefined };
+    // 422 says {"message":"Validation Failed","errors":[{"message":"A pull request already exists for …"}]}
+    const details = Array.isArray(body.errors)
+        ? body.errors
+            .map(e => typeof e === 'string'
+            ? e
+            : (e?.message ?? e?.field))
+            .filter(Boolean)
+        : [];
+    const words = [typeof body.message === 'string' ? body.message : text.slice(0, 200), ...details].join(': ');
+    throw new Error(`the GitHub API at ${endpoint} answered ${response.status} (${words})`);
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/publish.ts
+// Publishing a run's changes after its agent succeeded: one commit of everything the agent changed
+// on top of the workspace's start, pushed as a new branch of the run, then (when configured) a pull
+// request through the GitHub REST API. The executor does it itself, so the work never depends on
+// an agent remembering to push. The workspace's files were the agent's to write: the commit is
+// built in an index the executor owns, the borrowed object stores are reset to the ones the
+// executor chose, and the token only ever reaches git through the environment of the push.
+
+
+
+
+
+
+
+/** A failure of one step, with the words of git or of the API (secrets already removed). */
+class PublishError extends Error {
+    step;
+    constructor(step, why) {
+        super(why);
+        this.step = step;
+    }
+}
+/** The run's title, or its prompt's first non-empty line. */
+function titleOf(run) {
+    const line = run.prompt.split(/\r?\n/).find(text => text.trim() !== '') ?? '';
+    return (run.title ?? line).trim().slice(0, 200) || `Run ${run.run_id}`;
+}
+/** Fills `{field}`s of a template; unknown fields stay as written. */
+function fillTemplate(template, fields) {
+    return template.replace(/\{(\w+)\}/g, (whole, name) => fields[name] ?? whole);
+}
+function slug(text) {
+    return (text
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .slice(0, 40)
+        .replace(/^-+|-+$/g, '') || 'run');
+}
+/**
+ * Publishes the workspace's changes; answers the run's failure (`publish_failed`) when a step
+ * fails, undefined when it published or there was nothing to publish.
+ */
+async function publishChanges(options) {
+    const { config, env = process.env } = options;
+    const token = config.tokenEnv ? env[config.tokenEnv] || undefined : undefined;
+    const secrets = token ? [token, basicAuth(token)] : [];
+    const hide = (text) => secrets.reduce((out, secret) => out.replaceAll(secret, '***'), redactUrls(text));
+    try {
+        if (config.tokenEnv && !token)
+            throw new PublishError('token', `the executor's variable ${config.tokenEnv} (publish.token_env) is not set`);
+        return await publish(options, token);
+    }
+    catch (error) {
+        const step = error instanceof PublishError ? error.step : 'publish';
+        return {
+            state: 'FAILED',
+            error_code: 'publish_failed',
+            status_message: hide(`publishing the changes failed at the ${step}: ${error.message}; the changes are kept as the changes.patch artifact`)
+        };
+    }
+}
+function basicAuth(token) {
+    return Buffer.from(`x-access-token:${token}`).toString('base64');
+}
+async function publish(options, token) {
+    const { run, config, workspace, base, record } = options;
+    if (workspace.kind !== 'repository' || !workspace.repository)
+        throw new PublishError('commit', `the source ${options.source} is not a git repository`);
+    const commit = await commitChanges(options);
+    if (!commit) {
+        await record('notice', { text: 'The run changed no files: nothing was committed or pushed.' });
+        return undefined;
+    }
+    const fields = templateFields(options);
+    const branch = fillTemplate(config.branch, fields);
+    await workspaceGit(workspace.root, ['check-ref-format', '--branch', branch]).catch(() => {
+        throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
+    });
+    const remote = await remoteUrl(options);
+    // Whatever the pull request needs is checked before anything is pushed.
+    const pr = config.pullRequest;
+    const repository = pr && (pr.repository ?? repositoryOf(remote, pr.apiUrl));
+    if (pr && !repository)
+        throw new PublishError('pull request', `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`);
+    if (pr && !token)
+        throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
+    if (pr && !workspace.baseBranch)
+        throw new PublishError('pull request', "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target");
+    await push(workspace.root, remote, commit, branch, token);
+    const event = { commit, branch, remote: redactUrls(remote), base_commit: base };
+    if (pr && repository && token && workspace.baseBranch) {
+        let opened;
+        try {
+            opened = await openPullRequest({
+                apiUrl: pr.apiUrl,
+                repository,
+                token,
+                title: fillTemplate(pr.title, fields),
+                head: branch,
+                base: workspace.baseBranch,
+                body: fillTemplate(pr.body, fields),
+                draft: pr.draft
+            });
+        }
+        catch (error) {
+            await record('publish', event);
+            throw new PublishError('pull request', `${error.message}; the branch ${branch} was pushed`);
+        }
+        const { url, number } = opened;
+        event.pull_request_url = url;
+        event.pull_request_number = number;
+        const data = Buffer.from(JSON.stringify({ url, branch }));
+        const createdAt = new Date().toISOString();
+        await options.store.addArtifact({
+            artifact_uid: (0,external_node_crypto_.randomUUID)(),
+            run_id: run.run_id,
+            team: run.team,
+            artifact_type: 'PULL_REQUEST',
+            filepath: branch,
+            filename: 'pull-request.json',
+            mime_type: 'application/json',
+            size: data.length,
+            description: url,
+            created_at: createdAt
+        }, data);
+    }
+    await record('publish', event);
+    return undefined;
+}
+function templateFields(options) {
+    const title = titleOf(options.run);
+    return {
+        run_id: options.run.run_id,
+        short_id: options.run.run_id.replace(/-/g, '').slice(0, 8),
+        title,
+        title_slug: slug(title),
+        session_link: options.sessionLink ?? '',
+        result: (options.result ?? '').trim()
+    };
+}
+/**
+ * One commit of the whole working tree on top of the start commit, built in an index of the
+ * executor's own (flags the agent may have set in the workspace's index do not count), with the
+ * borrowed object stores reset to those the workspace was made with. Undefined when the tree is
+ * the start's.
+ */
+async function commitChanges(options) {
+    const { workspace, base, config } = options;
+    const dotGit = (0,external_node_path_.join)(workspace.root, '.git');
+    replaceFile((0,external_node_path_.join)(dotGit, 'objects', 'info', 'alternates'), workspace.borrowed.map(p => `${p}\n`).join(''));
+    const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), 'agent-executor-index-'));
+    const env = { GIT_INDEX_FILE: (0,external_node_path_.join)(dir, 'index'), GIT_NO_REPLACE_OBJECTS: '1' };
+    try {
+        await workspaceGit(workspace.root, ['read-tree', base], env);
+        await workspaceGit(workspace.root, ['add', '--all'], env);
+        const tree = (await workspaceGit(workspace.root, ['write-tree'], env)).trim();
+        const start = (await workspaceGit(workspace.root, ['rev-parse', `${base}^{tree}`], env)).trim();
+        if (tree === start)
+            return undefined;
+        const message = fillTemplate(config.commitMessage, templateFields(options));
+        const author = ['-c', `user.name=${config.author.name}`, '-c', `user.email=${config.author.email}`];
+        return (await workspaceGit(workspace.root, [...author, 'commit-tree', tree, '-p', base, '-m', message], env)).trim();
+    }
+    catch (error) {
+        throw new PublishError('commit', error.message);
+    }
+    finally {
+        (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+    }
+}
+/** A URL source is pushed to; a local source's `publish.remote` names where. */
+async function remoteUrl({ source, config, workspace }) {
+    if (isRemoteSource(source))
+        return source;
+    try {
+        return (await sourceGit(['remote', 'get-url', config.remote], workspace.repository)).trim();
+    }
+    catch {
+        throw new PublishError('push', `the source ${workspace.repository} has no remote ${JSON.stringify(config.remote)} (publish.remote)`);
+    }
+}
+/** Transports a push may use (the workspace's git allows none by default; `ext::` stays off). */
+const PUSH_PROTOCOLS = ['file', 'git', 'http', 'https', 'ssh'].flatMap(name => [
+    '-c',
+    `protocol.${name}.allow=always`
+]);
+/**
+ * Pushes `commit` as the new branch, never forced: a branch of that name already there refuses
+ * it. An https remote gets the token as an Authorization header set through GIT_CONFIG_* variables
+ * of this one git process (never its command line, never a file).
+ */
+async function push(root, remote, commit, branch, token) {
+    const env = { GIT_NO_REPLACE_OBJECTS: '1' };
+    if (token && /^https?:\/\//i.test(remote)) {
+        Object.assign(env, {
+            GIT_CONFIG_COUNT: '1',
+            GIT_CONFIG_KEY_0: 'http.extraHeader',
+            GIT_CONFIG_VALUE_0: `Authorization: Basic ${basicAuth(token)}`
+        });
+    }
+    try {
+        await workspaceGit(root, [
+            ...PUSH_PROTOCOLS,
+            '-c',
+            'core.sshCommand=ssh',
+            'push',
+            '--no-verify',
+            remote,
+            `${commit}:refs/heads/${branch}`
+        ], env);
+    }
+    catch (error) {
+        throw new PublishError('push', pushReason(error, branch));
+    }
+}
+/** What the remote said (its hook's `remote:` lines, the refusal), else git's own line. */
+function pushReason(error, branch) {
+    const lines = String(error.stderr ?? '').split('\n');
+    const remote = lines
+        .map(line => /^remote:\s?(.*)$/.exec(line)?.[1]?.trim())
+        .filter((line) => !!line);
+    // ` ! [remote rejected] 1a2b -> agent/x (pre-receive hook declined)`
+    const refused = lines.map(line => /^!\s+\[(.+?)\].*?(?:\(([^()]*)\))?$/.exec(line.trim())).find(Boolean);
+    const words = [...remote];
+    if (refused)
+        words.push(refused[2] ? `${refused[1]} (${refused[2]})` : refused[1]);
+    if (refused?.[1] === 'rejected')
+        words.push(`a branch ${branch} already exists there and is never overwritten`);
+    return words.length > 0
+        ? `the remote refused the branch ${branch}: ${words.join('; ')}`
+        : error.message;
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/copy.ts
+// Copying a source that is not a git repository into a workspace. The copy is counted against the
+// workspace quota as it goes and stops there, and it never descends into an executor's data dir
+// (its own or another node's): two nodes whose data dirs sat inside one source directory once
+// copied each other's workspaces until the disk was full.
+
+
+/** Written into every data dir's workspaces folder, so any executor's copy recognises it. */
+const WORKSPACES_MARKER = '.agent-run-workspaces';
+class WorkspaceQuotaError extends Error {
+    outcome;
+    constructor(quotaBytes) {
+        const size = quotaBytes >= 1024 ** 2
+            ? `${Math.round(quotaBytes / 1024 ** 2)} MiB`
+            : `${Math.round(quotaBytes / 1024)} KiB`;
+        const message = `the source is larger than the workspace disk quota of ${size}; the copy stopped there`;
+        super(message);
+        this.outcome = { state: 'FAILED', error_code: 'workspace_quota_exceeded', status_message: message };
+    }
+}
+/** Marks a data dir's workspaces folder (see WORKSPACES_MARKER). */
+function markWorkspaces(dir) {
+    (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
+    const marker = (0,external_node_path_.join)(dir, WORKSPACES_MARKER);
+    if (!(0,external_node_fs_.existsSync)(marker))
+        (0,external_node_fs_.writeFileSync)(marker, 'agent-run workspaces: never copied into a workspace\n');
+}
+/** Whether a directory is an executor's data dir or workspaces folder. */
+function isExecutorDir(dir) {
+    return ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, WORKSPACES_MARKER)) ||
+        (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'executor.pid')) ||
+        (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'executor.db')) ||
+        (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'workspaces', WORKSPACES_MARKER)));
+}
+/** Copies `from` to `to`, leaving out `skip` and executor dirs; throws past `quotaBytes`. */
+function copyTree(from, to, skip, quotaBytes) {
+    let used = 0;
+    const walk = (source, target) => {
+        (0,external_node_fs_.mkdirSync)(target, { recursive: true });
+        for (const entry of (0,external_node_fs_.readdirSync)(source, { withFileTypes: true })) {
+            const path = (0,external_node_path_.join)(source, entry.name);
+            const into = (0,external_node_path_.join)(target, entry.name);
+            if (path === skip)
+                continue;
+            if (entry.isDirectory()) {
+                if (isExecutorDir(path))
+                    continue;
+                walk(path, into);
+            }
+            else if (entry.isSymbolicLink()) {
+                (0,external_node_fs_.symlinkSync)((0,external_node_fs_.readlinkSync)(path), into);
+            }
+            else if (entry.isFile()) {
+                used += (0,external_node_fs_.lstatSync)(path).size;
+                if (used > quotaBytes)
+                    throw new WorkspaceQuotaError(quotaBytes);
+                (0,external_node_fs_.copyFileSync)(path, into);
+            }
+        }
+    };
+    if (isExecutorDir(from))
+        throw new Error(`source ${from} is an executor's data dir; it is never copied`);
+    walk(from, to);
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/workspace.ts
+// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: a repository of its own when
+// the environment's source is a git repository (a local path, or a URL cloned once into
+// DATA_DIR/sources/ and fetched before each run), a copy otherwise. The repository borrows the
+// source's objects read-only (alternates) and has its own refs and a clean config: a run never sees
+// another run's objects nor the credentials a checkout keeps in .git/config, and the source is
+// never written to. A copy is snapshotted in a fresh repository so that, either way, the files the
+// run changed come out as one unified diff.
+
+
+
+
+
+
+
+
+
+const workspace_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+const MAX_DIFF_BYTES = 1024 * 1024;
+/** Whether a directory is inside a git repository with a commit, cached: sources do not move. */
+const topLevels = new Map();
+function gitTopLevel(dir) {
+    let top = topLevels.get(dir);
+    if (!top) {
+        top = sourceGit(['rev-parse', '--show-toplevel', '--verify', '--quiet', 'HEAD'], dir)
+            .then(out => out.split('\n')[0].trim() || undefined)
+            .catch(() => undefined);
+        topLevels.set(dir, top);
+    }
+    return top;
+}
+/** A remote source is cloned once (bare) and fetched before each run. */
+async function remoteCache(source, dataDir) {
+    const cache = (0,external_node_path_.join)(dataDir, 'sources', (0,external_node_crypto_.createHash)('sha256').update(source).digest('hex').slice(0, 16) + '.git');
+    if (!(0,external_node_fs_.existsSync)(cache)) {
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'sources'), { recursive: true });
+        await sourceGit(['clone', '--bare', '--quiet', source, cache]);
+    }
+    else {
+        await sourceGit(['fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*'], cache);
+    }
+    return cache;
+}
+/** The object stores a repository reads: its own and those it borrows itself. */
+function objectStores(gitDir) {
+    const own = (0,external_node_path_.join)(gitDir, 'objects');
+    const stores = [own];
+    const alternates = (0,external_node_path_.join)(own, 'info', 'alternates');
+    if ((0,external_node_fs_.existsSync)(alternates)) {
+        for (const line of (0,external_node_fs_.readFileSync)(alternates, 'utf8').split('\n')) {
+            const path = line.trim();
+            if (path && !path.startsWith('#'))
+                stores.push((0,external_node_path_.isAbsolute)(path) ? path : (0,external_node_path_.resolve)(own, path));
+        }
+    }
+    return stores.filter(path => (0,external_node_fs_.existsSync)(path));
+}
+/**
+ * The commit a published environment's runs start at, and its branch: `publish.base` (a branch of
+ * the source, or of its `origin`), else the branch the source's HEAD is on (none when detached).
+ */
+async function startOf(repository, base) {
+    if (base === undefined) {
+        const branch = await sourceGit(['symbolic-ref', '--quiet', '--short', 'HEAD'], repository)
+            .then(out => out.trim() || undefined)
+            .catch(() => undefined);
+        return { commit: (await sourceGit(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim(), branch };
+    }
+    for (const ref of [`refs/heads/${base}`, `refs/remotes/origin/${base}`]) {
+        const commit = await sourceGit(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], repository)
+            .then(out => out.trim())
+            .catch(() => '');
+        if (commit)
+            return { commit, branch: base };
+    }
+    throw new Error(`publish.base ${JSON.stringify(base)}: the source ${repository} has no such branch`);
+}
+/** Makes `root` a repository of its own at `head`, borrowing the source's objects. */
+async function borrowRepository(repository, root, head) {
+    const gitDir = (0,external_node_path_.resolve)(repository, (await sourceGit(['rev-parse', '--git-common-dir'], repository)).trim());
+    const borrowed = objectStores(gitDir);
+    await initWorkspace(root);
+    const dotGit = (0,external_node_path_.join)(root, '.git');
+    (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dotGit, 'objects', 'info'), { recursive: true });
+    replaceFile((0,external_node_path_.join)(dotGit, 'objects', 'info', 'alternates'), borrowed.join('\n') + '\n');
+    // A shallow source (actions/checkout's default) has commits whose parents are not there.
+    if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(gitDir, 'shallow')))
+        (0,external_node_fs_.copyFileSync)((0,external_node_path_.join)(gitDir, 'shallow'), (0,external_node_path_.join)(dotGit, 'shallow'));
+    await workspaceGit(root, ['checkout', '--quiet', '--detach', head]);
+    return borrowed;
+}
+async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.POSITIVE_INFINITY) {
+    const root = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
+    markWorkspaces((0,external_node_path_.join)(dataDir, 'workspaces'));
+    let repository;
+    let sub = '';
+    if (isRemoteSource(environment.source)) {
+        repository = await remoteCache(environment.source, dataDir);
+    }
+    else {
+        if (!(0,external_node_fs_.existsSync)(environment.source))
+            throw new Error(`source ${environment.source} does not exist`);
+        repository = await gitTopLevel(environment.source);
+        if (repository)
+            sub = (0,external_node_path_.relative)(repository, environment.source);
+    }
+    let kind;
+    let borrowed = [];
+    let start;
+    if (repository) {
+        if (environment.publish)
+            start = await startOf(repository, environment.publish.base);
+        const head = start?.commit ?? (await sourceGit(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
+        borrowed = await borrowRepository(repository, root, head);
+        kind = 'repository';
+    }
+    else {
+        copyTree(environment.source, root, dataDir, quotaBytes);
+        const baseline = ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'];
+        await workspaceGitAll(root, [['add', '--all'], baseline], true);
+        kind = 'copy';
+    }
+    return {
+        path: sub ? (0,external_node_path_.join)(root, sub) : root,
+        root,
+        kind,
+        borrowed,
+        repository,
+        baseBranch: start?.branch,
+        async diff() {
+            const names = await workspaceGitAll(root, [
+                ['add', '--all'],
+                ['diff', '--cached', '--name-status', '--no-renames', 'HEAD']
+            ]);
+            const files = names
+                .split('\n')
+                .filter(Boolean)
+                .map(line => {
+                const [status, ...path] = line.split('\t');
+                const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
+                return { path: path.join('\t'), change };
+            });
+            let diff = files.length > 0
+                ? await workspaceGit(root, [
+                    'diff',
+                    '--cached',
+                    '--no-color',
+                    '--no-ext-diff',
+                    '--no-textconv',
+                    'HEAD'
+                ])
+                : '';
+            const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
+            if (truncated)
+                diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
+            return { diff, truncated, files };
+        },
+        size: () => diskUsage(root),
+        release() {
+            const now = new Date();
+            if ((0,external_node_fs_.existsSync)(root))
+                (0,external_node_fs_.utimesSync)(root, now, now);
+        }
+    };
+}
+/**
+ * Removes released workspaces older than `retentionMs` (and any left by a crashed process), then
+ * lets git forget worktrees whose directories are gone (workspaces made by earlier versions were
+ * worktrees of the source).
+ */
+async function sweepWorkspaces(dataDir, environments, retentionMs, active) {
+    const dir = (0,external_node_path_.join)(dataDir, 'workspaces');
+    if (!(0,external_node_fs_.existsSync)(dir))
+        return 0;
+    let removed = 0;
+    for (const name of (0,external_node_fs_.readdirSync)(dir)) {
+        if (active.has(name) || name.startsWith('.'))
+            continue;
+        const path = (0,external_node_path_.join)(dir, name);
+        if (Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs < retentionMs)
+            continue;
+        await removeWorkspace(path);
+        removed++;
+    }
+    if (removed > 0) {
+        const repositories = new Set();
+        for (const env of environments) {
+            if (isRemoteSource(env.source)) {
+                repositories.add((0,external_node_path_.join)(dataDir, 'sources', (0,external_node_crypto_.createHash)('sha256').update(env.source).digest('hex').slice(0, 16) + '.git'));
+            }
+            else {
+                const top = await gitTopLevel(env.source);
+                if (top)
+                    repositories.add(top);
+            }
+        }
+        for (const repository of repositories)
+            await sourceGit(['worktree', 'prune'], repository).catch(() => undefined);
+    }
+    return removed;
+}
+/** Removes a workspace; a worktree (of an earlier version) is also unregistered from its repository. */
+async function removeWorkspace(path) {
+    const link = (0,external_node_path_.join)(path, '.git');
+    try {
+        if ((0,external_node_fs_.existsSync)(link) && (0,external_node_fs_.statSync)(link).isFile()) {
+            const gitdir = /^gitdir:\s*(.+)$/m.exec((0,external_node_fs_.readFileSync)(link, 'utf8'))?.[1]?.trim();
+            // gitdir is <repository git dir>/worktrees/<name>
+            if (gitdir)
+                await sourceGit(['--git-dir', (0,external_node_path_.dirname)((0,external_node_path_.dirname)(gitdir)), 'worktree', 'remove', '--force', path]);
+        }
+    }
+    catch {
+        // fall through: remove the files, and `worktree prune` below forgets the entry
+    }
+    (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+}
+/** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
+async function diskUsage(dir) {
+    const { stdout } = await workspace_exec('du', ['-s', '--apparent-size', '--block-size=1', dir]);
+    return Number(stdout.split('\t')[0]);
+}
+
+;// CONCATENATED MODULE: ./src/executor/worker/outputs.ts
+// What a run hands back besides its state: the agent's final answer, its request usage and its
+// changes as a patch. Each run gets an output folder under DATA_DIR/outputs/<run id>, outside the
+// workspace (so nothing written there is part of the changes); a command agent finds it through
+// AGENT_RESULT_FILE and AGENT_USAGE_FILE. The agent controls that folder, so its files are opened
+// without following symbolic links, must be regular files with no other hard link, and are read
+// only up to a limit: a link planted there cannot make the executor read (and publish) any other
+// file of the machine.
+
+
+
+
+
+const outputs_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+/** A command agent's answer when it writes no result file: the end of its standard output. */
+const STDOUT_TAIL_BYTES = 64 * 1024;
+/** Longest answer kept from AGENT_RESULT_FILE (the action caps it further for its outputs). */
+const MAX_RESULT_BYTES = 1024 * 1024;
+const MAX_USAGE_BYTES = 64 * 1024;
+const PATCH_NAME = 'changes.patch';
+/** Makes the run's (empty) output folder. */
+function prepareOutputs(dataDir, runId) {
+    const dir = (0,external_node_path_.join)(dataDir, 'outputs', runId);
+    (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+    (0,external_node_fs_.mkdirSync)(dir, { recursive: true, mode: 0o700 });
+    return {
+        dir: (0,external_node_fs_.realpathSync)(dir),
+        env: { AGENT_RESULT_FILE: (0,external_node_path_.join)(dir, 'result.md'), AGENT_USAGE_FILE: (0,external_node_path_.join)(dir, 'usage.json') }
+    };
+}
+/**
+ * The commit the workspace starts at: the patch is taken from it, so agent commits are included.
+ * Read from git's files when they say it plainly (a detached worktree's HEAD, or a loose branch
+ * ref), which spares a process on every run; asked of git otherwise.
+ */
+async function startCommit(root) {
+    try {
+        let gitDir = (0,external_node_path_.join)(root, '.git');
+        if ((0,external_node_fs_.statSync)(gitDir).isFile())
+            gitDir = (0,external_node_path_.resolve)(root, /^gitdir:\s*(.+)$/m.exec((0,external_node_fs_.readFileSync)(gitDir, 'utf8'))[1].trim());
+        const head = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(gitDir, 'HEAD'), 'utf8').trim();
+        const ref = /^ref:\s*(refs\/heads\/\S+)$/.exec(head)?.[1];
+        const commit = ref ? (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(gitDir, ref), 'utf8').trim() : head;
+        if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(commit))
+            return commit;
+    }
+    catch {
+        // a layout this does not read (packed refs, say): git knows
+    }
+    const { stdout } = await outputs_exec('git', ['-C', root, 'rev-parse', 'HEAD']);
+    return stdout.trim();
+}
+/**
+ * Reads a file the agent may have written in its output folder: never through a symbolic link
+ * (O_NOFOLLOW on the file, the folder itself checked to still be the folder made for the run),
+ * only a regular file, at most `max` bytes (the rest is left out).
+ */
+async function readOutputFile(outputs, path, max) {
+    let folder;
+    try {
+        folder = (0,external_node_fs_.lstatSync)(outputs.dir);
+    }
+    catch {
+        return { kind: 'absent' };
+    }
+    if (!folder.isDirectory() || (0,external_node_fs_.realpathSync)(outputs.dir) !== outputs.dir)
+        return { kind: 'refused', why: 'the output folder was replaced' };
+    let handle;
+    try {
+        handle = await external_node_fs_.promises.open(path, external_node_fs_.constants.O_RDONLY | external_node_fs_.constants.O_NOFOLLOW | external_node_fs_.constants.O_NONBLOCK);
+    }
+    catch (error) {
+        const code = error.code;
+        if (code === 'ENOENT')
+            return { kind: 'absent' };
+        if (code === 'ELOOP')
+            return { kind: 'refused', why: 'it is a symbolic link' };
+        return { kind: 'refused', why: `it cannot be opened (${code ?? 'error'})` };
+    }
+    try {
+        const stat = await handle.stat();
+        if (!stat.isFile())
+            return { kind: 'refused', why: 'it is not a regular file' };
+        // A hard link to another file (the database, say) is a regular file too: only a file the
+        // agent wrote itself has no other name.
+        if (stat.nlink > 1)
+            return { kind: 'refused', why: 'it has other hard links' };
+        const buffer = Buffer.alloc(Math.min(max, stat.size));
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+        return { kind: 'read', data: buffer.subarray(0, bytesRead) };
+    }
+    finally {
+        await handle.close();
+    }
+}
+/**
+ * After the agent: records its final answer (a `result` event), stores its usage and its changes
+ * (the `changes.patch` artifact), then removes the output folder. Answers a failure when the
+ * patch is over the limit.
+ */
+async function collectOutputs(options) {
+    const { store, run, outputs, record } = options;
+    try {
+        await collectResult(options);
+        const usage = await readOutputFile(outputs, outputs.env.AGENT_USAGE_FILE, MAX_USAGE_BYTES + 1);
+        if (usage.kind === 'refused')
+            await record('notice', { text: `AGENT_USAGE_FILE was not read: ${usage.why}` });
+        if (usage.kind === 'read') {
+            const parsed = parseUsage(usage.data);
+            if (typeof parsed === 'string')
+                await record('notice', { text: `AGENT_USAGE_FILE ignored: ${parsed}` });
+            else
+                await store.setRequestUsage(run.run_id, JSON.stringify(parsed));
+        }
+        return options.workspace ? await collectPatch(options, options.workspace) : undefined;
+    }
+    finally {
+        (0,external_node_fs_.rmSync)(outputs.dir, { recursive: true, force: true });
+    }
+}
+async function collectResult({ store, run, outputs, record }) {
+    const file = await readOutputFile(outputs, outputs.env.AGENT_RESULT_FILE, MAX_RESULT_BYTES);
+    if (file.kind === 'refused') {
+        await record('notice', { text: `AGENT_RESULT_FILE was not read: ${file.why}` });
+    }
+    if (file.kind === 'read') {
+        await record('result', { text: file.data.toString('utf8'), source: 'result_file' });
+        return;
+    }
+    const events = await store.listEvents(run.run_id);
+    if (events.some(event => event.kind === 'result'))
+        return;
+    const stdout = events
+        .filter(event => event.kind === 'output' && event.stream === 'stdout')
+        .map(event => String(event.text ?? ''))
+        .join('');
+    if (stdout.trim() === '')
+        return;
+    const bytes = Buffer.from(stdout, 'utf8');
+    const tail = bytes.length > STDOUT_TAIL_BYTES ? bytes.subarray(bytes.length - STDOUT_TAIL_BYTES) : bytes;
+    // A cut in the middle of a character leaves replacement characters at the start: drop them.
+    await record('result', { text: tail.toString('utf8').replace(/^\uFFFD+/, ''), source: 'stdout' });
+}
+/** The usage file's object, or why it was ignored. */
+function parseUsage(data) {
+    if (data.length > MAX_USAGE_BYTES)
+        return `it is over ${MAX_USAGE_BYTES} bytes`;
+    try {
+        const value = JSON.parse(data.toString('utf8'));
+        if (value !== null && typeof value === 'object' && !Array.isArray(value))
+            return value;
+        return 'expected a JSON object such as {"inference_cost": 0.12}';
+    }
+    catch {
+        return 'it is not valid JSON; expected a JSON object such as {"inference_cost": 0.12}';
+    }
+}
+/**
+ * The full `git diff --binary` from the start commit to everything in the workspace now (agent
+ * commits, staged, unstaged and new files), written by git straight to a file: never cut.
+ */
+async function collectPatch({ store, run, outputs, maxPatchBytes, record }, workspace) {
+    if (!workspace.changed && (await startCommit(workspace.root)) === workspace.base)
+        return undefined;
+    const patch = (0,external_node_path_.join)(outputs.dir, `.${(0,external_node_crypto_.randomUUID)()}.patch`);
+    await outputs_exec('git', ['-C', workspace.root, 'add', '--all']);
+    await outputs_exec('git', [
+        '-C',
+        workspace.root,
+        'diff',
+        '--cached',
+        '--binary',
+        '--no-color',
+        '--no-ext-diff',
+        '--no-renames',
+        `--output=${patch}`,
+        workspace.base
+    ]);
+    const size = (await external_node_fs_.promises.stat(patch)).size;
+    if (size === 0)
+        return undefined;
+    if (size > maxPatchBytes) {
+        return {
+            state: 'FAILED',
+            error_code: 'patch_too_large',
+            status_message: `the run's changes make a patch of ${size} bytes, over the limit of ${maxPatchBytes} bytes (workspaces.max_patch); the changes were not kept`
+        };
+    }
+    const uid = (0,external_node_crypto_.randomUUID)();
+    await store.addArtifact({
+        artifact_uid: uid,
+        run_id: run.run_id,
+        team: run.team,
+        artifact_type: 'FILE',
+        filepath: PATCH_NAME,
+        filename: PATCH_NAME,
+        mime_type: 'text/x-diff',
+        size,
+        description: 'The changes of the run: `git apply changes.patch` in a checkout of the source',
+        created_at: new Date().toISOString()
+    }, await external_node_fs_.promises.readFile(patch));
+    await record('artifact', { artifact_uid: uid, filename: PATCH_NAME, mime_type: 'text/x-diff', size });
+    return undefined;
+}
+
+;// CONCATENATED MODULE: ./src/executor/worker/execute.ts
+// Executing one claimed run, start to end: its workspace, the environment's setup commands, the
+// agent (looked up in the registry), the time limit and the disk quota watch, the diff of what it
+// changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and the lease belong to pool.ts; this module only turns a run into
+// its outcome, which the pool writes.
+
+
+
+
+
+
+const QUOTA_CHECK_MS = 2000;
+function describeBytes(bytes) {
+    return bytes >= 1024 ** 2 ? `${Math.round(bytes / 1024 ** 2)} MiB` : `${Math.round(bytes / 1024)} KiB`;
+}
+/** The outcome of a run its worker stopped. */
+function stopped(reason, environment, quotaBytes) {
+    if (reason === 'timeout') {
+        return {
+            state: 'FAILED',
+            error_code: 'timeout',
+            status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
+        };
+    }
+    if (reason === 'quota') {
+        return {
+            state: 'FAILED',
+            error_code: 'workspace_quota_exceeded',
+            status_message: `the workspace grew past its disk quota of ${describeBytes(quotaBytes)}`
+        };
+    }
+    return {
+        state: 'FAILED',
+        error_code: 'executor_restarted',
+        status_message: 'the executor shut down before the run finished'
+    };
+}
+/** Aborts `controller` with 'quota' once the workspace is over `quotaBytes`; returns the stopper. */
+function watchQuota(workspace, quotaBytes, controller, onError) {
+    let measuring = false;
+    const timer = setInterval(() => {
+        if (measuring)
+            return;
+        measuring = true;
+        workspace
+            .size()
+            .then(bytes => {
+            if (bytes > quotaBytes)
+                controller.abort('quota');
+        })
+            .catch(onError)
+            .finally(() => (measuring = false));
+    }, QUOTA_CHECK_MS);
+    return () => clearInterval(timer);
+}
+/** The environment's setup commands, in order; the first that exits non-zero fails the run. */
+async function setup(environment, cwd, env, signal, record) {
+    for (const command of environment.setup) {
+        if (signal.aborted)
+            break;
+        const result = await runShell(command, { cwd, env, signal });
+        await record('setup', {
+            command,
+            exit_code: result.exitCode,
+            output: result.output,
+            duration_ms: result.durationMs
+        });
+        if (result.exitCode !== 0) {
+            return {
+                state: 'FAILED',
+                error_code: 'setup_failed',
+                status_message: `setup command \`${command}\` exited with code ${result.exitCode}`
+            };
+        }
+    }
+    return { state: 'SUCCEEDED' };
+}
+/** Whether the run's create request left publishing on (`config.publish: false` turns it off). */
+function publishes(run) {
+    try {
+        return JSON.parse(run.config).publish !== false;
+    }
+    catch {
+        return true;
+    }
+}
+/** The variables the environment passes from the executor's own environment, by name. */
+function passedVariables(environment) {
+    return Object.fromEntries(environment.env.filter(name => process.env[name] !== undefined).map(name => [name, process.env[name]]));
+}
+/**
+ * Runs `run` in `environment` until its agent ends or `controller` is aborted (cancel, lease lost,
+ * shutdown; the time limit and the quota abort it from here), and returns its outcome.
+ */
+async function executeRun(run, environment, config, controller, record, log, store, sessionLink) {
+    const timeout = setTimeout(() => controller.abort('timeout'), environment.timeoutMs);
+    let stopWatch;
+    let result;
+    let workspace;
+    let outputs;
+    let base;
+    let sandbox;
+    try {
+        workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
+        outputs = prepareOutputs(config.dataDir, run.run_id);
+        base = await startCommit(workspace.root);
+        const confined = await confineRun({
+            runId: run.run_id,
+            sandbox: environment.sandbox,
+            dataDir: config.dataDir,
+            configFile: config.configFile,
+            workspace: workspace.root,
+            read: workspace.borrowed,
+            write: [outputs.dir]
+        }, controller.signal);
+        sandbox = confined.sandbox;
+        for (const message of confined.warnings)
+            await record('warning', { message });
+        stopWatch = watchQuota(workspace, config.workspaces.quotaBytes, controller, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
+        const env = passedVariables(environment);
+        result = await setup(environment, workspace.path, env, controller.signal, record);
+        if (result.state === 'SUCCEEDED' && !controller.signal.aborted) {
+            const agent = agentKindOf(environment.agent.kind);
+            if (!agent)
+                throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
+            result = await agent.run({
+                runId: run.run_id,
+                prompt: run.prompt,
+                workspace: workspace.path,
+                agent: environment.agent,
+                env: { ...env, ...outputs.env },
+                signal: controller.signal,
+                record
+            });
+        }
+    }
+    catch (error) {
+        log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
+        // A sandbox that could not be made says why in its own outcome (a limit, a missing tool).
+        result = error.outcome ?? {
+            state: 'FAILED',
+            error_code: 'agent_failed',
+            status_message: `the agent could not run: ${error.message}`
+        };
+    }
+    finally {
+        clearTimeout(timeout);
+        stopWatch?.();
+    }
+    const reason = controller.signal.reason;
+    if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
+        result = stopped(reason, environment, config.workspaces.quotaBytes);
+    }
+    const limit = sandbox?.exceeded();
+    if (limit)
+        result = { state: 'FAILED', error_code: 'resource_limit_exceeded', status_message: limit };
+    await sandbox?.close();
+    let changed = true;
+    if (workspace) {
+        try {
+            const changes = await workspace.diff();
+            changed = changes.files.length > 0;
+            if (changed)
+                await record('diff', changes);
+        }
+        catch (error) {
+            log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
+        }
+    }
+    if (outputs) {
+        const failure = await collectOutputs({
+            store,
+            run,
+            outputs,
+            workspace: workspace && base ? { root: workspace.root, base, changed } : undefined,
+            maxPatchBytes: config.workspaces.maxPatchBytes,
+            record
+        }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
+        if (failure && result.state === 'SUCCEEDED')
+            result = failure;
+    }
+    // After the agent succeeded: its changes as a branch and a pull request, unless the create
+    // request said `config.publish: false` (it may turn publishing off, never choose where to).
+    if (environment.publish && workspace && base && result.state === 'SUCCEEDED' && publishes(run)) {
+        const events = await store.listEvents(run.run_id);
+        const answer = events.findLast(event => event.kind === 'result')?.text;
+        const failure = await publishChanges({
+            run,
+            config: environment.publish,
+            workspace,
+            source: environment.source,
+            base,
+            sessionLink: sessionLink?.({
+                ...run,
+                state: 'SUCCEEDED',
+                started_at: run.started_at ?? run.created_at
+            }),
+            result: typeof answer === 'string' ? answer : undefined,
+            store,
+            record
+        });
+        if (failure)
+            result = failure;
+    }
+    workspace?.release();
+    return result;
+}
+
+;// CONCATENATED MODULE: ./src/executor/worker/maintenance.ts
+// The store's and the disk's housekeeping, on timers of the pool: failing runs whose worker died
+// (at start-up, and whenever a lease expires), pruning finished runs past retention, and removing
+// finished workspaces past theirs. Every node does the first two, API-only nodes too: the node
+// that held a lease may never come back.
+
+function now() {
+    return new Date().toISOString();
+}
+/**
+ * Fails the runs left INPROGRESS by a previous process. On a store of its own, whatever is
+ * INPROGRESS was this data dir's previous process's; on a shared store other nodes are running
+ * theirs, so only expired leases are abandoned.
+ */
+async function failOrphans(store, log) {
+    const orphans = await store.failAbandoned(!store.shared, now(), 'the executor restarted while this run was in progress; it was not re-run');
+    if (orphans.length > 0)
+        log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
+}
+/** Fails the runs whose lease expired: their worker stopped renewing it. */
+async function reapExpiredLeases(store, log) {
+    const failed = await store.failAbandoned(false, now(), 'the worker running this run stopped renewing its lease; it was not re-run');
+    if (failed.length > 0)
+        log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
+}
+/** Deletes finished runs older than the retention in days. */
+async function pruneFinishedRuns(store, config, log) {
+    const before = new Date(Date.now() - config.limits.retentionDays * 86_400_000).toISOString();
+    const pruned = await store.pruneFinished(before);
+    if (pruned > 0)
+        log.info({ pruned }, 'pruned finished runs past retention');
+}
+/** Removes finished runs' workspaces past the workspace retention; `active` ones are never touched. */
+async function sweepFinishedWorkspaces(config, active, log) {
+    const removed = await sweepWorkspaces(config.dataDir, config.environments, config.workspaces.retentionMs, active);
+    if (removed > 0)
+        log.info({ removed }, 'removed workspaces past retention');
+}
+
+;// CONCATENATED MODULE: ./src/executor/worker/pool.ts
+// The worker pool: the claim loop and the leases. It claims QUEUED runs up to the concurrency
+// limits, holds a lease on each while execute.ts runs it, and writes its outcome. A run whose worker
+// died (lease expired, or found INPROGRESS at start-up of a single-node store) becomes FAILED
+// executor_restarted: never silently re-run, because agents have side effects; maintenance.ts does
+// that and the pruning, on this pool's timers. While the store is unreachable the pool pauses and
+// its writes retry.
+
+
+
+
+
+/** How long a finished run's outcome is retried while the store is unreachable. */
+const FINISH_RETRY_MS = 10 * 60_000;
+class WorkerPool {
+    store;
+    config;
+    log;
+    runsWork;
+    sessionLink;
+    owner = `node-${(0,external_node_crypto_.randomUUID)()}`;
+    claims = 0;
+    /**
+     * Claims whose answer was lost (the store went away mid-claim): each may have committed. Every
+     * claim has its own lease owner, so once the store is back the pool asks for the run leased to
+     * it and runs it; without this the run would sit INPROGRESS until its lease expired, unrun.
+     */
+    uncertain = [];
+    active = new Map();
+    environments;
+    timers = [];
+    unsubscribe;
+    draining = false;
+    pumping = false;
+    pumpAgain = false;
+    constructor(store, config, log, 
+    /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
+    runsWork = true, 
+    /** The run's session link, for what publishing writes (commit message, pull request). */
+    sessionLink) {
+        this.store = store;
+        this.config = config;
+        this.log = log;
+        this.runsWork = runsWork;
+        this.sessionLink = sessionLink;
+        this.environments = new Map(config.environments.map(env => [env.id, env]));
+    }
+    /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
+    async start() {
+        // Processes a killed predecessor left running are stopped before their runs are failed.
+        if (this.runsWork)
+            await stopSurvivors(this.config.dataDir, this.log);
+        await failOrphans(this.store, this.log);
+        if (this.runsWork)
+            this.unsubscribe = this.store.onChange(run => this.onChange(run));
+        const every = (ms, work) => {
+            const timer = setInterval(() => void work().then(() => (this.storeDown = false), error => this.timerFailed(error)), ms);
+            timer.unref();
+            this.timers.push(timer);
+        };
+        every(Math.max(200, Math.floor(this.config.leaseMs / 3)), () => this.heartbeat());
+        // Expired leases are looked for often, so another node's runs fail soon after its lease ends.
+        every(Math.max(100, Math.min(1000, Math.floor(this.config.leaseMs / 10))), () => this.reap());
+        every(3_600_000, () => this.prune());
+        if (this.runsWork) {
+            // The fallback behind change notifications: a claim attempt a second when idle (every 5 s on
+            // a shared store, whose own fallback poll re-announces changes a node missed).
+            every(this.store.shared ? 5000 : 1000, () => this.pump());
+            every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
+            await this.sweep();
+        }
+        await this.prune();
+        await this.pump();
+    }
+    storeDown = false;
+    /** A timer's failure: one warning when the store goes away (not one a second), errors as errors. */
+    timerFailed(error) {
+        if (error instanceof StoreUnavailableError) {
+            if (!this.storeDown)
+                this.log.warn({ err: error }, 'store unavailable: the worker pauses until it is back');
+            this.storeDown = true;
+            return;
+        }
+        this.log.error({ err: error }, 'worker timer failed');
+    }
+    /** A write the run's outcome depends on: retried while the store is unreachable, up to `forMs`. */
+    async persist(work, forMs) {
+        const until = Date.now() + forMs;
+        for (let delay = 100;; delay = Math.min(delay * 2, 1000)) {
+            try {
+                const result = await work();
+                this.storeDown = false;
+                return result;
+            }
+            catch (error) {
+                if (!(error instanceof StoreUnavailableError) || Date.now() + delay > until)
+                    throw error;
+                this.timerFailed(error);
+                await new Promise(resolve => setTimeout(resolve, delay));
+            }
+        }
+    }
+    get runningCount() {
+        return this.active.size;
+    }
+    /** Stops claiming, lets running runs finish up to the grace period, then stops them. */
+    async stop(graceMs) {
+        this.draining = true;
+        const all = () => Promise.all([...this.active.values()].map(active => active.done));
+        const timer = new Promise(resolve => setTimeout(resolve, graceMs).unref());
+        await Promise.race([all(), timer]);
+        for (const active of this.active.values())
+            active.controller.abort('shutdown');
+        await all();
+        for (const timer of this.timers)
+            clearInterval(timer);
+        this.unsubscribe?.();
+    }
+    onChange(run) {
+        if (run.state === 'QUEUED')
+            this.pumpSafely();
+        const active = this.active.get(run.run_id);
+        if (active && run.state === 'CANCELLED')
+            active.controller.abort('cancelled');
+    }
+    /** A pump whose failure (the store being busy or full, say) is logged; the next tick tries again. */
+    pumpSafely() {
+        this.pump().catch(error => this.log.error({ err: error }, 'could not claim runs'));
+    }
+    /** Claims runs while there is capacity. Re-entrant calls coalesce into one more pass. */
+    async pump() {
+        if (!this.runsWork)
+            return;
+        if (this.pumping) {
+            this.pumpAgain = true;
+            return;
+        }
+        this.pumping = true;
+        try {
+            do {
+                this.pumpAgain = false;
+                await this.settleUncertainClaims();
+                while (!this.draining &&
+                    this.active.size < this.config.workers &&
+                    !freeSpaceProblem(this.config, this.log)) {
+                    const owner = `${this.owner}/${++this.claims}`;
+                    let run;
+                    try {
+                        run = await this.store.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), pool_now());
+                    }
+                    catch (error) {
+                        if (error instanceof StoreUnavailableError)
+                            this.uncertain.push(owner);
+                        throw error;
+                    }
+                    if (!run)
+                        break;
+                    this.launch(run);
+                }
+            } while (this.pumpAgain);
+        }
+        finally {
+            this.pumping = false;
+        }
+    }
+    async settleUncertainClaims() {
+        while (this.uncertain.length > 0) {
+            const owner = this.uncertain[0];
+            const run = await this.store.findClaim(owner);
+            this.uncertain.shift();
+            if (run && !this.active.has(run.run_id)) {
+                this.log.info({ run_id: run.run_id }, 'a claim whose answer was lost had committed: running the run');
+                this.launch(run);
+            }
+        }
+    }
+    fullEnvironments() {
+        const counts = new Map();
+        for (const { run } of this.active.values())
+            counts.set(run.environment_id, (counts.get(run.environment_id) ?? 0) + 1);
+        return [...this.environments.values()]
+            .filter(env => (counts.get(env.id) ?? 0) >= env.maxConcurrentRuns)
+            .map(env => env.id);
+    }
+    launch(run) {
+        const controller = new AbortController();
+        const active = { run, controller, done: Promise.resolve() };
+        this.active.set(run.run_id, active);
+        active.done = this.execute(run, controller)
+            .catch(error => this.log.error({ err: error, run_id: run.run_id }, 'run execution failed'))
+            .finally(() => {
+            this.active.delete(run.run_id);
+            this.pumpSafely();
+        });
+    }
+    async execute(run, controller) {
+        const environment = this.environments.get(run.environment_id);
+        if (!environment) {
+            await this.finish(run, {
+                state: 'FAILED',
+                error_code: 'environment_not_found',
+                status_message: `environment ${run.environment_id} is no longer configured`
+            });
+            return;
+        }
+        const record = (kind, data) => this.persist(() => this.store.appendEvent(run.run_id, kind, data, pool_now()), this.config.leaseMs).then(() => undefined);
+        const outcome = await executeRun(run, environment, this.config, controller, record, this.log, this.store, this.sessionLink);
+        await this.finish(run, outcome);
+    }
+    async finish(run, outcome) {
+        const at = pool_now();
+        const finished = await this.persist(() => this.store.finishRun(run.run_id, run.lease_owner, outcome, at), FINISH_RETRY_MS);
+        if (!finished) {
+            // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
+            const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
+            this.log.info({ run_id: run.run_id, state: stored?.state, error_code: stored?.error_code }, 'the run was no longer held by this worker when its agent stopped');
+        }
+    }
+    heartbeating = false;
+    /**
+     * Renews every lease this pool holds. While the store is unreachable it keeps trying (every
+     * second at most), so the leases are renewed as soon as the store is back: an outage of up to
+     * about two thirds of a lease costs no run.
+     */
+    async heartbeat() {
+        if (this.heartbeating)
+            return;
+        this.heartbeating = true;
+        try {
+            for (const [runId, active] of this.active) {
+                const held = await this.persist(() => this.store.renewLease(runId, active.run.lease_owner, this.config.leaseMs), this.config.leaseMs);
+                if (!held && !active.controller.signal.aborted)
+                    active.controller.abort('lease_lost');
+            }
+        }
+        finally {
+            this.heartbeating = false;
+        }
+    }
+    reap() {
+        return reapExpiredLeases(this.store, this.log);
+    }
+    prune() {
+        return pruneFinishedRuns(this.store, this.config, this.log);
+    }
+    sweep() {
+        return sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log);
+    }
+}
+function pool_now() {
+    return new Date().toISOString();
+}
+
+// EXTERNAL MODULE: ./node_modules/fastify/fastify.js
+var fastify = __webpack_require__(16703);
+var fastify_default = /*#__PURE__*/__webpack_require__.n(fastify);
+;// CONCATENATED MODULE: ./src/executor/server/problem.ts
+// Every error answer is RFC 7807 problem+json with an error_code from the error reference.
+
+
+class ProblemError extends Error {
+    code;
+    detail;
+    headers;
+    statusOverride;
+    constructor(code, detail, headers = {}, statusOverride) {
+        super(detail);
+        this.code = code;
+        this.detail = detail;
+        this.headers = headers;
+        this.statusOverride = statusOverride;
+    }
+    get status() {
+        return this.statusOverride ?? ERROR_CODES[this.code].status ?? 500;
+    }
+}
+const TITLES = {
+    400: 'Bad Request',
+    401: 'Unauthorized',
+    404: 'Not Found',
+    409: 'Conflict',
+    413: 'Content Too Large',
+    415: 'Unsupported Media Type',
+    422: 'Unprocessable Content',
+    429: 'Too Many Requests',
+    500: 'Internal Server Error',
+    503: 'Service Unavailable'
+};
+/**
+ * The answer to a request Node's HTTP parser refused before Fastify saw it (a header over the size
+ * limit, a control byte in a header, a broken request line): written straight to the socket, but
+ * problem+json like every other error.
+ */
+function writeClientError(error, socket) {
+    if (error.code === 'ECONNRESET' || socket.destroyed)
+        return;
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const detail = status === 431
+        ? 'the request line and headers are larger than the server accepts'
+        : status === 408
+            ? 'the request was not received in time'
+            : `the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`;
+    const body = JSON.stringify(problemBody('invalid_request', detail, status));
+    if (socket.writable) {
+        socket.write(`HTTP/1.1 ${status} ${external_node_http_.STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy(error);
+}
+/** The one builder of every problem body the executor sends. */
+function problemBody(code, detail, status = ERROR_CODES[code].status ?? 500, instance, requestId) {
+    const body = {
+        type: `/api/v1/errors#${code}`,
+        title: TITLES[status] ?? external_node_http_.STATUS_CODES[status] ?? 'Error',
+        status,
+        detail,
+        error_code: code,
+        retryable: ERROR_CODES[code].retryable
+    };
+    if (instance !== undefined)
+        body.instance = instance.split('?')[0];
+    if (requestId !== undefined)
+        body.request_id = requestId;
+    return body;
+}
+function sendProblem(reply, problem) {
+    const status = problem.status;
+    for (const [name, value] of Object.entries(problem.headers))
+        reply.header(name, value);
+    return reply
+        .code(status)
+        .type('application/problem+json')
+        .send(problemBody(problem.code, problem.detail, status, reply.request.url, String(reply.request.id)));
+}
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
+var build = __webpack_require__(35007);
+;// CONCATENATED MODULE: ./src/api/schemas.ts
+// JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
+// serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
+// with the plain types in ./run.ts. `expected` on a schema is the form a bad value is told to have
+// ("limit \"500\": expected a whole number from 1 to 100"); `constraint` says what a value of the
+// right type still broke ("prompt: must not be empty").
+
+
+const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
+/** A string or null, as one JSON type list (serialised without trying each branch). */
+const NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
+const RunStateSchema = build/* default.String */.Ay$.String({
+    description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
+    examples: ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED']
+});
+const RunConfigSchema = build/* default.Object */.Ay$.Object({
+    environment_id: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'Environment the run executes in.',
+        expected: 'a non-empty string'
+    }),
+    publish: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({
+        description: "false: the executor does not publish this run's changes (branch, pull request). Where they go is the executor's configuration, never the request's.",
+        expected: 'true or false (a request may turn publishing off, never choose where it goes)'
+    }))
+}, {
+    additionalProperties: true,
+    description: 'Run configuration; fields beyond environment_id are kept as sent.',
+    expected: 'an object with environment_id'
+});
+const CreateRunRequestSchema = build/* default.Object */.Ay$.Object({
+    prompt: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'The instruction given to the agent.',
+        expected: 'a string',
+        constraint: 'must not be empty'
+    }),
+    config: RunConfigSchema,
+    title: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), build/* default.Null */.Ay$.Null()], { description: 'Title of the run.', expected: 'a string' }))
+}, { additionalProperties: true, expected: 'a JSON object with prompt and config' });
+const RunParamsSchema = build/* default.Object */.Ay$.Object({ id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
+const CancelRequestSchema = build/* default.Union */.Ay$.Union([build/* default.Null */.Ay$.Null(), build/* default.Object */.Ay$.Object({}, { additionalProperties: true })], {
+    expected: 'no body or a JSON object'
+});
+const states = `(${KNOWN_STATES.join('|')})`;
+const StateFilter = build/* default.String */.Ay$.String({
+    pattern: `^${states}(,${states})*$`,
+    expected: `one of ${KNOWN_STATES.join(', ')}`
+});
+/** An RFC 3339 time; empty means no filter (`format: timestamp` is checked by the executor). */
+const TimeFilter = (description) => build/* default.String */.Ay$.String({
+    format: 'timestamp',
+    description,
+    expected: 'an RFC 3339 timestamp such as 2026-01-31T12:00:00Z'
+});
+const Text = (description) => build/* default.String */.Ay$.String({ description, expected: 'a single value' });
+const LIST_SORT_KEYS = ['created_at', 'updated_at'];
+/** The list's query parameters: any other answers 400. */
+const ListRunsQuerySchema = build/* default.Object */.Ay$.Object({
+    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^(100|[1-9][0-9]?)$',
+        description: 'Page size, 1–100 (default 20).',
+        expected: 'a whole number from 1 to 100'
+    })),
+    cursor: build/* default.Optional */.Ay$.Optional(Text('The next_cursor of the previous page (same sort).')),
+    state: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([StateFilter, build/* default.Array */.Ay$.Array(StateFilter)], {
+        description: 'Only runs in these states (repeatable, or comma-separated).',
+        expected: `one of ${KNOWN_STATES.join(', ')}`
+    })),
+    environment_id: build/* default.Optional */.Ay$.Optional(Text('Only runs of this environment.')),
+    created_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created after this time.')),
+    created_before: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created before this time.')),
+    updated_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs updated after this time.')),
+    creator: build/* default.Optional */.Ay$.Optional(Text("Only runs created by this creator uid (the creator's key id here).")),
+    q: build/* default.Optional */.Ay$.Optional(Text('Only runs whose title or prompt contains this text (ASCII letters fold case).')),
+    name: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.name is this.')),
+    model_id: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.model_id is this.')),
+    artifact_type: build/* default.Optional */.Ay$.Optional(Text('Only runs that have an artifact of this type.')),
+    sort_by: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(LIST_SORT_KEYS.map(key => build/* default.Literal */.Ay$.Literal(key)), { description: 'Sort key (default created_at).', expected: 'created_at or updated_at' })),
+    sort_order: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.Literal */.Ay$.Literal('asc'), build/* default.Literal */.Ay$.Literal('desc')], {
+        description: 'Sort order (default desc).',
+        expected: 'asc or desc'
+    }))
+}, { additionalProperties: false });
+const CreateRunResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
+const StatusMessageObjectSchema = build/* default.Object */.Ay$.Object({
+    message: build/* default.String */.Ay$.String(),
+    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean())
+});
+const CreatorSchema = build/* default.Object */.Ay$.Object({
+    type: build/* default.String */.Ay$.String({ description: '`user` for a personal key, `agent` for an agent key.' }),
+    uid: build/* default.String */.Ay$.String(),
+    display_name: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+});
+const RunRecordSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String(),
+    state: RunStateSchema,
+    title: build/* default.Optional */.Ay$.Optional(NullableString()),
+    prompt: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    created_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    updated_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    started_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
+    completed_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
+    status_message: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), StatusMessageObjectSchema, build/* default.Null */.Ay$.Null()])),
+    error_code: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'See GET /api/v1/errors.' })),
+    session_link: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'uri' })),
+    creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
+    agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
+    source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+}, { additionalProperties: true });
+const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
+    runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
+    page_info: build/* default.Object */.Ay$.Object({
+        has_next_page: build/* default.Boolean */.Ay$.Boolean(),
+        next_cursor: build/* default.Optional */.Ay$.Optional(NullableString())
+    })
+});
+const ProblemSchema = build/* default.Object */.Ay$.Object({
+    type: build/* default.String */.Ay$.String(),
+    title: build/* default.String */.Ay$.String(),
+    status: build/* default.Integer */.Ay$.Integer(),
+    detail: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean()),
+    instance: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    request_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+}, { additionalProperties: true, description: 'RFC 7807 problem details.' });
+const TranscriptEventSchema = build/* default.Object */.Ay$.Object({
+    seq: build/* default.Integer */.Ay$.Integer(),
+    at: Timestamp,
+    kind: build/* default.String */.Ay$.String({ description: 'state, message, command, file or setup' })
+}, { additionalProperties: true });
+const TranscriptSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String(),
+    state: RunStateSchema,
+    events: build/* default.Array */.Ay$.Array(TranscriptEventSchema)
+});
+
+;// CONCATENATED MODULE: ./src/api/openapi.ts
+// The OpenAPI 3.1 document of the contract, generated from the schemas (served by the executor at
+// /api/v1/openapi.json).
+
+
+
+const json = (schema) => ({ 'application/json': { schema } });
+const problem = (description) => ({
+    description,
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } }
+});
+const ref = (name) => ({ $ref: `#/components/schemas/${name}` });
+const runId = { name: 'run_id', in: 'path', required: true, schema: { type: 'string' } };
+const artifactUid = { name: 'artifact_uid', in: 'path', required: true, schema: { type: 'string' } };
+const prefer = { name: 'Prefer', in: 'header', schema: { type: 'string', examples: ['wait=30'] } };
+/** The service's normalized conversation: steps → messages → content blocks. */
+const ConversationSchema = {
+    type: 'object',
+    required: ['conversation_id', 'steps'],
+    properties: {
+        conversation_id: { type: 'string' },
+        steps: { type: 'array', items: { $ref: '#/components/schemas/ConversationStep' } }
+    }
+};
+const ConversationStepSchema = {
+    type: 'object',
+    required: ['id', 'messages', 'steps'],
+    properties: {
+        id: { type: 'string' },
+        description: { type: 'string' },
+        summary: { type: 'string' },
+        started_at: { type: 'string', format: 'date-time' },
+        completed_at: { type: 'string', format: 'date-time' },
+        messages: {
+            type: 'array',
+            items: {
+                type: 'object',
+                required: ['role', 'content'],
+                properties: {
+                    role: { type: 'string', enum: ['user', 'assistant', 'tool', 'system'] },
+                    timestamp: { type: 'string', format: 'date-time' },
+                    content: {
+                        type: 'array',
+                        description: 'Blocks by `type`: text {text}; action {id, name: run_command, category, input.command}; action_result {action_id, state, output {exit_code, output}}; event {event_type, …} (state_change, file_change, changes, artifact_published, agent_exit, notice, stderr). The last assistant text block is the final answer. Unknown types may appear.',
+                        items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } }
+                    }
+                }
+            }
+        },
+        steps: { type: 'array', items: { $ref: '#/components/schemas/ConversationStep' } }
+    }
+};
+const ArtifactSchema = {
+    type: 'object',
+    required: ['artifact_uid', 'artifact_type', 'run_id', 'created_at', 'download_url', 'expires_at', 'data'],
+    properties: {
+        artifact_uid: { type: 'string' },
+        artifact_type: { type: 'string', examples: ['FILE'] },
+        run_id: { type: 'string' },
+        created_at: { type: 'string', format: 'date-time' },
+        download_url: { type: 'string', description: 'Signed; needs no API key; valid until expires_at.' },
+        expires_at: { type: 'string', format: 'date-time' },
+        data: {
+            type: 'object',
+            required: ['artifact_uid', 'filepath', 'filename', 'mime_type', 'size'],
+            properties: {
+                artifact_uid: { type: 'string' },
+                filepath: { type: 'string' },
+                filename: { type: 'string' },
+                mime_type: { type: 'string', examples: ['text/x-diff'] },
+                size: { type: 'integer' },
+                description: { type: 'string' }
+            }
+        }
+    }
+};
+const errors = {
+    '401': problem('Missing, malformed, unknown or revoked API key.'),
+    '429': problem('Rate limited; see Retry-After.')
+};
+/** The list's query parameters, from the schema the executor validates them with. */
+function listParameters() {
+    return Object.entries(ListRunsQuerySchema.properties).map(([name, schema]) => ({
+        name,
+        in: 'query',
+        ...(typeof schema.description === 'string' ? { description: schema.description } : {}),
+        schema,
+        ...(name === 'state' ? { style: 'form', explode: true } : {})
+    }));
+}
+function openApiDocument(serverUrl) {
+    const create = {
+        summary: 'Create a run',
+        description: 'Starts an agent run asynchronously. Send Idempotency-Key to make retries safe.',
+        parameters: [
+            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 } }
+        ],
+        requestBody: { required: true, content: json(ref('CreateRunRequest')) },
+        responses: {
+            '200': {
+                description: 'The run was queued (or the same request was replayed).',
+                content: json(ref('CreateRunResponse'))
+            },
+            '400': problem('Malformed body.'),
+            '404': problem('Unknown environment.'),
+            '413': problem('Body too large.'),
+            '422': problem('Invalid field, prompt too large, or Idempotency-Key reused with another body.'),
+            '503': problem('Shutting down.'),
+            ...errors
+        }
+    };
+    return {
+        openapi: '3.1.0',
+        info: {
+            title: 'Cloud Agent Run API',
+            version: '1.0.0',
+            description: `Run states: ${KNOWN_STATES.join(', ')}. Error codes: ${Object.keys(ERROR_CODES).join(', ')} (GET /api/v1/errors).`
+        },
+        servers: serverUrl ? [{ url: serverUrl }] : [],
+        security: [{ bearer: [] }],
+        paths: {
+            '/api/v1/agent/run': { post: { ...create, operationId: 'createRun', deprecated: true } },
+            '/api/v1/agent/runs': {
+                post: { ...create, operationId: 'createRunAlias' },
+                get: {
+                    operationId: 'listRuns',
+                    summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
+                    description: 'Any query parameter not listed here is answered 400.',
+                    parameters: listParameters(),
+                    responses: {
+                        '200': { description: 'A page of runs.', content: json(ref('ListRunsResponse')) },
+                        '400': problem('Bad query parameter.'),
+                        ...errors
+                    }
+                }
+            },
+            '/api/v1/agent/runs/{run_id}': {
+                get: {
+                    operationId: 'getRun',
+                    summary: 'Read a run',
+                    description: 'With If-None-Match and Prefer: wait=N (max 60), the answer is held while the run is unchanged.',
+                    parameters: [
+                        runId,
+                        { name: 'If-None-Match', in: 'header', schema: { type: 'string' } },
+                        { name: 'Prefer', in: 'header', schema: { type: 'string', examples: ['wait=30'] } }
+                    ],
+                    responses: {
+                        '200': { description: 'The run.', content: json(ref('RunRecord')) },
+                        '304': { description: 'Unchanged.' },
+                        '404': problem('No such run.'),
+                        ...errors
+                    }
+                }
+            },
+            '/api/v1/agent/runs/{run_id}/cancel': {
+                post: {
+                    operationId: 'cancelRun',
+                    summary: 'Cancel a run',
+                    parameters: [runId],
+                    requestBody: {
+                        required: false,
+                        description: 'Optional; the status message becomes `cancelled by a client: <reason>`.',
+                        content: json({
+                            type: 'object',
+                            properties: { reason: { type: 'string', minLength: 1, maxLength: 500 } }
+                        })
+                    },
+                    responses: {
+                        '200': { description: 'The run id.', content: json({ type: 'string' }) },
+                        '404': problem('No such run.'),
+                        '409': problem('Already finished.'),
+                        '422': problem('`reason` is not a string of 1–500 characters.'),
+                        ...errors
+                    }
+                }
+            },
+            '/api/v1/agent/runs/{run_id}/transcript': {
+                get: {
+                    operationId: 'getTranscript',
+                    summary: "A run's transcript",
+                    description: 'With after=<seq>, only events newer than that one; with Prefer: wait=N (max 60) as well, the answer is held until there is one (or the run ended, or N seconds passed).',
+                    parameters: [
+                        runId,
+                        { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+                        prefer
+                    ],
+                    responses: {
+                        '200': { description: 'Transcript events.', content: json(ref('Transcript')) },
+                        '400': problem('after is not a whole number.'),
+                        '404': problem('No such run.'),
+                        ...errors
+                    }
+                }
+            },
+            '/api/v1/agent/runs/{run_id}/conversation': {
+                get: {
+                    operationId: 'getConversation',
+                    summary: "A run's conversation, normalized",
+                    description: 'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
+                    parameters: [runId],
+                    responses: {
+                        '200': { description: 'The conversation.', content: json(ref('Conversation')) },
+                        '404': problem('No such run.'),
+                        ...errors
+                    }
+                }
+            },
+            '/api/v1/agent/artifacts/{artifact_uid}': {
+                get: {
+                    operationId: 'getArtifact',
+                    summary: "An artifact's details and a time-limited download URL",
+                    parameters: [artifactUid],
+                    responses: {
+                        '200': { description: 'The artifact.', content: json(ref('Artifact')) },
+                        '404': problem('No such artifact (artifact_not_found).'),
+                        ...errors
+                    }
+                }
+            },
+            '/api/v1/agent/artifacts/{artifact_uid}/download': {
+                get: {
+                    operationId: 'downloadArtifact',
+                    summary: "An artifact's bytes, by the signed download URL",
+                    security: [],
+                    parameters: [
+                        artifactUid,
+                        { name: 'expires', in: 'query', required: true, schema: { type: 'integer' } },
+                        { name: 'signature', in: 'query', required: true, schema: { type: 'string' } }
+                    ],
+                    responses: {
+                        '200': { description: "The bytes, in the artifact's mime_type, as an attachment." },
+                        '404': problem('Wrong or expired link (artifact_not_found).')
+                    }
+                }
+            }
+        },
+        components: {
+            securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+            schemas: {
+                CreateRunRequest: CreateRunRequestSchema,
+                CreateRunResponse: CreateRunResponseSchema,
+                RunRecord: RunRecordSchema,
+                ListRunsResponse: ListRunsResponseSchema,
+                Transcript: TranscriptSchema,
+                Conversation: ConversationSchema,
+                ConversationStep: ConversationStepSchema,
+                Artifact: ArtifactSchema,
+                Problem: ProblemSchema
+            }
+        }
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/meta.ts
+// Liveness, readiness, the OpenAPI document and the error reference: no key needed.
+
+
+
+async function metaRoutes(app, { context, publicUrl }) {
+    app.get('/healthz', async () => ({ status: 'ok' }));
+    app.get('/readyz', async (_request, reply) => {
+        if (context.draining)
+            return reply.code(503).send({ status: 'shutting_down' });
+        try {
+            await context.store.ping();
+        }
+        catch {
+            return reply.code(503).send({ status: 'store_unavailable' });
+        }
+        const claiming = freeSpaceNote(context.config.dataDir);
+        return {
+            status: 'ready',
+            environments: context.config.environments.map(env => env.id),
+            ...(claiming ? { claiming: false, reason: claiming } : {})
+        };
+    });
+    let document;
+    app.get('/api/v1/openapi.json', async (_request, reply) => {
+        document ??= JSON.stringify(openApiDocument(publicUrl()));
+        return reply.type('application/json').send(document);
+    });
+    app.get('/api/v1/errors', async () => ({
+        errors: Object.entries(ERROR_CODES).map(([code, info]) => ({ error_code: code, ...info }))
+    }));
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/auth.ts
+// Bearer-key authentication and the per-key rate limit.
+
+
+const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
+async function authenticate(store, request) {
+    const header = request.headers.authorization;
+    if (!header)
+        throw new ProblemError('unauthenticated', 'missing Authorization header; expected `Bearer <API key>`', CHALLENGE);
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match)
+        throw new ProblemError('unauthenticated', 'Authorization header is not of the form `Bearer <API key>`', CHALLENGE);
+    const key = match[1];
+    if (!isWellFormedKey(key)) {
+        throw new ProblemError('unauthenticated', 'the API key is malformed (wrong prefix, length or checksum)', CHALLENGE);
+    }
+    const hash = hashKey(key);
+    const record = await store.findKeyByHash(hash);
+    if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null) {
+        throw new ProblemError('unauthenticated', 'the API key is unknown or revoked', CHALLENGE);
+    }
+    return { keyId: record.id, team: record.team, kind: record.kind, name: record.name };
+}
+/** A token bucket per key: `perMinute` requests a minute, in bursts of up to the same number. */
+class RateLimiter {
+    perMinute;
+    buckets = new Map();
+    constructor(perMinute) {
+        this.perMinute = perMinute;
+    }
+    /** Takes a token; returns the seconds to wait when none is left. */
+    take(key, now = Date.now()) {
+        if (this.perMinute <= 0)
+            return undefined;
+        const rate = this.perMinute / 60_000;
+        const bucket = this.buckets.get(key) ?? { tokens: this.perMinute, at: now };
+        bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * rate);
+        bucket.at = now;
+        this.buckets.set(key, bucket);
+        if (bucket.tokens >= 1) {
+            bucket.tokens -= 1;
+            return undefined;
+        }
+        if (this.buckets.size > 10_000)
+            this.sweep(now);
+        return Math.max(1, Math.ceil((1 - bucket.tokens) / rate / 1000));
+    }
+    sweep(now) {
+        for (const [key, bucket] of this.buckets)
+            if (now - bucket.at > 60_000)
+                this.buckets.delete(key);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/conversation.ts
+// The run's conversation in the production service's normalized shape (GET
+// /agent/runs/{id}/conversation), built from the transcript: steps → messages → content blocks
+// `text`, `action`, `action_result` and `event`. The prompt is the user's message; agent text and a
+// command agent's standard output are the assistant's; each command is an action with its result;
+// everything else (file changes, published artifacts, state changes) is an event. The agent's final
+// answer (a `result` event) is always the last assistant text block, so a client takes it from
+// there. A pure function of the run and its events: no store, no I/O.
+//
+// The types are the executor's own output types (src/api has no conversation types yet); they
+// follow the service's shapes and a client reads them as tolerantly as the rest.
+/** Transcript kinds that become event blocks, and the event_type they get there. */
+const EVENT_TYPES = {
+    state: 'state_change',
+    file: 'file_change',
+    diff: 'changes',
+    artifact: 'artifact_published',
+    exit: 'agent_exit',
+    notice: 'notice'
+};
+function buildConversation(run, events) {
+    const messages = [
+        { role: 'user', timestamp: run.created_at, content: [{ type: 'text', text: run.prompt }] }
+    ];
+    let answer;
+    let answerAt;
+    for (const event of events) {
+        const { seq, at, kind, ...data } = event;
+        switch (kind) {
+            case 'result':
+                answer = String(data.text ?? '');
+                answerAt = at;
+                break;
+            case 'message':
+                addText(messages, at, String(data.text ?? ''));
+                break;
+            case 'output':
+                if (data.stream === 'stdout')
+                    addText(messages, at, String(data.text ?? ''), true);
+                else
+                    add(messages, 'system', at, { type: 'event', event_type: 'stderr', text: String(data.text ?? '') });
+                break;
+            case 'command':
+            case 'setup': {
+                const id = `action-${seq}`;
+                const exitCode = typeof data.exit_code === 'number' ? data.exit_code : null;
+                const action = {
+                    type: 'action',
+                    id,
+                    name: 'run_command',
+                    category: 'command',
+                    input: { command: String(data.command ?? '') }
+                };
+                if (kind === 'setup')
+                    action.description = 'environment setup';
+                add(messages, 'assistant', at, action);
+                const output = {
+                    exit_code: exitCode,
+                    output: String(data.output ?? '')
+                };
+                if (typeof data.duration_ms === 'number')
+                    output.duration_ms = data.duration_ms;
+                add(messages, 'tool', at, {
+                    type: 'action_result',
+                    action_id: id,
+                    state: exitCode === 0 ? 'SUCCEEDED' : 'FAILED',
+                    output
+                });
+                break;
+            }
+            default:
+                add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[kind] ?? kind });
+        }
+    }
+    if (answer !== undefined)
+        placeAnswer(messages, answer, answerAt);
+    const step = { id: run.run_id, messages, steps: [] };
+    if (run.title !== null)
+        step.description = run.title;
+    if (run.started_at !== null)
+        step.started_at = run.started_at;
+    if (run.completed_at !== null)
+        step.completed_at = run.completed_at;
+    return { conversation_id: run.run_id, steps: [step] };
+}
+function add(messages, role, at, block) {
+    messages.push({ role, timestamp: at, content: [block] });
+}
+/** Agent text; a stream's consecutive chunks join into one block. */
+function addText(messages, at, text, stream = false) {
+    const last = messages.at(-1);
+    const block = last?.content.at(-1);
+    if (stream && last?.role === 'assistant' && block?.type === 'text' && last.streamed) {
+        block.text += text;
+        return;
+    }
+    const message = { role: 'assistant', timestamp: at, content: [{ type: 'text', text }] };
+    if (stream)
+        Object.defineProperty(message, 'streamed', { value: true, enumerable: false });
+    messages.push(message);
+}
+/**
+ * The final answer goes after the last message that is not an event (events such as the diff and
+ * the final state may follow it), unless the last assistant text already says exactly that.
+ */
+function placeAnswer(messages, answer, at) {
+    let index = messages.length;
+    while (index > 1 && messages[index - 1].content.every(block => block.type === 'event'))
+        index--;
+    const before = messages.slice(0, index);
+    const lastText = before
+        .filter(message => message.role === 'assistant')
+        .flatMap(message => message.content)
+        .filter(block => block.type === 'text')
+        .at(-1);
+    const lastBlock = before.at(-1)?.content.at(-1);
+    if (lastText && lastText === lastBlock && lastText.type === 'text' && lastText.text === answer)
+        return;
+    const message = { role: 'assistant', content: [{ type: 'text', text: answer }] };
+    if (at !== undefined)
+        message.timestamp = at;
+    messages.splice(index, 0, message);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/results.ts
+// What a run produced, read back: its conversation (GET /api/v1/agent/runs/:id/conversation), its
+// artifacts' details with a signed, time-limited download URL (GET /api/v1/agent/artifacts/:uid),
+// and that URL itself (the bytes). The first two take an API key and see only the key's team; the
+// download URL carries an HMAC of the artifact id and its expiry instead, so a client can hand it
+// to a tool without the key (like a session link). Artifact bytes live in the store, so any node
+// serves any artifact.
+
+
+
+
+/** How long a download URL stays valid. */
+const DOWNLOAD_TTL_SECONDS = 15 * 60;
+async function resultRoutes(app, { context }) {
+    const { store, config, limiter } = context;
+    const secret = await store.getSecret('artifact-links', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
+    const sign = (uid, expires) => (0,external_node_crypto_.createHmac)('sha256', secret).update(`${uid}\n${expires}`).digest('base64url');
+    /** The key's team, with the same rate limit as every other API request. */
+    const team = async (request) => {
+        const principal = await authenticate(store, request);
+        const wait = limiter.take(principal.keyId);
+        if (wait !== undefined) {
+            throw new ProblemError('rate_limited', `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`, { 'retry-after': String(wait) });
+        }
+        return principal.team;
+    };
+    app.get('/api/v1/agent/runs/:id/conversation', async (request) => {
+        const { id } = request.params;
+        const run = await store.getRun(await team(request), id);
+        if (!run)
+            throw new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+        return buildConversation(run, await store.listEvents(run.run_id));
+    });
+    app.get('/api/v1/agent/artifacts/:uid', async (request) => {
+        const { uid } = request.params;
+        const artifact = await store.getArtifact(await team(request), uid);
+        if (!artifact)
+            throw artifactNotFound(uid);
+        const expires = Math.floor(Date.now() / 1000) + DOWNLOAD_TTL_SECONDS;
+        const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
+        const { run_id, team: _team, artifact_type, created_at, ...data } = artifact;
+        return {
+            artifact_uid: artifact.artifact_uid,
+            artifact_type,
+            run_id,
+            created_at,
+            download_url: `${base}/api/v1/agent/artifacts/${encodeURIComponent(uid)}/download?expires=${expires}&signature=${sign(uid, expires)}`,
+            expires_at: new Date(expires * 1000).toISOString(),
+            data
+        };
+    });
+    app.get('/api/v1/agent/artifacts/:uid/download', async (request, reply) => {
+        const { uid } = request.params;
+        const { expires, signature } = request.query;
+        const until = Number(expires);
+        const valid = typeof expires === 'string' &&
+            /^\d{1,12}$/.test(expires) &&
+            until * 1000 > Date.now() &&
+            typeof signature === 'string' &&
+            same(signature, sign(uid, until));
+        if (!valid)
+            throw new ProblemError('artifact_not_found', 'this download link is wrong or has expired; ask GET /api/v1/agent/artifacts/{uid} for a new one');
+        const stored = await store.readArtifact(uid);
+        if (!stored)
+            throw artifactNotFound(uid);
+        const { artifact, data } = stored;
+        return reply
+            .type(artifact.mime_type)
+            .header('content-disposition', attachment(artifact.filename))
+            .header('cache-control', 'private, no-store')
+            .header('x-content-type-options', 'nosniff')
+            .send(data);
+    });
+}
+function artifactNotFound(uid) {
+    return new ProblemError('artifact_not_found', `artifact ${JSON.stringify(uid.slice(0, 100))} does not exist or is not visible to this key`);
+}
+function same(given, expected) {
+    const a = Buffer.from(given);
+    const b = Buffer.from(expected);
+    return a.length === b.length && (0,external_node_crypto_.timingSafeEqual)(a, b);
+}
+/** Content-Disposition for a file name of any characters (RFC 6266 with an ASCII fallback). */
+function attachment(filename) {
+    const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+    return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/list-params.ts
+// The list's query parameters as the store takes them, and its cursors. The route's schema has
+// checked each parameter's form; what is left here is meaning: defaults, times normalised, and a
+// cursor that names its sort, so it is never read under another order.
+
+/** The cursor names its sort, so a cursor is never read under another order. */
+function encodeCursor(run, sortBy, order) {
+    const text = sortBy === 'updated_at'
+        ? `u:${order}:${run.seq}:${run.updated_at}`
+        : order === 'desc'
+            ? `s:${run.seq}`
+            : `sa:${run.seq}`;
+    return Buffer.from(text).toString('base64url');
+}
+function decodeCursor(cursor, sortBy, order) {
+    const text = Buffer.from(cursor, 'base64url').toString('utf8');
+    const match = sortBy === 'updated_at'
+        ? new RegExp(`^u:${order}:(\\d{1,15}):(\\d{4}-[\\d:.TZ-]{10,30})$`).exec(text)
+        : (order === 'desc' ? /^s:(\d{1,15})$/ : /^sa:(\d{1,15})$/).exec(text);
+    if (!match)
+        throw new ProblemError('invalid_request', `cursor ${JSON.stringify(cursor)}: expected the next_cursor of a previous page with the same sort_by and sort_order`);
+    return { seq: Number(match[1]), updatedAt: match[2] };
+}
+/** The query as the store takes it; the schema has checked each parameter's form already. */
+function listQuery(params) {
+    const query = {
+        limit: params.limit === undefined ? 20 : Number(params.limit),
+        sortBy: params.sort_by ?? 'created_at',
+        sortOrder: params.sort_order ?? 'desc'
+    };
+    if (params.cursor)
+        query.after = decodeCursor(params.cursor, query.sortBy, query.sortOrder);
+    if (params.state !== undefined)
+        query.states = [].concat(params.state).flatMap(s => s.split(','));
+    const time = (value) => (value ? new Date(Date.parse(value)).toISOString() : undefined);
+    const filters = {
+        environmentId: params.environment_id || undefined,
+        createdAfter: time(params.created_after),
+        createdBefore: time(params.created_before),
+        updatedAfter: time(params.updated_after),
+        creatorUid: params.creator || undefined,
+        search: params.q || undefined,
+        name: params.name || undefined,
+        modelId: params.model_id || undefined,
+        artifactType: params.artifact_type || undefined
+    };
+    for (const [name, value] of Object.entries(filters))
+        if (value !== undefined)
+            query[name] = value;
+    return query;
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/transitions.ts
+// A run's states and every change between them, in one place: which state a create, a claim, a
+// finish, a cancel and an abandon lead to, with the status message and error code each sets; the
+// `state` event the transcript records for each change; which fields show in which state. Both
+// stores (sqlite.ts, postgres.ts) apply these rules in their own SQL; they do not restate them.
+//
+//   create  →  QUEUED
+//   claim      QUEUED      →  INPROGRESS (under a lease)
+//   finish     INPROGRESS  →  SUCCEEDED | FAILED | CANCELLED (by the worker holding the lease)
+//   cancel     any not terminal  →  CANCELLED (by a client)
+//   abandon    INPROGRESS with its lease expired (or left by a previous process)  →  FAILED
+
+
+/** The state a new run starts in. */
+const CREATED_STATE = 'QUEUED';
+/** The state of a run a worker holds. */
+const CLAIMED_STATE = 'INPROGRESS';
+/** The terminal states as an SQL list, for `state IN …` (the same text on SQLite and PostgreSQL). */
+const TERMINAL_SQL = `(${TERMINAL_STATES.map(state => `'${state}'`).join(', ')})`;
+/** A client's cancel: allowed while the run is not terminal; a finished run stays as it is. */
+function cancel(state, reason) {
+    if (isTerminalState(state))
+        return undefined;
+    const status_message = reason === undefined ? 'cancelled by a client' : `cancelled by a client: ${reason}`;
+    return { state: 'CANCELLED', status_message, error_code: 'cancelled' };
+}
+/** A worker's finish of the run it holds. */
+function finish(outcome) {
+    return {
+        state: outcome.state,
+        status_message: outcome.status_message ?? null,
+        error_code: outcome.error_code ?? null
+    };
+}
+/** A run left INPROGRESS by a process that stopped (restarted, or stopped renewing its lease). */
+function abandon(message) {
+    return { state: 'FAILED', status_message: message, error_code: 'executor_restarted' };
+}
+/**
+ * The transcript's `state` event for a change, recorded in the transaction that makes it: the new
+ * state, its status message once the run has ended, and its error code if any.
+ */
+function stateEvent(run) {
+    const data = { state: run.state };
+    if (run.status_message !== null && run.state !== CREATED_STATE && run.state !== CLAIMED_STATE)
+        data.status_message = run.status_message;
+    if (run.error_code !== null)
+        data.error_code = run.error_code;
+    return data;
+}
+const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
+/** Whether a run's record shows its status message: only when it ended other than in success. */
+function showsStatusMessage(state) {
+    return WITH_MESSAGE.has(state);
+}
+/** Whether a run's record has a session link: once it has started (and so has a transcript). */
+function showsSessionLink(state) {
+    return state === CLAIMED_STATE || isTerminalState(state);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/records.ts
+// How stored runs look on the wire, and the pieces derived from them: ETags and session links.
+
+
+/** Tokens never change for a run, and reads ask for them often: remember the recent ones. */
+const TOKEN_CACHE_SIZE = 10_000;
+class SessionLinks {
+    secret;
+    publicUrl;
+    tokens = new Map();
+    constructor(secret, publicUrl) {
+        this.secret = secret;
+        this.publicUrl = publicUrl;
+    }
+    token(runId) {
+        let token = this.tokens.get(runId);
+        if (token === undefined) {
+            token = (0,external_node_crypto_.createHmac)('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
+            if (this.tokens.size >= TOKEN_CACHE_SIZE)
+                this.tokens.delete(this.tokens.keys().next().value);
+            this.tokens.set(runId, token);
+        }
+        return token;
+    }
+    verify(runId, token) {
+        if (typeof token !== 'string')
+            return false;
+        const expected = Buffer.from(this.token(runId));
+        const given = Buffer.from(token);
+        return expected.length === given.length && (0,external_node_crypto_.timingSafeEqual)(expected, given);
+    }
+    link(run) {
+        if (!showsSessionLink(run.state) || run.started_at === null)
+            return undefined;
+        return `${this.publicUrl()}/sessions/${encodeURIComponent(run.run_id)}?token=${this.token(run.run_id)}`;
+    }
+}
+function etagOf(run) {
+    return `"v${run.version}"`;
+}
+/** The record as the routes answer it (their response schema serialises it; unknown fields stay). */
+function toRecord(run, links) {
+    // Most runs carry no extra fields: skip parsing and spreading an empty object.
+    const extra = run.extra === '{}' ? undefined : JSON.parse(run.extra);
+    const record = {
+        ...extra,
+        run_id: run.run_id,
+        state: run.state,
+        title: run.title,
+        prompt: run.prompt,
+        environment_id: run.environment_id,
+        created_at: run.created_at,
+        updated_at: run.updated_at,
+        started_at: run.started_at,
+        completed_at: run.completed_at,
+        creator: { type: run.creator_type, uid: run.creator_uid, display_name: run.creator_name },
+        agent_config: JSON.parse(run.config),
+        source: 'API'
+    };
+    if (run.artifacts)
+        record.artifacts = runArtifacts(run.artifacts);
+    if (run.request_usage)
+        record.request_usage = JSON.parse(run.request_usage);
+    if (showsStatusMessage(run.state) && run.status_message !== null)
+        record.status_message = run.status_message;
+    if (run.error_code !== null)
+        record.error_code = run.error_code;
+    const link = links.link(run);
+    if (link)
+        record.session_link = link;
+    return record;
+}
+/** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */
+function runArtifacts(stored) {
+    return JSON.parse(stored).map(
+    // A pull request is listed in its final shape already; a file by its description.
+    entry => {
+        if (entry.artifact_type !== undefined)
+            return entry;
+        const { created_at, ...data } = entry;
+        return { artifact_type: 'FILE', created_at, data };
+    });
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/transcript.ts
+// The transcript read with `after=<seq>` and `Prefer: wait=N`: a follower asks for the events newer
+// than the last one it has, and the answer is held until there is one (or the run ended, the time
+// is up, the client left, the server stops). Appends wake held reads through the ChangeHub; the
+// hold also re-reads every few seconds, so a notification lost between nodes costs a delay, never
+// an event.
+
+
+const MAX_WAIT_SECONDS = 60;
+const REREAD_MS = 2000;
+/** `after` from the query string: a whole number, or absent (every event). */
+function parseAfter(query) {
+    const value = query?.after;
+    if (value === undefined || value === '')
+        return 0;
+    if (typeof value !== 'string' || !/^\d{1,15}$/.test(value))
+        throw new ProblemError('invalid_request', `after ${JSON.stringify(value)}: expected the seq of an event, a whole number such as 12`);
+    return Number(value);
+}
+/** `Prefer: wait=N` (RFC 7240), capped at 60 s; undefined when absent. */
+function preferWait(header) {
+    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header);
+    return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
+}
+async function readTranscript(context, request, reply, find) {
+    const after = parseAfter(request.query);
+    let run = await find();
+    const newer = async () => (await context.store.listEvents(run.run_id)).filter(event => event.seq > after);
+    let events = await newer();
+    const wait = preferWait(String(request.headers.prefer ?? ''));
+    if (wait !== undefined)
+        reply.header('preference-applied', `wait=${wait}`);
+    if (wait && events.length === 0 && !isTerminalState(run.state)) {
+        const closed = new AbortController();
+        request.raw.once('close', () => closed.abort());
+        const deadline = Date.now() + wait * 1000;
+        while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+            const ms = Math.min(REREAD_MS, deadline - Date.now());
+            await context.hub.waitEvent(run.run_id, after, ms, closed.signal);
+            run = await find();
+            events = await newer();
+            if (events.length > 0 || isTerminalState(run.state))
+                break;
+        }
+    }
+    return { run_id: run.run_id, state: run.state, events };
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/runs.ts
+// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript. Each
+// route declares its schemas (src/api/schemas.ts): requests are checked before the handler runs
+// (validation.ts), answers are serialised by compiled code. What a schema cannot say stays here:
+// the prompt's size in bytes, whether the environment exists, the Idempotency-Key.
+
+
+
+
+
+
+
+
+const runs_MAX_WAIT_SECONDS = 60;
+const MAX_CANCEL_REASON = 500;
+async function runRoutes(fastify, { context }) {
+    const app = fastify.withTypeProvider();
+    const { store, config, links, hub, limiter } = context;
+    app.decorateRequest('principal', null);
+    app.addHook('onRequest', async (request) => {
+        request.principal = await authenticate(store, request);
+        const wait = limiter.take(request.principal.keyId);
+        if (wait !== undefined) {
+            throw new ProblemError('rate_limited', `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`, { 'retry-after': String(wait) });
+        }
+    });
+    const createSchema = {
+        schema: { body: CreateRunRequestSchema, response: { 200: CreateRunResponseSchema } }
+    };
+    const create = async (request, reply) => {
+        if (context.draining)
+            throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no new runs', {
+                'retry-after': '5'
+            });
+        const body = request.body;
+        const bytes = Buffer.byteLength(body.prompt);
+        if (bytes > config.limits.maxPromptBytes) {
+            throw new ProblemError('prompt_too_large', `prompt: ${bytes} bytes is over the limit of ${config.limits.maxPromptBytes} bytes`);
+        }
+        const environmentId = body.config.environment_id;
+        let stored;
+        try {
+            stored = {
+                config: JSON.stringify(body.config),
+                extra: JSON.stringify(extraFields(body)),
+                hash: canonicalHash(body)
+            };
+        }
+        catch (error) {
+            if (error instanceof RangeError)
+                throw new ProblemError('invalid_request', 'the body is nested too deeply');
+            throw error;
+        }
+        if (!config.environments.some(env => env.id === environmentId)) {
+            const known = config.environments.map(env => env.id).join(', ');
+            throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
+        }
+        const principal = request.principal;
+        const key = request.headers['idempotency-key'];
+        if (key !== undefined && !isValidIdempotencyKey(key)) {
+            throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
+        }
+        const result = await store.createRun({
+            run_id: (0,external_node_crypto_.randomUUID)(),
+            team: principal.team,
+            environment_id: environmentId,
+            title: typeof body.title === 'string' ? body.title : null,
+            prompt: body.prompt,
+            config: stored.config,
+            extra: stored.extra,
+            creator_type: principal.kind === 'personal' ? 'user' : 'agent',
+            creator_uid: principal.keyId,
+            creator_name: principal.name,
+            created_at: new Date().toISOString()
+        }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns);
+        if (result.kind === 'key_reused') {
+            throw new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
+        }
+        if (result.kind === 'queue_full') {
+            throw new ProblemError('resource_unavailable', `the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
+        }
+        if (result.kind === 'replayed')
+            reply.header('idempotent-replayed', 'true');
+        return { run_id: result.run.run_id, state: result.run.state };
+    };
+    app.post('/api/v1/agent/run', createSchema, create);
+    app.post('/api/v1/agent/runs', createSchema, create);
+    app.get('/api/v1/agent/runs/:id', { schema: { params: RunParamsSchema, response: { 200: RunRecordSchema } } }, async (request, reply) => {
+        const { id } = request.params;
+        let run = await findRun(request, id);
+        const wait = runs_preferWait(String(request.headers.prefer ?? ''));
+        const current = () => request.headers['if-none-match'] === etagOf(run);
+        if (wait !== undefined)
+            reply.header('preference-applied', `wait=${wait}`);
+        if (wait && current() && !isTerminalState(run.state)) {
+            const closed = new AbortController();
+            request.raw.once('close', () => closed.abort());
+            const deadline = Date.now() + wait * 1000;
+            // A wake may be a change heard twice (notification and fallback poll): wait on until this
+            // run really moved, the time is up, the client left or the server is stopping.
+            // Each wait also ends at once for a change heard while the run was being read (versions are
+            // announced only after they are committed, so the next read sees them).
+            while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+                await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
+                run = await findRun(request, id);
+                if (!current() || isTerminalState(run.state))
+                    break;
+            }
+        }
+        reply.header('etag', etagOf(run));
+        if (current())
+            return reply.code(304).send();
+        return toRecord(run, links);
+    });
+    app.get('/api/v1/agent/runs', { schema: { querystring: ListRunsQuerySchema, response: { 200: ListRunsResponseSchema } } }, async (request) => {
+        const query = listQuery(request.query);
+        const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
+        const page = rows.slice(0, query.limit);
+        const more = rows.length > query.limit;
+        return {
+            runs: page.map(run => toRecord(run, links)),
+            page_info: {
+                has_next_page: more,
+                next_cursor: more ? encodeCursor(page.at(-1), query.sortBy, query.sortOrder) : null
+            }
+        };
+    });
+    app.post('/api/v1/agent/runs/:id/cancel', { schema: { params: RunParamsSchema } }, async (request, reply) => {
+        const { id } = request.params;
+        const reason = cancelReason(request.body);
+        const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
+        if (result.kind === 'not_found')
+            throw notFound(id);
+        if (result.kind === 'finished')
+            throw new ProblemError('run_already_finished', `run ${id} already ended ${result.run.state}; there is nothing to cancel`);
+        return reply.type('application/json').send(JSON.stringify(result.run.run_id));
+    });
+    app.get('/api/v1/agent/runs/:id/transcript', { schema: { params: RunParamsSchema, response: { 200: TranscriptSchema } } }, async (request, reply) => readTranscript(context, request, reply, () => findRun(request, request.params.id)));
+    async function findRun(request, id) {
+        const run = await store.getRun(request.principal.team, id);
+        if (!run)
+            throw notFound(id);
+        return run;
+    }
+}
+function notFound(id) {
+    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+}
+const SERVER_FIELDS = new Set([
+    'run_id',
+    'task_id',
+    'state',
+    'environment_id',
+    'created_at',
+    'updated_at',
+    'started_at',
+    'completed_at',
+    'status_message',
+    'error_code',
+    'session_link',
+    'session_id',
+    'creator',
+    'agent_config',
+    'source',
+    'run_time',
+    'request_usage',
+    'artifacts'
+]);
+/** The body's fields beyond prompt, config and title, kept (metadata, skill, …) unless the server owns them. */
+function extraFields(body) {
+    const extra = {};
+    for (const name of Object.keys(body)) {
+        if (name !== 'prompt' && name !== 'config' && name !== 'title' && !SERVER_FIELDS.has(name))
+            extra[name] = body[name];
+    }
+    return extra;
+}
+/** The optional body of a cancel, `{"reason": "…"}`: the reason, or undefined without one. */
+function cancelReason(body) {
+    if (body === undefined || body === null)
+        return undefined;
+    const reason = typeof body === 'object' && !Array.isArray(body) ? body.reason : body;
+    if (reason === undefined)
+        return undefined;
+    if (typeof reason !== 'string' || reason.trim() === '' || reason.length > MAX_CANCEL_REASON) {
+        throw new ProblemError('invalid_field', `reason: expected a string of 1–${MAX_CANCEL_REASON} characters, got ${describeValue(reason)}`);
+    }
+    return reason.trim();
+}
+/** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
+function canonicalHash(body) {
+    const canonical = (value) => {
+        if (Array.isArray(value))
+            return value.map(canonical);
+        if (value !== null && typeof value === 'object') {
+            return Object.fromEntries(Object.keys(value)
+                .sort()
+                .map(key => [key, canonical(value[key])]));
+        }
+        return value;
+    };
+    return (0,external_node_crypto_.createHash)('sha256')
+        .update(JSON.stringify(canonical(body)))
+        .digest('hex');
+}
+/** `Prefer: wait=N` (RFC 7240), capped at 60 s; undefined when absent. */
+function runs_preferWait(header) {
+    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header ?? '');
+    return match ? Math.min(runs_MAX_WAIT_SECONDS, Number(match[1])) : undefined;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/session-page.ts
+// Renders a run and its transcript as one self-contained HTML page.
+function escapeHtml(value) {
+    return String(value ?? '').replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
+}
+function duration(from, to) {
+    if (!from)
+        return '';
+    const ms = Date.parse(to ?? new Date().toISOString()) - Date.parse(from);
+    return `${(ms / 1000).toFixed(1)} s${to ? '' : ' so far'}`;
+}
+function session_page_event(e) {
+    const time = `<time>${escapeHtml(e.at.slice(11, 23))}</time>`;
+    switch (e.kind) {
+        case 'state':
+            return `<li class="state">${time} state <b>${escapeHtml(e.state)}</b>${e.status_message ? `: ${escapeHtml(e.status_message)}` : ''}</li>`;
+        case 'message':
+            return `<li class="message">${time} agent<pre>${escapeHtml(e.text)}</pre></li>`;
+        case 'command':
+        case 'setup':
+            return `<li class="command">${time} ${e.kind === 'setup' ? 'setup' : 'command'} <code>${escapeHtml(e.command)}</code> → exit ${escapeHtml(e.exit_code)}${e.output ? `<pre>${escapeHtml(e.output)}</pre>` : ''}</li>`;
+        case 'file':
+            return `<li class="file">${time} file <code>${escapeHtml(e.path)}</code> ${escapeHtml(e.change)}${e.diff ? `<pre>${escapeHtml(e.diff)}</pre>` : ''}</li>`;
+        case 'diff': {
+            const files = e.files ?? [];
+            const list = files.map(f => `<code>${escapeHtml(f.path)}</code> ${escapeHtml(f.change)}`).join(', ');
+            return `<li class="diff">${time} files changed: ${list}<pre>${escapeHtml(e.diff)}</pre></li>`;
+        }
+        case 'exit':
+            return `<li class="exit">${time} agent exited with code ${escapeHtml(e.exit_code)}${e.signal ? ` (${escapeHtml(e.signal)})` : ''}</li>`;
+        case 'output':
+            return `<li class="output">${time} ${escapeHtml(e.stream ?? 'output')}<pre>${escapeHtml(e.text)}</pre></li>`;
+        default:
+            return `<li>${time} ${escapeHtml(e.kind)}<pre>${escapeHtml(JSON.stringify(e))}</pre></li>`;
+    }
+}
+function renderSession(run, events) {
+    const rows = [
+        ['Run', `<code>${escapeHtml(run.run_id)}</code>`],
+        ['State', `<b>${escapeHtml(run.state)}</b>`],
+        ['Environment', escapeHtml(run.environment_id)],
+        ['Created', escapeHtml(run.created_at)],
+        ['Started', escapeHtml(run.started_at ?? '')],
+        ['Completed', escapeHtml(run.completed_at ?? '')],
+        ['Duration', escapeHtml(duration(run.started_at, run.completed_at))],
+        ['Creator', `${escapeHtml(run.creator_name)} (${escapeHtml(run.creator_type)})`]
+    ];
+    if (run.status_message)
+        rows.push(['Status message', escapeHtml(run.status_message)]);
+    if (run.error_code)
+        rows.push(['Error code', `<code>${escapeHtml(run.error_code)}</code>`]);
+    return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(run.title || `Run ${run.run_id}`)}</title>
+<style>
+body{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1f2328}
+table{border-collapse:collapse}td,th{text-align:left;padding:.2rem .8rem .2rem 0;vertical-align:top}
+pre{background:#f6f8fa;padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-word}
+ol{list-style:none;padding:0}li{margin:.4rem 0}time{color:#656d76;font-family:monospace}
+</style></head><body>
+<h1>${escapeHtml(run.title || 'Agent run')}</h1>
+<table>${rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join('')}</table>
+<h2>Prompt</h2><pre>${escapeHtml(run.prompt)}</pre>
+<h2>Transcript</h2><ol>${events.map(session_page_event).join('\n')}</ol>
+</body></html>
+`;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/sessions.ts
+// The session page behind a run's session_link: HTML that works without JavaScript and escapes
+// every piece of run content. The token (an HMAC of the run id) is the access check; a wrong or
+// missing token answers 404, like a run that does not exist.
+
+
+
+
+/**
+ * A shared link may gain parameters on its way (tracking, say): only `token` is read, and any token
+ * that is not the right one (a repeated one too) is a 404 like a run that does not exist.
+ */
+const SessionQuerySchema = build/* default.Object */.Ay$.Object({ token: build/* default.Optional */.Ay$.Optional(build/* default.Unknown */.Ay$.Unknown()) }, { additionalProperties: true });
+async function sessionRoutes(fastify, { context }) {
+    const app = fastify.withTypeProvider();
+    const schema = { params: RunParamsSchema, querystring: SessionQuerySchema };
+    app.get('/sessions/:id', { schema }, async (request, reply) => {
+        const { id } = request.params;
+        const { token } = request.query;
+        const run = context.links.verify(id, token) ? await context.store.getRunAnyTeam(id) : undefined;
+        if (!run)
+            throw new ProblemError('not_found', 'no session with this id and token');
+        const events = await context.store.listEvents(run.run_id);
+        return reply
+            .type('text/html; charset=utf-8')
+            .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
+            .header('referrer-policy', 'no-referrer')
+            .header('cache-control', 'no-store')
+            .send(renderSession(run, events));
+    });
+}
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/compile/index.mjs + 267 modules
+var compile = __webpack_require__(95595);
+// EXTERNAL MODULE: ./node_modules/typebox/build/format/index.mjs + 32 modules
+var format = __webpack_require__(86127);
+;// CONCATENATED MODULE: ./src/executor/server/validation.ts
+// Request validation for every route: the route's TypeBox schema is compiled once (TypeBox's own
+// compiler, no Ajv: nothing is coerced, dropped or defaulted behind the handler's back) and the
+// first failure becomes a problem body that names the field, the bad value and the expected form
+// (the schema's `expected`, or its `constraint` when a value of the right type broke a rule).
+
+
+
+// Query times: RFC 3339 (a date-time, or at least a date that parses); empty means "no filter".
+format/* default.Set */.Ay.Set('timestamp', value => value === '' || (/^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value))));
+const validatorCompiler = ({ schema }) => {
+    const check = (0,compile/* Compile */.Wx)(schema);
+    const root = schema;
+    return data => {
+        if (check.Check(data))
+            return { value: data };
+        return { error: [describe(root, data, check.Errors(data)[0])] };
+    };
+};
+function describe(root, data, error) {
+    const path = error.instancePath
+        .split('/')
+        .slice(1)
+        .map(segment => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const accepted = Object.keys(root.properties ?? {});
+    const params = error.params;
+    if (error.keyword === 'required')
+        path.push(String(params.requiredProperties[0]));
+    if (error.keyword === 'additionalProperties' || error.schemaPath.endsWith('/additionalProperties')) {
+        const name = path.at(-1) ?? String(params.additionalProperties?.[0]);
+        return { ...error, path, value: undefined, unknownParameter: name, accepted };
+    }
+    let value = data;
+    let node = root;
+    let described = root;
+    for (const segment of path) {
+        value =
+            value !== null && typeof value === 'object' ? value[segment] : undefined;
+        node = child(node, segment);
+        if (node?.expected !== undefined)
+            described = node;
+    }
+    return { ...error, path, value, schema: described, accepted };
+}
+function child(node, segment) {
+    if (!node)
+        return undefined;
+    if (node.properties?.[segment])
+        return node.properties[segment];
+    if (node.items)
+        return node.items;
+    for (const branch of node.anyOf ?? []) {
+        const found = child(branch, segment);
+        if (found)
+            return found;
+    }
+    return undefined;
+}
+/** The schema error handler: a validation failure as a problem (400, or 422 for a body field). */
+function schemaProblem(errors, part) {
+    const failure = errors[0];
+    if (failure.unknownParameter !== undefined) {
+        const where = part === 'querystring' ? 'parameter' : 'field';
+        return new ProblemError('invalid_request', `unknown ${where} ${JSON.stringify(failure.unknownParameter)}; expected one of ${failure.accepted.join(', ')}`);
+    }
+    const expected = failure.schema?.expected ?? 'a value of the documented form';
+    const constraint = failure.keyword !== 'type' && failure.keyword !== 'required' ? failure.schema?.constraint : undefined;
+    if (part === 'body') {
+        if (failure.path.length === 0)
+            return new ProblemError('invalid_request', `the body must be ${expected}, got ${kindOf(failure.value)}`);
+        const field = failure.path.join('.');
+        return new ProblemError('invalid_field', constraint ? `${field}: ${constraint}` : `${field}: expected ${expected}, got ${kindOf(failure.value)}`);
+    }
+    const name = failure.path[0] ?? part;
+    return new ProblemError('invalid_request', `${name} ${JSON.stringify(failure.value)}: expected ${expected}`);
+}
+/** A bad value in words, short: `nothing`, `number 5`, `the string "abc"`, `an array`. */
+function kindOf(value) {
+    if (value === undefined)
+        return 'nothing';
+    if (value === null)
+        return 'null';
+    if (Array.isArray(value))
+        return 'an array';
+    if (typeof value === 'string')
+        return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+    return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/app.ts
+// The Fastify app with its routes, hooks and error handling, and nothing that needs a port or a
+// worker: tests may drive it with `app.inject()`, and `startExecutor` (executor.ts) listens and
+// adds the worker pool. Every request check a schema can say lives on the route (schemas.ts in
+// src/api); every error answer is built by problem.ts.
+
+
+
+
+
+
+
+
+async function buildApp(context, options) {
+    const { config } = context;
+    let requestCount = 0;
+    const app = fastify_default()({
+        logger: { level: config.logLevel, stream: process.stderr },
+        // Requests are logged by the onResponse hook below, in one line each (and only at info).
+        logController: new fastify.LogController({ disableRequestLogging: true }),
+        bodyLimit: config.limits.maxBodyBytes,
+        forceCloseConnections: true,
+        return503OnClosing: true,
+        clientErrorHandler: writeClientError,
+        genReqId: () => `${options.requestPrefix}-${(++requestCount).toString(36)}`,
+        // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
+        frameworkErrors: (error, request, reply) => void reply
+            .code(400)
+            .type('application/problem+json')
+            .send(problemBody('invalid_request', error.message, 400, request.url, String(request.id)))
+    });
+    app.setValidatorCompiler(validatorCompiler);
+    app.setSchemaErrorFormatter(schemaProblem);
+    app.removeContentTypeParser('text/plain');
+    // JSON bodies as usual, except that an empty body (a cancel with Content-Type: json) is no body.
+    const parseJson = app.getDefaultJsonParser('error', 'error');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+        if (body === '')
+            return done(null, undefined);
+        parseJson(request, body, done);
+    });
+    app.addHook('onSend', (request, reply, payload, done) => {
+        reply.header('x-request-id', request.id);
+        done(null, payload);
+    });
+    if (config.logLevel === 'info' || config.logLevel === 'debug') {
+        app.addHook('onResponse', (request, reply, done) => {
+            request.log.info({
+                method: request.method,
+                path: request.url.split('?')[0],
+                status: reply.statusCode,
+                ms: Math.round(reply.elapsedTime)
+            }, 'request');
+            done();
+        });
+    }
+    app.setErrorHandler((error, request, reply) => {
+        if (error instanceof ProblemError)
+            return sendProblem(reply, error);
+        if (error instanceof StoreUnavailableError) {
+            request.log.warn({ err: error }, 'store unavailable');
+            return sendProblem(reply, new ProblemError('store_unavailable', 'the executor cannot reach its store; retry shortly', {
+                'retry-after': '2'
+            }));
+        }
+        switch (error.code) {
+            case 'FST_ERR_CTP_BODY_TOO_LARGE':
+                return sendProblem(reply, new ProblemError('payload_too_large', `the body is over the limit of ${config.limits.maxBodyBytes} bytes`));
+            case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+                return sendProblem(reply, new ProblemError('unsupported_media_type', `Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported; send application/json`));
+            case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+            case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+                return sendProblem(reply, new ProblemError('invalid_request', error.message));
+        }
+        if (error instanceof SyntaxError || error.statusCode === 400) {
+            return sendProblem(reply, new ProblemError('invalid_request', `the body is not valid JSON: ${error.message}`));
+        }
+        if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+            return sendProblem(reply, new ProblemError('invalid_request', error.message, {}, error.statusCode));
+        }
+        request.log.error({ err: error }, 'request failed');
+        return sendProblem(reply, new ProblemError('internal_error', 'the executor failed while answering; the error is in its log'));
+    });
+    app.setNotFoundHandler((request, reply) => sendProblem(reply, new ProblemError('route_not_found', `no endpoint ${request.method} ${request.url.split('?')[0]}`)));
+    await app.register(metaRoutes, { context, publicUrl: options.publicUrl });
+    if ((options.role ?? 'all') !== 'worker') {
+        await app.register(sessionRoutes, { context });
+        await app.register(runRoutes, { context });
+        await app.register(resultRoutes, { context });
+    }
+    return app;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/changes.ts
+// Wakes held reads (`Prefer: wait`) the moment their run changes: one store listener, dispatched
+// by run id, so a thousand held reads cost nothing per unrelated change. It remembers the newest
+// version heard of each recently changed run: a change heard between a read's look at the run and
+// its wait (another node's notification can arrive then) ends the wait at once instead of being
+// missed.
+class ChangeHub {
+    waiters = new Map();
+    heard = new Map();
+    changes = 0;
+    unsubscribe;
+    /** Held transcript reads, by run id, and the newest event number heard of each run. */
+    eventWaiters = new Map();
+    heardEvents = new Map();
+    unsubscribeEvents;
+    constructor(store) {
+        this.unsubscribe = store.onChange((change) => {
+            const seen = this.heard.get(change.run_id);
+            if (!seen || seen.version < change.version)
+                this.heard.set(change.run_id, { version: change.version, at: Date.now() });
+            if (++this.changes % 1000 === 0)
+                this.forget();
+            const set = this.waiters.get(change.run_id);
+            if (set)
+                for (const wake of [...set])
+                    wake();
+            // A change of state is also an event of the transcript.
+            this.wakeEvents(change.run_id);
+        });
+        this.unsubscribeEvents = store.onEvent((runId, seq) => {
+            const seen = this.heardEvents.get(runId);
+            if (!seen || seen.seq < seq)
+                this.heardEvents.set(runId, { seq, at: Date.now() });
+            if (++this.changes % 1000 === 0)
+                this.forget();
+            this.wakeEvents(runId);
+        });
+    }
+    wakeEvents(runId) {
+        const set = this.eventWaiters.get(runId);
+        if (set)
+            for (const wake of [...set])
+                wake();
+    }
+    /**
+     * Resolves when an event is appended to the run's transcript or the run changes (at once if an
+     * event newer than `afterSeq` was already heard), after `ms`, or when `signal` fires.
+     */
+    waitEvent(runId, afterSeq, ms, signal) {
+        if ((this.heardEvents.get(runId)?.seq ?? 0) > afterSeq)
+            return Promise.resolve();
+        return this.hold(this.eventWaiters, runId, ms, signal);
+    }
+    /** A held read lasts at most a minute: what is older than that can no longer matter. */
+    forget() {
+        const before = Date.now() - 120_000;
+        for (const [runId, seen] of this.heard)
+            if (seen.at < before)
+                this.heard.delete(runId);
+        for (const [runId, seen] of this.heardEvents)
+            if (seen.at < before)
+                this.heardEvents.delete(runId);
+    }
+    /**
+     * Resolves when the run changes past `version` (at once if that was already heard), after `ms`,
+     * or when `signal` fires, whichever is first.
+     */
+    wait(runId, version, ms, signal) {
+        if ((this.heard.get(runId)?.version ?? 0) > version)
+            return Promise.resolve();
+        return this.hold(this.waiters, runId, ms, signal);
+    }
+    hold(waiters, runId, ms, signal) {
+        return new Promise(resolve => {
+            let set = waiters.get(runId);
+            if (!set)
+                waiters.set(runId, (set = new Set()));
+            const wake = () => {
+                clearTimeout(timer);
+                signal.removeEventListener('abort', wake);
+                set.delete(wake);
+                if (set.size === 0)
+                    waiters.delete(runId);
+                resolve();
+            };
+            const timer = setTimeout(wake, ms);
+            set.add(wake);
+            if (signal.aborted)
+                wake();
+            else
+                signal.addEventListener('abort', wake, { once: true });
+        });
+    }
+    /** Releases every held read (at shutdown). */
+    wakeAll() {
+        for (const set of [...this.waiters.values()])
+            for (const wake of [...set])
+                wake();
+        for (const set of [...this.eventWaiters.values()])
+            for (const wake of [...set])
+                wake();
+    }
+    close() {
+        this.wakeAll();
+        this.unsubscribe();
+        this.unsubscribeEvents();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/executor.ts
+// The executor as one process: the app (app.ts) listening on its port and the worker pool over one
+// store. A node's role picks the parts: `all` (both), `api` (the API; it runs nothing), `worker`
+// (runs work; it serves only /healthz, /readyz and the API's description).
+
+
+
+
+
+
+
+/** The context the routes share, from a config and an open store. */
+async function serverContext(config, store, publicUrl) {
+    const secret = await store.getSecret('session-hmac', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
+    return {
+        store,
+        config,
+        links: new SessionLinks(secret, publicUrl),
+        hub: new ChangeHub(store),
+        limiter: new RateLimiter(config.limits.rateLimitPerMinute),
+        draining: false
+    };
+}
+async function startExecutor(config, store, role = 'all') {
+    // A node that runs work refuses environments it cannot confine (unless they say `sandbox: off`).
+    const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config);
+    let listening = `http://${config.host}:${config.port}`;
+    const publicUrl = () => config.publicUrl ?? listening;
+    const context = await serverContext(config, store, publicUrl);
+    const app = await buildApp(context, {
+        role,
+        publicUrl,
+        requestPrefix: (0,external_node_crypto_.randomBytes)(4).toString('hex')
+    });
+    for (const warning of sandboxWarnings)
+        app.log.warn(warning);
+    const pool = new WorkerPool(store, config, app.log, role !== 'api', run => context.links.link(run));
+    await app.listen({ host: config.host, port: config.port });
+    const address = app.server.address();
+    if (address && typeof address === 'object') {
+        const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+        listening = `http://${host}:${address.port}`;
+    }
+    await pool.start();
+    let stopping;
+    return {
+        app,
+        pool,
+        context,
+        get url() {
+            return listening;
+        },
+        stop(graceMs = config.shutdownGraceMs) {
+            stopping ??= (async () => {
+                context.draining = true;
+                await pool.stop(graceMs);
+                context.hub.close();
+                await app.close();
+                await store.close();
+            })();
+            return stopping;
+        }
+    };
+}
+
+// EXTERNAL MODULE: ./node_modules/pg/esm/index.mjs
+var esm = __webpack_require__(83849);
+;// CONCATENATED MODULE: ./src/executor/store/key-cache.ts
+// API keys held in memory, so an authenticated request does not read the keys table each time.
+// Correctness over speed: the store says when the cache may be trusted (SQLite: no other connection
+// committed since it was filled, by PRAGMA data_version; PostgreSQL: the notification connection is
+// up and no key notification came), and empties it on every key write of its own. A lookup that
+// was in flight while the cache was emptied is not kept, so a revocation is never undone by it.
+// Only keys that exist are kept: made-up keys cannot grow it, and their lookups go to the table.
+const MAX_KEYS = 10_000;
+class KeyCache {
+    keys = new Map();
+    generation = 0;
+    /** Forgets every key (a key was created or revoked, here or possibly elsewhere). */
+    clear() {
+        this.keys.clear();
+        this.generation++;
+    }
+    /** The key with this hash, from memory when there, else from `load` (kept when found). */
+    async find(hash, load) {
+        const cached = this.keys.get(hash);
+        if (cached)
+            return cached;
+        const generation = this.generation;
+        const record = await load();
+        if (record && generation === this.generation) {
+            if (this.keys.size >= MAX_KEYS)
+                this.keys.delete(this.keys.keys().next().value);
+            this.keys.set(hash, record);
+        }
+        return record;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/list-query.ts
+// The list query's WHERE and ORDER BY, for both SQL dialects: one place says what each filter and
+// sort means, so SQLite and PostgreSQL answer a list the same way.
+/** Conditions and order for `SELECT … FROM runs WHERE ${where} ORDER BY ${order} LIMIT <next value>`. */
+function listRunsSql(dialect, team, query) {
+    const values = [];
+    const p = (value) => {
+        values.push(value);
+        return dialect === 'postgres' ? `$${values.length}` : '?';
+    };
+    const where = [`team = ${p(team)}`];
+    if (query.beforeSeq !== undefined)
+        where.push(`seq < ${p(query.beforeSeq)}`);
+    if (query.states && query.states.length > 0) {
+        where.push(dialect === 'postgres'
+            ? `state = ANY(${p(query.states)}::text[])`
+            : `state IN (${query.states.map(state => p(state)).join(', ')})`);
+    }
+    if (query.environmentId !== undefined)
+        where.push(`environment_id = ${p(query.environmentId)}`);
+    if (query.createdAfter !== undefined)
+        where.push(`created_at > ${p(query.createdAfter)}`);
+    if (query.createdBefore !== undefined)
+        where.push(`created_at < ${p(query.createdBefore)}`);
+    if (query.updatedAfter !== undefined)
+        where.push(`updated_at > ${p(query.updatedAfter)}`);
+    if (query.creatorUid !== undefined)
+        where.push(`creator_uid = ${p(query.creatorUid)}`);
+    for (const [field, value] of [
+        ['name', query.name],
+        ['model_id', query.modelId]
+    ]) {
+        if (value === undefined)
+            continue;
+        where.push(dialect === 'postgres'
+            ? `(config::json ->> '${field}') = ${p(value)}`
+            : `json_extract(config, '$.${field}') = ${p(value)}`);
+    }
+    if (query.search !== undefined)
+        where.push(searchCondition(dialect, query.search, p));
+    // No run of this executor has artifacts yet (the record has no artifacts field), so a run
+    // "with an artifact of this type" is none of them.
+    if (query.artifactType !== undefined)
+        where.push('1 = 0');
+    const desc = (query.sortOrder ?? 'desc') === 'desc';
+    const cmp = desc ? '<' : '>';
+    const dir = desc ? 'DESC' : 'ASC';
+    const after = query.after;
+    if ((query.sortBy ?? 'created_at') === 'updated_at') {
+        if (after) {
+            const at = after.updatedAt ?? '';
+            where.push(`(updated_at ${cmp} ${p(at)} OR (updated_at = ${p(at)} AND seq ${cmp} ${p(after.seq)}))`);
+        }
+        return { where: where.join(' AND '), order: `updated_at ${dir}, seq ${dir}`, values };
+    }
+    if (after)
+        where.push(`seq ${cmp} ${p(after.seq)}`);
+    return { where: where.join(' AND '), order: `seq ${dir}`, values };
+}
+/**
+ * Title or prompt contains the text, ASCII letters in either case, the same in both stores:
+ * SQLite's lower() folds only ASCII; PostgreSQL keeps title and prompt as bytes (they may hold NUL),
+ * so there the bytes are matched as hex at a byte boundary, letters as either case's byte.
+ */
+function searchCondition(dialect, text, p) {
+    if (dialect === 'sqlite') {
+        return `(instr(lower(coalesce(title, '')), lower(${p(text)})) > 0 OR instr(lower(prompt), lower(${p(text)})) > 0)`;
+    }
+    let pattern = '';
+    for (const byte of Buffer.from(text)) {
+        const hex = (b) => b.toString(16).padStart(2, '0');
+        const letter = (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7a;
+        pattern += letter ? `(?:${hex(byte & ~0x20)}|${hex(byte | 0x20)})` : hex(byte);
+    }
+    const regex = p(`^(?:..)*?${pattern}`);
+    return `(encode(coalesce(title, ''::bytea), 'hex') ~ ${regex} OR encode(prompt, 'hex') ~ ${regex})`;
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/migrations.ts
+// Versioned schema migrations, one list per store. Each runs once, in its own transaction; the applied versions are
+// recorded in schema_migrations (SQLite) or agent_executor_migrations (PostgreSQL, where the database
+// may be shared with other tools' tables). Never edit a released migration: add the next one.
+const SQLITE_MIGRATIONS = [
+    {
+        version: 1,
+        name: 'keys, runs, transcript events, secrets',
+        sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('personal', 'agent')),
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE TABLE runs (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL UNIQUE,
+        team TEXT NOT NULL,
+        environment_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        title TEXT,
+        prompt TEXT NOT NULL,
+        config TEXT NOT NULL,
+        extra TEXT NOT NULL,
+        creator_type TEXT NOT NULL,
+        creator_uid TEXT NOT NULL,
+        creator_name TEXT NOT NULL,
+        status_message TEXT,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        lease_owner TEXT,
+        lease_expires_at INTEGER,
+        idempotency_key TEXT,
+        idempotency_hash TEXT
+      );
+      CREATE INDEX runs_team_seq ON runs (team, seq);
+      CREATE INDEX runs_state_seq ON runs (state, seq);
+      CREATE UNIQUE INDEX runs_idempotency ON runs (team, idempotency_key) WHERE idempotency_key IS NOT NULL;
+      CREATE TABLE events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `
+    },
+    {
+        version: 2,
+        name: 'runs.changed_at, for processes sharing the file to find what others changed',
+        sql: `
+      ALTER TABLE runs ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX runs_changed_at ON runs (changed_at);
+    `
+    },
+    {
+        version: 3,
+        name: 'artifacts and request usage',
+        sql: `
+      ALTER TABLE runs ADD COLUMN artifacts TEXT;
+      ALTER TABLE runs ADD COLUMN request_usage TEXT;
+      CREATE TABLE artifacts (
+        artifact_uid TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        artifact_type TEXT NOT NULL,
+        filepath TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        description TEXT,
+        created_at TEXT NOT NULL,
+        data BLOB NOT NULL
+      );
+      CREATE INDEX artifacts_run ON artifacts (run_id);
+    `
+    }
+];
+/**
+ * The same schema on PostgreSQL, plus what several nodes need: a per-run event counter (writers on
+ * different nodes number transcript events without colliding) and changed_at on the database's
+ * clock (for the fallback poll). Timestamps stay ISO-8601 text, as the API shows them. Prompt, title
+ * and status message are UTF-8 bytes: PostgreSQL text cannot hold NUL, and a prompt must come back
+ * exactly as sent.
+ */
+const POSTGRES_MIGRATIONS = [
+    {
+        version: 1,
+        name: 'keys, runs, transcript events, secrets',
+        sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('personal', 'agent')),
+        name TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE TABLE runs (
+        seq BIGSERIAL PRIMARY KEY,
+        run_id TEXT NOT NULL UNIQUE,
+        team TEXT NOT NULL,
+        environment_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        title BYTEA,
+        prompt BYTEA NOT NULL,
+        config TEXT NOT NULL,
+        extra TEXT NOT NULL,
+        creator_type TEXT NOT NULL,
+        creator_uid TEXT NOT NULL,
+        creator_name TEXT NOT NULL,
+        status_message BYTEA,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        version INTEGER NOT NULL DEFAULT 1,
+        lease_owner TEXT,
+        lease_expires_at BIGINT,
+        idempotency_key TEXT,
+        idempotency_hash TEXT,
+        event_seq INTEGER NOT NULL DEFAULT 1,
+        changed_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+      );
+      CREATE INDEX runs_team_seq ON runs (team, seq);
+      CREATE INDEX runs_queued ON runs (seq) WHERE state = 'QUEUED';
+      CREATE INDEX runs_in_progress ON runs (lease_expires_at) WHERE state = 'INPROGRESS';
+      CREATE INDEX runs_changed_at ON runs (changed_at);
+      CREATE UNIQUE INDEX runs_idempotency ON runs (team, idempotency_key) WHERE idempotency_key IS NOT NULL;
+      CREATE TABLE events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
+      CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `
+    },
+    {
+        version: 2,
+        name: 'artifacts and request usage',
+        sql: `
+      ALTER TABLE runs ADD COLUMN artifacts TEXT;
+      ALTER TABLE runs ADD COLUMN request_usage TEXT;
+      CREATE TABLE artifacts (
+        artifact_uid TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        artifact_type TEXT NOT NULL,
+        filepath TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        mime_type TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        description TEXT,
+        created_at TEXT NOT NULL,
+        data BYTEA NOT NULL
+      );
+      CREATE INDEX artifacts_run ON artifacts (run_id);
+    `
+    }
+];
+
+;// CONCATENATED MODULE: ./src/executor/store/pg-connection.ts
+// The PostgreSQL store's connections: the pool and its settings, named queries, transactions, and
+// the classification of failures. A failure that means the database cannot be reached (down,
+// restarting, failed over, the network gone) becomes StoreUnavailableError, so requests answer 503
+// and workers pause; any other error is a bug and stays as it is.
+
+
+
+/** No statement of this store takes long; one without an answer this late means the server is gone. */
+const QUERY_TIMEOUT_MS = 30_000;
+/** Any number that fits in a JavaScript number comes back as one (ids, counts, epoch ms). */
+const TYPES = {
+    getTypeParser(oid, format) {
+        if (oid === 20 && format !== 'binary')
+            return (value) => Number(value);
+        // bytea columns hold user text as UTF-8 (see the migration): read back as strings.
+        if (oid === 17 && format !== 'binary') {
+            const parse = esm/* default.types */.Ay.types.getTypeParser(17, 'text');
+            return (value) => parse(value).toString('utf8');
+        }
+        return esm/* default.types */.Ay.types.getTypeParser(oid, format);
+    }
+};
+/** Connection-level failures: the database is down, restarting, or unreachable. */
+function isUnavailable(error) {
+    const e = error;
+    if (!e)
+        return false;
+    if (typeof e.code === 'string') {
+        // 08 (but 08P01, a protocol violation: a bug, not an outage): connection exception;
+        // 57P01-57P03: admin shutdown, crash shutdown, cannot connect now; 57014: statement timeout;
+        // 53300: too many connections; 25006: read-only (a primary demoted by a failover).
+        if (e.code !== '08P01' && /^08|^57P0[1-3]$|^57014$|^53300$|^25006$/.test(e.code))
+            return true;
+        const network = ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'];
+        if ([...network, 'ENOTFOUND', 'EAI_AGAIN'].includes(e.code))
+            return true;
+    }
+    // pg's own: a connection lost or never made, every pooled connection busy past the wait, a
+    // query with no answer in time.
+    return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|not queryable/i.test(e.message ?? '');
+}
+/** The error to throw for a failure: StoreUnavailableError for an outage, else the error itself. */
+function wrap(error) {
+    if (error instanceof StoreUnavailableError || !isUnavailable(error))
+        return error;
+    // The message says nothing of the address or the driver: it can reach a run's status message.
+    // The cause (in the log) has the details.
+    return new StoreUnavailableError('the PostgreSQL store is unavailable', { cause: error });
+}
+/** A pool of `size` connections to `url`. */
+function createPool(url, size) {
+    const pool = new esm/* default.Pool */.Ay.Pool({
+        connectionString: url,
+        max: size,
+        connectionTimeoutMillis: 5000,
+        // A silent network partition must end in an error (then 503), not a request that hangs.
+        keepAlive: true,
+        query_timeout: QUERY_TIMEOUT_MS,
+        idleTimeoutMillis: 30_000,
+        types: TYPES,
+        application_name: 'agent-executor'
+    });
+    // An idle connection that breaks (the server restarting) must not crash the process.
+    pool.on('error', () => undefined);
+    return pool;
+}
+/** Runs a query on the pool (or a client), turning connection failures into StoreUnavailableError. */
+async function query(on, text, values) {
+    try {
+        return await on.query(named(text, values));
+    }
+    catch (error) {
+        throw wrap(error);
+    }
+}
+/** Runs `work` in one transaction on a pooled connection; a broken connection is not reused. */
+async function transaction(pool, work) {
+    let client;
+    try {
+        client = await pool.connect();
+    }
+    catch (error) {
+        throw wrap(error);
+    }
+    let broken = false;
+    // A connection that dies between two statements reports it as an event: without a listener
+    // that would end the process. The next statement fails with the same error and is handled.
+    const onError = () => (broken = true);
+    client.on('error', onError);
+    try {
+        await client.query('BEGIN');
+        const result = await work({
+            query: (text, values) => client.query(named(text, values))
+        });
+        await client.query('COMMIT');
+        return result;
+    }
+    catch (error) {
+        broken = isUnavailable(error);
+        if (!broken)
+            await client.query('ROLLBACK').catch(() => (broken = true));
+        throw wrap(error);
+    }
+    finally {
+        client.off('error', onError);
+        client.release(broken);
+    }
+}
+/** The error `open` throws when the store cannot be opened, the address without its password. */
+function openError(url, error) {
+    return new Error(`cannot open the PostgreSQL store at ${redactUrl(url)}: ${error.message}`, {
+        cause: error
+    });
+}
+const names = new Map();
+/**
+ * A named query: each connection parses and plans it once, then only binds and runs it (the hot
+ * reads spend less time in the server than without a name).
+ */
+function named(text, values) {
+    // Without values, the simple protocol: it alone runs several statements (the migrations).
+    if (values === undefined)
+        return { text };
+    let name = names.get(text);
+    if (!name)
+        names.set(text, (name = `q${names.size + 1}`));
+    return { name, text, values };
+}
+/** User text as UTF-8 bytes, for the bytea columns. */
+function bytes(text) {
+    return text === null ? null : Buffer.from(text, 'utf8');
+}
+
+// EXTERNAL MODULE: external "node:events"
+var external_node_events_ = __webpack_require__(78474);
+;// CONCATENATED MODULE: ./src/executor/store/pg-notify.ts
+// How one PostgreSQL node hears the others' changes: LISTEN on a connection of its own (reconnected
+// with backoff when it drops), and a slow fallback poll of recently changed runs behind it, for
+// notifications missed while that connection was down. Writers send pg_notify in the transaction
+// that makes a change, so a notification never announces what did not commit.
+// Key changes (create, revoke) are announced on the same channel: the key cache trusts itself only
+// while this connection listens, and is emptied by each key notification and each reconnect.
+
+
+
+
+const CHANNEL = 'agent_executor_runs';
+/** The payload of a key change: no run, only "empty your key cache". */
+const KEYS_CHANGED = JSON.stringify({ k: 1 });
+class ChangeFeed {
+    pool;
+    url;
+    fallbackPollMs;
+    keysChanged;
+    /** This process's name in notifications, so it skips its own (it already told its listeners). */
+    node = (0,external_node_crypto_.randomUUID)();
+    changes = new external_node_events_.EventEmitter();
+    listener;
+    listening = false;
+    closed = false;
+    pollTimer;
+    reconnectTimer;
+    /** Database time of the last successful fallback poll. */
+    polledUpTo;
+    /** run_id → the newest version this process has announced, to skip the poll's repeats. */
+    heard = new Map();
+    polling = false;
+    constructor(pool, url, fallbackPollMs, 
+    /** Called when keys may have changed elsewhere (a key notification, or one possibly missed). */
+    keysChanged) {
+        this.pool = pool;
+        this.url = url;
+        this.fallbackPollMs = fallbackPollMs;
+        this.keysChanged = keysChanged;
+        this.changes.setMaxListeners(0);
+    }
+    /** Whether notifications are being received now (so a cache may trust them). */
+    get connected() {
+        return this.listener !== undefined && !this.closed;
+    }
+    /** Tells the listeners of a change, unless this process already told them of that version. */
+    tell(run) {
+        if (!this.remember(run))
+            return;
+        try {
+            this.changes.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+        }
+        catch {
+            // a listener failed; the change is stored, and timers catch up
+        }
+    }
+    remember(run) {
+        const seen = this.heard.get(run.run_id);
+        if (seen && seen.version >= run.version)
+            return false;
+        this.heard.set(run.run_id, { version: run.version, at: Date.now() });
+        return true;
+    }
+    /** Tells the listeners of a transcript event (held transcript reads). */
+    tellEvent(runId, seq) {
+        try {
+            this.changes.emit('event', runId, seq);
+        }
+        catch {
+            // a listener failed; held transcript reads re-read on their own
+        }
+    }
+    onEvent(listener) {
+        this.changes.on('event', listener);
+        this.start();
+        return () => this.changes.off('event', listener);
+    }
+    onChange(listener) {
+        this.changes.on('change', listener);
+        this.start();
+        return () => this.changes.off('change', listener);
+    }
+    /** Other nodes' changes: LISTEN on a connection of its own, reconnecting with backoff. */
+    start() {
+        if (this.listening)
+            return;
+        this.listening = true;
+        void this.connectListener(100);
+        this.pollTimer = setInterval(() => void this.poll(), this.fallbackPollMs);
+        this.pollTimer.unref();
+    }
+    async connectListener(delayMs) {
+        if (this.closed)
+            return;
+        const client = new esm/* default.Client */.Ay.Client({
+            connectionString: this.url,
+            types: TYPES,
+            keepAlive: true,
+            connectionTimeoutMillis: 5000
+        });
+        client.on('notification', message => this.onNotification(message.payload));
+        let retried = false;
+        const retry = () => {
+            if (retried || this.closed)
+                return;
+            retried = true;
+            if (this.listener === client)
+                this.listener = undefined;
+            this.keysChanged();
+            client.end().catch(() => undefined);
+            this.reconnectTimer = setTimeout(() => void this.connectListener(Math.min(delayMs * 2, 2000)), delayMs);
+            this.reconnectTimer.unref();
+        };
+        client.on('error', retry);
+        client.on('end', retry);
+        try {
+            await client.connect();
+            await client.query(`LISTEN ${CHANNEL}`);
+            if (this.closed) {
+                await client.end();
+                return;
+            }
+            // A key revoked while no one listened is not in the cache after this.
+            this.keysChanged();
+            this.listener = client;
+            // Whatever changed while no one listened is found by the next poll (it starts where the last
+            // successful one ended); run it now rather than wait for the timer.
+            void this.poll();
+        }
+        catch {
+            retry();
+        }
+    }
+    onNotification(payload) {
+        if (!payload)
+            return;
+        let message;
+        try {
+            message = JSON.parse(payload);
+        }
+        catch {
+            return;
+        }
+        if (message.k !== undefined)
+            return this.keysChanged();
+        if (message.n === this.node)
+            return;
+        if (typeof message.e === 'number')
+            return this.tellEvent(message.r, message.e);
+        this.tell({ run_id: message.r, state: message.s, version: message.v });
+    }
+    /**
+     * The fallback: runs changed since the last poll (on the database's clock, with a margin for
+     * transactions that committed late), announced unless this process already heard that version.
+     */
+    async poll() {
+        if (this.polling || this.closed)
+            return;
+        this.polling = true;
+        try {
+            const result = await this.pool.query(`SELECT run_id, state, version, NULL AS now FROM runs
+         WHERE $1::timestamptz IS NOT NULL AND changed_at > $1::timestamptz - interval '5 seconds'
+         UNION ALL SELECT NULL, NULL, NULL, clock_timestamp()::text`, [this.polledUpTo ?? null]);
+            const rows = result.rows;
+            this.polledUpTo = rows.find(row => row.run_id === null).now;
+            for (const row of rows)
+                if (row.run_id !== null)
+                    this.tell(row);
+            const forget = Date.now() - 60_000;
+            for (const [runId, seen] of this.heard)
+                if (seen.at < forget)
+                    this.heard.delete(runId);
+        }
+        catch {
+            // unreachable: the next poll starts where the last good one ended
+        }
+        finally {
+            this.polling = false;
+        }
+    }
+    async close() {
+        if (this.closed)
+            return;
+        this.closed = true;
+        clearInterval(this.pollTimer);
+        clearTimeout(this.reconnectTimer);
+        const listener = this.listener;
+        this.listener = undefined;
+        await listener?.end().catch(() => undefined);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/rows.ts
+// How a run's row is read, on both stores: the columns the API and the worker see (not the store's
+// own bookkeeping: idempotency hash, event counter, change time), and the removal of bookkeeping
+// columns a query had to return alongside them. The two dialects agree on all of it.
+/** Columns of a run as the API and the worker see them. */
+const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+  creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
+  version, lease_owner, lease_expires_at, artifacts, request_usage`;
+/** RUN_COLUMNS qualified by a table alias, for statements that join. */
+function runColumnsOf(alias) {
+    return RUN_COLUMNS.split(',')
+        .map(column => `${alias}.${column.trim()}`)
+        .join(', ');
+}
+/** The run without the store's bookkeeping columns. */
+function strip(row) {
+    const { event_seq: _seq, idempotency_hash: _hash, ...run } = row;
+    return run;
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/postgres.ts
+// RunStore on PostgreSQL, shared by every executor node on one database: its queries. What makes
+// several nodes safe together:
+// - claims take the oldest QUEUED run with FOR UPDATE SKIP LOCKED, so two nodes never claim one run;
+// - leases are stamped and checked with the database's clock, so nodes' clocks may disagree;
+// - every change is announced with pg_notify in the transaction that makes it (sent at commit);
+//   pg-notify.ts hears other nodes' changes (LISTEN, reconnect, fallback poll);
+// - idempotency is a unique index, so concurrent creates with one key on two nodes give one run;
+// - migrations run under an advisory lock, so nodes starting at once apply each exactly once.
+// Connections, transactions and outage classification are pg-connection.ts; the rules of each
+// state change are transitions.ts.
+
+
+
+
+
+
+
+
+
+
+/** Milliseconds since the epoch on the database's clock. */
+const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+/** Columns of an artifact without its bytes. */
+const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+  description, created_at`;
+class PostgresRunStore {
+    pool;
+    kind = 'postgres';
+    shared = true;
+    keys = new KeyCache();
+    closed = false;
+    feed;
+    constructor(pool, url, options) {
+        this.pool = pool;
+        this.feed = new ChangeFeed(pool, url, options.fallbackPollMs, () => this.keys.clear());
+    }
+    /** Connects, and brings the schema up to date under an advisory lock. */
+    static async open(url, options = {}) {
+        const pool = createPool(url, options.poolSize ?? 10);
+        const store = new PostgresRunStore(pool, url, {
+            poolSize: options.poolSize ?? 10,
+            fallbackPollMs: options.fallbackPollMs ?? 2000
+        });
+        try {
+            await store.migrate();
+        }
+        catch (error) {
+            await pool.end().catch(() => undefined);
+            throw openError(url, error);
+        }
+        return store;
+    }
+    /**
+     * Applies the migrations this database lacks, all in one transaction. A database that has them
+     * all is only read, so a role without the right to create tables can open a migrated database.
+     */
+    async migrate() {
+        await this.transaction(async (client) => {
+            // One lock for every node of every version: the second node waits, then finds nothing to do.
+            await client.query(`SELECT pg_advisory_xact_lock(hashtext('agent-executor schema'))`);
+            const exists = await client.query(`SELECT to_regclass('agent_executor_migrations')::text AS table`);
+            if (exists.rows[0].table === null) {
+                await client.query('CREATE TABLE agent_executor_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
+            }
+            const applied = await client.query('SELECT version FROM agent_executor_migrations');
+            const done = new Set(applied.rows.map(row => row.version));
+            for (const migration of POSTGRES_MIGRATIONS) {
+                if (done.has(migration.version))
+                    continue;
+                await client.query(migration.sql);
+                await client.query('INSERT INTO agent_executor_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, new Date().toISOString()]);
+            }
+        });
+    }
+    query(text, values) {
+        return query(this.pool, text, values);
+    }
+    transaction(work) {
+        return transaction(this.pool, work);
+    }
+    /** Tells this process's listeners now; other nodes hear the pg_notify sent at commit. */
+    announce(runs) {
+        for (const run of runs)
+            this.feed.tell(run);
+    }
+    /** Inside a transaction: a state event for each run, and one notification for all of them. */
+    async recordStates(client, runs) {
+        if (runs.length === 0)
+            return;
+        const data = runs.map(run => JSON.stringify(stateEvent(run)));
+        await client.query(`INSERT INTO events (run_id, seq, at, kind, data)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[])`, [
+            runs.map(run => run.run_id),
+            runs.map(run => run.event_seq),
+            runs.map(run => run.updated_at),
+            runs.map(() => 'state'),
+            data
+        ]);
+        await client.query(`SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload`, [
+            CHANNEL,
+            runs.map(run => JSON.stringify({ n: this.feed.node, r: run.run_id, s: run.state, v: run.version }))
+        ]);
+    }
+    async createKey(key) {
+        this.keys.clear();
+        await this.query(`WITH created AS (
+         INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8))
+       SELECT pg_notify($9, $10)`, [
+            key.id,
+            key.team,
+            key.kind,
+            key.name,
+            key.hash,
+            key.hint,
+            key.created_at,
+            key.revoked_at,
+            CHANNEL,
+            KEYS_CHANGED
+        ]);
+    }
+    /** From the key cache while notifications are heard (a revocation on any node empties it). */
+    async findKeyByHash(hash) {
+        const load = async () => (await this.query('SELECT * FROM api_keys WHERE hash = $1', [hash])).rows[0];
+        if (!this.feed.connected)
+            return load();
+        return this.keys.find(hash, load);
+    }
+    async listKeys() {
+        return (await this.query('SELECT * FROM api_keys ORDER BY created_at, id')).rows;
+    }
+    async revokeKey(id, at) {
+        this.keys.clear();
+        const result = await this.query(`WITH revoked AS (UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING id)
+       SELECT id, pg_notify($3, $4) FROM revoked`, [at, id, CHANNEL, KEYS_CHANGED]);
+        this.keys.clear();
+        return result.rows.length > 0;
+    }
+    /**
+     * One statement, so one round trip and one commit: the queue count, the insert (which the unique
+     * index settles against concurrent creates with the same key), the state event and the
+     * notification. A look for an earlier run with the key comes first, so a replay is answered
+     * even when the queue is full.
+     */
+    async createRun(run, idempotency, maxQueued) {
+        const pool = { query: (text, values) => this.query(text, values) };
+        if (idempotency) {
+            const replay = await this.replay(pool, run.team, idempotency);
+            if (replay)
+                return replay;
+        }
+        // Counting stops at the limit, so a long queue does not make every create slower. Nodes
+        // count at once, so the limit can be passed by the number of creates in flight.
+        const inserted = await this.query(`WITH queued AS (SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = '${CREATED_STATE}' LIMIT $14) AS q),
+       created AS (
+         INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+           creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash)
+         SELECT $1::text, $2::text, $3::text, '${CREATED_STATE}', $4::bytea, $5::bytea, $6::text, $7::text, $8::text,
+           $9::text, $10::text, $11::text, $11::text, $12::text, $13::text
+         WHERE (SELECT n FROM queued) < $14
+         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+         RETURNING ${RUN_COLUMNS}, event_seq),
+       event AS (
+         INSERT INTO events (run_id, seq, at, kind, data)
+         SELECT run_id, event_seq, updated_at, 'state', $17::text FROM created)
+       SELECT created.*, pg_notify($15, json_build_object('n', $16::text, 'r', run_id, 's', state, 'v', version)::text)
+       FROM created`, [
+            run.run_id,
+            run.team,
+            run.environment_id,
+            bytes(run.title),
+            bytes(run.prompt),
+            run.config,
+            run.extra,
+            run.creator_type,
+            run.creator_uid,
+            run.creator_name,
+            run.created_at,
+            idempotency?.key ?? null,
+            idempotency?.requestHash ?? null,
+            maxQueued,
+            CHANNEL,
+            this.feed.node,
+            JSON.stringify(stateEvent({ state: CREATED_STATE, status_message: null, error_code: null }))
+        ]);
+        const created = inserted.rows[0];
+        if (!created) {
+            // Nothing inserted: another node created a run with this key after our look (the unique
+            // index decided), or the queue is full.
+            const replay = idempotency && (await this.replay(pool, run.team, idempotency));
+            return replay || { kind: 'queue_full' };
+        }
+        delete created.pg_notify;
+        const result = { kind: 'created', run: strip(created) };
+        this.announce([result.run]);
+        return result;
+    }
+    async replay(client, team, idempotency) {
+        const existing = await client.query(`SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = $1 AND idempotency_key = $2`, [team, idempotency.key]);
+        const row = existing.rows[0];
+        if (!row)
+            return undefined;
+        return row.idempotency_hash === idempotency.requestHash
+            ? { kind: 'replayed', run: strip(row) }
+            : { kind: 'key_reused' };
+    }
+    async getRun(team, runId) {
+        return (await this.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND team = $2`, [
+            runId,
+            team
+        ])).rows[0];
+    }
+    async getRunAnyTeam(runId) {
+        return (await this.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1`, [runId]))
+            .rows[0];
+    }
+    async listRuns(team, query) {
+        const { where, order, values } = listRunsSql('postgres', team, query);
+        values.push(query.limit);
+        const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT $${values.length}`;
+        return (await this.query(text, values)).rows;
+    }
+    async cancelRun(team, runId, at, reason) {
+        const result = await this.transaction(async (client) => {
+            const found = await client.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1 AND team = $2 FOR UPDATE`, [runId, team]);
+            const run = found.rows[0];
+            if (!run)
+                return { kind: 'not_found' };
+            const change = cancel(run.state, reason);
+            if (!change)
+                return { kind: 'finished', run };
+            const updated = await client.query(`UPDATE runs SET state = $3, status_message = $4, error_code = $5,
+           completed_at = $1, updated_at = $1, version = version + 1, lease_owner = NULL,
+           lease_expires_at = NULL, event_seq = event_seq + 1, changed_at = clock_timestamp()
+         WHERE run_id = $2 RETURNING ${RUN_COLUMNS}, event_seq`, [at, runId, change.state, bytes(change.status_message), change.error_code]);
+            await this.recordStates(client, updated.rows);
+            return { kind: 'cancelled', run: strip(updated.rows[0]) };
+        });
+        if (result.kind === 'cancelled')
+            this.announce([result.run]);
+        return result;
+    }
+    async claimNext(owner, leaseMs, excluded, at) {
+        const run = await this.transaction(async (client) => {
+            const claimed = await client.query(`WITH next AS (
+           SELECT seq FROM runs WHERE state = '${CREATED_STATE}' AND NOT (environment_id = ANY($4::text[]))
+           ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+         UPDATE runs AS r SET state = '${CLAIMED_STATE}', started_at = $1, updated_at = $1, version = r.version + 1,
+           lease_owner = $2, lease_expires_at = ${NOW_MS} + $3, event_seq = r.event_seq + 1,
+           changed_at = clock_timestamp()
+         FROM next WHERE r.seq = next.seq
+         RETURNING ${runColumnsOf('r')}, r.event_seq`, [at, owner, leaseMs, excluded]);
+            await this.recordStates(client, claimed.rows);
+            return claimed.rows[0] && strip(claimed.rows[0]);
+        });
+        if (run)
+            this.announce([run]);
+        return run;
+    }
+    async findClaim(owner) {
+        return (await this.query(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = '${CLAIMED_STATE}' AND lease_owner = $1`, [owner])).rows[0];
+    }
+    async renewLease(runId, owner, leaseMs) {
+        const result = await this.query(`UPDATE runs SET lease_expires_at = ${NOW_MS} + $3
+       WHERE run_id = $1 AND lease_owner = $2 AND state = '${CLAIMED_STATE}'`, [runId, owner, leaseMs]);
+        return (result.rowCount ?? 0) > 0;
+    }
+    async finishRun(runId, owner, outcome, at) {
+        const change = finish(outcome);
+        const run = await this.transaction(async (client) => {
+            const finished = await client.query(`UPDATE runs SET state = $1, status_message = $2, error_code = $3, completed_at = $4, updated_at = $4,
+           version = version + 1, lease_owner = NULL, lease_expires_at = NULL, event_seq = event_seq + 1,
+           changed_at = clock_timestamp()
+         WHERE run_id = $5 AND lease_owner = $6 AND state = '${CLAIMED_STATE}'
+         RETURNING ${RUN_COLUMNS}, event_seq`, [change.state, bytes(change.status_message), change.error_code, at, runId, owner]);
+            await this.recordStates(client, finished.rows);
+            return finished.rows[0] && strip(finished.rows[0]);
+        });
+        if (run)
+            this.announce([run]);
+        return run;
+    }
+    async failAbandoned(all, at, message) {
+        // Every node sweeps every second or so; almost always there is nothing to sweep, and one
+        // indexed look costs one round trip instead of a transaction's four.
+        if (!all) {
+            const expired = await this.query(`SELECT 1 FROM runs WHERE state = '${CLAIMED_STATE}' AND lease_expires_at < ${NOW_MS} LIMIT 1`, []);
+            if (expired.rowCount === 0)
+                return [];
+        }
+        const change = abandon(message);
+        const runs = await this.transaction(async (client) => {
+            // SKIP LOCKED: a run its worker is finishing right now is not abandoned, and two nodes
+            // sweeping at once do not wait on each other.
+            const failed = await client.query(`UPDATE runs SET state = $4, status_message = $1, error_code = $5,
+           completed_at = $2, updated_at = $2, version = version + 1, lease_owner = NULL,
+           lease_expires_at = NULL, event_seq = event_seq + 1, changed_at = clock_timestamp()
+         WHERE seq IN (SELECT seq FROM runs WHERE state = '${CLAIMED_STATE}' AND ($3 OR lease_expires_at < ${NOW_MS})
+                       FOR UPDATE SKIP LOCKED)
+         RETURNING ${RUN_COLUMNS}, event_seq`, [bytes(change.status_message), at, all, change.state, change.error_code]);
+            await this.recordStates(client, failed.rows);
+            return failed.rows.map(strip);
+        });
+        this.announce(runs);
+        return runs;
+    }
+    async appendEvent(runId, kind, data, at) {
+        // The run's row hands out event numbers, so writers on different nodes never collide.
+        // Other nodes hear of the event by a notification sent at commit (held transcript reads).
+        const result = await this.query(`WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = $1 RETURNING event_seq),
+         added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT $1, event_seq, $2, $3, $4 FROM next
+           RETURNING seq)
+       SELECT seq, pg_notify($5, json_build_object('n', $6::text, 'r', $1::text, 'e', seq)::text) FROM added`, [runId, at, kind, JSON.stringify(data), CHANNEL, this.feed.node]);
+        const seq = result.rows[0]?.seq;
+        if (seq === undefined)
+            throw new Error(`run ${runId} does not exist`);
+        this.feed.tellEvent(runId, seq);
+        return { ...data, seq, at, kind };
+    }
+    async listEvents(runId) {
+        const result = await this.query('SELECT seq, at, kind, data FROM events WHERE run_id = $1 ORDER BY seq', [runId]);
+        return result.rows.map(row => ({
+            ...JSON.parse(row.data),
+            seq: row.seq,
+            at: row.at,
+            kind: row.kind
+        }));
+    }
+    onEvent(listener) {
+        return this.feed.onEvent(listener);
+    }
+    async addArtifact(artifact, data) {
+        const { run_id, team, artifact_type, created_at, ...file } = artifact;
+        await this.transaction(async (client) => {
+            await client.query(`INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, [
+                artifact.artifact_uid,
+                run_id,
+                team,
+                artifact_type,
+                file.filepath,
+                file.filename,
+                file.mime_type,
+                file.size,
+                file.description ?? null,
+                created_at,
+                data
+            ]);
+            await client.query(`UPDATE runs SET artifacts = (COALESCE(artifacts, '[]')::jsonb || jsonb_build_array($2::jsonb))::text
+         WHERE run_id = $1`, [run_id, JSON.stringify(listEntryOf(artifact, data))]);
+        });
+    }
+    async getArtifact(team, uid) {
+        const result = await this.query(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = $1 AND team = $2`, [uid, team]);
+        return result.rows[0] && artifactOf(result.rows[0]);
+    }
+    async readArtifact(uid) {
+        // bytea is read back as text elsewhere in this store (see TYPES in pg-connection.ts): these bytes come as base64.
+        const result = await this.query(`SELECT ${ARTIFACT_COLUMNS}, encode(data, 'base64') AS data FROM artifacts WHERE artifact_uid = $1`, [uid]);
+        const row = result.rows[0];
+        if (!row)
+            return undefined;
+        const { data, ...artifact } = row;
+        return { artifact: artifactOf(artifact), data: Buffer.from(data, 'base64') };
+    }
+    async listArtifacts(team, runId) {
+        const result = await this.query(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = $1 AND team = $2
+       ORDER BY created_at, artifact_uid`, [runId, team]);
+        return result.rows.map(artifactOf);
+    }
+    async setRequestUsage(runId, usage) {
+        await this.query('UPDATE runs SET request_usage = $2 WHERE run_id = $1', [runId, usage]);
+    }
+    async pruneFinished(before) {
+        return this.transaction(async (client) => {
+            const filter = `state IN ${TERMINAL_SQL} AND completed_at < $1`;
+            await client.query(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, [
+                before
+            ]);
+            await client.query(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, [
+                before
+            ]);
+            return (await client.query(`DELETE FROM runs WHERE ${filter}`, [before])).rowCount ?? 0;
+        });
+    }
+    async getSecret(name, create) {
+        // The first node to ask makes it; every other node reads the same one.
+        await this.query('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+            name,
+            create()
+        ]);
+        const row = await this.query('SELECT value FROM secrets WHERE name = $1', [name]);
+        return row.rows[0].value;
+    }
+    async ping() {
+        await this.query('SELECT 1');
+    }
+    onChange(listener) {
+        return this.feed.onChange(listener);
+    }
+    async close() {
+        if (this.closed)
+            return;
+        this.closed = true;
+        await this.feed.close();
+        await this.pool.end();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sqlite-changes.ts
+// How a SQLite store tells its listeners of changes: at once for its own writes, and, when the file
+// is shared with another process (`serve --role api` beside `--role worker`), by looking at PRAGMA
+// data_version every 50 ms while anyone listens. The pragma is one cheap read that moves only when
+// another connection committed; when it moved, the runs whose changed_at is recent are read and
+// announced, each version at most once per process.
+
+/** How often a shared store looks for other processes' commits while anyone listens. */
+const POLL_MS = 50;
+/** Changes are looked for this far behind the newest one seen: a commit can carry an older time. */
+const MARGIN_MS = 2000;
+class SqliteChanges {
+    source;
+    shared;
+    emitter = new external_node_events_.EventEmitter();
+    /** run_id → the newest version announced (kept only when shared, where repeats can happen). */
+    heard = new Map();
+    pollTimer;
+    seenVersion = -1;
+    changedUpTo = 0;
+    constructor(source, shared) {
+        this.source = source;
+        this.shared = shared;
+        this.emitter.setMaxListeners(0);
+    }
+    /** Tells the listeners of a change, unless this process already told them of that version. */
+    tell(run) {
+        const seen = this.heard.get(run.run_id);
+        if (seen && seen.version >= run.version)
+            return;
+        if (this.shared)
+            this.heard.set(run.run_id, { version: run.version, at: Date.now() });
+        this.emitter.emit('change', { run_id: run.run_id, state: run.state, version: run.version });
+    }
+    onChange(listener) {
+        this.emitter.on('change', listener);
+        if (this.shared && !this.pollTimer) {
+            this.seenVersion = this.source.dataVersion();
+            this.changedUpTo = Date.now();
+            this.pollTimer = setInterval(() => {
+                try {
+                    this.poll();
+                }
+                catch {
+                    // busy or closing: the next tick looks again
+                }
+            }, POLL_MS);
+            this.pollTimer.unref();
+        }
+        return () => {
+            this.emitter.off('change', listener);
+            if (this.emitter.listenerCount('change') === 0)
+                this.close();
+        };
+    }
+    poll() {
+        const version = this.source.dataVersion();
+        if (version === this.seenVersion)
+            return;
+        this.seenVersion = version;
+        for (const row of this.source.changedSince(this.changedUpTo - MARGIN_MS)) {
+            this.changedUpTo = Math.max(this.changedUpTo, row.changed_at);
+            try {
+                this.tell({ run_id: row.run_id, state: row.state, version: row.version });
+            }
+            catch {
+                // a listener failed; the change is stored, and timers catch up
+            }
+        }
+        const forget = Date.now() - 60_000;
+        if (this.heard.size > 1000)
+            for (const [runId, seen] of this.heard)
+                if (seen.at < forget)
+                    this.heard.delete(runId);
+    }
+    close() {
+        clearInterval(this.pollTimer);
+        this.pollTimer = undefined;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sqlite.ts
+// RunStore on node:sqlite: WAL with synchronous=FULL, so a run id that was answered survives a
+// power cut. node:sqlite is synchronous and JavaScript runs one thing at a time, so each method is
+// atomic in this process; BEGIN IMMEDIATE makes it atomic against other processes too (the CLI's
+// `keys` commands write while a server runs, and `serve --role api` and `--role worker` can share
+// one file). What other processes commit is noticed by PRAGMA data_version, which moves when
+// another connection committed: the key cache is emptied then, and a shared store (opened by a
+// split role) polls it while anyone listens (sqlite-changes.ts).
+
+
+
+
+
+
+
+
+
+
+
+class SqliteRunStore {
+    db;
+    shared;
+    kind = 'sqlite';
+    changes;
+    /** Transcript appends of this process, for held transcript reads (others' are found by re-reading). */
+    events = new external_node_events_.EventEmitter().setMaxListeners(0);
+    statements = new Map();
+    keys = new KeyCache();
+    /** PRAGMA data_version when the key cache was last known good. */
+    keysVersion = -1;
+    constructor(db, shared) {
+        this.db = db;
+        this.shared = shared;
+        this.changes = new SqliteChanges({
+            dataVersion: () => this.dataVersion(),
+            changedSince: since => this.sql('SELECT run_id, state, version, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at').all(since)
+        }, shared);
+    }
+    /** Opens (creating when needed) the database file and brings its schema up to date. */
+    static async open(path, options = {}) {
+        const { DatabaseSync } = await Promise.resolve(/* import() */).then(__webpack_require__.t.bind(__webpack_require__, 80099, 23));
+        if (path !== ':memory:')
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(path), { recursive: true });
+        const db = new DatabaseSync(path);
+        db.exec('PRAGMA busy_timeout = 10000');
+        db.exec('PRAGMA journal_mode = WAL');
+        db.exec('PRAGMA synchronous = FULL');
+        db.exec('PRAGMA foreign_keys = ON');
+        const store = new SqliteRunStore(db, options.shared ?? false);
+        store.migrate();
+        return store;
+    }
+    migrate() {
+        this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
+        for (const migration of SQLITE_MIGRATIONS) {
+            this.transaction(() => {
+                const done = this.db
+                    .prepare('SELECT 1 FROM schema_migrations WHERE version = ?')
+                    .get(migration.version);
+                if (done)
+                    return;
+                this.db.exec(migration.sql);
+                this.db
+                    .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+                    .run(migration.version, migration.name, new Date().toISOString());
+            });
+        }
+    }
+    sql(text) {
+        let statement = this.statements.get(text);
+        if (!statement) {
+            statement = this.db.prepare(text);
+            this.statements.set(text, statement);
+        }
+        return statement;
+    }
+    transaction(work) {
+        this.db.exec('BEGIN IMMEDIATE');
+        try {
+            const result = work();
+            this.db.exec('COMMIT');
+            return result;
+        }
+        catch (error) {
+            this.db.exec('ROLLBACK');
+            throw error;
+        }
+    }
+    emit(run) {
+        if (run)
+            this.changes.tell(run);
+        return run;
+    }
+    /** Moves when another connection (another process) committed to the file. */
+    dataVersion() {
+        return this.sql('PRAGMA data_version').get().data_version;
+    }
+    /** Every state change is recorded in the transcript in the same transaction as the change. */
+    recordState(run) {
+        if (!run)
+            return run;
+        this.insertEvent(run.run_id, 'state', stateEvent(run), run.updated_at);
+        return run;
+    }
+    insertEvent(runId, kind, data, at) {
+        const row = this.sql(`INSERT INTO events (run_id, seq, at, kind, data)
+       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?)
+       RETURNING seq`).get(runId, runId, at, kind, JSON.stringify(data));
+        return row.seq;
+    }
+    async createKey(key) {
+        this.keys.clear();
+        this.sql(`INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
+       VALUES (:id, :team, :kind, :name, :hash, :hint, :created_at, :revoked_at)`).run(key);
+    }
+    /** From the key cache unless another process committed since it was filled (one pragma). */
+    async findKeyByHash(hash) {
+        const version = this.dataVersion();
+        if (version !== this.keysVersion) {
+            this.keys.clear();
+            this.keysVersion = version;
+        }
+        return this.keys.find(hash, async () => this.sql('SELECT * FROM api_keys WHERE hash = ?').get(hash));
+    }
+    async listKeys() {
+        return this.sql('SELECT * FROM api_keys ORDER BY created_at, id').all();
+    }
+    async revokeKey(id, at) {
+        this.keys.clear();
+        const result = this.sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(at, id);
+        return Number(result.changes) > 0;
+    }
+    /**
+     * Creates are group-committed: those that arrive in one turn of the event loop share one
+     * transaction and one fsync, and each is answered only after that commit, so an acknowledged run
+     * is as durable as before.
+     */
+    createRun(run, idempotency, maxQueued) {
+        return new Promise((resolve, reject) => {
+            this.pendingCreates.push({ run, idempotency, maxQueued, resolve, reject });
+            if (this.pendingCreates.length === 1)
+                setImmediate(() => this.flushCreates());
+        });
+    }
+    pendingCreates = [];
+    flushCreates() {
+        const batch = this.pendingCreates;
+        this.pendingCreates = [];
+        const results = [];
+        try {
+            this.transaction(() => {
+                for (const item of batch) {
+                    this.db.exec('SAVEPOINT one_create');
+                    try {
+                        results.push(this.createOne(item.run, item.idempotency, item.maxQueued));
+                        this.db.exec('RELEASE one_create');
+                    }
+                    catch (error) {
+                        this.db.exec('ROLLBACK TO one_create');
+                        this.db.exec('RELEASE one_create');
+                        results.push({ error });
+                    }
+                }
+            });
+        }
+        catch (error) {
+            for (const item of batch)
+                item.reject(error);
+            return;
+        }
+        // Answer every request first; a listener that throws must not leave one unanswered.
+        batch.forEach((item, index) => {
+            const result = results[index];
+            if ('error' in result)
+                item.reject(result.error);
+            else
+                item.resolve(result);
+        });
+        for (const result of results) {
+            if ('kind' in result && result.kind === 'created') {
+                try {
+                    this.emit(result.run);
+                }
+                catch {
+                    // a change listener failed; the run is stored and the worker's timer will claim it
+                }
+            }
+        }
+    }
+    createOne(run, idempotency, maxQueued) {
+        if (idempotency) {
+            const existing = this.sql(`SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = ? AND idempotency_key = ?`).get(run.team, idempotency.key);
+            if (existing) {
+                return existing.idempotency_hash === idempotency.requestHash
+                    ? { kind: 'replayed', run: strip(existing) }
+                    : { kind: 'key_reused' };
+            }
+        }
+        // Counting stops at the limit, so a long queue does not make every create slower.
+        const queued = this.sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state = ? LIMIT ?)`).get(CREATED_STATE, maxQueued);
+        if (queued.n >= maxQueued)
+            return { kind: 'queue_full' };
+        const inserted = this.sql(`INSERT INTO runs (run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+         creator_uid, creator_name, created_at, updated_at, idempotency_key, idempotency_hash, changed_at)
+       VALUES (:run_id, :team, :environment_id, :state, :title, :prompt, :config, :extra, :creator_type,
+         :creator_uid, :creator_name, :created_at, :created_at, :idempotency_key, :idempotency_hash, :changed_at)
+       RETURNING ${RUN_COLUMNS}`).get({
+            ...run,
+            state: CREATED_STATE,
+            changed_at: Date.now(),
+            idempotency_key: idempotency?.key ?? null,
+            idempotency_hash: idempotency?.requestHash ?? null
+        });
+        this.recordState(inserted);
+        return { kind: 'created', run: inserted };
+    }
+    async getRun(team, runId) {
+        return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(runId, team);
+    }
+    async getRunAnyTeam(runId) {
+        return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`).get(runId);
+    }
+    async listRuns(team, query) {
+        const { where, order, values } = listRunsSql('sqlite', team, query);
+        const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
+        return this.sql(text).all(...values, query.limit);
+    }
+    async cancelRun(team, runId, at, reason) {
+        const result = this.transaction(() => {
+            const run = this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`).get(runId, team);
+            if (!run)
+                return { kind: 'not_found' };
+            const change = cancel(run.state, reason);
+            if (!change)
+                return { kind: 'finished', run };
+            const updated = this.sql(`UPDATE runs SET state = ?, status_message = ?, error_code = ?,
+           completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL,
+           changed_at = ?
+         WHERE run_id = ? RETURNING ${RUN_COLUMNS}`).get(change.state, change.status_message, change.error_code, at, at, Date.now(), runId);
+            this.recordState(updated);
+            return { kind: 'cancelled', run: updated };
+        });
+        if (result.kind === 'cancelled')
+            this.emit(result.run);
+        return result;
+    }
+    async claimNext(owner, leaseMs, excluded, at) {
+        const skip = excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
+        const run = this.transaction(() => this.recordState(this.sql(`UPDATE runs SET state = ?, started_at = ?, updated_at = ?, version = version + 1,
+             lease_owner = ?, lease_expires_at = ?, changed_at = ?
+           WHERE seq = (SELECT seq FROM runs WHERE state = ? ${skip} ORDER BY seq LIMIT 1)
+           RETURNING ${RUN_COLUMNS}`).get(CLAIMED_STATE, at, at, owner, Date.now() + leaseMs, Date.now(), CREATED_STATE, ...excluded)));
+        return this.emit(run);
+    }
+    async findClaim(owner) {
+        return this.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = ? AND lease_owner = ?`).get(CLAIMED_STATE, owner);
+    }
+    async renewLease(runId, owner, leaseMs) {
+        const result = this.sql(`UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND state = ?`).run(Date.now() + leaseMs, runId, owner, CLAIMED_STATE);
+        return Number(result.changes) > 0;
+    }
+    async finishRun(runId, owner, outcome, at) {
+        const change = finish(outcome);
+        const run = this.transaction(() => this.recordState(this.sql(`UPDATE runs SET state = ?, status_message = ?, error_code = ?, completed_at = ?, updated_at = ?,
+             version = version + 1, lease_owner = NULL, lease_expires_at = NULL, changed_at = ?
+           WHERE run_id = ? AND lease_owner = ? AND state = ?
+           RETURNING ${RUN_COLUMNS}`).get(change.state, change.status_message, change.error_code, at, at, Date.now(), runId, owner, CLAIMED_STATE)));
+        return this.emit(run);
+    }
+    async failAbandoned(all, at, message) {
+        const change = abandon(message);
+        const runs = this.transaction(() => this.sql(`UPDATE runs SET state = ?, status_message = ?, error_code = ?,
+             completed_at = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_expires_at = NULL,
+             changed_at = ?
+           WHERE state = ? AND (? OR lease_expires_at < ?)
+           RETURNING ${RUN_COLUMNS}`)
+            .all(change.state, change.status_message, change.error_code, at, at, Date.now(), CLAIMED_STATE, all ? 1 : 0, Date.now())
+            .map(row => this.recordState(row)));
+        for (const run of runs)
+            this.emit(run);
+        return runs;
+    }
+    async appendEvent(runId, kind, data, at) {
+        const seq = this.insertEvent(runId, kind, data, at);
+        this.events.emit('event', runId, seq);
+        return { ...data, seq, at, kind };
+    }
+    async listEvents(runId) {
+        const rows = this.sql('SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq').all(runId);
+        return rows.map(row => ({
+            ...JSON.parse(row.data),
+            seq: row.seq,
+            at: row.at,
+            kind: row.kind
+        }));
+    }
+    onEvent(listener) {
+        this.events.on('event', listener);
+        return () => this.events.off('event', listener);
+    }
+    async addArtifact(artifact, data) {
+        const { run_id, team, artifact_type, created_at, ...file } = artifact;
+        this.transaction(() => {
+            this.sql(`INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(artifact.artifact_uid, run_id, team, artifact_type, file.filepath, file.filename, file.mime_type, file.size, file.description ?? null, created_at, data);
+            const row = this.sql('SELECT artifacts FROM runs WHERE run_id = ?').get(run_id);
+            const list = JSON.parse(row?.artifacts ?? '[]');
+            list.push(listEntryOf(artifact, data));
+            this.sql('UPDATE runs SET artifacts = ? WHERE run_id = ?').run(JSON.stringify(list), run_id);
+        });
+    }
+    async getArtifact(team, uid) {
+        const row = this.sql(`SELECT artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size, description,
+         created_at FROM artifacts WHERE artifact_uid = ? AND team = ?`).get(uid, team);
+        return row && artifactOf(row);
+    }
+    async readArtifact(uid) {
+        const row = this.sql('SELECT * FROM artifacts WHERE artifact_uid = ?').get(uid);
+        if (!row)
+            return undefined;
+        const { data, ...artifact } = row;
+        return { artifact: artifactOf(artifact), data: Buffer.from(data) };
+    }
+    async listArtifacts(team, runId) {
+        const rows = this.sql(`SELECT artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size, description,
+         created_at FROM artifacts WHERE run_id = ? AND team = ? ORDER BY created_at, artifact_uid`).all(runId, team);
+        return rows.map(artifactOf);
+    }
+    async setRequestUsage(runId, usage) {
+        this.sql('UPDATE runs SET request_usage = ? WHERE run_id = ?').run(usage, runId);
+    }
+    async pruneFinished(before) {
+        return this.transaction(() => {
+            const filter = `state IN ${TERMINAL_SQL} AND completed_at < ?`;
+            this.sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
+            this.sql(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`).run(before);
+            return Number(this.sql(`DELETE FROM runs WHERE ${filter}`).run(before).changes);
+        });
+    }
+    async getSecret(name, create) {
+        return this.transaction(() => {
+            const row = this.sql('SELECT value FROM secrets WHERE name = ?').get(name);
+            if (row)
+                return row.value;
+            const value = create();
+            this.sql('INSERT INTO secrets (name, value) VALUES (?, ?)').run(name, value);
+            return value;
+        });
+    }
+    async ping() {
+        this.sql('SELECT 1').get();
+    }
+    onChange(listener) {
+        return this.changes.onChange(listener);
+    }
+    async close() {
+        this.changes.close();
+        this.statements.clear();
+        if (this.db.isOpen)
+            this.db.close();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/open.ts
+// Opens the store a spec names. `shared` tells a SQLite store that other processes run work from
+// the same file (split roles on one machine); a PostgreSQL store is always shared.
+
+
+async function openStore(spec, options = {}) {
+    return spec.kind === 'sqlite'
+        ? SqliteRunStore.open(spec.path, { shared: options.shared })
+        : PostgresRunStore.open(spec.url, options);
+}
+
+;// CONCATENATED MODULE: ./src/executor/worker/preflight.ts
+// Start-up checks of the environments a worker will run: configuration that parses but cannot
+// work (a source directory that is not there, a misspelt URL scheme, an agent program not on the
+// PATH runs get, a listed variable that is not set) fails every run of its environment later, one
+// by one, with a worse message. Nodes that run work refuse to start on it instead.
+
+
+
+
+
+/** Schemes git can fetch a source from; anything else is a typo, not a transport. */
+const SOURCE_SCHEMES = ['https', 'http', 'ssh', 'git', 'file'];
+const SOURCE_FORMS = 'expected a directory, an https://, http://, ssh://, git:// or file:// URL, or user@host:path';
+/** The configuration a worker cannot run, one refusal per line (the executor exits 1 on it). */
+class StartupCheckError extends Error {
+}
+/** Why the source cannot make a workspace, or undefined. An unreachable remote is not checked here. */
+function sourceProblem(source) {
+    if (isRemoteSource(source)) {
+        const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source)?.[1];
+        if (scheme === undefined || SOURCE_SCHEMES.includes(scheme.toLowerCase()))
+            return undefined;
+        return `source ${show(redactUrls(source))}: ${scheme}:// is not a scheme git fetches from; ${SOURCE_FORMS}`;
+    }
+    if (!(0,external_node_fs_.existsSync)(source))
+        return `source ${show(source)}: no such directory; ${SOURCE_FORMS}`;
+    if (!(0,external_node_fs_.statSync)(source).isDirectory())
+        return `source ${show(source)}: not a directory; ${SOURCE_FORMS}`;
+    return undefined;
+}
+/** Every problem of one environment, each starting with the environment's id. */
+function environmentProblems(environment, processEnv = process.env) {
+    const at = `environment ${show(environment.id)}:`;
+    const problems = [];
+    const source = sourceProblem(environment.source);
+    if (source)
+        problems.push(`${at} ${source}`);
+    for (const name of environment.env) {
+        if (processEnv[name] === undefined)
+            problems.push(`${at} env ${show(name)}: not set in the executor's environment; expected it exported before ` +
+                'agent-executor starts, or removed from env');
+    }
+    const kind = agentKindOf(environment.agent.kind);
+    // A source that is not there also hides the program a relative command path names.
+    if (kind?.check && !source) {
+        const remoteSource = isRemoteSource(environment.source);
+        for (const problem of kind.check({ ...environment, remoteSource }, 'agent', processEnv))
+            problems.push(`${at} ${problem}`);
+    }
+    return problems;
+}
+/** Throws a StartupCheckError naming every environment of `config` that no run could succeed in. */
+function checkRunnable(config, processEnv = process.env) {
+    const problems = config.environments.flatMap(env => environmentProblems(env, processEnv));
+    if (problems.length === 0)
+        return;
+    throw new StartupCheckError(`refusing to start:${problems.length === 1 ? ` ${problems[0]}` : `\n- ${problems.join('\n- ')}`}`);
+}
+
+;// CONCATENATED MODULE: ./src/executor/cli.ts
+// agent-executor: serve, keys, environments.
+
+
+
+
+
+
+
+
+
+
+const USAGE = `Usage: agent-executor <command> [options]
+
+Commands:
+  serve [--host HOST] [--port PORT] [--role all|api|worker]
+      Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
+      config agent-executor.yaml when present. --port 0 picks a free port. Prints
+      "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
+      --role worker runs work and serves only /healthz and /readyz. One data dir takes one --role all,
+      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).
+  keys create --kind personal|agent --name NAME [--team TEAM]
+      Create an API key (team "default" unless given). The raw key is printed once, alone on the
+      last line of stdout.
+  keys list
+      List keys (id, team, kind, name, first characters, created, status), under a header row.
+      Never shows raw keys.
+  keys revoke ID
+      Revoke a key at once.
+  environments list
+      List the configured environments (id, name, source, agent, timeout, concurrency), under a
+      header row.
+
+Agent kinds (an environment's agent.kind):
+${[...AGENT_KINDS.values()].map(kind => `  ${kind.kind.padEnd(10)} ${kind.summary}`).join('\n')}
+
+Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
+sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
+several nodes); AGENT_EXECUTOR_STORE sets it too, and the config file's store: key.`;
+class UsageError extends Error {
+}
+const COMMON = {
+    config: { type: 'string' },
+    'data-dir': { type: 'string' },
+    store: { type: 'string' },
+    help: { type: 'boolean', short: 'h' }
+};
+async function main(argv) {
+    const [command, ...rest] = argv;
+    try {
+        switch (command) {
+            case 'serve':
+                return await serve(rest);
+            case 'keys':
+                return await keys(rest);
+            case 'environments':
+                return environments(rest);
+            case undefined:
+            case 'help':
+            case '--help':
+            case '-h':
+                console.log(USAGE);
+                return command === undefined ? 2 : 0;
+            default:
+                throw new UsageError(`unknown command ${JSON.stringify(command)}; expected serve, keys or environments`);
+        }
+    }
+    catch (error) {
+        if (error instanceof UsageError || error instanceof ConfigError) {
+            console.error(`agent-executor: ${error.message}`);
+            if (error instanceof UsageError)
+                console.error('Run `agent-executor help` for usage.');
+            return 2;
+        }
+        console.error(`agent-executor: ${error.message}`);
+        return 1;
+    }
+}
+function parse(args, options, positionals = 0) {
+    try {
+        const parsed = (0,external_node_util_.parseArgs)({
+            args,
+            options: { ...COMMON, ...options },
+            allowPositionals: positionals > 0,
+            strict: true
+        });
+        if (parsed.positionals.length > positionals)
+            throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`);
+        return parsed;
+    }
+    catch (error) {
+        if (error instanceof UsageError)
+            throw error;
+        throw new UsageError(error.message.replace(/\. To specify a positional.*$/s, ''));
+    }
+}
+function configFrom(values) {
+    let port;
+    if (values.port !== undefined) {
+        port = Number(values.port);
+        if (!/^\d+$/.test(String(values.port)) || port > 65535) {
+            throw new UsageError(`--port ${JSON.stringify(values.port)}: expected a port number from 0 to 65535`);
+        }
+    }
+    return loadConfig({
+        config: values.config,
+        dataDir: values['data-dir'],
+        host: values.host,
+        port,
+        store: values.store
+    });
+}
+async function serve(args) {
+    const { values } = parse(args, {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        role: { type: 'string' }
+    });
+    if (values.help)
+        return help();
+    const role = (values.role ?? 'all');
+    if (!['all', 'api', 'worker'].includes(role))
+        throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
+    const config = configFrom(values);
+    // A node that runs work refuses configuration every run would fail on, before it listens.
+    if (role !== 'api')
+        checkRunnable(config);
+    const release = lockDataDir(config.dataDir, role);
+    let executor;
+    try {
+        // A split role shares the store with the other role's process (on SQLite, one file on this
+        // machine): start-up then fails only runs whose lease expired, never the other's live runs.
+        const store = await openStore(config.store, { shared: role !== 'all' });
+        executor = await startExecutor(config, store, role);
+    }
+    catch (error) {
+        release();
+        throw error;
+    }
+    executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
+    const unspecified = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host);
+    if (unspecified && config.publicUrl === undefined) {
+        console.error(`warning: listening on every address (${config.host}), so session links start with ${executor.url}, ` +
+            'which no browser can open; set server.public_url in agent-executor.yaml to the address clients use, ' +
+            'e.g. public_url: https://agents.example.com');
+    }
+    console.log(`listening on ${executor.url}`);
+    return new Promise(resolve => {
+        let signals = 0;
+        const shutdown = (signal) => {
+            if (++signals > 1) {
+                executor.app.log.warn('second signal: exiting now');
+                release();
+                process.exit(1);
+            }
+            executor.app.log.info({ signal }, `stopping: running runs get up to ${config.shutdownGraceMs / 1000} s`);
+            executor
+                .stop()
+                .then(() => resolve(0))
+                .catch(error => {
+                console.error(`agent-executor: stopping failed: ${error.message}`);
+                resolve(1);
+            })
+                .finally(release);
+        };
+        process.on('SIGTERM', shutdown);
+        process.on('SIGINT', shutdown);
+    });
+}
+/**
+ * One process per role and data dir: `all` alone, or one `api` beside one `worker`. A second
+ * server of a role would fail the first one's runs as abandoned, or claim beside it.
+ */
+function lockDataDir(dataDir, role) {
+    const lockOf = (of) => (0,external_node_path_.join)(dataDir, of === 'all' ? 'executor.pid' : `executor-${of}.pid`);
+    const conflicts = role === 'all' ? ['all', 'api', 'worker'] : ['all', role];
+    for (const other of conflicts) {
+        const path = lockOf(other);
+        if (!(0,external_node_fs_.existsSync)(path))
+            continue;
+        const pid = Number((0,external_node_fs_.readFileSync)(path, 'utf8').trim());
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+            throw new Error(`another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
+                'a data dir takes one --role all, or one --role api beside one --role worker; ' +
+                'stop it or use another --data-dir');
+        }
+    }
+    (0,external_node_fs_.mkdirSync)(dataDir, { recursive: true });
+    const path = lockOf(role);
+    (0,external_node_fs_.writeFileSync)(path, `${process.pid}\n`);
+    return () => (0,external_node_fs_.rmSync)(path, { force: true });
+}
+function alive(pid) {
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (error) {
+        return error.code === 'EPERM';
+    }
+}
+async function keys(args) {
+    const [action, ...rest] = args;
+    const { values, positionals } = parse(rest, { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } }, action === 'revoke' ? 1 : 0);
+    if (values.help)
+        return help();
+    const config = configFrom(values);
+    const store = await openStore(config.store);
+    try {
+        switch (action) {
+            case 'create': {
+                const kind = values.kind;
+                if (kind !== 'personal' && kind !== 'agent') {
+                    throw new UsageError(`--kind ${JSON.stringify(values.kind ?? '')}: expected personal or agent`);
+                }
+                const name = (values.name ?? '').trim();
+                if (name === '')
+                    throw new UsageError('--name: expected a name for the key, e.g. --name ci');
+                const team = (values.team ?? 'default').trim();
+                if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(team)) {
+                    throw new UsageError(`--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+                }
+                const { raw, id } = await issueKey(store, { team, kind, name });
+                console.log(`Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`);
+                console.log(raw);
+                return 0;
+            }
+            case 'list': {
+                const rows = await store.listKeys();
+                if (rows.length === 0)
+                    console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
+                else
+                    console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
+                for (const key of rows) {
+                    const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
+                    console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
+                }
+                return 0;
+            }
+            case 'revoke': {
+                const id = positionals[0];
+                if (!id)
+                    throw new UsageError('keys revoke: expected the key id, e.g. keys revoke key_abc123');
+                if (!(await store.revokeKey(id, new Date().toISOString()))) {
+                    throw new UsageError(`keys revoke: no active key with id ${JSON.stringify(id)} (see keys list)`);
+                }
+                console.log(`Revoked key ${id}.`);
+                return 0;
+            }
+            default:
+                throw new UsageError(`unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke`);
+        }
+    }
+    finally {
+        await store.close();
+    }
+}
+function environments(args) {
+    const [action, ...rest] = args;
+    const { values } = parse(rest, {});
+    if (values.help)
+        return help();
+    if (action !== 'list')
+        throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
+    const config = configFrom(values);
+    console.log(['ID', 'NAME', 'SOURCE', 'AGENT', 'TIMEOUT', 'CONCURRENCY'].join('\t'));
+    for (const env of config.environments) {
+        const agent = agentKindOf(env.agent.kind)?.describe(env.agent) ?? env.agent.kind;
+        console.log([
+            env.id,
+            env.name,
+            env.source,
+            agent,
+            `timeout ${env.timeoutMs / 1000}s`,
+            `max ${env.maxConcurrentRuns} at once`
+        ].join('\t'));
+    }
+    return 0;
+}
+function help() {
+    console.log(USAGE);
+    return 0;
+}
+
+
+/***/ })
+
+};
