@@ -42,7 +42,9 @@ async function cluster(
 ): Promise<Cluster> {
   const url = await postgres.freshDatabase();
   const dir = tempDir('scale-out-');
-  const log = join(dir, 'executions.log');
+  // The agent's own log of executions, in the one folder outside its workspace its sandbox may write.
+  mkdirSync(join(dir, 'log'));
+  const log = join(dir, 'log', 'executions.log');
   writeFileSync(log, '');
   mkdirSync(join(dir, 'source'));
   const config = join(dir, 'agent-executor.yaml');
@@ -59,6 +61,7 @@ async function cluster(
       '  - id: sh',
       '    source: source',
       '    env: [NODE_NAME]',
+      `    sandbox: {write: [${join(dir, 'log')}]}`,
       '    agent:',
       '      kind: command',
       '      prompt: arg',
