@@ -640,26 +640,38 @@ class RunCgroup {
             }
         }
     }
-    /** A signal to every process of the run but bubblewrap itself (which would end the sandbox). */
-    signalAgents(signal) {
+    /**
+     * A signal to every process of the run but bubblewrap itself (which would end the sandbox),
+     * skipping the pids in `done`, to which it adds those it signalled. Returns how many of the
+     * run's own processes are alive (signalled now or before).
+     */
+    signalAgents(signal, done = new Set()) {
         let pids = [];
         try {
             pids = (0,external_node_fs_.readFileSync)(this.procsFiles[this.procsFiles.length - 1], 'utf8')
                 .split('\n')
-                .filter(Boolean);
+                .filter(Boolean)
+                .map(Number);
         }
         catch {
-            return;
+            return 0;
         }
+        let alive = 0;
         for (const pid of pids) {
             try {
-                if ((0,external_node_fs_.readFileSync)(`/proc/${pid}/comm`, 'utf8').trim() !== 'bwrap')
-                    process.kill(Number(pid), signal);
+                if ((0,external_node_fs_.readFileSync)(`/proc/${pid}/comm`, 'utf8').trim() === 'bwrap')
+                    continue;
+                alive++;
+                if (done.has(pid))
+                    continue;
+                process.kill(pid, signal);
+                done.add(pid);
             }
             catch {
                 // gone
             }
         }
+        return alive;
     }
     /** SIGKILL to every process in the run's cgroups, until none is left (or a second has passed). */
     async kill() {
@@ -994,6 +1006,8 @@ function freeSpaceNote(dataDir) {
 
 
 
+/** How often a stopping run is looked at for processes to signal, and for its end. */
+const STOP_POLL_MS = 100;
 /** How often a run's cgroup counters are read: past a limit, the whole run is stopped at once. */
 const LIMIT_CHECK_MS = 250;
 class RunSandbox {
@@ -1099,8 +1113,20 @@ class RunSandbox {
             killGroup();
             return;
         }
-        this.cgroup.signalAgents('SIGTERM');
-        setTimeout(killGroup, graceMs).unref();
+        // A cancel may come while the sandbox is still starting its command: processes that appear
+        // during the grace period get SIGTERM too, and once none of the run's own is left, bubblewrap
+        // goes at once instead of after the whole grace period.
+        const cgroup = this.cgroup;
+        const signalled = new Set();
+        const started = Date.now();
+        const tick = setInterval(() => {
+            if (cgroup.signalAgents('SIGTERM', signalled) === 0 || Date.now() - started >= graceMs) {
+                clearInterval(tick);
+                killGroup();
+            }
+        }, STOP_POLL_MS);
+        tick.unref();
+        cgroup.signalAgents('SIGTERM', signalled);
     }
     /** The limit the run hit, as a sentence, or undefined. */
     exceeded() {

@@ -154,23 +154,34 @@ export class RunCgroup {
     }
   }
 
-  /** A signal to every process of the run but bubblewrap itself (which would end the sandbox). */
-  signalAgents(signal: NodeJS.Signals): void {
-    let pids: string[] = [];
+  /**
+   * A signal to every process of the run but bubblewrap itself (which would end the sandbox),
+   * skipping the pids in `done`, to which it adds those it signalled. Returns how many of the
+   * run's own processes are alive (signalled now or before).
+   */
+  signalAgents(signal: NodeJS.Signals, done = new Set<number>()): number {
+    let pids: number[] = [];
     try {
       pids = readFileSync(this.procsFiles[this.procsFiles.length - 1]!, 'utf8')
         .split('\n')
-        .filter(Boolean);
+        .filter(Boolean)
+        .map(Number);
     } catch {
-      return;
+      return 0;
     }
+    let alive = 0;
     for (const pid of pids) {
       try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'bwrap') process.kill(Number(pid), signal);
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'bwrap') continue;
+        alive++;
+        if (done.has(pid)) continue;
+        process.kill(pid, signal);
+        done.add(pid);
       } catch {
         // gone
       }
     }
+    return alive;
   }
 
   /** SIGKILL to every process in the run's cgroups, until none is left (or a second has passed). */

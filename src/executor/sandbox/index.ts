@@ -11,6 +11,9 @@ import { type ProxyHandle, startProxy } from './proxy.js';
 import { runWarnings } from './startup.js';
 import { recordGroup } from './processes.js';
 
+/** How often a stopping run is looked at for processes to signal, and for its end. */
+const STOP_POLL_MS = 100;
+
 export interface RunSandboxOptions {
   runId: string;
   sandbox: SandboxConfig;
@@ -134,8 +137,20 @@ export class RunSandbox {
       killGroup();
       return;
     }
-    this.cgroup.signalAgents('SIGTERM');
-    setTimeout(killGroup, graceMs).unref();
+    // A cancel may come while the sandbox is still starting its command: processes that appear
+    // during the grace period get SIGTERM too, and once none of the run's own is left, bubblewrap
+    // goes at once instead of after the whole grace period.
+    const cgroup = this.cgroup;
+    const signalled = new Set<number>();
+    const started = Date.now();
+    const tick = setInterval(() => {
+      if (cgroup.signalAgents('SIGTERM', signalled) === 0 || Date.now() - started >= graceMs) {
+        clearInterval(tick);
+        killGroup();
+      }
+    }, STOP_POLL_MS);
+    tick.unref();
+    cgroup.signalAgents('SIGTERM', signalled);
   }
 
   /** The limit the run hit, as a sentence, or undefined. */
