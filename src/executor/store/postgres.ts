@@ -30,6 +30,7 @@ import type {
   CreateResult,
   Idempotency,
   KeyRecord,
+  WebSession,
   ListQuery,
   NewRun,
   Outcome,
@@ -182,6 +183,42 @@ export class PostgresRunStore implements RunStore {
 
   async listKeys(): Promise<KeyRecord[]> {
     return (await this.query<KeyRecord>('SELECT * FROM api_keys ORDER BY created_at, id')).rows;
+  }
+
+  async createWebSession(session: WebSession): Promise<void> {
+    await this.query(
+      `WITH expired AS (DELETE FROM web_sessions WHERE expires_at <= $6)
+       INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+      [session.id_hash, session.key_id, session.team, session.created_at, session.expires_at, Date.now()]
+    );
+  }
+
+  async findWebSession(
+    idHash: string,
+    now: number
+  ): Promise<(WebSession & { key_name: string }) | undefined> {
+    const row = (
+      await this.query<WebSession & { key_name: string }>(
+        `SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
+         WHERE s.id_hash = $1 AND s.expires_at > $2 AND k.revoked_at IS NULL AND k.team = s.team`,
+        [idHash, now]
+      )
+    ).rows[0];
+    return row && { ...row, expires_at: Number(row.expires_at) };
+  }
+
+  async deleteWebSession(idHash: string): Promise<void> {
+    await this.query('DELETE FROM web_sessions WHERE id_hash = $1', [idHash]);
+  }
+
+  async countRunsByState(team: string): Promise<Record<string, number>> {
+    const rows = (
+      await this.query<{ state: string; n: string }>(
+        'SELECT state, COUNT(*) AS n FROM runs WHERE team = $1 GROUP BY state',
+        [team]
+      )
+    ).rows;
+    return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
   }
 
   async revokeKey(id: string, at: string): Promise<boolean> {

@@ -22,6 +22,7 @@ import type {
   CreateResult,
   Idempotency,
   KeyRecord,
+  WebSession,
   ListQuery,
   NewRun,
   Outcome,
@@ -167,6 +168,35 @@ export class SqliteRunStore implements RunStore {
 
   async listKeys(): Promise<KeyRecord[]> {
     return this.sql('SELECT * FROM api_keys ORDER BY created_at, id').all() as unknown as KeyRecord[];
+  }
+
+  async createWebSession(session: WebSession): Promise<void> {
+    this.sql('DELETE FROM web_sessions WHERE expires_at <= ?').run(Date.now());
+    this.sql(
+      `INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at)
+       VALUES (:id_hash, :key_id, :team, :created_at, :expires_at)`
+    ).run(session as unknown as Row);
+  }
+
+  async findWebSession(
+    idHash: string,
+    now: number
+  ): Promise<(WebSession & { key_name: string }) | undefined> {
+    return this.sql(
+      `SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
+       WHERE s.id_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL AND k.team = s.team`
+    ).get(idHash, now) as (WebSession & { key_name: string }) | undefined;
+  }
+
+  async deleteWebSession(idHash: string): Promise<void> {
+    this.sql('DELETE FROM web_sessions WHERE id_hash = ?').run(idHash);
+  }
+
+  async countRunsByState(team: string): Promise<Record<string, number>> {
+    const rows = this.sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state').all(
+      team
+    ) as { state: string; n: number }[];
+    return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
   }
 
   async revokeKey(id: string, at: string): Promise<boolean> {

@@ -1,0 +1,119 @@
+// Server-Sent Events for the dashboard's live parts, fed by the store's change notifications (the
+// same ones that wake held reads: this process's writes at once, other nodes' by notification).
+// The list stream sends a row, rendered here, for each change of a run the viewer's filters show,
+// and the counts per state; the run stream sends the transcript entries after the last one the
+// page has, and the run's facts when its state changes.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RunStore } from '../../store/types.js';
+import { isTerminalState } from './html.js';
+import { type Filters, countsHtml, matches, runRow } from './list-page.js';
+import { eventHtml, factsHtml } from './run-page.js';
+
+/** Opens the stream and returns a function that sends one event; the connection ends on `close`. */
+function open(request: FastifyRequest, reply: FastifyReply, headers: Record<string, string>) {
+  reply.hijack();
+  reply.raw.writeHead(200, {
+    ...headers,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-request-id': String(request.id)
+  });
+  reply.raw.write('retry: 2000\n\n');
+  const ping = setInterval(() => reply.raw.write(': ping\n\n'), 15_000);
+  const cleanups: (() => void)[] = [() => clearInterval(ping)];
+  request.raw.on('close', () => cleanups.forEach(c => c()));
+  const send = (event: string, data: unknown) => {
+    if (!reply.raw.writableEnded) reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  return { send, onClose: (cleanup: () => void) => cleanups.push(cleanup), end: () => reply.raw.end() };
+}
+
+/** A queue of one: work triggered while it runs is done once more afterwards, never in parallel. */
+function serial(work: () => Promise<void>, fail: (error: unknown) => void): () => void {
+  let running = false;
+  let again = false;
+  const go = (): void => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    work()
+      .catch(fail)
+      .finally(() => {
+        running = false;
+        if (again) {
+          again = false;
+          go();
+        }
+      });
+  };
+  return go;
+}
+
+export function listStream(
+  store: RunStore,
+  team: string,
+  filters: Filters,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  headers: Record<string, string>
+): void {
+  const stream = open(request, reply, headers);
+  const pending = new Set<string>();
+  const flush = serial(
+    async () => {
+      const ids = [...pending];
+      pending.clear();
+      for (const id of ids) {
+        const run = await store.getRun(team, id);
+        if (run && matches(filters, run)) stream.send('run', { id: run.run_id, html: runRow(run) });
+      }
+      stream.send('counts', { html: countsHtml(await store.countRunsByState(team)) });
+    },
+    error => request.log.warn({ err: error }, 'dashboard list stream')
+  );
+  stream.onClose(
+    store.onChange(change => {
+      pending.add(change.run_id);
+      flush();
+    })
+  );
+}
+
+export function runStream(
+  store: RunStore,
+  team: string,
+  runId: string,
+  after: number,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  headers: Record<string, string>
+): void {
+  const stream = open(request, reply, headers);
+  let last = after;
+  let state = '';
+  const refresh = serial(
+    async () => {
+      const run = await store.getRun(team, runId);
+      if (!run) {
+        stream.end();
+        return;
+      }
+      const events = (await store.listEvents(runId)).filter(e => e.seq > last);
+      if (events.length > 0) {
+        last = events.at(-1)!.seq;
+        stream.send('events', { html: events.map(eventHtml).join('\n'), last });
+      }
+      if (run.state !== state) {
+        state = run.state;
+        stream.send('run', { state, html: factsHtml(run), done: isTerminalState(run.state) });
+      }
+    },
+    error => request.log.warn({ err: error }, 'dashboard run stream')
+  );
+  stream.onClose(store.onEvent(id => id === runId && refresh()));
+  stream.onClose(store.onChange(change => change.run_id === runId && refresh()));
+  refresh();
+}

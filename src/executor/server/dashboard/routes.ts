@@ -1,0 +1,190 @@
+// The dashboard's routes: sign-in and sign-out, the runs list, a run (with cancel and artifact
+// downloads), the environments, the live streams and the two static files. Forms are parsed here
+// only (the JSON API still takes JSON alone), and the JSON API never looks at the cookie: it keeps
+// accepting Bearer keys only.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { CSS, JS } from './assets.js';
+import { renderEnvironments } from './environments-page.js';
+import { PAGE_SIZE, listQuery, readFilters, renderList, renderProblem, renderSignIn } from './list-page.js';
+import { listStream, runStream } from './live.js';
+import { renderRun } from './run-page.js';
+import { type SignedIn, clearCookie, refusal, signIn, viewerOf } from './session.js';
+
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+const HEADERS: Record<string, string> = {
+  'content-security-policy': CSP,
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'cache-control': 'no-store'
+};
+
+function html(reply: FastifyReply, body: string, status = 200): FastifyReply {
+  return reply.code(status).headers(HEADERS).type('text/html; charset=utf-8').send(body);
+}
+
+export async function dashboardRoutes(
+  app: FastifyInstance,
+  { context }: { context: ServerContext }
+): Promise<void> {
+  const { store, config, limiter } = context;
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string)))
+  );
+  const field = (request: FastifyRequest, name: string): unknown =>
+    (request.body as Record<string, unknown> | undefined)?.[name];
+  const environments = config.environments.map(e => e.id);
+
+  /** The viewer, or a redirect to the sign-in page (answered here) when there is none. */
+  const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined> => {
+    const viewer = await viewerOf(store, request);
+    if (!viewer) {
+      clearCookie(config, request, reply);
+      void reply.code(303).header('location', '/').send();
+    }
+    return viewer;
+  };
+
+  app.get('/dashboard/app.css', (_request, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS)
+  );
+  app.get('/dashboard/app.js', (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS)
+  );
+
+  app.get('/', async (request, reply) => {
+    const viewer = await viewerOf(store, request);
+    if (!viewer) return html(reply, renderSignIn());
+    const filters = readFilters(request.query as Record<string, unknown>);
+    const runs = await store.listRuns(viewer.team, listQuery(filters, PAGE_SIZE + 1));
+    const counts = await store.countRunsByState(viewer.team);
+    const more = runs.length > PAGE_SIZE;
+    return html(reply, renderList(viewer, filters, runs.slice(0, PAGE_SIZE), more, counts, environments));
+  });
+
+  app.post('/sign-in', async (request, reply) => {
+    const refused = refusal(config, request, undefined, undefined);
+    if (refused) return html(reply, renderProblem(undefined, 'Request refused', refused), 403);
+    const wait = limiter.take(`sign-in ${request.ip}`);
+    if (wait !== undefined)
+      return html(reply, renderSignIn(`Too many sign-in attempts; try again in ${wait} s.`), 429);
+    const key = field(request, 'api_key');
+    if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim())))
+      return html(
+        reply,
+        renderSignIn('That API key is malformed, unknown or revoked; paste a whole key of the form agx_…'),
+        401
+      );
+    return reply.code(303).header('location', '/').send();
+  });
+
+  app.post('/sign-out', async (request, reply) => {
+    const viewer = await viewerOf(store, request);
+    const refused = refusal(config, request, viewer, field(request, 'csrf'));
+    if (refused) return html(reply, renderProblem(viewer, 'Request refused', refused), 403);
+    if (viewer) await store.deleteWebSession(viewer.idHash);
+    clearCookie(config, request, reply);
+    return reply.code(303).header('location', '/').send();
+  });
+
+  app.get('/runs/:id', async (request, reply) => {
+    const viewer = await signedIn(request, reply);
+    if (!viewer) return reply;
+    const { id } = request.params as { id: string };
+    const run = await store.getRun(viewer.team, id);
+    if (!run)
+      return html(
+        reply,
+        renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`),
+        404
+      );
+    const [events, artifacts] = await Promise.all([
+      store.listEvents(id),
+      store.listArtifacts(viewer.team, id)
+    ]);
+    const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
+    return html(reply, renderRun(viewer, run, events, artifacts, base));
+  });
+
+  app.post('/runs/:id/cancel', async (request, reply) => {
+    const viewer = await viewerOf(store, request);
+    const refused = refusal(config, request, viewer, field(request, 'csrf'));
+    if (refused) return html(reply, renderProblem(viewer, 'Request refused', refused), 403);
+    if (!viewer) return reply.code(303).header('location', '/').send();
+    const { id } = request.params as { id: string };
+    const result = await store.cancelRun(
+      viewer.team,
+      id,
+      new Date().toISOString(),
+      `from the dashboard by ${viewer.keyName}`
+    );
+    if (result.kind === 'not_found')
+      return html(
+        reply,
+        renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`),
+        404
+      );
+    return reply
+      .code(303)
+      .header('location', `/runs/${encodeURIComponent(id)}`)
+      .send();
+  });
+
+  app.get('/runs/:id/artifacts/:uid', async (request, reply) => {
+    const viewer = await signedIn(request, reply);
+    if (!viewer) return reply;
+    const { id, uid } = request.params as { id: string; uid: string };
+    const artifact = await store.getArtifact(viewer.team, uid);
+    const stored = artifact && artifact.run_id === id ? await store.readArtifact(uid) : undefined;
+    if (!stored)
+      return html(
+        reply,
+        renderProblem(viewer, 'Artifact not found', `There is no artifact ${uid.slice(0, 100)} in this run.`),
+        404
+      );
+    const name = stored.artifact.filename;
+    return reply
+      .type(stored.artifact.mime_type)
+      .headers({ ...HEADERS, 'content-security-policy': "default-src 'none'; sandbox" })
+      .header(
+        'content-disposition',
+        `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`
+      )
+      .send(stored.data);
+  });
+
+  app.get('/environments', async (request, reply) => {
+    const viewer = await signedIn(request, reply);
+    if (!viewer) return reply;
+    const active = await store.listRuns(viewer.team, { limit: 1000, states: ['QUEUED', 'INPROGRESS'] });
+    return html(reply, renderEnvironments(viewer, config, active));
+  });
+
+  app.get('/live', async (request, reply) => {
+    const viewer = await viewerOf(store, request);
+    if (!viewer) return reply.code(401).headers(HEADERS).type('text/plain').send('signed out');
+    const query = request.query as Record<string, unknown>;
+    if (typeof query.run === 'string') {
+      const run = await store.getRun(viewer.team, query.run);
+      if (!run) return reply.code(404).headers(HEADERS).type('text/plain').send('no such run');
+      const after = Number(query.after);
+      return runStream(
+        store,
+        viewer.team,
+        run.run_id,
+        Number.isSafeInteger(after) ? after : 0,
+        request,
+        reply,
+        HEADERS
+      );
+    }
+    return listStream(store, viewer.team, readFilters(query), request, reply, HEADERS);
+  });
+}
