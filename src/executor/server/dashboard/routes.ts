@@ -18,7 +18,8 @@ const CSP =
 
 const HEADERS: Record<string, string> = {
   'content-security-policy': CSP,
-  'referrer-policy': 'no-referrer',
+  // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with our own forms.
+  'referrer-policy': 'same-origin',
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'cache-control': 'no-store'
