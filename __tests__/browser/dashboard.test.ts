@@ -113,11 +113,11 @@ describe('dashboard in Chromium', () => {
   it('refuses a wrong key without saying more than that', async () => {
     const page = await browser.newPage();
     await page.goto(`${ex.url}/`);
-    await page.getByLabel('API key').fill('agx_not-a-key');
+    await page.getByLabel('API key').fill('arx_not-a-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').innerText()).toContain('malformed, unknown or revoked');
-    expect(await page.content()).not.toContain('agx_not-a-key');
+    expect(await page.content()).not.toContain('arx_not-a-key');
     await page.close();
   });
 
@@ -294,6 +294,10 @@ describe('dashboard in Chromium', () => {
       await page.screenshot({ path: `docs/dashboard-runs-${name}.png`, fullPage: false });
       await page.goto(`${ex.url}/runs/${done}`);
       await page.screenshot({ path: `docs/dashboard-run-${name}.png`, fullPage: true });
+      const href = await page.getByRole('link', { name: 'changes.patch' }).getAttribute('href');
+      const download = await context.request.get(`${ex.url}${href}`);
+      expect(download.status()).toBe(200);
+      expect(await download.text()).toContain('+and welcome');
       await context.close();
     }
   }, 60_000);

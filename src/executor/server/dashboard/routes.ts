@@ -4,6 +4,7 @@
 // accepting Bearer keys only.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { KEY_PREFIX } from '../../keys.js';
 import type { ServerContext } from '../context.js';
 import { CSS, JS } from './assets.js';
 import { renderEnvironments } from './environments-page.js';
@@ -80,7 +81,9 @@ export async function dashboardRoutes(
     if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim())))
       return html(
         reply,
-        renderSignIn('That API key is malformed, unknown or revoked; paste a whole key of the form agx_…'),
+        renderSignIn(
+          `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`
+        ),
         401
       );
     return reply.code(303).header('location', '/').send();

@@ -23,7 +23,7 @@ export function diffHtml(diff: unknown): string {
           : line.startsWith('@@')
             ? 'd-hunk'
             : 'd-ctx';
-  return `<pre class="diff">${lines.map(l => `<span class="${cls(l)}">${esc(l)}</span>`).join('\n')}</pre>`;
+  return `<pre class="diff">${lines.map(l => `<span class="${cls(l)}">${esc(l)}\n</span>`).join('')}</pre>`;
 }
 
 export function eventHtml(e: TranscriptEvent): string {
@@ -56,6 +56,8 @@ export function eventHtml(e: TranscriptEvent): string {
       const list = files.map(f => `<code>${esc(f.path)}</code> ${esc(f.change)}`).join(', ');
       return item('diff', `files changed: ${list}${diffHtml(e.diff)}`);
     }
+    case 'artifact':
+      return item('file', `artifact <code>${esc(e.filename)}</code> ${esc(e.size)} bytes`);
     case 'exit':
       return item(
         'exit',
