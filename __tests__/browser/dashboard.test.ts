@@ -233,7 +233,11 @@ describe('dashboard in Chromium', () => {
         headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ csrf: token }).toString()
       });
-    expect((await post('https://evil.example', csrf)).status).toBe(403);
+    const crossOrigin = await post('https://evil.example', csrf);
+    expect(crossOrigin.status).toBe(403);
+    // A client that is not a browser gets the executor's usual problem+json.
+    expect(crossOrigin.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(((await crossOrigin.json()) as { detail: string }).detail).toContain('https://evil.example');
     expect((await post(ex.url, 'forged')).status).toBe(403);
     const noOrigin = await fetch(`${ex.url}/runs/${id}/cancel`, {
       method: 'POST',

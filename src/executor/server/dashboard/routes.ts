@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { KEY_PREFIX } from '../../keys.js';
 import type { ServerContext } from '../context.js';
+import { ProblemError } from '../problem.js';
 import { CSS, JS } from './assets.js';
 import { renderEnvironments } from './environments-page.js';
 import { PAGE_SIZE, listQuery, readFilters, renderList, renderProblem, renderSignIn } from './list-page.js';
@@ -28,6 +29,52 @@ const HEADERS: Record<string, string> = {
 
 function html(reply: FastifyReply, body: string, status = 200): FastifyReply {
   return reply.code(status).headers(HEADERS).type('text/html; charset=utf-8').send(body);
+}
+
+/**
+ * A refusal: an HTML page for a browser (it asks for text/html), and for any other client the
+ * problem+json every other error of the executor is.
+ */
+function refuse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  page: string,
+  problem: ProblemError
+): FastifyReply {
+  if (!/\btext\/html\b/.test(request.headers.accept ?? '')) throw problem;
+  for (const [name, value] of Object.entries(problem.headers)) void reply.header(name, value);
+  return html(reply, page, problem.status);
+}
+
+function forbidden(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  viewer: SignedIn | undefined,
+  why: string
+): FastifyReply {
+  return refuse(
+    request,
+    reply,
+    renderProblem(viewer, 'Request refused', why),
+    new ProblemError('invalid_request', why, {}, 403)
+  );
+}
+
+function runNotFound(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  viewer: SignedIn | undefined,
+  id: string
+): FastifyReply {
+  return refuse(
+    request,
+    reply,
+    renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`),
+    new ProblemError(
+      'not_found',
+      `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this session`
+    )
+  );
 }
 
 export async function dashboardRoutes(
@@ -73,26 +120,29 @@ export async function dashboardRoutes(
 
   app.post('/sign-in', async (request, reply) => {
     const refused = refusal(config, request, undefined, undefined);
-    if (refused) return html(reply, renderProblem(undefined, 'Request refused', refused), 403);
+    if (refused) return forbidden(request, reply, undefined, refused);
     const wait = limiter.take(`sign-in ${request.ip}`);
-    if (wait !== undefined)
-      return html(reply, renderSignIn(`Too many sign-in attempts; try again in ${wait} s.`), 429);
-    const key = field(request, 'api_key');
-    if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim())))
-      return html(
+    if (wait !== undefined) {
+      const message = `too many sign-in attempts from this address; try again in ${wait} s`;
+      return refuse(
+        request,
         reply,
-        renderSignIn(
-          `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`
-        ),
-        401
+        renderSignIn(message),
+        new ProblemError('rate_limited', message, { 'retry-after': String(wait) })
       );
+    }
+    const key = field(request, 'api_key');
+    if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim()))) {
+      const message = `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`;
+      return refuse(request, reply, renderSignIn(message), new ProblemError('unauthenticated', message));
+    }
     return reply.code(303).header('location', '/').send();
   });
 
   app.post('/sign-out', async (request, reply) => {
     const viewer = await viewerOf(store, request);
     const refused = refusal(config, request, viewer, field(request, 'csrf'));
-    if (refused) return html(reply, renderProblem(viewer, 'Request refused', refused), 403);
+    if (refused) return forbidden(request, reply, viewer, refused);
     if (viewer) await store.deleteWebSession(viewer.idHash);
     clearCookie(config, request, reply);
     return reply.code(303).header('location', '/').send();
@@ -103,12 +153,7 @@ export async function dashboardRoutes(
     if (!viewer) return reply;
     const { id } = request.params as { id: string };
     const run = await store.getRun(viewer.team, id);
-    if (!run)
-      return html(
-        reply,
-        renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`),
-        404
-      );
+    if (!run) return runNotFound(request, reply, viewer, id);
     const [events, artifacts] = await Promise.all([
       store.listEvents(id),
       store.listArtifacts(viewer.team, id)
@@ -120,7 +165,7 @@ export async function dashboardRoutes(
   app.post('/runs/:id/cancel', async (request, reply) => {
     const viewer = await viewerOf(store, request);
     const refused = refusal(config, request, viewer, field(request, 'csrf'));
-    if (refused) return html(reply, renderProblem(viewer, 'Request refused', refused), 403);
+    if (refused) return forbidden(request, reply, viewer, refused);
     if (!viewer) return reply.code(303).header('location', '/').send();
     const { id } = request.params as { id: string };
     const result = await store.cancelRun(
@@ -129,12 +174,7 @@ export async function dashboardRoutes(
       new Date().toISOString(),
       `from the dashboard by ${viewer.keyName}`
     );
-    if (result.kind === 'not_found')
-      return html(
-        reply,
-        renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`),
-        404
-      );
+    if (result.kind === 'not_found') return runNotFound(request, reply, viewer, id);
     return reply
       .code(303)
       .header('location', `/runs/${encodeURIComponent(id)}`)
@@ -148,10 +188,14 @@ export async function dashboardRoutes(
     const artifact = await store.getArtifact(viewer.team, uid);
     const stored = artifact && artifact.run_id === id ? await store.readArtifact(uid) : undefined;
     if (!stored)
-      return html(
+      return refuse(
+        request,
         reply,
         renderProblem(viewer, 'Artifact not found', `There is no artifact ${uid.slice(0, 100)} in this run.`),
-        404
+        new ProblemError(
+          'artifact_not_found',
+          `artifact ${JSON.stringify(uid.slice(0, 100))} does not exist in run ${JSON.stringify(id.slice(0, 100))} of this team`
+        )
       );
     const name = stored.artifact.filename;
     return reply
@@ -173,11 +217,11 @@ export async function dashboardRoutes(
 
   app.get('/live', async (request, reply) => {
     const viewer = await viewerOf(store, request);
-    if (!viewer) return reply.code(401).headers(HEADERS).type('text/plain').send('signed out');
+    if (!viewer) throw new ProblemError('unauthenticated', 'no dashboard session: sign in at / first');
     const query = request.query as Record<string, unknown>;
     if (typeof query.run === 'string') {
       const run = await store.getRun(viewer.team, query.run);
-      if (!run) return reply.code(404).headers(HEADERS).type('text/plain').send('no such run');
+      if (!run) return runNotFound(request, reply, viewer, query.run);
       const after = Number(query.after);
       return runStream(
         store,
