@@ -121,6 +121,48 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     }
   });
 
+  it('dashboard sessions: found by any handle until they expire, are deleted, or their key is revoked', async () => {
+    const { id } = await issueKey(store, { team: 'team-w', kind: 'personal', name: 'web' });
+    const now = Date.now();
+    const session = (idHash: string, expires: number) => ({
+      id_hash: idHash,
+      key_id: id,
+      team: 'team-w',
+      created_at: at(),
+      expires_at: expires
+    });
+    await store.createWebSession(session('live', now + 60_000));
+    await store.createWebSession(session('expired', now - 1));
+    await store.createWebSession(session('ending', now + 60_000));
+    const elsewhere = await second();
+    expect(await elsewhere.findWebSession('live', now)).toMatchObject({
+      key_id: id,
+      team: 'team-w',
+      key_name: 'web',
+      expires_at: now + 60_000
+    });
+    expect(await store.findWebSession('expired', now)).toBeUndefined();
+    expect(await store.findWebSession('live', now + 60_000)).toBeUndefined();
+    expect(await store.findWebSession('unknown', now)).toBeUndefined();
+    await store.deleteWebSession('ending');
+    expect(await elsewhere.findWebSession('ending', now)).toBeUndefined();
+    expect(await elsewhere.revokeKey(id, at())).toBe(true);
+    expect(await store.findWebSession('live', now)).toBeUndefined();
+  });
+
+  it('counts runs per state, per team', async () => {
+    await drain();
+    const team = `team-count-${randomUUID()}`;
+    await store.createRun(newRun({ team }), undefined, 1000);
+    await store.createRun(newRun({ team }), undefined, 1000);
+    const ended = newRun({ team });
+    await store.createRun(ended, undefined, 1000);
+    await store.cancelRun(team, ended.run_id, at());
+    expect(await store.countRunsByState(team)).toEqual({ QUEUED: 2, CANCELLED: 1 });
+    expect(await store.countRunsByState('team-nobody')).toEqual({});
+    await drain();
+  });
+
   it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
     const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
     const result = await store.createRun(run, undefined, 100);
