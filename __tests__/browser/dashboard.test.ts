@@ -17,12 +17,14 @@ let key: string;
 beforeAll(async () => {
   browser = await launchBrowser();
   const source = tempDir('dashboard-source-');
+  process.env.DASHBOARD_TEST_SECRET = 'value-never-shown';
   writeFileSync(join(source, 'README.md'), 'hello\n');
   ex = await startTestExecutor({
     workers: 6,
     environments: [
       { id: 'web', source },
-      { id: 'docs', source }
+      { id: 'docs', source },
+      { id: 'locked', source, env: ['DASHBOARD_TEST_SECRET'], setup: ['echo hidden-setup-command'] }
     ]
   });
   key = (await ex.key('default', 'personal', 'Ada')).raw;
@@ -274,6 +276,45 @@ describe('dashboard in Chromium', () => {
     await page.getByLabel('API key').waitFor();
     expect(page.url()).toBe(`${ex.url}/`);
     expect(await page.locator('body').innerText()).not.toContain('kept');
+    await context.close();
+  }, 30_000);
+
+  it('lists the environments without secrets, with queued and running runs, and the nodes alive or silent', async () => {
+    const running = await createRun('@sim sleep 30', { title: 'Env check', environment: 'docs' });
+    await eventually(async () => (await runState(running)) === 'INPROGRESS', { what: 'the run to start' });
+    const store = await ex.openStore();
+    try {
+      await store.reportNode(
+        {
+          node_id: 'gone-node-1',
+          role: 'worker',
+          workers: 4,
+          busy: 1,
+          started_at: new Date(Date.now() - 3_600_000).toISOString(),
+          seen_at: Date.now() - 60_000
+        },
+        0
+      );
+    } finally {
+      await store.close();
+    }
+    const { context, page } = await signedIn();
+    await page.getByRole('link', { name: 'Environments' }).click();
+    await page.getByRole('heading', { name: 'Environments' }).waitFor();
+    const text = await page.locator('main').innerText();
+    expect(text).not.toContain('value-never-shown');
+    expect(text).not.toContain('DASHBOARD_TEST_SECRET');
+    expect(text).not.toContain('hidden-setup-command');
+    const docs = page.locator('tr', { has: page.getByRole('link', { name: 'docs', exact: true }) });
+    expect(await docs.locator('td[data-label="Running"]').innerText()).toBe('1');
+    expect(await page.locator('#node-gone-node-1').innerText()).toContain('silent');
+    const own = page.locator('tbody tr[id^="node-"]', { hasText: 'alive' });
+    expect(await own.count()).toBe(1);
+    expect(await own.innerText()).toMatch(/all\s+\d+ busy, \d+ free/);
+    await page.goto(`${ex.url}/runs/${running}`);
+    await page.getByText('Cancel run').click();
+    await page.getByRole('button', { name: 'Yes, cancel this run' }).click();
+    await page.locator('#facts .badge:text("CANCELLED")').waitFor();
     await context.close();
   }, 30_000);
 

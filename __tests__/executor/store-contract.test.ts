@@ -150,6 +150,27 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     expect(await store.findWebSession('live', now)).toBeUndefined();
   });
 
+  it('node heartbeats: reported, refreshed, seen by another handle, removed, and the long silent forgotten', async () => {
+    const now = Date.now();
+    const node = (id: string, seen: number, busy = 0) => ({
+      node_id: id,
+      role: 'all',
+      workers: 4,
+      busy,
+      started_at: at(),
+      seen_at: seen
+    });
+    await store.reportNode(node('n-old', now - 100_000), 0);
+    await store.reportNode(node('n-a', now - 1000), 0);
+    await store.reportNode(node('n-a', now, 3), now - 50_000);
+    const elsewhere = await second();
+    const nodes = await elsewhere.listNodes();
+    expect(nodes.map(n => n.node_id)).toEqual(['n-a']);
+    expect(nodes[0]).toMatchObject({ workers: 4, busy: 3, seen_at: now });
+    await elsewhere.removeNode('n-a');
+    expect(await store.listNodes()).toEqual([]);
+  });
+
   it('counts runs per state, per team', async () => {
     await drain();
     const team = `team-count-${randomUUID()}`;

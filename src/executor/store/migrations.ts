@@ -88,7 +88,7 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
   },
   {
     version: 4,
-    name: 'dashboard sign-in sessions',
+    name: 'dashboard sign-in sessions, node heartbeats',
     sql: `
       CREATE TABLE web_sessions (
         id_hash TEXT PRIMARY KEY,
@@ -98,6 +98,14 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
         expires_at INTEGER NOT NULL
       );
       CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+      CREATE TABLE nodes (
+        node_id TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        workers INTEGER NOT NULL,
+        busy INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        seen_at INTEGER NOT NULL
+      );
     `
   }
 ];
@@ -191,7 +199,7 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
   },
   {
     version: 3,
-    name: 'dashboard sign-in sessions',
+    name: 'dashboard sign-in sessions, node heartbeats',
     sql: `
       CREATE TABLE web_sessions (
         id_hash TEXT PRIMARY KEY,
@@ -201,6 +209,14 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
         expires_at BIGINT NOT NULL
       );
       CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+      CREATE TABLE nodes (
+        node_id TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        workers INTEGER NOT NULL,
+        busy INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        seen_at BIGINT NOT NULL
+      );
     `
   }
 ];

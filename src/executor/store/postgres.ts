@@ -30,6 +30,7 @@ import type {
   CreateResult,
   Idempotency,
   KeyRecord,
+  NodeReport,
   WebSession,
   ListQuery,
   NewRun,
@@ -209,6 +210,24 @@ export class PostgresRunStore implements RunStore {
 
   async deleteWebSession(idHash: string): Promise<void> {
     await this.query('DELETE FROM web_sessions WHERE id_hash = $1', [idHash]);
+  }
+
+  async reportNode(node: NodeReport, forgetBefore: number): Promise<void> {
+    await this.query(
+      `WITH forgotten AS (DELETE FROM nodes WHERE seen_at < $7)
+       INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`,
+      [node.node_id, node.role, node.workers, node.busy, node.started_at, node.seen_at, forgetBefore]
+    );
+  }
+
+  async listNodes(): Promise<NodeReport[]> {
+    const rows = (await this.query<NodeReport>('SELECT * FROM nodes ORDER BY started_at, node_id')).rows;
+    return rows.map(row => ({ ...row, seen_at: Number(row.seen_at) }));
+  }
+
+  async removeNode(nodeId: string): Promise<void> {
+    await this.query('DELETE FROM nodes WHERE node_id = $1', [nodeId]);
   }
 
   async countRunsByState(team: string): Promise<Record<string, number>> {

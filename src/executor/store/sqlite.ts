@@ -22,6 +22,7 @@ import type {
   CreateResult,
   Idempotency,
   KeyRecord,
+  NodeReport,
   WebSession,
   ListQuery,
   NewRun,
@@ -190,6 +191,22 @@ export class SqliteRunStore implements RunStore {
 
   async deleteWebSession(idHash: string): Promise<void> {
     this.sql('DELETE FROM web_sessions WHERE id_hash = ?').run(idHash);
+  }
+
+  async reportNode(node: NodeReport, forgetBefore: number): Promise<void> {
+    this.sql('DELETE FROM nodes WHERE seen_at < ?').run(forgetBefore);
+    this.sql(
+      `INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES (:node_id, :role, :workers, :busy, :started_at, :seen_at)
+       ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`
+    ).run(node as unknown as Row);
+  }
+
+  async listNodes(): Promise<NodeReport[]> {
+    return this.sql('SELECT * FROM nodes ORDER BY started_at, node_id').all() as unknown as NodeReport[];
+  }
+
+  async removeNode(nodeId: string): Promise<void> {
+    this.sql('DELETE FROM nodes WHERE node_id = ?').run(nodeId);
   }
 
   async countRunsByState(team: string): Promise<Record<string, number>> {

@@ -149,6 +149,19 @@ export interface WebSession {
   expires_at: number;
 }
 
+/** An executor process as it last reported itself (its heartbeat), for the dashboard. */
+export interface NodeReport {
+  /** Unique per process start: host, pid and a random part. */
+  node_id: string;
+  role: string;
+  /** Runs it executes at once (0 on an `api` node), and how many it is executing. */
+  workers: number;
+  busy: number;
+  started_at: string;
+  /** When it last reported, ms since the epoch. */
+  seen_at: number;
+}
+
 /** What a change listener hears: which run changed and the state it has now. */
 export interface RunChange {
   run_id: string;
@@ -188,6 +201,12 @@ export interface RunStore {
   /** The session, only while it has not expired at `now` and its key is not revoked. */
   findWebSession(idHash: string, now: number): Promise<(WebSession & { key_name: string }) | undefined>;
   deleteWebSession(idHash: string): Promise<void>;
+
+  // node heartbeats
+  /** Records (or refreshes) a node's report, and forgets nodes silent since before `forgetBefore`. */
+  reportNode(node: NodeReport, forgetBefore: number): Promise<void>;
+  listNodes(): Promise<NodeReport[]>;
+  removeNode(nodeId: string): Promise<void>;
 
   // runs, as the API sees them
   createRun(run: NewRun, idempotency: Idempotency | undefined, maxQueued: number): Promise<CreateResult>;

@@ -212,7 +212,7 @@ export async function dashboardRoutes(
     const viewer = await signedIn(request, reply);
     if (!viewer) return reply;
     const active = await store.listRuns(viewer.team, { limit: 1000, states: ['QUEUED', 'INPROGRESS'] });
-    return html(reply, renderEnvironments(viewer, config, active));
+    return html(reply, renderEnvironments(viewer, config, active, await store.listNodes()));
   });
 
   app.get('/live', async (request, reply) => {
