@@ -266,12 +266,21 @@ describe('dashboard in Chromium', () => {
     const { context, page } = await signedIn(issued.raw);
     const id = await createRun('@sim say kept', { withKey: issued.raw });
     expect((await page.goto(`${ex.url}/runs/${id}`))!.status()).toBe(200);
+    await page.goto(`${ex.url}/`);
+    await page.locator('#live-status:text("Live")').waitFor();
     const store = await ex.openStore();
     try {
       expect(await store.revokeKey(issued.id, new Date().toISOString())).toBe(true);
+      // The live list learns it at the next change it would have shown, and shows the sign-in form.
+      const after = await createRun('@sim say after the revocation', { title: 'After revocation' });
+      await page.getByLabel('API key').waitFor({ timeout: 10_000 });
+      expect(await page.locator(`#run-${after}`).count()).toBe(0);
     } finally {
       await store.close();
     }
+    // Every page asks for a sign-in again.
+    await page.goto(`${ex.url}/`);
+    expect(await page.getByLabel('API key').count()).toBe(1);
     await page.goto(`${ex.url}/runs/${id}`);
     await page.getByLabel('API key').waitFor();
     expect(page.url()).toBe(`${ex.url}/`);

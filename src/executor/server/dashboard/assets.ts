@@ -51,10 +51,11 @@ export const JS = `'use strict';
     t.innerHTML = html;
     return t.content;
   }
+  var source, stream;
   var status = document.getElementById('live-status');
   var table = document.getElementById('runs');
   if (table && window.EventSource) {
-    var source = new EventSource('/live' + location.search);
+    source = new EventSource('/live' + location.search);
     source.addEventListener('open', function () { if (status) status.textContent = 'Live: updates appear as they happen.'; });
     source.addEventListener('run', function (m) {
       var data = JSON.parse(m.data);
@@ -71,7 +72,7 @@ export const JS = `'use strict';
   }
   var run = document.getElementById('run');
   if (run && run.dataset.live === 'live' && window.EventSource) {
-    var stream = new EventSource('/live?run=' + encodeURIComponent(run.dataset.run) + '&after=' + run.dataset.after);
+    stream = new EventSource('/live?run=' + encodeURIComponent(run.dataset.run) + '&after=' + run.dataset.after);
     stream.addEventListener('events', function (m) {
       document.getElementById('transcript').append(parse(JSON.parse(m.data).html));
     });
@@ -86,6 +87,10 @@ export const JS = `'use strict';
       }
     });
   }
+  // The session ended (signed out elsewhere, expired, or its key revoked): show the sign-in page.
+  [source, stream].forEach(function (es) {
+    if (es) es.addEventListener('signed-out', function () { es.close(); location.reload(); });
+  });
   document.querySelectorAll('input.copy').forEach(function (input) {
     input.addEventListener('focus', function () { input.select(); });
   });

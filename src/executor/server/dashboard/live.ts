@@ -10,8 +10,20 @@ import { isTerminalState } from './html.js';
 import { type Filters, countsHtml, matches, runRow } from './list-page.js';
 import { eventHtml, factsHtml } from './run-page.js';
 
-/** Opens the stream and returns a function that sends one event; the connection ends on `close`. */
-function open(request: FastifyRequest, reply: FastifyReply, headers: Record<string, string>) {
+/** The viewer's session is still valid (not signed out, expired, or its key revoked). */
+export type SessionCheck = () => Promise<boolean>;
+
+/**
+ * Opens the stream and returns a function that sends one event; the connection ends on `close`,
+ * and (with a `signed-out` event first) when the session ends: checked before every update and
+ * with every keep-alive ping.
+ */
+function open(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  headers: Record<string, string>,
+  session: SessionCheck
+) {
   reply.hijack();
   reply.raw.writeHead(200, {
     ...headers,
@@ -20,13 +32,36 @@ function open(request: FastifyRequest, reply: FastifyReply, headers: Record<stri
     'x-request-id': String(request.id)
   });
   reply.raw.write('retry: 2000\n\n');
-  const ping = setInterval(() => reply.raw.write(': ping\n\n'), 15_000);
-  const cleanups: (() => void)[] = [() => clearInterval(ping)];
-  request.raw.on('close', () => cleanups.forEach(c => c()));
+  const cleanups: (() => void)[] = [];
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    cleanups.forEach(c => c());
+  };
+  request.raw.on('close', close);
   const send = (event: string, data: unknown) => {
     if (!reply.raw.writableEnded) reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   };
-  return { send, onClose: (cleanup: () => void) => cleanups.push(cleanup), end: () => reply.raw.end() };
+  const end = () => {
+    close();
+    reply.raw.end();
+  };
+  /** False (and the stream ended) once the session is gone. */
+  const stillSignedIn = async () => {
+    if (closed) return false;
+    if (await session()) return true;
+    send('signed-out', {});
+    end();
+    return false;
+  };
+  const ping = setInterval(() => {
+    void stillSignedIn()
+      .then(ok => ok && reply.raw.write(': ping\n\n'))
+      .catch(() => undefined);
+  }, 15_000);
+  cleanups.push(() => clearInterval(ping));
+  return { send, onClose: (cleanup: () => void) => cleanups.push(cleanup), end, stillSignedIn };
 }
 
 /** A queue of one: work triggered while it runs is done once more afterwards, never in parallel. */
@@ -58,12 +93,14 @@ export function listStream(
   filters: Filters,
   request: FastifyRequest,
   reply: FastifyReply,
-  headers: Record<string, string>
+  headers: Record<string, string>,
+  session: SessionCheck
 ): void {
-  const stream = open(request, reply, headers);
+  const stream = open(request, reply, headers, session);
   const pending = new Set<string>();
   const flush = serial(
     async () => {
+      if (!(await stream.stillSignedIn())) return;
       const ids = [...pending];
       pending.clear();
       for (const id of ids) {
@@ -89,13 +126,15 @@ export function runStream(
   after: number,
   request: FastifyRequest,
   reply: FastifyReply,
-  headers: Record<string, string>
+  headers: Record<string, string>,
+  session: SessionCheck
 ): void {
-  const stream = open(request, reply, headers);
+  const stream = open(request, reply, headers, session);
   let last = after;
   let state = '';
   const refresh = serial(
     async () => {
+      if (!(await stream.stillSignedIn())) return;
       const run = await store.getRun(team, runId);
       if (!run) {
         stream.end();

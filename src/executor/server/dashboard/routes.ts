@@ -219,6 +219,7 @@ export async function dashboardRoutes(
     const viewer = await viewerOf(store, request);
     if (!viewer) throw new ProblemError('unauthenticated', 'no dashboard session: sign in at / first');
     const query = request.query as Record<string, unknown>;
+    const session = async () => (await store.findWebSession(viewer.idHash, Date.now())) !== undefined;
     if (typeof query.run === 'string') {
       const run = await store.getRun(viewer.team, query.run);
       if (!run) return runNotFound(request, reply, viewer, query.run);
@@ -230,9 +231,10 @@ export async function dashboardRoutes(
         Number.isSafeInteger(after) ? after : 0,
         request,
         reply,
-        HEADERS
+        HEADERS,
+        session
       );
     }
-    return listStream(store, viewer.team, readFilters(query), request, reply, HEADERS);
+    return listStream(store, viewer.team, readFilters(query), request, reply, HEADERS, session);
   });
 }
