@@ -261,6 +261,28 @@ describe('dashboard in Chromium', () => {
     expect(await runState(id)).toBe('CANCELLED');
   }, 30_000);
 
+  it('marks the cookie Secure behind https and takes the public URL as this site', async () => {
+    const behind = await startTestExecutor({ server: { public_url: 'https://runs.example' } });
+    try {
+      const raw = (await behind.key()).raw;
+      const response = await fetch(`${behind.url}/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin: 'https://runs.example', 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ api_key: raw }).toString()
+      });
+      expect(response.status).toBe(303);
+      const cookie = response.headers.get('set-cookie')!;
+      expect(cookie).toMatch(/^agent_run_session=[A-Za-z0-9_-]{43}; /);
+      expect(cookie).toContain('; HttpOnly');
+      expect(cookie).toContain('; SameSite=Strict');
+      expect(cookie).toContain('; Secure');
+      expect(cookie).toMatch(/; Max-Age=\d+/);
+    } finally {
+      await behind.stop(1000);
+    }
+  }, 30_000);
+
   it("ends a revoked key's session at once", async () => {
     const issued = await ex.key('default', 'personal', 'Temporary');
     const { context, page } = await signedIn(issued.raw);

@@ -104,7 +104,7 @@ export function renderList(
 <label>Environment <select name="environment">${option('', filters.environment, 'any')}${environments.map(e => option(e, filters.environment)).join('')}</select></label>
 <label>Text <input type="search" name="q" value="${esc(filters.q)}" placeholder="title or prompt"></label>
 <label>Created from <input type="date" name="from" value="${esc(filters.from)}"></label>
-<label>to <input type="date" name="to" value="${esc(filters.to)}"></label>
+<label>Created until <input type="date" name="to" value="${esc(filters.to)}"></label>
 <button type="submit">Filter</button> <a href="/">Clear</a>
 </form>`;
   const rows = runs.map(runRow).join('\n');
