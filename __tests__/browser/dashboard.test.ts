@@ -179,6 +179,24 @@ describe('dashboard in Chromium', () => {
     await context.close();
   }, 60_000);
 
+  it('pages newest first by keyset: 25 a page, then the older ones, none twice', async () => {
+    const pagerKey = (await ex.key('team-pager', 'personal', 'Pat')).raw;
+    const ids: string[] = [];
+    for (let i = 0; i < 27; i++)
+      ids.push(await createRun(`@sim say page ${i}`, { title: `Page run ${i}`, withKey: pagerKey }));
+    const { context, page } = await signedIn(pagerKey);
+    const shown = () => page.locator('#runs tbody tr').evaluateAll(rows => rows.map(row => row.id.slice(4)));
+    const first = await shown();
+    expect(first).toEqual(ids.slice(2).reverse());
+    await page.getByRole('link', { name: 'Older runs →' }).click();
+    await page.waitForURL(/before=\d+/);
+    expect(await shown()).toEqual([ids[1], ids[0]]);
+    expect(await page.getByRole('link', { name: 'Older runs →' }).count()).toBe(0);
+    await page.getByRole('link', { name: '← Newest runs' }).click();
+    expect(await shown()).toEqual(first);
+    await context.close();
+  }, 60_000);
+
   it("keeps another team's runs out of the list and answers 404 for them by URL", async () => {
     const otherKey = (await ex.key('other-team', 'personal', 'Eve')).raw;
     const theirs = await createRun('@sim say team secret', { title: 'Other team run', withKey: otherKey });
