@@ -1,7 +1,7 @@
 // The dashboard in a real browser (headless Chromium driven by playwright-core) against a real
 // executor: sign-in, live list and transcript, cancel, filters, team isolation, inert stranger
 // content, the origin and CSRF checks, and a revoked key's session ending. Also takes the README's
-// screenshots (docs/dashboard-*.png).
+// screenshots (docs/dashboard-*.png, rewritten with UPDATE_SCREENSHOTS=1).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -368,6 +368,8 @@ describe('dashboard in Chromium', () => {
   }, 30_000);
 
   it('takes the screenshots for the README, at desktop and phone width', async () => {
+    // Into docs/ only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the checkout as it was.
+    const shots = process.env.UPDATE_SCREENSHOTS ? 'docs' : tempDir('dashboard-shots-');
     const done = await createRun(
       [
         'Add a greeting to the README',
@@ -385,9 +387,9 @@ describe('dashboard in Chromium', () => {
       ['phone', { width: 390, height: 844 }]
     ] as const) {
       const { context, page } = await signedIn(key, viewport);
-      await page.screenshot({ path: `docs/dashboard-runs-${name}.png`, fullPage: false });
+      await page.screenshot({ path: join(shots, `dashboard-runs-${name}.png`), fullPage: false });
       await page.goto(`${ex.url}/runs/${done}`);
-      await page.screenshot({ path: `docs/dashboard-run-${name}.png`, fullPage: true });
+      await page.screenshot({ path: join(shots, `dashboard-run-${name}.png`), fullPage: true });
       const href = await page.getByRole('link', { name: 'changes.patch' }).getAttribute('href');
       const download = await context.request.get(`${ex.url}${href}`);
       expect(download.status()).toBe(200);
