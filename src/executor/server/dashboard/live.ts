@@ -10,6 +10,9 @@ import { isTerminalState } from './html.js';
 import { type Filters, countsHtml, matches, runRow } from './list-page.js';
 import { eventHtml, factsHtml } from './run-page.js';
 
+/** How often the run stream looks at the transcript when no notification came. */
+const REREAD_MS = 2000;
+
 /** The viewer's session is still valid (not signed out, expired, or its key revoked). */
 export type SessionCheck = () => Promise<boolean>;
 
@@ -154,5 +157,9 @@ export function runStream(
   );
   stream.onClose(store.onEvent(id => id === runId && refresh()));
   stream.onClose(store.onChange(change => change.run_id === runId && refresh()));
+  // Another process's appends to a shared SQLite file are not announced (only its run changes
+  // are): like a held transcript read, look again now and then.
+  const reread = setInterval(refresh, REREAD_MS);
+  stream.onClose(() => clearInterval(reread));
   refresh();
 }
