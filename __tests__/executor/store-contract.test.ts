@@ -121,6 +121,69 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     }
   });
 
+  it('dashboard sessions: found by any handle until they expire, are deleted, or their key is revoked', async () => {
+    const { id } = await issueKey(store, { team: 'team-w', kind: 'personal', name: 'web' });
+    const now = Date.now();
+    const session = (idHash: string, expires: number) => ({
+      id_hash: idHash,
+      key_id: id,
+      team: 'team-w',
+      created_at: at(),
+      expires_at: expires
+    });
+    await store.createWebSession(session('live', now + 60_000));
+    await store.createWebSession(session('expired', now - 1));
+    await store.createWebSession(session('ending', now + 60_000));
+    const elsewhere = await second();
+    expect(await elsewhere.findWebSession('live', now)).toMatchObject({
+      key_id: id,
+      team: 'team-w',
+      key_name: 'web',
+      expires_at: now + 60_000
+    });
+    expect(await store.findWebSession('expired', now)).toBeUndefined();
+    expect(await store.findWebSession('live', now + 60_000)).toBeUndefined();
+    expect(await store.findWebSession('unknown', now)).toBeUndefined();
+    await store.deleteWebSession('ending');
+    expect(await elsewhere.findWebSession('ending', now)).toBeUndefined();
+    expect(await elsewhere.revokeKey(id, at())).toBe(true);
+    expect(await store.findWebSession('live', now)).toBeUndefined();
+  });
+
+  it('node heartbeats: reported, refreshed, seen by another handle, removed, and the long silent forgotten', async () => {
+    const now = Date.now();
+    const node = (id: string, seen: number, busy = 0) => ({
+      node_id: id,
+      role: 'all',
+      workers: 4,
+      busy,
+      started_at: at(),
+      seen_at: seen
+    });
+    await store.reportNode(node('n-old', now - 100_000), 0);
+    await store.reportNode(node('n-a', now - 1000), 0);
+    await store.reportNode(node('n-a', now, 3), now - 50_000);
+    const elsewhere = await second();
+    const nodes = await elsewhere.listNodes();
+    expect(nodes.map(n => n.node_id)).toEqual(['n-a']);
+    expect(nodes[0]).toMatchObject({ workers: 4, busy: 3, seen_at: now });
+    await elsewhere.removeNode('n-a');
+    expect(await store.listNodes()).toEqual([]);
+  });
+
+  it('counts runs per state, per team', async () => {
+    await drain();
+    const team = `team-count-${randomUUID()}`;
+    await store.createRun(newRun({ team }), undefined, 1000);
+    await store.createRun(newRun({ team }), undefined, 1000);
+    const ended = newRun({ team });
+    await store.createRun(ended, undefined, 1000);
+    await store.cancelRun(team, ended.run_id, at());
+    expect(await store.countRunsByState(team)).toEqual({ QUEUED: 2, CANCELLED: 1 });
+    expect(await store.countRunsByState('team-nobody')).toEqual({});
+    await drain();
+  });
+
   it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
     const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
     const result = await store.createRun(run, undefined, 100);

@@ -6,6 +6,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { StoreUnavailableError } from '../store/types.js';
 import type { ServerContext } from './context.js';
+import { dashboardRoutes } from './dashboard/routes.js';
 import { ProblemError, problemBody, sendProblem, writeClientError } from './problem.js';
 import { metaRoutes } from './routes/meta.js';
 import { resultRoutes } from './routes/results.js';
@@ -132,6 +133,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     await app.register(sessionRoutes, { context });
     await app.register(runRoutes, { context });
     await app.register(resultRoutes, { context });
+    await app.register(dashboardRoutes, { context });
   }
   return app;
 }

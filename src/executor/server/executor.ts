@@ -11,6 +11,7 @@ import { WorkerPool } from '../worker/pool.js';
 import { type Role, buildApp } from './app.js';
 import { RateLimiter } from './auth.js';
 import { ChangeHub } from './changes.js';
+import { startHeartbeat } from './heartbeat.js';
 import type { ServerContext } from './context.js';
 import { SessionLinks } from './records.js';
 
@@ -68,6 +69,13 @@ export async function startExecutor(
     listening = `http://${host}:${address.port}`;
   }
   await pool.start();
+  const heartbeat = startHeartbeat(
+    store,
+    role,
+    role === 'api' ? 0 : config.workers,
+    () => pool.runningCount,
+    app.log
+  );
 
   let stopping: Promise<void> | undefined;
   return {
@@ -81,6 +89,7 @@ export async function startExecutor(
       stopping ??= (async () => {
         context.draining = true;
         await pool.stop(graceMs);
+        await heartbeat.stop();
         context.hub.close();
         await app.close();
         await store.close();

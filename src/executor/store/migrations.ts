@@ -85,6 +85,28 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       );
       CREATE INDEX artifacts_run ON artifacts (run_id);
     `
+  },
+  {
+    version: 4,
+    name: 'dashboard sign-in sessions, node heartbeats',
+    sql: `
+      CREATE TABLE web_sessions (
+        id_hash TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+      CREATE TABLE nodes (
+        node_id TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        workers INTEGER NOT NULL,
+        busy INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        seen_at INTEGER NOT NULL
+      );
+    `
   }
 ];
 
@@ -173,6 +195,28 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
         data BYTEA NOT NULL
       );
       CREATE INDEX artifacts_run ON artifacts (run_id);
+    `
+  },
+  {
+    version: 3,
+    name: 'dashboard sign-in sessions, node heartbeats',
+    sql: `
+      CREATE TABLE web_sessions (
+        id_hash TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+      CREATE TABLE nodes (
+        node_id TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        workers INTEGER NOT NULL,
+        busy INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        seen_at BIGINT NOT NULL
+      );
     `
   }
 ];

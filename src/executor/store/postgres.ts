@@ -30,6 +30,8 @@ import type {
   CreateResult,
   Idempotency,
   KeyRecord,
+  NodeReport,
+  WebSession,
   ListQuery,
   NewRun,
   Outcome,
@@ -182,6 +184,60 @@ export class PostgresRunStore implements RunStore {
 
   async listKeys(): Promise<KeyRecord[]> {
     return (await this.query<KeyRecord>('SELECT * FROM api_keys ORDER BY created_at, id')).rows;
+  }
+
+  async createWebSession(session: WebSession): Promise<void> {
+    await this.query(
+      `WITH expired AS (DELETE FROM web_sessions WHERE expires_at <= $6)
+       INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+      [session.id_hash, session.key_id, session.team, session.created_at, session.expires_at, Date.now()]
+    );
+  }
+
+  async findWebSession(
+    idHash: string,
+    now: number
+  ): Promise<(WebSession & { key_name: string }) | undefined> {
+    const row = (
+      await this.query<WebSession & { key_name: string }>(
+        `SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
+         WHERE s.id_hash = $1 AND s.expires_at > $2 AND k.revoked_at IS NULL AND k.team = s.team`,
+        [idHash, now]
+      )
+    ).rows[0];
+    return row && { ...row, expires_at: Number(row.expires_at) };
+  }
+
+  async deleteWebSession(idHash: string): Promise<void> {
+    await this.query('DELETE FROM web_sessions WHERE id_hash = $1', [idHash]);
+  }
+
+  async reportNode(node: NodeReport, forgetBefore: number): Promise<void> {
+    await this.query(
+      `WITH forgotten AS (DELETE FROM nodes WHERE seen_at < $7)
+       INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`,
+      [node.node_id, node.role, node.workers, node.busy, node.started_at, node.seen_at, forgetBefore]
+    );
+  }
+
+  async listNodes(): Promise<NodeReport[]> {
+    const rows = (await this.query<NodeReport>('SELECT * FROM nodes ORDER BY started_at, node_id')).rows;
+    return rows.map(row => ({ ...row, seen_at: Number(row.seen_at) }));
+  }
+
+  async removeNode(nodeId: string): Promise<void> {
+    await this.query('DELETE FROM nodes WHERE node_id = $1', [nodeId]);
+  }
+
+  async countRunsByState(team: string): Promise<Record<string, number>> {
+    const rows = (
+      await this.query<{ state: string; n: string }>(
+        'SELECT state, COUNT(*) AS n FROM runs WHERE team = $1 GROUP BY state',
+        [team]
+      )
+    ).rows;
+    return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
   }
 
   async revokeKey(id: string, at: string): Promise<boolean> {

@@ -22,6 +22,8 @@ import type {
   CreateResult,
   Idempotency,
   KeyRecord,
+  NodeReport,
+  WebSession,
   ListQuery,
   NewRun,
   Outcome,
@@ -167,6 +169,51 @@ export class SqliteRunStore implements RunStore {
 
   async listKeys(): Promise<KeyRecord[]> {
     return this.sql('SELECT * FROM api_keys ORDER BY created_at, id').all() as unknown as KeyRecord[];
+  }
+
+  async createWebSession(session: WebSession): Promise<void> {
+    this.sql('DELETE FROM web_sessions WHERE expires_at <= ?').run(Date.now());
+    this.sql(
+      `INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at)
+       VALUES (:id_hash, :key_id, :team, :created_at, :expires_at)`
+    ).run(session as unknown as Row);
+  }
+
+  async findWebSession(
+    idHash: string,
+    now: number
+  ): Promise<(WebSession & { key_name: string }) | undefined> {
+    return this.sql(
+      `SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
+       WHERE s.id_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL AND k.team = s.team`
+    ).get(idHash, now) as (WebSession & { key_name: string }) | undefined;
+  }
+
+  async deleteWebSession(idHash: string): Promise<void> {
+    this.sql('DELETE FROM web_sessions WHERE id_hash = ?').run(idHash);
+  }
+
+  async reportNode(node: NodeReport, forgetBefore: number): Promise<void> {
+    this.sql('DELETE FROM nodes WHERE seen_at < ?').run(forgetBefore);
+    this.sql(
+      `INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES (:node_id, :role, :workers, :busy, :started_at, :seen_at)
+       ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`
+    ).run(node as unknown as Row);
+  }
+
+  async listNodes(): Promise<NodeReport[]> {
+    return this.sql('SELECT * FROM nodes ORDER BY started_at, node_id').all() as unknown as NodeReport[];
+  }
+
+  async removeNode(nodeId: string): Promise<void> {
+    this.sql('DELETE FROM nodes WHERE node_id = ?').run(nodeId);
+  }
+
+  async countRunsByState(team: string): Promise<Record<string, number>> {
+    const rows = this.sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state').all(
+      team
+    ) as { state: string; n: number }[];
+    return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
   }
 
   async revokeKey(id: string, at: string): Promise<boolean> {

@@ -144,6 +144,32 @@ export interface TranscriptEvent {
 export type CancelResult =
   { kind: 'cancelled'; run: StoredRun } | { kind: 'finished'; run: StoredRun } | { kind: 'not_found' };
 
+/**
+ * A dashboard sign-in: the hash of the cookie's random id (the id itself is never stored), the key
+ * it was made from and that key's team. A session lives until `expires_at` (ms since the epoch), a
+ * sign-out, or the revocation of its key, whichever is first.
+ */
+export interface WebSession {
+  id_hash: string;
+  key_id: string;
+  team: string;
+  created_at: string;
+  expires_at: number;
+}
+
+/** An executor process as it last reported itself (its heartbeat), for the dashboard. */
+export interface NodeReport {
+  /** Unique per process start: host, pid and a random part. */
+  node_id: string;
+  role: string;
+  /** Runs it executes at once (0 on an `api` node), and how many it is executing. */
+  workers: number;
+  busy: number;
+  started_at: string;
+  /** When it last reported, ms since the epoch. */
+  seen_at: number;
+}
+
 /** What a change listener hears: which run changed and the state it has now. */
 export interface RunChange {
   run_id: string;
@@ -177,12 +203,27 @@ export interface RunStore {
   listKeys(): Promise<KeyRecord[]>;
   revokeKey(id: string, at: string): Promise<boolean>;
 
+  // dashboard sessions
+  /** Stores a new session (and drops expired ones). */
+  createWebSession(session: WebSession): Promise<void>;
+  /** The session, only while it has not expired at `now` and its key is not revoked. */
+  findWebSession(idHash: string, now: number): Promise<(WebSession & { key_name: string }) | undefined>;
+  deleteWebSession(idHash: string): Promise<void>;
+
+  // node heartbeats
+  /** Records (or refreshes) a node's report, and forgets nodes silent since before `forgetBefore`. */
+  reportNode(node: NodeReport, forgetBefore: number): Promise<void>;
+  listNodes(): Promise<NodeReport[]>;
+  removeNode(nodeId: string): Promise<void>;
+
   // runs, as the API sees them
   createRun(run: NewRun, idempotency: Idempotency | undefined, maxQueued: number): Promise<CreateResult>;
   getRun(team: string, runId: string): Promise<StoredRun | undefined>;
   /** For session pages, whose HMAC token already proves access. */
   getRunAnyTeam(runId: string): Promise<StoredRun | undefined>;
   listRuns(team: string, query: ListQuery): Promise<StoredRun[]>;
+  /** How many of the team's runs are in each state (states with none are left out). */
+  countRunsByState(team: string): Promise<Record<string, number>>;
   /** `reason`, when given, ends the status message: `cancelled by a client: <reason>`. */
   cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult>;
 

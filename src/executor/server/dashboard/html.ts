@@ -1,0 +1,73 @@
+// The dashboard's HTML building blocks: the one escape function every piece of run content goes
+// through (prompts and output are written by strangers), the page frame with its navigation and
+// sign-out form, and the small pieces the pages share (state badges, times, durations).
+
+import type { StoredRun } from '../../store/types.js';
+
+export { isTerminalState } from '../../../api/run.js';
+export const STATES = ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+
+/** Escapes text for HTML content and quoted attribute values. */
+export function esc(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
+}
+
+export interface Viewer {
+  team: string;
+  keyName: string;
+  csrf: string;
+}
+
+/** A whole page: our own CSS and JS files only, so the CSP needs no inline anything. */
+export function page(title: string, body: string, viewer?: Viewer, current = ''): string {
+  const link = (href: string, label: string) =>
+    `<a href="${href}"${current === href ? ' aria-current="page"' : ''}>${label}</a>`;
+  const nav = viewer
+    ? `<nav aria-label="Dashboard">${link('/', 'Runs')}${link('/environments', 'Environments')}</nav>
+<form method="post" action="/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${esc(viewer.csrf)}">
+<span class="who">${esc(viewer.keyName)} · team ${esc(viewer.team)}</span> <button type="submit">Sign out</button></form>`
+    : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>${esc(title)} · agent-run</title>
+<link rel="stylesheet" href="/dashboard/app.css">
+<script src="/dashboard/app.js" defer></script>
+</head><body>
+<header><a class="brand" href="/">agent-run</a>${nav}</header>
+<main id="main">
+${body}
+</main>
+</body></html>
+`;
+}
+
+export function badge(state: string): string {
+  return `<span class="badge s-${esc(state.toLowerCase())}">${esc(state)}</span>`;
+}
+
+/** An ISO time shown as `2026-11-23 16:54:49 UTC`, machine-readable in the datetime attribute. */
+export function time(iso: string | null): string {
+  if (!iso) return '';
+  return `<time datetime="${esc(iso)}">${esc(iso.slice(0, 19).replace('T', ' '))} UTC</time>`;
+}
+
+export function duration(run: Pick<StoredRun, 'started_at' | 'completed_at'>, now = Date.now()): string {
+  if (!run.started_at) return '';
+  const end = run.completed_at ? Date.parse(run.completed_at) : now;
+  const seconds = Math.max(0, (end - Date.parse(run.started_at)) / 1000);
+  const text =
+    seconds < 60
+      ? `${seconds.toFixed(1)} s`
+      : seconds < 3600
+        ? `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`
+        : `${Math.floor(seconds / 3600)} h ${Math.round((seconds % 3600) / 60)} min`;
+  return run.completed_at ? text : `${text} so far`;
+}
+
+/** The run's title, else its prompt's first line (shortened). */
+export function heading(run: Pick<StoredRun, 'title' | 'prompt'>): string {
+  if (run.title) return run.title;
+  const line = run.prompt.split('\n', 1)[0]!.trim();
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line || '(empty prompt)';
+}
