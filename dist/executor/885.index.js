@@ -1,8 +1,8 @@
-export const id = 602;
-export const ids = [602];
+export const id = 885;
+export const ids = [885];
 export const modules = {
 
-/***/ 7602:
+/***/ 44885:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -3724,6 +3724,904 @@ function sendProblem(reply, problem) {
         .send(problemBody(problem.code, problem.detail, status, reply.request.url, String(reply.request.id)));
 }
 
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/assets.ts
+// The dashboard's own stylesheet and script, served as files (/dashboard/app.css, /dashboard/app.js)
+// so the Content-Security-Policy allows no inline style or script at all. The script only adds the
+// live parts: everything it shows arrives as HTML the server rendered and escaped.
+const CSS = `
+:root{color-scheme:light dark;--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--code:#f6f8fa;--link:#0550ae;
+--ok:#1a7f37;--bad:#cf222e;--run:#9a6700;--q:#59636e;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--code:#151b23;
+--link:#6cb6ff;--ok:#3fb950;--bad:#f85149;--run:#d29922;--q:#9198a1;--add:#12361f;--del:#3c1618;--hunk:#0c2d6b}}
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,sans-serif;margin:0;background:var(--bg);color:var(--fg)}
+a{color:var(--link)}
+header{display:flex;flex-wrap:wrap;gap:.5rem 1.2rem;align-items:center;padding:.6rem 1rem;border-bottom:1px solid var(--line)}
+header nav{display:flex;gap:1rem}header nav a[aria-current]{font-weight:600}
+.brand{font-weight:700;text-decoration:none;color:var(--fg)}
+.sign-out{margin-left:auto;display:flex;gap:.5rem;align-items:center}.who{color:var(--muted)}
+main{max-width:72rem;margin:0 auto;padding:1rem}
+h1{font-size:1.5rem;margin:.5rem 0 1rem;overflow-wrap:anywhere}
+button,input,select{font:inherit;color:inherit;background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.35rem .6rem}
+button{cursor:pointer}button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible,summary:focus-visible{outline:2px solid var(--link);outline-offset:2px}
+.danger{border-color:var(--bad);color:var(--bad)}
+.badge{display:inline-block;padding:0 .5rem;border-radius:1rem;font-size:.8rem;font-weight:600;border:1px solid currentColor;white-space:nowrap}
+.s-succeeded{color:var(--ok)}.s-failed,.s-error{color:var(--bad)}.s-inprogress,.s-claimed,.s-blocked{color:var(--run)}.s-queued,.s-pending,.s-cancelled{color:var(--q)}
+.counts{list-style:none;display:flex;flex-wrap:wrap;gap:.4rem 1rem;padding:0;margin:0 0 1rem}
+.filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:end;margin-bottom:1rem}
+.filters label{display:flex;flex-direction:column;font-size:.85rem;color:var(--muted)}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .6rem .4rem 0;vertical-align:top;border-bottom:1px solid var(--line)}
+.runs td a{overflow-wrap:anywhere}
+.facts{width:auto}.facts th{color:var(--muted);font-weight:500}
+pre{background:var(--code);padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-word;border-radius:6px;margin:.3rem 0}
+.diff span{display:block}.d-add{background:var(--add)}.d-del{background:var(--del)}.d-hunk{background:var(--hunk)}.d-file{font-weight:600}
+.transcript{list-style:none;padding:0}.ev{margin:.5rem 0}.ev time{color:var(--muted);font-family:ui-monospace,monospace}
+.muted,.live-status,.empty{color:var(--muted)}.error{color:var(--bad);font-weight:600}
+.copy{width:100%;font-family:ui-monospace,monospace;font-size:.85rem}
+.run-id{display:flex;gap:.5rem;align-items:center}.run-id input{max-width:28rem}
+.cancel{margin:1rem 0}.cancel summary{display:inline-block;cursor:pointer;border:1px solid var(--bad);color:var(--bad);border-radius:6px;padding:.35rem .6rem}
+.sign-in{display:flex;flex-direction:column;gap:.5rem;max-width:24rem}
+.paging{display:flex;justify-content:space-between;margin:1rem 0}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+@media (max-width:640px){
+.runs thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.runs tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}.runs td{display:flex;gap:.6rem;border:0;padding:.1rem 0}
+.runs td::before{content:attr(data-label);color:var(--muted);min-width:6.5rem}
+.sign-out{margin-left:0}}
+`;
+const JS = `'use strict';
+(function () {
+  function parse(html) {
+    var t = document.createElement('template');
+    t.innerHTML = html;
+    return t.content;
+  }
+  var source, stream;
+  var status = document.getElementById('live-status');
+  var table = document.getElementById('runs');
+  if (table && window.EventSource) {
+    source = new EventSource('/live' + location.search);
+    source.addEventListener('open', function () { if (status) status.textContent = 'Live: updates appear as they happen.'; });
+    source.addEventListener('run', function (m) {
+      var data = JSON.parse(m.data);
+      var row = parse(data.html).firstElementChild;
+      var old = document.getElementById(row.id);
+      if (old) old.replaceWith(row);
+      else if (table.dataset.live === 'list') table.tBodies[0].prepend(row);
+      var empty = document.getElementById('empty');
+      if (empty && table.tBodies[0].rows.length) empty.remove();
+    });
+    source.addEventListener('counts', function (m) {
+      document.getElementById('counts').replaceChildren(parse(JSON.parse(m.data).html));
+    });
+  }
+  var run = document.getElementById('run');
+  if (run && run.dataset.live === 'live' && window.EventSource) {
+    stream = new EventSource('/live?run=' + encodeURIComponent(run.dataset.run) + '&after=' + run.dataset.after);
+    stream.addEventListener('events', function (m) {
+      document.getElementById('transcript').append(parse(JSON.parse(m.data).html));
+    });
+    stream.addEventListener('run', function (m) {
+      var data = JSON.parse(m.data);
+      document.getElementById('facts').replaceChildren(parse(data.html));
+      if (data.done) {
+        stream.close();
+        var cancel = document.getElementById('cancel');
+        if (cancel) cancel.remove();
+        setTimeout(function () { location.reload(); }, 500);
+      }
+    });
+  }
+  // The session ended (signed out elsewhere, expired, or its key revoked): show the sign-in page.
+  [source, stream].forEach(function (es) {
+    if (es) es.addEventListener('signed-out', function () { es.close(); location.reload(); });
+  });
+  document.querySelectorAll('input.copy').forEach(function (input) {
+    input.addEventListener('focus', function () { input.select(); });
+  });
+})();
+`;
+
+;// CONCATENATED MODULE: ./src/executor/server/heartbeat.ts
+// Each executor process reports itself in the store every few seconds (its role, workers and how
+// many are busy), so the dashboard of any node can show every node and which went silent. A node
+// that stops cleanly removes its report; one that died stops reporting and shows as silent, and
+// its report is forgotten after a day.
+
+
+/** How often a node reports itself. */
+const HEARTBEAT_MS = 5_000;
+/** A node unheard for this long is shown as silent. */
+const SILENT_AFTER_MS = 3 * HEARTBEAT_MS;
+const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
+function startHeartbeat(store, role, workers, busy, log) {
+    const nodeId = `${(0,external_node_os_.hostname)().slice(0, 60)}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString('hex')}`;
+    const startedAt = new Date().toISOString();
+    let failing = false;
+    const report = async () => {
+        const now = Date.now();
+        const node = {
+            node_id: nodeId,
+            role,
+            workers,
+            busy: busy(),
+            started_at: startedAt,
+            seen_at: now
+        };
+        try {
+            await store.reportNode(node, now - FORGET_AFTER_MS);
+            failing = false;
+        }
+        catch (error) {
+            // The store being away is reported by /readyz and the worker; say it here once.
+            if (!failing)
+                log.warn({ err: error }, 'node heartbeat failed');
+            failing = true;
+        }
+    };
+    let last = report();
+    const timer = setInterval(() => {
+        last = last.then(report);
+    }, HEARTBEAT_MS);
+    timer.unref();
+    return {
+        nodeId,
+        async stop() {
+            clearInterval(timer);
+            await last;
+            await store.removeNode(nodeId).catch(() => undefined);
+        }
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/html.ts
+// The dashboard's HTML building blocks: the one escape function every piece of run content goes
+// through (prompts and output are written by strangers), the page frame with its navigation and
+// sign-out form, and the small pieces the pages share (state badges, times, durations).
+
+const STATES = ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
+/** Escapes text for HTML content and quoted attribute values. */
+function esc(value) {
+    return String(value ?? '').replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
+}
+/** A whole page: our own CSS and JS files only, so the CSP needs no inline anything. */
+function page(title, body, viewer, current = '') {
+    const link = (href, label) => `<a href="${href}"${current === href ? ' aria-current="page"' : ''}>${label}</a>`;
+    const nav = viewer
+        ? `<nav aria-label="Dashboard">${link('/', 'Runs')}${link('/environments', 'Environments')}</nav>
+<form method="post" action="/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${esc(viewer.csrf)}">
+<span class="who">${esc(viewer.keyName)} · team ${esc(viewer.team)}</span> <button type="submit">Sign out</button></form>`
+        : '';
+    return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>${esc(title)} · agent-run</title>
+<link rel="stylesheet" href="/dashboard/app.css">
+<script src="/dashboard/app.js" defer></script>
+</head><body>
+<header><a class="brand" href="/">agent-run</a>${nav}</header>
+<main id="main">
+${body}
+</main>
+</body></html>
+`;
+}
+function badge(state) {
+    return `<span class="badge s-${esc(state.toLowerCase())}">${esc(state)}</span>`;
+}
+/** An ISO time shown as `2026-11-23 16:54:49 UTC`, machine-readable in the datetime attribute. */
+function time(iso) {
+    if (!iso)
+        return '';
+    return `<time datetime="${esc(iso)}">${esc(iso.slice(0, 19).replace('T', ' '))} UTC</time>`;
+}
+function duration(run, now = Date.now()) {
+    if (!run.started_at)
+        return '';
+    const end = run.completed_at ? Date.parse(run.completed_at) : now;
+    const seconds = Math.max(0, (end - Date.parse(run.started_at)) / 1000);
+    const text = seconds < 60
+        ? `${seconds.toFixed(1)} s`
+        : seconds < 3600
+            ? `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`
+            : `${Math.floor(seconds / 3600)} h ${Math.round((seconds % 3600) / 60)} min`;
+    return run.completed_at ? text : `${text} so far`;
+}
+/** The run's title, else its prompt's first line (shortened). */
+function heading(run) {
+    if (run.title)
+        return run.title;
+    const line = run.prompt.split('\n', 1)[0].trim();
+    return line.length > 120 ? `${line.slice(0, 119)}…` : line || '(empty prompt)';
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/environments-page.ts
+// The configured environments as a signed-in team sees them: what each one runs and how many of the
+// team's runs wait or run in it. Only what is safe to show: never a secret, an `env` value (or
+// even the variables' names), a setup command or the source path. Below them, the executor nodes on
+// this store as their heartbeats report them, with their workers busy and free.
+
+
+function ago(ms) {
+    const seconds = Math.max(0, Math.round(ms / 1000));
+    return seconds < 120 ? `${seconds} s ago` : `${Math.round(seconds / 60)} min ago`;
+}
+function nodesHtml(nodes, now) {
+    if (nodes.length === 0)
+        return '<p class="muted">No node has reported itself yet.</p>';
+    const rows = nodes.map(node => {
+        const silent = now - node.seen_at > SILENT_AFTER_MS;
+        const status = silent
+            ? '<span class="badge s-failed">silent</span>'
+            : '<span class="badge s-succeeded">alive</span>';
+        const free = Math.max(0, node.workers - node.busy);
+        return `<tr id="node-${esc(node.node_id)}">
+<td data-label="Node"><code>${esc(node.node_id)}</code></td>
+<td data-label="Status">${status}</td>
+<td data-label="Role">${esc(node.role)}</td>
+<td data-label="Workers">${esc(node.busy)} busy, ${esc(free)} free</td>
+<td data-label="Last heard">${esc(ago(now - node.seen_at))}</td>
+</tr>`;
+    });
+    return `<table class="runs"><thead><tr><th scope="col">Node</th><th scope="col">Status</th><th scope="col">Role</th><th scope="col">Workers</th><th scope="col">Last heard</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>`;
+}
+function renderEnvironments(viewer, config, active, nodes, now = Date.now()) {
+    const tally = (env, state) => active.filter(r => r.environment_id === env && r.state === state).length;
+    const rows = config.environments.map(env => {
+        const q = new URLSearchParams({ environment: env.id }).toString();
+        return `<tr>
+<td data-label="Environment"><a href="/?${esc(q)}">${esc(env.id)}</a>${env.name && env.name !== env.id ? ` <span class="muted">${esc(env.name)}</span>` : ''}</td>
+<td data-label="Agent">${esc(env.agent.kind)}</td>
+<td data-label="Queued">${tally(env.id, 'QUEUED')}</td>
+<td data-label="Running">${tally(env.id, 'INPROGRESS')}</td>
+<td data-label="At once">${esc(env.maxConcurrentRuns)}</td>
+<td data-label="Time limit">${esc(Math.round(env.timeoutMs / 1000))} s</td>
+</tr>`;
+    });
+    const body = `<h1>Environments</h1>
+<p>This executor runs up to ${esc(config.workers)} runs at once across its environments. Queued and running counts are your team's runs.</p>
+<table class="runs"><thead><tr><th scope="col">Environment</th><th scope="col">Agent</th><th scope="col">Queued</th><th scope="col">Running</th><th scope="col">At once</th><th scope="col">Time limit</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>
+<h2>Nodes</h2>
+<p>Every executor process on this store reports itself every ${SILENT_AFTER_MS / 3000} s; one unheard for ${SILENT_AFTER_MS / 1000} s is shown as silent.</p>
+${nodesHtml(nodes, now)}`;
+    return page('Environments', body, viewer, '/environments');
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/list-page.ts
+// The sign-in page and the runs list: newest first, paged by the seq of the last row shown,
+// filtered by state, environment, text and created range, all kept in the URL so a filtered view
+// can be bookmarked and shared. Readable without JavaScript; app.js makes it live.
+
+const PAGE_SIZE = 25;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** Reads the filters from the query string; anything malformed is ignored, not an error page. */
+function readFilters(query) {
+    const text = (name, max = 200) => {
+        const value = query[name];
+        return typeof value === 'string' ? value.slice(0, max) : '';
+    };
+    const before = Number(text('before', 20));
+    return {
+        state: /^[A-Z]{1,20}$/.test(text('state')) ? text('state') : '',
+        environment: text('environment', 100),
+        q: text('q').trim(),
+        from: DATE.test(text('from')) ? text('from') : '',
+        to: DATE.test(text('to')) ? text('to') : '',
+        ...(Number.isSafeInteger(before) && before > 0 ? { before } : {})
+    };
+}
+function listQuery(filters, limit) {
+    const query = { limit };
+    if (filters.before !== undefined)
+        query.beforeSeq = filters.before;
+    if (filters.state)
+        query.states = [filters.state];
+    if (filters.environment)
+        query.environmentId = filters.environment;
+    if (filters.q)
+        query.search = filters.q;
+    if (filters.from)
+        query.createdAfter = `${filters.from}T00:00:00.000Z`;
+    if (filters.to)
+        query.createdBefore = `${filters.to}T23:59:59.999Z`;
+    return query;
+}
+/** Whether a run belongs in the list these filters show (for live updates). */
+function matches(filters, run) {
+    if (filters.state && run.state !== filters.state)
+        return false;
+    if (filters.environment && run.environment_id !== filters.environment)
+        return false;
+    if (filters.from && run.created_at < `${filters.from}T00:00:00.000Z`)
+        return false;
+    if (filters.to && run.created_at > `${filters.to}T23:59:59.999Z`)
+        return false;
+    if (filters.q) {
+        const needle = filters.q.toLowerCase();
+        if (!`${run.title ?? ''}\n${run.prompt}`.toLowerCase().includes(needle))
+            return false;
+    }
+    return true;
+}
+function filterQuery(filters, before) {
+    const params = new URLSearchParams();
+    for (const name of ['state', 'environment', 'q', 'from', 'to'])
+        if (filters[name])
+            params.set(name, filters[name]);
+    if (before !== undefined)
+        params.set('before', String(before));
+    const text = params.toString();
+    return text ? `?${text}` : '';
+}
+function runRow(run) {
+    const id = esc(run.run_id);
+    return `<tr id="run-${id}" data-state="${esc(run.state)}">
+<td data-label="State">${badge(run.state)}</td>
+<td data-label="Run"><a href="/runs/${encodeURIComponent(run.run_id)}">${esc(heading(run))}</a></td>
+<td data-label="Environment">${esc(run.environment_id)}</td>
+<td data-label="Creator">${esc(run.creator_name)}</td>
+<td data-label="Created">${time(run.created_at)}</td>
+<td data-label="Duration">${esc(duration(run))}</td>
+</tr>`;
+}
+function countsHtml(counts) {
+    const states = [...new Set([...STATES, ...Object.keys(counts)])];
+    return states
+        .map(s => `<li>${badge(s)} <span data-count="${esc(s)}">${counts[s] ?? 0}</span></li>`)
+        .join('');
+}
+function renderList(viewer, filters, runs, more, counts, environments) {
+    const option = (value, selected, label = value) => `<option value="${esc(value)}"${value === selected ? ' selected' : ''}>${esc(label)}</option>`;
+    const states = [...new Set([...STATES, ...Object.keys(counts)])];
+    const form = `<form method="get" action="/" class="filters" role="search" aria-label="Filter runs">
+<label>State <select name="state">${option('', filters.state, 'any')}${states.map(s => option(s, filters.state)).join('')}</select></label>
+<label>Environment <select name="environment">${option('', filters.environment, 'any')}${environments.map(e => option(e, filters.environment)).join('')}</select></label>
+<label>Text <input type="search" name="q" value="${esc(filters.q)}" placeholder="title or prompt"></label>
+<label>Created from <input type="date" name="from" value="${esc(filters.from)}"></label>
+<label>Created until <input type="date" name="to" value="${esc(filters.to)}"></label>
+<button type="submit">Filter</button> <a href="/">Clear</a>
+</form>`;
+    const rows = runs.map(runRow).join('\n');
+    const last = runs.at(-1);
+    const next = more && last ? `<a rel="next" href="/${esc(filterQuery(filters, last.seq))}">Older runs →</a>` : '';
+    const newest = filters.before !== undefined ? `<a href="/${esc(filterQuery(filters))}">← Newest runs</a>` : '';
+    const body = `<h1>Runs</h1>
+<ul class="counts" id="counts" aria-label="Runs per state">${countsHtml(counts)}</ul>
+${form}
+<table class="runs" id="runs" data-live="${filters.before === undefined ? 'list' : 'page'}">
+<caption class="sr-only">Runs, newest first</caption>
+<thead><tr><th scope="col">State</th><th scope="col">Run</th><th scope="col">Environment</th><th scope="col">Creator</th><th scope="col">Created</th><th scope="col">Duration</th></tr></thead>
+<tbody>${rows}</tbody></table>
+${runs.length === 0 ? '<p class="empty" id="empty">No runs match.</p>' : ''}
+<nav class="paging" aria-label="Pages">${newest} ${next}</nav>
+<p class="live-status" id="live-status" aria-live="polite"></p>`;
+    return page('Runs', body, viewer, '/');
+}
+function renderSignIn(problem) {
+    const body = `<h1>Sign in</h1>
+<p>Sign in with an API key of your team (the executor's <code>keys create</code> command makes one). The key stays on the server; your browser gets a session cookie.</p>
+${problem ? `<p class="error" role="alert">${esc(problem)}</p>` : ''}
+<form method="post" action="/sign-in" class="sign-in">
+<label for="api_key">API key</label>
+<input id="api_key" name="api_key" type="password" autocomplete="off" required spellcheck="false">
+<button type="submit">Sign in</button>
+</form>`;
+    return page('Sign in', body);
+}
+function renderProblem(viewer, title, message) {
+    return page(title, `<h1>${esc(title)}</h1><p role="alert">${esc(message)}</p><p><a href="/">Back to the runs</a></p>`, viewer);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/run-page.ts
+// One run: its facts, prompt, transcript (commands with output, the diff with coloured lines),
+// result and artifacts with download links, the commands that fetch it from a terminal, and a
+// "Cancel run" button behind a confirmation while it can still be cancelled. Every piece of run
+// content goes through esc(); app.js appends new transcript entries as the server renders them.
+
+function pre(text) {
+    return `<pre>${esc(text)}</pre>`;
+}
+/** A unified diff with each line classed by its first character. */
+function diffHtml(diff) {
+    const lines = String(diff ?? '').split('\n');
+    const cls = (line) => line.startsWith('+++') || line.startsWith('---')
+        ? 'd-file'
+        : line.startsWith('+')
+            ? 'd-add'
+            : line.startsWith('-')
+                ? 'd-del'
+                : line.startsWith('@@')
+                    ? 'd-hunk'
+                    : 'd-ctx';
+    return `<pre class="diff">${lines.map(l => `<span class="${cls(l)}">${esc(l)}\n</span>`).join('')}</pre>`;
+}
+function eventHtml(e) {
+    const at = `<time datetime="${esc(e.at)}">${esc(e.at.slice(11, 19))}</time>`;
+    const item = (kind, inner) => `<li class="ev ev-${kind}" data-seq="${e.seq}">${at} ${inner}</li>`;
+    switch (e.kind) {
+        case 'state':
+            return item('state', `state ${badge(String(e.state))}${e.status_message ? ` ${esc(e.status_message)}` : ''}`);
+        case 'message':
+            return item('message', `agent${pre(e.text)}`);
+        case 'result':
+            return item('message', `result${pre(e.text)}`);
+        case 'command':
+        case 'setup':
+            return item('command', `${e.kind} <code>${esc(e.command)}</code> → exit <b>${esc(e.exit_code)}</b>${e.output ? pre(e.output) : ''}`);
+        case 'file':
+            return item('file', `file <code>${esc(e.path)}</code> ${esc(e.change)}${e.diff ? diffHtml(e.diff) : ''}`);
+        case 'diff': {
+            const files = Array.isArray(e.files) ? e.files : [];
+            const list = files.map(f => `<code>${esc(f.path)}</code> ${esc(f.change)}`).join(', ');
+            return item('diff', `files changed: ${list}${diffHtml(e.diff)}`);
+        }
+        case 'artifact':
+            return item('file', `artifact <code>${esc(e.filename)}</code> ${esc(e.size)} bytes`);
+        case 'exit':
+            return item('exit', `agent exited with code ${esc(e.exit_code)}${e.signal ? ` (${esc(e.signal)})` : ''}`);
+        case 'output':
+            return item('output', `${esc(e.stream ?? 'output')}${pre(e.text)}`);
+        default:
+            return item('other', `${esc(e.kind)}${pre(JSON.stringify(e))}`);
+    }
+}
+function factsHtml(run) {
+    const rows = [
+        ['State', badge(run.state)],
+        ['Environment', esc(run.environment_id)],
+        ['Creator', `${esc(run.creator_name)} (${esc(run.creator_type)})`],
+        ['Created', time(run.created_at)],
+        ['Started', time(run.started_at)],
+        ['Completed', time(run.completed_at)],
+        ['Duration', esc(duration(run))]
+    ];
+    if (run.status_message)
+        rows.push(['Status', esc(run.status_message)]);
+    if (run.error_code)
+        rows.push(['Error code', `<code>${esc(run.error_code)}</code>`]);
+    return rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('');
+}
+function cancelHtml(run, viewer) {
+    if (isTerminalState(run.state))
+        return '';
+    return `<details class="cancel" id="cancel"><summary>Cancel run</summary>
+<form method="post" action="/runs/${encodeURIComponent(run.run_id)}/cancel">
+<input type="hidden" name="csrf" value="${esc(viewer.csrf)}">
+<p>The agent is stopped and the run ends CANCELLED. This cannot be undone.</p>
+<button type="submit" class="danger">Yes, cancel this run</button>
+</form></details>`;
+}
+function resultHtml(events) {
+    const result = events.filter(e => e.kind === 'result').at(-1);
+    return result ? `<h2>Result</h2>${pre(result.text)}` : '';
+}
+function artifactsHtml(run, artifacts) {
+    if (artifacts.length === 0)
+        return '';
+    const items = artifacts.map(a => `<li><a href="/runs/${encodeURIComponent(run.run_id)}/artifacts/${encodeURIComponent(a.artifact_uid)}" download>${esc(a.filename)}</a> <span class="muted">${esc(a.filepath)} · ${esc(a.mime_type)} · ${esc(a.size)} bytes</span>${a.description ? ` — ${esc(a.description)}` : ''}</li>`);
+    return `<h2>Artifacts</h2><ul class="artifacts">${items.join('')}</ul>`;
+}
+function commandsHtml(run, baseUrl) {
+    const id = run.run_id;
+    const q = (text) => `'${text.replace(/'/g, `'\\''`)}'`;
+    const cli = `agent-run get ${q(id)}`;
+    const curl = `curl -H "Authorization: Bearer $AGENT_RUN_API_KEY" ${q(`${baseUrl}/api/v1/agent/runs/${encodeURIComponent(id)}`)}`;
+    return `<h2>From a terminal</h2>
+<p><label for="cmd-cli">agent-run</label><input id="cmd-cli" class="copy" readonly value="${esc(cli)}"></p>
+<p><label for="cmd-curl">curl</label><input id="cmd-curl" class="copy" readonly value="${esc(curl)}"></p>`;
+}
+function renderRun(viewer, run, events, artifacts, baseUrl) {
+    const last = events.at(-1)?.seq ?? 0;
+    const body = `<h1>${esc(heading(run))}</h1>
+<p class="run-id"><label for="run-id">Run id</label> <input id="run-id" class="copy" readonly value="${esc(run.run_id)}"></p>
+<div id="run" data-run="${esc(run.run_id)}" data-after="${last}" data-live="${isTerminalState(run.state) ? 'done' : 'live'}">
+<table class="facts"><tbody id="facts">${factsHtml(run)}</tbody></table>
+${cancelHtml(run, viewer)}
+</div>
+<h2>Prompt</h2>${pre(run.prompt)}
+<h2>Transcript</h2>
+<ol class="transcript" id="transcript" aria-live="polite">${events.map(eventHtml).join('\n')}</ol>
+${resultHtml(events)}
+${artifactsHtml(run, artifacts)}
+${commandsHtml(run, baseUrl)}`;
+    return page(heading(run), body, viewer);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/live.ts
+// Server-Sent Events for the dashboard's live parts, fed by the store's change notifications (the
+// same ones that wake held reads: this process's writes at once, other nodes' by notification).
+// The list stream sends a row, rendered here, for each change of a run the viewer's filters show,
+// and the counts per state; the run stream sends the transcript entries after the last one the
+// page has, and the run's facts when its state changes.
+
+
+
+/** How often the run stream looks at the transcript when no notification came. */
+const REREAD_MS = 2000;
+/**
+ * Opens the stream and returns a function that sends one event; the connection ends on `close`,
+ * and (with a `signed-out` event first) when the session ends: checked before every update and
+ * with every keep-alive ping.
+ */
+function live_open(request, reply, headers, session) {
+    reply.hijack();
+    reply.raw.writeHead(200, {
+        ...headers,
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-request-id': String(request.id)
+    });
+    reply.raw.write('retry: 2000\n\n');
+    const cleanups = [];
+    let closed = false;
+    const close = () => {
+        if (closed)
+            return;
+        closed = true;
+        cleanups.forEach(c => c());
+    };
+    request.raw.on('close', close);
+    const send = (event, data) => {
+        if (!reply.raw.writableEnded)
+            reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const end = () => {
+        close();
+        reply.raw.end();
+    };
+    /** False (and the stream ended) once the session is gone. */
+    const stillSignedIn = async () => {
+        if (closed)
+            return false;
+        if (await session())
+            return true;
+        send('signed-out', {});
+        end();
+        return false;
+    };
+    const ping = setInterval(() => {
+        void stillSignedIn()
+            .then(ok => ok && reply.raw.write(': ping\n\n'))
+            .catch(() => undefined);
+    }, 15_000);
+    cleanups.push(() => clearInterval(ping));
+    return { send, onClose: (cleanup) => cleanups.push(cleanup), end, stillSignedIn };
+}
+/** A queue of one: work triggered while it runs is done once more afterwards, never in parallel. */
+function serial(work, fail) {
+    let running = false;
+    let again = false;
+    const go = () => {
+        if (running) {
+            again = true;
+            return;
+        }
+        running = true;
+        work()
+            .catch(fail)
+            .finally(() => {
+            running = false;
+            if (again) {
+                again = false;
+                go();
+            }
+        });
+    };
+    return go;
+}
+function listStream(store, team, filters, request, reply, headers, session) {
+    const stream = live_open(request, reply, headers, session);
+    const pending = new Set();
+    const flush = serial(async () => {
+        if (!(await stream.stillSignedIn()))
+            return;
+        const ids = [...pending];
+        pending.clear();
+        for (const id of ids) {
+            const run = await store.getRun(team, id);
+            if (run && matches(filters, run))
+                stream.send('run', { id: run.run_id, html: runRow(run) });
+        }
+        stream.send('counts', { html: countsHtml(await store.countRunsByState(team)) });
+    }, error => request.log.warn({ err: error }, 'dashboard list stream'));
+    stream.onClose(store.onChange(change => {
+        pending.add(change.run_id);
+        flush();
+    }));
+}
+function runStream(store, team, runId, after, request, reply, headers, session) {
+    const stream = live_open(request, reply, headers, session);
+    let last = after;
+    let state = '';
+    const refresh = serial(async () => {
+        if (!(await stream.stillSignedIn()))
+            return;
+        const run = await store.getRun(team, runId);
+        if (!run) {
+            stream.end();
+            return;
+        }
+        const events = (await store.listEvents(runId)).filter(e => e.seq > last);
+        if (events.length > 0) {
+            last = events.at(-1).seq;
+            stream.send('events', { html: events.map(eventHtml).join('\n'), last });
+        }
+        if (run.state !== state) {
+            state = run.state;
+            stream.send('run', { state, html: factsHtml(run), done: isTerminalState(run.state) });
+        }
+    }, error => request.log.warn({ err: error }, 'dashboard run stream'));
+    stream.onClose(store.onEvent(id => id === runId && refresh()));
+    stream.onClose(store.onChange(change => change.run_id === runId && refresh()));
+    // Another process's appends to a shared SQLite file are not announced (only its run changes
+    // are): like a held transcript read, look again now and then.
+    const reread = setInterval(refresh, REREAD_MS);
+    stream.onClose(() => clearInterval(reread));
+    refresh();
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/session.ts
+// Who is signed in to the dashboard, and the checks every state-changing request passes. The
+// cookie holds a random id; the store keeps only its SHA-256, bound to the key's team, so any node
+// knows the session and a revoked key ends it at the next request. The CSRF token is derived from
+// the id (an attacker who cannot read the cookie cannot compute it), and a POST must also come
+// from this site's own origin.
+
+
+const COOKIE = 'agent_run_session';
+/** How long a sign-in lasts. */
+const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+const sha256 = (text) => (0,external_node_crypto_.createHash)('sha256').update(text).digest('hex');
+const csrfOf = (id) => (0,external_node_crypto_.createHash)('sha256').update(`csrf\n${id}`).digest('base64url');
+function cookieValue(request) {
+    const header = request.headers.cookie ?? '';
+    for (const part of header.split(';')) {
+        const [name, ...rest] = part.trim().split('=');
+        if (name === COOKIE)
+            return rest.join('=');
+    }
+    return undefined;
+}
+/** The signed-in viewer, or undefined (no cookie, unknown, expired, or its key revoked). */
+async function viewerOf(store, request) {
+    const id = cookieValue(request);
+    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id))
+        return undefined;
+    const session = await store.findWebSession(sha256(id), Date.now());
+    if (!session)
+        return undefined;
+    return { team: session.team, keyName: session.key_name, csrf: csrfOf(id), idHash: session.id_hash };
+}
+/** True when the site is reached over https, so the cookie must be Secure. */
+function session_secure(config, request) {
+    return request.protocol === 'https' || (config.publicUrl ?? '').startsWith('https:');
+}
+/** Checks an API key and makes a session of it; false for a malformed, unknown or revoked key. */
+async function signIn(store, config, request, reply, key) {
+    if (!isWellFormedKey(key))
+        return false;
+    const hash = hashKey(key);
+    const record = await store.findKeyByHash(hash);
+    if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null)
+        return false;
+    const id = (0,external_node_crypto_.randomBytes)(32).toString('base64url');
+    const now = Date.now();
+    await store.createWebSession({
+        id_hash: sha256(id),
+        key_id: record.id,
+        team: record.team,
+        created_at: new Date(now).toISOString(),
+        expires_at: now + SESSION_TTL_MS
+    });
+    const flags = `Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}`;
+    reply.header('set-cookie', `${COOKIE}=${id}; ${flags}${session_secure(config, request) ? '; Secure' : ''}`);
+    return true;
+}
+function clearCookie(config, request, reply) {
+    const flags = 'Path=/; HttpOnly; SameSite=Strict; Max-Age=0';
+    reply.header('set-cookie', `${COOKIE}=; ${flags}${session_secure(config, request) ? '; Secure' : ''}`);
+}
+/** The origins this site is served at: the request's own host, and the configured public URL. */
+function sameOrigin(config, request) {
+    const origin = request.headers.origin;
+    if (typeof origin !== 'string')
+        return false;
+    if (origin === `${request.protocol}://${request.host}`)
+        return true;
+    if (config.publicUrl) {
+        try {
+            return new URL(config.publicUrl).origin === origin;
+        }
+        catch {
+            return false;
+        }
+    }
+    return false;
+}
+/**
+ * Why a form POST is refused, or undefined when it may go on: it must come from this origin, and
+ * (when signed in) carry the session's CSRF token.
+ */
+function refusal(config, request, viewer, token) {
+    if (!sameOrigin(config, request))
+        return `the request came from origin ${JSON.stringify(request.headers.origin ?? null)}, not from this site`;
+    if (!viewer)
+        return undefined;
+    const given = Buffer.from(typeof token === 'string' ? token : '');
+    const expected = Buffer.from(viewer.csrf);
+    if (given.length !== expected.length || !(0,external_node_crypto_.timingSafeEqual)(given, expected))
+        return 'the form is missing its CSRF token or carries a wrong one; reload the page and try again';
+    return undefined;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/routes.ts
+// The dashboard's routes: sign-in and sign-out, the runs list, a run (with cancel and artifact
+// downloads), the environments, the live streams and the two static files. Forms are parsed here
+// only (the JSON API still takes JSON alone), and the JSON API never looks at the cookie: it keeps
+// accepting Bearer keys only.
+
+
+
+
+
+
+
+
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const HEADERS = {
+    'content-security-policy': CSP,
+    // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with our own forms.
+    'referrer-policy': 'same-origin',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'cache-control': 'no-store'
+};
+function html(reply, body, status = 200) {
+    return reply.code(status).headers(HEADERS).type('text/html; charset=utf-8').send(body);
+}
+/**
+ * A refusal: an HTML page for a browser (it asks for text/html), and for any other client the
+ * problem+json every other error of the executor is.
+ */
+function refuse(request, reply, page, problem) {
+    if (!/\btext\/html\b/.test(request.headers.accept ?? ''))
+        throw problem;
+    for (const [name, value] of Object.entries(problem.headers))
+        void reply.header(name, value);
+    return html(reply, page, problem.status);
+}
+function forbidden(request, reply, viewer, why) {
+    return refuse(request, reply, renderProblem(viewer, 'Request refused', why), new ProblemError('invalid_request', why, {}, 403));
+}
+function runNotFound(request, reply, viewer, id) {
+    return refuse(request, reply, renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`), new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this session`));
+}
+async function dashboardRoutes(app, { context }) {
+    const { store, config, limiter } = context;
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body))));
+    const field = (request, name) => request.body?.[name];
+    const environments = config.environments.map(e => e.id);
+    /** The viewer, or a redirect to the sign-in page (answered here) when there is none. */
+    const signedIn = async (request, reply) => {
+        const viewer = await viewerOf(store, request);
+        if (!viewer) {
+            clearCookie(config, request, reply);
+            void reply.code(303).header('location', '/').send();
+        }
+        return viewer;
+    };
+    app.get('/dashboard/app.css', (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS));
+    app.get('/dashboard/app.js', (_request, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS));
+    app.get('/', async (request, reply) => {
+        const viewer = await viewerOf(store, request);
+        if (!viewer)
+            return html(reply, renderSignIn());
+        const filters = readFilters(request.query);
+        const runs = await store.listRuns(viewer.team, listQuery(filters, PAGE_SIZE + 1));
+        const counts = await store.countRunsByState(viewer.team);
+        const more = runs.length > PAGE_SIZE;
+        return html(reply, renderList(viewer, filters, runs.slice(0, PAGE_SIZE), more, counts, environments));
+    });
+    app.post('/sign-in', async (request, reply) => {
+        const refused = refusal(config, request, undefined, undefined);
+        if (refused)
+            return forbidden(request, reply, undefined, refused);
+        const wait = limiter.take(`sign-in ${request.ip}`);
+        if (wait !== undefined) {
+            const message = `too many sign-in attempts from this address; try again in ${wait} s`;
+            return refuse(request, reply, renderSignIn(message), new ProblemError('rate_limited', message, { 'retry-after': String(wait) }));
+        }
+        const key = field(request, 'api_key');
+        if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim()))) {
+            const message = `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`;
+            return refuse(request, reply, renderSignIn(message), new ProblemError('unauthenticated', message));
+        }
+        return reply.code(303).header('location', '/').send();
+    });
+    app.post('/sign-out', async (request, reply) => {
+        const viewer = await viewerOf(store, request);
+        const refused = refusal(config, request, viewer, field(request, 'csrf'));
+        if (refused)
+            return forbidden(request, reply, viewer, refused);
+        if (viewer)
+            await store.deleteWebSession(viewer.idHash);
+        clearCookie(config, request, reply);
+        return reply.code(303).header('location', '/').send();
+    });
+    app.get('/runs/:id', async (request, reply) => {
+        const viewer = await signedIn(request, reply);
+        if (!viewer)
+            return reply;
+        const { id } = request.params;
+        const run = await store.getRun(viewer.team, id);
+        if (!run)
+            return runNotFound(request, reply, viewer, id);
+        const [events, artifacts] = await Promise.all([
+            store.listEvents(id),
+            store.listArtifacts(viewer.team, id)
+        ]);
+        const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
+        return html(reply, renderRun(viewer, run, events, artifacts, base));
+    });
+    app.post('/runs/:id/cancel', async (request, reply) => {
+        const viewer = await viewerOf(store, request);
+        const refused = refusal(config, request, viewer, field(request, 'csrf'));
+        if (refused)
+            return forbidden(request, reply, viewer, refused);
+        if (!viewer)
+            return reply.code(303).header('location', '/').send();
+        const { id } = request.params;
+        const result = await store.cancelRun(viewer.team, id, new Date().toISOString(), `from the dashboard by ${viewer.keyName}`);
+        if (result.kind === 'not_found')
+            return runNotFound(request, reply, viewer, id);
+        return reply
+            .code(303)
+            .header('location', `/runs/${encodeURIComponent(id)}`)
+            .send();
+    });
+    app.get('/runs/:id/artifacts/:uid', async (request, reply) => {
+        const viewer = await signedIn(request, reply);
+        if (!viewer)
+            return reply;
+        const { id, uid } = request.params;
+        const artifact = await store.getArtifact(viewer.team, uid);
+        const stored = artifact && artifact.run_id === id ? await store.readArtifact(uid) : undefined;
+        if (!stored)
+            return refuse(request, reply, renderProblem(viewer, 'Artifact not found', `There is no artifact ${uid.slice(0, 100)} in this run.`), new ProblemError('artifact_not_found', `artifact ${JSON.stringify(uid.slice(0, 100))} does not exist in run ${JSON.stringify(id.slice(0, 100))} of this team`));
+        const name = stored.artifact.filename;
+        return reply
+            .type(stored.artifact.mime_type)
+            .headers({ ...HEADERS, 'content-security-policy': "default-src 'none'; sandbox" })
+            .header('content-disposition', `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`)
+            .send(stored.data);
+    });
+    app.get('/environments', async (request, reply) => {
+        const viewer = await signedIn(request, reply);
+        if (!viewer)
+            return reply;
+        const active = await store.listRuns(viewer.team, { limit: 1000, states: ['QUEUED', 'INPROGRESS'] });
+        return html(reply, renderEnvironments(viewer, config, active, await store.listNodes()));
+    });
+    app.get('/live', async (request, reply) => {
+        const viewer = await viewerOf(store, request);
+        if (!viewer)
+            throw new ProblemError('unauthenticated', 'no dashboard session: sign in at / first');
+        const query = request.query;
+        const session = async () => (await store.findWebSession(viewer.idHash, Date.now())) !== undefined;
+        if (typeof query.run === 'string') {
+            const run = await store.getRun(viewer.team, query.run);
+            if (!run)
+                return runNotFound(request, reply, viewer, query.run);
+            const after = Number(query.after);
+            return runStream(store, viewer.team, run.run_id, Number.isSafeInteger(after) ? after : 0, request, reply, HEADERS, session);
+        }
+        return listStream(store, viewer.team, readFilters(query), request, reply, HEADERS, session);
+    });
+}
+
 // EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
 var build = __webpack_require__(35007);
 ;// CONCATENATED MODULE: ./src/api/schemas.ts
@@ -4442,7 +5340,7 @@ function decodeCursor(cursor, sortBy, order) {
     return { seq: Number(match[1]), updatedAt: match[2] };
 }
 /** The query as the store takes it; the schema has checked each parameter's form already. */
-function listQuery(params) {
+function list_params_listQuery(params) {
     const query = {
         limit: params.limit === undefined ? 20 : Number(params.limit),
         sortBy: params.sort_by ?? 'created_at',
@@ -4623,7 +5521,7 @@ function runArtifacts(stored) {
 
 
 const MAX_WAIT_SECONDS = 60;
-const REREAD_MS = 2000;
+const transcript_REREAD_MS = 2000;
 /** `after` from the query string: a whole number, or absent (every event). */
 function parseAfter(query) {
     const value = query?.after;
@@ -4651,7 +5549,7 @@ async function readTranscript(context, request, reply, find) {
         request.raw.once('close', () => closed.abort());
         const deadline = Date.now() + wait * 1000;
         while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-            const ms = Math.min(REREAD_MS, deadline - Date.now());
+            const ms = Math.min(transcript_REREAD_MS, deadline - Date.now());
             await context.hub.waitEvent(run.run_id, after, ms, closed.signal);
             run = await find();
             events = await newer();
@@ -4777,7 +5675,7 @@ async function runRoutes(fastify, { context }) {
         return toRecord(run, links);
     });
     app.get('/api/v1/agent/runs', { schema: { querystring: ListRunsQuerySchema, response: { 200: ListRunsResponseSchema } } }, async (request) => {
-        const query = listQuery(request.query);
+        const query = list_params_listQuery(request.query);
         const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
         const page = rows.slice(0, query.limit);
         const more = rows.length > query.limit;
@@ -4878,7 +5776,7 @@ function runs_preferWait(header) {
 function escapeHtml(value) {
     return String(value ?? '').replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
 }
-function duration(from, to) {
+function session_page_duration(from, to) {
     if (!from)
         return '';
     const ms = Date.parse(to ?? new Date().toISOString()) - Date.parse(from);
@@ -4917,7 +5815,7 @@ function renderSession(run, events) {
         ['Created', escapeHtml(run.created_at)],
         ['Started', escapeHtml(run.started_at ?? '')],
         ['Completed', escapeHtml(run.completed_at ?? '')],
-        ['Duration', escapeHtml(duration(run.started_at, run.completed_at))],
+        ['Duration', escapeHtml(session_page_duration(run.started_at, run.completed_at))],
         ['Creator', `${escapeHtml(run.creator_name)} (${escapeHtml(run.creator_type)})`]
     ];
     if (run.status_message)
@@ -5079,6 +5977,7 @@ function kindOf(value) {
 
 
 
+
 async function buildApp(context, options) {
     const { config } = context;
     let requestCount = 0;
@@ -5155,6 +6054,7 @@ async function buildApp(context, options) {
         await app.register(sessionRoutes, { context });
         await app.register(runRoutes, { context });
         await app.register(resultRoutes, { context });
+        await app.register(dashboardRoutes, { context });
     }
     return app;
 }
@@ -5279,6 +6179,7 @@ class ChangeHub {
 
 
 
+
 /** The context the routes share, from a config and an open store. */
 async function serverContext(config, store, publicUrl) {
     const secret = await store.getSecret('session-hmac', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
@@ -5312,6 +6213,7 @@ async function startExecutor(config, store, role = 'all') {
         listening = `http://${host}:${address.port}`;
     }
     await pool.start();
+    const heartbeat = startHeartbeat(store, role, role === 'api' ? 0 : config.workers, () => pool.runningCount, app.log);
     let stopping;
     return {
         app,
@@ -5324,6 +6226,7 @@ async function startExecutor(config, store, role = 'all') {
             stopping ??= (async () => {
                 context.draining = true;
                 await pool.stop(graceMs);
+                await heartbeat.stop();
                 context.hub.close();
                 await app.close();
                 await store.close();
@@ -5532,6 +6435,28 @@ const SQLITE_MIGRATIONS = [
       );
       CREATE INDEX artifacts_run ON artifacts (run_id);
     `
+    },
+    {
+        version: 4,
+        name: 'dashboard sign-in sessions, node heartbeats',
+        sql: `
+      CREATE TABLE web_sessions (
+        id_hash TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+      CREATE TABLE nodes (
+        node_id TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        workers INTEGER NOT NULL,
+        busy INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        seen_at INTEGER NOT NULL
+      );
+    `
     }
 ];
 /**
@@ -5619,6 +6544,28 @@ const POSTGRES_MIGRATIONS = [
         data BYTEA NOT NULL
       );
       CREATE INDEX artifacts_run ON artifacts (run_id);
+    `
+    },
+    {
+        version: 3,
+        name: 'dashboard sign-in sessions, node heartbeats',
+        sql: `
+      CREATE TABLE web_sessions (
+        id_hash TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+      CREATE TABLE nodes (
+        node_id TEXT PRIMARY KEY,
+        role TEXT NOT NULL,
+        workers INTEGER NOT NULL,
+        busy INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        seen_at BIGINT NOT NULL
+      );
     `
     }
 ];
@@ -6102,6 +7049,34 @@ class PostgresRunStore {
     }
     async listKeys() {
         return (await this.query('SELECT * FROM api_keys ORDER BY created_at, id')).rows;
+    }
+    async createWebSession(session) {
+        await this.query(`WITH expired AS (DELETE FROM web_sessions WHERE expires_at <= $6)
+       INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`, [session.id_hash, session.key_id, session.team, session.created_at, session.expires_at, Date.now()]);
+    }
+    async findWebSession(idHash, now) {
+        const row = (await this.query(`SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
+         WHERE s.id_hash = $1 AND s.expires_at > $2 AND k.revoked_at IS NULL AND k.team = s.team`, [idHash, now])).rows[0];
+        return row && { ...row, expires_at: Number(row.expires_at) };
+    }
+    async deleteWebSession(idHash) {
+        await this.query('DELETE FROM web_sessions WHERE id_hash = $1', [idHash]);
+    }
+    async reportNode(node, forgetBefore) {
+        await this.query(`WITH forgotten AS (DELETE FROM nodes WHERE seen_at < $7)
+       INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`, [node.node_id, node.role, node.workers, node.busy, node.started_at, node.seen_at, forgetBefore]);
+    }
+    async listNodes() {
+        const rows = (await this.query('SELECT * FROM nodes ORDER BY started_at, node_id')).rows;
+        return rows.map(row => ({ ...row, seen_at: Number(row.seen_at) }));
+    }
+    async removeNode(nodeId) {
+        await this.query('DELETE FROM nodes WHERE node_id = $1', [nodeId]);
+    }
+    async countRunsByState(team) {
+        const rows = (await this.query('SELECT state, COUNT(*) AS n FROM runs WHERE team = $1 GROUP BY state', [team])).rows;
+        return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
     }
     async revokeKey(id, at) {
         this.keys.clear();
@@ -6588,6 +7563,33 @@ class SqliteRunStore {
     }
     async listKeys() {
         return this.sql('SELECT * FROM api_keys ORDER BY created_at, id').all();
+    }
+    async createWebSession(session) {
+        this.sql('DELETE FROM web_sessions WHERE expires_at <= ?').run(Date.now());
+        this.sql(`INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at)
+       VALUES (:id_hash, :key_id, :team, :created_at, :expires_at)`).run(session);
+    }
+    async findWebSession(idHash, now) {
+        return this.sql(`SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
+       WHERE s.id_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL AND k.team = s.team`).get(idHash, now);
+    }
+    async deleteWebSession(idHash) {
+        this.sql('DELETE FROM web_sessions WHERE id_hash = ?').run(idHash);
+    }
+    async reportNode(node, forgetBefore) {
+        this.sql('DELETE FROM nodes WHERE seen_at < ?').run(forgetBefore);
+        this.sql(`INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES (:node_id, :role, :workers, :busy, :started_at, :seen_at)
+       ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`).run(node);
+    }
+    async listNodes() {
+        return this.sql('SELECT * FROM nodes ORDER BY started_at, node_id').all();
+    }
+    async removeNode(nodeId) {
+        this.sql('DELETE FROM nodes WHERE node_id = ?').run(nodeId);
+    }
+    async countRunsByState(team) {
+        const rows = this.sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state').all(team);
+        return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
     }
     async revokeKey(id, at) {
         this.keys.clear();
