@@ -301,6 +301,17 @@ describe('changes.patch', () => {
       }
     });
     const uid = (artifacts[0]!.data as Json).artifact_uid as string;
+    // The list finds runs by the type of artifact they have.
+    const listed = async (type: string) =>
+      (
+        (
+          (await (
+            await ex.request(`/api/v1/agent/runs?artifact_type=${type}&limit=100`, { key })
+          ).json()) as Json
+        ).runs as Json[]
+      ).map(r => r.run_id);
+    expect(await listed('FILE')).toContain(id);
+    expect(await listed('PLAN')).not.toContain(id);
 
     expect((await ex.request(`/api/v1/agent/artifacts/${uid}`, { key: keyB })).status).toBe(404);
     expect((await ex.request('/api/v1/agent/artifacts/nope', { key })).status).toBe(404);

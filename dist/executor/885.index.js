@@ -6310,10 +6310,9 @@ function listRunsSql(dialect, team, query) {
     }
     if (query.search !== undefined)
         where.push(searchCondition(dialect, query.search, p));
-    // No run of this executor has artifacts yet (the record has no artifacts field), so a run
-    // "with an artifact of this type" is none of them.
-    if (query.artifactType !== undefined)
-        where.push('1 = 0');
+    if (query.artifactType !== undefined) {
+        where.push(`EXISTS (SELECT 1 FROM artifacts WHERE artifacts.run_id = runs.run_id AND artifacts.artifact_type = ${p(query.artifactType)})`);
+    }
     const desc = (query.sortOrder ?? 'desc') === 'desc';
     const cmp = desc ? '<' : '>';
     const dir = desc ? 'DESC' : 'ASC';
