@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
-import type { NewRun } from '../../src/executor/store/types.js';
+import type { NewRun, StoredRun } from '../../src/executor/store/types.js';
 import { tempDir } from '../support/executor.js';
 
 const opened: SqliteRunStore[] = [];
@@ -35,6 +35,12 @@ function newRun(): NewRun {
   };
 }
 
+async function created(store: SqliteRunStore): Promise<StoredRun> {
+  const result = await store.createRun(newRun(), undefined, 100);
+  if (result.kind !== 'created') throw new Error(`expected a created run, got ${result.kind}`);
+  return result.run;
+}
+
 const ids = async (store: SqliteRunStore) =>
   (await store.listRuns('team-a', { limit: 10 })).map(run => `${run.run_id}:${run.state}`);
 
@@ -43,13 +49,13 @@ describe('SQLite list pages kept between writes', () => {
     const path = join(tempDir(), 'executor.db');
     const store = await open(path);
     const other = await open(path);
-    const first = (await store.createRun(newRun(), undefined, 100)).run;
+    const first = await created(store);
     const before = await ids(store);
     expect(before).toEqual([`${first.run_id}:QUEUED`]);
     expect(await ids(store)).toEqual(before);
 
     // Another connection (as another process would) adds a run: the next list has it.
-    const second = (await other.createRun(newRun(), undefined, 100)).run;
+    const second = await created(other);
     expect(await ids(store)).toEqual([`${second.run_id}:QUEUED`, `${first.run_id}:QUEUED`]);
 
     // This store changes a run without adding one: the next list shows the new state.
