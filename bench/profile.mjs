@@ -40,8 +40,15 @@ const { body } = await api(url, key, '/api/v1/agent/run', {
   method: 'POST',
   body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
 });
-await sleep(1000);
 const kind = process.argv[2] ?? 'read';
+// A list page of 20, as bench/throughput.mjs reads it.
+if (kind === 'list')
+  for (let i = 0; i < 19; i++)
+    await api(url, key, '/api/v1/agent/run', {
+      method: 'POST',
+      body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
+    });
+await sleep(1000);
 const target =
   kind === 'list'
     ? `${url}/api/v1/agent/runs?limit=20`

@@ -14,6 +14,13 @@ export interface Principal {
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
 
+/**
+ * SHA-256 of the keys that recently authenticated, so a busy client's key is not hashed on every
+ * request. Only keys the store knew are kept (made-up keys cannot grow it), at most this many.
+ */
+const MAX_REMEMBERED_HASHES = 1_000;
+const hashes = new Map<string, string>();
+
 export async function authenticate(store: RunStore, request: FastifyRequest): Promise<Principal> {
   const header = request.headers.authorization;
   if (!header)
@@ -37,10 +44,16 @@ export async function authenticate(store: RunStore, request: FastifyRequest): Pr
       CHALLENGE
     );
   }
-  const hash = hashKey(key);
+  const hash = hashes.get(key) ?? hashKey(key);
+  // The store is asked every time (it knows about revocations); only the hashing is remembered.
   const record = await store.findKeyByHash(hash);
   if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null) {
+    hashes.delete(key);
     throw new ProblemError('unauthenticated', 'the API key is unknown or revoked', CHALLENGE);
+  }
+  if (!hashes.has(key)) {
+    if (hashes.size >= MAX_REMEMBERED_HASHES) hashes.delete(hashes.keys().next().value!);
+    hashes.set(key, hash);
   }
   return { keyId: record.id, team: record.team, kind: record.kind, name: record.name };
 }

@@ -59,7 +59,7 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
     started_at: run.started_at,
     completed_at: run.completed_at,
     creator: { type: run.creator_type, uid: run.creator_uid, display_name: run.creator_name },
-    agent_config: JSON.parse(run.config),
+    agent_config: parsedConfig(run.config),
     source: 'API'
   };
   if (run.artifacts) record.artifacts = runArtifacts(run.artifacts);
@@ -70,6 +70,27 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
   const link = links.link(run);
   if (link) record.session_link = link;
   return record;
+}
+
+/**
+ * Most runs of an executor share a handful of configs (same environment, same model): a list page
+ * would parse the same text twenty times. The parsed objects are only ever read (serialised), so
+ * the recent ones are kept by their text.
+ */
+const CONFIG_CACHE_SIZE = 1_000;
+const MAX_CACHED_CONFIG_LENGTH = 4_096;
+const configs = new Map<string, RunRecord['agent_config']>();
+
+function parsedConfig(text: string): RunRecord['agent_config'] {
+  let config = configs.get(text);
+  if (config === undefined) {
+    config = JSON.parse(text) as RunRecord['agent_config'];
+    if (text.length <= MAX_CACHED_CONFIG_LENGTH) {
+      if (configs.size >= CONFIG_CACHE_SIZE) configs.delete(configs.keys().next().value!);
+      configs.set(text, config);
+    }
+  }
+  return config;
 }
 
 /** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */

@@ -12,6 +12,7 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { KeyCache } from './key-cache.js';
 import { listRunsSql } from './list-query.js';
+import { PageCache } from './page-cache.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { SqliteChanges } from './sqlite-changes.js';
 import { RUN_COLUMNS, strip } from './rows.js';
@@ -51,6 +52,8 @@ export class SqliteRunStore implements RunStore {
   private readonly keys = new KeyCache();
   /** PRAGMA data_version when the key cache was last known good. */
   private keysVersion = -1;
+  /** Recent list pages, until the next write (page-cache.ts). */
+  private readonly pages = new PageCache<readonly StoredRun[]>();
   private constructor(
     private readonly db: DatabaseSync,
     readonly shared: boolean
@@ -123,6 +126,17 @@ export class SqliteRunStore implements RunStore {
   private emit(run: StoredRun | undefined): StoredRun | undefined {
     if (run) this.changes.tell(run);
     return run;
+  }
+
+  /** Moves on every write: this connection's changed rows, and other connections' commits. */
+  private writeStamp(): string {
+    const row = this.sql(
+      'SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version'
+    ).get() as {
+      changes: number;
+      version: number;
+    };
+    return `${row.changes}:${row.version}`;
   }
 
   /** Moves when another connection (another process) committed to the file. */
@@ -330,7 +344,13 @@ export class SqliteRunStore implements RunStore {
   async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
     const { where, order, values } = listRunsSql('sqlite', team, query);
     const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
-    return this.sql(text).all(...(values as SQLInputValue[]), query.limit) as unknown as StoredRun[];
+    const args = [...(values as SQLInputValue[]), query.limit];
+    // Callers only read the rows (frozen, so a write to one fails loudly); they get their own array.
+    return this.pages
+      .get(this.writeStamp(), `${text}\n${JSON.stringify(args)}`, () =>
+        Object.freeze((this.sql(text).all(...args) as unknown as StoredRun[]).map(row => Object.freeze(row)))
+      )
+      .slice();
   }
 
   async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
