@@ -505,7 +505,7 @@ async function start() {
         console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(153), __nccwpck_require__.e(885)]).then(__nccwpck_require__.bind(__nccwpck_require__, 44885));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(153), __nccwpck_require__.e(747)]).then(__nccwpck_require__.bind(__nccwpck_require__, 54747));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();

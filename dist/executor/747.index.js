@@ -1,8 +1,8 @@
-export const id = 885;
-export const ids = [885];
+export const id = 747;
+export const ids = [747];
 export const modules = {
 
-/***/ 44885:
+/***/ 54747:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -5055,6 +5055,12 @@ async function metaRoutes(app, { context, publicUrl }) {
 
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
+/**
+ * SHA-256 of the keys that recently authenticated, so a busy client's key is not hashed on every
+ * request. Only keys the store knew are kept (made-up keys cannot grow it), at most this many.
+ */
+const MAX_REMEMBERED_HASHES = 1_000;
+const hashes = new Map();
 async function authenticate(store, request) {
     const header = request.headers.authorization;
     if (!header)
@@ -5066,10 +5072,17 @@ async function authenticate(store, request) {
     if (!isWellFormedKey(key)) {
         throw new ProblemError('unauthenticated', 'the API key is malformed (wrong prefix, length or checksum)', CHALLENGE);
     }
-    const hash = hashKey(key);
+    const hash = hashes.get(key) ?? hashKey(key);
+    // The store is asked every time (it knows about revocations); only the hashing is remembered.
     const record = await store.findKeyByHash(hash);
     if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null) {
+        hashes.delete(key);
         throw new ProblemError('unauthenticated', 'the API key is unknown or revoked', CHALLENGE);
+    }
+    if (!hashes.has(key)) {
+        if (hashes.size >= MAX_REMEMBERED_HASHES)
+            hashes.delete(hashes.keys().next().value);
+        hashes.set(key, hash);
     }
     return { keyId: record.id, team: record.team, kind: record.kind, name: record.name };
 }
@@ -5484,7 +5497,7 @@ function toRecord(run, links) {
         started_at: run.started_at,
         completed_at: run.completed_at,
         creator: { type: run.creator_type, uid: run.creator_uid, display_name: run.creator_name },
-        agent_config: JSON.parse(run.config),
+        agent_config: parsedConfig(run.config),
         source: 'API'
     };
     if (run.artifacts)
@@ -5499,6 +5512,26 @@ function toRecord(run, links) {
     if (link)
         record.session_link = link;
     return record;
+}
+/**
+ * Most runs of an executor share a handful of configs (same environment, same model): a list page
+ * would parse the same text twenty times. The parsed objects are only ever read (serialised), so
+ * the recent ones are kept by their text.
+ */
+const CONFIG_CACHE_SIZE = 1_000;
+const MAX_CACHED_CONFIG_LENGTH = 4_096;
+const configs = new Map();
+function parsedConfig(text) {
+    let config = configs.get(text);
+    if (config === undefined) {
+        config = JSON.parse(text);
+        if (text.length <= MAX_CACHED_CONFIG_LENGTH) {
+            if (configs.size >= CONFIG_CACHE_SIZE)
+                configs.delete(configs.keys().next().value);
+            configs.set(text, config);
+        }
+    }
+    return config;
 }
 /** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */
 function runArtifacts(stored) {
@@ -7355,6 +7388,34 @@ class PostgresRunStore {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/store/page-cache.ts
+// List pages held in memory between writes. A page of runs costs node:sqlite about 3 µs a row to turn
+// into objects, and clients poll the same page over and over while nothing changes. A page is kept
+// only under a stamp that moves on every write: SQLite's total_changes() (rows this connection has
+// inserted, updated or deleted) with PRAGMA data_version (moves when any other connection, in this
+// process or another, committed). Any write anywhere therefore empties the cache before the next
+// list is answered, so a cached page never shows anything an uncached read would not.
+const MAX_PAGES = 256;
+class PageCache {
+    stamp = '';
+    pages = new Map();
+    /** The page for `key` read under this `stamp`, or the one `load` reads now (kept under it). */
+    get(stamp, key, load) {
+        if (stamp !== this.stamp) {
+            this.pages.clear();
+            this.stamp = stamp;
+        }
+        let page = this.pages.get(key);
+        if (page === undefined) {
+            page = load();
+            if (this.pages.size >= MAX_PAGES)
+                this.pages.delete(this.pages.keys().next().value);
+            this.pages.set(key, page);
+        }
+        return page;
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/store/sqlite-changes.ts
 // How a SQLite store tells its listeners of changes: at once for its own writes, and, when the file
 // is shared with another process (`serve --role api` beside `--role worker`), by looking at PRAGMA
@@ -7455,6 +7516,7 @@ class SqliteChanges {
 
 
 
+
 class SqliteRunStore {
     db;
     shared;
@@ -7466,6 +7528,8 @@ class SqliteRunStore {
     keys = new KeyCache();
     /** PRAGMA data_version when the key cache was last known good. */
     keysVersion = -1;
+    /** Recent list pages, until the next write (page-cache.ts). */
+    pages = new PageCache();
     constructor(db, shared) {
         this.db = db;
         this.shared = shared;
@@ -7528,6 +7592,11 @@ class SqliteRunStore {
         if (run)
             this.changes.tell(run);
         return run;
+    }
+    /** Moves on every write: this connection's changed rows, and other connections' commits. */
+    writeStamp() {
+        const row = this.sql('SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version').get();
+        return `${row.changes}:${row.version}`;
     }
     /** Moves when another connection (another process) committed to the file. */
     dataVersion() {
@@ -7688,7 +7757,11 @@ class SqliteRunStore {
     async listRuns(team, query) {
         const { where, order, values } = listRunsSql('sqlite', team, query);
         const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
-        return this.sql(text).all(...values, query.limit);
+        const args = [...values, query.limit];
+        // Callers only read the rows (frozen, so a write to one fails loudly); they get their own array.
+        return this.pages
+            .get(this.writeStamp(), `${text}\n${JSON.stringify(args)}`, () => Object.freeze(this.sql(text).all(...args).map(row => Object.freeze(row))))
+            .slice();
     }
     async cancelRun(team, runId, at, reason) {
         const result = this.transaction(() => {
