@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { prepareOutputs, readOutputFile, startCommit } from '../../src/executor/worker/outputs.js';
+import type { EnvironmentConfig } from '../../src/executor/config.js';
+import { prepareOutputs, readOutputFile } from '../../src/executor/worker/outputs.js';
+import { createWorkspace } from '../../src/executor/workspace/workspace.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
 let ex: TestExecutor;
@@ -368,8 +370,15 @@ describe('changes.patch', () => {
     git(repo, 'worktree', 'add', '--detach', '--quiet', worktree, 'HEAD');
     const packed = gitRepo();
     git(packed, 'pack-refs', '--all');
-    for (const dir of [repo, worktree, packed])
-      expect(await startCommit(dir)).toBe(git(dir, 'rev-parse', 'HEAD').trim());
+    const dataDir = tempDir('agent-results-data-');
+    let n = 0;
+    for (const dir of [repo, worktree, packed]) {
+      const environment = { source: dir } as EnvironmentConfig;
+      const workspace = await createWorkspace(environment, dataDir, `start-${n++}`);
+      expect(workspace.base).toBe(git(dir, 'rev-parse', 'HEAD').trim());
+      // The agent's own repository starts there too.
+      expect(git(workspace.root, 'rev-parse', 'HEAD').trim()).toBe(workspace.base);
+    }
     git(repo, 'worktree', 'remove', '--force', worktree);
   });
 

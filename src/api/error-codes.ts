@@ -122,6 +122,12 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
   },
+  workspace_tampered: {
+    status: null,
+    retryable: false,
+    meaning:
+      "After the agent, the executor could not read the run's workspace safely (git refused what the run left there, for example a path it will not record); no patch was kept and nothing was published. The status message names what was found."
+  },
   publish_failed: {
     status: null,
     retryable: false,

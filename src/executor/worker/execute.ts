@@ -12,7 +12,7 @@ import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
 import { publishChanges } from '../workspace/publish.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
-import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
+import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
 
 /** Why a run's controller was aborted. */
 export type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
@@ -143,7 +143,8 @@ export async function executeRun(
   try {
     workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
     outputs = prepareOutputs(config.dataDir, run.run_id);
-    base = await startCommit(workspace.root);
+    // Remembered from the workspace's making, never read back from the agent's .git.
+    base = workspace.base;
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -195,6 +196,9 @@ export async function executeRun(
   const limit = sandbox?.exceeded();
   if (limit) result = { state: 'FAILED', error_code: 'resource_limit_exceeded', status_message: limit };
   await sandbox?.close();
+  // The work tree read through the run's private git dir. When even that fails (the run left files
+  // git refuses to record, say), nothing of the workspace is kept or published.
+  let readable = workspace !== undefined;
   let changed = true;
   if (workspace) {
     try {
@@ -202,15 +206,23 @@ export async function executeRun(
       changed = changes.files.length > 0;
       if (changed) await record('diff', changes);
     } catch (error) {
-      log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
+      readable = false;
+      log.warn({ err: error, run_id: run.run_id }, 'could not read the workspace');
+      if (result.state === 'SUCCEEDED')
+        result = {
+          state: 'FAILED',
+          error_code: 'workspace_tampered',
+          status_message: `the run's workspace could not be read safely, so no patch was kept and nothing was published: ${(error as Error).message}`
+        };
     }
   }
   if (outputs) {
+    const ws = workspace;
     const failure = await collectOutputs({
       store,
       run,
       outputs,
-      workspace: workspace && base ? { root: workspace.root, base, changed } : undefined,
+      workspace: ws && readable ? { changed, patch: () => ws.patch() } : undefined,
       maxPatchBytes: config.workspaces.maxPatchBytes,
       record
     }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
@@ -218,7 +230,14 @@ export async function executeRun(
   }
   // After the agent succeeded: its changes as a branch and a pull request, unless the create
   // request said `config.publish: false` (it may turn publishing off, never choose where to).
-  if (environment.publish && workspace && base && result.state === 'SUCCEEDED' && publishes(run)) {
+  if (
+    environment.publish &&
+    workspace &&
+    readable &&
+    base &&
+    result.state === 'SUCCEEDED' &&
+    publishes(run)
+  ) {
     const events = await store.listEvents(run.run_id);
     const answer = events.findLast(event => event.kind === 'result')?.text;
     const failure = await publishChanges({

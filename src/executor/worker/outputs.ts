@@ -6,24 +6,11 @@
 // only up to a limit: a link planted there cannot make the executor read (and publish) any other
 // file of the machine.
 
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import {
-  constants,
-  lstatSync,
-  mkdirSync,
-  promises as fs,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  statSync
-} from 'node:fs';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { constants, lstatSync, mkdirSync, promises as fs, realpathSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AgentResult } from '../agents/types.js';
 import type { RunStore, StoredRun } from '../store/types.js';
-
-const exec = promisify(execFile);
 
 /** A command agent's answer when it writes no result file: the end of its standard output. */
 export const STDOUT_TAIL_BYTES = 64 * 1024;
@@ -47,27 +34,6 @@ export function prepareOutputs(dataDir: string, runId: string): RunOutputs {
     dir: realpathSync(dir),
     env: { AGENT_RESULT_FILE: join(dir, 'result.md'), AGENT_USAGE_FILE: join(dir, 'usage.json') }
   };
-}
-
-/**
- * The commit the workspace starts at: the patch is taken from it, so agent commits are included.
- * Read from git's files when they say it plainly (a detached worktree's HEAD, or a loose branch
- * ref), which spares a process on every run; asked of git otherwise.
- */
-export async function startCommit(root: string): Promise<string> {
-  try {
-    let gitDir = join(root, '.git');
-    if (statSync(gitDir).isFile())
-      gitDir = resolve(root, /^gitdir:\s*(.+)$/m.exec(readFileSync(gitDir, 'utf8'))![1]!.trim());
-    const head = readFileSync(join(gitDir, 'HEAD'), 'utf8').trim();
-    const ref = /^ref:\s*(refs\/heads\/\S+)$/.exec(head)?.[1];
-    const commit = ref ? readFileSync(join(gitDir, ref), 'utf8').trim() : head;
-    if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(commit)) return commit;
-  } catch {
-    // a layout this does not read (packed refs, say): git knows
-  }
-  const { stdout } = await exec('git', ['-C', root, 'rev-parse', 'HEAD']);
-  return stdout.trim();
 }
 
 type Read = { kind: 'absent' } | { kind: 'refused'; why: string } | { kind: 'read'; data: Buffer };
@@ -114,11 +80,10 @@ export interface CollectOptions {
   run: StoredRun;
   outputs: RunOutputs;
   /**
-   * The workspace's checkout, the commit it started at, and whether its diff saw changed files
-   * (false spares the patch's git processes when HEAD did not move either); absent when no
-   * workspace was made.
+   * Whether the workspace's diff saw changed files (the work tree against the start commit, so
+   * agent commits count), and how to write its patch; absent when no workspace was made.
    */
-  workspace?: { root: string; base: string; changed: boolean };
+  workspace?: { changed: boolean; patch(): Promise<string> };
   maxPatchBytes: number;
   record: (kind: string, data: Record<string, unknown>) => Promise<void>;
 }
@@ -183,27 +148,26 @@ function parseUsage(data: Buffer): Record<string, unknown> | string {
 
 /**
  * The full `git diff --binary` from the start commit to everything in the workspace now (agent
- * commits, staged, unstaged and new files), written by git straight to a file: never cut.
+ * commits, staged, unstaged and new files), written by git straight to a file in the run's private
+ * git dir: never cut.
  */
 async function collectPatch(
-  { store, run, outputs, maxPatchBytes, record }: CollectOptions,
-  workspace: { root: string; base: string; changed: boolean }
+  { store, run, maxPatchBytes, record }: CollectOptions,
+  workspace: { changed: boolean; patch(): Promise<string> }
 ): Promise<AgentResult | undefined> {
-  if (!workspace.changed && (await startCommit(workspace.root)) === workspace.base) return undefined;
-  const patch = join(outputs.dir, `.${randomUUID()}.patch`);
-  await exec('git', ['-C', workspace.root, 'add', '--all']);
-  await exec('git', [
-    '-C',
-    workspace.root,
-    'diff',
-    '--cached',
-    '--binary',
-    '--no-color',
-    '--no-ext-diff',
-    '--no-renames',
-    `--output=${patch}`,
-    workspace.base
-  ]);
+  if (!workspace.changed) return undefined;
+  const patch = await workspace.patch();
+  try {
+    return await storePatch({ store, run, maxPatchBytes, record }, patch);
+  } finally {
+    await fs.rm(patch, { force: true });
+  }
+}
+
+async function storePatch(
+  { store, run, maxPatchBytes, record }: Pick<CollectOptions, 'store' | 'run' | 'maxPatchBytes' | 'record'>,
+  patch: string
+): Promise<AgentResult | undefined> {
   const size = (await fs.stat(patch)).size;
   if (size === 0) return undefined;
   if (size > maxPatchBytes) {

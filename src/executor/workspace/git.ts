@@ -1,11 +1,18 @@
-// The executor's own git. In a workspace the agent may have written anything into .git (hooks,
-// `core.fsmonitor`, filter drivers, a symlinked config), and the executor's git runs outside the
-// sandbox: so there it runs with no system or global config, hooks off, fsmonitor off, no
-// credential helper, the repository named explicitly, and the workspace's config rewritten clean.
+// The executor's own git. Two kinds: git on a source (clone, fetch, rev-parse), where the user's
+// own config applies; and git on a run's workspace after (or before) its agent, which runs outside
+// the sandbox with the executor's privileges on files the agent wrote. The second never reads a
+// `.git` of the workspace: it is always `--git-dir <the run's private git dir> --work-tree
+// <workspace>` (see private-git.ts), with no system or global config, no inherited GIT_* variable,
+// a small environment that holds no secret of the executor, and settings on its command line that
+// switch off everything a repository or a work tree could use to start a program: hooks,
+// fsmonitor, external diff and textconv, submodule recursion, transports, ssh, credential helpers.
+// `.gitattributes` of the work tree may still name `filter=`/`diff=` drivers, but no config git
+// reads defines one, so none runs; the attributes that stay (eol, text, working-tree-encoding,
+// ident) only transform bytes.
 
 import { execFile } from 'node:child_process';
-import { lstatSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { unlinkSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -28,28 +35,82 @@ export function gitReason(error: unknown): string {
   return reason ?? lines[0] ?? (error as Error).message.split('\n')[0]!;
 }
 
-/** Settings that win over anything a repository's own config says. */
-const SAFE = [
-  '-c',
+/** Settings that win over anything a config could say (command-line `-c` has the last word). */
+const HARDENED = [
   'core.hooksPath=/dev/null',
-  '-c',
   'core.fsmonitor=false',
-  '-c',
-  'credential.helper=',
-  '-c',
+  'core.untrackedCache=false',
+  'core.attributesFile=/dev/null',
+  'core.excludesFile=/dev/null',
   'core.sshCommand=false',
-  '-c',
+  'core.askPass=',
+  'credential.helper=',
+  'diff.external=',
+  'diff.ignoreSubmodules=all',
+  'diff.submodule=short',
+  'submodule.recurse=false',
+  'status.submoduleSummary=false',
+  'push.recurseSubmodules=no',
+  'fetch.recurseSubmodules=false',
   'protocol.allow=never',
-  '-c',
+  'gc.auto=0',
+  'maintenance.auto=false',
+  'advice.addEmbeddedRepo=false',
   'user.name=agent-executor',
-  '-c',
   'user.email=agent-executor@localhost'
-];
-const SAFE_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
+].flatMap(setting => ['-c', setting]);
 
-async function run(args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
+/** What a workspace git process inherits of the executor's environment (no secret is among them). */
+const LOCAL_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TZ', 'TMPDIR'];
+/** What a push also needs: ssh's keys and agent, proxies and certificate bundles. */
+const PUSH_VARIABLES = [
+  'HOME',
+  'SSH_AUTH_SOCK',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'CURL_CA_BUNDLE',
+  // The operator's own ssh and certificate settings for git: the only GIT_* variables passed.
+  'GIT_SSH_COMMAND',
+  'GIT_SSH',
+  'GIT_SSL_CAINFO',
+  'GIT_SSL_CAPATH',
+  ...['http_proxy', 'https_proxy', 'all_proxy', 'no_proxy'].flatMap(name => [name, name.toUpperCase()])
+];
+
+/** A run's private git dir and the work tree it describes. */
+export interface PrivateRepository {
+  gitDir: string;
+  workTree: string;
+}
+
+/**
+ * The environment of a workspace git process: a few variables of the executor's (more for a
+ * push), no other GIT_* one, then the protections and `extra` (a push's token header).
+ */
+export function privateEnv(
+  repository: PrivateRepository,
+  extra: Record<string, string> = {},
+  push = false
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of push ? [...LOCAL_VARIABLES, ...PUSH_VARIABLES] : LOCAL_VARIABLES)
+    if (process.env[name] !== undefined) env[name] = process.env[name];
+  return {
+    ...env,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_NO_REPLACE_OBJECTS: '1',
+    GIT_CEILING_DIRECTORIES: dirname(repository.workTree),
+    GIT_DIR: repository.gitDir,
+    GIT_WORK_TREE: repository.workTree,
+    ...extra
+  };
+}
+
+async function run(args: string[], env?: NodeJS.ProcessEnv, cwd?: string): Promise<string> {
   try {
-    const { stdout } = await exec('git', args, { maxBuffer: 64 * 1024 * 1024, env });
+    const { stdout } = await exec('git', args, { maxBuffer: 64 * 1024 * 1024, env, cwd });
     return stdout;
   } catch (error) {
     // The error's own message holds the whole command line; say which git command failed and why.
@@ -69,51 +130,34 @@ export function sourceGit(args: string[], cwd?: string): Promise<string> {
 }
 
 /**
- * git on a workspace: its .git must be a real directory, its config is rewritten clean first.
- * `env` adds variables for this one process (publishing passes the token's header this way).
+ * git on a workspace through the run's private git dir. `env` adds variables for this one process
+ * (publishing passes the token's header this way, with `push` set so that ssh and proxies work).
  */
-export async function workspaceGit(
-  root: string,
+export function privateGit(
+  repository: PrivateRepository,
   args: string[],
-  env: Record<string, string> = {}
+  options: { env?: Record<string, string>; push?: boolean } = {}
 ): Promise<string> {
-  const dotGit = join(root, '.git');
-  if (!lstatSync(dotGit, { throwIfNoEntry: false })?.isDirectory())
-    throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
-  writeCleanConfig(dotGit);
-  return run([...SAFE, '--git-dir', dotGit, '--work-tree', root, ...args], {
-    ...process.env,
-    ...SAFE_ENV,
-    ...env
-  });
-}
-
-/** git init of a new workspace repository, with no template (no sample hooks). */
-export async function initWorkspace(root: string): Promise<void> {
-  mkdirSync(root, { recursive: true });
-  await run([...SAFE, 'init', '--quiet', '--template=', root], { ...process.env, ...SAFE_ENV });
+  return run(
+    [...HARDENED, '--git-dir', repository.gitDir, '--work-tree', repository.workTree, ...args],
+    privateEnv(repository, options.env, options.push),
+    // Never the workspace: a relative path git meets is then not the agent's.
+    repository.gitDir
+  );
 }
 
 /**
- * Several git commands on a workspace in one child process (`a && b && …`: a run's workspace is
- * made and diffed with a few of them, and each process costs milliseconds on a busy machine), with
- * the same protections as workspaceGit. `init` first makes the repository.
+ * Several git commands on a workspace in one child process (`a && b && …`: each process costs
+ * milliseconds on a busy machine), with the same protections as privateGit.
  */
-export async function workspaceGitAll(root: string, commands: string[][], init = false): Promise<string> {
-  const dotGit = join(root, '.git');
-  if (init) mkdirSync(root, { recursive: true });
-  else if (!lstatSync(dotGit, { throwIfNoEntry: false })?.isDirectory())
-    throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
-  else writeCleanConfig(dotGit);
+export async function privateGitAll(repository: PrivateRepository, commands: string[][]): Promise<string> {
   const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
-  const script = [...(init ? [['init', '--quiet', '--template=']] : []), ...commands]
-    .map(args => ['git', ...SAFE, ...args].map(quote).join(' '))
-    .join(' && ');
+  const script = commands.map(args => ['git', ...HARDENED, ...args].map(quote).join(' ')).join(' && ');
   try {
     const { stdout } = await exec('/bin/sh', ['-c', script], {
-      cwd: root,
+      cwd: repository.gitDir,
       maxBuffer: 64 * 1024 * 1024,
-      env: { ...process.env, ...SAFE_ENV, GIT_DIR: dotGit, GIT_WORK_TREE: root }
+      env: privateEnv(repository)
     });
     return stdout;
   } catch (error) {
@@ -123,18 +167,11 @@ export async function workspaceGitAll(root: string, commands: string[][], init =
 }
 
 /** Replaces a file without following a symbolic link the run may have put in its place. */
-export function replaceFile(path: string, text: string): void {
+export function replaceFile(path: string, text: string | Buffer): void {
   try {
     unlinkSync(path);
   } catch {
     // not there
   }
   writeFileSync(path, text, { flag: 'wx', mode: 0o644 });
-}
-
-function writeCleanConfig(dotGit: string): void {
-  replaceFile(
-    join(dotGit, 'config'),
-    '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n'
-  );
 }

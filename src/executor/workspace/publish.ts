@@ -1,18 +1,16 @@
 // Publishing a run's changes after its agent succeeded: one commit of everything the agent changed
 // on top of the workspace's start, pushed as a new branch of the run, then (when configured) a pull
 // request through the GitHub REST API. The executor does it itself, so the work never depends on
-// an agent remembering to push. The workspace's files were the agent's to write: the commit is
-// built in an index the executor owns, the borrowed object stores are reset to the ones the
-// executor chose, and the token only ever reaches git through the environment of the push.
+// an agent remembering to push. The workspace's files were the agent's to write, its `.git` too:
+// the commit is built in the run's private git dir (private-git.ts: the executor's own index,
+// config and borrowed object stores), pushed from there, and the token only ever reaches git
+// through the environment of that one push process, which reads no config the agent wrote.
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { AgentResult } from '../agents/types.js';
 import { isRemoteSource } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
-import { redactUrls, replaceFile, sourceGit, workspaceGit } from './git.js';
+import { type PrivateRepository, privateGit, redactUrls, sourceGit } from './git.js';
 import type { PublishConfig } from './publish-config.js';
 import { openPullRequest, repositoryOf } from './pull-request.js';
 import type { Workspace } from './workspace.js';
@@ -109,7 +107,7 @@ async function publish(options: PublishOptions, token: string | undefined): Prom
   }
   const fields = templateFields(options);
   const branch = fillTemplate(config.branch, fields);
-  await workspaceGit(workspace.root, ['check-ref-format', '--branch', branch]).catch(() => {
+  await privateGit(workspace.git, ['check-ref-format', '--branch', branch]).catch(() => {
     throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
   });
   const remote = await remoteUrl(options);
@@ -128,7 +126,7 @@ async function publish(options: PublishOptions, token: string | undefined): Prom
       'pull request',
       "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target"
     );
-  await push(workspace.root, remote, commit, branch, token);
+  await push(workspace.git, remote, commit, branch, token);
   const event: Record<string, unknown> = { commit, branch, remote: redactUrls(remote), base_commit: base };
   if (pr && repository && token && workspace.baseBranch) {
     let opened: { url: string; number?: number };
@@ -185,32 +183,23 @@ function templateFields(options: PublishOptions): Record<string, string> {
 }
 
 /**
- * One commit of the whole working tree on top of the start commit, built in an index of the
- * executor's own (flags the agent may have set in the workspace's index do not count), with the
- * borrowed object stores reset to those the workspace was made with. Undefined when the tree is
- * the start's.
+ * One commit of the whole working tree on top of the start commit, built in the run's private git
+ * dir (its index as the diff left it, refreshed once more). Undefined when the tree is the start's.
  */
 async function commitChanges(options: PublishOptions): Promise<string | undefined> {
   const { workspace, base, config } = options;
-  const dotGit = join(workspace.root, '.git');
-  replaceFile(join(dotGit, 'objects', 'info', 'alternates'), workspace.borrowed.map(p => `${p}\n`).join(''));
-  const dir = mkdtempSync(join(tmpdir(), 'agent-executor-index-'));
-  const env = { GIT_INDEX_FILE: join(dir, 'index'), GIT_NO_REPLACE_OBJECTS: '1' };
   try {
-    await workspaceGit(workspace.root, ['read-tree', base], env);
-    await workspaceGit(workspace.root, ['add', '--all'], env);
-    const tree = (await workspaceGit(workspace.root, ['write-tree'], env)).trim();
-    const start = (await workspaceGit(workspace.root, ['rev-parse', `${base}^{tree}`], env)).trim();
+    await privateGit(workspace.git, ['add', '--all']);
+    const tree = (await privateGit(workspace.git, ['write-tree'])).trim();
+    const start = (await privateGit(workspace.git, ['rev-parse', `${base}^{tree}`])).trim();
     if (tree === start) return undefined;
     const message = fillTemplate(config.commitMessage, templateFields(options));
     const author = ['-c', `user.name=${config.author.name}`, '-c', `user.email=${config.author.email}`];
     return (
-      await workspaceGit(workspace.root, [...author, 'commit-tree', tree, '-p', base, '-m', message], env)
+      await privateGit(workspace.git, [...author, 'commit-tree', tree, '-p', base, '-m', message])
     ).trim();
   } catch (error) {
     throw new PublishError('commit', (error as Error).message);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -239,13 +228,13 @@ const PUSH_PROTOCOLS = ['file', 'git', 'http', 'https', 'ssh'].flatMap(name => [
  * of this one git process (never its command line, never a file).
  */
 async function push(
-  root: string,
+  repository: PrivateRepository,
   remote: string,
   commit: string,
   branch: string,
   token: string | undefined
 ): Promise<void> {
-  const env: Record<string, string> = { GIT_NO_REPLACE_OBJECTS: '1' };
+  const env: Record<string, string> = {};
   if (token && /^https?:\/\//i.test(remote)) {
     Object.assign(env, {
       GIT_CONFIG_COUNT: '1',
@@ -254,18 +243,19 @@ async function push(
     });
   }
   try {
-    await workspaceGit(
-      root,
+    await privateGit(
+      repository,
       [
         ...PUSH_PROTOCOLS,
         '-c',
         'core.sshCommand=ssh',
         'push',
         '--no-verify',
+        '--no-recurse-submodules',
         remote,
         `${commit}:refs/heads/${branch}`
       ],
-      env
+      { env, push: true }
     );
   } catch (error) {
     throw new PublishError('push', pushReason(error, branch));

@@ -1,33 +1,28 @@
-// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: a repository of its own when
-// the environment's source is a git repository (a local path, or a URL cloned once into
-// DATA_DIR/sources/ and fetched before each run), a copy otherwise. The repository borrows the
-// source's objects read-only (alternates) and has its own refs and a clean config: a run never sees
-// another run's objects nor the credentials a checkout keeps in .git/config, and the source is
-// never written to. A copy is snapshotted in a fresh repository so that, either way, the files the
-// run changed come out as one unified diff.
+// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: the files of the environment's
+// source (a git repository: a local path, or a URL cloned once into DATA_DIR/sources/ and fetched
+// before each run; or a plain copy otherwise), with a repository of its own for the agent. What the
+// executor knows of the workspace lives apart, in the run's private git dir (private-git.ts): the
+// start commit, an index, objects borrowed read-only from the source (alternates), a clean config.
+// The diff, the patch and publishing read the workspace's files through it and never the agent's
+// `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
+// .git/config, and the source is never written to.
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  utimesSync
-} from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
 import { copyTree, markWorkspaces } from './copy.js';
-import { initWorkspace, replaceFile, sourceGit as git, workspaceGit, workspaceGitAll } from './git.js';
+import { type PrivateRepository, privateGit, privateGitAll, sourceGit as git } from './git.js';
+import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
 
 export { gitReason, redactUrls } from './git.js';
 
 const exec = promisify(execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
+/** Every diff of a workspace: no external diff, no textconv, submodules never looked into. */
+const NO_PROGRAMS = ['--no-ext-diff', '--no-textconv', '--ignore-submodules=all'];
 
 export interface Workspace {
   /** Where the agent works (a subdirectory of the checkout when the source is one). */
@@ -41,8 +36,20 @@ export interface Workspace {
   repository?: string;
   /** The branch the workspace started from, when the environment publishes (see startOf). */
   baseBranch?: string;
-  /** Unified diff of every file changed since the workspace was made, and the changed paths. */
+  /** The commit the workspace started at, as the executor made it (never read back from the workspace). */
+  base: string;
+  /** The run's private git dir with the workspace as its work tree (see private-git.ts). */
+  git: PrivateRepository;
+  /**
+   * Unified diff of every file changed since the workspace was made, and the changed paths: the
+   * work tree added to the private index, against the start commit.
+   */
   diff(): Promise<{ diff: string; truncated: boolean; files: { path: string; change: string }[] }>;
+  /**
+   * Writes the binary patch of the private index (as diff() left it) against the start into the
+   * private git dir, and answers the file's path.
+   */
+  patch(): Promise<string>;
   /** Disk use of the workspace in bytes (measured by `du` in a child process, off the event loop). */
   size(): Promise<number>;
   /** Marks the workspace finished; it is removed once older than the retention time. */
@@ -115,20 +122,6 @@ async function startOf(
   throw new Error(`publish.base ${JSON.stringify(base)}: the source ${repository} has no such branch`);
 }
 
-/** Makes `root` a repository of its own at `head`, borrowing the source's objects. */
-async function borrowRepository(repository: string, root: string, head: string): Promise<string[]> {
-  const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
-  const borrowed = objectStores(gitDir);
-  await initWorkspace(root);
-  const dotGit = join(root, '.git');
-  mkdirSync(join(dotGit, 'objects', 'info'), { recursive: true });
-  replaceFile(join(dotGit, 'objects', 'info', 'alternates'), borrowed.join('\n') + '\n');
-  // A shallow source (actions/checkout's default) has commits whose parents are not there.
-  if (existsSync(join(gitDir, 'shallow'))) copyFileSync(join(gitDir, 'shallow'), join(dotGit, 'shallow'));
-  await workspaceGit(root, ['checkout', '--quiet', '--detach', head]);
-  return borrowed;
-}
-
 export async function createWorkspace(
   environment: EnvironmentConfig,
   dataDir: string,
@@ -150,15 +143,21 @@ export async function createWorkspace(
   let kind: Workspace['kind'];
   let borrowed: string[] = [];
   let start: { commit: string; branch?: string } | undefined;
+  let base: string;
+  // The private git dir is made first, so a crash leaves nothing the sweep would not see.
+  const repo: PrivateRepository = { gitDir: privateGitDir(dataDir, runId), workTree: root };
+  removePrivateGitDir(repo.gitDir);
+  mkdirSync(repo.gitDir, { recursive: true, mode: 0o700 });
   if (repository) {
     if (environment.publish) start = await startOf(repository, environment.publish.base);
     const head = start?.commit ?? (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
-    borrowed = await borrowRepository(repository, root, head);
+    const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
+    borrowed = objectStores(gitDir);
+    base = await checkoutRepository(repo, head, borrowed, join(gitDir, 'shallow'));
     kind = 'repository';
   } else {
     copyTree(environment.source, root, dataDir, quotaBytes);
-    const baseline = ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'];
-    await workspaceGitAll(root, [['add', '--all'], baseline], true);
+    base = await snapshotCopy(repo);
     kind = 'copy';
   }
 
@@ -169,10 +168,12 @@ export async function createWorkspace(
     borrowed,
     repository,
     baseBranch: start?.branch,
+    base,
+    git: repo,
     async diff() {
-      const names = await workspaceGitAll(root, [
+      const names = await privateGitAll(repo, [
         ['add', '--all'],
-        ['diff', '--cached', '--name-status', '--no-renames', 'HEAD']
+        ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
       ]);
       const files = names
         .split('\n')
@@ -184,18 +185,26 @@ export async function createWorkspace(
         });
       let diff =
         files.length > 0
-          ? await workspaceGit(root, [
-              'diff',
-              '--cached',
-              '--no-color',
-              '--no-ext-diff',
-              '--no-textconv',
-              'HEAD'
-            ])
+          ? await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, base])
           : '';
       const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
       if (truncated) diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
       return { diff, truncated, files };
+    },
+    async patch() {
+      const file = join(repo.gitDir, 'changes.patch');
+      rmSync(file, { force: true });
+      await privateGit(repo, [
+        'diff',
+        '--cached',
+        '--binary',
+        '--no-color',
+        '--no-renames',
+        ...NO_PROGRAMS,
+        `--output=${file}`,
+        base
+      ]);
+      return file;
     },
     size: () => diskUsage(root),
     release() {
@@ -206,9 +215,11 @@ export async function createWorkspace(
 }
 
 /**
- * Removes released workspaces older than `retentionMs` (and any left by a crashed process), then
- * lets git forget worktrees whose directories are gone (workspaces made by earlier versions were
- * worktrees of the source).
+ * Removes released workspaces older than `retentionMs` (and any left by a crashed process) with
+ * their private git dirs, and private git dirs left without a workspace; then lets git forget
+ * worktrees whose directories are gone (workspaces made by earlier versions were worktrees of the
+ * source). A workspace is removed by a plain recursive delete that follows no link: nothing in it
+ * (a `.git` file naming another directory, say) is read.
  */
 export async function sweepWorkspaces(
   dataDir: string,
@@ -217,14 +228,21 @@ export async function sweepWorkspaces(
   active: Set<string>
 ): Promise<number> {
   const dir = join(dataDir, 'workspaces');
-  if (!existsSync(dir)) return 0;
+  const gitDirs = join(dataDir, 'gitdirs');
+  const old = (path: string) => Date.now() - statSync(path).mtimeMs >= retentionMs;
   let removed = 0;
-  for (const name of readdirSync(dir)) {
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
     if (active.has(name) || name.startsWith('.')) continue;
     const path = join(dir, name);
-    if (Date.now() - statSync(path).mtimeMs < retentionMs) continue;
-    await removeWorkspace(path);
+    if (!old(path)) continue;
+    rmSync(path, { recursive: true, force: true });
+    removePrivateGitDir(privateGitDir(dataDir, name));
     removed++;
+  }
+  for (const name of existsSync(gitDirs) ? readdirSync(gitDirs) : []) {
+    const runId = name.replace(/\.git$/, '');
+    if (active.has(runId) || existsSync(join(dir, runId))) continue;
+    if (old(join(gitDirs, name))) removePrivateGitDir(join(gitDirs, name));
   }
   if (removed > 0) {
     const repositories = new Set<string>();
@@ -246,21 +264,6 @@ export async function sweepWorkspaces(
       await git(['worktree', 'prune'], repository).catch(() => undefined);
   }
   return removed;
-}
-
-/** Removes a workspace; a worktree (of an earlier version) is also unregistered from its repository. */
-async function removeWorkspace(path: string): Promise<void> {
-  const link = join(path, '.git');
-  try {
-    if (existsSync(link) && statSync(link).isFile()) {
-      const gitdir = /^gitdir:\s*(.+)$/m.exec(readFileSync(link, 'utf8'))?.[1]?.trim();
-      // gitdir is <repository git dir>/worktrees/<name>
-      if (gitdir) await git(['--git-dir', dirname(dirname(gitdir)), 'worktree', 'remove', '--force', path]);
-    }
-  } catch {
-    // fall through: remove the files, and `worktree prune` below forgets the entry
-  }
-  rmSync(path, { recursive: true, force: true });
 }
 
 /** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
