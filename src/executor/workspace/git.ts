@@ -161,7 +161,13 @@ export async function privateGitAll(repository: PrivateRepository, commands: str
     });
     return stdout;
   } catch (error) {
-    const why = gitReason(error);
+    // git names what it refused in `error:` lines before its `fatal:` one (`invalid path '.GIT/x'`).
+    const errors = String((error as { stderr?: string }).stderr ?? '')
+      .split('\n')
+      .map(line => line.trim())
+      .filter(line => /^error:/i.test(line))
+      .slice(0, 3);
+    const why = [...new Set([...errors, gitReason(error)])].join('; ');
     throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
   }
 }
