@@ -201,8 +201,8 @@ async function attack(environment: string, name: string, script: string): Promis
   const id = await createRun(ex, key, environment, `${payload(marker)}${script}${EDIT}`);
   const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
   const { patch, all } = await evidence(id);
-  expect(readdirSync(markers)).toEqual([]);
   expect(existsSync(join(markers, marker))).toBe(false);
+  expect(readdirSync(markers)).toEqual([]);
   expect(all).not.toContain(SECRET);
   expect(all).not.toContain(TOKEN);
   expect({ state: run.state, status_message: run.status_message }).toEqual({ state: 'SUCCEEDED' });
