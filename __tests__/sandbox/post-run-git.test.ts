@@ -52,6 +52,17 @@ beforeAll(async () => {
   git(source, 'push', '--quiet', remote, 'main');
   const published = tempDir('post-run-git-published-');
   execFileSync('git', ['clone', '--quiet', remote, published]);
+  // A source whose tree has a submodule entry (a gitlink) at module/.
+  const withModule = repository();
+  git(
+    withModule,
+    'update-index',
+    '--add',
+    '--cacheinfo',
+    `160000,${git(withModule, 'rev-parse', 'HEAD')},module`
+  );
+  git(withModule, 'commit', '--quiet', '-m', 'a submodule');
+  git(withModule, 'remote', 'add', 'origin', remote);
   const copied = tempDir('post-run-git-copied-');
   writeFileSync(join(copied, 'README.md'), 'original\n');
   process.env.POST_RUN_GIT_SECRET = SECRET;
@@ -68,6 +79,13 @@ beforeAll(async () => {
     environments: [
       { id: 'plain', source, agent },
       { id: 'copy', source: copied, agent },
+      { id: 'submodule', source: withModule, agent },
+      {
+        id: 'publishing-submodule',
+        source: withModule,
+        agent,
+        publish: { base: 'main', remote: 'origin' }
+      },
       {
         id: 'publishing',
         source: published,
@@ -120,6 +138,22 @@ EOF
 
 const FILTER = `[filter "p"]\n\tclean = env PAYLOAD_TAIL=filter $PWD/.p.sh\n`;
 
+/** A repository the agent makes in the current directory, with a dirty file, a filter and fsmonitor. */
+const NESTED = `git init --quiet
+payload "$PWD/.p.sh"
+git config core.fsmonitor "$PWD/.p.sh"
+git config diff.external "$PWD/.p.sh"
+git config filter.p.clean "env PAYLOAD_TAIL=filter $PWD/.p.sh"
+echo '* filter=p' > .gitattributes
+echo one > file
+git add file .gitattributes .p.sh
+git -c user.name=a -c user.email=a@a commit --quiet -m nested
+git config core.hooksPath "$PWD/hooks"
+mkdir hooks && for hook in post-index-change pre-commit reference-transaction; do payload hooks/$hook; done
+sleep 1
+echo two > file
+`;
+
 const attacks: Record<string, string> = {
   'gitfile and clean filter': `${gitfile(FILTER)}payload .p.sh\necho '* filter=p' > .gitattributes\n`,
   'symlinked .git and clean filter': `mv .git .y
@@ -143,16 +177,22 @@ echo '* filter=p' > .gitattributes
   )}payload .p.sh
 echo '* diff=t' > .gitattributes
 `,
-  'nested repository with core.fsmonitor': `mkdir nested
+  'nested repository with core.fsmonitor and a filter': `mkdir nested
 cd nested
+${NESTED}cd ..
+`,
+  // The submodule checked out at the commit the source records (as `git submodule update` does).
+  'nested repository where the source has a submodule': `mkdir -p module
+cd module
 git init --quiet
-echo one > file
-git add file
-git -c user.name=a -c user.email=a@a commit --quiet -m nested
-echo two > file
+cp ../.git/objects/info/alternates .git/objects/info/alternates
+git checkout --quiet "$(git -C .. rev-parse HEAD:module)"
 payload "$PWD/.p.sh"
 git config core.fsmonitor "$PWD/.p.sh"
-git config diff.external "$PWD/.p.sh"
+git config filter.p.clean "env PAYLOAD_TAIL=filter $PWD/.p.sh"
+echo '* filter=p' > .git/info/attributes
+sleep 1
+echo two >> README.md
 cd ..
 `,
   'hooks and core.hooksPath': `mkdir -p .git/hooks .h
@@ -214,15 +254,17 @@ async function attack(environment: string, name: string, script: string): Promis
 
 describe("the executor's git after a run never runs what the run wrote", () => {
   for (const [name, script] of Object.entries(attacks)) {
+    const environment = name.includes('submodule') ? 'submodule' : 'plain';
     it(`in a plain run: ${name}`, async () => {
-      await attack('plain', name, script);
+      await attack(environment, name, script);
     }, 180_000);
   }
 
   for (const name of [
     'gitfile and clean filter',
     'symlinked .git and clean filter',
-    'commondir naming a config the run wrote'
+    'commondir naming a config the run wrote',
+    'nested repository with core.fsmonitor and a filter'
   ]) {
     it(`in a publishing run: ${name}`, async () => {
       const { id } = await attack('publishing', name, attacks[name]!);
@@ -231,6 +273,11 @@ describe("the executor's git after a run never runs what the run wrote", () => {
       expect(git(remote, 'rev-parse', `agent/${id}^`)).toBe(git(remote, 'rev-parse', 'main'));
     }, 180_000);
   }
+
+  it('in a publishing run: nested repository where the source has a submodule', async () => {
+    const name = 'nested repository where the source has a submodule';
+    await attack('publishing-submodule', name, attacks[name]!);
+  }, 180_000);
 
   it('in a run whose source is a copy: gitfile and clean filter', async () => {
     await attack('copy', 'gitfile and clean filter', attacks['gitfile and clean filter']!);

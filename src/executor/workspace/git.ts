@@ -10,7 +10,7 @@
 // reads defines one, so none runs; the attributes that stay (eol, text, working-tree-encoding,
 // ident) only transform bytes.
 
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
@@ -170,6 +170,39 @@ export async function privateGitAll(repository: PrivateRepository, commands: str
     const why = [...new Set([...errors, gitReason(error)])].join('; ');
     throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
   }
+}
+
+/**
+ * The index entries of the private git dir that are submodules (gitlinks, mode 160000), read as a
+ * stream: a large repository's index listing is never held whole in memory.
+ */
+export function privateGitlinks(repository: PrivateRepository): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', [...HARDENED, '--git-dir', repository.gitDir, 'ls-files', '--stage', '-z'], {
+      cwd: repository.gitDir,
+      env: privateEnv(repository),
+      stdio: ['ignore', 'pipe', 'pipe']
+    });
+    const links: string[] = [];
+    let rest = Buffer.alloc(0);
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      rest = Buffer.concat([rest, chunk]);
+      for (let end = rest.indexOf(0); end >= 0; end = rest.indexOf(0)) {
+        // `<mode> <object> <stage>\t<path>`
+        const entry = rest.subarray(0, end).toString('utf8');
+        rest = rest.subarray(end + 1);
+        if (entry.startsWith('160000 ')) links.push(entry.slice(entry.indexOf('\t') + 1));
+      }
+    });
+    child.stderr.on('data', chunk => (stderr += String(chunk)));
+    child.on('error', reject);
+    child.on('close', code =>
+      code === 0
+        ? resolve(links)
+        : reject(new Error(`git ls-files failed: ${gitReason({ stderr }) || `exit code ${code}`}`))
+    );
+  });
 }
 
 /** Replaces a file without following a symbolic link the run may have put in its place. */

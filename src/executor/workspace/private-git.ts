@@ -13,7 +13,7 @@
 
 import { copyFileSync, cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type PrivateRepository, privateGit, privateGitAll, replaceFile } from './git.js';
+import { type PrivateRepository, privateGit, privateGitAll, privateGitlinks, replaceFile } from './git.js';
 
 const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n';
 const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -49,6 +49,7 @@ export async function checkoutRepository(
   mkdirSync(repository.workTree, { recursive: true });
   writeGitDir(repository.gitDir, head, borrowed, shallow);
   await privateGit(repository, ['read-tree', '--reset', '-u', head]);
+  await leaveSubmodulesAlone(repository);
   agentRepository(repository, head, { borrowed, shallow });
   return head;
 }
@@ -67,8 +68,21 @@ export async function snapshotCopy(repository: PrivateRepository): Promise<strin
   const head = out.trim();
   if (!COMMIT.test(head)) throw new Error(`the workspace baseline came out as ${JSON.stringify(head)}`);
   replaceFile(join(repository.gitDir, 'HEAD'), `${head}\n`);
+  await leaveSubmodulesAlone(repository);
   agentRepository(repository, head, { objects: join(repository.gitDir, 'objects') });
   return head;
+}
+
+/**
+ * Marks the start's submodule entries (gitlinks) skip-worktree in the private index. git looks
+ * into a submodule's directory when its entry is unchanged (`git add` runs `git status` there, in
+ * a repository the agent may have made, with its filters and config): a skip-worktree entry is
+ * never compared with the work tree, so the executor's git never enters one. A submodule's
+ * recorded commit therefore never changes in a run's patch or published commit.
+ */
+async function leaveSubmodulesAlone(repository: PrivateRepository): Promise<void> {
+  const links = await privateGitlinks(repository);
+  if (links.length > 0) await privateGit(repository, ['update-index', '--skip-worktree', '--', ...links]);
 }
 
 /**

@@ -184,12 +184,13 @@ function templateFields(options: PublishOptions): Record<string, string> {
 
 /**
  * One commit of the whole working tree on top of the start commit, built in the run's private git
- * dir (its index as the diff left it, refreshed once more). Undefined when the tree is the start's.
+ * dir from its index as the diff left it (the agent has ended, so the work tree has not moved; a
+ * second `git add` would look into the nested repositories the first one recorded). Undefined
+ * when the tree is the start's.
  */
 async function commitChanges(options: PublishOptions): Promise<string | undefined> {
   const { workspace, base, config } = options;
   try {
-    await privateGit(workspace.git, ['add', '--all']);
     const tree = (await privateGit(workspace.git, ['write-tree'])).trim();
     const start = (await privateGit(workspace.git, ['rev-parse', `${base}^{tree}`])).trim();
     if (tree === start) return undefined;
