@@ -3,14 +3,13 @@
 // the sandbox with the executor's privileges on files the agent wrote. The second never reads a
 // `.git` of the workspace: it is always `--git-dir <the run's private git dir> --work-tree
 // <workspace>` (see private-git.ts), with no system or global config, no inherited GIT_* variable
-// (a push keeps the operator's ssh and certificate ones), a small environment that holds no secret
-// of the executor (a push adds HOME, ssh, proxy variables and its token header), and settings on
-// its command line that
-// switch off everything a repository or a work tree could use to start a program: hooks,
-// fsmonitor, external diff and textconv, submodule recursion, transports, ssh, credential helpers.
-// `.gitattributes` of the work tree may still name `filter=`/`diff=` drivers, but no config git
-// reads defines one, so none runs; the attributes that stay (eol, text, working-tree-encoding,
-// ident) only transform bytes.
+// (a push keeps the operator's ssh and certificate ones), a small environment that holds no
+// secret of the executor (a push adds HOME, ssh and proxy variables and its token header), and
+// settings on its command line that switch off everything a repository or a work tree could use
+// to start a program: hooks, fsmonitor, external diff and textconv, submodule recursion,
+// transports, ssh, credential helpers. `.gitattributes` of the work tree may still name
+// `filter=`/`diff=` drivers, but no config git reads defines one, so none runs; the attributes
+// that stay (eol, text, working-tree-encoding, ident) only transform bytes.
 
 import { execFile, spawn } from 'node:child_process';
 import { unlinkSync, writeFileSync } from 'node:fs';
