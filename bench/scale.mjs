@@ -14,6 +14,11 @@ const { values } = parseArgs({
 });
 const total = Number(values.runs);
 const samples = Number(values.samples);
+// The walk goes to page 999 + samples, 20 runs a page, and each page must have a next one.
+if (!(total > (999 + samples) * 20))
+  throw new Error(
+    `--runs ${values.runs}: expected more than ${(999 + samples) * 20} for --samples ${samples}`
+  );
 const dir = tempDir();
 const dataDir = join(dir, 'data');
 const key = createKey(dataDir); // creates the database with the current schema
@@ -89,6 +94,7 @@ const stats = values => ({ p50: +median(values).toFixed(2), p99: +percentile(val
 const result = {
   command: `node bench/scale.mjs --runs ${total} --samples ${samples}`,
   runs: total,
+  samples,
   fillSeconds,
   cache: 'none: every list request is a query not asked before',
   pages1ToSamplesMs: stats(firstPages),
