@@ -6,9 +6,9 @@
 
 import { execFileSync } from 'node:child_process';
 import { availableParallelism, loadavg } from 'node:os';
-import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const ROOT = resolve(import.meta.dirname, '..');
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** `uptime` as the machine prints it, with the three load averages as numbers. */
 export function uptime() {
@@ -64,8 +64,9 @@ export function spread(values, digits = 2) {
 }
 
 /** "0.57 (0.40–0.61, 3 rounds)": a spread as a reader sees it. */
-export function describe({ median, min, max, n }, unit = '') {
-  if (median === null) return 'n/a';
+export function describe(figure, unit = '') {
+  if (!figure || figure.median === null) return 'n/a';
+  const { median, min, max, n } = figure;
   return n > 1 ? `${median}${unit} (${min}–${max}${unit}, ${n} rounds)` : `${median}${unit} (1 round)`;
 }
 
