@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { EXECUTOR, ROOT } from './lib.mjs';
 import { machineState } from './method.mjs';
-import { render } from './render.mjs';
+import { quietness, render } from './render.mjs';
 
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } }
@@ -52,6 +52,8 @@ if (!existsSync(EXECUTOR)) throw new Error(`${EXECUTOR} is missing: run npm run 
 
 const outDir = mkdtempSync(join(tmpdir(), 'agent-run-bench-all-'));
 const before = machineState();
+const quiet = quietness(before, before);
+if (quiet.length > 0) console.warn(`warning: ${quiet[0].replace(/\*\*/g, '')}`);
 const started = Date.now();
 const steps = [];
 for (const name of names) {

@@ -89,6 +89,18 @@ function section(all, name, title, body) {
   return [`### ${title}`, '', ...provenance(step), ...(step.result ? body(step.result) : []), ''];
 }
 
+/** A warning when the machine was not quiet: its 1-minute load above half its cores, before or after. */
+export function quietness(before, after) {
+  const busiest = Math.max(before.uptime?.load?.[0] ?? 0, after.uptime?.load?.[0] ?? 0);
+  if (busiest <= before.nproc / 2) return [];
+  return [
+    `**Not a quiet machine**: a 1-minute load average of ${busiest} on ${before.nproc} cores. Contention takes most ` +
+      'from the fastest process, so ratios to the bare baselines come out higher than on a quiet machine: do not ' +
+      'publish these figures as results.',
+    ''
+  ];
+}
+
 export function render(all) {
   const { before, after } = all.machine;
   const out = [
@@ -97,6 +109,7 @@ export function render(all) {
     `${before.date} to ${after.date} (${all.wallSeconds} s), commit \`${before.commit}\`, Node ${before.node}, ` +
       `${before.nproc} cores, ${before.platform}; load average before ${load(before)}, after ${load(after)}.`,
     '',
+    ...quietness(before, after),
     '| goal | measured | verdict |',
     '|---|---|---|',
     ...goals(all).map(([goal, measured, met]) => `| ${goal} | ${measured} | ${verdict(met)} |`),

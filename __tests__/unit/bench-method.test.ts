@@ -88,7 +88,7 @@ describe('bench:all rendering', () => {
     node: 'v24.21.0',
     nproc: 2,
     platform: 'linux x64',
-    uptime: { text: ' 10:00:00 up 1 day,  load average: 0.10, 0.20, 0.30' }
+    uptime: { text: ' 10:00:00 up 1 day,  load average: 0.10, 0.20, 0.30', load: [0.1, 0.2, 0.3] }
   };
   const throughput = (readRatio: number, readP99: number) => ({
     name: 'throughput',
@@ -139,6 +139,13 @@ describe('bench:all rendering', () => {
     expect(markdown).toContain('`node bench/throughput.mjs`');
     expect(markdown).toContain('commit `abcdef123456`');
     expect(markdown).toContain('before 0.10, 0.20, 0.30, after 0.10, 0.20, 0.30');
+  });
+
+  it('warns that figures taken on a busy machine are not results', () => {
+    expect(render(all(throughput(0.62, 8)))).not.toContain('Not a quiet machine');
+    const busy = { ...machine, uptime: { text: 'load average: 3.10, 2.00, 1.00', load: [3.1, 2, 1] } };
+    const markdown = render({ ...all(throughput(0.62, 8)), machine: { before: machine, after: busy } });
+    expect(markdown).toContain('**Not a quiet machine**: a 1-minute load average of 3.1 on 2 cores');
   });
 
   it('says a benchmark that failed was not measured', () => {
