@@ -81,7 +81,12 @@ for (const name of names) {
 }
 
 const all = {
-  command: `npm run bench:all${values.quick ? ' -- --quick' : ''}${values.only ? ` -- --only ${values.only}` : ''}`,
+  command: [
+    'npm run bench:all',
+    ...(values.quick || values.only ? ['--'] : []),
+    ...(values.quick ? ['--quick'] : []),
+    ...(values.only ? ['--only', values.only] : [])
+  ].join(' '),
   quick: values.quick,
   wallSeconds: Math.round((Date.now() - started) / 1000),
   machine: { before, after: machineState() },

@@ -63,8 +63,15 @@ async function timed(path) {
 // filter samples each carry their own far-future `created_before` (the same rows, a new query).
 let distinct = 0;
 const farFuture = () => new Date(Date.UTC(2100, 0, 1) + ++distinct).toISOString();
-// Warm-up, not timed: the server's code paths and SQLite's pages, with queries never asked again.
-for (let i = 0; i < samples; i++) await timed(`/api/v1/agent/runs?limit=20&created_before=${farFuture()}`);
+// Warm-up, not timed, with queries never asked again: the same walk under its own far-future
+// `created_before` (so the timed walk's first pages are not its coldest), and the reads.
+const warmupBefore = farFuture();
+let warmCursor;
+for (let page = 1; page < 1000 + samples; page++) {
+  const cursorParam = warmCursor ? `&cursor=${warmCursor}` : '';
+  warmCursor = (await timed(`/api/v1/agent/runs?limit=20&created_before=${warmupBefore}${cursorParam}`)).body
+    .page_info?.next_cursor;
+}
 for (const id of ids) await timed(`/api/v1/agent/runs/${id}`);
 
 const walk = [];
