@@ -1,5 +1,6 @@
 // Shared pieces of the benchmarks: the bundled executor as a child process, keys, a counting
-// proxy, percentiles and result files (with the machine's state: method.mjs). Everything talks to 127.0.0.1 only.
+// proxy, percentiles and result files (with the machine's state, from method.mjs). Everything
+// talks to 127.0.0.1 only.
 
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
