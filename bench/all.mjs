@@ -1,6 +1,7 @@
 // `npm run bench:all`: the headline benchmarks one after the other (never two at once), in under
 // ten minutes on a 2-core machine, into one results file with its markdown rendering:
 //   bench/results/all-<date>.json   every benchmark's result (rows, rounds, command, machine state)
+//                                   and the goals, each with what was measured and whether it is met
 //   bench/results/all-<date>.md     the tables and goals as BENCHMARKS.md shows them, to paste
 // Each benchmark records its own command, date, commit and `uptime` before and after.
 // Run it on a quiet machine after `npm run build` (the benchmarks run the bundles in dist/).
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { EXECUTOR, ROOT } from './lib.mjs';
 import { machineState } from './method.mjs';
-import { quietness, render } from './render.mjs';
+import { goals, quietness, render } from './render.mjs';
 
 const { values } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } }
@@ -92,6 +93,7 @@ const all = {
   machine: { before, after: machineState() },
   steps
 };
+all.goals = goals(all).map(([goal, measured, met]) => ({ goal, measured, met }));
 const day = before.date.slice(0, 10);
 const base = join(ROOT, 'bench/results', `all-${day}${values.quick ? '-quick' : ''}`);
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
