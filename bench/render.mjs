@@ -126,7 +126,7 @@ export function render(all) {
         '|---|---|---|---|---|',
         ...Object.entries(at.summary).map(
           ([name, s]) =>
-            `| ${name}${s.writesPerSecond?.median != null ? ` (with ${n(s.writesPerSecond.median)} creates/s)` : ''} | ${rps(s.requestsPerSecond)} | ${ms(s.p50Ms)} | ${ms(s.p99Ms)} | ${name === 'bare' ? '1' : ratio(name) ? `${ratio(name).median} (${ratio(name).rounds.join(', ')})` : 'n/a'} |`
+            `| ${name}${s.writesPerSecond?.median != null ? ` (another process committing ${n(s.writesPerSecond.median)} times/s)` : ''} | ${rps(s.requestsPerSecond)} | ${ms(s.p50Ms)} | ${ms(s.p99Ms)} | ${name === 'bare' ? '1' : ratio(name) ? `${ratio(name).median} (${ratio(name).rounds.join(', ')})` : 'n/a'} |`
         )
       ];
     }),

@@ -9,14 +9,17 @@
 //                  from the store's page cache (kept until the next write)
 //   list-uncached  the same page, each request with its own `created_before` far in the future,
 //                  so no two requests share a cache entry: what every list costs after a write
-//   list-writes    `list` while one more connection creates runs (each create empties the cache);
-//                  the runs are queued behind a parked run, so none executes during the benchmark
+//   list-writes    `list` while another process commits to the same SQLite file --writes-per-second
+//                  times a second (sqlite-writer.mjs), as a worker process sharing the file does when
+//                  runs change state: each commit empties the page cache
 // The executor runs with 4 workers and an idle queue (its 20 runs have ended before measuring).
 //
 //   node bench/throughput.mjs [--seconds 5] [--warmup 1] [--rounds 3] [--connections 50]
 //                             [--targets bare,fastify,read,list,list-uncached,list-writes]
+//                             [--writes-per-second 100]
 
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { ROOT, api, createKey, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
@@ -28,7 +31,8 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
-    targets: { type: 'string', default: 'bare,fastify,read,list,list-uncached,list-writes' }
+    targets: { type: 'string', default: 'bare,fastify,read,list,list-uncached,list-writes' },
+    'writes-per-second': { type: 'string', default: '100' }
   }
 });
 const seconds = Number(values.seconds);
@@ -50,8 +54,7 @@ const executor = await startExecutor({
     '  rate_limit_per_minute: 0',
     '  max_queued_runs: 10000000',
     'environments:',
-    `  - { id: bench, source: ${JSON.stringify(source)} }`,
-    `  - { id: parked, source: ${JSON.stringify(source)}, max_concurrent_runs: 1, timeout: 2h }`
+    `  - { id: bench, source: ${JSON.stringify(source)} }`
   ].join('\n')
 });
 const key = createKey(executor.dataDir);
@@ -75,8 +78,6 @@ const ids = [];
 for (let i = 0; i < 20; i++) ids.push(await create('@sim say hi', 'bench'));
 for (const id of ids) await waitFor(id, ENDED);
 const runId = ids[0];
-// The parked environment runs one run at a time: this one sleeps, so the creates of `list-writes` queue.
-await waitFor(await create('@sim sleep 7200', 'parked'), ['INPROGRESS']);
 const record = await fetch(`${executor.url}/api/v1/agent/runs/${runId}`, {
   headers: { authorization: `Bearer ${key}` }
 }).then(r => r.text());
@@ -125,20 +126,40 @@ const targets = {
   },
   'list-writes': { url: executor.url + listPath, headers: auth }
 };
-const writer = {
-  url: `${executor.url}/api/v1/agent/run`,
-  method: 'POST',
-  connections: 1,
-  headers: { ...auth, 'content-type': 'application/json' },
-  body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'parked' } })
-};
+const writesPerSecond = Number(values['writes-per-second']);
+
+/** Starts sqlite-writer.mjs on the executor's database; stop() resolves with the commits it made. */
+async function startWriter() {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bench/sqlite-writer.mjs'), join(executor.dataDir, 'executor.db'), String(writesPerSecond)],
+    { stdio: ['ignore', 'pipe', 'inherit'] }
+  );
+  let out = '';
+  await new Promise((resolve, reject) => {
+    child.stdout.on('data', chunk => {
+      out += chunk;
+      if (/ready/.test(out)) resolve();
+    });
+    child.once('exit', code => reject(new Error(`sqlite-writer exited with ${code}`)));
+  });
+  return {
+    stop: () =>
+      new Promise(resolve => {
+        child.once('exit', () => resolve(Number(out.trim().split('\n').at(-1))));
+        child.kill('SIGTERM');
+      })
+  };
+}
 
 async function measure(name, connections) {
   const load = { ...targets[name], connections };
   if (warmup > 0) await autocannon({ ...load, duration: warmup });
-  const writes = name === 'list-writes' ? autocannon({ ...writer, duration: seconds }) : undefined;
+  const writer = name === 'list-writes' ? await startWriter() : undefined;
+  const started = performance.now();
   const result = await autocannon({ ...load, duration: seconds });
-  const written = await writes;
+  const written = await writer?.stop();
+  const writtenSeconds = (performance.now() - started) / 1000;
   return {
     connections,
     requestsPerSecond: Math.round(result['2xx'] / seconds),
@@ -146,17 +167,11 @@ async function measure(name, connections) {
     p99Ms: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors,
-    ...(written
-      ? {
-          writesPerSecond: Math.round(written['2xx'] / seconds),
-          writeErrors: written.errors + written.non2xx
-        }
-      : {})
+    ...(writer ? { writesPerSecond: Math.round(written / writtenSeconds) } : {})
   };
 }
 
 const byConnections = {};
-let parkedRunsEnded;
 try {
   for (const connections of connectionCounts) {
     const rows = await interleave(rounds, names, name => measure(name, connections));
@@ -170,14 +185,6 @@ try {
         `${connections} connections, ${r.of} / bare: median ${r.median} (${r.min}–${r.max}), rounds ${r.rounds.join(', ')}`
       );
   }
-  // The creates of list-writes must have queued behind the parked run, not run during the benchmark.
-  const ran = await api(
-    executor.url,
-    key,
-    '/api/v1/agent/runs?limit=100&environment_id=parked&state=SUCCEEDED'
-  );
-  parkedRunsEnded = ran.body.runs.length;
-  if (parkedRunsEnded > 0) console.warn(`warning: ${parkedRunsEnded} runs of the parked environment ran`);
 } finally {
   bare.child.kill();
   fastify.child.kill();
@@ -185,9 +192,9 @@ try {
 }
 
 saveResult('throughput', {
-  command: `node bench/throughput.mjs --seconds ${seconds} --warmup ${warmup} --rounds ${rounds} --connections ${values.connections} --targets ${names.join(',')}`,
+  command: `node bench/throughput.mjs --seconds ${seconds} --warmup ${warmup} --rounds ${rounds} --connections ${values.connections} --targets ${names.join(',')} --writes-per-second ${writesPerSecond}`,
   unit: '2xx answers per second',
   responseBytes: Buffer.byteLength(record),
-  parkedRunsEnded,
+  writesPerSecondAsked: writesPerSecond,
   byConnections
 });
