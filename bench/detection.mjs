@@ -1,16 +1,18 @@
 // Benchmark 1: how soon the action notices that a run ended, and how many requests waiting costs.
-// Runs of random length (5 s to 10 min) are waited on side by side by four strategies:
-//   (a) the action against the executor, which holds polls (Prefer: wait)
+// Runs of random length (5 s to 10 min) are waited on side by side by five strategies:
+//   (a) the action against the executor, which holds polls (Prefer: wait), with its defaults (the
+//       live log of the conversation on: it reads the transcript too)
+//   (a2) the same with log-conversation: false (only the run is read)
 //   (b) the action against the same executor behind a proxy that strips Prefer and If-None-Match
 //       (a server that ignores them)
 //   (c) a fixed 5 s poller and (d) a fixed 30 s poller, as hand-written workflow scripts do.
 // Latency = time from the run's completed_at to the moment the waiter knew (the action's exit).
+// Requests = every request the waiter sent, the create included (the action's transcript reads
+// counted apart as well).
 //
 //   node bench/detection.mjs [--runs 8] [--min 5] [--max 600] [--seed 1]
 
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   ACTION,
@@ -43,7 +45,7 @@ const lengths = Array.from({ length: runs }, () => Math.round((min + random() * 
 
 const source = tempDir('bench-source-');
 const executor = await startExecutor({
-  config: `workers: ${4 * runs + 4}\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\nenvironments:\n  - id: bench\n    source: ${source}\n    timeout: 1h\n`
+  config: `workers: ${5 * runs + 4}\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\nenvironments:\n  - id: bench\n    source: ${source}\n    timeout: 1h\n`
 });
 const key = createKey(executor.dataDir);
 console.log(`executor at ${executor.url}; run lengths (s): ${lengths.join(', ')}`);
@@ -54,14 +56,19 @@ async function completedAt(runId) {
 }
 
 /** (a) and (b): the bundled action, exactly as the runner starts it, behind its own counting proxy. */
-async function action(length, strip) {
-  const proxy = await countingProxy(executor.url, { strip });
+async function action(length, strip, inputs = {}) {
+  let transcriptRequests = 0;
+  const proxy = await countingProxy(executor.url, {
+    strip,
+    onRequest: req => (transcriptRequests += /\/transcript\b/.test(req.url) ? 1 : 0)
+  });
   const env = actionEnv({
     prompt: `@sim sleep ${length}`,
     'environment-id': 'bench',
     'api-key': key,
     'base-url': proxy.url,
-    timeout: '2h'
+    timeout: '2h',
+    ...inputs
   });
   const child = spawn(process.execPath, [ACTION], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -69,7 +76,12 @@ async function action(length, strip) {
   const exitedAt = await new Promise(resolve => child.on('exit', () => resolve(Date.now())));
   await proxy.close();
   const runId = /Created run (\S+) in/.exec(out)?.[1];
-  return { latencyMs: exitedAt - (await completedAt(runId)), requests: proxy.stats.requests };
+  if (!runId) throw new Error(`the action printed no run id:\n${out.slice(-2000)}`);
+  return {
+    latencyMs: exitedAt - (await completedAt(runId)),
+    requests: proxy.stats.requests,
+    transcriptRequests
+  };
 }
 
 /** (c) and (d): create, then GET every `intervalMs` until the run has ended. */
@@ -91,6 +103,7 @@ async function poller(length, intervalMs) {
 
 const strategies = {
   'a: action, server holds polls': length => action(length, []),
+  'a2: action, log-conversation false': length => action(length, [], { 'log-conversation': 'false' }),
   'b: action, server ignores Prefer: wait': length => action(length, ['prefer', 'if-none-match']),
   'c: fixed 5 s poller': length => poller(length, 5000),
   'd: fixed 30 s poller': length => poller(length, 30000)
@@ -120,7 +133,8 @@ const summary = Object.keys(strategies).map(strategy => {
     ),
     maxLatencyOfRunLength: Math.max(...relative),
     medianRequests: median(mine.map(row => row.requests)),
-    totalRequests: mine.reduce((sum, row) => sum + row.requests, 0)
+    totalRequests: mine.reduce((sum, row) => sum + row.requests, 0),
+    totalTranscriptRequests: mine.reduce((sum, row) => sum + (row.transcriptRequests ?? 0), 0)
   };
 });
 console.table(summary);
@@ -131,4 +145,3 @@ saveResult('detection', {
   rows,
   summary
 });
-mkdirSync(join(ROOT, 'bench/results'), { recursive: true });

@@ -1,79 +1,116 @@
-// Benchmark 4: durable creates. Creates per second the executor acknowledges (each one committed
-// with synchronous=FULL before the answer), next to a bare loop of single-row INSERT + COMMIT on
-// node:sqlite with the same pragmas: the disk's own limit for one-commit-per-row.
-// --setup picks the processes on the one data dir: `all` (one process that also runs every run),
-// `api` (the API process alone), `split` (the API process measured, a --role worker process beside
-// it running the runs on the same SQLite file).
+// Benchmark 4: durable creates. Creates per second the executor acknowledges (each committed with
+// synchronous=FULL before the answer), next to two bare node:http servers doing the same durable
+// work and nothing else (bare-create-server.mjs): `bare-row` commits each create on its own (one
+// fsync per row), `bare-group` group-commits like the executor (one transaction and one fsync per
+// turn of the event loop). executor / bare-group is what the executor's own work costs; executor /
+// bare-row is how it compares with the naive durable server.
 //
-//   node bench/durable.mjs [--seconds 5] [--workers 4] [--setup all|api|split]
+// Targets, each a fresh process on a fresh database in every round, interleaved over --rounds:
+//   bare-row, bare-group, api (`serve --role api`: the API alone, nothing runs the runs),
+//   all (`serve`, --workers workers running every run it accepts), split (optional: the API
+//   process measured, a `--role worker` process beside it on the same SQLite file).
+// Every target gets the same load: autocannon, 50 connections, --warmup s then --seconds s.
+//
+//   node bench/durable.mjs [--seconds 5] [--warmup 1] [--rounds 3] [--workers 4]
+//                          [--targets bare-row,bare-group,api,all]
 
-import { DatabaseSync } from 'node:sqlite';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { createKey, saveResult, startExecutor, tempDir } from './lib.mjs';
+import { ROOT, createKey, saveResult, startExecutor, tempDir } from './lib.mjs';
+import { interleave, ratio, summarise } from './method.mjs';
 
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '3' },
     workers: { type: 'string', default: '4' },
-    setup: { type: 'string', default: 'all' }
+    connections: { type: 'string', default: '50' },
+    targets: { type: 'string', default: 'bare-row,bare-group,api,all' }
   }
 });
-if (!['all', 'api', 'split'].includes(values.setup))
-  throw new Error(`--setup ${JSON.stringify(values.setup)}: expected all, api or split`);
 const seconds = Number(values.seconds);
+const warmup = Number(values.warmup);
+const rounds = Number(values.rounds);
+const connections = Number(values.connections);
+const KNOWN = ['bare-row', 'bare-group', 'api', 'all', 'split'];
+const targets = values.targets.split(',');
+for (const target of targets)
+  if (!KNOWN.includes(target))
+    throw new Error(`--targets: ${JSON.stringify(target)} is not one of ${KNOWN.join(', ')}`);
 
-function bareLoop() {
-  const db = new DatabaseSync(join(tempDir(), 'bare.db'));
-  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;');
-  db.exec(
-    'CREATE TABLE runs (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT UNIQUE, prompt TEXT, created_at TEXT)'
+const body = JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } });
+
+async function startBare(mode) {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bench/bare-create-server.mjs'), join(tempDir(), 'bare.db'), mode],
+    {
+      stdio: ['ignore', 'pipe', 'inherit']
+    }
   );
-  const insert = db.prepare('INSERT INTO runs (run_id, prompt, created_at) VALUES (?, ?, ?)');
-  const end = Date.now() + seconds * 1000;
-  let n = 0;
-  while (Date.now() < end) {
-    db.exec('BEGIN IMMEDIATE');
-    insert.run(crypto.randomUUID(), '@sim say hi', new Date().toISOString());
-    db.exec('COMMIT');
-    n++;
-  }
-  db.close();
-  return Math.round(n / seconds);
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.once('data', chunk => resolve(Number(String(chunk).trim())));
+    child.once('exit', code => reject(new Error(`bare-create-server ${mode} exited with ${code}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/api/v1/agent/run`,
+    headers: { 'content-type': 'application/json' },
+    stop: () => new Promise(done => (child.once('exit', done), child.kill()))
+  };
 }
 
-const bare = bareLoop();
-console.log(`bare INSERT + COMMIT loop: ${bare} commits/s`);
+async function startTarget(target) {
+  if (target.startsWith('bare-')) return startBare(target.slice('bare-'.length));
+  const source = tempDir('bench-source-');
+  const config = `workers: ${values.workers}\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 10000000\nenvironments:\n  - id: bench\n    source: ${source}\n`;
+  const dataDir = join(tempDir(), 'data');
+  const executor = await startExecutor({ dataDir, config, args: target === 'all' ? [] : ['--role', 'api'] });
+  const worker =
+    target === 'split' ? await startExecutor({ dataDir, config, args: ['--role', 'worker'] }) : undefined;
+  const key = createKey(dataDir);
+  return {
+    url: `${executor.url}/api/v1/agent/run`,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    stop: async () => {
+      await executor.stop();
+      await worker?.stop();
+    }
+  };
+}
 
-const source = tempDir('bench-source-');
-const config = `workers: ${values.workers}\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 10000000\nenvironments:\n  - id: bench\n    source: ${source}\n`;
-const dataDir = join(tempDir(), 'data');
-const role = values.setup === 'all' ? [] : ['--role', 'api'];
-const executor = await startExecutor({ dataDir, config, args: role });
-const worker =
-  values.setup === 'split' ? await startExecutor({ dataDir, config, args: ['--role', 'worker'] }) : undefined;
-const key = createKey(executor.dataDir);
-const result = await autocannon({
-  url: `${executor.url}/api/v1/agent/run`,
-  method: 'POST',
-  connections: 50,
-  duration: seconds,
-  headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-  body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
+const rows = await interleave(rounds, targets, async target => {
+  const server = await startTarget(target);
+  try {
+    const load = { url: server.url, method: 'POST', headers: server.headers, body, connections };
+    if (warmup > 0) await autocannon({ ...load, duration: warmup });
+    const result = await autocannon({ ...load, duration: seconds });
+    return {
+      requestsPerSecond: Math.round(result['2xx'] / seconds),
+      p50Ms: result.latency.p50,
+      p99Ms: result.latency.p99,
+      non2xx: result.non2xx,
+      errors: result.errors
+    };
+  } finally {
+    await server.stop();
+  }
 });
-await executor.stop();
-await worker?.stop();
-const creates = Math.round(result.requests.average);
-console.log(
-  `executor creates: ${creates}/s (p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx}); ratio ${(creates / bare).toFixed(2)}`
-);
-saveResult(`durable-${values.setup}-workers-${values.workers}`, {
-  command: `node bench/durable.mjs --seconds ${seconds} --workers ${values.workers} --setup ${values.setup}`,
-  bareCommitsPerSecond: bare,
-  executorCreatesPerSecond: creates,
-  ratio: Math.round((creates / bare) * 100) / 100,
-  createP50Ms: result.latency.p50,
-  createP99Ms: result.latency.p99,
-  non2xx: result.non2xx
+
+const executorTargets = targets.filter(t => !t.startsWith('bare-'));
+const ratios = [];
+for (const target of executorTargets)
+  for (const base of ['bare-group', 'bare-row'])
+    if (targets.includes(base)) ratios.push(ratio(rows, target, base));
+for (const r of ratios)
+  console.log(`${r.of} / ${r.to}: median ${r.median} (${r.min}–${r.max}), rounds ${r.rounds.join(', ')}`);
+const command = `node bench/durable.mjs --seconds ${seconds} --warmup ${warmup} --rounds ${rounds} --workers ${values.workers} --connections ${connections} --targets ${targets.join(',')}`;
+saveResult('durable', {
+  command,
+  unit: 'acknowledged creates per second (2xx answers / seconds)',
+  rows,
+  summary: summarise(rows, ['requestsPerSecond', 'p50Ms', 'p99Ms']),
+  ratios
 });

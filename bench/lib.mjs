@@ -1,11 +1,13 @@
 // Shared pieces of the benchmarks: the bundled executor as a child process, keys, a counting
-// proxy, percentiles and result files. Everything talks to 127.0.0.1 only.
+// proxy, percentiles and result files (with the machine's state, from method.mjs). Everything
+// talks to 127.0.0.1 only.
 
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { machineState } from './method.mjs';
 
 export const ROOT = resolve(import.meta.dirname, '..');
 export const EXECUTOR = join(ROOT, 'dist/executor/index.js');
@@ -128,22 +130,21 @@ export function median(values) {
   return percentile(values, 50);
 }
 
-export function saveResult(name, data) {
-  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
-  const file = join(ROOT, 'bench/results', `${name}.json`);
-  writeFileSync(
-    file,
-    `${JSON.stringify({ ...data, machine: machine(), at: new Date().toISOString() }, null, 2)}\n`
-  );
-  console.log(`wrote ${file}`);
-}
+/** The machine's state when this benchmark's process started (before it measured anything). */
+const BEFORE = machineState();
 
-function machine() {
-  return {
-    node: process.version,
-    cpus: (globalThis.navigator?.hardwareConcurrency ?? 0) || undefined,
-    platform: process.platform
-  };
+/**
+ * Writes `bench/results/<name>.json` (or into $BENCH_OUT_DIR, where `npm run bench:all` collects
+ * them): the figures with their command, and the machine's state before and after.
+ */
+export function saveResult(name, data) {
+  const dir = process.env.BENCH_OUT_DIR || join(ROOT, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}.json`);
+  const result = { name, ...data, machine: { before: BEFORE, after: machineState() } };
+  writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`wrote ${file}`);
+  return result;
 }
 
 export const sleep = ms => new Promise(resolveSleep => setTimeout(resolveSleep, ms));

@@ -1,13 +1,12 @@
 // Benchmark 2: what the action itself costs. Wall time of `node dist/index.js` from spawn to its
 // first request, and from the moment the service answers with a terminal state to the process's
-// exit; `node -e ''` is measured side by side as the floor of starting Node. Bundle sizes too.
+// exit; `node -e ''` is measured side by side as the floor of starting Node (bundle sizes:
+// bundles.mjs).
 //
 //   node bench/overhead.mjs [--repeat 15]
 
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ACTION, ROOT, actionEnv, median, percentile, saveResult } from './lib.mjs';
 
@@ -50,21 +49,12 @@ for (let i = 0; i < repeat; i++) {
 }
 server.close();
 
-const size = dir =>
-  readdirSync(join(ROOT, dir))
-    .filter(f => f.endsWith('.js'))
-    .reduce((sum, f) => sum + statSync(join(ROOT, dir, f)).size, 0);
 const result = {
   command: `node bench/overhead.mjs --repeat ${repeat}`,
   medianNodeStartMs: Math.round(median(nodeFloor)),
   medianToFirstRequestMs: Math.round(median(toFirstRequest)),
   p90ToFirstRequestMs: Math.round(percentile(toFirstRequest, 90)),
-  medianTerminalToExitMs: Math.round(median(terminalToExit)),
-  bundleBytes: {
-    action: size('dist'),
-    executor: size('dist/executor'),
-    executorAction: size('dist/executor-action')
-  }
+  medianTerminalToExitMs: Math.round(median(terminalToExit))
 };
 console.log(result);
 saveResult('overhead', result);

@@ -3,7 +3,9 @@
 // API, next to the executor in the same run. Prism is installed into a temporary folder on first
 // use (it is not a dependency of this project).
 //
-//   node bench/peer.mjs [--seconds 5] [--connections 50]
+// The two take turns over --rounds (executor, prism, executor, …); the ratio is taken per round.
+//
+//   node bench/peer.mjs [--seconds 5] [--connections 50] [--rounds 3]
 
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -12,12 +14,18 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { api, createKey, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
+import { interleave, ratio, summarise } from './method.mjs';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '50' } }
+  options: {
+    seconds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' }
+  }
 });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
+const rounds = Number(values.rounds);
 
 const prismDir = join(tmpdir(), 'agent-run-bench-prism');
 const prismBin = join(prismDir, 'node_modules/.bin/prism');
@@ -60,23 +68,22 @@ const targets = {
   executor: `${executor.url}/api/v1/agent/runs/${body.run_id}`,
   prism: `http://127.0.0.1:${port}/api/v1/agent/runs/${body.run_id}`
 };
-const rows = [];
-for (const [name, url] of Object.entries(targets)) {
-  const result = await autocannon({ url, headers: auth, connections, duration: seconds });
-  rows.push({
-    target: name,
-    requestsPerSecond: Math.round(result.requests.average),
+const rows = await interleave(rounds, Object.keys(targets), async name => {
+  const result = await autocannon({ url: targets[name], headers: auth, connections, duration: seconds });
+  return {
+    requestsPerSecond: Math.round(result['2xx'] / seconds),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors
-  });
-  console.log(JSON.stringify(rows.at(-1)));
-}
+  };
+});
 prism.kill();
 await executor.stop();
 saveResult('peer', {
-  command: `node bench/peer.mjs --seconds ${seconds} --connections ${connections}`,
+  command: `node bench/peer.mjs --seconds ${seconds} --connections ${connections} --rounds ${rounds}`,
   prism: prismVersion,
-  rows
+  rows,
+  summary: summarise(rows, ['requestsPerSecond', 'p50Ms', 'p99Ms']),
+  ratio: ratio(rows, 'executor', 'prism')
 });

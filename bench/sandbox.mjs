@@ -1,17 +1,22 @@
 // Benchmark 8: what the sandbox costs a run. One bundled executor serves the same source in
 // three environments: confined (network none), confined with a host:port list (the proxy), and
-// `sandbox: off`. Runs alternate between them, one at a time; for each run we take the duration
+// `sandbox: off`. Runs alternate between them, one at a time (a round is one run of each, after
+// --warmup rounds not counted); for each run we take the duration
 // of its one command (`@sim run true`: spawn to exit, as the transcript records it) and the
 // run's whole time from started_at to completed_at (workspace, sandbox, command, diff).
 //
-//   node bench/sandbox.mjs [--runs 30]
+//   node bench/sandbox.mjs [--runs 30] [--warmup 1]
 
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { api, createKey, median, percentile, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
+import { spread } from './method.mjs';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '30' } } });
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '30' }, warmup: { type: 'string', default: '1' } }
+});
 const runs = Number(values.runs);
+const warmup = Number(values.warmup);
 const source = tempDir('agent-run-bench-source-');
 const dataDir = join(tempDir(), 'data');
 const config = [
@@ -27,9 +32,11 @@ const key = createKey(dataDir);
 const kinds = ['confined', 'proxied', 'off'];
 const samples = Object.fromEntries(kinds.map(kind => [kind, { command: [], run: [] }]));
 
+const rounds = [];
 try {
-  for (let i = 0; i < runs * kinds.length; i++) {
+  for (let i = 0; i < (warmup + runs) * kinds.length; i++) {
     const kind = kinds[i % kinds.length];
+    const round = Math.floor(i / kinds.length) + 1 - warmup;
     const created = await api(executor.url, key, '/api/v1/agent/run', {
       method: 'POST',
       body: JSON.stringify({ prompt: '@sim run true', config: { environment_id: kind } })
@@ -43,8 +50,12 @@ try {
     }
     if (run.state !== 'SUCCEEDED') throw new Error(`run ${id} (${kind}) ${run.state}: ${run.status_message}`);
     const events = (await api(executor.url, key, `/api/v1/agent/runs/${id}/transcript`)).body.events;
-    samples[kind].command.push(events.find(e => e.kind === 'command').duration_ms);
-    samples[kind].run.push(Date.parse(run.completed_at) - Date.parse(run.started_at));
+    if (round < 1) continue; // warm-up: the first run of each kind is not counted
+    const command = events.find(e => e.kind === 'command').duration_ms;
+    const whole = Date.parse(run.completed_at) - Date.parse(run.started_at);
+    samples[kind].command.push(command);
+    samples[kind].run.push(whole);
+    rounds.push({ round, target: kind, commandMs: command, runMs: whole });
   }
 } finally {
   await executor.stop();
@@ -72,4 +83,24 @@ console.table(
     ])
   )
 );
-saveResult('sandbox', { command: `node bench/sandbox.mjs --runs ${runs}`, runs, summary, samples });
+// What confinement adds, taken within each round (one run of each kind, one after the other).
+const added = (kind, field) =>
+  spread(
+    Array.from({ length: runs }, (_, i) => {
+      const at = target => rounds.find(row => row.round === i + 1 && row.target === target)?.[field];
+      return at(kind) - at('off');
+    }),
+    0
+  );
+const overOff = {
+  confined: { commandMs: added('confined', 'commandMs'), runMs: added('confined', 'runMs') },
+  proxied: { commandMs: added('proxied', 'commandMs'), runMs: added('proxied', 'runMs') }
+};
+console.log('added over sandbox: off, per round (median, min, max):', JSON.stringify(overOff));
+saveResult('sandbox', {
+  command: `node bench/sandbox.mjs --runs ${runs} --warmup ${warmup}`,
+  runs,
+  summary,
+  addedOverOff: overOff,
+  rounds
+});

@@ -1,161 +1,200 @@
-// Benchmark 3: executor API throughput and latency (autocannon) for read, list and create, next
-// to a bare node:http server answering a fixed JSON body of the same size (this machine's ceiling),
-// measured in the same run at several connection counts. With --rounds N the targets take turns N
-// times (bare, fastify, read, list, bare, …; creates last, since the runs they queue load the
-// executor afterwards) and each figure is the median of its rounds, ratios being taken within a
-// round: on a shared, noisy machine the load then falls on all alike.
+// Benchmark 3: executor reads and lists under load (autocannon), next to what the machine can do
+// without the executor: `bare`, a node:http server answering the same bytes a read answers, and
+// `fastify`, the executor's framework answering those bytes with no logic. Targets take turns in
+// interleaved rounds (method.mjs); each ratio to `bare` is taken within its round.
 //
-//   node bench/throughput.mjs [--seconds 5] [--connections 1,10,50,100] [--rounds 1]
+// Targets (all GET, with the key where the executor is asked):
+//   read           one finished run by id
+//   list           the newest 20 runs, one unchanging page: after the first, every answer comes
+//                  from the store's page cache (kept until the next write)
+//   list-uncached  the same page, each request with its own `created_before` far in the future,
+//                  so no two requests share a cache entry: what every list costs after a write
+//   list-writes    `list` while another process commits to the same SQLite file --writes-per-second
+//                  times a second (sqlite-writer.mjs), as a worker process sharing the file does when
+//                  runs change state: each commit empties the page cache
+// The executor runs with 4 workers and an idle queue (its 20 runs have ended before measuring).
+//
+//   node bench/throughput.mjs [--seconds 5] [--warmup 1] [--rounds 3] [--connections 50]
+//                             [--targets bare,fastify,read,list,list-uncached,list-writes]
+//                             [--writes-per-second 100]
 
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { ROOT, api, createKey, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
+import { interleave, ratio, summarise } from './method.mjs';
 
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: '5' },
-    connections: { type: 'string', default: '1,10,50,100' },
-    rounds: { type: 'string', default: '1' }
+    warmup: { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+    targets: { type: 'string', default: 'bare,fastify,read,list,list-uncached,list-writes' },
+    'writes-per-second': { type: 'string', default: '100' }
   }
 });
 const seconds = Number(values.seconds);
-const connectionCounts = values.connections.split(',').map(Number);
+const warmup = Number(values.warmup);
 const rounds = Number(values.rounds);
+const connectionCounts = values.connections.split(',').map(Number);
+const KNOWN = ['bare', 'fastify', 'read', 'list', 'list-uncached', 'list-writes'];
+const names = values.targets.split(',');
+for (const name of names)
+  if (!KNOWN.includes(name))
+    throw new Error(`--targets: ${JSON.stringify(name)} is not one of ${KNOWN.join(', ')}`);
 
 const source = tempDir('bench-source-');
 const executor = await startExecutor({
-  config: `workers: 4\nlog_level: warn\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 10000000\nenvironments:\n  - id: bench\n    source: ${source}\n`
+  config: [
+    'workers: 4',
+    'log_level: warn',
+    'limits:',
+    '  rate_limit_per_minute: 0',
+    '  max_queued_runs: 10000000',
+    'environments:',
+    `  - { id: bench, source: ${JSON.stringify(source)} }`
+  ].join('\n')
 });
 const key = createKey(executor.dataDir);
-const created = await api(executor.url, key, '/api/v1/agent/run', {
-  method: 'POST',
-  body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
-});
-const runId = created.body.run_id;
-await sleep(1500);
+const create = async (prompt, environment) =>
+  (
+    await api(executor.url, key, '/api/v1/agent/run', {
+      method: 'POST',
+      body: JSON.stringify({ prompt, config: { environment_id: environment } })
+    })
+  ).body.run_id;
+async function waitFor(runId, states) {
+  for (let i = 0; i < 600; i++) {
+    const run = (await api(executor.url, key, `/api/v1/agent/runs/${runId}`)).body;
+    if (states.includes(run.state)) return run;
+    await sleep(100);
+  }
+  throw new Error(`run ${runId} did not reach ${states.join(' or ')} in 60 s`);
+}
+const ENDED = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
+const ids = [];
+for (let i = 0; i < 20; i++) ids.push(await create('@sim say hi', 'bench'));
+for (const id of ids) await waitFor(id, ENDED);
+const runId = ids[0];
 const record = await fetch(`${executor.url}/api/v1/agent/runs/${runId}`, {
   headers: { authorization: `Bearer ${key}` }
 }).then(r => r.text());
-for (let i = 0; i < 19; i++)
-  await api(executor.url, key, '/api/v1/agent/run', {
-    method: 'POST',
-    body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
-  });
 
-// The ceiling: node:http in its own process, answering the same bytes a read answers.
-const bare = spawn(
-  process.execPath,
-  [
-    '-e',
-    `const body = ${JSON.stringify(record)}; require('node:http').createServer((q, s) => { s.writeHead(200, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)}); s.end(body); }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`
-  ],
-  { stdio: ['ignore', 'pipe', 'inherit'] }
-);
-const barePort = await new Promise(resolve =>
-  bare.stdout.once('data', chunk => resolve(Number(String(chunk).trim())))
-);
-// The framework's floor: Fastify (the executor's framework) answering the same bytes, no logic.
-const fastify = spawn(
-  process.execPath,
+async function fixedBodyServer(args, cwd) {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd });
+  const port = await new Promise(resolve =>
+    child.stdout.once('data', chunk => resolve(Number(String(chunk).trim())))
+  );
+  return { child, port };
+}
+// node:http in its own process, answering the same bytes a read answers.
+const bare = await fixedBodyServer([
+  '-e',
+  `const body = ${JSON.stringify(record)}; require('node:http').createServer((q, s) => { s.writeHead(200, {'content-type': 'application/json', 'content-length': Buffer.byteLength(body)}); s.end(body); }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`
+]);
+// Fastify (the executor's framework) answering the same bytes, no logic.
+const fastify = await fixedBodyServer(
   [
     '--input-type=module',
     '-e',
     `import Fastify from 'fastify'; const body = ${JSON.stringify(record)}; const app = Fastify({ logger: false }); app.get('/api/v1/agent/runs/:id', (q, r) => r.type('application/json').send(body)); await app.listen({ port: 0, host: '127.0.0.1' }); console.log(app.server.address().port);`
   ],
-  { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT }
-);
-const fastifyPort = await new Promise(resolve =>
-  fastify.stdout.once('data', chunk => resolve(Number(String(chunk).trim())))
+  ROOT
 );
 
 const auth = { authorization: `Bearer ${key}` };
+const listPath = '/api/v1/agent/runs?limit=20';
+let distinct = 0;
 const targets = {
-  bare: { url: `http://127.0.0.1:${barePort}/api/v1/agent/runs/${runId}` },
-  fastify: { url: `http://127.0.0.1:${fastifyPort}/api/v1/agent/runs/${runId}` },
+  bare: { url: `http://127.0.0.1:${bare.port}/api/v1/agent/runs/${runId}` },
+  fastify: { url: `http://127.0.0.1:${fastify.port}/api/v1/agent/runs/${runId}` },
   read: { url: `${executor.url}/api/v1/agent/runs/${runId}`, headers: auth },
-  list: { url: `${executor.url}/api/v1/agent/runs?limit=20`, headers: auth },
-  create: {
-    url: `${executor.url}/api/v1/agent/run`,
-    method: 'POST',
-    headers: { ...auth, 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
-  }
+  list: { url: executor.url + listPath, headers: auth },
+  'list-uncached': {
+    url: executor.url + listPath,
+    headers: auth,
+    requests: [
+      {
+        setupRequest: request => ({
+          ...request,
+          path: `${listPath}&created_before=${new Date(Date.UTC(2100, 0, 1) + ++distinct).toISOString()}`
+        })
+      }
+    ]
+  },
+  'list-writes': { url: executor.url + listPath, headers: auth }
 };
+const writesPerSecond = Number(values['writes-per-second']);
 
-const median = numbers => {
-  const sorted = [...numbers].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-};
-const measured = [];
-// Creates queue runs the executor then works on for a while: they go after every read round.
-const plan = [];
-for (let round = 1; round <= rounds; round++)
-  for (const name of Object.keys(targets)) if (name !== 'create') plan.push({ name, round });
-for (let round = 1; round <= rounds; round++) plan.push({ name: 'create', round });
-for (const { name, round } of plan) {
-  for (const connections of connectionCounts) {
-    if (name === 'create' && connections !== 50) continue;
-    const result = await autocannon({ ...targets[name], connections, duration: seconds });
-    const row = {
-      round,
-      target: name,
-      connections,
-      requestsPerSecond: Math.round(result.requests.average),
-      p50Ms: result.latency.p50,
-      p99Ms: result.latency.p99,
-      non2xx: result.non2xx,
-      errors: result.errors,
-      timeouts: result.timeouts
-    };
-    measured.push(row);
-    console.log(JSON.stringify(row));
-  }
-}
-// One row per target and connection count: the median of its rounds.
-const rows = [];
-for (const connections of connectionCounts) {
-  for (const name of Object.keys(targets)) {
-    const mine = measured.filter(row => row.target === name && row.connections === connections);
-    if (mine.length === 0) continue;
-    const pick = field => median(mine.map(row => row[field]));
-    const sum = field => mine.reduce((total, row) => total + row[field], 0);
-    rows.push({
-      target: name,
-      connections,
-      requestsPerSecond: Math.round(pick('requestsPerSecond')),
-      p50Ms: pick('p50Ms'),
-      p99Ms: pick('p99Ms'),
-      non2xx: sum('non2xx'),
-      errors: sum('errors'),
-      timeouts: sum('timeouts')
+/** Starts sqlite-writer.mjs on the executor's database; stop() resolves with the commits it made. */
+async function startWriter() {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bench/sqlite-writer.mjs'), join(executor.dataDir, 'executor.db'), String(writesPerSecond)],
+    { stdio: ['ignore', 'pipe', 'inherit'] }
+  );
+  let out = '';
+  await new Promise((resolve, reject) => {
+    child.stdout.on('data', chunk => {
+      out += chunk;
+      if (/ready/.test(out)) resolve();
     });
-  }
+    child.once('exit', code => reject(new Error(`sqlite-writer exited with ${code}`)));
+  });
+  return {
+    stop: () =>
+      new Promise(resolve => {
+        child.once('exit', () => resolve(Number(out.trim().split('\n').at(-1))));
+        child.kill('SIGTERM');
+      })
+  };
 }
-bare.kill();
-fastify.kill();
-await executor.stop();
 
-// Each round's ratio to the bare server at 50 connections (measured minutes apart at most), then
-// the median over the rounds.
-const ratioIn = (name, round) => {
-  const at = target =>
-    measured.find(row => row.target === target && row.connections === 50 && row.round === round);
-  return at(name) && at('bare') ? at(name).requestsPerSecond / at('bare').requestsPerSecond : null;
-};
-const ratios = Object.fromEntries(
-  ['fastify', 'read', 'list', 'create'].map(name => {
-    const each = Array.from({ length: rounds }, (_, i) => ratioIn(name, i + 1)).filter(r => r !== null);
-    return [name, each.length ? Math.round(median(each) * 100) / 100 : null];
-  })
-);
-for (const row of rows) console.log('median', JSON.stringify(row));
-console.log('ratio to the bare server at 50 connections:', ratios);
+async function measure(name, connections) {
+  const load = { ...targets[name], connections };
+  if (warmup > 0) await autocannon({ ...load, duration: warmup });
+  const writer = name === 'list-writes' ? await startWriter() : undefined;
+  const started = performance.now();
+  const result = await autocannon({ ...load, duration: seconds });
+  const written = await writer?.stop();
+  const writtenSeconds = (performance.now() - started) / 1000;
+  return {
+    connections,
+    requestsPerSecond: Math.round(result['2xx'] / seconds),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    ...(writer ? { writesPerSecond: Math.round(written / writtenSeconds) } : {})
+  };
+}
+
+const byConnections = {};
+try {
+  for (const connections of connectionCounts) {
+    const rows = await interleave(rounds, names, name => measure(name, connections));
+    byConnections[connections] = {
+      rows,
+      summary: summarise(rows, ['requestsPerSecond', 'p50Ms', 'p99Ms', 'writesPerSecond']),
+      ratios: names.filter(n => n !== 'bare').map(name => ratio(rows, name, 'bare'))
+    };
+    for (const r of byConnections[connections].ratios)
+      console.log(
+        `${connections} connections, ${r.of} / bare: median ${r.median} (${r.min}–${r.max}), rounds ${r.rounds.join(', ')}`
+      );
+  }
+} finally {
+  bare.child.kill();
+  fastify.child.kill();
+  await executor.stop();
+}
+
 saveResult('throughput', {
-  command: `node bench/throughput.mjs --seconds ${seconds} --connections ${values.connections} --rounds ${rounds}`,
-  rounds: measured,
+  command: `node bench/throughput.mjs --seconds ${seconds} --warmup ${warmup} --rounds ${rounds} --connections ${values.connections} --targets ${names.join(',')} --writes-per-second ${writesPerSecond}`,
+  unit: '2xx answers per second',
   responseBytes: Buffer.byteLength(record),
-  rows,
-  ratiosAt50: ratios
+  writesPerSecondAsked: writesPerSecond,
+  byConnections
 });
