@@ -3,8 +3,6 @@
 
 import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
 import {
   IDEMPOTENCY_KEY_FORM,
   type RunConfig,
@@ -19,6 +17,7 @@ import { type EventContext, readEventContext } from './context.js';
 import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
 import { type OutputSchema, readOutputSchema, schemaRequest } from './output-schema.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
+import { type ReadFile, readInputFile } from './workspace-file.js';
 
 /** The request that creates the run. */
 export interface CreateSettings {
@@ -149,7 +148,8 @@ function connection(getInput: GetInput, problems: string[]): Pick<Settings, 'bas
 export function readSettings(
   getInput: GetInput = actionInput,
   env: NodeJS.ProcessEnv = process.env,
-  readFile: (path: string) => string = path => readFileSync(path, 'utf8'),
+  /** Reads a file a path input names (tests pass their own); by default every check applies. */
+  readFile?: ReadFile,
   event: EventContext = readEventContext(env)
 ): Settings {
   const problems: string[] = [];
@@ -260,7 +260,7 @@ function parseStates(raw: string, problems: string[]): RunState[] {
 function readCreate(
   getInput: GetInput,
   env: NodeJS.ProcessEnv,
-  readFile: (path: string) => string,
+  readFile: ReadFile | undefined,
   problems: string[],
   event: EventContext,
   notes: string[],
@@ -272,18 +272,11 @@ function readCreate(
   if (inline.trim() !== '' && file !== '') {
     problems.push('prompt and prompt-file are both set: give exactly one of them');
   } else if (file !== '') {
-    const path = isAbsolute(file) ? file : resolve(env.GITHUB_WORKSPACE ?? process.cwd(), file);
-    try {
-      prompt = readFile(path);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      problems.push(
-        `prompt-file ${showValue(file)}: cannot read ${path} (${code ?? (error as Error).message})`
-      );
-    }
-    if (prompt.trim() === '' && !problems.some(p => p.startsWith('prompt-file'))) {
+    const text = readInputFile('prompt-file', file, env, readFile, problems);
+    if (text !== undefined && text.trim() === '') {
       problems.push(`prompt-file ${showValue(file)}: the file is empty; expected the prompt text`);
     }
+    prompt = text ?? '';
   } else if (inline.trim() === '') {
     problems.push(
       'prompt is empty: set prompt (the instruction for the agent) or prompt-file (a path to it)'
