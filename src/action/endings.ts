@@ -3,6 +3,7 @@
 // the run settled when the post step has nothing left to do.
 
 import * as core from '@actions/core';
+import * as log from './log.js';
 import { formatDuration } from '../api/index.js';
 import type { AgentRunClient, Run } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
@@ -25,7 +26,7 @@ export async function leaveRunning(
     durationMs: Date.now() - startedAt
   });
   state.markSettled();
-  core.info(`Not waiting for run ${runId} (wait: false); it is ${run?.state ?? 'running'}.`);
+  log.info(`Not waiting for run ${runId} (wait: false); it is ${run?.state ?? 'running'}.`);
 }
 
 /**
@@ -49,7 +50,7 @@ export async function onEnd(settings: Settings, reporter: Reporter, outcome: Out
     const link = run.session_link ? `\nSession: ${run.session_link}` : '';
     core.setFailed(`Run ${outcome.runId} ended ${run.state}${code}: ${message}${link}`);
   } else {
-    core.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
+    log.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
   }
 }
 

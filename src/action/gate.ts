@@ -3,6 +3,7 @@
 // with on-untrusted: fail), never an error of the action.
 
 import * as core from '@actions/core';
+import * as log from './log.js';
 import { type EventContext } from './context.js';
 import { type GitHubApi, createGitHubApi } from './github.js';
 import { type Settings, readKeyPresence, readSettings } from './inputs.js';
@@ -41,7 +42,7 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
     skip(settings.onUntrusted, `Not starting the agent: ${verdict.why}.`);
     return undefined;
   }
-  if (verdict.why) core.info(`Trust gate passed: ${verdict.why}.`);
+  if (verdict.why) log.info(`Trust gate passed: ${verdict.why}.`);
   for (const note of settings.promptNotes) core.notice(`Prompt: ${note}.`);
   return { settings, github };
 }

@@ -2,6 +2,7 @@
 // progress (log lines, the conversation as it arrives, summary, comment, BLOCKED).
 
 import * as core from '@actions/core';
+import * as log from './log.js';
 import { formatDuration } from '../api/index.js';
 import { AbortError, AgentRunClient, type Run, type WaitResult } from '../client/index.js';
 import type { CreateSettings, Settings } from './inputs.js';
@@ -22,7 +23,7 @@ export function createClient(
     apiKey: connection.apiKey,
     userAgent,
     onRetry: info =>
-      core.info(
+      log.info(
         `Retrying ${info.request} in ${(info.delayMs / 1000).toFixed(1)} s (retry ${info.retry}): ${info.reason}`
       )
   });
@@ -44,7 +45,7 @@ export async function createRun(
     signal,
     maxRetries: CREATE_RETRIES
   });
-  core.info(`Created run ${created.run_id} in environment ${create.environmentId}.`);
+  log.info(`Created run ${created.run_id} in environment ${create.environmentId}.`);
   return created.run_id;
 }
 
@@ -91,7 +92,7 @@ export async function waitWithProgress(
     }
     void reporter.progress(runId, run);
   });
-  core.info(`Waiting for run ${runId} (timeout ${formatDuration(options.timeoutMs)}).`);
+  log.info(`Waiting for run ${runId} (timeout ${formatDuration(options.timeoutMs)}).`);
   try {
     const result: WaitResult = await client.waitForRun(runId, {
       timeoutMs: options.timeoutMs - (Date.now() - startedAt),
