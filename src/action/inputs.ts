@@ -14,7 +14,7 @@ import {
 } from '../api/index.js';
 import { normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, readEventContext } from './context.js';
-import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
+import { PlaceholderError, contextBlock, renderPrompt, textSources } from './prompt.js';
 import { type OutputSchema, readOutputSchema, schemaRequest } from './output-schema.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 import { type ReadFile, readInputFile } from './workspace-file.js';
@@ -154,6 +154,7 @@ export function readSettings(
 ): Settings {
   const problems: string[] = [];
   const promptNotes: string[] = [];
+  const readsText: ('issue' | 'pr')[] = [];
   const { baseUrl, apiKey } = connection(getInput, problems);
   const bool = (name: string, fallback: boolean): boolean => {
     const value = getInput(name).trim().toLowerCase();
@@ -188,7 +189,18 @@ export function readSettings(
   const runId = getInput('run-id').trim() || undefined;
   const target: Target =
     runId === undefined
-      ? { create: readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true)) }
+      ? {
+          create: readCreate(
+            getInput,
+            env,
+            readFile,
+            problems,
+            event,
+            promptNotes,
+            bool('context', true),
+            readsText
+          )
+        }
       : { runId };
   if (target.create && outputSchema && target.create.prompt.trim() !== '') {
     target.create.prompt += schemaRequest(outputSchema.schema);
@@ -231,7 +243,7 @@ export function readSettings(
     cancelOnAbort,
     summary,
     githubToken: getInput('github-token').trim(),
-    trust: { allowedActors, minPermission, triggerPhrase },
+    trust: { allowedActors, minPermission, triggerPhrase, readsText },
     onUntrusted: onUntrusted as Settings['onUntrusted'],
     comment: comment as Settings['comment'],
     promptNotes,
@@ -264,7 +276,8 @@ function readCreate(
   problems: string[],
   event: EventContext,
   notes: string[],
-  withContext: boolean
+  withContext: boolean,
+  readsText: ('issue' | 'pr')[]
 ): CreateSettings {
   const inline = getInput('prompt');
   const file = getInput('prompt-file').trim();
@@ -285,6 +298,7 @@ function readCreate(
     prompt = inline;
   }
   if (prompt.trim() !== '') {
+    readsText.push(...textSources(prompt));
     try {
       const rendered = renderPrompt(prompt, event);
       prompt = rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event)}` : '');

@@ -39,6 +39,18 @@ function untrusted(text: string): Value {
 export class PlaceholderError extends Error {}
 
 /**
+ * Whose written text a template quotes: `issue` for `{{issue.title}}` or `{{issue.body}}`, `pr`
+ * for `{{pr.title}}`, `{{pr.body}}` or `{{pr.head}}` (numbers and the base branch are no one's words).
+ */
+export function textSources(template: string): ('issue' | 'pr')[] {
+  const names = [...template.matchAll(/\{\{\s*([^{}]*?)\s*\}\}/g)].map(m => m[1]!);
+  const sources: ('issue' | 'pr')[] = [];
+  if (names.some(name => name === 'issue.title' || name === 'issue.body')) sources.push('issue');
+  if (names.some(name => ['pr.title', 'pr.body', 'pr.head'].includes(name))) sources.push('pr');
+  return sources;
+}
+
+/**
  * Replaces every `{{name}}`. Unknown names are an error listing the known ones; a known name the
  * event has no value for (say `{{pr.title}}` on a push) becomes empty, with a note returned.
  */
