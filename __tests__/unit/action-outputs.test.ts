@@ -119,8 +119,8 @@ describe('outputs of what the agent made', () => {
     ]);
     expect(summary?.rows).toContainEqual(['Result', '<pre>Fixed: the test passes now.</pre>']);
     const artifacts = summary?.rows.find(row => row[0] === 'Artifacts')?.[1];
-    expect(artifacts).toContain('PLAN: The plan');
-    expect(artifacts).toContain('FILE: changes.patch');
+    expect(artifacts).toContain('PLAN: <code>The plan</code>');
+    expect(artifacts).toContain('FILE: <code>changes.patch</code>');
   });
 
   it('puts a long answer inside <details>, escaped, and cuts an oversized one with a notice', async () => {

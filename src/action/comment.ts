@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { formatDuration } from '../api/index.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
-import { artifactLines, escapeHtml, link, resultMarkup } from './markup.js';
+import { artifactLines, code, escapeHtml, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
 
 export class StickyComment {
@@ -74,9 +74,11 @@ export class StickyComment {
     const state = run?.state ?? 'QUEUED';
     const lines = [
       this.marker,
-      `**Agent run** \`${runId}\`: **${state}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
+      // Every field from the service is inert: a hostile run id or state mentions no one, loads nothing.
+      `**Agent run** ${code(runId)}: **${code(state)}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
     ];
-    if (run?.session_link) lines.push('', `[Session transcript](${run.session_link})`);
+    if (run?.session_link && isWebLink(run.session_link))
+      lines.push('', link(run.session_link, 'Session transcript'));
     if (run?.status_message && state !== 'SUCCEEDED') {
       const message =
         run.status_message.length > 4000 ? `${run.status_message.slice(0, 4000)}…` : run.status_message;

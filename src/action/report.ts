@@ -4,7 +4,7 @@ import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
 import { formatDuration, isTerminalState } from '../api/index.js';
 import type { StickyComment } from './comment.js';
-import { artifactLines, code, escapeHtml, link, resultMarkup } from './markup.js';
+import { artifactLines, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
 
 export type Conclusion =
@@ -112,17 +112,17 @@ export async function writeSummary(outcome: Outcome): Promise<void> {
   const run = outcome.run;
   const rows: [string, string][] = [
     ['Run', code(outcome.runId)],
-    ['State', escapeHtml(run?.state ?? 'unknown')],
+    ['State', inert(run?.state ?? 'unknown')],
     ['Conclusion', escapeHtml(outcome.conclusion || 'not finished')],
     ['Duration', formatDuration(outcome.durationMs)]
   ];
-  if (run?.title) rows.push(['Title', escapeHtml(String(run.title))]);
+  if (run?.title) rows.push(['Title', inert(String(run.title))]);
   if (run?.session_link) rows.push(['Session', link(run.session_link)]);
   if (run?.error_code) rows.push(['Error code', code(run.error_code)]);
   const usage = usageOf(run);
   if (usage) {
     const figures = Object.entries(usage).map(([name, value]) => `${name}: ${JSON.stringify(value)}`);
-    rows.push(['Usage', escapeHtml(figures.join(', ').slice(0, 2000))]);
+    rows.push(['Usage', inert(figures.join(', ').slice(0, 2000))]);
   }
   if (run?.state === 'BLOCKED') {
     rows.push([
