@@ -13,16 +13,22 @@ const MENTION = /(^|[^\w@/`.-])@([A-Za-z0-9][A-Za-z0-9-]*(?:\/[A-Za-z0-9_.-]+)?)
 const CLOSING =
   /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
 
-/** C0 and C1 controls other than tab and newline: nothing a title or message needs. */
-const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+/** Drops C0 and C1 controls other than tab and newline: nothing a title or message needs. */
+function dropControls(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    if (code === 9 || code === 10 || (code >= 32 && (code < 127 || code > 159))) out += ch;
+  }
+  return out;
+}
 
 /**
  * Plain text (a title, a commit message) with its mentions and closing keywords made harmless in
  * a way a reader still understands: `@ octocat`, `fixes issue #1`.
  */
 export function neutralizePlain(text: string): string {
-  return text
-    .replace(CONTROLS, '')
+  return dropControls(text)
     .replace(MENTION, (_whole, before: string, name: string) => `${before}@ ${name}`)
     .replace(CLOSING, (_whole, keyword: string, gap: string) => `${keyword} issue${gap}`);
 }
