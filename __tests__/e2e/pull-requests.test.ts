@@ -83,9 +83,10 @@ describe('trust gate', () => {
       Date.parse(String(agents.runs.get(result.outputs['run-id']!)!.created_at))
     );
     const prompt = (JSON.parse(create.body) as { prompt: string }).prompt;
+    const tag = /<(untrusted-user-text-[0-9a-f]{12}) /.exec(prompt)![1]!;
     expect(prompt).toContain(
-      'Help with #42 in acme/app: <untrusted-user-text source="issue.title">\nLogin <broken>\n</untrusted-user-text>\n' +
-        'Request: <untrusted-user-text source="comment.body">\n@agent please fix\n</untrusted-user-text>'
+      `Help with #42 in acme/app: <${tag} source="issue.title">\nLogin <broken>\n</${tag}>\n` +
+        `Request: <${tag} source="comment.body">\n@agent please fix\n</${tag}>`
     );
     expect(prompt).toContain(
       '- repository: acme/app\n- ref: refs/heads/main\n- sha: deadbeef\n- event: issue_comment\n- pull request: #42'

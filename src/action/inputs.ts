@@ -4,17 +4,19 @@
 import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
 import {
+  ID_SEGMENT_FORM,
   IDEMPOTENCY_KEY_FORM,
   type RunConfig,
   type RunState,
   TERMINAL_STATES,
+  isIdSegment,
   isValidIdempotencyKey,
   parseDuration,
   showValue
 } from '../api/index.js';
 import { normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, readEventContext } from './context.js';
-import { PlaceholderError, contextBlock, renderPrompt, textSources } from './prompt.js';
+import { PlaceholderError, contextBlock, fenceTag, renderPrompt, textSources } from './prompt.js';
 import { type OutputSchema, readOutputSchema, schemaRequest } from './output-schema.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 import { type ReadFile, readInputFile } from './workspace-file.js';
@@ -187,6 +189,9 @@ export function readSettings(
 
   const failOn = parseStates(getInput('fail-on'), problems);
   const runId = getInput('run-id').trim() || undefined;
+  if (runId !== undefined && !isIdSegment(runId)) {
+    problems.push(`run-id ${showValue(runId)}: expected a run id of ${ID_SEGMENT_FORM}`);
+  }
   const target: Target =
     runId === undefined
       ? {
@@ -300,8 +305,9 @@ function readCreate(
   if (prompt.trim() !== '') {
     readsText.push(...textSources(prompt));
     try {
-      const rendered = renderPrompt(prompt, event);
-      prompt = rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event)}` : '');
+      const tag = fenceTag();
+      const rendered = renderPrompt(prompt, event, tag);
+      prompt = rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event, tag)}` : '');
       notes.push(...rendered.notes);
     } catch (error) {
       if (!(error instanceof PlaceholderError)) throw error;
