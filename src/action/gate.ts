@@ -3,6 +3,7 @@
 // with on-untrusted: fail), never an error of the action.
 
 import * as core from '@actions/core';
+import { setOutput } from './outputs.js';
 import * as log from './log.js';
 import { type EventContext } from './context.js';
 import { type GitHubApi, createGitHubApi } from './github.js';
@@ -48,7 +49,7 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
 }
 
 function skip(onUntrusted: Settings['onUntrusted'], message: string): void {
-  core.setOutput('conclusion', 'skipped');
+  setOutput('conclusion', 'skipped');
   state.markSettled();
   if (onUntrusted === 'fail') core.setFailed(message);
   else core.notice(message);

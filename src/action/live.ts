@@ -46,10 +46,12 @@ export function logItems(items: ProgressItem[]): void {
 /** Starts following the run; `finish` reads what is left once the wait is over. */
 export function followConversation(
   client: AgentRunClient,
-  runId: string
+  runId: string,
+  signal?: AbortSignal
 ): { onStateChange: () => void; finish: () => Promise<void> } {
   const follower = new RunFollower(client, runId, {
     onItems: logItems,
+    signal,
     // The outputs' own notice says what this service lacks; here a log line is enough.
     onNotice: message => log.info(`No live conversation: ${message}.`)
   });

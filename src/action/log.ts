@@ -12,8 +12,15 @@ import { randomBytes } from 'node:crypto';
 /** What the runner could take for a command, anywhere in the text (it splits lines on \r too). */
 const COMMAND_LIKE = /::|##\[/;
 
+/** Characters one log call shows; the outputs and the transcript file hold more. */
+export const MAX_LOG_CHARS = 64 * 1024;
+
 /** Prints text (one line or many) so that no part of it is read as a workflow command. */
-export function info(text: string): void {
+export function info(message: string): void {
+  const text =
+    message.length > MAX_LOG_CHARS
+      ? `${message.slice(0, MAX_LOG_CHARS)}… [${message.length - MAX_LOG_CHARS} more characters not shown]`
+      : message;
   if (!COMMAND_LIKE.test(text)) return core.info(text);
   const token = randomBytes(16).toString('hex');
   core.info(`::stop-commands::${token}`);

@@ -49,11 +49,13 @@ export function resultMarkup(result: string, max = 64 * 1024): string {
 }
 
 /** One line per artifact, for the summary and the comment. */
-export function artifactLines(produced: Produced | undefined): string[] {
+export function artifactLines(produced: Produced | undefined, maxName = 2048): string[] {
   return (produced?.artifacts ?? []).map(artifact => {
     const data = artifact.data;
-    const name = String(data.url ?? data.filename ?? data.filepath ?? data.title ?? data.artifact_uid ?? '');
-    const shown = typeof data.url === 'string' && isWebLink(data.url) ? link(data.url) : name && code(name);
-    return `${inert(String(artifact.artifact_type))}${shown ? `: ${shown}` : ''}`;
+    const full = String(data.url ?? data.filename ?? data.filepath ?? data.title ?? data.artifact_uid ?? '');
+    const name = full.length > maxName ? `${full.slice(0, maxName)}…` : full;
+    const linked = typeof data.url === 'string' && data.url.length <= maxName && isWebLink(data.url);
+    const shown = linked ? link(data.url as string) : name && code(name);
+    return `${inert(String(artifact.artifact_type).slice(0, 100))}${shown ? `: ${shown}` : ''}`;
   });
 }

@@ -1,7 +1,7 @@
 // What the log shows while the action waits: each state change with the time since the step
 // started, the session link the moment it is known, and a heartbeat at least once a minute.
 
-import * as core from '@actions/core';
+import { setOutput } from './outputs.js';
 import * as log from './log.js';
 import type { Run } from '../client/index.js';
 import { formatDuration } from '../api/index.js';
@@ -46,7 +46,7 @@ export class Progress {
   announceLink(run: Run | undefined): void {
     if (this.linkAnnounced || !run?.session_link) return;
     this.linkAnnounced = true;
-    core.setOutput('session-link', run.session_link);
+    setOutput('session-link', run.session_link);
     log.info(`Session: ${run.session_link}`);
   }
 

@@ -70,14 +70,19 @@ export async function waitWithProgress(
     reporter: Reporter;
     logConversation?: boolean;
     onBlocked?: 'wait' | 'fail';
+    /** Aborts when the step's end deadline (timeout + grace) passes: the wait and the follow end there. */
+    endSignal?: AbortSignal;
   }
 ): Promise<WaitEnd> {
   const { startedAt, reporter } = options;
-  const live = options.logConversation ? followConversation(client, runId) : undefined;
+  const endSignal = options.endSignal ?? new AbortController().signal;
+  const live = options.logConversation ? followConversation(client, runId, endSignal) : undefined;
+  let lastRun: Run | undefined;
   const blocked = new AbortController();
   let blockedRun: Run | undefined;
   let announced = false;
   const progress = new Progress(runId, startedAt, run => {
+    lastRun = run;
     live?.onStateChange();
     if (run.state === 'BLOCKED') {
       if (!announced) {
@@ -96,7 +101,7 @@ export async function waitWithProgress(
   try {
     const result: WaitResult = await client.waitForRun(runId, {
       timeoutMs: options.timeoutMs - (Date.now() - startedAt),
-      signal: AbortSignal.any([options.signal, blocked.signal]),
+      signal: AbortSignal.any([options.signal, blocked.signal, endSignal]),
       onStateChange: progress.onStateChange,
       onUnknownState: progress.onUnknownState,
       onTransientError: progress.onTransientError
@@ -105,6 +110,10 @@ export async function waitWithProgress(
   } catch (error) {
     if (error instanceof AbortError && blocked.signal.aborted && !options.signal.aborted) {
       return { outcome: 'blocked', run: blockedRun };
+    }
+    // Polls that hang or fail past the timeout and its grace: the deadline has passed all the same.
+    if (error instanceof AbortError && endSignal.aborted && !options.signal.aborted) {
+      return { outcome: 'timed_out', run: lastRun };
     }
     throw error;
   } finally {

@@ -165,7 +165,14 @@ export function structuredOutput(
       reason: 'the answer does not end with a JSON object (a ```json block or a bare {...})'
     };
   }
-  const result = check(value);
+  let result: SchemaCheck;
+  try {
+    result = check(value);
+  } catch (error) {
+    // A validator recurses with the value: an object nested a million levels deep overflows it.
+    if (!(error instanceof RangeError)) throw error;
+    return { ok: false, reason: 'the JSON object is nested too deeply to check against the schema' };
+  }
   if (!result.valid) {
     return {
       ok: false,
