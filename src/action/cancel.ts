@@ -7,7 +7,6 @@
 // after a refusal the run is read again, and the step says what it really is.
 
 import * as core from '@actions/core';
-import * as log from './log.js';
 import {
   type AgentRunClient,
   AgentRunError,
@@ -16,6 +15,7 @@ import {
   NotFoundError,
   isTerminalState
 } from '../client/index.js';
+import * as log from './log.js';
 
 export type CancelResult = 'cancelled' | 'already_finished' | 'not_cancellable' | 'unsupported' | 'failed';
 

@@ -3,11 +3,11 @@
 // the run settled when the post step has nothing left to do.
 
 import * as core from '@actions/core';
-import * as log from './log.js';
 import { formatDuration } from '../api/index.js';
 import type { AgentRunClient, Run } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
 import type { Settings } from './inputs.js';
+import * as log from './log.js';
 import { type Outcome, type Reporter, conclusionOf, durationOf } from './report.js';
 import * as state from './state.js';
 

@@ -3,11 +3,11 @@
 // with on-untrusted: fail), never an error of the action.
 
 import * as core from '@actions/core';
-import { setOutput } from './outputs.js';
-import * as log from './log.js';
 import { type EventContext } from './context.js';
 import { type GitHubApi, createGitHubApi } from './github.js';
 import { type Settings, readKeyPresence, readSettings } from './inputs.js';
+import * as log from './log.js';
+import { setOutput } from './outputs.js';
 import * as state from './state.js';
 import { checkTrust } from './trust.js';
 

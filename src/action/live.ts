@@ -3,8 +3,8 @@
 // decides how to read (long-poll where the server holds transcript reads, otherwise only on state
 // changes and at the end), so an idle run costs no more requests than the wait itself.
 
-import * as log from './log.js';
 import { type AgentRunClient, type ProgressItem, RunFollower } from '../client/index.js';
+import * as log from './log.js';
 
 /** Output lines shown per command in the log; the transcript file has more. */
 const COMMAND_OUTPUT_CHARS = 8000;

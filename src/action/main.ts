@@ -1,7 +1,6 @@
 // The main step: read inputs → trust gate → create → wait → collect what the agent made → report.
 
 import * as core from '@actions/core';
-import { setOutput } from './outputs.js';
 import { formatDuration } from '../api/index.js';
 import { AbortError } from '../client/index.js';
 import { StickyComment } from './comment.js';
@@ -9,6 +8,7 @@ import { type EventContext, readEventContext } from './context.js';
 import { leaveRunning, onAbort, onBlocked, onDeadline, onEnd } from './endings.js';
 import { type Admitted, admit } from './gate.js';
 import { secretInputs } from './inputs.js';
+import { setOutput } from './outputs.js';
 import { postStep } from './post.js';
 import { collectProducedSafely } from './produced.js';
 import { createClient, createRun, waitWithProgress } from './remote.js';

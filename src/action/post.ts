@@ -2,10 +2,10 @@
 // it could settle the run (killed by the runner, say), cancel the run here so no agent is left behind.
 
 import * as core from '@actions/core';
-import * as log from './log.js';
 import { type AgentRunClient, isTerminalState } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
 import { readConnection, readPostSettings, secretInputs } from './inputs.js';
+import * as log from './log.js';
 import { createClient } from './remote.js';
 import * as state from './state.js';
 

@@ -1,10 +1,10 @@
 // What the log shows while the action waits: each state change with the time since the step
 // started, the session link the moment it is known, and a heartbeat at least once a minute.
 
-import { setOutput } from './outputs.js';
-import * as log from './log.js';
 import type { Run } from '../client/index.js';
 import { formatDuration } from '../api/index.js';
+import * as log from './log.js';
+import { setOutput } from './outputs.js';
 
 const HEARTBEAT_MS = 60_000;
 

@@ -2,11 +2,11 @@
 // progress (log lines, the conversation as it arrives, summary, comment, BLOCKED).
 
 import * as core from '@actions/core';
-import * as log from './log.js';
 import { formatDuration } from '../api/index.js';
 import { AbortError, AgentRunClient, type Run, type WaitResult } from '../client/index.js';
 import type { CreateSettings, Settings } from './inputs.js';
 import { followConversation } from './live.js';
+import * as log from './log.js';
 import { Progress } from './progress.js';
 import type { Reporter } from './report.js';
 
