@@ -34,7 +34,8 @@ function commentEvent(actor: string, body: string) {
         number: 42,
         title: 'Login <broken>',
         body: 'Steps\u200b to reproduce<!-- hidden -->',
-        pull_request: {}
+        pull_request: {},
+        user: { login: actor }
       },
       comment: { body, user: { login: actor } }
     }
@@ -82,9 +83,10 @@ describe('trust gate', () => {
       Date.parse(String(agents.runs.get(result.outputs['run-id']!)!.created_at))
     );
     const prompt = (JSON.parse(create.body) as { prompt: string }).prompt;
+    const tag = /<(untrusted-user-text-[0-9a-f]{12}) /.exec(prompt)![1]!;
     expect(prompt).toContain(
-      'Help with #42 in acme/app: <untrusted-user-text source="issue.title">\nLogin <broken>\n</untrusted-user-text>\n' +
-        'Request: <untrusted-user-text source="comment.body">\n@agent please fix\n</untrusted-user-text>'
+      `Help with #42 in acme/app: <${tag} source="issue.title">\nLogin <broken>\n</${tag}>\n` +
+        `Request: <${tag} source="comment.body">\n@agent please fix\n</${tag}>`
     );
     expect(prompt).toContain(
       '- repository: acme/app\n- ref: refs/heads/main\n- sha: deadbeef\n- event: issue_comment\n- pull request: #42'
@@ -198,16 +200,16 @@ describe('live progress', () => {
     const comments = github.comments.get(42)!;
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toMatch(
-      /^<!-- agent-run:[0-9a-f]{16} -->\n\*\*Agent run\*\* `[^`]+`: \*\*SUCCEEDED\*\* \(succeeded\) after \d+s/
+      /^<!-- agent-run:[0-9a-f]{16} -->\n\*\*Agent run\*\* <code>[^<]+<\/code>: \*\*<code>SUCCEEDED<\/code>\*\* \(succeeded\) after \d+s/
     );
-    expect(comments[0]!.body).toContain('[Session transcript](https://agents.example/s/1)');
+    expect(comments[0]!.body).toContain('<a href="https://agents.example/s/1">Session transcript</a>');
     const writes = github.requests.filter(r => r.method === 'POST' || r.method === 'PATCH');
     expect(writes.filter(r => r.method === 'POST')).toHaveLength(1);
     expect(writes.length).toBeGreaterThanOrEqual(6);
     expect(result.stdout.match(/run [^:]+: \w+ → \w+/g)).toHaveLength(5);
     expect(result.outputs.usage).toBe('{"compute_cost":0.12,"inference_cost":0.5}');
     expect(result.summary.match(/<h3>Agent run<\/h3>/g)).toHaveLength(1);
-    expect(result.summary).toContain('compute_cost: 0.12, inference_cost: 0.5');
+    expect(result.summary).toContain('compute_cost&#58; 0.12, inference_cost&#58; 0.5');
 
     // A second run of the same step finds the comment again instead of adding one.
     agents.onCreate = created =>
@@ -215,7 +217,7 @@ describe('live progress', () => {
     const again = await run(commentEvent('alice', '@agent again'), { comment: 'final' });
     expect(again.code).toBe(1);
     expect(github.comments.get(42)).toHaveLength(1);
-    expect(github.comments.get(42)![0]!.body).toContain('**FAILED** (failed)');
+    expect(github.comments.get(42)![0]!.body).toContain('**<code>FAILED</code>** (failed)');
     expect(github.comments.get(42)![0]!.body).toContain('<pre>broke &#60;badly&#62;</pre>');
   });
 

@@ -284,6 +284,34 @@ describe('publishing', () => {
     });
   });
 
+  it('writes no live mention, closing keyword, remote image or HTML from the run into the pull request', async () => {
+    const hostile = 'Thanks @octocat and @org/team! fixes #1, Closes: acme/web#2';
+    const answer = `${hostile}\\n![x](https://evil.example/x.png)\\n<img src=x onerror=alert(1)>`;
+    const id = await create('web', `@sim write hostile.txt x\n@sim result ${answer}`, { title: hostile });
+    expect((await finished(id)).state).toBe('SUCCEEDED');
+    const branch = `agent/${id}`;
+    const pull = gh.pulls.find(p => p.head === branch)!;
+    const message = git(remote, 'log', '-1', '--format=%B', branch);
+    for (const text of [pull.title, pull.body, message]) {
+      for (const live of [
+        '@octocat',
+        '@org/team',
+        'fixes #1',
+        'Closes: acme/web#2',
+        '![',
+        '<img',
+        'onerror='
+      ]) {
+        expect(text).not.toContain(live);
+      }
+    }
+    expect(pull.title).toBe('Thanks @ octocat and @ org/team! fixes issue #1, Closes issue: acme/web#2');
+    expect(message.split('\n')[0]).toBe(pull.title);
+    // The answer is quoted whole in an escaped <pre>; the operator's template text stays as written.
+    expect(pull.body).toMatch(/^<pre>Thanks &#64; octocat and &#64; org\/team&#33; fixes issue &#35;1/);
+    expect(pull.body).toContain('&#60;img src&#61;x onerror&#61;alert&#40;1&#41;&#62;</pre>\n\n---\nRun ');
+  });
+
   it('gives two runs two branches, and pushes only (defaults) without pull_request', async () => {
     const [a, b] = await Promise.all([
       create('push-only', '@sim write one.txt 1'),
@@ -294,7 +322,8 @@ describe('publishing', () => {
     expect((await finished(b!)).state).toBe('SUCCEEDED');
     expect(git(remote, 'diff', '--name-only', 'main', `agent/${a}`)).toBe('one.txt');
     expect(git(remote, 'diff', '--name-only', 'main', `agent/${b}`)).toBe('two.txt');
-    expect(git(remote, 'log', '-1', '--format=%s', `agent/${a}`)).toBe('@sim write one.txt 1');
+    // The prompt's first line is the title: `@sim` would mention a user named sim, so it is broken.
+    expect(git(remote, 'log', '-1', '--format=%s', `agent/${a}`)).toBe('@ sim write one.txt 1');
     expect(gh.pulls.length).toBe(before);
   });
 

@@ -353,10 +353,16 @@ export class ContractServer {
         return { status: 304, headers: { etag: etag(), ...(wait ? { 'preference-applied': 'wait' } : {}) } };
       }
     }
-    const { version: _version, conversation: _conversation, ...record } = run;
+    const { version: _version, conversation: _conversation, raw_json: rawJson, ...record } = run;
+    // `raw_json`: members written into the record as they are (JSON too deep for JSON.stringify).
+    const raw =
+      typeof rawJson === 'string'
+        ? Buffer.from(`${JSON.stringify(record).slice(0, -1)},${rawJson}}`)
+        : undefined;
     return {
       status: 200,
       body: record,
+      raw,
       headers: {
         etag: etag(),
         ...(this.options.supportsWait && wait ? { 'preference-applied': 'wait' } : {})

@@ -119,8 +119,8 @@ describe('outputs of what the agent made', () => {
     ]);
     expect(summary?.rows).toContainEqual(['Result', '<pre>Fixed: the test passes now.</pre>']);
     const artifacts = summary?.rows.find(row => row[0] === 'Artifacts')?.[1];
-    expect(artifacts).toContain('PLAN: The plan');
-    expect(artifacts).toContain('FILE: changes.patch');
+    expect(artifacts).toContain('PLAN: <code>The plan</code>');
+    expect(artifacts).toContain('FILE: <code>changes.patch</code>');
   });
 
   it('puts a long answer inside <details>, escaped, and cuts an oversized one with a notice', async () => {
@@ -140,7 +140,8 @@ describe('outputs of what the agent made', () => {
     expect(Buffer.byteLength(core.record.outputs.result!)).toBeLessThanOrEqual(512 * 1024);
     expect(huge.startsWith(core.record.outputs.result!)).toBe(true);
     expect(core.record.notices).toEqual([
-      `The agent's answer is ${Buffer.byteLength(huge)} bytes; the result output holds its first ${512 * 1024}.`
+      `The agent's answer is ${Buffer.byteLength(huge)} bytes; the result output holds its first ${512 * 1024}.`,
+      'The job summary shows only the start of: Result (GitHub keeps at most 1 MiB of summary per step).'
     ]);
   });
 

@@ -30,8 +30,10 @@ describe('sticky comment', () => {
     const comments = repository.comments.get(7)!;
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain(comment.marker);
-    expect(comments[0]!.body).toContain('**Agent run** `r-1`: **INPROGRESS** after 5s');
-    expect(comments[0]!.body).toContain('[Session transcript](https://s/1)');
+    expect(comments[0]!.body).toContain(
+      '**Agent run** <code>r-1</code>: **<code>INPROGRESS</code>** after 5s'
+    );
+    expect(comments[0]!.body).toContain('<a href="https://s/1">Session transcript</a>');
     expect(repository.calls).toEqual(['list #7', 'create #7', `update ${comments[0]!.id}`]);
   });
 
@@ -46,8 +48,42 @@ describe('sticky comment', () => {
     await again.update('r-2', { run_id: 'r-2', state: 'FAILED', status_message: '<b>red</b>' }, 0, 'failed');
     expect(repository.comments.get(7)!.find(c => c.id === 1)!.body).toBe(first.marker);
     const body = repository.comments.get(7)!.find(c => c.id === id)!.body;
-    expect(body).toContain('**FAILED** (failed)');
+    expect(body).toContain('**<code>FAILED</code>** (failed)');
     expect(body).toContain('<pre>&#60;b&#62;red&#60;/b&#62;</pre>');
+  });
+
+  it('shows a hostile service’s run id, state and link inert', async () => {
+    const comment = new StickyComment(github, 7, 'ci/test/step');
+    const runId = 'r`**Approved by @octo-org/security** <img src=https://evil.example/x.png>';
+    await comment.update(
+      runId,
+      {
+        run_id: runId,
+        state: '<h1>APPROVED</h1> ![ok](https://evil.example/ok.png) fixes #1 @octocat',
+        session_link: 'javascript:alert(1)'
+      },
+      0,
+      'succeeded'
+    );
+    const body = repository.comments.get(7)![0]!.body;
+    for (const live of [
+      '@octo-org',
+      '@octocat',
+      '<img',
+      '<h1>',
+      '![',
+      '](',
+      'fixes #1',
+      'javascript:',
+      '`**'
+    ]) {
+      expect(body).not.toContain(live);
+    }
+    expect(body).not.toContain('<a ');
+    expect(body).toContain('<code>r&#96;&#42;&#42;Approved by &#64;octo-org/security&#42;&#42; &#60;img');
+    await comment.update(runId, { run_id: runId, state: 'X', session_link: 'https://s/1"onmouseover="x' }, 0);
+    const linked = repository.comments.get(7)![0]!.body;
+    expect(linked).toContain('<a href="https://s/1&#34;onmouseover=&#34;x">');
   });
 
   it('warns once and stops writing without the permission to comment', async () => {

@@ -15,6 +15,7 @@ import {
   NotFoundError,
   isTerminalState
 } from '../client/index.js';
+import * as log from './log.js';
 
 export type CancelResult = 'cancelled' | 'already_finished' | 'not_cancellable' | 'unsupported' | 'failed';
 
@@ -27,7 +28,7 @@ export async function cancelRemoteRun(
   const signal = AbortSignal.timeout(options.timeoutMs ?? 20_000);
   try {
     await client.cancelRun(runId, { reason: why, signal, maxRetries: options.maxRetries });
-    core.info(`Cancelled run ${runId} (${why}).`);
+    log.info(`Cancelled run ${runId} (${why}).`);
     return 'cancelled';
   } catch (error) {
     if (error instanceof ConflictError || (error instanceof InvalidRequestError && error.status === 400)) {
@@ -54,7 +55,7 @@ async function afterRefusal(
 ): Promise<CancelResult> {
   const run = await client.getRun(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
   if (run && isTerminalState(run.state)) {
-    core.info(`Run ${runId} had already finished (${run.state}); nothing to cancel.`);
+    log.info(`Run ${runId} had already finished (${run.state}); nothing to cancel.`);
     return 'already_finished';
   }
   if (run?.state === 'BLOCKED') {

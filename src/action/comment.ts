@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { formatDuration } from '../api/index.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
-import { artifactLines, escapeHtml, link, resultMarkup } from './markup.js';
+import { artifactLines, code, escapeHtml, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
 
 export class StickyComment {
@@ -71,23 +71,29 @@ export class StickyComment {
     conclusion: string,
     produced: Produced | undefined
   ): string {
-    const state = run?.state ?? 'QUEUED';
+    // GitHub keeps at most 65,536 characters of a comment: every field from the service is cut, so
+    // even fully escaped (up to 6 characters each) the comment stays below it.
+    const short = (text: string) => (text.length > 256 ? `${text.slice(0, 256)}…` : text);
+    const state = short(run?.state ?? 'QUEUED');
     const lines = [
       this.marker,
-      `**Agent run** \`${runId}\`: **${state}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
+      // Every field from the service is inert: a hostile run id or state mentions no one, loads nothing.
+      `**Agent run** ${code(short(runId))}: **${code(state)}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
     ];
-    if (run?.session_link) lines.push('', `[Session transcript](${run.session_link})`);
+    if (run?.session_link && run.session_link.length <= 2048 && isWebLink(run.session_link))
+      lines.push('', link(run.session_link, 'Session transcript'));
     if (run?.status_message && state !== 'SUCCEEDED') {
       const message =
-        run.status_message.length > 4000 ? `${run.status_message.slice(0, 4000)}…` : run.status_message;
+        run.status_message.length > 3000 ? `${run.status_message.slice(0, 3000)}…` : run.status_message;
       lines.push('', `<pre>${escapeHtml(message)}</pre>`);
     }
     if (state === 'BLOCKED')
       lines.push('', '⏸ The agent is waiting for user input or approval in the session.');
-    if (produced?.pullRequestUrl) lines.push('', `Pull request: ${link(produced.pullRequestUrl)}`);
-    const artifacts = artifactLines(produced);
+    if (produced?.pullRequestUrl) lines.push('', `Pull request: ${link(short(produced.pullRequestUrl))}`);
+    const artifacts = artifactLines(produced, 200);
+    if (artifacts.length > 10) artifacts.splice(10, artifacts.length, `… and ${artifacts.length - 10} more`);
     if (artifacts.length > 0) lines.push('', `Artifacts:<br>${artifacts.join('<br>')}`);
-    if (produced?.result) lines.push('', resultMarkup(produced.result, 20_000));
+    if (produced?.result) lines.push('', resultMarkup(produced.result, 5000));
     return lines.join('\n');
   }
 }

@@ -14,8 +14,18 @@ export interface EventContext {
   actor: string;
   /** Number of the pull request or issue the event is about, if any. */
   number?: number;
-  pr?: { number: number; title: string; body: string; base: string; head: string; fromFork: boolean };
-  issue?: { number: number; title: string; body: string; isPullRequest: boolean };
+  /** `author` is who wrote the title and body (the payload's `user.login`), when the payload says. */
+  pr?: {
+    number: number;
+    title: string;
+    body: string;
+    base: string;
+    head: string;
+    fromFork: boolean;
+    author?: string;
+  };
+  issue?: { number: number; title: string; body: string; isPullRequest: boolean; author?: string };
+  /** A comment, or a review's body on `pull_request_review`. */
   comment?: { body: string; author: string };
 }
 
@@ -47,7 +57,9 @@ export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventCon
       body: text(pr.body),
       base: text(pr.base?.ref),
       head: text(pr.head?.ref),
-      fromFork: Boolean(pr.head?.repo && pr.base?.repo && pr.head.repo.full_name !== pr.base.repo.full_name)
+      // A head repository that is gone (a deleted fork: `head.repo` is null) is no proof of trust.
+      fromFork: !pr.head?.repo || Boolean(pr.base?.repo && pr.head.repo.full_name !== pr.base.repo.full_name),
+      ...author(pr)
     };
     context.number = pr.number;
   }
@@ -57,7 +69,8 @@ export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventCon
       number: issue.number,
       title: text(issue.title),
       body: text(issue.body),
-      isPullRequest: Boolean(issue.pull_request)
+      isPullRequest: Boolean(issue.pull_request),
+      ...author(issue)
     };
     context.number ??= issue.number;
   }
@@ -65,5 +78,15 @@ export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventCon
   if (comment && typeof comment.body === 'string') {
     context.comment = { body: comment.body, author: text(comment.user?.login) };
   }
+  // A review's text is a comment too: the trigger phrase and the author check apply to it.
+  const review = payload.review;
+  if (!context.comment && review && typeof review === 'object') {
+    context.comment = { body: text(review.body), author: text(review.user?.login) };
+  }
   return context;
+}
+
+function author(item: Payload): { author?: string } {
+  const login: unknown = item.user?.login;
+  return typeof login === 'string' && login !== '' ? { author: login } : {};
 }

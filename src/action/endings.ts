@@ -7,6 +7,7 @@ import { formatDuration } from '../api/index.js';
 import type { AgentRunClient, Run } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
 import type { Settings } from './inputs.js';
+import * as log from './log.js';
 import { type Outcome, type Reporter, conclusionOf, durationOf } from './report.js';
 import * as state from './state.js';
 
@@ -17,7 +18,7 @@ export async function leaveRunning(
   runId: string,
   startedAt: number
 ): Promise<void> {
-  const run = await client.getRun(runId).catch(() => undefined);
+  const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
   await reporter.final({
     runId,
     run,
@@ -25,7 +26,7 @@ export async function leaveRunning(
     durationMs: Date.now() - startedAt
   });
   state.markSettled();
-  core.info(`Not waiting for run ${runId} (wait: false); it is ${run?.state ?? 'running'}.`);
+  log.info(`Not waiting for run ${runId} (wait: false); it is ${run?.state ?? 'running'}.`);
 }
 
 /**
@@ -45,11 +46,13 @@ export async function onEnd(settings: Settings, reporter: Reporter, outcome: Out
     );
   } else if (settings.failOn.includes(run.state)) {
     const code = run.error_code ? ` (${run.error_code})` : '';
-    const message = run.status_message || 'the service gave no status message';
+    const full = run.status_message || 'the service gave no status message';
+    // The whole message is the status-message output; the annotation shows its start.
+    const message = full.length > 4000 ? `${full.slice(0, 4000)}…` : full;
     const link = run.session_link ? `\nSession: ${run.session_link}` : '';
     core.setFailed(`Run ${outcome.runId} ended ${run.state}${code}: ${message}${link}`);
   } else {
-    core.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
+    log.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
   }
 }
 
@@ -72,15 +75,23 @@ export async function onDeadline(
   settings: Settings,
   reporter: Reporter,
   outcome: Outcome,
-  startedAt: number
+  startedAt: number,
+  /** When the step's grace after the timeout ends; the cancel gets at least a few seconds anyway. */
+  endBy = Date.now() + 25_000
 ): Promise<void> {
   const last = outcome.run?.state ?? 'unknown';
   let what = 'left it running (on-timeout: leave-running)';
   if (settings.onTimeout === 'cancel') {
     const reason = `timeout after ${formatDuration(settings.timeoutMs)}`;
-    const result = await cancelRemoteRun(client, outcome.runId, reason);
+    const left = () => Math.max(3000, endBy - Date.now());
+    const result = await cancelRemoteRun(client, outcome.runId, reason, {
+      timeoutMs: Math.min(20_000, left())
+    });
     what = result === 'cancelled' ? 'cancelled it' : `could not cancel it (${result.replace('_', ' ')})`;
-    outcome.run = (await client.getRun(outcome.runId).catch(() => undefined)) ?? outcome.run;
+    const after = await client
+      .getRun(outcome.runId, { signal: AbortSignal.timeout(Math.min(10_000, left())) })
+      .catch(() => undefined);
+    outcome.run = after ?? outcome.run;
   }
   // The record read after the cancel: a cancelled run has ended, one left running has not.
   outcome.durationMs = durationOf(outcome.run, Date.now() - startedAt);

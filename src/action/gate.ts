@@ -6,6 +6,8 @@ import * as core from '@actions/core';
 import { type EventContext } from './context.js';
 import { type GitHubApi, createGitHubApi } from './github.js';
 import { type Settings, readKeyPresence, readSettings } from './inputs.js';
+import * as log from './log.js';
+import { setOutput } from './outputs.js';
 import * as state from './state.js';
 import { checkTrust } from './trust.js';
 
@@ -41,13 +43,13 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
     skip(settings.onUntrusted, `Not starting the agent: ${verdict.why}.`);
     return undefined;
   }
-  if (verdict.why) core.info(`Trust gate passed: ${verdict.why}.`);
+  if (verdict.why) log.info(`Trust gate passed: ${verdict.why}.`);
   for (const note of settings.promptNotes) core.notice(`Prompt: ${note}.`);
   return { settings, github };
 }
 
 function skip(onUntrusted: Settings['onUntrusted'], message: string): void {
-  core.setOutput('conclusion', 'skipped');
+  setOutput('conclusion', 'skipped');
   state.markSettled();
   if (onUntrusted === 'fail') core.setFailed(message);
   else core.notice(message);

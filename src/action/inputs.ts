@@ -3,22 +3,23 @@
 
 import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
 import {
+  ID_SEGMENT_FORM,
   IDEMPOTENCY_KEY_FORM,
   type RunConfig,
   type RunState,
   TERMINAL_STATES,
+  isIdSegment,
   isValidIdempotencyKey,
   parseDuration,
   showValue
 } from '../api/index.js';
 import { normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, readEventContext } from './context.js';
-import { PlaceholderError, contextBlock, renderPrompt } from './prompt.js';
+import { PlaceholderError, contextBlock, fenceTag, renderPrompt, textSources } from './prompt.js';
 import { type OutputSchema, readOutputSchema, schemaRequest } from './output-schema.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
+import { type ReadFile, readInputFile } from './workspace-file.js';
 
 /** The request that creates the run. */
 export interface CreateSettings {
@@ -149,11 +150,13 @@ function connection(getInput: GetInput, problems: string[]): Pick<Settings, 'bas
 export function readSettings(
   getInput: GetInput = actionInput,
   env: NodeJS.ProcessEnv = process.env,
-  readFile: (path: string) => string = path => readFileSync(path, 'utf8'),
+  /** Reads a file a path input names (tests pass their own); by default every check applies. */
+  readFile?: ReadFile,
   event: EventContext = readEventContext(env)
 ): Settings {
   const problems: string[] = [];
   const promptNotes: string[] = [];
+  const readsText: ('issue' | 'pr')[] = [];
   const { baseUrl, apiKey } = connection(getInput, problems);
   const bool = (name: string, fallback: boolean): boolean => {
     const value = getInput(name).trim().toLowerCase();
@@ -186,9 +189,23 @@ export function readSettings(
 
   const failOn = parseStates(getInput('fail-on'), problems);
   const runId = getInput('run-id').trim() || undefined;
+  if (runId !== undefined && !isIdSegment(runId)) {
+    problems.push(`run-id ${showValue(runId)}: expected a run id of ${ID_SEGMENT_FORM}`);
+  }
   const target: Target =
     runId === undefined
-      ? { create: readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true)) }
+      ? {
+          create: readCreate(
+            getInput,
+            env,
+            readFile,
+            problems,
+            event,
+            promptNotes,
+            bool('context', true),
+            readsText
+          )
+        }
       : { runId };
   if (target.create && outputSchema && target.create.prompt.trim() !== '') {
     target.create.prompt += schemaRequest(outputSchema.schema);
@@ -231,7 +248,7 @@ export function readSettings(
     cancelOnAbort,
     summary,
     githubToken: getInput('github-token').trim(),
-    trust: { allowedActors, minPermission, triggerPhrase },
+    trust: { allowedActors, minPermission, triggerPhrase, readsText },
     onUntrusted: onUntrusted as Settings['onUntrusted'],
     comment: comment as Settings['comment'],
     promptNotes,
@@ -260,11 +277,12 @@ function parseStates(raw: string, problems: string[]): RunState[] {
 function readCreate(
   getInput: GetInput,
   env: NodeJS.ProcessEnv,
-  readFile: (path: string) => string,
+  readFile: ReadFile | undefined,
   problems: string[],
   event: EventContext,
   notes: string[],
-  withContext: boolean
+  withContext: boolean,
+  readsText: ('issue' | 'pr')[]
 ): CreateSettings {
   const inline = getInput('prompt');
   const file = getInput('prompt-file').trim();
@@ -272,18 +290,11 @@ function readCreate(
   if (inline.trim() !== '' && file !== '') {
     problems.push('prompt and prompt-file are both set: give exactly one of them');
   } else if (file !== '') {
-    const path = isAbsolute(file) ? file : resolve(env.GITHUB_WORKSPACE ?? process.cwd(), file);
-    try {
-      prompt = readFile(path);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      problems.push(
-        `prompt-file ${showValue(file)}: cannot read ${path} (${code ?? (error as Error).message})`
-      );
-    }
-    if (prompt.trim() === '' && !problems.some(p => p.startsWith('prompt-file'))) {
+    const text = readInputFile('prompt-file', file, env, readFile, problems);
+    if (text !== undefined && text.trim() === '') {
       problems.push(`prompt-file ${showValue(file)}: the file is empty; expected the prompt text`);
     }
+    prompt = text ?? '';
   } else if (inline.trim() === '') {
     problems.push(
       'prompt is empty: set prompt (the instruction for the agent) or prompt-file (a path to it)'
@@ -292,9 +303,11 @@ function readCreate(
     prompt = inline;
   }
   if (prompt.trim() !== '') {
+    readsText.push(...textSources(prompt));
     try {
-      const rendered = renderPrompt(prompt, event);
-      prompt = rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event)}` : '');
+      const tag = fenceTag();
+      const rendered = renderPrompt(prompt, event, tag);
+      prompt = rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event, tag)}` : '');
       notes.push(...rendered.notes);
     } catch (error) {
       if (!(error instanceof PlaceholderError)) throw error;

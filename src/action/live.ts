@@ -3,8 +3,8 @@
 // decides how to read (long-poll where the server holds transcript reads, otherwise only on state
 // changes and at the end), so an idle run costs no more requests than the wait itself.
 
-import * as core from '@actions/core';
 import { type AgentRunClient, type ProgressItem, RunFollower } from '../client/index.js';
+import * as log from './log.js';
 
 /** Output lines shown per command in the log; the transcript file has more. */
 const COMMAND_OUTPUT_CHARS = 8000;
@@ -14,32 +14,30 @@ export function logItems(items: ProgressItem[]): void {
     switch (item.type) {
       case 'text':
         if (item.role === 'user') break;
-        for (const line of item.text.split('\n')) core.info(`│ ${line}`);
+        for (const line of item.text.split('\n')) log.info(`│ ${line}`);
         break;
       case 'command': {
         const exit =
           item.exitCode === undefined || item.exitCode === null ? '' : ` (exit code ${item.exitCode})`;
-        core.startGroup(`$ ${item.command.split('\n')[0]}${exit}`);
+        log.group(`$ ${item.command.split('\n')[0]}${exit}`);
         const output = (item.output ?? '').replace(/\n$/, '');
         if (output !== '') {
-          core.info(
-            output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output
-          );
+          log.info(output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output);
         }
-        core.endGroup();
+        log.endGroup();
         break;
       }
       case 'output':
-        for (const line of item.text.replace(/\n$/, '').split('\n')) core.info(`│ ${line}`);
+        for (const line of item.text.replace(/\n$/, '').split('\n')) log.info(`│ ${line}`);
         break;
       case 'file':
-        core.info(`  ${item.change}: ${item.path}`);
+        log.info(`  ${item.change}: ${item.path}`);
         break;
       case 'state':
         // The wait already logs every state change.
         break;
       case 'event':
-        core.info(`  ${item.text}`);
+        log.info(`  ${item.text}`);
         break;
     }
   }
@@ -48,17 +46,19 @@ export function logItems(items: ProgressItem[]): void {
 /** Starts following the run; `finish` reads what is left once the wait is over. */
 export function followConversation(
   client: AgentRunClient,
-  runId: string
+  runId: string,
+  signal?: AbortSignal
 ): { onStateChange: () => void; finish: () => Promise<void> } {
   const follower = new RunFollower(client, runId, {
     onItems: logItems,
+    signal,
     // The outputs' own notice says what this service lacks; here a log line is enough.
-    onNotice: message => core.info(`No live conversation: ${message}.`)
+    onNotice: message => log.info(`No live conversation: ${message}.`)
   });
   follower.start();
   return {
     onStateChange: () => void follower.onStateChange(),
     finish: () =>
-      follower.finish().catch(error => core.info(`No live conversation: ${(error as Error).message}.`))
+      follower.finish().catch(error => log.info(`No live conversation: ${(error as Error).message}.`))
   };
 }

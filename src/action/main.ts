@@ -1,18 +1,29 @@
 // The main step: read inputs → trust gate → create → wait → collect what the agent made → report.
 
 import * as core from '@actions/core';
+import { formatDuration } from '../api/index.js';
 import { AbortError } from '../client/index.js';
 import { StickyComment } from './comment.js';
 import { type EventContext, readEventContext } from './context.js';
 import { leaveRunning, onAbort, onBlocked, onDeadline, onEnd } from './endings.js';
 import { type Admitted, admit } from './gate.js';
 import { secretInputs } from './inputs.js';
+import { setOutput } from './outputs.js';
 import { postStep } from './post.js';
 import { collectProducedSafely } from './produced.js';
 import { createClient, createRun, waitWithProgress } from './remote.js';
 import { type Outcome, Reporter, conclusionOf, durationOf } from './report.js';
 import { onTermination } from './signals.js';
 import * as state from './state.js';
+
+/**
+ * After `timeout`, reading what the run made (the rest of the conversation, the answer, the patch)
+ * and, at a timeout, cancelling the run share this much more time, and no more: a slow service
+ * cannot keep the step alive.
+ */
+export const END_GRACE_MS = 30_000;
+/** At a timeout, this much of the grace is kept for the cancel. */
+const CANCEL_RESERVE_MS = 10_000;
 
 /** Entry point of both steps: the runner calls the same bundle for `main` and `post`. */
 export async function run(): Promise<void> {
@@ -36,12 +47,16 @@ async function mainStep(): Promise<void> {
     runId = settings.create
       ? await createRun(client, settings.create, termination.graceSignal)
       : settings.runId;
-    core.setOutput('run-id', runId);
+    setOutput('run-id', runId);
     state.saveRunId(runId);
     if (!settings.wait) return await leaveRunning(client, reporter, runId, startedAt);
 
     const { timeoutMs } = settings;
+    const endBy = startedAt + timeoutMs + END_GRACE_MS;
+    const until = (reserveMs = 0) =>
+      AbortSignal.any([termination.signal, AbortSignal.timeout(Math.max(0, endBy - reserveMs - Date.now()))]);
     const result = await waitWithProgress(client, runId, {
+      endSignal: until(),
       timeoutMs,
       startedAt,
       signal: termination.signal,
@@ -55,12 +70,14 @@ async function mainStep(): Promise<void> {
       conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
       durationMs: durationOf(result.run, Date.now() - startedAt)
     };
+    const timedOut = result.outcome === 'timed_out';
     outcome.produced = await collectProducedSafely(client, runId, result.run, {
       prompt: settings.create?.prompt,
       schema: settings.outputSchema,
-      signal: termination.signal
+      signal: until(timedOut ? CANCEL_RESERVE_MS : 0),
+      deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
     });
-    if (result.outcome === 'timed_out') await onDeadline(client, settings, reporter, outcome, startedAt);
+    if (timedOut) await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
     else if (result.outcome === 'blocked') await onBlocked(reporter, outcome);
     else await onEnd(settings, reporter, outcome);
   } catch (error) {

@@ -1,5 +1,9 @@
 // Escaping for what the step writes as HTML or Markdown (the job summary, the progress comment):
 // service text is shown, never interpreted. Also the pieces both of them show: the answer, artifacts.
+// HTML escaping alone is not enough in Markdown: text between inline tags is still Markdown, where
+// `![x](url)` loads an image, `@team` notifies people and `fixes #1` closes an issue. So a short
+// field from the service is shown inert: every character Markdown or HTML gives a meaning to
+// becomes a numeric character reference, and it sits inside <code>, where GitHub links no mention.
 
 import type { Produced } from './produced.js';
 
@@ -7,13 +11,31 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
 }
 
-export function code(text: string): string {
-  return `<code>${escapeHtml(text)}</code>`;
+/**
+ * Text that stays text in Markdown and HTML alike, on one line. Colons are escaped too (no URL in
+ * it becomes a link), except in a link's own label, where the URL is the href already.
+ */
+export function inert(text: string, inLink = false): string {
+  const special = inLink ? /[&<>"'`*[\]()!#@\\~|{}]/g : /[&<>"'`*[\]()!#@\\~|:{}]/g;
+  return text
+    .replace(/[\r\n]+/g, ' ')
+    .replace(special, ch => `&#${ch.charCodeAt(0)};`)
+    .replace(/www\./gi, match => `${match.slice(0, 3)}&#46;`);
 }
 
-/** A link for http(s) URLs; anything else is shown as text. */
-export function link(url: string): string {
-  return /^https?:\/\//i.test(url) ? `<a href="${escapeHtml(url)}">${escapeHtml(url)}</a>` : escapeHtml(url);
+export function code(text: string): string {
+  return `<code>${inert(text)}</code>`;
+}
+
+/** Whether a URL may be shown as a link: http(s) only. */
+export function isWebLink(url: string): boolean {
+  return /^https?:\/\/[^\s]+$/i.test(url);
+}
+
+/** A link for http(s) URLs; anything else is shown as inert text. */
+export function link(url: string, label?: string): string {
+  if (!isWebLink(url)) return code(url);
+  return `<a href="${escapeHtml(url)}">${inert(label ?? url, true)}</a>`;
 }
 
 /** The result's text in the summary and the comment: long text folds away inside <details>. */
@@ -27,12 +49,13 @@ export function resultMarkup(result: string, max = 64 * 1024): string {
 }
 
 /** One line per artifact, for the summary and the comment. */
-export function artifactLines(produced: Produced | undefined): string[] {
+export function artifactLines(produced: Produced | undefined, maxName = 2048): string[] {
   return (produced?.artifacts ?? []).map(artifact => {
     const data = artifact.data;
-    const name = String(data.url ?? data.filename ?? data.filepath ?? data.title ?? data.artifact_uid ?? '');
-    const shown =
-      typeof data.url === 'string' && /^https?:/.test(data.url) ? link(data.url) : escapeHtml(name);
-    return `${escapeHtml(String(artifact.artifact_type))}${shown ? `: ${shown}` : ''}`;
+    const full = String(data.url ?? data.filename ?? data.filepath ?? data.title ?? data.artifact_uid ?? '');
+    const name = full.length > maxName ? `${full.slice(0, maxName)}…` : full;
+    const linked = typeof data.url === 'string' && data.url.length <= maxName && isWebLink(data.url);
+    const shown = linked ? link(data.url as string) : name && code(name);
+    return `${inert(String(artifact.artifact_type).slice(0, 100))}${shown ? `: ${shown}` : ''}`;
   });
 }

@@ -2,9 +2,9 @@
 // run exists (a schema that is not valid JSON Schema is an input error), and the request the
 // prompt gets for an answer that ends with a matching JSON object.
 
-import { isAbsolute, resolve } from 'node:path';
 import { showValue } from '../api/index.js';
 import { SchemaError, compileSchema } from '../client/index.js';
+import { type ReadFile, readInputFile } from './workspace-file.js';
 
 export interface OutputSchema {
   schema: Record<string, unknown>;
@@ -24,7 +24,7 @@ export function schemaRequest(schema: Record<string, unknown>): string {
 export function readOutputSchema(
   getInput: (name: string) => string,
   env: NodeJS.ProcessEnv,
-  readFile: (path: string) => string,
+  readFile: ReadFile | undefined,
   problems: string[]
 ): OutputSchema | undefined {
   const raw = getInput('output-schema').trim();
@@ -37,16 +37,9 @@ export function readOutputSchema(
       );
       return undefined;
     }
-    const path = isAbsolute(raw) ? raw : resolve(env.GITHUB_WORKSPACE ?? process.cwd(), raw);
-    try {
-      text = readFile(path);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      problems.push(
-        `output-schema ${showValue(raw)}: cannot read ${path} (${code ?? (error as Error).message})`
-      );
-      return undefined;
-    }
+    const read = readInputFile('output-schema', raw, env, readFile, problems);
+    if (read === undefined) return undefined;
+    text = read;
   }
   let schema: unknown;
   try {

@@ -5,6 +5,7 @@ import * as core from '@actions/core';
 import { type AgentRunClient, isTerminalState } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
 import { readConnection, readPostSettings, secretInputs } from './inputs.js';
+import * as log from './log.js';
 import { createClient } from './remote.js';
 import * as state from './state.js';
 
@@ -18,7 +19,7 @@ export async function postStep(): Promise<void> {
     client = createClient(readConnection(), 'agent-run-action/post');
     const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) });
     if (isTerminalState(run.state)) {
-      core.info(`Run ${runId} already ended ${run.state}.`);
+      log.info(`Run ${runId} already ended ${run.state}.`);
       return;
     }
     await cancelRemoteRun(client, runId, 'the main step did not finish');

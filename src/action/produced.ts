@@ -18,6 +18,7 @@ import {
   structuredOutput
 } from '../client/index.js';
 import type { OutputSchema } from './inputs.js';
+import { toJson } from './outputs.js';
 import { renderTranscript } from './transcript.js';
 
 /** GitHub keeps each step output under 1 MiB; the answer stays well below it with room for the rest. */
@@ -71,7 +72,7 @@ export async function collectProduced(
   client: AgentRunClient,
   runId: string,
   run: Run | undefined,
-  options: { prompt?: string; schema?: OutputSchema; signal?: AbortSignal }
+  options: { prompt?: string; schema?: OutputSchema; signal?: AbortSignal; deadlineNote?: string }
 ): Promise<Produced> {
   const produced: Produced = { artifacts: artifactsOf(run), artifactsListed: Array.isArray(run?.artifacts) };
   const missing: string[] = [];
@@ -104,8 +105,12 @@ export async function collectProduced(
     if (options.schema) {
       // The whole answer is searched: the object sits at its end, which a cut would lose.
       const checked = structuredOutput(answer, options.schema.check);
-      if (checked.ok) produced.structured = JSON.stringify(checked.value);
-      else produced.structuredProblem = checked.reason;
+      if (!checked.ok) produced.structuredProblem = checked.reason;
+      else {
+        produced.structured = toJson(checked.value);
+        if (produced.structured === undefined)
+          produced.structuredProblem = 'the JSON object is nested too deeply to write as an output';
+      }
     }
     const file = join(runFolder(runId), 'transcript.md');
     writeFileSync(file, renderTranscript(conversation, { runId, run, prompt: options.prompt }));
@@ -138,7 +143,10 @@ export async function collectProducedSafely(
   try {
     return await collectProduced(...args);
   } catch (error) {
-    core.warning(`Could not read what the run produced: ${(error as Error).message}`);
+    const options = args[3];
+    const why =
+      options.signal?.aborted && options.deadlineNote ? options.deadlineNote : (error as Error).message;
+    core.warning(`Could not read what the run produced: ${why}`);
     return { artifacts: artifactsOf(args[2]), artifactsListed: Array.isArray(args[2]?.artifacts) };
   }
 }

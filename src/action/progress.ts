@@ -1,9 +1,10 @@
 // What the log shows while the action waits: each state change with the time since the step
 // started, the session link the moment it is known, and a heartbeat at least once a minute.
 
-import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
 import { formatDuration } from '../api/index.js';
+import * as log from './log.js';
+import { setOutput } from './outputs.js';
 
 const HEARTBEAT_MS = 60_000;
 
@@ -18,7 +19,7 @@ export class Progress {
     private readonly onChange: (run: Run) => void = () => {}
   ) {
     this.heartbeat = setInterval(
-      () => core.info(`[${this.elapsed()}] run ${this.runId} is still ${this.state}`),
+      () => log.info(`[${this.elapsed()}] run ${this.runId} is still ${this.state}`),
       HEARTBEAT_MS
     );
     this.heartbeat.unref();
@@ -27,17 +28,17 @@ export class Progress {
   readonly onStateChange = (run: Run, previous: Run | undefined): void => {
     this.state = run.state;
     const from = previous ? `${previous.state} → ` : '';
-    core.info(`[${this.elapsed()}] run ${this.runId}: ${from}${run.state}`);
+    log.info(`[${this.elapsed()}] run ${this.runId}: ${from}${run.state}`);
     this.announceLink(run);
     this.onChange(run);
   };
 
   readonly onUnknownState = (state: string): void => {
-    core.info(`State ${state} is new to this action; it is treated as not finished.`);
+    log.info(`State ${state} is new to this action; it is treated as not finished.`);
   };
 
   readonly onTransientError = (error: Error, consecutive: number): void => {
-    core.info(
+    log.info(
       `[${this.elapsed()}] could not read the run (${consecutive} in a row), will retry: ${error.message}`
     );
   };
@@ -45,8 +46,8 @@ export class Progress {
   announceLink(run: Run | undefined): void {
     if (this.linkAnnounced || !run?.session_link) return;
     this.linkAnnounced = true;
-    core.setOutput('session-link', run.session_link);
-    core.info(`Session: ${run.session_link}`);
+    setOutput('session-link', run.session_link);
+    log.info(`Session: ${run.session_link}`);
   }
 
   elapsed(): string {

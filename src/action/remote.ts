@@ -6,6 +6,7 @@ import { formatDuration } from '../api/index.js';
 import { AbortError, AgentRunClient, type Run, type WaitResult } from '../client/index.js';
 import type { CreateSettings, Settings } from './inputs.js';
 import { followConversation } from './live.js';
+import * as log from './log.js';
 import { Progress } from './progress.js';
 import type { Reporter } from './report.js';
 
@@ -22,7 +23,7 @@ export function createClient(
     apiKey: connection.apiKey,
     userAgent,
     onRetry: info =>
-      core.info(
+      log.info(
         `Retrying ${info.request} in ${(info.delayMs / 1000).toFixed(1)} s (retry ${info.retry}): ${info.reason}`
       )
   });
@@ -44,7 +45,7 @@ export async function createRun(
     signal,
     maxRetries: CREATE_RETRIES
   });
-  core.info(`Created run ${created.run_id} in environment ${create.environmentId}.`);
+  log.info(`Created run ${created.run_id} in environment ${create.environmentId}.`);
   return created.run_id;
 }
 
@@ -69,14 +70,19 @@ export async function waitWithProgress(
     reporter: Reporter;
     logConversation?: boolean;
     onBlocked?: 'wait' | 'fail';
+    /** Aborts when the step's end deadline (timeout + grace) passes: the wait and the follow end there. */
+    endSignal?: AbortSignal;
   }
 ): Promise<WaitEnd> {
   const { startedAt, reporter } = options;
-  const live = options.logConversation ? followConversation(client, runId) : undefined;
+  const endSignal = options.endSignal ?? new AbortController().signal;
+  const live = options.logConversation ? followConversation(client, runId, endSignal) : undefined;
+  let lastRun: Run | undefined;
   const blocked = new AbortController();
   let blockedRun: Run | undefined;
   let announced = false;
   const progress = new Progress(runId, startedAt, run => {
+    lastRun = run;
     live?.onStateChange();
     if (run.state === 'BLOCKED') {
       if (!announced) {
@@ -91,11 +97,11 @@ export async function waitWithProgress(
     }
     void reporter.progress(runId, run);
   });
-  core.info(`Waiting for run ${runId} (timeout ${formatDuration(options.timeoutMs)}).`);
+  log.info(`Waiting for run ${runId} (timeout ${formatDuration(options.timeoutMs)}).`);
   try {
     const result: WaitResult = await client.waitForRun(runId, {
       timeoutMs: options.timeoutMs - (Date.now() - startedAt),
-      signal: AbortSignal.any([options.signal, blocked.signal]),
+      signal: AbortSignal.any([options.signal, blocked.signal, endSignal]),
       onStateChange: progress.onStateChange,
       onUnknownState: progress.onUnknownState,
       onTransientError: progress.onTransientError
@@ -104,6 +110,10 @@ export async function waitWithProgress(
   } catch (error) {
     if (error instanceof AbortError && blocked.signal.aborted && !options.signal.aborted) {
       return { outcome: 'blocked', run: blockedRun };
+    }
+    // Polls that hang or fail past the timeout and its grace: the deadline has passed all the same.
+    if (error instanceof AbortError && endSignal.aborted && !options.signal.aborted) {
+      return { outcome: 'timed_out', run: lastRun };
     }
     throw error;
   } finally {

@@ -4,7 +4,8 @@ import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
 import { formatDuration, isTerminalState } from '../api/index.js';
 import type { StickyComment } from './comment.js';
-import { artifactLines, code, escapeHtml, link, resultMarkup } from './markup.js';
+import { artifactLines, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
+import { setOutput, toJson } from './outputs.js';
 import type { Produced } from './produced.js';
 
 export type Conclusion =
@@ -23,7 +24,9 @@ export interface Outcome {
 /** GitHub keeps step outputs under 1 MiB each; stay well below with room for the other outputs. */
 const MAX_RUN_OUTPUT = 900 * 1024;
 /** The job summary is capped at 1 MiB; a status message never needs more than this. */
-const MAX_SUMMARY_MESSAGE = 64 * 1024;
+const MAX_SUMMARY_MESSAGE = 32 * 1024;
+/** The answer's share of the summary (the `result` output and the transcript file have more). */
+const MAX_SUMMARY_RESULT = 64 * 1024;
 
 export function conclusionOf(state: string | undefined): Conclusion {
   switch (state) {
@@ -53,34 +56,39 @@ export function durationOf(run: Run | undefined, measuredMs: number): number {
 
 export function writeOutputs(outcome: Outcome): void {
   const run = outcome.run;
-  core.setOutput('run-id', outcome.runId);
-  core.setOutput('state', run?.state ?? '');
-  core.setOutput('conclusion', outcome.conclusion);
-  core.setOutput('session-link', run?.session_link ?? '');
-  core.setOutput('status-message', run?.status_message ?? '');
-  core.setOutput('error-code', run?.error_code ?? '');
-  core.setOutput('duration-seconds', String(Math.round(outcome.durationMs / 1000)));
-  core.setOutput('run', run ? runOutput(run) : '');
-  core.setOutput('usage', usageOf(run) ? JSON.stringify(usageOf(run)) : '');
+  setOutput('run-id', outcome.runId);
+  setOutput('state', run?.state ?? '');
+  setOutput('conclusion', outcome.conclusion);
+  setOutput('session-link', run?.session_link ?? '');
+  setOutput('status-message', run?.status_message ?? '');
+  setOutput('error-code', run?.error_code ?? '');
+  setOutput('duration-seconds', String(Math.round(outcome.durationMs / 1000)));
+  setOutput('run', run ? runOutput(run) : '');
+  const usage = usageOf(run);
+  const usageJson = usage ? toJson(usage) : '';
+  if (usageJson === undefined)
+    core.notice('The usage output is empty: the service sent it nested too deeply to write.');
+  setOutput('usage', usageJson ?? '');
   writeProducedOutputs(outcome.produced);
 }
 
 /** The outputs of what the agent made; all empty when nothing was read. */
 export function writeProducedOutputs(produced: Produced | undefined): void {
-  core.setOutput('result', produced?.result ?? '');
-  core.setOutput('structured-output', produced?.structured ?? '');
-  core.setOutput('artifacts', produced?.artifactsListed ? artifactsOutput(produced) : '');
-  core.setOutput('pull-request-url', produced?.pullRequestUrl ?? '');
-  core.setOutput('branch', produced?.branch ?? '');
-  core.setOutput('patch-file', produced?.patchFile ?? '');
-  core.setOutput('transcript-file', produced?.transcriptFile ?? '');
+  setOutput('result', produced?.result ?? '');
+  setOutput('structured-output', produced?.structured ?? '');
+  setOutput('artifacts', produced?.artifactsListed ? artifactsOutput(produced) : '');
+  setOutput('pull-request-url', produced?.pullRequestUrl ?? '');
+  setOutput('branch', produced?.branch ?? '');
+  setOutput('patch-file', produced?.patchFile ?? '');
+  setOutput('transcript-file', produced?.transcriptFile ?? '');
 }
 
 /** The artifacts as JSON in the service's shape, or as many of them as fit the output limit. */
 function artifactsOutput(produced: Produced, limit = MAX_RUN_OUTPUT): string {
-  const list = [...produced.artifacts];
-  while (list.length > 0 && Buffer.byteLength(JSON.stringify(list)) > limit) list.pop();
-  return JSON.stringify(list);
+  // An artifact nested too deeply to write is left out; the rest are kept.
+  const list = produced.artifacts.filter(artifact => toJson(artifact) !== undefined);
+  while (list.length > 0 && Buffer.byteLength(toJson(list)!) > limit) list.pop();
+  return toJson(list)!;
 }
 
 /** The service's usage and cost figures (`request_usage`), when it sends them. */
@@ -93,54 +101,87 @@ export function usageOf(run: Run | undefined): Record<string, unknown> | undefin
 
 /** The record as JSON, still valid JSON when it has to be cut down to fit the output limit. */
 export function runOutput(run: Run, limit = MAX_RUN_OUTPUT): string {
-  const full = JSON.stringify(run);
-  if (Buffer.byteLength(full) <= limit) return full;
+  const full = toJson(run);
+  if (full !== undefined && Buffer.byteLength(full) <= limit) return full;
   const trimmed: Record<string, unknown> = { ...run, truncated: true };
   for (const [key, value] of Object.entries(trimmed)) {
     if (typeof value === 'string' && value.length > 1024) trimmed[key] = `${value.slice(0, 1024)}…`;
-    else if (value !== null && typeof value === 'object' && JSON.stringify(value).length > 4096) {
-      trimmed[key] = '[omitted: too large for a step output]';
+    else if (value !== null && typeof value === 'object') {
+      const json = toJson(value);
+      if (json === undefined) trimmed[key] = '[omitted: nested too deeply for a step output]';
+      else if (json.length > 4096) trimmed[key] = '[omitted: too large for a step output]';
     }
   }
-  const smaller = JSON.stringify(trimmed);
-  if (Buffer.byteLength(smaller) <= limit) return smaller;
-  return JSON.stringify({ run_id: run.run_id, state: run.state, truncated: true });
+  const smaller = toJson(trimmed);
+  if (smaller !== undefined && Buffer.byteLength(smaller) <= limit) return smaller;
+  return JSON.stringify({
+    run_id: String(run.run_id).slice(0, 1024),
+    state: String(run.state).slice(0, 1024),
+    truncated: true
+  });
 }
 
-/** Rewrites this step's job summary (each step has its own summary file). */
-export async function writeSummary(outcome: Outcome): Promise<void> {
+/** Characters of each summary field kept; with escaping the whole summary stays far below 1 MiB. */
+const SUMMARY_FIELD_CHARS = { id: 1024, link: 4096, title: 2048, problem: 4096, artifacts: 50 };
+
+/**
+ * Rewrites this step's job summary (each step has its own summary file). Every field is cut to
+ * its share of GitHub's 1 MiB summary limit; the names of the fields cut are returned.
+ */
+export async function writeSummary(outcome: Outcome): Promise<string[]> {
   const run = outcome.run;
+  const cuts: string[] = [];
+  const clip = (field: string, text: string, max: number): string => {
+    if (text.length <= max) return text;
+    if (!cuts.includes(field)) cuts.push(field);
+    return `${text.slice(0, max)}…`;
+  };
+  const linkOf = (field: string, url: string) =>
+    url.length > SUMMARY_FIELD_CHARS.link ? code(clip(field, url, SUMMARY_FIELD_CHARS.link)) : link(url);
   const rows: [string, string][] = [
-    ['Run', code(outcome.runId)],
-    ['State', escapeHtml(run?.state ?? 'unknown')],
+    ['Run', code(clip('Run', outcome.runId, SUMMARY_FIELD_CHARS.id))],
+    ['State', inert(clip('State', run?.state ?? 'unknown', SUMMARY_FIELD_CHARS.id))],
     ['Conclusion', escapeHtml(outcome.conclusion || 'not finished')],
     ['Duration', formatDuration(outcome.durationMs)]
   ];
-  if (run?.title) rows.push(['Title', escapeHtml(String(run.title))]);
-  if (run?.session_link) rows.push(['Session', link(run.session_link)]);
-  if (run?.error_code) rows.push(['Error code', code(run.error_code)]);
+  if (run?.title) rows.push(['Title', inert(clip('Title', String(run.title), SUMMARY_FIELD_CHARS.title))]);
+  if (run?.session_link) rows.push(['Session', linkOf('Session', run.session_link)]);
+  if (run?.error_code)
+    rows.push(['Error code', code(clip('Error code', run.error_code, SUMMARY_FIELD_CHARS.id))]);
   const usage = usageOf(run);
   if (usage) {
-    const figures = Object.entries(usage).map(([name, value]) => `${name}: ${JSON.stringify(value)}`);
-    rows.push(['Usage', escapeHtml(figures.join(', ').slice(0, 2000))]);
+    const figures = Object.entries(usage).map(
+      ([name, value]) => `${name}: ${toJson(value) ?? '(nested too deeply to show)'}`
+    );
+    rows.push(['Usage', inert(clip('Usage', figures.join(', '), 2000))]);
   }
   if (run?.state === 'BLOCKED') {
     rows.push([
       'Blocked',
-      `The agent is waiting for user input or approval${run.session_link ? `: ${link(run.session_link)}` : ''}`
+      `The agent is waiting for user input or approval${run.session_link ? `: ${linkOf('Session', run.session_link)}` : ''}`
     ]);
   }
   const produced = outcome.produced;
-  if (produced?.pullRequestUrl) rows.push(['Pull request', link(produced.pullRequestUrl)]);
-  if (produced?.branch) rows.push(['Branch', code(produced.branch)]);
-  const artifacts = artifactLines(produced);
-  if (artifacts.length > 0) rows.push(['Artifacts', artifacts.join('<br>')]);
-  if (produced?.result) rows.push(['Result', resultMarkup(produced.result)]);
-  if (produced?.structuredProblem) rows.push(['Structured output', escapeHtml(produced.structuredProblem)]);
+  if (produced?.pullRequestUrl) rows.push(['Pull request', linkOf('Pull request', produced.pullRequestUrl)]);
+  if (produced?.branch) rows.push(['Branch', code(clip('Branch', produced.branch, SUMMARY_FIELD_CHARS.id))]);
+  const artifacts = artifactLines(produced, SUMMARY_FIELD_CHARS.title);
+  if (artifacts.length > SUMMARY_FIELD_CHARS.artifacts) cuts.push('Artifacts');
+  if (artifacts.length > 0) {
+    const shown = artifacts.slice(0, SUMMARY_FIELD_CHARS.artifacts);
+    const more = artifacts.length - shown.length;
+    rows.push(['Artifacts', shown.join('<br>') + (more > 0 ? `<br>… and ${more} more` : '')]);
+  }
+  if (produced?.result) {
+    if (produced.result.length > MAX_SUMMARY_RESULT) cuts.push('Result');
+    rows.push(['Result', resultMarkup(produced.result, MAX_SUMMARY_RESULT)]);
+  }
+  if (produced?.structuredProblem) {
+    const problem = clip('Structured output', produced.structuredProblem, SUMMARY_FIELD_CHARS.problem);
+    rows.push(['Structured output', escapeHtml(problem)]);
+  }
   if (run?.status_message) {
-    const message = run.status_message;
-    const cut = message.length > MAX_SUMMARY_MESSAGE ? `${message.slice(0, MAX_SUMMARY_MESSAGE)}…` : message;
-    rows.push(['Status message', `<pre>${escapeHtml(cut)}</pre>`]);
+    const message = clip('Status message', run.status_message, MAX_SUMMARY_MESSAGE);
+    rows.push(['Status message', `<pre>${escapeHtml(message)}</pre>`]);
   }
   await core.summary
     .emptyBuffer()
@@ -153,6 +194,7 @@ export async function writeSummary(outcome: Outcome): Promise<void> {
       ...rows.map(([field, value]) => [field, value])
     ])
     .write({ overwrite: true });
+  return cuts;
 }
 
 /** Everything the step reports, from one record: outputs, the job summary, the progress comment. */
@@ -205,7 +247,13 @@ export class Reporter {
   private async writeSummarySafely(outcome: Outcome): Promise<void> {
     if (!this.summary) return;
     try {
-      await writeSummary(outcome);
+      const cuts = (await writeSummary(outcome)).filter(field => !this.cutsAnnounced.has(field));
+      for (const field of cuts) this.cutsAnnounced.add(field);
+      if (cuts.length > 0) {
+        core.notice(
+          `The job summary shows only the start of: ${cuts.join(', ')} (GitHub keeps at most 1 MiB of summary per step).`
+        );
+      }
     } catch (error) {
       if (!this.warned) core.warning(`Could not write the job summary: ${(error as Error).message}`);
       this.warned = true;
@@ -213,4 +261,5 @@ export class Reporter {
   }
 
   private warned = false;
+  private readonly cutsAnnounced = new Set<string>();
 }

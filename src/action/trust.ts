@@ -1,6 +1,7 @@
 // The trust gate: on events anyone can trigger (comments, issues, pull_request_target), only
-// actors with enough permission (or named in allowed-actors) start an agent. It fails closed: if
-// the permission cannot be checked, the run does not start.
+// actors with enough permission (or named in allowed-actors) start an agent, and on every event the
+// authors of the text the prompt quotes must pass too. It fails closed: if a permission cannot be
+// checked, the run does not start.
 
 import { showValue } from '../api/index.js';
 import type { EventContext } from './context.js';
@@ -23,10 +24,24 @@ export const UNGATED_EVENTS = [
 export const PERMISSIONS = ['none', 'read', 'triage', 'write', 'maintain', 'admin'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
+/** Events whose text is a comment (or a review) that someone wrote: `trigger-phrase` applies. */
+export const COMMENT_EVENTS = [
+  'issue_comment',
+  'pull_request_review_comment',
+  'pull_request_review',
+  'discussion_comment',
+  'commit_comment'
+];
+
 export interface TrustSettings {
   allowedActors: string[];
   minPermission: Permission;
   triggerPhrase?: string;
+  /**
+   * Whose text the prompt reads through placeholders (`{{issue.*}}`, `{{pr.*}}`): that text's
+   * author must pass the gate too, on every event.
+   */
+  readsText?: ('issue' | 'pr')[];
 }
 
 export type Verdict = { run: true; why?: string } | { run: false; why: string };
@@ -36,8 +51,12 @@ export async function checkTrust(
   context: EventContext,
   github: () => Promise<GitHubApi>
 ): Promise<Verdict> {
-  const isComment = context.event === 'issue_comment' || context.event === 'pull_request_review_comment';
-  if (settings.triggerPhrase && isComment && !context.comment?.body.includes(settings.triggerPhrase)) {
+  const isComment = COMMENT_EVENTS.includes(context.event);
+  if (
+    settings.triggerPhrase &&
+    isComment &&
+    !(context.comment?.body ?? '').includes(settings.triggerPhrase)
+  ) {
     return {
       run: false,
       why: `the comment does not contain the trigger phrase ${showValue(settings.triggerPhrase)}`
@@ -45,20 +64,37 @@ export async function checkTrust(
   }
   // No event at all: not started by GitHub (a local run, a test), so there is no one to check.
   if (context.event === '') return { run: true };
-  if (UNGATED_EVENTS.includes(context.event) && !context.pr?.fromFork) return { run: true };
   if (context.comment && context.action === 'deleted') return { run: false, why: 'the comment was deleted' };
-  // Whoever wrote the text the agent will read must be trusted too, not only whoever sent the event
-  // (an edit by a maintainer of someone else's comment must not launder it).
-  const people = [context.actor];
-  if (context.comment?.author && context.comment.author !== context.actor)
-    people.push(context.comment.author);
+  const people: string[] = [];
+  if (!UNGATED_EVENTS.includes(context.event) || context.pr?.fromFork) {
+    // Whoever wrote the text the agent will read must be trusted too, not only whoever sent the
+    // event (an edit by a maintainer of someone else's comment must not launder it).
+    people.push(context.actor);
+    if (context.comment?.author) people.push(context.comment.author);
+  }
+  // The same for an issue's or pull request's own text the prompt quotes, on every event: a
+  // maintainer's edit, label or review of a stranger's issue starts nothing on the stranger's words.
+  const reads = settings.readsText ?? [];
+  for (const [kind, item] of [
+    ['issue', context.issue],
+    ['pr', context.pr]
+  ] as const) {
+    if (!reads.includes(kind) || !item) continue;
+    if (!item.author) {
+      return {
+        run: false,
+        why: `the prompt reads {{${kind}.*}}, and the event does not say who wrote that text`
+      };
+    }
+    people.push(item.author);
+  }
   const reasons: string[] = [];
-  for (const person of people) {
+  for (const person of new Set(people)) {
     const verdict = await checkActor(settings, context, person, github);
     if (!verdict.run) return verdict;
     if (verdict.why) reasons.push(verdict.why);
   }
-  return { run: true, why: reasons.join('; ') };
+  return reasons.length > 0 ? { run: true, why: reasons.join('; ') } : { run: true };
 }
 
 async function checkActor(

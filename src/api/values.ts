@@ -39,3 +39,12 @@ export function describeValue(value: unknown, max = 60): string {
   if (typeof value === 'string') return `the string ${showValue(value, max)}`;
   return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
 }
+
+/** A run id or artifact uid as one URL path segment: letters, digits and `-_.:~`, not only dots. */
+export const ID_SEGMENT_PATTERN = /^(?!\.+$)[A-Za-z0-9._:~-]{1,200}$/;
+/** The form of an id, for error messages. */
+export const ID_SEGMENT_FORM = '1–200 letters, digits or -_.:~ (not . or ..)';
+
+export function isIdSegment(value: unknown): value is string {
+  return typeof value === 'string' && ID_SEGMENT_PATTERN.test(value);
+}

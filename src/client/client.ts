@@ -9,8 +9,10 @@ import {
   type ListRunsResponse,
   type ArtifactDetails,
   type Conversation,
+  ID_SEGMENT_FORM,
   IDEMPOTENCY_KEY_FORM,
   describeValue,
+  isIdSegment,
   isValidIdempotencyKey,
   showValue
 } from '../api/index.js';
@@ -149,8 +151,10 @@ export class AgentRunClient {
     const what = `POST ${API_PREFIX}${path}`;
     const record = parseJson(response.body, what) as Partial<CreateRunResponse> | null;
     const runId = record?.run_id ?? record?.task_id;
-    if (typeof runId !== 'string' || runId === '') {
-      throw new ParseError(`${what}: expected a string run_id in the answer, got ${describeValue(runId)}`);
+    if (!isIdSegment(runId)) {
+      throw new ParseError(
+        `${what}: expected a run_id of ${ID_SEGMENT_FORM} in the answer, got ${describeValue(runId)}`
+      );
     }
     return { ...(record as CreateRunResponse), run_id: runId };
   }
@@ -284,6 +288,12 @@ export class AgentRunClient {
     const origin = new URL(this.apiRoot).origin;
     let url = new URL(link, this.apiRoot + '/');
     for (let hop = 0; ; hop++) {
+      // A download (or a redirect) to file:, data: or any other scheme is refused, not fetched.
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+        throw new ParseError(
+          `GET /agent/artifacts/${artifactUid}: the download URL's scheme ${showValue(url.protocol)} is refused; expected http(s)`
+        );
+      }
       const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
       const headers: Record<string, string> = { accept: '*/*' };
       if (url.origin === origin) headers.authorization = `Bearer ${this.apiKey}`;
@@ -422,16 +432,22 @@ function headerLookup(response: HttpResponse): (name: string) => string | undefi
   };
 }
 
+// An id goes into a URL path: `..` would climb to another endpoint (`/agent/runs/..` + `/cancel`
+// is `POST /agent/cancel`), so only plain segments are sent.
 function artifactPath(uid: string): string {
-  if (typeof uid !== 'string' || uid.trim() === '') {
-    throw new InvalidRequestError('artifact uid: expected a non-empty string', { request: 'artifact uid' });
+  if (typeof uid !== 'string' || !isIdSegment(uid.trim())) {
+    throw new InvalidRequestError(`artifact uid ${showValue(uid)}: expected ${ID_SEGMENT_FORM}`, {
+      request: 'artifact uid'
+    });
   }
   return `/agent/artifacts/${encodeURIComponent(uid.trim())}`;
 }
 
 function runPath(runId: string): string {
-  if (typeof runId !== 'string' || runId.trim() === '') {
-    throw new InvalidRequestError('run id: expected a non-empty string', { request: 'run id' });
+  if (typeof runId !== 'string' || !isIdSegment(runId.trim())) {
+    throw new InvalidRequestError(`run id ${showValue(runId)}: expected ${ID_SEGMENT_FORM}`, {
+      request: 'run id'
+    });
   }
   return `/agent/runs/${encodeURIComponent(runId.trim())}`;
 }

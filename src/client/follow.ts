@@ -20,6 +20,8 @@ export interface FollowOptions {
   holdSeconds?: number;
   /** Called once when no source of progress is available, or a read fails. */
   onNotice?: (message: string) => void;
+  /** Ends every read, held or not, when it aborts: the caller's deadline for the whole follow. */
+  signal?: AbortSignal;
 }
 
 type Mode = 'unknown' | 'held' | 'transcript' | 'conversation' | 'none';
@@ -89,7 +91,9 @@ export class RunFollower {
 
   private async readOnce(waitSeconds: number): Promise<void> {
     if (this.mode === 'none') return;
-    const signal = waitSeconds > 0 ? this.stopper.signal : undefined;
+    const until = this.options.signal;
+    const held = until ? AbortSignal.any([this.stopper.signal, until]) : this.stopper.signal;
+    const signal = waitSeconds > 0 ? held : until;
     if (this.mode !== 'conversation') {
       try {
         const read = await this.client.getTranscript(this.runId, {
@@ -119,7 +123,7 @@ export class RunFollower {
       }
     }
     try {
-      const items = itemsFromConversation(await this.client.getConversation(this.runId));
+      const items = itemsFromConversation(await this.client.getConversation(this.runId, { signal: until }));
       if (items.length > this.shownConversationItems) {
         this.options.onItems(items.slice(this.shownConversationItems));
         this.shownConversationItems = items.length;

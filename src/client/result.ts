@@ -106,7 +106,16 @@ export function compileSchema(schema: unknown): (value: unknown) => SchemaCheck 
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
     throw new SchemaError('output schema: expected a JSON object such as {"type": "object", ...}');
   }
-  const ajv = new Ajv({ allErrors: true, strict: false });
+  // Strict about the schema itself: an unknown keyword (any JSON object that is not a schema, say
+  // a credentials file) is refused rather than read as a schema that allows everything.
+  const ajv = new Ajv({
+    allErrors: true,
+    strictSchema: true,
+    strictNumbers: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false
+  });
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(schema);
@@ -156,7 +165,14 @@ export function structuredOutput(
       reason: 'the answer does not end with a JSON object (a ```json block or a bare {...})'
     };
   }
-  const result = check(value);
+  let result: SchemaCheck;
+  try {
+    result = check(value);
+  } catch (error) {
+    // A validator recurses with the value: an object nested a million levels deep overflows it.
+    if (!(error instanceof RangeError)) throw error;
+    return { ok: false, reason: 'the JSON object is nested too deeply to check against the schema' };
+  }
   if (!result.valid) {
     return {
       ok: false,

@@ -12,6 +12,7 @@ import { isRemoteSource } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type PrivateRepository, privateGit, redactUrls, sourceGit } from './git.js';
 import type { PublishConfig } from './publish-config.js';
+import { markdownFields, plainFields } from './pr-text.js';
 import { openPullRequest, repositoryOf } from './pull-request.js';
 import type { Workspace } from './workspace.js';
 
@@ -135,10 +136,10 @@ async function publish(options: PublishOptions, token: string | undefined): Prom
         apiUrl: pr.apiUrl,
         repository,
         token,
-        title: fillTemplate(pr.title, fields),
+        title: fillTemplate(pr.title, plainFields(fields, FROM_RUN)),
         head: branch,
         base: workspace.baseBranch,
-        body: fillTemplate(pr.body, fields),
+        body: fillTemplate(pr.body, markdownFields(fields, FROM_RUN)),
         draft: pr.draft
       });
     } catch (error) {
@@ -170,6 +171,9 @@ async function publish(options: PublishOptions, token: string | undefined): Prom
   return undefined;
 }
 
+/** Template fields whose text came from the run (its title or prompt, the agent's answer). */
+const FROM_RUN = ['title', 'result'] as const;
+
 function templateFields(options: PublishOptions): Record<string, string> {
   const title = titleOf(options.run);
   return {
@@ -194,7 +198,7 @@ async function commitChanges(options: PublishOptions): Promise<string | undefine
     const tree = (await privateGit(workspace.git, ['write-tree'])).trim();
     const start = (await privateGit(workspace.git, ['rev-parse', `${base}^{tree}`])).trim();
     if (tree === start) return undefined;
-    const message = fillTemplate(config.commitMessage, templateFields(options));
+    const message = fillTemplate(config.commitMessage, plainFields(templateFields(options), FROM_RUN));
     const author = ['-c', `user.name=${config.author.name}`, '-c', `user.email=${config.author.email}`];
     return (
       await privateGit(workspace.git, [...author, 'commit-tree', tree, '-p', base, '-m', message])
