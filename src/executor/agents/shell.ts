@@ -29,7 +29,10 @@ export interface GroupOptions {
 }
 
 /** Hands each chunk of `stream` to `take`, pausing the stream while `take` is busy with it. */
-function pipeInto(stream: NodeJS.ReadableStream, take: ((chunk: Buffer) => void | Promise<void>) | undefined) {
+function pipeInto(
+  stream: NodeJS.ReadableStream,
+  take: ((chunk: Buffer) => void | Promise<void>) | undefined
+) {
   stream.on('data', (chunk: Buffer) => {
     const busy = take?.(chunk);
     if (!busy) return;

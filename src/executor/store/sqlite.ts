@@ -508,7 +508,10 @@ export class SqliteRunStore implements RunStore {
   }
 
   async countEvents(runId: string, after: number): Promise<number> {
-    const row = this.sql('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND seq > ?').get(runId, after) as {
+    const row = this.sql('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND seq > ?').get(
+      runId,
+      after
+    ) as {
       n: number;
     };
     return Number(row.n);

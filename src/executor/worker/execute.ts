@@ -193,7 +193,9 @@ export async function executeRun(
     clearTimeout(timeout);
     stopWatch?.();
   }
-  await record.flush?.().catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
+  await record
+    .flush?.()
+    .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
   const reason = controller.signal.reason as StopReason | undefined;
   if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
     result = stopped(reason, environment, config.workspaces.quotaBytes);
