@@ -20,8 +20,9 @@ import { runInGroup } from './shell.js';
 const FLUSH_MS = 200;
 const FLUSH_BYTES = 16 * 1024;
 const STDERR_TAIL_LINES = 10;
-/** Characters of one stderr line kept for the status message. */
+/** Characters of one stderr line kept for the status message, and of the stream's end kept for them. */
 const MAX_LINE_KEPT = 2000;
+const KEPT_END_CHARS = 32 * 1024;
 /** Output read but not yet stored, past which the child's pipe is paused. */
 const MAX_QUEUED_BYTES = 1024 * 1024;
 /** Variables every CLI needs to find itself and its home; the environment's `env` adds more. */
@@ -148,7 +149,7 @@ export const commandAgent = agentKind<CommandAgentConfig>({
 class StreamRecorder {
   private pending = '';
   private timer?: NodeJS.Timeout;
-  private lines: string[] = [];
+  private last = '';
   private writing: Promise<void> = Promise.resolve();
   private queued = 0;
   private readonly decoder = new StringDecoder('utf8');
@@ -162,12 +163,8 @@ class StreamRecorder {
     // The decoder keeps a character split between two chunks whole.
     const text = this.decoder.write(chunk);
     this.pending += text;
-    // A chunk may end mid-line: its first part continues the last line of the chunk before.
-    const [first = '', ...rest] = text.split('\n');
-    const last = this.lines.pop() ?? '';
-    this.lines = [...this.lines, last + first, ...rest]
-      .slice(-(STDERR_TAIL_LINES + 1))
-      .map(line => (line.length > MAX_LINE_KEPT ? line.slice(-MAX_LINE_KEPT) : line));
+    // The end of the stream is all the status message needs: no line array per chunk.
+    this.last = (this.last + text).slice(-KEPT_END_CHARS);
     if (this.pending.length >= FLUSH_BYTES) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
     return this.queued > MAX_QUEUED_BYTES ? this.writing : undefined;
@@ -194,6 +191,11 @@ class StreamRecorder {
   }
 
   tail(): string {
-    return this.lines.join('\n').trim().split('\n').slice(-STDERR_TAIL_LINES).join('\n');
+    return this.last
+      .trim()
+      .split('\n')
+      .slice(-STDERR_TAIL_LINES)
+      .map(line => (line.length > MAX_LINE_KEPT ? line.slice(-MAX_LINE_KEPT) : line))
+      .join('\n');
   }
 }

@@ -9,7 +9,7 @@
 import type { RunStore, TranscriptEvent } from '../store/types.js';
 
 /** Bytes of events one response shows at most (besides the kinds always kept). */
-export const SHOWN_EVENT_BYTES = 2 * 1024 * 1024;
+export const SHOWN_EVENT_BYTES = 1024 * 1024;
 const PAGE_EVENTS = 200;
 /** Kinds that say how a run went: few per run, each bounded, always shown. */
 const KEPT_KINDS = new Set([
@@ -26,6 +26,13 @@ const KEPT_KINDS = new Set([
 interface Sized {
   event: TranscriptEvent;
   bytes: number;
+}
+
+/** About the bytes of an event: its text, or its JSON when it has none. */
+export function sizeOf(event: TranscriptEvent): number {
+  return typeof event.text === 'string' && event.kind === 'output'
+    ? event.text.length + 100
+    : JSON.stringify(event).length;
 }
 
 /** The omitted-events marker, placed at `seq` (the first event left out). */
@@ -66,7 +73,7 @@ export async function boundedEvents(
   for (let after = 0; ;) {
     const page = await store.listEvents(runId, { after, limit: PAGE_EVENTS });
     for (const event of page) {
-      const bytes = JSON.stringify(event).length;
+      const bytes = sizeOf(event);
       if (!headFull && (head.length === 0 || headBytes + bytes <= half)) {
         head.push(event);
         headBytes += bytes;
@@ -91,6 +98,8 @@ export async function boundedEvents(
     }
     if (page.length < PAGE_EVENTS) break;
     after = page.at(-1)!.seq;
+    // The store may answer at once (SQLite): let other requests (/healthz, reads) in between pages.
+    await new Promise(resolve => setImmediate(resolve));
   }
   const rest = [...kept, ...tail.slice(tailStart).map(sized => sized.event)].sort((a, b) => a.seq - b.seq);
   if (!omitted) return [...head, ...rest];

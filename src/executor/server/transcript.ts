@@ -3,11 +3,12 @@
 // is up, the client left, the server stops). Appends wake held reads through the ChangeHub; the
 // hold also re-reads every few seconds, so a notification lost between nodes costs a delay, never
 // an event. A read answers one page: at most `limit` events (default 100, at most 1000) and
-// about MAX_PAGE_BYTES of them, with `has_more` and `next_after` to go on from.
+// about 512 KiB of them, with `has_more` and `next_after` to go on from.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isTerminalState } from '../../api/index.js';
 import type { StoredRun, TranscriptEvent } from '../store/types.js';
+import { sizeOf } from './bounded-events.js';
 import type { ServerContext } from './context.js';
 import { ProblemError } from './problem.js';
 
@@ -16,7 +17,7 @@ const REREAD_MS = 2000;
 export const DEFAULT_TRANSCRIPT_LIMIT = 100;
 export const MAX_TRANSCRIPT_LIMIT = 1000;
 /** A page stops once its events pass this many bytes (it always holds at least one event). */
-export const MAX_PAGE_BYTES = 1024 * 1024;
+export const MAX_PAGE_BYTES = 512 * 1024;
 
 export interface TranscriptPage {
   run_id: string;
@@ -52,7 +53,7 @@ async function readPage(
   if (more) events.length = limit;
   let bytes = 0;
   for (let index = 0; index < events.length; index++) {
-    bytes += JSON.stringify(events[index]).length;
+    bytes += sizeOf(events[index]!);
     if (index > 0 && bytes > MAX_PAGE_BYTES) {
       events.length = index;
       more = true;

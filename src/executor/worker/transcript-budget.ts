@@ -21,8 +21,14 @@ export type BoundedRecorder = Recorder & {
   flush(): Promise<void>;
 };
 
+/**
+ * An output event held for the tail. Its text is kept as UTF-8 bytes outside the JS heap: the ring
+ * turns over as fast as the agent prints, and strings that live that long would pile up in the old
+ * generation until a full collection, where buffers are freed as the heap's external memory.
+ */
 interface Held {
   data: Record<string, unknown>;
+  text: Buffer;
   bytes: number;
 }
 
@@ -46,13 +52,9 @@ function sizeOf(kind: string, data: Record<string, unknown>): number {
   return Buffer.byteLength(JSON.stringify(data), 'utf8') + kind.length + EVENT_OVERHEAD;
 }
 
-function textOf(data: Record<string, unknown>): string {
-  return typeof data.text === 'string' ? data.text : '';
-}
-
-function lineCount(text: string): number {
+function lineCount(text: Buffer): number {
   let lines = 0;
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++;
+  for (let at = text.indexOf(10); at !== -1; at = text.indexOf(10, at + 1)) lines++;
   return lines;
 }
 
@@ -67,16 +69,15 @@ export function boundTranscript(write: Recorder, limitBytes: number): BoundedRec
   let ringBytes = 0;
   const dropped = { bytes: 0, events: 0, lines: 0 };
 
-  const hold = (data: Record<string, unknown>, bytes: number) => {
-    ring.push({ data, bytes });
+  const hold = ({ text, ...data }: Record<string, unknown>, bytes: number) => {
+    ring.push({ data, text: Buffer.from(typeof text === 'string' ? text : '', 'utf8'), bytes });
     ringBytes += bytes;
     while (ringBytes > Math.max(0, tailBytes - tailWritten) && ring.length > 0) {
       const old = ring.shift()!;
       ringBytes -= old.bytes;
-      const text = textOf(old.data);
-      dropped.bytes += Buffer.byteLength(text, 'utf8');
+      dropped.bytes += old.text.length;
       dropped.events++;
-      dropped.lines += lineCount(text);
+      dropped.lines += lineCount(old.text);
     }
   };
 
@@ -99,7 +100,7 @@ export function boundTranscript(write: Recorder, limitBytes: number): BoundedRec
     }
     for (const event of held) {
       tailWritten += event.bytes;
-      await write('output', event.data);
+      await write('output', { ...event.data, text: event.text.toString('utf8') });
     }
   };
 
