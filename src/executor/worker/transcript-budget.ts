@@ -101,6 +101,9 @@ export function boundTranscript(write: Recorder, limitBytes: number): BoundedRec
     for (const event of held) {
       tailWritten += event.bytes;
       await write('output', { ...event.data, text: event.text.toString('utf8') });
+      // A store that answers at once (SQLite) would otherwise write the whole tail without
+      // letting a request in: give the event loop a turn between events.
+      await new Promise(resolve => setImmediate(resolve));
     }
   };
 
