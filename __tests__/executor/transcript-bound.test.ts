@@ -6,6 +6,7 @@
 // "… N more events" marker. Real executor on a real port, a real agent process; on SQLite, or
 // PostgreSQL with AGENT_EXECUTOR_TEST_STORE=postgres.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { AgentRunClient, type ProgressItem, RunFollower } from '../../src/client/index.js';
 import { parseConfig } from '../../src/executor/config.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
@@ -191,6 +192,19 @@ describe('a transcript longer than one response shows', () => {
     expect(body.length).toBeLessThan(3 * 1024 * 1024);
     expect(body).toMatch(/more events .* are not shown here/);
     expect(body).toMatch(/LAST x/);
+    // The client and its follower page through all of it (default pages of 100 events).
+    const client = new AgentRunClient({ baseUrl: ex.url, apiKey: key });
+    const whole = await client.getWholeTranscript(id);
+    console.log("DEBUG", whole?.events.length, whole?.has_more, whole?.next_after);
+    expect(whole?.events.length).toBeGreaterThan(1500);
+    expect(whole?.has_more).toBe(false);
+    expect(String(whole?.events.at(-1)?.text)).toMatch(/^LAST x/);
+    const items: ProgressItem[] = [];
+    const follower = new RunFollower(client, id, { onItems: found => items.push(...found), holdSeconds: 1 });
+    follower.start();
+    await follower.finish();
+    expect(items.length).toBeGreaterThan(1500);
+    expect(JSON.stringify(items.at(-1))).toMatch(/LAST x/);
   });
 });
 

@@ -117,8 +117,7 @@ export class RunFollower {
           // A paging server says when more follow: read on (without holding) up to MAX_PAGES pages.
           for (let pages = 1; read; pages++) {
             const ended = this.take(read.transcript);
-            if (!read.transcript.has_more || ended || pages >= MAX_PAGES || this.stopper.signal.aborted)
-              break;
+            if (!read.transcript.has_more || ended || pages >= MAX_PAGES || signal?.aborted) break;
             read = await this.client.getTranscript(this.runId, { after: this.lastSeq, signal });
           }
           return;
