@@ -1,7 +1,9 @@
 // Child processes for agents and commands, each in its own process group so that stopping it
 // stops everything it started: SIGTERM first, SIGKILL after a grace period. A process counts as
 // ended when it exits; pipes still held open by something it left behind (a daemon, `setsid`)
-// are closed shortly after, so a run can never hang on them.
+// are closed shortly after, so a run can never hang on them (a pipe paused because its output is
+// still being stored counts as busy, not held). A reader of the output may pause a pipe by answering
+// a promise, so a program that prints faster than its output is stored waits instead of filling memory.
 
 import { spawn } from 'node:child_process';
 import { runOf } from '../sandbox/index.js';
