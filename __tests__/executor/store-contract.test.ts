@@ -210,6 +210,25 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     await drain();
   });
 
+  it('events: read in pages after a seq, the last ones, and counted', async () => {
+    const created = await store.createRun(newRun(), undefined, 100);
+    if (created.kind !== 'created') throw new Error(created.kind);
+    const id = created.run.run_id;
+    for (let i = 1; i <= 6; i++)
+      await store.appendEvent(id, 'output', { text: `line ${i}` }, created.run.created_at);
+    const seqs = (events: { seq: number }[]) => events.map(event => event.seq);
+    expect(seqs(await store.listEvents(id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(seqs(await store.listEvents(id, { after: 2, limit: 3 }))).toEqual([3, 4, 5]);
+    expect(seqs(await store.listEvents(id, { after: 6, limit: 3 }))).toEqual([7]);
+    expect(seqs(await store.listEvents(id, { limit: 2, fromEnd: true }))).toEqual([6, 7]);
+    expect(await store.listEvents(id, { after: 2, limit: 1 })).toEqual([
+      { seq: 3, at: created.run.created_at, kind: 'output', text: 'line 2' }
+    ]);
+    expect(await store.countEvents(id, 0)).toBe(7);
+    expect(await store.countEvents(id, 5)).toBe(2);
+    expect(await store.countEvents('no-such-run', 0)).toBe(0);
+  });
+
   it('idempotency: same key and body replays, another body is refused, teams are separate', async () => {
     const key = { key: `k-${randomUUID()}`, requestHash: 'h1' };
     const first = await store.createRun(newRun(), key, 100);

@@ -46,7 +46,10 @@ export interface Conversation {
 export interface TranscriptEntry {
   seq: number;
   at?: string;
-  /** `state`, `message`, `command`, `output`, `file`, `diff`, `exit`, `setup`, or one this code has never seen. */
+  /**
+   * `state`, `message`, `command`, `output`, `file`, `diff`, `exit`, `setup`, `truncated` (output
+   * dropped between the head and the tail), or one this code has never seen.
+   */
   kind: string;
   [field: string]: unknown;
 }
@@ -56,4 +59,8 @@ export interface Transcript {
   run_id?: string;
   state?: string;
   events: TranscriptEntry[];
+  /** More events follow this page (executors that page the transcript; absent: this was all). */
+  has_more?: boolean;
+  /** Where the next page starts: pass it as `after`. */
+  next_after?: number;
 }

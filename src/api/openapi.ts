@@ -196,15 +196,20 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           operationId: 'getTranscript',
           summary: "A run's transcript",
           description:
-            'With after=<seq>, only events newer than that one; with Prefer: wait=N (max 60) as well, the answer is held until there is one (or the run ended, or N seconds passed).',
+            "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
           parameters: [
             runId,
             { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+            {
+              name: 'limit',
+              in: 'query',
+              schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }
+            },
             prefer
           ],
           responses: {
             '200': { description: 'Transcript events.', content: json(ref('Transcript')) },
-            '400': problem('after is not a whole number.'),
+            '400': problem('after is not a whole number, or limit is not 1 to 1000.'),
             '404': problem('No such run.'),
             ...errors
           }

@@ -184,7 +184,9 @@ export const TranscriptEventSchema = Type.Object(
   {
     seq: Type.Integer(),
     at: Timestamp,
-    kind: Type.String({ description: 'state, message, command, file or setup' })
+    kind: Type.String({
+      description: 'state, message, output, command, setup, file, diff, exit, result, notice, truncated, …'
+    })
   },
   { additionalProperties: true }
 );
@@ -192,7 +194,13 @@ export const TranscriptEventSchema = Type.Object(
 export const TranscriptSchema = Type.Object({
   run_id: Type.String(),
   state: RunStateSchema,
-  events: Type.Array(TranscriptEventSchema)
+  events: Type.Array(TranscriptEventSchema),
+  has_more: Type.Boolean({
+    description: 'More events follow this page now: read again with after=next_after.'
+  }),
+  next_after: Type.Integer({
+    description: 'The seq of the last event of this page (after itself when empty).'
+  })
 });
 
 // The schemas and the plain types must describe the same shapes.

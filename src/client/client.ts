@@ -10,6 +10,7 @@ import {
   type ArtifactDetails,
   type Conversation,
   ID_SEGMENT_FORM,
+  type Transcript,
   IDEMPOTENCY_KEY_FORM,
   describeValue,
   isIdSegment,
@@ -252,11 +253,15 @@ export class AgentRunClient {
 
   /**
    * The executor's transcript events after `after`; with `waitSeconds`, a server that supports it
-   * holds the answer until a newer event exists. Undefined when the answer is not such a list.
+   * holds the answer until a newer event exists. One page: `transcript.has_more` says more follow
+   * (read again with `after: transcript.next_after`). Undefined when the answer is not such a list.
    */
   async getTranscript(runId: string, options: TranscriptOptions = {}): Promise<TranscriptRead | undefined> {
     const wait = Math.max(0, Math.floor(options.waitSeconds ?? 0));
-    const query = options.after !== undefined ? `?after=${encodeURIComponent(String(options.after))}` : '';
+    const params = new URLSearchParams();
+    if (options.after !== undefined) params.set('after', String(options.after));
+    if (options.limit !== undefined) params.set('limit', String(options.limit));
+    const query = params.size > 0 ? `?${params}` : '';
     const response = await this.request('GET', `${runPath(runId)}/transcript${query}`, {
       headers: wait > 0 ? { prefer: `wait=${wait}` } : {},
       signal: options.signal,
@@ -266,6 +271,27 @@ export class AgentRunClient {
     if (!transcript) return undefined;
     const held = /(^|[\s,;])wait\b/i.test(headerLookup(response)('preference-applied') ?? '');
     return { transcript, held };
+  }
+
+  /**
+   * The whole transcript, read page after page until the server says no more follow (at most
+   * `maxPages` pages, default 1000: `has_more` stays true on the answer when that cut it short).
+   */
+  async getWholeTranscript(
+    runId: string,
+    options: CallOptions & { maxPages?: number } = {}
+  ): Promise<Transcript | undefined> {
+    const first = await this.getTranscript(runId, { signal: options.signal });
+    if (!first) return undefined;
+    const whole = first.transcript;
+    for (let pages = 1; whole.has_more && pages < (options.maxPages ?? 1000); pages++) {
+      const after = whole.next_after ?? whole.events.at(-1)?.seq ?? 0;
+      const next = (await this.getTranscript(runId, { after, signal: options.signal }))?.transcript;
+      if (!next || next.events.length === 0) break;
+      whole.events.push(...next.events);
+      Object.assign(whole, { state: next.state, has_more: next.has_more, next_after: next.next_after });
+    }
+    return whole;
   }
 
   /** An artifact's details (for files, a time-limited download URL). */

@@ -24,6 +24,8 @@ export interface TranscriptOptions {
   after?: number;
   /** Asks the server to hold the answer up to this many seconds until a newer event exists. */
   waitSeconds?: number;
+  /** At most this many events in the answer (the executor allows 1 to 1000; its default is 100). */
+  limit?: number;
 }
 
 export interface TranscriptRead {
@@ -83,11 +85,14 @@ export function parseTranscript(body: string): Transcript | undefined {
   const events = value.events.filter(
     (event): event is TranscriptEntry => isObject(event) && typeof event.seq === 'number'
   );
-  return {
+  const transcript: Transcript = {
     run_id: typeof value.run_id === 'string' ? value.run_id : undefined,
     state: typeof value.state === 'string' ? value.state : undefined,
     events
   };
+  if (typeof value.has_more === 'boolean') transcript.has_more = value.has_more;
+  if (typeof value.next_after === 'number') transcript.next_after = value.next_after;
+  return transcript;
 }
 
 /** A run record's `artifacts`, with malformed items dropped and unknown types kept. */

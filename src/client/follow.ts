@@ -2,7 +2,9 @@
 // transcript reads (`after=SEQ` + `Prefer: wait=N`) is long-polled: one request per new event.
 // Otherwise the follower reads (the transcript, or the conversation where there is no transcript)
 // only when told the run changed state and once at the end, so an idle run costs nothing extra.
+// A transcript that comes in pages (`has_more`) is read page after page until its end.
 
+import type { Transcript } from '../api/index.js';
 import type { AgentRunClient } from './client.js';
 import {
   type ProgressItem,
@@ -25,6 +27,8 @@ export interface FollowOptions {
 }
 
 type Mode = 'unknown' | 'held' | 'transcript' | 'conversation' | 'none';
+/** Pages one read goes through at most; a transcript the executor bounds needs far fewer. */
+const MAX_PAGES = 1000;
 
 export class RunFollower {
   private mode: Mode = 'unknown';
@@ -89,6 +93,17 @@ export class RunFollower {
     }
   }
 
+  /** Shows a transcript page's new events; true when the page had none new (nothing to page on). */
+  private take(transcript: Transcript): boolean {
+    const fresh = transcript.events.filter(event => event.seq > this.lastSeq);
+    for (const event of fresh) this.lastSeq = Math.max(this.lastSeq, event.seq);
+    if (transcript.state && ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(transcript.state)) {
+      this.terminalSeen = true;
+    }
+    if (fresh.length > 0) this.options.onItems(itemsFromTranscript(fresh));
+    return fresh.length === 0;
+  }
+
   private async readOnce(waitSeconds: number): Promise<void> {
     if (this.mode === 'none') return;
     const until = this.options.signal;
@@ -96,22 +111,19 @@ export class RunFollower {
     const signal = waitSeconds > 0 ? held : until;
     if (this.mode !== 'conversation') {
       try {
-        const read = await this.client.getTranscript(this.runId, {
+        let read = await this.client.getTranscript(this.runId, {
           after: this.lastSeq,
           waitSeconds,
           signal
         });
         if (read) {
           if (this.mode === 'unknown') this.mode = read.held ? 'held' : 'transcript';
-          const fresh = read.transcript.events.filter(event => event.seq > this.lastSeq);
-          for (const event of fresh) this.lastSeq = Math.max(this.lastSeq, event.seq);
-          if (
-            read.transcript.state &&
-            ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(read.transcript.state)
-          ) {
-            this.terminalSeen = true;
+          // A paging server says when more follow: read on (without holding) up to MAX_PAGES pages.
+          for (let pages = 1; read; pages++) {
+            const ended = this.take(read.transcript);
+            if (!read.transcript.has_more || ended || pages >= MAX_PAGES || signal?.aborted) break;
+            read = await this.client.getTranscript(this.runId, { after: this.lastSeq, signal });
           }
-          if (fresh.length > 0) this.options.onItems(itemsFromTranscript(fresh));
           return;
         }
         if (this.mode !== 'unknown') return;

@@ -64,6 +64,8 @@ export interface ExecutorConfig {
     rateLimitPerMinute: number;
     maxQueuedRuns: number;
     retentionDays: number;
+    /** Bytes of a run's stored transcript; past it the head and the tail are kept, the middle dropped. */
+    transcriptBytes: number;
   };
   environments: EnvironmentConfig[];
 }
@@ -158,7 +160,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'max_prompt_bytes',
     'rate_limit_per_minute',
     'max_queued_runs',
-    'retention_days'
+    'retention_days',
+    'transcript'
   ]);
   const workers = r.int(root.workers, 'workers', 4, 1, 256);
   const dataDir = resolve(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
@@ -199,7 +202,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
       rateLimitPerMinute: r.int(limits.rate_limit_per_minute, 'limits.rate_limit_per_minute', 600, 0, 1e9),
       maxQueuedRuns: r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9),
-      retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500)
+      retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
+      transcriptBytes: transcriptLimit(r, limits.transcript)
     },
     environments: []
   };
@@ -223,6 +227,16 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     );
   }
   return config;
+}
+
+/** The smallest `limits.transcript`: room for a head, a tail and the note between them. */
+export const MIN_TRANSCRIPT_BYTES = 64 * 1024;
+
+function transcriptLimit(r: ConfigReader, value: unknown): number {
+  const bytes = r.size(value, 'limits.transcript', 16 * 1024 ** 2);
+  if (bytes >= MIN_TRANSCRIPT_BYTES) return bytes;
+  r.problems.push(`limits.transcript ${show(value)}: expected at least 64KiB, such as 16MiB`);
+  return MIN_TRANSCRIPT_BYTES;
 }
 
 function defaultEnvironment(base: string, workers: number): EnvironmentConfig {

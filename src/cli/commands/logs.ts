@@ -69,8 +69,8 @@ async function readItems(client: import('../../client/index.js').AgentRunClient,
   } catch (error) {
     if (!isUnsupported(error)) throw error;
   }
-  const read = await client.getTranscript(runId);
-  return read ? itemsFromTranscript(read.transcript.events) : [];
+  const transcript = await client.getWholeTranscript(runId);
+  return transcript ? itemsFromTranscript(transcript.events) : [];
 }
 
 export const artifactsCommand: Command = {

@@ -5,6 +5,7 @@
 // program is looked up on the PATH runs will get, so a misspelt name fails start-up, not each run.
 
 import { accessSync, constants, statSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { delimiter, isAbsolute, resolve } from 'node:path';
 import { show } from '../config-reader.js';
 import {
@@ -19,6 +20,11 @@ import { runInGroup } from './shell.js';
 const FLUSH_MS = 200;
 const FLUSH_BYTES = 16 * 1024;
 const STDERR_TAIL_LINES = 10;
+/** Characters of one stderr line kept for the status message, and of the stream's end kept for them. */
+const MAX_LINE_KEPT = 2000;
+const KEPT_END_CHARS = 32 * 1024;
+/** Output read but not yet stored, past which the child's pipe is paused. */
+const MAX_QUEUED_BYTES = 1024 * 1024;
 /** Variables every CLI needs to find itself and its home; the environment's `env` adds more. */
 const BASE_VARIABLES = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TERM'];
 
@@ -113,7 +119,7 @@ export const commandAgent = agentKind<CommandAgentConfig>({
       onStdout: chunk => streams.stdout.push(chunk),
       onStderr: chunk => streams.stderr.push(chunk)
     });
-    await Promise.all([streams.stdout.flush(), streams.stderr.flush()]);
+    await Promise.all([streams.stdout.finish(), streams.stderr.finish()]);
     if (result.spawnError) {
       const why = result.spawnError.code === 'ENOENT' ? 'not found on PATH' : result.spawnError.message;
       return {
@@ -135,27 +141,33 @@ export const commandAgent = agentKind<CommandAgentConfig>({
   }
 });
 
-/** Batches a stream's chunks into transcript events and keeps its last lines. */
+/**
+ * Batches a stream's chunks into transcript events and keeps its last lines. While more than
+ * MAX_QUEUED_BYTES wait to be written, push() answers a promise and the child's pipe is paused
+ * until the writes catch up: a fast printer waits for the store instead of filling memory.
+ */
 class StreamRecorder {
   private pending = '';
   private timer?: NodeJS.Timeout;
-  private lines: string[] = [];
+  private last = '';
   private writing: Promise<void> = Promise.resolve();
+  private queued = 0;
+  private readonly decoder = new StringDecoder('utf8');
 
   constructor(
     private readonly stream: 'stdout' | 'stderr',
     private readonly context: AgentContext<CommandAgentConfig>
   ) {}
 
-  push(chunk: Buffer): void {
-    const text = chunk.toString('utf8');
+  push(chunk: Buffer): Promise<void> | undefined {
+    // The decoder keeps a character split between two chunks whole.
+    const text = this.decoder.write(chunk);
     this.pending += text;
-    // A chunk may end mid-line: its first part continues the last line of the chunk before.
-    const [first = '', ...rest] = text.split('\n');
-    const last = this.lines.pop() ?? '';
-    this.lines = [...this.lines, last + first, ...rest].slice(-(STDERR_TAIL_LINES + 1));
+    // The end of the stream is all the status message needs: no line array per chunk.
+    this.last = (this.last + text).slice(-KEPT_END_CHARS);
     if (this.pending.length >= FLUSH_BYTES) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+    return this.queued > MAX_QUEUED_BYTES ? this.writing : undefined;
   }
 
   flush(): Promise<void> {
@@ -164,12 +176,26 @@ class StreamRecorder {
     if (this.pending !== '') {
       const text = this.pending;
       this.pending = '';
-      this.writing = this.writing.then(() => this.context.record('output', { stream: this.stream, text }));
+      this.queued += text.length;
+      this.writing = this.writing
+        .then(() => this.context.record('output', { stream: this.stream, text }))
+        .finally(() => (this.queued -= text.length));
     }
     return this.writing;
   }
 
+  /** The stream ended: what the decoder still holds, then everything pending. */
+  finish(): Promise<void> {
+    this.pending += this.decoder.end();
+    return this.flush();
+  }
+
   tail(): string {
-    return this.lines.join('\n').trim().split('\n').slice(-STDERR_TAIL_LINES).join('\n');
+    return this.last
+      .trim()
+      .split('\n')
+      .slice(-STDERR_TAIL_LINES)
+      .map(line => (line.length > MAX_LINE_KEPT ? line.slice(-MAX_LINE_KEPT) : line))
+      .join('\n');
   }
 }

@@ -1,7 +1,9 @@
 // Child processes for agents and commands, each in its own process group so that stopping it
 // stops everything it started: SIGTERM first, SIGKILL after a grace period. A process counts as
 // ended when it exits; pipes still held open by something it left behind (a daemon, `setsid`)
-// are closed shortly after, so a run can never hang on them.
+// are closed shortly after, so a run can never hang on them (a pipe paused because its output is
+// still being stored counts as busy, not held). A reader of the output may pause a pipe by answering
+// a promise, so a program that prints faster than its output is stored waits instead of filling memory.
 
 import { spawn } from 'node:child_process';
 import { runOf } from '../sandbox/index.js';
@@ -23,8 +25,23 @@ export interface GroupOptions {
   env: Record<string, string>;
   signal: AbortSignal;
   stdin?: string;
-  onStdout?: (chunk: Buffer) => void;
-  onStderr?: (chunk: Buffer) => void;
+  /** A chunk of output; a returned promise pauses that stream until it settles (backpressure). */
+  onStdout?: (chunk: Buffer) => void | Promise<void>;
+  onStderr?: (chunk: Buffer) => void | Promise<void>;
+}
+
+/** Hands each chunk of `stream` to `take`, pausing the stream while `take` is busy with it. */
+function pipeInto(
+  stream: NodeJS.ReadableStream,
+  take: ((chunk: Buffer) => void | Promise<void>) | undefined
+) {
+  stream.on('data', (chunk: Buffer) => {
+    const busy = take?.(chunk);
+    if (!busy) return;
+    stream.pause();
+    const resume = () => void stream.resume();
+    busy.then(resume, resume);
+  });
 }
 
 /** Runs a program in its own process group; the signal stops the group. */
@@ -47,8 +64,8 @@ export function runInGroup(program: string, args: string[], options: GroupOption
       detached: true,
       stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
     });
-    child.stdout!.on('data', chunk => options.onStdout?.(chunk));
-    child.stderr!.on('data', chunk => options.onStderr?.(chunk));
+    pipeInto(child.stdout!, options.onStdout);
+    pipeInto(child.stderr!, options.onStderr);
     if (options.stdin !== undefined) {
       child.stdin!.on('error', () => undefined); // the program may exit without reading its input
       child.stdin!.end(options.stdin);
@@ -67,11 +84,15 @@ export function runInGroup(program: string, args: string[], options: GroupOption
     child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));
     child.on('close', (exitCode, signal) => settle({ exitCode, signal }));
     child.on('exit', (exitCode, signal) => {
-      setTimeout(() => {
-        child.stdout!.destroy();
-        child.stderr!.destroy();
-        settle({ exitCode, signal });
-      }, DRAIN_MS).unref();
+      const drain = () =>
+        setTimeout(() => {
+          // A stream paused while its output is being stored is busy, not hung: wait for it.
+          if (child.stdout!.isPaused() || child.stderr!.isPaused()) return void drain();
+          child.stdout!.destroy();
+          child.stderr!.destroy();
+          settle({ exitCode, signal });
+        }, DRAIN_MS).unref();
+      drain();
     });
   });
 }

@@ -31,6 +31,9 @@ function event(e: TranscriptEvent): string {
     }
     case 'exit':
       return `<li class="exit">${time} agent exited with code ${escapeHtml(e.exit_code)}${e.signal ? ` (${escapeHtml(e.signal)})` : ''}</li>`;
+    case 'omitted':
+    case 'truncated':
+      return `<li class="omitted">${time} <b>${escapeHtml(e.text)}</b></li>`;
     case 'output':
       return `<li class="output">${time} ${escapeHtml(e.stream ?? 'output')}<pre>${escapeHtml(e.text)}</pre></li>`;
     default:

@@ -39,6 +39,7 @@ import type {
   RunStore,
   StoredArtifact,
   StoredRun,
+  EventPage,
   TranscriptEvent
 } from './types.js';
 import { artifactOf, listEntryOf } from './types.js';
@@ -495,17 +496,27 @@ export class PostgresRunStore implements RunStore {
     return { ...data, seq, at, kind };
   }
 
-  async listEvents(runId: string): Promise<TranscriptEvent[]> {
+  async listEvents(runId: string, page: EventPage = {}): Promise<TranscriptEvent[]> {
+    const order = page.fromEnd ? 'DESC' : 'ASC';
     const result = await this.query<{ seq: number; at: string; kind: string; data: string }>(
-      'SELECT seq, at, kind, data FROM events WHERE run_id = $1 ORDER BY seq',
-      [runId]
+      `SELECT seq, at, kind, data FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq ${order} LIMIT $3`,
+      [runId, page.after ?? 0, page.limit ?? null]
     );
-    return result.rows.map(row => ({
+    const rows = page.fromEnd ? result.rows.reverse() : result.rows;
+    return rows.map(row => ({
       ...(JSON.parse(row.data) as object),
       seq: row.seq,
       at: row.at,
       kind: row.kind
     }));
+  }
+
+  async countEvents(runId: string, after: number): Promise<number> {
+    const result = await this.query<{ n: string }>(
+      'SELECT COUNT(*) AS n FROM events WHERE run_id = $1 AND seq > $2',
+      [runId, after]
+    );
+    return Number(result.rows[0]?.n ?? 0);
   }
 
   onEvent(listener: (runId: string, seq: number) => void): () => void {

@@ -32,6 +32,7 @@ import type {
   RunStore,
   StoredArtifact,
   StoredRun,
+  EventPage,
   TranscriptEvent
 } from './types.js';
 import { artifactOf, listEntryOf } from './types.js';
@@ -487,21 +488,33 @@ export class SqliteRunStore implements RunStore {
     return { ...data, seq, at, kind };
   }
 
-  async listEvents(runId: string): Promise<TranscriptEvent[]> {
-    const rows = this.sql('SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq').all(
-      runId
-    ) as {
+  async listEvents(runId: string, page: EventPage = {}): Promise<TranscriptEvent[]> {
+    const order = page.fromEnd ? 'DESC' : 'ASC';
+    const rows = this.sql(
+      `SELECT seq, at, kind, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq ${order} LIMIT ?`
+    ).all(runId, page.after ?? 0, page.limit ?? -1) as {
       seq: number;
       at: string;
       kind: string;
       data: string;
     }[];
+    if (page.fromEnd) rows.reverse();
     return rows.map(row => ({
       ...(JSON.parse(row.data) as object),
       seq: row.seq,
       at: row.at,
       kind: row.kind
     }));
+  }
+
+  async countEvents(runId: string, after: number): Promise<number> {
+    const row = this.sql('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND seq > ?').get(
+      runId,
+      after
+    ) as {
+      n: number;
+    };
+    return Number(row.n);
   }
 
   onEvent(listener: (runId: string, seq: number) => void): () => void {

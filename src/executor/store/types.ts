@@ -141,6 +141,16 @@ export interface TranscriptEvent {
   [field: string]: unknown;
 }
 
+/** Which of a run's events a read wants: a page after a cursor, or the last ones. */
+export interface EventPage {
+  /** Only events with a larger seq. */
+  after?: number;
+  /** At most this many events (every one when absent). */
+  limit?: number;
+  /** The last `limit` events after `after` instead of the first ones; still in seq order. */
+  fromEnd?: boolean;
+}
+
 export type CancelResult =
   { kind: 'cancelled'; run: StoredRun } | { kind: 'finished'; run: StoredRun } | { kind: 'not_found' };
 
@@ -246,7 +256,10 @@ export interface RunStore {
     data: Record<string, unknown>,
     at: string
   ): Promise<TranscriptEvent>;
-  listEvents(runId: string): Promise<TranscriptEvent[]>;
+  /** A run's events in seq order: all of them, or the page asked for. */
+  listEvents(runId: string, page?: EventPage): Promise<TranscriptEvent[]>;
+  /** How many of a run's events have a larger seq than `after`. */
+  countEvents(runId: string, after: number): Promise<number>;
   /**
    * Called when an event is appended to a run's transcript by any writer of this store (other
    * nodes' appends by notification; a held transcript read also re-reads now and then).

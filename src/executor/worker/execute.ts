@@ -17,8 +17,13 @@ import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
 /** Why a run's controller was aborted. */
 export type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
 
-/** Appends an event to the run's transcript (the pool retries it while the store is away). */
-export type Recorder = (kind: string, data: Record<string, unknown>) => Promise<void>;
+/**
+ * Appends an event to the run's transcript (the pool retries it while the store is away); `flush`
+ * writes what a bounded transcript still holds back (worker/transcript-budget.ts).
+ */
+export type Recorder = ((kind: string, data: Record<string, unknown>) => Promise<void>) & {
+  flush?: () => Promise<void>;
+};
 
 const QUOTA_CHECK_MS = 2000;
 
@@ -189,6 +194,9 @@ export async function executeRun(
     clearTimeout(timeout);
     stopWatch?.();
   }
+  await record
+    .flush?.()
+    .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
   const reason = controller.signal.reason as StopReason | undefined;
   if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
     result = stopped(reason, environment, config.workspaces.quotaBytes);

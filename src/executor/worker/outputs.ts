@@ -120,15 +120,25 @@ async function collectResult({ store, run, outputs, record }: CollectOptions): P
     await record('result', { text: file.data.toString('utf8'), source: 'result_file' });
     return;
   }
-  const events = await store.listEvents(run.run_id);
-  if (events.some(event => event.kind === 'result')) return;
-  const stdout = events
-    .filter(event => event.kind === 'output' && event.stream === 'stdout')
-    .map(event => String(event.text ?? ''))
-    .join('');
-  if (stdout.trim() === '') return;
-  const bytes = Buffer.from(stdout, 'utf8');
-  const tail = bytes.length > STDOUT_TAIL_BYTES ? bytes.subarray(bytes.length - STDOUT_TAIL_BYTES) : bytes;
+  // Page through the transcript keeping only the last STDOUT_TAIL_BYTES of stdout, so a long
+  // transcript is never held whole.
+  let bytes = Buffer.alloc(0);
+  let printed = false;
+  for (let after = 0; ;) {
+    const page = await store.listEvents(run.run_id, { after, limit: 50 });
+    if (page.some(event => event.kind === 'result')) return;
+    const text = page
+      .filter(event => event.kind === 'output' && event.stream === 'stdout')
+      .map(event => String(event.text ?? ''))
+      .join('');
+    printed ||= text.trim() !== '';
+    bytes = Buffer.concat([bytes, Buffer.from(text, 'utf8')]);
+    if (bytes.length > STDOUT_TAIL_BYTES) bytes = bytes.subarray(bytes.length - STDOUT_TAIL_BYTES);
+    if (page.length < 50) break;
+    after = page.at(-1)!.seq;
+  }
+  if (!printed) return;
+  const tail = bytes;
   // A cut in the middle of a character leaves replacement characters at the start: drop them.
   await record('result', { text: tail.toString('utf8').replace(/^\uFFFD+/, ''), source: 'stdout' });
 }

@@ -17,6 +17,7 @@ import {
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
 import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
+import { boundTranscript } from './transcript-budget.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 
 /** How long a finished run's outcome is retried while the store is unreachable. */
@@ -223,10 +224,13 @@ export class WorkerPool {
       });
       return;
     }
-    const record = (kind: string, data: Record<string, unknown>) =>
-      this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
-        () => undefined
-      );
+    const record = boundTranscript(
+      (kind, data) =>
+        this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
+          () => undefined
+        ),
+      this.config.limits.transcriptBytes
+    );
     const outcome = await executeRun(
       run,
       environment,

@@ -12,6 +12,9 @@ import { eventHtml, factsHtml } from './run-page.js';
 
 /** How often the run stream looks at the transcript when no notification came. */
 const REREAD_MS = 2000;
+/** Events per store read of the run stream, and reads one refresh makes at most before the next. */
+const PAGE_EVENTS = 200;
+const MAX_PAGES_PER_REFRESH = 50;
 
 /** The viewer's session is still valid (not signed out, expired, or its key revoked). */
 export type SessionCheck = () => Promise<boolean>;
@@ -143,10 +146,13 @@ export function runStream(
         stream.end();
         return;
       }
-      const events = (await store.listEvents(runId)).filter(e => e.seq > last);
-      if (events.length > 0) {
+      // Page by page, so a long transcript streams instead of being built at once.
+      for (let pages = 0; pages < MAX_PAGES_PER_REFRESH; pages++) {
+        const events = await store.listEvents(runId, { after: last, limit: PAGE_EVENTS });
+        if (events.length === 0) break;
         last = events.at(-1)!.seq;
         stream.send('events', { html: events.map(eventHtml).join('\n'), last });
+        if (events.length < PAGE_EVENTS) break;
       }
       if (run.state !== state) {
         state = run.state;

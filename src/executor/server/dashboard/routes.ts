@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { KEY_PREFIX } from '../../keys.js';
 import type { ServerContext } from '../context.js';
+import { boundedEvents } from '../bounded-events.js';
 import { ProblemError } from '../problem.js';
 import { CSS, JS } from './assets.js';
 import { renderEnvironments } from './environments-page.js';
@@ -155,7 +156,7 @@ export async function dashboardRoutes(
     const run = await store.getRun(viewer.team, id);
     if (!run) return runNotFound(request, reply, viewer, id);
     const [events, artifacts] = await Promise.all([
-      store.listEvents(id),
+      boundedEvents(store, id),
       store.listArtifacts(viewer.team, id)
     ]);
     const base = config.publicUrl ?? `${request.protocol}://${request.host}`;

@@ -63,6 +63,9 @@ export function eventHtml(e: TranscriptEvent): string {
         'exit',
         `agent exited with code ${esc(e.exit_code)}${e.signal ? ` (${esc(e.signal)})` : ''}`
       );
+    case 'omitted':
+    case 'truncated':
+      return item('other', `<b>${esc(e.text)}</b>`);
     case 'output':
       return item('output', `${esc(e.stream ?? 'output')}${pre(e.text)}`);
     default:

@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticate } from '../auth.js';
 import type { ServerContext } from '../context.js';
 import { buildConversation } from '../conversation.js';
+import { boundedEvents } from '../bounded-events.js';
 import { ProblemError } from '../problem.js';
 
 /** How long a download URL stays valid. */
@@ -46,7 +47,7 @@ export async function resultRoutes(
         'not_found',
         `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`
       );
-    return buildConversation(run, await store.listEvents(run.run_id));
+    return buildConversation(run, await boundedEvents(store, run.run_id));
   });
 
   app.get('/api/v1/agent/artifacts/:uid', async request => {

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { RunParamsSchema } from '../../../api/schemas.js';
 import type { ServerContext } from '../context.js';
+import { boundedEvents } from '../bounded-events.js';
 import { ProblemError } from '../problem.js';
 import { renderSession } from '../session-page.js';
 
@@ -30,7 +31,7 @@ export async function sessionRoutes(
     const { token } = request.query;
     const run = context.links.verify(id, token) ? await context.store.getRunAnyTeam(id) : undefined;
     if (!run) throw new ProblemError('not_found', 'no session with this id and token');
-    const events = await context.store.listEvents(run.run_id);
+    const events = await boundedEvents(context.store, run.run_id);
     return reply
       .type('text/html; charset=utf-8')
       .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
