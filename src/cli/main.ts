@@ -70,6 +70,8 @@ export async function main(
     terminal.out(helpText(command));
     return EXIT.ok;
   }
+  // Before the command runs, so every line it prints (errors included) is cleaned or not.
+  terminal.raw = rest.includes('--raw');
   try {
     refuseKeyFlag(rest);
     return await command.run(rest, context);

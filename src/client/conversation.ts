@@ -166,6 +166,12 @@ export function itemsFromTranscript(events: TranscriptEntry[]): ProgressItem[] {
       case 'exit':
         items.push({ type: 'event', text: `agent exited with code ${String(event.exit_code)}` });
         break;
+      case 'artifact': {
+        const name = str(event.filename) ?? str(event.title) ?? str(event.url) ?? '';
+        const uid = str(event.artifact_uid);
+        items.push({ type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() });
+        break;
+      }
       default:
         items.push({ type: 'event', text: str(event.text) ?? event.kind });
     }
@@ -179,7 +185,7 @@ export function itemsFromConversation(conversation: Conversation): ProgressItem[
   const visit = (steps: ConversationStep[]) => {
     for (const step of steps) {
       for (const message of step.messages) {
-        for (const block of message.content) items.push(itemOfBlock(message.role, block));
+        for (const block of message.content) items.push(...itemsOfBlock(message.role, block));
       }
       visit(step.steps);
     }
@@ -196,6 +202,23 @@ export function itemsFromConversation(conversation: Conversation): ProgressItem[
     } else merged.push(item);
   }
   return merged;
+}
+
+/** The conversation's event types that are transcript events in another shape, and their kind. */
+const EVENT_KINDS: Record<string, string> = {
+  state_change: 'state',
+  file_change: 'file',
+  changes: 'diff',
+  artifact_published: 'artifact',
+  agent_exit: 'exit',
+  stderr: 'output'
+};
+
+function itemsOfBlock(role: string, block: ConversationBlock): ProgressItem[] {
+  // An event block carries its transcript event's fields: one renderer shows both with their details.
+  const kind = block.type === 'event' ? EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
+  if (kind !== undefined) return itemsFromTranscript([{ ...block, kind, seq: 0 } as TranscriptEntry]);
+  return [itemOfBlock(role, block)];
 }
 
 function itemOfBlock(role: string, block: ConversationBlock): ProgressItem {

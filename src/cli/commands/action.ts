@@ -150,7 +150,7 @@ function printResults(
   json: boolean
 ): void {
   if (json) {
-    terminal.out(JSON.stringify({ outputs, summary }, null, 2));
+    terminal.json({ outputs, summary }, 2);
     return;
   }
   terminal.out('Outputs:');

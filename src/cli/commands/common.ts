@@ -25,6 +25,7 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 const SHARED = {
   ...CONNECTION_OPTIONS,
   json: { type: 'boolean' },
+  raw: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' }
 } as const;
 
@@ -43,7 +44,7 @@ export function parse<T extends Options>(argv: string[], options: T) {
 }
 
 export function helpText(command: Pick<Command, 'help'>): string {
-  return `${command.help.trim()}\n\n${CONNECTION_HELP}\n  --json                 machine-readable output\n  -h, --help             this help\n`;
+  return `${command.help.trim()}\n\n${CONNECTION_HELP}\n  --json                 machine-readable output\n  --raw                  write the run's text as it came, control characters included (default: shown as \\x1b)\n  -h, --help             this help\n`;
 }
 
 export function clientFor(

@@ -85,7 +85,7 @@ ${EXIT_CODES_HELP}`,
       );
       context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
       if (values['no-wait']) {
-        if (values.json) context.terminal.out(JSON.stringify(await client.getRun(created.run_id), null, 2));
+        if (values.json) context.terminal.json(await client.getRun(created.run_id), 2);
         else context.terminal.out(created.run_id);
         return 0;
       }

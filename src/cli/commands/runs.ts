@@ -22,7 +22,8 @@ Example:
     const client = clientFor(values, context);
     try {
       const run = await client.getRun(runId);
-      context.terminal.out(values.json ? JSON.stringify(run, null, 2) : describeRun(run));
+      if (values.json) context.terminal.json(run, 2);
+      else context.terminal.out(describeRun(run));
       return EXIT.ok;
     } finally {
       client.close();
@@ -64,7 +65,7 @@ Example:
         ...(values.environment ? { environment_id: values.environment } : {})
       });
       if (values.json) {
-        context.terminal.out(JSON.stringify(page, null, 2));
+        context.terminal.json(page, 2);
         return EXIT.ok;
       }
       if (page.runs.length === 0) {
@@ -131,7 +132,7 @@ Example:
     try {
       await client.cancelRun(runId, { reason: values.reason });
       const run = await client.getRun(runId).catch(() => undefined);
-      if (values.json) context.terminal.out(JSON.stringify(run ?? { run_id: runId }, null, 2));
+      if (values.json) context.terminal.json(run ?? { run_id: runId }, 2);
       else context.terminal.out(`Cancelled run ${runId}${run ? ` (now ${run.state})` : ''}.`);
       return EXIT.ok;
     } catch (error) {

@@ -91,7 +91,7 @@ export async function watchRun(
   }
   run = (await client.getRun(runId).catch(() => undefined)) ?? run;
   const report = await finalReport(client, terminal, runId, run, options);
-  if (options.json) terminal.out(JSON.stringify(report.json, null, 2));
+  if (options.json) terminal.json(report.json, 2);
   else if (report.answer !== undefined) terminal.out(report.answer);
 
   const elapsed = formatDuration(Date.now() - startedAt);
