@@ -74,6 +74,11 @@ export async function onDeadline(
   outcome: Outcome,
   startedAt: number
 ): Promise<void> {
+  // The wait may end before its first read (timeout shorter than the first poll): read it now, so the
+  // message says the last state known rather than "unknown".
+  outcome.run ??= await client
+    .getRun(outcome.runId, { signal: AbortSignal.timeout(5000) })
+    .catch(() => undefined);
   const last = outcome.run?.state ?? 'unknown';
   let what = 'left it running (on-timeout: leave-running)';
   if (settings.onTimeout === 'cancel') {
