@@ -84,7 +84,7 @@ describe('agent-run run', () => {
     expect(again.stderr).toContain('cannot be cancelled');
   });
 
-  it('cancels the run on Ctrl-C (SIGINT) and exits 1', async () => {
+  it('cancels the run it created on Ctrl-C (SIGINT), says so and exits 130', async () => {
     let sent = false;
     const run = await runCli(['run', '--environment', 'local', '@sim sleep 60'], {
       env,
@@ -95,7 +95,7 @@ describe('agent-run run', () => {
         }
       }
     });
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(130);
     const id = /Interrupted: cancelled run (\S+)\./.exec(run.stderr)![1]!;
     const got = await cli(['get', id, '--json']);
     expect(JSON.parse(got.stdout)).toMatchObject({ state: 'CANCELLED' });

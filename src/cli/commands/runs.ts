@@ -1,7 +1,14 @@
 // `agent-run get`, `list`, `wait` and `cancel`: one run's record, a page of runs, waiting for a
 // run that already exists, and asking the service to stop one.
 
-import { ConflictError, type Run, formatDuration } from '../../client/index.js';
+import {
+  type AgentRunClient,
+  ConflictError,
+  type ListRunsQuery,
+  type Run,
+  type RunsPage,
+  formatDuration
+} from '../../client/index.js';
 import { EXIT, EXIT_CODES_HELP, usage } from '../exit.js';
 import { table } from '../terminal.js';
 import { type Command, clientFor, durationOption, onBlockedOption, onePositional, parse } from './common.js';
@@ -59,8 +66,7 @@ Example:
     const states = (values.state ?? []).map(state => state.trim().toUpperCase());
     const client = clientFor(values, context);
     try {
-      const page = await client.listRuns({
-        limit,
+      const page = await listUpTo(client, limit, {
         ...(states.length > 0 ? { state: states } : {}),
         ...(values.environment ? { environment_id: values.environment } : {})
       });
@@ -72,8 +78,15 @@ Example:
         context.terminal.out('No runs.');
         return EXIT.ok;
       }
-      const rows = page.runs.map(run => [run.run_id, run.state, run.created_at ?? '', run.title ?? '']);
-      context.terminal.out(table(['RUN ID', 'STATE', 'CREATED', 'TITLE'], rows));
+      const rows = page.runs.map(run => [
+        run.run_id,
+        run.state,
+        environmentOf(run),
+        run.created_at ?? '',
+        durationOf(run),
+        titleOf(run)
+      ]);
+      context.terminal.out(table(['RUN ID', 'STATE', 'ENVIRONMENT', 'CREATED', 'DURATION', 'TITLE'], rows));
       if (page.page_info.has_next_page) context.terminal.note('More runs exist: raise --limit or filter.');
       return EXIT.ok;
     } finally {
@@ -81,6 +94,47 @@ Example:
     }
   }
 };
+
+/** The service's page size limit: larger --limit values are read page by page. */
+const PAGE_SIZE = 100;
+
+/** Up to `limit` runs, newest first, following the cursor across pages of at most 100. */
+async function listUpTo(client: AgentRunClient, limit: number, query: ListRunsQuery): Promise<RunsPage> {
+  const runs: Run[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await client.listRuns({ ...query, limit: Math.min(PAGE_SIZE, limit - runs.length), cursor });
+    runs.push(...page.runs);
+    const next = page.page_info.next_cursor ?? undefined;
+    const more = page.page_info.has_next_page && next !== undefined && next !== cursor;
+    if (!more || runs.length >= limit || page.runs.length === 0) {
+      return {
+        runs: runs.slice(0, limit),
+        page_info: more ? page.page_info : { has_next_page: false, next_cursor: null }
+      };
+    }
+    cursor = next;
+  }
+}
+
+/** An untitled run is named by its prompt's first line, as the dashboard names it. */
+function titleOf(run: Run): string {
+  const title = (run.title ?? '').trim();
+  if (title !== '') return title;
+  const first = (run.prompt ?? '').trim().split('\n')[0] ?? '';
+  return first.length > 60 ? `${first.slice(0, 59)}…` : first;
+}
+
+function environmentOf(run: Run): string {
+  const id = (run.agent_config as { environment_id?: unknown } | undefined)?.environment_id;
+  return typeof id === 'string' ? id : '';
+}
+
+function durationOf(run: Run): string {
+  const start = Date.parse(run.started_at ?? '');
+  const end = Date.parse(run.completed_at ?? '');
+  return Number.isNaN(start) || Number.isNaN(end) ? '' : formatDuration(end - start);
+}
 
 export const waitCommand: Command = {
   name: 'wait',
@@ -108,7 +162,8 @@ ${EXIT_CODES_HELP}`,
       return await watchRun(client, context.terminal, runId, {
         timeoutMs,
         onBlocked,
-        json: values.json === true
+        json: values.json === true,
+        onInterrupt: 'leave'
       });
     } finally {
       client.close();
