@@ -27,7 +27,7 @@ export function describeEvent(event) {
       return { head: `${event.path} ${event.change ?? ''}`.trim(), body: event.diff ?? '' };
     case 'diff': {
       const files = (event.files ?? []).map(file => `${file.path} (${file.change})`).join(', ');
-      return { head: `files changed: ${files || 'none'}`, body: event.diff ?? '' };
+      return { head: files ? `files changed: ${files}` : 'changes', body: event.diff ?? '' };
     }
     case 'exit':
       return {
@@ -46,7 +46,19 @@ export function describeEvent(event) {
 /** Lines to print for a transcript's events, indented, each event bounded to `max` lines. */
 export function transcriptLines(events, max = MAX_LINES) {
   const out = [];
-  for (const event of events) {
+  let lastMessage;
+  const filesShown = new Set();
+  for (let event of events) {
+    // Each fact once: the final answer that repeats the last message, and the files a file event
+    // already named, are not printed again (the diff itself still is).
+    if (event.kind === 'message') lastMessage = String(event.text ?? '').trim();
+    if (event.kind === 'result' && String(event.text ?? '').trim() === lastMessage) continue;
+    if (event.kind === 'file' && !event.diff) filesShown.add(`${event.path} (${event.change})`);
+    if (event.kind === 'diff' && Array.isArray(event.files)) {
+      const files = event.files.filter(file => !filesShown.has(`${file.path} (${file.change})`));
+      if (files.length === 0 && !event.diff) continue;
+      event = { ...event, files };
+    }
     const { head, body } = describeEvent(event);
     out.push(`  ${String(event.at).slice(11, 23)}  ${event.kind.padEnd(8)} ${head}`.trimEnd());
     if (body !== '') for (const line of bounded(body, max)) out.push(`      ${line}`.trimEnd());

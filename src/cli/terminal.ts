@@ -32,6 +32,7 @@ export class Terminal {
   private status = '';
   /** `--raw`: write data as it came, control characters included. */
   raw = false;
+  private lastAgentText?: string;
 
   constructor(private readonly streams: Streams) {
     this.tty = streams.stderr.isTTY === true;
@@ -108,6 +109,9 @@ export class Terminal {
     for (const item of items) {
       switch (item.type) {
         case 'text':
+          // The final answer that repeats the agent's last message is said once.
+          if (item.final && item.text.trim() === this.lastAgentText) break;
+          if (item.role === 'assistant') this.lastAgentText = item.text.trim();
           lines.push(...prefixed(item.role === 'assistant' ? 'agent' : item.role, item.text));
           break;
         case 'command': {
@@ -123,6 +127,8 @@ export class Terminal {
           lines.push(`file ${item.path} ${item.change}`);
           break;
         case 'state':
+          // While waiting, the state line (spinner or one line per change) and the last line say it.
+          if (live) break;
           lines.push(this.paint('2', `state ${item.state}${item.message ? `: ${item.message}` : ''}`));
           break;
         case 'event':

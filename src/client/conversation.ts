@@ -120,7 +120,12 @@ export function downloadUrlOf(details: ArtifactDetails): string | undefined {
 
 /** One thing worth showing of a run's progress, from either the transcript or the conversation. */
 export type ProgressItem =
-  | { type: 'text'; role: string; text: string }
+  | {
+      type: 'text';
+      role: string;
+      text: string;
+      /** The run's final answer (a `result` event). */ final?: true;
+    }
   | { type: 'command'; command: string; exitCode?: number | null; output?: string }
   | { type: 'output'; text: string }
   | { type: 'file'; path: string; change: string }
@@ -135,8 +140,10 @@ export function itemsFromTranscript(events: TranscriptEntry[]): ProgressItem[] {
   for (const event of events) {
     switch (event.kind) {
       case 'message':
-      case 'result':
         items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '' });
+        break;
+      case 'result':
+        items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '', final: true });
         break;
       case 'command':
       case 'setup':

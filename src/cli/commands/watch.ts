@@ -144,15 +144,16 @@ export async function watchRun(
 
 /**
  * How long the run took, from its own record (as `get` shows it); the time this command waited only
- * when the record has no duration, or when it differs enough to matter (a run that had been
- * going on, or one that queued long).
+ * when the record has no duration, or when it is much longer (the run queued long).
  */
 export function took(run: Run | undefined, waitedMs: number): string {
   const start = Date.parse(run?.started_at ?? '');
   const end = Date.parse(run?.completed_at ?? '');
   if (Number.isNaN(start) || Number.isNaN(end) || end < start) return ` after ${formatDuration(waitedMs)}`;
   const durationMs = end - start;
-  const differs = Math.abs(waitedMs - durationMs) >= Math.max(2000, 0.2 * durationMs);
+  // Waiting less than the run took (it was already going) says nothing; waiting much longer (a
+  // long queue) does.
+  const differs = waitedMs - durationMs >= Math.max(2000, 0.2 * durationMs);
   return ` in ${formatDuration(durationMs)}${differs ? ` (waited ${formatDuration(waitedMs)})` : ''}`;
 }
 
