@@ -90,6 +90,29 @@ describe('agent-run in the first hour', () => {
     expect(run.stderr).toContain('More runs exist');
   });
 
+  it('selects fields with --json FIELDS, and open prints the session page', async () => {
+    const server = await start();
+    seed(server, 'r-a', { session_link: 'https://sessions.example/r-a' });
+    seed(server, 'r-b', { title: 'B' });
+    const listed = await runCli(['list', '--json', 'run_id,title', '--limit', '2'], { env: env(server) });
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      { run_id: 'r-b', title: 'B' },
+      { run_id: 'r-a', title: null }
+    ]);
+    const got = await runCli(['get', 'r-a', '--json=state,session_link'], { env: env(server) });
+    expect(JSON.parse(got.stdout)).toEqual({
+      state: 'INPROGRESS',
+      session_link: 'https://sessions.example/r-a'
+    });
+    const opened = await runCli(['open', 'r-a', '--print'], { env: env(server) });
+    expect(opened.code).toBe(0);
+    expect(opened.stdout).toBe('https://sessions.example/r-a\n');
+    const none = await runCli(['open', 'r-b'], { env: env(server) });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('run r-b has no session page yet (it is INPROGRESS)');
+  });
+
   it('wait leaves the run alone on Ctrl-C and exits 130', async () => {
     const server = await start();
     seed(server, 'r-watch');

@@ -4,6 +4,7 @@
 import { actionCommand } from './commands/action.js';
 import { type Command, type Context, helpText } from './commands/common.js';
 import { artifactsCommand, logsCommand } from './commands/logs.js';
+import { openCommand } from './commands/open.js';
 import { runCommand } from './commands/run.js';
 import { cancelCommand, getCommand, listCommand, waitCommand } from './commands/runs.js';
 import { EXIT, EXIT_CODES_HELP, exitCodeOf } from './exit.js';
@@ -18,6 +19,7 @@ const COMMANDS: Command[] = [
   cancelCommand,
   logsCommand,
   artifactsCommand,
+  openCommand,
   actionCommand
 ];
 

@@ -11,25 +11,36 @@ import {
 } from '../../client/index.js';
 import { EXIT, EXIT_CODES_HELP, usage } from '../exit.js';
 import { table } from '../terminal.js';
-import { type Command, clientFor, durationOption, onBlockedOption, onePositional, parse } from './common.js';
+import {
+  type Command,
+  clientFor,
+  durationOption,
+  jsonFields,
+  onBlockedOption,
+  onePositional,
+  parse,
+  pick
+} from './common.js';
 import { watchRun } from './watch.js';
 
 export const getCommand: Command = {
   name: 'get',
   summary: "print a run's record",
-  help: `Usage: agent-run get ID [--json]
+  help: `Usage: agent-run get ID [--json [FIELDS]]
 
-Prints the run's state, title, times, status message and session link (--json: the whole record).
+Prints the run's state, title, times, status message and session link (--json: the whole record;
+--json FIELDS: only those fields, comma-separated).
 
 Example:
-  agent-run get 3f2a9c1e-0000-4000-8000-000000000000 --json`,
+  agent-run get 3f2a9c1e-0000-4000-8000-000000000000 --json state,session_link`,
   async run(argv, context) {
-    const { values, positionals } = parse(argv, {});
+    const selected = jsonFields(argv);
+    const { values, positionals } = parse(selected.argv, {});
     const runId = onePositional(positionals, 'run ID');
     const client = clientFor(values, context);
     try {
       const run = await client.getRun(runId);
-      if (values.json) context.terminal.json(run, 2);
+      if (values.json) context.terminal.json(pick(run, selected.fields), 2);
       else context.terminal.out(describeRun(run));
       return EXIT.ok;
     } finally {
@@ -41,19 +52,22 @@ Example:
 export const listCommand: Command = {
   name: 'list',
   summary: 'list runs, newest first',
-  help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json]
+  help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json [FIELDS]]
 
-Lists runs, newest first, as a table (--json: {runs, page_info}).
+Lists runs, newest first, as a table: id, state, environment, created, duration and title (an
+untitled run shows its prompt's first line). --json: {runs, page_info}; --json FIELDS: an array
+of the runs with only those fields, e.g. --json run_id,state,title.
 
 Options:
   --state S              only runs in this state; repeat for several
   --environment ID       only runs of this environment
-  --limit N              at most N runs (1-500, default 20)
+  --limit N              at most N runs (1-500, default 20; read in pages of 100)
 
 Example:
   agent-run list --state FAILED --state ERROR --limit 5`,
   async run(argv, context) {
-    const { values, positionals } = parse(argv, {
+    const selected = jsonFields(argv);
+    const { values, positionals } = parse(selected.argv, {
       state: { type: 'string', multiple: true },
       environment: { type: 'string' },
       limit: { type: 'string' }
@@ -71,7 +85,12 @@ Example:
         ...(values.environment ? { environment_id: values.environment } : {})
       });
       if (values.json) {
-        context.terminal.json(page, 2);
+        if (selected.fields)
+          context.terminal.json(
+            page.runs.map(run => pick(run, selected.fields)),
+            2
+          );
+        else context.terminal.json(page, 2);
         return EXIT.ok;
       }
       if (page.runs.length === 0) {
