@@ -36,6 +36,13 @@ export function describeEvent(event) {
       };
     case 'output':
       return { head: event.stream ?? '', body: event.text ?? '' };
+    case 'result':
+      return { head: '', body: event.text ?? '' };
+    case 'artifact':
+      return {
+        head: `${event.filename ?? event.title ?? event.url ?? ''} (${event.artifact_uid ?? '?'})`.trim(),
+        body: ''
+      };
     default: {
       const { seq: _seq, at: _at, kind: _kind, ...rest } = event;
       return { head: '', body: JSON.stringify(rest) };
@@ -46,13 +53,13 @@ export function describeEvent(event) {
 /** Lines to print for a transcript's events, indented, each event bounded to `max` lines. */
 export function transcriptLines(events, max = MAX_LINES) {
   const out = [];
-  let lastMessage;
+  const messages = new Set();
   const filesShown = new Set();
   for (let event of events) {
-    // Each fact once: the final answer that repeats the last message, and the files a file event
+    // Each fact once: the final answer that repeats a message, and the files a file event
     // already named, are not printed again (the diff itself still is).
-    if (event.kind === 'message') lastMessage = String(event.text ?? '').trim();
-    if (event.kind === 'result' && String(event.text ?? '').trim() === lastMessage) continue;
+    if (event.kind === 'message') messages.add(String(event.text ?? '').trim());
+    if (event.kind === 'result' && messages.has(String(event.text ?? '').trim())) continue;
     if (event.kind === 'file' && !event.diff) filesShown.add(`${event.path} (${event.change})`);
     if (event.kind === 'diff' && Array.isArray(event.files)) {
       const files = event.files.filter(file => !filesShown.has(`${file.path} (${file.change})`));

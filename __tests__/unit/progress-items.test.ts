@@ -3,7 +3,7 @@
 // `event state_change`, `event file_change` and `artifact`).
 import { describe, expect, it } from '@jest/globals';
 import type { Conversation, TranscriptEntry } from '../../src/api/index.js';
-import { itemsFromConversation, itemsFromTranscript } from '../../src/client/index.js';
+import { SeenItems, itemsFromConversation, itemsFromTranscript } from '../../src/client/index.js';
 
 const events: TranscriptEntry[] = [
   { seq: 1, kind: 'state', state: 'INPROGRESS' },
@@ -38,6 +38,40 @@ describe('progress items', () => {
       { type: 'event', text: 'artifact changes.patch (art-1)' },
       { type: 'event', text: 'agent exited with code 0' },
       { type: 'state', state: 'FAILED', message: 'lint failed' }
+    ]);
+  });
+
+  it('shows each fact once, across the batches a live follower reads (issue 25 item 17)', () => {
+    const seen = new SeenItems();
+    const first = itemsFromTranscript(
+      [
+        { seq: 1, kind: 'message', text: 'Done: NOTES.md written.' },
+        { seq: 2, kind: 'file', path: 'NOTES.md', change: 'added' }
+      ],
+      seen
+    );
+    const second = itemsFromTranscript(
+      [
+        { seq: 3, kind: 'result', text: 'Done: NOTES.md written.\n' },
+        {
+          seq: 4,
+          kind: 'diff',
+          files: [
+            { path: 'NOTES.md', change: 'added' },
+            { path: 'b.txt', change: 'added' }
+          ]
+        }
+      ],
+      seen
+    );
+    expect([...first, ...second]).toEqual([
+      { type: 'text', role: 'assistant', text: 'Done: NOTES.md written.' },
+      { type: 'file', path: 'NOTES.md', change: 'added' },
+      { type: 'file', path: 'b.txt', change: 'added' }
+    ]);
+    // A final answer no message said is shown.
+    expect(itemsFromTranscript([{ seq: 5, kind: 'result', text: 'New' }], seen)).toEqual([
+      { type: 'text', role: 'assistant', text: 'New', final: true }
     ]);
   });
 });

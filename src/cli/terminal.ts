@@ -32,7 +32,6 @@ export class Terminal {
   private status = '';
   /** `--raw`: write data as it came, control characters included. */
   raw = false;
-  private lastAgentText?: string;
 
   constructor(private readonly streams: Streams) {
     this.tty = streams.stderr.isTTY === true;
@@ -109,9 +108,6 @@ export class Terminal {
     for (const item of items) {
       switch (item.type) {
         case 'text':
-          // The final answer that repeats the agent's last message is said once.
-          if (item.final && item.text.trim() === this.lastAgentText) break;
-          if (item.role === 'assistant') this.lastAgentText = item.text.trim();
           lines.push(...prefixed(item.role === 'assistant' ? 'agent' : item.role, item.text));
           break;
         case 'command': {

@@ -134,8 +134,38 @@ export type ProgressItem =
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
-/** Transcript events as progress items; kinds this code does not know become `event` items. */
-export function itemsFromTranscript(events: TranscriptEntry[]): ProgressItem[] {
+/**
+ * What has been shown of a run, so each fact is shown once: the final answer when a message
+ * already said it, and a file change the diff repeats after the file's own event.
+ */
+export class SeenItems {
+  private readonly texts = new Set<string>();
+  private readonly files = new Set<string>();
+
+  /** The items not shown before, remembering them. */
+  fresh(items: ProgressItem[]): ProgressItem[] {
+    return items.filter(item => {
+      if (item.type === 'text' && item.role === 'assistant') {
+        const text = item.text.trim();
+        if (item.final && this.texts.has(text)) return false;
+        this.texts.add(text);
+      }
+      if (item.type === 'file') {
+        const key = `${item.change} ${item.path}`;
+        if (this.files.has(key)) return false;
+        this.files.add(key);
+      }
+      return true;
+    });
+  }
+}
+
+/** Transcript events as progress items, each fact once; kinds this code does not know become `event` items. */
+export function itemsFromTranscript(events: TranscriptEntry[], seen = new SeenItems()): ProgressItem[] {
+  return seen.fresh(transcriptItems(events));
+}
+
+function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
   const items: ProgressItem[] = [];
   for (const event of events) {
     switch (event.kind) {
@@ -224,7 +254,7 @@ const EVENT_KINDS: Record<string, string> = {
 function itemsOfBlock(role: string, block: ConversationBlock): ProgressItem[] {
   // An event block carries its transcript event's fields: one renderer shows both with their details.
   const kind = block.type === 'event' ? EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
-  if (kind !== undefined) return itemsFromTranscript([{ ...block, kind, seq: 0 } as TranscriptEntry]);
+  if (kind !== undefined) return transcriptItems([{ ...block, kind, seq: 0 } as TranscriptEntry]);
   return [itemOfBlock(role, block)];
 }
 

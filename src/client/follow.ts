@@ -6,6 +6,7 @@
 import type { AgentRunClient } from './client.js';
 import {
   type ProgressItem,
+  SeenItems,
   isUnsupported,
   itemsFromConversation,
   itemsFromTranscript
@@ -33,6 +34,7 @@ export class RunFollower {
   private reading: Promise<void> = Promise.resolve();
   private terminalSeen = false;
   private reported = false;
+  private readonly seen = new SeenItems();
 
   constructor(
     private readonly client: AgentRunClient,
@@ -107,7 +109,8 @@ export class RunFollower {
           ) {
             this.terminalSeen = true;
           }
-          if (fresh.length > 0) this.options.onItems(itemsFromTranscript(fresh));
+          const items = itemsFromTranscript(fresh, this.seen);
+          if (items.length > 0) this.options.onItems(items);
           return;
         }
         if (this.mode !== 'unknown') return;
