@@ -13,7 +13,6 @@ import { readConnection } from '../settings.js';
 import type { Terminal } from '../terminal.js';
 import { type Command, parse } from './common.js';
 import { checkRepository, declaredInputs, parseInputs, readCheckout } from './action-context.js';
-import { EXIT_INTERRUPTED } from './watch.js';
 import { parseCommandFile, renderSummary, WorkflowLog } from './workflow-files.js';
 
 export const actionCommand: Command = {
@@ -160,7 +159,7 @@ Example:
       if (values['keep-temp']) context.terminal.note(`Kept the temporary folder ${dir}.`);
       else if (Object.values(outputs).some(value => value.startsWith(dir)))
         context.terminal.note(`Files named by the outputs were removed with ${dir}; --keep-temp keeps them.`);
-      if (steps.interrupted) return EXIT_INTERRUPTED;
+      if (steps.interrupted) return EXIT.interrupted;
       return main === 0 ? EXIT.ok : EXIT.failed;
     } finally {
       if (!values['keep-temp']) rmSync(dir, { recursive: true, force: true });

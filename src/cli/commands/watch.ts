@@ -32,9 +32,6 @@ export interface WatchOptions {
   onInterrupt: 'cancel' | 'leave';
 }
 
-/** The shell's exit code for a command ended by Ctrl-C (128 + SIGINT). */
-export const EXIT_INTERRUPTED = 130;
-
 export async function watchRun(
   client: AgentRunClient,
   terminal: Terminal,
@@ -101,13 +98,13 @@ export async function watchRun(
       terminal.note(
         `Interrupted: stopped watching; run ${runId} keeps running (agent-run cancel ${runId} stops it).`
       );
-      return EXIT_INTERRUPTED;
+      return EXIT.interrupted;
     }
     await client.cancelRun(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
       () => terminal.note(`Interrupted: cancelled run ${runId}.`),
       (error: Error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`)
     );
-    return EXIT_INTERRUPTED;
+    return EXIT.interrupted;
   }
   run = (await client.getRun(runId).catch(() => undefined)) ?? run;
   const report = await finalReport(client, terminal, runId, run, options);
