@@ -1,13 +1,16 @@
 // What a new user of `agent-run` tripped on in the first hour (issue 25) and what a hostile agent
 // could do to their terminal (issue 28, finding 6): the bundled command line (dist/cli/index.js) as
 // a real process against the contract server on a real port.
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContractServer, type ContractServerOptions } from '../support/contract-server.js';
 import { runCli } from './support.js';
+
+// Real processes on a shared machine: wait for events, with room to spare under load.
+jest.setTimeout(120_000);
 
 const KEY = 'test-key-0123456789';
 const servers: ContractServer[] = [];

@@ -283,7 +283,7 @@ describe('action end to end against answers of the production service', () => {
     expect(server.runs.get(runId)!.state).toBe('CANCELLED');
     expect(result.stdout).toContain(`did not finish within 1s (last state PENDING); cancelled it.`);
     expect(result.outputs.state).toBe('CANCELLED');
-  });
+  }, 120_000);
 
   it('says a BLOCKED run cannot be cancelled, instead of calling it finished', async () => {
     await serviceLike({ cancelStyle: 'service' });
