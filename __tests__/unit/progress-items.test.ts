@@ -74,6 +74,32 @@ describe('progress items', () => {
       { type: 'text', role: 'assistant', text: 'New', final: true }
     ]);
   });
+
+  it("shows the conversation's answer once when a message already said it, and each file once", () => {
+    const text = (t: string) => ({ role: 'assistant', content: [{ type: 'text', text: t }] });
+    const event = (data: object) => ({ role: 'system', content: [{ type: 'event', ...data }] });
+    const conversation = {
+      conversation_id: 'r1',
+      steps: [
+        {
+          id: 'r1',
+          steps: [],
+          messages: [
+            event({ event_type: 'file_change', path: 'A.md', change: 'added' }),
+            text('done'),
+            text('Simulated agent received the instruction'),
+            event({ event_type: 'changes', files: [{ path: 'A.md', change: 'added' }] }),
+            text('done')
+          ]
+        }
+      ]
+    } as unknown as Conversation;
+    expect(itemsFromConversation(conversation)).toEqual([
+      { type: 'file', path: 'A.md', change: 'added' },
+      { type: 'text', role: 'assistant', text: 'done' },
+      { type: 'text', role: 'assistant', text: 'Simulated agent received the instruction' }
+    ]);
+  });
 });
 
 function eventType(kind: string): string {

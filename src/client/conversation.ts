@@ -216,7 +216,7 @@ function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
   return items;
 }
 
-/** The conversation as progress items, in order: messages' text, commands with their results, events. */
+/** The conversation as progress items, in order, each fact once: messages' text, commands with their results, events. */
 export function itemsFromConversation(conversation: Conversation): ProgressItem[] {
   const items: ProgressItem[] = [];
   const visit = (steps: ConversationStep[]) => {
@@ -238,7 +238,10 @@ export function itemsFromConversation(conversation: Conversation): ProgressItem[
       previous.output = item.text;
     } else merged.push(item);
   }
-  return merged;
+  // The last assistant text is the run's answer: shown once, even when a message said it before.
+  const last = merged.findLastIndex(item => item.type === 'text' && item.role === 'assistant');
+  if (last >= 0) merged[last] = { ...(merged[last] as ProgressItem & { type: 'text' }), final: true };
+  return new SeenItems().fresh(merged);
 }
 
 /** The conversation's event types that are transcript events in another shape, and their kind. */
