@@ -239,9 +239,15 @@ export function itemsFromConversation(conversation: Conversation): ProgressItem[
     } else merged.push(item);
   }
   // The last assistant text is the run's answer: shown once, even when a message said it before.
-  const last = merged.findLastIndex(item => item.type === 'text' && item.role === 'assistant');
-  if (last >= 0) merged[last] = { ...(merged[last] as ProgressItem & { type: 'text' }), final: true };
-  return new SeenItems().fresh(merged);
+  const isAgentText = (item: ProgressItem): item is ProgressItem & { type: 'text' } =>
+    item.type === 'text' && item.role === 'assistant';
+  const last = merged.findLastIndex(isAgentText);
+  const answer = merged[last];
+  const said =
+    answer !== undefined &&
+    isAgentText(answer) &&
+    merged.slice(0, last).some(item => isAgentText(item) && item.text.trim() === answer.text.trim());
+  return new SeenItems().fresh(said ? merged.filter((_, i) => i !== last) : merged);
 }
 
 /** The conversation's event types that are transcript events in another shape, and their kind. */
