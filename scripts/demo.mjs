@@ -90,15 +90,18 @@ async function runAction(url, key) {
   const child = spawn(process.execPath, [join(root, 'dist/index.js')], {
     env,
     cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit']
+    stdio: ['ignore', 'pipe', 'pipe']
   });
-  child.stdout.on('data', chunk => {
+  // Both streams through one writer, line by line, so the log reads in the order it was written.
+  const show = chunk => {
     // The runner hides masked values and turns workflow commands into annotations; show them plainly.
     for (const line of String(chunk).split('\n')) {
       if (line === '' || line.startsWith('::add-mask::')) continue;
       console.log(`  | ${line.replaceAll(key, '***').replace(/%0A/g, '\n  | ')}`);
     }
-  });
+  };
+  child.stdout.on('data', show);
+  child.stderr.on('data', show);
   const code = await new Promise(resolveCode => child.on('close', resolveCode));
   return { code, outputs: parseCommandFile(readFileSync(env.GITHUB_OUTPUT, 'utf8')) };
 }
@@ -125,9 +128,15 @@ try {
     'session-link',
     'status-message',
     'error-code',
-    'duration-seconds'
+    'duration-seconds',
+    'result',
+    'patch-file',
+    'transcript-file'
   ]) {
-    console.log(`  ${name.padEnd(17)} ${outputs[name] ?? ''}`);
+    const value = (outputs[name] ?? '').split('\n');
+    console.log(
+      `  ${name.padEnd(17)} ${value[0]}${value.length > 1 ? ` (… ${value.length - 1} more lines)` : ''}`
+    );
   }
   if (outputs['run-id']) {
     const response = await fetch(`${executor.url}/api/v1/agent/runs/${outputs['run-id']}/transcript`, {

@@ -27,7 +27,7 @@ export function describeEvent(event) {
       return { head: `${event.path} ${event.change ?? ''}`.trim(), body: event.diff ?? '' };
     case 'diff': {
       const files = (event.files ?? []).map(file => `${file.path} (${file.change})`).join(', ');
-      return { head: `files changed: ${files || 'none'}`, body: event.diff ?? '' };
+      return { head: files ? `files changed: ${files}` : 'changes', body: event.diff ?? '' };
     }
     case 'exit':
       return {
@@ -36,6 +36,13 @@ export function describeEvent(event) {
       };
     case 'output':
       return { head: event.stream ?? '', body: event.text ?? '' };
+    case 'result':
+      return { head: '', body: event.text ?? '' };
+    case 'artifact':
+      return {
+        head: `${event.filename ?? event.title ?? event.url ?? ''} (${event.artifact_uid ?? '?'})`.trim(),
+        body: ''
+      };
     default: {
       const { seq: _seq, at: _at, kind: _kind, ...rest } = event;
       return { head: '', body: JSON.stringify(rest) };
@@ -46,7 +53,19 @@ export function describeEvent(event) {
 /** Lines to print for a transcript's events, indented, each event bounded to `max` lines. */
 export function transcriptLines(events, max = MAX_LINES) {
   const out = [];
-  for (const event of events) {
+  const messages = new Set();
+  const filesShown = new Set();
+  for (let event of events) {
+    // Each fact once: the final answer that repeats a message, and the files a file event
+    // already named, are not printed again (the diff itself still is).
+    if (event.kind === 'message') messages.add(String(event.text ?? '').trim());
+    if (event.kind === 'result' && messages.has(String(event.text ?? '').trim())) continue;
+    if (event.kind === 'file' && !event.diff) filesShown.add(`${event.path} (${event.change})`);
+    if (event.kind === 'diff' && Array.isArray(event.files)) {
+      const files = event.files.filter(file => !filesShown.has(`${file.path} (${file.change})`));
+      if (files.length === 0 && !event.diff) continue;
+      event = { ...event, files };
+    }
     const { head, body } = describeEvent(event);
     out.push(`  ${String(event.at).slice(11, 23)}  ${event.kind.padEnd(8)} ${head}`.trimEnd());
     if (body !== '') for (const line of bounded(body, max)) out.push(`      ${line}`.trimEnd());

@@ -38,9 +38,11 @@ describe('agent-run run', () => {
     ]);
     expect(run.code).toBe(0);
     expect(run.stderr).toMatch(/Created run \S+ in environment local\./);
-    expect(run.stderr).toMatch(/run \S+: (QUEUED|INPROGRESS|SUCCEEDED) \(/);
-    expect(run.stderr).toContain('agent: hello from the agent');
-    expect(run.stderr).toMatch(/ended SUCCEEDED after/);
+    // Each fact once (issue 25 item 17): the answer, the end state, the session link.
+    expect(run.stderr.split('agent: hello from the agent')).toHaveLength(2);
+    expect(run.stderr).not.toMatch(/^state /m);
+    expect(run.stderr).toMatch(/ended SUCCEEDED in \d+s\./);
+    expect(run.stderr.split('Session: ')).toHaveLength(2);
     expect(run.stderr).not.toContain('no conversation endpoint');
     expect(run.stdout).toBe('hello from the agent\n');
     expectNoKey(run);
@@ -84,7 +86,7 @@ describe('agent-run run', () => {
     expect(again.stderr).toContain('cannot be cancelled');
   });
 
-  it('cancels the run on Ctrl-C (SIGINT) and exits 1', async () => {
+  it('cancels the run it created on Ctrl-C (SIGINT), says so and exits 130', async () => {
     let sent = false;
     const run = await runCli(['run', '--environment', 'local', '@sim sleep 60'], {
       env,
@@ -95,7 +97,7 @@ describe('agent-run run', () => {
         }
       }
     });
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(130);
     const id = /Interrupted: cancelled run (\S+)\./.exec(run.stderr)![1]!;
     const got = await cli(['get', id, '--json']);
     expect(JSON.parse(got.stdout)).toMatchObject({ state: 'CANCELLED' });
@@ -167,7 +169,7 @@ describe('agent-run list', () => {
   it('prints a table, or JSON, filtered by state', async () => {
     const table = await cli(['list', '--limit', '3']);
     expect(table.code).toBe(0);
-    expect(table.stdout.split('\n')[0]).toMatch(/^RUN ID +STATE +CREATED +TITLE$/);
+    expect(table.stdout.split('\n')[0]).toMatch(/^RUN ID +STATE +ENVIRONMENT +CREATED +DURATION +TITLE$/);
     const json = await cli(['list', '--state', 'FAILED', '--json']);
     const page = JSON.parse(json.stdout) as { runs: { state: string }[] };
     expect(page.runs.length).toBeGreaterThan(0);

@@ -18,16 +18,23 @@ export function runCli(
     stdin?: string;
     /** Sees the whole stderr so far, with the child, after each chunk. */
     onStderr?: (text: string, child: ChildProcess) => void;
+    /** Sees the whole stdout so far, with the child, after each chunk. */
+    onStdout?: (text: string, child: ChildProcess) => void;
+    cwd?: string;
   } = {}
 ): Promise<CliRun> {
   const argv = [CLI_ENTRY, ...args];
   const child = spawn(process.execPath, argv, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...options.env },
-    stdio: ['pipe', 'pipe', 'pipe']
+    stdio: ['pipe', 'pipe', 'pipe'],
+    ...(options.cwd ? { cwd: options.cwd } : {})
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', chunk => (stdout += chunk));
+  child.stdout.on('data', chunk => {
+    stdout += chunk;
+    options.onStdout?.(stdout, child);
+  });
   child.stderr.on('data', chunk => {
     stderr += chunk;
     options.onStderr?.(stderr, child);

@@ -38,10 +38,8 @@ describe('Terminal', () => {
   it('never colours with NO_COLOR, even on a terminal', () => {
     const { term, text } = terminal(true, { NO_COLOR: '1' });
     term.error('bad');
-    expect(text()).toBe('error: bad\n');
-    expect(term.renderItems([{ type: 'command', command: 'ls', exitCode: 0 }], true)).toEqual([
-      '$ ls → exit 0'
-    ]);
+    term.note(term.renderItems([{ type: 'command', command: 'ls', exitCode: 0 }], true)[0]!);
+    expect(text()).toBe('error: bad\n$ ls → exit 0\n');
   });
 
   it('cuts long command output while live, not in logs', () => {
@@ -54,5 +52,52 @@ describe('Terminal', () => {
 
   it('pads table columns', () => {
     expect(table(['A', 'BB'], [['xyz', '1']])).toBe('A    BB\nxyz  1');
+  });
+
+  // Issue 28, finding 6: the agent's output must not drive the user's terminal.
+  const hostile =
+    'clip\u001b]52;c;aGVsbG8=\u0007 link\u001b]8;;https://evil.example\u001b\\x\u001b]8;;\u001b\\ ' +
+    'title\u001b]0;pwned\u0007 up\u001b[2A erase\u001b[2K csi\u009b31m del\u007f cr\rback tab\tend';
+
+  it('shows control characters in data instead of sending them, on stdout and stderr', () => {
+    const { term, text } = terminal(true);
+    const stdout = new PassThrough();
+    let out = '';
+    stdout.on('data', chunk => (out += chunk));
+    const both = new Terminal({ stdout, stderr: Object.assign(new PassThrough(), { isTTY: true }), env: {} });
+    both.out(hostile);
+    term.note(hostile);
+    term.warn(hostile);
+    for (const written of [out, text()]) {
+      // eslint-disable-next-line no-control-regex -- finding control characters is the point
+      const withoutOurColour = written.replace(/\u001b\[(33|0)m/g, '');
+      // eslint-disable-next-line no-control-regex -- finding control characters is the point
+      expect(withoutOurColour).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+      expect(written).toContain('clip\\x1b]52;c;aGVsbG8=\\x07 link\\x1b]8;;https://evil.example\\x1b\\x');
+      expect(written).toContain('up\\x1b[2A erase\\x1b[2K csi\\x9b31m del\\x7f cr\\x0dback tab\tend');
+    }
+    // Our own colour still reaches the terminal, around the cleaned text.
+    expect(text()).toContain(`${ESC}33mwarning: clip\\x1b]52`);
+  });
+
+  it('writes data as it came with --raw', () => {
+    const stdout = new PassThrough();
+    let out = '';
+    stdout.on('data', chunk => (out += chunk));
+    const term = new Terminal({ stdout, stderr: new PassThrough(), env: {} });
+    term.raw = true;
+    term.out(hostile);
+    expect(out).toBe(`${hostile}\n`);
+  });
+
+  it('keeps --json valid and inert: C1 and DEL become \\u escapes', () => {
+    const stdout = new PassThrough();
+    let out = '';
+    stdout.on('data', chunk => (out += chunk));
+    const term = new Terminal({ stdout, stderr: new PassThrough(), env: {} });
+    term.json({ text: hostile });
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
+    expect(out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(JSON.parse(out)).toEqual({ text: hostile });
   });
 });

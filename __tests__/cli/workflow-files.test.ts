@@ -31,6 +31,16 @@ describe('agent-run action output', () => {
     expect(log.mask('sec%ret')).toBe('***');
   });
 
+  it('does not repeat a session link already shown in the failure annotation (issue 25 item 17)', () => {
+    const { terminal, text } = capture();
+    const log = new WorkflowLog(terminal, []);
+    log.write('Session: http://s/1\n::error::Run x ended FAILED: red%0ASession: http://s/1\n');
+    log.write('::error::Run z ended FAILED%0ASession: http://s/2\n');
+    expect(text()).toBe(
+      'Session: http://s/1\nError: Run x ended FAILED: red\nError: Run z ended FAILED\nSession: http://s/2\n'
+    );
+  });
+
   it('turns the summary HTML into plain lines', () => {
     const html =
       '<h3>Agent run</h3>\n<table><tr><th>Field</th><th>Value</th></tr><tr><td>Session</td><td><a href="http://s/1">http://s/1</a></td></tr>' +

@@ -267,6 +267,24 @@ describe('action end to end against answers of the production service', () => {
     expect(result.outputs.state).toBe('CANCELLED');
   });
 
+  it('with timeout 1s, says the state it read and keeps asking while the service answers 409 PENDING for 3 s', async () => {
+    // Issue 25 items 21-22: one cancel request, "could not cancel it (failed)", "last state unknown".
+    // The 409 says `retryable: false`, yet the service documents "409 while PENDING, retry after a moment".
+    await serviceLike({ cancelStyle: 'service', pendingRetryable: false });
+    server.onCreate = run =>
+      server.script(run.run_id, [
+        [50, { state: 'PENDING' }],
+        [3000, { state: 'INPROGRESS' }]
+      ]);
+    const result = await runAction({ ...inputs, timeout: '1s', 'on-timeout': 'cancel' });
+    const runId = result.outputs['run-id']!;
+    expect(result.code).toBe(1);
+    expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBeGreaterThan(1);
+    expect(server.runs.get(runId)!.state).toBe('CANCELLED');
+    expect(result.stdout).toContain(`did not finish within 1s (last state PENDING); cancelled it.`);
+    expect(result.outputs.state).toBe('CANCELLED');
+  }, 120_000);
+
   it('says a BLOCKED run cannot be cancelled, instead of calling it finished', async () => {
     await serviceLike({ cancelStyle: 'service' });
     server.onCreate = run =>

@@ -55,6 +55,8 @@ export interface ContractServerOptions {
    * is PENDING, 400 when it ended or is BLOCKED.
    */
   cancelStyle?: 'executor' | 'service';
+  /** With cancelStyle `service`: the `retryable` field of the 409 sent while PENDING (default: absent). */
+  pendingRetryable?: boolean;
   /** Serve creates only on the deprecated POST /agent/run, as older servers do (default false). */
   legacyCreateOnly?: boolean;
   apiKey?: string;
@@ -78,7 +80,8 @@ export class ContractServer {
   private readonly idempotency = new Map<string, string>();
   private readonly waiters = new Set<() => void>();
   private server?: Server;
-  readonly options: Required<ContractServerOptions>;
+  readonly options: Required<Omit<ContractServerOptions, 'pendingRetryable'>> &
+    Pick<ContractServerOptions, 'pendingRetryable'>;
 
   constructor(options: ContractServerOptions = {}) {
     this.options = {
@@ -303,7 +306,11 @@ export class ContractServer {
           status,
           body: { type: 'about:blank', title: status === 400 ? 'Bad Request' : 'Conflict', status, detail }
         });
-        if (run.state === 'PENDING') return refuse(409, 'run is pending; retry after a moment');
+        if (run.state === 'PENDING') {
+          const refusal = refuse(409, 'run is PENDING; retry after a moment');
+          if (this.options.pendingRetryable === undefined) return refusal;
+          return { ...refusal, body: { ...refusal.body, retryable: this.options.pendingRetryable } };
+        }
         if (ended || run.state === 'BLOCKED')
           return refuse(400, `run cannot be cancelled in state ${run.state}`);
       } else if (ended) {

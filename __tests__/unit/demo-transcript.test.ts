@@ -42,4 +42,20 @@ describe('demo transcript', () => {
     expect(out[40]).toBe('      line 40');
     expect(out[41]).toBe('      … 5 more lines');
   });
+
+  it('prints each fact once: no final answer repeating the last message, no file named twice', () => {
+    const out = lines([
+      { seq: 1, at, kind: 'message', text: 'Done: NOTES.md written.' },
+      { seq: 2, at, kind: 'file', path: 'NOTES.md', change: 'added' },
+      { seq: 3, at, kind: 'diff', files: [{ path: 'NOTES.md', change: 'added' }], diff: '+ran\n' },
+      { seq: 4, at, kind: 'result', text: 'Done: NOTES.md written.' }
+    ]);
+    expect(out).toEqual([
+      '  10:00:00.000  message',
+      '      Done: NOTES.md written.',
+      '  10:00:00.000  file     NOTES.md added',
+      '  10:00:00.000  diff     changes',
+      '      +ran'
+    ]);
+  });
 });

@@ -8,6 +8,7 @@
 
 import * as core from '@actions/core';
 import {
+  AbortError,
   type AgentRunClient,
   AgentRunError,
   ConflictError,
@@ -25,14 +26,20 @@ export async function cancelRemoteRun(
   why: string,
   options: { timeoutMs?: number; maxRetries?: number } = {}
 ): Promise<CancelResult> {
-  const signal = AbortSignal.timeout(options.timeoutMs ?? 20_000);
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  const signal = AbortSignal.timeout(timeoutMs);
   try {
     await client.cancelRun(runId, { reason: why, signal, maxRetries: options.maxRetries });
     log.info(`Cancelled run ${runId} (${why}).`);
     return 'cancelled';
   } catch (error) {
     if (error instanceof ConflictError || (error instanceof InvalidRequestError && error.status === 400)) {
-      return afterRefusal(client, runId, why, error);
+      return afterRefusal(client, runId, why, error.message);
+    }
+    // Still refused (409 while PENDING) or unanswered when the time for cancelling ran out: say what
+    // the run is now rather than only "aborted".
+    if (error instanceof AbortError && signal.aborted) {
+      return afterRefusal(client, runId, why, `no cancel was accepted within ${timeoutMs / 1000} s`);
     }
     if (
       (error instanceof NotFoundError && error.errorCode !== 'not_found') ||
@@ -51,7 +58,7 @@ async function afterRefusal(
   client: AgentRunClient,
   runId: string,
   why: string,
-  refusal: AgentRunError
+  refusal: string
 ): Promise<CancelResult> {
   const run = await client.getRun(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
   if (run && isTerminalState(run.state)) {
@@ -66,7 +73,7 @@ async function afterRefusal(
     return 'not_cancellable';
   }
   const now = run ? `it is ${run.state}` : 'it could not be read again';
-  core.warning(`Could not cancel run ${runId} (${why}): ${refusal.message}; ${now}.`);
+  core.warning(`Could not cancel run ${runId} (${why}): ${refusal}; ${now}.`);
   return 'failed';
 }
 

@@ -79,6 +79,11 @@ export async function onDeadline(
   /** When the step's grace after the timeout ends; the cancel gets at least a few seconds anyway. */
   endBy = Date.now() + 25_000
 ): Promise<void> {
+  // The wait may end before its first read (timeout shorter than the first poll): read it now, so the
+  // message says the last state known rather than "unknown".
+  outcome.run ??= await client
+    .getRun(outcome.runId, { signal: AbortSignal.timeout(5000) })
+    .catch(() => undefined);
   const last = outcome.run?.state ?? 'unknown';
   let what = 'left it running (on-timeout: leave-running)';
   if (settings.onTimeout === 'cancel') {

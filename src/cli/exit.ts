@@ -14,14 +14,17 @@ export const EXIT = {
   timedOut: 3,
   /** The run is BLOCKED, waiting for a person (with --on-blocked fail). */
   blocked: 4,
-  /** The service could not be reached, or it refused the key. */
-  unreachable: 5
+  /** The service could not be reached, or it refused the key, or there is none. */
+  unreachable: 5,
+  /** Interrupted by Ctrl-C or SIGTERM (the shell's 128 + SIGINT). */
+  interrupted: 130
 } as const;
 
 export const EXIT_CODES_HELP = `Exit codes:
   0  succeeded        1  failed, error or cancelled   2  bad usage
   3  timed out        4  blocked (waiting for a person)
-  5  could not reach or authenticate with the service`;
+  5  could not reach or authenticate with the service (or no key)
+  130 interrupted (Ctrl-C): run cancels its run, wait and logs leave it running`;
 
 /** A failure with the exit code it means. The message is printed as it is. */
 export class CliError extends Error {

@@ -4,6 +4,7 @@
 import { actionCommand } from './commands/action.js';
 import { type Command, type Context, helpText } from './commands/common.js';
 import { artifactsCommand, logsCommand } from './commands/logs.js';
+import { openCommand } from './commands/open.js';
 import { runCommand } from './commands/run.js';
 import { cancelCommand, getCommand, listCommand, waitCommand } from './commands/runs.js';
 import { EXIT, EXIT_CODES_HELP, exitCodeOf } from './exit.js';
@@ -18,6 +19,7 @@ const COMMANDS: Command[] = [
   cancelCommand,
   logsCommand,
   artifactsCommand,
+  openCommand,
   actionCommand
 ];
 
@@ -70,6 +72,8 @@ export async function main(
     terminal.out(helpText(command));
     return EXIT.ok;
   }
+  // Before the command runs, so every line it prints (errors included) is cleaned or not.
+  terminal.raw = rest.includes('--raw');
   try {
     refuseKeyFlag(rest);
     return await command.run(rest, context);

@@ -5,13 +5,15 @@
 import { readFileSync } from 'node:fs';
 import { AgentRunClient, normalizeBaseUrl } from '../client/index.js';
 import type { Terminal } from './terminal.js';
-import { usage } from './exit.js';
+import { CliError, EXIT, usage } from './exit.js';
 
 export const USER_AGENT = 'agent-run-cli/0.1.0';
 
 export interface Connection {
   baseUrl: string;
   apiKey: string;
+  /** Where the key came from, named when the service rejects it. */
+  keySource: string;
 }
 
 export const CONNECTION_OPTIONS = {
@@ -61,16 +63,22 @@ export function readConnection(
       throw usage(`--api-key-file ${JSON.stringify(file)}: the file is empty; expected the key`);
   } else {
     apiKey = (env.AGENT_RUN_API_KEY ?? '').trim();
-    if (apiKey === '') throw usage('no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE');
+    // No key cannot authenticate: exit 5, as the help's exit codes say.
+    if (apiKey === '')
+      throw new CliError('no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE', EXIT.unreachable);
   }
   if (/[\r\n]/.test(apiKey)) throw usage('the API key contains a line break: expected the key on one line');
-  return { baseUrl, apiKey };
+  const keySource =
+    file !== undefined ? `the key in ${JSON.stringify(file)} (--api-key-file)` : 'AGENT_RUN_API_KEY';
+  return { baseUrl, apiKey, keySource };
 }
 
 export function createClient(connection: Connection, terminal: Terminal): AgentRunClient {
   return new AgentRunClient({
-    ...connection,
+    baseUrl: connection.baseUrl,
+    apiKey: connection.apiKey,
     userAgent: USER_AGENT,
+    keyName: connection.keySource,
     onRetry: info =>
       terminal.note(
         `Retrying ${info.request} in ${(info.delayMs / 1000).toFixed(1)} s (retry ${info.retry}): ${info.reason}`

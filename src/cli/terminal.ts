@@ -1,9 +1,19 @@
 // What `agent-run` writes and how: results on stdout, everything a person watches on stderr.
 // A spinner and colour only when stderr is a terminal (colour never with NO_COLOR); plain lines
-// otherwise, so logs and pipes stay readable.
+// otherwise, so logs and pipes stay readable. Every line passes through `visible` (control
+// characters in data shown, not sent) unless --raw; only the terminal's own colour is applied after.
 
 import { formatDuration } from '../client/index.js';
 import type { ProgressItem } from '../client/index.js';
+import { visible, visibleJson } from './visible.js';
+
+/** A line with a colour of ours: the text is cleaned, then the colour is added (on a colour terminal). */
+export interface Painted {
+  style: string;
+  text: string;
+}
+
+export type Line = string | Painted;
 
 export interface Streams {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -20,6 +30,8 @@ export class Terminal {
   readonly color: boolean;
   private spinner?: ReturnType<typeof setInterval>;
   private status = '';
+  /** `--raw`: write data as it came, control characters included. */
+  raw = false;
 
   constructor(private readonly streams: Streams) {
     this.tty = streams.stderr.isTTY === true;
@@ -27,14 +39,22 @@ export class Terminal {
   }
 
   /** A result line on stdout. */
-  out(text: string): void {
+  out(line: Line): void {
+    const text = this.render(line);
     this.streams.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
   }
 
+  /** A value as JSON on stdout (`--json`), with DEL and C1 controls escaped unless --raw. */
+  json(value: unknown, indent?: number): void {
+    this.streams.stdout.write(
+      `${this.raw ? JSON.stringify(value, null, indent) : visibleJson(value, indent)}\n`
+    );
+  }
+
   /** A line for the person watching, on stderr. */
-  note(text: string): void {
+  note(line: Line): void {
     this.clearStatus();
-    this.streams.stderr.write(`${text}\n`);
+    this.streams.stderr.write(`${this.render(line)}\n`);
     this.drawStatus();
   }
 
@@ -46,13 +66,22 @@ export class Terminal {
     this.note(this.paint('31', `error: ${text}`));
   }
 
-  paint(code: string, text: string): string {
-    return this.color ? `\u001b[${code}m${text}\u001b[0m` : text;
+  /** Text to be shown in a colour of ours (cleaned first, like any other line). */
+  paint(style: string, text: string): Painted {
+    return { style, text };
+  }
+
+  /** The one way a line reaches a stream: data cleaned of control characters, then our colour. */
+  private render(line: Line): string {
+    const text = typeof line === 'string' ? line : line.text;
+    const shown = this.raw ? text : visible(text);
+    if (typeof line === 'string' || !this.color) return shown;
+    return `\u001b[${line.style}m${shown}\u001b[0m`;
   }
 
   /** The run's state and elapsed time: a spinner line on a terminal, one plain line per change otherwise. */
   showState(runId: string, state: string, startedAt: number): void {
-    const line = () => `run ${runId}: ${state} (${formatDuration(Date.now() - startedAt)})`;
+    const line = () => this.render(`run ${runId}: ${state} (${formatDuration(Date.now() - startedAt)})`);
     if (!this.tty) return this.note(line());
     this.stopSpinner();
     let frame = 0;
@@ -74,8 +103,8 @@ export class Terminal {
   }
 
   /** Progress items as lines, for stderr while waiting (`live`) or stdout for `logs`. */
-  renderItems(items: ProgressItem[], live: boolean): string[] {
-    const lines: string[] = [];
+  renderItems(items: ProgressItem[], live: boolean): Line[] {
+    const lines: Line[] = [];
     for (const item of items) {
       switch (item.type) {
         case 'text':
@@ -94,6 +123,8 @@ export class Terminal {
           lines.push(`file ${item.path} ${item.change}`);
           break;
         case 'state':
+          // While waiting, the state line (spinner or one line per change) and the last line say it.
+          if (live) break;
           lines.push(this.paint('2', `state ${item.state}${item.message ? `: ${item.message}` : ''}`));
           break;
         case 'event':

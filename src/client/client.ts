@@ -55,6 +55,8 @@ export interface ClientOptions {
   userAgent?: string;
   /** Called before each retry, e.g. to log it. */
   onRetry?: (info: RetryInfo) => void;
+  /** Where the user sets the key, named when the service rejects it (default `the api-key secret`). */
+  keyName?: string;
   /** Test seams. */
   transport?: Transport;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -93,8 +95,11 @@ const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 /** The create endpoint, and the deprecated one older servers have instead. */
 const CREATE_PATH = '/agent/runs';
 const LEGACY_CREATE_PATH = '/agent/run';
-/** A 409 on cancel means "not yet" (a PENDING run) unless it says the run ended: ~15 s of backoff. */
-const CANCEL_RETRIES = 5;
+/**
+ * A 409 on cancel means "not yet" (a PENDING run) unless it says the run ended: up to ~40 s of
+ * backoff (0.5, 1, 2, 4, then 8 s each); callers bound it with their own deadline (signal).
+ */
+const CANCEL_RETRIES = 8;
 
 export class AgentRunClient {
   readonly apiRoot: string;
@@ -105,6 +110,7 @@ export class AgentRunClient {
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   private readonly random: () => number;
   private readonly onRetry?: (info: RetryInfo) => void;
+  private readonly keyName: string;
   /** Where creates go; moves to the legacy path once a server shows it has no other. */
   private createPath = CREATE_PATH;
 
@@ -121,6 +127,7 @@ export class AgentRunClient {
     this.sleep = options.sleep ?? abortableSleep;
     this.random = options.random ?? Math.random;
     this.onRetry = options.onRetry;
+    this.keyName = options.keyName ?? 'the api-key secret';
   }
 
   /**
@@ -233,6 +240,7 @@ export class AgentRunClient {
       body: options.reason === undefined ? '' : JSON.stringify({ reason: options.reason }),
       signal: options.signal,
       maxRetries: options.maxRetries ?? CANCEL_RETRIES,
+      retryConflicts: true,
       isFinal: error => error instanceof ConflictError && saysFinished(error)
     });
     const value = response.body.trim() === '' ? runId : parseJson(response.body, 'cancel');
@@ -370,6 +378,8 @@ export class AgentRunClient {
       maxRetries?: number;
       /** An error answer that must not be retried whatever its status. */
       isFinal?: (error: AgentRunError) => boolean;
+      /** Retry a 409 even when its problem says `retryable: false` (isFinal still applies). */
+      retryConflicts?: boolean;
     }
   ): Promise<HttpResponse> {
     const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
@@ -394,16 +404,28 @@ export class AgentRunClient {
         });
         if (response.status < 400) return response;
         header = headerLookup(response);
-        failure = errorFromResponse(label, response.status, response.body, header('x-request-id'));
+        failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
+          keyName: this.keyName,
+          apiRoot: this.apiRoot
+        });
         // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
-        const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined;
+        // Not for a cancel's 409 that does not say the run ended: the service documents "409 while
+        // PENDING, retry after a moment", whatever the flag says; isFinal decides those.
+        const conflictRetried = options.retryConflicts === true && failure instanceof ConflictError;
+        const refused =
+          failure.problem?.retryable === false && header('x-should-retry') === undefined && !conflictRetried;
         if (attempt >= maxRetries || refused || options.isFinal?.(failure)) throw failure;
         if (!shouldRetry(response.status, header)) throw failure;
       } catch (error) {
         if (error instanceof AgentRunError && !(error instanceof ConnectionError)) throw error;
         if (!(error instanceof TransportError)) throw error;
-        failure = transportFailure(label, error, options.timeoutMs ?? this.timeoutMs);
+        failure = transportFailure(label, error, options.timeoutMs ?? this.timeoutMs, this.apiRoot);
         if (failure instanceof AbortError || attempt >= maxRetries) throw failure;
+        // Plain http at an https URL never starts working; a refused local port is a server not
+        // running: one retry (a restart may be under way), not a quarter of a minute of backoff.
+        if (failure.errorCode === 'tls_mismatch') throw failure;
+        if (failure.errorCode === 'connection_refused' && isLoopback(this.apiRoot) && attempt >= 1)
+          throw failure;
       }
       const delayMs = retryDelayMs(attempt + 1, header, this.retry, this.random);
       this.onRetry?.({ request: label, retry: attempt + 1, delayMs, reason: failure.message });
@@ -433,7 +455,26 @@ function saysFinished(error: ConflictError): boolean {
   );
 }
 
-function transportFailure(label: string, error: TransportError, timeoutMs: number): AgentRunError {
+/** The system's code of a failed connection (`ECONNREFUSED`, `ERR_SSL_WRONG_VERSION_NUMBER`, …), if any. */
+function causeCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+function isLoopback(apiRoot: string): boolean {
+  const host = new URL(apiRoot).hostname.replace(/^\[(.*)\]$/, '$1');
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+function transportFailure(
+  label: string,
+  error: TransportError,
+  timeoutMs: number,
+  apiRoot?: string
+): AgentRunError {
   if (error.reason === 'aborted')
     return new AbortError(`${label}: aborted`, { request: label, cause: error });
   if (error.reason === 'timeout') {
@@ -441,6 +482,27 @@ function transportFailure(label: string, error: TransportError, timeoutMs: numbe
       request: label,
       cause: error
     });
+  }
+  const code = causeCode(error.cause);
+  const root = new URL(apiRoot ?? 'http://unknown');
+  if (
+    apiRoot !== undefined &&
+    root.protocol === 'https:' &&
+    (code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
+      code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' ||
+      /wrong version number|packet length too long|http request/i.test(error.message))
+  ) {
+    const plain = `http://${root.host}`;
+    return new ConnectionError(
+      `${label}: the server does not speak TLS at ${root.host} — use ${plain} as the base URL`,
+      { request: label, errorCode: 'tls_mismatch', cause: error }
+    );
+  }
+  if ((code === 'ECONNREFUSED' || /\bECONNREFUSED\b/.test(error.message)) && apiRoot !== undefined) {
+    return new ConnectionError(
+      `${label}: connection refused at ${root.host}: nothing listens there; is the server running, and is the base URL right?`,
+      { request: label, errorCode: 'connection_refused', cause: error }
+    );
   }
   return new ConnectionError(
     `${label}: connection failed (${error.message}); check base-url and the network`,

@@ -125,7 +125,12 @@ export function downloadUrlOf(details: ArtifactDetails): string | undefined {
 
 /** One thing worth showing of a run's progress, from either the transcript or the conversation. */
 export type ProgressItem =
-  | { type: 'text'; role: string; text: string }
+  | {
+      type: 'text';
+      role: string;
+      text: string;
+      /** The run's final answer (a `result` event). */ final?: true;
+    }
   | { type: 'command'; command: string; exitCode?: number | null; output?: string }
   | { type: 'output'; text: string }
   | { type: 'file'; path: string; change: string }
@@ -134,14 +139,46 @@ export type ProgressItem =
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
-/** Transcript events as progress items; kinds this code does not know become `event` items. */
-export function itemsFromTranscript(events: TranscriptEntry[]): ProgressItem[] {
+/**
+ * What has been shown of a run, so each fact is shown once: the final answer when a message
+ * already said it, and a file change the diff repeats after the file's own event.
+ */
+export class SeenItems {
+  private readonly texts = new Set<string>();
+  private readonly files = new Set<string>();
+
+  /** The items not shown before, remembering them. */
+  fresh(items: ProgressItem[]): ProgressItem[] {
+    return items.filter(item => {
+      if (item.type === 'text' && item.role === 'assistant') {
+        const text = item.text.trim();
+        if (item.final && this.texts.has(text)) return false;
+        this.texts.add(text);
+      }
+      if (item.type === 'file') {
+        const key = `${item.change} ${item.path}`;
+        if (this.files.has(key)) return false;
+        this.files.add(key);
+      }
+      return true;
+    });
+  }
+}
+
+/** Transcript events as progress items, each fact once; kinds this code does not know become `event` items. */
+export function itemsFromTranscript(events: TranscriptEntry[], seen = new SeenItems()): ProgressItem[] {
+  return seen.fresh(transcriptItems(events));
+}
+
+function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
   const items: ProgressItem[] = [];
   for (const event of events) {
     switch (event.kind) {
       case 'message':
-      case 'result':
         items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '' });
+        break;
+      case 'result':
+        items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '', final: true });
         break;
       case 'command':
       case 'setup':
@@ -171,6 +208,12 @@ export function itemsFromTranscript(events: TranscriptEntry[]): ProgressItem[] {
       case 'exit':
         items.push({ type: 'event', text: `agent exited with code ${String(event.exit_code)}` });
         break;
+      case 'artifact': {
+        const name = str(event.filename) ?? str(event.title) ?? str(event.url) ?? '';
+        const uid = str(event.artifact_uid);
+        items.push({ type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() });
+        break;
+      }
       default:
         items.push({ type: 'event', text: str(event.text) ?? event.kind });
     }
@@ -178,13 +221,13 @@ export function itemsFromTranscript(events: TranscriptEntry[]): ProgressItem[] {
   return items;
 }
 
-/** The conversation as progress items, in order: messages' text, commands with their results, events. */
+/** The conversation as progress items, in order, each fact once: messages' text, commands with their results, events. */
 export function itemsFromConversation(conversation: Conversation): ProgressItem[] {
   const items: ProgressItem[] = [];
   const visit = (steps: ConversationStep[]) => {
     for (const step of steps) {
       for (const message of step.messages) {
-        for (const block of message.content) items.push(itemOfBlock(message.role, block));
+        for (const block of message.content) items.push(...itemsOfBlock(message.role, block));
       }
       visit(step.steps);
     }
@@ -200,7 +243,33 @@ export function itemsFromConversation(conversation: Conversation): ProgressItem[
       previous.output = item.text;
     } else merged.push(item);
   }
-  return merged;
+  // The last assistant text is the run's answer: shown once, even when a message said it before.
+  const isAgentText = (item: ProgressItem): item is ProgressItem & { type: 'text' } =>
+    item.type === 'text' && item.role === 'assistant';
+  const last = merged.findLastIndex(isAgentText);
+  const answer = merged[last];
+  const said =
+    answer !== undefined &&
+    isAgentText(answer) &&
+    merged.slice(0, last).some(item => isAgentText(item) && item.text.trim() === answer.text.trim());
+  return new SeenItems().fresh(said ? merged.filter((_, i) => i !== last) : merged);
+}
+
+/** The conversation's event types that are transcript events in another shape, and their kind. */
+const EVENT_KINDS: Record<string, string> = {
+  state_change: 'state',
+  file_change: 'file',
+  changes: 'diff',
+  artifact_published: 'artifact',
+  agent_exit: 'exit',
+  stderr: 'output'
+};
+
+function itemsOfBlock(role: string, block: ConversationBlock): ProgressItem[] {
+  // An event block carries its transcript event's fields: one renderer shows both with their details.
+  const kind = block.type === 'event' ? EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
+  if (kind !== undefined) return transcriptItems([{ ...block, kind, seq: 0 } as TranscriptEntry]);
+  return [itemOfBlock(role, block)];
 }
 
 function itemOfBlock(role: string, block: ConversationBlock): ProgressItem {

@@ -8,6 +8,7 @@ import type { Transcript } from '../api/index.js';
 import type { AgentRunClient } from './client.js';
 import {
   type ProgressItem,
+  SeenItems,
   isUnsupported,
   itemsFromConversation,
   itemsFromTranscript
@@ -39,6 +40,7 @@ export class RunFollower {
   private reading: Promise<void> = Promise.resolve();
   private terminalSeen = false;
   private reported = false;
+  private readonly seen = new SeenItems();
 
   constructor(
     private readonly client: AgentRunClient,
@@ -100,7 +102,8 @@ export class RunFollower {
     if (transcript.state && ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(transcript.state)) {
       this.terminalSeen = true;
     }
-    if (fresh.length > 0) this.options.onItems(itemsFromTranscript(fresh));
+    const items = itemsFromTranscript(fresh, this.seen);
+    if (items.length > 0) this.options.onItems(items);
     return fresh.length === 0;
   }
 

@@ -1,146 +1,217 @@
 // `agent-run action`: the bundled action run exactly as the GitHub runner runs it (INPUT_*
 // variables, the GITHUB_OUTPUT / GITHUB_STATE / GITHUB_STEP_SUMMARY files, an event file, main
 // then post), so anyone can try their inputs before pushing a workflow. base-url and api-key come
-// from this command line's own settings; the key travels only in the child's environment.
+// from this command line's own settings; the key travels only in the child's environment. Its
+// temporary folder is removed at the end unless --keep-temp.
 
-import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { EXIT, usage } from '../exit.js';
 import { readConnection } from '../settings.js';
 import type { Terminal } from '../terminal.js';
 import { type Command, parse } from './common.js';
+import { checkRepository, declaredInputs, parseInputs, readCheckout } from './action-context.js';
 import { parseCommandFile, renderSummary, WorkflowLog } from './workflow-files.js';
 
 export const actionCommand: Command = {
   name: 'action',
   summary: 'run the GitHub Action locally, as the runner does',
-  help: `Usage: agent-run action [--input NAME=VALUE ...] [--event-name NAME] [--event FILE]
+  help: `Usage: agent-run action [--input NAME=VALUE ...] [--repo OWNER/NAME] [--ref REF] [--sha SHA]
+                        [--actor LOGIN] [--event NAME] [--event-path FILE] [--keep-temp]
 
 Runs the bundled action (dist/index.js) as the GitHub runner does, main step then post step,
-in a temporary folder, with base-url and api-key taken from this command's settings. Prints the
-action's log (stderr), then its outputs and its job summary (stdout; --json: the outputs as JSON).
-The exit code is 0 when the step succeeded, 1 when it failed.
+with base-url and api-key taken from this command's settings. The workspace is the git checkout
+you are in (or the current directory); relative prompt-file and output-schema paths are read from
+the current directory. Prints the action's log (stderr), then its outputs and its job summary
+(stdout; --json: the outputs as JSON). The exit code is 0 when the step succeeded, 1 when it
+failed, 130 when interrupted: Ctrl-C or SIGTERM reaches the action, which cancels its run as on
+a cancelled job; the post step still runs and the log and outputs are still printed.
 
 Options:
-  --input NAME=VALUE     an input of action.yml; repeat for each (api-key is refused: use AGENT_RUN_API_KEY)
-  --event-name NAME      GITHUB_EVENT_NAME (default workflow_dispatch)
-  --event FILE           a webhook payload for GITHUB_EVENT_PATH (default {})
+  --input NAME=VALUE     an input of action.yml; repeat for each. Unknown names are refused;
+                         api-key and base-url come from this command's settings
+  --repo OWNER/NAME      GITHUB_REPOSITORY (default: the origin remote of the current checkout)
+  --ref REF              GITHUB_REF (default: the checked-out branch, e.g. refs/heads/main)
+  --sha SHA              GITHUB_SHA (default: the checked-out commit)
+  --actor LOGIN          GITHUB_ACTOR, the user the trust gate checks (default: none)
+  --event NAME           GITHUB_EVENT_NAME (default workflow_dispatch)
+  --event-path FILE      a webhook payload for GITHUB_EVENT_PATH (default {})
+  --keep-temp            keep the temporary folder (outputs, state, summary, patch and transcript
+                         files) instead of removing it at the end
 
 Example:
   agent-run action --base-url http://127.0.0.1:8080 --input environment-id=local \\
-    --input prompt='Say hello @sim say hello' --input title=Try`,
+    --input prompt='@sim say hello' --input title=Try`,
   async run(argv, context) {
     const { values, positionals } = parse(argv, {
       input: { type: 'string', multiple: true },
+      repo: { type: 'string' },
+      ref: { type: 'string' },
+      sha: { type: 'string' },
+      actor: { type: 'string' },
+      event: { type: 'string' },
       'event-name': { type: 'string' },
-      event: { type: 'string' }
+      'event-path': { type: 'string' },
+      'keep-temp': { type: 'boolean' }
     });
     if (positionals.length > 0)
       throw usage(`action takes no arguments, got ${JSON.stringify(positionals[0])}; use --input NAME=VALUE`);
-    const inputs: Record<string, string> = {};
-    for (const pair of values.input ?? []) {
-      const at = pair.indexOf('=');
-      const name = (at < 0 ? pair : pair.slice(0, at)).trim().toLowerCase().replace(/_/g, '-');
-      if (name === 'api-key') {
+    const cwd = process.cwd();
+    const inputs = parseInputs(values.input ?? [], declaredInputs(actionYml()), cwd);
+    const eventName = values.event ?? values['event-name'] ?? 'workflow_dispatch';
+    if (/[/\\.]/.test(eventName)) {
+      throw usage(
+        `--event ${JSON.stringify(eventName)}: expected an event name such as pull_request; pass a payload file with --event-path`
+      );
+    }
+    let payload = '{}';
+    const eventPath = values['event-path'];
+    if (eventPath !== undefined) {
+      try {
+        payload = readFileSync(resolve(cwd, eventPath), 'utf8');
+        JSON.parse(payload);
+      } catch (error) {
         throw usage(
-          '--input api-key is refused: the key never goes on a command line; set AGENT_RUN_API_KEY or --api-key-file'
+          `--event-path ${JSON.stringify(eventPath)}: expected a readable JSON file (${(error as Error).message})`
         );
       }
-      if (at <= 0)
-        throw usage(
-          `--input ${JSON.stringify(pair.slice(0, 60))}: expected NAME=VALUE, e.g. --input prompt='Fix it'`
-        );
-      inputs[name] = pair.slice(at + 1);
     }
+    const checkout = readCheckout(cwd);
+    const repository = values.repo !== undefined ? checkRepository(values.repo) : checkout.repository;
     const connection = readConnection(values, context.env);
     inputs['base-url'] = connection.baseUrl;
 
     const dir = mkdtempSync(join(tmpdir(), 'agent-run-action-'));
-    const workspace = join(dir, 'workspace');
-    const temp = join(dir, 'temp');
-    mkdirSync(workspace);
-    mkdirSync(temp);
-    const files = {
-      GITHUB_OUTPUT: join(dir, 'output'),
-      GITHUB_STATE: join(dir, 'state'),
-      GITHUB_STEP_SUMMARY: join(dir, 'summary'),
-      GITHUB_EVENT_PATH: join(dir, 'event.json')
-    };
-    for (const file of Object.values(files)) writeFileSync(file, '');
-    if (values.event !== undefined) {
-      try {
-        JSON.parse(readFileSync(values.event, 'utf8'));
-        copyFileSync(values.event, files.GITHUB_EVENT_PATH);
-      } catch (error) {
-        throw usage(
-          `--event ${JSON.stringify(values.event)}: expected a readable JSON file (${(error as Error).message})`
-        );
+    try {
+      const temp = join(dir, 'temp');
+      mkdirSync(temp);
+      const files = {
+        GITHUB_OUTPUT: join(dir, 'output'),
+        GITHUB_STATE: join(dir, 'state'),
+        GITHUB_STEP_SUMMARY: join(dir, 'summary'),
+        GITHUB_EVENT_PATH: join(dir, 'event.json')
+      };
+      for (const file of Object.values(files)) writeFileSync(file, '');
+      writeFileSync(files.GITHUB_EVENT_PATH, payload);
+
+      const env: Record<string, string> = {};
+      for (const [name, value] of Object.entries(context.env)) {
+        if (
+          value === undefined ||
+          /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
+          name === 'AGENT_RUN_API_KEY'
+        )
+          continue;
+        env[name] = value;
       }
-    } else writeFileSync(files.GITHUB_EVENT_PATH, '{}');
+      const known: Record<string, string | undefined> = {
+        GITHUB_REPOSITORY: repository,
+        GITHUB_REPOSITORY_OWNER: repository?.split('/')[0],
+        GITHUB_REF: values.ref ?? checkout.ref,
+        GITHUB_SHA: values.sha ?? checkout.sha,
+        GITHUB_ACTOR: values.actor
+      };
+      for (const [name, value] of Object.entries(known)) if (value) env[name] = value;
+      Object.assign(env, files, {
+        GITHUB_ACTIONS: 'true',
+        CI: 'true',
+        GITHUB_EVENT_NAME: eventName,
+        GITHUB_WORKSPACE: checkout.workspace,
+        RUNNER_TEMP: temp,
+        GITHUB_SERVER_URL: 'https://github.com',
+        GITHUB_API_URL: 'https://api.github.com',
+        GITHUB_WORKFLOW: 'agent-run action',
+        GITHUB_JOB: 'local',
+        GITHUB_ACTION: 'agent-run'
+      });
+      for (const [name, value] of Object.entries(inputs))
+        env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
+      env['INPUT_API-KEY'] = connection.apiKey;
 
-    const env: Record<string, string> = {};
-    for (const [name, value] of Object.entries(context.env)) {
-      if (
-        value === undefined ||
-        /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
-        name === 'AGENT_RUN_API_KEY'
-      )
-        continue;
-      env[name] = value;
+      const where = repository
+        ? `${repository}${env.GITHUB_REF ? ` ${env.GITHUB_REF}` : ''}`
+        : 'no repository';
+      context.terminal.note(
+        `Running the action in ${checkout.workspace} (${where}; event ${eventName}): main step.`
+      );
+      const log = new WorkflowLog(context.terminal, [connection.apiKey]);
+      const steps = new StepRunner(log);
+      const main = await steps.run(env, checkout.workspace);
+      const state = parseCommandFile(readFileSync(files.GITHUB_STATE, 'utf8'));
+      const postEnv = { ...env };
+      for (const [name, value] of Object.entries(state)) postEnv[`STATE_${name}`] = value;
+      context.terminal.note('Post step.');
+      await steps.run(postEnv, checkout.workspace);
+      steps.dispose();
+
+      const outputs = parseCommandFile(readFileSync(files.GITHUB_OUTPUT, 'utf8'));
+      const masked = Object.fromEntries(
+        Object.entries(outputs).map(([name, value]) => [name, log.mask(value)])
+      );
+      printResults(
+        context.terminal,
+        masked,
+        log.mask(readFileSync(files.GITHUB_STEP_SUMMARY, 'utf8')),
+        values.json === true
+      );
+      if (values['keep-temp']) context.terminal.note(`Kept the temporary folder ${dir}.`);
+      else if (Object.values(outputs).some(value => value.startsWith(dir)))
+        context.terminal.note(`Files named by the outputs were removed with ${dir}; --keep-temp keeps them.`);
+      if (steps.interrupted) return EXIT.interrupted;
+      return main === 0 ? EXIT.ok : EXIT.failed;
+    } finally {
+      if (!values['keep-temp']) rmSync(dir, { recursive: true, force: true });
     }
-    Object.assign(env, files, {
-      GITHUB_ACTIONS: 'true',
-      CI: 'true',
-      GITHUB_EVENT_NAME: values['event-name'] ?? 'workflow_dispatch',
-      GITHUB_WORKSPACE: workspace,
-      RUNNER_TEMP: temp,
-      GITHUB_WORKFLOW: 'agent-run action',
-      GITHUB_JOB: 'local',
-      GITHUB_ACTION: 'agent-run'
-    });
-    for (const [name, value] of Object.entries(inputs))
-      env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
-    env['INPUT_API-KEY'] = connection.apiKey;
-
-    const log = new WorkflowLog(context.terminal, [connection.apiKey]);
-    context.terminal.note(`Running the action in ${dir} (main step).`);
-    const main = await runStep(env, log);
-    const state = parseCommandFile(readFileSync(files.GITHUB_STATE, 'utf8'));
-    const postEnv = { ...env };
-    for (const [name, value] of Object.entries(state)) postEnv[`STATE_${name}`] = value;
-    context.terminal.note('Post step.');
-    await runStep(postEnv, log);
-
-    const outputs = parseCommandFile(readFileSync(files.GITHUB_OUTPUT, 'utf8'));
-    const masked = Object.fromEntries(
-      Object.entries(outputs).map(([name, value]) => [name, log.mask(value)])
-    );
-    printResults(
-      context.terminal,
-      masked,
-      log.mask(readFileSync(files.GITHUB_STEP_SUMMARY, 'utf8')),
-      values.json === true
-    );
-    return main === 0 ? EXIT.ok : EXIT.failed;
   }
 };
+
+/** action.yml beside the bundle: dist/cli/index.js → the package root. */
+function actionYml(): string {
+  return join(dirname(actionEntry()), '..', 'action.yml');
+}
+
+/**
+ * Runs the action's steps one at a time. SIGINT or SIGTERM sent to this command reaches the step
+ * running (the action cancels its run, as on a cancelled job); the next step still runs, as the
+ * runner runs post steps after a cancellation.
+ */
+class StepRunner {
+  interrupted = false;
+  private child?: ChildProcess;
+  private readonly forward = (signal: NodeJS.Signals) => {
+    this.interrupted = true;
+    this.child?.kill(signal);
+  };
+
+  constructor(private readonly log: WorkflowLog) {
+    process.on('SIGINT', this.forward);
+    process.on('SIGTERM', this.forward);
+  }
+
+  run(env: Record<string, string>, cwd: string): Promise<number | null> {
+    const child = spawn(process.execPath, [actionEntry()], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => this.log.write(chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => this.log.write(chunk));
+    return new Promise(resolve =>
+      child.on('close', code => {
+        this.child = undefined;
+        resolve(this.log.flush() ?? code);
+      })
+    );
+  }
+
+  dispose(): void {
+    process.off('SIGINT', this.forward);
+    process.off('SIGTERM', this.forward);
+  }
+}
 
 /** The action's entry: the bundle beside this one (dist/index.js next to dist/cli/index.js, links resolved). */
 function actionEntry(): string {
   return join(dirname(realpathSync(process.argv[1] ?? '.')), '..', 'index.js');
-}
-
-function runStep(env: Record<string, string>, log: WorkflowLog): Promise<number | null> {
-  const child = spawn(process.execPath, [actionEntry()], {
-    env,
-    cwd: env.GITHUB_WORKSPACE,
-    stdio: ['ignore', 'pipe', 'pipe']
-  });
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => log.write(chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => log.write(chunk));
-  return new Promise(resolve => child.on('close', code => resolve(log.flush() ?? code)));
 }
 
 function printResults(
@@ -150,7 +221,7 @@ function printResults(
   json: boolean
 ): void {
   if (json) {
-    terminal.out(JSON.stringify({ outputs, summary }, null, 2));
+    terminal.json({ outputs, summary }, 2);
     return;
   }
   terminal.out('Outputs:');

@@ -25,8 +25,42 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 const SHARED = {
   ...CONNECTION_OPTIONS,
   json: { type: 'boolean' },
+  raw: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' }
 } as const;
+
+/** `--json FIELDS` or `--json=FIELDS`: run record fields, comma-separated (`get`, `list`). */
+const FIELDS = /^[a-z_]+(,[a-z_]+)*$/;
+
+/**
+ * Takes `--json FIELDS` (field selection, as `gh` has it) out of argv for commands whose
+ * positionals cannot look like a field list; `--json` alone stays the whole record.
+ */
+export function jsonFields(argv: string[]): { argv: string[]; fields?: string[] } {
+  const rest: string[] = [];
+  let fields: string[] | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const inline = /^--json=(.*)$/.exec(arg);
+    if (inline) {
+      if (!FIELDS.test(inline[1]!))
+        throw usage(`--json=${JSON.stringify(inline[1])}: expected field names such as run_id,state,title`);
+      fields = inline[1]!.split(',');
+      rest.push('--json');
+    } else if (arg === '--json' && FIELDS.test(argv[i + 1] ?? '')) {
+      fields = argv[++i]!.split(',');
+      rest.push('--json');
+    } else rest.push(arg);
+  }
+  return { argv: rest, fields };
+}
+
+/** A record reduced to the fields asked for (absent ones as null, so scripts see every key). */
+export function pick(record: object, fields: string[] | undefined): object {
+  if (!fields) return record;
+  const values = record as Record<string, unknown>;
+  return Object.fromEntries(fields.map(field => [field, values[field] ?? null]));
+}
 
 /** Parses a command's argv; a mistake becomes a usage error naming the option. */
 export function parse<T extends Options>(argv: string[], options: T) {
@@ -43,7 +77,7 @@ export function parse<T extends Options>(argv: string[], options: T) {
 }
 
 export function helpText(command: Pick<Command, 'help'>): string {
-  return `${command.help.trim()}\n\n${CONNECTION_HELP}\n  --json                 machine-readable output\n  -h, --help             this help\n`;
+  return `${command.help.trim()}\n\n${CONNECTION_HELP}\n  --json                 machine-readable output\n  --raw                  write the run's text as it came, control characters included (default: shown as \\x1b)\n  -h, --help             this help\n`;
 }
 
 export function clientFor(

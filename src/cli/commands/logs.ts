@@ -32,7 +32,7 @@ Example:
     const runId = onePositional(positionals, 'run ID');
     const { terminal } = context;
     const print = (items: ProgressItem[]) => {
-      if (values.json) for (const item of items) terminal.out(JSON.stringify(item));
+      if (values.json) for (const item of items) terminal.json(item);
       else for (const line of terminal.renderItems(items, false)) terminal.out(line);
     };
     const client = clientFor(values, context);
@@ -90,7 +90,7 @@ Example:
     const client = clientFor(values, context);
     try {
       const artifacts = artifactsOf(await client.getRun(runId));
-      if (values.json) terminal.out(JSON.stringify(artifacts, null, 2));
+      if (values.json) terminal.json(artifacts, 2);
       else if (artifacts.length === 0) terminal.out(`Run ${runId} has no artifacts.`);
       else {
         const rows = artifacts.map(a => [

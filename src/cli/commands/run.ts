@@ -47,7 +47,18 @@ ${EXIT_CODES_HELP}`,
     const onBlocked = onBlockedOption(values['on-blocked']);
     let prompt = await readPrompt(positionals, values['prompt-file'], context.readStdin);
     const config = readConfig(values.config);
-    const environment = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT ?? config.environment_id;
+    const flagged = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT;
+    const configured = config.environment_id;
+    if (configured !== undefined && typeof configured !== 'string') {
+      throw usage(`--config: environment_id must be a string, got ${JSON.stringify(configured)}`);
+    }
+    if (flagged !== undefined && configured !== undefined && flagged.trim() !== configured.trim()) {
+      const source = values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT';
+      throw usage(
+        `config.environment_id ${JSON.stringify(configured)} differs from ${source} ${JSON.stringify(flagged)}: set it in one place`
+      );
+    }
+    const environment = flagged ?? configured;
     if (typeof environment !== 'string' || environment.trim() === '') {
       throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
     }
@@ -85,7 +96,7 @@ ${EXIT_CODES_HELP}`,
       );
       context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
       if (values['no-wait']) {
-        if (values.json) context.terminal.out(JSON.stringify(await client.getRun(created.run_id), null, 2));
+        if (values.json) context.terminal.json(await client.getRun(created.run_id), 2);
         else context.terminal.out(created.run_id);
         return 0;
       }
@@ -93,7 +104,8 @@ ${EXIT_CODES_HELP}`,
         timeoutMs,
         onBlocked,
         json: values.json === true,
-        schema
+        schema,
+        onInterrupt: 'cancel'
       });
     } finally {
       client.close();

@@ -1,28 +1,47 @@
 // `agent-run get`, `list`, `wait` and `cancel`: one run's record, a page of runs, waiting for a
 // run that already exists, and asking the service to stop one.
 
-import { ConflictError, type Run, formatDuration } from '../../client/index.js';
+import {
+  type AgentRunClient,
+  ConflictError,
+  type ListRunsQuery,
+  type Run,
+  type RunsPage,
+  formatDuration
+} from '../../client/index.js';
 import { EXIT, EXIT_CODES_HELP, usage } from '../exit.js';
 import { table } from '../terminal.js';
-import { type Command, clientFor, durationOption, onBlockedOption, onePositional, parse } from './common.js';
+import {
+  type Command,
+  clientFor,
+  durationOption,
+  jsonFields,
+  onBlockedOption,
+  onePositional,
+  parse,
+  pick
+} from './common.js';
 import { watchRun } from './watch.js';
 
 export const getCommand: Command = {
   name: 'get',
   summary: "print a run's record",
-  help: `Usage: agent-run get ID [--json]
+  help: `Usage: agent-run get ID [--json [FIELDS]]
 
-Prints the run's state, title, times, status message and session link (--json: the whole record).
+Prints the run's state, title, times, status message and session link (--json: the whole record;
+--json FIELDS: only those fields, comma-separated).
 
 Example:
-  agent-run get 3f2a9c1e-0000-4000-8000-000000000000 --json`,
+  agent-run get 3f2a9c1e-0000-4000-8000-000000000000 --json state,session_link`,
   async run(argv, context) {
-    const { values, positionals } = parse(argv, {});
+    const selected = jsonFields(argv);
+    const { values, positionals } = parse(selected.argv, {});
     const runId = onePositional(positionals, 'run ID');
     const client = clientFor(values, context);
     try {
       const run = await client.getRun(runId);
-      context.terminal.out(values.json ? JSON.stringify(run, null, 2) : describeRun(run));
+      if (values.json) context.terminal.json(pick(run, selected.fields), 2);
+      else context.terminal.out(describeRun(run));
       return EXIT.ok;
     } finally {
       client.close();
@@ -33,19 +52,22 @@ Example:
 export const listCommand: Command = {
   name: 'list',
   summary: 'list runs, newest first',
-  help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json]
+  help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json [FIELDS]]
 
-Lists runs, newest first, as a table (--json: {runs, page_info}).
+Lists runs, newest first, as a table: id, state, environment, created, duration and title (an
+untitled run shows its prompt's first line). --json: {runs, page_info}; --json FIELDS: an array
+of the runs with only those fields, e.g. --json run_id,state,title.
 
 Options:
   --state S              only runs in this state; repeat for several
   --environment ID       only runs of this environment
-  --limit N              at most N runs (1-500, default 20)
+  --limit N              at most N runs (1-500, default 20; read in pages of 100)
 
 Example:
   agent-run list --state FAILED --state ERROR --limit 5`,
   async run(argv, context) {
-    const { values, positionals } = parse(argv, {
+    const selected = jsonFields(argv);
+    const { values, positionals } = parse(selected.argv, {
       state: { type: 'string', multiple: true },
       environment: { type: 'string' },
       limit: { type: 'string' }
@@ -58,21 +80,32 @@ Example:
     const states = (values.state ?? []).map(state => state.trim().toUpperCase());
     const client = clientFor(values, context);
     try {
-      const page = await client.listRuns({
-        limit,
+      const page = await listUpTo(client, limit, {
         ...(states.length > 0 ? { state: states } : {}),
         ...(values.environment ? { environment_id: values.environment } : {})
       });
       if (values.json) {
-        context.terminal.out(JSON.stringify(page, null, 2));
+        if (selected.fields)
+          context.terminal.json(
+            page.runs.map(run => pick(run, selected.fields)),
+            2
+          );
+        else context.terminal.json(page, 2);
         return EXIT.ok;
       }
       if (page.runs.length === 0) {
         context.terminal.out('No runs.');
         return EXIT.ok;
       }
-      const rows = page.runs.map(run => [run.run_id, run.state, run.created_at ?? '', run.title ?? '']);
-      context.terminal.out(table(['RUN ID', 'STATE', 'CREATED', 'TITLE'], rows));
+      const rows = page.runs.map(run => [
+        run.run_id,
+        run.state,
+        environmentOf(run),
+        run.created_at ?? '',
+        durationOf(run),
+        titleOf(run)
+      ]);
+      context.terminal.out(table(['RUN ID', 'STATE', 'ENVIRONMENT', 'CREATED', 'DURATION', 'TITLE'], rows));
       if (page.page_info.has_next_page) context.terminal.note('More runs exist: raise --limit or filter.');
       return EXIT.ok;
     } finally {
@@ -80,6 +113,47 @@ Example:
     }
   }
 };
+
+/** The service's page size limit: larger --limit values are read page by page. */
+const PAGE_SIZE = 100;
+
+/** Up to `limit` runs, newest first, following the cursor across pages of at most 100. */
+async function listUpTo(client: AgentRunClient, limit: number, query: ListRunsQuery): Promise<RunsPage> {
+  const runs: Run[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await client.listRuns({ ...query, limit: Math.min(PAGE_SIZE, limit - runs.length), cursor });
+    runs.push(...page.runs);
+    const next = page.page_info.next_cursor ?? undefined;
+    const more = page.page_info.has_next_page && next !== undefined && next !== cursor;
+    if (!more || runs.length >= limit || page.runs.length === 0) {
+      return {
+        runs: runs.slice(0, limit),
+        page_info: more ? page.page_info : { has_next_page: false, next_cursor: null }
+      };
+    }
+    cursor = next;
+  }
+}
+
+/** An untitled run is named by its prompt's first line, as the dashboard names it. */
+function titleOf(run: Run): string {
+  const title = (run.title ?? '').trim();
+  if (title !== '') return title;
+  const first = (run.prompt ?? '').trim().split('\n')[0] ?? '';
+  return first.length > 60 ? `${first.slice(0, 59)}…` : first;
+}
+
+function environmentOf(run: Run): string {
+  const id = (run.agent_config as { environment_id?: unknown } | undefined)?.environment_id;
+  return typeof id === 'string' ? id : '';
+}
+
+function durationOf(run: Run): string {
+  const start = Date.parse(run.started_at ?? '');
+  const end = Date.parse(run.completed_at ?? '');
+  return Number.isNaN(start) || Number.isNaN(end) ? '' : formatDuration(end - start);
+}
 
 export const waitCommand: Command = {
   name: 'wait',
@@ -107,7 +181,8 @@ ${EXIT_CODES_HELP}`,
       return await watchRun(client, context.terminal, runId, {
         timeoutMs,
         onBlocked,
-        json: values.json === true
+        json: values.json === true,
+        onInterrupt: 'leave'
       });
     } finally {
       client.close();
@@ -131,7 +206,7 @@ Example:
     try {
       await client.cancelRun(runId, { reason: values.reason });
       const run = await client.getRun(runId).catch(() => undefined);
-      if (values.json) context.terminal.out(JSON.stringify(run ?? { run_id: runId }, null, 2));
+      if (values.json) context.terminal.json(run ?? { run_id: runId }, 2);
       else context.terminal.out(`Cancelled run ${runId}${run ? ` (now ${run.state})` : ''}.`);
       return EXIT.ok;
     } catch (error) {

@@ -1,6 +1,8 @@
 // Waiting for a run from the command line, shared by `run` and `wait`: the state on stderr, the
 // conversation streamed to stderr as it arrives, BLOCKED handled by --on-blocked, then the agent's
 // answer on stdout (or, with --json, the record with result, structured output and artifacts).
+// Ctrl-C: `run` cancels the run it created and says so; `wait` only watches, so it leaves the run
+// alone. Both exit 130, the shell's code for an interrupted command.
 
 import {
   AbortError,
@@ -11,6 +13,7 @@ import {
   artifactsOf,
   finalAnswer,
   formatDuration,
+  isTerminalState,
   isUnsupported,
   structuredOutput
 } from '../../client/index.js';
@@ -25,6 +28,8 @@ export interface WatchOptions {
   schema?: (value: unknown) => SchemaCheck;
   /** Show the conversation on stderr while waiting (default true). */
   live?: boolean;
+  /** On Ctrl-C: cancel the run (`run`, which created it) or leave it running (`wait`, which only watches). */
+  onInterrupt: 'cancel' | 'leave';
 }
 
 export async function watchRun(
@@ -48,15 +53,21 @@ export async function watchRun(
   });
   follower.start();
   let run: Run | undefined;
+  let sessionShown = false;
   let outcome: 'terminal' | 'timed_out' | 'blocked' | 'interrupted';
   try {
     const result = await client.waitForRun(runId, {
       timeoutMs: options.timeoutMs,
       signal: AbortSignal.any([blocked.signal, interrupted.signal]),
-      onStateChange: (next, previous) => {
+      onStateChange: next => {
         run = next;
-        terminal.showState(runId, next.state, startedAt);
-        if (!previous && next.session_link) terminal.note(`Session: ${next.session_link}`);
+        // The terminal state is said once, by the last line; the session link once, when first known.
+        if (isTerminalState(next.state)) terminal.stopSpinner();
+        else terminal.showState(runId, next.state, startedAt);
+        if (next.session_link && !sessionShown) {
+          sessionShown = true;
+          terminal.note(`Session: ${next.session_link}`);
+        }
         void follower.onStateChange().catch(() => undefined);
         if (next.state === 'BLOCKED') {
           const link = next.session_link ? ` Approve or answer it at ${next.session_link}` : '';
@@ -83,18 +94,25 @@ export async function watchRun(
   }
 
   if (outcome === 'interrupted') {
+    if (options.onInterrupt === 'leave') {
+      terminal.note(
+        `Interrupted: stopped watching; run ${runId} keeps running (agent-run cancel ${runId} stops it).`
+      );
+      return EXIT.interrupted;
+    }
     await client.cancelRun(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
       () => terminal.note(`Interrupted: cancelled run ${runId}.`),
       (error: Error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`)
     );
-    return EXIT.failed;
+    return EXIT.interrupted;
   }
   run = (await client.getRun(runId).catch(() => undefined)) ?? run;
   const report = await finalReport(client, terminal, runId, run, options);
-  if (options.json) terminal.out(JSON.stringify(report.json, null, 2));
+  if (options.json) terminal.json(report.json, 2);
   else if (report.answer !== undefined) terminal.out(report.answer);
 
-  const elapsed = formatDuration(Date.now() - startedAt);
+  const waitedMs = Date.now() - startedAt;
+  const elapsed = formatDuration(waitedMs);
   if (outcome === 'timed_out') {
     terminal.error(
       `run ${runId} did not end within ${formatDuration(options.timeoutMs)} (last state ${run?.state ?? 'unknown'}); ` +
@@ -115,10 +133,25 @@ export async function watchRun(
     terminal.error(`run ${runId} ended ${run?.state ?? 'unknown'}${errorCode}${why}`);
     return code;
   }
-  terminal.note(`run ${runId} ended SUCCEEDED after ${elapsed}.`);
+  terminal.note(`run ${runId} ended SUCCEEDED${took(run, waitedMs)}.`);
   if (report.structuredProblem)
     throw new CliError(`structured output: ${report.structuredProblem}`, EXIT.failed);
   return EXIT.ok;
+}
+
+/**
+ * How long the run took, from its own record (as `get` shows it); the time this command waited only
+ * when the record has no duration, or when it is much longer (the run queued long).
+ */
+export function took(run: Run | undefined, waitedMs: number): string {
+  const start = Date.parse(run?.started_at ?? '');
+  const end = Date.parse(run?.completed_at ?? '');
+  if (Number.isNaN(start) || Number.isNaN(end) || end < start) return ` after ${formatDuration(waitedMs)}`;
+  const durationMs = end - start;
+  // Waiting less than the run took (it was already going) says nothing; waiting much longer (a
+  // long queue) does.
+  const differs = waitedMs - durationMs >= Math.max(2000, 0.2 * durationMs);
+  return ` in ${formatDuration(durationMs)}${differs ? ` (waited ${formatDuration(waitedMs)})` : ''}`;
 }
 
 interface FinalReport {

@@ -28,6 +28,7 @@ const unescapeData = (text: string) => text.replace(/%0D/g, '\r').replace(/%0A/g
 export class WorkflowLog {
   private readonly secrets: string[];
   private pending = '';
+  private readonly sessions = new Set<string>();
 
   constructor(
     private readonly terminal: Terminal,
@@ -58,9 +59,16 @@ export class WorkflowLog {
 
   private line(raw: string): void {
     const command = /^::([\w-]+)(?: [^:]*)?::(.*)$/.exec(raw);
-    if (!command) return this.terminal.note(this.mask(raw));
+    if (!command) {
+      const session = /^Session: (\S+)$/.exec(raw);
+      if (session) this.sessions.add(session[1]!);
+      return this.terminal.note(this.mask(raw));
+    }
     const [, name, data] = command;
-    const text = this.mask(unescapeData(data!));
+    // The failure annotation repeats the session link for GitHub's UI; here it was already shown.
+    const text = this.mask(unescapeData(data!)).replace(/\nSession: (\S+)$/, (line, link: string) =>
+      this.sessions.has(link) ? '' : line
+    );
     switch (name) {
       case 'add-mask':
         if (data!.length > 0) this.secrets.push(unescapeData(data!));
