@@ -3,13 +3,14 @@
 // `@sim run` and command agents are all confined without each agent having to pass it along.
 
 import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { SandboxConfig } from './config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
 import { RunCgroup, dataDirTag } from './cgroup.js';
 import { type ProxyHandle, startProxy } from './proxy.js';
 import { runWarnings } from './startup.js';
 import { recordGroup } from './processes.js';
+import { type RunUser, dropTo } from './user.js';
 
 /** How often a stopping run is looked at for processes to signal, and for its end. */
 const STOP_POLL_MS = 100;
@@ -26,6 +27,8 @@ export interface RunSandboxOptions {
   read: string[];
   /** Directories of the run's own it may write besides the workspace (its output folder). */
   write?: string[];
+  /** The host user the run's processes become (the executor is root); undefined: the executor's. */
+  user?: RunUser;
 }
 
 export interface Wrapped {
@@ -52,7 +55,7 @@ export class RunSandbox {
   static async create(options: RunSandboxOptions): Promise<RunSandbox> {
     const { sandbox } = options;
     const proxy = Array.isArray(sandbox.network)
-      ? await startProxy(sandbox.network, options.runId)
+      ? await startProxy(sandbox.network, options.runId, options.user)
       : undefined;
     return new RunSandbox(options, proxy);
   }
@@ -87,8 +90,10 @@ export class RunSandbox {
       Boolean
     );
     const read = [...sandbox.read, ...this.options.read];
-    // An agent program outside the system directories (a script of the user's) is visible too.
-    if (!resolved.startsWith('/usr/') && !resolved.startsWith('/bin/')) read.push(resolved);
+    // An agent program outside the system directories (a script of the user's) is visible too;
+    // one in the workspace already is (and is not bound again: the run may have made it a link).
+    const system = resolved.startsWith('/usr/') || resolved.startsWith('/bin/');
+    if (!system && !isInside(resolved, this.options.workspace)) read.push(resolved);
     const files: [string, string][] = this.proxy ? this.proxy.files : [];
     const confine = bwrapArgs({
       workspace: this.options.workspace,
@@ -96,9 +101,12 @@ export class RunSandbox {
       write: [...sandbox.write, ...(this.options.write ?? [])],
       hide,
       network: sandbox.network === 'host' ? 'host' : 'none',
-      files
+      files,
+      user: this.options.user
     });
-    const inner = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+    const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+    const user = this.options.user;
+    const inner = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
     const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
     const innerEnv: Record<string, string> = {
       ...env,
@@ -165,6 +173,11 @@ export class RunSandbox {
     await this.cgroup?.destroy();
     await this.proxy?.close();
   }
+}
+
+function isInside(path: string, dir: string): boolean {
+  const rel = relative(resolve(dir), resolve(path));
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
 }
 
 function findProgram(program: string, cwd: string, path: string): string | undefined {

@@ -10,8 +10,9 @@ import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import { giveTo, runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
-import { type Workspace, createWorkspace } from '../workspace/workspace.js';
+import { type Workspace, createWorkspace, diskUsage } from '../workspace/workspace.js';
 import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
 
 /** Why a run's controller was aborted. */
@@ -53,9 +54,18 @@ function stopped(
   };
 }
 
-/** Aborts `controller` with 'quota' once the workspace is over `quotaBytes`; returns the stopper. */
+/**
+ * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
+ * on the data dir's disk and both under the one quota.
+ */
+async function runBytes(workspace: Workspace, outputs: RunOutputs): Promise<number> {
+  const [own, out] = await Promise.all([workspace.size(), diskUsage(outputs.dir).catch(() => 0)]);
+  return own + out;
+}
+
+/** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
 function watchQuota(
-  workspace: Workspace,
+  measure: () => Promise<number>,
   quotaBytes: number,
   controller: AbortController,
   onError: (error: unknown) => void
@@ -64,8 +74,7 @@ function watchQuota(
   const timer = setInterval(() => {
     if (measuring) return;
     measuring = true;
-    workspace
-      .size()
+    measure()
       .then(bytes => {
         if (bytes > quotaBytes) controller.abort('quota' satisfies StopReason);
       })
@@ -135,6 +144,7 @@ export async function executeRun(
 ): Promise<AgentResult> {
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
+  let measure: (() => Promise<number>) | undefined;
   let result: AgentResult;
   let workspace: Workspace | undefined;
   let outputs: RunOutputs | undefined;
@@ -144,6 +154,9 @@ export async function executeRun(
     workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
     outputs = prepareOutputs(config.dataDir, run.run_id);
     base = await startCommit(workspace.root);
+    // A root executor's runs are an unprivileged host user, who owns what the run may write.
+    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+    await giveTo(user, [workspace.root, outputs.dir]);
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -152,13 +165,16 @@ export async function executeRun(
         configFile: config.configFile,
         workspace: workspace.root,
         read: workspace.borrowed,
-        write: [outputs.dir]
+        write: [outputs.dir],
+        user
       },
       controller.signal
     );
     sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
-    stopWatch = watchQuota(workspace, config.workspaces.quotaBytes, controller, error =>
+    const [measured, written] = [workspace, outputs];
+    measure = () => runBytes(measured, written);
+    stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error =>
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
     const env = passedVariables(environment);
@@ -187,6 +203,11 @@ export async function executeRun(
   } finally {
     clearTimeout(timeout);
     stopWatch?.();
+  }
+  // A run that wrote past the quota between two looks and ended is caught here.
+  if (measure && !controller.signal.aborted) {
+    const bytes = await measure().catch(() => 0);
+    if (bytes > config.workspaces.quotaBytes) controller.abort('quota' satisfies StopReason);
   }
   const reason = controller.signal.reason as StopReason | undefined;
   if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {

@@ -66,7 +66,7 @@ export async function startCommit(root: string): Promise<string> {
   } catch {
     // a layout this does not read (packed refs, say): git knows
   }
-  const { stdout } = await exec('git', ['-C', root, 'rev-parse', 'HEAD']);
+  const { stdout } = await exec('git', ['-c', `safe.directory=${root}`, '-C', root, 'rev-parse', 'HEAD']);
   return stdout.trim();
 }
 
@@ -191,8 +191,12 @@ async function collectPatch(
 ): Promise<AgentResult | undefined> {
   if (!workspace.changed && (await startCommit(workspace.root)) === workspace.base) return undefined;
   const patch = join(outputs.dir, `.${randomUUID()}.patch`);
-  await exec('git', ['-C', workspace.root, 'add', '--all']);
+  // The workspace belongs to the run's user when the executor is root: git must not refuse it.
+  const owner = `safe.directory=${workspace.root}`;
+  await exec('git', ['-c', owner, '-C', workspace.root, 'add', '--all']);
   await exec('git', [
+    '-c',
+    owner,
     '-C',
     workspace.root,
     'diff',
