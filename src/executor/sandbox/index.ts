@@ -10,7 +10,7 @@ import { RunCgroup, dataDirTag } from './cgroup.js';
 import { type ProxyHandle, startProxy } from './proxy.js';
 import { runWarnings } from './startup.js';
 import { recordGroup } from './processes.js';
-import { type RunUser, dropTo } from './user.js';
+import { type RunUser, dropTo, giveTo } from './user.js';
 
 /** How often a stopping run is looked at for processes to signal, and for its end. */
 const STOP_POLL_MS = 100;
@@ -29,6 +29,8 @@ export interface RunSandboxOptions {
   write?: string[];
   /** The host user the run's processes become (the executor is root); undefined: the executor's. */
   user?: RunUser;
+  /** Directories given to `user` before the run's first process (its workspace and output folder). */
+  own?: string[];
 }
 
 export interface Wrapped {
@@ -45,6 +47,8 @@ export class RunSandbox {
   private hit?: string;
   private cgroup?: RunCgroup;
   private cgroupMade = false;
+  private owned?: Promise<void>;
+  private wrapped = false;
 
   private constructor(
     private readonly options: RunSandboxOptions,
@@ -81,10 +85,25 @@ export class RunSandbox {
     return cgroup;
   }
 
+  /**
+   * Gives the run's directories to its user, once, before its first process: a run that starts
+   * none (a simulated answer) pays nothing, and nothing of the run is running while it happens.
+   */
+  prepare(): Promise<void> {
+    this.owned ??= giveTo(this.options.user, this.options.own ?? []);
+    return this.owned;
+  }
+
+  /** Whether any process of the run was started (it may have written files since). */
+  get started(): boolean {
+    return this.wrapped;
+  }
+
   /** The command line that runs `program args` confined; undefined when the program is not found. */
   wrap(program: string, args: string[], cwd: string, env: Record<string, string>): Wrapped | undefined {
     const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
     if (!resolved) return undefined;
+    this.wrapped = true;
     const { sandbox } = this.options;
     const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(
       Boolean

@@ -3,6 +3,9 @@
 // changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and the lease belong to pool.ts; this module only turns a run into
 // its outcome, which the pool writes.
 
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
 import { runShell } from '../agents/shell.js';
@@ -10,9 +13,9 @@ import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
-import { giveTo, runUser } from '../sandbox/user.js';
+import { runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
-import { type Workspace, createWorkspace, diskUsage } from '../workspace/workspace.js';
+import { type Workspace, createWorkspace } from '../workspace/workspace.js';
 import { type RunOutputs, collectOutputs, prepareOutputs, startCommit } from './outputs.js';
 
 /** Why a run's controller was aborted. */
@@ -22,6 +25,7 @@ export type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | '
 export type Recorder = (kind: string, data: Record<string, unknown>) => Promise<void>;
 
 const QUOTA_CHECK_MS = 2000;
+const exec = promisify(execFile);
 
 function describeBytes(bytes: number): string {
   return bytes >= 1024 ** 2 ? `${Math.round(bytes / 1024 ** 2)} MiB` : `${Math.round(bytes / 1024)} KiB`;
@@ -56,11 +60,13 @@ function stopped(
 
 /**
  * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
- * on the data dir's disk and both under the one quota.
+ * on the data dir's disk and both under the one quota; one `du` for the two, as workspace.size()
+ * counts (apparent sizes, links not followed).
  */
 async function runBytes(workspace: Workspace, outputs: RunOutputs): Promise<number> {
-  const [own, out] = await Promise.all([workspace.size(), diskUsage(outputs.dir).catch(() => 0)]);
-  return own + out;
+  const dirs = [workspace.root, outputs.dir].filter(dir => existsSync(dir));
+  const { stdout } = await exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
+  return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
 }
 
 /** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
@@ -154,9 +160,9 @@ export async function executeRun(
     workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
     outputs = prepareOutputs(config.dataDir, run.run_id);
     base = await startCommit(workspace.root);
-    // A root executor's runs are an unprivileged host user, who owns what the run may write.
+    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
+    // before its first process).
     const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
-    await giveTo(user, [workspace.root, outputs.dir]);
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -166,7 +172,8 @@ export async function executeRun(
         workspace: workspace.root,
         read: workspace.borrowed,
         write: [outputs.dir],
-        user
+        user,
+        own: [workspace.root, outputs.dir]
       },
       controller.signal
     );
@@ -204,8 +211,9 @@ export async function executeRun(
     clearTimeout(timeout);
     stopWatch?.();
   }
-  // A run that wrote past the quota between two looks and ended is caught here.
-  if (measure && !controller.signal.aborted) {
+  // A run that wrote past the quota between two looks and ended is caught here (only a run that
+  // started a process can have written: a simulated answer costs no measure).
+  if (measure && sandbox?.started && !controller.signal.aborted) {
     const bytes = await measure().catch(() => 0);
     if (bytes > config.workspaces.quotaBytes) controller.abort('quota' satisfies StopReason);
   }
