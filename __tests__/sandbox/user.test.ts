@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { commandOutput, createRun, requireBubblewrap, waitFor } from './support.js';
@@ -90,6 +90,30 @@ describe('a run of a root executor', () => {
       status_message: 'the workspace grew past its disk quota of 64 MiB'
     });
   }, 90_000);
+});
+
+describe('programs the executor starts as root for a run', () => {
+  it('are never looked up on a relative PATH entry the run can write to (a planted bwrap)', async () => {
+    const marker = `/tmp/agent-run-planted-bwrap-${process.pid}`;
+    const saved = process.env.PATH;
+    // A relative entry first, as `node_modules/.bin` often is: it is looked up from the workspace.
+    process.env.PATH = `planted:${saved}`;
+    try {
+      const { end, output } = await run(
+        [
+          `@sim run mkdir -p planted && printf '#!/bin/sh\\necho pwned > ${marker}\\n' > planted/bwrap && chmod +x planted/bwrap && echo planted`,
+          '@sim run echo "second process ran"'
+        ].join('\n')
+      );
+      expect(output).toContain('planted');
+      expect(output).toContain('second process ran');
+      expect(end.state).toBe('SUCCEEDED');
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      process.env.PATH = saved;
+      rmSync(marker, { force: true });
+    }
+  });
 });
 
 describe('sandbox.user at start-up', () => {

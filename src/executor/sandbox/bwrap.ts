@@ -8,8 +8,8 @@
 // never runs agent code.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
-import { dirname, resolve, sep } from 'node:path';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { type RunUser, dropTo } from './user.js';
 
 /** The system directories a run sees, read-only (each only when it exists). */
@@ -46,9 +46,30 @@ export interface ConfineOptions {
   user?: RunUser;
 }
 
-/** The program to run: AGENT_EXECUTOR_BWRAP (tests point it at a missing file), else bwrap on PATH. */
+/**
+ * The program to run: AGENT_EXECUTOR_BWRAP (tests point it at a missing file), else bwrap on the
+ * executor's PATH, as an absolute path. It starts as root in the run's workspace with the run's
+ * variables: looked up by name there, a relative PATH entry (`node_modules/.bin`) would find a
+ * `bwrap` the run wrote in its workspace and run it as root on the host.
+ */
 export function bwrapProgram(): string {
-  return process.env.AGENT_EXECUTOR_BWRAP || 'bwrap';
+  return hostProgram(process.env.AGENT_EXECUTOR_BWRAP || 'bwrap');
+}
+
+/** `name` in the first absolute directory of the executor's PATH that has it; else `name` itself. */
+export function hostProgram(name: string): string {
+  if (name.includes('/')) return name;
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!isAbsolute(dir)) continue;
+    const file = join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return file;
+    } catch {
+      // not here
+    }
+  }
+  return name;
 }
 
 /**

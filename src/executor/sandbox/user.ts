@@ -8,6 +8,8 @@
 // When the executor is not root it cannot switch users: runs are the executor's own user.
 
 import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -36,10 +38,18 @@ export function userSpecProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-/** The passwd entry of a name or a uid: [uid, gid], or undefined when there is none. */
+/**
+ * The passwd entry of a name or a uid: [uid, gid], or undefined when there is none. getent asks
+ * every user database the machine has (LDAP, systemd); without getent, /etc/passwd is read.
+ */
 function passwd(key: string): [number, number] | undefined {
   const result = spawnSync('getent', ['passwd', key], { encoding: 'utf8' });
-  const fields = result.status === 0 ? result.stdout.split('\n')[0]!.split(':') : [];
+  let line = result.status === 0 ? result.stdout.split('\n')[0]! : '';
+  if (result.error) {
+    const lines = existsSync('/etc/passwd') ? readFileSync('/etc/passwd', 'utf8').split('\n') : [];
+    line = lines.find(entry => entry.split(':')[0] === key || entry.split(':')[2] === key) ?? '';
+  }
+  const fields = line.split(':');
   if (fields.length < 4) return undefined;
   return [Number(fields[2]), Number(fields[3])];
 }
@@ -126,7 +136,19 @@ function defaultUser(): RunUser {
  */
 export async function giveTo(user: RunUser | undefined, paths: string[]): Promise<void> {
   if (!user || paths.length === 0) return;
-  await exec('chown', ['-R', '-h', '-P', `${user.uid}:${user.gid}`, '--', ...paths]);
+  await exec(systemProgram('chown'), ['-R', '-h', '-P', `${user.uid}:${user.gid}`, '--', ...paths]);
+}
+
+/**
+ * A program of the system directories the sandbox shows, by absolute path: run as root inside the
+ * sandbox, it must never be looked up on the run's PATH (which may name the workspace).
+ */
+function systemProgram(name: string): string {
+  for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+    const file = join(dir, name);
+    if (existsSync(file)) return file;
+  }
+  return `/usr/bin/${name}`;
 }
 
 /**
@@ -137,7 +159,8 @@ export async function giveTo(user: RunUser | undefined, paths: string[]): Promis
 export function dropTo(user: RunUser, home: string): string[] {
   const id = `${user.uid}:${user.gid}`;
   const script =
-    `chown ${id} ${home} || exit 125; exec setpriv --reuid=${user.uid} --regid=${user.gid} ` +
+    `${systemProgram('chown')} ${id} ${home} || exit 125; ` +
+    `exec ${systemProgram('setpriv')} --reuid=${user.uid} --regid=${user.gid} ` +
     '--clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- "$@"';
   return ['/bin/sh', '-c', script, 'sh'];
 }
