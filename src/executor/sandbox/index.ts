@@ -1,6 +1,8 @@
 // A run's sandbox: made by the worker when the run starts, found by the process spawner through
 // the run's abort signal (every process of a run is started with that signal), so setup commands,
 // `@sim run` and command agents are all confined without each agent having to pass it along.
+// When the executor is root, the run's processes become its unprivileged host user (user.ts), who
+// is given the run's workspace and output folder before the first of them starts.
 
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
