@@ -58,7 +58,7 @@ describe('sandbox configuration', () => {
       )
     ).toThrow(
       [
-        'environments[0].sandbox.cpu: unknown key; expected one of network, read, write, memory, processes, require_limits',
+        'environments[0].sandbox.cpu: unknown key; expected one of network, read, write, memory, processes, require_limits, user',
         'environments[0].sandbox.network "example.com": expected none, host or a list of host:port such as [api.anthropic.com:443]',
         'environments[0].sandbox.read ["relative"]: expected a list of absolute paths such as [/opt/tools]',
         'environments[0].sandbox.memory "1KiB": expected a size of at least 16MiB, e.g. 4GiB',
@@ -66,7 +66,7 @@ describe('sandbox configuration', () => {
       ].join('\n- ')
     );
     expect(() => parseConfig(env('yes'), '/tmp')).toThrow(
-      'environments[0].sandbox "yes": expected off or a mapping (network, read, write, memory, processes)'
+      'environments[0].sandbox "yes": expected off or a mapping (network, read, write, memory, processes, user)'
     );
     expect(() => parseConfig({ workspaces: { min_free: 'lots' } }, '/tmp')).toThrow(
       'workspaces.min_free "lots": expected a size such as 500MiB or 2GiB'

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
@@ -56,8 +56,10 @@ beforeAll(async () => {
       { id: 'proxied', source: repo, sandbox: { network: [`127.0.0.1:${allowed}`] } }
     ]
   });
-  // The config file and a file beside it, in the directory the data dir lives in, made readable.
+  // The config file and a file beside it, in the directory the data dir lives in, made readable
+  // (to the run's own user too: a root executor's runs are not root).
   const base = dirname(ex.dataDir);
+  chmodSync(base, 0o755);
   writeFileSync(join(base, 'agent-executor.yaml'), `# ${CONFIG_SECRET}\n`);
   writeFileSync(join(base, 'visible.txt'), 'visible beside the data dir\n');
   ex.config.configFile = join(base, 'agent-executor.yaml');

@@ -120,7 +120,8 @@ export const ERROR_CODES = {
   workspace_quota_exceeded: {
     status: null,
     retryable: false,
-    meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
+    meaning:
+      "The run's workspace and output folder together grew past the executor's disk quota (workspaces.quota)."
   },
   workspace_tampered: {
     status: null,

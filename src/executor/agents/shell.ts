@@ -45,17 +45,23 @@ function pipeInto(
 }
 
 /** Runs a program in its own process group; the signal stops the group. */
-export function runInGroup(program: string, args: string[], options: GroupOptions): Promise<ProcessResult> {
+export async function runInGroup(
+  program: string,
+  args: string[],
+  options: GroupOptions
+): Promise<ProcessResult> {
   const started = Date.now();
-  if (options.signal.aborted) return Promise.resolve({ exitCode: null, signal: 'SIGTERM', durationMs: 0 });
-  // A run's processes go through its sandbox (found by the run's signal), when it has one.
+  // A run's processes go through its sandbox (found by the run's signal), when it has one; a root
+  // executor's run gets its files before its first process.
   const run = runOf(options.signal);
+  await run?.sandbox?.prepare();
+  if (options.signal.aborted) return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
   const wrapped = run?.sandbox
     ? run.sandbox.wrap(program, args, options.cwd, options.env)
     : { program, args, env: options.env };
   if (!wrapped) {
     const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
-    return Promise.resolve({ exitCode: null, signal: null, spawnError, durationMs: 0 });
+    return { exitCode: null, signal: null, spawnError, durationMs: 0 };
   }
   return new Promise(resolve => {
     const child = spawn(wrapped.program, wrapped.args, {

@@ -2,6 +2,7 @@
 // processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
 
 import { isAbsolute } from 'node:path';
+import { userSpecProblem } from './user.js';
 
 export interface NetworkTarget {
   host: string;
@@ -21,6 +22,8 @@ export interface SandboxConfig {
   processes: number;
   /** When true, a machine where no cgroup can be made refuses this environment at start-up. */
   requireLimits: boolean;
+  /** The host user of the run's processes when the executor is root (sandbox/user.ts); unset: agent-run. */
+  user?: string;
 }
 
 export const DEFAULT_SANDBOX: SandboxConfig = {
@@ -62,11 +65,13 @@ export function parseSandbox(raw: unknown, at: string, problems: string[]): Sand
   // YAML 1.2 reads `off` as a string; `false` is accepted as the same thing.
   if (raw === 'off' || raw === false) return { ...DEFAULT_SANDBOX, enabled: false };
   if (typeof raw !== 'object' || Array.isArray(raw)) {
-    problems.push(`${at} ${show(raw)}: expected off or a mapping (network, read, write, memory, processes)`);
+    problems.push(
+      `${at} ${show(raw)}: expected off or a mapping (network, read, write, memory, processes, user)`
+    );
     return { ...DEFAULT_SANDBOX };
   }
   const object = raw as Record<string, unknown>;
-  const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits'];
+  const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits', 'user'];
   for (const key of Object.keys(object))
     if (!keys.includes(key)) problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}`);
   const config: SandboxConfig = { ...DEFAULT_SANDBOX };
@@ -89,6 +94,11 @@ export function parseSandbox(raw: unknown, at: string, problems: string[]): Sand
     if (typeof object.require_limits !== 'boolean')
       problems.push(`${at}.require_limits ${show(object.require_limits)}: expected true or false`);
     else config.requireLimits = object.require_limits;
+  }
+  if (object.user !== undefined && object.user !== null) {
+    const problem = userSpecProblem(object.user);
+    if (problem) problems.push(`${at}.user ${show(object.user)}: ${problem}`);
+    else config.user = String(object.user);
   }
   return config;
 }

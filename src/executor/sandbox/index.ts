@@ -1,15 +1,18 @@
 // A run's sandbox: made by the worker when the run starts, found by the process spawner through
 // the run's abort signal (every process of a run is started with that signal), so setup commands,
 // `@sim run` and command agents are all confined without each agent having to pass it along.
+// When the executor is root, the run's processes become its unprivileged host user (user.ts), who
+// is given the run's workspace and output folder before the first of them starts.
 
 import { accessSync, constants } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { SandboxConfig } from './config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
 import { RunCgroup, dataDirTag } from './cgroup.js';
 import { type ProxyHandle, startProxy } from './proxy.js';
 import { runWarnings } from './startup.js';
 import { recordGroup } from './processes.js';
+import { type RunUser, dropTo, giveTo } from './user.js';
 
 /** How often a stopping run is looked at for processes to signal, and for its end. */
 const STOP_POLL_MS = 100;
@@ -26,6 +29,10 @@ export interface RunSandboxOptions {
   read: string[];
   /** Directories of the run's own it may write besides the workspace (its output folder). */
   write?: string[];
+  /** The host user the run's processes become (the executor is root); undefined: the executor's. */
+  user?: RunUser;
+  /** Directories given to `user` before the run's first process (its workspace and output folder). */
+  own?: string[];
 }
 
 export interface Wrapped {
@@ -42,6 +49,8 @@ export class RunSandbox {
   private hit?: string;
   private cgroup?: RunCgroup;
   private cgroupMade = false;
+  private owned?: Promise<void>;
+  private wrapped = false;
 
   private constructor(
     private readonly options: RunSandboxOptions,
@@ -52,7 +61,7 @@ export class RunSandbox {
   static async create(options: RunSandboxOptions): Promise<RunSandbox> {
     const { sandbox } = options;
     const proxy = Array.isArray(sandbox.network)
-      ? await startProxy(sandbox.network, options.runId)
+      ? await startProxy(sandbox.network, options.runId, options.user)
       : undefined;
     return new RunSandbox(options, proxy);
   }
@@ -78,17 +87,34 @@ export class RunSandbox {
     return cgroup;
   }
 
+  /**
+   * Gives the run's directories to its user, once, before its first process: a run that starts
+   * none (a simulated answer) pays nothing, and nothing of the run is running while it happens.
+   */
+  prepare(): Promise<void> {
+    this.owned ??= giveTo(this.options.user, this.options.own ?? []);
+    return this.owned;
+  }
+
+  /** Whether any process of the run was started (it may have written files since). */
+  get started(): boolean {
+    return this.wrapped;
+  }
+
   /** The command line that runs `program args` confined; undefined when the program is not found. */
   wrap(program: string, args: string[], cwd: string, env: Record<string, string>): Wrapped | undefined {
     const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
     if (!resolved) return undefined;
+    this.wrapped = true;
     const { sandbox } = this.options;
     const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(
       Boolean
     );
     const read = [...sandbox.read, ...this.options.read];
-    // An agent program outside the system directories (a script of the user's) is visible too.
-    if (!resolved.startsWith('/usr/') && !resolved.startsWith('/bin/')) read.push(resolved);
+    // An agent program outside the system directories (a script of the user's) is visible too;
+    // one in the workspace already is (and is not bound again: the run may have made it a link).
+    const system = resolved.startsWith('/usr/') || resolved.startsWith('/bin/');
+    if (!system && !isInside(resolved, this.options.workspace)) read.push(resolved);
     const files: [string, string][] = this.proxy ? this.proxy.files : [];
     const confine = bwrapArgs({
       workspace: this.options.workspace,
@@ -96,9 +122,12 @@ export class RunSandbox {
       write: [...sandbox.write, ...(this.options.write ?? [])],
       hide,
       network: sandbox.network === 'host' ? 'host' : 'none',
-      files
+      files,
+      user: this.options.user
     });
-    const inner = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+    const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+    const user = this.options.user;
+    const inner = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
     const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
     const innerEnv: Record<string, string> = {
       ...env,
@@ -165,6 +194,11 @@ export class RunSandbox {
     await this.cgroup?.destroy();
     await this.proxy?.close();
   }
+}
+
+function isInside(path: string, dir: string): boolean {
+  const rel = relative(resolve(dir), resolve(path));
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
 }
 
 function findProgram(program: string, cwd: string, path: string): string | undefined {

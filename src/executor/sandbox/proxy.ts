@@ -3,13 +3,14 @@
 // each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
 // requests for the listed targets only (403 for anything else, said in the response).
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { NetworkTarget } from './config.js';
+import type { RunUser } from './user.js';
 
 /** Where the proxy's socket and forwarder appear inside the sandbox. */
 const INSIDE_DIR = '/run/agent-proxy';
@@ -42,10 +43,15 @@ function allowed(targets: NetworkTarget[], host: string, port: number): boolean 
   return targets.some(target => target.host === name && target.port === port);
 }
 
-export async function startProxy(targets: NetworkTarget[], runId: string): Promise<ProxyHandle> {
+/** `user`: the run's host user (a root executor), who must be able to reach the socket. */
+export async function startProxy(
+  targets: NetworkTarget[],
+  runId: string,
+  user?: RunUser
+): Promise<ProxyHandle> {
   const dir = mkdtempSync(join(tmpdir(), `agent-run-proxy-${runId.slice(0, 12)}-`));
   const socket = join(dir, 'proxy.sock');
-  writeFileSync(join(dir, 'forwarder.cjs'), FORWARDER);
+  writeFileSync(join(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
   const refuse = (what: string) =>
     `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
 
@@ -103,6 +109,8 @@ export async function startProxy(targets: NetworkTarget[], runId: string): Promi
     server.once('error', reject);
     server.listen(socket, () => resolve());
   });
+  // The folder is bound read-only inside; its user only connects to the socket.
+  if (user) for (const path of [dir, socket]) chownSync(path, user.uid, user.gid);
 
   const url = `http://127.0.0.1:${INSIDE_PORT}`;
   return {

@@ -50,7 +50,8 @@ export async function startExecutor(
   role: Role = 'all'
 ): Promise<Executor> {
   // A node that runs work refuses environments it cannot confine (unless they say `sandbox: off`).
-  const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config);
+  const sandboxNotes: string[] = [];
+  const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config, sandboxNotes);
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
   const context = await serverContext(config, store, publicUrl);
@@ -61,6 +62,7 @@ export async function startExecutor(
   });
 
   for (const warning of sandboxWarnings) app.log.warn(warning);
+  for (const note of sandboxNotes) app.log.info(note);
   const pool = new WorkerPool(store, config, app.log, role !== 'api', run => context.links.link(run));
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();

@@ -3,6 +3,9 @@
 // changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and the lease belong to pool.ts; this module only turns a run into
 // its outcome, which the pool writes.
 
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
 import { runShell } from '../agents/shell.js';
@@ -10,6 +13,7 @@ import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import { runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
@@ -26,6 +30,7 @@ export type Recorder = ((kind: string, data: Record<string, unknown>) => Promise
 };
 
 const QUOTA_CHECK_MS = 2000;
+const exec = promisify(execFile);
 
 function describeBytes(bytes: number): string {
   return bytes >= 1024 ** 2 ? `${Math.round(bytes / 1024 ** 2)} MiB` : `${Math.round(bytes / 1024)} KiB`;
@@ -58,9 +63,20 @@ function stopped(
   };
 }
 
-/** Aborts `controller` with 'quota' once the workspace is over `quotaBytes`; returns the stopper. */
+/**
+ * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
+ * on the data dir's disk and both under the one quota; one `du` for the two, as workspace.size()
+ * counts (apparent sizes, links not followed).
+ */
+async function runBytes(workspace: Workspace, outputs: RunOutputs): Promise<number> {
+  const dirs = [workspace.root, outputs.dir].filter(dir => existsSync(dir));
+  const { stdout } = await exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
+  return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
+}
+
+/** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
 function watchQuota(
-  workspace: Workspace,
+  measure: () => Promise<number>,
   quotaBytes: number,
   controller: AbortController,
   onError: (error: unknown) => void
@@ -69,8 +85,7 @@ function watchQuota(
   const timer = setInterval(() => {
     if (measuring) return;
     measuring = true;
-    workspace
-      .size()
+    measure()
       .then(bytes => {
         if (bytes > quotaBytes) controller.abort('quota' satisfies StopReason);
       })
@@ -140,6 +155,7 @@ export async function executeRun(
 ): Promise<AgentResult> {
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
+  let measure: (() => Promise<number>) | undefined;
   let result: AgentResult;
   let workspace: Workspace | undefined;
   let outputs: RunOutputs | undefined;
@@ -150,6 +166,9 @@ export async function executeRun(
     outputs = prepareOutputs(config.dataDir, run.run_id);
     // Remembered from the workspace's making, never read back from the agent's .git.
     base = workspace.base;
+    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
+    // before its first process).
+    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -158,13 +177,17 @@ export async function executeRun(
         configFile: config.configFile,
         workspace: workspace.root,
         read: workspace.borrowed,
-        write: [outputs.dir]
+        write: [outputs.dir],
+        user,
+        own: [workspace.root, outputs.dir]
       },
       controller.signal
     );
     sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
-    stopWatch = watchQuota(workspace, config.workspaces.quotaBytes, controller, error =>
+    const [measured, written] = [workspace, outputs];
+    measure = () => runBytes(measured, written);
+    stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error =>
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
     const env = passedVariables(environment);
@@ -197,6 +220,12 @@ export async function executeRun(
   await record
     .flush?.()
     .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
+  // A run that wrote past the quota between two looks and ended is caught here (only a run that
+  // started a process can have written: a simulated answer costs no measure).
+  if (measure && sandbox?.started && !controller.signal.aborted) {
+    const bytes = await measure().catch(() => 0);
+    if (bytes > config.workspaces.quotaBytes) controller.abort('quota' satisfies StopReason);
+  }
   const reason = controller.signal.reason as StopReason | undefined;
   if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
     result = stopped(reason, environment, config.workspaces.quotaBytes);
