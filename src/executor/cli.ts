@@ -11,33 +11,56 @@ import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
 import { checkRunnable } from './worker/preflight.js';
 
-export const USAGE = `Usage: agent-executor <command> [options]
+/** The package version this bundle was built from (a test compares it with package.json). */
+export const VERSION = '0.1.0';
 
-Commands:
-  serve [--host HOST] [--port PORT] [--role all|api|worker]
+const HELP = {
+  serve: `  serve [--host HOST] [--port PORT] [--role all|api|worker]
       Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
       config agent-executor.yaml when present. --port 0 picks a free port. Prints
-      "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
+      "listening on http://HOST:PORT" when ready, and "stopped" after a graceful stop (SIGINT or
+      SIGTERM; a second signal exits at once). --role api serves the API and runs nothing;
       --role worker runs work and serves only /healthz and /readyz. One data dir takes one --role all,
-      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).
-  keys create --kind personal|agent --name NAME [--team TEAM]
+      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).`,
+  keys: `  keys create --kind personal|agent --name NAME [--team TEAM]
       Create an API key (team "default" unless given). The raw key is printed once, alone on the
       last line of stdout.
   keys list
       List keys (id, team, kind, name, first characters, created, status), under a header row.
       Never shows raw keys.
   keys revoke ID
-      Revoke a key at once.
-  environments list
+      Revoke a key at once.`,
+  environments: `  environments list
       List the configured environments (id, name, source, agent, timeout, concurrency), under a
-      header row.
+      header row.`
+} as const;
+
+type Command = keyof typeof HELP;
+
+const GLOBAL_OPTIONS = `Global options (before or after the command):
+  --config FILE    the configuration file (default agent-executor.yaml in the current directory)
+  --data-dir DIR   where the store and workspaces live (default .agent-executor)
+  --store STORE    a path or sqlite:PATH (SQLite; default DATA_DIR/executor.db) or
+                   postgres://USER:PASSWORD@HOST:PORT/DB (shared by several nodes);
+                   AGENT_EXECUTOR_STORE sets it too, and the config file's store: key
+  -h, --help       this help; after a command, that command's help
+  -V, --version    print the version`;
+
+export const USAGE = `Usage: agent-executor [global options] <command> [options]
+
+Commands:
+${HELP.serve}
+${HELP.keys}
+${HELP.environments}
 
 Agent kinds (an environment's agent.kind):
 ${[...AGENT_KINDS.values()].map(kind => `  ${kind.kind.padEnd(10)} ${kind.summary}`).join('\n')}
 
-Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
-sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
-several nodes); AGENT_EXECUTOR_STORE sets it too, and the config file's store: key.`;
+${GLOBAL_OPTIONS}`;
+
+function commandHelp(command: Command): string {
+  return `Usage: agent-executor ${command} [options]\n\n${HELP[command]}\n\n${GLOBAL_OPTIONS}`;
+}
 
 class UsageError extends Error {}
 
@@ -45,25 +68,60 @@ const COMMON = {
   config: { type: 'string' },
   'data-dir': { type: 'string' },
   store: { type: 'string' },
-  help: { type: 'boolean', short: 'h' }
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' }
 } as const;
 
+/** Options every command takes; they may come before the command as well as after it. */
+const GLOBAL_WITH_VALUE = new Set(['--config', '--data-dir', '--store']);
+const COMMANDS: readonly string[] = ['serve', 'keys', 'environments'];
+
+/**
+ * The command is the first argument that is neither a global option nor its value; the other
+ * arguments keep their order, so `--data-dir X keys list` and `keys list --data-dir X` agree.
+ */
+export function splitCommand(argv: string[]): { command?: string; args: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (GLOBAL_WITH_VALUE.has(arg)) {
+      i++;
+      continue;
+    }
+    if (arg.startsWith('-')) continue;
+    return { command: arg, args: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { args: argv };
+}
+
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  const { command, args } = splitCommand(argv);
+  const wantsHelp = args.includes('--help') || args.includes('-h');
   try {
+    if (args.includes('--version') || args.includes('-V')) {
+      console.log(`agent-executor ${VERSION}`);
+      return 0;
+    }
     switch (command) {
       case 'serve':
-        return await serve(rest);
+        return wantsHelp ? help('serve') : await serve(args);
       case 'keys':
-        return await keys(rest);
+        return wantsHelp ? help('keys') : await keys(args);
       case 'environments':
-        return environments(rest);
+        return wantsHelp ? help('environments') : environments(args);
+      case 'help': {
+        const [topic] = args.filter(arg => !arg.startsWith('-'));
+        if (topic !== undefined && !COMMANDS.includes(topic))
+          throw new UsageError(`help ${JSON.stringify(topic)}: expected serve, keys or environments`);
+        return help(topic as Command | undefined);
+      }
       case undefined:
-      case 'help':
-      case '--help':
-      case '-h':
-        console.log(USAGE);
-        return command === undefined ? 2 : 0;
+        if (!wantsHelp) {
+          // Flags alone are checked, so a typo is named rather than met with the usage.
+          parse(args, {});
+          console.error(USAGE);
+          return 2;
+        }
+        return help();
       default:
         throw new UsageError(
           `unknown command ${JSON.stringify(command)}; expected serve, keys or environments`
@@ -72,7 +130,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError || error instanceof ConfigError) {
       console.error(`agent-executor: ${error.message}`);
-      if (error instanceof UsageError) console.error('Run `agent-executor help` for usage.');
+      if (error instanceof UsageError) console.error('Run `agent-executor --help` for usage.');
       return 2;
     }
     console.error(`agent-executor: ${(error as Error).message}`);
@@ -124,7 +182,6 @@ async function serve(args: string[]): Promise<number> {
     port: { type: 'string' },
     role: { type: 'string' }
   });
-  if (values.help) return help();
   const role = (values.role ?? 'all') as Role;
   if (!['all', 'api', 'worker'].includes(role))
     throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
@@ -151,7 +208,6 @@ async function serve(args: string[]): Promise<number> {
         'e.g. public_url: https://agents.example.com'
     );
   }
-  console.log(`listening on ${executor.url}`);
   return new Promise(resolve => {
     let signals = 0;
     const shutdown = (signal: NodeJS.Signals) => {
@@ -166,7 +222,10 @@ async function serve(args: string[]): Promise<number> {
       );
       executor
         .stop()
-        .then(() => resolve(0))
+        .then(() => {
+          executor.app.log.info({ signal }, 'stopped');
+          resolve(0);
+        })
         .catch(error => {
           console.error(`agent-executor: stopping failed: ${(error as Error).message}`);
           resolve(1);
@@ -175,6 +234,8 @@ async function serve(args: string[]): Promise<number> {
     };
     process.on('SIGTERM', shutdown);
     process.on('SIGINT', shutdown);
+    // Only now: a supervisor that signals as soon as it reads this line must find the handlers in place.
+    console.log(`listening on ${executor.url}`);
   });
 }
 
@@ -213,13 +274,15 @@ function alive(pid: number): boolean {
 }
 
 async function keys(args: string[]): Promise<number> {
-  const [action, ...rest] = args;
-  const { values, positionals } = parse(
-    rest,
+  const parsed = parse(
+    args,
     { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } },
-    action === 'revoke' ? 1 : 0
+    2
   );
-  if (values.help) return help();
+  const { values } = parsed;
+  const [action, ...positionals] = parsed.positionals;
+  if (positionals.length > (action === 'revoke' ? 1 : 0))
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals.at(-1))}`);
   const config = configFrom(values);
   const store = await openStore(config.store);
   try {
@@ -275,9 +338,8 @@ async function keys(args: string[]): Promise<number> {
 }
 
 function environments(args: string[]): number {
-  const [action, ...rest] = args;
-  const { values } = parse(rest, {});
-  if (values.help) return help();
+  const { values, positionals } = parse(args, {}, 1);
+  const [action] = positionals;
   if (action !== 'list')
     throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
   const config = configFrom(values);
@@ -298,7 +360,7 @@ function environments(args: string[]): number {
   return 0;
 }
 
-function help(): number {
-  console.log(USAGE);
+function help(command?: Command): number {
+  console.log(command === undefined ? USAGE : commandHelp(command));
   return 0;
 }
