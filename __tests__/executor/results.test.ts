@@ -52,6 +52,13 @@ beforeAll(async () => {
     },
     { id: 'stdout', source: repo, agent: shell('cat >/dev/null; echo first line; echo last line') },
     {
+      id: 'stderr',
+      source: repo,
+      agent: shell(
+        'cat >/dev/null; echo working; echo careful >&2; printf "the answer" > "$AGENT_RESULT_FILE"'
+      )
+    },
+    {
       id: 'planted',
       source: repo,
       env: ['PLANTED_TARGET'],
@@ -238,6 +245,25 @@ describe('a command agent', () => {
     const id = await create('stdout', 'go');
     expect((await finished(id)).state).toBe('SUCCEEDED');
     expect(answer(await conversation(id))).toBe('first line\nlast line\n');
+  });
+
+  it('has its messages in transcript order: the answer after its standard error and its exit', async () => {
+    const id = await create('stderr', 'go');
+    expect((await finished(id)).state).toBe('SUCCEEDED');
+    const conv = await conversation(id);
+    const messages = (conv.steps as Json[])[0]!.messages as { timestamp: string }[];
+    const times = messages.map(message => message.timestamp);
+    expect(times).toEqual([...times].sort());
+    const order = blocks(conv).map(block =>
+      block.type === 'event'
+        ? `${block.event_type as string}`
+        : `${block.role as string}:${block.type as string}`
+    );
+    const at = (what: string) => order.indexOf(what);
+    expect(at('stderr')).toBeGreaterThan(-1);
+    expect(at('agent_exit')).toBeGreaterThan(at('stderr'));
+    expect(order.lastIndexOf('assistant:text')).toBeGreaterThan(at('agent_exit'));
+    expect(answer(conv)).toBe('the answer');
   });
 
   it('refuses a symbolic link (and a hard link) planted as AGENT_RESULT_FILE pointing at the database', async () => {
