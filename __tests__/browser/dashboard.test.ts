@@ -75,7 +75,7 @@ async function runState(id: string, withKey = key): Promise<string> {
 async function finished(id: string): Promise<void> {
   await eventually(async () => ['SUCCEEDED', 'FAILED'].includes(await runState(id)), {
     what: `run ${id} to finish`,
-    timeoutMs: 15_000
+    timeoutMs: 60_000
   });
 }
 

@@ -46,7 +46,7 @@ const api = (p: ExecutorProcess, key: string) => ({
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
   let value: T;
-  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 15_000 });
+  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 60_000 });
   return value!;
 }
 
