@@ -79,6 +79,19 @@ async function finished(id: string): Promise<void> {
   });
 }
 
+let shown: Promise<{ failed: string; changed: string }> | undefined;
+/** Two finished runs the run-page tests look at: a failed command run and one with changes. */
+function shownRuns(): Promise<{ failed: string; changed: string }> {
+  shown ??= (async () => {
+    const failed = await createRun('please fail', { environment: 'metered' });
+    const changed = await createRun('@sim write notes.md hello\n@sim sleep 1', { title: 'Made notes' });
+    await finished(failed);
+    await finished(changed);
+    return { failed, changed };
+  })();
+  return shown;
+}
+
 /** A browser context signed in through the form, as a person would. */
 async function signedIn(
   withKey = key,
@@ -410,34 +423,61 @@ describe('dashboard in Chromium', () => {
     }
   }, 30_000);
 
-  it('shows a run as written: multi-line status, code in artifact descriptions, session link, usage, durations', async () => {
-    const failed = await createRun('please fail', { environment: 'metered' });
-    const changed = await createRun('@sim write notes.md hello\n@sim sleep 1', { title: 'Made notes' });
-    await finished(failed);
-    await finished(changed);
+  it('keeps a multi-line status message on its lines', async () => {
+    const { failed } = await shownRuns();
     const { context, page } = await signedIn();
     await page.goto(`${ex.url}/runs/${failed}`);
     const status = page.locator('#facts tr', { hasText: 'Status' }).locator('td');
     expect(await status.innerText()).toMatch(/first problem\nsecond problem/);
-    const usage = await page.locator('#usage').innerText();
-    expect(usage).toMatch(/inference cost\s+0\.5/);
-    expect(usage).toMatch(/compute cost\s+0\.25/);
+    await context.close();
+  }, 60_000);
+
+  it('links the shareable session page of a run', async () => {
+    const { failed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${failed}`);
     const record = (await (await ex.request(`/api/v1/agent/runs/${failed}`, { key })).json()) as {
       session_link: string;
     };
     expect(await page.locator('#session-link').getAttribute('href')).toBe(record.session_link);
+    await context.close();
+  }, 60_000);
 
+  it("shows the usage and cost figures the run's agent reported", async () => {
+    const { failed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${failed}`);
+    const usage = await page.locator('#usage').innerText();
+    expect(usage).toMatch(/inference cost\s+0\.5/);
+    expect(usage).toMatch(/compute cost\s+0\.25/);
+    await context.close();
+  }, 60_000);
+
+  it('shows `backticks` in artifact descriptions as code', async () => {
+    const { changed } = await shownRuns();
+    const { context, page } = await signedIn();
     await page.goto(`${ex.url}/runs/${changed}`);
     const artifact = page.locator('.artifacts li');
     expect(await artifact.locator('code').innerText()).toBe('git apply changes.patch');
     expect(await artifact.innerText()).not.toContain('`');
+    await context.close();
+  }, 60_000);
+
+  it('writes durations as configuration durations (30m, 2s), not as seconds', async () => {
+    const { changed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${changed}`);
     const took = await page.locator('#facts tr', { hasText: 'Duration' }).locator('td').innerText();
     expect(took).toMatch(/^\d+s$/);
-
     await page.goto(`${ex.url}/environments`);
     const metered = page.locator('tr', { has: page.getByRole('link', { name: 'metered', exact: true }) });
     expect(await metered.locator('td[data-label="Time limit"]').innerText()).toBe('30m');
+    await context.close();
+  }, 60_000);
 
+  it('takes the created dates in the format the list shows (YYYY-MM-DD), not the locale picker', async () => {
+    const { changed } = await shownRuns();
+    const { context, page } = await signedIn();
     await page.goto(`${ex.url}/?q=Made%20notes`);
     const from = page.getByLabel('Created from');
     expect(await from.getAttribute('type')).toBe('text');
