@@ -407,6 +407,16 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('heading', { name: 'Deep link' }).waitFor();
     expect(new URL(page.url()).pathname + new URL(page.url()).search).toBe(`/runs/${id}?tab=1`);
     await context.close();
+    // A filtered list asked for while signed out comes back with its filters.
+    const other = await browser.newContext();
+    const list = await other.newPage();
+    await list.goto(`${ex.url}/?q=Deep`);
+    await list.getByLabel('API key').fill(key);
+    await list.getByRole('button', { name: 'Sign in' }).click();
+    await list.getByRole('heading', { name: 'Runs' }).waitFor();
+    expect(new URL(list.url()).search).toBe('?q=Deep');
+    expect(await list.locator(`#run-${id}`).count()).toBe(1);
+    await other.close();
     for (const next of [
       '//evil.example/x',
       'https://evil.example/',

@@ -114,8 +114,13 @@ export async function dashboardRoutes(
 
   app.get('/', async (request, reply) => {
     const viewer = await viewerOf(store, request);
-    if (!viewer)
-      return html(reply, renderSignIn(undefined, localPath((request.query as { next?: unknown }).next)));
+    if (!viewer) {
+      // Back after sign-in to the page asked for: a deep link's, or this list with its filters.
+      const asked = (request.query as { next?: unknown }).next;
+      const next =
+        asked !== undefined ? localPath(asked) : request.url !== '/' ? localPath(request.url) : undefined;
+      return html(reply, renderSignIn(undefined, next));
+    }
     const filters = readFilters(request.query as Record<string, unknown>);
     const runs = await store.listRuns(viewer.team, listQuery(filters, PAGE_SIZE + 1));
     const counts = await store.countRunsByState(viewer.team);
