@@ -7,5 +7,6 @@ export default {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: { isolatedModules: true }, diagnostics: false }]
   },
   testMatch: ['<rootDir>/__tests__/**/*.test.ts'],
-  testTimeout: 30000
+  // Generous: tests wait for events, not for time, and a loaded 2-core machine can be slow to make them.
+  testTimeout: 120000
 };

@@ -24,7 +24,22 @@ beforeAll(async () => {
     environments: [
       { id: 'web', source },
       { id: 'docs', source },
-      { id: 'locked', source, env: ['DASHBOARD_TEST_SECRET'], setup: ['echo hidden-setup-command'] }
+      { id: 'locked', source, env: ['DASHBOARD_TEST_SECRET'], setup: ['echo hidden-setup-command'] },
+      {
+        id: 'metered',
+        source,
+        timeout: '30m',
+        agent: {
+          kind: 'command',
+          prompt: 'stdin',
+          command: [
+            '/bin/sh',
+            '-c',
+            'printf \'{"inference_cost": 0.5, "compute_cost": 0.25}\' > "$AGENT_USAGE_FILE"; ' +
+              'if grep -q fail; then printf "first problem\\nsecond problem\\n" >&2; exit 3; fi; echo done'
+          ]
+        }
+      }
     ]
   });
   key = (await ex.key('default', 'personal', 'Ada')).raw;
@@ -60,8 +75,21 @@ async function runState(id: string, withKey = key): Promise<string> {
 async function finished(id: string): Promise<void> {
   await eventually(async () => ['SUCCEEDED', 'FAILED'].includes(await runState(id)), {
     what: `run ${id} to finish`,
-    timeoutMs: 15_000
+    timeoutMs: 60_000
   });
+}
+
+let shown: Promise<{ failed: string; changed: string }> | undefined;
+/** Two finished runs the run-page tests look at: a failed command run and one with changes. */
+function shownRuns(): Promise<{ failed: string; changed: string }> {
+  shown ??= (async () => {
+    const failed = await createRun('please fail', { environment: 'metered' });
+    const changed = await createRun('@sim write notes.md hello\n@sim sleep 1', { title: 'Made notes' });
+    await finished(failed);
+    await finished(changed);
+    return { failed, changed };
+  })();
+  return shown;
 }
 
 /** A browser context signed in through the form, as a person would. */
@@ -323,7 +351,8 @@ describe('dashboard in Chromium', () => {
     expect(await page.getByLabel('API key').count()).toBe(1);
     await page.goto(`${ex.url}/runs/${id}`);
     await page.getByLabel('API key').waitFor();
-    expect(page.url()).toBe(`${ex.url}/`);
+    // The sign-in form would bring the browser back to that run, once signed in again.
+    expect(page.url()).toBe(`${ex.url}/?next=${encodeURIComponent(`/runs/${id}`)}`);
     expect(await page.locator('body').innerText()).not.toContain('kept');
     await context.close();
   }, 30_000);
@@ -366,6 +395,112 @@ describe('dashboard in Chromium', () => {
     await page.locator('#facts .badge:text("CANCELLED")').waitFor();
     await context.close();
   }, 30_000);
+
+  it('returns to the page a signed-out deep link asked for after sign-in, and only to a path of its own', async () => {
+    const id = await createRun('@sim say deep', { title: 'Deep link' });
+    await finished(id);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${ex.url}/runs/${id}?tab=1`);
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Deep link' }).waitFor();
+    expect(new URL(page.url()).pathname + new URL(page.url()).search).toBe(`/runs/${id}?tab=1`);
+    await context.close();
+    // A filtered list asked for while signed out comes back with its filters.
+    const other = await browser.newContext();
+    const list = await other.newPage();
+    await list.goto(`${ex.url}/?q=Deep`);
+    await list.getByLabel('API key').fill(key);
+    await list.getByRole('button', { name: 'Sign in' }).click();
+    await list.getByRole('heading', { name: 'Runs' }).waitFor();
+    expect(new URL(list.url()).search).toBe('?q=Deep');
+    expect(await list.locator(`#run-${id}`).count()).toBe(1);
+    await other.close();
+    for (const next of [
+      '//evil.example/x',
+      'https://evil.example/',
+      '/\\evil.example',
+      'javascript:alert(1)'
+    ]) {
+      const response = await fetch(`${ex.url}/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin: ex.url, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ api_key: key, next }).toString()
+      });
+      expect({ next, location: response.headers.get('location') }).toEqual({ next, location: '/' });
+    }
+  }, 30_000);
+
+  it('keeps a multi-line status message on its lines', async () => {
+    const { failed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${failed}`);
+    const status = page.locator('#facts tr', { hasText: 'Status' }).locator('td');
+    expect(await status.innerText()).toMatch(/first problem\nsecond problem/);
+    await context.close();
+  }, 60_000);
+
+  it('links the shareable session page of a run', async () => {
+    const { failed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${failed}`);
+    const record = (await (await ex.request(`/api/v1/agent/runs/${failed}`, { key })).json()) as {
+      session_link: string;
+    };
+    expect(await page.locator('#session-link').getAttribute('href')).toBe(record.session_link);
+    await context.close();
+  }, 60_000);
+
+  it("shows the usage and cost figures the run's agent reported", async () => {
+    const { failed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${failed}`);
+    const usage = await page.locator('#usage').innerText();
+    expect(usage).toMatch(/inference cost\s+0\.5/);
+    expect(usage).toMatch(/compute cost\s+0\.25/);
+    await context.close();
+  }, 60_000);
+
+  it('shows `backticks` in artifact descriptions as code', async () => {
+    const { changed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${changed}`);
+    const artifact = page.locator('.artifacts li');
+    expect(await artifact.locator('code').innerText()).toBe('git apply changes.patch');
+    expect(await artifact.innerText()).not.toContain('`');
+    await context.close();
+  }, 60_000);
+
+  it('writes durations as configuration durations (30m, 2s), not as seconds', async () => {
+    const { changed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/runs/${changed}`);
+    const took = await page.locator('#facts tr', { hasText: 'Duration' }).locator('td').innerText();
+    expect(took).toMatch(/^\d+s$/);
+    await page.goto(`${ex.url}/environments`);
+    const metered = page.locator('tr', { has: page.getByRole('link', { name: 'metered', exact: true }) });
+    expect(await metered.locator('td[data-label="Time limit"]').innerText()).toBe('30m');
+    await context.close();
+  }, 60_000);
+
+  it('takes the created dates in the format the list shows (YYYY-MM-DD), not the locale picker', async () => {
+    const { changed } = await shownRuns();
+    const { context, page } = await signedIn();
+    await page.goto(`${ex.url}/?q=Made%20notes`);
+    const from = page.getByLabel('Created from');
+    expect(await from.getAttribute('type')).toBe('text');
+    expect(await from.getAttribute('placeholder')).toBe('YYYY-MM-DD');
+    const created = await page.locator(`#run-${changed} td[data-label="Created"]`).innerText();
+    expect(created).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+    await from.fill(created.slice(0, 10));
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.waitForURL(/from=\d{4}-\d{2}-\d{2}/);
+    expect(await page.locator(`#run-${changed}`).count()).toBe(1);
+    expect(await page.getByLabel('Created from').inputValue()).toBe(created.slice(0, 10));
+    await context.close();
+  }, 60_000);
 
   it('takes the screenshots for the README, at desktop and phone width', async () => {
     // Into docs/ only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the checkout as it was.

@@ -39,7 +39,7 @@ async function finishedRun(prompt: string): Promise<{ session_link: string; run_
       };
       return ['SUCCEEDED', 'FAILED'].includes(run.state) && run;
     },
-    { what: `run ${run_id} to finish`, timeoutMs: 10_000 }
+    { what: `run ${run_id} to finish`, timeoutMs: 60_000 }
   );
   return { ...run, run_id };
 }

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { AgentRunClient, type ProgressItem, RunFollower } from '../../src/client/index.js';
 import { ContractServer, type ContractServerOptions } from '../support/contract-server.js';
+import { eventually } from '../support/eventually.js';
 
 const KEY = 'test-key-0123456789';
 let server: ContractServer;
@@ -30,14 +31,15 @@ describe('RunFollower', () => {
       onItems: items => seen.push(...items.map(item => ({ item, at: Date.now() })))
     });
     follower.start();
-    await sleep(300);
+    await eventually(() => transcriptReads() >= 1, { what: 'the first transcript read' });
+    // Each event arrives on the request the server was holding: one request per event, where a
+    // poller would have made one per interval (speed is measured in bench/, not here).
     for (const text of ['one', 'two', 'three']) {
-      const sent = Date.now();
       server.addEvent(id, { kind: 'message', text });
-      await sleep(400);
-      const got = seen.find(s => s.item.type === 'text' && s.item.text === text);
-      expect(got).toBeDefined();
-      expect(got!.at - sent).toBeLessThan(300);
+      await eventually(() => seen.find(s => s.item.type === 'text' && s.item.text === text), {
+        what: `the event "${text}"`,
+        timeoutMs: 30_000
+      });
     }
     expect(transcriptReads()).toBeLessThanOrEqual(4);
     const reads = transcriptReads();
@@ -62,6 +64,8 @@ describe('RunFollower', () => {
     const follower = new RunFollower(client, id, { onItems: items => seen.push(...items) });
     follower.start();
     server.addEvent(id, { kind: 'message', text: 'early' });
+    await eventually(() => transcriptReads() >= 1, { what: 'the first transcript read' });
+    // Nothing changes state for a while: no further read.
     await sleep(1500);
     expect(transcriptReads()).toBe(1);
     server.addEvent(id, { kind: 'message', text: 'later' });
@@ -105,7 +109,8 @@ describe('RunFollower', () => {
       onNotice: notice => notices.push(notice)
     });
     follower.start();
-    await sleep(2500);
+    // The first read fails (three answers of 500, the client's own retries): one notice.
+    await eventually(() => notices.length > 0, { what: 'the notice', timeoutMs: 60_000 });
     expect(notices).toHaveLength(1);
     expect(notices[0]).toMatch(/could not read the run's progress: 500 from GET/);
     server.addEvent(id, { kind: 'message', text: 'made it' });

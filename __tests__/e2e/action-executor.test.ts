@@ -69,12 +69,20 @@ describe('action against the executor', () => {
     expect(result.outputs.conclusion).toBe('cancelled');
   });
 
-  it('notices the end of a run within a second thanks to held polls', async () => {
-    const result = await runAction(inputs('@sim sleep 3'));
+  it('notices the end of a run by held polls: a read per state change, not per interval', async () => {
+    const result = await runAction(inputs('@sim sleep 20'));
     expect(result.code).toBe(0);
-    const run = JSON.parse(result.outputs.run!) as { completed_at: string };
-    const lag = Date.now() - Date.parse(run.completed_at);
-    expect(lag).toBeLessThan(1500);
-    expect(result.ms).toBeLessThan(5500);
+    const runId = result.outputs['run-id']!;
+    // The executor logs every request (JSON lines on a pipe). Over 20 s a poller backing off from
+    // 1 s would read the run about seven times; held reads answer once per change (QUEUED,
+    // INPROGRESS, SUCCEEDED), however slow the machine. How soon it notices is in bench/.
+    const reads = executor
+      .stderr()
+      .split('\n')
+      .filter(
+        line => line.includes('"msg":"request"') && line.includes(`"path":"/api/v1/agent/runs/${runId}"`)
+      );
+    expect(reads.length).toBeGreaterThan(0);
+    expect(reads.length).toBeLessThanOrEqual(4);
   });
 });

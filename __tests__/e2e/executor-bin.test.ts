@@ -25,7 +25,7 @@ describe('agent-executor bin', () => {
     // PATH as `npm exec` makes it: the prefix's bin folder, then the Node 24 the scripts run on.
     const PATH = [bin, dirname(process.execPath), process.env.PATH].join(delimiter);
     const { stdout } = await run('agent-executor', ['--help'], { env: { ...process.env, PATH } });
-    expect(stdout).toMatch(/^Usage: agent-executor <command> \[options\]/);
+    expect(stdout).toMatch(/^Usage: agent-executor \[global options\] <command> \[options\]/);
   });
 
   it('warns at start-up that --host 0.0.0.0 makes session links no browser opens, naming server.public_url', async () => {

@@ -98,7 +98,7 @@ async function until(id: string, states: string[]) {
       const r = await read(id);
       return states.includes(r.state!) && r;
     },
-    { what: `run ${id} to reach ${states}`, timeoutMs: 10_000, intervalMs: 25 }
+    { what: `run ${id} to reach ${states}`, timeoutMs: 60_000, intervalMs: 25 }
   );
 }
 async function events(id: string) {
@@ -187,7 +187,10 @@ describe('command agent', () => {
     const id = await run('stubborn', 'x');
     await until(id, ['INPROGRESS']);
     const workspace = join(ex.dataDir, 'workspaces', id);
-    await eventually(() => existsSync(join(workspace, 'child.pid')), { what: 'child.pid', timeoutMs: 5000 });
+    await eventually(() => existsSync(join(workspace, 'child.pid')), {
+      what: 'child.pid',
+      timeoutMs: 30_000
+    });
     const child = Number(readFileSync(join(workspace, 'child.pid'), 'utf8'));
     expect((await ex.request(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST', key })).status).toBe(200);
     expect((await read(id)).state).toBe('CANCELLED');
@@ -200,7 +203,7 @@ describe('command agent', () => {
       }
     };
     expect(alive()).toBe(true);
-    await eventually(() => !alive(), { what: `process ${child} to end`, timeoutMs: 8000 }).catch(
+    await eventually(() => !alive(), { what: `process ${child} to end`, timeoutMs: 30_000 }).catch(
       () => undefined
     );
     expect(alive()).toBe(false);
@@ -299,7 +302,7 @@ describe('workspaces', () => {
     const listed = () => execFileSync('git', ['-C', repo, 'worktree', 'list']).toString().includes(id);
     await eventually(() => !existsSync(workspace) && !listed(), {
       what: `workspace ${id} to be removed`,
-      timeoutMs: 5000
+      timeoutMs: 30_000
     }).catch(() => undefined);
     expect(existsSync(workspace)).toBe(false);
     expect(listed()).toBe(false);

@@ -65,7 +65,7 @@ async function setup(fail: string[]) {
 
 async function until(read: () => Promise<string | undefined>, want: string): Promise<string | undefined> {
   let value: string | undefined;
-  await eventually(async () => (value = await read()) === want, { what: want, timeoutMs: 5000 }).catch(
+  await eventually(async () => (value = await read()) === want, { what: want, timeoutMs: 30_000 }).catch(
     () => undefined
   );
   return value;

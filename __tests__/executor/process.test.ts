@@ -1,9 +1,11 @@
 // The bundled executor as users run it: CLI commands, restarts, kill -9.
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.js';
 import {
+  EXECUTOR_ENTRY,
   type ExecutorProcess,
   createKeyWithCli,
   executorCli,
@@ -44,7 +46,7 @@ const api = (p: ExecutorProcess, key: string) => ({
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
   let value: T;
-  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 15_000 });
+  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 60_000 });
   return value!;
 }
 
@@ -189,6 +191,44 @@ describe('agent-executor CLI', () => {
     expect(help.stdout).toMatch(/\n {2}command {4}runs an agent CLI/);
   });
 
+  it('has --help on every command and subcommand, a --version, and global flags before or after the command', async () => {
+    const dir = tempDir();
+    for (const [args, says] of [
+      [['keys', '--help'], 'keys revoke ID'],
+      [['keys', 'create', '--help'], 'keys create --kind personal|agent'],
+      [['environments', '--help'], 'environments list'],
+      [['environments', 'list', '-h'], 'environments list'],
+      [['serve', '--help'], 'serve [--host HOST]'],
+      [['help', 'keys'], 'keys list'],
+      [['--help'], 'Commands:']
+    ] as const) {
+      const help = await executorCli([...args], { cwd: dir });
+      expect({ args, code: help.code, stderr: help.stderr }).toEqual({ args, code: 0, stderr: '' });
+      expect(help.stdout).toContain(says);
+      expect(help.stdout).toContain('--data-dir DIR');
+    }
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      expect(await executorCli([flag], { cwd: dir })).toEqual({
+        code: 0,
+        stdout: `agent-executor ${version}\n`,
+        stderr: ''
+      });
+    }
+    const created = await executorCli(
+      ['--data-dir', 'elsewhere', 'keys', 'create', '--kind', 'agent', '--name', 'early-flag'],
+      { cwd: dir }
+    );
+    expect(created.code).toBe(0);
+    const before = await executorCli(['--data-dir', 'elsewhere', 'keys', 'list'], { cwd: dir });
+    const after = await executorCli(['keys', 'list', '--data-dir=elsewhere'], { cwd: dir });
+    expect(before.stdout).toContain('\tagent\tearly-flag\t');
+    expect(after.stdout).toBe(before.stdout);
+    const unknown = await executorCli(['keys', 'rotate'], { cwd: dir });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown keys command "rotate"; expected create, list or revoke');
+  });
+
   it('says which Node it needs on a Node without node:sqlite', async () => {
     // The machine's own node (20 here) stands for an old Node; the project's scripts run on 24.
     const old = '/usr/bin/node';
@@ -201,6 +241,52 @@ describe('agent-executor CLI', () => {
       /^agent-executor needs Node.js 24 \(it uses node:sqlite\); this is Node v\d+\S+ Get it one of these ways: .*`npx agent-executor \.\.\.` runs it on the Node 24 .*`actions\/setup-node` with `node-version: 24`/
     );
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('logs', () => {
+  const STOPPED_TEXT = /^\d\d:\d\d:\d\d\.\d{3}Z INFO {2}stopped signal=SIGTERM\r?$/m;
+
+  it('are JSON lines when stderr is not a terminal, and end with a "stopped" record on a graceful stop', async () => {
+    const dir = tempDir();
+    const p = await start(dir);
+    expect(await p.stop('SIGTERM')).toBe(0);
+    const records = p
+      .stderr()
+      .trim()
+      .split('\n')
+      .map(line => JSON.parse(line) as { msg: string; signal?: string });
+    expect(records.at(-1)).toMatchObject({ msg: 'stopped', signal: 'SIGTERM' });
+  });
+
+  it('are text lines with log_format: text', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'agent-executor.yaml'), 'log_format: text\n');
+    const p = await start(dir);
+    expect(await p.stop('SIGTERM')).toBe(0);
+    expect(p.stderr()).toMatch(/^\d\d:\d\d:\d\d\.\d{3}Z INFO {2}store opened store=\S+ role=all$/m);
+    expect(p.stderr()).toMatch(STOPPED_TEXT);
+    expect(p.stderr()).not.toContain('{"level"');
+  });
+
+  it('are text lines on a terminal', async () => {
+    // `script` gives the executor a pseudo-terminal as stdout and stderr, as a user's shell does.
+    const dir = tempDir();
+    const command = [process.execPath, EXECUTOR_ENTRY, 'serve', '--port', '0', '--data-dir', 'data']
+      .map(arg => `'${arg}'`)
+      .join(' ');
+    const child = spawn('script', ['-qfec', command, '/dev/null'], {
+      cwd: dir,
+      stdio: ['pipe', 'pipe', 'pipe']
+    });
+    let output = '';
+    child.stdout.on('data', chunk => (output += chunk));
+    const exited = new Promise(resolveExit => child.on('exit', resolveExit));
+    await eventually(() => output.includes('listening on'), { what: 'listening', timeoutMs: 30_000 });
+    process.kill(Number(readFileSync(join(dir, 'data', 'executor.pid'), 'utf8')), 'SIGTERM');
+    await exited;
+    expect(output).toMatch(STOPPED_TEXT);
+    expect(output).not.toContain('{"level"');
   });
 });
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { EnvironmentConfig } from '../../src/executor/config.js';
 import { prepareOutputs, readOutputFile } from '../../src/executor/worker/outputs.js';
 import { createWorkspace } from '../../src/executor/workspace/workspace.js';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
 let ex: TestExecutor;
@@ -54,6 +55,13 @@ beforeAll(async () => {
     },
     { id: 'stdout', source: repo, agent: shell('cat >/dev/null; echo first line; echo last line') },
     {
+      id: 'stderr',
+      source: repo,
+      agent: shell(
+        'cat >/dev/null; echo working; echo careful >&2; printf "the answer" > "$AGENT_RESULT_FILE"'
+      )
+    },
+    {
       id: 'planted',
       source: repo,
       env: ['PLANTED_TARGET'],
@@ -94,12 +102,13 @@ async function create(environment: string, prompt: string, on = ex, k = key): Pr
 }
 
 async function finished(id: string, on = ex, k = key): Promise<Json> {
-  for (let i = 0; i < 400; i++) {
-    const run = (await (await on.request(`/api/v1/agent/runs/${id}`, { key: k })).json()) as Json;
-    if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(run.state as string)) return run;
-    await new Promise(resolve => setTimeout(resolve, 50));
-  }
-  throw new Error(`run ${id} never finished`);
+  return eventually(
+    async () => {
+      const run = (await (await on.request(`/api/v1/agent/runs/${id}`, { key: k })).json()) as Json;
+      return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(run.state as string) && run;
+    },
+    { what: `run ${id} to finish`, timeoutMs: 90_000 }
+  );
 }
 
 async function conversation(id: string): Promise<Json> {
@@ -240,6 +249,25 @@ describe('a command agent', () => {
     const id = await create('stdout', 'go');
     expect((await finished(id)).state).toBe('SUCCEEDED');
     expect(answer(await conversation(id))).toBe('first line\nlast line\n');
+  });
+
+  it('has its messages in transcript order: the answer after its standard error and its exit', async () => {
+    const id = await create('stderr', 'go');
+    expect((await finished(id)).state).toBe('SUCCEEDED');
+    const conv = await conversation(id);
+    const messages = (conv.steps as Json[])[0]!.messages as { timestamp: string }[];
+    const times = messages.map(message => message.timestamp);
+    expect(times).toEqual([...times].sort());
+    const order = blocks(conv).map(block =>
+      block.type === 'event'
+        ? `${block.event_type as string}`
+        : `${block.role as string}:${block.type as string}`
+    );
+    const at = (what: string) => order.indexOf(what);
+    expect(at('stderr')).toBeGreaterThan(-1);
+    expect(at('agent_exit')).toBeGreaterThan(at('stderr'));
+    expect(order.lastIndexOf('assistant:text')).toBeGreaterThan(at('agent_exit'));
+    expect(answer(conv)).toBe('the answer');
   });
 
   it('refuses a symbolic link (and a hard link) planted as AGENT_RESULT_FILE pointing at the database', async () => {
@@ -447,48 +475,52 @@ describe('the held transcript read', () => {
 
   it('answers after= at once, and holds Prefer: wait until a new event', async () => {
     const id = await create('repo', '@sim say early\n@sim sleep 1.5\n@sim say late\n@sim sleep 1');
-    let page = await transcript(id, 0);
-    for (let i = 0; i < 100 && !page.events.some(event => event.kind === 'message'); i++) {
-      await new Promise(resolve => setTimeout(resolve, 50));
-      page = await transcript(id, 0);
-    }
+    const page = await eventually(
+      async () => {
+        const read = await transcript(id, 0);
+        return read.events.some(event => event.kind === 'message') && read;
+      },
+      { what: 'the first message', timeoutMs: 60_000 }
+    );
     const newest = page.events.at(-1)!.seq;
     expect((await transcript(id, newest)).events).toEqual([]);
-    const held = await transcript(id, newest, 20);
-    expect(held.applied).toBe('wait=20');
-    expect(held.ms).toBeGreaterThan(700);
-    expect(held.ms).toBeLessThan(5000);
+    // Held until the next event: answered with it, before the wait asked for ran out.
+    const held = await transcript(id, newest, 60);
+    expect(held.applied).toBe('wait=60');
+    expect(held.ms).toBeLessThan(60_000);
     expect(held.events.length).toBeGreaterThan(0);
     expect(held.events.every(event => event.seq > newest)).toBe(true);
     expect(held.events[0]).toMatchObject({ kind: 'message', text: 'late' });
     // A finished run's transcript is not held.
     await finished(id);
     const all = await transcript(id, 0);
-    const end = await transcript(id, all.events.at(-1)!.seq, 20);
+    const end = await transcript(id, all.events.at(-1)!.seq, 60);
     expect(end.events).toEqual([]);
-    expect(end.ms).toBeLessThan(2000);
+    expect(end.ms).toBeLessThan(60_000);
   });
 
   it('wakes on an event another node appends (by notification on PostgreSQL, by re-reading on SQLite)', async () => {
-    const id = await create('repo', '@sim sleep 6');
-    let page = await transcript(id, 0);
-    for (let i = 0; i < 100 && page.state !== 'INPROGRESS'; i++) {
-      await new Promise(resolve => setTimeout(resolve, 50));
-      page = await transcript(id, 0);
-    }
+    const id = await create('repo', '@sim sleep 600');
+    const page = await eventually(
+      async () => {
+        const read = await transcript(id, 0);
+        return read.state === 'INPROGRESS' && read;
+      },
+      { what: 'the run to start', timeoutMs: 60_000 }
+    );
     const newest = page.events.at(-1)!.seq;
     const other = await ex.openStore();
     try {
-      const held = transcript(id, newest, 20);
+      const held = transcript(id, newest, 60);
       await new Promise(resolve => setTimeout(resolve, 500));
-      const appendedAt = Date.now();
       await other.appendEvent(id, 'message', { text: 'from another node' }, new Date().toISOString());
+      // Woken by the other node's event, before the wait asked for ran out (the delay itself is
+      // measured in bench/, not asserted on a shared machine).
       const answered = await held;
-      const lag = Date.now() - appendedAt;
       expect(answered.events).toEqual([
         expect.objectContaining({ kind: 'message', text: 'from another node' })
       ]);
-      expect(lag).toBeLessThan(other.kind === 'postgres' ? 1000 : 3000);
+      expect(answered.ms).toBeLessThan(60_000);
     } finally {
       await other.close();
     }

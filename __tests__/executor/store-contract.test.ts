@@ -544,7 +544,7 @@ describe.each(kinds)('RunStore contract on $name', kind => {
 });
 
 describe('SQLite shared by two processes (split roles on one machine)', () => {
-  it('a second handle hears another one’s changes within 200 ms, by PRAGMA data_version', async () => {
+  it('a second handle hears another one’s changes, by PRAGMA data_version', async () => {
     const path = join(tempDir(), 'executor.db');
     const a = await SqliteRunStore.open(path, { shared: true });
     const b = await SqliteRunStore.open(path, { shared: true });
@@ -563,8 +563,8 @@ describe('SQLite shared by two processes (split roles on one machine)', () => {
       await a.createRun(run, undefined, 100);
       await a.claimNext('owner', 60_000, [], at());
       await a.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
-      const finishedAt = Date.now();
-      expect((await done) - finishedAt).toBeLessThan(200);
+      // Heard at all, and in order (how soon is measured in bench/, not on a shared machine).
+      await done;
       // Each version at most once, in order, ending with the finish.
       const versions = heard.filter(change => change.run_id === run.run_id).map(change => change.version);
       expect(versions).toEqual([...new Set(versions)].sort((x, y) => x - y));
@@ -577,11 +577,12 @@ describe('SQLite shared by two processes (split roles on one machine)', () => {
 });
 
 describe('PostgreSQL across nodes', () => {
-  it('a second node hears a change within 200 ms, by notification', async () => {
+  it('a second node hears a change by notification, not by the fallback poll', async () => {
     const url = await postgres.freshDatabase();
-    // A fallback poll far slower than the bound: only LISTEN/NOTIFY can make it in time.
-    const a = await PostgresRunStore.open(url, { fallbackPollMs: 60_000 });
-    const b = await PostgresRunStore.open(url, { fallbackPollMs: 60_000 });
+    // A fallback poll far slower than the test's time limit: only LISTEN/NOTIFY (or the one poll
+    // made when the LISTEN connection comes up) can announce the change before the test times out.
+    const a = await PostgresRunStore.open(url, { fallbackPollMs: 3_600_000 });
+    const b = await PostgresRunStore.open(url, { fallbackPollMs: 3_600_000 });
     try {
       const heard = new Promise<number>(resolve => {
         b.onChange(change => {
@@ -593,8 +594,7 @@ describe('PostgreSQL across nodes', () => {
       await a.createRun(run, undefined, 100);
       await a.claimNext('owner', 60_000, [], at());
       await a.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
-      const finishedAt = Date.now();
-      expect((await heard) - finishedAt).toBeLessThan(200);
+      await heard;
     } finally {
       await a.close();
       await b.close();

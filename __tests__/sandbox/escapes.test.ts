@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { commandOutput, createRun, requireBubblewrap, transcript, waitFor } from './support.js';
 
@@ -67,7 +68,7 @@ beforeAll(async () => {
   keyA = (await ex.key('team-a')).raw;
   keyB = (await ex.key('team-b')).raw;
   Object.assign(globalThis, { ports: { allowed, other } });
-}, 60_000);
+}, 240_000);
 
 afterAll(async () => {
   await ex?.stop(1000);
@@ -86,12 +87,14 @@ describe('a run of team B', () => {
       ex,
       keyA,
       'plain',
-      `${SECRET_PROMPT}\n@sim write secret.txt ${SECRET_FILE}\n@sim sleep 60`
+      `${SECRET_PROMPT}\n@sim write secret.txt ${SECRET_FILE}\n@sim sleep 600`
     );
     await waitFor(ex, keyA, a, ['INPROGRESS']);
     const workspaceA = join(ex.dataDir, 'workspaces', a);
-    for (let i = 0; i < 100 && !existsSync(join(workspaceA, 'secret.txt')); i++)
-      await new Promise(r => setTimeout(r, 50));
+    await eventually(() => existsSync(join(workspaceA, 'secret.txt')), {
+      what: "run A's secret.txt",
+      timeoutMs: 60_000
+    });
     const executorPort = new URL(ex.url).port;
     const attempts = [
       `ls -la ${ex.dataDir}`,
@@ -120,7 +123,7 @@ describe('a run of team B', () => {
     );
     expect(await waitFor(ex, keyB, b, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
     output = await commandOutput(ex, keyB, b);
-  }, 60_000);
+  }, 240_000);
 
   afterAll(async () => {
     await ex.request(`/api/v1/agent/runs/${a}/cancel`, { method: 'POST', key: keyA });
@@ -197,9 +200,9 @@ describe('network: a list of host:port', () => {
   it('reaches a listed loopback port through the proxy and is refused another, or a direct connection', async () => {
     const { allowed, other } = ports();
     const prompt = [
-      `@sim run curl -sS -m 5 --http0.9 -p http://127.0.0.1:${allowed}/ ; echo "exit=$?"`,
+      `@sim run curl -sS -m 60 --http0.9 -p http://127.0.0.1:${allowed}/ ; echo "exit=$?"`,
       `@sim run curl -sS -m 5 --http0.9 -p http://127.0.0.1:${other}/ ; echo "exit=$?"`,
-      `@sim run curl -sS -m 5 --http0.9 --noproxy '*' http://127.0.0.1:${allowed}/ ; echo "exit=$?"`
+      `@sim run curl -sS -m 60 --http0.9 --noproxy '*' http://127.0.0.1:${allowed}/ ; echo "exit=$?"`
     ].join('\n');
     const id = await createRun(ex, keyB, 'proxied', prompt);
     expect(await waitFor(ex, keyB, id, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
@@ -211,7 +214,7 @@ describe('network: a list of host:port', () => {
     expect(commands[1]).toMatch(/CONNECT tunnel failed, response 403/);
     expect(commands[1]).not.toContain('HELLO-FROM-OTHER');
     expect(commands[2]).toMatch(/Failed to connect[^\n]*\nexit=7/);
-  }, 30_000);
+  }, 180_000);
 });
 
 describe('sandbox directories', () => {

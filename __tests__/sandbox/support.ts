@@ -2,6 +2,7 @@
 // small client for creating runs and reading them back.
 
 import { spawnSync } from 'node:child_process';
+import { eventually } from '../support/eventually.js';
 import type { TestExecutor } from '../support/executor.js';
 
 /** Fails the suite with the one command to run when bubblewrap is missing. */
@@ -40,15 +41,15 @@ export async function waitFor(
   key: string,
   id: string,
   states: string[],
-  timeoutMs = 30_000
+  timeoutMs = 90_000
 ): Promise<RunRecord> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const run = (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as RunRecord;
-    if (states.includes(run.state)) return run;
-    if (Date.now() > until) throw new Error(`run ${id} still ${run.state} after ${timeoutMs} ms`);
-    await new Promise(resolve => setTimeout(resolve, 100));
-  }
+  return eventually(
+    async () => {
+      const run = (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as RunRecord;
+      return states.includes(run.state) && run;
+    },
+    { what: `run ${id} to reach ${states.join(' or ')}`, timeoutMs, intervalMs: 100 }
+  );
 }
 
 export async function transcript(

@@ -178,7 +178,8 @@ export class ContractServer {
     const index = this.faults.findIndex(f => route.startsWith(f.match));
     const fault = index >= 0 ? this.faults.splice(index, 1)[0]!.fault : undefined;
     if (fault?.kind === 'reset-before') return void req.socket.destroy();
-    if (fault?.kind === 'delay') await new Promise(resolve => setTimeout(resolve, fault.ms));
+    // Unreferenced: a long delay a test never waits out does not keep the test process alive.
+    if (fault?.kind === 'delay') await new Promise(resolve => setTimeout(resolve, fault.ms).unref());
     if (fault?.kind === 'status') {
       res.writeHead(fault.status, { 'content-type': 'application/problem+json', ...fault.headers });
       return void res.end(fault.body ?? JSON.stringify({ title: 'injected', status: fault.status }));

@@ -144,7 +144,7 @@ export function spawnExecutor(
   child.stderr!.on('data', chunk => (stderr += chunk));
   const exited = new Promise<number | null>(resolveExit => child.on('exit', code => resolveExit(code)));
   return new Promise((resolveStart, reject) => {
-    const timer = setTimeout(() => reject(new Error(`executor did not start:\n${stderr}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`executor did not start:\n${stderr}`)), 60_000);
     child.stdout!.on('data', chunk => {
       stdout += chunk;
       const match = /listening on (http:\/\/\S+)/.exec(stdout);

@@ -94,7 +94,7 @@ export function startAction(
   return {
     child,
     done,
-    waitFor(text, timeoutMs = 15_000) {
+    waitFor(text, timeoutMs = 60_000) {
       const seen = () => (typeof text === 'string' ? stdout.includes(text) : text.test(stdout));
       return new Promise((resolveWait, reject) => {
         if (seen()) return resolveWait();

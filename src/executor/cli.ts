@@ -3,7 +3,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AGENT_KINDS, agentKindOf } from './agents/index.js';
+import { agentKindOf } from './agents/index.js';
+import { COMMANDS, type Command, USAGE, VERSION, commandHelp, splitCommand } from './cli-usage.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
 import { type Role, startExecutor } from './server/executor.js';
@@ -11,59 +12,45 @@ import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
 import { checkRunnable } from './worker/preflight.js';
 
-export const USAGE = `Usage: agent-executor <command> [options]
-
-Commands:
-  serve [--host HOST] [--port PORT] [--role all|api|worker]
-      Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
-      config agent-executor.yaml when present. --port 0 picks a free port. Prints
-      "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
-      --role worker runs work and serves only /healthz and /readyz. One data dir takes one --role all,
-      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).
-  keys create --kind personal|agent --name NAME [--team TEAM]
-      Create an API key (team "default" unless given). The raw key is printed once, alone on the
-      last line of stdout.
-  keys list
-      List keys (id, team, kind, name, first characters, created, status), under a header row.
-      Never shows raw keys.
-  keys revoke ID
-      Revoke a key at once.
-  environments list
-      List the configured environments (id, name, source, agent, timeout, concurrency), under a
-      header row.
-
-Agent kinds (an environment's agent.kind):
-${[...AGENT_KINDS.values()].map(kind => `  ${kind.kind.padEnd(10)} ${kind.summary}`).join('\n')}
-
-Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
-sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
-several nodes); AGENT_EXECUTOR_STORE sets it too, and the config file's store: key.`;
-
 class UsageError extends Error {}
 
 const COMMON = {
   config: { type: 'string' },
   'data-dir': { type: 'string' },
   store: { type: 'string' },
-  help: { type: 'boolean', short: 'h' }
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' }
 } as const;
 
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  const { command, args } = splitCommand(argv);
+  const wantsHelp = args.includes('--help') || args.includes('-h');
   try {
+    if (args.includes('--version') || args.includes('-V')) {
+      console.log(`agent-executor ${VERSION}`);
+      return 0;
+    }
     switch (command) {
       case 'serve':
-        return await serve(rest);
+        return wantsHelp ? help('serve') : await serve(args);
       case 'keys':
-        return await keys(rest);
+        return wantsHelp ? help('keys') : await keys(args);
       case 'environments':
-        return environments(rest);
+        return wantsHelp ? help('environments') : environments(args);
+      case 'help': {
+        const [topic] = args.filter(arg => !arg.startsWith('-'));
+        if (topic !== undefined && !COMMANDS.includes(topic))
+          throw new UsageError(`help ${JSON.stringify(topic)}: expected serve, keys or environments`);
+        return help(topic as Command | undefined);
+      }
       case undefined:
-      case 'help':
-      case '--help':
-      case '-h':
-        console.log(USAGE);
-        return command === undefined ? 2 : 0;
+        if (!wantsHelp) {
+          // Flags alone are checked, so a typo is named rather than met with the usage.
+          parse(args, {});
+          console.error(USAGE);
+          return 2;
+        }
+        return help();
       default:
         throw new UsageError(
           `unknown command ${JSON.stringify(command)}; expected serve, keys or environments`
@@ -72,7 +59,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError || error instanceof ConfigError) {
       console.error(`agent-executor: ${error.message}`);
-      if (error instanceof UsageError) console.error('Run `agent-executor help` for usage.');
+      if (error instanceof UsageError) console.error('Run `agent-executor --help` for usage.');
       return 2;
     }
     console.error(`agent-executor: ${(error as Error).message}`);
@@ -124,7 +111,6 @@ async function serve(args: string[]): Promise<number> {
     port: { type: 'string' },
     role: { type: 'string' }
   });
-  if (values.help) return help();
   const role = (values.role ?? 'all') as Role;
   if (!['all', 'api', 'worker'].includes(role))
     throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
@@ -151,7 +137,6 @@ async function serve(args: string[]): Promise<number> {
         'e.g. public_url: https://agents.example.com'
     );
   }
-  console.log(`listening on ${executor.url}`);
   return new Promise(resolve => {
     let signals = 0;
     const shutdown = (signal: NodeJS.Signals) => {
@@ -166,7 +151,10 @@ async function serve(args: string[]): Promise<number> {
       );
       executor
         .stop()
-        .then(() => resolve(0))
+        .then(() => {
+          executor.app.log.info({ signal }, 'stopped');
+          resolve(0);
+        })
         .catch(error => {
           console.error(`agent-executor: stopping failed: ${(error as Error).message}`);
           resolve(1);
@@ -175,6 +163,8 @@ async function serve(args: string[]): Promise<number> {
     };
     process.on('SIGTERM', shutdown);
     process.on('SIGINT', shutdown);
+    // Only now: a supervisor that signals as soon as it reads this line must find the handlers in place.
+    console.log(`listening on ${executor.url}`);
   });
 }
 
@@ -213,13 +203,15 @@ function alive(pid: number): boolean {
 }
 
 async function keys(args: string[]): Promise<number> {
-  const [action, ...rest] = args;
-  const { values, positionals } = parse(
-    rest,
+  const parsed = parse(
+    args,
     { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } },
-    action === 'revoke' ? 1 : 0
+    2
   );
-  if (values.help) return help();
+  const { values } = parsed;
+  const [action, ...positionals] = parsed.positionals;
+  if (positionals.length > (action === 'revoke' ? 1 : 0))
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals.at(-1))}`);
   const config = configFrom(values);
   const store = await openStore(config.store);
   try {
@@ -275,9 +267,8 @@ async function keys(args: string[]): Promise<number> {
 }
 
 function environments(args: string[]): number {
-  const [action, ...rest] = args;
-  const { values } = parse(rest, {});
-  if (values.help) return help();
+  const { values, positionals } = parse(args, {}, 1);
+  const [action] = positionals;
   if (action !== 'list')
     throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
   const config = configFrom(values);
@@ -298,7 +289,7 @@ function environments(args: string[]): number {
   return 0;
 }
 
-function help(): number {
-  console.log(USAGE);
+function help(command?: Command): number {
+  console.log(command === undefined ? USAGE : commandHelp(command));
   return 0;
 }

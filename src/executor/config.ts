@@ -10,6 +10,7 @@ import { ConfigReader, show } from './config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from './store/spec.js';
 import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from './sandbox/config.js';
 import { type PublishConfig, parsePublish } from './workspace/publish-config.js';
+import type { LogFormat } from './server/log-format.js';
 
 export type { AgentConfig } from './agents/index.js';
 
@@ -47,6 +48,8 @@ export interface ExecutorConfig {
   leaseMs: number;
   shutdownGraceMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
+  /** Log lines as text on a terminal and JSON elsewhere (auto), or always one of them. */
+  logFormat: LogFormat;
   workspaces: {
     /** How long a finished run's workspace is kept before it is removed. */
     retentionMs: number;
@@ -146,6 +149,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'lease',
     'shutdown_grace',
     'log_level',
+    'log_format',
     'workspaces',
     'limits',
     'environments'
@@ -191,6 +195,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       ['fatal', 'error', 'warn', 'info', 'debug', 'silent'],
       'info'
     ),
+    logFormat: r.oneOf<LogFormat>(root.log_format, 'log_format', ['auto', 'text', 'json'], 'auto'),
     workspaces: {
       retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
       quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),

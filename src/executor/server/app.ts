@@ -6,6 +6,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { StoreUnavailableError } from '../store/types.js';
 import type { ServerContext } from './context.js';
+import { logStream } from './log-format.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { ProblemError, problemBody, sendProblem, writeClientError } from './problem.js';
 import { metaRoutes } from './routes/meta.js';
@@ -29,7 +30,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   const { config } = context;
   let requestCount = 0;
   const app = Fastify({
-    logger: { level: config.logLevel, stream: process.stderr },
+    logger: { level: config.logLevel, stream: logStream(config.logFormat) },
     // Requests are logged by the onResponse hook below, in one line each (and only at info).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.limits.maxBodyBytes,

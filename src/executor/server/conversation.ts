@@ -2,9 +2,9 @@
 // /agent/runs/{id}/conversation), built from the transcript: steps → messages → content blocks
 // `text`, `action`, `action_result` and `event`. The prompt is the user's message; agent text and a
 // command agent's standard output are the assistant's; each command is an action with its result;
-// everything else (file changes, published artifacts, state changes) is an event. The agent's final
-// answer (a `result` event) is always the last assistant text block, so a client takes it from
-// there. A pure function of the run and its events: no store, no I/O.
+// everything else (file changes, published artifacts, state changes) is an event. Messages come in
+// transcript order; the agent's final answer (a `result` event, recorded after everything the agent
+// said) is the last assistant text block, so a client takes it from there. A pure function of the run and its events: no store, no I/O.
 //
 // The types are the executor's own output types (src/api has no conversation types yet); they
 // follow the service's shapes and a client reads them as tolerantly as the rest.
@@ -63,14 +63,11 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
   const messages: ConversationMessage[] = [
     { role: 'user', timestamp: run.created_at, content: [{ type: 'text', text: run.prompt }] }
   ];
-  let answer: string | undefined;
-  let answerAt: string | undefined;
   for (const event of events) {
     const { seq, at, kind, ...data } = event;
     switch (kind) {
       case 'result':
-        answer = String(data.text ?? '');
-        answerAt = at;
+        placeAnswer(messages, String(data.text ?? ''), at);
         break;
       case 'message':
         addText(messages, at, String(data.text ?? ''));
@@ -110,7 +107,6 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
         add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[kind] ?? kind });
     }
   }
-  if (answer !== undefined) placeAnswer(messages, answer, answerAt);
   const step: ConversationStep = { id: run.run_id, messages, steps: [] };
   if (run.title !== null) step.description = run.title;
   if (run.started_at !== null) step.started_at = run.started_at;
@@ -143,10 +139,10 @@ function addText(messages: ConversationMessage[], at: string, text: string, stre
 type Streamed = ConversationMessage & { streamed?: boolean };
 
 /**
- * The final answer goes after the last message that is not an event (events such as the diff and
- * the final state may follow it), unless the last assistant text already says exactly that.
+ * The final answer goes where the transcript has it (after the agent's exit and its last standard
+ * error, say), unless the last assistant text, followed by events only, already says exactly that.
  */
-function placeAnswer(messages: ConversationMessage[], answer: string, at: string | undefined): void {
+function placeAnswer(messages: ConversationMessage[], answer: string, at: string): void {
   let index = messages.length;
   while (index > 1 && messages[index - 1]!.content.every(block => block.type === 'event')) index--;
   const before = messages.slice(0, index);
@@ -157,7 +153,5 @@ function placeAnswer(messages: ConversationMessage[], answer: string, at: string
     .at(-1);
   const lastBlock = before.at(-1)?.content.at(-1);
   if (lastText && lastText === lastBlock && lastText.type === 'text' && lastText.text === answer) return;
-  const message: ConversationMessage = { role: 'assistant', content: [{ type: 'text', text: answer }] };
-  if (at !== undefined) message.timestamp = at;
-  messages.splice(index, 0, message);
+  messages.push({ role: 'assistant', timestamp: at, content: [{ type: 'text', text: answer }] });
 }

@@ -27,6 +27,7 @@ button{cursor:pointer}button:focus-visible,a:focus-visible,input:focus-visible,s
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .6rem .4rem 0;vertical-align:top;border-bottom:1px solid var(--line)}
 .runs td a{overflow-wrap:anywhere}
 .facts{width:auto}.facts th{color:var(--muted);font-weight:500}
+.lines{white-space:pre-line}
 pre{background:var(--code);padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-word;border-radius:6px;margin:.3rem 0}
 .diff span{display:block}.d-add{background:var(--add)}.d-del{background:var(--del)}.d-hunk{background:var(--hunk)}.d-file{font-weight:600}
 .transcript{list-style:none;padding:0}.ev{margin:.5rem 0}.ev time{color:var(--muted);font-family:ui-monospace,monospace}

@@ -3,6 +3,7 @@
 // even the variables' names), a setup command or the source path. Below them, the executor nodes on
 // this store as their heartbeats report them, with their workers busy and free.
 
+import { formatDuration } from '../../../api/duration.js';
 import type { ExecutorConfig } from '../../config.js';
 import type { NodeReport, StoredRun } from '../../store/types.js';
 import { SILENT_AFTER_MS } from '../heartbeat.js';
@@ -50,7 +51,7 @@ export function renderEnvironments(
 <td data-label="Queued">${tally(env.id, 'QUEUED')}</td>
 <td data-label="Running">${tally(env.id, 'INPROGRESS')}</td>
 <td data-label="At once">${esc(env.maxConcurrentRuns)}</td>
-<td data-label="Time limit">${esc(Math.round(env.timeoutMs / 1000))} s</td>
+<td data-label="Time limit">${esc(formatDuration(env.timeoutMs))}</td>
 </tr>`;
   });
   const body = `<h1>Environments</h1>

@@ -2,6 +2,7 @@
 // through (prompts and output are written by strangers), the page frame with its navigation and
 // sign-out form, and the small pieces the pages share (state badges, times, durations).
 
+import { formatDuration } from '../../../api/duration.js';
 import type { StoredRun } from '../../store/types.js';
 
 export { isTerminalState } from '../../../api/run.js';
@@ -52,17 +53,35 @@ export function time(iso: string | null): string {
   return `<time datetime="${esc(iso)}">${esc(iso.slice(0, 19).replace('T', ' '))} UTC</time>`;
 }
 
+/** How long a run ran, written as durations are in the configuration: `45s`, `30m`, `1h2m5s`. */
 export function duration(run: Pick<StoredRun, 'started_at' | 'completed_at'>, now = Date.now()): string {
   if (!run.started_at) return '';
   const end = run.completed_at ? Date.parse(run.completed_at) : now;
-  const seconds = Math.max(0, (end - Date.parse(run.started_at)) / 1000);
-  const text =
-    seconds < 60
-      ? `${seconds.toFixed(1)} s`
-      : seconds < 3600
-        ? `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`
-        : `${Math.floor(seconds / 3600)} h ${Math.round((seconds % 3600) / 60)} min`;
+  const text = formatDuration(end - Date.parse(run.started_at));
   return run.completed_at ? text : `${text} so far`;
+}
+
+/** Text with `backtick` spans shown as code, as the Markdown it is usually written in means. */
+export function inlineCode(text: unknown): string {
+  const parts = String(text ?? '').split('`');
+  // An unmatched backtick stays a backtick.
+  if (parts.length % 2 === 0) parts[parts.length - 2] += `\`${parts.pop()!}`;
+  return parts
+    .map((part, i) => (i % 2 === 0 ? esc(part) : part === '' ? '``' : `<code>${esc(part)}</code>`))
+    .join('');
+}
+
+/**
+ * A same-origin path to return to after sign-in (`/runs/r_1?x=y`), or undefined for anything
+ * else: another origin, a scheme, `//host`, backslashes or control characters.
+ */
+export function localPath(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length > 2000) return undefined;
+  if (!value.startsWith('/') || /^\/[/\\]/.test(value) || value.includes('\\')) return undefined;
+  for (const ch of value) if (ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f) return undefined;
+  const url = new URL(value, 'http://dashboard.invalid');
+  if (url.origin !== 'http://dashboard.invalid') return undefined;
+  return `${url.pathname}${url.search}${url.hash}`;
 }
 
 /** The run's title, else its prompt's first line (shortened). */

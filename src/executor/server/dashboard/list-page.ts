@@ -18,6 +18,12 @@ export interface Filters {
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/**
+ * Dates typed as the list shows them (YYYY-MM-DD, UTC days), not the browser's locale picker, which
+ * shows mm/dd/yyyy or dd/mm/yyyy beside a list of ISO times.
+ */
+const DATE_INPUT =
+  'placeholder="YYYY-MM-DD" pattern="\\d{4}-\\d{2}-\\d{2}" inputmode="numeric" size="10" title="a UTC date, YYYY-MM-DD"';
 
 /** Reads the filters from the query string; anything malformed is ignored, not an error page. */
 export function readFilters(query: Record<string, unknown>): Filters {
@@ -103,8 +109,8 @@ export function renderList(
 <label>State <select name="state">${option('', filters.state, 'any')}${states.map(s => option(s, filters.state)).join('')}</select></label>
 <label>Environment <select name="environment">${option('', filters.environment, 'any')}${environments.map(e => option(e, filters.environment)).join('')}</select></label>
 <label>Text <input type="search" name="q" value="${esc(filters.q)}" placeholder="title or prompt"></label>
-<label>Created from <input type="date" name="from" value="${esc(filters.from)}"></label>
-<label>Created until <input type="date" name="to" value="${esc(filters.to)}"></label>
+<label>Created from <input type="text" name="from" value="${esc(filters.from)}" ${DATE_INPUT}></label>
+<label>Created until <input type="text" name="to" value="${esc(filters.to)}" ${DATE_INPUT}></label>
 <button type="submit">Filter</button> <a href="/">Clear</a>
 </form>`;
   const rows = runs.map(runRow).join('\n');
@@ -126,11 +132,12 @@ ${runs.length === 0 ? '<p class="empty" id="empty">No runs match.</p>' : ''}
   return page('Runs', body, viewer, '/');
 }
 
-export function renderSignIn(problem?: string): string {
+export function renderSignIn(problem?: string, next?: string): string {
   const body = `<h1>Sign in</h1>
 <p>Sign in with an API key of your team (the executor's <code>keys create</code> command makes one). The key stays on the server; your browser gets a session cookie.</p>
 ${problem ? `<p class="error" role="alert">${esc(problem)}</p>` : ''}
 <form method="post" action="/sign-in" class="sign-in">
+${next ? `<input type="hidden" name="next" value="${esc(next)}">` : ''}
 <label for="api_key">API key</label>
 <input id="api_key" name="api_key" type="password" autocomplete="off" required spellcheck="false">
 <button type="submit">Sign in</button>

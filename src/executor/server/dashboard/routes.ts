@@ -12,6 +12,7 @@ import { CSS, JS } from './assets.js';
 import { renderEnvironments } from './environments-page.js';
 import { PAGE_SIZE, listQuery, readFilters, renderList, renderProblem, renderSignIn } from './list-page.js';
 import { listStream, runStream } from './live.js';
+import { localPath } from './html.js';
 import { renderRun } from './run-page.js';
 import { type SignedIn, clearCookie, refusal, signIn, viewerOf } from './session.js';
 
@@ -97,7 +98,10 @@ export async function dashboardRoutes(
     const viewer = await viewerOf(store, request);
     if (!viewer) {
       clearCookie(config, request, reply);
-      void reply.code(303).header('location', '/').send();
+      // After sign-in the browser comes back to the page it asked for.
+      const next = localPath(request.url);
+      const back = next && next !== '/' ? `/?next=${encodeURIComponent(next)}` : '/';
+      void reply.code(303).header('location', back).send();
     }
     return viewer;
   };
@@ -111,7 +115,13 @@ export async function dashboardRoutes(
 
   app.get('/', async (request, reply) => {
     const viewer = await viewerOf(store, request);
-    if (!viewer) return html(reply, renderSignIn());
+    if (!viewer) {
+      // Back after sign-in to the page asked for: a deep link's, or this list with its filters.
+      const asked = (request.query as { next?: unknown }).next;
+      const next =
+        asked !== undefined ? localPath(asked) : request.url !== '/' ? localPath(request.url) : undefined;
+      return html(reply, renderSignIn(undefined, next));
+    }
     const filters = readFilters(request.query as Record<string, unknown>);
     const runs = await store.listRuns(viewer.team, listQuery(filters, PAGE_SIZE + 1));
     const counts = await store.countRunsByState(viewer.team);
@@ -122,22 +132,31 @@ export async function dashboardRoutes(
   app.post('/sign-in', async (request, reply) => {
     const refused = refusal(config, request, undefined, undefined);
     if (refused) return forbidden(request, reply, undefined, refused);
+    const next = localPath(field(request, 'next'));
     const wait = limiter.take(`sign-in ${request.ip}`);
     if (wait !== undefined) {
       const message = `too many sign-in attempts from this address; try again in ${wait} s`;
       return refuse(
         request,
         reply,
-        renderSignIn(message),
+        renderSignIn(message, next),
         new ProblemError('rate_limited', message, { 'retry-after': String(wait) })
       );
     }
     const key = field(request, 'api_key');
     if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim()))) {
       const message = `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`;
-      return refuse(request, reply, renderSignIn(message), new ProblemError('unauthenticated', message));
+      return refuse(
+        request,
+        reply,
+        renderSignIn(message, next),
+        new ProblemError('unauthenticated', message)
+      );
     }
-    return reply.code(303).header('location', '/').send();
+    return reply
+      .code(303)
+      .header('location', next ?? '/')
+      .send();
   });
 
   app.post('/sign-out', async (request, reply) => {
@@ -160,7 +179,7 @@ export async function dashboardRoutes(
       store.listArtifacts(viewer.team, id)
     ]);
     const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
-    return html(reply, renderRun(viewer, run, events, artifacts, base));
+    return html(reply, renderRun(viewer, run, events, artifacts, base, context.links.link(run)));
   });
 
   app.post('/runs/:id/cancel', async (request, reply) => {

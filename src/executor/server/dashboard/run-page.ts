@@ -4,7 +4,17 @@
 // content goes through esc(); app.js appends new transcript entries as the server renders them.
 
 import type { StoredArtifact, StoredRun, TranscriptEvent } from '../../store/types.js';
-import { type Viewer, badge, duration, esc, heading, isTerminalState, page, time } from './html.js';
+import {
+  type Viewer,
+  badge,
+  duration,
+  esc,
+  heading,
+  inlineCode,
+  isTerminalState,
+  page,
+  time
+} from './html.js';
 
 function pre(text: unknown): string {
   return `<pre>${esc(text)}</pre>`;
@@ -34,7 +44,7 @@ export function eventHtml(e: TranscriptEvent): string {
     case 'state':
       return item(
         'state',
-        `state ${badge(String(e.state))}${e.status_message ? ` ${esc(e.status_message)}` : ''}`
+        `state ${badge(String(e.state))}${e.status_message ? ` <span class="lines">${esc(e.status_message)}</span>` : ''}`
       );
     case 'message':
       return item('message', `agent${pre(e.text)}`);
@@ -83,7 +93,7 @@ export function factsHtml(run: StoredRun): string {
     ['Completed', time(run.completed_at)],
     ['Duration', esc(duration(run))]
   ];
-  if (run.status_message) rows.push(['Status', esc(run.status_message)]);
+  if (run.status_message) rows.push(['Status', `<span class="lines">${esc(run.status_message)}</span>`]);
   if (run.error_code) rows.push(['Error code', `<code>${esc(run.error_code)}</code>`]);
   return rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('');
 }
@@ -107,9 +117,27 @@ function artifactsHtml(run: StoredRun, artifacts: StoredArtifact[]): string {
   if (artifacts.length === 0) return '';
   const items = artifacts.map(
     a =>
-      `<li><a href="/runs/${encodeURIComponent(run.run_id)}/artifacts/${encodeURIComponent(a.artifact_uid)}" download>${esc(a.filename)}</a> <span class="muted">${esc(a.filepath)} · ${esc(a.mime_type)} · ${esc(a.size)} bytes</span>${a.description ? ` — ${esc(a.description)}` : ''}</li>`
+      `<li><a href="/runs/${encodeURIComponent(run.run_id)}/artifacts/${encodeURIComponent(a.artifact_uid)}" download>${esc(a.filename)}</a> <span class="muted">${esc(a.filepath)} · ${esc(a.mime_type)} · ${esc(a.size)} bytes</span>${a.description ? ` — ${inlineCode(a.description)}` : ''}</li>`
   );
   return `<h2>Artifacts</h2><ul class="artifacts">${items.join('')}</ul>`;
+}
+
+/** The run's usage and cost figures as its agent reported them (request_usage). */
+function usageHtml(run: StoredRun): string {
+  if (!run.request_usage) return '';
+  let usage: unknown;
+  try {
+    usage = JSON.parse(run.request_usage);
+  } catch {
+    return '';
+  }
+  if (usage === null || typeof usage !== 'object' || Array.isArray(usage)) return '';
+  const rows = Object.entries(usage as Record<string, unknown>).map(
+    ([name, value]) =>
+      `<tr><th scope="row">${esc(name.replace(/_/g, ' '))}</th><td>${esc(typeof value === 'object' ? JSON.stringify(value) : value)}</td></tr>`
+  );
+  if (rows.length === 0) return '';
+  return `<h2>Usage</h2><table class="facts usage" id="usage"><tbody>${rows.join('')}</tbody></table>`;
 }
 
 function commandsHtml(run: StoredRun, baseUrl: string): string {
@@ -127,11 +155,13 @@ export function renderRun(
   run: StoredRun,
   events: TranscriptEvent[],
   artifacts: StoredArtifact[],
-  baseUrl: string
+  baseUrl: string,
+  sessionLink?: string
 ): string {
   const last = events.at(-1)?.seq ?? 0;
   const body = `<h1>${esc(heading(run))}</h1>
 <p class="run-id"><label for="run-id">Run id</label> <input id="run-id" class="copy" readonly value="${esc(run.run_id)}"></p>
+${sessionLink ? `<p class="session-link"><a id="session-link" href="${esc(sessionLink)}">Session page</a> <span class="muted">(shareable: whoever has the link sees the transcript, no sign-in)</span></p>` : ''}
 <div id="run" data-run="${esc(run.run_id)}" data-after="${last}" data-live="${isTerminalState(run.state) ? 'done' : 'live'}">
 <table class="facts"><tbody id="facts">${factsHtml(run)}</tbody></table>
 ${cancelHtml(run, viewer)}
@@ -140,6 +170,7 @@ ${cancelHtml(run, viewer)}
 <h2>Transcript</h2>
 <ol class="transcript" id="transcript" aria-live="polite">${events.map(eventHtml).join('\n')}</ol>
 ${resultHtml(events)}
+${usageHtml(run)}
 ${artifactsHtml(run, artifacts)}
 ${commandsHtml(run, baseUrl)}`;
   return page(heading(run), body, viewer);
