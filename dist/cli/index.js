@@ -34177,9 +34177,18 @@ module.exports = {
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3676);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(5604);
 // The `agent-run` command line: the bin's entry point, so that everything else is importable and testable.
 
+// A reader that stops early (`agent-run logs ID | head`) closes the pipe: end quietly, as a
+// command-line tool does, instead of an unhandled EPIPE with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error) => {
+        if (error.code === 'EPIPE')
+            process.exit(process.exitCode ?? 0);
+        throw error;
+    });
+}
 process.exitCode = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2));
 
 __webpack_async_result__();
@@ -34187,7 +34196,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 3676:
+/***/ 5604:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -34340,7 +34349,12 @@ const ERROR_CODES = {
     workspace_quota_exceeded: {
         status: null,
         retryable: false,
-        meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
+        meaning: "The run's workspace and output folder together grew past the executor's disk quota (workspaces.quota)."
+    },
+    workspace_tampered: {
+        status: null,
+        retryable: false,
+        meaning: "After the agent, the executor could not read the run's workspace safely (git refused what the run left there, for example a path it will not record); no patch was kept and nothing was published. The status message names what was found."
     },
     publish_failed: {
         status: null,
@@ -34428,6 +34442,13 @@ function describeValue(value, max = 60) {
     if (typeof value === 'string')
         return `the string ${showValue(value, max)}`;
     return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+}
+/** A run id or artifact uid as one URL path segment: letters, digits and `-_.:~`, not only dots. */
+const ID_SEGMENT_PATTERN = /^(?!\.+$)[A-Za-z0-9._:~-]{1,200}$/;
+/** The form of an id, for error messages. */
+const ID_SEGMENT_FORM = '1–200 letters, digits or -_.:~ (not . or ..)';
+function isIdSegment(value) {
+    return typeof value === 'string' && ID_SEGMENT_PATTERN.test(value);
 }
 
 ;// CONCATENATED MODULE: ./src/api/index.ts
@@ -34524,11 +34545,18 @@ function classFor(status) {
     return APIError;
 }
 /** Builds the error for an answer with an error status, from its problem body when it has one. */
-function errorFromResponse(request, status, body, requestId) {
+function errorFromResponse(request, status, body, requestId, context = {}) {
     const problem = parseProblem(body);
     const detail = problem?.detail ?? (problem === undefined ? body.trim().slice(0, 300) || undefined : problem.title);
     const errorCode = problem?.error_code ?? (typeof problem?.error === 'string' ? problem.error : undefined);
-    const advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
+    let advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
+    if (status === 401 && context.keyName)
+        advice = `the API key was rejected; check ${context.keyName}`;
+    // No such route at all (our executor says route_not_found; other servers answer a bare 404 page):
+    // the run id is not the problem, the base URL is.
+    if (status === 404 && (errorCode === 'route_not_found' || (problem === undefined && context.apiRoot))) {
+        advice = `no such route; the base URL looks wrong${context.apiRoot ? ` (requests go to ${context.apiRoot})` : ''}`;
+    }
     let message = `${status} from ${request}: ${advice}`;
     if (detail)
         message += ` (${errorCode ? `${errorCode}: ` : ''}${detail})`;
@@ -34655,11 +34683,16 @@ function parseTranscript(body) {
     if (!conversation_isObject(value) || !Array.isArray(value.events))
         return undefined;
     const events = value.events.filter((event) => conversation_isObject(event) && typeof event.seq === 'number');
-    return {
+    const transcript = {
         run_id: typeof value.run_id === 'string' ? value.run_id : undefined,
         state: typeof value.state === 'string' ? value.state : undefined,
         events
     };
+    if (typeof value.has_more === 'boolean')
+        transcript.has_more = value.has_more;
+    if (typeof value.next_after === 'number')
+        transcript.next_after = value.next_after;
+    return transcript;
 }
 /** A run record's `artifacts`, with malformed items dropped and unknown types kept. */
 function artifactsOf(run) {
@@ -34690,14 +34723,45 @@ function downloadUrlOf(details) {
     return undefined;
 }
 const str = (value) => (typeof value === 'string' ? value : undefined);
-/** Transcript events as progress items; kinds this code does not know become `event` items. */
-function itemsFromTranscript(events) {
+/**
+ * What has been shown of a run, so each fact is shown once: the final answer when a message
+ * already said it, and a file change the diff repeats after the file's own event.
+ */
+class SeenItems {
+    texts = new Set();
+    files = new Set();
+    /** The items not shown before, remembering them. */
+    fresh(items) {
+        return items.filter(item => {
+            if (item.type === 'text' && item.role === 'assistant') {
+                const text = item.text.trim();
+                if (item.final && this.texts.has(text))
+                    return false;
+                this.texts.add(text);
+            }
+            if (item.type === 'file') {
+                const key = `${item.change} ${item.path}`;
+                if (this.files.has(key))
+                    return false;
+                this.files.add(key);
+            }
+            return true;
+        });
+    }
+}
+/** Transcript events as progress items, each fact once; kinds this code does not know become `event` items. */
+function itemsFromTranscript(events, seen = new SeenItems()) {
+    return seen.fresh(transcriptItems(events));
+}
+function transcriptItems(events) {
     const items = [];
     for (const event of events) {
         switch (event.kind) {
             case 'message':
-            case 'result':
                 items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '' });
+                break;
+            case 'result':
+                items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '', final: true });
                 break;
             case 'command':
             case 'setup':
@@ -34727,20 +34791,26 @@ function itemsFromTranscript(events) {
             case 'exit':
                 items.push({ type: 'event', text: `agent exited with code ${String(event.exit_code)}` });
                 break;
+            case 'artifact': {
+                const name = str(event.filename) ?? str(event.title) ?? str(event.url) ?? '';
+                const uid = str(event.artifact_uid);
+                items.push({ type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() });
+                break;
+            }
             default:
                 items.push({ type: 'event', text: str(event.text) ?? event.kind });
         }
     }
     return items;
 }
-/** The conversation as progress items, in order: messages' text, commands with their results, events. */
+/** The conversation as progress items, in order, each fact once: messages' text, commands with their results, events. */
 function itemsFromConversation(conversation) {
     const items = [];
     const visit = (steps) => {
         for (const step of steps) {
             for (const message of step.messages) {
                 for (const block of message.content)
-                    items.push(itemOfBlock(message.role, block));
+                    items.push(...itemsOfBlock(message.role, block));
             }
             visit(step.steps);
         }
@@ -34758,7 +34828,30 @@ function itemsFromConversation(conversation) {
         else
             merged.push(item);
     }
-    return merged;
+    // The last assistant text is the run's answer: shown once, even when a message said it before.
+    const isAgentText = (item) => item.type === 'text' && item.role === 'assistant';
+    const last = merged.findLastIndex(isAgentText);
+    const answer = merged[last];
+    const said = answer !== undefined &&
+        isAgentText(answer) &&
+        merged.slice(0, last).some(item => isAgentText(item) && item.text.trim() === answer.text.trim());
+    return new SeenItems().fresh(said ? merged.filter((_, i) => i !== last) : merged);
+}
+/** The conversation's event types that are transcript events in another shape, and their kind. */
+const EVENT_KINDS = {
+    state_change: 'state',
+    file_change: 'file',
+    changes: 'diff',
+    artifact_published: 'artifact',
+    agent_exit: 'exit',
+    stderr: 'output'
+};
+function itemsOfBlock(role, block) {
+    // An event block carries its transcript event's fields: one renderer shows both with their details.
+    const kind = block.type === 'event' ? EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
+    if (kind !== undefined)
+        return transcriptItems([{ ...block, kind, seq: 0 }]);
+    return [itemOfBlock(role, block)];
 }
 function itemOfBlock(role, block) {
     switch (block.type) {
@@ -35884,8 +35977,11 @@ const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 /** The create endpoint, and the deprecated one older servers have instead. */
 const CREATE_PATH = '/agent/runs';
 const LEGACY_CREATE_PATH = '/agent/run';
-/** A 409 on cancel means "not yet" (a PENDING run) unless it says the run ended: ~15 s of backoff. */
-const CANCEL_RETRIES = 5;
+/**
+ * A 409 on cancel means "not yet" (a PENDING run) unless it says the run ended: up to ~40 s of
+ * backoff (0.5, 1, 2, 4, then 8 s each); callers bound it with their own deadline (signal).
+ */
+const CANCEL_RETRIES = 8;
 class AgentRunClient {
     apiRoot;
     apiKey;
@@ -35895,6 +35991,7 @@ class AgentRunClient {
     sleep;
     random;
     onRetry;
+    keyName;
     /** Where creates go; moves to the legacy path once a server shows it has no other. */
     createPath = CREATE_PATH;
     constructor(options) {
@@ -35911,6 +36008,7 @@ class AgentRunClient {
         this.sleep = options.sleep ?? abortableSleep;
         this.random = options.random ?? Math.random;
         this.onRetry = options.onRetry;
+        this.keyName = options.keyName ?? 'the api-key secret';
     }
     /**
      * Starts a run. Answers at once with its id; the agent starts asynchronously. Creates go to
@@ -35942,8 +36040,8 @@ class AgentRunClient {
         const what = `POST ${API_PREFIX}${path}`;
         const record = parseJson(response.body, what);
         const runId = record?.run_id ?? record?.task_id;
-        if (typeof runId !== 'string' || runId === '') {
-            throw new ParseError(`${what}: expected a string run_id in the answer, got ${describeValue(runId)}`);
+        if (!isIdSegment(runId)) {
+            throw new ParseError(`${what}: expected a run_id of ${ID_SEGMENT_FORM} in the answer, got ${describeValue(runId)}`);
         }
         return { ...record, run_id: runId };
     }
@@ -36022,6 +36120,7 @@ class AgentRunClient {
             body: options.reason === undefined ? '' : JSON.stringify({ reason: options.reason }),
             signal: options.signal,
             maxRetries: options.maxRetries ?? CANCEL_RETRIES,
+            retryConflicts: true,
             isFinal: error => error instanceof ConflictError && saysFinished(error)
         });
         const value = response.body.trim() === '' ? runId : parseJson(response.body, 'cancel');
@@ -36039,11 +36138,17 @@ class AgentRunClient {
     }
     /**
      * The executor's transcript events after `after`; with `waitSeconds`, a server that supports it
-     * holds the answer until a newer event exists. Undefined when the answer is not such a list.
+     * holds the answer until a newer event exists. One page: `transcript.has_more` says more follow
+     * (read again with `after: transcript.next_after`). Undefined when the answer is not such a list.
      */
     async getTranscript(runId, options = {}) {
         const wait = Math.max(0, Math.floor(options.waitSeconds ?? 0));
-        const query = options.after !== undefined ? `?after=${encodeURIComponent(String(options.after))}` : '';
+        const params = new URLSearchParams();
+        if (options.after !== undefined)
+            params.set('after', String(options.after));
+        if (options.limit !== undefined)
+            params.set('limit', String(options.limit));
+        const query = params.size > 0 ? `?${params}` : '';
         const response = await this.request('GET', `${runPath(runId)}/transcript${query}`, {
             headers: wait > 0 ? { prefer: `wait=${wait}` } : {},
             signal: options.signal,
@@ -36054,6 +36159,25 @@ class AgentRunClient {
             return undefined;
         const held = /(^|[\s,;])wait\b/i.test(headerLookup(response)('preference-applied') ?? '');
         return { transcript, held };
+    }
+    /**
+     * The whole transcript, read page after page until the server says no more follow (at most
+     * `maxPages` pages, default 1000: `has_more` stays true on the answer when that cut it short).
+     */
+    async getWholeTranscript(runId, options = {}) {
+        const first = await this.getTranscript(runId, { signal: options.signal });
+        if (!first)
+            return undefined;
+        const whole = first.transcript;
+        for (let pages = 1; whole.has_more && pages < (options.maxPages ?? 1000); pages++) {
+            const after = whole.next_after ?? whole.events.at(-1)?.seq ?? 0;
+            const next = (await this.getTranscript(runId, { after, signal: options.signal }))?.transcript;
+            if (!next || next.events.length === 0)
+                break;
+            whole.events.push(...next.events);
+            Object.assign(whole, { state: next.state, has_more: next.has_more, next_after: next.next_after });
+        }
+        return whole;
     }
     /** An artifact's details (for files, a time-limited download URL). */
     async getArtifact(artifactUid, options = {}) {
@@ -36074,6 +36198,10 @@ class AgentRunClient {
         const origin = new URL(this.apiRoot).origin;
         let url = new URL(link, this.apiRoot + '/');
         for (let hop = 0;; hop++) {
+            // A download (or a redirect) to file:, data: or any other scheme is refused, not fetched.
+            if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+                throw new ParseError(`GET /agent/artifacts/${artifactUid}: the download URL's scheme ${showValue(url.protocol)} is refused; expected http(s)`);
+            }
             const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
             const headers = { accept: '*/*' };
             if (url.origin === origin)
@@ -36134,9 +36262,15 @@ class AgentRunClient {
                 if (response.status < 400)
                     return response;
                 header = headerLookup(response);
-                failure = errorFromResponse(label, response.status, response.body, header('x-request-id'));
+                failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
+                    keyName: this.keyName,
+                    apiRoot: this.apiRoot
+                });
                 // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
-                const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined;
+                // Not for a cancel's 409 that does not say the run ended: the service documents "409 while
+                // PENDING, retry after a moment", whatever the flag says; isFinal decides those.
+                const conflictRetried = options.retryConflicts === true && failure instanceof ConflictError;
+                const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined && !conflictRetried;
                 if (attempt >= maxRetries || refused || options.isFinal?.(failure))
                     throw failure;
                 if (!shouldRetry(response.status, header))
@@ -36147,8 +36281,14 @@ class AgentRunClient {
                     throw error;
                 if (!(error instanceof TransportError))
                     throw error;
-                failure = transportFailure(label, error, options.timeoutMs ?? this.timeoutMs);
+                failure = transportFailure(label, error, options.timeoutMs ?? this.timeoutMs, this.apiRoot);
                 if (failure instanceof AbortError || attempt >= maxRetries)
+                    throw failure;
+                // Plain http at an https URL never starts working; a refused local port is a server not
+                // running: one retry (a restart may be under way), not a quarter of a minute of backoff.
+                if (failure.errorCode === 'tls_mismatch')
+                    throw failure;
+                if (failure.errorCode === 'connection_refused' && isLoopback(this.apiRoot) && attempt >= 1)
                     throw failure;
             }
             const delayMs = retryDelayMs(attempt + 1, header, this.retry, this.random);
@@ -36176,7 +36316,20 @@ function saysFinished(error) {
         return true;
     return /\b(already (ended|finished|terminal|completed)|is (SUCCEEDED|FAILED|ERROR|CANCELLED))\b/i.test(error.detail ?? '');
 }
-function transportFailure(label, error, timeoutMs) {
+/** The system's code of a failed connection (`ECONNREFUSED`, `ERR_SSL_WRONG_VERSION_NUMBER`, …), if any. */
+function causeCode(error) {
+    for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+        const code = e.code;
+        if (typeof code === 'string')
+            return code;
+    }
+    return undefined;
+}
+function isLoopback(apiRoot) {
+    const host = new URL(apiRoot).hostname.replace(/^\[(.*)\]$/, '$1');
+    return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+function transportFailure(label, error, timeoutMs, apiRoot) {
     if (error.reason === 'aborted')
         return new AbortError(`${label}: aborted`, { request: label, cause: error });
     if (error.reason === 'timeout') {
@@ -36184,6 +36337,19 @@ function transportFailure(label, error, timeoutMs) {
             request: label,
             cause: error
         });
+    }
+    const code = causeCode(error.cause);
+    const root = new URL(apiRoot ?? 'http://unknown');
+    if (apiRoot !== undefined &&
+        root.protocol === 'https:' &&
+        (code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
+            code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' ||
+            /wrong version number|packet length too long|http request/i.test(error.message))) {
+        const plain = `http://${root.host}`;
+        return new ConnectionError(`${label}: the server does not speak TLS at ${root.host} — use ${plain} as the base URL`, { request: label, errorCode: 'tls_mismatch', cause: error });
+    }
+    if ((code === 'ECONNREFUSED' || /\bECONNREFUSED\b/.test(error.message)) && apiRoot !== undefined) {
+        return new ConnectionError(`${label}: connection refused at ${root.host}: nothing listens there; is the server running, and is the base URL right?`, { request: label, errorCode: 'connection_refused', cause: error });
     }
     return new ConnectionError(`${label}: connection failed (${error.message}); check base-url and the network`, {
         request: label,
@@ -36196,15 +36362,21 @@ function headerLookup(response) {
         return Array.isArray(value) ? value[0] : value;
     };
 }
+// An id goes into a URL path: `..` would climb to another endpoint (`/agent/runs/..` + `/cancel`
+// is `POST /agent/cancel`), so only plain segments are sent.
 function artifactPath(uid) {
-    if (typeof uid !== 'string' || uid.trim() === '') {
-        throw new InvalidRequestError('artifact uid: expected a non-empty string', { request: 'artifact uid' });
+    if (typeof uid !== 'string' || !isIdSegment(uid.trim())) {
+        throw new InvalidRequestError(`artifact uid ${showValue(uid)}: expected ${ID_SEGMENT_FORM}`, {
+            request: 'artifact uid'
+        });
     }
     return `/agent/artifacts/${encodeURIComponent(uid.trim())}`;
 }
 function runPath(runId) {
-    if (typeof runId !== 'string' || runId.trim() === '') {
-        throw new InvalidRequestError('run id: expected a non-empty string', { request: 'run id' });
+    if (typeof runId !== 'string' || !isIdSegment(runId.trim())) {
+        throw new InvalidRequestError(`run id ${showValue(runId)}: expected ${ID_SEGMENT_FORM}`, {
+            request: 'run id'
+        });
     }
     return `/agent/runs/${encodeURIComponent(runId.trim())}`;
 }
@@ -36341,7 +36513,16 @@ function compileSchema(schema) {
     if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
         throw new SchemaError('output schema: expected a JSON object such as {"type": "object", ...}');
     }
-    const ajv = new dist_ajv.Ajv({ allErrors: true, strict: false });
+    // Strict about the schema itself: an unknown keyword (any JSON object that is not a schema, say
+    // a credentials file) is refused rather than read as a schema that allows everything.
+    const ajv = new dist_ajv.Ajv({
+        allErrors: true,
+        strictSchema: true,
+        strictNumbers: true,
+        strictTypes: false,
+        strictTuples: false,
+        strictRequired: false
+    });
     let validate;
     try {
         validate = ajv.compile(schema);
@@ -36387,7 +36568,16 @@ function structuredOutput(answer, check) {
             reason: 'the answer does not end with a JSON object (a ```json block or a bare {...})'
         };
     }
-    const result = check(value);
+    let result;
+    try {
+        result = check(value);
+    }
+    catch (error) {
+        // A validator recurses with the value: an object nested a million levels deep overflows it.
+        if (!(error instanceof RangeError))
+            throw error;
+        return { ok: false, reason: 'the JSON object is nested too deeply to check against the schema' };
+    }
     if (!result.valid) {
         return {
             ok: false,
@@ -36402,9 +36592,12 @@ function structuredOutput(answer, check) {
 // transcript reads (`after=SEQ` + `Prefer: wait=N`) is long-polled: one request per new event.
 // Otherwise the follower reads (the transcript, or the conversation where there is no transcript)
 // only when told the run changed state and once at the end, so an idle run costs nothing extra.
+// A transcript that comes in pages (`has_more`) is read page after page until its end.
 
 
 
+/** Pages one read goes through at most; a transcript the executor bounds needs far fewer. */
+const MAX_PAGES = 1000;
 class RunFollower {
     client;
     runId;
@@ -36417,6 +36610,7 @@ class RunFollower {
     reading = Promise.resolve();
     terminalSeen = false;
     reported = false;
+    seen = new SeenItems();
     constructor(client, runId, options) {
         this.client = client;
         this.runId = runId;
@@ -36468,13 +36662,28 @@ class RunFollower {
             }
         }
     }
+    /** Shows a transcript page's new events; true when the page had none new (nothing to page on). */
+    take(transcript) {
+        const fresh = transcript.events.filter(event => event.seq > this.lastSeq);
+        for (const event of fresh)
+            this.lastSeq = Math.max(this.lastSeq, event.seq);
+        if (transcript.state && ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(transcript.state)) {
+            this.terminalSeen = true;
+        }
+        const items = itemsFromTranscript(fresh, this.seen);
+        if (items.length > 0)
+            this.options.onItems(items);
+        return fresh.length === 0;
+    }
     async readOnce(waitSeconds) {
         if (this.mode === 'none')
             return;
-        const signal = waitSeconds > 0 ? this.stopper.signal : undefined;
+        const until = this.options.signal;
+        const held = until ? AbortSignal.any([this.stopper.signal, until]) : this.stopper.signal;
+        const signal = waitSeconds > 0 ? held : until;
         if (this.mode !== 'conversation') {
             try {
-                const read = await this.client.getTranscript(this.runId, {
+                let read = await this.client.getTranscript(this.runId, {
                     after: this.lastSeq,
                     waitSeconds,
                     signal
@@ -36482,15 +36691,13 @@ class RunFollower {
                 if (read) {
                     if (this.mode === 'unknown')
                         this.mode = read.held ? 'held' : 'transcript';
-                    const fresh = read.transcript.events.filter(event => event.seq > this.lastSeq);
-                    for (const event of fresh)
-                        this.lastSeq = Math.max(this.lastSeq, event.seq);
-                    if (read.transcript.state &&
-                        ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(read.transcript.state)) {
-                        this.terminalSeen = true;
+                    // A paging server says when more follow: read on (without holding) up to MAX_PAGES pages.
+                    for (let pages = 1; read; pages++) {
+                        const ended = this.take(read.transcript);
+                        if (!read.transcript.has_more || ended || pages >= MAX_PAGES || signal?.aborted)
+                            break;
+                        read = await this.client.getTranscript(this.runId, { after: this.lastSeq, signal });
                     }
-                    if (fresh.length > 0)
-                        this.options.onItems(itemsFromTranscript(fresh));
                     return;
                 }
                 if (this.mode !== 'unknown')
@@ -36506,7 +36713,7 @@ class RunFollower {
             }
         }
         try {
-            const items = itemsFromConversation(await this.client.getConversation(this.runId));
+            const items = itemsFromConversation(await this.client.getConversation(this.runId, { signal: until }));
             if (items.length > this.shownConversationItems) {
                 this.options.onItems(items.slice(this.shownConversationItems));
                 this.shownConversationItems = items.length;
@@ -36547,13 +36754,16 @@ const EXIT = {
     timedOut: 3,
     /** The run is BLOCKED, waiting for a person (with --on-blocked fail). */
     blocked: 4,
-    /** The service could not be reached, or it refused the key. */
-    unreachable: 5
+    /** The service could not be reached, or it refused the key, or there is none. */
+    unreachable: 5,
+    /** Interrupted by Ctrl-C or SIGTERM (the shell's 128 + SIGINT). */
+    interrupted: 130
 };
 const EXIT_CODES_HELP = `Exit codes:
   0  succeeded        1  failed, error or cancelled   2  bad usage
   3  timed out        4  blocked (waiting for a person)
-  5  could not reach or authenticate with the service`;
+  5  could not reach or authenticate with the service (or no key)
+  130 interrupted (Ctrl-C): run cancels its run, wait and logs leave it running`;
 /** A failure with the exit code it means. The message is printed as it is. */
 class CliError extends Error {
     code;
@@ -36628,17 +36838,21 @@ function readConnection(values, env = process.env) {
     }
     else {
         apiKey = (env.AGENT_RUN_API_KEY ?? '').trim();
+        // No key cannot authenticate: exit 5, as the help's exit codes say.
         if (apiKey === '')
-            throw usage('no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE');
+            throw new CliError('no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE', EXIT.unreachable);
     }
     if (/[\r\n]/.test(apiKey))
         throw usage('the API key contains a line break: expected the key on one line');
-    return { baseUrl, apiKey };
+    const keySource = file !== undefined ? `the key in ${JSON.stringify(file)} (--api-key-file)` : 'AGENT_RUN_API_KEY';
+    return { baseUrl, apiKey, keySource };
 }
 function createClient(connection, terminal) {
     return new AgentRunClient({
-        ...connection,
+        baseUrl: connection.baseUrl,
+        apiKey: connection.apiKey,
         userAgent: USER_AGENT,
+        keyName: connection.keySource,
         onRetry: info => terminal.note(`Retrying ${info.request} in ${(info.delayMs / 1000).toFixed(1)} s (retry ${info.retry}): ${info.reason}`)
     });
 }
@@ -36654,8 +36868,43 @@ var external_node_util_ = __nccwpck_require__(7975);
 const SHARED = {
     ...CONNECTION_OPTIONS,
     json: { type: 'boolean' },
+    raw: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' }
 };
+/** `--json FIELDS` or `--json=FIELDS`: run record fields, comma-separated (`get`, `list`). */
+const FIELDS = /^[a-z_]+(,[a-z_]+)*$/;
+/**
+ * Takes `--json FIELDS` (field selection, as `gh` has it) out of argv for commands whose
+ * positionals cannot look like a field list; `--json` alone stays the whole record.
+ */
+function jsonFields(argv) {
+    const rest = [];
+    let fields;
+    for (let i = 0; i < argv.length; i++) {
+        const arg = argv[i];
+        const inline = /^--json=(.*)$/.exec(arg);
+        if (inline) {
+            if (!FIELDS.test(inline[1]))
+                throw usage(`--json=${JSON.stringify(inline[1])}: expected field names such as run_id,state,title`);
+            fields = inline[1].split(',');
+            rest.push('--json');
+        }
+        else if (arg === '--json' && FIELDS.test(argv[i + 1] ?? '')) {
+            fields = argv[++i].split(',');
+            rest.push('--json');
+        }
+        else
+            rest.push(arg);
+    }
+    return { argv: rest, fields };
+}
+/** A record reduced to the fields asked for (absent ones as null, so scripts see every key). */
+function pick(record, fields) {
+    if (!fields)
+        return record;
+    const values = record;
+    return Object.fromEntries(fields.map(field => [field, values[field] ?? null]));
+}
 /** Parses a command's argv; a mistake becomes a usage error naming the option. */
 function parse(argv, options) {
     try {
@@ -36671,7 +36920,7 @@ function parse(argv, options) {
     }
 }
 function helpText(command) {
-    return `${command.help.trim()}\n\n${CONNECTION_HELP}\n  --json                 machine-readable output\n  -h, --help             this help\n`;
+    return `${command.help.trim()}\n\n${CONNECTION_HELP}\n  --json                 machine-readable output\n  --raw                  write the run's text as it came, control characters included (default: shown as \\x1b)\n  -h, --help             this help\n`;
 }
 function clientFor(values, context) {
     return createClient(readConnection(values, context.env), context.terminal);
@@ -36696,6 +36945,91 @@ function onBlockedOption(value) {
         throw usage(`--on-blocked ${JSON.stringify(value)}: expected fail or wait`);
     }
     return choice;
+}
+
+;// CONCATENATED MODULE: ./src/cli/commands/action-context.ts
+// What `agent-run action` tells the action about where it runs, as the runner would: the inputs
+// action.yml declares (an unknown or misspelt one is refused, not ignored), and the repository,
+// ref, sha and workspace, from flags or else from the git checkout the command runs in.
+
+
+
+
+/** Inputs the command sets itself, and the flag or setting to use instead. */
+const SET_BY_COMMAND = {
+    'api-key': 'the key never goes on a command line; set AGENT_RUN_API_KEY or --api-key-file',
+    'base-url': 'use --base-url URL or AGENT_RUN_BASE_URL'
+};
+/** Inputs naming files: a relative path is resolved from the current directory, as a user expects. */
+const PATH_INPUTS = ['prompt-file', 'output-schema'];
+/** The input names action.yml declares, or undefined when it cannot be read. */
+function declaredInputs(actionYml) {
+    let text;
+    try {
+        text = (0,external_node_fs_namespaceObject.readFileSync)(actionYml, 'utf8');
+    }
+    catch {
+        return undefined;
+    }
+    const block = /^inputs:\n((?:[ \t].*\n|\n)*)/m.exec(text)?.[1] ?? '';
+    const names = [...block.matchAll(/^ {2}([A-Za-z0-9_-]+):/gm)].map(match => match[1]);
+    return names.length > 0 ? names : undefined;
+}
+/** `--input NAME=VALUE` pairs as inputs, checked against action.yml; paths made absolute from `cwd`. */
+function parseInputs(pairs, known, cwd) {
+    const inputs = {};
+    for (const pair of pairs) {
+        const at = pair.indexOf('=');
+        const name = (at < 0 ? pair : pair.slice(0, at)).trim().toLowerCase().replace(/_/g, '-');
+        const instead = SET_BY_COMMAND[name];
+        if (instead !== undefined)
+            throw usage(`--input ${name} is refused: this command sets it; ${instead}`);
+        if (at <= 0)
+            throw usage(`--input ${JSON.stringify(pair.slice(0, 60))}: expected NAME=VALUE, e.g. --input prompt='Fix it'`);
+        if (known && !known.includes(name)) {
+            const choices = known.filter(input => SET_BY_COMMAND[input] === undefined);
+            throw usage(`--input ${JSON.stringify(name)}: action.yml has no such input; expected one of ${choices.join(', ')}`);
+        }
+        const value = pair.slice(at + 1);
+        inputs[name] =
+            PATH_INPUTS.includes(name) && value.trim() !== '' && !(0,external_node_path_namespaceObject.isAbsolute)(value.trim())
+                ? (0,external_node_path_namespaceObject.resolve)(cwd, value.trim())
+                : value;
+    }
+    return inputs;
+}
+function git(cwd, args) {
+    try {
+        return ((0,external_node_child_process_namespaceObject.execFileSync)('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() ||
+            undefined);
+    }
+    catch {
+        return undefined;
+    }
+}
+/** OWNER/NAME from a remote URL: https://github.com/o/n(.git), git@github.com:o/n.git, ssh://…/o/n. */
+function repositoryOfRemote(url) {
+    const match = /[:/]([^/:]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url.trim());
+    return match ? `${match[1]}/${match[2]}` : undefined;
+}
+/** What the git checkout at `cwd` says, where there is one. */
+function readCheckout(cwd) {
+    const top = git(cwd, ['rev-parse', '--show-toplevel']);
+    if (top === undefined)
+        return { workspace: cwd };
+    const remote = git(cwd, ['remote', 'get-url', 'origin']);
+    return {
+        workspace: top,
+        repository: remote === undefined ? undefined : repositoryOfRemote(remote),
+        ref: git(cwd, ['symbolic-ref', '-q', 'HEAD']),
+        sha: git(cwd, ['rev-parse', '-q', '--verify', 'HEAD'])
+    };
+}
+function checkRepository(value) {
+    if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(value.trim())) {
+        throw usage(`--repo ${JSON.stringify(value)}: expected OWNER/NAME, e.g. octo-org/hello`);
+    }
+    return value.trim();
 }
 
 ;// CONCATENATED MODULE: ./src/cli/commands/workflow-files.ts
@@ -36727,6 +37061,7 @@ class WorkflowLog {
     terminal;
     secrets;
     pending = '';
+    sessions = new Set();
     constructor(terminal, secrets) {
         this.terminal = terminal;
         this.secrets = secrets.filter(secret => secret.length > 0);
@@ -36753,10 +37088,15 @@ class WorkflowLog {
     }
     line(raw) {
         const command = /^::([\w-]+)(?: [^:]*)?::(.*)$/.exec(raw);
-        if (!command)
+        if (!command) {
+            const session = /^Session: (\S+)$/.exec(raw);
+            if (session)
+                this.sessions.add(session[1]);
             return this.terminal.note(this.mask(raw));
+        }
         const [, name, data] = command;
-        const text = this.mask(unescapeData(data));
+        // The failure annotation repeats the session link for GitHub's UI; here it was already shown.
+        const text = this.mask(unescapeData(data)).replace(/\nSession: (\S+)$/, (line, link) => this.sessions.has(link) ? '' : line);
         switch (name) {
             case 'add-mask':
                 if (data.length > 0)
@@ -36804,7 +37144,9 @@ function renderSummary(html) {
 // `agent-run action`: the bundled action run exactly as the GitHub runner runs it (INPUT_*
 // variables, the GITHUB_OUTPUT / GITHUB_STATE / GITHUB_STEP_SUMMARY files, an event file, main
 // then post), so anyone can try their inputs before pushing a workflow. base-url and api-key come
-// from this command line's own settings; the key travels only in the child's environment.
+// from this command line's own settings; the key travels only in the child's environment. Its
+// temporary folder is removed at the end unless --keep-temp.
+
 
 
 
@@ -36816,119 +37158,188 @@ function renderSummary(html) {
 const actionCommand = {
     name: 'action',
     summary: 'run the GitHub Action locally, as the runner does',
-    help: `Usage: agent-run action [--input NAME=VALUE ...] [--event-name NAME] [--event FILE]
+    help: `Usage: agent-run action [--input NAME=VALUE ...] [--repo OWNER/NAME] [--ref REF] [--sha SHA]
+                        [--actor LOGIN] [--event NAME] [--event-path FILE] [--keep-temp]
 
 Runs the bundled action (dist/index.js) as the GitHub runner does, main step then post step,
-in a temporary folder, with base-url and api-key taken from this command's settings. Prints the
-action's log (stderr), then its outputs and its job summary (stdout; --json: the outputs as JSON).
-The exit code is 0 when the step succeeded, 1 when it failed.
+with base-url and api-key taken from this command's settings. The workspace is the git checkout
+you are in (or the current directory); relative prompt-file and output-schema paths are read from
+the current directory. Prints the action's log (stderr), then its outputs and its job summary
+(stdout; --json: the outputs as JSON). The exit code is 0 when the step succeeded, 1 when it
+failed, 130 when interrupted: Ctrl-C or SIGTERM reaches the action, which cancels its run as on
+a cancelled job; the post step still runs and the log and outputs are still printed.
 
 Options:
-  --input NAME=VALUE     an input of action.yml; repeat for each (api-key is refused: use AGENT_RUN_API_KEY)
-  --event-name NAME      GITHUB_EVENT_NAME (default workflow_dispatch)
-  --event FILE           a webhook payload for GITHUB_EVENT_PATH (default {})
+  --input NAME=VALUE     an input of action.yml; repeat for each. Unknown names are refused;
+                         api-key and base-url come from this command's settings
+  --repo OWNER/NAME      GITHUB_REPOSITORY (default: the origin remote of the current checkout)
+  --ref REF              GITHUB_REF (default: the checked-out branch, e.g. refs/heads/main)
+  --sha SHA              GITHUB_SHA (default: the checked-out commit)
+  --actor LOGIN          GITHUB_ACTOR, the user the trust gate checks (default: none)
+  --event NAME           GITHUB_EVENT_NAME (default workflow_dispatch)
+  --event-path FILE      a webhook payload for GITHUB_EVENT_PATH (default {})
+  --keep-temp            keep the temporary folder (outputs, state, summary, patch and transcript
+                         files) instead of removing it at the end
 
 Example:
   agent-run action --base-url http://127.0.0.1:8080 --input environment-id=local \\
-    --input prompt='Say hello @sim say hello' --input title=Try`,
+    --input prompt='@sim say hello' --input title=Try`,
     async run(argv, context) {
         const { values, positionals } = parse(argv, {
             input: { type: 'string', multiple: true },
+            repo: { type: 'string' },
+            ref: { type: 'string' },
+            sha: { type: 'string' },
+            actor: { type: 'string' },
+            event: { type: 'string' },
             'event-name': { type: 'string' },
-            event: { type: 'string' }
+            'event-path': { type: 'string' },
+            'keep-temp': { type: 'boolean' }
         });
         if (positionals.length > 0)
             throw usage(`action takes no arguments, got ${JSON.stringify(positionals[0])}; use --input NAME=VALUE`);
-        const inputs = {};
-        for (const pair of values.input ?? []) {
-            const at = pair.indexOf('=');
-            const name = (at < 0 ? pair : pair.slice(0, at)).trim().toLowerCase().replace(/_/g, '-');
-            if (name === 'api-key') {
-                throw usage('--input api-key is refused: the key never goes on a command line; set AGENT_RUN_API_KEY or --api-key-file');
-            }
-            if (at <= 0)
-                throw usage(`--input ${JSON.stringify(pair.slice(0, 60))}: expected NAME=VALUE, e.g. --input prompt='Fix it'`);
-            inputs[name] = pair.slice(at + 1);
+        const cwd = process.cwd();
+        const inputs = parseInputs(values.input ?? [], declaredInputs(actionYml()), cwd);
+        const eventName = values.event ?? values['event-name'] ?? 'workflow_dispatch';
+        if (/[/\\.]/.test(eventName)) {
+            throw usage(`--event ${JSON.stringify(eventName)}: expected an event name such as pull_request; pass a payload file with --event-path`);
         }
+        let payload = '{}';
+        const eventPath = values['event-path'];
+        if (eventPath !== undefined) {
+            try {
+                payload = (0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.resolve)(cwd, eventPath), 'utf8');
+                JSON.parse(payload);
+            }
+            catch (error) {
+                throw usage(`--event-path ${JSON.stringify(eventPath)}: expected a readable JSON file (${error.message})`);
+            }
+        }
+        const checkout = readCheckout(cwd);
+        const repository = values.repo !== undefined ? checkRepository(values.repo) : checkout.repository;
         const connection = readConnection(values, context.env);
         inputs['base-url'] = connection.baseUrl;
         const dir = (0,external_node_fs_namespaceObject.mkdtempSync)((0,external_node_path_namespaceObject.join)((0,external_node_os_namespaceObject.tmpdir)(), 'agent-run-action-'));
-        const workspace = (0,external_node_path_namespaceObject.join)(dir, 'workspace');
-        const temp = (0,external_node_path_namespaceObject.join)(dir, 'temp');
-        (0,external_node_fs_namespaceObject.mkdirSync)(workspace);
-        (0,external_node_fs_namespaceObject.mkdirSync)(temp);
-        const files = {
-            GITHUB_OUTPUT: (0,external_node_path_namespaceObject.join)(dir, 'output'),
-            GITHUB_STATE: (0,external_node_path_namespaceObject.join)(dir, 'state'),
-            GITHUB_STEP_SUMMARY: (0,external_node_path_namespaceObject.join)(dir, 'summary'),
-            GITHUB_EVENT_PATH: (0,external_node_path_namespaceObject.join)(dir, 'event.json')
-        };
-        for (const file of Object.values(files))
-            (0,external_node_fs_namespaceObject.writeFileSync)(file, '');
-        if (values.event !== undefined) {
-            try {
-                JSON.parse((0,external_node_fs_namespaceObject.readFileSync)(values.event, 'utf8'));
-                (0,external_node_fs_namespaceObject.copyFileSync)(values.event, files.GITHUB_EVENT_PATH);
+        try {
+            const temp = (0,external_node_path_namespaceObject.join)(dir, 'temp');
+            (0,external_node_fs_namespaceObject.mkdirSync)(temp);
+            const files = {
+                GITHUB_OUTPUT: (0,external_node_path_namespaceObject.join)(dir, 'output'),
+                GITHUB_STATE: (0,external_node_path_namespaceObject.join)(dir, 'state'),
+                GITHUB_STEP_SUMMARY: (0,external_node_path_namespaceObject.join)(dir, 'summary'),
+                GITHUB_EVENT_PATH: (0,external_node_path_namespaceObject.join)(dir, 'event.json')
+            };
+            for (const file of Object.values(files))
+                (0,external_node_fs_namespaceObject.writeFileSync)(file, '');
+            (0,external_node_fs_namespaceObject.writeFileSync)(files.GITHUB_EVENT_PATH, payload);
+            const env = {};
+            for (const [name, value] of Object.entries(context.env)) {
+                if (value === undefined ||
+                    /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
+                    name === 'AGENT_RUN_API_KEY')
+                    continue;
+                env[name] = value;
             }
-            catch (error) {
-                throw usage(`--event ${JSON.stringify(values.event)}: expected a readable JSON file (${error.message})`);
-            }
+            const known = {
+                GITHUB_REPOSITORY: repository,
+                GITHUB_REPOSITORY_OWNER: repository?.split('/')[0],
+                GITHUB_REF: values.ref ?? checkout.ref,
+                GITHUB_SHA: values.sha ?? checkout.sha,
+                GITHUB_ACTOR: values.actor
+            };
+            for (const [name, value] of Object.entries(known))
+                if (value)
+                    env[name] = value;
+            Object.assign(env, files, {
+                GITHUB_ACTIONS: 'true',
+                CI: 'true',
+                GITHUB_EVENT_NAME: eventName,
+                GITHUB_WORKSPACE: checkout.workspace,
+                RUNNER_TEMP: temp,
+                GITHUB_SERVER_URL: 'https://github.com',
+                GITHUB_API_URL: 'https://api.github.com',
+                GITHUB_WORKFLOW: 'agent-run action',
+                GITHUB_JOB: 'local',
+                GITHUB_ACTION: 'agent-run'
+            });
+            for (const [name, value] of Object.entries(inputs))
+                env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
+            env['INPUT_API-KEY'] = connection.apiKey;
+            const where = repository
+                ? `${repository}${env.GITHUB_REF ? ` ${env.GITHUB_REF}` : ''}`
+                : 'no repository';
+            context.terminal.note(`Running the action in ${checkout.workspace} (${where}; event ${eventName}): main step.`);
+            const log = new WorkflowLog(context.terminal, [connection.apiKey]);
+            const steps = new StepRunner(log);
+            const main = await steps.run(env, checkout.workspace);
+            const state = parseCommandFile((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_STATE, 'utf8'));
+            const postEnv = { ...env };
+            for (const [name, value] of Object.entries(state))
+                postEnv[`STATE_${name}`] = value;
+            context.terminal.note('Post step.');
+            await steps.run(postEnv, checkout.workspace);
+            steps.dispose();
+            const outputs = parseCommandFile((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_OUTPUT, 'utf8'));
+            const masked = Object.fromEntries(Object.entries(outputs).map(([name, value]) => [name, log.mask(value)]));
+            printResults(context.terminal, masked, log.mask((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_STEP_SUMMARY, 'utf8')), values.json === true);
+            if (values['keep-temp'])
+                context.terminal.note(`Kept the temporary folder ${dir}.`);
+            else if (Object.values(outputs).some(value => value.startsWith(dir)))
+                context.terminal.note(`Files named by the outputs were removed with ${dir}; --keep-temp keeps them.`);
+            if (steps.interrupted)
+                return EXIT.interrupted;
+            return main === 0 ? EXIT.ok : EXIT.failed;
         }
-        else
-            (0,external_node_fs_namespaceObject.writeFileSync)(files.GITHUB_EVENT_PATH, '{}');
-        const env = {};
-        for (const [name, value] of Object.entries(context.env)) {
-            if (value === undefined ||
-                /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
-                name === 'AGENT_RUN_API_KEY')
-                continue;
-            env[name] = value;
+        finally {
+            if (!values['keep-temp'])
+                (0,external_node_fs_namespaceObject.rmSync)(dir, { recursive: true, force: true });
         }
-        Object.assign(env, files, {
-            GITHUB_ACTIONS: 'true',
-            CI: 'true',
-            GITHUB_EVENT_NAME: values['event-name'] ?? 'workflow_dispatch',
-            GITHUB_WORKSPACE: workspace,
-            RUNNER_TEMP: temp,
-            GITHUB_WORKFLOW: 'agent-run action',
-            GITHUB_JOB: 'local',
-            GITHUB_ACTION: 'agent-run'
-        });
-        for (const [name, value] of Object.entries(inputs))
-            env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
-        env['INPUT_API-KEY'] = connection.apiKey;
-        const log = new WorkflowLog(context.terminal, [connection.apiKey]);
-        context.terminal.note(`Running the action in ${dir} (main step).`);
-        const main = await runStep(env, log);
-        const state = parseCommandFile((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_STATE, 'utf8'));
-        const postEnv = { ...env };
-        for (const [name, value] of Object.entries(state))
-            postEnv[`STATE_${name}`] = value;
-        context.terminal.note('Post step.');
-        await runStep(postEnv, log);
-        const outputs = parseCommandFile((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_OUTPUT, 'utf8'));
-        const masked = Object.fromEntries(Object.entries(outputs).map(([name, value]) => [name, log.mask(value)]));
-        printResults(context.terminal, masked, log.mask((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_STEP_SUMMARY, 'utf8')), values.json === true);
-        return main === 0 ? EXIT.ok : EXIT.failed;
     }
 };
+/** action.yml beside the bundle: dist/cli/index.js → the package root. */
+function actionYml() {
+    return (0,external_node_path_namespaceObject.join)((0,external_node_path_namespaceObject.dirname)(actionEntry()), '..', 'action.yml');
+}
+/**
+ * Runs the action's steps one at a time. SIGINT or SIGTERM sent to this command reaches the step
+ * running (the action cancels its run, as on a cancelled job); the next step still runs, as the
+ * runner runs post steps after a cancellation.
+ */
+class StepRunner {
+    log;
+    interrupted = false;
+    child;
+    forward = (signal) => {
+        this.interrupted = true;
+        this.child?.kill(signal);
+    };
+    constructor(log) {
+        this.log = log;
+        process.on('SIGINT', this.forward);
+        process.on('SIGTERM', this.forward);
+    }
+    run(env, cwd) {
+        const child = (0,external_node_child_process_namespaceObject.spawn)(process.execPath, [actionEntry()], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+        this.child = child;
+        child.stdout.setEncoding('utf8').on('data', (chunk) => this.log.write(chunk));
+        child.stderr.setEncoding('utf8').on('data', (chunk) => this.log.write(chunk));
+        return new Promise(resolve => child.on('close', code => {
+            this.child = undefined;
+            resolve(this.log.flush() ?? code);
+        }));
+    }
+    dispose() {
+        process.off('SIGINT', this.forward);
+        process.off('SIGTERM', this.forward);
+    }
+}
 /** The action's entry: the bundle beside this one (dist/index.js next to dist/cli/index.js, links resolved). */
 function actionEntry() {
     return (0,external_node_path_namespaceObject.join)((0,external_node_path_namespaceObject.dirname)((0,external_node_fs_namespaceObject.realpathSync)(process.argv[1] ?? '.')), '..', 'index.js');
 }
-function runStep(env, log) {
-    const child = (0,external_node_child_process_namespaceObject.spawn)(process.execPath, [actionEntry()], {
-        env,
-        cwd: env.GITHUB_WORKSPACE,
-        stdio: ['ignore', 'pipe', 'pipe']
-    });
-    child.stdout.setEncoding('utf8').on('data', (chunk) => log.write(chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk) => log.write(chunk));
-    return new Promise(resolve => child.on('close', code => resolve(log.flush() ?? code)));
-}
 function printResults(terminal, outputs, summary, json) {
     if (json) {
-        terminal.out(JSON.stringify({ outputs, summary }, null, 2));
+        terminal.json({ outputs, summary }, 2);
         return;
     }
     terminal.out('Outputs:');
@@ -36948,10 +37359,35 @@ function indentBlock(text) {
         .join('\n');
 }
 
+;// CONCATENATED MODULE: ./src/cli/visible.ts
+// Data from a run or the service (agent text, command output, file names, status messages, run ids)
+// is shown to a person, never obeyed by their terminal: C0 and C1 control characters other than
+// newline and tab, and DEL, are written as visible escapes (`\x1b`), so an agent cannot set the
+// clipboard (OSC 52), plant links (OSC 8), retitle the window or move the cursor and erase lines.
+// Every line `agent-run` prints goes through here (Terminal); `--raw` turns it off.
+/** Controls a terminal would act on: C0 except tab and newline, DEL, and C1. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const hex = (char) => char.charCodeAt(0).toString(16).padStart(2, '0');
+/** The text with every control character other than newline and tab shown as `\xNN`; CRLF becomes LF. */
+function visible(text) {
+    return text.replace(/\r\n/g, '\n').replace(CONTROLS, char => `\\x${hex(char)}`);
+}
+/**
+ * A value as JSON that a terminal cannot act on: JSON.stringify already escapes C0 controls, but it
+ * leaves DEL and C1 (the single-byte CSI \u009b among them) raw; they become `\u00NN` escapes, so
+ * the text stays valid JSON with the same value.
+ */
+function visibleJson(value, indent) {
+    return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f]/g, char => `\\u00${hex(char)}`);
+}
+
 ;// CONCATENATED MODULE: ./src/cli/terminal.ts
 // What `agent-run` writes and how: results on stdout, everything a person watches on stderr.
 // A spinner and colour only when stderr is a terminal (colour never with NO_COLOR); plain lines
-// otherwise, so logs and pipes stay readable.
+// otherwise, so logs and pipes stay readable. Every line passes through `visible` (control
+// characters in data shown, not sent) unless --raw; only the terminal's own colour is applied after.
+
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 /** Command output shown live is cut to this many lines; `logs` shows it whole. */
@@ -36962,19 +37398,26 @@ class Terminal {
     color;
     spinner;
     status = '';
+    /** `--raw`: write data as it came, control characters included. */
+    raw = false;
     constructor(streams) {
         this.streams = streams;
         this.tty = streams.stderr.isTTY === true;
         this.color = this.tty && (streams.env.NO_COLOR ?? '') === '' && streams.env.TERM !== 'dumb';
     }
     /** A result line on stdout. */
-    out(text) {
+    out(line) {
+        const text = this.render(line);
         this.streams.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
     }
+    /** A value as JSON on stdout (`--json`), with DEL and C1 controls escaped unless --raw. */
+    json(value, indent) {
+        this.streams.stdout.write(`${this.raw ? JSON.stringify(value, null, indent) : visibleJson(value, indent)}\n`);
+    }
     /** A line for the person watching, on stderr. */
-    note(text) {
+    note(line) {
         this.clearStatus();
-        this.streams.stderr.write(`${text}\n`);
+        this.streams.stderr.write(`${this.render(line)}\n`);
         this.drawStatus();
     }
     warn(text) {
@@ -36983,12 +37426,21 @@ class Terminal {
     error(text) {
         this.note(this.paint('31', `error: ${text}`));
     }
-    paint(code, text) {
-        return this.color ? `\u001b[${code}m${text}\u001b[0m` : text;
+    /** Text to be shown in a colour of ours (cleaned first, like any other line). */
+    paint(style, text) {
+        return { style, text };
+    }
+    /** The one way a line reaches a stream: data cleaned of control characters, then our colour. */
+    render(line) {
+        const text = typeof line === 'string' ? line : line.text;
+        const shown = this.raw ? text : visible(text);
+        if (typeof line === 'string' || !this.color)
+            return shown;
+        return `\u001b[${line.style}m${shown}\u001b[0m`;
     }
     /** The run's state and elapsed time: a spinner line on a terminal, one plain line per change otherwise. */
     showState(runId, state, startedAt) {
-        const line = () => `run ${runId}: ${state} (${formatDuration(Date.now() - startedAt)})`;
+        const line = () => this.render(`run ${runId}: ${state} (${formatDuration(Date.now() - startedAt)})`);
         if (!this.tty)
             return this.note(line());
         this.stopSpinner();
@@ -37031,6 +37483,9 @@ class Terminal {
                     lines.push(`file ${item.path} ${item.change}`);
                     break;
                 case 'state':
+                    // While waiting, the state line (spinner or one line per change) and the last line say it.
+                    if (live)
+                        break;
                     lines.push(this.paint('2', `state ${item.state}${item.message ? `: ${item.message}` : ''}`));
                     break;
                 case 'event':
@@ -37094,7 +37549,7 @@ Example:
         const print = (items) => {
             if (values.json)
                 for (const item of items)
-                    terminal.out(JSON.stringify(item));
+                    terminal.json(item);
             else
                 for (const line of terminal.renderItems(items, false))
                     terminal.out(line);
@@ -37136,8 +37591,8 @@ async function readItems(client, runId) {
         if (!isUnsupported(error))
             throw error;
     }
-    const read = await client.getTranscript(runId);
-    return read ? itemsFromTranscript(read.transcript.events) : [];
+    const transcript = await client.getWholeTranscript(runId);
+    return transcript ? itemsFromTranscript(transcript.events) : [];
 }
 const artifactsCommand = {
     name: 'artifacts',
@@ -37157,7 +37612,7 @@ Example:
         try {
             const artifacts = artifactsOf(await client.getRun(runId));
             if (values.json)
-                terminal.out(JSON.stringify(artifacts, null, 2));
+                terminal.json(artifacts, 2);
             else if (artifacts.length === 0)
                 terminal.out(`Run ${runId} has no artifacts.`);
             else {
@@ -37203,10 +37658,63 @@ function uniqueName(name, taken) {
     return candidate;
 }
 
+;// CONCATENATED MODULE: ./src/cli/commands/open.ts
+// `agent-run open`: the run's session page (its live transcript) in the browser, or its address
+// printed when there is no browser to open (not a terminal, --print, or no opener on PATH).
+
+
+
+const openCommand = {
+    name: 'open',
+    summary: "open a run's session page in the browser",
+    help: `Usage: agent-run open ID [--print]
+
+Opens the run's session page (its transcript, live while it runs) in the default browser and
+prints its address on stdout. With --print, or when stdout is not a terminal, only prints it.
+
+Example:
+  agent-run open 3f2a9c1e-0000-4000-8000-000000000000 --print`,
+    async run(argv, context) {
+        const { values, positionals } = parse(argv, { print: { type: 'boolean' } });
+        const runId = onePositional(positionals, 'run ID');
+        const client = clientFor(values, context);
+        try {
+            const run = await client.getRun(runId);
+            const link = run.session_link;
+            if (!link) {
+                throw new CliError(`run ${runId} has no session page yet (it is ${run.state}); it gets one when it starts`, EXIT.failed);
+            }
+            if (values.json)
+                context.terminal.json({ run_id: runId, session_link: link }, 2);
+            else
+                context.terminal.out(link);
+            if (!values.print && process.stdout.isTTY === true)
+                launch(link);
+            return EXIT.ok;
+        }
+        finally {
+            client.close();
+        }
+    }
+};
+/** Hands the address to the system's opener, without waiting for it; a missing opener is not an error. */
+function launch(url) {
+    const [command, args] = process.platform === 'darwin'
+        ? ['open', [url]]
+        : process.platform === 'win32'
+            ? ['cmd', ['/c', 'start', '""', url]]
+            : ['xdg-open', [url]];
+    const child = (0,external_node_child_process_namespaceObject.spawn)(command, args, { stdio: 'ignore', detached: true });
+    child.on('error', () => undefined);
+    child.unref();
+}
+
 ;// CONCATENATED MODULE: ./src/cli/commands/watch.ts
 // Waiting for a run from the command line, shared by `run` and `wait`: the state on stderr, the
 // conversation streamed to stderr as it arrives, BLOCKED handled by --on-blocked, then the agent's
 // answer on stdout (or, with --json, the record with result, structured output and artifacts).
+// Ctrl-C: `run` cancels the run it created and says so; `wait` only watches, so it leaves the run
+// alone. Both exit 130, the shell's code for an interrupted command.
 
 
 async function watchRun(client, terminal, runId, options) {
@@ -37227,16 +37735,23 @@ async function watchRun(client, terminal, runId, options) {
     });
     follower.start();
     let run;
+    let sessionShown = false;
     let outcome;
     try {
         const result = await client.waitForRun(runId, {
             timeoutMs: options.timeoutMs,
             signal: AbortSignal.any([blocked.signal, interrupted.signal]),
-            onStateChange: (next, previous) => {
+            onStateChange: next => {
                 run = next;
-                terminal.showState(runId, next.state, startedAt);
-                if (!previous && next.session_link)
+                // The terminal state is said once, by the last line; the session link once, when first known.
+                if (isTerminalState(next.state))
+                    terminal.stopSpinner();
+                else
+                    terminal.showState(runId, next.state, startedAt);
+                if (next.session_link && !sessionShown) {
+                    sessionShown = true;
                     terminal.note(`Session: ${next.session_link}`);
+                }
                 void follower.onStateChange().catch(() => undefined);
                 if (next.state === 'BLOCKED') {
                     const link = next.session_link ? ` Approve or answer it at ${next.session_link}` : '';
@@ -37265,16 +37780,21 @@ async function watchRun(client, terminal, runId, options) {
             .catch(error => terminal.note(`could not read the last progress: ${error.message}`));
     }
     if (outcome === 'interrupted') {
+        if (options.onInterrupt === 'leave') {
+            terminal.note(`Interrupted: stopped watching; run ${runId} keeps running (agent-run cancel ${runId} stops it).`);
+            return EXIT.interrupted;
+        }
         await client.cancelRun(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(() => terminal.note(`Interrupted: cancelled run ${runId}.`), (error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`));
-        return EXIT.failed;
+        return EXIT.interrupted;
     }
     run = (await client.getRun(runId).catch(() => undefined)) ?? run;
     const report = await finalReport(client, terminal, runId, run, options);
     if (options.json)
-        terminal.out(JSON.stringify(report.json, null, 2));
+        terminal.json(report.json, 2);
     else if (report.answer !== undefined)
         terminal.out(report.answer);
-    const elapsed = formatDuration(Date.now() - startedAt);
+    const waitedMs = Date.now() - startedAt;
+    const elapsed = formatDuration(waitedMs);
     if (outcome === 'timed_out') {
         terminal.error(`run ${runId} did not end within ${formatDuration(options.timeoutMs)} (last state ${run?.state ?? 'unknown'}); ` +
             `it keeps running: agent-run cancel ${runId}`);
@@ -37291,10 +37811,25 @@ async function watchRun(client, terminal, runId, options) {
         terminal.error(`run ${runId} ended ${run?.state ?? 'unknown'}${errorCode}${why}`);
         return code;
     }
-    terminal.note(`run ${runId} ended SUCCEEDED after ${elapsed}.`);
+    terminal.note(`run ${runId} ended SUCCEEDED${took(run, waitedMs)}.`);
     if (report.structuredProblem)
         throw new CliError(`structured output: ${report.structuredProblem}`, EXIT.failed);
     return EXIT.ok;
+}
+/**
+ * How long the run took, from its own record (as `get` shows it); the time this command waited only
+ * when the record has no duration, or when it is much longer (the run queued long).
+ */
+function took(run, waitedMs) {
+    const start = Date.parse(run?.started_at ?? '');
+    const end = Date.parse(run?.completed_at ?? '');
+    if (Number.isNaN(start) || Number.isNaN(end) || end < start)
+        return ` after ${formatDuration(waitedMs)}`;
+    const durationMs = end - start;
+    // Waiting less than the run took (it was already going) says nothing; waiting much longer (a
+    // long queue) does.
+    const differs = waitedMs - durationMs >= Math.max(2000, 0.2 * durationMs);
+    return ` in ${formatDuration(durationMs)}${differs ? ` (waited ${formatDuration(waitedMs)})` : ''}`;
 }
 /** The answer from the conversation, its structured output, and the record for --json. */
 async function finalReport(client, terminal, runId, run, options) {
@@ -37375,7 +37910,16 @@ ${EXIT_CODES_HELP}`,
         const onBlocked = onBlockedOption(values['on-blocked']);
         let prompt = await readPrompt(positionals, values['prompt-file'], context.readStdin);
         const config = readConfig(values.config);
-        const environment = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT ?? config.environment_id;
+        const flagged = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT;
+        const configured = config.environment_id;
+        if (configured !== undefined && typeof configured !== 'string') {
+            throw usage(`--config: environment_id must be a string, got ${JSON.stringify(configured)}`);
+        }
+        if (flagged !== undefined && configured !== undefined && flagged.trim() !== configured.trim()) {
+            const source = values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT';
+            throw usage(`config.environment_id ${JSON.stringify(configured)} differs from ${source} ${JSON.stringify(flagged)}: set it in one place`);
+        }
+        const environment = flagged ?? configured;
         if (typeof environment !== 'string' || environment.trim() === '') {
             throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
         }
@@ -37412,7 +37956,7 @@ ${EXIT_CODES_HELP}`,
             context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
             if (values['no-wait']) {
                 if (values.json)
-                    context.terminal.out(JSON.stringify(await client.getRun(created.run_id), null, 2));
+                    context.terminal.json(await client.getRun(created.run_id), 2);
                 else
                     context.terminal.out(created.run_id);
                 return 0;
@@ -37421,7 +37965,8 @@ ${EXIT_CODES_HELP}`,
                 timeoutMs,
                 onBlocked,
                 json: values.json === true,
-                schema
+                schema,
+                onInterrupt: 'cancel'
             });
         }
         finally {
@@ -37481,19 +38026,24 @@ function readText(file, option) {
 const getCommand = {
     name: 'get',
     summary: "print a run's record",
-    help: `Usage: agent-run get ID [--json]
+    help: `Usage: agent-run get ID [--json [FIELDS]]
 
-Prints the run's state, title, times, status message and session link (--json: the whole record).
+Prints the run's state, title, times, status message and session link (--json: the whole record;
+--json FIELDS: only those fields, comma-separated).
 
 Example:
-  agent-run get 3f2a9c1e-0000-4000-8000-000000000000 --json`,
+  agent-run get 3f2a9c1e-0000-4000-8000-000000000000 --json state,session_link`,
     async run(argv, context) {
-        const { values, positionals } = parse(argv, {});
+        const selected = jsonFields(argv);
+        const { values, positionals } = parse(selected.argv, {});
         const runId = onePositional(positionals, 'run ID');
         const client = clientFor(values, context);
         try {
             const run = await client.getRun(runId);
-            context.terminal.out(values.json ? JSON.stringify(run, null, 2) : describeRun(run));
+            if (values.json)
+                context.terminal.json(pick(run, selected.fields), 2);
+            else
+                context.terminal.out(describeRun(run));
             return EXIT.ok;
         }
         finally {
@@ -37504,19 +38054,22 @@ Example:
 const listCommand = {
     name: 'list',
     summary: 'list runs, newest first',
-    help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json]
+    help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json [FIELDS]]
 
-Lists runs, newest first, as a table (--json: {runs, page_info}).
+Lists runs, newest first, as a table: id, state, environment, created, duration and title (an
+untitled run shows its prompt's first line). --json: {runs, page_info}; --json FIELDS: an array
+of the runs with only those fields, e.g. --json run_id,state,title.
 
 Options:
   --state S              only runs in this state; repeat for several
   --environment ID       only runs of this environment
-  --limit N              at most N runs (1-500, default 20)
+  --limit N              at most N runs (1-500, default 20; read in pages of 100)
 
 Example:
   agent-run list --state FAILED --state ERROR --limit 5`,
     async run(argv, context) {
-        const { values, positionals } = parse(argv, {
+        const selected = jsonFields(argv);
+        const { values, positionals } = parse(selected.argv, {
             state: { type: 'string', multiple: true },
             environment: { type: 'string' },
             limit: { type: 'string' }
@@ -37530,21 +38083,30 @@ Example:
         const states = (values.state ?? []).map(state => state.trim().toUpperCase());
         const client = clientFor(values, context);
         try {
-            const page = await client.listRuns({
-                limit,
+            const page = await listUpTo(client, limit, {
                 ...(states.length > 0 ? { state: states } : {}),
                 ...(values.environment ? { environment_id: values.environment } : {})
             });
             if (values.json) {
-                context.terminal.out(JSON.stringify(page, null, 2));
+                if (selected.fields)
+                    context.terminal.json(page.runs.map(run => pick(run, selected.fields)), 2);
+                else
+                    context.terminal.json(page, 2);
                 return EXIT.ok;
             }
             if (page.runs.length === 0) {
                 context.terminal.out('No runs.');
                 return EXIT.ok;
             }
-            const rows = page.runs.map(run => [run.run_id, run.state, run.created_at ?? '', run.title ?? '']);
-            context.terminal.out(table(['RUN ID', 'STATE', 'CREATED', 'TITLE'], rows));
+            const rows = page.runs.map(run => [
+                run.run_id,
+                run.state,
+                environmentOf(run),
+                run.created_at ?? '',
+                durationOf(run),
+                titleOf(run)
+            ]);
+            context.terminal.out(table(['RUN ID', 'STATE', 'ENVIRONMENT', 'CREATED', 'DURATION', 'TITLE'], rows));
             if (page.page_info.has_next_page)
                 context.terminal.note('More runs exist: raise --limit or filter.');
             return EXIT.ok;
@@ -37554,6 +38116,43 @@ Example:
         }
     }
 };
+/** The service's page size limit: larger --limit values are read page by page. */
+const PAGE_SIZE = 100;
+/** Up to `limit` runs, newest first, following the cursor across pages of at most 100. */
+async function listUpTo(client, limit, query) {
+    const runs = [];
+    let cursor;
+    for (;;) {
+        const page = await client.listRuns({ ...query, limit: Math.min(PAGE_SIZE, limit - runs.length), cursor });
+        runs.push(...page.runs);
+        const next = page.page_info.next_cursor ?? undefined;
+        const more = page.page_info.has_next_page && next !== undefined && next !== cursor;
+        if (!more || runs.length >= limit || page.runs.length === 0) {
+            return {
+                runs: runs.slice(0, limit),
+                page_info: more ? page.page_info : { has_next_page: false, next_cursor: null }
+            };
+        }
+        cursor = next;
+    }
+}
+/** An untitled run is named by its prompt's first line, as the dashboard names it. */
+function titleOf(run) {
+    const title = (run.title ?? '').trim();
+    if (title !== '')
+        return title;
+    const first = (run.prompt ?? '').trim().split('\n')[0] ?? '';
+    return first.length > 60 ? `${first.slice(0, 59)}…` : first;
+}
+function environmentOf(run) {
+    const id = run.agent_config?.environment_id;
+    return typeof id === 'string' ? id : '';
+}
+function durationOf(run) {
+    const start = Date.parse(run.started_at ?? '');
+    const end = Date.parse(run.completed_at ?? '');
+    return Number.isNaN(start) || Number.isNaN(end) ? '' : formatDuration(end - start);
+}
 const waitCommand = {
     name: 'wait',
     summary: 'wait for a run to end, print the answer',
@@ -37580,7 +38179,8 @@ ${EXIT_CODES_HELP}`,
             return await watchRun(client, context.terminal, runId, {
                 timeoutMs,
                 onBlocked,
-                json: values.json === true
+                json: values.json === true,
+                onInterrupt: 'leave'
             });
         }
         finally {
@@ -37605,7 +38205,7 @@ Example:
             await client.cancelRun(runId, { reason: values.reason });
             const run = await client.getRun(runId).catch(() => undefined);
             if (values.json)
-                context.terminal.out(JSON.stringify(run ?? { run_id: runId }, null, 2));
+                context.terminal.json(run ?? { run_id: runId }, 2);
             else
                 context.terminal.out(`Cancelled run ${runId}${run ? ` (now ${run.state})` : ''}.`);
             return EXIT.ok;
@@ -37657,6 +38257,7 @@ function describeRun(run) {
 
 
 
+
 const COMMANDS = [
     runCommand,
     getCommand,
@@ -37665,6 +38266,7 @@ const COMMANDS = [
     cancelCommand,
     logsCommand,
     artifactsCommand,
+    openCommand,
     actionCommand
 ];
 function overview() {
@@ -37710,6 +38312,8 @@ async function main(argv, streams = { stdout: process.stdout, stderr: process.st
         terminal.out(helpText(command));
         return EXIT.ok;
     }
+    // Before the command runs, so every line it prints (errors included) is cleaned or not.
+    terminal.raw = rest.includes('--raw');
     try {
         refuseKeyFlag(rest);
         return await command.run(rest, context);

@@ -184,6 +184,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream"
 
 /***/ }),
 
+/***/ 46193:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:string_decoder");
+
+/***/ }),
+
 /***/ 73136:
 /***/ ((module) => {
 
@@ -505,7 +512,7 @@ async function start() {
         console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(153), __nccwpck_require__.e(747)]).then(__nccwpck_require__.bind(__nccwpck_require__, 54747));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(153), __nccwpck_require__.e(8)]).then(__nccwpck_require__.bind(__nccwpck_require__, 96008));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();

@@ -1,8 +1,8 @@
-export const id = 747;
-export const ids = [747];
+export const id = 8;
+export const ids = [8];
 export const modules = {
 
-/***/ 54747:
+/***/ 96008:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -11,14 +11,14 @@ __webpack_require__.d(__webpack_exports__, {
   main: () => (/* binding */ main)
 });
 
-// UNUSED EXPORTS: USAGE
-
 // EXTERNAL MODULE: external "node:fs"
 var external_node_fs_ = __webpack_require__(73024);
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __webpack_require__(76760);
 // EXTERNAL MODULE: external "node:util"
 var external_node_util_ = __webpack_require__(57975);
+// EXTERNAL MODULE: external "node:string_decoder"
+var external_node_string_decoder_ = __webpack_require__(46193);
 ;// CONCATENATED MODULE: ./src/api/run.ts
 // The run contract: the one source of truth for what travels over the wire.
 // Plain types and constants only, so the action's bundle carries no schema library;
@@ -155,7 +155,12 @@ const ERROR_CODES = {
     workspace_quota_exceeded: {
         status: null,
         retryable: false,
-        meaning: "The run's workspace grew past the executor's disk quota (workspaces.quota)."
+        meaning: "The run's workspace and output folder together grew past the executor's disk quota (workspaces.quota)."
+    },
+    workspace_tampered: {
+        status: null,
+        retryable: false,
+        meaning: "After the agent, the executor could not read the run's workspace safely (git refused what the run left there, for example a path it will not record); no patch was kept and nothing was published. The status message names what was found."
     },
     publish_failed: {
         status: null,
@@ -243,6 +248,13 @@ function describeValue(value, max = 60) {
     if (typeof value === 'string')
         return `the string ${showValue(value, max)}`;
     return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+}
+/** A run id or artifact uid as one URL path segment: letters, digits and `-_.:~`, not only dots. */
+const ID_SEGMENT_PATTERN = /^(?!\.+$)[A-Za-z0-9._:~-]{1,200}$/;
+/** The form of an id, for error messages. */
+const ID_SEGMENT_FORM = '1–200 letters, digits or -_.:~ (not . or ..)';
+function isIdSegment(value) {
+    return typeof value === 'string' && ID_SEGMENT_PATTERN.test(value);
 }
 
 ;// CONCATENATED MODULE: ./src/api/index.ts
@@ -388,11 +400,160 @@ function agentKind(kind) {
 
 // EXTERNAL MODULE: external "node:child_process"
 var external_node_child_process_ = __webpack_require__(31421);
+;// CONCATENATED MODULE: ./src/executor/sandbox/user.ts
+// The host user a run's processes are, when the executor itself is root (as on CI runners and in
+// containers). Root inside a sandbox still holds the owner's read bit on every root-only file the
+// sandbox shows (keys under /etc/ssl/private, a 0600 file under /etc): so a run never keeps uid 0.
+// The environment's `sandbox.user` names the user (a name, or a numeric uid[:gid]); by default the
+// system user `agent-run`, created here with `useradd --system` when the machine lacks it, so the
+// run's files have a name in `ls` and tools that look the user up (git, ssh) find one. Where no user
+// can be created (no useradd, a read-only /etc), a fixed high uid with no passwd entry stands in.
+// When the executor is not root it cannot switch users: runs are the executor's own user.
+
+
+
+
+const exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+/** The user made (or looked up) when an environment does not name one. */
+const DEFAULT_USER = 'agent-run';
+/** Used when `agent-run` can neither be found nor created: above every range useradd allocates. */
+const FALLBACK_ID = 2_000_000_000;
+const NAME = /^[a-z_][a-z0-9_-]{0,31}\$?$/i;
+const NUMERIC = /^(\d{1,10})(?::(\d{1,10}))?$/;
+const USER_FORMS = 'expected a user name such as agent-run, or a numeric uid[:gid] such as 2000:2000';
+/** Whether `value` has the form of a `sandbox.user` (checked when the config is read). */
+function userSpecProblem(value) {
+    const text = typeof value === 'number' ? String(value) : value;
+    if (typeof text !== 'string' || !(NAME.test(text) || NUMERIC.test(text)))
+        return USER_FORMS;
+    return undefined;
+}
+/**
+ * The passwd entry of a name or a uid: [uid, gid], or undefined when there is none. getent asks
+ * every user database the machine has (LDAP, systemd); without getent, /etc/passwd is read.
+ */
+function passwd(key) {
+    const result = (0,external_node_child_process_.spawnSync)('getent', ['passwd', key], { encoding: 'utf8' });
+    let line = result.status === 0 ? result.stdout.split('\n')[0] : '';
+    if (result.error) {
+        const lines = (0,external_node_fs_.existsSync)('/etc/passwd') ? (0,external_node_fs_.readFileSync)('/etc/passwd', 'utf8').split('\n') : [];
+        line = lines.find(entry => entry.split(':')[0] === key || entry.split(':')[2] === key) ?? '';
+    }
+    const fields = line.split(':');
+    if (fields.length < 4)
+        return undefined;
+    return [Number(fields[2]), Number(fields[3])];
+}
+/** Thrown at start-up for a `sandbox.user` that cannot be used; its message names the value. */
+class RunUserError extends Error {
+}
+const resolved = new Map();
+/**
+ * The identity of runs for `spec` (an environment's `sandbox.user`, or undefined for the default);
+ * undefined when the executor is not root (nothing to switch from). Looked up once per spec.
+ */
+function runUser(spec) {
+    if (process.getuid?.() !== 0)
+        return undefined;
+    const key = spec ?? '';
+    let user = resolved.get(key);
+    if (!user) {
+        user = spec === undefined ? defaultUser() : namedUser(spec);
+        if (user.uid === 0 || user.gid === 0)
+            throw new RunUserError(`sandbox.user ${JSON.stringify(spec)} is ${user.uid === 0 ? 'uid' : 'gid'} 0 (root): a run must not be root on the host; ${USER_FORMS} other than 0`);
+        resolved.set(key, user);
+    }
+    return user;
+}
+function namedUser(spec) {
+    const numeric = NUMERIC.exec(spec);
+    if (numeric) {
+        const uid = Number(numeric[1]);
+        const entry = passwd(String(uid));
+        const gid = numeric[2] !== undefined ? Number(numeric[2]) : (entry?.[1] ?? uid);
+        if (uid > 4_294_967_294 || gid > 4_294_967_294)
+            throw new RunUserError(`sandbox.user ${JSON.stringify(spec)}: an id above 4294967294; ${USER_FORMS}`);
+        return { uid, gid, label: `uid ${uid}, gid ${gid}` };
+    }
+    const entry = passwd(spec);
+    if (!entry)
+        throw new RunUserError(`sandbox.user ${JSON.stringify(spec)}: no such user on this machine; ${USER_FORMS} (create it with \`useradd --system ${spec}\`)`);
+    return { uid: entry[0], gid: entry[1], label: `${spec} (uid ${entry[0]}, gid ${entry[1]})` };
+}
+function defaultUser() {
+    let entry = passwd(DEFAULT_USER);
+    let how = '';
+    if (!entry) {
+        const made = (0,external_node_child_process_.spawnSync)('useradd', [
+            '--system',
+            '--user-group',
+            '--no-create-home',
+            '--home-dir',
+            '/nonexistent',
+            '--shell',
+            '/usr/sbin/nologin'
+        ].concat(DEFAULT_USER), { encoding: 'utf8' });
+        // Another executor starting at the same moment may have made it first: look again either way.
+        entry = passwd(DEFAULT_USER);
+        if (entry && made.status === 0)
+            how = ', created now';
+    }
+    if (entry)
+        return {
+            uid: entry[0],
+            gid: entry[1],
+            label: `${DEFAULT_USER} (uid ${entry[0]}, gid ${entry[1]}${how})`
+        };
+    return {
+        uid: FALLBACK_ID,
+        gid: FALLBACK_ID,
+        label: `uid ${FALLBACK_ID}, gid ${FALLBACK_ID} (no user ${DEFAULT_USER} here and useradd could not make one)`
+    };
+}
+/**
+ * Gives a run's directories to its user: the workspace, its output folder. Symbolic links are
+ * changed themselves, never followed (a checkout may hold a link to any file of the host).
+ */
+async function giveTo(user, paths) {
+    if (!user || paths.length === 0)
+        return;
+    await exec(systemProgram('chown'), ['-R', '-h', '-P', `${user.uid}:${user.gid}`, '--', ...paths]);
+}
+/**
+ * A program of the system directories the sandbox shows, by absolute path: run as root inside the
+ * sandbox, it must never be looked up on the run's PATH (which may name the workspace).
+ */
+function systemProgram(name) {
+    for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+        const file = (0,external_node_path_.join)(dir, name);
+        if ((0,external_node_fs_.existsSync)(file))
+            return file;
+    }
+    return `/usr/bin/${name}`;
+}
+/**
+ * The command that, inside a sandbox bubblewrap made as root, gives the run its own HOME and then
+ * becomes the run's user for good (no groups, no capabilities, none regained through setuid files)
+ * before it execs the run's program (appended after it).
+ */
+function dropTo(user, home) {
+    const id = `${user.uid}:${user.gid}`;
+    const script = `${systemProgram('chown')} ${id} ${home} || exit 125; ` +
+        `exec ${systemProgram('setpriv')} --reuid=${user.uid} --regid=${user.gid} ` +
+        '--clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- "$@"';
+    return ['/bin/sh', '-c', script, 'sh'];
+}
+
 ;// CONCATENATED MODULE: ./src/executor/sandbox/bwrap.ts
 // The bubblewrap command line that confines one process of a run, and the start-up check that
 // bubblewrap works here. Inside: system directories read-only, the workspace read-write, a private
 // /tmp and an empty private HOME; the executor's data dir, config file and home are absent; own PID,
 // IPC, UTS and network namespaces, a new session, no capabilities, killed with the executor.
+// Started by a root executor, bubblewrap makes the mounts as root (so it reaches paths under
+// root-only directories, such as a data dir made by mkdtemp) without a user namespace, and the
+// run's program is then started as the run's unprivileged user (sandbox/user.ts dropTo): uid 0
+// never runs agent code.
+
 
 
 
@@ -412,27 +573,86 @@ const SYSTEM_DIRS = [
 const HIDDEN_ETC = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/sudoers'];
 /** HOME inside the sandbox: an empty tmpfs per run. */
 const SANDBOX_HOME = '/home/agent';
-/** The program to run: AGENT_EXECUTOR_BWRAP (tests point it at a missing file), else bwrap on PATH. */
+/**
+ * The program to run: AGENT_EXECUTOR_BWRAP (tests point it at a missing file), else bwrap on the
+ * executor's PATH, as an absolute path. It starts as root in the run's workspace with the run's
+ * variables: looked up by name there, a relative PATH entry (`node_modules/.bin`) would find a
+ * `bwrap` the run wrote in its workspace and run it as root on the host.
+ */
 function bwrapProgram() {
-    return process.env.AGENT_EXECUTOR_BWRAP || 'bwrap';
+    return hostProgram(process.env.AGENT_EXECUTOR_BWRAP || 'bwrap');
+}
+/** `name` in the first absolute directory of the executor's PATH that has it; else `name` itself. */
+function hostProgram(name) {
+    if (name.includes('/'))
+        return name;
+    for (const dir of (process.env.PATH ?? '').split(external_node_path_.delimiter)) {
+        if (!(0,external_node_path_.isAbsolute)(dir))
+            continue;
+        const file = (0,external_node_path_.join)(dir, name);
+        try {
+            (0,external_node_fs_.accessSync)(file, external_node_fs_.constants.X_OK);
+            if ((0,external_node_fs_.statSync)(file).isFile())
+                return file;
+        }
+        catch {
+            // not here
+        }
+    }
+    return name;
+}
+/**
+ * `--dir` for each directory above a path bound at `dest`: bubblewrap would make the missing ones
+ * 0700 root, which the run's user could not pass through (existing ones are left as they are).
+ */
+function parentDirs(dest) {
+    const args = [];
+    let dir = (0,external_node_path_.dirname)(dest);
+    const dirs = [];
+    while (dir !== '/' && dir !== '.') {
+        dirs.unshift(dir);
+        dir = (0,external_node_path_.dirname)(dir);
+    }
+    for (const d of dirs)
+        args.push('--dir', d);
+    return args;
+}
+/** A read-only bind of `from` at `to`, its missing parents made passable first. */
+function roBind(from, to) {
+    return [...parentDirs(to), '--ro-bind', from, to];
 }
 function inside(path, dir) {
     return path === dir || path.startsWith(dir.endsWith(external_node_path_.sep) ? dir : dir + external_node_path_.sep);
 }
 /** bwrap's arguments up to (not including) the command. */
 function bwrapArgs(options) {
-    const args = ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL'];
-    if (options.network === 'host')
-        args.push('--share-net');
+    const args = ['--die-with-parent', '--new-session'];
+    if (options.user) {
+        // No user namespace: the program's uid is the run user's on the host too. The first process
+        // keeps only what dropTo needs (own HOME, then setuid/setgid and emptying the bounding set).
+        args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try');
+        if (options.network !== 'host')
+            args.push('--unshare-net');
+        args.push('--cap-drop', 'ALL');
+        for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_CHOWN', 'CAP_SETPCAP'])
+            args.push('--cap-add', cap);
+    }
+    else {
+        args.push('--unshare-all', '--cap-drop', 'ALL');
+        if (options.network === 'host')
+            args.push('--share-net');
+    }
     for (const dir of SYSTEM_DIRS)
         args.push('--ro-bind-try', dir, dir);
     for (const file of HIDDEN_ETC)
         if ((0,external_node_fs_.existsSync)(file))
             args.push('--ro-bind', '/dev/null', file);
-    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', SANDBOX_HOME);
+    // Made by root, /tmp and /dev/shm are open to all (sticky) so the run's user may write there.
+    args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/dev/shm');
+    args.push('--perms', '1777', '--tmpfs', '/tmp', '--tmpfs', SANDBOX_HOME);
     for (const path of options.read.map(p => (0,external_node_path_.resolve)(p)))
         if ((0,external_node_fs_.existsSync)(path))
-            args.push('--ro-bind', path, path);
+            args.push(...roBind(path, path));
     // What must be absent goes over whatever bound it, shortest path first so nested ones stay hidden;
     // the workspace and writable paths are bound afterwards, so one inside the data dir still shows.
     const hidden = [...new Set(options.hide.map(p => (0,external_node_path_.resolve)(p)))]
@@ -442,29 +662,34 @@ function bwrapArgs(options) {
         if ((0,external_node_fs_.statSync)(path).isDirectory())
             args.push('--tmpfs', path);
         else
-            args.push('--ro-bind', '/dev/null', path);
+            args.push(...parentDirs(path), '--ro-bind', '/dev/null', path);
     }
     // Read-only paths a hidden directory covered (the source's objects inside the data dir).
     for (const path of options.read.map(p => (0,external_node_path_.resolve)(p)))
         if ((0,external_node_fs_.existsSync)(path) && hidden.some(h => inside(path, h)))
-            args.push('--ro-bind', path, path);
+            args.push(...roBind(path, path));
     for (const path of [...options.write.map(p => (0,external_node_path_.resolve)(p)), (0,external_node_path_.resolve)(options.workspace)])
         if ((0,external_node_fs_.existsSync)(path))
-            args.push('--bind', path, path);
+            args.push(...parentDirs(path), '--bind', path, path);
     for (const [from, to] of options.files ?? [])
-        args.push('--ro-bind', from, to);
+        args.push(...roBind(from, to));
     return args;
 }
 const checked = new Map();
-/** Starts `true` in a sandbox shaped like a run's, once per process (and bubblewrap program). */
-function checkBubblewrap() {
+/**
+ * Starts `true` in a sandbox shaped like a run's (as the run's user when given), once per process,
+ * bubblewrap program and user.
+ */
+function checkBubblewrap(user) {
     const program = bwrapProgram();
-    const known = checked.get(program);
+    const key = `${program}\0${user?.uid ?? ''}:${user?.gid ?? ''}`;
+    const known = checked.get(key);
     if (known)
         return known;
     let cached;
     const workspace = (0,external_node_path_.dirname)(process.execPath);
-    const result = (0,external_node_child_process_.spawnSync)(program, [...bwrapArgs({ workspace, read: [], write: [], hide: [], network: 'none' }), 'true'], {
+    const command = user ? [...dropTo(user, SANDBOX_HOME), 'true'] : ['true'];
+    const result = (0,external_node_child_process_.spawnSync)(program, [...bwrapArgs({ workspace, read: [], write: [], hide: [], network: 'none', user }), ...command], {
         encoding: 'utf8',
         timeout: 10_000
     });
@@ -480,17 +705,20 @@ function checkBubblewrap() {
     else if (result.status !== 0) {
         const stderr = result.stderr.trim().split('\n').slice(-2).join(' ');
         const userns = /namespace|uid map|permission|not permitted/i.test(stderr);
+        const setpriv = /setpriv/.test(stderr) || result.status === 125;
         cached = {
             ok: false,
-            problem: userns
-                ? `bubblewrap cannot create user namespaces here (${stderr}); allow them with \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\` (Ubuntu 23.10+ AppArmor) or \`sudo sysctl -w kernel.unprivileged_userns_clone=1\``
-                : `bubblewrap failed its start-up check with exit code ${result.status}: ${stderr}`
+            problem: setpriv
+                ? `the sandbox could not become the run's user ${user?.label ?? ''} (${stderr || `exit code ${result.status}`}); setpriv (util-linux) must be installed: \`sudo apt-get install util-linux\``
+                : userns
+                    ? `bubblewrap cannot create user namespaces here (${stderr}); allow them with \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\` (Ubuntu 23.10+ AppArmor) or \`sudo sysctl -w kernel.unprivileged_userns_clone=1\``
+                    : `bubblewrap failed its start-up check with exit code ${result.status}: ${stderr}`
         };
     }
     else {
         cached = { ok: true };
     }
-    checked.set(program, cached);
+    checked.set(key, cached);
     return cached;
 }
 
@@ -757,10 +985,11 @@ function allowed(targets, host, port) {
     const name = host.replace(/^\[|\]$/g, '').toLowerCase();
     return targets.some(target => target.host === name && target.port === port);
 }
-async function startProxy(targets, runId) {
+/** `user`: the run's host user (a root executor), who must be able to reach the socket. */
+async function startProxy(targets, runId, user) {
     const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `agent-run-proxy-${runId.slice(0, 12)}-`));
     const socket = (0,external_node_path_.join)(dir, 'proxy.sock');
-    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER);
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
     const refuse = (what) => `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
     const server = (0,external_node_http_.createServer)((request, response) => {
         let url;
@@ -811,6 +1040,10 @@ async function startProxy(targets, runId) {
         server.once('error', reject);
         server.listen(socket, () => resolve());
     });
+    // The folder is bound read-only inside; its user only connects to the socket.
+    if (user)
+        for (const path of [dir, socket])
+            (0,external_node_fs_.chownSync)(path, user.uid, user.gid);
     const url = `http://127.0.0.1:${INSIDE_PORT}`;
     return {
         files: [
@@ -836,15 +1069,19 @@ async function startProxy(targets, runId) {
 // The start-up check of a node that runs work: every environment whose runs are sandboxed needs
 // bubblewrap working here, or the executor refuses to start, naming the cause and the fix. An
 // environment that says `sandbox: off` starts anyway, with a warning (and a warning event per run).
+// A root executor also settles here who its runs are on the host (sandbox/user.ts): a bad
+// `sandbox.user` refuses the start, naming it.
+
 
 
 class SandboxUnavailableError extends Error {
 }
 /**
  * Throws SandboxUnavailableError when a sandboxed environment cannot be confined on this machine;
- * returns the warnings to log otherwise.
+ * returns the warnings to log otherwise, and adds to `notes` the lines the start-up log states
+ * (which host user each environment's runs are).
  */
-function checkSandboxes(config) {
+function checkSandboxes(config, notes = []) {
     const warnings = [];
     const confined = config.environments.filter(env => env.sandbox.enabled);
     const off = config.environments.filter(env => !env.sandbox.enabled).map(env => env.id);
@@ -858,6 +1095,29 @@ function checkSandboxes(config) {
         throw new SandboxUnavailableError(`cannot confine the runs of environment ${ids}: ${check.problem}. ` +
             'To run them unconfined anyway (not recommended), set `sandbox: off` on the environment.');
     }
+    const users = new Map();
+    for (const env of confined) {
+        let user;
+        try {
+            user = runUser(env.sandbox.user);
+        }
+        catch (error) {
+            if (!(error instanceof RunUserError))
+                throw error;
+            throw new SandboxUnavailableError(`environment ${env.id}: ${error.message}`);
+        }
+        if (!user) {
+            if (env.sandbox.user !== undefined)
+                warnings.push(`environment ${env.id} sets sandbox.user ${JSON.stringify(env.sandbox.user)}, but the executor is not root and cannot switch users: its runs are the executor's own user (uid ${process.getuid?.()})`);
+            continue;
+        }
+        const asUser = checkBubblewrap(user);
+        if (!asUser.ok)
+            throw new SandboxUnavailableError(`cannot confine the runs of environment ${env.id}: ${asUser.problem}`);
+        users.set(user.label, [...(users.get(user.label) ?? []), env.id]);
+    }
+    for (const [label, envs] of users)
+        notes.push(`the runs of environment ${envs.join(', ')} run as host user ${label}, not root`);
     const limits = limitsProblem();
     if (!limits)
         return warnings;
@@ -999,6 +1259,9 @@ function freeSpaceNote(dataDir) {
 // A run's sandbox: made by the worker when the run starts, found by the process spawner through
 // the run's abort signal (every process of a run is started with that signal), so setup commands,
 // `@sim run` and command agents are all confined without each agent having to pass it along.
+// When the executor is root, the run's processes become its unprivileged host user (user.ts), who
+// is given the run's workspace and output folder before the first of them starts.
+
 
 
 
@@ -1017,6 +1280,8 @@ class RunSandbox {
     hit;
     cgroup;
     cgroupMade = false;
+    owned;
+    wrapped = false;
     constructor(options, proxy) {
         this.options = options;
         this.proxy = proxy;
@@ -1025,7 +1290,7 @@ class RunSandbox {
     static async create(options) {
         const { sandbox } = options;
         const proxy = Array.isArray(sandbox.network)
-            ? await startProxy(sandbox.network, options.runId)
+            ? await startProxy(sandbox.network, options.runId, options.user)
             : undefined;
         return new RunSandbox(options, proxy);
     }
@@ -1052,16 +1317,31 @@ class RunSandbox {
             }, LIMIT_CHECK_MS).unref();
         return cgroup;
     }
+    /**
+     * Gives the run's directories to its user, once, before its first process: a run that starts
+     * none (a simulated answer) pays nothing, and nothing of the run is running while it happens.
+     */
+    prepare() {
+        this.owned ??= giveTo(this.options.user, this.options.own ?? []);
+        return this.owned;
+    }
+    /** Whether any process of the run was started (it may have written files since). */
+    get started() {
+        return this.wrapped;
+    }
     /** The command line that runs `program args` confined; undefined when the program is not found. */
     wrap(program, args, cwd, env) {
         const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
         if (!resolved)
             return undefined;
+        this.wrapped = true;
         const { sandbox } = this.options;
         const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(Boolean);
         const read = [...sandbox.read, ...this.options.read];
-        // An agent program outside the system directories (a script of the user's) is visible too.
-        if (!resolved.startsWith('/usr/') && !resolved.startsWith('/bin/'))
+        // An agent program outside the system directories (a script of the user's) is visible too;
+        // one in the workspace already is (and is not bound again: the run may have made it a link).
+        const system = resolved.startsWith('/usr/') || resolved.startsWith('/bin/');
+        if (!system && !isInside(resolved, this.options.workspace))
             read.push(resolved);
         const files = this.proxy ? this.proxy.files : [];
         const confine = bwrapArgs({
@@ -1070,9 +1350,12 @@ class RunSandbox {
             write: [...sandbox.write, ...(this.options.write ?? [])],
             hide,
             network: sandbox.network === 'host' ? 'host' : 'none',
-            files
+            files,
+            user: this.options.user
         });
-        const inner = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+        const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+        const user = this.options.user;
+        const inner = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
         const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
         const innerEnv = {
             ...env,
@@ -1140,6 +1423,10 @@ class RunSandbox {
         await this.proxy?.close();
     }
 }
+function isInside(path, dir) {
+    const rel = (0,external_node_path_.relative)((0,external_node_path_.resolve)(dir), (0,external_node_path_.resolve)(path));
+    return rel !== '' && !rel.startsWith('..') && !(0,external_node_path_.isAbsolute)(rel);
+}
 function findProgram(program, cwd, path) {
     const executable = (file) => {
         try {
@@ -1183,25 +1470,40 @@ async function confineRun(options, signal) {
 // Child processes for agents and commands, each in its own process group so that stopping it
 // stops everything it started: SIGTERM first, SIGKILL after a grace period. A process counts as
 // ended when it exits; pipes still held open by something it left behind (a daemon, `setsid`)
-// are closed shortly after, so a run can never hang on them.
+// are closed shortly after, so a run can never hang on them (a pipe paused because its output is
+// still being stored counts as busy, not held). A reader of the output may pause a pipe by answering
+// a promise, so a program that prints faster than its output is stored waits instead of filling memory.
 
 
 const KILL_GRACE_MS = 5000;
 /** After exit, output still in the pipes gets this long to arrive. */
 const DRAIN_MS = 250;
+/** Hands each chunk of `stream` to `take`, pausing the stream while `take` is busy with it. */
+function pipeInto(stream, take) {
+    stream.on('data', (chunk) => {
+        const busy = take?.(chunk);
+        if (!busy)
+            return;
+        stream.pause();
+        const resume = () => void stream.resume();
+        busy.then(resume, resume);
+    });
+}
 /** Runs a program in its own process group; the signal stops the group. */
-function runInGroup(program, args, options) {
+async function runInGroup(program, args, options) {
     const started = Date.now();
-    if (options.signal.aborted)
-        return Promise.resolve({ exitCode: null, signal: 'SIGTERM', durationMs: 0 });
-    // A run's processes go through its sandbox (found by the run's signal), when it has one.
+    // A run's processes go through its sandbox (found by the run's signal), when it has one; a root
+    // executor's run gets its files before its first process.
     const run = runOf(options.signal);
+    await run?.sandbox?.prepare();
+    if (options.signal.aborted)
+        return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
     const wrapped = run?.sandbox
         ? run.sandbox.wrap(program, args, options.cwd, options.env)
         : { program, args, env: options.env };
     if (!wrapped) {
         const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
-        return Promise.resolve({ exitCode: null, signal: null, spawnError, durationMs: 0 });
+        return { exitCode: null, signal: null, spawnError, durationMs: 0 };
     }
     return new Promise(resolve => {
         const child = (0,external_node_child_process_.spawn)(wrapped.program, wrapped.args, {
@@ -1210,8 +1512,8 @@ function runInGroup(program, args, options) {
             detached: true,
             stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
         });
-        child.stdout.on('data', chunk => options.onStdout?.(chunk));
-        child.stderr.on('data', chunk => options.onStderr?.(chunk));
+        pipeInto(child.stdout, options.onStdout);
+        pipeInto(child.stderr, options.onStderr);
         if (options.stdin !== undefined) {
             child.stdin.on('error', () => undefined); // the program may exit without reading its input
             child.stdin.end(options.stdin);
@@ -1231,11 +1533,15 @@ function runInGroup(program, args, options) {
         child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));
         child.on('close', (exitCode, signal) => settle({ exitCode, signal }));
         child.on('exit', (exitCode, signal) => {
-            setTimeout(() => {
+            const drain = () => setTimeout(() => {
+                // A stream paused while its output is being stored is busy, not hung: wait for it.
+                if (child.stdout.isPaused() || child.stderr.isPaused())
+                    return void drain();
                 child.stdout.destroy();
                 child.stderr.destroy();
                 settle({ exitCode, signal });
             }, DRAIN_MS).unref();
+            drain();
         });
     });
 }
@@ -1300,9 +1606,15 @@ function stopGroup(pid, graceMs = KILL_GRACE_MS) {
 
 
 
+
 const FLUSH_MS = 200;
 const FLUSH_BYTES = 16 * 1024;
 const STDERR_TAIL_LINES = 10;
+/** Characters of one stderr line kept for the status message, and of the stream's end kept for them. */
+const MAX_LINE_KEPT = 2000;
+const KEPT_END_CHARS = 32 * 1024;
+/** Output read but not yet stored, past which the child's pipe is paused. */
+const MAX_QUEUED_BYTES = 1024 * 1024;
 /** Variables every CLI needs to find itself and its home; the environment's `env` adds more. */
 const BASE_VARIABLES = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TERM'];
 /** The variables a run's program starts with: the base ones from the executor, then the listed ones. */
@@ -1383,7 +1695,7 @@ const commandAgent = agentKind({
             onStdout: chunk => streams.stdout.push(chunk),
             onStderr: chunk => streams.stderr.push(chunk)
         });
-        await Promise.all([streams.stdout.flush(), streams.stderr.flush()]);
+        await Promise.all([streams.stdout.finish(), streams.stderr.finish()]);
         if (result.spawnError) {
             const why = result.spawnError.code === 'ENOENT' ? 'not found on PATH' : result.spawnError.message;
             return {
@@ -1404,29 +1716,35 @@ const commandAgent = agentKind({
         };
     }
 });
-/** Batches a stream's chunks into transcript events and keeps its last lines. */
+/**
+ * Batches a stream's chunks into transcript events and keeps its last lines. While more than
+ * MAX_QUEUED_BYTES wait to be written, push() answers a promise and the child's pipe is paused
+ * until the writes catch up: a fast printer waits for the store instead of filling memory.
+ */
 class StreamRecorder {
     stream;
     context;
     pending = '';
     timer;
-    lines = [];
+    last = '';
     writing = Promise.resolve();
+    queued = 0;
+    decoder = new external_node_string_decoder_.StringDecoder('utf8');
     constructor(stream, context) {
         this.stream = stream;
         this.context = context;
     }
     push(chunk) {
-        const text = chunk.toString('utf8');
+        // The decoder keeps a character split between two chunks whole.
+        const text = this.decoder.write(chunk);
         this.pending += text;
-        // A chunk may end mid-line: its first part continues the last line of the chunk before.
-        const [first = '', ...rest] = text.split('\n');
-        const last = this.lines.pop() ?? '';
-        this.lines = [...this.lines, last + first, ...rest].slice(-(STDERR_TAIL_LINES + 1));
+        // The end of the stream is all the status message needs: no line array per chunk.
+        this.last = (this.last + text).slice(-KEPT_END_CHARS);
         if (this.pending.length >= FLUSH_BYTES)
             void this.flush();
         else
             this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS);
+        return this.queued > MAX_QUEUED_BYTES ? this.writing : undefined;
     }
     flush() {
         clearTimeout(this.timer);
@@ -1434,12 +1752,25 @@ class StreamRecorder {
         if (this.pending !== '') {
             const text = this.pending;
             this.pending = '';
-            this.writing = this.writing.then(() => this.context.record('output', { stream: this.stream, text }));
+            this.queued += text.length;
+            this.writing = this.writing
+                .then(() => this.context.record('output', { stream: this.stream, text }))
+                .finally(() => (this.queued -= text.length));
         }
         return this.writing;
     }
+    /** The stream ended: what the decoder still holds, then everything pending. */
+    finish() {
+        this.pending += this.decoder.end();
+        return this.flush();
+    }
     tail() {
-        return this.lines.join('\n').trim().split('\n').slice(-STDERR_TAIL_LINES).join('\n');
+        return this.last
+            .trim()
+            .split('\n')
+            .slice(-STDERR_TAIL_LINES)
+            .map(line => (line.length > MAX_LINE_KEPT ? line.slice(-MAX_LINE_KEPT) : line))
+            .join('\n');
     }
 }
 
@@ -1664,6 +1995,75 @@ function agentKindOf(kind) {
     return AGENT_KINDS.get(kind);
 }
 
+;// CONCATENATED MODULE: ./src/executor/cli-usage.ts
+// agent-executor's usage texts (the whole one, and one per command) and how its arguments split
+// into the command and the rest, so global options may come before the command or after it.
+
+/** The package version this bundle was built from (a test compares it with package.json). */
+const VERSION = '0.1.0';
+const HELP = {
+    serve: `  serve [--host HOST] [--port PORT] [--role all|api|worker]
+      Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
+      config agent-executor.yaml when present. --port 0 picks a free port. Prints
+      "listening on http://HOST:PORT" when ready, and "stopped" after a graceful stop (SIGINT or
+      SIGTERM; a second signal exits at once). --role api serves the API and runs nothing;
+      --role worker runs work and serves only /healthz and /readyz. One data dir takes one --role all,
+      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).`,
+    keys: `  keys create --kind personal|agent --name NAME [--team TEAM]
+      Create an API key (team "default" unless given). The raw key is printed once, alone on the
+      last line of stdout.
+  keys list
+      List keys (id, team, kind, name, first characters, created, status), under a header row.
+      Never shows raw keys.
+  keys revoke ID
+      Revoke a key at once.`,
+    environments: `  environments list
+      List the configured environments (id, name, source, agent, timeout, concurrency), under a
+      header row.`
+};
+const GLOBAL_OPTIONS = `Global options (before or after the command):
+  --config FILE    the configuration file (default agent-executor.yaml in the current directory)
+  --data-dir DIR   where the store and workspaces live (default .agent-executor)
+  --store STORE    a path or sqlite:PATH (SQLite; default DATA_DIR/executor.db) or
+                   postgres://USER:PASSWORD@HOST:PORT/DB (shared by several nodes);
+                   AGENT_EXECUTOR_STORE sets it too, and the config file's store: key
+  -h, --help       this help; after a command, that command's help
+  -V, --version    print the version`;
+const USAGE = `Usage: agent-executor [global options] <command> [options]
+
+Commands:
+${HELP.serve}
+${HELP.keys}
+${HELP.environments}
+
+Agent kinds (an environment's agent.kind):
+${[...AGENT_KINDS.values()].map(kind => `  ${kind.kind.padEnd(10)} ${kind.summary}`).join('\n')}
+
+${GLOBAL_OPTIONS}`;
+function commandHelp(command) {
+    return `Usage: agent-executor ${command} [options]\n\n${HELP[command]}\n\n${GLOBAL_OPTIONS}`;
+}
+/** Options every command takes; they may come before the command as well as after it. */
+const GLOBAL_WITH_VALUE = new Set(['--config', '--data-dir', '--store']);
+const COMMANDS = ['serve', 'keys', 'environments'];
+/**
+ * The command is the first argument that is neither a global option nor its value; the other
+ * arguments keep their order, so `--data-dir X keys list` and `keys list --data-dir X` agree.
+ */
+function splitCommand(argv) {
+    for (let i = 0; i < argv.length; i++) {
+        const arg = argv[i];
+        if (GLOBAL_WITH_VALUE.has(arg)) {
+            i++;
+            continue;
+        }
+        if (arg.startsWith('-'))
+            continue;
+        return { command: arg, args: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+    }
+    return { args: argv };
+}
+
 // EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
 var dist = __webpack_require__(38815);
 // EXTERNAL MODULE: external "node:url"
@@ -1733,6 +2133,7 @@ function redactUrl(url) {
 // The `sandbox:` key of an environment, parsed on its own so config.ts only calls it: how a run's
 // processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
 
+
 const DEFAULT_SANDBOX = {
     enabled: true,
     network: 'none',
@@ -1771,11 +2172,11 @@ function parseSandbox(raw, at, problems) {
     if (raw === 'off' || raw === false)
         return { ...DEFAULT_SANDBOX, enabled: false };
     if (typeof raw !== 'object' || Array.isArray(raw)) {
-        problems.push(`${at} ${config_show(raw)}: expected off or a mapping (network, read, write, memory, processes)`);
+        problems.push(`${at} ${config_show(raw)}: expected off or a mapping (network, read, write, memory, processes, user)`);
         return { ...DEFAULT_SANDBOX };
     }
     const object = raw;
-    const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits'];
+    const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits', 'user'];
     for (const key of Object.keys(object))
         if (!keys.includes(key))
             problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}`);
@@ -1802,6 +2203,13 @@ function parseSandbox(raw, at, problems) {
             problems.push(`${at}.require_limits ${config_show(object.require_limits)}: expected true or false`);
         else
             config.requireLimits = object.require_limits;
+    }
+    if (object.user !== undefined && object.user !== null) {
+        const problem = userSpecProblem(object.user);
+        if (problem)
+            problems.push(`${at}.user ${config_show(object.user)}: ${problem}`);
+        else
+            config.user = String(object.user);
     }
     return config;
 }
@@ -1984,6 +2392,7 @@ function parseConfig(raw, base, where = 'config') {
         'lease',
         'shutdown_grace',
         'log_level',
+        'log_format',
         'workspaces',
         'limits',
         'environments'
@@ -1998,7 +2407,8 @@ function parseConfig(raw, base, where = 'config') {
         'max_prompt_bytes',
         'rate_limit_per_minute',
         'max_queued_runs',
-        'retention_days'
+        'retention_days',
+        'transcript'
     ]);
     const workers = r.int(root.workers, 'workers', 4, 1, 256);
     const dataDir = (0,external_node_path_.resolve)(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
@@ -2025,6 +2435,7 @@ function parseConfig(raw, base, where = 'config') {
         leaseMs: r.duration(root.lease, 'lease', 30_000),
         shutdownGraceMs: r.duration(root.shutdown_grace, 'shutdown_grace', 30_000),
         logLevel: r.oneOf(root.log_level, 'log_level', ['fatal', 'error', 'warn', 'info', 'debug', 'silent'], 'info'),
+        logFormat: r.oneOf(root.log_format, 'log_format', ['auto', 'text', 'json'], 'auto'),
         workspaces: {
             retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
             quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
@@ -2036,7 +2447,8 @@ function parseConfig(raw, base, where = 'config') {
             maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
             rateLimitPerMinute: r.int(limits.rate_limit_per_minute, 'limits.rate_limit_per_minute', 600, 0, 1e9),
             maxQueuedRuns: r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9),
-            retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500)
+            retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
+            transcriptBytes: transcriptLimit(r, limits.transcript)
         },
         environments: []
     };
@@ -2060,6 +2472,15 @@ function parseConfig(raw, base, where = 'config') {
         throw new ConfigError(`${where}: ${problems.length === 1 ? problems[0] : `\n- ${problems.join('\n- ')}`}`);
     }
     return config;
+}
+/** The smallest `limits.transcript`: room for a head, a tail and the note between them. */
+const MIN_TRANSCRIPT_BYTES = 64 * 1024;
+function transcriptLimit(r, value) {
+    const bytes = r.size(value, 'limits.transcript', 16 * 1024 ** 2);
+    if (bytes >= MIN_TRANSCRIPT_BYTES)
+        return bytes;
+    r.problems.push(`limits.transcript ${show(value)}: expected at least 64KiB, such as 16MiB`);
+    return MIN_TRANSCRIPT_BYTES;
 }
 function defaultEnvironment(base, workers) {
     return {
@@ -2230,15 +2651,23 @@ function artifactOf(row) {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/git.ts
-// The executor's own git. In a workspace the agent may have written anything into .git (hooks,
-// `core.fsmonitor`, filter drivers, a symlinked config), and the executor's git runs outside the
-// sandbox: so there it runs with no system or global config, hooks off, fsmonitor off, no
-// credential helper, the repository named explicitly, and the workspace's config rewritten clean.
+// The executor's own git. Two kinds: git on a source (clone, fetch, rev-parse), where the user's
+// own config applies; and git on a run's workspace after (or before) its agent, which runs outside
+// the sandbox with the executor's privileges on files the agent wrote. The second never reads a
+// `.git` of the workspace: it is always `--git-dir <the run's private git dir> --work-tree
+// <workspace>` (see private-git.ts), with no system or global config, no inherited GIT_* variable
+// (a push keeps the operator's ssh and certificate ones), a small environment that holds no
+// secret of the executor (a push adds HOME, ssh and proxy variables and its token header), and
+// settings on its command line that switch off everything a repository or a work tree could use
+// to start a program: hooks, fsmonitor, external diff and textconv, submodule recursion,
+// transports, ssh, credential helpers. `.gitattributes` of the work tree may still name
+// `filter=`/`diff=` drivers, but no config git reads defines one, so none runs; the attributes
+// that stay (eol, text, working-tree-encoding, ident) only transform bytes.
 
 
 
 
-const exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+const git_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
 function redactUrls(text) {
     return text.replace(/\/\/[^/@\s]+@/g, '//***@');
@@ -2255,27 +2684,70 @@ function gitReason(error) {
     const reason = lines.find(line => /^fatal:/i.test(line)) ?? lines.find(line => /^error:/i.test(line));
     return reason ?? lines[0] ?? error.message.split('\n')[0];
 }
-/** Settings that win over anything a repository's own config says. */
-const SAFE = [
-    '-c',
+/** Settings that win over anything a config could say (command-line `-c` has the last word). */
+const HARDENED = [
     'core.hooksPath=/dev/null',
-    '-c',
     'core.fsmonitor=false',
-    '-c',
-    'credential.helper=',
-    '-c',
+    'core.untrackedCache=false',
+    'core.attributesFile=/dev/null',
+    'core.excludesFile=/dev/null',
     'core.sshCommand=false',
-    '-c',
+    'core.askPass=',
+    'credential.helper=',
+    'diff.external=',
+    'diff.ignoreSubmodules=all',
+    'diff.submodule=short',
+    'submodule.recurse=false',
+    'status.submoduleSummary=false',
+    'push.recurseSubmodules=no',
+    'fetch.recurseSubmodules=false',
     'protocol.allow=never',
-    '-c',
+    'gc.auto=0',
+    'maintenance.auto=false',
+    'advice.addEmbeddedRepo=false',
     'user.name=agent-executor',
-    '-c',
     'user.email=agent-executor@localhost'
+].flatMap(setting => ['-c', setting]);
+/** What a workspace git process inherits of the executor's environment (no secret is among them). */
+const LOCAL_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TZ', 'TMPDIR'];
+/** What a push also needs: ssh's keys and agent, proxies and certificate bundles. */
+const PUSH_VARIABLES = [
+    'HOME',
+    'SSH_AUTH_SOCK',
+    'SSL_CERT_FILE',
+    'SSL_CERT_DIR',
+    'CURL_CA_BUNDLE',
+    // The operator's own ssh and certificate settings for git: the only GIT_* variables passed.
+    'GIT_SSH_COMMAND',
+    'GIT_SSH',
+    'GIT_SSL_CAINFO',
+    'GIT_SSL_CAPATH',
+    ...['http_proxy', 'https_proxy', 'all_proxy', 'no_proxy'].flatMap(name => [name, name.toUpperCase()])
 ];
-const SAFE_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
-async function run(args, env) {
+/**
+ * The environment of a workspace git process: a few variables of the executor's (more for a
+ * push), no other GIT_* one, then the protections and `extra` (a push's token header).
+ */
+function privateEnv(repository, extra = {}, push = false) {
+    const env = {};
+    for (const name of push ? [...LOCAL_VARIABLES, ...PUSH_VARIABLES] : LOCAL_VARIABLES)
+        if (process.env[name] !== undefined)
+            env[name] = process.env[name];
+    return {
+        ...env,
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_TERMINAL_PROMPT: '0',
+        GIT_NO_REPLACE_OBJECTS: '1',
+        GIT_CEILING_DIRECTORIES: (0,external_node_path_.dirname)(repository.workTree),
+        GIT_DIR: repository.gitDir,
+        GIT_WORK_TREE: repository.workTree,
+        ...extra
+    };
+}
+async function run(args, env, cwd) {
     try {
-        const { stdout } = await exec('git', args, { maxBuffer: 64 * 1024 * 1024, env });
+        const { stdout } = await git_exec('git', args, { maxBuffer: 64 * 1024 * 1024, env, cwd });
         return stdout;
     }
     catch (error) {
@@ -2293,54 +2765,70 @@ function sourceGit(args, cwd) {
     return run(cwd ? ['-C', cwd, ...args] : args);
 }
 /**
- * git on a workspace: its .git must be a real directory, its config is rewritten clean first.
- * `env` adds variables for this one process (publishing passes the token's header this way).
+ * git on a workspace through the run's private git dir. `env` adds variables for this one process
+ * (publishing passes the token's header this way, with `push` set so that ssh and proxies work).
  */
-async function workspaceGit(root, args, env = {}) {
-    const dotGit = (0,external_node_path_.join)(root, '.git');
-    if (!(0,external_node_fs_.lstatSync)(dotGit, { throwIfNoEntry: false })?.isDirectory())
-        throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
-    writeCleanConfig(dotGit);
-    return run([...SAFE, '--git-dir', dotGit, '--work-tree', root, ...args], {
-        ...process.env,
-        ...SAFE_ENV,
-        ...env
-    });
-}
-/** git init of a new workspace repository, with no template (no sample hooks). */
-async function initWorkspace(root) {
-    (0,external_node_fs_.mkdirSync)(root, { recursive: true });
-    await run([...SAFE, 'init', '--quiet', '--template=', root], { ...process.env, ...SAFE_ENV });
+function privateGit(repository, args, options = {}) {
+    return run([...HARDENED, '--git-dir', repository.gitDir, '--work-tree', repository.workTree, ...args], privateEnv(repository, options.env, options.push), 
+    // Never the workspace: a relative path git meets is then not the agent's.
+    repository.gitDir);
 }
 /**
- * Several git commands on a workspace in one child process (`a && b && …`: a run's workspace is
- * made and diffed with a few of them, and each process costs milliseconds on a busy machine), with
- * the same protections as workspaceGit. `init` first makes the repository.
+ * Several git commands on a workspace in one child process (`a && b && …`: each process costs
+ * milliseconds on a busy machine), with the same protections as privateGit.
  */
-async function workspaceGitAll(root, commands, init = false) {
-    const dotGit = (0,external_node_path_.join)(root, '.git');
-    if (init)
-        (0,external_node_fs_.mkdirSync)(root, { recursive: true });
-    else if (!(0,external_node_fs_.lstatSync)(dotGit, { throwIfNoEntry: false })?.isDirectory())
-        throw new Error(`the workspace's .git at ${dotGit} is no longer a directory; the run replaced it`);
-    else
-        writeCleanConfig(dotGit);
+async function privateGitAll(repository, commands) {
     const quote = (arg) => `'${arg.replaceAll("'", `'\\''`)}'`;
-    const script = [...(init ? [['init', '--quiet', '--template=']] : []), ...commands]
-        .map(args => ['git', ...SAFE, ...args].map(quote).join(' '))
-        .join(' && ');
+    const script = commands.map(args => ['git', ...HARDENED, ...args].map(quote).join(' ')).join(' && ');
     try {
-        const { stdout } = await exec('/bin/sh', ['-c', script], {
-            cwd: root,
+        const { stdout } = await git_exec('/bin/sh', ['-c', script], {
+            cwd: repository.gitDir,
             maxBuffer: 64 * 1024 * 1024,
-            env: { ...process.env, ...SAFE_ENV, GIT_DIR: dotGit, GIT_WORK_TREE: root }
+            env: privateEnv(repository)
         });
         return stdout;
     }
     catch (error) {
-        const why = gitReason(error);
+        // git names what it refused in `error:` lines before its `fatal:` one (`invalid path '.GIT/x'`).
+        const errors = String(error.stderr ?? '')
+            .split('\n')
+            .map(line => line.trim())
+            .filter(line => /^error:/i.test(line))
+            .slice(0, 3);
+        const why = [...new Set([...errors, gitReason(error)])].join('; ');
         throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
     }
+}
+/**
+ * The index entries of the private git dir that are submodules (gitlinks, mode 160000), read as a
+ * stream: a large repository's index listing is never held whole in memory.
+ */
+function privateGitlinks(repository) {
+    return new Promise((resolve, reject) => {
+        const child = (0,external_node_child_process_.spawn)('git', [...HARDENED, '--git-dir', repository.gitDir, 'ls-files', '--stage', '-z'], {
+            cwd: repository.gitDir,
+            env: privateEnv(repository),
+            stdio: ['ignore', 'pipe', 'pipe']
+        });
+        const links = [];
+        let rest = Buffer.alloc(0);
+        let stderr = '';
+        child.stdout.on('data', (chunk) => {
+            rest = Buffer.concat([rest, chunk]);
+            for (let end = rest.indexOf(0); end >= 0; end = rest.indexOf(0)) {
+                // `<mode> <object> <stage>\t<path>`
+                const entry = rest.subarray(0, end).toString('utf8');
+                rest = rest.subarray(end + 1);
+                if (entry.startsWith('160000 '))
+                    links.push(entry.slice(entry.indexOf('\t') + 1));
+            }
+        });
+        child.stderr.on('data', chunk => (stderr += String(chunk)));
+        child.on('error', reject);
+        child.on('close', code => code === 0
+            ? resolve(links)
+            : reject(new Error(`git ls-files failed: ${gitReason({ stderr }) || `exit code ${code}`}`)));
+    });
 }
 /** Replaces a file without following a symbolic link the run may have put in its place. */
 function replaceFile(path, text) {
@@ -2352,8 +2840,74 @@ function replaceFile(path, text) {
     }
     (0,external_node_fs_.writeFileSync)(path, text, { flag: 'wx', mode: 0o644 });
 }
-function writeCleanConfig(dotGit) {
-    replaceFile((0,external_node_path_.join)(dotGit, 'config'), '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n');
+
+;// CONCATENATED MODULE: ./src/executor/workspace/pr-text.ts
+// Text from a run that publishing writes into GitHub: the pull request's title and body and the
+// commit message. A run's answer and title may carry words a stranger steered the agent into
+// writing, and GitHub acts on some words wherever they appear: `@user` and `@org/team` notify
+// people from the publishing account, `fixes #1` (or `closes owner/repo#2`, or an issue URL) closes
+// an issue when the change is merged, and in a Markdown body `![x](https://…)` or raw HTML loads
+// remote content for every reader. So each field taken from the run is neutralised before it is
+// put into the operator's template; the template's own text stays exactly as written.
+/** `@name` or `@org/team` where GitHub would see a mention (not inside an e-mail address). */
+const MENTION = /(^|[^\w@/`.-])@([A-Za-z0-9][A-Za-z0-9-]*(?:\/[A-Za-z0-9_.-]+)?)/g;
+/** A closing keyword followed by a reference: `fixes #1`, `Closes: owner/repo#2`, `resolves GH-3`, a URL. */
+const CLOSING = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
+/** Drops C0 and C1 controls other than tab and newline: nothing a title or message needs. */
+function dropControls(text) {
+    let out = '';
+    for (const ch of text) {
+        const code = ch.codePointAt(0);
+        if (code === 9 || code === 10 || (code >= 32 && (code < 127 || code > 159)))
+            out += ch;
+    }
+    return out;
+}
+/**
+ * Plain text (a title, a commit message) with its mentions and closing keywords made harmless in
+ * a way a reader still understands: `@ octocat`, `fixes issue #1`.
+ */
+function neutralizePlain(text) {
+    return dropControls(text)
+        .replace(MENTION, (_whole, before, name) => `${before}@ ${name}`)
+        .replace(CLOSING, (_whole, keyword, gap) => `${keyword} issue${gap}`);
+}
+/** Every character HTML or Markdown gives a meaning to, as a numeric character reference. */
+function escapeMarkup(text) {
+    return text
+        .replace(/[&<>"'`*_[\]()!#@\\~|:{}=+-]/g, ch => `&#${ch.charCodeAt(0)};`)
+        .replace(/www\./gi, match => `${match.slice(0, 3)}&#46;`);
+}
+/** A short field (the title) inside a Markdown body: one line of inert text. */
+function inlineMarkdown(text) {
+    return escapeMarkup(neutralizePlain(text).replace(/[\r\n]+/g, ' '));
+}
+/**
+ * A long field (the answer) inside a Markdown body: an escaped `<pre>` block, so it shows as the
+ * agent wrote it (line breaks kept) and nothing in it is a link, an image, HTML or a mention.
+ */
+function quotedMarkdown(text) {
+    if (text === '')
+        return '';
+    return `<pre>${escapeMarkup(neutralizePlain(text))}</pre>`;
+}
+/** The fields that came from the run, made safe for plain text: the title and the commit message. */
+function plainFields(fields, fromRun) {
+    const safe = { ...fields };
+    for (const name of fromRun)
+        if (name in safe)
+            safe[name] = neutralizePlain(safe[name]);
+    return safe;
+}
+/** The same for a Markdown body: `result` quoted as a block, every other field from the run inline. */
+function markdownFields(fields, fromRun) {
+    const safe = { ...fields };
+    for (const name of fromRun) {
+        if (!(name in safe))
+            continue;
+        safe[name] = name === 'result' ? quotedMarkdown(safe[name]) : inlineMarkdown(safe[name]);
+    }
+    return safe;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/pull-request.ts
@@ -2420,11 +2974,10 @@ async function openPullRequest(request) {
 // Publishing a run's changes after its agent succeeded: one commit of everything the agent changed
 // on top of the workspace's start, pushed as a new branch of the run, then (when configured) a pull
 // request through the GitHub REST API. The executor does it itself, so the work never depends on
-// an agent remembering to push. The workspace's files were the agent's to write: the commit is
-// built in an index the executor owns, the borrowed object stores are reset to the ones the
-// executor chose, and the token only ever reaches git through the environment of the push.
-
-
+// an agent remembering to push. The workspace's files were the agent's to write, its `.git` too:
+// the commit is built in the run's private git dir (private-git.ts: the executor's own index,
+// config and borrowed object stores), pushed from there, and the token only ever reaches git
+// through the environment of that one push process, which reads no config the agent wrote.
 
 
 
@@ -2491,7 +3044,7 @@ async function publish(options, token) {
     }
     const fields = templateFields(options);
     const branch = fillTemplate(config.branch, fields);
-    await workspaceGit(workspace.root, ['check-ref-format', '--branch', branch]).catch(() => {
+    await privateGit(workspace.git, ['check-ref-format', '--branch', branch]).catch(() => {
         throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
     });
     const remote = await remoteUrl(options);
@@ -2504,7 +3057,7 @@ async function publish(options, token) {
         throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
     if (pr && !workspace.baseBranch)
         throw new PublishError('pull request', "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target");
-    await push(workspace.root, remote, commit, branch, token);
+    await push(workspace.git, remote, commit, branch, token);
     const event = { commit, branch, remote: redactUrls(remote), base_commit: base };
     if (pr && repository && token && workspace.baseBranch) {
         let opened;
@@ -2513,10 +3066,10 @@ async function publish(options, token) {
                 apiUrl: pr.apiUrl,
                 repository,
                 token,
-                title: fillTemplate(pr.title, fields),
+                title: fillTemplate(pr.title, plainFields(fields, FROM_RUN)),
                 head: branch,
                 base: workspace.baseBranch,
-                body: fillTemplate(pr.body, fields),
+                body: fillTemplate(pr.body, markdownFields(fields, FROM_RUN)),
                 draft: pr.draft
             });
         }
@@ -2545,6 +3098,8 @@ async function publish(options, token) {
     await record('publish', event);
     return undefined;
 }
+/** Template fields whose text came from the run (its title or prompt, the agent's answer). */
+const FROM_RUN = ['title', 'result'];
 function templateFields(options) {
     const title = titleOf(options.run);
     return {
@@ -2557,33 +3112,24 @@ function templateFields(options) {
     };
 }
 /**
- * One commit of the whole working tree on top of the start commit, built in an index of the
- * executor's own (flags the agent may have set in the workspace's index do not count), with the
- * borrowed object stores reset to those the workspace was made with. Undefined when the tree is
- * the start's.
+ * One commit of the whole working tree on top of the start commit, built in the run's private git
+ * dir from its index as the diff left it (the agent has ended, so the work tree has not moved; a
+ * second `git add` would look into the nested repositories the first one recorded). Undefined
+ * when the tree is the start's.
  */
 async function commitChanges(options) {
     const { workspace, base, config } = options;
-    const dotGit = (0,external_node_path_.join)(workspace.root, '.git');
-    replaceFile((0,external_node_path_.join)(dotGit, 'objects', 'info', 'alternates'), workspace.borrowed.map(p => `${p}\n`).join(''));
-    const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), 'agent-executor-index-'));
-    const env = { GIT_INDEX_FILE: (0,external_node_path_.join)(dir, 'index'), GIT_NO_REPLACE_OBJECTS: '1' };
     try {
-        await workspaceGit(workspace.root, ['read-tree', base], env);
-        await workspaceGit(workspace.root, ['add', '--all'], env);
-        const tree = (await workspaceGit(workspace.root, ['write-tree'], env)).trim();
-        const start = (await workspaceGit(workspace.root, ['rev-parse', `${base}^{tree}`], env)).trim();
+        const tree = (await privateGit(workspace.git, ['write-tree'])).trim();
+        const start = (await privateGit(workspace.git, ['rev-parse', `${base}^{tree}`])).trim();
         if (tree === start)
             return undefined;
-        const message = fillTemplate(config.commitMessage, templateFields(options));
+        const message = fillTemplate(config.commitMessage, plainFields(templateFields(options), FROM_RUN));
         const author = ['-c', `user.name=${config.author.name}`, '-c', `user.email=${config.author.email}`];
-        return (await workspaceGit(workspace.root, [...author, 'commit-tree', tree, '-p', base, '-m', message], env)).trim();
+        return (await privateGit(workspace.git, [...author, 'commit-tree', tree, '-p', base, '-m', message])).trim();
     }
     catch (error) {
         throw new PublishError('commit', error.message);
-    }
-    finally {
-        (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
     }
 }
 /** A URL source is pushed to; a local source's `publish.remote` names where. */
@@ -2607,8 +3153,8 @@ const PUSH_PROTOCOLS = ['file', 'git', 'http', 'https', 'ssh'].flatMap(name => [
  * it. An https remote gets the token as an Authorization header set through GIT_CONFIG_* variables
  * of this one git process (never its command line, never a file).
  */
-async function push(root, remote, commit, branch, token) {
-    const env = { GIT_NO_REPLACE_OBJECTS: '1' };
+async function push(repository, remote, commit, branch, token) {
+    const env = {};
     if (token && /^https?:\/\//i.test(remote)) {
         Object.assign(env, {
             GIT_CONFIG_COUNT: '1',
@@ -2617,15 +3163,16 @@ async function push(root, remote, commit, branch, token) {
         });
     }
     try {
-        await workspaceGit(root, [
+        await privateGit(repository, [
             ...PUSH_PROTOCOLS,
             '-c',
             'core.sshCommand=ssh',
             'push',
             '--no-verify',
+            '--no-recurse-submodules',
             remote,
             `${commit}:refs/heads/${branch}`
-        ], env);
+        ], { env, push: true });
     }
     catch (error) {
         throw new PublishError('push', pushReason(error, branch));
@@ -2714,14 +3261,115 @@ function copyTree(from, to, skip, quotaBytes) {
     walk(from, to);
 }
 
+;// CONCATENATED MODULE: ./src/executor/workspace/private-git.ts
+// Each run's private git dir, DATA_DIR/gitdirs/<run id>.git: the executor's own record of the
+// workspace, outside it and outside everything the sandbox shows (the data dir is hidden from a
+// run). It borrows the source's objects (alternates the executor writes), its config, HEAD, index
+// and info/ are written only by the executor, and its HEAD is the commit the run starts at. Every
+// git step after the agent (the diff, the patch, the commit and push of publishing) runs through
+// it with `--work-tree <workspace>`: whatever the agent did to the `.git` in its workspace (a
+// gitfile, a symbolic link, `commondir`, hooks, filters, a rewritten history) is never read, and
+// the changes are always the work tree against the start commit.
+//
+// The agent gets an ordinary repository of its own in the workspace, made here before it starts
+// (the same start commit, the same index, its own objects or the source's borrowed); it may wreck
+// it at will.
+
+
+
+const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n';
+const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+/** Where a run's private git dir lives. */
+function privateGitDir(dataDir, runId) {
+    return (0,external_node_path_.join)(dataDir, 'gitdirs', `${runId}.git`);
+}
+/** The skeleton of a git dir, written file by file (no template, no hooks, no process). */
+function writeGitDir(gitDir, head, alternates, shallow) {
+    for (const dir of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags', 'info'])
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(gitDir, dir), { recursive: true, mode: 0o755 });
+    replaceFile((0,external_node_path_.join)(gitDir, 'config'), CONFIG);
+    replaceFile((0,external_node_path_.join)(gitDir, 'HEAD'), `${head}\n`);
+    if (alternates.length > 0)
+        replaceFile((0,external_node_path_.join)(gitDir, 'objects', 'info', 'alternates'), alternates.map(p => `${p}\n`).join(''));
+    // A shallow source (actions/checkout's default) has commits whose parents are not there.
+    if (shallow && (0,external_node_fs_.existsSync)(shallow))
+        (0,external_node_fs_.copyFileSync)(shallow, (0,external_node_path_.join)(gitDir, 'shallow'));
+}
+/**
+ * A repository source: the private git dir at `head`, borrowing `borrowed`, its files checked out
+ * into `workTree`; then the agent's own `.git` beside them. Answers the start commit.
+ */
+async function checkoutRepository(repository, head, borrowed, shallow) {
+    if (!COMMIT.test(head))
+        throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
+    (0,external_node_fs_.mkdirSync)(repository.workTree, { recursive: true });
+    writeGitDir(repository.gitDir, head, borrowed, shallow);
+    await privateGit(repository, ['read-tree', '--reset', '-u', head]);
+    await leaveSubmodulesAlone(repository);
+    agentRepository(repository, head, { borrowed, shallow });
+    return head;
+}
+/**
+ * A copied source: its files (already in `workTree`) committed in the private git dir as the
+ * baseline; the agent's own `.git` gets a copy of those objects. Answers the baseline commit.
+ */
+async function snapshotCopy(repository) {
+    writeGitDir(repository.gitDir, 'ref: refs/heads/baseline', []);
+    const out = await privateGitAll(repository, [
+        ['add', '--all'],
+        ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'],
+        ['rev-parse', '--verify', 'HEAD^{commit}']
+    ]);
+    const head = out.trim();
+    if (!COMMIT.test(head))
+        throw new Error(`the workspace baseline came out as ${JSON.stringify(head)}`);
+    replaceFile((0,external_node_path_.join)(repository.gitDir, 'HEAD'), `${head}\n`);
+    await leaveSubmodulesAlone(repository);
+    agentRepository(repository, head, { objects: (0,external_node_path_.join)(repository.gitDir, 'objects') });
+    return head;
+}
+/**
+ * Marks the start's submodule entries (gitlinks) skip-worktree in the private index. git looks
+ * into a submodule's directory when its entry is unchanged (`git add` runs `git status` there, in
+ * a repository the agent may have made, with its filters and config): a skip-worktree entry is
+ * never compared with the work tree, so the executor's git never enters one. A submodule's
+ * recorded commit therefore never changes in a run's patch or published commit.
+ */
+async function leaveSubmodulesAlone(repository) {
+    const links = await privateGitlinks(repository);
+    if (links.length > 0)
+        await privateGit(repository, ['update-index', '--skip-worktree', '--', ...links]);
+}
+/**
+ * The agent's `.git` in its workspace: detached at `head`, with a copy of the private index (same
+ * files, same stat data: `git status` is clean), the source's objects borrowed or the baseline's
+ * copied. Written before the agent starts; never read by the executor afterwards.
+ */
+function agentRepository(repository, head, from) {
+    const dotGit = (0,external_node_path_.join)(repository.workTree, '.git');
+    (0,external_node_fs_.rmSync)(dotGit, { recursive: true, force: true });
+    if (from.objects)
+        (0,external_node_fs_.cpSync)(from.objects, (0,external_node_path_.join)(dotGit, 'objects'), { recursive: true });
+    writeGitDir(dotGit, head, from.borrowed ?? [], from.shallow);
+    const index = (0,external_node_path_.join)(repository.gitDir, 'index');
+    if ((0,external_node_fs_.existsSync)(index))
+        (0,external_node_fs_.copyFileSync)(index, (0,external_node_path_.join)(dotGit, 'index'));
+}
+/** Removes a run's private git dir (a plain recursive delete: it holds no link to follow). */
+function removePrivateGitDir(gitDir) {
+    (0,external_node_fs_.rmSync)(gitDir, { recursive: true, force: true });
+}
+
 ;// CONCATENATED MODULE: ./src/executor/workspace/workspace.ts
-// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: a repository of its own when
-// the environment's source is a git repository (a local path, or a URL cloned once into
-// DATA_DIR/sources/ and fetched before each run), a copy otherwise. The repository borrows the
-// source's objects read-only (alternates) and has its own refs and a clean config: a run never sees
-// another run's objects nor the credentials a checkout keeps in .git/config, and the source is
-// never written to. A copy is snapshotted in a fresh repository so that, either way, the files the
-// run changed come out as one unified diff.
+// Each run gets its own workspace under DATA_DIR/workspaces/<run id>: the files of the environment's
+// source (a git repository: a local path, or a URL cloned once into DATA_DIR/sources/ and fetched
+// before each run; or a plain copy otherwise), with a repository of its own for the agent. What the
+// executor knows of the workspace lives apart, in the run's private git dir (private-git.ts): the
+// start commit, an index, objects borrowed read-only from the source (alternates), a clean config.
+// The diff, the patch and publishing read the workspace's files through it and never the agent's
+// `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
+// .git/config, and the source is never written to.
+
 
 
 
@@ -2733,6 +3381,8 @@ function copyTree(from, to, skip, quotaBytes) {
 
 const workspace_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
+/** Every diff of a workspace: no external diff, no textconv, submodules never looked into. */
+const NO_PROGRAMS = ['--no-ext-diff', '--no-textconv', '--ignore-submodules=all'];
 /** Whether a directory is inside a git repository with a commit, cached: sources do not move. */
 const topLevels = new Map();
 function gitTopLevel(dir) {
@@ -2791,20 +3441,6 @@ async function startOf(repository, base) {
     }
     throw new Error(`publish.base ${JSON.stringify(base)}: the source ${repository} has no such branch`);
 }
-/** Makes `root` a repository of its own at `head`, borrowing the source's objects. */
-async function borrowRepository(repository, root, head) {
-    const gitDir = (0,external_node_path_.resolve)(repository, (await sourceGit(['rev-parse', '--git-common-dir'], repository)).trim());
-    const borrowed = objectStores(gitDir);
-    await initWorkspace(root);
-    const dotGit = (0,external_node_path_.join)(root, '.git');
-    (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dotGit, 'objects', 'info'), { recursive: true });
-    replaceFile((0,external_node_path_.join)(dotGit, 'objects', 'info', 'alternates'), borrowed.join('\n') + '\n');
-    // A shallow source (actions/checkout's default) has commits whose parents are not there.
-    if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(gitDir, 'shallow')))
-        (0,external_node_fs_.copyFileSync)((0,external_node_path_.join)(gitDir, 'shallow'), (0,external_node_path_.join)(dotGit, 'shallow'));
-    await workspaceGit(root, ['checkout', '--quiet', '--detach', head]);
-    return borrowed;
-}
 async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.POSITIVE_INFINITY) {
     const root = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
     markWorkspaces((0,external_node_path_.join)(dataDir, 'workspaces'));
@@ -2823,17 +3459,23 @@ async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.
     let kind;
     let borrowed = [];
     let start;
+    let base;
+    // The private git dir is made first, so a crash leaves nothing the sweep would not see.
+    const repo = { gitDir: privateGitDir(dataDir, runId), workTree: root };
+    removePrivateGitDir(repo.gitDir);
+    (0,external_node_fs_.mkdirSync)(repo.gitDir, { recursive: true, mode: 0o700 });
     if (repository) {
         if (environment.publish)
             start = await startOf(repository, environment.publish.base);
         const head = start?.commit ?? (await sourceGit(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
-        borrowed = await borrowRepository(repository, root, head);
+        const gitDir = (0,external_node_path_.resolve)(repository, (await sourceGit(['rev-parse', '--git-common-dir'], repository)).trim());
+        borrowed = objectStores(gitDir);
+        base = await checkoutRepository(repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'));
         kind = 'repository';
     }
     else {
         copyTree(environment.source, root, dataDir, quotaBytes);
-        const baseline = ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'];
-        await workspaceGitAll(root, [['add', '--all'], baseline], true);
+        base = await snapshotCopy(repo);
         kind = 'copy';
     }
     return {
@@ -2843,10 +3485,12 @@ async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.
         borrowed,
         repository,
         baseBranch: start?.branch,
+        base,
+        git: repo,
         async diff() {
-            const names = await workspaceGitAll(root, [
+            const names = await privateGitAll(repo, [
                 ['add', '--all'],
-                ['diff', '--cached', '--name-status', '--no-renames', 'HEAD']
+                ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
             ]);
             const files = names
                 .split('\n')
@@ -2857,19 +3501,27 @@ async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.
                 return { path: path.join('\t'), change };
             });
             let diff = files.length > 0
-                ? await workspaceGit(root, [
-                    'diff',
-                    '--cached',
-                    '--no-color',
-                    '--no-ext-diff',
-                    '--no-textconv',
-                    'HEAD'
-                ])
+                ? await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, base])
                 : '';
             const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
             if (truncated)
                 diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
             return { diff, truncated, files };
+        },
+        async patch() {
+            const file = (0,external_node_path_.join)(repo.gitDir, 'changes.patch');
+            (0,external_node_fs_.rmSync)(file, { force: true });
+            await privateGit(repo, [
+                'diff',
+                '--cached',
+                '--binary',
+                '--no-color',
+                '--no-renames',
+                ...NO_PROGRAMS,
+                `--output=${file}`,
+                base
+            ]);
+            return file;
         },
         size: () => diskUsage(root),
         release() {
@@ -2880,23 +3532,33 @@ async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.
     };
 }
 /**
- * Removes released workspaces older than `retentionMs` (and any left by a crashed process), then
- * lets git forget worktrees whose directories are gone (workspaces made by earlier versions were
- * worktrees of the source).
+ * Removes released workspaces older than `retentionMs` (and any left by a crashed process) with
+ * their private git dirs, and private git dirs left without a workspace; then lets git forget
+ * worktrees whose directories are gone (workspaces made by earlier versions were worktrees of the
+ * source). A workspace is removed by a plain recursive delete that follows no link: nothing in it
+ * (a `.git` file naming another directory, say) is read.
  */
 async function sweepWorkspaces(dataDir, environments, retentionMs, active) {
     const dir = (0,external_node_path_.join)(dataDir, 'workspaces');
-    if (!(0,external_node_fs_.existsSync)(dir))
-        return 0;
+    const gitDirs = (0,external_node_path_.join)(dataDir, 'gitdirs');
+    const old = (path) => Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs >= retentionMs;
     let removed = 0;
-    for (const name of (0,external_node_fs_.readdirSync)(dir)) {
+    for (const name of (0,external_node_fs_.existsSync)(dir) ? (0,external_node_fs_.readdirSync)(dir) : []) {
         if (active.has(name) || name.startsWith('.'))
             continue;
         const path = (0,external_node_path_.join)(dir, name);
-        if (Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs < retentionMs)
+        if (!old(path))
             continue;
-        await removeWorkspace(path);
+        (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+        removePrivateGitDir(privateGitDir(dataDir, name));
         removed++;
+    }
+    for (const name of (0,external_node_fs_.existsSync)(gitDirs) ? (0,external_node_fs_.readdirSync)(gitDirs) : []) {
+        const runId = name.replace(/\.git$/, '');
+        if (active.has(runId) || (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, runId)))
+            continue;
+        if (old((0,external_node_path_.join)(gitDirs, name)))
+            removePrivateGitDir((0,external_node_path_.join)(gitDirs, name));
     }
     if (removed > 0) {
         const repositories = new Set();
@@ -2915,22 +3577,6 @@ async function sweepWorkspaces(dataDir, environments, retentionMs, active) {
     }
     return removed;
 }
-/** Removes a workspace; a worktree (of an earlier version) is also unregistered from its repository. */
-async function removeWorkspace(path) {
-    const link = (0,external_node_path_.join)(path, '.git');
-    try {
-        if ((0,external_node_fs_.existsSync)(link) && (0,external_node_fs_.statSync)(link).isFile()) {
-            const gitdir = /^gitdir:\s*(.+)$/m.exec((0,external_node_fs_.readFileSync)(link, 'utf8'))?.[1]?.trim();
-            // gitdir is <repository git dir>/worktrees/<name>
-            if (gitdir)
-                await sourceGit(['--git-dir', (0,external_node_path_.dirname)((0,external_node_path_.dirname)(gitdir)), 'worktree', 'remove', '--force', path]);
-        }
-    }
-    catch {
-        // fall through: remove the files, and `worktree prune` below forgets the entry
-    }
-    (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
-}
 /** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
 async function diskUsage(dir) {
     const { stdout } = await workspace_exec('du', ['-s', '--apparent-size', '--block-size=1', dir]);
@@ -2948,9 +3594,6 @@ async function diskUsage(dir) {
 
 
 
-
-
-const outputs_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /** A command agent's answer when it writes no result file: the end of its standard output. */
 const STDOUT_TAIL_BYTES = 64 * 1024;
 /** Longest answer kept from AGENT_RESULT_FILE (the action caps it further for its outputs). */
@@ -2966,28 +3609,6 @@ function prepareOutputs(dataDir, runId) {
         dir: (0,external_node_fs_.realpathSync)(dir),
         env: { AGENT_RESULT_FILE: (0,external_node_path_.join)(dir, 'result.md'), AGENT_USAGE_FILE: (0,external_node_path_.join)(dir, 'usage.json') }
     };
-}
-/**
- * The commit the workspace starts at: the patch is taken from it, so agent commits are included.
- * Read from git's files when they say it plainly (a detached worktree's HEAD, or a loose branch
- * ref), which spares a process on every run; asked of git otherwise.
- */
-async function startCommit(root) {
-    try {
-        let gitDir = (0,external_node_path_.join)(root, '.git');
-        if ((0,external_node_fs_.statSync)(gitDir).isFile())
-            gitDir = (0,external_node_path_.resolve)(root, /^gitdir:\s*(.+)$/m.exec((0,external_node_fs_.readFileSync)(gitDir, 'utf8'))[1].trim());
-        const head = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(gitDir, 'HEAD'), 'utf8').trim();
-        const ref = /^ref:\s*(refs\/heads\/\S+)$/.exec(head)?.[1];
-        const commit = ref ? (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(gitDir, ref), 'utf8').trim() : head;
-        if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(commit))
-            return commit;
-    }
-    catch {
-        // a layout this does not read (packed refs, say): git knows
-    }
-    const { stdout } = await outputs_exec('git', ['-C', root, 'rev-parse', 'HEAD']);
-    return stdout.trim();
 }
 /**
  * Reads a file the agent may have written in its output folder: never through a symbolic link
@@ -3066,17 +3687,29 @@ async function collectResult({ store, run, outputs, record }) {
         await record('result', { text: file.data.toString('utf8'), source: 'result_file' });
         return;
     }
-    const events = await store.listEvents(run.run_id);
-    if (events.some(event => event.kind === 'result'))
+    // Page through the transcript keeping only the last STDOUT_TAIL_BYTES of stdout, so a long
+    // transcript is never held whole.
+    let bytes = Buffer.alloc(0);
+    let printed = false;
+    for (let after = 0;;) {
+        const page = await store.listEvents(run.run_id, { after, limit: 50 });
+        if (page.some(event => event.kind === 'result'))
+            return;
+        const text = page
+            .filter(event => event.kind === 'output' && event.stream === 'stdout')
+            .map(event => String(event.text ?? ''))
+            .join('');
+        printed ||= text.trim() !== '';
+        bytes = Buffer.concat([bytes, Buffer.from(text, 'utf8')]);
+        if (bytes.length > STDOUT_TAIL_BYTES)
+            bytes = bytes.subarray(bytes.length - STDOUT_TAIL_BYTES);
+        if (page.length < 50)
+            break;
+        after = page.at(-1).seq;
+    }
+    if (!printed)
         return;
-    const stdout = events
-        .filter(event => event.kind === 'output' && event.stream === 'stdout')
-        .map(event => String(event.text ?? ''))
-        .join('');
-    if (stdout.trim() === '')
-        return;
-    const bytes = Buffer.from(stdout, 'utf8');
-    const tail = bytes.length > STDOUT_TAIL_BYTES ? bytes.subarray(bytes.length - STDOUT_TAIL_BYTES) : bytes;
+    const tail = bytes;
     // A cut in the middle of a character leaves replacement characters at the start: drop them.
     await record('result', { text: tail.toString('utf8').replace(/^\uFFFD+/, ''), source: 'stdout' });
 }
@@ -3096,25 +3729,21 @@ function parseUsage(data) {
 }
 /**
  * The full `git diff --binary` from the start commit to everything in the workspace now (agent
- * commits, staged, unstaged and new files), written by git straight to a file: never cut.
+ * commits, staged, unstaged and new files), written by git straight to a file in the run's private
+ * git dir: never cut.
  */
-async function collectPatch({ store, run, outputs, maxPatchBytes, record }, workspace) {
-    if (!workspace.changed && (await startCommit(workspace.root)) === workspace.base)
+async function collectPatch({ store, run, maxPatchBytes, record }, workspace) {
+    if (!workspace.changed)
         return undefined;
-    const patch = (0,external_node_path_.join)(outputs.dir, `.${(0,external_node_crypto_.randomUUID)()}.patch`);
-    await outputs_exec('git', ['-C', workspace.root, 'add', '--all']);
-    await outputs_exec('git', [
-        '-C',
-        workspace.root,
-        'diff',
-        '--cached',
-        '--binary',
-        '--no-color',
-        '--no-ext-diff',
-        '--no-renames',
-        `--output=${patch}`,
-        workspace.base
-    ]);
+    const patch = await workspace.patch();
+    try {
+        return await storePatch({ store, run, maxPatchBytes, record }, patch);
+    }
+    finally {
+        await external_node_fs_.promises.rm(patch, { force: true });
+    }
+}
+async function storePatch({ store, run, maxPatchBytes, record }, patch) {
     const size = (await external_node_fs_.promises.stat(patch)).size;
     if (size === 0)
         return undefined;
@@ -3153,7 +3782,12 @@ async function collectPatch({ store, run, outputs, maxPatchBytes, record }, work
 
 
 
+
+
+
+
 const QUOTA_CHECK_MS = 2000;
+const execute_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 function describeBytes(bytes) {
     return bytes >= 1024 ** 2 ? `${Math.round(bytes / 1024 ** 2)} MiB` : `${Math.round(bytes / 1024)} KiB`;
 }
@@ -3179,15 +3813,24 @@ function stopped(reason, environment, quotaBytes) {
         status_message: 'the executor shut down before the run finished'
     };
 }
-/** Aborts `controller` with 'quota' once the workspace is over `quotaBytes`; returns the stopper. */
-function watchQuota(workspace, quotaBytes, controller, onError) {
+/**
+ * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
+ * on the data dir's disk and both under the one quota; one `du` for the two, as workspace.size()
+ * counts (apparent sizes, links not followed).
+ */
+async function runBytes(workspace, outputs) {
+    const dirs = [workspace.root, outputs.dir].filter(dir => (0,external_node_fs_.existsSync)(dir));
+    const { stdout } = await execute_exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
+    return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
+}
+/** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
+function watchQuota(measure, quotaBytes, controller, onError) {
     let measuring = false;
     const timer = setInterval(() => {
         if (measuring)
             return;
         measuring = true;
-        workspace
-            .size()
+        measure()
             .then(bytes => {
             if (bytes > quotaBytes)
                 controller.abort('quota');
@@ -3239,6 +3882,7 @@ function passedVariables(environment) {
 async function executeRun(run, environment, config, controller, record, log, store, sessionLink) {
     const timeout = setTimeout(() => controller.abort('timeout'), environment.timeoutMs);
     let stopWatch;
+    let measure;
     let result;
     let workspace;
     let outputs;
@@ -3247,7 +3891,11 @@ async function executeRun(run, environment, config, controller, record, log, sto
     try {
         workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
         outputs = prepareOutputs(config.dataDir, run.run_id);
-        base = await startCommit(workspace.root);
+        // Remembered from the workspace's making, never read back from the agent's .git.
+        base = workspace.base;
+        // A root executor's runs are an unprivileged host user, who owns what the run may write (given
+        // before its first process).
+        const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
         const confined = await confineRun({
             runId: run.run_id,
             sandbox: environment.sandbox,
@@ -3255,12 +3903,16 @@ async function executeRun(run, environment, config, controller, record, log, sto
             configFile: config.configFile,
             workspace: workspace.root,
             read: workspace.borrowed,
-            write: [outputs.dir]
+            write: [outputs.dir],
+            user,
+            own: [workspace.root, outputs.dir]
         }, controller.signal);
         sandbox = confined.sandbox;
         for (const message of confined.warnings)
             await record('warning', { message });
-        stopWatch = watchQuota(workspace, config.workspaces.quotaBytes, controller, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
+        const [measured, written] = [workspace, outputs];
+        measure = () => runBytes(measured, written);
+        stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
         const env = passedVariables(environment);
         result = await setup(environment, workspace.path, env, controller.signal, record);
         if (result.state === 'SUCCEEDED' && !controller.signal.aborted) {
@@ -3291,6 +3943,16 @@ async function executeRun(run, environment, config, controller, record, log, sto
         clearTimeout(timeout);
         stopWatch?.();
     }
+    await record
+        .flush?.()
+        .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
+    // A run that wrote past the quota between two looks and ended is caught here (only a run that
+    // started a process can have written: a simulated answer costs no measure).
+    if (measure && sandbox?.started && !controller.signal.aborted) {
+        const bytes = await measure().catch(() => 0);
+        if (bytes > config.workspaces.quotaBytes)
+            controller.abort('quota');
+    }
     const reason = controller.signal.reason;
     if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
         result = stopped(reason, environment, config.workspaces.quotaBytes);
@@ -3299,6 +3961,9 @@ async function executeRun(run, environment, config, controller, record, log, sto
     if (limit)
         result = { state: 'FAILED', error_code: 'resource_limit_exceeded', status_message: limit };
     await sandbox?.close();
+    // The work tree read through the run's private git dir. When even that fails (the run left files
+    // git refuses to record, say), nothing of the workspace is kept or published.
+    let readable = workspace !== undefined;
     let changed = true;
     if (workspace) {
         try {
@@ -3308,15 +3973,23 @@ async function executeRun(run, environment, config, controller, record, log, sto
                 await record('diff', changes);
         }
         catch (error) {
-            log.warn({ err: error, run_id: run.run_id }, 'could not record the diff');
+            readable = false;
+            log.warn({ err: error, run_id: run.run_id }, 'could not read the workspace');
+            if (result.state === 'SUCCEEDED')
+                result = {
+                    state: 'FAILED',
+                    error_code: 'workspace_tampered',
+                    status_message: `the run's workspace could not be read safely, so no patch was kept and nothing was published: ${error.message}`
+                };
         }
     }
     if (outputs) {
+        const ws = workspace;
         const failure = await collectOutputs({
             store,
             run,
             outputs,
-            workspace: workspace && base ? { root: workspace.root, base, changed } : undefined,
+            workspace: ws && readable ? { changed, patch: () => ws.patch() } : undefined,
             maxPatchBytes: config.workspaces.maxPatchBytes,
             record
         }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
@@ -3325,7 +3998,12 @@ async function executeRun(run, environment, config, controller, record, log, sto
     }
     // After the agent succeeded: its changes as a branch and a pull request, unless the create
     // request said `config.publish: false` (it may turn publishing off, never choose where to).
-    if (environment.publish && workspace && base && result.state === 'SUCCEEDED' && publishes(run)) {
+    if (environment.publish &&
+        workspace &&
+        readable &&
+        base &&
+        result.state === 'SUCCEEDED' &&
+        publishes(run)) {
         const events = await store.listEvents(run.run_id);
         const answer = events.findLast(event => event.kind === 'result')?.text;
         const failure = await publishChanges({
@@ -3389,6 +4067,119 @@ async function sweepFinishedWorkspaces(config, active, log) {
         log.info({ removed }, 'removed workspaces past retention');
 }
 
+;// CONCATENATED MODULE: ./src/executor/worker/transcript-budget.ts
+// A run's stored transcript is bounded by `limits.transcript`, whatever its agent prints. Output
+// events fill the first half of the budget (the head); past it, output is held in a ring that
+// keeps only the newest events that fit the second half (the tail), and what falls out of the ring
+// is counted, never stored. The ring is written, after one `truncated` event that says how many
+// bytes, events and lines were dropped, as soon as any other event comes (a command agent's exit)
+// or the run's agent ends, so the transcript still reads in order: head, note, tail, the rest.
+// Other kinds (state, diff, result, artifacts) are few and bounded on their own: never dropped.
+// The run is not failed for any of this. One output event is cut into pieces of at most
+// MAX_EVENT_TEXT_BYTES, so no single event (and no single read of one) is large.
+/** The largest `text` of one output event, in UTF-8 bytes. */
+const MAX_EVENT_TEXT_BYTES = 64 * 1024;
+/** Room kept for the notes about the cut and for an event's own fields (seq, at, kind). */
+const NOTE_BYTES = 1024;
+const EVENT_OVERHEAD = 64;
+/** Pieces of at most `max` UTF-8 bytes, never splitting a character. */
+function splitText(text, max = MAX_EVENT_TEXT_BYTES) {
+    if (Buffer.byteLength(text, 'utf8') <= max)
+        return [text];
+    const bytes = Buffer.from(text, 'utf8');
+    const pieces = [];
+    let start = 0;
+    while (start < bytes.length) {
+        let end = Math.min(start + max, bytes.length);
+        // Back up to the start of a character (continuation bytes are 10xxxxxx).
+        while (end < bytes.length && end > start && (bytes[end] & 0xc0) === 0x80)
+            end--;
+        pieces.push(bytes.subarray(start, end).toString('utf8'));
+        start = end;
+    }
+    return pieces;
+}
+function sizeOf(kind, data) {
+    return Buffer.byteLength(JSON.stringify(data), 'utf8') + kind.length + EVENT_OVERHEAD;
+}
+function lineCount(text) {
+    let lines = 0;
+    for (let at = text.indexOf(10); at !== -1; at = text.indexOf(10, at + 1))
+        lines++;
+    return lines;
+}
+/** Wraps the run's event writer so that what it stores stays within `limitBytes` (plus small notes). */
+function boundTranscript(write, limitBytes) {
+    const headBytes = Math.floor(limitBytes / 2);
+    const tailBytes = limitBytes - headBytes - NOTE_BYTES;
+    let used = 0;
+    let tailWritten = 0;
+    let cutting = false;
+    let ring = [];
+    let ringBytes = 0;
+    const dropped = { bytes: 0, events: 0, lines: 0 };
+    const hold = ({ text, ...data }, bytes) => {
+        ring.push({ data, text: Buffer.from(typeof text === 'string' ? text : '', 'utf8'), bytes });
+        ringBytes += bytes;
+        while (ringBytes > Math.max(0, tailBytes - tailWritten) && ring.length > 0) {
+            const old = ring.shift();
+            ringBytes -= old.bytes;
+            dropped.bytes += old.text.length;
+            dropped.events++;
+            dropped.lines += lineCount(old.text);
+        }
+    };
+    const flush = async () => {
+        const held = ring;
+        const note = { ...dropped };
+        ring = [];
+        ringBytes = 0;
+        Object.assign(dropped, { bytes: 0, events: 0, lines: 0 });
+        if (note.events > 0) {
+            await write('truncated', {
+                dropped_bytes: note.bytes,
+                dropped_events: note.events,
+                dropped_lines: note.lines,
+                limit_bytes: limitBytes,
+                text: `… ${note.bytes} bytes of output (${note.events} events, ${note.lines} lines) were dropped here: ` +
+                    `the transcript keeps the first and the last part of a run's output within limits.transcript`
+            });
+        }
+        for (const event of held) {
+            tailWritten += event.bytes;
+            await write('output', { ...event.data, text: event.text.toString('utf8') });
+            // A store that answers at once (SQLite) would otherwise write the whole tail without
+            // letting a request in: give the event loop a turn between events.
+            await new Promise(resolve => setImmediate(resolve));
+        }
+    };
+    const recordOne = async (kind, data) => {
+        const bytes = sizeOf(kind, data);
+        if (kind === 'output' && (cutting || used + bytes > headBytes)) {
+            if (!cutting) {
+                cutting = true;
+                await write('notice', {
+                    text: `The transcript reached half of limits.transcript (${limitBytes} bytes): ` +
+                        'from here only the last part of the output is kept, written when the agent ends.'
+                });
+            }
+            hold(data, bytes);
+            return;
+        }
+        if (kind !== 'output' && (ring.length > 0 || dropped.events > 0))
+            await flush();
+        used += bytes;
+        await write(kind, data);
+    };
+    const record = async (kind, data) => {
+        if (kind !== 'output' || typeof data.text !== 'string')
+            return recordOne(kind, data);
+        for (const text of splitText(data.text))
+            await recordOne(kind, { ...data, text });
+    };
+    return Object.assign(record, { flush });
+}
+
 ;// CONCATENATED MODULE: ./src/executor/worker/pool.ts
 // The worker pool: the claim loop and the leases. It claims QUEUED runs up to the concurrency
 // limits, holds a lease on each while execute.ts runs it, and writes its outcome. A run whose worker
@@ -3396,6 +4187,7 @@ async function sweepFinishedWorkspaces(config, active, log) {
 // executor_restarted: never silently re-run, because agents have side effects; maintenance.ts does
 // that and the pruning, on this pool's timers. While the store is unreachable the pool pauses and
 // its writes retry.
+
 
 
 
@@ -3594,7 +4386,7 @@ class WorkerPool {
             });
             return;
         }
-        const record = (kind, data) => this.persist(() => this.store.appendEvent(run.run_id, kind, data, pool_now()), this.config.leaseMs).then(() => undefined);
+        const record = boundTranscript((kind, data) => this.persist(() => this.store.appendEvent(run.run_id, kind, data, pool_now()), this.config.leaseMs).then(() => undefined), this.config.limits.transcriptBytes);
         const outcome = await executeRun(run, environment, this.config, controller, record, this.log, this.store, this.sessionLink);
         await this.finish(run, outcome);
     }
@@ -3645,6 +4437,162 @@ function pool_now() {
 // EXTERNAL MODULE: ./node_modules/fastify/fastify.js
 var fastify = __webpack_require__(16703);
 var fastify_default = /*#__PURE__*/__webpack_require__.n(fastify);
+;// CONCATENATED MODULE: ./src/executor/server/log-format.ts
+// Where the executor's log lines go and in which shape: pino's JSON lines for machines (a pipe, a
+// file, a log collector), or one readable line per record for a person watching a terminal. The
+// `log_format` config key chooses (auto: text when stderr is a terminal, JSON otherwise).
+const LEVELS = {
+    10: 'TRACE',
+    20: 'DEBUG',
+    30: 'INFO',
+    40: 'WARN',
+    50: 'ERROR',
+    60: 'FATAL'
+};
+/** Fields every record has, shown in the line's head rather than as key=value. */
+const HEAD = new Set(['level', 'time', 'msg', 'pid', 'hostname']);
+/** The stream pino writes to: `out` itself for JSON, or a translator to text lines. */
+function logStream(format, out = process.stderr) {
+    const text = format === 'text' || (format === 'auto' && out.isTTY === true);
+    if (!text)
+        return out;
+    return {
+        write(chunk) {
+            for (const line of chunk.split('\n'))
+                if (line !== '')
+                    out.write(`${textLine(line)}\n`);
+            return true;
+        }
+    };
+}
+/** One JSON record as `HH:MM:SS.mmmZ LEVEL message key=value …`; a line that is not JSON as it is. */
+function textLine(json) {
+    let record;
+    try {
+        record = JSON.parse(json);
+    }
+    catch {
+        return json;
+    }
+    if (record === null || typeof record !== 'object')
+        return json;
+    const time = typeof record.time === 'number' ? new Date(record.time).toISOString().slice(11) : '';
+    const level = LEVELS[record.level] ?? String(record.level ?? '');
+    const parts = [time, level.padEnd(5), String(record.msg ?? '')];
+    for (const [key, value] of Object.entries(record)) {
+        if (HEAD.has(key) || value === undefined)
+            continue;
+        parts.push(`${key}=${log_format_showValue(key, value)}`);
+    }
+    return parts.filter(part => part !== '').join(' ');
+}
+function log_format_showValue(key, value) {
+    // An error's message says what went wrong; its stack is for the JSON format.
+    if (key === 'err' && value !== null && typeof value === 'object' && 'message' in value)
+        return JSON.stringify(String(value.message));
+    if (typeof value === 'string')
+        return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+    return JSON.stringify(value);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/bounded-events.ts
+// What one response that shows a whole run (the session page, the dashboard's run page, the
+// conversation) holds of its transcript: never all of it at once. The events are read from the
+// store page by page; the answer keeps the first events up to half of a byte budget (the head),
+// every event that says how the run ended (state, exit, result, diff, artifacts, publishing, the
+// note of a cut), and the newest of the rest up to the other half (the tail). What is left out is
+// replaced by one `omitted` event: "… N more events, see the transcript", at the place of the
+// first one left out. Memory stays within the budget plus one page, however long the transcript.
+/** Bytes of events one response shows at most (besides the kinds always kept). */
+const SHOWN_EVENT_BYTES = 1024 * 1024;
+const PAGE_EVENTS = 200;
+/** Kinds that say how a run went: few per run, each bounded, always shown. */
+const KEPT_KINDS = new Set([
+    'state',
+    'exit',
+    'result',
+    'diff',
+    'artifact',
+    'publish',
+    'truncated',
+    'warning'
+]);
+/** About the bytes of an event: its text, or its JSON when it has none. */
+function bounded_events_sizeOf(event) {
+    return typeof event.text === 'string' && event.kind === 'output'
+        ? event.text.length + 100
+        : JSON.stringify(event).length;
+}
+/** The omitted-events marker, placed at `seq` (the first event left out). */
+function omittedEvent(runId, seq, at, count, bytes) {
+    return {
+        seq,
+        at,
+        kind: 'omitted',
+        omitted_events: count,
+        omitted_bytes: bytes,
+        text: `… ${count} more events (${bytes} bytes) are not shown here, see the transcript (GET /api/v1/agent/runs/${runId}/transcript?after=${seq - 1})`
+    };
+}
+/** The run's events to show: head, kept kinds, tail and one marker for what was left out. */
+async function boundedEvents(store, runId, budgetBytes = SHOWN_EVENT_BYTES) {
+    const half = Math.floor(budgetBytes / 2);
+    const head = [];
+    let headBytes = 0;
+    let headFull = false;
+    const kept = [];
+    let tail = [];
+    let tailBytes = 0;
+    let tailStart = 0;
+    let omitted;
+    const omit = ({ event, bytes }) => {
+        omitted ??= { seq: event.seq, at: event.at, count: 0, bytes: 0 };
+        if (event.seq < omitted.seq)
+            Object.assign(omitted, { seq: event.seq, at: event.at });
+        omitted.count++;
+        omitted.bytes += bytes;
+    };
+    for (let after = 0;;) {
+        const page = await store.listEvents(runId, { after, limit: PAGE_EVENTS });
+        for (const event of page) {
+            const bytes = bounded_events_sizeOf(event);
+            if (!headFull && (head.length === 0 || headBytes + bytes <= half)) {
+                head.push(event);
+                headBytes += bytes;
+                continue;
+            }
+            headFull = true;
+            if (KEPT_KINDS.has(event.kind)) {
+                kept.push(event);
+                continue;
+            }
+            tail.push({ event, bytes });
+            tailBytes += bytes;
+            while (tailBytes > half && tailStart < tail.length) {
+                const old = tail[tailStart++];
+                tailBytes -= old.bytes;
+                omit(old);
+            }
+            if (tailStart > 1024 && tailStart * 2 > tail.length) {
+                tail = tail.slice(tailStart);
+                tailStart = 0;
+            }
+        }
+        if (page.length < PAGE_EVENTS)
+            break;
+        after = page.at(-1).seq;
+        // The store may answer at once (SQLite): let other requests (/healthz, reads) in between pages.
+        await new Promise(resolve => setImmediate(resolve));
+    }
+    const rest = [...kept, ...tail.slice(tailStart).map(sized => sized.event)].sort((a, b) => a.seq - b.seq);
+    if (!omitted)
+        return [...head, ...rest];
+    const marker = omittedEvent(runId, omitted.seq, omitted.at, omitted.count, omitted.bytes);
+    const before = rest.filter(event => event.seq < omitted.seq);
+    const after = rest.filter(event => event.seq >= omitted.seq);
+    return [...head, ...before, marker, ...after];
+}
+
 ;// CONCATENATED MODULE: ./src/executor/server/problem.ts
 // Every error answer is RFC 7807 problem+json with an error_code from the error reference.
 
@@ -3753,6 +4701,7 @@ button{cursor:pointer}button:focus-visible,a:focus-visible,input:focus-visible,s
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .6rem .4rem 0;vertical-align:top;border-bottom:1px solid var(--line)}
 .runs td a{overflow-wrap:anywhere}
 .facts{width:auto}.facts th{color:var(--muted);font-weight:500}
+.lines{white-space:pre-line}
 pre{background:var(--code);padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-word;border-radius:6px;margin:.3rem 0}
 .diff span{display:block}.d-add{background:var(--add)}.d-del{background:var(--del)}.d-hunk{background:var(--hunk)}.d-file{font-weight:600}
 .transcript{list-style:none;padding:0}.ev{margin:.5rem 0}.ev time{color:var(--muted);font-family:ui-monospace,monospace}
@@ -3879,6 +4828,7 @@ function startHeartbeat(store, role, workers, busy, log) {
 // through (prompts and output are written by strangers), the page frame with its navigation and
 // sign-out form, and the small pieces the pages share (state badges, times, durations).
 
+
 const STATES = ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 /** Escapes text for HTML content and quoted attribute values. */
 function esc(value) {
@@ -3915,17 +4865,40 @@ function time(iso) {
         return '';
     return `<time datetime="${esc(iso)}">${esc(iso.slice(0, 19).replace('T', ' '))} UTC</time>`;
 }
+/** How long a run ran, written as durations are in the configuration: `45s`, `30m`, `1h2m5s`. */
 function duration(run, now = Date.now()) {
     if (!run.started_at)
         return '';
     const end = run.completed_at ? Date.parse(run.completed_at) : now;
-    const seconds = Math.max(0, (end - Date.parse(run.started_at)) / 1000);
-    const text = seconds < 60
-        ? `${seconds.toFixed(1)} s`
-        : seconds < 3600
-            ? `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`
-            : `${Math.floor(seconds / 3600)} h ${Math.round((seconds % 3600) / 60)} min`;
+    const text = formatDuration(end - Date.parse(run.started_at));
     return run.completed_at ? text : `${text} so far`;
+}
+/** Text with `backtick` spans shown as code, as the Markdown it is usually written in means. */
+function inlineCode(text) {
+    const parts = String(text ?? '').split('`');
+    // An unmatched backtick stays a backtick.
+    if (parts.length % 2 === 0)
+        parts[parts.length - 2] += `\`${parts.pop()}`;
+    return parts
+        .map((part, i) => (i % 2 === 0 ? esc(part) : part === '' ? '``' : `<code>${esc(part)}</code>`))
+        .join('');
+}
+/**
+ * A same-origin path to return to after sign-in (`/runs/r_1?x=y`), or undefined for anything
+ * else: another origin, a scheme, `//host`, backslashes or control characters.
+ */
+function localPath(value) {
+    if (typeof value !== 'string' || value.length > 2000)
+        return undefined;
+    if (!value.startsWith('/') || /^\/[/\\]/.test(value) || value.includes('\\'))
+        return undefined;
+    for (const ch of value)
+        if (ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f)
+            return undefined;
+    const url = new URL(value, 'http://dashboard.invalid');
+    if (url.origin !== 'http://dashboard.invalid')
+        return undefined;
+    return `${url.pathname}${url.search}${url.hash}`;
 }
 /** The run's title, else its prompt's first line (shortened). */
 function heading(run) {
@@ -3940,6 +4913,7 @@ function heading(run) {
 // team's runs wait or run in it. Only what is safe to show: never a secret, an `env` value (or
 // even the variables' names), a setup command or the source path. Below them, the executor nodes on
 // this store as their heartbeats report them, with their workers busy and free.
+
 
 
 function ago(ms) {
@@ -3976,7 +4950,7 @@ function renderEnvironments(viewer, config, active, nodes, now = Date.now()) {
 <td data-label="Queued">${tally(env.id, 'QUEUED')}</td>
 <td data-label="Running">${tally(env.id, 'INPROGRESS')}</td>
 <td data-label="At once">${esc(env.maxConcurrentRuns)}</td>
-<td data-label="Time limit">${esc(Math.round(env.timeoutMs / 1000))} s</td>
+<td data-label="Time limit">${esc(formatDuration(env.timeoutMs))}</td>
 </tr>`;
     });
     const body = `<h1>Environments</h1>
@@ -3996,6 +4970,11 @@ ${nodesHtml(nodes, now)}`;
 
 const PAGE_SIZE = 25;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/**
+ * Dates typed as the list shows them (YYYY-MM-DD, UTC days), not the browser's locale picker, which
+ * shows mm/dd/yyyy or dd/mm/yyyy beside a list of ISO times.
+ */
+const DATE_INPUT = 'placeholder="YYYY-MM-DD" pattern="\\d{4}-\\d{2}-\\d{2}" inputmode="numeric" size="10" title="a UTC date, YYYY-MM-DD"';
 /** Reads the filters from the query string; anything malformed is ignored, not an error page. */
 function readFilters(query) {
     const text = (name, max = 200) => {
@@ -4079,8 +5058,8 @@ function renderList(viewer, filters, runs, more, counts, environments) {
 <label>State <select name="state">${option('', filters.state, 'any')}${states.map(s => option(s, filters.state)).join('')}</select></label>
 <label>Environment <select name="environment">${option('', filters.environment, 'any')}${environments.map(e => option(e, filters.environment)).join('')}</select></label>
 <label>Text <input type="search" name="q" value="${esc(filters.q)}" placeholder="title or prompt"></label>
-<label>Created from <input type="date" name="from" value="${esc(filters.from)}"></label>
-<label>Created until <input type="date" name="to" value="${esc(filters.to)}"></label>
+<label>Created from <input type="text" name="from" value="${esc(filters.from)}" ${DATE_INPUT}></label>
+<label>Created until <input type="text" name="to" value="${esc(filters.to)}" ${DATE_INPUT}></label>
 <button type="submit">Filter</button> <a href="/">Clear</a>
 </form>`;
     const rows = runs.map(runRow).join('\n');
@@ -4099,11 +5078,12 @@ ${runs.length === 0 ? '<p class="empty" id="empty">No runs match.</p>' : ''}
 <p class="live-status" id="live-status" aria-live="polite"></p>`;
     return page('Runs', body, viewer, '/');
 }
-function renderSignIn(problem) {
+function renderSignIn(problem, next) {
     const body = `<h1>Sign in</h1>
 <p>Sign in with an API key of your team (the executor's <code>keys create</code> command makes one). The key stays on the server; your browser gets a session cookie.</p>
 ${problem ? `<p class="error" role="alert">${esc(problem)}</p>` : ''}
 <form method="post" action="/sign-in" class="sign-in">
+${next ? `<input type="hidden" name="next" value="${esc(next)}">` : ''}
 <label for="api_key">API key</label>
 <input id="api_key" name="api_key" type="password" autocomplete="off" required spellcheck="false">
 <button type="submit">Sign in</button>
@@ -4142,7 +5122,7 @@ function eventHtml(e) {
     const item = (kind, inner) => `<li class="ev ev-${kind}" data-seq="${e.seq}">${at} ${inner}</li>`;
     switch (e.kind) {
         case 'state':
-            return item('state', `state ${badge(String(e.state))}${e.status_message ? ` ${esc(e.status_message)}` : ''}`);
+            return item('state', `state ${badge(String(e.state))}${e.status_message ? ` <span class="lines">${esc(e.status_message)}</span>` : ''}`);
         case 'message':
             return item('message', `agent${pre(e.text)}`);
         case 'result':
@@ -4161,6 +5141,9 @@ function eventHtml(e) {
             return item('file', `artifact <code>${esc(e.filename)}</code> ${esc(e.size)} bytes`);
         case 'exit':
             return item('exit', `agent exited with code ${esc(e.exit_code)}${e.signal ? ` (${esc(e.signal)})` : ''}`);
+        case 'omitted':
+        case 'truncated':
+            return item('other', `<b>${esc(e.text)}</b>`);
         case 'output':
             return item('output', `${esc(e.stream ?? 'output')}${pre(e.text)}`);
         default:
@@ -4178,7 +5161,7 @@ function factsHtml(run) {
         ['Duration', esc(duration(run))]
     ];
     if (run.status_message)
-        rows.push(['Status', esc(run.status_message)]);
+        rows.push(['Status', `<span class="lines">${esc(run.status_message)}</span>`]);
     if (run.error_code)
         rows.push(['Error code', `<code>${esc(run.error_code)}</code>`]);
     return rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${v}</td></tr>`).join('');
@@ -4200,8 +5183,26 @@ function resultHtml(events) {
 function artifactsHtml(run, artifacts) {
     if (artifacts.length === 0)
         return '';
-    const items = artifacts.map(a => `<li><a href="/runs/${encodeURIComponent(run.run_id)}/artifacts/${encodeURIComponent(a.artifact_uid)}" download>${esc(a.filename)}</a> <span class="muted">${esc(a.filepath)} · ${esc(a.mime_type)} · ${esc(a.size)} bytes</span>${a.description ? ` — ${esc(a.description)}` : ''}</li>`);
+    const items = artifacts.map(a => `<li><a href="/runs/${encodeURIComponent(run.run_id)}/artifacts/${encodeURIComponent(a.artifact_uid)}" download>${esc(a.filename)}</a> <span class="muted">${esc(a.filepath)} · ${esc(a.mime_type)} · ${esc(a.size)} bytes</span>${a.description ? ` — ${inlineCode(a.description)}` : ''}</li>`);
     return `<h2>Artifacts</h2><ul class="artifacts">${items.join('')}</ul>`;
+}
+/** The run's usage and cost figures as its agent reported them (request_usage). */
+function usageHtml(run) {
+    if (!run.request_usage)
+        return '';
+    let usage;
+    try {
+        usage = JSON.parse(run.request_usage);
+    }
+    catch {
+        return '';
+    }
+    if (usage === null || typeof usage !== 'object' || Array.isArray(usage))
+        return '';
+    const rows = Object.entries(usage).map(([name, value]) => `<tr><th scope="row">${esc(name.replace(/_/g, ' '))}</th><td>${esc(typeof value === 'object' ? JSON.stringify(value) : value)}</td></tr>`);
+    if (rows.length === 0)
+        return '';
+    return `<h2>Usage</h2><table class="facts usage" id="usage"><tbody>${rows.join('')}</tbody></table>`;
 }
 function commandsHtml(run, baseUrl) {
     const id = run.run_id;
@@ -4212,10 +5213,11 @@ function commandsHtml(run, baseUrl) {
 <p><label for="cmd-cli">agent-run</label><input id="cmd-cli" class="copy" readonly value="${esc(cli)}"></p>
 <p><label for="cmd-curl">curl</label><input id="cmd-curl" class="copy" readonly value="${esc(curl)}"></p>`;
 }
-function renderRun(viewer, run, events, artifacts, baseUrl) {
+function renderRun(viewer, run, events, artifacts, baseUrl, sessionLink) {
     const last = events.at(-1)?.seq ?? 0;
     const body = `<h1>${esc(heading(run))}</h1>
 <p class="run-id"><label for="run-id">Run id</label> <input id="run-id" class="copy" readonly value="${esc(run.run_id)}"></p>
+${sessionLink ? `<p class="session-link"><a id="session-link" href="${esc(sessionLink)}">Session page</a> <span class="muted">(shareable: whoever has the link sees the transcript, no sign-in)</span></p>` : ''}
 <div id="run" data-run="${esc(run.run_id)}" data-after="${last}" data-live="${isTerminalState(run.state) ? 'done' : 'live'}">
 <table class="facts"><tbody id="facts">${factsHtml(run)}</tbody></table>
 ${cancelHtml(run, viewer)}
@@ -4224,6 +5226,7 @@ ${cancelHtml(run, viewer)}
 <h2>Transcript</h2>
 <ol class="transcript" id="transcript" aria-live="polite">${events.map(eventHtml).join('\n')}</ol>
 ${resultHtml(events)}
+${usageHtml(run)}
 ${artifactsHtml(run, artifacts)}
 ${commandsHtml(run, baseUrl)}`;
     return page(heading(run), body, viewer);
@@ -4240,6 +5243,9 @@ ${commandsHtml(run, baseUrl)}`;
 
 /** How often the run stream looks at the transcript when no notification came. */
 const REREAD_MS = 2000;
+/** Events per store read of the run stream, and reads one refresh makes at most before the next. */
+const live_PAGE_EVENTS = 200;
+const MAX_PAGES_PER_REFRESH = 50;
 /**
  * Opens the stream and returns a function that sends one event; the connection ends on `close`,
  * and (with a `signed-out` event first) when the session ends: checked before every update and
@@ -4343,10 +5349,15 @@ function runStream(store, team, runId, after, request, reply, headers, session) 
             stream.end();
             return;
         }
-        const events = (await store.listEvents(runId)).filter(e => e.seq > last);
-        if (events.length > 0) {
+        // Page by page, so a long transcript streams instead of being built at once.
+        for (let pages = 0; pages < MAX_PAGES_PER_REFRESH; pages++) {
+            const events = await store.listEvents(runId, { after: last, limit: live_PAGE_EVENTS });
+            if (events.length === 0)
+                break;
             last = events.at(-1).seq;
             stream.send('events', { html: events.map(eventHtml).join('\n'), last });
+            if (events.length < live_PAGE_EVENTS)
+                break;
         }
         if (run.state !== state) {
             state = run.state;
@@ -4469,6 +5480,8 @@ function refusal(config, request, viewer, token) {
 
 
 
+
+
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 const HEADERS = {
@@ -4509,7 +5522,10 @@ async function dashboardRoutes(app, { context }) {
         const viewer = await viewerOf(store, request);
         if (!viewer) {
             clearCookie(config, request, reply);
-            void reply.code(303).header('location', '/').send();
+            // After sign-in the browser comes back to the page it asked for.
+            const next = localPath(request.url);
+            const back = next && next !== '/' ? `/?next=${encodeURIComponent(next)}` : '/';
+            void reply.code(303).header('location', back).send();
         }
         return viewer;
     };
@@ -4517,8 +5533,12 @@ async function dashboardRoutes(app, { context }) {
     app.get('/dashboard/app.js', (_request, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS));
     app.get('/', async (request, reply) => {
         const viewer = await viewerOf(store, request);
-        if (!viewer)
-            return html(reply, renderSignIn());
+        if (!viewer) {
+            // Back after sign-in to the page asked for: a deep link's, or this list with its filters.
+            const asked = request.query.next;
+            const next = asked !== undefined ? localPath(asked) : request.url !== '/' ? localPath(request.url) : undefined;
+            return html(reply, renderSignIn(undefined, next));
+        }
         const filters = readFilters(request.query);
         const runs = await store.listRuns(viewer.team, listQuery(filters, PAGE_SIZE + 1));
         const counts = await store.countRunsByState(viewer.team);
@@ -4529,17 +5549,21 @@ async function dashboardRoutes(app, { context }) {
         const refused = refusal(config, request, undefined, undefined);
         if (refused)
             return forbidden(request, reply, undefined, refused);
+        const next = localPath(field(request, 'next'));
         const wait = limiter.take(`sign-in ${request.ip}`);
         if (wait !== undefined) {
             const message = `too many sign-in attempts from this address; try again in ${wait} s`;
-            return refuse(request, reply, renderSignIn(message), new ProblemError('rate_limited', message, { 'retry-after': String(wait) }));
+            return refuse(request, reply, renderSignIn(message, next), new ProblemError('rate_limited', message, { 'retry-after': String(wait) }));
         }
         const key = field(request, 'api_key');
         if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim()))) {
             const message = `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`;
-            return refuse(request, reply, renderSignIn(message), new ProblemError('unauthenticated', message));
+            return refuse(request, reply, renderSignIn(message, next), new ProblemError('unauthenticated', message));
         }
-        return reply.code(303).header('location', '/').send();
+        return reply
+            .code(303)
+            .header('location', next ?? '/')
+            .send();
     });
     app.post('/sign-out', async (request, reply) => {
         const viewer = await viewerOf(store, request);
@@ -4560,11 +5584,11 @@ async function dashboardRoutes(app, { context }) {
         if (!run)
             return runNotFound(request, reply, viewer, id);
         const [events, artifacts] = await Promise.all([
-            store.listEvents(id),
+            boundedEvents(store, id),
             store.listArtifacts(viewer.team, id)
         ]);
         const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
-        return html(reply, renderRun(viewer, run, events, artifacts, base));
+        return html(reply, renderRun(viewer, run, events, artifacts, base, context.links.link(run)));
     });
     app.post('/runs/:id/cancel', async (request, reply) => {
         const viewer = await viewerOf(store, request);
@@ -4756,12 +5780,20 @@ const ProblemSchema = build/* default.Object */.Ay$.Object({
 const TranscriptEventSchema = build/* default.Object */.Ay$.Object({
     seq: build/* default.Integer */.Ay$.Integer(),
     at: Timestamp,
-    kind: build/* default.String */.Ay$.String({ description: 'state, message, command, file or setup' })
+    kind: build/* default.String */.Ay$.String({
+        description: 'state, message, output, command, setup, file, diff, exit, result, notice, truncated, …'
+    })
 }, { additionalProperties: true });
 const TranscriptSchema = build/* default.Object */.Ay$.Object({
     run_id: build/* default.String */.Ay$.String(),
     state: RunStateSchema,
-    events: build/* default.Array */.Ay$.Array(TranscriptEventSchema)
+    events: build/* default.Array */.Ay$.Array(TranscriptEventSchema),
+    has_more: build/* default.Boolean */.Ay$.Boolean({
+        description: 'More events follow this page now: read again with after=next_after.'
+    }),
+    next_after: build/* default.Integer */.Ay$.Integer({
+        description: 'The seq of the last event of this page (after itself when empty).'
+    })
 });
 
 ;// CONCATENATED MODULE: ./src/api/openapi.ts
@@ -4944,15 +5976,20 @@ function openApiDocument(serverUrl) {
                 get: {
                     operationId: 'getTranscript',
                     summary: "A run's transcript",
-                    description: 'With after=<seq>, only events newer than that one; with Prefer: wait=N (max 60) as well, the answer is held until there is one (or the run ended, or N seconds passed).',
+                    description: "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
                     parameters: [
                         runId,
                         { name: 'after', in: 'query', schema: { type: 'integer', minimum: 0 } },
+                        {
+                            name: 'limit',
+                            in: 'query',
+                            schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 }
+                        },
                         prefer
                     ],
                     responses: {
                         '200': { description: 'Transcript events.', content: json(ref('Transcript')) },
-                        '400': problem('after is not a whole number.'),
+                        '400': problem('after is not a whole number, or limit is not 1 to 1000.'),
                         '404': problem('No such run.'),
                         ...errors
                     }
@@ -5122,9 +6159,9 @@ class RateLimiter {
 // /agent/runs/{id}/conversation), built from the transcript: steps → messages → content blocks
 // `text`, `action`, `action_result` and `event`. The prompt is the user's message; agent text and a
 // command agent's standard output are the assistant's; each command is an action with its result;
-// everything else (file changes, published artifacts, state changes) is an event. The agent's final
-// answer (a `result` event) is always the last assistant text block, so a client takes it from
-// there. A pure function of the run and its events: no store, no I/O.
+// everything else (file changes, published artifacts, state changes) is an event. Messages come in
+// transcript order; the agent's final answer (a `result` event, recorded after everything the agent
+// said) is the last assistant text block, so a client takes it from there. A pure function of the run and its events: no store, no I/O.
 //
 // The types are the executor's own output types (src/api has no conversation types yet); they
 // follow the service's shapes and a client reads them as tolerantly as the rest.
@@ -5141,14 +6178,11 @@ function buildConversation(run, events) {
     const messages = [
         { role: 'user', timestamp: run.created_at, content: [{ type: 'text', text: run.prompt }] }
     ];
-    let answer;
-    let answerAt;
     for (const event of events) {
         const { seq, at, kind, ...data } = event;
         switch (kind) {
             case 'result':
-                answer = String(data.text ?? '');
-                answerAt = at;
+                placeAnswer(messages, String(data.text ?? ''), at);
                 break;
             case 'message':
                 addText(messages, at, String(data.text ?? ''));
@@ -5191,8 +6225,6 @@ function buildConversation(run, events) {
                 add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[kind] ?? kind });
         }
     }
-    if (answer !== undefined)
-        placeAnswer(messages, answer, answerAt);
     const step = { id: run.run_id, messages, steps: [] };
     if (run.title !== null)
         step.description = run.title;
@@ -5219,8 +6251,8 @@ function addText(messages, at, text, stream = false) {
     messages.push(message);
 }
 /**
- * The final answer goes after the last message that is not an event (events such as the diff and
- * the final state may follow it), unless the last assistant text already says exactly that.
+ * The final answer goes where the transcript has it (after the agent's exit and its last standard
+ * error, say), unless the last assistant text, followed by events only, already says exactly that.
  */
 function placeAnswer(messages, answer, at) {
     let index = messages.length;
@@ -5235,10 +6267,7 @@ function placeAnswer(messages, answer, at) {
     const lastBlock = before.at(-1)?.content.at(-1);
     if (lastText && lastText === lastBlock && lastText.type === 'text' && lastText.text === answer)
         return;
-    const message = { role: 'assistant', content: [{ type: 'text', text: answer }] };
-    if (at !== undefined)
-        message.timestamp = at;
-    messages.splice(index, 0, message);
+    messages.push({ role: 'assistant', timestamp: at, content: [{ type: 'text', text: answer }] });
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/routes/results.ts
@@ -5248,6 +6277,7 @@ function placeAnswer(messages, answer, at) {
 // download URL carries an HMAC of the artifact id and its expiry instead, so a client can hand it
 // to a tool without the key (like a session link). Artifact bytes live in the store, so any node
 // serves any artifact.
+
 
 
 
@@ -5272,7 +6302,7 @@ async function resultRoutes(app, { context }) {
         const run = await store.getRun(await team(request), id);
         if (!run)
             throw new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
-        return buildConversation(run, await store.listEvents(run.run_id));
+        return buildConversation(run, await boundedEvents(store, run.run_id));
     });
     app.get('/api/v1/agent/artifacts/:uid', async (request) => {
         const { uid } = request.params;
@@ -5550,11 +6580,44 @@ function runArtifacts(stored) {
 // than the last one it has, and the answer is held until there is one (or the run ended, the time
 // is up, the client left, the server stops). Appends wake held reads through the ChangeHub; the
 // hold also re-reads every few seconds, so a notification lost between nodes costs a delay, never
-// an event.
+// an event. A read answers one page: at most `limit` events (default 100, at most 1000) and
+// about 512 KiB of them, with `has_more` and `next_after` to go on from.
+
 
 
 const MAX_WAIT_SECONDS = 60;
 const transcript_REREAD_MS = 2000;
+const DEFAULT_TRANSCRIPT_LIMIT = 100;
+const MAX_TRANSCRIPT_LIMIT = 1000;
+/** A page stops once its events pass this many bytes (it always holds at least one event). */
+const MAX_PAGE_BYTES = 512 * 1024;
+/** `limit` from the query string: 1 to 1000, 100 when absent. */
+function parseLimit(query) {
+    const value = query?.limit;
+    if (value === undefined || value === '')
+        return DEFAULT_TRANSCRIPT_LIMIT;
+    const number = typeof value === 'string' && /^\d{1,4}$/.test(value) ? Number(value) : NaN;
+    if (number >= 1 && number <= MAX_TRANSCRIPT_LIMIT)
+        return number;
+    throw new ProblemError('invalid_request', `limit ${JSON.stringify(value)}: expected a whole number of events from 1 to ${MAX_TRANSCRIPT_LIMIT}`);
+}
+/** Up to `limit` events after `after`, cut at about MAX_PAGE_BYTES, and whether more follow. */
+async function readPage(context, runId, after, limit) {
+    const events = await context.store.listEvents(runId, { after, limit: limit + 1 });
+    let more = events.length > limit;
+    if (more)
+        events.length = limit;
+    let bytes = 0;
+    for (let index = 0; index < events.length; index++) {
+        bytes += bounded_events_sizeOf(events[index]);
+        if (index > 0 && bytes > MAX_PAGE_BYTES) {
+            events.length = index;
+            more = true;
+            break;
+        }
+    }
+    return { events, more };
+}
 /** `after` from the query string: a whole number, or absent (every event). */
 function parseAfter(query) {
     const value = query?.after;
@@ -5571,13 +6634,13 @@ function preferWait(header) {
 }
 async function readTranscript(context, request, reply, find) {
     const after = parseAfter(request.query);
+    const limit = parseLimit(request.query);
     let run = await find();
-    const newer = async () => (await context.store.listEvents(run.run_id)).filter(event => event.seq > after);
-    let events = await newer();
+    let page = await readPage(context, run.run_id, after, limit);
     const wait = preferWait(String(request.headers.prefer ?? ''));
     if (wait !== undefined)
         reply.header('preference-applied', `wait=${wait}`);
-    if (wait && events.length === 0 && !isTerminalState(run.state)) {
+    if (wait && page.events.length === 0 && !isTerminalState(run.state)) {
         const closed = new AbortController();
         request.raw.once('close', () => closed.abort());
         const deadline = Date.now() + wait * 1000;
@@ -5585,12 +6648,19 @@ async function readTranscript(context, request, reply, find) {
             const ms = Math.min(transcript_REREAD_MS, deadline - Date.now());
             await context.hub.waitEvent(run.run_id, after, ms, closed.signal);
             run = await find();
-            events = await newer();
-            if (events.length > 0 || isTerminalState(run.state))
+            page = await readPage(context, run.run_id, after, limit);
+            if (page.events.length > 0 || isTerminalState(run.state))
                 break;
         }
     }
-    return { run_id: run.run_id, state: run.state, events };
+    const { events, more } = page;
+    return {
+        run_id: run.run_id,
+        state: run.state,
+        events,
+        has_more: more,
+        next_after: events.at(-1)?.seq ?? after
+    };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/routes/runs.ts
@@ -5834,6 +6904,9 @@ function session_page_event(e) {
         }
         case 'exit':
             return `<li class="exit">${time} agent exited with code ${escapeHtml(e.exit_code)}${e.signal ? ` (${escapeHtml(e.signal)})` : ''}</li>`;
+        case 'omitted':
+        case 'truncated':
+            return `<li class="omitted">${time} <b>${escapeHtml(e.text)}</b></li>`;
         case 'output':
             return `<li class="output">${time} ${escapeHtml(e.stream ?? 'output')}<pre>${escapeHtml(e.text)}</pre></li>`;
         default:
@@ -5880,6 +6953,7 @@ ol{list-style:none;padding:0}li{margin:.4rem 0}time{color:#656d76;font-family:mo
 
 
 
+
 /**
  * A shared link may gain parameters on its way (tracking, say): only `token` is read, and any token
  * that is not the right one (a repeated one too) is a 404 like a run that does not exist.
@@ -5894,7 +6968,7 @@ async function sessionRoutes(fastify, { context }) {
         const run = context.links.verify(id, token) ? await context.store.getRunAnyTeam(id) : undefined;
         if (!run)
             throw new ProblemError('not_found', 'no session with this id and token');
-        const events = await context.store.listEvents(run.run_id);
+        const events = await boundedEvents(context.store, run.run_id);
         return reply
             .type('text/html; charset=utf-8')
             .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
@@ -6011,11 +7085,12 @@ function kindOf(value) {
 
 
 
+
 async function buildApp(context, options) {
     const { config } = context;
     let requestCount = 0;
     const app = fastify_default()({
-        logger: { level: config.logLevel, stream: process.stderr },
+        logger: { level: config.logLevel, stream: logStream(config.logFormat) },
         // Requests are logged by the onResponse hook below, in one line each (and only at info).
         logController: new fastify.LogController({ disableRequestLogging: true }),
         bodyLimit: config.limits.maxBodyBytes,
@@ -6227,7 +7302,8 @@ async function serverContext(config, store, publicUrl) {
 }
 async function startExecutor(config, store, role = 'all') {
     // A node that runs work refuses environments it cannot confine (unless they say `sandbox: off`).
-    const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config);
+    const sandboxNotes = [];
+    const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config, sandboxNotes);
     let listening = `http://${config.host}:${config.port}`;
     const publicUrl = () => config.publicUrl ?? listening;
     const context = await serverContext(config, store, publicUrl);
@@ -6238,6 +7314,8 @@ async function startExecutor(config, store, role = 'all') {
     });
     for (const warning of sandboxWarnings)
         app.log.warn(warning);
+    for (const note of sandboxNotes)
+        app.log.info(note);
     const pool = new WorkerPool(store, config, app.log, role !== 'api', run => context.links.link(run));
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();
@@ -7298,14 +8376,20 @@ class PostgresRunStore {
         this.feed.tellEvent(runId, seq);
         return { ...data, seq, at, kind };
     }
-    async listEvents(runId) {
-        const result = await this.query('SELECT seq, at, kind, data FROM events WHERE run_id = $1 ORDER BY seq', [runId]);
-        return result.rows.map(row => ({
+    async listEvents(runId, page = {}) {
+        const order = page.fromEnd ? 'DESC' : 'ASC';
+        const result = await this.query(`SELECT seq, at, kind, data FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq ${order} LIMIT $3`, [runId, page.after ?? 0, page.limit ?? null]);
+        const rows = page.fromEnd ? result.rows.reverse() : result.rows;
+        return rows.map(row => ({
             ...JSON.parse(row.data),
             seq: row.seq,
             at: row.at,
             kind: row.kind
         }));
+    }
+    async countEvents(runId, after) {
+        const result = await this.query('SELECT COUNT(*) AS n FROM events WHERE run_id = $1 AND seq > $2', [runId, after]);
+        return Number(result.rows[0]?.n ?? 0);
     }
     onEvent(listener) {
         return this.feed.onEvent(listener);
@@ -7823,14 +8907,21 @@ class SqliteRunStore {
         this.events.emit('event', runId, seq);
         return { ...data, seq, at, kind };
     }
-    async listEvents(runId) {
-        const rows = this.sql('SELECT seq, at, kind, data FROM events WHERE run_id = ? ORDER BY seq').all(runId);
+    async listEvents(runId, page = {}) {
+        const order = page.fromEnd ? 'DESC' : 'ASC';
+        const rows = this.sql(`SELECT seq, at, kind, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq ${order} LIMIT ?`).all(runId, page.after ?? 0, page.limit ?? -1);
+        if (page.fromEnd)
+            rows.reverse();
         return rows.map(row => ({
             ...JSON.parse(row.data),
             seq: row.seq,
             at: row.at,
             kind: row.kind
         }));
+    }
+    async countEvents(runId, after) {
+        const row = this.sql('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND seq > ?').get(runId, after);
+        return Number(row.n);
     }
     onEvent(listener) {
         this.events.on('event', listener);
@@ -7981,57 +9072,45 @@ function checkRunnable(config, processEnv = process.env) {
 
 
 
-const USAGE = `Usage: agent-executor <command> [options]
 
-Commands:
-  serve [--host HOST] [--port PORT] [--role all|api|worker]
-      Serve the run API and run agents. Defaults: 127.0.0.1, port 8080, data dir .agent-executor,
-      config agent-executor.yaml when present. --port 0 picks a free port. Prints
-      "listening on http://HOST:PORT" when ready. --role api serves the API and runs nothing;
-      --role worker runs work and serves only /healthz and /readyz. One data dir takes one --role all,
-      or one api and one worker process (SQLite on this machine, or a postgres:// store shared by nodes).
-  keys create --kind personal|agent --name NAME [--team TEAM]
-      Create an API key (team "default" unless given). The raw key is printed once, alone on the
-      last line of stdout.
-  keys list
-      List keys (id, team, kind, name, first characters, created, status), under a header row.
-      Never shows raw keys.
-  keys revoke ID
-      Revoke a key at once.
-  environments list
-      List the configured environments (id, name, source, agent, timeout, concurrency), under a
-      header row.
-
-Agent kinds (an environment's agent.kind):
-${[...AGENT_KINDS.values()].map(kind => `  ${kind.kind.padEnd(10)} ${kind.summary}`).join('\n')}
-
-Every command takes --config FILE, --data-dir DIR and --store STORE. STORE is a path or
-sqlite:PATH (SQLite; default DATA_DIR/executor.db) or postgres://USER:PASSWORD@HOST:PORT/DB (shared by
-several nodes); AGENT_EXECUTOR_STORE sets it too, and the config file's store: key.`;
 class UsageError extends Error {
 }
 const COMMON = {
     config: { type: 'string' },
     'data-dir': { type: 'string' },
     store: { type: 'string' },
-    help: { type: 'boolean', short: 'h' }
+    help: { type: 'boolean', short: 'h' },
+    version: { type: 'boolean', short: 'V' }
 };
 async function main(argv) {
-    const [command, ...rest] = argv;
+    const { command, args } = splitCommand(argv);
+    const wantsHelp = args.includes('--help') || args.includes('-h');
     try {
+        if (args.includes('--version') || args.includes('-V')) {
+            console.log(`agent-executor ${VERSION}`);
+            return 0;
+        }
         switch (command) {
             case 'serve':
-                return await serve(rest);
+                return wantsHelp ? help('serve') : await serve(args);
             case 'keys':
-                return await keys(rest);
+                return wantsHelp ? help('keys') : await keys(args);
             case 'environments':
-                return environments(rest);
+                return wantsHelp ? help('environments') : environments(args);
+            case 'help': {
+                const [topic] = args.filter(arg => !arg.startsWith('-'));
+                if (topic !== undefined && !COMMANDS.includes(topic))
+                    throw new UsageError(`help ${JSON.stringify(topic)}: expected serve, keys or environments`);
+                return help(topic);
+            }
             case undefined:
-            case 'help':
-            case '--help':
-            case '-h':
-                console.log(USAGE);
-                return command === undefined ? 2 : 0;
+                if (!wantsHelp) {
+                    // Flags alone are checked, so a typo is named rather than met with the usage.
+                    parse(args, {});
+                    console.error(USAGE);
+                    return 2;
+                }
+                return help();
             default:
                 throw new UsageError(`unknown command ${JSON.stringify(command)}; expected serve, keys or environments`);
         }
@@ -8040,7 +9119,7 @@ async function main(argv) {
         if (error instanceof UsageError || error instanceof ConfigError) {
             console.error(`agent-executor: ${error.message}`);
             if (error instanceof UsageError)
-                console.error('Run `agent-executor help` for usage.');
+                console.error('Run `agent-executor --help` for usage.');
             return 2;
         }
         console.error(`agent-executor: ${error.message}`);
@@ -8087,8 +9166,6 @@ async function serve(args) {
         port: { type: 'string' },
         role: { type: 'string' }
     });
-    if (values.help)
-        return help();
     const role = (values.role ?? 'all');
     if (!['all', 'api', 'worker'].includes(role))
         throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
@@ -8115,7 +9192,6 @@ async function serve(args) {
             'which no browser can open; set server.public_url in agent-executor.yaml to the address clients use, ' +
             'e.g. public_url: https://agents.example.com');
     }
-    console.log(`listening on ${executor.url}`);
     return new Promise(resolve => {
         let signals = 0;
         const shutdown = (signal) => {
@@ -8127,7 +9203,10 @@ async function serve(args) {
             executor.app.log.info({ signal }, `stopping: running runs get up to ${config.shutdownGraceMs / 1000} s`);
             executor
                 .stop()
-                .then(() => resolve(0))
+                .then(() => {
+                executor.app.log.info({ signal }, 'stopped');
+                resolve(0);
+            })
                 .catch(error => {
                 console.error(`agent-executor: stopping failed: ${error.message}`);
                 resolve(1);
@@ -8136,6 +9215,8 @@ async function serve(args) {
         };
         process.on('SIGTERM', shutdown);
         process.on('SIGINT', shutdown);
+        // Only now: a supervisor that signals as soon as it reads this line must find the handlers in place.
+        console.log(`listening on ${executor.url}`);
     });
 }
 /**
@@ -8171,10 +9252,11 @@ function alive(pid) {
     }
 }
 async function keys(args) {
-    const [action, ...rest] = args;
-    const { values, positionals } = parse(rest, { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } }, action === 'revoke' ? 1 : 0);
-    if (values.help)
-        return help();
+    const parsed = parse(args, { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } }, 2);
+    const { values } = parsed;
+    const [action, ...positionals] = parsed.positionals;
+    if (positionals.length > (action === 'revoke' ? 1 : 0))
+        throw new UsageError(`unexpected argument ${JSON.stringify(positionals.at(-1))}`);
     const config = configFrom(values);
     const store = await openStore(config.store);
     try {
@@ -8227,10 +9309,8 @@ async function keys(args) {
     }
 }
 function environments(args) {
-    const [action, ...rest] = args;
-    const { values } = parse(rest, {});
-    if (values.help)
-        return help();
+    const { values, positionals } = parse(args, {}, 1);
+    const [action] = positionals;
     if (action !== 'list')
         throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
     const config = configFrom(values);
@@ -8248,8 +9328,8 @@ function environments(args) {
     }
     return 0;
 }
-function help() {
-    console.log(USAGE);
+function help(command) {
+    console.log(command === undefined ? USAGE : commandHelp(command));
     return 0;
 }
 
