@@ -56,8 +56,10 @@ describe('BLOCKED', () => {
     const result = await runAction(inputs);
     expect(result.code).toBe(0);
     expect(result.outputs).toMatchObject({ state: 'SUCCEEDED', conclusion: 'succeeded' });
+    // Announced once however many of the two BLOCKED spells the polls saw (a loaded machine may
+    // poll past the INPROGRESS between them), and followed to the end.
     expect(warnings(result.stdout).filter(line => line.includes('BLOCKED'))).toHaveLength(1);
-    expect(result.stdout).toMatch(/INPROGRESS → BLOCKED/);
+    expect(result.stdout).toMatch(/BLOCKED → (?:INPROGRESS|SUCCEEDED)/);
   });
 
   it('refuses an on-blocked value it does not know', async () => {

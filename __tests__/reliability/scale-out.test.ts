@@ -2,7 +2,7 @@
 // this suite starts itself. Executions are counted by the agent, not by states: each run's agent
 // appends "<run id> <node>" to one shared file, so a run executed twice shows up twice.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
@@ -43,9 +43,12 @@ async function cluster(
   const url = await postgres.freshDatabase();
   const dir = tempDir('scale-out-');
   // The agent's own log of executions, in the one folder outside its workspace its sandbox may write.
-  mkdirSync(join(dir, 'log'));
+  // A root executor's runs are an unprivileged host user: the folder must be theirs to write.
+  mkdirSync(join(dir, 'log'), { mode: 0o777 });
+  chmodSync(join(dir, 'log'), 0o777);
   const log = join(dir, 'log', 'executions.log');
-  writeFileSync(log, '');
+  writeFileSync(log, '', { mode: 0o666 });
+  chmodSync(log, 0o666);
   mkdirSync(join(dir, 'source'));
   const config = join(dir, 'agent-executor.yaml');
   writeFileSync(
