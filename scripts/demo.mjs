@@ -1,6 +1,8 @@
 // npm run demo: starts the bundled executor on a free port, creates a key, runs the bundled action
 // against it exactly as the GitHub runner would, prints the action's outputs and the run's full
 // transcript, and stops (or, with --keep, keeps serving so the session link opens, until Ctrl-C).
+// The files the action writes (patch-file, transcript-file) go to a RUNNER_TEMP of the demo's own,
+// removed at the end; with --keep they stay, and the demo says where.
 //
 //   npm run demo                      the sample prompt (succeeds)
 //   npm run demo -- "@sim fail nope"  your own prompt (this one fails the job)
@@ -15,6 +17,7 @@ import { transcriptLines } from './transcript-text.mjs';
 const root = resolve(import.meta.dirname, '..');
 const work = mkdtempSync(join(tmpdir(), 'agent-run-demo-'));
 const dataDir = join(work, 'data');
+const runnerTemp = mkdtempSync(join(tmpdir(), 'agent-run-demo-files-'));
 const executorEntry = join(root, 'dist/executor/index.js');
 const args = process.argv.slice(2);
 const keep = args.includes('--keep');
@@ -73,7 +76,8 @@ async function runAction(url, key) {
     PATH: process.env.PATH,
     HOME: process.env.HOME ?? work,
     GITHUB_ACTIONS: 'true',
-    GITHUB_WORKSPACE: root
+    GITHUB_WORKSPACE: root,
+    RUNNER_TEMP: runnerTemp
   };
   for (const [name, file] of Object.entries(files)) {
     env[name] = join(work, file);
@@ -172,4 +176,6 @@ try {
     log('executor stopped');
   }
   rmSync(work, { recursive: true, force: true });
+  if (keep) log(`the action's files (patch-file, transcript-file) are kept in ${runnerTemp}`);
+  else rmSync(runnerTemp, { recursive: true, force: true });
 }

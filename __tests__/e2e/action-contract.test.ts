@@ -83,8 +83,9 @@ describe('action end to end (contract server)', () => {
     expect(result.code).toBe(1);
     const runId = result.outputs['run-id'];
     expect(result.stdout).toContain(
-      `::error::Run ${runId} ended FAILED (agent_failed): tests failed: 3 <errors>%0ASession: https://s/1`
+      `::error::Run ${runId} ended FAILED (agent_failed): tests failed: 3 <errors>\n`
     );
+    expect(result.stdout.split('https://s/1')).toHaveLength(2);
     expect(result.outputs).toMatchObject({
       conclusion: 'failed',
       'status-message': 'tests failed: 3 <errors>',

@@ -49,9 +49,11 @@ describe('action against the executor', () => {
       'status-message': 'lint found 3 errors',
       'error-code': 'agent_failed'
     });
+    // The session link once (when the wait first knew it), not again in the error.
     expect(result.stdout).toContain(
-      `::error::Run ${result.outputs['run-id']} ended FAILED (agent_failed): lint found 3 errors%0ASession: ${executor.url}/sessions/`
+      `::error::Run ${result.outputs['run-id']} ended FAILED (agent_failed): lint found 3 errors\n`
     );
+    expect(result.stdout.split(`${executor.url}/sessions/`)).toHaveLength(2);
   });
 
   it('cancels the run when the action gets SIGTERM', async () => {

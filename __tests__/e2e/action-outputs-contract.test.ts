@@ -32,7 +32,7 @@ describe('BLOCKED', () => {
     expect(result.ms).toBeLessThan(50_000);
     const blocked = warnings(result.stdout).filter(line => line.includes('BLOCKED'));
     expect(blocked).toEqual([
-      `::warning::Run ${runId} is BLOCKED: the agent is waiting for user input or approval. Open the session to answer: ${server.url}/sessions/${runId}`
+      `::warning::Run ${runId} is BLOCKED: the agent is waiting for user input or approval. Open the session (its link is in the log above) to answer.`
     ]);
     expect(result.stdout).toContain(
       `::error::Run ${runId} is BLOCKED, waiting for user input or approval (on-blocked: fail)`

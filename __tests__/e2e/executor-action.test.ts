@@ -1,7 +1,7 @@
 // The `executor` helper action, run as the runner runs it: start the executor, hand its URL and a
 // key to the main action, stop it in the post step.
 import { describe, expect, it } from '@jest/globals';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from '../support/executor.js';
 import { runAction } from '../support/runner.js';
@@ -24,7 +24,7 @@ describe('executor action', () => {
     writeFileSync(config, 'environments:\n  - id: ci\n    source: .\n');
     const started = await runAction(
       { config, 'data-dir': join(dir, 'data') },
-      { entry: ENTRY, env: { RUNNER_TEMP: dir } }
+      { entry: ENTRY, env: { RUNNER_TEMP: dir, GITHUB_WORKSPACE: dir } }
     );
     expect(started.code).toBe(0);
     const { 'base-url': url, 'api-key': key } = started.outputs;
@@ -81,9 +81,38 @@ describe('executor action', () => {
     const dir = tempDir();
     const config = join(dir, 'bad.yaml');
     writeFileSync(config, 'workers: none\n');
-    const result = await runAction({ config, 'data-dir': join(dir, 'data') }, { entry: ENTRY });
+    const result = await runAction(
+      { config, 'data-dir': join(dir, 'data') },
+      { entry: ENTRY, env: { GITHUB_WORKSPACE: dir } }
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('::error::the executor exited before it was ready:');
     expect(result.stdout).toContain('workers "none": expected a whole number from 1 to 256');
+  });
+
+  it('reads config only as the main action reads prompt-file: inside the workspace, no link, not under .git/', async () => {
+    const workspace = tempDir();
+    const outside = join(tempDir(), 'outside.yaml');
+    writeFileSync(outside, 'workers: none\n');
+    symlinkSync(outside, join(workspace, 'linked.yaml'));
+    mkdirSync(join(workspace, '.git'));
+    writeFileSync(join(workspace, '.git', 'config.yaml'), 'workers: none\n');
+    const rule =
+      'expected a regular file inside the workspace (GITHUB_WORKSPACE), reached without symbolic links and not under .git/';
+    const cases: [string, string][] = [
+      ['linked.yaml', `${join(workspace, 'linked.yaml')} is a symbolic link; ${rule}`],
+      [outside, `${outside} is outside the workspace ${workspace}; ${rule}`],
+      ['.git/config.yaml', `${join(workspace, '.git', 'config.yaml')} is under .git/; ${rule}`],
+      ['missing.yaml', `cannot read ${join(workspace, 'missing.yaml')} (ENOENT)`]
+    ];
+    for (const [config, message] of cases) {
+      const result = await runAction(
+        { config, 'data-dir': join(workspace, 'data') },
+        { entry: ENTRY, env: { GITHUB_WORKSPACE: workspace } }
+      );
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain(`::error::config ${JSON.stringify(config)}: ${message}`);
+      expect(result.stdout).not.toContain('the executor exited before it was ready');
+    }
   });
 });

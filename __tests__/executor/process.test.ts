@@ -133,19 +133,36 @@ describe('agent-executor CLI', () => {
     expect(elsewhere.stdout).toContain('No keys.');
   });
 
-  it('lists environments: the default one, or those of the config file', async () => {
+  it('lists environments as an aligned table, durations as they are written in the config', async () => {
     const dir = tempDir();
-    const header = 'ID\tNAME\tSOURCE\tAGENT\tTIMEOUT\tCONCURRENCY\n';
     expect((await executorCli(['environments', 'list'], { cwd: dir })).stdout).toMatch(
-      /^ID\tNAME\tSOURCE\tAGENT\tTIMEOUT\tCONCURRENCY\nlocal\tLocal directory \(simulated agent\)\t/
+      /^ID {5}NAME {31}SOURCE +AGENT +TIMEOUT +CONCURRENCY\nlocal {2}Local directory \(simulated agent\) {2}/
     );
     writeFileSync(
       join(dir, 'agent-executor.yaml'),
-      'environments:\n  - id: web\n    name: Web app\n    timeout: 10m\n'
+      [
+        'environments:',
+        '  - id: web',
+        '    name: Web app',
+        '    timeout: 10m',
+        '  - id: nightly-build',
+        '    name: Nightly',
+        '    timeout: 1h2m5s',
+        '    max_concurrent_runs: 12',
+        ''
+      ].join('\n')
     );
-    expect((await executorCli(['environments', 'list'], { cwd: dir })).stdout).toBe(
-      `${header}web\tWeb app\t${dir}\tsimulated\ttimeout 600s\tmax 4 at once\n`
+    const listed = await executorCli(['environments', 'list'], { cwd: dir });
+    const pad = ' '.repeat(dir.length - 'SOURCE'.length);
+    expect(listed.stdout).toBe(
+      [
+        `ID             NAME     SOURCE${pad}  AGENT      TIMEOUT  CONCURRENCY`,
+        `web            Web app  ${dir}  simulated  10m      4`,
+        `nightly-build  Nightly  ${dir}  simulated  1h2m5s   12`,
+        ''
+      ].join('\n')
     );
+    expect(listed.stdout).not.toContain('\t');
   });
 
   it('refuses to serve, before listening, configuration every run would fail on', async () => {

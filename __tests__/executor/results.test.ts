@@ -410,6 +410,20 @@ describe('changes.patch', () => {
     git(repo, 'worktree', 'remove', '--force', worktree);
   });
 
+  it('names at most 1,000 changed files in the diff and counts the rest', async () => {
+    const workspace = await createWorkspace(
+      { source: repo } as EnvironmentConfig,
+      tempDir('agent-results-many-'),
+      'many-files'
+    );
+    mkdirSync(join(workspace.root, 'many'));
+    for (let i = 0; i < 1205; i++) writeFileSync(join(workspace.root, 'many', `f${i}.txt`), `${i}\n`);
+    const changes = await workspace.diff();
+    expect(changes.files).toHaveLength(1000);
+    expect(changes.files[0]).toEqual({ path: 'many/f0.txt', change: 'added' });
+    expect(changes.more_files).toBe(205);
+  });
+
   it('goes with its run when finished runs are pruned', async () => {
     const id = await create('repo', '@sim write pruned.txt bye');
     const run = await finished(id);

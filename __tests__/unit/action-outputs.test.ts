@@ -202,8 +202,14 @@ describe('outputs of what the agent made', () => {
     finishWith('Could not do it.', { state: 'FAILED', status_message: 'tests red' });
     core.reset({ ...inputs, 'output-schema': '{"type":"object","required":["verdict"]}' });
     await run();
-    expect(core.record.failures).toEqual([
-      `Run ${core.record.outputs['run-id']} ended FAILED: tests red\nSession: https://s/1`
+    const runId = core.record.outputs['run-id']!;
+    // Each fact once: the wait logged the end state and the link; the failure adds only the cause.
+    expect(core.record.failures).toEqual([`Run ${runId} ended FAILED: tests red`]);
+    const log = [...core.record.info, ...core.record.failures];
+    expect(log.filter(line => line.includes('https://s/1'))).toEqual(['Session: https://s/1']);
+    expect(log.filter(line => line.includes('FAILED'))).toEqual([
+      expect.stringMatching(new RegExp(`^\\[\\d+s\\] run ${runId}: (INPROGRESS → )?FAILED$`)),
+      `Run ${runId} ended FAILED: tests red`
     ]);
     expect(core.record.outputs.result).toBe('Could not do it.');
   });
@@ -223,6 +229,11 @@ describe('outputs of what the agent made', () => {
     expect(info.slice(group + 1, group + 3)).toEqual(['1 failing', '::endgroup::']);
     // Each item once, though the conversation was read on each state change and at the end.
     expect(info.filter(line => line === '│ Looking at it.')).toHaveLength(1);
+    // The end state once (the wait's line), then the run's duration.
+    expect(info.filter(line => line.includes('SUCCEEDED'))).toEqual([
+      expect.stringMatching(/^\[\d+s\] run \S+: (INPROGRESS → )?SUCCEEDED$/)
+    ]);
+    expect(info.at(-1)).toMatch(/^The run took \d+s\.$/);
   });
 });
 
@@ -237,12 +248,13 @@ describe('BLOCKED', () => {
     await run();
     const runId = core.record.outputs['run-id']!;
     expect(core.record.warnings).toEqual([
-      `Run ${runId} is BLOCKED: the agent is waiting for user input or approval. Open the session to answer: https://s/2`
+      `Run ${runId} is BLOCKED: the agent is waiting for user input or approval. Open the session (its link is in the log above) to answer.`
     ]);
     expect(core.record.outputs).toMatchObject({ state: 'BLOCKED', conclusion: 'blocked' });
     expect(core.record.failures).toEqual([
-      `Run ${runId} is BLOCKED, waiting for user input or approval (on-blocked: fail); it is left as it is.\nSession: https://s/2`
+      `Run ${runId} is BLOCKED, waiting for user input or approval (on-blocked: fail); it is left as it is.`
     ]);
+    expect(core.record.info.filter(line => line.includes('https://s/2'))).toEqual(['Session: https://s/2']);
     expect(core.record.summary?.rows).toContainEqual([
       'Blocked',
       'The agent is waiting for user input or approval: <a href="https://s/2">https://s/2</a>'

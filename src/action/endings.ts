@@ -49,10 +49,11 @@ export async function onEnd(settings: Settings, reporter: Reporter, outcome: Out
     const full = run.status_message || 'the service gave no status message';
     // The whole message is the status-message output; the annotation shows its start.
     const message = full.length > 4000 ? `${full.slice(0, 4000)}…` : full;
-    const link = run.session_link ? `\nSession: ${run.session_link}` : '';
+    const link = run.session_link && !outcome.linkShown ? `\nSession: ${run.session_link}` : '';
     core.setFailed(`Run ${outcome.runId} ended ${run.state}${code}: ${message}${link}`);
   } else {
-    log.info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
+    // The wait has logged the end state; the run's own duration is the one fact left to say.
+    log.info(`The run took ${formatDuration(outcome.durationMs)}.`);
   }
 }
 
@@ -63,7 +64,8 @@ export async function onEnd(settings: Settings, reporter: Reporter, outcome: Out
 export async function onBlocked(reporter: Reporter, outcome: Outcome): Promise<void> {
   await reporter.final(outcome);
   state.markSettled();
-  const link = outcome.run?.session_link ? `\nSession: ${outcome.run.session_link}` : '';
+  const link =
+    outcome.run?.session_link && !outcome.linkShown ? `\nSession: ${outcome.run.session_link}` : '';
   core.setFailed(
     `Run ${outcome.runId} is BLOCKED, waiting for user input or approval (on-blocked: fail); it is left as it is.${link}`
   );

@@ -68,7 +68,8 @@ async function mainStep(): Promise<void> {
       runId,
       run: result.run,
       conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
-      durationMs: durationOf(result.run, Date.now() - startedAt)
+      durationMs: durationOf(result.run, Date.now() - startedAt),
+      linkShown: result.linkShown
     };
     const timedOut = result.outcome === 'timed_out';
     outcome.produced = await collectProducedSafely(client, runId, result.run, {

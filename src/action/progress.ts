@@ -43,6 +43,11 @@ export class Progress {
     );
   };
 
+  /** Whether the log has shown the session link. */
+  get linkShown(): boolean {
+    return this.linkAnnounced;
+  }
+
   announceLink(run: Run | undefined): void {
     if (this.linkAnnounced || !run?.session_link) return;
     this.linkAnnounced = true;

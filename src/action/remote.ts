@@ -53,6 +53,8 @@ export interface WaitEnd {
   /** `blocked`: the run became BLOCKED and `on-blocked` is `fail`. */
   outcome: 'terminal' | 'timed_out' | 'blocked';
   run: Run | undefined;
+  /** The log showed the session link while waiting. */
+  linkShown: boolean;
 }
 
 /**
@@ -87,7 +89,8 @@ export async function waitWithProgress(
     if (run.state === 'BLOCKED') {
       if (!announced) {
         announced = true;
-        const link = run.session_link ? ` Open the session to answer: ${run.session_link}` : '';
+        // The log has just shown the link (progress announces it first): the warning points to it.
+        const link = run.session_link ? ' Open the session (its link is in the log above) to answer.' : '';
         core.warning(`Run ${runId} is BLOCKED: the agent is waiting for user input or approval.${link}`);
       }
       if (options.onBlocked === 'fail') {
@@ -106,14 +109,14 @@ export async function waitWithProgress(
       onUnknownState: progress.onUnknownState,
       onTransientError: progress.onTransientError
     });
-    return { outcome: result.outcome, run: result.run };
+    return { outcome: result.outcome, run: result.run, linkShown: progress.linkShown };
   } catch (error) {
     if (error instanceof AbortError && blocked.signal.aborted && !options.signal.aborted) {
-      return { outcome: 'blocked', run: blockedRun };
+      return { outcome: 'blocked', run: blockedRun, linkShown: progress.linkShown };
     }
     // Polls that hang or fail past the timeout and its grace: the deadline has passed all the same.
     if (error instanceof AbortError && endSignal.aborted && !options.signal.aborted) {
-      return { outcome: 'timed_out', run: lastRun };
+      return { outcome: 'timed_out', run: lastRun, linkShown: progress.linkShown };
     }
     throw error;
   } finally {

@@ -19,6 +19,8 @@ export interface Outcome {
   durationMs: number;
   /** What the agent made, once read (see produced.ts). */
   produced?: Produced;
+  /** The log already showed the session link (it is not repeated in the step's last lines). */
+  linkShown?: boolean;
 }
 
 /** GitHub keeps step outputs under 1 MiB each; stay well below with room for the other outputs. */

@@ -4,3 +4,4 @@ export * from './duration.js';
 export * from './values.js';
 export * from './conversation.js';
 export * from './artifacts.js';
+export * from './table.js';

@@ -154,13 +154,5 @@ function indent(text: string, max: number): string[] {
   return shown.map(line => `    ${line}`);
 }
 
-/** A plain text table: columns padded to their widest cell. */
-export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
-  const format = (row: string[]) =>
-    row
-      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [format(header), ...rows.map(format)].join('\n');
-}
+/** A plain text table (shared with the executor's command line). */
+export { table } from '../api/index.js';

@@ -200,6 +200,8 @@ function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
         for (const file of files) {
           items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
         }
+        if (typeof event.more_files === 'number' && event.more_files > 0)
+          items.push({ type: 'event', text: `${event.more_files} more files changed (not listed)` });
         break;
       }
       case 'state':

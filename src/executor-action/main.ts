@@ -7,6 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { locateInWorkspace, readWorkspaceFile, workspaceOf } from '../api/workspace-file.js';
 import { ensureBubblewrap } from './bubblewrap.js';
 
 const EXECUTOR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'executor', 'index.js');
@@ -47,7 +48,9 @@ async function start(): Promise<void> {
     throw new Error(`port ${JSON.stringify(port)}: expected a port number, or 0 for a free one`);
   if (kind !== 'agent' && kind !== 'personal')
     throw new Error(`key-kind ${JSON.stringify(kind)}: expected agent or personal`);
-  if (config && !existsSync(config)) throw new Error(`config ${JSON.stringify(config)}: no such file`);
+  // The config names a file of the checkout, which may be a stranger's: the same rule as the main
+  // action's prompt-file (inside the workspace, no symbolic link on the way, not under .git/).
+  const configPath = config ? checkedConfig(config) : undefined;
   if (!(readyTimeoutMs > 0))
     throw new Error(
       `ready-timeout-seconds ${JSON.stringify(core.getInput('ready-timeout-seconds'))}: expected a number of seconds`
@@ -59,7 +62,7 @@ async function start(): Promise<void> {
   // Only what this start writes counts: an earlier executor may have logged to the same file.
   const offset = existsSync(log) ? statSync(log).size : 0;
   const out = openSync(log, 'a');
-  const common = ['--data-dir', dataDir, ...(config ? ['--config', config] : [])];
+  const common = ['--data-dir', dataDir, ...(configPath ? ['--config', configPath] : [])];
   const child = spawn(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
     detached: true,
     env,
@@ -138,4 +141,16 @@ async function stop(): Promise<void> {
   }
   process.kill(pid, 'SIGKILL');
   core.warning(`The executor (pid ${pid}) did not stop within 10 s of SIGTERM and was killed.`);
+}
+
+/** The config file's absolute path, once it is read under the workspace-file rule; else an error naming it. */
+function checkedConfig(raw: string): string {
+  const workspace = workspaceOf(process.env);
+  try {
+    const { path } = locateInWorkspace(raw, workspace);
+    readWorkspaceFile(path, workspace);
+    return path;
+  } catch (error) {
+    throw new Error(`config ${JSON.stringify(raw)}: ${(error as Error).message}`);
+  }
 }

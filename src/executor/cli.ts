@@ -3,6 +3,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { formatDuration, table } from '../api/index.js';
 import { agentKindOf } from './agents/index.js';
 import { COMMANDS, type Command, USAGE, VERSION, commandHelp, splitCommand } from './cli-usage.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
@@ -272,20 +273,15 @@ function environments(args: string[]): number {
   if (action !== 'list')
     throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
   const config = configFrom(values);
-  console.log(['ID', 'NAME', 'SOURCE', 'AGENT', 'TIMEOUT', 'CONCURRENCY'].join('\t'));
-  for (const env of config.environments) {
-    const agent = agentKindOf(env.agent.kind)?.describe(env.agent) ?? env.agent.kind;
-    console.log(
-      [
-        env.id,
-        env.name,
-        env.source,
-        agent,
-        `timeout ${env.timeoutMs / 1000}s`,
-        `max ${env.maxConcurrentRuns} at once`
-      ].join('\t')
-    );
-  }
+  const rows = config.environments.map(env => [
+    env.id,
+    env.name,
+    env.source,
+    agentKindOf(env.agent.kind)?.describe(env.agent) ?? env.agent.kind,
+    formatDuration(env.timeoutMs),
+    String(env.maxConcurrentRuns)
+  ]);
+  console.log(table(['ID', 'NAME', 'SOURCE', 'AGENT', 'TIMEOUT', 'CONCURRENCY'], rows));
   return 0;
 }
 

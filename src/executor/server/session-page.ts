@@ -26,7 +26,9 @@ function event(e: TranscriptEvent): string {
       return `<li class="file">${time} file <code>${escapeHtml(e.path)}</code> ${escapeHtml(e.change)}${e.diff ? `<pre>${escapeHtml(e.diff)}</pre>` : ''}</li>`;
     case 'diff': {
       const files = (e.files as { path: string; change: string }[] | undefined) ?? [];
-      const list = files.map(f => `<code>${escapeHtml(f.path)}</code> ${escapeHtml(f.change)}`).join(', ');
+      const more = typeof e.more_files === 'number' ? `, and ${e.more_files} more` : '';
+      const list =
+        files.map(f => `<code>${escapeHtml(f.path)}</code> ${escapeHtml(f.change)}`).join(', ') + more;
       return `<li class="diff">${time} files changed: ${list}<pre>${escapeHtml(e.diff)}</pre></li>`;
     }
     case 'exit':

@@ -21,6 +21,8 @@ export { gitReason, redactUrls } from './git.js';
 
 const exec = promisify(execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
+/** The `diff` event names at most this many files; the rest are counted (`more_files`). */
+export const MAX_DIFF_FILES = 1000;
 /** Every diff of a workspace: no external diff, no textconv, submodules never looked into. */
 const NO_PROGRAMS = ['--no-ext-diff', '--no-textconv', '--ignore-submodules=all'];
 
@@ -44,7 +46,13 @@ export interface Workspace {
    * Unified diff of every file changed since the workspace was made, and the changed paths: the
    * work tree added to the private index, against the start commit.
    */
-  diff(): Promise<{ diff: string; truncated: boolean; files: { path: string; change: string }[] }>;
+  diff(): Promise<{
+    diff: string;
+    truncated: boolean;
+    files: { path: string; change: string }[];
+    /** How many changed files are not in `files` (past MAX_DIFF_FILES); absent when none. */
+    more_files?: number;
+  }>;
   /**
    * Writes the binary patch of the private index (as diff() left it) against the start into the
    * private git dir, and answers the file's path.
@@ -175,21 +183,20 @@ export async function createWorkspace(
         ['add', '--all'],
         ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
       ]);
-      const files = names
-        .split('\n')
-        .filter(Boolean)
-        .map(line => {
-          const [status, ...path] = line.split('\t');
-          const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
-          return { path: path.join('\t'), change };
-        });
+      const lines = names.split('\n').filter(Boolean);
+      const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
+        const [status, ...path] = line.split('\t');
+        const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
+        return { path: path.join('\t'), change };
+      });
+      const more = lines.length - files.length;
       let diff =
         files.length > 0
           ? await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, base])
           : '';
       const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
       if (truncated) diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
-      return { diff, truncated, files };
+      return more > 0 ? { diff, truncated, files, more_files: more } : { diff, truncated, files };
     },
     async patch() {
       const file = join(repo.gitDir, 'changes.patch');

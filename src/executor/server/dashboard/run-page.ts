@@ -63,7 +63,8 @@ export function eventHtml(e: TranscriptEvent): string {
       );
     case 'diff': {
       const files = Array.isArray(e.files) ? (e.files as { path: string; change: string }[]) : [];
-      const list = files.map(f => `<code>${esc(f.path)}</code> ${esc(f.change)}`).join(', ');
+      const more = typeof e.more_files === 'number' ? `, and ${e.more_files} more` : '';
+      const list = files.map(f => `<code>${esc(f.path)}</code> ${esc(f.change)}`).join(', ') + more;
       return item('diff', `files changed: ${list}${diffHtml(e.diff)}`);
     }
     case 'artifact':
