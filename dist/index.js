@@ -39575,6 +39575,7 @@ function isIdSegment(value) {
 
 
 
+
 // EXTERNAL MODULE: external "node:crypto"
 var external_node_crypto_ = __nccwpck_require__(7598);
 ;// CONCATENATED MODULE: ./src/client/errors.ts
@@ -39899,6 +39900,8 @@ function transcriptItems(events) {
                 for (const file of files) {
                     items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
                 }
+                if (typeof event.more_files === 'number' && event.more_files > 0)
+                    items.push({ type: 'event', text: `${event.more_files} more files changed (not listed)` });
                 break;
             }
             case 'state':
@@ -41726,11 +41729,12 @@ async function onEnd(settings, reporter, outcome) {
         const full = run.status_message || 'the service gave no status message';
         // The whole message is the status-message output; the annotation shows its start.
         const message = full.length > 4000 ? `${full.slice(0, 4000)}…` : full;
-        const link = run.session_link ? `\nSession: ${run.session_link}` : '';
+        const link = run.session_link && !outcome.linkShown ? `\nSession: ${run.session_link}` : '';
         setFailed(`Run ${outcome.runId} ended ${run.state}${code}: ${message}${link}`);
     }
     else {
-        log_info(`Run ${outcome.runId} ended ${run.state} after ${formatDuration(outcome.durationMs)}.`);
+        // The wait has logged the end state; the run's own duration is the one fact left to say.
+        log_info(`The run took ${formatDuration(outcome.durationMs)}.`);
     }
 }
 /**
@@ -41740,7 +41744,7 @@ async function onEnd(settings, reporter, outcome) {
 async function onBlocked(reporter, outcome) {
     await reporter.final(outcome);
     markSettled();
-    const link = outcome.run?.session_link ? `\nSession: ${outcome.run.session_link}` : '';
+    const link = outcome.run?.session_link && !outcome.linkShown ? `\nSession: ${outcome.run.session_link}` : '';
     setFailed(`Run ${outcome.runId} is BLOCKED, waiting for user input or approval (on-blocked: fail); it is left as it is.${link}`);
 }
 /** The timeout passed: cancel the run (or leave it), then report the record as it is after that. */
@@ -41971,12 +41975,14 @@ function contextBlock(context, tag = 'untrusted-user-text') {
 
 ;// CONCATENATED MODULE: external "node:path"
 const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:path");
-;// CONCATENATED MODULE: ./src/action/workspace-file.ts
+;// CONCATENATED MODULE: ./src/api/workspace-file.ts
 // Reading a file that an input names (`prompt-file`, `output-schema`). In a workflow that checks out
 // a stranger's pull request, every file of the workspace may be the stranger's: a symbolic link to
 // /proc/self/environ or a `../../` path would send the runner's secrets to the service as the
 // prompt. So a file is read only if it lies inside the workspace, every component of its path is a
 // real directory or, last, a regular file (no symbolic link anywhere), and it is not under `.git/`.
+// Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
+// `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
 
 
 /** Longest file an input may name; a prompt or a schema is far smaller. */
@@ -42105,6 +42111,11 @@ function readInputFile(name, raw, env, readFile, problems) {
         return undefined;
     }
 }
+
+;// CONCATENATED MODULE: ./src/action/workspace-file.ts
+// The action's path inputs follow the workspace-file rule, which lives in api/ so that the executor
+// helper action (which may not import action/) applies the same one to its `config` input.
+
 
 ;// CONCATENATED MODULE: ./src/action/output-schema.ts
 // The `output-schema` input: a JSON Schema given inline or as a .json file, compiled before any
@@ -42689,6 +42700,10 @@ class Progress {
     onTransientError = (error, consecutive) => {
         log_info(`[${this.elapsed()}] could not read the run (${consecutive} in a row), will retry: ${error.message}`);
     };
+    /** Whether the log has shown the session link. */
+    get linkShown() {
+        return this.linkAnnounced;
+    }
     announceLink(run) {
         if (this.linkAnnounced || !run?.session_link)
             return;
@@ -42758,7 +42773,8 @@ async function waitWithProgress(client, runId, options) {
         if (run.state === 'BLOCKED') {
             if (!announced) {
                 announced = true;
-                const link = run.session_link ? ` Open the session to answer: ${run.session_link}` : '';
+                // The log has just shown the link (progress announces it first): the warning points to it.
+                const link = run.session_link ? ' Open the session (its link is in the log above) to answer.' : '';
                 warning(`Run ${runId} is BLOCKED: the agent is waiting for user input or approval.${link}`);
             }
             if (options.onBlocked === 'fail') {
@@ -42777,15 +42793,15 @@ async function waitWithProgress(client, runId, options) {
             onUnknownState: progress.onUnknownState,
             onTransientError: progress.onTransientError
         });
-        return { outcome: result.outcome, run: result.run };
+        return { outcome: result.outcome, run: result.run, linkShown: progress.linkShown };
     }
     catch (error) {
         if (error instanceof AbortError && blocked.signal.aborted && !options.signal.aborted) {
-            return { outcome: 'blocked', run: blockedRun };
+            return { outcome: 'blocked', run: blockedRun, linkShown: progress.linkShown };
         }
         // Polls that hang or fail past the timeout and its grace: the deadline has passed all the same.
         if (error instanceof AbortError && endSignal.aborted && !options.signal.aborted) {
-            return { outcome: 'timed_out', run: lastRun };
+            return { outcome: 'timed_out', run: lastRun, linkShown: progress.linkShown };
         }
         throw error;
     }
@@ -43160,7 +43176,8 @@ async function mainStep() {
             runId,
             run: result.run,
             conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
-            durationMs: durationOf(result.run, Date.now() - startedAt)
+            durationMs: durationOf(result.run, Date.now() - startedAt),
+            linkShown: result.linkShown
         };
         const timedOut = result.outcome === 'timed_out';
         outcome.produced = await collectProducedSafely(client, runId, result.run, {

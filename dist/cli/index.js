@@ -34177,7 +34177,7 @@ module.exports = {
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(5604);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6365);
 // The `agent-run` command line: the bin's entry point, so that everything else is importable and testable.
 
 // A reader that stops early (`agent-run logs ID | head`) closes the pipe: end quietly, as a
@@ -34196,7 +34196,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 5604:
+/***/ 6365:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -34451,7 +34451,21 @@ function isIdSegment(value) {
     return typeof value === 'string' && ID_SEGMENT_PATTERN.test(value);
 }
 
+;// CONCATENATED MODULE: ./src/api/table.ts
+// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
+// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
+/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
+function table(header, rows) {
+    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
+    const format = (row) => row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd();
+    return [format(header), ...rows.map(format)].join('\n');
+}
+
 ;// CONCATENATED MODULE: ./src/api/index.ts
+
 
 
 
@@ -34783,6 +34797,8 @@ function transcriptItems(events) {
                 for (const file of files) {
                     items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
                 }
+                if (typeof event.more_files === 'number' && event.more_files > 0)
+                    items.push({ type: 'event', text: `${event.more_files} more files changed (not listed)` });
                 break;
             }
             case 'state':
@@ -37512,15 +37528,8 @@ function indent(text, max) {
     const shown = lines.length > max ? [...lines.slice(0, max), `… ${lines.length - max} more lines`] : lines;
     return shown.map(line => `    ${line}`);
 }
-/** A plain text table: columns padded to their widest cell. */
-function table(header, rows) {
-    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
-    const format = (row) => row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
-        .join('  ')
-        .trimEnd();
-    return [format(header), ...rows.map(format)].join('\n');
-}
+/** A plain text table (shared with the executor's command line). */
+
 
 ;// CONCATENATED MODULE: ./src/cli/commands/logs.ts
 // `agent-run logs` and `artifacts`: what a run said and did (its conversation where the service

@@ -31558,6 +31558,143 @@ const external_node_fs_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import
 const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:path");
 // EXTERNAL MODULE: external "node:url"
 var external_node_url_ = __nccwpck_require__(3136);
+;// CONCATENATED MODULE: ./src/api/workspace-file.ts
+// Reading a file that an input names (`prompt-file`, `output-schema`). In a workflow that checks out
+// a stranger's pull request, every file of the workspace may be the stranger's: a symbolic link to
+// /proc/self/environ or a `../../` path would send the runner's secrets to the service as the
+// prompt. So a file is read only if it lies inside the workspace, every component of its path is a
+// real directory or, last, a regular file (no symbolic link anywhere), and it is not under `.git/`.
+// Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
+// `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
+
+
+/** Longest file an input may name; a prompt or a schema is far smaller. */
+const MAX_INPUT_FILE_BYTES = 1024 * 1024;
+/** The rule every path input follows, quoted in each refusal. */
+const PATH_RULE = 'expected a regular file inside the workspace (GITHUB_WORKSPACE), reached without symbolic links and not under .git/';
+/** Why a named file is not read; the message names the path and the rule it broke. */
+class WorkspaceFileError extends Error {
+}
+/** The folder path inputs are relative to: the checkout, else the current directory. */
+function workspaceOf(env) {
+    return (0,external_node_path_namespaceObject.resolve)(env.GITHUB_WORKSPACE || process.cwd());
+}
+/**
+ * Where a path input points, checked lexically: inside the workspace and not under `.git/`.
+ * Returns the absolute path and its components below the workspace.
+ */
+function locateInWorkspace(raw, workspace) {
+    const path = (0,external_node_path_namespaceObject.isAbsolute)(raw) ? (0,external_node_path_namespaceObject.resolve)(raw) : (0,external_node_path_namespaceObject.resolve)(workspace, raw);
+    let rel = (0,external_node_path_namespaceObject.relative)(workspace, path);
+    if (escapes(rel)) {
+        // The workspace may itself be reached through a link the operator made: accept its real path too.
+        const real = realRoot(workspace);
+        if (real !== workspace && !escapes((0,external_node_path_namespaceObject.relative)(real, path)))
+            rel = (0,external_node_path_namespaceObject.relative)(real, path);
+        else
+            throw new WorkspaceFileError(`${path} is outside the workspace ${workspace}; ${PATH_RULE}`);
+    }
+    const parts = rel.split(external_node_path_namespaceObject.sep).filter(part => part !== '');
+    if (parts.length === 0)
+        throw new WorkspaceFileError(`${path} is the workspace itself; ${PATH_RULE}`);
+    if (parts.some(part => part.toLowerCase() === '.git')) {
+        throw new WorkspaceFileError(`${path} is under .git/; ${PATH_RULE}`);
+    }
+    return { path, parts };
+}
+/**
+ * Reads a file the way path inputs must be read: each component checked with lstat from the
+ * workspace's real path down, the file opened without following a link, and its size bounded.
+ */
+function readWorkspaceFile(raw, workspace) {
+    const { path, parts } = locateInWorkspace(raw, workspace);
+    let current = realRoot(workspace);
+    for (const [index, part] of parts.entries()) {
+        current = (0,external_node_path_namespaceObject.join)(current, part);
+        let stat;
+        try {
+            stat = (0,external_node_fs_namespaceObject.lstatSync)(current);
+        }
+        catch (error) {
+            const code = error.code ?? 'unreadable';
+            throw new WorkspaceFileError(`cannot read ${path} (${code})`);
+        }
+        const last = index === parts.length - 1;
+        if (stat.isSymbolicLink()) {
+            throw new WorkspaceFileError(`${current} is a symbolic link; ${PATH_RULE}`);
+        }
+        if (!last && !stat.isDirectory())
+            throw new WorkspaceFileError(`cannot read ${path} (ENOTDIR)`);
+        if (last && !stat.isFile())
+            throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+    }
+    // O_NOFOLLOW closes the gap between the check and the open for the last component.
+    let fd;
+    try {
+        fd = (0,external_node_fs_namespaceObject.openSync)(current, external_node_fs_namespaceObject.constants.O_RDONLY | external_node_fs_namespaceObject.constants.O_NOFOLLOW | external_node_fs_namespaceObject.constants.O_NONBLOCK);
+    }
+    catch (error) {
+        const code = error.code ?? 'unreadable';
+        if (code === 'ELOOP')
+            throw new WorkspaceFileError(`${current} is a symbolic link; ${PATH_RULE}`);
+        throw new WorkspaceFileError(`cannot read ${path} (${code})`);
+    }
+    try {
+        const stat = (0,external_node_fs_namespaceObject.fstatSync)(fd);
+        if (!stat.isFile())
+            throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+        if (stat.size > MAX_INPUT_FILE_BYTES) {
+            throw new WorkspaceFileError(`${path} has ${stat.size} bytes; expected at most ${MAX_INPUT_FILE_BYTES} (1 MiB)`);
+        }
+        const buffer = Buffer.alloc(stat.size);
+        let read = 0;
+        while (read < buffer.length) {
+            const n = (0,external_node_fs_namespaceObject.readSync)(fd, buffer, read, buffer.length - read, read);
+            if (n === 0)
+                break;
+            read += n;
+        }
+        return buffer.subarray(0, read).toString('utf8');
+    }
+    finally {
+        (0,external_node_fs_namespaceObject.closeSync)(fd);
+    }
+}
+function escapes(rel) {
+    return rel === '..' || rel.startsWith(`..${external_node_path_namespaceObject.sep}`) || (0,external_node_path_namespaceObject.isAbsolute)(rel);
+}
+function realRoot(workspace) {
+    try {
+        return (0,external_node_fs_namespaceObject.realpathSync)(workspace);
+    }
+    catch {
+        return workspace;
+    }
+}
+/**
+ * The text of the file input `name` names, or undefined with the problem recorded: the path is
+ * checked lexically first (inside the workspace, not under .git/), then read by `readFile`.
+ */
+function readInputFile(name, raw, env, readFile, problems) {
+    const workspace = workspaceOf(env);
+    const read = readFile ?? ((path) => readWorkspaceFile(path, workspace));
+    let path = raw;
+    try {
+        path = locateInWorkspace(raw, workspace).path;
+        return read(path);
+    }
+    catch (error) {
+        const shown = JSON.stringify(raw.length > 200 ? `${raw.slice(0, 200)}…` : raw);
+        if (error instanceof WorkspaceFileError)
+            problems.push(`${name} ${shown}: ${error.message}`);
+        else {
+            const code = error.code;
+            problems.push(`${name} ${shown}: cannot read ${path} (${code ?? error.message})`);
+        }
+        return undefined;
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor-action/bubblewrap.ts
 // Before the executor starts on a runner: bubblewrap installed (every run is confined with it), and
 // user namespaces allowed where the runner's AppArmor refuses them (Ubuntu 23.10 and later, so
@@ -31611,6 +31748,7 @@ function ensureBubblewrap() {
 
 
 
+
 const EXECUTOR = (0,external_node_path_namespaceObject.resolve)((0,external_node_path_namespaceObject.dirname)((0,external_node_url_.fileURLToPath)(import.meta.url)), '..', 'executor', 'index.js');
 async function run() {
     if (getState('isPost') === 'true')
@@ -31649,8 +31787,9 @@ async function start() {
         throw new Error(`port ${JSON.stringify(port)}: expected a port number, or 0 for a free one`);
     if (kind !== 'agent' && kind !== 'personal')
         throw new Error(`key-kind ${JSON.stringify(kind)}: expected agent or personal`);
-    if (config && !(0,external_node_fs_namespaceObject.existsSync)(config))
-        throw new Error(`config ${JSON.stringify(config)}: no such file`);
+    // The config names a file of the checkout, which may be a stranger's: the same rule as the main
+    // action's prompt-file (inside the workspace, no symbolic link on the way, not under .git/).
+    const configPath = config ? checkedConfig(config) : undefined;
     if (!(readyTimeoutMs > 0))
         throw new Error(`ready-timeout-seconds ${JSON.stringify(getInput('ready-timeout-seconds'))}: expected a number of seconds`);
     ensureBubblewrap();
@@ -31659,7 +31798,7 @@ async function start() {
     // Only what this start writes counts: an earlier executor may have logged to the same file.
     const offset = (0,external_node_fs_namespaceObject.existsSync)(log) ? (0,external_node_fs_namespaceObject.statSync)(log).size : 0;
     const out = (0,external_node_fs_namespaceObject.openSync)(log, 'a');
-    const common = ['--data-dir', dataDir, ...(config ? ['--config', config] : [])];
+    const common = ['--data-dir', dataDir, ...(configPath ? ['--config', configPath] : [])];
     const child = (0,external_node_child_process_namespaceObject.spawn)(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
         detached: true,
         env,
@@ -31729,6 +31868,18 @@ async function stop() {
     }
     process.kill(pid, 'SIGKILL');
     warning(`The executor (pid ${pid}) did not stop within 10 s of SIGTERM and was killed.`);
+}
+/** The config file's absolute path, once it is read under the workspace-file rule; else an error naming it. */
+function checkedConfig(raw) {
+    const workspace = workspaceOf(process.env);
+    try {
+        const { path } = locateInWorkspace(raw, workspace);
+        readWorkspaceFile(path, workspace);
+        return path;
+    }
+    catch (error) {
+        throw new Error(`config ${JSON.stringify(raw)}: ${error.message}`);
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/executor-action/index.ts

@@ -1,8 +1,8 @@
-export const id = 8;
-export const ids = [8];
+export const id = 287;
+export const ids = [287];
 export const modules = {
 
-/***/ 96008:
+/***/ 63287:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -17,8 +17,6 @@ var external_node_fs_ = __webpack_require__(73024);
 var external_node_path_ = __webpack_require__(76760);
 // EXTERNAL MODULE: external "node:util"
 var external_node_util_ = __webpack_require__(57975);
-// EXTERNAL MODULE: external "node:string_decoder"
-var external_node_string_decoder_ = __webpack_require__(46193);
 ;// CONCATENATED MODULE: ./src/api/run.ts
 // The run contract: the one source of truth for what travels over the wire.
 // Plain types and constants only, so the action's bundle carries no schema library;
@@ -257,6 +255,19 @@ function isIdSegment(value) {
     return typeof value === 'string' && ID_SEGMENT_PATTERN.test(value);
 }
 
+;// CONCATENATED MODULE: ./src/api/table.ts
+// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
+// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
+/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
+function table(header, rows) {
+    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
+    const format = (row) => row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd();
+    return [format(header), ...rows.map(format)].join('\n');
+}
+
 ;// CONCATENATED MODULE: ./src/api/index.ts
 
 
@@ -265,6 +276,9 @@ function isIdSegment(value) {
 
 
 
+
+// EXTERNAL MODULE: external "node:string_decoder"
+var external_node_string_decoder_ = __webpack_require__(46193);
 ;// CONCATENATED MODULE: ./src/executor/config-reader.ts
 // Typed reads of a parsed YAML config that record a problem (key, value, expected form) instead of
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
@@ -3381,6 +3395,8 @@ function removePrivateGitDir(gitDir) {
 
 const workspace_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
+/** The `diff` event names at most this many files; the rest are counted (`more_files`). */
+const MAX_DIFF_FILES = 1000;
 /** Every diff of a workspace: no external diff, no textconv, submodules never looked into. */
 const NO_PROGRAMS = ['--no-ext-diff', '--no-textconv', '--ignore-submodules=all'];
 /** Whether a directory is inside a git repository with a commit, cached: sources do not move. */
@@ -3492,21 +3508,20 @@ async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.
                 ['add', '--all'],
                 ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
             ]);
-            const files = names
-                .split('\n')
-                .filter(Boolean)
-                .map(line => {
+            const lines = names.split('\n').filter(Boolean);
+            const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
                 const [status, ...path] = line.split('\t');
                 const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
                 return { path: path.join('\t'), change };
             });
+            const more = lines.length - files.length;
             let diff = files.length > 0
                 ? await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, base])
                 : '';
             const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
             if (truncated)
                 diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
-            return { diff, truncated, files };
+            return more > 0 ? { diff, truncated, files, more_files: more } : { diff, truncated, files };
         },
         async patch() {
             const file = (0,external_node_path_.join)(repo.gitDir, 'changes.patch');
@@ -5134,7 +5149,8 @@ function eventHtml(e) {
             return item('file', `file <code>${esc(e.path)}</code> ${esc(e.change)}${e.diff ? diffHtml(e.diff) : ''}`);
         case 'diff': {
             const files = Array.isArray(e.files) ? e.files : [];
-            const list = files.map(f => `<code>${esc(f.path)}</code> ${esc(f.change)}`).join(', ');
+            const more = typeof e.more_files === 'number' ? `, and ${e.more_files} more` : '';
+            const list = files.map(f => `<code>${esc(f.path)}</code> ${esc(f.change)}`).join(', ') + more;
             return item('diff', `files changed: ${list}${diffHtml(e.diff)}`);
         }
         case 'artifact':
@@ -6899,7 +6915,8 @@ function session_page_event(e) {
             return `<li class="file">${time} file <code>${escapeHtml(e.path)}</code> ${escapeHtml(e.change)}${e.diff ? `<pre>${escapeHtml(e.diff)}</pre>` : ''}</li>`;
         case 'diff': {
             const files = e.files ?? [];
-            const list = files.map(f => `<code>${escapeHtml(f.path)}</code> ${escapeHtml(f.change)}`).join(', ');
+            const more = typeof e.more_files === 'number' ? `, and ${e.more_files} more` : '';
+            const list = files.map(f => `<code>${escapeHtml(f.path)}</code> ${escapeHtml(f.change)}`).join(', ') + more;
             return `<li class="diff">${time} files changed: ${list}<pre>${escapeHtml(e.diff)}</pre></li>`;
         }
         case 'exit':
@@ -9073,6 +9090,7 @@ function checkRunnable(config, processEnv = process.env) {
 
 
 
+
 class UsageError extends Error {
 }
 const COMMON = {
@@ -9314,18 +9332,15 @@ function environments(args) {
     if (action !== 'list')
         throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
     const config = configFrom(values);
-    console.log(['ID', 'NAME', 'SOURCE', 'AGENT', 'TIMEOUT', 'CONCURRENCY'].join('\t'));
-    for (const env of config.environments) {
-        const agent = agentKindOf(env.agent.kind)?.describe(env.agent) ?? env.agent.kind;
-        console.log([
-            env.id,
-            env.name,
-            env.source,
-            agent,
-            `timeout ${env.timeoutMs / 1000}s`,
-            `max ${env.maxConcurrentRuns} at once`
-        ].join('\t'));
-    }
+    const rows = config.environments.map(env => [
+        env.id,
+        env.name,
+        env.source,
+        agentKindOf(env.agent.kind)?.describe(env.agent) ?? env.agent.kind,
+        formatDuration(env.timeoutMs),
+        String(env.maxConcurrentRuns)
+    ]);
+    console.log(table(['ID', 'NAME', 'SOURCE', 'AGENT', 'TIMEOUT', 'CONCURRENCY'], rows));
     return 0;
 }
 function help(command) {
