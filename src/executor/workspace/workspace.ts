@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
 import { copyTree, markWorkspaces } from './copy.js';
 import { type PrivateRepository, privateGit, privateGitAll, sourceGit as git } from './git.js';
+import { excludeNested, nestedRepositories } from './nested.js';
 import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
 
 export { gitReason, redactUrls } from './git.js';
@@ -44,7 +45,13 @@ export interface Workspace {
    * Unified diff of every file changed since the workspace was made, and the changed paths: the
    * work tree added to the private index, against the start commit.
    */
-  diff(): Promise<{ diff: string; truncated: boolean; files: { path: string; change: string }[] }>;
+  diff(): Promise<{
+    diff: string;
+    truncated: boolean;
+    files: { path: string; change: string }[];
+    /** Directories holding a `.git` the run made, left out of the changes. */
+    nested: string[];
+  }>;
   /**
    * Writes the binary patch of the private index (as diff() left it) against the start into the
    * private git dir, and answers the file's path.
@@ -171,8 +178,10 @@ export async function createWorkspace(
     base,
     git: repo,
     async diff() {
+      // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+      const nested = nestedRepositories(root);
       const names = await privateGitAll(repo, [
-        ['add', '--all'],
+        ['add', '--all', ...excludeNested(nested)],
         ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
       ]);
       const files = names
@@ -189,7 +198,7 @@ export async function createWorkspace(
           : '';
       const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
       if (truncated) diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
-      return { diff, truncated, files };
+      return { diff, truncated, files, nested };
     },
     async patch() {
       const file = join(repo.gitDir, 'changes.patch');
