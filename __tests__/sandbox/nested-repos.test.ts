@@ -45,6 +45,8 @@ beforeAll(async () => {
   // A repository of the host the run never sees (its commit id stands for any host secret a
   // ref can hold).
   hostRepo = repository('review-git-host-');
+  // A commit of its own, so its id never equals the source's (same files made in the same second).
+  git(hostRepo, 'commit', '--quiet', '--allow-empty', '-m', 'host only');
   hostHead = git(hostRepo, 'rev-parse', 'HEAD');
   ex = await startTestExecutor({
     workers: 2,
