@@ -116,4 +116,37 @@ describe("the executor's git after a run, attacked through nested repositories",
     expect(tree).not.toContain(hostHead);
     expect(JSON.stringify(events)).not.toContain(hostHead);
   }, 180_000);
+
+  it('a run whose only change is a nested gitfile publishes nothing and says why', async () => {
+    const id = await createRun(
+      ex,
+      key,
+      'publishing',
+      `mkdir sub\nprintf 'gitdir: %s\\n' '${join(hostRepo, '.git')}' > sub/.git\n`
+    );
+    const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
+    const events = await transcript(ex, key, id);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(git(remote, 'for-each-ref', '--format=%(refname)', `refs/heads/agent/${id}`)).toBe('');
+    expect(events.some(event => event.kind === 'publish')).toBe(false);
+    expect(events).toContainEqual(
+      expect.objectContaining({ kind: 'notice', text: 'nested repositories left out of the changes: sub/' })
+    );
+  }, 180_000);
+
+  it('a nested ref that is a link to /dev/zero is never read (the run ends with its change)', async () => {
+    const id = await createRun(
+      ex,
+      key,
+      'plain',
+      'mkdir -p z/.git/objects z/.git/refs/heads\nln -s /dev/zero z/.git/refs/heads/main\n' +
+        "echo 'ref: refs/heads/main' > z/.git/HEAD\necho changed >> README.md\n"
+    );
+    const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
+    const events = await transcript(ex, key, id);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(events).toContainEqual(
+      expect.objectContaining({ kind: 'diff', files: [{ path: 'README.md', change: 'modified' }] })
+    );
+  }, 180_000);
 });
