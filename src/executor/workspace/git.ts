@@ -28,6 +28,10 @@ export function redactUrls(text: string): string {
  * the `hint:` lines and suggestions around it; the first line it printed when it printed neither.
  */
 export function gitReason(error: unknown): string {
+  const failed = error as { killed?: boolean; code?: unknown; signal?: unknown };
+  // Killed by its timeout (execFile's, or `timeout -s KILL` in a script: exit 137) or its memory cap.
+  if (failed.killed || failed.code === 137 || failed.signal === 'SIGKILL')
+    return `killed: it ran longer than ${POST_RUN_TIMEOUT_MS / 60000} minutes or past its memory cap`;
   const lines = String((error as { stderr?: string }).stderr ?? '')
     .split('\n')
     .map(line => line.trim())
