@@ -239,7 +239,14 @@ export async function executeRun(
   let changed = true;
   if (workspace) {
     try {
-      const changes = await workspace.diff();
+      const { nested, ...changes } = await workspace.diff();
+      if (nested.length > 0) {
+        const shown = nested.slice(0, 20).map(path => `${path}/`);
+        const more = nested.length > shown.length ? ` and ${nested.length - shown.length} more` : '';
+        await record('notice', {
+          text: `nested repositories left out of the changes: ${shown.join(', ')}${more}`
+        });
+      }
       changed = changes.files.length > 0;
       if (changed) await record('diff', changes);
     } catch (error) {

@@ -28,6 +28,10 @@ export function redactUrls(text: string): string {
  * the `hint:` lines and suggestions around it; the first line it printed when it printed neither.
  */
 export function gitReason(error: unknown): string {
+  const failed = error as { killed?: boolean; code?: unknown; signal?: unknown };
+  // Killed by its timeout (execFile's, or `timeout -s KILL` in a script: exit 137) or its memory cap.
+  if (failed.killed || failed.code === 137 || failed.signal === 'SIGKILL')
+    return `killed: it ran longer than ${POST_RUN_TIMEOUT_MS / 60000} minutes or past its memory cap`;
   const lines = String((error as { stderr?: string }).stderr ?? '')
     .split('\n')
     .map(line => line.trim())
@@ -58,7 +62,12 @@ const HARDENED = [
   'maintenance.auto=false',
   'advice.addEmbeddedRepo=false',
   'user.name=agent-executor',
-  'user.email=agent-executor@localhost'
+  'user.email=agent-executor@localhost',
+  // Smaller mmap windows than git's defaults, so that git fits under POST_RUN_MEMORY_KB.
+  'core.packedGitLimit=256m',
+  'core.packedGitWindowSize=32m',
+  'core.deltaBaseCacheLimit=64m',
+  'core.bigFileThreshold=64m'
 ].flatMap(setting => ['-c', setting]);
 
 /** What a workspace git process inherits of the executor's environment (no secret is among them). */
@@ -109,9 +118,20 @@ export function privateEnv(
   };
 }
 
-async function run(args: string[], env?: NodeJS.ProcessEnv, cwd?: string): Promise<string> {
+/** A fixed, generous bound on each workspace git process: it is killed after this long. */
+export const POST_RUN_TIMEOUT_MS = 5 * 60 * 1000;
+/** The address space a workspace git command may use (`ulimit -v`, in KiB): 2 GiB. */
+export const POST_RUN_MEMORY_KB = 2 * 1024 * 1024;
+
+async function run(args: string[], env?: NodeJS.ProcessEnv, cwd?: string, timeout = 0): Promise<string> {
   try {
-    const { stdout } = await exec('git', args, { maxBuffer: 64 * 1024 * 1024, env, cwd });
+    const { stdout } = await exec('git', args, {
+      maxBuffer: 64 * 1024 * 1024,
+      env,
+      cwd,
+      timeout,
+      killSignal: 'SIGKILL'
+    });
     return stdout;
   } catch (error) {
     // The error's own message holds the whole command line; say which git command failed and why.
@@ -143,7 +163,8 @@ export function privateGit(
     [...HARDENED, '--git-dir', repository.gitDir, '--work-tree', repository.workTree, ...args],
     privateEnv(repository, options.env, options.push),
     // Never the workspace: a relative path git meets is then not the agent's.
-    repository.gitDir
+    repository.gitDir,
+    POST_RUN_TIMEOUT_MS
   );
 }
 
@@ -153,7 +174,15 @@ export function privateGit(
  */
 export async function privateGitAll(repository: PrivateRepository, commands: string[][]): Promise<string> {
   const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
-  const script = commands.map(args => ['git', ...HARDENED, ...args].map(quote).join(' ')).join(' && ');
+  // Each git under an address-space cap and killed by `timeout` (the shell's own kill would leave
+  // its git running).
+  const seconds = String(POST_RUN_TIMEOUT_MS / 1000);
+  const script = [
+    `ulimit -v ${POST_RUN_MEMORY_KB}`,
+    ...commands.map(args =>
+      ['timeout', '-s', 'KILL', seconds, 'git', ...HARDENED, ...args].map(quote).join(' ')
+    )
+  ].join(' && ');
   try {
     const { stdout } = await exec('/bin/sh', ['-c', script], {
       cwd: repository.gitDir,

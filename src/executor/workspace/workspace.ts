@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
 import { copyTree, markWorkspaces } from './copy.js';
 import { type PrivateRepository, privateGit, privateGitAll, sourceGit as git } from './git.js';
+import { excludeNested, nestedRepositories } from './nested.js';
 import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
 
 export { gitReason, redactUrls } from './git.js';
@@ -52,6 +53,8 @@ export interface Workspace {
     files: { path: string; change: string }[];
     /** How many changed files are not in `files` (past MAX_DIFF_FILES); absent when none. */
     more_files?: number;
+    /** Directories holding a `.git` the run made, left out of the changes. */
+    nested: string[];
   }>;
   /**
    * Writes the binary patch of the private index (as diff() left it) against the start into the
@@ -179,8 +182,10 @@ export async function createWorkspace(
     base,
     git: repo,
     async diff() {
+      // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+      const nested = nestedRepositories(root);
       const names = await privateGitAll(repo, [
-        ['add', '--all'],
+        ['add', '--all', ...excludeNested(nested)],
         ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
       ]);
       const lines = names.split('\n').filter(Boolean);
@@ -196,7 +201,9 @@ export async function createWorkspace(
           : '';
       const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
       if (truncated) diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
-      return more > 0 ? { diff, truncated, files, more_files: more } : { diff, truncated, files };
+      return more > 0
+        ? { diff, truncated, files, more_files: more, nested }
+        : { diff, truncated, files, nested };
     },
     async patch() {
       const file = join(repo.gitDir, 'changes.patch');
