@@ -1,8 +1,8 @@
-export const id = 287;
-export const ids = [287];
+export const id = 840;
+export const ids = [840];
 export const modules = {
 
-/***/ 63287:
+/***/ 75840:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -2691,6 +2691,10 @@ function redactUrls(text) {
  * the `hint:` lines and suggestions around it; the first line it printed when it printed neither.
  */
 function gitReason(error) {
+    const failed = error;
+    // Killed by its timeout (execFile's, or `timeout -s KILL` in a script: exit 137) or its memory cap.
+    if (failed.killed || failed.code === 137 || failed.signal === 'SIGKILL')
+        return `killed: it ran longer than ${POST_RUN_TIMEOUT_MS / 60000} minutes or past its memory cap`;
     const lines = String(error.stderr ?? '')
         .split('\n')
         .map(line => line.trim())
@@ -2720,7 +2724,12 @@ const HARDENED = [
     'maintenance.auto=false',
     'advice.addEmbeddedRepo=false',
     'user.name=agent-executor',
-    'user.email=agent-executor@localhost'
+    'user.email=agent-executor@localhost',
+    // Smaller mmap windows than git's defaults, so that git fits under POST_RUN_MEMORY_KB.
+    'core.packedGitLimit=256m',
+    'core.packedGitWindowSize=32m',
+    'core.deltaBaseCacheLimit=64m',
+    'core.bigFileThreshold=64m'
 ].flatMap(setting => ['-c', setting]);
 /** What a workspace git process inherits of the executor's environment (no secret is among them). */
 const LOCAL_VARIABLES = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TZ', 'TMPDIR'];
@@ -2759,9 +2768,19 @@ function privateEnv(repository, extra = {}, push = false) {
         ...extra
     };
 }
-async function run(args, env, cwd) {
+/** A fixed, generous bound on each workspace git process: it is killed after this long. */
+const POST_RUN_TIMEOUT_MS = 5 * 60 * 1000;
+/** The address space a workspace git command may use (`ulimit -v`, in KiB): 2 GiB. */
+const POST_RUN_MEMORY_KB = 2 * 1024 * 1024;
+async function run(args, env, cwd, timeout = 0) {
     try {
-        const { stdout } = await git_exec('git', args, { maxBuffer: 64 * 1024 * 1024, env, cwd });
+        const { stdout } = await git_exec('git', args, {
+            maxBuffer: 64 * 1024 * 1024,
+            env,
+            cwd,
+            timeout,
+            killSignal: 'SIGKILL'
+        });
         return stdout;
     }
     catch (error) {
@@ -2785,7 +2804,7 @@ function sourceGit(args, cwd) {
 function privateGit(repository, args, options = {}) {
     return run([...HARDENED, '--git-dir', repository.gitDir, '--work-tree', repository.workTree, ...args], privateEnv(repository, options.env, options.push), 
     // Never the workspace: a relative path git meets is then not the agent's.
-    repository.gitDir);
+    repository.gitDir, POST_RUN_TIMEOUT_MS);
 }
 /**
  * Several git commands on a workspace in one child process (`a && b && …`: each process costs
@@ -2793,7 +2812,13 @@ function privateGit(repository, args, options = {}) {
  */
 async function privateGitAll(repository, commands) {
     const quote = (arg) => `'${arg.replaceAll("'", `'\\''`)}'`;
-    const script = commands.map(args => ['git', ...HARDENED, ...args].map(quote).join(' ')).join(' && ');
+    // Each git under an address-space cap and killed by `timeout` (the shell's own kill would leave
+    // its git running).
+    const seconds = String(POST_RUN_TIMEOUT_MS / 1000);
+    const script = [
+        `ulimit -v ${POST_RUN_MEMORY_KB}`,
+        ...commands.map(args => ['timeout', '-s', 'KILL', seconds, 'git', ...HARDENED, ...args].map(quote).join(' '))
+    ].join(' && ');
     try {
         const { stdout } = await git_exec('/bin/sh', ['-c', script], {
             cwd: repository.gitDir,
@@ -3275,6 +3300,49 @@ function copyTree(from, to, skip, quotaBytes) {
     walk(from, to);
 }
 
+;// CONCATENATED MODULE: ./src/executor/workspace/nested.ts
+// Finds the nested repositories a run made in its work tree, so that the executor's post-run git
+// never looks into them. `git add --all` probes every untracked directory for a `.git` (to record
+// it as a gitlink) and reads what it finds on the host, as root: a FIFO there blocks it, a link to
+// /dev/zero eats memory, a `gitdir:` file naming a host repository publishes that repository's
+// commit id. A directory excluded by a negative pathspec is never probed (git's dir.c returns
+// before the probe; `.gitignore` exclusion does not), so each one found here is passed to git as
+// `:(exclude,literal)<path>`. The walk reads directories only (readdir with file types), never
+// opens, follows or reads an entry, is iterative and keeps at most MAX_NESTED paths.
+
+
+/** More nested repositories than this fail the run instead of becoming a giant argv. */
+const MAX_NESTED = 1000;
+/** Work-tree-relative paths (with `/`) of directories below the root that hold an entry `.git`. */
+function nestedRepositories(root) {
+    const found = [];
+    const pending = [''];
+    while (pending.length > 0) {
+        const dir = pending.pop();
+        let entries;
+        try {
+            entries = (0,external_node_fs_.readdirSync)(dir === '' ? root : (0,external_node_path_.join)(root, dir), { withFileTypes: true });
+        }
+        catch {
+            continue; // gone or unreadable: git will say so itself
+        }
+        if (dir !== '' && entries.some(entry => entry.name === '.git')) {
+            found.push(dir);
+            if (found.length > MAX_NESTED)
+                throw Object.assign(new Error(`the run made more than ${MAX_NESTED} nested repositories (directories holding .git)`), { code: 'workspace_tampered' });
+            continue; // nothing below it is looked at by git either
+        }
+        for (const entry of entries)
+            if (entry.isDirectory() && entry.name !== '.git')
+                pending.push(dir === '' ? entry.name : `${dir}/${entry.name}`);
+    }
+    return found.sort();
+}
+/** The pathspecs that keep git out of `nested` (a lone `.` first: git needs a positive one). */
+function excludeNested(nested) {
+    return nested.length === 0 ? [] : ['--', '.', ...nested.map(path => `:(exclude,literal)${path}`)];
+}
+
 ;// CONCATENATED MODULE: ./src/executor/workspace/private-git.ts
 // Each run's private git dir, DATA_DIR/gitdirs/<run id>.git: the executor's own record of the
 // workspace, outside it and outside everything the sandbox shows (the data dir is hidden from a
@@ -3383,6 +3451,7 @@ function removePrivateGitDir(gitDir) {
 // The diff, the patch and publishing read the workspace's files through it and never the agent's
 // `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
 // .git/config, and the source is never written to.
+
 
 
 
@@ -3504,8 +3573,10 @@ async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.
         base,
         git: repo,
         async diff() {
+            // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+            const nested = nestedRepositories(root);
             const names = await privateGitAll(repo, [
-                ['add', '--all'],
+                ['add', '--all', ...excludeNested(nested)],
                 ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
             ]);
             const lines = names.split('\n').filter(Boolean);
@@ -3521,7 +3592,9 @@ async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.
             const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
             if (truncated)
                 diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
-            return more > 0 ? { diff, truncated, files, more_files: more } : { diff, truncated, files };
+            return more > 0
+                ? { diff, truncated, files, more_files: more, nested }
+                : { diff, truncated, files, nested };
         },
         async patch() {
             const file = (0,external_node_path_.join)(repo.gitDir, 'changes.patch');
@@ -3982,7 +4055,14 @@ async function executeRun(run, environment, config, controller, record, log, sto
     let changed = true;
     if (workspace) {
         try {
-            const changes = await workspace.diff();
+            const { nested, ...changes } = await workspace.diff();
+            if (nested.length > 0) {
+                const shown = nested.slice(0, 20).map(path => `${path}/`);
+                const more = nested.length > shown.length ? ` and ${nested.length - shown.length} more` : '';
+                await record('notice', {
+                    text: `nested repositories left out of the changes: ${shown.join(', ')}${more}`
+                });
+            }
             changed = changes.files.length > 0;
             if (changed)
                 await record('diff', changes);
