@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { logItems } from '../../src/action/live.js';
 import { layoutLines, parseWorkflowCommands } from '../support/workflow-commands.js';
 
-afterEach(() => jest.restoreAllMocks());
+afterEach(() => {
+  jest.restoreAllMocks();
+});
 
 function captured(run: () => void): string {
   let text = '';
