@@ -30,3 +30,8 @@ export function parseWorkflowCommands(output: string): WorkflowCommand[] {
   }
   return commands;
 }
+
+/** Lines (inside a stop-commands pause or not) that a log viewer may still draw as `##[…]` layout. */
+export function layoutLines(output: string): string[] {
+  return output.split(/\r\n|\r|\n/).filter(line => line.trimStart().startsWith('##['));
+}

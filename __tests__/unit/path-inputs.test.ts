@@ -2,7 +2,7 @@
 // written: a symbolic link or a `..` path must not send a host file to the service. The main step
 // runs with the toolkit mocked against a real contract server, on real files and links.
 import { afterAll, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFakeCore } from '../__fixtures__/core.js';
@@ -31,6 +31,7 @@ beforeAll(async () => {
   symlinkSync(join(outside, 'environ'), join(workspace, '.github/agent/review.md'));
   symlinkSync(join(outside, 'config.json'), join(workspace, '.github/agent/schema.json'));
   symlinkSync(outside, join(workspace, 'linked-dir'));
+  linkSync(join(outside, 'environ'), join(workspace, 'hard.md'));
   writeFileSync(join(workspace, '.git/prompt.md'), `secret ${SECRET}`);
   writeFileSync(join(workspace, 'good.md'), 'Review the change');
   writeFileSync(join(workspace, 'good.json'), '{"type":"object","properties":{"verdict":{"type":"string"}}}');
@@ -66,6 +67,15 @@ describe('path inputs', () => {
     expect(failures[0]).toContain('prompt-file ".github/agent/review.md"');
     expect(failures[0]).toContain(`${join(workspace, '.github/agent/review.md')} is a symbolic link`);
     expect(failures[0]).toContain('reached without symbolic links');
+    expect(failures[0]).not.toContain(SECRET);
+    expectNothingSent();
+  });
+
+  it('refuses a hard link to a file outside the workspace, naming the path and the rule', async () => {
+    const failures = await attempt({ 'prompt-file': 'hard.md' });
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toContain(`${join(workspace, 'hard.md')} has 2 hard links`);
+    expect(failures[0]).toContain('expected a file with one link only');
     expect(failures[0]).not.toContain(SECRET);
     expectNothingSent();
   });

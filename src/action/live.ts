@@ -22,7 +22,16 @@ export function logItems(items: ProgressItem[]): void {
         log.group(`$ ${item.command.split('\n')[0]}${exit}`);
         const output = (item.output ?? '').replace(/\n$/, '');
         if (output !== '') {
-          log.info(output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output);
+          // Each line prefixed like agent text, so no data line starts with `::` or `##[` that
+          // the runner's log viewer might draw as a group or an error.
+          const shown =
+            output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output;
+          log.info(
+            shown
+              .split(/\r\n|\r|\n/)
+              .map(line => `│ ${line}`)
+              .join('\n')
+          );
         }
         log.endGroup();
         break;

@@ -2,11 +2,21 @@
 // a stranger's pull request, every file of the workspace may be the stranger's: a symbolic link to
 // /proc/self/environ or a `../../` path would send the runner's secrets to the service as the
 // prompt. So a file is read only if it lies inside the workspace, every component of its path is a
-// real directory or, last, a regular file (no symbolic link anywhere), and it is not under `.git/`.
+// real directory or, last, a regular file (no symbolic link anywhere) with no other hard link, the
+// opened file is the one checked, and it is not under `.git/`.
 // Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
 // `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
 
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  readSync,
+  realpathSync
+} from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** Longest file an input may name; a prompt or a schema is far smaller. */
@@ -52,6 +62,7 @@ export function locateInWorkspace(raw: string, workspace: string): { path: strin
 export function readWorkspaceFile(raw: string, workspace: string): string {
   const { path, parts } = locateInWorkspace(raw, workspace);
   let current = realRoot(workspace);
+  let expected: { dev: number; ino: number } | undefined;
   for (const [index, part] of parts.entries()) {
     current = join(current, part);
     let stat;
@@ -67,6 +78,7 @@ export function readWorkspaceFile(raw: string, workspace: string): string {
     }
     if (!last && !stat.isDirectory()) throw new WorkspaceFileError(`cannot read ${path} (ENOTDIR)`);
     if (last && !stat.isFile()) throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+    if (last) expected = { dev: stat.dev, ino: stat.ino };
   }
   // O_NOFOLLOW closes the gap between the check and the open for the last component.
   let fd: number;
@@ -80,6 +92,16 @@ export function readWorkspaceFile(raw: string, workspace: string): string {
   try {
     const stat = fstatSync(fd);
     if (!stat.isFile()) throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+    // A directory swapped for a link between the checks and the open lands on another file.
+    if (stat.dev !== expected?.dev || stat.ino !== expected.ino || !openedAt(fd, current)) {
+      throw new WorkspaceFileError(`${path} changed while it was being read; ${PATH_RULE}`);
+    }
+    // A hard link to a host file placed in the workspace looks like a regular file inside it.
+    if (stat.nlink > 1) {
+      throw new WorkspaceFileError(
+        `${path} has ${stat.nlink} hard links; expected a file with one link only (a hard link may point at a file outside the workspace); ${PATH_RULE}`
+      );
+    }
     if (stat.size > MAX_INPUT_FILE_BYTES) {
       throw new WorkspaceFileError(
         `${path} has ${stat.size} bytes; expected at most ${MAX_INPUT_FILE_BYTES} (1 MiB)`
@@ -95,6 +117,15 @@ export function readWorkspaceFile(raw: string, workspace: string): string {
     return buffer.subarray(0, read).toString('utf8');
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Whether the kernel names the open file `path` (where /proc is mounted; elsewhere dev/ino decide). */
+function openedAt(fd: number, path: string): boolean {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`) === path;
+  } catch {
+    return true;
   }
 }
 

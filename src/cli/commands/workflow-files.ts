@@ -29,6 +29,8 @@ export class WorkflowLog {
   private readonly secrets: string[];
   private pending = '';
   private readonly sessions = new Set<string>();
+  /** The token of a `::stop-commands::TOKEN` pause: until `::TOKEN::`, lines are data, not commands. */
+  private stopToken: string | undefined;
 
   constructor(
     private readonly terminal: Terminal,
@@ -58,6 +60,12 @@ export class WorkflowLog {
   }
 
   private line(raw: string): void {
+    if (this.stopToken !== undefined) {
+      // Inside the pause, as on the runner: only the closing `::TOKEN::` line is acted on.
+      if (raw === `::${this.stopToken}::`) this.stopToken = undefined;
+      else this.terminal.note(this.mask(raw));
+      return;
+    }
     const command = /^::([\w-]+)(?: [^:]*)?::(.*)$/.exec(raw);
     if (!command) {
       const session = /^Session: (\S+)$/.exec(raw);
@@ -70,6 +78,9 @@ export class WorkflowLog {
       this.sessions.has(link) ? '' : line
     );
     switch (name) {
+      case 'stop-commands':
+        if (data!.length > 0) this.stopToken = data!;
+        return;
       case 'add-mask':
         if (data!.length > 0) this.secrets.push(unescapeData(data!));
         return;
