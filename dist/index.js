@@ -41980,7 +41980,8 @@ const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(impo
 // a stranger's pull request, every file of the workspace may be the stranger's: a symbolic link to
 // /proc/self/environ or a `../../` path would send the runner's secrets to the service as the
 // prompt. So a file is read only if it lies inside the workspace, every component of its path is a
-// real directory or, last, a regular file (no symbolic link anywhere), and it is not under `.git/`.
+// real directory or, last, a regular file (no symbolic link anywhere) with no other hard link, the
+// opened file is the one checked, and it is not under `.git/`.
 // Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
 // `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
 
@@ -42026,6 +42027,7 @@ function locateInWorkspace(raw, workspace) {
 function readWorkspaceFile(raw, workspace) {
     const { path, parts } = locateInWorkspace(raw, workspace);
     let current = realRoot(workspace);
+    let expected;
     for (const [index, part] of parts.entries()) {
         current = (0,external_node_path_namespaceObject.join)(current, part);
         let stat;
@@ -42044,6 +42046,8 @@ function readWorkspaceFile(raw, workspace) {
             throw new WorkspaceFileError(`cannot read ${path} (ENOTDIR)`);
         if (last && !stat.isFile())
             throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+        if (last)
+            expected = { dev: stat.dev, ino: stat.ino };
     }
     // O_NOFOLLOW closes the gap between the check and the open for the last component.
     let fd;
@@ -42060,6 +42064,14 @@ function readWorkspaceFile(raw, workspace) {
         const stat = (0,external_node_fs_namespaceObject.fstatSync)(fd);
         if (!stat.isFile())
             throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+        // A directory swapped for a link between the checks and the open lands on another file.
+        if (stat.dev !== expected?.dev || stat.ino !== expected.ino || !openedAt(fd, current)) {
+            throw new WorkspaceFileError(`${path} changed while it was being read; ${PATH_RULE}`);
+        }
+        // A hard link to a host file placed in the workspace looks like a regular file inside it.
+        if (stat.nlink > 1) {
+            throw new WorkspaceFileError(`${path} has ${stat.nlink} hard links; expected a file with one link only (a hard link may point at a file outside the workspace); ${PATH_RULE}`);
+        }
         if (stat.size > MAX_INPUT_FILE_BYTES) {
             throw new WorkspaceFileError(`${path} has ${stat.size} bytes; expected at most ${MAX_INPUT_FILE_BYTES} (1 MiB)`);
         }
@@ -42075,6 +42087,15 @@ function readWorkspaceFile(raw, workspace) {
     }
     finally {
         (0,external_node_fs_namespaceObject.closeSync)(fd);
+    }
+}
+/** Whether the kernel names the open file `path` (where /proc is mounted; elsewhere dev/ino decide). */
+function openedAt(fd, path) {
+    try {
+        return (0,external_node_fs_namespaceObject.readlinkSync)(`/proc/self/fd/${fd}`) === path;
+    }
+    catch {
+        return true;
     }
 }
 function escapes(rel) {
@@ -42630,7 +42651,13 @@ function logItems(items) {
                 log_group(`$ ${item.command.split('\n')[0]}${exit}`);
                 const output = (item.output ?? '').replace(/\n$/, '');
                 if (output !== '') {
-                    log_info(output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output);
+                    // Each line prefixed like agent text, so no data line starts with `::` or `##[` that
+                    // the runner's log viewer might draw as a group or an error.
+                    const shown = output.length > COMMAND_OUTPUT_CHARS ? `…${output.slice(-COMMAND_OUTPUT_CHARS)}` : output;
+                    log_info(shown
+                        .split(/\r\n|\r|\n/)
+                        .map(line => `│ ${line}`)
+                        .join('\n'));
                 }
                 log_endGroup();
                 break;

@@ -37078,6 +37078,8 @@ class WorkflowLog {
     secrets;
     pending = '';
     sessions = new Set();
+    /** The token of a `::stop-commands::TOKEN` pause: until `::TOKEN::`, lines are data, not commands. */
+    stopToken;
     constructor(terminal, secrets) {
         this.terminal = terminal;
         this.secrets = secrets.filter(secret => secret.length > 0);
@@ -37103,6 +37105,14 @@ class WorkflowLog {
         return undefined;
     }
     line(raw) {
+        if (this.stopToken !== undefined) {
+            // Inside the pause, as on the runner: only the closing `::TOKEN::` line is acted on.
+            if (raw === `::${this.stopToken}::`)
+                this.stopToken = undefined;
+            else
+                this.terminal.note(this.mask(raw));
+            return;
+        }
         const command = /^::([\w-]+)(?: [^:]*)?::(.*)$/.exec(raw);
         if (!command) {
             const session = /^Session: (\S+)$/.exec(raw);
@@ -37114,6 +37124,10 @@ class WorkflowLog {
         // The failure annotation repeats the session link for GitHub's UI; here it was already shown.
         const text = this.mask(unescapeData(data)).replace(/\nSession: (\S+)$/, (line, link) => this.sessions.has(link) ? '' : line);
         switch (name) {
+            case 'stop-commands':
+                if (data.length > 0)
+                    this.stopToken = data;
+                return;
             case 'add-mask':
                 if (data.length > 0)
                     this.secrets.push(unescapeData(data));

@@ -31563,7 +31563,8 @@ var external_node_url_ = __nccwpck_require__(3136);
 // a stranger's pull request, every file of the workspace may be the stranger's: a symbolic link to
 // /proc/self/environ or a `../../` path would send the runner's secrets to the service as the
 // prompt. So a file is read only if it lies inside the workspace, every component of its path is a
-// real directory or, last, a regular file (no symbolic link anywhere), and it is not under `.git/`.
+// real directory or, last, a regular file (no symbolic link anywhere) with no other hard link, the
+// opened file is the one checked, and it is not under `.git/`.
 // Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
 // `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
 
@@ -31609,6 +31610,7 @@ function locateInWorkspace(raw, workspace) {
 function readWorkspaceFile(raw, workspace) {
     const { path, parts } = locateInWorkspace(raw, workspace);
     let current = realRoot(workspace);
+    let expected;
     for (const [index, part] of parts.entries()) {
         current = (0,external_node_path_namespaceObject.join)(current, part);
         let stat;
@@ -31627,6 +31629,8 @@ function readWorkspaceFile(raw, workspace) {
             throw new WorkspaceFileError(`cannot read ${path} (ENOTDIR)`);
         if (last && !stat.isFile())
             throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+        if (last)
+            expected = { dev: stat.dev, ino: stat.ino };
     }
     // O_NOFOLLOW closes the gap between the check and the open for the last component.
     let fd;
@@ -31643,6 +31647,14 @@ function readWorkspaceFile(raw, workspace) {
         const stat = (0,external_node_fs_namespaceObject.fstatSync)(fd);
         if (!stat.isFile())
             throw new WorkspaceFileError(`${path} is not a regular file; ${PATH_RULE}`);
+        // A directory swapped for a link between the checks and the open lands on another file.
+        if (stat.dev !== expected?.dev || stat.ino !== expected.ino || !openedAt(fd, current)) {
+            throw new WorkspaceFileError(`${path} changed while it was being read; ${PATH_RULE}`);
+        }
+        // A hard link to a host file placed in the workspace looks like a regular file inside it.
+        if (stat.nlink > 1) {
+            throw new WorkspaceFileError(`${path} has ${stat.nlink} hard links; expected a file with one link only (a hard link may point at a file outside the workspace); ${PATH_RULE}`);
+        }
         if (stat.size > MAX_INPUT_FILE_BYTES) {
             throw new WorkspaceFileError(`${path} has ${stat.size} bytes; expected at most ${MAX_INPUT_FILE_BYTES} (1 MiB)`);
         }
@@ -31658,6 +31670,15 @@ function readWorkspaceFile(raw, workspace) {
     }
     finally {
         (0,external_node_fs_namespaceObject.closeSync)(fd);
+    }
+}
+/** Whether the kernel names the open file `path` (where /proc is mounted; elsewhere dev/ino decide). */
+function openedAt(fd, path) {
+    try {
+        return (0,external_node_fs_namespaceObject.readlinkSync)(`/proc/self/fd/${fd}`) === path;
+    }
+    catch {
+        return true;
     }
 }
 function escapes(rel) {

@@ -2890,8 +2890,8 @@ function replaceFile(path, text) {
 // put into the operator's template; the template's own text stays exactly as written.
 /** `@name` or `@org/team` where GitHub would see a mention (not inside an e-mail address). */
 const MENTION = /(^|[^\w@/`.-])@([A-Za-z0-9][A-Za-z0-9-]*(?:\/[A-Za-z0-9_.-]+)?)/g;
-/** A closing keyword followed by a reference: `fixes #1`, `Closes: owner/repo#2`, `resolves GH-3`, a URL. */
-const CLOSING = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
+/** A closing keyword then a reference, with or without a colon or space: `fixes:#1`, `Closes: owner/repo#2`, `resolves GH-3`, a URL. */
+const CLOSING = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s*)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
 /** Drops C0 and C1 controls other than tab and newline: nothing a title or message needs. */
 function dropControls(text) {
     let out = '';
