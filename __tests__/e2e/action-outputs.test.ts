@@ -92,7 +92,7 @@ describe('what the agent made, through the action', () => {
 
     // Live: the command as a collapsible group titled with its exit code, its output inside.
     expect(result.stdout).toMatch(
-      /::group::\$ echo hello-from-command \(exit code 0\)\nhello-from-command\n::endgroup::/
+      /::group::\$ echo hello-from-command \(exit code 0\)\n│ hello-from-command\n::endgroup::/
     );
 
     // Summary: the answer and the artifacts.

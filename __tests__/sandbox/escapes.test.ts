@@ -205,7 +205,10 @@ describe('network: a list of host:port', () => {
       `@sim run curl -sS -m 60 --http0.9 --noproxy '*' http://127.0.0.1:${allowed}/ ; echo "exit=$?"`
     ].join('\n');
     const id = await createRun(ex, keyB, 'proxied', prompt);
-    expect(await waitFor(ex, keyB, id, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
+    // Up to two minutes of curl time in the worst case (-m 60 twice): the wait allows all of it.
+    expect(await waitFor(ex, keyB, id, ['SUCCEEDED', 'FAILED'], 170_000)).toMatchObject({
+      state: 'SUCCEEDED'
+    });
     const commands = (await transcript(ex, keyB, id))
       .filter(e => e.kind === 'command')
       .map(e => String(e.output));
@@ -214,7 +217,7 @@ describe('network: a list of host:port', () => {
     expect(commands[1]).toMatch(/CONNECT tunnel failed, response 403/);
     expect(commands[1]).not.toContain('HELLO-FROM-OTHER');
     expect(commands[2]).toMatch(/Failed to connect[^\n]*\nexit=7/);
-  }, 180_000);
+  }, 240_000);
 });
 
 describe('sandbox directories', () => {

@@ -4,10 +4,9 @@
 // stays queued. A failing test here is a finding of the review.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { createRun, requireBubblewrap, transcript, waitFor } from './support.js';
+import { createRun, releaseFifo, requireBubblewrap, transcript, waitFor } from './support.js';
 
 let ex: TestExecutor;
 let key: string;
@@ -21,17 +20,6 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(() => ex?.stop(1000), 120_000);
-
-/** Unblocks a git process reading the FIFO, if one is. */
-function releaseFifo(path: string): void {
-  try {
-    const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
-    writeSync(fd, 'ref: refs/heads/main\n');
-    closeSync(fd);
-  } catch {
-    // no reader
-  }
-}
 
 describe('a run that blocks the post-run git on a FIFO', () => {
   it('once cancelled, leaves its worker free for the next run', async () => {

@@ -6,10 +6,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { createRun, requireBubblewrap, transcript, waitFor } from './support.js';
+import { createRun, releaseFifo, requireBubblewrap, transcript, waitFor } from './support.js';
 
 let ex: TestExecutor;
 let key: string;
@@ -61,17 +60,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await ex?.stop(1000);
 }, 120_000);
-
-/** Opens a FIFO in a run's workspace for writing (without blocking) and writes a HEAD line. */
-function releaseFifo(path: string): void {
-  try {
-    const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
-    writeSync(fd, 'ref: refs/heads/main\n');
-    closeSync(fd);
-  } catch {
-    // no reader (git is not blocked on it) or not there
-  }
-}
 
 describe("the executor's git after a run, attacked through nested repositories", () => {
   it('a nested .git whose HEAD is a FIFO does not hang the post-run diff (the run ends)', async () => {

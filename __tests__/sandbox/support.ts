@@ -2,6 +2,7 @@
 // small client for creating runs and reading them back.
 
 import { spawnSync } from 'node:child_process';
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { eventually } from '../support/eventually.js';
 import type { TestExecutor } from '../support/executor.js';
 
@@ -69,4 +70,18 @@ export async function commandOutput(ex: TestExecutor, key: string, id: string): 
     .filter(event => event.kind === 'command' || event.kind === 'setup')
     .map(event => `$ ${String(event.command)}\n${String(event.output)}`)
     .join('\n');
+}
+
+/**
+ * Writes a HEAD line into a FIFO a run planted (without blocking), so that a git blocked on opening
+ * it, were there one, would go on: the tests' own clean-up, never what lets them pass.
+ */
+export function releaseFifo(path: string): void {
+  try {
+    const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+    writeSync(fd, 'ref: refs/heads/main\n');
+    closeSync(fd);
+  } catch {
+    // no reader (git is not blocked on it) or not there
+  }
 }

@@ -226,7 +226,7 @@ describe('outputs of what the agent made', () => {
     expect(info).toContain('│ Looking at it.');
     const group = info.indexOf('::group::$ npm test (exit code 1)');
     expect(group).toBeGreaterThan(-1);
-    expect(info.slice(group + 1, group + 3)).toEqual(['1 failing', '::endgroup::']);
+    expect(info.slice(group + 1, group + 3)).toEqual(['│ 1 failing', '::endgroup::']);
     // Each item once, though the conversation was read on each state change and at the end.
     expect(info.filter(line => line === '│ Looking at it.')).toHaveLength(1);
     // The end state once (the wait's line), then the run's duration.
