@@ -121,7 +121,7 @@ describe('serve --role api and --role worker on one SQLite data dir', () => {
     // for the next run long before the 30 s agent would have ended.
     expect((await until(m, long, ['CANCELLED'])).run.error_code).toBe('cancelled');
     const after = await create(m, 0);
-    expect((await until(m, after, ['SUCCEEDED'], 5000)).run.state).toBe('SUCCEEDED');
+    expect((await until(m, after, ['SUCCEEDED'], 25_000)).run.state).toBe('SUCCEEDED');
 
     const lags: number[] = [];
     for (let i = 0; i < 3; i++) {

@@ -22,6 +22,8 @@ function processesWith(marker: string): number[] {
   return found;
 }
 
+// Waits for `check` up to `ms` (generous: the sleeping processes it watches live 300 s, so a long
+// wait never lets a wrong answer pass), polling every 50 ms.
 async function until(check: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
@@ -70,7 +72,7 @@ async function setUp(marker: string) {
   // Both shells of each run are up (a confined run's bubblewrap processes carry the marker too).
   const started = await until(
     () => processesWith(`${marker}-confined`).length >= 2 && processesWith(`${marker}-open`).length >= 2,
-    15_000
+    60_000
   );
   if (!started) {
     executor.child.kill('SIGKILL');
@@ -112,8 +114,8 @@ describe('agent processes', () => {
     await new Promise(resolve => setTimeout(resolve, 300));
     const code = executor.stop('SIGINT');
     expect(await code).toBe(1);
-    expect(await until(() => processesWith(marker).length === 0, 3000)).toBe(true);
-  }, 60_000);
+    expect(await until(() => processesWith(marker).length === 0, 60_000)).toBe(true);
+  }, 240_000);
 
   it('after a SIGKILL the restarted executor stops the survivors, then fails their runs executor_restarted', async () => {
     const marker = `sigkill-${process.pid}-${Date.now()}`;
@@ -121,11 +123,11 @@ describe('agent processes', () => {
     const { executor, start, key, ids } = await setUp(marker);
     await executor.stop('SIGKILL');
     // The confined run dies with the executor (bubblewrap's --die-with-parent); the unconfined one survives.
-    expect(await until(() => processesWith(`${marker}-confined`).length === 0, 3000)).toBe(true);
+    expect(await until(() => processesWith(`${marker}-confined`).length === 0, 60_000)).toBe(true);
     expect(processesWith(`${marker}-open`).length).toBeGreaterThanOrEqual(2);
     const again = await start();
     try {
-      expect(await until(() => processesWith(marker).length === 0, 5000)).toBe(true);
+      expect(await until(() => processesWith(marker).length === 0, 60_000)).toBe(true);
       for (const id of ids) {
         const run = (await (
           await fetch(`${again.url}/api/v1/agent/runs/${id}`, { headers: { authorization: `Bearer ${key}` } })
@@ -135,5 +137,5 @@ describe('agent processes', () => {
     } finally {
       await again.stop('SIGTERM');
     }
-  }, 60_000);
+  }, 240_000);
 });
