@@ -104,6 +104,16 @@ export async function startProxy(
     upstream.on('error', error =>
       client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`)
     );
+    // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
+    client.once('close', () => upstream.destroy());
+  });
+  // Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
+  // `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
+  // end stays open outlives the run). Closing the proxy destroys them all.
+  const sockets = new Set<Duplex>();
+  server.on('connection', (connection: Duplex) => {
+    sockets.add(connection);
+    connection.once('close', () => sockets.delete(connection));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -127,8 +137,10 @@ export async function startProxy(
       return ['/bin/sh', '-c', script, program, ...args];
     },
     async close() {
+      const closed = new Promise(resolve => server.close(resolve));
+      for (const connection of sockets) connection.destroy();
       server.closeAllConnections();
-      await new Promise(resolve => server.close(resolve));
+      await closed;
       rmSync(dir, { recursive: true, force: true });
     }
   };
