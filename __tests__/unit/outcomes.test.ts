@@ -4,12 +4,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { ERROR_CODES } from '../../src/api/index.js';
 import {
+  RESTARTED_MESSAGE,
   type OutcomeRule,
   type RunHappenings,
   type RunOutcome,
+  abandoned,
   agentExited,
   agentFailed,
   agentStopped,
+  cancelledByClient,
   commandFailed,
   decideOutcome,
   patchTooLarge,
@@ -173,6 +176,19 @@ describe('the precedence of a run’s outcomes', () => {
       expect(Object.keys(ERROR_CODES)).toContain(outcome.error_code);
       expect(outcome.status_message).toEqual(expect.stringMatching(/\S/));
     }
+  });
+
+  it('words a client’s cancel and an abandoned run as the store writes them', () => {
+    expect(cancelledByClient('changed my mind')).toEqual({
+      state: 'CANCELLED',
+      error_code: 'cancelled',
+      status_message: 'cancelled by a client: changed my mind'
+    });
+    expect(abandoned(RESTARTED_MESSAGE)).toEqual({
+      state: 'FAILED',
+      error_code: 'executor_restarted',
+      status_message: 'the executor restarted while this run was in progress; it was not re-run'
+    });
   });
 
   it('keeps publishing’s redaction over the whole message', () => {

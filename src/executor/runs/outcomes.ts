@@ -89,9 +89,13 @@ export function environmentGone(environmentId: string): AgentOutcome {
 
 // Stops: the worker ends the run early.
 
-/** A client cancelled the run (the store's cancel already wrote it; the worker's finish is refused). */
-export function cancelledByClient(): RunOutcome {
-  return { state: 'CANCELLED', error_code: 'cancelled', status_message: 'cancelled by a client' };
+/**
+ * A client cancelled the run, with its reason if it gave one. The store's cancel writes it; the
+ * worker, which learns of it afterwards (and without the reason), has its own finish refused.
+ */
+export function cancelledByClient(reason?: string): RunOutcome {
+  const status_message = reason === undefined ? 'cancelled by a client' : `cancelled by a client: ${reason}`;
+  return { state: 'CANCELLED', error_code: 'cancelled', status_message };
 }
 
 /** The run outlived its environment's time limit. */
@@ -126,9 +130,14 @@ export const RESTARTED_MESSAGE = 'the executor restarted while this run was in p
 export const LEASE_EXPIRED_MESSAGE =
   'the worker running this run stopped renewing its lease; it was not re-run';
 
-/** The worker lost the run's lease: another node failed it as abandoned (the finish is refused). */
+/** A run left in progress by a worker that stopped (`message`: one of the two above). */
+export function abandoned(message: string): AgentOutcome {
+  return failed('executor_restarted', message);
+}
+
+/** The worker lost the run's lease: it was failed as abandoned (the worker's finish is refused). */
 export function leaseLost(): AgentOutcome {
-  return failed('executor_restarted', LEASE_EXPIRED_MESSAGE);
+  return abandoned(LEASE_EXPIRED_MESSAGE);
 }
 
 /** The run's processes went past a sandbox limit; `limit` is the sandbox's message naming it. */
