@@ -58,5 +58,17 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': ['error', { patterns: ['**/client/*', '**/action/*', '**/cli/*'] }]
     }
+  },
+  {
+    // A run's life as data: it imports only the contract, so every part of the executor may use it.
+    files: ['src/executor/runs/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ regex: '^\\.\\./(?!\\.\\./api/)', message: 'src/executor/runs imports only src/api' }]
+        }
+      ]
+    }
   }
 );

@@ -16,6 +16,7 @@ import {
   agentKind
 } from './types.js';
 import { runInGroup } from './shell.js';
+import { agentCouldNotStart, agentExited, succeeded } from '../runs/outcomes.js';
 
 const FLUSH_MS = 200;
 const FLUSH_BYTES = 16 * 1024;
@@ -122,22 +123,11 @@ export const commandAgent = agentKind<CommandAgentConfig>({
     await Promise.all([streams.stdout.finish(), streams.stderr.finish()]);
     if (result.spawnError) {
       const why = result.spawnError.code === 'ENOENT' ? 'not found on PATH' : result.spawnError.message;
-      return {
-        state: 'FAILED',
-        error_code: 'agent_failed',
-        status_message: `agent command ${JSON.stringify(program)} could not start: ${why}`
-      };
+      return agentCouldNotStart(program!, why);
     }
     await context.record('exit', { exit_code: result.exitCode, signal: result.signal });
-    if (result.exitCode === 0) return { state: 'SUCCEEDED' };
-    const how =
-      result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
-    const tail = streams.stderr.tail();
-    return {
-      state: 'FAILED',
-      error_code: 'agent_failed',
-      status_message: `agent ${how}${tail ? `; last lines of stderr:\n${tail}` : ''}`
-    };
+    if (result.exitCode === 0) return succeeded();
+    return agentExited(result.exitCode, result.signal, streams.stderr.tail());
   }
 });
 

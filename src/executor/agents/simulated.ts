@@ -17,6 +17,7 @@ import { relative, resolve } from 'node:path';
 import { writeInside } from '../workspace/files.js';
 import { type AgentContext, type AgentResult, agentKind } from './types.js';
 import { runShell } from './shell.js';
+import { agentFailed, agentStopped, commandFailed, succeeded } from '../runs/outcomes.js';
 
 const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
 const DEFAULT_PAUSE_MS = 300;
@@ -33,8 +34,7 @@ export const simulatedAgent = agentKind({
     const answer: Answer = {};
     let directives = 0;
     for (const line of context.prompt.split(/\r?\n/)) {
-      if (context.signal.aborted)
-        return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
+      if (context.signal.aborted) return agentStopped();
       const match = DIRECTIVE.exec(line.trim());
       if (!match) {
         instruction.push(line);
@@ -49,13 +49,12 @@ export const simulatedAgent = agentKind({
       }
     }
     if (directives === 0) await sleep(DEFAULT_PAUSE_MS, context.signal);
-    if (context.signal.aborted)
-      return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
+    if (context.signal.aborted) return agentStopped();
     const text = instruction.join('\n').trim();
     const echo = text === '' ? undefined : `Simulated agent received the instruction:\n${text}`;
     if (echo !== undefined) await context.record('message', { text: echo });
     await recordAnswer(context, answer, echo);
-    return { state: 'SUCCEEDED' };
+    return succeeded();
   }
 });
 
@@ -123,9 +122,7 @@ async function directive(
         duration_ms: result.durationMs
       });
       if (result.exitCode === 0 || context.signal.aborted) return undefined;
-      const how =
-        result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
-      return { state: 'FAILED', error_code: 'command_failed', status_message: `command \`${rest}\` ${how}` };
+      return commandFailed(rest, result.exitCode, result.signal);
     }
     case 'write': {
       const space = rest.search(/\s/);
@@ -153,22 +150,14 @@ async function directive(
       return undefined;
     }
     case 'fail':
-      return {
-        state: 'FAILED',
-        error_code: 'agent_failed',
-        status_message: rest || 'the simulated agent was told to fail'
-      };
+      return agentFailed(rest || 'the simulated agent was told to fail');
     default:
       return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail, result, json');
   }
 }
 
 function invalid(what: string, expected: string): AgentResult {
-  return {
-    state: 'FAILED',
-    error_code: 'agent_failed',
-    status_message: `invalid directive ${what}: ${expected}`
-  };
+  return agentFailed(`invalid directive ${what}: ${expected}`);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

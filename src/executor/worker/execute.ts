@@ -1,7 +1,8 @@
 // Executing one claimed run, start to end: its workspace, the environment's setup commands, the
 // agent (looked up in the registry), the time limit and the disk quota watch, the diff of what it
-// changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and the lease belong to pool.ts; this module only turns a run into
-// its outcome, which the pool writes.
+// changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop
+// and the lease belong to pool.ts; this module only gathers what happened to the run, and
+// runs/outcomes.ts decides its outcome, which the pool writes.
 
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,17 +10,25 @@ import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
 import { runShell } from '../agents/shell.js';
-import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
 import { runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
+import {
+  type AgentOutcome,
+  type RunHappenings,
+  type RunOutcome,
+  type StopReason,
+  agentCouldNotRun,
+  decideOutcome,
+  setupFailed,
+  succeeded
+} from '../runs/outcomes.js';
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
 
-/** Why a run's controller was aborted. */
-export type StopReason = 'cancelled' | 'timeout' | 'shutdown' | 'lease_lost' | 'quota';
+export type { StopReason };
 
 /**
  * Appends an event to the run's transcript (the pool retries it while the store is away); `flush`
@@ -31,37 +40,6 @@ export type Recorder = ((kind: string, data: Record<string, unknown>) => Promise
 
 const QUOTA_CHECK_MS = 2000;
 const exec = promisify(execFile);
-
-function describeBytes(bytes: number): string {
-  return bytes >= 1024 ** 2 ? `${Math.round(bytes / 1024 ** 2)} MiB` : `${Math.round(bytes / 1024)} KiB`;
-}
-
-/** The outcome of a run its worker stopped. */
-function stopped(
-  reason: StopReason | undefined,
-  environment: EnvironmentConfig,
-  quotaBytes: number
-): AgentResult {
-  if (reason === 'timeout') {
-    return {
-      state: 'FAILED',
-      error_code: 'timeout',
-      status_message: `the run exceeded its time limit of ${Math.round(environment.timeoutMs / 1000)} s`
-    };
-  }
-  if (reason === 'quota') {
-    return {
-      state: 'FAILED',
-      error_code: 'workspace_quota_exceeded',
-      status_message: `the workspace grew past its disk quota of ${describeBytes(quotaBytes)}`
-    };
-  }
-  return {
-    state: 'FAILED',
-    error_code: 'executor_restarted',
-    status_message: 'the executor shut down before the run finished'
-  };
-}
 
 /**
  * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
@@ -102,7 +80,7 @@ async function setup(
   env: Record<string, string>,
   signal: AbortSignal,
   record: Recorder
-): Promise<AgentResult> {
+): Promise<AgentOutcome> {
   for (const command of environment.setup) {
     if (signal.aborted) break;
     const result = await runShell(command, { cwd, env, signal });
@@ -112,15 +90,9 @@ async function setup(
       output: result.output,
       duration_ms: result.durationMs
     });
-    if (result.exitCode !== 0) {
-      return {
-        state: 'FAILED',
-        error_code: 'setup_failed',
-        status_message: `setup command \`${command}\` exited with code ${result.exitCode}`
-      };
-    }
+    if (result.exitCode !== 0) return setupFailed(command, result.exitCode);
   }
-  return { state: 'SUCCEEDED' };
+  return succeeded();
 }
 
 /** Whether the run's create request left publishing on (`config.publish: false` turns it off). */
@@ -132,40 +104,55 @@ function publishes(run: StoredRun): boolean {
   }
 }
 
-/** The variables the environment passes from the executor's own environment, by name. */
+/** The variables the environment passes from the executor's environment, by name. */
 function passedVariables(environment: EnvironmentConfig): Record<string, string> {
   return Object.fromEntries(
     environment.env.filter(name => process.env[name] !== undefined).map(name => [name, process.env[name]!])
   );
 }
 
+/** What executing a run needs: the run, where it runs, and the pool's means of reporting. */
+export interface ExecuteOptions {
+  run: StoredRun;
+  environment: EnvironmentConfig;
+  config: ExecutorConfig;
+  /** Aborted on cancel, lease lost and shutdown by the pool; on the time limit and quota from here. */
+  controller: AbortController;
+  record: Recorder;
+  log: FastifyBaseLogger;
+  store: RunStore;
+  /** The run's session link, for what publishing writes. */
+  sessionLink?: (run: StoredRun) => string | undefined;
+}
+
+/** What the run's steps left behind for the steps after the agent. */
+interface Ran {
+  ended: AgentOutcome;
+  workspace?: Workspace;
+  outputs?: RunOutputs;
+  sandbox?: RunSandbox;
+  measure?: () => Promise<number>;
+}
+
 /**
- * Runs `run` in `environment` until its agent ends or `controller` is aborted (cancel, lease lost,
- * shutdown; the time limit and the quota abort it from here), and returns its outcome.
+ * The run's workspace, sandbox, setup and agent, until the agent ends or the controller is
+ * aborted; answers what the steps said (a step that throws fails the run as one that could not run).
  */
-export async function executeRun(
-  run: StoredRun,
-  environment: EnvironmentConfig,
-  config: ExecutorConfig,
-  controller: AbortController,
-  record: Recorder,
-  log: FastifyBaseLogger,
-  store: RunStore,
-  sessionLink?: (run: StoredRun) => string | undefined
-): Promise<AgentResult> {
+async function runSteps(options: ExecuteOptions): Promise<Ran> {
+  const { run, environment, config, controller, record, log } = options;
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
-  let measure: (() => Promise<number>) | undefined;
-  let result: AgentResult;
-  let workspace: Workspace | undefined;
-  let outputs: RunOutputs | undefined;
-  let base: string | undefined;
-  let sandbox: RunSandbox | undefined;
+  const ran: Partial<Ran> = {};
   try {
-    workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
-    outputs = prepareOutputs(config.dataDir, run.run_id);
-    // Remembered from the workspace's making, never read back from the agent's .git.
-    base = workspace.base;
+    const workspace = await createWorkspace(
+      environment,
+      config.dataDir,
+      run.run_id,
+      config.workspaces.quotaBytes
+    );
+    ran.workspace = workspace;
+    const outputs = prepareOutputs(config.dataDir, run.run_id);
+    ran.outputs = outputs;
     // A root executor's runs are an unprivileged host user, who owns what the run may write (given
     // before its first process).
     const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
@@ -183,40 +170,47 @@ export async function executeRun(
       },
       controller.signal
     );
-    sandbox = confined.sandbox;
+    ran.sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
-    const [measured, written] = [workspace, outputs];
-    measure = () => runBytes(measured, written);
+    const measure = () => runBytes(workspace, outputs);
+    ran.measure = measure;
     stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error =>
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
     const env = passedVariables(environment);
-    result = await setup(environment, workspace.path, env, controller.signal, record);
-    if (result.state === 'SUCCEEDED' && !controller.signal.aborted) {
-      const agent = agentKindOf(environment.agent.kind);
-      if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
-      result = await agent.run({
-        runId: run.run_id,
-        prompt: run.prompt,
-        workspace: workspace.path,
-        agent: environment.agent,
-        env: { ...env, ...outputs.env },
-        signal: controller.signal,
-        record
-      });
-    }
+    const setupEnded = await setup(environment, workspace.path, env, controller.signal, record);
+    if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
+    const agent = agentKindOf(environment.agent.kind);
+    if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
+    const ended = await agent.run({
+      runId: run.run_id,
+      prompt: run.prompt,
+      workspace: workspace.path,
+      agent: environment.agent,
+      env: { ...env, ...outputs.env },
+      signal: controller.signal,
+      record
+    });
+    return { ...ran, ended };
   } catch (error) {
     log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
-    // A sandbox that could not be made says why in its own outcome (a limit, a missing tool).
-    result = (error as { outcome?: AgentResult }).outcome ?? {
-      state: 'FAILED',
-      error_code: 'agent_failed',
-      status_message: `the agent could not run: ${(error as Error).message}`
-    };
+    // An error that knows its outcome says so (a source over the quota); any other could not run.
+    const known = (error as { outcome?: AgentOutcome }).outcome;
+    return { ...ran, ended: known ?? agentCouldNotRun((error as Error).message) };
   } finally {
     clearTimeout(timeout);
     stopWatch?.();
   }
+}
+
+/**
+ * Runs `run` in `environment` until its agent ends or `controller` is aborted (cancel, lease lost,
+ * shutdown; the time limit and the quota abort it from here), keeps its changes and outputs,
+ * publishes them after a success, and returns its outcome as outcomes.ts decides it.
+ */
+export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
+  const { run, environment, config, controller, record, log, store } = options;
+  const { ended, workspace, outputs, sandbox, measure } = await runSteps(options);
   await record
     .flush?.()
     .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
@@ -226,16 +220,16 @@ export async function executeRun(
     const bytes = await measure().catch(() => 0);
     if (bytes > config.workspaces.quotaBytes) controller.abort('quota' satisfies StopReason);
   }
-  const reason = controller.signal.reason as StopReason | undefined;
-  if (controller.signal.aborted && reason !== 'cancelled' && reason !== 'lease_lost') {
-    result = stopped(reason, environment, config.workspaces.quotaBytes);
-  }
-  const limit = sandbox?.exceeded();
-  if (limit) result = { state: 'FAILED', error_code: 'resource_limit_exceeded', status_message: limit };
+  const happened: RunHappenings = {
+    stop: controller.signal.aborted ? (controller.signal.reason as StopReason) : undefined,
+    timeoutMs: environment.timeoutMs,
+    quotaBytes: config.workspaces.quotaBytes,
+    ended,
+    limit: sandbox?.exceeded()
+  };
   await sandbox?.close();
   // The work tree read through the run's private git dir. When even that fails (the run left files
   // git refuses to record, say), nothing of the workspace is kept or published.
-  let readable = workspace !== undefined;
   let changed = true;
   if (workspace) {
     try {
@@ -250,57 +244,64 @@ export async function executeRun(
       changed = changes.files.length > 0;
       if (changed) await record('diff', changes);
     } catch (error) {
-      readable = false;
+      happened.unreadable = (error as Error).message;
       log.warn({ err: error, run_id: run.run_id }, 'could not read the workspace');
-      if (result.state === 'SUCCEEDED')
-        result = {
-          state: 'FAILED',
-          error_code: 'workspace_tampered',
-          status_message: `the run's workspace could not be read safely, so no patch was kept and nothing was published: ${(error as Error).message}`
-        };
     }
   }
+  const readable = workspace !== undefined && happened.unreadable === undefined;
   if (outputs) {
-    const ws = workspace;
-    const failure = await collectOutputs({
+    happened.outputs = await collectOutputs({
       store,
       run,
       outputs,
-      workspace: ws && readable ? { changed, patch: () => ws.patch() } : undefined,
+      workspace: workspace && readable ? { changed, patch: () => workspace.patch() } : undefined,
       maxPatchBytes: config.workspaces.maxPatchBytes,
       record
-    }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
-    if (failure && result.state === 'SUCCEEDED') result = failure;
+    }).catch(error => {
+      log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs');
+      return undefined;
+    });
   }
-  // After the agent succeeded: its changes as a branch and a pull request, unless the create
-  // request said `config.publish: false` (it may turn publishing off, never choose where to).
+  // After a success only: its changes as a branch and a pull request, unless the create request
+  // said `config.publish: false` (it may turn publishing off, never choose where to).
+  const base = workspace?.base;
   if (
     environment.publish &&
     workspace &&
     readable &&
     base &&
-    result.state === 'SUCCEEDED' &&
+    decideOutcome(happened).outcome.state === 'SUCCEEDED' &&
     publishes(run)
   ) {
-    const events = await store.listEvents(run.run_id);
-    const answer = events.findLast(event => event.kind === 'result')?.text;
-    const failure = await publishChanges({
-      run,
-      config: environment.publish,
-      workspace,
-      source: environment.source,
-      base,
-      sessionLink: sessionLink?.({
-        ...run,
-        state: 'SUCCEEDED',
-        started_at: run.started_at ?? run.created_at
-      }),
-      result: typeof answer === 'string' ? answer : undefined,
-      store,
-      record
-    });
-    if (failure) result = failure;
+    happened.publish = await publish(options, environment.publish, workspace, base);
   }
   workspace?.release();
-  return result;
+  return decideOutcome(happened).outcome;
+}
+
+/** Publishes the run's changes; answers the failure, if any. */
+async function publish(
+  { run, environment, store, record, sessionLink }: ExecuteOptions,
+  config: NonNullable<EnvironmentConfig['publish']>,
+  workspace: Workspace,
+  base: string
+): Promise<AgentOutcome | undefined> {
+  const events = await store.listEvents(run.run_id);
+  const answer = events.findLast(event => event.kind === 'result')?.text;
+  return publishChanges({
+    run,
+    config,
+    workspace,
+    source: environment.source,
+    // Remembered from the workspace's making, never read back from the agent's .git.
+    base,
+    sessionLink: sessionLink?.({
+      ...run,
+      state: 'SUCCEEDED',
+      started_at: run.started_at ?? run.created_at
+    }),
+    result: typeof answer === 'string' ? answer : undefined,
+    store,
+    record
+  });
 }

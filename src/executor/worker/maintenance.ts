@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
 import type { RunStore } from '../store/types.js';
+import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { sweepWorkspaces } from '../workspace/workspace.js';
 
 function now(): string {
@@ -18,22 +19,14 @@ function now(): string {
  * theirs, so only expired leases are abandoned.
  */
 export async function failOrphans(store: RunStore, log: FastifyBaseLogger): Promise<void> {
-  const orphans = await store.failAbandoned(
-    !store.shared,
-    now(),
-    'the executor restarted while this run was in progress; it was not re-run'
-  );
+  const orphans = await store.failAbandoned(!store.shared, now(), RESTARTED_MESSAGE);
   if (orphans.length > 0)
     log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
 }
 
 /** Fails the runs whose lease expired: their worker stopped renewing it. */
 export async function reapExpiredLeases(store: RunStore, log: FastifyBaseLogger): Promise<void> {
-  const failed = await store.failAbandoned(
-    false,
-    now(),
-    'the worker running this run stopped renewing its lease; it was not re-run'
-  );
+  const failed = await store.failAbandoned(false, now(), LEASE_EXPIRED_MESSAGE);
   if (failed.length > 0)
     log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
 }

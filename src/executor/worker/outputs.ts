@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { constants, lstatSync, mkdirSync, promises as fs, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AgentResult } from '../agents/types.js';
+import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 
 /** A command agent's answer when it writes no result file: the end of its standard output. */
@@ -93,7 +93,7 @@ export interface CollectOptions {
  * (the `changes.patch` artifact), then removes the output folder. Answers a failure when the
  * patch is over the limit.
  */
-export async function collectOutputs(options: CollectOptions): Promise<AgentResult | undefined> {
+export async function collectOutputs(options: CollectOptions): Promise<AgentOutcome | undefined> {
   const { store, run, outputs, record } = options;
   try {
     await collectResult(options);
@@ -164,7 +164,7 @@ function parseUsage(data: Buffer): Record<string, unknown> | string {
 async function collectPatch(
   { store, run, maxPatchBytes, record }: CollectOptions,
   workspace: { changed: boolean; patch(): Promise<string> }
-): Promise<AgentResult | undefined> {
+): Promise<AgentOutcome | undefined> {
   if (!workspace.changed) return undefined;
   const patch = await workspace.patch();
   try {
@@ -177,15 +177,11 @@ async function collectPatch(
 async function storePatch(
   { store, run, maxPatchBytes, record }: Pick<CollectOptions, 'store' | 'run' | 'maxPatchBytes' | 'record'>,
   patch: string
-): Promise<AgentResult | undefined> {
+): Promise<AgentOutcome | undefined> {
   const size = (await fs.stat(patch)).size;
   if (size === 0) return undefined;
   if (size > maxPatchBytes) {
-    return {
-      state: 'FAILED',
-      error_code: 'patch_too_large',
-      status_message: `the run's changes make a patch of ${size} bytes, over the limit of ${maxPatchBytes} bytes (workspaces.max_patch); the changes were not kept`
-    };
+    return patchTooLarge(size, maxPatchBytes);
   }
   const uid = randomUUID();
   await store.addArtifact(

@@ -19,6 +19,7 @@ import { type StopReason, executeRun } from './execute.js';
 import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
 import { boundTranscript } from './transcript-budget.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
+import { environmentGone } from '../runs/outcomes.js';
 
 /** How long a finished run's outcome is retried while the store is unreachable. */
 const FINISH_RETRY_MS = 10 * 60_000;
@@ -217,11 +218,7 @@ export class WorkerPool {
   private async execute(run: StoredRun, controller: AbortController): Promise<void> {
     const environment = this.environments.get(run.environment_id);
     if (!environment) {
-      await this.finish(run, {
-        state: 'FAILED',
-        error_code: 'environment_not_found',
-        status_message: `environment ${run.environment_id} is no longer configured`
-      });
+      await this.finish(run, environmentGone(run.environment_id));
       return;
     }
     const record = boundTranscript(
@@ -231,16 +228,16 @@ export class WorkerPool {
         ),
       this.config.limits.transcriptBytes
     );
-    const outcome = await executeRun(
+    const outcome = await executeRun({
       run,
       environment,
-      this.config,
+      config: this.config,
       controller,
       record,
-      this.log,
-      this.store,
-      this.sessionLink
-    );
+      log: this.log,
+      store: this.store,
+      sessionLink: this.sessionLink
+    });
     await this.finish(run, outcome);
   }
 

@@ -14,21 +14,19 @@ import {
   writeFileSync
 } from 'node:fs';
 import { join } from 'node:path';
+import { type AgentOutcome, sourceOverQuota } from '../runs/outcomes.js';
 
 /** Written into every data dir's workspaces folder, so any executor's copy recognises it. */
 export const WORKSPACES_MARKER = '.agent-run-workspaces';
 
 export class WorkspaceQuotaError extends Error {
-  readonly outcome: { state: 'FAILED'; error_code: string; status_message: string };
+  /** The run's outcome: execute.ts ends the run with it. */
+  readonly outcome: AgentOutcome;
 
   constructor(quotaBytes: number) {
-    const size =
-      quotaBytes >= 1024 ** 2
-        ? `${Math.round(quotaBytes / 1024 ** 2)} MiB`
-        : `${Math.round(quotaBytes / 1024)} KiB`;
-    const message = `the source is larger than the workspace disk quota of ${size}; the copy stopped there`;
-    super(message);
-    this.outcome = { state: 'FAILED', error_code: 'workspace_quota_exceeded', status_message: message };
+    const outcome = sourceOverQuota(quotaBytes);
+    super(outcome.status_message);
+    this.outcome = outcome;
   }
 }
 

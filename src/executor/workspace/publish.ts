@@ -7,7 +7,6 @@
 // through the environment of that one push process, which reads no config the agent wrote.
 
 import { randomUUID } from 'node:crypto';
-import type { AgentResult } from '../agents/types.js';
 import { isRemoteSource } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type PrivateRepository, privateGit, redactUrls, sourceGit } from './git.js';
@@ -15,6 +14,7 @@ import type { PublishConfig } from './publish-config.js';
 import { markdownFields, plainFields } from './pr-text.js';
 import { openPullRequest, repositoryOf } from './pull-request.js';
 import type { Workspace } from './workspace.js';
+import { type AgentOutcome, publishFailed } from '../runs/outcomes.js';
 
 export interface PublishOptions {
   run: StoredRun;
@@ -68,7 +68,7 @@ function slug(text: string): string {
  * Publishes the workspace's changes; answers the run's failure (`publish_failed`) when a step
  * fails, undefined when it published or there was nothing to publish.
  */
-export async function publishChanges(options: PublishOptions): Promise<AgentResult | undefined> {
+export async function publishChanges(options: PublishOptions): Promise<AgentOutcome | undefined> {
   const { config, env = process.env } = options;
   const token = config.tokenEnv ? env[config.tokenEnv] || undefined : undefined;
   const secrets = token ? [token, basicAuth(token)] : [];
@@ -83,13 +83,7 @@ export async function publishChanges(options: PublishOptions): Promise<AgentResu
     return await publish(options, token);
   } catch (error) {
     const step = error instanceof PublishError ? error.step : 'publish';
-    return {
-      state: 'FAILED',
-      error_code: 'publish_failed',
-      status_message: hide(
-        `publishing the changes failed at the ${step}: ${(error as Error).message}; the changes are kept as the changes.patch artifact`
-      )
-    };
+    return publishFailed(step, (error as Error).message, hide);
   }
 }
 
