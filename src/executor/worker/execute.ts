@@ -4,7 +4,8 @@
 // its outcome, which the pool writes.
 
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
@@ -132,6 +133,16 @@ function publishes(run: StoredRun): boolean {
   }
 }
 
+/** The run's create config as an object (an unreadable one as empty). */
+function runConfigOf(run: StoredRun): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(run.config);
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The variables the environment passes from the executor's own environment, by name. */
 function passedVariables(environment: EnvironmentConfig): Record<string, string> {
   return Object.fromEntries(
@@ -161,7 +172,15 @@ export async function executeRun(
   let outputs: RunOutputs | undefined;
   let base: string | undefined;
   let sandbox: RunSandbox | undefined;
+  // A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
+  // shown as HOME in the sandbox; other kinds get an empty HOME per process.
+  const agentKindFound = agentKindOf(environment.agent.kind);
+  const home = agentKindFound?.harnessType ? join(config.dataDir, 'homes', run.run_id) : undefined;
   try {
+    if (home) {
+      rmSync(home, { recursive: true, force: true });
+      mkdirSync(home, { recursive: true, mode: 0o700 });
+    }
     workspace = await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes);
     outputs = prepareOutputs(config.dataDir, run.run_id);
     // Remembered from the workspace's making, never read back from the agent's .git.
@@ -179,7 +198,8 @@ export async function executeRun(
         read: workspace.borrowed,
         write: [outputs.dir],
         user,
-        own: [workspace.root, outputs.dir]
+        own: [workspace.root, outputs.dir, ...(home ? [home] : [])],
+        home
       },
       controller.signal
     );
@@ -202,7 +222,9 @@ export async function executeRun(
         agent: environment.agent,
         env: { ...env, ...outputs.env },
         signal: controller.signal,
-        record
+        record,
+        runConfig: runConfigOf(run),
+        home
       });
     }
   } catch (error) {
@@ -272,6 +294,12 @@ export async function executeRun(
     }).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs'));
     if (failure && result.state === 'SUCCEEDED') result = failure;
   }
+  // What the harness measured from the CLI's own stream outranks a file the agent could write.
+  if (result.request_usage)
+    await store
+      .setRequestUsage(run.run_id, JSON.stringify(result.request_usage))
+      .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not store the usage'));
+  if (home) rmSync(home, { recursive: true, force: true });
   // After the agent succeeded: its changes as a branch and a pull request, unless the create
   // request said `config.publish: false` (it may turn publishing off, never choose where to).
   if (
