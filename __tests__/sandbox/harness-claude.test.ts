@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { checkHarnessClis } from '../../src/executor/agents/harness/startup.js';
+import { environmentProblems } from '../../src/executor/worker/preflight.js';
 import { installCli } from '../support/agent-clis.js';
 import {
   type AnthropicStub,
@@ -245,5 +247,30 @@ describe('config.harness.type', () => {
     const problem = (await response.json()) as Json;
     expect(problem).toMatchObject({ error_code: 'invalid_field' });
     expect(String(problem.detail)).toContain('claude-code agent, which serves harness type "claude"');
+  });
+});
+
+describe('the start-up check', () => {
+  it('states the CLI it found, run in the sandbox, with its version', () => {
+    const report = checkHarnessClis(ex.config.environments);
+    expect(report.problems).toEqual([]);
+    expect(report.notes).toEqual([
+      expect.stringMatching(
+        /^environment "claude": claude-code CLI \S+claude runs in its sandbox, version 2\.1\.331 \(Claude Code\)$/
+      )
+    ]);
+  });
+
+  it('refuses a missing CLI, naming the command that installs it', () => {
+    const environment = {
+      ...ex.config.environments[0]!,
+      agent: { kind: 'claude-code', command: [], args: [] }
+    };
+    const problems = environmentProblems(environment, { ...process.env, PATH: '/nonexistent' });
+    expect(problems).toEqual([
+      expect.stringContaining(
+        'claude is not on the PATH runs get (/nonexistent); install it with `npm install -g @anthropic-ai/claude-code`'
+      )
+    ]);
   });
 });

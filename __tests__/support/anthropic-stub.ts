@@ -8,6 +8,8 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from 'node:net';
 
 export interface StubRequest {
+  /** When it arrived (ms since the epoch). */
+  at: number;
   path: string;
   headers: IncomingMessage['headers'];
   body: MessagesBody;
@@ -82,7 +84,7 @@ export async function startAnthropicStub(
         // kept as an empty body
       }
       const path = (req.url ?? '/').split('?')[0]!;
-      requests.push({ path, headers: req.headers, body });
+      requests.push({ at: Date.now(), path, headers: req.headers, body });
       if (req.method !== 'POST' || !path.endsWith('/v1/messages')) {
         if (path.endsWith('/count_tokens')) return json(res, 200, { input_tokens: 10 });
         return json(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'no such path' } });

@@ -62,13 +62,13 @@ export function harnessKind(spec: HarnessSpec): AgentKind {
         .filter(Boolean)
         .join(' '),
 
-    check(environment, at) {
+    check(environment, at, processEnv) {
       const program = environment.agent.command[0] ?? spec.defaultProgram;
-      const found = findOnPath(program, process.env.PATH ?? '');
+      const found = findOnPath(program, processEnv.PATH ?? '');
       if (found && executable(found)) return [];
       const where = program.includes('/')
         ? `no executable file at ${program}`
-        : `${program} is not on the PATH runs get (${process.env.PATH ?? 'empty'})`;
+        : `${program} is not on the PATH runs get (${processEnv.PATH ?? 'empty'})`;
       return [
         `${at}.command ${show(program)}: ${where}; install it with \`${spec.install}\`, or set ${at}.command to its path`
       ];
