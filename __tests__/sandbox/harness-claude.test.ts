@@ -34,6 +34,7 @@ let stub: AnthropicStub;
 let repo: string;
 
 const REFUSED_MODEL = 'claude-refused-model';
+const COSTLY_MODEL = 'claude-costly-model';
 
 /** The tool loop: a shell command that writes a file, then the answer; a 401 for REFUSED_MODEL. */
 function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthropicStub>[0]> {
@@ -42,6 +43,11 @@ function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthrop
       status: 401,
       error: { type: 'authentication_error', message: 'invalid x-api-key' },
       retry: true // as the real service answers: the CLI would retry for minutes
+    };
+  if (body.model === COSTLY_MODEL && !answersTool(body))
+    return {
+      tool: { name: 'Bash', input: { command: 'echo expensive' } },
+      usage: { input_tokens: 2_000_000, output_tokens: 1000 }
     };
   if (!answersTool(body))
     return {
@@ -97,7 +103,10 @@ beforeAll(async () => {
   ex = await startTestExecutor({
     workers: 2,
     log_level: 'silent',
-    environments: [environment('claude', stub.port, { model: 'claude-default-model' })]
+    environments: [
+      environment('claude', stub.port, { model: 'claude-default-model' }),
+      environment('budget', stub.port, { max_cost_usd: 0.01 })
+    ]
   });
   key = (await ex.key()).raw;
 }, 600_000);
@@ -213,6 +222,19 @@ describe('a claude-code run whose key the model API refuses', () => {
   }, 300_000);
 });
 
+describe('a claude-code run that passes its max_cost_usd', () => {
+  it('fails with budget_exceeded', async () => {
+    const record = await run({
+      prompt: 'spend',
+      config: { environment_id: 'budget', model_id: COSTLY_MODEL }
+    });
+    expect(record).toMatchObject({ state: 'FAILED', error_code: 'budget_exceeded' });
+    expect(String(record.status_message)).toMatch(/budget|max_cost_usd/);
+    expect(record.request_usage).toMatchObject({ input_tokens: expect.any(Number) });
+    expect((record.request_usage as Json).inference_cost_usd).toBeGreaterThan(0.01);
+  }, 300_000);
+});
+
 describe('the provider key', () => {
   it('appears in no event, run record, conversation or file of the data dir and store', async () => {
     const runs = ((await (await ex.request('/api/v1/agent/runs?limit=100', { key })).json()) as Json)
@@ -254,11 +276,9 @@ describe('the start-up check', () => {
   it('states the CLI it found, run in the sandbox, with its version', () => {
     const report = checkHarnessClis(ex.config.environments);
     expect(report.problems).toEqual([]);
-    expect(report.notes).toEqual([
-      expect.stringMatching(
-        /^environment "claude": claude-code CLI \S+claude runs in its sandbox, version 2\.1\.331 \(Claude Code\)$/
-      )
-    ]);
+    const line =
+      /^environment "(\w+)": claude-code CLI \S+claude runs in its sandbox, version 2\.1\.331 \(Claude Code\)$/;
+    expect(report.notes).toEqual([expect.stringMatching(line), expect.stringMatching(line)]);
   });
 
   it('refuses a missing CLI, naming the command that installs it', () => {
