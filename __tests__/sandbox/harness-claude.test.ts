@@ -53,11 +53,34 @@ function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthrop
     return {
       tool: {
         name: 'Bash',
-        input: { command: "printf 'hello from the harness\\n' > notes.txt && echo wrote-it" }
+        input: { command: "printf 'hello from the harness\\n' > notes.txt && echo wrote-it && pwd" }
       },
       usage: { input_tokens: 1200, output_tokens: 30, cache_read_input_tokens: 400 }
     };
+  const results = toolResults(body);
+  if (results.length === 1) {
+    // The workspace's path, as the shell printed it: Claude Code's Write takes an absolute path.
+    const cwd = results[0]!.trim().split('\n').at(-1)!;
+    return {
+      tool: {
+        name: 'Write',
+        input: { file_path: `${cwd}/written.md`, content: 'written by the Write tool\n' }
+      },
+      usage: { input_tokens: 1250, output_tokens: 20 }
+    };
+  }
   return { text: FINAL, usage: { input_tokens: 1300, output_tokens: 12 } };
+}
+
+/** The text of every tool result the conversation holds so far. */
+function toolResults(body: MessagesBody): string[] {
+  return (body.messages ?? []).flatMap(message =>
+    Array.isArray(message.content)
+      ? message.content
+          .filter(block => block.type === 'tool_result')
+          .map(block => (typeof block.content === 'string' ? block.content : JSON.stringify(block.content)))
+      : []
+  );
 }
 
 function environment(id: string, port: number, agent: Json = {}): Json {
@@ -178,14 +201,19 @@ describe('a claude-code run against the stub model API', () => {
     const patch = await (await fetch(details.download_url as string)).text();
     expect(patch).toContain('+++ b/notes.txt');
     expect(patch).toContain('+hello from the harness');
+    expect(patch).toContain('+++ b/written.md');
+    expect(patch).toContain('+written by the Write tool');
+    expect(events).toContainEqual(
+      expect.objectContaining({ kind: 'file', path: 'written.md', change: 'modified' })
+    );
   });
 
   it("reports the stub's token counts and the CLI's cost as request_usage", () => {
     expect(record.request_usage).toMatchObject({
-      input_tokens: 2500,
-      output_tokens: 42,
+      input_tokens: 3750,
+      output_tokens: 62,
       cache_read_tokens: 400,
-      total_tokens: 2942,
+      total_tokens: 4212,
       inference_cost_usd: expect.any(Number)
     });
   });
