@@ -128,7 +128,8 @@ beforeAll(async () => {
     log_level: 'silent',
     environments: [
       environment('claude', stub.port, { model: 'claude-default-model' }),
-      environment('budget', stub.port, { max_cost_usd: 0.01 })
+      environment('budget', stub.port, { max_cost_usd: 0.01 }),
+      { ...environment('unconfined', stub.port), sandbox: 'off' }
     ]
   });
   key = (await ex.key()).raw;
@@ -250,6 +251,24 @@ describe('a claude-code run whose key the model API refuses', () => {
   }, 300_000);
 });
 
+describe('a claude-code run without a sandbox (sandbox: off)', () => {
+  it('runs the same tool loop with its MCP configuration in a HOME of its own', async () => {
+    const record = await run({
+      prompt: 'Write a greeting into notes.txt',
+      config: {
+        environment_id: 'unconfined',
+        mcp_servers: { probe: { command: realpathSync(process.execPath), args: ['mcp-probe.mjs'] } }
+      }
+    });
+    expect(record).toMatchObject({ state: 'SUCCEEDED', request_usage: { input_tokens: 3750 } });
+    const events = await transcript(ex, key, record.run_id as string);
+    expect(events).toContainEqual(expect.objectContaining({ kind: 'result', text: FINAL }));
+    const last = stub.turns().at(-1)!;
+    expect(JSON.stringify(last.body)).toContain('mcp__probe__echo_probe');
+    expect(readdirSync(join(ex.dataDir, 'homes'))).toEqual([]);
+  }, 300_000);
+});
+
 describe('a claude-code run that passes its max_cost_usd', () => {
   it('fails with budget_exceeded', async () => {
     const record = await run({
@@ -306,7 +325,12 @@ describe('the start-up check', () => {
     expect(report.problems).toEqual([]);
     const line =
       /^environment "(\w+)": claude-code CLI \S+claude runs in its sandbox, version 2\.1\.331 \(Claude Code\)$/;
-    expect(report.notes).toEqual([expect.stringMatching(line), expect.stringMatching(line)]);
+    const unconfined = line.source.replace('in its sandbox', 'unconfined');
+    expect(report.notes).toEqual([
+      expect.stringMatching(line),
+      expect.stringMatching(line),
+      expect.stringMatching(new RegExp(unconfined))
+    ]);
   });
 
   it('refuses a missing CLI, naming the command that installs it', () => {
