@@ -150,7 +150,8 @@ export const ERROR_CODES = {
   agent_rate_limited: {
     status: null,
     retryable: true,
-    meaning: "The agent CLI's model provider rate-limited it or was overloaded; the status message quotes the CLI."
+    meaning:
+      "The agent CLI's model provider rate-limited it or was overloaded; the status message quotes the CLI."
   },
   agent_model_not_found: {
     status: null,
