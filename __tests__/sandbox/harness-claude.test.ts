@@ -35,6 +35,8 @@ let repo: string;
 
 const REFUSED_MODEL = 'claude-refused-model';
 const COSTLY_MODEL = 'claude-costly-model';
+const MISSING_MODEL = 'claude-missing-model';
+const LIMITED_MODEL = 'claude-limited-model';
 
 /** The tool loop: a shell command that writes a file, then the answer; a 401 for REFUSED_MODEL. */
 function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthropicStub>[0]> {
@@ -43,6 +45,17 @@ function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthrop
       status: 401,
       error: { type: 'authentication_error', message: 'invalid x-api-key' },
       retry: true // as the real service answers: the CLI would retry for minutes
+    };
+  if (body.model === MISSING_MODEL)
+    return {
+      status: 404,
+      error: { type: 'not_found_error', message: `model: ${MISSING_MODEL}` },
+      retry: true
+    };
+  if (body.model === LIMITED_MODEL)
+    return {
+      status: 429,
+      error: { type: 'rate_limit_error', message: 'Number of requests has exceeded your rate limit' }
     };
   if (body.model === COSTLY_MODEL && !answersTool(body))
     return {
@@ -248,6 +261,26 @@ describe('a claude-code run whose key the model API refuses', () => {
     expect(String(record.status_message)).toMatch(/Claude Code: .*401.*authentication_failed/);
     // Stopped at the first refusal, not after the CLI's ten retries.
     expect(stub.turns().filter(turn => turn.body.model === REFUSED_MODEL).length).toBeLessThanOrEqual(2);
+  }, 300_000);
+});
+
+describe('a claude-code run the model API turns away', () => {
+  it('fails with agent_model_not_found for a model that does not exist', async () => {
+    const record = await run({
+      prompt: 'hello',
+      config: { environment_id: 'claude', model_id: MISSING_MODEL }
+    });
+    expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_model_not_found' });
+    expect(String(record.status_message)).toMatch(/^Claude Code: .*claude-missing-model/);
+  }, 300_000);
+
+  it('fails with agent_rate_limited when it is rate-limited', async () => {
+    const record = await run({
+      prompt: 'hello',
+      config: { environment_id: 'claude', model_id: LIMITED_MODEL }
+    });
+    expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_rate_limited' });
+    expect(String(record.status_message)).toMatch(/^Claude Code: /);
   }, 300_000);
 });
 
