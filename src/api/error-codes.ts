@@ -140,6 +140,35 @@ export const ERROR_CODES = {
     retryable: false,
     meaning:
       "The run's processes went past a limit of their sandbox (sandbox.memory or sandbox.processes); the status message names it."
+  },
+  agent_auth_failed: {
+    status: null,
+    retryable: false,
+    meaning:
+      "The agent CLI's model provider refused its credentials (a missing, wrong or revoked API key); the status message quotes the CLI."
+  },
+  agent_rate_limited: {
+    status: null,
+    retryable: true,
+    meaning:
+      "The agent CLI's model provider rate-limited it or was overloaded; the status message quotes the CLI."
+  },
+  agent_model_not_found: {
+    status: null,
+    retryable: false,
+    meaning:
+      "The model the run asked for (config.model_id or the environment's agent.model) does not exist for the agent CLI's provider."
+  },
+  agent_crashed: {
+    status: null,
+    retryable: false,
+    meaning:
+      'The agent CLI ended with an error of its own (or without a final answer); the status message quotes its last words.'
+  },
+  budget_exceeded: {
+    status: null,
+    retryable: false,
+    meaning: "The run's model usage cost more than its environment's max_cost_usd; the agent was stopped."
   }
 } as const satisfies Record<string, ErrorCodeInfo>;
 

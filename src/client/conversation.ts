@@ -192,6 +192,26 @@ function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
       case 'output':
         items.push({ type: 'output', text: str(event.text) ?? '' });
         break;
+      // A harness's tool call (input as JSON text) and its result.
+      case 'action': {
+        let input: unknown;
+        try {
+          input = JSON.parse(str(event.input) ?? 'null');
+        } catch {
+          input = undefined;
+        }
+        const command = isObject(input) ? str(input.command) : undefined;
+        if (command !== undefined) items.push({ type: 'command', command });
+        else
+          items.push({
+            type: 'event',
+            text: `${str(event.name) ?? 'tool'} ${str(event.input) ?? ''}`.trim()
+          });
+        break;
+      }
+      case 'action_result':
+        items.push({ type: 'output', text: str(event.output) ?? '' });
+        break;
       case 'file':
         items.push({ type: 'file', path: str(event.path) ?? '?', change: str(event.change) ?? 'changed' });
         break;

@@ -2,11 +2,13 @@
 // Adding a kind is its own file in this folder plus one line below.
 
 import { commandAgent } from './command.js';
+import { claudeCode } from './harness/claude.js';
+import { harnessKind } from './harness/kind.js';
 import { simulatedAgent } from './simulated.js';
 import type { AgentKind } from './types.js';
 
 export const AGENT_KINDS: ReadonlyMap<string, AgentKind> = new Map(
-  [simulatedAgent, commandAgent].map(kind => [kind.kind, kind])
+  [simulatedAgent, commandAgent, harnessKind(claudeCode)].map(kind => [kind.kind, kind])
 );
 
 /** The kind an environment's `agent.kind` names; undefined for a kind this executor lacks. */

@@ -24,6 +24,8 @@ export interface GroupOptions {
   cwd: string;
   env: Record<string, string>;
   signal: AbortSignal;
+  /** Stops the group too, while `signal` still names the run (a harness stopping its CLI early). */
+  stop?: AbortSignal;
   stdin?: string;
   /** A chunk of output; a returned promise pauses that stream until it settles (backpressure). */
   onStdout?: (chunk: Buffer) => void | Promise<void>;
@@ -79,12 +81,14 @@ export async function runInGroup(
     const forget = run?.record(child.pid) ?? (() => undefined);
     const stop = () => (run?.sandbox ? run.sandbox.stop(child.pid, KILL_GRACE_MS) : stopGroup(child.pid));
     options.signal.addEventListener('abort', stop, { once: true });
+    options.stop?.addEventListener('abort', stop, { once: true });
     let settled = false;
     const settle = (result: Omit<ProcessResult, 'durationMs'>) => {
       if (settled) return;
       settled = true;
       forget();
       options.signal.removeEventListener('abort', stop);
+      options.stop?.removeEventListener('abort', stop);
       resolve({ ...result, durationMs: Date.now() - started });
     };
     child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));

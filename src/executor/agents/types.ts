@@ -34,9 +34,17 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   signal: AbortSignal;
   /** Appends an event to the run's transcript. */
   record(kind: string, data: Record<string, unknown>): Promise<void>;
+  /** The run's `config` as created (model_id, base_prompt, mcp_servers, harness, …). */
+  runConfig?: Record<string, unknown>;
+  /** The run's own HOME on the host (what the sandbox shows as HOME), kept for the whole run. */
+  home?: string;
 }
 
-export type AgentResult = Omit<Outcome, 'state'> & { state: 'SUCCEEDED' | 'FAILED' };
+export type AgentResult = Omit<Outcome, 'state'> & {
+  state: 'SUCCEEDED' | 'FAILED';
+  /** The run's request_usage as the agent's harness measured it (stored over AGENT_USAGE_FILE's). */
+  request_usage?: Record<string, unknown>;
+};
 
 export interface AgentKind<C extends AgentConfig = AgentConfig> {
   kind: string;
@@ -53,6 +61,8 @@ export interface AgentKind<C extends AgentConfig = AgentConfig> {
    * (e.g. a program not on the PATH runs get). Each names the key, the bad value and the expected form.
    */
   check?(environment: AgentEnvironment<C>, at: string, processEnv: NodeJS.ProcessEnv): string[];
+  /** The `config.harness.type` a run of this kind may name (a harness kind); undefined: any. */
+  harnessType?: string;
   run(context: AgentContext<C>): Promise<AgentResult>;
 }
 

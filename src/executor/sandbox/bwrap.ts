@@ -44,6 +44,8 @@ export interface ConfineOptions {
   files?: [string, string][];
   /** The run's host user when the executor is root; the command must then start with `dropTo`. */
   user?: RunUser;
+  /** A host directory shown as HOME (kept across the run's processes); else HOME is an empty tmpfs. */
+  home?: string;
 }
 
 /**
@@ -115,7 +117,10 @@ export function bwrapArgs(options: ConfineOptions): string[] {
   for (const file of HIDDEN_ETC) if (existsSync(file)) args.push('--ro-bind', '/dev/null', file);
   // Made by root, /tmp and /dev/shm are open to all (sticky) so the run's user may write there.
   args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/dev/shm');
-  args.push('--perms', '1777', '--tmpfs', '/tmp', '--tmpfs', SANDBOX_HOME);
+  args.push('--perms', '1777', '--tmpfs', '/tmp');
+  if (options.home && existsSync(options.home))
+    args.push(...parentDirs(SANDBOX_HOME), '--bind', options.home, SANDBOX_HOME);
+  else args.push('--tmpfs', SANDBOX_HOME);
   for (const path of options.read.map(p => resolve(p)))
     if (existsSync(path)) args.push(...roBind(path, path));
   // What must be absent goes over whatever bound it, shortest path first so nested ones stay hidden;

@@ -33,6 +33,8 @@ export interface RunSandboxOptions {
   user?: RunUser;
   /** Directories given to `user` before the run's first process (its workspace and output folder). */
   own?: string[];
+  /** The run's own HOME on the host (shown as HOME inside, kept between its processes); else a tmpfs. */
+  home?: string;
 }
 
 export interface Wrapped {
@@ -123,7 +125,8 @@ export class RunSandbox {
       hide,
       network: sandbox.network === 'host' ? 'host' : 'none',
       files,
-      user: this.options.user
+      user: this.options.user,
+      home: this.options.home
     });
     const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
     const user = this.options.user;

@@ -21,12 +21,14 @@ export type ConversationBlock =
       input: { command: string };
       description?: string;
     }
+  | { type: 'action'; id: string; name: string; category: 'tool'; input: unknown }
   | {
       type: 'action_result';
       action_id: string;
       state: 'SUCCEEDED' | 'FAILED';
       output: { exit_code: number | null; output: string; duration_ms?: number };
     }
+  | { type: 'action_result'; action_id: string; state: 'SUCCEEDED' | 'FAILED'; output: { output: string } }
   | { type: 'event'; event_type: string; [field: string]: unknown };
 
 export interface ConversationMessage {
@@ -56,7 +58,8 @@ const EVENT_TYPES: Record<string, string> = {
   diff: 'changes',
   artifact: 'artifact_published',
   exit: 'agent_exit',
-  notice: 'notice'
+  notice: 'notice',
+  agent_session: 'agent_session'
 };
 
 export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Conversation {
@@ -103,6 +106,24 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
         });
         break;
       }
+      // A harness's tool call (Claude Code's Bash, Write, an MCP tool…) and its result, by the CLI's id.
+      case 'action':
+        add(messages, 'assistant', at, {
+          type: 'action',
+          id: String(data.id ?? `action-${seq}`),
+          name: String(data.name ?? 'tool'),
+          category: 'tool',
+          input: parsedInput(data.input)
+        });
+        break;
+      case 'action_result':
+        add(messages, 'tool', at, {
+          type: 'action_result',
+          action_id: String(data.id ?? ''),
+          state: data.ok === false ? 'FAILED' : 'SUCCEEDED',
+          output: { output: String(data.output ?? '') }
+        });
+        break;
       default:
         add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[kind] ?? kind });
     }
@@ -112,6 +133,16 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
   if (run.started_at !== null) step.started_at = run.started_at;
   if (run.completed_at !== null) step.completed_at = run.completed_at;
   return { conversation_id: run.run_id, steps: [step] };
+}
+
+/** A harness stores a tool's input as bounded JSON text: the value again when it is whole. */
+function parsedInput(input: unknown): unknown {
+  if (typeof input !== 'string') return input;
+  try {
+    return JSON.parse(input) as unknown;
+  } catch {
+    return input;
+  }
 }
 
 function add(

@@ -6,7 +6,9 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
 import type { RunStore } from '../store/types.js';
+import { checkHarnessClis } from '../agents/harness/startup.js';
 import { checkSandboxes } from '../sandbox/startup.js';
+import { StartupCheckError } from '../worker/preflight.js';
 import { WorkerPool } from '../worker/pool.js';
 import { type Role, buildApp } from './app.js';
 import { RateLimiter } from './auth.js';
@@ -52,6 +54,10 @@ export async function startExecutor(
   // A node that runs work refuses environments it cannot confine (unless they say `sandbox: off`).
   const sandboxNotes: string[] = [];
   const sandboxWarnings = role === 'api' ? [] : checkSandboxes(config, sandboxNotes);
+  // Each harness's CLI (claude, …): found, runnable in the sandbox, its version stated.
+  const clis = role === 'api' ? { notes: [], problems: [] } : checkHarnessClis(config.environments);
+  if (clis.problems.length > 0) throw new StartupCheckError(`refusing to start: ${clis.problems.join('; ')}`);
+  sandboxNotes.push(...clis.notes);
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
   const context = await serverContext(config, store, publicUrl);

@@ -5,7 +5,8 @@
 // runs/outcomes.ts decides its outcome, which the pool writes.
 
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
@@ -104,6 +105,16 @@ function publishes(run: StoredRun): boolean {
   }
 }
 
+/** The run's create config as an object (an unreadable one as empty). */
+function runConfigOf(run: StoredRun): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(run.config);
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The variables the environment passes from the executor's environment, by name. */
 function passedVariables(environment: EnvironmentConfig): Record<string, string> {
   return Object.fromEntries(
@@ -132,6 +143,10 @@ interface Ran {
   outputs?: RunOutputs;
   sandbox?: RunSandbox;
   measure?: () => Promise<number>;
+  /** The run's own HOME (harness kinds), removed once the run's outputs are kept. */
+  home?: string;
+  /** The run's request_usage as its harness measured it from the CLI's stream. */
+  usage?: Record<string, unknown>;
 }
 
 /**
@@ -143,7 +158,17 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
   const ran: Partial<Ran> = {};
+  // A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
+  // shown as HOME in the sandbox; other kinds get an empty HOME per process.
+  const home = agentKindOf(environment.agent.kind)?.harnessType
+    ? join(config.dataDir, 'homes', run.run_id)
+    : undefined;
+  ran.home = home;
   try {
+    if (home) {
+      rmSync(home, { recursive: true, force: true });
+      mkdirSync(home, { recursive: true, mode: 0o700 });
+    }
     const workspace = await createWorkspace(
       environment,
       config.dataDir,
@@ -166,7 +191,8 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
         read: workspace.borrowed,
         write: [outputs.dir],
         user,
-        own: [workspace.root, outputs.dir]
+        own: [workspace.root, outputs.dir, ...(home ? [home] : [])],
+        home
       },
       controller.signal
     );
@@ -189,9 +215,11 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
       agent: environment.agent,
       env: { ...env, ...outputs.env },
       signal: controller.signal,
-      record
+      record,
+      runConfig: runConfigOf(run),
+      home
     });
-    return { ...ran, ended };
+    return { ...ran, ended, usage: ended.request_usage };
   } catch (error) {
     log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
     // An error that knows its outcome says so (a source over the quota); any other could not run.
@@ -210,7 +238,7 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
  */
 export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   const { run, environment, config, controller, record, log, store } = options;
-  const { ended, workspace, outputs, sandbox, measure } = await runSteps(options);
+  const { ended, workspace, outputs, sandbox, measure, home, usage } = await runSteps(options);
   await record
     .flush?.()
     .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
@@ -262,6 +290,12 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
       return undefined;
     });
   }
+  // What the harness measured from the CLI's own stream outranks a file the agent could write.
+  if (usage)
+    await store
+      .setRequestUsage(run.run_id, JSON.stringify(usage))
+      .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not store the usage'));
+  if (home) rmSync(home, { recursive: true, force: true });
   // After a success only: its changes as a branch and a pull request, unless the create request
   // said `config.publish: false` (it may turn publishing off, never choose where to).
   const base = workspace?.base;

@@ -22,6 +22,7 @@ import {
   RunRecordSchema,
   TranscriptSchema
 } from '../../../api/schemas.js';
+import { agentKindOf } from '../../agents/index.js';
 import type { StoredRun } from '../../store/types.js';
 import { type Principal, authenticate } from '../auth.js';
 import type { ServerContext } from '../context.js';
@@ -91,13 +92,15 @@ export async function runRoutes(
         throw new ProblemError('invalid_request', 'the body is nested too deeply');
       throw error;
     }
-    if (!config.environments.some(env => env.id === environmentId)) {
+    const environment = config.environments.find(env => env.id === environmentId);
+    if (!environment) {
       const known = config.environments.map(env => env.id).join(', ');
       throw new ProblemError(
         'environment_not_found',
         `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`
       );
     }
+    harnessProblem(body.config, environment.agent.kind);
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
     if (key !== undefined && !isValidIdempotencyKey(key)) {
@@ -244,6 +247,28 @@ const SERVER_FIELDS = new Set([
   'request_usage',
   'artifacts'
 ]);
+
+/**
+ * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
+ * serves one: claude-code serves `claude`); other kinds run whatever they were given.
+ */
+function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
+  const harness = runConfig.harness;
+  if (harness === undefined || harness === null) return;
+  const type = typeof harness === 'object' ? (harness as { type?: unknown }).type : undefined;
+  if (
+    typeof harness !== 'object' ||
+    Array.isArray(harness) ||
+    (type !== undefined && typeof type !== 'string')
+  )
+    throw new ProblemError('invalid_field', 'config.harness: expected an object such as {"type": "claude"}');
+  const serves = agentKindOf(kind)?.harnessType;
+  if (type === undefined || serves === undefined || type === serves) return;
+  throw new ProblemError(
+    'invalid_field',
+    `config.harness.type ${JSON.stringify(type.slice(0, 40))}: this environment runs the ${kind} agent, which serves harness type ${JSON.stringify(serves)}`
+  );
+}
 
 /** The body's fields beyond prompt, config and title, kept (metadata, skill, …) unless the server owns them. */
 function extraFields(body: Record<string, unknown>): Record<string, unknown> {

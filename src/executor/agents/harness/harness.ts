@@ -1,0 +1,270 @@
+// The generic harness: runs one agent CLI (described by its HarnessSpec) for a run, in the run's
+// sandbox and workspace, and turns its structured stream into the run's transcript as it arrives:
+// assistant text, each tool call as an `action` with its `action_result`, file edits, the final
+// answer. It writes the CLI's home files as the run's own user (never as the executor through a
+// folder the run controls), adds up the usage the CLI reports into the run's request_usage, stops
+// the CLI when its cost passes max_cost_usd or when its translator already knows the run failed,
+// and ends a failed run with the CLI's own words and a distinct error code, secrets removed.
+
+import { StringDecoder } from 'node:string_decoder';
+import type { ErrorCode } from '../../../api/index.js';
+import { SANDBOX_HOME } from '../../sandbox/bwrap.js';
+import { runOf } from '../../sandbox/index.js';
+import { runInGroup } from '../shell.js';
+import type { AgentContext, AgentResult } from '../types.js';
+import type { HarnessAgentConfig } from './kind.js';
+import { harnessInput, programOf } from './input.js';
+import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
+
+/** Characters of a tool's input or output kept in the transcript. */
+export const MAX_ACTION_CHARS = 16 * 1024;
+/** Characters of the CLI's stderr end kept for a failure's message. */
+const STDERR_TAIL_CHARS = 4 * 1024;
+/** Longest stdout line read as one JSON value; a longer one is cut and skipped. */
+const MAX_LINE_CHARS = 8 * 1024 * 1024;
+/** Recorded events not yet stored, past which the CLI's pipe waits (backpressure). */
+const MAX_PENDING = 64;
+/** Variables every CLI needs besides those the environment lists. */
+const BASE_VARIABLES = ['PATH', 'LANG', 'TERM', 'TZ'];
+
+/** Counts as the service names them, plus token counts. */
+export interface HarnessUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_usd?: number;
+}
+
+/** Replaces every secret value in `text` (longest first, so one inside another goes whole). */
+export function redact(text: string, secrets: string[]): string {
+  let out = text;
+  for (const secret of secrets) out = out.split(secret).join('[redacted]');
+  return out;
+}
+
+function bound(text: string, max = MAX_ACTION_CHARS): string {
+  return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
+}
+
+/** The service's request_usage fields, extended with the token counts. */
+export function requestUsage(usage: HarnessUsage): Record<string, unknown> {
+  const total = usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+  const out: Record<string, unknown> = {
+    total_tokens: total,
+    input_tokens: usage.input_tokens,
+    output_tokens: usage.output_tokens,
+    cache_read_tokens: usage.cache_read_tokens,
+    cache_write_tokens: usage.cache_write_tokens
+  };
+  if (usage.cost_usd !== undefined) out.inference_cost_usd = Number(usage.cost_usd.toFixed(6));
+  return out;
+}
+
+/** Runs the CLI of `spec` for one run. */
+export async function runHarness(
+  spec: HarnessSpec,
+  context: AgentContext<HarnessAgentConfig>
+): Promise<AgentResult> {
+  const sandboxed = runOf(context.signal)?.sandbox !== undefined;
+  // The CLI sees its HOME at the sandbox's path; without a sandbox, at the run's host folder.
+  const home = sandboxed ? SANDBOX_HOME : (context.home ?? context.workspace);
+  const input = harnessInput(context, home);
+  const listed = { ...context.env };
+  const cliEnv = spec.env(input, listed);
+  const base: Record<string, string> = {};
+  for (const name of BASE_VARIABLES) if (process.env[name] !== undefined) base[name] = process.env[name]!;
+  const env = { ...base, ...cliEnv, HOME: home };
+  const secrets = secretsOf(listed, cliEnv, input.mcpServers);
+
+  const files = spec.homeFiles(input);
+  for (const [path, content] of Object.entries(files)) {
+    const failure = await writeHomeFile(context, env, `${home}/${path}`, content);
+    if (failure) return failed('agent_crashed', redact(failure, secrets));
+  }
+
+  const { program, prefix } = programOf(context.agent, spec);
+  const translator = spec.translator();
+  const stopper = new AbortController();
+  let early: HarnessFailure | undefined;
+  const usage: HarnessUsage = {
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0
+  };
+  let costSeen = false;
+  let answered = false;
+  let stderrTail = '';
+  let pending = 0;
+  let writing: Promise<void> = Promise.resolve();
+  const store = (kind: string, data: Record<string, unknown>) => {
+    pending++;
+    writing = writing.then(() => context.record(kind, data)).finally(() => pending--);
+  };
+
+  const take = (event: HarnessEvent) => {
+    switch (event.type) {
+      case 'text':
+        if (event.text.trim() !== '') store('message', { text: redact(event.text, secrets) });
+        break;
+      case 'action':
+        store('action', {
+          id: event.id,
+          name: event.name,
+          input: redact(bound(JSON.stringify(event.input ?? null)), secrets)
+        });
+        break;
+      case 'action_result':
+        store('action_result', { id: event.id, ok: event.ok, output: redact(bound(event.output), secrets) });
+        break;
+      case 'file_edit':
+        store('file', {
+          path: relativePath(event.path, context.workspace),
+          change: 'modified',
+          source: 'agent'
+        });
+        break;
+      case 'final':
+        answered = true;
+        store('result', { text: redact(event.text, secrets), source: spec.kind });
+        break;
+      case 'usage':
+        usage.input_tokens += event.input_tokens;
+        usage.output_tokens += event.output_tokens;
+        usage.cache_read_tokens += event.cache_read_tokens ?? 0;
+        usage.cache_write_tokens += event.cache_write_tokens ?? 0;
+        if (event.cost_usd !== undefined) {
+          costSeen = true;
+          usage.cost_usd = (usage.cost_usd ?? 0) + event.cost_usd;
+        }
+        break;
+      case 'session':
+        store('agent_session', { harness: spec.kind, session_id: event.id });
+        break;
+    }
+  };
+
+  const stop = (failure: HarnessFailure) => {
+    early ??= failure;
+    stopper.abort();
+  };
+  const onLine = (line: string) => {
+    if (line.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
+      store('output', { stream: 'stdout', text: redact(bound(line), secrets) + '\n' });
+      return;
+    }
+    for (const event of translator.line(value)) take(event);
+    const max = context.agent.max_cost_usd;
+    if (max !== undefined && (usage.cost_usd ?? 0) > max)
+      stop({
+        code: 'budget_exceeded',
+        message: `the run's model usage cost $${usage.cost_usd!.toFixed(4)}, over max_cost_usd $${max}`
+      });
+    const known = translator.stopWith?.();
+    if (known) stop(known);
+  };
+
+  const decoder = new StringDecoder('utf8');
+  let partial = '';
+  const onStdout = (chunk: Buffer) => {
+    partial += decoder.write(chunk);
+    let newline = partial.indexOf('\n');
+    while (newline >= 0) {
+      onLine(partial.slice(0, newline));
+      partial = partial.slice(newline + 1);
+      newline = partial.indexOf('\n');
+    }
+    if (partial.length > MAX_LINE_CHARS) partial = '';
+    return pending > MAX_PENDING ? writing : undefined;
+  };
+  const errDecoder = new StringDecoder('utf8');
+  const onStderr = (chunk: Buffer) => {
+    stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-STDERR_TAIL_CHARS);
+  };
+
+  const result = await runInGroup(program, [...prefix, ...spec.args(input)], {
+    cwd: context.workspace,
+    env,
+    signal: context.signal,
+    stop: stopper.signal,
+    stdin: spec.stdin(input),
+    onStdout,
+    onStderr
+  });
+  onLine(partial + decoder.end());
+  await writing;
+  const measured = usage.input_tokens + usage.output_tokens > 0 || costSeen ? requestUsage(usage) : undefined;
+  const withUsage = (outcome: AgentResult): AgentResult =>
+    measured ? { ...outcome, request_usage: measured } : outcome;
+
+  if (result.spawnError) {
+    const why = result.spawnError.code === 'ENOENT' ? 'not found' : result.spawnError.message;
+    return failed(
+      'agent_crashed',
+      `${spec.kind} CLI ${JSON.stringify(program)} could not start: ${why}; install it with \`${spec.install}\` or set agent.command`
+    );
+  }
+  if (context.signal.aborted) return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
+  const failure = early ?? translator.finish(result.exitCode, redact(stderrTail, secrets));
+  if (failure) return withUsage(failed(failure.code, redact(failure.message, secrets)));
+  if (result.exitCode !== 0) {
+    const how =
+      result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
+    const tail = redact(stderrTail.trim(), secrets);
+    return withUsage(failed('agent_crashed', `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`));
+  }
+  if (!answered) return withUsage(failed('agent_crashed', `${spec.kind} ended without a final answer`));
+  return withUsage({ state: 'SUCCEEDED' });
+}
+
+function failed(code: ErrorCode, message: string): AgentResult {
+  return { state: 'FAILED', error_code: code, status_message: message };
+}
+
+/** The values no event, log or message may show: listed variables, the CLI's, MCP servers' env and headers. */
+function secretsOf(
+  listed: Record<string, string>,
+  cliEnv: Record<string, string>,
+  mcp: Record<string, { env?: Record<string, string>; headers?: Record<string, string> }> | undefined
+): string[] {
+  const values = [...Object.values(listed), ...Object.values(cliEnv)];
+  for (const server of Object.values(mcp ?? {}))
+    values.push(...Object.values(server.env ?? {}), ...Object.values(server.headers ?? {}));
+  // Short values (a port, `1`) are settings, not secrets, and would blank out ordinary text.
+  const secrets = values.filter(value => value.length >= 8 && !/^(https?:\/\/|\/)/.test(value));
+  return [...new Set(secrets)].sort((a, b) => b.length - a.length);
+}
+
+function relativePath(path: string, workspace: string): string {
+  const prefix = workspace.endsWith('/') ? workspace : `${workspace}/`;
+  return path.startsWith(prefix) ? path.slice(prefix.length) : path;
+}
+
+/**
+ * Writes one file of the CLI's home as the run's own user, inside its sandbox: a link the run left
+ * in its home can then reach nothing the run could not write anyway. The content goes on stdin.
+ */
+async function writeHomeFile(
+  context: AgentContext<HarnessAgentConfig>,
+  env: Record<string, string>,
+  path: string,
+  content: string
+): Promise<string | undefined> {
+  let errors = '';
+  const script = 'umask 077 && mkdir -p -- "$(dirname -- "$1")" && cat > "$1"';
+  const result = await runInGroup('/bin/sh', ['-c', script, 'sh', path], {
+    cwd: context.workspace,
+    env,
+    signal: context.signal,
+    stdin: content,
+    onStderr: chunk => void (errors += chunk.toString('utf8'))
+  });
+  if (result.exitCode === 0) return undefined;
+  return `could not write ${path} in the run's home: ${errors.trim() || result.spawnError?.message || `exit ${result.exitCode}`}`;
+}

@@ -1,0 +1,100 @@
+// What a harness run is given, read from the run's create config and the environment: the model
+// (config.model_id, then config.harness.model_id, then the environment's agent.model), the base
+// prompt, the MCP servers (the service's shape, checked here), and which program runs the CLI.
+
+import { closeSync, openSync, readSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import type { AgentContext } from '../types.js';
+import type { HarnessAgentConfig } from './kind.js';
+import type { HarnessInput, HarnessSpec, McpServer } from './spec.js';
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value.trim() !== '' ? value : undefined;
+}
+
+function stringMap(value: unknown): Record<string, string> | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value).filter(([, v]) => typeof v === 'string') as [string, string][];
+  return Object.fromEntries(entries);
+}
+
+/** config.mcp_servers as the harness passes them on: stdio `{command, args, env}` or remote `{url, headers}`. */
+export function mcpServersOf(value: unknown): Record<string, McpServer> | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const servers: Record<string, McpServer> = {};
+  for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) continue;
+    const server = raw as Record<string, unknown>;
+    const command = text(server.command);
+    const url = text(server.url);
+    if (command) {
+      const args = Array.isArray(server.args) ? server.args.filter(a => typeof a === 'string') : [];
+      servers[name] = { command, args, env: stringMap(server.env) ?? {} };
+    } else if (url) servers[name] = { url, headers: stringMap(server.headers) ?? {} };
+  }
+  return Object.keys(servers).length > 0 ? servers : undefined;
+}
+
+/** The harness input of a run; `home` is the path the CLI sees as HOME. */
+export function harnessInput(context: AgentContext<HarnessAgentConfig>, home: string): HarnessInput {
+  const config = context.runConfig ?? {};
+  const harness = (config.harness ?? {}) as Record<string, unknown>;
+  return {
+    prompt: context.prompt,
+    model: text(config.model_id) ?? text(harness.model_id) ?? context.agent.model,
+    basePrompt: text(config.base_prompt),
+    mcpServers: mcpServersOf(config.mcp_servers),
+    home,
+    workspace: context.workspace,
+    extraArgs: context.agent.args,
+    maxCostUsd: context.agent.max_cost_usd
+  };
+}
+
+/** Whether `file` is a script run by node (`#!/usr/bin/env node`, `#!/usr/bin/node`). */
+function isNodeScript(file: string): boolean {
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      const head = Buffer.alloc(128);
+      const bytes = readSync(fd, head, 0, head.length, 0);
+      const line = head.subarray(0, bytes).toString('utf8').split('\n')[0]!;
+      return line.startsWith('#!') && /\bnode\b/.test(line);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+}
+
+/** `program` on `path` (or itself when it names a path), or undefined. */
+export function findOnPath(program: string, path: string): string | undefined {
+  if (program.includes('/')) return program;
+  for (const dir of path.split(delimiter)) {
+    if (!isAbsolute(dir)) continue;
+    const file = join(dir, program);
+    try {
+      closeSync(openSync(file, 'r'));
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The program that runs the CLI and the arguments before the spec's: agent.command, else the
+ * spec's usual name. A CLI that is a node script runs on the executor's own node (Node 24; the
+ * machine's may be too old for it).
+ */
+export function programOf(
+  agent: HarnessAgentConfig,
+  spec: HarnessSpec
+): { program: string; prefix: string[] } {
+  const [program = spec.defaultProgram, ...prefix] = agent.command;
+  const found = findOnPath(program, process.env.PATH ?? '');
+  if (found && isNodeScript(found)) return { program: process.execPath, prefix: [found, ...prefix] };
+  return { program, prefix };
+}

@@ -1,0 +1,76 @@
+// The start-up look at each harness environment's CLI, for a node that runs work: the program is
+// found (agent.command, else the CLI's usual name on the PATH), it starts in a sandbox shaped like a
+// run's (as the run's user, nothing but its own file visible besides the system) and prints its
+// version, which the start-up log states. A missing CLI is refused earlier, by the kind's own check
+// (kind.ts), with the command that installs it; one that is there but cannot run is refused here.
+
+import { spawnSync } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { EnvironmentConfig } from '../../config.js';
+import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from '../../sandbox/bwrap.js';
+import { dropTo, runUser } from '../../sandbox/user.js';
+import { agentKindOf } from '../index.js';
+import { claudeCode } from './claude.js';
+import type { HarnessAgentConfig } from './kind.js';
+import { findOnPath, programOf } from './input.js';
+import type { HarnessSpec } from './spec.js';
+
+/** The specs by kind; the other harnesses join here as they are registered. */
+const SPECS: Record<string, HarnessSpec> = { [claudeCode.kind]: claudeCode };
+
+export interface HarnessCliReport {
+  /** One line per harness environment: its CLI, where it is, its version. */
+  notes: string[];
+  /** CLIs found but not runnable: the executor refuses to start on these. */
+  problems: string[];
+}
+
+/** Runs each harness environment's CLI with its version flag, confined as a run would be. */
+export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliReport {
+  const report: HarnessCliReport = { notes: [], problems: [] };
+  for (const environment of environments) {
+    const spec = SPECS[environment.agent.kind];
+    if (!spec || !agentKindOf(environment.agent.kind)?.harnessType) continue;
+    const agent = environment.agent as HarnessAgentConfig;
+    const { program, prefix } = programOf(agent, spec);
+    const found = findOnPath(program, process.env.PATH ?? '');
+    if (!found) continue; // refused by the kind's check, with the install command
+    const file = realpathSync(found);
+    const args = [...prefix, ...(spec.versionArgs ?? ['--version'])];
+    let command = [file, ...args];
+    if (environment.sandbox.enabled) {
+      const user = runUser(environment.sandbox.user);
+      const read = [
+        file,
+        ...prefix.filter(arg => arg.startsWith('/')).map(arg => dirname(realpathSync(arg)))
+      ];
+      const confine = bwrapArgs({ workspace: '/tmp', read, write: [], hide: [], network: 'none', user });
+      const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
+      command = [bwrapProgram(), ...confine, '--', ...inner];
+    }
+    const result = spawnSync(command[0]!, command.slice(1), {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: SANDBOX_HOME,
+        LANG: process.env.LANG ?? 'C.UTF-8'
+      }
+    });
+    const at = `environment ${JSON.stringify(environment.id)}`;
+    const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
+    if (result.status === 0) {
+      const version = result.stdout.trim().split('\n')[0] ?? '';
+      report.notes.push(`${at}: ${spec.kind} CLI ${found} runs ${where}, version ${version}`);
+    } else {
+      const why =
+        result.error?.message ??
+        (result.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${result.status}`);
+      report.problems.push(
+        `${at}: the ${spec.kind} CLI ${found} does not run ${where} (${why}); reinstall it with \`${spec.install}\``
+      );
+    }
+  }
+  return report;
+}
