@@ -46,10 +46,7 @@ export interface Conversation {
 export interface TranscriptEntry {
   seq: number;
   at?: string;
-  /**
-   * `state`, `message`, `command`, `output`, `file`, `diff`, `exit`, `setup`, `truncated` (output
-   * dropped between the head and the tail), or one this code has never seen.
-   */
+  /** One of `EVENT_KINDS` (./events.ts, each with its fields), or one this code has never seen. */
   kind: string;
   [field: string]: unknown;
 }

@@ -11,6 +11,7 @@ import {
   RunRecordSchema,
   TranscriptSchema
 } from './schemas.js';
+import { KnownEventSchema } from './event-schemas.js';
 import { KNOWN_STATES } from './run.js';
 
 const json = (schema: unknown) => ({ 'application/json': { schema } });
@@ -266,6 +267,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         RunRecord: RunRecordSchema,
         ListRunsResponse: ListRunsResponseSchema,
         Transcript: TranscriptSchema,
+        TranscriptEventKinds: KnownEventSchema,
         Conversation: ConversationSchema,
         ConversationStep: ConversationStepSchema,
         Artifact: ArtifactSchema,

@@ -5,6 +5,7 @@
 // right type still broke ("prompt: must not be empty").
 
 import Type, { type Static } from 'typebox';
+import { EVENT_KINDS } from './events.js';
 import { KNOWN_STATES } from './run.js';
 import type { CreateRunRequest, ListRunsResponse, Problem, RunRecord } from './run.js';
 
@@ -185,7 +186,7 @@ export const TranscriptEventSchema = Type.Object(
     seq: Type.Integer(),
     at: Timestamp,
     kind: Type.String({
-      description: 'state, message, output, command, setup, file, diff, exit, result, notice, truncated, …'
+      description: `${EVENT_KINDS.join(', ')}, or a kind a newer version adds (see TranscriptEventKinds for each kind's fields)`
     })
   },
   { additionalProperties: true }

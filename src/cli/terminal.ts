@@ -129,6 +129,11 @@ export class Terminal {
           break;
         case 'event':
           lines.push(this.paint('2', `event ${item.text}`));
+          break;
+        default:
+          // Every item type has its case (a new one does not compile until it is drawn here); a
+          // transcript kind this code does not know arrives as an `event` item.
+          item satisfies never;
       }
     }
     return lines;

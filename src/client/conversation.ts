@@ -14,7 +14,7 @@ import type {
   Transcript,
   TranscriptEntry
 } from '../api/index.js';
-import { describeValue } from '../api/index.js';
+import { type AnyEvent, describeValue, known, otherKind } from '../api/index.js';
 import { AgentRunError } from './errors.js';
 import { ParseError, type Run } from './parse.js';
 
@@ -170,27 +170,34 @@ export function itemsFromTranscript(events: TranscriptEntry[], seen = new SeenIt
   return seen.fresh(transcriptItems(events));
 }
 
+/**
+ * The progress items of transcript events. The switch has a case for every kind of src/api/events.ts
+ * (a new kind does not compile until it has one); a kind this code has never seen (a newer service)
+ * becomes an `event` item with its text or its name. Fields are read as tolerantly as the rest: the
+ * service is not ours.
+ */
 function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
   const items: ProgressItem[] = [];
   for (const event of events) {
-    switch (event.kind) {
+    const e = known(event);
+    switch (e.kind) {
       case 'message':
-        items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '' });
+        items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '' });
         break;
       case 'result':
-        items.push({ type: 'text', role: 'assistant', text: str(event.text) ?? '', final: true });
+        items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '', final: true });
         break;
       case 'command':
       case 'setup':
         items.push({
           type: 'command',
-          command: `${event.kind === 'setup' ? '(setup) ' : ''}${str(event.command) ?? ''}`,
-          exitCode: typeof event.exit_code === 'number' ? event.exit_code : null,
-          output: str(event.output)
+          command: `${e.kind === 'setup' ? '(setup) ' : ''}${str(e.command) ?? ''}`,
+          exitCode: typeof e.exit_code === 'number' ? e.exit_code : null,
+          output: str(e.output)
         });
         break;
       case 'output':
-        items.push({ type: 'output', text: str(event.text) ?? '' });
+        items.push({ type: 'output', text: str(e.text) ?? '' });
         break;
       // A harness's tool call (input as JSON text) and its result.
       case 'action': {
@@ -213,31 +220,54 @@ function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
         items.push({ type: 'output', text: str(event.output) ?? '' });
         break;
       case 'file':
-        items.push({ type: 'file', path: str(event.path) ?? '?', change: str(event.change) ?? 'changed' });
+        items.push({ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' });
         break;
       case 'diff': {
-        const files = Array.isArray(event.files) ? event.files.filter(isObject) : [];
+        const files = Array.isArray(e.files) ? (e.files as unknown[]).filter(isObject) : [];
         for (const file of files) {
           items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
         }
-        if (typeof event.more_files === 'number' && event.more_files > 0)
-          items.push({ type: 'event', text: `${event.more_files} more files changed (not listed)` });
+        if (typeof e.more_files === 'number' && e.more_files > 0)
+          items.push({ type: 'event', text: `${e.more_files} more files changed (not listed)` });
         break;
       }
       case 'state':
-        items.push({ type: 'state', state: str(event.state) ?? '?', message: str(event.status_message) });
+        items.push({ type: 'state', state: str(e.state) ?? '?', message: str(e.status_message) });
         break;
       case 'exit':
-        items.push({ type: 'event', text: `agent exited with code ${String(event.exit_code)}` });
+        items.push({ type: 'event', text: `agent exited with code ${String(e.exit_code)}` });
         break;
       case 'artifact': {
-        const name = str(event.filename) ?? str(event.title) ?? str(event.url) ?? '';
-        const uid = str(event.artifact_uid);
+        const loose = e as AnyEvent;
+        const name = str(e.filename) ?? str(loose.title) ?? str(loose.url) ?? '';
+        const uid = str(e.artifact_uid);
         items.push({ type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() });
         break;
       }
-      default:
-        items.push({ type: 'event', text: str(event.text) ?? event.kind });
+      case 'notice':
+      case 'truncated':
+      case 'omitted':
+        items.push({ type: 'event', text: str(e.text) ?? e.kind });
+        break;
+      case 'warning':
+        items.push({ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() });
+        break;
+      case 'agent_session':
+        items.push({ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() });
+        break;
+      case 'publish': {
+        const pr = str(e.pull_request_url);
+        const branch = str(e.branch);
+        items.push({
+          type: 'event',
+          text: `published${branch ? ` to branch ${branch}` : ''}${pr ? `, pull request ${pr}` : ''}`
+        });
+        break;
+      }
+      default: {
+        const other = otherKind(e);
+        items.push({ type: 'event', text: str(other.text) ?? other.kind });
+      }
     }
   }
   return items;

@@ -6,13 +6,14 @@
 // replaced by one `omitted` event: "… N more events, see the transcript", at the place of the
 // first one left out. Memory stays within the budget plus one page, however long the transcript.
 
+import type { EventKind } from '../../api/events.js';
 import type { RunStore, TranscriptEvent } from '../store/types.js';
 
 /** Bytes of events one response shows at most (besides the kinds always kept). */
 export const SHOWN_EVENT_BYTES = 1024 * 1024;
 const PAGE_EVENTS = 200;
 /** Kinds that say how a run went: few per run, each bounded, always shown. */
-const KEPT_KINDS = new Set([
+const KEPT_KINDS: ReadonlySet<string> = new Set<EventKind>([
   'state',
   'exit',
   'result',

@@ -2,13 +2,16 @@
 // /agent/runs/{id}/conversation), built from the transcript: steps → messages → content blocks
 // `text`, `action`, `action_result` and `event`. The prompt is the user's message; agent text and a
 // command agent's standard output are the assistant's; each command is an action with its result;
-// everything else (file changes, published artifacts, state changes) is an event. Messages come in
-// transcript order; the agent's final answer (a `result` event, recorded after everything the agent
-// said) is the last assistant text block, so a client takes it from there. A pure function of the run and its events: no store, no I/O.
+// everything else (file changes, published artifacts, state changes) is an event. The switch has a
+// case for every kind of src/api/events.ts (a new kind does not compile until it has one). Messages
+// come in transcript order; the agent's final answer (a `result` event, recorded after everything
+// the agent said) is the last assistant text block, so a client takes it from there. A pure function
+// of the run and its events: no store, no I/O.
 //
 // The types are the executor's own output types (src/api has no conversation types yet); they
 // follow the service's shapes and a client reads them as tolerantly as the rest.
 
+import { type EventKind, known, otherKind } from '../../api/events.js';
 import type { StoredRun, TranscriptEvent } from '../store/types.js';
 
 export type ConversationBlock =
@@ -51,15 +54,13 @@ export interface Conversation {
   steps: ConversationStep[];
 }
 
-/** Transcript kinds that become event blocks, and the event_type they get there. */
-const EVENT_TYPES: Record<string, string> = {
+/** Transcript kinds that become event blocks, and the event_type they get there (else their kind). */
+const EVENT_TYPES: { readonly [K in EventKind]?: string } = {
   state: 'state_change',
   file: 'file_change',
   diff: 'changes',
   artifact: 'artifact_published',
-  exit: 'agent_exit',
-  notice: 'notice',
-  agent_session: 'agent_session'
+  exit: 'agent_exit'
 };
 
 export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Conversation {
@@ -67,8 +68,10 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
     { role: 'user', timestamp: run.created_at, content: [{ type: 'text', text: run.prompt }] }
   ];
   for (const event of events) {
-    const { seq, at, kind, ...data } = event;
-    switch (kind) {
+    const e = known(event);
+    const { seq, at, kind, ...rest } = e;
+    const data = rest as Record<string, unknown>;
+    switch (e.kind) {
       case 'result':
         placeAnswer(messages, String(data.text ?? ''), at);
         break;
@@ -124,8 +127,22 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
           output: { output: String(data.output ?? '') }
         });
         break;
+      case 'state':
+      case 'file':
+      case 'diff':
+      case 'artifact':
+      case 'exit':
+      case 'notice':
+      case 'warning':
+      case 'truncated':
+      case 'omitted':
+      case 'publish':
+      case 'agent_session':
+        add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[e.kind] ?? e.kind });
+        break;
       default:
-        add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[kind] ?? kind });
+        // A kind a newer executor wrote into the same store: an event named by its kind.
+        add(messages, 'system', at, { ...data, type: 'event', event_type: otherKind(e).kind });
     }
   }
   const step: ConversationStep = { id: run.run_id, messages, steps: [] };

@@ -8,9 +8,22 @@ import type { StoredRun } from '../../store/types.js';
 export { isTerminalState } from '../../../api/run.js';
 export const STATES = ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 
-/** Escapes text for HTML content and quoted attribute values. */
+/** Terminal colour and cursor sequences (ESC [ … letter), which agents' output is full of. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const TERMINAL_SEQUENCES = /\u001b\[[0-?]*[ -/]*[@-~]/g;
+/** Control characters other than tab, line feed and carriage return (C0, DEL and C1). */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+
+/**
+ * Escapes text for HTML content and quoted attribute values. Terminal sequences are dropped and any
+ * other control character becomes U+FFFD, so nothing invisible of an agent's output reaches a page.
+ */
 export function esc(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
+  return String(value ?? '')
+    .replace(TERMINAL_SEQUENCES, '')
+    .replace(CONTROLS, '\uFFFD')
+    .replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
 }
 
 export interface Viewer {

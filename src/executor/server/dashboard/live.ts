@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RunStore } from '../../store/types.js';
 import { isTerminalState } from './html.js';
 import { type Filters, countsHtml, matches, runRow } from './list-page.js';
-import { eventHtml, factsHtml } from './run-page.js';
+import { eventHtml, factsHtml } from '../run-view.js';
 
 /** How often the run stream looks at the transcript when no notification came. */
 const REREAD_MS = 2000;
