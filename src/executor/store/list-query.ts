@@ -11,12 +11,13 @@ export interface ListSql {
   values: unknown[];
 }
 
-/** Conditions and order for `SELECT … FROM runs WHERE ${where} ORDER BY ${order} LIMIT <next value>`. */
+/** Conditions and order for `SELECT … FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`. */
 export function listRunsSql(dialect: Dialect, team: string, query: ListQuery): ListSql {
   const values: unknown[] = [];
+  // `?` on both: the dialect numbers them where it must (postgres/connection.ts).
   const p = (value: unknown) => {
     values.push(value);
-    return dialect === 'postgres' ? `$${values.length}` : '?';
+    return '?';
   };
   const where = [`team = ${p(team)}`];
   if (query.beforeSeq !== undefined) where.push(`seq < ${p(query.beforeSeq)}`);
