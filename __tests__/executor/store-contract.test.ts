@@ -281,6 +281,17 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     await drain();
   });
 
+  it('list: search finds text in the title or the prompt, ASCII letters in either case', async () => {
+    const team = `team-${randomUUID().slice(0, 8)}`;
+    const titled = newRun({ team, title: 'Fix The Flaky Test', prompt: 'look at ci' });
+    const prompted = newRun({ team, title: null, prompt: 'please fix the flaky test' });
+    const other = newRun({ team, title: 'docs', prompt: 'write the readme' });
+    for (const run of [titled, prompted, other]) await store.createRun(run, undefined, 100);
+    const found = await store.listRuns(team, { limit: 10, search: 'FLAKY test' });
+    expect(found.map(run => run.run_id)).toEqual([prompted.run_id, titled.run_id]);
+    await drain();
+  });
+
   it('list: newest first, keyset pages, filters by state, environment and creation time', async () => {
     const team = `team-${randomUUID().slice(0, 8)}`;
     const made: string[] = [];

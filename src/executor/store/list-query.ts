@@ -81,6 +81,6 @@ function searchCondition(dialect: Dialect, text: string, p: (value: unknown) => 
     const letter = (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7a;
     pattern += letter ? `(?:${hex(byte & ~0x20)}|${hex(byte | 0x20)})` : hex(byte);
   }
-  const regex = p(`^(?:..)*?${pattern}`);
-  return `(encode(coalesce(title, ''::bytea), 'hex') ~ ${regex} OR encode(prompt, 'hex') ~ ${regex})`;
+  const regex = `^(?:..)*?${pattern}`;
+  return `(encode(coalesce(title, ''::bytea), 'hex') ~ ${p(regex)} OR encode(prompt, 'hex') ~ ${p(regex)})`;
 }
