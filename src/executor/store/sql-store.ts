@@ -1,14 +1,14 @@
-// RunStore, written once for both databases: every statement, and every change of a run built from
-// the lifecycle table (runs/lifecycle.ts) — the SET list from the columns a change writes, the WHERE
-// from the states it may start from and the lease it needs. A dialect (dialect.ts) supplies the few
-// pieces of SQL the databases write differently and runs the statements; sqlite.ts and postgres.ts
-// open one.
+// RunStore, written once for both databases: a run's statements, each change of a run built from
+// the lifecycle table (runs/lifecycle.ts, through change-sql.ts), its transcript and its artifacts.
+// Keys, sessions, heartbeats and secrets are sql-accounts.ts, which this class extends. A dialect
+// (dialect.ts) supplies the few pieces of SQL the databases write differently and runs the
+// statements; sqlite.ts and postgres.ts open one.
 
 import * as lifecycle from '../runs/lifecycle.js';
-import { type ChangeName, CLAIMED_STATE, LIFECYCLE, type Transition, stateEvent } from '../runs/lifecycle.js';
+import { type ChangeName, CLAIMED_STATE, LIFECYCLE } from '../runs/lifecycle.js';
+import { ChangeSql, type Inputs, stateIn } from './change-sql.js';
 import type { Dialect, Row, Statement } from './dialect.js';
 import { sql } from './dialect.js';
-import { KeyCache } from './key-cache.js';
 import { listRunsSql } from './list-query.js';
 import { RUN_COLUMNS, strip } from './rows.js';
 import type {
@@ -16,203 +16,37 @@ import type {
   CreateResult,
   EventPage,
   Idempotency,
-  KeyRecord,
   ListQuery,
   NewRun,
-  NodeReport,
   Outcome,
   RunChange,
   RunStore,
   StoredArtifact,
   StoredRun,
-  TranscriptEvent,
-  WebSession
+  TranscriptEvent
 } from './types.js';
+import { SqlAccountStore } from './sql-accounts.js';
 import { artifactOf, listEntryOf } from './types.js';
 
 /** Columns of an artifact without its bytes. */
 const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
   description, created_at`;
 
-/** `state IN (…)` for a change's starting states; they are the code's own constants, written as literals. */
-export function stateIn(states: readonly string[]): string {
-  return states.length === 1
-    ? `state = '${states[0]}'`
-    : `state IN (${states.map(s => `'${s}'`).join(', ')})`;
-}
+export class SqlRunStore extends SqlAccountStore implements RunStore {
+  private readonly changes: ChangeSql;
 
-/** What fills a change's columns: its transition, the caller's time, the claiming worker, the lease. */
-interface Inputs {
-  transition: Transition;
-  at: string;
-  owner?: string;
-  leaseMs?: number;
-}
-
-export class SqlRunStore implements RunStore {
-  readonly kind: 'sqlite' | 'postgres';
-  readonly shared: boolean;
-  private readonly keys = new KeyCache();
-  private readonly setLists = new Map<ChangeName, string>();
-
-  constructor(protected readonly d: Dialect) {
-    this.kind = d.kind;
-    this.shared = d.shared;
-    d.onKeysChanged(() => this.keys.clear());
-  }
-
-  /** The SET list of a change: the columns it writes, and the store's bookkeeping for a recorded one. */
-  private setList(name: ChangeName): string {
-    let text = this.setLists.get(name);
-    if (text === undefined) {
-      const items = Object.entries(LIFECYCLE[name].writes).map(([column, source]) => {
-        if (source === 'null') return `${column} = NULL`;
-        if (source === 'next') return `${column} = ${column} + 1`;
-        if (source === 'lease') return `${column} = ${this.d.clockMs} + ?`;
-        return `${column} = ?`;
-      });
-      if (LIFECYCLE[name].recorded) items.push(`changed_at = ${this.d.changedAt}${this.d.numberEvent}`);
-      this.setLists.set(name, (text = items.join(', ')));
-    }
-    return text;
-  }
-
-  /** The values of a change's SET list, in its order. */
-  private setValues(name: ChangeName, inputs: Inputs): unknown[] {
-    const values: unknown[] = [];
-    for (const source of Object.values(LIFECYCLE[name].writes)) {
-      if (source === 'state') values.push(inputs.transition.state);
-      else if (source === 'message') values.push(this.d.bytes(inputs.transition.status_message));
-      else if (source === 'code') values.push(inputs.transition.error_code);
-      else if (source === 'at') values.push(inputs.at);
-      else if (source === 'owner') values.push(inputs.owner);
-      else if (source === 'lease') values.push(inputs.leaseMs);
-    }
-    return values;
+  constructor(d: Dialect) {
+    super(d);
+    this.changes = new ChangeSql(d);
   }
 
   /** Applies a change to the runs `where` picks (among those in a state it may start from). */
   private apply(name: ChangeName, inputs: Inputs, where: Statement, group = false): Promise<StoredRun[]> {
-    const statement = sql(
-      `UPDATE runs SET ${this.setList(name)} WHERE ${stateIn(LIFECYCLE[name].from)} AND ${where.text}`,
-      ...this.setValues(name, inputs),
-      ...where.values
+    return this.d.change(
+      this.changes.update(name, inputs, where),
+      this.changes.event(inputs.transition),
+      group
     );
-    return this.d.change(statement, JSON.stringify(stateEvent(inputs.transition)), group);
-  }
-
-  // keys
-
-  async createKey(key: KeyRecord): Promise<void> {
-    this.keys.clear();
-    await this.withKeysChanged(
-      sql(
-        `INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        key.id,
-        key.team,
-        key.kind,
-        key.name,
-        key.hash,
-        key.hint,
-        key.created_at,
-        key.revoked_at
-      )
-    );
-  }
-
-  /** From the key cache while the dialect says it may be trusted. */
-  async findKeyByHash(hash: string): Promise<KeyRecord | undefined> {
-    const load = async () =>
-      (await this.d.all<KeyRecord & Row>(sql('SELECT * FROM api_keys WHERE hash = ?', hash)))[0];
-    const state = this.d.keyCacheState();
-    if (state === 'untrusted') return load();
-    if (state === 'stale') this.keys.clear();
-    return this.keys.find(hash, load);
-  }
-
-  async listKeys(): Promise<KeyRecord[]> {
-    return this.d.all<KeyRecord & Row>(sql('SELECT * FROM api_keys ORDER BY created_at, id'));
-  }
-
-  async revokeKey(id: string, at: string): Promise<boolean> {
-    this.keys.clear();
-    const changed = await this.withKeysChanged(
-      sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', at, id)
-    );
-    this.keys.clear();
-    return changed > 0;
-  }
-
-  /** A key write, and the dialect's word to other processes in the same transaction. */
-  private async withKeysChanged(write: Statement): Promise<number> {
-    const tell = this.d.keysChanged();
-    if (!tell) return this.d.run(write);
-    return (await this.d.batch([write, tell]))[0]!;
-  }
-
-  // dashboard sessions
-
-  async createWebSession(session: WebSession): Promise<void> {
-    await this.d.run(sql('DELETE FROM web_sessions WHERE expires_at <= ?', Date.now()));
-    await this.d.run(
-      sql(
-        'INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
-        session.id_hash,
-        session.key_id,
-        session.team,
-        session.created_at,
-        session.expires_at
-      )
-    );
-  }
-
-  async findWebSession(
-    idHash: string,
-    now: number
-  ): Promise<(WebSession & { key_name: string }) | undefined> {
-    const row = (
-      await this.d.all<WebSession & { key_name: string } & Row>(
-        sql(
-          `SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
-           WHERE s.id_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL AND k.team = s.team`,
-          idHash,
-          now
-        )
-      )
-    )[0];
-    return row && { ...row, expires_at: Number(row.expires_at) };
-  }
-
-  async deleteWebSession(idHash: string): Promise<void> {
-    await this.d.run(sql('DELETE FROM web_sessions WHERE id_hash = ?', idHash));
-  }
-
-  // node heartbeats
-
-  async reportNode(node: NodeReport, forgetBefore: number): Promise<void> {
-    await this.d.run(sql('DELETE FROM nodes WHERE seen_at < ?', forgetBefore));
-    await this.d.run(
-      sql(
-        `INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`,
-        node.node_id,
-        node.role,
-        node.workers,
-        node.busy,
-        node.started_at,
-        node.seen_at
-      )
-    );
-  }
-
-  async listNodes(): Promise<NodeReport[]> {
-    const rows = await this.d.all<NodeReport & Row>(sql('SELECT * FROM nodes ORDER BY started_at, node_id'));
-    return rows.map(row => ({ ...row, seen_at: Number(row.seen_at) }));
-  }
-
-  async removeNode(nodeId: string): Promise<void> {
-    await this.d.run(sql('DELETE FROM nodes WHERE node_id = ?', nodeId));
   }
 
   // runs, as the API sees them
@@ -234,7 +68,7 @@ export class SqlRunStore implements RunStore {
     const rule = LIFECYCLE.create;
     const transition = lifecycle.create();
     const own = Object.keys(rule.writes);
-    const ownValues = this.setValues('create', { transition, at: run.created_at });
+    const ownValues = this.changes.setValues('create', { transition, at: run.created_at });
     const bytes = `CAST(? AS ${this.d.textType})`;
     // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
     // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
@@ -261,7 +95,7 @@ export class SqlRunStore implements RunStore {
         maxQueued,
         maxQueued
       ),
-      JSON.stringify(stateEvent(transition)),
+      this.changes.event(transition),
       true
     );
     if (created) return { kind: 'created', run: created };
@@ -356,11 +190,10 @@ export class SqlRunStore implements RunStore {
 
   async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
     const changed = await this.d.run(
-      sql(
-        `UPDATE runs SET ${this.setList('renew')} WHERE ${stateIn(LIFECYCLE.renew.from)} AND run_id = ? AND lease_owner = ?`,
-        ...this.setValues('renew', { transition: lifecycle.claim(), at: '', leaseMs }),
-        runId,
-        owner
+      this.changes.update(
+        'renew',
+        { transition: lifecycle.claim(), at: '', leaseMs },
+        sql('run_id = ? AND lease_owner = ?', runId, owner)
       )
     );
     return changed > 0;
@@ -516,19 +349,6 @@ export class SqlRunStore implements RunStore {
       sql(`DELETE FROM runs WHERE ${filter}`, before)
     ]);
     return counts[2]!;
-  }
-
-  /** The first process to ask makes it; every other one reads the same. */
-  async getSecret(name: string, create: () => string): Promise<string> {
-    await this.d.run(
-      sql('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', name, create())
-    );
-    const [row] = await this.d.all<{ value: string }>(sql('SELECT value FROM secrets WHERE name = ?', name));
-    return row!.value;
-  }
-
-  async ping(): Promise<void> {
-    await this.d.all(sql('SELECT 1 AS one'));
   }
 
   onChange(listener: (change: RunChange) => void): () => void {
