@@ -47,6 +47,11 @@ export interface Dialect {
   run(statement: Statement): Promise<number>;
   /** Runs statements in one transaction; how many rows each changed. */
   batch(statements: Statement[]): Promise<number[]>;
+  /**
+   * A marker that moves whenever a write is committed, by this process or another (one statement),
+   * for caches kept under it; undefined where the dialect cannot tell cheaply.
+   */
+  changeStamp(): string | undefined;
   /** A list page: may come from pages kept under the store's change marker (page-cache.ts). */
   list<R = Row>(statement: Statement): Promise<R[]>;
   /**

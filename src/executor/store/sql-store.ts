@@ -49,6 +49,11 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     );
   }
 
+  /** Moves whenever a write is committed here or by another process (SQLite); undefined on PostgreSQL. */
+  changeStamp(): string | undefined {
+    return this.d.changeStamp();
+  }
+
   // runs, as the API sees them
 
   /**

@@ -69,6 +69,11 @@ export class PostgresDialect implements Dialect {
     });
   }
 
+  /** Other nodes' commits are heard only by notification, later: no marker. */
+  changeStamp(): undefined {
+    return undefined;
+  }
+
   list<R = Row>(statement: Statement): Promise<R[]> {
     return this.all<R>(statement);
   }

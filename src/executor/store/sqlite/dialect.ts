@@ -79,10 +79,15 @@ export class SqliteDialect implements Dialect {
     return this.db.transaction(() => statements.map(s => this.db.run(s.text, s.values)));
   }
 
+  /** SQLite's total_changes() with PRAGMA data_version (connection.ts). */
+  changeStamp(): string {
+    return this.db.writeStamp();
+  }
+
   /** Callers only read the rows (frozen, so a write to one fails loudly); they get their own array. */
   async list<R = Row>(statement: Statement): Promise<R[]> {
     const key = `${statement.text}\n${JSON.stringify(statement.values)}`;
-    const page = this.pages.get(this.db.writeStamp(), key, () =>
+    const page = this.pages.get(this.changeStamp(), key, () =>
       Object.freeze(this.db.all<Row>(statement.text, statement.values).map(row => Object.freeze(row)))
     );
     return page.slice() as R[];
