@@ -79,4 +79,18 @@ describe('SQLite list pages kept between writes', () => {
     }).toThrow(TypeError);
     expect((await store.listRuns('team-a', { limit: 10 }))[0]!.state).toBe('QUEUED');
   });
+
+  it('exposes its change stamp: still while nothing is written, moved by a write here or on another connection', async () => {
+    const path = join(tempDir(), 'executor.db');
+    const store = await open(path);
+    const other = await open(path);
+    const stamp = store.changeStamp();
+    await store.listRuns('team-a', { limit: 10 });
+    expect(store.changeStamp()).toBe(stamp);
+    const run = await created(store);
+    const afterOwn = store.changeStamp();
+    expect(afterOwn).not.toBe(stamp);
+    await other.cancelRun('team-a', run.run_id, new Date().toISOString());
+    expect(store.changeStamp()).not.toBe(afterOwn);
+  });
 });

@@ -9,6 +9,7 @@ import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types.js';
 import { tempDir } from '../support/executor.js';
+import { CASES } from '../support/lifecycle-cases.js';
 import { type TestPostgres, startPostgres } from '../support/postgres.js';
 
 let postgres: TestPostgres;
@@ -20,25 +21,39 @@ afterAll(() => postgres?.destroy());
 interface Kind {
   name: string;
   /** A new empty store, and a second handle on the same database (another process, another node). */
-  open(): Promise<{ store: RunStore; other: () => Promise<RunStore> }>;
+  open(): Promise<{ store: RunStore; other: () => Promise<RunStore>; force: Force }>;
 }
+
+/** Puts a run in any state (some only other code reaches), with a lease to `w1` that expired long ago. */
+type Force = (runId: string, state: string) => Promise<void>;
+const FORCE_SQL = `UPDATE runs SET state = ?, lease_owner = 'w1', lease_expires_at = 0,
+  completed_at = '2000-01-01T00:00:00.000Z' WHERE run_id = ?`;
 
 const kinds: Kind[] = [
   {
     name: 'sqlite',
     async open() {
       const path = join(tempDir(), 'executor.db');
-      return { store: await SqliteRunStore.open(path), other: () => SqliteRunStore.open(path) };
+      const store = await SqliteRunStore.open(path);
+      const { DatabaseSync } = await import('node:sqlite');
+      const force: Force = async (runId, state) => {
+        const db = new DatabaseSync(path);
+        db.exec('PRAGMA busy_timeout = 10000');
+        db.prepare(FORCE_SQL).run(state, runId);
+        db.close();
+      };
+      return { store, other: () => SqliteRunStore.open(path), force };
     }
   },
   {
     name: 'postgres',
     async open() {
       const url = await postgres.freshDatabase();
-      return {
-        store: await PostgresRunStore.open(url, { fallbackPollMs: 200 }),
-        other: () => PostgresRunStore.open(url, { fallbackPollMs: 200 })
+      const store = await PostgresRunStore.open(url, { fallbackPollMs: 200 });
+      const force: Force = async (runId, state) => {
+        await store['pool'].query(FORCE_SQL.replace('?', '$1').replace('?', '$2'), [state, runId]);
       };
+      return { store, other: () => PostgresRunStore.open(url, { fallbackPollMs: 200 }), force };
     }
   }
 ];
@@ -66,10 +81,11 @@ function newRun(fields: Partial<NewRun> = {}): NewRun {
 describe.each(kinds)('RunStore contract on $name', kind => {
   let store: RunStore;
   let other: () => Promise<RunStore>;
+  let force: Force;
   const opened: RunStore[] = [];
 
   beforeAll(async () => {
-    ({ store, other } = await kind.open());
+    ({ store, other, force } = await kind.open());
     opened.push(store);
   });
   afterAll(async () => {
@@ -262,6 +278,17 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('queue_full');
     await store.claimNext('w', 60_000, [], at());
     expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+    await drain();
+  });
+
+  it('list: search finds text in the title or the prompt, ASCII letters in either case', async () => {
+    const team = `team-${randomUUID().slice(0, 8)}`;
+    const titled = newRun({ team, title: 'Fix The Flaky Test', prompt: 'look at ci' });
+    const prompted = newRun({ team, title: null, prompt: 'please fix the flaky test' });
+    const other = newRun({ team, title: 'docs', prompt: 'write the readme' });
+    for (const run of [titled, prompted, other]) await store.createRun(run, undefined, 100);
+    const found = await store.listRuns(team, { limit: 10, search: 'FLAKY test' });
+    expect(found.map(run => run.run_id)).toEqual([prompted.run_id, titled.run_id]);
     await drain();
   });
 
@@ -541,6 +568,54 @@ describe.each(kinds)('RunStore contract on $name', kind => {
   it('ping answers', async () => {
     await expect(store.ping()).resolves.toBeUndefined();
   });
+
+  // Every state × change, allowed or refused as support/lifecycle-cases.ts says. The run is put in
+  // the state directly (leased to w1, lease expired, completed long ago), so only the state decides.
+  it.each(CASES)(
+    'lifecycle: $change from $state is allowed: $allowed',
+    async ({ state, change, allowed }) => {
+      await drain();
+      const run = newRun({ team: 'team-lifecycle' });
+      await store.createRun(run, undefined, 100);
+      await force(run.run_id, state);
+      const id = run.run_id;
+      const now = () => store.getRunAnyTeam(id);
+      const before = await now();
+      let done: boolean;
+      switch (change) {
+        case 'claim':
+          done = (await store.claimNext('w2', 60_000, [], at()))?.run_id === id;
+          break;
+        case 'renew':
+          done = await store.renewLease(id, 'w1', 60_000);
+          break;
+        case 'finish':
+          done = (await store.finishRun(id, 'w1', { state: 'SUCCEEDED' }, at())) !== undefined;
+          break;
+        case 'cancel':
+          done = (await store.cancelRun('team-lifecycle', id, at())).kind === 'cancelled';
+          break;
+        case 'abandon':
+          done = (await store.failAbandoned(false, at(), 'lease expired')).some(r => r.run_id === id);
+          break;
+        case 'prune':
+          await store.pruneFinished('2001-01-01T00:00:00.000Z');
+          done = (await now()) === undefined;
+          break;
+      }
+      expect(done).toBe(allowed);
+      const after = await now();
+      if (!allowed) expect(after).toEqual(before);
+      else if (change !== 'prune' && change !== 'renew') {
+        const expected = { claim: 'INPROGRESS', finish: 'SUCCEEDED', cancel: 'CANCELLED', abandon: 'FAILED' }[
+          change
+        ];
+        expect(after).toMatchObject({ state: expected, version: before!.version + 1 });
+        expect((await store.listEvents(id)).at(-1)).toMatchObject({ kind: 'state', state: expected });
+      }
+      if (after) await force(id, 'ERROR');
+    }
+  );
 });
 
 describe('SQLite shared by two processes (split roles on one machine)', () => {

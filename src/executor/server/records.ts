@@ -2,7 +2,7 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RunRecord } from '../../api/index.js';
-import { showsSessionLink, showsStatusMessage } from '../store/transitions.js';
+import { showsSessionLink, showsStatusMessage } from '../runs/lifecycle.js';
 import type { FileArtifact, StoredRun } from '../store/types.js';
 
 /** Tokens never change for a run, and reads ask for them often: remember the recent ones. */

@@ -11,12 +11,13 @@ export interface ListSql {
   values: unknown[];
 }
 
-/** Conditions and order for `SELECT … FROM runs WHERE ${where} ORDER BY ${order} LIMIT <next value>`. */
+/** Conditions and order for `SELECT … FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`. */
 export function listRunsSql(dialect: Dialect, team: string, query: ListQuery): ListSql {
   const values: unknown[] = [];
+  // `?` on both: the dialect numbers them where it must (postgres/connection.ts).
   const p = (value: unknown) => {
     values.push(value);
-    return dialect === 'postgres' ? `$${values.length}` : '?';
+    return '?';
   };
   const where = [`team = ${p(team)}`];
   if (query.beforeSeq !== undefined) where.push(`seq < ${p(query.beforeSeq)}`);
@@ -80,6 +81,6 @@ function searchCondition(dialect: Dialect, text: string, p: (value: unknown) => 
     const letter = (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7a;
     pattern += letter ? `(?:${hex(byte & ~0x20)}|${hex(byte | 0x20)})` : hex(byte);
   }
-  const regex = p(`^(?:..)*?${pattern}`);
-  return `(encode(coalesce(title, ''::bytea), 'hex') ~ ${regex} OR encode(prompt, 'hex') ~ ${regex})`;
+  const regex = `^(?:..)*?${pattern}`;
+  return `(encode(coalesce(title, ''::bytea), 'hex') ~ ${p(regex)} OR encode(prompt, 'hex') ~ ${p(regex)})`;
 }

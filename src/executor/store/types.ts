@@ -4,7 +4,7 @@
 // every team's work).
 
 import type { ErrorCode, RunState } from '../../api/index.js';
-import type { Outcome } from './transitions.js';
+import type { Outcome } from '../runs/lifecycle.js';
 
 export type { Outcome };
 

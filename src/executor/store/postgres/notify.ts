@@ -8,8 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
-import { TYPES } from './pg-connection.js';
-import type { RunChange } from './types.js';
+import { TYPES } from './connection.js';
+import type { RunChange } from '../types.js';
 
 export const CHANNEL = 'agent_executor_runs';
 /** The payload of a key change: no run, only "empty your key cache". */

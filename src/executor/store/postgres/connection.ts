@@ -4,8 +4,8 @@
 // and workers pause; any other error is a bug and stays as it is.
 
 import pg from 'pg';
-import { redactUrl } from './spec.js';
-import { StoreUnavailableError } from './types.js';
+import { redactUrl } from '../spec.js';
+import { StoreUnavailableError } from '../types.js';
 
 /** No statement of this store takes long; one without an answer this late means the server is gone. */
 const QUERY_TIMEOUT_MS = 30_000;
@@ -144,4 +144,16 @@ export function named(text: string, values?: unknown[]): pg.QueryConfig {
 /** User text as UTF-8 bytes, for the bytea columns. */
 export function bytes(text: string | null): Buffer | null {
   return text === null ? null : Buffer.from(text, 'utf8');
+}
+
+/** `?` placeholders as PostgreSQL's `$1`, `$2`, … (the store's SQL has no `?` of its own). */
+const numbered = new Map<string, string>();
+export function numberPlaceholders(text: string): string {
+  let converted = numbered.get(text);
+  if (converted === undefined) {
+    let n = 0;
+    converted = text.replace(/\?/g, () => `$${++n}`);
+    numbered.set(text, converted);
+  }
+  return converted;
 }

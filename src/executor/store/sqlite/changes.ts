@@ -5,7 +5,7 @@
 // announced, each version at most once per process.
 
 import { EventEmitter } from 'node:events';
-import type { RunChange } from './types.js';
+import type { RunChange } from '../types.js';
 
 /** How often a shared store looks for other processes' commits while anyone listens. */
 const POLL_MS = 50;

@@ -1,0 +1,81 @@
+// What the SQL store (sql-store.ts) needs from a database, and nothing more: the few pieces of SQL
+// the two dialects write differently (the clock, skipping locked rows, user text as bytes, appending
+// to a JSON list, reading bytes back), how a statement runs, and the two things each does its own way
+// because its engine differs: numbering a run's transcript events and telling other processes of a
+// change. Every statement is written once, with `?` placeholders; a dialect turns them into its own.
+// sqlite/dialect.ts and postgres/dialect.ts implement it.
+
+import type { RunChange, StoredRun } from './types.js';
+
+export type Row = Record<string, unknown>;
+
+/** One statement: SQL with `?` placeholders, and its values in order. */
+export interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+export interface Dialect {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Whether other processes run work from this database too (see RunStore.shared). */
+  readonly shared: boolean;
+
+  // SQL the dialects write differently
+  /** Milliseconds since the epoch on the store's clock (leases are stamped and checked with it). */
+  readonly clockMs: string;
+  /** The value runs.changed_at gets when a run changes (other processes find changes by it). */
+  readonly changedAt: string;
+  /** After a sub-select picking rows to change: lock them, skipping rows another writer holds. */
+  readonly skipLocked: string;
+  /** SET items a recorded change adds to number its state event on the run's row (or ''). */
+  readonly numberEvent: string;
+  /** The type user text (title, prompt, status message) is kept as, for a CAST. */
+  readonly textType: string;
+  /** A user-text value as the column takes it. */
+  bytes(text: string | null): unknown;
+  /** The LIMIT value that means no limit. */
+  readonly noLimit: unknown;
+  /** `column`, a JSON array as text (or NULL), with one more entry: the JSON text of the next `?`. */
+  appendJson(column: string): string;
+  /** The select item reading a bytes column, and its value as bytes. */
+  selectBytes(column: string): string;
+  readBytes(value: unknown): Buffer;
+
+  // running statements
+  all<R = Row>(statement: Statement): Promise<R[]>;
+  /** Runs one statement; how many rows it changed. */
+  run(statement: Statement): Promise<number>;
+  /** Runs statements in one transaction; how many rows each changed. */
+  batch(statements: Statement[]): Promise<number[]>;
+  /**
+   * A marker that moves whenever a write is committed, by this process or another (one statement),
+   * for caches kept under it; undefined where the dialect cannot tell cheaply.
+   */
+  changeStamp(): string | undefined;
+  /** A list page: may come from pages kept under the store's change marker (page-cache.ts). */
+  list<R = Row>(statement: Statement): Promise<R[]>;
+  /**
+   * Runs `statement` (an INSERT or UPDATE of runs, without RETURNING), records a `state` event with
+   * the JSON `event` on each run it changed and tells listeners here and in other processes, all in
+   * one transaction; the runs as they are now. `group`: may share its commit with others (creates).
+   */
+  change(statement: Statement, event: string, group?: boolean): Promise<StoredRun[]>;
+  /** Appends an event to a run's transcript and tells listeners; its seq. */
+  appendEvent(runId: string, kind: string, data: string, at: string): Promise<number>;
+
+  // what other processes did
+  /** A statement telling other processes that keys changed (none where they look for themselves). */
+  keysChanged(): Statement | undefined;
+  /** Before a key lookup: the key cache may answer, must be emptied first, or must be passed by. */
+  keyCacheState(): 'fresh' | 'stale' | 'untrusted';
+  /** Calls `listener` as soon as keys may have changed in another process. */
+  onKeysChanged(listener: () => void): void;
+  onChange(listener: (change: RunChange) => void): () => void;
+  onEvent(listener: (runId: string, seq: number) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** A statement: `sql('… ? …', value)`. */
+export function sql(text: string, ...values: unknown[]): Statement {
+  return { text, values };
+}

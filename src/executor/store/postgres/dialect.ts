@@ -1,0 +1,148 @@
+// The SQL store's dialect on PostgreSQL, shared by every executor node on one database:
+// - leases are stamped and checked with the database's clock, so nodes' clocks may disagree;
+// - claims and sweeps pick rows with FOR UPDATE SKIP LOCKED, so two nodes never take one run;
+// - a run's row hands out its event numbers (runs.event_seq), so writers on different nodes never
+//   collide;
+// - a change, its state event and its pg_notify are one statement, so one round trip and one commit;
+//   the notification is sent at commit, and notify.ts hears other nodes' (LISTEN, fallback poll).
+// Connections, transactions and outage classification are connection.ts.
+
+import type pg from 'pg';
+import type { Dialect, Row, Statement } from '../dialect.js';
+import { sql } from '../dialect.js';
+import { RUN_COLUMNS } from '../rows.js';
+import type { RunChange, StoredRun } from '../types.js';
+import { bytes, numberPlaceholders, query, transaction } from './connection.js';
+import { CHANNEL, ChangeFeed, KEYS_CHANGED } from './notify.js';
+
+export class PostgresDialect implements Dialect {
+  readonly kind = 'postgres';
+  readonly shared = true;
+  readonly clockMs = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+  readonly changedAt = 'clock_timestamp()';
+  readonly skipLocked = 'FOR UPDATE SKIP LOCKED';
+  readonly numberEvent = ', event_seq = event_seq + 1';
+  readonly textType = 'bytea';
+  readonly noLimit = null;
+  private readonly feed: ChangeFeed;
+  private keysListener?: () => void;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    url: string,
+    fallbackPollMs: number
+  ) {
+    this.feed = new ChangeFeed(pool, url, fallbackPollMs, () => this.keysListener?.());
+  }
+
+  bytes(text: string | null): unknown {
+    return bytes(text);
+  }
+
+  appendJson(column: string): string {
+    return `(COALESCE(${column}, '[]')::jsonb || jsonb_build_array(?::jsonb))::text`;
+  }
+
+  /** bytea is read back as text elsewhere in this store (see TYPES in connection.ts): these come as base64. */
+  selectBytes(column: string): string {
+    return `encode(${column}, 'base64') AS ${column}`;
+  }
+
+  readBytes(value: unknown): Buffer {
+    return Buffer.from(value as string, 'base64');
+  }
+
+  async all<R = Row>(statement: Statement): Promise<R[]> {
+    return (await query(this.pool, numberPlaceholders(statement.text), statement.values)).rows as R[];
+  }
+
+  async run(statement: Statement): Promise<number> {
+    return (await query(this.pool, numberPlaceholders(statement.text), statement.values)).rowCount ?? 0;
+  }
+
+  batch(statements: Statement[]): Promise<number[]> {
+    return transaction(this.pool, async client => {
+      const counts: number[] = [];
+      for (const s of statements)
+        counts.push((await client.query(numberPlaceholders(s.text), s.values)).rowCount ?? 0);
+      return counts;
+    });
+  }
+
+  /** Other nodes' commits are heard only by notification, later: no marker. */
+  changeStamp(): undefined {
+    return undefined;
+  }
+
+  list<R = Row>(statement: Statement): Promise<R[]> {
+    return this.all<R>(statement);
+  }
+
+  async change(statement: Statement, event: string): Promise<StoredRun[]> {
+    const rows = await this.all<StoredRun & { event_seq?: number; notified?: unknown }>(
+      sql(
+        `WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
+         event AS (INSERT INTO events (run_id, seq, at, kind, data)
+           SELECT run_id, event_seq, updated_at, 'state', ? FROM changed)
+         SELECT changed.*, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 's', state, 'v', version)::text)
+           AS notified
+         FROM changed`,
+        ...statement.values,
+        event,
+        CHANNEL,
+        this.feed.node
+      )
+    );
+    const runs = rows.map(({ event_seq: _seq, notified: _notified, ...run }) => run);
+    // This process's listeners now; other nodes hear the pg_notify sent at commit.
+    for (const run of runs) this.feed.tell(run);
+    return runs;
+  }
+
+  async appendEvent(runId: string, kind: string, data: string, at: string): Promise<number> {
+    // Other nodes hear of the event by a notification sent at commit (held transcript reads).
+    const [row] = await this.all<{ seq: number }>(
+      sql(
+        `WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = ? RETURNING run_id, event_seq),
+           added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT run_id, event_seq, ?, ?, ? FROM next
+             RETURNING run_id, seq)
+         SELECT seq, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 'e', seq)::text) FROM added`,
+        runId,
+        at,
+        kind,
+        data,
+        CHANNEL,
+        this.feed.node
+      )
+    );
+    if (row === undefined) throw new Error(`run ${runId} does not exist`);
+    this.feed.tellEvent(runId, row.seq);
+    return row.seq;
+  }
+
+  keysChanged(): Statement {
+    return sql('SELECT pg_notify(?, ?)', CHANNEL, KEYS_CHANGED);
+  }
+
+  /** Trusted while notifications are heard (a key change on any node empties the cache). */
+  keyCacheState(): 'fresh' | 'untrusted' {
+    return this.feed.connected ? 'fresh' : 'untrusted';
+  }
+
+  onKeysChanged(listener: () => void): void {
+    this.keysListener = listener;
+  }
+
+  onChange(listener: (change: RunChange) => void): () => void {
+    return this.feed.onChange(listener);
+  }
+
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    return this.feed.onEvent(listener);
+  }
+
+  async close(): Promise<void> {
+    await this.feed.close();
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,366 @@
+// RunStore, written once for both databases: a run's statements, each change of a run built from
+// the lifecycle table (runs/lifecycle.ts, through change-sql.ts), its transcript and its artifacts.
+// Keys, sessions, heartbeats and secrets are sql-accounts.ts, which this class extends. A dialect
+// (dialect.ts) supplies the few pieces of SQL the databases write differently and runs the
+// statements; sqlite.ts and postgres.ts open one.
+
+import * as lifecycle from '../runs/lifecycle.js';
+import { type ChangeName, CLAIMED_STATE, LIFECYCLE } from '../runs/lifecycle.js';
+import { ChangeSql, type Inputs, stateIn } from './change-sql.js';
+import type { Dialect, Row, Statement } from './dialect.js';
+import { sql } from './dialect.js';
+import { listRunsSql } from './list-query.js';
+import { RUN_COLUMNS, strip } from './rows.js';
+import type {
+  CancelResult,
+  CreateResult,
+  EventPage,
+  Idempotency,
+  ListQuery,
+  NewRun,
+  Outcome,
+  RunChange,
+  RunStore,
+  StoredArtifact,
+  StoredRun,
+  TranscriptEvent
+} from './types.js';
+import { SqlAccountStore } from './sql-accounts.js';
+import { artifactOf, listEntryOf } from './types.js';
+
+/** Columns of an artifact without its bytes. */
+const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+  description, created_at`;
+
+export class SqlRunStore extends SqlAccountStore implements RunStore {
+  private readonly changes: ChangeSql;
+
+  constructor(d: Dialect) {
+    super(d);
+    this.changes = new ChangeSql(d);
+  }
+
+  /** Applies a change to the runs `where` picks (among those in a state it may start from). */
+  private apply(name: ChangeName, inputs: Inputs, where: Statement, group = false): Promise<StoredRun[]> {
+    return this.d.change(
+      this.changes.update(name, inputs, where),
+      this.changes.event(inputs.transition),
+      group
+    );
+  }
+
+  /** Moves whenever a write is committed here or by another process (SQLite); undefined on PostgreSQL. */
+  changeStamp(): string | undefined {
+    return this.d.changeStamp();
+  }
+
+  // runs, as the API sees them
+
+  /**
+   * One statement for the queue count, the insert and (on PostgreSQL) the state event and the
+   * notification; the unique index settles concurrent creates with one key. A look for an earlier
+   * run with the key comes first, so a replay is answered even when the queue is full.
+   */
+  async createRun(
+    run: NewRun,
+    idempotency: Idempotency | undefined,
+    maxQueued: number
+  ): Promise<CreateResult> {
+    if (idempotency) {
+      const replay = await this.replay(run.team, idempotency);
+      if (replay) return replay;
+    }
+    const rule = LIFECYCLE.create;
+    const transition = lifecycle.create();
+    const own = Object.keys(rule.writes);
+    const ownValues = this.changes.setValues('create', { transition, at: run.created_at });
+    const bytes = `CAST(? AS ${this.d.textType})`;
+    // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
+    // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
+    const [created] = await this.d.change(
+      sql(
+        `INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
+           creator_name, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
+         SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
+         WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
+         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+        run.run_id,
+        run.team,
+        run.environment_id,
+        this.d.bytes(run.title),
+        this.d.bytes(run.prompt),
+        run.config,
+        run.extra,
+        run.creator_type,
+        run.creator_uid,
+        run.creator_name,
+        idempotency?.key ?? null,
+        idempotency?.requestHash ?? null,
+        ...ownValues,
+        maxQueued,
+        maxQueued
+      ),
+      this.changes.event(transition),
+      true
+    );
+    if (created) return { kind: 'created', run: created };
+    // Nothing inserted: a run with this key was created after our look (the unique index
+    // decided), or the queue is full.
+    const replay = idempotency && (await this.replay(run.team, idempotency));
+    return replay || { kind: 'queue_full' };
+  }
+
+  private async replay(team: string, idempotency: Idempotency): Promise<CreateResult | undefined> {
+    const [row] = await this.d.all<StoredRun & { idempotency_hash: string } & Row>(
+      sql(
+        `SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = ? AND idempotency_key = ?`,
+        team,
+        idempotency.key
+      )
+    );
+    if (!row) return undefined;
+    return row.idempotency_hash === idempotency.requestHash
+      ? { kind: 'replayed', run: strip(row) }
+      : { kind: 'key_reused' };
+  }
+
+  async getRun(team: string, runId: string): Promise<StoredRun | undefined> {
+    return (
+      await this.d.all<StoredRun & Row>(
+        sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`, runId, team)
+      )
+    )[0];
+  }
+
+  async getRunAnyTeam(runId: string): Promise<StoredRun | undefined> {
+    return (
+      await this.d.all<StoredRun & Row>(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`, runId))
+    )[0];
+  }
+
+  async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
+    const { where, order, values } = listRunsSql(this.d.kind, team, query);
+    const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
+    return this.d.list<StoredRun & Row>(sql(text, ...values, query.limit));
+  }
+
+  async countRunsByState(team: string): Promise<Record<string, number>> {
+    const rows = await this.d.all<{ state: string; n: unknown }>(
+      sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state', team)
+    );
+    return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
+  }
+
+  /** One guarded statement: a run in a state cancel starts from ends; any other is told how it is. */
+  async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
+    const transition = lifecycle.cancelled(reason);
+    const [cancelled] = await this.apply(
+      'cancel',
+      { transition, at },
+      sql('run_id = ? AND team = ?', runId, team)
+    );
+    if (cancelled) return { kind: 'cancelled', run: cancelled };
+    const run = await this.getRun(team, runId);
+    return run ? { kind: 'finished', run } : { kind: 'not_found' };
+  }
+
+  // runs, as the worker sees them
+
+  async claimNext(
+    owner: string,
+    leaseMs: number,
+    excluded: string[],
+    at: string
+  ): Promise<StoredRun | undefined> {
+    const skip =
+      excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
+    const [run] = await this.apply(
+      'claim',
+      { transition: lifecycle.claim(), at, owner, leaseMs },
+      sql(
+        `seq = (SELECT seq FROM runs WHERE ${stateIn(LIFECYCLE.claim.from)} ${skip} ORDER BY seq LIMIT 1 ${this.d.skipLocked})`,
+        ...excluded
+      )
+    );
+    return run;
+  }
+
+  async findClaim(owner: string): Promise<StoredRun | undefined> {
+    return (
+      await this.d.all<StoredRun & Row>(
+        sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = '${CLAIMED_STATE}' AND lease_owner = ?`, owner)
+      )
+    )[0];
+  }
+
+  async renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const changed = await this.d.run(
+      this.changes.update(
+        'renew',
+        { transition: lifecycle.claim(), at: '', leaseMs },
+        sql('run_id = ? AND lease_owner = ?', runId, owner)
+      )
+    );
+    return changed > 0;
+  }
+
+  async finishRun(
+    runId: string,
+    owner: string,
+    outcome: Outcome,
+    at: string
+  ): Promise<StoredRun | undefined> {
+    const transition = lifecycle.finish(outcome);
+    const [run] = await this.apply(
+      'finish',
+      { transition, at },
+      sql('run_id = ? AND lease_owner = ?', runId, owner)
+    );
+    return run;
+  }
+
+  async failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]> {
+    const from = stateIn(LIFECYCLE.abandon.from);
+    // Every node sweeps every second or so; almost always there is nothing to sweep, and one
+    // indexed look is cheaper than the change.
+    if (!all) {
+      const expired = await this.d.all(
+        sql(`SELECT 1 AS one FROM runs WHERE ${from} AND lease_expires_at < ${this.d.clockMs} LIMIT 1`)
+      );
+      if (expired.length === 0) return [];
+    }
+    // Skipping locked rows: a run its worker is finishing right now is not abandoned, and two
+    // nodes sweeping at once do not wait on each other.
+    return this.apply(
+      'abandon',
+      { transition: lifecycle.abandon(message), at },
+      sql(
+        `seq IN (SELECT seq FROM runs WHERE ${from} AND (? = 1 OR lease_expires_at < ${this.d.clockMs}) ${this.d.skipLocked})`,
+        all ? 1 : 0
+      )
+    );
+  }
+
+  // transcript
+
+  async appendEvent(
+    runId: string,
+    kind: string,
+    data: Record<string, unknown>,
+    at: string
+  ): Promise<TranscriptEvent> {
+    const seq = await this.d.appendEvent(runId, kind, JSON.stringify(data), at);
+    return { ...data, seq, at, kind };
+  }
+
+  async listEvents(runId: string, page: EventPage = {}): Promise<TranscriptEvent[]> {
+    const order = page.fromEnd ? 'DESC' : 'ASC';
+    const rows = await this.d.all<{ seq: number; at: string; kind: string; data: string }>(
+      sql(
+        `SELECT seq, at, kind, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq ${order} LIMIT ?`,
+        runId,
+        page.after ?? 0,
+        page.limit ?? this.d.noLimit
+      )
+    );
+    if (page.fromEnd) rows.reverse();
+    return rows.map(row => ({
+      ...(JSON.parse(row.data) as object),
+      seq: row.seq,
+      at: row.at,
+      kind: row.kind
+    }));
+  }
+
+  async countEvents(runId: string, after: number): Promise<number> {
+    const [row] = await this.d.all<{ n: unknown }>(
+      sql('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND seq > ?', runId, after)
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    return this.d.onEvent(listener);
+  }
+
+  // what a run produced
+
+  async addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void> {
+    const { run_id, team, artifact_type, created_at, ...file } = artifact;
+    await this.d.batch([
+      sql(
+        `INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        artifact.artifact_uid,
+        run_id,
+        team,
+        artifact_type,
+        file.filepath,
+        file.filename,
+        file.mime_type,
+        file.size,
+        file.description ?? null,
+        created_at,
+        data
+      ),
+      sql(
+        `UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`,
+        JSON.stringify(listEntryOf(artifact, data)),
+        run_id
+      )
+    ]);
+  }
+
+  async getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined> {
+    const [row] = await this.d.all<StoredArtifact & Row>(
+      sql(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = ? AND team = ?`, uid, team)
+    );
+    return row && artifactOf(row);
+  }
+
+  async readArtifact(uid: string): Promise<{ artifact: StoredArtifact; data: Buffer } | undefined> {
+    const [row] = await this.d.all<StoredArtifact & { data: unknown } & Row>(
+      sql(
+        `SELECT ${ARTIFACT_COLUMNS}, ${this.d.selectBytes('data')} FROM artifacts WHERE artifact_uid = ?`,
+        uid
+      )
+    );
+    if (!row) return undefined;
+    const { data, ...artifact } = row;
+    return { artifact: artifactOf(artifact), data: this.d.readBytes(data) };
+  }
+
+  async listArtifacts(team: string, runId: string): Promise<StoredArtifact[]> {
+    const rows = await this.d.all<StoredArtifact & Row>(
+      sql(
+        `SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = ? AND team = ? ORDER BY created_at, artifact_uid`,
+        runId,
+        team
+      )
+    );
+    return rows.map(artifactOf);
+  }
+
+  async setRequestUsage(runId: string, usage: string): Promise<void> {
+    await this.d.run(sql('UPDATE runs SET request_usage = ? WHERE run_id = ?', usage, runId));
+  }
+
+  /** Deletes the runs prune may start from, completed before `before`, with their transcripts and artifacts. */
+  async pruneFinished(before: string): Promise<number> {
+    const filter = `${stateIn(LIFECYCLE.prune.from)} AND completed_at < ?`;
+    const counts = await this.d.batch([
+      sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, before),
+      sql(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, before),
+      sql(`DELETE FROM runs WHERE ${filter}`, before)
+    ]);
+    return counts[2]!;
+  }
+
+  onChange(listener: (change: RunChange) => void): () => void {
+    return this.d.onChange(listener);
+  }
+
+  close(): Promise<void> {
+    return this.d.close();
+  }
+}

@@ -1,0 +1,149 @@
+// The SQL store's dialect on node:sqlite (one machine): the clock is SQLite's, writers are serial
+// (BEGIN IMMEDIATE), so nothing is skipped; a run's events are numbered at insert, one past its
+// last; and changes are told to this process's listeners after commit, and found by other processes
+// sharing the file through PRAGMA data_version (changes.ts). List pages are kept between writes
+// (page-cache.ts).
+
+import { EventEmitter } from 'node:events';
+import type { Dialect, Row, Statement } from '../dialect.js';
+import { PageCache } from '../page-cache.js';
+import { RUN_COLUMNS } from '../rows.js';
+import type { RunChange, StoredRun } from '../types.js';
+import { SqliteChanges } from './changes.js';
+import type { SqliteConnection } from './connection.js';
+import { GroupCommit } from './group-commit.js';
+
+const INSERT_EVENT = `INSERT INTO events (run_id, seq, at, kind, data)
+  VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?) RETURNING seq`;
+
+export class SqliteDialect implements Dialect {
+  readonly kind = 'sqlite';
+  readonly clockMs = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
+  readonly changedAt = this.clockMs;
+  readonly skipLocked = '';
+  readonly numberEvent = '';
+  readonly textType = 'TEXT';
+  readonly noLimit = -1;
+  private readonly changes: SqliteChanges;
+  private readonly group: GroupCommit;
+  /** Transcript appends of this process, for held transcript reads (others' are found by re-reading). */
+  private readonly events = new EventEmitter().setMaxListeners(0);
+  /** Recent list pages, until the next write (page-cache.ts). */
+  private readonly pages = new PageCache<readonly Row[]>();
+  /** PRAGMA data_version when the key cache was last known good. */
+  private keysVersion = -1;
+
+  constructor(
+    private readonly db: SqliteConnection,
+    readonly shared: boolean
+  ) {
+    this.group = new GroupCommit(db);
+    this.changes = new SqliteChanges(
+      {
+        dataVersion: () => db.dataVersion(),
+        changedSince: since =>
+          db.all(
+            'SELECT run_id, state, version, changed_at FROM runs WHERE changed_at > ? ORDER BY changed_at',
+            [since]
+          )
+      },
+      shared
+    );
+  }
+
+  bytes(text: string | null): unknown {
+    return text;
+  }
+
+  appendJson(column: string): string {
+    return `json_insert(COALESCE(${column}, '[]'), '$[#]', json(?))`;
+  }
+
+  selectBytes(column: string): string {
+    return column;
+  }
+
+  readBytes(value: unknown): Buffer {
+    return Buffer.from(value as Uint8Array);
+  }
+
+  async all<R = Row>(statement: Statement): Promise<R[]> {
+    return this.db.all<R>(statement.text, statement.values);
+  }
+
+  async run(statement: Statement): Promise<number> {
+    return this.db.run(statement.text, statement.values);
+  }
+
+  async batch(statements: Statement[]): Promise<number[]> {
+    return this.db.transaction(() => statements.map(s => this.db.run(s.text, s.values)));
+  }
+
+  /** SQLite's total_changes() with PRAGMA data_version (connection.ts). */
+  changeStamp(): string {
+    return this.db.writeStamp();
+  }
+
+  /** Callers only read the rows (frozen, so a write to one fails loudly); they get their own array. */
+  async list<R = Row>(statement: Statement): Promise<R[]> {
+    const key = `${statement.text}\n${JSON.stringify(statement.values)}`;
+    const page = this.pages.get(this.changeStamp(), key, () =>
+      Object.freeze(this.db.all<Row>(statement.text, statement.values).map(row => Object.freeze(row)))
+    );
+    return page.slice() as R[];
+  }
+
+  async change(statement: Statement, event: string, group = false): Promise<StoredRun[]> {
+    const work = () => {
+      const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
+      for (const run of runs)
+        this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
+      return runs;
+    };
+    const runs = group ? await this.group.add(work) : this.db.transaction(work);
+    for (const run of runs) {
+      try {
+        this.changes.tell(run);
+      } catch {
+        // a change listener failed; the change is stored, and timers catch up
+      }
+    }
+    return runs;
+  }
+
+  async appendEvent(runId: string, kind: string, data: string, at: string): Promise<number> {
+    const [row] = this.db.all<{ seq: number }>(INSERT_EVENT, [runId, runId, at, kind, data]);
+    this.events.emit('event', runId, row!.seq);
+    return row!.seq;
+  }
+
+  keysChanged(): undefined {
+    return undefined;
+  }
+
+  /** Stale when another process committed since the last look (one pragma). */
+  keyCacheState(): 'fresh' | 'stale' {
+    const version = this.db.dataVersion();
+    if (version === this.keysVersion) return 'fresh';
+    this.keysVersion = version;
+    return 'stale';
+  }
+
+  onKeysChanged(): void {
+    // other processes' key writes are found by keyCacheState
+  }
+
+  onChange(listener: (change: RunChange) => void): () => void {
+    return this.changes.onChange(listener);
+  }
+
+  onEvent(listener: (runId: string, seq: number) => void): () => void {
+    this.events.on('event', listener);
+    return () => this.events.off('event', listener);
+  }
+
+  async close(): Promise<void> {
+    this.changes.close();
+    this.db.close();
+  }
+}
