@@ -12,6 +12,7 @@
 //   abandon  INPROGRESS, lease expired or left by a previous process  →  FAILED
 //   prune    any terminal, completed before a cut-off  →  deleted with its transcript and artifacts
 
+import { abandoned, cancelledByClient } from './outcomes.js';
 import {
   type ErrorCode,
   KNOWN_STATES,
@@ -149,8 +150,7 @@ export function cancel(state: RunState, reason?: string): Transition | undefined
 
 /** What a client's cancel sets, whichever state it started from. */
 export function cancelled(reason?: string): Transition {
-  const status_message = reason === undefined ? 'cancelled by a client' : `cancelled by a client: ${reason}`;
-  return { state: 'CANCELLED', status_message, error_code: 'cancelled' };
+  return finish(cancelledByClient(reason));
 }
 
 /** A worker's finish of the run it holds. */
@@ -164,7 +164,7 @@ export function finish(outcome: Outcome): Transition {
 
 /** A run left INPROGRESS by a process that stopped (restarted, or stopped renewing its lease). */
 export function abandon(message: string): Transition {
-  return { state: 'FAILED', status_message: message, error_code: 'executor_restarted' };
+  return finish(abandoned(message));
 }
 
 /** The fields of a run that the state event and the wire record are built from. */
