@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseConfig } from '../../src/executor/config.js';
-import { checkRunnable } from '../../src/executor/worker/preflight.js';
+import { checkRunnable } from '../../src/executor/startup.js';
 import { gitReason } from '../../src/executor/workspace/workspace.js';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';

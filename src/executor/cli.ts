@@ -8,10 +8,9 @@ import { agentKindOf } from './agents/index.js';
 import { COMMANDS, type Command, USAGE, VERSION, commandHelp, splitCommand } from './cli-usage.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
-import { type Role, startExecutor } from './server/executor.js';
+import { type Role, startExecutor } from './serve.js';
 import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
-import { checkRunnable } from './worker/preflight.js';
 
 class UsageError extends Error {}
 
@@ -116,15 +115,10 @@ async function serve(args: string[]): Promise<number> {
   if (!['all', 'api', 'worker'].includes(role))
     throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
   const config = configFrom(values);
-  // A node that runs work refuses configuration every run would fail on, before it listens.
-  if (role !== 'api') checkRunnable(config);
   const release = lockDataDir(config.dataDir, role);
   let executor;
   try {
-    // A split role shares the store with the other role's process (on SQLite, one file on this
-    // machine): start-up then fails only runs whose lease expired, never the other's live runs.
-    const store = await openStore(config.store, { shared: role !== 'all' });
-    executor = await startExecutor(config, store, role);
+    executor = await startExecutor(config, { role });
   } catch (error) {
     release();
     throw error;

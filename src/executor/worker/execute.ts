@@ -8,11 +8,11 @@ import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
-import { runShell } from '../agents/shell.js';
 import type { AgentResult } from '../agents/types.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import type { Processes } from '../sandbox/spawn.js';
 import { runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
@@ -98,14 +98,14 @@ function watchQuota(
 /** The environment's setup commands, in order; the first that exits non-zero fails the run. */
 async function setup(
   environment: EnvironmentConfig,
-  cwd: string,
+  processes: Processes,
   env: Record<string, string>,
   signal: AbortSignal,
   record: Recorder
 ): Promise<AgentResult> {
   for (const command of environment.setup) {
     if (signal.aborted) break;
-    const result = await runShell(command, { cwd, env, signal });
+    const result = await processes.shell(command, { env });
     await record('setup', {
       command,
       exit_code: result.exitCode,
@@ -181,7 +181,7 @@ export async function executeRun(
         user,
         own: [workspace.root, outputs.dir]
       },
-      controller.signal
+      { signal: controller.signal, cwd: workspace.path }
     );
     sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
@@ -191,7 +191,7 @@ export async function executeRun(
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
     const env = passedVariables(environment);
-    result = await setup(environment, workspace.path, env, controller.signal, record);
+    result = await setup(environment, confined.processes, env, controller.signal, record);
     if (result.state === 'SUCCEEDED' && !controller.signal.aborted) {
       const agent = agentKindOf(environment.agent.kind);
       if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
@@ -202,7 +202,8 @@ export async function executeRun(
         agent: environment.agent,
         env: { ...env, ...outputs.env },
         signal: controller.signal,
-        record
+        record,
+        processes: confined.processes
       });
     }
   } catch (error) {
