@@ -10,6 +10,7 @@ import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types.js';
 import { tempDir } from '../support/executor.js';
 import { type TestPostgres, startPostgres } from '../support/postgres.js';
+import { sleep } from '../support/wait.js';
 
 let postgres: TestPostgres;
 beforeAll(async () => {
@@ -44,7 +45,6 @@ const kinds: Kind[] = [
 ];
 
 const at = () => new Date().toISOString();
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 function newRun(fields: Partial<NewRun> = {}): NewRun {
   return {
