@@ -1,10 +1,13 @@
-// The executor as one process, wired in one place: the start-up checks (startup.ts), the store,
+// The executor as one process, wired in one place: the start-up checks (startup.ts), the data
+// dir's lock (one process per role and data dir), the store,
 // the server (server/app.ts) listening on its port, the worker pool and the heartbeat, and the
 // order they stop in. A node's role picks the parts: `all` (both), `api` (the API; it runs
 // nothing), `worker` (runs work; it serves only /healthz, /readyz and the API's description).
 // The CLI's `serve` and the tests' in-process executors both start here.
 
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { ExecutorConfig } from './config.js';
 import { type Role, buildApp } from './server/app.js';
@@ -29,6 +32,8 @@ export interface StartOptions {
    * (the CLI does; tests whose runs are meant to fail on them turn it off). The sandbox is always checked.
    */
   checkEnvironments?: boolean;
+  /** Takes the data dir's lock for the role (the CLI's serve), released when the node stops or the process exits. */
+  lockDataDir?: boolean;
 }
 
 export interface Executor {
@@ -60,21 +65,63 @@ export async function serverContext(
 
 /**
  * Starts a node: checks, store, server, pool, heartbeat. A refused check throws a
- * StartupCheckError before the store is opened; a failure after it closes what was started.
+ * StartupCheckError before the store is opened; a later failure closes the store opened here.
  */
 export async function startExecutor(config: ExecutorConfig, options: StartOptions = {}): Promise<Executor> {
   const role = options.role ?? 'all';
   // A node that runs work refuses configuration every run would fail on, and environments it
   // cannot confine (unless they say `sandbox: off`).
   const { warnings, notes } = checkStartup(config, role, { environments: options.checkEnvironments });
-  // A split role shares the store with the other role's process (on SQLite, one file on this
-  // machine): start-up then fails only runs whose lease expired, never the other's live runs.
-  const store = options.store ?? (await openStore(config.store, { shared: role !== 'all' }));
+  const release = options.lockDataDir ? lockDataDir(config.dataDir, role) : () => undefined;
+  let store: RunStore | undefined;
   try {
-    return await wire(config, store, role, warnings, notes);
+    // A split role shares the store with the other role's process (on SQLite, one file on this
+    // machine): start-up then fails only runs whose lease expired, never the other's live runs.
+    store = options.store ?? (await openStore(config.store, { shared: role !== 'all' }));
+    return await wire(config, store, role, warnings, notes, release);
   } catch (error) {
-    if (!options.store) await store.close().catch(() => undefined);
+    if (!options.store) await store?.close().catch(() => undefined);
+    release();
     throw error;
+  }
+}
+/**
+ * One process per role and data dir: `all` alone, or one `api` beside one `worker`. A second
+ * server of a role would fail the first one's runs as abandoned, or claim beside it.
+ */
+function lockDataDir(dataDir: string, role: Role): () => void {
+  const lockOf = (of: Role) => join(dataDir, of === 'all' ? 'executor.pid' : `executor-${of}.pid`);
+  const conflicts: Role[] = role === 'all' ? ['all', 'api', 'worker'] : ['all', role];
+  for (const other of conflicts) {
+    const path = lockOf(other);
+    if (!existsSync(path)) continue;
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new Error(
+        `another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
+          'a data dir takes one --role all, or one --role api beside one --role worker; ' +
+          'stop it or use another --data-dir'
+      );
+    }
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const path = lockOf(role);
+  writeFileSync(path, `${process.pid}\n`);
+  // Also on an exit without a stop (a second Ctrl-C).
+  const release = () => {
+    process.removeListener('exit', release);
+    rmSync(path, { force: true });
+  };
+  process.once('exit', release);
+  return release;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -83,7 +130,8 @@ async function wire(
   store: RunStore,
   role: Role,
   warnings: string[],
-  notes: string[]
+  notes: string[],
+  release: () => void
 ): Promise<Executor> {
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
@@ -128,7 +176,7 @@ async function wire(
         context.hub.close();
         await app.close();
         await store.close();
-      })();
+      })().finally(release);
       return stopping;
     }
   };
