@@ -33,7 +33,7 @@ export interface SeenRun {
 
 /** Longest a single held read waits, in seconds (the server caps it at 60). */
 const HOLD_SECONDS = 20;
-/** Pause between reads that are not held (an ended run awaited in another state; the last second). */
+/** Pause between reads that are not held (an ended run awaited in another state, no ETag, the last second). */
 const SHORT_PAUSE_MS = 50;
 
 /**
@@ -66,9 +66,10 @@ export async function waitForRead<R extends SeenRun = SeenRun>(
       throw new Error(
         `timed out after ${timeoutMs} ms waiting for run ${run.id} to reach ${states.join(' or ')} (last: ${seen?.state})`
       );
-    // An ended run answers a held read at once (only a follow-up moves it again), and under a
-    // second from the deadline nothing is held: a short pause between those reads.
-    if (seen && (hold <= 0 || TERMINAL_STATES.includes(seen.state as never)))
+    // An ended run answers a held read at once (only a follow-up moves it again), a server without
+    // ETags cannot hold one, and under a second from the deadline nothing is held: a short pause
+    // between those reads.
+    if (seen && (hold <= 0 || etag === '' || TERMINAL_STATES.includes(seen.state as never)))
       await sleep(Math.min(SHORT_PAUSE_MS, Math.max(0, deadline - Date.now())));
   }
 }
