@@ -70,5 +70,29 @@ export default tseslint.config(
         }
       ]
     }
+  },
+  {
+    // An agent kind starts processes only through its context's `processes` (sandbox/spawn.ts),
+    // which confines each in the run's sandbox: it may not spawn around it, nor make a spawner.
+    files: ['src/executor/agents/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: ['node:child_process', 'child_process', 'node:cluster', 'cluster'].map(name => ({
+            name,
+            message:
+              "an agent kind starts processes only through its context's `processes` (the run's sandbox)"
+          })),
+          patterns: [
+            {
+              group: ['**/sandbox/*', '**/sandbox'],
+              allowTypeImports: true,
+              message: 'an agent kind receives the sandbox in its context; it may import its types only'
+            }
+          ]
+        }
+      ]
+    }
   }
 );

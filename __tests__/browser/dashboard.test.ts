@@ -7,8 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from '../support/browser.js';
-import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
 
 let browser: Browser;
 let ex: TestExecutor;
@@ -73,10 +73,7 @@ async function runState(id: string, withKey = key): Promise<string> {
 }
 
 async function finished(id: string): Promise<void> {
-  await eventually(async () => ['SUCCEEDED', 'FAILED'].includes(await runState(id)), {
-    what: `run ${id} to finish`,
-    timeoutMs: 60_000
-  });
+  await waitForState({ on: ex, key, id });
 }
 
 let shown: Promise<{ failed: string; changed: string }> | undefined;
@@ -359,7 +356,7 @@ describe('dashboard in Chromium', () => {
 
   it('lists the environments without secrets, with queued and running runs, and the nodes alive or silent', async () => {
     const running = await createRun('@sim sleep 30', { title: 'Env check', environment: 'docs' });
-    await eventually(async () => (await runState(running)) === 'INPROGRESS', { what: 'the run to start' });
+    await waitForState({ on: ex, key, id: running }, ['INPROGRESS']);
     const store = await ex.openStore();
     try {
       await store.reportNode(

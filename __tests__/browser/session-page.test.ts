@@ -7,8 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { launchBrowser } from '../support/browser.js';
-import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+import { type SeenRun, waitForState } from '../support/wait.js';
 
 /** The page's window, as far as these tests use it (the DOM types are not in this project's lib). */
 interface Styled {
@@ -38,16 +38,7 @@ async function finishedRun(prompt: string): Promise<{ session_link: string; run_
     body: JSON.stringify({ prompt, title: 'Browser <i>check</i>', config: { environment_id: 'web' } })
   });
   const { run_id } = (await created.json()) as { run_id: string };
-  const run = await eventually(
-    async () => {
-      const run = (await (await ex.request(`/api/v1/agent/runs/${run_id}`, { key })).json()) as {
-        state: string;
-        session_link: string;
-      };
-      return ['SUCCEEDED', 'FAILED'].includes(run.state) && run;
-    },
-    { what: `run ${run_id} to finish`, timeoutMs: 60_000 }
-  );
+  const run = await waitForState<SeenRun & { session_link: string }>({ on: ex, key, id: run_id });
   return { ...run, run_id };
 }
 

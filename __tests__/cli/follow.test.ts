@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { AgentRunClient, type ProgressItem, RunFollower } from '../../src/client/index.js';
 import { ContractServer, type ContractServerOptions } from '../support/contract-server.js';
 import { eventually } from '../support/eventually.js';
+import { sleep } from '../support/wait.js';
 
 const KEY = 'test-key-0123456789';
 let server: ContractServer;
@@ -20,7 +21,6 @@ afterEach(async () => {
   await server.stop();
 });
 
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 const transcriptReads = () => server.requests.filter(r => r.path.includes('/transcript')).length;
 
 describe('RunFollower', () => {

@@ -3,6 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { PassThrough } from 'node:stream';
 import { Terminal, table } from '../../src/cli/terminal.js';
+import { sleep } from '../support/wait.js';
 
 function terminal(tty: boolean, env: NodeJS.ProcessEnv = {}) {
   const stderr = Object.assign(new PassThrough(), { isTTY: tty });
@@ -11,7 +12,6 @@ function terminal(tty: boolean, env: NodeJS.ProcessEnv = {}) {
   return { term: new Terminal({ stdout: new PassThrough(), stderr, env }), text: () => text };
 }
 
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 const ESC = '\u001b[';
 
 describe('Terminal', () => {

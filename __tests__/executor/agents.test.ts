@@ -5,10 +5,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseConfig } from '../../src/executor/config.js';
-import { checkRunnable } from '../../src/executor/worker/preflight.js';
+import { checkRunnable } from '../../src/executor/startup.js';
 import { gitReason } from '../../src/executor/workspace/workspace.js';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
 
 const FIXTURES = resolve('__tests__/fixtures/agents');
 let ex: TestExecutor;
@@ -92,15 +93,7 @@ async function run(environment: string, prompt: string): Promise<string> {
 async function read(id: string) {
   return (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as Record<string, string>;
 }
-async function until(id: string, states: string[]) {
-  return eventually(
-    async () => {
-      const r = await read(id);
-      return states.includes(r.state!) && r;
-    },
-    { what: `run ${id} to reach ${states}`, timeoutMs: 60_000, intervalMs: 25 }
-  );
-}
+const until = (id: string, states?: readonly string[]) => waitForState({ on: ex, key, id }, states);
 async function events(id: string) {
   return (
     (await (await ex.request(`/api/v1/agent/runs/${id}/transcript`, { key })).json()) as {
@@ -112,7 +105,7 @@ async function events(id: string) {
 describe('command agent', () => {
   it('gets the prompt on stdin, streams its output, and its changes come out as a unified diff', async () => {
     const id = await run('edit', 'Add a file please');
-    expect(await until(id, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
+    expect(await until(id)).toMatchObject({ state: 'SUCCEEDED' });
     const all = await events(id);
     const output = all.filter(e => e.kind === 'output');
     expect(
@@ -146,7 +139,7 @@ describe('command agent', () => {
     const copy = await run('edit-copy', 'copy');
     const remote = await run('remote', 'remote');
     for (const id of [copy, remote]) {
-      expect((await until(id, ['SUCCEEDED', 'FAILED'])).status_message).toBeUndefined();
+      expect((await until(id)).status_message).toBeUndefined();
       const diff = (await events(id)).find(e => e.kind === 'diff')!;
       expect((diff.files as { path: string }[]).map(f => f.path)).toEqual(['README.md', 'added.txt']);
     }
@@ -170,7 +163,7 @@ describe('command agent', () => {
 
   it('fails with the exit code and the last lines of stderr; the prompt may be an argument', async () => {
     const id = await run('fail', 'the prompt');
-    const failed = await until(id, ['FAILED', 'SUCCEEDED']);
+    const failed = await until(id);
     expect(failed.error_code).toBe('agent_failed');
     expect(failed.status_message).toMatch(/^agent exited with code 7; last lines of stderr:\n/);
     expect(failed.status_message).toContain('error: tests failed (3 of 10)');
@@ -289,7 +282,7 @@ describe('workspaces', () => {
 
   it('fails a run whose workspace grows past the quota', async () => {
     const id = await run('quota', '@sim run head -c 600000 /dev/zero > big.bin\n@sim sleep 10');
-    expect(await until(id, ['FAILED', 'SUCCEEDED'])).toMatchObject({
+    expect(await until(id)).toMatchObject({
       error_code: 'workspace_quota_exceeded',
       status_message: 'the workspace grew past its disk quota of 200 KiB'
     });

@@ -1,8 +1,8 @@
 // The executor's HTTP API on a real port with a real SQLite file in a temp dir.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
 
 let ex: TestExecutor;
 let key: string;
@@ -35,17 +35,6 @@ async function create(prompt = 'hello', extra: Record<string, unknown> = {}, k =
   return ((await response.json()) as { run_id: string }).run_id;
 }
 
-async function waitForState(runId: string, states: string[], k = key): Promise<Record<string, unknown>> {
-  return eventually(
-    async () => {
-      const run = (await (await get(`/api/v1/agent/runs/${runId}`, k)).json()) as Record<string, unknown>;
-      return states.includes(run.state as string) && run;
-    },
-    // Generous: on a loaded machine a run may wait a while for a worker; the wait ends at the state.
-    { what: `run ${runId} to reach ${states}`, timeoutMs: 60_000 }
-  );
-}
-
 async function expectProblem(response: Response, status: number, code: string, detail?: RegExp) {
   expect(response.status).toBe(status);
   expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -68,7 +57,7 @@ describe('runs', () => {
     expect(response.status).toBe(200);
     const created = (await response.json()) as { run_id: string; state: string };
     expect(created.state).toBe('QUEUED');
-    const run = await waitForState(created.run_id, ['SUCCEEDED']);
+    const run = await waitForState({ on: ex, key, id: created.run_id }, ['SUCCEEDED']);
     expect(run).toMatchObject({
       run_id: created.run_id,
       title: 'T',
@@ -94,7 +83,7 @@ describe('runs', () => {
     const id = await create(
       'Do it\n@sim say working\n@sim write out/notes.md line1\\nline2\n@sim run cat out/notes.md && exit 3'
     );
-    const run = await waitForState(id, ['FAILED']);
+    const run = await waitForState({ on: ex, key, id }, ['FAILED']);
     expect(run).toMatchObject({
       error_code: 'command_failed',
       status_message: 'command `cat out/notes.md && exit 3` exited with code 3'
@@ -119,7 +108,7 @@ describe('runs', () => {
 
   it('fails with the message of @sim fail', async () => {
     const id = await create('@sim fail the tests are red');
-    expect(await waitForState(id, ['FAILED'])).toMatchObject({
+    expect(await waitForState({ on: ex, key, id }, ['FAILED'])).toMatchObject({
       status_message: 'the tests are red',
       error_code: 'agent_failed'
     });
@@ -127,11 +116,11 @@ describe('runs', () => {
 
   it('cancels a running run and refuses to cancel a finished one', async () => {
     const id = await create('@sim sleep 30');
-    await waitForState(id, ['INPROGRESS']);
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
     const response = await post(`/api/v1/agent/runs/${id}/cancel`, '');
     expect(response.status).toBe(200);
     expect(await response.json()).toBe(id);
-    expect(await waitForState(id, ['CANCELLED'])).toMatchObject({
+    expect(await waitForState({ on: ex, key, id }, ['CANCELLED'])).toMatchObject({
       status_message: 'cancelled by a client',
       error_code: 'cancelled'
     });
@@ -147,10 +136,10 @@ describe('runs', () => {
 describe('stopping', () => {
   it('runs no further directive once a run is cancelled', async () => {
     const id = await create('@sim sleep 1\n@sim run touch marker\n@sim write after.txt hi');
-    await waitForState(id, ['INPROGRESS']);
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
     await new Promise(resolve => setTimeout(resolve, 300));
     expect((await post(`/api/v1/agent/runs/${id}/cancel`, '')).status).toBe(200);
-    await waitForState(id, ['CANCELLED']);
+    await waitForState({ on: ex, key, id }, ['CANCELLED']);
     // Past the end of the `sleep 1` the directives after it would have run by now, had it gone on.
     await new Promise(resolve => setTimeout(resolve, 1500));
     const kinds = (
@@ -162,7 +151,7 @@ describe('stopping', () => {
   it('does not wait for processes a command left behind outside its group', async () => {
     // The left-behind sleep outlasts the wait below: a run that waited for it would not end in time.
     const id = await create('@sim run setsid sleep 120 > /dev/null 2>&1 & echo started');
-    const run = await waitForState(id, ['SUCCEEDED', 'FAILED']);
+    const run = await waitForState({ on: ex, key, id });
     expect(run.state).toBe('SUCCEEDED');
     expect(Date.parse(run.completed_at as string) - Date.parse(run.started_at as string)).toBeLessThan(
       120_000
@@ -174,7 +163,7 @@ describe('conditional reads', () => {
   it('answers 304 to a matching ETag and holds with Prefer: wait until the run changes', async () => {
     const id = await create('@sim sleep 1');
     // Once claimed, the run holds still for a second: long enough to read it twice unchanged.
-    await waitForState(id, ['INPROGRESS']);
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
     const first = await get(`/api/v1/agent/runs/${id}`);
     const etag = first.headers.get('etag')!;
     expect(etag).toMatch(/^"v\d+"$/);
@@ -198,7 +187,7 @@ describe('conditional reads', () => {
 
   it('answers 304 after the wait when nothing changed', async () => {
     const id = await create('@sim sleep 5');
-    await waitForState(id, ['INPROGRESS']);
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
     const etag = (await get(`/api/v1/agent/runs/${id}`)).headers.get('etag')!;
     const started = Date.now();
     const held = await get(`/api/v1/agent/runs/${id}`, key, { 'if-none-match': etag, prefer: 'wait=1' });
@@ -451,11 +440,11 @@ describe('paging', () => {
   it('filters by state, environment and creation time', async () => {
     const { raw: k } = await ex.key('team-filter');
     const a = await create('@sim fail no', {}, k);
-    await waitForState(a, ['FAILED'], k);
+    await waitForState({ on: ex, key: k, id: a }, ['FAILED']);
     const middle = new Date().toISOString();
     await new Promise(resolve => setTimeout(resolve, 5));
     const b = await create('ok', {}, k);
-    await waitForState(b, ['SUCCEEDED'], k);
+    await waitForState({ on: ex, key: k, id: b }, ['SUCCEEDED']);
     const ids = async (query: string) =>
       (
         (await (await get(`/api/v1/agent/runs?${query}`, k)).json()) as { runs: { run_id: string }[] }
@@ -646,7 +635,7 @@ describe('session page', () => {
     const id = await create(
       '<script>alert(1)</script>\n@sim say <img src=x onerror=alert(2)>\n@sim run echo "<b>bold</b>"'
     );
-    const run = (await waitForState(id, ['SUCCEEDED'])) as { session_link: string };
+    const run = (await waitForState({ on: ex, key, id }, ['SUCCEEDED'])) as { session_link: string };
     const page = await fetch(run.session_link);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);

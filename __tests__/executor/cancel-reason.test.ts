@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AgentRunClient } from '../../src/client/index.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
 
 let ex: TestExecutor;
 let client: AgentRunClient;
@@ -23,14 +24,7 @@ async function sleepingRun(): Promise<string> {
   return run_id;
 }
 
-async function settled(runId: string) {
-  for (let i = 0; i < 200; i++) {
-    const run = await client.getRun(runId);
-    if (run.state === 'CANCELLED') return run;
-    await new Promise(resolve => setTimeout(resolve, 50));
-  }
-  throw new Error(`run ${runId} was never cancelled`);
-}
+const settled = (id: string) => waitForState({ on: ex, key, id }, ['CANCELLED']);
 
 describe('cancel with a reason', () => {
   it('puts the reason in the status message', async () => {

@@ -12,6 +12,7 @@ import {
   spawnExecutor,
   tempDir
 } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
 
 const running: ExecutorProcess[] = [];
 afterAll(async () => {
@@ -43,12 +44,6 @@ const api = (p: ExecutorProcess, key: string) => ({
       await fetch(`${p.url}/api/v1/agent/runs/${id}`, { headers: { authorization: `Bearer ${key}` } })
     ).json()) as Record<string, string>
 });
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  let value: T;
-  await eventually(async () => done((value = await read())), { what: 'the condition', timeoutMs: 60_000 });
-  return value!;
-}
 
 describe('agent-executor CLI', () => {
   it('creates keys (raw value alone on the last line), lists them without raw values, revokes them', async () => {
@@ -313,10 +308,7 @@ describe('restarts', () => {
     const key = await newKey(dir);
     const first = await start(dir);
     const ids = [await api(first, key).create('@sim say one'), await api(first, key).create('@sim say two')];
-    await until(
-      () => api(first, key).get(ids[1]!),
-      run => run.state === 'SUCCEEDED'
-    );
+    await waitForState({ on: first, key, id: ids[1]! }, ['SUCCEEDED']);
     const second = spawnExecutor(['--data-dir', join(dir, 'data')], { cwd: dir });
     await expect(second).rejects.toThrow(/another executor \(pid \d+\) is serving data dir/);
     expect(await first.stop('SIGTERM')).toBe(0);
@@ -331,10 +323,7 @@ describe('restarts', () => {
     const key = await newKey(dir);
     const first = await start(dir);
     const running = await api(first, key).create('@sim sleep 30');
-    await until(
-      () => api(first, key).get(running),
-      run => run.state === 'INPROGRESS'
-    );
+    await waitForState({ on: first, key, id: running }, ['INPROGRESS']);
     const queued = [
       await api(first, key).create('@sim say later 1'),
       await api(first, key).create('@sim say later 2')
@@ -347,14 +336,7 @@ describe('restarts', () => {
       /executor restarted while this run was in progress; it was not re-run/
     );
     for (const id of queued)
-      expect(
-        (
-          await until(
-            () => api(again, key).get(id),
-            r => r.state === 'SUCCEEDED'
-          )
-        ).state
-      ).toBe('SUCCEEDED');
+      expect((await waitForState({ on: again, key, id }, ['SUCCEEDED'])).state).toBe('SUCCEEDED');
     const transcript = (await (
       await fetch(`${again.url}/api/v1/agent/runs/${running}/transcript`, {
         headers: { authorization: `Bearer ${key}` }

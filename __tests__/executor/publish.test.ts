@@ -14,6 +14,7 @@ import { parseConfig } from '../../src/executor/config.js';
 import { repositoryOf } from '../../src/executor/workspace/pull-request.js';
 import { GitHubServer } from '../support/github-server.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
 
 const TOKEN = `ghp_publishTest${Math.random().toString(36).slice(2)}Secret`;
 const TOKEN_BASIC = Buffer.from(`x-access-token:${TOKEN}`).toString('base64');
@@ -207,14 +208,7 @@ async function create(
   return ((await response.json()) as { run_id: string }).run_id;
 }
 
-async function finished(id: string): Promise<Json> {
-  for (let i = 0; i < 600; i++) {
-    const run = (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as Json;
-    if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(run.state as string)) return run;
-    await new Promise(resolve => setTimeout(resolve, 50));
-  }
-  throw new Error(`run ${id} never finished`);
-}
+const finished = (id: string): Promise<Json> => waitForState({ on: ex, key, id });
 
 async function events(id: string): Promise<Json[]> {
   const store = await ex.openStore();

@@ -12,6 +12,7 @@ import { prepareOutputs, readOutputFile } from '../../src/executor/worker/output
 import { createWorkspace } from '../../src/executor/workspace/workspace.js';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
 
 let ex: TestExecutor;
 let small: TestExecutor;
@@ -101,15 +102,7 @@ async function create(environment: string, prompt: string, on = ex, k = key): Pr
   return ((await response.json()) as { run_id: string }).run_id;
 }
 
-async function finished(id: string, on = ex, k = key): Promise<Json> {
-  return eventually(
-    async () => {
-      const run = (await (await on.request(`/api/v1/agent/runs/${id}`, { key: k })).json()) as Json;
-      return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(run.state as string) && run;
-    },
-    { what: `run ${id} to finish`, timeoutMs: 90_000 }
-  );
-}
+const finished = (id: string, on = ex, k = key): Promise<Json> => waitForState({ on, key: k, id });
 
 async function conversation(id: string): Promise<Json> {
   const response = await ex.request(`/api/v1/agent/runs/${id}/conversation`, { key });

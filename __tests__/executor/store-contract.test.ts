@@ -11,6 +11,7 @@ import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types
 import { tempDir } from '../support/executor.js';
 import { CASES } from '../support/lifecycle-cases.js';
 import { type TestPostgres, startPostgres } from '../support/postgres.js';
+import { sleep } from '../support/wait.js';
 
 let postgres: TestPostgres;
 beforeAll(async () => {
@@ -59,7 +60,6 @@ const kinds: Kind[] = [
 ];
 
 const at = () => new Date().toISOString();
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 function newRun(fields: Partial<NewRun> = {}): NewRun {
   return {

@@ -6,10 +6,11 @@
 // "… N more events" marker. Real executor on a real port, a real agent process; on SQLite, or
 // PostgreSQL with AGENT_EXECUTOR_TEST_STORE=postgres.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TERMINAL_STATES } from '../../src/api/index.js';
 import { AgentRunClient, type ProgressItem, RunFollower } from '../../src/client/index.js';
 import { parseConfig } from '../../src/executor/config.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { eventually } from '../support/eventually.js';
+import { waitForState } from '../support/wait.js';
 
 const LIMIT = 1024 * 1024;
 /** About 20 MB of numbered lines between two marker lines. */
@@ -48,15 +49,8 @@ async function getRun(id: string): Promise<Json> {
   return (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as Json;
 }
 
-const ended = (run: Json) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(run.state));
-
-async function finished(id: string): Promise<Json> {
-  return eventually(async () => ((run: Json) => ended(run) && run)(await getRun(id)), {
-    what: `run ${id} to end`,
-    timeoutMs: 240_000,
-    intervalMs: 100
-  });
-}
+const finished = (id: string): Promise<Json> =>
+  waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 240_000 });
 
 async function transcript(id: string, query: string): Promise<Json & { events: Json[] }> {
   const response = await ex.request(`/api/v1/agent/runs/${id}/transcript${query}`, { key });
@@ -71,10 +65,7 @@ describe('a run that prints far more than limits.transcript', () => {
 
   beforeAll(async () => {
     id = await create('flood');
-    await eventually(async () => (await getRun(id)).state === 'INPROGRESS' || ended(await getRun(id)), {
-      what: 'the flood run to start',
-      timeoutMs: 60_000
-    });
+    await waitForState({ on: ex, key, id }, ['INPROGRESS', ...TERMINAL_STATES]);
     // /healthz is asked again and again while the agent prints; answers count when the run was
     // still in progress after them.
     for (;;) {

@@ -6,12 +6,12 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
+import { waitForRead } from '../support/wait.js';
 
 const started: ExecutorProcess[] = [];
 afterAll(async () => {
   for (const node of started) await node.stop('SIGKILL');
 });
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 interface Machine {
   dir: string;
@@ -87,15 +87,8 @@ async function read(m: Machine, runId: string) {
   };
 }
 
-async function until(m: Machine, runId: string, states: string[], ms = 20_000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const { etag, run } = await read(m, runId);
-    if (states.includes(run.state)) return { etag, run };
-    if (Date.now() > end) throw new Error(`run ${runId} is ${run.state}, not ${states.join('|')}`);
-    await sleep(20);
-  }
-}
+const until = (m: Machine, id: string, states?: readonly string[], timeoutMs?: number) =>
+  waitForRead({ on: m.api, key: m.key, id }, states, { timeoutMs });
 
 async function stop(m: Machine): Promise<void> {
   await Promise.all([m.api.stop(), m.worker.stop()]);
@@ -156,7 +149,7 @@ describe('serve --role api and --role worker on one SQLite data dir', () => {
     expect(await m.api.stop('SIGKILL')).toBe(null);
     m.api = await serve(m.dir, m.config, 'api');
     expect((await read(m, running)).run.state).toBe('INPROGRESS');
-    expect((await until(m, running, ['SUCCEEDED', 'FAILED'])).run.state).toBe('SUCCEEDED');
+    expect((await until(m, running)).run.state).toBe('SUCCEEDED');
     await stop(m);
   }, 90_000);
 

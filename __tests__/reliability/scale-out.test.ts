@@ -8,6 +8,7 @@ import pg from 'pg';
 import { type ExecutorProcess, executorCli, spawnExecutor, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
 import { type TestPostgres, startPostgres } from '../support/postgres.js';
+import { sleep, waitForRead } from '../support/wait.js';
 
 let postgres: TestPostgres;
 const started: ExecutorProcess[] = [];
@@ -22,7 +23,6 @@ afterAll(async () => {
 /** Quick form here; long form: `npm run reliability:scale-out` (3,000 runs, 5 restarts). */
 const RUNS = Number(process.env.SCALE_OUT_RUNS ?? 300);
 const RESTARTS = Number(process.env.PG_RESTARTS ?? 1);
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 interface Cluster {
   url: string;
@@ -267,15 +267,10 @@ describe('several executor nodes on one PostgreSQL', () => {
     const lags: number[] = [];
     for (let i = 0; i < 5; i++) {
       const { body } = await create(c, api, 1);
-      let etag = '';
-      let state = '';
-      for (let j = 0; j < 100 && state !== 'INPROGRESS'; j++) {
-        const read = await fetch(`${api.url}/api/v1/agent/runs/${body.run_id}`, { headers: headers(c) });
-        etag = read.headers.get('etag')!;
-        state = ((await read.json()) as { state: string }).state;
-        if (state !== 'INPROGRESS') await sleep(20);
-      }
-      expect(state).toBe('INPROGRESS');
+      const { run: started, etag } = await waitForRead({ on: api, key: c.key, id: body.run_id }, [
+        'INPROGRESS'
+      ]);
+      expect(started.state).toBe('INPROGRESS');
       const held = await fetch(`${api.url}/api/v1/agent/runs/${body.run_id}`, {
         headers: headers(c, { 'if-none-match': etag, prefer: 'wait=60' })
       });

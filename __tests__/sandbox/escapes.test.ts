@@ -4,13 +4,15 @@
 // are hidden by the sandbox itself, not only by its private /tmp.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TERMINAL_STATES } from '../../src/api/index.js';
+import { waitForState } from '../support/wait.js';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { commandOutput, createRun, requireBubblewrap, transcript, waitFor } from './support.js';
+import { commandOutput, createRun, requireBubblewrap, transcript } from './support.js';
 
 const SECRET_PROMPT = `TEAM-A-PROMPT-${process.pid}-${Date.now()}`;
 const SECRET_FILE = `TEAM-A-FILE-${process.pid}`;
@@ -89,7 +91,7 @@ describe('a run of team B', () => {
       'plain',
       `${SECRET_PROMPT}\n@sim write secret.txt ${SECRET_FILE}\n@sim sleep 600`
     );
-    await waitFor(ex, keyA, a, ['INPROGRESS']);
+    await waitForState({ on: ex, key: keyA, id: a }, ['INPROGRESS']);
     const workspaceA = join(ex.dataDir, 'workspaces', a);
     await eventually(() => existsSync(join(workspaceA, 'secret.txt')), {
       what: "run A's secret.txt",
@@ -121,7 +123,7 @@ describe('a run of team B', () => {
       'plain',
       attempts.map(c => `@sim run ${c}; echo "exit=$?"`).join('\n')
     );
-    expect(await waitFor(ex, keyB, b, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
+    expect(await waitForState({ on: ex, key: keyB, id: b })).toMatchObject({ state: 'SUCCEEDED' });
     output = await commandOutput(ex, keyB, b);
   }, 240_000);
 
@@ -180,7 +182,7 @@ describe('files the executor writes for a run', () => {
     writeFileSync(target, 'original');
     const through = async (link: string, path: string) => {
       const id = await createRun(ex, keyB, 'plain', `@sim run ${link}\n@sim write ${path} overwritten`);
-      return waitFor(ex, keyB, id, ['SUCCEEDED', 'FAILED']);
+      return waitForState({ on: ex, key: keyB, id });
     };
     expect(await through(`ln -s ${target} link.txt`, 'link.txt')).toMatchObject({
       state: 'FAILED',
@@ -206,7 +208,9 @@ describe('network: a list of host:port', () => {
     ].join('\n');
     const id = await createRun(ex, keyB, 'proxied', prompt);
     // Up to two minutes of curl time in the worst case (-m 60 twice): the wait allows all of it.
-    expect(await waitFor(ex, keyB, id, ['SUCCEEDED', 'FAILED'], 170_000)).toMatchObject({
+    expect(
+      await waitForState({ on: ex, key: keyB, id }, TERMINAL_STATES, { timeoutMs: 170_000 })
+    ).toMatchObject({
       state: 'SUCCEEDED'
     });
     const commands = (await transcript(ex, keyB, id))

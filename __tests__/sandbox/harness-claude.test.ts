@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { checkHarnessClis } from '../../src/executor/agents/harness/startup.js';
-import { environmentProblems } from '../../src/executor/worker/preflight.js';
+import { checkHarnessClis } from '../../src/executor/harness-startup.js';
+import { environmentProblems } from '../../src/executor/startup.js';
 import { installCli } from '../support/agent-clis.js';
 import {
   type AnthropicStub,
@@ -19,7 +19,8 @@ import {
   systemText
 } from '../support/anthropic-stub.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { requireBubblewrap, transcript, waitFor } from './support.js';
+import { requireBubblewrap, transcript } from './support.js';
+import { waitForState } from '../support/wait.js';
 
 type Json = Record<string, unknown>;
 
@@ -161,8 +162,7 @@ async function run(body: Json): Promise<Json> {
   const response = await create(body);
   expect(response.status).toBe(200);
   const { run_id } = (await response.json()) as { run_id: string };
-  await waitFor(ex, key, run_id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 240_000);
-  return (await (await ex.request(`/api/v1/agent/runs/${run_id}`, { key })).json()) as Json;
+  return (await waitForState({ on: ex, key, id: run_id }, undefined, { timeoutMs: 240_000 })) as Json;
 }
 
 describe('a claude-code run against the stub model API', () => {

@@ -4,10 +4,12 @@
 // record a warning.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TERMINAL_STATES } from '../../src/api/index.js';
+import { waitForState } from '../support/wait.js';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { createRun, requireBubblewrap, transcript, waitFor } from './support.js';
+import { createRun, requireBubblewrap, transcript } from './support.js';
 
 let ex: TestExecutor;
 let key: string;
@@ -39,9 +41,9 @@ describe('resource limits', () => {
     );
     const fine = await createRun(ex, key, 'small', '@sim run echo still fine\n@sim sleep 1');
     const [b, h, f] = await Promise.all([
-      waitFor(ex, key, bomb, ['SUCCEEDED', 'FAILED'], 30_000),
-      waitFor(ex, key, hog, ['SUCCEEDED', 'FAILED'], 30_000),
-      waitFor(ex, key, fine, ['SUCCEEDED', 'FAILED'], 30_000)
+      waitForState({ on: ex, key, id: bomb }, TERMINAL_STATES, { timeoutMs: 30_000 }),
+      waitForState({ on: ex, key, id: hog }, TERMINAL_STATES, { timeoutMs: 30_000 }),
+      waitForState({ on: ex, key, id: fine }, TERMINAL_STATES, { timeoutMs: 30_000 })
     ]);
     expect(b).toMatchObject({
       state: 'FAILED',
@@ -62,7 +64,7 @@ describe('resource limits', () => {
 
   it('stops copying a source larger than the quota, before the disk fills', async () => {
     const id = await createRun(ex, key, 'big', '@sim say never reached');
-    expect(await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED'])).toMatchObject({
+    expect(await waitForState({ on: ex, key, id })).toMatchObject({
       state: 'FAILED',
       error_code: 'workspace_quota_exceeded',
       status_message: 'the source is larger than the workspace disk quota of 256 KiB; the copy stopped there'
@@ -78,10 +80,10 @@ describe('stopping a confined run', () => {
       'small',
       `@sim run trap 'echo got TERM; exit 0' TERM; echo ready; sleep 30 & wait`
     );
-    await waitFor(ex, key, id, ['INPROGRESS']);
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
     await new Promise(resolve => setTimeout(resolve, 1000));
     await ex.request(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST', key });
-    await waitFor(ex, key, id, ['CANCELLED']);
+    await waitForState({ on: ex, key, id }, ['CANCELLED']);
     let command: Record<string, unknown> | undefined;
     for (let i = 0; i < 100 && !command; i++) {
       command = (await transcript(ex, key, id)).find(e => e.kind === 'command');
@@ -98,7 +100,9 @@ describe('workspaces.min_free', () => {
       const fullKey = (await full.key()).raw;
       const id = await createRun(full, fullKey, 'local', '@sim say hi');
       await new Promise(resolve => setTimeout(resolve, 1500));
-      expect(await waitFor(full, fullKey, id, ['QUEUED'])).toMatchObject({ state: 'QUEUED' });
+      expect(await waitForState({ on: full, key: fullKey, id }, ['QUEUED'])).toMatchObject({
+        state: 'QUEUED'
+      });
       const ready = await full.request('/readyz');
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({
@@ -135,7 +139,7 @@ describe('start-up', () => {
       off = await startTestExecutor({ environments: [{ id: 'open', source: tempDir(), sandbox: 'off' }] });
       const offKey = (await off.key()).raw;
       const id = await createRun(off, offKey, 'open', '@sim say hi');
-      expect(await waitFor(off, offKey, id, ['SUCCEEDED', 'FAILED'])).toMatchObject({ state: 'SUCCEEDED' });
+      expect(await waitForState({ on: off, key: offKey, id })).toMatchObject({ state: 'SUCCEEDED' });
       const warnings = (await transcript(off, offKey, id)).filter(e => e.kind === 'warning');
       expect(warnings.map(w => w.message)).toEqual([
         "this environment has `sandbox: off`: the run's processes run unconfined, as the executor's own user"

@@ -4,9 +4,11 @@
 // stays queued. A failing test here is a finding of the review.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TERMINAL_STATES } from '../../src/api/index.js';
+import { waitForState } from '../support/wait.js';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { createRun, releaseFifo, requireBubblewrap, transcript, waitFor } from './support.js';
+import { createRun, releaseFifo, requireBubblewrap, transcript } from './support.js';
 
 let ex: TestExecutor;
 let key: string;
@@ -36,13 +38,15 @@ describe('a run that blocks the post-run git on a FIFO', () => {
       // Accepted, or refused because the run has already ended: the post-run git never blocks.
       expect([200, 202, 409]).toContain(cancel.status);
       next = await createRun(ex, key, 'plain', 'echo hello\n');
-      const run = await waitFor(ex, key, next, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
+      const run = await waitForState({ on: ex, key, id: next }, TERMINAL_STATES, { timeoutMs: 120_000 });
       expect(run.state).toBe('SUCCEEDED');
     } finally {
       for (let tries = 0; tries < 300; tries++) {
         releaseFifo(fifo);
         const done = next
-          ? await waitFor(ex, key, next, ['SUCCEEDED', 'FAILED'], 200).catch(() => undefined)
+          ? await waitForState({ on: ex, key, id: next }, ['SUCCEEDED', 'FAILED'], { timeoutMs: 200 }).catch(
+              () => undefined
+            )
           : true;
         if (done) break;
       }

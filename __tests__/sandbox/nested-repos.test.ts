@@ -5,10 +5,12 @@
 // test is a finding of the review (see the review report), not a flaky one.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TERMINAL_STATES } from '../../src/api/index.js';
+import { waitForState } from '../support/wait.js';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { createRun, releaseFifo, requireBubblewrap, transcript, waitFor } from './support.js';
+import { createRun, releaseFifo, requireBubblewrap, transcript } from './support.js';
 
 let ex: TestExecutor;
 let key: string;
@@ -72,16 +74,16 @@ describe("the executor's git after a run, attacked through nested repositories",
     const fifo = join(ex.dataDir, 'workspaces', id, 'nested', '.git', 'HEAD');
     try {
       // Generous: the agent itself takes a second; the diff step is what never returns.
-      const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 150_000);
+      const run = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 150_000 });
       expect(['SUCCEEDED', 'FAILED']).toContain(run.state);
     } finally {
       // Frees the executor's git (and the worker) while it is still blocked on the FIFO: git
       // opens HEAD more than once, so this goes on until the run ends.
       for (let tries = 0; tries < 300; tries++) {
         releaseFifo(fifo);
-        const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 200).catch(
-          () => undefined
-        );
+        const run = await waitForState({ on: ex, key, id }, ['SUCCEEDED', 'FAILED', 'CANCELLED'], {
+          timeoutMs: 200
+        }).catch(() => undefined);
         if (run) break;
       }
     }
@@ -94,7 +96,7 @@ describe("the executor's git after a run, attacked through nested repositories",
       'publishing',
       `mkdir sub\nprintf 'gitdir: %s\\n' '${join(hostRepo, '.git')}' > sub/.git\necho changed >> README.md\n`
     );
-    const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
+    const run = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 120_000 });
     const events = await transcript(ex, key, id);
     const branch = git(remote, 'for-each-ref', '--format=%(refname)', `refs/heads/agent/${id}`);
     const tree = branch ? git(remote, 'ls-tree', '-r', branch) : '';
@@ -112,7 +114,7 @@ describe("the executor's git after a run, attacked through nested repositories",
       'publishing',
       `mkdir sub\nprintf 'gitdir: %s\\n' '${join(hostRepo, '.git')}' > sub/.git\n`
     );
-    const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
+    const run = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 120_000 });
     const events = await transcript(ex, key, id);
     expect(run.state).toBe('SUCCEEDED');
     expect(git(remote, 'for-each-ref', '--format=%(refname)', `refs/heads/agent/${id}`)).toBe('');
@@ -130,7 +132,7 @@ describe("the executor's git after a run, attacked through nested repositories",
       'mkdir -p z/.git/objects z/.git/refs/heads\nln -s /dev/zero z/.git/refs/heads/main\n' +
         "echo 'ref: refs/heads/main' > z/.git/HEAD\necho changed >> README.md\n"
     );
-    const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
+    const run = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 120_000 });
     const events = await transcript(ex, key, id);
     expect(run.state).toBe('SUCCEEDED');
     expect(events).toContainEqual(

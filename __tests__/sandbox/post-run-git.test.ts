@@ -8,11 +8,13 @@
 // Each run still ends SUCCEEDED with an honest patch of its work tree against the start commit.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TERMINAL_STATES } from '../../src/api/index.js';
+import { waitForState } from '../support/wait.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { createRun, requireBubblewrap, transcript, waitFor } from './support.js';
+import { createRun, requireBubblewrap, transcript } from './support.js';
 
 const SECRET = `executorSecret${process.pid}x${Math.random().toString(36).slice(2)}`;
 const TOKEN = `ghp_postRunGit${Math.random().toString(36).slice(2)}Token`;
@@ -239,7 +241,7 @@ async function evidence(id: string): Promise<{ run: Json; patch: string; all: st
 async function attack(environment: string, name: string, script: string): Promise<Json> {
   const marker = `${environment}-${name.replace(/\W+/g, '-')}`;
   const id = await createRun(ex, key, environment, `${payload(marker)}${script}${EDIT}`);
-  const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'], 120_000);
+  const run = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 120_000 });
   const { patch, all } = await evidence(id);
   expect(existsSync(join(markers, marker))).toBe(false);
   expect(readdirSync(markers)).toEqual([]);
@@ -297,7 +299,7 @@ git add --all
 git -c user.name=a -c user.email=a@a commit --quiet -m rewritten
 `;
     const id = await createRun(ex, key, 'publishing', script);
-    const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED'], 120_000);
+    const run = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 120_000 });
     expect({ state: run.state, status_message: run.status_message }).toEqual({ state: 'SUCCEEDED' });
     const { patch } = await evidence(id);
     expect(patch).toMatch(/^\+changed by the agent$/m);
@@ -311,7 +313,7 @@ git -c user.name=a -c user.email=a@a commit --quiet -m rewritten
 
   it('ends FAILED workspace_tampered, with no patch and no branch, when git refuses its work tree', async () => {
     const id = await createRun(ex, key, 'publishing', `mkdir .GIT\necho x > .GIT/config\n${EDIT}`);
-    const run = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED'], 120_000);
+    const run = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 120_000 });
     expect(run).toMatchObject({ state: 'FAILED', error_code: 'workspace_tampered' });
     expect(run.status_message).toContain('.GIT/config');
     const events = await transcript(ex, key, id);
@@ -324,7 +326,7 @@ describe('private git dirs', () => {
   it('live outside the workspace, hidden from the run, and go with their workspace', async () => {
     const gitDirs = join(ex.dataDir, 'gitdirs');
     const id = await createRun(ex, key, 'plain', `ls -a ${gitDirs} || echo "exit=$?"\n${EDIT}`);
-    await waitFor(ex, key, id, ['SUCCEEDED'], 120_000);
+    await waitForState({ on: ex, key, id }, ['SUCCEEDED'], { timeoutMs: 120_000 });
     const output = (await transcript(ex, key, id))
       .filter(event => event.kind === 'output')
       .map(event => String(event.text))

@@ -3,7 +3,6 @@
 
 import { spawnSync } from 'node:child_process';
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { eventually } from '../support/eventually.js';
 import type { TestExecutor } from '../support/executor.js';
 
 /** Fails the suite with the one command to run when bubblewrap is missing. */
@@ -35,22 +34,6 @@ export async function createRun(
   });
   if (response.status !== 200) throw new Error(`create run: ${response.status} ${await response.text()}`);
   return ((await response.json()) as { run_id: string }).run_id;
-}
-
-export async function waitFor(
-  ex: TestExecutor,
-  key: string,
-  id: string,
-  states: string[],
-  timeoutMs = 90_000
-): Promise<RunRecord> {
-  return eventually(
-    async () => {
-      const run = (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as RunRecord;
-      return states.includes(run.state) && run;
-    },
-    { what: `run ${id} to reach ${states.join(' or ')}`, timeoutMs, intervalMs: 100 }
-  );
 }
 
 export async function transcript(

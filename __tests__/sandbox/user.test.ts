@@ -4,11 +4,13 @@
 // counts against the disk quota, and a `sandbox.user` that cannot be used stops the start-up.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { TERMINAL_STATES } from '../../src/api/index.js';
+import { waitForState } from '../support/wait.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
-import { commandOutput, createRun, requireBubblewrap, waitFor } from './support.js';
+import { commandOutput, createRun, requireBubblewrap } from './support.js';
 
 const SECRET = `ROOT-ONLY-${process.pid}-${Date.now()}`;
 const rootFile = `/etc/agent-run-user-test-${process.pid}`;
@@ -44,7 +46,7 @@ afterAll(async () => {
 
 async function run(prompt: string) {
   const id = await createRun(ex, key, 'repo', prompt);
-  const end = await waitFor(ex, key, id, ['SUCCEEDED', 'FAILED'], 60_000);
+  const end = await waitForState({ on: ex, key, id }, TERMINAL_STATES, { timeoutMs: 60_000 });
   return { end, output: await commandOutput(ex, key, id), id };
 }
 
@@ -146,7 +148,7 @@ describe('sandbox.user at start-up', () => {
     try {
       const otherKey = (await other.key()).raw;
       const id = await createRun(other, otherKey, 'n', '@sim run echo "ids=$(id -u):$(id -g)"');
-      expect((await waitFor(other, otherKey, id, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+      expect((await waitForState({ on: other, key: otherKey, id })).state).toBe('SUCCEEDED');
       expect(await commandOutput(other, otherKey, id)).toContain('ids=2345:2346\n');
     } finally {
       await other.stop(1000);

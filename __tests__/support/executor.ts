@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type ExecutorConfig, parseConfig } from '../../src/executor/config.js';
 import { issueKey } from '../../src/executor/keys.js';
-import { type Executor, startExecutor } from '../../src/executor/server/executor.js';
+import { type Executor, startExecutor } from '../../src/executor/serve.js';
 import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { RunStore } from '../../src/executor/store/types.js';
@@ -40,7 +40,7 @@ export async function startTestExecutor(raw: Record<string, unknown> = {}): Prom
   const config = parseConfig({ log_level: 'silent', ...raw, data_dir: join(dir, 'data') }, dir);
   config.port = 0;
   const { store, files, reopen, release } = await openTestStore(config);
-  const executor = await startExecutor(config, store);
+  const executor = await startExecutor(config, { store, checkEnvironments: false });
   const stop = executor.stop.bind(executor);
   return Object.assign(executor, {
     dataDir: config.dataDir,

@@ -1,17 +1,14 @@
 // agent-executor: serve, keys, environments.
 
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatDuration, table } from '../api/index.js';
 import { agentKindOf } from './agents/index.js';
 import { COMMANDS, type Command, USAGE, VERSION, commandHelp, splitCommand } from './cli-usage.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from './config.js';
 import { type KeyKind, issueKey } from './keys.js';
-import { type Role, startExecutor } from './server/executor.js';
+import { type Role, startExecutor } from './serve.js';
 import { openStore } from './store/open.js';
 import { describeStore } from './store/spec.js';
-import { checkRunnable } from './worker/preflight.js';
 
 class UsageError extends Error {}
 
@@ -116,19 +113,7 @@ async function serve(args: string[]): Promise<number> {
   if (!['all', 'api', 'worker'].includes(role))
     throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
   const config = configFrom(values);
-  // A node that runs work refuses configuration every run would fail on, before it listens.
-  if (role !== 'api') checkRunnable(config);
-  const release = lockDataDir(config.dataDir, role);
-  let executor;
-  try {
-    // A split role shares the store with the other role's process (on SQLite, one file on this
-    // machine): start-up then fails only runs whose lease expired, never the other's live runs.
-    const store = await openStore(config.store, { shared: role !== 'all' });
-    executor = await startExecutor(config, store, role);
-  } catch (error) {
-    release();
-    throw error;
-  }
+  const executor = await startExecutor(config, { role, lockDataDir: true });
   executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
   const unspecified = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host);
   if (unspecified && config.publicUrl === undefined) {
@@ -143,7 +128,6 @@ async function serve(args: string[]): Promise<number> {
     const shutdown = (signal: NodeJS.Signals) => {
       if (++signals > 1) {
         executor.app.log.warn('second signal: exiting now');
-        release();
         process.exit(1);
       }
       executor.app.log.info(
@@ -159,48 +143,13 @@ async function serve(args: string[]): Promise<number> {
         .catch(error => {
           console.error(`agent-executor: stopping failed: ${(error as Error).message}`);
           resolve(1);
-        })
-        .finally(release);
+        });
     };
     process.on('SIGTERM', shutdown);
     process.on('SIGINT', shutdown);
     // Only now: a supervisor that signals as soon as it reads this line must find the handlers in place.
     console.log(`listening on ${executor.url}`);
   });
-}
-
-/**
- * One process per role and data dir: `all` alone, or one `api` beside one `worker`. A second
- * server of a role would fail the first one's runs as abandoned, or claim beside it.
- */
-function lockDataDir(dataDir: string, role: Role): () => void {
-  const lockOf = (of: Role) => join(dataDir, of === 'all' ? 'executor.pid' : `executor-${of}.pid`);
-  const conflicts: Role[] = role === 'all' ? ['all', 'api', 'worker'] : ['all', role];
-  for (const other of conflicts) {
-    const path = lockOf(other);
-    if (!existsSync(path)) continue;
-    const pid = Number(readFileSync(path, 'utf8').trim());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-      throw new Error(
-        `another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
-          'a data dir takes one --role all, or one --role api beside one --role worker; ' +
-          'stop it or use another --data-dir'
-      );
-    }
-  }
-  mkdirSync(dataDir, { recursive: true });
-  const path = lockOf(role);
-  writeFileSync(path, `${process.pid}\n`);
-  return () => rmSync(path, { force: true });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function keys(args: string[]): Promise<number> {

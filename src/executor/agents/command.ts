@@ -15,7 +15,6 @@ import {
   type AgentResult,
   agentKind
 } from './types.js';
-import { runInGroup } from './shell.js';
 import { agentCouldNotStart, agentExited, succeeded } from '../runs/outcomes.js';
 
 const FLUSH_MS = 200;
@@ -112,10 +111,8 @@ export const commandAgent = agentKind<CommandAgentConfig>({
       stdout: new StreamRecorder('stdout', context),
       stderr: new StreamRecorder('stderr', context)
     };
-    const result = await runInGroup(program!, rest, {
-      cwd: context.workspace,
+    const result = await context.processes.run(program!, rest, {
       env,
-      signal: context.signal,
       stdin: mode === 'stdin' ? context.prompt : undefined,
       onStdout: chunk => streams.stdout.push(chunk),
       onStderr: chunk => streams.stderr.push(chunk)

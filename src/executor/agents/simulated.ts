@@ -16,7 +16,6 @@ import { existsSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { writeInside } from '../workspace/files.js';
 import { type AgentContext, type AgentResult, agentKind } from './types.js';
-import { runShell } from './shell.js';
 import { agentFailed, agentStopped, commandFailed, succeeded } from '../runs/outcomes.js';
 
 const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
@@ -110,11 +109,7 @@ async function directive(
     }
     case 'run': {
       if (rest === '') return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
-      const result = await runShell(rest, {
-        cwd: context.workspace,
-        env: context.env,
-        signal: context.signal
-      });
+      const result = await context.processes.shell(rest, { env: context.env });
       await context.record('command', {
         command: rest,
         exit_code: result.exitCode,

@@ -1,8 +1,11 @@
 // What an agent kind is: how it reads its settings from an environment's `agent:` mapping, what it
 // checks at start-up, how the CLI shows it, and how it runs. The worker owns the run's lifecycle;
-// a kind only does the work in the workspace and records what happened.
+// a kind only does the work in the workspace and records what happened. A kind starts processes
+// only through its context's `processes`, which confines each one in the run's sandbox (the lint
+// forbids node:child_process in this folder).
 
 import type { ConfigReader } from '../config-reader.js';
+import type { Processes } from '../sandbox/spawn.js';
 import type { Outcome } from '../store/types.js';
 
 /** An environment's `agent:` as parsed: the kind, and that kind's own settings. */
@@ -38,6 +41,11 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   runConfig?: Record<string, unknown>;
   /** The run's own HOME on the host (what the sandbox shows as HOME), kept for the whole run. */
   home?: string;
+  /**
+   * The only way a kind starts a process: each goes through the run's sandbox, starts in the
+   * workspace unless told otherwise, and is stopped with the run (cancel, timeout, shutdown).
+   */
+  processes: Processes;
 }
 
 export type AgentResult = Omit<Outcome, 'state'> & {

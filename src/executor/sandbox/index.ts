@@ -1,6 +1,6 @@
-// A run's sandbox: made by the worker when the run starts, found by the process spawner through
-// the run's abort signal (every process of a run is started with that signal), so setup commands,
-// `@sim run` and command agents are all confined without each agent having to pass it along.
+// A run's sandbox: made by the worker when the run starts, together with the run's spawner
+// (spawn.ts) bound to it, which the worker hands to setup commands and to the agent kind: every
+// process of a run is confined because there is no other way for a kind to start one.
 // When the executor is root, the run's processes become its unprivileged host user (user.ts), who
 // is given the run's workspace and output folder before the first of them starts.
 
@@ -8,10 +8,10 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { SandboxConfig } from './config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
-import { RunCgroup, dataDirTag } from './cgroup.js';
+import { RunCgroup, dataDirTag, limitsProblem } from './cgroup.js';
 import { type ProxyHandle, startProxy } from './proxy.js';
-import { runWarnings } from './startup.js';
 import { recordGroup } from './processes.js';
+import { type Confinement, RunProcesses } from './spawn.js';
 import { type RunUser, dropTo, giveTo } from './user.js';
 
 /** How often a stopping run is looked at for processes to signal, and for its end. */
@@ -46,7 +46,7 @@ export interface Wrapped {
 /** How often a run's cgroup counters are read: past a limit, the whole run is stopped at once. */
 const LIMIT_CHECK_MS = 250;
 
-export class RunSandbox {
+export class RunSandbox implements Confinement {
   private watch?: NodeJS.Timeout;
   private hit?: string;
   private cgroup?: RunCgroup;
@@ -225,30 +225,37 @@ function findProgram(program: string, cwd: string, path: string): string | undef
   return undefined;
 }
 
-/** What the spawner needs to know of the run a process belongs to. */
-export interface RunProcesses {
-  sandbox?: RunSandbox;
-  /** Records a started process group in the data dir; the result forgets it. */
-  record(pid: number | undefined): () => void;
-}
-
-const bySignal = new WeakMap<AbortSignal, RunProcesses>();
-
-/** The run a signal belongs to (its sandbox, where its process groups are recorded), if known. */
-export function runOf(signal: AbortSignal): RunProcesses | undefined {
-  return bySignal.get(signal);
+/** Warnings every run of this environment records in its transcript. */
+export function runWarnings(sandbox: { enabled: boolean }): string[] {
+  if (!sandbox.enabled)
+    return [
+      "this environment has `sandbox: off`: the run's processes run unconfined, as the executor's own user"
+    ];
+  const limits = limitsProblem();
+  return limits ? [limits] : [];
 }
 
 /**
- * What the worker calls when a run's workspace is ready: the run's sandbox (attached to its
- * signal), and the warnings the run records.
+ * What the worker calls when a run's workspace is ready: the run's sandbox, the spawner every
+ * process of the run goes through (bound to that sandbox and to the run's signal), and the
+ * warnings the run records.
  */
 export async function confineRun(
   options: RunSandboxOptions,
-  signal: AbortSignal
-): Promise<{ sandbox?: RunSandbox; warnings: string[] }> {
+  run: {
+    /** Aborted when the run is cancelled, times out or the executor stops. */
+    signal: AbortSignal;
+    /** Where the run's processes start unless told otherwise (the workspace's working directory). */
+    cwd: string;
+  }
+): Promise<{ sandbox?: RunSandbox; processes: RunProcesses; warnings: string[] }> {
   const warnings = runWarnings(options.sandbox);
   const sandbox = options.sandbox.enabled ? await RunSandbox.create(options) : undefined;
-  bySignal.set(signal, { sandbox, record: pid => recordGroup(options.dataDir, options.runId, pid) });
-  return { sandbox, warnings };
+  const processes = new RunProcesses({
+    cwd: run.cwd,
+    signal: run.signal,
+    sandbox,
+    record: pid => recordGroup(options.dataDir, options.runId, pid)
+  });
+  return { sandbox, processes, warnings };
 }

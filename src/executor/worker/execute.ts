@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
-import { runShell } from '../agents/shell.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import type { Processes } from '../sandbox/spawn.js';
 import { runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
 import { type Workspace, createWorkspace } from '../workspace/workspace.js';
@@ -77,14 +77,14 @@ function watchQuota(
 /** The environment's setup commands, in order; the first that exits non-zero fails the run. */
 async function setup(
   environment: EnvironmentConfig,
-  cwd: string,
+  processes: Processes,
   env: Record<string, string>,
   signal: AbortSignal,
   record: Recorder
 ): Promise<AgentOutcome> {
   for (const command of environment.setup) {
     if (signal.aborted) break;
-    const result = await runShell(command, { cwd, env, signal });
+    const result = await processes.shell(command, { env });
     await record('setup', {
       command,
       exit_code: result.exitCode,
@@ -194,7 +194,7 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
         own: [workspace.root, outputs.dir, ...(home ? [home] : [])],
         home
       },
-      controller.signal
+      { signal: controller.signal, cwd: workspace.path }
     );
     ran.sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
@@ -204,7 +204,7 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
     const env = passedVariables(environment);
-    const setupEnded = await setup(environment, workspace.path, env, controller.signal, record);
+    const setupEnded = await setup(environment, confined.processes, env, controller.signal, record);
     if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
     const agent = agentKindOf(environment.agent.kind);
     if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
@@ -217,7 +217,8 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
       signal: controller.signal,
       record,
       runConfig: runConfigOf(run),
-      home
+      home,
+      processes: confined.processes
     });
     return { ...ran, ended, usage: ended.request_usage };
   } catch (error) {

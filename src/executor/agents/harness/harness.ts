@@ -8,9 +8,6 @@
 
 import { StringDecoder } from 'node:string_decoder';
 import type { ErrorCode } from '../../../api/index.js';
-import { SANDBOX_HOME } from '../../sandbox/bwrap.js';
-import { runOf } from '../../sandbox/index.js';
-import { runInGroup } from '../shell.js';
 import type { AgentContext, AgentResult } from '../types.js';
 import type { HarnessAgentConfig } from './kind.js';
 import { harnessInput, programOf } from './input.js';
@@ -66,9 +63,8 @@ export async function runHarness(
   spec: HarnessSpec,
   context: AgentContext<HarnessAgentConfig>
 ): Promise<AgentResult> {
-  const sandboxed = runOf(context.signal)?.sandbox !== undefined;
   // The CLI sees its HOME at the sandbox's path; without a sandbox, at the run's host folder.
-  const home = sandboxed ? SANDBOX_HOME : (context.home ?? context.workspace);
+  const home = context.processes.home ?? context.home ?? context.workspace;
   const input = harnessInput(context, home);
   const listed = { ...context.env };
   const cliEnv = spec.env(input, listed);
@@ -188,11 +184,9 @@ export async function runHarness(
     stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-STDERR_TAIL_CHARS);
   };
 
-  const result = await runInGroup(program, [...prefix, ...spec.args(input)], {
-    cwd: context.workspace,
+  const result = await context.processes.run(program, [...prefix, ...spec.args(input)], {
     env,
-    signal: context.signal,
-    stop: stopper.signal,
+    signal: stopper.signal,
     stdin: spec.stdin(input),
     onStdout,
     onStderr
@@ -258,10 +252,8 @@ async function writeHomeFile(
 ): Promise<string | undefined> {
   let errors = '';
   const script = 'umask 077 && mkdir -p -- "$(dirname -- "$1")" && cat > "$1"';
-  const result = await runInGroup('/bin/sh', ['-c', script, 'sh', path], {
-    cwd: context.workspace,
+  const result = await context.processes.run('/bin/sh', ['-c', script, 'sh', path], {
     env,
-    signal: context.signal,
     stdin: content,
     onStderr: chunk => void (errors += chunk.toString('utf8'))
   });

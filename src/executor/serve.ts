@@ -1,0 +1,183 @@
+// The executor as one process, wired in one place: the start-up checks (startup.ts), the data
+// dir's lock (one process per role and data dir), the store,
+// the server (server/app.ts) listening on its port, the worker pool and the heartbeat, and the
+// order they stop in. A node's role picks the parts: `all` (both), `api` (the API; it runs
+// nothing), `worker` (runs work; it serves only /healthz, /readyz and the API's description).
+// The CLI's `serve` and the tests' in-process executors both start here.
+
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { ExecutorConfig } from './config.js';
+import { type Role, buildApp } from './server/app.js';
+import { RateLimiter } from './server/auth.js';
+import { ChangeHub } from './server/changes.js';
+import type { ServerContext } from './server/context.js';
+import { startHeartbeat } from './server/heartbeat.js';
+import { SessionLinks } from './server/records.js';
+import { checkStartup } from './startup.js';
+import { openStore } from './store/open.js';
+import type { RunStore } from './store/types.js';
+import { WorkerPool } from './worker/pool.js';
+
+export type { Role } from './server/app.js';
+
+export interface StartOptions {
+  role?: Role;
+  /** An open store to serve (tests bring their own); else the config's store is opened here. */
+  store?: RunStore;
+  /**
+   * Whether the environments' sources, variables and agent programs are checked before start
+   * (the CLI does; tests whose runs are meant to fail on them turn it off). The sandbox is always checked.
+   */
+  checkEnvironments?: boolean;
+  /** Takes the data dir's lock for the role (the CLI's serve), released when the node stops or the process exits. */
+  lockDataDir?: boolean;
+}
+
+export interface Executor {
+  app: FastifyInstance;
+  pool: WorkerPool;
+  context: ServerContext;
+  /** Where the server listens, e.g. http://127.0.0.1:8080 (set once listening). */
+  url: string;
+  /** Graceful stop: no new runs, running ones get the grace period, then everything closes. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** The context the routes share, from a config and an open store. */
+export async function serverContext(
+  config: ExecutorConfig,
+  store: RunStore,
+  publicUrl: () => string
+): Promise<ServerContext> {
+  const secret = await store.getSecret('session-hmac', () => randomBytes(32).toString('base64url'));
+  return {
+    store,
+    config,
+    links: new SessionLinks(secret, publicUrl),
+    hub: new ChangeHub(store),
+    limiter: new RateLimiter(config.limits.rateLimitPerMinute),
+    draining: false
+  };
+}
+
+/**
+ * Starts a node: checks, store, server, pool, heartbeat. A refused check throws a
+ * StartupCheckError before the store is opened; a later failure closes the store opened here.
+ */
+export async function startExecutor(config: ExecutorConfig, options: StartOptions = {}): Promise<Executor> {
+  const role = options.role ?? 'all';
+  // A node that runs work refuses configuration every run would fail on, and environments it
+  // cannot confine (unless they say `sandbox: off`).
+  const { warnings, notes } = checkStartup(config, role, { environments: options.checkEnvironments });
+  const release = options.lockDataDir ? lockDataDir(config.dataDir, role) : () => undefined;
+  let store: RunStore | undefined;
+  try {
+    // A split role shares the store with the other role's process (on SQLite, one file on this
+    // machine): start-up then fails only runs whose lease expired, never the other's live runs.
+    store = options.store ?? (await openStore(config.store, { shared: role !== 'all' }));
+    return await wire(config, store, role, warnings, notes, release);
+  } catch (error) {
+    if (!options.store) await store?.close().catch(() => undefined);
+    release();
+    throw error;
+  }
+}
+/**
+ * One process per role and data dir: `all` alone, or one `api` beside one `worker`. A second
+ * server of a role would fail the first one's runs as abandoned, or claim beside it.
+ */
+function lockDataDir(dataDir: string, role: Role): () => void {
+  const lockOf = (of: Role) => join(dataDir, of === 'all' ? 'executor.pid' : `executor-${of}.pid`);
+  const conflicts: Role[] = role === 'all' ? ['all', 'api', 'worker'] : ['all', role];
+  for (const other of conflicts) {
+    const path = lockOf(other);
+    if (!existsSync(path)) continue;
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new Error(
+        `another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
+          'a data dir takes one --role all, or one --role api beside one --role worker; ' +
+          'stop it or use another --data-dir'
+      );
+    }
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const path = lockOf(role);
+  writeFileSync(path, `${process.pid}\n`);
+  // Also on an exit without a stop (a second Ctrl-C).
+  const release = () => {
+    process.removeListener('exit', release);
+    rmSync(path, { force: true });
+  };
+  process.once('exit', release);
+  return release;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function wire(
+  config: ExecutorConfig,
+  store: RunStore,
+  role: Role,
+  warnings: string[],
+  notes: string[],
+  release: () => void
+): Promise<Executor> {
+  let listening = `http://${config.host}:${config.port}`;
+  const publicUrl = () => config.publicUrl ?? listening;
+  const context = await serverContext(config, store, publicUrl);
+  const app = await buildApp(context, {
+    role,
+    publicUrl,
+    requestPrefix: randomBytes(4).toString('hex')
+  });
+
+  for (const warning of warnings) app.log.warn(warning);
+  for (const note of notes) app.log.info(note);
+  const pool = new WorkerPool(store, config, app.log, role !== 'api', run => context.links.link(run));
+  await app.listen({ host: config.host, port: config.port });
+  const address = app.server.address();
+  if (address && typeof address === 'object') {
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    listening = `http://${host}:${address.port}`;
+  }
+  await pool.start();
+  const heartbeat = startHeartbeat(
+    store,
+    role,
+    role === 'api' ? 0 : config.workers,
+    () => pool.runningCount,
+    app.log
+  );
+
+  let stopping: Promise<void> | undefined;
+  return {
+    app,
+    pool,
+    context,
+    get url() {
+      return listening;
+    },
+    stop(graceMs = config.shutdownGraceMs) {
+      stopping ??= (async () => {
+        context.draining = true;
+        await pool.stop(graceMs);
+        await heartbeat.stop();
+        context.hub.close();
+        await app.close();
+        await store.close();
+      })().finally(release);
+      return stopping;
+    }
+  };
+}
