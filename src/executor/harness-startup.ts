@@ -12,8 +12,7 @@ import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './sandbox/bwrap.js';
 import { dropTo, runUser } from './sandbox/user.js';
 import { agentKindOf } from './agents/index.js';
 import { claudeCode } from './agents/harness/claude.js';
-import type { HarnessAgentConfig } from './agents/harness/kind.js';
-import { findOnPath, programOf } from './agents/harness/input.js';
+import { type HarnessAgentConfig, findOnPath, programOf } from './agents/harness/input.js';
 import type { HarnessSpec } from './agents/harness/spec.js';
 
 /** The specs by kind; the other harnesses join here as they are registered. */

@@ -9,7 +9,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ErrorCode } from '../../../api/index.js';
 import type { AgentContext, AgentResult } from '../types.js';
-import type { HarnessAgentConfig } from './kind.js';
+import type { HarnessAgentConfig } from './input.js';
 import { harnessInput, programOf } from './input.js';
 import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
 

@@ -4,9 +4,17 @@
 
 import { closeSync, openSync, readSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import type { AgentContext } from '../types.js';
-import type { HarnessAgentConfig } from './kind.js';
+import type { AgentConfig, AgentContext } from '../types.js';
 import type { HarnessInput, HarnessSpec, McpServer } from './spec.js';
+
+/** An environment's `agent:` for a harness kind, as read from the config. */
+export interface HarnessAgentConfig extends AgentConfig {
+  /** The program (and arguments before the harness's); empty: the spec's usual name. */
+  command: string[];
+  model?: string;
+  args: string[];
+  max_cost_usd?: number;
+}
 
 function text(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value : undefined;

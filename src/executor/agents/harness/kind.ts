@@ -11,18 +11,12 @@
 
 import { accessSync, constants, statSync } from 'node:fs';
 import { show } from '../../config-reader.js';
-import { type AgentConfig, type AgentKind, agentKind } from '../types.js';
+import { type AgentKind, agentKind } from '../types.js';
 import { runHarness } from './harness.js';
-import { findOnPath } from './input.js';
-import type { HarnessSpec } from './spec.js';
+import { type HarnessAgentConfig, findOnPath } from './input.js';
 
-export interface HarnessAgentConfig extends AgentConfig {
-  /** The program (and arguments before the harness's); empty: the spec's usual name. */
-  command: string[];
-  model?: string;
-  args: string[];
-  max_cost_usd?: number;
-}
+export type { HarnessAgentConfig };
+import type { HarnessSpec } from './spec.js';
 
 function executable(path: string): boolean {
   try {
