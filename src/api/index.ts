@@ -5,3 +5,4 @@ export * from './values.js';
 export * from './conversation.js';
 export * from './artifacts.js';
 export * from './table.js';
+export * from './endpoints.js';

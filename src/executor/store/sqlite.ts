@@ -130,6 +130,10 @@ export class SqliteRunStore implements RunStore {
   }
 
   /** Moves on every write: this connection's changed rows, and other connections' commits. */
+  changeStamp(): string {
+    return this.writeStamp();
+  }
+
   private writeStamp(): string {
     const row = this.sql(
       'SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version'
