@@ -34,7 +34,8 @@ const AUTH_TEXT: Record<EndpointSpec['auth'], string> = {
   none: 'No key needed.',
   key: 'Needs `Authorization: Bearer <API key>`.',
   session_token: "No key: the session link's `token` (an HMAC of the run id) is the access check.",
-  signed_download: "No key: the URL's `expires` and `signature` (an HMAC of the artifact id and expiry) are the access check."
+  signed_download:
+    "No key: the URL's `expires` and `signature` (an HMAC of the artifact id and expiry) are the access check."
 };
 
 const schemaOrRef = (schema: TSchema) => {

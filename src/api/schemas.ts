@@ -293,7 +293,9 @@ export const ConversationStepSchema = Type.Object(
     started_at: Type.Optional(Timestamp),
     completed_at: Type.Optional(Timestamp),
     messages: Type.Array(ConversationMessageSchema),
-    steps: Type.Array(Type.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' }))
+    steps: Type.Array(
+      Type.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' })
+    )
   },
   { additionalProperties: true }
 );

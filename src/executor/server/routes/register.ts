@@ -119,7 +119,8 @@ export async function registerEndpoints(
       if (hook) tree.addHook('onRequest', hook);
       for (const name of members) {
         const endpoint = ENDPOINTS[name] as EndpointSpec;
-        const handler = handlers[name] as ((request: FastifyRequest, reply: FastifyReply) => unknown) | undefined;
+        const handler = handlers[name] as
+          ((request: FastifyRequest, reply: FastifyReply) => unknown) | undefined;
         if (!handler) throw new Error(`endpoint ${name} has no handler; add one to its route file's map`);
         tree.route({
           method: endpoint.method,
