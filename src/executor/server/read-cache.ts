@@ -14,6 +14,10 @@ import type { Principal } from './auth.js';
 
 /** Held per stamp at most; a busy poller's run or page is among the newest. */
 const MAX_ENTRIES = 1_000;
+/** Answers are kept up to this many bytes in all (a list page of long prompts can be large)… */
+const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
+/** …and an answer larger than this is never kept. */
+const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface CachedBody {
   /** The serialised answer (JSON, by the route's response schema). */
@@ -26,6 +30,7 @@ export class ReadCache {
   private stamp: string | undefined;
   private readonly principals = new Map<string, Principal>();
   private readonly bodies = new Map<string, CachedBody>();
+  private bodyBytes = 0;
 
   constructor(private readonly store: Pick<RunStore, 'changeStamp'>) {}
 
@@ -36,6 +41,7 @@ export class ReadCache {
       this.stamp = stamp;
       if (this.principals.size > 0) this.principals.clear();
       if (this.bodies.size > 0) this.bodies.clear();
+      this.bodyBytes = 0;
     }
   }
 
@@ -59,9 +65,26 @@ export class ReadCache {
     if (known) return known;
     const stamp = this.stamp;
     const built = await load();
-    if (stamp === this.stamp) remember(this.bodies, key, built);
+    const bytes = sizeOf(built.body);
+    if (stamp === this.stamp && bytes <= MAX_BODY_BYTES && !this.bodies.has(key)) {
+      while (
+        this.bodies.size > 0 &&
+        (this.bodyBytes + bytes > MAX_TOTAL_BYTES || this.bodies.size >= MAX_ENTRIES)
+      ) {
+        const [oldest, entry] = this.bodies.entries().next().value!;
+        this.bodies.delete(oldest);
+        this.bodyBytes -= sizeOf(entry.body);
+      }
+      this.bodies.set(key, built);
+      this.bodyBytes += bytes;
+    }
     return built;
   }
+}
+
+/** Bytes of an answer, about (a string's length in UTF-16 units is close enough for a bound). */
+function sizeOf(body: CachedBody['body']): number {
+  return typeof body === 'string' ? body.length : body.byteLength;
 }
 
 function remember<T>(map: Map<string, T>, key: string, value: T): void {
