@@ -12,8 +12,6 @@ import type { DownloadLinks } from '../download-links.js';
 import { ProblemError } from '../problem.js';
 import type { Handlers } from './register.js';
 
-export { DOWNLOAD_TTL_SECONDS } from '../download-links.js';
-
 export function resultHandlers(
   context: ServerContext,
   downloads: DownloadLinks
