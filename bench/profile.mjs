@@ -85,7 +85,7 @@ const total = [...self.values()].reduce((a, b) => a + b, 0);
 console.log(
   [...self.entries()]
     .sort((a, b) => b[1] - a[1])
-    .slice(0, 25)
+    .slice(0, Number(process.env.TOP ?? 25))
     .map(([k, v]) => `${((v / total) * 100).toFixed(1)}% ${k}`)
     .join('\n')
 );

@@ -1,10 +1,38 @@
 // A real HTTP server on a real port that speaks the run contract, for testing the client and the
 // action against faults a production service can show: status bursts, resets after a commit,
-// slow answers, truncated bodies, unknown states and both forms of status_message.
+// slow answers, truncated bodies, unknown states and both forms of status_message. Requests are
+// routed by the endpoint table (src/api/endpoints.ts) to a handler per endpoint name, so the
+// server knows exactly the paths and methods the executor serves.
 
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ENDPOINTS, ENDPOINT_NAMES, type EndpointName, pathParameters } from '../../src/api/endpoints.js';
+
+/** Each endpoint's method and its path as a pattern whose groups are its parameters. */
+const ROUTES = ENDPOINT_NAMES.map(name => {
+  const { method, path } = ENDPOINTS[name];
+  const pattern = new RegExp(`^${path.replace(/\{[a-z_]+\}/g, '([^/]+)')}$`);
+  return { name, method, pattern, params: pathParameters(path) };
+});
+
+/** The endpoint a request is for, and its path parameters (decoded). */
+function endpointOf(
+  method: string | undefined,
+  path: string
+): { name: EndpointName; params: Record<string, string> } | undefined {
+  for (const route of ROUTES) {
+    if (route.method !== method) continue;
+    const match = route.pattern.exec(path);
+    if (!match) continue;
+    const params: Record<string, string> = {};
+    route.params.forEach((param, index) => (params[param] = decodeURIComponent(match[index + 1]!)));
+    return { name: route.name, params };
+  }
+  return undefined;
+}
+
+type Answer = { status: number; body?: unknown; raw?: Buffer; headers?: Record<string, string> };
 
 export interface StoredRun {
   run_id: string;
@@ -200,59 +228,37 @@ export class ContractServer {
     res.end(text);
   }
 
-  private async route(
-    req: IncomingMessage,
-    url: URL,
-    body: string
-  ): Promise<{ status: number; body?: unknown; raw?: Buffer; headers?: Record<string, string> }> {
-    const problem = (status: number, code: string, detail: string) => ({
-      status,
-      body: { type: 'about:blank', title: code, status, detail, error_code: code }
-    });
+  private async route(req: IncomingMessage, url: URL, body: string): Promise<Answer> {
     const download = /^\/downloads\/([^/]+)$/.exec(url.pathname);
     const file = download ? this.artifactFiles.get(decodeURIComponent(download[1]!)) : undefined;
     if (file?.bytes && req.method === 'GET') {
       return { status: 200, raw: file.bytes, headers: { 'content-type': 'application/octet-stream' } };
     }
-    if (req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
+    const endpoint = endpointOf(req.method, url.pathname);
+    const needsKey = endpoint === undefined || ENDPOINTS[endpoint.name].auth === 'key';
+    if (needsKey && req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       return problem(401, 'unauthenticated', 'bad key');
     }
-    const path = url.pathname;
-    const createPath =
-      path === '/api/v1/agent/run' || (path === '/api/v1/agent/runs' && !this.options.legacyCreateOnly);
-    if (req.method === 'POST' && createPath) {
-      let parsed: { prompt?: unknown; config?: { environment_id?: unknown } };
-      try {
-        parsed = JSON.parse(body);
-      } catch {
-        return problem(400, 'invalid_request', 'body is not JSON');
-      }
-      if (typeof parsed.prompt !== 'string')
-        return problem(422, 'invalid_field', 'prompt: expected a string');
-      if (typeof parsed.config?.environment_id !== 'string') {
-        return problem(422, 'invalid_field', 'config.environment_id: expected a string');
-      }
-      const key = req.headers['idempotency-key'];
-      if (this.options.idempotency && typeof key === 'string' && this.idempotency.has(key)) {
-        return { status: 200, body: { run_id: this.idempotency.get(key), state: 'QUEUED' } };
-      }
-      const now = new Date().toISOString();
-      const run: StoredRun = {
-        ...(parsed as object),
-        run_id: randomUUID(),
-        state: 'QUEUED',
-        prompt: parsed.prompt,
-        config: parsed.config as Record<string, unknown>,
-        created_at: now,
-        updated_at: now,
-        version: 1
-      };
-      this.runs.set(run.run_id, run);
-      if (this.options.idempotency && typeof key === 'string') this.idempotency.set(key, run.run_id);
-      this.onCreate(run);
-      return { status: 200, body: { run_id: run.run_id, state: 'QUEUED' } };
-    }
-    if (req.method === 'GET' && path === '/api/v1/agent/runs') {
+    const handler = endpoint && this.handlers[endpoint.name];
+    const answer = handler ? await handler(req, url, body, endpoint.params) : undefined;
+    return answer ?? problem(404, 'route_not_found', `no route ${req.method} ${url.pathname}`);
+  }
+
+  /** What each endpoint answers; undefined (or an endpoint left out) is "no such route" here. */
+  private readonly handlers: Partial<
+    Record<
+      EndpointName,
+      (
+        req: IncomingMessage,
+        url: URL,
+        body: string,
+        params: Record<string, string>
+      ) => Promise<Answer | undefined> | Answer | undefined
+    >
+  > = {
+    createRunLegacy: (req, _url, body) => this.create(req, body),
+    createRun: (req, _url, body) => (this.options.legacyCreateOnly ? undefined : this.create(req, body)),
+    listRuns: (_req, url) => {
       const all = [...this.runs.values()].reverse();
       const limit = Number(url.searchParams.get('limit') ?? 20);
       const start = Number(url.searchParams.get('cursor') ?? 0);
@@ -267,21 +273,21 @@ export class ContractServer {
           page_info: { has_next_page: more, next_cursor: more ? String(start + limit) : null }
         }
       };
-    }
-    const artifact = /^\/api\/v1\/agent\/artifacts\/([^/]+)$/.exec(path);
-    if (artifact && this.options.conversation && req.method === 'GET') {
-      const found = this.artifactFiles.get(decodeURIComponent(artifact[1]!));
+    },
+    getArtifact: (_req, _url, _body, { artifact_uid }) => {
+      if (!this.options.conversation) return undefined;
+      const found = this.artifactFiles.get(artifact_uid!);
       return found ? { status: 200, body: found.details } : problem(404, 'not_found', 'no such artifact');
-    }
-    const talk = /^\/api\/v1\/agent\/runs\/([^/]+)\/conversation$/.exec(path);
-    if (talk && this.options.conversation && req.method === 'GET') {
-      const found = this.runs.get(decodeURIComponent(talk[1]!));
+    },
+    getConversation: (_req, _url, _body, { run_id }) => {
+      if (!this.options.conversation) return undefined;
+      const found = this.runs.get(run_id!);
       if (!found) return problem(404, 'not_found', 'no such run');
       return { status: 200, body: found.conversation ?? { conversation_id: found.run_id, steps: [] } };
-    }
-    const events = /^\/api\/v1\/agent\/runs\/([^/]+)\/transcript$/.exec(path);
-    if (events && this.options.transcript && req.method === 'GET') {
-      const found = this.runs.get(decodeURIComponent(events[1]!));
+    },
+    getTranscript: async (req, url, _body, { run_id }) => {
+      if (!this.options.transcript) return undefined;
+      const found = this.runs.get(run_id!);
       if (!found) return problem(404, 'not_found', 'no such run');
       const after = Number(url.searchParams.get('after') ?? 0);
       const newer = () => ((found.events as { seq: number }[] | undefined) ?? []).filter(e => e.seq > after);
@@ -294,41 +300,76 @@ export class ContractServer {
         body: { run_id: found.run_id, state: found.state, events: newer() },
         headers: held ? { 'preference-applied': 'wait' } : {}
       };
+    },
+    cancelRun: (_req, _url, body, { run_id }) =>
+      this.options.cancel ? this.cancel(run_id!, body) : undefined,
+    getRun: (req, _url, _body, { run_id }) => this.read(req, run_id!)
+  };
+
+  private create(req: IncomingMessage, body: string): Answer {
+    let parsed: { prompt?: unknown; config?: { environment_id?: unknown } };
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return problem(400, 'invalid_request', 'body is not JSON');
     }
-    const match = /^\/api\/v1\/agent\/runs\/([^/]+)(\/cancel)?$/.exec(path);
-    if (!match) return problem(404, 'route_not_found', `no route ${req.method} ${path}`);
-    const run = this.runs.get(decodeURIComponent(match[1]!));
-    if (match[2]) {
-      if (!this.options.cancel || req.method !== 'POST') return problem(404, 'route_not_found', 'no cancel');
-      if (!run) return problem(404, 'not_found', 'no such run');
-      const ended = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state);
-      if (this.options.cancelStyle === 'service') {
-        const refuse = (status: number, detail: string) => ({
-          status,
-          body: { type: 'about:blank', title: status === 400 ? 'Bad Request' : 'Conflict', status, detail }
-        });
-        if (run.state === 'PENDING') {
-          const refusal = refuse(409, 'run is PENDING; retry after a moment');
-          if (this.options.pendingRetryable === undefined) return refusal;
-          return { ...refusal, body: { ...refusal.body, retryable: this.options.pendingRetryable } };
-        }
-        if (ended || run.state === 'BLOCKED')
-          return refuse(400, `run cannot be cancelled in state ${run.state}`);
-      } else if (ended) {
-        return problem(409, 'run_already_finished', `run is ${run.state}`);
-      }
-      let reason: unknown;
-      try {
-        reason = body === '' ? undefined : (JSON.parse(body) as { reason?: unknown }).reason;
-      } catch {
-        return problem(400, 'invalid_request', 'body is not JSON');
-      }
-      const message =
-        typeof reason === 'string' ? `cancelled by a client: ${reason}` : 'cancelled by a client';
-      this.update(run.run_id, { state: 'CANCELLED', status_message: message });
-      return { status: 200, body: run.run_id };
+    if (typeof parsed.prompt !== 'string') return problem(422, 'invalid_field', 'prompt: expected a string');
+    if (typeof parsed.config?.environment_id !== 'string') {
+      return problem(422, 'invalid_field', 'config.environment_id: expected a string');
     }
-    if (req.method !== 'GET') return problem(404, 'route_not_found', 'no route');
+    const key = req.headers['idempotency-key'];
+    if (this.options.idempotency && typeof key === 'string' && this.idempotency.has(key)) {
+      return { status: 200, body: { run_id: this.idempotency.get(key), state: 'QUEUED' } };
+    }
+    const now = new Date().toISOString();
+    const run: StoredRun = {
+      ...(parsed as object),
+      run_id: randomUUID(),
+      state: 'QUEUED',
+      prompt: parsed.prompt,
+      config: parsed.config as Record<string, unknown>,
+      created_at: now,
+      updated_at: now,
+      version: 1
+    };
+    this.runs.set(run.run_id, run);
+    if (this.options.idempotency && typeof key === 'string') this.idempotency.set(key, run.run_id);
+    this.onCreate(run);
+    return { status: 200, body: { run_id: run.run_id, state: 'QUEUED' } };
+  }
+
+  private cancel(runId: string, body: string): Answer {
+    const run = this.runs.get(runId);
+    if (!run) return problem(404, 'not_found', 'no such run');
+    const ended = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'].includes(run.state);
+    if (this.options.cancelStyle === 'service') {
+      const refuse = (status: number, detail: string) => ({
+        status,
+        body: { type: 'about:blank', title: status === 400 ? 'Bad Request' : 'Conflict', status, detail }
+      });
+      if (run.state === 'PENDING') {
+        const refusal = refuse(409, 'run is PENDING; retry after a moment');
+        if (this.options.pendingRetryable === undefined) return refusal;
+        return { ...refusal, body: { ...refusal.body, retryable: this.options.pendingRetryable } };
+      }
+      if (ended || run.state === 'BLOCKED')
+        return refuse(400, `run cannot be cancelled in state ${run.state}`);
+    } else if (ended) {
+      return problem(409, 'run_already_finished', `run is ${run.state}`);
+    }
+    let reason: unknown;
+    try {
+      reason = body === '' ? undefined : (JSON.parse(body) as { reason?: unknown }).reason;
+    } catch {
+      return problem(400, 'invalid_request', 'body is not JSON');
+    }
+    const message = typeof reason === 'string' ? `cancelled by a client: ${reason}` : 'cancelled by a client';
+    this.update(run.run_id, { state: 'CANCELLED', status_message: message });
+    return { status: 200, body: run.run_id };
+  }
+
+  private async read(req: IncomingMessage, runId: string): Promise<Answer> {
+    const run = this.runs.get(runId);
     if (!run) return problem(404, 'not_found', 'no such run');
     const etag = () => `"${run.run_id}-${run.version}"`;
     const wait = /wait=(\d+)/.exec(String(req.headers.prefer ?? ''));
@@ -377,4 +418,8 @@ export class ContractServer {
       }
     };
   }
+}
+
+function problem(status: number, code: string, detail: string): Answer {
+  return { status, body: { type: 'about:blank', title: code, status, detail, error_code: code } };
 }

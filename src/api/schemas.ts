@@ -57,14 +57,39 @@ export const CreateRunRequestSchema = Type.Object(
   { additionalProperties: true, expected: 'a JSON object with prompt and config' }
 );
 
+/** The old params of the run routes (`:id`); the routes now name theirs `run_id` (RunIdParamsSchema). */
 export const RunParamsSchema = Type.Object({ id: Type.String({ description: 'The run id.' }) });
+export const RunIdParamsSchema = Type.Object({ run_id: Type.String({ description: 'The run id.' }) });
+export const ArtifactParamsSchema = Type.Object({
+  artifact_uid: Type.String({ description: 'The artifact id.' })
+});
+export const SessionArtifactParamsSchema = Type.Object({
+  run_id: Type.String({ description: 'The run id.' }),
+  artifact_uid: Type.String({ description: 'The artifact id.' })
+});
 
-export const CancelRequestSchema = Type.Union(
-  [Type.Null(), Type.Object({}, { additionalProperties: true })],
-  {
-    expected: 'no body or a JSON object'
-  }
-);
+/** The longest cancel reason, in characters: the only place this limit is written. */
+export const MAX_CANCEL_REASON = 500;
+
+/**
+ * A cancel's optional body, `{"reason": "…"}` (no body, or null, is no reason). `acceptsNoBody`
+ * tells the executor's validator that a request without a body is fine.
+ */
+export const CancelRequestSchema = Type.Unsafe<{ reason?: string; [field: string]: unknown } | null>({
+  type: ['object', 'null'],
+  properties: {
+    reason: Type.String({
+      minLength: 1,
+      maxLength: MAX_CANCEL_REASON,
+      pattern: '\\S',
+      description: 'Why; the status message becomes `cancelled by a client: <reason>`.',
+      expected: `a string of 1–${MAX_CANCEL_REASON} characters`
+    })
+  },
+  additionalProperties: true,
+  acceptsNoBody: true,
+  expected: 'no body or a JSON object'
+});
 
 const states = `(${KNOWN_STATES.join('|')})`;
 const StateFilter = Type.String({
@@ -202,6 +227,108 @@ export const TranscriptSchema = Type.Object({
   next_after: Type.Integer({
     description: 'The seq of the last event of this page (after itself when empty).'
   })
+});
+
+/** The transcript's query: `after` and `limit` (others are ignored). */
+export const TranscriptQuerySchema = Type.Object(
+  {
+    after: Type.Optional(
+      Type.String({
+        pattern: '^(\\d{1,15})?$',
+        description: 'Only events newer than this seq.',
+        expected: 'the seq of an event, a whole number such as 12'
+      })
+    ),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^((?=\\d{1,4}$)0*([1-9]\\d{0,2}|1000))?$',
+        description: 'At most this many events, 1–1000 (default 100).',
+        expected: 'a whole number of events from 1 to 1000'
+      })
+    )
+  },
+  { additionalProperties: true }
+);
+
+/**
+ * A signed download URL's query. Not checked by the schema: a wrong or missing signature or expiry
+ * answers 404 like an artifact that does not exist, never 400.
+ */
+export const DownloadQuerySchema = Type.Object(
+  {
+    expires: Type.Optional(Type.Unsafe<unknown>({ description: 'Expiry, in seconds since 1970 (signed).' })),
+    signature: Type.Optional(Type.Unsafe<unknown>({ description: 'HMAC of the artifact id and expiry.' }))
+  },
+  { additionalProperties: true }
+);
+
+/**
+ * A session link's query: only `token` is read. A shared link may gain parameters on its way
+ * (tracking, say), and any token that is not the right one (a repeated one too) is a 404.
+ */
+export const SessionQuerySchema = Type.Object(
+  { token: Type.Optional(Type.Unsafe<unknown>({ description: "The run's session token (an HMAC)." })) },
+  { additionalProperties: true }
+);
+
+/** A content block of a conversation message; `type` names it, the other fields depend on it. */
+const ConversationBlockSchema = Type.Object(
+  { type: Type.String({ description: 'text, action, action_result, event, …; unknown types may appear.' }) },
+  {
+    additionalProperties: true,
+    description:
+      'Blocks by `type`: text {text}; action {id, name: run_command, category, input.command}; action_result {action_id, state, output {exit_code, output}}; event {event_type, …} (state_change, file_change, changes, artifact_published, agent_exit, notice, stderr). The last assistant text block is the final answer.'
+  }
+);
+
+export const ConversationMessageSchema = Type.Object(
+  {
+    role: Type.String({ description: 'user, assistant, tool or system.' }),
+    timestamp: Type.Optional(Timestamp),
+    content: Type.Array(ConversationBlockSchema)
+  },
+  { additionalProperties: true }
+);
+
+export const ConversationStepSchema = Type.Object(
+  {
+    id: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    summary: Type.Optional(Type.String()),
+    started_at: Type.Optional(Timestamp),
+    completed_at: Type.Optional(Timestamp),
+    messages: Type.Array(ConversationMessageSchema),
+    steps: Type.Array(
+      Type.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' })
+    )
+  },
+  { additionalProperties: true }
+);
+
+/** The service's normalized conversation: steps → messages → content blocks. */
+export const ConversationSchema = Type.Object(
+  { conversation_id: Type.String(), steps: Type.Array(ConversationStepSchema) },
+  { additionalProperties: true }
+);
+
+export const ArtifactDetailsSchema = Type.Object({
+  artifact_uid: Type.String(),
+  artifact_type: Type.String({ examples: ['FILE'] }),
+  run_id: Type.String(),
+  created_at: Timestamp,
+  download_url: Type.String({ description: 'Signed; needs no API key; valid until expires_at.' }),
+  expires_at: Timestamp,
+  data: Type.Object(
+    {
+      artifact_uid: Type.String(),
+      filepath: Type.String(),
+      filename: Type.String(),
+      mime_type: Type.String({ examples: ['text/x-diff'] }),
+      size: Type.Integer(),
+      description: Type.Optional(NullableString())
+    },
+    { additionalProperties: true }
+  )
 });
 
 // The schemas and the plain types must describe the same shapes.

@@ -13,6 +13,8 @@ import {
   type Transcript,
   IDEMPOTENCY_KEY_FORM,
   describeValue,
+  endpointPath,
+  type EndpointName,
   isIdSegment,
   isValidIdempotencyKey,
   showValue
@@ -93,8 +95,8 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 /** An artifact (the run's changes, say) may be far larger than any API answer. */
 const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 /** The create endpoint, and the deprecated one older servers have instead. */
-const CREATE_PATH = '/agent/runs';
-const LEGACY_CREATE_PATH = '/agent/run';
+const CREATE_PATH = apiPath('createRun');
+const LEGACY_CREATE_PATH = apiPath('createRunLegacy');
 /**
  * A 409 on cancel means "not yet" (a PENDING run) unless it says the run ended: up to ~40 s of
  * backoff (0.5, 1, 2, 4, then 8 s each); callers bound it with their own deadline (signal).
@@ -169,7 +171,7 @@ export class AgentRunClient {
 
   /** Reads a run's current record. */
   async getRun(runId: string, options: CallOptions = {}): Promise<Run> {
-    const response = await this.request('GET', runPath(runId), { signal: options.signal });
+    const response = await this.request('GET', runPath('getRun', runId), { signal: options.signal });
     return parseRun(parseJson(response.body, `GET /agent/runs/${runId}`), `GET /agent/runs/${runId}`);
   }
 
@@ -182,7 +184,7 @@ export class AgentRunClient {
     if (options.etag) headers['if-none-match'] = options.etag;
     const wait = Math.max(0, Math.floor(options.waitSeconds ?? 0));
     if (wait > 0) headers.prefer = `wait=${wait}`;
-    const response = await this.request('GET', runPath(runId), {
+    const response = await this.request('GET', runPath('getRun', runId), {
       headers,
       signal: options.signal,
       timeoutMs: Math.max(this.timeoutMs, (wait + 10) * 1000)
@@ -209,7 +211,7 @@ export class AgentRunClient {
       for (const item of Array.isArray(value) ? value : [value]) params.append(name, String(item));
     }
     const search = params.size > 0 ? `?${params.toString()}` : '';
-    const response = await this.request('GET', `/agent/runs${search}`, { signal: options.signal });
+    const response = await this.request('GET', `${apiPath('listRuns')}${search}`, { signal: options.signal });
     const value = parseJson(response.body, 'GET /agent/runs') as Partial<ListRunsResponse> | null;
     if (!value || !Array.isArray(value.runs)) {
       throw new ParseError(`GET /agent/runs: expected {runs: [...]}, got ${describeValue(value)}`);
@@ -236,7 +238,7 @@ export class AgentRunClient {
    * is PENDING) is retried with backoff; one that does is thrown at once as a ConflictError.
    */
   async cancelRun(runId: string, options: CancelOptions = {}): Promise<string> {
-    const response = await this.request('POST', `${runPath(runId)}/cancel`, {
+    const response = await this.request('POST', runPath('cancelRun', runId), {
       body: options.reason === undefined ? '' : JSON.stringify({ reason: options.reason }),
       signal: options.signal,
       maxRetries: options.maxRetries ?? CANCEL_RETRIES,
@@ -255,7 +257,9 @@ export class AgentRunClient {
   /** The run's conversation in the service's normalized shape; see isUnsupported() for services without it. */
   async getConversation(runId: string, options: CallOptions = {}): Promise<Conversation> {
     const label = `GET /agent/runs/${runId}/conversation`;
-    const response = await this.request('GET', `${runPath(runId)}/conversation`, { signal: options.signal });
+    const response = await this.request('GET', runPath('getConversation', runId), {
+      signal: options.signal
+    });
     return parseConversation(parseJson(response.body, label), label);
   }
 
@@ -270,7 +274,7 @@ export class AgentRunClient {
     if (options.after !== undefined) params.set('after', String(options.after));
     if (options.limit !== undefined) params.set('limit', String(options.limit));
     const query = params.size > 0 ? `?${params}` : '';
-    const response = await this.request('GET', `${runPath(runId)}/transcript${query}`, {
+    const response = await this.request('GET', `${runPath('getTranscript', runId)}${query}`, {
       headers: wait > 0 ? { prefer: `wait=${wait}` } : {},
       signal: options.signal,
       timeoutMs: Math.max(this.timeoutMs, (wait + 10) * 1000)
@@ -520,6 +524,12 @@ function headerLookup(response: HttpResponse): (name: string) => string | undefi
   };
 }
 
+/** An endpoint's path below the API root (`/agent/runs/…`), from the endpoint table. */
+function apiPath(name: EndpointName, params?: Record<string, string>): string {
+  const path = endpointPath(name, params);
+  return path.startsWith(API_PREFIX) ? path.slice(API_PREFIX.length) : path;
+}
+
 // An id goes into a URL path: `..` would climb to another endpoint (`/agent/runs/..` + `/cancel`
 // is `POST /agent/cancel`), so only plain segments are sent.
 function artifactPath(uid: string): string {
@@ -528,16 +538,16 @@ function artifactPath(uid: string): string {
       request: 'artifact uid'
     });
   }
-  return `/agent/artifacts/${encodeURIComponent(uid.trim())}`;
+  return apiPath('getArtifact', { artifact_uid: uid.trim() });
 }
 
-function runPath(runId: string): string {
+function runPath(name: 'getRun' | 'cancelRun' | 'getTranscript' | 'getConversation', runId: string): string {
   if (typeof runId !== 'string' || !isIdSegment(runId.trim())) {
     throw new InvalidRequestError(`run id ${showValue(runId)}: expected ${ID_SEGMENT_FORM}`, {
       request: 'run id'
     });
   }
-  return `/agent/runs/${encodeURIComponent(runId.trim())}`;
+  return apiPath(name, { run_id: runId.trim() });
 }
 
 /**

@@ -9,10 +9,14 @@ import type { ServerContext } from './context.js';
 import { logStream } from './log-format.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { ProblemError, problemBody, sendProblem, writeClientError } from './problem.js';
-import { metaRoutes } from './routes/meta.js';
-import { resultRoutes } from './routes/results.js';
-import { runRoutes } from './routes/runs.js';
-import { sessionRoutes } from './routes/sessions.js';
+import { ENDPOINT_NAMES, ENDPOINTS } from '../../api/endpoints.js';
+import { DownloadLinks } from './download-links.js';
+import { ReadCache } from './read-cache.js';
+import { metaHandlers } from './routes/meta.js';
+import { registerEndpoints } from './routes/register.js';
+import { resultHandlers } from './routes/results.js';
+import { runHandlers } from './routes/runs.js';
+import { sessionHandlers } from './routes/sessions.js';
 import { schemaProblem, validatorCompiler } from './validation.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -129,12 +133,19 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     )
   );
 
-  await app.register(metaRoutes, { context, publicUrl: options.publicUrl });
-  if ((options.role ?? 'all') !== 'worker') {
-    await app.register(sessionRoutes, { context });
-    await app.register(runRoutes, { context });
-    await app.register(resultRoutes, { context });
-    await app.register(dashboardRoutes, { context });
-  }
+  // The endpoint table's routes (a worker node serves only those that need no key), then the
+  // dashboard, which is HTML for people with its own cookie sign-in.
+  const worker = (options.role ?? 'all') === 'worker';
+  const reads = new ReadCache(context.store);
+  const downloads = await DownloadLinks.open(context.store);
+  const handlers = {
+    ...metaHandlers(context, options.publicUrl),
+    ...sessionHandlers(context),
+    ...runHandlers(context, reads),
+    ...resultHandlers(context, downloads)
+  };
+  const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
+  await registerEndpoints(app, { context, reads, downloads }, handlers, served);
+  if (!worker) await app.register(dashboardRoutes, { context });
   return app;
 }

@@ -6,13 +6,12 @@
 // about 512 KiB of them, with `has_more` and `next_after` to go on from.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isTerminalState } from '../../api/index.js';
+import { MAX_WAIT_SECONDS, isTerminalState } from '../../api/index.js';
 import type { StoredRun, TranscriptEvent } from '../store/types.js';
 import { sizeOf } from './bounded-events.js';
 import type { ServerContext } from './context.js';
 import { ProblemError } from './problem.js';
 
-const MAX_WAIT_SECONDS = 60;
 const REREAD_MS = 2000;
 export const DEFAULT_TRANSCRIPT_LIMIT = 100;
 export const MAX_TRANSCRIPT_LIMIT = 1000;

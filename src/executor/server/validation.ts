@@ -34,11 +34,13 @@ interface Failure extends FastifySchemaValidationError {
   accepted: string[];
 }
 
-export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema }) => {
+export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const check = Compile(schema);
-  const root = schema as SchemaNode;
+  const root = schema as SchemaNode & { acceptsNoBody?: boolean };
+  // A body schema may allow no body at all (a cancel without a reason).
+  const noBodyFine = httpPart === 'body' && root.acceptsNoBody === true;
   return data => {
-    if (check.Check(data)) return { value: data };
+    if (check.Check(data) || (data === undefined && noBodyFine)) return { value: data };
     return { error: [describe(root, data, check.Errors(data)[0]!)] };
   };
 };

@@ -206,6 +206,13 @@ export interface RunStore {
    * always on PostgreSQL; on SQLite when a split role (`--role api` or `worker`) opened it.
    */
   readonly shared: boolean;
+  /**
+   * A marker that moves whenever a write is committed to the store, by this process or any other
+   * (SQLite: total_changes() with PRAGMA data_version, one statement). The server keeps serialised
+   * read answers under it (server/read-cache.ts). Absent, or undefined, when the store cannot tell:
+   * then nothing is kept.
+   */
+  changeStamp?(): string | undefined;
 
   // keys
   createKey(key: KeyRecord): Promise<void>;

@@ -1,72 +1,37 @@
-// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript. Each
-// route declares its schemas (src/api/schemas.ts): requests are checked before the handler runs
-// (validation.ts), answers are serialised by compiled code. What a schema cannot say stays here:
-// the prompt's size in bytes, whether the environment exists, the Idempotency-Key.
+// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript, as a
+// handler map keyed by endpoint name (register.ts gives them their paths, schemas and the key
+// check from src/api/endpoints.ts). Requests are checked by the schemas before a handler runs;
+// what a schema cannot say stays here: the prompt's size in bytes, whether the environment
+// exists, the Idempotency-Key. Plain reads and list pages are answered from the read cache while
+// the store has not changed (read-cache.ts).
 
 import { createHash, randomUUID } from 'node:crypto';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Static } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
-  describeValue as kindOf,
   isTerminalState,
   isValidIdempotencyKey,
-  IDEMPOTENCY_KEY_FORM
+  IDEMPOTENCY_KEY_FORM,
+  MAX_WAIT_SECONDS
 } from '../../../api/index.js';
-import {
-  CreateRunRequestSchema,
-  CreateRunResponseSchema,
-  ListRunsQuerySchema,
-  ListRunsResponseSchema,
-  RunParamsSchema,
-  RunRecordSchema,
-  TranscriptSchema
-} from '../../../api/schemas.js';
 import { agentKindOf } from '../../agents/index.js';
 import type { StoredRun } from '../../store/types.js';
-import { type Principal, authenticate } from '../auth.js';
 import type { ServerContext } from '../context.js';
 import { encodeCursor, listQuery } from '../list-params.js';
 import { ProblemError } from '../problem.js';
+import type { ReadCache } from '../read-cache.js';
 import { etagOf, toRecord } from '../records.js';
 import { readTranscript } from '../transcript.js';
+import type { EndpointRequest, Handlers } from './register.js';
 
-const MAX_WAIT_SECONDS = 60;
-const MAX_CANCEL_REASON = 500;
+const JSON_TYPE = 'application/json; charset=utf-8';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal: Principal;
-  }
-}
+export function runHandlers(
+  context: ServerContext,
+  reads: ReadCache
+): Handlers<'createRun' | 'createRunLegacy' | 'listRuns' | 'getRun' | 'cancelRun' | 'getTranscript'> {
+  const { store, config, links, hub } = context;
 
-export async function runRoutes(
-  fastify: FastifyInstance,
-  { context }: { context: ServerContext }
-): Promise<void> {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { store, config, links, hub, limiter } = context;
-
-  app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', async request => {
-    request.principal = await authenticate(store, request);
-    const wait = limiter.take(request.principal.keyId);
-    if (wait !== undefined) {
-      throw new ProblemError(
-        'rate_limited',
-        `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`,
-        { 'retry-after': String(wait) }
-      );
-    }
-  });
-
-  const createSchema = {
-    schema: { body: CreateRunRequestSchema, response: { 200: CreateRunResponseSchema } }
-  };
-  const create = async (
-    request: FastifyRequest<{ Body: Static<typeof CreateRunRequestSchema> }>,
-    reply: { header(name: string, value: string): unknown }
-  ) => {
+  const create = async (request: EndpointRequest<'createRun'>, reply: FastifyReply) => {
     if (context.draining)
       throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no new runs', {
         'retry-after': '5'
@@ -139,18 +104,33 @@ export async function runRoutes(
     if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');
     return { run_id: result.run.run_id, state: result.run.state };
   };
-  app.post('/api/v1/agent/run', createSchema, create);
-  app.post('/api/v1/agent/runs', createSchema, create);
 
-  app.get(
-    '/api/v1/agent/runs/:id',
-    { schema: { params: RunParamsSchema, response: { 200: RunRecordSchema } } },
-    async (request, reply) => {
-      const { id } = request.params;
-      let run = await findRun(request, id);
+  async function findRun(request: FastifyRequest, id: string): Promise<StoredRun> {
+    const run = await store.getRun(request.principal.team, id);
+    if (!run) throw notFound(id);
+    return run;
+  }
+
+  return {
+    createRun: create,
+    createRunLegacy: create,
+
+    getRun: async (request, reply) => {
+      const id = request.params.run_id;
       const wait = preferWait(String(request.headers.prefer ?? ''));
+      if (wait === undefined) {
+        // The plain read (no hold): the serialised record, kept while the store is unchanged.
+        const read = await reads.body(`run\n${request.principal.team}\n${id}`, async () => {
+          const run = await findRun(request, id);
+          return { etag: etagOf(run), body: reply.serialize(toRecord(run, links)) };
+        });
+        reply.header('etag', read.etag);
+        if (request.headers['if-none-match'] === read.etag) return reply.code(304).send();
+        return reply.type(JSON_TYPE).send(read.body);
+      }
+      let run = await findRun(request, id);
       const current = () => request.headers['if-none-match'] === etagOf(run);
-      if (wait !== undefined) reply.header('preference-applied', `wait=${wait}`);
+      reply.header('preference-applied', `wait=${wait}`);
       if (wait && current() && !isTerminalState(run.state)) {
         const closed = new AbortController();
         request.raw.once('close', () => closed.abort());
@@ -166,35 +146,34 @@ export async function runRoutes(
         }
       }
       reply.header('etag', etagOf(run));
-      if (current()) return (reply as FastifyReply).code(304).send();
+      if (current()) return reply.code(304).send();
       return toRecord(run, links);
-    }
-  );
+    },
 
-  app.get(
-    '/api/v1/agent/runs',
-    { schema: { querystring: ListRunsQuerySchema, response: { 200: ListRunsResponseSchema } } },
-    async request => {
-      const query = listQuery(request.query);
-      const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
-      const page = rows.slice(0, query.limit);
-      const more = rows.length > query.limit;
-      return {
-        runs: page.map(run => toRecord(run, links)),
-        page_info: {
-          has_next_page: more,
-          next_cursor: more ? encodeCursor(page.at(-1)!, query.sortBy!, query.sortOrder!) : null
-        }
-      };
-    }
-  );
+    listRuns: async (request, reply) => {
+      const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
+      const read = await reads.body(`list\n${request.principal.team}\n${search}`, async () => {
+        const query = listQuery(request.query);
+        const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
+        const page = rows.slice(0, query.limit);
+        const more = rows.length > query.limit;
+        return {
+          body: reply.serialize({
+            runs: page.map(run => toRecord(run, links)),
+            page_info: {
+              has_next_page: more,
+              next_cursor: more ? encodeCursor(page.at(-1)!, query.sortBy!, query.sortOrder!) : null
+            }
+          })
+        };
+      });
+      return reply.type(JSON_TYPE).send(read.body);
+    },
 
-  app.post(
-    '/api/v1/agent/runs/:id/cancel',
-    { schema: { params: RunParamsSchema } },
-    async (request, reply) => {
-      const { id } = request.params;
-      const reason = cancelReason(request.body);
+    cancelRun: async (request, reply) => {
+      const id = request.params.run_id;
+      // The schema bounds the reason (MAX_CANCEL_REASON); blank around it is not kept.
+      const reason = request.body?.reason?.trim();
       const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
       if (result.kind === 'not_found') throw notFound(id);
       if (result.kind === 'finished')
@@ -203,21 +182,11 @@ export async function runRoutes(
           `run ${id} already ended ${result.run.state}; there is nothing to cancel`
         );
       return reply.type('application/json').send(JSON.stringify(result.run.run_id));
-    }
-  );
+    },
 
-  app.get(
-    '/api/v1/agent/runs/:id/transcript',
-    { schema: { params: RunParamsSchema, response: { 200: TranscriptSchema } } },
-    async (request, reply) =>
-      readTranscript(context, request, reply, () => findRun(request, request.params.id))
-  );
-
-  async function findRun(request: FastifyRequest, id: string): Promise<StoredRun> {
-    const run = await store.getRun(request.principal.team, id);
-    if (!run) throw notFound(id);
-    return run;
-  }
+    getTranscript: async (request, reply) =>
+      readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
+  };
 }
 
 function notFound(id: string): ProblemError {
@@ -280,21 +249,6 @@ function extraFields(body: Record<string, unknown>): Record<string, unknown> {
   return extra;
 }
 
-/** The optional body of a cancel, `{"reason": "…"}`: the reason, or undefined without one. */
-function cancelReason(body: unknown): string | undefined {
-  if (body === undefined || body === null) return undefined;
-  const reason =
-    typeof body === 'object' && !Array.isArray(body) ? (body as { reason?: unknown }).reason : body;
-  if (reason === undefined) return undefined;
-  if (typeof reason !== 'string' || reason.trim() === '' || reason.length > MAX_CANCEL_REASON) {
-    throw new ProblemError(
-      'invalid_field',
-      `reason: expected a string of 1–${MAX_CANCEL_REASON} characters, got ${kindOf(reason)}`
-    );
-  }
-  return reason.trim();
-}
-
 /** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
 function canonicalHash(body: unknown): string {
   const canonical = (value: unknown): unknown => {
@@ -313,7 +267,7 @@ function canonicalHash(body: unknown): string {
     .digest('hex');
 }
 
-/** `Prefer: wait=N` (RFC 7240), capped at 60 s; undefined when absent. */
+/** `Prefer: wait=N` (RFC 7240), capped at MAX_WAIT_SECONDS; undefined when absent. */
 function preferWait(header: string | undefined): number | undefined {
   const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header ?? '');
   return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;

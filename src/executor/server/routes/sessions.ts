@@ -1,53 +1,34 @@
 // The session page behind a run's session_link (HTML that works without JavaScript and escapes
 // every piece of run content), and the downloads of that run's artifacts the page links to. The
-// token (an HMAC of the run id) is the access check for both; a wrong or missing token answers 404,
-// like a run that does not exist, and an artifact of another run is not found either.
+// token (an HMAC of the run id) is the access check for both, made by the session tree's hook
+// (register.ts); a wrong or missing token answers 404, like a run that does not exist, and an
+// artifact of another run is not found either.
 
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import Type from 'typebox';
-import { RunParamsSchema } from '../../../api/schemas.js';
+import type { FastifyReply } from 'fastify';
 import type { StoredRun } from '../../store/types.js';
 import type { ServerContext } from '../context.js';
 import { boundedEvents } from '../bounded-events.js';
 import { ProblemError } from '../problem.js';
 import { renderSession } from '../session-page.js';
+import type { Handlers } from './register.js';
 
-/**
- * A shared link may gain parameters on its way (tracking, say): only `token` is read, and any token
- * that is not the right one (a repeated one too) is a 404 like a run that does not exist.
- */
-const SessionQuerySchema = Type.Object(
-  { token: Type.Optional(Type.Unknown()) },
-  { additionalProperties: true }
-);
-
-const SessionArtifactParamsSchema = Type.Object({
-  id: RunParamsSchema.properties.id,
-  uid: Type.String({ description: 'The artifact id.' })
-});
-
-export async function sessionRoutes(
-  fastify: FastifyInstance,
-  { context }: { context: ServerContext }
-): Promise<void> {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  /** The run of a session link, or a 404 for a wrong token or an unknown run. */
-  const sessionRun = async (id: string, token: unknown): Promise<StoredRun> => {
-    const run = context.links.verify(id, token) ? await context.store.getRunAnyTeam(id) : undefined;
+export function sessionHandlers(context: ServerContext): Handlers<'getSession' | 'getSessionArtifact'> {
+  /** The run of a session link whose token the hook checked, or a 404 for an unknown run. */
+  const sessionRun = async (id: string): Promise<StoredRun> => {
+    const run = await context.store.getRunAnyTeam(id);
     if (!run) throw new ProblemError('not_found', 'no session with this id and token');
     return run;
   };
-  const schema = { params: RunParamsSchema, querystring: SessionQuerySchema };
-  app.get('/sessions/:id', { schema }, async (request, reply) => {
-    const { token } = request.query;
-    return sendSessionPage(context, await sessionRun(request.params.id, token), String(token), reply);
-  });
-  const artifactSchema = { params: SessionArtifactParamsSchema, querystring: SessionQuerySchema };
-  app.get('/sessions/:id/artifacts/:uid', { schema: artifactSchema }, async (request, reply) => {
-    const run = await sessionRun(request.params.id, request.query.token);
-    return sendSessionArtifact(context, run, request.params.uid, reply);
-  });
+  return {
+    getSession: async (request, reply) => {
+      const run = await sessionRun(request.params.run_id);
+      return sendSessionPage(context, run, String(request.query.token), reply);
+    },
+    getSessionArtifact: async (request, reply) => {
+      const run = await sessionRun(request.params.run_id);
+      return sendSessionArtifact(context, run, request.params.artifact_uid, reply);
+    }
+  };
 }
 
 /** The session page of a run whose link (`token`) was checked. */

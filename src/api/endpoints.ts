@@ -1,0 +1,304 @@
+// Every endpoint of the contract in one table: its method and path, the schemas of its path
+// parameters, query, body and answer, who may call it, whether it counts against the key's rate
+// limit, and the error codes it can answer. The executor registers its routes from this table, the
+// OpenAPI document is generated from it, the client builds its paths from it and the contract test
+// server routes by it: a new endpoint is one entry here plus its handler.
+
+import Type, { type TSchema } from 'typebox';
+import type { ErrorCode } from './error-codes.js';
+import {
+  ArtifactDetailsSchema,
+  ArtifactParamsSchema,
+  CancelRequestSchema,
+  ConversationSchema,
+  CreateRunRequestSchema,
+  CreateRunResponseSchema,
+  DownloadQuerySchema,
+  ListRunsQuerySchema,
+  ListRunsResponseSchema,
+  RunIdParamsSchema,
+  RunRecordSchema,
+  SessionArtifactParamsSchema,
+  SessionQuerySchema,
+  TranscriptQuerySchema,
+  TranscriptSchema
+} from './schemas.js';
+
+/**
+ * Who may call an endpoint: anyone (`none`), a bearer API key (`key`), the holder of a run's
+ * session link (`session_token`, an HMAC of the run id in `?token=`), or the holder of a signed
+ * download URL (`signed_download`, an HMAC of the artifact id and an expiry).
+ */
+export type EndpointAuth = 'none' | 'key' | 'session_token' | 'signed_download';
+
+/** A request header an endpoint reads, for the OpenAPI document. */
+export interface EndpointHeader {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+export interface EndpointSpec {
+  method: 'GET' | 'POST';
+  /** The full path, parameters in braces: `/api/v1/agent/runs/{run_id}`. */
+  path: string;
+  summary: string;
+  description?: string;
+  auth: EndpointAuth;
+  /** Whether each call takes a token from the key's bucket (limits.rate_limit_per_minute). */
+  rateLimited: boolean;
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+  /** A body schema with `acceptsNoBody: true` lets the request leave the body out. */
+  headers?: readonly EndpointHeader[];
+  /** The successful answer: 200 with this schema, or with `contentType` for what is not JSON. */
+  response: { description: string; schema?: TSchema; contentType?: string };
+  /** Other answers that are not errors (a 304, say). */
+  otherAnswers?: Readonly<Record<string, string>>;
+  /**
+   * The error codes this endpoint itself can answer. Those of its auth and rate limit, and the
+   * ones any request can meet (store_unavailable, internal_error), are added by `errorCodesOf`.
+   */
+  errors: readonly ErrorCode[];
+  deprecated?: boolean;
+  /** Left out of the OpenAPI document (HTML for people, probes for orchestrators). */
+  internal?: boolean;
+}
+
+/** The longest `Prefer: wait=N` held answer, in seconds. */
+export const MAX_WAIT_SECONDS = 60;
+
+const prefer: EndpointHeader = {
+  name: 'Prefer',
+  description: `wait=N (N ≤ ${MAX_WAIT_SECONDS}): hold the answer until there is something new.`,
+  schema: { type: 'string', examples: ['wait=30'] }
+};
+const ifNoneMatch: EndpointHeader = {
+  name: 'If-None-Match',
+  description: 'The ETag of the record you have.',
+  schema: { type: 'string' }
+};
+const idempotencyKey: EndpointHeader = {
+  name: 'Idempotency-Key',
+  description: 'Makes retries safe: the same key and body return the same run.',
+  schema: { type: 'string', maxLength: 255 }
+};
+
+const create = {
+  method: 'POST',
+  summary: 'Create a run',
+  description: 'Starts an agent run asynchronously. Send Idempotency-Key to make retries safe.',
+  auth: 'key',
+  rateLimited: true,
+  body: CreateRunRequestSchema,
+  headers: [idempotencyKey],
+  response: {
+    description: 'The run was queued (or the same request was replayed).',
+    schema: CreateRunResponseSchema
+  },
+  errors: [
+    'invalid_request',
+    'environment_not_found',
+    'payload_too_large',
+    'unsupported_media_type',
+    'invalid_field',
+    'prompt_too_large',
+    'idempotency_key_reused',
+    'resource_unavailable',
+    'shutting_down'
+  ]
+} as const satisfies Omit<EndpointSpec, 'path'>;
+
+export const ENDPOINTS = {
+  createRun: { ...create, path: '/api/v1/agent/runs' },
+  createRunLegacy: { ...create, path: '/api/v1/agent/run', deprecated: true },
+  listRuns: {
+    method: 'GET',
+    path: '/api/v1/agent/runs',
+    summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
+    description: 'Any query parameter not listed here is answered 400.',
+    auth: 'key',
+    rateLimited: true,
+    querystring: ListRunsQuerySchema,
+    response: { description: 'A page of runs.', schema: ListRunsResponseSchema },
+    errors: ['invalid_request']
+  },
+  getRun: {
+    method: 'GET',
+    path: '/api/v1/agent/runs/{run_id}',
+    summary: 'Read a run',
+    description: `With If-None-Match and Prefer: wait=N (max ${MAX_WAIT_SECONDS}), the answer is held while the run is unchanged.`,
+    auth: 'key',
+    rateLimited: true,
+    params: RunIdParamsSchema,
+    headers: [ifNoneMatch, prefer],
+    response: { description: 'The run.', schema: RunRecordSchema },
+    otherAnswers: { '304': 'Unchanged.' },
+    errors: ['not_found']
+  },
+  cancelRun: {
+    method: 'POST',
+    path: '/api/v1/agent/runs/{run_id}/cancel',
+    summary: 'Cancel a run',
+    description: 'Optional body; the status message becomes `cancelled by a client: <reason>`.',
+    auth: 'key',
+    rateLimited: true,
+    params: RunIdParamsSchema,
+    body: CancelRequestSchema,
+    response: { description: 'The run id.', schema: Type.String() },
+    errors: ['invalid_request', 'not_found', 'run_already_finished', 'invalid_field']
+  },
+  getTranscript: {
+    method: 'GET',
+    path: '/api/v1/agent/runs/{run_id}/transcript',
+    summary: "A run's transcript",
+    description:
+      "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
+    auth: 'key',
+    rateLimited: true,
+    params: RunIdParamsSchema,
+    querystring: TranscriptQuerySchema,
+    headers: [prefer],
+    response: { description: 'Transcript events.', schema: TranscriptSchema },
+    errors: ['invalid_request', 'not_found']
+  },
+  getConversation: {
+    method: 'GET',
+    path: '/api/v1/agent/runs/{run_id}/conversation',
+    summary: "A run's conversation, normalized",
+    description:
+      'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
+    auth: 'key',
+    rateLimited: true,
+    params: RunIdParamsSchema,
+    response: { description: 'The conversation.', schema: ConversationSchema },
+    errors: ['not_found']
+  },
+  getArtifact: {
+    method: 'GET',
+    path: '/api/v1/agent/artifacts/{artifact_uid}',
+    summary: "An artifact's details and a time-limited download URL",
+    auth: 'key',
+    rateLimited: true,
+    params: ArtifactParamsSchema,
+    response: { description: 'The artifact.', schema: ArtifactDetailsSchema },
+    errors: ['artifact_not_found']
+  },
+  downloadArtifact: {
+    method: 'GET',
+    path: '/api/v1/agent/artifacts/{artifact_uid}/download',
+    summary: "An artifact's bytes, by the signed download URL",
+    auth: 'signed_download',
+    rateLimited: false,
+    params: ArtifactParamsSchema,
+    querystring: DownloadQuerySchema,
+    response: {
+      description: "The bytes, in the artifact's mime_type, as an attachment.",
+      contentType: 'application/octet-stream'
+    },
+    errors: ['artifact_not_found']
+  },
+  getSession: {
+    method: 'GET',
+    path: '/sessions/{run_id}',
+    summary: "A run's session page (HTML), by its session link",
+    auth: 'session_token',
+    rateLimited: false,
+    params: RunIdParamsSchema,
+    querystring: SessionQuerySchema,
+    response: { description: 'The session page.', contentType: 'text/html' },
+    errors: ['not_found']
+  },
+  getSessionArtifact: {
+    method: 'GET',
+    path: '/sessions/{run_id}/artifacts/{artifact_uid}',
+    summary: "An artifact of a run (its bytes, as an attachment), by the run's session link",
+    auth: 'session_token',
+    rateLimited: false,
+    params: SessionArtifactParamsSchema,
+    querystring: SessionQuerySchema,
+    response: {
+      description: "The artifact's bytes, in its mime_type.",
+      contentType: 'application/octet-stream'
+    },
+    errors: ['not_found', 'artifact_not_found']
+  },
+  getOpenApi: {
+    method: 'GET',
+    path: '/api/v1/openapi.json',
+    summary: 'This document',
+    auth: 'none',
+    rateLimited: false,
+    response: { description: 'The OpenAPI 3.1 document.', contentType: 'application/json' },
+    errors: []
+  },
+  listErrorCodes: {
+    method: 'GET',
+    path: '/api/v1/errors',
+    summary: 'The error reference: every error_code, its status and meaning',
+    auth: 'none',
+    rateLimited: false,
+    response: { description: 'The error codes.', contentType: 'application/json' },
+    errors: []
+  },
+  health: {
+    method: 'GET',
+    path: '/healthz',
+    summary: 'Liveness',
+    auth: 'none',
+    rateLimited: false,
+    response: { description: 'The process answers.', contentType: 'application/json' },
+    errors: [],
+    internal: true
+  },
+  ready: {
+    method: 'GET',
+    path: '/readyz',
+    summary: 'Readiness: 503 while stopping or without the store',
+    auth: 'none',
+    rateLimited: false,
+    response: { description: 'Ready.', contentType: 'application/json' },
+    otherAnswers: { '503': 'Shutting down, or the store does not answer.' },
+    errors: [],
+    internal: true
+  }
+} as const satisfies Record<string, EndpointSpec>;
+
+export type EndpointName = keyof typeof ENDPOINTS;
+export type Endpoint<N extends EndpointName = EndpointName> = (typeof ENDPOINTS)[N];
+
+export const ENDPOINT_NAMES = Object.keys(ENDPOINTS) as EndpointName[];
+
+/** Every error code an endpoint can answer: its own, then those of its auth, limit and any request. */
+export function errorCodesOf(endpoint: EndpointSpec): ErrorCode[] {
+  const codes = new Set<ErrorCode>(endpoint.errors);
+  if (endpoint.auth === 'key') codes.add('unauthenticated');
+  if (endpoint.rateLimited) codes.add('rate_limited');
+  if (endpoint.auth !== 'none') codes.add('store_unavailable');
+  codes.add('internal_error');
+  return [...codes];
+}
+
+/** The names of a path's parameters, in order: `/runs/{run_id}/cancel` → ['run_id']. */
+export function pathParameters(path: string): string[] {
+  return [...path.matchAll(/\{([a-z_]+)\}/g)].map(match => match[1]!);
+}
+
+/**
+ * The endpoint's path with its parameters filled in (each percent-encoded as one segment). A
+ * missing parameter is a programming error and throws, naming it.
+ */
+export function endpointPath(name: EndpointName, params: Readonly<Record<string, string>> = {}): string {
+  return ENDPOINTS[name].path.replace(/\{([a-z_]+)\}/g, (_match, param: string) => {
+    const value = params[param];
+    if (value === undefined)
+      throw new TypeError(`endpoint ${name}: missing path parameter ${param}; expected a string`);
+    return encodeURIComponent(value);
+  });
+}
+
+/** The path in Fastify's (and find-my-way's) form: `/api/v1/agent/runs/:run_id`. */
+export function routePath(path: string): string {
+  return path.replace(/\{([a-z_]+)\}/g, ':$1');
+}

@@ -1,0 +1,139 @@
+// The executor's routes, registered from the endpoint table (src/api/endpoints.ts): each endpoint
+// gets its method, path and schemas from the table and its handler from a map keyed by its name.
+// Endpoints are grouped into one route tree per kind of access, and each tree has one hook that
+// checks it (an API key and its rate limit, a session token, a download signature), so no handler
+// repeats it. A handler missing from the map is a type error, and a table entry left without one
+// throws at start-up.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { Static, TSchema } from 'typebox';
+import {
+  ENDPOINTS,
+  type Endpoint,
+  type EndpointAuth,
+  type EndpointName,
+  type EndpointSpec,
+  routePath
+} from '../../../api/endpoints.js';
+import { type Principal, authenticate } from '../auth.js';
+import type { ServerContext } from '../context.js';
+import type { DownloadLinks } from '../download-links.js';
+import { ProblemError } from '../problem.js';
+import type { ReadCache } from '../read-cache.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The caller's key, set by the key tree's hook. */
+    principal: Principal;
+  }
+}
+
+type StaticOf<E, K extends string> = E extends { [P in K]: infer S extends TSchema } ? Static<S> : unknown;
+
+/** The request a handler of endpoint N receives: params, query and body typed by N's schemas. */
+export type EndpointRequest<N extends EndpointName> = FastifyRequest<{
+  Params: StaticOf<Endpoint<N>, 'params'>;
+  Querystring: StaticOf<Endpoint<N>, 'querystring'>;
+  Body: StaticOf<Endpoint<N>, 'body'>;
+}>;
+
+export type Handler<N extends EndpointName> = (
+  request: EndpointRequest<N>,
+  reply: FastifyReply
+) => Promise<unknown>;
+
+export type Handlers<N extends EndpointName> = { [K in N]: Handler<K> };
+
+export interface RouteTrees {
+  context: ServerContext;
+  reads: ReadCache;
+  downloads: DownloadLinks;
+}
+
+/** The hook that admits a request to a tree of this access kind (undefined: everyone). */
+function accessHook(
+  auth: EndpointAuth,
+  rateLimited: boolean,
+  { context, reads, downloads }: RouteTrees
+): onRequestHookHandler | undefined {
+  const { store, config, limiter, links } = context;
+  switch (auth) {
+    case 'none':
+      return undefined;
+    case 'key':
+      return async request => {
+        reads.refresh();
+        request.principal = await reads.principal(request.headers.authorization, () =>
+          authenticate(store, request)
+        );
+        if (!rateLimited) return;
+        const wait = limiter.take(request.principal.keyId);
+        if (wait !== undefined) {
+          throw new ProblemError(
+            'rate_limited',
+            `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`,
+            { 'retry-after': String(wait) }
+          );
+        }
+      };
+    case 'session_token':
+      return async request => {
+        const { run_id } = request.params as { run_id: string };
+        if (!links.verify(run_id, (request.query as { token?: unknown }).token))
+          throw new ProblemError('not_found', 'no session with this id and token');
+      };
+    case 'signed_download':
+      return async request => {
+        const { artifact_uid } = request.params as { artifact_uid: string };
+        const { expires, signature } = request.query as { expires?: unknown; signature?: unknown };
+        if (!downloads.verify(artifact_uid, expires, signature))
+          throw new ProblemError(
+            'artifact_not_found',
+            'this download link is wrong or has expired; ask GET /api/v1/agent/artifacts/{uid} for a new one'
+          );
+      };
+  }
+}
+
+/**
+ * Registers the named endpoints with their handlers, one route tree per access kind. `names` is
+ * every endpoint the handlers serve (a `worker` node serves only those that need no key).
+ */
+export async function registerEndpoints(
+  app: FastifyInstance,
+  trees: RouteTrees,
+  handlers: Partial<Handlers<EndpointName>>,
+  names: readonly EndpointName[]
+): Promise<void> {
+  if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', null as unknown as Principal);
+  const groups = new Map<string, EndpointName[]>();
+  for (const name of names) {
+    const { auth, rateLimited } = ENDPOINTS[name] as EndpointSpec;
+    const group = `${auth} ${rateLimited}`;
+    groups.set(group, [...(groups.get(group) ?? []), name]);
+  }
+  for (const [group, members] of groups) {
+    const [auth, limited] = group.split(' ') as [EndpointAuth, string];
+    await app.register(async tree => {
+      const hook = accessHook(auth, limited === 'true', trees);
+      if (hook) tree.addHook('onRequest', hook);
+      for (const name of members) {
+        const endpoint = ENDPOINTS[name] as EndpointSpec;
+        const handler = handlers[name] as
+          ((request: FastifyRequest, reply: FastifyReply) => unknown) | undefined;
+        if (!handler) throw new Error(`endpoint ${name} has no handler; add one to its route file's map`);
+        tree.route({
+          method: endpoint.method,
+          url: routePath(endpoint.path),
+          schema: {
+            ...(endpoint.params ? { params: endpoint.params } : {}),
+            ...(endpoint.querystring ? { querystring: endpoint.querystring } : {}),
+            ...(endpoint.body ? { body: endpoint.body } : {}),
+            ...(endpoint.response.schema ? { response: { 200: endpoint.response.schema } } : {})
+          },
+          handler: handler as (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+        });
+      }
+    });
+  }
+}
