@@ -5,11 +5,11 @@ import { describe, expect, it } from '@jest/globals';
 import {
   ENDPOINTS,
   ENDPOINT_NAMES,
-  ERROR_CODES,
   type EndpointSpec,
   errorCodesOf,
   pathParameters
-} from '../../src/api/index.js';
+} from '../../src/api/endpoints.js';
+import { ERROR_CODES } from '../../src/api/index.js';
 import { openApiDocument } from '../../src/api/openapi.js';
 import { MAX_CANCEL_REASON } from '../../src/api/schemas.js';
 

@@ -6,6 +6,8 @@
 
 import Type, { type TSchema } from 'typebox';
 import type { ErrorCode } from './error-codes.js';
+import { type EndpointName, MAX_WAIT_SECONDS, ROUTES } from './routes.js';
+export { type EndpointName, MAX_WAIT_SECONDS, endpointPath, pathParameters, routePath } from './routes.js';
 import {
   ArtifactDetailsSchema,
   ArtifactParamsSchema,
@@ -65,9 +67,6 @@ export interface EndpointSpec {
   /** Left out of the OpenAPI document (HTML for people, probes for orchestrators). */
   internal?: boolean;
 }
-
-/** The longest `Prefer: wait=N` held answer, in seconds. */
-export const MAX_WAIT_SECONDS = 60;
 
 const prefer: EndpointHeader = {
   name: 'Prefer',
@@ -265,7 +264,12 @@ export const ENDPOINTS = {
   }
 } as const satisfies Record<string, EndpointSpec>;
 
-export type EndpointName = keyof typeof ENDPOINTS;
+/** Fails to compile when this table and routes.ts disagree on a name, a method or a path. */
+export type RoutesAgree = [Exclude<keyof typeof ENDPOINTS, EndpointName>] extends [never] ? true : never;
+const agree: RoutesAgree = true;
+const sameRoutes: { [K in EndpointName]: (typeof ROUTES)[K] } = ENDPOINTS;
+void agree;
+void sameRoutes;
 export type Endpoint<N extends EndpointName = EndpointName> = (typeof ENDPOINTS)[N];
 
 export const ENDPOINT_NAMES = Object.keys(ENDPOINTS) as EndpointName[];
@@ -278,27 +282,4 @@ export function errorCodesOf(endpoint: EndpointSpec): ErrorCode[] {
   if (endpoint.auth !== 'none') codes.add('store_unavailable');
   codes.add('internal_error');
   return [...codes];
-}
-
-/** The names of a path's parameters, in order: `/runs/{run_id}/cancel` → ['run_id']. */
-export function pathParameters(path: string): string[] {
-  return [...path.matchAll(/\{([a-z_]+)\}/g)].map(match => match[1]!);
-}
-
-/**
- * The endpoint's path with its parameters filled in (each percent-encoded as one segment). A
- * missing parameter is a programming error and throws, naming it.
- */
-export function endpointPath(name: EndpointName, params: Readonly<Record<string, string>> = {}): string {
-  return ENDPOINTS[name].path.replace(/\{([a-z_]+)\}/g, (_match, param: string) => {
-    const value = params[param];
-    if (value === undefined)
-      throw new TypeError(`endpoint ${name}: missing path parameter ${param}; expected a string`);
-    return encodeURIComponent(value);
-  });
-}
-
-/** The path in Fastify's (and find-my-way's) form: `/api/v1/agent/runs/:run_id`. */
-export function routePath(path: string): string {
-  return path.replace(/\{([a-z_]+)\}/g, ':$1');
 }

@@ -6,4 +6,4 @@ export * from './conversation.js';
 export * from './artifacts.js';
 export * from './table.js';
 export * from './events.js';
-export * from './endpoints.js';
+export * from './routes.js';
