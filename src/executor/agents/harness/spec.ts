@@ -1,0 +1,74 @@
+// What one agent CLI contributes to the generic harness: how to start it, and how to read its stream.
+export type HarnessKind = 'claude-code' | 'codex' | 'gemini';
+/** The service's `config.harness.type` value each kind serves. */
+export type HarnessType = 'claude' | 'codex' | 'gemini';
+
+export interface McpServer {
+  /** stdio */ command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** remote */ url?: string;
+  headers?: Record<string, string>;
+}
+
+export interface HarnessInput {
+  prompt: string;
+  model?: string; // config.model_id, else the environment's agent.model
+  basePrompt?: string; // config.base_prompt
+  mcpServers?: Record<string, McpServer>; // config.mcp_servers
+  home: string; // the run's private HOME (host path of what the sandbox shows as HOME)
+  workspace: string;
+  resumeSession?: string; // a CLI session id to resume (issue #24; may be ignored for now)
+  extraArgs: string[]; // the environment's agent.args
+}
+
+export interface HarnessSpec {
+  kind: HarnessKind;
+  harnessType: HarnessType;
+  /** The CLI's usual program name on PATH (`claude`, `codex`, `gemini`). */
+  defaultProgram: string;
+  /** How to install it, said when it is missing: e.g. `npm install -g @anthropic-ai/claude-code`. */
+  install: string;
+  args(input: HarnessInput): string[];
+  /** Text on the CLI's stdin, or undefined (stdin closed). */
+  stdin(input: HarnessInput): string | undefined;
+  /** Files written into the run's HOME before start (relative path → content): settings, MCP config, GEMINI.md. */
+  homeFiles(input: HarnessInput): Record<string, string>;
+  /** Environment for the CLI from the variables the user listed (e.g. OPENAI_API_KEY → CODEX_API_KEY). */
+  env(input: HarnessInput, listed: Record<string, string>): Record<string, string>;
+  /** A translator for one run: one JSON value per stdout line in, our events out. */
+  translator(): HarnessTranslator;
+}
+
+export interface HarnessTranslator {
+  line(value: unknown): HarnessEvent[];
+  /** Called once at exit: the failure the CLI reported, in its own words, if any. */
+  finish(exitCode: number | null, stderrTail: string): HarnessFailure | undefined;
+}
+
+export interface HarnessFailure {
+  /** One of: agent_auth_failed, agent_rate_limited, agent_model_not_found, agent_crashed, budget_exceeded. */
+  code:
+    | 'agent_auth_failed'
+    | 'agent_rate_limited'
+    | 'agent_model_not_found'
+    | 'agent_crashed'
+    | 'budget_exceeded';
+  message: string; // the CLI's words (the harness removes secrets before storing)
+}
+
+export type HarnessEvent =
+  | { type: 'text'; text: string } // assistant text as it comes
+  | { type: 'action'; id: string; name: string; input: unknown } // a tool call
+  | { type: 'action_result'; id: string; ok: boolean; output: string } // its result (the harness bounds it)
+  | { type: 'file_edit'; path: string }
+  | { type: 'final'; text: string } // the final answer
+  | {
+      type: 'usage';
+      input_tokens: number;
+      output_tokens: number;
+      cache_read_tokens?: number;
+      cache_write_tokens?: number;
+      cost_usd?: number;
+    }
+  | { type: 'session'; id: string }; // the CLI's session id
