@@ -20,6 +20,12 @@ export interface HarnessInput {
   workspace: string;
   resumeSession?: string; // a CLI session id to resume (issue #24; may be ignored for now)
   extraArgs: string[]; // the environment's agent.args
+  /**
+   * Addition (harness-others): the variables the user listed, by name, for a spec whose arguments
+   * depend on them (Codex takes its base URL only as `-c openai_base_url=…`, never from the
+   * environment). The same values `env()` receives; never put a secret from it into arguments.
+   */
+  listed?: Record<string, string>;
 }
 
 export interface HarnessSpec {
