@@ -137,8 +137,15 @@ export async function startGeminiStub(options: GeminiStubOptions = {}): Promise<
           ? 'API key not valid. Please pass a valid API key.'
           : status === 429
             ? 'Resource has been exhausted (e.g. check quota).'
-            : `stub refuses with ${status}`;
-      const reason = status === 401 ? 'UNAUTHENTICATED' : status === 429 ? 'RESOURCE_EXHAUSTED' : 'UNKNOWN';
+            : status === 404
+              ? `models/${match?.[1] ?? '?'} is not found for API version v1beta, or is not supported for generateContent.`
+              : `stub refuses with ${status}`;
+      const reasons: Record<number, string> = {
+        401: 'UNAUTHENTICATED',
+        404: 'NOT_FOUND',
+        429: 'RESOURCE_EXHAUSTED'
+      };
+      const reason = reasons[status] ?? 'UNKNOWN';
       response.writeHead(status, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ error: { code: status, message, status: reason } }));
       return;

@@ -77,7 +77,16 @@ async function readBody(request: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function errorBody(status: number): Record<string, unknown> {
+function errorBody(status: number, model: string): Record<string, unknown> {
+  if (status === 404) {
+    return {
+      error: {
+        message: `The model \`${model}\` does not exist or you do not have access to it.`,
+        type: 'invalid_request_error',
+        code: 'model_not_found'
+      }
+    };
+  }
   if (status === 401) {
     return {
       error: {
@@ -183,7 +192,9 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
     });
     if (options.status) {
       response.writeHead(options.status, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(errorBody(options.status)));
+      response.end(
+        JSON.stringify(errorBody(options.status, typeof body.model === 'string' ? body.model : ''))
+      );
       return;
     }
     if (request.method !== 'POST' || !url.pathname.endsWith('/responses')) {
@@ -204,10 +215,17 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
       response.end(JSON.stringify({ error: { message: String(error) } }));
     });
   });
-  server.on('upgrade', (_request: IncomingMessage, socket: Duplex) => {
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex) => {
     upgrades++;
     const status = options.status ?? 426;
-    const text = JSON.stringify(errorBody(status));
+    // An upgrade has no body; Codex names the model in a metadata header.
+    let model = '';
+    try {
+      model = String(JSON.parse(String(request.headers['x-codex-turn-metadata'] ?? '{}')).model ?? '');
+    } catch {
+      model = '';
+    }
+    const text = JSON.stringify(errorBody(status, model));
     socket.end(
       `HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`
     );
