@@ -66,9 +66,9 @@ export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun
   const child = spawn(process.execPath, [options.program, ...options.spec.args(input)], {
     cwd: workspace,
     env,
-    stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
+    stdio: ['pipe', 'pipe', 'pipe']
   });
-  if (stdin !== undefined) child.stdin?.end(stdin);
+  child.stdin.end(stdin ?? ''); // no stdin: closed at once
   let stdout = '';
   let stderr = '';
   let pending = '';
