@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { codexHarness, codexTranslator } from '../../src/executor/agents/harness/codex.js';
 import { installCli } from '../support/agent-clis.js';
+import { type RecordingProxy, startRecordingProxy } from '../support/recording-proxy.js';
 import { eventsOf, runHarness } from '../support/harness-run.js';
 import { type OpenAiStub, startOpenAiStub } from '../support/openai-stub.js';
 
@@ -16,6 +17,7 @@ const KEY = 'sk-test-codex-0123456789-secret';
 const MCP_SERVER = resolve('__tests__/fixtures/mcp/lookup-server.mjs');
 let codex: string;
 let stub: OpenAiStub | undefined;
+let proxy: RecordingProxy | undefined;
 
 beforeAll(async () => {
   codex = await installCli('codex');
@@ -23,7 +25,9 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await stub?.close();
+  await proxy?.close();
   stub = undefined;
+  proxy = undefined;
 });
 
 function listed(url: string): Record<string, string> {
@@ -33,7 +37,9 @@ function listed(url: string): Record<string, string> {
 describe('codex harness with the real CLI', () => {
   it('runs a tool loop: actions with results, the file written, the final answer, the usage, model and base prompt at the model', async () => {
     stub = await startOpenAiStub({ inputTokens: 1000, cachedTokens: 200, outputTokens: 50 });
+    proxy = await startRecordingProxy();
     const run = await runHarness({
+      extraEnv: proxy.env,
       spec: codexHarness,
       program: codex,
       input: {
@@ -82,6 +88,8 @@ describe('codex harness with the real CLI', () => {
       expect(request.instructions).toContain('BASE-PROMPT-7f3a: be brief.');
       expect(request.apiKey).toBe(KEY); // OPENAI_API_KEY reached the CLI as the key it reads
     }
+    // Through a proxy (as in the sandbox), the model API is the only destination it contacts.
+    expect([...new Set(proxy.destinations)]).toEqual([`127.0.0.1:${stub.port}`]);
     expect(JSON.stringify(run.events)).not.toContain(KEY);
   });
 

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { geminiHarness, geminiTranslator } from '../../src/executor/agents/harness/gemini.js';
 import { installCli } from '../support/agent-clis.js';
+import { type RecordingProxy, startRecordingProxy } from '../support/recording-proxy.js';
 import { type GeminiStub, startGeminiStub } from '../support/gemini-stub.js';
 import { eventsOf, runHarness } from '../support/harness-run.js';
 
@@ -16,6 +17,7 @@ const KEY = 'AIza-test-gemini-0123456789-secret';
 const MCP_SERVER = resolve('__tests__/fixtures/mcp/lookup-server.mjs');
 let gemini: string;
 let stub: GeminiStub | undefined;
+let proxy: RecordingProxy | undefined;
 
 beforeAll(async () => {
   gemini = await installCli('gemini');
@@ -23,7 +25,9 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await stub?.close();
+  await proxy?.close();
   stub = undefined;
+  proxy = undefined;
 });
 
 function listed(url: string): Record<string, string> {
@@ -33,7 +37,9 @@ function listed(url: string): Record<string, string> {
 describe('gemini harness with the real CLI', () => {
   it('runs a tool loop: actions with results, the file written, the final answer, the usage, model, base prompt and MCP tool at the model', async () => {
     stub = await startGeminiStub({ inputTokens: 1000, cachedTokens: 200, outputTokens: 50 });
+    proxy = await startRecordingProxy();
     const run = await runHarness({
+      extraEnv: proxy.env,
       spec: geminiHarness,
       program: gemini,
       input: {
@@ -80,6 +86,8 @@ describe('gemini harness with the real CLI', () => {
       expect(request.apiKey).toBe(KEY);
     }
     expect(loop[0]?.tools.some(name => name.includes('stub_lookup'))).toBe(true);
+    // Through a proxy (as in the sandbox), the model API is the only destination it contacts.
+    expect([...new Set(proxy.destinations)]).toEqual([`127.0.0.1:${stub.port}`]);
     expect(JSON.stringify(run.events)).not.toContain(KEY);
     expect(JSON.stringify(run.events)).not.toContain('mcp-secret-2');
   });

@@ -33,6 +33,8 @@ export interface HarnessRunOptions {
   input: Omit<HarnessInput, 'home' | 'workspace' | 'extraArgs' | 'listed'> & { extraArgs?: string[] };
   /** The variables the user listed under `env:`. */
   listed: Record<string, string>;
+  /** More variables for the CLI's environment (e.g. a proxy), beside the spec's. */
+  extraEnv?: Record<string, string>;
   /** Give up (kill the CLI) after this long. */
   timeoutMs?: number;
 }
@@ -57,6 +59,7 @@ export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: home,
+    ...options.extraEnv,
     ...options.spec.env(input, options.listed)
   };
   const stdin = options.spec.stdin(input);

@@ -42,11 +42,14 @@ function mcpSection(name: string, server: McpServer): string {
 
 /**
  * `~/.codex/config.toml`: the base prompt and the MCP servers, kept out of the command line (they may
- * be long, and MCP env values and headers may be secrets).
+ * be long, and MCP env values and headers may be secrets). Analytics and the plugin marketplace are
+ * off: otherwise every run also calls github.com, api.github.com, chatgpt.com and ab.chatgpt.com,
+ * destinations a sandbox's network list should not need.
  */
 export function codexConfig(input: HarnessInput): string {
   const parts = ['# Written by agent-executor for this run.'];
   if (input.basePrompt) parts.push(`developer_instructions = ${tomlString(input.basePrompt)}`);
+  parts.push('[analytics]\nenabled = false', '[features]\nplugins = false');
   for (const [name, server] of Object.entries(input.mcpServers ?? {})) parts.push(mcpSection(name, server));
   return `${parts.join('\n\n')}\n`;
 }
