@@ -140,7 +140,8 @@ describe('gemini harness spec', () => {
     ]);
     expect(geminiHarness.env(input, { GOOGLE_API_KEY: 'k' })).toEqual({
       GOOGLE_API_KEY: 'k',
-      GEMINI_API_KEY: 'k'
+      GEMINI_API_KEY: 'k',
+      GEMINI_CLI_NO_RELAUNCH: 'true'
     });
     expect(geminiHarness.stdin(input)).toBeUndefined();
   });
