@@ -129,8 +129,9 @@ describe('codex harness with the real CLI', () => {
     expect(run.failure?.message).toContain('401 Unauthorized: Incorrect API key provided');
     expect(JSON.stringify(run.events)).not.toContain(KEY);
     expect(run.failure?.message).not.toContain(KEY);
-    expect(stub.requests.length).toBeGreaterThan(0);
-    expect(stub.requests.every(request => request.apiKey === KEY)).toBe(true);
+    // The key did reach the API (the stub refused it), and the harness stopped Codex's retries early.
+    expect(stub.keys.length).toBeGreaterThan(0);
+    expect(stub.keys.every(key => key === KEY)).toBe(true);
   });
 
   it('fails a rate limit as agent_rate_limited and an unknown model as agent_model_not_found', async () => {
@@ -199,6 +200,26 @@ describe('codex harness spec', () => {
     );
     expect(files['.codex/config.toml']).toContain('[mcp_servers."my server"]');
     expect(files['.codex/config.toml']).toContain('http_headers = { "Authorization" = "Bearer t" }');
+  });
+
+  it('stops on a refused key at the first retry, but lets a rate limit be retried', () => {
+    const translator = codexTranslator();
+    translator.line({
+      type: 'error',
+      message: 'Reconnecting... 2/5 (exceeded retry limit, last status: 429 Too Many Requests)'
+    });
+    expect(translator.stopWith?.()).toBeUndefined();
+    translator.line({
+      type: 'error',
+      message:
+        'Reconnecting... 3/5 (unexpected status 401 Unauthorized: Incorrect API key provided., url: ws://h/v1/responses)'
+    });
+    const known = {
+      code: 'agent_auth_failed',
+      message: 'unexpected status 401 Unauthorized: Incorrect API key provided., url: ws://h/v1/responses'
+    };
+    expect(translator.stopWith?.()).toEqual(known);
+    expect(translator.finish(null, '')).toEqual(known);
   });
 
   it('names a crash with nothing in the stream by its exit code and stderr', () => {

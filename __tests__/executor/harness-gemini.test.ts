@@ -160,6 +160,35 @@ describe('gemini harness spec', () => {
     expect(geminiHarness.homeFiles(input)['.gemini/GEMINI.md']).toBeUndefined();
   });
 
+  it('joins the streamed chunks of the assistant’s text into one message per turn', () => {
+    const translator = geminiTranslator();
+    const chunks = ['Let me ', 'look.'].flatMap(content =>
+      translator.line({ type: 'message', role: 'assistant', content, delta: true })
+    );
+    expect(chunks).toEqual([]);
+    expect(
+      translator.line({
+        type: 'tool_use',
+        tool_name: 'read_file',
+        tool_id: 't1',
+        parameters: { file_path: 'a' }
+      })
+    ).toEqual([
+      { type: 'text', text: 'Let me look.' },
+      { type: 'action', id: 't1', name: 'read_file', input: { file_path: 'a' } }
+    ]);
+    translator.line({ type: 'tool_result', tool_id: 't1', status: 'success', output: 'x' });
+    translator.line({ type: 'message', role: 'assistant', content: 'Done', delta: true });
+    translator.line({ type: 'message', role: 'assistant', content: '.', delta: true });
+    expect(
+      translator.line({ type: 'result', status: 'success', stats: { input_tokens: 3, output_tokens: 2 } })
+    ).toEqual([
+      { type: 'text', text: 'Done.' },
+      { type: 'final', text: 'Done.' },
+      { type: 'usage', input_tokens: 3, output_tokens: 2, cache_read_tokens: 0 }
+    ]);
+  });
+
   it('classifies a rate limit from the CLI’s error result', () => {
     const translator = geminiTranslator();
     translator.line({

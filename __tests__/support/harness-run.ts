@@ -75,6 +75,7 @@ export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun
   let stdout = '';
   let stderr = '';
   let pending = '';
+  let stopped: HarnessFailure | undefined;
   child.stdout.setEncoding('utf8');
   child.stderr.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => {
@@ -89,13 +90,16 @@ export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun
       } catch {
         // not JSON: a stray line of the CLI, not part of its stream
       }
+      // As the harness does: a failure the translator is already sure of stops the CLI.
+      stopped ??= translator.stopWith?.();
+      if (stopped) child.kill('SIGTERM');
     }
   });
   child.stderr.on('data', (chunk: string) => (stderr += chunk));
   const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
   const exitCode = await new Promise<number | null>(resolve => child.on('close', code => resolve(code)));
   clearTimeout(timer);
-  const failure = translator.finish(exitCode, stderr.slice(-4000));
+  const failure = stopped ?? translator.finish(exitCode, stderr.slice(-4000));
   return { events, failure, exitCode, stdout, stderr, workspace, home, elapsedMs: Date.now() - started };
 }
 

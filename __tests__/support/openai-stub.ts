@@ -43,6 +43,8 @@ export interface OpenAiStub {
   requests: OpenAiRequest[];
   /** WebSocket upgrade attempts seen (refused). */
   upgrades: number;
+  /** The bearer token of every request and upgrade attempt, in order. */
+  keys: string[];
   close(): Promise<void>;
 }
 
@@ -117,6 +119,7 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
   };
   const requests: OpenAiRequest[] = [];
   let upgrades = 0;
+  const keys: string[] = [];
   let responses = 0;
 
   function script(body: Record<string, unknown>): Record<string, unknown>[] {
@@ -181,6 +184,7 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
       body = {};
     }
     const auth = request.headers.authorization;
+    if (auth) keys.push(auth.replace(/^Bearer\s+/i, ''));
     requests.push({
       method: request.method ?? 'GET',
       path: url.pathname,
@@ -217,6 +221,7 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
   });
   server.on('upgrade', (request: IncomingMessage, socket: Duplex) => {
     upgrades++;
+    if (request.headers.authorization) keys.push(request.headers.authorization.replace(/^Bearer\s+/i, ''));
     const status = options.status ?? 426;
     // An upgrade has no body; Codex names the model in a metadata header.
     let model = '';
@@ -239,6 +244,7 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
     get upgrades() {
       return upgrades;
     },
+    keys,
     close: () =>
       new Promise<void>(resolve => {
         server.closeAllConnections();

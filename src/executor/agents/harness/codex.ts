@@ -11,8 +11,15 @@
 // turns off both its approvals and its own Landlock/bubblewrap sandbox: our sandbox is the boundary,
 // and a nested sandbox cannot be set up inside it.
 
-import { failureFrom } from './failure-words.js';
-import type { HarnessEvent, HarnessInput, HarnessSpec, HarnessTranslator, McpServer } from './spec.js';
+import { classifyFailure, failureFrom } from './failure-words.js';
+import type {
+  HarnessEvent,
+  HarnessFailure,
+  HarnessInput,
+  HarnessSpec,
+  HarnessTranslator,
+  McpServer
+} from './spec.js';
 
 /** A TOML basic string (JSON's escapes are TOML's, except that TOML also wants DEL escaped). */
 function tomlString(value: string): string {
@@ -136,6 +143,7 @@ export function codexTranslator(): HarnessTranslator {
   let lastMessage: string | undefined;
   let failure: string | undefined;
   let lastError: string | undefined;
+  let certain: HarnessFailure | undefined;
 
   function item(event: CodexEvent, done: boolean): HarnessEvent[] {
     const it = event.item ?? {};
@@ -190,13 +198,22 @@ export function codexTranslator(): HarnessTranslator {
           return [];
         case 'error':
           // "Reconnecting... n/5 (…)" while it retries; the last one is kept in case no turn.failed follows.
-          if (event.message) lastError = event.message;
+          if (event.message) {
+            lastError = event.message;
+            const cause = /^Reconnecting\.\.\. \d+\/\d+ \((.*)\)$/s.exec(event.message)?.[1] ?? event.message;
+            const code = classifyFailure(cause);
+            // A refused key or an unknown model does not get better by retrying (Codex retries a 401 ten times).
+            if (code === 'agent_auth_failed' || code === 'agent_model_not_found')
+              certain ??= { code, message: cause };
+          }
           return [];
         default:
           return [];
       }
     },
+    stopWith: () => certain,
     finish(exitCode, stderrTail) {
+      if (certain) return certain;
       return failureFrom('codex', exitCode, failure ?? (exitCode === 0 ? undefined : lastError), stderrTail);
     }
   };

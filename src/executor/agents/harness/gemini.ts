@@ -3,7 +3,8 @@
 // credentials go, and how its `stream-json` output becomes our events.
 //
 // Facts of 0.61 this relies on: `gemini -p PROMPT --output-format stream-json` prints one event a
-// line (`init` with the session id, `message` (assistant text comes in `delta` chunks), `tool_use`,
+// line (`init` with the session id, `message` (assistant text comes in `delta` chunks, joined here into
+// one message up to the next tool call), `tool_use`,
 // `tool_result`, `error`, and a closing `result` with the run's token totals); `--approval-mode yolo`
 // approves every tool call but is overridden to "default" in a folder it does not trust, so
 // `--skip-trust`; it reads GEMINI_API_KEY, and honours GOOGLE_GEMINI_BASE_URL only when
@@ -57,9 +58,17 @@ type GeminiEvent = {
 
 export function geminiTranslator(): HarnessTranslator {
   const writes = new Map<string, string>(); // tool id → the file it writes
+  let pending = ''; // assistant text not yet given out: its chunks are joined into one message
   let answer = ''; // assistant text since the last tool call: the final answer once the run ends
   let failure: string | undefined;
   let lastError: string | undefined;
+
+  /** The assistant text gathered so far, as one message (before a tool call, an error or the end). */
+  function flush(): HarnessEvent[] {
+    const text = pending;
+    pending = '';
+    return text ? [{ type: 'text', text }] : [];
+  }
 
   return {
     line(value: unknown): HarnessEvent[] {
@@ -69,7 +78,13 @@ export function geminiTranslator(): HarnessTranslator {
           return event.session_id ? [{ type: 'session', id: event.session_id }] : [];
         case 'message':
           if (event.role !== 'assistant' || !event.content) return [];
-          answer = event.delta ? answer + event.content : event.content;
+          if (event.delta) {
+            pending += event.content;
+            answer += event.content;
+            return [];
+          }
+          pending = '';
+          answer = event.content;
           return [{ type: 'text', text: event.content }];
         case 'tool_use': {
           const id = event.tool_id ?? '';
@@ -77,12 +92,13 @@ export function geminiTranslator(): HarnessTranslator {
           const path = event.parameters?.file_path;
           if (WRITING_TOOLS.has(name) && typeof path === 'string') writes.set(id, path);
           answer = '';
-          return [{ type: 'action', id, name, input: event.parameters ?? {} }];
+          return [...flush(), { type: 'action', id, name, input: event.parameters ?? {} }];
         }
         case 'tool_result': {
           const id = event.tool_id ?? '';
           const ok = event.status === 'success';
           const events: HarnessEvent[] = [
+            ...flush(),
             { type: 'action_result', id, ok, output: event.output ?? event.error?.message ?? '' }
           ];
           const path = writes.get(id);
@@ -92,9 +108,9 @@ export function geminiTranslator(): HarnessTranslator {
         }
         case 'error':
           if (event.message) lastError = event.message;
-          return [];
+          return flush();
         case 'result': {
-          const events: HarnessEvent[] = [];
+          const events: HarnessEvent[] = flush();
           if (event.status === 'success') {
             if (answer) events.push({ type: 'final', text: answer });
           } else {

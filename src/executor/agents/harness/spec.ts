@@ -4,26 +4,25 @@ export type HarnessKind = 'claude-code' | 'codex' | 'gemini';
 export type HarnessType = 'claude' | 'codex' | 'gemini';
 
 export interface McpServer {
-  /** stdio */ command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  /** remote */ url?: string;
-  headers?: Record<string, string>;
+  /** stdio */ command?: string; args?: string[]; env?: Record<string, string>;
+  /** remote */ url?: string; headers?: Record<string, string>;
 }
 
 export interface HarnessInput {
   prompt: string;
-  model?: string; // config.model_id, else the environment's agent.model
-  basePrompt?: string; // config.base_prompt
+  model?: string;                 // config.model_id, else the environment's agent.model
+  basePrompt?: string;            // config.base_prompt
   mcpServers?: Record<string, McpServer>; // config.mcp_servers
-  home: string; // the run's private HOME (host path of what the sandbox shows as HOME)
+  home: string;                   // the run's private HOME (host path of what the sandbox shows as HOME)
   workspace: string;
-  resumeSession?: string; // a CLI session id to resume (issue #24; may be ignored for now)
-  extraArgs: string[]; // the environment's agent.args
+  resumeSession?: string;         // a CLI session id to resume (issue #24; may be ignored for now)
+  extraArgs: string[];            // the environment's agent.args
+  /** Added by harness-claude: the environment's max_cost_usd, for a CLI that can stop itself there. */
+  maxCostUsd?: number;
   /**
-   * Addition (harness-others): the variables the user listed, by name, for a spec whose arguments
-   * depend on them (Codex takes its base URL only as `-c openai_base_url=…`, never from the
-   * environment). The same values `env()` receives; never put a secret from it into arguments.
+   * Added by harness-others: the variables the user listed (the values env() receives), for a spec whose
+   * arguments depend on one (Codex takes its base URL only as `-c openai_base_url=…`, never from its
+   * environment). Never put a secret from it into arguments.
    */
   listed?: Record<string, string>;
 }
@@ -44,37 +43,33 @@ export interface HarnessSpec {
   env(input: HarnessInput, listed: Record<string, string>): Record<string, string>;
   /** A translator for one run: one JSON value per stdout line in, our events out. */
   translator(): HarnessTranslator;
+  /** Added by harness-claude: the arguments that print the CLI's version (default `--version`). */
+  versionArgs?: string[];
 }
 
 export interface HarnessTranslator {
   line(value: unknown): HarnessEvent[];
   /** Called once at exit: the failure the CLI reported, in its own words, if any. */
   finish(exitCode: number | null, stderrTail: string): HarnessFailure | undefined;
+  /**
+   * Added by harness-claude: a failure already certain while the CLI still runs (it retries a 401
+   * for minutes, say); asked after each line, and when it answers the harness stops the CLI.
+   */
+  stopWith?(): HarnessFailure | undefined;
 }
 
 export interface HarnessFailure {
   /** One of: agent_auth_failed, agent_rate_limited, agent_model_not_found, agent_crashed, budget_exceeded. */
-  code:
-    | 'agent_auth_failed'
-    | 'agent_rate_limited'
-    | 'agent_model_not_found'
-    | 'agent_crashed'
-    | 'budget_exceeded';
-  message: string; // the CLI's words (the harness removes secrets before storing)
+  code: 'agent_auth_failed' | 'agent_rate_limited' | 'agent_model_not_found' | 'agent_crashed' | 'budget_exceeded';
+  message: string;                // the CLI's words (the harness removes secrets before storing)
 }
 
 export type HarnessEvent =
-  | { type: 'text'; text: string } // assistant text as it comes
-  | { type: 'action'; id: string; name: string; input: unknown } // a tool call
+  | { type: 'text'; text: string }                                   // assistant text as it comes
+  | { type: 'action'; id: string; name: string; input: unknown }     // a tool call
   | { type: 'action_result'; id: string; ok: boolean; output: string } // its result (the harness bounds it)
   | { type: 'file_edit'; path: string }
-  | { type: 'final'; text: string } // the final answer
-  | {
-      type: 'usage';
-      input_tokens: number;
-      output_tokens: number;
-      cache_read_tokens?: number;
-      cache_write_tokens?: number;
-      cost_usd?: number;
-    }
-  | { type: 'session'; id: string }; // the CLI's session id
+  | { type: 'final'; text: string }                                  // the final answer
+  | { type: 'usage'; input_tokens: number; output_tokens: number;
+      cache_read_tokens?: number; cache_write_tokens?: number; cost_usd?: number }
+  | { type: 'session'; id: string };                                 // the CLI's session id
