@@ -85,7 +85,8 @@ describe('gemini harness with the real CLI', () => {
       expect(request.systemInstruction).toContain('BASE-PROMPT-9c1e: be brief.');
       expect(request.apiKey).toBe(KEY);
     }
-    expect(loop[0]?.tools.some(name => name.includes('stub_lookup'))).toBe(true);
+    expect(loop[0]?.tools).toContain('mcp_lookup_stub_lookup');
+    expect(JSON.stringify(loop[0]?.body.contents)).toContain('Write notes.txt, then say hello.');
     // Through a proxy (as in the sandbox), the model API is the only destination it contacts.
     expect([...new Set(proxy.destinations)]).toEqual([`127.0.0.1:${stub.port}`]);
     expect(JSON.stringify(run.events)).not.toContain(KEY);
@@ -128,7 +129,7 @@ describe('gemini harness spec', () => {
   it('starts headless, approving every tool call, and takes the key by either conventional name', () => {
     expect(geminiHarness.args({ ...input, model: 'm' })).toEqual([
       '-p',
-      'p',
+      '',
       '--output-format',
       'stream-json',
       '--approval-mode',
@@ -143,7 +144,7 @@ describe('gemini harness spec', () => {
       GEMINI_API_KEY: 'k',
       GEMINI_CLI_NO_RELAUNCH: 'true'
     });
-    expect(geminiHarness.stdin(input)).toBeUndefined();
+    expect(geminiHarness.stdin(input)).toBe('p');
   });
 
   it('writes API-key auth, remote MCP servers and the base prompt into HOME', () => {

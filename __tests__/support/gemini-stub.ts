@@ -66,6 +66,31 @@ function toolNames(body: Record<string, unknown>): string[] {
   return tools.flatMap(tool => (tool.functionDeclarations ?? []).map(declaration => declaration.name));
 }
 
+/** A value of the shape a JSON schema (Gemini's upper- or lower-case types) describes. */
+function fill(schema: unknown): unknown {
+  const node = (schema ?? {}) as {
+    type?: string;
+    enum?: unknown[];
+    properties?: Record<string, unknown>;
+  };
+  if (node.enum?.length) return node.enum[0];
+  switch ((node.type ?? '').toLowerCase()) {
+    case 'object':
+      return Object.fromEntries(
+        Object.entries(node.properties ?? {}).map(([key, value]) => [key, fill(value)])
+      );
+    case 'array':
+      return [];
+    case 'number':
+    case 'integer':
+      return 1;
+    case 'boolean':
+      return false;
+    default:
+      return 'stub';
+  }
+}
+
 async function readBody(request: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
@@ -91,9 +116,10 @@ export async function startGeminiStub(options: GeminiStubOptions = {}): Promise<
     const config = (body.generationConfig ?? {}) as Record<string, unknown>;
     let parts: Part[];
     if (tools.length === 0) {
-      // A side request (e.g. a JSON check on who speaks next): a short answer that asks for nothing.
-      const json = config.responseMimeType === 'application/json' || config.responseJsonSchema;
-      parts = [{ text: json ? JSON.stringify({ reasoning: 'done', next_speaker: 'user' }) : 'ok' }];
+      // A side request (the model router's complexity check when no model is named, a check on who
+      // speaks next): an answer of the shape its schema asks for, that asks for nothing.
+      const schema = config.responseJsonSchema ?? config.responseSchema;
+      parts = [{ text: schema ? JSON.stringify(fill(schema)) : 'ok' }];
     } else if (answered.length === 0) {
       parts = [{ functionCall: { name: 'write_file', args: { file_path: fileName, content: fileContent } } }];
     } else if (answered.length === 1) {

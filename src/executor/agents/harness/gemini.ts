@@ -2,7 +2,7 @@
 // that it acts without prompting and streams JSON, where model, base prompt, MCP servers and
 // credentials go, and how its `stream-json` output becomes our events.
 //
-// Facts of 0.61 this relies on: `gemini -p PROMPT --output-format stream-json` prints one event a
+// Facts of 0.61 this relies on: `gemini -p '' --output-format stream-json`, the prompt on stdin, prints one event a
 // line (`init` with the session id, `message` (assistant text comes in `delta` chunks, joined here into
 // one message up to the next tool call), `tool_use`,
 // `tool_result`, `error`, and a closing `result` with the run's token totals); `--approval-mode yolo`
@@ -141,20 +141,14 @@ export const geminiHarness: HarnessSpec = {
   defaultProgram: 'gemini',
   install: 'npm install -g @google/gemini-cli',
   args(input) {
-    const args = [
-      '-p',
-      input.prompt,
-      '--output-format',
-      'stream-json',
-      '--approval-mode',
-      'yolo',
-      '--skip-trust'
-    ];
+    // `-p ''` runs it headless; the prompt comes on stdin (which it reads whole when stdin is not a
+    // terminal), so a long prompt meets no argument-length limit and stays out of the process list.
+    const args = ['-p', '', '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust'];
     if (input.model) args.push('-m', input.model);
     args.push(...input.extraArgs);
     return args;
   },
-  stdin: () => undefined,
+  stdin: input => input.prompt,
   homeFiles(input) {
     const files: Record<string, string> = {
       '.gemini/settings.json': `${JSON.stringify(geminiSettings(input), null, 2)}\n`
