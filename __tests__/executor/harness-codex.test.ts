@@ -116,6 +116,32 @@ describe('codex harness with the real CLI', () => {
     expect(JSON.stringify(run.events)).not.toContain('mcp-secret-1');
   });
 
+  it('resumes the CLI session of an earlier run: the model sees both prompts', async () => {
+    stub = await startOpenAiStub();
+    const first = await runHarness({
+      spec: codexHarness,
+      program: codex,
+      input: { prompt: 'FIRST-PROMPT-41: write notes.txt.', model: 'gpt-5.5' },
+      listed: listed(stub.url)
+    });
+    const session = eventsOf(first.events, 'session')[0]?.id;
+    expect(first.failure).toBeUndefined();
+    expect(session).toBeTruthy();
+    const before = stub.requests.length;
+    const second = await runHarness({
+      spec: codexHarness,
+      program: codex,
+      reuse: { home: first.home, workspace: first.workspace },
+      input: { prompt: 'SECOND-PROMPT-42: and now?', model: 'gpt-5.5', resumeSession: session },
+      listed: listed(stub.url)
+    });
+    expect(second.failure).toBeUndefined();
+    expect(eventsOf(second.events, 'session')[0]?.id).toBe(session);
+    const resumed = JSON.stringify(stub.requests[before]?.body);
+    expect(resumed).toContain('FIRST-PROMPT-41: write notes.txt.');
+    expect(resumed).toContain('SECOND-PROMPT-42: and now?');
+  });
+
   it('fails a bad key as agent_auth_failed with the CLI’s message and no key in any event', async () => {
     stub = await startOpenAiStub({ status: 401 });
     const run = await runHarness({

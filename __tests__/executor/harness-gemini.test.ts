@@ -93,6 +93,32 @@ describe('gemini harness with the real CLI', () => {
     expect(JSON.stringify(run.events)).not.toContain('mcp-secret-2');
   });
 
+  it('resumes the CLI session of an earlier run: the model sees both prompts', async () => {
+    stub = await startGeminiStub();
+    const first = await runHarness({
+      spec: geminiHarness,
+      program: gemini,
+      input: { prompt: 'FIRST-PROMPT-41: write notes.txt.', model: 'gemini-stub-pro' },
+      listed: listed(stub.url)
+    });
+    const session = eventsOf(first.events, 'session')[0]?.id;
+    expect(first.failure).toBeUndefined();
+    expect(session).toBeTruthy();
+    const before = stub.requests.length;
+    const second = await runHarness({
+      spec: geminiHarness,
+      program: gemini,
+      reuse: { home: first.home, workspace: first.workspace },
+      input: { prompt: 'SECOND-PROMPT-42: and now?', model: 'gemini-stub-pro', resumeSession: session },
+      listed: listed(stub.url)
+    });
+    expect(second.failure).toBeUndefined();
+    expect(eventsOf(second.events, 'session')[0]?.id).toBe(session);
+    const resumed = JSON.stringify(stub.requests[before]?.body);
+    expect(resumed).toContain('FIRST-PROMPT-41: write notes.txt.');
+    expect(resumed).toContain('SECOND-PROMPT-42: and now?');
+  });
+
   it('fails a bad key as agent_auth_failed with the CLI’s message and no key in any event', async () => {
     stub = await startGeminiStub({ status: 401 });
     const run = await runHarness({

@@ -33,6 +33,8 @@ export interface HarnessRunOptions {
   input: Omit<HarnessInput, 'home' | 'workspace' | 'extraArgs' | 'listed'> & { extraArgs?: string[] };
   /** The variables the user listed under `env:`. */
   listed: Record<string, string>;
+  /** The HOME and workspace of an earlier run to run in again (a follow-up); default: fresh ones. */
+  reuse?: { home: string; workspace: string };
   /** More variables for the CLI's environment (e.g. a proxy), beside the spec's. */
   extraEnv?: Record<string, string>;
   /** Give up (kill the CLI) after this long. */
@@ -40,11 +42,14 @@ export interface HarnessRunOptions {
 }
 
 export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun> {
-  const root = mkdtempSync(join(tmpdir(), `harness-${options.spec.kind}-`));
-  const home = join(root, 'home');
-  const workspace = join(root, 'workspace');
-  mkdirSync(home);
-  mkdirSync(workspace);
+  let { home, workspace } = options.reuse ?? { home: '', workspace: '' };
+  if (!options.reuse) {
+    const root = mkdtempSync(join(tmpdir(), `harness-${options.spec.kind}-`));
+    home = join(root, 'home');
+    workspace = join(root, 'workspace');
+    mkdirSync(home);
+    mkdirSync(workspace);
+  }
   const input: HarnessInput = {
     extraArgs: [],
     ...options.input,

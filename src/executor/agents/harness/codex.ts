@@ -229,7 +229,10 @@ export const codexHarness: HarnessSpec = {
     if (input.model) args.push('-m', input.model);
     const baseUrl = input.listed?.OPENAI_BASE_URL;
     if (baseUrl) args.push('-c', `openai_base_url=${tomlString(baseUrl)}`);
-    args.push(...input.extraArgs, '-');
+    args.push(...input.extraArgs);
+    // A follow-up continues the CLI's own session (its thread id), which lives in the run's HOME.
+    if (input.resumeSession) args.push('resume', input.resumeSession);
+    args.push('-');
     return args;
   },
   stdin: input => input.prompt,

@@ -145,6 +145,8 @@ export const geminiHarness: HarnessSpec = {
     // terminal), so a long prompt meets no argument-length limit and stays out of the process list.
     const args = ['-p', '', '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust'];
     if (input.model) args.push('-m', input.model);
+    // A follow-up continues the CLI's own session (kept under the run's HOME), by its session id.
+    if (input.resumeSession) args.push('--resume', input.resumeSession);
     args.push(...input.extraArgs);
     return args;
   },
