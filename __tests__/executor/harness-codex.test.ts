@@ -4,13 +4,13 @@
 // see of such a run: the tool calls and their results, the file written, the final answer, the
 // token counts, the model and base prompt reaching the model, an MCP server's tool offered, and a
 // bad key, a rate limit or an unknown model failing with the CLI's own words and no key anywhere.
-import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { codexHarness, codexTranslator } from '../../src/executor/agents/harness/codex.js';
 import { installCli } from '../support/agent-clis.js';
 import { type RecordingProxy, startRecordingProxy } from '../support/recording-proxy.js';
-import { eventsOf, runHarness } from '../support/harness-run.js';
+import { eventsOf, removeHarnessDirs, runHarness } from '../support/harness-run.js';
 import { type OpenAiStub, startOpenAiStub } from '../support/openai-stub.js';
 
 const KEY = 'sk-test-codex-0123456789-secret';
@@ -22,6 +22,8 @@ let proxy: RecordingProxy | undefined;
 beforeAll(async () => {
   codex = await installCli('codex');
 }, 900_000);
+
+afterAll(() => removeHarnessDirs());
 
 afterEach(async () => {
   await stub?.close();

@@ -4,14 +4,14 @@
 // the tool calls and their results, the file written, the final answer, the token counts, the model
 // and base prompt reaching the model, an MCP server's tool offered, and a bad key or an unknown
 // model failing with the CLI's own words and no key anywhere.
-import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { geminiHarness, geminiTranslator } from '../../src/executor/agents/harness/gemini.js';
 import { installCli } from '../support/agent-clis.js';
 import { type RecordingProxy, startRecordingProxy } from '../support/recording-proxy.js';
 import { type GeminiStub, startGeminiStub } from '../support/gemini-stub.js';
-import { eventsOf, runHarness } from '../support/harness-run.js';
+import { eventsOf, removeHarnessDirs, runHarness } from '../support/harness-run.js';
 
 const KEY = 'AIza-test-gemini-0123456789-secret';
 const MCP_SERVER = resolve('__tests__/fixtures/mcp/lookup-server.mjs');
@@ -22,6 +22,8 @@ let proxy: RecordingProxy | undefined;
 beforeAll(async () => {
   gemini = await installCli('gemini');
 }, 900_000);
+
+afterAll(() => removeHarnessDirs());
 
 afterEach(async () => {
   await stub?.close();

@@ -4,7 +4,7 @@
 // CLIs run with this test's own node (Node 24), as the executor runs them with its own.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type {
@@ -41,10 +41,18 @@ export interface HarnessRunOptions {
   timeoutMs?: number;
 }
 
+const roots: string[] = [];
+
+/** Removes the HOMEs and workspaces of every run made so far (call in afterAll). */
+export function removeHarnessDirs(): void {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+}
+
 export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun> {
   let { home, workspace } = options.reuse ?? { home: '', workspace: '' };
   if (!options.reuse) {
     const root = mkdtempSync(join(tmpdir(), `harness-${options.spec.kind}-`));
+    roots.push(root);
     home = join(root, 'home');
     workspace = join(root, 'workspace');
     mkdirSync(home);
