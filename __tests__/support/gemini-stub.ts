@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 export interface GeminiStubOptions {
   /** Answer every model request with this HTTP status (e.g. 401) and an API error body. */
   status?: number;
+  /** Answer the requests for these model ids with these HTTP statuses (e.g. `{ 'refused-model': 401 }`). */
+  refuse?: Record<string, number>;
   /** The file the scripted `write_file` call writes, relative to the workspace. */
   fileName?: string;
   fileContent?: string;
@@ -156,8 +158,9 @@ export async function startGeminiStub(options: GeminiStubOptions = {}): Promise<
       apiKey: (Array.isArray(key) ? key[0] : key) ?? url.searchParams.get('key') ?? undefined,
       body
     });
-    if (options.status) {
-      const status = options.status;
+    const refused = options.status ?? options.refuse?.[match?.[1] ?? ''];
+    if (refused) {
+      const status = refused;
       const message =
         status === 401
           ? 'API key not valid. Please pass a valid API key.'

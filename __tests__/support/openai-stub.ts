@@ -12,6 +12,8 @@ import type { Duplex } from 'node:stream';
 export interface OpenAiStubOptions {
   /** Answer every request (and WebSocket upgrade) with this HTTP status and an API error body. */
   status?: number;
+  /** Answer the requests for these model ids with these HTTP statuses (e.g. `{ 'refused-model': 401 }`). */
+  refuse?: Record<string, number>;
   /** The file the first scripted command writes, relative to the workspace. */
   fileName?: string;
   /** The second scripted command. */
@@ -194,11 +196,11 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
       apiKey: auth?.replace(/^Bearer\s+/i, ''),
       body
     });
-    if (options.status) {
-      response.writeHead(options.status, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify(errorBody(options.status, typeof body.model === 'string' ? body.model : ''))
-      );
+    const model = typeof body.model === 'string' ? body.model : '';
+    const status = options.status ?? options.refuse?.[model];
+    if (status) {
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(errorBody(status, model)));
       return;
     }
     if (request.method !== 'POST' || !url.pathname.endsWith('/responses')) {
@@ -222,7 +224,6 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
   server.on('upgrade', (request: IncomingMessage, socket: Duplex) => {
     upgrades++;
     if (request.headers.authorization) keys.push(request.headers.authorization.replace(/^Bearer\s+/i, ''));
-    const status = options.status ?? 426;
     // An upgrade has no body; Codex names the model in a metadata header.
     let model = '';
     try {
@@ -230,6 +231,7 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
     } catch {
       model = '';
     }
+    const status = options.status ?? options.refuse?.[model] ?? 426;
     const text = JSON.stringify(errorBody(status, model));
     socket.end(
       `HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`
