@@ -3,12 +3,20 @@
 
 import { commandAgent } from './command.js';
 import { claudeCode } from './harness/claude.js';
+import { codexHarness } from './harness/codex.js';
+import { geminiHarness } from './harness/gemini.js';
 import { harnessKind } from './harness/kind.js';
 import { simulatedAgent } from './simulated.js';
 import type { AgentKind } from './types.js';
 
 export const AGENT_KINDS: ReadonlyMap<string, AgentKind> = new Map(
-  [simulatedAgent, commandAgent, harnessKind(claudeCode)].map(kind => [kind.kind, kind])
+  [
+    simulatedAgent,
+    commandAgent,
+    harnessKind(claudeCode),
+    harnessKind(codexHarness),
+    harnessKind(geminiHarness)
+  ].map(kind => [kind.kind, kind])
 );
 
 /** The kind an environment's `agent.kind` names; undefined for a kind this executor lacks. */

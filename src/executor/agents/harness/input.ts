@@ -55,7 +55,8 @@ export function harnessInput(context: AgentContext<HarnessAgentConfig>, home: st
     home,
     workspace: context.workspace,
     extraArgs: context.agent.args,
-    maxCostUsd: context.agent.max_cost_usd
+    maxCostUsd: context.agent.max_cost_usd,
+    listed: { ...context.env }
   };
 }
 

@@ -19,6 +19,12 @@ export interface HarnessInput {
   extraArgs: string[];            // the environment's agent.args
   /** Added by harness-claude: the environment's max_cost_usd, for a CLI that can stop itself there. */
   maxCostUsd?: number;
+  /**
+   * Added by harness-others: the variables the user listed (the values env() receives), for a spec whose
+   * arguments depend on one (Codex takes its base URL only as `-c openai_base_url=…`, never from its
+   * environment). Never put a secret from it into arguments.
+   */
+  listed?: Record<string, string>;
 }
 
 export interface HarnessSpec {

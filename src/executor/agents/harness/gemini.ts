@@ -1,0 +1,171 @@
+// Gemini CLI (`@google/gemini-cli`, checked with 0.61.0) as a harness: how to start it headless so
+// that it acts without prompting and streams JSON, where model, base prompt, MCP servers and
+// credentials go, and how its `stream-json` output becomes our events.
+//
+// Facts of 0.61 this relies on: `gemini -p '' --output-format stream-json`, the prompt on stdin, prints one event a
+// line (`init` with the session id, `message` (assistant text comes in `delta` chunks, joined here into
+// one message up to the next tool call), `tool_use`,
+// `tool_result`, `error`, and a closing `result` with the run's token totals); `--approval-mode yolo`
+// approves every tool call but is overridden to "default" in a folder it does not trust, so
+// `--skip-trust`; it reads GEMINI_API_KEY, and honours GOOGLE_GEMINI_BASE_URL only when
+// `~/.gemini/settings.json` selects the API-key auth type; MCP servers are configured in that file
+// too, and `~/.gemini/GEMINI.md` becomes part of its system instruction.
+
+import { failureFrom } from './failure-words.js';
+import type { HarnessEvent, HarnessInput, HarnessSpec, HarnessTranslator, McpServer } from './spec.js';
+
+/** Tools of Gemini CLI that write the file named by their `file_path` parameter. */
+const WRITING_TOOLS = new Set(['write_file', 'replace', 'edit']);
+
+function mcpEntry(server: McpServer): Record<string, unknown> {
+  if (server.command !== undefined) {
+    return { command: server.command, args: server.args ?? [], ...(server.env ? { env: server.env } : {}) };
+  }
+  // Gemini CLI speaks streamable HTTP to `httpUrl` (its `url` key means the older SSE transport).
+  return { httpUrl: server.url, ...(server.headers ? { headers: server.headers } : {}) };
+}
+
+/** `~/.gemini/settings.json`: API-key auth (so a base URL is honoured), no update checks or usage pings, MCP servers. */
+export function geminiSettings(input: HarnessInput): Record<string, unknown> {
+  const settings: Record<string, unknown> = {
+    security: { auth: { selectedType: 'gemini-api-key' } },
+    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+    privacy: { usageStatisticsEnabled: false }
+  };
+  const servers = Object.entries(input.mcpServers ?? {});
+  if (servers.length > 0) {
+    settings.mcpServers = Object.fromEntries(servers.map(([name, server]) => [name, mcpEntry(server)]));
+  }
+  return settings;
+}
+
+type GeminiEvent = {
+  type?: string;
+  session_id?: string;
+  role?: string;
+  content?: string;
+  delta?: boolean;
+  tool_name?: string;
+  tool_id?: string;
+  parameters?: Record<string, unknown>;
+  status?: string;
+  output?: string;
+  error?: { type?: string; message?: string };
+  severity?: string;
+  message?: string;
+  stats?: { input_tokens?: number; output_tokens?: number; cached?: number };
+};
+
+export function geminiTranslator(): HarnessTranslator {
+  const writes = new Map<string, string>(); // tool id → the file it writes
+  let pending = ''; // assistant text not yet given out: its chunks are joined into one message
+  let answer = ''; // assistant text since the last tool call: the final answer once the run ends
+  let failure: string | undefined;
+  let lastError: string | undefined;
+
+  /** The assistant text gathered so far, as one message (before a tool call, an error or the end). */
+  function flush(): HarnessEvent[] {
+    const text = pending;
+    pending = '';
+    return text ? [{ type: 'text', text }] : [];
+  }
+
+  return {
+    line(value: unknown): HarnessEvent[] {
+      const event = (value ?? {}) as GeminiEvent;
+      switch (event.type) {
+        case 'init':
+          return event.session_id ? [{ type: 'session', id: event.session_id }] : [];
+        case 'message':
+          if (event.role !== 'assistant' || !event.content) return [];
+          if (event.delta) {
+            pending += event.content;
+            answer += event.content;
+            return [];
+          }
+          pending = '';
+          answer = event.content;
+          return [{ type: 'text', text: event.content }];
+        case 'tool_use': {
+          const id = event.tool_id ?? '';
+          const name = event.tool_name ?? '?';
+          const path = event.parameters?.file_path;
+          if (WRITING_TOOLS.has(name) && typeof path === 'string') writes.set(id, path);
+          answer = '';
+          return [...flush(), { type: 'action', id, name, input: event.parameters ?? {} }];
+        }
+        case 'tool_result': {
+          const id = event.tool_id ?? '';
+          const ok = event.status === 'success';
+          const events: HarnessEvent[] = [
+            ...flush(),
+            { type: 'action_result', id, ok, output: event.output ?? event.error?.message ?? '' }
+          ];
+          const path = writes.get(id);
+          if (ok && path !== undefined) events.push({ type: 'file_edit', path });
+          writes.delete(id);
+          return events;
+        }
+        case 'error':
+          if (event.message) lastError = event.message;
+          return flush();
+        case 'result': {
+          const events: HarnessEvent[] = flush();
+          if (event.status === 'success') {
+            if (answer) events.push({ type: 'final', text: answer });
+          } else {
+            failure = event.error?.message ?? lastError ?? `the run ended with status ${event.status ?? '?'}`;
+          }
+          const stats = event.stats ?? {};
+          events.push({
+            type: 'usage',
+            input_tokens: stats.input_tokens ?? 0,
+            output_tokens: stats.output_tokens ?? 0,
+            cache_read_tokens: stats.cached ?? 0
+          });
+          return events;
+        }
+        default:
+          return [];
+      }
+    },
+    finish(exitCode, stderrTail) {
+      return failureFrom('gemini', exitCode, failure ?? (exitCode === 0 ? undefined : lastError), stderrTail);
+    }
+  };
+}
+
+export const geminiHarness: HarnessSpec = {
+  kind: 'gemini',
+  harnessType: 'gemini',
+  defaultProgram: 'gemini',
+  install: 'npm install -g @google/gemini-cli',
+  args(input) {
+    // `-p ''` runs it headless; the prompt comes on stdin (which it reads whole when stdin is not a
+    // terminal), so a long prompt meets no argument-length limit and stays out of the process list.
+    const args = ['-p', '', '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust'];
+    if (input.model) args.push('-m', input.model);
+    // A follow-up continues the CLI's own session (kept under the run's HOME), by its session id.
+    if (input.resumeSession) args.push('--resume', input.resumeSession);
+    args.push(...input.extraArgs);
+    return args;
+  },
+  stdin: input => input.prompt,
+  homeFiles(input) {
+    const files: Record<string, string> = {
+      '.gemini/settings.json': `${JSON.stringify(geminiSettings(input), null, 2)}\n`
+    };
+    if (input.basePrompt) files['.gemini/GEMINI.md'] = `${input.basePrompt}\n`;
+    return files;
+  },
+  env(_input, listed) {
+    // Without GEMINI_CLI_NO_RELAUNCH the CLI starts a second node of itself with a heap of half the
+    // machine's memory: a second start-up (about a third of its start-up time here) and a heap size
+    // that ignores the run's memory limit.
+    const env: Record<string, string> = { GEMINI_CLI_NO_RELAUNCH: 'true', ...listed };
+    const key = listed.GEMINI_API_KEY ?? listed.GOOGLE_API_KEY;
+    if (key !== undefined) env.GEMINI_API_KEY = key;
+    return env;
+  },
+  translator: geminiTranslator
+};
