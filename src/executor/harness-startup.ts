@@ -44,7 +44,10 @@ export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliR
     let command = [file, ...args];
     if (environment.sandbox.enabled) {
       const user = runUser(environment.sandbox.user);
+      // What a run of the environment sees: its sandbox.read (where a CLI installed outside the
+      // system directories lives, with its packages), the program, and a script's own folder.
       const read = [
+        ...environment.sandbox.read,
         file,
         ...prefix.filter(arg => arg.startsWith('/')).map(arg => dirname(realpathSync(arg)))
       ];
