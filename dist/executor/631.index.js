@@ -1,8 +1,8 @@
-export const id = 443;
-export const ids = [443];
+export const id = 631;
+export const ids = [631];
 export const modules = {
 
-/***/ 9443:
+/***/ 78631:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -2164,8 +2164,8 @@ function splitCommand(argv) {
     return { args: argv };
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/yaml/dist/index.js
-var dist = __webpack_require__(53645);
+// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
+var dist = __webpack_require__(38815);
 // EXTERNAL MODULE: external "node:url"
 var external_node_url_ = __webpack_require__(73136);
 ;// CONCATENATED MODULE: ./src/executor/store/spec.ts
@@ -2867,8 +2867,8 @@ async function issueKey(store, options) {
     return { raw, id };
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/fastify/fastify.js
-var fastify = __webpack_require__(44737);
+// EXTERNAL MODULE: ./node_modules/fastify/fastify.js
+var fastify = __webpack_require__(16703);
 var fastify_default = /*#__PURE__*/__webpack_require__.n(fastify);
 ;// CONCATENATED MODULE: ./src/executor/store/types.ts
 // The RunStore interface: everything the routes and the worker need from storage. SQLite (one
@@ -4197,8 +4197,8 @@ async function dashboardRoutes(app, { context }) {
     });
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/index.mjs + 1 modules
-var build = __webpack_require__(42445);
+// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
+var build = __webpack_require__(35007);
 ;// CONCATENATED MODULE: ./src/api/schemas.ts
 // JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
 // serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
@@ -6520,10 +6520,10 @@ async function sendSessionArtifact(context, run, uid, reply) {
         .send(stored.data);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/compile/index.mjs + 267 modules
-var compile = __webpack_require__(27677);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/format/index.mjs + 32 modules
-var format = __webpack_require__(16397);
+// EXTERNAL MODULE: ./node_modules/typebox/build/compile/index.mjs + 267 modules
+var compile = __webpack_require__(95595);
+// EXTERNAL MODULE: ./node_modules/typebox/build/format/index.mjs + 32 modules
+var format = __webpack_require__(86127);
 ;// CONCATENATED MODULE: ./src/executor/server/validation.ts
 // Request validation for every route: the route's TypeBox schema is compiled once (TypeBox's own
 // compiler, no Ajv: nothing is coerced, dropped or defaulted behind the handler's back) and the
@@ -7874,8 +7874,8 @@ function checkStartup(config, role, checks = {}) {
     return { warnings, notes };
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/pg/esm/index.mjs
-var esm = __webpack_require__(68995);
+// EXTERNAL MODULE: ./node_modules/pg/esm/index.mjs
+var esm = __webpack_require__(83849);
 ;// CONCATENATED MODULE: ./src/executor/store/postgres/connection.ts
 // The PostgreSQL store's connections: the pool and its settings, named queries, transactions, and
 // the classification of failures. A failure that means the database cannot be reached (down,

@@ -1,9 +1,9 @@
 import { createRequire as __WEBPACK_EXTERNAL_createRequire } from "module";
-export const id = 11;
-export const ids = [11];
+export const id = 153;
+export const ids = [153];
 export const modules = {
 
-/***/ 78915:
+/***/ 7769:
 /***/ ((module) => {
 
 
@@ -539,7 +539,7 @@ module.exports = slowRedact
 
 /***/ }),
 
-/***/ 96276:
+/***/ 60298:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 /* module decorator */ module = __webpack_require__.nmd(module);
@@ -565,7 +565,7 @@ Object.defineProperty(module, 'exports', {
 
 /***/ }),
 
-/***/ 32005:
+/***/ 10779:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -779,14 +779,14 @@ function regex(str) {
 
 /***/ }),
 
-/***/ 96373:
+/***/ 82815:
 /***/ ((module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const formats_1 = __webpack_require__(32005);
-const limit_1 = __webpack_require__(36638);
-const codegen_1 = __webpack_require__(58762);
+const formats_1 = __webpack_require__(10779);
+const limit_1 = __webpack_require__(51284);
+const codegen_1 = __webpack_require__(81436);
 const fullName = new codegen_1.Name("fullFormats");
 const fastName = new codegen_1.Name("fastFormats");
 const formatsPlugin = (ajv, opts = { keywords: true }) => {
@@ -822,14 +822,14 @@ exports["default"] = formatsPlugin;
 
 /***/ }),
 
-/***/ 36638:
+/***/ 51284:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.formatLimitDefinition = void 0;
-const ajv_1 = __webpack_require__(79153);
-const codegen_1 = __webpack_require__(58762);
+const ajv_1 = __webpack_require__(42463);
+const codegen_1 = __webpack_require__(81436);
 const ops = codegen_1.operators;
 const KWDs = {
     formatMaximum: { okStr: "<=", ok: ops.LTE, fail: ops.GT },
@@ -897,16 +897,16 @@ exports["default"] = formatLimitPlugin;
 
 /***/ }),
 
-/***/ 79153:
+/***/ 42463:
 /***/ ((module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.MissingRefError = exports.ValidationError = exports.CodeGen = exports.Name = exports.nil = exports.stringify = exports.str = exports._ = exports.KeywordCxt = exports.Ajv = void 0;
-const core_1 = __webpack_require__(82439);
-const draft7_1 = __webpack_require__(23967);
-const discriminator_1 = __webpack_require__(22936);
-const draft7MetaSchema = __webpack_require__(372);
+const core_1 = __webpack_require__(63893);
+const draft7_1 = __webpack_require__(39941);
+const discriminator_1 = __webpack_require__(28886);
+const draft7MetaSchema = __webpack_require__(72079);
 const META_SUPPORT_DATA = ["/properties"];
 const META_SCHEMA_ID = "http://json-schema.org/draft-07/schema";
 class Ajv extends core_1.default {
@@ -936,24 +936,24 @@ module.exports = exports = Ajv;
 module.exports.Ajv = Ajv;
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports["default"] = Ajv;
-var validate_1 = __webpack_require__(47391);
+var validate_1 = __webpack_require__(87881);
 Object.defineProperty(exports, "KeywordCxt", ({ enumerable: true, get: function () { return validate_1.KeywordCxt; } }));
-var codegen_1 = __webpack_require__(58762);
+var codegen_1 = __webpack_require__(81436);
 Object.defineProperty(exports, "_", ({ enumerable: true, get: function () { return codegen_1._; } }));
 Object.defineProperty(exports, "str", ({ enumerable: true, get: function () { return codegen_1.str; } }));
 Object.defineProperty(exports, "stringify", ({ enumerable: true, get: function () { return codegen_1.stringify; } }));
 Object.defineProperty(exports, "nil", ({ enumerable: true, get: function () { return codegen_1.nil; } }));
 Object.defineProperty(exports, "Name", ({ enumerable: true, get: function () { return codegen_1.Name; } }));
 Object.defineProperty(exports, "CodeGen", ({ enumerable: true, get: function () { return codegen_1.CodeGen; } }));
-var validation_error_1 = __webpack_require__(80535);
+var validation_error_1 = __webpack_require__(33021);
 Object.defineProperty(exports, "ValidationError", ({ enumerable: true, get: function () { return validation_error_1.default; } }));
-var ref_error_1 = __webpack_require__(25268);
+var ref_error_1 = __webpack_require__(53162);
 Object.defineProperty(exports, "MissingRefError", ({ enumerable: true, get: function () { return ref_error_1.default; } }));
 //# sourceMappingURL=ajv.js.map
 
 /***/ }),
 
-/***/ 7565:
+/***/ 80567:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -1115,15 +1115,15 @@ exports.regexpCode = regexpCode;
 
 /***/ }),
 
-/***/ 58762:
+/***/ 81436:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.or = exports.and = exports.not = exports.CodeGen = exports.operators = exports.varKinds = exports.ValueScopeName = exports.ValueScope = exports.Scope = exports.Name = exports.regexpCode = exports.stringify = exports.getProperty = exports.nil = exports.strConcat = exports.str = exports._ = void 0;
-const code_1 = __webpack_require__(7565);
-const scope_1 = __webpack_require__(34146);
-var code_2 = __webpack_require__(7565);
+const code_1 = __webpack_require__(80567);
+const scope_1 = __webpack_require__(77788);
+var code_2 = __webpack_require__(80567);
 Object.defineProperty(exports, "_", ({ enumerable: true, get: function () { return code_2._; } }));
 Object.defineProperty(exports, "str", ({ enumerable: true, get: function () { return code_2.str; } }));
 Object.defineProperty(exports, "strConcat", ({ enumerable: true, get: function () { return code_2.strConcat; } }));
@@ -1132,7 +1132,7 @@ Object.defineProperty(exports, "getProperty", ({ enumerable: true, get: function
 Object.defineProperty(exports, "stringify", ({ enumerable: true, get: function () { return code_2.stringify; } }));
 Object.defineProperty(exports, "regexpCode", ({ enumerable: true, get: function () { return code_2.regexpCode; } }));
 Object.defineProperty(exports, "Name", ({ enumerable: true, get: function () { return code_2.Name; } }));
-var scope_2 = __webpack_require__(34146);
+var scope_2 = __webpack_require__(77788);
 Object.defineProperty(exports, "Scope", ({ enumerable: true, get: function () { return scope_2.Scope; } }));
 Object.defineProperty(exports, "ValueScope", ({ enumerable: true, get: function () { return scope_2.ValueScope; } }));
 Object.defineProperty(exports, "ValueScopeName", ({ enumerable: true, get: function () { return scope_2.ValueScopeName; } }));
@@ -1818,13 +1818,13 @@ function par(x) {
 
 /***/ }),
 
-/***/ 34146:
+/***/ 77788:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.ValueScope = exports.ValueScopeName = exports.Scope = exports.varKinds = exports.UsedValueState = void 0;
-const code_1 = __webpack_require__(7565);
+const code_1 = __webpack_require__(80567);
 class ValueError extends Error {
     constructor(name) {
         super(`CodeGen: "code" for ${name} not defined`);
@@ -1967,15 +1967,15 @@ exports.ValueScope = ValueScope;
 
 /***/ }),
 
-/***/ 99905:
+/***/ 81283:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.extendErrors = exports.resetErrorsCount = exports.reportExtraError = exports.reportError = exports.keyword$DataError = exports.keywordError = void 0;
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const names_1 = __webpack_require__(68636);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const names_1 = __webpack_require__(90630);
 exports.keywordError = {
     message: ({ keyword }) => (0, codegen_1.str) `must pass "${keyword}" keyword validation`,
 };
@@ -2096,18 +2096,18 @@ function extraErrorProps(cxt, { params, message }, keyValues) {
 
 /***/ }),
 
-/***/ 54992:
+/***/ 2718:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.resolveSchema = exports.getCompilingSchema = exports.resolveRef = exports.compileSchema = exports.SchemaEnv = void 0;
-const codegen_1 = __webpack_require__(58762);
-const validation_error_1 = __webpack_require__(80535);
-const names_1 = __webpack_require__(68636);
-const resolve_1 = __webpack_require__(81128);
-const util_1 = __webpack_require__(87802);
-const validate_1 = __webpack_require__(47391);
+const codegen_1 = __webpack_require__(81436);
+const validation_error_1 = __webpack_require__(33021);
+const names_1 = __webpack_require__(90630);
+const resolve_1 = __webpack_require__(24090);
+const util_1 = __webpack_require__(84464);
+const validate_1 = __webpack_require__(87881);
 class SchemaEnv {
     constructor(env) {
         var _a;
@@ -2344,22 +2344,22 @@ function getJsonPointer(parsedRef, { baseId, schema, root }) {
 
 /***/ }),
 
-/***/ 29850:
+/***/ 57756:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const types_1 = __webpack_require__(10476);
-const __1 = __webpack_require__(54992);
-const codegen_1 = __webpack_require__(58762);
-const ref_error_1 = __webpack_require__(25268);
-const names_1 = __webpack_require__(68636);
-const code_1 = __webpack_require__(50322);
-const ref_1 = __webpack_require__(55407);
-const type_1 = __webpack_require__(31452);
-const parseJson_1 = __webpack_require__(95916);
-const util_1 = __webpack_require__(87802);
-const timestamp_1 = __webpack_require__(78705);
+const types_1 = __webpack_require__(9122);
+const __1 = __webpack_require__(2718);
+const codegen_1 = __webpack_require__(81436);
+const ref_error_1 = __webpack_require__(53162);
+const names_1 = __webpack_require__(90630);
+const code_1 = __webpack_require__(28484);
+const ref_1 = __webpack_require__(44637);
+const type_1 = __webpack_require__(96366);
+const parseJson_1 = __webpack_require__(73150);
+const util_1 = __webpack_require__(84464);
+const timestamp_1 = __webpack_require__(84383);
 const genParse = {
     elements: parseElements,
     values: parseValues,
@@ -2700,20 +2700,20 @@ function parsingError({ gen, parseName }, msg) {
 
 /***/ }),
 
-/***/ 94515:
+/***/ 84817:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const types_1 = __webpack_require__(10476);
-const __1 = __webpack_require__(54992);
-const codegen_1 = __webpack_require__(58762);
-const ref_error_1 = __webpack_require__(25268);
-const names_1 = __webpack_require__(68636);
-const code_1 = __webpack_require__(50322);
-const ref_1 = __webpack_require__(55407);
-const util_1 = __webpack_require__(87802);
-const quote_1 = __webpack_require__(22493);
+const types_1 = __webpack_require__(9122);
+const __1 = __webpack_require__(2718);
+const codegen_1 = __webpack_require__(81436);
+const ref_error_1 = __webpack_require__(53162);
+const names_1 = __webpack_require__(90630);
+const code_1 = __webpack_require__(28484);
+const ref_1 = __webpack_require__(44637);
+const util_1 = __webpack_require__(84464);
+const quote_1 = __webpack_require__(18659);
 const genSerialize = {
     elements: serializeElements,
     values: serializeValues,
@@ -2942,7 +2942,7 @@ function addComma({ gen }, first) {
 
 /***/ }),
 
-/***/ 10476:
+/***/ 9122:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -2962,12 +2962,12 @@ exports.jtdForms = [
 
 /***/ }),
 
-/***/ 68636:
+/***/ 90630:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 const names = {
     // validation function arguments
     data: new codegen_1.Name("data"), // data passed to validation function
@@ -2996,12 +2996,12 @@ exports["default"] = names;
 
 /***/ }),
 
-/***/ 25268:
+/***/ 53162:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const resolve_1 = __webpack_require__(81128);
+const resolve_1 = __webpack_require__(24090);
 class MissingRefError extends Error {
     constructor(resolver, baseId, ref, msg) {
         super(msg || `can't resolve reference ${ref} from id ${baseId}`);
@@ -3014,15 +3014,15 @@ exports["default"] = MissingRefError;
 
 /***/ }),
 
-/***/ 81128:
+/***/ 24090:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.getSchemaRefs = exports.resolveUrl = exports.normalizeId = exports._getFullPath = exports.getFullPath = exports.inlineRef = void 0;
-const util_1 = __webpack_require__(87802);
-const equal = __webpack_require__(76136);
-const traverse = __webpack_require__(41165);
+const util_1 = __webpack_require__(84464);
+const equal = __webpack_require__(23430);
+const traverse = __webpack_require__(81167);
 // TODO refactor to use keyword definitions
 const SIMPLE_INLINED = new Set([
     "type",
@@ -3175,7 +3175,7 @@ exports.getSchemaRefs = getSchemaRefs;
 
 /***/ }),
 
-/***/ 12335:
+/***/ 7353:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -3207,14 +3207,14 @@ exports.getRules = getRules;
 
 /***/ }),
 
-/***/ 87802:
+/***/ 84464:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.checkStrictMode = exports.getErrorPath = exports.Type = exports.useFunc = exports.setEvaluated = exports.evaluatedPropsToName = exports.mergeEvaluated = exports.eachItem = exports.unescapeJsonPointer = exports.escapeJsonPointer = exports.escapeFragment = exports.unescapeFragment = exports.schemaRefOrVal = exports.schemaHasRulesButRef = exports.schemaHasRules = exports.checkUnknownRules = exports.alwaysValidSchema = exports.toHash = void 0;
-const codegen_1 = __webpack_require__(58762);
-const code_1 = __webpack_require__(7565);
+const codegen_1 = __webpack_require__(81436);
+const code_1 = __webpack_require__(80567);
 // TODO refactor to use Set
 function toHash(arr) {
     const hash = {};
@@ -3391,7 +3391,7 @@ exports.checkStrictMode = checkStrictMode;
 
 /***/ }),
 
-/***/ 20454:
+/***/ 37692:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -3416,15 +3416,15 @@ exports.shouldUseRule = shouldUseRule;
 
 /***/ }),
 
-/***/ 78284:
+/***/ 35346:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.boolOrEmptySchema = exports.topBoolOrEmptySchema = void 0;
-const errors_1 = __webpack_require__(99905);
-const codegen_1 = __webpack_require__(58762);
-const names_1 = __webpack_require__(68636);
+const errors_1 = __webpack_require__(81283);
+const codegen_1 = __webpack_require__(81436);
+const names_1 = __webpack_require__(90630);
 const boolError = {
     message: "boolean schema is false",
 };
@@ -3472,17 +3472,17 @@ function falseSchemaError(it, overrideAllErrors) {
 
 /***/ }),
 
-/***/ 45931:
+/***/ 86685:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.reportTypeError = exports.checkDataTypes = exports.checkDataType = exports.coerceAndCheckDataType = exports.getJSONTypes = exports.getSchemaTypes = exports.DataType = void 0;
-const rules_1 = __webpack_require__(12335);
-const applicability_1 = __webpack_require__(20454);
-const errors_1 = __webpack_require__(99905);
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const rules_1 = __webpack_require__(7353);
+const applicability_1 = __webpack_require__(37692);
+const errors_1 = __webpack_require__(81283);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 var DataType;
 (function (DataType) {
     DataType[DataType["Correct"] = 0] = "Correct";
@@ -3681,14 +3681,14 @@ function getTypeErrorContext(it) {
 
 /***/ }),
 
-/***/ 73769:
+/***/ 11699:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.assignDefaults = void 0;
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 function assignDefaults(it, ty) {
     const { properties, items } = it.schema;
     if (ty === "object" && properties) {
@@ -3722,24 +3722,24 @@ function assignDefault(it, prop, defaultValue) {
 
 /***/ }),
 
-/***/ 47391:
+/***/ 87881:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.getData = exports.KeywordCxt = exports.validateFunctionCode = void 0;
-const boolSchema_1 = __webpack_require__(78284);
-const dataType_1 = __webpack_require__(45931);
-const applicability_1 = __webpack_require__(20454);
-const dataType_2 = __webpack_require__(45931);
-const defaults_1 = __webpack_require__(73769);
-const keyword_1 = __webpack_require__(34852);
-const subschema_1 = __webpack_require__(67914);
-const codegen_1 = __webpack_require__(58762);
-const names_1 = __webpack_require__(68636);
-const resolve_1 = __webpack_require__(81128);
-const util_1 = __webpack_require__(87802);
-const errors_1 = __webpack_require__(99905);
+const boolSchema_1 = __webpack_require__(35346);
+const dataType_1 = __webpack_require__(86685);
+const applicability_1 = __webpack_require__(37692);
+const dataType_2 = __webpack_require__(86685);
+const defaults_1 = __webpack_require__(11699);
+const keyword_1 = __webpack_require__(15202);
+const subschema_1 = __webpack_require__(26200);
+const codegen_1 = __webpack_require__(81436);
+const names_1 = __webpack_require__(90630);
+const resolve_1 = __webpack_require__(24090);
+const util_1 = __webpack_require__(84464);
+const errors_1 = __webpack_require__(81283);
 // schema compilation - generates validation function, subschemaCode (below) is used for subschemas
 function validateFunctionCode(it) {
     if (isSchemaObj(it)) {
@@ -4248,16 +4248,16 @@ exports.getData = getData;
 
 /***/ }),
 
-/***/ 34852:
+/***/ 15202:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.validateKeywordUsage = exports.validSchemaType = exports.funcKeywordCode = exports.macroKeywordCode = void 0;
-const codegen_1 = __webpack_require__(58762);
-const names_1 = __webpack_require__(68636);
-const code_1 = __webpack_require__(50322);
-const errors_1 = __webpack_require__(99905);
+const codegen_1 = __webpack_require__(81436);
+const names_1 = __webpack_require__(90630);
+const code_1 = __webpack_require__(28484);
+const errors_1 = __webpack_require__(81283);
 function macroKeywordCode(cxt, def) {
     const { gen, keyword, schema, parentSchema, it } = cxt;
     const macroSchema = def.macro.call(it.self, schema, parentSchema, it);
@@ -4378,14 +4378,14 @@ exports.validateKeywordUsage = validateKeywordUsage;
 
 /***/ }),
 
-/***/ 67914:
+/***/ 26200:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.extendSubschemaMode = exports.extendSubschemaData = exports.getSubschema = void 0;
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 function getSubschema(it, { keyword, schemaProp, schema, schemaPath, errSchemaPath, topSchemaRef }) {
     if (keyword !== undefined && schema !== undefined) {
         throw new Error('both "keyword" and "schema" passed, only one allowed');
@@ -4465,31 +4465,31 @@ exports.extendSubschemaMode = extendSubschemaMode;
 
 /***/ }),
 
-/***/ 82439:
+/***/ 63893:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.CodeGen = exports.Name = exports.nil = exports.stringify = exports.str = exports._ = exports.KeywordCxt = void 0;
-var validate_1 = __webpack_require__(47391);
+var validate_1 = __webpack_require__(87881);
 Object.defineProperty(exports, "KeywordCxt", ({ enumerable: true, get: function () { return validate_1.KeywordCxt; } }));
-var codegen_1 = __webpack_require__(58762);
+var codegen_1 = __webpack_require__(81436);
 Object.defineProperty(exports, "_", ({ enumerable: true, get: function () { return codegen_1._; } }));
 Object.defineProperty(exports, "str", ({ enumerable: true, get: function () { return codegen_1.str; } }));
 Object.defineProperty(exports, "stringify", ({ enumerable: true, get: function () { return codegen_1.stringify; } }));
 Object.defineProperty(exports, "nil", ({ enumerable: true, get: function () { return codegen_1.nil; } }));
 Object.defineProperty(exports, "Name", ({ enumerable: true, get: function () { return codegen_1.Name; } }));
 Object.defineProperty(exports, "CodeGen", ({ enumerable: true, get: function () { return codegen_1.CodeGen; } }));
-const validation_error_1 = __webpack_require__(80535);
-const ref_error_1 = __webpack_require__(25268);
-const rules_1 = __webpack_require__(12335);
-const compile_1 = __webpack_require__(54992);
-const codegen_2 = __webpack_require__(58762);
-const resolve_1 = __webpack_require__(81128);
-const dataType_1 = __webpack_require__(45931);
-const util_1 = __webpack_require__(87802);
-const $dataRefSchema = __webpack_require__(49422);
-const uri_1 = __webpack_require__(10975);
+const validation_error_1 = __webpack_require__(33021);
+const ref_error_1 = __webpack_require__(53162);
+const rules_1 = __webpack_require__(7353);
+const compile_1 = __webpack_require__(2718);
+const codegen_2 = __webpack_require__(81436);
+const resolve_1 = __webpack_require__(24090);
+const dataType_1 = __webpack_require__(86685);
+const util_1 = __webpack_require__(84464);
+const $dataRefSchema = __webpack_require__(63837);
+const uri_1 = __webpack_require__(36285);
 const defaultRegExp = (str, flags) => new RegExp(str, flags);
 defaultRegExp.code = "new RegExp";
 const META_IGNORE_OPTIONS = ["removeAdditional", "useDefaults", "coerceTypes"];
@@ -5089,17 +5089,17 @@ function schemaOrData(schema) {
 
 /***/ }),
 
-/***/ 17176:
+/***/ 1354:
 /***/ ((module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.MissingRefError = exports.ValidationError = exports.CodeGen = exports.Name = exports.nil = exports.stringify = exports.str = exports._ = exports.KeywordCxt = exports.Ajv = void 0;
-const core_1 = __webpack_require__(82439);
-const jtd_1 = __webpack_require__(56958);
-const jtd_schema_1 = __webpack_require__(94787);
-const serialize_1 = __webpack_require__(94515);
-const parse_1 = __webpack_require__(29850);
+const core_1 = __webpack_require__(63893);
+const jtd_1 = __webpack_require__(10624);
+const jtd_schema_1 = __webpack_require__(63581);
+const serialize_1 = __webpack_require__(84817);
+const parse_1 = __webpack_require__(57756);
 const META_SCHEMA_ID = "JTD-meta-schema";
 class Ajv extends core_1.default {
     constructor(opts = {}) {
@@ -5150,24 +5150,24 @@ module.exports = exports = Ajv;
 module.exports.Ajv = Ajv;
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports["default"] = Ajv;
-var validate_1 = __webpack_require__(47391);
+var validate_1 = __webpack_require__(87881);
 Object.defineProperty(exports, "KeywordCxt", ({ enumerable: true, get: function () { return validate_1.KeywordCxt; } }));
-var codegen_1 = __webpack_require__(58762);
+var codegen_1 = __webpack_require__(81436);
 Object.defineProperty(exports, "_", ({ enumerable: true, get: function () { return codegen_1._; } }));
 Object.defineProperty(exports, "str", ({ enumerable: true, get: function () { return codegen_1.str; } }));
 Object.defineProperty(exports, "stringify", ({ enumerable: true, get: function () { return codegen_1.stringify; } }));
 Object.defineProperty(exports, "nil", ({ enumerable: true, get: function () { return codegen_1.nil; } }));
 Object.defineProperty(exports, "Name", ({ enumerable: true, get: function () { return codegen_1.Name; } }));
 Object.defineProperty(exports, "CodeGen", ({ enumerable: true, get: function () { return codegen_1.CodeGen; } }));
-var validation_error_1 = __webpack_require__(80535);
+var validation_error_1 = __webpack_require__(33021);
 Object.defineProperty(exports, "ValidationError", ({ enumerable: true, get: function () { return validation_error_1.default; } }));
-var ref_error_1 = __webpack_require__(25268);
+var ref_error_1 = __webpack_require__(53162);
 Object.defineProperty(exports, "MissingRefError", ({ enumerable: true, get: function () { return ref_error_1.default; } }));
 //# sourceMappingURL=jtd.js.map
 
 /***/ }),
 
-/***/ 94787:
+/***/ 63581:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -5291,20 +5291,20 @@ exports["default"] = jtdMetaSchema;
 
 /***/ }),
 
-/***/ 78325:
+/***/ 24951:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 // https://github.com/ajv-validator/ajv/issues/889
-const equal = __webpack_require__(76136);
+const equal = __webpack_require__(23430);
 equal.code = 'require("ajv/dist/runtime/equal").default';
 exports["default"] = equal;
 //# sourceMappingURL=equal.js.map
 
 /***/ }),
 
-/***/ 95916:
+/***/ 73150:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -5495,7 +5495,7 @@ parseJsonString.code = 'require("ajv/dist/runtime/parseJson").parseJsonString';
 
 /***/ }),
 
-/***/ 22493:
+/***/ 18659:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -5531,7 +5531,7 @@ quote.code = 'require("ajv/dist/runtime/quote").default';
 
 /***/ }),
 
-/***/ 78705:
+/***/ 84383:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -5579,7 +5579,7 @@ validTimestamp.code = 'require("ajv/dist/runtime/timestamp").default';
 
 /***/ }),
 
-/***/ 23908:
+/***/ 36214:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -5609,19 +5609,19 @@ ucs2length.code = 'require("ajv/dist/runtime/ucs2length").default';
 
 /***/ }),
 
-/***/ 10975:
+/***/ 36285:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const uri = __webpack_require__(24271);
+const uri = __webpack_require__(92769);
 uri.code = 'require("ajv/dist/runtime/uri").default';
 exports["default"] = uri;
 //# sourceMappingURL=uri.js.map
 
 /***/ }),
 
-/***/ 80535:
+/***/ 33021:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -5638,13 +5638,13 @@ exports["default"] = ValidationError;
 
 /***/ }),
 
-/***/ 27956:
+/***/ 41398:
 /***/ ((module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const scope_1 = __webpack_require__(34146);
-const code_1 = __webpack_require__(7565);
+const scope_1 = __webpack_require__(77788);
+const code_1 = __webpack_require__(80567);
 function standaloneCode(ajv, refsOrFunc) {
     if (!ajv.opts.code.source) {
         throw new Error("moduleCode: ajv instance must have code.source option");
@@ -5734,14 +5734,14 @@ exports["default"] = standaloneCode;
 
 /***/ }),
 
-/***/ 49810:
+/***/ 73448:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.validateAdditionalItems = void 0;
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: ({ params: { len } }) => (0, codegen_1.str) `must NOT have more than ${len} items`,
     params: ({ params: { len } }) => (0, codegen_1._) `{limit: ${len}}`,
@@ -5789,15 +5789,15 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 12089:
+/***/ 42431:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const code_1 = __webpack_require__(50322);
-const codegen_1 = __webpack_require__(58762);
-const names_1 = __webpack_require__(68636);
-const util_1 = __webpack_require__(87802);
+const code_1 = __webpack_require__(28484);
+const codegen_1 = __webpack_require__(81436);
+const names_1 = __webpack_require__(90630);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: "must NOT have additional properties",
     params: ({ params }) => (0, codegen_1._) `{additionalProperty: ${params.additionalProperty}}`,
@@ -5901,12 +5901,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 14971:
+/***/ 39205:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const util_1 = __webpack_require__(87802);
+const util_1 = __webpack_require__(84464);
 const def = {
     keyword: "allOf",
     schemaType: "array",
@@ -5930,12 +5930,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 55046:
+/***/ 89380:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const code_1 = __webpack_require__(50322);
+const code_1 = __webpack_require__(28484);
 const def = {
     keyword: "anyOf",
     schemaType: "array",
@@ -5948,13 +5948,13 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 46988:
+/***/ 16182:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: ({ params: { min, max } }) => max === undefined
         ? (0, codegen_1.str) `must contain at least ${min} valid item(s)`
@@ -6049,15 +6049,15 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 10684:
+/***/ 95826:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.validateSchemaDeps = exports.validatePropertyDeps = exports.error = void 0;
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const code_1 = __webpack_require__(50322);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const code_1 = __webpack_require__(28484);
 exports.error = {
     message: ({ params: { property, depsCount, deps } }) => {
         const property_ies = depsCount === 1 ? "property" : "properties";
@@ -6140,13 +6140,13 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 85102:
+/***/ 48584:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: ({ params }) => (0, codegen_1.str) `must match "${params.ifClause}" schema`,
     params: ({ params }) => (0, codegen_1._) `{failingKeyword: ${params.ifClause}}`,
@@ -6212,27 +6212,27 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 53841:
+/***/ 28775:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const additionalItems_1 = __webpack_require__(49810);
-const prefixItems_1 = __webpack_require__(4357);
-const items_1 = __webpack_require__(79769);
-const items2020_1 = __webpack_require__(88745);
-const contains_1 = __webpack_require__(46988);
-const dependencies_1 = __webpack_require__(10684);
-const propertyNames_1 = __webpack_require__(8094);
-const additionalProperties_1 = __webpack_require__(12089);
-const properties_1 = __webpack_require__(98252);
-const patternProperties_1 = __webpack_require__(36662);
-const not_1 = __webpack_require__(27868);
-const anyOf_1 = __webpack_require__(55046);
-const oneOf_1 = __webpack_require__(34384);
-const allOf_1 = __webpack_require__(14971);
-const if_1 = __webpack_require__(85102);
-const thenElse_1 = __webpack_require__(40167);
+const additionalItems_1 = __webpack_require__(73448);
+const prefixItems_1 = __webpack_require__(6467);
+const items_1 = __webpack_require__(75791);
+const items2020_1 = __webpack_require__(52959);
+const contains_1 = __webpack_require__(16182);
+const dependencies_1 = __webpack_require__(95826);
+const propertyNames_1 = __webpack_require__(71372);
+const additionalProperties_1 = __webpack_require__(42431);
+const properties_1 = __webpack_require__(88778);
+const patternProperties_1 = __webpack_require__(50664);
+const not_1 = __webpack_require__(8350);
+const anyOf_1 = __webpack_require__(89380);
+const oneOf_1 = __webpack_require__(22490);
+const allOf_1 = __webpack_require__(39205);
+const if_1 = __webpack_require__(48584);
+const thenElse_1 = __webpack_require__(46829);
 function getApplicator(draft2020 = false) {
     const applicator = [
         // any
@@ -6262,15 +6262,15 @@ exports["default"] = getApplicator;
 
 /***/ }),
 
-/***/ 79769:
+/***/ 75791:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.validateTuple = void 0;
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const code_1 = __webpack_require__(50322);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const code_1 = __webpack_require__(28484);
 const def = {
     keyword: "items",
     type: "array",
@@ -6320,15 +6320,15 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 88745:
+/***/ 52959:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const code_1 = __webpack_require__(50322);
-const additionalItems_1 = __webpack_require__(49810);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const code_1 = __webpack_require__(28484);
+const additionalItems_1 = __webpack_require__(73448);
 const error = {
     message: ({ params: { len } }) => (0, codegen_1.str) `must NOT have more than ${len} items`,
     params: ({ params: { len } }) => (0, codegen_1._) `{limit: ${len}}`,
@@ -6356,12 +6356,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 27868:
+/***/ 8350:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const util_1 = __webpack_require__(87802);
+const util_1 = __webpack_require__(84464);
 const def = {
     keyword: "not",
     schemaType: ["object", "boolean"],
@@ -6388,13 +6388,13 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 34384:
+/***/ 22490:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: "must match exactly one schema in oneOf",
     params: ({ params }) => (0, codegen_1._) `{passingSchemas: ${params.passing}}`,
@@ -6454,15 +6454,15 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 36662:
+/***/ 50664:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const code_1 = __webpack_require__(50322);
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const util_2 = __webpack_require__(87802);
+const code_1 = __webpack_require__(28484);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const util_2 = __webpack_require__(84464);
 const def = {
     keyword: "patternProperties",
     type: "object",
@@ -6535,12 +6535,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 4357:
+/***/ 6467:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const items_1 = __webpack_require__(79769);
+const items_1 = __webpack_require__(75791);
 const def = {
     keyword: "prefixItems",
     type: "array",
@@ -6553,15 +6553,15 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 98252:
+/***/ 88778:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const validate_1 = __webpack_require__(47391);
-const code_1 = __webpack_require__(50322);
-const util_1 = __webpack_require__(87802);
-const additionalProperties_1 = __webpack_require__(12089);
+const validate_1 = __webpack_require__(87881);
+const code_1 = __webpack_require__(28484);
+const util_1 = __webpack_require__(84464);
+const additionalProperties_1 = __webpack_require__(42431);
 const def = {
     keyword: "properties",
     type: "object",
@@ -6613,13 +6613,13 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 8094:
+/***/ 71372:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: "property name must be valid",
     params: ({ params }) => (0, codegen_1._) `{propertyName: ${params.propertyName}}`,
@@ -6657,12 +6657,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 40167:
+/***/ 46829:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const util_1 = __webpack_require__(87802);
+const util_1 = __webpack_require__(84464);
 const def = {
     keyword: ["then", "else"],
     schemaType: ["object", "boolean"],
@@ -6676,16 +6676,16 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 50322:
+/***/ 28484:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.validateUnion = exports.validateArray = exports.usePattern = exports.callValidateCode = exports.schemaProperties = exports.allSchemaProperties = exports.noPropertyInData = exports.propertyInData = exports.isOwnProperty = exports.hasPropFunc = exports.reportMissingProp = exports.checkMissingProp = exports.checkReportMissingProp = void 0;
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const names_1 = __webpack_require__(68636);
-const util_2 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const names_1 = __webpack_require__(90630);
+const util_2 = __webpack_require__(84464);
 function checkReportMissingProp(cxt, prop) {
     const { gen, data, it } = cxt;
     gen.if(noPropertyInData(gen, data, prop, it.opts.ownProperties), () => {
@@ -6813,7 +6813,7 @@ exports.validateUnion = validateUnion;
 
 /***/ }),
 
-/***/ 14586:
+/***/ 69872:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -6829,13 +6829,13 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 93119:
+/***/ 97397:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const id_1 = __webpack_require__(14586);
-const ref_1 = __webpack_require__(67002);
+const id_1 = __webpack_require__(69872);
+const ref_1 = __webpack_require__(92996);
 const core = [
     "$schema",
     "$id",
@@ -6851,18 +6851,18 @@ exports["default"] = core;
 
 /***/ }),
 
-/***/ 67002:
+/***/ 92996:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.callRef = exports.getValidate = void 0;
-const ref_error_1 = __webpack_require__(25268);
-const code_1 = __webpack_require__(50322);
-const codegen_1 = __webpack_require__(58762);
-const names_1 = __webpack_require__(68636);
-const compile_1 = __webpack_require__(54992);
-const util_1 = __webpack_require__(87802);
+const ref_error_1 = __webpack_require__(53162);
+const code_1 = __webpack_require__(28484);
+const codegen_1 = __webpack_require__(81436);
+const names_1 = __webpack_require__(90630);
+const compile_1 = __webpack_require__(2718);
+const util_1 = __webpack_require__(84464);
 const def = {
     keyword: "$ref",
     schemaType: "string",
@@ -6979,16 +6979,16 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 22936:
+/***/ 28886:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const types_1 = __webpack_require__(83837);
-const compile_1 = __webpack_require__(54992);
-const ref_error_1 = __webpack_require__(25268);
-const util_1 = __webpack_require__(87802);
+const codegen_1 = __webpack_require__(81436);
+const types_1 = __webpack_require__(87115);
+const compile_1 = __webpack_require__(2718);
+const ref_error_1 = __webpack_require__(53162);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: ({ params: { discrError, tagName } }) => discrError === types_1.DiscrError.Tag
         ? `tag "${tagName}" must be string`
@@ -7089,7 +7089,7 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 83837:
+/***/ 87115:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -7104,16 +7104,16 @@ var DiscrError;
 
 /***/ }),
 
-/***/ 23967:
+/***/ 39941:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const core_1 = __webpack_require__(93119);
-const validation_1 = __webpack_require__(53467);
-const applicator_1 = __webpack_require__(53841);
-const format_1 = __webpack_require__(3627);
-const metadata_1 = __webpack_require__(92098);
+const core_1 = __webpack_require__(97397);
+const validation_1 = __webpack_require__(85481);
+const applicator_1 = __webpack_require__(28775);
+const format_1 = __webpack_require__(72601);
+const metadata_1 = __webpack_require__(56620);
 const draft7Vocabularies = [
     core_1.default,
     validation_1.default,
@@ -7127,12 +7127,12 @@ exports["default"] = draft7Vocabularies;
 
 /***/ }),
 
-/***/ 51664:
+/***/ 26402:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 const error = {
     message: ({ schemaCode }) => (0, codegen_1.str) `must match format "${schemaCode}"`,
     params: ({ schemaCode }) => (0, codegen_1._) `{format: ${schemaCode}}`,
@@ -7225,28 +7225,28 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 3627:
+/***/ 72601:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const format_1 = __webpack_require__(51664);
+const format_1 = __webpack_require__(26402);
 const format = [format_1.default];
 exports["default"] = format;
 //# sourceMappingURL=index.js.map
 
 /***/ }),
 
-/***/ 62714:
+/***/ 62656:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const metadata_1 = __webpack_require__(20981);
-const nullable_1 = __webpack_require__(81353);
-const error_1 = __webpack_require__(51692);
-const types_1 = __webpack_require__(83837);
+const codegen_1 = __webpack_require__(81436);
+const metadata_1 = __webpack_require__(14311);
+const nullable_1 = __webpack_require__(98195);
+const error_1 = __webpack_require__(94930);
+const types_1 = __webpack_require__(87115);
 const error = {
     message: (cxt) => {
         const { schema, params } = cxt;
@@ -7314,17 +7314,17 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 68769:
+/***/ 7371:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const util_1 = __webpack_require__(87802);
-const code_1 = __webpack_require__(50322);
-const codegen_1 = __webpack_require__(58762);
-const metadata_1 = __webpack_require__(20981);
-const nullable_1 = __webpack_require__(81353);
-const error_1 = __webpack_require__(51692);
+const util_1 = __webpack_require__(84464);
+const code_1 = __webpack_require__(28484);
+const codegen_1 = __webpack_require__(81436);
+const metadata_1 = __webpack_require__(14311);
+const nullable_1 = __webpack_require__(98195);
+const error_1 = __webpack_require__(94930);
 const def = {
     keyword: "elements",
     schemaType: "object",
@@ -7344,14 +7344,14 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 90729:
+/***/ 57087:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const metadata_1 = __webpack_require__(20981);
-const nullable_1 = __webpack_require__(81353);
+const codegen_1 = __webpack_require__(81436);
+const metadata_1 = __webpack_require__(14311);
+const nullable_1 = __webpack_require__(98195);
 const error = {
     message: "must be equal to one of the allowed values",
     params: ({ schemaCode }) => (0, codegen_1._) `{allowedValues: ${schemaCode}}`,
@@ -7393,13 +7393,13 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 51692:
+/***/ 94930:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.typeErrorParams = exports.typeErrorMessage = exports.typeError = void 0;
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 function typeError(t) {
     return {
         message: (cxt) => typeErrorMessage(cxt, t),
@@ -7419,21 +7419,21 @@ exports.typeErrorParams = typeErrorParams;
 
 /***/ }),
 
-/***/ 56958:
+/***/ 10624:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const ref_1 = __webpack_require__(55407);
-const type_1 = __webpack_require__(31452);
-const enum_1 = __webpack_require__(90729);
-const elements_1 = __webpack_require__(68769);
-const properties_1 = __webpack_require__(66121);
-const optionalProperties_1 = __webpack_require__(61465);
-const discriminator_1 = __webpack_require__(62714);
-const values_1 = __webpack_require__(17710);
-const union_1 = __webpack_require__(46753);
-const metadata_1 = __webpack_require__(20981);
+const ref_1 = __webpack_require__(44637);
+const type_1 = __webpack_require__(96366);
+const enum_1 = __webpack_require__(57087);
+const elements_1 = __webpack_require__(7371);
+const properties_1 = __webpack_require__(24835);
+const optionalProperties_1 = __webpack_require__(63943);
+const discriminator_1 = __webpack_require__(62656);
+const values_1 = __webpack_require__(91792);
+const union_1 = __webpack_require__(25779);
+const metadata_1 = __webpack_require__(14311);
 const jtdVocabulary = [
     "definitions",
     ref_1.default,
@@ -7454,13 +7454,13 @@ exports["default"] = jtdVocabulary;
 
 /***/ }),
 
-/***/ 20981:
+/***/ 14311:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.checkMetadata = void 0;
-const util_1 = __webpack_require__(87802);
+const util_1 = __webpack_require__(84464);
 const def = {
     keyword: "metadata",
     schemaType: "object",
@@ -7485,13 +7485,13 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 81353:
+/***/ 98195:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.checkNullableObject = exports.checkNullable = void 0;
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 function checkNullable({ gen, data, parentSchema }, cond = codegen_1.nil) {
     const valid = gen.name("valid");
     if (parentSchema.nullable) {
@@ -7513,12 +7513,12 @@ exports.checkNullableObject = checkNullableObject;
 
 /***/ }),
 
-/***/ 61465:
+/***/ 63943:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const properties_1 = __webpack_require__(66121);
+const properties_1 = __webpack_require__(24835);
 const def = {
     keyword: "optionalProperties",
     schemaType: "object",
@@ -7534,18 +7534,18 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 66121:
+/***/ 24835:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.validateProperties = exports.error = void 0;
-const code_1 = __webpack_require__(50322);
-const util_1 = __webpack_require__(87802);
-const codegen_1 = __webpack_require__(58762);
-const metadata_1 = __webpack_require__(20981);
-const nullable_1 = __webpack_require__(81353);
-const error_1 = __webpack_require__(51692);
+const code_1 = __webpack_require__(28484);
+const util_1 = __webpack_require__(84464);
+const codegen_1 = __webpack_require__(81436);
+const metadata_1 = __webpack_require__(14311);
+const nullable_1 = __webpack_require__(98195);
+const error_1 = __webpack_require__(94930);
 var PropError;
 (function (PropError) {
     PropError["Additional"] = "additional";
@@ -7689,18 +7689,18 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 55407:
+/***/ 44637:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.hasRef = void 0;
-const compile_1 = __webpack_require__(54992);
-const codegen_1 = __webpack_require__(58762);
-const ref_error_1 = __webpack_require__(25268);
-const names_1 = __webpack_require__(68636);
-const ref_1 = __webpack_require__(67002);
-const metadata_1 = __webpack_require__(20981);
+const compile_1 = __webpack_require__(2718);
+const codegen_1 = __webpack_require__(81436);
+const ref_error_1 = __webpack_require__(53162);
+const names_1 = __webpack_require__(90630);
+const ref_1 = __webpack_require__(92996);
+const metadata_1 = __webpack_require__(14311);
 const def = {
     keyword: "ref",
     schemaType: "string",
@@ -7762,17 +7762,17 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 31452:
+/***/ 96366:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.intRange = void 0;
-const codegen_1 = __webpack_require__(58762);
-const timestamp_1 = __webpack_require__(78705);
-const util_1 = __webpack_require__(87802);
-const metadata_1 = __webpack_require__(20981);
-const error_1 = __webpack_require__(51692);
+const codegen_1 = __webpack_require__(81436);
+const timestamp_1 = __webpack_require__(84383);
+const util_1 = __webpack_require__(84464);
+const metadata_1 = __webpack_require__(14311);
+const error_1 = __webpack_require__(94930);
 exports.intRange = {
     int8: [-128, 127, 3],
     uint8: [0, 255, 3],
@@ -7837,12 +7837,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 46753:
+/***/ 25779:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const code_1 = __webpack_require__(50322);
+const code_1 = __webpack_require__(28484);
 const def = {
     keyword: "union",
     schemaType: "array",
@@ -7855,16 +7855,16 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 17710:
+/***/ 91792:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const util_1 = __webpack_require__(87802);
-const codegen_1 = __webpack_require__(58762);
-const metadata_1 = __webpack_require__(20981);
-const nullable_1 = __webpack_require__(81353);
-const error_1 = __webpack_require__(51692);
+const util_1 = __webpack_require__(84464);
+const codegen_1 = __webpack_require__(81436);
+const metadata_1 = __webpack_require__(14311);
+const nullable_1 = __webpack_require__(98195);
+const error_1 = __webpack_require__(94930);
 const def = {
     keyword: "values",
     schemaType: "object",
@@ -7912,7 +7912,7 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 92098:
+/***/ 56620:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -7936,14 +7936,14 @@ exports.contentVocabulary = [
 
 /***/ }),
 
-/***/ 31488:
+/***/ 98026:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const equal_1 = __webpack_require__(78325);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const equal_1 = __webpack_require__(24951);
 const error = {
     message: "must be equal to constant",
     params: ({ schemaCode }) => (0, codegen_1._) `{allowedValue: ${schemaCode}}`,
@@ -7967,14 +7967,14 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 37350:
+/***/ 93200:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const equal_1 = __webpack_require__(78325);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const equal_1 = __webpack_require__(24951);
 const error = {
     message: "must be equal to one of the allowed values",
     params: ({ schemaCode }) => (0, codegen_1._) `{allowedValues: ${schemaCode}}`,
@@ -8021,21 +8021,21 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 53467:
+/***/ 85481:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const limitNumber_1 = __webpack_require__(15341);
-const multipleOf_1 = __webpack_require__(99822);
-const limitLength_1 = __webpack_require__(46944);
-const pattern_1 = __webpack_require__(97805);
-const limitProperties_1 = __webpack_require__(27973);
-const required_1 = __webpack_require__(40858);
-const limitItems_1 = __webpack_require__(17150);
-const uniqueItems_1 = __webpack_require__(87066);
-const const_1 = __webpack_require__(31488);
-const enum_1 = __webpack_require__(37350);
+const limitNumber_1 = __webpack_require__(43723);
+const multipleOf_1 = __webpack_require__(18132);
+const limitLength_1 = __webpack_require__(46962);
+const pattern_1 = __webpack_require__(96023);
+const limitProperties_1 = __webpack_require__(895);
+const required_1 = __webpack_require__(94504);
+const limitItems_1 = __webpack_require__(36296);
+const uniqueItems_1 = __webpack_require__(65132);
+const const_1 = __webpack_require__(98026);
+const enum_1 = __webpack_require__(93200);
 const validation = [
     // number
     limitNumber_1.default,
@@ -8060,12 +8060,12 @@ exports["default"] = validation;
 
 /***/ }),
 
-/***/ 17150:
+/***/ 36296:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 const error = {
     message({ keyword, schemaCode }) {
         const comp = keyword === "maxItems" ? "more" : "fewer";
@@ -8090,14 +8090,14 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 46944:
+/***/ 46962:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const ucs2length_1 = __webpack_require__(23908);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const ucs2length_1 = __webpack_require__(36214);
 const error = {
     message({ keyword, schemaCode }) {
         const comp = keyword === "maxLength" ? "more" : "fewer";
@@ -8123,12 +8123,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 15341:
+/***/ 43723:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 const ops = codegen_1.operators;
 const KWDs = {
     maximum: { okStr: "<=", ok: ops.LTE, fail: ops.GT },
@@ -8156,12 +8156,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 27973:
+/***/ 895:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 const error = {
     message({ keyword, schemaCode }) {
         const comp = keyword === "maxProperties" ? "more" : "fewer";
@@ -8186,12 +8186,12 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 99822:
+/***/ 18132:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const codegen_1 = __webpack_require__(58762);
+const codegen_1 = __webpack_require__(81436);
 const error = {
     message: ({ schemaCode }) => (0, codegen_1.str) `must be multiple of ${schemaCode}`,
     params: ({ schemaCode }) => (0, codegen_1._) `{multipleOf: ${schemaCode}}`,
@@ -8218,14 +8218,14 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 97805:
+/***/ 96023:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const code_1 = __webpack_require__(50322);
-const util_1 = __webpack_require__(87802);
-const codegen_1 = __webpack_require__(58762);
+const code_1 = __webpack_require__(28484);
+const util_1 = __webpack_require__(84464);
+const codegen_1 = __webpack_require__(81436);
 const error = {
     message: ({ schemaCode }) => (0, codegen_1.str) `must match pattern "${schemaCode}"`,
     params: ({ schemaCode }) => (0, codegen_1._) `{pattern: ${schemaCode}}`,
@@ -8257,14 +8257,14 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 40858:
+/***/ 94504:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const code_1 = __webpack_require__(50322);
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
+const code_1 = __webpack_require__(28484);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
 const error = {
     message: ({ params: { missingProperty } }) => (0, codegen_1.str) `must have required property '${missingProperty}'`,
     params: ({ params: { missingProperty } }) => (0, codegen_1._) `{missingProperty: ${missingProperty}}`,
@@ -8342,15 +8342,15 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 87066:
+/***/ 65132:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-const dataType_1 = __webpack_require__(45931);
-const codegen_1 = __webpack_require__(58762);
-const util_1 = __webpack_require__(87802);
-const equal_1 = __webpack_require__(78325);
+const dataType_1 = __webpack_require__(86685);
+const codegen_1 = __webpack_require__(81436);
+const util_1 = __webpack_require__(84464);
+const equal_1 = __webpack_require__(24951);
 const error = {
     message: ({ params: { i, j } }) => (0, codegen_1.str) `must NOT have duplicate items (items ## ${j} and ${i} are identical)`,
     params: ({ params: { i, j } }) => (0, codegen_1._) `{i: ${i}, j: ${j}}`,
@@ -8412,7 +8412,7 @@ exports["default"] = def;
 
 /***/ }),
 
-/***/ 64905:
+/***/ 40479:
 /***/ ((module) => {
 
 
@@ -8457,7 +8457,7 @@ if (typeof SharedArrayBuffer !== 'undefined' && typeof Atomics !== 'undefined') 
 
 /***/ }),
 
-/***/ 16003:
+/***/ 66129:
 /***/ ((__unused_webpack_module, exports) => {
 
 var has = Object.prototype.hasOwnProperty;
@@ -8549,7 +8549,7 @@ exports.dequal = dequal;
 
 /***/ }),
 
-/***/ 21272:
+/***/ 28998:
 /***/ ((module) => {
 
 
@@ -8671,7 +8671,7 @@ module.exports = decodeURIComponent
 
 /***/ }),
 
-/***/ 76136:
+/***/ 23430:
 /***/ ((module) => {
 
 
@@ -8724,13 +8724,13 @@ module.exports = function equal(a, b) {
 
 /***/ }),
 
-/***/ 90120:
+/***/ 19510:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const parse = __webpack_require__(74491);
-const stringify = __webpack_require__(94437);
+const parse = __webpack_require__(79669);
+const stringify = __webpack_require__(62059);
 
 const fastQuerystring = {
   parse,
@@ -8751,7 +8751,7 @@ module.exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 85380:
+/***/ 46662:
 /***/ ((module) => {
 
 // This file is taken from Node.js project.
@@ -8854,12 +8854,12 @@ module.exports = { encodeString };
 
 /***/ }),
 
-/***/ 74491:
+/***/ 79669:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const fastDecode = __webpack_require__(21272);
+const fastDecode = __webpack_require__(28998);
 
 const plusRegex = /\+/g;
 const Empty = function () {};
@@ -8987,12 +8987,12 @@ module.exports = parse;
 
 /***/ }),
 
-/***/ 94437:
+/***/ 62059:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { encodeString } = __webpack_require__(85380);
+const { encodeString } = __webpack_require__(46662);
 
 function getAsPrimitive(value) {
   const type = typeof value;
@@ -9063,7 +9063,7 @@ module.exports = stringify;
 
 /***/ }),
 
-/***/ 41165:
+/***/ 81167:
 /***/ ((module) => {
 
 
@@ -9163,7 +9163,7 @@ function escapeJsonPtr(str) {
 
 /***/ }),
 
-/***/ 62007:
+/***/ 49761:
 /***/ ((module) => {
 
 
@@ -9278,7 +9278,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 25183:
+/***/ 785:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -9290,7 +9290,7 @@ exports["default"] = {};
 
 /***/ }),
 
-/***/ 85632:
+/***/ 26122:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -9534,7 +9534,7 @@ parse.parseIntoClientConfig = parseIntoClientConfig
 
 /***/ }),
 
-/***/ 46085:
+/***/ 62299:
 /***/ ((module) => {
 
 
@@ -9641,7 +9641,7 @@ module.exports = readInt8;
 
 /***/ }),
 
-/***/ 6924:
+/***/ 17558:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -9738,7 +9738,7 @@ class Pool extends EventEmitter {
     this.options.allowExitOnIdle = this.options.allowExitOnIdle || false
     this.options.maxLifetimeSeconds = this.options.maxLifetimeSeconds || 0
     this.log = this.options.log || function () {}
-    this.Client = this.options.Client || Client || (__webpack_require__(33771).Client)
+    this.Client = this.options.Client || Client || (__webpack_require__(13273).Client)
     this.Promise = this.options.Promise || global.Promise
 
     if (typeof this.options.idleTimeoutMillis === 'undefined') {
@@ -10165,7 +10165,7 @@ module.exports = Pool
 
 /***/ }),
 
-/***/ 66605:
+/***/ 19971:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -10226,7 +10226,7 @@ exports.BufferReader = BufferReader;
 
 /***/ }),
 
-/***/ 30713:
+/***/ 49315:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -10345,18 +10345,18 @@ exports.Writer = Writer;
 
 /***/ }),
 
-/***/ 24095:
+/***/ 74233:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.DatabaseError = exports.serialize = void 0;
 exports.parse = parse;
-const messages_1 = __webpack_require__(61679);
+const messages_1 = __webpack_require__(85809);
 Object.defineProperty(exports, "DatabaseError", ({ enumerable: true, get: function () { return messages_1.DatabaseError; } }));
-const serializer_1 = __webpack_require__(17087);
+const serializer_1 = __webpack_require__(76513);
 Object.defineProperty(exports, "serialize", ({ enumerable: true, get: function () { return serializer_1.serialize; } }));
-const parser_1 = __webpack_require__(960);
+const parser_1 = __webpack_require__(43318);
 function parse(stream, callback) {
     const parser = new parser_1.Parser();
     stream.on('data', (buffer) => parser.parse(buffer, callback));
@@ -10366,7 +10366,7 @@ function parse(stream, callback) {
 
 /***/ }),
 
-/***/ 61679:
+/***/ 85809:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -10532,14 +10532,14 @@ exports.NoticeMessage = NoticeMessage;
 
 /***/ }),
 
-/***/ 960:
+/***/ 43318:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.Parser = void 0;
-const messages_1 = __webpack_require__(61679);
-const buffer_reader_1 = __webpack_require__(66605);
+const messages_1 = __webpack_require__(85809);
+const buffer_reader_1 = __webpack_require__(19971);
 // every message is prefixed with a single byte
 const CODE_LENGTH = 1;
 // every message has an int32 length which includes itself but does
@@ -10863,13 +10863,13 @@ const parseErrorMessage = (reader, name) => {
 
 /***/ }),
 
-/***/ 17087:
+/***/ 76513:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.serialize = void 0;
-const buffer_writer_1 = __webpack_require__(30713);
+const buffer_writer_1 = __webpack_require__(49315);
 const writer = new buffer_writer_1.Writer();
 const startup = (opts) => {
     // protocol version
@@ -11067,13 +11067,13 @@ exports.serialize = serialize;
 
 /***/ }),
 
-/***/ 8851:
+/***/ 11549:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
-var textParsers = __webpack_require__(80546);
-var binaryParsers = __webpack_require__(77752);
-var arrayParser = __webpack_require__(79509);
-var builtinTypes = __webpack_require__(12523);
+var textParsers = __webpack_require__(74784);
+var binaryParsers = __webpack_require__(87522);
+var arrayParser = __webpack_require__(76471);
+var builtinTypes = __webpack_require__(16345);
 
 exports.getTypeParser = getTypeParser;
 exports.setTypeParser = setTypeParser;
@@ -11121,10 +11121,10 @@ binaryParsers.init(function(oid, converter) {
 
 /***/ }),
 
-/***/ 79509:
+/***/ 76471:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
-var array = __webpack_require__(33113);
+var array = __webpack_require__(3879);
 
 module.exports = {
   create: function (source, transform) {
@@ -11139,10 +11139,10 @@ module.exports = {
 
 /***/ }),
 
-/***/ 77752:
+/***/ 87522:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
-var parseInt64 = __webpack_require__(46085);
+var parseInt64 = __webpack_require__(62299);
 
 var parseBits = function(data, bits, offset, invert, callback) {
   offset = offset || 0;
@@ -11403,7 +11403,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 12523:
+/***/ 16345:
 /***/ ((module) => {
 
 /**
@@ -11483,14 +11483,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 80546:
+/***/ 74784:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
-var array = __webpack_require__(33113)
-var arrayParser = __webpack_require__(79509);
-var parseDate = __webpack_require__(81200);
-var parseInterval = __webpack_require__(38557);
-var parseByteA = __webpack_require__(41381);
+var array = __webpack_require__(3879)
+var arrayParser = __webpack_require__(76471);
+var parseDate = __webpack_require__(92690);
+var parseInterval = __webpack_require__(68755);
+var parseByteA = __webpack_require__(463);
 
 function allowNull (fn) {
   return function nullAllowed (value) {
@@ -11705,20 +11705,20 @@ module.exports = {
 
 /***/ }),
 
-/***/ 99908:
+/***/ 75042:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 const EventEmitter = (__webpack_require__(24434).EventEmitter)
-const utils = __webpack_require__(96822)
+const utils = __webpack_require__(69652)
 const nodeUtils = __webpack_require__(39023)
-const sasl = __webpack_require__(59050)
-const TypeOverrides = __webpack_require__(54019)
+const sasl = __webpack_require__(20948)
+const TypeOverrides = __webpack_require__(50365)
 
-const ConnectionParameters = __webpack_require__(47028)
-const Query = __webpack_require__(89547)
-const defaults = __webpack_require__(24677)
-const Connection = __webpack_require__(13975)
-const crypto = __webpack_require__(83068)
+const ConnectionParameters = __webpack_require__(646)
+const Query = __webpack_require__(84473)
+const defaults = __webpack_require__(68995)
+const Connection = __webpack_require__(9809)
+const crypto = __webpack_require__(84150)
 
 const activeQueryDeprecationNotice = nodeUtils.deprecate(
   () => {},
@@ -12006,7 +12006,7 @@ class Client extends EventEmitter {
       cb()
     } else {
       try {
-        const pgPass = __webpack_require__(81594)
+        const pgPass = __webpack_require__(13272)
         pgPass(this.connectionParameters, (pass) => {
           if (undefined !== pass) {
             pgPassDeprecationNotice()
@@ -12558,16 +12558,16 @@ module.exports = Client
 
 /***/ }),
 
-/***/ 47028:
+/***/ 646:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const dns = __webpack_require__(72250)
 
-const defaults = __webpack_require__(24677)
+const defaults = __webpack_require__(68995)
 
-const parse = (__webpack_require__(85632).parse) // parses a connection string
+const parse = (__webpack_require__(26122).parse) // parses a connection string
 
 const val = function (key, config, envVar) {
   if (config[key]) {
@@ -12749,15 +12749,15 @@ module.exports = ConnectionParameters
 
 /***/ }),
 
-/***/ 13975:
+/***/ 9809:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const EventEmitter = (__webpack_require__(24434).EventEmitter)
 
-const { parse, serialize } = __webpack_require__(24095)
-const stream = __webpack_require__(11647)
+const { parse, serialize } = __webpack_require__(74233)
+const stream = __webpack_require__(30829)
 const { getStream } = stream
 
 const flushBuffer = serialize.flush()
@@ -13006,7 +13006,7 @@ module.exports = Connection
 
 /***/ }),
 
-/***/ 24603:
+/***/ 9765:
 /***/ ((module) => {
 
 function x509Error(msg, cert) {
@@ -13135,12 +13135,12 @@ module.exports = { signatureAlgorithmHashFromCertificate }
 
 /***/ }),
 
-/***/ 59050:
+/***/ 20948:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
-const crypto = __webpack_require__(83068)
-const { signatureAlgorithmHashFromCertificate } = __webpack_require__(24603)
+const crypto = __webpack_require__(84150)
+const { signatureAlgorithmHashFromCertificate } = __webpack_require__(9765)
 
 // SASLprep (RFC 4013) — minimal in-tree implementation.
 //
@@ -13404,7 +13404,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 83068:
+/***/ 84150:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 const nodeCrypto = __webpack_require__(76982)
@@ -13500,7 +13500,7 @@ async function deriveKey(password, salt, iterations) {
 
 /***/ }),
 
-/***/ 24677:
+/***/ 68995:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -13587,7 +13587,7 @@ module.exports = {
   keepalives_idle: 0,
 }
 
-const pgTypes = __webpack_require__(8851)
+const pgTypes = __webpack_require__(11549)
 // save default parsers
 const parseBigInteger = pgTypes.getTypeParser(20, 'text')
 const parseBigIntegerArray = pgTypes.getTypeParser(1016, 'text')
@@ -13601,20 +13601,20 @@ module.exports.__defineSetter__('parseInt8', function (val) {
 
 /***/ }),
 
-/***/ 33771:
+/***/ 13273:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Client = __webpack_require__(99908)
-const defaults = __webpack_require__(24677)
-const Connection = __webpack_require__(13975)
-const Result = __webpack_require__(47770)
-const utils = __webpack_require__(96822)
-const Pool = __webpack_require__(6924)
-const TypeOverrides = __webpack_require__(54019)
-const { DatabaseError } = __webpack_require__(24095)
-const { escapeIdentifier, escapeLiteral } = __webpack_require__(96822)
+const Client = __webpack_require__(75042)
+const defaults = __webpack_require__(68995)
+const Connection = __webpack_require__(9809)
+const Result = __webpack_require__(26424)
+const utils = __webpack_require__(69652)
+const Pool = __webpack_require__(17558)
+const TypeOverrides = __webpack_require__(50365)
+const { DatabaseError } = __webpack_require__(74233)
+const { escapeIdentifier, escapeLiteral } = __webpack_require__(69652)
 
 const poolFactory = (Client) => {
   return class BoundPool extends Pool {
@@ -13631,7 +13631,7 @@ const PG = function (clientConstructor) {
   this.Pool = poolFactory(this.Client)
   this._pools = []
   this.Connection = Connection
-  this.types = __webpack_require__(8851)
+  this.types = __webpack_require__(11549)
   this.DatabaseError = DatabaseError
   this.TypeOverrides = TypeOverrides
   this.escapeIdentifier = escapeIdentifier
@@ -13650,7 +13650,7 @@ try {
 }
 
 if (forceNative) {
-  clientConstructor = __webpack_require__(51759)
+  clientConstructor = __webpack_require__(45301)
 }
 
 module.exports = new PG(clientConstructor)
@@ -13662,7 +13662,7 @@ Object.defineProperty(module.exports, "native", ({
   get() {
     let native = null
     try {
-      native = new PG(__webpack_require__(51759))
+      native = new PG(__webpack_require__(45301))
     } catch (err) {
       if (err.code !== 'MODULE_NOT_FOUND') {
         throw err
@@ -13681,7 +13681,7 @@ Object.defineProperty(module.exports, "native", ({
 
 /***/ }),
 
-/***/ 59352:
+/***/ 28942:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 const nodeUtils = __webpack_require__(39023)
@@ -13690,16 +13690,16 @@ var Native
 // eslint-disable-next-line no-useless-catch
 try {
   // Wrap this `require()` in a try-catch to avoid upstream bundlers from complaining that this might not be available since it is an optional import
-  Native = __webpack_require__(19025)
+  Native = __webpack_require__(84390)
 } catch (e) {
   throw e
 }
-const TypeOverrides = __webpack_require__(54019)
+const TypeOverrides = __webpack_require__(50365)
 const EventEmitter = (__webpack_require__(24434).EventEmitter)
 const util = __webpack_require__(39023)
-const ConnectionParameters = __webpack_require__(47028)
+const ConnectionParameters = __webpack_require__(646)
 
-const NativeQuery = __webpack_require__(99735)
+const NativeQuery = __webpack_require__(17581)
 
 const queryQueueLengthDeprecationNotice = nodeUtils.deprecate(
   () => {},
@@ -14015,7 +14015,7 @@ Client.prototype._pulsePipelinedQueryQueue = function () {
   const self = this
   const queries = []
   const nativeQueries = []
-  const utils = __webpack_require__(96822)
+  const utils = __webpack_require__(69652)
 
   while (this._queryQueue.length > 0) {
     const query = this._queryQueue.shift()
@@ -14116,23 +14116,23 @@ Client.prototype.getTransactionStatus = function () {
 
 /***/ }),
 
-/***/ 51759:
+/***/ 45301:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
-module.exports = __webpack_require__(59352)
+module.exports = __webpack_require__(28942)
 
 
 /***/ }),
 
-/***/ 99735:
+/***/ 17581:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const EventEmitter = (__webpack_require__(24434).EventEmitter)
 const util = __webpack_require__(39023)
-const utils = __webpack_require__(96822)
+const utils = __webpack_require__(69652)
 
 const NativeQuery = (module.exports = function (config, values, callback) {
   EventEmitter.call(this)
@@ -14299,15 +14299,15 @@ NativeQuery.prototype.submit = function (client) {
 
 /***/ }),
 
-/***/ 89547:
+/***/ 84473:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const { EventEmitter } = __webpack_require__(24434)
 
-const Result = __webpack_require__(47770)
-const utils = __webpack_require__(96822)
+const Result = __webpack_require__(26424)
+const utils = __webpack_require__(69652)
 
 class Query extends EventEmitter {
   constructor(config, values, callback) {
@@ -14569,12 +14569,12 @@ module.exports = Query
 
 /***/ }),
 
-/***/ 47770:
+/***/ 26424:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const types = __webpack_require__(8851)
+const types = __webpack_require__(11549)
 
 const matchRegexp = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/
 
@@ -14685,7 +14685,7 @@ module.exports = Result
 
 /***/ }),
 
-/***/ 11647:
+/***/ 30829:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 const { getStream, getSecureStream } = getStreamFuncs()
@@ -14728,7 +14728,7 @@ function getNodejsStreamFuncs() {
  */
 function getCloudflareStreamFuncs() {
   function getStream(ssl) {
-    const { CloudflareSocket } = __webpack_require__(25183)
+    const { CloudflareSocket } = __webpack_require__(785)
     return new CloudflareSocket(ssl)
   }
 
@@ -14775,12 +14775,12 @@ function getStreamFuncs() {
 
 /***/ }),
 
-/***/ 54019:
+/***/ 50365:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const types = __webpack_require__(8851)
+const types = __webpack_require__(11549)
 
 function TypeOverrides(userTypes) {
   this._types = userTypes || types
@@ -14817,12 +14817,12 @@ module.exports = TypeOverrides
 
 /***/ }),
 
-/***/ 96822:
+/***/ 69652:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const defaults = __webpack_require__(24677)
+const defaults = __webpack_require__(68995)
 const nodeUtils = __webpack_require__(39023)
 
 const { isDate } = __webpack_require__(98253)
@@ -15049,14 +15049,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 81316:
+/***/ 98702:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 var path = __webpack_require__(16928)
   , Stream = (__webpack_require__(2203).Stream)
-  , split = __webpack_require__(70292)
+  , split = __webpack_require__(35286)
   , util = __webpack_require__(39023)
   , defaultPort = 5432
   , isWin = (process.platform === 'win32')
@@ -15289,14 +15289,14 @@ var isValidEntry = module.exports.isValidEntry = function(entry){
 
 /***/ }),
 
-/***/ 81594:
+/***/ 13272:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 var path = __webpack_require__(16928)
   , fs = __webpack_require__(79896)
-  , helper = __webpack_require__(81316)
+  , helper = __webpack_require__(98702)
 ;
 
 
@@ -15319,7 +15319,7 @@ module.exports.warnTo = helper.warnTo;
 
 /***/ }),
 
-/***/ 33113:
+/***/ 3879:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -15423,7 +15423,7 @@ function identity (value) {
 
 /***/ }),
 
-/***/ 41381:
+/***/ 463:
 /***/ ((module) => {
 
 
@@ -15463,7 +15463,7 @@ module.exports = function parseBytea (input) {
 
 /***/ }),
 
-/***/ 81200:
+/***/ 92690:
 /***/ ((module) => {
 
 
@@ -15586,12 +15586,12 @@ function is0To99 (num) {
 
 /***/ }),
 
-/***/ 38557:
+/***/ 68755:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-var extend = __webpack_require__(14813)
+var extend = __webpack_require__(80223)
 
 module.exports = PostgresInterval
 
@@ -15718,7 +15718,7 @@ function parse (interval) {
 
 /***/ }),
 
-/***/ 65466:
+/***/ 6868:
 /***/ ((module) => {
 
 
@@ -15834,7 +15834,7 @@ function format(f, args, opts) {
 
 /***/ }),
 
-/***/ 68830:
+/***/ 44028:
 /***/ (function(module, exports, __webpack_require__) {
 
 
@@ -15855,13 +15855,13 @@ var __exportStar = (this && this.__exportStar) || function(m, exports) {
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.types = void 0;
 /* istanbul ignore file */
-const types_1 = __webpack_require__(27228);
+const types_1 = __webpack_require__(19282);
 Object.defineProperty(exports, "types", ({ enumerable: true, get: function () { return types_1.types; } }));
-__exportStar(__webpack_require__(97819), exports);
-__exportStar(__webpack_require__(85676), exports);
-const tokenizer_1 = __webpack_require__(97819);
-const reconstruct_1 = __webpack_require__(85676);
-__exportStar(__webpack_require__(27228), exports);
+__exportStar(__webpack_require__(80697), exports);
+__exportStar(__webpack_require__(50306), exports);
+const tokenizer_1 = __webpack_require__(80697);
+const reconstruct_1 = __webpack_require__(50306);
+__exportStar(__webpack_require__(19282), exports);
 exports["default"] = tokenizer_1.tokenizer;
 module.exports = tokenizer_1.tokenizer;
 module.exports.types = types_1.types;
@@ -15870,14 +15870,14 @@ module.exports.reconstruct = reconstruct_1.reconstruct;
 
 /***/ }),
 
-/***/ 85676:
+/***/ 50306:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.reconstruct = void 0;
-const types_1 = __webpack_require__(27228);
-const write_set_tokens_1 = __webpack_require__(10883);
+const types_1 = __webpack_require__(19282);
+const write_set_tokens_1 = __webpack_require__(36349);
 const reduceStack = (stack) => stack.map(exports.reconstruct).join('');
 const createAlternate = (token) => {
     if ('options' in token) {
@@ -15954,7 +15954,7 @@ exports.reconstruct = reconstruct;
 
 /***/ }),
 
-/***/ 9456:
+/***/ 23494:
 /***/ (function(__unused_webpack_module, exports, __webpack_require__) {
 
 
@@ -15993,8 +15993,8 @@ var __importStar = (this && this.__importStar) || (function () {
 })();
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.NOTANYCHAR = exports.WHITESPACE = exports.WORDS = exports.INTS = void 0;
-const Sets = __importStar(__webpack_require__(93837));
-const types_1 = __webpack_require__(27228);
+const Sets = __importStar(__webpack_require__(91227));
+const types_1 = __webpack_require__(19282);
 function setToLookup(tokens) {
     let lookup = {};
     let len = 0;
@@ -16025,13 +16025,13 @@ exports.NOTANYCHAR = setToLookup(Sets.anyChar().set);
 
 /***/ }),
 
-/***/ 93837:
+/***/ 91227:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.anyChar = exports.notWhitespace = exports.whitespace = exports.notInts = exports.ints = exports.notWords = exports.words = void 0;
-const types_1 = __webpack_require__(27228);
+const types_1 = __webpack_require__(19282);
 const INTS = () => [{ type: types_1.types.RANGE, from: 48, to: 57 }];
 const WORDS = () => [
     { type: types_1.types.CHAR, value: 95 },
@@ -16081,7 +16081,7 @@ exports.anyChar = anyChar;
 
 /***/ }),
 
-/***/ 97819:
+/***/ 80697:
 /***/ (function(__unused_webpack_module, exports, __webpack_require__) {
 
 
@@ -16120,9 +16120,9 @@ var __importStar = (this && this.__importStar) || (function () {
 })();
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.tokenizer = void 0;
-const util = __importStar(__webpack_require__(38672));
-const types_1 = __webpack_require__(27228);
-const sets = __importStar(__webpack_require__(93837));
+const util = __importStar(__webpack_require__(83678));
+const types_1 = __webpack_require__(19282);
+const sets = __importStar(__webpack_require__(91227));
 /**
  * Valid opening characters for capture group names.
  */
@@ -16459,7 +16459,7 @@ function updateReferences(referenceQueue, groupCount) {
 
 /***/ }),
 
-/***/ 27228:
+/***/ 19282:
 /***/ (function(__unused_webpack_module, exports, __webpack_require__) {
 
 
@@ -16478,14 +16478,14 @@ var __exportStar = (this && this.__exportStar) || function(m, exports) {
     for (var p in m) if (p !== "default" && !Object.prototype.hasOwnProperty.call(exports, p)) __createBinding(exports, m, p);
 };
 Object.defineProperty(exports, "__esModule", ({ value: true }));
-__exportStar(__webpack_require__(65092), exports);
-__exportStar(__webpack_require__(25209), exports);
-__exportStar(__webpack_require__(49071), exports);
+__exportStar(__webpack_require__(45426), exports);
+__exportStar(__webpack_require__(27759), exports);
+__exportStar(__webpack_require__(69797), exports);
 //# sourceMappingURL=index.js.map
 
 /***/ }),
 
-/***/ 49071:
+/***/ 69797:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -16494,7 +16494,7 @@ Object.defineProperty(exports, "__esModule", ({ value: true }));
 
 /***/ }),
 
-/***/ 65092:
+/***/ 45426:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -16503,7 +16503,7 @@ Object.defineProperty(exports, "__esModule", ({ value: true }));
 
 /***/ }),
 
-/***/ 25209:
+/***/ 27759:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -16524,7 +16524,7 @@ var types;
 
 /***/ }),
 
-/***/ 38672:
+/***/ 83678:
 /***/ (function(__unused_webpack_module, exports, __webpack_require__) {
 
 
@@ -16563,8 +16563,8 @@ var __importStar = (this && this.__importStar) || (function () {
 })();
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.tokenizeClass = exports.strToChars = void 0;
-const types_1 = __webpack_require__(27228);
-const sets = __importStar(__webpack_require__(93837));
+const types_1 = __webpack_require__(19282);
+const sets = __importStar(__webpack_require__(91227));
 const CTRL = '@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^ ?';
 /**
  * Finds character representations in str and convert all to
@@ -16628,7 +16628,7 @@ exports.tokenizeClass = tokenizeClass;
 
 /***/ }),
 
-/***/ 10883:
+/***/ 36349:
 /***/ (function(__unused_webpack_module, exports, __webpack_require__) {
 
 
@@ -16668,8 +16668,8 @@ var __importStar = (this && this.__importStar) || (function () {
 Object.defineProperty(exports, "__esModule", ({ value: true }));
 exports.setChar = setChar;
 exports.writeSetTokens = writeSetTokens;
-const types_1 = __webpack_require__(27228);
-const sets = __importStar(__webpack_require__(9456));
+const types_1 = __webpack_require__(19282);
+const sets = __importStar(__webpack_require__(23494));
 /**
  * Takes character code and returns character to be displayed in a set
  * @param {number} charCode Character code of set element
@@ -16755,7 +16755,7 @@ function writeSetToken(set) {
 
 /***/ }),
 
-/***/ 24162:
+/***/ 60844:
 /***/ ((module) => {
 
 
@@ -16795,7 +16795,7 @@ module.exports = reusify
 
 /***/ }),
 
-/***/ 44251:
+/***/ 88825:
 /***/ ((module) => {
 
 
@@ -17000,7 +17000,7 @@ function rfdcCircles (opts) {
 
 /***/ }),
 
-/***/ 92393:
+/***/ 37467:
 /***/ ((module, exports) => {
 
 
@@ -17632,7 +17632,7 @@ function configure (options) {
 
 /***/ }),
 
-/***/ 25869:
+/***/ 89379:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -17772,17 +17772,17 @@ class Comparator {
 
 module.exports = Comparator
 
-const parseOptions = __webpack_require__(54630)
-const { safeRe: re, t } = __webpack_require__(17929)
-const cmp = __webpack_require__(73428)
-const debug = __webpack_require__(1086)
-const SemVer = __webpack_require__(61861)
-const Range = __webpack_require__(56900)
+const parseOptions = __webpack_require__(70356)
+const { safeRe: re, t } = __webpack_require__(95471)
+const cmp = __webpack_require__(28646)
+const debug = __webpack_require__(1159)
+const SemVer = __webpack_require__(7163)
+const Range = __webpack_require__(96782)
 
 
 /***/ }),
 
-/***/ 56900:
+/***/ 96782:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -18004,22 +18004,22 @@ class Range {
 
 module.exports = Range
 
-const LRU = __webpack_require__(8873)
+const LRU = __webpack_require__(61383)
 const cache = new LRU()
 
-const parseOptions = __webpack_require__(54630)
-const Comparator = __webpack_require__(25869)
-const debug = __webpack_require__(1086)
-const SemVer = __webpack_require__(61861)
-const trimComparatorWhitespace = __webpack_require__(48283)
+const parseOptions = __webpack_require__(70356)
+const Comparator = __webpack_require__(89379)
+const debug = __webpack_require__(1159)
+const SemVer = __webpack_require__(7163)
+const trimComparatorWhitespace = __webpack_require__(69737)
 const {
   safeRe: re,
   src,
   t,
   tildeTrimReplace,
   caretTrimReplace,
-} = __webpack_require__(17929)
-const { FLAG_INCLUDE_PRERELEASE, FLAG_LOOSE } = __webpack_require__(53847)
+} = __webpack_require__(95471)
+const { FLAG_INCLUDE_PRERELEASE, FLAG_LOOSE } = __webpack_require__(45101)
 
 // unbounded global build-metadata stripper used by parseRange
 const BUILDSTRIPRE = new RegExp(src[t.BUILD], 'g')
@@ -18366,17 +18366,17 @@ const testSet = (set, version, options) => {
 
 /***/ }),
 
-/***/ 61861:
+/***/ 7163:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const debug = __webpack_require__(1086)
-const { MAX_LENGTH, MAX_SAFE_INTEGER } = __webpack_require__(53847)
-const { safeRe: re, t } = __webpack_require__(17929)
+const debug = __webpack_require__(1159)
+const { MAX_LENGTH, MAX_SAFE_INTEGER } = __webpack_require__(45101)
+const { safeRe: re, t } = __webpack_require__(95471)
 
-const parseOptions = __webpack_require__(54630)
-const { compareIdentifiers } = __webpack_require__(75054)
+const parseOptions = __webpack_require__(70356)
+const { compareIdentifiers } = __webpack_require__(73348)
 
 const isPrereleaseIdentifier = (prerelease, identifier) => {
   const identifiers = identifier.split('.')
@@ -18723,12 +18723,12 @@ module.exports = SemVer
 
 /***/ }),
 
-/***/ 97881:
+/***/ 1799:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const parse = __webpack_require__(99555)
+const parse = __webpack_require__(16353)
 const clean = (version, options) => {
   const s = parse(version.trim().replace(/^[=v]+/, ''), options)
   return s ? s.version : null
@@ -18738,17 +18738,17 @@ module.exports = clean
 
 /***/ }),
 
-/***/ 73428:
+/***/ 28646:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const eq = __webpack_require__(35184)
-const neq = __webpack_require__(31292)
-const gt = __webpack_require__(96097)
-const gte = __webpack_require__(91810)
-const lt = __webpack_require__(57598)
-const lte = __webpack_require__(9063)
+const eq = __webpack_require__(55082)
+const neq = __webpack_require__(4974)
+const gt = __webpack_require__(16599)
+const gte = __webpack_require__(41236)
+const lt = __webpack_require__(3872)
+const lte = __webpack_require__(56717)
 
 const cmp = (a, op, b, loose) => {
   switch (op) {
@@ -18799,14 +18799,14 @@ module.exports = cmp
 
 /***/ }),
 
-/***/ 7279:
+/***/ 35385:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
-const parse = __webpack_require__(99555)
-const { safeRe: re, t } = __webpack_require__(17929)
+const SemVer = __webpack_require__(7163)
+const parse = __webpack_require__(16353)
+const { safeRe: re, t } = __webpack_require__(95471)
 
 const coerce = (version, options) => {
   if (version instanceof SemVer) {
@@ -18868,12 +18868,12 @@ module.exports = coerce
 
 /***/ }),
 
-/***/ 63322:
+/***/ 37648:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
+const SemVer = __webpack_require__(7163)
 const compareBuild = (a, b, loose) => {
   const versionA = new SemVer(a, loose)
   const versionB = new SemVer(b, loose)
@@ -18884,24 +18884,24 @@ module.exports = compareBuild
 
 /***/ }),
 
-/***/ 9348:
+/***/ 56874:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const compareLoose = (a, b) => compare(a, b, true)
 module.exports = compareLoose
 
 
 /***/ }),
 
-/***/ 54123:
+/***/ 78469:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
+const SemVer = __webpack_require__(7163)
 const compare = (a, b, loose) =>
   new SemVer(a, loose).compare(new SemVer(b, loose))
 
@@ -18910,12 +18910,12 @@ module.exports = compare
 
 /***/ }),
 
-/***/ 10613:
+/***/ 70711:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const parse = __webpack_require__(99555)
+const parse = __webpack_require__(16353)
 
 const diff = (version1, version2) => {
   const v1 = parse(version1, null, true)
@@ -18977,48 +18977,48 @@ module.exports = diff
 
 /***/ }),
 
-/***/ 35184:
+/***/ 55082:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const eq = (a, b, loose) => compare(a, b, loose) === 0
 module.exports = eq
 
 
 /***/ }),
 
-/***/ 96097:
+/***/ 16599:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const gt = (a, b, loose) => compare(a, b, loose) > 0
 module.exports = gt
 
 
 /***/ }),
 
-/***/ 91810:
+/***/ 41236:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const gte = (a, b, loose) => compare(a, b, loose) >= 0
 module.exports = gte
 
 
 /***/ }),
 
-/***/ 41940:
+/***/ 62338:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
+const SemVer = __webpack_require__(7163)
 
 const inc = (version, release, options, identifier, identifierBase) => {
   if (typeof (options) === 'string') {
@@ -19041,72 +19041,72 @@ module.exports = inc
 
 /***/ }),
 
-/***/ 57598:
+/***/ 3872:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const lt = (a, b, loose) => compare(a, b, loose) < 0
 module.exports = lt
 
 
 /***/ }),
 
-/***/ 9063:
+/***/ 56717:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const lte = (a, b, loose) => compare(a, b, loose) <= 0
 module.exports = lte
 
 
 /***/ }),
 
-/***/ 31981:
+/***/ 68511:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
+const SemVer = __webpack_require__(7163)
 const major = (a, loose) => new SemVer(a, loose).major
 module.exports = major
 
 
 /***/ }),
 
-/***/ 36953:
+/***/ 32603:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
+const SemVer = __webpack_require__(7163)
 const minor = (a, loose) => new SemVer(a, loose).minor
 module.exports = minor
 
 
 /***/ }),
 
-/***/ 31292:
+/***/ 4974:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const neq = (a, b, loose) => compare(a, b, loose) !== 0
 module.exports = neq
 
 
 /***/ }),
 
-/***/ 99555:
+/***/ 16353:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
+const SemVer = __webpack_require__(7163)
 const parse = (version, options, throwErrors = false) => {
   if (version instanceof SemVer) {
     return version
@@ -19126,24 +19126,24 @@ module.exports = parse
 
 /***/ }),
 
-/***/ 18034:
+/***/ 48756:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
+const SemVer = __webpack_require__(7163)
 const patch = (a, loose) => new SemVer(a, loose).patch
 module.exports = patch
 
 
 /***/ }),
 
-/***/ 50676:
+/***/ 15714:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const parse = __webpack_require__(99555)
+const parse = __webpack_require__(16353)
 const prerelease = (version, options) => {
   const parsed = parse(version, options)
   return (parsed && parsed.prerelease.length) ? parsed.prerelease : null
@@ -19153,36 +19153,36 @@ module.exports = prerelease
 
 /***/ }),
 
-/***/ 45507:
+/***/ 32173:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compare = __webpack_require__(54123)
+const compare = __webpack_require__(78469)
 const rcompare = (a, b, loose) => compare(b, a, loose)
 module.exports = rcompare
 
 
 /***/ }),
 
-/***/ 99410:
+/***/ 87192:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compareBuild = __webpack_require__(63322)
+const compareBuild = __webpack_require__(37648)
 const rsort = (list, loose) => list.sort((a, b) => compareBuild(b, a, loose))
 module.exports = rsort
 
 
 /***/ }),
 
-/***/ 66749:
+/***/ 68011:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Range = __webpack_require__(56900)
+const Range = __webpack_require__(96782)
 const satisfies = (version, range, options) => {
   try {
     range = new Range(range, options)
@@ -19196,26 +19196,26 @@ module.exports = satisfies
 
 /***/ }),
 
-/***/ 71386:
+/***/ 29872:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const compareBuild = __webpack_require__(63322)
+const compareBuild = __webpack_require__(37648)
 const sort = (list, loose) => list.sort((a, b) => compareBuild(a, b, loose))
 module.exports = sort
 
 
 /***/ }),
 
-/***/ 36620:
+/***/ 16114:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const parse = __webpack_require__(99555)
-const constants = __webpack_require__(53847)
-const SemVer = __webpack_require__(61861)
+const parse = __webpack_require__(16353)
+const constants = __webpack_require__(45101)
+const SemVer = __webpack_require__(7163)
 
 const truncate = (version, truncation, options) => {
   if (!constants.RELEASE_TYPES.includes(truncation)) {
@@ -19263,12 +19263,12 @@ module.exports = truncate
 
 /***/ }),
 
-/***/ 50426:
+/***/ 58780:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const parse = __webpack_require__(99555)
+const parse = __webpack_require__(16353)
 const valid = (version, options) => {
   const v = parse(version, options)
   return v ? v.version : null
@@ -19278,54 +19278,54 @@ module.exports = valid
 
 /***/ }),
 
-/***/ 86626:
+/***/ 62088:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 // just pre-load all the stuff that index.js lazily exports
-const internalRe = __webpack_require__(17929)
-const constants = __webpack_require__(53847)
-const SemVer = __webpack_require__(61861)
-const identifiers = __webpack_require__(75054)
-const parse = __webpack_require__(99555)
-const valid = __webpack_require__(50426)
-const clean = __webpack_require__(97881)
-const inc = __webpack_require__(41940)
-const diff = __webpack_require__(10613)
-const major = __webpack_require__(31981)
-const minor = __webpack_require__(36953)
-const patch = __webpack_require__(18034)
-const prerelease = __webpack_require__(50676)
-const compare = __webpack_require__(54123)
-const rcompare = __webpack_require__(45507)
-const compareLoose = __webpack_require__(9348)
-const compareBuild = __webpack_require__(63322)
-const sort = __webpack_require__(71386)
-const rsort = __webpack_require__(99410)
-const gt = __webpack_require__(96097)
-const lt = __webpack_require__(57598)
-const eq = __webpack_require__(35184)
-const neq = __webpack_require__(31292)
-const gte = __webpack_require__(91810)
-const lte = __webpack_require__(9063)
-const cmp = __webpack_require__(73428)
-const coerce = __webpack_require__(7279)
-const truncate = __webpack_require__(36620)
-const Comparator = __webpack_require__(25869)
-const Range = __webpack_require__(56900)
-const satisfies = __webpack_require__(66749)
-const toComparators = __webpack_require__(47900)
-const maxSatisfying = __webpack_require__(76575)
-const minSatisfying = __webpack_require__(76893)
-const minVersion = __webpack_require__(29232)
-const validRange = __webpack_require__(43739)
-const outside = __webpack_require__(96198)
-const gtr = __webpack_require__(97722)
-const ltr = __webpack_require__(7679)
-const intersects = __webpack_require__(84895)
-const simplifyRange = __webpack_require__(82086)
-const subset = __webpack_require__(43655)
+const internalRe = __webpack_require__(95471)
+const constants = __webpack_require__(45101)
+const SemVer = __webpack_require__(7163)
+const identifiers = __webpack_require__(73348)
+const parse = __webpack_require__(16353)
+const valid = __webpack_require__(58780)
+const clean = __webpack_require__(1799)
+const inc = __webpack_require__(62338)
+const diff = __webpack_require__(70711)
+const major = __webpack_require__(68511)
+const minor = __webpack_require__(32603)
+const patch = __webpack_require__(48756)
+const prerelease = __webpack_require__(15714)
+const compare = __webpack_require__(78469)
+const rcompare = __webpack_require__(32173)
+const compareLoose = __webpack_require__(56874)
+const compareBuild = __webpack_require__(37648)
+const sort = __webpack_require__(29872)
+const rsort = __webpack_require__(87192)
+const gt = __webpack_require__(16599)
+const lt = __webpack_require__(3872)
+const eq = __webpack_require__(55082)
+const neq = __webpack_require__(4974)
+const gte = __webpack_require__(41236)
+const lte = __webpack_require__(56717)
+const cmp = __webpack_require__(28646)
+const coerce = __webpack_require__(35385)
+const truncate = __webpack_require__(16114)
+const Comparator = __webpack_require__(89379)
+const Range = __webpack_require__(96782)
+const satisfies = __webpack_require__(68011)
+const toComparators = __webpack_require__(54750)
+const maxSatisfying = __webpack_require__(73193)
+const minSatisfying = __webpack_require__(68595)
+const minVersion = __webpack_require__(51866)
+const validRange = __webpack_require__(64737)
+const outside = __webpack_require__(10280)
+const gtr = __webpack_require__(12276)
+const ltr = __webpack_require__(15213)
+const intersects = __webpack_require__(23465)
+const simplifyRange = __webpack_require__(82028)
+const subset = __webpack_require__(61489)
 module.exports = {
   parse,
   valid,
@@ -19378,7 +19378,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 53847:
+/***/ 45101:
 /***/ ((module) => {
 
 
@@ -19452,7 +19452,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 1086:
+/***/ 1159:
 /***/ ((module) => {
 
 
@@ -19470,7 +19470,7 @@ module.exports = debug
 
 /***/ }),
 
-/***/ 75054:
+/***/ 73348:
 /***/ ((module) => {
 
 
@@ -19506,7 +19506,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 8873:
+/***/ 61383:
 /***/ ((module) => {
 
 
@@ -19555,7 +19555,7 @@ module.exports = LRUCache
 
 /***/ }),
 
-/***/ 54630:
+/***/ 70356:
 /***/ ((module) => {
 
 
@@ -19579,7 +19579,7 @@ module.exports = parseOptions
 
 /***/ }),
 
-/***/ 17929:
+/***/ 95471:
 /***/ ((module, exports, __webpack_require__) => {
 
 
@@ -19588,8 +19588,8 @@ const {
   MAX_SAFE_COMPONENT_LENGTH,
   MAX_SAFE_BUILD_LENGTH,
   MAX_LENGTH,
-} = __webpack_require__(53847)
-const debug = __webpack_require__(1086)
+} = __webpack_require__(45101)
+const debug = __webpack_require__(1159)
 exports = module.exports = {}
 
 // The actual regexps go on exports.re
@@ -19809,7 +19809,7 @@ createToken('GTE0PRE', '^\\s*>=\\s*0\\.0\\.0-0\\s*$')
 
 /***/ }),
 
-/***/ 48283:
+/***/ 69737:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 // @ts-check
@@ -19824,7 +19824,7 @@ const {
   MAX_LENGTH,
   MAX_SAFE_BUILD_LENGTH,
   WHITESPACE_CHARACTERS,
-} = __webpack_require__(53847)
+} = __webpack_require__(45101)
 
 /**
  * Remembers the last two rows of digits so their characters need not be reread.
@@ -20254,25 +20254,25 @@ module.exports = trimComparatorWhitespace
 
 /***/ }),
 
-/***/ 97722:
+/***/ 12276:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 // Determine if version is greater than all the versions possible in the range.
-const outside = __webpack_require__(96198)
+const outside = __webpack_require__(10280)
 const gtr = (version, range, options) => outside(version, range, '>', options)
 module.exports = gtr
 
 
 /***/ }),
 
-/***/ 84895:
+/***/ 23465:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Range = __webpack_require__(56900)
+const Range = __webpack_require__(96782)
 const intersects = (r1, r2, options) => {
   r1 = new Range(r1, options)
   r2 = new Range(r2, options)
@@ -20283,12 +20283,12 @@ module.exports = intersects
 
 /***/ }),
 
-/***/ 7679:
+/***/ 15213:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const outside = __webpack_require__(96198)
+const outside = __webpack_require__(10280)
 // Determine if version is less than all the versions possible in the range
 const ltr = (version, range, options) => outside(version, range, '<', options)
 module.exports = ltr
@@ -20296,13 +20296,13 @@ module.exports = ltr
 
 /***/ }),
 
-/***/ 76575:
+/***/ 73193:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
-const Range = __webpack_require__(56900)
+const SemVer = __webpack_require__(7163)
+const Range = __webpack_require__(96782)
 
 const maxSatisfying = (versions, range, options) => {
   let max = null
@@ -20330,13 +20330,13 @@ module.exports = maxSatisfying
 
 /***/ }),
 
-/***/ 76893:
+/***/ 68595:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
-const Range = __webpack_require__(56900)
+const SemVer = __webpack_require__(7163)
+const Range = __webpack_require__(96782)
 const minSatisfying = (versions, range, options) => {
   let min = null
   let minSV = null
@@ -20363,14 +20363,14 @@ module.exports = minSatisfying
 
 /***/ }),
 
-/***/ 29232:
+/***/ 51866:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
-const Range = __webpack_require__(56900)
-const gt = __webpack_require__(96097)
+const SemVer = __webpack_require__(7163)
+const Range = __webpack_require__(96782)
+const gt = __webpack_require__(16599)
 
 const minVersion = (range, loose) => {
   range = new Range(range, loose)
@@ -20433,20 +20433,20 @@ module.exports = minVersion
 
 /***/ }),
 
-/***/ 96198:
+/***/ 10280:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const SemVer = __webpack_require__(61861)
-const Comparator = __webpack_require__(25869)
+const SemVer = __webpack_require__(7163)
+const Comparator = __webpack_require__(89379)
 const { ANY } = Comparator
-const Range = __webpack_require__(56900)
-const satisfies = __webpack_require__(66749)
-const gt = __webpack_require__(96097)
-const lt = __webpack_require__(57598)
-const lte = __webpack_require__(9063)
-const gte = __webpack_require__(91810)
+const Range = __webpack_require__(96782)
+const satisfies = __webpack_require__(68011)
+const gt = __webpack_require__(16599)
+const lt = __webpack_require__(3872)
+const lte = __webpack_require__(56717)
+const gte = __webpack_require__(41236)
 
 const outside = (version, range, hilo, options) => {
   version = new SemVer(version, options)
@@ -20522,7 +20522,7 @@ module.exports = outside
 
 /***/ }),
 
-/***/ 82086:
+/***/ 82028:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -20530,8 +20530,8 @@ module.exports = outside
 // given a set of versions and a range, create a "simplified" range
 // that includes the same versions that the original range does
 // If the original range is shorter than the simplified one, return that.
-const satisfies = __webpack_require__(66749)
-const compare = __webpack_require__(54123)
+const satisfies = __webpack_require__(68011)
+const compare = __webpack_require__(78469)
 module.exports = (versions, range, options) => {
   const set = []
   let first = null
@@ -20578,16 +20578,16 @@ module.exports = (versions, range, options) => {
 
 /***/ }),
 
-/***/ 43655:
+/***/ 61489:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Range = __webpack_require__(56900)
-const Comparator = __webpack_require__(25869)
+const Range = __webpack_require__(96782)
+const Comparator = __webpack_require__(89379)
 const { ANY } = Comparator
-const satisfies = __webpack_require__(66749)
-const compare = __webpack_require__(54123)
+const satisfies = __webpack_require__(68011)
+const compare = __webpack_require__(78469)
 
 // Complex range `r1 || r2 || ...` is a subset of `R1 || R2 || ...` iff:
 // - Every simple range `r1, r2, ...` is a null set, OR
@@ -20834,12 +20834,12 @@ module.exports = subset
 
 /***/ }),
 
-/***/ 47900:
+/***/ 54750:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Range = __webpack_require__(56900)
+const Range = __webpack_require__(96782)
 
 // Mostly just for testing and legacy API reasons
 const toComparators = (range, options) =>
@@ -20851,12 +20851,12 @@ module.exports = toComparators
 
 /***/ }),
 
-/***/ 43739:
+/***/ 64737:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Range = __webpack_require__(56900)
+const Range = __webpack_require__(96782)
 const validRange = (range, options) => {
   try {
     // Return '*' instead of '' so that truthiness works.
@@ -20871,7 +20871,7 @@ module.exports = validRange
 
 /***/ }),
 
-/***/ 70292:
+/***/ 35286:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 /*
@@ -21019,22 +21019,22 @@ module.exports = split
 
 /***/ }),
 
-/***/ 95757:
+/***/ 21367:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { version } = __webpack_require__(76814)
+const { version } = __webpack_require__(65847)
 const { EventEmitter } = __webpack_require__(24434)
 const { Worker } = __webpack_require__(28167)
 const { join } = __webpack_require__(16928)
 const { pathToFileURL } = __webpack_require__(87016)
-const { wait } = __webpack_require__(1368)
+const { wait } = __webpack_require__(18862)
 const {
   WRITE_INDEX,
   READ_INDEX,
   SEQ_INDEX
-} = __webpack_require__(68269)
+} = __webpack_require__(25835)
 const buffer = __webpack_require__(20181)
 const assert = __webpack_require__(42613)
 
@@ -21729,7 +21729,7 @@ module.exports = ThreadStream
 
 /***/ }),
 
-/***/ 68269:
+/***/ 25835:
 /***/ ((module) => {
 
 
@@ -21747,7 +21747,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 1368:
+/***/ 18862:
 /***/ ((module) => {
 
 
@@ -21849,7 +21849,7 @@ module.exports = { wait, waitDiff }
 
 /***/ }),
 
-/***/ 14813:
+/***/ 80223:
 /***/ ((module) => {
 
 module.exports = extend
@@ -21873,7 +21873,7 @@ function extend(target) {
 
 /***/ }),
 
-/***/ 19025:
+/***/ 84390:
 /***/ ((module) => {
 
 module.exports = eval("require")("pg-native");
@@ -21881,14 +21881,14 @@ module.exports = eval("require")("pg-native");
 
 /***/ }),
 
-/***/ 14903:
+/***/ 6933:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const AjvReference = Symbol.for('fastify.ajv-compiler.reference')
-const ValidatorCompiler = __webpack_require__(24427)
-const SerializerCompiler = __webpack_require__(49285)
+const ValidatorCompiler = __webpack_require__(27633)
+const SerializerCompiler = __webpack_require__(42219)
 
 function AjvCompiler (opts) {
   const validatorPool = new Map()
@@ -21936,17 +21936,17 @@ module.exports = AjvCompiler
 module.exports["default"] = AjvCompiler
 module.exports.AjvCompiler = AjvCompiler
 module.exports.AjvReference = AjvReference
-module.exports.StandaloneValidator = __webpack_require__(16872)
+module.exports.StandaloneValidator = __webpack_require__(70070)
 
 
 /***/ }),
 
-/***/ 12435:
+/***/ 15993:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const fastUri = __webpack_require__(89422)
+const fastUri = __webpack_require__(24352)
 
 module.exports = Object.freeze({
   coerceTypes: 'array',
@@ -21962,14 +21962,14 @@ module.exports = Object.freeze({
 
 /***/ }),
 
-/***/ 49285:
+/***/ 42219:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const AjvJTD = __webpack_require__(17176)
+const AjvJTD = __webpack_require__(1354)
 
-const defaultAjvOptions = __webpack_require__(12435)
+const defaultAjvOptions = __webpack_require__(15993)
 
 class SerializerCompiler {
   constructor (_externalSchemas, options) {
@@ -21996,15 +21996,15 @@ module.exports = SerializerCompiler
 
 /***/ }),
 
-/***/ 24427:
+/***/ 27633:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Ajv = (__webpack_require__(79153)["default"])
-const AjvJTD = __webpack_require__(17176)
+const Ajv = (__webpack_require__(42463)["default"])
+const AjvJTD = __webpack_require__(1354)
 
-const defaultAjvOptions = __webpack_require__(12435)
+const defaultAjvOptions = __webpack_require__(15993)
 
 class ValidatorCompiler {
   constructor (externalSchemas, options) {
@@ -22030,7 +22030,7 @@ class ValidatorCompiler {
     }
 
     if (addFormatPlugin) {
-      __webpack_require__(96373)(this.ajv)
+      __webpack_require__(82815)(this.ajv)
     }
 
     options.onCreate?.(this.ajv)
@@ -22061,13 +22061,13 @@ module.exports = ValidatorCompiler
 
 /***/ }),
 
-/***/ 16872:
+/***/ 70070:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const ValidatorSelector = __webpack_require__(14903)
-const standaloneCode = (__webpack_require__(27956)["default"])
+const ValidatorSelector = __webpack_require__(6933)
+const standaloneCode = (__webpack_require__(41398)["default"])
 
 function StandaloneValidator (options = { readMode: true }) {
   if (options.readMode === true && !options.restoreFunction) {
@@ -22112,7 +22112,7 @@ module.exports = StandaloneValidator
 
 /***/ }),
 
-/***/ 45614:
+/***/ 2156:
 /***/ ((module) => {
 
 
@@ -22305,7 +22305,7 @@ Object.defineProperty(module.exports, "isMergeableObject", ({
 
 /***/ }),
 
-/***/ 29782:
+/***/ 28908:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -22412,12 +22412,12 @@ module.exports.createError = createError
 
 /***/ }),
 
-/***/ 45759:
+/***/ 61705:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { SerializerSelector, StandaloneSerializer } = __webpack_require__(45904)
+const { SerializerSelector, StandaloneSerializer } = __webpack_require__(63426)
 
 module.exports = SerializerSelector
 module.exports["default"] = SerializerSelector
@@ -22427,12 +22427,12 @@ module.exports.StandaloneSerializer = StandaloneSerializer
 
 /***/ }),
 
-/***/ 45904:
+/***/ 63426:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const fastJsonStringify = __webpack_require__(70342)
+const fastJsonStringify = __webpack_require__(93596)
 
 function SerializerSelector () {
   return function buildSerializerFactory (externalSchemas, serializerOpts) {
@@ -22492,7 +22492,7 @@ module.exports["default"] = StandaloneSerializer
 
 /***/ }),
 
-/***/ 22384:
+/***/ 17418:
 /***/ ((module) => {
 
 /**
@@ -22558,14 +22558,14 @@ module.exports.forwarded = forwarded
 
 /***/ }),
 
-/***/ 13776:
+/***/ 95198:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { dequal: deepEqual } = __webpack_require__(16003)
-const resolvers = __webpack_require__(21019)
-const errors = __webpack_require__(58253)
+const { dequal: deepEqual } = __webpack_require__(66129)
+const resolvers = __webpack_require__(28781)
+const errors = __webpack_require__(1431)
 
 const keywordsResolvers = {
   $id: resolvers.skip,
@@ -22921,7 +22921,7 @@ module.exports = { mergeSchemas, keywordsResolvers, defaultResolver, ...errors }
 
 /***/ }),
 
-/***/ 58253:
+/***/ 1431:
 /***/ ((module) => {
 
 
@@ -22964,13 +22964,13 @@ module.exports = {
 
 /***/ }),
 
-/***/ 21019:
+/***/ 28781:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { dequal: deepEqual } = __webpack_require__(16003)
-const { MergeError } = __webpack_require__(58253)
+const { dequal: deepEqual } = __webpack_require__(66129)
+const { MergeError } = __webpack_require__(1431)
 
 function _arraysIntersection (arrays) {
   let intersection = arrays[0]
@@ -23098,7 +23098,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 19092:
+/***/ 17610:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 /*!
@@ -23126,8 +23126,8 @@ module.exports.compile = compile
  * @private
  */
 
-const forwarded = __webpack_require__(22384)
-const ipaddr = __webpack_require__(194)
+const forwarded = __webpack_require__(17418)
+const ipaddr = __webpack_require__(48280)
 
 /**
  * Variables.
@@ -23476,13 +23476,13 @@ function trustSingle (subnet) {
 
 /***/ }),
 
-/***/ 24271:
+/***/ 92769:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { normalizeIPv6, removeDotSegments, removeDotSegmentsRelative, recomposeAuthority, normalizePercentEncoding, normalizePathEncoding, serializePathEncoding, normalizeQueryFragmentEncoding, encodeQuery, encodeFragment, reescapeHostDelimiters, isIPv4, nonSimpleDomain } = __webpack_require__(84874)
-const { SCHEMES, getSchemeHandler } = __webpack_require__(34895)
+const { normalizeIPv6, removeDotSegments, removeDotSegmentsRelative, recomposeAuthority, normalizePercentEncoding, normalizePathEncoding, serializePathEncoding, normalizeQueryFragmentEncoding, encodeQuery, encodeFragment, reescapeHostDelimiters, isIPv4, nonSimpleDomain } = __webpack_require__(27060)
+const { SCHEMES, getSchemeHandler } = __webpack_require__(25481)
 
 const VALID_SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/u
 const MALFORMED_SCHEME_ERROR = 'URI scheme is malformed.'
@@ -24194,12 +24194,12 @@ module.exports.fastUri = fastUri
 
 /***/ }),
 
-/***/ 34895:
+/***/ 25481:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { isUUID } = __webpack_require__(84874)
+const { isUUID } = __webpack_require__(27060)
 const URN_REG = /^([\da-z][\d\-a-z]{0,31}):((?:[\w!$'()*+,\-./:;=@]|%[\da-f]{2})+)$/iu
 
 const supportedSchemeNames = /** @type {const} */ (['http', 'https', 'ws',
@@ -24473,7 +24473,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 84874:
+/***/ 27060:
 /***/ ((module) => {
 
 
@@ -25279,12 +25279,12 @@ module.exports = {
 
 /***/ }),
 
-/***/ 41822:
+/***/ 73908:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const fastq = __webpack_require__(53339)
+const fastq = __webpack_require__(53281)
 const EE = (__webpack_require__(78474).EventEmitter)
 const inherits = (__webpack_require__(57975).inherits)
 const {
@@ -25294,19 +25294,19 @@ const {
   AVV_ERR_READY_TIMEOUT,
   AVV_ERR_ATTRIBUTE_ALREADY_DEFINED,
   AVV_ERR_PARENT_PLG_LOADED
-} = __webpack_require__(67575)
+} = __webpack_require__(77569)
 const {
   kAvvio,
   kIsOnCloseHandler
-} = __webpack_require__(58927)
-const { TimeTree } = __webpack_require__(37062)
-const { Plugin } = __webpack_require__(89287)
-const { debug } = __webpack_require__(41349)
-const { validatePlugin } = __webpack_require__(23168)
-const { isBundledOrTypescriptPlugin } = __webpack_require__(29059)
-const { isPromiseLike } = __webpack_require__(66350)
-const { thenify } = __webpack_require__(65757)
-const { executeWithThenable } = __webpack_require__(15184)
+} = __webpack_require__(71409)
+const { TimeTree } = __webpack_require__(86244)
+const { Plugin } = __webpack_require__(2093)
+const { debug } = __webpack_require__(67023)
+const { validatePlugin } = __webpack_require__(90198)
+const { isBundledOrTypescriptPlugin } = __webpack_require__(25509)
+const { isPromiseLike } = __webpack_require__(82756)
+const { thenify } = __webpack_require__(18143)
+const { executeWithThenable } = __webpack_require__(62306)
 
 function Boot (server, opts, done) {
   if (typeof server === 'function' && arguments.length === 1) {
@@ -25916,7 +25916,7 @@ module.exports = Boot
 
 /***/ }),
 
-/***/ 89416:
+/***/ 90714:
 /***/ ((module) => {
 
 
@@ -25968,7 +25968,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 41349:
+/***/ 67023:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -25994,12 +25994,12 @@ module.exports = {
 
 /***/ }),
 
-/***/ 67575:
+/***/ 77569:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { createError } = __webpack_require__(29782)
+const { createError } = __webpack_require__(28908)
 
 module.exports = {
   AVV_ERR_EXPOSE_ALREADY_DEFINED: createError(
@@ -26039,12 +26039,12 @@ module.exports = {
 
 /***/ }),
 
-/***/ 15184:
+/***/ 62306:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
-const { isPromiseLike } = __webpack_require__(66350)
-const { kAvvio } = __webpack_require__(58927)
+const { isPromiseLike } = __webpack_require__(82756)
+const { kAvvio } = __webpack_require__(71409)
 
 /**
  * @callback ExecuteWithThenableCallback
@@ -26082,13 +26082,13 @@ module.exports = {
 
 /***/ }),
 
-/***/ 37666:
+/***/ 24524:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 // this symbol is assigned by fastify-plugin
-const { kPluginMeta } = __webpack_require__(58927)
+const { kPluginMeta } = __webpack_require__(71409)
 
 /**
  * @param {function} plugin
@@ -26123,7 +26123,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 29059:
+/***/ 25509:
 /***/ ((module) => {
 
 
@@ -26153,7 +26153,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 66350:
+/***/ 82756:
 /***/ ((module) => {
 
 
@@ -26177,18 +26177,18 @@ module.exports = {
 
 /***/ }),
 
-/***/ 89287:
+/***/ 2093:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const { EventEmitter } = __webpack_require__(78474)
 const { inherits } = __webpack_require__(57975)
-const { debug } = __webpack_require__(41349)
-const { createPromise } = __webpack_require__(89416)
-const { AVV_ERR_PLUGIN_EXEC_TIMEOUT } = __webpack_require__(67575)
-const { getPluginName } = __webpack_require__(37666)
-const { isPromiseLike } = __webpack_require__(66350)
+const { debug } = __webpack_require__(67023)
+const { createPromise } = __webpack_require__(90714)
+const { AVV_ERR_PLUGIN_EXEC_TIMEOUT } = __webpack_require__(77569)
+const { getPluginName } = __webpack_require__(24524)
+const { isPromiseLike } = __webpack_require__(82756)
 
 /**
  * @param {*} queue
@@ -26476,7 +26476,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 58927:
+/***/ 71409:
 /***/ ((module) => {
 
 
@@ -26509,13 +26509,13 @@ module.exports = {
 
 /***/ }),
 
-/***/ 65757:
+/***/ 18143:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { debug } = __webpack_require__(41349)
-const { kThenifyDoNotWrap } = __webpack_require__(58927)
+const { debug } = __webpack_require__(67023)
+const { kThenifyDoNotWrap } = __webpack_require__(71409)
 
 /**
  * @callback PromiseConstructorLikeResolve
@@ -26576,7 +26576,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 37062:
+/***/ 86244:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -26587,7 +26587,7 @@ const {
   kGetParent,
   kGetNode,
   kAddNode
-} = __webpack_require__(58927)
+} = __webpack_require__(71409)
 
 /**
  * Node of the TimeTree
@@ -26783,12 +26783,12 @@ module.exports = {
 
 /***/ }),
 
-/***/ 23168:
+/***/ 90198:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { AVV_ERR_PLUGIN_NOT_VALID } = __webpack_require__(67575)
+const { AVV_ERR_PLUGIN_NOT_VALID } = __webpack_require__(77569)
 
 /**
  * @param {any} maybePlugin
@@ -26816,23 +26816,23 @@ module.exports = {
 
 /***/ }),
 
-/***/ 70342:
+/***/ 93596:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 /* eslint no-prototype-builtins: 0 */
 
-const { RefResolver } = __webpack_require__(99100)
-const { MergeError } = __webpack_require__(13776)
+const { RefResolver } = __webpack_require__(39774)
+const { MergeError } = __webpack_require__(95198)
 
-const Serializer = __webpack_require__(93540)
-const Validator = __webpack_require__(16652)
+const Serializer = __webpack_require__(67538)
+const Validator = __webpack_require__(47842)
 const { escapeRefForAjv } = Validator
-const { buildProjection } = __webpack_require__(85681)
-const Location = __webpack_require__(86187)
-const validate = __webpack_require__(64100)
-const mergeSchemas = __webpack_require__(45123)
+const { buildProjection } = __webpack_require__(14671)
+const Location = __webpack_require__(15297)
+const validate = __webpack_require__(56534)
+const mergeSchemas = __webpack_require__(40257)
 
 const DEFAULT_MAX_DEPTH = 100
 const NAMED_FRAGMENT_REF = /^#[a-z_][-\w._]*$/i
@@ -26865,7 +26865,7 @@ const NAMED_FRAGMENT_REF = /^#[a-z_][-\w._]*$/i
 // longer supported.
 const nodeMajor = Number.parseInt(process.versions.node, 10)
 // objectMechanism: 'native' relies on the V8 13.8 JSON.stringify fast path.
-const { HAS_FAST_JSON_STRINGIFY: PROJECTION_SUPPORTED } = __webpack_require__(12678)
+const { HAS_FAST_JSON_STRINGIFY: PROJECTION_SUPPORTED } = __webpack_require__(78968)
 const PRIMITIVE_FAST_PATH_MIN_LENGTH = [{ integer: 3e5, number: 3e5, string: 128 }, { integer: 512, number: 128, string: 8 }][+(nodeMajor >= 22)]
 const STRING_ARRAY_FAST_PATH_MIN_LENGTH = PRIMITIVE_FAST_PATH_MIN_LENGTH.string
 const INTEGER_ARRAY_FAST_PATH = { condition: 'Number.isInteger(v)', minLength: PRIMITIVE_FAST_PATH_MIN_LENGTH.integer }
@@ -27467,7 +27467,7 @@ function build (schema, options) {
   const contextFunc = new Function('validator', 'serializer', contextFunctionCode)
 
   if (options.mode === 'standalone') {
-    const buildStandaloneCode = __webpack_require__(36963)
+    const buildStandaloneCode = __webpack_require__(6913)
     return buildStandaloneCode(contextFunc, context, serializer, validator)
   }
 
@@ -28760,7 +28760,7 @@ module.exports.restore = function ({ code, validator, serializer }) {
 
 /***/ }),
 
-/***/ 86187:
+/***/ 15297:
 /***/ ((module) => {
 
 
@@ -28794,12 +28794,12 @@ module.exports = Location
 
 /***/ }),
 
-/***/ 45123:
+/***/ 40257:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { mergeSchemas: _mergeSchemas } = __webpack_require__(13776)
+const { mergeSchemas: _mergeSchemas } = __webpack_require__(95198)
 
 function mergeSchemas (schemas) {
   return _mergeSchemas(schemas, { onConflict: 'skip' })
@@ -28810,7 +28810,7 @@ module.exports = mergeSchemas
 
 /***/ }),
 
-/***/ 85681:
+/***/ 14671:
 /***/ ((module) => {
 
 
@@ -29142,7 +29142,7 @@ module.exports = { buildProjection, isProjectable }
 
 /***/ }),
 
-/***/ 64100:
+/***/ 56534:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 /* CODE GENERATED BY 'build-schema-validator.js' DO NOT EDIT! */
@@ -29154,8 +29154,8 @@ const schema12 = {"type":"integer","minimum":0};
 const schema18 = {"type":"array","items":{"type":"string"},"uniqueItems":true,"default":[]};
 const schema20 = {"enum":["array","boolean","integer","null","number","object","string"]};
 const formats0 = /^(?:[a-z][a-z0-9+\-.]*:)?(?:\/?\/(?:(?:[a-z0-9\-._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:(?:(?:(?:[0-9a-f]{1,4}:){6}|::(?:[0-9a-f]{1,4}:){5}|(?:[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){4}|(?:(?:[0-9a-f]{1,4}:){0,1}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){3}|(?:(?:[0-9a-f]{1,4}:){0,2}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){2}|(?:(?:[0-9a-f]{1,4}:){0,3}[0-9a-f]{1,4})?::[0-9a-f]{1,4}:|(?:(?:[0-9a-f]{1,4}:){0,4}[0-9a-f]{1,4})?::)(?:[0-9a-f]{1,4}:[0-9a-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d\d?))|(?:(?:[0-9a-f]{1,4}:){0,5}[0-9a-f]{1,4})?::[0-9a-f]{1,4}|(?:(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4})?::)|[Vv][0-9a-f]+\.[a-z0-9\-._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d\d?)|(?:[a-z0-9\-._~!$&'"()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[a-z0-9\-._~!$&'"()*+,;=:@]|%[0-9a-f]{2})*)*)?(?:\?(?:[a-z0-9\-._~!$&'"()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[a-z0-9\-._~!$&'"()*+,;=:@/?]|%[0-9a-f]{2})*)?$/i;
-const formats2 = (__webpack_require__(32005).fullFormats).uri;
-const formats6 = (__webpack_require__(32005).fullFormats).regex;
+const formats2 = (__webpack_require__(10779).fullFormats).uri;
+const formats6 = (__webpack_require__(10779).fullFormats).regex;
 const schema13 = {"allOf":[{"$ref":"#/definitions/nonNegativeInteger"},{"default":0}]};
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -29215,7 +29215,7 @@ validate13.errors = vErrors;
 return errors === 0;
 }
 
-const func0 = (__webpack_require__(78325)["default"]);
+const func0 = (__webpack_require__(24951)["default"]);
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="http://json-schema.org/draft-07/schema#" */;
@@ -30283,7 +30283,7 @@ return errors === 0;
 
 /***/ }),
 
-/***/ 93540:
+/***/ 67538:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -30291,7 +30291,7 @@ return errors === 0;
 // eslint-disable-next-line
 const STR_ESCAPE = /[\u0000-\u001f\u0022\u005c\ud800-\udfff]/
 
-const { HAS_FAST_JSON_STRINGIFY } = __webpack_require__(12678)
+const { HAS_FAST_JSON_STRINGIFY } = __webpack_require__(78968)
 
 // Since V8 13.8 the native JSON.stringify escapes a string faster than the
 // character loop below once the string has a few characters: on V8 14.6 the
@@ -30526,7 +30526,7 @@ module.exports = class Serializer {
 
 /***/ }),
 
-/***/ 36963:
+/***/ 6913:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -30535,7 +30535,7 @@ function buildStandaloneCode (contextFunc, context, serializer, validator) {
   let ajvDependencyCode = ''
   if (context.validatorSchemasIds.size > 0) {
     if (context.options.inlineValidators) {
-      const standaloneCode = (__webpack_require__(27956)["default"])
+      const standaloneCode = (__webpack_require__(41398)["default"])
       const schemaRefs = Object.fromEntries(
         [...context.validatorSchemaRefs].map(schemaRef => [schemaRef, schemaRef])
       )
@@ -30582,14 +30582,14 @@ function buildStandaloneCode (contextFunc, context, serializer, validator) {
 module.exports = buildStandaloneCode
 
 module.exports.dependencies = {
-  Serializer: __webpack_require__(93540),
-  Validator: __webpack_require__(16652)
+  Serializer: __webpack_require__(67538),
+  Validator: __webpack_require__(47842)
 }
 
 
 /***/ }),
 
-/***/ 12678:
+/***/ 78968:
 /***/ ((module) => {
 
 
@@ -30610,16 +30610,16 @@ module.exports = {
 
 /***/ }),
 
-/***/ 16652:
+/***/ 47842:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Ajv = __webpack_require__(79153)
+const Ajv = __webpack_require__(42463)
 const { _ } = Ajv
-const fastUri = __webpack_require__(89422)
-const ajvFormats = __webpack_require__(96373)
-const clone = __webpack_require__(44251)({ proto: true })
+const fastUri = __webpack_require__(24352)
+const ajvFormats = __webpack_require__(82815)
+const clone = __webpack_require__(88825)({ proto: true })
 
 // Ajv resolves a $ref's JSON pointer by url-decoding each segment, so a
 // definition whose key is itself percent-encoded (e.g. `Some%3Cloremipsum%3E`)
@@ -30807,13 +30807,13 @@ module.exports.escapeRefForAjv = escapeRefForAjv
 
 /***/ }),
 
-/***/ 89422:
+/***/ 24352:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { normalizeIPv6, removeDotSegments, removeDotSegmentsRelative, recomposeAuthority, normalizePercentEncoding, normalizePathEncoding, serializePathEncoding, normalizeQueryFragmentEncoding, encodeQuery, encodeFragment, encodeHost, isIPv4, nonSimpleDomain } = __webpack_require__(40563)
-const { SCHEMES, getSchemeHandler } = __webpack_require__(64698)
+const { normalizeIPv6, removeDotSegments, removeDotSegmentsRelative, recomposeAuthority, normalizePercentEncoding, normalizePathEncoding, serializePathEncoding, normalizeQueryFragmentEncoding, encodeQuery, encodeFragment, encodeHost, isIPv4, nonSimpleDomain } = __webpack_require__(15077)
+const { SCHEMES, getSchemeHandler } = __webpack_require__(75300)
 
 const VALID_SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/u
 const MALFORMED_SCHEME_ERROR = 'URI scheme is malformed.'
@@ -31599,12 +31599,12 @@ module.exports.fastUri = fastUri
 
 /***/ }),
 
-/***/ 64698:
+/***/ 75300:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { isUUID, BYTE_HEX, percentEncodeNonAscii, nonSimpleMailtoDomain } = __webpack_require__(40563)
+const { isUUID, BYTE_HEX, percentEncodeNonAscii, nonSimpleMailtoDomain } = __webpack_require__(15077)
 const URN_REG = /^([\da-z][\d\-a-z]{0,31}):((?:[\w!$'()*+,\-./:;=@]|%[\da-f]{2})+)$/iu
 
 const supportedSchemeNames = /** @type {const} */ (['http', 'https', 'ws',
@@ -32313,7 +32313,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 40563:
+/***/ 15077:
 /***/ ((module) => {
 
 
@@ -33236,14 +33236,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 44737:
+/***/ 16703:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const VERSION = '5.12.8'
 
-const Avvio = __webpack_require__(41822)
+const Avvio = __webpack_require__(73908)
 const http = __webpack_require__(37067)
 const diagnostics = __webpack_require__(53053)
 let lightMyRequest
@@ -33276,29 +33276,29 @@ const {
   kErrorHandlerAlreadySet,
   kHandlerTimeout,
   kLogController
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
-const { createServer } = __webpack_require__(60762)
-const Reply = __webpack_require__(92957)
-const Request = __webpack_require__(23360)
-const Context = __webpack_require__(20178)
-const decorator = __webpack_require__(72370)
-const ContentTypeParser = __webpack_require__(56121)
-const SchemaController = __webpack_require__(61483)
-const { Hooks, hookRunnerApplication, supportedHooks } = __webpack_require__(29889)
-const { createChildLogger, defaultChildLoggerFactory, createLogger, createLogController, LogController } = __webpack_require__(22030)
-const pluginUtils = __webpack_require__(80754)
-const { getGenReqId, reqIdGenFactory } = __webpack_require__(28551)
-const { buildRouting, validateBodyLimitOption, buildRouterOptions } = __webpack_require__(39516)
-const build404 = __webpack_require__(77178)
-const getSecuredInitialConfig = __webpack_require__(91582)
-const override = __webpack_require__(63363)
+const { createServer } = __webpack_require__(80744)
+const Reply = __webpack_require__(13411)
+const Request = __webpack_require__(9362)
+const Context = __webpack_require__(89864)
+const decorator = __webpack_require__(69564)
+const ContentTypeParser = __webpack_require__(40967)
+const SchemaController = __webpack_require__(58597)
+const { Hooks, hookRunnerApplication, supportedHooks } = __webpack_require__(27571)
+const { createChildLogger, defaultChildLoggerFactory, createLogger, createLogController, LogController } = __webpack_require__(39868)
+const pluginUtils = __webpack_require__(10100)
+const { getGenReqId, reqIdGenFactory } = __webpack_require__(80833)
+const { buildRouting, validateBodyLimitOption, buildRouterOptions } = __webpack_require__(16806)
+const build404 = __webpack_require__(74788)
+const getSecuredInitialConfig = __webpack_require__(17836)
+const override = __webpack_require__(64157)
 const {
   appendStackTrace,
   AVVIO_ERRORS_MAP,
   ...errorCodes
-} = __webpack_require__(19658)
-const PonyPromise = __webpack_require__(18748)
+} = __webpack_require__(71036)
+const PonyPromise = __webpack_require__(23602)
 
 const { defaultInitOptions } = getSecuredInitialConfig
 
@@ -33320,8 +33320,8 @@ const {
   FST_ERR_ROUTE_METHOD_INVALID
 } = errorCodes
 
-const { buildErrorHandler } = __webpack_require__(14754)
-const { FSTWRN004, FSTDEP023, FSTDEP024, FSTDEP025 } = __webpack_require__(82872)
+const { buildErrorHandler } = __webpack_require__(11252)
+const { FSTWRN004, FSTDEP023, FSTDEP024, FSTDEP025 } = __webpack_require__(45054)
 
 const initChannel = diagnostics.channel('fastify.initialization')
 
@@ -33741,7 +33741,7 @@ function fastify (serverOptions) {
     // lightMyRequest is dynamically loaded as it seems very expensive
     // because of Ajv
     if (lightMyRequest === undefined) {
-      lightMyRequest = __webpack_require__(14294)
+      lightMyRequest = __webpack_require__(6488)
     }
 
     if (fastify[kState].started) {
@@ -34303,7 +34303,7 @@ module.exports["default"] = fastify
 
 /***/ }),
 
-/***/ 10360:
+/***/ 54422:
 /***/ ((module) => {
 
 // This file is autogenerated by build/build-validation.js, do not edit
@@ -35605,15 +35605,15 @@ module.exports.defaultInitOptions = {"connectionTimeout":0,"keepAliveTimeout":72
 
 /***/ }),
 
-/***/ 56121:
+/***/ 40967:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const { AsyncResource } = __webpack_require__(16698)
-const { FifoMap: Fifo } = __webpack_require__(17238)
-const { parse: secureJsonParse } = __webpack_require__(66373)
-const ContentType = __webpack_require__(41481)
+const { FifoMap: Fifo } = __webpack_require__(70904)
+const { parse: secureJsonParse } = __webpack_require__(55955)
+const ContentType = __webpack_require__(62935)
 const {
   kDefaultJsonParse,
   kContentTypeParser,
@@ -35623,7 +35623,7 @@ const {
   kTestInternals,
   kReplyIsError,
   kRouteContext
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
 const {
   FST_ERR_CTP_INVALID_TYPE,
@@ -35637,8 +35637,8 @@ const {
   FST_ERR_CTP_EMPTY_JSON_BODY,
   FST_ERR_CTP_INSTANCE_ALREADY_STARTED,
   FST_ERR_CTP_INVALID_JSON_BODY
-} = __webpack_require__(19658)
-const { FSTSEC001 } = __webpack_require__(82872)
+} = __webpack_require__(71036)
+const { FSTSEC001 } = __webpack_require__(45054)
 
 function ContentTypeParser (bodyLimit, onProtoPoisoning, onConstructorPoisoning) {
   this[kDefaultJsonParse] = getDefaultJsonParser(onProtoPoisoning, onConstructorPoisoning)
@@ -36058,12 +36058,12 @@ module.exports[kTestInternals] = { rawBody }
 
 /***/ }),
 
-/***/ 41481:
+/***/ 62935:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { FifoMap: Fifo } = __webpack_require__(17238)
+const { FifoMap: Fifo } = __webpack_require__(70904)
 
 /**
  * keyValuePairsReg matches a single `parameter-name "=" parameter-value`
@@ -36279,7 +36279,7 @@ module.exports = ContentType
 
 /***/ }),
 
-/***/ 20178:
+/***/ 89864:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -36299,7 +36299,7 @@ const {
   kRequestCacheValidateFns,
   kReplyCacheSerializeFns,
   kHandlerTimeout
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
 // Object that holds the context of every request
 // Every route holds an instance of this object.
@@ -36381,7 +36381,7 @@ module.exports = Context
 
 /***/ }),
 
-/***/ 72370:
+/***/ 69564:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -36391,7 +36391,7 @@ const {
   kRequest,
   kState,
   kHasBeenDecorated
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
 const {
   FST_ERR_DEC_ALREADY_PRESENT,
@@ -36400,7 +36400,7 @@ const {
   FST_ERR_DEC_REFERENCE_TYPE,
   FST_ERR_DEC_DEPENDENCY_INVALID_TYPE,
   FST_ERR_DEC_UNDECLARED
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 
 function decorate (instance, name, fn, dependencies) {
   if (Object.hasOwn(instance, name)) {
@@ -36549,14 +36549,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 14754:
+/***/ 11252:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const statusCodes = (__webpack_require__(37067).STATUS_CODES)
-const wrapThenable = __webpack_require__(97693)
-const { setErrorStatusCode } = __webpack_require__(61090)
+const wrapThenable = __webpack_require__(47191)
+const { setErrorStatusCode } = __webpack_require__(34296)
 const {
   kReplyHeaders,
   kReplyNextErrorHandler,
@@ -36564,16 +36564,16 @@ const {
   kRouteContext,
   kLogController,
   kDiagnosticsStore
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
 const {
   FST_ERR_REP_INVALID_PAYLOAD_TYPE,
   FST_ERR_FAILED_ERROR_SERIALIZATION
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 
-const { getSchemaSerializer } = __webpack_require__(64337)
+const { getSchemaSerializer } = __webpack_require__(16255)
 
-const serializeError = __webpack_require__(37904)
+const serializeError = __webpack_require__(59534)
 const rootErrorHandler = {
   func: defaultErrorHandler,
   toJSON () {
@@ -36728,7 +36728,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 37904:
+/***/ 59534:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 // This file is autogenerated by build/build-error-serializer.js, do not edit
@@ -36736,7 +36736,7 @@ module.exports = {
 
   
 
-  const Serializer = __webpack_require__(93540)
+  const Serializer = __webpack_require__(67538)
   const serializerState = {"mode":"standalone"}
   const serializer = Serializer.restoreFromState(serializerState)
 
@@ -36869,14 +36869,14 @@ let addComma_0 = false
 
 /***/ }),
 
-/***/ 61090:
+/***/ 34296:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const {
   kReplyHasStatusCode
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
 function setErrorStatusCode (reply, err) {
   if (!reply[kReplyHasStatusCode] || reply.statusCode === 200) {
@@ -36892,12 +36892,12 @@ module.exports = { setErrorStatusCode }
 
 /***/ }),
 
-/***/ 19658:
+/***/ 71036:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const createError = __webpack_require__(29782)
+const createError = __webpack_require__(28908)
 
 const codes = {
   /**
@@ -37448,16 +37448,16 @@ module.exports.AVVIO_ERRORS_MAP = {
 
 /***/ }),
 
-/***/ 77178:
+/***/ 74788:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const FindMyWay = __webpack_require__(52259)
+const FindMyWay = __webpack_require__(85017)
 
-const Reply = __webpack_require__(92957)
-const Request = __webpack_require__(23360)
-const Context = __webpack_require__(20178)
+const Reply = __webpack_require__(13411)
+const Request = __webpack_require__(9362)
+const Context = __webpack_require__(89864)
 const {
   kRoutePrefix,
   kCanSetNotFoundHandler,
@@ -37466,14 +37466,14 @@ const {
   kHooks,
   kErrorHandler,
   kLogController
-} = __webpack_require__(24700)
-const { lifecycleHooks } = __webpack_require__(29889)
-const { buildErrorHandler } = __webpack_require__(14754)
+} = __webpack_require__(34582)
+const { lifecycleHooks } = __webpack_require__(27571)
+const { buildErrorHandler } = __webpack_require__(11252)
 const {
   FST_ERR_NOT_FOUND
-} = __webpack_require__(19658)
-const { createChildLogger } = __webpack_require__(22030)
-const { getGenReqId } = __webpack_require__(28551)
+} = __webpack_require__(71036)
+const { createChildLogger } = __webpack_require__(39868)
+const { getGenReqId } = __webpack_require__(80833)
 
 /**
  * Each fastify instance have a:
@@ -37636,20 +37636,20 @@ module.exports = fourOhFour
 
 /***/ }),
 
-/***/ 21127:
+/***/ 39481:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const diagnostics = __webpack_require__(53053)
-const wrapThenable = __webpack_require__(97693)
-const { validate: validateSchema } = __webpack_require__(58558)
-const { preValidationHookRunner, preHandlerHookRunner } = __webpack_require__(29889)
+const wrapThenable = __webpack_require__(47191)
+const { validate: validateSchema } = __webpack_require__(85272)
+const { preValidationHookRunner, preHandlerHookRunner } = __webpack_require__(27571)
 const {
   FST_ERR_CTP_INVALID_MEDIA_TYPE,
   FST_ERR_ROUTE_MISSING_CONTENT_TYPE
-} = __webpack_require__(19658)
-const { setErrorStatusCode } = __webpack_require__(61090)
+} = __webpack_require__(71036)
+const { setErrorStatusCode } = __webpack_require__(34296)
 const {
   kReplyIsError,
   kRouteContext,
@@ -37657,8 +37657,8 @@ const {
   kSupportedHTTPMethods,
   kRequestContentType,
   kDiagnosticsStore
-} = __webpack_require__(24700)
-const ContentType = __webpack_require__(41481)
+} = __webpack_require__(34582)
+const ContentType = __webpack_require__(62935)
 
 const channels = diagnostics.tracingChannel('fastify.request.handler')
 
@@ -37860,7 +37860,7 @@ module.exports[Symbol.for('internals')] = { handler, preHandlerCallback }
 
 /***/ }),
 
-/***/ 58467:
+/***/ 88841:
 /***/ ((module) => {
 
 
@@ -37912,7 +37912,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 29889:
+/***/ 27571:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -37946,13 +37946,13 @@ const {
   FST_ERR_HOOK_NOT_SUPPORTED,
   AVVIO_ERRORS_MAP,
   appendStackTrace
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 
 const {
   kChildren,
   kHooks,
   kRequestPayloadStream
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
 function Hooks () {
   this.onRequest = []
@@ -38352,14 +38352,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 91582:
+/***/ 17836:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const validate = __webpack_require__(10360)
-const deepClone = __webpack_require__(44251)({ circles: true, proto: false })
-const { FST_ERR_INIT_OPTS_INVALID } = __webpack_require__(19658)
+const validate = __webpack_require__(54422)
+const deepClone = __webpack_require__(88825)({ circles: true, proto: false })
+const { FST_ERR_INIT_OPTS_INVALID } = __webpack_require__(71036)
 
 function validateInitialConfig (options) {
   const opts = deepClone(options)
@@ -38396,12 +38396,12 @@ module.exports.utils = { deepFreezeObject }
 
 /***/ }),
 
-/***/ 70300:
+/***/ 23082:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { defaultInitOptions } = __webpack_require__(91582)
+const { defaultInitOptions } = __webpack_require__(17836)
 
 /**
  * Internal logger layer that wraps Fastify's log calls with
@@ -38572,7 +38572,7 @@ module.exports = { LogController }
 
 /***/ }),
 
-/***/ 22030:
+/***/ 39868:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -38585,11 +38585,11 @@ const {
   FST_ERR_LOG_INVALID_LOGGER_INSTANCE,
   FST_ERR_LOG_INVALID_LOGGER,
   FST_ERR_LOG_INVALID_LOG_CONTROLLER
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 const {
   kLogController
-} = __webpack_require__(24700)
-const { LogController } = __webpack_require__(70300)
+} = __webpack_require__(34582)
+const { LogController } = __webpack_require__(23082)
 
 /**
  * Utility for creating a child logger with the appropriate bindings, logger factory
@@ -38662,13 +38662,13 @@ function createLogger (options) {
   }
 
   if (!options.loggerInstance && !options.logger) {
-    const nullLogger = __webpack_require__(96276)
+    const nullLogger = __webpack_require__(60298)
     const logger = nullLogger
     logger.child = () => logger
     return { logger, hasLogger: false }
   }
 
-  const { createPinoLogger, serializers } = __webpack_require__(62890)
+  const { createPinoLogger, serializers } = __webpack_require__(50348)
 
   // check if the logger instance has all required properties
   if (validateLogger(options.loggerInstance)) {
@@ -38736,7 +38736,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 62890:
+/***/ 50348:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -38747,11 +38747,11 @@ module.exports = {
  * License: MIT (https://raw.githubusercontent.com/pinojs/pino-http/master/LICENSE)
  */
 
-const pino = __webpack_require__(67607)
+const pino = __webpack_require__(65005)
 const { serializersSym } = pino.symbols
 const {
   FST_ERR_LOG_INVALID_DESTINATION
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 
 function createPinoLogger (opts) {
   if (opts.stream && opts.file) {
@@ -38811,7 +38811,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 25696:
+/***/ 83774:
 /***/ ((module) => {
 
 
@@ -38828,7 +38828,7 @@ module.exports = function noopSet () {
 
 /***/ }),
 
-/***/ 63363:
+/***/ 64157:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -38847,14 +38847,14 @@ const {
   kFourOhFour,
   kPluginNameChain,
   kErrorHandlerAlreadySet
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 
-const Reply = __webpack_require__(92957)
-const Request = __webpack_require__(23360)
-const SchemaController = __webpack_require__(61483)
-const ContentTypeParser = __webpack_require__(56121)
-const { buildHooks } = __webpack_require__(29889)
-const pluginUtils = __webpack_require__(80754)
+const Reply = __webpack_require__(13411)
+const Request = __webpack_require__(9362)
+const SchemaController = __webpack_require__(58597)
+const ContentTypeParser = __webpack_require__(40967)
+const { buildHooks } = __webpack_require__(27571)
+const pluginUtils = __webpack_require__(10100)
 
 // Function that runs the encapsulation magic.
 // Everything that need to be encapsulated must be handled in this function.
@@ -38926,24 +38926,24 @@ function buildRoutePrefix (instancePrefix, pluginPrefix) {
 
 /***/ }),
 
-/***/ 80754:
+/***/ 10100:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const semver = __webpack_require__(86626)
+const semver = __webpack_require__(62088)
 const assert = __webpack_require__(34589)
 const kRegisteredPlugins = Symbol.for('registered-plugin')
 const {
   kTestInternals
-} = __webpack_require__(24700)
-const { exist, existReply, existRequest } = __webpack_require__(72370)
+} = __webpack_require__(34582)
+const { exist, existReply, existRequest } = __webpack_require__(69564)
 const {
   FST_ERR_PLUGIN_VERSION_MISMATCH,
   FST_ERR_PLUGIN_NOT_PRESENT_IN_INSTANCE,
   FST_ERR_PLUGIN_INVALID_ASYNC_HANDLER,
   FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 
 const rcRegex = /-(?:rc|pre|alpha).+$/u
 
@@ -39102,12 +39102,12 @@ module.exports[kTestInternals] = {
 
 /***/ }),
 
-/***/ 18748:
+/***/ 23602:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { kTestInternals } = __webpack_require__(24700)
+const { kTestInternals } = __webpack_require__(34582)
 
 function withResolvers () {
   let res, rej
@@ -39132,7 +39132,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 92957:
+/***/ 13411:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -39162,19 +39162,19 @@ const {
   kOnAbort,
   kRequestSignal,
   kLogController
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 const {
   onSendHookRunner,
   onResponseHookRunner,
   preHandlerHookRunner,
   preSerializationHookRunner
-} = __webpack_require__(29889)
+} = __webpack_require__(27571)
 
-const internals = __webpack_require__(21127)[Symbol.for('internals')]
-const loggerUtils = __webpack_require__(22030)
+const internals = __webpack_require__(39481)[Symbol.for('internals')]
+const loggerUtils = __webpack_require__(39868)
 const now = loggerUtils.now
-const { handleError } = __webpack_require__(14754)
-const { getSchemaSerializer } = __webpack_require__(64337)
+const { handleError } = __webpack_require__(11252)
+const { getSchemaSerializer } = __webpack_require__(16255)
 
 const CONTENT_TYPE = {
   JSON: 'application/json; charset=utf-8',
@@ -39193,9 +39193,9 @@ const {
   FST_ERR_MISSING_SERIALIZATION_FN,
   FST_ERR_MISSING_CONTENTTYPE_SERIALIZATION_FN,
   FST_ERR_DEC_UNDECLARED
-} = __webpack_require__(19658)
-const decorators = __webpack_require__(72370)
-const ContentType = __webpack_require__(41481)
+} = __webpack_require__(71036)
+const decorators = __webpack_require__(69564)
+const ContentType = __webpack_require__(62935)
 
 const toString = Object.prototype.toString
 const HTTP2_WRITE_CHUNK_SIZE = 64 * 1024
@@ -40237,12 +40237,12 @@ module.exports.setupResponseListeners = setupResponseListeners
 
 /***/ }),
 
-/***/ 28551:
+/***/ 80833:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { kGenReqId } = __webpack_require__(24700)
+const { kGenReqId } = __webpack_require__(34582)
 
 /**
  * @callback GenerateRequestId
@@ -40299,12 +40299,12 @@ module.exports = {
 
 /***/ }),
 
-/***/ 23360:
+/***/ 9362:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const proxyAddr = __webpack_require__(19092)
+const proxyAddr = __webpack_require__(17610)
 const {
   kHasBeenDecorated,
   kSchemaBody,
@@ -40319,10 +40319,10 @@ const {
   kRequestOriginalUrl,
   kRequestSignal,
   kOnAbort
-} = __webpack_require__(24700)
-const { FST_ERR_REQ_INVALID_VALIDATION_INVOCATION, FST_ERR_DEC_UNDECLARED } = __webpack_require__(19658)
-const decorators = __webpack_require__(72370)
-const ContentType = __webpack_require__(41481)
+} = __webpack_require__(34582)
+const { FST_ERR_REQ_INVALID_VALIDATION_INVOCATION, FST_ERR_DEC_UNDECLARED } = __webpack_require__(71036)
+const decorators = __webpack_require__(69564)
+const ContentType = __webpack_require__(62935)
 
 const PORT_REGEX = /(?<port>:\d+)$/
 
@@ -40705,23 +40705,23 @@ module.exports.buildRequest = buildRequest
 
 /***/ }),
 
-/***/ 39516:
+/***/ 16806:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const FindMyWay = __webpack_require__(52259)
-const Context = __webpack_require__(20178)
-const handleRequest = __webpack_require__(21127)
-const { onRequestAbortHookRunner, lifecycleHooks, preParsingHookRunner, onTimeoutHookRunner, onRequestHookRunner } = __webpack_require__(29889)
-const { normalizeSchema } = __webpack_require__(64337)
-const { parseHeadOnSendHandlers } = __webpack_require__(58467)
-const { defaultInitOptions } = __webpack_require__(91582)
+const FindMyWay = __webpack_require__(85017)
+const Context = __webpack_require__(89864)
+const handleRequest = __webpack_require__(39481)
+const { onRequestAbortHookRunner, lifecycleHooks, preParsingHookRunner, onTimeoutHookRunner, onRequestHookRunner } = __webpack_require__(27571)
+const { normalizeSchema } = __webpack_require__(16255)
+const { parseHeadOnSendHandlers } = __webpack_require__(88841)
+const { defaultInitOptions } = __webpack_require__(17836)
 
 const {
   compileSchemasForValidation,
   compileSchemasForSerialization
-} = __webpack_require__(58558)
+} = __webpack_require__(85272)
 
 const {
   FST_ERR_SCH_VALIDATION_BUILD,
@@ -40741,7 +40741,7 @@ const {
   FST_ERR_ROUTE_HANDLER_TIMEOUT_OPTION_NOT_INT,
   FST_ERR_HANDLER_TIMEOUT,
   FST_ERR_HOOK_INVALID_ASYNC_HANDLER
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 
 const {
   kRoutePrefix,
@@ -40764,11 +40764,11 @@ const {
   kTimeoutTimer,
   kOnAbort,
   kLogController
-} = __webpack_require__(24700)
-const { buildErrorHandler } = __webpack_require__(14754)
-const { createChildLogger, defaultChildLoggerFactory } = __webpack_require__(22030)
-const { getGenReqId } = __webpack_require__(28551)
-const { FSTDEP022 } = __webpack_require__(82872)
+} = __webpack_require__(34582)
+const { buildErrorHandler } = __webpack_require__(11252)
+const { createChildLogger, defaultChildLoggerFactory } = __webpack_require__(39868)
+const { getGenReqId } = __webpack_require__(80833)
+const { FSTDEP022 } = __webpack_require__(45054)
 
 const routerKeys = [
   'allowUnsafeRegex',
@@ -41442,12 +41442,12 @@ module.exports = { buildRouting, validateBodyLimitOption, buildRouterOptions }
 
 /***/ }),
 
-/***/ 61483:
+/***/ 58597:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { buildSchemas } = __webpack_require__(64337)
+const { buildSchemas } = __webpack_require__(16255)
 
 /**
  * Called at every fastify context that is being created.
@@ -41466,11 +41466,11 @@ function buildSchemaController (parentSchemaCtrl, opts) {
   }, opts?.compilersFactory)
 
   if (!compilersFactory.buildValidator) {
-    const ValidatorSelector = __webpack_require__(14903)
+    const ValidatorSelector = __webpack_require__(6933)
     compilersFactory.buildValidator = ValidatorSelector()
   }
   if (!compilersFactory.buildSerializer) {
-    const SerializerSelector = __webpack_require__(45759)
+    const SerializerSelector = __webpack_require__(61705)
     compilersFactory.buildSerializer = SerializerSelector()
   }
 
@@ -41613,13 +41613,13 @@ module.exports = SchemaController
 
 /***/ }),
 
-/***/ 64337:
+/***/ 16255:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const fastClone = __webpack_require__(44251)({ circles: false, proto: true })
-const { kSchemaVisited, kSchemaResponse } = __webpack_require__(24700)
+const fastClone = __webpack_require__(88825)({ circles: false, proto: true })
+const { kSchemaVisited, kSchemaResponse } = __webpack_require__(34582)
 const kFluentSchema = Symbol.for('fluent-schema-object')
 
 const {
@@ -41627,8 +41627,8 @@ const {
   FST_ERR_SCH_ALREADY_PRESENT,
   FST_ERR_SCH_DUPLICATE,
   FST_ERR_SCH_CONTENT_MISSING_SCHEMA
-} = __webpack_require__(19658)
-const ContentType = __webpack_require__(41481)
+} = __webpack_require__(71036)
+const ContentType = __webpack_require__(62935)
 
 const SCHEMAS_SOURCE = ['params', 'body', 'querystring', 'query', 'headers']
 
@@ -41837,7 +41837,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 60762:
+/***/ 80744:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -41848,17 +41848,17 @@ const http2 = __webpack_require__(32467)
 const dns = __webpack_require__(40610)
 const os = __webpack_require__(48161)
 
-const { kState, kOptions, kServerBindings, kHttp2ServerSessions } = __webpack_require__(24700)
-const { FSTWRN003 } = __webpack_require__(82872)
-const { onListenHookRunner } = __webpack_require__(29889)
+const { kState, kOptions, kServerBindings, kHttp2ServerSessions } = __webpack_require__(34582)
+const { FSTWRN003 } = __webpack_require__(45054)
+const { onListenHookRunner } = __webpack_require__(27571)
 const {
   FST_ERR_REOPENED_CLOSE_SERVER,
   FST_ERR_REOPENED_SERVER,
   FST_ERR_LISTEN_OPTIONS_INVALID,
   FST_ERR_FORCE_CLOSE_CONNECTIONS_IDLE_NOT_AVAILABLE
-} = __webpack_require__(19658)
-const noopSet = __webpack_require__(25696)
-const PonyPromise = __webpack_require__(18748)
+} = __webpack_require__(71036)
+const noopSet = __webpack_require__(83774)
+const PonyPromise = __webpack_require__(23602)
 
 module.exports.createServer = createServer
 
@@ -42285,7 +42285,7 @@ function createCloseHttp2SessionsByHttp2Server (http2Server) {
 
 /***/ }),
 
-/***/ 24700:
+/***/ 34582:
 /***/ ((module) => {
 
 
@@ -42365,7 +42365,7 @@ module.exports = keys
 
 /***/ }),
 
-/***/ 58558:
+/***/ 85272:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -42376,14 +42376,14 @@ const {
   kSchemaQuerystring: querystringSchema,
   kSchemaBody: bodySchema,
   kSchemaResponse: responseSchema
-} = __webpack_require__(24700)
+} = __webpack_require__(34582)
 const scChecker = /^[1-5](?:\d{2}|xx)$|^default$/
 
 const {
   FST_ERR_SCH_RESPONSE_SCHEMA_NOT_NESTED_2XX
-} = __webpack_require__(19658)
+} = __webpack_require__(71036)
 
-const { FSTWRN001, FSTSEC002, FSTSEC003 } = __webpack_require__(82872)
+const { FSTWRN001, FSTSEC002, FSTSEC003 } = __webpack_require__(45054)
 
 function compileSchemasForSerialization (context, compile) {
   if (!context.schema || !context.schema.response) {
@@ -42890,12 +42890,12 @@ module.exports = {
 
 /***/ }),
 
-/***/ 82872:
+/***/ 45054:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { createWarning } = __webpack_require__(81481)
+const { createWarning } = __webpack_require__(50099)
 
 /**
  * Warning codes:
@@ -42999,7 +42999,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 97693:
+/***/ 47191:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -43007,8 +43007,8 @@ module.exports = {
 const {
   kReplyIsError,
   kReplyHijacked
-} = __webpack_require__(24700)
-const { setErrorStatusCode } = __webpack_require__(61090)
+} = __webpack_require__(34582)
+const { setErrorStatusCode } = __webpack_require__(34296)
 
 const diagnostics = __webpack_require__(53053)
 const channels = diagnostics.tracingChannel('fastify.request.handler')
@@ -43090,14 +43090,14 @@ module.exports = wrapThenable
 
 /***/ }),
 
-/***/ 53339:
+/***/ 53281:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 /* eslint-disable no-var */
 
-var reusify = __webpack_require__(24162)
+var reusify = __webpack_require__(60844)
 
 function fastqueue (context, worker, _concurrency) {
   if (typeof context === 'function') {
@@ -43445,7 +43445,7 @@ module.exports.promise = queueAsPromised
 
 /***/ }),
 
-/***/ 52259:
+/***/ 85017:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -43476,16 +43476,16 @@ module.exports.promise = queueAsPromised
 */
 
 const assert = __webpack_require__(34589)
-const querystring = __webpack_require__(90120)
-const isRegexSafe = __webpack_require__(91270)
-const deepEqual = __webpack_require__(76136)
-const { prettyPrintTree } = __webpack_require__(5529)
-const { createStaticNode, NODE_TYPES } = __webpack_require__(79907)
-const { compileTree } = __webpack_require__(54246)
-const Constrainer = __webpack_require__(12197)
-const httpMethods = __webpack_require__(81636)
-const httpMethodStrategy = __webpack_require__(13279)
-const { safeDecodeURI, safeDecodeURIComponent, safeDecodeURINativeScan, safeDecodeURICharScan, MIN_NATIVE_SCAN_LENGTH } = __webpack_require__(59440)
+const querystring = __webpack_require__(19510)
+const isRegexSafe = __webpack_require__(38700)
+const deepEqual = __webpack_require__(23430)
+const { prettyPrintTree } = __webpack_require__(71379)
+const { createStaticNode, NODE_TYPES } = __webpack_require__(71913)
+const { compileTree } = __webpack_require__(81776)
+const Constrainer = __webpack_require__(10155)
+const httpMethods = __webpack_require__(55442)
+const httpMethodStrategy = __webpack_require__(95285)
+const { safeDecodeURI, safeDecodeURIComponent, safeDecodeURINativeScan, safeDecodeURICharScan, MIN_NATIVE_SCAN_LENGTH } = __webpack_require__(54582)
 
 const OPTIONAL_PARAM_REGEXP = /(\/:[^/()]*?)\?(\/?)/
 const ESCAPE_REGEXP = /[.*+?^${}()|[\]\\]/g
@@ -44567,14 +44567,14 @@ function defaultBuildPrettyMeta (route) {
 
 /***/ }),
 
-/***/ 54246:
+/***/ 81776:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { NODE_TYPES } = __webpack_require__(79907)
-const { NullObject } = __webpack_require__(19676)
-const { safeDecodeURIComponent } = __webpack_require__(59440)
+const { NODE_TYPES } = __webpack_require__(71913)
+const { NullObject } = __webpack_require__(3698)
+const { safeDecodeURIComponent } = __webpack_require__(54582)
 
 // Prefixes at least this long are matched with a native String#indexOf, which
 // runs in roughly constant time, instead of a chain of charCodeAt comparisons
@@ -45233,13 +45233,13 @@ module.exports = { compileTree }
 
 /***/ }),
 
-/***/ 12197:
+/***/ 10155:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const acceptVersionStrategy = __webpack_require__(39276)
-const acceptHostStrategy = __webpack_require__(34620)
+const acceptVersionStrategy = __webpack_require__(15766)
+const acceptHostStrategy = __webpack_require__(51038)
 const assert = __webpack_require__(34589)
 
 class Constrainer {
@@ -45417,13 +45417,13 @@ module.exports = Constrainer
 
 /***/ }),
 
-/***/ 46223:
+/***/ 45665:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { NullObject } = __webpack_require__(19676)
-const httpMethodStrategy = __webpack_require__(13279)
+const { NullObject } = __webpack_require__(3698)
+const httpMethodStrategy = __webpack_require__(95285)
 
 class HandlerStorage {
   constructor () {
@@ -45603,7 +45603,7 @@ module.exports = HandlerStorage
 
 /***/ }),
 
-/***/ 81636:
+/***/ 55442:
 /***/ ((module) => {
 
 
@@ -45623,12 +45623,12 @@ module.exports = httpMethods
 
 /***/ }),
 
-/***/ 79907:
+/***/ 71913:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const HandlerStorage = __webpack_require__(46223)
+const HandlerStorage = __webpack_require__(45665)
 
 const NODE_TYPES = {
   STATIC: 0,
@@ -45889,7 +45889,7 @@ module.exports = { Node, createStaticNode, createParametricNode, createWildcardN
 
 /***/ }),
 
-/***/ 19676:
+/***/ 3698:
 /***/ ((module) => {
 
 
@@ -45904,14 +45904,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 5529:
+/***/ 71379:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const deepEqual = __webpack_require__(76136)
+const deepEqual = __webpack_require__(23430)
 
-const httpMethodStrategy = __webpack_require__(13279)
+const httpMethodStrategy = __webpack_require__(95285)
 const treeDataSymbol = Symbol('treeData')
 
 function printObjectTree (obj, parentPrefix = '') {
@@ -46087,7 +46087,7 @@ module.exports = { prettyPrintTree }
 
 /***/ }),
 
-/***/ 34620:
+/***/ 51038:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -46150,7 +46150,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 39276:
+/***/ 15766:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -46221,7 +46221,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 13279:
+/***/ 95285:
 /***/ ((module) => {
 
 
@@ -46243,7 +46243,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 59440:
+/***/ 54582:
 /***/ ((module) => {
 
 
@@ -46446,7 +46446,7 @@ module.exports = { safeDecodeURI, safeDecodeURIComponent, safeDecodeURINativeSca
 
 /***/ }),
 
-/***/ 194:
+/***/ 48280:
 /***/ (function(module) {
 
 (function (root) {
@@ -47551,12 +47551,12 @@ module.exports = { safeDecodeURI, safeDecodeURIComponent, safeDecodeURINativeSca
 
 /***/ }),
 
-/***/ 99100:
+/***/ 39774:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { dequal: deepEqual } = __webpack_require__(16003)
+const { dequal: deepEqual } = __webpack_require__(66129)
 
 const jsonSchemaRefSymbol = Symbol.for('json-schema-ref')
 
@@ -47842,19 +47842,19 @@ module.exports = { RefResolver }
 
 /***/ }),
 
-/***/ 14294:
+/***/ 6488:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const assert = __webpack_require__(34589)
-const deepMerge = __webpack_require__(45614)()
-const Request = __webpack_require__(2787)
-const Response = __webpack_require__(29143)
+const deepMerge = __webpack_require__(2156)()
+const Request = __webpack_require__(26457)
+const Response = __webpack_require__(6109)
 
 const errorMessage = 'The dispatch function has already been invoked'
 
-const optsValidator = __webpack_require__(89549)
+const optsValidator = __webpack_require__(98975)
 
 function inject (dispatchFunc, options, callback) {
   if (callback === undefined) {
@@ -48058,7 +48058,7 @@ module.exports.bindInject = bindInject
 
 /***/ }),
 
-/***/ 89549:
+/***/ 98975:
 /***/ ((module) => {
 
 // This file is autogenerated by build/build-validation.js, do not edit
@@ -49148,12 +49148,12 @@ return errors === 0;
 
 /***/ }),
 
-/***/ 16869:
+/***/ 24047:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const { stringifySetCookie } = __webpack_require__(99132)
+const { stringifySetCookie } = __webpack_require__(59526)
 
 /**
  * RFC 6265 §5.1.4 cookie-path matching.
@@ -49221,7 +49221,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 86579:
+/***/ 61981:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -49307,7 +49307,7 @@ module.exports.formDataToStream = formDataToStream
 
 /***/ }),
 
-/***/ 44117:
+/***/ 91887:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -49361,7 +49361,7 @@ module.exports = function parseURL (url, query) {
 
 /***/ }),
 
-/***/ 2787:
+/***/ 26457:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -49371,11 +49371,11 @@ module.exports = function parseURL (url, query) {
 const { Readable, addAbortSignal } = __webpack_require__(57075)
 const util = __webpack_require__(57975)
 const assert = __webpack_require__(34589)
-const { createDeprecation } = __webpack_require__(81481)
+const { createDeprecation } = __webpack_require__(50099)
 
-const { encodeCookies } = __webpack_require__(16869)
-const parseURL = __webpack_require__(44117)
-const { isFormDataLike, formDataToStream } = __webpack_require__(86579)
+const { encodeCookies } = __webpack_require__(24047)
+const parseURL = __webpack_require__(91887)
+const { isFormDataLike, formDataToStream } = __webpack_require__(61981)
 const { EventEmitter } = __webpack_require__(78474)
 
 // request.connectin deprecation https://nodejs.org/api/http.html#http_request_connection
@@ -49725,7 +49725,7 @@ module.exports.CustomRequest = CustomRequest
 
 /***/ }),
 
-/***/ 29143:
+/***/ 6109:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -49734,7 +49734,7 @@ const http = __webpack_require__(37067)
 const { Writable, Readable, addAbortSignal } = __webpack_require__(57075)
 const util = __webpack_require__(57975)
 
-const setCookie = __webpack_require__(10136)
+const setCookie = __webpack_require__(51154)
 
 function Response (req, onEnd, reject) {
   http.ServerResponse.call(this, req)
@@ -49987,15 +49987,15 @@ module.exports = Response
 
 /***/ }),
 
-/***/ 76799:
+/***/ 51245:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const errSerializer = __webpack_require__(21560)
-const errWithCauseSerializer = __webpack_require__(2147)
-const reqSerializers = __webpack_require__(69939)
-const resSerializers = __webpack_require__(68533)
+const errSerializer = __webpack_require__(44746)
+const errWithCauseSerializer = __webpack_require__(75037)
+const reqSerializers = __webpack_require__(97377)
+const resSerializers = __webpack_require__(96895)
 
 module.exports = {
   err: errSerializer,
@@ -50030,7 +50030,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 19492:
+/***/ 41422:
 /***/ ((module) => {
 
 
@@ -50155,7 +50155,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 55695:
+/***/ 61709:
 /***/ ((module) => {
 
 
@@ -50210,15 +50210,15 @@ module.exports = {
 
 /***/ }),
 
-/***/ 2147:
+/***/ 75037:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 module.exports = errWithCauseSerializer
 
-const { isErrorLike } = __webpack_require__(19492)
-const { pinoErrProto, pinoErrorSymbols } = __webpack_require__(55695)
+const { isErrorLike } = __webpack_require__(41422)
+const { pinoErrProto, pinoErrorSymbols } = __webpack_require__(61709)
 const { seen } = pinoErrorSymbols
 
 const { toString } = Object.prototype
@@ -50265,15 +50265,15 @@ function errWithCauseSerializer (err) {
 
 /***/ }),
 
-/***/ 21560:
+/***/ 44746:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 module.exports = errSerializer
 
-const { messageWithCauses, stackWithCauses, isErrorLike } = __webpack_require__(19492)
-const { pinoErrProto, pinoErrorSymbols } = __webpack_require__(55695)
+const { messageWithCauses, stackWithCauses, isErrorLike } = __webpack_require__(41422)
+const { pinoErrProto, pinoErrorSymbols } = __webpack_require__(61709)
 const { seen } = pinoErrorSymbols
 
 const { toString } = Object.prototype
@@ -50317,7 +50317,7 @@ function errSerializer (err) {
 
 /***/ }),
 
-/***/ 69939:
+/***/ 97377:
 /***/ ((module) => {
 
 
@@ -50424,7 +50424,7 @@ function mapHttpRequest (req) {
 
 /***/ }),
 
-/***/ 68533:
+/***/ 96895:
 /***/ ((module) => {
 
 
@@ -50478,7 +50478,7 @@ function mapHttpResponse (res) {
 
 /***/ }),
 
-/***/ 69108:
+/***/ 80450:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -50525,7 +50525,7 @@ module.exports = function getCallers () {
 
 /***/ }),
 
-/***/ 24574:
+/***/ 63256:
 /***/ ((module) => {
 
 /**
@@ -50560,7 +50560,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 30348:
+/***/ 63114:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -50573,9 +50573,9 @@ const {
   formattersSym,
   hooksSym,
   levelCompSym
-} = __webpack_require__(51054)
-const { noop, genLog } = __webpack_require__(26528)
-const { DEFAULT_LEVELS, SORTING_ORDER } = __webpack_require__(24574)
+} = __webpack_require__(12520)
+const { noop, genLog } = __webpack_require__(12694)
+const { DEFAULT_LEVELS, SORTING_ORDER } = __webpack_require__(63256)
 
 const levelMethods = {
   fatal: (hook) => {
@@ -50808,7 +50808,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 36998:
+/***/ 14052:
 /***/ ((module) => {
 
 
@@ -50818,13 +50818,13 @@ module.exports = { version: '10.4.0' }
 
 /***/ }),
 
-/***/ 1582:
+/***/ 50112:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const metadata = Symbol.for('pino.metadata')
-const { DEFAULT_LEVELS } = __webpack_require__(24574)
+const { DEFAULT_LEVELS } = __webpack_require__(63256)
 
 const DEFAULT_INFO_LEVEL = DEFAULT_LEVELS.info
 
@@ -51036,7 +51036,7 @@ module.exports = multistream
 
 /***/ }),
 
-/***/ 44457:
+/***/ 41239:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -51069,7 +51069,7 @@ const {
   stringifiersSym,
   msgPrefixSym,
   hooksSym
-} = __webpack_require__(51054)
+} = __webpack_require__(12520)
 const {
   getLevel,
   setLevel,
@@ -51078,18 +51078,18 @@ const {
   initialLsCache,
   genLsCache,
   assertNoLevelCollisions
-} = __webpack_require__(30348)
+} = __webpack_require__(63114)
 const {
   asChindings,
   asJson,
   buildFormatters,
   stringify,
   noop
-} = __webpack_require__(26528)
+} = __webpack_require__(12694)
 const {
   version
-} = __webpack_require__(36998)
-const redaction = __webpack_require__(21926)
+} = __webpack_require__(14052)
+const redaction = __webpack_require__(59096)
 
 // note: use of class is satirical
 // https://github.com/pinojs/pino/pull/433#pullrequestreview-127703127
@@ -51299,13 +51299,13 @@ function flush (cb) {
 
 /***/ }),
 
-/***/ 21926:
+/***/ 59096:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const Redact = __webpack_require__(78915)
-const { redactFmtSym, wildcardFirstSym } = __webpack_require__(51054)
+const Redact = __webpack_require__(7769)
+const { redactFmtSym, wildcardFirstSym } = __webpack_require__(12520)
 
 // Custom rx regex equivalent to fast-redact's rx
 const rx = /[^.[\]]+|\[([^[\]]*?)\]/g
@@ -51425,7 +51425,7 @@ module.exports = redaction
 
 /***/ }),
 
-/***/ 51054:
+/***/ 12520:
 /***/ ((module) => {
 
 
@@ -51508,7 +51508,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 33490:
+/***/ 44416:
 /***/ ((module) => {
 
 
@@ -51554,7 +51554,7 @@ module.exports = { nullTime, epochTime, unixTime, isoTime, isoTimeNano }
 
 /***/ }),
 
-/***/ 26528:
+/***/ 12694:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -51562,10 +51562,10 @@ module.exports = { nullTime, epochTime, unixTime, isoTime, isoTimeNano }
 /* eslint no-prototype-builtins: 0 */
 
 const diagChan = __webpack_require__(53053)
-const format = __webpack_require__(65466)
-const { mapHttpRequest, mapHttpResponse } = __webpack_require__(76799)
-const SonicBoom = __webpack_require__(12819)
-const onExit = __webpack_require__(62007)
+const format = __webpack_require__(6868)
+const { mapHttpRequest, mapHttpResponse } = __webpack_require__(51245)
+const SonicBoom = __webpack_require__(71037)
+const onExit = __webpack_require__(49761)
 const {
   lsCacheSym,
   chindingsSym,
@@ -51583,9 +51583,9 @@ const {
   errorKeySym,
   nestedKeyStrSym,
   msgPrefixSym
-} = __webpack_require__(51054)
+} = __webpack_require__(12520)
 const { isMainThread } = __webpack_require__(28167)
-const transport = __webpack_require__(14358)
+const transport = __webpack_require__(74124)
 const [nodeMajor] = process.versions.node.split('.').map(v => Number(v))
 
 const asJsonChan = diagChan.tracingChannel('pino_asJson')
@@ -51988,21 +51988,21 @@ module.exports = {
 
 /***/ }),
 
-/***/ 14358:
+/***/ 74124:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const { createRequire } = __webpack_require__(73339)
 const { existsSync } = __webpack_require__(73024)
-const getCallers = __webpack_require__(69108)
+const getCallers = __webpack_require__(80450)
 const { join, isAbsolute, sep } = __webpack_require__(76760)
 const { fileURLToPath } = __webpack_require__(73136)
-const sleep = __webpack_require__(64905)
-const onExit = __webpack_require__(62007)
-const ThreadStream = __webpack_require__(95757)
+const sleep = __webpack_require__(40479)
+const onExit = __webpack_require__(49761)
+const ThreadStream = __webpack_require__(21367)
 
-const { transportUsesMultistreamSym } = __webpack_require__(51054)
+const { transportUsesMultistreamSym } = __webpack_require__(12520)
 
 function setupOnExit (stream) {
   // This is leak free, it does not leave event handlers
@@ -52297,21 +52297,21 @@ module.exports = transport
 
 /***/ }),
 
-/***/ 67607:
+/***/ 65005:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
 const os = __webpack_require__(48161)
-const stdSerializers = __webpack_require__(76799)
-const caller = __webpack_require__(69108)
-const redaction = __webpack_require__(21926)
-const time = __webpack_require__(33490)
-const proto = __webpack_require__(44457)
-const symbols = __webpack_require__(51054)
-const { configure } = __webpack_require__(92393)
-const { assertDefaultLevelFound, mappings, genLsCache, genLevelComparison, assertLevelComparison } = __webpack_require__(30348)
-const { DEFAULT_LEVELS, SORTING_ORDER } = __webpack_require__(24574)
+const stdSerializers = __webpack_require__(51245)
+const caller = __webpack_require__(80450)
+const redaction = __webpack_require__(59096)
+const time = __webpack_require__(44416)
+const proto = __webpack_require__(41239)
+const symbols = __webpack_require__(12520)
+const { configure } = __webpack_require__(37467)
+const { assertDefaultLevelFound, mappings, genLsCache, genLevelComparison, assertLevelComparison } = __webpack_require__(63114)
+const { DEFAULT_LEVELS, SORTING_ORDER } = __webpack_require__(63256)
 const {
   createArgsNormalizer,
   asChindings,
@@ -52320,8 +52320,8 @@ const {
   stringify,
   normalizeDestFileDescriptor,
   noop
-} = __webpack_require__(26528)
-const { version } = __webpack_require__(36998)
+} = __webpack_require__(12694)
+const { version } = __webpack_require__(14052)
 const {
   chindingsSym,
   redactFmtSym,
@@ -52547,8 +52547,8 @@ module.exports.destination = (dest = process.stdout.fd) => {
   }
 }
 
-module.exports.transport = __webpack_require__(14358)
-module.exports.multistream = __webpack_require__(1582)
+module.exports.transport = __webpack_require__(74124)
+module.exports.multistream = __webpack_require__(50112)
 
 module.exports.levels = mappings()
 module.exports.stdSerializers = serializers
@@ -52563,7 +52563,7 @@ module.exports.pino = pino
 
 /***/ }),
 
-/***/ 81481:
+/***/ 50099:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -52762,13 +52762,13 @@ module.exports.processWarning = out
 
 /***/ }),
 
-/***/ 91270:
+/***/ 38700:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
 
-const parse = __webpack_require__(68830)
-const { types } = __webpack_require__(68830)
+const parse = __webpack_require__(44028)
+const { types } = __webpack_require__(44028)
 
 /**
  * @param {*} node
@@ -52845,7 +52845,7 @@ module.exports.safeRegex = safeRegex
 
 /***/ }),
 
-/***/ 66373:
+/***/ 55955:
 /***/ ((module) => {
 
 
@@ -53015,7 +53015,7 @@ module.exports.scan = filter
 
 /***/ }),
 
-/***/ 12819:
+/***/ 71037:
 /***/ ((module, __unused_webpack_exports, __webpack_require__) => {
 
 
@@ -53024,7 +53024,7 @@ const fs = __webpack_require__(79896)
 const EventEmitter = __webpack_require__(24434)
 const inherits = (__webpack_require__(39023).inherits)
 const path = __webpack_require__(16928)
-const sleep = __webpack_require__(64905)
+const sleep = __webpack_require__(40479)
 const assert = __webpack_require__(42613)
 
 const BUSY_WRITE_TIMEOUT = 100
@@ -53755,18 +53755,18 @@ module.exports = SonicBoom
 
 /***/ }),
 
-/***/ 82387:
+/***/ 57349:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Scalar = __webpack_require__(69271);
-var YAMLMap = __webpack_require__(82448);
-var YAMLSeq = __webpack_require__(95125);
-var resolveBlockMap = __webpack_require__(81653);
-var resolveBlockSeq = __webpack_require__(92624);
-var resolveFlowCollection = __webpack_require__(60692);
+var identity = __webpack_require__(41127);
+var Scalar = __webpack_require__(63301);
+var YAMLMap = __webpack_require__(84454);
+var YAMLSeq = __webpack_require__(92223);
+var resolveBlockMap = __webpack_require__(87103);
+var resolveBlockSeq = __webpack_require__(90334);
+var resolveFlowCollection = __webpack_require__(13142);
 
 function resolveCollection(CN, ctx, token, onError, tagName, tag) {
     const coll = token.type === 'block-map'
@@ -53852,15 +53852,15 @@ exports.composeCollection = composeCollection;
 
 /***/ }),
 
-/***/ 22873:
+/***/ 23683:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Document = __webpack_require__(65755);
-var composeNode = __webpack_require__(63755);
-var resolveEnd = __webpack_require__(81462);
-var resolveProps = __webpack_require__(48017);
+var Document = __webpack_require__(3021);
+var composeNode = __webpack_require__(45937);
+var resolveEnd = __webpack_require__(17788);
+var resolveProps = __webpack_require__(34631);
 
 function composeDoc(options, directives, { offset, start, value, end }, onError) {
     const opts = Object.assign({ _directives: directives }, options);
@@ -53904,17 +53904,17 @@ exports.composeDoc = composeDoc;
 
 /***/ }),
 
-/***/ 63755:
+/***/ 45937:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Alias = __webpack_require__(19671);
-var identity = __webpack_require__(22617);
-var composeCollection = __webpack_require__(82387);
-var composeScalar = __webpack_require__(54995);
-var resolveEnd = __webpack_require__(81462);
-var utilEmptyScalarPosition = __webpack_require__(69933);
+var Alias = __webpack_require__(4065);
+var identity = __webpack_require__(41127);
+var composeCollection = __webpack_require__(57349);
+var composeScalar = __webpack_require__(5413);
+var resolveEnd = __webpack_require__(17788);
+var utilEmptyScalarPosition = __webpack_require__(22599);
 
 const CN = { composeNode, composeEmptyNode };
 function composeNode(ctx, token, props, onError) {
@@ -54023,15 +54023,15 @@ exports.composeNode = composeNode;
 
 /***/ }),
 
-/***/ 54995:
+/***/ 5413:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Scalar = __webpack_require__(69271);
-var resolveBlockScalar = __webpack_require__(80599);
-var resolveFlowScalar = __webpack_require__(37120);
+var identity = __webpack_require__(41127);
+var Scalar = __webpack_require__(63301);
+var resolveBlockScalar = __webpack_require__(48913);
+var resolveFlowScalar = __webpack_require__(76842);
 
 function composeScalar(ctx, token, tagToken, onError) {
     const { value, type, comment, range } = token.type === 'block-scalar'
@@ -54118,18 +54118,18 @@ exports.composeScalar = composeScalar;
 
 /***/ }),
 
-/***/ 82750:
+/***/ 89984:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
 var node_process = __webpack_require__(932);
-var directives = __webpack_require__(98144);
-var Document = __webpack_require__(65755);
-var errors = __webpack_require__(72130);
-var identity = __webpack_require__(22617);
-var composeDoc = __webpack_require__(22873);
-var resolveEnd = __webpack_require__(81462);
+var directives = __webpack_require__(61342);
+var Document = __webpack_require__(3021);
+var errors = __webpack_require__(91464);
+var identity = __webpack_require__(41127);
+var composeDoc = __webpack_require__(23683);
+var resolveEnd = __webpack_require__(17788);
 
 function getErrorPos(src) {
     if (typeof src === 'number')
@@ -54349,17 +54349,17 @@ exports.Composer = Composer;
 
 /***/ }),
 
-/***/ 81653:
+/***/ 87103:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Pair = __webpack_require__(92815);
-var YAMLMap = __webpack_require__(82448);
-var resolveProps = __webpack_require__(48017);
-var utilContainsNewline = __webpack_require__(6761);
-var utilFlowIndentCheck = __webpack_require__(34437);
-var utilMapIncludes = __webpack_require__(13485);
+var Pair = __webpack_require__(57165);
+var YAMLMap = __webpack_require__(84454);
+var resolveProps = __webpack_require__(34631);
+var utilContainsNewline = __webpack_require__(9499);
+var utilFlowIndentCheck = __webpack_require__(74051);
+var utilMapIncludes = __webpack_require__(81187);
 
 const startColMsg = 'All mapping items must start at the same column';
 function resolveBlockMap({ composeNode, composeEmptyNode }, ctx, bm, onError, tag) {
@@ -54473,12 +54473,12 @@ exports.resolveBlockMap = resolveBlockMap;
 
 /***/ }),
 
-/***/ 80599:
+/***/ 48913:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
+var Scalar = __webpack_require__(63301);
 
 function resolveBlockScalar(ctx, scalar, onError) {
     const start = scalar.offset;
@@ -54680,14 +54680,14 @@ exports.resolveBlockScalar = resolveBlockScalar;
 
 /***/ }),
 
-/***/ 92624:
+/***/ 90334:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var YAMLSeq = __webpack_require__(95125);
-var resolveProps = __webpack_require__(48017);
-var utilFlowIndentCheck = __webpack_require__(34437);
+var YAMLSeq = __webpack_require__(92223);
+var resolveProps = __webpack_require__(34631);
+var utilFlowIndentCheck = __webpack_require__(74051);
 
 function resolveBlockSeq({ composeNode, composeEmptyNode }, ctx, bs, onError, tag) {
     const NodeClass = tag?.nodeClass ?? YAMLSeq.YAMLSeq;
@@ -54738,7 +54738,7 @@ exports.resolveBlockSeq = resolveBlockSeq;
 
 /***/ }),
 
-/***/ 81462:
+/***/ 17788:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -54784,19 +54784,19 @@ exports.resolveEnd = resolveEnd;
 
 /***/ }),
 
-/***/ 60692:
+/***/ 13142:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Pair = __webpack_require__(92815);
-var YAMLMap = __webpack_require__(82448);
-var YAMLSeq = __webpack_require__(95125);
-var resolveEnd = __webpack_require__(81462);
-var resolveProps = __webpack_require__(48017);
-var utilContainsNewline = __webpack_require__(6761);
-var utilMapIncludes = __webpack_require__(13485);
+var identity = __webpack_require__(41127);
+var Pair = __webpack_require__(57165);
+var YAMLMap = __webpack_require__(84454);
+var YAMLSeq = __webpack_require__(92223);
+var resolveEnd = __webpack_require__(17788);
+var resolveProps = __webpack_require__(34631);
+var utilContainsNewline = __webpack_require__(9499);
+var utilMapIncludes = __webpack_require__(81187);
 
 const blockMsg = 'Block collections are not allowed within flow collections';
 const isBlock = (token) => token && (token.type === 'block-map' || token.type === 'block-seq');
@@ -55000,13 +55000,13 @@ exports.resolveFlowCollection = resolveFlowCollection;
 
 /***/ }),
 
-/***/ 37120:
+/***/ 76842:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
-var resolveEnd = __webpack_require__(81462);
+var Scalar = __webpack_require__(63301);
+var resolveEnd = __webpack_require__(17788);
 
 function resolveFlowScalar(scalar, strict, onError) {
     const { offset, type, source, end } = scalar;
@@ -55235,7 +55235,7 @@ exports.resolveFlowScalar = resolveFlowScalar;
 
 /***/ }),
 
-/***/ 48017:
+/***/ 34631:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -55390,7 +55390,7 @@ exports.resolveProps = resolveProps;
 
 /***/ }),
 
-/***/ 6761:
+/***/ 9499:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -55433,7 +55433,7 @@ exports.containsNewline = containsNewline;
 
 /***/ }),
 
-/***/ 69933:
+/***/ 22599:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -55468,12 +55468,12 @@ exports.emptyScalarPosition = emptyScalarPosition;
 
 /***/ }),
 
-/***/ 34437:
+/***/ 74051:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var utilContainsNewline = __webpack_require__(6761);
+var utilContainsNewline = __webpack_require__(9499);
 
 function flowIndentCheck(indent, fc, onError) {
     if (fc?.type === 'flow-collection') {
@@ -55492,12 +55492,12 @@ exports.flowIndentCheck = flowIndentCheck;
 
 /***/ }),
 
-/***/ 13485:
+/***/ 81187:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
+var identity = __webpack_require__(41127);
 
 function mapIncludes(ctx, items, search) {
     const { uniqueKeys } = ctx.options;
@@ -55514,22 +55514,22 @@ exports.mapIncludes = mapIncludes;
 
 /***/ }),
 
-/***/ 65755:
+/***/ 3021:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Alias = __webpack_require__(19671);
-var Collection = __webpack_require__(46039);
-var identity = __webpack_require__(22617);
-var Pair = __webpack_require__(92815);
-var toJS = __webpack_require__(83709);
-var Schema = __webpack_require__(64902);
-var stringifyDocument = __webpack_require__(35719);
-var anchors = __webpack_require__(15702);
-var applyReviver = __webpack_require__(72703);
-var createNode = __webpack_require__(49462);
-var directives = __webpack_require__(98144);
+var Alias = __webpack_require__(4065);
+var Collection = __webpack_require__(40101);
+var identity = __webpack_require__(41127);
+var Pair = __webpack_require__(57165);
+var toJS = __webpack_require__(74043);
+var Schema = __webpack_require__(45840);
+var stringifyDocument = __webpack_require__(6829);
+var anchors = __webpack_require__(71596);
+var applyReviver = __webpack_require__(83661);
+var createNode = __webpack_require__(42404);
+var directives = __webpack_require__(61342);
 
 class Document {
     constructor(value, replacer, options) {
@@ -55858,13 +55858,13 @@ exports.Document = Document;
 
 /***/ }),
 
-/***/ 15702:
+/***/ 71596:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var visit = __webpack_require__(67182);
+var identity = __webpack_require__(41127);
+var visit = __webpack_require__(10204);
 
 /**
  * Verify that the input string is a valid anchor.
@@ -55941,7 +55941,7 @@ exports.findNewAnchor = findNewAnchor;
 
 /***/ }),
 
-/***/ 72703:
+/***/ 83661:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -56005,14 +56005,14 @@ exports.applyReviver = applyReviver;
 
 /***/ }),
 
-/***/ 49462:
+/***/ 42404:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Alias = __webpack_require__(19671);
-var identity = __webpack_require__(22617);
-var Scalar = __webpack_require__(69271);
+var Alias = __webpack_require__(4065);
+var identity = __webpack_require__(41127);
+var Scalar = __webpack_require__(63301);
 
 const defaultTagPrefix = 'tag:yaml.org,2002:';
 function findTagObject(value, tagName, tags) {
@@ -56102,13 +56102,13 @@ exports.createNode = createNode;
 
 /***/ }),
 
-/***/ 98144:
+/***/ 61342:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var visit = __webpack_require__(67182);
+var identity = __webpack_require__(41127);
+var visit = __webpack_require__(10204);
 
 const escapeChars = {
     '!': '%21',
@@ -56287,7 +56287,7 @@ exports.Directives = Directives;
 
 /***/ }),
 
-/***/ 72130:
+/***/ 91464:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -56356,28 +56356,28 @@ exports.prettifyError = prettifyError;
 
 /***/ }),
 
-/***/ 53645:
+/***/ 38815:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 var __webpack_unused_export__;
 
 
-var composer = __webpack_require__(82750);
-var Document = __webpack_require__(65755);
-var Schema = __webpack_require__(64902);
-var errors = __webpack_require__(72130);
-var Alias = __webpack_require__(19671);
-var identity = __webpack_require__(22617);
-var Pair = __webpack_require__(92815);
-var Scalar = __webpack_require__(69271);
-var YAMLMap = __webpack_require__(82448);
-var YAMLSeq = __webpack_require__(95125);
-var cst = __webpack_require__(73427);
-var lexer = __webpack_require__(60795);
-var lineCounter = __webpack_require__(89706);
-var parser = __webpack_require__(67374);
-var publicApi = __webpack_require__(86205);
-var visit = __webpack_require__(67182);
+var composer = __webpack_require__(89984);
+var Document = __webpack_require__(3021);
+var Schema = __webpack_require__(45840);
+var errors = __webpack_require__(91464);
+var Alias = __webpack_require__(4065);
+var identity = __webpack_require__(41127);
+var Pair = __webpack_require__(57165);
+var Scalar = __webpack_require__(63301);
+var YAMLMap = __webpack_require__(84454);
+var YAMLSeq = __webpack_require__(92223);
+var cst = __webpack_require__(3461);
+var lexer = __webpack_require__(40361);
+var lineCounter = __webpack_require__(66628);
+var parser = __webpack_require__(3456);
+var publicApi = __webpack_require__(84047);
+var visit = __webpack_require__(10204);
 
 
 
@@ -56414,7 +56414,7 @@ __webpack_unused_export__ = visit.visitAsync;
 
 /***/ }),
 
-/***/ 9923:
+/***/ 57249:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
@@ -56440,16 +56440,16 @@ exports.warn = warn;
 
 /***/ }),
 
-/***/ 19671:
+/***/ 4065:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var anchors = __webpack_require__(15702);
-var visit = __webpack_require__(67182);
-var identity = __webpack_require__(22617);
-var Node = __webpack_require__(64615);
-var toJS = __webpack_require__(83709);
+var anchors = __webpack_require__(71596);
+var visit = __webpack_require__(10204);
+var identity = __webpack_require__(41127);
+var Node = __webpack_require__(66673);
+var toJS = __webpack_require__(74043);
 
 class Alias extends Node.NodeBase {
     constructor(source) {
@@ -56567,14 +56567,14 @@ exports.Alias = Alias;
 
 /***/ }),
 
-/***/ 46039:
+/***/ 40101:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var createNode = __webpack_require__(49462);
-var identity = __webpack_require__(22617);
-var Node = __webpack_require__(64615);
+var createNode = __webpack_require__(42404);
+var identity = __webpack_require__(41127);
+var Node = __webpack_require__(66673);
 
 function collectionFromPath(schema, path, value) {
     let v = value;
@@ -56725,14 +56725,14 @@ exports.isEmptyPath = isEmptyPath;
 
 /***/ }),
 
-/***/ 64615:
+/***/ 66673:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var applyReviver = __webpack_require__(72703);
-var identity = __webpack_require__(22617);
-var toJS = __webpack_require__(83709);
+var applyReviver = __webpack_require__(83661);
+var identity = __webpack_require__(41127);
+var toJS = __webpack_require__(74043);
 
 class NodeBase {
     constructor(type) {
@@ -56772,15 +56772,15 @@ exports.NodeBase = NodeBase;
 
 /***/ }),
 
-/***/ 92815:
+/***/ 57165:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var createNode = __webpack_require__(49462);
-var stringifyPair = __webpack_require__(21174);
-var addPairToJSMap = __webpack_require__(60614);
-var identity = __webpack_require__(22617);
+var createNode = __webpack_require__(42404);
+var stringifyPair = __webpack_require__(59748);
+var addPairToJSMap = __webpack_require__(97104);
+var identity = __webpack_require__(41127);
 
 function createPair(key, value, ctx) {
     const k = createNode.createNode(key, undefined, ctx);
@@ -56818,14 +56818,14 @@ exports.createPair = createPair;
 
 /***/ }),
 
-/***/ 69271:
+/***/ 63301:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Node = __webpack_require__(64615);
-var toJS = __webpack_require__(83709);
+var identity = __webpack_require__(41127);
+var Node = __webpack_require__(66673);
+var toJS = __webpack_require__(74043);
 
 const isScalarValue = (value) => !value || (typeof value !== 'function' && typeof value !== 'object');
 class Scalar extends Node.NodeBase {
@@ -56852,17 +56852,17 @@ exports.isScalarValue = isScalarValue;
 
 /***/ }),
 
-/***/ 82448:
+/***/ 84454:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var stringifyCollection = __webpack_require__(58454);
-var addPairToJSMap = __webpack_require__(60614);
-var Collection = __webpack_require__(46039);
-var identity = __webpack_require__(22617);
-var Pair = __webpack_require__(92815);
-var Scalar = __webpack_require__(69271);
+var stringifyCollection = __webpack_require__(61212);
+var addPairToJSMap = __webpack_require__(97104);
+var Collection = __webpack_require__(40101);
+var identity = __webpack_require__(41127);
+var Pair = __webpack_require__(57165);
+var Scalar = __webpack_require__(63301);
 
 function findPair(items, key) {
     const k = identity.isScalar(key) ? key.value : key;
@@ -57006,17 +57006,17 @@ exports.findPair = findPair;
 
 /***/ }),
 
-/***/ 95125:
+/***/ 92223:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var createNode = __webpack_require__(49462);
-var stringifyCollection = __webpack_require__(58454);
-var Collection = __webpack_require__(46039);
-var identity = __webpack_require__(22617);
-var Scalar = __webpack_require__(69271);
-var toJS = __webpack_require__(83709);
+var createNode = __webpack_require__(42404);
+var stringifyCollection = __webpack_require__(61212);
+var Collection = __webpack_require__(40101);
+var identity = __webpack_require__(41127);
+var Scalar = __webpack_require__(63301);
+var toJS = __webpack_require__(74043);
 
 class YAMLSeq extends Collection.Collection {
     static get tagName() {
@@ -57128,16 +57128,16 @@ exports.YAMLSeq = YAMLSeq;
 
 /***/ }),
 
-/***/ 60614:
+/***/ 97104:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var log = __webpack_require__(9923);
-var merge = __webpack_require__(32610);
-var stringify = __webpack_require__(99666);
-var identity = __webpack_require__(22617);
-var toJS = __webpack_require__(83709);
+var log = __webpack_require__(57249);
+var merge = __webpack_require__(90452);
+var stringify = __webpack_require__(2148);
+var identity = __webpack_require__(41127);
+var toJS = __webpack_require__(74043);
 
 function addPairToJSMap(ctx, map, { key, value }) {
     if (identity.isNode(key) && key.addToJSMap)
@@ -57200,7 +57200,7 @@ exports.addPairToJSMap = addPairToJSMap;
 
 /***/ }),
 
-/***/ 22617:
+/***/ 41127:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -57260,12 +57260,12 @@ exports.isSeq = isSeq;
 
 /***/ }),
 
-/***/ 83709:
+/***/ 74043:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
+var identity = __webpack_require__(41127);
 
 /**
  * Recursively convert any node or its contents to native JavaScript
@@ -57306,15 +57306,15 @@ exports.toJS = toJS;
 
 /***/ }),
 
-/***/ 58564:
+/***/ 60110:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var resolveBlockScalar = __webpack_require__(80599);
-var resolveFlowScalar = __webpack_require__(37120);
-var errors = __webpack_require__(72130);
-var stringifyString = __webpack_require__(36179);
+var resolveBlockScalar = __webpack_require__(48913);
+var resolveFlowScalar = __webpack_require__(76842);
+var errors = __webpack_require__(91464);
+var stringifyString = __webpack_require__(83069);
 
 function resolveAsScalar(token, strict = true, onError) {
     if (token) {
@@ -57531,7 +57531,7 @@ exports.setScalarValue = setScalarValue;
 
 /***/ }),
 
-/***/ 67455:
+/***/ 91733:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -57601,7 +57601,7 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 34257:
+/***/ 97715:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -57707,14 +57707,14 @@ exports.visit = visit;
 
 /***/ }),
 
-/***/ 73427:
+/***/ 3461:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var cstScalar = __webpack_require__(58564);
-var cstStringify = __webpack_require__(67455);
-var cstVisit = __webpack_require__(34257);
+var cstScalar = __webpack_require__(60110);
+var cstStringify = __webpack_require__(91733);
+var cstVisit = __webpack_require__(97715);
 
 /** The byte order mark */
 const BOM = '\u{FEFF}';
@@ -57826,12 +57826,12 @@ exports.tokenType = tokenType;
 
 /***/ }),
 
-/***/ 60795:
+/***/ 40361:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var cst = __webpack_require__(73427);
+var cst = __webpack_require__(3461);
 
 /*
 START -> stream
@@ -58556,7 +58556,7 @@ exports.Lexer = Lexer;
 
 /***/ }),
 
-/***/ 89706:
+/***/ 66628:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -58604,14 +58604,14 @@ exports.LineCounter = LineCounter;
 
 /***/ }),
 
-/***/ 67374:
+/***/ 3456:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
 var node_process = __webpack_require__(932);
-var cst = __webpack_require__(73427);
-var lexer = __webpack_require__(60795);
+var cst = __webpack_require__(3461);
+var lexer = __webpack_require__(40361);
 
 function includesToken(list, type) {
     for (let i = 0; i < list.length; ++i)
@@ -59591,18 +59591,18 @@ exports.Parser = Parser;
 
 /***/ }),
 
-/***/ 86205:
+/***/ 84047:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var composer = __webpack_require__(82750);
-var Document = __webpack_require__(65755);
-var errors = __webpack_require__(72130);
-var log = __webpack_require__(9923);
-var identity = __webpack_require__(22617);
-var lineCounter = __webpack_require__(89706);
-var parser = __webpack_require__(67374);
+var composer = __webpack_require__(89984);
+var Document = __webpack_require__(3021);
+var errors = __webpack_require__(91464);
+var log = __webpack_require__(57249);
+var identity = __webpack_require__(41127);
+var lineCounter = __webpack_require__(66628);
+var parser = __webpack_require__(3456);
 
 function parseOptions(options) {
     const prettyErrors = options.prettyErrors !== false;
@@ -59705,16 +59705,16 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 64902:
+/***/ 45840:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var map = __webpack_require__(78229);
-var seq = __webpack_require__(72400);
-var string = __webpack_require__(32374);
-var tags = __webpack_require__(11656);
+var identity = __webpack_require__(41127);
+var map = __webpack_require__(47451);
+var seq = __webpack_require__(1706);
+var string = __webpack_require__(66464);
+var tags = __webpack_require__(90018);
 
 const sortMapEntriesByKey = (a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 class Schema {
@@ -59751,13 +59751,13 @@ exports.Schema = Schema;
 
 /***/ }),
 
-/***/ 78229:
+/***/ 47451:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var YAMLMap = __webpack_require__(82448);
+var identity = __webpack_require__(41127);
+var YAMLMap = __webpack_require__(84454);
 
 const map = {
     collection: 'map',
@@ -59777,12 +59777,12 @@ exports.map = map;
 
 /***/ }),
 
-/***/ 87890:
+/***/ 73632:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
+var Scalar = __webpack_require__(63301);
 
 const nullTag = {
     identify: value => value == null,
@@ -59801,13 +59801,13 @@ exports.nullTag = nullTag;
 
 /***/ }),
 
-/***/ 72400:
+/***/ 1706:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var YAMLSeq = __webpack_require__(95125);
+var identity = __webpack_require__(41127);
+var YAMLSeq = __webpack_require__(92223);
 
 const seq = {
     collection: 'seq',
@@ -59827,12 +59827,12 @@ exports.seq = seq;
 
 /***/ }),
 
-/***/ 32374:
+/***/ 66464:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var stringifyString = __webpack_require__(36179);
+var stringifyString = __webpack_require__(83069);
 
 const string = {
     identify: value => typeof value === 'string',
@@ -59850,12 +59850,12 @@ exports.string = string;
 
 /***/ }),
 
-/***/ 21477:
+/***/ 73959:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
+var Scalar = __webpack_require__(63301);
 
 const boolTag = {
     identify: value => typeof value === 'boolean',
@@ -59878,13 +59878,13 @@ exports.boolTag = boolTag;
 
 /***/ }),
 
-/***/ 28251:
+/***/ 38405:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
-var stringifyNumber = __webpack_require__(82491);
+var Scalar = __webpack_require__(63301);
+var stringifyNumber = __webpack_require__(28689);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -59932,12 +59932,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 97052:
+/***/ 59874:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var stringifyNumber = __webpack_require__(82491);
+var stringifyNumber = __webpack_require__(28689);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 const intResolve = (str, offset, radix, { intAsBigInt }) => (intAsBigInt ? BigInt(str) : parseInt(str.substring(offset), radix));
@@ -59981,18 +59981,18 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 74810:
+/***/ 70896:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var map = __webpack_require__(78229);
-var _null = __webpack_require__(87890);
-var seq = __webpack_require__(72400);
-var string = __webpack_require__(32374);
-var bool = __webpack_require__(21477);
-var float = __webpack_require__(28251);
-var int = __webpack_require__(97052);
+var map = __webpack_require__(47451);
+var _null = __webpack_require__(73632);
+var seq = __webpack_require__(1706);
+var string = __webpack_require__(66464);
+var bool = __webpack_require__(73959);
+var float = __webpack_require__(38405);
+var int = __webpack_require__(59874);
 
 const schema = [
     map.map,
@@ -60013,14 +60013,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 77925:
+/***/ 33559:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
-var map = __webpack_require__(78229);
-var seq = __webpack_require__(72400);
+var Scalar = __webpack_require__(63301);
+var map = __webpack_require__(47451);
+var seq = __webpack_require__(1706);
 
 function intIdentify(value) {
     return typeof value === 'bigint' || Number.isInteger(value);
@@ -60084,27 +60084,27 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 11656:
+/***/ 90018:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var map = __webpack_require__(78229);
-var _null = __webpack_require__(87890);
-var seq = __webpack_require__(72400);
-var string = __webpack_require__(32374);
-var bool = __webpack_require__(21477);
-var float = __webpack_require__(28251);
-var int = __webpack_require__(97052);
-var schema = __webpack_require__(74810);
-var schema$1 = __webpack_require__(77925);
-var binary = __webpack_require__(66817);
-var merge = __webpack_require__(32610);
-var omap = __webpack_require__(80061);
-var pairs = __webpack_require__(67815);
-var schema$2 = __webpack_require__(97755);
-var set = __webpack_require__(9138);
-var timestamp = __webpack_require__(56282);
+var map = __webpack_require__(47451);
+var _null = __webpack_require__(73632);
+var seq = __webpack_require__(1706);
+var string = __webpack_require__(66464);
+var bool = __webpack_require__(73959);
+var float = __webpack_require__(38405);
+var int = __webpack_require__(59874);
+var schema = __webpack_require__(70896);
+var schema$1 = __webpack_require__(33559);
+var binary = __webpack_require__(56083);
+var merge = __webpack_require__(90452);
+var omap = __webpack_require__(50303);
+var pairs = __webpack_require__(18385);
+var schema$2 = __webpack_require__(35913);
+var set = __webpack_require__(81528);
+var timestamp = __webpack_require__(46752);
 
 const schemas = new Map([
     ['core', schema.schema],
@@ -60190,14 +60190,14 @@ exports.getTags = getTags;
 
 /***/ }),
 
-/***/ 66817:
+/***/ 56083:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
 var node_buffer = __webpack_require__(20181);
-var Scalar = __webpack_require__(69271);
-var stringifyString = __webpack_require__(36179);
+var Scalar = __webpack_require__(63301);
+var stringifyString = __webpack_require__(83069);
 
 const binary = {
     identify: value => value instanceof Uint8Array, // Buffer inherits from Uint8Array
@@ -60267,12 +60267,12 @@ exports.binary = binary;
 
 /***/ }),
 
-/***/ 63260:
+/***/ 88398:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
+var Scalar = __webpack_require__(63301);
 
 function boolStringify({ value, source }, ctx) {
     const boolObj = value ? trueTag : falseTag;
@@ -60303,13 +60303,13 @@ exports.trueTag = trueTag;
 
 /***/ }),
 
-/***/ 60396:
+/***/ 35782:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
-var stringifyNumber = __webpack_require__(82491);
+var Scalar = __webpack_require__(63301);
+var stringifyNumber = __webpack_require__(28689);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -60360,12 +60360,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 95883:
+/***/ 10873:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var stringifyNumber = __webpack_require__(82491);
+var stringifyNumber = __webpack_require__(28689);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 function intResolve(str, offset, radix, { intAsBigInt }) {
@@ -60443,13 +60443,13 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 32610:
+/***/ 90452:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Scalar = __webpack_require__(69271);
+var identity = __webpack_require__(41127);
+var Scalar = __webpack_require__(63301);
 
 // If the value associated with a merge key is a single mapping node, each of
 // its key/value pairs is inserted into the current mapping, unless the key
@@ -60521,16 +60521,16 @@ exports.merge = merge;
 
 /***/ }),
 
-/***/ 80061:
+/***/ 50303:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var toJS = __webpack_require__(83709);
-var YAMLMap = __webpack_require__(82448);
-var YAMLSeq = __webpack_require__(95125);
-var pairs = __webpack_require__(67815);
+var identity = __webpack_require__(41127);
+var toJS = __webpack_require__(74043);
+var YAMLMap = __webpack_require__(84454);
+var YAMLSeq = __webpack_require__(92223);
+var pairs = __webpack_require__(18385);
 
 class YAMLOMap extends YAMLSeq.YAMLSeq {
     constructor() {
@@ -60605,15 +60605,15 @@ exports.omap = omap;
 
 /***/ }),
 
-/***/ 67815:
+/***/ 18385:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Pair = __webpack_require__(92815);
-var Scalar = __webpack_require__(69271);
-var YAMLSeq = __webpack_require__(95125);
+var identity = __webpack_require__(41127);
+var Pair = __webpack_require__(57165);
+var Scalar = __webpack_require__(63301);
+var YAMLSeq = __webpack_require__(92223);
 
 function resolvePairs(seq, onError) {
     if (identity.isSeq(seq)) {
@@ -60694,24 +60694,24 @@ exports.resolvePairs = resolvePairs;
 
 /***/ }),
 
-/***/ 97755:
+/***/ 35913:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var map = __webpack_require__(78229);
-var _null = __webpack_require__(87890);
-var seq = __webpack_require__(72400);
-var string = __webpack_require__(32374);
-var binary = __webpack_require__(66817);
-var bool = __webpack_require__(63260);
-var float = __webpack_require__(60396);
-var int = __webpack_require__(95883);
-var merge = __webpack_require__(32610);
-var omap = __webpack_require__(80061);
-var pairs = __webpack_require__(67815);
-var set = __webpack_require__(9138);
-var timestamp = __webpack_require__(56282);
+var map = __webpack_require__(47451);
+var _null = __webpack_require__(73632);
+var seq = __webpack_require__(1706);
+var string = __webpack_require__(66464);
+var binary = __webpack_require__(56083);
+var bool = __webpack_require__(88398);
+var float = __webpack_require__(35782);
+var int = __webpack_require__(10873);
+var merge = __webpack_require__(90452);
+var omap = __webpack_require__(50303);
+var pairs = __webpack_require__(18385);
+var set = __webpack_require__(81528);
+var timestamp = __webpack_require__(46752);
 
 const schema = [
     map.map,
@@ -60742,14 +60742,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 9138:
+/***/ 81528:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Pair = __webpack_require__(92815);
-var YAMLMap = __webpack_require__(82448);
+var identity = __webpack_require__(41127);
+var Pair = __webpack_require__(57165);
+var YAMLMap = __webpack_require__(84454);
 
 class YAMLSet extends YAMLMap.YAMLMap {
     constructor(schema) {
@@ -60845,12 +60845,12 @@ exports.set = set;
 
 /***/ }),
 
-/***/ 56282:
+/***/ 46752:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var stringifyNumber = __webpack_require__(82491);
+var stringifyNumber = __webpack_require__(28689);
 
 /** Internal types handle bigint as number, because TS can't figure it out. */
 function parseSexagesimal(str, asBigInt) {
@@ -60957,7 +60957,7 @@ exports.timestamp = timestamp;
 
 /***/ }),
 
-/***/ 27089:
+/***/ 34475:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -61115,15 +61115,15 @@ exports.foldFlowLines = foldFlowLines;
 
 /***/ }),
 
-/***/ 99666:
+/***/ 2148:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var anchors = __webpack_require__(15702);
-var identity = __webpack_require__(22617);
-var stringifyComment = __webpack_require__(56949);
-var stringifyString = __webpack_require__(36179);
+var anchors = __webpack_require__(71596);
+var identity = __webpack_require__(41127);
+var stringifyComment = __webpack_require__(59799);
+var stringifyString = __webpack_require__(83069);
 
 function createStringifyContext(doc, options) {
     const opt = Object.assign({
@@ -61254,14 +61254,14 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 58454:
+/***/ 61212:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var stringify = __webpack_require__(99666);
-var stringifyComment = __webpack_require__(56949);
+var identity = __webpack_require__(41127);
+var stringify = __webpack_require__(2148);
+var stringifyComment = __webpack_require__(59799);
 
 function stringifyCollection(collection, ctx, options) {
     const flow = ctx.inFlow ?? collection.flow;
@@ -61416,7 +61416,7 @@ exports.stringifyCollection = stringifyCollection;
 
 /***/ }),
 
-/***/ 56949:
+/***/ 59799:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -61447,14 +61447,14 @@ exports.stringifyComment = stringifyComment;
 
 /***/ }),
 
-/***/ 35719:
+/***/ 6829:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var stringify = __webpack_require__(99666);
-var stringifyComment = __webpack_require__(56949);
+var identity = __webpack_require__(41127);
+var stringify = __webpack_require__(2148);
+var stringifyComment = __webpack_require__(59799);
 
 function stringifyDocument(doc, options) {
     const lines = [];
@@ -61541,7 +61541,7 @@ exports.stringifyDocument = stringifyDocument;
 
 /***/ }),
 
-/***/ 82491:
+/***/ 28689:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -61575,15 +61575,15 @@ exports.stringifyNumber = stringifyNumber;
 
 /***/ }),
 
-/***/ 21174:
+/***/ 59748:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
-var Scalar = __webpack_require__(69271);
-var stringify = __webpack_require__(99666);
-var stringifyComment = __webpack_require__(56949);
+var identity = __webpack_require__(41127);
+var Scalar = __webpack_require__(63301);
+var stringify = __webpack_require__(2148);
+var stringifyComment = __webpack_require__(59799);
 
 function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
     const { allNullValues, doc, indent, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
@@ -61734,13 +61734,13 @@ exports.stringifyPair = stringifyPair;
 
 /***/ }),
 
-/***/ 36179:
+/***/ 83069:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var Scalar = __webpack_require__(69271);
-var foldFlowLines = __webpack_require__(27089);
+var Scalar = __webpack_require__(63301);
+var foldFlowLines = __webpack_require__(34475);
 
 const getFoldOptions = (ctx, isBlock) => ({
     indentAtStart: isBlock ? ctx.indent.length : ctx.indentAtStart,
@@ -62079,12 +62079,12 @@ exports.stringifyString = stringifyString;
 
 /***/ }),
 
-/***/ 67182:
+/***/ 10204:
 /***/ ((__unused_webpack_module, exports, __webpack_require__) => {
 
 
 
-var identity = __webpack_require__(22617);
+var identity = __webpack_require__(41127);
 
 const BREAK = Symbol('break visit');
 const SKIP = Symbol('skip children');
@@ -62322,7 +62322,7 @@ exports.visitAsync = visitAsync;
 
 /***/ }),
 
-/***/ 10136:
+/***/ 51154:
 /***/ ((module) => {
 
 // Generated automatically from lib/set-cookie.js; see build-cjs.js
@@ -62640,7 +62640,7 @@ module.exports = parseSetCookie;
 
 /***/ }),
 
-/***/ 17238:
+/***/ 70904:
 /***/ ((__unused_webpack_module, exports) => {
 
 /**
@@ -63525,7 +63525,7 @@ exports.LruObjectHitStatistics = LruObjectHitStatistics;
 
 /***/ }),
 
-/***/ 99132:
+/***/ 59526:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 __webpack_require__.r(__webpack_exports__);
@@ -63894,14 +63894,14 @@ function defaultEncode(str) {
 
 /***/ }),
 
-/***/ 68995:
+/***/ 83849:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   Ay: () => (__WEBPACK_DEFAULT_EXPORT__)
 /* harmony export */ });
 /* unused harmony exports Client, Pool, Connection, types, Query, DatabaseError, escapeIdentifier, escapeLiteral, Result, TypeOverrides, defaults */
-/* harmony import */ var _lib_index_js__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(33771);
+/* harmony import */ var _lib_index_js__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(13273);
 // ESM wrapper for pg
 
 
@@ -63926,7 +63926,7 @@ const defaults = _lib_index_js__WEBPACK_IMPORTED_MODULE_0__.defaults
 
 /***/ }),
 
-/***/ 27677:
+/***/ 95595:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -63937,11 +63937,11 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: Code, Validator, default
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/settings/index.mjs
-var settings = __webpack_require__(66160);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/schema.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/settings/index.mjs
+var settings = __webpack_require__(71126);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/schema.mjs
 // deno-fmt-ignore-file
 
 /** Returns true if this value is object like */
@@ -63957,7 +63957,7 @@ function IsSchema(value) {
     return IsSchemaObject(value) || IsSchemaBoolean(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/unevaluatedItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/unevaluatedItems.mjs
 // deno-fmt-ignore-file
 
 
@@ -63973,7 +63973,7 @@ function IsUnevaluatedItems(schema) {
         && IsSchema(schema.unevaluatedItems);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/unevaluatedProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/unevaluatedProperties.mjs
 // deno-fmt-ignore-file
 
 
@@ -63989,7 +63989,7 @@ function IsUnevaluatedProperties(schema) {
         && IsSchema(schema.unevaluatedProperties);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/guard/emit.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/guard/emit.mjs
 
 // ------------------------------------------------------------------
 // Identifier
@@ -64182,7 +64182,7 @@ function MultipleOf(dividend, divisor) {
     return `Guard.IsMultipleOf(${dividend}, ${divisor})`;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_context.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_context.mjs
 // deno-fmt-ignore-file
 
 
@@ -64321,7 +64321,7 @@ class ErrorContext extends CheckContext {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_externals.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_externals.mjs
 // deno-fmt-ignore-file
 const state = {
     identifier: 'External',
@@ -64348,7 +64348,7 @@ function GetExternal() {
     return { ...state };
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/type.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64365,7 +64365,7 @@ function IsType(schema) {
                 && schema.type.every(value => guard.IsString(value))));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/additionalProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/additionalProperties.mjs
 // deno-fmt-ignore-file
 
 
@@ -64381,7 +64381,7 @@ function additionalProperties_IsAdditionalProperties(schema) {
         && IsSchema(schema.additionalProperties);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/dependencies.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/dependencies.mjs
 // deno-fmt-ignore-file
 
 
@@ -64399,7 +64399,7 @@ function IsDependencies(schema) {
             || (guard.IsArray(value) && value.every(value => guard.IsString(value))));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/dependentRequired.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/dependentRequired.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64416,7 +64416,7 @@ function IsDependentRequired(schema) {
             && value.every(value => guard.IsString(value)));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/dependentSchemas.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/dependentSchemas.mjs
 // deno-fmt-ignore-file
 
 
@@ -64433,7 +64433,7 @@ function IsDependentSchemas(schema) {
         && Object.values(schema.dependentSchemas).every(value => IsSchema(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/properties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/properties.mjs
 // deno-fmt-ignore-file
 
 
@@ -64450,7 +64450,7 @@ function IsProperties(schema) {
         && Object.values(schema.properties).every(value => IsSchema(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/patternProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/patternProperties.mjs
 // deno-fmt-ignore-file
 
 
@@ -64467,7 +64467,7 @@ function IsPatternProperties(schema) {
         && Object.values(schema.patternProperties).every(value => IsSchema(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/propertyNames.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/propertyNames.mjs
 // deno-fmt-ignore-file
 
 
@@ -64484,7 +64484,7 @@ function IsPropertyNames(schema) {
             || IsSchema(schema.propertyNames));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/minProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/minProperties.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64499,7 +64499,7 @@ function IsMinProperties(schema) {
         && guard.IsNumber(schema.minProperties);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/maxProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/maxProperties.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64514,7 +64514,7 @@ function IsMaxProperties(schema) {
         && guard.IsNumber(schema.maxProperties);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/required.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/required.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64530,7 +64530,7 @@ function IsRequired(schema) {
         && schema.required.every(value => guard.IsString(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/additionalItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/additionalItems.mjs
 // deno-fmt-ignore-file
 
 
@@ -64546,7 +64546,7 @@ function IsAdditionalItems(schema) {
         && IsSchema(schema.additionalItems);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/items.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/items.mjs
 // deno-fmt-ignore-file
 
 
@@ -64574,7 +64574,7 @@ function IsItemsUnsized(schema) {
     return IsItems(schema) && !Guard.IsArray(schema.items);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/contains.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/contains.mjs
 // deno-fmt-ignore-file
 
 
@@ -64590,7 +64590,7 @@ function IsContains(schema) {
         && IsSchema(schema.contains);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/maxContains.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/maxContains.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64605,7 +64605,7 @@ function IsMaxContains(schema) {
         && guard.IsNumber(schema.maxContains);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/maxItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/maxItems.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64620,7 +64620,7 @@ function maxItems_IsMaxItems(schema) {
         && guard.IsNumber(schema.maxItems);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/minContains.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/minContains.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64635,7 +64635,7 @@ function IsMinContains(schema) {
         && guard.IsNumber(schema.minContains);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/minItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/minItems.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64650,7 +64650,7 @@ function minItems_IsMinItems(schema) {
         && guard.IsNumber(schema.minItems);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/prefixItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/prefixItems.mjs
 // deno-fmt-ignore-file
 
 
@@ -64666,7 +64666,7 @@ function IsPrefixItems(schema) {
         && schema.prefixItems.every(schema => IsSchema(schema));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/uniqueItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/uniqueItems.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64681,7 +64681,7 @@ function uniqueItems_IsUniqueItems(schema) {
         && guard.IsBoolean(schema.uniqueItems);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/minLength.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/minLength.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64696,7 +64696,7 @@ function minLength_IsMinLength(schema) {
         && guard.IsNumber(schema.minLength);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/maxLength.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/maxLength.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64711,7 +64711,7 @@ function maxLength_IsMaxLength(schema) {
         && guard.IsNumber(schema.maxLength);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/format.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/format.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64726,7 +64726,7 @@ function IsFormat(schema) {
         && guard.IsString(schema.format);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/pattern.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/pattern.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64742,7 +64742,7 @@ function IsPattern(schema) {
             || schema.pattern instanceof RegExp);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/minimum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/minimum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64757,7 +64757,7 @@ function IsMinimum(schema) {
         && (guard.IsNumber(schema.minimum) || guard.IsBigInt(schema.minimum));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/maximum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/maximum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64772,7 +64772,7 @@ function IsMaximum(schema) {
         && (guard.IsNumber(schema.maximum) || guard.IsBigInt(schema.maximum));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/exclusiveMaximum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/exclusiveMaximum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64787,7 +64787,7 @@ function IsExclusiveMaximum(schema) {
         && (guard.IsNumber(schema.exclusiveMaximum) || guard.IsBigInt(schema.exclusiveMaximum));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/exclusiveMinimum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/exclusiveMinimum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64802,7 +64802,7 @@ function IsExclusiveMinimum(schema) {
         && (guard.IsNumber(schema.exclusiveMinimum) || guard.IsBigInt(schema.exclusiveMinimum));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/multipleOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/multipleOf.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64817,7 +64817,7 @@ function IsMultipleOf(schema) {
         && (guard.IsNumber(schema.multipleOf) || guard.IsBigInt(schema.multipleOf));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/ref.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64832,7 +64832,7 @@ function ref_IsRef(schema) {
         && guard.IsString(schema.$ref);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/recursiveRef.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/recursiveRef.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64846,7 +64846,7 @@ function IsRecursiveRef(schema) {
         && guard.IsString(schema.$recursiveRef);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/dynamicRef.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/dynamicRef.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64860,7 +64860,7 @@ function IsDynamicRef(schema) {
         && guard.IsString(schema.$dynamicRef);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/const.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/const.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64874,7 +64874,7 @@ function IsConst(value) {
     return guard.HasPropertyKey(value, 'const');
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/enum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64889,7 +64889,7 @@ function IsEnum(schema) {
         && guard.IsArray(schema.enum);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/if.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/if.mjs
 // deno-fmt-ignore-file
 
 
@@ -64905,7 +64905,7 @@ function IsIf(schema) {
         && IsSchema(schema.if);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/not.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/not.mjs
 // deno-fmt-ignore-file
 
 
@@ -64921,7 +64921,7 @@ function IsNot(schema) {
         && IsSchema(schema.not);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/allOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/allOf.mjs
 // deno-fmt-ignore-file
 
 
@@ -64938,7 +64938,7 @@ function IsAllOf(schema) {
         && schema.allOf.every(value => IsSchema(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/anyOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/anyOf.mjs
 // deno-fmt-ignore-file
 
 
@@ -64955,7 +64955,7 @@ function IsAnyOf(schema) {
         && schema.anyOf.every(value => IsSchema(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/oneOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/oneOf.mjs
 // deno-fmt-ignore-file
 
 
@@ -64972,7 +64972,7 @@ function IsOneOf(schema) {
         && schema.oneOf.every(value => IsSchema(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/_refine.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/_refine.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -64992,7 +64992,7 @@ function IsRefine(value) {
             && guard.IsFunction(value.error));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_refine.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_refine.mjs
 // deno-fmt-ignore-file
 
 
@@ -65028,7 +65028,7 @@ function ErrorRefine(_stack, context, schemaPath, instancePath, schema, value) {
     });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/id.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/id.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -65043,7 +65043,7 @@ function IsId(schema) {
         && guard.IsString(schema.$id);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/dynamicAnchor.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/dynamicAnchor.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -65057,7 +65057,7 @@ function IsDynamicAnchor(schema) {
         && guard.IsString(schema.$dynamicAnchor);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/recursiveAnchor.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/recursiveAnchor.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -65078,7 +65078,7 @@ function IsRecursiveAnchorTrue(schema) {
         && guard.IsEqual(schema.$recursiveAnchor, true);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_stack.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_stack.mjs
 
 
 // ------------------------------------------------------------------
@@ -65230,7 +65230,7 @@ function NextStack(stack, schema) {
         : stack;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_unique.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_unique.mjs
 let index = 0;
 /** Creates a unique variable name */
 function CreateUnique() {
@@ -65241,7 +65241,7 @@ function ResetUnique() {
     index = 0;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/additionalItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/additionalItems.mjs
 // deno-fmt-ignore-file
 
 
@@ -65303,7 +65303,7 @@ function ErrorAdditionalItems(stack, context, schemaPath, instancePath, schema, 
     return isAdditionalItems;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_pathing.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_pathing.mjs
 // ------------------------------------------------------------------
 // EncodeFragment
 //
@@ -65316,13 +65316,13 @@ function EncodeFragment(fragment) {
     return fragment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_regexp.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_regexp.mjs
 /** Standard RegExp with Unicode */
 function UnicodeRegExp(pattern) {
     return new RegExp(pattern, 'u');
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/additionalProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/additionalProperties.mjs
 // deno-fmt-ignore-file
 
 
@@ -65442,7 +65442,7 @@ function ErrorAdditionalProperties(stack, context, schemaPath, instancePath, sch
         context.AddError('additionalProperties', schemaPath, instancePath, { additionalProperties });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_reducer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_reducer.mjs
 // deno-fmt-ignore-file
 
 
@@ -65489,7 +65489,7 @@ function Reducer(stack, context, schemas, value, check) {
     return Call(ArrowFunction([], Statements([results, ...context_n, ...condition_n, ...checks, returns])), []);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/allOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/allOf.mjs
 // deno-fmt-ignore-file
 
 
@@ -65538,7 +65538,7 @@ function ErrorAllOf(stack, context, schemaPath, instancePath, schema, value) {
     return isAllOf;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/anyOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/anyOf.mjs
 // deno-fmt-ignore-file
 
 
@@ -65587,7 +65587,7 @@ function ErrorAnyOf(stack, context, schemaPath, instancePath, schema, value) {
     return isAnyOf || context.AddError('anyOf', schemaPath, instancePath, {});
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/boolean.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/boolean.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -65610,7 +65610,7 @@ function ErrorSchemaBoolean(stack, context, schemaPath, instancePath, schema, va
         context.AddError('boolean', schemaPath, instancePath, {});
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/const.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/const.mjs
 // deno-fmt-ignore-file
 
 
@@ -65638,7 +65638,7 @@ function ErrorConst(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('const', schemaPath, instancePath, { allowedValue: schema.const });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/contains.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/contains.mjs
 // deno-fmt-ignore-file
 
 
@@ -65690,7 +65690,7 @@ function ErrorContains(stack, context, schemaPath, instancePath, schema, value) 
         context.AddError('contains', schemaPath, instancePath, { minContains: 1 });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/dependencies.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/dependencies.mjs
 // deno-fmt-ignore-file
 
 
@@ -65735,7 +65735,7 @@ function ErrorDependencies(stack, context, schemaPath, instancePath, schema, val
     return isLength || isEvery;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/dependentRequired.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/dependentRequired.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -65773,7 +65773,7 @@ function ErrorDependentRequired(_stack, context, schemaPath, instancePath, schem
     return isLength || isEveryEntry;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/dependentSchemas.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/dependentSchemas.mjs
 // deno-fmt-ignore-file
 
 
@@ -65814,7 +65814,7 @@ function ErrorDependentSchemas(stack, context, schemaPath, instancePath, schema,
     return isLength || isEvery;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/pointer/pointer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/pointer/pointer.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -65905,7 +65905,7 @@ function Delete(value, pointer) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/anchor.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/anchor.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -65919,7 +65919,7 @@ function IsAnchor(schema) {
         && guard.IsString(schema.$anchor);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/resolve/resolve.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/resolve/resolve.mjs
 
 
 
@@ -66252,7 +66252,7 @@ function DynamicRef(stack, dynamicRef) {
     return guard.IsUndefined(fragmentTarget) ? DynamicRefWhenNotFound(stack, dynamicRef) : DynamicRefWhenFound(stack, dynamicRef, fragmentTarget);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/dynamicRef.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/dynamicRef.mjs
 // deno-fmt-ignore-file
 
 
@@ -66283,7 +66283,7 @@ function ErrorDynamicRef(stack, context, schemaPath, instancePath, schema, value
     return (IsSchema(target) && ErrorSchema(nextStack, context, schemaPath, instancePath, target, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -66314,7 +66314,7 @@ function ErrorEnum(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('enum', schemaPath, instancePath, { allowedValues: schema.enum });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/exclusiveMaximum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/exclusiveMaximum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66337,7 +66337,7 @@ function ErrorExclusiveMaximum(stack, context, schemaPath, instancePath, schema,
         context.AddError('exclusiveMaximum', schemaPath, instancePath, { comparison: '<', limit: schema.exclusiveMaximum });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/exclusiveMinimum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/exclusiveMinimum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66360,9 +66360,9 @@ function ErrorExclusiveMinimum(stack, context, schemaPath, instancePath, schema,
         context.AddError('exclusiveMinimum', schemaPath, instancePath, { comparison: '>', limit: schema.exclusiveMinimum });
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/format/index.mjs + 32 modules
-var format = __webpack_require__(16397);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/format.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/format/index.mjs + 32 modules
+var format = __webpack_require__(86127);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/format.mjs
 // deno-fmt-ignore-file
 
 
@@ -66393,7 +66393,7 @@ function ErrorFormat(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('format', schemaPath, instancePath, { format: schema.format });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/then.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/then.mjs
 // deno-fmt-ignore-file
 
 
@@ -66409,7 +66409,7 @@ function IsThen(schema) {
         && IsSchema(schema.then);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/else.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/else.mjs
 // deno-fmt-ignore-file
 
 
@@ -66425,7 +66425,7 @@ function IsElse(schema) {
         && IsSchema(schema.else);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/if.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/if.mjs
 // deno-fmt-ignore-file
 
 
@@ -66466,7 +66466,7 @@ function ErrorIf(stack, context, schemaPath, instancePath, schema, value) {
     return isIf;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/items.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/items.mjs
 // deno-fmt-ignore-file
 
 
@@ -66559,7 +66559,7 @@ function ErrorItems(stack, context, schemaPath, instancePath, schema, value) {
     return IsItemsSized(schema) ? ErrorItemsSized(stack, context, schemaPath, instancePath, schema, value) : ErrorItemsUnsized(stack, context, schemaPath, instancePath, schema, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/maxContains.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/maxContains.mjs
 // deno-fmt-ignore-file
 
 
@@ -66599,7 +66599,7 @@ function ErrorMaxContains(stack, context, schemaPath, instancePath, schema, valu
         context.AddError('contains', schemaPath, instancePath, { minContains, maxContains: schema.maxContains });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/maximum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/maximum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66622,7 +66622,7 @@ function ErrorMaximum(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('maximum', schemaPath, instancePath, { comparison: '<=', limit: schema.maximum });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/maxItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/maxItems.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66645,7 +66645,7 @@ function ErrorMaxItems(stack, context, schemaPath, instancePath, schema, value) 
         context.AddError('maxItems', schemaPath, instancePath, { limit: schema.maxItems });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/maxLength.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/maxLength.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66668,7 +66668,7 @@ function ErrorMaxLength(stack, context, schemaPath, instancePath, schema, value)
         context.AddError('maxLength', schemaPath, instancePath, { limit: schema.maxLength });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/maxProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/maxProperties.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66691,7 +66691,7 @@ function ErrorMaxProperties(stack, context, schemaPath, instancePath, schema, va
         context.AddError('maxProperties', schemaPath, instancePath, { limit: schema.maxProperties });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/minContains.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/minContains.mjs
 // deno-fmt-ignore-file
 
 
@@ -66740,7 +66740,7 @@ function ErrorMinContains(stack, context, schemaPath, instancePath, schema, valu
         context.AddError('contains', schemaPath, instancePath, { minContains: schema.minContains });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/minimum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/minimum.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66763,7 +66763,7 @@ function ErrorMinimum(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('minimum', schemaPath, instancePath, { comparison: '>=', limit: schema.minimum });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/minItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/minItems.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66786,7 +66786,7 @@ function ErrorMinItems(stack, context, schemaPath, instancePath, schema, value) 
         context.AddError('minItems', schemaPath, instancePath, { limit: schema.minItems });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/minLength.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/minLength.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66809,7 +66809,7 @@ function ErrorMinLength(stack, context, schemaPath, instancePath, schema, value)
         context.AddError('minLength', schemaPath, instancePath, { limit: schema.minLength });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/minProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/minProperties.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66832,7 +66832,7 @@ function ErrorMinProperties(stack, context, schemaPath, instancePath, schema, va
         context.AddError('minProperties', schemaPath, instancePath, { limit: schema.minProperties });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/multipleOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/multipleOf.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -66855,7 +66855,7 @@ function ErrorMultipleOf(stack, context, schemaPath, instancePath, schema, value
         context.AddError('multipleOf', schemaPath, instancePath, { multipleOf: schema.multipleOf });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/not.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/not.mjs
 // deno-fmt-ignore-file
 
 
@@ -66892,7 +66892,7 @@ function ErrorNot(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('not', schemaPath, instancePath, {});
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/oneOf.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/oneOf.mjs
 // deno-fmt-ignore-file
 
 
@@ -66948,7 +66948,7 @@ function ErrorOneOf(stack, context, schemaPath, instancePath, schema, value) {
     return isOneOf || context.AddError('oneOf', schemaPath, instancePath, { passingSchemas });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/pattern.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/pattern.mjs
 // deno-fmt-ignore-file
 
 
@@ -66975,7 +66975,7 @@ function ErrorPattern(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('pattern', schemaPath, instancePath, { pattern: schema.pattern });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/patternProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/patternProperties.mjs
 // deno-fmt-ignore-file
 
 
@@ -67023,7 +67023,7 @@ function ErrorPatternProperties(stack, context, schemaPath, instancePath, schema
     });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/prefixItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/prefixItems.mjs
 // deno-fmt-ignore-file
 
 
@@ -67060,7 +67060,7 @@ function ErrorPrefixItems(stack, context, schemaPath, instancePath, schema, valu
     });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_exact_optional.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_exact_optional.mjs
 
 
 // ------------------------------------------------------------------
@@ -67082,7 +67082,7 @@ function InexactOptionalCheck(value, key) {
     return guard.IsUndefined(value[key]);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/properties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/properties.mjs
 // deno-fmt-ignore-file
 
 
@@ -67160,7 +67160,7 @@ function ErrorProperties(stack, context, schemaPath, instancePath, schema, value
     return isProperties;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/propertyNames.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/propertyNames.mjs
 // deno-fmt-ignore-file
 
 
@@ -67196,7 +67196,7 @@ function ErrorPropertyNames(stack, context, schemaPath, instancePath, schema, va
         context.AddError('propertyNames', schemaPath, instancePath, { propertyNames });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/recursiveRef.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/recursiveRef.mjs
 // deno-fmt-ignore-file
 
 
@@ -67227,7 +67227,7 @@ function ErrorRecursiveRef(stack, context, schemaPath, instancePath, schema, val
     return (IsSchema(target) && ErrorSchema(nextStack, context, schemaPath, instancePath, target, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/ref.mjs
 // deno-fmt-ignore-file
 
 
@@ -67285,7 +67285,7 @@ function ErrorRef(stack, context, schemaPath, instancePath, schema, value) {
     return valid;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/required.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/required.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -67315,7 +67315,7 @@ function ErrorRequired(_stack, context, schemaPath, instancePath, schema, value)
         context.AddError('required', schemaPath, instancePath, { requiredProperties });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/type.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -67383,7 +67383,7 @@ function ErrorType(stack, context, schemaPath, instancePath, schema, value) {
         context.AddError('type', schemaPath, instancePath, { type: schema.type });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/unevaluatedItems.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/unevaluatedItems.mjs
 // deno-fmt-ignore-file
 
 
@@ -67432,7 +67432,7 @@ function ErrorUnevaluatedItems(stack, context, schemaPath, instancePath, schema,
         context.AddError('unevaluatedItems', schemaPath, instancePath, { unevaluatedItems });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/unevaluatedProperties.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/unevaluatedProperties.mjs
 // deno-fmt-ignore-file
 
 
@@ -67481,9 +67481,9 @@ function ErrorUnevaluatedProperties(stack, context, schemaPath, instancePath, sc
         context.AddError('unevaluatedProperties', schemaPath, instancePath, { unevaluatedProperties });
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/hashing/index.mjs + 1 modules
-var hashing = __webpack_require__(77097);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/uniqueItems.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/hashing/index.mjs + 1 modules
+var hashing = __webpack_require__(83755);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/uniqueItems.mjs
 // deno-fmt-ignore-file
 
 
@@ -67532,7 +67532,7 @@ function ErrorUniqueItems(_stack, context, schemaPath, instancePath, schema, val
         context.AddError('uniqueItems', schemaPath, instancePath, { duplicateItems });
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/schema.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/schema.mjs
 // deno-fmt-ignore-file
 
 
@@ -67894,7 +67894,7 @@ function ErrorSchema(stack, context, schemaPath, instancePath, schema, value) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/_functions.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/_functions.mjs
 // deno-fmt-ignore-file
 
 
@@ -67961,7 +67961,7 @@ function CreateFunction(stack, context, schema, value) {
     return call;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/engine/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/engine/index.mjs
 // ------------------------------------------------------------------
 // Infrastructure
 // ------------------------------------------------------------------
@@ -68018,9 +68018,9 @@ function CreateFunction(stack, context, schema, value) {
 
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/index.mjs
-var system = __webpack_require__(91994);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/intern/intern.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/index.mjs
+var system = __webpack_require__(89168);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/intern/intern.mjs
 
 
 
@@ -68315,10 +68315,10 @@ function Intern(...args) {
     return { $ref: result.$ref, $defs: Object.fromEntries(registry) };
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/intern/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/intern/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/draft_2020_12.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/draft_2020_12.mjs
 const Draft_2020_12 = {
     '$schema': 'https://json-schema.org/draft/2020-12/schema',
     '$id': 'https://json-schema.org/draft/2020-12/schema',
@@ -68620,7 +68620,7 @@ const Draft_2020_12 = {
     }
 };
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/draft_2019_09.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/draft_2019_09.mjs
 const Draft_2019_09 = {
     '$schema': 'https://json-schema.org/draft/2019-09/schema',
     '$id': 'https://json-schema.org/draft/2019-09/schema',
@@ -68910,7 +68910,7 @@ const Draft_2019_09 = {
     }
 };
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/draft_7.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/draft_7.mjs
 const Draft_7 = {
     '$schema': 'http://json-schema.org/draft-07/schema#',
     '$id': 'http://json-schema.org/draft-07/schema#',
@@ -69084,7 +69084,7 @@ const Draft_7 = {
     'default': true
 };
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/draft_6.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/draft_6.mjs
 const Draft_6 = {
     '$schema': 'http://json-schema.org/draft-06/schema#',
     '$id': 'http://json-schema.org/draft-06/schema#',
@@ -69241,7 +69241,7 @@ const Draft_6 = {
     'default': {}
 };
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/draft_4.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/draft_4.mjs
 const Draft_4 = {
     'id': 'http://json-schema.org/draft-04/schema#',
     '$schema': 'http://json-schema.org/draft-04/schema#',
@@ -69392,7 +69392,7 @@ const Draft_4 = {
     'default': {}
 };
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/draft_3.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/draft_3.mjs
 const Draft_3 = {
     '$schema': 'http://json-schema.org/draft-03/schema#',
     'id': 'http://json-schema.org/draft-03/schema#',
@@ -69537,7 +69537,7 @@ const Draft_3 = {
     'default': {}
 };
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/meta.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/meta.mjs
 
 
 
@@ -69554,11 +69554,11 @@ const Meta = {
     'https://json-schema.org/draft/2020-12/schema': Draft_2020_12
 };
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/meta/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/meta/index.mjs
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/default.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/default.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -69572,7 +69572,7 @@ function default_IsDefault(schema) {
     return guard.HasPropertyKey(schema, 'default');
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/types/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/types/index.mjs
 // ------------------------------------------------------------------
 // Extensions
 // ------------------------------------------------------------------
@@ -69631,11 +69631,11 @@ function default_IsDefault(schema) {
 
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/arguments/arguments.mjs
-var arguments_arguments = __webpack_require__(22799);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/environment/index.mjs + 2 modules
-var environment = __webpack_require__(92230);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/build.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/arguments/arguments.mjs
+var arguments_arguments = __webpack_require__(97565);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/environment/index.mjs + 2 modules
+var environment = __webpack_require__(93552);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/build.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -69755,7 +69755,7 @@ function build_Build(...args) {
     return new BuildResult(context, schema, externals, functions, call, build.UseUnevaluated());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/locale/en_US.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/locale/en_US.mjs
 // deno-fmt-ignore-file
 /** en_US: English (United States) - ISO 639-1 language code 'en' with ISO 3166-1 alpha-2 country code 'US' for United States. */
 function en_US_en_US(error) {
@@ -69797,7 +69797,7 @@ function en_US_en_US(error) {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/locale/_config.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/locale/_config.mjs
 // deno-fmt-ignore-file
 
 let locale = en_US_en_US;
@@ -69814,7 +69814,7 @@ function Reset() {
     _config_Set(en_US);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/errors.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/errors.mjs
 // deno-fmt-ignore-file
 
 
@@ -69834,9 +69834,9 @@ function errors_Errors(...args) {
     return [result, localized];
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/settings/settings.mjs
-var settings_settings = __webpack_require__(29423);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/settings/internal.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/settings/settings.mjs
+var settings_settings = __webpack_require__(25029);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/settings/internal.mjs
 
 // ------------------------------------------------------------------
 // TempMaxErrors
@@ -69858,7 +69858,7 @@ function internal_DisableParseErrors() {
     settings.maxErrors = TempMaxErrors;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/check.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/check.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -69874,7 +69874,7 @@ function check_Check(...args) {
     return CheckSchema(stack, checkContext, schema, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/parse.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/parse.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -69911,7 +69911,7 @@ function Parse(...args) {
     parse_ThrowParseError(context, schema, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/compile.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/compile.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -69959,7 +69959,7 @@ function compile_Compile(...args) {
     return new Validator(context, schema);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/schema.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/schema.mjs
 
 
 
@@ -69973,7 +69973,7 @@ function compile_Compile(...args) {
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/schema/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/schema/index.mjs
 // ------------------------------------------------------------------
 // Barrel
 // ------------------------------------------------------------------
@@ -69984,7 +69984,7 @@ function compile_Compile(...args) {
 
 /* harmony default export */ const schema = ((/* unused pure expression or super */ null && (Schema)));
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/compile/code.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/compile/code.mjs
 // deno-fmt-ignore-file
 
 
@@ -70050,7 +70050,7 @@ function Code(...args) {
     return { External: build.External(), Code: code };
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/check/check.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/check/check.mjs
 // deno-fmt-ignore-file
 
 
@@ -70063,10 +70063,10 @@ function check_check_Check(...args) {
     return check_Check(context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/check/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/check/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/errors/errors.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/errors/errors.mjs
 // deno-fmt-ignore-file
 
 
@@ -70080,10 +70080,10 @@ function errors_errors_Errors(...args) {
     return errors;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/errors/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/errors/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/assert/assert.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/assert/assert.mjs
 // deno-fmt-ignore-file
 
 
@@ -70113,27 +70113,27 @@ function assert_Assert(...args) {
         throw new AssertError('Assert', value, Errors(context, type, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/assert/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/assert/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/index.mjs + 2 modules
-var action = __webpack_require__(76655);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/index.mjs + 25 modules
-var engine = __webpack_require__(23784);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/extends/index.mjs + 31 modules
-var type_extends = __webpack_require__(8427);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/script/index.mjs + 1 modules
-var script = __webpack_require__(93271);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/index.mjs
-var types = __webpack_require__(9975);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/index.mjs
-
-
-
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/index.mjs + 2 modules
+var action = __webpack_require__(96301);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/index.mjs + 25 modules
+var engine = __webpack_require__(44318);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/extends/index.mjs + 31 modules
+var type_extends = __webpack_require__(5257);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/script/index.mjs + 1 modules
+var script = __webpack_require__(54441);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/index.mjs
+var types = __webpack_require__(11309);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/index.mjs
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_array.mjs
+
+
+
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_array.mjs
 // deno-fmt-ignore-file
 
 
@@ -70143,7 +70143,7 @@ function from_array_FromArray(context, type, value) {
     return value.map((value) => from_type_FromType(context, type.items, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_cyclic.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -70151,7 +70151,7 @@ function FromCyclic(context, type, value) {
     return from_type_FromType({ ...context, ...type.$defs }, (0,types/* Ref */.oS)(type.$ref), value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -70179,7 +70179,7 @@ function from_intersect_FromIntersect(context, type, value) {
     return from_type_FromType(context, evaluated, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/additional.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/additional.mjs
 // deno-fmt-ignore-file
 
 function GetAdditionalProperties(type) {
@@ -70187,7 +70187,7 @@ function GetAdditionalProperties(type) {
     return additionalProperties;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -70220,7 +70220,7 @@ function from_object_FromObject(context, type, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_record.mjs
 // deno-fmt-ignore-file
 
 
@@ -70254,7 +70254,7 @@ function from_record_FromRecord(context, type, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_ref.mjs
 // deno-fmt-ignore-file
 
 
@@ -70264,7 +70264,7 @@ function from_ref_FromRef(context, type, value) {
         : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -70280,9 +70280,9 @@ function from_tuple_FromTuple(context, schema, value) {
         : value;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/globals.mjs
-var globals = __webpack_require__(92722);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/deep.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/globals.mjs
+var globals = __webpack_require__(62912);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/deep.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -70392,7 +70392,7 @@ function Deep(value) {
     return FromValue(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clone/clone.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clone/clone.mjs
 // deno-fmt-ignore-file
 
 /**
@@ -70404,7 +70404,7 @@ function clone_Clone(value) {
     return Deep(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -70418,7 +70418,7 @@ function from_union_FromUnion(context, type, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -70441,7 +70441,7 @@ function from_type_FromType(context, type, value) {
                                     value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/guard/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/guard/index.mjs
 // ------------------------------------------------------------------
 // Guards
 // ------------------------------------------------------------------
@@ -70455,9 +70455,9 @@ function from_type_FromType(context, type, value) {
 
 /* harmony default export */ const build_guard = (guard);
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/shared/union_priority_sort.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/shared/union_priority_sort.mjs
 // deno-fmt-ignore-file
 
 
@@ -70542,7 +70542,7 @@ function UnionPrioritySort(type) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/clean.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/clean.mjs
 
 
 
@@ -70561,10 +70561,10 @@ function Clean(...args) {
     return from_type_FromType(context, sorted, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/clean/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/clean/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_result.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_result.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -70583,7 +70583,7 @@ function Fail() {
     return undefined;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_array.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_array.mjs
 // deno-fmt-ignore-file
 
 
@@ -70591,7 +70591,7 @@ function TryArray(value) {
     return guard.IsArray(value) ? Ok(value) : Ok([value]);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_bigint.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_bigint.mjs
 // deno-fmt-ignore-file
 
 
@@ -70638,7 +70638,7 @@ function TryBigInt(value) {
                             Fail());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_boolean.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_boolean.mjs
 // deno-fmt-ignore-file
 
 
@@ -70681,7 +70681,7 @@ function TryBoolean(value) {
                             Fail());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_null.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_null.mjs
 // deno-fmt-ignore-file
 
 
@@ -70727,7 +70727,7 @@ function TryNull(value) {
                             Fail());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_number.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_number.mjs
 // deno-fmt-ignore-file
 
 
@@ -70773,7 +70773,7 @@ function TryNumber(value) {
                             Fail());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_string.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_string.mjs
 // deno-fmt-ignore-file
 
 
@@ -70787,7 +70787,7 @@ function TryString(value) {
                             Fail());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try_undefined.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try_undefined.mjs
 // deno-fmt-ignore-file
 
 
@@ -70833,7 +70833,7 @@ function TryUndefined(value) {
                             Fail());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/try.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/try.mjs
 
 
 
@@ -70843,10 +70843,10 @@ function TryUndefined(value) {
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/try/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/try/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_array.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_array.mjs
 // deno-fmt-ignore-file
 
 
@@ -70855,7 +70855,7 @@ function convert_from_array_FromArray(context, type, value) {
     return result.value.map(value => convert_from_type_FromType(context, type.items, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_bigint.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_bigint.mjs
 // deno-fmt-ignore-file
 
 function from_bigint_FromBigInt(_context, _type, value) {
@@ -70863,7 +70863,7 @@ function from_bigint_FromBigInt(_context, _type, value) {
     return IsOk(result) ? result.value : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_boolean.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_boolean.mjs
 // deno-fmt-ignore-file
 
 function from_boolean_FromBoolean(_context, _type, value) {
@@ -70871,7 +70871,7 @@ function from_boolean_FromBoolean(_context, _type, value) {
     return IsOk(result) ? result.value : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_cyclic.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -70879,7 +70879,7 @@ function from_cyclic_FromCyclic(context, type, value) {
     return convert_from_type_FromType({ ...context, ...type.$defs }, (0,types/* Ref */.oS)(type.$ref), value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -70887,7 +70887,7 @@ function from_enum_FromEnum(context, type, value) {
     return convert_from_type_FromType(context, (0,action/* Evaluate */.SZ)(type), value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_integer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_integer.mjs
 // deno-fmt-ignore-file
 
 function FromInteger(_context, _type, value) {
@@ -70895,7 +70895,7 @@ function FromInteger(_context, _type, value) {
     return IsOk(result) ? Math.trunc(result.value) : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -70905,9 +70905,9 @@ function convert_from_intersect_FromIntersect(context, type, value) {
     return convert_from_type_FromType(context, evaluated, value);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/unreachable/unreachable.mjs
-var unreachable = __webpack_require__(5279);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_literal.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/unreachable/unreachable.mjs
+var unreachable = __webpack_require__(69701);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -70953,7 +70953,7 @@ function FromLiteral(context, type, value) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_null.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_null.mjs
 // deno-fmt-ignore-file
 
 function FromNull(_context, _type, value) {
@@ -70961,7 +70961,7 @@ function FromNull(_context, _type, value) {
     return IsOk(result) ? result.value : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_number.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_number.mjs
 // deno-fmt-ignore-file
 
 function from_number_FromNumber(_context, _type, value) {
@@ -70969,7 +70969,7 @@ function from_number_FromNumber(_context, _type, value) {
     return IsOk(result) ? result.value : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_additional.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_additional.mjs
 // deno-fmt-ignore-file
 
 
@@ -70989,7 +70989,7 @@ function from_additional_FromAdditionalProperties(context, entries, additionalPr
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/shared/optional_undefined.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/shared/optional_undefined.mjs
 // deno-fmt-ignore-file
 
 
@@ -71006,7 +71006,7 @@ function IsOptionalUndefined(property, key, value) {
     return (0,types/* IsOptional */.X$)(property) && guard.IsUndefined(value[key]);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -71036,7 +71036,7 @@ function convert_from_object_FromObject(context, type, value) {
         : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_record.mjs
 // deno-fmt-ignore-file
 
 
@@ -71061,7 +71061,7 @@ function convert_from_record_FromRecord(context, type, value) {
         : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_ref.mjs
 // deno-fmt-ignore-file
 
 
@@ -71071,7 +71071,7 @@ function convert_from_ref_FromRef(context, type, value) {
         : value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_string.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_string.mjs
 // deno-fmt-ignore-file
 
 function from_string_FromString(_context, _type, value) {
@@ -71079,7 +71079,7 @@ function from_string_FromString(_context, _type, value) {
     return IsOk(result) ? result.value : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_template_literal.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_template_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -71087,7 +71087,7 @@ function from_template_literal_FromTemplateLiteral(context, type, value) {
     return convert_from_type_FromType(context, (0,action/* Evaluate */.SZ)(type), value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -71100,7 +71100,7 @@ function convert_from_tuple_FromTuple(context, type, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_undefined.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_undefined.mjs
 // deno-fmt-ignore-file
 
 function FromUndefined(_context, _type, value) {
@@ -71108,7 +71108,7 @@ function FromUndefined(_context, _type, value) {
     return IsOk(result) ? result.value : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -71123,7 +71123,7 @@ function convert_from_union_FromUnion(context, type, value) {
     return guard.IsUndefined(selected) ? value : selected;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_void.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_void.mjs
 // deno-fmt-ignore-file
 
 function FromVoid(_context, _type, value) {
@@ -71131,7 +71131,7 @@ function FromVoid(_context, _type, value) {
     return IsOk(result) ? (void 0) : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -71176,7 +71176,7 @@ function convert_from_type_FromType(context, type, value) {
                                                                                 value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/convert.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/convert.mjs
 // deno-fmt-ignore-file
 
 
@@ -71193,10 +71193,10 @@ function convert_Convert(...args) {
     return convert_from_type_FromType(context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/convert/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/convert/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_array.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_array.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71210,7 +71210,7 @@ function default_from_array_FromArray(context, type, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_cyclic.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_cyclic.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71219,7 +71219,7 @@ function default_from_cyclic_FromCyclic(context, type, value) {
     return default_from_type_FromType({ ...context, ...type.$defs }, (0,types/* Ref */.oS)(type.$ref), value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_default.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_default.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71234,7 +71234,7 @@ function FromDefault(type, value) {
     return guard.IsFunction(type.default) ? type.default() : clone_Clone(type.default);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_intersect.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71245,7 +71245,7 @@ function default_from_intersect_FromIntersect(context, type, value) {
     return default_from_type_FromType(context, evaluated, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_object.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71279,7 +71279,7 @@ function default_from_object_FromObject(context, type, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_record.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71307,7 +71307,7 @@ function default_from_record_FromRecord(context, type, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_ref.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71318,7 +71318,7 @@ function default_from_ref_FromRef(context, type, value) {
         : value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_tuple.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71334,7 +71334,7 @@ function default_from_tuple_FromTuple(context, schema, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_union.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71350,7 +71350,7 @@ function default_from_union_FromUnion(context, schema, value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/from_type.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -71377,7 +71377,7 @@ function default_from_type_FromType(context, type, value) {
                                     defaulted);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/default.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/default.mjs
 // deno-fmt-ignore-file
 
 
@@ -71394,10 +71394,10 @@ function Default(...args) {
     return default_from_type_FromType(context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/default/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/default/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/pipeline/pipeline.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/pipeline/pipeline.mjs
 // deno-fmt-ignore-file
 
 // ------------------------------------------------------------------
@@ -71414,7 +71414,7 @@ function Pipeline(pipeline) {
     };
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/callback.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/callback.mjs
 // deno-fmt-ignore-file
 
 
@@ -71441,7 +71441,7 @@ function Callback(direction, context, type, value) {
         : Encode(context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_array.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_array.mjs
 // deno-fmt-ignore-file
 
 
@@ -71478,7 +71478,7 @@ function codec_from_array_FromArray(direction, context, type, value) {
         : from_array_Encode(direction, context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_cyclic.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -71488,7 +71488,7 @@ function codec_from_cyclic_FromCyclic(direction, context, type, value) {
     return Callback(direction, context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -71548,7 +71548,7 @@ function codec_from_intersect_FromIntersect(direction, context, type, value) {
     return guard.IsEqual(direction, 'Decode') ? from_intersect_Decode(direction, context, type, value) : from_intersect_Encode(direction, context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -71592,7 +71592,7 @@ function codec_from_object_FromObject(direction, context, type, value) {
         : from_object_Encode(direction, context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_record.mjs
 // deno-fmt-ignore-file
 
 
@@ -71633,7 +71633,7 @@ function codec_from_record_FromRecord(direction, context, type, value) {
         : from_record_Encode(direction, context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_ref.mjs
 // deno-fmt-ignore-file
 
 
@@ -71666,7 +71666,7 @@ function codec_from_ref_FromRef(direction, context, type, value) {
         : from_ref_ResolveRef(direction, context, type, Callback(direction, context, type, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -71700,7 +71700,7 @@ function codec_from_tuple_FromTuple(direction, context, type, value) {
         : from_tuple_Encode(direction, context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -71741,7 +71741,7 @@ function codec_from_union_FromUnion(direction, context, type, value) {
         : from_union_Encode(direction, context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -71765,7 +71765,7 @@ function codec_from_type_FromType(direction, context, type, value) {
                                     Callback(direction, context, type, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/decode.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/decode.mjs
 // deno-fmt-ignore-file
 
 
@@ -71819,7 +71819,7 @@ function decode_Decode(...args) {
     return Decoder(context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/encode.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/encode.mjs
 // deno-fmt-ignore-file
 
 
@@ -71873,7 +71873,7 @@ function encode_Encode(...args) {
     return Encoder(context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/has.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/has.mjs
 // deno-fmt-ignore-file
 
 
@@ -71968,12 +71968,12 @@ function HasCodec(...args) {
     return has_FromType(context, type);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/codec/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/codec/index.mjs
 
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/error.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/error.mjs
 // deno-fmt-ignore-file
 class CreateError extends Error {
     constructor(type, message) {
@@ -71982,7 +71982,7 @@ class CreateError extends Error {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_default.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_default.mjs
 // deno-fmt-ignore-file
 
 
@@ -71994,7 +71994,7 @@ function from_default_FromDefault(_context, schema) {
             : schema.default;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_array.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_array.mjs
 // deno-fmt-ignore-file
 
 
@@ -72006,7 +72006,7 @@ function create_from_array_FromArray(context, type) {
     return Array.from({ length }, () => create_from_type_FromType(context, type.items));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_bigint.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_bigint.mjs
 // deno-fmt-ignore-file
 
 function create_from_bigint_FromBigInt(_context, type) {
@@ -72015,13 +72015,13 @@ function create_from_bigint_FromBigInt(_context, type) {
             BigInt(0));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_boolean.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_boolean.mjs
 // deno-fmt-ignore-file
 function create_from_boolean_FromBoolean(_context, _type) {
     return false;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_constructor.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_constructor.mjs
 // deno-fmt-ignore-file
 
 function FromConstructor(context, type) {
@@ -72033,7 +72033,7 @@ function FromConstructor(context, type) {
     };
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_cyclic.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -72041,7 +72041,7 @@ function create_from_cyclic_FromCyclic(context, type) {
     return create_from_type_FromType({ ...context, ...type.$defs }, (0,types/* Ref */.oS)(type.$ref));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -72049,7 +72049,7 @@ function create_from_enum_FromEnum(context, type) {
     return create_from_type_FromType(context, (0,action/* Evaluate */.SZ)(type));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_function.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_function.mjs
 // deno-fmt-ignore-file
 
 function FromFunction(context, type) {
@@ -72057,7 +72057,7 @@ function FromFunction(context, type) {
     return () => returnType;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_integer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_integer.mjs
 // deno-fmt-ignore-file
 
 
@@ -72067,7 +72067,7 @@ function from_integer_FromInteger(_context, type) {
             0);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -72077,26 +72077,26 @@ function create_from_intersect_FromIntersect(context, type) {
     return create_from_type_FromType(context, evaluated);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_literal.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_literal.mjs
 // deno-fmt-ignore-file
 function from_literal_FromLiteral(_context, type) {
     return type.const;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_never.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_never.mjs
 // deno-fmt-ignore-file
 
 function FromNever(_context, type) {
     throw new CreateError(type, 'Cannot create TNever types');
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_null.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_null.mjs
 // deno-fmt-ignore-file
 function from_null_FromNull(_context, _type) {
     return null;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_number.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_number.mjs
 // deno-fmt-ignore-file
 
 
@@ -72106,7 +72106,7 @@ function create_from_number_FromNumber(_context, type) {
             0);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -72117,7 +72117,7 @@ function create_from_object_FromObject(context, type) {
     }, {});
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_record.mjs
 // deno-fmt-ignore-file
 
 
@@ -72127,7 +72127,7 @@ function create_from_record_FromRecord(_context, type) {
     return {};
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_ref.mjs
 // deno-fmt-ignore-file
 
 
@@ -72138,7 +72138,7 @@ function create_from_ref_FromRef(context, type) {
         : (() => { throw new CreateError(type, 'Unable to deref Ref'); })();
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_string.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_string.mjs
 // deno-fmt-ignore-file
 
 function create_from_string_FromString(_context, type) {
@@ -72149,15 +72149,15 @@ function create_from_string_FromString(_context, type) {
     return ''.padEnd(minLength);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_symbol.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_symbol.mjs
 // deno-fmt-ignore-file
 function FromSymbol(_context, _type) {
     return Symbol();
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/index.mjs + 1 modules
-var template_literal = __webpack_require__(51919);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_template_literal.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/index.mjs + 1 modules
+var template_literal = __webpack_require__(2329);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_template_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -72170,20 +72170,20 @@ function create_from_template_literal_FromTemplateLiteral(context, type) {
     return create_from_type_FromType(context, decoded);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_tuple.mjs
 // deno-fmt-ignore-file
 
 function create_from_tuple_FromTuple(context, type) {
     return Array.from({ length: type.minItems }, (_, i) => create_from_type_FromType(context, type.items[i]));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_undefined.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_undefined.mjs
 // deno-fmt-ignore-file
 function from_undefined_FromUndefined(_context, _type) {
     return undefined;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -72194,13 +72194,13 @@ function create_from_union_FromUnion(context, type) {
     return create_from_type_FromType(context, type.anyOf[0]);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_void.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_void.mjs
 // deno-fmt-ignore-file
 function from_void_FromVoid(_context, _type) {
     return void 0;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -72263,7 +72263,7 @@ function create_from_type_FromType(context, type) {
                                                                                                     undefined);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/create.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/create.mjs
 // deno-fmt-ignore-file
 
 
@@ -72276,11 +72276,11 @@ function create_Create(...args) {
     return create_from_type_FromType(context, type);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/create/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/create/index.mjs
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/hash/hash.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/hash/hash.mjs
 // deno-fmt-ignore-file
 
 /**
@@ -72292,10 +72292,10 @@ function hash_Hash(value) {
     return Hashing.Hash(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/hash/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/hash/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/parse/parse.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/parse/parse.mjs
 // deno-fmt-ignore-file
 
 
@@ -72350,10 +72350,10 @@ function parse_Parse(...args) {
     throw new parse_ParseError(value, errors);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/parse/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/parse/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/delta/edit.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/delta/edit.mjs
 // deno-fmt-ignore-file
 
 const Insert = types/* Object */.wS({
@@ -72372,12 +72372,12 @@ const edit_Delete = types/* Object */.wS({
 });
 const Edit = types/* Union */.Pr([Insert, Update, edit_Delete]);
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/delta/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/delta/index.mjs
 
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/error.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/error.mjs
 class error_RepairError extends Error {
     constructor(context, type, value, message) {
         super(message);
@@ -72387,7 +72387,7 @@ class error_RepairError extends Error {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_array.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_array.mjs
 // deno-fmt-ignore-file
 
 
@@ -72428,7 +72428,7 @@ function repair_from_array_FromArray(context, type, value) {
     return unique;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -72436,7 +72436,7 @@ function repair_from_enum_FromEnum(context, type, value) {
     return FromType(context, Evaluate(type), value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -72446,7 +72446,7 @@ function repair_from_intersect_FromIntersect(context, type, value) {
     return FromType(context, evaluated, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -72481,7 +72481,7 @@ function repair_from_object_FromObject(context, type, value) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_record.mjs
 // deno-fmt-ignore-file
 
 
@@ -72516,7 +72516,7 @@ function repair_from_record_FromRecord(context, type, value) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_ref.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_ref.mjs
 // deno-fmt-ignore-file
 
 
@@ -72527,7 +72527,7 @@ function repair_from_ref_FromRef(context, type, value) {
         : (() => { throw new RepairError(context, type, value, 'Unable to de-reference target type'); })();
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_template_literal.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_template_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -72536,7 +72536,7 @@ function repair_from_template_literal_FromTemplateLiteral(context, type, value) 
     return FromType(context, decoded, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -72550,9 +72550,9 @@ function repair_from_tuple_FromTuple(context, schema, value) {
     return schema.items.map((schema, index) => FromType(context, schema, value[index]));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/index.mjs
-var evaluate = __webpack_require__(168);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/shared/union_score_select.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/index.mjs
+var evaluate = __webpack_require__(54798);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/shared/union_score_select.mjs
 // deno-fmt-ignore-file
 
 
@@ -72605,7 +72605,7 @@ function union_score_select_UnionScoreSelect(context, type, value) {
     return select;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -72631,7 +72631,7 @@ function repair_from_union_FromUnion(context, type, value) {
     return RepairUnion(context, type, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_unknown.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_unknown.mjs
 // deno-fmt-ignore-file
 
 
@@ -72645,7 +72645,7 @@ function from_unknown_FromUnknown(context, type, value) {
     return Create(context, type);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -72735,7 +72735,7 @@ function repair_from_type_FromType(context, type, value) {
     return FinalizeRepair(context, type, repaired);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/repair.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/repair.mjs
 // deno-fmt-ignore-file
 
 
@@ -72757,16 +72757,16 @@ function Repair(...args) {
     return repaired;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/repair/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/repair/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/shared/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/shared/index.mjs
 // deno-fmt-ignore-file
 
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/value.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/value.mjs
 
 
 
@@ -72783,7 +72783,7 @@ function Repair(...args) {
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/value/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/value/index.mjs
 // ------------------------------------------------------------------
 // Functions
 // ------------------------------------------------------------------
@@ -72814,7 +72814,7 @@ function Repair(...args) {
 
 /* harmony default export */ const value = ((/* unused pure expression or super */ null && (Value)));
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/compile/validator.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/compile/validator.mjs
 // deno-fmt-ignore-file
 
 
@@ -72911,7 +72911,7 @@ class validator_Validator {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/compile/compile.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/compile/compile.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -72925,7 +72925,7 @@ function compile_compile_Compile(...args) {
     return new validator_Validator(context, type);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/compile/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/compile/index.mjs
 // ------------------------------------------------------------------
 // Barrel
 // ------------------------------------------------------------------
@@ -72944,7 +72944,7 @@ function compile_compile_Compile(...args) {
 
 /***/ }),
 
-/***/ 16397:
+/***/ 86127:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -72956,7 +72956,7 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: Clear, Entries, Get, Has, IsDate, IsDateTime, IsDuration, IsEmail, IsHostname, IsIPv4, IsIPv6, IsIdnEmail, IsIdnHostname, IsIri, IsIriReference, IsJsonPointer, IsJsonPointerUriFragment, IsRegex, IsRelativeJsonPointer, IsTime, IsUri, IsUriReference, IsUriTemplate, IsUrl, IsUuid, Reset, Set, Test
 
-// NAMESPACE OBJECT: ../../main/node_modules/typebox/build/format/format.mjs
+// NAMESPACE OBJECT: ./node_modules/typebox/build/format/format.mjs
 var format_namespaceObject = {};
 __webpack_require__.r(format_namespaceObject);
 __webpack_require__.d(format_namespaceObject, {
@@ -72990,7 +72990,7 @@ __webpack_require__.d(format_namespaceObject, {
   Test: () => (Test)
 });
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/date.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/date.mjs
 const DAYS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const DATE = /^(\d\d\d\d)-(\d\d)-(\d\d)$/;
 function IsLeapYear(year) {
@@ -73011,7 +73011,7 @@ function IsDate(value) {
     return month >= 1 && month <= 12 && day >= 1 && day <= (month === 2 && IsLeapYear(year) ? 29 : DAYS[month]);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/time.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/time.mjs
 const TIME = /^(\d\d):(\d\d):(\d\d)(?:\.\d+)?(?:([Zz])|([+-])(\d\d):(\d\d))?$/;
 /**
  * Returns true if the value is an ISO time string
@@ -73045,7 +73045,7 @@ function IsTime(value, strictTimeZone = true) {
     return (totalUtcMin % 1440 + 1440) % 1440 === 1439;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/date_time.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/date_time.mjs
 
 
 // ------------------------------------------------------------------
@@ -73067,7 +73067,7 @@ function IsDateTime(value) {
     return split.length === 2 && IsDate(split[0]) && IsTime(split[1]);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/duration.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/duration.mjs
 const Duration = /^P((\d+Y(\d+M(\d+D)?)?|\d+M(\d+D)?|\d+D)(T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S))?|T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S)|\d+W)$/;
 /**
  * Returns true if the value is a valid duration.
@@ -73077,7 +73077,7 @@ function IsDuration(value) {
     return Duration.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/email.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/email.mjs
 const Email = /^(?:[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*|"(?:[^"\\]|\\[\x20-\x7e])*")@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[(?:IPv6:[a-f0-9:]+|(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3})\])$/i;
 /**
  * Returns true if the value is an Email
@@ -73087,7 +73087,7 @@ function IsEmail(value) {
     return Email.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/pattern/pattern.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/pattern/pattern.mjs
 // deno-fmt-ignore-file
 // -------------------------------------------------------------------
 // Validation Rules
@@ -73159,7 +73159,7 @@ const RE_PERMITTED_CATEGORY = new RegExp([
     RE_PVALID_EXCEPTIONS
 ].map((regexp) => regexp.source).join('|'), 'u');
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/label/ascii.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/label/ascii.mjs
 
 // -------------------------------------------------------------------
 // Validates an ASCII LDH label per RFC 5891 §4.2.3.1
@@ -73170,7 +73170,7 @@ function IsAsciiLabel(value) {
         RE_ASCII_LDH.test(value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/format/puny.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/format/puny.mjs
 
 // ------------------------------------------------------------------
 // PunyCode (RFC 3492)
@@ -73316,7 +73316,7 @@ function Encode(input) {
     return result.join('');
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/format/bidi.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/format/bidi.mjs
 // deno-fmt-ignore-file
 
 
@@ -73416,7 +73416,7 @@ function SatisfiesBidiRule(value) {
     return true;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/label/unicode.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/label/unicode.mjs
 
 
 
@@ -73524,7 +73524,7 @@ function IsUnicodeLabel(value) {
     return true;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/label/puny.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/label/puny.mjs
 
 
 
@@ -73554,7 +73554,7 @@ function IsPunyLabel(value) {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/hostname.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/hostname.mjs
 
 
 function IsValidLabelLength(value) {
@@ -73572,7 +73572,7 @@ function IsHostname(value) {
     return value.split('.').every((label) => IsLabel(label));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/idn-hostname.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/idn-hostname.mjs
 
 
 
@@ -73617,11 +73617,11 @@ function IsIdnHostname(value) {
     return labels.every((label) => idn_hostname_IsLabel(label) && (!hasBidiChars || SatisfiesBidiRule(label)));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idna/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idna/index.mjs
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/hostname.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/hostname.mjs
 
 /**
  * Returns true if the value is a valid hostname.
@@ -73633,7 +73633,7 @@ function hostname_IsHostname(value) {
     return IsHostname(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idn_email.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idn_email.mjs
 const IdnEmail = /^(?:[A-Za-z0-9!#$%&'*+\/=?^_`{|}~\u{0080}-\u{10FFFF}-]+(?:\.[A-Za-z0-9!#$%&'*+\/=?^_`{|}~\u{0080}-\u{10FFFF}-]+)*|"(?:[^"\\]|\\.)*")@[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,62})(?<!-)(?:\.[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,62})(?<!-))*$/iu;
 /**
  * Returns true if the value is an IdnEmail
@@ -73644,7 +73644,7 @@ function IsIdnEmail(value) {
     return IdnEmail.test(value.normalize('NFC'));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/idn_hostname.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/idn_hostname.mjs
 
 /**
  * Returns true if the value is a valid internationalized (IDN) hostname.
@@ -73657,7 +73657,7 @@ function idn_hostname_IsIdnHostname(value) {
     return IsIdnHostname(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/ipv4.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/ipv4.mjs
 const IPv4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 /**
  * Returns true if the value is an IPv4 address
@@ -73667,7 +73667,7 @@ function IsIPv4(value) {
     return IPv4.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/ipv6.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/ipv6.mjs
 const IPv6 = /^(?:(?:(?:[0-9a-f]{1,4}:){6}|::(?:[0-9a-f]{1,4}:){5}|(?:[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){4}|(?:(?:[0-9a-f]{1,4}:)?[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){3}|(?:(?:[0-9a-f]{1,4}:){0,2}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){2}|(?:(?:[0-9a-f]{1,4}:){0,3}[0-9a-f]{1,4})?::[0-9a-f]{1,4}:|(?:(?:[0-9a-f]{1,4}:){0,4}[0-9a-f]{1,4})?::)(?:[0-9a-f]{1,4}:[0-9a-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[0-9a-f]{1,4}:){0,5}[0-9a-f]{1,4})?::[0-9a-f]{1,4}|(?:(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4})?::)$/i;
 /**
  * Returns true if the value is an IPv6 address
@@ -73677,7 +73677,7 @@ function IsIPv6(value) {
     return IPv6.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/iri_reference.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/iri_reference.mjs
 // deno-lint-ignore-file no-control-regex
 // Rejects unencoded spaces (0x20), backslashes, control characters (0x00-0x1F, 0x7F), or malformed percent-encodings
 const InvalidIriChars = /[\x00-\x20\x7F\\]|%(?![0-9a-fA-F]{2})/;
@@ -73693,7 +73693,7 @@ function IsIriReference(value) {
         URL.canParse(value, 'http://example.com'));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/iri.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/iri.mjs
 // deno-lint-ignore-file no-control-regex
 // ------------------------------------------------------------------
 //
@@ -73737,7 +73737,7 @@ function IsIri(value) {
     return URL.canParse(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/json_pointer_uri_fragment.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/json_pointer_uri_fragment.mjs
 const JsonPointerUriFragment = /^#(?:\/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~0|~1)*)*$/i;
 /**
  * Returns true if the value is a json pointer uri fragment
@@ -73748,7 +73748,7 @@ function IsJsonPointerUriFragment(value) {
     return JsonPointerUriFragment.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/json_pointer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/json_pointer.mjs
 const JsonPointer = /^(?:\/(?:[^~/]|~0|~1)*)*$/;
 /**
  * Returns true if the value is a json pointer
@@ -73759,7 +73759,7 @@ function IsJsonPointer(value) {
     return JsonPointer.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/regex.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/regex.mjs
 /**
  * Returns true if the value is a regular expression string pattern
  * @specification https://ecma-international.org/ecma-262
@@ -73774,7 +73774,7 @@ function IsRegex(value) {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/relative_json_pointer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/relative_json_pointer.mjs
 const RelativeJsonPointer = /^(?:0|[1-9][0-9]*)(?:#|(?:\/(?:[^~/]|~0|~1)*)*)$/;
 /**
  * Returns true if the value is a relative JSON Pointer
@@ -73785,7 +73785,7 @@ function IsRelativeJsonPointer(value) {
     return RelativeJsonPointer.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/uri_reference.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/uri_reference.mjs
 const UriReference = /^(?:[a-z][a-z0-9+\-.]*:(?:\/\/(?:(?:[-a-z0-9._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:(?:(?:[\da-f]{1,4}:){6}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|::(?:[\da-f]{1,4}:){5}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:[\da-f]{1,4})?::(?:[\da-f]{1,4}:){4}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,1}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){3}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,2}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){2}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,3}[\da-f]{1,4})?::[\da-f]{1,4}:(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,4}[\da-f]{1,4})?::(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,5}[\da-f]{1,4})?::[\da-f]{1,4}|(?:(?:[\da-f]{1,4}:){0,6}[\da-f]{1,4})?::)|v[0-9a-f]+\.[-a-z0-9._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)|(?:[-a-z0-9._~!$&'()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:\/\/(?:(?:[-a-z0-9._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:(?:(?:[\da-f]{1,4}:){6}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|::(?:[\da-f]{1,4}:){5}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:[\da-f]{1,4})?::(?:[\da-f]{1,4}:){4}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,1}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){3}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,2}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){2}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,3}[\da-f]{1,4})?::[\da-f]{1,4}:(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,4}[\da-f]{1,4})?::(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,5}[\da-f]{1,4})?::[\da-f]{1,4}|(?:(?:[\da-f]{1,4}:){0,6}[\da-f]{1,4})?::)|v[0-9a-f]+\.[-a-z0-9._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)|(?:[-a-z0-9._~!$&'()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[-a-z0-9._~!$&'()*+,;=@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?)(?:\?(?:[-a-z0-9._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[-a-z0-9._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?$/i;
 /**
  * Returns true if the value is a valid Uri Reference.
@@ -73795,7 +73795,7 @@ function IsUriReference(value) {
     return UriReference.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/uri_template.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/uri_template.mjs
 // deno-lint-ignore-file no-control-regex
 const UriTemplate = /^(?:(?:[^\x00-\x20"<>%\\^`{|}\x7f]|%[0-9a-f]{2})|\{[+#./;?&=,!@|]?(?:[a-z0-9_]|%[0-9a-f]{2})+(?:\.(?:[a-z0-9_]|%[0-9a-f]{2})+)*(?::[1-9]\d{0,3}|\*)?(?:,(?:[a-z0-9_]|%[0-9a-f]{2})+(?:\.(?:[a-z0-9_]|%[0-9a-f]{2})+)*(?::[1-9]\d{0,3}|\*)?)*\})*$/i;
 /**
@@ -73806,7 +73806,7 @@ function IsUriTemplate(value) {
     return UriTemplate.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/uri.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/uri.mjs
 const Uri = /^[a-z][a-z0-9+\-.]*:(?:\/\/(?:(?:[-a-z0-9._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:(?:(?:[\da-f]{1,4}:){6}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|::(?:[\da-f]{1,4}:){5}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:[\da-f]{1,4})?::(?:[\da-f]{1,4}:){4}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,1}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){3}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,2}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){2}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,3}[\da-f]{1,4})?::[\da-f]{1,4}:(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,4}[\da-f]{1,4})?::(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,5}[\da-f]{1,4})?::[\da-f]{1,4}|(?:(?:[\da-f]{1,4}:){0,6}[\da-f]{1,4})?::)|v[0-9a-f]+\.[-a-z0-9._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)|(?:[-a-z0-9._~!$&'()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?(?:\?(?:[-a-z0-9._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[-a-z0-9._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?$/i;
 /**
  * Returns true if the value is a valid Uniform Resource Identifier.
@@ -73816,7 +73816,7 @@ function IsUri(value) {
     return Uri.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/url.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/url.mjs
 /**
  * Returns true if the value is a valid Uniform Resource Locator
  * @specification https://datatracker.ietf.org/doc/html/rfc3986
@@ -73826,7 +73826,7 @@ function IsUrl(value) {
     return URL.canParse(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/uuid.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/uuid.mjs
 const Uuid = /^[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$/i;
 /**
  * Returns true if the value is a uuid
@@ -73837,7 +73837,7 @@ function IsUuid(value) {
     return Uuid.test(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/_registry.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/_registry.mjs
 
 
 
@@ -73935,7 +73935,7 @@ function Reset() {
 }
 Reset();
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/format.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/format.mjs
 
 
 
@@ -73959,7 +73959,7 @@ Reset();
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/format/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/format/index.mjs
 
 
 
@@ -73968,7 +73968,7 @@ Reset();
 
 /***/ }),
 
-/***/ 92722:
+/***/ 62912:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -74076,7 +74076,7 @@ function IsMap(value) {
 
 /***/ }),
 
-/***/ 29812:
+/***/ 88642:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 // ESM COMPAT FLAG
@@ -74125,7 +74125,7 @@ __webpack_require__.d(__webpack_exports__, {
   Values: () => (/* binding */ Values)
 });
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/guard/unicode/unicode_segment.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/guard/unicode/unicode_segment.mjs
 // --------------------------------------------------------------------------
 // IsBetween
 // --------------------------------------------------------------------------
@@ -74292,7 +74292,7 @@ function IsMaxLength(value, maxLength) {
     }
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/guard/unicode/unicode.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/guard/unicode/unicode.mjs
 // ------------------------------------------------------------------
 // CodePointCount (10-bit Shift Branchless)
 //
@@ -74329,7 +74329,7 @@ function unicode_IsMinLength(value, minLength) {
     return value.length >= (minLength << 1) || (value.length >= minLength && CodePointCount(value) >= minLength);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/guard/guard.mjs
 // deno-fmt-ignore-file
 
 
@@ -74560,7 +74560,7 @@ function IsDeepEqual(left, right) {
 
 /***/ }),
 
-/***/ 42445:
+/***/ 35007:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -74571,7 +74571,7 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: AddImmutable, AddImmutableDeferred, AddOptional, AddOptionalDeferred, AddReadonly, AddReadonlyDeferred, Any, Array, ArrayOptions, BigInt, BigIntPattern, Boolean, Broaden, Call, CallConstruct, Capitalize, CapitalizeAction, CapitalizeDeferred, CapitalizeInstantiate, Codec, CollapseToObject, Compare, CompareResultDisjoint, CompareResultEqual, CompareResultLeftInside, CompareResultRightInside, Composite, Conditional, ConditionalAction, ConditionalDeferred, ConditionalInstantiate, Constructor, ConstructorOptions, ConstructorParameters, ConstructorParametersAction, ConstructorParametersDeferred, ConstructorParametersInstantiate, ConvertToIntegerKey, Cyclic, CyclicCandidates, CyclicCheck, CyclicDependencies, CyclicExtends, CyclicOptions, CyclicTarget, Decode, DecodeBuilder, Deferred, Dependent, DependentOptions, Distribute, Encode, EncodeBuilder, Enum, Evaluate, EvaluateAction, EvaluateDeferred, EvaluateDependent, EvaluateEnum, EvaluateInstantiate, EvaluateIntersect, EvaluatePropertyIntersect, EvaluatePropertyUnion, EvaluateTemplateLiteral, EvaluateType, EvaluateUnion, EvaluateUnionFast, Exclude, ExcludeAction, ExcludeDeferred, ExcludeInstantiate, Extends, ExtendsResult, Extract, ExtractAction, ExtractDeferred, ExtractInstantiate, Flatten, Function, FunctionOptions, Generic, Identifier, Immutable, Index, IndexAction, IndexDeferred, IndexInstantiate, Infer, InstanceType, InstanceTypeAction, InstanceTypeDeferred, InstanceTypeInstantiate, Instantiate, InstantiateCyclic, Integer, IntegerKey, IntegerPattern, Interface, InterfaceAction, InterfaceDeferred, InterfaceInstantiate, Intersect, IntersectOptions, InvalidLiteralValue, IsAny, IsArray, IsBigInt, IsBoolean, IsCall, IsCodec, IsConstructor, IsCyclic, IsDeferred, IsDependent, IsEnum, IsEnumValue, IsFunction, IsGeneric, IsIdentifier, IsImmutable, IsInfer, IsInteger, IsInterfaceDeferred, IsIntersect, IsKind, IsLiteral, IsLiteralBigInt, IsLiteralBoolean, IsLiteralNumber, IsLiteralString, IsLiteralValue, IsNever, IsNull, IsNumber, IsObject, IsOptional, IsParameter, IsReadonly, IsRecord, IsRef, IsRefine, IsRefinement, IsRest, IsSchema, IsString, IsSymbol, IsTemplateLiteral, IsTemplateLiteralDeferred, IsTemplateLiteralFinite, IsTemplateLiteralPattern, IsThis, IsTuple, IsTypeScriptEnumLike, IsUndefined, IsUnion, IsUnknown, IsUnsafe, IsVoid, KeyOf, KeyOfAction, KeyOfDeferred, KeyOfInstantiate, KeysToIndexer, Literal, LiteralTypeName, Lowercase, LowercaseAction, LowercaseDeferred, LowercaseInstantiate, Mapped, MappedAction, MappedDeferred, MappedInstantiate, Module, ModuleDeferred, ModuleInstantiate, Narrow, Never, NeverPattern, NonNullable, NonNullableAction, NonNullableDeferred, NonNullableInstantiate, Null, Number, NumberKey, NumberPattern, Object, ObjectOptions, Omit, OmitAction, OmitDeferred, OmitInstantiate, Optional, Parameter, Parameters, ParametersAction, ParametersDeferred, ParametersInstantiate, ParsePatternIntoTypes, ParseTemplateIntoTypes, Partial, PartialAction, PartialDeferred, PartialInstantiate, Pick, PickAction, PickDeferred, PickInstantiate, Priority, PropertyKeys, PropertyValues, Readonly, ReadonlyObject, ReadonlyObjectAction, ReadonlyObjectDeferred, ReadonlyObjectInstantiate, ReadonlyType, Record, RecordAction, RecordDeferred, RecordFromPattern, RecordInstantiate, RecordKey, RecordOptions, RecordPattern, RecordPatternToType, RecordValue, Ref, RefInstantiate, Refine, RefineAdd, RemoveImmutable, RemoveImmutableDeferred, RemoveOptional, RemoveOptionalDeferred, RemoveReadonly, RemoveReadonlyDeferred, Required, RequiredAction, RequiredArray, RequiredDeferred, RequiredInstantiate, Rest, ReturnType, ReturnTypeAction, ReturnTypeDeferred, ReturnTypeInstantiate, Script, String, StringKey, StringPattern, Symbol, TemplateLiteral, TemplateLiteralCreate, TemplateLiteralDecode, TemplateLiteralDecodeUnsafe, TemplateLiteralDeferred, TemplateLiteralEncode, TemplateLiteralFromString, TemplateLiteralFromTypes, This, Tuple, TupleOptions, Type, TypeScriptEnumToEnumValues, Uncapitalize, UncapitalizeAction, UncapitalizeDeferred, UncapitalizeInstantiate, Undefined, Union, UnionOptions, Unknown, Unsafe, Uppercase, UppercaseAction, UppercaseDeferred, UppercaseInstantiate, Void, With, WithAction, WithDeferred, WithInstantiate, _Array_, _Function_, _Object_
 
-// NAMESPACE OBJECT: ../../main/node_modules/typebox/build/typebox.mjs
+// NAMESPACE OBJECT: ./node_modules/typebox/build/typebox.mjs
 var typebox_namespaceObject = {};
 __webpack_require__.r(typebox_namespaceObject);
 __webpack_require__.d(typebox_namespaceObject, {
@@ -74694,145 +74694,145 @@ __webpack_require__.d(typebox_namespaceObject, {
   With: () => (action_with/* With */.R)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/index.mjs + 2 modules
-var action = __webpack_require__(76655);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/index.mjs + 25 modules
-var engine = __webpack_require__(23784);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/extends/index.mjs + 31 modules
-var type_extends = __webpack_require__(8427);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/script/index.mjs + 1 modules
-var script = __webpack_require__(93271);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/index.mjs
-var types = __webpack_require__(9975);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/capitalize.mjs
-var capitalize = __webpack_require__(6994);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/conditional.mjs
-var conditional = __webpack_require__(94312);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/constructor_parameters.mjs
-var constructor_parameters = __webpack_require__(4387);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/evaluate.mjs
-var evaluate = __webpack_require__(88885);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/exclude.mjs
-var exclude = __webpack_require__(36418);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/extract.mjs
-var extract = __webpack_require__(24691);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/instance_type.mjs
-var instance_type = __webpack_require__(86092);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/interface.mjs
-var action_interface = __webpack_require__(11021);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/keyof.mjs
-var keyof = __webpack_require__(22146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/lowercase.mjs
-var lowercase = __webpack_require__(8439);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/mapped.mjs
-var mapped = __webpack_require__(14401);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/module.mjs
-var action_module = __webpack_require__(64980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/non_nullable.mjs
-var non_nullable = __webpack_require__(6631);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/omit.mjs
-var omit = __webpack_require__(85671);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/parameters.mjs
-var parameters = __webpack_require__(54528);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/partial.mjs
-var partial = __webpack_require__(55127);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/pick.mjs
-var pick = __webpack_require__(6935);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/readonly_object.mjs
-var readonly_object = __webpack_require__(60828);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/required.mjs
-var required = __webpack_require__(22879);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/return_type.mjs
-var return_type = __webpack_require__(97429);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/uncapitalize.mjs
-var uncapitalize = __webpack_require__(74771);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/uppercase.mjs
-var uppercase = __webpack_require__(67488);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/with.mjs
-var action_with = __webpack_require__(37060);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_codec.mjs
-var _codec = __webpack_require__(85254);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_immutable.mjs
-var _immutable = __webpack_require__(52712);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_optional.mjs
-var _optional = __webpack_require__(47484);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_readonly.mjs
-var _readonly = __webpack_require__(6758);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_refine.mjs
-var _refine = __webpack_require__(78015);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/any.mjs
-var any = __webpack_require__(21505);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/array.mjs
-var array = __webpack_require__(9764);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/bigint.mjs
-var bigint = __webpack_require__(65872);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/boolean.mjs
-var types_boolean = __webpack_require__(63219);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/call.mjs
-var call = __webpack_require__(89797);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/constructor.mjs
-var types_constructor = __webpack_require__(19);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/enum.mjs + 1 modules
-var types_enum = __webpack_require__(92185);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/function.mjs
-var types_function = __webpack_require__(77253);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/generic.mjs
-var generic = __webpack_require__(28992);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/identifier.mjs
-var identifier = __webpack_require__(26076);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/infer.mjs
-var infer = __webpack_require__(86643);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/integer.mjs
-var integer = __webpack_require__(73017);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/never.mjs
-var never = __webpack_require__(47653);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/null.mjs
-var types_null = __webpack_require__(27202);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/number.mjs
-var number = __webpack_require__(69078);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/parameter.mjs
-var parameter = __webpack_require__(73158);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/record.mjs
-var record = __webpack_require__(79434);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/ref.mjs
-var ref = __webpack_require__(99816);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/rest.mjs
-var rest = __webpack_require__(18043);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/schema.mjs
-var schema = __webpack_require__(89364);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/string.mjs
-var string = __webpack_require__(67342);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/symbol.mjs
-var symbol = __webpack_require__(95981);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/template_literal.mjs
-var template_literal = __webpack_require__(80527);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/this.mjs
-var types_this = __webpack_require__(18621);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/undefined.mjs
-var types_undefined = __webpack_require__(52175);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/unknown.mjs
-var unknown = __webpack_require__(20917);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/unsafe.mjs
-var unsafe = __webpack_require__(93419);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/void.mjs
-var types_void = __webpack_require__(69763);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/typebox.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/index.mjs + 2 modules
+var action = __webpack_require__(96301);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/index.mjs + 25 modules
+var engine = __webpack_require__(44318);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/extends/index.mjs + 31 modules
+var type_extends = __webpack_require__(5257);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/script/index.mjs + 1 modules
+var script = __webpack_require__(54441);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/index.mjs
+var types = __webpack_require__(11309);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/capitalize.mjs
+var capitalize = __webpack_require__(98068);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/conditional.mjs
+var conditional = __webpack_require__(68650);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/constructor_parameters.mjs
+var constructor_parameters = __webpack_require__(64869);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/evaluate.mjs
+var evaluate = __webpack_require__(49731);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/exclude.mjs
+var exclude = __webpack_require__(74276);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/extract.mjs
+var extract = __webpack_require__(47329);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/instance_type.mjs
+var instance_type = __webpack_require__(33430);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/interface.mjs
+var action_interface = __webpack_require__(1971);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/keyof.mjs
+var keyof = __webpack_require__(26300);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/lowercase.mjs
+var lowercase = __webpack_require__(34737);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/mapped.mjs
+var mapped = __webpack_require__(49547);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/module.mjs
+var action_module = __webpack_require__(67474);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/non_nullable.mjs
+var non_nullable = __webpack_require__(8673);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/omit.mjs
+var omit = __webpack_require__(96317);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/parameters.mjs
+var parameters = __webpack_require__(9238);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/partial.mjs
+var partial = __webpack_require__(10641);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/pick.mjs
+var pick = __webpack_require__(96185);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/readonly_object.mjs
+var readonly_object = __webpack_require__(62930);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/required.mjs
+var required = __webpack_require__(98889);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/return_type.mjs
+var return_type = __webpack_require__(66243);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/uncapitalize.mjs
+var uncapitalize = __webpack_require__(47297);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/uppercase.mjs
+var uppercase = __webpack_require__(4170);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/with.mjs
+var action_with = __webpack_require__(60866);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_codec.mjs
+var _codec = __webpack_require__(4156);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_immutable.mjs
+var _immutable = __webpack_require__(96214);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_optional.mjs
+var _optional = __webpack_require__(20214);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_readonly.mjs
+var _readonly = __webpack_require__(13288);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_refine.mjs
+var _refine = __webpack_require__(68697);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/any.mjs
+var any = __webpack_require__(14935);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/array.mjs
+var array = __webpack_require__(97894);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/bigint.mjs
+var bigint = __webpack_require__(27626);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/boolean.mjs
+var types_boolean = __webpack_require__(7957);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/call.mjs
+var call = __webpack_require__(4759);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/constructor.mjs
+var types_constructor = __webpack_require__(8197);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/enum.mjs + 1 modules
+var types_enum = __webpack_require__(98903);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/function.mjs
+var types_function = __webpack_require__(46951);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/generic.mjs
+var generic = __webpack_require__(73778);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/identifier.mjs
+var identifier = __webpack_require__(64262);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/infer.mjs
+var infer = __webpack_require__(35889);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/integer.mjs
+var integer = __webpack_require__(4247);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/never.mjs
+var never = __webpack_require__(9139);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/null.mjs
+var types_null = __webpack_require__(66316);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/number.mjs
+var number = __webpack_require__(64400);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/parameter.mjs
+var parameter = __webpack_require__(27224);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/record.mjs
+var record = __webpack_require__(58848);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/ref.mjs
+var ref = __webpack_require__(43042);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/rest.mjs
+var rest = __webpack_require__(27137);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/schema.mjs
+var schema = __webpack_require__(8122);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/string.mjs
+var string = __webpack_require__(87964);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/symbol.mjs
+var symbol = __webpack_require__(97111);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/template_literal.mjs
+var template_literal = __webpack_require__(64125);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/this.mjs
+var types_this = __webpack_require__(91263);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/undefined.mjs
+var types_undefined = __webpack_require__(51421);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/unknown.mjs
+var unknown = __webpack_require__(57191);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/unsafe.mjs
+var unsafe = __webpack_require__(95557);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/void.mjs
+var types_void = __webpack_require__(55129);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/typebox.mjs
 // ------------------------------------------------------------------
 // Engine
 // ------------------------------------------------------------------
@@ -74919,7 +74919,7 @@ var types_void = __webpack_require__(69763);
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/index.mjs
 // ------------------------------------------------------------------
 // Standard
 // ------------------------------------------------------------------
@@ -74938,7 +74938,7 @@ var types_void = __webpack_require__(69763);
 
 /***/ }),
 
-/***/ 22799:
+/***/ 97565:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 __webpack_require__.r(__webpack_exports__);
@@ -74958,7 +74958,7 @@ function Match(args, match) {
 
 /***/ }),
 
-/***/ 92230:
+/***/ 93552:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -74967,7 +74967,7 @@ __webpack_require__.d(__webpack_exports__, {
   O: () => (/* reexport */ environment_namespaceObject)
 });
 
-// NAMESPACE OBJECT: ../../main/node_modules/typebox/build/system/environment/environment.mjs
+// NAMESPACE OBJECT: ./node_modules/typebox/build/system/environment/environment.mjs
 var environment_namespaceObject = {};
 __webpack_require__.r(environment_namespaceObject);
 __webpack_require__.d(environment_namespaceObject, {
@@ -74975,11 +74975,11 @@ __webpack_require__.d(environment_namespaceObject, {
   Evaluate: () => (Evaluate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/settings/index.mjs
-var settings = __webpack_require__(66160);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/environment/evaluate.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/settings/index.mjs
+var settings = __webpack_require__(71126);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/environment/evaluate.mjs
 
 
 let supported = undefined;
@@ -75018,16 +75018,16 @@ function Evaluate(...args) {
     return new (globalThis.Function)(...args);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/environment/environment.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/environment/environment.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/environment/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/environment/index.mjs
 
 
 
 /***/ }),
 
-/***/ 77097:
+/***/ 83755:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -75036,7 +75036,7 @@ __webpack_require__.d(__webpack_exports__, {
   X: () => (/* reexport */ hash_namespaceObject)
 });
 
-// NAMESPACE OBJECT: ../../main/node_modules/typebox/build/system/hashing/hash.mjs
+// NAMESPACE OBJECT: ./node_modules/typebox/build/system/hashing/hash.mjs
 var hash_namespaceObject = {};
 __webpack_require__.r(hash_namespaceObject);
 __webpack_require__.d(hash_namespaceObject, {
@@ -75044,13 +75044,13 @@ __webpack_require__.d(hash_namespaceObject, {
   HashCode: () => (HashCode)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/unreachable/unreachable.mjs
-var unreachable = __webpack_require__(5279);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/globals.mjs
-var globals = __webpack_require__(92722);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/hashing/hash.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/unreachable/unreachable.mjs
+var unreachable = __webpack_require__(69701);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/globals.mjs
+var globals = __webpack_require__(62912);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/hashing/hash.mjs
 // deno-fmt-ignore-file
 
 
@@ -75313,13 +75313,13 @@ function Hash(value) {
     return `${Hex(A3)}${Hex(A2)}${Hex(A1)}${Hex(A0)}`;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/hashing/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/hashing/index.mjs
 
 
 
 /***/ }),
 
-/***/ 91994:
+/***/ 89168:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -75327,7 +75327,7 @@ function Hash(value) {
 /* harmony export */   d3: () => (/* reexport safe */ _system_mjs__WEBPACK_IMPORTED_MODULE_0__.d3),
 /* harmony export */   wB: () => (/* reexport safe */ _system_mjs__WEBPACK_IMPORTED_MODULE_0__.wB)
 /* harmony export */ });
-/* harmony import */ var _system_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(8710);
+/* harmony import */ var _system_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(24480);
 
 
 
@@ -75336,7 +75336,7 @@ function Hash(value) {
 
 /***/ }),
 
-/***/ 80508:
+/***/ 97062:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -75345,7 +75345,7 @@ __webpack_require__.d(__webpack_exports__, {
   c: () => (/* reexport */ memory_namespaceObject)
 });
 
-// NAMESPACE OBJECT: ../../main/node_modules/typebox/build/system/memory/memory.mjs
+// NAMESPACE OBJECT: ./node_modules/typebox/build/system/memory/memory.mjs
 var memory_namespaceObject = {};
 __webpack_require__.r(memory_namespaceObject);
 __webpack_require__.d(memory_namespaceObject, {
@@ -75357,7 +75357,7 @@ __webpack_require__.d(memory_namespaceObject, {
   Update: () => (Update)
 });
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/metrics.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/metrics.mjs
 /** TypeBox instantiation metrics */
 const Metrics = {
     assign: 0,
@@ -75367,11 +75367,11 @@ const Metrics = {
     update: 0
 };
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/settings/index.mjs
-var settings = __webpack_require__(66160);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/keys.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/settings/index.mjs
+var settings = __webpack_require__(71126);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/keys.mjs
 
 // ------------------------------------------------------------------
 // Keys (alternatively, Reflect.ownKeys(...))
@@ -75381,7 +75381,7 @@ function Keys(value) {
     return [...guard.Keys(value), ...guard.Symbols(value)];
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/finalize.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/finalize.mjs
 // deno-lint-ignore-file no-explicit-any
 
 
@@ -75413,7 +75413,7 @@ function Finalize(value) {
     return value;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/assign.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/assign.mjs
 // deno-lint-ignore-file ban-types no-explicit-any
 // deno-fmt-ignore-file
 
@@ -75434,7 +75434,7 @@ function Assign(left, right) {
     return Finalize(result);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/clone.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/clone.mjs
 // deno-lint-ignore-file no-explicit-any
 // deno-fmt-ignore-file
 
@@ -75461,7 +75461,7 @@ function Clone(value) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/create.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/create.mjs
 // deno-lint-ignore-file no-explicit-any
 
 
@@ -75497,7 +75497,7 @@ function Create(hidden, enumerable, options = {}) {
     return Finalize(withHidden);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/discard.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/discard.mjs
 // deno-lint-ignore-file no-explicit-any
 
 
@@ -75518,7 +75518,7 @@ function Discard(value, propertyKeys) {
     return Finalize(result);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/update.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/update.mjs
 // deno-lint-ignore-file no-explicit-any
 
 
@@ -75580,7 +75580,7 @@ function Update(current, hidden, enumerable) {
     return Finalize(result);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/memory.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/memory.mjs
 // deno-fmt-ignore-file
 
 
@@ -75589,25 +75589,25 @@ function Update(current, hidden, enumerable) {
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/memory/index.mjs
 
 
 
 /***/ }),
 
-/***/ 66160:
+/***/ 71126:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   w: () => (/* reexport module object */ _settings_mjs__WEBPACK_IMPORTED_MODULE_0__)
 /* harmony export */ });
-/* harmony import */ var _settings_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(29423);
+/* harmony import */ var _settings_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(25029);
 
 
 
 /***/ }),
 
-/***/ 29423:
+/***/ 25029:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 __webpack_require__.r(__webpack_exports__);
@@ -75616,7 +75616,7 @@ __webpack_require__.r(__webpack_exports__);
 /* harmony export */   Reset: () => (/* binding */ Reset),
 /* harmony export */   Set: () => (/* binding */ Set)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(29812);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(88642);
 
 // -------------------------------------------------------------------
 // State
@@ -75671,7 +75671,7 @@ function Get() {
 
 /***/ }),
 
-/***/ 8710:
+/***/ 24480:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -75684,20 +75684,20 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: Environment, Hashing, Locale
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/arguments/arguments.mjs
-var arguments_arguments = __webpack_require__(22799);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/arguments/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/arguments/arguments.mjs
+var arguments_arguments = __webpack_require__(97565);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/arguments/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/environment/index.mjs + 2 modules
-var environment = __webpack_require__(92230);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/hashing/index.mjs + 1 modules
-var hashing = __webpack_require__(77097);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/settings/index.mjs
-var settings = __webpack_require__(66160);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/system/system.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/environment/index.mjs + 2 modules
+var environment = __webpack_require__(93552);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/hashing/index.mjs + 1 modules
+var hashing = __webpack_require__(83755);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/settings/index.mjs
+var settings = __webpack_require__(71126);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/system/system.mjs
 
 
 
@@ -75708,7 +75708,7 @@ var settings = __webpack_require__(66160);
 
 /***/ }),
 
-/***/ 5279:
+/***/ 69701:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -75724,15 +75724,15 @@ function Unreachable() {
 
 /***/ }),
 
-/***/ 48941:
+/***/ 31195:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   e: () => (/* binding */ AddImmutable),
 /* harmony export */   h: () => (/* binding */ AddImmutableDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_immutable_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(79873);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_immutable_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(28735);
 // deno-fmt-ignore-file
 
 
@@ -75748,15 +75748,15 @@ function AddImmutable(type, options = {}) {
 
 /***/ }),
 
-/***/ 59435:
+/***/ 54349:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   O: () => (/* binding */ AddOptional),
 /* harmony export */   f: () => (/* binding */ AddOptionalDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_optional_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(59141);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_optional_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(31199);
 // deno-fmt-ignore-file
 
 
@@ -75772,15 +75772,15 @@ function AddOptional(type, options = {}) {
 
 /***/ }),
 
-/***/ 10577:
+/***/ 66003:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   T: () => (/* binding */ AddReadonlyDeferred),
 /* harmony export */   w: () => (/* binding */ AddReadonly)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_readonly_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(40875);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_readonly_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(12149);
 // deno-fmt-ignore-file
 
 
@@ -75796,15 +75796,15 @@ function AddReadonly(type, options = {}) {
 
 /***/ }),
 
-/***/ 5454:
+/***/ 33200:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   X: () => (/* binding */ RemoveOptional),
 /* harmony export */   e: () => (/* binding */ RemoveOptionalDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_optional_instantiate_remove_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(20036);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_optional_instantiate_remove_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(95806);
 // deno-fmt-ignore-file
 
 
@@ -75820,15 +75820,15 @@ function RemoveOptional(type, options = {}) {
 
 /***/ }),
 
-/***/ 6994:
+/***/ 98068:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   P: () => (/* binding */ Capitalize),
 /* harmony export */   W: () => (/* binding */ CapitalizeDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(42053);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(28955);
 // deno-fmt-ignore-file
 
 
@@ -75844,16 +75844,16 @@ function Capitalize(type, options = {}) {
 
 /***/ }),
 
-/***/ 94312:
+/***/ 68650:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   M: () => (/* binding */ ConditionalDeferred),
 /* harmony export */   b: () => (/* binding */ Conditional)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_conditional_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(68813);
-/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9587);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_conditional_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(1879);
+/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(7749);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -75871,15 +75871,15 @@ function Conditional(left, right, true_, false_, options = {}) {
 
 /***/ }),
 
-/***/ 4387:
+/***/ 64869:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   O: () => (/* binding */ ConstructorParametersDeferred),
 /* harmony export */   R: () => (/* binding */ ConstructorParameters)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_constructor_parameters_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(37130);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_constructor_parameters_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(6988);
 // deno-fmt-ignore-file
 
 
@@ -75895,15 +75895,15 @@ function ConstructorParameters(type, options = {}) {
 
 /***/ }),
 
-/***/ 88885:
+/***/ 49731:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   S: () => (/* binding */ Evaluate),
 /* harmony export */   Z: () => (/* binding */ EvaluateDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_evaluate_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(92980);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_evaluate_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(36018);
 // deno-fmt-ignore-file
 
 
@@ -75919,15 +75919,15 @@ function Evaluate(type, options = {}) {
 
 /***/ }),
 
-/***/ 36418:
+/***/ 74276:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   Y: () => (/* binding */ ExcludeDeferred),
 /* harmony export */   n: () => (/* binding */ Exclude)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_exclude_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89167);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_exclude_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(69345);
 // deno-fmt-ignore-file
 
 
@@ -75943,15 +75943,15 @@ function Exclude(left, right, options = {}) {
 
 /***/ }),
 
-/***/ 24691:
+/***/ 47329:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   M: () => (/* binding */ Extract),
 /* harmony export */   r: () => (/* binding */ ExtractDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_extract_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(32400);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_extract_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(56162);
 // deno-fmt-ignore-file
 
 
@@ -75967,7 +75967,7 @@ function Extract(left, right, options = {}) {
 
 /***/ }),
 
-/***/ 76655:
+/***/ 96301:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -76010,17 +76010,17 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: AddImmutable, AddOptional, AddReadonly, Capitalize, Conditional, ConstructorParameters, Exclude, Extract, InstanceType, Interface, KeyOf, Lowercase, Mapped, Module, NonNullable, Omit, Parameters, Partial, Pick, ReadonlyObject, ReadonlyType, RemoveImmutable, RemoveImmutableDeferred, RemoveOptional, RemoveReadonly, Required, ReturnType, Uncapitalize, Uppercase
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_add_immutable.mjs
-var _add_immutable = __webpack_require__(48941);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_add_readonly.mjs
-var _add_readonly = __webpack_require__(10577);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_add_optional.mjs
-var _add_optional = __webpack_require__(59435);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/deferred.mjs
-var deferred = __webpack_require__(30816);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/immutable/instantiate_remove.mjs
-var instantiate_remove = __webpack_require__(72160);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/action/_remove_immutable.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_add_immutable.mjs
+var _add_immutable = __webpack_require__(31195);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_add_readonly.mjs
+var _add_readonly = __webpack_require__(66003);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_add_optional.mjs
+var _add_optional = __webpack_require__(54349);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/deferred.mjs
+var deferred = __webpack_require__(14530);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/immutable/instantiate_remove.mjs
+var instantiate_remove = __webpack_require__(7518);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/action/_remove_immutable.mjs
 // deno-fmt-ignore-file
 
 
@@ -76033,9 +76033,9 @@ function RemoveImmutable(type, options = {}) {
     return RemoveImmutableAction(type, options);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/readonly/instantiate_remove.mjs
-var readonly_instantiate_remove = __webpack_require__(84490);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/action/_remove_readonly.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/readonly/instantiate_remove.mjs
+var readonly_instantiate_remove = __webpack_require__(86036);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/action/_remove_readonly.mjs
 // deno-fmt-ignore-file
 
 
@@ -76048,57 +76048,57 @@ function RemoveReadonly(type, options = {}) {
     return RemoveReadonlyAction(type, options);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_remove_optional.mjs
-var _remove_optional = __webpack_require__(5454);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/capitalize.mjs
-var capitalize = __webpack_require__(6994);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/conditional.mjs
-var conditional = __webpack_require__(94312);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/constructor_parameters.mjs
-var constructor_parameters = __webpack_require__(4387);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/evaluate.mjs
-var evaluate = __webpack_require__(88885);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/exclude.mjs
-var exclude = __webpack_require__(36418);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/extract.mjs
-var extract = __webpack_require__(24691);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/indexed.mjs
-var indexed = __webpack_require__(61203);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/instance_type.mjs
-var instance_type = __webpack_require__(86092);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/interface.mjs
-var action_interface = __webpack_require__(11021);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/keyof.mjs
-var keyof = __webpack_require__(22146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/lowercase.mjs
-var lowercase = __webpack_require__(8439);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/mapped.mjs
-var mapped = __webpack_require__(14401);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/module.mjs
-var action_module = __webpack_require__(64980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/non_nullable.mjs
-var non_nullable = __webpack_require__(6631);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/omit.mjs
-var omit = __webpack_require__(85671);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/parameters.mjs
-var parameters = __webpack_require__(54528);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/partial.mjs
-var partial = __webpack_require__(55127);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/pick.mjs
-var pick = __webpack_require__(6935);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/readonly_object.mjs
-var readonly_object = __webpack_require__(60828);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/required.mjs
-var required = __webpack_require__(22879);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/return_type.mjs
-var return_type = __webpack_require__(97429);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/uncapitalize.mjs
-var uncapitalize = __webpack_require__(74771);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/uppercase.mjs
-var uppercase = __webpack_require__(67488);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/with.mjs
-var action_with = __webpack_require__(37060);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/action/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_remove_optional.mjs
+var _remove_optional = __webpack_require__(33200);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/capitalize.mjs
+var capitalize = __webpack_require__(98068);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/conditional.mjs
+var conditional = __webpack_require__(68650);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/constructor_parameters.mjs
+var constructor_parameters = __webpack_require__(64869);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/evaluate.mjs
+var evaluate = __webpack_require__(49731);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/exclude.mjs
+var exclude = __webpack_require__(74276);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/extract.mjs
+var extract = __webpack_require__(47329);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/indexed.mjs
+var indexed = __webpack_require__(44149);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/instance_type.mjs
+var instance_type = __webpack_require__(33430);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/interface.mjs
+var action_interface = __webpack_require__(1971);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/keyof.mjs
+var keyof = __webpack_require__(26300);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/lowercase.mjs
+var lowercase = __webpack_require__(34737);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/mapped.mjs
+var mapped = __webpack_require__(49547);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/module.mjs
+var action_module = __webpack_require__(67474);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/non_nullable.mjs
+var non_nullable = __webpack_require__(8673);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/omit.mjs
+var omit = __webpack_require__(96317);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/parameters.mjs
+var parameters = __webpack_require__(9238);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/partial.mjs
+var partial = __webpack_require__(10641);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/pick.mjs
+var pick = __webpack_require__(96185);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/readonly_object.mjs
+var readonly_object = __webpack_require__(62930);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/required.mjs
+var required = __webpack_require__(98889);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/return_type.mjs
+var return_type = __webpack_require__(66243);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/uncapitalize.mjs
+var uncapitalize = __webpack_require__(47297);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/uppercase.mjs
+var uppercase = __webpack_require__(4170);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/with.mjs
+var action_with = __webpack_require__(60866);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/action/index.mjs
 
 
 
@@ -76133,17 +76133,17 @@ var action_with = __webpack_require__(37060);
 
 /***/ }),
 
-/***/ 61203:
+/***/ 44149:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   C: () => (/* binding */ IndexDeferred),
 /* harmony export */   j: () => (/* binding */ Index)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(29812);
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_helpers_keys_to_indexer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(44402);
-/* harmony import */ var _engine_indexed_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(23586);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(88642);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_helpers_keys_to_indexer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(4192);
+/* harmony import */ var _engine_indexed_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(71832);
 // deno-fmt-ignore-file
 
 
@@ -76162,15 +76162,15 @@ function Index(type, indexer_or_keys, options = {}) {
 
 /***/ }),
 
-/***/ 86092:
+/***/ 33430:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   Z: () => (/* binding */ InstanceTypeDeferred),
 /* harmony export */   y: () => (/* binding */ InstanceType)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_instance_type_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88201);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_instance_type_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(17067);
 // deno-fmt-ignore-file
 
 
@@ -76186,7 +76186,7 @@ function InstanceType(type, options = {}) {
 
 /***/ }),
 
-/***/ 11021:
+/***/ 1971:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -76194,10 +76194,10 @@ function InstanceType(type, options = {}) {
 /* harmony export */   KA: () => (/* binding */ Interface),
 /* harmony export */   fY: () => (/* binding */ InterfaceDeferred)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(29812);
-/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(89364);
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_interface_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(86716);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(88642);
+/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(8122);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_interface_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(15474);
 // deno-fmt-ignore-file
 
 
@@ -76224,15 +76224,15 @@ function Interface(heritage, properties, options = {}) {
 
 /***/ }),
 
-/***/ 22146:
+/***/ 26300:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   g: () => (/* binding */ KeyOfDeferred),
 /* harmony export */   t: () => (/* binding */ KeyOf)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_keyof_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(20783);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_keyof_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(51829);
 // deno-fmt-ignore-file
 
 
@@ -76248,15 +76248,15 @@ function KeyOf(type, options = {}) {
 
 /***/ }),
 
-/***/ 8439:
+/***/ 34737:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   A: () => (/* binding */ Lowercase),
 /* harmony export */   Z: () => (/* binding */ LowercaseDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(42053);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(28955);
 // deno-fmt-ignore-file
 
 
@@ -76272,16 +76272,16 @@ function Lowercase(type, options = {}) {
 
 /***/ }),
 
-/***/ 14401:
+/***/ 49547:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   n: () => (/* binding */ MappedDeferred),
 /* harmony export */   u: () => (/* binding */ Mapped)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_mapped_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(83945);
-/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9587);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_mapped_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(13347);
+/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(7749);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -76299,16 +76299,16 @@ function Mapped(identifier, type, as, property, options = {}) {
 
 /***/ }),
 
-/***/ 64980:
+/***/ 67474:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   n: () => (/* binding */ Module),
 /* harmony export */   y: () => (/* binding */ ModuleDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
-/* harmony import */ var _engine_module_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(28705);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
+/* harmony import */ var _engine_module_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(89567);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -76326,15 +76326,15 @@ function Module(declarations, options = {}) {
 
 /***/ }),
 
-/***/ 6631:
+/***/ 8673:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   o: () => (/* binding */ NonNullableDeferred),
 /* harmony export */   p: () => (/* binding */ NonNullable)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_non_nullable_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(72158);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_non_nullable_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(37096);
 // deno-fmt-ignore-file
 
 
@@ -76350,17 +76350,17 @@ function NonNullable(type, options = {}) {
 
 /***/ }),
 
-/***/ 85671:
+/***/ 96317:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   E: () => (/* binding */ Omit),
 /* harmony export */   l: () => (/* binding */ OmitDeferred)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(29812);
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_helpers_keys_to_indexer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(44402);
-/* harmony import */ var _engine_omit_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(73078);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(88642);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_helpers_keys_to_indexer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(4192);
+/* harmony import */ var _engine_omit_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(91952);
 // deno-fmt-ignore-file
 
 
@@ -76379,15 +76379,15 @@ function Omit(type, indexer_or_keys, options = {}) {
 
 /***/ }),
 
-/***/ 54528:
+/***/ 9238:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   H: () => (/* binding */ Parameters),
 /* harmony export */   S: () => (/* binding */ ParametersDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_parameters_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(56901);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_parameters_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(71995);
 // deno-fmt-ignore-file
 
 
@@ -76403,15 +76403,15 @@ function Parameters(type, options = {}) {
 
 /***/ }),
 
-/***/ 55127:
+/***/ 10641:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   L: () => (/* binding */ PartialDeferred),
 /* harmony export */   e: () => (/* binding */ Partial)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_partial_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(47512);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_partial_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(30566);
 // deno-fmt-ignore-file
 
 
@@ -76427,17 +76427,17 @@ function Partial(type, options = {}) {
 
 /***/ }),
 
-/***/ 6935:
+/***/ 96185:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   m: () => (/* binding */ Pick),
 /* harmony export */   x: () => (/* binding */ PickDeferred)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(29812);
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_helpers_keys_to_indexer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(44402);
-/* harmony import */ var _engine_pick_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(16622);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(88642);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_helpers_keys_to_indexer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(4192);
+/* harmony import */ var _engine_pick_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(42820);
 // deno-fmt-ignore-file
 
 
@@ -76456,7 +76456,7 @@ function Pick(type, indexer_or_keys, options = {}) {
 
 /***/ }),
 
-/***/ 60828:
+/***/ 62930:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -76464,8 +76464,8 @@ function Pick(type, indexer_or_keys, options = {}) {
 /* harmony export */   th: () => (/* binding */ ReadonlyType),
 /* harmony export */   zU: () => (/* binding */ ReadonlyObjectDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_readonly_object_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(36763);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_readonly_object_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(23209);
 // deno-fmt-ignore-file
 
 
@@ -76489,15 +76489,15 @@ const ReadonlyType = ReadonlyObject;
 
 /***/ }),
 
-/***/ 22879:
+/***/ 98889:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   d: () => (/* binding */ RequiredDeferred),
 /* harmony export */   m: () => (/* binding */ Required)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_required_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(5368);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_required_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(11062);
 // deno-fmt-ignore-file
 
 
@@ -76513,15 +76513,15 @@ function Required(type, options = {}) {
 
 /***/ }),
 
-/***/ 97429:
+/***/ 66243:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   p: () => (/* binding */ ReturnType),
 /* harmony export */   w: () => (/* binding */ ReturnTypeDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_return_type_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(44036);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_return_type_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(17490);
 // deno-fmt-ignore-file
 
 
@@ -76537,15 +76537,15 @@ function ReturnType(type, options = {}) {
 
 /***/ }),
 
-/***/ 74771:
+/***/ 47297:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   V: () => (/* binding */ UncapitalizeDeferred),
 /* harmony export */   w: () => (/* binding */ Uncapitalize)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(42053);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(28955);
 // deno-fmt-ignore-file
 
 
@@ -76561,15 +76561,15 @@ function Uncapitalize(type, options = {}) {
 
 /***/ }),
 
-/***/ 67488:
+/***/ 4170:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   i: () => (/* binding */ UppercaseDeferred),
 /* harmony export */   r: () => (/* binding */ Uppercase)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(42053);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_intrinsics_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(28955);
 // deno-fmt-ignore-file
 
 
@@ -76585,15 +76585,15 @@ function Uppercase(type, options = {}) {
 
 /***/ }),
 
-/***/ 37060:
+/***/ 60866:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   R: () => (/* binding */ With),
 /* harmony export */   k: () => (/* binding */ WithDeferred)
 /* harmony export */ });
-/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(30816);
-/* harmony import */ var _engine_with_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(95009);
+/* harmony import */ var _types_deferred_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14530);
+/* harmony import */ var _engine_with_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(2703);
 // deno-fmt-ignore-file
 
 
@@ -76609,7 +76609,7 @@ function With(type, options) {
 
 /***/ }),
 
-/***/ 76677:
+/***/ 97487:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -76618,31 +76618,31 @@ __webpack_require__.d(__webpack_exports__, {
   n: () => (/* binding */ CallInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/settings/index.mjs
-var settings = __webpack_require__(66160);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/call.mjs
-var call = __webpack_require__(89797);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/ref.mjs
-var ref = __webpack_require__(99816);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/generic.mjs
-var generic = __webpack_require__(28992);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/index.mjs
-var evaluate = __webpack_require__(168);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/deferred.mjs
-var deferred = __webpack_require__(30816);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/enum.mjs + 1 modules
-var types_enum = __webpack_require__(92185);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/template_literal.mjs
-var template_literal = __webpack_require__(80527);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate_evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/call/distribute_arguments.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/settings/index.mjs
+var settings = __webpack_require__(71126);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/call.mjs
+var call = __webpack_require__(4759);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/ref.mjs
+var ref = __webpack_require__(43042);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/generic.mjs
+var generic = __webpack_require__(73778);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/index.mjs
+var evaluate = __webpack_require__(54798);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/deferred.mjs
+var deferred = __webpack_require__(14530);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/enum.mjs + 1 modules
+var types_enum = __webpack_require__(98903);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/template_literal.mjs
+var template_literal = __webpack_require__(64125);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate_evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/call/distribute_arguments.mjs
 // deno-fmt-ignore-file
 
 
@@ -76710,9 +76710,9 @@ function DistributeArguments(parameters, arguments_, expression) {
             : [arguments_]);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/never.mjs
-var never = __webpack_require__(47653);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/call/resolve_target.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/never.mjs
+var never = __webpack_require__(9139);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/call/resolve_target.mjs
 // deno-fmt-ignore-file
 
 
@@ -76741,13 +76741,13 @@ function ResolveTarget(context, target, arguments_) {
     return FromType(context, '(anonymous)', target, arguments_);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/extends/index.mjs + 31 modules
-var type_extends = __webpack_require__(8427);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/infer.mjs
-var infer = __webpack_require__(86643);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/call/resolve_arguments.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/extends/index.mjs + 31 modules
+var type_extends = __webpack_require__(5257);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/infer.mjs
+var infer = __webpack_require__(35889);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/call/resolve_arguments.mjs
 // deno-fmt-ignore-file
 
 
@@ -76782,7 +76782,7 @@ function ResolveArgumentsContext(context, state, parameters, arguments_) {
     return BindParameters(context, state, parameters, arguments_);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/call/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/call/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -76866,30 +76866,30 @@ function CallInstantiate(context, state, target, arguments_) {
 
 /***/ }),
 
-/***/ 87397:
+/***/ 24759:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   B: () => (/* reexport safe */ _instantiate_mjs__WEBPACK_IMPORTED_MODULE_0__.B)
 /* harmony export */ });
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(68813);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(1879);
 
 
 
 /***/ }),
 
-/***/ 68813:
+/***/ 1879:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   B: () => (/* binding */ ConditionalInstantiate),
 /* harmony export */   Z: () => (/* binding */ ConditionalAction)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(40146);
-/* harmony import */ var _extends_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(8427);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(9587);
-/* harmony import */ var _action_conditional_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(94312);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(31520);
+/* harmony import */ var _extends_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(5257);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(7749);
+/* harmony import */ var _action_conditional_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(68650);
 // deno-fmt-ignore-file
 
 
@@ -76917,18 +76917,18 @@ function ConditionalInstantiate(context, state, left, right, true_, false_, opti
 
 /***/ }),
 
-/***/ 37130:
+/***/ 6988:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   T: () => (/* binding */ ConstructorParametersInstantiate),
 /* harmony export */   l: () => (/* binding */ ConstructorParametersAction)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(19);
-/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(84909);
-/* harmony import */ var _action_constructor_parameters_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(4387);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8197);
+/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(62023);
+/* harmony import */ var _action_constructor_parameters_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(64869);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(7749);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -76958,14 +76958,14 @@ function ConstructorParametersInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 9578:
+/***/ 39324:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   E: () => (/* binding */ CyclicCandidates)
 /* harmony export */ });
-/* harmony import */ var _types_properties_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(46378);
-/* harmony import */ var _check_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(32180);
+/* harmony import */ var _types_properties_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(74280);
+/* harmony import */ var _check_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(41458);
 // deno-fmt-ignore-file
 
 
@@ -76986,24 +76986,24 @@ function CyclicCandidates(context) {
 
 /***/ }),
 
-/***/ 32180:
+/***/ 41458:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   m: () => (/* binding */ CyclicCheck)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(29812);
-/* harmony import */ var _types_array_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(9764);
-/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(19);
-/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(77253);
-/* harmony import */ var _types_intersect_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(24980);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(68848);
-/* harmony import */ var _types_properties_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(46378);
-/* harmony import */ var _types_record_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(79434);
-/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(84909);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(40146);
-/* harmony import */ var _types_ref_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(99816);
-/* harmony import */ var _action_interface_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(11021);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(88642);
+/* harmony import */ var _types_array_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97894);
+/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8197);
+/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(46951);
+/* harmony import */ var _types_intersect_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(69270);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(10982);
+/* harmony import */ var _types_properties_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(74280);
+/* harmony import */ var _types_record_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(58848);
+/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(62023);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(31520);
+/* harmony import */ var _types_ref_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(43042);
+/* harmony import */ var _action_interface_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(1971);
 // deno-fmt-ignore-file
 
 
@@ -77053,24 +77053,24 @@ function CyclicCheck(stack, context, type) {
 
 /***/ }),
 
-/***/ 10511:
+/***/ 50405:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   h: () => (/* binding */ CyclicDependencies)
 /* harmony export */ });
-/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(5279);
-/* harmony import */ var _types_array_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(9764);
-/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(19);
-/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(77253);
-/* harmony import */ var _types_intersect_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(24980);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(68848);
-/* harmony import */ var _types_properties_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(46378);
-/* harmony import */ var _types_record_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(79434);
-/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(84909);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(40146);
-/* harmony import */ var _types_ref_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(99816);
-/* harmony import */ var _action_interface_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(11021);
+/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(69701);
+/* harmony import */ var _types_array_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97894);
+/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8197);
+/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(46951);
+/* harmony import */ var _types_intersect_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(69270);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(10982);
+/* harmony import */ var _types_properties_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(74280);
+/* harmony import */ var _types_record_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(58848);
+/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(62023);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(31520);
+/* harmony import */ var _types_ref_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(43042);
+/* harmony import */ var _action_interface_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(1971);
 // deno-fmt-ignore-file
 
 
@@ -77122,7 +77122,7 @@ function CyclicDependencies(context, key, type) {
 
 /***/ }),
 
-/***/ 3290:
+/***/ 59716:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -77133,37 +77133,37 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: CyclicCandidates, CyclicCheck, CyclicDependencies, CyclicTarget, InstantiateCyclic
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/candidates.mjs
-var candidates = __webpack_require__(9578);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/check.mjs
-var check = __webpack_require__(32180);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/dependencies.mjs
-var dependencies = __webpack_require__(10511);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/any.mjs
-var any = __webpack_require__(21505);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/array.mjs
-var array = __webpack_require__(9764);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/constructor.mjs
-var types_constructor = __webpack_require__(19);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/function.mjs
-var types_function = __webpack_require__(77253);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/record.mjs
-var record = __webpack_require__(79434);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/ref.mjs
-var ref = __webpack_require__(99816);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/unknown.mjs
-var unknown = __webpack_require__(20917);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/extends.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/candidates.mjs
+var candidates = __webpack_require__(39324);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/check.mjs
+var check = __webpack_require__(41458);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/dependencies.mjs
+var dependencies = __webpack_require__(50405);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/any.mjs
+var any = __webpack_require__(14935);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/array.mjs
+var array = __webpack_require__(97894);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/constructor.mjs
+var types_constructor = __webpack_require__(8197);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/function.mjs
+var types_function = __webpack_require__(46951);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/record.mjs
+var record = __webpack_require__(58848);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/ref.mjs
+var ref = __webpack_require__(43042);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/unknown.mjs
+var unknown = __webpack_require__(57191);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/cyclic/extends.mjs
 // deno-fmt-ignore-file
 
 
@@ -77212,11 +77212,11 @@ function CyclicExtends(type) {
     return CyclicAnyFromParameters(type.$defs, type.$ref);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/instantiate.mjs
-var instantiate = __webpack_require__(28092);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/target.mjs
-var target = __webpack_require__(15099);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/instantiate.mjs
+var instantiate = __webpack_require__(93202);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/target.mjs
+var target = __webpack_require__(21385);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/cyclic/index.mjs
 
 
 
@@ -77227,19 +77227,19 @@ var target = __webpack_require__(15099);
 
 /***/ }),
 
-/***/ 28092:
+/***/ 93202:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   w: () => (/* binding */ InstantiateCyclic)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(29812);
-/* harmony import */ var _types_cyclic_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(43672);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(68848);
-/* harmony import */ var _cyclic_dependencies_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(10511);
-/* harmony import */ var _action_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(76655);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(9587);
-/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(51073);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(88642);
+/* harmony import */ var _types_cyclic_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(50330);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(10982);
+/* harmony import */ var _cyclic_dependencies_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(50405);
+/* harmony import */ var _action_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(96301);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(7749);
+/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(80067);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -77275,14 +77275,14 @@ function InstantiateCyclic(context, ref, type) {
 
 /***/ }),
 
-/***/ 15099:
+/***/ 21385:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   z: () => (/* binding */ CyclicTarget)
 /* harmony export */ });
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(47653);
-/* harmony import */ var _types_ref_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(99816);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(9139);
+/* harmony import */ var _types_ref_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(43042);
 // deno-fmt-ignore-file
 
 
@@ -77303,20 +77303,20 @@ function CyclicTarget(defs, ref) {
 
 /***/ }),
 
-/***/ 54413:
+/***/ 91767:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   A: () => (/* binding */ Broaden)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(29812);
-/* harmony import */ var _types_any_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(21505);
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(47653);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(68848);
-/* harmony import */ var _types_unknown_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(20917);
-/* harmony import */ var _compare_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(90025);
-/* harmony import */ var _flatten_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(3454);
-/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(51073);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(88642);
+/* harmony import */ var _types_any_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(14935);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9139);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(10982);
+/* harmony import */ var _types_unknown_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(57191);
+/* harmony import */ var _compare_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(25703);
+/* harmony import */ var _flatten_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(27424);
+/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(80067);
 // deno-fmt-ignore-file
 
 
@@ -77358,7 +77358,7 @@ function Broaden(types) {
 
 /***/ }),
 
-/***/ 90025:
+/***/ 25703:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -77368,7 +77368,7 @@ function Broaden(types) {
 /* harmony export */   Nk: () => (/* binding */ CompareResultDisjoint),
 /* harmony export */   Tu: () => (/* binding */ CompareResultEqual)
 /* harmony export */ });
-/* harmony import */ var _extends_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(8427);
+/* harmony import */ var _extends_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(5257);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -77391,18 +77391,18 @@ function Compare(left, right) {
 
 /***/ }),
 
-/***/ 11801:
+/***/ 9315:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   e: () => (/* binding */ Composite)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(29812);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(68848);
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(47653);
-/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(84909);
-/* harmony import */ var _tuple_to_object_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(19812);
-/* harmony import */ var _property_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(30119);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(88642);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(10982);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9139);
+/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(62023);
+/* harmony import */ var _tuple_to_object_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(85838);
+/* harmony import */ var _property_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(98897);
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -77440,16 +77440,16 @@ function Composite(left, right) {
 
 /***/ }),
 
-/***/ 28097:
+/***/ 20075:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   m: () => (/* binding */ Distribute)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(29812);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(40146);
-/* harmony import */ var _narrow_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(69845);
-/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(51073);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(88642);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(31520);
+/* harmony import */ var _narrow_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(24839);
+/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(80067);
 // deno-fmt-ignore-file
 // deno-fmt-ignore-file
 
@@ -77487,7 +77487,7 @@ function Distribute(types, result = []) {
 
 /***/ }),
 
-/***/ 51073:
+/***/ 80067:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -77499,18 +77499,18 @@ function Distribute(types, result = []) {
 /* harmony export */   pF: () => (/* binding */ EvaluateTemplateLiteral),
 /* harmony export */   zu: () => (/* binding */ EvaluateEnum)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(29812);
-/* harmony import */ var _types_dependent_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(42102);
-/* harmony import */ var _types_enum_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(92185);
-/* harmony import */ var _types_intersect_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(24980);
-/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(43474);
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(47653);
-/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(80527);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(40146);
-/* harmony import */ var _distribute_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(28097);
-/* harmony import */ var _broaden_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(54413);
-/* harmony import */ var _exclude_operation_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(24108);
-/* harmony import */ var _template_literal_decode_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(70127);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(88642);
+/* harmony import */ var _types_dependent_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(18712);
+/* harmony import */ var _types_enum_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(98903);
+/* harmony import */ var _types_intersect_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(69270);
+/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(40000);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(9139);
+/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(64125);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(31520);
+/* harmony import */ var _distribute_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(20075);
+/* harmony import */ var _broaden_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(91767);
+/* harmony import */ var _exclude_operation_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(87666);
+/* harmony import */ var _template_literal_decode_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(16233);
 // deno-fmt-ignore-file
 
 
@@ -77571,14 +77571,14 @@ function EvaluateUnionFast(types) {
 
 /***/ }),
 
-/***/ 3454:
+/***/ 27424:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   F: () => (/* binding */ Flatten)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(29812);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(40146);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88642);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(31520);
 // deno-fmt-ignore-file
 
 
@@ -77593,7 +77593,7 @@ function Flatten(types, result = []) {
 
 /***/ }),
 
-/***/ 168:
+/***/ 54798:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -77601,15 +77601,15 @@ function Flatten(types, result = []) {
 /* harmony export */   hM: () => (/* reexport safe */ _evaluate_mjs__WEBPACK_IMPORTED_MODULE_4__.hM),
 /* harmony export */   pF: () => (/* reexport safe */ _evaluate_mjs__WEBPACK_IMPORTED_MODULE_4__.pF)
 /* harmony export */ });
-/* harmony import */ var _broaden_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(54413);
-/* harmony import */ var _compare_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(90025);
-/* harmony import */ var _composite_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(11801);
-/* harmony import */ var _distribute_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(28097);
-/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(51073);
-/* harmony import */ var _flatten_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(3454);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(92980);
-/* harmony import */ var _narrow_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(69845);
-/* harmony import */ var _property_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(30119);
+/* harmony import */ var _broaden_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(91767);
+/* harmony import */ var _compare_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(25703);
+/* harmony import */ var _composite_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9315);
+/* harmony import */ var _distribute_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(20075);
+/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(80067);
+/* harmony import */ var _flatten_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(27424);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(36018);
+/* harmony import */ var _narrow_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(24839);
+/* harmony import */ var _property_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(98897);
 
 
 
@@ -77623,16 +77623,16 @@ function Flatten(types, result = []) {
 
 /***/ }),
 
-/***/ 92980:
+/***/ 36018:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   a: () => (/* binding */ EvaluateInstantiate),
 /* harmony export */   i: () => (/* binding */ EvaluateAction)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
-/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(51073);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
+/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(80067);
 // deno-fmt-ignore-file
 
 
@@ -77649,20 +77649,20 @@ function EvaluateInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 69845:
+/***/ 24839:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   g: () => (/* binding */ Narrow)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(29812);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(68848);
-/* harmony import */ var _types_any_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(21505);
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(47653);
-/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(84909);
-/* harmony import */ var _types_unknown_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(20917);
-/* harmony import */ var _compare_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(90025);
-/* harmony import */ var _composite_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(11801);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(88642);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(10982);
+/* harmony import */ var _types_any_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(14935);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9139);
+/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(62023);
+/* harmony import */ var _types_unknown_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(57191);
+/* harmony import */ var _compare_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(25703);
+/* harmony import */ var _composite_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(9315);
 // deno-fmt-ignore-file
 
 
@@ -77703,20 +77703,20 @@ function Narrow(left, right) {
 
 /***/ }),
 
-/***/ 30119:
+/***/ 98897:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   E: () => (/* binding */ EvaluatePropertyUnion),
 /* harmony export */   u: () => (/* binding */ EvaluatePropertyIntersect)
 /* harmony export */ });
-/* harmony import */ var _types_optional_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(47484);
-/* harmony import */ var _types_readonly_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(6758);
-/* harmony import */ var _optional_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(59141);
-/* harmony import */ var _readonly_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(40875);
-/* harmony import */ var _optional_instantiate_remove_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(20036);
-/* harmony import */ var _readonly_instantiate_remove_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(84490);
-/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(51073);
+/* harmony import */ var _types_optional_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(20214);
+/* harmony import */ var _types_readonly_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(13288);
+/* harmony import */ var _optional_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(31199);
+/* harmony import */ var _readonly_instantiate_add_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(12149);
+/* harmony import */ var _optional_instantiate_remove_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(95806);
+/* harmony import */ var _readonly_instantiate_remove_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(86036);
+/* harmony import */ var _evaluate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(80067);
 // deno-fmt-ignore-file
 
 
@@ -77750,17 +77750,17 @@ function EvaluatePropertyUnion(left, right) {
 
 /***/ }),
 
-/***/ 89167:
+/***/ 69345:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   d: () => (/* binding */ ExcludeAction),
 /* harmony export */   f: () => (/* binding */ ExcludeInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
-/* harmony import */ var _action_exclude_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(36418);
-/* harmony import */ var _operation_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(24108);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
+/* harmony import */ var _action_exclude_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(74276);
+/* harmony import */ var _operation_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(87666);
 // deno-fmt-ignore-file
 
 
@@ -77781,16 +77781,16 @@ function ExcludeInstantiate(context, state, left, right, options) {
 
 /***/ }),
 
-/***/ 24108:
+/***/ 87666:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   a: () => (/* binding */ ExcludeOperation)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(29812);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(40146);
-/* harmony import */ var _extends_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8427);
-/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(51073);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(88642);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(31520);
+/* harmony import */ var _extends_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(5257);
+/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(80067);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -77817,7 +77817,7 @@ function ExcludeOperation(left, right) {
 
 /***/ }),
 
-/***/ 32400:
+/***/ 56162:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -77827,21 +77827,21 @@ __webpack_require__.d(__webpack_exports__, {
   i: () => (/* binding */ ExtractInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/extract.mjs
-var extract = __webpack_require__(24691);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/extends/index.mjs + 31 modules
-var type_extends = __webpack_require__(8427);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/extract/operation.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/extract.mjs
+var extract = __webpack_require__(47329);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/extends/index.mjs + 31 modules
+var type_extends = __webpack_require__(5257);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/extract/operation.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -77865,7 +77865,7 @@ function ExtractOperation(left, right) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/extract/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/extract/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -77886,7 +77886,7 @@ function ExtractInstantiate(context, state, left, right, options) {
 
 /***/ }),
 
-/***/ 36774:
+/***/ 62276:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -77904,14 +77904,14 @@ function ConvertToIntegerKey(value) {
 
 /***/ }),
 
-/***/ 44402:
+/***/ 4192:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   f: () => (/* binding */ KeysToIndexer)
 /* harmony export */ });
-/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(43474);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(40146);
+/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(40000);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(31520);
 // deno-fmt-ignore-file
 
 
@@ -77931,15 +77931,15 @@ function KeysToIndexer(keys) {
 
 /***/ }),
 
-/***/ 79873:
+/***/ 28735:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   K: () => (/* binding */ AddImmutableAction),
 /* harmony export */   a: () => (/* binding */ AddImmutableInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -77955,15 +77955,15 @@ function AddImmutableInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 72160:
+/***/ 7518:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   h: () => (/* binding */ RemoveImmutableInstantiate)
 /* harmony export */ });
 /* unused harmony export RemoveImmutableAction */
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -77982,7 +77982,7 @@ function RemoveImmutableInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 23784:
+/***/ 44318:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -77994,111 +77994,111 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: Broaden, CapitalizeAction, CapitalizeInstantiate, CollapseToObject, Compare, CompareResultDisjoint, CompareResultEqual, CompareResultLeftInside, CompareResultRightInside, Composite, ConditionalAction, ConditionalInstantiate, ConstructorParametersAction, ConstructorParametersInstantiate, ConvertToIntegerKey, CyclicCandidates, CyclicCheck, CyclicDependencies, CyclicExtends, CyclicTarget, Distribute, EvaluateAction, EvaluateDependent, EvaluateEnum, EvaluateInstantiate, EvaluateIntersect, EvaluatePropertyIntersect, EvaluatePropertyUnion, EvaluateTemplateLiteral, EvaluateType, EvaluateUnion, EvaluateUnionFast, ExcludeAction, ExcludeInstantiate, ExtractAction, ExtractInstantiate, Flatten, IndexAction, IndexInstantiate, InstanceTypeAction, InstanceTypeInstantiate, InstantiateCyclic, InterfaceAction, InterfaceInstantiate, IsTemplateLiteralFinite, IsTemplateLiteralPattern, IsTypeScriptEnumLike, KeyOfAction, KeyOfInstantiate, KeysToIndexer, LowercaseAction, LowercaseInstantiate, MappedAction, MappedInstantiate, ModuleInstantiate, Narrow, NonNullableAction, NonNullableInstantiate, OmitAction, OmitInstantiate, ParametersAction, ParametersInstantiate, ParsePatternIntoTypes, ParseTemplateIntoTypes, PartialAction, PartialInstantiate, PickAction, PickInstantiate, ReadonlyObjectAction, ReadonlyObjectInstantiate, RecordAction, RecordInstantiate, RefInstantiate, RequiredAction, RequiredInstantiate, ReturnTypeAction, ReturnTypeInstantiate, TemplateLiteralCreate, TemplateLiteralDecode, TemplateLiteralDecodeUnsafe, TemplateLiteralEncode, TypeScriptEnumToEnumValues, UncapitalizeAction, UncapitalizeInstantiate, UppercaseAction, UppercaseInstantiate, WithAction, WithInstantiate
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/conditional/index.mjs
-var conditional = __webpack_require__(87397);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/constructor_parameters/instantiate.mjs
-var constructor_parameters_instantiate = __webpack_require__(37130);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/constructor_parameters/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/conditional/index.mjs
+var conditional = __webpack_require__(24759);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/constructor_parameters/instantiate.mjs
+var constructor_parameters_instantiate = __webpack_require__(6988);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/constructor_parameters/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/index.mjs + 1 modules
-var cyclic = __webpack_require__(3290);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/index.mjs
-var evaluate = __webpack_require__(168);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/exclude/instantiate.mjs
-var exclude_instantiate = __webpack_require__(89167);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/exclude/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/index.mjs + 1 modules
+var cyclic = __webpack_require__(59716);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/index.mjs
+var evaluate = __webpack_require__(54798);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/exclude/instantiate.mjs
+var exclude_instantiate = __webpack_require__(69345);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/exclude/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/extract/instantiate.mjs + 1 modules
-var extract_instantiate = __webpack_require__(32400);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/extract/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/extract/instantiate.mjs + 1 modules
+var extract_instantiate = __webpack_require__(56162);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/extract/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/helpers/keys_to_indexer.mjs
-var keys_to_indexer = __webpack_require__(44402);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/helpers/index.mjs
-
-
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/instantiate.mjs + 6 modules
-var indexed_instantiate = __webpack_require__(23586);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instance_type/instantiate.mjs
-var instance_type_instantiate = __webpack_require__(88201);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/instance_type/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/interface/instantiate.mjs
-var interface_instantiate = __webpack_require__(86716);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/interface/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/instantiate.mjs + 5 modules
-var intrinsics_instantiate = __webpack_require__(42053);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/instantiate.mjs + 6 modules
-var keyof_instantiate = __webpack_require__(20783);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/mapped/instantiate.mjs + 2 modules
-var mapped_instantiate = __webpack_require__(83945);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/mapped/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/module/instantiate.mjs
-var module_instantiate = __webpack_require__(28705);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/module/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/non_nullable/instantiate.mjs
-var non_nullable_instantiate = __webpack_require__(72158);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/non_nullable/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/object/index.mjs + 8 modules
-var object = __webpack_require__(51785);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/omit/instantiate.mjs + 1 modules
-var omit_instantiate = __webpack_require__(73078);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/omit/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/parameters/instantiate.mjs
-var parameters_instantiate = __webpack_require__(56901);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/parameters/index.mjs
-
-
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/patterns/pattern.mjs
-var pattern = __webpack_require__(86490);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/patterns/template.mjs
-var template = __webpack_require__(6598);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/patterns/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/helpers/keys_to_indexer.mjs
+var keys_to_indexer = __webpack_require__(4192);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/helpers/index.mjs
 
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/partial/instantiate.mjs + 6 modules
-var partial_instantiate = __webpack_require__(47512);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/index.mjs
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/indexed/instantiate.mjs + 6 modules
+var indexed_instantiate = __webpack_require__(71832);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexed/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/pick/instantiate.mjs + 1 modules
-var pick_instantiate = __webpack_require__(16622);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/pick/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instance_type/instantiate.mjs
+var instance_type_instantiate = __webpack_require__(17067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/instance_type/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/compare.mjs
-var compare = __webpack_require__(90025);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/priority/priority.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/interface/instantiate.mjs
+var interface_instantiate = __webpack_require__(15474);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/interface/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/intrinsics/instantiate.mjs + 5 modules
+var intrinsics_instantiate = __webpack_require__(28955);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/intrinsics/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/keyof/instantiate.mjs + 6 modules
+var keyof_instantiate = __webpack_require__(51829);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/mapped/instantiate.mjs + 2 modules
+var mapped_instantiate = __webpack_require__(13347);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/mapped/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/module/instantiate.mjs
+var module_instantiate = __webpack_require__(89567);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/module/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/non_nullable/instantiate.mjs
+var non_nullable_instantiate = __webpack_require__(37096);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/non_nullable/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/object/index.mjs + 8 modules
+var object = __webpack_require__(24523);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/omit/instantiate.mjs + 1 modules
+var omit_instantiate = __webpack_require__(91952);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/omit/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/parameters/instantiate.mjs
+var parameters_instantiate = __webpack_require__(71995);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/parameters/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/patterns/pattern.mjs
+var pattern = __webpack_require__(24180);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/patterns/template.mjs
+var template = __webpack_require__(72332);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/patterns/index.mjs
+
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/partial/instantiate.mjs + 6 modules
+var partial_instantiate = __webpack_require__(30566);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/pick/instantiate.mjs + 1 modules
+var pick_instantiate = __webpack_require__(42820);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/pick/index.mjs
+
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/compare.mjs
+var compare = __webpack_require__(25703);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/priority/priority.mjs
 // deno-fmt-ignore-file
 
 
@@ -78127,42 +78127,42 @@ function Priority(types) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/priority/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/priority/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/instantiate.mjs + 8 modules
-var readonly_object_instantiate = __webpack_require__(36763);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/readonly_object/instantiate.mjs + 8 modules
+var readonly_object_instantiate = __webpack_require__(23209);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/record/instantiate.mjs + 11 modules
-var record_instantiate = __webpack_require__(44479);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/record/instantiate.mjs + 11 modules
+var record_instantiate = __webpack_require__(19821);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/ref/instantiate.mjs
-var ref_instantiate = __webpack_require__(33118);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/ref/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/ref/instantiate.mjs
+var ref_instantiate = __webpack_require__(67828);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/ref/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/required/instantiate.mjs + 6 modules
-var required_instantiate = __webpack_require__(5368);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/required/instantiate.mjs + 6 modules
+var required_instantiate = __webpack_require__(11062);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/return_type/instantiate.mjs
-var return_type_instantiate = __webpack_require__(44036);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/return_type/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/return_type/instantiate.mjs
+var return_type_instantiate = __webpack_require__(17490);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/return_type/index.mjs
 
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/index.mjs + 1 modules
-var template_literal = __webpack_require__(51919);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/with/instantiate.mjs
-var with_instantiate = __webpack_require__(95009);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/with/index.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/index.mjs + 1 modules
+var template_literal = __webpack_require__(2329);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/with/instantiate.mjs
+var with_instantiate = __webpack_require__(2703);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/with/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/index.mjs
 // ------------------------------------------------------------------
 // Engine: Public
 // ------------------------------------------------------------------
@@ -78204,15 +78204,15 @@ var with_instantiate = __webpack_require__(95009);
 
 /***/ }),
 
-/***/ 9493:
+/***/ 36411:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   _: () => (/* binding */ ToIndexable)
 /* harmony export */ });
-/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(5279);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(68848);
-/* harmony import */ var _object_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(51785);
+/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(69701);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(10982);
+/* harmony import */ var _object_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(24523);
 // deno-fmt-ignore-file
 
 
@@ -78231,7 +78231,7 @@ function ToIndexable(type) {
 
 /***/ }),
 
-/***/ 19621:
+/***/ 84691:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -78240,23 +78240,23 @@ __webpack_require__.d(__webpack_exports__, {
   i: () => (/* binding */ ToIndexableKeys)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/enum.mjs + 1 modules
-var types_enum = __webpack_require__(92185);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/template_literal.mjs
-var template_literal = __webpack_require__(80527);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/target.mjs
-var cyclic_target = __webpack_require__(15099);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_cyclic.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/enum.mjs + 1 modules
+var types_enum = __webpack_require__(98903);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/template_literal.mjs
+var template_literal = __webpack_require__(64125);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/target.mjs
+var cyclic_target = __webpack_require__(21385);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -78266,9 +78266,9 @@ function FromCyclic(defs, ref) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_dependent.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_dependent.mjs
 // deno-fmt-ignore-file
 
 
@@ -78278,7 +78278,7 @@ function FromDependent(if_, then_, else_) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -78288,7 +78288,7 @@ function FromEnum(values) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -78298,14 +78298,14 @@ function FromIntersect(types) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_literal.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_literal.mjs
 // deno-fmt-ignore-file
 function FromLiteral(value) {
     const result = [`${value}`];
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_template_literal.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_template_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -78315,7 +78315,7 @@ function FromTemplateLiteral(pattern) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_union.mjs
 // deno-fmt-ignore-file
 
 function FromUnion(types) {
@@ -78324,7 +78324,7 @@ function FromUnion(types) {
     }, []);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -78351,7 +78351,7 @@ function FromType(type) {
                                 []);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs
 // deno-fmt-ignore-file
 
 /**
@@ -78368,7 +78368,7 @@ function ToIndexableKeys(type) {
 
 /***/ }),
 
-/***/ 23586:
+/***/ 71832:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -78378,41 +78378,41 @@ __webpack_require__.d(__webpack_exports__, {
   B: () => (/* binding */ IndexInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/indexed.mjs
-var indexed = __webpack_require__(61203);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/object/index.mjs + 8 modules
-var object = __webpack_require__(51785);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/array.mjs
-var array = __webpack_require__(9764);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/never.mjs
-var never = __webpack_require__(47653);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var types_object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/number.mjs
-var number = __webpack_require__(69078);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/extends/index.mjs + 31 modules
-var type_extends = __webpack_require__(8427);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/helpers/keys.mjs
-var keys = __webpack_require__(36774);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/from_array.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/indexed.mjs
+var indexed = __webpack_require__(44149);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/object/index.mjs + 8 modules
+var object = __webpack_require__(24523);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/array.mjs
+var array = __webpack_require__(97894);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/never.mjs
+var never = __webpack_require__(9139);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var types_object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/number.mjs
+var number = __webpack_require__(64400);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/extends/index.mjs + 31 modules
+var type_extends = __webpack_require__(5257);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/helpers/keys.mjs
+var keys = __webpack_require__(62276);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexed/from_array.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -78449,21 +78449,21 @@ function FromArray(type, indexer) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/properties.mjs
-var types_properties = __webpack_require__(46378);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs + 8 modules
-var to_indexable_keys = __webpack_require__(19621);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/record.mjs
-var record = __webpack_require__(79434);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/constructor.mjs
-var types_constructor = __webpack_require__(19);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/function.mjs
-var types_function = __webpack_require__(77253);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/this.mjs
-var types_this = __webpack_require__(18621);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/this/expand_this.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/properties.mjs
+var types_properties = __webpack_require__(74280);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs + 8 modules
+var to_indexable_keys = __webpack_require__(84691);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/record.mjs
+var record = __webpack_require__(58848);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/constructor.mjs
+var types_constructor = __webpack_require__(8197);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/function.mjs
+var types_function = __webpack_require__(46951);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/this.mjs
+var types_this = __webpack_require__(91263);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/this/expand_this.mjs
 // deno-fmt-ignore-file
 
 
@@ -78491,7 +78491,7 @@ function ExpandThis(properties, type) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexed/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -78533,9 +78533,9 @@ function FromObject(properties, indexer) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/integer.mjs
-var integer = __webpack_require__(73017);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/array_indexer.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/integer.mjs
+var integer = __webpack_require__(4247);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexed/array_indexer.mjs
 // deno-fmt-ignore-file
 
 
@@ -78555,7 +78555,7 @@ function FormatArrayIndexer(type) {
                 type);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexed/from_tuple.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -78592,7 +78592,7 @@ function FromTuple(types, indexer) {
             : FromTupleWithIndexer(types, indexer));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexed/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -78608,7 +78608,7 @@ function from_type_FromType(type, indexer) {
                 (0,never/* Never */.ps)());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/indexed/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -78641,18 +78641,18 @@ function IndexInstantiate(context, state, type, indexer, options) {
 
 /***/ }),
 
-/***/ 88201:
+/***/ 17067:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   q: () => (/* binding */ InstanceTypeInstantiate),
 /* harmony export */   u: () => (/* binding */ InstanceTypeAction)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(19);
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(47653);
-/* harmony import */ var _action_instance_type_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(86092);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_constructor_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8197);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9139);
+/* harmony import */ var _action_instance_type_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(33430);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -78678,7 +78678,7 @@ function InstanceTypeInstantiate(context, state, type, options = {}) {
 
 /***/ }),
 
-/***/ 9587:
+/***/ 7749:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -78693,107 +78693,107 @@ __webpack_require__.d(__webpack_exports__, {
   Uw: () => (/* binding */ State)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/immutable/instantiate_add.mjs
-var instantiate_add = __webpack_require__(79873);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/readonly/instantiate_add.mjs
-var readonly_instantiate_add = __webpack_require__(40875);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/optional/instantiate_add.mjs
-var optional_instantiate_add = __webpack_require__(59141);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/array.mjs
-var array = __webpack_require__(9764);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/constructor.mjs
-var types_constructor = __webpack_require__(19);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/deferred.mjs
-var deferred = __webpack_require__(30816);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/function.mjs
-var types_function = __webpack_require__(77253);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/call.mjs
-var call = __webpack_require__(89797);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/record.mjs
-var record = __webpack_require__(79434);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/ref.mjs
-var ref = __webpack_require__(99816);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/rest.mjs
-var rest = __webpack_require__(18043);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/immutable/instantiate_remove.mjs
-var instantiate_remove = __webpack_require__(72160);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/readonly/instantiate_remove.mjs
-var readonly_instantiate_remove = __webpack_require__(84490);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/optional/instantiate_remove.mjs
-var optional_instantiate_remove = __webpack_require__(20036);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_optional.mjs
-var _optional = __webpack_require__(47484);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_immutable.mjs
-var _immutable = __webpack_require__(52712);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_readonly.mjs
-var _readonly = __webpack_require__(6758);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/call/instantiate.mjs + 3 modules
-var instantiate = __webpack_require__(76677);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/instantiate.mjs + 5 modules
-var intrinsics_instantiate = __webpack_require__(42053);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/conditional/index.mjs
-var conditional = __webpack_require__(87397);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/constructor_parameters/instantiate.mjs
-var constructor_parameters_instantiate = __webpack_require__(37130);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/instantiate.mjs
-var evaluate_instantiate = __webpack_require__(92980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/exclude/instantiate.mjs
-var exclude_instantiate = __webpack_require__(89167);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/extract/instantiate.mjs + 1 modules
-var extract_instantiate = __webpack_require__(32400);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/indexed/instantiate.mjs + 6 modules
-var indexed_instantiate = __webpack_require__(23586);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instance_type/instantiate.mjs
-var instance_type_instantiate = __webpack_require__(88201);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/interface/instantiate.mjs
-var interface_instantiate = __webpack_require__(86716);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/instantiate.mjs + 6 modules
-var keyof_instantiate = __webpack_require__(20783);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/mapped/instantiate.mjs + 2 modules
-var mapped_instantiate = __webpack_require__(83945);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/module/instantiate.mjs
-var module_instantiate = __webpack_require__(28705);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/non_nullable/instantiate.mjs
-var non_nullable_instantiate = __webpack_require__(72158);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/omit/instantiate.mjs + 1 modules
-var omit_instantiate = __webpack_require__(73078);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/parameters/instantiate.mjs
-var parameters_instantiate = __webpack_require__(56901);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/partial/instantiate.mjs + 6 modules
-var partial_instantiate = __webpack_require__(47512);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/pick/instantiate.mjs + 1 modules
-var pick_instantiate = __webpack_require__(16622);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/instantiate.mjs + 8 modules
-var readonly_object_instantiate = __webpack_require__(36763);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/record/instantiate.mjs + 11 modules
-var record_instantiate = __webpack_require__(44479);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/ref/instantiate.mjs
-var ref_instantiate = __webpack_require__(33118);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/required/instantiate.mjs + 6 modules
-var required_instantiate = __webpack_require__(5368);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/return_type/instantiate.mjs
-var return_type_instantiate = __webpack_require__(44036);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/instantiate.mjs
-var template_literal_instantiate = __webpack_require__(24851);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/with/instantiate.mjs
-var with_instantiate = __webpack_require__(95009);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/infer.mjs
-var infer = __webpack_require__(86643);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/never.mjs
-var never = __webpack_require__(47653);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/rest/spread.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/immutable/instantiate_add.mjs
+var instantiate_add = __webpack_require__(28735);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/readonly/instantiate_add.mjs
+var readonly_instantiate_add = __webpack_require__(12149);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/optional/instantiate_add.mjs
+var optional_instantiate_add = __webpack_require__(31199);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/array.mjs
+var array = __webpack_require__(97894);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/constructor.mjs
+var types_constructor = __webpack_require__(8197);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/deferred.mjs
+var deferred = __webpack_require__(14530);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/function.mjs
+var types_function = __webpack_require__(46951);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/call.mjs
+var call = __webpack_require__(4759);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/record.mjs
+var record = __webpack_require__(58848);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/ref.mjs
+var ref = __webpack_require__(43042);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/rest.mjs
+var rest = __webpack_require__(27137);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/immutable/instantiate_remove.mjs
+var instantiate_remove = __webpack_require__(7518);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/readonly/instantiate_remove.mjs
+var readonly_instantiate_remove = __webpack_require__(86036);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/optional/instantiate_remove.mjs
+var optional_instantiate_remove = __webpack_require__(95806);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_optional.mjs
+var _optional = __webpack_require__(20214);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_immutable.mjs
+var _immutable = __webpack_require__(96214);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_readonly.mjs
+var _readonly = __webpack_require__(13288);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/call/instantiate.mjs + 3 modules
+var instantiate = __webpack_require__(97487);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/intrinsics/instantiate.mjs + 5 modules
+var intrinsics_instantiate = __webpack_require__(28955);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/conditional/index.mjs
+var conditional = __webpack_require__(24759);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/constructor_parameters/instantiate.mjs
+var constructor_parameters_instantiate = __webpack_require__(6988);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/instantiate.mjs
+var evaluate_instantiate = __webpack_require__(36018);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/exclude/instantiate.mjs
+var exclude_instantiate = __webpack_require__(69345);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/extract/instantiate.mjs + 1 modules
+var extract_instantiate = __webpack_require__(56162);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/indexed/instantiate.mjs + 6 modules
+var indexed_instantiate = __webpack_require__(71832);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instance_type/instantiate.mjs
+var instance_type_instantiate = __webpack_require__(17067);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/interface/instantiate.mjs
+var interface_instantiate = __webpack_require__(15474);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/keyof/instantiate.mjs + 6 modules
+var keyof_instantiate = __webpack_require__(51829);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/mapped/instantiate.mjs + 2 modules
+var mapped_instantiate = __webpack_require__(13347);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/module/instantiate.mjs
+var module_instantiate = __webpack_require__(89567);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/non_nullable/instantiate.mjs
+var non_nullable_instantiate = __webpack_require__(37096);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/omit/instantiate.mjs + 1 modules
+var omit_instantiate = __webpack_require__(91952);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/parameters/instantiate.mjs
+var parameters_instantiate = __webpack_require__(71995);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/partial/instantiate.mjs + 6 modules
+var partial_instantiate = __webpack_require__(30566);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/pick/instantiate.mjs + 1 modules
+var pick_instantiate = __webpack_require__(42820);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/readonly_object/instantiate.mjs + 8 modules
+var readonly_object_instantiate = __webpack_require__(23209);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/record/instantiate.mjs + 11 modules
+var record_instantiate = __webpack_require__(19821);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/ref/instantiate.mjs
+var ref_instantiate = __webpack_require__(67828);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/required/instantiate.mjs + 6 modules
+var required_instantiate = __webpack_require__(11062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/return_type/instantiate.mjs
+var return_type_instantiate = __webpack_require__(17490);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/instantiate.mjs
+var template_literal_instantiate = __webpack_require__(36317);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/with/instantiate.mjs
+var with_instantiate = __webpack_require__(2703);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/infer.mjs
+var infer = __webpack_require__(35889);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/never.mjs
+var never = __webpack_require__(9139);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/rest/spread.mjs
 // deno-fmt-ignore-file
 
 
@@ -78814,10 +78814,10 @@ function RestSpread(types) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/rest/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/rest/index.mjs
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -78980,18 +78980,18 @@ function Instantiate(context, type) {
 
 /***/ }),
 
-/***/ 86716:
+/***/ 15474:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   C: () => (/* binding */ InterfaceInstantiate),
 /* harmony export */   i: () => (/* binding */ InterfaceAction)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(68848);
-/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(51073);
-/* harmony import */ var _action_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(76655);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(10982);
+/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(80067);
+/* harmony import */ var _action_index_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(96301);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -79019,7 +79019,7 @@ function InterfaceInstantiate(context, state, heritage, properties, options) {
 
 /***/ }),
 
-/***/ 42053:
+/***/ 28955:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -79035,23 +79035,23 @@ __webpack_require__.d(__webpack_exports__, {
   rV: () => (/* binding */ UppercaseInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/template_literal.mjs
-var template_literal = __webpack_require__(80527);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/mapping.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/template_literal.mjs
+var template_literal = __webpack_require__(64125);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/intrinsics/mapping.mjs
 // deno-fmt-ignore-file
 function ApplyMapping(mapping, value) {
     return mapping(value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/from_literal.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/intrinsics/from_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -79062,9 +79062,9 @@ function FromLiteral(mapping, value) {
         : (0,literal/* Literal */.uS)(value));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/index.mjs
-var evaluate = __webpack_require__(168);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/from_template_literal.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/index.mjs
+var evaluate = __webpack_require__(54798);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/intrinsics/from_template_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -79074,7 +79074,7 @@ function FromTemplateLiteral(mapping, pattern) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/intrinsics/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -79083,7 +79083,7 @@ function FromUnion(mapping, types) {
     return (0,union/* Union */.gP)(result);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/intrinsics/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -79098,17 +79098,17 @@ function FromType(mapping, type) {
                 type);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/capitalize.mjs
-var capitalize = __webpack_require__(6994);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/lowercase.mjs
-var lowercase = __webpack_require__(8439);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/uncapitalize.mjs
-var uncapitalize = __webpack_require__(74771);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/uppercase.mjs
-var uppercase = __webpack_require__(67488);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/intrinsics/instantiate.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/capitalize.mjs
+var capitalize = __webpack_require__(98068);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/lowercase.mjs
+var lowercase = __webpack_require__(34737);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/uncapitalize.mjs
+var uncapitalize = __webpack_require__(47297);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/uppercase.mjs
+var uppercase = __webpack_require__(4170);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/intrinsics/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -79165,7 +79165,7 @@ function UppercaseInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 20783:
+/***/ 51829:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -79175,41 +79175,41 @@ __webpack_require__.d(__webpack_exports__, {
   t: () => (/* binding */ KeyOfInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/keyof.mjs
-var keyof = __webpack_require__(22146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/object/index.mjs + 8 modules
-var object = __webpack_require__(51785);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/any.mjs
-var any = __webpack_require__(21505);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/array.mjs
-var array = __webpack_require__(9764);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/never.mjs
-var never = __webpack_require__(47653);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var types_object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/record.mjs
-var record = __webpack_require__(79434);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/number.mjs
-var number = __webpack_require__(69078);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/string.mjs
-var string = __webpack_require__(67342);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/symbol.mjs
-var symbol = __webpack_require__(95981);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/from_any.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/keyof.mjs
+var keyof = __webpack_require__(26300);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/object/index.mjs + 8 modules
+var object = __webpack_require__(24523);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/any.mjs
+var any = __webpack_require__(14935);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/array.mjs
+var array = __webpack_require__(97894);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/never.mjs
+var never = __webpack_require__(9139);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var types_object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/record.mjs
+var record = __webpack_require__(58848);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/number.mjs
+var number = __webpack_require__(64400);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/string.mjs
+var string = __webpack_require__(87964);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/symbol.mjs
+var symbol = __webpack_require__(97111);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/from_any.mjs
 // deno-fmt-ignore-file
 
 
@@ -79219,24 +79219,24 @@ function FromAny() {
     return (0,union/* Union */.gP)([(0,number/* Number */.wN)(), (0,string/* String */.Qf)(), (0,symbol/* Symbol */.N)()]);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/from_array.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/from_array.mjs
 // deno-fmt-ignore-file
 
 function FromArray(_type) {
     return (0,number/* Number */.wN)();
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/unreachable/unreachable.mjs
-var unreachable = __webpack_require__(5279);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/helpers/keys.mjs
-var helpers_keys = __webpack_require__(36774);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/from_object.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/unreachable/unreachable.mjs
+var unreachable = __webpack_require__(69701);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/helpers/keys.mjs
+var helpers_keys = __webpack_require__(62276);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -79258,14 +79258,14 @@ function FromObject(properties) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/from_record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/from_record.mjs
 // deno-fmt-ignore-file
 
 function FromRecord(type) {
     return (0,record/* RecordKey */.VJ)(type);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/from_tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -79274,7 +79274,7 @@ function FromTuple(types) {
     return (0,evaluate/* EvaluateUnionFast */.Ts)(result);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -79299,7 +79299,7 @@ function FromType(type) {
                         (0,never/* Never */.ps)());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/keyof/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/keyof/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -79333,7 +79333,7 @@ function KeyOfInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 83945:
+/***/ 13347:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -79343,27 +79343,27 @@ __webpack_require__.d(__webpack_exports__, {
   w: () => (/* binding */ MappedInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/mapped.mjs
-var mapped = __webpack_require__(14401);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/template_literal.mjs
-var template_literal = __webpack_require__(80527);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/enum.mjs + 1 modules
-var types_enum = __webpack_require__(92185);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/mapped/mapped_variants.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/mapped.mjs
+var mapped = __webpack_require__(49547);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/template_literal.mjs
+var template_literal = __webpack_require__(64125);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/enum.mjs + 1 modules
+var types_enum = __webpack_require__(98903);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/mapped/mapped_variants.mjs
 // deno-fmt-ignore-file
 
 
@@ -79404,7 +79404,7 @@ function MappedVariants(type) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/mapped/mapped_operation.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/mapped/mapped_operation.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -79448,7 +79448,7 @@ function MappedOperation(context, state, identifier, type, as, property) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/mapped/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/mapped/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -79468,17 +79468,17 @@ function MappedInstantiate(context, state, identifier, type, as, property, optio
 
 /***/ }),
 
-/***/ 28705:
+/***/ 89567:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   L: () => (/* binding */ ModuleInstantiate)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(29812);
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
-/* harmony import */ var _cyclic_candidates_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9578);
-/* harmony import */ var _cyclic_instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(28092);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(88642);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
+/* harmony import */ var _cyclic_candidates_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(39324);
+/* harmony import */ var _cyclic_instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(93202);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -79519,20 +79519,20 @@ function ModuleInstantiate(context, _state, declarations, options) {
 
 /***/ }),
 
-/***/ 72158:
+/***/ 37096:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   H: () => (/* binding */ NonNullableAction),
 /* harmony export */   R: () => (/* binding */ NonNullableInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_null_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(27202);
-/* harmony import */ var _types_undefined_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(52175);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(40146);
-/* harmony import */ var _exclude_instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(89167);
-/* harmony import */ var _action_non_nullable_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(6631);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_null_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(66316);
+/* harmony import */ var _types_undefined_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(51421);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(31520);
+/* harmony import */ var _exclude_instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(69345);
+/* harmony import */ var _action_non_nullable_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(8673);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -79559,7 +79559,7 @@ function NonNullableInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 51785:
+/***/ 24523:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -79568,21 +79568,21 @@ __webpack_require__.d(__webpack_exports__, {
   w: () => (/* reexport */ CollapseToObject)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/target.mjs
-var cyclic_target = __webpack_require__(15099);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/from_cyclic.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/target.mjs
+var cyclic_target = __webpack_require__(21385);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -79592,9 +79592,9 @@ function FromCyclic(defs, ref) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/from_dependent.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/from_dependent.mjs
 // deno-fmt-ignore-file
 
 
@@ -79604,13 +79604,13 @@ function FromDependent(if_, then_, else_) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/property.mjs
-var property = __webpack_require__(30119);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/from_intersect.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/property.mjs
+var property = __webpack_require__(98897);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/from_intersect.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -79634,15 +79634,15 @@ function FromIntersect(types) {
     }, {});
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/from_object.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/from_object.mjs
 // deno-fmt-ignore-file
 function FromObject(properties) {
     return properties;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/tuple/to_object.mjs
-var to_object = __webpack_require__(19812);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/from_tuple.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/tuple/to_object.mjs
+var to_object = __webpack_require__(85838);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/from_tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -79653,9 +79653,9 @@ function FromTuple(types) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/unreachable/unreachable.mjs
-var unreachable = __webpack_require__(5279);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/from_union.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/unreachable/unreachable.mjs
+var unreachable = __webpack_require__(69701);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -79676,7 +79676,7 @@ function FromUnion(types) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/from_type.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -79701,7 +79701,7 @@ function FromType(type) {
                             {});
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/collapse.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/collapse.mjs
 // deno-fmt-ignore-file
 
 
@@ -79717,13 +79717,13 @@ function CollapseToObject(type) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/object/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/object/index.mjs
 
 
 
 /***/ }),
 
-/***/ 73078:
+/***/ 91952:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -79733,21 +79733,21 @@ __webpack_require__.d(__webpack_exports__, {
   A: () => (/* binding */ OmitInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/omit.mjs
-var omit = __webpack_require__(85671);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs + 8 modules
-var to_indexable_keys = __webpack_require__(19621);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/to_indexable.mjs
-var to_indexable = __webpack_require__(9493);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/omit/from_type.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/omit.mjs
+var omit = __webpack_require__(96317);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs + 8 modules
+var to_indexable_keys = __webpack_require__(84691);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/indexable/to_indexable.mjs
+var to_indexable = __webpack_require__(36411);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/omit/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -79767,7 +79767,7 @@ function FromType(type, indexer) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/omit/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/omit/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -79788,15 +79788,15 @@ function OmitInstantiate(context, state, type, indexer, options) {
 
 /***/ }),
 
-/***/ 59141:
+/***/ 31199:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   M: () => (/* binding */ AddOptionalAction),
 /* harmony export */   _: () => (/* binding */ AddOptionalInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -79812,15 +79812,15 @@ function AddOptionalInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 20036:
+/***/ 95806:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   H: () => (/* binding */ RemoveOptionalAction),
 /* harmony export */   z: () => (/* binding */ RemoveOptionalInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -79839,18 +79839,18 @@ function RemoveOptionalInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 56901:
+/***/ 71995:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   l: () => (/* binding */ ParametersAction),
 /* harmony export */   t: () => (/* binding */ ParametersInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(77253);
-/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(84909);
-/* harmony import */ var _action_parameters_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(54528);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(46951);
+/* harmony import */ var _types_tuple_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(62023);
+/* harmony import */ var _action_parameters_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(9238);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(7749);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -79880,7 +79880,7 @@ function ParametersInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 47512:
+/***/ 30566:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -79890,23 +79890,23 @@ __webpack_require__.d(__webpack_exports__, {
   O: () => (/* binding */ PartialInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/partial.mjs
-var partial = __webpack_require__(55127);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/target.mjs
-var cyclic_target = __webpack_require__(15099);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/from_cyclic.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/partial.mjs
+var partial = __webpack_require__(10641);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/target.mjs
+var cyclic_target = __webpack_require__(21385);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -79919,9 +79919,9 @@ function FromCyclic(defs, ref) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/from_dependent.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/from_dependent.mjs
 // deno-fmt-ignore-file
 
 
@@ -79931,7 +79931,7 @@ function FromDependent(if_, then_, else_) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -79941,7 +79941,7 @@ function FromIntersect(types) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -79950,11 +79950,11 @@ function FromUnion(types) {
     return (0,union/* Union */.gP)(result);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_add_optional.mjs
-var _add_optional = __webpack_require__(59435);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/from_object.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_add_optional.mjs
+var _add_optional = __webpack_require__(54349);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -79967,7 +79967,7 @@ function FromObject(properties) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/from_type.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -79989,9 +79989,9 @@ function FromType(type) {
                         (0,object/* Object */.wS)({}));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/partial/instantiate.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/partial/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -80011,14 +80011,14 @@ function PartialInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 86490:
+/***/ 24180:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   J: () => (/* binding */ ParsePatternIntoTypes)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(29812);
-/* harmony import */ var _script_parser_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(25893);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88642);
+/* harmony import */ var _script_parser_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(29255);
 // deno-fmt-ignore-file
 
 
@@ -80034,15 +80034,15 @@ function ParsePatternIntoTypes(pattern) {
 
 /***/ }),
 
-/***/ 6598:
+/***/ 72332:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   F: () => (/* binding */ ParseTemplateIntoTypes)
 /* harmony export */ });
-/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(5279);
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(29812);
-/* harmony import */ var _script_parser_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(25893);
+/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(69701);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88642);
+/* harmony import */ var _script_parser_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(29255);
 // deno-fmt-ignore-file
 
 
@@ -80067,7 +80067,7 @@ function ParseTemplateIntoTypes(template) {
 
 /***/ }),
 
-/***/ 16622:
+/***/ 42820:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -80077,21 +80077,21 @@ __webpack_require__.d(__webpack_exports__, {
   s: () => (/* binding */ PickInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/pick.mjs
-var pick = __webpack_require__(6935);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs + 8 modules
-var to_indexable_keys = __webpack_require__(19621);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/indexable/to_indexable.mjs
-var to_indexable = __webpack_require__(9493);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/pick/from_type.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/pick.mjs
+var pick = __webpack_require__(96185);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/indexable/to_indexable_keys.mjs + 8 modules
+var to_indexable_keys = __webpack_require__(84691);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/indexable/to_indexable.mjs
+var to_indexable = __webpack_require__(36411);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/pick/from_type.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -80113,7 +80113,7 @@ function FromType(type, indexer) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/pick/instantiate.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/pick/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -80134,15 +80134,15 @@ function PickInstantiate(context, state, type, indexer, options) {
 
 /***/ }),
 
-/***/ 40875:
+/***/ 12149:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   I: () => (/* binding */ AddReadonlyAction),
 /* harmony export */   p: () => (/* binding */ AddReadonlyInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -80158,15 +80158,15 @@ function AddReadonlyInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 84490:
+/***/ 86036:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   $: () => (/* binding */ RemoveReadonlyAction),
 /* harmony export */   l: () => (/* binding */ RemoveReadonlyInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -80185,7 +80185,7 @@ function RemoveReadonlyInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 36763:
+/***/ 23209:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -80195,27 +80195,27 @@ __webpack_require__.d(__webpack_exports__, {
   G: () => (/* binding */ ReadonlyObjectInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/readonly_object.mjs
-var readonly_object = __webpack_require__(60828);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/array.mjs
-var array = __webpack_require__(9764);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_add_immutable.mjs
-var _add_immutable = __webpack_require__(48941);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_array.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/readonly_object.mjs
+var readonly_object = __webpack_require__(62930);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/array.mjs
+var array = __webpack_require__(97894);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_add_immutable.mjs
+var _add_immutable = __webpack_require__(31195);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_array.mjs
 // deno-fmt-ignore-file
 
 
@@ -80224,9 +80224,9 @@ function FromArray(type) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/target.mjs
-var cyclic_target = __webpack_require__(15099);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_cyclic.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/target.mjs
+var cyclic_target = __webpack_require__(21385);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -80239,9 +80239,9 @@ function FromCyclic(defs, ref) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_dependent.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_dependent.mjs
 // deno-fmt-ignore-file
 
 
@@ -80251,7 +80251,7 @@ function FromDependent(if_, then_, else_) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -80261,11 +80261,11 @@ function FromIntersect(types) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_add_readonly.mjs
-var _add_readonly = __webpack_require__(10577);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_object.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_add_readonly.mjs
+var _add_readonly = __webpack_require__(66003);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -80278,7 +80278,7 @@ function FromObject(properties) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -80287,7 +80287,7 @@ function FromTuple(types) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -80296,7 +80296,7 @@ function FromUnion(types) {
     return (0,union/* Union */.gP)(result);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/from_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -80323,9 +80323,9 @@ function FromType(type) {
                                 type);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/readonly_object/instantiate.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/readonly_object/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -80345,7 +80345,7 @@ function ReadonlyObjectInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 44479:
+/***/ 19821:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -80355,35 +80355,35 @@ __webpack_require__.d(__webpack_exports__, {
   x: () => (/* binding */ RecordInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/record.mjs
-var record = __webpack_require__(79434);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/any.mjs
-var any = __webpack_require__(21505);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/boolean.mjs
-var types_boolean = __webpack_require__(63219);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/enum.mjs + 1 modules
-var types_enum = __webpack_require__(92185);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/integer.mjs
-var integer = __webpack_require__(73017);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/number.mjs
-var number = __webpack_require__(69078);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/string.mjs
-var string = __webpack_require__(67342);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/template_literal.mjs
-var template_literal = __webpack_require__(80527);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/record/record_create.mjs
-var record_create = __webpack_require__(98828);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_any.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/record.mjs
+var record = __webpack_require__(58848);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/any.mjs
+var any = __webpack_require__(14935);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/boolean.mjs
+var types_boolean = __webpack_require__(7957);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/enum.mjs + 1 modules
+var types_enum = __webpack_require__(98903);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/integer.mjs
+var integer = __webpack_require__(4247);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/number.mjs
+var number = __webpack_require__(64400);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/string.mjs
+var string = __webpack_require__(87964);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/template_literal.mjs
+var template_literal = __webpack_require__(64125);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/record/record_create.mjs
+var record_create = __webpack_require__(5270);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_any.mjs
 // deno-fmt-ignore-file
 
 
@@ -80391,16 +80391,16 @@ function FromAnyKey(value) {
     return (0,record_create/* CreateRecord */.o)(record/* StringKey */.Zt, value);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_boolean.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_boolean.mjs
 // deno-fmt-ignore-file
 
 function FromBooleanKey(value) {
     return (0,object/* Object */.wS)({ true: value, false: value });
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_enum.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -80410,7 +80410,7 @@ function FromEnumKey(values, value) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_integer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_integer.mjs
 // deno-fmt-ignore-file
 
 
@@ -80419,7 +80419,7 @@ function FromIntegerKey(_key, value) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -80429,9 +80429,9 @@ function FromIntersectKey(types, value) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_literal.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_literal.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -80443,7 +80443,7 @@ function FromLiteralKey(key, value) {
                 (0,object/* Object */.wS)({}));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_number.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_number.mjs
 // deno-fmt-ignore-file
 
 
@@ -80452,7 +80452,7 @@ function FromNumberKey(_key, value) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_string.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_string.mjs
 // deno-fmt-ignore-file
 
 
@@ -80466,11 +80466,11 @@ function FromStringKey(key, value) {
         : (0,record_create/* CreateRecord */.o)(record/* StringKey */.Zt, value));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/patterns/pattern.mjs
-var patterns_pattern = __webpack_require__(86490);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/is_finite.mjs
-var is_finite = __webpack_require__(24821);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_template_literal.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/patterns/pattern.mjs
+var patterns_pattern = __webpack_require__(24180);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/is_finite.mjs
+var is_finite = __webpack_require__(47507);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_template_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -80484,11 +80484,11 @@ function FromTemplateKey(pattern, value) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/schema.mjs
-var schema = __webpack_require__(89364);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/flatten.mjs
-var flatten = __webpack_require__(3454);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key_union.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/schema.mjs
+var schema = __webpack_require__(8122);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/flatten.mjs
+var flatten = __webpack_require__(27424);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key_union.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -80529,7 +80529,7 @@ function FromUnionKey(types, value) {
         : CreateObject(flattened, value));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/from_key.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/from_key.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -80571,9 +80571,9 @@ function FromKey(key, value) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/record/instantiate.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/record/instantiate.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -80595,13 +80595,13 @@ function RecordInstantiate(context, state, key, value, options) {
 
 /***/ }),
 
-/***/ 98828:
+/***/ 5270:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   o: () => (/* binding */ CreateRecord)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
 // deno-fmt-ignore-file
 
 function CreateRecord(key, value) {
@@ -80613,13 +80613,13 @@ function CreateRecord(key, value) {
 
 /***/ }),
 
-/***/ 33118:
+/***/ 67828:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   e: () => (/* binding */ RefInstantiate)
 /* harmony export */ });
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(9587);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -80634,7 +80634,7 @@ function RefInstantiate(context, state, type, ref) {
 
 /***/ }),
 
-/***/ 5368:
+/***/ 11062:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -80644,21 +80644,21 @@ __webpack_require__.d(__webpack_exports__, {
   G: () => (/* binding */ RequiredInstantiate)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/target.mjs
-var cyclic_target = __webpack_require__(15099);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/from_cyclic.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/target.mjs
+var cyclic_target = __webpack_require__(21385);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/from_cyclic.mjs
 // deno-fmt-ignore-file
 
 
@@ -80671,9 +80671,9 @@ function FromCyclic(defs, ref) {
     return result;
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/from_dependent.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/from_dependent.mjs
 // deno-fmt-ignore-file
 
 
@@ -80683,7 +80683,7 @@ function FromDependent(if_, then_, else_) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/from_intersect.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/from_intersect.mjs
 // deno-fmt-ignore-file
 
 
@@ -80693,7 +80693,7 @@ function FromIntersect(types) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/from_union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/from_union.mjs
 // deno-fmt-ignore-file
 
 
@@ -80702,11 +80702,11 @@ function FromUnion(types) {
     return (0,union/* Union */.gP)(result);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/_remove_optional.mjs
-var _remove_optional = __webpack_require__(5454);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/from_object.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/_remove_optional.mjs
+var _remove_optional = __webpack_require__(33200);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/from_object.mjs
 // deno-fmt-ignore-file
 
 
@@ -80719,7 +80719,7 @@ function FromObject(properties) {
     return result;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/from_type.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/from_type.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -80741,11 +80741,11 @@ function FromType(type) {
                         (0,object/* Object */.wS)({}));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/required.mjs
-var required = __webpack_require__(22879);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/required/instantiate.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/required.mjs
+var required = __webpack_require__(98889);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/required/instantiate.mjs
 // deno-fmt-ignore-file
 
 
@@ -80765,18 +80765,18 @@ function RequiredInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 44036:
+/***/ 17490:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   P: () => (/* binding */ ReturnTypeAction),
 /* harmony export */   r: () => (/* binding */ ReturnTypeInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(77253);
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(47653);
-/* harmony import */ var _action_return_type_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(97429);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_function_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(46951);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9139);
+/* harmony import */ var _action_return_type_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(66243);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -80802,13 +80802,13 @@ function ReturnTypeInstantiate(context, state, type, options = {}) {
 
 /***/ }),
 
-/***/ 41645:
+/***/ 81951:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   k: () => (/* binding */ TemplateLiteralCreate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
 // deno-fmt-ignore-file
 
 function TemplateLiteralCreate(pattern) {
@@ -80818,22 +80818,22 @@ function TemplateLiteralCreate(pattern) {
 
 /***/ }),
 
-/***/ 70127:
+/***/ 16233:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   G: () => (/* binding */ TemplateLiteralDecode),
 /* harmony export */   g: () => (/* binding */ TemplateLiteralDecodeUnsafe)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(29812);
-/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(5279);
-/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(43474);
-/* harmony import */ var _types_string_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(67342);
-/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(80527);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(40146);
-/* harmony import */ var _patterns_pattern_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(86490);
-/* harmony import */ var _is_finite_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(24821);
-/* harmony import */ var _create_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(41645);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(88642);
+/* harmony import */ var _system_unreachable_index_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(69701);
+/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(40000);
+/* harmony import */ var _types_string_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(87964);
+/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(64125);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(31520);
+/* harmony import */ var _patterns_pattern_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(24180);
+/* harmony import */ var _is_finite_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(47507);
+/* harmony import */ var _create_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(81951);
 // deno-fmt-ignore-file
 
 
@@ -80919,26 +80919,26 @@ function TemplateLiteralDecode(pattern) {
 
 /***/ }),
 
-/***/ 37927:
+/***/ 63037:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   s: () => (/* binding */ TemplateLiteralEncode)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_13__ = __webpack_require__(29812);
-/* harmony import */ var _types_enum_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(92185);
-/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(43474);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(40146);
-/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(80527);
-/* harmony import */ var _types_bigint_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(65872);
-/* harmony import */ var _types_string_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(67342);
-/* harmony import */ var _types_number_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(69078);
-/* harmony import */ var _types_integer_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(73017);
-/* harmony import */ var _types_boolean_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(63219);
-/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(47653);
-/* harmony import */ var _create_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(41645);
-/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(51073);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_12__ = __webpack_require__(24851);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_13__ = __webpack_require__(88642);
+/* harmony import */ var _types_enum_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(98903);
+/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(40000);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(31520);
+/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(64125);
+/* harmony import */ var _types_bigint_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(27626);
+/* harmony import */ var _types_string_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(87964);
+/* harmony import */ var _types_number_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(64400);
+/* harmony import */ var _types_integer_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(4247);
+/* harmony import */ var _types_boolean_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(7957);
+/* harmony import */ var _types_never_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(9139);
+/* harmony import */ var _create_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(81951);
+/* harmony import */ var _evaluate_evaluate_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(80067);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_12__ = __webpack_require__(36317);
 // deno-fmt-ignore-file
 
 
@@ -81024,7 +81024,7 @@ function TemplateLiteralEncode(types) {
 
 /***/ }),
 
-/***/ 51919:
+/***/ 2329:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -81035,17 +81035,17 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: IsTemplateLiteralFinite, IsTemplateLiteralPattern, TemplateLiteralCreate, TemplateLiteralDecodeUnsafe, TemplateLiteralEncode
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/create.mjs
-var create = __webpack_require__(41645);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/decode.mjs
-var decode = __webpack_require__(70127);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/encode.mjs
-var encode = __webpack_require__(37927);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/is_finite.mjs
-var is_finite = __webpack_require__(24821);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/patterns/pattern.mjs
-var pattern = __webpack_require__(86490);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/is_pattern.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/create.mjs
+var create = __webpack_require__(81951);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/decode.mjs
+var decode = __webpack_require__(16233);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/encode.mjs
+var encode = __webpack_require__(63037);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/template_literal/is_finite.mjs
+var is_finite = __webpack_require__(47507);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/patterns/pattern.mjs
+var pattern = __webpack_require__(24180);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/template_literal/is_pattern.mjs
 // deno-fmt-ignore-file
 
 
@@ -81057,7 +81057,7 @@ function IsTemplateLiteralPattern(pattern) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/template_literal/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/template_literal/index.mjs
 
 
 
@@ -81068,17 +81068,17 @@ function IsTemplateLiteralPattern(pattern) {
 
 /***/ }),
 
-/***/ 24851:
+/***/ 36317:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   U: () => (/* binding */ TemplateLiteralInstantiate),
 /* harmony export */   k: () => (/* binding */ TemplateLiteralAction)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(80527);
-/* harmony import */ var _encode_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(37927);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_template_literal_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(64125);
+/* harmony import */ var _encode_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(63037);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(7749);
 // deno-fmt-ignore-file
 
 
@@ -81098,15 +81098,15 @@ function TemplateLiteralInstantiate(context, state, types, options) {
 
 /***/ }),
 
-/***/ 24821:
+/***/ 47507:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   V: () => (/* binding */ IsTemplateLiteralFinite)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(29812);
-/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(43474);
-/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(40146);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(88642);
+/* harmony import */ var _types_literal_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(40000);
+/* harmony import */ var _types_union_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(31520);
 // deno-fmt-ignore-file
 
 
@@ -81137,14 +81137,14 @@ function IsTemplateLiteralFinite(types) {
 
 /***/ }),
 
-/***/ 19812:
+/***/ 85838:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   n: () => (/* binding */ TupleToObject),
 /* harmony export */   y: () => (/* binding */ TupleElementsToProperties)
 /* harmony export */ });
-/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(68848);
+/* harmony import */ var _types_object_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(10982);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -81163,16 +81163,16 @@ function TupleToObject(type) {
 
 /***/ }),
 
-/***/ 95009:
+/***/ 2703:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   b: () => (/* binding */ WithAction),
 /* harmony export */   h: () => (/* binding */ WithInstantiate)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(9587);
-/* harmony import */ var _action_with_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(37060);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(7749);
+/* harmony import */ var _action_with_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(60866);
 // deno-fmt-ignore-file
 
 
@@ -81191,7 +81191,7 @@ function WithInstantiate(context, state, type, options) {
 
 /***/ }),
 
-/***/ 8427:
+/***/ 5257:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -81201,7 +81201,7 @@ __webpack_require__.d(__webpack_exports__, {
   d: () => (/* reexport */ result_namespaceObject)
 });
 
-// NAMESPACE OBJECT: ../../main/node_modules/typebox/build/type/extends/result.mjs
+// NAMESPACE OBJECT: ./node_modules/typebox/build/type/extends/result.mjs
 var result_namespaceObject = {};
 __webpack_require__.r(result_namespaceObject);
 __webpack_require__.d(result_namespaceObject, {
@@ -81215,31 +81215,31 @@ __webpack_require__.d(result_namespaceObject, {
   Match: () => (Match)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/cyclic.mjs
-var cyclic = __webpack_require__(43672);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/unknown.mjs
-var unknown = __webpack_require__(20917);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/unsafe.mjs
-var unsafe = __webpack_require__(93419);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/infer.mjs
-var infer = __webpack_require__(86643);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/any.mjs
-var any = __webpack_require__(21505);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/dependent.mjs
-var dependent = __webpack_require__(42102);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/enum.mjs + 1 modules
-var types_enum = __webpack_require__(92185);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/intersect.mjs
-var intersect = __webpack_require__(24980);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/template_literal.mjs
-var template_literal = __webpack_require__(80527);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/union.mjs
-var union = __webpack_require__(40146);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/result.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/cyclic.mjs
+var cyclic = __webpack_require__(50330);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/unknown.mjs
+var unknown = __webpack_require__(57191);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/unsafe.mjs
+var unsafe = __webpack_require__(95557);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/infer.mjs
+var infer = __webpack_require__(35889);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/any.mjs
+var any = __webpack_require__(14935);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/dependent.mjs
+var dependent = __webpack_require__(18712);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/enum.mjs + 1 modules
+var types_enum = __webpack_require__(98903);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/intersect.mjs
+var intersect = __webpack_require__(69270);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/template_literal.mjs
+var template_literal = __webpack_require__(64125);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/union.mjs
+var union = __webpack_require__(31520);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/result.mjs
 
 
 function ExtendsUnion(inferred) {
@@ -81277,9 +81277,9 @@ function Match(result, true_, false_) {
     return IsExtendsTrueLike(result) ? true_(result.inferred) : false_();
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
-var evaluate = __webpack_require__(51073);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/extends_right.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/evaluate.mjs
+var evaluate = __webpack_require__(80067);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/extends_right.mjs
 // deno-fmt-ignore-file
 
 
@@ -81330,7 +81330,7 @@ function ExtendsRight(inferred, left, right) {
                                     ExtendsFalse());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/any.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/any.mjs
 // deno-fmt-ignore-file
 
 
@@ -81344,11 +81344,11 @@ function ExtendsAny(inferred, left, right) {
                 ExtendsUnion(inferred));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/array.mjs
-var array = __webpack_require__(9764);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_immutable.mjs
-var _immutable = __webpack_require__(52712);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/array.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/array.mjs
+var array = __webpack_require__(97894);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_immutable.mjs
+var _immutable = __webpack_require__(96214);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/array.mjs
 // deno-fmt-ignore-file
 
 
@@ -81371,9 +81371,9 @@ function ExtendsArray(inferred, arrayLeft, left, right) {
         : ExtendsRight(inferred, arrayLeft, right));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/bigint.mjs
-var bigint = __webpack_require__(65872);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/bigint.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/bigint.mjs
+var bigint = __webpack_require__(27626);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/bigint.mjs
 // deno-fmt-ignore-file
 
 
@@ -81384,9 +81384,9 @@ function ExtendsBigInt(inferred, left, right) {
         : ExtendsRight(inferred, left, right));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/boolean.mjs
-var types_boolean = __webpack_require__(63219);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/boolean.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/boolean.mjs
+var types_boolean = __webpack_require__(7957);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/boolean.mjs
 // deno-fmt-ignore-file
 
 
@@ -81397,11 +81397,11 @@ function ExtendsBoolean(inferred, left, right) {
         : ExtendsRight(inferred, left, right));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/constructor.mjs
-var types_constructor = __webpack_require__(19);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/_optional.mjs
-var _optional = __webpack_require__(47484);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/parameters.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/constructor.mjs
+var types_constructor = __webpack_require__(8197);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/_optional.mjs
+var _optional = __webpack_require__(20214);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/parameters.mjs
 // deno-fmt-ignore-file
 
 
@@ -81431,9 +81431,9 @@ function ExtendsParameters(inferred, left, right) {
     return ParametersLeft(inferred, left, right);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/void.mjs
-var types_void = __webpack_require__(69763);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/return_type.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/void.mjs
+var types_void = __webpack_require__(55129);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/return_type.mjs
 // deno-fmt-ignore-file
 
 
@@ -81444,7 +81444,7 @@ function ExtendsReturnType(inferred, left, right) {
         : ExtendsLeft(inferred, left, right));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/constructor.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/constructor.mjs
 // deno-fmt-ignore-file
 
 
@@ -81463,7 +81463,7 @@ function ExtendsConstructor(inferred, parameters, returnType, right) {
     );
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/dependent.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/dependent.mjs
 // deno-fmt-ignore-file
 
 
@@ -81471,7 +81471,7 @@ function ExtendsDependent(inferred, if_, then_, else_, right) {
     return Match(ExtendsLeft(inferred, if_, right), () => ExtendsLeft(inferred, then_, right), () => ExtendsLeft(inferred, else_, right));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -81480,9 +81480,9 @@ function ExtendsEnum(inferred, left, right) {
     return ExtendsLeft(inferred, evaluated, right);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/function.mjs
-var types_function = __webpack_require__(77253);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/function.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/function.mjs
+var types_function = __webpack_require__(46951);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/function.mjs
 // deno-fmt-ignore-file
 
 
@@ -81501,11 +81501,11 @@ function ExtendsFunction(inferred, parameters, returnType, right) {
     );
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/integer.mjs
-var integer = __webpack_require__(73017);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/number.mjs
-var number = __webpack_require__(69078);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/integer.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/integer.mjs
+var integer = __webpack_require__(4247);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/number.mjs
+var number = __webpack_require__(64400);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/integer.mjs
 // deno-fmt-ignore-file
 
 
@@ -81517,9 +81517,9 @@ function ExtendsInteger(inferred, left, right) {
             ExtendsRight(inferred, left, right));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/evaluate/index.mjs
-var engine_evaluate = __webpack_require__(168);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/intersect.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/evaluate/index.mjs
+var engine_evaluate = __webpack_require__(54798);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/intersect.mjs
 // deno-fmt-ignore-file
 
 // ----------------------------------------------------------------------------
@@ -81536,13 +81536,13 @@ function ExtendsIntersect(inferred, left, right) {
     return ExtendsLeft(inferred, evaluated, right);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/unreachable/unreachable.mjs
-var unreachable = __webpack_require__(5279);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/literal.mjs
-var literal = __webpack_require__(43474);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/string.mjs
-var string = __webpack_require__(67342);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/literal.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/unreachable/unreachable.mjs
+var unreachable = __webpack_require__(69701);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/literal.mjs
+var literal = __webpack_require__(40000);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/string.mjs
+var string = __webpack_require__(87964);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -81588,7 +81588,7 @@ function ExtendsLiteral(inferred, left, right) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/never.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/never.mjs
 // deno-fmt-ignore-file
 
 
@@ -81599,9 +81599,9 @@ function ExtendsNever(inferred, left, right) {
         : ExtendsTrue(inferred));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/null.mjs
-var types_null = __webpack_require__(27202);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/null.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/null.mjs
+var types_null = __webpack_require__(66316);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/null.mjs
 // deno-fmt-ignore-file
 
 
@@ -81612,7 +81612,7 @@ function ExtendsNull(inferred, left, right) {
         : ExtendsRight(inferred, left, right));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/number.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/number.mjs
 // deno-fmt-ignore-file
 
 
@@ -81623,13 +81623,13 @@ function ExtendsNumber(inferred, left, right) {
         : ExtendsRight(inferred, left, right));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/never.mjs
-var never = __webpack_require__(47653);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/object.mjs
-var object = __webpack_require__(68848);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/record.mjs
-var record = __webpack_require__(79434);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/object.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/never.mjs
+var never = __webpack_require__(9139);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/object.mjs
+var object = __webpack_require__(10982);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/record.mjs
+var record = __webpack_require__(58848);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/object.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -81740,7 +81740,7 @@ function ExtendsObject(inferred, left, right) {
             ExtendsRight(inferred, (0,object/* Object */.wS)(left), right));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/record.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/record.mjs
 // deno-fmt-ignore-file
 
 
@@ -81765,7 +81765,7 @@ function ExtendsRecord(inferred, leftPattern, leftValue, right) {
                     ExtendsFalse());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/string.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/string.mjs
 // deno-fmt-ignore-file
 
 
@@ -81776,9 +81776,9 @@ function ExtendsString(inferred, left, right) {
         : ExtendsRight(inferred, left, right));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/symbol.mjs
-var symbol = __webpack_require__(95981);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/symbol.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/symbol.mjs
+var symbol = __webpack_require__(97111);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/symbol.mjs
 // deno-fmt-ignore-file
 
 
@@ -81789,7 +81789,7 @@ function ExtendsSymbol(inferred, left, right) {
         : ExtendsRight(inferred, left, right));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/template_literal.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/template_literal.mjs
 // deno-fmt-ignore-file
 
 
@@ -81798,15 +81798,15 @@ function ExtendsTemplateLiteral(inferred, left, right) {
     return ExtendsLeft(inferred, evaluated, right);
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/schema.mjs
-var schema = __webpack_require__(89364);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/tuple.mjs
-var tuple = __webpack_require__(84909);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/rest.mjs
-var rest = __webpack_require__(18043);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/inference.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/schema.mjs
+var schema = __webpack_require__(8122);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/tuple.mjs
+var tuple = __webpack_require__(62023);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/rest.mjs
+var rest = __webpack_require__(27137);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/inference.mjs
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -81883,7 +81883,7 @@ function InferUnionResult(inferred, name, left, right) {
         : ExtendsFalse());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/tuple.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/tuple.mjs
 // deno-fmt-ignore-file
 
 
@@ -81966,9 +81966,9 @@ function ExtendsTuple(inferred, left, right) {
             ExtendsRight(inferred, (0,tuple/* Tuple */.rd)(instantiatedLeft), right));
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/undefined.mjs
-var types_undefined = __webpack_require__(52175);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/undefined.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/undefined.mjs
+var types_undefined = __webpack_require__(51421);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/undefined.mjs
 // deno-fmt-ignore-file
 
 
@@ -81980,7 +81980,7 @@ function ExtendsUndefined(inferred, left, right) {
             ExtendsRight(inferred, left, right));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/union.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/union.mjs
 // deno-fmt-ignore-file
 
 
@@ -82006,7 +82006,7 @@ function union_ExtendsUnion(inferred, left, right) {
             : ExtendsUnionLeft(inferred, left, [right]));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/unknown.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/unknown.mjs
 // deno-fmt-ignore-file
 
 
@@ -82020,7 +82020,7 @@ function ExtendsUnknown(inferred, left, right) {
                 ExtendsFalse());
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/void.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/void.mjs
 // deno-fmt-ignore-file
 
 
@@ -82031,7 +82031,7 @@ function ExtendsVoid(inferred, left, right) {
         : ExtendsRight(inferred, left, right));
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/extends_left.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/extends_left.mjs
 // deno-fmt-ignore-file
 
 
@@ -82113,9 +82113,9 @@ function ExtendsLeft(inferred, left, right) {
                                                                                                     ExtendsFalse());
 }
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/cyclic/index.mjs + 1 modules
-var engine_cyclic = __webpack_require__(3290);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/extends.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/cyclic/index.mjs + 1 modules
+var engine_cyclic = __webpack_require__(59716);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/extends.mjs
 // deno-fmt-ignore-file
 
 
@@ -82134,14 +82134,14 @@ function Extends(inferred, left, right) {
     return ExtendsLeft(inferred, canonicalLeft, canonicalRight);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/extends/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/extends/index.mjs
 
 
 
 
 /***/ }),
 
-/***/ 93271:
+/***/ 54441:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -82150,19 +82150,19 @@ __webpack_require__.d(__webpack_exports__, {
   e: () => (/* reexport */ Script)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/arguments/arguments.mjs
-var arguments_arguments = __webpack_require__(22799);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/index.mjs
-var types = __webpack_require__(9975);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
-var instantiate = __webpack_require__(9587);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/script/parser.mjs + 19 modules
-var parser = __webpack_require__(25893);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/script.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/arguments/arguments.mjs
+var arguments_arguments = __webpack_require__(97565);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/index.mjs
+var types = __webpack_require__(11309);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/engine/instantiate.mjs + 2 modules
+var instantiate = __webpack_require__(7749);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/script/parser.mjs + 19 modules
+var parser = __webpack_require__(29255);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/script.mjs
 // deno-lint-ignore-file
 // deno-fmt-ignore-file
 
@@ -82186,13 +82186,13 @@ function Script(...args) {
     return memory/* Memory.Update */.c.Update(parsed, {}, options);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/index.mjs
 
 
 
 /***/ }),
 
-/***/ 25893:
+/***/ 29255:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -82205,15 +82205,15 @@ __webpack_require__.d(__webpack_exports__, {
 
 // UNUSED EXPORTS: Base, Dependent, Element, ElementBase, ElementList, ElementList_0, ElementNamed, ExportKeyword, Expr, ExprPipe, ExprReadonly, ExprTail, ExprTerm, ExprTermTail, Extends, Factor, GenericCall, GenericCallArgumentList, GenericCallArgumentList_0, GenericCallArguments, GenericParameter, GenericParameterEquals, GenericParameterExtends, GenericParameterExtendsEquals, GenericParameterIdentifier, GenericParameterList, GenericParameterList_0, GenericParameters, GenericType, IndexArray, IndexArray_0, InferType, InterfaceDeclaration, InterfaceDeclarationGeneric, InterfaceDeclarationHeritage, InterfaceDeclarationHeritageList, InterfaceDeclarationHeritageList_0, KeyOf, KeywordAny, KeywordBigInt, KeywordBoolean, KeywordInteger, KeywordNever, KeywordNull, KeywordNumber, KeywordObject, KeywordString, KeywordSymbol, KeywordThis, KeywordUndefined, KeywordUnknown, KeywordVoid, LiteralBigInt, LiteralBoolean, LiteralNumber, LiteralString, MappedAs, MappedOptional, MappedReadonly, Module, ModuleDeclaration, ModuleDeclarationDelimiter, ModuleDeclarationList, ModuleDeclarationList_0, Optional, OptionalSemiColon, Parameter, ParameterBase, ParameterList, ParameterList_0, ParameterOptional, ParameterReadonly, ParameterReadonlyOptional, ParameterType, PatternBase, PatternBigInt, PatternBody, PatternGroup, PatternInteger, PatternNever, PatternNumber, PatternString, PatternTerm, PatternText, PatternUnion, Properties, Property, PropertyDelimiter, PropertyKey, PropertyKeyIdent, PropertyKeyIndex, PropertyKeyNumber, PropertyKeyQuoted, PropertyList, PropertyList_0, Readonly, Reference, TemplateBody, TemplateInterpolate, TemplateLiteral, TemplateSpan, Type, TypeAliasDeclaration, TypeAliasDeclarationGeneric, With, WithArray, WithBigInt, WithBoolean, WithElementList, WithElementList_0, WithNull, WithNumber, WithObject, WithProperty, WithPropertyList, WithPropertyList_0, WithString, WithUndefined, WithValue, _Constructor_, _Function_, _Mapped_, _Object_, _Tuple_
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/index.mjs
-var types = __webpack_require__(9975);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/action/index.mjs + 2 modules
-var action = __webpack_require__(76655);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/mapping.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/index.mjs
+var types = __webpack_require__(11309);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/action/index.mjs + 2 modules
+var action = __webpack_require__(96301);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/mapping.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -82743,7 +82743,7 @@ function ScriptMapping(input) {
     return input;
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/internal/match.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/internal/match.mjs
 // deno-coverage-ignore-start - parsebox tested
 
 /** Checks the value is a Tuple-2 [string, string] result */
@@ -82756,7 +82756,7 @@ function Match(input, ok, fail) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/internal/take.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/internal/take.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82788,7 +82788,7 @@ function Take(variants, input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/internal/char.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/internal/char.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 // ------------------------------------------------------------------
@@ -82816,7 +82816,7 @@ const DollarSign = '$';
 const Hyphen = '-';
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/internal/trim.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/internal/trim.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82852,7 +82852,7 @@ function Trim(input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/internal/optional.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/internal/optional.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82863,7 +82863,7 @@ function Optional(value, input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/internal/many.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/internal/many.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82879,7 +82879,7 @@ function Many(allowed, discard, input, result = '') {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/unsigned_integer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/unsigned_integer.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82907,7 +82907,7 @@ function UnsignedInteger(input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/integer.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/integer.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82928,7 +82928,7 @@ function Integer(input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/bigint.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/bigint.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82944,7 +82944,7 @@ function bigint_BigInt(input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/const.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/const.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82964,7 +82964,7 @@ function Const(const_, input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/ident.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/ident.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -82992,7 +82992,7 @@ function Ident(input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/unsigned_number.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/unsigned_number.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -83032,7 +83032,7 @@ function UnsignedNumber(input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/number.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/number.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -83053,7 +83053,7 @@ function number_Number(input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/until.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/until.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -83076,7 +83076,7 @@ function Until(end, input, result = '') {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/span.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/span.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -83102,7 +83102,7 @@ function Span(start, end, multiLine, input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/string.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/string.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -83124,7 +83124,7 @@ function string_String(quotes, input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/until_1.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/until_1.mjs
 // deno-coverage-ignore-start - parsebox tested
 // deno-fmt-ignore-file
 
@@ -83138,7 +83138,7 @@ function Until_1(end, input) {
 }
 // deno-coverage-ignore-stop
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/token/index.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/token/index.mjs
 
 
 
@@ -83152,7 +83152,7 @@ function Until_1(end, input) {
 
 
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/script/parser.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/script/parser.mjs
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 // ------------------------------------------------------------------
@@ -83297,7 +83297,7 @@ const Script = (input) => If(If(Module(input), ([_0, input]) => [_0, input], () 
 
 /***/ }),
 
-/***/ 85254:
+/***/ 4156:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83308,9 +83308,9 @@ const Script = (input) => If(If(Module(input), ([_0, input]) => [_0, input], () 
 /* harmony export */   Tq: () => (/* binding */ Decode),
 /* harmony export */   dB: () => (/* binding */ Encode)
 /* harmony export */ });
-/* harmony import */ var _system_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(91994);
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(89168);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83375,16 +83375,16 @@ function IsCodec(value) {
 
 /***/ }),
 
-/***/ 52712:
+/***/ 96214:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   J: () => (/* binding */ Immutable),
 /* harmony export */   P: () => (/* binding */ IsImmutable)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
-/* harmony import */ var _action_add_immutable_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(48941);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
+/* harmony import */ var _action_add_immutable_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(31195);
 // deno-fmt-ignore-file
 
 
@@ -83407,16 +83407,16 @@ function IsImmutable(value) {
 
 /***/ }),
 
-/***/ 47484:
+/***/ 20214:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   X: () => (/* binding */ IsOptional),
 /* harmony export */   o: () => (/* binding */ Optional)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
-/* harmony import */ var _action_add_optional_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(59435);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
+/* harmony import */ var _action_add_optional_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(54349);
 // deno-fmt-ignore-file
 
 
@@ -83439,16 +83439,16 @@ function IsOptional(value) {
 
 /***/ }),
 
-/***/ 6758:
+/***/ 13288:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   T: () => (/* binding */ IsReadonly),
 /* harmony export */   Z: () => (/* binding */ Readonly)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
-/* harmony import */ var _action_add_readonly_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(10577);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
+/* harmony import */ var _action_add_readonly_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(66003);
 // deno-fmt-ignore-file
 
 
@@ -83471,7 +83471,7 @@ function IsReadonly(value) {
 
 /***/ }),
 
-/***/ 78015:
+/***/ 68697:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83479,10 +83479,10 @@ function IsReadonly(value) {
 /* harmony export */   Ux: () => (/* binding */ IsRefine)
 /* harmony export */ });
 /* unused harmony exports RefineAdd, IsRefinement */
-/* harmony import */ var _system_arguments_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(22799);
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(89364);
+/* harmony import */ var _system_arguments_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(97565);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83523,15 +83523,15 @@ function IsRefine(value) {
 
 /***/ }),
 
-/***/ 21505:
+/***/ 14935:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   F: () => (/* binding */ Any),
 /* harmony export */   h: () => (/* binding */ IsAny)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 // deno-lint-ignore-file 
 
@@ -83554,7 +83554,7 @@ function IsAny(value) {
 
 /***/ }),
 
-/***/ 9764:
+/***/ 97894:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83563,8 +83563,8 @@ function IsAny(value) {
 /* harmony export */   Qn: () => (/* binding */ ArrayOptions),
 /* harmony export */   kv: () => (/* binding */ _Array_)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83594,7 +83594,7 @@ function ArrayOptions(type) {
 
 /***/ }),
 
-/***/ 65872:
+/***/ 27626:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83602,8 +83602,8 @@ function ArrayOptions(type) {
 /* harmony export */   cQ: () => (/* binding */ IsBigInt),
 /* harmony export */   us: () => (/* binding */ BigIntPattern)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83629,15 +83629,15 @@ function IsBigInt(value) {
 
 /***/ }),
 
-/***/ 63219:
+/***/ 7957:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   Z: () => (/* binding */ IsBoolean),
 /* harmony export */   v: () => (/* binding */ Boolean)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83659,7 +83659,7 @@ function IsBoolean(value) {
 
 /***/ }),
 
-/***/ 89797:
+/***/ 4759:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83667,10 +83667,10 @@ function IsBoolean(value) {
 /* harmony export */   Je: () => (/* binding */ Call),
 /* harmony export */   rx: () => (/* binding */ IsCall)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(89364);
-/* harmony import */ var _engine_call_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(76677);
-/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(9587);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(8122);
+/* harmony import */ var _engine_call_instantiate_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(97487);
+/* harmony import */ var _engine_instantiate_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(7749);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -83698,7 +83698,7 @@ function IsCall(value) {
 
 /***/ }),
 
-/***/ 19:
+/***/ 8197:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83706,8 +83706,8 @@ function IsCall(value) {
 /* harmony export */   ZV: () => (/* binding */ IsConstructor),
 /* harmony export */   rO: () => (/* binding */ ConstructorOptions)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83736,7 +83736,7 @@ function ConstructorOptions(type) {
 
 /***/ }),
 
-/***/ 43672:
+/***/ 50330:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83744,9 +83744,9 @@ function ConstructorOptions(type) {
 /* harmony export */   c_: () => (/* binding */ IsCyclic)
 /* harmony export */ });
 /* unused harmony export CyclicOptions */
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(29812);
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(89364);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88642);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83780,15 +83780,15 @@ function CyclicOptions(type) {
 
 /***/ }),
 
-/***/ 30816:
+/***/ 14530:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   E: () => (/* binding */ IsDeferred),
 /* harmony export */   c: () => (/* binding */ Deferred)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 
 
 // ------------------------------------------------------------------
@@ -83809,7 +83809,7 @@ function IsDeferred(value) {
 
 /***/ }),
 
-/***/ 42102:
+/***/ 18712:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83817,8 +83817,8 @@ function IsDeferred(value) {
 /* harmony export */   oZ: () => (/* binding */ IsDependent),
 /* harmony export */   qi: () => (/* binding */ Dependent)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83847,7 +83847,7 @@ function DependentOptions(type) {
 
 /***/ }),
 
-/***/ 92185:
+/***/ 98903:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 
@@ -83858,13 +83858,13 @@ __webpack_require__.d(__webpack_exports__, {
   dW: () => (/* binding */ IsEnumValue)
 });
 
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/guard/guard.mjs + 2 modules
-var guard = __webpack_require__(29812);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/system/memory/index.mjs + 9 modules
-var memory = __webpack_require__(80508);
-// EXTERNAL MODULE: ../../main/node_modules/typebox/build/type/types/schema.mjs
-var schema = __webpack_require__(89364);
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/engine/enum/typescript_enum_to_enum_values.mjs
+// EXTERNAL MODULE: ./node_modules/typebox/build/guard/guard.mjs + 2 modules
+var guard = __webpack_require__(88642);
+// EXTERNAL MODULE: ./node_modules/typebox/build/system/memory/index.mjs + 9 modules
+var memory = __webpack_require__(97062);
+// EXTERNAL MODULE: ./node_modules/typebox/build/type/types/schema.mjs
+var schema = __webpack_require__(8122);
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/engine/enum/typescript_enum_to_enum_values.mjs
 // deno-fmt-ignore-file
 
 function IsTypeScriptEnumLike(value) {
@@ -83875,7 +83875,7 @@ function TypeScriptEnumToEnumValues(type) {
     return keys.reduce((result, key) => [...result, type[key]], []);
 }
 
-;// CONCATENATED MODULE: ../../main/node_modules/typebox/build/type/types/enum.mjs
+;// CONCATENATED MODULE: ./node_modules/typebox/build/type/types/enum.mjs
 // deno-fmt-ignore-file
 
 
@@ -83902,7 +83902,7 @@ function IsEnum(value) {
 
 /***/ }),
 
-/***/ 77253:
+/***/ 46951:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -83911,8 +83911,8 @@ function IsEnum(value) {
 /* harmony export */   hg: () => (/* binding */ IsFunction),
 /* harmony export */   zt: () => (/* binding */ _Function_)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83942,15 +83942,15 @@ function FunctionOptions(type) {
 
 /***/ }),
 
-/***/ 28992:
+/***/ 73778:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   E: () => (/* binding */ IsGeneric),
 /* harmony export */   c: () => (/* binding */ Generic)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -83972,15 +83972,15 @@ function IsGeneric(value) {
 
 /***/ }),
 
-/***/ 26076:
+/***/ 64262:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   g: () => (/* binding */ Identifier),
 /* harmony export */   o: () => (/* binding */ IsIdentifier)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84002,7 +84002,7 @@ function IsIdentifier(value) {
 
 /***/ }),
 
-/***/ 9975:
+/***/ 11309:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84075,48 +84075,48 @@ function IsIdentifier(value) {
 /* harmony export */   wN: () => (/* reexport safe */ _number_mjs__WEBPACK_IMPORTED_MODULE_24__.wN),
 /* harmony export */   wS: () => (/* reexport safe */ _object_mjs__WEBPACK_IMPORTED_MODULE_27__.wS)
 /* harmony export */ });
-/* harmony import */ var _codec_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(85254);
-/* harmony import */ var _immutable_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(52712);
-/* harmony import */ var _optional_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(47484);
-/* harmony import */ var _readonly_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(6758);
-/* harmony import */ var _refine_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(78015);
-/* harmony import */ var _any_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(21505);
-/* harmony import */ var _array_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(9764);
-/* harmony import */ var _bigint_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(65872);
-/* harmony import */ var _boolean_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(63219);
-/* harmony import */ var _call_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(89797);
-/* harmony import */ var _constructor_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(19);
-/* harmony import */ var _cyclic_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(43672);
-/* harmony import */ var _deferred_mjs__WEBPACK_IMPORTED_MODULE_12__ = __webpack_require__(30816);
-/* harmony import */ var _enum_mjs__WEBPACK_IMPORTED_MODULE_13__ = __webpack_require__(92185);
-/* harmony import */ var _function_mjs__WEBPACK_IMPORTED_MODULE_14__ = __webpack_require__(77253);
-/* harmony import */ var _generic_mjs__WEBPACK_IMPORTED_MODULE_15__ = __webpack_require__(28992);
-/* harmony import */ var _identifier_mjs__WEBPACK_IMPORTED_MODULE_16__ = __webpack_require__(26076);
-/* harmony import */ var _dependent_mjs__WEBPACK_IMPORTED_MODULE_17__ = __webpack_require__(42102);
-/* harmony import */ var _infer_mjs__WEBPACK_IMPORTED_MODULE_18__ = __webpack_require__(86643);
-/* harmony import */ var _integer_mjs__WEBPACK_IMPORTED_MODULE_19__ = __webpack_require__(73017);
-/* harmony import */ var _intersect_mjs__WEBPACK_IMPORTED_MODULE_20__ = __webpack_require__(24980);
-/* harmony import */ var _literal_mjs__WEBPACK_IMPORTED_MODULE_21__ = __webpack_require__(43474);
-/* harmony import */ var _never_mjs__WEBPACK_IMPORTED_MODULE_22__ = __webpack_require__(47653);
-/* harmony import */ var _null_mjs__WEBPACK_IMPORTED_MODULE_23__ = __webpack_require__(27202);
-/* harmony import */ var _number_mjs__WEBPACK_IMPORTED_MODULE_24__ = __webpack_require__(69078);
-/* harmony import */ var _unknown_mjs__WEBPACK_IMPORTED_MODULE_25__ = __webpack_require__(20917);
-/* harmony import */ var _symbol_mjs__WEBPACK_IMPORTED_MODULE_26__ = __webpack_require__(95981);
-/* harmony import */ var _object_mjs__WEBPACK_IMPORTED_MODULE_27__ = __webpack_require__(68848);
-/* harmony import */ var _parameter_mjs__WEBPACK_IMPORTED_MODULE_28__ = __webpack_require__(73158);
-/* harmony import */ var _properties_mjs__WEBPACK_IMPORTED_MODULE_29__ = __webpack_require__(46378);
-/* harmony import */ var _record_mjs__WEBPACK_IMPORTED_MODULE_30__ = __webpack_require__(79434);
-/* harmony import */ var _ref_mjs__WEBPACK_IMPORTED_MODULE_31__ = __webpack_require__(99816);
-/* harmony import */ var _rest_mjs__WEBPACK_IMPORTED_MODULE_32__ = __webpack_require__(18043);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_33__ = __webpack_require__(89364);
-/* harmony import */ var _string_mjs__WEBPACK_IMPORTED_MODULE_34__ = __webpack_require__(67342);
-/* harmony import */ var _template_literal_mjs__WEBPACK_IMPORTED_MODULE_35__ = __webpack_require__(80527);
-/* harmony import */ var _this_mjs__WEBPACK_IMPORTED_MODULE_36__ = __webpack_require__(18621);
-/* harmony import */ var _tuple_mjs__WEBPACK_IMPORTED_MODULE_37__ = __webpack_require__(84909);
-/* harmony import */ var _undefined_mjs__WEBPACK_IMPORTED_MODULE_38__ = __webpack_require__(52175);
-/* harmony import */ var _union_mjs__WEBPACK_IMPORTED_MODULE_39__ = __webpack_require__(40146);
-/* harmony import */ var _unsafe_mjs__WEBPACK_IMPORTED_MODULE_40__ = __webpack_require__(93419);
-/* harmony import */ var _void_mjs__WEBPACK_IMPORTED_MODULE_41__ = __webpack_require__(69763);
+/* harmony import */ var _codec_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(4156);
+/* harmony import */ var _immutable_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(96214);
+/* harmony import */ var _optional_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(20214);
+/* harmony import */ var _readonly_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(13288);
+/* harmony import */ var _refine_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(68697);
+/* harmony import */ var _any_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(14935);
+/* harmony import */ var _array_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(97894);
+/* harmony import */ var _bigint_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(27626);
+/* harmony import */ var _boolean_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(7957);
+/* harmony import */ var _call_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(4759);
+/* harmony import */ var _constructor_mjs__WEBPACK_IMPORTED_MODULE_10__ = __webpack_require__(8197);
+/* harmony import */ var _cyclic_mjs__WEBPACK_IMPORTED_MODULE_11__ = __webpack_require__(50330);
+/* harmony import */ var _deferred_mjs__WEBPACK_IMPORTED_MODULE_12__ = __webpack_require__(14530);
+/* harmony import */ var _enum_mjs__WEBPACK_IMPORTED_MODULE_13__ = __webpack_require__(98903);
+/* harmony import */ var _function_mjs__WEBPACK_IMPORTED_MODULE_14__ = __webpack_require__(46951);
+/* harmony import */ var _generic_mjs__WEBPACK_IMPORTED_MODULE_15__ = __webpack_require__(73778);
+/* harmony import */ var _identifier_mjs__WEBPACK_IMPORTED_MODULE_16__ = __webpack_require__(64262);
+/* harmony import */ var _dependent_mjs__WEBPACK_IMPORTED_MODULE_17__ = __webpack_require__(18712);
+/* harmony import */ var _infer_mjs__WEBPACK_IMPORTED_MODULE_18__ = __webpack_require__(35889);
+/* harmony import */ var _integer_mjs__WEBPACK_IMPORTED_MODULE_19__ = __webpack_require__(4247);
+/* harmony import */ var _intersect_mjs__WEBPACK_IMPORTED_MODULE_20__ = __webpack_require__(69270);
+/* harmony import */ var _literal_mjs__WEBPACK_IMPORTED_MODULE_21__ = __webpack_require__(40000);
+/* harmony import */ var _never_mjs__WEBPACK_IMPORTED_MODULE_22__ = __webpack_require__(9139);
+/* harmony import */ var _null_mjs__WEBPACK_IMPORTED_MODULE_23__ = __webpack_require__(66316);
+/* harmony import */ var _number_mjs__WEBPACK_IMPORTED_MODULE_24__ = __webpack_require__(64400);
+/* harmony import */ var _unknown_mjs__WEBPACK_IMPORTED_MODULE_25__ = __webpack_require__(57191);
+/* harmony import */ var _symbol_mjs__WEBPACK_IMPORTED_MODULE_26__ = __webpack_require__(97111);
+/* harmony import */ var _object_mjs__WEBPACK_IMPORTED_MODULE_27__ = __webpack_require__(10982);
+/* harmony import */ var _parameter_mjs__WEBPACK_IMPORTED_MODULE_28__ = __webpack_require__(27224);
+/* harmony import */ var _properties_mjs__WEBPACK_IMPORTED_MODULE_29__ = __webpack_require__(74280);
+/* harmony import */ var _record_mjs__WEBPACK_IMPORTED_MODULE_30__ = __webpack_require__(58848);
+/* harmony import */ var _ref_mjs__WEBPACK_IMPORTED_MODULE_31__ = __webpack_require__(43042);
+/* harmony import */ var _rest_mjs__WEBPACK_IMPORTED_MODULE_32__ = __webpack_require__(27137);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_33__ = __webpack_require__(8122);
+/* harmony import */ var _string_mjs__WEBPACK_IMPORTED_MODULE_34__ = __webpack_require__(87964);
+/* harmony import */ var _template_literal_mjs__WEBPACK_IMPORTED_MODULE_35__ = __webpack_require__(64125);
+/* harmony import */ var _this_mjs__WEBPACK_IMPORTED_MODULE_36__ = __webpack_require__(91263);
+/* harmony import */ var _tuple_mjs__WEBPACK_IMPORTED_MODULE_37__ = __webpack_require__(62023);
+/* harmony import */ var _undefined_mjs__WEBPACK_IMPORTED_MODULE_38__ = __webpack_require__(51421);
+/* harmony import */ var _union_mjs__WEBPACK_IMPORTED_MODULE_39__ = __webpack_require__(31520);
+/* harmony import */ var _unsafe_mjs__WEBPACK_IMPORTED_MODULE_40__ = __webpack_require__(95557);
+/* harmony import */ var _void_mjs__WEBPACK_IMPORTED_MODULE_41__ = __webpack_require__(55129);
 // ------------------------------------------------------------------
 // Extensions
 // ------------------------------------------------------------------
@@ -84172,17 +84172,17 @@ function IsIdentifier(value) {
 
 /***/ }),
 
-/***/ 86643:
+/***/ 35889:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   N: () => (/* binding */ Infer),
 /* harmony export */   t: () => (/* binding */ IsInfer)
 /* harmony export */ });
-/* harmony import */ var _system_arguments_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(22799);
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(89364);
-/* harmony import */ var _types_unknown_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(20917);
+/* harmony import */ var _system_arguments_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(97565);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(8122);
+/* harmony import */ var _types_unknown_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(57191);
 // deno-fmt-ignore-file
 
 
@@ -84207,7 +84207,7 @@ function IsInfer(value) {
 
 /***/ }),
 
-/***/ 73017:
+/***/ 4247:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84215,8 +84215,8 @@ function IsInfer(value) {
 /* harmony export */   NU: () => (/* binding */ IntegerPattern),
 /* harmony export */   jz: () => (/* binding */ Integer)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84242,7 +84242,7 @@ function IsInteger(value) {
 
 /***/ }),
 
-/***/ 24980:
+/***/ 69270:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84250,8 +84250,8 @@ function IsInteger(value) {
 /* harmony export */   Yq: () => (/* binding */ IsIntersect),
 /* harmony export */   oo: () => (/* binding */ Intersect)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84280,7 +84280,7 @@ function IntersectOptions(type) {
 
 /***/ }),
 
-/***/ 43474:
+/***/ 40000:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84293,9 +84293,9 @@ function IntersectOptions(type) {
 /* harmony export */   uS: () => (/* binding */ Literal)
 /* harmony export */ });
 /* unused harmony exports InvalidLiteralValue, LiteralTypeName */
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84362,7 +84362,7 @@ function IsLiteral(value) {
 
 /***/ }),
 
-/***/ 47653:
+/***/ 9139:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84370,8 +84370,8 @@ function IsLiteral(value) {
 /* harmony export */   ps: () => (/* binding */ Never),
 /* harmony export */   rv: () => (/* binding */ NeverPattern)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-lint-ignore-file ban-types
 // deno-fmt-ignore-file
 
@@ -84398,15 +84398,15 @@ function IsNever(value) {
 
 /***/ }),
 
-/***/ 27202:
+/***/ 66316:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   E: () => (/* binding */ IsNull),
 /* harmony export */   U: () => (/* binding */ Null)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84428,7 +84428,7 @@ function IsNull(value) {
 
 /***/ }),
 
-/***/ 69078:
+/***/ 64400:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84436,8 +84436,8 @@ function IsNull(value) {
 /* harmony export */   Uy: () => (/* binding */ NumberPattern),
 /* harmony export */   wN: () => (/* binding */ Number)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84463,7 +84463,7 @@ function IsNumber(value) {
 
 /***/ }),
 
-/***/ 68848:
+/***/ 10982:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84472,9 +84472,9 @@ function IsNumber(value) {
 /* harmony export */   av: () => (/* binding */ IsObject),
 /* harmony export */   wS: () => (/* binding */ _Object_)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(89364);
-/* harmony import */ var _properties_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(46378);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(8122);
+/* harmony import */ var _properties_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(74280);
 // deno-fmt-ignore-file
 
 
@@ -84507,17 +84507,17 @@ function ObjectOptions(type) {
 
 /***/ }),
 
-/***/ 73158:
+/***/ 27224:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   a: () => (/* binding */ IsParameter),
 /* harmony export */   k: () => (/* binding */ Parameter)
 /* harmony export */ });
-/* harmony import */ var _system_arguments_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(22799);
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(89364);
-/* harmony import */ var _unknown_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(20917);
+/* harmony import */ var _system_arguments_index_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(97565);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(8122);
+/* harmony import */ var _unknown_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(57191);
 // deno-fmt-ignore-file
 
 
@@ -84543,7 +84543,7 @@ function IsParameter(value) {
 
 /***/ }),
 
-/***/ 46378:
+/***/ 74280:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84551,8 +84551,8 @@ function IsParameter(value) {
 /* harmony export */   o6: () => (/* binding */ PropertyValues),
 /* harmony export */   tM: () => (/* binding */ RequiredArray)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(29812);
-/* harmony import */ var _optional_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(47484);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88642);
+/* harmony import */ var _optional_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(20214);
 // deno-fmt-ignore-file
 
 
@@ -84572,7 +84572,7 @@ function PropertyValues(properties) {
 
 /***/ }),
 
-/***/ 79434:
+/***/ 58848:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84589,16 +84589,16 @@ function PropertyValues(properties) {
 /* harmony export */   oz: () => (/* binding */ IntegerKey)
 /* harmony export */ });
 /* unused harmony export RecordOptions */
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(89364);
-/* harmony import */ var _integer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(73017);
-/* harmony import */ var _number_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(69078);
-/* harmony import */ var _string_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(67342);
-/* harmony import */ var _deferred_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(30816);
-/* harmony import */ var _engine_template_literal_decode_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(70127);
-/* harmony import */ var _engine_record_record_create_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(98828);
-/* harmony import */ var _engine_record_instantiate_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(44479);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_8__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_9__ = __webpack_require__(8122);
+/* harmony import */ var _integer_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(4247);
+/* harmony import */ var _number_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(64400);
+/* harmony import */ var _string_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(87964);
+/* harmony import */ var _deferred_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(14530);
+/* harmony import */ var _engine_template_literal_decode_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(16233);
+/* harmony import */ var _engine_record_record_create_mjs__WEBPACK_IMPORTED_MODULE_6__ = __webpack_require__(5270);
+/* harmony import */ var _engine_record_instantiate_mjs__WEBPACK_IMPORTED_MODULE_7__ = __webpack_require__(19821);
 // deno-fmt-ignore-file
 
 
@@ -84669,15 +84669,15 @@ function RecordOptions(type) {
 
 /***/ }),
 
-/***/ 99816:
+/***/ 43042:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   i: () => (/* binding */ IsRef),
 /* harmony export */   o: () => (/* binding */ Ref)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-lint-ignore-file no-explicit-any
 // deno-fmt-ignore-file
 
@@ -84700,15 +84700,15 @@ function IsRef(value) {
 
 /***/ }),
 
-/***/ 18043:
+/***/ 27137:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   H: () => (/* binding */ IsRest),
 /* harmony export */   N: () => (/* binding */ Rest)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _types_schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84730,14 +84730,14 @@ function IsRest(value) {
 
 /***/ }),
 
-/***/ 89364:
+/***/ 8122:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   Y: () => (/* binding */ IsSchema),
 /* harmony export */   n: () => (/* binding */ IsKind)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(29812);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(88642);
 // deno-lint-ignore-file
 // deno-fmt-ignore-file
 
@@ -84757,7 +84757,7 @@ function IsSchema(value) {
 
 /***/ }),
 
-/***/ 67342:
+/***/ 87964:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84765,8 +84765,8 @@ function IsSchema(value) {
 /* harmony export */   Qf: () => (/* binding */ String),
 /* harmony export */   wi: () => (/* binding */ StringPattern)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-lint-ignore-file
 // deno-fmt-ignore-file
 
@@ -84793,15 +84793,15 @@ function IsString(value) {
 
 /***/ }),
 
-/***/ 95981:
+/***/ 97111:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   N: () => (/* binding */ Symbol),
 /* harmony export */   n: () => (/* binding */ IsSymbol)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84823,7 +84823,7 @@ function IsSymbol(value) {
 
 /***/ }),
 
-/***/ 80527:
+/***/ 64125:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84833,12 +84833,12 @@ function IsSymbol(value) {
 /* harmony export */   vH: () => (/* binding */ IsTemplateLiteralDeferred)
 /* harmony export */ });
 /* unused harmony exports TemplateLiteralFromTypes, TemplateLiteralFromString */
-/* harmony import */ var _system_system_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(8710);
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(29812);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(89364);
-/* harmony import */ var _deferred_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(30816);
-/* harmony import */ var _engine_patterns_template_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(6598);
-/* harmony import */ var _engine_template_literal_instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(24851);
+/* harmony import */ var _system_system_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(24480);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_5__ = __webpack_require__(88642);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(8122);
+/* harmony import */ var _deferred_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(14530);
+/* harmony import */ var _engine_patterns_template_mjs__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(72332);
+/* harmony import */ var _engine_template_literal_instantiate_mjs__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(36317);
 // deno-fmt-ignore-file
 // deno-lint-ignore-file
 
@@ -84880,15 +84880,15 @@ function IsTemplateLiteral(value) {
 
 /***/ }),
 
-/***/ 18621:
+/***/ 91263:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   $: () => (/* binding */ IsThis),
 /* harmony export */   R: () => (/* binding */ This)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84910,7 +84910,7 @@ function IsThis(value) {
 
 /***/ }),
 
-/***/ 84909:
+/***/ 62023:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84918,8 +84918,8 @@ function IsThis(value) {
 /* harmony export */   PN: () => (/* binding */ IsTuple),
 /* harmony export */   rd: () => (/* binding */ Tuple)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84949,15 +84949,15 @@ function TupleOptions(type) {
 
 /***/ }),
 
-/***/ 52175:
+/***/ 51421:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   R: () => (/* binding */ IsUndefined),
 /* harmony export */   r: () => (/* binding */ Undefined)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -84979,7 +84979,7 @@ function IsUndefined(value) {
 
 /***/ }),
 
-/***/ 40146:
+/***/ 31520:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
@@ -84987,8 +84987,8 @@ function IsUndefined(value) {
 /* harmony export */   gP: () => (/* binding */ Union),
 /* harmony export */   my: () => (/* binding */ IsUnion)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -85017,15 +85017,15 @@ function UnionOptions(type) {
 
 /***/ }),
 
-/***/ 20917:
+/***/ 57191:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   $: () => (/* binding */ Unknown),
 /* harmony export */   f: () => (/* binding */ IsUnknown)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -85047,15 +85047,15 @@ function IsUnknown(value) {
 
 /***/ }),
 
-/***/ 93419:
+/***/ 95557:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   T: () => (/* binding */ Unsafe),
 /* harmony export */   h: () => (/* binding */ IsUnsafe)
 /* harmony export */ });
-/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(29812);
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
+/* harmony import */ var _guard_index_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(88642);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
 // deno-fmt-ignore-file
 // deno-lint-ignore-file 
 
@@ -85080,15 +85080,15 @@ function IsUnsafe(value) {
 
 /***/ }),
 
-/***/ 69763:
+/***/ 55129:
 /***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
 /* harmony export */   T: () => (/* binding */ Void),
 /* harmony export */   j: () => (/* binding */ IsVoid)
 /* harmony export */ });
-/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(80508);
-/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(89364);
+/* harmony import */ var _system_memory_index_mjs__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(97062);
+/* harmony import */ var _schema_mjs__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(8122);
 // deno-fmt-ignore-file
 
 
@@ -85110,21 +85110,21 @@ function IsVoid(value) {
 
 /***/ }),
 
-/***/ 49422:
+/***/ 63837:
 /***/ ((module) => {
 
 module.exports = /*#__PURE__*/JSON.parse('{"$id":"https://raw.githubusercontent.com/ajv-validator/ajv/master/lib/refs/data.json#","description":"Meta-schema for $data reference (JSON AnySchema extension proposal)","type":"object","required":["$data"],"properties":{"$data":{"type":"string","anyOf":[{"format":"relative-json-pointer"},{"format":"json-pointer"}]}},"additionalProperties":false}');
 
 /***/ }),
 
-/***/ 372:
+/***/ 72079:
 /***/ ((module) => {
 
 module.exports = /*#__PURE__*/JSON.parse('{"$schema":"http://json-schema.org/draft-07/schema#","$id":"http://json-schema.org/draft-07/schema#","title":"Core schema meta-schema","definitions":{"schemaArray":{"type":"array","minItems":1,"items":{"$ref":"#"}},"nonNegativeInteger":{"type":"integer","minimum":0},"nonNegativeIntegerDefault0":{"allOf":[{"$ref":"#/definitions/nonNegativeInteger"},{"default":0}]},"simpleTypes":{"enum":["array","boolean","integer","null","number","object","string"]},"stringArray":{"type":"array","items":{"type":"string"},"uniqueItems":true,"default":[]}},"type":["object","boolean"],"properties":{"$id":{"type":"string","format":"uri-reference"},"$schema":{"type":"string","format":"uri"},"$ref":{"type":"string","format":"uri-reference"},"$comment":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"default":true,"readOnly":{"type":"boolean","default":false},"examples":{"type":"array","items":true},"multipleOf":{"type":"number","exclusiveMinimum":0},"maximum":{"type":"number"},"exclusiveMaximum":{"type":"number"},"minimum":{"type":"number"},"exclusiveMinimum":{"type":"number"},"maxLength":{"$ref":"#/definitions/nonNegativeInteger"},"minLength":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"pattern":{"type":"string","format":"regex"},"additionalItems":{"$ref":"#"},"items":{"anyOf":[{"$ref":"#"},{"$ref":"#/definitions/schemaArray"}],"default":true},"maxItems":{"$ref":"#/definitions/nonNegativeInteger"},"minItems":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"uniqueItems":{"type":"boolean","default":false},"contains":{"$ref":"#"},"maxProperties":{"$ref":"#/definitions/nonNegativeInteger"},"minProperties":{"$ref":"#/definitions/nonNegativeIntegerDefault0"},"required":{"$ref":"#/definitions/stringArray"},"additionalProperties":{"$ref":"#"},"definitions":{"type":"object","additionalProperties":{"$ref":"#"},"default":{}},"properties":{"type":"object","additionalProperties":{"$ref":"#"},"default":{}},"patternProperties":{"type":"object","additionalProperties":{"$ref":"#"},"propertyNames":{"format":"regex"},"default":{}},"dependencies":{"type":"object","additionalProperties":{"anyOf":[{"$ref":"#"},{"$ref":"#/definitions/stringArray"}]}},"propertyNames":{"$ref":"#"},"const":true,"enum":{"type":"array","items":true,"minItems":1,"uniqueItems":true},"type":{"anyOf":[{"$ref":"#/definitions/simpleTypes"},{"type":"array","items":{"$ref":"#/definitions/simpleTypes"},"minItems":1,"uniqueItems":true}]},"format":{"type":"string"},"contentMediaType":{"type":"string"},"contentEncoding":{"type":"string"},"if":{"$ref":"#"},"then":{"$ref":"#"},"else":{"$ref":"#"},"allOf":{"$ref":"#/definitions/schemaArray"},"anyOf":{"$ref":"#/definitions/schemaArray"},"oneOf":{"$ref":"#/definitions/schemaArray"},"not":{"$ref":"#"}},"default":true}');
 
 /***/ }),
 
-/***/ 76814:
+/***/ 65847:
 /***/ ((module) => {
 
 module.exports = /*#__PURE__*/JSON.parse('{"name":"thread-stream","version":"4.2.1","description":"A streaming way to send data to a Node.js Worker Thread","main":"index.js","types":"index.d.ts","engines":{"node":">=20"},"dependencies":{"real-require":"^1.0.0"},"devDependencies":{"@types/node":"^26.1.1","@yao-pkg/pkg":"^6.0.0","borp":"^1.0.0","desm":"^1.3.0","eslint":"^9.39.1","fastbench":"^1.0.1","neostandard":"^0.13.0","pino-elasticsearch":"^9.0.0","sonic-boom":"^5.0.0","ts-node":"^10.8.0","tsd":"^0.33.0","typescript":"~5.7.3"},"scripts":{"build":"tsc --noEmit","lint":"eslint","test":"npm run lint && npm run build && npm run test:types && npm run transpile && borp --expose-gc --pattern \\"test/*.test.{js,mjs}\\"","test:ci":"npm run lint && npm run test:types && npm run transpile && borp --expose-gc --pattern \\"test/*.test.{js,mjs}\\"","test:types":"tsd","test:yarn":"npm run transpile && borp --expose-gc --pattern \\"test/*.test.js\\"","transpile":"sh ./test/ts/transpile.sh"},"tsd":{"directory":"test/types"},"repository":{"type":"git","url":"git+https://github.com/mcollina/thread-stream.git"},"keywords":["worker","thread","threads","stream"],"author":"Matteo Collina <hello@matteocollina.com>","license":"MIT","bugs":{"url":"https://github.com/mcollina/thread-stream/issues"},"homepage":"https://github.com/mcollina/thread-stream#readme"}');
