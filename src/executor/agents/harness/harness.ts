@@ -40,6 +40,18 @@ export function redact(text: string, secrets: string[]): string {
   return out;
 }
 
+/**
+ * Every string in an event, secrets replaced: the CLI chooses ids, names, paths and session ids as
+ * freely as its text, so none of them may carry a secret into the transcript either.
+ */
+function redactAll(value: unknown, secrets: string[]): unknown {
+  if (typeof value === 'string') return redact(value, secrets);
+  if (Array.isArray(value)) return value.map(item => redactAll(item, secrets));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactAll(v, secrets)]));
+  return value;
+}
+
 function bound(text: string, max = MAX_ACTION_CHARS): string {
   return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
 }
@@ -72,6 +84,9 @@ export async function runHarness(
   for (const name of BASE_VARIABLES) if (process.env[name] !== undefined) base[name] = process.env[name]!;
   const env = { ...base, ...cliEnv, HOME: home };
   const secrets = secretsOf(listed, cliEnv, input.mcpServers);
+  // The stderr kept is this much longer than what is shown, so a secret cut at its start is whole
+  // when redacted, and only then is the tail cut to size.
+  const stderrKept = STDERR_TAIL_CHARS + (secrets[0]?.length ?? 0);
 
   const files = spec.homeFiles(input);
   for (const [path, content] of Object.entries(files)) {
@@ -96,7 +111,8 @@ export async function runHarness(
   let writing: Promise<void> = Promise.resolve();
   const store = (kind: string, data: Record<string, unknown>) => {
     pending++;
-    writing = writing.then(() => context.record(kind, data)).finally(() => pending--);
+    const clean = redactAll(data, secrets) as Record<string, unknown>;
+    writing = writing.then(() => context.record(kind, clean)).finally(() => pending--);
   };
 
   const take = (event: HarnessEvent) => {
@@ -108,11 +124,11 @@ export async function runHarness(
         store('action', {
           id: event.id,
           name: event.name,
-          input: redact(bound(JSON.stringify(event.input ?? null)), secrets)
+          input: bound(redact(JSON.stringify(event.input ?? null), secrets))
         });
         break;
       case 'action_result':
-        store('action_result', { id: event.id, ok: event.ok, output: redact(bound(event.output), secrets) });
+        store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output, secrets)) });
         break;
       case 'file_edit':
         store('file', {
@@ -152,7 +168,7 @@ export async function runHarness(
       value = JSON.parse(line);
     } catch {
       // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
-      store('output', { stream: 'stdout', text: redact(bound(line), secrets) + '\n' });
+      store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
       return;
     }
     for (const event of translator.line(value)) take(event);
@@ -181,7 +197,7 @@ export async function runHarness(
   };
   const errDecoder = new StringDecoder('utf8');
   const onStderr = (chunk: Buffer) => {
-    stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-STDERR_TAIL_CHARS);
+    stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-stderrKept);
   };
 
   const result = await context.processes.run(program, [...prefix, ...spec.args(input)], {
@@ -205,12 +221,13 @@ export async function runHarness(
     );
   }
   if (context.signal.aborted) return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
-  const failure = early ?? translator.finish(result.exitCode, redact(stderrTail, secrets));
+  const shownTail = redact(stderrTail, secrets).slice(-STDERR_TAIL_CHARS);
+  const failure = early ?? translator.finish(result.exitCode, shownTail);
   if (failure) return withUsage(failed(failure.code, redact(failure.message, secrets)));
   if (result.exitCode !== 0) {
     const how =
       result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
-    const tail = redact(stderrTail.trim(), secrets);
+    const tail = shownTail.trim();
     return withUsage(failed('agent_crashed', `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`));
   }
   if (!answered) return withUsage(failed('agent_crashed', `${spec.kind} ended without a final answer`));
