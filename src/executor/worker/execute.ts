@@ -300,6 +300,9 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   // After a success only: its changes as a branch and a pull request, unless the create request
   // said `config.publish: false` (it may turn publishing off, never choose where to).
   const base = workspace?.base;
+  // A cancel (or a lost lease, a shutdown) that came while the changes and outputs were gathered
+  // wins too: the run is no longer one to publish.
+  if (controller.signal.aborted) happened.stop ??= controller.signal.reason as StopReason;
   if (
     environment.publish &&
     workspace &&
