@@ -48,6 +48,7 @@ beforeAll(async () => {
   const filler = MAX_ACTION_CHARS - 20;
   ex = await startTestExecutor({
     workspaces: { quota: '256KiB' },
+    limits: { transcript: '256KiB' },
     environments: [
       // Two MiB into its HOME, then a success.
       environment('fill-home', `head -c 2097152 /dev/zero > "$HOME/fill"\necho '${RESULT}'`),
@@ -69,6 +70,16 @@ beforeAll(async () => {
           `F=$(head -c ${filler} /dev/zero | tr '\\0' x)`,
           `printf '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"%s%s"}]}}\\n' "$F" "$ANTHROPIC_API_KEY"`,
           `printf '%s%s\\n' "$F" "$ANTHROPIC_API_KEY"`,
+          `echo '${RESULT}'`
+        ].join('\n')
+      ),
+      // 3000 tool results and 3000 messages of 1000 characters each (6 MB), then a success.
+      environment(
+        'flood',
+        [
+          `awk 'BEGIN { s = sprintf("%1000s", ""); gsub(/ /, "z", s); for (i = 0; i < 3000; i++) {`,
+          `  printf "{\\"type\\":\\"user\\",\\"message\\":{\\"content\\":[{\\"type\\":\\"tool_result\\",\\"tool_use_id\\":\\"t%d\\",\\"content\\":\\"%s\\"}]}}\\n", i, s;`,
+          `  printf "{\\"type\\":\\"assistant\\",\\"message\\":{\\"content\\":[{\\"type\\":\\"text\\",\\"text\\":\\"%s\\"}]}}\\n", s } }'`,
           `echo '${RESULT}'`
         ].join('\n')
       ),
@@ -120,5 +131,20 @@ describe('a hostile harness CLI', () => {
     const { record, seen } = await runIn('key-in-stderr');
     expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_crashed' });
     for (const piece of pieces(12)) expect(seen).not.toContain(piece);
+  }, 150_000);
+
+  it('cannot grow its transcript past limits.transcript with tool results and messages', async () => {
+    const { record } = await runIn('flood');
+    expect(record.state).toBe('SUCCEEDED');
+    const store = await ex.openStore();
+    try {
+      const events = await store.listEvents(record.run_id);
+      const bytes = events.reduce((sum, event) => sum + JSON.stringify(event).length, 0);
+      // The limit, the head and the tail of output, and a few notes: far below the 6 MB printed.
+      expect(bytes).toBeLessThan(2 * 256 * 1024);
+      expect(events.filter(event => event.kind === 'result').map(event => event.text)).toEqual(['done']);
+    } finally {
+      await store.close();
+    }
   }, 150_000);
 });

@@ -15,6 +15,8 @@ import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
 
 /** Characters of a tool's input or output kept in the transcript. */
 export const MAX_ACTION_CHARS = 16 * 1024;
+/** Characters of the final answer kept (as AGENT_RESULT_FILE's 1 MiB). */
+const MAX_RESULT_CHARS = 1024 * 1024;
 /** Characters of the CLI's stderr end kept for a failure's message. */
 const STDERR_TAIL_CHARS = 4 * 1024;
 /** Longest stdout line read as one JSON value; a longer one is cut and skipped. */
@@ -138,8 +140,10 @@ export async function runHarness(
         });
         break;
       case 'final':
+        // One answer per run (the stream's first), no longer than a result file's.
+        if (answered) break;
         answered = true;
-        store('result', { text: redact(event.text, secrets), source: spec.kind });
+        store('result', { text: bound(redact(event.text, secrets), MAX_RESULT_CHARS), source: spec.kind });
         break;
       case 'usage':
         usage.input_tokens += event.input_tokens;
