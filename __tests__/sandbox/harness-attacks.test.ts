@@ -83,6 +83,11 @@ beforeAll(async () => {
           `echo '${RESULT}'`
         ].join('\n')
       ),
+      // A failure whose words are a megabyte long.
+      environment(
+        'long-error',
+        `W=$(head -c 1048576 /dev/zero | tr '\\0' w)\nprintf '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"%s"}\\n' "$W"`
+      ),
       // The key, then nearly 4 KiB on stderr, then a failure: the key's end is in the message's tail.
       environment(
         'key-in-stderr',
@@ -146,5 +151,12 @@ describe('a hostile harness CLI', () => {
     } finally {
       await store.close();
     }
+  }, 150_000);
+
+  it("cannot make its run's status message a megabyte long", async () => {
+    const { record } = await runIn('long-error');
+    expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_crashed' });
+    expect(String(record.status_message)).toMatch(/^Claude Code: w+/);
+    expect(String(record.status_message).length).toBeLessThan(20_000);
   }, 150_000);
 });

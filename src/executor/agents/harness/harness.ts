@@ -17,6 +17,8 @@ import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
 export const MAX_ACTION_CHARS = 16 * 1024;
 /** Characters of the final answer kept (as AGENT_RESULT_FILE's 1 MiB). */
 const MAX_RESULT_CHARS = 1024 * 1024;
+/** Characters of a failed run's status message (the CLI's words can be as long as a stream line). */
+const MAX_MESSAGE_CHARS = 8 * 1024;
 /** Characters of the CLI's stderr end kept for a failure's message. */
 const STDERR_TAIL_CHARS = 4 * 1024;
 /** Longest stdout line read as one JSON value; a longer one is cut and skipped. */
@@ -238,8 +240,9 @@ export async function runHarness(
   return withUsage({ state: 'SUCCEEDED' });
 }
 
+/** A failure; its message (the CLI's own words, secrets already removed) is cut to a status's size. */
 function failed(code: ErrorCode, message: string): AgentResult {
-  return { state: 'FAILED', error_code: code, status_message: message };
+  return { state: 'FAILED', error_code: code, status_message: bound(message, MAX_MESSAGE_CHARS) };
 }
 
 /** The values no event, log or message may show: listed variables, the CLI's, MCP servers' env and headers. */
