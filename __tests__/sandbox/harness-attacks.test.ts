@@ -14,6 +14,8 @@ import { waitForState } from '../support/wait.js';
 import { createRun, requireBubblewrap } from './support.js';
 
 const KEY = `sk-ant-api03-${randomBytes(24).toString('hex')}`;
+/** A listed secret with characters JSON escapes (a quote, a backslash). */
+const QUOTED = `pass"word\\${randomBytes(8).toString('hex')}`;
 /** The stream's last line: a successful result. */
 const RESULT = '{"type":"result","subtype":"success","result":"done","usage":{}}';
 
@@ -35,7 +37,7 @@ function environment(id: string, body: string): Record<string, unknown> {
   return {
     id,
     source: tempDir('harness-attacks-source-'),
-    env: ['ANTHROPIC_API_KEY'],
+    env: ['ANTHROPIC_API_KEY', 'QUOTED_SECRET'],
     agent: { kind: 'claude-code', command: [fakeCli(id, body)] },
     sandbox: { read: [scripts] },
     timeout: '2m'
@@ -45,6 +47,7 @@ function environment(id: string, body: string): Record<string, unknown> {
 beforeAll(async () => {
   requireBubblewrap();
   process.env.ANTHROPIC_API_KEY = KEY;
+  process.env.QUOTED_SECRET = QUOTED;
   const filler = MAX_ACTION_CHARS - 20;
   ex = await startTestExecutor({
     workspaces: { quota: '256KiB' },
@@ -80,6 +83,15 @@ beforeAll(async () => {
           `awk 'BEGIN { s = sprintf("%1000s", ""); gsub(/ /, "z", s); for (i = 0; i < 3000; i++) {`,
           `  printf "{\\"type\\":\\"user\\",\\"message\\":{\\"content\\":[{\\"type\\":\\"tool_result\\",\\"tool_use_id\\":\\"t%d\\",\\"content\\":\\"%s\\"}]}}\\n", i, s;`,
           `  printf "{\\"type\\":\\"assistant\\",\\"message\\":{\\"content\\":[{\\"type\\":\\"text\\",\\"text\\":\\"%s\\"}]}}\\n", s } }'`,
+          `echo '${RESULT}'`
+        ].join('\n')
+      ),
+      // The quoted secret in a tool call's input (JSON-escaped in the stream, as any CLI writes it).
+      environment(
+        'quoted-input',
+        [
+          `Q=$(printf '%s' "$QUOTED_SECRET" | sed 's/\\\\/\\\\\\\\/g; s/"/\\\\"/g')`,
+          `printf '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"%s"}}]}}\\n' "$Q"`,
           `echo '${RESULT}'`
         ].join('\n')
       ),
@@ -158,5 +170,15 @@ describe('a hostile harness CLI', () => {
     expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_crashed' });
     expect(String(record.status_message)).toMatch(/^Claude Code: w+/);
     expect(String(record.status_message).length).toBeLessThan(20_000);
+  }, 150_000);
+
+  it("cannot leak a secret JSON escapes through a tool call's input", async () => {
+    const { record } = await runIn('quoted-input');
+    expect(record.state).toBe('SUCCEEDED');
+    const events = (await (
+      await ex.request(`/api/v1/agent/runs/${record.run_id}/transcript`, { key: apiKey })
+    ).json()) as { events: { kind: string; input?: string }[] };
+    const action = events.events.find(event => event.kind === 'action');
+    expect(JSON.parse(action!.input!)).toEqual({ command: '[redacted]' });
   }, 150_000);
 });

@@ -52,7 +52,9 @@ function redactAll(value: unknown, secrets: string[]): unknown {
   if (typeof value === 'string') return redact(value, secrets);
   if (Array.isArray(value)) return value.map(item => redactAll(item, secrets));
   if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactAll(v, secrets)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [redact(k, secrets), redactAll(v, secrets)])
+    );
   return value;
 }
 
@@ -128,7 +130,8 @@ export async function runHarness(
         store('action', {
           id: event.id,
           name: event.name,
-          input: bound(redact(JSON.stringify(event.input ?? null), secrets))
+          // Redacted before it is JSON: a secret with a quote or a backslash is escaped there.
+          input: bound(JSON.stringify(redactAll(event.input ?? null, secrets)))
         });
         break;
       case 'action_result':
