@@ -43,12 +43,12 @@ const QUOTA_CHECK_MS = 2000;
 const exec = promisify(execFile);
 
 /**
- * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
- * on the data dir's disk and both under the one quota; one `du` for the two, as workspace.size()
- * counts (apparent sizes, links not followed).
+ * What a run has written to disk: its workspace, its output folder (AGENT_RESULT_FILE's) and a
+ * harness's HOME, all on the data dir's disk and all under the one quota; one `du` for them, as
+ * workspace.size() counts (apparent sizes, links not followed).
  */
-async function runBytes(workspace: Workspace, outputs: RunOutputs): Promise<number> {
-  const dirs = [workspace.root, outputs.dir].filter(dir => existsSync(dir));
+async function runBytes(workspace: Workspace, outputs: RunOutputs, home?: string): Promise<number> {
+  const dirs = [workspace.root, outputs.dir, ...(home ? [home] : [])].filter(dir => existsSync(dir));
   const { stdout } = await exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
   return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
 }
@@ -198,7 +198,7 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
     );
     ran.sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
-    const measure = () => runBytes(workspace, outputs);
+    const measure = () => runBytes(workspace, outputs, home);
     ran.measure = measure;
     stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error =>
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
@@ -300,6 +300,9 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   // After a success only: its changes as a branch and a pull request, unless the create request
   // said `config.publish: false` (it may turn publishing off, never choose where to).
   const base = workspace?.base;
+  // A cancel (or a lost lease, a shutdown) that came while the changes and outputs were gathered
+  // wins too: the run is no longer one to publish.
+  if (controller.signal.aborted) happened.stop ??= controller.signal.reason as StopReason;
   if (
     environment.publish &&
     workspace &&

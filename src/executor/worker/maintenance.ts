@@ -3,6 +3,8 @@
 // finished workspaces past theirs. Every node does the first two, API-only nodes too: the node
 // that held a lease may never come back.
 
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
 import type { RunStore } from '../store/types.js';
@@ -55,4 +57,23 @@ export async function sweepFinishedWorkspaces(
     active
   );
   if (removed > 0) log.info({ removed }, 'removed workspaces past retention');
+  const homes = sweepLeftHomes(config.dataDir, config.workspaces.retentionMs, active);
+  if (homes > 0) log.info({ removed: homes }, 'removed harness HOMEs left by runs that did not end here');
+}
+
+/**
+ * A harness run's HOME (DATA_DIR/homes/<run id>, its MCP configuration and the CLI's files, secrets
+ * included) is removed when the run ends; one whose executor was killed first is left behind, and
+ * goes here once it is older than the workspace retention and its run is not running on this node.
+ */
+function sweepLeftHomes(dataDir: string, retentionMs: number, active: Set<string>): number {
+  const dir = join(dataDir, 'homes');
+  let removed = 0;
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    const path = join(dir, name);
+    if (active.has(name) || Date.now() - statSync(path).mtimeMs < retentionMs) continue;
+    rmSync(path, { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
 }

@@ -4,7 +4,10 @@
 // is counted, never stored. The ring is written, after one `truncated` event that says how many
 // bytes, events and lines were dropped, as soon as any other event comes (a command agent's exit)
 // or the run's agent ends, so the transcript still reads in order: head, note, tail, the rest.
-// Other kinds (state, diff, result, artifacts) are few and bounded on their own: never dropped.
+// A harness's stream (messages, tool calls and results, file edits, session ids) comes as often
+// as its CLI likes: those events are written while the transcript holds less than the whole
+// budget, and past it dropped, with one notice. Other kinds (state, diff, result, artifacts) are
+// few and bounded on their own: never dropped.
 // The run is not failed for any of this. One output event is cut into pieces of at most
 // MAX_EVENT_TEXT_BYTES, so no single event (and no single read of one) is large.
 
@@ -15,6 +18,8 @@ export const MAX_EVENT_TEXT_BYTES = 64 * 1024;
 /** Room kept for the notes about the cut and for an event's own fields (seq, at, kind). */
 const NOTE_BYTES = 1024;
 const EVENT_OVERHEAD = 64;
+/** The kinds an agent's own stream makes as often as it likes (a harness CLI's), besides output. */
+const STREAM_KINDS = new Set(['message', 'action', 'action_result', 'file', 'agent_session']);
 
 export type BoundedRecorder = Recorder & {
   /** Writes the held tail (after its `truncated` note) now; the next output starts a new ring. */
@@ -65,6 +70,7 @@ export function boundTranscript(write: Recorder, limitBytes: number): BoundedRec
   let used = 0;
   let tailWritten = 0;
   let cutting = false;
+  let full = false;
   let ring: Held[] = [];
   let ringBytes = 0;
   const dropped = { bytes: 0, events: 0, lines: 0 };
@@ -119,6 +125,17 @@ export function boundTranscript(write: Recorder, limitBytes: number): BoundedRec
         });
       }
       hold(data, bytes);
+      return;
+    }
+    if (STREAM_KINDS.has(kind) && used + bytes > limitBytes) {
+      if (!full) {
+        full = true;
+        await write('notice', {
+          text:
+            `The transcript reached limits.transcript (${limitBytes} bytes): ` +
+            "the agent's further messages, tool calls and results are not kept."
+        });
+      }
       return;
     }
     if (kind !== 'output' && (ring.length > 0 || dropped.events > 0)) await flush();

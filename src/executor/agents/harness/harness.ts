@@ -15,6 +15,10 @@ import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
 
 /** Characters of a tool's input or output kept in the transcript. */
 export const MAX_ACTION_CHARS = 16 * 1024;
+/** Characters of the final answer kept (as AGENT_RESULT_FILE's 1 MiB). */
+const MAX_RESULT_CHARS = 1024 * 1024;
+/** Characters of a failed run's status message (the CLI's words can be as long as a stream line). */
+const MAX_MESSAGE_CHARS = 8 * 1024;
 /** Characters of the CLI's stderr end kept for a failure's message. */
 const STDERR_TAIL_CHARS = 4 * 1024;
 /** Longest stdout line read as one JSON value; a longer one is cut and skipped. */
@@ -38,6 +42,20 @@ export function redact(text: string, secrets: string[]): string {
   let out = text;
   for (const secret of secrets) out = out.split(secret).join('[redacted]');
   return out;
+}
+
+/**
+ * Every string in an event, secrets replaced: the CLI chooses ids, names, paths and session ids as
+ * freely as its text, so none of them may carry a secret into the transcript either.
+ */
+function redactAll(value: unknown, secrets: string[]): unknown {
+  if (typeof value === 'string') return redact(value, secrets);
+  if (Array.isArray(value)) return value.map(item => redactAll(item, secrets));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [redact(k, secrets), redactAll(v, secrets)])
+    );
+  return value;
 }
 
 function bound(text: string, max = MAX_ACTION_CHARS): string {
@@ -72,6 +90,9 @@ export async function runHarness(
   for (const name of BASE_VARIABLES) if (process.env[name] !== undefined) base[name] = process.env[name]!;
   const env = { ...base, ...cliEnv, HOME: home };
   const secrets = secretsOf(listed, cliEnv, input.mcpServers);
+  // The stderr kept is this much longer than what is shown, so a secret cut at its start is whole
+  // when redacted, and only then is the tail cut to size.
+  const stderrKept = STDERR_TAIL_CHARS + (secrets[0]?.length ?? 0);
 
   const files = spec.homeFiles(input);
   for (const [path, content] of Object.entries(files)) {
@@ -96,7 +117,8 @@ export async function runHarness(
   let writing: Promise<void> = Promise.resolve();
   const store = (kind: string, data: Record<string, unknown>) => {
     pending++;
-    writing = writing.then(() => context.record(kind, data)).finally(() => pending--);
+    const clean = redactAll(data, secrets) as Record<string, unknown>;
+    writing = writing.then(() => context.record(kind, clean)).finally(() => pending--);
   };
 
   const take = (event: HarnessEvent) => {
@@ -108,11 +130,12 @@ export async function runHarness(
         store('action', {
           id: event.id,
           name: event.name,
-          input: redact(bound(JSON.stringify(event.input ?? null)), secrets)
+          // Redacted before it is JSON: a secret with a quote or a backslash is escaped there.
+          input: bound(JSON.stringify(redactAll(event.input ?? null, secrets)))
         });
         break;
       case 'action_result':
-        store('action_result', { id: event.id, ok: event.ok, output: redact(bound(event.output), secrets) });
+        store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output, secrets)) });
         break;
       case 'file_edit':
         store('file', {
@@ -122,8 +145,10 @@ export async function runHarness(
         });
         break;
       case 'final':
+        // One answer per run (the stream's first), no longer than a result file's.
+        if (answered) break;
         answered = true;
-        store('result', { text: redact(event.text, secrets), source: spec.kind });
+        store('result', { text: bound(redact(event.text, secrets), MAX_RESULT_CHARS), source: spec.kind });
         break;
       case 'usage':
         usage.input_tokens += event.input_tokens;
@@ -152,7 +177,7 @@ export async function runHarness(
       value = JSON.parse(line);
     } catch {
       // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
-      store('output', { stream: 'stdout', text: redact(bound(line), secrets) + '\n' });
+      store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
       return;
     }
     for (const event of translator.line(value)) take(event);
@@ -181,7 +206,7 @@ export async function runHarness(
   };
   const errDecoder = new StringDecoder('utf8');
   const onStderr = (chunk: Buffer) => {
-    stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-STDERR_TAIL_CHARS);
+    stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-stderrKept);
   };
 
   const result = await context.processes.run(program, [...prefix, ...spec.args(input)], {
@@ -205,20 +230,22 @@ export async function runHarness(
     );
   }
   if (context.signal.aborted) return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
-  const failure = early ?? translator.finish(result.exitCode, redact(stderrTail, secrets));
+  const shownTail = redact(stderrTail, secrets).slice(-STDERR_TAIL_CHARS);
+  const failure = early ?? translator.finish(result.exitCode, shownTail);
   if (failure) return withUsage(failed(failure.code, redact(failure.message, secrets)));
   if (result.exitCode !== 0) {
     const how =
       result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
-    const tail = redact(stderrTail.trim(), secrets);
+    const tail = shownTail.trim();
     return withUsage(failed('agent_crashed', `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`));
   }
   if (!answered) return withUsage(failed('agent_crashed', `${spec.kind} ended without a final answer`));
   return withUsage({ state: 'SUCCEEDED' });
 }
 
+/** A failure; its message (the CLI's own words, secrets already removed) is cut to a status's size. */
 function failed(code: ErrorCode, message: string): AgentResult {
-  return { state: 'FAILED', error_code: code, status_message: message };
+  return { state: 'FAILED', error_code: code, status_message: bound(message, MAX_MESSAGE_CHARS) };
 }
 
 /** The values no event, log or message may show: listed variables, the CLI's, MCP servers' env and headers. */
