@@ -1593,6 +1593,10 @@ function programOf(agent, spec) {
 
 /** Characters of a tool's input or output kept in the transcript. */
 const MAX_ACTION_CHARS = 16 * 1024;
+/** Characters of the final answer kept (as AGENT_RESULT_FILE's 1 MiB). */
+const MAX_RESULT_CHARS = 1024 * 1024;
+/** Characters of a failed run's status message (the CLI's words can be as long as a stream line). */
+const MAX_MESSAGE_CHARS = 8 * 1024;
 /** Characters of the CLI's stderr end kept for a failure's message. */
 const STDERR_TAIL_CHARS = 4 * 1024;
 /** Longest stdout line read as one JSON value; a longer one is cut and skipped. */
@@ -1607,6 +1611,19 @@ function redact(text, secrets) {
     for (const secret of secrets)
         out = out.split(secret).join('[redacted]');
     return out;
+}
+/**
+ * Every string in an event, secrets replaced: the CLI chooses ids, names, paths and session ids as
+ * freely as its text, so none of them may carry a secret into the transcript either.
+ */
+function redactAll(value, secrets) {
+    if (typeof value === 'string')
+        return redact(value, secrets);
+    if (Array.isArray(value))
+        return value.map(item => redactAll(item, secrets));
+    if (value !== null && typeof value === 'object')
+        return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k, secrets), redactAll(v, secrets)]));
+    return value;
 }
 function bound(text, max = MAX_ACTION_CHARS) {
     return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
@@ -1638,6 +1655,9 @@ async function runHarness(spec, context) {
             base[name] = process.env[name];
     const env = { ...base, ...cliEnv, HOME: home };
     const secrets = secretsOf(listed, cliEnv, input.mcpServers);
+    // The stderr kept is this much longer than what is shown, so a secret cut at its start is whole
+    // when redacted, and only then is the tail cut to size.
+    const stderrKept = STDERR_TAIL_CHARS + (secrets[0]?.length ?? 0);
     const files = spec.homeFiles(input);
     for (const [path, content] of Object.entries(files)) {
         const failure = await writeHomeFile(context, env, `${home}/${path}`, content);
@@ -1661,7 +1681,8 @@ async function runHarness(spec, context) {
     let writing = Promise.resolve();
     const store = (kind, data) => {
         pending++;
-        writing = writing.then(() => context.record(kind, data)).finally(() => pending--);
+        const clean = redactAll(data, secrets);
+        writing = writing.then(() => context.record(kind, clean)).finally(() => pending--);
     };
     const take = (event) => {
         switch (event.type) {
@@ -1673,11 +1694,12 @@ async function runHarness(spec, context) {
                 store('action', {
                     id: event.id,
                     name: event.name,
-                    input: redact(bound(JSON.stringify(event.input ?? null)), secrets)
+                    // Redacted before it is JSON: a secret with a quote or a backslash is escaped there.
+                    input: bound(JSON.stringify(redactAll(event.input ?? null, secrets)))
                 });
                 break;
             case 'action_result':
-                store('action_result', { id: event.id, ok: event.ok, output: redact(bound(event.output), secrets) });
+                store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output, secrets)) });
                 break;
             case 'file_edit':
                 store('file', {
@@ -1687,8 +1709,11 @@ async function runHarness(spec, context) {
                 });
                 break;
             case 'final':
+                // One answer per run (the stream's first), no longer than a result file's.
+                if (answered)
+                    break;
                 answered = true;
-                store('result', { text: redact(event.text, secrets), source: spec.kind });
+                store('result', { text: bound(redact(event.text, secrets), MAX_RESULT_CHARS), source: spec.kind });
                 break;
             case 'usage':
                 usage.input_tokens += event.input_tokens;
@@ -1718,7 +1743,7 @@ async function runHarness(spec, context) {
         }
         catch {
             // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
-            store('output', { stream: 'stdout', text: redact(bound(line), secrets) + '\n' });
+            store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
             return;
         }
         for (const event of translator.line(value))
@@ -1749,7 +1774,7 @@ async function runHarness(spec, context) {
     };
     const errDecoder = new external_node_string_decoder_.StringDecoder('utf8');
     const onStderr = (chunk) => {
-        stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-STDERR_TAIL_CHARS);
+        stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-stderrKept);
     };
     const result = await context.processes.run(program, [...prefix, ...spec.args(input)], {
         env,
@@ -1768,20 +1793,22 @@ async function runHarness(spec, context) {
     }
     if (context.signal.aborted)
         return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
-    const failure = early ?? translator.finish(result.exitCode, redact(stderrTail, secrets));
+    const shownTail = redact(stderrTail, secrets).slice(-STDERR_TAIL_CHARS);
+    const failure = early ?? translator.finish(result.exitCode, shownTail);
     if (failure)
         return withUsage(harness_failed(failure.code, redact(failure.message, secrets)));
     if (result.exitCode !== 0) {
         const how = result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
-        const tail = redact(stderrTail.trim(), secrets);
+        const tail = shownTail.trim();
         return withUsage(harness_failed('agent_crashed', `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`));
     }
     if (!answered)
         return withUsage(harness_failed('agent_crashed', `${spec.kind} ended without a final answer`));
     return withUsage({ state: 'SUCCEEDED' });
 }
+/** A failure; its message (the CLI's own words, secrets already removed) is cut to a status's size. */
 function harness_failed(code, message) {
-    return { state: 'FAILED', error_code: code, status_message: message };
+    return { state: 'FAILED', error_code: code, status_message: bound(message, MAX_MESSAGE_CHARS) };
 }
 /** The values no event, log or message may show: listed variables, the CLI's, MCP servers' env and headers. */
 function secretsOf(listed, cliEnv, mcp) {
@@ -10545,12 +10572,12 @@ async function storePatch({ store, run, maxPatchBytes, record }, patch) {
 const QUOTA_CHECK_MS = 2000;
 const execute_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /**
- * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
- * on the data dir's disk and both under the one quota; one `du` for the two, as workspace.size()
- * counts (apparent sizes, links not followed).
+ * What a run has written to disk: its workspace, its output folder (AGENT_RESULT_FILE's) and a
+ * harness's HOME, all on the data dir's disk and all under the one quota; one `du` for them, as
+ * workspace.size() counts (apparent sizes, links not followed).
  */
-async function runBytes(workspace, outputs) {
-    const dirs = [workspace.root, outputs.dir].filter(dir => (0,external_node_fs_.existsSync)(dir));
+async function runBytes(workspace, outputs, home) {
+    const dirs = [workspace.root, outputs.dir, ...(home ? [home] : [])].filter(dir => (0,external_node_fs_.existsSync)(dir));
     const { stdout } = await execute_exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
     return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
 }
@@ -10653,7 +10680,7 @@ async function runSteps(options) {
         ran.sandbox = confined.sandbox;
         for (const message of confined.warnings)
             await record('warning', { message });
-        const measure = () => runBytes(workspace, outputs);
+        const measure = () => runBytes(workspace, outputs, home);
         ran.measure = measure;
         stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
         const env = passedVariables(environment);
@@ -10760,6 +10787,10 @@ async function executeRun(options) {
     // After a success only: its changes as a branch and a pull request, unless the create request
     // said `config.publish: false` (it may turn publishing off, never choose where to).
     const base = workspace?.base;
+    // A cancel (or a lost lease, a shutdown) that came while the changes and outputs were gathered
+    // wins too: the run is no longer one to publish.
+    if (controller.signal.aborted)
+        happened.stop ??= controller.signal.reason;
     if (environment.publish &&
         workspace &&
         readable &&
@@ -10800,6 +10831,8 @@ async function execute_publish({ run, environment, store, record, sessionLink },
 // that held a lease may never come back.
 
 
+
+
 function now() {
     return new Date().toISOString();
 }
@@ -10831,6 +10864,26 @@ async function sweepFinishedWorkspaces(config, active, log) {
     const removed = await sweepWorkspaces(config.dataDir, config.environments, config.workspaces.retentionMs, active);
     if (removed > 0)
         log.info({ removed }, 'removed workspaces past retention');
+    const homes = sweepLeftHomes(config.dataDir, config.workspaces.retentionMs, active);
+    if (homes > 0)
+        log.info({ removed: homes }, 'removed harness HOMEs left by runs that did not end here');
+}
+/**
+ * A harness run's HOME (DATA_DIR/homes/<run id>, its MCP configuration and the CLI's files, secrets
+ * included) is removed when the run ends; one whose executor was killed first is left behind, and
+ * goes here once it is older than the workspace retention and its run is not running on this node.
+ */
+function sweepLeftHomes(dataDir, retentionMs, active) {
+    const dir = (0,external_node_path_.join)(dataDir, 'homes');
+    let removed = 0;
+    for (const name of (0,external_node_fs_.existsSync)(dir) ? (0,external_node_fs_.readdirSync)(dir) : []) {
+        const path = (0,external_node_path_.join)(dir, name);
+        if (active.has(name) || Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs < retentionMs)
+            continue;
+        (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+        removed++;
+    }
+    return removed;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/transcript-budget.ts
@@ -10840,7 +10893,10 @@ async function sweepFinishedWorkspaces(config, active, log) {
 // is counted, never stored. The ring is written, after one `truncated` event that says how many
 // bytes, events and lines were dropped, as soon as any other event comes (a command agent's exit)
 // or the run's agent ends, so the transcript still reads in order: head, note, tail, the rest.
-// Other kinds (state, diff, result, artifacts) are few and bounded on their own: never dropped.
+// A harness's stream (messages, tool calls and results, file edits, session ids) comes as often
+// as its CLI likes: those events are written while the transcript holds less than the whole
+// budget, and past it dropped, with one notice. Other kinds (state, diff, result, artifacts) are
+// few and bounded on their own: never dropped.
 // The run is not failed for any of this. One output event is cut into pieces of at most
 // MAX_EVENT_TEXT_BYTES, so no single event (and no single read of one) is large.
 /** The largest `text` of one output event, in UTF-8 bytes. */
@@ -10848,6 +10904,8 @@ const MAX_EVENT_TEXT_BYTES = 64 * 1024;
 /** Room kept for the notes about the cut and for an event's own fields (seq, at, kind). */
 const NOTE_BYTES = 1024;
 const EVENT_OVERHEAD = 64;
+/** The kinds an agent's own stream makes as often as it likes (a harness CLI's), besides output. */
+const STREAM_KINDS = new Set(['message', 'action', 'action_result', 'file', 'agent_session']);
 /** Pieces of at most `max` UTF-8 bytes, never splitting a character. */
 function splitText(text, max = MAX_EVENT_TEXT_BYTES) {
     if (Buffer.byteLength(text, 'utf8') <= max)
@@ -10881,6 +10939,7 @@ function boundTranscript(write, limitBytes) {
     let used = 0;
     let tailWritten = 0;
     let cutting = false;
+    let full = false;
     let ring = [];
     let ringBytes = 0;
     const dropped = { bytes: 0, events: 0, lines: 0 };
@@ -10930,6 +10989,16 @@ function boundTranscript(write, limitBytes) {
                 });
             }
             hold(data, bytes);
+            return;
+        }
+        if (STREAM_KINDS.has(kind) && used + bytes > limitBytes) {
+            if (!full) {
+                full = true;
+                await write('notice', {
+                    text: `The transcript reached limits.transcript (${limitBytes} bytes): ` +
+                        "the agent's further messages, tool calls and results are not kept."
+                });
+            }
             return;
         }
         if (kind !== 'output' && (ring.length > 0 || dropped.events > 0))
