@@ -105,6 +105,8 @@ export interface ListRunsQuery {
   created_after?: string;
   /** RFC 3339 timestamp. */
   created_before?: string;
+  /** Runs whose `metadata` has every one of these pairs (sent as `metadata[key]=value`). */
+  metadata?: Record<string, string>;
 }
 
 /** RFC 7807 problem body of every error answer. */

@@ -86,6 +86,25 @@ export interface CancelOptions extends CallOptions {
   maxRetries?: number;
 }
 
+/** Body of `POST /agent/runs/{id}/followups`: the next user message, and the mode of the turn it starts. */
+export interface FollowupRequest {
+  message: string;
+  mode?: 'normal' | 'plan' | (string & {});
+}
+
+/** Answer of a follow-up: the same run, its state already active again. */
+export interface FollowupResponse {
+  run_id: string;
+  state?: string;
+  [field: string]: unknown;
+}
+
+/**
+ * A service without the follow-up endpoint (older versions answer 404 or 405 for the route).
+ * Not an unknown run: that 404 names the run (`not_found`, `run_not_found`) and is a NotFoundError.
+ */
+export class FollowupsUnsupportedError extends AgentRunError {}
+
 export interface RunsPage {
   runs: Run[];
   page_info: ListRunsResponse['page_info'];
@@ -208,6 +227,11 @@ export class AgentRunClient {
     const params = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) {
       if (value === undefined || value === null) continue;
+      if (name === 'metadata') {
+        for (const [key, item] of Object.entries(value as Record<string, string>))
+          params.append(`metadata[${key}]`, item);
+        continue;
+      }
       for (const item of Array.isArray(value) ? value : [value]) params.append(name, String(item));
     }
     const search = params.size > 0 ? `?${params.toString()}` : '';
@@ -247,6 +271,34 @@ export class AgentRunClient {
     });
     const value = response.body.trim() === '' ? runId : parseJson(response.body, 'cancel');
     return typeof value === 'string' ? value : runId;
+  }
+
+  /**
+   * Sends the next user message to a run (queued, running or ended): the same run goes on, and
+   * its new state is read with getRun. A service without the endpoint gets a
+   * FollowupsUnsupportedError naming it.
+   */
+  async submitFollowup(
+    runId: string,
+    body: FollowupRequest,
+    options: CallOptions = {}
+  ): Promise<FollowupResponse> {
+    const path = `${runPath('getRun', runId)}/followups`;
+    const label = `POST ${API_PREFIX}/agent/runs/{run_id}/followups`;
+    let response: HttpResponse;
+    try {
+      response = await this.request('POST', path, { body: JSON.stringify(body), signal: options.signal });
+    } catch (error) {
+      if (!isMissingRoute(error)) throw error;
+      const status = (error as AgentRunError).status;
+      throw new FollowupsUnsupportedError(
+        `${label}: the service at ${this.apiRoot} has no follow-up endpoint (it answered ${status} for the route); ` +
+          'expected a service that continues runs (the executor, or the production service since follow-ups were added)',
+        { request: label, status, errorCode: 'route_not_found', cause: error }
+      );
+    }
+    const value = (response.body.trim() === '' ? {} : parseJson(response.body, label)) as Partial<FollowupResponse>;
+    return { ...value, run_id: isIdSegment(value?.run_id) ? value.run_id : runId.trim() };
   }
 
   /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
