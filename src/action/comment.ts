@@ -108,9 +108,6 @@ export class StickyComment {
     const state = short(run?.state ?? 'QUEUED');
     const lines = [
       this.marker,
-      ...(/^[A-Za-z0-9._:~-]{1,200}$/.test(runId)
-        ? [`<!-- agent-run-run:${runId} mode:${this.mode} -->`]
-        : []),
       // Every field from the service is inert: a hostile run id or state mentions no one, loads nothing.
       `**Agent run** ${code(short(runId))}: **${code(state)}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
     ];
@@ -130,6 +127,9 @@ export class StickyComment {
     for (const note of this.notes) lines.push('', note);
     if (this.plan) lines.push('', planMarkup(this.plan, this.approvePhrase));
     else if (produced?.result) lines.push('', resultMarkup(produced.result, 5000));
+    // Last, hidden: the run this thread belongs to, read back by `continue`, approvals and `supersede`.
+    if (/^[A-Za-z0-9._:~-]{1,200}$/.test(runId))
+      lines.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
     return lines.join('\n');
   }
 }

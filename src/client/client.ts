@@ -297,7 +297,9 @@ export class AgentRunClient {
         { request: label, status, errorCode: 'route_not_found', cause: error }
       );
     }
-    const value = (response.body.trim() === '' ? {} : parseJson(response.body, label)) as Partial<FollowupResponse>;
+    const value = (
+      response.body.trim() === '' ? {} : parseJson(response.body, label)
+    ) as Partial<FollowupResponse>;
     return { ...value, run_id: isIdSegment(value?.run_id) ? value.run_id : runId.trim() };
   }
 
