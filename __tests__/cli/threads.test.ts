@@ -89,7 +89,7 @@ describe('agent-run plan → approve', () => {
     const missing = await runCli(['followup', created.stdout.trim(), 'more'], { env: env(server) });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(
-      /POST \/api\/v1\/agent\/runs\/\{run_id\}\/followups: the service at .* has no follow-up endpoint \(it answered 404 for the route\)/
+      /POST \/api\/v1\/agent\/runs\/[^/]+\/followups: this server has no follow-up endpoint \(POST \/api\/v1\/agent\/runs\/\{run_id\}\/followups answered 404\)/
     );
     const badMode = await runCli(['run', '--environment', 'env-1', '--mode', 'fast', 'Go'], {
       env: env(server)

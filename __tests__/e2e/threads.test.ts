@@ -121,7 +121,7 @@ describe('continue: thread', () => {
     const second = await step(commentEvent('alice', '@agent more'), { continue: 'thread' });
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(
-      /::notice::continue: thread could not continue the thread's run: POST \/api\/v1\/agent\/runs\/\{run_id\}\/followups: the service at .* has no follow-up endpoint \(it answered 404 for the route\).*Starting a new run instead\./
+      /::notice::continue: thread could not continue the thread's run: POST \/api\/v1\/agent\/runs\/[^/]+\/followups: this server has no follow-up endpoint \(POST \/api\/v1\/agent\/runs\/\{run_id\}\/followups answered 404\); it cannot continue a run\. Starting a new run instead\./
     );
     expect(second.outputs['run-id']).not.toBe(first.outputs['run-id']);
     expect(agents.runs.size).toBe(2);
@@ -192,7 +192,7 @@ describe('plan → approve', () => {
     const approval = await step(commentEvent('alice', '/approve'), { mode: 'plan' });
     expect(approval.code).toBe(1);
     expect(approval.stdout).toMatch(
-      /::error::POST \/api\/v1\/agent\/runs\/\{run_id\}\/followups: the service at .* has no follow-up endpoint/
+      /::error::POST \/api\/v1\/agent\/runs\/[^/]+\/followups: this server has no follow-up endpoint/
     );
     expect(agents.runs.size).toBe(1);
   });

@@ -87,7 +87,7 @@ export interface ContractServerOptions {
   pendingRetryable?: boolean;
   /**
    * Serve POST /agent/runs/{id}/followups (default true; false answers 404 route_not_found, as
-   * older services do). The route is matched here by its path until the endpoint table has it.
+   * older services do).
    */
   followups?: boolean;
   /** Serve creates only on the deprecated POST /agent/run, as older servers do (default false). */
@@ -244,12 +244,6 @@ export class ContractServer {
     if (file?.bytes && req.method === 'GET') {
       return { status: 200, raw: file.bytes, headers: { 'content-type': 'application/octet-stream' } };
     }
-    const followup = /^\/api\/v1\/agent\/runs\/([^/]+)\/followups$/.exec(url.pathname);
-    if (followup && req.method === 'POST' && this.options.followups) {
-      if (req.headers.authorization !== `Bearer ${this.options.apiKey}`)
-        return problem(401, 'unauthenticated', 'bad key');
-      return this.followup(decodeURIComponent(followup[1]!), body);
-    }
     const endpoint = endpointOf(req.method, url.pathname);
     const needsKey = endpoint === undefined || ENDPOINTS[endpoint.name].auth === 'key';
     if (needsKey && req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
@@ -326,6 +320,8 @@ export class ContractServer {
         headers: held ? { 'preference-applied': 'wait' } : {}
       };
     },
+    submitFollowup: (_req, _url, body, { run_id }) =>
+      this.options.followups ? this.followup(run_id!, body) : undefined,
     cancelRun: (_req, _url, body, { run_id }) =>
       this.options.cancel ? this.cancel(run_id!, body) : undefined,
     getRun: (req, _url, _body, { run_id }) => this.read(req, run_id!)

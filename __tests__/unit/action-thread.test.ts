@@ -110,7 +110,7 @@ describe('the thread a comment belongs to', () => {
     const forged = bot.body.replace('mode:normal', 'mode:plan');
     repository.comments.set(9, [{ id: 1, body: forged, user: { login: 'maintainer', type: 'User' } }, bot]);
     comment('maintainer', '/approve');
-    core.reset(inputs);
+    core.reset({ ...inputs, mode: 'plan' });
     await run();
     expect(core.record.notices).toContainEqual(
       'The comment holds the approve phrase "/approve", but no run of this thread is waiting for its plan to be approved; nothing was sent.'

@@ -40,7 +40,8 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
   const github = lazyGitHub(settings.githubToken, event);
   const verdict = await checkTrust(settings.trust, event, github);
   if (!verdict.run) {
-    const approving = event.comment?.body.includes(settings.thread.approvePhrase) === true;
+    const approving =
+      settings.thread.mode === 'plan' && event.comment?.body.includes(settings.thread.approvePhrase) === true;
     skip(
       settings.onUntrusted,
       approving && !verdict.why.includes('trigger phrase')

@@ -280,7 +280,8 @@ export function readSettings(
       minPermission,
       triggerPhrase,
       readsText,
-      alsoTriggers: [thread.approvePhrase],
+      // Approving a plan needs no trigger phrase; without plans there is nothing to approve.
+      alsoTriggers: thread.mode === 'plan' ? [thread.approvePhrase] : [],
       labelTrigger: thread.labelTrigger
     },
     onUntrusted: onUntrusted as Settings['onUntrusted'],

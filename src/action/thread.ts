@@ -8,7 +8,7 @@ import {
   AgentRunError,
   type AgentRunClient,
   ConflictError,
-  FollowupsUnsupportedError,
+  NotFoundError,
   isTerminalState
 } from '../client/index.js';
 import type { StickyComment, ThreadRecord } from './comment.js';
@@ -76,7 +76,7 @@ export async function startTurn(
       return { runId: record.runId, request: message, mode: thread.mode, followup: true };
     } catch (error) {
       const why =
-        error instanceof FollowupsUnsupportedError
+        error instanceof NotFoundError && error.errorCode === 'route_not_found'
           ? error.message
           : error instanceof ConflictError
             ? `run ${record.runId} can no longer be continued (${error.message})`

@@ -86,24 +86,18 @@ export interface CancelOptions extends CallOptions {
   maxRetries?: number;
 }
 
-/** Body of `POST /agent/runs/{id}/followups`: the next user message, and the mode of the turn it starts. */
+/** A follow-up: the next user message of a run's conversation, and the mode of that turn. */
 export interface FollowupRequest {
   message: string;
+  /** `normal` (the default) or `plan`; the service also knows `orchestrate`, which our executor refuses. */
   mode?: 'normal' | 'plan' | (string & {});
 }
 
-/** Answer of a follow-up: the same run, its state already active again. */
 export interface FollowupResponse {
   run_id: string;
-  state?: string;
-  [field: string]: unknown;
+  /** The state the run is in once the follow-up was taken (QUEUED or INPROGRESS, never the old terminal one). */
+  state: string;
 }
-
-/**
- * A service without the follow-up endpoint (older versions answer 404 or 405 for the route).
- * Not an unknown run: that 404 names the run (`not_found`, `run_not_found`) and is a NotFoundError.
- */
-export class FollowupsUnsupportedError extends AgentRunError {}
 
 export interface RunsPage {
   runs: Run[];
@@ -274,33 +268,49 @@ export class AgentRunClient {
   }
 
   /**
-   * Sends the next user message to a run (queued, running or ended): the same run goes on, and
-   * its new state is read with getRun. A service without the endpoint gets a
-   * FollowupsUnsupportedError naming it.
+   * Sends the next user message of a run's conversation (`POST /agent/runs/{id}/followups`). The
+   * same run goes on: queued, the message joins its prompt; running, it goes on after the current
+   * turn; ended, it is queued again. Read the run (or wait for it) afterwards as for any run. A
+   * server without the endpoint (404 route_not_found, or 405) gives a NotFoundError with error code
+   * `route_not_found` whose message names the missing endpoint.
    */
   async submitFollowup(
     runId: string,
-    body: FollowupRequest,
+    followup: FollowupRequest,
     options: CallOptions = {}
   ): Promise<FollowupResponse> {
-    const path = `${runPath('getRun', runId)}/followups`;
-    const label = `POST ${API_PREFIX}/agent/runs/{run_id}/followups`;
-    let response: HttpResponse;
-    try {
-      response = await this.request('POST', path, { body: JSON.stringify(body), signal: options.signal });
-    } catch (error) {
-      if (!isMissingRoute(error)) throw error;
-      const status = (error as AgentRunError).status;
-      throw new FollowupsUnsupportedError(
-        `${label}: the service at ${this.apiRoot} has no follow-up endpoint (it answered ${status} for the route); ` +
-          'expected a service that continues runs (the executor, or the production service since follow-ups were added)',
-        { request: label, status, errorCode: 'route_not_found', cause: error }
+    if (typeof followup?.message !== 'string' || followup.message.trim() === '') {
+      throw new InvalidRequestError(
+        `follow-up message ${showValue(followup?.message)}: expected a non-empty string`,
+        { request: 'follow-up' }
       );
     }
-    const value = (
-      response.body.trim() === '' ? {} : parseJson(response.body, label)
-    ) as Partial<FollowupResponse>;
-    return { ...value, run_id: isIdSegment(value?.run_id) ? value.run_id : runId.trim() };
+    const path = runPath('submitFollowup', runId);
+    const label = `POST ${API_PREFIX}${path}`;
+    const body: Record<string, string> = { message: followup.message };
+    if (followup.mode !== undefined) body.mode = followup.mode;
+    let response: HttpResponse;
+    try {
+      // A follow-up is not idempotent (a replay adds a turn): only answers that say it was not
+      // taken (429, 503) are retried.
+      response = await this.request('POST', path, {
+        body: JSON.stringify(body),
+        signal: options.signal,
+        isFinal: error => error.status !== 429 && error.status !== 503
+      });
+    } catch (error) {
+      if (isMissingRoute(error)) {
+        const cause = error as AgentRunError;
+        throw new NotFoundError(
+          `${label}: this server has no follow-up endpoint (POST /api/v1/agent/runs/{run_id}/followups answered ${cause.status}); it cannot continue a run`,
+          { request: label, status: cause.status, errorCode: 'route_not_found', cause }
+        );
+      }
+      throw error;
+    }
+    const value = parseJson(response.body, label) as Partial<FollowupResponse> | null;
+    const state = typeof value?.state === 'string' ? value.state : 'QUEUED';
+    return { run_id: typeof value?.run_id === 'string' ? value.run_id : runId.trim(), state };
   }
 
   /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
@@ -595,7 +605,10 @@ function artifactPath(uid: string): string {
   return apiPath('getArtifact', { artifact_uid: uid.trim() });
 }
 
-function runPath(name: 'getRun' | 'cancelRun' | 'getTranscript' | 'getConversation', runId: string): string {
+function runPath(
+  name: 'getRun' | 'cancelRun' | 'submitFollowup' | 'getTranscript' | 'getConversation',
+  runId: string
+): string {
   if (typeof runId !== 'string' || !isIdSegment(runId.trim())) {
     throw new InvalidRequestError(`run id ${showValue(runId)}: expected ${ID_SEGMENT_FORM}`, {
       request: 'run id'
