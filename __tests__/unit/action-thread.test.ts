@@ -152,3 +152,52 @@ describe('the plan in the comment', () => {
     expect(long).toMatch(/^<details><summary>📋 \*\*Plan\*\*: Big \(200 characters\)<\/summary>/);
   });
 });
+
+describe('label-trigger on pull_request, an event otherwise not gated', () => {
+  function labeled(sender: string, label: string): void {
+    const path = join(dir, `labeled-${sender}-${label}.json`);
+    writeFileSync(
+      path,
+      JSON.stringify({
+        action: 'labeled',
+        label: { name: label },
+        pull_request: {
+          number: 3,
+          title: 'Feature',
+          body: '',
+          head: { ref: 'feature', repo: { full_name: 'octo/app' } },
+          base: { ref: 'main', repo: { full_name: 'octo/app' } },
+          user: { login: 'maintainer' }
+        },
+        sender: { login: sender }
+      })
+    );
+    Object.assign(process.env, {
+      GITHUB_EVENT_NAME: 'pull_request',
+      GITHUB_EVENT_PATH: path,
+      GITHUB_ACTOR: sender,
+      GITHUB_REPOSITORY: 'octo/app'
+    });
+  }
+
+  it('checks whoever added the label: a reader starts nothing, a maintainer starts the run', async () => {
+    const labelInputs = {
+      ...inputs,
+      prompt: 'Review the pull request',
+      'label-trigger': 'agent',
+      comment: 'off'
+    };
+    labeled('reader', 'agent');
+    core.reset(labelInputs);
+    await run();
+    expect(core.record.notices).toEqual([
+      'Not starting the agent: reader has read permission on octo/app; min-permission is write.'
+    ]);
+    expect(server.runs.size).toBe(0);
+    labeled('maintainer', 'agent');
+    core.reset(labelInputs);
+    await run();
+    expect(core.record.outputs.conclusion).toBe('succeeded');
+    expect(server.runs.size).toBe(1);
+  });
+});
