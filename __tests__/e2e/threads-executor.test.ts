@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { AgentRunClient } from '../../src/client/index.js';
 import { type ExecutorProcess, spawnExecutorWithKey, tempDir } from '../support/executor.js';
 import { GitHubServer } from '../support/github-server.js';
 import { runAction } from '../support/runner.js';
@@ -24,7 +25,7 @@ afterAll(async () => {
   await github.stop();
 });
 
-function step(body: string) {
+function step(body: string, extra: Record<string, string> = {}) {
   const dir = tempDir('thread-executor-');
   const payload = {
     action: 'created',
@@ -41,7 +42,8 @@ function step(body: string) {
       'github-token': 'ghs_test',
       'trigger-phrase': '@agent',
       comment: 'sticky',
-      continue: 'thread'
+      continue: 'thread',
+      ...extra
     },
     {
       env: {
@@ -77,5 +79,35 @@ describe('continue: thread on the executor', () => {
     const comments = github.comments.get(5) ?? [];
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain(`<!-- agent-run-run:${runId} mode:normal -->`);
+  });
+});
+
+describe('supersede on the executor', () => {
+  it('finds the still-running earlier run of the thread by its metadata and cancels it', async () => {
+    const first = await step('@agent long job\n@sim sleep 120', { wait: 'false', comment: 'off' });
+    expect(first.code).toBe(0);
+    const older = first.outputs['run-id']!;
+    const client = new AgentRunClient({ baseUrl: executor.url, apiKey: key });
+    try {
+      expect((await client.getRun(older)).metadata).toEqual({
+        repository: 'acme/app',
+        thread: '5',
+        workflow: 'agent'
+      });
+      const second = await step('@agent start over\n@sim result fresh', {
+        supersede: 'true',
+        comment: 'off'
+      });
+      expect(second.code).toBe(0);
+      expect(second.stdout).toContain(
+        `::notice::supersede: cancelled the earlier run ${older} of this thread`
+      );
+      expect(second.outputs['run-id']).not.toBe(older);
+      const cancelled = await client.waitForRun(older, { timeoutMs: 60_000 });
+      expect(cancelled.run?.state).toBe('CANCELLED');
+      expect(String(cancelled.run?.status_message)).toContain('superseded by a newer request on #5');
+    } finally {
+      client.close();
+    }
   });
 });

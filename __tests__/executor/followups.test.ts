@@ -194,3 +194,52 @@ describe('an executor restart between turns', () => {
     }
   });
 });
+
+describe('metadata on create', () => {
+  it('is returned on the record and filters the list (metadata[key]=value, repeatable)', async () => {
+    const tag = `t${Date.now()}`;
+    const make = async (metadata: Record<string, string>) =>
+      (
+        await client.createRun({
+          prompt: '@sim result m',
+          config: { environment_id: 'local' },
+          metadata: { tag, ...metadata }
+        })
+      ).run_id;
+    const a = await make({ repo: 'o/r', thread: '7' });
+    const b = await make({ repo: 'o/r', thread: '8' });
+    await make({ repo: 'o/other', thread: '7' });
+    expect((await client.getRun(a)).metadata).toEqual({ tag, repo: 'o/r', thread: '7' });
+    const ids = async (query: Record<string, string>) =>
+      (await client.listRuns({ 'metadata[tag]': tag, ...query })).runs.map(run => run.run_id).sort();
+    expect(await ids({ 'metadata[repo]': 'o/r' })).toEqual([a, b].sort());
+    expect(await ids({ 'metadata[repo]': 'o/r', 'metadata[thread]': '7' })).toEqual([a]);
+    expect(await ids({ 'metadata[repo]': 'nobody' })).toEqual([]);
+    for (const id of [a, b]) await ended(id);
+  });
+
+  it('refuses more than 20 pairs, long keys or values, and values that are not strings: 422 naming metadata', async () => {
+    const many = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v']));
+    for (const metadata of [many, { ['k'.repeat(65)]: 'v' }, { k: 'v'.repeat(513) }, { k: 7 }, ['x']]) {
+      const response = await ex.request('/api/v1/agent/runs', {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ prompt: 'x', config: { environment_id: 'local' }, metadata })
+      });
+      expect(response.status).toBe(422);
+      const problem = (await response.json()) as { error_code: string; detail: string };
+      expect(problem.error_code).toBe('invalid_field');
+      expect(problem.detail).toMatch(/^metadata/);
+    }
+  });
+
+  it('refuses mode orchestrate on create with 422 operation_not_supported', async () => {
+    const response = await ex.request('/api/v1/agent/runs', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ prompt: 'x', config: { environment_id: 'local' }, mode: 'orchestrate' })
+    });
+    expect(response.status).toBe(422);
+    expect(await response.json()).toMatchObject({ error_code: 'operation_not_supported' });
+  });
+});

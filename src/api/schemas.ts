@@ -57,6 +57,11 @@ export const CreateRunRequestSchema = Type.Object(
   { additionalProperties: true, expected: 'a JSON object with prompt and config' }
 );
 
+/** A create request's `metadata`: at most this many string pairs, keys and values this long. */
+export const MAX_METADATA_PAIRS = 20;
+export const MAX_METADATA_KEY = 64;
+export const MAX_METADATA_VALUE = 512;
+
 /** The longest follow-up message, in characters. */
 export const MAX_FOLLOWUP_MESSAGE = 100_000;
 /** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
@@ -174,7 +179,19 @@ export const ListRunsQuerySchema = Type.Object(
       })
     )
   },
-  { additionalProperties: false }
+  {
+    additionalProperties: false,
+    // metadata[key]=value, repeatable: only runs whose create request's metadata has each pair.
+    patternProperties: {
+      [`^metadata\\[[^\\]]{1,${MAX_METADATA_KEY}}\\]$`]: Type.Union(
+        [
+          Type.String({ maxLength: MAX_METADATA_VALUE }),
+          Type.Array(Type.String({ maxLength: MAX_METADATA_VALUE }))
+        ],
+        { description: 'Only runs whose metadata has this key with this value.', expected: 'a string' }
+      )
+    }
+  }
 );
 
 export const CreateRunResponseSchema = Type.Object({ run_id: Type.String(), state: RunStateSchema });

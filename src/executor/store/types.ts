@@ -127,6 +127,8 @@ export interface ListQuery {
   name?: string;
   modelId?: string;
   artifactType?: string;
+  /** Pairs the create request's metadata must all have (metadata[key]=value). */
+  metadata?: [string, string][];
   /** Default created_at (the store's insertion order, seq), newest first. */
   sortBy?: ListSort;
   sortOrder?: ListOrder;
