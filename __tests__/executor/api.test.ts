@@ -52,7 +52,7 @@ describe('runs', () => {
       prompt: 'Say hi\n@sim say hi',
       config: { environment_id: 'local', model_id: 'm1' },
       title: 'T',
-      metadata: { pr: 7 }
+      metadata: { pr: '7' }
     });
     expect(response.status).toBe(200);
     const created = (await response.json()) as { run_id: string; state: string };
@@ -63,7 +63,7 @@ describe('runs', () => {
       title: 'T',
       prompt: 'Say hi\n@sim say hi',
       agent_config: { environment_id: 'local', model_id: 'm1' },
-      metadata: { pr: 7 },
+      metadata: { pr: '7' },
       creator: { type: 'user', display_name: 'alice' },
       source: 'API'
     });
@@ -315,13 +315,13 @@ describe('server-owned fields', () => {
       status_message: 'spoof',
       session_link: 'https://evil',
       state: 'SUCCEEDED',
-      metadata: { a: 1 }
+      metadata: { a: '1' }
     });
     const run = (await (await get(`/api/v1/agent/runs/${id}`)).json()) as Record<string, unknown>;
     expect(run.state).not.toBe('SUCCEEDED');
     expect(run.status_message).toBeUndefined();
     expect(run.session_link === undefined || String(run.session_link).startsWith(ex.url)).toBe(true);
-    expect(run.metadata).toEqual({ a: 1 });
+    expect(run.metadata).toEqual({ a: '1' });
     await post(`/api/v1/agent/runs/${id}/cancel`, '');
   });
 

@@ -39,8 +39,20 @@ const COSTLY_MODEL = 'claude-costly-model';
 const MISSING_MODEL = 'claude-missing-model';
 const LIMITED_MODEL = 'claude-limited-model';
 
+const FOLLOWUP = `Now say RESUMED-${process.pid}.`;
+
+/** The text of a message's content, whichever form it came in. */
+function textOf(content: MessagesBody['messages'] extends (infer M)[] | undefined ? M : never): string {
+  if (typeof content.content === 'string') return content.content;
+  return content.content.map(block => (typeof block.text === 'string' ? block.text : '')).join('\n');
+}
+
 /** The tool loop: a shell command that writes a file, then the answer; a 401 for REFUSED_MODEL. */
 function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthropicStub>[0]> {
+  // A follow-up's turn is answered at once.
+  const last = body.messages?.at(-1);
+  if (last && last.role === 'user' && textOf(last).includes(FOLLOWUP))
+    return { text: `RESUMED-${process.pid}`, usage: { input_tokens: 10, output_tokens: 3 } };
   if (body.model === REFUSED_MODEL)
     return {
       status: 401,
@@ -246,6 +258,29 @@ describe('a claude-code run against the stub model API', () => {
     expect(JSON.stringify(turns[0]!.body)).toContain('mcp__probe__echo_probe');
   });
 
+  it('resumes the same CLI session on a follow-up: the model sees the first turn', async () => {
+    const id = record.run_id as string;
+    const sent = await ex.request(`/api/v1/agent/runs/${id}/followups`, {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ message: FOLLOWUP })
+    });
+    expect(sent.status).toBe(200);
+    const again = (await waitForState({ on: ex, key, id }, undefined, { timeoutMs: 240_000 })) as Json;
+    expect(again).toMatchObject({ state: 'SUCCEEDED' });
+    const resumed = stub.turns().find(request => {
+      const last = request.body.messages?.at(-1);
+      return last !== undefined && textOf(last).includes(FOLLOWUP);
+    });
+    // The resumed session carries the first turn's prompt and tool calls to the model.
+    const earlier = (resumed?.body.messages ?? []).slice(0, -1).map(textOf).join('\n');
+    expect(earlier).toContain('Write a greeting into notes.txt');
+    const after = await transcript(ex, key, id);
+    expect(after.filter(event => event.kind === 'result').at(-1)).toMatchObject({
+      text: `RESUMED-${process.pid}`
+    });
+  }, 300_000);
+
   it('keeps unknown config fields', () => {
     expect(record.agent_config).toMatchObject({ unknown_field: { kept: true }, model_id: MODEL });
   });
@@ -298,7 +333,8 @@ describe('a claude-code run without a sandbox (sandbox: off)', () => {
     expect(events).toContainEqual(expect.objectContaining({ kind: 'result', text: FINAL }));
     const last = stub.turns().at(-1)!;
     expect(JSON.stringify(last.body)).toContain('mcp__probe__echo_probe');
-    expect(readdirSync(join(ex.dataDir, 'homes'))).toEqual([]);
+    // Its HOME (the CLI's session) is kept with its workspace while a follow-up may continue it.
+    expect(readdirSync(join(ex.dataDir, 'homes'))).toContain(record.run_id);
   }, 300_000);
 });
 

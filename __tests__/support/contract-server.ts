@@ -85,6 +85,11 @@ export interface ContractServerOptions {
   cancelStyle?: 'executor' | 'service';
   /** With cancelStyle `service`: the `retryable` field of the 409 sent while PENDING (default: absent). */
   pendingRetryable?: boolean;
+  /**
+   * Serve POST /agent/runs/{id}/followups (default true; false answers 404 route_not_found, as
+   * older services do).
+   */
+  followups?: boolean;
   /** Serve creates only on the deprecated POST /agent/run, as older servers do (default false). */
   legacyCreateOnly?: boolean;
   apiKey?: string;
@@ -105,6 +110,10 @@ export class ContractServer {
   readonly artifactFiles = new Map<string, ArtifactFile>();
   /** Called after a run is created, to script its life. */
   onCreate: (run: StoredRun) => void = () => {};
+  /** Every follow-up accepted, in order. */
+  readonly followups: { run_id: string; message: string; mode: string }[] = [];
+  /** Called after a follow-up is accepted (the run is QUEUED again), to script the next turn. */
+  onFollowup: (run: StoredRun, followup: { message: string; mode: string }) => void = () => {};
   private readonly idempotency = new Map<string, string>();
   private readonly waiters = new Set<() => void>();
   private server?: Server;
@@ -120,6 +129,7 @@ export class ContractServer {
       transcript: false,
       cancelStyle: 'executor',
       legacyCreateOnly: false,
+      followups: true,
       apiKey: 'test-key-0123456789',
       ...options
     };
@@ -259,7 +269,16 @@ export class ContractServer {
     createRunLegacy: (req, _url, body) => this.create(req, body),
     createRun: (req, _url, body) => (this.options.legacyCreateOnly ? undefined : this.create(req, body)),
     listRuns: (_req, url) => {
-      const all = [...this.runs.values()].reverse();
+      // `metadata[key]=value`, repeatable: a run must have every pair.
+      const wanted = [...url.searchParams].flatMap(([name, value]) => {
+        const key = /^metadata\[(.+)\]$/.exec(name)?.[1];
+        return key === undefined ? [] : [[key, value] as const];
+      });
+      const all = [...this.runs.values()]
+        .reverse()
+        .filter(run =>
+          wanted.every(([key, value]) => (run.metadata as Record<string, string>)?.[key] === value)
+        );
       const limit = Number(url.searchParams.get('limit') ?? 20);
       const start = Number(url.searchParams.get('cursor') ?? 0);
       const page = all
@@ -301,6 +320,8 @@ export class ContractServer {
         headers: held ? { 'preference-applied': 'wait' } : {}
       };
     },
+    submitFollowup: (_req, _url, body, { run_id }) =>
+      this.options.followups ? this.followup(run_id!, body) : undefined,
     cancelRun: (_req, _url, body, { run_id }) =>
       this.options.cancel ? this.cancel(run_id!, body) : undefined,
     getRun: (req, _url, _body, { run_id }) => this.read(req, run_id!)
@@ -336,6 +357,51 @@ export class ContractServer {
     if (this.options.idempotency && typeof key === 'string') this.idempotency.set(key, run.run_id);
     this.onCreate(run);
     return { status: 200, body: { run_id: run.run_id, state: 'QUEUED' } };
+  }
+
+  /** Puts a PLAN artifact on a run and serves its markdown at /agent/artifacts/{uid} (`data.content`). */
+  plan(runId: string, markdown: string, title = 'Plan'): string {
+    const uid = `plan-${randomUUID()}`;
+    this.artifactFiles.set(uid, {
+      details: {
+        artifact_uid: uid,
+        artifact_type: 'PLAN',
+        data: { document_uid: uid, title, content: markdown }
+      }
+    });
+    const run = this.runs.get(runId)!;
+    const artifacts = [...((run.artifacts as unknown[] | undefined) ?? [])];
+    artifacts.push({
+      artifact_type: 'PLAN',
+      created_at: new Date().toISOString(),
+      data: { document_uid: uid, title }
+    });
+    this.update(runId, { artifacts });
+    return uid;
+  }
+
+  private followup(runId: string, body: string): Answer {
+    let parsed: { message?: unknown; mode?: unknown };
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return problem(400, 'invalid_request', 'body is not JSON');
+    }
+    const run = this.runs.get(runId);
+    if (!run) return problem(404, 'not_found', 'no such run');
+    if (typeof parsed.message !== 'string' || parsed.message.trim() === '' || parsed.message.length > 100_000)
+      return problem(
+        422,
+        'invalid_field',
+        'message: expected a non-empty string of at most 100000 characters'
+      );
+    const mode = parsed.mode ?? 'normal';
+    if (mode !== 'normal' && mode !== 'plan')
+      return problem(422, 'invalid_field', 'mode: expected normal or plan');
+    this.followups.push({ run_id: runId, message: parsed.message, mode });
+    this.update(runId, { state: 'QUEUED', completed_at: null, status_message: null });
+    this.onFollowup(run, { message: parsed.message, mode });
+    return { status: 200, body: { run_id: runId, state: 'QUEUED' } };
   }
 
   private cancel(runId: string, body: string): Answer {

@@ -7,7 +7,7 @@ import { afterAll } from '@jest/globals';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type ExecutorConfig, parseConfig } from '../../src/executor/config.js';
 import { issueKey } from '../../src/executor/keys.js';
@@ -32,14 +32,23 @@ export interface TestExecutor extends Executor {
   openStore(): Promise<RunStore>;
   key(team?: string, kind?: 'personal' | 'agent', name?: string): Promise<{ raw: string; id: string }>;
   request(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
+  /** The same data dir and database, for an executor started after this one (a restart). */
+  restartStore(): Promise<TestStore>;
 }
 
-/** Starts an executor in this process on port 0; `raw` is the config file's content as an object. */
-export async function startTestExecutor(raw: Record<string, unknown> = {}): Promise<TestExecutor> {
-  const dir = tempDir();
+/**
+ * Starts an executor in this process on port 0; `raw` is the config file's content as an object.
+ * With `after` (an executor already stopped), the new one has its data dir and database: a restart.
+ */
+export async function startTestExecutor(
+  raw: Record<string, unknown> = {},
+  after?: TestExecutor
+): Promise<TestExecutor> {
+  const dir = after ? dirname(after.dataDir) : tempDir();
   const config = parseConfig({ log_level: 'silent', ...raw, data_dir: join(dir, 'data') }, dir);
   config.port = 0;
-  const { store, files, reopen, release } = await openTestStore(config);
+  const opened = after ? await after.restartStore() : await openTestStore(config);
+  const { store, files, reopen, release } = opened;
   const executor = await startExecutor(config, { store, checkEnvironments: false });
   const stop = executor.stop.bind(executor);
   return Object.assign(executor, {
@@ -48,6 +57,10 @@ export async function startTestExecutor(raw: Record<string, unknown> = {}): Prom
     storeFiles: files,
     openStore: reopen,
     stop: (graceMs?: number) => stop(graceMs).finally(release),
+    restartStore: async () => {
+      if (process.env.AGENT_EXECUTOR_TEST_STORE === 'postgres') onPostgres++;
+      return { ...opened, store: await reopen() };
+    },
     key(team = 'default', kind: 'personal' | 'agent' = 'personal', name = 'test') {
       return issueKey(store, { team, kind, name });
     },
@@ -80,7 +93,7 @@ if (process.env.AGENT_EXECUTOR_TEST_STORE === 'postgres') {
   });
 }
 
-interface TestStore {
+export interface TestStore {
   store: RunStore;
   /** Another handle on the same database, as a second process would open it. */
   reopen(): Promise<RunStore>;

@@ -42,7 +42,9 @@ const SAMPLES: { [K in EventKind]: EventFields[K] } = {
   },
   action: { id: 'toolu_1', name: 'Bash', input: '{"command":"npm test"}' },
   action_result: { id: 'toolu_1', ok: true, output: 'ok 1 - parses' },
-  agent_session: { harness: 'claude-code', session_id: 'sess-42' }
+  agent_session: { harness: 'claude-code', session_id: 'sess-42' },
+  followup: { message: 'now also fix the tests', mode: 'normal' },
+  turn: { turn: 2, mode: 'normal', followups: [12] }
 };
 
 const eventOf = (kind: EventKind, seq = 1) => ({

@@ -10,6 +10,21 @@ import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
 import { artifactLines, code, escapeHtml, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
+import { type Plan, planMarkup } from './plan.js';
+
+/** What the comment records about its run, in a hidden line: the run id and the mode of its last turn. */
+export interface ThreadRecord {
+  runId: string;
+  mode: 'normal' | 'plan';
+}
+
+const RECORD = /<!-- agent-run-run:([A-Za-z0-9._:~-]{1,200}) mode:(normal|plan) -->/;
+
+/** The run a comment's text records, if any. */
+export function parseRecord(body: string): ThreadRecord | undefined {
+  const match = RECORD.exec(body);
+  return match ? { runId: match[1]!, mode: match[2] as ThreadRecord['mode'] } : undefined;
+}
 
 export class StickyComment {
   private id?: number;
@@ -18,6 +33,13 @@ export class StickyComment {
   private last = '';
   private queue: Promise<void> = Promise.resolve();
   readonly marker: string;
+  /** The mode of the turn this step reports (recorded in the comment). */
+  mode: 'normal' | 'plan' = 'normal';
+  /** Lines the step adds (a superseded run, a follow-up sent). */
+  readonly notes: string[] = [];
+  /** The plan the run made, shown with the way to approve it. */
+  plan?: Plan;
+  approvePhrase = '/approve';
 
   constructor(
     private readonly github: () => Promise<GitHubApi>,
@@ -25,6 +47,15 @@ export class StickyComment {
     identity: string
   ) {
     this.marker = `<!-- agent-run:${createHash('sha256').update(identity).digest('hex').slice(0, 16)} -->`;
+  }
+
+  /** The run the thread's comment names, read once before the step decides what to do. */
+  async readRecord(): Promise<ThreadRecord | undefined> {
+    const api = await this.github();
+    const found = await api.readComment(this.issueNumber, this.marker);
+    if (!found) return undefined;
+    this.id = found.id;
+    return parseRecord(found.body);
   }
 
   /** Writes the comment for this moment of the run; updates are serialised and never throw. */
@@ -93,7 +124,12 @@ export class StickyComment {
     const artifacts = artifactLines(produced, 200);
     if (artifacts.length > 10) artifacts.splice(10, artifacts.length, `… and ${artifacts.length - 10} more`);
     if (artifacts.length > 0) lines.push('', `Artifacts:<br>${artifacts.join('<br>')}`);
-    if (produced?.result) lines.push('', resultMarkup(produced.result, 5000));
+    for (const note of this.notes) lines.push('', note);
+    if (this.plan) lines.push('', planMarkup(this.plan, this.approvePhrase));
+    else if (produced?.result) lines.push('', resultMarkup(produced.result, 5000));
+    // Last, hidden: the run this thread belongs to, read back by `continue`, approvals and `supersede`.
+    if (/^[A-Za-z0-9._:~-]{1,200}$/.test(runId))
+      lines.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
     return lines.join('\n');
   }
 }

@@ -27,6 +27,10 @@ export interface EventContext {
   issue?: { number: number; title: string; body: string; isPullRequest: boolean; author?: string };
   /** A comment, or a review's body on `pull_request_review`. */
   comment?: { body: string; author: string };
+  /** On `labeled` events: the label just added. */
+  label?: string;
+  /** Who sent the event (the payload's `sender.login`): on `labeled`, who added the label. */
+  sender?: string;
 }
 
 type Payload = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -83,6 +87,9 @@ export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventCon
   if (!context.comment && review && typeof review === 'object') {
     context.comment = { body: text(review.body), author: text(review.user?.login) };
   }
+  if (typeof payload.label?.name === 'string') context.label = payload.label.name;
+  if (typeof payload.sender?.login === 'string' && payload.sender.login !== '')
+    context.sender = payload.sender.login;
   return context;
 }
 

@@ -40,7 +40,14 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
   const github = lazyGitHub(settings.githubToken, event);
   const verdict = await checkTrust(settings.trust, event, github);
   if (!verdict.run) {
-    skip(settings.onUntrusted, `Not starting the agent: ${verdict.why}.`);
+    const approving =
+      settings.thread.mode === 'plan' && event.comment?.body.includes(settings.thread.approvePhrase) === true;
+    skip(
+      settings.onUntrusted,
+      approving && !verdict.why.includes('trigger phrase')
+        ? `Approval refused, nothing was sent to the agent: ${verdict.why}.`
+        : `Not starting the agent: ${verdict.why}.`
+    );
     return undefined;
   }
   if (verdict.why) log.info(`Trust gate passed: ${verdict.why}.`);

@@ -30,6 +30,10 @@ export interface CreateSettings {
   config: RunConfig;
   /** Sent as `Idempotency-Key` on every attempt of the create. */
   idempotencyKey?: string;
+  /** `mode` input, sent when set: `plan` makes the run answer with a plan and change nothing. */
+  mode?: 'normal' | 'plan';
+  /** What ties the run to its thread: repository, thread (the issue or pull request number), workflow. */
+  metadata?: Record<string, string>;
 }
 
 /** Either a run to create, or an existing run (`run-id`) to attach to. */
@@ -70,6 +74,21 @@ export interface CommonSettings {
   logConversation: boolean;
   /** What a BLOCKED run gets (`on-blocked`): waited for until the timeout, or the step ends. */
   onBlocked: 'wait' | 'fail';
+  /** Threads and plans (`mode`, `continue`, `approve-phrase`, `label-trigger`, `supersede`). */
+  thread: ThreadSettings;
+}
+
+export interface ThreadSettings {
+  /** `mode`: `plan` asks for a plan first (on create, and on follow-ups of `continue: thread`). */
+  mode: 'normal' | 'plan';
+  /** `continue`: `thread` sends a comment on a thread whose comment names a run to that run. */
+  continue: 'off' | 'thread';
+  /** `approve-phrase`: a comment holding it approves the plan the thread's run made. */
+  approvePhrase: string;
+  /** `label-trigger`: on `labeled` events, only this label just added starts the agent. */
+  labelTrigger?: string;
+  /** `supersede`: cancel a still-running earlier run of the same thread first. */
+  supersede: boolean;
 }
 
 export type { OutputSchema } from './output-schema.js';
@@ -236,8 +255,16 @@ export function readSettings(
     }
   }
 
+  const thread = readThread(getInput, problems, bool);
+  if (target.create) {
+    if (getInput('mode').trim() !== '') target.create.mode = thread.mode;
+    const metadata = threadMetadata(env, event);
+    if (Object.keys(metadata).length > 0) target.create.metadata = metadata;
+  }
+
   if (problems.length > 0) throw new InputError(problems);
   return {
+    thread,
     baseUrl,
     apiKey,
     ...target,
@@ -248,7 +275,15 @@ export function readSettings(
     cancelOnAbort,
     summary,
     githubToken: getInput('github-token').trim(),
-    trust: { allowedActors, minPermission, triggerPhrase, readsText },
+    trust: {
+      allowedActors,
+      minPermission,
+      triggerPhrase,
+      readsText,
+      // Approving a plan needs no trigger phrase; without plans there is nothing to approve.
+      alsoTriggers: thread.mode === 'plan' ? [thread.approvePhrase] : [],
+      labelTrigger: thread.labelTrigger
+    },
     onUntrusted: onUntrusted as Settings['onUntrusted'],
     comment: comment as Settings['comment'],
     promptNotes,
@@ -256,6 +291,37 @@ export function readSettings(
     logConversation,
     onBlocked: rawOnBlocked as Settings['onBlocked']
   };
+}
+
+function readThread(
+  getInput: GetInput,
+  problems: string[],
+  bool: (name: string, fallback: boolean) => boolean
+): ThreadSettings {
+  const mode = getInput('mode').trim().toLowerCase() || 'normal';
+  if (mode !== 'normal' && mode !== 'plan')
+    problems.push(`mode ${showValue(getInput('mode'))}: expected normal or plan`);
+  const continueMode = getInput('continue').trim().toLowerCase() || 'off';
+  if (continueMode !== 'off' && continueMode !== 'thread')
+    problems.push(`continue ${showValue(getInput('continue'))}: expected off or thread`);
+  const approvePhrase = getInput('approve-phrase').trim() || '/approve';
+  const labelTrigger = getInput('label-trigger').trim() || undefined;
+  return {
+    mode: mode === 'plan' ? 'plan' : 'normal',
+    continue: continueMode === 'thread' ? 'thread' : 'off',
+    approvePhrase,
+    labelTrigger,
+    supersede: bool('supersede', false)
+  };
+}
+
+/** The pairs the action puts in a run's `metadata`, so a later step finds the runs of its thread. */
+export function threadMetadata(env: NodeJS.ProcessEnv, event: EventContext): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  if (event.repo) metadata.repository = event.repo.slice(0, 256);
+  if (event.number !== undefined) metadata.thread = String(event.number);
+  if (env.GITHUB_WORKFLOW) metadata.workflow = env.GITHUB_WORKFLOW.slice(0, 256);
+  return metadata;
 }
 
 function parseStates(raw: string, problems: string[]): RunState[] {

@@ -11,10 +11,12 @@ import { secretInputs } from './inputs.js';
 import { setOutput } from './outputs.js';
 import { postStep } from './post.js';
 import { collectProducedSafely } from './produced.js';
-import { createClient, createRun, waitWithProgress } from './remote.js';
+import { readPlan } from './plan.js';
+import { createClient, waitWithProgress } from './remote.js';
 import { type Outcome, Reporter, conclusionOf, durationOf } from './report.js';
 import { onTermination } from './signals.js';
 import * as state from './state.js';
+import { NothingToDo, startTurn } from './thread.js';
 
 /**
  * After `timeout`, reading what the run made (the rest of the conversation, the answer, the patch)
@@ -39,14 +41,15 @@ async function mainStep(): Promise<void> {
   const admitted = await admit(event);
   if (!admitted) return;
   const { settings } = admitted;
-  const reporter = new Reporter(settings.summary, startedAt, progressComment(admitted, event));
+  const comment = progressComment(admitted, event);
+  const reporter = new Reporter(settings.summary, startedAt, comment);
   const termination = onTermination();
   const client = createClient(settings);
   let runId: string | undefined;
   try {
-    runId = settings.create
-      ? await createRun(client, settings.create, termination.graceSignal)
-      : settings.runId;
+    const turn = await startTurn(client, settings, event, comment?.writer, termination.graceSignal);
+    runId = turn.runId;
+    if (comment) comment.writer.mode = turn.mode;
     setOutput('run-id', runId);
     state.saveRunId(runId);
     if (!settings.wait) return await leaveRunning(client, reporter, runId, startedAt);
@@ -68,21 +71,28 @@ async function mainStep(): Promise<void> {
       runId,
       run: result.run,
       conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
-      durationMs: durationOf(result.run, Date.now() - startedAt),
+      // A follow-up's record spans every turn: this turn is what the step measured.
+      durationMs: turn.followup ? Date.now() - startedAt : durationOf(result.run, Date.now() - startedAt),
       linkShown: result.linkShown
     };
     const timedOut = result.outcome === 'timed_out';
     outcome.produced = await collectProducedSafely(client, runId, result.run, {
-      prompt: settings.create?.prompt,
+      prompt: turn.request,
       schema: settings.outputSchema,
       signal: until(timedOut ? CANCEL_RESERVE_MS : 0),
       deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
     });
+    if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
+      comment.writer.plan = await readPlan(client, result.run, until(0));
     if (timedOut) await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
     else if (result.outcome === 'blocked') await onBlocked(reporter, outcome);
     else await onEnd(settings, reporter, outcome);
   } catch (error) {
-    if (error instanceof AbortError && termination.signal.aborted) {
+    if (error instanceof NothingToDo) {
+      setOutput('conclusion', 'skipped');
+      state.markSettled();
+      core.notice(error.message);
+    } else if (error instanceof AbortError && termination.signal.aborted) {
       await onAbort(client, settings, reporter, runId, startedAt);
     } else {
       // The job was not cancelled: leave the run alone rather than have the post step cancel it.
@@ -100,5 +110,7 @@ function progressComment({ settings, github }: Admitted, event: EventContext) {
   if (settings.comment === 'off' || event.number === undefined) return undefined;
   // One comment per workflow, job and step, found again on later runs of the same step.
   const identity = [process.env.GITHUB_WORKFLOW, process.env.GITHUB_JOB, process.env.GITHUB_ACTION].join('/');
-  return { mode: settings.comment, writer: new StickyComment(github, event.number, identity) };
+  const writer = new StickyComment(github, event.number, identity);
+  writer.approvePhrase = settings.thread.approvePhrase;
+  return { mode: settings.comment, writer };
 }

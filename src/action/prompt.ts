@@ -116,7 +116,7 @@ export function cleanUserText(
 }
 
 /** Fences user text so that it cannot close the fence itself. */
-function fence(text: string, name: string, tag: string): string {
+export function fence(text: string, name: string, tag: string): string {
   const safe = text.replace(/<\s*\/?\s*untrusted-user-text/gi, '&lt;untrusted-user-text');
   return `<${tag} source="${name}">\n${safe}\n</${tag}>`;
 }

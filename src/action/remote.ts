@@ -37,7 +37,9 @@ export async function createRun(
   const body = {
     prompt: create.prompt,
     config: create.config,
-    ...(create.title ? { title: create.title } : {})
+    ...(create.title ? { title: create.title } : {}),
+    ...(create.mode ? { mode: create.mode } : {}),
+    ...(create.metadata ? { metadata: create.metadata } : {})
   };
   // The idempotency key makes retrying a create safe, so it gets a larger budget than other calls.
   const created = await client.createRun(body, {

@@ -42,7 +42,14 @@ export interface TrustSettings {
    * author must pass the gate too, on every event.
    */
   readsText?: ('issue' | 'pr')[];
+  /** Phrases that count as the trigger phrase too (`approve-phrase`). */
+  alsoTriggers?: string[];
+  /** `label-trigger`: on issue and pull request events only this label being added starts the agent. */
+  labelTrigger?: string;
 }
+
+/** The events a `labeled` action comes with. */
+export const LABEL_EVENTS = ['issues', 'pull_request', 'pull_request_target'];
 
 export type Verdict = { run: true; why?: string } | { run: false; why: string };
 
@@ -52,10 +59,11 @@ export async function checkTrust(
   github: () => Promise<GitHubApi>
 ): Promise<Verdict> {
   const isComment = COMMENT_EVENTS.includes(context.event);
+  const body = context.comment?.body ?? '';
   if (
     settings.triggerPhrase &&
     isComment &&
-    !(context.comment?.body ?? '').includes(settings.triggerPhrase)
+    ![settings.triggerPhrase, ...(settings.alsoTriggers ?? [])].some(phrase => body.includes(phrase))
   ) {
     return {
       run: false,
@@ -65,7 +73,20 @@ export async function checkTrust(
   // No event at all: not started by GitHub (a local run, a test), so there is no one to check.
   if (context.event === '') return { run: true };
   if (context.comment && context.action === 'deleted') return { run: false, why: 'the comment was deleted' };
+  const labelled = settings.labelTrigger !== undefined && LABEL_EVENTS.includes(context.event);
+  if (labelled && (context.action !== 'labeled' || context.label !== settings.labelTrigger)) {
+    const what =
+      context.action === 'labeled'
+        ? `the label ${showValue(context.label ?? '')} was added`
+        : `the event's action is ${showValue(context.action ?? '')}`;
+    return {
+      run: false,
+      why: `${what}; label-trigger starts the agent only when the label ${showValue(settings.labelTrigger!)} is added`
+    };
+  }
   const people: string[] = [];
+  // Whoever added the label decides, on every event kind (a pull_request event is otherwise ungated).
+  if (labelled) people.push(context.sender ?? context.actor);
   if (!UNGATED_EVENTS.includes(context.event) || context.pr?.fromFork) {
     // Whoever wrote the text the agent will read must be trusted too, not only whoever sent the
     // event (an edit by a maintainer of someone else's comment must not launder it).

@@ -16,6 +16,8 @@ import {
   CreateRunRequestSchema,
   CreateRunResponseSchema,
   DownloadQuerySchema,
+  FollowupRequestSchema,
+  FollowupResponseSchema,
   ListRunsQuerySchema,
   ListRunsResponseSchema,
   RunIdParamsSchema,
@@ -147,6 +149,28 @@ export const ENDPOINTS = {
     body: CancelRequestSchema,
     response: { description: 'The run id.', schema: Type.String() },
     errors: ['invalid_request', 'not_found', 'run_already_finished', 'invalid_field']
+  },
+  submitFollowup: {
+    method: 'POST',
+    path: '/api/v1/agent/runs/{run_id}/followups',
+    summary: "Continue a run's conversation",
+    description:
+      'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
+    auth: 'key',
+    rateLimited: true,
+    params: RunIdParamsSchema,
+    body: FollowupRequestSchema,
+    response: { description: 'The run and its (active) state.', schema: FollowupResponseSchema },
+    errors: [
+      'invalid_request',
+      'not_found',
+      'payload_too_large',
+      'unsupported_media_type',
+      'invalid_field',
+      'operation_not_supported',
+      'run_not_continuable',
+      'shutting_down'
+    ]
   },
   getTranscript: {
     method: 'GET',

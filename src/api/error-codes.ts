@@ -44,6 +44,17 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: 'The run is already in a terminal state, so it cannot be cancelled.'
   },
+  run_not_continuable: {
+    status: 409,
+    retryable: false,
+    meaning:
+      "The run can no longer be continued: its workspace was removed once the executor's workspaces.continue_for passed; `detail` says when."
+  },
+  operation_not_supported: {
+    status: 422,
+    retryable: false,
+    meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
+  },
   idempotency_in_progress: {
     status: 409,
     retryable: true,

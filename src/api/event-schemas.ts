@@ -148,6 +148,21 @@ const KINDS = {
       harness: Text('The harness kind (claude-code, codex, gemini).'),
       session_id: Text("The CLI's session id.")
     }
+  },
+  followup: {
+    description: "A client's follow-up: the next user message of the run's conversation.",
+    fields: {
+      message: Text('The message.'),
+      mode: Text('normal or plan.')
+    }
+  },
+  turn: {
+    description: 'The worker began a turn of the conversation (1 for the first), taking these follow-ups.',
+    fields: {
+      turn: Type.Integer({ description: 'The turn, from 1.' }),
+      mode: Text('normal or plan.'),
+      followups: Type.Array(Type.Integer(), { description: 'The seqs of the follow-up events it took.' })
+    }
   }
 } as const satisfies Record<EventKind, { description: string; fields: Record<string, TSchema> }>;
 

@@ -61,6 +61,10 @@ export interface EventFields {
   action_result: { id: string; ok?: boolean; output: string };
   /** The agent CLI's own session id, kept so a later turn can resume it. */
   agent_session: { harness: string; session_id: string };
+  /** A client's follow-up: the next user message of the run's conversation, and its mode. */
+  followup: { message: string; mode: string };
+  /** The worker began a turn (1 for the first), taking the follow-ups with these seqs. */
+  turn: { turn: number; mode: string; followups: number[] };
 }
 
 export type EventKind = keyof EventFields;
@@ -90,7 +94,9 @@ export const EVENT_KINDS = [
   'publish',
   'action',
   'action_result',
-  'agent_session'
+  'agent_session',
+  'followup',
+  'turn'
 ] as const satisfies readonly EventKind[];
 
 type Listed = (typeof EVENT_KINDS)[number];

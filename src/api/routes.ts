@@ -10,6 +10,7 @@ export const ROUTES = {
   listRuns: { method: 'GET', path: '/api/v1/agent/runs' },
   getRun: { method: 'GET', path: '/api/v1/agent/runs/{run_id}' },
   cancelRun: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/cancel' },
+  submitFollowup: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/followups' },
   getTranscript: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/transcript' },
   getConversation: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/conversation' },
   getArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}' },

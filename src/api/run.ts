@@ -59,6 +59,10 @@ export interface CreateRunRequest {
   prompt: string;
   config: RunConfig;
   title?: string;
+  /** `normal` (the default) or `plan`: the agent may read the workspace, not change it. */
+  mode?: 'normal' | 'plan';
+  /** Up to 20 string pairs (keys ≤ 64, values ≤ 512 characters), returned on the record and filterable in the list. */
+  metadata?: Record<string, string>;
   [field: string]: unknown;
 }
 
@@ -105,6 +109,10 @@ export interface ListRunsQuery {
   created_after?: string;
   /** RFC 3339 timestamp. */
   created_before?: string;
+  /** Runs whose `metadata` has every one of these pairs (sent as `metadata[key]=value`). */
+  metadata?: Record<string, string>;
+  /** `metadata[key]`: only runs whose create request's metadata has this key with this value. */
+  [metadataKey: `metadata[${string}]`]: string | string[] | undefined;
 }
 
 /** RFC 7807 problem body of every error answer. */

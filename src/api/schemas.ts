@@ -57,6 +57,39 @@ export const CreateRunRequestSchema = Type.Object(
   { additionalProperties: true, expected: 'a JSON object with prompt and config' }
 );
 
+/** A create request's `metadata`: at most this many string pairs, keys and values this long. */
+export const MAX_METADATA_PAIRS = 20;
+export const MAX_METADATA_KEY = 64;
+export const MAX_METADATA_VALUE = 512;
+
+/** The longest follow-up message, in characters. */
+export const MAX_FOLLOWUP_MESSAGE = 100_000;
+/** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
+export const RUN_MODES = ['normal', 'plan'] as const;
+export type RunMode = (typeof RUN_MODES)[number];
+
+/** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
+export const FollowupRequestSchema = Type.Object(
+  {
+    message: Type.String({
+      minLength: 1,
+      maxLength: MAX_FOLLOWUP_MESSAGE,
+      pattern: '\\S',
+      description: 'The next user message of the conversation.',
+      expected: `a string of 1–${MAX_FOLLOWUP_MESSAGE} characters`,
+      constraint: 'must not be empty'
+    }),
+    mode: Type.Optional(
+      Type.String({
+        description: '`normal` (the default) or `plan` (the agent may read the workspace, not change it).',
+        expected: 'normal or plan'
+      })
+    )
+  },
+  { additionalProperties: true, expected: 'a JSON object with message' }
+);
+export const FollowupResponseSchema = Type.Object({ run_id: Type.String(), state: RunStateSchema });
+
 /** The old params of the run routes (`:id`); the routes now name theirs `run_id` (RunIdParamsSchema). */
 export const RunParamsSchema = Type.Object({ id: Type.String({ description: 'The run id.' }) });
 export const RunIdParamsSchema = Type.Object({ run_id: Type.String({ description: 'The run id.' }) });
@@ -146,7 +179,19 @@ export const ListRunsQuerySchema = Type.Object(
       })
     )
   },
-  { additionalProperties: false }
+  {
+    additionalProperties: false,
+    // metadata[key]=value, repeatable: only runs whose create request's metadata has each pair.
+    patternProperties: {
+      [`^metadata\\[[^\\]]{1,${MAX_METADATA_KEY}}\\]$`]: Type.Union(
+        [
+          Type.String({ maxLength: MAX_METADATA_VALUE }),
+          Type.Array(Type.String({ maxLength: MAX_METADATA_VALUE }))
+        ],
+        { description: 'Only runs whose metadata has this key with this value.', expected: 'a string' }
+      )
+    }
+  }
 );
 
 export const CreateRunResponseSchema = Type.Object({ run_id: Type.String(), state: RunStateSchema });

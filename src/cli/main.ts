@@ -3,6 +3,7 @@
 
 import { actionCommand } from './commands/action.js';
 import { type Command, type Context, helpText } from './commands/common.js';
+import { followupCommand } from './commands/followup.js';
 import { artifactsCommand, logsCommand } from './commands/logs.js';
 import { openCommand } from './commands/open.js';
 import { runCommand } from './commands/run.js';
@@ -17,6 +18,7 @@ const COMMANDS: Command[] = [
   listCommand,
   waitCommand,
   cancelCommand,
+  followupCommand,
   logsCommand,
   artifactsCommand,
   openCommand,

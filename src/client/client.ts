@@ -86,6 +86,19 @@ export interface CancelOptions extends CallOptions {
   maxRetries?: number;
 }
 
+/** A follow-up: the next user message of a run's conversation, and the mode of that turn. */
+export interface FollowupRequest {
+  message: string;
+  /** `normal` (the default) or `plan`; the service also knows `orchestrate`, which our executor refuses. */
+  mode?: 'normal' | 'plan' | (string & {});
+}
+
+export interface FollowupResponse {
+  run_id: string;
+  /** The state the run is in once the follow-up was taken (QUEUED or INPROGRESS, never the old terminal one). */
+  state: string;
+}
+
 export interface RunsPage {
   runs: Run[];
   page_info: ListRunsResponse['page_info'];
@@ -208,6 +221,11 @@ export class AgentRunClient {
     const params = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) {
       if (value === undefined || value === null) continue;
+      if (name === 'metadata') {
+        for (const [key, item] of Object.entries(value as Record<string, string>))
+          params.append(`metadata[${key}]`, item);
+        continue;
+      }
       for (const item of Array.isArray(value) ? value : [value]) params.append(name, String(item));
     }
     const search = params.size > 0 ? `?${params.toString()}` : '';
@@ -247,6 +265,52 @@ export class AgentRunClient {
     });
     const value = response.body.trim() === '' ? runId : parseJson(response.body, 'cancel');
     return typeof value === 'string' ? value : runId;
+  }
+
+  /**
+   * Sends the next user message of a run's conversation (`POST /agent/runs/{id}/followups`). The
+   * same run goes on: queued, the message joins its prompt; running, it goes on after the current
+   * turn; ended, it is queued again. Read the run (or wait for it) afterwards as for any run. A
+   * server without the endpoint (404 route_not_found, or 405) gives a NotFoundError with error code
+   * `route_not_found` whose message names the missing endpoint.
+   */
+  async submitFollowup(
+    runId: string,
+    followup: FollowupRequest,
+    options: CallOptions = {}
+  ): Promise<FollowupResponse> {
+    if (typeof followup?.message !== 'string' || followup.message.trim() === '') {
+      throw new InvalidRequestError(
+        `follow-up message ${showValue(followup?.message)}: expected a non-empty string`,
+        { request: 'follow-up' }
+      );
+    }
+    const path = runPath('submitFollowup', runId);
+    const label = `POST ${API_PREFIX}${path}`;
+    const body: Record<string, string> = { message: followup.message };
+    if (followup.mode !== undefined) body.mode = followup.mode;
+    let response: HttpResponse;
+    try {
+      // A follow-up is not idempotent (a replay adds a turn): only answers that say it was not
+      // taken (429, 503) are retried.
+      response = await this.request('POST', path, {
+        body: JSON.stringify(body),
+        signal: options.signal,
+        isFinal: error => error.status !== 429 && error.status !== 503
+      });
+    } catch (error) {
+      if (isMissingRoute(error)) {
+        const cause = error as AgentRunError;
+        throw new NotFoundError(
+          `${label}: this server has no follow-up endpoint (POST /api/v1/agent/runs/{run_id}/followups answered ${cause.status}); it cannot continue a run`,
+          { request: label, status: cause.status, errorCode: 'route_not_found', cause }
+        );
+      }
+      throw error;
+    }
+    const value = parseJson(response.body, label) as Partial<FollowupResponse> | null;
+    const state = typeof value?.state === 'string' ? value.state : 'QUEUED';
+    return { run_id: typeof value?.run_id === 'string' ? value.run_id : runId.trim(), state };
   }
 
   /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
@@ -541,7 +605,10 @@ function artifactPath(uid: string): string {
   return apiPath('getArtifact', { artifact_uid: uid.trim() });
 }
 
-function runPath(name: 'getRun' | 'cancelRun' | 'getTranscript' | 'getConversation', runId: string): string {
+function runPath(
+  name: 'getRun' | 'cancelRun' | 'submitFollowup' | 'getTranscript' | 'getConversation',
+  runId: string
+): string {
   if (typeof runId !== 'string' || !isIdSegment(runId.trim())) {
     throw new InvalidRequestError(`run id ${showValue(runId)}: expected ${ID_SEGMENT_FORM}`, {
       request: 'run id'

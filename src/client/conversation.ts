@@ -252,6 +252,15 @@ function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
       case 'warning':
         items.push({ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() });
         break;
+      case 'followup':
+        items.push({ type: 'event', text: `follow-up: ${str(e.message) ?? ''}`.trim() });
+        break;
+      case 'turn':
+        items.push({
+          type: 'event',
+          text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`
+        });
+        break;
       case 'agent_session':
         items.push({ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() });
         break;

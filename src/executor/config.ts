@@ -53,6 +53,8 @@ export interface ExecutorConfig {
   workspaces: {
     /** How long a finished run's workspace is kept before it is removed. */
     retentionMs: number;
+    /** How long after a run ends a follow-up may still continue it (its workspace and HOME are kept). */
+    continueForMs: number;
     /** Disk a run's workspace may use; past it the run fails. */
     quotaBytes: number;
     /** Largest patch of a run's changes; a larger one fails the run rather than be cut. */
@@ -156,7 +158,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
   ]);
   const server = r.object(root.server, 'server');
   const workspaces = r.object(root.workspaces, 'workspaces');
-  r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch', 'min_free']);
+  r.known(workspaces, 'workspaces', ['retention', 'continue_for', 'quota', 'max_patch', 'min_free']);
   r.known(server, 'server', ['host', 'port', 'public_url']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
@@ -198,6 +200,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     logFormat: r.oneOf<LogFormat>(root.log_format, 'log_format', ['auto', 'text', 'json'], 'auto'),
     workspaces: {
       retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
+      continueForMs: r.duration(workspaces.continue_for, 'workspaces.continue_for', 86_400_000, true),
       quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
       maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
       minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3)

@@ -114,3 +114,32 @@ export function onBlockedOption(value: string | undefined): 'fail' | 'wait' {
   }
   return choice;
 }
+
+/** `--mode normal|plan`: undefined when not given (the service's default, normal). */
+export function modeOption(value: string | undefined): 'normal' | 'plan' | undefined {
+  if (value === undefined) return undefined;
+  const choice = value.trim().toLowerCase();
+  if (choice !== 'normal' && choice !== 'plan') {
+    throw usage(`--mode ${JSON.stringify(value)}: expected normal or plan`);
+  }
+  return choice;
+}
+
+/** Most `metadata` pairs a run carries (the service's limit). */
+const MAX_METADATA = 20;
+
+/** `--metadata k=v`, repeatable: the pairs, or undefined when none were given. */
+export function metadataOption(values: string[] | undefined): Record<string, string> | undefined {
+  if (!values || values.length === 0) return undefined;
+  const pairs: Record<string, string> = {};
+  for (const item of values) {
+    const at = item.indexOf('=');
+    if (at <= 0)
+      throw usage(`--metadata ${JSON.stringify(item)}: expected KEY=VALUE, e.g. --metadata team=web`);
+    pairs[item.slice(0, at)] = item.slice(at + 1);
+  }
+  if (Object.keys(pairs).length > MAX_METADATA) {
+    throw usage(`--metadata: ${Object.keys(pairs).length} keys given; expected at most ${MAX_METADATA}`);
+  }
+  return pairs;
+}

@@ -5,7 +5,15 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type SchemaCheck, SchemaError, compileSchema } from '../../client/index.js';
 import { EXIT_CODES_HELP, usage } from '../exit.js';
-import { type Command, clientFor, durationOption, onBlockedOption, parse } from './common.js';
+import {
+  type Command,
+  clientFor,
+  durationOption,
+  metadataOption,
+  modeOption,
+  onBlockedOption,
+  parse
+} from './common.js';
 import { watchRun } from './watch.js';
 
 /** About 15 s of backoff before a create gives up; the idempotency key makes the retries safe. */
@@ -27,6 +35,9 @@ Options:
   --timeout DURATION     how long to wait (default 60m), e.g. 90s, 30m, 1h30m
   --on-blocked fail|wait a BLOCKED run ends the command with code 4 (fail, default) or is waited for
   --output-schema FILE   a JSON Schema: the agent is asked to end with a matching JSON object, which is checked
+  --mode normal|plan     plan: the agent reads but changes nothing and answers with a plan (then
+                         \`agent-run followup ID "approved: carry out the plan"\` carries it out)
+  --metadata KEY=VALUE   a metadata pair on the run (repeatable, at most 20); find runs by it with list
 
 Example:
   AGENT_RUN_API_KEY=... agent-run run --base-url http://127.0.0.1:8080 --environment local "Fix the failing test"
@@ -41,8 +52,12 @@ ${EXIT_CODES_HELP}`,
       'no-wait': { type: 'boolean' },
       timeout: { type: 'string' },
       'on-blocked': { type: 'string' },
-      'output-schema': { type: 'string' }
+      'output-schema': { type: 'string' },
+      mode: { type: 'string' },
+      metadata: { type: 'string', multiple: true }
     });
+    const mode = modeOption(values.mode);
+    const metadata = metadataOption(values.metadata);
     const timeoutMs = durationOption('timeout', values.timeout, '60m');
     const onBlocked = onBlockedOption(values['on-blocked']);
     let prompt = await readPrompt(positionals, values['prompt-file'], context.readStdin);
@@ -90,7 +105,9 @@ ${EXIT_CODES_HELP}`,
         {
           prompt,
           config: { ...config, environment_id: environment.trim() },
-          ...(values.title ? { title: values.title } : {})
+          ...(values.title ? { title: values.title } : {}),
+          ...(mode ? { mode } : {}),
+          ...(metadata ? { metadata } : {})
         },
         { idempotencyKey: randomUUID(), maxRetries: CREATE_RETRIES }
       );

@@ -16,6 +16,7 @@ import {
   clientFor,
   durationOption,
   jsonFields,
+  metadataOption,
   onBlockedOption,
   onePositional,
   parse,
@@ -52,7 +53,7 @@ Example:
 export const listCommand: Command = {
   name: 'list',
   summary: 'list runs, newest first',
-  help: `Usage: agent-run list [--state S ...] [--environment ID] [--limit N] [--json [FIELDS]]
+  help: `Usage: agent-run list [--state S ...] [--environment ID] [--metadata K=V ...] [--limit N] [--json [FIELDS]]
 
 Lists runs, newest first, as a table: id, state, environment, created, duration and title (an
 untitled run shows its prompt's first line). --json: {runs, page_info}; --json FIELDS: an array
@@ -61,6 +62,7 @@ of the runs with only those fields, e.g. --json run_id,state,title.
 Options:
   --state S              only runs in this state; repeat for several
   --environment ID       only runs of this environment
+  --metadata KEY=VALUE   only runs whose metadata has this pair; repeat for several (all must match)
   --limit N              at most N runs (1-500, default 20; read in pages of 100)
 
 Example:
@@ -70,8 +72,10 @@ Example:
     const { values, positionals } = parse(selected.argv, {
       state: { type: 'string', multiple: true },
       environment: { type: 'string' },
+      metadata: { type: 'string', multiple: true },
       limit: { type: 'string' }
     });
+    const metadata = metadataOption(values.metadata);
     if (positionals.length > 0) throw usage(`list takes no arguments, got ${JSON.stringify(positionals[0])}`);
     const limit = values.limit === undefined ? 20 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
@@ -82,7 +86,8 @@ Example:
     try {
       const page = await listUpTo(client, limit, {
         ...(states.length > 0 ? { state: states } : {}),
-        ...(values.environment ? { environment_id: values.environment } : {})
+        ...(values.environment ? { environment_id: values.environment } : {}),
+        ...(metadata ? { metadata } : {})
       });
       if (values.json) {
         if (selected.fields)

@@ -41,6 +41,10 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   runConfig?: Record<string, unknown>;
   /** The run's own HOME on the host (what the sandbox shows as HOME), kept for the whole run. */
   home?: string;
+  /** The turn of the run's conversation, from 1; a later one is a follow-up's. */
+  turn?: number;
+  /** The CLI session an earlier turn left (its `agent_session` event), for a harness to resume. */
+  resumeSession?: string;
   /**
    * The only way a kind starts a process: each goes through the run's sandbox, starts in the
    * workspace unless told otherwise, and is stopped with the run (cancel, timeout, shutdown).

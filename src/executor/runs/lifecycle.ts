@@ -10,6 +10,8 @@
 //   finish   INPROGRESS        →  SUCCEEDED | FAILED | CANCELLED (by the worker holding the lease)
 //   cancel   any not terminal  →  CANCELLED (by a client)
 //   abandon  INPROGRESS, lease expired or left by a previous process  →  FAILED
+//   followup any terminal      →  QUEUED again, same run (a queued or running run keeps its state:
+//                                 the message is a transcript event the worker takes at its next turn)
 //   prune    any terminal, completed before a cut-off  →  deleted with its transcript and artifacts
 
 import { abandoned, cancelledByClient } from './outcomes.js';
@@ -29,7 +31,8 @@ export const CREATED_STATE = 'QUEUED' satisfies RunState;
 export const CLAIMED_STATE = 'INPROGRESS' satisfies RunState;
 
 /** Every change of a run the store makes. */
-export type ChangeName = 'create' | 'claim' | 'renew' | 'finish' | 'cancel' | 'abandon' | 'prune';
+export type ChangeName =
+  'create' | 'claim' | 'renew' | 'finish' | 'cancel' | 'abandon' | 'followup' | 'prune';
 
 /**
  * What a column gets: the change's state, status message or error code; the caller's time; the
@@ -111,6 +114,20 @@ export const LIFECYCLE: Readonly<Record<ChangeName, Rule>> = {
   },
   cancel: { from: CANCELLABLE, to: ['CANCELLED'], lease: 'none', writes: ENDING, recorded: true },
   abandon: { from: [CLAIMED_STATE], to: ['FAILED'], lease: 'expired', writes: ENDING, recorded: true },
+  followup: {
+    from: TERMINAL_STATES,
+    to: [CREATED_STATE],
+    lease: 'none',
+    writes: {
+      state: 'state',
+      status_message: 'message',
+      error_code: 'code',
+      completed_at: 'null',
+      updated_at: 'at',
+      version: 'next'
+    },
+    recorded: true
+  },
   prune: { from: TERMINAL_STATES, to: [], lease: 'none', writes: {}, recorded: false }
 };
 
@@ -151,6 +168,11 @@ export function cancel(state: RunState, reason?: string): Transition | undefined
 /** What a client's cancel sets, whichever state it started from. */
 export function cancelled(reason?: string): Transition {
   return finish(cancelledByClient(reason));
+}
+
+/** A follow-up to an ended run: queued again, its old status message and error code cleared. */
+export function followup(): Transition {
+  return { state: CREATED_STATE, status_message: null, error_code: null };
 }
 
 /** A worker's finish of the run it holds. */

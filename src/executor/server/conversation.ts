@@ -64,9 +64,12 @@ const EVENT_TYPES: { readonly [K in EventKind]?: string } = {
 };
 
 export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Conversation {
-  const messages: ConversationMessage[] = [
+  let messages: ConversationMessage[] = [
     { role: 'user', timestamp: run.created_at, content: [{ type: 'text', text: run.prompt }] }
   ];
+  // Each later turn of a continued run is a step of its own, its follow-ups as the user message.
+  const turns: { at: string; messages: ConversationMessage[] }[] = [{ at: run.created_at, messages }];
+  const followups = new Map<number, string>();
   for (const event of events) {
     const e = known(event);
     const { seq, at, kind, ...rest } = e;
@@ -140,16 +143,34 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
       case 'agent_session':
         add(messages, 'system', at, { ...data, type: 'event', event_type: EVENT_TYPES[e.kind] ?? e.kind });
         break;
+      case 'followup':
+        followups.set(seq, String(data.message ?? ''));
+        break;
+      case 'turn': {
+        if (e.turn <= 1) break;
+        const taken = (Array.isArray(e.followups) ? e.followups : []).map(at => followups.get(at) ?? '');
+        messages = [{ role: 'user', timestamp: at, content: [{ type: 'text', text: taken.join('\n\n') }] }];
+        turns.push({ at, messages });
+        break;
+      }
       default:
         // A kind a newer executor wrote into the same store: an event named by its kind.
         add(messages, 'system', at, { ...data, type: 'event', event_type: otherKind(e).kind });
     }
   }
-  const step: ConversationStep = { id: run.run_id, messages, steps: [] };
-  if (run.title !== null) step.description = run.title;
-  if (run.started_at !== null) step.started_at = run.started_at;
-  if (run.completed_at !== null) step.completed_at = run.completed_at;
-  return { conversation_id: run.run_id, steps: [step] };
+  const steps = turns.map((turn, index) => {
+    const step: ConversationStep = {
+      id: index === 0 ? run.run_id : `${run.run_id}-turn-${index + 1}`,
+      messages: turn.messages,
+      steps: []
+    };
+    if (run.title !== null) step.description = run.title;
+    if (index === 0 && run.started_at !== null) step.started_at = run.started_at;
+    if (index > 0) step.started_at = turn.at;
+    if (index === turns.length - 1 && run.completed_at !== null) step.completed_at = run.completed_at;
+    return step;
+  });
+  return { conversation_id: run.run_id, steps };
 }
 
 /** A harness stores a tool's input as bounded JSON text: the value again when it is whole. */

@@ -58,5 +58,12 @@ export function listQuery(params: ListParams): ListQuery {
   };
   for (const [name, value] of Object.entries(filters))
     if (value !== undefined) (query as unknown as Record<string, unknown>)[name] = value;
+  const metadata: [string, string][] = [];
+  for (const [name, value] of Object.entries(params as Record<string, unknown>)) {
+    const key = /^metadata\[(.+)\]$/.exec(name)?.[1];
+    if (key === undefined) continue;
+    for (const item of ([] as unknown[]).concat(value)) metadata.push([key, String(item)]);
+  }
+  if (metadata.length > 0) query.metadata = metadata;
   return query;
 }

@@ -117,6 +117,10 @@ export function eventHtml(event: TranscriptEvent): string {
         'output',
         `${e.ok === false ? '<span class="error">tool failed</span>' : 'tool result'}${pre(e.output)}`
       );
+    case 'followup':
+      return item('other', `<b>follow-up</b> (${esc(e.mode)})${pre(e.message)}`);
+    case 'turn':
+      return item('other', `<b>turn ${esc(e.turn)}</b> begins (${esc(e.mode)} mode)`);
     case 'agent_session':
       return item('other', `agent session <code>${esc(e.session_id)}</code> (${esc(e.harness)})`);
     case 'publish': {

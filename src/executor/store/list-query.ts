@@ -45,6 +45,14 @@ export function listRunsSql(dialect: Dialect, team: string, query: ListQuery): L
     );
   }
   if (query.search !== undefined) where.push(searchCondition(dialect, query.search, p));
+  // The create request's metadata is kept among its extra fields (the runs.extra JSON text).
+  for (const [key, value] of query.metadata ?? []) {
+    where.push(
+      dialect === 'postgres'
+        ? `(extra::jsonb -> 'metadata' ->> ${p(key)}) = ${p(value)}`
+        : `EXISTS (SELECT 1 FROM json_each(runs.extra, '$.metadata') WHERE json_each.key = ${p(key)} AND json_each.value = ${p(value)})`
+    );
+  }
   if (query.artifactType !== undefined) {
     where.push(
       `EXISTS (SELECT 1 FROM artifacts WHERE artifacts.run_id = runs.run_id AND artifacts.artifact_type = ${p(query.artifactType)})`

@@ -15,6 +15,8 @@ import type {
   CancelResult,
   CreateResult,
   EventPage,
+  FollowupResult,
+  NewFollowup,
   Idempotency,
   ListQuery,
   NewRun,
@@ -162,6 +164,47 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     if (cancelled) return { kind: 'cancelled', run: cancelled };
     const run = await this.getRun(team, runId);
     return run ? { kind: 'finished', run } : { kind: 'not_found' };
+  }
+
+  /**
+   * The message is recorded first, then an ended run is queued again (the lifecycle's `followup`):
+   * a worker that claims it finds the message already there. A run that was queued or running
+   * when the message was recorded but ended before its worker looked is queued again here too,
+   * by the second look, so no message is left behind.
+   */
+  async submitFollowup(
+    team: string,
+    runId: string,
+    followup: NewFollowup,
+    at: string,
+    continuableSince: string
+  ): Promise<FollowupResult> {
+    const before = await this.getRun(team, runId);
+    if (!before) return { kind: 'not_found' };
+    const ended = (run: StoredRun) => lifecycle.allows('followup', run.state);
+    if (ended(before) && (before.completed_at ?? before.updated_at) < continuableSince)
+      return { kind: 'expired', run: before };
+    const { seq } = await this.appendEvent(
+      runId,
+      'followup',
+      { message: followup.message, mode: followup.mode },
+      at
+    );
+    const requeue = () =>
+      this.apply(
+        'followup',
+        { transition: lifecycle.followup(), at },
+        sql('run_id = ? AND team = ?', runId, team)
+      );
+    let [run] = ended(before) ? await requeue() : [];
+    if (!run) {
+      run = (await this.getRun(team, runId)) ?? before;
+      const taken = (await this.listEvents(runId, { after: seq })).some(
+        event => event.kind === 'turn' && Array.isArray(event.followups) && event.followups.includes(seq)
+      );
+      if (ended(run) && !taken) run = (await requeue())[0] ?? run;
+    }
+    return { kind: 'taken', run };
   }
 
   // runs, as the worker sees them

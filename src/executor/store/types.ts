@@ -127,6 +127,8 @@ export interface ListQuery {
   name?: string;
   modelId?: string;
   artifactType?: string;
+  /** Pairs the create request's metadata must all have (metadata[key]=value). */
+  metadata?: [string, string][];
   /** Default created_at (the store's insertion order, seq), newest first. */
   sortBy?: ListSort;
   sortOrder?: ListOrder;
@@ -153,6 +155,16 @@ export interface EventPage {
 
 export type CancelResult =
   { kind: 'cancelled'; run: StoredRun } | { kind: 'finished'; run: StoredRun } | { kind: 'not_found' };
+
+/** A follow-up's answer: taken (the run as it is now), too late to continue, or no such run. */
+export type FollowupResult =
+  { kind: 'taken'; run: StoredRun } | { kind: 'expired'; run: StoredRun } | { kind: 'not_found' };
+
+/** A follow-up as the store takes it: the message and the mode of the turn it asks for. */
+export interface NewFollowup {
+  message: string;
+  mode: string;
+}
 
 /**
  * A dashboard sign-in: the hash of the cookie's random id (the id itself is never stored), the key
@@ -243,6 +255,19 @@ export interface RunStore {
   countRunsByState(team: string): Promise<Record<string, number>>;
   /** `reason`, when given, ends the status message: `cancelled by a client: <reason>`. */
   cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult>;
+
+  /**
+   * Adds a follow-up to a run's conversation (a `followup` transcript event): a queued or running
+   * run keeps its state and its worker takes the message at the next turn; an ended run is queued
+   * again, unless it completed before `continuableSince` (its workspace may be gone): `expired`.
+   */
+  submitFollowup(
+    team: string,
+    runId: string,
+    followup: NewFollowup,
+    at: string,
+    continuableSince: string
+  ): Promise<FollowupResult>;
 
   // runs, as the worker sees them
   /** Moves the oldest QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. */

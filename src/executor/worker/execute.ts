@@ -5,7 +5,7 @@
 // runs/outcomes.ts decides its outcome, which the pool writes.
 
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
@@ -16,7 +16,7 @@ import { type RunSandbox, confineRun } from '../sandbox/index.js';
 import type { Processes } from '../sandbox/spawn.js';
 import { runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
-import { type Workspace, createWorkspace } from '../workspace/workspace.js';
+import { type Workspace, createWorkspace, reopenWorkspace } from '../workspace/workspace.js';
 import {
   type AgentOutcome,
   type RunHappenings,
@@ -28,6 +28,7 @@ import {
   succeeded
 } from '../runs/outcomes.js';
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
+import { type Turn, nextTurn, recordsTurn, turnsBefore } from './turns.js';
 
 export type { StopReason };
 
@@ -153,7 +154,7 @@ interface Ran {
  * The run's workspace, sandbox, setup and agent, until the agent ends or the controller is
  * aborted; answers what the steps said (a step that throws fails the run as one that could not run).
  */
-async function runSteps(options: ExecuteOptions): Promise<Ran> {
+async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
   const { run, environment, config, controller, record, log } = options;
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
@@ -165,19 +166,24 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
     : undefined;
   ran.home = home;
   try {
+    // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
     if (home) {
-      rmSync(home, { recursive: true, force: true });
+      if (!turn.continuing) rmSync(home, { recursive: true, force: true });
       mkdirSync(home, { recursive: true, mode: 0o700 });
     }
-    const workspace = await createWorkspace(
-      environment,
-      config.dataDir,
-      run.run_id,
-      config.workspaces.quotaBytes
-    );
+    const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id) : undefined;
+    if (turn.continuing && !reopened)
+      throw new Error(
+        `the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`
+      );
+    const workspace =
+      reopened ??
+      (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes));
     ran.workspace = workspace;
     const outputs = prepareOutputs(config.dataDir, run.run_id);
     ran.outputs = outputs;
+    const conversationFile = join(outputs.dir, 'conversation.md');
+    writeFileSync(conversationFile, turn.conversation, { mode: 0o644 });
     // A root executor's runs are an unprivileged host user, who owns what the run may write (given
     // before its first process).
     const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
@@ -204,16 +210,21 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
     const env = passedVariables(environment);
-    const setupEnded = await setup(environment, confined.processes, env, controller.signal, record);
+    // The environment's setup ran in the first turn; its effects are in the workspace already.
+    const setupEnded = turn.continuing
+      ? succeeded()
+      : await setup(environment, confined.processes, env, controller.signal, record);
     if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
     const agent = agentKindOf(environment.agent.kind);
     if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
     const ended = await agent.run({
       runId: run.run_id,
-      prompt: run.prompt,
+      prompt: turn.prompt,
       workspace: workspace.path,
       agent: environment.agent,
-      env: { ...env, ...outputs.env },
+      env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile },
+      resumeSession: turn.resumeSession,
+      turn: turn.number,
       signal: controller.signal,
       record,
       runConfig: runConfigOf(run),
@@ -239,7 +250,7 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
  */
 export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   const { run, environment, config, controller, record, log, store } = options;
-  const { ended, workspace, outputs, sandbox, measure, home, usage } = await runSteps(options);
+  const { ended, workspace, outputs, sandbox, measure, usage } = await runTurns(options);
   await record
     .flush?.()
     .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
@@ -296,7 +307,8 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
     await store
       .setRequestUsage(run.run_id, JSON.stringify(usage))
       .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not store the usage'));
-  if (home) rmSync(home, { recursive: true, force: true });
+  // A harness's HOME (its CLI session) stays with the workspace while the run can be continued;
+  // the workspace sweep removes both (workspaces.continue_for).
   // After a success only: its changes as a branch and a pull request, unless the create request
   // said `config.publish: false` (it may turn publishing off, never choose where to).
   const base = workspace?.base;
@@ -315,6 +327,41 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   }
   workspace?.release();
   return decideOutcome(happened).outcome;
+}
+
+/**
+ * The run's turns: the next one its transcript asks for, then, while the agent succeeds, each
+ * follow-up that arrived during a turn as one more turn in the same workspace. Each turn begins
+ * with a `turn` event naming the follow-ups it takes; what the last turn left is what the run
+ * reports (its answer, outputs; the changes since the start commit).
+ */
+async function runTurns(options: ExecuteOptions): Promise<Ran> {
+  const { run, store, record, controller } = options;
+  const events = await store.listEvents(run.run_id);
+  // A run claimed again with nothing new to take (its follow-up was taken by a turn that was then
+  // cut short): it goes on with the prompt, in what the earlier turns left.
+  let turn = nextTurn(run, events, turnsBefore(events)) ?? {
+    ...nextTurn(run, [])!,
+    number: 2,
+    continuing: true
+  };
+  for (;;) {
+    if (recordsTurn(turn)) {
+      await record.flush?.();
+      await store.appendEvent(
+        run.run_id,
+        'turn',
+        { turn: turn.number, mode: turn.mode, followups: turn.followups },
+        new Date().toISOString()
+      );
+    }
+    const ran = await runSteps(options, turn);
+    if (ran.ended.state !== 'SUCCEEDED' || controller.signal.aborted) return ran;
+    const next = nextTurn(run, await store.listEvents(run.run_id), turn.number);
+    if (!next) return ran;
+    await ran.sandbox?.close();
+    turn = next;
+  }
 }
 
 /** Publishes the run's changes; answers the failure, if any. */

@@ -44,7 +44,10 @@ export async function pruneFinishedRuns(
   if (pruned > 0) log.info({ pruned }, 'pruned finished runs past retention');
 }
 
-/** Removes finished runs' workspaces past the workspace retention; `active` ones are never touched. */
+/**
+ * Removes finished runs' workspaces (and harness HOMEs) past the workspace retention, and never
+ * before workspaces.continue_for (a follow-up continues in them); `active` ones are never touched.
+ */
 export async function sweepFinishedWorkspaces(
   config: ExecutorConfig,
   active: Set<string>,
@@ -53,7 +56,7 @@ export async function sweepFinishedWorkspaces(
   const removed = await sweepWorkspaces(
     config.dataDir,
     config.environments,
-    config.workspaces.retentionMs,
+    Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs),
     active
   );
   if (removed > 0) log.info({ removed }, 'removed workspaces past retention');

@@ -9,7 +9,16 @@
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync
+} from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
@@ -172,13 +181,45 @@ export async function createWorkspace(
     kind = 'copy';
   }
 
+  const made: Made = { sub, kind, borrowed, repository, baseBranch: start?.branch, base };
+  // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
+  writeFileSync(join(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
+  return workspaceOf(root, repo, made);
+}
+
+/** How a workspace was made: what a later turn needs to reopen it (never read from the workspace). */
+interface Made {
+  sub: string;
+  kind: Workspace['kind'];
+  borrowed: string[];
+  repository?: string;
+  baseBranch?: string;
+  base: string;
+}
+const MADE_FILE = 'agent-run-workspace.json';
+
+/**
+ * The workspace an earlier turn of the run made, as it was left (a follow-up continues in it);
+ * undefined when it is gone (removed after workspaces.continue_for) or was never made.
+ */
+export function reopenWorkspace(dataDir: string, runId: string): Workspace | undefined {
+  const root = join(dataDir, 'workspaces', runId);
+  const repo: PrivateRepository = { gitDir: privateGitDir(dataDir, runId), workTree: root };
+  const file = join(repo.gitDir, MADE_FILE);
+  if (!existsSync(root) || !existsSync(file)) return undefined;
+  const made = JSON.parse(readFileSync(file, 'utf8')) as Made;
+  return workspaceOf(root, repo, made);
+}
+
+function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspace {
+  const { sub, kind, borrowed, repository, baseBranch, base } = made;
   return {
     path: sub ? join(root, sub) : root,
     root,
     kind,
     borrowed,
     repository,
-    baseBranch: start?.branch,
+    baseBranch,
     base,
     git: repo,
     async diff() {
@@ -251,6 +292,8 @@ export async function sweepWorkspaces(
     if (!old(path)) continue;
     rmSync(path, { recursive: true, force: true });
     removePrivateGitDir(privateGitDir(dataDir, name));
+    // A harness run's HOME (its CLI's session) is kept as long as its workspace, for follow-ups.
+    rmSync(join(dataDir, 'homes', name), { recursive: true, force: true });
     removed++;
   }
   for (const name of existsSync(gitDirs) ? readdirSync(gitDirs) : []) {

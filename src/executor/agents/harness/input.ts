@@ -54,6 +54,7 @@ export function harnessInput(context: AgentContext<HarnessAgentConfig>, home: st
     mcpServers: mcpServersOf(config.mcp_servers),
     home,
     workspace: context.workspace,
+    resumeSession: context.resumeSession,
     extraArgs: context.agent.args,
     maxCostUsd: context.agent.max_cost_usd,
     listed: { ...context.env }

@@ -15,7 +15,7 @@ export interface HarnessInput {
   mcpServers?: Record<string, McpServer>; // config.mcp_servers
   home: string;                   // the run's private HOME (host path of what the sandbox shows as HOME)
   workspace: string;
-  resumeSession?: string;         // a CLI session id to resume (issue #24; may be ignored for now)
+  resumeSession?: string;         // a CLI session id to resume: an earlier turn's, on a follow-up
   extraArgs: string[];            // the environment's agent.args
   /** Added by harness-claude: the environment's max_cost_usd, for a CLI that can stop itself there. */
   maxCostUsd?: number;

@@ -7,6 +7,7 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE } from '../../../api/schemas.js';
 import {
   isTerminalState,
   isValidIdempotencyKey,
@@ -28,7 +29,9 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export function runHandlers(
   context: ServerContext,
   reads: ReadCache
-): Handlers<'createRun' | 'createRunLegacy' | 'listRuns' | 'getRun' | 'cancelRun' | 'getTranscript'> {
+): Handlers<
+  'createRun' | 'createRunLegacy' | 'listRuns' | 'getRun' | 'cancelRun' | 'submitFollowup' | 'getTranscript'
+> {
   const { store, config, links, hub } = context;
 
   const create = async (request: EndpointRequest<'createRun'>, reply: FastifyReply) => {
@@ -66,6 +69,9 @@ export function runHandlers(
       );
     }
     harnessProblem(body.config, environment.agent.kind);
+    const asked = body as { metadata?: unknown; mode?: unknown };
+    metadataProblem(asked.metadata);
+    if (asked.mode !== undefined) followupMode(asked.mode);
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
     if (key !== undefined && !isValidIdempotencyKey(key)) {
@@ -184,9 +190,67 @@ export function runHandlers(
       return reply.type('application/json').send(JSON.stringify(result.run.run_id));
     },
 
+    submitFollowup: async request => {
+      const id = request.params.run_id;
+      const mode = followupMode(request.body.mode);
+      if (context.draining)
+        throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no follow-ups', {
+          'retry-after': '5'
+        });
+      const now = Date.now();
+      const since = new Date(now - config.workspaces.continueForMs).toISOString();
+      const result = await store.submitFollowup(
+        request.principal.team,
+        id,
+        { message: request.body.message, mode },
+        new Date(now).toISOString(),
+        since
+      );
+      if (result.kind === 'not_found') throw notFound(id);
+      if (result.kind === 'expired')
+        throw new ProblemError(
+          'run_not_continuable',
+          `run ${id} ended ${result.run.state} at ${result.run.completed_at ?? result.run.updated_at}, longer ago than workspaces.continue_for (${Math.round(config.workspaces.continueForMs / 60_000)} min): its workspace is gone, so it cannot be continued; start a new run`
+        );
+      return { run_id: result.run.run_id, state: result.run.state };
+    },
+
     getTranscript: async (request, reply) =>
       readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
   };
+}
+
+/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters. */
+function metadataProblem(metadata: unknown): void {
+  if (metadata === undefined || metadata === null) return;
+  const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
+  if (typeof metadata !== 'object' || Array.isArray(metadata))
+    throw new ProblemError('invalid_field', `metadata: expected ${expected}`);
+  const pairs = Object.entries(metadata);
+  if (pairs.length > MAX_METADATA_PAIRS)
+    throw new ProblemError('invalid_field', `metadata: ${pairs.length} keys; expected ${expected}`);
+  for (const [key, value] of pairs) {
+    const shown = JSON.stringify(key.slice(0, 70));
+    if (key.length === 0 || key.length > MAX_METADATA_KEY)
+      throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
+    if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
+      throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
+  }
+}
+
+/** A follow-up's or a create's `mode`: normal (the default) or plan; orchestrate is not served here. */
+export function followupMode(mode: unknown): 'normal' | 'plan' {
+  if (mode === undefined || mode === null || mode === 'normal') return 'normal';
+  if (mode === 'plan') return 'plan';
+  if (mode === 'orchestrate')
+    throw new ProblemError(
+      'operation_not_supported',
+      'mode "orchestrate": this executor does not orchestrate other agents; expected normal or plan'
+    );
+  throw new ProblemError(
+    'invalid_field',
+    `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected normal or plan`
+  );
 }
 
 function notFound(id: string): ProblemError {

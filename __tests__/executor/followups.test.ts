@@ -1,0 +1,245 @@
+// Conversations that continue: `POST /agent/runs/{id}/followups` sends the next user message of the
+// same run, whatever its state. The typed client against the executor on a real port, with a real
+// SQLite file (or PostgreSQL with AGENT_EXECUTOR_TEST_STORE=postgres) and the simulated agent, whose
+// `@sim run` lines are real shell commands in the run's workspace.
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { AgentRunClient, ConflictError, NotFoundError } from '../../src/client/index.js';
+import { type TestExecutor, startTestExecutor } from '../support/executor.js';
+import { sleep, waitForState } from '../support/wait.js';
+
+let ex: TestExecutor;
+let client: AgentRunClient;
+let key: string;
+
+beforeAll(async () => {
+  ex = await startTestExecutor({ workers: 1 });
+  key = (await ex.key('team-a', 'personal', 'alice')).raw;
+  client = new AgentRunClient({ baseUrl: ex.url, apiKey: key });
+});
+afterAll(async () => {
+  client.close();
+  await ex.stop(1000);
+});
+
+const ended = (id: string, on: TestExecutor = ex) => waitForState({ on, key, id });
+const start = async (prompt: string, c = client) =>
+  (await c.createRun({ prompt, config: { environment_id: 'local' } })).run_id;
+
+async function events(id: string, kind: string, c = client): Promise<Record<string, unknown>[]> {
+  const transcript = await c.getWholeTranscript(id);
+  return (transcript?.events ?? []).filter(event => event.kind === kind) as Record<string, unknown>[];
+}
+
+describe('a follow-up to an ended run', () => {
+  it('continues the same run in the same workspace: it sees the first turn’s file and changes another', async () => {
+    const id = await start('@sim write first.txt one\n@sim result wrote first');
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+
+    const answer = await client.submitFollowup(id, {
+      message: '@sim run grep -q one first.txt\n@sim write second.txt two\n@sim result wrote second'
+    });
+    expect(answer.run_id).toBe(id);
+    expect(['QUEUED', 'INPROGRESS']).toContain(answer.state);
+    // Read right after the answer: active again, never the old terminal state.
+    expect(['QUEUED', 'INPROGRESS']).toContain((await client.getRun(id)).state);
+
+    const run = await ended(id);
+    expect(run.state).toBe('SUCCEEDED');
+    expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'wrote second' });
+    // The changes of the last turn cover everything since the start commit.
+    const diff = (await events(id, 'diff')).at(-1) as { files: { path: string }[] };
+    expect(diff.files.map(file => file.path).sort()).toEqual(['first.txt', 'second.txt']);
+    // Each turn after the first begins with a `turn` event naming the follow-ups it takes.
+    expect((await events(id, 'turn')).map(turn => turn.turn)).toEqual([2]);
+    // The conversation: one step per turn, the follow-up as the second step's user message.
+    const conversation = await client.getConversation(id);
+    expect(conversation.steps).toHaveLength(2);
+    expect(JSON.stringify(conversation.steps[1]!.messages[0])).toContain('write second.txt two');
+  });
+
+  it('continues a FAILED run', async () => {
+    const id = await start('@sim write kept.txt yes\n@sim fail the tests broke');
+    expect((await ended(id)).state).toBe('FAILED');
+    await client.submitFollowup(id, { message: '@sim run test -f kept.txt\n@sim result fixed' });
+    const run = await ended(id);
+    expect(run).toMatchObject({ state: 'SUCCEEDED' });
+    expect(run.status_message ?? null).toBeNull();
+    expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'fixed' });
+  });
+
+  it('gives the agent the conversation so far in AGENT_CONVERSATION_FILE', async () => {
+    const id = await start('@sim result the first answer');
+    await ended(id);
+    await client.submitFollowup(id, {
+      message: '@sim run grep -q "the first answer" "$AGENT_CONVERSATION_FILE"\n@sim result seen'
+    });
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+  });
+});
+
+describe('a follow-up to an active run', () => {
+  it('to a running run: the run goes on with it after the current turn', async () => {
+    const id = await start('@sim write a.txt a\n@sim sleep 2\n@sim result first');
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
+    const answer = await client.submitFollowup(id, { message: '@sim run test -f a.txt\n@sim result second' });
+    expect(answer.state).toBe('INPROGRESS');
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    expect((await events(id, 'turn')).map(turn => turn.turn)).toEqual([2]);
+    expect((await events(id, 'result')).map(result => result.text)).toEqual(['first', 'second']);
+  });
+
+  it('to a queued run: the message joins the prompt of its first turn', async () => {
+    const busy = await start('@sim sleep 3');
+    await waitForState({ on: ex, key, id: busy }, ['INPROGRESS']);
+    const id = await start('@sim write q.txt q');
+    expect((await client.getRun(id)).state).toBe('QUEUED');
+    const answer = await client.submitFollowup(id, { message: '@sim run test -f q.txt\n@sim result joined' });
+    expect(answer.state).toBe('QUEUED');
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    const turns = await events(id, 'turn');
+    expect(turns).toHaveLength(1);
+    expect((turns[0]!.followups as number[]).length).toBe(1);
+    expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'joined' });
+    await ended(busy);
+  });
+});
+
+describe('follow-ups that are refused', () => {
+  it('another team’s run is 404, as is an unknown one', async () => {
+    const id = await start('@sim result mine');
+    await ended(id);
+    const other = new AgentRunClient({
+      baseUrl: ex.url,
+      apiKey: (await ex.key('team-b', 'personal', 'bob')).raw
+    });
+    await expect(other.submitFollowup(id, { message: 'hello' })).rejects.toBeInstanceOf(NotFoundError);
+    other.close();
+    await expect(client.submitFollowup('no-such-run', { message: 'hello' })).rejects.toMatchObject({
+      status: 404,
+      errorCode: 'not_found'
+    });
+    expect((await client.getRun(id)).state).toBe('SUCCEEDED');
+  });
+
+  it('an empty or oversized message, an unknown mode: 422; orchestrate: 422 operation_not_supported', async () => {
+    const id = await start('@sim result x');
+    await ended(id);
+    const send = (body: unknown) =>
+      ex.request(`/api/v1/agent/runs/${id}/followups`, { method: 'POST', key, body: JSON.stringify(body) });
+    for (const body of [
+      {},
+      { message: '' },
+      { message: 'x'.repeat(100_001) },
+      { message: 'hi', mode: 'fast' }
+    ]) {
+      const response = await send(body);
+      expect(response.status).toBe(422);
+      expect(await response.json()).toMatchObject({ error_code: 'invalid_field' });
+    }
+    const orchestrate = await send({ message: 'hi', mode: 'orchestrate' });
+    expect(orchestrate.status).toBe(422);
+    expect(await orchestrate.json()).toMatchObject({ error_code: 'operation_not_supported' });
+    expect((await client.getRun(id)).state).toBe('SUCCEEDED');
+  });
+});
+
+describe('workspaces.continue_for', () => {
+  let short: TestExecutor;
+  let shortClient: AgentRunClient;
+  beforeAll(async () => {
+    short = await startTestExecutor({ workspaces: { continue_for: '1s' } });
+    shortClient = new AgentRunClient({
+      baseUrl: short.url,
+      apiKey: (await short.key('team-a', 'personal', 'alice')).raw
+    });
+  });
+  afterAll(async () => {
+    shortClient.close();
+    await short.stop(1000);
+  });
+
+  it('a run that ended longer ago is not continued: 409 run_not_continuable, naming why', async () => {
+    const id = await start('@sim result done', shortClient);
+    const run = await shortClient.waitForRun(id, { timeoutMs: 60_000 });
+    expect(run.run?.state).toBe('SUCCEEDED');
+    await sleep(1500);
+    const refused = shortClient.submitFollowup(id, { message: 'more' });
+    await expect(refused).rejects.toBeInstanceOf(ConflictError);
+    await expect(refused).rejects.toMatchObject({ errorCode: 'run_not_continuable' });
+    await expect(refused).rejects.toThrow(/workspaces\.continue_for/);
+    expect((await shortClient.getRun(id)).state).toBe('SUCCEEDED');
+  });
+});
+
+describe('an executor restart between turns', () => {
+  it('continues the run in the workspace the first process left', async () => {
+    let first: TestExecutor | undefined = await startTestExecutor();
+    const raw = (await first.key('team-r', 'personal', 'rita')).raw;
+    let c = new AgentRunClient({ baseUrl: first.url, apiKey: raw });
+    const id = await start('@sim write before.txt kept\n@sim result one', c);
+    expect((await waitForState({ on: first, key: raw, id })).state).toBe('SUCCEEDED');
+    c.close();
+    await first.stop(1000);
+    const second = await startTestExecutor({}, first);
+    first = undefined;
+    try {
+      c = new AgentRunClient({ baseUrl: second.url, apiKey: raw });
+      await c.submitFollowup(id, { message: '@sim run grep -q kept before.txt\n@sim result two' });
+      const run = await waitForState({ on: second, key: raw, id });
+      expect(run.state).toBe('SUCCEEDED');
+      expect((await events(id, 'result', c)).at(-1)).toMatchObject({ text: 'two' });
+      c.close();
+    } finally {
+      await second.stop(1000);
+    }
+  });
+});
+
+describe('metadata on create', () => {
+  it('is returned on the record and filters the list (metadata[key]=value, repeatable)', async () => {
+    const tag = `t${Date.now()}`;
+    const make = async (metadata: Record<string, string>) =>
+      (
+        await client.createRun({
+          prompt: '@sim result m',
+          config: { environment_id: 'local' },
+          metadata: { tag, ...metadata }
+        })
+      ).run_id;
+    const a = await make({ repo: 'o/r', thread: '7' });
+    const b = await make({ repo: 'o/r', thread: '8' });
+    await make({ repo: 'o/other', thread: '7' });
+    expect((await client.getRun(a)).metadata).toEqual({ tag, repo: 'o/r', thread: '7' });
+    const ids = async (query: Record<string, string>) =>
+      (await client.listRuns({ 'metadata[tag]': tag, ...query })).runs.map(run => run.run_id).sort();
+    expect(await ids({ 'metadata[repo]': 'o/r' })).toEqual([a, b].sort());
+    expect(await ids({ 'metadata[repo]': 'o/r', 'metadata[thread]': '7' })).toEqual([a]);
+    expect(await ids({ 'metadata[repo]': 'nobody' })).toEqual([]);
+    for (const id of [a, b]) await ended(id);
+  });
+
+  it('refuses more than 20 pairs, long keys or values, and values that are not strings: 422 naming metadata', async () => {
+    const many = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v']));
+    for (const metadata of [many, { ['k'.repeat(65)]: 'v' }, { k: 'v'.repeat(513) }, { k: 7 }, ['x']]) {
+      const response = await ex.request('/api/v1/agent/runs', {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ prompt: 'x', config: { environment_id: 'local' }, metadata })
+      });
+      expect(response.status).toBe(422);
+      const problem = (await response.json()) as { error_code: string; detail: string };
+      expect(problem.error_code).toBe('invalid_field');
+      expect(problem.detail).toMatch(/^metadata/);
+    }
+  });
+
+  it('refuses mode orchestrate on create with 422 operation_not_supported', async () => {
+    const response = await ex.request('/api/v1/agent/runs', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ prompt: 'x', config: { environment_id: 'local' }, mode: 'orchestrate' })
+    });
+    expect(response.status).toBe(422);
+    expect(await response.json()).toMatchObject({ error_code: 'operation_not_supported' });
+  });
+});

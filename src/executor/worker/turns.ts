@@ -1,0 +1,103 @@
+// The turns of a run's conversation, read back from its transcript: the worker's first turn takes
+// the prompt (and any follow-up sent while the run was queued); each later turn takes the follow-ups
+// no earlier turn took (a `turn` event names the seqs of those it took; a plain first turn, with no
+// follow-up, records none, so a run never continued has the transcript it always had). A turn after the first
+// continues in the same workspace and, where the harness can, the same CLI session (its last
+// `agent_session` event). The conversation so far is also written out as text for agents that
+// cannot resume a session (AGENT_CONVERSATION_FILE).
+
+import type { TranscriptEvent } from '../store/types.js';
+
+export type TurnMode = 'normal' | 'plan';
+
+export interface Turn {
+  /** 1 for the first turn of the run, then 2, 3, … */
+  number: number;
+  /** What the agent is given: the prompt (first turn) or the follow-ups this turn takes. */
+  prompt: string;
+  mode: TurnMode;
+  /** The seqs of the follow-up events this turn takes. */
+  followups: number[];
+  /** Whether an earlier turn ran: the workspace and HOME it left are continued. */
+  continuing: boolean;
+  /** The CLI session an earlier turn left, to resume. */
+  resumeSession?: string;
+  /** The conversation so far, as text (user messages and the agent's answers, in order). */
+  conversation: string;
+}
+
+const modeOf = (value: unknown): TurnMode => (value === 'plan' ? 'plan' : 'normal');
+
+/**
+ * The next turn of a run, from its create request's prompt and mode and its transcript; undefined
+ * when an earlier turn ran and no follow-up is left to take (a running run with nothing new).
+ * `done`: turns the caller knows ran besides those the transcript names (see turnsBefore).
+ */
+export function nextTurn(
+  run: { prompt: string; extra: string },
+  events: readonly TranscriptEvent[],
+  done = 0
+): Turn | undefined {
+  const taken = new Set<number>();
+  let last = done;
+  let session: string | undefined;
+  const pending: TranscriptEvent[] = [];
+  const followups = new Map<number, string>();
+  const lines: string[] = [`## user\n\n${run.prompt}`];
+  for (const event of events) {
+    if (event.kind === 'turn') {
+      last = Math.max(last, Number(event.turn) || 0);
+      const seqs = Array.isArray(event.followups) ? (event.followups as number[]) : [];
+      for (const seq of seqs) taken.add(seq);
+      if (Number(event.turn) > 1)
+        lines.push(`## user\n\n${seqs.map(seq => followups.get(seq) ?? '').join('\n\n')}`);
+    } else if (event.kind === 'followup') {
+      followups.set(event.seq, String(event.message ?? ''));
+      pending.push(event);
+    } else if (event.kind === 'result' && typeof event.text === 'string') {
+      lines.push(`## assistant\n\n${event.text}`);
+    } else if (event.kind === 'agent_session' && typeof event.session_id === 'string') {
+      session = event.session_id;
+    }
+  }
+  const fresh = pending.filter(event => !taken.has(event.seq));
+  if (last > 0 && fresh.length === 0) return undefined;
+  const messages = fresh.map(event => String(event.message ?? ''));
+  const createdMode = modeOf(parseExtra(run.extra).mode);
+  const mode = fresh.length > 0 ? modeOf(fresh.at(-1)!.mode) : createdMode;
+  const prompt = last === 0 ? [run.prompt, ...messages].join('\n\n') : messages.join('\n\n');
+  if (last > 0) lines.push(`## user\n\n${prompt}`);
+  const turn: Turn = {
+    number: last + 1,
+    prompt,
+    mode,
+    followups: fresh.map(event => event.seq),
+    continuing: last > 0,
+    conversation: `${lines.join('\n\n')}\n`
+  };
+  if (last > 0 && session !== undefined) turn.resumeSession = session;
+  return turn;
+}
+
+/**
+ * Turns a run had before the claim that is running it now: each claim records an INPROGRESS state
+ * event, so a run claimed before (then ended and followed up) had at least its first turn.
+ */
+export function turnsBefore(events: readonly TranscriptEvent[]): number {
+  const claims = events.filter(event => event.kind === 'state' && event.state === 'INPROGRESS').length;
+  return claims >= 2 ? 1 : 0;
+}
+
+/** Whether a turn is recorded: every one after the first, and a first that took follow-ups. */
+export function recordsTurn(turn: Turn): boolean {
+  return turn.number > 1 || turn.followups.length > 0;
+}
+
+function parseExtra(extra: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(extra);
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
