@@ -20,6 +20,7 @@ import { checkStartup } from './startup.js';
 import { openStore } from './store/open.js';
 import type { RunStore } from './store/types.js';
 import { WorkerPool } from './worker/pool.js';
+import { Scheduler } from './schedules/scheduler.js';
 
 export type { Role } from './server/app.js';
 
@@ -39,6 +40,8 @@ export interface StartOptions {
 export interface Executor {
   app: FastifyInstance;
   pool: WorkerPool;
+  /** Fires the store's schedules (on `all` and `worker` nodes; an `api` node's never ticks). */
+  scheduler: Scheduler;
   context: ServerContext;
   /** Where the server listens, e.g. http://127.0.0.1:8080 (set once listening). */
   url: string;
@@ -152,6 +155,8 @@ async function wire(
     listening = `http://${host}:${address.port}`;
   }
   await pool.start();
+  const scheduler = new Scheduler(store, config, { log: app.log });
+  if (role !== 'api') scheduler.start();
   const heartbeat = startHeartbeat(
     store,
     role,
@@ -164,6 +169,7 @@ async function wire(
   return {
     app,
     pool,
+    scheduler,
     context,
     get url() {
       return listening;
@@ -171,6 +177,7 @@ async function wire(
     stop(graceMs = config.shutdownGraceMs) {
       stopping ??= (async () => {
         context.draining = true;
+        await scheduler.stop();
         await pool.stop(graceMs);
         await heartbeat.stop();
         context.hub.close();

@@ -5,6 +5,7 @@
 
 import type { ErrorCode, RunState } from '../../api/index.js';
 import type { Outcome } from '../runs/lifecycle.js';
+import type { ScheduleStore } from './sql-schedules.js';
 
 export type { Outcome };
 
@@ -127,6 +128,8 @@ export interface ListQuery {
   name?: string;
   modelId?: string;
   artifactType?: string;
+  /** Only runs a schedule started (extra.schedule_id). */
+  scheduleId?: string;
   /** Default created_at (the store's insertion order, seq), newest first. */
   sortBy?: ListSort;
   sortOrder?: ListOrder;
@@ -289,6 +292,8 @@ export interface RunStore {
   getSecret(name: string, create: () => string): Promise<string>;
   /** Cheap liveness query, for /readyz. */
   ping(): Promise<void>;
+  /** The scheduled agents (sql-schedules.ts). */
+  readonly schedules: ScheduleStore;
   /**
    * Called on every change of a run by any writer of this store: at once for this process's own
    * writes; for other processes' writes, by notification on PostgreSQL (with a bounded fallback
