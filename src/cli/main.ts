@@ -7,6 +7,7 @@ import { artifactsCommand, logsCommand } from './commands/logs.js';
 import { openCommand } from './commands/open.js';
 import { runCommand } from './commands/run.js';
 import { cancelCommand, getCommand, listCommand, waitCommand } from './commands/runs.js';
+import { environmentsCommand, modelsCommand, schedulesCommand } from './commands/schedules.js';
 import { EXIT, EXIT_CODES_HELP, exitCodeOf } from './exit.js';
 import { refuseKeyFlag } from './settings.js';
 import { type Streams, Terminal } from './terminal.js';
@@ -20,6 +21,9 @@ const COMMANDS: Command[] = [
   logsCommand,
   artifactsCommand,
   openCommand,
+  schedulesCommand,
+  environmentsCommand,
+  modelsCommand,
   actionCommand
 ];
 
