@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CreateScheduleRequest, ScheduleRecord, UpdateScheduleRequest } from '../../../api/schedules.js';
 import { cronProblem, nextFire, timeZoneProblem } from '../../schedules/cron.js';
-import type { ScheduleSpec, StoredSchedule } from '../../store/sql-schedules.js';
+import type { ScheduleSpec, ScheduleStore, StoredSchedule } from '../../store/sql-schedules.js';
 import type { ServerContext } from '../context.js';
 import { ProblemError } from '../problem.js';
 import type { Handlers } from './register.js';
@@ -78,6 +78,28 @@ export function scheduleRecord(schedule: StoredSchedule): ScheduleRecord {
   };
 }
 
+/**
+ * Pauses (next due time none) or resumes (next due time from now) a team's schedule, keeping its
+ * settings; the schedule as it is now, undefined when the team has none with this id. The API's
+ * pause and resume and the dashboard's buttons both go through here.
+ */
+export async function setScheduleEnabled(
+  schedules: ScheduleStore,
+  team: string,
+  id: string,
+  enabled: boolean
+): Promise<StoredSchedule | undefined> {
+  const schedule = await schedules.getSchedule(team, id);
+  if (!schedule) return undefined;
+  const nextRunMs = enabled
+    ? nextFire(schedule.spec.cron_schedule, schedule.spec.time_zone, Date.now())
+    : null;
+  const at = new Date().toISOString();
+  if (!(await schedules.updateSchedule(team, id, { spec: schedule.spec, enabled, nextRunMs, at })))
+    return undefined;
+  return schedules.getSchedule(team, id);
+}
+
 function notFound(id: string): ProblemError {
   return new ProblemError('not_found', `schedule ${JSON.stringify(id)} does not exist`);
 }
@@ -105,15 +127,9 @@ export function scheduleHandlers(
 
   /** Sets enabled (and the next due time from now), keeping the settings. */
   async function setEnabled(team: string, id: string, enabled: boolean): Promise<ScheduleRecord> {
-    const schedule = await find(team, id);
-    const changed = await schedules.updateSchedule(team, id, {
-      spec: schedule.spec,
-      enabled,
-      nextRunMs: next(schedule.spec, enabled),
-      at: new Date().toISOString()
-    });
-    if (!changed) throw notFound(id);
-    return scheduleRecord(await find(team, id));
+    const schedule = await setScheduleEnabled(schedules, team, id, enabled);
+    if (!schedule) throw notFound(id);
+    return scheduleRecord(schedule);
   }
 
   return {
