@@ -35,6 +35,8 @@ export interface StartOptions {
   checkEnvironments?: boolean;
   /** Takes the data dir's lock for the role (the CLI's serve), released when the node stops or the process exits. */
   lockDataDir?: boolean;
+  /** The schedules' clock, ms since the epoch (tests move it instead of waiting for a due time). */
+  now?: () => number;
 }
 
 export interface Executor {
@@ -81,7 +83,7 @@ export async function startExecutor(config: ExecutorConfig, options: StartOption
     // A split role shares the store with the other role's process (on SQLite, one file on this
     // machine): start-up then fails only runs whose lease expired, never the other's live runs.
     store = options.store ?? (await openStore(config.store, { shared: role !== 'all' }));
-    return await wire(config, store, role, warnings, notes, release);
+    return await wire(config, store, role, warnings, notes, release, options.now);
   } catch (error) {
     if (!options.store) await store?.close().catch(() => undefined);
     release();
@@ -134,7 +136,8 @@ async function wire(
   role: Role,
   warnings: string[],
   notes: string[],
-  release: () => void
+  release: () => void,
+  now?: () => number
 ): Promise<Executor> {
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
@@ -155,7 +158,7 @@ async function wire(
     listening = `http://${host}:${address.port}`;
   }
   await pool.start();
-  const scheduler = new Scheduler(store, config, { log: app.log });
+  const scheduler = new Scheduler(store, config, { log: app.log, now });
   if (role !== 'api') scheduler.start();
   const heartbeat = startHeartbeat(
     store,
