@@ -5,7 +5,7 @@
 
 import type { ErrorCode, RunState } from '../../api/index.js';
 import type { Outcome } from '../runs/lifecycle.js';
-import type { ScheduleStore } from './sql-schedules.js';
+import type { ScheduleStore } from './schedule-types.js';
 
 export type { Outcome };
 
