@@ -28,7 +28,7 @@ const COMMANDS: Command[] = [
 ];
 
 function overview(): string {
-  const lines = COMMANDS.map(command => `  ${command.name.padEnd(10)} ${command.summary}`);
+  const lines = COMMANDS.map(command => `  ${command.name.padEnd(12)} ${command.summary}`);
   return `Usage: agent-run COMMAND [options]
 
 The command line of the Cloud Agent Run API: start agent runs, follow them, read what they made,
