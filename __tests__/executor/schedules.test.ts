@@ -5,6 +5,7 @@
 // that starts after missed due times (catch_up on and off), and the catalogue reads.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { Scheduler } from '../../src/executor/schedules/scheduler.js';
 import type { RunStore } from '../../src/executor/store/types.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
@@ -226,6 +227,36 @@ describe('firing', () => {
     clock.ms = due(schedule) + 2 * 60_000 + 30_000;
     await Promise.all([a.tick(), b.tick()]);
     expect(await runsOf(schedule.id)).toHaveLength(3);
+  });
+
+  it('a fire whose run was made but not recorded (the node died between the two) is not started again', async () => {
+    const schedule = await createSchedule({ name: 'half-done' });
+    const at = due(schedule);
+    // What a node that died right after creating the fire's run leaves behind.
+    const key = `schedule:${schedule.id}:${at}`;
+    const runId = randomUUID();
+    await ex.context.store.createRun(
+      {
+        run_id: runId,
+        team: 'team-a',
+        environment_id: 'local',
+        title: 'half-done',
+        prompt: '@sim say hi',
+        config: JSON.stringify({ environment_id: 'local' }),
+        extra: JSON.stringify({ schedule_id: schedule.id, scheduled_for: new Date(at).toISOString() }),
+        creator_type: 'user',
+        creator_uid: 'k',
+        creator_name: 'alice',
+        created_at: new Date().toISOString()
+      },
+      { key, requestHash: key },
+      1000
+    );
+    await schedulerAt({ ms: at + 1000 }).tick();
+    expect((await runsOf(schedule.id)).map(run => run.run_id)).toEqual([runId]);
+    const after = await readSchedule(schedule.id);
+    expect(after.last_run_id).toBe(runId);
+    expect(due(after)).toBe(at + 60_000);
   });
 
   it('does not fire while paused, and resumes from the next due time', async () => {

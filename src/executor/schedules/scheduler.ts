@@ -126,6 +126,9 @@ export class Scheduler {
         await this.store.cancelRun(team, run.run_id, at, `superseded by the schedule's fire at ${dueAt}`);
     }
 
+    // Paused, changed or handled by another node since it was read: leave it.
+    const current = await this.store.schedules.getSchedule(team, id);
+    if (!current?.enabled || current.next_run_ms !== due) return;
     const key = `schedule:${id}:${due}`;
     const result = await this.store.createRun(
       {
