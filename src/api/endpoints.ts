@@ -6,7 +6,7 @@
 
 import Type, { type TSchema } from 'typebox';
 import type { ErrorCode } from './error-codes.js';
-import { type EndpointName, MAX_WAIT_SECONDS, ROUTES } from './routes.js';
+import { type EndpointName, type HttpMethod, MAX_WAIT_SECONDS, ROUTES } from './routes.js';
 export { type EndpointName, MAX_WAIT_SECONDS, endpointPath, pathParameters, routePath } from './routes.js';
 import {
   ArtifactDetailsSchema,
@@ -27,6 +27,16 @@ import {
   TranscriptQuerySchema,
   TranscriptSchema
 } from './schemas.js';
+import {
+  CreateScheduleRequestSchema,
+  DeleteScheduleResponseSchema,
+  ListEnvironmentsResponseSchema,
+  ListModelsResponseSchema,
+  ListSchedulesResponseSchema,
+  ScheduleIdParamsSchema,
+  ScheduleSchema,
+  UpdateScheduleRequestSchema
+} from './schedules.js';
 
 /**
  * Who may call an endpoint: anyone (`none`), a bearer API key (`key`), the holder of a run's
@@ -43,7 +53,7 @@ export interface EndpointHeader {
 }
 
 export interface EndpointSpec {
-  method: 'GET' | 'POST';
+  method: HttpMethod;
   /** The full path, parameters in braces: `/api/v1/agent/runs/{run_id}`. */
   path: string;
   summary: string;
@@ -246,6 +256,98 @@ export const ENDPOINTS = {
       contentType: 'application/octet-stream'
     },
     errors: ['not_found', 'artifact_not_found']
+  },
+  createSchedule: {
+    method: 'POST',
+    path: '/api/v1/agent/schedules',
+    summary: 'Create a scheduled agent',
+    description:
+      'A cron expression (read in time_zone, default UTC), a prompt and the config of the runs it starts; it fires at each due time exactly once across the executor nodes.',
+    auth: 'key',
+    rateLimited: true,
+    body: CreateScheduleRequestSchema,
+    response: { description: 'The schedule.', schema: ScheduleSchema },
+    errors: ['invalid_request', 'invalid_field', 'unsupported_media_type', 'payload_too_large']
+  },
+  listSchedules: {
+    method: 'GET',
+    path: '/api/v1/agent/schedules',
+    summary: "The team's scheduled agents, by name",
+    auth: 'key',
+    rateLimited: true,
+    response: { description: 'The schedules.', schema: ListSchedulesResponseSchema },
+    errors: []
+  },
+  getSchedule: {
+    method: 'GET',
+    path: '/api/v1/agent/schedules/{schedule_id}',
+    summary: 'Read a scheduled agent',
+    auth: 'key',
+    rateLimited: true,
+    params: ScheduleIdParamsSchema,
+    response: { description: 'The schedule.', schema: ScheduleSchema },
+    errors: ['not_found']
+  },
+  updateSchedule: {
+    method: 'PUT',
+    path: '/api/v1/agent/schedules/{schedule_id}',
+    summary: 'Replace a scheduled agent’s settings',
+    description:
+      'All fields except agent_config, time_zone, overlap and catch_up are required; next_run is computed anew.',
+    auth: 'key',
+    rateLimited: true,
+    params: ScheduleIdParamsSchema,
+    body: UpdateScheduleRequestSchema,
+    response: { description: 'The schedule.', schema: ScheduleSchema },
+    errors: ['invalid_request', 'invalid_field', 'not_found', 'unsupported_media_type', 'payload_too_large']
+  },
+  deleteSchedule: {
+    method: 'DELETE',
+    path: '/api/v1/agent/schedules/{schedule_id}',
+    summary: 'Delete a scheduled agent (the runs it started stay)',
+    auth: 'key',
+    rateLimited: true,
+    params: ScheduleIdParamsSchema,
+    response: { description: 'Deleted.', schema: DeleteScheduleResponseSchema },
+    errors: ['not_found']
+  },
+  pauseSchedule: {
+    method: 'POST',
+    path: '/api/v1/agent/schedules/{schedule_id}/pause',
+    summary: 'Pause a scheduled agent: it fires no more until resumed',
+    auth: 'key',
+    rateLimited: true,
+    params: ScheduleIdParamsSchema,
+    response: { description: 'The schedule.', schema: ScheduleSchema },
+    errors: ['not_found']
+  },
+  resumeSchedule: {
+    method: 'POST',
+    path: '/api/v1/agent/schedules/{schedule_id}/resume',
+    summary: 'Resume a paused scheduled agent from its next due time',
+    auth: 'key',
+    rateLimited: true,
+    params: ScheduleIdParamsSchema,
+    response: { description: 'The schedule.', schema: ScheduleSchema },
+    errors: ['not_found']
+  },
+  listEnvironments: {
+    method: 'GET',
+    path: '/api/v1/agent/environments',
+    summary: 'The environments this executor serves (never their variables or secrets)',
+    auth: 'key',
+    rateLimited: true,
+    response: { description: 'The environments.', schema: ListEnvironmentsResponseSchema },
+    errors: []
+  },
+  listModels: {
+    method: 'GET',
+    path: '/api/v1/agent/models',
+    summary: 'The models the configured agents accept, per environment, with the defaults',
+    auth: 'key',
+    rateLimited: true,
+    response: { description: 'The models.', schema: ListModelsResponseSchema },
+    errors: []
   },
   getOpenApi: {
     method: 'GET',

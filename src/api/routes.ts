@@ -17,11 +17,22 @@ export const ROUTES = {
   downloadArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}/download' },
   getSession: { method: 'GET', path: '/sessions/{run_id}' },
   getSessionArtifact: { method: 'GET', path: '/sessions/{run_id}/artifacts/{artifact_uid}' },
+  createSchedule: { method: 'POST', path: '/api/v1/agent/schedules' },
+  listSchedules: { method: 'GET', path: '/api/v1/agent/schedules' },
+  getSchedule: { method: 'GET', path: '/api/v1/agent/schedules/{schedule_id}' },
+  updateSchedule: { method: 'PUT', path: '/api/v1/agent/schedules/{schedule_id}' },
+  deleteSchedule: { method: 'DELETE', path: '/api/v1/agent/schedules/{schedule_id}' },
+  pauseSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/pause' },
+  resumeSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/resume' },
+  listEnvironments: { method: 'GET', path: '/api/v1/agent/environments' },
+  listModels: { method: 'GET', path: '/api/v1/agent/models' },
   getOpenApi: { method: 'GET', path: '/api/v1/openapi.json' },
   listErrorCodes: { method: 'GET', path: '/api/v1/errors' },
   health: { method: 'GET', path: '/healthz' },
   ready: { method: 'GET', path: '/readyz' }
-} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
+} as const satisfies Record<string, { method: HttpMethod; path: string }>;
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 export type EndpointName = keyof typeof ROUTES;
 

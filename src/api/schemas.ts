@@ -166,6 +166,7 @@ export const ListRunsQuerySchema = Type.Object(
     name: Type.Optional(Text('Only runs whose config.name is this.')),
     model_id: Type.Optional(Text('Only runs whose config.model_id is this.')),
     artifact_type: Type.Optional(Text('Only runs that have an artifact of this type.')),
+    schedule_id: Type.Optional(Text('Only runs this schedule started.')),
     sort_by: Type.Optional(
       Type.Union(
         LIST_SORT_KEYS.map(key => Type.Literal(key)),

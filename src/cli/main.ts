@@ -8,6 +8,7 @@ import { artifactsCommand, logsCommand } from './commands/logs.js';
 import { openCommand } from './commands/open.js';
 import { runCommand } from './commands/run.js';
 import { cancelCommand, getCommand, listCommand, waitCommand } from './commands/runs.js';
+import { environmentsCommand, modelsCommand, schedulesCommand } from './commands/schedules.js';
 import { EXIT, EXIT_CODES_HELP, exitCodeOf } from './exit.js';
 import { refuseKeyFlag } from './settings.js';
 import { type Streams, Terminal } from './terminal.js';
@@ -22,11 +23,14 @@ const COMMANDS: Command[] = [
   logsCommand,
   artifactsCommand,
   openCommand,
+  schedulesCommand,
+  environmentsCommand,
+  modelsCommand,
   actionCommand
 ];
 
 function overview(): string {
-  const lines = COMMANDS.map(command => `  ${command.name.padEnd(10)} ${command.summary}`);
+  const lines = COMMANDS.map(command => `  ${command.name.padEnd(12)} ${command.summary}`);
   return `Usage: agent-run COMMAND [options]
 
 The command line of the Cloud Agent Run API: start agent runs, follow them, read what they made,

@@ -19,6 +19,13 @@ import {
   isValidIdempotencyKey,
   showValue
 } from '../api/index.js';
+import type {
+  CreateScheduleRequest,
+  EnvironmentRecord,
+  ListModelsResponse,
+  ScheduleRecord,
+  UpdateScheduleRequest
+} from '../api/schedules.js';
 import {
   type DownloadedArtifact,
   type TranscriptOptions,
@@ -435,8 +442,97 @@ export class AgentRunClient {
     this.transport.close();
   }
 
+  // scheduled agents and the catalogue (the executor's and the service's /agent/schedules,
+  // /agent/environments, /agent/models)
+
+  async listSchedules(options: CallOptions = {}): Promise<ScheduleRecord[]> {
+    const body = await this.json('GET', apiPath('listSchedules'), undefined, options);
+    return (body as { schedules?: ScheduleRecord[] }).schedules ?? [];
+  }
+
+  async getSchedule(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return (await this.json(
+      'GET',
+      schedulePath('getSchedule', scheduleId),
+      undefined,
+      options
+    )) as ScheduleRecord;
+  }
+
+  /** Not retried: a create whose answer was lost may have made the schedule (list to find it). */
+  async createSchedule(body: CreateScheduleRequest, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return (await this.json('POST', apiPath('createSchedule'), body, {
+      ...options,
+      maxRetries: 0
+    })) as ScheduleRecord;
+  }
+
+  /** Replaces the settings: name, cron_schedule, prompt and enabled are required. */
+  async updateSchedule(
+    scheduleId: string,
+    body: UpdateScheduleRequest,
+    options: CallOptions = {}
+  ): Promise<ScheduleRecord> {
+    return (await this.json(
+      'PUT',
+      schedulePath('updateSchedule', scheduleId),
+      body,
+      options
+    )) as ScheduleRecord;
+  }
+
+  async deleteSchedule(scheduleId: string, options: CallOptions = {}): Promise<void> {
+    await this.json('DELETE', schedulePath('deleteSchedule', scheduleId), undefined, options);
+  }
+
+  async pauseSchedule(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return (await this.json(
+      'POST',
+      schedulePath('pauseSchedule', scheduleId),
+      undefined,
+      options
+    )) as ScheduleRecord;
+  }
+
+  async resumeSchedule(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return (await this.json(
+      'POST',
+      schedulePath('resumeSchedule', scheduleId),
+      undefined,
+      options
+    )) as ScheduleRecord;
+  }
+
+  async listEnvironments(options: CallOptions = {}): Promise<EnvironmentRecord[]> {
+    const body = await this.json('GET', apiPath('listEnvironments'), undefined, options);
+    return (body as { environments?: EnvironmentRecord[] }).environments ?? [];
+  }
+
+  async listModels(options: CallOptions = {}): Promise<ListModelsResponse> {
+    return (await this.json('GET', apiPath('listModels'), undefined, options)) as ListModelsResponse;
+  }
+
+  /** One request whose answer is a JSON object. */
+  private async json(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body: unknown,
+    options: CallOptions & { maxRetries?: number }
+  ): Promise<Record<string, unknown>> {
+    const label = `${method} ${API_PREFIX}${path}`;
+    const response = await this.request(method, path, {
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: options.signal,
+      maxRetries: options.maxRetries
+    });
+    const value = parseJson(response.body, label);
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new ParseError(`${label}: expected a JSON object, got ${describeValue(value)}`);
+    return value as Record<string, unknown>;
+  }
+
   private async request(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     options: {
       body?: string;
@@ -603,6 +699,15 @@ function artifactPath(uid: string): string {
     });
   }
   return apiPath('getArtifact', { artifact_uid: uid.trim() });
+}
+
+function schedulePath(name: EndpointName, scheduleId: string): string {
+  if (typeof scheduleId !== 'string' || !isIdSegment(scheduleId.trim())) {
+    throw new InvalidRequestError(`schedule id ${showValue(scheduleId)}: expected ${ID_SEGMENT_FORM}`, {
+      request: 'schedule id'
+    });
+  }
+  return apiPath(name, { schedule_id: scheduleId.trim() });
 }
 
 function runPath(

@@ -7,7 +7,7 @@ import * as https from 'node:https';
 import { HttpClient } from '@actions/http-client';
 
 export interface HttpRequest {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   url: string;
   headers: Record<string, string>;
   body?: string;

@@ -20,6 +20,7 @@ import { checkStartup } from './startup.js';
 import { openStore } from './store/open.js';
 import type { RunStore } from './store/types.js';
 import { WorkerPool } from './worker/pool.js';
+import { Scheduler } from './schedules/scheduler.js';
 
 export type { Role } from './server/app.js';
 
@@ -34,11 +35,15 @@ export interface StartOptions {
   checkEnvironments?: boolean;
   /** Takes the data dir's lock for the role (the CLI's serve), released when the node stops or the process exits. */
   lockDataDir?: boolean;
+  /** The schedules' clock, ms since the epoch (tests move it instead of waiting for a due time). */
+  now?: () => number;
 }
 
 export interface Executor {
   app: FastifyInstance;
   pool: WorkerPool;
+  /** Fires the store's schedules (on `all` and `worker` nodes; an `api` node's never ticks). */
+  scheduler: Scheduler;
   context: ServerContext;
   /** Where the server listens, e.g. http://127.0.0.1:8080 (set once listening). */
   url: string;
@@ -78,7 +83,7 @@ export async function startExecutor(config: ExecutorConfig, options: StartOption
     // A split role shares the store with the other role's process (on SQLite, one file on this
     // machine): start-up then fails only runs whose lease expired, never the other's live runs.
     store = options.store ?? (await openStore(config.store, { shared: role !== 'all' }));
-    return await wire(config, store, role, warnings, notes, release);
+    return await wire(config, store, role, warnings, notes, release, options.now);
   } catch (error) {
     if (!options.store) await store?.close().catch(() => undefined);
     release();
@@ -131,7 +136,8 @@ async function wire(
   role: Role,
   warnings: string[],
   notes: string[],
-  release: () => void
+  release: () => void,
+  now?: () => number
 ): Promise<Executor> {
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
@@ -152,6 +158,8 @@ async function wire(
     listening = `http://${host}:${address.port}`;
   }
   await pool.start();
+  const scheduler = new Scheduler(store, config, { log: app.log, now });
+  if (role !== 'api') scheduler.start();
   const heartbeat = startHeartbeat(
     store,
     role,
@@ -164,6 +172,7 @@ async function wire(
   return {
     app,
     pool,
+    scheduler,
     context,
     get url() {
       return listening;
@@ -171,6 +180,7 @@ async function wire(
     stop(graceMs = config.shutdownGraceMs) {
       stopping ??= (async () => {
         context.draining = true;
+        await scheduler.stop();
         await pool.stop(graceMs);
         await heartbeat.stop();
         context.hub.close();

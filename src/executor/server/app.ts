@@ -16,6 +16,8 @@ import { metaHandlers } from './routes/meta.js';
 import { registerEndpoints } from './routes/register.js';
 import { resultHandlers } from './routes/results.js';
 import { runHandlers } from './routes/runs.js';
+import { catalogHandlers } from './routes/catalog.js';
+import { scheduleHandlers } from './routes/schedules.js';
 import { sessionHandlers } from './routes/sessions.js';
 import { schemaProblem, validatorCompiler } from './validation.js';
 
@@ -142,7 +144,9 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     ...metaHandlers(context, options.publicUrl),
     ...sessionHandlers(context),
     ...runHandlers(context, reads),
-    ...resultHandlers(context, downloads)
+    ...resultHandlers(context, downloads),
+    ...scheduleHandlers(context),
+    ...catalogHandlers(context)
   };
   const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
   await registerEndpoints(app, { context, reads, downloads }, handlers, served);

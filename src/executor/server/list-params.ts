@@ -54,7 +54,8 @@ export function listQuery(params: ListParams): ListQuery {
     search: params.q || undefined,
     name: params.name || undefined,
     modelId: params.model_id || undefined,
-    artifactType: params.artifact_type || undefined
+    artifactType: params.artifact_type || undefined,
+    scheduleId: params.schedule_id || undefined
   };
   for (const [name, value] of Object.entries(filters))
     if (value !== undefined) (query as unknown as Record<string, unknown>)[name] = value;

@@ -44,6 +44,13 @@ export function listRunsSql(dialect: Dialect, team: string, query: ListQuery): L
         : `json_extract(config, '$.${field}') = ${p(value)}`
     );
   }
+  if (query.scheduleId !== undefined) {
+    where.push(
+      dialect === 'postgres'
+        ? `(extra::json ->> 'schedule_id') = ${p(query.scheduleId)}`
+        : `json_extract(extra, '$.schedule_id') = ${p(query.scheduleId)}`
+    );
+  }
   if (query.search !== undefined) where.push(searchCondition(dialect, query.search, p));
   // The create request's metadata is kept among its extra fields (the runs.extra JSON text).
   for (const [key, value] of query.metadata ?? []) {

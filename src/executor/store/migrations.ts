@@ -107,6 +107,27 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
         seen_at INTEGER NOT NULL
       );
     `
+  },
+  {
+    version: 5,
+    name: 'scheduled agents',
+    sql: `
+      CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        next_run_ms INTEGER,
+        last_ran TEXT,
+        last_run_id TEXT,
+        last_spawn_error TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX schedules_team ON schedules (team);
+      CREATE INDEX schedules_due ON schedules (next_run_ms) WHERE enabled = 1;
+    `
   }
 ];
 
@@ -217,6 +238,27 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
         started_at TEXT NOT NULL,
         seen_at BIGINT NOT NULL
       );
+    `
+  },
+  {
+    version: 4,
+    name: 'scheduled agents',
+    sql: `
+      CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        next_run_ms BIGINT,
+        last_ran TEXT,
+        last_run_id TEXT,
+        last_spawn_error TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX schedules_team ON schedules (team);
+      CREATE INDEX schedules_due ON schedules (next_run_ms) WHERE enabled = 1;
     `
   }
 ];

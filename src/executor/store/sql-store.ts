@@ -28,6 +28,7 @@ import type {
   TranscriptEvent
 } from './types.js';
 import { SqlAccountStore } from './sql-accounts.js';
+import { type ScheduleStore, SqlScheduleStore } from './sql-schedules.js';
 import { artifactOf, listEntryOf } from './types.js';
 
 /** Columns of an artifact without its bytes. */
@@ -36,10 +37,12 @@ const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, f
 
 export class SqlRunStore extends SqlAccountStore implements RunStore {
   private readonly changes: ChangeSql;
+  readonly schedules: ScheduleStore;
 
   constructor(d: Dialect) {
     super(d);
     this.changes = new ChangeSql(d);
+    this.schedules = new SqlScheduleStore(d);
   }
 
   /** Applies a change to the runs `where` picks (among those in a state it may start from). */

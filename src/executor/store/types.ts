@@ -5,6 +5,7 @@
 
 import type { ErrorCode, RunState } from '../../api/index.js';
 import type { Outcome } from '../runs/lifecycle.js';
+import type { ScheduleStore } from './schedule-types.js';
 
 export type { Outcome };
 
@@ -129,6 +130,8 @@ export interface ListQuery {
   artifactType?: string;
   /** Pairs the create request's metadata must all have (metadata[key]=value). */
   metadata?: [string, string][];
+  /** Only runs a schedule started (extra.schedule_id). */
+  scheduleId?: string;
   /** Default created_at (the store's insertion order, seq), newest first. */
   sortBy?: ListSort;
   sortOrder?: ListOrder;
@@ -314,6 +317,8 @@ export interface RunStore {
   getSecret(name: string, create: () => string): Promise<string>;
   /** Cheap liveness query, for /readyz. */
   ping(): Promise<void>;
+  /** The scheduled agents (sql-schedules.ts). */
+  readonly schedules: ScheduleStore;
   /**
    * Called on every change of a run by any writer of this store: at once for this process's own
    * writes; for other processes' writes, by notification on PostgreSQL (with a bounded fallback

@@ -1,5 +1,5 @@
 // The dashboard's routes: sign-in and sign-out, the runs list, a run (with cancel and artifact
-// downloads), the environments, the live streams and the two static files. Forms are parsed here
+// downloads), the schedules (with pause and resume), the environments, the live streams and the two static files. Forms are parsed here
 // only (the JSON API still takes JSON alone), and the JSON API never looks at the cookie: it keeps
 // accepting Bearer keys only.
 
@@ -14,6 +14,8 @@ import { PAGE_SIZE, listQuery, readFilters, renderList, renderProblem, renderSig
 import { listStream, runStream } from './live.js';
 import { localPath } from './html.js';
 import { renderRun } from './run-page.js';
+import { renderSchedules } from './schedules-page.js';
+import { setScheduleEnabled } from '../routes/schedules.js';
 import { type SignedIn, clearCookie, refusal, signIn, viewerOf } from './session.js';
 
 const CSP =
@@ -234,6 +236,42 @@ export async function dashboardRoutes(
     const active = await store.listRuns(viewer.team, { limit: 1000, states: ['QUEUED', 'INPROGRESS'] });
     return html(reply, renderEnvironments(viewer, config, active, await store.listNodes()));
   });
+
+  app.get('/schedules', async (request, reply) => {
+    const viewer = await signedIn(request, reply);
+    if (!viewer) return reply;
+    const schedules = await store.schedules.listSchedules(viewer.team);
+    const rows = await Promise.all(
+      schedules.map(async schedule => ({
+        schedule,
+        runs: await store.listRuns(viewer.team, { limit: 5, scheduleId: schedule.id })
+      }))
+    );
+    return html(reply, renderSchedules(viewer, rows));
+  });
+
+  for (const action of ['pause', 'resume'] as const) {
+    app.post(`/schedules/:id/${action}`, async (request, reply) => {
+      const viewer = await viewerOf(store, request);
+      const refused = refusal(config, request, viewer, field(request, 'csrf'));
+      if (refused) return forbidden(request, reply, viewer, refused);
+      if (!viewer) return reply.code(303).header('location', '/').send();
+      const { id } = request.params as { id: string };
+      const changed = await setScheduleEnabled(store.schedules, viewer.team, id, action === 'resume');
+      if (!changed)
+        return refuse(
+          request,
+          reply,
+          renderProblem(
+            viewer,
+            'Schedule not found',
+            `There is no schedule ${id.slice(0, 100)} in your team.`
+          ),
+          new ProblemError('not_found', `schedule ${JSON.stringify(id.slice(0, 100))} does not exist`)
+        );
+      return reply.code(303).header('location', '/schedules').send();
+    });
+  }
 
   app.get('/live', async (request, reply) => {
     const viewer = await viewerOf(store, request);

@@ -278,7 +278,10 @@ const SERVER_FIELDS = new Set([
   'source',
   'run_time',
   'request_usage',
-  'artifacts'
+  'artifacts',
+  // set only by the scheduler: a create body cannot pass its run off as a schedule's
+  'schedule_id',
+  'scheduled_for'
 ]);
 
 /**
