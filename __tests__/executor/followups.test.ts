@@ -243,3 +243,51 @@ describe('metadata on create', () => {
     expect(await response.json()).toMatchObject({ error_code: 'operation_not_supported' });
   });
 });
+
+describe('mode plan', () => {
+  it('leaves the workspace unchanged (a write fails) and yields a PLAN artifact whose content comes back', async () => {
+    const id = (
+      await client.createRun({
+        prompt: ['@sim write kept.txt base', '@sim result # Base\\nwritten'].join('\n'),
+        config: { environment_id: 'local' }
+      })
+    ).run_id;
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    // A plan turn: a write in the sandbox fails, the workspace is as it was.
+    await client.submitFollowup(id, {
+      message: '@sim run sh -c "echo changed > kept.txt" || echo refused\n@sim run grep -q base kept.txt',
+      mode: 'plan'
+    });
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    const outputs = (await events(id, 'command')).slice(-2);
+    expect(String(outputs[0]!.output)).toMatch(/Read-only file system/);
+    expect(outputs[1]).toMatchObject({ exit_code: 0 });
+
+    await client.submitFollowup(id, {
+      message: '@sim result # Fix the parser\\n1. read it\\n2. change it',
+      mode: 'plan'
+    });
+    const run = await ended(id);
+    expect(run.state).toBe('SUCCEEDED');
+    const plans = (run.artifacts as { artifact_type: string; data: Record<string, string> }[]).filter(
+      artifact => artifact.artifact_type === 'PLAN'
+    );
+    expect(plans.at(-1)!.data).toMatchObject({ title: 'Fix the parser', document_uid: expect.any(String) });
+    const details = await client.getArtifact(plans.at(-1)!.data.document_uid!);
+    expect(details.data).toMatchObject({ content: '# Fix the parser\n1. read it\n2. change it' });
+    // The changes are still the first turn's only.
+    const diff = (await events(id, 'diff')).at(-1) as { files: { path: string }[] };
+    expect(diff.files.map(file => file.path)).toEqual(['kept.txt']);
+  });
+
+  it('refuses @sim write in plan mode, as the read-only workspace would', async () => {
+    const response = await client.createRun({
+      prompt: '@sim write x.txt y',
+      config: { environment_id: 'local' },
+      mode: 'plan'
+    });
+    const run = await ended(response.run_id);
+    expect(run).toMatchObject({ state: 'FAILED' });
+    expect(String(run.status_message)).toMatch(/read-only in plan mode/);
+  });
+});

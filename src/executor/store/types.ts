@@ -69,14 +69,27 @@ export interface FileArtifact {
 export interface StoredArtifact extends FileArtifact {
   run_id: string;
   team: string;
-  /** FILE, or PULL_REQUEST (its bytes are the JSON {url, branch} the run record lists). */
-  artifact_type: 'FILE' | 'PULL_REQUEST';
+  /**
+   * FILE; PULL_REQUEST (its bytes are the JSON {url, branch} the run record lists); or PLAN (its
+   * bytes are a plan-mode turn's markdown; the record lists {document_uid, artifact_uid, title}).
+   */
+  artifact_type: 'FILE' | 'PULL_REQUEST' | 'PLAN';
 }
 
 /** How the run record's `artifacts` lists an artifact: a file's description, a pull request's data. */
 export function listEntryOf(artifact: StoredArtifact, data: Buffer): Record<string, unknown> {
   const { run_id: _run, team: _team, artifact_type, created_at, ...file } = artifact;
   if (artifact_type === 'FILE') return { ...file, created_at };
+  if (artifact_type === 'PLAN')
+    return {
+      artifact_type,
+      created_at,
+      data: {
+        document_uid: file.artifact_uid,
+        artifact_uid: file.artifact_uid,
+        title: file.description ?? 'Plan'
+      }
+    };
   return { artifact_type, created_at, data: JSON.parse(data.toString('utf8')) as unknown };
 }
 

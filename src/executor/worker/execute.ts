@@ -28,6 +28,7 @@ import {
   succeeded
 } from '../runs/outcomes.js';
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
+import { keepPlan } from './plan.js';
 import { type Turn, nextTurn, recordsTurn, turnsBefore } from './turns.js';
 
 export type { StopReason };
@@ -148,6 +149,8 @@ interface Ran {
   home?: string;
   /** The run's request_usage as its harness measured it from the CLI's stream. */
   usage?: Record<string, unknown>;
+  /** The mode of the turn that ran last. */
+  mode?: Turn['mode'];
 }
 
 /**
@@ -167,6 +170,11 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
   ran.home = home;
   try {
     // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
+    // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
+    if (turn.mode === 'plan' && !environment.sandbox.enabled)
+      throw new Error(
+        `mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`
+      );
     if (home) {
       if (!turn.continuing) rmSync(home, { recursive: true, force: true });
       mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -198,7 +206,8 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
         write: [outputs.dir],
         user,
         own: [workspace.root, outputs.dir, ...(home ? [home] : [])],
-        home
+        home,
+        readOnlyWorkspace: turn.mode === 'plan'
       },
       { signal: controller.signal, cwd: workspace.path }
     );
@@ -225,6 +234,7 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile },
       resumeSession: turn.resumeSession,
       turn: turn.number,
+      mode: turn.mode,
       signal: controller.signal,
       record,
       runConfig: runConfigOf(run),
@@ -250,7 +260,7 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
  */
 export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   const { run, environment, config, controller, record, log, store } = options;
-  const { ended, workspace, outputs, sandbox, measure, usage } = await runTurns(options);
+  const { ended, workspace, outputs, sandbox, measure, usage, mode } = await runTurns(options);
   await record
     .flush?.()
     .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
@@ -302,6 +312,11 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
       return undefined;
     });
   }
+  // A plan-mode turn's final answer is its plan: a PLAN artifact whose content GET /agent/artifacts returns.
+  if (mode === 'plan' && decideOutcome(happened).outcome.state === 'SUCCEEDED')
+    await keepPlan(store, run).catch(error =>
+      log.warn({ err: error, run_id: run.run_id }, 'could not keep the plan')
+    );
   // What the harness measured from the CLI's own stream outranks a file the agent could write.
   if (usage)
     await store
@@ -318,6 +333,7 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
     readable &&
     base &&
     decideOutcome(happened).outcome.state === 'SUCCEEDED' &&
+    mode !== 'plan' &&
     publishes(run)
   ) {
     happened.publish = await publish(options, environment.publish, workspace, base);
@@ -352,7 +368,7 @@ async function runTurns(options: ExecuteOptions): Promise<Ran> {
         new Date().toISOString()
       );
     }
-    const ran = await runSteps(options, turn);
+    const ran = { ...(await runSteps(options, turn)), mode: turn.mode };
     if (ran.ended.state !== 'SUCCEEDED' || controller.signal.aborted) return ran;
     const next = nextTurn(run, await store.listEvents(run.run_id), turn.number);
     if (!next) return ran;
