@@ -88,6 +88,15 @@ describe('a follow-up to an active run', () => {
     expect((await events(id, 'result')).map(result => result.text)).toEqual(['first', 'second']);
   });
 
+  it('to a running run whose turn then fails: the run goes on with the follow-up', async () => {
+    const id = await start('@sim sleep 2\n@sim fail broke');
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
+    await client.submitFollowup(id, { message: '@sim result recovered' });
+    await waitForState({ on: ex, key, id }, ['SUCCEEDED'], { timeoutMs: 60_000 });
+    expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'recovered' });
+    expect((await events(id, 'turn')).map(turn => turn.turn)).toEqual([2]);
+  });
+
   it('to a queued run: the message joins the prompt of its first turn', async () => {
     const busy = await start('@sim sleep 3');
     await waitForState({ on: ex, key, id: busy }, ['INPROGRESS']);

@@ -207,6 +207,15 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     return { kind: 'taken', run };
   }
 
+  async requeueRun(runId: string, at: string): Promise<StoredRun | undefined> {
+    const [run] = await this.apply(
+      'followup',
+      { transition: lifecycle.followup(), at },
+      sql('run_id = ?', runId)
+    );
+    return run;
+  }
+
   // runs, as the worker sees them
 
   async claimNext(

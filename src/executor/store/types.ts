@@ -282,6 +282,12 @@ export interface RunStore {
     continuableSince: string
   ): Promise<FollowupResult>;
 
+  /**
+   * Queues an ended run again for follow-ups its last turn did not take (one that arrived as the
+   * worker was finishing); the run as it is now, or undefined when it was not in an ended state.
+   */
+  requeueRun(runId: string, at: string): Promise<StoredRun | undefined>;
+
   // runs, as the worker sees them
   /** Moves the oldest QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. */
   claimNext(owner: string, leaseMs: number, excluded: string[], at: string): Promise<StoredRun | undefined>;
