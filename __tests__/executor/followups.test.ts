@@ -300,3 +300,43 @@ describe('mode plan', () => {
     expect(String(run.status_message)).toMatch(/read-only in plan mode/);
   });
 });
+
+describe('conversation_id on create', () => {
+  it('starts a new run from the earlier run’s final tree, with its own id', async () => {
+    const first = await start('@sim write from-first.txt one\n@sim result first');
+    expect((await ended(first)).state).toBe('SUCCEEDED');
+    const second = (
+      await client.createRun({
+        prompt: '@sim run grep -q one from-first.txt\n@sim write from-second.txt two\n@sim result second',
+        config: { environment_id: 'local' },
+        conversation_id: first
+      })
+    ).run_id;
+    expect(second).not.toBe(first);
+    const run = await ended(second);
+    expect([run.state, run.status_message]).toEqual(['SUCCEEDED', undefined]);
+    const diff = (await events(second, 'diff')).at(-1) as { files: { path: string }[] };
+    expect(diff.files.map(file => file.path).sort()).toEqual(['from-first.txt', 'from-second.txt']);
+    // The earlier run is as it was.
+    const before = (await events(first, 'diff')).at(-1) as { files: { path: string }[] };
+    expect(before.files.map(file => file.path)).toEqual(['from-first.txt']);
+  });
+
+  it('refuses an unknown or another team’s run (422 naming conversation_id) and a running one (409)', async () => {
+    const create = (conversation_id: string) =>
+      ex.request('/api/v1/agent/runs', {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ prompt: 'x', config: { environment_id: 'local' }, conversation_id })
+      });
+    const unknown = await create('no-such-run');
+    expect(unknown.status).toBe(422);
+    expect(((await unknown.json()) as { detail: string }).detail).toMatch(/^conversation_id "no-such-run"/);
+    const running = await start('@sim sleep 2');
+    await waitForState({ on: ex, key, id: running }, ['INPROGRESS']);
+    const busy = await create(running);
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ error_code: 'run_not_continuable' });
+    await ended(running);
+  });
+});

@@ -5,7 +5,7 @@
 // runs/outcomes.ts decides its outcome, which the pool writes.
 
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
@@ -29,7 +29,8 @@ import {
 } from '../runs/outcomes.js';
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
 import { keepPlan } from './plan.js';
-import { type Turn, nextTurn, recordsTurn, turnsBefore } from './turns.js';
+import { type Turn, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
+import { privateGit } from '../workspace/git.js';
 
 export type { StopReason };
 
@@ -188,6 +189,7 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       reopened ??
       (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes));
     ran.workspace = workspace;
+    if (turn.startFrom && !turn.continuing) await startFrom(config.dataDir, turn.startFrom, workspace, home);
     const outputs = prepareOutputs(config.dataDir, run.run_id);
     ran.outputs = outputs;
     const conversationFile = join(outputs.dir, 'conversation.md');
@@ -343,6 +345,43 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
 }
 
 /**
+ * A run that continues an earlier run's conversation (conversation_id) starts from that run's
+ * final tree (its changes since its start commit, applied on this workspace's start) and, for a
+ * harness, a copy of its HOME (the CLI session it resumes).
+ */
+async function startFrom(
+  dataDir: string,
+  earlierId: string,
+  workspace: Workspace,
+  home?: string
+): Promise<void> {
+  const earlier = reopenWorkspace(dataDir, earlierId);
+  if (!earlier)
+    throw new Error(
+      `conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`
+    );
+  const { files } = await earlier.diff();
+  if (files.length > 0) {
+    const patch = await earlier.patch();
+    await privateGit(workspace.git, [
+      '-C',
+      workspace.root,
+      'apply',
+      '--index',
+      '--binary',
+      '--whitespace=nowarn',
+      patch
+    ]).catch(error => {
+      throw new Error(
+        `conversation_id ${earlierId}: that run's changes do not apply to this workspace's start: ${(error as Error).message}`
+      );
+    });
+  }
+  const earlierHome = join(dataDir, 'homes', earlierId);
+  if (home && existsSync(earlierHome)) cpSync(earlierHome, home, { recursive: true, verbatimSymlinks: true });
+}
+
+/**
  * The run's turns: the next one its transcript asks for, then, while the agent succeeds, each
  * follow-up that arrived during a turn as one more turn in the same workspace. Each turn begins
  * with a `turn` event naming the follow-ups it takes; what the last turn left is what the run
@@ -358,6 +397,10 @@ async function runTurns(options: ExecuteOptions): Promise<Ran> {
     number: 2,
     continuing: true
   };
+  if (turn.startFrom && !turn.continuing) {
+    const earlier = await store.getRun(run.team, turn.startFrom);
+    if (earlier) turn = continuedFrom(turn, earlier, await store.listEvents(earlier.run_id));
+  }
   for (;;) {
     if (recordsTurn(turn)) {
       await record.flush?.();

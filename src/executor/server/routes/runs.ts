@@ -72,6 +72,7 @@ export function runHandlers(
     const asked = body as { metadata?: unknown; mode?: unknown };
     metadataProblem(asked.metadata);
     if (asked.mode !== undefined) followupMode(asked.mode);
+    await conversationProblem(body as { conversation_id?: unknown }, request.principal.team, environmentId);
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
     if (key !== undefined && !isValidIdempotencyKey(key)) {
@@ -110,6 +111,47 @@ export function runHandlers(
     if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');
     return { run_id: result.run.run_id, state: result.run.state };
   };
+
+  /**
+   * A create's `conversation_id` names an ended run of the key's team in the same environment,
+   * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
+   */
+  async function conversationProblem(
+    body: { conversation_id?: unknown },
+    team: string,
+    environmentId: string
+  ): Promise<void> {
+    const id = body.conversation_id;
+    if (id === undefined || id === null) return;
+    if (typeof id !== 'string' || id.trim() === '')
+      throw new ProblemError(
+        'invalid_field',
+        'conversation_id: expected the run id of an earlier run (a string)'
+      );
+    const shown = JSON.stringify(id.slice(0, 100));
+    const earlier = await store.getRun(team, id);
+    if (!earlier)
+      throw new ProblemError(
+        'invalid_field',
+        `conversation_id ${shown}: no run of this key's team has that id`
+      );
+    if (earlier.environment_id !== environmentId)
+      throw new ProblemError(
+        'invalid_field',
+        `conversation_id ${shown}: that run ran in environment ${JSON.stringify(earlier.environment_id)}; a run continuing it must use the same environment`
+      );
+    if (!isTerminalState(earlier.state))
+      throw new ProblemError(
+        'run_not_continuable',
+        `conversation_id ${shown}: that run is ${earlier.state}; wait until it ends, or send it a follow-up instead`
+      );
+    const since = new Date(Date.now() - config.workspaces.continueForMs).toISOString();
+    if ((earlier.completed_at ?? earlier.updated_at) < since)
+      throw new ProblemError(
+        'run_not_continuable',
+        `conversation_id ${shown}: that run ended longer ago than workspaces.continue_for; its workspace is gone`
+      );
+  }
 
   async function findRun(request: FastifyRequest, id: string): Promise<StoredRun> {
     const run = await store.getRun(request.principal.team, id);
