@@ -113,6 +113,22 @@ describe('a follow-up to an active run', () => {
   });
 });
 
+describe('cancel and follow-ups', () => {
+  it('cancels a continued run as any run, and a later follow-up continues the cancelled run', async () => {
+    const id = await start('@sim write c.txt c\n@sim result one');
+    await ended(id);
+    await client.submitFollowup(id, { message: '@sim sleep 30' });
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
+    await client.cancelRun(id, { reason: 'superseded' });
+    expect(await ended(id)).toMatchObject({ state: 'CANCELLED', error_code: 'cancelled' });
+    await client.submitFollowup(id, { message: '@sim run test -f c.txt\n@sim result back' });
+    const run = await ended(id);
+    expect(run).toMatchObject({ state: 'SUCCEEDED' });
+    expect(run.error_code ?? null).toBeNull();
+    expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'back' });
+  });
+});
+
 describe('follow-ups that are refused', () => {
   it('another team’s run is 404, as is an unknown one', async () => {
     const id = await start('@sim result mine');
