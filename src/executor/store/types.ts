@@ -164,6 +164,8 @@ export interface EventPage {
   limit?: number;
   /** The last `limit` events after `after` instead of the first ones; still in seq order. */
   fromEnd?: boolean;
+  /** Only events of these kinds (the worker's look for follow-ups, without the run's output). */
+  kinds?: readonly string[];
 }
 
 export type CancelResult =

@@ -29,7 +29,7 @@ import {
 } from '../runs/outcomes.js';
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
 import { keepPlan } from './plan.js';
-import { type Turn, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
+import { FOLLOWUP_KINDS, type Turn, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
 import { privateGit } from '../workspace/git.js';
 
 export type { StopReason };
@@ -413,6 +413,9 @@ async function runTurns(options: ExecuteOptions): Promise<Ran> {
     }
     const ran = { ...(await runSteps(options, turn)), mode: turn.mode };
     if (ran.ended.state !== 'SUCCEEDED' || controller.signal.aborted) return ran;
+    // A cheap look for follow-ups first; the whole transcript only when there is one to take.
+    if (!nextTurn(run, await store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
+      return ran;
     const next = nextTurn(run, await store.listEvents(run.run_id), turn.number);
     if (!next) return ran;
     await ran.sandbox?.close();

@@ -16,7 +16,7 @@ import {
   StoreUnavailableError
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
-import { nextTurn } from './turns.js';
+import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
 import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
 import { boundTranscript } from './transcript-budget.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
@@ -251,7 +251,7 @@ export class WorkerPool {
     // A follow-up that arrived after the last turn looked, while the run was still INPROGRESS, is
     // taken by queuing the run again (the API's second look covers the other order).
     if (finished && outcome.state !== 'CANCELLED') {
-      const events = await this.store.listEvents(run.run_id).catch(() => []);
+      const events = await this.store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }).catch(() => []);
       if (nextTurn(run, events, 1))
         await this.persist(() => this.store.requeueRun(run.run_id, now()), FINISH_RETRY_MS);
     }

@@ -120,6 +120,9 @@ export function recordsTurn(turn: Turn): boolean {
   return turn.number > 1 || turn.followups.length > 0;
 }
 
+/** The kinds that say which follow-ups are left to take (a cheap look: no output read). */
+export const FOLLOWUP_KINDS = ['followup', 'turn'] as const;
+
 function parseExtra(extra: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(extra);

@@ -100,7 +100,7 @@ interface Published {
 }
 
 async function earlierPublish(options: PublishOptions): Promise<Published | undefined> {
-  const events = await options.store.listEvents(options.run.run_id);
+  const events = await options.store.listEvents(options.run.run_id, { kinds: ['publish'] });
   const last = events.findLast(
     event => event.kind === 'publish' && typeof event.commit === 'string' && typeof event.branch === 'string'
   );
