@@ -5,7 +5,7 @@
 // runs/outcomes.ts decides its outcome, which the pool writes.
 
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
@@ -30,7 +30,7 @@ import {
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
 import { keepPlan } from './plan.js';
 import { FOLLOWUP_KINDS, type Turn, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
-import { privateGit } from '../workspace/git.js';
+import { startFrom } from './start-from.js';
 
 export type { StopReason };
 
@@ -342,43 +342,6 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   }
   workspace?.release();
   return decideOutcome(happened).outcome;
-}
-
-/**
- * A run that continues an earlier run's conversation (conversation_id) starts from that run's
- * final tree (its changes since its start commit, applied on this workspace's start) and, for a
- * harness, a copy of its HOME (the CLI session it resumes).
- */
-async function startFrom(
-  dataDir: string,
-  earlierId: string,
-  workspace: Workspace,
-  home?: string
-): Promise<void> {
-  const earlier = reopenWorkspace(dataDir, earlierId);
-  if (!earlier)
-    throw new Error(
-      `conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`
-    );
-  const { files } = await earlier.diff();
-  if (files.length > 0) {
-    const patch = await earlier.patch();
-    await privateGit(workspace.git, [
-      '-C',
-      workspace.root,
-      'apply',
-      '--index',
-      '--binary',
-      '--whitespace=nowarn',
-      patch
-    ]).catch(error => {
-      throw new Error(
-        `conversation_id ${earlierId}: that run's changes do not apply to this workspace's start: ${(error as Error).message}`
-      );
-    });
-  }
-  const earlierHome = join(dataDir, 'homes', earlierId);
-  if (home && existsSync(earlierHome)) cpSync(earlierHome, home, { recursive: true, verbatimSymlinks: true });
 }
 
 /**
