@@ -43,7 +43,7 @@ beforeAll(async () => {
   });
   ex = await startTestExecutor({
     workers: 8,
-    workspaces: { retention: '0s', quota: '200KiB' },
+    workspaces: { retention: '0s', continue_for: '0s', quota: '200KiB' },
     environments: [
       {
         id: 'edit',

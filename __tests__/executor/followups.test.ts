@@ -88,6 +88,15 @@ describe('a follow-up to an active run', () => {
     expect((await events(id, 'result')).map(result => result.text)).toEqual(['first', 'second']);
   });
 
+  it('to a running run whose turn then fails: the run goes on with the follow-up', async () => {
+    const id = await start('@sim sleep 2\n@sim fail broke');
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
+    await client.submitFollowup(id, { message: '@sim result recovered' });
+    await waitForState({ on: ex, key, id }, ['SUCCEEDED'], { timeoutMs: 60_000 });
+    expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'recovered' });
+    expect((await events(id, 'turn')).map(turn => turn.turn)).toEqual([2]);
+  });
+
   it('to a queued run: the message joins the prompt of its first turn', async () => {
     const busy = await start('@sim sleep 3');
     await waitForState({ on: ex, key, id: busy }, ['INPROGRESS']);
@@ -101,6 +110,22 @@ describe('a follow-up to an active run', () => {
     expect((turns[0]!.followups as number[]).length).toBe(1);
     expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'joined' });
     await ended(busy);
+  });
+});
+
+describe('cancel and follow-ups', () => {
+  it('cancels a continued run as any run, and a later follow-up continues the cancelled run', async () => {
+    const id = await start('@sim write c.txt c\n@sim result one');
+    await ended(id);
+    await client.submitFollowup(id, { message: '@sim sleep 30' });
+    await waitForState({ on: ex, key, id }, ['INPROGRESS']);
+    await client.cancelRun(id, { reason: 'superseded' });
+    expect(await ended(id)).toMatchObject({ state: 'CANCELLED', error_code: 'cancelled' });
+    await client.submitFollowup(id, { message: '@sim run test -f c.txt\n@sim result back' });
+    const run = await ended(id);
+    expect(run).toMatchObject({ state: 'SUCCEEDED' });
+    expect(run.error_code ?? null).toBeNull();
+    expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'back' });
   });
 });
 
@@ -241,5 +266,93 @@ describe('metadata on create', () => {
     });
     expect(response.status).toBe(422);
     expect(await response.json()).toMatchObject({ error_code: 'operation_not_supported' });
+  });
+});
+
+describe('mode plan', () => {
+  it('leaves the workspace unchanged (a write fails) and yields a PLAN artifact whose content comes back', async () => {
+    const id = (
+      await client.createRun({
+        prompt: ['@sim write kept.txt base', '@sim result # Base\\nwritten'].join('\n'),
+        config: { environment_id: 'local' }
+      })
+    ).run_id;
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    // A plan turn: a write in the sandbox fails, the workspace is as it was.
+    await client.submitFollowup(id, {
+      message: '@sim run sh -c "echo changed > kept.txt" || echo refused\n@sim run grep -q base kept.txt',
+      mode: 'plan'
+    });
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    const outputs = (await events(id, 'command')).slice(-2);
+    expect(String(outputs[0]!.output)).toMatch(/Read-only file system/);
+    expect(outputs[1]).toMatchObject({ exit_code: 0 });
+
+    await client.submitFollowup(id, {
+      message: '@sim result # Fix the parser\\n1. read it\\n2. change it',
+      mode: 'plan'
+    });
+    const run = await ended(id);
+    expect(run.state).toBe('SUCCEEDED');
+    const plans = (run.artifacts as { artifact_type: string; data: Record<string, string> }[]).filter(
+      artifact => artifact.artifact_type === 'PLAN'
+    );
+    expect(plans.at(-1)!.data).toMatchObject({ title: 'Fix the parser', document_uid: expect.any(String) });
+    const details = await client.getArtifact(plans.at(-1)!.data.document_uid!);
+    expect(details.data).toMatchObject({ content: '# Fix the parser\n1. read it\n2. change it' });
+    // The changes are still the first turn's only.
+    const diff = (await events(id, 'diff')).at(-1) as { files: { path: string }[] };
+    expect(diff.files.map(file => file.path)).toEqual(['kept.txt']);
+  });
+
+  it('refuses @sim write in plan mode, as the read-only workspace would', async () => {
+    const response = await client.createRun({
+      prompt: '@sim write x.txt y',
+      config: { environment_id: 'local' },
+      mode: 'plan'
+    });
+    const run = await ended(response.run_id);
+    expect(run).toMatchObject({ state: 'FAILED' });
+    expect(String(run.status_message)).toMatch(/read-only in plan mode/);
+  });
+});
+
+describe('conversation_id on create', () => {
+  it('starts a new run from the earlier run’s final tree, with its own id', async () => {
+    const first = await start('@sim write from-first.txt one\n@sim result first');
+    expect((await ended(first)).state).toBe('SUCCEEDED');
+    const second = (
+      await client.createRun({
+        prompt: '@sim run grep -q one from-first.txt\n@sim write from-second.txt two\n@sim result second',
+        config: { environment_id: 'local' },
+        conversation_id: first
+      })
+    ).run_id;
+    expect(second).not.toBe(first);
+    const run = await ended(second);
+    expect([run.state, run.status_message]).toEqual(['SUCCEEDED', undefined]);
+    const diff = (await events(second, 'diff')).at(-1) as { files: { path: string }[] };
+    expect(diff.files.map(file => file.path).sort()).toEqual(['from-first.txt', 'from-second.txt']);
+    // The earlier run is as it was.
+    const before = (await events(first, 'diff')).at(-1) as { files: { path: string }[] };
+    expect(before.files.map(file => file.path)).toEqual(['from-first.txt']);
+  });
+
+  it('refuses an unknown or another team’s run (422 naming conversation_id) and a running one (409)', async () => {
+    const create = (conversation_id: string) =>
+      ex.request('/api/v1/agent/runs', {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ prompt: 'x', config: { environment_id: 'local' }, conversation_id })
+      });
+    const unknown = await create('no-such-run');
+    expect(unknown.status).toBe(422);
+    expect(((await unknown.json()) as { detail: string }).detail).toMatch(/^conversation_id "no-such-run"/);
+    const running = await start('@sim sleep 2');
+    await waitForState({ on: ex, key, id: running }, ['INPROGRESS']);
+    const busy = await create(running);
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ error_code: 'run_not_continuable' });
+    await ended(running);
   });
 });

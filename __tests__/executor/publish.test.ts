@@ -222,6 +222,40 @@ async function events(id: string): Promise<Json[]> {
 const CHANGE =
   '@sim write added.txt new file\n@sim write README.md changed\n@sim run rm app.txt\n@sim result All done.';
 
+describe('publishing a run continued by follow-ups', () => {
+  it('pushes one more commit on the same branch per turn and keeps its one pull request', async () => {
+    const id = await create('web', 'Start\n@sim write one.txt 1\n@sim result first');
+    expect((await finished(id)).state).toBe('SUCCEEDED');
+    const branch = `agent/${id}`;
+    const first = git(remote, 'rev-parse', branch);
+    const send = (message: string) =>
+      ex.request(`/api/v1/agent/runs/${id}/followups`, {
+        method: 'POST',
+        key,
+        body: JSON.stringify({ message })
+      });
+    expect((await send('@sim write two.txt 2\n@sim result second')).status).toBe(200);
+    expect((await finished(id)).state).toBe('SUCCEEDED');
+    expect((await send('@sim write three.txt 3\n@sim result third')).status).toBe(200);
+    const run = await finished(id);
+    expect(run.state).toBe('SUCCEEDED');
+    // One branch, three commits in a line on top of main (each turn's on the one before, never forced).
+    const commits = git(remote, 'rev-list', `main..${branch}`).split('\n');
+    expect(commits).toHaveLength(3);
+    expect(git(remote, 'rev-parse', `${branch}~2`)).toBe(first);
+    expect(git(remote, 'show', `${branch}:three.txt`)).toBe('3');
+    expect(git(remote, 'show', `${branch}:one.txt`)).toBe('1');
+    // One pull request, for that branch; every publish event names it.
+    expect(gh.pulls.filter(pull => pull.head === branch)).toHaveLength(1);
+    const published = (await events(id)).filter(event => event.kind === 'publish');
+    expect(published).toHaveLength(3);
+    expect(new Set(published.map(event => event.pull_request_url)).size).toBe(1);
+    expect(
+      (run.artifacts as Json[]).filter(artifact => artifact.artifact_type === 'PULL_REQUEST')
+    ).toHaveLength(1);
+  });
+});
+
 describe('publishing', () => {
   it('pushes exactly the agent change on top of publish.base and opens the pull request', async () => {
     const id = await create('web', `Tidy the readme\n${CHANGE}`, { title: 'Tidy the readme' });

@@ -116,6 +116,8 @@ const create = {
     'invalid_field',
     'prompt_too_large',
     'idempotency_key_reused',
+    'operation_not_supported',
+    'run_not_continuable',
     'resource_unavailable',
     'shutting_down'
   ]

@@ -131,6 +131,10 @@ async function directive(
           'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello'
         );
       }
+      // The simulated agent writes from the executor's process, outside the sandbox: in plan mode it
+      // meets the read-only workspace the way a sandboxed process does.
+      if (context.mode === 'plan')
+        return agentFailed(`@sim write ${path}: the workspace is read-only in plan mode`);
       const existed = existsSync(target);
       try {
         writeInside(context.workspace, inside, text);

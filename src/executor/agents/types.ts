@@ -43,6 +43,8 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   home?: string;
   /** The turn of the run's conversation, from 1; a later one is a follow-up's. */
   turn?: number;
+  /** `plan`: the workspace is read-only (the sandbox enforces it) and the final answer is the plan. */
+  mode?: 'normal' | 'plan';
   /** The CLI session an earlier turn left (its `agent_session` event), for a harness to resume. */
   resumeSession?: string;
   /**

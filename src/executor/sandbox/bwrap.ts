@@ -46,6 +46,8 @@ export interface ConfineOptions {
   user?: RunUser;
   /** A host directory shown as HOME (kept across the run's processes); else HOME is an empty tmpfs. */
   home?: string;
+  /** The workspace bound read-only (a plan-mode turn: the agent may read it, not change it). */
+  readOnlyWorkspace?: boolean;
 }
 
 /**
@@ -135,8 +137,16 @@ export function bwrapArgs(options: ConfineOptions): string[] {
   // Read-only paths a hidden directory covered (the source's objects inside the data dir).
   for (const path of options.read.map(p => resolve(p)))
     if (existsSync(path) && hidden.some(h => inside(path, h))) args.push(...roBind(path, path));
-  for (const path of [...options.write.map(p => resolve(p)), resolve(options.workspace)])
+  for (const path of options.write.map(p => resolve(p)))
     if (existsSync(path)) args.push(...parentDirs(path), '--bind', path, path);
+  const workspace = resolve(options.workspace);
+  if (existsSync(workspace))
+    args.push(
+      ...parentDirs(workspace),
+      options.readOnlyWorkspace ? '--ro-bind' : '--bind',
+      workspace,
+      workspace
+    );
   for (const [from, to] of options.files ?? []) args.push(...roBind(from, to));
   return args;
 }

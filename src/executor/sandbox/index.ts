@@ -35,6 +35,8 @@ export interface RunSandboxOptions {
   own?: string[];
   /** The run's own HOME on the host (shown as HOME inside, kept between its processes); else a tmpfs. */
   home?: string;
+  /** The workspace read-only: a plan-mode turn may read it, not change it. */
+  readOnlyWorkspace?: boolean;
 }
 
 export interface Wrapped {
@@ -126,7 +128,8 @@ export class RunSandbox implements Confinement {
       network: sandbox.network === 'host' ? 'host' : 'none',
       files,
       user: this.options.user,
-      home: this.options.home
+      home: this.options.home,
+      readOnlyWorkspace: this.options.readOnlyWorkspace
     });
     const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
     const user = this.options.user;

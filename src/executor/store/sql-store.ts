@@ -210,6 +210,15 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     return { kind: 'taken', run };
   }
 
+  async requeueRun(runId: string, at: string): Promise<StoredRun | undefined> {
+    const [run] = await this.apply(
+      'followup',
+      { transition: lifecycle.followup(), at },
+      sql('run_id = ?', runId)
+    );
+    return run;
+  }
+
   // runs, as the worker sees them
 
   async claimNext(
@@ -301,11 +310,14 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
 
   async listEvents(runId: string, page: EventPage = {}): Promise<TranscriptEvent[]> {
     const order = page.fromEnd ? 'DESC' : 'ASC';
+    const kinds = page.kinds ?? [];
+    const only = kinds.length > 0 ? `AND kind IN (${kinds.map(() => '?').join(', ')})` : '';
     const rows = await this.d.all<{ seq: number; at: string; kind: string; data: string }>(
       sql(
-        `SELECT seq, at, kind, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq ${order} LIMIT ?`,
+        `SELECT seq, at, kind, data FROM events WHERE run_id = ? AND seq > ? ${only} ORDER BY seq ${order} LIMIT ?`,
         runId,
         page.after ?? 0,
+        ...kinds,
         page.limit ?? this.d.noLimit
       )
     );

@@ -70,14 +70,27 @@ export interface FileArtifact {
 export interface StoredArtifact extends FileArtifact {
   run_id: string;
   team: string;
-  /** FILE, or PULL_REQUEST (its bytes are the JSON {url, branch} the run record lists). */
-  artifact_type: 'FILE' | 'PULL_REQUEST';
+  /**
+   * FILE; PULL_REQUEST (its bytes are the JSON {url, branch} the run record lists); or PLAN (its
+   * bytes are a plan-mode turn's markdown; the record lists {document_uid, artifact_uid, title}).
+   */
+  artifact_type: 'FILE' | 'PULL_REQUEST' | 'PLAN';
 }
 
 /** How the run record's `artifacts` lists an artifact: a file's description, a pull request's data. */
 export function listEntryOf(artifact: StoredArtifact, data: Buffer): Record<string, unknown> {
   const { run_id: _run, team: _team, artifact_type, created_at, ...file } = artifact;
   if (artifact_type === 'FILE') return { ...file, created_at };
+  if (artifact_type === 'PLAN')
+    return {
+      artifact_type,
+      created_at,
+      data: {
+        document_uid: file.artifact_uid,
+        artifact_uid: file.artifact_uid,
+        title: file.description ?? 'Plan'
+      }
+    };
   return { artifact_type, created_at, data: JSON.parse(data.toString('utf8')) as unknown };
 }
 
@@ -154,6 +167,8 @@ export interface EventPage {
   limit?: number;
   /** The last `limit` events after `after` instead of the first ones; still in seq order. */
   fromEnd?: boolean;
+  /** Only events of these kinds (the worker's look for follow-ups, without the run's output). */
+  kinds?: readonly string[];
 }
 
 export type CancelResult =
@@ -271,6 +286,12 @@ export interface RunStore {
     at: string,
     continuableSince: string
   ): Promise<FollowupResult>;
+
+  /**
+   * Queues an ended run again for follow-ups its last turn did not take (one that arrived as the
+   * worker was finishing); the run as it is now, or undefined when it was not in an ended state.
+   */
+  requeueRun(runId: string, at: string): Promise<StoredRun | undefined>;
 
   // runs, as the worker sees them
   /** Moves the oldest QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. */

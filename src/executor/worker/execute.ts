@@ -28,7 +28,9 @@ import {
   succeeded
 } from '../runs/outcomes.js';
 import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
-import { type Turn, nextTurn, recordsTurn, turnsBefore } from './turns.js';
+import { keepPlan } from './plan.js';
+import { FOLLOWUP_KINDS, type Turn, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
+import { startFrom } from './start-from.js';
 
 export type { StopReason };
 
@@ -148,6 +150,8 @@ interface Ran {
   home?: string;
   /** The run's request_usage as its harness measured it from the CLI's stream. */
   usage?: Record<string, unknown>;
+  /** The mode of the turn that ran last. */
+  mode?: Turn['mode'];
 }
 
 /**
@@ -167,6 +171,11 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
   ran.home = home;
   try {
     // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
+    // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
+    if (turn.mode === 'plan' && !environment.sandbox.enabled)
+      throw new Error(
+        `mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`
+      );
     if (home) {
       if (!turn.continuing) rmSync(home, { recursive: true, force: true });
       mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -180,6 +189,7 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       reopened ??
       (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes));
     ran.workspace = workspace;
+    if (turn.startFrom && !turn.continuing) await startFrom(config.dataDir, turn.startFrom, workspace, home);
     const outputs = prepareOutputs(config.dataDir, run.run_id);
     ran.outputs = outputs;
     const conversationFile = join(outputs.dir, 'conversation.md');
@@ -198,7 +208,8 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
         write: [outputs.dir],
         user,
         own: [workspace.root, outputs.dir, ...(home ? [home] : [])],
-        home
+        home,
+        readOnlyWorkspace: turn.mode === 'plan'
       },
       { signal: controller.signal, cwd: workspace.path }
     );
@@ -225,6 +236,7 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile },
       resumeSession: turn.resumeSession,
       turn: turn.number,
+      mode: turn.mode,
       signal: controller.signal,
       record,
       runConfig: runConfigOf(run),
@@ -250,7 +262,7 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
  */
 export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   const { run, environment, config, controller, record, log, store } = options;
-  const { ended, workspace, outputs, sandbox, measure, usage } = await runTurns(options);
+  const { ended, workspace, outputs, sandbox, measure, usage, mode } = await runTurns(options);
   await record
     .flush?.()
     .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
@@ -302,6 +314,11 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
       return undefined;
     });
   }
+  // A plan-mode turn's final answer is its plan: a PLAN artifact whose content GET /agent/artifacts returns.
+  if (mode === 'plan' && decideOutcome(happened).outcome.state === 'SUCCEEDED')
+    await keepPlan(store, run).catch(error =>
+      log.warn({ err: error, run_id: run.run_id }, 'could not keep the plan')
+    );
   // What the harness measured from the CLI's own stream outranks a file the agent could write.
   if (usage)
     await store
@@ -321,6 +338,7 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
     readable &&
     base &&
     decideOutcome(happened).outcome.state === 'SUCCEEDED' &&
+    mode !== 'plan' &&
     publishes(run)
   ) {
     happened.publish = await publish(options, environment.publish, workspace, base);
@@ -345,6 +363,10 @@ async function runTurns(options: ExecuteOptions): Promise<Ran> {
     number: 2,
     continuing: true
   };
+  if (turn.startFrom && !turn.continuing) {
+    const earlier = await store.getRun(run.team, turn.startFrom);
+    if (earlier) turn = continuedFrom(turn, earlier, await store.listEvents(earlier.run_id));
+  }
   for (;;) {
     if (recordsTurn(turn)) {
       await record.flush?.();
@@ -355,8 +377,11 @@ async function runTurns(options: ExecuteOptions): Promise<Ran> {
         new Date().toISOString()
       );
     }
-    const ran = await runSteps(options, turn);
+    const ran = { ...(await runSteps(options, turn)), mode: turn.mode };
     if (ran.ended.state !== 'SUCCEEDED' || controller.signal.aborted) return ran;
+    // A cheap look for follow-ups first; the whole transcript only when there is one to take.
+    if (!nextTurn(run, await store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
+      return ran;
     const next = nextTurn(run, await store.listEvents(run.run_id), turn.number);
     if (!next) return ran;
     await ran.sandbox?.close();

@@ -16,6 +16,7 @@ import {
   StoreUnavailableError
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
+import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
 import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
 import { boundTranscript } from './transcript-budget.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
@@ -247,6 +248,13 @@ export class WorkerPool {
       () => this.store.finishRun(run.run_id, run.lease_owner!, outcome, at),
       FINISH_RETRY_MS
     );
+    // A follow-up that arrived after the last turn looked, while the run was still INPROGRESS, is
+    // taken by queuing the run again (the API's second look covers the other order).
+    if (finished && outcome.state !== 'CANCELLED') {
+      const events = await this.store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }).catch(() => []);
+      if (nextTurn(run, events, 1))
+        await this.persist(() => this.store.requeueRun(run.run_id, now()), FINISH_RETRY_MS);
+    }
     if (!finished) {
       // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
       const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);

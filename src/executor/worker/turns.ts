@@ -24,6 +24,11 @@ export interface Turn {
   resumeSession?: string;
   /** The conversation so far, as text (user messages and the agent's answers, in order). */
   conversation: string;
+  /**
+   * The earlier run whose conversation a new run continues (its create request's conversation_id):
+   * the first turn starts from that run's final tree, HOME and CLI session.
+   */
+  startFrom?: string;
 }
 
 const modeOf = (value: unknown): TurnMode => (value === 'plan' ? 'plan' : 'normal');
@@ -76,7 +81,29 @@ export function nextTurn(
     conversation: `${lines.join('\n\n')}\n`
   };
   if (last > 0 && session !== undefined) turn.resumeSession = session;
+  const from = parseExtra(run.extra).conversation_id;
+  if (last === 0 && typeof from === 'string') turn.startFrom = from;
   return turn;
+}
+
+/** The first turn of a run that continues an earlier run's conversation: that run's session and words. */
+export function continuedFrom(
+  turn: Turn,
+  earlier: { prompt: string; extra: string },
+  events: readonly TranscriptEvent[]
+): Turn {
+  const before = nextTurn(
+    earlier,
+    [
+      ...events,
+      { seq: Number.MAX_SAFE_INTEGER, at: '', kind: 'followup', message: turn.prompt, mode: turn.mode }
+    ],
+    1
+  );
+  const session = events.findLast(event => event.kind === 'agent_session')?.session_id;
+  const continued: Turn = { ...turn, conversation: before?.conversation ?? turn.conversation };
+  if (typeof session === 'string') continued.resumeSession = session;
+  return continued;
 }
 
 /**
@@ -92,6 +119,9 @@ export function turnsBefore(events: readonly TranscriptEvent[]): number {
 export function recordsTurn(turn: Turn): boolean {
   return turn.number > 1 || turn.followups.length > 0;
 }
+
+/** The kinds that say which follow-ups are left to take (a cheap look: no output read). */
+export const FOLLOWUP_KINDS = ['followup', 'turn'] as const;
 
 function parseExtra(extra: string): Record<string, unknown> {
   try {

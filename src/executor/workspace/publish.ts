@@ -91,17 +91,40 @@ function basicAuth(token: string): string {
   return Buffer.from(`x-access-token:${token}`).toString('base64');
 }
 
+/** What an earlier turn of the run published: a continued run adds a commit on top of it. */
+interface Published {
+  commit: string;
+  branch: string;
+  pull_request_url?: string;
+  pull_request_number?: number;
+}
+
+async function earlierPublish(options: PublishOptions): Promise<Published | undefined> {
+  const events = await options.store.listEvents(options.run.run_id, { kinds: ['publish'] });
+  const last = events.findLast(
+    event => event.kind === 'publish' && typeof event.commit === 'string' && typeof event.branch === 'string'
+  );
+  return last as unknown as Published | undefined;
+}
+
 async function publish(options: PublishOptions, token: string | undefined): Promise<undefined> {
   const { run, config, workspace, base, record } = options;
   if (workspace.kind !== 'repository' || !workspace.repository)
     throw new PublishError('commit', `the source ${options.source} is not a git repository`);
-  const commit = await commitChanges(options);
+  // A run continued by a follow-up pushes one more commit on its own branch (a fast-forward, never
+  // forced) and keeps its pull request, which shows the new commit: no second branch or request.
+  const earlier = await earlierPublish(options);
+  const commit = await commitChanges(options, earlier?.commit);
   if (!commit) {
-    await record('notice', { text: 'The run changed no files: nothing was committed or pushed.' });
+    await record('notice', {
+      text: earlier
+        ? `This turn changed no files since the commit ${earlier.commit.slice(0, 12)} on ${earlier.branch}: nothing new was pushed.`
+        : 'The run changed no files: nothing was committed or pushed.'
+    });
     return undefined;
   }
   const fields = templateFields(options);
-  const branch = fillTemplate(config.branch, fields);
+  const branch = earlier?.branch ?? fillTemplate(config.branch, fields);
   await privateGit(workspace.git, ['check-ref-format', '--branch', branch]).catch(() => {
     throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
   });
@@ -123,7 +146,10 @@ async function publish(options: PublishOptions, token: string | undefined): Prom
     );
   await push(workspace.git, remote, commit, branch, token);
   const event: Record<string, unknown> = { commit, branch, remote: redactUrls(remote), base_commit: base };
-  if (pr && repository && token && workspace.baseBranch) {
+  if (earlier?.pull_request_url !== undefined) {
+    event.pull_request_url = earlier.pull_request_url;
+    if (earlier.pull_request_number !== undefined) event.pull_request_number = earlier.pull_request_number;
+  } else if (pr && repository && token && workspace.baseBranch) {
     let opened: { url: string; number?: number };
     try {
       opened = await openPullRequest({
@@ -181,13 +207,15 @@ function templateFields(options: PublishOptions): Record<string, string> {
 }
 
 /**
- * One commit of the whole working tree on top of the start commit, built in the run's private git
+ * One commit of the whole working tree on top of the start commit (or of `parent`, the commit an
+ * earlier turn of the run pushed), built in the run's private git
  * dir from its index as the diff left it (the agent has ended, so the work tree has not moved; a
  * second `git add` would look into the nested repositories the first one recorded). Undefined
  * when the tree is the start's.
  */
-async function commitChanges(options: PublishOptions): Promise<string | undefined> {
-  const { workspace, base, config } = options;
+async function commitChanges(options: PublishOptions, parent?: string): Promise<string | undefined> {
+  const { workspace, config } = options;
+  const base = parent ?? options.base;
   try {
     const tree = (await privateGit(workspace.git, ['write-tree'])).trim();
     const start = (await privateGit(workspace.git, ['rev-parse', `${base}^{tree}`])).trim();

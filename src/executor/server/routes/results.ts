@@ -36,6 +36,15 @@ export function resultHandlers(
       const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
       const link = downloads.url(base, uid);
       const { run_id, team: _team, artifact_type, created_at, ...data } = artifact;
+      // A plan answers with its content, as the service does (and its download link as any artifact).
+      const plan =
+        artifact_type === 'PLAN'
+          ? {
+              document_uid: artifact.artifact_uid,
+              title: artifact.description ?? 'Plan',
+              content: (await store.readArtifact(uid))?.data.toString('utf8') ?? ''
+            }
+          : {};
       return {
         artifact_uid: artifact.artifact_uid,
         artifact_type,
@@ -43,7 +52,7 @@ export function resultHandlers(
         created_at,
         download_url: link.url,
         expires_at: link.expiresAt,
-        data
+        data: { ...data, ...plan }
       };
     },
 

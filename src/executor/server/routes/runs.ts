@@ -7,7 +7,6 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE } from '../../../api/schemas.js';
 import {
   isTerminalState,
   isValidIdempotencyKey,
@@ -22,6 +21,7 @@ import { ProblemError } from '../problem.js';
 import type { ReadCache } from '../read-cache.js';
 import { etagOf, toRecord } from '../records.js';
 import { readTranscript } from '../transcript.js';
+import { followupMode, metadataProblem } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -72,6 +72,7 @@ export function runHandlers(
     const asked = body as { metadata?: unknown; mode?: unknown };
     metadataProblem(asked.metadata);
     if (asked.mode !== undefined) followupMode(asked.mode);
+    await conversationProblem(body as { conversation_id?: unknown }, request.principal.team, environmentId);
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
     if (key !== undefined && !isValidIdempotencyKey(key)) {
@@ -110,6 +111,47 @@ export function runHandlers(
     if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');
     return { run_id: result.run.run_id, state: result.run.state };
   };
+
+  /**
+   * A create's `conversation_id` names an ended run of the key's team in the same environment,
+   * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
+   */
+  async function conversationProblem(
+    body: { conversation_id?: unknown },
+    team: string,
+    environmentId: string
+  ): Promise<void> {
+    const id = body.conversation_id;
+    if (id === undefined || id === null) return;
+    if (typeof id !== 'string' || id.trim() === '')
+      throw new ProblemError(
+        'invalid_field',
+        'conversation_id: expected the run id of an earlier run (a string)'
+      );
+    const shown = JSON.stringify(id.slice(0, 100));
+    const earlier = await store.getRun(team, id);
+    if (!earlier)
+      throw new ProblemError(
+        'invalid_field',
+        `conversation_id ${shown}: no run of this key's team has that id`
+      );
+    if (earlier.environment_id !== environmentId)
+      throw new ProblemError(
+        'invalid_field',
+        `conversation_id ${shown}: that run ran in environment ${JSON.stringify(earlier.environment_id)}; a run continuing it must use the same environment`
+      );
+    if (!isTerminalState(earlier.state))
+      throw new ProblemError(
+        'run_not_continuable',
+        `conversation_id ${shown}: that run is ${earlier.state}; wait until it ends, or send it a follow-up instead`
+      );
+    const since = new Date(Date.now() - config.workspaces.continueForMs).toISOString();
+    if ((earlier.completed_at ?? earlier.updated_at) < since)
+      throw new ProblemError(
+        'run_not_continuable',
+        `conversation_id ${shown}: that run ended longer ago than workspaces.continue_for; its workspace is gone`
+      );
+  }
 
   async function findRun(request: FastifyRequest, id: string): Promise<StoredRun> {
     const run = await store.getRun(request.principal.team, id);
@@ -218,39 +260,6 @@ export function runHandlers(
     getTranscript: async (request, reply) =>
       readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
   };
-}
-
-/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters. */
-function metadataProblem(metadata: unknown): void {
-  if (metadata === undefined || metadata === null) return;
-  const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
-  if (typeof metadata !== 'object' || Array.isArray(metadata))
-    throw new ProblemError('invalid_field', `metadata: expected ${expected}`);
-  const pairs = Object.entries(metadata);
-  if (pairs.length > MAX_METADATA_PAIRS)
-    throw new ProblemError('invalid_field', `metadata: ${pairs.length} keys; expected ${expected}`);
-  for (const [key, value] of pairs) {
-    const shown = JSON.stringify(key.slice(0, 70));
-    if (key.length === 0 || key.length > MAX_METADATA_KEY)
-      throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
-    if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
-      throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
-  }
-}
-
-/** A follow-up's or a create's `mode`: normal (the default) or plan; orchestrate is not served here. */
-export function followupMode(mode: unknown): 'normal' | 'plan' {
-  if (mode === undefined || mode === null || mode === 'normal') return 'normal';
-  if (mode === 'plan') return 'plan';
-  if (mode === 'orchestrate')
-    throw new ProblemError(
-      'operation_not_supported',
-      'mode "orchestrate": this executor does not orchestrate other agents; expected normal or plan'
-    );
-  throw new ProblemError(
-    'invalid_field',
-    `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected normal or plan`
-  );
 }
 
 function notFound(id: string): ProblemError {

@@ -1,0 +1,39 @@
+// Fields of a create or follow-up request that a schema cannot fully check: `metadata` (string
+// pairs within bounds) and `mode` (normal or plan; the service's orchestrate is not served here).
+// Each problem is a 422 naming the field, the bad value and the expected form.
+
+import { MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE } from '../../api/schemas.js';
+import { ProblemError } from './problem.js';
+
+/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters. */
+export function metadataProblem(metadata: unknown): void {
+  if (metadata === undefined || metadata === null) return;
+  const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
+  if (typeof metadata !== 'object' || Array.isArray(metadata))
+    throw new ProblemError('invalid_field', `metadata: expected ${expected}`);
+  const pairs = Object.entries(metadata);
+  if (pairs.length > MAX_METADATA_PAIRS)
+    throw new ProblemError('invalid_field', `metadata: ${pairs.length} keys; expected ${expected}`);
+  for (const [key, value] of pairs) {
+    const shown = JSON.stringify(key.slice(0, 70));
+    if (key.length === 0 || key.length > MAX_METADATA_KEY)
+      throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
+    if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
+      throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
+  }
+}
+
+/** A follow-up's or a create's `mode`: normal (the default) or plan; orchestrate is not served here. */
+export function followupMode(mode: unknown): 'normal' | 'plan' {
+  if (mode === undefined || mode === null || mode === 'normal') return 'normal';
+  if (mode === 'plan') return 'plan';
+  if (mode === 'orchestrate')
+    throw new ProblemError(
+      'operation_not_supported',
+      'mode "orchestrate": this executor does not orchestrate other agents; expected normal or plan'
+    );
+  throw new ProblemError(
+    'invalid_field',
+    `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected normal or plan`
+  );
+}

@@ -1,0 +1,46 @@
+// A run that continues an earlier run's conversation (its create request's conversation_id)
+// starts where that run ended: the earlier run's changes since its start commit are applied on the
+// new workspace's start (so the new run's diff and patch include them), and a harness's HOME is
+// copied, so its CLI resumes the earlier session.
+
+import { cpSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { privateGit } from '../workspace/git.js';
+import { type Workspace, reopenWorkspace } from '../workspace/workspace.js';
+
+/**
+ * A run that continues an earlier run's conversation (conversation_id) starts from that run's
+ * final tree (its changes since its start commit, applied on this workspace's start) and, for a
+ * harness, a copy of its HOME (the CLI session it resumes).
+ */
+export async function startFrom(
+  dataDir: string,
+  earlierId: string,
+  workspace: Workspace,
+  home?: string
+): Promise<void> {
+  const earlier = reopenWorkspace(dataDir, earlierId);
+  if (!earlier)
+    throw new Error(
+      `conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`
+    );
+  const { files } = await earlier.diff();
+  if (files.length > 0) {
+    const patch = await earlier.patch();
+    await privateGit(workspace.git, [
+      '-C',
+      workspace.root,
+      'apply',
+      '--index',
+      '--binary',
+      '--whitespace=nowarn',
+      patch
+    ]).catch(error => {
+      throw new Error(
+        `conversation_id ${earlierId}: that run's changes do not apply to this workspace's start: ${(error as Error).message}`
+      );
+    });
+  }
+  const earlierHome = join(dataDir, 'homes', earlierId);
+  if (home && existsSync(earlierHome)) cpSync(earlierHome, home, { recursive: true, verbatimSymlinks: true });
+}
