@@ -132,7 +132,7 @@ export const ERROR_CODES = {
     status: null,
     retryable: false,
     meaning:
-      "The run's workspace and output folder together grew past the executor's disk quota (workspaces.quota)."
+      "The run's workspace, output folder and (harness kinds) HOME together grew past the executor's disk quota (workspaces.quota)."
   },
   workspace_tampered: {
     status: null,
