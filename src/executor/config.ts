@@ -53,12 +53,14 @@ export interface ExecutorConfig {
   workspaces: {
     /** How long a finished run's workspace is kept before it is removed. */
     retentionMs: number;
-    /** Disk a run's workspace may use; past it the run fails. */
+    /** Disk a run may write (its own layer of a copy-on-write workspace); past it the run fails. */
     quotaBytes: number;
     /** Largest patch of a run's changes; a larger one fails the run rather than be cut. */
     maxPatchBytes: number;
     /** The node claims no run while the data dir's file system has less free space than this. */
     minFreeBytes: number;
+    /** How much unused shared checkouts (the lower layers of workspaces) may weigh together. */
+    cacheBytes: number;
   };
   limits: {
     maxBodyBytes: number;
@@ -156,7 +158,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
   ]);
   const server = r.object(root.server, 'server');
   const workspaces = r.object(root.workspaces, 'workspaces');
-  r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch', 'min_free']);
+  r.known(workspaces, 'workspaces', ['retention', 'quota', 'max_patch', 'min_free', 'cache_size']);
   r.known(server, 'server', ['host', 'port', 'public_url']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
@@ -200,7 +202,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
       quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
       maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
-      minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3)
+      minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3),
+      cacheBytes: r.size(workspaces.cache_size, 'workspaces.cache_size', 10 * 1024 ** 3)
     },
     limits: {
       maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),

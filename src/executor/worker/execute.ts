@@ -43,12 +43,13 @@ const QUOTA_CHECK_MS = 2000;
 const exec = promisify(execFile);
 
 /**
- * What a run has written to disk: its workspace and its output folder (AGENT_RESULT_FILE's), both
- * on the data dir's disk and both under the one quota; one `du` for the two, as workspace.size()
+ * What a run has written to disk: its workspace (only its own layer when the workspace is a
+ * copy-on-write view of a shared checkout) and its output folder (AGENT_RESULT_FILE's), both on
+ * the data dir's disk and both under the one quota; one `du` for the two, as workspace.size()
  * counts (apparent sizes, links not followed).
  */
 async function runBytes(workspace: Workspace, outputs: RunOutputs): Promise<number> {
-  const dirs = [workspace.root, outputs.dir].filter(dir => existsSync(dir));
+  const dirs = [workspace.counted, outputs.dir].filter(dir => existsSync(dir));
   const { stdout } = await exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
   return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
 }
@@ -169,18 +170,19 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
       rmSync(home, { recursive: true, force: true });
       mkdirSync(home, { recursive: true, mode: 0o700 });
     }
+    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
+    // before its first process; a shared checkout's files are theirs from the start).
+    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
     const workspace = await createWorkspace(
       environment,
       config.dataDir,
       run.run_id,
-      config.workspaces.quotaBytes
+      config.workspaces.quotaBytes,
+      user
     );
     ran.workspace = workspace;
     const outputs = prepareOutputs(config.dataDir, run.run_id);
     ran.outputs = outputs;
-    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
-    // before its first process).
-    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -191,7 +193,7 @@ async function runSteps(options: ExecuteOptions): Promise<Ran> {
         read: workspace.borrowed,
         write: [outputs.dir],
         user,
-        own: [workspace.root, outputs.dir, ...(home ? [home] : [])],
+        own: [...workspace.owned, outputs.dir, ...(home ? [home] : [])],
         home
       },
       { signal: controller.signal, cwd: workspace.path }

@@ -52,7 +52,8 @@ export async function sweepFinishedWorkspaces(
     config.dataDir,
     config.environments,
     config.workspaces.retentionMs,
-    active
+    active,
+    config.workspaces.cacheBytes
   );
   if (removed > 0) log.info({ removed }, 'removed workspaces past retention');
 }

@@ -5,7 +5,8 @@
 // start commit, an index, objects borrowed read-only from the source (alternates), a clean config.
 // The diff, the patch and publishing read the workspace's files through it and never the agent's
 // `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
-// .git/config, and the source is never written to.
+// .git/config, and the source is never written to. Where the executor may mount overlayfs, a git
+// source's workspace is a copy-on-write view of one shared checkout of its commit (layers.ts).
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -16,9 +17,18 @@ import { type EnvironmentConfig, isRemoteSource } from '../config.js';
 import { copyTree, markWorkspaces } from './copy.js';
 import { type PrivateRepository, privateGit, privateGitAll, sourceGit as git } from './git.js';
 import { excludeNested, nestedRepositories } from './nested.js';
+import {
+  type LayerOwner,
+  layerMode,
+  mountWorkspace,
+  removeLayers,
+  sweepLayers,
+  unmountWorkspace
+} from './layers.js';
 import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
 
 export { gitReason, redactUrls } from './git.js';
+export { type LayerMode, layerMode } from './layers.js';
 
 const exec = promisify(execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
@@ -33,6 +43,14 @@ export interface Workspace {
   /** The workspace's own directory under the data dir. */
   root: string;
   kind: 'repository' | 'copy';
+  /**
+   * Where the bytes the run wrote are: the overlay's upper layer when the workspace is a
+   * copy-on-write view of a shared checkout (layers.ts), else the workspace itself. The quota and
+   * size() count this directory only.
+   */
+  counted: string;
+  /** What the run's user must be given before its first process (nothing for an overlay: see layers.ts). */
+  owned: string[];
   /** Object stores the workspace borrows, read-only (the sandbox shows them). */
   borrowed: string[];
   /** The source's repository (a local checkout, or the bare cache of a URL source); none for a copy. */
@@ -137,7 +155,9 @@ export async function createWorkspace(
   environment: EnvironmentConfig,
   dataDir: string,
   runId: string,
-  quotaBytes = Number.POSITIVE_INFINITY
+  quotaBytes = Number.POSITIVE_INFINITY,
+  /** The run's host user, when the executor is root: a shared checkout's files are theirs. */
+  owner?: LayerOwner
 ): Promise<Workspace> {
   const root = join(dataDir, 'workspaces', runId);
   markWorkspaces(join(dataDir, 'workspaces'));
@@ -152,6 +172,8 @@ export async function createWorkspace(
   }
 
   let kind: Workspace['kind'];
+  let counted = root;
+  let owned = [root];
   let borrowed: string[] = [];
   let start: { commit: string; branch?: string } | undefined;
   let base: string;
@@ -164,7 +186,14 @@ export async function createWorkspace(
     const head = start?.commit ?? (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
     const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
     borrowed = objectStores(gitDir);
-    base = await checkoutRepository(repo, head, borrowed, join(gitDir, 'shallow'));
+    if (layerMode(dataDir).kind === 'overlay') {
+      counted = (await mountWorkspace(dataDir, runId, repo, head, borrowed, join(gitDir, 'shallow'), owner))
+        .upper;
+      owned = [];
+      base = head;
+    } else {
+      base = await checkoutRepository(repo, head, borrowed, join(gitDir, 'shallow'));
+    }
     kind = 'repository';
   } else {
     copyTree(environment.source, root, dataDir, quotaBytes);
@@ -176,6 +205,8 @@ export async function createWorkspace(
     path: sub ? join(root, sub) : root,
     root,
     kind,
+    counted,
+    owned,
     borrowed,
     repository,
     baseBranch: start?.branch,
@@ -220,7 +251,7 @@ export async function createWorkspace(
       ]);
       return file;
     },
-    size: () => diskUsage(root),
+    size: () => diskUsage(counted),
     release() {
       const now = new Date();
       if (existsSync(root)) utimesSync(root, now, now);
@@ -239,7 +270,9 @@ export async function sweepWorkspaces(
   dataDir: string,
   environments: EnvironmentConfig[],
   retentionMs: number,
-  active: Set<string>
+  active: Set<string>,
+  /** How much unused shared checkouts may weigh together (layers.ts); unbounded by default. */
+  cacheBytes = Number.POSITIVE_INFINITY
 ): Promise<number> {
   const dir = join(dataDir, 'workspaces');
   const gitDirs = join(dataDir, 'gitdirs');
@@ -249,6 +282,9 @@ export async function sweepWorkspaces(
     if (active.has(name) || name.startsWith('.')) continue;
     const path = join(dir, name);
     if (!old(path)) continue;
+    // A copy-on-write workspace is unmounted first, and left for the next sweep when it cannot be.
+    if (!(await unmountWorkspace(dataDir, name))) continue;
+    removeLayers(dataDir, name);
     rmSync(path, { recursive: true, force: true });
     removePrivateGitDir(privateGitDir(dataDir, name));
     removed++;
@@ -258,6 +294,7 @@ export async function sweepWorkspaces(
     if (active.has(runId) || existsSync(join(dir, runId))) continue;
     if (old(join(gitDirs, name))) removePrivateGitDir(join(gitDirs, name));
   }
+  await sweepLayers(dataDir, cacheBytes, active);
   if (removed > 0) {
     const repositories = new Set<string>();
     for (const env of environments) {

@@ -1,0 +1,359 @@
+// Copy-on-write workspaces. Checking a large repository out for every run costs seconds and the
+// repository's whole size on disk per run; instead each source commit is checked out once per node
+// (DATA_DIR/checkouts/<commit>-<uid>: the files with the agent's `.git`, and the executor's private
+// git dir with its index), never written again, and each run's workspace is an overlayfs mount of
+// it (the kernel's, mounted by the executor, which needs root) with an upper layer of the run's own,
+// DATA_DIR/layers/<run id>/upper: whatever the run writes, deletes or renames lands there and never
+// in the shared checkout nor in another run. The files keep the checkout's inode numbers and times,
+// so the index copied with them stays valid and git compares by stat as in a plain checkout.
+//
+// Where overlayfs cannot be mounted (the executor is not root, the kernel lacks it, a data dir path
+// overlayfs cannot name, AGENT_EXECUTOR_WORKSPACES=checkout) every workspace is a full checkout, as
+// before; layerMode() says which once, for the start-up log. This file owns the mounts: making
+// them, unmounting them (never a recursive delete through a mounted workspace), finding the ones a
+// crashed process left, and removing unused shared checkouts past `workspaces.cache_size`.
+
+import { execFile, spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync
+} from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type PrivateRepository, privateGitAll } from './git.js';
+import { checkoutRepository } from './private-git.js';
+
+const exec = promisify(execFile);
+
+/** The owner a shared checkout's files are given (the run's host user), when the executor is root. */
+export interface LayerOwner {
+  uid: number;
+  gid: number;
+}
+
+export type LayerMode = { kind: 'overlay' } | { kind: 'checkout'; reason: string };
+
+const modes = new Map<string, LayerMode>();
+
+/** Mounts overlayfs once on a scratch directory of the data dir: what works here, probed once. */
+export function layerMode(dataDir: string): LayerMode {
+  let mode = modes.get(dataDir);
+  if (!mode) {
+    mode = probe(dataDir);
+    modes.set(dataDir, mode);
+  }
+  return mode;
+}
+
+function probe(dataDir: string): LayerMode {
+  if (process.env.AGENT_EXECUTOR_WORKSPACES === 'checkout')
+    return { kind: 'checkout', reason: 'AGENT_EXECUTOR_WORKSPACES=checkout' };
+  if (process.platform !== 'linux') return { kind: 'checkout', reason: 'overlayfs is Linux only' };
+  if (process.getuid?.() !== 0)
+    return {
+      kind: 'checkout',
+      reason: `mounting overlayfs needs root and the executor is uid ${process.getuid?.()}`
+    };
+  // overlayfs separates its options with `,` and lower layers with `:`.
+  if (/[,:\\\n]/.test(dataDir))
+    return {
+      kind: 'checkout',
+      reason: `the data dir ${dataDir} holds a character overlayfs options cannot name (, : \\)`
+    };
+  const dir = join(dataDir, 'layers', '.probe');
+  rmSync(dir, { recursive: true, force: true });
+  for (const sub of ['lower', 'upper', 'work', 'merged']) mkdirSync(join(dir, sub), { recursive: true });
+  const merged = join(dir, 'merged');
+  const mounted = spawnSync(
+    'mount',
+    [
+      '-t',
+      'overlay',
+      'overlay',
+      '-o',
+      options(join(dir, 'lower'), join(dir, 'upper'), join(dir, 'work')),
+      merged
+    ],
+    {
+      encoding: 'utf8',
+      timeout: 10_000
+    }
+  );
+  if (mounted.status === 0) spawnSync('umount', [merged], { timeout: 10_000 });
+  const why =
+    (mounted.stderr ?? '').trim().split('\n').pop() ||
+    mounted.error?.message ||
+    `exit code ${mounted.status}`;
+  if (mounted.status === 0 && !mountPoints(dataDir).has(merged))
+    rmSync(dir, { recursive: true, force: true });
+  return mounted.status === 0
+    ? { kind: 'overlay' }
+    : { kind: 'checkout', reason: `overlayfs could not be mounted here (${why})` };
+}
+
+function options(lower: string, upper: string, work: string): string {
+  return `lowerdir=${lower},upperdir=${upper},workdir=${work}`;
+}
+
+/** The mount points at or below `dir`, from /proc/self/mountinfo (octal escapes decoded). */
+export function mountPoints(dir: string): Set<string> {
+  const found = new Set<string>();
+  let text = '';
+  try {
+    text = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return found;
+  }
+  for (const line of text.split('\n')) {
+    const field = line.split(' ')[4];
+    if (!field) continue;
+    const path = field.replace(/\\([0-7]{3})/g, (_, code: string) => String.fromCharCode(parseInt(code, 8)));
+    if (path === dir || path.startsWith(`${dir}/`)) found.add(path);
+  }
+  return found;
+}
+
+/** Where a shared checkout lives, and the layers of a run. */
+function checkoutDir(dataDir: string, head: string, owner?: LayerOwner): string {
+  return join(dataDir, 'checkouts', `${head}-${owner ? `${owner.uid}.${owner.gid}` : 'own'}`);
+}
+export function layersDir(dataDir: string, runId: string): string {
+  return join(dataDir, 'layers', runId);
+}
+
+/** Checkouts this process is making or has handed to a run not yet mounted: never collected. */
+const busy = new Map<string, number>();
+/** Checkouts found whole by this process (after a restart, each is verified before its first use). */
+const verified = new Set<string>();
+/** One build at a time per checkout. */
+const building = new Map<string, Promise<void>>();
+
+/** Forgets which checkouts were verified, as a restarted process would (for tests). */
+export function forgetVerified(): void {
+  verified.clear();
+}
+
+interface Ready {
+  head: string;
+  bytes: number;
+}
+
+function readReady(dir: string): Ready | undefined {
+  try {
+    const ready = JSON.parse(readFileSync(join(dir, 'ready'), 'utf8')) as Ready;
+    return typeof ready.head === 'string' && typeof ready.bytes === 'number' ? ready : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a checkout left by an earlier process is still what it claims: nothing changed, nothing added. */
+async function intact(dir: string, head: string): Promise<boolean> {
+  const ready = readReady(dir);
+  if (ready?.head !== head || !existsSync(join(dir, 'tree', '.git', 'HEAD'))) return false;
+  const repo: PrivateRepository = { gitDir: join(dir, 'git'), workTree: join(dir, 'tree') };
+  try {
+    const out = await privateGitAll(repo, [
+      ['diff-index', '--quiet', '--ignore-submodules=all', head, '--'],
+      ['ls-files', '--others', '--directory']
+    ]);
+    return out.trim() === '';
+  } catch {
+    return false;
+  }
+}
+
+/** The shared checkout of `head`, made when missing (or found changed); answers its directory. */
+async function sharedCheckout(
+  dataDir: string,
+  head: string,
+  borrowed: string[],
+  shallow: string,
+  owner?: LayerOwner
+): Promise<string> {
+  const dir = checkoutDir(dataDir, head, owner);
+  while (building.has(dir)) await building.get(dir);
+  if (verified.has(dir) && existsSync(join(dir, 'ready'))) return dir;
+  const made = (async () => {
+    if (existsSync(dir) && (await intact(dir, head))) return;
+    rmSync(dir, { recursive: true, force: true });
+    const temporary = `${dir}.making-${process.pid}`;
+    rmSync(temporary, { recursive: true, force: true });
+    mkdirSync(temporary, { recursive: true, mode: 0o700 });
+    const repo: PrivateRepository = { gitDir: join(temporary, 'git'), workTree: join(temporary, 'tree') };
+    mkdirSync(repo.gitDir, { mode: 0o700 });
+    await checkoutRepository(repo, head, borrowed, shallow);
+    if (owner) await exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
+    const { stdout } = await exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]);
+    writeFileSync(join(temporary, 'ready'), JSON.stringify({ head, bytes: Number(stdout.split('\t')[0]) }));
+    renameSync(temporary, dir);
+  })();
+  building.set(dir, made);
+  try {
+    await made;
+    verified.add(dir);
+  } finally {
+    building.delete(dir);
+  }
+  return dir;
+}
+
+/**
+ * Makes a run's workspace at `workTree` as a copy-on-write view of the shared checkout of `head`,
+ * and its private git dir at `gitDir` from the checkout's (the same index: no file is read again).
+ */
+export async function mountWorkspace(
+  dataDir: string,
+  runId: string,
+  repository: PrivateRepository,
+  head: string,
+  borrowed: string[],
+  shallow: string,
+  owner?: LayerOwner
+): Promise<{ upper: string }> {
+  if (!/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(head))
+    throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
+  const key = checkoutDir(dataDir, head, owner);
+  busy.set(key, (busy.get(key) ?? 0) + 1);
+  try {
+    const dir = await sharedCheckout(dataDir, head, borrowed, shallow, owner);
+    const now = new Date();
+    utimesSync(join(dir, 'ready'), now, now);
+    const layers = layersDir(dataDir, runId);
+    await unmountWorkspace(dataDir, runId);
+    rmSync(layers, { recursive: true, force: true });
+    const upper = join(layers, 'upper');
+    const work = join(layers, 'work');
+    mkdirSync(upper, { recursive: true, mode: 0o700 });
+    mkdirSync(work, { mode: 0o700 });
+    // The root of the view is the upper layer's: the run's user owns it as it owned a checkout.
+    if (owner) await exec('chown', [`${owner.uid}:${owner.gid}`, upper]);
+    await exec('chmod', ['0755', upper]);
+    writeFileSync(join(layers, 'checkout'), `${dir}\n`);
+    cpSync(join(dir, 'git'), repository.gitDir, { recursive: true });
+    mkdirSync(repository.workTree, { recursive: true });
+    await exec('mount', [
+      '-t',
+      'overlay',
+      'overlay',
+      '-o',
+      options(join(dir, 'tree'), upper, work),
+      repository.workTree
+    ]);
+    return { upper };
+  } finally {
+    const left = (busy.get(key) ?? 1) - 1;
+    if (left > 0) busy.set(key, left);
+    else busy.delete(key);
+  }
+}
+
+/**
+ * Unmounts a run's workspace when it is mounted (lazily when something still has it open) and
+ * answers whether nothing is mounted there any more: a workspace is never deleted through a mount.
+ */
+export async function unmountWorkspace(dataDir: string, runId: string): Promise<boolean> {
+  const path = join(dataDir, 'workspaces', runId);
+  if (!mountPoints(path).has(path)) return true;
+  await exec('umount', [path]).catch(() => exec('umount', ['-l', path]).catch(() => undefined));
+  return !mountPoints(path).has(path);
+}
+
+/**
+ * Unmounts every workspace of the data dir (the node stops: no mount outlives it; a retained
+ * workspace's layer stays and is mounted again by the next start's sweep).
+ */
+export async function unmountAll(dataDir: string): Promise<void> {
+  const workspaces = join(dataDir, 'workspaces');
+  for (const mount of mountPoints(workspaces)) {
+    const runId = mount.slice(workspaces.length + 1);
+    if (runId && !runId.includes('/')) await unmountWorkspace(dataDir, runId);
+  }
+}
+
+/** Mounts a retained workspace again over its layer (after a restart), when its checkout is whole. */
+async function remount(dataDir: string, runId: string): Promise<void> {
+  const layers = layersDir(dataDir, runId);
+  try {
+    const dir = readFileSync(join(layers, 'checkout'), 'utf8').trim();
+    if (!readReady(dir)) return;
+    const options_ = options(join(dir, 'tree'), join(layers, 'upper'), join(layers, 'work'));
+    await exec('mount', ['-t', 'overlay', 'overlay', '-o', options_, join(dataDir, 'workspaces', runId)]);
+  } catch {
+    // left unmounted: the sweep removes it at the end of its retention
+  }
+}
+
+/** Removes a run's layers (after its workspace is unmounted). */
+export function removeLayers(dataDir: string, runId: string): void {
+  rmSync(layersDir(dataDir, runId), { recursive: true, force: true });
+}
+
+/**
+ * After a crash or at any sweep: unmounts workspaces whose layers are gone, removes layers whose
+ * workspace is gone, mounts again retained workspaces a stop or a reboot unmounted, and removes unused shared checkouts, least recently used first, while all of
+ * them together weigh more than `cacheBytes`. A checkout is used while a run's layers name it.
+ */
+export async function sweepLayers(dataDir: string, cacheBytes: number, active: Set<string>): Promise<number> {
+  const workspaces = join(dataDir, 'workspaces');
+  for (const mount of mountPoints(workspaces)) {
+    const runId = mount.slice(workspaces.length + 1);
+    if (runId.includes('/') || active.has(runId)) continue;
+    if (!existsSync(layersDir(dataDir, runId))) await unmountWorkspace(dataDir, runId);
+  }
+  const layers = join(dataDir, 'layers');
+  const used = new Set<string>(busy.keys());
+  for (const runId of existsSync(layers) ? readdirSync(layers) : []) {
+    if (runId.startsWith('.')) continue;
+    if (!active.has(runId) && !existsSync(join(workspaces, runId))) {
+      if (await unmountWorkspace(dataDir, runId)) removeLayers(dataDir, runId);
+      continue;
+    }
+    const workspace = join(workspaces, runId);
+    if (
+      !active.has(runId) &&
+      existsSync(join(layers, runId, 'upper')) &&
+      !mountPoints(workspace).has(workspace)
+    )
+      await remount(dataDir, runId);
+    try {
+      used.add(readFileSync(join(layers, runId, 'checkout'), 'utf8').trim());
+    } catch {
+      // layers being made: their checkout is in `busy`
+    }
+  }
+  const checkouts = join(dataDir, 'checkouts');
+  const all: { dir: string; bytes: number; used: number }[] = [];
+  for (const name of existsSync(checkouts) ? readdirSync(checkouts) : []) {
+    const dir = join(checkouts, name);
+    if (name.includes('.making-')) {
+      if (!building.has(dir.slice(0, dir.indexOf('.making-')))) rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    const ready = readReady(dir);
+    if (!ready) {
+      if (!building.has(dir) && !used.has(dir)) rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    all.push({ dir, bytes: ready.bytes, used: statSync(join(dir, 'ready')).mtimeMs });
+  }
+  let total = all.reduce((sum, checkout) => sum + checkout.bytes, 0);
+  let removed = 0;
+  for (const checkout of all.sort((a, b) => a.used - b.used)) {
+    if (total <= cacheBytes) break;
+    if (used.has(checkout.dir) || building.has(checkout.dir)) continue;
+    rmSync(checkout.dir, { recursive: true, force: true });
+    verified.delete(checkout.dir);
+    total -= checkout.bytes;
+    removed++;
+  }
+  return removed;
+}
