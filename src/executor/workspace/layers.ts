@@ -1,6 +1,6 @@
 // Copy-on-write workspaces. Checking a large repository out for every run costs seconds and the
 // repository's whole size on disk per run; instead each source commit is checked out once per node
-// (DATA_DIR/checkouts/<commit>-<uid>: the files with the agent's `.git`, and the executor's private
+// (DATA_DIR/checkouts/<commit>-<stores>-<uid>: the files with the agent's `.git`, and the executor's private
 // git dir with its index), never written again, and each run's workspace is an overlayfs mount of
 // it (the kernel's, mounted by the executor, which needs root) with an upper layer of the run's own,
 // DATA_DIR/layers/<run id>/upper: whatever the run writes, deletes or renames lands there and never
@@ -14,6 +14,7 @@
 // crashed process left, and removing unused shared checkouts past `workspaces.cache_size`.
 
 import { execFile, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   cpSync,
   existsSync,
@@ -121,9 +122,13 @@ export function mountPoints(dir: string): Set<string> {
   return found;
 }
 
-/** Where a shared checkout lives, and the layers of a run. */
-function checkoutDir(dataDir: string, head: string, owner?: LayerOwner): string {
-  return join(dataDir, 'checkouts', `${head}-${owner ? `${owner.uid}.${owner.gid}` : 'own'}`);
+/**
+ * Where a shared checkout lives: one per commit, object stores it borrows (two sources may hold
+ * the same commit, and a run's sandbox shows only its own source's objects) and owner.
+ */
+function checkoutDir(dataDir: string, head: string, borrowed: string[], owner?: LayerOwner): string {
+  const stores = createHash('sha256').update(borrowed.join('\n')).digest('hex').slice(0, 12);
+  return join(dataDir, 'checkouts', `${head}-${stores}-${owner ? `${owner.uid}.${owner.gid}` : 'own'}`);
 }
 export function layersDir(dataDir: string, runId: string): string {
   return join(dataDir, 'layers', runId);
@@ -179,7 +184,7 @@ async function sharedCheckout(
   shallow: string,
   owner?: LayerOwner
 ): Promise<string> {
-  const dir = checkoutDir(dataDir, head, owner);
+  const dir = checkoutDir(dataDir, head, borrowed, owner);
   while (building.has(dir)) await building.get(dir);
   if (verified.has(dir) && existsSync(join(dir, 'ready'))) return dir;
   const made = (async () => {
@@ -221,7 +226,7 @@ export async function mountWorkspace(
 ): Promise<{ upper: string }> {
   if (!/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(head))
     throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
-  const key = checkoutDir(dataDir, head, owner);
+  const key = checkoutDir(dataDir, head, borrowed, owner);
   busy.set(key, (busy.get(key) ?? 0) + 1);
   try {
     const dir = await sharedCheckout(dataDir, head, borrowed, shallow, owner);
