@@ -68,6 +68,7 @@ async function measure(kind, files, source) {
     'log_level: warn',
     'workers: 1',
     'workspaces: { retention: 1h, quota: 1GiB }',
+    'limits: { rate_limit_per_minute: 0 }',
     'environments:',
     `  - { id: bench, source: ${JSON.stringify(source)}, agent: { kind: simulated } }`
   ].join('\n');
@@ -88,7 +89,7 @@ async function measure(kind, files, source) {
       for (;;) {
         run = (await api(executor.url, key, `/api/v1/agent/runs/${id}`)).body;
         if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(run.state)) break;
-        await sleep(20);
+        await sleep(25);
       }
       if (run.state !== 'SUCCEEDED') throw new Error(`run ${id} ${run.state}: ${run.status_message}`);
       const events = (await api(executor.url, key, `/api/v1/agent/runs/${id}/transcript`)).body.events;

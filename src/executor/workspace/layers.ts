@@ -16,6 +16,8 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  chmodSync,
+  chownSync,
   cpSync,
   existsSync,
   mkdirSync,
@@ -240,8 +242,8 @@ export async function mountWorkspace(
     mkdirSync(upper, { recursive: true, mode: 0o700 });
     mkdirSync(work, { mode: 0o700 });
     // The root of the view is the upper layer's: the run's user owns it as it owned a checkout.
-    if (owner) await exec('chown', [`${owner.uid}:${owner.gid}`, upper]);
-    await exec('chmod', ['0755', upper]);
+    if (owner) chownSync(upper, owner.uid, owner.gid);
+    chmodSync(upper, 0o755);
     writeFileSync(join(layers, 'checkout'), `${dir}\n`);
     cpSync(join(dir, 'git'), repository.gitDir, { recursive: true });
     mkdirSync(repository.workTree, { recursive: true });
