@@ -11,6 +11,7 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
+  statSync,
   symlinkSync,
   writeFileSync
 } from 'node:fs';
@@ -172,24 +173,38 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     expect(readdirSync(join(data, 'layers')).filter(name => !name.startsWith('.'))).toEqual([]);
   }, 60_000);
 
-  it('rebuilds a shared checkout changed behind its back instead of trusting it', async () => {
+  it('reuses an intact shared checkout after a restart and rebuilds one changed behind its back', async () => {
     const dir = tempDir('cow-tamper-');
     const config = parseConfig(
       { environments: [{ id: 'cow', source: repo, agent: { kind: 'simulated' } }] },
       dir
     );
     const data = config.dataDir;
-    const first = await createWorkspace(config.environments[0]!, data, 'run-a');
+    // Given to a run user, as a root executor's checkouts are: the index still matches by stat.
+    const owner = { uid: 4242, gid: 4242 };
+    const first = await createWorkspace(config.environments[0]!, data, 'run-a', undefined, owner);
+    const stale = (ws: typeof first) =>
+      execFileSync('git', ['--git-dir', ws.git.gitDir, '--work-tree', ws.root, 'diff-files', '--name-only'], {
+        encoding: 'utf8'
+      });
+    expect(stale(first)).toBe('');
     const [name] = readdirSync(join(data, 'checkouts'));
+    const readme = join(data, 'checkouts', name!, 'tree', 'README.md');
+    const built = statSync(readme).ino;
     await unmountAll(data);
-    appendFileSync(join(data, 'checkouts', name!, 'tree', 'README.md'), 'tampered\n');
-    writeFileSync(join(data, 'checkouts', name!, 'tree', 'planted.txt'), 'planted\n');
     forgetVerified(); // as a restarted process
-    const second = await createWorkspace(config.environments[0]!, data, 'run-b');
+    const again = await createWorkspace(config.environments[0]!, data, 'run-b', undefined, owner);
+    expect(statSync(readme).ino).toBe(built);
+    expect(stale(again)).toBe('');
+    await unmountAll(data);
+    appendFileSync(readme, 'tampered\n');
+    writeFileSync(join(data, 'checkouts', name!, 'tree', 'planted.txt'), 'planted\n');
+    forgetVerified();
+    const second = await createWorkspace(config.environments[0]!, data, 'run-c', undefined, owner);
     expect(readFileSync(join(second.path, 'README.md'), 'utf8')).toBe('original\n');
     expect(existsSync(join(second.path, 'planted.txt'))).toBe(false);
     expect((await second.diff()).files).toEqual([]);
-    expect(first.root).not.toBe(second.root);
+    expect(statSync(join(second.path, 'README.md')).uid).toBe(4242);
     await sweepWorkspaces(data, config.environments, 0, new Set(), 0);
     expect(mountPoints(data).size).toBe(0);
   }, 60_000);

@@ -17,6 +17,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
+  copyFileSync,
   chownSync,
   cpSync,
   existsSync,
@@ -168,7 +169,9 @@ async function intact(dir: string, head: string): Promise<boolean> {
   if (ready?.head !== head || !existsSync(join(dir, 'tree', '.git', 'HEAD'))) return false;
   const repo: PrivateRepository = { gitDir: join(dir, 'git'), workTree: join(dir, 'tree') };
   try {
+    // A refresh first (stat data a reboot changed is looked at again); it fails on a changed file.
     const out = await privateGitAll(repo, [
+      ['update-index', '-q', '--refresh'],
       ['diff-index', '--quiet', '--ignore-submodules=all', head, '--'],
       ['ls-files', '--others', '--directory']
     ]);
@@ -198,7 +201,13 @@ async function sharedCheckout(
     const repo: PrivateRepository = { gitDir: join(temporary, 'git'), workTree: join(temporary, 'tree') };
     mkdirSync(repo.gitDir, { mode: 0o700 });
     await checkoutRepository(repo, head, borrowed, shallow);
-    if (owner) await exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
+    if (owner) {
+      await exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
+      // chown changed every file's owner and ctime: the index learns them once here, or every
+      // run's diff (and the agent's first `git status`) would read every file again.
+      await privateGitAll(repo, [['update-index', '-q', '--refresh']]);
+      copyFileSync(join(repo.gitDir, 'index'), join(repo.workTree, '.git', 'index'));
+    }
     const { stdout } = await exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]);
     writeFileSync(join(temporary, 'ready'), JSON.stringify({ head, bytes: Number(stdout.split('\t')[0]) }));
     renameSync(temporary, dir);
