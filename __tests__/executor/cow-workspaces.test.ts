@@ -116,11 +116,14 @@ beforeAll(() => {
 
 describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => {
   let on: { ex: TestExecutor; key: string };
+  /** Data dirs of workspaces made directly: unmounted even when a test fails half-way. */
+  const direct: string[] = [];
   beforeAll(async () => {
     on = await executorOn();
   });
   afterAll(async () => {
     await on.ex.stop(1000);
+    for (const data of direct) await unmountAll(data);
   });
 
   it('keeps two runs of one commit apart, and the shared checkout as the commit was', async () => {
@@ -156,6 +159,7 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
       dir
     );
     const data = config.dataDir;
+    direct.push(data);
     const workspace = await createWorkspace(config.environments[0]!, data, 'run-a');
     writeFileSync(join(workspace.path, 'mine.txt'), 'kept\n');
     expect(mountPoints(data).has(workspace.root)).toBe(true);
@@ -180,6 +184,7 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
       dir
     );
     const data = config.dataDir;
+    direct.push(data);
     // Given to a run user, as a root executor's checkouts are: the index still matches by stat.
     const owner = { uid: 4242, gid: 4242 };
     const first = await createWorkspace(config.environments[0]!, data, 'run-a', undefined, owner);
