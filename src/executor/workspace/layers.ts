@@ -201,14 +201,19 @@ async function sharedCheckout(
     const repo: PrivateRepository = { gitDir: join(temporary, 'git'), workTree: join(temporary, 'tree') };
     mkdirSync(repo.gitDir, { mode: 0o700 });
     await checkoutRepository(repo, head, borrowed, shallow);
-    if (owner) {
+    const owned = (async () => {
+      if (!owner) return;
       await exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
       // chown changed every file's owner and ctime: the index learns them once here, or every
       // run's diff (and the agent's first `git status`) would read every file again.
       await privateGitAll(repo, [['update-index', '-q', '--refresh']]);
       copyFileSync(join(repo.gitDir, 'index'), join(repo.workTree, '.git', 'index'));
-    }
-    const { stdout } = await exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]);
+    })();
+    // Its size (for workspaces.cache_size) is taken meanwhile: ownership changes no byte count.
+    const [{ stdout }] = await Promise.all([
+      exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]),
+      owned
+    ]);
     writeFileSync(join(temporary, 'ready'), JSON.stringify({ head, bytes: Number(stdout.split('\t')[0]) }));
     renameSync(temporary, dir);
   })();
