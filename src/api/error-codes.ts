@@ -121,7 +121,7 @@ export const ERROR_CODES = {
     status: null,
     retryable: false,
     meaning:
-      "The run's workspace and output folder together grew past the executor's disk quota (workspaces.quota)."
+      "What the run wrote (its workspace, or only its own layer of a copy-on-write workspace, and its output folder) grew past the executor's disk quota (workspaces.quota)."
   },
   workspace_tampered: {
     status: null,
