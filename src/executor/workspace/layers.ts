@@ -73,6 +73,8 @@ function probe(dataDir: string): LayerMode {
       reason: `the data dir ${dataDir} holds a character overlayfs options cannot name (, : \\)`
     };
   const dir = join(dataDir, 'layers', '.probe');
+  // A probe a crash interrupted may still be mounted: never delete through it.
+  if (mountPoints(dir).size > 0) spawnSync('umount', ['-l', join(dir, 'merged')], { timeout: 10_000 });
   rmSync(dir, { recursive: true, force: true });
   for (const sub of ['lower', 'upper', 'work', 'merged']) mkdirSync(join(dir, sub), { recursive: true });
   const merged = join(dir, 'merged');
