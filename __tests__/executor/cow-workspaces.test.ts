@@ -166,9 +166,11 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     await unmountAll(data);
     expect(mountPoints(data).size).toBe(0);
     expect(existsSync(join(workspace.root, 'mine.txt'))).toBe(false);
-    // The start-up sweep mounts the retained workspace again, its layer intact.
-    await sweepWorkspaces(data, config.environments, 3_600_000, new Set());
+    // The start-up sweep mounts the retained workspace again, its layer intact; the checkout under
+    // it stays, even with no room at all for unused ones.
+    await sweepWorkspaces(data, config.environments, 3_600_000, new Set(), 0);
     expect(readFileSync(join(workspace.root, 'mine.txt'), 'utf8')).toBe('kept\n');
+    expect(readdirSync(join(data, 'checkouts'))).toHaveLength(1);
     // Past retention it is unmounted and removed, and its unused checkout collected.
     await sweepWorkspaces(data, config.environments, 0, new Set(), 0);
     expect(mountPoints(data).size).toBe(0);
@@ -232,4 +234,15 @@ describe('full checkouts (the fallback where overlayfs cannot be mounted)', () =
     expect(existsSync(join(on.ex.dataDir, 'checkouts'))).toBe(false);
     expect(readFileSync(join(written!, 'README.md'), 'utf8')).toBe('changed\n');
   }, 60_000);
+});
+
+describe('workspaces.cache_size', () => {
+  it('bounds unused shared checkouts (10 GiB by default) and takes binary units only', () => {
+    const cache = (value?: string) =>
+      parseConfig(value === undefined ? {} : { workspaces: { cache_size: value } }, tempDir('cow-config-'))
+        .workspaces.cacheBytes;
+    expect(cache()).toBe(10 * 1024 ** 3);
+    expect(cache('2GiB')).toBe(2 * 1024 ** 3);
+    expect(() => cache('2GB')).toThrow(/workspaces\.cache_size/);
+  });
 });
