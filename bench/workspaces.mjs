@@ -9,9 +9,11 @@
 //   disk per workspace          `du -s -B1` (allocated bytes) of what the run left: its layer (or
 //                               its checkout) and its private git dir, after it ended
 // "first" runs are each the first run of a new commit (an empty commit per sample), "later" runs
-// use the same commit as the one before. Needs root (overlayfs) and `npm run build`.
+// use the same commit as the one before; then --rounds rounds of --at-once runs created together
+// (as many workers). Needs root (overlayfs) and `npm run build`.
 //
 //   node bench/workspaces.mjs [--sizes 1000,50000] [--runs 20] [--firsts 3] [--file-bytes 4096]
+//                             [--kinds overlay,checkout] [--at-once 4] [--rounds 5]
 
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,7 +27,9 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '20' },
     firsts: { type: 'string', default: '3' },
     'file-bytes': { type: 'string', default: '4096' },
-    kinds: { type: 'string', default: 'overlay,checkout' }
+    kinds: { type: 'string', default: 'overlay,checkout' },
+    'at-once': { type: 'string', default: '4' },
+    rounds: { type: 'string', default: '5' }
   }
 });
 const sizes = values.sizes.split(',').map(Number);
@@ -33,6 +37,8 @@ const runs = Number(values.runs);
 const firsts = Number(values.firsts);
 const fileBytes = Number(values['file-bytes']);
 const kinds = values.kinds.split(',');
+const atOnce = Number(values['at-once']);
+const rounds = Number(values.rounds);
 
 const git = (dir, ...args) =>
   execFileSync('git', ['-C', dir, '-c', 'user.name=b', '-c', 'user.email=b@b', ...args], {
@@ -66,7 +72,7 @@ async function measure(kind, files, source) {
   const dataDir = join(tempDir(), 'data');
   const config = [
     'log_level: warn',
-    'workers: 1',
+    `workers: ${Math.max(1, atOnce)}`,
     'workspaces: { retention: 1h, quota: 1GiB }',
     'limits: { rate_limit_per_minute: 0 }',
     'environments:',
@@ -77,9 +83,8 @@ async function measure(kind, files, source) {
   const key = createKey(dataDir);
   const rows = [];
   try {
-    for (let i = 0; i < firsts + runs; i++) {
-      const first = i < firsts;
-      if (first) git(source, 'commit', '--quiet', '--allow-empty', '-m', `first ${i}`);
+    /** Creates a run, waits for its end and answers its row. */
+    const one = async first => {
       const created = await api(executor.url, key, '/api/v1/agent/run', {
         method: 'POST',
         body: JSON.stringify({ prompt: PROMPT, config: { environment_id: 'bench' } })
@@ -95,20 +100,29 @@ async function measure(kind, files, source) {
       const events = (await api(executor.url, key, `/api/v1/agent/runs/${id}/transcript`)).body.events;
       const clock = Number(events.find(e => e.kind === 'command').output.trim());
       const layer = kind === 'overlay' ? join(dataDir, 'layers', id) : join(dataDir, 'workspaces', id);
-      rows.push({
+      return {
         first,
         toInProgressMs: Date.parse(run.started_at) - Date.parse(run.created_at),
         toAgentMs: clock - Date.parse(run.created_at),
         runMs: Date.parse(run.completed_at) - Date.parse(run.created_at),
         workspaceBytes: du(layer),
         gitDirBytes: du(join(dataDir, 'gitdirs', `${id}.git`))
-      });
+      };
+    };
+    for (let i = 0; i < firsts + runs; i++) {
+      const first = i < firsts;
+      if (first) git(source, 'commit', '--quiet', '--allow-empty', '-m', `first ${i}`);
+      rows.push(await one(first));
     }
+    // --at-once runs created together (4 workers), --rounds times, on the commit of the runs above.
+    const together = [];
+    for (let round = 0; round < rounds; round++)
+      together.push(...(await Promise.all(Array.from({ length: atOnce }, () => one(false)))));
     const shared =
       kind === 'overlay'
         ? readdirSync(join(dataDir, 'checkouts')).map(n => du(join(dataDir, 'checkouts', n)))
         : [];
-    return { rows, sharedCheckoutBytes: shared };
+    return { rows, together, sharedCheckoutBytes: shared };
   } finally {
     await executor.stop();
     rmSync(join(dataDir, '..'), { recursive: true, force: true });
@@ -126,7 +140,7 @@ const results = [];
 for (const files of sizes) {
   const source = repository(files);
   for (const kind of kinds) {
-    const { rows, sharedCheckoutBytes } = await measure(kind, files, source);
+    const { rows, together, sharedCheckoutBytes } = await measure(kind, files, source);
     const later = rows.filter(r => !r.first);
     const first = rows.filter(r => r.first);
     const summary = {
@@ -136,17 +150,19 @@ for (const files of sizes) {
       later: { toInProgressMs: stat(later, 'toInProgressMs'), toAgentMs: stat(later, 'toAgentMs') },
       workspaceBytes: median(later.map(r => r.workspaceBytes)),
       gitDirBytes: median(later.map(r => r.gitDirBytes)),
+      atOnce: { runs: atOnce, toAgentMs: stat(together, 'toAgentMs'), runMs: stat(together, 'runMs') },
       sharedCheckoutBytes,
-      rows
+      rows,
+      together
     };
     results.push(summary);
     console.log(
-      `${files} files, ${kind}: first → agent p50 ${summary.first.toAgentMs.p50} ms; later → INPROGRESS p50 ${summary.later.toInProgressMs.p50} / p95 ${summary.later.toInProgressMs.p95} ms, → agent p50 ${summary.later.toAgentMs.p50} / p95 ${summary.later.toAgentMs.p95} ms; workspace ${summary.workspaceBytes} B, private git dir ${summary.gitDirBytes} B`
+      `${files} files, ${kind}: first → agent p50 ${summary.first.toAgentMs.p50} ms; later → INPROGRESS p50 ${summary.later.toInProgressMs.p50} / p95 ${summary.later.toInProgressMs.p95} ms, → agent p50 ${summary.later.toAgentMs.p50} / p95 ${summary.later.toAgentMs.p95} ms; workspace ${summary.workspaceBytes} B, private git dir ${summary.gitDirBytes} B; ${atOnce} at once → agent p50 ${summary.atOnce.toAgentMs.p50} / p95 ${summary.atOnce.toAgentMs.p95} ms`
     );
   }
   rmSync(source, { recursive: true, force: true });
 }
 saveResult('workspaces', {
-  command: `node bench/workspaces.mjs --sizes ${sizes.join(',')} --runs ${runs} --firsts ${firsts} --file-bytes ${fileBytes} --kinds ${kinds.join(',')}`,
+  command: `node bench/workspaces.mjs --sizes ${sizes.join(',')} --runs ${runs} --firsts ${firsts} --file-bytes ${fileBytes} --kinds ${kinds.join(',')} --at-once ${atOnce} --rounds ${rounds}`,
   results
 });
