@@ -132,7 +132,7 @@ export const ERROR_CODES = {
     status: null,
     retryable: false,
     meaning:
-      "The run's workspace, output folder and (harness kinds) HOME together grew past the executor's disk quota (workspaces.quota)."
+      "What the run wrote (its workspace, or only its own layer of a copy-on-write workspace, its output folder and, for harness kinds, its HOME) grew past the executor's disk quota (workspaces.quota)."
   },
   workspace_tampered: {
     status: null,

@@ -55,12 +55,14 @@ export interface ExecutorConfig {
     retentionMs: number;
     /** How long after a run ends a follow-up may still continue it (its workspace and HOME are kept). */
     continueForMs: number;
-    /** Disk a run's workspace may use; past it the run fails. */
+    /** Disk a run may write (its own layer of a copy-on-write workspace); past it the run fails. */
     quotaBytes: number;
     /** Largest patch of a run's changes; a larger one fails the run rather than be cut. */
     maxPatchBytes: number;
     /** The node claims no run while the data dir's file system has less free space than this. */
     minFreeBytes: number;
+    /** How much unused shared checkouts (the lower layers of workspaces) may weigh together. */
+    cacheBytes: number;
   };
   limits: {
     maxBodyBytes: number;
@@ -158,7 +160,14 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
   ]);
   const server = r.object(root.server, 'server');
   const workspaces = r.object(root.workspaces, 'workspaces');
-  r.known(workspaces, 'workspaces', ['retention', 'continue_for', 'quota', 'max_patch', 'min_free']);
+  r.known(workspaces, 'workspaces', [
+    'retention',
+    'continue_for',
+    'quota',
+    'max_patch',
+    'min_free',
+    'cache_size'
+  ]);
   r.known(server, 'server', ['host', 'port', 'public_url']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
@@ -203,7 +212,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       continueForMs: r.duration(workspaces.continue_for, 'workspaces.continue_for', 86_400_000, true),
       quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
       maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
-      minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3)
+      minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3),
+      cacheBytes: r.size(workspaces.cache_size, 'workspaces.cache_size', 10 * 1024 ** 3)
     },
     limits: {
       maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),

@@ -16,7 +16,7 @@ import { checkBubblewrap } from './sandbox/bwrap.js';
 import { limitsProblem } from './sandbox/cgroup.js';
 import { RunUserError, runUser } from './sandbox/user.js';
 import type { Role } from './server/app.js';
-import { redactUrls } from './workspace/workspace.js';
+import { layerMode, redactUrls } from './workspace/workspace.js';
 
 /** Schemes git can fetch a source from; anything else is a typo, not a transport. */
 const SOURCE_SCHEMES = ['https', 'http', 'ssh', 'git', 'file'];
@@ -157,5 +157,11 @@ export function checkStartup(
   const clis = checkHarnessClis(config.environments);
   if (clis.problems.length > 0) throw new StartupCheckError(`refusing to start: ${clis.problems.join('; ')}`);
   notes.push(...clis.notes);
+  const layers = layerMode(config.dataDir);
+  notes.push(
+    layers.kind === 'overlay'
+      ? 'workspaces are copy-on-write views (overlayfs) of one shared checkout per commit'
+      : `workspaces are full checkouts: ${layers.reason}`
+  );
   return { warnings, notes };
 }

@@ -46,12 +46,14 @@ const QUOTA_CHECK_MS = 2000;
 const exec = promisify(execFile);
 
 /**
- * What a run has written to disk: its workspace, its output folder (AGENT_RESULT_FILE's) and a
- * harness's HOME, all on the data dir's disk and all under the one quota; one `du` for them, as
+/**
+ * What a run has written to disk: its workspace (only its own layer when the workspace is a
+ * copy-on-write view of a shared checkout), its output folder (AGENT_RESULT_FILE's) and a harness's
+ * HOME, all on the data dir's disk and all under the one quota; one `du` for them, as
  * workspace.size() counts (apparent sizes, links not followed).
  */
 async function runBytes(workspace: Workspace, outputs: RunOutputs, home?: string): Promise<number> {
-  const dirs = [workspace.root, outputs.dir, ...(home ? [home] : [])].filter(dir => existsSync(dir));
+  const dirs = [workspace.counted, outputs.dir, ...(home ? [home] : [])].filter(dir => existsSync(dir));
   const { stdout } = await exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
   return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
 }
@@ -180,6 +182,9 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       if (!turn.continuing) rmSync(home, { recursive: true, force: true });
       mkdirSync(home, { recursive: true, mode: 0o700 });
     }
+    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
+    // before its first process; a shared checkout's files are theirs from the start).
+    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
     const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id) : undefined;
     if (turn.continuing && !reopened)
       throw new Error(
@@ -187,16 +192,13 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       );
     const workspace =
       reopened ??
-      (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes));
+      (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes, user));
     ran.workspace = workspace;
     if (turn.startFrom && !turn.continuing) await startFrom(config.dataDir, turn.startFrom, workspace, home);
     const outputs = prepareOutputs(config.dataDir, run.run_id);
     ran.outputs = outputs;
     const conversationFile = join(outputs.dir, 'conversation.md');
     writeFileSync(conversationFile, turn.conversation, { mode: 0o644 });
-    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
-    // before its first process).
-    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -207,7 +209,7 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
         read: workspace.borrowed,
         write: [outputs.dir],
         user,
-        own: [workspace.root, outputs.dir, ...(home ? [home] : [])],
+        own: [...workspace.owned, outputs.dir, ...(home ? [home] : [])],
         home,
         readOnlyWorkspace: turn.mode === 'plan'
       },

@@ -57,10 +57,15 @@ export async function sweepFinishedWorkspaces(
     config.dataDir,
     config.environments,
     Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs),
-    active
+    active,
+    config.workspaces.cacheBytes
   );
   if (removed > 0) log.info({ removed }, 'removed workspaces past retention');
-  const homes = sweepLeftHomes(config.dataDir, config.workspaces.retentionMs, active);
+  const homes = sweepLeftHomes(
+    config.dataDir,
+    Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs),
+    active
+  );
   if (homes > 0) log.info({ removed: homes }, 'removed harness HOMEs left by runs that did not end here');
 }
 

@@ -17,6 +17,7 @@ import {
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
 import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
+import { unmountAll } from '../workspace/layers.js';
 import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
 import { boundTranscript } from './transcript-budget.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
@@ -135,6 +136,8 @@ export class WorkerPool {
     for (const active of this.active.values()) active.controller.abort('shutdown' satisfies StopReason);
     await all();
     for (const timer of this.timers) clearInterval(timer);
+    // No copy-on-write workspace stays mounted after the node (the next start mounts retained ones).
+    if (this.runsWork) await unmountAll(this.config.dataDir).catch(() => undefined);
     this.unsubscribe?.();
   }
 

@@ -5,7 +5,8 @@
 // start commit, an index, objects borrowed read-only from the source (alternates), a clean config.
 // The diff, the patch and publishing read the workspace's files through it and never the agent's
 // `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
-// .git/config, and the source is never written to.
+// .git/config, and the source is never written to. Where the executor may mount overlayfs, a git
+// source's workspace is a copy-on-write view of one shared checkout of its commit (layers.ts).
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -25,9 +26,18 @@ import { type EnvironmentConfig, isRemoteSource } from '../config.js';
 import { copyTree, markWorkspaces } from './copy.js';
 import { type PrivateRepository, privateGit, privateGitAll, sourceGit as git } from './git.js';
 import { excludeNested, nestedRepositories } from './nested.js';
+import {
+  type LayerOwner,
+  layerMode,
+  mountWorkspace,
+  removeLayers,
+  sweepLayers,
+  unmountWorkspace
+} from './layers.js';
 import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
 
 export { gitReason, redactUrls } from './git.js';
+export { type LayerMode, layerMode } from './layers.js';
 
 const exec = promisify(execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
@@ -42,6 +52,14 @@ export interface Workspace {
   /** The workspace's own directory under the data dir. */
   root: string;
   kind: 'repository' | 'copy';
+  /**
+   * Where the bytes the run wrote are: the overlay's upper layer when the workspace is a
+   * copy-on-write view of a shared checkout (layers.ts), else the workspace itself. The quota and
+   * size() count this directory only.
+   */
+  counted: string;
+  /** What the run's user must be given before its first process (nothing for an overlay: see layers.ts). */
+  owned: string[];
   /** Object stores the workspace borrows, read-only (the sandbox shows them). */
   borrowed: string[];
   /** The source's repository (a local checkout, or the bare cache of a URL source); none for a copy. */
@@ -146,7 +164,9 @@ export async function createWorkspace(
   environment: EnvironmentConfig,
   dataDir: string,
   runId: string,
-  quotaBytes = Number.POSITIVE_INFINITY
+  quotaBytes = Number.POSITIVE_INFINITY,
+  /** The run's host user, when the executor is root: a shared checkout's files are theirs. */
+  owner?: LayerOwner
 ): Promise<Workspace> {
   const root = join(dataDir, 'workspaces', runId);
   markWorkspaces(join(dataDir, 'workspaces'));
@@ -161,6 +181,8 @@ export async function createWorkspace(
   }
 
   let kind: Workspace['kind'];
+  let counted = root;
+  let owned = [root];
   let borrowed: string[] = [];
   let start: { commit: string; branch?: string } | undefined;
   let base: string;
@@ -173,7 +195,14 @@ export async function createWorkspace(
     const head = start?.commit ?? (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
     const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
     borrowed = objectStores(gitDir);
-    base = await checkoutRepository(repo, head, borrowed, join(gitDir, 'shallow'));
+    if (layerMode(dataDir).kind === 'overlay') {
+      counted = (await mountWorkspace(dataDir, runId, repo, head, borrowed, join(gitDir, 'shallow'), owner))
+        .upper;
+      owned = [];
+      base = head;
+    } else {
+      base = await checkoutRepository(repo, head, borrowed, join(gitDir, 'shallow'));
+    }
     kind = 'repository';
   } else {
     copyTree(environment.source, root, dataDir, quotaBytes);
@@ -181,7 +210,7 @@ export async function createWorkspace(
     kind = 'copy';
   }
 
-  const made: Made = { sub, kind, borrowed, repository, baseBranch: start?.branch, base };
+  const made: Made = { sub, kind, borrowed, repository, baseBranch: start?.branch, base, counted, owned };
   // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
   writeFileSync(join(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
   return workspaceOf(root, repo, made);
@@ -195,6 +224,10 @@ interface Made {
   repository?: string;
   baseBranch?: string;
   base: string;
+  /** What the quota measures: the workspace, or only the run's own layer of a copy-on-write one. */
+  counted: string;
+  /** What is given to the run's user before its first process (nothing for a copy-on-write view). */
+  owned: string[];
 }
 const MADE_FILE = 'agent-run-workspace.json';
 
@@ -212,11 +245,13 @@ export function reopenWorkspace(dataDir: string, runId: string): Workspace | und
 }
 
 function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspace {
-  const { sub, kind, borrowed, repository, baseBranch, base } = made;
+  const { sub, kind, borrowed, repository, baseBranch, base, counted, owned } = made;
   return {
     path: sub ? join(root, sub) : root,
     root,
     kind,
+    counted,
+    owned,
     borrowed,
     repository,
     baseBranch,
@@ -261,7 +296,7 @@ function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspa
       ]);
       return file;
     },
-    size: () => diskUsage(root),
+    size: () => diskUsage(counted),
     release() {
       const now = new Date();
       if (existsSync(root)) utimesSync(root, now, now);
@@ -280,7 +315,9 @@ export async function sweepWorkspaces(
   dataDir: string,
   environments: EnvironmentConfig[],
   retentionMs: number,
-  active: Set<string>
+  active: Set<string>,
+  /** How much unused shared checkouts may weigh together (layers.ts); unbounded by default. */
+  cacheBytes = Number.POSITIVE_INFINITY
 ): Promise<number> {
   const dir = join(dataDir, 'workspaces');
   const gitDirs = join(dataDir, 'gitdirs');
@@ -290,6 +327,9 @@ export async function sweepWorkspaces(
     if (active.has(name) || name.startsWith('.')) continue;
     const path = join(dir, name);
     if (!old(path)) continue;
+    // A copy-on-write workspace is unmounted first, and left for the next sweep when it cannot be.
+    if (!(await unmountWorkspace(dataDir, name))) continue;
+    removeLayers(dataDir, name);
     rmSync(path, { recursive: true, force: true });
     removePrivateGitDir(privateGitDir(dataDir, name));
     // A harness run's HOME (its CLI's session) is kept as long as its workspace, for follow-ups.
@@ -301,6 +341,7 @@ export async function sweepWorkspaces(
     if (active.has(runId) || existsSync(join(dir, runId))) continue;
     if (old(join(gitDirs, name))) removePrivateGitDir(join(gitDirs, name));
   }
+  await sweepLayers(dataDir, cacheBytes, active);
   if (removed > 0) {
     const repositories = new Set<string>();
     for (const env of environments) {
