@@ -34359,7 +34359,7 @@ const ERROR_CODES = {
     workspace_quota_exceeded: {
         status: null,
         retryable: false,
-        meaning: "The run's workspace and output folder together grew past the executor's disk quota (workspaces.quota)."
+        meaning: "What the run wrote (its workspace, or only its own layer of a copy-on-write workspace, its output folder and, for harness kinds, its HOME) grew past the executor's disk quota (workspaces.quota)."
     },
     workspace_tampered: {
         status: null,
