@@ -1,6 +1,7 @@
 // A harness run's HOME holds its MCP configuration (tokens in headers and env) and the CLI's files.
 // The run removes it when it ends; an executor killed during the run leaves it behind. The node's
-// workspace sweep removes such a HOME once it is past the workspace retention.
+// workspace sweep removes such a HOME once it is past the workspace retention and
+// workspaces.continue_for (a follow-up resumes the CLI's session from it until then).
 import { afterAll, beforeAll, it } from '@jest/globals';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ let ex: TestExecutor;
 
 beforeAll(async () => {
   ex = await startTestExecutor({
-    workspaces: { retention: '1s' },
+    workspaces: { retention: '1s', continue_for: '0s' },
     environments: [{ id: 'sim', source: tempDir(), agent: { kind: 'simulated' } }]
   });
 });
