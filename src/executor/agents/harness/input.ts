@@ -43,6 +43,16 @@ export function mcpServersOf(value: unknown): Record<string, McpServer> | undefi
   return Object.keys(servers).length > 0 ? servers : undefined;
 }
 
+/**
+ * A CLI session id to resume, as the CLIs write them (UUIDs and the like). It comes from the CLI's
+ * own stream, which the run can influence, and it goes on the CLI's command line: anything else
+ * (an option such as `--mcp-config=…`, a path, spaces) is not resumed, and the turn starts a new
+ * session instead.
+ */
+export function resumableSession(id: string | undefined): string | undefined {
+  return id !== undefined && /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(id) ? id : undefined;
+}
+
 /** The harness input of a run; `home` is the path the CLI sees as HOME. */
 export function harnessInput(context: AgentContext<HarnessAgentConfig>, home: string): HarnessInput {
   const config = context.runConfig ?? {};
@@ -54,7 +64,7 @@ export function harnessInput(context: AgentContext<HarnessAgentConfig>, home: st
     mcpServers: mcpServersOf(config.mcp_servers),
     home,
     workspace: context.workspace,
-    resumeSession: context.resumeSession,
+    resumeSession: resumableSession(context.resumeSession),
     extraArgs: context.agent.args,
     maxCostUsd: context.agent.max_cost_usd,
     listed: { ...context.env }
