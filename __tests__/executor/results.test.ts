@@ -9,6 +9,7 @@ import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import type { EnvironmentConfig } from '../../src/executor/config.js';
 import { prepareOutputs, readOutputFile } from '../../src/executor/worker/outputs.js';
+import { unmountAll } from '../../src/executor/workspace/layers.js';
 import { createWorkspace } from '../../src/executor/workspace/workspace.js';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
@@ -85,9 +86,12 @@ beforeAll(async () => {
   });
   smallKey = (await small.key('team-a')).raw;
 });
+/** Data dirs of workspaces made here without an executor: their copy-on-write views are unmounted at the end. */
+const madeHere: string[] = [];
 afterAll(async () => {
   await ex?.stop(1000);
   await small?.stop(1000);
+  for (const dir of madeHere) await unmountAll(dir);
 });
 
 type Json = Record<string, unknown>;
@@ -392,6 +396,7 @@ describe('changes.patch', () => {
     const packed = gitRepo();
     git(packed, 'pack-refs', '--all');
     const dataDir = tempDir('agent-results-data-');
+    madeHere.push(dataDir);
     let n = 0;
     for (const dir of [repo, worktree, packed]) {
       const environment = { source: dir } as EnvironmentConfig;
@@ -404,11 +409,9 @@ describe('changes.patch', () => {
   });
 
   it('names at most 1,000 changed files in the diff and counts the rest', async () => {
-    const workspace = await createWorkspace(
-      { source: repo } as EnvironmentConfig,
-      tempDir('agent-results-many-'),
-      'many-files'
-    );
+    const dataDir = tempDir('agent-results-many-');
+    madeHere.push(dataDir);
+    const workspace = await createWorkspace({ source: repo } as EnvironmentConfig, dataDir, 'many-files');
     mkdirSync(join(workspace.root, 'many'));
     for (let i = 0; i < 1205; i++) writeFileSync(join(workspace.root, 'many', `f${i}.txt`), `${i}\n`);
     const changes = await workspace.diff();
