@@ -33,6 +33,61 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
   return check();
 }
 
+/** What a process is waiting in (its kernel wait channel), or '' when it has ended. */
+function waitChannel(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/wchan`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+function parentOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Whether each sandbox of `marker` has finished starting: bubblewrap's init inside the sandbox (a
+ * bwrap whose parent is a bwrap) binds its life to its parent's only after it has started the
+ * command, then waits for its children (`do_wait`). A SIGKILL of the executor before that moment
+ * can leave the sandbox running until the executor starts again (which stops it through the run's
+ * cgroup); this test is about what happens after it.
+ */
+function sandboxesSettled(marker: string): boolean {
+  const inits = processesWith(marker).filter(
+    pid => commandOf(pid) === 'bwrap' && commandOf(parentOf(pid)) === 'bwrap'
+  );
+  return inits.length > 0 && inits.every(pid => waitChannel(pid) === 'do_wait');
+}
+
+/** Every process of `marker`, with its parent, group and command line: said when a wait fails. */
+function describeProcesses(marker: string): string {
+  return processesWith(marker)
+    .map(pid => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ').slice(0, 8).join(' ');
+        const line = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 200);
+        return `${stat} wchan=${waitChannel(pid)} :: ${line}`;
+      } catch {
+        return `${pid} (ended)`;
+      }
+    })
+    .join('\n');
+}
+
 async function setUp(marker: string) {
   requireBubblewrap();
   const dir = tempDir('sandbox-processes-');
@@ -71,7 +126,10 @@ async function setUp(marker: string) {
   }
   // Both shells of each run are up (a confined run's bubblewrap processes carry the marker too).
   const started = await until(
-    () => processesWith(`${marker}-confined`).length >= 2 && processesWith(`${marker}-open`).length >= 2,
+    () =>
+      processesWith(`${marker}-confined`).length >= 2 &&
+      processesWith(`${marker}-open`).length >= 2 &&
+      sandboxesSettled(`${marker}-confined`),
     60_000
   );
   if (!started) {
@@ -86,10 +144,10 @@ async function setUp(marker: string) {
       )
     );
     throw new Error(
-      `runs did not start their processes: ${processesWith(marker).length}\n${states.join('\n')}\n${executor.stderr()}`
+      `runs did not start their processes:\n${describeProcesses(marker)}\n${states.join('\n')}\n${executor.stderr()}`
     );
   }
-  return { executor, start, key, ids };
+  return { executor, start, key, ids, data };
 }
 
 const markers: string[] = [];
@@ -114,20 +172,28 @@ describe('agent processes', () => {
     await new Promise(resolve => setTimeout(resolve, 300));
     const code = executor.stop('SIGINT');
     expect(await code).toBe(1);
-    expect(await until(() => processesWith(marker).length === 0, 60_000)).toBe(true);
+    const gone = await until(() => processesWith(marker).length === 0, 60_000);
+    expect(gone ? '' : describeProcesses(marker)).toBe('');
   }, 240_000);
 
   it('after a SIGKILL the restarted executor stops the survivors, then fails their runs executor_restarted', async () => {
     const marker = `sigkill-${process.pid}-${Date.now()}`;
     markers.push(marker);
-    const { executor, start, key, ids } = await setUp(marker);
+    const { executor, start, key, ids, data } = await setUp(marker);
     await executor.stop('SIGKILL');
     // The confined run dies with the executor (bubblewrap's --die-with-parent); the unconfined one survives.
-    expect(await until(() => processesWith(`${marker}-confined`).length === 0, 60_000)).toBe(true);
+    const confinedGone = await until(() => processesWith(`${marker}-confined`).length === 0, 60_000);
+    expect(confinedGone ? '' : describeProcesses(marker)).toBe('');
     expect(processesWith(`${marker}-open`).length).toBeGreaterThanOrEqual(2);
+    const recorded = readdirSync(join(data, 'processes'))
+      .map(name => `${name}: ${readFileSync(join(data, 'processes', name), 'utf8').trim()}`)
+      .join('\n');
     const again = await start();
     try {
-      expect(await until(() => processesWith(marker).length === 0, 60_000)).toBe(true);
+      const allGone = await until(() => processesWith(marker).length === 0, 60_000);
+      expect(allGone ? '' : `${describeProcesses(marker)}\nrecorded:\n${recorded}\n${again.stderr()}`).toBe(
+        ''
+      );
       for (const id of ids) {
         const run = (await (
           await fetch(`${again.url}/api/v1/agent/runs/${id}`, { headers: { authorization: `Bearer ${key}` } })
