@@ -14,6 +14,7 @@ import {
   MAX_WAIT_SECONDS
 } from '../../../api/index.js';
 import { agentKindOf } from '../../agents/index.js';
+import { modelIdProblem } from '../../agents/harness/input.js';
 import type { StoredRun } from '../../store/types.js';
 import type { ServerContext } from '../context.js';
 import { encodeCursor, listQuery } from '../list-params.js';
@@ -295,10 +296,19 @@ const SERVER_FIELDS = new Set([
 
 /**
  * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
- * serves one: claude-code serves `claude`); other kinds run whatever they were given.
+ * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
+ * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids.
  */
-function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
+export function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
   const harness = runConfig.harness;
+  // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
+  if (agentKindOf(kind)?.harnessType !== undefined) {
+    const inner = harness !== null && typeof harness === 'object' ? (harness as Record<string, unknown>) : {};
+    const problem =
+      modelIdProblem(runConfig.model_id, 'config.model_id') ??
+      modelIdProblem(inner.model_id, 'config.harness.model_id');
+    if (problem) throw new ProblemError('invalid_field', problem);
+  }
   if (harness === undefined || harness === null) return;
   const type = typeof harness === 'object' ? (harness as { type?: unknown }).type : undefined;
   if (
