@@ -170,6 +170,21 @@ describe('plan → approve', () => {
     expect(threadComments()).toHaveLength(1);
   });
 
+  it('a reply quoting the plan comment (with its "/approve" line) under a correction approves nothing', async () => {
+    await planned();
+    const quoted = threadComments()[0]!
+      .body.split('\n')
+      .map(line => `> ${line}`);
+    const reply = await step(
+      commentEvent('alice', [...quoted, '', '@agent step 2 is wrong: keep the old check'].join('\n')),
+      { mode: 'plan' }
+    );
+    expect(reply.code).toBe(0);
+    expect(agents.followups).toEqual([]);
+    expect(reply.stdout).not.toContain('Approved the plan');
+    expect(threadComments()[0]!.body).not.toContain('Plan approved');
+  });
+
   it('refuses an approval by someone without write permission, and sends nothing', async () => {
     const runId = await planned();
     const refused = await step(commentEvent('rita', '/approve'), { mode: 'plan' });

@@ -53,7 +53,7 @@ export async function startTurn(
   const found = isComment || thread.supersede ? await readRecord(comment) : undefined;
   const record = await thisThreads(client, found, event, signal);
 
-  if (isComment && body.includes(thread.approvePhrase)) {
+  if (isComment && holdsApproval(body, thread.approvePhrase)) {
     if (record?.mode === 'plan') {
       // An approval that cannot be sent is an error: a new run would not carry out that plan.
       await client.submitFollowup(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
@@ -95,6 +95,15 @@ export async function startTurn(
   if (thread.supersede) await supersede(client, event, record, comment, signal);
   const runId = await createRun(client, settings.create, signal);
   return { runId, request: settings.create.prompt, mode: thread.mode };
+}
+
+/**
+ * Whether a comment approves: it holds the approve phrase outside quoted lines (`> …`). A reply
+ * that quotes the progress comment quotes its "reply with a comment containing /approve" line with
+ * the plan, and a question or a correction written under that quote is no approval.
+ */
+export function holdsApproval(body: string, phrase: string): boolean {
+  return body.split(/\r?\n/).some(line => !/^\s*>/.test(line) && line.includes(phrase));
 }
 
 /** The comment's record of its run; a comment that cannot be read means there is none to continue. */
