@@ -26,6 +26,8 @@ import { followupMode, metadataProblem } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
+const SCHEDULER_KEY_PREFIX = 'schedule:';
 
 export function runHandlers(
   context: ServerContext,
@@ -79,6 +81,13 @@ export function runHandlers(
     if (key !== undefined && !isValidIdempotencyKey(key)) {
       throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
     }
+    // The scheduler's fires use `schedule:<id>:<due>` in the team's key space: a key of the team
+    // that took one first would stop that fire from starting its run.
+    if (key?.startsWith(SCHEDULER_KEY_PREFIX))
+      throw new ProblemError(
+        'invalid_request',
+        `Idempotency-Key header: keys starting with "${SCHEDULER_KEY_PREFIX}" are the scheduler's own; choose another`
+      );
     const result = await store.createRun(
       {
         run_id: randomUUID(),
