@@ -259,6 +259,24 @@ describe('firing', () => {
     expect(due(after)).toBe(at + 60_000);
   });
 
+  it("another key of the team cannot take a fire's idempotency key, so the fire still starts its own run", async () => {
+    const schedule = await createSchedule({ name: 'nightly-own' });
+    const at = due(schedule);
+    const ci = (await ex.key('team-a', 'agent', 'ci')).raw;
+    const taken = await ex.request('/api/v1/agent/runs', {
+      method: 'POST',
+      key: ci,
+      headers: { 'idempotency-key': `schedule:${schedule.id}:${at}` },
+      body: JSON.stringify({ prompt: '@sim say not the schedule', config: { environment_id: 'local' } })
+    });
+    expect(taken.status).toBe(400);
+    expect(((await taken.json()) as { detail: string }).detail).toContain('"schedule:"');
+    await schedulerAt({ ms: at + 1000 }).tick();
+    const runs = await runsOf(schedule.id);
+    expect(runs).toHaveLength(1);
+    expect((await readSchedule(schedule.id)).last_run_id).toBe(runs[0]!.run_id);
+  });
+
   it('does not fire while paused, and resumes from the next due time', async () => {
     const schedule = await createSchedule({ name: 'pausable' });
     const clock = { ms: due(schedule) + 1000 };

@@ -9,6 +9,7 @@ import { type Settings, readKeyPresence, readSettings } from './inputs.js';
 import * as log from './log.js';
 import { setOutput } from './outputs.js';
 import * as state from './state.js';
+import { holdsApproval } from './thread.js';
 import { checkTrust } from './trust.js';
 
 export interface Admitted {
@@ -41,7 +42,8 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
   const verdict = await checkTrust(settings.trust, event, github);
   if (!verdict.run) {
     const approving =
-      settings.thread.mode === 'plan' && event.comment?.body.includes(settings.thread.approvePhrase) === true;
+      settings.thread.mode === 'plan' &&
+      holdsApproval(event.comment?.body ?? '', settings.thread.approvePhrase);
     skip(
       settings.onUntrusted,
       approving && !verdict.why.includes('trigger phrase')

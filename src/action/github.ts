@@ -27,7 +27,9 @@ export async function createGitHubApi(token: string, repository: string): Promis
         page
       });
       // Only a comment a bot wrote counts: anyone can paste the marker into a comment of their own.
-      const found = data.find(comment => comment.user?.type === 'Bot' && comment.body?.includes(marker));
+      // And only one that begins with it, as the step writes it: another bot quoting a stranger's
+      // text that holds the marker is neither read nor overwritten.
+      const found = data.find(comment => comment.user?.type === 'Bot' && comment.body?.startsWith(marker));
       if (found) return { id: found.id, body: found.body ?? '' };
       if (data.length < 100) return undefined;
     }

@@ -50,9 +50,10 @@ export async function startTurn(
   if (!settings.create) return { runId: settings.runId, mode: thread.mode };
   const body = event.comment?.body ?? '';
   const isComment = COMMENT_EVENTS.includes(event.event) && event.comment !== undefined;
-  const record = isComment || thread.supersede ? await readRecord(comment) : undefined;
+  const found = isComment || thread.supersede ? await readRecord(comment) : undefined;
+  const record = await thisThreads(client, found, event, signal);
 
-  if (isComment && body.includes(thread.approvePhrase)) {
+  if (isComment && holdsApproval(body, thread.approvePhrase)) {
     if (record?.mode === 'plan') {
       // An approval that cannot be sent is an error: a new run would not carry out that plan.
       await client.submitFollowup(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
@@ -96,6 +97,15 @@ export async function startTurn(
   return { runId, request: settings.create.prompt, mode: thread.mode };
 }
 
+/**
+ * Whether a comment approves: it holds the approve phrase outside quoted lines (`> …`). A reply
+ * that quotes the progress comment quotes its "reply with a comment containing /approve" line with
+ * the plan, and a question or a correction written under that quote is no approval.
+ */
+export function holdsApproval(body: string, phrase: string): boolean {
+  return body.split(/\r?\n/).some(line => !/^\s*>/.test(line) && line.includes(phrase));
+}
+
 /** The comment's record of its run; a comment that cannot be read means there is none to continue. */
 async function readRecord(comment: StickyComment | undefined): Promise<ThreadRecord | undefined> {
   if (!comment) return undefined;
@@ -107,6 +117,41 @@ async function readRecord(comment: StickyComment | undefined): Promise<ThreadRec
     );
     return undefined;
   }
+}
+
+/**
+ * The record only when its run belongs to this thread. The comment's marker can be computed by
+ * anyone who reads the workflow, so another bot's comment that quotes a stranger's text can carry a
+ * marker and a record naming a run of another thread or repository: continuing, approving or
+ * cancelling that run from here would hijack it. A run whose metadata names another repository or
+ * thread (or none, when the action would have set one) is not this thread's; a service that keeps
+ * no metadata on its records is trusted as before.
+ */
+async function thisThreads(
+  client: AgentRunClient,
+  record: ThreadRecord | undefined,
+  event: EventContext,
+  signal: AbortSignal
+): Promise<ThreadRecord | undefined> {
+  if (!record) return undefined;
+  let metadata: unknown;
+  try {
+    metadata = (await client.getRun(record.runId, { signal })).metadata;
+  } catch (error) {
+    if (!(error instanceof AgentRunError)) throw error;
+    return record;
+  }
+  if (metadata === null || typeof metadata !== 'object') return record;
+  const expected = threadMetadata(process.env, event);
+  const found = metadata as Record<string, unknown>;
+  const other = (['repository', 'thread'] as const).find(
+    name => expected[name] !== undefined && found[name] !== expected[name]
+  );
+  if (other === undefined) return record;
+  core.warning(
+    `The thread's progress comment names run ${record.runId}, whose metadata ${other} is ${JSON.stringify(String(found[other] ?? 'absent').slice(0, 100))}, not ${JSON.stringify(expected[other])}: it is not this thread's run, so it is neither continued, approved nor cancelled.`
+  );
+  return undefined;
 }
 
 /** The comment as a follow-up message: fenced as user text, as the prompt fences it. */

@@ -10,7 +10,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { ErrorCode } from '../../../api/index.js';
 import type { AgentContext, AgentResult } from '../types.js';
 import type { HarnessAgentConfig } from './input.js';
-import { harnessInput, programOf } from './input.js';
+import { harnessInput, modelIdProblem, programOf } from './input.js';
 import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
 
 /** Characters of a tool's input or output kept in the transcript. */
@@ -84,6 +84,9 @@ export async function runHarness(
   // The CLI sees its HOME at the sandbox's path; without a sandbox, at the run's host folder.
   const home = context.processes.home ?? context.home ?? context.workspace;
   const input = harnessInput(context, home);
+  // The model goes on the command line: one that could be read as an option never starts the CLI.
+  const modelProblem = modelIdProblem(input.model, 'model');
+  if (modelProblem) return failed('agent_model_not_found', modelProblem);
   const listed = { ...context.env };
   const cliEnv = spec.env(input, listed);
   const base: Record<string, string> = {};

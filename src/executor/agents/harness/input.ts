@@ -53,6 +53,22 @@ export function resumableSession(id: string | undefined): string | undefined {
   return id !== undefined && /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(id) ? id : undefined;
 }
 
+/**
+ * How a model id looks (`claude-sonnet-4-5`, `gpt-5.1-codex`, `models/gemini-2.5-pro`,
+ * `us.anthropic.claude-3-7-sonnet-20250219-v1:0`, `claude-opus-4-1@20250805`): it goes on the CLI's
+ * command line after `-m`/`--model`, where a value starting with `-` would be read by some CLIs
+ * (Gemini CLI's parser) as an option of its own.
+ */
+export const MODEL_ID_FORM = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
+
+/** Why `value` (at `field`) cannot be a model id, or undefined when it can (or is not given). */
+export function modelIdProblem(value: unknown, field: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string' && MODEL_ID_FORM.test(value)) return undefined;
+  const shown = typeof value === 'string' ? JSON.stringify(value.slice(0, 100)) : typeof value;
+  return `${field} ${shown}: expected a model id (a letter or digit, then letters, digits and . _ : / @ + -, at most 200 characters), e.g. claude-sonnet-4-5`;
+}
+
 /** The harness input of a run; `home` is the path the CLI sees as HOME. */
 export function harnessInput(context: AgentContext<HarnessAgentConfig>, home: string): HarnessInput {
   const config = context.runConfig ?? {};

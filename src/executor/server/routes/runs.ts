@@ -14,6 +14,7 @@ import {
   MAX_WAIT_SECONDS
 } from '../../../api/index.js';
 import { agentKindOf } from '../../agents/index.js';
+import { modelIdProblem } from '../../agents/harness/input.js';
 import type { StoredRun } from '../../store/types.js';
 import type { ServerContext } from '../context.js';
 import { encodeCursor, listQuery } from '../list-params.js';
@@ -25,6 +26,8 @@ import { followupMode, metadataProblem } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
+const SCHEDULER_KEY_PREFIX = 'schedule:';
 
 export function runHandlers(
   context: ServerContext,
@@ -78,6 +81,13 @@ export function runHandlers(
     if (key !== undefined && !isValidIdempotencyKey(key)) {
       throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
     }
+    // The scheduler's fires use `schedule:<id>:<due>` in the team's key space: a key of the team
+    // that took one first would stop that fire from starting its run.
+    if (key?.startsWith(SCHEDULER_KEY_PREFIX))
+      throw new ProblemError(
+        'invalid_request',
+        `Idempotency-Key header: keys starting with "${SCHEDULER_KEY_PREFIX}" are the scheduler's own; choose another`
+      );
     const result = await store.createRun(
       {
         run_id: randomUUID(),
@@ -295,10 +305,19 @@ const SERVER_FIELDS = new Set([
 
 /**
  * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
- * serves one: claude-code serves `claude`); other kinds run whatever they were given.
+ * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
+ * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids.
  */
-function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
+export function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
   const harness = runConfig.harness;
+  // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
+  if (agentKindOf(kind)?.harnessType !== undefined) {
+    const inner = harness !== null && typeof harness === 'object' ? (harness as Record<string, unknown>) : {};
+    const problem =
+      modelIdProblem(runConfig.model_id, 'config.model_id') ??
+      modelIdProblem(inner.model_id, 'config.harness.model_id');
+    if (problem) throw new ProblemError('invalid_field', problem);
+  }
   if (harness === undefined || harness === null) return;
   const type = typeof harness === 'object' ? (harness as { type?: unknown }).type : undefined;
   if (
