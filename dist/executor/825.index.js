@@ -1547,6 +1547,22 @@ function mcpServersOf(value) {
 function resumableSession(id) {
     return id !== undefined && /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(id) ? id : undefined;
 }
+/**
+ * How a model id looks (`claude-sonnet-4-5`, `gpt-5.1-codex`, `models/gemini-2.5-pro`,
+ * `us.anthropic.claude-3-7-sonnet-20250219-v1:0`, `claude-opus-4-1@20250805`): it goes on the CLI's
+ * command line after `-m`/`--model`, where a value starting with `-` would be read by some CLIs
+ * (Gemini CLI's parser) as an option of its own.
+ */
+const MODEL_ID_FORM = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$/;
+/** Why `value` (at `field`) cannot be a model id, or undefined when it can (or is not given). */
+function modelIdProblem(value, field) {
+    if (value === undefined || value === null)
+        return undefined;
+    if (typeof value === 'string' && MODEL_ID_FORM.test(value))
+        return undefined;
+    const shown = typeof value === 'string' ? JSON.stringify(value.slice(0, 100)) : typeof value;
+    return `${field} ${shown}: expected a model id (a letter or digit, then letters, digits and . _ : / @ + -, at most 200 characters), e.g. claude-sonnet-4-5`;
+}
 /** The harness input of a run; `home` is the path the CLI sees as HOME. */
 function harnessInput(context, home) {
     const config = context.runConfig ?? {};
@@ -1679,6 +1695,10 @@ async function runHarness(spec, context) {
     // The CLI sees its HOME at the sandbox's path; without a sandbox, at the run's host folder.
     const home = context.processes.home ?? context.home ?? context.workspace;
     const input = harnessInput(context, home);
+    // The model goes on the command line: one that could be read as an option never starts the CLI.
+    const modelProblem = modelIdProblem(input.model, 'model');
+    if (modelProblem)
+        return harness_failed('agent_model_not_found', modelProblem);
     const listed = { ...context.env };
     const cliEnv = spec.env(input, listed);
     const base = {};
@@ -4094,12 +4114,1015 @@ function nextFire(expression, zone, afterMs) {
     return next === null ? null : next.getTime();
 }
 
+;// CONCATENATED MODULE: ./src/executor/server/list-params.ts
+// The list's query parameters as the store takes them, and its cursors. The route's schema has
+// checked each parameter's form; what is left here is meaning: defaults, times normalised, and a
+// cursor that names its sort, so it is never read under another order.
+
+/** The cursor names its sort, so a cursor is never read under another order. */
+function encodeCursor(run, sortBy, order) {
+    const text = sortBy === 'updated_at'
+        ? `u:${order}:${run.seq}:${run.updated_at}`
+        : order === 'desc'
+            ? `s:${run.seq}`
+            : `sa:${run.seq}`;
+    return Buffer.from(text).toString('base64url');
+}
+function decodeCursor(cursor, sortBy, order) {
+    const text = Buffer.from(cursor, 'base64url').toString('utf8');
+    const match = sortBy === 'updated_at'
+        ? new RegExp(`^u:${order}:(\\d{1,15}):(\\d{4}-[\\d:.TZ-]{10,30})$`).exec(text)
+        : (order === 'desc' ? /^s:(\d{1,15})$/ : /^sa:(\d{1,15})$/).exec(text);
+    if (!match)
+        throw new ProblemError('invalid_request', `cursor ${JSON.stringify(cursor)}: expected the next_cursor of a previous page with the same sort_by and sort_order`);
+    return { seq: Number(match[1]), updatedAt: match[2] };
+}
+/** The query as the store takes it; the schema has checked each parameter's form already. */
+function list_params_listQuery(params) {
+    const query = {
+        limit: params.limit === undefined ? 20 : Number(params.limit),
+        sortBy: params.sort_by ?? 'created_at',
+        sortOrder: params.sort_order ?? 'desc'
+    };
+    if (params.cursor)
+        query.after = decodeCursor(params.cursor, query.sortBy, query.sortOrder);
+    if (params.state !== undefined)
+        query.states = [].concat(params.state).flatMap(s => s.split(','));
+    const time = (value) => (value ? new Date(Date.parse(value)).toISOString() : undefined);
+    const filters = {
+        environmentId: params.environment_id || undefined,
+        createdAfter: time(params.created_after),
+        createdBefore: time(params.created_before),
+        updatedAfter: time(params.updated_after),
+        creatorUid: params.creator || undefined,
+        search: params.q || undefined,
+        name: params.name || undefined,
+        modelId: params.model_id || undefined,
+        artifactType: params.artifact_type || undefined,
+        scheduleId: params.schedule_id || undefined
+    };
+    for (const [name, value] of Object.entries(filters))
+        if (value !== undefined)
+            query[name] = value;
+    const metadata = [];
+    for (const [name, value] of Object.entries(params)) {
+        const key = /^metadata\[(.+)\]$/.exec(name)?.[1];
+        if (key === undefined)
+            continue;
+        for (const item of [].concat(value))
+            metadata.push([key, String(item)]);
+    }
+    if (metadata.length > 0)
+        query.metadata = metadata;
+    return query;
+}
+
+;// CONCATENATED MODULE: ./src/executor/runs/lifecycle.ts
+// A run's life as data: for each change a run can go through (create, claim, renew, finish,
+// cancel, abandon, prune), the states it may start from, the states it leads to, the columns it
+// writes, the status message and error code it sets, and whether the transcript records it. The SQL
+// store (store/sql-store.ts) builds its statements from this table; nothing else states these rules.
+// A new change (a follow-up that re-queues a finished run, a run BLOCKED on a person) is a new row.
+//
+//   create   (nothing)         →  QUEUED
+//   claim    QUEUED            →  INPROGRESS, under a lease to its worker
+//   renew    INPROGRESS        →  INPROGRESS, its lease longer (by the worker holding it)
+//   finish   INPROGRESS        →  SUCCEEDED | FAILED | CANCELLED (by the worker holding the lease)
+//   cancel   any not terminal  →  CANCELLED (by a client)
+//   abandon  INPROGRESS, lease expired or left by a previous process  →  FAILED
+//   followup any terminal      →  QUEUED again, same run (a queued or running run keeps its state:
+//                                 the message is a transcript event the worker takes at its next turn)
+//   prune    any terminal, completed before a cut-off  →  deleted with its transcript and artifacts
+
+
+
+/** The state a new run starts in. */
+const CREATED_STATE = 'QUEUED';
+/** The state of a run a worker holds. */
+const CLAIMED_STATE = 'INPROGRESS';
+/** A lease given up: written here once, by every change that ends a run. */
+const LEASE_RELEASED = { lease_owner: 'null', lease_expires_at: 'null' };
+/** What every change that ends a run writes. */
+const ENDING = {
+    state: 'state',
+    status_message: 'message',
+    error_code: 'code',
+    completed_at: 'at',
+    updated_at: 'at',
+    version: 'next',
+    ...LEASE_RELEASED
+};
+/** States a client's cancel applies to: every state the contract names that is not terminal. */
+const CANCELLABLE = KNOWN_STATES.filter(state => !run_isTerminalState(state));
+const LIFECYCLE = {
+    create: {
+        from: [],
+        to: [CREATED_STATE],
+        lease: 'none',
+        writes: { state: 'state', created_at: 'at', updated_at: 'at' },
+        recorded: true
+    },
+    claim: {
+        from: [CREATED_STATE],
+        to: [CLAIMED_STATE],
+        lease: 'none',
+        writes: {
+            state: 'state',
+            started_at: 'at',
+            updated_at: 'at',
+            version: 'next',
+            lease_owner: 'owner',
+            lease_expires_at: 'lease'
+        },
+        recorded: true
+    },
+    renew: {
+        from: [CLAIMED_STATE],
+        to: [CLAIMED_STATE],
+        lease: 'own',
+        writes: { lease_expires_at: 'lease' },
+        recorded: false
+    },
+    finish: {
+        from: [CLAIMED_STATE],
+        to: ['SUCCEEDED', 'FAILED', 'CANCELLED'],
+        lease: 'own',
+        writes: ENDING,
+        recorded: true
+    },
+    cancel: { from: CANCELLABLE, to: ['CANCELLED'], lease: 'none', writes: ENDING, recorded: true },
+    abandon: { from: [CLAIMED_STATE], to: ['FAILED'], lease: 'expired', writes: ENDING, recorded: true },
+    followup: {
+        from: TERMINAL_STATES,
+        to: [CREATED_STATE],
+        lease: 'none',
+        writes: {
+            state: 'state',
+            status_message: 'message',
+            error_code: 'code',
+            completed_at: 'null',
+            updated_at: 'at',
+            version: 'next'
+        },
+        recorded: true
+    },
+    prune: { from: TERMINAL_STATES, to: [], lease: 'none', writes: {}, recorded: false }
+};
+/** Whether `change` may start from a run in `state` (leases aside). */
+function allows(change, state) {
+    return LIFECYCLE[change].from.includes(state);
+}
+/** A new run. */
+function create() {
+    return { state: CREATED_STATE, status_message: null, error_code: null };
+}
+/** A worker's claim of a queued run. */
+function claim() {
+    return { state: CLAIMED_STATE, status_message: null, error_code: null };
+}
+/** A client's cancel: allowed while the run is not terminal; a finished run stays as it is. */
+function cancel(state, reason) {
+    return isTerminalState(state) ? undefined : lifecycle_cancelled(reason);
+}
+/** What a client's cancel sets, whichever state it started from. */
+function lifecycle_cancelled(reason) {
+    return finish(cancelledByClient(reason));
+}
+/** A follow-up to an ended run: queued again, its old status message and error code cleared. */
+function lifecycle_followup() {
+    return { state: CREATED_STATE, status_message: null, error_code: null };
+}
+/** A worker's finish of the run it holds. */
+function finish(outcome) {
+    return {
+        state: outcome.state,
+        status_message: outcome.status_message ?? null,
+        error_code: outcome.error_code ?? null
+    };
+}
+/** A run left INPROGRESS by a process that stopped (restarted, or stopped renewing its lease). */
+function abandon(message) {
+    return finish(abandoned(message));
+}
+/**
+ * The transcript's `state` event for a change, recorded in the transaction that makes it: the new
+ * state, its status message once the run has ended, and its error code if any.
+ */
+function stateEvent(run) {
+    const data = { state: run.state };
+    if (run.status_message !== null && run.state !== CREATED_STATE && run.state !== CLAIMED_STATE)
+        data.status_message = run.status_message;
+    if (run.error_code !== null)
+        data.error_code = run.error_code;
+    return data;
+}
+const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
+/** Whether a run's record shows its status message: only when it ended other than in success. */
+function showsStatusMessage(state) {
+    return WITH_MESSAGE.has(state);
+}
+/** Whether a run's record has a session link: once it has started (and so has a transcript). */
+function showsSessionLink(state) {
+    return state === CLAIMED_STATE || run_isTerminalState(state);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/records.ts
+// How stored runs look on the wire, and the pieces derived from them: ETags and session links.
+
+
+/** Tokens never change for a run, and reads ask for them often: remember the recent ones. */
+const TOKEN_CACHE_SIZE = 10_000;
+class SessionLinks {
+    secret;
+    publicUrl;
+    tokens = new Map();
+    constructor(secret, publicUrl) {
+        this.secret = secret;
+        this.publicUrl = publicUrl;
+    }
+    token(runId) {
+        let token = this.tokens.get(runId);
+        if (token === undefined) {
+            token = (0,external_node_crypto_.createHmac)('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
+            if (this.tokens.size >= TOKEN_CACHE_SIZE)
+                this.tokens.delete(this.tokens.keys().next().value);
+            this.tokens.set(runId, token);
+        }
+        return token;
+    }
+    verify(runId, token) {
+        if (typeof token !== 'string')
+            return false;
+        const expected = Buffer.from(this.token(runId));
+        const given = Buffer.from(token);
+        return expected.length === given.length && (0,external_node_crypto_.timingSafeEqual)(expected, given);
+    }
+    link(run) {
+        if (!showsSessionLink(run.state) || run.started_at === null)
+            return undefined;
+        return `${this.publicUrl()}/sessions/${encodeURIComponent(run.run_id)}?token=${this.token(run.run_id)}`;
+    }
+}
+function etagOf(run) {
+    return `"v${run.version}"`;
+}
+/** The record as the routes answer it (their response schema serialises it; unknown fields stay). */
+function toRecord(run, links) {
+    // Most runs carry no extra fields: skip parsing and spreading an empty object.
+    const extra = run.extra === '{}' ? undefined : JSON.parse(run.extra);
+    const record = {
+        ...extra,
+        run_id: run.run_id,
+        state: run.state,
+        title: run.title,
+        prompt: run.prompt,
+        environment_id: run.environment_id,
+        created_at: run.created_at,
+        updated_at: run.updated_at,
+        started_at: run.started_at,
+        completed_at: run.completed_at,
+        creator: { type: run.creator_type, uid: run.creator_uid, display_name: run.creator_name },
+        agent_config: parsedConfig(run.config),
+        source: 'API'
+    };
+    if (run.artifacts)
+        record.artifacts = runArtifacts(run.artifacts);
+    if (run.request_usage)
+        record.request_usage = JSON.parse(run.request_usage);
+    if (showsStatusMessage(run.state) && run.status_message !== null)
+        record.status_message = run.status_message;
+    if (run.error_code !== null)
+        record.error_code = run.error_code;
+    const link = links.link(run);
+    if (link)
+        record.session_link = link;
+    return record;
+}
+/**
+ * Most runs of an executor share a handful of configs (same environment, same model): a list page
+ * would parse the same text twenty times. The parsed objects are only ever read (serialised), so
+ * the recent ones are kept by their text.
+ */
+const CONFIG_CACHE_SIZE = 1_000;
+const MAX_CACHED_CONFIG_LENGTH = 4_096;
+const configs = new Map();
+function parsedConfig(text) {
+    let config = configs.get(text);
+    if (config === undefined) {
+        config = JSON.parse(text);
+        if (text.length <= MAX_CACHED_CONFIG_LENGTH) {
+            if (configs.size >= CONFIG_CACHE_SIZE)
+                configs.delete(configs.keys().next().value);
+            configs.set(text, config);
+        }
+    }
+    return config;
+}
+/** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */
+function runArtifacts(stored) {
+    return JSON.parse(stored).map(
+    // A pull request is listed in its final shape already; a file by its description.
+    entry => {
+        if (entry.artifact_type !== undefined)
+            return entry;
+        const { created_at, ...data } = entry;
+        return { artifact_type: 'FILE', created_at, data };
+    });
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/transcript.ts
+// The transcript read with `after=<seq>` and `Prefer: wait=N`: a follower asks for the events newer
+// than the last one it has, and the answer is held until there is one (or the run ended, the time
+// is up, the client left, the server stops). Appends wake held reads through the ChangeHub; the
+// hold also re-reads every few seconds, so a notification lost between nodes costs a delay, never
+// an event. A read answers one page: at most `limit` events (default 100, at most 1000) and
+// about 512 KiB of them, with `has_more` and `next_after` to go on from.
+
+
+
+const transcript_REREAD_MS = 2000;
+const DEFAULT_TRANSCRIPT_LIMIT = 100;
+const MAX_TRANSCRIPT_LIMIT = 1000;
+/** A page stops once its events pass this many bytes (it always holds at least one event). */
+const MAX_PAGE_BYTES = 512 * 1024;
+/** `limit` from the query string: 1 to 1000, 100 when absent. */
+function parseLimit(query) {
+    const value = query?.limit;
+    if (value === undefined || value === '')
+        return DEFAULT_TRANSCRIPT_LIMIT;
+    const number = typeof value === 'string' && /^\d{1,4}$/.test(value) ? Number(value) : NaN;
+    if (number >= 1 && number <= MAX_TRANSCRIPT_LIMIT)
+        return number;
+    throw new ProblemError('invalid_request', `limit ${JSON.stringify(value)}: expected a whole number of events from 1 to ${MAX_TRANSCRIPT_LIMIT}`);
+}
+/** Up to `limit` events after `after`, cut at about MAX_PAGE_BYTES, and whether more follow. */
+async function readPage(context, runId, after, limit) {
+    const events = await context.store.listEvents(runId, { after, limit: limit + 1 });
+    let more = events.length > limit;
+    if (more)
+        events.length = limit;
+    let bytes = 0;
+    for (let index = 0; index < events.length; index++) {
+        bytes += sizeOf(events[index]);
+        if (index > 0 && bytes > MAX_PAGE_BYTES) {
+            events.length = index;
+            more = true;
+            break;
+        }
+    }
+    return { events, more };
+}
+/** `after` from the query string: a whole number, or absent (every event). */
+function parseAfter(query) {
+    const value = query?.after;
+    if (value === undefined || value === '')
+        return 0;
+    if (typeof value !== 'string' || !/^\d{1,15}$/.test(value))
+        throw new ProblemError('invalid_request', `after ${JSON.stringify(value)}: expected the seq of an event, a whole number such as 12`);
+    return Number(value);
+}
+/** `Prefer: wait=N` (RFC 7240), capped at 60 s; undefined when absent. */
+function preferWait(header) {
+    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header);
+    return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
+}
+async function readTranscript(context, request, reply, find) {
+    const after = parseAfter(request.query);
+    const limit = parseLimit(request.query);
+    let run = await find();
+    let page = await readPage(context, run.run_id, after, limit);
+    const wait = preferWait(String(request.headers.prefer ?? ''));
+    if (wait !== undefined)
+        reply.header('preference-applied', `wait=${wait}`);
+    if (wait && page.events.length === 0 && !run_isTerminalState(run.state)) {
+        const closed = new AbortController();
+        request.raw.once('close', () => closed.abort());
+        const deadline = Date.now() + wait * 1000;
+        while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+            const ms = Math.min(transcript_REREAD_MS, deadline - Date.now());
+            await context.hub.waitEvent(run.run_id, after, ms, closed.signal);
+            run = await find();
+            page = await readPage(context, run.run_id, after, limit);
+            if (page.events.length > 0 || run_isTerminalState(run.state))
+                break;
+        }
+    }
+    const { events, more } = page;
+    return {
+        run_id: run.run_id,
+        state: run.state,
+        events,
+        has_more: more,
+        next_after: events.at(-1)?.seq ?? after
+    };
+}
+
+// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
+var build = __webpack_require__(35007);
+;// CONCATENATED MODULE: ./src/api/schemas.ts
+// JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
+// serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
+// with the plain types in ./run.ts. `expected` on a schema is the form a bad value is told to have
+// ("limit \"500\": expected a whole number from 1 to 100"); `constraint` says what a value of the
+// right type still broke ("prompt: must not be empty").
+
+
+
+const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
+/** A string or null, as one JSON type list (serialised without trying each branch). */
+const NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
+const RunStateSchema = build/* default.String */.Ay$.String({
+    description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
+    examples: ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED']
+});
+const RunConfigSchema = build/* default.Object */.Ay$.Object({
+    environment_id: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'Environment the run executes in.',
+        expected: 'a non-empty string'
+    }),
+    publish: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({
+        description: "false: the executor does not publish this run's changes (branch, pull request). Where they go is the executor's configuration, never the request's.",
+        expected: 'true or false (a request may turn publishing off, never choose where it goes)'
+    }))
+}, {
+    additionalProperties: true,
+    description: 'Run configuration; fields beyond environment_id are kept as sent.',
+    expected: 'an object with environment_id'
+});
+const CreateRunRequestSchema = build/* default.Object */.Ay$.Object({
+    prompt: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'The instruction given to the agent.',
+        expected: 'a string',
+        constraint: 'must not be empty'
+    }),
+    config: RunConfigSchema,
+    title: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), build/* default.Null */.Ay$.Null()], { description: 'Title of the run.', expected: 'a string' }))
+}, { additionalProperties: true, expected: 'a JSON object with prompt and config' });
+/** A create request's `metadata`: at most this many string pairs, keys and values this long. */
+const MAX_METADATA_PAIRS = 20;
+const MAX_METADATA_KEY = 64;
+const MAX_METADATA_VALUE = 512;
+/** The longest follow-up message, in characters. */
+const MAX_FOLLOWUP_MESSAGE = 100_000;
+/** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
+const RUN_MODES = (/* unused pure expression or super */ null && (['normal', 'plan']));
+/** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
+const FollowupRequestSchema = build/* default.Object */.Ay$.Object({
+    message: build/* default.String */.Ay$.String({
+        minLength: 1,
+        maxLength: MAX_FOLLOWUP_MESSAGE,
+        pattern: '\\S',
+        description: 'The next user message of the conversation.',
+        expected: `a string of 1–${MAX_FOLLOWUP_MESSAGE} characters`,
+        constraint: 'must not be empty'
+    }),
+    mode: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        description: '`normal` (the default) or `plan` (the agent may read the workspace, not change it).',
+        expected: 'normal or plan'
+    }))
+}, { additionalProperties: true, expected: 'a JSON object with message' });
+const FollowupResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
+/** The old params of the run routes (`:id`); the routes now name theirs `run_id` (RunIdParamsSchema). */
+const RunParamsSchema = build/* default.Object */.Ay$.Object({ id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
+const RunIdParamsSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
+const ArtifactParamsSchema = build/* default.Object */.Ay$.Object({
+    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
+});
+const SessionArtifactParamsSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }),
+    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
+});
+/** The longest cancel reason, in characters: the only place this limit is written. */
+const MAX_CANCEL_REASON = 500;
+/**
+ * A cancel's optional body, `{"reason": "…"}` (no body, or null, is no reason). `acceptsNoBody`
+ * tells the executor's validator that a request without a body is fine.
+ */
+const CancelRequestSchema = build/* default.Unsafe */.Ay$.Unsafe({
+    type: ['object', 'null'],
+    properties: {
+        reason: build/* default.String */.Ay$.String({
+            minLength: 1,
+            maxLength: MAX_CANCEL_REASON,
+            pattern: '\\S',
+            description: 'Why; the status message becomes `cancelled by a client: <reason>`.',
+            expected: `a string of 1–${MAX_CANCEL_REASON} characters`
+        })
+    },
+    additionalProperties: true,
+    acceptsNoBody: true,
+    expected: 'no body or a JSON object'
+});
+const states = `(${KNOWN_STATES.join('|')})`;
+const StateFilter = build/* default.String */.Ay$.String({
+    pattern: `^${states}(,${states})*$`,
+    expected: `one of ${KNOWN_STATES.join(', ')}`
+});
+/** An RFC 3339 time; empty means no filter (`format: timestamp` is checked by the executor). */
+const TimeFilter = (description) => build/* default.String */.Ay$.String({
+    format: 'timestamp',
+    description,
+    expected: 'an RFC 3339 timestamp such as 2026-01-31T12:00:00Z'
+});
+const Text = (description) => build/* default.String */.Ay$.String({ description, expected: 'a single value' });
+const LIST_SORT_KEYS = ['created_at', 'updated_at'];
+/** The list's query parameters: any other answers 400. */
+const ListRunsQuerySchema = build/* default.Object */.Ay$.Object({
+    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^(100|[1-9][0-9]?)$',
+        description: 'Page size, 1–100 (default 20).',
+        expected: 'a whole number from 1 to 100'
+    })),
+    cursor: build/* default.Optional */.Ay$.Optional(Text('The next_cursor of the previous page (same sort).')),
+    state: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([StateFilter, build/* default.Array */.Ay$.Array(StateFilter)], {
+        description: 'Only runs in these states (repeatable, or comma-separated).',
+        expected: `one of ${KNOWN_STATES.join(', ')}`
+    })),
+    environment_id: build/* default.Optional */.Ay$.Optional(Text('Only runs of this environment.')),
+    created_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created after this time.')),
+    created_before: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created before this time.')),
+    updated_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs updated after this time.')),
+    creator: build/* default.Optional */.Ay$.Optional(Text("Only runs created by this creator uid (the creator's key id here).")),
+    q: build/* default.Optional */.Ay$.Optional(Text('Only runs whose title or prompt contains this text (ASCII letters fold case).')),
+    name: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.name is this.')),
+    model_id: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.model_id is this.')),
+    artifact_type: build/* default.Optional */.Ay$.Optional(Text('Only runs that have an artifact of this type.')),
+    schedule_id: build/* default.Optional */.Ay$.Optional(Text('Only runs this schedule started.')),
+    sort_by: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(LIST_SORT_KEYS.map(key => build/* default.Literal */.Ay$.Literal(key)), { description: 'Sort key (default created_at).', expected: 'created_at or updated_at' })),
+    sort_order: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.Literal */.Ay$.Literal('asc'), build/* default.Literal */.Ay$.Literal('desc')], {
+        description: 'Sort order (default desc).',
+        expected: 'asc or desc'
+    }))
+}, {
+    additionalProperties: false,
+    // metadata[key]=value, repeatable: only runs whose create request's metadata has each pair.
+    patternProperties: {
+        [`^metadata\\[[^\\]]{1,${MAX_METADATA_KEY}}\\]$`]: build/* default.Union */.Ay$.Union([
+            build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }),
+            build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }))
+        ], { description: 'Only runs whose metadata has this key with this value.', expected: 'a string' })
+    }
+});
+const CreateRunResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
+const StatusMessageObjectSchema = build/* default.Object */.Ay$.Object({
+    message: build/* default.String */.Ay$.String(),
+    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean())
+});
+const CreatorSchema = build/* default.Object */.Ay$.Object({
+    type: build/* default.String */.Ay$.String({ description: '`user` for a personal key, `agent` for an agent key.' }),
+    uid: build/* default.String */.Ay$.String(),
+    display_name: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+});
+const RunRecordSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String(),
+    state: RunStateSchema,
+    title: build/* default.Optional */.Ay$.Optional(NullableString()),
+    prompt: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    created_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    updated_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    started_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
+    completed_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
+    status_message: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), StatusMessageObjectSchema, build/* default.Null */.Ay$.Null()])),
+    error_code: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'See GET /api/v1/errors.' })),
+    session_link: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'uri' })),
+    creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
+    agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
+    source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+}, { additionalProperties: true });
+const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
+    runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
+    page_info: build/* default.Object */.Ay$.Object({
+        has_next_page: build/* default.Boolean */.Ay$.Boolean(),
+        next_cursor: build/* default.Optional */.Ay$.Optional(NullableString())
+    })
+});
+const ProblemSchema = build/* default.Object */.Ay$.Object({
+    type: build/* default.String */.Ay$.String(),
+    title: build/* default.String */.Ay$.String(),
+    status: build/* default.Integer */.Ay$.Integer(),
+    detail: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean()),
+    instance: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    request_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+}, { additionalProperties: true, description: 'RFC 7807 problem details.' });
+const TranscriptEventSchema = build/* default.Object */.Ay$.Object({
+    seq: build/* default.Integer */.Ay$.Integer(),
+    at: Timestamp,
+    kind: build/* default.String */.Ay$.String({
+        description: `${EVENT_KINDS.join(', ')}, or a kind a newer version adds (see TranscriptEventKinds for each kind's fields)`
+    })
+}, { additionalProperties: true });
+const TranscriptSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String(),
+    state: RunStateSchema,
+    events: build/* default.Array */.Ay$.Array(TranscriptEventSchema),
+    has_more: build/* default.Boolean */.Ay$.Boolean({
+        description: 'More events follow this page now: read again with after=next_after.'
+    }),
+    next_after: build/* default.Integer */.Ay$.Integer({
+        description: 'The seq of the last event of this page (after itself when empty).'
+    })
+});
+/** The transcript's query: `after` and `limit` (others are ignored). */
+const TranscriptQuerySchema = build/* default.Object */.Ay$.Object({
+    after: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^(\\d{1,15})?$',
+        description: 'Only events newer than this seq.',
+        expected: 'the seq of an event, a whole number such as 12'
+    })),
+    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^((?=\\d{1,4}$)0*([1-9]\\d{0,2}|1000))?$',
+        description: 'At most this many events, 1–1000 (default 100).',
+        expected: 'a whole number of events from 1 to 1000'
+    }))
+}, { additionalProperties: true });
+/**
+ * A signed download URL's query. Not checked by the schema: a wrong or missing signature or expiry
+ * answers 404 like an artifact that does not exist, never 400.
+ */
+const DownloadQuerySchema = build/* default.Object */.Ay$.Object({
+    expires: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'Expiry, in seconds since 1970 (signed).' })),
+    signature: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'HMAC of the artifact id and expiry.' }))
+}, { additionalProperties: true });
+/**
+ * A session link's query: only `token` is read. A shared link may gain parameters on its way
+ * (tracking, say), and any token that is not the right one (a repeated one too) is a 404.
+ */
+const SessionQuerySchema = build/* default.Object */.Ay$.Object({ token: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: "The run's session token (an HMAC)." })) }, { additionalProperties: true });
+/** A content block of a conversation message; `type` names it, the other fields depend on it. */
+const ConversationBlockSchema = build/* default.Object */.Ay$.Object({ type: build/* default.String */.Ay$.String({ description: 'text, action, action_result, event, …; unknown types may appear.' }) }, {
+    additionalProperties: true,
+    description: 'Blocks by `type`: text {text}; action {id, name: run_command, category, input.command}; action_result {action_id, state, output {exit_code, output}}; event {event_type, …} (state_change, file_change, changes, artifact_published, agent_exit, notice, stderr). The last assistant text block is the final answer.'
+});
+const ConversationMessageSchema = build/* default.Object */.Ay$.Object({
+    role: build/* default.String */.Ay$.String({ description: 'user, assistant, tool or system.' }),
+    timestamp: build/* default.Optional */.Ay$.Optional(Timestamp),
+    content: build/* default.Array */.Ay$.Array(ConversationBlockSchema)
+}, { additionalProperties: true });
+const ConversationStepSchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    description: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    summary: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    started_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    completed_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    messages: build/* default.Array */.Ay$.Array(ConversationMessageSchema),
+    steps: build/* default.Array */.Ay$.Array(build/* default.Object */.Ay$.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' }))
+}, { additionalProperties: true });
+/** The service's normalized conversation: steps → messages → content blocks. */
+const ConversationSchema = build/* default.Object */.Ay$.Object({ conversation_id: build/* default.String */.Ay$.String(), steps: build/* default.Array */.Ay$.Array(ConversationStepSchema) }, { additionalProperties: true });
+const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
+    artifact_uid: build/* default.String */.Ay$.String(),
+    artifact_type: build/* default.String */.Ay$.String({ examples: ['FILE'] }),
+    run_id: build/* default.String */.Ay$.String(),
+    created_at: Timestamp,
+    download_url: build/* default.String */.Ay$.String({ description: 'Signed; needs no API key; valid until expires_at.' }),
+    expires_at: Timestamp,
+    data: build/* default.Object */.Ay$.Object({
+        artifact_uid: build/* default.String */.Ay$.String(),
+        filepath: build/* default.String */.Ay$.String(),
+        filename: build/* default.String */.Ay$.String(),
+        mime_type: build/* default.String */.Ay$.String({ examples: ['text/x-diff'] }),
+        size: build/* default.Integer */.Ay$.Integer(),
+        description: build/* default.Optional */.Ay$.Optional(NullableString())
+    }, { additionalProperties: true })
+});
+
+;// CONCATENATED MODULE: ./src/executor/server/run-fields.ts
+// Fields of a create or follow-up request that a schema cannot fully check: `metadata` (string
+// pairs within bounds) and `mode` (normal or plan; the service's orchestrate is not served here).
+// Each problem is a 422 naming the field, the bad value and the expected form.
+
+
+/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters. */
+function metadataProblem(metadata) {
+    if (metadata === undefined || metadata === null)
+        return;
+    const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
+    if (typeof metadata !== 'object' || Array.isArray(metadata))
+        throw new ProblemError('invalid_field', `metadata: expected ${expected}`);
+    const pairs = Object.entries(metadata);
+    if (pairs.length > MAX_METADATA_PAIRS)
+        throw new ProblemError('invalid_field', `metadata: ${pairs.length} keys; expected ${expected}`);
+    for (const [key, value] of pairs) {
+        const shown = JSON.stringify(key.slice(0, 70));
+        if (key.length === 0 || key.length > MAX_METADATA_KEY)
+            throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
+        if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
+            throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
+    }
+}
+/** A follow-up's or a create's `mode`: normal (the default) or plan; orchestrate is not served here. */
+function followupMode(mode) {
+    if (mode === undefined || mode === null || mode === 'normal')
+        return 'normal';
+    if (mode === 'plan')
+        return 'plan';
+    if (mode === 'orchestrate')
+        throw new ProblemError('operation_not_supported', 'mode "orchestrate": this executor does not orchestrate other agents; expected normal or plan');
+    throw new ProblemError('invalid_field', `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected normal or plan`);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/runs.ts
+// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript, as a
+// handler map keyed by endpoint name (register.ts gives them their paths, schemas and the key
+// check from src/api/endpoints.ts). Requests are checked by the schemas before a handler runs;
+// what a schema cannot say stays here: the prompt's size in bytes, whether the environment
+// exists, the Idempotency-Key. Plain reads and list pages are answered from the read cache while
+// the store has not changed (read-cache.ts).
+
+
+
+
+
+
+
+
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
+const SCHEDULER_KEY_PREFIX = 'schedule:';
+function runHandlers(context, reads) {
+    const { store, config, links, hub } = context;
+    const create = async (request, reply) => {
+        if (context.draining)
+            throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no new runs', {
+                'retry-after': '5'
+            });
+        const body = request.body;
+        const bytes = Buffer.byteLength(body.prompt);
+        if (bytes > config.limits.maxPromptBytes) {
+            throw new ProblemError('prompt_too_large', `prompt: ${bytes} bytes is over the limit of ${config.limits.maxPromptBytes} bytes`);
+        }
+        const environmentId = body.config.environment_id;
+        let stored;
+        try {
+            stored = {
+                config: JSON.stringify(body.config),
+                extra: JSON.stringify(extraFields(body)),
+                hash: canonicalHash(body)
+            };
+        }
+        catch (error) {
+            if (error instanceof RangeError)
+                throw new ProblemError('invalid_request', 'the body is nested too deeply');
+            throw error;
+        }
+        const environment = config.environments.find(env => env.id === environmentId);
+        if (!environment) {
+            const known = config.environments.map(env => env.id).join(', ');
+            throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
+        }
+        harnessProblem(body.config, environment.agent.kind);
+        const asked = body;
+        metadataProblem(asked.metadata);
+        if (asked.mode !== undefined)
+            followupMode(asked.mode);
+        await conversationProblem(body, request.principal.team, environmentId);
+        const principal = request.principal;
+        const key = request.headers['idempotency-key'];
+        if (key !== undefined && !isValidIdempotencyKey(key)) {
+            throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
+        }
+        // The scheduler's fires use `schedule:<id>:<due>` in the team's key space: a key of the team
+        // that took one first would stop that fire from starting its run.
+        if (key?.startsWith(SCHEDULER_KEY_PREFIX))
+            throw new ProblemError('invalid_request', `Idempotency-Key header: keys starting with "${SCHEDULER_KEY_PREFIX}" are the scheduler's own; choose another`);
+        const result = await store.createRun({
+            run_id: (0,external_node_crypto_.randomUUID)(),
+            team: principal.team,
+            environment_id: environmentId,
+            title: typeof body.title === 'string' ? body.title : null,
+            prompt: body.prompt,
+            config: stored.config,
+            extra: stored.extra,
+            creator_type: principal.kind === 'personal' ? 'user' : 'agent',
+            creator_uid: principal.keyId,
+            creator_name: principal.name,
+            created_at: new Date().toISOString()
+        }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns);
+        if (result.kind === 'key_reused') {
+            throw new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
+        }
+        if (result.kind === 'queue_full') {
+            throw new ProblemError('resource_unavailable', `the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
+        }
+        if (result.kind === 'replayed')
+            reply.header('idempotent-replayed', 'true');
+        return { run_id: result.run.run_id, state: result.run.state };
+    };
+    /**
+     * A create's `conversation_id` names an ended run of the key's team in the same environment,
+     * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
+     */
+    async function conversationProblem(body, team, environmentId) {
+        const id = body.conversation_id;
+        if (id === undefined || id === null)
+            return;
+        if (typeof id !== 'string' || id.trim() === '')
+            throw new ProblemError('invalid_field', 'conversation_id: expected the run id of an earlier run (a string)');
+        const shown = JSON.stringify(id.slice(0, 100));
+        const earlier = await store.getRun(team, id);
+        if (!earlier)
+            throw new ProblemError('invalid_field', `conversation_id ${shown}: no run of this key's team has that id`);
+        if (earlier.environment_id !== environmentId)
+            throw new ProblemError('invalid_field', `conversation_id ${shown}: that run ran in environment ${JSON.stringify(earlier.environment_id)}; a run continuing it must use the same environment`);
+        if (!run_isTerminalState(earlier.state))
+            throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run is ${earlier.state}; wait until it ends, or send it a follow-up instead`);
+        const since = new Date(Date.now() - config.workspaces.continueForMs).toISOString();
+        if ((earlier.completed_at ?? earlier.updated_at) < since)
+            throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run ended longer ago than workspaces.continue_for; its workspace is gone`);
+    }
+    async function findRun(request, id) {
+        const run = await store.getRun(request.principal.team, id);
+        if (!run)
+            throw notFound(id);
+        return run;
+    }
+    return {
+        createRun: create,
+        createRunLegacy: create,
+        getRun: async (request, reply) => {
+            const id = request.params.run_id;
+            const wait = runs_preferWait(String(request.headers.prefer ?? ''));
+            if (wait === undefined) {
+                // The plain read (no hold): the serialised record, kept while the store is unchanged.
+                const read = await reads.body(`run\n${request.principal.team}\n${id}`, async () => {
+                    const run = await findRun(request, id);
+                    return { etag: etagOf(run), body: reply.serialize(toRecord(run, links)) };
+                });
+                reply.header('etag', read.etag);
+                if (request.headers['if-none-match'] === read.etag)
+                    return reply.code(304).send();
+                return reply.type(JSON_TYPE).send(read.body);
+            }
+            let run = await findRun(request, id);
+            const current = () => request.headers['if-none-match'] === etagOf(run);
+            reply.header('preference-applied', `wait=${wait}`);
+            if (wait && current() && !run_isTerminalState(run.state)) {
+                const closed = new AbortController();
+                request.raw.once('close', () => closed.abort());
+                const deadline = Date.now() + wait * 1000;
+                // A wake may be a change heard twice (notification and fallback poll): wait on until this
+                // run really moved, the time is up, the client left or the server is stopping.
+                // Each wait also ends at once for a change heard while the run was being read (versions are
+                // announced only after they are committed, so the next read sees them).
+                while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+                    await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
+                    run = await findRun(request, id);
+                    if (!current() || run_isTerminalState(run.state))
+                        break;
+                }
+            }
+            reply.header('etag', etagOf(run));
+            if (current())
+                return reply.code(304).send();
+            return toRecord(run, links);
+        },
+        listRuns: async (request, reply) => {
+            const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
+            const read = await reads.body(`list\n${request.principal.team}\n${search}`, async () => {
+                const query = list_params_listQuery(request.query);
+                const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
+                const page = rows.slice(0, query.limit);
+                const more = rows.length > query.limit;
+                return {
+                    body: reply.serialize({
+                        runs: page.map(run => toRecord(run, links)),
+                        page_info: {
+                            has_next_page: more,
+                            next_cursor: more ? encodeCursor(page.at(-1), query.sortBy, query.sortOrder) : null
+                        }
+                    })
+                };
+            });
+            return reply.type(JSON_TYPE).send(read.body);
+        },
+        cancelRun: async (request, reply) => {
+            const id = request.params.run_id;
+            // The schema bounds the reason (MAX_CANCEL_REASON); blank around it is not kept.
+            const reason = request.body?.reason?.trim();
+            const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
+            if (result.kind === 'not_found')
+                throw notFound(id);
+            if (result.kind === 'finished')
+                throw new ProblemError('run_already_finished', `run ${id} already ended ${result.run.state}; there is nothing to cancel`);
+            return reply.type('application/json').send(JSON.stringify(result.run.run_id));
+        },
+        submitFollowup: async (request) => {
+            const id = request.params.run_id;
+            const mode = followupMode(request.body.mode);
+            if (context.draining)
+                throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no follow-ups', {
+                    'retry-after': '5'
+                });
+            const now = Date.now();
+            const since = new Date(now - config.workspaces.continueForMs).toISOString();
+            const result = await store.submitFollowup(request.principal.team, id, { message: request.body.message, mode }, new Date(now).toISOString(), since);
+            if (result.kind === 'not_found')
+                throw notFound(id);
+            if (result.kind === 'expired')
+                throw new ProblemError('run_not_continuable', `run ${id} ended ${result.run.state} at ${result.run.completed_at ?? result.run.updated_at}, longer ago than workspaces.continue_for (${Math.round(config.workspaces.continueForMs / 60_000)} min): its workspace is gone, so it cannot be continued; start a new run`);
+            return { run_id: result.run.run_id, state: result.run.state };
+        },
+        getTranscript: async (request, reply) => readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
+    };
+}
+function notFound(id) {
+    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+}
+const SERVER_FIELDS = new Set([
+    'run_id',
+    'task_id',
+    'state',
+    'environment_id',
+    'created_at',
+    'updated_at',
+    'started_at',
+    'completed_at',
+    'status_message',
+    'error_code',
+    'session_link',
+    'session_id',
+    'creator',
+    'agent_config',
+    'source',
+    'run_time',
+    'request_usage',
+    'artifacts',
+    // set only by the scheduler: a create body cannot pass its run off as a schedule's
+    'schedule_id',
+    'scheduled_for'
+]);
+/**
+ * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
+ * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
+ * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids.
+ */
+function harnessProblem(runConfig, kind) {
+    const harness = runConfig.harness;
+    // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
+    if (agentKindOf(kind)?.harnessType !== undefined) {
+        const inner = harness !== null && typeof harness === 'object' ? harness : {};
+        const problem = modelIdProblem(runConfig.model_id, 'config.model_id') ??
+            modelIdProblem(inner.model_id, 'config.harness.model_id');
+        if (problem)
+            throw new ProblemError('invalid_field', problem);
+    }
+    if (harness === undefined || harness === null)
+        return;
+    const type = typeof harness === 'object' ? harness.type : undefined;
+    if (typeof harness !== 'object' ||
+        Array.isArray(harness) ||
+        (type !== undefined && typeof type !== 'string'))
+        throw new ProblemError('invalid_field', 'config.harness: expected an object such as {"type": "claude"}');
+    const serves = agentKindOf(kind)?.harnessType;
+    if (type === undefined || serves === undefined || type === serves)
+        return;
+    throw new ProblemError('invalid_field', `config.harness.type ${JSON.stringify(type.slice(0, 40))}: this environment runs the ${kind} agent, which serves harness type ${JSON.stringify(serves)}`);
+}
+/** The body's fields beyond prompt, config and title, kept (metadata, skill, …) unless the server owns them. */
+function extraFields(body) {
+    const extra = {};
+    for (const name of Object.keys(body)) {
+        if (name !== 'prompt' && name !== 'config' && name !== 'title' && !SERVER_FIELDS.has(name))
+            extra[name] = body[name];
+    }
+    return extra;
+}
+/** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
+function canonicalHash(body) {
+    const canonical = (value) => {
+        if (Array.isArray(value))
+            return value.map(canonical);
+        if (value !== null && typeof value === 'object') {
+            return Object.fromEntries(Object.keys(value)
+                .sort()
+                .map(key => [key, canonical(value[key])]));
+        }
+        return value;
+    };
+    return (0,external_node_crypto_.createHash)('sha256')
+        .update(JSON.stringify(canonical(body)))
+        .digest('hex');
+}
+/** `Prefer: wait=N` (RFC 7240), capped at MAX_WAIT_SECONDS; undefined when absent. */
+function runs_preferWait(header) {
+    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header ?? '');
+    return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
+}
+
 ;// CONCATENATED MODULE: ./src/executor/server/routes/schedules.ts
 // The schedule endpoints (create, list, get, update, delete, pause, resume) as a handler map for
 // register.ts. The schemas have checked each field's form; what is left here is meaning: the cron
 // expression parses and fires some day, the time zone exists, the environment is one this
 // executor serves. A team sees only its own schedules (another team's id answers 404, as an unknown
 // one). The runs a schedule starts are the scheduler's (schedules/scheduler.ts).
+
 
 
 
@@ -4119,6 +5142,10 @@ function specOf(body, context, previous) {
         throw new ProblemError('invalid_field', `agent_config.environment_id: missing; expected the id of an environment this executor serves (${served})`);
     if (!context.config.environments.some(env => env.id === environmentId))
         throw new ProblemError('invalid_field', `agent_config.environment_id ${JSON.stringify(environmentId)}: no such environment; expected one of ${served}`);
+    // agent_config is the config of every run the schedule starts: checked as a create's would be.
+    const environment = context.config.environments.find(env => env.id === environmentId);
+    if (environment)
+        harnessProblem(agentConfig, environment.agent.kind);
     const bytes = Buffer.byteLength(body.prompt);
     if (bytes > context.config.limits.maxPromptBytes)
         throw new ProblemError('invalid_field', `prompt: ${bytes} bytes is over the limit of ${context.config.limits.maxPromptBytes} bytes`);
@@ -4174,7 +5201,7 @@ async function setScheduleEnabled(schedules, team, id, enabled) {
         return undefined;
     return schedules.getSchedule(team, id);
 }
-function notFound(id) {
+function schedules_notFound(id) {
     return new ProblemError('not_found', `schedule ${JSON.stringify(id)} does not exist`);
 }
 function scheduleHandlers(context) {
@@ -4183,14 +5210,14 @@ function scheduleHandlers(context) {
     async function find(team, id) {
         const schedule = await schedules.getSchedule(team, id);
         if (!schedule)
-            throw notFound(id);
+            throw schedules_notFound(id);
         return schedule;
     }
     /** Sets enabled (and the next due time from now), keeping the settings. */
     async function setEnabled(team, id, enabled) {
         const schedule = await setScheduleEnabled(schedules, team, id, enabled);
         if (!schedule)
-            throw notFound(id);
+            throw schedules_notFound(id);
         return scheduleRecord(schedule);
     }
     return {
@@ -4237,13 +5264,13 @@ function scheduleHandlers(context) {
                 at: new Date().toISOString()
             });
             if (!changed)
-                throw notFound(id);
+                throw schedules_notFound(id);
             return scheduleRecord(await find(team, id));
         },
         deleteSchedule: async (request) => {
             const id = request.params.schedule_id;
             if (!(await schedules.deleteSchedule(request.principal.team, id)))
-                throw notFound(id);
+                throw schedules_notFound(id);
             return { success: true };
         },
         pauseSchedule: request => setEnabled(request.principal.team, request.params.schedule_id, false),
@@ -4552,281 +5579,6 @@ async function dashboardRoutes(app, { context }) {
     });
 }
 
-// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
-var build = __webpack_require__(35007);
-;// CONCATENATED MODULE: ./src/api/schemas.ts
-// JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
-// serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
-// with the plain types in ./run.ts. `expected` on a schema is the form a bad value is told to have
-// ("limit \"500\": expected a whole number from 1 to 100"); `constraint` says what a value of the
-// right type still broke ("prompt: must not be empty").
-
-
-
-const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
-/** A string or null, as one JSON type list (serialised without trying each branch). */
-const NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
-const RunStateSchema = build/* default.String */.Ay$.String({
-    description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
-    examples: ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED']
-});
-const RunConfigSchema = build/* default.Object */.Ay$.Object({
-    environment_id: build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        description: 'Environment the run executes in.',
-        expected: 'a non-empty string'
-    }),
-    publish: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({
-        description: "false: the executor does not publish this run's changes (branch, pull request). Where they go is the executor's configuration, never the request's.",
-        expected: 'true or false (a request may turn publishing off, never choose where it goes)'
-    }))
-}, {
-    additionalProperties: true,
-    description: 'Run configuration; fields beyond environment_id are kept as sent.',
-    expected: 'an object with environment_id'
-});
-const CreateRunRequestSchema = build/* default.Object */.Ay$.Object({
-    prompt: build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        description: 'The instruction given to the agent.',
-        expected: 'a string',
-        constraint: 'must not be empty'
-    }),
-    config: RunConfigSchema,
-    title: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), build/* default.Null */.Ay$.Null()], { description: 'Title of the run.', expected: 'a string' }))
-}, { additionalProperties: true, expected: 'a JSON object with prompt and config' });
-/** A create request's `metadata`: at most this many string pairs, keys and values this long. */
-const MAX_METADATA_PAIRS = 20;
-const MAX_METADATA_KEY = 64;
-const MAX_METADATA_VALUE = 512;
-/** The longest follow-up message, in characters. */
-const MAX_FOLLOWUP_MESSAGE = 100_000;
-/** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
-const RUN_MODES = (/* unused pure expression or super */ null && (['normal', 'plan']));
-/** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
-const FollowupRequestSchema = build/* default.Object */.Ay$.Object({
-    message: build/* default.String */.Ay$.String({
-        minLength: 1,
-        maxLength: MAX_FOLLOWUP_MESSAGE,
-        pattern: '\\S',
-        description: 'The next user message of the conversation.',
-        expected: `a string of 1–${MAX_FOLLOWUP_MESSAGE} characters`,
-        constraint: 'must not be empty'
-    }),
-    mode: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        description: '`normal` (the default) or `plan` (the agent may read the workspace, not change it).',
-        expected: 'normal or plan'
-    }))
-}, { additionalProperties: true, expected: 'a JSON object with message' });
-const FollowupResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
-/** The old params of the run routes (`:id`); the routes now name theirs `run_id` (RunIdParamsSchema). */
-const RunParamsSchema = build/* default.Object */.Ay$.Object({ id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
-const RunIdParamsSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
-const ArtifactParamsSchema = build/* default.Object */.Ay$.Object({
-    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
-});
-const SessionArtifactParamsSchema = build/* default.Object */.Ay$.Object({
-    run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }),
-    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
-});
-/** The longest cancel reason, in characters: the only place this limit is written. */
-const MAX_CANCEL_REASON = 500;
-/**
- * A cancel's optional body, `{"reason": "…"}` (no body, or null, is no reason). `acceptsNoBody`
- * tells the executor's validator that a request without a body is fine.
- */
-const CancelRequestSchema = build/* default.Unsafe */.Ay$.Unsafe({
-    type: ['object', 'null'],
-    properties: {
-        reason: build/* default.String */.Ay$.String({
-            minLength: 1,
-            maxLength: MAX_CANCEL_REASON,
-            pattern: '\\S',
-            description: 'Why; the status message becomes `cancelled by a client: <reason>`.',
-            expected: `a string of 1–${MAX_CANCEL_REASON} characters`
-        })
-    },
-    additionalProperties: true,
-    acceptsNoBody: true,
-    expected: 'no body or a JSON object'
-});
-const states = `(${KNOWN_STATES.join('|')})`;
-const StateFilter = build/* default.String */.Ay$.String({
-    pattern: `^${states}(,${states})*$`,
-    expected: `one of ${KNOWN_STATES.join(', ')}`
-});
-/** An RFC 3339 time; empty means no filter (`format: timestamp` is checked by the executor). */
-const TimeFilter = (description) => build/* default.String */.Ay$.String({
-    format: 'timestamp',
-    description,
-    expected: 'an RFC 3339 timestamp such as 2026-01-31T12:00:00Z'
-});
-const Text = (description) => build/* default.String */.Ay$.String({ description, expected: 'a single value' });
-const LIST_SORT_KEYS = ['created_at', 'updated_at'];
-/** The list's query parameters: any other answers 400. */
-const ListRunsQuerySchema = build/* default.Object */.Ay$.Object({
-    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        pattern: '^(100|[1-9][0-9]?)$',
-        description: 'Page size, 1–100 (default 20).',
-        expected: 'a whole number from 1 to 100'
-    })),
-    cursor: build/* default.Optional */.Ay$.Optional(Text('The next_cursor of the previous page (same sort).')),
-    state: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([StateFilter, build/* default.Array */.Ay$.Array(StateFilter)], {
-        description: 'Only runs in these states (repeatable, or comma-separated).',
-        expected: `one of ${KNOWN_STATES.join(', ')}`
-    })),
-    environment_id: build/* default.Optional */.Ay$.Optional(Text('Only runs of this environment.')),
-    created_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created after this time.')),
-    created_before: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created before this time.')),
-    updated_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs updated after this time.')),
-    creator: build/* default.Optional */.Ay$.Optional(Text("Only runs created by this creator uid (the creator's key id here).")),
-    q: build/* default.Optional */.Ay$.Optional(Text('Only runs whose title or prompt contains this text (ASCII letters fold case).')),
-    name: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.name is this.')),
-    model_id: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.model_id is this.')),
-    artifact_type: build/* default.Optional */.Ay$.Optional(Text('Only runs that have an artifact of this type.')),
-    schedule_id: build/* default.Optional */.Ay$.Optional(Text('Only runs this schedule started.')),
-    sort_by: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(LIST_SORT_KEYS.map(key => build/* default.Literal */.Ay$.Literal(key)), { description: 'Sort key (default created_at).', expected: 'created_at or updated_at' })),
-    sort_order: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.Literal */.Ay$.Literal('asc'), build/* default.Literal */.Ay$.Literal('desc')], {
-        description: 'Sort order (default desc).',
-        expected: 'asc or desc'
-    }))
-}, {
-    additionalProperties: false,
-    // metadata[key]=value, repeatable: only runs whose create request's metadata has each pair.
-    patternProperties: {
-        [`^metadata\\[[^\\]]{1,${MAX_METADATA_KEY}}\\]$`]: build/* default.Union */.Ay$.Union([
-            build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }),
-            build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }))
-        ], { description: 'Only runs whose metadata has this key with this value.', expected: 'a string' })
-    }
-});
-const CreateRunResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
-const StatusMessageObjectSchema = build/* default.Object */.Ay$.Object({
-    message: build/* default.String */.Ay$.String(),
-    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean())
-});
-const CreatorSchema = build/* default.Object */.Ay$.Object({
-    type: build/* default.String */.Ay$.String({ description: '`user` for a personal key, `agent` for an agent key.' }),
-    uid: build/* default.String */.Ay$.String(),
-    display_name: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
-});
-const RunRecordSchema = build/* default.Object */.Ay$.Object({
-    run_id: build/* default.String */.Ay$.String(),
-    state: RunStateSchema,
-    title: build/* default.Optional */.Ay$.Optional(NullableString()),
-    prompt: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    created_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    updated_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    started_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
-    completed_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
-    status_message: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), StatusMessageObjectSchema, build/* default.Null */.Ay$.Null()])),
-    error_code: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'See GET /api/v1/errors.' })),
-    session_link: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'uri' })),
-    creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
-    agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
-    source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
-}, { additionalProperties: true });
-const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
-    runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
-    page_info: build/* default.Object */.Ay$.Object({
-        has_next_page: build/* default.Boolean */.Ay$.Boolean(),
-        next_cursor: build/* default.Optional */.Ay$.Optional(NullableString())
-    })
-});
-const ProblemSchema = build/* default.Object */.Ay$.Object({
-    type: build/* default.String */.Ay$.String(),
-    title: build/* default.String */.Ay$.String(),
-    status: build/* default.Integer */.Ay$.Integer(),
-    detail: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean()),
-    instance: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    request_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
-}, { additionalProperties: true, description: 'RFC 7807 problem details.' });
-const TranscriptEventSchema = build/* default.Object */.Ay$.Object({
-    seq: build/* default.Integer */.Ay$.Integer(),
-    at: Timestamp,
-    kind: build/* default.String */.Ay$.String({
-        description: `${EVENT_KINDS.join(', ')}, or a kind a newer version adds (see TranscriptEventKinds for each kind's fields)`
-    })
-}, { additionalProperties: true });
-const TranscriptSchema = build/* default.Object */.Ay$.Object({
-    run_id: build/* default.String */.Ay$.String(),
-    state: RunStateSchema,
-    events: build/* default.Array */.Ay$.Array(TranscriptEventSchema),
-    has_more: build/* default.Boolean */.Ay$.Boolean({
-        description: 'More events follow this page now: read again with after=next_after.'
-    }),
-    next_after: build/* default.Integer */.Ay$.Integer({
-        description: 'The seq of the last event of this page (after itself when empty).'
-    })
-});
-/** The transcript's query: `after` and `limit` (others are ignored). */
-const TranscriptQuerySchema = build/* default.Object */.Ay$.Object({
-    after: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        pattern: '^(\\d{1,15})?$',
-        description: 'Only events newer than this seq.',
-        expected: 'the seq of an event, a whole number such as 12'
-    })),
-    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        pattern: '^((?=\\d{1,4}$)0*([1-9]\\d{0,2}|1000))?$',
-        description: 'At most this many events, 1–1000 (default 100).',
-        expected: 'a whole number of events from 1 to 1000'
-    }))
-}, { additionalProperties: true });
-/**
- * A signed download URL's query. Not checked by the schema: a wrong or missing signature or expiry
- * answers 404 like an artifact that does not exist, never 400.
- */
-const DownloadQuerySchema = build/* default.Object */.Ay$.Object({
-    expires: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'Expiry, in seconds since 1970 (signed).' })),
-    signature: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'HMAC of the artifact id and expiry.' }))
-}, { additionalProperties: true });
-/**
- * A session link's query: only `token` is read. A shared link may gain parameters on its way
- * (tracking, say), and any token that is not the right one (a repeated one too) is a 404.
- */
-const SessionQuerySchema = build/* default.Object */.Ay$.Object({ token: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: "The run's session token (an HMAC)." })) }, { additionalProperties: true });
-/** A content block of a conversation message; `type` names it, the other fields depend on it. */
-const ConversationBlockSchema = build/* default.Object */.Ay$.Object({ type: build/* default.String */.Ay$.String({ description: 'text, action, action_result, event, …; unknown types may appear.' }) }, {
-    additionalProperties: true,
-    description: 'Blocks by `type`: text {text}; action {id, name: run_command, category, input.command}; action_result {action_id, state, output {exit_code, output}}; event {event_type, …} (state_change, file_change, changes, artifact_published, agent_exit, notice, stderr). The last assistant text block is the final answer.'
-});
-const ConversationMessageSchema = build/* default.Object */.Ay$.Object({
-    role: build/* default.String */.Ay$.String({ description: 'user, assistant, tool or system.' }),
-    timestamp: build/* default.Optional */.Ay$.Optional(Timestamp),
-    content: build/* default.Array */.Ay$.Array(ConversationBlockSchema)
-}, { additionalProperties: true });
-const ConversationStepSchema = build/* default.Object */.Ay$.Object({
-    id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    description: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    summary: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    started_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    completed_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    messages: build/* default.Array */.Ay$.Array(ConversationMessageSchema),
-    steps: build/* default.Array */.Ay$.Array(build/* default.Object */.Ay$.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' }))
-}, { additionalProperties: true });
-/** The service's normalized conversation: steps → messages → content blocks. */
-const ConversationSchema = build/* default.Object */.Ay$.Object({ conversation_id: build/* default.String */.Ay$.String(), steps: build/* default.Array */.Ay$.Array(ConversationStepSchema) }, { additionalProperties: true });
-const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
-    artifact_uid: build/* default.String */.Ay$.String(),
-    artifact_type: build/* default.String */.Ay$.String({ examples: ['FILE'] }),
-    run_id: build/* default.String */.Ay$.String(),
-    created_at: Timestamp,
-    download_url: build/* default.String */.Ay$.String({ description: 'Signed; needs no API key; valid until expires_at.' }),
-    expires_at: Timestamp,
-    data: build/* default.Object */.Ay$.Object({
-        artifact_uid: build/* default.String */.Ay$.String(),
-        filepath: build/* default.String */.Ay$.String(),
-        filename: build/* default.String */.Ay$.String(),
-        mime_type: build/* default.String */.Ay$.String({ examples: ['text/x-diff'] }),
-        size: build/* default.Integer */.Ay$.Integer(),
-        description: build/* default.Optional */.Ay$.Optional(NullableString())
-    }, { additionalProperties: true })
-});
-
 ;// CONCATENATED MODULE: ./src/api/schedules.ts
 // Schemas of the scheduled agents and the two catalogue reads (environments, models), in the
 // production service's shapes (its official SDK's ScheduledAgentItem, ScheduleCreateParams, …):
@@ -4973,7 +5725,7 @@ const idempotencyKey = {
     description: 'Makes retries safe: the same key and body return the same run.',
     schema: { type: 'string', maxLength: 255 }
 };
-const create = {
+const endpoints_create = {
     method: 'POST',
     summary: 'Create a run',
     description: 'Starts an agent run asynchronously. Send Idempotency-Key to make retries safe.',
@@ -5000,8 +5752,8 @@ const create = {
     ]
 };
 const ENDPOINTS = {
-    createRun: { ...create, path: '/api/v1/agent/runs' },
-    createRunLegacy: { ...create, path: '/api/v1/agent/run', deprecated: true },
+    createRun: { ...endpoints_create, path: '/api/v1/agent/runs' },
+    createRunLegacy: { ...endpoints_create, path: '/api/v1/agent/run', deprecated: true },
     listRuns: {
         method: 'GET',
         path: '/api/v1/agent/runs',
@@ -6497,717 +7249,6 @@ function artifactNotFound(uid) {
 function attachment(filename) {
     const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
     return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/list-params.ts
-// The list's query parameters as the store takes them, and its cursors. The route's schema has
-// checked each parameter's form; what is left here is meaning: defaults, times normalised, and a
-// cursor that names its sort, so it is never read under another order.
-
-/** The cursor names its sort, so a cursor is never read under another order. */
-function encodeCursor(run, sortBy, order) {
-    const text = sortBy === 'updated_at'
-        ? `u:${order}:${run.seq}:${run.updated_at}`
-        : order === 'desc'
-            ? `s:${run.seq}`
-            : `sa:${run.seq}`;
-    return Buffer.from(text).toString('base64url');
-}
-function decodeCursor(cursor, sortBy, order) {
-    const text = Buffer.from(cursor, 'base64url').toString('utf8');
-    const match = sortBy === 'updated_at'
-        ? new RegExp(`^u:${order}:(\\d{1,15}):(\\d{4}-[\\d:.TZ-]{10,30})$`).exec(text)
-        : (order === 'desc' ? /^s:(\d{1,15})$/ : /^sa:(\d{1,15})$/).exec(text);
-    if (!match)
-        throw new ProblemError('invalid_request', `cursor ${JSON.stringify(cursor)}: expected the next_cursor of a previous page with the same sort_by and sort_order`);
-    return { seq: Number(match[1]), updatedAt: match[2] };
-}
-/** The query as the store takes it; the schema has checked each parameter's form already. */
-function list_params_listQuery(params) {
-    const query = {
-        limit: params.limit === undefined ? 20 : Number(params.limit),
-        sortBy: params.sort_by ?? 'created_at',
-        sortOrder: params.sort_order ?? 'desc'
-    };
-    if (params.cursor)
-        query.after = decodeCursor(params.cursor, query.sortBy, query.sortOrder);
-    if (params.state !== undefined)
-        query.states = [].concat(params.state).flatMap(s => s.split(','));
-    const time = (value) => (value ? new Date(Date.parse(value)).toISOString() : undefined);
-    const filters = {
-        environmentId: params.environment_id || undefined,
-        createdAfter: time(params.created_after),
-        createdBefore: time(params.created_before),
-        updatedAfter: time(params.updated_after),
-        creatorUid: params.creator || undefined,
-        search: params.q || undefined,
-        name: params.name || undefined,
-        modelId: params.model_id || undefined,
-        artifactType: params.artifact_type || undefined,
-        scheduleId: params.schedule_id || undefined
-    };
-    for (const [name, value] of Object.entries(filters))
-        if (value !== undefined)
-            query[name] = value;
-    const metadata = [];
-    for (const [name, value] of Object.entries(params)) {
-        const key = /^metadata\[(.+)\]$/.exec(name)?.[1];
-        if (key === undefined)
-            continue;
-        for (const item of [].concat(value))
-            metadata.push([key, String(item)]);
-    }
-    if (metadata.length > 0)
-        query.metadata = metadata;
-    return query;
-}
-
-;// CONCATENATED MODULE: ./src/executor/runs/lifecycle.ts
-// A run's life as data: for each change a run can go through (create, claim, renew, finish,
-// cancel, abandon, prune), the states it may start from, the states it leads to, the columns it
-// writes, the status message and error code it sets, and whether the transcript records it. The SQL
-// store (store/sql-store.ts) builds its statements from this table; nothing else states these rules.
-// A new change (a follow-up that re-queues a finished run, a run BLOCKED on a person) is a new row.
-//
-//   create   (nothing)         →  QUEUED
-//   claim    QUEUED            →  INPROGRESS, under a lease to its worker
-//   renew    INPROGRESS        →  INPROGRESS, its lease longer (by the worker holding it)
-//   finish   INPROGRESS        →  SUCCEEDED | FAILED | CANCELLED (by the worker holding the lease)
-//   cancel   any not terminal  →  CANCELLED (by a client)
-//   abandon  INPROGRESS, lease expired or left by a previous process  →  FAILED
-//   followup any terminal      →  QUEUED again, same run (a queued or running run keeps its state:
-//                                 the message is a transcript event the worker takes at its next turn)
-//   prune    any terminal, completed before a cut-off  →  deleted with its transcript and artifacts
-
-
-
-/** The state a new run starts in. */
-const CREATED_STATE = 'QUEUED';
-/** The state of a run a worker holds. */
-const CLAIMED_STATE = 'INPROGRESS';
-/** A lease given up: written here once, by every change that ends a run. */
-const LEASE_RELEASED = { lease_owner: 'null', lease_expires_at: 'null' };
-/** What every change that ends a run writes. */
-const ENDING = {
-    state: 'state',
-    status_message: 'message',
-    error_code: 'code',
-    completed_at: 'at',
-    updated_at: 'at',
-    version: 'next',
-    ...LEASE_RELEASED
-};
-/** States a client's cancel applies to: every state the contract names that is not terminal. */
-const CANCELLABLE = KNOWN_STATES.filter(state => !run_isTerminalState(state));
-const LIFECYCLE = {
-    create: {
-        from: [],
-        to: [CREATED_STATE],
-        lease: 'none',
-        writes: { state: 'state', created_at: 'at', updated_at: 'at' },
-        recorded: true
-    },
-    claim: {
-        from: [CREATED_STATE],
-        to: [CLAIMED_STATE],
-        lease: 'none',
-        writes: {
-            state: 'state',
-            started_at: 'at',
-            updated_at: 'at',
-            version: 'next',
-            lease_owner: 'owner',
-            lease_expires_at: 'lease'
-        },
-        recorded: true
-    },
-    renew: {
-        from: [CLAIMED_STATE],
-        to: [CLAIMED_STATE],
-        lease: 'own',
-        writes: { lease_expires_at: 'lease' },
-        recorded: false
-    },
-    finish: {
-        from: [CLAIMED_STATE],
-        to: ['SUCCEEDED', 'FAILED', 'CANCELLED'],
-        lease: 'own',
-        writes: ENDING,
-        recorded: true
-    },
-    cancel: { from: CANCELLABLE, to: ['CANCELLED'], lease: 'none', writes: ENDING, recorded: true },
-    abandon: { from: [CLAIMED_STATE], to: ['FAILED'], lease: 'expired', writes: ENDING, recorded: true },
-    followup: {
-        from: TERMINAL_STATES,
-        to: [CREATED_STATE],
-        lease: 'none',
-        writes: {
-            state: 'state',
-            status_message: 'message',
-            error_code: 'code',
-            completed_at: 'null',
-            updated_at: 'at',
-            version: 'next'
-        },
-        recorded: true
-    },
-    prune: { from: TERMINAL_STATES, to: [], lease: 'none', writes: {}, recorded: false }
-};
-/** Whether `change` may start from a run in `state` (leases aside). */
-function allows(change, state) {
-    return LIFECYCLE[change].from.includes(state);
-}
-/** A new run. */
-function lifecycle_create() {
-    return { state: CREATED_STATE, status_message: null, error_code: null };
-}
-/** A worker's claim of a queued run. */
-function claim() {
-    return { state: CLAIMED_STATE, status_message: null, error_code: null };
-}
-/** A client's cancel: allowed while the run is not terminal; a finished run stays as it is. */
-function cancel(state, reason) {
-    return isTerminalState(state) ? undefined : lifecycle_cancelled(reason);
-}
-/** What a client's cancel sets, whichever state it started from. */
-function lifecycle_cancelled(reason) {
-    return finish(cancelledByClient(reason));
-}
-/** A follow-up to an ended run: queued again, its old status message and error code cleared. */
-function lifecycle_followup() {
-    return { state: CREATED_STATE, status_message: null, error_code: null };
-}
-/** A worker's finish of the run it holds. */
-function finish(outcome) {
-    return {
-        state: outcome.state,
-        status_message: outcome.status_message ?? null,
-        error_code: outcome.error_code ?? null
-    };
-}
-/** A run left INPROGRESS by a process that stopped (restarted, or stopped renewing its lease). */
-function abandon(message) {
-    return finish(abandoned(message));
-}
-/**
- * The transcript's `state` event for a change, recorded in the transaction that makes it: the new
- * state, its status message once the run has ended, and its error code if any.
- */
-function stateEvent(run) {
-    const data = { state: run.state };
-    if (run.status_message !== null && run.state !== CREATED_STATE && run.state !== CLAIMED_STATE)
-        data.status_message = run.status_message;
-    if (run.error_code !== null)
-        data.error_code = run.error_code;
-    return data;
-}
-const WITH_MESSAGE = new Set(['FAILED', 'CANCELLED', 'ERROR']);
-/** Whether a run's record shows its status message: only when it ended other than in success. */
-function showsStatusMessage(state) {
-    return WITH_MESSAGE.has(state);
-}
-/** Whether a run's record has a session link: once it has started (and so has a transcript). */
-function showsSessionLink(state) {
-    return state === CLAIMED_STATE || run_isTerminalState(state);
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/records.ts
-// How stored runs look on the wire, and the pieces derived from them: ETags and session links.
-
-
-/** Tokens never change for a run, and reads ask for them often: remember the recent ones. */
-const TOKEN_CACHE_SIZE = 10_000;
-class SessionLinks {
-    secret;
-    publicUrl;
-    tokens = new Map();
-    constructor(secret, publicUrl) {
-        this.secret = secret;
-        this.publicUrl = publicUrl;
-    }
-    token(runId) {
-        let token = this.tokens.get(runId);
-        if (token === undefined) {
-            token = (0,external_node_crypto_.createHmac)('sha256', this.secret).update(runId).digest('base64url').slice(0, 32);
-            if (this.tokens.size >= TOKEN_CACHE_SIZE)
-                this.tokens.delete(this.tokens.keys().next().value);
-            this.tokens.set(runId, token);
-        }
-        return token;
-    }
-    verify(runId, token) {
-        if (typeof token !== 'string')
-            return false;
-        const expected = Buffer.from(this.token(runId));
-        const given = Buffer.from(token);
-        return expected.length === given.length && (0,external_node_crypto_.timingSafeEqual)(expected, given);
-    }
-    link(run) {
-        if (!showsSessionLink(run.state) || run.started_at === null)
-            return undefined;
-        return `${this.publicUrl()}/sessions/${encodeURIComponent(run.run_id)}?token=${this.token(run.run_id)}`;
-    }
-}
-function etagOf(run) {
-    return `"v${run.version}"`;
-}
-/** The record as the routes answer it (their response schema serialises it; unknown fields stay). */
-function toRecord(run, links) {
-    // Most runs carry no extra fields: skip parsing and spreading an empty object.
-    const extra = run.extra === '{}' ? undefined : JSON.parse(run.extra);
-    const record = {
-        ...extra,
-        run_id: run.run_id,
-        state: run.state,
-        title: run.title,
-        prompt: run.prompt,
-        environment_id: run.environment_id,
-        created_at: run.created_at,
-        updated_at: run.updated_at,
-        started_at: run.started_at,
-        completed_at: run.completed_at,
-        creator: { type: run.creator_type, uid: run.creator_uid, display_name: run.creator_name },
-        agent_config: parsedConfig(run.config),
-        source: 'API'
-    };
-    if (run.artifacts)
-        record.artifacts = runArtifacts(run.artifacts);
-    if (run.request_usage)
-        record.request_usage = JSON.parse(run.request_usage);
-    if (showsStatusMessage(run.state) && run.status_message !== null)
-        record.status_message = run.status_message;
-    if (run.error_code !== null)
-        record.error_code = run.error_code;
-    const link = links.link(run);
-    if (link)
-        record.session_link = link;
-    return record;
-}
-/**
- * Most runs of an executor share a handful of configs (same environment, same model): a list page
- * would parse the same text twenty times. The parsed objects are only ever read (serialised), so
- * the recent ones are kept by their text.
- */
-const CONFIG_CACHE_SIZE = 1_000;
-const MAX_CACHED_CONFIG_LENGTH = 4_096;
-const configs = new Map();
-function parsedConfig(text) {
-    let config = configs.get(text);
-    if (config === undefined) {
-        config = JSON.parse(text);
-        if (text.length <= MAX_CACHED_CONFIG_LENGTH) {
-            if (configs.size >= CONFIG_CACHE_SIZE)
-                configs.delete(configs.keys().next().value);
-            configs.set(text, config);
-        }
-    }
-    return config;
-}
-/** The stored list of a run's files, in the service's shape: {artifact_type, created_at, data}. */
-function runArtifacts(stored) {
-    return JSON.parse(stored).map(
-    // A pull request is listed in its final shape already; a file by its description.
-    entry => {
-        if (entry.artifact_type !== undefined)
-            return entry;
-        const { created_at, ...data } = entry;
-        return { artifact_type: 'FILE', created_at, data };
-    });
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/transcript.ts
-// The transcript read with `after=<seq>` and `Prefer: wait=N`: a follower asks for the events newer
-// than the last one it has, and the answer is held until there is one (or the run ended, the time
-// is up, the client left, the server stops). Appends wake held reads through the ChangeHub; the
-// hold also re-reads every few seconds, so a notification lost between nodes costs a delay, never
-// an event. A read answers one page: at most `limit` events (default 100, at most 1000) and
-// about 512 KiB of them, with `has_more` and `next_after` to go on from.
-
-
-
-const transcript_REREAD_MS = 2000;
-const DEFAULT_TRANSCRIPT_LIMIT = 100;
-const MAX_TRANSCRIPT_LIMIT = 1000;
-/** A page stops once its events pass this many bytes (it always holds at least one event). */
-const MAX_PAGE_BYTES = 512 * 1024;
-/** `limit` from the query string: 1 to 1000, 100 when absent. */
-function parseLimit(query) {
-    const value = query?.limit;
-    if (value === undefined || value === '')
-        return DEFAULT_TRANSCRIPT_LIMIT;
-    const number = typeof value === 'string' && /^\d{1,4}$/.test(value) ? Number(value) : NaN;
-    if (number >= 1 && number <= MAX_TRANSCRIPT_LIMIT)
-        return number;
-    throw new ProblemError('invalid_request', `limit ${JSON.stringify(value)}: expected a whole number of events from 1 to ${MAX_TRANSCRIPT_LIMIT}`);
-}
-/** Up to `limit` events after `after`, cut at about MAX_PAGE_BYTES, and whether more follow. */
-async function readPage(context, runId, after, limit) {
-    const events = await context.store.listEvents(runId, { after, limit: limit + 1 });
-    let more = events.length > limit;
-    if (more)
-        events.length = limit;
-    let bytes = 0;
-    for (let index = 0; index < events.length; index++) {
-        bytes += sizeOf(events[index]);
-        if (index > 0 && bytes > MAX_PAGE_BYTES) {
-            events.length = index;
-            more = true;
-            break;
-        }
-    }
-    return { events, more };
-}
-/** `after` from the query string: a whole number, or absent (every event). */
-function parseAfter(query) {
-    const value = query?.after;
-    if (value === undefined || value === '')
-        return 0;
-    if (typeof value !== 'string' || !/^\d{1,15}$/.test(value))
-        throw new ProblemError('invalid_request', `after ${JSON.stringify(value)}: expected the seq of an event, a whole number such as 12`);
-    return Number(value);
-}
-/** `Prefer: wait=N` (RFC 7240), capped at 60 s; undefined when absent. */
-function preferWait(header) {
-    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header);
-    return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
-}
-async function readTranscript(context, request, reply, find) {
-    const after = parseAfter(request.query);
-    const limit = parseLimit(request.query);
-    let run = await find();
-    let page = await readPage(context, run.run_id, after, limit);
-    const wait = preferWait(String(request.headers.prefer ?? ''));
-    if (wait !== undefined)
-        reply.header('preference-applied', `wait=${wait}`);
-    if (wait && page.events.length === 0 && !run_isTerminalState(run.state)) {
-        const closed = new AbortController();
-        request.raw.once('close', () => closed.abort());
-        const deadline = Date.now() + wait * 1000;
-        while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-            const ms = Math.min(transcript_REREAD_MS, deadline - Date.now());
-            await context.hub.waitEvent(run.run_id, after, ms, closed.signal);
-            run = await find();
-            page = await readPage(context, run.run_id, after, limit);
-            if (page.events.length > 0 || run_isTerminalState(run.state))
-                break;
-        }
-    }
-    const { events, more } = page;
-    return {
-        run_id: run.run_id,
-        state: run.state,
-        events,
-        has_more: more,
-        next_after: events.at(-1)?.seq ?? after
-    };
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/run-fields.ts
-// Fields of a create or follow-up request that a schema cannot fully check: `metadata` (string
-// pairs within bounds) and `mode` (normal or plan; the service's orchestrate is not served here).
-// Each problem is a 422 naming the field, the bad value and the expected form.
-
-
-/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters. */
-function metadataProblem(metadata) {
-    if (metadata === undefined || metadata === null)
-        return;
-    const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
-    if (typeof metadata !== 'object' || Array.isArray(metadata))
-        throw new ProblemError('invalid_field', `metadata: expected ${expected}`);
-    const pairs = Object.entries(metadata);
-    if (pairs.length > MAX_METADATA_PAIRS)
-        throw new ProblemError('invalid_field', `metadata: ${pairs.length} keys; expected ${expected}`);
-    for (const [key, value] of pairs) {
-        const shown = JSON.stringify(key.slice(0, 70));
-        if (key.length === 0 || key.length > MAX_METADATA_KEY)
-            throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
-        if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
-            throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
-    }
-}
-/** A follow-up's or a create's `mode`: normal (the default) or plan; orchestrate is not served here. */
-function followupMode(mode) {
-    if (mode === undefined || mode === null || mode === 'normal')
-        return 'normal';
-    if (mode === 'plan')
-        return 'plan';
-    if (mode === 'orchestrate')
-        throw new ProblemError('operation_not_supported', 'mode "orchestrate": this executor does not orchestrate other agents; expected normal or plan');
-    throw new ProblemError('invalid_field', `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected normal or plan`);
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/routes/runs.ts
-// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript, as a
-// handler map keyed by endpoint name (register.ts gives them their paths, schemas and the key
-// check from src/api/endpoints.ts). Requests are checked by the schemas before a handler runs;
-// what a schema cannot say stays here: the prompt's size in bytes, whether the environment
-// exists, the Idempotency-Key. Plain reads and list pages are answered from the read cache while
-// the store has not changed (read-cache.ts).
-
-
-
-
-
-
-
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-function runHandlers(context, reads) {
-    const { store, config, links, hub } = context;
-    const create = async (request, reply) => {
-        if (context.draining)
-            throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no new runs', {
-                'retry-after': '5'
-            });
-        const body = request.body;
-        const bytes = Buffer.byteLength(body.prompt);
-        if (bytes > config.limits.maxPromptBytes) {
-            throw new ProblemError('prompt_too_large', `prompt: ${bytes} bytes is over the limit of ${config.limits.maxPromptBytes} bytes`);
-        }
-        const environmentId = body.config.environment_id;
-        let stored;
-        try {
-            stored = {
-                config: JSON.stringify(body.config),
-                extra: JSON.stringify(extraFields(body)),
-                hash: canonicalHash(body)
-            };
-        }
-        catch (error) {
-            if (error instanceof RangeError)
-                throw new ProblemError('invalid_request', 'the body is nested too deeply');
-            throw error;
-        }
-        const environment = config.environments.find(env => env.id === environmentId);
-        if (!environment) {
-            const known = config.environments.map(env => env.id).join(', ');
-            throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
-        }
-        harnessProblem(body.config, environment.agent.kind);
-        const asked = body;
-        metadataProblem(asked.metadata);
-        if (asked.mode !== undefined)
-            followupMode(asked.mode);
-        await conversationProblem(body, request.principal.team, environmentId);
-        const principal = request.principal;
-        const key = request.headers['idempotency-key'];
-        if (key !== undefined && !isValidIdempotencyKey(key)) {
-            throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
-        }
-        const result = await store.createRun({
-            run_id: (0,external_node_crypto_.randomUUID)(),
-            team: principal.team,
-            environment_id: environmentId,
-            title: typeof body.title === 'string' ? body.title : null,
-            prompt: body.prompt,
-            config: stored.config,
-            extra: stored.extra,
-            creator_type: principal.kind === 'personal' ? 'user' : 'agent',
-            creator_uid: principal.keyId,
-            creator_name: principal.name,
-            created_at: new Date().toISOString()
-        }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns);
-        if (result.kind === 'key_reused') {
-            throw new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
-        }
-        if (result.kind === 'queue_full') {
-            throw new ProblemError('resource_unavailable', `the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
-        }
-        if (result.kind === 'replayed')
-            reply.header('idempotent-replayed', 'true');
-        return { run_id: result.run.run_id, state: result.run.state };
-    };
-    /**
-     * A create's `conversation_id` names an ended run of the key's team in the same environment,
-     * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
-     */
-    async function conversationProblem(body, team, environmentId) {
-        const id = body.conversation_id;
-        if (id === undefined || id === null)
-            return;
-        if (typeof id !== 'string' || id.trim() === '')
-            throw new ProblemError('invalid_field', 'conversation_id: expected the run id of an earlier run (a string)');
-        const shown = JSON.stringify(id.slice(0, 100));
-        const earlier = await store.getRun(team, id);
-        if (!earlier)
-            throw new ProblemError('invalid_field', `conversation_id ${shown}: no run of this key's team has that id`);
-        if (earlier.environment_id !== environmentId)
-            throw new ProblemError('invalid_field', `conversation_id ${shown}: that run ran in environment ${JSON.stringify(earlier.environment_id)}; a run continuing it must use the same environment`);
-        if (!run_isTerminalState(earlier.state))
-            throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run is ${earlier.state}; wait until it ends, or send it a follow-up instead`);
-        const since = new Date(Date.now() - config.workspaces.continueForMs).toISOString();
-        if ((earlier.completed_at ?? earlier.updated_at) < since)
-            throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run ended longer ago than workspaces.continue_for; its workspace is gone`);
-    }
-    async function findRun(request, id) {
-        const run = await store.getRun(request.principal.team, id);
-        if (!run)
-            throw runs_notFound(id);
-        return run;
-    }
-    return {
-        createRun: create,
-        createRunLegacy: create,
-        getRun: async (request, reply) => {
-            const id = request.params.run_id;
-            const wait = runs_preferWait(String(request.headers.prefer ?? ''));
-            if (wait === undefined) {
-                // The plain read (no hold): the serialised record, kept while the store is unchanged.
-                const read = await reads.body(`run\n${request.principal.team}\n${id}`, async () => {
-                    const run = await findRun(request, id);
-                    return { etag: etagOf(run), body: reply.serialize(toRecord(run, links)) };
-                });
-                reply.header('etag', read.etag);
-                if (request.headers['if-none-match'] === read.etag)
-                    return reply.code(304).send();
-                return reply.type(JSON_TYPE).send(read.body);
-            }
-            let run = await findRun(request, id);
-            const current = () => request.headers['if-none-match'] === etagOf(run);
-            reply.header('preference-applied', `wait=${wait}`);
-            if (wait && current() && !run_isTerminalState(run.state)) {
-                const closed = new AbortController();
-                request.raw.once('close', () => closed.abort());
-                const deadline = Date.now() + wait * 1000;
-                // A wake may be a change heard twice (notification and fallback poll): wait on until this
-                // run really moved, the time is up, the client left or the server is stopping.
-                // Each wait also ends at once for a change heard while the run was being read (versions are
-                // announced only after they are committed, so the next read sees them).
-                while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-                    await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
-                    run = await findRun(request, id);
-                    if (!current() || run_isTerminalState(run.state))
-                        break;
-                }
-            }
-            reply.header('etag', etagOf(run));
-            if (current())
-                return reply.code(304).send();
-            return toRecord(run, links);
-        },
-        listRuns: async (request, reply) => {
-            const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
-            const read = await reads.body(`list\n${request.principal.team}\n${search}`, async () => {
-                const query = list_params_listQuery(request.query);
-                const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
-                const page = rows.slice(0, query.limit);
-                const more = rows.length > query.limit;
-                return {
-                    body: reply.serialize({
-                        runs: page.map(run => toRecord(run, links)),
-                        page_info: {
-                            has_next_page: more,
-                            next_cursor: more ? encodeCursor(page.at(-1), query.sortBy, query.sortOrder) : null
-                        }
-                    })
-                };
-            });
-            return reply.type(JSON_TYPE).send(read.body);
-        },
-        cancelRun: async (request, reply) => {
-            const id = request.params.run_id;
-            // The schema bounds the reason (MAX_CANCEL_REASON); blank around it is not kept.
-            const reason = request.body?.reason?.trim();
-            const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
-            if (result.kind === 'not_found')
-                throw runs_notFound(id);
-            if (result.kind === 'finished')
-                throw new ProblemError('run_already_finished', `run ${id} already ended ${result.run.state}; there is nothing to cancel`);
-            return reply.type('application/json').send(JSON.stringify(result.run.run_id));
-        },
-        submitFollowup: async (request) => {
-            const id = request.params.run_id;
-            const mode = followupMode(request.body.mode);
-            if (context.draining)
-                throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no follow-ups', {
-                    'retry-after': '5'
-                });
-            const now = Date.now();
-            const since = new Date(now - config.workspaces.continueForMs).toISOString();
-            const result = await store.submitFollowup(request.principal.team, id, { message: request.body.message, mode }, new Date(now).toISOString(), since);
-            if (result.kind === 'not_found')
-                throw runs_notFound(id);
-            if (result.kind === 'expired')
-                throw new ProblemError('run_not_continuable', `run ${id} ended ${result.run.state} at ${result.run.completed_at ?? result.run.updated_at}, longer ago than workspaces.continue_for (${Math.round(config.workspaces.continueForMs / 60_000)} min): its workspace is gone, so it cannot be continued; start a new run`);
-            return { run_id: result.run.run_id, state: result.run.state };
-        },
-        getTranscript: async (request, reply) => readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
-    };
-}
-function runs_notFound(id) {
-    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
-}
-const SERVER_FIELDS = new Set([
-    'run_id',
-    'task_id',
-    'state',
-    'environment_id',
-    'created_at',
-    'updated_at',
-    'started_at',
-    'completed_at',
-    'status_message',
-    'error_code',
-    'session_link',
-    'session_id',
-    'creator',
-    'agent_config',
-    'source',
-    'run_time',
-    'request_usage',
-    'artifacts',
-    // set only by the scheduler: a create body cannot pass its run off as a schedule's
-    'schedule_id',
-    'scheduled_for'
-]);
-/**
- * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
- * serves one: claude-code serves `claude`); other kinds run whatever they were given.
- */
-function harnessProblem(runConfig, kind) {
-    const harness = runConfig.harness;
-    if (harness === undefined || harness === null)
-        return;
-    const type = typeof harness === 'object' ? harness.type : undefined;
-    if (typeof harness !== 'object' ||
-        Array.isArray(harness) ||
-        (type !== undefined && typeof type !== 'string'))
-        throw new ProblemError('invalid_field', 'config.harness: expected an object such as {"type": "claude"}');
-    const serves = agentKindOf(kind)?.harnessType;
-    if (type === undefined || serves === undefined || type === serves)
-        return;
-    throw new ProblemError('invalid_field', `config.harness.type ${JSON.stringify(type.slice(0, 40))}: this environment runs the ${kind} agent, which serves harness type ${JSON.stringify(serves)}`);
-}
-/** The body's fields beyond prompt, config and title, kept (metadata, skill, …) unless the server owns them. */
-function extraFields(body) {
-    const extra = {};
-    for (const name of Object.keys(body)) {
-        if (name !== 'prompt' && name !== 'config' && name !== 'title' && !SERVER_FIELDS.has(name))
-            extra[name] = body[name];
-    }
-    return extra;
-}
-/** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
-function canonicalHash(body) {
-    const canonical = (value) => {
-        if (Array.isArray(value))
-            return value.map(canonical);
-        if (value !== null && typeof value === 'object') {
-            return Object.fromEntries(Object.keys(value)
-                .sort()
-                .map(key => [key, canonical(value[key])]));
-        }
-        return value;
-    };
-    return (0,external_node_crypto_.createHash)('sha256')
-        .update(JSON.stringify(canonical(body)))
-        .digest('hex');
-}
-/** `Prefer: wait=N` (RFC 7240), capped at MAX_WAIT_SECONDS; undefined when absent. */
-function runs_preferWait(header) {
-    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header ?? '');
-    return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/routes/catalog.ts
@@ -10293,7 +10334,7 @@ class SqlRunStore extends SqlAccountStore {
                 return replay;
         }
         const rule = LIFECYCLE.create;
-        const transition = lifecycle_create();
+        const transition = create();
         const own = Object.keys(rule.writes);
         const ownValues = this.changes.setValues('create', { transition, at: run.created_at });
         const bytes = `CAST(? AS ${this.d.textType})`;
