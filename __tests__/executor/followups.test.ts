@@ -338,6 +338,37 @@ describe('conversation_id on create', () => {
     expect(before.files.map(file => file.path)).toEqual(['from-first.txt']);
   });
 
+  it('fails a run whose earlier run is running again when it starts (a follow-up came after its create): it reads nothing of a live run', async () => {
+    const two = await startTestExecutor({ workers: 2 });
+    const twoKey = (await two.key('team-a', 'personal', 'alice')).raw;
+    const c = new AgentRunClient({ baseUrl: two.url, apiKey: twoKey });
+    try {
+      const earlier = await start('@sim write early.txt one\n@sim result first', c);
+      expect((await waitForState({ on: two, key: twoKey, id: earlier })).state).toBe('SUCCEEDED');
+      // Both workers busy, so the continuing run waits in the queue.
+      const blockers = [await start('@sim run sleep 300', c), await start('@sim run sleep 300', c)];
+      for (const id of blockers) await waitForState({ on: two, key: twoKey, id }, ['INPROGRESS']);
+      const later = (
+        await c.createRun({
+          prompt: '@sim result later',
+          config: { environment_id: 'local' },
+          conversation_id: earlier
+        })
+      ).run_id;
+      await c.submitFollowup(earlier, { message: '@sim run sleep 300' });
+      for (const id of blockers) await c.cancelRun(id);
+      const run = await waitForState({ on: two, key: twoKey, id: later });
+      expect(run.state).toBe('FAILED');
+      expect(run.status_message).toContain(
+        `conversation_id ${earlier}: that run is running again (a follow-up)`
+      );
+      await c.cancelRun(earlier);
+    } finally {
+      c.close();
+      await two.stop(1000);
+    }
+  });
+
   it('refuses an unknown or another team’s run (422 naming conversation_id) and a running one (409)', async () => {
     const create = (conversation_id: string) =>
       ex.request('/api/v1/agent/runs', {

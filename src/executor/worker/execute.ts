@@ -31,6 +31,7 @@ import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
 import { keepPlan } from './plan.js';
 import { FOLLOWUP_KINDS, type Turn, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
 import { startFrom } from './start-from.js';
+import { isTerminalState } from '../../api/run.js';
 
 export type { StopReason };
 
@@ -194,7 +195,12 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       reopened ??
       (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes, user));
     ran.workspace = workspace;
-    if (turn.startFrom && !turn.continuing) await startFrom(config.dataDir, turn.startFrom, workspace, home);
+    const startAt = turn.startFrom;
+    if (startAt && !turn.continuing)
+      await startFrom(config.dataDir, startAt, workspace, home, async () => {
+        const earlier = await options.store.getRun(run.team, startAt);
+        return earlier !== undefined && isTerminalState(earlier.state);
+      });
     const outputs = prepareOutputs(config.dataDir, run.run_id);
     ran.outputs = outputs;
     const conversationFile = join(outputs.dir, 'conversation.md');

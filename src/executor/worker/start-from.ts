@@ -1,7 +1,9 @@
 // A run that continues an earlier run's conversation (its create request's conversation_id)
 // starts where that run ended: the earlier run's changes since its start commit are applied on the
 // new workspace's start (so the new run's diff and patch include them), and a harness's HOME is
-// copied, so its CLI resumes the earlier session.
+// copied, so its CLI resumes the earlier session. Both are read while the earlier run has ended
+// and is checked again after: a follow-up may start that run's agent again meanwhile, and what an
+// agent is writing (a directory swapped for a link mid-copy) must not be read by the executor.
 
 import { cpSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,8 +19,15 @@ export async function startFrom(
   dataDir: string,
   earlierId: string,
   workspace: Workspace,
-  home?: string
+  home: string | undefined,
+  /** Whether the earlier run has ended now (it may run again after a follow-up). */
+  ended: () => Promise<boolean>
 ): Promise<void> {
+  const running = () =>
+    new Error(
+      `conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`
+    );
+  if (!(await ended())) throw running();
   const earlier = reopenWorkspace(dataDir, earlierId);
   if (!earlier)
     throw new Error(
@@ -43,4 +52,5 @@ export async function startFrom(
   }
   const earlierHome = join(dataDir, 'homes', earlierId);
   if (home && existsSync(earlierHome)) cpSync(earlierHome, home, { recursive: true, verbatimSymlinks: true });
+  if (!(await ended())) throw running();
 }
