@@ -5,7 +5,7 @@
 // and is checked again after: a follow-up may start that run's agent again meanwhile, and what an
 // agent is writing (a directory swapped for a link mid-copy) must not be read by the executor.
 
-import { cpSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { privateGit } from '../workspace/git.js';
 import { type Workspace, reopenWorkspace } from '../workspace/workspace.js';
@@ -52,5 +52,9 @@ export async function startFrom(
   }
   const earlierHome = join(dataDir, 'homes', earlierId);
   if (home && existsSync(earlierHome)) cpSync(earlierHome, home, { recursive: true, verbatimSymlinks: true });
-  if (!(await ended())) throw running();
+  if (!(await ended())) {
+    // What was copied while the agent wrote is not kept: a follow-up of this run would resume it.
+    if (home) rmSync(home, { recursive: true, force: true });
+    throw running();
+  }
 }
