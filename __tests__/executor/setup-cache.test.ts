@@ -4,13 +4,23 @@
 // (sandbox.write), outside the workspace: how many times the setup ran is what the counter holds.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  writeFileSync
+} from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { parseConfig } from '../../src/executor/config.js';
 import { createWorkspace, sweepWorkspaces } from '../../src/executor/workspace/workspace.js';
 import { mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
 import { freeSpaceForRuns } from '../../src/executor/worker/maintenance.js';
+import { forgetVerifiedSetups } from '../../src/executor/workspace/setup-layers.js';
+import { checkStartup } from '../../src/executor/startup.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
 import { waitForState } from '../support/wait.js';
@@ -62,7 +72,11 @@ describe('setup_cache (tests run as root, as CI runs them)', () => {
       environments: [
         environment('cached', repo.dir, 'cached'),
         environment('changed', repo.dir, 'changed', ['echo another command > /dev/null']),
-        environment('failing', repo.dir, 'failing', ['exit 3'])
+        // Fails the first time only: the flag file is made by the failing attempt.
+        environment('failing', repo.dir, 'failing', [
+          `test -e ${counters}/failed-once || { touch ${counters}/failed-once; exit 3; }`
+        ]),
+        environment('concurrent', repo.dir, 'concurrent', ['sleep 1'])
       ]
     });
     key = (await ex.key()).raw;
@@ -137,12 +151,78 @@ describe('setup_cache (tests run as root, as CI runs them)', () => {
     expect(readdirSync(join(ex.dataDir, 'setups'))).toHaveLength(3);
   }, 120_000);
 
-  it('keeps nothing of a setup that failed: the next run runs it again', async () => {
-    for (const expected of [1, 2]) {
-      expect(await run('failing', USES_SETUP)).toMatchObject({ state: 'FAILED', error_code: 'setup_failed' });
-      expect(count('failing')).toBe(expected);
-    }
+  it('keeps nothing of a setup that failed: the next run runs it again, and keeps that one', async () => {
+    expect(await run('failing', USES_SETUP)).toMatchObject({ state: 'FAILED', error_code: 'setup_failed' });
+    expect(count('failing')).toBe(1);
+    expect(await run('failing', USES_SETUP)).toMatchObject({ state: 'SUCCEEDED' });
+    expect(count('failing')).toBe(2);
+    expect(await run('failing', USES_SETUP)).toMatchObject({ state: 'SUCCEEDED' });
+    expect(count('failing')).toBe(2);
   }, 120_000);
+
+  it('builds one layer for runs of one key that start at once; the others wait and use it', async () => {
+    const all = await Promise.all([1, 2, 3].map(() => run('concurrent', USES_SETUP)));
+    for (const ended of all) expect(ended).toMatchObject({ state: 'SUCCEEDED' });
+    expect(count('concurrent')).toBe(1);
+  }, 120_000);
+});
+
+describe('a kept setup layer, made and used directly', () => {
+  it('is checked after a restart before its first use, and made again when it changed', async () => {
+    const repo = gitRepo();
+    const config = parseConfig(
+      { environments: [environment('direct', repo.dir, 'direct')] },
+      tempDir('setup-cache-restart-')
+    );
+    const env = config.environments[0]!;
+    const data = config.dataDir;
+    try {
+      const make = async (id: string) => {
+        const made = await createWorkspace(env, data, id, undefined, undefined, true);
+        if (!made.setupLayer!.cached) {
+          mkdirSync(join(made.path, 'deps'));
+          writeFileSync(join(made.path, 'deps', 'lib.txt'), `built by ${id}\n`);
+          expect(await made.setupLayer!.finish(true)).toBe(true);
+        }
+        return made;
+      };
+      const first = await make('run-a');
+      // The run goes on over the kept layer with an empty layer of its own.
+      expect(readFileSync(join(first.path, 'deps', 'lib.txt'), 'utf8')).toBe('built by run-a\n');
+      expect(readdirSync(join(data, 'layers', 'run-a', 'upper'))).toEqual([]);
+      forgetVerifiedSetups(); // as a restarted process: an intact layer is used
+      const second = await make('run-b');
+      expect(second.setupLayer!.cached).toBe(true);
+      expect(readFileSync(join(second.path, 'deps', 'lib.txt'), 'utf8')).toBe('built by run-a\n');
+      const [key] = readdirSync(join(data, 'setups'));
+      appendFileSync(join(data, 'setups', key!, 'upper', 'deps', 'lib.txt'), 'tampered\n');
+      forgetVerifiedSetups();
+      const third = await make('run-c');
+      expect(third.setupLayer!.cached).toBe(false);
+      expect(readFileSync(join(third.path, 'deps', 'lib.txt'), 'utf8')).toBe('built by run-c\n');
+    } finally {
+      await unmountAll(data);
+    }
+  }, 60_000);
+
+  it('is refused as a non-boolean, and ignored with a start-up warning where workspaces are full checkouts', () => {
+    const at = (value: unknown) => () =>
+      parseConfig(
+        { environments: [{ ...environment('x', '.', 'x'), setup_cache: value }] },
+        tempDir('setup-cache-config-')
+      );
+    expect(at('yes')).toThrow('environments[0].setup_cache "yes": expected true or false');
+    process.env.AGENT_EXECUTOR_WORKSPACES = 'checkout';
+    try {
+      const config = at(true)();
+      const { warnings } = checkStartup(config, 'all', { environments: false });
+      expect(warnings).toContainEqual(
+        expect.stringMatching(/^environment x: setup_cache is ignored, workspaces are full checkouts/)
+      );
+    } finally {
+      delete process.env.AGENT_EXECUTOR_WORKSPACES;
+    }
+  });
 });
 
 describe('workspaces.min_free', () => {
@@ -158,7 +238,11 @@ describe('workspaces.min_free', () => {
     );
     const data = config.dataDir;
     try {
-      const old = await createWorkspace(config.environments[0]!, data, 'run-old');
+      // The old commit's checkout has a kept setup layer: it goes with the checkout.
+      const cached = { ...config.environments[0]!, setupCache: true, setup: ['true'] };
+      const old = await createWorkspace(cached, data, 'run-old', undefined, undefined, true);
+      expect(await old.setupLayer!.finish(true)).toBe(true);
+      expect(readdirSync(join(data, 'setups'))).toHaveLength(1);
       const head = repo.commit('new.txt');
       const current = await createWorkspace(config.environments[0]!, data, 'run-current');
       expect(current.base).toBe(head);
@@ -180,7 +264,9 @@ describe('workspaces.min_free', () => {
       expect(after).toEqual([before.find(name => name.startsWith(head))]);
       expect(readFileSync(join(current.path, 'new.txt'), 'utf8')).toBe('new.txt\n');
       expect(lines).toHaveLength(1);
+      expect(readdirSync(join(data, 'setups'))).toEqual([]);
       expect(lines[0]!.message).toContain(`checkouts/${unused}`);
+      expect(lines[0]!.message).toContain('setups/');
       expect(lines[0]!.message).toContain('workspaces.min_free');
     } finally {
       await unmountAll(data);
