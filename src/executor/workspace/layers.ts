@@ -178,12 +178,18 @@ export async function mountWorkspace(
   const key = checkoutDir(dataDir, head, borrowed, owner);
   busy.set(key, (busy.get(key) ?? 0) + 1);
   let claimed: Awaited<ReturnType<typeof claimSetupLayer>> | undefined;
+  let setupBusy: string | undefined;
   try {
     const dir = await sharedCheckout(dataDir, head, borrowed, shallow, owner);
     const now = new Date();
     utimesSync(join(dir, 'ready'), now, now);
     const setupKey = setupKeyOf?.(dir);
-    if (setupKey) claimed = await claimSetupLayer(dataDir, setupKey, dir);
+    if (setupKey) {
+      // Never collected while it is claimed and mounted (as the checkout is, through `busy`).
+      setupBusy = join(setupsDir(dataDir), setupKey);
+      busy.set(setupBusy, (busy.get(setupBusy) ?? 0) + 1);
+      claimed = await claimSetupLayer(dataDir, setupKey, dir);
+    }
     const cachedSetup = claimed && 'cached' in claimed ? claimed.cached : undefined;
     const layers = layersDir(dataDir, runId);
     await unmountWorkspace(dataDir, runId);
@@ -214,9 +220,11 @@ export async function mountWorkspace(
     if (claimed && 'build' in claimed) claimed.release();
     throw error;
   } finally {
-    const left = (busy.get(key) ?? 1) - 1;
-    if (left > 0) busy.set(key, left);
-    else busy.delete(key);
+    for (const held of setupBusy ? [key, setupBusy] : [key]) {
+      const left = (busy.get(held) ?? 1) - 1;
+      if (left > 0) busy.set(held, left);
+      else busy.delete(held);
+    }
   }
 }
 
