@@ -193,6 +193,13 @@ describe('a kept setup layer, made and used directly', () => {
       forgetVerifiedSetups(); // as a restarted process: an intact layer is used
       const second = await make('run-b');
       expect(second.setupLayer!.cached).toBe(true);
+      // The index that came with the checkout still matches its files by stat under two lower layers.
+      const stale = execFileSync(
+        'git',
+        ['--git-dir', second.git.gitDir, '--work-tree', second.root, 'diff-files', '--name-only'],
+        { encoding: 'utf8' }
+      );
+      expect(stale).toBe('');
       expect(readFileSync(join(second.path, 'deps', 'lib.txt'), 'utf8')).toBe('built by run-a\n');
       const [key] = readdirSync(join(data, 'setups'));
       appendFileSync(join(data, 'setups', key!, 'upper', 'deps', 'lib.txt'), 'tampered\n');
