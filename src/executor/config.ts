@@ -21,6 +21,11 @@ export interface EnvironmentConfig {
   source: string;
   /** Shell commands run in the workspace before the agent. */
   setup: string[];
+  /**
+   * Whether the result of `setup` for one commit is kept as a shared read-only layer, so later runs
+   * of the commit skip the commands (workspace/setup-layers.ts); overlay workspaces only.
+   */
+  setupCache: boolean;
   agent: AgentConfig;
   /** Names of variables passed from the executor's own environment to the agent. */
   env: string[];
@@ -263,6 +268,7 @@ function defaultEnvironment(base: string, workers: number): EnvironmentConfig {
     name: 'Local directory (simulated agent)',
     source: base,
     setup: [],
+    setupCache: false,
     agent: { kind: 'simulated' },
     env: [],
     timeoutMs: 30 * 60_000,
@@ -284,6 +290,7 @@ function parseEnvironment(
     'name',
     'source',
     'setup',
+    'setup_cache',
     'agent',
     'env',
     'timeout',
@@ -312,6 +319,7 @@ function parseEnvironment(
     name: r.string(env.name, `${at}.name`, id),
     source: sourceOf(r.string(env.source, `${at}.source`, '.'), base),
     setup: r.strings(env.setup, `${at}.setup`),
+    setupCache: setupCacheOf(r, env.setup_cache, `${at}.setup_cache`),
     agent: parsedAgent,
     env: names,
     timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
@@ -319,6 +327,13 @@ function parseEnvironment(
     sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems),
     publish: parsePublish(env.publish, `${at}.publish`, r)
   };
+}
+
+function setupCacheOf(r: ConfigReader, value: unknown, at: string): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'boolean') return value;
+  r.problems.push(`${at} ${show(value)}: expected true or false`);
+  return false;
 }
 
 /** A git URL (`https://…`, `ssh://…`, `file://…`, `git@host:repo`) or a path. */

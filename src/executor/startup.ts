@@ -163,5 +163,18 @@ export function checkStartup(
       ? 'workspaces are copy-on-write views (overlayfs) of one shared checkout per commit'
       : `workspaces are full checkouts: ${layers.reason}`
   );
+  // A kept setup layer is an overlay layer made in the sandbox: anything else runs the setup each time.
+  for (const env of config.environments.filter(env => env.setupCache)) {
+    const why =
+      layers.kind !== 'overlay'
+        ? 'workspaces are full checkouts here'
+        : !env.sandbox.enabled
+          ? 'it has `sandbox: off` (only a sandboxed setup is kept)'
+          : env.setup.length === 0
+            ? 'it has no setup commands'
+            : undefined;
+    if (why)
+      warnings.push(`environment ${env.id}: setup_cache is ignored, ${why}: its setup runs in every run`);
+  }
   return { warnings, notes };
 }

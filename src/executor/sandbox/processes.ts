@@ -98,18 +98,23 @@ export async function stopSurvivors(dataDir: string, log: Log): Promise<void> {
 /** Data dirs whose file system is short of space now, with the reason. */
 const low = new Map<string, string>();
 
+/** Bytes an unprivileged user may still write on the file system of `dir`, or undefined. */
+export function freeBytes(dir: string): number | undefined {
+  try {
+    const stats = statfsSync(dir);
+    return stats.bavail * stats.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
 export function freeSpaceProblem(
   config: { dataDir: string; workspaces: { minFreeBytes: number } },
   log: Log
 ): string | undefined {
-  let free: number;
-  try {
-    const stats = statfsSync(config.dataDir);
-    free = stats.bavail * stats.bsize;
-  } catch {
-    return undefined;
-  }
+  const free = freeBytes(config.dataDir);
+  if (free === undefined) return undefined;
   const min = config.workspaces.minFreeBytes;
   const problem =
     free < min

@@ -193,7 +193,14 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
       );
     const workspace =
       reopened ??
-      (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes, user));
+      (await createWorkspace(
+        environment,
+        config.dataDir,
+        run.run_id,
+        config.workspaces.quotaBytes,
+        user,
+        cachesSetup(environment, turn)
+      ));
     ran.workspace = workspace;
     const startAt = turn.startFrom;
     if (startAt && !turn.continuing)
@@ -230,9 +237,18 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
     );
     const env = passedVariables(environment);
     // The environment's setup ran in the first turn; its effects are in the workspace already.
-    const setupEnded = turn.continuing
-      ? succeeded()
-      : await setup(environment, confined.processes, env, controller.signal, record);
+    // With setup_cache, a kept result of the same commands for the same commit stands for them.
+    const layer = turn.continuing ? undefined : workspace.setupLayer;
+    if (layer?.cached)
+      await record('notice', {
+        text: 'setup commands skipped: their result for this commit is kept (setup_cache)'
+      });
+    const setupEnded =
+      turn.continuing || layer?.cached
+        ? succeeded()
+        : await setup(environment, confined.processes, env, controller.signal, record);
+    if (layer && !layer.cached)
+      await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
     if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
     const agent = agentKindOf(environment.agent.kind);
     if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
@@ -260,7 +276,20 @@ async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
   } finally {
     clearTimeout(timeout);
     stopWatch?.();
+    // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
+    await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
   }
+}
+
+/**
+ * Whether a run may use or make a kept setup layer: the environment asks for it, has setup
+ * commands and a sandbox, and the run does not start from another run's changes (the commands
+ * then run over those changes, a result of its own).
+ */
+function cachesSetup(environment: EnvironmentConfig, turn: Turn): boolean {
+  return (
+    environment.setupCache && environment.setup.length > 0 && environment.sandbox.enabled && !turn.startFrom
+  );
 }
 
 /**

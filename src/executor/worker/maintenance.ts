@@ -9,7 +9,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
 import type { RunStore } from '../store/types.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
-import { sweepWorkspaces } from '../workspace/workspace.js';
+import { freeBytes } from '../sandbox/processes.js';
+import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
 
 function now(): string {
   return new Date().toISOString();
@@ -84,4 +85,30 @@ function sweepLeftHomes(dataDir: string, retentionMs: number, active: Set<string
     removed++;
   }
   return removed;
+}
+
+/**
+ * When the data dir's file system has less free space than workspaces.min_free, removes unused
+ * shared checkouts and kept setup layers (no run mounted on them, no retained workspace over
+ * them), least recently used first, until it has enough again; logs what it freed. The pool calls
+ * it before it decides whether to claim runs, so the cache gives way before the node stops.
+ */
+export async function freeSpaceForRuns(
+  config: ExecutorConfig,
+  active: Set<string>,
+  log: FastifyBaseLogger
+): Promise<void> {
+  const enough = () =>
+    (freeBytes(config.dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
+  if (enough()) return;
+  const freed = await freeSharedLayers(config.dataDir, active, enough);
+  if (freed.length > 0)
+    log.warn(
+      {
+        freed: freed.map(entry => entry.name),
+        freed_bytes: freed.reduce((sum, entry) => sum + entry.bytes, 0),
+        free_bytes: freeBytes(config.dataDir)
+      },
+      `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}`
+    );
 }

@@ -18,7 +18,13 @@ import {
 import { type StopReason, executeRun } from './execute.js';
 import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
 import { unmountAll } from '../workspace/layers.js';
-import { failOrphans, pruneFinishedRuns, reapExpiredLeases, sweepFinishedWorkspaces } from './maintenance.js';
+import {
+  failOrphans,
+  freeSpaceForRuns,
+  pruneFinishedRuns,
+  reapExpiredLeases,
+  sweepFinishedWorkspaces
+} from './maintenance.js';
 import { boundTranscript } from './transcript-budget.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 import { environmentGone } from '../runs/outcomes.js';
@@ -164,6 +170,8 @@ export class WorkerPool {
       do {
         this.pumpAgain = false;
         await this.settleUncertainClaims();
+        if (!this.draining && this.active.size < this.config.workers)
+          await freeSpaceForRuns(this.config, new Set(this.active.keys()), this.log);
         while (
           !this.draining &&
           this.active.size < this.config.workers &&

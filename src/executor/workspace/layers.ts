@@ -30,11 +30,21 @@ import {
   utimesSync,
   writeFileSync
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { type PrivateRepository, privateGitAll } from './git.js';
 import { checkoutRepository } from './private-git.js';
 import { mountPoints, options, unmountWorkspace } from './mounts.js';
+import {
+  type SetupLayer,
+  claimSetupLayer,
+  forgetSetup,
+  isBuilding,
+  keepSetupLayer,
+  lowers,
+  readSetupReady,
+  setupsDir
+} from './setup-layers.js';
 
 export { type LayerMode, layerMode, mountPoints, unmountAll, unmountWorkspace } from './mounts.js';
 
@@ -159,16 +169,28 @@ export async function mountWorkspace(
   head: string,
   borrowed: string[],
   shallow: string,
-  owner?: LayerOwner
-): Promise<{ upper: string }> {
+  owner?: LayerOwner,
+  /** The run may use or make a kept setup layer (setup-layers.ts): the key of one, from the checkout. */
+  setupKeyOf?: (checkout: string) => string
+): Promise<{ upper: string; setup?: SetupLayer }> {
   if (!/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(head))
     throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
   const key = checkoutDir(dataDir, head, borrowed, owner);
   busy.set(key, (busy.get(key) ?? 0) + 1);
+  let claimed: Awaited<ReturnType<typeof claimSetupLayer>> | undefined;
+  let setupBusy: string | undefined;
   try {
     const dir = await sharedCheckout(dataDir, head, borrowed, shallow, owner);
     const now = new Date();
     utimesSync(join(dir, 'ready'), now, now);
+    const setupKey = setupKeyOf?.(dir);
+    if (setupKey) {
+      // Never collected while it is claimed and mounted (as the checkout is, through `busy`).
+      setupBusy = join(setupsDir(dataDir), setupKey);
+      busy.set(setupBusy, (busy.get(setupBusy) ?? 0) + 1);
+      claimed = await claimSetupLayer(dataDir, setupKey, dir);
+    }
+    const cachedSetup = claimed && 'cached' in claimed ? claimed.cached : undefined;
     const layers = layersDir(dataDir, runId);
     await unmountWorkspace(dataDir, runId);
     rmSync(layers, { recursive: true, force: true });
@@ -180,6 +202,7 @@ export async function mountWorkspace(
     if (owner) chownSync(upper, owner.uid, owner.gid);
     chmodSync(upper, 0o755);
     writeFileSync(join(layers, 'checkout'), `${dir}\n`);
+    if (cachedSetup) writeFileSync(join(layers, 'setup'), `${cachedSetup}\n`);
     cpSync(join(dir, 'git'), repository.gitDir, { recursive: true });
     mkdirSync(repository.workTree, { recursive: true });
     await exec('mount', [
@@ -187,15 +210,45 @@ export async function mountWorkspace(
       'overlay',
       'overlay',
       '-o',
-      options(join(dir, 'tree'), upper, work),
+      options(lowers(dir, cachedSetup), upper, work),
       repository.workTree
     ]);
-    return { upper };
+    if (!claimed) return { upper };
+    if ('cached' in claimed) return { upper, setup: { cached: true, finish: () => Promise.resolve(false) } };
+    return { upper, setup: buildingLayer(dataDir, runId, setupKey!, claimed, dir) };
+  } catch (error) {
+    if (claimed && 'build' in claimed) claimed.release();
+    throw error;
   } finally {
-    const left = (busy.get(key) ?? 1) - 1;
-    if (left > 0) busy.set(key, left);
-    else busy.delete(key);
+    for (const held of setupBusy ? [key, setupBusy] : [key]) {
+      const left = (busy.get(held) ?? 1) - 1;
+      if (left > 0) busy.set(held, left);
+      else busy.delete(held);
+    }
   }
+}
+
+/** The setup layer a run builds: kept (or not) once its setup commands ended, then released. */
+function buildingLayer(
+  dataDir: string,
+  runId: string,
+  key: string,
+  claimed: { build: string; release: () => void },
+  checkout: string
+): SetupLayer {
+  let finished = false;
+  return {
+    cached: false,
+    async finish(succeeded) {
+      if (finished) return false;
+      finished = true;
+      try {
+        return succeeded && (await keepSetupLayer(dataDir, runId, key, claimed.build, checkout));
+      } finally {
+        claimed.release();
+      }
+    }
+  };
 }
 
 /** Mounts a retained workspace again over its layer (after a restart), when its checkout is whole. */
@@ -204,7 +257,11 @@ async function remount(dataDir: string, runId: string): Promise<void> {
   try {
     const dir = readFileSync(join(layers, 'checkout'), 'utf8').trim();
     if (!readReady(dir)) return;
-    const options_ = options(join(dir, 'tree'), join(layers, 'upper'), join(layers, 'work'));
+    const setup = existsSync(join(layers, 'setup'))
+      ? readFileSync(join(layers, 'setup'), 'utf8').trim()
+      : undefined;
+    if (setup && !readSetupReady(setup)) return;
+    const options_ = options(lowers(dir, setup), join(layers, 'upper'), join(layers, 'work'));
     await exec('mount', ['-t', 'overlay', 'overlay', '-o', options_, join(dataDir, 'workspaces', runId)]);
   } catch {
     // left unmounted: the sweep removes it at the end of its retention
@@ -216,12 +273,25 @@ export function removeLayers(dataDir: string, runId: string): void {
   rmSync(layersDir(dataDir, runId), { recursive: true, force: true });
 }
 
+/** A shared checkout or kept setup layer removed to make room, for the log. */
+export interface Freed {
+  name: string;
+  bytes: number;
+}
+
 /**
  * After a crash or at any sweep: unmounts workspaces whose layers are gone, removes layers whose
- * workspace is gone, mounts again retained workspaces a stop or a reboot unmounted, and removes unused shared checkouts, least recently used first, while all of
- * them together weigh more than `cacheBytes`. A checkout is used while a run's layers name it.
+ * workspace is gone, mounts again retained workspaces a stop or a reboot unmounted, and removes
+ * unused shared checkouts and kept setup layers, least recently used first, while all of them
+ * together weigh more than `cacheBytes` or `enough` (free space, see freeSharedLayers) says no. A
+ * checkout or setup layer is used while a run's layers name it; a setup layer goes with its checkout.
  */
-export async function sweepLayers(dataDir: string, cacheBytes: number, active: Set<string>): Promise<number> {
+export async function sweepLayers(
+  dataDir: string,
+  cacheBytes: number,
+  active: Set<string>,
+  enough: () => boolean = () => true
+): Promise<Freed[]> {
   const workspaces = join(dataDir, 'workspaces');
   for (const mount of mountPoints(workspaces)) {
     const runId = mount.slice(workspaces.length + 1);
@@ -243,14 +313,19 @@ export async function sweepLayers(dataDir: string, cacheBytes: number, active: S
       !mountPoints(workspace).has(workspace)
     )
       await remount(dataDir, runId);
-    try {
-      used.add(readFileSync(join(layers, runId, 'checkout'), 'utf8').trim());
-    } catch {
-      // layers being made: their checkout is in `busy`
+    for (const name of ['checkout', 'setup']) {
+      try {
+        used.add(readFileSync(join(layers, runId, name), 'utf8').trim());
+      } catch {
+        // layers being made (their checkout is in `busy`), or without a setup layer
+      }
     }
   }
   const checkouts = join(dataDir, 'checkouts');
-  const all: { dir: string; bytes: number; used: number }[] = [];
+  const setups = setupsDir(dataDir);
+  type Entry = { dir: string; bytes: number; used: number; setups: string[] };
+  const all: Entry[] = [];
+  const byCheckout = new Map<string, Entry>();
   for (const name of existsSync(checkouts) ? readdirSync(checkouts) : []) {
     const dir = join(checkouts, name);
     if (name.includes('.making-')) {
@@ -262,17 +337,55 @@ export async function sweepLayers(dataDir: string, cacheBytes: number, active: S
       if (!building.has(dir) && !used.has(dir)) rmSync(dir, { recursive: true, force: true });
       continue;
     }
-    all.push({ dir, bytes: ready.bytes, used: statSync(join(dir, 'ready')).mtimeMs });
+    const entry = { dir, bytes: ready.bytes, used: statSync(join(dir, 'ready')).mtimeMs, setups: [] };
+    all.push(entry);
+    byCheckout.set(dir, entry);
   }
-  let total = all.reduce((sum, checkout) => sum + checkout.bytes, 0);
-  let removed = 0;
-  for (const checkout of all.sort((a, b) => a.used - b.used)) {
-    if (total <= cacheBytes) break;
-    if (used.has(checkout.dir) || building.has(checkout.dir)) continue;
-    rmSync(checkout.dir, { recursive: true, force: true });
-    verified.delete(checkout.dir);
-    total -= checkout.bytes;
-    removed++;
+  for (const name of existsSync(setups) ? readdirSync(setups) : []) {
+    const dir = join(setups, name);
+    const made = name.includes('.making-') ? dir.slice(0, dir.indexOf('.making-')) : dir;
+    if (isBuilding(made)) continue;
+    const ready = made === dir ? readSetupReady(dir) : undefined;
+    const checkout = ready && byCheckout.get(ready.checkout);
+    // Half made, or over a checkout that is gone: never used again.
+    if (!ready || !checkout) {
+      if (used.has(dir)) continue;
+      rmSync(dir, { recursive: true, force: true });
+      forgetSetup(dir);
+      continue;
+    }
+    checkout.setups.push(dir);
+    all.push({ dir, bytes: ready.bytes, used: statSync(join(dir, 'ready')).mtimeMs, setups: [] });
   }
-  return removed;
+  let total = all.reduce((sum, entry) => sum + entry.bytes, 0);
+  const freed: Freed[] = [];
+  const gone = new Set<string>();
+  const remove = (entry: Entry) => {
+    rmSync(entry.dir, { recursive: true, force: true });
+    verified.delete(entry.dir);
+    forgetSetup(entry.dir);
+    gone.add(entry.dir);
+    total -= entry.bytes;
+    freed.push({ name: relative(dataDir, entry.dir), bytes: entry.bytes });
+  };
+  for (const entry of all.sort((a, b) => a.used - b.used)) {
+    if (total <= cacheBytes && enough()) break;
+    if (gone.has(entry.dir) || used.has(entry.dir) || building.has(entry.dir)) continue;
+    // A checkout's setup layers go first (no run uses them: a run using one names the checkout too).
+    for (const setup of entry.setups) remove(all.find(other => other.dir === setup)!);
+    remove(entry);
+  }
+  return freed;
+}
+
+/**
+ * Removes unused shared checkouts and setup layers, least recently used first, until `enough`
+ * (the data dir's file system has workspaces.min_free again) or none is left unused.
+ */
+export function freeSharedLayers(
+  dataDir: string,
+  active: Set<string>,
+  enough: () => boolean
+): Promise<Freed[]> {
+  return sweepLayers(dataDir, Number.POSITIVE_INFINITY, active, enough);
 }

@@ -34,10 +34,12 @@ import {
   sweepLayers,
   unmountWorkspace
 } from './layers.js';
+import { type SetupLayer, setupKey } from './setup-layers.js';
 import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
 
 export { gitReason, redactUrls } from './git.js';
-export { type LayerMode, layerMode } from './layers.js';
+export { type Freed, type LayerMode, freeSharedLayers, layerMode } from './layers.js';
+export type { SetupLayer } from './setup-layers.js';
 
 const exec = promisify(execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
@@ -92,6 +94,8 @@ export interface Workspace {
   size(): Promise<number>;
   /** Marks the workspace finished; it is removed once older than the retention time. */
   release(): void;
+  /** The environment's kept setup layer, when the run may use or make one (setup_cache). */
+  setupLayer?: SetupLayer;
 }
 
 /** Whether a directory is inside a git repository with a commit, cached: sources do not move. */
@@ -166,7 +170,9 @@ export async function createWorkspace(
   runId: string,
   quotaBytes = Number.POSITIVE_INFINITY,
   /** The run's host user, when the executor is root: a shared checkout's files are theirs. */
-  owner?: LayerOwner
+  owner?: LayerOwner,
+  /** Whether the run may use or make a kept setup layer (the environment's setup_cache). */
+  cacheSetup = false
 ): Promise<Workspace> {
   const root = join(dataDir, 'workspaces', runId);
   markWorkspaces(join(dataDir, 'workspaces'));
@@ -186,6 +192,7 @@ export async function createWorkspace(
   let borrowed: string[] = [];
   let start: { commit: string; branch?: string } | undefined;
   let base: string;
+  let setupLayer: SetupLayer | undefined;
   // The private git dir is made first, so a crash leaves nothing the sweep would not see.
   const repo: PrivateRepository = { gitDir: privateGitDir(dataDir, runId), workTree: root };
   removePrivateGitDir(repo.gitDir);
@@ -196,8 +203,19 @@ export async function createWorkspace(
     const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
     borrowed = objectStores(gitDir);
     if (layerMode(dataDir).kind === 'overlay') {
-      counted = (await mountWorkspace(dataDir, runId, repo, head, borrowed, join(gitDir, 'shallow'), owner))
-        .upper;
+      const keyOf = cacheSetup ? (checkout: string) => setupKey(checkout, environment) : undefined;
+      const mounted = await mountWorkspace(
+        dataDir,
+        runId,
+        repo,
+        head,
+        borrowed,
+        join(gitDir, 'shallow'),
+        owner,
+        keyOf
+      );
+      counted = mounted.upper;
+      setupLayer = mounted.setup;
       owned = [];
       base = head;
     } else {
@@ -211,9 +229,14 @@ export async function createWorkspace(
   }
 
   const made: Made = { sub, kind, borrowed, repository, baseBranch: start?.branch, base, counted, owned };
-  // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
-  writeFileSync(join(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
-  return workspaceOf(root, repo, made);
+  try {
+    // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
+    writeFileSync(join(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
+  } catch (error) {
+    await setupLayer?.finish(false);
+    throw error;
+  }
+  return { ...workspaceOf(root, repo, made), setupLayer };
 }
 
 /** How a workspace was made: what a later turn needs to reopen it (never read from the workspace). */
