@@ -33,6 +33,7 @@ import {
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { type PrivateRepository, privateGitAll } from './git.js';
+import { restampIndex } from './index-stamps.js';
 import { checkoutRepository } from './private-git.js';
 import { mountPoints, options, unmountWorkspace } from './mounts.js';
 import {
@@ -136,7 +137,10 @@ async function sharedCheckout(
       if (!owner) return;
       await exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
       // chown changed every file's owner and ctime: the index learns them once here, or every
-      // run's diff (and the agent's first `git status`) would read every file again.
+      // run's diff (and the agent's first `git status`) would read every file again. They are
+      // written into it from one lstat a file (index-stamps.ts), so git's refresh, which checks
+      // every entry and writes the index, reads again only what that left (racily clean files).
+      restampIndex(join(repo.gitDir, 'index'), repo.workTree, head.length === 40 ? 'sha1' : 'sha256');
       await privateGitAll(repo, [['update-index', '-q', '--refresh']]);
       copyFileSync(join(repo.gitDir, 'index'), join(repo.workTree, '.git', 'index'));
     })();
