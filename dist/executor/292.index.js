@@ -1,8 +1,8 @@
-export const id = 825;
-export const ids = [825];
+export const id = 292;
+export const ids = [292];
 export const modules = {
 
-/***/ 59825:
+/***/ 4292:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -2826,6 +2826,7 @@ function defaultEnvironment(base, workers) {
         name: 'Local directory (simulated agent)',
         source: base,
         setup: [],
+        setupCache: false,
         agent: { kind: 'simulated' },
         env: [],
         timeoutMs: 30 * 60_000,
@@ -2840,6 +2841,7 @@ function parseEnvironment(r, raw, at, base, workers) {
         'name',
         'source',
         'setup',
+        'setup_cache',
         'agent',
         'env',
         'timeout',
@@ -2866,6 +2868,7 @@ function parseEnvironment(r, raw, at, base, workers) {
         name: r.string(env.name, `${at}.name`, id),
         source: sourceOf(r.string(env.source, `${at}.source`, '.'), base),
         setup: r.strings(env.setup, `${at}.setup`),
+        setupCache: setupCacheOf(r, env.setup_cache, `${at}.setup_cache`),
         agent: parsedAgent,
         env: names,
         timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
@@ -2873,6 +2876,14 @@ function parseEnvironment(r, raw, at, base, workers) {
         sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems),
         publish: parsePublish(env.publish, `${at}.publish`, r)
     };
+}
+function setupCacheOf(r, value, at) {
+    if (value === undefined || value === null)
+        return false;
+    if (typeof value === 'boolean')
+        return value;
+    r.problems.push(`${at} ${show(value)}: expected true or false`);
+    return false;
 }
 /** A git URL (`https://…`, `ssh://…`, `file://…`, `git@host:repo`) or a path. */
 function isRemoteSource(source) {
@@ -6781,16 +6792,21 @@ async function stopSurvivors(dataDir, log) {
 }
 /** Data dirs whose file system is short of space now, with the reason. */
 const low = new Map();
-/** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
-function freeSpaceProblem(config, log) {
-    let free;
+/** Bytes an unprivileged user may still write on the file system of `dir`, or undefined. */
+function freeBytes(dir) {
     try {
-        const stats = (0,external_node_fs_.statfsSync)(config.dataDir);
-        free = stats.bavail * stats.bsize;
+        const stats = (0,external_node_fs_.statfsSync)(dir);
+        return stats.bavail * stats.bsize;
     }
     catch {
         return undefined;
     }
+}
+/** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
+function freeSpaceProblem(config, log) {
+    const free = freeBytes(config.dataDir);
+    if (free === undefined)
+        return undefined;
     const min = config.workspaces.minFreeBytes;
     const problem = free < min
         ? `the data dir's file system has ${Math.floor(free / 1024 ** 2)} MiB free, less than workspaces.min_free (${Math.round(min / 1024 ** 2)} MiB): not claiming runs`
@@ -8299,6 +8315,86 @@ function excludeNested(nested) {
     return nested.length === 0 ? [] : ['--', '.', ...nested.map(path => `:(exclude,literal)${path}`)];
 }
 
+;// CONCATENATED MODULE: ./src/executor/workspace/index-stamps.ts
+// A shared checkout's files are given to the run's user (chown) after git wrote them, which changes
+// every file's owner and ctime. git's index remembers both, so the next `git update-index --refresh`
+// would see every entry as possibly changed and read and hash every file of the repository again
+// (about 0.9 s of a 3.9 s first run at 50,000 files). Nothing but ownership changed: the executor
+// wrote the files a moment before, in a directory only it can reach. So the new owner and ctime are
+// written into the index entries directly, from one lstat of each file, and only for an entry whose
+// file still has the index's size, mtime, inode and type; any other entry (git's "racily clean"
+// ones, stored with size 0, and submodules) is left as it was, for git's own refresh to read.
+// The caller still runs that refresh afterwards: git then checks every entry against the files
+// (stat only) and writes the index itself, so an entry this file got wrong would be read again.
+//
+// Index versions 2 and 3 only (fixed-length entries, what `read-tree` writes unless told
+// otherwise); any other version is left alone (the refresh then reads every file, as before).
+
+
+
+const GITLINK = 0o160000;
+/**
+ * Writes the current owner and ctime of each file into the index at `indexFile` (work tree
+ * `workTree`) where nothing else of the file changed. Answers how many entries were updated.
+ */
+function restampIndex(indexFile, workTree, hash) {
+    const index = (0,external_node_fs_.readFileSync)(indexFile);
+    const hashBytes = hash === 'sha1' ? 20 : 32;
+    if (index.length < 12 + hashBytes || index.toString('latin1', 0, 4) !== 'DIRC')
+        return 0;
+    const version = index.readUInt32BE(4);
+    if (version !== 2 && version !== 3)
+        return 0;
+    const count = index.readUInt32BE(8);
+    let at = 12;
+    let updated = 0;
+    for (let i = 0; i < count; i++) {
+        const flags = index.readUInt16BE(at + 40 + hashBytes);
+        const extended = (flags & 0x4000) !== 0;
+        const nameStart = at + 40 + hashBytes + 2 + (extended ? 2 : 0);
+        const nameEnd = index.indexOf(0, nameStart);
+        if (nameEnd < 0)
+            return 0;
+        const path = index.toString('utf8', nameStart, nameEnd);
+        const mode = index.readUInt32BE(at + 24);
+        if ((mode & 0o170000) !== GITLINK && stampEntry(index, at, (0,external_node_path_.join)(workTree, path), mode))
+            updated++;
+        // Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.
+        at += (nameEnd - at + 8) & ~7;
+    }
+    if (updated === 0)
+        return 0;
+    const body = index.length - hashBytes;
+    (0,external_node_crypto_.createHash)(hash).update(index.subarray(0, body)).digest().copy(index, body);
+    (0,external_node_fs_.writeFileSync)(indexFile, index);
+    return updated;
+}
+/** Updates one entry's ctime, uid and gid from its file, when size, mtime, inode and type match. */
+function stampEntry(index, at, file, mode) {
+    let stat;
+    try {
+        stat = (0,external_node_fs_.lstatSync)(file, { bigint: true });
+    }
+    catch {
+        return false;
+    }
+    const low = (value) => Number(value & 0xffffffffn);
+    const second = (ns) => low(ns / 1000000000n);
+    const nano = (ns) => Number(ns % 1000000000n);
+    const same = index.readUInt32BE(at + 8) === second(stat.mtimeNs) &&
+        index.readUInt32BE(at + 12) === nano(stat.mtimeNs) &&
+        index.readUInt32BE(at + 20) === low(stat.ino) &&
+        index.readUInt32BE(at + 36) === low(stat.size) &&
+        (mode & 0o170000) === (Number(stat.mode) & 0o170000);
+    if (!same)
+        return false;
+    index.writeUInt32BE(second(stat.ctimeNs), at);
+    index.writeUInt32BE(nano(stat.ctimeNs), at + 4);
+    index.writeUInt32BE(low(stat.uid), at + 28);
+    index.writeUInt32BE(low(stat.gid), at + 32);
+    return true;
+}
+
 ;// CONCATENATED MODULE: ./src/executor/workspace/private-git.ts
 // Each run's private git dir, DATA_DIR/gitdirs/<run id>.git: the executor's own record of the
 // workspace, outside it and outside everything the sandbox shows (the data dir is hidden from a
@@ -8511,6 +8607,159 @@ async function unmountAll(dataDir) {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/workspace/setup-layers.ts
+// The setup cache (`setup_cache: true`): an environment's setup commands (`npm ci`, say) cost the
+// same for every run of one commit, so the first run of a commit keeps what they wrote as a second
+// shared, read-only layer, DATA_DIR/setups/<key>/upper, stacked between the shared checkout and each
+// later run's own upper layer; those runs skip the commands. The key is a hash of the checkout (the
+// commit, the object stores, the run user), the setup list, the names and values of the
+// environment's `env` variables and its sandbox settings: a change to any of them is another key.
+//
+// What is kept is only what the setup commands wrote into the workspace, in the sandbox, before the
+// agent's first process: the run's upper layer is moved out once the last command succeeded (the
+// sandbox's pid namespace ended every process the commands started, and the workspace is unmounted
+// first), and the run goes on with a fresh empty upper layer of its own over it. An agent never
+// writes to it; a failed or interrupted setup is never kept. One build per key at a time (the
+// others wait for it); a layer is made under a temporary name with a `ready` file written last and
+// renamed whole, and after a restart its listing is checked against the one recorded before use.
+
+
+
+
+
+
+const setup_layers_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+function setupsDir(dataDir) {
+    return (0,external_node_path_.join)(dataDir, 'setups');
+}
+/** The key of the setup's result for one shared checkout (its directory names commit, stores, owner). */
+function setupKey(checkout, environment) {
+    const { network, read, write, user } = environment.sandbox;
+    const values = environment.env.map(name => [name, process.env[name] ?? null]);
+    return (0,external_node_crypto_.createHash)('sha256')
+        .update(JSON.stringify([(0,external_node_path_.basename)(checkout), environment.setup, values, { network, read, write, user }]))
+        .digest('hex')
+        .slice(0, 32);
+}
+/** Builds under way in this process, by layer directory. */
+const building = new Map();
+/** Layers found whole by this process (after a restart, each is checked before its first use). */
+const verified = new Set();
+/** Forgets which layers were checked, as a restarted process would (for tests). */
+function forgetVerifiedSetups() {
+    verified.clear();
+}
+function isBuilding(dir) {
+    return building.has(dir);
+}
+function readSetupReady(dir) {
+    try {
+        const ready = JSON.parse((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(dir, 'ready'), 'utf8'));
+        return typeof ready.checkout === 'string' && typeof ready.bytes === 'number' ? ready : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+/** Every entry of a layer with its type, size, time, mode and owner, hashed: what a change alters. */
+async function listing(upper) {
+    const { stdout } = await setup_layers_exec('find', [upper, '-printf', '%P\\t%y\\t%s\\t%T@\\t%m\\t%U\\t%G\\n'], {
+        maxBuffer: 1024 ** 3
+    });
+    const lines = stdout.split('\n').filter(Boolean).sort();
+    return (0,external_node_crypto_.createHash)('sha256').update(lines.join('\n')).digest('hex');
+}
+/** Whether a kept layer is still as it was made (checked once per process). */
+async function intact(dir, key, checkout) {
+    if (verified.has(dir))
+        return true;
+    const ready = readSetupReady(dir);
+    if (ready?.key !== key || ready.checkout !== checkout || !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'upper')))
+        return false;
+    const same = await listing((0,external_node_path_.join)(dir, 'upper'))
+        .then(found => found === ready.listing)
+        .catch(() => false);
+    if (same)
+        verified.add(dir);
+    return same;
+}
+/**
+ * The setup layer of `key` over `checkout`: the kept one when there is one (waiting for a build
+ * of the same key under way), else a build this run makes (the caller mounts without it).
+ */
+async function claimSetupLayer(dataDir, key, checkout) {
+    const dir = (0,external_node_path_.join)(setupsDir(dataDir), key);
+    while (building.has(dir))
+        await building.get(dir);
+    if ((0,external_node_fs_.existsSync)(dir) && (await intact(dir, key, checkout))) {
+        const now = new Date();
+        (0,external_node_fs_.utimesSync)((0,external_node_path_.join)(dir, 'ready'), now, now);
+        return { cached: dir };
+    }
+    (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+    let release;
+    building.set(dir, new Promise(resolve => {
+        release = () => {
+            building.delete(dir);
+            resolve();
+        };
+    }));
+    return { build: dir, release };
+}
+/**
+ * Moves a run's upper layer (what the setup commands wrote) to be the kept layer `dir` and mounts
+ * the run's workspace again over it with a fresh upper layer; answers false (nothing changed) when
+ * the workspace cannot be unmounted.
+ */
+async function keepSetupLayer(dataDir, runId, key, dir, checkout) {
+    const workspace = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
+    const layers = (0,external_node_path_.join)(dataDir, 'layers', runId);
+    const upper = (0,external_node_path_.join)(layers, 'upper');
+    const work = (0,external_node_path_.join)(layers, 'work');
+    // Never lazily: a process still holding the view must not see its layer become a shared one.
+    await setup_layers_exec('umount', [workspace]).catch(() => undefined);
+    if (mountPoints(workspace).has(workspace))
+        return false;
+    const { uid, gid } = (0,external_node_fs_.statSync)(upper);
+    const temporary = `${dir}.making-${process.pid}`;
+    (0,external_node_fs_.rmSync)(temporary, { recursive: true, force: true });
+    (0,external_node_fs_.mkdirSync)(temporary, { recursive: true, mode: 0o700 });
+    (0,external_node_fs_.renameSync)(upper, (0,external_node_path_.join)(temporary, 'upper'));
+    const { stdout } = await setup_layers_exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]);
+    const ready = {
+        key,
+        checkout,
+        bytes: Number(stdout.split('\t')[0]),
+        listing: await listing((0,external_node_path_.join)(temporary, 'upper'))
+    };
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(temporary, 'ready'), JSON.stringify(ready));
+    (0,external_node_fs_.renameSync)(temporary, dir);
+    verified.add(dir);
+    (0,external_node_fs_.mkdirSync)(upper, { mode: 0o700 });
+    (0,external_node_fs_.chownSync)(upper, uid, gid);
+    (0,external_node_fs_.chmodSync)(upper, 0o755);
+    (0,external_node_fs_.rmSync)(work, { recursive: true, force: true });
+    (0,external_node_fs_.mkdirSync)(work, { mode: 0o700 });
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(layers, 'setup'), `${dir}\n`);
+    await setup_layers_exec('mount', [
+        '-t',
+        'overlay',
+        'overlay',
+        '-o',
+        options(lowers(checkout, dir), upper, work),
+        workspace
+    ]);
+    return true;
+}
+/** The lower layers of a workspace: the setup layer (when there is one) over the checkout's tree. */
+function lowers(checkout, setup) {
+    return setup ? `${(0,external_node_path_.join)(setup, 'upper')}:${(0,external_node_path_.join)(checkout, 'tree')}` : (0,external_node_path_.join)(checkout, 'tree');
+}
+/** Forgets a removed layer. */
+function forgetSetup(dir) {
+    verified.delete(dir);
+}
+
 ;// CONCATENATED MODULE: ./src/executor/workspace/layers.ts
 // Copy-on-write workspaces. Checking a large repository out for every run costs seconds and the
 // repository's whole size on disk per run; instead each source commit is checked out once per node
@@ -8535,6 +8784,8 @@ async function unmountAll(dataDir) {
 
 
 
+
+
 const layers_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /**
  * Where a shared checkout lives: one per commit, object stores it borrows (two sources may hold
@@ -8550,12 +8801,12 @@ function layersDir(dataDir, runId) {
 /** Checkouts this process is making or has handed to a run not yet mounted: never collected. */
 const busy = new Map();
 /** Checkouts found whole by this process (after a restart, each is verified before its first use). */
-const verified = new Set();
+const layers_verified = new Set();
 /** One build at a time per checkout. */
-const building = new Map();
+const layers_building = new Map();
 /** Forgets which checkouts were verified, as a restarted process would (for tests). */
 function forgetVerified() {
-    verified.clear();
+    layers_verified.clear();
 }
 function readReady(dir) {
     try {
@@ -8567,7 +8818,7 @@ function readReady(dir) {
     }
 }
 /** Whether a checkout left by an earlier process is still what it claims: nothing changed, nothing added. */
-async function intact(dir, head) {
+async function layers_intact(dir, head) {
     const ready = readReady(dir);
     if (ready?.head !== head || !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'tree', '.git', 'HEAD')))
         return false;
@@ -8588,12 +8839,12 @@ async function intact(dir, head) {
 /** The shared checkout of `head`, made when missing (or found changed); answers its directory. */
 async function sharedCheckout(dataDir, head, borrowed, shallow, owner) {
     const dir = checkoutDir(dataDir, head, borrowed, owner);
-    while (building.has(dir))
-        await building.get(dir);
-    if (verified.has(dir) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'ready')))
+    while (layers_building.has(dir))
+        await layers_building.get(dir);
+    if (layers_verified.has(dir) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'ready')))
         return dir;
     const made = (async () => {
-        if ((0,external_node_fs_.existsSync)(dir) && (await intact(dir, head)))
+        if ((0,external_node_fs_.existsSync)(dir) && (await layers_intact(dir, head)))
             return;
         (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
         const temporary = `${dir}.making-${process.pid}`;
@@ -8607,7 +8858,10 @@ async function sharedCheckout(dataDir, head, borrowed, shallow, owner) {
                 return;
             await layers_exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
             // chown changed every file's owner and ctime: the index learns them once here, or every
-            // run's diff (and the agent's first `git status`) would read every file again.
+            // run's diff (and the agent's first `git status`) would read every file again. They are
+            // written into it from one lstat a file (index-stamps.ts), so git's refresh, which checks
+            // every entry and writes the index, reads again only what that left (racily clean files).
+            restampIndex((0,external_node_path_.join)(repo.gitDir, 'index'), repo.workTree, head.length === 40 ? 'sha1' : 'sha256');
             await privateGitAll(repo, [['update-index', '-q', '--refresh']]);
             (0,external_node_fs_.copyFileSync)((0,external_node_path_.join)(repo.gitDir, 'index'), (0,external_node_path_.join)(repo.workTree, '.git', 'index'));
         })();
@@ -8619,13 +8873,13 @@ async function sharedCheckout(dataDir, head, borrowed, shallow, owner) {
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(temporary, 'ready'), JSON.stringify({ head, bytes: Number(stdout.split('\t')[0]) }));
         (0,external_node_fs_.renameSync)(temporary, dir);
     })();
-    building.set(dir, made);
+    layers_building.set(dir, made);
     try {
         await made;
-        verified.add(dir);
+        layers_verified.add(dir);
     }
     finally {
-        building.delete(dir);
+        layers_building.delete(dir);
     }
     return dir;
 }
@@ -8633,15 +8887,27 @@ async function sharedCheckout(dataDir, head, borrowed, shallow, owner) {
  * Makes a run's workspace at `workTree` as a copy-on-write view of the shared checkout of `head`,
  * and its private git dir at `gitDir` from the checkout's (the same index: no file is read again).
  */
-async function mountWorkspace(dataDir, runId, repository, head, borrowed, shallow, owner) {
+async function mountWorkspace(dataDir, runId, repository, head, borrowed, shallow, owner, 
+/** The run may use or make a kept setup layer (setup-layers.ts): the key of one, from the checkout. */
+setupKeyOf) {
     if (!/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(head))
         throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
     const key = checkoutDir(dataDir, head, borrowed, owner);
     busy.set(key, (busy.get(key) ?? 0) + 1);
+    let claimed;
+    let setupBusy;
     try {
         const dir = await sharedCheckout(dataDir, head, borrowed, shallow, owner);
         const now = new Date();
         (0,external_node_fs_.utimesSync)((0,external_node_path_.join)(dir, 'ready'), now, now);
+        const setupKey = setupKeyOf?.(dir);
+        if (setupKey) {
+            // Never collected while it is claimed and mounted (as the checkout is, through `busy`).
+            setupBusy = (0,external_node_path_.join)(setupsDir(dataDir), setupKey);
+            busy.set(setupBusy, (busy.get(setupBusy) ?? 0) + 1);
+            claimed = await claimSetupLayer(dataDir, setupKey, dir);
+        }
+        const cachedSetup = claimed && 'cached' in claimed ? claimed.cached : undefined;
         const layers = layersDir(dataDir, runId);
         await unmountWorkspace(dataDir, runId);
         (0,external_node_fs_.rmSync)(layers, { recursive: true, force: true });
@@ -8654,6 +8920,8 @@ async function mountWorkspace(dataDir, runId, repository, head, borrowed, shallo
             (0,external_node_fs_.chownSync)(upper, owner.uid, owner.gid);
         (0,external_node_fs_.chmodSync)(upper, 0o755);
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(layers, 'checkout'), `${dir}\n`);
+        if (cachedSetup)
+            (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(layers, 'setup'), `${cachedSetup}\n`);
         (0,external_node_fs_.cpSync)((0,external_node_path_.join)(dir, 'git'), repository.gitDir, { recursive: true });
         (0,external_node_fs_.mkdirSync)(repository.workTree, { recursive: true });
         await layers_exec('mount', [
@@ -8661,18 +8929,47 @@ async function mountWorkspace(dataDir, runId, repository, head, borrowed, shallo
             'overlay',
             'overlay',
             '-o',
-            options((0,external_node_path_.join)(dir, 'tree'), upper, work),
+            options(lowers(dir, cachedSetup), upper, work),
             repository.workTree
         ]);
-        return { upper };
+        if (!claimed)
+            return { upper };
+        if ('cached' in claimed)
+            return { upper, setup: { cached: true, finish: () => Promise.resolve(false) } };
+        return { upper, setup: buildingLayer(dataDir, runId, setupKey, claimed, dir) };
+    }
+    catch (error) {
+        if (claimed && 'build' in claimed)
+            claimed.release();
+        throw error;
     }
     finally {
-        const left = (busy.get(key) ?? 1) - 1;
-        if (left > 0)
-            busy.set(key, left);
-        else
-            busy.delete(key);
+        for (const held of setupBusy ? [key, setupBusy] : [key]) {
+            const left = (busy.get(held) ?? 1) - 1;
+            if (left > 0)
+                busy.set(held, left);
+            else
+                busy.delete(held);
+        }
     }
+}
+/** The setup layer a run builds: kept (or not) once its setup commands ended, then released. */
+function buildingLayer(dataDir, runId, key, claimed, checkout) {
+    let finished = false;
+    return {
+        cached: false,
+        async finish(succeeded) {
+            if (finished)
+                return false;
+            finished = true;
+            try {
+                return succeeded && (await keepSetupLayer(dataDir, runId, key, claimed.build, checkout));
+            }
+            finally {
+                claimed.release();
+            }
+        }
+    };
 }
 /** Mounts a retained workspace again over its layer (after a restart), when its checkout is whole. */
 async function remount(dataDir, runId) {
@@ -8681,7 +8978,12 @@ async function remount(dataDir, runId) {
         const dir = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, 'checkout'), 'utf8').trim();
         if (!readReady(dir))
             return;
-        const options_ = options((0,external_node_path_.join)(dir, 'tree'), (0,external_node_path_.join)(layers, 'upper'), (0,external_node_path_.join)(layers, 'work'));
+        const setup = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(layers, 'setup'))
+            ? (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, 'setup'), 'utf8').trim()
+            : undefined;
+        if (setup && !readSetupReady(setup))
+            return;
+        const options_ = options(lowers(dir, setup), (0,external_node_path_.join)(layers, 'upper'), (0,external_node_path_.join)(layers, 'work'));
         await layers_exec('mount', ['-t', 'overlay', 'overlay', '-o', options_, (0,external_node_path_.join)(dataDir, 'workspaces', runId)]);
     }
     catch {
@@ -8694,10 +8996,12 @@ function removeLayers(dataDir, runId) {
 }
 /**
  * After a crash or at any sweep: unmounts workspaces whose layers are gone, removes layers whose
- * workspace is gone, mounts again retained workspaces a stop or a reboot unmounted, and removes unused shared checkouts, least recently used first, while all of
- * them together weigh more than `cacheBytes`. A checkout is used while a run's layers name it.
+ * workspace is gone, mounts again retained workspaces a stop or a reboot unmounted, and removes
+ * unused shared checkouts and kept setup layers, least recently used first, while all of them
+ * together weigh more than `cacheBytes` or `enough` (free space, see freeSharedLayers) says no. A
+ * checkout or setup layer is used while a run's layers name it; a setup layer goes with its checkout.
  */
-async function sweepLayers(dataDir, cacheBytes, active) {
+async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
     const workspaces = (0,external_node_path_.join)(dataDir, 'workspaces');
     for (const mount of mountPoints(workspaces)) {
         const runId = mount.slice(workspaces.length + 1);
@@ -8721,43 +9025,83 @@ async function sweepLayers(dataDir, cacheBytes, active) {
             (0,external_node_fs_.existsSync)((0,external_node_path_.join)(layers, runId, 'upper')) &&
             !mountPoints(workspace).has(workspace))
             await remount(dataDir, runId);
-        try {
-            used.add((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, runId, 'checkout'), 'utf8').trim());
-        }
-        catch {
-            // layers being made: their checkout is in `busy`
+        for (const name of ['checkout', 'setup']) {
+            try {
+                used.add((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, runId, name), 'utf8').trim());
+            }
+            catch {
+                // layers being made (their checkout is in `busy`), or without a setup layer
+            }
         }
     }
     const checkouts = (0,external_node_path_.join)(dataDir, 'checkouts');
+    const setups = setupsDir(dataDir);
     const all = [];
+    const byCheckout = new Map();
     for (const name of (0,external_node_fs_.existsSync)(checkouts) ? (0,external_node_fs_.readdirSync)(checkouts) : []) {
         const dir = (0,external_node_path_.join)(checkouts, name);
         if (name.includes('.making-')) {
-            if (!building.has(dir.slice(0, dir.indexOf('.making-'))))
+            if (!layers_building.has(dir.slice(0, dir.indexOf('.making-'))))
                 (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
             continue;
         }
         const ready = readReady(dir);
         if (!ready) {
-            if (!building.has(dir) && !used.has(dir))
+            if (!layers_building.has(dir) && !used.has(dir))
                 (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
             continue;
         }
-        all.push({ dir, bytes: ready.bytes, used: (0,external_node_fs_.statSync)((0,external_node_path_.join)(dir, 'ready')).mtimeMs });
+        const entry = { dir, bytes: ready.bytes, used: (0,external_node_fs_.statSync)((0,external_node_path_.join)(dir, 'ready')).mtimeMs, setups: [] };
+        all.push(entry);
+        byCheckout.set(dir, entry);
     }
-    let total = all.reduce((sum, checkout) => sum + checkout.bytes, 0);
-    let removed = 0;
-    for (const checkout of all.sort((a, b) => a.used - b.used)) {
-        if (total <= cacheBytes)
-            break;
-        if (used.has(checkout.dir) || building.has(checkout.dir))
+    for (const name of (0,external_node_fs_.existsSync)(setups) ? (0,external_node_fs_.readdirSync)(setups) : []) {
+        const dir = (0,external_node_path_.join)(setups, name);
+        const made = name.includes('.making-') ? dir.slice(0, dir.indexOf('.making-')) : dir;
+        if (isBuilding(made))
             continue;
-        (0,external_node_fs_.rmSync)(checkout.dir, { recursive: true, force: true });
-        verified.delete(checkout.dir);
-        total -= checkout.bytes;
-        removed++;
+        const ready = made === dir ? readSetupReady(dir) : undefined;
+        const checkout = ready && byCheckout.get(ready.checkout);
+        // Half made, or over a checkout that is gone: never used again.
+        if (!ready || !checkout) {
+            if (used.has(dir))
+                continue;
+            (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+            forgetSetup(dir);
+            continue;
+        }
+        checkout.setups.push(dir);
+        all.push({ dir, bytes: ready.bytes, used: (0,external_node_fs_.statSync)((0,external_node_path_.join)(dir, 'ready')).mtimeMs, setups: [] });
     }
-    return removed;
+    let total = all.reduce((sum, entry) => sum + entry.bytes, 0);
+    const freed = [];
+    const gone = new Set();
+    const remove = (entry) => {
+        (0,external_node_fs_.rmSync)(entry.dir, { recursive: true, force: true });
+        layers_verified.delete(entry.dir);
+        forgetSetup(entry.dir);
+        gone.add(entry.dir);
+        total -= entry.bytes;
+        freed.push({ name: (0,external_node_path_.relative)(dataDir, entry.dir), bytes: entry.bytes });
+    };
+    for (const entry of all.sort((a, b) => a.used - b.used)) {
+        if (total <= cacheBytes && enough())
+            break;
+        if (gone.has(entry.dir) || used.has(entry.dir) || layers_building.has(entry.dir))
+            continue;
+        // A checkout's setup layers go first (no run uses them: a run using one names the checkout too).
+        for (const setup of entry.setups)
+            remove(all.find(other => other.dir === setup));
+        remove(entry);
+    }
+    return freed;
+}
+/**
+ * Removes unused shared checkouts and setup layers, least recently used first, until `enough`
+ * (the data dir's file system has workspaces.min_free again) or none is left unused.
+ */
+function freeSharedLayers(dataDir, active, enough) {
+    return sweepLayers(dataDir, Number.POSITIVE_INFINITY, active, enough);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/workspace.ts
@@ -8770,6 +9114,7 @@ async function sweepLayers(dataDir, cacheBytes, active) {
 // `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
 // .git/config, and the source is never written to. Where the executor may mount overlayfs, a git
 // source's workspace is a copy-on-write view of one shared checkout of its commit (layers.ts).
+
 
 
 
@@ -8849,7 +9194,9 @@ async function startOf(repository, base) {
 }
 async function createWorkspace(environment, dataDir, runId, quotaBytes = Number.POSITIVE_INFINITY, 
 /** The run's host user, when the executor is root: a shared checkout's files are theirs. */
-owner) {
+owner, 
+/** Whether the run may use or make a kept setup layer (the environment's setup_cache). */
+cacheSetup = false) {
     const root = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
     markWorkspaces((0,external_node_path_.join)(dataDir, 'workspaces'));
     let repository;
@@ -8870,6 +9217,7 @@ owner) {
     let borrowed = [];
     let start;
     let base;
+    let setupLayer;
     // The private git dir is made first, so a crash leaves nothing the sweep would not see.
     const repo = { gitDir: privateGitDir(dataDir, runId), workTree: root };
     removePrivateGitDir(repo.gitDir);
@@ -8881,8 +9229,10 @@ owner) {
         const gitDir = (0,external_node_path_.resolve)(repository, (await sourceGit(['rev-parse', '--git-common-dir'], repository)).trim());
         borrowed = objectStores(gitDir);
         if (layerMode(dataDir).kind === 'overlay') {
-            counted = (await mountWorkspace(dataDir, runId, repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'), owner))
-                .upper;
+            const keyOf = cacheSetup ? (checkout) => setupKey(checkout, environment) : undefined;
+            const mounted = await mountWorkspace(dataDir, runId, repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'), owner, keyOf);
+            counted = mounted.upper;
+            setupLayer = mounted.setup;
             owned = [];
             base = head;
         }
@@ -8897,9 +9247,15 @@ owner) {
         kind = 'copy';
     }
     const made = { sub, kind, borrowed, repository, baseBranch: start?.branch, base, counted, owned };
-    // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
-    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
-    return workspaceOf(root, repo, made);
+    try {
+        // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
+    }
+    catch (error) {
+        await setupLayer?.finish(false);
+        throw error;
+    }
+    return { ...workspaceOf(root, repo, made), setupLayer };
 }
 const MADE_FILE = 'agent-run-workspace.json';
 /**
@@ -9176,6 +9532,18 @@ function checkStartup(config, role, checks = {}) {
     notes.push(layers.kind === 'overlay'
         ? 'workspaces are copy-on-write views (overlayfs) of one shared checkout per commit'
         : `workspaces are full checkouts: ${layers.reason}`);
+    // A kept setup layer is an overlay layer made in the sandbox: anything else runs the setup each time.
+    for (const env of config.environments.filter(env => env.setupCache)) {
+        const why = layers.kind !== 'overlay'
+            ? 'workspaces are full checkouts here'
+            : !env.sandbox.enabled
+                ? 'it has `sandbox: off` (only a sandboxed setup is kept)'
+                : env.setup.length === 0
+                    ? 'it has no setup commands'
+                    : undefined;
+        if (why)
+            warnings.push(`environment ${env.id}: setup_cache is ignored, ${why}: its setup runs in every run`);
+    }
     return { warnings, notes };
 }
 
@@ -12136,7 +12504,9 @@ function parseExtra(extra) {
 // A run that continues an earlier run's conversation (its create request's conversation_id)
 // starts where that run ended: the earlier run's changes since its start commit are applied on the
 // new workspace's start (so the new run's diff and patch include them), and a harness's HOME is
-// copied, so its CLI resumes the earlier session.
+// copied, so its CLI resumes the earlier session. Both are read while the earlier run has ended
+// and is checked again after: a follow-up may start that run's agent again meanwhile, and what an
+// agent is writing (a directory swapped for a link mid-copy) must not be read by the executor.
 
 
 
@@ -12146,7 +12516,12 @@ function parseExtra(extra) {
  * final tree (its changes since its start commit, applied on this workspace's start) and, for a
  * harness, a copy of its HOME (the CLI session it resumes).
  */
-async function startFrom(dataDir, earlierId, workspace, home) {
+async function startFrom(dataDir, earlierId, workspace, home, 
+/** Whether the earlier run has ended now (it may run again after a follow-up). */
+ended) {
+    const running = () => new Error(`conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`);
+    if (!(await ended()))
+        throw running();
     const earlier = reopenWorkspace(dataDir, earlierId);
     if (!earlier)
         throw new Error(`conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`);
@@ -12168,6 +12543,12 @@ async function startFrom(dataDir, earlierId, workspace, home) {
     const earlierHome = (0,external_node_path_.join)(dataDir, 'homes', earlierId);
     if (home && (0,external_node_fs_.existsSync)(earlierHome))
         (0,external_node_fs_.cpSync)(earlierHome, home, { recursive: true, verbatimSymlinks: true });
+    if (!(await ended())) {
+        // What was copied while the agent wrote is not kept: a follow-up of this run would resume it.
+        if (home)
+            (0,external_node_fs_.rmSync)(home, { recursive: true, force: true });
+        throw running();
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/execute.ts
@@ -12176,6 +12557,7 @@ async function startFrom(dataDir, earlierId, workspace, home) {
 // changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop
 // and the lease belong to pool.ts; this module only gathers what happened to the run, and
 // runs/outcomes.ts decides its outcome, which the pool writes.
+
 
 
 
@@ -12293,10 +12675,14 @@ async function runSteps(options, turn) {
         if (turn.continuing && !reopened)
             throw new Error(`the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`);
         const workspace = reopened ??
-            (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes, user));
+            (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes, user, cachesSetup(environment, turn)));
         ran.workspace = workspace;
-        if (turn.startFrom && !turn.continuing)
-            await startFrom(config.dataDir, turn.startFrom, workspace, home);
+        const startAt = turn.startFrom;
+        if (startAt && !turn.continuing)
+            await startFrom(config.dataDir, startAt, workspace, home, async () => {
+                const earlier = await options.store.getRun(run.team, startAt);
+                return earlier !== undefined && run_isTerminalState(earlier.state);
+            });
         const outputs = prepareOutputs(config.dataDir, run.run_id);
         ran.outputs = outputs;
         const conversationFile = (0,external_node_path_.join)(outputs.dir, 'conversation.md');
@@ -12322,9 +12708,17 @@ async function runSteps(options, turn) {
         stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
         const env = passedVariables(environment);
         // The environment's setup ran in the first turn; its effects are in the workspace already.
-        const setupEnded = turn.continuing
+        // With setup_cache, a kept result of the same commands for the same commit stands for them.
+        const layer = turn.continuing ? undefined : workspace.setupLayer;
+        if (layer?.cached)
+            await record('notice', {
+                text: 'setup commands skipped: their result for this commit is kept (setup_cache)'
+            });
+        const setupEnded = turn.continuing || layer?.cached
             ? succeeded()
             : await setup(environment, confined.processes, env, controller.signal, record);
+        if (layer && !layer.cached)
+            await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
         if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted)
             return { ...ran, ended: setupEnded };
         const agent = agentKindOf(environment.agent.kind);
@@ -12356,7 +12750,17 @@ async function runSteps(options, turn) {
     finally {
         clearTimeout(timeout);
         stopWatch?.();
+        // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
+        await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
     }
+}
+/**
+ * Whether a run may use or make a kept setup layer: the environment asks for it, has setup
+ * commands and a sandbox, and the run does not start from another run's changes (the commands
+ * then run over those changes, a result of its own).
+ */
+function cachesSetup(environment, turn) {
+    return (environment.setupCache && environment.setup.length > 0 && environment.sandbox.enabled && !turn.startFrom);
 }
 /**
  * Runs `run` in `environment` until its agent ends or `controller` is aborted (cancel, lease lost,
@@ -12519,6 +12923,7 @@ async function execute_publish({ run, environment, store, record, sessionLink },
 
 
 
+
 function now() {
     return new Date().toISOString();
 }
@@ -12573,6 +12978,24 @@ function sweepLeftHomes(dataDir, retentionMs, active) {
         removed++;
     }
     return removed;
+}
+/**
+ * When the data dir's file system has less free space than workspaces.min_free, removes unused
+ * shared checkouts and kept setup layers (no run mounted on them, no retained workspace over
+ * them), least recently used first, until it has enough again; logs what it freed. The pool calls
+ * it before it decides whether to claim runs, so the cache gives way before the node stops.
+ */
+async function freeSpaceForRuns(config, active, log) {
+    const enough = () => (freeBytes(config.dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
+    if (enough())
+        return;
+    const freed = await freeSharedLayers(config.dataDir, active, enough);
+    if (freed.length > 0)
+        log.warn({
+            freed: freed.map(entry => entry.name),
+            freed_bytes: freed.reduce((sum, entry) => sum + entry.bytes, 0),
+            free_bytes: freeBytes(config.dataDir)
+        }, `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}`);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/transcript-budget.ts
@@ -12853,6 +13276,8 @@ class WorkerPool {
             do {
                 this.pumpAgain = false;
                 await this.settleUncertainClaims();
+                if (!this.draining && this.active.size < this.config.workers)
+                    await freeSpaceForRuns(this.config, new Set(this.active.keys()), this.log);
                 while (!this.draining &&
                     this.active.size < this.config.workers &&
                     !freeSpaceProblem(this.config, this.log)) {
