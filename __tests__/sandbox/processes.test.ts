@@ -3,7 +3,7 @@
 // its data dir) before it fails their runs executor_restarted. Runs the bundle (npm run build).
 
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { executorCli, spawnExecutor, tempDir } from '../support/executor.js';
 import { requireBubblewrap } from './support.js';
@@ -200,6 +200,22 @@ describe('agent processes', () => {
         ).json()) as { state: string; error_code: string };
         expect(run).toMatchObject({ state: 'FAILED', error_code: 'executor_restarted' });
       }
+    } finally {
+      await again.stop('SIGTERM');
+    }
+  }, 240_000);
+
+  it('the restarted executor finds the unconfined survivors by their variable when the records are gone', async () => {
+    const marker = `unrecorded-${process.pid}-${Date.now()}`;
+    markers.push(marker);
+    const { executor, start, data } = await setUp(marker);
+    await executor.stop('SIGKILL');
+    expect(processesWith(`${marker}-open`).length).toBeGreaterThanOrEqual(2);
+    rmSync(join(data, 'processes'), { recursive: true, force: true });
+    const again = await start();
+    try {
+      const allGone = await until(() => processesWith(`${marker}-open`).length === 0, 60_000);
+      expect(allGone ? '' : `${describeProcesses(marker)}\n${again.stderr()}`).toBe('');
     } finally {
       await again.stop('SIGTERM');
     }

@@ -6712,6 +6712,12 @@ function dataDirTag(dataDir) {
 
 
 
+/**
+ * Every process of an unconfined run (`sandbox: off`) carries this variable, set to its data dir's
+ * tag: a restarted executor finds by it the survivors its records missed. Confined runs need none:
+ * their cgroup finds them.
+ */
+const SURVIVOR_VARIABLE = 'AGENT_RUN_EXECUTOR';
 const live = new Set();
 let hooked = false;
 /** When the process started, in clock ticks since boot: tells a survivor from a reused pid. */
@@ -6786,9 +6792,43 @@ async function stopSurvivors(dataDir, log) {
         }
         (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { force: true });
     }
-    const cgroups = await sweepCgroups(dataDirTag(dataDir));
-    if (stopped > 0 || cgroups > 0)
-        log.warn({ process_groups: stopped, cgroups }, 'stopped processes left running by a previous executor process');
+    const tag = dataDirTag(dataDir);
+    const tagged = killTagged(`${SURVIVOR_VARIABLE}=${tag}`);
+    const cgroups = await sweepCgroups(tag);
+    if (stopped > 0 || cgroups > 0 || tagged > 0)
+        log.warn({ process_groups: stopped, cgroups, tagged_processes: tagged }, 'stopped processes left running by a previous executor process');
+}
+/** SIGKILL to every other process whose environment holds `entry` (NAME=value); how many. */
+function killTagged(entry) {
+    let killed = 0;
+    let names = [];
+    try {
+        names = (0,external_node_fs_.readdirSync)('/proc');
+    }
+    catch {
+        return 0;
+    }
+    for (const name of names) {
+        if (!/^\d+$/.test(name) || Number(name) === process.pid)
+            continue;
+        let environ;
+        try {
+            environ = (0,external_node_fs_.readFileSync)(`/proc/${name}/environ`, 'latin1');
+        }
+        catch {
+            continue; // ended meanwhile, or not ours to read
+        }
+        if (!environ.split('\0').includes(entry))
+            continue;
+        try {
+            process.kill(Number(name), 'SIGKILL');
+            killed++;
+        }
+        catch {
+            // gone meanwhile
+        }
+    }
+    return killed;
 }
 /** Data dirs whose file system is short of space now, with the reason. */
 const low = new Map();
@@ -11488,7 +11528,7 @@ class RunProcesses {
             return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
         const wrapped = sandbox
             ? sandbox.wrap(program, args, cwd, options.env)
-            : { program, args, env: options.env };
+            : { program, args, env: { ...options.env, ...this.bound.unconfinedEnv } };
         if (!wrapped) {
             const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
             return { exitCode: null, signal: null, spawnError, durationMs: 0 };
@@ -11807,7 +11847,8 @@ async function confineRun(options, run) {
         cwd: run.cwd,
         signal: run.signal,
         sandbox,
-        record: pid => recordGroup(options.dataDir, options.runId, pid)
+        record: pid => recordGroup(options.dataDir, options.runId, pid),
+        unconfinedEnv: sandbox || !options.dataDir ? undefined : { [SURVIVOR_VARIABLE]: dataDirTag(options.dataDir) }
     });
     return { sandbox, processes, warnings };
 }

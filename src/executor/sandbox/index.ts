@@ -10,7 +10,7 @@ import type { SandboxConfig } from './config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
 import { RunCgroup, dataDirTag, limitsProblem } from './cgroup.js';
 import { type ProxyHandle, startProxy } from './proxy.js';
-import { recordGroup } from './processes.js';
+import { SURVIVOR_VARIABLE, recordGroup } from './processes.js';
 import { type Confinement, RunProcesses } from './spawn.js';
 import { type RunUser, dropTo, giveTo } from './user.js';
 
@@ -258,7 +258,9 @@ export async function confineRun(
     cwd: run.cwd,
     signal: run.signal,
     sandbox,
-    record: pid => recordGroup(options.dataDir, options.runId, pid)
+    record: pid => recordGroup(options.dataDir, options.runId, pid),
+    unconfinedEnv:
+      sandbox || !options.dataDir ? undefined : { [SURVIVOR_VARIABLE]: dataDirTag(options.dataDir) }
   });
   return { sandbox, processes, warnings };
 }

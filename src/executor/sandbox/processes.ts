@@ -7,6 +7,13 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync, writeFileSync
 import { join } from 'node:path';
 import { dataDirTag, sweepCgroups } from './cgroup.js';
 
+/**
+ * Every process of an unconfined run (`sandbox: off`) carries this variable, set to its data dir's
+ * tag: a restarted executor finds by it the survivors its records missed. Confined runs need none:
+ * their cgroup finds them.
+ */
+export const SURVIVOR_VARIABLE = 'AGENT_RUN_EXECUTOR';
+
 const live = new Set<number>();
 let hooked = false;
 
@@ -87,12 +94,42 @@ export async function stopSurvivors(dataDir: string, log: Log): Promise<void> {
     }
     rmSync(join(dir, name), { force: true });
   }
-  const cgroups = await sweepCgroups(dataDirTag(dataDir));
-  if (stopped > 0 || cgroups > 0)
+  const tag = dataDirTag(dataDir);
+  const tagged = killTagged(`${SURVIVOR_VARIABLE}=${tag}`);
+  const cgroups = await sweepCgroups(tag);
+  if (stopped > 0 || cgroups > 0 || tagged > 0)
     log.warn(
-      { process_groups: stopped, cgroups },
+      { process_groups: stopped, cgroups, tagged_processes: tagged },
       'stopped processes left running by a previous executor process'
     );
+}
+
+/** SIGKILL to every other process whose environment holds `entry` (NAME=value); how many. */
+function killTagged(entry: string): number {
+  let killed = 0;
+  let names: string[] = [];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    let environ: string;
+    try {
+      environ = readFileSync(`/proc/${name}/environ`, 'latin1');
+    } catch {
+      continue; // ended meanwhile, or not ours to read
+    }
+    if (!environ.split('\0').includes(entry)) continue;
+    try {
+      process.kill(Number(name), 'SIGKILL');
+      killed++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return killed;
 }
 
 /** Data dirs whose file system is short of space now, with the reason. */

@@ -89,6 +89,8 @@ export interface RunProcessesOptions {
   sandbox?: Confinement;
   /** Records a started process group in the data dir; the result forgets it. */
   record(pid: number | undefined): () => void;
+  /** Variables added to every process when there is no sandbox (the survivor tag). */
+  unconfinedEnv?: Record<string, string>;
 }
 
 /** Hands each chunk of `stream` to `take`, pausing the stream while `take` is busy with it. */
@@ -123,7 +125,7 @@ export class RunProcesses implements Processes {
     if (signal.aborted) return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
     const wrapped = sandbox
       ? sandbox.wrap(program, args, cwd, options.env)
-      : { program, args, env: options.env };
+      : { program, args, env: { ...options.env, ...this.bound.unconfinedEnv } };
     if (!wrapped) {
       const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
       return { exitCode: null, signal: null, spawnError, durationMs: 0 };
