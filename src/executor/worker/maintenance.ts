@@ -1,7 +1,9 @@
 // The store's and the disk's housekeeping, on timers of the pool: failing runs whose worker died
 // (at start-up, and whenever a lease expires), pruning finished runs past retention, and removing
 // finished workspaces past theirs. Every node does the first two, API-only nodes too: the node
-// that held a lease may never come back.
+// that held a lease may never come back. Under workspaces.min_free it also frees the shared
+// checkouts and setup layers no workspace uses, looking again only when something could have
+// become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
 
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,7 +63,11 @@ export async function sweepFinishedWorkspaces(
     active,
     config.workspaces.cacheBytes
   );
-  if (removed > 0) log.info({ removed }, 'removed workspaces past retention');
+  if (removed > 0) {
+    // Their shared checkouts and setup layers may be unused now: worth a look under min_free.
+    removals.set(config.dataDir, (removals.get(config.dataDir) ?? 0) + removed);
+    log.info({ removed }, 'removed workspaces past retention');
+  }
   const homes = sweepLeftHomes(
     config.dataDir,
     Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs),
@@ -87,28 +93,64 @@ function sweepLeftHomes(dataDir: string, retentionMs: number, active: Set<string
   return removed;
 }
 
+/** How long the pool waits before it looks again for something to free, when nothing was left. */
+export const LOOK_AGAIN_MS = 60_000;
+
+/** Workspaces the retention sweep removed, per data dir (a count that only grows). */
+const removals = new Map<string, number>();
+
+/**
+ * Per data dir, while free space stays under min_free: when the last look found nothing left to
+ * free, the runs running then and the removals counted then. Something can become unused only
+ * when one of those runs ends or a workspace is removed; until then (or LOOK_AGAIN_MS) the pool
+ * does not look again. Free space coming back needs no look: the claim check reads it each time.
+ */
+const nothingLeft = new Map<string, { at: number; active: Set<string>; removals: number }>();
+
 /**
  * When the data dir's file system has less free space than workspaces.min_free, removes unused
  * shared checkouts and kept setup layers (no run mounted on them, no retained workspace over
- * them), least recently used first, until it has enough again; logs what it freed. The pool calls
- * it before it decides whether to claim runs, so the cache gives way before the node stops.
+ * them), least recently used first, until it has enough again; logs what it freed, and once
+ * (until free space is back) that nothing is left to free. The pool calls it before it decides
+ * whether to claim runs, so the cache gives way before the node stops.
  */
 export async function freeSpaceForRuns(
   config: ExecutorConfig,
   active: Set<string>,
   log: FastifyBaseLogger
 ): Promise<void> {
-  const enough = () =>
-    (freeBytes(config.dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
-  if (enough()) return;
-  const freed = await freeSharedLayers(config.dataDir, active, enough);
+  const { dataDir } = config;
+  const enough = () => (freeBytes(dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
+  if (enough()) {
+    nothingLeft.delete(dataDir);
+    return;
+  }
+  const last = nothingLeft.get(dataDir);
+  const removed = removals.get(dataDir) ?? 0;
+  if (
+    last &&
+    Date.now() - last.at < LOOK_AGAIN_MS &&
+    last.removals === removed &&
+    [...last.active].every(runId => active.has(runId))
+  )
+    return;
+  const freed = await freeSharedLayers(dataDir, active, enough);
+  const after = enough();
+  const later = `looking again when a run ends or a workspace is removed, or in ${LOOK_AGAIN_MS / 1000} s`;
   if (freed.length > 0)
     log.warn(
       {
         freed: freed.map(entry => entry.name),
         freed_bytes: freed.reduce((sum, entry) => sum + entry.bytes, 0),
-        free_bytes: freeBytes(config.dataDir)
+        free_bytes: freeBytes(dataDir)
       },
-      `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}`
+      `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`
     );
+  else if (!last)
+    log.warn(
+      { data_dir: dataDir, free_bytes: freeBytes(dataDir) },
+      `less free space than workspaces.min_free and no unused shared checkout or setup layer left to remove: ${later}`
+    );
+  if (after) nothingLeft.delete(dataDir);
+  else nothingLeft.set(dataDir, { at: Date.now(), active: new Set(active), removals: removed });
 }
