@@ -44,6 +44,7 @@ import {
   keepSetupLayer,
   lowers,
   readSetupReady,
+  setupLayerIntact,
   setupsDir
 } from './setup-layers.js';
 
@@ -255,9 +256,14 @@ function buildingLayer(
   };
 }
 
-/** Mounts a retained workspace again over its layer (after a restart), when its checkout is whole. */
+/**
+ * Mounts a retained workspace again over its layer (after a restart), when its checkout is whole
+ * and its setup layer (if any) still as it was made; a changed setup layer is never mounted under
+ * it: why is written to the run's layers (`refused`), and the workspace stays unmounted for good.
+ */
 async function remount(dataDir: string, runId: string): Promise<void> {
   const layers = layersDir(dataDir, runId);
+  if (existsSync(join(layers, REFUSED))) return;
   try {
     const dir = readFileSync(join(layers, 'checkout'), 'utf8').trim();
     if (!readReady(dir)) return;
@@ -265,10 +271,35 @@ async function remount(dataDir: string, runId: string): Promise<void> {
       ? readFileSync(join(layers, 'setup'), 'utf8').trim()
       : undefined;
     if (setup && !readSetupReady(setup)) return;
+    if (setup && !(await setupLayerIntact(setup, dir))) {
+      writeFileSync(
+        join(layers, REFUSED),
+        `the setup layer under it (${relative(dataDir, setup)}) changed since the workspace was made over it\n`
+      );
+      return;
+    }
     const options_ = options(lowers(dir, setup), join(layers, 'upper'), join(layers, 'work'));
     await exec('mount', ['-t', 'overlay', 'overlay', '-o', options_, join(dataDir, 'workspaces', runId)]);
   } catch {
     // left unmounted: the sweep removes it at the end of its retention
+  }
+}
+
+/** Why a retained workspace was not mounted again (remount), in its layers. */
+const REFUSED = 'refused';
+
+/**
+ * Why a copy-on-write workspace that should be there is not (its mount is missing: a changed setup
+ * layer refused, its checkout gone), or undefined when it is mounted or is not copy-on-write.
+ */
+export function unmountedWorkspace(dataDir: string, runId: string): string | undefined {
+  const layers = layersDir(dataDir, runId);
+  const workspace = join(dataDir, 'workspaces', runId);
+  if (!existsSync(join(layers, 'upper')) || mountPoints(workspace).has(workspace)) return undefined;
+  try {
+    return `it could not be mounted again: ${readFileSync(join(layers, REFUSED), 'utf8').trim()}`;
+  } catch {
+    return 'it is not mounted (the shared checkout under it is gone or could not be mounted again)';
   }
 }
 

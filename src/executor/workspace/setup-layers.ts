@@ -112,6 +112,14 @@ async function intact(dir: string, key: string, checkout: string): Promise<boole
 }
 
 /**
+ * Whether the kept layer `dir` is still as it was made over `checkout`, for a retained workspace
+ * mounted again after a restart: the same check a new run's first use of it makes.
+ */
+export function setupLayerIntact(dir: string, checkout: string): Promise<boolean> {
+  return intact(dir, basename(dir), checkout);
+}
+
+/**
  * The setup layer of `key` over `checkout`: the kept one when there is one (waiting for a build
  * of the same key under way), else a build this run makes (the caller mounts without it).
  */

@@ -32,7 +32,8 @@ import {
   mountWorkspace,
   removeLayers,
   sweepLayers,
-  unmountWorkspace
+  unmountWorkspace,
+  unmountedWorkspace
 } from './layers.js';
 import { type SetupLayer, setupKey } from './setup-layers.js';
 import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
@@ -256,13 +257,16 @@ const MADE_FILE = 'agent-run-workspace.json';
 
 /**
  * The workspace an earlier turn of the run made, as it was left (a follow-up continues in it);
- * undefined when it is gone (removed after workspaces.continue_for) or was never made.
+ * undefined when it is gone (removed after workspaces.continue_for) or was never made. Throws,
+ * saying why, for a copy-on-write workspace that is not mounted: never an empty directory.
  */
 export function reopenWorkspace(dataDir: string, runId: string): Workspace | undefined {
   const root = join(dataDir, 'workspaces', runId);
   const repo: PrivateRepository = { gitDir: privateGitDir(dataDir, runId), workTree: root };
   const file = join(repo.gitDir, MADE_FILE);
   if (!existsSync(root) || !existsSync(file)) return undefined;
+  const unmounted = unmountedWorkspace(dataDir, runId);
+  if (unmounted) throw new Error(`the workspace of run ${runId} cannot be continued: ${unmounted}`);
   const made = JSON.parse(readFileSync(file, 'utf8')) as Made;
   return workspaceOf(root, repo, made);
 }

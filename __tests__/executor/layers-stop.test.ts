@@ -1,0 +1,124 @@
+// Copy-on-write workspaces across a stop and a start of the bundled executor (a real child process,
+// real signals, real overlay mounts; tests run as root, as CI runs them): a retained workspace
+// whose kept setup layer changed while the executor was down is not mounted again over it at the
+// next start: a follow-up of that run fails saying why, and a new run builds the layer again.
+import { describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { mountPoints } from '../../src/executor/workspace/layers.js';
+import { spawnExecutor, spawnExecutorWithKey, tempDir } from '../support/executor.js';
+import { eventually } from '../support/eventually.js';
+import { requireBubblewrap } from '../sandbox/support.js';
+
+function gitRepo(): string {
+  const dir = tempDir('layers-stop-source-');
+  writeFileSync(join(dir, 'README.md'), 'readme\n');
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
+  git('init', '--quiet');
+  git('add', '--all');
+  git('commit', '--quiet', '-m', 'initial');
+  return dir;
+}
+
+type Run = { state: string; status_message?: string; error_code?: string };
+
+function api(ex: { url: string; key: string }) {
+  const request = (path: string, body?: unknown) =>
+    fetch(ex.url + path, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${ex.key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body)
+    });
+  return {
+    async create(environment: string, prompt: string): Promise<string> {
+      const response = await request('/api/v1/agent/run', {
+        prompt,
+        config: { environment_id: environment }
+      });
+      const body = (await response.json()) as { run_id?: string };
+      expect(body).toHaveProperty('run_id');
+      return body.run_id!;
+    },
+    async followup(id: string, message: string): Promise<void> {
+      expect((await request(`/api/v1/agent/runs/${id}/followups`, { message })).status).toBe(200);
+    },
+    run: async (id: string) => (await (await request(`/api/v1/agent/runs/${id}`)).json()) as Run,
+    ended(id: string, what = `run ${id} to end`): Promise<Run> {
+      return eventually(
+        async () => {
+          const run = await this.run(id);
+          return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(run.state) && run;
+        },
+        { what, timeoutMs: 60_000 }
+      );
+    }
+  };
+}
+
+/** Mount points under the data dir, as this machine's mount table lists them after the executor. */
+const mountsUnder = (dataDir: string) => [...mountPoints(dataDir)];
+
+/** After a failed test: whatever it left mounted goes (the assertions above have already spoken). */
+function unmountLeft(dataDir: string): void {
+  for (const path of mountsUnder(dataDir)) execFileSync('umount', ['-l', path]);
+}
+
+describe('a retained workspace over a kept setup layer changed while the executor was down', () => {
+  it('is not mounted again over it: its follow-up fails saying why, and a new run builds the layer again', async () => {
+    requireBubblewrap();
+    const source = gitRepo();
+    const ex = await spawnExecutorWithKey({
+      prefix: 'layers-restart-',
+      config: [
+        'log_level: warn',
+        'workspaces: { retention: 1h }',
+        'environments:',
+        `  - id: cached`,
+        `    source: ${JSON.stringify(source)}`,
+        `    setup_cache: true`,
+        `    setup: ["mkdir -p deps && echo built > deps/lib.txt"]`
+      ].join('\n')
+    });
+    const dataDir = ex.dataDir;
+    let again: Awaited<ReturnType<typeof spawnExecutor>> | undefined;
+    try {
+      const runs = api(ex);
+      const USES_SETUP = '@sim run test "$(cat deps/lib.txt)" = built';
+      const builder = await runs.create('cached', USES_SETUP);
+      expect((await runs.ended(builder)).state).toBe('SUCCEEDED');
+      const user = await runs.create('cached', `${USES_SETUP}\n@sim write mine.txt kept`);
+      expect((await runs.ended(user)).state).toBe('SUCCEEDED');
+      expect(await ex.stop('SIGTERM')).toBe(0);
+      expect(mountsUnder(dataDir)).toEqual([]);
+
+      // While it is down, the kept layer under both retained workspaces changes.
+      const [key] = readdirSync(join(dataDir, 'setups'));
+      appendFileSync(join(dataDir, 'setups', key!, 'upper', 'deps', 'lib.txt'), 'tampered\n');
+
+      again = await spawnExecutor(['--data-dir', dataDir], { cwd: ex.dir });
+      const next = api({ url: again.url, key: ex.key });
+      // The start-up sweep has run by the time it listens: neither workspace is mounted over it.
+      const workspace = join(dataDir, 'workspaces', user);
+      expect(mountPoints(dataDir).has(workspace)).toBe(false);
+      expect(mountPoints(dataDir).has(join(dataDir, 'workspaces', builder))).toBe(false);
+      await next.followup(user, '@sim run cat deps/lib.txt mine.txt');
+      const followed = await next.ended(user, `the follow-up of ${user} to end`);
+      expect(followed).toMatchObject({ state: 'FAILED' });
+      expect(followed.status_message).toContain(
+        `the workspace of run ${user} cannot be continued: it could not be mounted again: the setup layer under it (setups/${key}) changed since the workspace was made over it`
+      );
+      // A new run does not use the changed layer: its setup runs again, and the agent sees its output.
+      const fresh = await next.create('cached', USES_SETUP);
+      expect((await next.ended(fresh)).state).toBe('SUCCEEDED');
+      expect(readFileSync(join(dataDir, 'setups', key!, 'upper', 'deps', 'lib.txt'), 'utf8')).toBe('built\n');
+      expect(await again.stop('SIGTERM')).toBe(0);
+      expect(mountsUnder(dataDir)).toEqual([]);
+    } finally {
+      await ex.stop('SIGKILL');
+      await again?.stop('SIGKILL');
+      unmountLeft(dataDir);
+    }
+  }, 180_000);
+});
