@@ -1,5 +1,6 @@
 // Copy-on-write workspaces across a stop and a start of the bundled executor (a real child process,
-// real signals, real overlay mounts; tests run as root, as CI runs them): a retained workspace
+// real signals, real overlay mounts; tests run as root, as CI runs them): a SIGTERM, or two, leave no
+// mount under the data dir whether a run is in its setup or its agent; and a retained workspace
 // whose kept setup layer changed while the executor was down is not mounted again over it at the
 // next start: a follow-up of that run fails saying why, and a new run builds the layer again.
 import { describe, expect, it } from '@jest/globals';
@@ -7,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mountPoints } from '../../src/executor/workspace/layers.js';
-import { spawnExecutor, spawnExecutorWithKey, tempDir } from '../support/executor.js';
+import { type ExecutorWithKey, spawnExecutor, spawnExecutorWithKey, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
 import { requireBubblewrap } from '../sandbox/support.js';
 
@@ -57,6 +58,20 @@ function api(ex: { url: string; key: string }) {
   };
 }
 
+/** Pids of this machine's processes whose command line holds `marker`. */
+function processesWith(marker: string): number[] {
+  return readdirSync('/proc')
+    .filter(name => /^\d+$/.test(name))
+    .filter(name => {
+      try {
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 /** Mount points under the data dir, as this machine's mount table lists them after the executor. */
 const mountsUnder = (dataDir: string) => [...mountPoints(dataDir)];
 
@@ -64,6 +79,69 @@ const mountsUnder = (dataDir: string) => [...mountPoints(dataDir)];
 function unmountLeft(dataDir: string): void {
   for (const path of mountsUnder(dataDir)) execFileSync('umount', ['-l', path]);
 }
+
+describe('stopping the executor with runs in their setup and in their agent', () => {
+  async function busyExecutor(marker: string): Promise<{ ex: ExecutorWithKey; ids: string[] }> {
+    requireBubblewrap();
+    const source = gitRepo();
+    const ex = await spawnExecutorWithKey({
+      prefix: 'layers-stop-',
+      config: [
+        'log_level: info',
+        'shutdown_grace: 1s',
+        'workspaces: { retention: 1h }',
+        'environments:',
+        `  - { id: slow-setup, source: ${JSON.stringify(source)}, setup: ["sh -c 'sleep 300; : ${marker}-setup'"] }`,
+        `  - { id: busy, source: ${JSON.stringify(source)} }`
+      ].join('\n')
+    });
+    const runs = api(ex);
+    const ids = [
+      await runs.create('slow-setup', '@sim say never'),
+      await runs.create('busy', `@sim run sh -c 'sleep 300; : ${marker}-agent'`)
+    ];
+    // Both are under way: one in its setup command, the other in its agent, each over a mounted workspace.
+    await eventually(
+      () => processesWith(`${marker}-setup`).length > 0 && processesWith(`${marker}-agent`).length > 0,
+      { what: 'the setup command and the agent to be running', timeoutMs: 60_000 }
+    );
+    const workspaces = ids.map(id => join(ex.dataDir, 'workspaces', id));
+    expect(workspaces.every(path => mountPoints(ex.dataDir).has(path))).toBe(true);
+    return { ex, ids };
+  }
+
+  it('SIGTERM: exits 0 once the runs stopped, and nothing stays mounted under the data dir', async () => {
+    const marker = `layers-stop-${process.pid}-once`;
+    const { ex } = await busyExecutor(marker);
+    try {
+      expect(await ex.stop('SIGTERM')).toBe(0);
+      expect(mountsUnder(ex.dataDir)).toEqual([]);
+      expect(processesWith(marker)).toEqual([]);
+    } finally {
+      await ex.stop('SIGKILL');
+      unmountLeft(ex.dataDir);
+    }
+  }, 120_000);
+
+  it('a second SIGTERM: exits 1 at once, and still nothing stays mounted under the data dir', async () => {
+    const marker = `layers-stop-${process.pid}-twice`;
+    const { ex } = await busyExecutor(marker);
+    try {
+      ex.child.kill('SIGTERM');
+      await eventually(() => ex.stderr().includes('stopping: running runs get up to'), {
+        what: 'the executor to log that it is stopping'
+      });
+      expect(await ex.stop('SIGTERM')).toBe(1);
+      expect(mountsUnder(ex.dataDir)).toEqual([]);
+      await eventually(() => processesWith(marker).length === 0, {
+        what: `no process of ${marker} left`
+      });
+    } finally {
+      await ex.stop('SIGKILL');
+      unmountLeft(ex.dataDir);
+    }
+  }, 120_000);
+});
 
 describe('a retained workspace over a kept setup layer changed while the executor was down', () => {
   it('is not mounted again over it: its follow-up fails saying why, and a new run builds the layer again', async () => {

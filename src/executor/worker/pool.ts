@@ -18,6 +18,7 @@ import {
 import { type StopReason, executeRun } from './execute.js';
 import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
 import { unmountAll } from '../workspace/layers.js';
+import { unmountAllNow } from '../workspace/mounts.js';
 import {
   failOrphans,
   freeSpaceForRuns,
@@ -28,6 +29,9 @@ import {
 import { boundTranscript } from './transcript-budget.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 import { environmentGone } from '../runs/outcomes.js';
+
+/** How long a stop waits for a pump or sweep under way once the runs ended (a hung store call). */
+const STOP_WAIT_MS = 10_000;
 
 /** How long a finished run's outcome is retried while the store is unreachable. */
 const FINISH_RETRY_MS = 10 * 60_000;
@@ -54,6 +58,10 @@ export class WorkerPool {
   private draining = false;
   private pumping = false;
   private pumpAgain = false;
+  /** The pump and the sweep under way: either may launch a run or mount a workspace; stop waits for them. */
+  private readonly underWay = new Set<Promise<unknown>>();
+  /** On an exit without a stop (a second signal): no workspace stays mounted after the process. */
+  private readonly unmountOnExit = () => unmountAllNow(this.config.dataDir);
 
   constructor(
     private readonly store: RunStore,
@@ -71,6 +79,7 @@ export class WorkerPool {
   async start(): Promise<void> {
     // Processes a killed predecessor left running are stopped before their runs are failed.
     if (this.runsWork) await stopSurvivors(this.config.dataDir, this.log);
+    if (this.runsWork) process.on('exit', this.unmountOnExit);
     await failOrphans(this.store, this.log);
     if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
@@ -138,13 +147,30 @@ export class WorkerPool {
     this.draining = true;
     const all = () => Promise.all([...this.active.values()].map(active => active.done));
     const timer = new Promise(resolve => setTimeout(resolve, graceMs).unref());
+    // A claim answered now still launches its run: that run gets the grace period like the others.
+    await Promise.race([Promise.allSettled([...this.underWay]), timer]);
     await Promise.race([all(), timer]);
     for (const active of this.active.values()) active.controller.abort('shutdown' satisfies StopReason);
     await all();
     for (const timer of this.timers) clearInterval(timer);
+    // What began meanwhile ends before the unmount: a sweep may mount a retained workspace again,
+    // a pump launch a run whose claim was answered late (stopped at once).
+    const settled = new Promise(resolve => setTimeout(resolve, STOP_WAIT_MS).unref());
+    await Promise.race([Promise.allSettled([...this.underWay]), settled]);
+    for (const active of this.active.values()) active.controller.abort('shutdown' satisfies StopReason);
+    await all();
     // No copy-on-write workspace stays mounted after the node (the next start mounts retained ones).
     if (this.runsWork) await unmountAll(this.config.dataDir).catch(() => undefined);
+    process.removeListener('exit', this.unmountOnExit);
     this.unsubscribe?.();
+  }
+
+  /** Runs `work` as one of the tasks stop waits for. */
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.underWay.add(work);
+    const done = () => this.underWay.delete(work);
+    work.then(done, done);
+    return work;
   }
 
   private onChange(run: RunChange): void {
@@ -166,6 +192,10 @@ export class WorkerPool {
       return;
     }
     this.pumping = true;
+    return this.track(this.claimWhileRoom());
+  }
+
+  private async claimWhileRoom(): Promise<void> {
     try {
       do {
         this.pumpAgain = false;
@@ -309,7 +339,8 @@ export class WorkerPool {
   }
 
   private sweep(): Promise<void> {
-    return sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log);
+    if (this.draining) return Promise.resolve();
+    return this.track(sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log));
   }
 }
 

@@ -1,7 +1,8 @@
 // The overlayfs mounts of copy-on-write workspaces (layers.ts makes what they stack): whether
 // this machine can mount one at all (probed once per data dir, for the start-up log), the mount
 // points below a directory as the kernel lists them, and unmounting a workspace (lazily when
-// something still has it open) or all of a node's. A workspace is never deleted through a mount.
+// something still has it open) or all of a node's (also synchronously, for a process that exits
+// at once on a second signal). A workspace is never deleted through a mount.
 
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -114,5 +115,17 @@ export async function unmountAll(dataDir: string): Promise<void> {
   for (const mount of mountPoints(workspaces)) {
     const runId = mount.slice(workspaces.length + 1);
     if (runId && !runId.includes('/')) await unmountWorkspace(dataDir, runId);
+  }
+}
+
+/**
+ * Unmounts every workspace of the data dir at once, lazily and synchronously: for a process about
+ * to exit without its graceful stop (a second SIGTERM or SIGINT), so that no mount outlives it.
+ */
+export function unmountAllNow(dataDir: string): void {
+  const workspaces = join(dataDir, 'workspaces');
+  for (const mount of mountPoints(workspaces)) {
+    const runId = mount.slice(workspaces.length + 1);
+    if (runId && !runId.includes('/')) spawnSync('umount', ['-l', mount], { timeout: 10_000 });
   }
 }
