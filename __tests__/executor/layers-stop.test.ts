@@ -1,13 +1,19 @@
 // Copy-on-write workspaces across a stop and a start of the bundled executor (a real child process,
 // real signals, real overlay mounts; tests run as root, as CI runs them): a SIGTERM, or two, leave no
-// mount under the data dir whether a run is in its setup or its agent; and a retained workspace
+// mount under the data dir whether a run is in its setup or its agent, nor does a pool whose claim
+// is answered while it stops (an in-process pool on a real SQLite store behind a proxy that holds
+// the claim's answer, as a slow store would); and a retained workspace
 // whose kept setup layer changed while the executor was down is not mounted again over it at the
 // next start: a follow-up of that run fails saying why, and a new run builds the layer again.
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { mountPoints } from '../../src/executor/workspace/layers.js';
+import { parseConfig } from '../../src/executor/config.js';
+import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import type { RunStore } from '../../src/executor/store/types.js';
+import { WorkerPool } from '../../src/executor/worker/pool.js';
+import { mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
 import { type ExecutorWithKey, spawnExecutor, spawnExecutorWithKey, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
 import { requireBubblewrap } from '../sandbox/support.js';
@@ -141,6 +147,82 @@ describe('stopping the executor with runs in their setup and in their agent', ()
       unmountLeft(ex.dataDir);
     }
   }, 120_000);
+});
+
+describe('a claim answered while the pool stops', () => {
+  it('runs its run within the stop, so no workspace stays mounted after it', async () => {
+    const dir = tempDir('layers-late-claim-');
+    const config = parseConfig(
+      {
+        log_level: 'silent',
+        data_dir: join(dir, 'data'),
+        workspaces: { retention: '1h' },
+        environments: [{ id: 'cow', source: gitRepo(), sandbox: 'off' }]
+      },
+      dir
+    );
+    const real = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
+    let claimed!: () => void;
+    const claimHeld = new Promise<void>(resolve => (claimed = resolve));
+    let stopping!: () => void;
+    const stopBegun = new Promise<void>(resolve => (stopping = resolve));
+    // The claim commits at once; its answer reaches the pool only once its stop has begun.
+    const slow = new Proxy(real, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        const call = (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (name !== 'claimNext') return call;
+        return async (...args: unknown[]) => {
+          const run = await call(...args);
+          if (run) {
+            claimed();
+            await stopBegun;
+          }
+          return run;
+        };
+      }
+    }) as RunStore;
+    const log = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const pool = new WorkerPool(slow, config, log as never);
+    try {
+      await real.createRun(
+        {
+          run_id: 'run_late_claim',
+          team: 'default',
+          environment_id: 'cow',
+          title: null,
+          prompt: '@sim write late.txt claimed',
+          config: '{"environment_id":"cow"}',
+          extra: '{}',
+          creator_type: 'user',
+          creator_uid: 'u',
+          creator_name: 'u',
+          created_at: new Date().toISOString()
+        },
+        undefined,
+        100
+      );
+      const started = pool.start();
+      await claimHeld;
+      const stopped = pool.stop(5000);
+      stopping();
+      await stopped;
+      await started;
+      const run = await eventually(
+        async () => {
+          const found = await real.getRunAnyTeam('run_late_claim');
+          return found && ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(found.state) && found;
+        },
+        { what: 'the late-claimed run to end', timeoutMs: 30_000 }
+      );
+      expect(run.state).toBe('SUCCEEDED');
+      expect(mountsUnder(config.dataDir)).toEqual([]);
+    } finally {
+      await unmountAll(config.dataDir);
+      await real.close();
+    }
+  }, 60_000);
 });
 
 describe('a retained workspace over a kept setup layer changed while the executor was down', () => {
