@@ -1,37 +1,19 @@
 // A plan-mode run's answer becomes its PLAN artifact, titled by the answer's first heading. The
 // answer is the agent's (a stranger's comment can steer it), and the executor reads the title in
 // its own event loop: a title that takes hours to find freezes every run and request of the node.
-// The crafted answer is read in a child process (Node runs the TypeScript source as it is), so
-// that a title which never comes fails this test instead of hanging it.
+// The crafted answer is read in a child process (support/source-child.ts), so that a title which
+// never comes fails this test instead of hanging it.
 import { describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { planTitle } from '../../src/executor/worker/plan.js';
+import { runSourceChild, sourcePath } from '../support/source-child.js';
 
 /** planTitle(answer, null) in a child process: its output, or 'still running' once `waitMs` passed. */
 function titleInChild(answer: string, waitMs: number): Promise<string> {
-  const module = resolve('src/executor/worker/plan.ts');
-  const script = `import { planTitle } from ${JSON.stringify(module)};
+  const script = `import { planTitle } from ${JSON.stringify(sourcePath('src/executor/worker/plan.ts'))};
 let answer = '';
 process.stdin.on('data', chunk => (answer += chunk));
 process.stdin.on('end', () => process.stdout.write(JSON.stringify(planTitle(answer, null))));`;
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--no-warnings', '--input-type=module', '-e', script], {
-      stdio: ['pipe', 'pipe', 'inherit']
-    });
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      done('still running');
-    }, waitMs);
-    child.stdout.on('data', chunk => (out += String(chunk)));
-    child.on('error', fail);
-    child.on('close', () => {
-      clearTimeout(timer);
-      done(out);
-    });
-    child.stdin.end(answer);
-  });
+  return runSourceChild(script, answer, waitMs);
 }
 
 describe('the title of a plan', () => {
