@@ -27,10 +27,16 @@ export function sourcePath(path: string): string {
 /**
  * Runs `script` (an ES module; it may import source files by sourcePath) with `input` on its
  * stdin; answers what it wrote on stdout, or 'still running' when it had not ended after `waitMs`.
+ * `nodeArgs` go to the child's node (`--max-old-space-size=256`, say).
  */
-export function runSourceChild(script: string, input: string, waitMs: number): Promise<string> {
+export function runSourceChild(
+  script: string,
+  input: string,
+  waitMs: number,
+  nodeArgs: string[] = []
+): Promise<string> {
   const hooks = `data:text/javascript,${encodeURIComponent(HOOKS)}`;
-  const args = ['--no-warnings', '--experimental-transform-types', '--import', hooks];
+  const args = ['--no-warnings', '--experimental-transform-types', ...nodeArgs, '--import', hooks];
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [...args, '--input-type=module', '-e', script], {
       stdio: ['pipe', 'pipe', 'inherit']
