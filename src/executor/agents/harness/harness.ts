@@ -177,6 +177,7 @@ export async function runHarness(
     early ??= failure;
     stopper.abort();
   };
+  let skippedLine = false;
   const onLine = (line: string) => {
     if (line.trim() === '') return;
     let value: unknown;
@@ -187,7 +188,19 @@ export async function runHarness(
       store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
       return;
     }
-    for (const event of translator.line(value)) take(event);
+    try {
+      for (const event of translator.line(value)) take(event);
+    } catch (error) {
+      // A line nested thousands deep overflows the stack of whatever walks it (the translator, the
+      // secret removal, JSON.stringify). Thrown from the stdout handler it would end the executor
+      // with every run; it is skipped instead, the first one with a note.
+      if (!skippedLine)
+        store('notice', {
+          text: `a line of the ${spec.kind} CLI's stream could not be read and was skipped (${(error as Error).message}); later ones are skipped without a note`
+        });
+      skippedLine = true;
+      return;
+    }
     const max = context.agent.max_cost_usd;
     if (max !== undefined && (usage.cost_usd ?? 0) > max)
       stop({
