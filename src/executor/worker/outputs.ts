@@ -103,7 +103,7 @@ export async function collectOutputs(options: CollectOptions): Promise<AgentOutc
     if (usage.kind === 'read') {
       const parsed = parseUsage(usage.data);
       if (typeof parsed === 'string') await record('notice', { text: `AGENT_USAGE_FILE ignored: ${parsed}` });
-      else await store.setRequestUsage(run.run_id, JSON.stringify(parsed));
+      else await store.setRequestUsage(run.run_id, parsed.json);
     }
     return options.workspace ? await collectPatch(options, options.workspace) : undefined;
   } finally {
@@ -143,16 +143,25 @@ async function collectResult({ store, run, outputs, record }: CollectOptions): P
   await record('result', { text: tail.toString('utf8').replace(/^\uFFFD+/, ''), source: 'stdout' });
 }
 
-/** The usage file's object, or why it was ignored. */
-function parseUsage(data: Buffer): Record<string, unknown> | string {
+/**
+ * The usage file's object as JSON to store, or why it was ignored. JSON.parse reads any depth but
+ * JSON.stringify overflows the stack past a few thousand levels: such a file is refused here, where
+ * before the error skipped the rest of the outputs step (the patch, and workspaces.max_patch with it).
+ */
+function parseUsage(data: Buffer): { json: string } | string {
   if (data.length > MAX_USAGE_BYTES) return `it is over ${MAX_USAGE_BYTES} bytes`;
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(data.toString('utf8'));
-    if (value !== null && typeof value === 'object' && !Array.isArray(value))
-      return value as Record<string, unknown>;
-    return 'expected a JSON object such as {"inference_cost": 0.12}';
+    value = JSON.parse(data.toString('utf8'));
   } catch {
     return 'it is not valid JSON; expected a JSON object such as {"inference_cost": 0.12}';
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return 'expected a JSON object such as {"inference_cost": 0.12}';
+  try {
+    return { json: JSON.stringify(value) };
+  } catch {
+    return 'it is nested too deep to store';
   }
 }
 
