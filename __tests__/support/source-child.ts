@@ -19,6 +19,12 @@ registerHooks({
   }
 });`;
 
+/** Node's arguments that run the TypeScript source as it is (types stripped, `.js` imports mapped). */
+export function sourceNodeArgs(): string[] {
+  const hooks = `data:text/javascript,${encodeURIComponent(HOOKS)}`;
+  return ['--no-warnings', '--experimental-transform-types', '--import', hooks];
+}
+
 /** The absolute path of a source file, for an `import` in the child's script. */
 export function sourcePath(path: string): string {
   return resolve(path);
@@ -35,8 +41,7 @@ export function runSourceChild(
   waitMs: number,
   nodeArgs: string[] = []
 ): Promise<string> {
-  const hooks = `data:text/javascript,${encodeURIComponent(HOOKS)}`;
-  const args = ['--no-warnings', '--experimental-transform-types', ...nodeArgs, '--import', hooks];
+  const args = [...nodeArgs, ...sourceNodeArgs()];
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [...args, '--input-type=module', '-e', script], {
       stdio: ['pipe', 'pipe', 'inherit']
