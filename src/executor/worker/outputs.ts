@@ -11,6 +11,7 @@ import { constants, lstatSync, mkdirSync, promises as fs, realpathSync, rmSync }
 import { join } from 'node:path';
 import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
 import type { RunStore, StoredRun } from '../store/types.js';
+import { removeTree } from '../workspace/remove.js';
 
 /** A command agent's answer when it writes no result file: the end of its standard output. */
 export const STDOUT_TAIL_BYTES = 64 * 1024;
@@ -107,7 +108,7 @@ export async function collectOutputs(options: CollectOptions): Promise<AgentOutc
     }
     return options.workspace ? await collectPatch(options, options.workspace) : undefined;
   } finally {
-    rmSync(outputs.dir, { recursive: true, force: true });
+    removeTree(outputs.dir);
   }
 }
 
