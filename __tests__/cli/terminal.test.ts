@@ -3,6 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { PassThrough } from 'node:stream';
 import { Terminal, table } from '../../src/cli/terminal.js';
+import { runSourceChild, sourcePath } from '../support/source-child.js';
 import { sleep } from '../support/wait.js';
 
 function terminal(tty: boolean, env: NodeJS.ProcessEnv = {}) {
@@ -99,5 +100,30 @@ describe('Terminal', () => {
     // eslint-disable-next-line no-control-regex -- finding control characters is the point
     expect(out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
     expect(JSON.parse(out)).toEqual({ text: hostile });
+  });
+});
+
+describe('an agent’s text with a long run of spaces', () => {
+  // The agent writes the text `logs`, `wait` and `action` show; trimming its end with a pattern
+  // (`/\s+$/`) takes quadratic time on spaces that do not end it: about 14 minutes of CPU for a
+  // 1 MiB answer, during which the command shows nothing and cannot be stopped by its own timers.
+  it('is shown at once (run in a child, which a hang would leave still running)', async () => {
+    const script = `import { PassThrough } from 'node:stream';
+import { Terminal } from ${JSON.stringify(sourcePath('src/cli/terminal.ts'))};
+let text = '';
+process.stdin.on('data', chunk => (text += chunk));
+process.stdin.on('end', () => {
+  const term = new Terminal({ stdout: new PassThrough(), stderr: new PassThrough(), env: {} });
+  const lines = term.renderItems([
+    { type: 'text', role: 'assistant', text },
+    { type: 'output', text },
+    { type: 'command', command: 'ls', output: text }
+  ], false);
+  process.stdout.write(JSON.stringify(lines.map(line => (typeof line === 'string' ? line : line.text).length)));
+});`;
+    const text = `a${' '.repeat(300_000)}x   \n`;
+    // Generous: shown in milliseconds; the pattern needed minutes of CPU for this text.
+    const shown = await runSourceChild(script, text, 60_000);
+    expect(shown).toBe(JSON.stringify([300_009, 300_006, 4, 300_006]));
   });
 });

@@ -4,6 +4,7 @@
 
 import { describe, expect, it } from '@jest/globals';
 import { neutralizePlain, plainFields } from '../../src/executor/workspace/pr-text.js';
+import { runSourceChild, sourcePath } from '../support/source-child.js';
 
 const STILL_CLOSES = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s*(?:[\w.-]+\/[\w.-]+)?(#\d|gh-\d)/i;
 
@@ -29,5 +30,26 @@ describe('closing keywords from a run are neutralised', () => {
     expect(neutralizePlain('the fix is in prefix#1 and suffixes')).toBe(
       'the fix is in prefix#1 and suffixes'
     );
+  });
+});
+
+describe('an answer with a keyword then a long run of spaces', () => {
+  // Publishing neutralises the answer (for the commit message and the pull request) in the
+  // executor's own event loop. `fixes` then spaces that lead to no reference made the closing
+  // keyword's pattern backtrack in quadratic time: about an hour for a 1 MiB answer, with every
+  // run, request and lease of the node held meanwhile. Read in a child so a hang fails the test.
+  it('is neutralised at once', async () => {
+    const script = `import { markdownFields, plainFields } from ${JSON.stringify(sourcePath('src/executor/workspace/pr-text.ts'))};
+let result = '';
+process.stdin.on('data', chunk => (result += chunk));
+process.stdin.on('end', () => {
+  const plain = plainFields({ result }, ['result']).result;
+  const quoted = markdownFields({ result }, ['result']).result;
+  process.stdout.write(JSON.stringify([plain === result, quoted.length]));
+});`;
+    const result = `fixes${' '.repeat(300_000)}soon`;
+    // Generous: done in milliseconds; the old pattern needed minutes for this answer.
+    const shown = await runSourceChild(script, result, 60_000);
+    expect(shown).toBe(JSON.stringify([true, result.length + '<pre></pre>'.length]));
   });
 });

@@ -82,7 +82,18 @@ beforeAll(async () => {
   keyB = (await ex.key('team-b', 'personal', 'bob')).raw;
   small = await startTestExecutor({
     workspaces: { retention: '0s', max_patch: '2KiB' },
-    environments: [{ id: 'repo', source: repo, agent: { kind: 'simulated' } }]
+    environments: [
+      { id: 'repo', source: repo, agent: { kind: 'simulated' } },
+      {
+        // A 4 KB change, and a usage file nested 10,000 deep (valid JSON, 20 KB).
+        id: 'deep-usage',
+        source: repo,
+        agent: shell(
+          "head -c 4000 /dev/zero | tr '\\0' x > big.txt; " +
+            "{ printf '{\"a\":'; printf '%10000s' '' | tr ' ' '['; printf '%10000s' '' | tr ' ' ']'; printf '}'; } > \"$AGENT_USAGE_FILE\""
+        )
+      }
+    ]
   });
   smallKey = (await small.key('team-a')).raw;
 });
@@ -108,8 +119,8 @@ async function create(environment: string, prompt: string, on = ex, k = key): Pr
 
 const finished = (id: string, on = ex, k = key): Promise<Json> => waitForState({ on, key: k, id });
 
-async function conversation(id: string): Promise<Json> {
-  const response = await ex.request(`/api/v1/agent/runs/${id}/conversation`, { key });
+async function conversation(id: string, on = ex, k = key): Promise<Json> {
+  const response = await on.request(`/api/v1/agent/runs/${id}/conversation`, { key: k });
   expect(response.status).toBe(200);
   return (await response.json()) as Json;
 }
@@ -441,6 +452,17 @@ describe('changes.patch', () => {
     expect(run).toMatchObject({ state: 'FAILED', error_code: 'patch_too_large' });
     expect(run.status_message).toMatch(/over the limit of 2048 bytes \(workspaces\.max_patch\)/);
     expect(run.artifacts).toBeUndefined();
+  });
+
+  it('keeps that limit when the usage file is nested too deep to store (it skipped the patch step)', async () => {
+    const id = await create('deep-usage', 'go', small, smallKey);
+    const run = await finished(id, small, smallKey);
+    expect(run).toMatchObject({ state: 'FAILED', error_code: 'patch_too_large' });
+    expect(run.request_usage).toBeUndefined();
+    const notices = blocks(await conversation(id, small, smallKey))
+      .filter(block => block.event_type === 'notice')
+      .map(block => block.text);
+    expect(notices).toContain('AGENT_USAGE_FILE ignored: it is nested too deep to store');
   });
 });
 

@@ -63,6 +63,11 @@ function environment(id: string, source: string, counter: string, extra: string[
 
 describe('setup_cache (tests run as root, as CI runs them)', () => {
   const repo = gitRepo();
+  // One repository, two packages: an environment for each, with the same setup list.
+  const mono = gitRepo();
+  for (const name of ['a', 'b']) mkdirSync(join(mono.dir, 'packages', name), { recursive: true });
+  mono.commit('packages/a/package.json');
+  mono.commit('packages/b/package.json');
   let ex: TestExecutor;
   let key: string;
   beforeAll(async () => {
@@ -76,7 +81,9 @@ describe('setup_cache (tests run as root, as CI runs them)', () => {
         environment('failing', repo.dir, 'failing', [
           `test -e ${counters}/failed-once || { touch ${counters}/failed-once; exit 3; }`
         ]),
-        environment('concurrent', repo.dir, 'concurrent', ['sleep 1'])
+        environment('concurrent', repo.dir, 'concurrent', ['sleep 1']),
+        environment('package-a', join(mono.dir, 'packages', 'a'), 'packages'),
+        environment('package-b', join(mono.dir, 'packages', 'b'), 'packages')
       ]
     });
     key = (await ex.key()).raw;
@@ -164,6 +171,20 @@ describe('setup_cache (tests run as root, as CI runs them)', () => {
     const all = await Promise.all([1, 2, 3].map(() => run('concurrent', USES_SETUP)));
     for (const ended of all) expect(ended).toMatchObject({ state: 'SUCCEEDED' });
     expect(count('concurrent')).toBe(1);
+  }, 120_000);
+
+  it('keeps one layer per source directory: two packages of one repository never share one', async () => {
+    // The same commands write deps/ in each package (the setup runs in the environment's source
+    // directory); a layer keyed without it gave package b the layer package a's setup made.
+    expect(await run('package-a', USES_SETUP)).toMatchObject({ state: 'SUCCEEDED' });
+    const b = await run('package-b', USES_SETUP);
+    expect(b).toMatchObject({ state: 'SUCCEEDED' });
+    expect(setups(b.events as Record<string, unknown>[])).toBe(2);
+    expect(count('packages')).toBe(2);
+    // Each is kept: the next run of either skips its setup.
+    expect(await run('package-b', USES_SETUP)).toMatchObject({ state: 'SUCCEEDED' });
+    expect(await run('package-a', USES_SETUP)).toMatchObject({ state: 'SUCCEEDED' });
+    expect(count('packages')).toBe(2);
   }, 120_000);
 });
 

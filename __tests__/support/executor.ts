@@ -16,6 +16,7 @@ import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { RunStore } from '../../src/executor/store/types.js';
 import { type TestPostgres, startPostgres } from './postgres.js';
+import { sourceNodeArgs } from './source-child.js';
 
 export const EXECUTOR_ENTRY = resolve('dist/executor/index.js');
 
@@ -142,12 +143,17 @@ export interface ExecutorProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts the bundled executor as a child process and waits for its "listening on" line. */
+/**
+ * Starts the bundled executor as a child process and waits for its "listening on" line; with
+ * `source`, the executor of the TypeScript source instead (no build needed: a test of a change
+ * that a crash would show as the child's end).
+ */
 export function spawnExecutor(
   args: string[],
-  options: { cwd?: string; env?: Record<string, string> } = {}
+  options: { cwd?: string; env?: Record<string, string>; source?: boolean } = {}
 ): Promise<ExecutorProcess> {
-  const child = spawn(process.execPath, [EXECUTOR_ENTRY, 'serve', '--port', '0', ...args], {
+  const entry = options.source ? [...sourceNodeArgs(), resolve('src/executor/index.ts')] : [EXECUTOR_ENTRY];
+  const child = spawn(process.execPath, [...entry, 'serve', '--port', '0', ...args], {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe']

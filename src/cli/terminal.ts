@@ -149,12 +149,12 @@ export class Terminal {
 }
 
 function prefixed(who: string, text: string): string[] {
-  const lines = text.replace(/\s+$/, '').split('\n');
+  const lines = text.trimEnd().split('\n');
   return lines.map((line, i) => (i === 0 ? `${who}: ${line}` : `  ${line}`));
 }
 
 function indent(text: string, max: number): string[] {
-  const lines = text.replace(/\s+$/, '').split('\n');
+  const lines = text.trimEnd().split('\n');
   const shown = lines.length > max ? [...lines.slice(0, max), `… ${lines.length - max} more lines`] : lines;
   return shown.map(line => `    ${line}`);
 }

@@ -12,6 +12,9 @@ import type { Duplex } from 'node:stream';
 import type { NetworkTarget } from './config.js';
 import type { RunUser } from './user.js';
 
+/** Connections one run's proxy holds at once (a tunnel or a request each). */
+export const MAX_PROXY_CONNECTIONS = 256;
+
 /** Where the proxy's socket and forwarder appear inside the sandbox. */
 const INSIDE_DIR = '/run/agent-proxy';
 const INSIDE_PORT = 3128;
@@ -110,6 +113,9 @@ export async function startProxy(
   // Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
   // `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
   // end stays open outlives the run). Closing the proxy destroys them all.
+  // Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
+  // limits do not count: past this many at once, a new one is closed as it comes.
+  server.maxConnections = MAX_PROXY_CONNECTIONS;
   const sockets = new Set<Duplex>();
   server.on('connection', (connection: Duplex) => {
     sockets.add(connection);

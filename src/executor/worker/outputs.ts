@@ -11,6 +11,7 @@ import { constants, lstatSync, mkdirSync, promises as fs, realpathSync, rmSync }
 import { join } from 'node:path';
 import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
 import type { RunStore, StoredRun } from '../store/types.js';
+import { removeTree } from '../workspace/remove.js';
 
 /** A command agent's answer when it writes no result file: the end of its standard output. */
 export const STDOUT_TAIL_BYTES = 64 * 1024;
@@ -103,11 +104,11 @@ export async function collectOutputs(options: CollectOptions): Promise<AgentOutc
     if (usage.kind === 'read') {
       const parsed = parseUsage(usage.data);
       if (typeof parsed === 'string') await record('notice', { text: `AGENT_USAGE_FILE ignored: ${parsed}` });
-      else await store.setRequestUsage(run.run_id, JSON.stringify(parsed));
+      else await store.setRequestUsage(run.run_id, parsed.json);
     }
     return options.workspace ? await collectPatch(options, options.workspace) : undefined;
   } finally {
-    rmSync(outputs.dir, { recursive: true, force: true });
+    removeTree(outputs.dir);
   }
 }
 
@@ -143,16 +144,25 @@ async function collectResult({ store, run, outputs, record }: CollectOptions): P
   await record('result', { text: tail.toString('utf8').replace(/^\uFFFD+/, ''), source: 'stdout' });
 }
 
-/** The usage file's object, or why it was ignored. */
-function parseUsage(data: Buffer): Record<string, unknown> | string {
+/**
+ * The usage file's object as JSON to store, or why it was ignored. JSON.parse reads any depth but
+ * JSON.stringify overflows the stack past a few thousand levels: such a file is refused here, where
+ * before the error skipped the rest of the outputs step (the patch, and workspaces.max_patch with it).
+ */
+function parseUsage(data: Buffer): { json: string } | string {
   if (data.length > MAX_USAGE_BYTES) return `it is over ${MAX_USAGE_BYTES} bytes`;
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(data.toString('utf8'));
-    if (value !== null && typeof value === 'object' && !Array.isArray(value))
-      return value as Record<string, unknown>;
-    return 'expected a JSON object such as {"inference_cost": 0.12}';
+    value = JSON.parse(data.toString('utf8'));
   } catch {
     return 'it is not valid JSON; expected a JSON object such as {"inference_cost": 0.12}';
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return 'expected a JSON object such as {"inference_cost": 0.12}';
+  try {
+    return { json: JSON.stringify(value) };
+  } catch {
+    return 'it is nested too deep to store';
   }
 }
 

@@ -5,8 +5,10 @@
 // and is checked again after: a follow-up may start that run's agent again meanwhile, and what an
 // agent is writing (a directory swapped for a link mid-copy) must not be read by the executor.
 
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { privateGit } from '../workspace/git.js';
 import { type Workspace, reopenWorkspace } from '../workspace/workspace.js';
 
@@ -51,10 +53,29 @@ export async function startFrom(
     });
   }
   const earlierHome = join(dataDir, 'homes', earlierId);
-  if (home && existsSync(earlierHome)) cpSync(earlierHome, home, { recursive: true, verbatimSymlinks: true });
+  if (home && existsSync(earlierHome)) await copyHome(earlierHome, home);
   if (!(await ended())) {
     // What was copied while the agent wrote is not kept: a follow-up of this run would resume it.
     if (home) rmSync(home, { recursive: true, force: true });
     throw running();
   }
+}
+
+const exec = promisify(execFile);
+
+/**
+ * Copies the earlier run's HOME (what its agent left: links copied as links, never followed) with
+ * the system's `cp`, in a process of its own. Node's cpSync walks the tree in native code that
+ * aborts the whole process on a path longer than PATH_MAX: a HOME with directories nested 2,100
+ * deep ended the executor, every run of the node with it.
+ */
+async function copyHome(from: string, to: string): Promise<void> {
+  const cp = existsSync('/usr/bin/cp') ? '/usr/bin/cp' : '/bin/cp';
+  await exec(cp, ['-R', '-P', '--preserve=mode,timestamps', '--', `${from}/.`, to]).catch(error => {
+    const why =
+      String((error as { stderr?: string }).stderr ?? '')
+        .trim()
+        .split('\n')[0] || (error as Error).message;
+    throw new Error(`the HOME of the run being continued could not be copied: ${why.slice(0, 300)}`);
+  });
 }

@@ -34,6 +34,7 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { type PrivateRepository, privateGitAll } from './git.js';
 import { restampIndex } from './index-stamps.js';
+import { removeTree } from './remove.js';
 import { checkoutRepository } from './private-git.js';
 import { mountPoints, options, unmountWorkspace } from './mounts.js';
 import {
@@ -305,7 +306,7 @@ export function unmountedWorkspace(dataDir: string, runId: string): string | und
 
 /** Removes a run's layers (after its workspace is unmounted). */
 export function removeLayers(dataDir: string, runId: string): void {
-  rmSync(layersDir(dataDir, runId), { recursive: true, force: true });
+  removeTree(layersDir(dataDir, runId));
 }
 
 /** A shared checkout or kept setup layer removed to make room, for the log. */

@@ -2,8 +2,9 @@
 // same for every run of one commit, so the first run of a commit keeps what they wrote as a second
 // shared, read-only layer, DATA_DIR/setups/<key>/upper, stacked between the shared checkout and each
 // later run's own upper layer; those runs skip the commands. The key is a hash of the checkout (the
-// commit, the object stores, the run user), the setup list, the names and values of the
-// environment's `env` variables and its sandbox settings: a change to any of them is another key.
+// commit, the object stores, the run user), the environment's source (its directory), the setup
+// list, the names and values of the environment's `env` variables and its sandbox settings: a
+// change to any of them is another key.
 //
 // What is kept is only what the setup commands wrote into the workspace, in the sandbox, before the
 // agent's first process: the run's upper layer is moved out once the last command succeeded (the
@@ -57,12 +58,17 @@ export function setupsDir(dataDir: string): string {
   return join(dataDir, 'setups');
 }
 
-/** The key of the setup's result for one shared checkout (its directory names commit, stores, owner). */
+/**
+ * The key of the setup's result for one shared checkout (its directory names commit, stores, owner).
+ * The environment's source is part of it: environments on two directories of one repository share
+ * a checkout, but their setup runs in their own directory and writes there.
+ */
 export function setupKey(checkout: string, environment: EnvironmentConfig): string {
   const { network, read, write, user } = environment.sandbox;
   const values = environment.env.map(name => [name, process.env[name] ?? null]);
+  const { source, setup } = environment;
   return createHash('sha256')
-    .update(JSON.stringify([basename(checkout), environment.setup, values, { network, read, write, user }]))
+    .update(JSON.stringify([basename(checkout), source, setup, values, { network, read, write, user }]))
     .digest('hex')
     .slice(0, 32);
 }

@@ -24,6 +24,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
 import { copyTree, markWorkspaces } from './copy.js';
+import { removeTree } from './remove.js';
 import { type PrivateRepository, privateGit, privateGitAll, sourceGit as git } from './git.js';
 import { excludeNested, nestedRepositories } from './nested.js';
 import {
@@ -357,10 +358,10 @@ export async function sweepWorkspaces(
     // A copy-on-write workspace is unmounted first, and left for the next sweep when it cannot be.
     if (!(await unmountWorkspace(dataDir, name))) continue;
     removeLayers(dataDir, name);
-    rmSync(path, { recursive: true, force: true });
+    removeTree(path);
     removePrivateGitDir(privateGitDir(dataDir, name));
     // A harness run's HOME (its CLI's session) is kept as long as its workspace, for follow-ups.
-    rmSync(join(dataDir, 'homes', name), { recursive: true, force: true });
+    removeTree(join(dataDir, 'homes', name));
     removed++;
   }
   for (const name of existsSync(gitDirs) ? readdirSync(gitDirs) : []) {

@@ -15,6 +15,7 @@ import type {
   HarnessTranslator,
   McpServer
 } from './spec.js';
+import { CallMemory } from './memory.js';
 
 /** Where the run's MCP servers are written, relative to its HOME. */
 const MCP_FILE = '.claude/agent-run-mcp.json';
@@ -55,7 +56,7 @@ class ClaudeTranslator implements HarnessTranslator {
   private early?: HarnessFailure;
   private result = false;
   /** Files an edit tool call names, by call id, reported once the call succeeded. */
-  private readonly edits = new Map<string, string>();
+  private readonly edits = new CallMemory<string>();
 
   line(value: unknown): HarnessEvent[] {
     if (!isObject(value)) return [];
@@ -125,6 +126,7 @@ class ClaudeTranslator implements HarnessTranslator {
       const ok = block.is_error !== true;
       events.push({ type: 'action_result', id: block.tool_use_id, ok, output: resultText(block.content) });
       const path = this.edits.get(block.tool_use_id);
+      this.edits.forget(block.tool_use_id);
       if (ok && path !== undefined) events.push({ type: 'file_edit', path });
     }
     return events;

@@ -20,6 +20,7 @@ import type {
   HarnessTranslator,
   McpServer
 } from './spec.js';
+import { CallMemory } from './memory.js';
 
 /** A TOML basic string (JSON's escapes are TOML's, except that TOML also wants DEL escaped). */
 function tomlString(value: string): string {
@@ -139,7 +140,7 @@ function resultOf(item: Item): { ok: boolean; output: string } {
 }
 
 export function codexTranslator(): HarnessTranslator {
-  const started = new Set<string>();
+  const started = new CallMemory<true>(); // calls already shown as started
   let lastMessage: string | undefined;
   let failure: string | undefined;
   let lastError: string | undefined;
@@ -157,10 +158,11 @@ export function codexTranslator(): HarnessTranslator {
     if (!action) return []; // reasoning, todo lists, and Codex's own warnings (`error` items)
     const events: HarnessEvent[] = [];
     if (!started.has(id)) {
-      started.add(id);
+      if (!done) started.set(id, true);
       events.push({ type: 'action', id, ...action });
     }
     if (done) {
+      started.forget(id);
       events.push({ type: 'action_result', id, ...resultOf(it) });
       if (it.type === 'file_change' && it.status === 'completed') {
         for (const change of it.changes ?? [])

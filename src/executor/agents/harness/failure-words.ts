@@ -30,14 +30,23 @@ const MODEL = [
   /model\b[^\n]{0,120}\b(?:does not exist|not found|is not supported|not supported|unknown)/i,
   /unknown model/i,
   /invalid model/i,
-  /models\/[^\s:]+ is not found/i
+  /models\/[^\s:]{1,200} is not found/i
 ];
+
+/**
+ * Characters of a message the words are looked for in (what a failed run's status message shows).
+ * The message is as long as a stream line (8 MiB), any process in the sandbox can write that line
+ * to the CLI's stdout, and the patterns run in the executor's event loop: over a whole line,
+ * `models/` repeated made `models\/[^\s:]+` backtrack for hours (140 s a MiB, growing quadratically).
+ */
+const CLASSIFIED_CHARS = 8 * 1024;
 
 /** The error code for a CLI's error message. */
 export function classifyFailure(message: string): HarnessFailure['code'] {
-  if (MODEL.some(pattern => pattern.test(message))) return 'agent_model_not_found';
-  if (AUTH.some(pattern => pattern.test(message))) return 'agent_auth_failed';
-  if (RATE.some(pattern => pattern.test(message))) return 'agent_rate_limited';
+  const text = message.length > CLASSIFIED_CHARS ? message.slice(0, CLASSIFIED_CHARS) : message;
+  if (MODEL.some(pattern => pattern.test(text))) return 'agent_model_not_found';
+  if (AUTH.some(pattern => pattern.test(text))) return 'agent_auth_failed';
+  if (RATE.some(pattern => pattern.test(text))) return 'agent_rate_limited';
   return 'agent_crashed';
 }
 

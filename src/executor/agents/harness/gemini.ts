@@ -13,6 +13,7 @@
 
 import { failureFrom } from './failure-words.js';
 import type { HarnessEvent, HarnessInput, HarnessSpec, HarnessTranslator, McpServer } from './spec.js';
+import { BoundedText, CallMemory, MAX_MESSAGE_PART_CHARS, MAX_RESULT_CHARS } from './memory.js';
 
 /** Tools of Gemini CLI that write the file named by their `file_path` parameter. */
 const WRITING_TOOLS = new Set(['write_file', 'replace', 'edit']);
@@ -57,9 +58,9 @@ type GeminiEvent = {
 };
 
 export function geminiTranslator(): HarnessTranslator {
-  const writes = new Map<string, string>(); // tool id → the file it writes
+  const writes = new CallMemory<string>(); // tool id → the file it writes
   let pending = ''; // assistant text not yet given out: its chunks are joined into one message
-  let answer = ''; // assistant text since the last tool call: the final answer once the run ends
+  const answer = new BoundedText(MAX_RESULT_CHARS); // assistant text since the last tool call: the final answer
   let failure: string | undefined;
   let lastError: string | undefined;
 
@@ -80,18 +81,19 @@ export function geminiTranslator(): HarnessTranslator {
           if (event.role !== 'assistant' || !event.content) return [];
           if (event.delta) {
             pending += event.content;
-            answer += event.content;
-            return [];
+            answer.add(event.content);
+            // A message longer than a part is given out in parts: nothing joins without limit.
+            return pending.length >= MAX_MESSAGE_PART_CHARS ? flush() : [];
           }
           pending = '';
-          answer = event.content;
+          answer.set(event.content);
           return [{ type: 'text', text: event.content }];
         case 'tool_use': {
           const id = event.tool_id ?? '';
           const name = event.tool_name ?? '?';
           const path = event.parameters?.file_path;
           if (WRITING_TOOLS.has(name) && typeof path === 'string') writes.set(id, path);
-          answer = '';
+          answer.clear();
           return [...flush(), { type: 'action', id, name, input: event.parameters ?? {} }];
         }
         case 'tool_result': {
@@ -103,7 +105,7 @@ export function geminiTranslator(): HarnessTranslator {
           ];
           const path = writes.get(id);
           if (ok && path !== undefined) events.push({ type: 'file_edit', path });
-          writes.delete(id);
+          writes.forget(id);
           return events;
         }
         case 'error':
@@ -112,7 +114,7 @@ export function geminiTranslator(): HarnessTranslator {
         case 'result': {
           const events: HarnessEvent[] = flush();
           if (event.status === 'success') {
-            if (answer) events.push({ type: 'final', text: answer });
+            if (answer.length > 0) events.push({ type: 'final', ...answer.value });
           } else {
             failure = event.error?.message ?? lastError ?? `the run ended with status ${event.status ?? '?'}`;
           }

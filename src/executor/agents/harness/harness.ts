@@ -12,11 +12,10 @@ import type { AgentContext, AgentResult } from '../types.js';
 import type { HarnessAgentConfig } from './input.js';
 import { harnessInput, modelIdProblem, programOf } from './input.js';
 import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
+import { MAX_RESULT_CHARS } from './memory.js';
 
 /** Characters of a tool's input or output kept in the transcript. */
 export const MAX_ACTION_CHARS = 16 * 1024;
-/** Characters of the final answer kept (as AGENT_RESULT_FILE's 1 MiB). */
-const MAX_RESULT_CHARS = 1024 * 1024;
 /** Characters of a failed run's status message (the CLI's words can be as long as a stream line). */
 const MAX_MESSAGE_CHARS = 8 * 1024;
 /** Characters of the CLI's stderr end kept for a failure's message. */
@@ -58,8 +57,10 @@ function redactAll(value: unknown, secrets: string[]): unknown {
   return value;
 }
 
-function bound(text: string, max = MAX_ACTION_CHARS): string {
-  return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
+/** `text` cut to `max` characters; `more` counts characters left out before it came here. */
+function bound(text: string, max = MAX_ACTION_CHARS, more = 0): string {
+  if (text.length <= max && more === 0) return text;
+  return `${text.slice(0, max)}\n… (${Math.max(0, text.length - max) + more} more characters)`;
 }
 
 /** The service's request_usage fields, extended with the token counts. */
@@ -151,7 +152,10 @@ export async function runHarness(
         // One answer per run (the stream's first), no longer than a result file's.
         if (answered) break;
         answered = true;
-        store('result', { text: bound(redact(event.text, secrets), MAX_RESULT_CHARS), source: spec.kind });
+        store('result', {
+          text: bound(redact(event.text, secrets), MAX_RESULT_CHARS, event.dropped),
+          source: spec.kind
+        });
         break;
       case 'usage':
         usage.input_tokens += event.input_tokens;
@@ -173,6 +177,7 @@ export async function runHarness(
     early ??= failure;
     stopper.abort();
   };
+  let skippedLine = false;
   const onLine = (line: string) => {
     if (line.trim() === '') return;
     let value: unknown;
@@ -183,7 +188,19 @@ export async function runHarness(
       store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
       return;
     }
-    for (const event of translator.line(value)) take(event);
+    try {
+      for (const event of translator.line(value)) take(event);
+    } catch (error) {
+      // A line nested thousands deep overflows the stack of whatever walks it (the translator, the
+      // secret removal, JSON.stringify). Thrown from the stdout handler it would end the executor
+      // with every run; it is skipped instead, the first one with a note.
+      if (!skippedLine)
+        store('notice', {
+          text: `a line of the ${spec.kind} CLI's stream could not be read and was skipped (${(error as Error).message}); later ones are skipped without a note`
+        });
+      skippedLine = true;
+      return;
+    }
     const max = context.agent.max_cost_usd;
     if (max !== undefined && (usage.cost_usd ?? 0) > max)
       stop({

@@ -69,7 +69,7 @@ export type HarnessEvent =
   | { type: 'action'; id: string; name: string; input: unknown }     // a tool call
   | { type: 'action_result'; id: string; ok: boolean; output: string } // its result (the harness bounds it)
   | { type: 'file_edit'; path: string }
-  | { type: 'final'; text: string }                                  // the final answer
+  | { type: 'final'; text: string; dropped?: number }                // the final answer (`dropped`: characters left out past it)
   | { type: 'usage'; input_tokens: number; output_tokens: number;
       cache_read_tokens?: number; cache_write_tokens?: number; cost_usd?: number }
   | { type: 'session'; id: string };                                 // the CLI's session id
