@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config.js';
 import { createWorkspace, sweepWorkspaces } from '../../src/executor/workspace/workspace.js';
 import { forgetVerified, mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
+import { checkoutWhole, sharedCheckout } from '../../src/executor/workspace/shared-checkout.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
 import { waitForState } from '../support/wait.js';
@@ -213,6 +214,17 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     const built = statSync(readme).ino;
     await unmountAll(data);
     forgetVerified(); // as a restarted process
+    // A retained workspace's check at start-up and a new run's use of the checkout, at once: one
+    // check, and neither finds the unchanged checkout changed (two at once failed on the index lock).
+    const head = execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    const objects = join(repo, '.git', 'objects');
+    const [whole, made] = await Promise.all([
+      checkoutWhole(join(data, 'checkouts', name!)),
+      sharedCheckout(data, head, [objects], join(repo, '.git', 'shallow'), owner)
+    ]);
+    expect(whole).toBe(true);
+    expect(made).toBe(join(data, 'checkouts', name!));
+    expect(statSync(readme).ino).toBe(built);
     const again = await createWorkspace(config.environments[0]!, data, 'run-b', undefined, owner);
     expect(statSync(readme).ino).toBe(built);
     expect(stale(again)).toBe('');

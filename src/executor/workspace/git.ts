@@ -135,9 +135,10 @@ export interface FileOwner {
 /**
  * The command line that runs git so that the files it makes belong to `owner`: the effective ids
  * are the owner's (the kernel gives new files the effective ids), the real ones stay root's, and it
- * keeps only the two capabilities that let it read and write what root can (the source's objects,
- * the executor's root-only directories). With a real uid of root, the kernel's access() checks,
- * which git makes on its git dir, still pass; no other capability is effective.
+ * has only the two capabilities that let it read and write what root can (the source's objects,
+ * the executor's root-only directories), in its bounding set too: neither git nor anything it
+ * starts can take back the rest, not even by setting its effective uid to its real one. With a real
+ * uid of root, the kernel's access() checks, which git makes on its git dir, still pass.
  */
 function asOwner(owner: FileOwner, args: string[]): [string, string[]] {
   const caps = '+dac_override,+dac_read_search';
@@ -149,8 +150,10 @@ function asOwner(owner: FileOwner, args: string[]): [string, string[]] {
       '--rgid=0',
       `--egid=${owner.gid}`,
       '--clear-groups',
+      `--bounding-set=-all,${caps}`,
       `--inh-caps=${caps}`,
       `--ambient-caps=${caps}`,
+      '--no-new-privs',
       '--',
       'git',
       ...args
@@ -177,6 +180,11 @@ async function run(
     });
     return stdout;
   } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (owner && (code === 'ENOENT' || code === 'EACCES'))
+      throw new Error(
+        `git ${args.includes('read-tree') ? 'read-tree' : 'command'} could not start as the run's user: ${SETPRIV} is missing or not executable (${code}); install util-linux (\`apt-get install util-linux\`)`
+      );
     // The error's own message holds the whole command line; say which git command failed and why.
     const why = gitReason(error);
     const verb =

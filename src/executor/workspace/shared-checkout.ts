@@ -7,12 +7,16 @@
 // found after a restart is checked with git before its first use (or before a retained workspace is
 // mounted on it again) and made again when anything in it changed.
 
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { FileOwner, PrivateRepository } from './git.js';
 import { privateGitAll } from './git.js';
 import { checkoutRepository } from './private-git.js';
+
+const exec = promisify(execFile);
 
 /** The owner a shared checkout's files are given (the run's host user), when the executor is root. */
 export type LayerOwner = FileOwner;
@@ -86,13 +90,23 @@ async function intact(dir: string, head: string): Promise<boolean> {
  * (the next run that needs its commit makes it again).
  */
 export async function checkoutWhole(dir: string): Promise<boolean> {
+  while (building.has(dir)) await building.get(dir);
   const ready = readReady(dir);
   if (!ready) return false;
   if (verified.has(dir)) return true;
-  while (building.has(dir)) await building.get(dir);
-  if (!(await intact(dir, ready.head))) return false;
-  verified.add(dir);
-  return true;
+  // One check at a time per checkout, as one build (two refreshes of one index fail on its lock).
+  let whole = false;
+  const checked = (async () => {
+    whole = await intact(dir, ready.head);
+    if (whole) verified.add(dir);
+  })();
+  building.set(dir, checked);
+  try {
+    await checked;
+  } finally {
+    building.delete(dir);
+  }
+  return whole;
 }
 
 /** The shared checkout of `head`, made when missing (or found changed); answers its directory. */
@@ -118,6 +132,7 @@ export async function sharedCheckout(
     const bytes = indexedBytes(join(repo.gitDir, 'index'), head.length === 40 ? 20 : 32);
     writeFileSync(join(temporary, 'ready'), JSON.stringify({ head, bytes }));
     renameSync(temporary, dir);
+    measureLater(dir, head);
   })();
   building.set(dir, made);
   try {
@@ -130,10 +145,26 @@ export async function sharedCheckout(
 }
 
 /**
- * What a checkout weighs, for workspaces.cache_size: the sizes of its files as the index records
- * them (read from the index git just wrote, instead of walking the tree again), and the index
- * itself twice (the private one and the agent's copy). Index versions 2 and 3 (what read-tree
- * writes); for any other, the index's size alone.
+ * The index records a file's size modulo 4 GiB (a commit may hold a larger one): `du` counts the
+ * checkout's bytes exactly once the run is on its way, and its count replaces the index's in the
+ * `ready` file (renamed over it whole), unless the checkout was removed or made again meanwhile.
+ */
+function measureLater(dir: string, head: string): void {
+  exec('du', ['-s', '--apparent-size', '--block-size=1', dir])
+    .then(({ stdout }) => {
+      const bytes = Number(stdout.split('\t')[0]);
+      if (!Number.isSafeInteger(bytes) || readReady(dir)?.head !== head) return;
+      writeFileSync(join(dir, 'ready.measured'), JSON.stringify({ head, bytes }));
+      renameSync(join(dir, 'ready.measured'), join(dir, 'ready'));
+    })
+    .catch(() => undefined);
+}
+
+/**
+ * What a checkout weighs until `du` has counted it (measureLater), for workspaces.cache_size: the
+ * sizes of its files as the index records them (read from the index git just wrote, instead of
+ * walking the tree again), and the index itself twice (the private one and the agent's copy).
+ * Index versions 2 and 3 (what read-tree writes); for any other, the index's size alone.
  */
 export function indexedBytes(indexFile: string, hashBytes: number): number {
   const index = readFileSync(indexFile);
