@@ -12,8 +12,13 @@
 //                               its checkout) and its private git dir, after it ended
 // "first" runs are each the first run of a new commit (an empty commit per sample), "later" runs
 // use the same commit as the one before; then --rounds rounds of --at-once runs created together
-// (as many workers). A full checkout is deleted once measured (--keep-checkouts keeps them), or
-// 200,000 files would leave GBs per run. Needs root (overlayfs) and `npm run build`.
+// (as many workers). Each run of the one-at-a-time part starts after a `sync`, so no run pays for
+// writing back the one before. Nothing is deleted until every size is measured (then all is, unless
+// --keep-checkouts): on ext4 a file created soon after many were deleted nearby is slow to get an
+// inode (the allocator skips recently freed ones; seen here: a 50k-file checkout took 1.5 s in a
+// fresh directory and 12-27 s right after an earlier one was deleted), which weighed on whichever
+// kind ran after a deletion. The disk this needs: a full checkout per run of that kind (211 MB at
+// 50,000 files of 4 KiB). Needs root (overlayfs) and `npm run build`.
 //
 //   node bench/workspaces.mjs [--sizes 1000,50000] [--runs 20] [--firsts 3] [--file-bytes 4096]
 //                             [--kinds overlay,checkout] [--at-once 4] [--rounds 5] [--keep-checkouts]
@@ -137,8 +142,6 @@ async function one(side, first) {
     workspaceBytes: du(layer),
     gitDirBytes: du(join(dataDir, 'gitdirs', `${id}.git`))
   };
-  // A full checkout weighs the repository: gone once measured (the sweep accepts a missing one).
-  if (kind === 'checkout' && !values['keep-checkouts']) rmSync(layer, { recursive: true, force: true });
   return row;
 }
 
@@ -150,7 +153,10 @@ async function measure(source) {
     for (let i = 0; i < firsts + runs; i++) {
       const first = i < firsts;
       if (first) emptyCommit(source, `first ${i}`);
-      for (const side of i % 2 === 0 ? sides : [...sides].reverse()) side.rows.push(await one(side, first));
+      for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
+        execFileSync('sync');
+        side.rows.push(await one(side, first));
+      }
     }
     // --at-once runs created together (as many workers), --rounds times per kind, kinds alternating.
     for (let round = 0; round < rounds; round++)
@@ -165,7 +171,7 @@ async function measure(source) {
   } finally {
     for (const side of sides) {
       await side.executor.stop();
-      rmSync(join(side.dataDir, '..'), { recursive: true, force: true });
+      leftovers.push(join(side.dataDir, '..'));
     }
   }
 }
@@ -178,6 +184,8 @@ const stat = (rows, field) => ({
   )
 });
 const results = [];
+/** What the benchmark made, deleted once every size is measured (see the head of this file). */
+const leftovers = [];
 for (const files of sizes) {
   const source = await repository(files);
   try {
@@ -202,9 +210,11 @@ for (const files of sizes) {
       );
     }
   } finally {
-    rmSync(source, { recursive: true, force: true });
+    leftovers.push(source);
   }
 }
+if (!values['keep-checkouts']) for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
+else console.log(`kept: ${leftovers.join(' ')}`);
 saveResult('workspaces', {
   command: `node bench/workspaces.mjs --sizes ${sizes.join(',')} --runs ${runs} --firsts ${firsts} --file-bytes ${fileBytes} --kinds ${kinds.join(',')} --at-once ${atOnce} --rounds ${rounds}${values['keep-checkouts'] ? ' --keep-checkouts' : ''}`,
   results

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import {
   appendFileSync,
+  chmodSync,
   existsSync,
   mkdirSync,
   readFileSync,
@@ -19,6 +20,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config.js';
 import { createWorkspace, sweepWorkspaces } from '../../src/executor/workspace/workspace.js';
 import { forgetVerified, mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
+import { checkoutWhole, sharedCheckout } from '../../src/executor/workspace/shared-checkout.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
 import { waitForState } from '../support/wait.js';
@@ -188,18 +190,41 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     const data = config.dataDir;
     direct.push(data);
     // Given to a run user, as a root executor's checkouts are: the index still matches by stat.
+    // The files are that user's from the start, and a source only root may read is still read.
     const owner = { uid: 4242, gid: 4242 };
+    chmodSync(repo, 0o700);
     const first = await createWorkspace(config.environments[0]!, data, 'run-a', undefined, owner);
     const stale = (ws: typeof first) =>
       execFileSync('git', ['--git-dir', ws.git.gitDir, '--work-tree', ws.root, 'diff-files', '--name-only'], {
         encoding: 'utf8'
       });
     expect(stale(first)).toBe('');
+    // The agent's own repository agrees without reading a file again, and is the run user's too.
+    expect(
+      execFileSync('git', ['-c', 'safe.directory=*', '-C', first.path, 'diff-files', '--name-only'], {
+        encoding: 'utf8'
+      })
+    ).toBe('');
+    for (const path of ['.', 'README.md', '.git', '.git/index', '.git/HEAD'])
+      expect(statSync(join(first.path, path)).uid).toBe(4242);
     const [name] = readdirSync(join(data, 'checkouts'));
+    // The executor's own git dir of the checkout stays root's.
+    expect(statSync(join(data, 'checkouts', name!, 'git', 'index')).uid).toBe(0);
     const readme = join(data, 'checkouts', name!, 'tree', 'README.md');
     const built = statSync(readme).ino;
     await unmountAll(data);
     forgetVerified(); // as a restarted process
+    // A retained workspace's check at start-up and a new run's use of the checkout, at once: one
+    // check, and neither finds the unchanged checkout changed (two at once failed on the index lock).
+    const head = execFileSync('git', ['-C', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    const objects = join(repo, '.git', 'objects');
+    const [whole, made] = await Promise.all([
+      checkoutWhole(join(data, 'checkouts', name!)),
+      sharedCheckout(data, head, [objects], join(repo, '.git', 'shallow'), owner)
+    ]);
+    expect(whole).toBe(true);
+    expect(made).toBe(join(data, 'checkouts', name!));
+    expect(statSync(readme).ino).toBe(built);
     const again = await createWorkspace(config.environments[0]!, data, 'run-b', undefined, owner);
     expect(statSync(readme).ino).toBe(built);
     expect(stale(again)).toBe('');

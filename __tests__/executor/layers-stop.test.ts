@@ -282,3 +282,55 @@ describe('a retained workspace over a kept setup layer changed while the executo
     }
   }, 180_000);
 });
+
+describe('a retained workspace over a shared checkout changed while the executor was down', () => {
+  it('is not mounted again over it: its follow-up fails saying why, and a new run gets the commit as it was', async () => {
+    requireBubblewrap();
+    const source = gitRepo();
+    const ex = await spawnExecutorWithKey({
+      prefix: 'layers-restart-checkout-',
+      config: [
+        'log_level: warn',
+        'workspaces: { retention: 1h }',
+        'environments:',
+        `  - id: plain`,
+        `    source: ${JSON.stringify(source)}`
+      ].join('\n')
+    });
+    const dataDir = ex.dataDir;
+    let again: Awaited<ReturnType<typeof spawnExecutor>> | undefined;
+    try {
+      const runs = api(ex);
+      const kept = await runs.create('plain', '@sim write mine.txt kept');
+      expect((await runs.ended(kept)).state).toBe('SUCCEEDED');
+      expect(await ex.stop('SIGTERM')).toBe(0);
+      expect(mountsUnder(dataDir)).toEqual([]);
+
+      // While it is down, a file of the shared checkout under the retained workspace changes.
+      const [checkout] = readdirSync(join(dataDir, 'checkouts'));
+      appendFileSync(join(dataDir, 'checkouts', checkout!, 'tree', 'README.md'), 'tampered\n');
+
+      again = await spawnExecutor(['--data-dir', dataDir], { cwd: ex.dir });
+      const next = api({ url: again.url, key: ex.key });
+      expect(mountPoints(dataDir).has(join(dataDir, 'workspaces', kept))).toBe(false);
+      await next.followup(kept, '@sim run cat README.md mine.txt');
+      const followed = await next.ended(kept, `the follow-up of ${kept} to end`);
+      expect(followed).toMatchObject({ state: 'FAILED' });
+      expect(followed.status_message).toContain(
+        `the workspace of run ${kept} cannot be continued: it could not be mounted again: the shared checkout under it (checkouts/${checkout}) changed since the workspace was made over it`
+      );
+      // A new run of the commit gets it as it was (the checkout is made again).
+      const fresh = await next.create('plain', '@sim run test "$(cat README.md)" = readme');
+      expect((await next.ended(fresh)).state).toBe('SUCCEEDED');
+      expect(readFileSync(join(dataDir, 'checkouts', checkout!, 'tree', 'README.md'), 'utf8')).toBe(
+        'readme\n'
+      );
+      expect(await again.stop('SIGTERM')).toBe(0);
+      expect(mountsUnder(dataDir)).toEqual([]);
+    } finally {
+      await ex.stop('SIGKILL');
+      await again?.stop('SIGKILL');
+      unmountLeft(dataDir);
+    }
+  }, 180_000);
+});

@@ -5,7 +5,7 @@
 // checkouts and setup layers no workspace uses, looking again only when something could have
 // become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
 
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
@@ -13,6 +13,7 @@ import type { RunStore } from '../store/types.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
+import { removeTree } from '../workspace/remove.js';
 
 function now(): string {
   return new Date().toISOString();
@@ -87,8 +88,13 @@ function sweepLeftHomes(dataDir: string, retentionMs: number, active: Set<string
   for (const name of existsSync(dir) ? readdirSync(dir) : []) {
     const path = join(dir, name);
     if (active.has(name) || Date.now() - statSync(path).mtimeMs < retentionMs) continue;
-    rmSync(path, { recursive: true, force: true });
-    removed++;
+    try {
+      // Any depth the run made it (remove.ts); one that cannot go stays for the next sweep.
+      removeTree(path);
+      removed++;
+    } catch {
+      continue;
+    }
   }
   return removed;
 }

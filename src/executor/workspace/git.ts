@@ -12,7 +12,7 @@
 // that stay (eol, text, working-tree-encoding, ident) only transform bytes.
 
 import { execFile, spawn } from 'node:child_process';
-import { unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -123,9 +123,55 @@ export const POST_RUN_TIMEOUT_MS = 5 * 60 * 1000;
 /** The address space a workspace git command may use (`ulimit -v`, in KiB): 2 GiB. */
 export const POST_RUN_MEMORY_KB = 2 * 1024 * 1024;
 
-async function run(args: string[], env?: NodeJS.ProcessEnv, cwd?: string, timeout = 0): Promise<string> {
+/**
+ * A host identity git writes files as (the files of a shared checkout belong to the run's user from
+ * the start: no chown afterwards, no index stamps to mend). See asOwner.
+ */
+export interface FileOwner {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * The command line that runs git so that the files it makes belong to `owner`: the effective ids
+ * are the owner's (the kernel gives new files the effective ids), the real ones stay root's, and it
+ * has only the two capabilities that let it read and write what root can (the source's objects,
+ * the executor's root-only directories), in its bounding set too: neither git nor anything it
+ * starts can take back the rest, not even by setting its effective uid to its real one. With a real
+ * uid of root, the kernel's access() checks, which git makes on its git dir, still pass.
+ */
+function asOwner(owner: FileOwner, args: string[]): [string, string[]] {
+  const caps = '+dac_override,+dac_read_search';
+  return [
+    SETPRIV,
+    [
+      '--ruid=0',
+      `--euid=${owner.uid}`,
+      '--rgid=0',
+      `--egid=${owner.gid}`,
+      '--clear-groups',
+      `--bounding-set=-all,${caps}`,
+      `--inh-caps=${caps}`,
+      `--ambient-caps=${caps}`,
+      '--no-new-privs',
+      '--',
+      'git',
+      ...args
+    ]
+  ];
+}
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find(file => existsSync(file)) ?? 'setpriv';
+
+async function run(
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+  cwd?: string,
+  timeout = 0,
+  owner?: FileOwner
+): Promise<string> {
   try {
-    const { stdout } = await exec('git', args, {
+    const [program, programArgs] = owner ? asOwner(owner, args) : ['git', args];
+    const { stdout } = await exec(program, programArgs, {
       maxBuffer: 64 * 1024 * 1024,
       env,
       cwd,
@@ -134,6 +180,11 @@ async function run(args: string[], env?: NodeJS.ProcessEnv, cwd?: string, timeou
     });
     return stdout;
   } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (owner && (code === 'ENOENT' || code === 'EACCES'))
+      throw new Error(
+        `git ${args.includes('read-tree') ? 'read-tree' : 'command'} could not start as the run's user: ${SETPRIV} is missing or not executable (${code}); install util-linux (\`apt-get install util-linux\`)`
+      );
     // The error's own message holds the whole command line; say which git command failed and why.
     const why = gitReason(error);
     const verb =
@@ -157,14 +208,15 @@ export function sourceGit(args: string[], cwd?: string): Promise<string> {
 export function privateGit(
   repository: PrivateRepository,
   args: string[],
-  options: { env?: Record<string, string>; push?: boolean } = {}
+  options: { env?: Record<string, string>; push?: boolean; owner?: FileOwner } = {}
 ): Promise<string> {
   return run(
     [...HARDENED, '--git-dir', repository.gitDir, '--work-tree', repository.workTree, ...args],
     privateEnv(repository, options.env, options.push),
     // Never the workspace: a relative path git meets is then not the agent's.
     repository.gitDir,
-    POST_RUN_TIMEOUT_MS
+    POST_RUN_TIMEOUT_MS,
+    options.owner
   );
 }
 

@@ -1,30 +1,27 @@
 // Copy-on-write workspaces. Checking a large repository out for every run costs seconds and the
 // repository's whole size on disk per run; instead each source commit is checked out once per node
-// (DATA_DIR/checkouts/<commit>-<stores>-<uid>: the files with the agent's `.git`, and the private
-// git dir with its index), never written again, and each run's workspace is an overlayfs mount of
-// it (the kernel's, mounted by the executor, which needs root) with an upper layer of the run's own,
+// (shared-checkout.ts: the files with the agent's `.git`, and the private git dir with its index),
+// never written again, and each run's workspace is an overlayfs mount of it (the kernel's, mounted
+// by the executor, which needs root) with an upper layer of the run's own,
 // DATA_DIR/layers/<run id>/upper: whatever the run writes, deletes or renames lands there and never
 // in the shared checkout nor in another run. The files keep the checkout's inode numbers and times,
 // so the index copied with them stays valid and git compares by stat as in a plain checkout.
 //
 // Where overlayfs cannot be mounted (the executor is not root, the kernel lacks it, a data dir path
 // overlayfs cannot name, AGENT_EXECUTOR_WORKSPACES=checkout) every workspace is a full checkout, as
-// before; layerMode() (mounts.ts) says which once, for the start-up log. This file makes the layers
-// and the shared checkouts under them, mounts them again after a restart, and removes unused shared
-// checkouts past `workspaces.cache_size`; mounts.ts probes, lists and unmounts.
+// before; layerMode() (mounts.ts) says which once, for the start-up log. This file mounts a run's
+// layers over its shared checkout (and setup layer), mounts them again after a restart, and removes
+// unused shared checkouts past `workspaces.cache_size`; mounts.ts probes, lists and unmounts.
 
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import {
   chmodSync,
-  copyFileSync,
   chownSync,
   cpSync,
   existsSync,
   mkdirSync,
   readFileSync,
   readdirSync,
-  renameSync,
   rmSync,
   statSync,
   utimesSync,
@@ -32,11 +29,20 @@ import {
 } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { type PrivateRepository, privateGitAll } from './git.js';
-import { restampIndex } from './index-stamps.js';
+import type { PrivateRepository } from './git.js';
 import { removeTree } from './remove.js';
-import { checkoutRepository } from './private-git.js';
 import { mountPoints, options, unmountWorkspace } from './mounts.js';
+import {
+  type LayerOwner,
+  building,
+  busy,
+  checkoutDir,
+  checkoutWhole,
+  hold,
+  readReady,
+  sharedCheckout,
+  verified
+} from './shared-checkout.js';
 import {
   type SetupLayer,
   claimSetupLayer,
@@ -50,118 +56,12 @@ import {
 } from './setup-layers.js';
 
 export { type LayerMode, layerMode, mountPoints, unmountAll, unmountWorkspace } from './mounts.js';
+export { type LayerOwner, forgetVerified } from './shared-checkout.js';
 
 const exec = promisify(execFile);
 
-/** The owner a shared checkout's files are given (the run's host user), when the executor is root. */
-export interface LayerOwner {
-  uid: number;
-  gid: number;
-}
-
-/**
- * Where a shared checkout lives: one per commit, object stores it borrows (two sources may hold
- * the same commit, and a run's sandbox shows only its own source's objects) and owner.
- */
-function checkoutDir(dataDir: string, head: string, borrowed: string[], owner?: LayerOwner): string {
-  const stores = createHash('sha256').update(borrowed.join('\n')).digest('hex').slice(0, 12);
-  return join(dataDir, 'checkouts', `${head}-${stores}-${owner ? `${owner.uid}.${owner.gid}` : 'own'}`);
-}
 export function layersDir(dataDir: string, runId: string): string {
   return join(dataDir, 'layers', runId);
-}
-
-/** Checkouts this process is making or has handed to a run not yet mounted: never collected. */
-const busy = new Map<string, number>();
-/** Checkouts found whole by this process (after a restart, each is verified before its first use). */
-const verified = new Set<string>();
-/** One build at a time per checkout. */
-const building = new Map<string, Promise<void>>();
-
-/** Forgets which checkouts were verified, as a restarted process would (for tests). */
-export function forgetVerified(): void {
-  verified.clear();
-}
-
-interface Ready {
-  head: string;
-  bytes: number;
-}
-
-function readReady(dir: string): Ready | undefined {
-  try {
-    const ready = JSON.parse(readFileSync(join(dir, 'ready'), 'utf8')) as Ready;
-    return typeof ready.head === 'string' && typeof ready.bytes === 'number' ? ready : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether a checkout left by an earlier process is still what it claims: nothing changed, nothing added. */
-async function intact(dir: string, head: string): Promise<boolean> {
-  const ready = readReady(dir);
-  if (ready?.head !== head || !existsSync(join(dir, 'tree', '.git', 'HEAD'))) return false;
-  const repo: PrivateRepository = { gitDir: join(dir, 'git'), workTree: join(dir, 'tree') };
-  try {
-    // A refresh first (stat data a reboot changed is looked at again); it fails on a changed file.
-    const out = await privateGitAll(repo, [
-      ['update-index', '-q', '--refresh'],
-      ['diff-index', '--quiet', '--ignore-submodules=all', head, '--'],
-      ['ls-files', '--others', '--directory']
-    ]);
-    return out.trim() === '';
-  } catch {
-    return false;
-  }
-}
-
-/** The shared checkout of `head`, made when missing (or found changed); answers its directory. */
-async function sharedCheckout(
-  dataDir: string,
-  head: string,
-  borrowed: string[],
-  shallow: string,
-  owner?: LayerOwner
-): Promise<string> {
-  const dir = checkoutDir(dataDir, head, borrowed, owner);
-  while (building.has(dir)) await building.get(dir);
-  if (verified.has(dir) && existsSync(join(dir, 'ready'))) return dir;
-  const made = (async () => {
-    if (existsSync(dir) && (await intact(dir, head))) return;
-    rmSync(dir, { recursive: true, force: true });
-    const temporary = `${dir}.making-${process.pid}`;
-    rmSync(temporary, { recursive: true, force: true });
-    mkdirSync(temporary, { recursive: true, mode: 0o700 });
-    const repo: PrivateRepository = { gitDir: join(temporary, 'git'), workTree: join(temporary, 'tree') };
-    mkdirSync(repo.gitDir, { mode: 0o700 });
-    await checkoutRepository(repo, head, borrowed, shallow);
-    const owned = (async () => {
-      if (!owner) return;
-      await exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
-      // chown changed every file's owner and ctime: the index learns them once here, or every
-      // run's diff (and the agent's first `git status`) would read every file again. They are
-      // written into it from one lstat a file (index-stamps.ts), so git's refresh, which checks
-      // every entry and writes the index, reads again only what that left (racily clean files).
-      restampIndex(join(repo.gitDir, 'index'), repo.workTree, head.length === 40 ? 'sha1' : 'sha256');
-      await privateGitAll(repo, [['update-index', '-q', '--refresh']]);
-      copyFileSync(join(repo.gitDir, 'index'), join(repo.workTree, '.git', 'index'));
-    })();
-    // Its size (for workspaces.cache_size) is taken meanwhile: ownership changes no byte count.
-    const [{ stdout }] = await Promise.all([
-      exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]),
-      owned
-    ]);
-    writeFileSync(join(temporary, 'ready'), JSON.stringify({ head, bytes: Number(stdout.split('\t')[0]) }));
-    renameSync(temporary, dir);
-  })();
-  building.set(dir, made);
-  try {
-    await made;
-    verified.add(dir);
-  } finally {
-    building.delete(dir);
-  }
-  return dir;
 }
 
 /**
@@ -181,10 +81,8 @@ export async function mountWorkspace(
 ): Promise<{ upper: string; setup?: SetupLayer }> {
   if (!/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(head))
     throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
-  const key = checkoutDir(dataDir, head, borrowed, owner);
-  busy.set(key, (busy.get(key) ?? 0) + 1);
+  const released = [hold(checkoutDir(dataDir, head, borrowed, owner))];
   let claimed: Awaited<ReturnType<typeof claimSetupLayer>> | undefined;
-  let setupBusy: string | undefined;
   try {
     const dir = await sharedCheckout(dataDir, head, borrowed, shallow, owner);
     const now = new Date();
@@ -192,8 +90,7 @@ export async function mountWorkspace(
     const setupKey = setupKeyOf?.(dir);
     if (setupKey) {
       // Never collected while it is claimed and mounted (as the checkout is, through `busy`).
-      setupBusy = join(setupsDir(dataDir), setupKey);
-      busy.set(setupBusy, (busy.get(setupBusy) ?? 0) + 1);
+      released.push(hold(join(setupsDir(dataDir), setupKey)));
       claimed = await claimSetupLayer(dataDir, setupKey, dir);
     }
     const cachedSetup = claimed && 'cached' in claimed ? claimed.cached : undefined;
@@ -226,11 +123,7 @@ export async function mountWorkspace(
     if (claimed && 'build' in claimed) claimed.release();
     throw error;
   } finally {
-    for (const held of setupBusy ? [key, setupBusy] : [key]) {
-      const left = (busy.get(held) ?? 1) - 1;
-      if (left > 0) busy.set(held, left);
-      else busy.delete(held);
-    }
+    for (const release of released) release();
   }
 }
 
@@ -268,6 +161,14 @@ async function remount(dataDir: string, runId: string): Promise<void> {
   try {
     const dir = readFileSync(join(layers, 'checkout'), 'utf8').trim();
     if (!readReady(dir)) return;
+    // Checked as a new run's first use checks it: a changed checkout is never mounted under it.
+    if (!(await checkoutWhole(dir))) {
+      writeFileSync(
+        join(layers, REFUSED),
+        `the shared checkout under it (${relative(dataDir, dir)}) changed since the workspace was made over it\n`
+      );
+      return;
+    }
     const setup = existsSync(join(layers, 'setup'))
       ? readFileSync(join(layers, 'setup'), 'utf8').trim()
       : undefined;

@@ -11,9 +11,25 @@
 // (the same start commit, the same index, its own objects or the source's borrowed); it may wreck
 // it at will.
 
-import { copyFileSync, cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  rmSync
+} from 'node:fs';
 import { join } from 'node:path';
-import { type PrivateRepository, privateGit, privateGitAll, privateGitlinks, replaceFile } from './git.js';
+import {
+  type FileOwner,
+  type PrivateRepository,
+  privateGit,
+  privateGitAll,
+  privateGitlinks,
+  replaceFile
+} from './git.js';
 
 const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n';
 const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -37,21 +53,38 @@ function writeGitDir(gitDir: string, head: string, alternates: string[], shallow
 
 /**
  * A repository source: the private git dir at `head`, borrowing `borrowed`, its files checked out
- * into `workTree`; then the agent's own `.git` beside them. Answers the start commit.
+ * into `workTree`; then the agent's own `.git` beside them. Answers the start commit. With `owner`
+ * every file of the work tree is the owner's from the start (git writes them as the owner: see
+ * git.ts), so the index git writes already holds the owner and the files' times, and nothing is
+ * given away (chown) afterwards, which would change every file's ctime and make git read every
+ * file again; the private git dir stays root's.
  */
 export async function checkoutRepository(
   repository: PrivateRepository,
   head: string,
   borrowed: string[],
-  shallow: string
+  shallow: string,
+  owner?: FileOwner
 ): Promise<string> {
   if (!COMMIT.test(head)) throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
   mkdirSync(repository.workTree, { recursive: true });
   writeGitDir(repository.gitDir, head, borrowed, shallow);
-  await privateGit(repository, ['read-tree', '--reset', '-u', head]);
+  await privateGit(repository, ['read-tree', '--reset', '-u', head], { owner });
+  if (owner) lchownSync(join(repository.gitDir, 'index'), 0, 0);
   await leaveSubmodulesAlone(repository);
   agentRepository(repository, head, { borrowed, shallow });
+  if (owner) {
+    lchownSync(repository.workTree, owner.uid, owner.gid);
+    giveAll(join(repository.workTree, '.git'), owner);
+  }
   return head;
+}
+
+/** Gives a directory the executor just wrote (no link in it) and all below it to `owner`. */
+function giveAll(path: string, owner: FileOwner): void {
+  lchownSync(path, owner.uid, owner.gid);
+  if (!lstatSync(path).isDirectory()) return;
+  for (const name of readdirSync(path)) giveAll(join(path, name), owner);
 }
 
 /**
