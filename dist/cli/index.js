@@ -38098,11 +38098,11 @@ class Terminal {
     }
 }
 function prefixed(who, text) {
-    const lines = text.replace(/\s+$/, '').split('\n');
+    const lines = text.trimEnd().split('\n');
     return lines.map((line, i) => (i === 0 ? `${who}: ${line}` : `  ${line}`));
 }
 function indent(text, max) {
-    const lines = text.replace(/\s+$/, '').split('\n');
+    const lines = text.trimEnd().split('\n');
     const shown = lines.length > max ? [...lines.slice(0, max), `… ${lines.length - max} more lines`] : lines;
     return shown.map(line => `    ${line}`);
 }

@@ -1,8 +1,8 @@
-export const id = 292;
-export const ids = [292];
+export const id = 201;
+export const ids = [201];
 export const modules = {
 
-/***/ 4292:
+/***/ 82201:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -861,6 +861,89 @@ class StreamRecorder {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/agents/harness/memory.ts
+// What a CLI's translator remembers from one line to the next, bounded. The stream is the CLI's
+// stdout, and anything that runs in the run's sandbox can write lines to it (a tool's process opens
+// /proc/<the CLI>/fd/1), so the translator must not grow with what it is sent: Gemini's streamed
+// text joined without limit, and the tool calls each translator remembered (their ids and the
+// files they edit) were never forgotten, so a forged stream of 1 MiB lines grew the executor's
+// heap until it crashed, with every run of the node. Text is kept up to a size (what is left out
+// is counted, for the note that says so); calls past a size are not remembered (a call then loses
+// its `file` event, or is shown twice), and a call is forgotten once its result came.
+/** Characters of the final answer kept (as AGENT_RESULT_FILE's 1 MiB). */
+const MAX_RESULT_CHARS = 1024 * 1024;
+/** Characters of one message of streamed text: a longer one is given out in parts. */
+const MAX_MESSAGE_PART_CHARS = 64 * 1024;
+/** Characters of remembered call ids and paths, all together; a longer id or path is never kept. */
+const MAX_REMEMBERED_CHARS = 1024 * 1024;
+const MAX_ID_OR_PATH_CHARS = 4096;
+/** Tool calls remembered by id until their result comes (at most MAX_REMEMBERED_CHARS of them). */
+class CallMemory {
+    calls = new Map();
+    chars = 0;
+    static size(id, value) {
+        return id.length + (value === true ? 0 : value.length);
+    }
+    /** Remembers `value` for `id` when both are short and there is room; answers whether it did. */
+    set(id, value) {
+        const size = CallMemory.size(id, value);
+        if (value !== true && value.length > MAX_ID_OR_PATH_CHARS)
+            return false;
+        if (id.length > MAX_ID_OR_PATH_CHARS || this.chars + size > MAX_REMEMBERED_CHARS)
+            return false;
+        this.forget(id);
+        this.calls.set(id, value);
+        this.chars += size;
+        return true;
+    }
+    get(id) {
+        return this.calls.get(id);
+    }
+    has(id) {
+        return this.calls.has(id);
+    }
+    forget(id) {
+        const value = this.calls.get(id);
+        if (value === undefined)
+            return;
+        this.calls.delete(id);
+        this.chars -= CallMemory.size(id, value);
+    }
+}
+/** Text gathered from parts, kept up to `max` characters; the rest only counted. */
+class BoundedText {
+    max;
+    kept = '';
+    more = 0;
+    constructor(max) {
+        this.max = max;
+    }
+    add(part) {
+        const room = this.max - this.kept.length;
+        if (part.length <= room)
+            this.kept += part;
+        else {
+            this.kept += part.slice(0, Math.max(0, room));
+            this.more += part.length - Math.max(0, room);
+        }
+    }
+    set(text) {
+        this.clear();
+        this.add(text);
+    }
+    clear() {
+        this.kept = '';
+        this.more = 0;
+    }
+    get length() {
+        return this.kept.length;
+    }
+    /** The text kept, and how many characters past it were left out (`dropped`, when any were). */
+    get value() {
+        return this.more > 0 ? { text: this.kept, dropped: this.more } : { text: this.kept };
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/agents/harness/claude.ts
 // Claude Code (checked with 2.1.331) in the harness: `claude -p` with the prompt on stdin, its
 // stream as `--output-format stream-json --verbose` (one JSON object per line: `system` init with
@@ -870,6 +953,7 @@ class StreamRecorder {
 // (`--append-system-prompt`) and MCP servers (`--mcp-config` in the run's HOME) come from the run.
 // Claude Code retries a 401 for minutes unless the answer says not to: its `api_retry` lines name
 // the status, so a refused key ends the run at the first one.
+
 /** Where the run's MCP servers are written, relative to its HOME. */
 const MCP_FILE = '.claude/agent-run-mcp.json';
 /** Tools of Claude Code that write a file named by `file_path` (or `notebook_path`). */
@@ -907,7 +991,7 @@ class ClaudeTranslator {
     early;
     result = false;
     /** Files an edit tool call names, by call id, reported once the call succeeded. */
-    edits = new Map();
+    edits = new CallMemory();
     line(value) {
         if (!isObject(value))
             return [];
@@ -974,6 +1058,7 @@ class ClaudeTranslator {
             const ok = block.is_error !== true;
             events.push({ type: 'action_result', id: block.tool_use_id, ok, output: resultText(block.content) });
             const path = this.edits.get(block.tool_use_id);
+            this.edits.forget(block.tool_use_id);
             if (ok && path !== undefined)
                 events.push({ type: 'file_edit', path });
         }
@@ -1102,15 +1187,23 @@ const MODEL = [
     /model\b[^\n]{0,120}\b(?:does not exist|not found|is not supported|not supported|unknown)/i,
     /unknown model/i,
     /invalid model/i,
-    /models\/[^\s:]+ is not found/i
+    /models\/[^\s:]{1,200} is not found/i
 ];
+/**
+ * Characters of a message the words are looked for in (what a failed run's status message shows).
+ * The message is as long as a stream line (8 MiB), any process in the sandbox can write that line
+ * to the CLI's stdout, and the patterns run in the executor's event loop: over a whole line,
+ * `models/` repeated made `models\/[^\s:]+` backtrack for hours (140 s a MiB, growing quadratically).
+ */
+const CLASSIFIED_CHARS = 8 * 1024;
 /** The error code for a CLI's error message. */
 function classifyFailure(message) {
-    if (MODEL.some(pattern => pattern.test(message)))
+    const text = message.length > CLASSIFIED_CHARS ? message.slice(0, CLASSIFIED_CHARS) : message;
+    if (MODEL.some(pattern => pattern.test(text)))
         return 'agent_model_not_found';
-    if (AUTH.some(pattern => pattern.test(message)))
+    if (AUTH.some(pattern => pattern.test(text)))
         return 'agent_auth_failed';
-    if (RATE.some(pattern => pattern.test(message)))
+    if (RATE.some(pattern => pattern.test(text)))
         return 'agent_rate_limited';
     return 'agent_crashed';
 }
@@ -1147,6 +1240,7 @@ function failureFrom(program, exitCode, reported, stderrTail) {
 // conventional variables a user lists are mapped here. `--dangerously-bypass-approvals-and-sandbox`
 // turns off both its approvals and its own Landlock/bubblewrap sandbox: our sandbox is the boundary,
 // and a nested sandbox cannot be set up inside it.
+
 
 /** A TOML basic string (JSON's escapes are TOML's, except that TOML also wants DEL escaped). */
 function tomlString(value) {
@@ -1233,7 +1327,7 @@ function resultOf(item) {
     }
 }
 function codexTranslator() {
-    const started = new Set();
+    const started = new CallMemory(); // calls already shown as started
     let lastMessage;
     let failure;
     let lastError;
@@ -1252,10 +1346,12 @@ function codexTranslator() {
             return []; // reasoning, todo lists, and Codex's own warnings (`error` items)
         const events = [];
         if (!started.has(id)) {
-            started.add(id);
+            if (!done)
+                started.set(id, true);
             events.push({ type: 'action', id, ...action });
         }
         if (done) {
+            started.forget(id);
             events.push({ type: 'action_result', id, ...resultOf(it) });
             if (it.type === 'file_change' && it.status === 'completed') {
                 for (const change of it.changes ?? [])
@@ -1360,6 +1456,7 @@ const codexHarness = {
 // `~/.gemini/settings.json` selects the API-key auth type; MCP servers are configured in that file
 // too, and `~/.gemini/GEMINI.md` becomes part of its system instruction.
 
+
 /** Tools of Gemini CLI that write the file named by their `file_path` parameter. */
 const WRITING_TOOLS = new Set(['write_file', 'replace', 'edit']);
 function gemini_mcpEntry(server) {
@@ -1383,9 +1480,9 @@ function geminiSettings(input) {
     return settings;
 }
 function geminiTranslator() {
-    const writes = new Map(); // tool id → the file it writes
+    const writes = new CallMemory(); // tool id → the file it writes
     let pending = ''; // assistant text not yet given out: its chunks are joined into one message
-    let answer = ''; // assistant text since the last tool call: the final answer once the run ends
+    const answer = new BoundedText(MAX_RESULT_CHARS); // assistant text since the last tool call: the final answer
     let failure;
     let lastError;
     /** The assistant text gathered so far, as one message (before a tool call, an error or the end). */
@@ -1405,11 +1502,12 @@ function geminiTranslator() {
                         return [];
                     if (event.delta) {
                         pending += event.content;
-                        answer += event.content;
-                        return [];
+                        answer.add(event.content);
+                        // A message longer than a part is given out in parts: nothing joins without limit.
+                        return pending.length >= MAX_MESSAGE_PART_CHARS ? flush() : [];
                     }
                     pending = '';
-                    answer = event.content;
+                    answer.set(event.content);
                     return [{ type: 'text', text: event.content }];
                 case 'tool_use': {
                     const id = event.tool_id ?? '';
@@ -1417,7 +1515,7 @@ function geminiTranslator() {
                     const path = event.parameters?.file_path;
                     if (WRITING_TOOLS.has(name) && typeof path === 'string')
                         writes.set(id, path);
-                    answer = '';
+                    answer.clear();
                     return [...flush(), { type: 'action', id, name, input: event.parameters ?? {} }];
                 }
                 case 'tool_result': {
@@ -1430,7 +1528,7 @@ function geminiTranslator() {
                     const path = writes.get(id);
                     if (ok && path !== undefined)
                         events.push({ type: 'file_edit', path });
-                    writes.delete(id);
+                    writes.forget(id);
                     return events;
                 }
                 case 'error':
@@ -1440,8 +1538,8 @@ function geminiTranslator() {
                 case 'result': {
                     const events = flush();
                     if (event.status === 'success') {
-                        if (answer)
-                            events.push({ type: 'final', text: answer });
+                        if (answer.length > 0)
+                            events.push({ type: 'final', ...answer.value });
                     }
                     else {
                         failure = event.error?.message ?? lastError ?? `the run ended with status ${event.status ?? '?'}`;
@@ -1639,10 +1737,9 @@ function programOf(agent, spec) {
 // and ends a failed run with the CLI's own words and a distinct error code, secrets removed.
 
 
+
 /** Characters of a tool's input or output kept in the transcript. */
 const MAX_ACTION_CHARS = 16 * 1024;
-/** Characters of the final answer kept (as AGENT_RESULT_FILE's 1 MiB). */
-const MAX_RESULT_CHARS = 1024 * 1024;
 /** Characters of a failed run's status message (the CLI's words can be as long as a stream line). */
 const MAX_MESSAGE_CHARS = 8 * 1024;
 /** Characters of the CLI's stderr end kept for a failure's message. */
@@ -1673,8 +1770,11 @@ function redactAll(value, secrets) {
         return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k, secrets), redactAll(v, secrets)]));
     return value;
 }
-function bound(text, max = MAX_ACTION_CHARS) {
-    return text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
+/** `text` cut to `max` characters; `more` counts characters left out before it came here. */
+function bound(text, max = MAX_ACTION_CHARS, more = 0) {
+    if (text.length <= max && more === 0)
+        return text;
+    return `${text.slice(0, max)}\n… (${Math.max(0, text.length - max) + more} more characters)`;
 }
 /** The service's request_usage fields, extended with the token counts. */
 function requestUsage(usage) {
@@ -1765,7 +1865,10 @@ async function runHarness(spec, context) {
                 if (answered)
                     break;
                 answered = true;
-                store('result', { text: bound(redact(event.text, secrets), MAX_RESULT_CHARS), source: spec.kind });
+                store('result', {
+                    text: bound(redact(event.text, secrets), MAX_RESULT_CHARS, event.dropped),
+                    source: spec.kind
+                });
                 break;
             case 'usage':
                 usage.input_tokens += event.input_tokens;
@@ -1786,6 +1889,7 @@ async function runHarness(spec, context) {
         early ??= failure;
         stopper.abort();
     };
+    let skippedLine = false;
     const onLine = (line) => {
         if (line.trim() === '')
             return;
@@ -1798,8 +1902,21 @@ async function runHarness(spec, context) {
             store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
             return;
         }
-        for (const event of translator.line(value))
-            take(event);
+        try {
+            for (const event of translator.line(value))
+                take(event);
+        }
+        catch (error) {
+            // A line nested thousands deep overflows the stack of whatever walks it (the translator, the
+            // secret removal, JSON.stringify). Thrown from the stdout handler it would end the executor
+            // with every run; it is skipped instead, the first one with a note.
+            if (!skippedLine)
+                store('notice', {
+                    text: `a line of the ${spec.kind} CLI's stream could not be read and was skipped (${error.message}); later ones are skipped without a note`
+                });
+            skippedLine = true;
+            return;
+        }
         const max = context.agent.max_cost_usd;
         if (max !== undefined && (usage.cost_usd ?? 0) > max)
             stop({
@@ -8096,6 +8213,28 @@ function copyTree(from, to, skip, quotaBytes) {
     walk(from, to);
 }
 
+;// CONCATENATED MODULE: ./src/executor/workspace/remove.ts
+// Removing a directory tree a run wrote (its workspace, its own layer, its HOME, its output
+// folder). A run chooses the tree's shape, and Node's recursive rmSync keeps a file descriptor open
+// for each level: a tree nested deeper than the process's open-file limit (1,500 directories under
+// the usual 1,024) made it throw EMFILE, and the sweep that met it stopped there every time, so
+// no workspace, layer or HOME after it (secrets included) was ever removed and the disk filled.
+// The system's `rm` walks any depth; it never follows a link and stays on the tree's file system.
+
+
+const RM = (0,external_node_fs_.existsSync)('/usr/bin/rm') ? '/usr/bin/rm' : '/bin/rm';
+/** Removes `path` and everything under it (nothing when it is absent); throws when it stays. */
+function removeTree(path) {
+    try {
+        (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+        return;
+    }
+    catch {
+        // deeper than rmSync goes: the system's rm below
+    }
+    (0,external_node_child_process_.execFileSync)(RM, ['-rf', '--one-file-system', '--', path], { stdio: 'ignore' });
+}
+
 ;// CONCATENATED MODULE: ./src/executor/workspace/git.ts
 // The executor's own git. Two kinds: git on a source (clone, fetch, rev-parse), where the user's
 // own config applies; and git on a run's workspace after (or before) its agent, which runs outside
@@ -8204,9 +8343,39 @@ function privateEnv(repository, extra = {}, push = false) {
 const POST_RUN_TIMEOUT_MS = 5 * 60 * 1000;
 /** The address space a workspace git command may use (`ulimit -v`, in KiB): 2 GiB. */
 const POST_RUN_MEMORY_KB = 2 * 1024 * 1024;
-async function run(args, env, cwd, timeout = 0) {
+/**
+ * The command line that runs git so that the files it makes belong to `owner`: the effective ids
+ * are the owner's (the kernel gives new files the effective ids), the real ones stay root's, and it
+ * has only the two capabilities that let it read and write what root can (the source's objects,
+ * the executor's root-only directories), in its bounding set too: neither git nor anything it
+ * starts can take back the rest, not even by setting its effective uid to its real one. With a real
+ * uid of root, the kernel's access() checks, which git makes on its git dir, still pass.
+ */
+function asOwner(owner, args) {
+    const caps = '+dac_override,+dac_read_search';
+    return [
+        SETPRIV,
+        [
+            '--ruid=0',
+            `--euid=${owner.uid}`,
+            '--rgid=0',
+            `--egid=${owner.gid}`,
+            '--clear-groups',
+            `--bounding-set=-all,${caps}`,
+            `--inh-caps=${caps}`,
+            `--ambient-caps=${caps}`,
+            '--no-new-privs',
+            '--',
+            'git',
+            ...args
+        ]
+    ];
+}
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find(file => (0,external_node_fs_.existsSync)(file)) ?? 'setpriv';
+async function run(args, env, cwd, timeout = 0, owner) {
     try {
-        const { stdout } = await git_exec('git', args, {
+        const [program, programArgs] = owner ? asOwner(owner, args) : ['git', args];
+        const { stdout } = await git_exec(program, programArgs, {
             maxBuffer: 64 * 1024 * 1024,
             env,
             cwd,
@@ -8216,6 +8385,9 @@ async function run(args, env, cwd, timeout = 0) {
         return stdout;
     }
     catch (error) {
+        const code = error.code;
+        if (owner && (code === 'ENOENT' || code === 'EACCES'))
+            throw new Error(`git ${args.includes('read-tree') ? 'read-tree' : 'command'} could not start as the run's user: ${SETPRIV} is missing or not executable (${code}); install util-linux (\`apt-get install util-linux\`)`);
         // The error's own message holds the whole command line; say which git command failed and why.
         const why = gitReason(error);
         const verb = args.find(arg => !arg.startsWith('-') && !arg.includes('=') && !arg.startsWith('/')) ?? 'git';
@@ -8236,7 +8408,7 @@ function sourceGit(args, cwd) {
 function privateGit(repository, args, options = {}) {
     return run([...HARDENED, '--git-dir', repository.gitDir, '--work-tree', repository.workTree, ...args], privateEnv(repository, options.env, options.push), 
     // Never the workspace: a relative path git meets is then not the agent's.
-    repository.gitDir, POST_RUN_TIMEOUT_MS);
+    repository.gitDir, POST_RUN_TIMEOUT_MS, options.owner);
 }
 /**
  * Several git commands on a workspace in one child process (`a && b && …`: each process costs
@@ -8355,190 +8527,12 @@ function excludeNested(nested) {
     return nested.length === 0 ? [] : ['--', '.', ...nested.map(path => `:(exclude,literal)${path}`)];
 }
 
-;// CONCATENATED MODULE: ./src/executor/workspace/index-stamps.ts
-// A shared checkout's files are given to the run's user (chown) after git wrote them, which changes
-// every file's owner and ctime. git's index remembers both, so the next `git update-index --refresh`
-// would see every entry as possibly changed and read and hash every file of the repository again
-// (about 0.9 s of a 3.9 s first run at 50,000 files). Nothing but ownership changed: the executor
-// wrote the files a moment before, in a directory only it can reach. So the new owner and ctime are
-// written into the index entries directly, from one lstat of each file, and only for an entry whose
-// file still has the index's size, mtime, inode and type; any other entry (git's "racily clean"
-// ones, stored with size 0, and submodules) is left as it was, for git's own refresh to read.
-// The caller still runs that refresh afterwards: git then checks every entry against the files
-// (stat only) and writes the index itself, so an entry this file got wrong would be read again.
-//
-// Index versions 2 and 3 only (fixed-length entries, what `read-tree` writes unless told
-// otherwise); any other version is left alone (the refresh then reads every file, as before).
-
-
-
-const GITLINK = 0o160000;
-/**
- * Writes the current owner and ctime of each file into the index at `indexFile` (work tree
- * `workTree`) where nothing else of the file changed. Answers how many entries were updated.
- */
-function restampIndex(indexFile, workTree, hash) {
-    const index = (0,external_node_fs_.readFileSync)(indexFile);
-    const hashBytes = hash === 'sha1' ? 20 : 32;
-    if (index.length < 12 + hashBytes || index.toString('latin1', 0, 4) !== 'DIRC')
-        return 0;
-    const version = index.readUInt32BE(4);
-    if (version !== 2 && version !== 3)
-        return 0;
-    const count = index.readUInt32BE(8);
-    let at = 12;
-    let updated = 0;
-    for (let i = 0; i < count; i++) {
-        const flags = index.readUInt16BE(at + 40 + hashBytes);
-        const extended = (flags & 0x4000) !== 0;
-        const nameStart = at + 40 + hashBytes + 2 + (extended ? 2 : 0);
-        const nameEnd = index.indexOf(0, nameStart);
-        if (nameEnd < 0)
-            return 0;
-        const path = index.toString('utf8', nameStart, nameEnd);
-        const mode = index.readUInt32BE(at + 24);
-        if ((mode & 0o170000) !== GITLINK && stampEntry(index, at, (0,external_node_path_.join)(workTree, path), mode))
-            updated++;
-        // Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.
-        at += (nameEnd - at + 8) & ~7;
-    }
-    if (updated === 0)
-        return 0;
-    const body = index.length - hashBytes;
-    (0,external_node_crypto_.createHash)(hash).update(index.subarray(0, body)).digest().copy(index, body);
-    (0,external_node_fs_.writeFileSync)(indexFile, index);
-    return updated;
-}
-/** Updates one entry's ctime, uid and gid from its file, when size, mtime, inode and type match. */
-function stampEntry(index, at, file, mode) {
-    let stat;
-    try {
-        stat = (0,external_node_fs_.lstatSync)(file, { bigint: true });
-    }
-    catch {
-        return false;
-    }
-    const low = (value) => Number(value & 0xffffffffn);
-    const second = (ns) => low(ns / 1000000000n);
-    const nano = (ns) => Number(ns % 1000000000n);
-    const same = index.readUInt32BE(at + 8) === second(stat.mtimeNs) &&
-        index.readUInt32BE(at + 12) === nano(stat.mtimeNs) &&
-        index.readUInt32BE(at + 20) === low(stat.ino) &&
-        index.readUInt32BE(at + 36) === low(stat.size) &&
-        (mode & 0o170000) === (Number(stat.mode) & 0o170000);
-    if (!same)
-        return false;
-    index.writeUInt32BE(second(stat.ctimeNs), at);
-    index.writeUInt32BE(nano(stat.ctimeNs), at + 4);
-    index.writeUInt32BE(low(stat.uid), at + 28);
-    index.writeUInt32BE(low(stat.gid), at + 32);
-    return true;
-}
-
-;// CONCATENATED MODULE: ./src/executor/workspace/private-git.ts
-// Each run's private git dir, DATA_DIR/gitdirs/<run id>.git: the executor's own record of the
-// workspace, outside it and outside everything the sandbox shows (the data dir is hidden from a
-// run). It borrows the source's objects (alternates the executor writes), its config, HEAD, index
-// and info/ are written only by the executor, and its HEAD is the commit the run starts at. Every
-// git step after the agent (the diff, the patch, the commit and push of publishing) runs through
-// it with `--work-tree <workspace>`: whatever the agent did to the `.git` in its workspace (a
-// gitfile, a symbolic link, `commondir`, hooks, filters, a rewritten history) is never read, and
-// the changes are always the work tree against the start commit.
-//
-// The agent gets an ordinary repository of its own in the workspace, made here before it starts
-// (the same start commit, the same index, its own objects or the source's borrowed); it may wreck
-// it at will.
-
-
-
-const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n';
-const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
-/** Where a run's private git dir lives. */
-function privateGitDir(dataDir, runId) {
-    return (0,external_node_path_.join)(dataDir, 'gitdirs', `${runId}.git`);
-}
-/** The skeleton of a git dir, written file by file (no template, no hooks, no process). */
-function writeGitDir(gitDir, head, alternates, shallow) {
-    for (const dir of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags', 'info'])
-        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(gitDir, dir), { recursive: true, mode: 0o755 });
-    replaceFile((0,external_node_path_.join)(gitDir, 'config'), CONFIG);
-    replaceFile((0,external_node_path_.join)(gitDir, 'HEAD'), `${head}\n`);
-    if (alternates.length > 0)
-        replaceFile((0,external_node_path_.join)(gitDir, 'objects', 'info', 'alternates'), alternates.map(p => `${p}\n`).join(''));
-    // A shallow source (actions/checkout's default) has commits whose parents are not there.
-    if (shallow && (0,external_node_fs_.existsSync)(shallow))
-        (0,external_node_fs_.copyFileSync)(shallow, (0,external_node_path_.join)(gitDir, 'shallow'));
-}
-/**
- * A repository source: the private git dir at `head`, borrowing `borrowed`, its files checked out
- * into `workTree`; then the agent's own `.git` beside them. Answers the start commit.
- */
-async function checkoutRepository(repository, head, borrowed, shallow) {
-    if (!COMMIT.test(head))
-        throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
-    (0,external_node_fs_.mkdirSync)(repository.workTree, { recursive: true });
-    writeGitDir(repository.gitDir, head, borrowed, shallow);
-    await privateGit(repository, ['read-tree', '--reset', '-u', head]);
-    await leaveSubmodulesAlone(repository);
-    agentRepository(repository, head, { borrowed, shallow });
-    return head;
-}
-/**
- * A copied source: its files (already in `workTree`) committed in the private git dir as the
- * baseline; the agent's own `.git` gets a copy of those objects. Answers the baseline commit.
- */
-async function snapshotCopy(repository) {
-    writeGitDir(repository.gitDir, 'ref: refs/heads/baseline', []);
-    const out = await privateGitAll(repository, [
-        ['add', '--all'],
-        ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'],
-        ['rev-parse', '--verify', 'HEAD^{commit}']
-    ]);
-    const head = out.trim();
-    if (!COMMIT.test(head))
-        throw new Error(`the workspace baseline came out as ${JSON.stringify(head)}`);
-    replaceFile((0,external_node_path_.join)(repository.gitDir, 'HEAD'), `${head}\n`);
-    await leaveSubmodulesAlone(repository);
-    agentRepository(repository, head, { objects: (0,external_node_path_.join)(repository.gitDir, 'objects') });
-    return head;
-}
-/**
- * Marks the start's submodule entries (gitlinks) skip-worktree in the private index. git looks
- * into a submodule's directory when its entry is unchanged (`git add` runs `git status` there, in
- * a repository the agent may have made, with its filters and config): a skip-worktree entry is
- * never compared with the work tree, so the executor's git never enters one. A submodule's
- * recorded commit therefore never changes in a run's patch or published commit.
- */
-async function leaveSubmodulesAlone(repository) {
-    const links = await privateGitlinks(repository);
-    if (links.length > 0)
-        await privateGit(repository, ['update-index', '--skip-worktree', '--', ...links]);
-}
-/**
- * The agent's `.git` in its workspace: detached at `head`, with a copy of the private index (same
- * files, same stat data: `git status` is clean), the source's objects borrowed or the baseline's
- * copied. Written before the agent starts; never read by the executor afterwards.
- */
-function agentRepository(repository, head, from) {
-    const dotGit = (0,external_node_path_.join)(repository.workTree, '.git');
-    (0,external_node_fs_.rmSync)(dotGit, { recursive: true, force: true });
-    if (from.objects)
-        (0,external_node_fs_.cpSync)(from.objects, (0,external_node_path_.join)(dotGit, 'objects'), { recursive: true });
-    writeGitDir(dotGit, head, from.borrowed ?? [], from.shallow);
-    const index = (0,external_node_path_.join)(repository.gitDir, 'index');
-    if ((0,external_node_fs_.existsSync)(index))
-        (0,external_node_fs_.copyFileSync)(index, (0,external_node_path_.join)(dotGit, 'index'));
-}
-/** Removes a run's private git dir (a plain recursive delete: it holds no link to follow). */
-function removePrivateGitDir(gitDir) {
-    (0,external_node_fs_.rmSync)(gitDir, { recursive: true, force: true });
-}
-
 ;// CONCATENATED MODULE: ./src/executor/workspace/mounts.ts
 // The overlayfs mounts of copy-on-write workspaces (layers.ts makes what they stack): whether
 // this machine can mount one at all (probed once per data dir, for the start-up log), the mount
 // points below a directory as the kernel lists them, and unmounting a workspace (lazily when
-// something still has it open) or all of a node's. A workspace is never deleted through a mount.
+// something still has it open) or all of a node's (also synchronously, for a process that exits
+// at once on a second signal). A workspace is never deleted through a mount.
 
 
 
@@ -8646,14 +8640,320 @@ async function unmountAll(dataDir) {
             await unmountWorkspace(dataDir, runId);
     }
 }
+/**
+ * Unmounts every workspace of the data dir at once, lazily and synchronously: for a process about
+ * to exit without its graceful stop (a second SIGTERM or SIGINT), so that no mount outlives it.
+ */
+function unmountAllNow(dataDir) {
+    const workspaces = (0,external_node_path_.join)(dataDir, 'workspaces');
+    for (const mount of mountPoints(workspaces)) {
+        const runId = mount.slice(workspaces.length + 1);
+        if (runId && !runId.includes('/'))
+            (0,external_node_child_process_.spawnSync)('umount', ['-l', mount], { timeout: 10_000 });
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/private-git.ts
+// Each run's private git dir, DATA_DIR/gitdirs/<run id>.git: the executor's own record of the
+// workspace, outside it and outside everything the sandbox shows (the data dir is hidden from a
+// run). It borrows the source's objects (alternates the executor writes), its config, HEAD, index
+// and info/ are written only by the executor, and its HEAD is the commit the run starts at. Every
+// git step after the agent (the diff, the patch, the commit and push of publishing) runs through
+// it with `--work-tree <workspace>`: whatever the agent did to the `.git` in its workspace (a
+// gitfile, a symbolic link, `commondir`, hooks, filters, a rewritten history) is never read, and
+// the changes are always the work tree against the start commit.
+//
+// The agent gets an ordinary repository of its own in the workspace, made here before it starts
+// (the same start commit, the same index, its own objects or the source's borrowed); it may wreck
+// it at will.
+
+
+
+const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n';
+const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+/** Where a run's private git dir lives. */
+function privateGitDir(dataDir, runId) {
+    return (0,external_node_path_.join)(dataDir, 'gitdirs', `${runId}.git`);
+}
+/** The skeleton of a git dir, written file by file (no template, no hooks, no process). */
+function writeGitDir(gitDir, head, alternates, shallow) {
+    for (const dir of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags', 'info'])
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(gitDir, dir), { recursive: true, mode: 0o755 });
+    replaceFile((0,external_node_path_.join)(gitDir, 'config'), CONFIG);
+    replaceFile((0,external_node_path_.join)(gitDir, 'HEAD'), `${head}\n`);
+    if (alternates.length > 0)
+        replaceFile((0,external_node_path_.join)(gitDir, 'objects', 'info', 'alternates'), alternates.map(p => `${p}\n`).join(''));
+    // A shallow source (actions/checkout's default) has commits whose parents are not there.
+    if (shallow && (0,external_node_fs_.existsSync)(shallow))
+        (0,external_node_fs_.copyFileSync)(shallow, (0,external_node_path_.join)(gitDir, 'shallow'));
+}
+/**
+ * A repository source: the private git dir at `head`, borrowing `borrowed`, its files checked out
+ * into `workTree`; then the agent's own `.git` beside them. Answers the start commit. With `owner`
+ * every file of the work tree is the owner's from the start (git writes them as the owner: see
+ * git.ts), so the index git writes already holds the owner and the files' times, and nothing is
+ * given away (chown) afterwards, which would change every file's ctime and make git read every
+ * file again; the private git dir stays root's.
+ */
+async function checkoutRepository(repository, head, borrowed, shallow, owner) {
+    if (!COMMIT.test(head))
+        throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
+    (0,external_node_fs_.mkdirSync)(repository.workTree, { recursive: true });
+    writeGitDir(repository.gitDir, head, borrowed, shallow);
+    await privateGit(repository, ['read-tree', '--reset', '-u', head], { owner });
+    if (owner)
+        (0,external_node_fs_.lchownSync)((0,external_node_path_.join)(repository.gitDir, 'index'), 0, 0);
+    await leaveSubmodulesAlone(repository);
+    agentRepository(repository, head, { borrowed, shallow });
+    if (owner) {
+        (0,external_node_fs_.lchownSync)(repository.workTree, owner.uid, owner.gid);
+        giveAll((0,external_node_path_.join)(repository.workTree, '.git'), owner);
+    }
+    return head;
+}
+/** Gives a directory the executor just wrote (no link in it) and all below it to `owner`. */
+function giveAll(path, owner) {
+    (0,external_node_fs_.lchownSync)(path, owner.uid, owner.gid);
+    if (!(0,external_node_fs_.lstatSync)(path).isDirectory())
+        return;
+    for (const name of (0,external_node_fs_.readdirSync)(path))
+        giveAll((0,external_node_path_.join)(path, name), owner);
+}
+/**
+ * A copied source: its files (already in `workTree`) committed in the private git dir as the
+ * baseline; the agent's own `.git` gets a copy of those objects. Answers the baseline commit.
+ */
+async function snapshotCopy(repository) {
+    writeGitDir(repository.gitDir, 'ref: refs/heads/baseline', []);
+    const out = await privateGitAll(repository, [
+        ['add', '--all'],
+        ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'workspace baseline'],
+        ['rev-parse', '--verify', 'HEAD^{commit}']
+    ]);
+    const head = out.trim();
+    if (!COMMIT.test(head))
+        throw new Error(`the workspace baseline came out as ${JSON.stringify(head)}`);
+    replaceFile((0,external_node_path_.join)(repository.gitDir, 'HEAD'), `${head}\n`);
+    await leaveSubmodulesAlone(repository);
+    agentRepository(repository, head, { objects: (0,external_node_path_.join)(repository.gitDir, 'objects') });
+    return head;
+}
+/**
+ * Marks the start's submodule entries (gitlinks) skip-worktree in the private index. git looks
+ * into a submodule's directory when its entry is unchanged (`git add` runs `git status` there, in
+ * a repository the agent may have made, with its filters and config): a skip-worktree entry is
+ * never compared with the work tree, so the executor's git never enters one. A submodule's
+ * recorded commit therefore never changes in a run's patch or published commit.
+ */
+async function leaveSubmodulesAlone(repository) {
+    const links = await privateGitlinks(repository);
+    if (links.length > 0)
+        await privateGit(repository, ['update-index', '--skip-worktree', '--', ...links]);
+}
+/**
+ * The agent's `.git` in its workspace: detached at `head`, with a copy of the private index (same
+ * files, same stat data: `git status` is clean), the source's objects borrowed or the baseline's
+ * copied. Written before the agent starts; never read by the executor afterwards.
+ */
+function agentRepository(repository, head, from) {
+    const dotGit = (0,external_node_path_.join)(repository.workTree, '.git');
+    (0,external_node_fs_.rmSync)(dotGit, { recursive: true, force: true });
+    if (from.objects)
+        (0,external_node_fs_.cpSync)(from.objects, (0,external_node_path_.join)(dotGit, 'objects'), { recursive: true });
+    writeGitDir(dotGit, head, from.borrowed ?? [], from.shallow);
+    const index = (0,external_node_path_.join)(repository.gitDir, 'index');
+    if ((0,external_node_fs_.existsSync)(index))
+        (0,external_node_fs_.copyFileSync)(index, (0,external_node_path_.join)(dotGit, 'index'));
+}
+/** Removes a run's private git dir (a plain recursive delete: it holds no link to follow). */
+function removePrivateGitDir(gitDir) {
+    (0,external_node_fs_.rmSync)(gitDir, { recursive: true, force: true });
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/shared-checkout.ts
+// The shared, read-only checkouts under copy-on-write workspaces (layers.ts mounts them): one per
+// commit, object stores and owner, DATA_DIR/checkouts/<commit>-<stores>-<uid.gid>, holding the files
+// with the agent's `.git` (tree/) and the private git dir with its index (git/). Made once, under a
+// temporary name, by git writing every file as the run's user (private-git.ts, git.ts): the index
+// git writes then already holds each file's owner and times, so nothing has to give the files away
+// and make git read them all again. A `ready` file (commit, bytes) written last marks it whole; one
+// found after a restart is checked with git before its first use (or before a retained workspace is
+// mounted on it again) and made again when anything in it changed.
+
+
+
+
+
+
+
+const shared_checkout_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+/**
+ * Where a shared checkout lives: one per commit, object stores it borrows (two sources may hold
+ * the same commit, and a run's sandbox shows only its own source's objects) and owner.
+ */
+function checkoutDir(dataDir, head, borrowed, owner) {
+    const stores = (0,external_node_crypto_.createHash)('sha256').update(borrowed.join('\n')).digest('hex').slice(0, 12);
+    return (0,external_node_path_.join)(dataDir, 'checkouts', `${head}-${stores}-${owner ? `${owner.uid}.${owner.gid}` : 'own'}`);
+}
+/** Checkouts (and setup layers) this process is making or has handed to a run not yet mounted. */
+const busy = new Map();
+/** Checkouts found whole by this process (after a restart, each is verified before its first use). */
+const verified = new Set();
+/** One build at a time per checkout. */
+const building = new Map();
+/** Holds `dir` against collection until the returned function is called. */
+function hold(dir) {
+    busy.set(dir, (busy.get(dir) ?? 0) + 1);
+    return () => {
+        const left = (busy.get(dir) ?? 1) - 1;
+        if (left > 0)
+            busy.set(dir, left);
+        else
+            busy.delete(dir);
+    };
+}
+/** Forgets which checkouts were verified, as a restarted process would (for tests). */
+function forgetVerified() {
+    verified.clear();
+}
+function readReady(dir) {
+    try {
+        const ready = JSON.parse((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(dir, 'ready'), 'utf8'));
+        return typeof ready.head === 'string' && typeof ready.bytes === 'number' ? ready : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+/** Whether a checkout left by an earlier process is still what it claims: nothing changed, nothing added. */
+async function intact(dir, head) {
+    const ready = readReady(dir);
+    if (ready?.head !== head || !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'tree', '.git', 'HEAD')))
+        return false;
+    const repo = { gitDir: (0,external_node_path_.join)(dir, 'git'), workTree: (0,external_node_path_.join)(dir, 'tree') };
+    try {
+        // A refresh first (stat data a reboot changed is looked at again); it fails on a changed file.
+        const out = await privateGitAll(repo, [
+            ['update-index', '-q', '--refresh'],
+            ['diff-index', '--quiet', '--ignore-submodules=all', head, '--'],
+            ['ls-files', '--others', '--directory']
+        ]);
+        return out.trim() === '';
+    }
+    catch {
+        return false;
+    }
+}
+/**
+ * Whether the shared checkout `dir` may be mounted under a workspace: whole (its `ready` file) and,
+ * the first time this process meets it, found unchanged by git. A changed one is left as it is
+ * (the next run that needs its commit makes it again).
+ */
+async function checkoutWhole(dir) {
+    while (building.has(dir))
+        await building.get(dir);
+    const ready = readReady(dir);
+    if (!ready)
+        return false;
+    if (verified.has(dir))
+        return true;
+    // One check at a time per checkout, as one build (two refreshes of one index fail on its lock).
+    let whole = false;
+    const checked = (async () => {
+        whole = await intact(dir, ready.head);
+        if (whole)
+            verified.add(dir);
+    })();
+    building.set(dir, checked);
+    try {
+        await checked;
+    }
+    finally {
+        building.delete(dir);
+    }
+    return whole;
+}
+/** The shared checkout of `head`, made when missing (or found changed); answers its directory. */
+async function sharedCheckout(dataDir, head, borrowed, shallow, owner) {
+    const dir = checkoutDir(dataDir, head, borrowed, owner);
+    while (building.has(dir))
+        await building.get(dir);
+    if (verified.has(dir) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'ready')))
+        return dir;
+    const made = (async () => {
+        if ((0,external_node_fs_.existsSync)(dir) && (await intact(dir, head)))
+            return;
+        (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+        const temporary = `${dir}.making-${process.pid}`;
+        (0,external_node_fs_.rmSync)(temporary, { recursive: true, force: true });
+        (0,external_node_fs_.mkdirSync)(temporary, { recursive: true, mode: 0o700 });
+        const repo = { gitDir: (0,external_node_path_.join)(temporary, 'git'), workTree: (0,external_node_path_.join)(temporary, 'tree') };
+        (0,external_node_fs_.mkdirSync)(repo.gitDir, { mode: 0o700 });
+        await checkoutRepository(repo, head, borrowed, shallow, owner);
+        const bytes = indexedBytes((0,external_node_path_.join)(repo.gitDir, 'index'), head.length === 40 ? 20 : 32);
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(temporary, 'ready'), JSON.stringify({ head, bytes }));
+        (0,external_node_fs_.renameSync)(temporary, dir);
+        measureLater(dir, head);
+    })();
+    building.set(dir, made);
+    try {
+        await made;
+        verified.add(dir);
+    }
+    finally {
+        building.delete(dir);
+    }
+    return dir;
+}
+/**
+ * The index records a file's size modulo 4 GiB (a commit may hold a larger one): `du` counts the
+ * checkout's bytes exactly once the run is on its way, and its count replaces the index's in the
+ * `ready` file (renamed over it whole), unless the checkout was removed or made again meanwhile.
+ */
+function measureLater(dir, head) {
+    shared_checkout_exec('du', ['-s', '--apparent-size', '--block-size=1', dir])
+        .then(({ stdout }) => {
+        const bytes = Number(stdout.split('\t')[0]);
+        if (!Number.isSafeInteger(bytes) || readReady(dir)?.head !== head)
+            return;
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'ready.measured'), JSON.stringify({ head, bytes }));
+        (0,external_node_fs_.renameSync)((0,external_node_path_.join)(dir, 'ready.measured'), (0,external_node_path_.join)(dir, 'ready'));
+    })
+        .catch(() => undefined);
+}
+/**
+ * What a checkout weighs until `du` has counted it (measureLater), for workspaces.cache_size: the
+ * sizes of its files as the index records them (read from the index git just wrote, instead of
+ * walking the tree again), and the index itself twice (the private one and the agent's copy).
+ * Index versions 2 and 3 (what read-tree writes); for any other, the index's size alone.
+ */
+function indexedBytes(indexFile, hashBytes) {
+    const index = (0,external_node_fs_.readFileSync)(indexFile);
+    let bytes = 2 * (0,external_node_fs_.statSync)(indexFile).size;
+    const version = index.length >= 12 ? index.readUInt32BE(4) : 0;
+    if (index.toString('latin1', 0, 4) !== 'DIRC' || (version !== 2 && version !== 3))
+        return bytes;
+    let at = 12;
+    for (let i = index.readUInt32BE(8); i > 0 && at + 42 + hashBytes < index.length; i--) {
+        bytes += index.readUInt32BE(at + 36);
+        const extended = (index.readUInt16BE(at + 40 + hashBytes) & 0x4000) !== 0;
+        const nameEnd = index.indexOf(0, at + 42 + hashBytes + (extended ? 2 : 0));
+        if (nameEnd < 0)
+            break;
+        // Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.
+        at += (nameEnd - at + 8) & ~7;
+    }
+    return bytes;
+}
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/setup-layers.ts
 // The setup cache (`setup_cache: true`): an environment's setup commands (`npm ci`, say) cost the
 // same for every run of one commit, so the first run of a commit keeps what they wrote as a second
 // shared, read-only layer, DATA_DIR/setups/<key>/upper, stacked between the shared checkout and each
 // later run's own upper layer; those runs skip the commands. The key is a hash of the checkout (the
-// commit, the object stores, the run user), the setup list, the names and values of the
-// environment's `env` variables and its sandbox settings: a change to any of them is another key.
+// commit, the object stores, the run user), the environment's source (its directory), the setup
+// list, the names and values of the environment's `env` variables and its sandbox settings: a
+// change to any of them is another key.
 //
 // What is kept is only what the setup commands wrote into the workspace, in the sandbox, before the
 // agent's first process: the run's upper layer is moved out once the last command succeeded (the
@@ -8672,25 +8972,30 @@ const setup_layers_exec = (0,external_node_util_.promisify)(external_node_child_
 function setupsDir(dataDir) {
     return (0,external_node_path_.join)(dataDir, 'setups');
 }
-/** The key of the setup's result for one shared checkout (its directory names commit, stores, owner). */
+/**
+ * The key of the setup's result for one shared checkout (its directory names commit, stores, owner).
+ * The environment's source is part of it: environments on two directories of one repository share
+ * a checkout, but their setup runs in their own directory and writes there.
+ */
 function setupKey(checkout, environment) {
     const { network, read, write, user } = environment.sandbox;
     const values = environment.env.map(name => [name, process.env[name] ?? null]);
+    const { source, setup } = environment;
     return (0,external_node_crypto_.createHash)('sha256')
-        .update(JSON.stringify([(0,external_node_path_.basename)(checkout), environment.setup, values, { network, read, write, user }]))
+        .update(JSON.stringify([(0,external_node_path_.basename)(checkout), source, setup, values, { network, read, write, user }]))
         .digest('hex')
         .slice(0, 32);
 }
 /** Builds under way in this process, by layer directory. */
-const building = new Map();
+const setup_layers_building = new Map();
 /** Layers found whole by this process (after a restart, each is checked before its first use). */
-const verified = new Set();
+const setup_layers_verified = new Set();
 /** Forgets which layers were checked, as a restarted process would (for tests). */
 function forgetVerifiedSetups() {
-    verified.clear();
+    setup_layers_verified.clear();
 }
 function isBuilding(dir) {
-    return building.has(dir);
+    return setup_layers_building.has(dir);
 }
 function readSetupReady(dir) {
     try {
@@ -8710,8 +9015,8 @@ async function listing(upper) {
     return (0,external_node_crypto_.createHash)('sha256').update(lines.join('\n')).digest('hex');
 }
 /** Whether a kept layer is still as it was made (checked once per process). */
-async function intact(dir, key, checkout) {
-    if (verified.has(dir))
+async function setup_layers_intact(dir, key, checkout) {
+    if (setup_layers_verified.has(dir))
         return true;
     const ready = readSetupReady(dir);
     if (ready?.key !== key || ready.checkout !== checkout || !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'upper')))
@@ -8720,8 +9025,15 @@ async function intact(dir, key, checkout) {
         .then(found => found === ready.listing)
         .catch(() => false);
     if (same)
-        verified.add(dir);
+        setup_layers_verified.add(dir);
     return same;
+}
+/**
+ * Whether the kept layer `dir` is still as it was made over `checkout`, for a retained workspace
+ * mounted again after a restart: the same check a new run's first use of it makes.
+ */
+function setupLayerIntact(dir, checkout) {
+    return setup_layers_intact(dir, (0,external_node_path_.basename)(dir), checkout);
 }
 /**
  * The setup layer of `key` over `checkout`: the kept one when there is one (waiting for a build
@@ -8729,18 +9041,18 @@ async function intact(dir, key, checkout) {
  */
 async function claimSetupLayer(dataDir, key, checkout) {
     const dir = (0,external_node_path_.join)(setupsDir(dataDir), key);
-    while (building.has(dir))
-        await building.get(dir);
-    if ((0,external_node_fs_.existsSync)(dir) && (await intact(dir, key, checkout))) {
+    while (setup_layers_building.has(dir))
+        await setup_layers_building.get(dir);
+    if ((0,external_node_fs_.existsSync)(dir) && (await setup_layers_intact(dir, key, checkout))) {
         const now = new Date();
         (0,external_node_fs_.utimesSync)((0,external_node_path_.join)(dir, 'ready'), now, now);
         return { cached: dir };
     }
     (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
     let release;
-    building.set(dir, new Promise(resolve => {
+    setup_layers_building.set(dir, new Promise(resolve => {
         release = () => {
-            building.delete(dir);
+            setup_layers_building.delete(dir);
             resolve();
         };
     }));
@@ -8774,7 +9086,7 @@ async function keepSetupLayer(dataDir, runId, key, dir, checkout) {
     };
     (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(temporary, 'ready'), JSON.stringify(ready));
     (0,external_node_fs_.renameSync)(temporary, dir);
-    verified.add(dir);
+    setup_layers_verified.add(dir);
     (0,external_node_fs_.mkdirSync)(upper, { mode: 0o700 });
     (0,external_node_fs_.chownSync)(upper, uid, gid);
     (0,external_node_fs_.chmodSync)(upper, 0o755);
@@ -8797,25 +9109,24 @@ function lowers(checkout, setup) {
 }
 /** Forgets a removed layer. */
 function forgetSetup(dir) {
-    verified.delete(dir);
+    setup_layers_verified.delete(dir);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/layers.ts
 // Copy-on-write workspaces. Checking a large repository out for every run costs seconds and the
 // repository's whole size on disk per run; instead each source commit is checked out once per node
-// (DATA_DIR/checkouts/<commit>-<stores>-<uid>: the files with the agent's `.git`, and the private
-// git dir with its index), never written again, and each run's workspace is an overlayfs mount of
-// it (the kernel's, mounted by the executor, which needs root) with an upper layer of the run's own,
+// (shared-checkout.ts: the files with the agent's `.git`, and the private git dir with its index),
+// never written again, and each run's workspace is an overlayfs mount of it (the kernel's, mounted
+// by the executor, which needs root) with an upper layer of the run's own,
 // DATA_DIR/layers/<run id>/upper: whatever the run writes, deletes or renames lands there and never
 // in the shared checkout nor in another run. The files keep the checkout's inode numbers and times,
 // so the index copied with them stays valid and git compares by stat as in a plain checkout.
 //
 // Where overlayfs cannot be mounted (the executor is not root, the kernel lacks it, a data dir path
 // overlayfs cannot name, AGENT_EXECUTOR_WORKSPACES=checkout) every workspace is a full checkout, as
-// before; layerMode() (mounts.ts) says which once, for the start-up log. This file makes the layers
-// and the shared checkouts under them, mounts them again after a restart, and removes unused shared
-// checkouts past `workspaces.cache_size`; mounts.ts probes, lists and unmounts.
-
+// before; layerMode() (mounts.ts) says which once, for the start-up log. This file mounts a run's
+// layers over its shared checkout (and setup layer), mounts them again after a restart, and removes
+// unused shared checkouts past `workspaces.cache_size`; mounts.ts probes, lists and unmounts.
 
 
 
@@ -8827,101 +9138,8 @@ function forgetSetup(dir) {
 
 
 const layers_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
-/**
- * Where a shared checkout lives: one per commit, object stores it borrows (two sources may hold
- * the same commit, and a run's sandbox shows only its own source's objects) and owner.
- */
-function checkoutDir(dataDir, head, borrowed, owner) {
-    const stores = (0,external_node_crypto_.createHash)('sha256').update(borrowed.join('\n')).digest('hex').slice(0, 12);
-    return (0,external_node_path_.join)(dataDir, 'checkouts', `${head}-${stores}-${owner ? `${owner.uid}.${owner.gid}` : 'own'}`);
-}
 function layersDir(dataDir, runId) {
     return (0,external_node_path_.join)(dataDir, 'layers', runId);
-}
-/** Checkouts this process is making or has handed to a run not yet mounted: never collected. */
-const busy = new Map();
-/** Checkouts found whole by this process (after a restart, each is verified before its first use). */
-const layers_verified = new Set();
-/** One build at a time per checkout. */
-const layers_building = new Map();
-/** Forgets which checkouts were verified, as a restarted process would (for tests). */
-function forgetVerified() {
-    layers_verified.clear();
-}
-function readReady(dir) {
-    try {
-        const ready = JSON.parse((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(dir, 'ready'), 'utf8'));
-        return typeof ready.head === 'string' && typeof ready.bytes === 'number' ? ready : undefined;
-    }
-    catch {
-        return undefined;
-    }
-}
-/** Whether a checkout left by an earlier process is still what it claims: nothing changed, nothing added. */
-async function layers_intact(dir, head) {
-    const ready = readReady(dir);
-    if (ready?.head !== head || !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'tree', '.git', 'HEAD')))
-        return false;
-    const repo = { gitDir: (0,external_node_path_.join)(dir, 'git'), workTree: (0,external_node_path_.join)(dir, 'tree') };
-    try {
-        // A refresh first (stat data a reboot changed is looked at again); it fails on a changed file.
-        const out = await privateGitAll(repo, [
-            ['update-index', '-q', '--refresh'],
-            ['diff-index', '--quiet', '--ignore-submodules=all', head, '--'],
-            ['ls-files', '--others', '--directory']
-        ]);
-        return out.trim() === '';
-    }
-    catch {
-        return false;
-    }
-}
-/** The shared checkout of `head`, made when missing (or found changed); answers its directory. */
-async function sharedCheckout(dataDir, head, borrowed, shallow, owner) {
-    const dir = checkoutDir(dataDir, head, borrowed, owner);
-    while (layers_building.has(dir))
-        await layers_building.get(dir);
-    if (layers_verified.has(dir) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'ready')))
-        return dir;
-    const made = (async () => {
-        if ((0,external_node_fs_.existsSync)(dir) && (await layers_intact(dir, head)))
-            return;
-        (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
-        const temporary = `${dir}.making-${process.pid}`;
-        (0,external_node_fs_.rmSync)(temporary, { recursive: true, force: true });
-        (0,external_node_fs_.mkdirSync)(temporary, { recursive: true, mode: 0o700 });
-        const repo = { gitDir: (0,external_node_path_.join)(temporary, 'git'), workTree: (0,external_node_path_.join)(temporary, 'tree') };
-        (0,external_node_fs_.mkdirSync)(repo.gitDir, { mode: 0o700 });
-        await checkoutRepository(repo, head, borrowed, shallow);
-        const owned = (async () => {
-            if (!owner)
-                return;
-            await layers_exec('chown', ['-R', '-h', '-P', `${owner.uid}:${owner.gid}`, '--', repo.workTree]);
-            // chown changed every file's owner and ctime: the index learns them once here, or every
-            // run's diff (and the agent's first `git status`) would read every file again. They are
-            // written into it from one lstat a file (index-stamps.ts), so git's refresh, which checks
-            // every entry and writes the index, reads again only what that left (racily clean files).
-            restampIndex((0,external_node_path_.join)(repo.gitDir, 'index'), repo.workTree, head.length === 40 ? 'sha1' : 'sha256');
-            await privateGitAll(repo, [['update-index', '-q', '--refresh']]);
-            (0,external_node_fs_.copyFileSync)((0,external_node_path_.join)(repo.gitDir, 'index'), (0,external_node_path_.join)(repo.workTree, '.git', 'index'));
-        })();
-        // Its size (for workspaces.cache_size) is taken meanwhile: ownership changes no byte count.
-        const [{ stdout }] = await Promise.all([
-            layers_exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]),
-            owned
-        ]);
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(temporary, 'ready'), JSON.stringify({ head, bytes: Number(stdout.split('\t')[0]) }));
-        (0,external_node_fs_.renameSync)(temporary, dir);
-    })();
-    layers_building.set(dir, made);
-    try {
-        await made;
-        layers_verified.add(dir);
-    }
-    finally {
-        layers_building.delete(dir);
-    }
-    return dir;
 }
 /**
  * Makes a run's workspace at `workTree` as a copy-on-write view of the shared checkout of `head`,
@@ -8932,10 +9150,8 @@ async function mountWorkspace(dataDir, runId, repository, head, borrowed, shallo
 setupKeyOf) {
     if (!/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(head))
         throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
-    const key = checkoutDir(dataDir, head, borrowed, owner);
-    busy.set(key, (busy.get(key) ?? 0) + 1);
+    const released = [hold(checkoutDir(dataDir, head, borrowed, owner))];
     let claimed;
-    let setupBusy;
     try {
         const dir = await sharedCheckout(dataDir, head, borrowed, shallow, owner);
         const now = new Date();
@@ -8943,8 +9159,7 @@ setupKeyOf) {
         const setupKey = setupKeyOf?.(dir);
         if (setupKey) {
             // Never collected while it is claimed and mounted (as the checkout is, through `busy`).
-            setupBusy = (0,external_node_path_.join)(setupsDir(dataDir), setupKey);
-            busy.set(setupBusy, (busy.get(setupBusy) ?? 0) + 1);
+            released.push(hold((0,external_node_path_.join)(setupsDir(dataDir), setupKey)));
             claimed = await claimSetupLayer(dataDir, setupKey, dir);
         }
         const cachedSetup = claimed && 'cached' in claimed ? claimed.cached : undefined;
@@ -8984,13 +9199,8 @@ setupKeyOf) {
         throw error;
     }
     finally {
-        for (const held of setupBusy ? [key, setupBusy] : [key]) {
-            const left = (busy.get(held) ?? 1) - 1;
-            if (left > 0)
-                busy.set(held, left);
-            else
-                busy.delete(held);
-        }
+        for (const release of released)
+            release();
     }
 }
 /** The setup layer a run builds: kept (or not) once its setup commands ended, then released. */
@@ -9011,18 +9221,33 @@ function buildingLayer(dataDir, runId, key, claimed, checkout) {
         }
     };
 }
-/** Mounts a retained workspace again over its layer (after a restart), when its checkout is whole. */
+/**
+ * Mounts a retained workspace again over its layer (after a restart), when its checkout is whole
+ * and its setup layer (if any) still as it was made; a changed setup layer is never mounted under
+ * it: why is written to the run's layers (`refused`), and the workspace stays unmounted for good.
+ */
 async function remount(dataDir, runId) {
     const layers = layersDir(dataDir, runId);
+    if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(layers, REFUSED)))
+        return;
     try {
         const dir = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, 'checkout'), 'utf8').trim();
         if (!readReady(dir))
             return;
+        // Checked as a new run's first use checks it: a changed checkout is never mounted under it.
+        if (!(await checkoutWhole(dir))) {
+            (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(layers, REFUSED), `the shared checkout under it (${(0,external_node_path_.relative)(dataDir, dir)}) changed since the workspace was made over it\n`);
+            return;
+        }
         const setup = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(layers, 'setup'))
             ? (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, 'setup'), 'utf8').trim()
             : undefined;
         if (setup && !readSetupReady(setup))
             return;
+        if (setup && !(await setupLayerIntact(setup, dir))) {
+            (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(layers, REFUSED), `the setup layer under it (${(0,external_node_path_.relative)(dataDir, setup)}) changed since the workspace was made over it\n`);
+            return;
+        }
         const options_ = options(lowers(dir, setup), (0,external_node_path_.join)(layers, 'upper'), (0,external_node_path_.join)(layers, 'work'));
         await layers_exec('mount', ['-t', 'overlay', 'overlay', '-o', options_, (0,external_node_path_.join)(dataDir, 'workspaces', runId)]);
     }
@@ -9030,9 +9255,27 @@ async function remount(dataDir, runId) {
         // left unmounted: the sweep removes it at the end of its retention
     }
 }
+/** Why a retained workspace was not mounted again (remount), in its layers. */
+const REFUSED = 'refused';
+/**
+ * Why a copy-on-write workspace that should be there is not (its mount is missing: a changed setup
+ * layer refused, its checkout gone), or undefined when it is mounted or is not copy-on-write.
+ */
+function unmountedWorkspace(dataDir, runId) {
+    const layers = layersDir(dataDir, runId);
+    const workspace = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
+    if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(layers, 'upper')) || mountPoints(workspace).has(workspace))
+        return undefined;
+    try {
+        return `it could not be mounted again: ${(0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, REFUSED), 'utf8').trim()}`;
+    }
+    catch {
+        return 'it is not mounted (the shared checkout under it is gone or could not be mounted again)';
+    }
+}
 /** Removes a run's layers (after its workspace is unmounted). */
 function removeLayers(dataDir, runId) {
-    (0,external_node_fs_.rmSync)(layersDir(dataDir, runId), { recursive: true, force: true });
+    removeTree(layersDir(dataDir, runId));
 }
 /**
  * After a crash or at any sweep: unmounts workspaces whose layers are gone, removes layers whose
@@ -9081,13 +9324,13 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
     for (const name of (0,external_node_fs_.existsSync)(checkouts) ? (0,external_node_fs_.readdirSync)(checkouts) : []) {
         const dir = (0,external_node_path_.join)(checkouts, name);
         if (name.includes('.making-')) {
-            if (!layers_building.has(dir.slice(0, dir.indexOf('.making-'))))
+            if (!building.has(dir.slice(0, dir.indexOf('.making-'))))
                 (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
             continue;
         }
         const ready = readReady(dir);
         if (!ready) {
-            if (!layers_building.has(dir) && !used.has(dir))
+            if (!building.has(dir) && !used.has(dir))
                 (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
             continue;
         }
@@ -9118,7 +9361,7 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
     const gone = new Set();
     const remove = (entry) => {
         (0,external_node_fs_.rmSync)(entry.dir, { recursive: true, force: true });
-        layers_verified.delete(entry.dir);
+        verified.delete(entry.dir);
         forgetSetup(entry.dir);
         gone.add(entry.dir);
         total -= entry.bytes;
@@ -9127,7 +9370,7 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
     for (const entry of all.sort((a, b) => a.used - b.used)) {
         if (total <= cacheBytes && enough())
             break;
-        if (gone.has(entry.dir) || used.has(entry.dir) || layers_building.has(entry.dir))
+        if (gone.has(entry.dir) || used.has(entry.dir) || building.has(entry.dir))
             continue;
         // A checkout's setup layers go first (no run uses them: a run using one names the checkout too).
         for (const setup of entry.setups)
@@ -9154,6 +9397,7 @@ function freeSharedLayers(dataDir, active, enough) {
 // `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
 // .git/config, and the source is never written to. Where the executor may mount overlayfs, a git
 // source's workspace is a copy-on-write view of one shared checkout of its commit (layers.ts).
+
 
 
 
@@ -9300,7 +9544,8 @@ cacheSetup = false) {
 const MADE_FILE = 'agent-run-workspace.json';
 /**
  * The workspace an earlier turn of the run made, as it was left (a follow-up continues in it);
- * undefined when it is gone (removed after workspaces.continue_for) or was never made.
+ * undefined when it is gone (removed after workspaces.continue_for) or was never made. Throws,
+ * saying why, for a copy-on-write workspace that is not mounted: never an empty directory.
  */
 function reopenWorkspace(dataDir, runId) {
     const root = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
@@ -9308,6 +9553,9 @@ function reopenWorkspace(dataDir, runId) {
     const file = (0,external_node_path_.join)(repo.gitDir, MADE_FILE);
     if (!(0,external_node_fs_.existsSync)(root) || !(0,external_node_fs_.existsSync)(file))
         return undefined;
+    const unmounted = unmountedWorkspace(dataDir, runId);
+    if (unmounted)
+        throw new Error(`the workspace of run ${runId} cannot be continued: ${unmounted}`);
     const made = JSON.parse((0,external_node_fs_.readFileSync)(file, 'utf8'));
     return workspaceOf(root, repo, made);
 }
@@ -9395,10 +9643,10 @@ cacheBytes = Number.POSITIVE_INFINITY) {
         if (!(await unmountWorkspace(dataDir, name)))
             continue;
         removeLayers(dataDir, name);
-        (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+        removeTree(path);
         removePrivateGitDir(privateGitDir(dataDir, name));
         // A harness run's HOME (its CLI's session) is kept as long as its workspace, for follow-ups.
-        (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dataDir, 'homes', name), { recursive: true, force: true });
+        removeTree((0,external_node_path_.join)(dataDir, 'homes', name));
         removed++;
     }
     for (const name of (0,external_node_fs_.existsSync)(gitDirs) ? (0,external_node_fs_.readdirSync)(gitDirs) : []) {
@@ -11367,6 +11615,8 @@ var external_node_net_ = __webpack_require__(77030);
 
 
 
+/** Connections one run's proxy holds at once (a tunnel or a request each). */
+const MAX_PROXY_CONNECTIONS = 256;
 /** Where the proxy's socket and forwarder appear inside the sandbox. */
 const INSIDE_DIR = '/run/agent-proxy';
 const INSIDE_PORT = 3128;
@@ -11442,6 +11692,9 @@ async function startProxy(targets, runId, user) {
     // Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
     // `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
     // end stays open outlives the run). Closing the proxy destroys them all.
+    // Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
+    // limits do not count: past this many at once, a new one is closed as it comes.
+    server.maxConnections = MAX_PROXY_CONNECTIONS;
     const sockets = new Set();
     server.on('connection', (connection) => {
         sockets.add(connection);
@@ -11863,8 +12116,13 @@ async function confineRun(options, run) {
 // put into the operator's template; the template's own text stays exactly as written.
 /** `@name` or `@org/team` where GitHub would see a mention (not inside an e-mail address). */
 const MENTION = /(^|[^\w@/`.-])@([A-Za-z0-9][A-Za-z0-9-]*(?:\/[A-Za-z0-9_.-]+)?)/g;
-/** A closing keyword then a reference, with or without a colon or space: `fixes:#1`, `Closes: owner/repo#2`, `resolves GH-3`, a URL. */
-const CLOSING = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s*)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
+/**
+ * A closing keyword then a reference, with or without a colon or space: `fixes:#1`, `Closes: owner/repo#2`,
+ * `resolves GH-3`, a URL. The gap is `\s*(?::\s*)?`, never `\s*:?\s*`: two neighbouring `\s*` can split
+ * a run of spaces in quadratically many ways, and an answer's `fixes` followed by a megabyte of
+ * spaces then held the executor for about an hour.
+ */
+const CLOSING = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*(?::\s*)?)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
 /** Drops C0 and C1 controls other than tab and newline: nothing a title or message needs. */
 function dropControls(text) {
     let out = '';
@@ -12236,6 +12494,7 @@ function pushReason(error, branch) {
 
 
 
+
 /** A command agent's answer when it writes no result file: the end of its standard output. */
 const STDOUT_TAIL_BYTES = 64 * 1024;
 /** Longest answer kept from AGENT_RESULT_FILE (the action caps it further for its outputs). */
@@ -12312,12 +12571,12 @@ async function collectOutputs(options) {
             if (typeof parsed === 'string')
                 await record('notice', { text: `AGENT_USAGE_FILE ignored: ${parsed}` });
             else
-                await store.setRequestUsage(run.run_id, JSON.stringify(parsed));
+                await store.setRequestUsage(run.run_id, parsed.json);
         }
         return options.workspace ? await collectPatch(options, options.workspace) : undefined;
     }
     finally {
-        (0,external_node_fs_.rmSync)(outputs.dir, { recursive: true, force: true });
+        removeTree(outputs.dir);
     }
 }
 async function collectResult({ store, run, outputs, record }) {
@@ -12355,18 +12614,28 @@ async function collectResult({ store, run, outputs, record }) {
     // A cut in the middle of a character leaves replacement characters at the start: drop them.
     await record('result', { text: tail.toString('utf8').replace(/^\uFFFD+/, ''), source: 'stdout' });
 }
-/** The usage file's object, or why it was ignored. */
+/**
+ * The usage file's object as JSON to store, or why it was ignored. JSON.parse reads any depth but
+ * JSON.stringify overflows the stack past a few thousand levels: such a file is refused here, where
+ * before the error skipped the rest of the outputs step (the patch, and workspaces.max_patch with it).
+ */
 function parseUsage(data) {
     if (data.length > MAX_USAGE_BYTES)
         return `it is over ${MAX_USAGE_BYTES} bytes`;
+    let value;
     try {
-        const value = JSON.parse(data.toString('utf8'));
-        if (value !== null && typeof value === 'object' && !Array.isArray(value))
-            return value;
-        return 'expected a JSON object such as {"inference_cost": 0.12}';
+        value = JSON.parse(data.toString('utf8'));
     }
     catch {
         return 'it is not valid JSON; expected a JSON object such as {"inference_cost": 0.12}';
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+        return 'expected a JSON object such as {"inference_cost": 0.12}';
+    try {
+        return { json: JSON.stringify(value) };
+    }
+    catch {
+        return 'it is nested too deep to store';
     }
 }
 /**
@@ -12416,8 +12685,35 @@ async function storePatch({ store, run, maxPatchBytes, record }, patch) {
 
 /** The plan's title: its first heading, else the run's title, else "Plan"; at most 200 characters. */
 function planTitle(markdown, runTitle) {
-    const heading = /^#{1,6}\s+(.+?)\s*#*\s*$/m.exec(markdown)?.[1];
-    return (heading ?? runTitle ?? 'Plan').slice(0, 200);
+    return (firstHeading(markdown) ?? runTitle ?? 'Plan').slice(0, 200);
+}
+/**
+ * The text of the answer's first heading line (`# Title`, `## Title ##`), read line by line with
+ * no regular expression over a line: the answer is the agent's, and a pattern with neighbouring
+ * quantifiers (`(.+?)\s*#*\s*$`) backtracks in cubic time over a long run of spaces, so 50,000
+ * spaces in a plan held the executor's event loop (every run, every request) for hours.
+ */
+function firstHeading(markdown) {
+    for (let start = 0; start < markdown.length;) {
+        const newline = markdown.indexOf('\n', start);
+        const end = newline < 0 ? markdown.length : newline;
+        const line = markdown.slice(start, end);
+        start = end + 1;
+        let level = 0;
+        while (level < line.length && line[level] === '#')
+            level++;
+        if (level < 1 || level > 6 || (line[level] !== ' ' && line[level] !== '\t'))
+            continue;
+        const text = line.slice(level).trim();
+        // A closing run of `#` (after a space) is not part of the title: `## Title ##`.
+        let cut = text.length;
+        while (cut > 0 && text[cut - 1] === '#')
+            cut--;
+        const title = cut === 0 || /\s/.test(text[cut - 1]) ? text.slice(0, cut).trimEnd() : text;
+        if (title !== '')
+            return title;
+    }
+    return undefined;
 }
 /** Keeps the run's last answer as its PLAN artifact; nothing when the turn gave no answer. */
 async function keepPlan(store, run) {
@@ -12552,6 +12848,8 @@ function parseExtra(extra) {
 
 
 
+
+
 /**
  * A run that continues an earlier run's conversation (conversation_id) starts from that run's
  * final tree (its changes since its start commit, applied on this workspace's start) and, for a
@@ -12583,13 +12881,29 @@ ended) {
     }
     const earlierHome = (0,external_node_path_.join)(dataDir, 'homes', earlierId);
     if (home && (0,external_node_fs_.existsSync)(earlierHome))
-        (0,external_node_fs_.cpSync)(earlierHome, home, { recursive: true, verbatimSymlinks: true });
+        await copyHome(earlierHome, home);
     if (!(await ended())) {
         // What was copied while the agent wrote is not kept: a follow-up of this run would resume it.
         if (home)
             (0,external_node_fs_.rmSync)(home, { recursive: true, force: true });
         throw running();
     }
+}
+const start_from_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+/**
+ * Copies the earlier run's HOME (what its agent left: links copied as links, never followed) with
+ * the system's `cp`, in a process of its own. Node's cpSync walks the tree in native code that
+ * aborts the whole process on a path longer than PATH_MAX: a HOME with directories nested 2,100
+ * deep ended the executor, every run of the node with it.
+ */
+async function copyHome(from, to) {
+    const cp = (0,external_node_fs_.existsSync)('/usr/bin/cp') ? '/usr/bin/cp' : '/bin/cp';
+    await start_from_exec(cp, ['-R', '-P', '--preserve=mode,timestamps', '--', `${from}/.`, to]).catch(error => {
+        const why = String(error.stderr ?? '')
+            .trim()
+            .split('\n')[0] || error.message;
+        throw new Error(`the HOME of the run being continued could not be copied: ${why.slice(0, 300)}`);
+    });
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/execute.ts
@@ -12959,7 +13273,10 @@ async function execute_publish({ run, environment, store, record, sessionLink },
 // The store's and the disk's housekeeping, on timers of the pool: failing runs whose worker died
 // (at start-up, and whenever a lease expires), pruning finished runs past retention, and removing
 // finished workspaces past theirs. Every node does the first two, API-only nodes too: the node
-// that held a lease may never come back.
+// that held a lease may never come back. Under workspaces.min_free it also frees the shared
+// checkouts and setup layers no workspace uses, looking again only when something could have
+// become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
+
 
 
 
@@ -12997,8 +13314,11 @@ async function pruneFinishedRuns(store, config, log) {
  */
 async function sweepFinishedWorkspaces(config, active, log) {
     const removed = await sweepWorkspaces(config.dataDir, config.environments, Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs), active, config.workspaces.cacheBytes);
-    if (removed > 0)
+    if (removed > 0) {
+        // Their shared checkouts and setup layers may be unused now: worth a look under min_free.
+        removals.set(config.dataDir, (removals.get(config.dataDir) ?? 0) + removed);
         log.info({ removed }, 'removed workspaces past retention');
+    }
     const homes = sweepLeftHomes(config.dataDir, Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs), active);
     if (homes > 0)
         log.info({ removed: homes }, 'removed harness HOMEs left by runs that did not end here');
@@ -13015,28 +13335,64 @@ function sweepLeftHomes(dataDir, retentionMs, active) {
         const path = (0,external_node_path_.join)(dir, name);
         if (active.has(name) || Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs < retentionMs)
             continue;
-        (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
-        removed++;
+        try {
+            // Any depth the run made it (remove.ts); one that cannot go stays for the next sweep.
+            removeTree(path);
+            removed++;
+        }
+        catch {
+            continue;
+        }
     }
     return removed;
 }
+/** How long the pool waits before it looks again for something to free, when nothing was left. */
+const LOOK_AGAIN_MS = 60_000;
+/** Workspaces the retention sweep removed, per data dir (a count that only grows). */
+const removals = new Map();
+/**
+ * Per data dir, while free space stays under min_free: when the last look found nothing left to
+ * free, the runs running then and the removals counted then. Something can become unused only
+ * when one of those runs ends or a workspace is removed; until then (or LOOK_AGAIN_MS) the pool
+ * does not look again. Free space coming back needs no look: the claim check reads it each time.
+ */
+const nothingLeft = new Map();
 /**
  * When the data dir's file system has less free space than workspaces.min_free, removes unused
  * shared checkouts and kept setup layers (no run mounted on them, no retained workspace over
- * them), least recently used first, until it has enough again; logs what it freed. The pool calls
- * it before it decides whether to claim runs, so the cache gives way before the node stops.
+ * them), least recently used first, until it has enough again; logs what it freed, and once
+ * (until free space is back) that nothing is left to free. The pool calls it before it decides
+ * whether to claim runs, so the cache gives way before the node stops.
  */
 async function freeSpaceForRuns(config, active, log) {
-    const enough = () => (freeBytes(config.dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
-    if (enough())
+    const { dataDir } = config;
+    const enough = () => (freeBytes(dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
+    if (enough()) {
+        nothingLeft.delete(dataDir);
         return;
-    const freed = await freeSharedLayers(config.dataDir, active, enough);
+    }
+    const last = nothingLeft.get(dataDir);
+    const removed = removals.get(dataDir) ?? 0;
+    if (last &&
+        Date.now() - last.at < LOOK_AGAIN_MS &&
+        last.removals === removed &&
+        [...last.active].every(runId => active.has(runId)))
+        return;
+    const freed = await freeSharedLayers(dataDir, active, enough);
+    const after = enough();
+    const later = `looking again when a run ends or a workspace is removed, or in ${LOOK_AGAIN_MS / 1000} s`;
     if (freed.length > 0)
         log.warn({
             freed: freed.map(entry => entry.name),
             freed_bytes: freed.reduce((sum, entry) => sum + entry.bytes, 0),
-            free_bytes: freeBytes(config.dataDir)
-        }, `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}`);
+            free_bytes: freeBytes(dataDir)
+        }, `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`);
+    else if (!last)
+        log.warn({ data_dir: dataDir, free_bytes: freeBytes(dataDir) }, `less free space than workspaces.min_free and no unused shared checkout or setup layer left to remove: ${later}`);
+    if (after)
+        nothingLeft.delete(dataDir);
+    else
+        nothingLeft.set(dataDir, { at: Date.now(), active: new Set(active), removals: removed });
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/transcript-budget.ts
@@ -13184,6 +13540,9 @@ function boundTranscript(write, limitBytes) {
 
 
 
+
+/** How long a stop waits for a pump or sweep under way once the runs ended (a hung store call). */
+const STOP_WAIT_MS = 10_000;
 /** How long a finished run's outcome is retried while the store is unreachable. */
 const FINISH_RETRY_MS = 10 * 60_000;
 class WorkerPool {
@@ -13207,6 +13566,10 @@ class WorkerPool {
     draining = false;
     pumping = false;
     pumpAgain = false;
+    /** The pump and the sweep under way: either may launch a run or mount a workspace; stop waits for them. */
+    underWay = new Set();
+    /** On an exit without a stop (a second signal): no workspace stays mounted after the process. */
+    unmountOnExit = () => unmountAllNow(this.config.dataDir);
     constructor(store, config, log, 
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
     runsWork = true, 
@@ -13224,6 +13587,8 @@ class WorkerPool {
         // Processes a killed predecessor left running are stopped before their runs are failed.
         if (this.runsWork)
             await stopSurvivors(this.config.dataDir, this.log);
+        if (this.runsWork)
+            process.on('exit', this.unmountOnExit);
         await failOrphans(this.store, this.log);
         if (this.runsWork)
             this.unsubscribe = this.store.onChange(run => this.onChange(run));
@@ -13282,16 +13647,33 @@ class WorkerPool {
         this.draining = true;
         const all = () => Promise.all([...this.active.values()].map(active => active.done));
         const timer = new Promise(resolve => setTimeout(resolve, graceMs).unref());
+        // A claim answered now still launches its run: that run gets the grace period like the others.
+        await Promise.race([Promise.allSettled([...this.underWay]), timer]);
         await Promise.race([all(), timer]);
         for (const active of this.active.values())
             active.controller.abort('shutdown');
         await all();
         for (const timer of this.timers)
             clearInterval(timer);
+        // What began meanwhile ends before the unmount: a sweep may mount a retained workspace again,
+        // a pump launch a run whose claim was answered late (stopped at once).
+        const settled = new Promise(resolve => setTimeout(resolve, STOP_WAIT_MS).unref());
+        await Promise.race([Promise.allSettled([...this.underWay]), settled]);
+        for (const active of this.active.values())
+            active.controller.abort('shutdown');
+        await all();
         // No copy-on-write workspace stays mounted after the node (the next start mounts retained ones).
         if (this.runsWork)
             await unmountAll(this.config.dataDir).catch(() => undefined);
+        process.removeListener('exit', this.unmountOnExit);
         this.unsubscribe?.();
+    }
+    /** Runs `work` as one of the tasks stop waits for. */
+    track(work) {
+        this.underWay.add(work);
+        const done = () => this.underWay.delete(work);
+        work.then(done, done);
+        return work;
     }
     onChange(run) {
         if (run.state === 'QUEUED')
@@ -13313,6 +13695,9 @@ class WorkerPool {
             return;
         }
         this.pumping = true;
+        return this.track(this.claimWhileRoom());
+    }
+    async claimWhileRoom() {
         try {
             do {
                 this.pumpAgain = false;
@@ -13435,7 +13820,9 @@ class WorkerPool {
         return pruneFinishedRuns(this.store, this.config, this.log);
     }
     sweep() {
-        return sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log);
+        if (this.draining)
+            return Promise.resolve();
+        return this.track(sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log));
     }
 }
 function pool_now() {
