@@ -3154,10 +3154,20 @@ function logStream(format, out = process.stderr) {
         write(chunk) {
             for (const line of chunk.split('\n'))
                 if (line !== '')
-                    out.write(`${textLine(line)}\n`);
+                    out.write(`${inert(textLine(line))}\n`);
             return true;
         }
     };
+}
+/**
+ * A line for a terminal with every control character (C0, DEL, C1) written as its `\u` escape: a
+ * message may carry what a run or a client sent (a run's error, a CLI's words), and none of it may
+ * move the cursor, retitle the window or hide the lines before it.
+ */
+function inert(line) {
+    return line.replace(
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
+    /[\u0000-\u001f\u007f-\u009f]/g, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 /** One JSON record as `HH:MM:SS.mmmZ LEVEL message key=value …`; a line that is not JSON as it is. */
 function textLine(json) {
