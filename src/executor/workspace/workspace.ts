@@ -11,8 +11,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  closeSync,
   existsSync,
   mkdirSync,
+  openSync,
+  readSync,
   readFileSync,
   readdirSync,
   rmSync,
@@ -299,12 +302,8 @@ function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspa
         return { path: path.join('\t'), change };
       });
       const more = lines.length - files.length;
-      let diff =
-        files.length > 0
-          ? await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, base])
-          : '';
-      const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
-      if (truncated) diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
+      const { diff, truncated } =
+        files.length > 0 ? await boundedDiff(repo, base) : { diff: '', truncated: false };
       return more > 0
         ? { diff, truncated, files, more_files: more, nested }
         : { diff, truncated, files, nested };
@@ -390,6 +389,40 @@ export async function sweepWorkspaces(
       await git(['worktree', 'prune'], repository).catch(() => undefined);
   }
   return removed;
+}
+
+/**
+ * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git writes
+ * it to a file of the private git dir (a diff of any size: a run may have written GBs of text),
+ * and only its head is read, cut at a line's end when one is near.
+ */
+async function boundedDiff(
+  repo: PrivateRepository,
+  base: string
+): Promise<{ diff: string; truncated: boolean }> {
+  const file = join(repo.gitDir, 'changes.diff');
+  rmSync(file, { force: true });
+  try {
+    await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, `--output=${file}`, base]);
+    const head = Buffer.alloc(MAX_DIFF_BYTES + 1);
+    const fd = openSync(file, 'r');
+    let read = 0;
+    try {
+      for (let n = 1; n > 0 && read < head.length; read += n)
+        n = readSync(fd, head, read, head.length - read, null);
+    } finally {
+      closeSync(fd);
+    }
+    if (read <= MAX_DIFF_BYTES) return { diff: head.toString('utf8', 0, read), truncated: false };
+    const lineEnd = head.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
+    const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
+    return {
+      diff: `${head.toString('utf8', 0, cut)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`,
+      truncated: true
+    };
+  } finally {
+    rmSync(file, { force: true });
+  }
 }
 
 /** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
