@@ -146,19 +146,25 @@ export async function sharedCheckout(
 
 /**
  * The index records a file's size modulo 4 GiB (a commit may hold a larger one): `du` counts the
- * checkout's bytes exactly once the run is on its way, and its count replaces the index's in the
- * `ready` file (renamed over it whole), unless the checkout was removed or made again meanwhile.
+ * checkout's bytes exactly once the run is on its way (MEASURE_AFTER_MS later), and its count
+ * replaces the index's in the `ready` file (renamed over it whole), unless the checkout was removed
+ * or made again meanwhile.
  */
 function measureLater(dir: string, head: string): void {
-  exec('du', ['-s', '--apparent-size', '--block-size=1', dir])
-    .then(({ stdout }) => {
-      const bytes = Number(stdout.split('\t')[0]);
-      if (!Number.isSafeInteger(bytes) || readReady(dir)?.head !== head) return;
-      writeFileSync(join(dir, 'ready.measured'), JSON.stringify({ head, bytes }));
-      renameSync(join(dir, 'ready.measured'), join(dir, 'ready'));
-    })
-    .catch(() => undefined);
+  const measure = () =>
+    exec('du', ['-s', '--apparent-size', '--block-size=1', dir])
+      .then(({ stdout }) => {
+        const bytes = Number(stdout.split('\t')[0]);
+        if (!Number.isSafeInteger(bytes) || readReady(dir)?.head !== head) return;
+        writeFileSync(join(dir, 'ready.measured'), JSON.stringify({ head, bytes }));
+        renameSync(join(dir, 'ready.measured'), join(dir, 'ready'));
+      })
+      .catch(() => undefined);
+  // Not while the run's sandbox and agent start (a walk of every file, on a machine of few cores).
+  setTimeout(() => void measure(), MEASURE_AFTER_MS).unref();
 }
+/** How long after a checkout is made its bytes are counted. */
+const MEASURE_AFTER_MS = 10_000;
 
 /**
  * What a checkout weighs until `du` has counted it (measureLater), for workspaces.cache_size: the
