@@ -8917,11 +8917,12 @@ async function sharedCheckout(dataDir, head, borrowed, shallow, owner) {
 }
 /**
  * The index records a file's size modulo 4 GiB (a commit may hold a larger one): `du` counts the
- * checkout's bytes exactly once the run is on its way, and its count replaces the index's in the
- * `ready` file (renamed over it whole), unless the checkout was removed or made again meanwhile.
+ * checkout's bytes exactly once the run is on its way (MEASURE_AFTER_MS later), and its count
+ * replaces the index's in the `ready` file (renamed over it whole), unless the checkout was removed
+ * or made again meanwhile.
  */
 function measureLater(dir, head) {
-    shared_checkout_exec('du', ['-s', '--apparent-size', '--block-size=1', dir])
+    const measure = () => shared_checkout_exec('du', ['-s', '--apparent-size', '--block-size=1', dir])
         .then(({ stdout }) => {
         const bytes = Number(stdout.split('\t')[0]);
         if (!Number.isSafeInteger(bytes) || readReady(dir)?.head !== head)
@@ -8930,7 +8931,11 @@ function measureLater(dir, head) {
         (0,external_node_fs_.renameSync)((0,external_node_path_.join)(dir, 'ready.measured'), (0,external_node_path_.join)(dir, 'ready'));
     })
         .catch(() => undefined);
+    // Not while the run's sandbox and agent start (a walk of every file, on a machine of few cores).
+    setTimeout(() => void measure(), MEASURE_AFTER_MS).unref();
 }
+/** How long after a checkout is made its bytes are counted. */
+const MEASURE_AFTER_MS = 10_000;
 /**
  * What a checkout weighs until `du` has counted it (measureLater), for workspaces.cache_size: the
  * sizes of its files as the index records them (read from the index git just wrote, instead of
@@ -9596,12 +9601,7 @@ function workspaceOf(root, repo, made) {
                 return { path: path.join('\t'), change };
             });
             const more = lines.length - files.length;
-            let diff = files.length > 0
-                ? await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, base])
-                : '';
-            const truncated = Buffer.byteLength(diff) > MAX_DIFF_BYTES;
-            if (truncated)
-                diff = `${diff.slice(0, MAX_DIFF_BYTES)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`;
+            const { diff, truncated } = files.length > 0 ? await boundedDiff(repo, base) : { diff: '', truncated: false };
             return more > 0
                 ? { diff, truncated, files, more_files: more, nested }
                 : { diff, truncated, files, nested };
@@ -9683,6 +9683,39 @@ cacheBytes = Number.POSITIVE_INFINITY) {
             await sourceGit(['worktree', 'prune'], repository).catch(() => undefined);
     }
     return removed;
+}
+/**
+ * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git writes
+ * it to a file of the private git dir (a diff of any size: a run may have written GBs of text),
+ * and only its head is read, cut at a line's end when one is near.
+ */
+async function boundedDiff(repo, base) {
+    const file = (0,external_node_path_.join)(repo.gitDir, 'changes.diff');
+    (0,external_node_fs_.rmSync)(file, { force: true });
+    try {
+        await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, `--output=${file}`, base]);
+        const head = Buffer.alloc(MAX_DIFF_BYTES + 1);
+        const fd = (0,external_node_fs_.openSync)(file, 'r');
+        let read = 0;
+        try {
+            for (let n = 1; n > 0 && read < head.length; read += n)
+                n = (0,external_node_fs_.readSync)(fd, head, read, head.length - read, null);
+        }
+        finally {
+            (0,external_node_fs_.closeSync)(fd);
+        }
+        if (read <= MAX_DIFF_BYTES)
+            return { diff: head.toString('utf8', 0, read), truncated: false };
+        const lineEnd = head.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
+        const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
+        return {
+            diff: `${head.toString('utf8', 0, cut)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`,
+            truncated: true
+        };
+    }
+    finally {
+        (0,external_node_fs_.rmSync)(file, { force: true });
+    }
 }
 /** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
 async function diskUsage(dir) {
