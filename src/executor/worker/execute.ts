@@ -1,106 +1,27 @@
-// Executing one claimed run, start to end: its workspace, the environment's setup commands, the
-// agent (looked up in the registry), the time limit and the disk quota watch, the diff of what it
-// changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop
-// and the lease belong to pool.ts; this module only gathers what happened to the run, and
+// Executing one claimed run, start to end: its turns (steps.ts runs each up to its agent's end:
+// workspace, sandbox, quota watch, setup, agent), then the diff of what it changed, its outputs and
+// plan, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and
+// the lease belong to pool.ts; this module only gathers what happened to the run, and
 // runs/outcomes.ts decides its outcome, which the pool writes.
 
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import type { FastifyBaseLogger } from 'fastify';
-import { agentKindOf } from '../agents/index.js';
-import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
-import type { RunStore, StoredRun } from '../store/types.js';
-import { type RunSandbox, confineRun } from '../sandbox/index.js';
-import type { Processes } from '../sandbox/spawn.js';
-import { runUser } from '../sandbox/user.js';
 import { publishChanges } from '../workspace/publish.js';
-import { type Workspace, createWorkspace, reopenWorkspace } from '../workspace/workspace.js';
+import type { Workspace } from '../workspace/workspace.js';
+import type { EnvironmentConfig } from '../config.js';
+import type { StoredRun } from '../store/types.js';
 import {
   type AgentOutcome,
   type RunHappenings,
   type RunOutcome,
   type StopReason,
-  agentCouldNotRun,
-  decideOutcome,
-  setupFailed,
-  succeeded
+  decideOutcome
 } from '../runs/outcomes.js';
-import { type RunOutputs, collectOutputs, prepareOutputs } from './outputs.js';
+import { collectOutputs } from './outputs.js';
 import { keepPlan } from './plan.js';
-import { FOLLOWUP_KINDS, type Turn, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
-import { startFrom } from './start-from.js';
-import { isTerminalState } from '../../api/run.js';
+import { FOLLOWUP_KINDS, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
+import { type ExecuteOptions, type Ran, runSteps } from './steps.js';
 
+export type { ExecuteOptions, Recorder } from './steps.js';
 export type { StopReason };
-
-/**
- * Appends an event to the run's transcript (the pool retries it while the store is away); `flush`
- * writes what a bounded transcript still holds back (worker/transcript-budget.ts).
- */
-export type Recorder = ((kind: string, data: Record<string, unknown>) => Promise<void>) & {
-  flush?: () => Promise<void>;
-};
-
-const QUOTA_CHECK_MS = 2000;
-const exec = promisify(execFile);
-
-/**
-/**
- * What a run has written to disk: its workspace (only its own layer when the workspace is a
- * copy-on-write view of a shared checkout), its output folder (AGENT_RESULT_FILE's) and a harness's
- * HOME, all on the data dir's disk and all under the one quota; one `du` for them, as
- * workspace.size() counts (apparent sizes, links not followed).
- */
-async function runBytes(workspace: Workspace, outputs: RunOutputs, home?: string): Promise<number> {
-  const dirs = [workspace.counted, outputs.dir, ...(home ? [home] : [])].filter(dir => existsSync(dir));
-  const { stdout } = await exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
-  return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
-}
-
-/** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
-function watchQuota(
-  measure: () => Promise<number>,
-  quotaBytes: number,
-  controller: AbortController,
-  onError: (error: unknown) => void
-): () => void {
-  let measuring = false;
-  const timer = setInterval(() => {
-    if (measuring) return;
-    measuring = true;
-    measure()
-      .then(bytes => {
-        if (bytes > quotaBytes) controller.abort('quota' satisfies StopReason);
-      })
-      .catch(onError)
-      .finally(() => (measuring = false));
-  }, QUOTA_CHECK_MS);
-  return () => clearInterval(timer);
-}
-
-/** The environment's setup commands, in order; the first that exits non-zero fails the run. */
-async function setup(
-  environment: EnvironmentConfig,
-  processes: Processes,
-  env: Record<string, string>,
-  signal: AbortSignal,
-  record: Recorder
-): Promise<AgentOutcome> {
-  for (const command of environment.setup) {
-    if (signal.aborted) break;
-    const result = await processes.shell(command, { env });
-    await record('setup', {
-      command,
-      exit_code: result.exitCode,
-      output: result.output,
-      duration_ms: result.durationMs
-    });
-    if (result.exitCode !== 0) return setupFailed(command, result.exitCode);
-  }
-  return succeeded();
-}
 
 /** Whether the run's create request left publishing on (`config.publish: false` turns it off). */
 function publishes(run: StoredRun): boolean {
@@ -109,187 +30,6 @@ function publishes(run: StoredRun): boolean {
   } catch {
     return true;
   }
-}
-
-/** The run's create config as an object (an unreadable one as empty). */
-function runConfigOf(run: StoredRun): Record<string, unknown> {
-  try {
-    const value: unknown = JSON.parse(run.config);
-    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
-/** The variables the environment passes from the executor's environment, by name. */
-function passedVariables(environment: EnvironmentConfig): Record<string, string> {
-  return Object.fromEntries(
-    environment.env.filter(name => process.env[name] !== undefined).map(name => [name, process.env[name]!])
-  );
-}
-
-/** What executing a run needs: the run, where it runs, and the pool's means of reporting. */
-export interface ExecuteOptions {
-  run: StoredRun;
-  environment: EnvironmentConfig;
-  config: ExecutorConfig;
-  /** Aborted on cancel, lease lost and shutdown by the pool; on the time limit and quota from here. */
-  controller: AbortController;
-  record: Recorder;
-  log: FastifyBaseLogger;
-  store: RunStore;
-  /** The run's session link, for what publishing writes. */
-  sessionLink?: (run: StoredRun) => string | undefined;
-}
-
-/** What the run's steps left behind for the steps after the agent. */
-interface Ran {
-  ended: AgentOutcome;
-  workspace?: Workspace;
-  outputs?: RunOutputs;
-  sandbox?: RunSandbox;
-  measure?: () => Promise<number>;
-  /** The run's own HOME (harness kinds), removed once the run's outputs are kept. */
-  home?: string;
-  /** The run's request_usage as its harness measured it from the CLI's stream. */
-  usage?: Record<string, unknown>;
-  /** The mode of the turn that ran last. */
-  mode?: Turn['mode'];
-}
-
-/**
- * The run's workspace, sandbox, setup and agent, until the agent ends or the controller is
- * aborted; answers what the steps said (a step that throws fails the run as one that could not run).
- */
-async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
-  const { run, environment, config, controller, record, log } = options;
-  const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
-  let stopWatch: (() => void) | undefined;
-  const ran: Partial<Ran> = {};
-  // A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
-  // shown as HOME in the sandbox; other kinds get an empty HOME per process.
-  const home = agentKindOf(environment.agent.kind)?.harnessType
-    ? join(config.dataDir, 'homes', run.run_id)
-    : undefined;
-  ran.home = home;
-  try {
-    // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
-    // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
-    if (turn.mode === 'plan' && !environment.sandbox.enabled)
-      throw new Error(
-        `mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`
-      );
-    if (home) {
-      if (!turn.continuing) rmSync(home, { recursive: true, force: true });
-      mkdirSync(home, { recursive: true, mode: 0o700 });
-    }
-    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
-    // before its first process; a shared checkout's files are theirs from the start).
-    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
-    const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id) : undefined;
-    if (turn.continuing && !reopened)
-      throw new Error(
-        `the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`
-      );
-    const workspace =
-      reopened ??
-      (await createWorkspace(
-        environment,
-        config.dataDir,
-        run.run_id,
-        config.workspaces.quotaBytes,
-        user,
-        cachesSetup(environment, turn)
-      ));
-    ran.workspace = workspace;
-    const startAt = turn.startFrom;
-    if (startAt && !turn.continuing)
-      await startFrom(config.dataDir, startAt, workspace, home, async () => {
-        const earlier = await options.store.getRun(run.team, startAt);
-        return earlier !== undefined && isTerminalState(earlier.state);
-      });
-    const outputs = prepareOutputs(config.dataDir, run.run_id);
-    ran.outputs = outputs;
-    const conversationFile = join(outputs.dir, 'conversation.md');
-    writeFileSync(conversationFile, turn.conversation, { mode: 0o644 });
-    const confined = await confineRun(
-      {
-        runId: run.run_id,
-        sandbox: environment.sandbox,
-        dataDir: config.dataDir,
-        configFile: config.configFile,
-        workspace: workspace.root,
-        read: workspace.borrowed,
-        write: [outputs.dir],
-        user,
-        own: [...workspace.owned, outputs.dir, ...(home ? [home] : [])],
-        home,
-        readOnlyWorkspace: turn.mode === 'plan'
-      },
-      { signal: controller.signal, cwd: workspace.path }
-    );
-    ran.sandbox = confined.sandbox;
-    for (const message of confined.warnings) await record('warning', { message });
-    const measure = () => runBytes(workspace, outputs, home);
-    ran.measure = measure;
-    stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error =>
-      log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
-    );
-    const env = passedVariables(environment);
-    // The environment's setup ran in the first turn; its effects are in the workspace already.
-    // With setup_cache, a kept result of the same commands for the same commit stands for them.
-    const layer = turn.continuing ? undefined : workspace.setupLayer;
-    if (layer?.cached)
-      await record('notice', {
-        text: 'setup commands skipped: their result for this commit is kept (setup_cache)'
-      });
-    const setupEnded =
-      turn.continuing || layer?.cached
-        ? succeeded()
-        : await setup(environment, confined.processes, env, controller.signal, record);
-    if (layer && !layer.cached)
-      await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
-    if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
-    const agent = agentKindOf(environment.agent.kind);
-    if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
-    const ended = await agent.run({
-      runId: run.run_id,
-      prompt: turn.prompt,
-      workspace: workspace.path,
-      agent: environment.agent,
-      env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile },
-      resumeSession: turn.resumeSession,
-      turn: turn.number,
-      mode: turn.mode,
-      signal: controller.signal,
-      record,
-      runConfig: runConfigOf(run),
-      home,
-      processes: confined.processes
-    });
-    return { ...ran, ended, usage: ended.request_usage };
-  } catch (error) {
-    log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
-    // An error that knows its outcome says so (a source over the quota); any other could not run.
-    const known = (error as { outcome?: AgentOutcome }).outcome;
-    return { ...ran, ended: known ?? agentCouldNotRun((error as Error).message) };
-  } finally {
-    clearTimeout(timeout);
-    stopWatch?.();
-    // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
-    await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
-  }
-}
-
-/**
- * Whether a run may use or make a kept setup layer: the environment asks for it, has setup
- * commands and a sandbox, and the run does not start from another run's changes (the commands
- * then run over those changes, a result of its own).
- */
-function cachesSetup(environment: EnvironmentConfig, turn: Turn): boolean {
-  return (
-    environment.setupCache && environment.setup.length > 0 && environment.sandbox.enabled && !turn.startFrom
-  );
 }
 
 /**
