@@ -1,8 +1,8 @@
-export const id = 201;
-export const ids = [201];
+export const id = 982;
+export const ids = [982];
 export const modules = {
 
-/***/ 82201:
+/***/ 33982:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -11646,509 +11646,6 @@ async function openStore(spec, options = {}) {
         : PostgresRunStore.open(spec.url, options);
 }
 
-// EXTERNAL MODULE: external "node:net"
-var external_node_net_ = __webpack_require__(77030);
-;// CONCATENATED MODULE: ./src/executor/sandbox/proxy.ts
-// The filtering proxy of a run whose `network:` is a list of host:port. The run has no network of
-// its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
-// each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
-// requests for the listed targets only (403 for anything else, said in the response).
-
-
-
-
-
-/** Connections one run's proxy holds at once (a tunnel or a request each). */
-const MAX_PROXY_CONNECTIONS = 256;
-/** Where the proxy's socket and forwarder appear inside the sandbox. */
-const INSIDE_DIR = '/run/agent-proxy';
-const INSIDE_PORT = 3128;
-/** Runs inside the sandbox with the executor's own node: 127.0.0.1:PORT → the proxy's socket. */
-const FORWARDER = `
-const net = require('node:net');
-const fs = require('node:fs');
-const [port, socket, ready] = process.argv.slice(2);
-net.createServer(client => {
-  const upstream = net.connect(socket);
-  client.pipe(upstream).pipe(client);
-  const end = () => { client.destroy(); upstream.destroy(); };
-  client.on('error', end); upstream.on('error', end);
-}).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
-`;
-function allowed(targets, host, port) {
-    const name = host.replace(/^\[|\]$/g, '').toLowerCase();
-    return targets.some(target => target.host === name && target.port === port);
-}
-/** `user`: the run's host user (a root executor), who must be able to reach the socket. */
-async function startProxy(targets, runId, user) {
-    const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `agent-run-proxy-${runId.slice(0, 12)}-`));
-    const socket = (0,external_node_path_.join)(dir, 'proxy.sock');
-    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
-    const refuse = (what) => `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
-    const server = (0,external_node_http_.createServer)((request, response) => {
-        let url;
-        try {
-            url = new URL(request.url ?? '');
-        }
-        catch {
-            response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
-            return;
-        }
-        const port = Number(url.port || 80);
-        if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
-            response.writeHead(403, { 'content-type': 'text/plain' }).end(refuse(`${url.hostname}:${port}`));
-            return;
-        }
-        const upstream = (0,external_node_http_.request)({
-            host: url.hostname,
-            port,
-            method: request.method,
-            path: url.pathname + url.search,
-            headers: request.headers
-        }, reply => {
-            response.writeHead(reply.statusCode ?? 502, reply.headers);
-            reply.pipe(response);
-        });
-        upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
-        request.pipe(upstream);
-    });
-    server.on('connect', (request, client, head) => {
-        const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
-        const host = match?.[1] ?? '';
-        const port = Number(match?.[2]);
-        client.on('error', () => undefined);
-        if (!match || !allowed(targets, host, port)) {
-            const body = refuse(request.url ?? '?');
-            client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-            return;
-        }
-        const upstream = (0,external_node_net_.connect)(port, host.replace(/^\[|\]$/g, ''), () => {
-            client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-            if (head.length > 0)
-                upstream.write(head);
-            upstream.pipe(client).pipe(upstream);
-        });
-        upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
-        // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
-        client.once('close', () => upstream.destroy());
-    });
-    // Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
-    // `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
-    // end stays open outlives the run). Closing the proxy destroys them all.
-    // Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
-    // limits do not count: past this many at once, a new one is closed as it comes.
-    server.maxConnections = MAX_PROXY_CONNECTIONS;
-    const sockets = new Set();
-    server.on('connection', (connection) => {
-        sockets.add(connection);
-        connection.once('close', () => sockets.delete(connection));
-    });
-    await new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(socket, () => resolve());
-    });
-    // The folder is bound read-only inside; its user only connects to the socket.
-    if (user)
-        for (const path of [dir, socket])
-            (0,external_node_fs_.chownSync)(path, user.uid, user.gid);
-    const url = `http://127.0.0.1:${INSIDE_PORT}`;
-    return {
-        files: [
-            [dir, INSIDE_DIR],
-            [process.execPath, '/run/agent-proxy-node']
-        ],
-        env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
-        command(program, args) {
-            const ready = '/tmp/.agent-run-proxy-ready';
-            const script = `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
-                `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
-            return ['/bin/sh', '-c', script, program, ...args];
-        },
-        async close() {
-            const closed = new Promise(resolve => server.close(resolve));
-            for (const connection of sockets)
-                connection.destroy();
-            server.closeAllConnections();
-            await closed;
-            (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
-        }
-    };
-}
-
-;// CONCATENATED MODULE: ./src/executor/sandbox/spawn.ts
-// How a run starts processes: the one spawner of agents, setup commands and `@sim run`. Each
-// process goes through the run's sandbox (when the run has one) and into its own process group,
-// recorded in the data dir, so that stopping it stops everything it started: SIGTERM first,
-// SIGKILL after a grace period. The worker makes a run's RunProcesses with its sandbox
-// (confineRun) and hands it to the agent kind in its context: a kind has no other way to start a
-// process (the lint forbids node:child_process under agents/).
-//
-// A process counts as ended when it exits; pipes still held open by something it left behind (a
-// daemon, `setsid`) are closed shortly after, so a run can never hang on them (a pipe paused
-// because its output is still being stored counts as busy, not held). A reader of the output may
-// pause a pipe by answering a promise, so a program that prints faster than its output is stored
-// waits instead of filling memory.
-
-
-const KILL_GRACE_MS = 5000;
-/** After exit, output still in the pipes gets this long to arrive. */
-const DRAIN_MS = 250;
-/** Hands each chunk of `stream` to `take`, pausing the stream while `take` is busy with it. */
-function pipeInto(stream, take) {
-    stream.on('data', (chunk) => {
-        const busy = take?.(chunk);
-        if (!busy)
-            return;
-        stream.pause();
-        const resume = () => void stream.resume();
-        busy.then(resume, resume);
-    });
-}
-/** The processes of one run, all started through its sandbox. */
-class RunProcesses {
-    bound;
-    constructor(bound) {
-        this.bound = bound;
-    }
-    get home() {
-        return this.bound.sandbox ? SANDBOX_HOME : undefined;
-    }
-    async run(program, args, options) {
-        const started = Date.now();
-        const { sandbox, record } = this.bound;
-        const signal = options.signal ? AbortSignal.any([this.bound.signal, options.signal]) : this.bound.signal;
-        const cwd = options.cwd ?? this.bound.cwd;
-        // A root executor's run gets its files before its first process.
-        await sandbox?.prepare();
-        if (signal.aborted)
-            return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
-        const wrapped = sandbox
-            ? sandbox.wrap(program, args, cwd, options.env)
-            : { program, args, env: { ...options.env, ...this.bound.unconfinedEnv } };
-        if (!wrapped) {
-            const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
-            return { exitCode: null, signal: null, spawnError, durationMs: 0 };
-        }
-        return new Promise(resolve => {
-            const child = (0,external_node_child_process_.spawn)(wrapped.program, wrapped.args, {
-                cwd,
-                env: wrapped.env,
-                detached: true,
-                stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
-            });
-            pipeInto(child.stdout, options.onStdout);
-            pipeInto(child.stderr, options.onStderr);
-            if (options.stdin !== undefined) {
-                child.stdin.on('error', () => undefined); // the program may exit without reading its input
-                child.stdin.end(options.stdin);
-            }
-            const forget = record(child.pid);
-            const stop = () => (sandbox ? sandbox.stop(child.pid, KILL_GRACE_MS) : stopGroup(child.pid));
-            signal.addEventListener('abort', stop, { once: true });
-            let settled = false;
-            const settle = (result) => {
-                if (settled)
-                    return;
-                settled = true;
-                forget();
-                signal.removeEventListener('abort', stop);
-                resolve({ ...result, durationMs: Date.now() - started });
-            };
-            child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));
-            child.on('close', (exitCode, exitSignal) => settle({ exitCode, signal: exitSignal }));
-            child.on('exit', (exitCode, exitSignal) => {
-                const drain = () => setTimeout(() => {
-                    // A stream paused while its output is being stored is busy, not hung: wait for it.
-                    if (child.stdout.isPaused() || child.stderr.isPaused())
-                        return void drain();
-                    child.stdout.destroy();
-                    child.stderr.destroy();
-                    settle({ exitCode, signal: exitSignal });
-                }, DRAIN_MS).unref();
-                drain();
-            });
-        });
-    }
-    async shell(command, options) {
-        const max = options.maxOutput ?? 64 * 1024;
-        let output = '';
-        const append = (chunk) => {
-            output += chunk.toString('utf8');
-            if (output.length > 2 * max)
-                output = output.slice(-max);
-        };
-        const cwd = options.cwd ?? this.bound.cwd;
-        const env = {
-            PATH: process.env.PATH ?? '/usr/bin:/bin',
-            HOME: process.env.HOME ?? cwd,
-            ...options.env
-        };
-        const result = await this.run('/bin/sh', ['-c', command], {
-            cwd,
-            env,
-            signal: options.signal,
-            onStdout: append,
-            onStderr: append
-        });
-        if (result.spawnError)
-            return {
-                exitCode: 127,
-                signal: null,
-                output: result.spawnError.message,
-                durationMs: result.durationMs
-            };
-        return {
-            exitCode: result.exitCode,
-            signal: result.signal,
-            output: output.slice(-max),
-            durationMs: result.durationMs
-        };
-    }
-}
-/** SIGTERM to the whole process group, SIGKILL to whatever is left after the grace period. */
-function stopGroup(pid, graceMs = KILL_GRACE_MS) {
-    if (pid === undefined)
-        return;
-    try {
-        process.kill(-pid, 'SIGTERM');
-    }
-    catch {
-        return;
-    }
-    setTimeout(() => {
-        try {
-            process.kill(-pid, 'SIGKILL');
-        }
-        catch {
-            // already gone
-        }
-    }, graceMs).unref();
-}
-
-;// CONCATENATED MODULE: ./src/executor/sandbox/index.ts
-// A run's sandbox: made by the worker when the run starts, together with the run's spawner
-// (spawn.ts) bound to it, which the worker hands to setup commands and to the agent kind: every
-// process of a run is confined because there is no other way for a kind to start one.
-// When the executor is root, the run's processes become its unprivileged host user (user.ts), who
-// is given the run's workspace and output folder before the first of them starts.
-
-
-
-
-
-
-
-
-/** How often a stopping run is looked at for processes to signal, and for its end. */
-const STOP_POLL_MS = 100;
-/** How often a run's cgroup counters are read: past a limit, the whole run is stopped at once. */
-const LIMIT_CHECK_MS = 250;
-class RunSandbox {
-    options;
-    proxy;
-    watch;
-    hit;
-    cgroup;
-    cgroupMade = false;
-    owned;
-    wrapped = false;
-    constructor(options, proxy) {
-        this.options = options;
-        this.proxy = proxy;
-    }
-    /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
-    static async create(options) {
-        const { sandbox } = options;
-        const proxy = Array.isArray(sandbox.network)
-            ? await startProxy(sandbox.network, options.runId, options.user)
-            : undefined;
-        return new RunSandbox(options, proxy);
-    }
-    /** The run's cgroup, made when its first process starts (a run that starts none pays nothing). */
-    limits() {
-        if (this.cgroupMade)
-            return this.cgroup;
-        this.cgroupMade = true;
-        const { sandbox } = this.options;
-        const cgroup = RunCgroup.create(dataDirTag(this.options.dataDir), this.options.runId, {
-            memoryBytes: sandbox.memoryBytes,
-            processes: sandbox.processes
-        });
-        this.cgroup = cgroup;
-        // A fork bomb held at the process limit, or a shell whose child the OOM killer took, would
-        // otherwise go on until the run's timeout.
-        if (cgroup)
-            this.watch = setInterval(() => {
-                if (this.hit)
-                    return;
-                this.hit = cgroup.exceeded();
-                if (this.hit)
-                    void cgroup.kill();
-            }, LIMIT_CHECK_MS).unref();
-        return cgroup;
-    }
-    /**
-     * Gives the run's directories to its user, once, before its first process: a run that starts
-     * none (a simulated answer) pays nothing, and nothing of the run is running while it happens.
-     */
-    prepare() {
-        this.owned ??= giveTo(this.options.user, this.options.own ?? []);
-        return this.owned;
-    }
-    /** Whether any process of the run was started (it may have written files since). */
-    get started() {
-        return this.wrapped;
-    }
-    /** The command line that runs `program args` confined; undefined when the program is not found. */
-    wrap(program, args, cwd, env) {
-        const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
-        if (!resolved)
-            return undefined;
-        this.wrapped = true;
-        const { sandbox } = this.options;
-        const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(Boolean);
-        const read = [...sandbox.read, ...this.options.read];
-        // An agent program outside the system directories (a script of the user's) is visible too;
-        // one in the workspace already is (and is not bound again: the run may have made it a link).
-        const system = resolved.startsWith('/usr/') || resolved.startsWith('/bin/');
-        if (!system && !isInside(resolved, this.options.workspace))
-            read.push(resolved);
-        const files = this.proxy ? this.proxy.files : [];
-        const confine = bwrapArgs({
-            workspace: this.options.workspace,
-            read,
-            write: [...sandbox.write, ...(this.options.write ?? [])],
-            hide,
-            network: sandbox.network === 'host' ? 'host' : 'none',
-            files,
-            user: this.options.user,
-            home: this.options.home,
-            readOnlyWorkspace: this.options.readOnlyWorkspace
-        });
-        const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
-        const user = this.options.user;
-        const inner = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
-        const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
-        const innerEnv = {
-            ...env,
-            HOME: SANDBOX_HOME,
-            TMPDIR: '/tmp',
-            ...(this.proxy?.env ?? {})
-        };
-        const cgroup = this.limits();
-        if (!cgroup)
-            return { program: bwrap[0], args: bwrap.slice(1), env: innerEnv };
-        // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
-        const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
-        return {
-            program: '/bin/sh',
-            args: ['-c', join, 'sh', ...cgroup.procsFiles, '--', ...bwrap],
-            env: innerEnv
-        };
-    }
-    /**
-     * Stops a confined process: SIGTERM to the run's own processes (bubblewrap does not pass signals
-     * on), then SIGKILL to bubblewrap's group after the grace period, which ends the whole sandbox.
-     * Without a cgroup the run's processes cannot be told apart from outside: SIGTERM to bubblewrap
-     * ends the sandbox at once.
-     */
-    stop(pid, graceMs) {
-        if (pid === undefined)
-            return;
-        const killGroup = () => {
-            try {
-                process.kill(-pid, 'SIGKILL');
-            }
-            catch {
-                // already gone
-            }
-            void this.cgroup?.kill();
-        };
-        if (!this.cgroup) {
-            killGroup();
-            return;
-        }
-        // A cancel may come while the sandbox is still starting its command: processes that appear
-        // during the grace period get SIGTERM too, and once none of the run's own is left, bubblewrap
-        // goes at once instead of after the whole grace period.
-        const cgroup = this.cgroup;
-        const signalled = new Set();
-        const started = Date.now();
-        const tick = setInterval(() => {
-            if (cgroup.signalAgents('SIGTERM', signalled) === 0 || Date.now() - started >= graceMs) {
-                clearInterval(tick);
-                killGroup();
-            }
-        }, STOP_POLL_MS);
-        tick.unref();
-        cgroup.signalAgents('SIGTERM', signalled);
-    }
-    /** The limit the run hit, as a sentence, or undefined. */
-    exceeded() {
-        this.hit ??= this.cgroup?.exceeded();
-        return this.hit;
-    }
-    /** Stops whatever the run left behind and releases its limits and proxy. */
-    async close() {
-        clearInterval(this.watch);
-        await this.cgroup?.destroy();
-        await this.proxy?.close();
-    }
-}
-function isInside(path, dir) {
-    const rel = (0,external_node_path_.relative)((0,external_node_path_.resolve)(dir), (0,external_node_path_.resolve)(path));
-    return rel !== '' && !rel.startsWith('..') && !(0,external_node_path_.isAbsolute)(rel);
-}
-function findProgram(program, cwd, path) {
-    const executable = (file) => {
-        try {
-            (0,external_node_fs_.accessSync)(file, external_node_fs_.constants.X_OK);
-            return true;
-        }
-        catch {
-            return false;
-        }
-    };
-    if (program.includes('/')) {
-        const file = (0,external_node_path_.isAbsolute)(program) ? program : (0,external_node_path_.join)(cwd, program);
-        return executable(file) ? file : undefined;
-    }
-    for (const dir of path.split(external_node_path_.delimiter)) {
-        if (!dir)
-            continue;
-        const file = (0,external_node_path_.join)(dir, program);
-        if (executable(file))
-            return file;
-    }
-    return undefined;
-}
-/** Warnings every run of this environment records in its transcript. */
-function runWarnings(sandbox) {
-    if (!sandbox.enabled)
-        return [
-            "this environment has `sandbox: off`: the run's processes run unconfined, as the executor's own user"
-        ];
-    const limits = limitsProblem();
-    return limits ? [limits] : [];
-}
-/**
- * What the worker calls when a run's workspace is ready: the run's sandbox, the spawner every
- * process of the run goes through (bound to that sandbox and to the run's signal), and the
- * warnings the run records.
- */
-async function confineRun(options, run) {
-    const warnings = runWarnings(options.sandbox);
-    const sandbox = options.sandbox.enabled ? await RunSandbox.create(options) : undefined;
-    const processes = new RunProcesses({
-        cwd: run.cwd,
-        signal: run.signal,
-        sandbox,
-        record: pid => recordGroup(options.dataDir, options.runId, pid),
-        unconfinedEnv: sandbox || !options.dataDir ? undefined : { [SURVIVOR_VARIABLE]: dataDirTag(options.dataDir) }
-    });
-    return { sandbox, processes, warnings };
-}
-
 ;// CONCATENATED MODULE: ./src/executor/workspace/pr-text.ts
 // Text from a run that publishing writes into GitHub: the pull request's title and body and the
 // commit message. A run's answer and title may carry words a stranger steered the agent into
@@ -12880,6 +12377,509 @@ function parseExtra(extra) {
     }
 }
 
+// EXTERNAL MODULE: external "node:net"
+var external_node_net_ = __webpack_require__(77030);
+;// CONCATENATED MODULE: ./src/executor/sandbox/proxy.ts
+// The filtering proxy of a run whose `network:` is a list of host:port. The run has no network of
+// its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
+// each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
+// requests for the listed targets only (403 for anything else, said in the response).
+
+
+
+
+
+/** Connections one run's proxy holds at once (a tunnel or a request each). */
+const MAX_PROXY_CONNECTIONS = 256;
+/** Where the proxy's socket and forwarder appear inside the sandbox. */
+const INSIDE_DIR = '/run/agent-proxy';
+const INSIDE_PORT = 3128;
+/** Runs inside the sandbox with the executor's own node: 127.0.0.1:PORT → the proxy's socket. */
+const FORWARDER = `
+const net = require('node:net');
+const fs = require('node:fs');
+const [port, socket, ready] = process.argv.slice(2);
+net.createServer(client => {
+  const upstream = net.connect(socket);
+  client.pipe(upstream).pipe(client);
+  const end = () => { client.destroy(); upstream.destroy(); };
+  client.on('error', end); upstream.on('error', end);
+}).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
+`;
+function allowed(targets, host, port) {
+    const name = host.replace(/^\[|\]$/g, '').toLowerCase();
+    return targets.some(target => target.host === name && target.port === port);
+}
+/** `user`: the run's host user (a root executor), who must be able to reach the socket. */
+async function startProxy(targets, runId, user) {
+    const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `agent-run-proxy-${runId.slice(0, 12)}-`));
+    const socket = (0,external_node_path_.join)(dir, 'proxy.sock');
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
+    const refuse = (what) => `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
+    const server = (0,external_node_http_.createServer)((request, response) => {
+        let url;
+        try {
+            url = new URL(request.url ?? '');
+        }
+        catch {
+            response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
+            return;
+        }
+        const port = Number(url.port || 80);
+        if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
+            response.writeHead(403, { 'content-type': 'text/plain' }).end(refuse(`${url.hostname}:${port}`));
+            return;
+        }
+        const upstream = (0,external_node_http_.request)({
+            host: url.hostname,
+            port,
+            method: request.method,
+            path: url.pathname + url.search,
+            headers: request.headers
+        }, reply => {
+            response.writeHead(reply.statusCode ?? 502, reply.headers);
+            reply.pipe(response);
+        });
+        upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
+        request.pipe(upstream);
+    });
+    server.on('connect', (request, client, head) => {
+        const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
+        const host = match?.[1] ?? '';
+        const port = Number(match?.[2]);
+        client.on('error', () => undefined);
+        if (!match || !allowed(targets, host, port)) {
+            const body = refuse(request.url ?? '?');
+            client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+            return;
+        }
+        const upstream = (0,external_node_net_.connect)(port, host.replace(/^\[|\]$/g, ''), () => {
+            client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+            if (head.length > 0)
+                upstream.write(head);
+            upstream.pipe(client).pipe(upstream);
+        });
+        upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
+        // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
+        client.once('close', () => upstream.destroy());
+    });
+    // Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
+    // `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
+    // end stays open outlives the run). Closing the proxy destroys them all.
+    // Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
+    // limits do not count: past this many at once, a new one is closed as it comes.
+    server.maxConnections = MAX_PROXY_CONNECTIONS;
+    const sockets = new Set();
+    server.on('connection', (connection) => {
+        sockets.add(connection);
+        connection.once('close', () => sockets.delete(connection));
+    });
+    await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socket, () => resolve());
+    });
+    // The folder is bound read-only inside; its user only connects to the socket.
+    if (user)
+        for (const path of [dir, socket])
+            (0,external_node_fs_.chownSync)(path, user.uid, user.gid);
+    const url = `http://127.0.0.1:${INSIDE_PORT}`;
+    return {
+        files: [
+            [dir, INSIDE_DIR],
+            [process.execPath, '/run/agent-proxy-node']
+        ],
+        env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
+        command(program, args) {
+            const ready = '/tmp/.agent-run-proxy-ready';
+            const script = `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
+                `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
+            return ['/bin/sh', '-c', script, program, ...args];
+        },
+        async close() {
+            const closed = new Promise(resolve => server.close(resolve));
+            for (const connection of sockets)
+                connection.destroy();
+            server.closeAllConnections();
+            await closed;
+            (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+        }
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/sandbox/spawn.ts
+// How a run starts processes: the one spawner of agents, setup commands and `@sim run`. Each
+// process goes through the run's sandbox (when the run has one) and into its own process group,
+// recorded in the data dir, so that stopping it stops everything it started: SIGTERM first,
+// SIGKILL after a grace period. The worker makes a run's RunProcesses with its sandbox
+// (confineRun) and hands it to the agent kind in its context: a kind has no other way to start a
+// process (the lint forbids node:child_process under agents/).
+//
+// A process counts as ended when it exits; pipes still held open by something it left behind (a
+// daemon, `setsid`) are closed shortly after, so a run can never hang on them (a pipe paused
+// because its output is still being stored counts as busy, not held). A reader of the output may
+// pause a pipe by answering a promise, so a program that prints faster than its output is stored
+// waits instead of filling memory.
+
+
+const KILL_GRACE_MS = 5000;
+/** After exit, output still in the pipes gets this long to arrive. */
+const DRAIN_MS = 250;
+/** Hands each chunk of `stream` to `take`, pausing the stream while `take` is busy with it. */
+function pipeInto(stream, take) {
+    stream.on('data', (chunk) => {
+        const busy = take?.(chunk);
+        if (!busy)
+            return;
+        stream.pause();
+        const resume = () => void stream.resume();
+        busy.then(resume, resume);
+    });
+}
+/** The processes of one run, all started through its sandbox. */
+class RunProcesses {
+    bound;
+    constructor(bound) {
+        this.bound = bound;
+    }
+    get home() {
+        return this.bound.sandbox ? SANDBOX_HOME : undefined;
+    }
+    async run(program, args, options) {
+        const started = Date.now();
+        const { sandbox, record } = this.bound;
+        const signal = options.signal ? AbortSignal.any([this.bound.signal, options.signal]) : this.bound.signal;
+        const cwd = options.cwd ?? this.bound.cwd;
+        // A root executor's run gets its files before its first process.
+        await sandbox?.prepare();
+        if (signal.aborted)
+            return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
+        const wrapped = sandbox
+            ? sandbox.wrap(program, args, cwd, options.env)
+            : { program, args, env: { ...options.env, ...this.bound.unconfinedEnv } };
+        if (!wrapped) {
+            const spawnError = Object.assign(new Error(`spawn ${program} ENOENT`), { code: 'ENOENT' });
+            return { exitCode: null, signal: null, spawnError, durationMs: 0 };
+        }
+        return new Promise(resolve => {
+            const child = (0,external_node_child_process_.spawn)(wrapped.program, wrapped.args, {
+                cwd,
+                env: wrapped.env,
+                detached: true,
+                stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
+            });
+            pipeInto(child.stdout, options.onStdout);
+            pipeInto(child.stderr, options.onStderr);
+            if (options.stdin !== undefined) {
+                child.stdin.on('error', () => undefined); // the program may exit without reading its input
+                child.stdin.end(options.stdin);
+            }
+            const forget = record(child.pid);
+            const stop = () => (sandbox ? sandbox.stop(child.pid, KILL_GRACE_MS) : stopGroup(child.pid));
+            signal.addEventListener('abort', stop, { once: true });
+            let settled = false;
+            const settle = (result) => {
+                if (settled)
+                    return;
+                settled = true;
+                forget();
+                signal.removeEventListener('abort', stop);
+                resolve({ ...result, durationMs: Date.now() - started });
+            };
+            child.on('error', error => settle({ exitCode: null, signal: null, spawnError: error }));
+            child.on('close', (exitCode, exitSignal) => settle({ exitCode, signal: exitSignal }));
+            child.on('exit', (exitCode, exitSignal) => {
+                const drain = () => setTimeout(() => {
+                    // A stream paused while its output is being stored is busy, not hung: wait for it.
+                    if (child.stdout.isPaused() || child.stderr.isPaused())
+                        return void drain();
+                    child.stdout.destroy();
+                    child.stderr.destroy();
+                    settle({ exitCode, signal: exitSignal });
+                }, DRAIN_MS).unref();
+                drain();
+            });
+        });
+    }
+    async shell(command, options) {
+        const max = options.maxOutput ?? 64 * 1024;
+        let output = '';
+        const append = (chunk) => {
+            output += chunk.toString('utf8');
+            if (output.length > 2 * max)
+                output = output.slice(-max);
+        };
+        const cwd = options.cwd ?? this.bound.cwd;
+        const env = {
+            PATH: process.env.PATH ?? '/usr/bin:/bin',
+            HOME: process.env.HOME ?? cwd,
+            ...options.env
+        };
+        const result = await this.run('/bin/sh', ['-c', command], {
+            cwd,
+            env,
+            signal: options.signal,
+            onStdout: append,
+            onStderr: append
+        });
+        if (result.spawnError)
+            return {
+                exitCode: 127,
+                signal: null,
+                output: result.spawnError.message,
+                durationMs: result.durationMs
+            };
+        return {
+            exitCode: result.exitCode,
+            signal: result.signal,
+            output: output.slice(-max),
+            durationMs: result.durationMs
+        };
+    }
+}
+/** SIGTERM to the whole process group, SIGKILL to whatever is left after the grace period. */
+function stopGroup(pid, graceMs = KILL_GRACE_MS) {
+    if (pid === undefined)
+        return;
+    try {
+        process.kill(-pid, 'SIGTERM');
+    }
+    catch {
+        return;
+    }
+    setTimeout(() => {
+        try {
+            process.kill(-pid, 'SIGKILL');
+        }
+        catch {
+            // already gone
+        }
+    }, graceMs).unref();
+}
+
+;// CONCATENATED MODULE: ./src/executor/sandbox/index.ts
+// A run's sandbox: made by the worker when the run starts, together with the run's spawner
+// (spawn.ts) bound to it, which the worker hands to setup commands and to the agent kind: every
+// process of a run is confined because there is no other way for a kind to start one.
+// When the executor is root, the run's processes become its unprivileged host user (user.ts), who
+// is given the run's workspace and output folder before the first of them starts.
+
+
+
+
+
+
+
+
+/** How often a stopping run is looked at for processes to signal, and for its end. */
+const STOP_POLL_MS = 100;
+/** How often a run's cgroup counters are read: past a limit, the whole run is stopped at once. */
+const LIMIT_CHECK_MS = 250;
+class RunSandbox {
+    options;
+    proxy;
+    watch;
+    hit;
+    cgroup;
+    cgroupMade = false;
+    owned;
+    wrapped = false;
+    constructor(options, proxy) {
+        this.options = options;
+        this.proxy = proxy;
+    }
+    /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
+    static async create(options) {
+        const { sandbox } = options;
+        const proxy = Array.isArray(sandbox.network)
+            ? await startProxy(sandbox.network, options.runId, options.user)
+            : undefined;
+        return new RunSandbox(options, proxy);
+    }
+    /** The run's cgroup, made when its first process starts (a run that starts none pays nothing). */
+    limits() {
+        if (this.cgroupMade)
+            return this.cgroup;
+        this.cgroupMade = true;
+        const { sandbox } = this.options;
+        const cgroup = RunCgroup.create(dataDirTag(this.options.dataDir), this.options.runId, {
+            memoryBytes: sandbox.memoryBytes,
+            processes: sandbox.processes
+        });
+        this.cgroup = cgroup;
+        // A fork bomb held at the process limit, or a shell whose child the OOM killer took, would
+        // otherwise go on until the run's timeout.
+        if (cgroup)
+            this.watch = setInterval(() => {
+                if (this.hit)
+                    return;
+                this.hit = cgroup.exceeded();
+                if (this.hit)
+                    void cgroup.kill();
+            }, LIMIT_CHECK_MS).unref();
+        return cgroup;
+    }
+    /**
+     * Gives the run's directories to its user, once, before its first process: a run that starts
+     * none (a simulated answer) pays nothing, and nothing of the run is running while it happens.
+     */
+    prepare() {
+        this.owned ??= giveTo(this.options.user, this.options.own ?? []);
+        return this.owned;
+    }
+    /** Whether any process of the run was started (it may have written files since). */
+    get started() {
+        return this.wrapped;
+    }
+    /** The command line that runs `program args` confined; undefined when the program is not found. */
+    wrap(program, args, cwd, env) {
+        const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
+        if (!resolved)
+            return undefined;
+        this.wrapped = true;
+        const { sandbox } = this.options;
+        const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(Boolean);
+        const read = [...sandbox.read, ...this.options.read];
+        // An agent program outside the system directories (a script of the user's) is visible too;
+        // one in the workspace already is (and is not bound again: the run may have made it a link).
+        const system = resolved.startsWith('/usr/') || resolved.startsWith('/bin/');
+        if (!system && !isInside(resolved, this.options.workspace))
+            read.push(resolved);
+        const files = this.proxy ? this.proxy.files : [];
+        const confine = bwrapArgs({
+            workspace: this.options.workspace,
+            read,
+            write: [...sandbox.write, ...(this.options.write ?? [])],
+            hide,
+            network: sandbox.network === 'host' ? 'host' : 'none',
+            files,
+            user: this.options.user,
+            home: this.options.home,
+            readOnlyWorkspace: this.options.readOnlyWorkspace
+        });
+        const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
+        const user = this.options.user;
+        const inner = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
+        const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
+        const innerEnv = {
+            ...env,
+            HOME: SANDBOX_HOME,
+            TMPDIR: '/tmp',
+            ...(this.proxy?.env ?? {})
+        };
+        const cgroup = this.limits();
+        if (!cgroup)
+            return { program: bwrap[0], args: bwrap.slice(1), env: innerEnv };
+        // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
+        const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+        return {
+            program: '/bin/sh',
+            args: ['-c', join, 'sh', ...cgroup.procsFiles, '--', ...bwrap],
+            env: innerEnv
+        };
+    }
+    /**
+     * Stops a confined process: SIGTERM to the run's own processes (bubblewrap does not pass signals
+     * on), then SIGKILL to bubblewrap's group after the grace period, which ends the whole sandbox.
+     * Without a cgroup the run's processes cannot be told apart from outside: SIGTERM to bubblewrap
+     * ends the sandbox at once.
+     */
+    stop(pid, graceMs) {
+        if (pid === undefined)
+            return;
+        const killGroup = () => {
+            try {
+                process.kill(-pid, 'SIGKILL');
+            }
+            catch {
+                // already gone
+            }
+            void this.cgroup?.kill();
+        };
+        if (!this.cgroup) {
+            killGroup();
+            return;
+        }
+        // A cancel may come while the sandbox is still starting its command: processes that appear
+        // during the grace period get SIGTERM too, and once none of the run's own is left, bubblewrap
+        // goes at once instead of after the whole grace period.
+        const cgroup = this.cgroup;
+        const signalled = new Set();
+        const started = Date.now();
+        const tick = setInterval(() => {
+            if (cgroup.signalAgents('SIGTERM', signalled) === 0 || Date.now() - started >= graceMs) {
+                clearInterval(tick);
+                killGroup();
+            }
+        }, STOP_POLL_MS);
+        tick.unref();
+        cgroup.signalAgents('SIGTERM', signalled);
+    }
+    /** The limit the run hit, as a sentence, or undefined. */
+    exceeded() {
+        this.hit ??= this.cgroup?.exceeded();
+        return this.hit;
+    }
+    /** Stops whatever the run left behind and releases its limits and proxy. */
+    async close() {
+        clearInterval(this.watch);
+        await this.cgroup?.destroy();
+        await this.proxy?.close();
+    }
+}
+function isInside(path, dir) {
+    const rel = (0,external_node_path_.relative)((0,external_node_path_.resolve)(dir), (0,external_node_path_.resolve)(path));
+    return rel !== '' && !rel.startsWith('..') && !(0,external_node_path_.isAbsolute)(rel);
+}
+function findProgram(program, cwd, path) {
+    const executable = (file) => {
+        try {
+            (0,external_node_fs_.accessSync)(file, external_node_fs_.constants.X_OK);
+            return true;
+        }
+        catch {
+            return false;
+        }
+    };
+    if (program.includes('/')) {
+        const file = (0,external_node_path_.isAbsolute)(program) ? program : (0,external_node_path_.join)(cwd, program);
+        return executable(file) ? file : undefined;
+    }
+    for (const dir of path.split(external_node_path_.delimiter)) {
+        if (!dir)
+            continue;
+        const file = (0,external_node_path_.join)(dir, program);
+        if (executable(file))
+            return file;
+    }
+    return undefined;
+}
+/** Warnings every run of this environment records in its transcript. */
+function runWarnings(sandbox) {
+    if (!sandbox.enabled)
+        return [
+            "this environment has `sandbox: off`: the run's processes run unconfined, as the executor's own user"
+        ];
+    const limits = limitsProblem();
+    return limits ? [limits] : [];
+}
+/**
+ * What the worker calls when a run's workspace is ready: the run's sandbox, the spawner every
+ * process of the run goes through (bound to that sandbox and to the run's signal), and the
+ * warnings the run records.
+ */
+async function confineRun(options, run) {
+    const warnings = runWarnings(options.sandbox);
+    const sandbox = options.sandbox.enabled ? await RunSandbox.create(options) : undefined;
+    const processes = new RunProcesses({
+        cwd: run.cwd,
+        signal: run.signal,
+        sandbox,
+        record: pid => recordGroup(options.dataDir, options.runId, pid),
+        unconfinedEnv: sandbox || !options.dataDir ? undefined : { [SURVIVOR_VARIABLE]: dataDirTag(options.dataDir) }
+    });
+    return { sandbox, processes, warnings };
+}
+
 ;// CONCATENATED MODULE: ./src/executor/worker/start-from.ts
 // A run that continues an earlier run's conversation (its create request's conversation_id)
 // starts where that run ended: the earlier run's changes since its start commit are applied on the
@@ -12949,15 +12949,12 @@ async function copyHome(from, to) {
     });
 }
 
-;// CONCATENATED MODULE: ./src/executor/worker/execute.ts
-// Executing one claimed run, start to end: its workspace, the environment's setup commands, the
-// agent (looked up in the registry), the time limit and the disk quota watch, the diff of what it
-// changed, and publishing it (workspace/publish.ts) when the environment says so. The claim loop
-// and the lease belong to pool.ts; this module only gathers what happened to the run, and
-// runs/outcomes.ts decides its outcome, which the pool writes.
-
-
-
+;// CONCATENATED MODULE: ./src/executor/worker/steps.ts
+// A turn of a run up to its agent's end: the workspace (made, or reopened for a follow-up), the
+// run's HOME and output folder, the sandbox, the disk quota watch (one `du` every 2 s over what the
+// run may write), the environment's setup commands (or the kept result of them), then the agent.
+// It gathers what happened and never decides the run's outcome: execute.ts takes it from here
+// (the diff, the outputs, publishing) and runs/outcomes.ts decides.
 
 
 
@@ -12971,8 +12968,7 @@ async function copyHome(from, to) {
 
 
 const QUOTA_CHECK_MS = 2000;
-const execute_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
-/**
+const steps_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /**
  * What a run has written to disk: its workspace (only its own layer when the workspace is a
  * copy-on-write view of a shared checkout), its output folder (AGENT_RESULT_FILE's) and a harness's
@@ -12981,7 +12977,7 @@ const execute_exec = (0,external_node_util_.promisify)(external_node_child_proce
  */
 async function runBytes(workspace, outputs, home) {
     const dirs = [workspace.counted, outputs.dir, ...(home ? [home] : [])].filter(dir => (0,external_node_fs_.existsSync)(dir));
-    const { stdout } = await execute_exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
+    const { stdout } = await steps_exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
     return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
 }
 /** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
@@ -13017,15 +13013,6 @@ async function setup(environment, processes, env, signal, record) {
             return setupFailed(command, result.exitCode);
     }
     return succeeded();
-}
-/** Whether the run's create request left publishing on (`config.publish: false` turns it off). */
-function publishes(run) {
-    try {
-        return JSON.parse(run.config).publish !== false;
-    }
-    catch {
-        return true;
-    }
 }
 /** The run's create config as an object (an unreadable one as empty). */
 function runConfigOf(run) {
@@ -13159,6 +13146,28 @@ async function runSteps(options, turn) {
  */
 function cachesSetup(environment, turn) {
     return (environment.setupCache && environment.setup.length > 0 && environment.sandbox.enabled && !turn.startFrom);
+}
+
+;// CONCATENATED MODULE: ./src/executor/worker/execute.ts
+// Executing one claimed run, start to end: its turns (steps.ts runs each up to its agent's end:
+// workspace, sandbox, quota watch, setup, agent), then the diff of what it changed, its outputs and
+// plan, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and
+// the lease belong to pool.ts; this module only gathers what happened to the run, and
+// runs/outcomes.ts decides its outcome, which the pool writes.
+
+
+
+
+
+
+/** Whether the run's create request left publishing on (`config.publish: false` turns it off). */
+function publishes(run) {
+    try {
+        return JSON.parse(run.config).publish !== false;
+    }
+    catch {
+        return true;
+    }
 }
 /**
  * Runs `run` in `environment` until its agent ends or `controller` is aborted (cancel, lease lost,
