@@ -2552,7 +2552,8 @@ async function giveTo(user, paths) {
 }
 /**
  * A program of the system directories the sandbox shows, by absolute path: run as root inside the
- * sandbox, it must never be looked up on the run's PATH (which may name the workspace).
+ * sandbox, it must never be looked up on the run's PATH (which may name the workspace). The
+ * executor's git that writes a shared checkout as the run's user finds `setpriv` the same way.
  */
 function systemProgram(name) {
     for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
@@ -8262,6 +8263,7 @@ function removeTree(path) {
 
 
 
+
 const git_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /** Hides the credentials a git URL may carry (`https://user:token@host/…`). */
 function redactUrls(text) {
@@ -8381,7 +8383,7 @@ function asOwner(owner, args) {
         ]
     ];
 }
-const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find(file => (0,external_node_fs_.existsSync)(file)) ?? 'setpriv';
+const SETPRIV = systemProgram('setpriv');
 async function run(args, env, cwd, timeout = 0, owner) {
     try {
         const [program, programArgs] = owner ? asOwner(owner, args) : ['git', args];

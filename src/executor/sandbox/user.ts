@@ -141,9 +141,10 @@ export async function giveTo(user: RunUser | undefined, paths: string[]): Promis
 
 /**
  * A program of the system directories the sandbox shows, by absolute path: run as root inside the
- * sandbox, it must never be looked up on the run's PATH (which may name the workspace).
+ * sandbox, it must never be looked up on the run's PATH (which may name the workspace). The
+ * executor's git that writes a shared checkout as the run's user finds `setpriv` the same way.
  */
-function systemProgram(name: string): string {
+export function systemProgram(name: string): string {
   for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
     const file = join(dir, name);
     if (existsSync(file)) return file;

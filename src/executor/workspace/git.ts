@@ -12,9 +12,10 @@
 // that stay (eol, text, working-tree-encoding, ident) only transform bytes.
 
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
+import { systemProgram } from '../sandbox/user.js';
 
 const exec = promisify(execFile);
 
@@ -160,7 +161,7 @@ function asOwner(owner: FileOwner, args: string[]): [string, string[]] {
     ]
   ];
 }
-const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find(file => existsSync(file)) ?? 'setpriv';
+const SETPRIV = systemProgram('setpriv');
 
 async function run(
   args: string[],
