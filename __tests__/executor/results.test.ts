@@ -5,7 +5,7 @@
 // repositories, real agent processes; on SQLite, or PostgreSQL with AGENT_EXECUTOR_TEST_STORE.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EnvironmentConfig } from '../../src/executor/config.js';
 import { prepareOutputs, readOutputFile } from '../../src/executor/worker/outputs.js';
@@ -297,7 +297,7 @@ describe('a command agent', () => {
 
   it('reads no output file that is a hard link to another file', async () => {
     const dataDir = tempDir('agent-results-outputs-');
-    const outputs = prepareOutputs(dataDir, 'run-1');
+    const outputs = prepareOutputs(dataDir, 'run-1', { confined: true });
     const secret = join(dataDir, 'secret.db');
     writeFileSync(secret, 'SQLite format 3 secret');
     linkSync(secret, outputs.env.AGENT_RESULT_FILE);
@@ -310,6 +310,7 @@ describe('a command agent', () => {
       kind: 'read',
       data: Buffer.from('{}')
     });
+    rmSync(dataDir, { recursive: true, force: true });
   });
 });
 

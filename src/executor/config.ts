@@ -62,6 +62,8 @@ export interface ExecutorConfig {
     continueForMs: number;
     /** Disk a run may write (its own layer of a copy-on-write workspace); past it the run fails. */
     quotaBytes: number;
+    /** Files and directories a run may make (layer, HOME and output folder together); past it the run fails. */
+    maxFiles: number;
     /** Largest patch of a run's changes; a larger one fails the run rather than be cut. */
     maxPatchBytes: number;
     /** The node claims no run while the data dir's file system has less free space than this. */
@@ -169,6 +171,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'retention',
     'continue_for',
     'quota',
+    'max_files',
     'max_patch',
     'min_free',
     'cache_size'
@@ -216,6 +219,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
       continueForMs: r.duration(workspaces.continue_for, 'workspaces.continue_for', 86_400_000, true),
       quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
+      maxFiles: r.int(workspaces.max_files, 'workspaces.max_files', 200_000, 100, 1e9),
       maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
       minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3),
       cacheBytes: r.size(workspaces.cache_size, 'workspaces.cache_size', 10 * 1024 ** 3)

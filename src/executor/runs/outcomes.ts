@@ -103,11 +103,14 @@ export function timedOut(timeoutMs: number): AgentOutcome {
   return failed('timeout', `the run exceeded its time limit of ${Math.round(timeoutMs / 1000)} s`);
 }
 
-/** The run's workspace and output folder grew past the disk quota while it ran. */
-export function quotaExceeded(quotaBytes: number): AgentOutcome {
+/**
+ * The run's workspace and output folder grew past the disk quota while it ran; `why` says so when
+ * it was not their bytes (the count of their files, a part the quota could not read).
+ */
+export function quotaExceeded(quotaBytes: number, why?: string): AgentOutcome {
   return failed(
     'workspace_quota_exceeded',
-    `the workspace grew past its disk quota of ${describeBytes(quotaBytes)}`
+    why ? `the workspace ${why}` : `the workspace grew past its disk quota of ${describeBytes(quotaBytes)}`
   );
 }
 
@@ -180,6 +183,8 @@ export interface RunHappenings {
   /** The environment's time limit and the disk quota, for the messages of those stops. */
   timeoutMs: number;
   quotaBytes: number;
+  /** Why the quota stopped the run when it was not its bytes (too many files, an unreadable part). */
+  quotaWhy?: string;
   /** What the run's own steps answered: the setup's failure, else the agent's answer. */
   ended: AgentOutcome;
   /** The sandbox limit the run's processes went past (the sandbox's message). */
@@ -211,7 +216,7 @@ const RULES: readonly [OutcomeRule, (run: RunHappenings) => RunOutcome | undefin
   ['lease_lost', run => (run.stop === 'lease_lost' ? leaseLost() : undefined)],
   ['limit', run => (run.limit ? resourceLimit(run.limit) : undefined)],
   ['timeout', run => (run.stop === 'timeout' ? timedOut(run.timeoutMs) : undefined)],
-  ['quota', run => (run.stop === 'quota' ? quotaExceeded(run.quotaBytes) : undefined)],
+  ['quota', run => (run.stop === 'quota' ? quotaExceeded(run.quotaBytes, run.quotaWhy) : undefined)],
   // Any other reason a controller was aborted with is the executor stopping.
   ['shutdown', run => (run.stop !== undefined ? executorShutDown() : undefined)],
   ['failed', run => (run.ended.state !== 'SUCCEEDED' ? run.ended : undefined)],

@@ -1,8 +1,8 @@
 // A run's sandbox: made by the worker when the run starts, together with the run's spawner
 // (spawn.ts) bound to it, which the worker hands to setup commands and to the agent kind: every
 // process of a run is confined because there is no other way for a kind to start one.
-// When the executor is root, the run's processes become its unprivileged host user (user.ts), who
-// is given the run's workspace and output folder before the first of them starts.
+// When the executor is root, the run's processes become its unprivileged host user (user.ts), whose
+// the run's workspace, HOME and output folder are from the moment they are made.
 
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
@@ -12,7 +12,7 @@ import { RunCgroup, dataDirTag, limitsProblem } from './cgroup.js';
 import { type ProxyHandle, startProxy } from './proxy.js';
 import { SURVIVOR_VARIABLE, recordGroup } from './processes.js';
 import { type Confinement, RunProcesses } from './spawn.js';
-import { type RunUser, dropTo, giveTo } from './user.js';
+import { type RunUser, dropTo } from './user.js';
 
 /** How often a stopping run is looked at for processes to signal, and for its end. */
 const STOP_POLL_MS = 100;
@@ -31,8 +31,6 @@ export interface RunSandboxOptions {
   write?: string[];
   /** The host user the run's processes become (the executor is root); undefined: the executor's. */
   user?: RunUser;
-  /** Directories given to `user` before the run's first process (its workspace and output folder). */
-  own?: string[];
   /** The run's own HOME on the host (shown as HOME inside, kept between its processes); else a tmpfs. */
   home?: string;
   /** The workspace read-only: a plan-mode turn may read it, not change it. */
@@ -53,7 +51,6 @@ export class RunSandbox implements Confinement {
   private hit?: string;
   private cgroup?: RunCgroup;
   private cgroupMade = false;
-  private owned?: Promise<void>;
   private wrapped = false;
 
   private constructor(
@@ -89,15 +86,6 @@ export class RunSandbox implements Confinement {
         if (this.hit) void cgroup.kill();
       }, LIMIT_CHECK_MS).unref();
     return cgroup;
-  }
-
-  /**
-   * Gives the run's directories to its user, once, before its first process: a run that starts
-   * none (a simulated answer) pays nothing, and nothing of the run is running while it happens.
-   */
-  prepare(): Promise<void> {
-    this.owned ??= giveTo(this.options.user, this.options.own ?? []);
-    return this.owned;
   }
 
   /** Whether any process of the run was started (it may have written files since). */

@@ -66,8 +66,6 @@ export interface Processes {
 
 /** What the spawner needs of a run's sandbox (index.ts's RunSandbox). */
 export interface Confinement {
-  /** Gives the run's directories to its user, once, before its first process. */
-  prepare(): Promise<void>;
   /** The command line that runs `program args` confined; undefined when the program is not found. */
   wrap(
     program: string,
@@ -120,8 +118,6 @@ export class RunProcesses implements Processes {
     const { sandbox, record } = this.bound;
     const signal = options.signal ? AbortSignal.any([this.bound.signal, options.signal]) : this.bound.signal;
     const cwd = options.cwd ?? this.bound.cwd;
-    // A root executor's run gets its files before its first process.
-    await sandbox?.prepare();
     if (signal.aborted) return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
     const wrapped = sandbox
       ? sandbox.wrap(program, args, cwd, options.env)

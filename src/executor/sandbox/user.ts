@@ -131,10 +131,11 @@ function defaultUser(): RunUser {
 }
 
 /**
- * Gives a run's directories to its user: the workspace, its output folder. Symbolic links are
- * changed themselves, never followed (a checkout may hold a link to any file of the host).
+ * Gives a workspace root the executor just made (a full checkout, a copy of the source: nothing of
+ * the run has been in it yet) to the run's user. Symbolic links are changed themselves, never
+ * followed (a checkout may hold a link to any file of the host).
  */
-export async function giveTo(user: RunUser | undefined, paths: string[]): Promise<void> {
+export async function giveTo(user: { uid: number; gid: number } | undefined, paths: string[]): Promise<void> {
   if (!user || paths.length === 0) return;
   await exec(systemProgram('chown'), ['-R', '-h', '-P', `${user.uid}:${user.gid}`, '--', ...paths]);
 }

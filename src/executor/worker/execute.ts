@@ -18,7 +18,7 @@ import {
 import { collectOutputs } from './outputs.js';
 import { keepPlan } from './plan.js';
 import { FOLLOWUP_KINDS, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
-import { type ExecuteOptions, type Ran, runSteps } from './steps.js';
+import { type ExecuteOptions, type Ran, overQuota, runSteps } from './steps.js';
 
 export type { ExecuteOptions, Recorder } from './steps.js';
 export type { StopReason };
@@ -39,20 +39,25 @@ function publishes(run: StoredRun): boolean {
  */
 export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   const { run, environment, config, controller, record, log, store } = options;
-  const { ended, workspace, outputs, sandbox, measure, usage, mode } = await runTurns(options);
+  const { ended, workspace, outputs, sandbox, measure, quota, usage, mode } = await runTurns(options);
   await record
     .flush?.()
     .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
   // A run that wrote past the quota between two looks and ended is caught here (only a run that
   // started a process can have written: a simulated answer costs no measure).
   if (measure && sandbox?.started && !controller.signal.aborted) {
-    const bytes = await measure().catch(() => 0);
-    if (bytes > config.workspaces.quotaBytes) controller.abort('quota' satisfies StopReason);
+    const written = await measure().catch(() => undefined);
+    const why = written && overQuota(written, config.workspaces);
+    if (why) {
+      if (why !== 'bytes' && quota) quota.why = why;
+      controller.abort('quota' satisfies StopReason);
+    }
   }
   const happened: RunHappenings = {
     stop: controller.signal.aborted ? (controller.signal.reason as StopReason) : undefined,
     timeoutMs: environment.timeoutMs,
     quotaBytes: config.workspaces.quotaBytes,
+    quotaWhy: quota?.why,
     ended,
     limit: sandbox?.exceeded()
   };
@@ -83,7 +88,7 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
       store,
       run,
       outputs,
-      workspace: workspace && readable ? { changed, patch: () => workspace.patch() } : undefined,
+      workspace: workspace && readable ? { changed, patch: max => workspace.patch(max) } : undefined,
       maxPatchBytes: config.workspaces.maxPatchBytes,
       record
     }).catch(error => {

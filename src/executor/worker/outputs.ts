@@ -1,15 +1,17 @@
 // What a run hands back besides its state: the agent's final answer, its request usage and its
 // changes as a patch. Each run gets an output folder under DATA_DIR/outputs/<run id>, outside the
 // workspace (so nothing written there is part of the changes); a command agent finds it through
-// AGENT_RESULT_FILE and AGENT_USAGE_FILE. The agent controls that folder, so its files are opened
-// without following symbolic links, must be regular files with no other hard link, and are read
-// only up to a limit: a link planted there cannot make the executor read (and publish) any other
-// file of the machine.
+// AGENT_RESULT_FILE and AGENT_USAGE_FILE. The agent controls that folder, so the executor never
+// opens it: its files are read by the run's own user in the reader sandbox (sandbox/run-files.ts),
+// which shows that folder alone; they must be regular files with no other hard link and are read
+// only up to a limit, so a link planted there cannot make the executor read (and publish) any
+// other file of the machine.
 
 import { randomUUID } from 'node:crypto';
-import { constants, lstatSync, mkdirSync, promises as fs, realpathSync, rmSync } from 'node:fs';
+import { lchownSync, mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
+import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { removeTree } from '../workspace/remove.js';
 
@@ -24,56 +26,65 @@ export interface RunOutputs {
   dir: string;
   /** Variables for the agent's process. */
   env: { AGENT_RESULT_FILE: string; AGENT_USAGE_FILE: string };
+  /** Who reads the folder for the executor: the run's user (sandbox/run-files.ts). */
+  identity: RunIdentity;
 }
 
-/** Makes the run's (empty) output folder. */
-export function prepareOutputs(dataDir: string, runId: string): RunOutputs {
+/** Makes the run's (empty) output folder, the run user's from the start. */
+export function prepareOutputs(dataDir: string, runId: string, identity: RunIdentity): RunOutputs {
   const dir = join(dataDir, 'outputs', runId);
-  rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (identity.user) lchownSync(dir, identity.user.uid, identity.user.gid);
   return {
     dir: realpathSync(dir),
-    env: { AGENT_RESULT_FILE: join(dir, 'result.md'), AGENT_USAGE_FILE: join(dir, 'usage.json') }
+    env: { AGENT_RESULT_FILE: join(dir, 'result.md'), AGENT_USAGE_FILE: join(dir, 'usage.json') },
+    identity
   };
 }
 
 type Read = { kind: 'absent' } | { kind: 'refused'; why: string } | { kind: 'read'; data: Buffer };
 
 /**
- * Reads a file the agent may have written in its output folder: never through a symbolic link
- * (O_NOFOLLOW on the file, the folder itself checked to still be the folder made for the run),
- * only a regular file, at most `max` bytes (the rest is left out).
+ * What the reader says of the file before its bytes: the same refusals the executor made when it
+ * opened the file itself (a link, not a regular file, a file with other names), now made by the
+ * run's user in the reader sandbox, where a link could reach nothing of the host anyway.
+ */
+const READ_SCRIPT = [
+  'f=$1',
+  'if [ -L "$f" ]; then echo link; exit 0; fi',
+  'if [ ! -e "$f" ]; then echo absent; exit 0; fi',
+  'if [ ! -f "$f" ]; then echo special; exit 0; fi',
+  'if [ "$(stat -c %h -- "$f")" -gt 1 ]; then echo linked; exit 0; fi',
+  'echo read; exec head -c "$2" -- "$f"'
+].join('\n');
+const REFUSALS: Record<string, string> = {
+  link: 'it is a symbolic link',
+  special: 'it is not a regular file',
+  linked: 'it has other hard links'
+};
+
+/**
+ * Reads a file the agent may have written in its output folder, as the run's user in the reader
+ * sandbox (run-files.ts): never through a symbolic link, only a regular file with no other name,
+ * at most `max` bytes (the rest is left out).
  */
 export async function readOutputFile(outputs: RunOutputs, path: string, max: number): Promise<Read> {
-  let folder;
-  try {
-    folder = lstatSync(outputs.dir);
-  } catch {
-    return { kind: 'absent' };
-  }
-  if (!folder.isDirectory() || realpathSync(outputs.dir) !== outputs.dir)
-    return { kind: 'refused', why: 'the output folder was replaced' };
-  let handle;
-  try {
-    handle = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { kind: 'absent' };
-    if (code === 'ELOOP') return { kind: 'refused', why: 'it is a symbolic link' };
-    return { kind: 'refused', why: `it cannot be opened (${code ?? 'error'})` };
-  }
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) return { kind: 'refused', why: 'it is not a regular file' };
-    // A hard link to another file (the database, say) is a regular file too: only a file the
-    // agent wrote itself has no other name.
-    if (stat.nlink > 1) return { kind: 'refused', why: 'it has other hard links' };
-    const buffer = Buffer.alloc(Math.min(max, stat.size));
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return { kind: 'read', data: buffer.subarray(0, bytesRead) };
-  } finally {
-    await handle.close();
-  }
+  const result = await asRunUser(outputs.identity, {
+    read: [outputs.dir],
+    program: '/bin/sh',
+    args: ['-c', READ_SCRIPT, 'sh', path, String(max)],
+    maxStdout: max + 16,
+    // A FIFO planted as the file blocks head: the reader's own time limit ends it.
+    timeoutMs: 30_000
+  });
+  const newline = result.stdout.indexOf(0x0a);
+  const verdict = newline < 0 ? '' : result.stdout.toString('utf8', 0, newline);
+  if (verdict === 'absent') return { kind: 'absent' };
+  if (REFUSALS[verdict]) return { kind: 'refused', why: REFUSALS[verdict]! };
+  if (verdict !== 'read' || result.code !== 0)
+    return { kind: 'refused', why: `it cannot be read (${readerReason(result)})` };
+  return { kind: 'read', data: result.stdout.subarray(newline + 1, newline + 1 + max) };
 }
 
 export interface CollectOptions {
@@ -84,7 +95,7 @@ export interface CollectOptions {
    * Whether the workspace's diff saw changed files (the work tree against the start commit, so
    * agent commits count), and how to write its patch; absent when no workspace was made.
    */
-  workspace?: { changed: boolean; patch(): Promise<string> };
+  workspace?: { changed: boolean; patch(max: number): Promise<{ bytes: Buffer; size: number }> };
   maxPatchBytes: number;
   record: (kind: string, data: Record<string, unknown>) => Promise<void>;
 }
@@ -168,31 +179,17 @@ function parseUsage(data: Buffer): { json: string } | string {
 
 /**
  * The full `git diff --binary` from the start commit to everything in the workspace now (agent
- * commits, staged, unstaged and new files), written by git straight to a file in the run's private
- * git dir: never cut.
+ * commits, staged, unstaged and new files), printed by git as the run's user (never cut: past
+ * the limit it is only counted, and the run fails saying its size).
  */
 async function collectPatch(
   { store, run, maxPatchBytes, record }: CollectOptions,
-  workspace: { changed: boolean; patch(): Promise<string> }
+  workspace: NonNullable<CollectOptions['workspace']>
 ): Promise<AgentOutcome | undefined> {
   if (!workspace.changed) return undefined;
-  const patch = await workspace.patch();
-  try {
-    return await storePatch({ store, run, maxPatchBytes, record }, patch);
-  } finally {
-    await fs.rm(patch, { force: true });
-  }
-}
-
-async function storePatch(
-  { store, run, maxPatchBytes, record }: Pick<CollectOptions, 'store' | 'run' | 'maxPatchBytes' | 'record'>,
-  patch: string
-): Promise<AgentOutcome | undefined> {
-  const size = (await fs.stat(patch)).size;
+  const { bytes, size } = await workspace.patch(maxPatchBytes);
   if (size === 0) return undefined;
-  if (size > maxPatchBytes) {
-    return patchTooLarge(size, maxPatchBytes);
-  }
+  if (size > maxPatchBytes) return patchTooLarge(size, maxPatchBytes);
   const uid = randomUUID();
   await store.addArtifact(
     {
@@ -207,7 +204,7 @@ async function storePatch(
       description: 'The changes of the run: `git apply changes.patch` in a checkout of the source',
       created_at: new Date().toISOString()
     },
-    await fs.readFile(patch)
+    bytes
   );
   await record('artifact', { artifact_uid: uid, filename: PATCH_NAME, mime_type: 'text/x-diff', size });
   return undefined;

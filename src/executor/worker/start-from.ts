@@ -1,81 +1,112 @@
 // A run that continues an earlier run's conversation (its create request's conversation_id)
 // starts where that run ended: the earlier run's changes since its start commit are applied on the
 // new workspace's start (so the new run's diff and patch include them), and a harness's HOME is
-// copied, so its CLI resumes the earlier session. Both are read while the earlier run has ended
-// and is checked again after: a follow-up may start that run's agent again meanwhile, and what an
-// agent is writing (a directory swapped for a link mid-copy) must not be read by the executor.
+// copied, so its CLI resumes the earlier session.
+//
+// Everything read here was written by the earlier run, so two rules hold. Nothing of the earlier
+// run may run meanwhile: the store holds that run (a follow-up of it stays queued, on every node,
+// until the hold is released), so no agent swaps a directory for a link mid-copy. And nothing of it
+// is read by root: the diff, the patch, its application and the HOME copy each run as the run's
+// user in the reader sandbox (sandbox/run-files.ts), which shows only the two runs' trees. A start
+// that fails half way leaves nothing: the new HOME is emptied and the workspace marked as one no
+// follow-up may continue.
 
-import { execFile } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, lchownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { privateGit } from '../workspace/git.js';
-import { type Workspace, reopenWorkspace } from '../workspace/workspace.js';
+import { asRunUser, readerReason } from '../sandbox/run-files.js';
+import { gitReason, runTreeGit } from '../workspace/git.js';
+import { removeTree } from '../workspace/remove.js';
+import { type Workspace, markUnusable, reopenWorkspace } from '../workspace/workspace.js';
+
+/** Largest patch of an earlier run's changes carried over (its own max_patch bounded it already). */
+const MAX_CARRIED_PATCH = 1024 ** 3;
+
+export interface StartFromOptions {
+  dataDir: string;
+  runId: string;
+  earlierId: string;
+  workspace: Workspace;
+  /** The new run's HOME (a harness's), made empty and given to the run's user. */
+  home?: string;
+  /**
+   * Holds the earlier run in the store while it is read: answers the release, or undefined when
+   * the earlier run is running (again) and so cannot be read now.
+   */
+  hold(): Promise<(() => Promise<void>) | undefined>;
+}
 
 /**
- * A run that continues an earlier run's conversation (conversation_id) starts from that run's
- * final tree (its changes since its start commit, applied on this workspace's start) and, for a
- * harness, a copy of its HOME (the CLI session it resumes).
+ * Starts a run from the earlier run's final tree (its changes since its start commit, applied on
+ * this workspace's start) and, for a harness, a copy of its HOME (the CLI session it resumes).
  */
-export async function startFrom(
-  dataDir: string,
-  earlierId: string,
-  workspace: Workspace,
-  home: string | undefined,
-  /** Whether the earlier run has ended now (it may run again after a follow-up). */
-  ended: () => Promise<boolean>
-): Promise<void> {
-  const running = () =>
-    new Error(
+export async function startFrom(options: StartFromOptions): Promise<void> {
+  const { dataDir, runId, earlierId, workspace, home } = options;
+  const release = await options.hold();
+  if (!release)
+    throw new Error(
       `conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`
     );
-  if (!(await ended())) throw running();
-  const earlier = reopenWorkspace(dataDir, earlierId);
-  if (!earlier)
-    throw new Error(
-      `conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`
-    );
-  const { files } = await earlier.diff();
-  if (files.length > 0) {
-    const patch = await earlier.patch();
-    await privateGit(workspace.git, [
-      '-C',
-      workspace.root,
-      'apply',
-      '--index',
-      '--binary',
-      '--whitespace=nowarn',
-      patch
-    ]).catch(error => {
+  try {
+    const earlier = reopenWorkspace(dataDir, earlierId);
+    if (!earlier)
       throw new Error(
-        `conversation_id ${earlierId}: that run's changes do not apply to this workspace's start: ${(error as Error).message}`
+        `conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`
       );
-    });
-  }
-  const earlierHome = join(dataDir, 'homes', earlierId);
-  if (home && existsSync(earlierHome)) await copyHome(earlierHome, home);
-  if (!(await ended())) {
-    // What was copied while the agent wrote is not kept: a follow-up of this run would resume it.
-    if (home) rmSync(home, { recursive: true, force: true });
-    throw running();
+    await carryChanges(earlierId, earlier, workspace);
+    const earlierHome = join(dataDir, 'homes', earlierId);
+    if (home && existsSync(earlierHome)) await copyHome(earlierHome, home, workspace);
+  } catch (error) {
+    // Nothing half made is kept: a follow-up of this run must not go on over a partial copy.
+    if (home) emptyHome(home, workspace);
+    markUnusable(dataDir, runId, `its start from run ${earlierId} failed: ${(error as Error).message}`);
+    throw error;
+  } finally {
+    await release();
   }
 }
 
-const exec = promisify(execFile);
+/** The earlier run's changes, read and applied as the runs' user. */
+async function carryChanges(earlierId: string, earlier: Workspace, workspace: Workspace): Promise<void> {
+  const { files } = await earlier.diff();
+  if (files.length === 0) return;
+  const patch = await earlier.patch(MAX_CARRIED_PATCH);
+  if (patch.size > MAX_CARRIED_PATCH)
+    throw new Error(`conversation_id ${earlierId}: that run's changes are over ${MAX_CARRIED_PATCH} bytes`);
+  await runTreeGit(
+    { repository: workspace.git, borrowed: workspace.borrowed, identity: workspace.identity },
+    [['apply', '--index', '--binary', '--whitespace=nowarn', '-']],
+    { writeTree: true, stdin: patch.bytes }
+  ).catch(error => {
+    throw new Error(
+      `conversation_id ${earlierId}: that run's changes do not apply to this workspace's start: ${gitReason(error)}`
+    );
+  });
+}
 
 /**
  * Copies the earlier run's HOME (what its agent left: links copied as links, never followed) with
- * the system's `cp`, in a process of its own. Node's cpSync walks the tree in native code that
- * aborts the whole process on a path longer than PATH_MAX: a HOME with directories nested 2,100
- * deep ended the executor, every run of the node with it.
+ * the system's `cp` as the run's user, in a sandbox that shows the two HOMEs only: whatever the
+ * earlier agent left there, the copy can reach nothing else (and, unlike Node's cpSync, no depth
+ * of nesting can abort the executor).
  */
-async function copyHome(from: string, to: string): Promise<void> {
-  const cp = existsSync('/usr/bin/cp') ? '/usr/bin/cp' : '/bin/cp';
-  await exec(cp, ['-R', '-P', '--preserve=mode,timestamps', '--', `${from}/.`, to]).catch(error => {
-    const why =
-      String((error as { stderr?: string }).stderr ?? '')
-        .trim()
-        .split('\n')[0] || (error as Error).message;
-    throw new Error(`the HOME of the run being continued could not be copied: ${why.slice(0, 300)}`);
+async function copyHome(from: string, to: string, workspace: Workspace): Promise<void> {
+  const result = await asRunUser(workspace.identity, {
+    read: [from],
+    write: [to],
+    program: 'cp',
+    args: ['-R', '-P', '--preserve=mode,timestamps', '--', `${from}/.`, to]
+  }).catch(error => {
+    // The earlier run's HOME is gone (it ran no harness, or was swept): nothing to copy.
+    throw new Error(`the HOME of the run being continued could not be copied: ${(error as Error).message}`);
   });
+  if (result.code !== 0)
+    throw new Error(`the HOME of the run being continued could not be copied: ${readerReason(result)}`);
+}
+
+/** Empties a run's HOME again (made anew, the run user's). */
+function emptyHome(home: string, workspace: Workspace): void {
+  removeTree(home);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const user = workspace.identity.user;
+  if (user) lchownSync(home, user.uid, user.gid);
 }

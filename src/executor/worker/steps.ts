@@ -4,18 +4,24 @@
 // It gathers what happened and never decides the run's outcome: execute.ts takes it from here
 // (the diff, the outputs, publishing) and runs/outcomes.ts decides.
 
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lchownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import type { RunIdentity } from '../sandbox/run-files.js';
 import type { Processes } from '../sandbox/spawn.js';
 import { runUser } from '../sandbox/user.js';
-import { type Workspace, createWorkspace, reopenWorkspace } from '../workspace/workspace.js';
+import { removeTree } from '../workspace/remove.js';
+import {
+  type TreeUsage,
+  type Workspace,
+  createWorkspace,
+  reopenWorkspace,
+  treeUsage
+} from '../workspace/workspace.js';
 import {
   type AgentOutcome,
   type StopReason,
@@ -37,25 +43,36 @@ export type Recorder = ((kind: string, data: Record<string, unknown>) => Promise
 };
 
 const QUOTA_CHECK_MS = 2000;
-const exec = promisify(execFile);
 
 /**
  * What a run has written to disk: its workspace (only its own layer when the workspace is a
  * copy-on-write view of a shared checkout), its output folder (AGENT_RESULT_FILE's) and a harness's
- * HOME, all on the data dir's disk and all under the one quota; one `du` for them, as
- * workspace.size() counts (apparent sizes, links not followed).
+ * HOME, all on the data dir's disk and all under the one quota; counted by `du` as the run's user
+ * in the reader sandbox (workspace.ts treeUsage), in bytes and in entries.
  */
-async function runBytes(workspace: Workspace, outputs: RunOutputs, home?: string): Promise<number> {
-  const dirs = [workspace.counted, outputs.dir, ...(home ? [home] : [])].filter(dir => existsSync(dir));
-  const { stdout } = await exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
-  return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
+function runUsage(workspace: Workspace, outputs: RunOutputs, home?: string): Promise<TreeUsage> {
+  return treeUsage(workspace.identity, [workspace.counted, outputs.dir, ...(home ? [home] : [])]);
 }
 
-/** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
+/** Why a run's files are over what it may write, or undefined while they are within it. */
+export function overQuota(
+  usage: TreeUsage,
+  limits: { quotaBytes: number; maxFiles: number }
+): string | undefined {
+  if (usage.bytes > limits.quotaBytes) return 'bytes';
+  if (usage.files > limits.maxFiles)
+    return `holds more than ${limits.maxFiles} files and directories (workspaces.max_files)`;
+  if (usage.unreadable)
+    return `holds files its own user cannot read, which the quota cannot count (${usage.unreadable})`;
+  return undefined;
+}
+
+/** Aborts `controller` with 'quota' once the run's files are over its limits; returns the stopper. */
 function watchQuota(
-  measure: () => Promise<number>,
-  quotaBytes: number,
+  measure: () => Promise<TreeUsage>,
+  limits: { quotaBytes: number; maxFiles: number },
   controller: AbortController,
+  note: QuotaNote,
   onError: (error: unknown) => void
 ): () => void {
   let measuring = false;
@@ -63,13 +80,21 @@ function watchQuota(
     if (measuring) return;
     measuring = true;
     measure()
-      .then(bytes => {
-        if (bytes > quotaBytes) controller.abort('quota' satisfies StopReason);
+      .then(usage => {
+        const why = overQuota(usage, limits);
+        if (why === undefined) return;
+        if (why !== 'bytes') note.why = why;
+        controller.abort('quota' satisfies StopReason);
       })
       .catch(onError)
       .finally(() => (measuring = false));
   }, QUOTA_CHECK_MS);
   return () => clearInterval(timer);
+}
+
+/** Why the quota stopped a run when it was not its bytes (its files' count, an unreadable part). */
+export interface QuotaNote {
+  why?: string;
 }
 
 /** The environment's setup commands, in order; the first that exits non-zero fails the run. */
@@ -131,7 +156,9 @@ export interface Ran {
   workspace?: Workspace;
   outputs?: RunOutputs;
   sandbox?: RunSandbox;
-  measure?: () => Promise<number>;
+  measure?: () => Promise<TreeUsage>;
+  /** Why the quota stopped the run, when it was not its bytes. */
+  quota?: QuotaNote;
   /** The run's own HOME (harness kinds), removed once the run's outputs are kept. */
   home?: string;
   /** The run's request_usage as its harness measured it from the CLI's stream. */
@@ -162,13 +189,16 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
       throw new Error(
         `mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`
       );
-    if (home) {
-      if (!turn.continuing) rmSync(home, { recursive: true, force: true });
-      mkdirSync(home, { recursive: true, mode: 0o700 });
-    }
-    // A root executor's runs are an unprivileged host user, who owns what the run may write (given
-    // before its first process; a shared checkout's files are theirs from the start).
+    // A root executor's runs are an unprivileged host user, who owns what the run may write: its
+    // directories are made empty and given to that user here (a shared checkout's files are theirs
+    // from the start); nothing a run wrote is ever given away again on a later turn.
     const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+    const identity: RunIdentity = { user, confined: environment.sandbox.enabled };
+    if (home && (!turn.continuing || !existsSync(home))) {
+      removeTree(home);
+      mkdirSync(home, { recursive: true, mode: 0o700 });
+      if (user) lchownSync(home, user.uid, user.gid);
+    }
     const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id) : undefined;
     if (turn.continuing && !reopened)
       throw new Error(
@@ -187,14 +217,19 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     ran.workspace = workspace;
     const startAt = turn.startFrom;
     if (startAt && !turn.continuing)
-      await startFrom(config.dataDir, startAt, workspace, home, async () => {
-        const earlier = await options.store.getRun(run.team, startAt);
-        return earlier !== undefined && isTerminalState(earlier.state);
+      await startFrom({
+        dataDir: config.dataDir,
+        runId: run.run_id,
+        earlierId: startAt,
+        workspace,
+        home,
+        hold: () => holdEarlier(options.store, run, startAt)
       });
-    const outputs = prepareOutputs(config.dataDir, run.run_id);
+    const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
     ran.outputs = outputs;
     const conversationFile = join(outputs.dir, 'conversation.md');
-    writeFileSync(conversationFile, turn.conversation, { mode: 0o644 });
+    writeFileSync(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
+    if (user) lchownSync(conversationFile, user.uid, user.gid);
     const confined = await confineRun(
       {
         runId: run.run_id,
@@ -205,7 +240,6 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
         read: workspace.borrowed,
         write: [outputs.dir],
         user,
-        own: [...workspace.owned, outputs.dir, ...(home ? [home] : [])],
         home,
         readOnlyWorkspace: turn.mode === 'plan'
       },
@@ -213,9 +247,12 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     );
     ran.sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
-    const measure = () => runBytes(workspace, outputs, home);
+    const measure = () => runUsage(workspace, outputs, home);
     ran.measure = measure;
-    stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error =>
+    const note: QuotaNote = {};
+    ran.quota = note;
+    const limits = { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles };
+    stopWatch = watchQuota(measure, limits, controller, note, error =>
       log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
     );
     const env = passedVariables(environment);
@@ -262,6 +299,20 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
     await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
   }
+}
+
+/**
+ * Holds the earlier run of a conversation_id start in the store while its files are read (a
+ * follow-up of it queues until then); undefined when it is running now.
+ */
+async function holdEarlier(
+  store: RunStore,
+  run: StoredRun,
+  earlierId: string
+): Promise<(() => Promise<void>) | undefined> {
+  const earlier = await store.getRun(run.team, earlierId);
+  if (!earlier || !isTerminalState(earlier.state)) return undefined;
+  return () => Promise.resolve();
 }
 
 /**

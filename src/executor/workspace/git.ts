@@ -16,6 +16,7 @@ import { unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { systemProgram } from '../sandbox/user.js';
+import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
 
 const exec = promisify(execFile);
 
@@ -253,6 +254,70 @@ export async function privateGitAll(repository: PrivateRepository, commands: str
     const why = [...new Set([...errors, gitReason(error)])].join('; ');
     throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
   }
+}
+
+/** Where a run's files are and who may read them: what git on a run's work tree needs. */
+export interface RunTree {
+  repository: PrivateRepository;
+  /** Object stores the private git dir borrows (shown read-only). */
+  borrowed: string[];
+  identity: RunIdentity;
+}
+
+/**
+ * git commands on a run's work tree (`a && b && …`) run as the run's user in the reader sandbox
+ * (sandbox/run-files.ts): it sees the work tree (read-only unless `writeTree`), the private git
+ * dir (the run user's, writable) and the borrowed objects, nothing else of the host. What git
+ * prints is answered as bytes, at most `maxStdout` of them (`stopPastMax` ends git there; else the
+ * rest is counted in `bytes`). Throws, naming git's reason, when a command fails.
+ */
+export async function runTreeGit(
+  tree: RunTree,
+  commands: string[][],
+  options: {
+    maxStdout?: number;
+    stopPastMax?: boolean;
+    /** The work tree writable, and git started at its top (`git apply` writes paths from there). */
+    writeTree?: boolean;
+    stdin?: Buffer;
+  } = {}
+): Promise<{ stdout: Buffer; bytes: number }> {
+  const { repository } = tree;
+  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+  const script = commands.map(args => ['git', ...HARDENED, ...args].map(quote).join(' ')).join(' && ');
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(privateEnv(repository)))
+    if (value !== undefined && name !== 'PATH' && name !== 'TMPDIR') env[name] = value;
+  const result = await asRunUser(tree.identity, {
+    read: [...tree.borrowed, ...(options.writeTree ? [] : [repository.workTree])],
+    write: [repository.gitDir, ...(options.writeTree ? [repository.workTree] : [])],
+    // Never the work tree unless it is written: a relative path git meets is then not the agent's.
+    cwd: options.writeTree ? repository.workTree : repository.gitDir,
+    program: '/bin/sh',
+    args: ['-c', script],
+    env,
+    stdin: options.stdin,
+    maxStdout: options.maxStdout ?? 64 * 1024 * 1024,
+    stopPastMax: options.stopPastMax,
+    timeoutMs: POST_RUN_TIMEOUT_MS,
+    memoryKb: POST_RUN_MEMORY_KB
+  });
+  const stopped = options.stopPastMax && result.stdoutBytes > result.stdout.length;
+  if (result.code !== 0 && !stopped) {
+    const errors = result.stderr
+      .split('\n')
+      .map(line => line.trim())
+      .filter(line => /^error:/i.test(line))
+      .slice(0, 3);
+    const fatal = result.timedOut
+      ? `killed: it ran longer than ${POST_RUN_TIMEOUT_MS / 60000} minutes`
+      : result.signal === 'SIGKILL'
+        ? 'killed: past its memory cap'
+        : (result.stderr.split('\n').find(line => /^fatal:/i.test(line.trim())) ?? readerReason(result));
+    const why = [...new Set([...errors, fatal.trim()])].join('; ');
+    throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
+  }
+  return { stdout: result.stdout, bytes: result.stdoutBytes };
 }
 
 /**

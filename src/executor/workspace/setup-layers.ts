@@ -31,6 +31,7 @@ import {
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { EnvironmentConfig } from '../config.js';
+import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
 import { mountPoints, options } from './mounts.js';
 
 const exec = promisify(execFile);
@@ -96,13 +97,30 @@ export function readSetupReady(dir: string): Ready | undefined {
   }
 }
 
-/** Every entry of a layer with its type, size, time, mode and owner, hashed: what a change alters. */
-async function listing(upper: string): Promise<string> {
-  const { stdout } = await exec('find', [upper, '-printf', '%P\\t%y\\t%s\\t%T@\\t%m\\t%U\\t%G\\n'], {
-    maxBuffer: 1024 ** 3
+/**
+ * Who reads a layer a run's setup commands wrote: its owner (the run's user) in the reader sandbox
+ * (sandbox/run-files.ts), never root.
+ */
+function layerReader(upper: string): RunIdentity {
+  const { uid, gid } = statSync(upper);
+  return process.getuid?.() === 0 && uid !== 0 ? { user: { uid, gid }, confined: true } : { confined: true };
+}
+
+/**
+ * Every entry of a layer with its type, size, time, mode and owner, hashed: what a change alters;
+ * listed by `find` as the layer's owner (run-files.ts), and its bytes with it.
+ */
+async function listing(upper: string): Promise<{ hash: string; bytes: number }> {
+  const result = await asRunUser(layerReader(upper), {
+    read: [upper],
+    program: 'find',
+    args: [upper, '-printf', '%P\\t%y\\t%s\\t%T@\\t%m\\t%U\\t%G\\n'],
+    maxStdout: 1024 ** 3
   });
-  const lines = stdout.split('\n').filter(Boolean).sort();
-  return createHash('sha256').update(lines.join('\n')).digest('hex');
+  if (result.code !== 0) throw new Error(`the setup layer cannot be listed: ${readerReason(result)}`);
+  const lines = result.stdout.toString('utf8').split('\n').filter(Boolean).sort();
+  const bytes = lines.reduce((sum, line) => sum + (Number(line.split('\t')[2]) || 0), 0);
+  return { hash: createHash('sha256').update(lines.join('\n')).digest('hex'), bytes };
 }
 
 /** Whether a kept layer is still as it was made (checked once per process). */
@@ -111,7 +129,7 @@ async function intact(dir: string, key: string, checkout: string): Promise<boole
   const ready = readSetupReady(dir);
   if (ready?.key !== key || ready.checkout !== checkout || !existsSync(join(dir, 'upper'))) return false;
   const same = await listing(join(dir, 'upper'))
-    .then(found => found === ready.listing)
+    .then(found => found.hash === ready.listing)
     .catch(() => false);
   if (same) verified.add(dir);
   return same;
@@ -179,13 +197,8 @@ export async function keepSetupLayer(
   rmSync(temporary, { recursive: true, force: true });
   mkdirSync(temporary, { recursive: true, mode: 0o700 });
   renameSync(upper, join(temporary, 'upper'));
-  const { stdout } = await exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]);
-  const ready: Ready = {
-    key,
-    checkout,
-    bytes: Number(stdout.split('\t')[0]),
-    listing: await listing(join(temporary, 'upper'))
-  };
+  const found = await listing(join(temporary, 'upper'));
+  const ready: Ready = { key, checkout, bytes: found.bytes, listing: found.hash };
   writeFileSync(join(temporary, 'ready'), JSON.stringify(ready));
   renameSync(temporary, dir);
   verified.add(dir);

@@ -8,27 +8,25 @@
 // .git/config, and the source is never written to. Where the executor may mount overlayfs, a git
 // source's workspace is a copy-on-write view of one shared checkout of its commit (layers.ts).
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
-  closeSync,
   existsSync,
+  lchownSync,
+  lstatSync,
   mkdirSync,
-  openSync,
-  readSync,
   readFileSync,
   readdirSync,
-  rmSync,
   statSync,
   utimesSync,
   writeFileSync
 } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { type EnvironmentConfig, isRemoteSource } from '../config.js';
+import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
+import { giveTo } from '../sandbox/user.js';
 import { copyTree, markWorkspaces } from './copy.js';
 import { removeTree } from './remove.js';
-import { type PrivateRepository, privateGit, privateGitAll, sourceGit as git } from './git.js';
+import { type PrivateRepository, type RunTree, runTreeGit, sourceGit as git } from './git.js';
 import { excludeNested, nestedRepositories } from './nested.js';
 import {
   type LayerOwner,
@@ -46,7 +44,6 @@ export { gitReason, redactUrls } from './git.js';
 export { type Freed, type LayerMode, freeSharedLayers, layerMode } from './layers.js';
 export type { SetupLayer } from './setup-layers.js';
 
-const exec = promisify(execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
 /** The `diff` event names at most this many files; the rest are counted (`more_files`). */
 export const MAX_DIFF_FILES = 1000;
@@ -77,6 +74,8 @@ export interface Workspace {
   base: string;
   /** The run's private git dir with the workspace as its work tree (see private-git.ts). */
   git: PrivateRepository;
+  /** Who reads the workspace's files for the executor (sandbox/run-files.ts): the run's user. */
+  identity: RunIdentity;
   /**
    * Unified diff of every file changed since the workspace was made, and the changed paths: the
    * work tree added to the private index, against the start commit.
@@ -91,12 +90,12 @@ export interface Workspace {
     nested: string[];
   }>;
   /**
-   * Writes the binary patch of the private index (as diff() left it) against the start into the
-   * private git dir, and answers the file's path.
+   * The binary patch of the private index (as diff() left it) against the start: its first `max`
+   * bytes, and its whole size (counted, not kept, past `max`).
    */
-  patch(): Promise<string>;
-  /** Disk use of the workspace in bytes (measured by `du` in a child process, off the event loop). */
-  size(): Promise<number>;
+  patch(max: number): Promise<{ bytes: Buffer; size: number }>;
+  /** Disk use of what the run wrote here, in bytes and in files and directories (run-files.ts's du). */
+  size(): Promise<TreeUsage>;
   /** Marks the workspace finished; it is removed once older than the retention time. */
   release(): void;
   /** The environment's kept setup layer, when the run may use or make one (setup_cache). */
@@ -233,15 +232,42 @@ export async function createWorkspace(
     kind = 'copy';
   }
 
-  const made: Made = { sub, kind, borrowed, repository, baseBranch: start?.branch, base, counted, owned };
+  // git on the work tree runs as the run's user from now on (run-files.ts): the private git dir and
+  // a workspace root made here, which nothing of the run has touched yet, become that user's.
+  if (owner) {
+    ownAll(repo.gitDir, owner);
+    await giveTo(owner, owned);
+  }
+  const identity: RunIdentity = { user: owner, confined: environment.sandbox?.enabled !== false };
+  const made: Made = {
+    sub,
+    kind,
+    borrowed,
+    repository,
+    baseBranch: start?.branch,
+    base,
+    counted,
+    owned,
+    identity
+  };
   try {
     // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
-    writeFileSync(join(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
+    writeFileSync(madeFile(dataDir, runId), JSON.stringify(made), { mode: 0o600 });
   } catch (error) {
     await setupLayer?.finish(false);
     throw error;
   }
   return { ...workspaceOf(root, repo, made), setupLayer };
+}
+
+/**
+ * Gives a directory root just made (nothing of a run has been in it) and everything below it to
+ * `owner`, without following a link.
+ */
+function ownAll(path: string, owner: LayerOwner): void {
+  lchownSync(path, owner.uid, owner.gid);
+  if (!lstatSync(path).isDirectory()) return;
+  for (const name of readdirSync(path)) ownAll(join(path, name), owner);
 }
 
 /** How a workspace was made: what a later turn needs to reopen it (never read from the workspace). */
@@ -256,8 +282,37 @@ interface Made {
   counted: string;
   /** What is given to the run's user before its first process (nothing for a copy-on-write view). */
   owned: string[];
+  /** Who reads the workspace for the executor (absent in records of earlier versions: root's). */
+  identity?: RunIdentity;
+  /** Why the workspace may not be continued (its start from an earlier run failed half way). */
+  unusable?: string;
 }
 const MADE_FILE = 'agent-run-workspace.json';
+
+/**
+ * Where a workspace's record is kept: beside its private git dir, in a folder only root writes
+ * (the private git dir itself is the run user's since git runs as that user).
+ */
+function madeFile(dataDir: string, runId: string): string {
+  return join(dataDir, 'gitdirs', `${runId}.json`);
+}
+
+function readMade(dataDir: string, runId: string): Made | undefined {
+  // Records of earlier versions are inside the private git dir, which root alone wrote then.
+  for (const file of [madeFile(dataDir, runId), join(privateGitDir(dataDir, runId), MADE_FILE)])
+    if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Made;
+  return undefined;
+}
+
+/**
+ * Marks a workspace as one no later turn may continue, saying why (a start from an earlier run
+ * that failed half way: a follow-up must not run over a partial copy).
+ */
+export function markUnusable(dataDir: string, runId: string, why: string): void {
+  const made = readMade(dataDir, runId);
+  if (made)
+    writeFileSync(madeFile(dataDir, runId), JSON.stringify({ ...made, unusable: why }), { mode: 0o600 });
+}
 
 /**
  * The workspace an earlier turn of the run made, as it was left (a follow-up continues in it);
@@ -267,16 +322,20 @@ const MADE_FILE = 'agent-run-workspace.json';
 export function reopenWorkspace(dataDir: string, runId: string): Workspace | undefined {
   const root = join(dataDir, 'workspaces', runId);
   const repo: PrivateRepository = { gitDir: privateGitDir(dataDir, runId), workTree: root };
-  const file = join(repo.gitDir, MADE_FILE);
-  if (!existsSync(root) || !existsSync(file)) return undefined;
+  const made = existsSync(root) ? readMade(dataDir, runId) : undefined;
+  if (!made) return undefined;
+  if (made.unusable) throw new Error(`the workspace of run ${runId} cannot be continued: ${made.unusable}`);
   const unmounted = unmountedWorkspace(dataDir, runId);
   if (unmounted) throw new Error(`the workspace of run ${runId} cannot be continued: ${unmounted}`);
-  const made = JSON.parse(readFileSync(file, 'utf8')) as Made;
   return workspaceOf(root, repo, made);
 }
 
 function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspace {
   const { sub, kind, borrowed, repository, baseBranch, base, counted, owned } = made;
+  const identity: RunIdentity = made.identity ?? { confined: true };
+  const tree: RunTree = { repository: repo, borrowed, identity };
+  // What git reads of the private index after diff() (`git add` wrote it).
+  const cached = ['diff', '--cached', '--no-color', '--no-renames', ...NO_PROGRAMS];
   return {
     path: sub ? join(root, sub) : root,
     root,
@@ -288,13 +347,16 @@ function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspa
     baseBranch,
     base,
     git: repo,
+    identity,
     async diff() {
       // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-      const nested = nestedRepositories(root);
-      const names = await privateGitAll(repo, [
-        ['add', '--all', ...excludeNested(nested)],
-        ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-      ]);
+      const nested = await nestedRepositories(root, identity);
+      const names = (
+        await runTreeGit(tree, [
+          ['add', '--all', ...excludeNested(nested)],
+          ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
+        ])
+      ).stdout.toString('utf8');
       const lines = names.split('\n').filter(Boolean);
       const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
         const [status, ...path] = line.split('\t');
@@ -303,27 +365,16 @@ function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspa
       });
       const more = lines.length - files.length;
       const { diff, truncated } =
-        files.length > 0 ? await boundedDiff(repo, base) : { diff: '', truncated: false };
+        files.length > 0 ? await boundedDiff(tree, cached, base) : { diff: '', truncated: false };
       return more > 0
         ? { diff, truncated, files, more_files: more, nested }
         : { diff, truncated, files, nested };
     },
-    async patch() {
-      const file = join(repo.gitDir, 'changes.patch');
-      rmSync(file, { force: true });
-      await privateGit(repo, [
-        'diff',
-        '--cached',
-        '--binary',
-        '--no-color',
-        '--no-renames',
-        ...NO_PROGRAMS,
-        `--output=${file}`,
-        base
-      ]);
-      return file;
+    async patch(max: number) {
+      const { stdout, bytes } = await runTreeGit(tree, [[...cached, '--binary', base]], { maxStdout: max });
+      return { bytes: stdout, size: bytes };
     },
-    size: () => diskUsage(counted),
+    size: () => treeUsage(identity, [counted]),
     release() {
       const now = new Date();
       if (existsSync(root)) utimesSync(root, now, now);
@@ -392,41 +443,61 @@ export async function sweepWorkspaces(
 }
 
 /**
- * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git writes
- * it to a file of the private git dir (a diff of any size: a run may have written GBs of text),
- * and only its head is read, cut at a line's end when one is near.
+ * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git prints
+ * it through the reader (a diff of any size: a run may have written GBs of text) and is stopped
+ * once past the limit; the head is cut at a line's end when one is near.
  */
 async function boundedDiff(
-  repo: PrivateRepository,
+  tree: RunTree,
+  cached: string[],
   base: string
 ): Promise<{ diff: string; truncated: boolean }> {
-  const file = join(repo.gitDir, 'changes.diff');
-  rmSync(file, { force: true });
-  try {
-    await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, `--output=${file}`, base]);
-    const head = Buffer.alloc(MAX_DIFF_BYTES + 1);
-    const fd = openSync(file, 'r');
-    let read = 0;
-    try {
-      for (let n = 1; n > 0 && read < head.length; read += n)
-        n = readSync(fd, head, read, head.length - read, null);
-    } finally {
-      closeSync(fd);
-    }
-    if (read <= MAX_DIFF_BYTES) return { diff: head.toString('utf8', 0, read), truncated: false };
-    const lineEnd = head.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
-    const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
-    return {
-      diff: `${head.toString('utf8', 0, cut)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`,
-      truncated: true
-    };
-  } finally {
-    rmSync(file, { force: true });
-  }
+  const { stdout, bytes } = await runTreeGit(tree, [[...cached, base]], {
+    maxStdout: MAX_DIFF_BYTES + 1,
+    stopPastMax: true
+  });
+  if (bytes <= MAX_DIFF_BYTES) return { diff: stdout.toString('utf8'), truncated: false };
+  const lineEnd = stdout.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
+  const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
+  return {
+    diff: `${stdout.toString('utf8', 0, cut)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`,
+    truncated: true
+  };
 }
 
-/** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
-export async function diskUsage(dir: string): Promise<number> {
-  const { stdout } = await exec('du', ['-s', '--apparent-size', '--block-size=1', dir]);
-  return Number(stdout.split('\t')[0]);
+/** What a run's trees hold: bytes (apparent sizes) and entries (files, directories, links). */
+export interface TreeUsage {
+  bytes: number;
+  files: number;
+  /** Set when part of the trees could not be read by the run's own user (so not counted). */
+  unreadable?: string;
+}
+
+/**
+ * Bytes and entries under a run's trees, counted by `du` as the run's user in the reader sandbox
+ * (run-files.ts): links are not followed, and what the run made unreadable to its own user is
+ * reported, so that nothing can be hidden from the quota.
+ */
+export async function treeUsage(identity: RunIdentity, dirs: string[]): Promise<TreeUsage> {
+  const present = dirs.filter(dir => existsSync(dir));
+  if (present.length === 0) return { bytes: 0, files: 0 };
+  const result = await asRunUser(identity, {
+    read: present,
+    program: '/bin/sh',
+    args: [
+      '-c',
+      'du -s -c --apparent-size --block-size=1 -- "$@"; a=$?; du -s -c --inodes -- "$@"; exit $((a | $?))',
+      'sh',
+      ...present
+    ],
+    maxStdout: 64 * 1024
+  });
+  const totals = result.stdout
+    .toString('utf8')
+    .split('\n')
+    .map(line => /^(\d+)\ttotal$/.exec(line)?.[1])
+    .filter((total): total is string => total !== undefined);
+  if (totals.length !== 2) throw new Error(`what the run wrote cannot be measured: ${readerReason(result)}`);
+  const usage = { bytes: Number(totals[0]), files: Number(totals[1]) };
+  return result.code === 0 ? usage : { ...usage, unreadable: readerReason(result) };
 }
