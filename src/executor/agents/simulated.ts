@@ -12,13 +12,30 @@
 // The final answer (a `result` event) is the `@sim result` text, else the last `@sim say` text,
 // else the echo of the instruction.
 
-import { existsSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
-import { writeInside } from '../workspace/files.js';
 import { type AgentContext, type AgentResult, agentKind } from './types.js';
 import { agentFailed, agentStopped, commandFailed, succeeded } from '../runs/outcomes.js';
 
 const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
+
+/**
+ * `@sim write` as a process of the run: each missing directory of the path made, one that is not
+ * a directory (a link included) refused, a link in the file's place refused, then the text from
+ * standard input. It says `added` or `modified` first (or why it refused).
+ */
+const WRITE_SCRIPT = [
+  'p=$1; dirs=${p%/*}; [ "$dirs" = "$p" ] && dirs=',
+  'cur=; IFS=/; set -f',
+  'for part in $dirs; do',
+  '  [ -z "$part" ] && continue',
+  '  cur=${cur:+$cur/}$part',
+  '  if [ -L "$cur" ] || { [ -e "$cur" ] && [ ! -d "$cur" ]; }; then printf "notdir %s\\n" "$cur"; exit 3; fi',
+  '  [ -d "$cur" ] || mkdir -- "$cur" || exit 5',
+  'done',
+  'if [ -L "$p" ]; then echo link; exit 4; fi',
+  'if [ -e "$p" ]; then echo modified; else echo added; fi',
+  'exec cat > "$p"'
+].join('\n');
 const DEFAULT_PAUSE_MS = 300;
 
 export const simulatedAgent = agentKind({
@@ -131,19 +148,29 @@ async function directive(
           'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello'
         );
       }
-      // The simulated agent writes from the executor's process, outside the sandbox: in plan mode it
-      // meets the read-only workspace the way a sandboxed process does.
+      // Refused before any process starts, as a sandboxed write would be refused.
       if (context.mode === 'plan')
         return agentFailed(`@sim write ${path}: the workspace is read-only in plan mode`);
-      const existed = existsSync(target);
-      try {
-        writeInside(context.workspace, inside, text);
-      } catch (error) {
-        return invalid(`@sim write ${path}`, (error as Error).message);
+      // Written by a process of the run, in its sandbox, as the run's user: the executor itself
+      // never opens a path the run could have turned into a link.
+      let said = '';
+      const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
+        env: { PATH: '/usr/bin:/bin' },
+        stdin: text,
+        onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
+      });
+      const verdict = said.split('\n')[0] ?? '';
+      if (wrote.exitCode !== 0) {
+        const why = verdict.startsWith('notdir ')
+          ? `${verdict.slice(7)} is not a directory (a link is never followed)`
+          : verdict === 'link'
+            ? 'is a symbolic link; the executor never writes through one'
+            : `could not be written (exit code ${wrote.exitCode ?? wrote.signal})`;
+        return invalid(`@sim write ${path}`, `${path}: ${why}`);
       }
       await context.record('file', {
         path: inside,
-        change: existed ? 'modified' : 'added',
+        change: verdict === 'modified' ? 'modified' : 'added',
         bytes: Buffer.byteLength(text)
       });
       return undefined;
