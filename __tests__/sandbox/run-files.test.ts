@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   chownSync,
+  existsSync,
   lstatSync,
   mkdirSync,
   readFileSync,
@@ -80,6 +81,23 @@ describe('asRunUser', () => {
     expect(lstatSync(join(dir, 'to', 'to-shadow')).isSymbolicLink()).toBe(true);
     expect(readlinkSync(join(dir, 'to', 'to-shadow'))).toBe('/etc/shadow');
     expect(lstatSync(join(dir, 'to', 'note.txt')).uid).toBe(user.uid);
+  });
+
+  it('a walk that follows every link (any swap, at any moment) copies nothing of the host', async () => {
+    // The worst a directory swapped for a link mid-copy can do is make the walk go through the
+    // link: here every link is followed on purpose. Root-only files are unreadable to the user, the
+    // host's shadow file is /dev/null inside, and the secret's folder is not there at all.
+    const into = join(dir, 'followed');
+    mkdirSync(into);
+    chownSync(into, user.uid, user.gid);
+    const result = await run(`cp -R -L -- ${join(dir, 'from')}/. ${into}`, [join(dir, 'from')], [into]);
+    expect(result.stderr).toMatch(/to-secret|to-dir/);
+    expect(readFileSync(join(into, 'note.txt'), 'utf8')).toBe('kept\n');
+    // (/dev/null stands for it: the user may not make a device, so nothing at all is copied.)
+    const shadow = join(into, 'to-shadow');
+    expect(existsSync(shadow) ? readFileSync(shadow, 'utf8') : '').toBe('');
+    expect(existsSync(join(into, 'to-secret'))).toBe(false);
+    expect(existsSync(join(into, 'to-dir'))).toBe(false);
   });
 
   it('cannot write a tree shown read-only', async () => {

@@ -5,10 +5,11 @@
 // executor here is a real process run from the source, so that such an abort is seen as its end.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { issueKey } from '../../src/executor/keys.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import { removeTree } from '../../src/executor/workspace/remove.js';
 import { type ExecutorProcess, spawnExecutor, tempDir } from '../support/executor.js';
 import { requireBubblewrap } from './support.js';
 
@@ -16,10 +17,14 @@ const RESULT = '{"type":"result","subtype":"success","result":"done","usage":{}}
 
 let ex: ExecutorProcess;
 let key: string;
+let dataDir: string;
+const made: string[] = [];
 
 beforeAll(async () => {
   requireBubblewrap();
   const dir = tempDir('start-from-home-');
+  made.push(dir);
+  dataDir = join(dir, 'data');
   chmodSync(dir, 0o755);
   // A fake Claude Code: asked to nest, it nests directories in its HOME as deep as its shell can
   // go (past PATH_MAX on the host); asked to check its HOME, it fails unless the earlier run's is there.
@@ -33,6 +38,8 @@ beforeAll(async () => {
       // A continued session finds the earlier run's HOME: its mark file.
       'case "$PROMPT" in *check-home*) [ "$(cat "$HOME/mark")" = earlier ] || exit 3 ;; esac',
       'echo earlier > "$HOME/mark"',
+      // A file its own user cannot read: the copy for a later run fails half way.
+      'case "$PROMPT" in *lock*) echo locked > "$HOME/locked" && chmod 000 "$HOME/locked" ;; esac',
       // (The shell's cd stops at PATH_MAX inside; the data dir's prefix puts the host path past it.)
       'case "$PROMPT" in *nest*) (cd "$HOME" && i=0 && while [ $i -lt 2100 ]; do mkdir d && cd d || exit; i=$((i+1)); done) ;; esac',
       `echo '${RESULT}'`
@@ -40,6 +47,7 @@ beforeAll(async () => {
     { mode: 0o755 }
   );
   const source = tempDir('start-from-home-source-');
+  made.push(source);
   writeFileSync(join(source, 'README.md'), 'hello\n');
   writeFileSync(
     join(dir, 'agent-executor.yaml'),
@@ -59,6 +67,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await ex?.stop();
+  // The nested HOMEs go deeper than rmSync reaches: the executor's own removal takes any depth.
+  for (const path of made) removeTree(path);
 });
 
 async function api(path: string, body?: unknown): Promise<Record<string, unknown>> {
@@ -88,6 +98,36 @@ describe('conversation_id', () => {
       conversation_id: first.run_id
     });
     expect(await ended(String(next.run_id))).toMatchObject({ state: 'SUCCEEDED' });
+  }, 120_000);
+});
+
+describe('conversation_id over an earlier HOME that cannot be copied whole', () => {
+  it('fails the run, leaves its HOME empty, and refuses a follow-up of it', async () => {
+    const first = await api('/agent/runs', { prompt: 'lock', config: { environment_id: 'deep' } });
+    expect(await ended(String(first.run_id))).toMatchObject({ state: 'SUCCEEDED' });
+    const next = await api('/agent/runs', {
+      prompt: 'go on',
+      config: { environment_id: 'deep' },
+      conversation_id: first.run_id
+    });
+    const run = await ended(String(next.run_id));
+    expect(run).toMatchObject({ state: 'FAILED' });
+    expect(String(run.status_message)).toMatch(
+      /HOME of the run being continued could not be copied: cp: cannot open '[^']*locked' for reading: Permission denied/
+    );
+    // Nothing half copied stays for a follow-up to resume.
+    expect(readdirSync(join(dataDir, 'homes', String(next.run_id)))).toEqual([]);
+    const followup = await fetch(`${ex.url}/api/v1/agent/runs/${String(next.run_id)}/followups`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'check-home' })
+    });
+    expect(followup.status).toBe(200);
+    const after = await ended(String(next.run_id));
+    expect(after).toMatchObject({ state: 'FAILED' });
+    expect(String(after.status_message)).toContain(
+      `cannot be continued: its start from run ${String(first.run_id)} failed`
+    );
   }, 120_000);
 });
 
