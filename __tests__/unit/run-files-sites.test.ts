@@ -1,0 +1,248 @@
+// Privilege separation, held against the code: root never reads, copies, measures or walks a tree
+// a run can write (its workspace or layer, HOME, output folder); such steps go through the reader
+// sandbox (src/executor/sandbox/run-files.ts) as the run's user. This test parses the executor's
+// source, finds every call of a file-system or process function (node:fs, node:child_process and
+// their promise forms), and holds them against the inventory below, where each file says why its
+// calls never open a path inside a run's tree. A new call site fails the test until it is either
+// routed through asRunUser or added here with its reason, for a reviewer to judge.
+
+import { describe, expect, it } from '@jest/globals';
+import { fileSystemCalls } from '../support/call-sites.js';
+
+type Counts = Record<string, number>;
+
+/** Every file of src/executor that calls node:fs or node:child_process, with why it may. */
+const INVENTORY: Record<string, { calls: Counts; why: string }> = {
+  // The primitive itself: the one spawn of a reader; existsSync of /etc's root-only files to hide.
+  'src/executor/sandbox/run-files.ts': {
+    calls: { existsSync: 1, spawn: 1 },
+    why: 'the reader sandbox: bubblewrap binds root-made directories, then the program runs as the run user'
+  },
+  'src/executor/sandbox/spawn.ts': {
+    calls: { spawn: 1 },
+    why: "the one spawner of a run's own processes (in its sandbox)"
+  },
+  'src/executor/sandbox/bwrap.ts': {
+    calls: { accessSync: 1, existsSync: 7, spawnSync: 1, statSync: 2 },
+    why: 'host paths of the sandbox command line (system dirs, bwrap, the paths to hide), and the start-up check'
+  },
+  'src/executor/sandbox/index.ts': {
+    calls: { accessSync: 1 },
+    why: "finds the agent program on the run's PATH: an X_OK check, nothing read (it runs in the sandbox)"
+  },
+  'src/executor/sandbox/cgroup.ts': {
+    calls: {
+      existsSync: 1,
+      mkdirSync: 4,
+      readFileSync: 6,
+      readdirSync: 1,
+      rmdir: 1,
+      rmdirSync: 1,
+      writeFileSync: 6
+    },
+    why: "the kernel's cgroup files of a run (/sys/fs/cgroup), written by the kernel only"
+  },
+  'src/executor/sandbox/processes.ts': {
+    calls: { mkdirSync: 1, readFileSync: 3, readdirSync: 2, rmSync: 2, statfsSync: 1, writeFileSync: 1 },
+    why: "/proc and the executor's own records of process groups (root-only in the data dir); free space"
+  },
+  'src/executor/sandbox/proxy.ts': {
+    calls: { chownSync: 1, mkdtempSync: 1, rmSync: 1, writeFileSync: 1 },
+    why: "the proxy's socket folder, made by root for the run"
+  },
+  'src/executor/sandbox/user.ts': {
+    calls: { existsSync: 2, 'promisify(execFile)': 1, readFileSync: 1, spawnSync: 2 },
+    why: '/etc/passwd and getent/useradd; chown -R of a workspace root the executor has just made (giveTo)'
+  },
+  'src/executor/agents/command.ts': {
+    calls: { accessSync: 1, statSync: 1 },
+    why: "the configured agent program at start-up (the operator's path)"
+  },
+  'src/executor/agents/harness/input.ts': {
+    calls: { closeSync: 2, openSync: 2, readSync: 1 },
+    why: "the harness CLI's program on the executor's absolute PATH (its #! line)"
+  },
+  'src/executor/agents/harness/kind.ts': {
+    calls: { accessSync: 1, statSync: 1 },
+    why: "the harness CLI's program at start-up (the operator's path)"
+  },
+  'src/executor/config.ts': {
+    calls: { existsSync: 3, readFileSync: 1 },
+    why: "the executor's config file and the environments' sources (the operator's)"
+  },
+  'src/executor/harness-startup.ts': {
+    calls: { realpathSync: 2, spawnSync: 1 },
+    why: "the harness CLIs' versions at start-up"
+  },
+  'src/executor/serve.ts': {
+    calls: { existsSync: 1, mkdirSync: 1, readFileSync: 1, rmSync: 1, writeFileSync: 1 },
+    why: "the data dir and the executor's own files in it (no run writes there)"
+  },
+  'src/executor/startup.ts': {
+    calls: { existsSync: 1, statSync: 1 },
+    why: "the environments' sources at start-up"
+  },
+  'src/executor/store/sqlite/connection.ts': {
+    calls: { mkdirSync: 1 },
+    why: "the database's folder"
+  },
+  'src/executor/worker/maintenance.ts': {
+    calls: { existsSync: 1, readdirSync: 1, statSync: 1 },
+    why: 'lists DATA_DIR/homes (names root chose) and stats each HOME folder itself (its time) before removing it whole'
+  },
+  'src/executor/worker/outputs.ts': {
+    calls: { lchownSync: 1, mkdirSync: 1, realpathSync: 1 },
+    why: "makes the run's empty output folder and gives it to the run user; its files are read by asRunUser"
+  },
+  'src/executor/worker/start-from.ts': {
+    calls: { existsSync: 1, lchownSync: 1, mkdirSync: 1 },
+    why: "whether the earlier run's HOME folder exists; makes an empty HOME again after a failed copy"
+  },
+  'src/executor/worker/steps.ts': {
+    calls: { existsSync: 1, lchownSync: 2, mkdirSync: 1, writeFileSync: 1 },
+    why: "makes the run's HOME (empty) and the conversation file in the output folder it has just made"
+  },
+  'src/executor/workspace/copy.ts': {
+    calls: {
+      copyFileSync: 1,
+      existsSync: 5,
+      lstatSync: 1,
+      mkdirSync: 2,
+      readdirSync: 1,
+      readlinkSync: 1,
+      symlinkSync: 1,
+      writeFileSync: 1
+    },
+    why: "copies an environment's source (the operator's directory) into a new workspace, before the run"
+  },
+  'src/executor/workspace/git.ts': {
+    calls: { 'promisify(execFile)': 2, spawn: 1, unlinkSync: 1, writeFileSync: 1 },
+    why: 'git on sources and on the private git dir only (publishing: write-tree, commit-tree, push); git on a work tree goes through runTreeGit'
+  },
+  'src/executor/workspace/layers.ts': {
+    calls: {
+      chmodSync: 1,
+      chownSync: 1,
+      cpSync: 1,
+      existsSync: 9,
+      mkdirSync: 3,
+      'promisify(execFile)': 2,
+      readFileSync: 4,
+      readdirSync: 3,
+      rmSync: 5,
+      statSync: 2,
+      utimesSync: 1,
+      writeFileSync: 4
+    },
+    why: "mount and unmount; the executor's records beside each layer (root-only folders); lists of layers and checkouts by name"
+  },
+  'src/executor/workspace/mounts.ts': {
+    calls: { mkdirSync: 1, 'promisify(execFile)': 2, readFileSync: 1, rmSync: 2, spawnSync: 4 },
+    why: '/proc/self/mountinfo, mount and umount'
+  },
+  'src/executor/workspace/private-git.ts': {
+    calls: {
+      copyFileSync: 2,
+      cpSync: 1,
+      existsSync: 2,
+      lchownSync: 3,
+      lstatSync: 1,
+      mkdirSync: 2,
+      readdirSync: 1,
+      rmSync: 2
+    },
+    why: "writes the private git dir and the agent's .git before the run starts (nothing of the run exists yet)"
+  },
+  'src/executor/workspace/remove.ts': {
+    calls: { execFileSync: 1, existsSync: 1, rmSync: 1 },
+    why: 'removes a whole tree once no process of its run exists (rm -rf --one-file-system follows no link)'
+  },
+  'src/executor/workspace/setup-layers.ts': {
+    calls: {
+      chmodSync: 1,
+      chownSync: 1,
+      existsSync: 2,
+      mkdirSync: 3,
+      'promisify(execFile)': 2,
+      readFileSync: 1,
+      renameSync: 2,
+      rmSync: 3,
+      statSync: 2,
+      utimesSync: 1,
+      writeFileSync: 2
+    },
+    why: "mount, unmount and rename of whole layers; the layer's record; its owner (stat of the folder itself); the listing goes through asRunUser"
+  },
+  'src/executor/workspace/shared-checkout.ts': {
+    calls: {
+      existsSync: 3,
+      mkdirSync: 2,
+      'promisify(execFile)': 1,
+      readFileSync: 2,
+      renameSync: 2,
+      rmSync: 2,
+      statSync: 1,
+      writeFileSync: 2
+    },
+    why: 'the shared checkouts of a commit: made by git before any run, never writable by one (a lower layer)'
+  },
+  'src/executor/workspace/workspace.ts': {
+    calls: {
+      existsSync: 11,
+      lchownSync: 1,
+      lstatSync: 1,
+      mkdirSync: 2,
+      readFileSync: 2,
+      readdirSync: 3,
+      statSync: 1,
+      utimesSync: 1,
+      writeFileSync: 2
+    },
+    why: "the workspace's record (root-only gitdirs/); gives the private git dir it has just made to the run user; sweeps list folders by name"
+  }
+};
+
+const RUN_TREE_READS = [
+  'readFileSync',
+  'readdirSync',
+  'opendirSync',
+  'createReadStream',
+  'cpSync',
+  'fs.readFile',
+  'fs.open',
+  'fs.readdir',
+  'fs.cp'
+];
+
+describe('root never reads a tree a run can write', () => {
+  const found = fileSystemCalls(process.cwd(), 'src/executor');
+
+  it('every file-system and process call of the executor is in the inventory, with its reason', () => {
+    const unlisted: string[] = [];
+    for (const [site, count] of found) {
+      const [file, call] = site.split('#') as [string, string];
+      const allowed = INVENTORY[file]?.calls[call] ?? 0;
+      if (count > allowed) unlisted.push(`${site}: ${count} call(s), ${allowed} in the inventory`);
+    }
+    expect(unlisted).toEqual([]);
+  });
+
+  it('the inventory lists nothing that is gone (it stays the truth)', () => {
+    const stale: string[] = [];
+    for (const [file, { calls }] of Object.entries(INVENTORY))
+      for (const [call, count] of Object.entries(calls))
+        if ((found.get(`${file}#${call}`) ?? 0) !== count)
+          stale.push(`${file}#${call}: ${found.get(`${file}#${call}`) ?? 0} found, ${count} listed`);
+    expect(stale).toEqual([]);
+  });
+
+  it("the steps that handle a run's files read nothing themselves: they go through asRunUser", () => {
+    for (const file of [
+      'src/executor/worker/outputs.ts',
+      'src/executor/worker/start-from.ts',
+      'src/executor/worker/steps.ts',
+      'src/executor/workspace/nested.ts'
+    ])
+      for (const call of RUN_TREE_READS) expect(found.get(`${file}#${call}`)).toBeUndefined();
+  });
+});
