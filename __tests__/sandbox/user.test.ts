@@ -33,7 +33,7 @@ beforeAll(async () => {
   git('commit', '--quiet', '-m', 'initial');
   ex = await startTestExecutor({
     workers: 2,
-    workspaces: { quota: '64MiB' },
+    workspaces: { quota: '64MiB', max_files: 2000 },
     environments: [{ id: 'repo', source }]
   });
   key = (await ex.key()).raw;
@@ -92,6 +92,28 @@ describe('a run of a root executor', () => {
       status_message: 'the workspace grew past its disk quota of 64 MiB'
     });
   }, 90_000);
+});
+
+describe('what a run may make besides bytes', () => {
+  it('is stopped by workspaces.max_files when it makes empty files without end (they cost no bytes)', async () => {
+    // Up to a million empty files: the count stops it long before (2,000 here).
+    const { end } = await run('@sim run i=0; while [ $i -lt 1000000 ]; do : > "f$i"; i=$((i+1)); done');
+    expect(end).toMatchObject({
+      state: 'FAILED',
+      error_code: 'workspace_quota_exceeded',
+      status_message: 'the workspace holds more than 2000 files and directories (workspaces.max_files)'
+    });
+  });
+
+  it('is stopped when it hides part of what it wrote from its own user (the quota cannot count it)', async () => {
+    const { end } = await run(
+      '@sim run mkdir hidden && head -c 1000 /dev/zero > hidden/bytes && chmod 000 hidden'
+    );
+    expect(end).toMatchObject({ state: 'FAILED', error_code: 'workspace_quota_exceeded' });
+    expect(end.status_message).toMatch(
+      /^the workspace holds files its own user cannot read, which the quota cannot count \(du: cannot read directory '[^']*hidden': Permission denied\)$/
+    );
+  });
 });
 
 describe('programs the executor starts as root for a run', () => {
