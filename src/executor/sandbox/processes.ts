@@ -3,8 +3,9 @@
 // killed on every exit of this process (a second Ctrl-C included). Also the free-space check that
 // stops a node claiming runs while its data dir's file system is nearly full.
 
-import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { PRIVATE_DIR_MODE, writePrivateFile } from '../private-files.js';
 import { dataDirTag, sweepCgroups } from './cgroup.js';
 
 /**
@@ -54,9 +55,9 @@ export function recordGroup(
   let file: string | undefined;
   if (dataDir && runId) {
     try {
-      mkdirSync(join(dataDir, 'processes'), { recursive: true });
+      mkdirSync(join(dataDir, 'processes'), { recursive: true, mode: PRIVATE_DIR_MODE });
       file = join(dataDir, 'processes', `${runId}.${pid}`);
-      writeFileSync(file, `${pid} ${startTime(pid) ?? ''}\n`);
+      writePrivateFile(file, `${pid} ${startTime(pid) ?? ''}\n`);
     } catch {
       file = undefined;
     }

@@ -1,0 +1,80 @@
+// The data dir is the executor's alone (private-files.ts): `agent-executor serve` started under
+// umask 000 still makes it 0700 and the database, SQLite's -wal and -shm and the role lock 0600; a
+// data dir an older executor left 0755 (its database 0644) is tightened at start-up with one
+// warning naming the path and both modes. The executor is the TypeScript source, started as a
+// user starts it.
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { chmodSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { type ExecutorProcess, spawnExecutor, tempDir } from '../support/executor.js';
+
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+function dir(prefix: string): string {
+  const path = tempDir(prefix);
+  made.push(path);
+  return path;
+}
+
+const modeOf = (path: string) => `0${(statSync(path).mode & 0o777).toString(8)}`;
+
+/** The JSON log lines of an executor's stderr whose message matches `pattern`. */
+function logLines(stderr: string, pattern: RegExp): string[] {
+  return stderr
+    .split('\n')
+    .filter(line => line.startsWith('{'))
+    .map(line => String((JSON.parse(line) as { msg?: unknown }).msg))
+    .filter(message => pattern.test(message));
+}
+
+async function stopped(executor: ExecutorProcess): Promise<void> {
+  expect(await executor.stop()).toBe(0);
+}
+
+describe('the data dir, private by default', () => {
+  it('is made 0700 with its database, -wal, -shm and lock 0600 by serve under umask 000', async () => {
+    const base = dir('private-umask-');
+    const data = join(base, 'data');
+    const executor = await spawnExecutor(['--data-dir', data], { cwd: base, source: true, umask: '000' });
+    try {
+      expect(modeOf(data)).toBe('0700');
+      for (const file of ['executor.db', 'executor.db-wal', 'executor.db-shm', 'executor.pid'])
+        expect([file, modeOf(join(data, file))]).toEqual([file, '0600']);
+      // A new data dir is not "tightened": nothing to warn about.
+      expect(logLines(executor.stderr(), /data dir/)).toEqual([]);
+    } finally {
+      await stopped(executor);
+    }
+  }, 60_000);
+
+  it('tightens a data dir left 0755 (its database 0644) with one warning naming the path and both modes', async () => {
+    const base = dir('private-loose-');
+    const data = join(base, 'data');
+    const first = await spawnExecutor(['--data-dir', data], { cwd: base, source: true });
+    await stopped(first);
+    // As an older executor under umask 022 left it.
+    chmodSync(data, 0o755);
+    chmodSync(join(data, 'executor.db'), 0o644);
+    const executor = await spawnExecutor(['--data-dir', data], { cwd: base, source: true });
+    try {
+      expect(modeOf(data)).toBe('0700');
+      expect(modeOf(join(data, 'executor.db'))).toBe('0600');
+      expect(modeOf(join(data, 'executor.db-wal'))).toBe('0600');
+      expect(logLines(executor.stderr(), /data dir/)).toEqual([
+        `data dir ${data} was mode 0755, open to other users of this machine (it holds every prompt and the link secrets): made it 0700`
+      ]);
+    } finally {
+      await stopped(executor);
+    }
+    // Once private, a later start says nothing.
+    const again = await spawnExecutor(['--data-dir', data], { cwd: base, source: true });
+    try {
+      expect(logLines(again.stderr(), /data dir/)).toEqual([]);
+    } finally {
+      await stopped(again);
+    }
+  }, 90_000);
+});
