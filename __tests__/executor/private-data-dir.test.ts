@@ -1,10 +1,11 @@
 // The data dir is the executor's alone (private-files.ts): `agent-executor serve` started under
 // umask 000 still makes it 0700 and the database, SQLite's -wal and -shm and the role lock 0600; a
 // data dir an older executor left 0755 (its database 0644) is tightened at start-up with one
-// warning naming the path and both modes. The executor is the TypeScript source, started as a
-// user starts it.
+// warning naming the path and both modes; a `sandbox.write` or `sandbox.read` path that contains
+// the data dir, or lies inside it, refuses the start (exit 2) naming the environment, the key, the
+// path and the rule. The executor is the TypeScript source, started as a user starts it.
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { chmodSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ExecutorProcess, spawnExecutor, tempDir } from '../support/executor.js';
 
@@ -77,4 +78,70 @@ describe('the data dir, private by default', () => {
       await stopped(again);
     }
   }, 90_000);
+});
+
+describe('sandbox paths that would show a run the data dir', () => {
+  /** Starts serve on `config` (an agent-executor.yaml in `base`); answers its refusal. */
+  async function refusal(base: string, config: string): Promise<string> {
+    writeFileSync(join(base, 'agent-executor.yaml'), config);
+    const started = spawnExecutor(['--config', join(base, 'agent-executor.yaml')], {
+      cwd: base,
+      source: true
+    });
+    const error = await started.then(
+      async executor => {
+        await executor.stop();
+        throw new Error('the executor started');
+      },
+      (error: Error) => error.message
+    );
+    return error;
+  }
+
+  it('refuses at start-up (exit 2) a sandbox.write parent of the data dir, naming the path and the rule', async () => {
+    const base = dir('private-write-');
+    const message = await refusal(
+      base,
+      [
+        `data_dir: ${base}/state/data`,
+        'environments:',
+        '  - id: ci',
+        `    source: ${base}`,
+        '    sandbox:',
+        `      write: [${base}/state]`
+      ].join('\n')
+    );
+    expect(message).toMatch(/^executor exited with 2:/);
+    expect(message).toContain(
+      `environment "ci": sandbox.write "${base}/state": contains the data dir ${base}/state/data, ` +
+        'whose database holds every prompt and the link secrets; a run must never see the data dir; ' +
+        'expected a path that neither contains the data dir nor lies inside it'
+    );
+  }, 60_000);
+
+  it('refuses a sandbox.read inside the data dir, and a link that leads to it, before the data dir exists', async () => {
+    const base = dir('private-read-');
+    mkdirSync(join(base, 'tools'));
+    mkdirSync(join(base, 'state'));
+    symlinkSync(join(base, 'state'), join(base, 'tools', 'state-link'));
+    const message = await refusal(
+      base,
+      [
+        `data_dir: ${base}/state/data`,
+        'environments:',
+        '  - id: ci',
+        `    source: ${base}`,
+        '    sandbox:',
+        `      read: [${base}/state/data/checkouts]`,
+        `      write: [${base}/tools/state-link]`
+      ].join('\n')
+    );
+    expect(message).toMatch(/^executor exited with 2:/);
+    expect(message).toContain(
+      `environment "ci": sandbox.read "${base}/state/data/checkouts": lies inside the data dir ${base}/state/data;`
+    );
+    expect(message).toContain(
+      `environment "ci": sandbox.write "${base}/tools/state-link" (${base}/state): contains the data dir ${base}/state/data,`
+    );
+  }, 60_000);
 });

@@ -17,7 +17,7 @@ import type { ServerContext } from './server/context.js';
 import { startHeartbeat } from './server/heartbeat.js';
 import { SessionLinks } from './server/records.js';
 import { privateDir, writePrivateFile } from './private-files.js';
-import { checkStartup } from './startup.js';
+import { checkSandboxPaths, checkStartup } from './startup.js';
 import { openStore } from './store/open.js';
 import type { RunStore } from './store/types.js';
 import { WorkerPool } from './worker/pool.js';
@@ -75,6 +75,8 @@ export async function serverContext(
  */
 export async function startExecutor(config: ExecutorConfig, options: StartOptions = {}): Promise<Executor> {
   const role = options.role ?? 'all';
+  // No sandbox path may show runs the data dir, whatever the role.
+  checkSandboxPaths(config);
   // Before anything is made in it (the checks' overlay probe, the store): under any umask, what
   // the executor makes there is in a directory no other user can enter.
   const tightened = privateDir(config.dataDir);
