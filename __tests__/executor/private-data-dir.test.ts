@@ -5,8 +5,9 @@
 // the data dir, or lies inside it, refuses the start (exit 2) naming the environment, the key, the
 // path and the rule. The executor is the TypeScript source, started as a user starts it.
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { chmodSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, mkdirSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { DEFAULT_SANDBOX, sandboxPathProblems } from '../../src/executor/sandbox/config.js';
 import { type ExecutorProcess, spawnExecutor, tempDir } from '../support/executor.js';
 
 const made: string[] = [];
@@ -144,4 +145,58 @@ describe('sandbox paths that would show a run the data dir', () => {
       `environment "ci": sandbox.write "${base}/tools/state-link" (${base}/state): contains the data dir ${base}/state/data,`
     );
   }, 60_000);
+});
+
+describe('the rule, case by case', () => {
+  const RULE =
+    'whose database holds every prompt and the link secrets; a run must never see the data dir; ' +
+    'expected a path that neither contains the data dir nor lies inside it';
+  const env = (sandbox: { read?: string[]; write?: string[]; enabled?: boolean }) => ({
+    id: 'e',
+    sandbox: { ...DEFAULT_SANDBOX, ...sandbox }
+  });
+
+  it('follows a dangling link to where the data dir will be, and allows paths beside it', () => {
+    const base = realpathSync(dir('private-rule-'));
+    symlinkSync(join(base, 'state'), join(base, 'later'));
+    const data = join(base, 'state', 'data');
+    expect(sandboxPathProblems([env({ write: [join(base, 'later')] })], data)).toEqual([
+      expect.stringMatching(
+        /^environment "e": sandbox\.write ".*\/later" \(.*\/state\): contains the data dir /
+      )
+    ]);
+    expect(
+      sandboxPathProblems(
+        [
+          env({
+            read: [join(base, 'state', 'tools'), join(base, 'state', 'data-other')],
+            write: [dirname(base)]
+          })
+        ],
+        data
+      )
+    ).toEqual(
+      // The temp dir holds the data dir: refused; the siblings are not.
+      [`environment "e": sandbox.write "${dirname(base)}": contains the data dir ${data}, ${RULE}`]
+    );
+    expect(sandboxPathProblems([env({ enabled: false, write: ['/'] })], data)).toEqual([]);
+  });
+
+  it('refuses a writable path over the config file and a path that is it; a read-only parent keeps it hidden', () => {
+    const base = realpathSync(dir('private-config-'));
+    const config = join(base, 'etc', 'agent-executor.yaml');
+    mkdirSync(join(base, 'etc'));
+    writeFileSync(config, '');
+    const data = join(base, 'data');
+    expect(
+      sandboxPathProblems(
+        [env({ read: [join(base, 'etc'), config], write: [join(base, 'etc')] })],
+        data,
+        config
+      )
+    ).toEqual([
+      `environment "e": sandbox.read "${config}": is the config file ${config}, which runs must not see; expected a path that is not it`,
+      `environment "e": sandbox.write "${base}/etc": contains the config file ${config}, which runs must not see; expected a path that does not contain it`
+    ]);
+  });
 });

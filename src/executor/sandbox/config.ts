@@ -2,7 +2,7 @@
 // processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
 // Also the start-up rule on its extra paths: none may show a run the executor's data dir.
 
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { userSpecProblem } from './user.js';
 
@@ -135,11 +135,22 @@ function paths(value: unknown, at: string, problems: string[]): string[] {
   return value as string[];
 }
 
-/** `path` with every symbolic link of its longest existing part resolved (the rest may not exist yet). */
-export function realPath(path: string): string {
+/**
+ * `path` with every symbolic link resolved, also in a part that does not exist yet (a dangling link
+ * is followed to where it leads); beyond 40 links, the path as it is.
+ */
+export function realPath(path: string, links = 0): string {
   let existing = resolve(path);
   const rest: string[] = [];
   while (!existsSync(existing) && dirname(existing) !== existing) {
+    let target: string | undefined;
+    try {
+      target = readlinkSync(existing);
+    } catch {
+      // not a link: a part yet to be made
+    }
+    if (target !== undefined && links < 40)
+      return realPath(join(resolve(dirname(existing), target), ...rest), links + 1);
     rest.unshift(basename(existing));
     existing = dirname(existing);
   }
