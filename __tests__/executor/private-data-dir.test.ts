@@ -21,7 +21,7 @@ function dir(prefix: string): string {
   return path;
 }
 
-const modeOf = (path: string) => `0${(statSync(path).mode & 0o777).toString(8)}`;
+const modeOf = (path: string) => `0${(statSync(path).mode & 0o7777).toString(8)}`;
 
 /** The JSON log lines of an executor's stderr whose message matches `pattern`. */
 function logLines(stderr: string, pattern: RegExp): string[] {
@@ -79,6 +79,27 @@ describe('the data dir, private by default', () => {
       await stopped(again);
     }
   }, 90_000);
+});
+
+describe('a shared directory as the data dir', () => {
+  it('is refused (exit 1), not made 0700 under its other users', async () => {
+    const base = dir('private-shared-');
+    const shared = join(base, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    const message = await spawnExecutor(['--data-dir', shared], { cwd: base, source: true }).then(
+      async executor => {
+        await executor.stop();
+        return 'the executor started';
+      },
+      (error: Error) => error.message
+    );
+    expect(message).toBe(
+      `executor exited with 1:\nagent-executor: data dir ${shared} is mode 01777, a directory shared with other users ` +
+        '(sticky bit); the executor makes its data dir 0700: use a directory of its own, such as a folder inside it\n'
+    );
+    expect(modeOf(shared)).toBe('01777');
+  }, 60_000);
 });
 
 describe('sandbox paths that would show a run the data dir', () => {

@@ -16,7 +16,8 @@ const octal = (mode: number) => `0${(mode & 0o7777).toString(8).padStart(3, '0')
 /**
  * Makes `dir` 0700 (creating it, and any missing parent 0700 too, when absent). A data dir that
  * other users could enter or read is tightened: answers the one warning that says so, naming the
- * path and both modes; undefined when nothing changed.
+ * path and both modes; undefined when nothing changed. A shared directory (sticky bit, as /tmp)
+ * is refused rather than made 0700 under its other users.
  */
 export function privateDir(dir: string): string | undefined {
   let mode: number;
@@ -29,6 +30,12 @@ export function privateDir(dir: string): string | undefined {
     return undefined;
   }
   if ((mode & 0o7777) === PRIVATE_DIR_MODE) return undefined;
+  // The sticky bit marks a directory other users share (/tmp, /var/tmp): never taken over.
+  if (mode & 0o1000)
+    throw new Error(
+      `data dir ${dir} is mode ${octal(mode)}, a directory shared with other users (sticky bit); ` +
+        'the executor makes its data dir 0700: use a directory of its own, such as a folder inside it'
+    );
   try {
     chmodSync(dir, PRIVATE_DIR_MODE);
   } catch (error) {
