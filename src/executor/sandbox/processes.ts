@@ -159,13 +159,13 @@ export function freeInodes(dir: string): number | undefined {
   }
 }
 
-export interface FreeSpaceFloors {
+interface FreeSpaceFloors {
   dataDir: string;
   workspaces: { minFreeBytes: number; minFreeInodes: number };
 }
 
 /** Why the data dir's file system is too full to take a run (space, inodes or both), or undefined. */
-export function freeSpaceShortage(config: FreeSpaceFloors): string | undefined {
+function freeSpaceShortage(config: FreeSpaceFloors): string | undefined {
   const reasons: string[] = [];
   const free = freeBytes(config.dataDir);
   const min = config.workspaces.minFreeBytes;
