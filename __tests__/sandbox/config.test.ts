@@ -1,5 +1,5 @@
-// The `sandbox:` key of an environment and `workspaces.min_free`: defaults, every form, and errors
-// that name the key, the value and the expected form.
+// The `sandbox:` key of an environment, `workspaces.min_free` and `min_free_inodes`: defaults,
+// every form, and errors that name the key, the value and the expected form.
 
 import { describe, expect, it } from '@jest/globals';
 import { bwrapArgs } from '../../src/executor/sandbox/bwrap.js';
@@ -20,6 +20,8 @@ describe('sandbox configuration', () => {
       requireLimits: false
     });
     expect(config.workspaces.minFreeBytes).toBe(1024 ** 3);
+    expect(config.workspaces.minFreeInodes).toBe(65_536);
+    expect(parseConfig({ workspaces: { min_free_inodes: 0 } }, '/tmp').workspaces.minFreeInodes).toBe(0);
   });
 
   it('reads off, host, host:port lists, paths and limits', () => {
@@ -70,6 +72,9 @@ describe('sandbox configuration', () => {
     );
     expect(() => parseConfig({ workspaces: { min_free: 'lots' } }, '/tmp')).toThrow(
       'workspaces.min_free "lots": expected a size such as 500MiB or 2GiB'
+    );
+    expect(() => parseConfig({ workspaces: { min_free_inodes: '10%' } }, '/tmp')).toThrow(
+      'workspaces.min_free_inodes "10%": expected a whole number from 0 to 1000000000'
     );
   });
 });

@@ -94,22 +94,22 @@ describe('stopping a confined run', () => {
 });
 
 describe('workspaces.min_free', () => {
-  it('claims no run while the data dir has less free space, and says why in /readyz with status 200', async () => {
+  it('claims no run while the data dir has less free space, and says why in /readyz with status 503', async () => {
     const full = await startTestExecutor({ workspaces: { min_free: '1000000GiB' } });
     try {
       const fullKey = (await full.key()).raw;
       const id = await createRun(full, fullKey, 'local', '@sim say hi');
-      await new Promise(resolve => setTimeout(resolve, 1500));
+      for (let i = 0; i < 3; i++) await full.pool.pump();
       expect(await waitForState({ on: full, key: fullKey, id }, ['QUEUED'])).toMatchObject({
         state: 'QUEUED'
       });
       const ready = await full.request('/readyz');
-      expect(ready.status).toBe(200);
-      expect(await ready.json()).toMatchObject({
-        status: 'ready',
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({
+        status: 'low_on_space',
         claiming: false,
         reason: expect.stringMatching(
-          /MiB free, less than workspaces\.min_free \(1024000000 MiB\): not claiming runs/
+          /^the data dir's file system has \d+ MiB free, less than workspaces\.min_free \(1024000000 MiB\): not claiming runs$/
         )
       });
     } finally {

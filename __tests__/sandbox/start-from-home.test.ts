@@ -55,7 +55,8 @@ beforeAll(async () => {
       data_dir: join(dir, 'data'),
       log_level: 'warn',
       environments: [
-        { id: 'deep', source, agent: { kind: 'claude-code', command: [cli] }, sandbox: { read: [dir] } }
+        // The program alone: a read path that held the data dir would be refused at start-up.
+        { id: 'deep', source, agent: { kind: 'claude-code', command: [cli] }, sandbox: { read: [cli] } }
       ]
     })
   );

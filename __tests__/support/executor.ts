@@ -146,14 +146,20 @@ export interface ExecutorProcess {
 /**
  * Starts the bundled executor as a child process and waits for its "listening on" line; with
  * `source`, the executor of the TypeScript source instead (no build needed: a test of a change
- * that a crash would show as the child's end).
+ * that a crash would show as the child's end); with `umask` (such as '000'), started by a shell
+ * that set that umask first.
  */
 export function spawnExecutor(
   args: string[],
-  options: { cwd?: string; env?: Record<string, string>; source?: boolean } = {}
+  options: { cwd?: string; env?: Record<string, string>; source?: boolean; umask?: string } = {}
 ): Promise<ExecutorProcess> {
   const entry = options.source ? [...sourceNodeArgs(), resolve('src/executor/index.ts')] : [EXECUTOR_ENTRY];
-  const child = spawn(process.execPath, [...entry, 'serve', '--port', '0', ...args], {
+  const command = [process.execPath, ...entry, 'serve', '--port', '0', ...args];
+  const [program, programArgs] =
+    options.umask === undefined
+      ? [command[0]!, command.slice(1)]
+      : ['/bin/sh', ['-c', `umask ${options.umask} && exec "$@"`, 'sh', ...command]];
+  const child = spawn(program, programArgs, {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe']

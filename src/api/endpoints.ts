@@ -382,11 +382,14 @@ export const ENDPOINTS = {
   ready: {
     method: 'GET',
     path: '/readyz',
-    summary: 'Readiness: 503 while stopping or without the store',
+    summary: 'Readiness: 503 while stopping, without the store, or short of disk space or inodes',
     auth: 'none',
     rateLimited: false,
     response: { description: 'Ready.', contentType: 'application/json' },
-    otherAnswers: { '503': 'Shutting down, or the store does not answer.' },
+    otherAnswers: {
+      '503':
+        "Shutting down, the store does not answer, or (on a node that runs work) the data dir's file system has less free space than workspaces.min_free or fewer free inodes than workspaces.min_free_inodes."
+    },
     errors: [],
     internal: true
   }

@@ -57,11 +57,12 @@ async function start(): Promise<void> {
     );
 
   ensureBubblewrap();
-  mkdirSync(dataDir, { recursive: true });
+  // The executor's own modes (it keeps its data dir 0700): made so here, it has nothing to tighten.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const log = join(dataDir, 'executor.log');
   // Only what this start writes counts: an earlier executor may have logged to the same file.
   const offset = existsSync(log) ? statSync(log).size : 0;
-  const out = openSync(log, 'a');
+  const out = openSync(log, 'a', 0o600);
   const common = ['--data-dir', dataDir, ...(configPath ? ['--config', configPath] : [])];
   const child = spawn(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
     detached: true,

@@ -68,6 +68,8 @@ export interface ExecutorConfig {
     maxPatchBytes: number;
     /** The node claims no run while the data dir's file system has less free space than this. */
     minFreeBytes: number;
+    /** Nor while it has fewer free inodes than this (0: not checked). */
+    minFreeInodes: number;
     /** How much unused shared checkouts (the lower layers of workspaces) may weigh together. */
     cacheBytes: number;
   };
@@ -85,6 +87,13 @@ export interface ExecutorConfig {
 }
 
 export class ConfigError extends Error {}
+
+/**
+ * `workspaces.min_free_inodes` unless set: as many inodes as ext4 gives the default `min_free`
+ * (1 GiB at its default of one inode per 16 KiB), so on such a file system the two floors agree;
+ * room for the checkout of a repository of tens of thousands of files.
+ */
+export const DEFAULT_MIN_FREE_INODES = 65_536;
 
 export interface ConfigOverrides {
   config?: string;
@@ -174,6 +183,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'max_files',
     'max_patch',
     'min_free',
+    'min_free_inodes',
     'cache_size'
   ]);
   r.known(server, 'server', ['host', 'port', 'public_url']);
@@ -222,6 +232,13 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       maxFiles: r.int(workspaces.max_files, 'workspaces.max_files', 200_000, 100, 1e9),
       maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
       minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3),
+      minFreeInodes: r.int(
+        workspaces.min_free_inodes,
+        'workspaces.min_free_inodes',
+        DEFAULT_MIN_FREE_INODES,
+        0,
+        1e9
+      ),
       cacheBytes: r.size(workspaces.cache_size, 'workspaces.cache_size', 10 * 1024 ** 3)
     },
     limits: {

@@ -1,12 +1,12 @@
 // The executor as one process, wired in one place: the start-up checks (startup.ts), the data
-// dir's lock (one process per role and data dir), the store,
+// dir made private (private-files.ts) and its lock (one process per role and data dir), the store,
 // the server (server/app.ts) listening on its port, the worker pool and the heartbeat, and the
 // order they stop in. A node's role picks the parts: `all` (both), `api` (the API; it runs
 // nothing), `worker` (runs work; it serves only /healthz, /readyz and the API's description).
 // The CLI's `serve` and the tests' in-process executors both start here.
 
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { ExecutorConfig } from './config.js';
@@ -16,7 +16,8 @@ import { ChangeHub } from './server/changes.js';
 import type { ServerContext } from './server/context.js';
 import { startHeartbeat } from './server/heartbeat.js';
 import { SessionLinks } from './server/records.js';
-import { checkStartup } from './startup.js';
+import { privateDir, writePrivateFile } from './private-files.js';
+import { checkSandboxPaths, checkStartup } from './startup.js';
 import { openStore } from './store/open.js';
 import type { RunStore } from './store/types.js';
 import { WorkerPool } from './worker/pool.js';
@@ -74,9 +75,15 @@ export async function serverContext(
  */
 export async function startExecutor(config: ExecutorConfig, options: StartOptions = {}): Promise<Executor> {
   const role = options.role ?? 'all';
+  // No sandbox path may show runs the data dir, whatever the role.
+  checkSandboxPaths(config);
+  // Before anything is made in it (the checks' overlay probe, the store): under any umask, what
+  // the executor makes there is in a directory no other user can enter.
+  const tightened = privateDir(config.dataDir);
   // A node that runs work refuses configuration every run would fail on, and environments it
   // cannot confine (unless they say `sandbox: off`).
   const { warnings, notes } = checkStartup(config, role, { environments: options.checkEnvironments });
+  if (tightened) warnings.unshift(tightened);
   const release = options.lockDataDir ? lockDataDir(config.dataDir, role) : () => undefined;
   let store: RunStore | undefined;
   try {
@@ -109,9 +116,8 @@ function lockDataDir(dataDir: string, role: Role): () => void {
       );
     }
   }
-  mkdirSync(dataDir, { recursive: true });
   const path = lockOf(role);
-  writeFileSync(path, `${process.pid}\n`);
+  writePrivateFile(path, `${process.pid}\n`);
   // Also on an exit without a stop (a second Ctrl-C).
   const release = () => {
     process.removeListener('exit', release);

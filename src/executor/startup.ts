@@ -5,15 +5,18 @@
 // are sandboxed needs bubblewrap working here. Nodes that run work refuse to start on either,
 // naming the cause and the fix. An environment that says `sandbox: off` starts anyway, with a
 // warning (and a warning event per run). A root executor also settles here who its runs are on the
-// host (sandbox/user.ts): a bad `sandbox.user` refuses the start, naming it.
+// host (sandbox/user.ts): a bad `sandbox.user` refuses the start, naming it. A `sandbox.read` or
+// `sandbox.write` path that would show runs the data dir refuses every role's start, as a
+// configuration error (sandbox/config.ts), before anything is made in the data dir.
 
 import { existsSync, statSync } from 'node:fs';
 import { agentKindOf } from './agents/index.js';
 import { show } from './config-reader.js';
-import { type EnvironmentConfig, type ExecutorConfig, isRemoteSource } from './config.js';
+import { ConfigError, type EnvironmentConfig, type ExecutorConfig, isRemoteSource } from './config.js';
 import { checkHarnessClis } from './harness-startup.js';
 import { checkBubblewrap } from './sandbox/bwrap.js';
 import { limitsProblem } from './sandbox/cgroup.js';
+import { sandboxPathProblems } from './sandbox/config.js';
 import { RunUserError, runUser } from './sandbox/user.js';
 import type { Role } from './server/app.js';
 import { layerMode, redactUrls } from './workspace/workspace.js';
@@ -132,6 +135,19 @@ export function checkSandboxes(config: ExecutorConfig, notes: string[] = []): st
     );
   warnings.push(`environment ${ids}: ${limits}`);
   return warnings;
+}
+
+/**
+ * Throws a ConfigError naming each `sandbox.read` or `sandbox.write` path that would show runs the
+ * data dir (or the config file). serve.ts calls it first, before the data dir is made.
+ */
+export function checkSandboxPaths(config: ExecutorConfig): void {
+  const paths = sandboxPathProblems(config.environments, config.dataDir, config.configFile);
+  if (paths.length === 0) return;
+  const where = `config${config.configFile ? ` ${config.configFile}` : ''}`;
+  throw new ConfigError(
+    `${where}: refusing to start:${paths.length === 1 ? ` ${paths[0]}` : `\n- ${paths.join('\n- ')}`}`
+  );
 }
 
 export interface StartupChecks {

@@ -1,7 +1,9 @@
 // The `sandbox:` key of an environment, parsed on its own so config.ts only calls it: how a run's
 // processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
+// Also the start-up rule on its extra paths: none may show a run the executor's data dir.
 
-import { isAbsolute } from 'node:path';
+import { existsSync, readlinkSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { userSpecProblem } from './user.js';
 
 export interface NetworkTarget {
@@ -131,4 +133,72 @@ function paths(value: unknown, at: string, problems: string[]): string[] {
     return [];
   }
   return value as string[];
+}
+
+/**
+ * `path` with every symbolic link resolved, also in a part that does not exist yet (a dangling link
+ * is followed to where it leads); beyond 40 links, the path as it is.
+ */
+export function realPath(path: string, links = 0): string {
+  let existing = resolve(path);
+  const rest: string[] = [];
+  while (!existsSync(existing) && dirname(existing) !== existing) {
+    let target: string | undefined;
+    try {
+      target = readlinkSync(existing);
+    } catch {
+      // not a link: a part yet to be made
+    }
+    if (target !== undefined && links < 40)
+      return realPath(join(resolve(dirname(existing), target), ...rest), links + 1);
+    rest.unshift(basename(existing));
+    existing = dirname(existing);
+  }
+  try {
+    return join(realpathSync(existing), ...rest);
+  } catch {
+    return resolve(path);
+  }
+}
+
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+}
+
+/**
+ * Every `sandbox.read` or `sandbox.write` path that would show a run the data dir (its database
+ * holds every team's prompts and the link secrets): one that contains the data dir or lies inside
+ * it, compared as real paths. A writable path is bound after the data dir is hidden, so it would
+ * uncover the data dir; a read-only path inside it is bound again over the hiding. A writable path
+ * that contains the config file, or any path that is the config file, is refused the same way.
+ */
+export function sandboxPathProblems(
+  environments: readonly { id: string; sandbox: SandboxConfig }[],
+  dataDir: string,
+  configFile?: string
+): string[] {
+  const data = realPath(dataDir);
+  const config = configFile === undefined ? undefined : realPath(configFile);
+  const problems: string[] = [];
+  for (const env of environments) {
+    if (!env.sandbox.enabled) continue;
+    for (const key of ['read', 'write'] as const) {
+      for (const path of env.sandbox[key]) {
+        const real = realPath(path);
+        const at = `environment ${JSON.stringify(env.id)}: sandbox.${key} ${JSON.stringify(path)}${real === resolve(path) ? '' : ` (${real})`}`;
+        const rule =
+          'a run must never see the data dir; expected a path that neither contains the data dir nor lies inside it';
+        if (within(data, real))
+          problems.push(
+            `${at}: contains the data dir ${data}, whose database holds every prompt and the link secrets; ${rule}`
+          );
+        else if (within(real, data)) problems.push(`${at}: lies inside the data dir ${data}; ${rule}`);
+        else if (config !== undefined && (real === config || (key === 'write' && within(config, real))))
+          problems.push(
+            `${at}: ${real === config ? 'is' : 'contains'} the config file ${config}, which runs must not see; expected a path that ${key === 'write' ? 'does not contain it' : 'is not it'}`
+          );
+      }
+    }
+  }
+  return problems;
 }

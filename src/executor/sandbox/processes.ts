@@ -1,10 +1,11 @@
 // Process groups of running runs, recorded in the node's data dir (processes/<run>.<pid>) so that a
 // restarted executor stops any survivor before it fails those runs `executor_restarted`, and
 // killed on every exit of this process (a second Ctrl-C included). Also the free-space check that
-// stops a node claiming runs while its data dir's file system is nearly full.
+// stops a node claiming runs while its data dir's file system is nearly full, of bytes or of inodes.
 
-import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { PRIVATE_DIR_MODE, writePrivateFile } from '../private-files.js';
 import { dataDirTag, sweepCgroups } from './cgroup.js';
 
 /**
@@ -54,9 +55,9 @@ export function recordGroup(
   let file: string | undefined;
   if (dataDir && runId) {
     try {
-      mkdirSync(join(dataDir, 'processes'), { recursive: true });
+      mkdirSync(join(dataDir, 'processes'), { recursive: true, mode: PRIVATE_DIR_MODE });
       file = join(dataDir, 'processes', `${runId}.${pid}`);
-      writeFileSync(file, `${pid} ${startTime(pid) ?? ''}\n`);
+      writePrivateFile(file, `${pid} ${startTime(pid) ?? ''}\n`);
     } catch {
       file = undefined;
     }
@@ -132,7 +133,7 @@ function killTagged(entry: string): number {
   return killed;
 }
 
-/** Data dirs whose file system is short of space now, with the reason. */
+/** Data dirs whose file system is short of space or inodes now, with the reason. */
 const low = new Map<string, string>();
 
 /** Bytes an unprivileged user may still write on the file system of `dir`, or undefined. */
@@ -145,31 +146,66 @@ export function freeBytes(dir: string): number | undefined {
   }
 }
 
-/** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
-export function freeSpaceProblem(
-  config: { dataDir: string; workspaces: { minFreeBytes: number } },
-  log: Log
-): string | undefined {
+/**
+ * Inodes (files, directories, links) that can still be made on the file system of `dir`; undefined
+ * when it cannot be read or the file system has no fixed number (btrfs, some FUSE ones report 0).
+ */
+export function freeInodes(dir: string): number | undefined {
+  try {
+    const stats = statfsSync(dir);
+    return stats.files > 0 ? stats.ffree : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface FreeSpaceFloors {
+  dataDir: string;
+  workspaces: { minFreeBytes: number; minFreeInodes: number };
+}
+
+/** Why the data dir's file system is too full to take a run (space, inodes or both), or undefined. */
+function freeSpaceShortage(config: FreeSpaceFloors): string | undefined {
+  const reasons: string[] = [];
   const free = freeBytes(config.dataDir);
-  if (free === undefined) return undefined;
   const min = config.workspaces.minFreeBytes;
-  const problem =
-    free < min
-      ? `the data dir's file system has ${Math.floor(free / 1024 ** 2)} MiB free, less than workspaces.min_free (${Math.round(min / 1024 ** 2)} MiB): not claiming runs`
-      : undefined;
+  if (free !== undefined && free < min)
+    reasons.push(
+      `the data dir's file system has ${Math.floor(free / 1024 ** 2)} MiB free, less than workspaces.min_free (${Math.round(min / 1024 ** 2)} MiB)`
+    );
+  const inodes = freeInodes(config.dataDir);
+  const minInodes = config.workspaces.minFreeInodes;
+  if (inodes !== undefined && inodes < minInodes)
+    reasons.push(
+      `the data dir's file system has ${inodes} free inodes, less than workspaces.min_free_inodes (${minInodes})`
+    );
+  return reasons.length > 0 ? reasons.join('; ') : undefined;
+}
+
+/**
+ * Why this node must not claim runs now (too little free space, or too few free inodes), or
+ * undefined; logged when it starts and when it ends. Both the pool (before each claim) and /readyz
+ * look: statfs is one system call.
+ */
+export function freeSpaceProblem(config: FreeSpaceFloors, log: Log): string | undefined {
+  const shortage = freeSpaceShortage(config);
+  const problem = shortage && `${shortage}: not claiming runs`;
   const was = low.get(config.dataDir);
-  if (problem && !was) log.warn({ data_dir: config.dataDir, free_bytes: free }, problem);
+  if (problem && !was)
+    log.warn(
+      {
+        data_dir: config.dataDir,
+        free_bytes: freeBytes(config.dataDir),
+        free_inodes: freeInodes(config.dataDir)
+      },
+      problem
+    );
   if (!problem && was)
     log.info(
       { data_dir: config.dataDir },
-      'free space is back above workspaces.min_free: claiming runs again'
+      'free space and inodes are back above workspaces.min_free and min_free_inodes: claiming runs again'
     );
   if (problem) low.set(config.dataDir, problem);
   else low.delete(config.dataDir);
   return problem;
-}
-
-/** The free-space problem last seen for a data dir (for /readyz), or undefined. */
-export function freeSpaceNote(dataDir: string): string | undefined {
-  return low.get(dataDir);
 }

@@ -141,7 +141,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   const reads = new ReadCache(context.store);
   const downloads = await DownloadLinks.open(context.store);
   const handlers = {
-    ...metaHandlers(context, options.publicUrl),
+    ...metaHandlers(context, options.publicUrl, (options.role ?? 'all') !== 'api'),
     ...sessionHandlers(context),
     ...runHandlers(context, reads),
     ...resultHandlers(context, downloads),

@@ -1,9 +1,9 @@
 // The store's and the disk's housekeeping, on timers of the pool: failing runs whose worker died
 // (at start-up, and whenever a lease expires), pruning finished runs past retention, and removing
 // finished workspaces past theirs. Every node does the first two, API-only nodes too: the node
-// that held a lease may never come back. Under workspaces.min_free it also frees the shared
-// checkouts and setup layers no workspace uses, looking again only when something could have
-// become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
+// that held a lease may never come back. Under workspaces.min_free (or min_free_inodes) it also
+// frees the shared checkouts and setup layers no workspace uses, looking again only when something
+// could have become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config.js';
 import type { RunStore } from '../store/types.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
-import { freeBytes } from '../sandbox/processes.js';
+import { freeBytes, freeInodes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
 import { removeTree } from '../workspace/remove.js';
 
@@ -114,10 +114,11 @@ const removals = new Map<string, number>();
 const nothingLeft = new Map<string, { at: number; active: Set<string>; removals: number }>();
 
 /**
- * When the data dir's file system has less free space than workspaces.min_free, removes unused
- * shared checkouts and kept setup layers (no run mounted on them, no retained workspace over
- * them), least recently used first, until it has enough again; logs what it freed, and once
- * (until free space is back) that nothing is left to free. The pool calls it before it decides
+ * When the data dir's file system has less free space than workspaces.min_free (or fewer free
+ * inodes than workspaces.min_free_inodes: a checkout of many files gives back as many), removes
+ * unused shared checkouts and kept setup layers (no run mounted on them, no retained workspace
+ * over them), least recently used first, until it has enough again; logs what it freed, and once
+ * (until space is back) that nothing is left to free. The pool calls it before it decides
  * whether to claim runs, so the cache gives way before the node stops.
  */
 export async function freeSpaceForRuns(
@@ -126,8 +127,17 @@ export async function freeSpaceForRuns(
   log: FastifyBaseLogger
 ): Promise<void> {
   const { dataDir } = config;
-  const enough = () => (freeBytes(dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
-  if (enough()) {
+  const { minFreeBytes, minFreeInodes } = config.workspaces;
+  const shortOf = () =>
+    [
+      (freeBytes(dataDir) ?? Infinity) < minFreeBytes && 'less free space than workspaces.min_free',
+      (freeInodes(dataDir) ?? Infinity) < minFreeInodes && 'fewer free inodes than workspaces.min_free_inodes'
+    ]
+      .filter(Boolean)
+      .join(' and ');
+  const enough = () => shortOf() === '';
+  const short = shortOf();
+  if (!short) {
     nothingLeft.delete(dataDir);
     return;
   }
@@ -148,14 +158,15 @@ export async function freeSpaceForRuns(
       {
         freed: freed.map(entry => entry.name),
         freed_bytes: freed.reduce((sum, entry) => sum + entry.bytes, 0),
-        free_bytes: freeBytes(dataDir)
+        free_bytes: freeBytes(dataDir),
+        free_inodes: freeInodes(dataDir)
       },
-      `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`
+      `${short}: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`
     );
   else if (!last)
     log.warn(
-      { data_dir: dataDir, free_bytes: freeBytes(dataDir) },
-      `less free space than workspaces.min_free and no unused shared checkout or setup layer left to remove: ${later}`
+      { data_dir: dataDir, free_bytes: freeBytes(dataDir), free_inodes: freeInodes(dataDir) },
+      `${short} and no unused shared checkout or setup layer left to remove: ${later}`
     );
   if (after) nothingLeft.delete(dataDir);
   else nothingLeft.set(dataDir, { at: Date.now(), active: new Set(active), removals: removed });

@@ -3,30 +3,30 @@
 import { ERROR_CODES } from '../../../api/index.js';
 import { openApiDocument } from '../../../api/openapi.js';
 import type { ServerContext } from '../context.js';
-import { freeSpaceNote } from '../../sandbox/processes.js';
+import { freeSpaceProblem } from '../../sandbox/processes.js';
 import type { Handlers } from './register.js';
 
 export function metaHandlers(
   context: ServerContext,
-  publicUrl: () => string
+  publicUrl: () => string,
+  /** Whether this node claims runs (not an `api` node): its readiness then needs room on the data dir. */
+  runsWork = true
 ): Handlers<'health' | 'ready' | 'getOpenApi' | 'listErrorCodes'> {
   let document: string | undefined;
   return {
     health: async () => ({ status: 'ok' }),
 
-    ready: async (_request, reply) => {
+    ready: async (request, reply) => {
       if (context.draining) return reply.code(503).send({ status: 'shutting_down' });
       try {
         await context.store.ping();
       } catch {
         return reply.code(503).send({ status: 'store_unavailable' });
       }
-      const claiming = freeSpaceNote(context.config.dataDir);
-      return {
-        status: 'ready',
-        environments: context.config.environments.map(env => env.id),
-        ...(claiming ? { claiming: false, reason: claiming } : {})
-      };
+      // Looked at now, not when the pool last tried a claim: ready again as soon as room is back.
+      const short = runsWork ? freeSpaceProblem(context.config, request.log) : undefined;
+      if (short) return reply.code(503).send({ status: 'low_on_space', claiming: false, reason: short });
+      return { status: 'ready', environments: context.config.environments.map(env => env.id) };
     },
 
     getOpenApi: async (_request, reply) => {

@@ -3,11 +3,14 @@
 // transactions. node:sqlite is synchronous and JavaScript runs one thing at a time, so a
 // transaction's work cannot interleave with other work of this process; BEGIN IMMEDIATE makes it
 // atomic against other processes too (the CLI's `keys` commands write while a server runs, and
-// `serve --role api` and `--role worker` can share one file).
+// `serve --role api` and `--role worker` can share one file). The file is 0600 before SQLite opens
+// it, whatever the umask: SQLite gives the -wal and -shm files it makes the database file's mode,
+// and ones an older executor left are made 0600 after the open (private-files.ts).
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import { PRIVATE_DIR_MODE, privateFile, tightenFile } from '../../private-files.js';
 import { SQLITE_MIGRATIONS } from '../migrations.js';
 
 export class SqliteConnection {
@@ -18,10 +21,15 @@ export class SqliteConnection {
   /** Opens (creating when needed) the database file and brings its schema up to date. */
   static async open(path: string): Promise<SqliteConnection> {
     const { DatabaseSync } = await import('node:sqlite');
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const file = path !== ':memory:';
+    if (file) {
+      mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE });
+      privateFile(path);
+    }
     const db = new DatabaseSync(path);
     db.exec('PRAGMA busy_timeout = 10000');
     db.exec('PRAGMA journal_mode = WAL');
+    if (file) for (const suffix of ['-wal', '-shm']) tightenFile(path + suffix);
     db.exec('PRAGMA synchronous = FULL');
     db.exec('PRAGMA foreign_keys = ON');
     const connection = new SqliteConnection(db);
