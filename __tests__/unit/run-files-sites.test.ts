@@ -43,7 +43,7 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "the kernel's cgroup files of a run (/sys/fs/cgroup), written by the kernel only"
   },
   'src/executor/sandbox/processes.ts': {
-    calls: { mkdirSync: 1, readFileSync: 3, readdirSync: 2, rmSync: 2, statfsSync: 1, writeFileSync: 1 },
+    calls: { mkdirSync: 1, readFileSync: 3, readdirSync: 2, rmSync: 2, statfsSync: 2 },
     why: "/proc and the executor's own records of process groups (root-only in the data dir); free space"
   },
   'src/executor/sandbox/proxy.ts': {
@@ -75,8 +75,24 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "the harness CLIs' versions at start-up"
   },
   'src/executor/serve.ts': {
-    calls: { existsSync: 1, mkdirSync: 1, readFileSync: 1, rmSync: 1, writeFileSync: 1 },
-    why: "the data dir and the executor's own files in it (no run writes there)"
+    calls: { existsSync: 1, readFileSync: 1, rmSync: 1 },
+    why: "the executor's own files in the data dir (no run writes there)"
+  },
+  'src/executor/private-files.ts': {
+    calls: {
+      chmodSync: 3,
+      closeSync: 2,
+      fchmodSync: 2,
+      mkdirSync: 1,
+      openSync: 2,
+      statSync: 1,
+      writeSync: 1
+    },
+    why: "the data dir itself and the executor's own files in it, made private (0700, 0600)"
+  },
+  'src/executor/sandbox/config.ts': {
+    calls: { existsSync: 1, readlinkSync: 1, realpathSync: 1 },
+    why: "resolves the operator's sandbox.read/write paths at start-up (refused when they hold the data dir)"
   },
   'src/executor/startup.ts': {
     calls: { existsSync: 1, statSync: 1 },
