@@ -1,7 +1,8 @@
 // The statements of a fair claim and of a run's hold, for both databases (sql-store.ts runs them).
 //
 // Fair claim: teams take turns. team_turns keeps, per team, the number of the claim that last took
-// one of its runs; the teams with a queued run that may go (in an environment with room, not held,
+// one of its runs (a trigger of the migration moves it as a run becomes INPROGRESS, in the claim's
+// own transaction, so no claim needs a second statement or a second commit); the teams with a queued run that may go (in an environment with room, not held,
 // the team below its running cap) come in the order of that number, oldest first (a team never
 // served first of all, ties to the team whose oldest queued run is oldest), and the claim takes the
 // oldest such run of the first team. The teams with queued runs are found by a skip over the
@@ -46,6 +47,16 @@ export class ClaimSql {
     );
   }
 
+  /**
+   * The team's queued runs, oldest first, as a range over the (team, seq) index rather than `team =`:
+   * PostgreSQL plans a lookup correlated to the outer team once for every team, and with `=` it may
+   * walk the whole queue in seq order to find a small team's run; over the range it walks only the
+   * team's own queued runs, whatever the planner thinks of the team's size.
+   */
+  private ofTeam(team: string): string {
+    return `${QUEUED} AND team >= ${team} AND team <= ${team}`;
+  }
+
   /** The teams whose turn it is, in order: each has a queued run that may go now. */
   candidates(excluded: string[], maxRunning: number): Statement {
     const eligible = this.eligible(excluded);
@@ -56,13 +67,16 @@ export class ClaimSql {
          UNION ALL
          SELECT (SELECT team FROM runs WHERE ${QUEUED} AND team > queued.team ORDER BY team LIMIT 1)
            FROM queued WHERE queued.team IS NOT NULL
+       ),
+       waiting AS (
+         SELECT queued.team AS team,
+           (SELECT seq FROM runs WHERE ${this.ofTeam('queued.team')} ${eligible.text} ORDER BY team, seq LIMIT 1)
+             AS first_seq
+         FROM queued WHERE queued.team IS NOT NULL ${cap.text}
        )
-       SELECT queued.team AS team FROM queued LEFT JOIN team_turns ON team_turns.team = queued.team
-       WHERE queued.team IS NOT NULL
-         AND EXISTS (SELECT 1 FROM runs WHERE runs.team = queued.team AND ${QUEUED} ${eligible.text})
-         ${cap.text}
-       ORDER BY COALESCE(team_turns.turn, 0),
-         (SELECT MIN(seq) FROM runs WHERE runs.team = queued.team AND ${QUEUED})
+       SELECT waiting.team AS team FROM waiting LEFT JOIN team_turns ON team_turns.team = waiting.team
+       WHERE waiting.first_seq IS NOT NULL
+       ORDER BY COALESCE(team_turns.turn, 0), waiting.first_seq
        LIMIT ?`,
       ...eligible.values,
       ...cap.values,
@@ -75,20 +89,12 @@ export class ClaimSql {
     const eligible = this.eligible(excluded);
     const cap = this.belowCap('?', maxRunning, team);
     return sql(
-      `seq = (SELECT seq FROM runs WHERE team = ? AND ${QUEUED} ${eligible.text} ${cap.text}
-         ORDER BY seq LIMIT 1 ${this.d.skipLocked})`,
+      `seq = (SELECT seq FROM runs WHERE ${this.ofTeam('?')} ${eligible.text} ${cap.text}
+         ORDER BY team, seq LIMIT 1 ${this.d.skipLocked})`,
+      team,
       team,
       ...eligible.values,
       ...cap.values
-    );
-  }
-
-  /** The team's turn is now the newest: it goes behind every other team waiting. */
-  served(team: string): Statement {
-    return sql(
-      `INSERT INTO team_turns (team, turn) VALUES (?, (SELECT COALESCE(MAX(turn), 0) + 1 FROM team_turns))
-       ON CONFLICT (team) DO UPDATE SET turn = excluded.turn`,
-      team
     );
   }
 

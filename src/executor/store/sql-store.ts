@@ -256,10 +256,7 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
         { transition: lifecycle.claim(), at, owner, leaseMs },
         this.claims.oldestOf(team, excluded, maxRunningPerTeam)
       );
-      if (!run) continue;
-      // Only the order of later claims depends on it: the run is claimed whatever happens here.
-      await this.d.run(this.claims.served(team)).catch(() => undefined);
-      return run;
+      if (run) return run;
     }
     return undefined;
   }
