@@ -61,7 +61,7 @@ const LONG = '@sim sleep 600';
 describe('the per-team limits in the config', () => {
   const limits = (values: Record<string, unknown>) => parseConfig({ limits: values }, '/tmp').limits;
 
-  it('default: 100 queued runs a team (the node’s limit when lower), no running cap, 100 schedules', () => {
+  it('default: a tenth of the node’s queue a team (at least 100, at most all), no running cap, 100 schedules', () => {
     expect(limits({})).toMatchObject({
       maxQueuedRuns: 1000,
       maxQueuedRunsPerTeam: 100,
@@ -69,6 +69,8 @@ describe('the per-team limits in the config', () => {
       maxSchedulesPerTeam: 100
     });
     expect(limits({ max_queued_runs: 20 }).maxQueuedRunsPerTeam).toBe(20);
+    expect(limits({ max_queued_runs: 500 }).maxQueuedRunsPerTeam).toBe(100);
+    expect(limits({ max_queued_runs: 100_000 }).maxQueuedRunsPerTeam).toBe(10_000);
     expect(limits({ max_queued_runs_per_team: 5, max_running_runs_per_team: 2 })).toMatchObject({
       maxQueuedRunsPerTeam: 5,
       maxRunningRunsPerTeam: 2

@@ -75,7 +75,7 @@ export interface ExecutorConfig {
     /** Requests per minute per key; 0 turns the limit off. */
     rateLimitPerMinute: number;
     maxQueuedRuns: number;
-    /** QUEUED runs one team may have at once (never more than maxQueuedRuns). */
+    /** QUEUED runs one team may have at once: by default a tenth of maxQueuedRuns, at least 100, at most all. */
     maxQueuedRunsPerTeam: number;
     /** INPROGRESS runs one team may have at once, across every node of the store; 0: no cap. */
     maxRunningRunsPerTeam: number;
@@ -281,16 +281,15 @@ function transcriptLimit(r: ConfigReader, value: unknown): number {
   return MIN_TRANSCRIPT_BYTES;
 }
 
-/** The default share of the queue one team may fill: a tenth of the default node limit. */
-const TEAM_QUEUE_DEFAULT = 100;
-
 /**
- * `limits.max_queued_runs_per_team`: 100 by default, or the node's limit when that is lower; a
+ * `limits.max_queued_runs_per_team`: by default a tenth of the node's queue, at least 100 (so a
+ * team of a small executor is not held to a handful) and never more than the node's limit; a
  * value above the node's limit could never be reached, so it is refused.
  */
 function perTeamQueueLimit(r: ConfigReader, value: unknown, maxQueuedRuns: number): number {
   const key = 'limits.max_queued_runs_per_team';
-  const limit = r.int(value, key, Math.min(TEAM_QUEUE_DEFAULT, maxQueuedRuns), 1, 1e9);
+  const fallback = Math.min(maxQueuedRuns, Math.max(100, Math.floor(maxQueuedRuns / 10)));
+  const limit = r.int(value, key, fallback, 1, 1e9);
   if (limit <= maxQueuedRuns) return limit;
   r.problems.push(
     `${key} ${show(value)}: expected at most limits.max_queued_runs (${maxQueuedRuns}), the node's own queue`
