@@ -1,13 +1,13 @@
 // The statements of a fair claim and of a run's hold, for both databases (sql-store.ts runs them).
 //
 // Fair claim: teams take turns. team_turns keeps, per team, the number of the claim that last took
-// one of its runs (a trigger of the migration moves it as a run becomes INPROGRESS, in the claim's
-// own transaction, so no claim needs a second statement or a second commit); the teams with a queued run that may go (in an environment with room, not held,
-// the team below its running cap) come in the order of that number, oldest first (a team never
-// served first of all, ties to the team whose oldest queued run is oldest), and the claim takes the
-// oldest such run of the first team. The teams with queued runs are found by a skip over the
-// (team, seq) index of queued runs, one probe per team, so a claim costs the number of waiting
-// teams, not the length of the queue.
+// one of its runs; a trigger of the migration moves it as a run becomes INPROGRESS, inside the
+// claim's own transaction (no second statement, no second commit). The teams with a queued run
+// that may go (its environment has room, no live hold is on it, the team is below its running cap)
+// come in the order of that number, oldest first (a team never served first of all; a tie goes to
+// the team with the older such run), and the claim takes the first team's oldest such run. The
+// teams with queued runs are found by a skip over the (team, seq) index of queued runs, one probe
+// per team, so a claim costs the number of teams waiting, not the length of the queue.
 //
 // Hold: a run whose files another run reads (a run created with its `conversation_id`) is held by
 // that reader under a lease: only an ended run can be held, and a queued run (a follow-up of it)
