@@ -9,7 +9,10 @@ let key: string;
 let keyB: string;
 
 beforeAll(async () => {
-  ex = await startTestExecutor({ limits: { max_prompt_bytes: 1000, max_body_bytes: 4096 } });
+  // One team creates 250 runs at once (paging): the whole queue is its share.
+  ex = await startTestExecutor({
+    limits: { max_prompt_bytes: 1000, max_body_bytes: 4096, max_queued_runs_per_team: 1000 }
+  });
   key = (await ex.key('team-a', 'personal', 'alice')).raw;
   keyB = (await ex.key('team-b', 'agent', 'bot-b')).raw;
 });

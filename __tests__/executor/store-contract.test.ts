@@ -22,13 +22,17 @@ afterAll(() => postgres?.destroy());
 interface Kind {
   name: string;
   /** A new empty store, and a second handle on the same database (another process, another node). */
-  open(): Promise<{ store: RunStore; other: () => Promise<RunStore>; force: Force }>;
+  open(): Promise<{ store: RunStore; other: () => Promise<RunStore>; force: Force; expireHold: Expire }>;
 }
 
 /** Puts a run in any state (some only other code reaches), with a lease to `w1` that expired long ago. */
 type Force = (runId: string, state: string) => Promise<void>;
 const FORCE_SQL = `UPDATE runs SET state = ?, lease_owner = 'w1', lease_expires_at = 0,
   completed_at = '2000-01-01T00:00:00.000Z' WHERE run_id = ?`;
+
+/** Makes a run's hold one whose lease ran out long ago (its holder's node died). */
+type Expire = (runId: string) => Promise<void>;
+const EXPIRE_SQL = 'UPDATE runs SET held_until = 0 WHERE run_id = ?';
 
 const kinds: Kind[] = [
   {
@@ -43,7 +47,13 @@ const kinds: Kind[] = [
         db.prepare(FORCE_SQL).run(state, runId);
         db.close();
       };
-      return { store, other: () => SqliteRunStore.open(path), force };
+      const expireHold: Expire = async runId => {
+        const db = new DatabaseSync(path);
+        db.exec('PRAGMA busy_timeout = 10000');
+        db.prepare(EXPIRE_SQL).run(runId);
+        db.close();
+      };
+      return { store, other: () => SqliteRunStore.open(path), force, expireHold };
     }
   },
   {
@@ -54,7 +64,10 @@ const kinds: Kind[] = [
       const force: Force = async (runId, state) => {
         await store['pool'].query(FORCE_SQL.replace('?', '$1').replace('?', '$2'), [state, runId]);
       };
-      return { store, other: () => PostgresRunStore.open(url, { fallbackPollMs: 200 }), force };
+      const expireHold: Expire = async runId => {
+        await store['pool'].query(EXPIRE_SQL.replace('?', '$1'), [runId]);
+      };
+      return { store, other: () => PostgresRunStore.open(url, { fallbackPollMs: 200 }), force, expireHold };
     }
   }
 ];
@@ -82,10 +95,11 @@ describe.each(kinds)('RunStore contract on $name', kind => {
   let store: RunStore;
   let other: () => Promise<RunStore>;
   let force: Force;
+  let expireHold: Expire;
   const opened: RunStore[] = [];
 
   beforeAll(async () => {
-    ({ store, other, force } = await kind.open());
+    ({ store, other, force, expireHold } = await kind.open());
     opened.push(store);
   });
   afterAll(async () => {
@@ -378,6 +392,157 @@ describe.each(kinds)('RunStore contract on $name', kind => {
       const run = await store.getRunAnyTeam(id);
       await store.finishRun(id, run!.lease_owner!, { state: 'SUCCEEDED' }, at());
     }
+  });
+
+  /** A run's team and id, made in that order (so the queue's order is the order of the list). */
+  async function queue(...teams: string[]): Promise<NewRun[]> {
+    const made: NewRun[] = [];
+    for (const team of teams) {
+      const run = newRun({ team });
+      expect((await store.createRun(run, undefined, 100)).kind).toBe('created');
+      made.push(run);
+    }
+    return made;
+  }
+
+  /** Claims until nothing is left, each run finished at once; the runs in the order claimed. */
+  async function claimAll(maxRunningPerTeam = 0): Promise<string[]> {
+    const order: string[] = [];
+    for (;;) {
+      const run = await store.claimNext('fair', 60_000, [], at(), maxRunningPerTeam);
+      if (!run) return order;
+      order.push(run.run_id);
+      await store.finishRun(run.run_id, 'fair', { state: 'SUCCEEDED' }, at());
+    }
+  }
+
+  it('fair claim: teams take turns, each team’s runs oldest first', async () => {
+    await drain();
+    const tag = randomUUID().slice(0, 8);
+    const [a, b, c] = [`team-a-${tag}`, `team-b-${tag}`, `team-c-${tag}`];
+    // A queued four runs before B and C queued theirs.
+    const [a1, a2, a3, a4, b1, b2, c1] = await queue(a, a, a, a, b, b, c);
+    const names = new Map([a1, a2, a3, a4, b1, b2, c1].map((run, i) => [run!.run_id, `${run!.team[5]}${i}`]));
+    const order = (await claimAll()).map(id => names.get(id));
+    expect(order).toEqual(['a0', 'b4', 'c6', 'a1', 'b5', 'a2', 'a3']);
+  });
+
+  it('fair claim: a team served longest ago goes first, a team served last waits its turn', async () => {
+    await drain();
+    const tag = randomUUID().slice(0, 8);
+    const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
+    await queue(b);
+    await claimAll(); // B was served just now
+    // B's run is older, but A has not been served yet: A goes first.
+    const [b1, a1, a2] = await queue(b, a, a);
+    const first = await store.claimNext('fair', 60_000, [], at());
+    const second = await store.claimNext('fair', 60_000, [], at());
+    const third = await store.claimNext('fair', 60_000, [], at());
+    expect([first, second, third].map(run => run?.run_id)).toEqual([a1!.run_id, b1!.run_id, a2!.run_id]);
+    await drain();
+  });
+
+  it('running cap per team: a team at its cap is skipped, other teams’ runs go', async () => {
+    await drain();
+    const tag = randomUUID().slice(0, 8);
+    const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
+    const [a1, a2, b1] = await queue(a, a, b);
+    const claim = () => store.claimNext('capped', 60_000, [], at(), 1);
+    expect((await claim())?.run_id).toBe(a1!.run_id);
+    expect((await claim())?.run_id).toBe(b1!.run_id);
+    // A has one INPROGRESS run, its cap: its second run waits though nothing else is queued.
+    expect(await claim()).toBeUndefined();
+    expect((await store.getRunAnyTeam(a2!.run_id))!.state).toBe('QUEUED');
+    await store.finishRun(a1!.run_id, 'capped', { state: 'SUCCEEDED' }, at());
+    expect((await claim())?.run_id).toBe(a2!.run_id);
+    await drain();
+  });
+
+  it('queue limit per team: a team at its limit is refused, other teams still create', async () => {
+    await drain();
+    const tag = randomUUID().slice(0, 8);
+    const create = (team: string) => store.createRun(newRun({ team }), undefined, 100, 2);
+    expect((await create(`team-a-${tag}`)).kind).toBe('created');
+    expect((await create(`team-a-${tag}`)).kind).toBe('created');
+    expect((await create(`team-a-${tag}`)).kind).toBe('team_queue_full');
+    expect((await create(`team-b-${tag}`)).kind).toBe('created');
+    // The node's own limit is still the node's: `queue_full` when it is reached first.
+    expect((await store.createRun(newRun({ team: `team-c-${tag}` }), undefined, 3, 2)).kind).toBe(
+      'queue_full'
+    );
+    await drain();
+  });
+
+  it('hold: only an ended run, one holder at a time, renewed by its holder, across handles', async () => {
+    await drain();
+    const node2 = await second();
+    const [run] = await queue('team-hold');
+    const id = run!.run_id;
+    expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // QUEUED
+    const claimed = await store.claimNext('runner', 60_000, [], at());
+    expect(claimed?.run_id).toBe(id);
+    expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // INPROGRESS
+    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+    expect(await store.holdRun('team-other', id, 'reader-1', 60_000)).toBe(false); // not its team's
+    expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true);
+    expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(false);
+    expect(await node2.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true); // its holder renews
+    expect(await node2.heldRuns()).toContain(id);
+    expect(await store.releaseRun(id, 'reader-2')).toBe(false);
+    expect(await store.releaseRun(id, 'reader-1')).toBe(true);
+    expect(await store.heldRuns()).not.toContain(id);
+    expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(true);
+    expect(await node2.releaseRun(id, 'reader-2')).toBe(true);
+  });
+
+  it('hold: a follow-up of a held run queues it, and no claim takes it until the hold is released', async () => {
+    await drain();
+    const node2 = await second();
+    const [run, later] = await queue('team-hold', 'team-hold');
+    const id = run!.run_id;
+    await store.claimNext('runner', 60_000, [], at());
+    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+    expect(await node2.holdRun('team-hold', id, 'reader', 60_000)).toBe(true);
+    const followup = await store.submitFollowup(
+      'team-hold',
+      id,
+      { message: 'go on', mode: 'normal' },
+      at(),
+      '2000-01-01T00:00:00.000Z'
+    );
+    expect(followup).toMatchObject({ kind: 'taken', run: { state: 'QUEUED' } });
+    // The other queued run goes; the held one is skipped on every handle.
+    expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(later!.run_id);
+    expect(await store.claimNext('runner', 60_000, [], at())).toBeUndefined();
+    expect(await node2.claimNext('runner-2', 60_000, [], at())).toBeUndefined();
+    expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
+    expect(await node2.releaseRun(id, 'reader')).toBe(true);
+    const resumed = await store.claimNext('runner', 60_000, [], at());
+    expect(resumed).toMatchObject({ run_id: id, state: 'INPROGRESS' });
+    await drain();
+  });
+
+  it('hold: an expired hold (its holder’s node gone) blocks nothing and can be taken over', async () => {
+    await drain();
+    const [run] = await queue('team-hold');
+    const id = run!.run_id;
+    await store.claimNext('runner', 60_000, [], at());
+    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+    expect(await store.holdRun('team-hold', id, 'dead-node', 60_000)).toBe(true);
+    await expireHold(id);
+    expect(await store.heldRuns()).not.toContain(id);
+    await store.submitFollowup(
+      'team-hold',
+      id,
+      { message: 'go on', mode: 'normal' },
+      at(),
+      '2000-01-01T00:00:00.000Z'
+    );
+    expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
+    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+    expect(await store.holdRun('team-hold', id, 'new-reader', 60_000)).toBe(true);
+    expect(await store.releaseRun(id, 'dead-node')).toBe(false);
+    expect(await store.releaseRun(id, 'new-reader')).toBe(true);
   });
 
   it('findClaim: the INPROGRESS run leased to an owner, and nothing once it ended', async () => {

@@ -269,7 +269,13 @@ export const ENDPOINTS = {
     rateLimited: true,
     body: CreateScheduleRequestSchema,
     response: { description: 'The schedule.', schema: ScheduleSchema },
-    errors: ['invalid_request', 'invalid_field', 'unsupported_media_type', 'payload_too_large']
+    errors: [
+      'invalid_request',
+      'invalid_field',
+      'schedule_limit_reached',
+      'unsupported_media_type',
+      'payload_too_large'
+    ]
   },
   listSchedules: {
     method: 'GET',

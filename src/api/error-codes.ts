@@ -55,6 +55,12 @@ export const ERROR_CODES = {
     retryable: false,
     meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
   },
+  schedule_limit_reached: {
+    status: 409,
+    retryable: false,
+    meaning:
+      "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
+  },
   idempotency_in_progress: {
     status: 409,
     retryable: true,

@@ -79,6 +79,12 @@ export interface ExecutorConfig {
     /** Requests per minute per key; 0 turns the limit off. */
     rateLimitPerMinute: number;
     maxQueuedRuns: number;
+    /** QUEUED runs one team may have at once: by default a tenth of maxQueuedRuns, at least 100, at most all. */
+    maxQueuedRunsPerTeam: number;
+    /** INPROGRESS runs one team may have at once, across every node of the store; 0: no cap. */
+    maxRunningRunsPerTeam: number;
+    /** Schedules one team may have (paused ones count). */
+    maxSchedulesPerTeam: number;
     retentionDays: number;
     /** Bytes of a run's stored transcript; past it the head and the tail are kept, the middle dropped. */
     transcriptBytes: number;
@@ -193,6 +199,9 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'max_prompt_bytes',
     'rate_limit_per_minute',
     'max_queued_runs',
+    'max_queued_runs_per_team',
+    'max_running_runs_per_team',
+    'max_schedules_per_team',
     'retention_days',
     'transcript'
   ]);
@@ -209,6 +218,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     }
   }
 
+  const maxQueuedRuns = r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9);
   const config: ExecutorConfig = {
     host: r.string(server.host, 'server.host', '127.0.0.1'),
     port: r.int(server.port, 'server.port', 8080, 0, 65535),
@@ -245,7 +255,16 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
       maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
       rateLimitPerMinute: r.int(limits.rate_limit_per_minute, 'limits.rate_limit_per_minute', 600, 0, 1e9),
-      maxQueuedRuns: r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9),
+      maxQueuedRuns,
+      maxQueuedRunsPerTeam: perTeamQueueLimit(r, limits.max_queued_runs_per_team, maxQueuedRuns),
+      maxRunningRunsPerTeam: r.int(
+        limits.max_running_runs_per_team,
+        'limits.max_running_runs_per_team',
+        0,
+        0,
+        1e9
+      ),
+      maxSchedulesPerTeam: r.int(limits.max_schedules_per_team, 'limits.max_schedules_per_team', 100, 1, 1e6),
       retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
       transcriptBytes: transcriptLimit(r, limits.transcript)
     },
@@ -281,6 +300,22 @@ function transcriptLimit(r: ConfigReader, value: unknown): number {
   if (bytes >= MIN_TRANSCRIPT_BYTES) return bytes;
   r.problems.push(`limits.transcript ${show(value)}: expected at least 64KiB, such as 16MiB`);
   return MIN_TRANSCRIPT_BYTES;
+}
+
+/**
+ * `limits.max_queued_runs_per_team`: by default a tenth of the node's queue, at least 100 (so a
+ * team of a small executor is not held to a handful) and never more than the node's limit; a
+ * value above the node's limit could never be reached, so it is refused.
+ */
+function perTeamQueueLimit(r: ConfigReader, value: unknown, maxQueuedRuns: number): number {
+  const key = 'limits.max_queued_runs_per_team';
+  const fallback = Math.min(maxQueuedRuns, Math.max(100, Math.floor(maxQueuedRuns / 10)));
+  const limit = r.int(value, key, fallback, 1, 1e9);
+  if (limit <= maxQueuedRuns) return limit;
+  r.problems.push(
+    `${key} ${show(value)}: expected at most limits.max_queued_runs (${maxQueuedRuns}), the node's own queue`
+  );
+  return maxQueuedRuns;
 }
 
 function defaultEnvironment(base: string, workers: number): EnvironmentConfig {

@@ -145,7 +145,8 @@ export class Scheduler {
         created_at: new Date(nowMs).toISOString()
       },
       { key, requestHash: key },
-      this.config.limits.maxQueuedRuns
+      this.config.limits.maxQueuedRuns,
+      this.config.limits.maxQueuedRunsPerTeam
     );
     if (result.kind === 'created' || result.kind === 'replayed') {
       await this.store.schedules.recordFire(id, due, {
@@ -155,10 +156,13 @@ export class Scheduler {
       });
       return;
     }
+    const { maxQueuedRuns, maxQueuedRunsPerTeam } = this.config.limits;
     await record(
       result.kind === 'queue_full'
-        ? `the fire at ${dueAt} started no run: the queue holds ${this.config.limits.maxQueuedRuns} runs, its limit`
-        : `the fire at ${dueAt} started no run: its idempotency key ${key} was used by another request`
+        ? `the fire at ${dueAt} started no run: the queue holds ${maxQueuedRuns} runs, its limit`
+        : result.kind === 'team_queue_full'
+          ? `the fire at ${dueAt} started no run: the team's queued runs reached its limit, limits.max_queued_runs_per_team: ${maxQueuedRunsPerTeam}`
+          : `the fire at ${dueAt} started no run: its idempotency key ${key} was used by another request`
     );
   }
 }

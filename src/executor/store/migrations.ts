@@ -128,6 +128,25 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       CREATE INDEX schedules_team ON schedules (team);
       CREATE INDEX schedules_due ON schedules (next_run_ms) WHERE enabled = 1;
     `
+  },
+  {
+    version: 6,
+    name: 'fair claims across teams (a claim moves its team to the back), run holds',
+    sql: `
+      CREATE INDEX runs_team_queued ON runs (team, seq) WHERE state = 'QUEUED';
+      CREATE INDEX runs_team_running ON runs (team) WHERE state = 'INPROGRESS';
+      ALTER TABLE runs ADD COLUMN held_by TEXT;
+      ALTER TABLE runs ADD COLUMN held_until INTEGER;
+      CREATE INDEX runs_held ON runs (held_until) WHERE held_by IS NOT NULL;
+      CREATE TABLE team_turns (team TEXT PRIMARY KEY, turn INTEGER NOT NULL);
+      CREATE INDEX team_turns_turn ON team_turns (turn);
+      CREATE TRIGGER runs_team_served AFTER UPDATE OF state ON runs
+        WHEN NEW.state = 'INPROGRESS' AND OLD.state <> 'INPROGRESS'
+      BEGIN
+        INSERT INTO team_turns (team, turn) VALUES (NEW.team, (SELECT COALESCE(MAX(turn), 0) + 1 FROM team_turns))
+          ON CONFLICT (team) DO UPDATE SET turn = excluded.turn;
+      END;
+    `
   }
 ];
 
@@ -259,6 +278,28 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
       );
       CREATE INDEX schedules_team ON schedules (team);
       CREATE INDEX schedules_due ON schedules (next_run_ms) WHERE enabled = 1;
+    `
+  },
+  {
+    version: 5,
+    name: 'fair claims across teams (a claim moves its team to the back), run holds',
+    sql: `
+      CREATE INDEX runs_team_queued ON runs (team, seq) WHERE state = 'QUEUED';
+      CREATE INDEX runs_team_running ON runs (team) WHERE state = 'INPROGRESS';
+      ALTER TABLE runs ADD COLUMN held_by TEXT;
+      ALTER TABLE runs ADD COLUMN held_until BIGINT;
+      CREATE INDEX runs_held ON runs (held_until) WHERE held_by IS NOT NULL;
+      CREATE TABLE team_turns (team TEXT PRIMARY KEY, turn BIGINT NOT NULL);
+      CREATE INDEX team_turns_turn ON team_turns (turn);
+      CREATE FUNCTION agent_executor_team_served() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO team_turns (team, turn) VALUES (NEW.team, (SELECT COALESCE(MAX(turn), 0) + 1 FROM team_turns))
+          ON CONFLICT (team) DO UPDATE SET turn = excluded.turn;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_team_served AFTER UPDATE OF state ON runs FOR EACH ROW
+        WHEN (NEW.state = 'INPROGRESS' AND OLD.state <> 'INPROGRESS')
+        EXECUTE FUNCTION agent_executor_team_served();
     `
   }
 ];

@@ -43,7 +43,8 @@ export interface FireRecord {
 }
 
 export interface ScheduleStore {
-  createSchedule(schedule: StoredSchedule): Promise<void>;
+  /** Stores a new schedule; false (nothing stored) when its team has `maxPerTeam` already. */
+  createSchedule(schedule: StoredSchedule, maxPerTeam?: number): Promise<boolean>;
   getSchedule(team: string, id: string): Promise<StoredSchedule | undefined>;
   listSchedules(team: string): Promise<StoredSchedule[]>;
   /** Replaces settings, enabled and the next due time; false when the team has no such schedule. */

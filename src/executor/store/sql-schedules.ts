@@ -47,10 +47,12 @@ function scheduleOf(row: ScheduleRow): StoredSchedule {
 export class SqlScheduleStore implements ScheduleStore {
   constructor(private readonly d: Dialect) {}
 
-  async createSchedule(s: StoredSchedule): Promise<void> {
-    await this.d.run(
+  /** One statement counts the team's schedules and inserts (several nodes may pass it by creates in flight). */
+  async createSchedule(s: StoredSchedule, maxPerTeam = Number.MAX_SAFE_INTEGER): Promise<boolean> {
+    const inserted = await this.d.run(
       sql(
-        `INSERT INTO schedules (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO schedules (${COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+         WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM schedules WHERE team = ? LIMIT ?) AS kept) < ?`,
         s.id,
         s.team,
         JSON.stringify(s.spec),
@@ -61,9 +63,13 @@ export class SqlScheduleStore implements ScheduleStore {
         s.last_spawn_error,
         JSON.stringify(s.created_by),
         s.created_at,
-        s.updated_at
+        s.updated_at,
+        s.team,
+        maxPerTeam,
+        maxPerTeam
       )
     );
+    return inserted > 0;
   }
 
   async getSchedule(team: string, id: string): Promise<StoredSchedule | undefined> {

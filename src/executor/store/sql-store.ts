@@ -7,6 +7,7 @@
 import * as lifecycle from '../runs/lifecycle.js';
 import { type ChangeName, CLAIMED_STATE, LIFECYCLE } from '../runs/lifecycle.js';
 import { ChangeSql, type Inputs, stateIn } from './change-sql.js';
+import { ClaimSql } from './claim-sql.js';
 import type { Dialect, Row, Statement } from './dialect.js';
 import { sql } from './dialect.js';
 import { listRunsSql } from './list-query.js';
@@ -37,11 +38,13 @@ const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, f
 
 export class SqlRunStore extends SqlAccountStore implements RunStore {
   private readonly changes: ChangeSql;
+  private readonly claims: ClaimSql;
   readonly schedules: ScheduleStore;
 
   constructor(d: Dialect) {
     super(d);
     this.changes = new ChangeSql(d);
+    this.claims = new ClaimSql(d);
     this.schedules = new SqlScheduleStore(d);
   }
 
@@ -62,14 +65,16 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   // runs, as the API sees them
 
   /**
-   * One statement for the queue count, the insert and (on PostgreSQL) the state event and the
-   * notification; the unique index settles concurrent creates with one key. A look for an earlier
-   * run with the key comes first, so a replay is answered even when the queue is full.
+   * One statement for the queue counts (the node's and the team's), the insert and (on PostgreSQL)
+   * the state event and the notification; the unique index settles concurrent creates with one
+   * key. A look for an earlier run with the key comes first, so a replay is answered even when the
+   * queue is full.
    */
   async createRun(
     run: NewRun,
     idempotency: Idempotency | undefined,
-    maxQueued: number
+    maxQueued: number,
+    maxQueuedPerTeam = maxQueued
   ): Promise<CreateResult> {
     if (idempotency) {
       const replay = await this.replay(run.team, idempotency);
@@ -88,6 +93,8 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
            creator_name, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
          SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
          WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
+           AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?)
+             AS team_queued) < ?
          ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
         run.run_id,
         run.team,
@@ -103,16 +110,26 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
         idempotency?.requestHash ?? null,
         ...ownValues,
         maxQueued,
-        maxQueued
+        maxQueued,
+        run.team,
+        maxQueuedPerTeam,
+        maxQueuedPerTeam
       ),
       this.changes.event(transition),
       true
     );
     if (created) return { kind: 'created', run: created };
     // Nothing inserted: a run with this key was created after our look (the unique index
-    // decided), or the queue is full.
+    // decided), or a queue is full: the node's when it holds its limit now, else the team's.
     const replay = idempotency && (await this.replay(run.team, idempotency));
-    return replay || { kind: 'queue_full' };
+    if (replay) return replay;
+    const [queued] = await this.d.all<{ n: unknown }>(
+      sql(
+        `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued`,
+        maxQueued
+      )
+    );
+    return Number(queued?.n ?? 0) >= maxQueued ? { kind: 'queue_full' } : { kind: 'team_queue_full' };
   }
 
   private async replay(team: string, idempotency: Idempotency): Promise<CreateResult | undefined> {
@@ -221,23 +238,39 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
 
   // runs, as the worker sees them
 
+  /**
+   * Teams take turns (claim-sql.ts): the oldest claimable run of the first team in turn order. When
+   * another node takes that run first (PostgreSQL skips rows others lock), the next team is tried.
+   */
   async claimNext(
     owner: string,
     leaseMs: number,
     excluded: string[],
-    at: string
+    at: string,
+    maxRunningPerTeam = 0
   ): Promise<StoredRun | undefined> {
-    const skip =
-      excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
-    const [run] = await this.apply(
-      'claim',
-      { transition: lifecycle.claim(), at, owner, leaseMs },
-      sql(
-        `seq = (SELECT seq FROM runs WHERE ${stateIn(LIFECYCLE.claim.from)} ${skip} ORDER BY seq LIMIT 1 ${this.d.skipLocked})`,
-        ...excluded
-      )
-    );
-    return run;
+    const teams = await this.d.all<{ team: string }>(this.claims.candidates(excluded, maxRunningPerTeam));
+    for (const { team } of teams) {
+      const [run] = await this.apply(
+        'claim',
+        { transition: lifecycle.claim(), at, owner, leaseMs },
+        this.claims.oldestOf(team, excluded, maxRunningPerTeam)
+      );
+      if (run) return run;
+    }
+    return undefined;
+  }
+
+  async holdRun(team: string, runId: string, holder: string, leaseMs: number): Promise<boolean> {
+    return (await this.d.run(this.claims.hold(team, runId, holder, leaseMs))) > 0;
+  }
+
+  async releaseRun(runId: string, holder: string): Promise<boolean> {
+    return (await this.d.run(this.claims.release(runId, holder))) > 0;
+  }
+
+  async heldRuns(): Promise<string[]> {
+    return (await this.d.all<{ run_id: string }>(this.claims.held())).map(row => row.run_id);
   }
 
   async findClaim(owner: string): Promise<StoredRun | undefined> {

@@ -120,7 +120,8 @@ export type CreateResult =
   | { kind: 'created'; run: StoredRun }
   | { kind: 'replayed'; run: StoredRun }
   | { kind: 'key_reused' }
-  | { kind: 'queue_full' };
+  | { kind: 'queue_full' }
+  | { kind: 'team_queue_full' };
 
 export type ListSort = 'created_at' | 'updated_at';
 export type ListOrder = 'asc' | 'desc';
@@ -264,7 +265,16 @@ export interface RunStore {
   removeNode(nodeId: string): Promise<void>;
 
   // runs, as the API sees them
-  createRun(run: NewRun, idempotency: Idempotency | undefined, maxQueued: number): Promise<CreateResult>;
+  /**
+   * Creates a QUEUED run unless the node's queue holds `maxQueued` runs (`queue_full`) or the team's
+   * holds `maxQueuedPerTeam` (`team_queue_full`; without it, only the node's limit applies).
+   */
+  createRun(
+    run: NewRun,
+    idempotency: Idempotency | undefined,
+    maxQueued: number,
+    maxQueuedPerTeam?: number
+  ): Promise<CreateResult>;
   getRun(team: string, runId: string): Promise<StoredRun | undefined>;
   /** For session pages, whose HMAC token already proves access. */
   getRunAnyTeam(runId: string): Promise<StoredRun | undefined>;
@@ -294,8 +304,19 @@ export interface RunStore {
   requeueRun(runId: string, at: string): Promise<StoredRun | undefined>;
 
   // runs, as the worker sees them
-  /** Moves the oldest QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. */
-  claimNext(owner: string, leaseMs: number, excluded: string[], at: string): Promise<StoredRun | undefined>;
+  /**
+   * Moves a QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. Teams take
+   * turns: of the teams with such a run, the one served longest ago (never served first), and its
+   * oldest run. Runs a live hold is on are skipped, and so are teams with `maxRunningPerTeam` runs
+   * INPROGRESS already (0 or absent: no cap).
+   */
+  claimNext(
+    owner: string,
+    leaseMs: number,
+    excluded: string[],
+    at: string,
+    maxRunningPerTeam?: number
+  ): Promise<StoredRun | undefined>;
   /** The INPROGRESS run leased to `owner` (a claim whose answer was lost may have committed). */
   findClaim(owner: string): Promise<StoredRun | undefined>;
   /** Extends a lease; false when the run is no longer this owner's INPROGRESS run. */
@@ -304,6 +325,19 @@ export interface RunStore {
   finishRun(runId: string, owner: string, outcome: Outcome, at: string): Promise<StoredRun | undefined>;
   /** Fails every INPROGRESS run whose lease expired (all of them when `all`). */
   failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]>;
+
+  // holds: a run whose files another run reads at its start (conversation_id) must not run meanwhile
+  /**
+   * Holds the team's run for `holder` for `leaseMs` (the store's clock), only while the run has
+   * ended and no other live hold is on it; `holder` holding it already renews the lease. While
+   * held, a follow-up queues the run but no claim takes it. False when the run is not the team's,
+   * has not ended, or another holder's lease has not expired.
+   */
+  holdRun(team: string, runId: string, holder: string, leaseMs: number): Promise<boolean>;
+  /** Ends `holder`'s hold; false when it held none (never, expired and taken over, or released). */
+  releaseRun(runId: string, holder: string): Promise<boolean>;
+  /** The runs a live hold is on (of every team): the sweep and the LRU must leave their files. */
+  heldRuns(): Promise<string[]>;
 
   // transcript
   appendEvent(

@@ -210,7 +210,13 @@ export class WorkerPool {
           const owner = `${this.owner}/${++this.claims}`;
           let run: StoredRun | undefined;
           try {
-            run = await this.store.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), now());
+            run = await this.store.claimNext(
+              owner,
+              this.config.leaseMs,
+              this.fullEnvironments(),
+              now(),
+              this.config.limits.maxRunningRunsPerTeam
+            );
           } catch (error) {
             if (error instanceof StoreUnavailableError) this.uncertain.push(owner);
             throw error;

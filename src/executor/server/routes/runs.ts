@@ -103,7 +103,8 @@ export function runHandlers(
         created_at: new Date().toISOString()
       },
       key === undefined ? undefined : { key, requestHash: stored.hash },
-      config.limits.maxQueuedRuns
+      config.limits.maxQueuedRuns,
+      config.limits.maxQueuedRunsPerTeam
     );
     if (result.kind === 'key_reused') {
       throw new ProblemError(
@@ -115,6 +116,13 @@ export function runHandlers(
       throw new ProblemError(
         'resource_unavailable',
         `the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`,
+        { 'retry-after': '10' }
+      );
+    }
+    if (result.kind === 'team_queue_full') {
+      throw new ProblemError(
+        'resource_unavailable',
+        `this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${config.limits.maxQueuedRunsPerTeam}; retry later`,
         { 'retry-after': '10' }
       );
     }

@@ -160,7 +160,12 @@ export function scheduleHandlers(
         created_at: at,
         updated_at: at
       };
-      await schedules.createSchedule(schedule);
+      const limit = context.config.limits.maxSchedulesPerTeam;
+      if (!(await schedules.createSchedule(schedule, limit)))
+        throw new ProblemError(
+          'schedule_limit_reached',
+          `this team has ${limit} schedules, the limit of limits.max_schedules_per_team; delete one to create another`
+        );
       return scheduleRecord(schedule);
     },
 
