@@ -201,7 +201,7 @@ export class WorkerPool {
         this.pumpAgain = false;
         await this.settleUncertainClaims();
         if (!this.draining && this.active.size < this.config.workers)
-          await freeSpaceForRuns(this.config, new Set(this.active.keys()), this.log);
+          await freeSpaceForRuns(this.config, await this.inUse(), this.log);
         while (
           !this.draining &&
           this.active.size < this.config.workers &&
@@ -346,7 +346,16 @@ export class WorkerPool {
 
   private sweep(): Promise<void> {
     if (this.draining) return Promise.resolve();
-    return this.track(sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log));
+    return this.track(this.inUse().then(inUse => sweepFinishedWorkspaces(this.config, inUse, this.log)));
+  }
+
+  /**
+   * The runs whose files must stay as they are: those running here, and those a run (of any node)
+   * holds while it reads them (a conversation_id start). Throws when the store cannot say, so no
+   * sweep removes what a hold protects.
+   */
+  private async inUse(): Promise<Set<string>> {
+    return new Set([...this.active.keys(), ...(await this.store.heldRuns())]);
   }
 }
 

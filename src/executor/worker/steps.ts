@@ -223,7 +223,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
         earlierId: startAt,
         workspace,
         home,
-        hold: () => holdEarlier(options.store, run, startAt)
+        hold: () => holdEarlier(options.store, run, startAt, controller.signal)
       });
     const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
     ran.outputs = outputs;
@@ -301,18 +301,39 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
   }
 }
 
+/** How long a hold on an earlier run lasts unless renewed (it lapses if this node dies). */
+const HOLD_LEASE_MS = 60_000;
+/** How often a hold is renewed, and a hold of another new run on the same earlier run retried. */
+const HOLD_RENEW_MS = 20_000;
+const HOLD_RETRY_MS = 250;
+
 /**
- * Holds the earlier run of a conversation_id start in the store while its files are read (a
- * follow-up of it queues until then); undefined when it is running now.
+ * Holds the earlier run of a conversation_id start in the store while its files are read: a
+ * follow-up of it stays queued, on every node, until the release. Undefined when the earlier run is
+ * not (or no longer) ended; while another new run holds it (continuing the same conversation), this
+ * waits for that hold to end.
  */
 async function holdEarlier(
   store: RunStore,
   run: StoredRun,
-  earlierId: string
+  earlierId: string,
+  signal: AbortSignal
 ): Promise<(() => Promise<void>) | undefined> {
-  const earlier = await store.getRun(run.team, earlierId);
-  if (!earlier || !isTerminalState(earlier.state)) return undefined;
-  return () => Promise.resolve();
+  for (;;) {
+    if (await store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS)) break;
+    const earlier = await store.getRun(run.team, earlierId);
+    if (!earlier || !isTerminalState(earlier.state) || signal.aborted) return undefined;
+    await new Promise(resolve => setTimeout(resolve, HOLD_RETRY_MS));
+  }
+  const renew = setInterval(
+    () => void store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS).catch(() => undefined),
+    HOLD_RENEW_MS
+  );
+  renew.unref();
+  return async () => {
+    clearInterval(renew);
+    await store.releaseRun(earlierId, run.run_id).catch(() => undefined);
+  };
 }
 
 /**
