@@ -125,6 +125,24 @@ describe('the nested-repository walk (find as the run user)', () => {
   });
 });
 
+describe('conversation_id: the earlier run’s changes applied (git apply as the run user)', () => {
+  it('does not multiply a file the earlier run left under many hard links', async () => {
+    // BREAKS today: the earlier run's quota counted 4 MiB (one inode under 31 names) and its patch
+    // is small (zeros deflate), yet `git apply` writes each name as a file of its own: 124 MiB in
+    // the new run's workspace before its quota watch starts, and the new run fails for it.
+    const first = await run(
+      'repo',
+      '@sim run head -c 4194304 /dev/zero > f && i=0 && while [ $i -lt 30 ]; do ln f l$i || exit 4; i=$((i+1)); done && echo linked'
+    );
+    expect(first.end.state).toBe('SUCCEEDED');
+    const next = await run('repo', '@sim run echo continued', { conversation_id: first.id });
+    expect({ state: next.end.state, error_code: next.end.error_code }).toEqual({
+      state: 'SUCCEEDED',
+      error_code: undefined
+    });
+  });
+});
+
 describe('conversation_id: the copy of the earlier run’s HOME (cp as the run user)', () => {
   it('does not multiply a file the earlier run left under many hard links', async () => {
     // BREAKS today: `cp -R -P` copies each hard link as a file of its own. The earlier run's HOME
