@@ -1,8 +1,7 @@
 // Attacks on the reader sandbox (sandbox/run-files.ts) and on the steps that go through it: the
 // quota's count, the nested-repository walk, and a conversation_id start's copy of an earlier
 // run's HOME. Each test plays a hostile run against a real executor run as root (as CI runs it)
-// and asserts what a user sees: the run's state and message. Tests that hold are the regression
-// suite; a test that fails names a hole still open.
+// and asserts what a user sees: the run's state and message.
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
@@ -95,9 +94,8 @@ describe('the quota count (du as the run user)', () => {
   });
 
   it('counts bytes written to a file the run deleted but keeps open (du never sees it)', async () => {
-    // BREAKS today: the quota is a `du` of the run's trees, and a file unlinked while a process of
-    // the run holds it open is in no tree: 100 MiB on the data dir's disk against a 32 MiB quota,
-    // for as long as the run lives (here until its time limit; any length up to it).
+    // A file unlinked while a process of the run holds it open is in no tree `du` walks: its bytes
+    // are counted from the run's open files (/proc/<pid>/fd of the processes in its cgroup).
     const { end } = await run(
       'repo',
       '@sim run exec 3>hidden && rm hidden && head -c 104857600 /dev/zero >&3 && echo written && while :; do sleep 1; done'
@@ -126,29 +124,28 @@ describe('the nested-repository walk (find as the run user)', () => {
 });
 
 describe('conversation_id: the earlier run’s changes applied (git apply as the run user)', () => {
-  it('does not multiply a file the earlier run left under many hard links', async () => {
-    // BREAKS today: the earlier run's quota counted 4 MiB (one inode under 31 names) and its patch
-    // is small (zeros deflate), yet `git apply` writes each name as a file of its own: 124 MiB in
-    // the new run's workspace before its quota watch starts, and the new run fails for it.
+  it('refuses, before writing anything, changes whose files hold more than the quota (hard links multiplied)', async () => {
+    // The earlier run's quota counted 4 MiB (one inode under 31 names) and its patch is small
+    // (zeros deflate), yet applied elsewhere each name is a file of its own: 124 MiB. The sizes of
+    // the changed files are summed from git's index first, and the start refused over the quota.
     const first = await run(
       'repo',
       '@sim run head -c 4194304 /dev/zero > f && i=0 && while [ $i -lt 30 ]; do ln f l$i || exit 4; i=$((i+1)); done && echo linked'
     );
     expect(first.end.state).toBe('SUCCEEDED');
     const next = await run('repo', '@sim run echo continued', { conversation_id: first.id });
-    expect({ state: next.end.state, error_code: next.end.error_code }).toEqual({
-      state: 'SUCCEEDED',
-      error_code: undefined
-    });
+    expect(next.end.state).toBe('FAILED');
+    expect(next.end.status_message).toContain(
+      `conversation_id ${first.id}: that run's changes hold 130023424 bytes of files, more than the disk quota (33554432 bytes) a run may write`
+    );
   });
 });
 
 describe('conversation_id: the copy of the earlier run’s HOME (cp as the run user)', () => {
   it('does not multiply a file the earlier run left under many hard links', async () => {
-    // BREAKS today: `cp -R -P` copies each hard link as a file of its own. The earlier run's HOME
-    // holds 4 MiB under 31 names, counted once by its quota (du counts an inode once); the copy
-    // writes 124 MiB into the new run's HOME before its quota is ever looked at (the watch starts
-    // with its first process), and the new run then fails for a quota its earlier run kept.
+    // The earlier run's HOME holds 4 MiB under 31 names, counted once by its quota (du counts an
+    // inode once); the copy keeps them links (cp --preserve=links), and what it made is measured
+    // against the new run's limits before its first process.
     const first = await run('harness', 'links');
     expect(first.end.state).toBe('SUCCEEDED');
     const next = await run('harness', 'go on', { conversation_id: first.id });

@@ -34,13 +34,15 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     calls: {
       existsSync: 1,
       mkdirSync: 4,
-      readFileSync: 6,
-      readdirSync: 1,
+      readFileSync: 7,
+      readdirSync: 2,
+      readlinkSync: 1,
       rmdir: 1,
       rmdirSync: 1,
+      statSync: 1,
       writeFileSync: 6
     },
-    why: "the kernel's cgroup files of a run (/sys/fs/cgroup), written by the kernel only"
+    why: "the kernel's cgroup files of a run (/sys/fs/cgroup) and /proc/<pid>/fd of its processes (the kernel's links to their open files: the deleted ones' sizes), written by the kernel only"
   },
   'src/executor/sandbox/processes.ts': {
     calls: { mkdirSync: 1, readFileSync: 3, readdirSync: 2, rmSync: 2, statfsSync: 2 },

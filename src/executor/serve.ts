@@ -18,6 +18,7 @@ import { startHeartbeat } from './server/heartbeat.js';
 import { SessionLinks } from './server/records.js';
 import { privateDir, writePrivateFile } from './private-files.js';
 import { checkSandboxPaths, checkStartup } from './startup.js';
+import { hideFromReaders } from './sandbox/run-files.js';
 import { openStore } from './store/open.js';
 import type { RunStore } from './store/types.js';
 import { WorkerPool } from './worker/pool.js';
@@ -77,6 +78,8 @@ export async function startExecutor(config: ExecutorConfig, options: StartOption
   const role = options.role ?? 'all';
   // No sandbox path may show runs the data dir, whatever the role.
   checkSandboxPaths(config);
+  // A config file kept under /etc would show in every reader sandbox: it is hidden there, as in runs.
+  if (config.configFile) hideFromReaders([config.configFile]);
   // Before anything is made in it (the checks' overlay probe, the store): under any umask, what
   // the executor makes there is in a directory no other user can enter.
   const tightened = privateDir(config.dataDir);

@@ -3,12 +3,24 @@
 // bubblewrap, so everything the run starts is counted. After the run its counters say whether a
 // limit was hit, and whatever is left in it is killed.
 
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmdirSync,
+  statSync,
+  writeFileSync
+} from 'node:fs';
 import { createHash } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const ROOT = '/sys/fs/cgroup';
+
+/** Open files of a run's processes looked at for deleted ones; more stops the run (see deletedOpenBytes). */
+export const MAX_OPEN_FILES = 65_536;
 
 export interface Limits {
   memoryBytes: number;
@@ -152,6 +164,50 @@ export class RunCgroup {
         // still busy: the next start-up's sweep removes it
       }
     }
+  }
+
+  /**
+   * Bytes of regular files the run's processes hold open after deleting them: a file unlinked but
+   * open is in no tree `du` walks, yet fills the disk. Read from the kernel's view of the run's
+   * processes (/proc/<pid>/fd, whose links name the open file: nothing the run can redirect), each
+   * file once. Past MAX_OPEN_FILES open files in all the count stops and answers undefined (the
+   * caller stops the run: no count could be trusted).
+   */
+  deletedOpenBytes(): number | undefined {
+    const pids = new Set<string>();
+    for (const file of this.procsFiles)
+      try {
+        for (const pid of readFileSync(file, 'utf8').split('\n')) if (pid) pids.add(pid);
+      } catch {
+        // gone
+      }
+    const seen = new Set<string>();
+    let bytes = 0;
+    let looked = 0;
+    for (const pid of pids) {
+      let fds: string[];
+      try {
+        fds = readdirSync(`/proc/${pid}/fd`);
+      } catch {
+        continue;
+      }
+      looked += fds.length;
+      if (looked > MAX_OPEN_FILES) return undefined;
+      for (const fd of fds) {
+        const path = `/proc/${pid}/fd/${fd}`;
+        try {
+          if (!readlinkSync(path).endsWith(' (deleted)')) continue;
+          const stat = statSync(path);
+          const id = `${stat.dev}:${stat.ino}`;
+          if (!stat.isFile() || seen.has(id)) continue;
+          seen.add(id);
+          bytes += stat.size;
+        } catch {
+          // closed meanwhile
+        }
+      }
+    }
+    return bytes;
   }
 
   /**

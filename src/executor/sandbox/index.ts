@@ -176,6 +176,14 @@ export class RunSandbox implements Confinement {
     cgroup.signalAgents('SIGTERM', signalled);
   }
 
+  /**
+   * Bytes of files the run's processes deleted but keep open (the quota adds them to what `du`
+   * sees); undefined when they hold too many open files to count. Zero without a cgroup.
+   */
+  deletedOpenBytes(): number | undefined {
+    return this.cgroup ? this.cgroup.deletedOpenBytes() : 0;
+  }
+
   /** The limit the run hit, as a sentence, or undefined. */
   exceeded(): string | undefined {
     this.hit ??= this.cgroup?.exceeded();

@@ -69,6 +69,14 @@ export interface RunFilesResult {
   timedOut: boolean;
 }
 
+/** Files of the system directories a reader must not see (the executor's config file). */
+const hidden = new Set<string>();
+
+/** Hides `paths` (files under the system directories, such as a config file in /etc) from readers. */
+export function hideFromReaders(paths: string[]): void {
+  for (const path of paths) hidden.add(resolve(path));
+}
+
 const STDERR_KEPT = 8 * 1024;
 export const READER_TIMEOUT_MS = 5 * 60 * 1000;
 const READER_MEMORY_KB = 2 * 1024 * 1024;
@@ -94,7 +102,9 @@ function readerArgs(identity: RunIdentity, call: RunFilesCall): string[] {
     args.push('--unshare-user', '--cap-drop', 'ALL');
   }
   for (const dir of SYSTEM_DIRS) args.push('--ro-bind-try', dir, dir);
-  for (const file of HIDDEN_ETC) if (existsSync(file)) args.push('--ro-bind', '/dev/null', file);
+  for (const file of [...HIDDEN_ETC, ...hidden])
+    if (SYSTEM_DIRS.some(dir => file.startsWith(`${dir}/`)) && existsSync(file))
+      args.push('--ro-bind', '/dev/null', file);
   args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
   for (const dir of (call.read ?? []).map(path => resolve(path)))
     args.push(...parents(dir), '--ro-bind', dir, dir);

@@ -46,8 +46,11 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   // A run that wrote past the quota between two looks and ended is caught here (only a run that
   // started a process can have written: a simulated answer costs no measure).
   if (measure && sandbox?.started && !controller.signal.aborted) {
-    const written = await measure().catch(() => undefined);
-    const why = written && overQuota(written, config.workspaces);
+    // A count that fails stops the run: the quota never fails open.
+    const why = await measure().then(
+      written => overQuota(written, config.workspaces),
+      (error: Error) => `could not be counted: ${error.message}`
+    );
     if (why) {
       if (why !== 'bytes' && quota) quota.why = why;
       controller.abort('quota' satisfies StopReason);

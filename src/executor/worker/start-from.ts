@@ -16,7 +16,13 @@ import { join } from 'node:path';
 import { asRunUser, readerReason } from '../sandbox/run-files.js';
 import { gitReason, runTreeGit } from '../workspace/git.js';
 import { removeTree } from '../workspace/remove.js';
-import { type Workspace, markUnusable, reopenWorkspace } from '../workspace/workspace.js';
+import {
+  type TreeUsage,
+  type Workspace,
+  markUnusable,
+  reopenWorkspace,
+  treeUsage
+} from '../workspace/workspace.js';
 
 /** Largest patch of an earlier run's changes carried over (its own max_patch bounded it already). */
 const MAX_CARRIED_PATCH = 1024 ** 3;
@@ -28,6 +34,8 @@ export interface StartFromOptions {
   workspace: Workspace;
   /** The new run's HOME (a harness's), made empty and given to the run's user. */
   home?: string;
+  /** What the new run may write (its quota and workspaces.max_files): what it starts with counts. */
+  limits: { quotaBytes: number; maxFiles: number };
   /**
    * Holds the earlier run in the store while it is read: answers the release, or undefined when
    * the earlier run is running (again) and so cannot be read now.
@@ -47,14 +55,20 @@ export async function startFrom(options: StartFromOptions): Promise<void> {
       `conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`
     );
   try {
-    const earlier = reopenWorkspace(dataDir, earlierId);
+    const earlier = reopenWorkspace(dataDir, earlierId, workspace.identity);
     if (!earlier)
       throw new Error(
         `conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`
       );
-    await carryChanges(earlierId, earlier, workspace);
+    await carryChanges(earlierId, earlier, workspace, options.limits.quotaBytes);
     const earlierHome = join(dataDir, 'homes', earlierId);
-    if (home && existsSync(earlierHome)) await copyHome(earlierHome, home, workspace);
+    if (home && existsSync(earlierHome)) {
+      await copyHome(earlierHome, home, workspace);
+      // What the copy made counts as the run's own (hard links stay links, but a copy is checked).
+      const usage = await treeUsage(workspace.identity, [home]);
+      const over = overLimits(usage, options.limits);
+      if (over) throw new Error(`the HOME of the run being continued ${over}`);
+    }
   } catch (error) {
     // Nothing half made is kept: a follow-up of this run must not go on over a partial copy.
     if (home) emptyHome(home, workspace);
@@ -65,13 +79,35 @@ export async function startFrom(options: StartFromOptions): Promise<void> {
   }
 }
 
+/** Why `usage` is past what a run may write, or undefined. */
+function overLimits(usage: TreeUsage, limits: StartFromOptions['limits']): string | undefined {
+  if (usage.bytes > limits.quotaBytes) return `is larger than the disk quota (${limits.quotaBytes} bytes)`;
+  if (usage.files > limits.maxFiles)
+    return `holds more than workspaces.max_files (${limits.maxFiles}) entries`;
+  if (usage.unreadable) return `could not be measured: ${usage.unreadable}`;
+  return undefined;
+}
+
 /** The earlier run's changes, read and applied as the runs' user. */
-async function carryChanges(earlierId: string, earlier: Workspace, workspace: Workspace): Promise<void> {
+async function carryChanges(
+  earlierId: string,
+  earlier: Workspace,
+  workspace: Workspace,
+  quotaBytes: number
+): Promise<void> {
   const { files } = await earlier.diff();
   if (files.length === 0) return;
-  const patch = await earlier.patch(MAX_CARRIED_PATCH);
-  if (patch.size > MAX_CARRIED_PATCH)
-    throw new Error(`conversation_id ${earlierId}: that run's changes are over ${MAX_CARRIED_PATCH} bytes`);
+  // Applied, the changes write every name anew (git knows no hard links): bounded before a byte is.
+  const bytes = await earlier.changedBytes();
+  if (bytes > quotaBytes)
+    throw new Error(
+      `conversation_id ${earlierId}: that run's changes hold ${bytes} bytes of files, more than the disk quota (${quotaBytes} bytes) a run may write`
+    );
+  // A patch larger than the quota could only write more than the run may.
+  const max = Math.min(MAX_CARRIED_PATCH, quotaBytes);
+  const patch = await earlier.patch(max);
+  if (patch.size > max)
+    throw new Error(`conversation_id ${earlierId}: that run's changes are over ${max} bytes`);
   await runTreeGit(
     { repository: workspace.git, borrowed: workspace.borrowed, identity: workspace.identity },
     [['apply', '--index', '--binary', '--whitespace=nowarn', '-']],
@@ -94,7 +130,8 @@ async function copyHome(from: string, to: string, workspace: Workspace): Promise
     read: [from],
     write: [to],
     program: 'cp',
-    args: ['-R', '-P', '--preserve=mode,timestamps', '--', `${from}/.`, to]
+    // Hard links stay links: a file linked a thousand times is copied once, as du counted it.
+    args: ['-R', '-P', '--preserve=mode,timestamps,links', '--', `${from}/.`, to]
   }).catch(error => {
     // The earlier run's HOME is gone (it ran no harness, or was swept): nothing to copy.
     throw new Error(`the HOME of the run being continued could not be copied: ${(error as Error).message}`);

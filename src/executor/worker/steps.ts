@@ -11,6 +11,7 @@ import { agentKindOf } from '../agents/index.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import { MAX_OPEN_FILES } from '../sandbox/cgroup.js';
 import type { RunIdentity } from '../sandbox/run-files.js';
 import type { Processes } from '../sandbox/spawn.js';
 import { runUser } from '../sandbox/user.js';
@@ -64,6 +65,7 @@ export function overQuota(
     return `holds more than ${limits.maxFiles} files and directories (workspaces.max_files)`;
   if (usage.unreadable)
     return `holds files its own user cannot read, which the quota cannot count (${usage.unreadable})`;
+  if (usage.uncounted) return `could not be counted: ${usage.uncounted}`;
   return undefined;
 }
 
@@ -199,7 +201,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
       mkdirSync(home, { recursive: true, mode: 0o700 });
       if (user) lchownSync(home, user.uid, user.gid);
     }
-    const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id) : undefined;
+    const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id, identity) : undefined;
     if (turn.continuing && !reopened)
       throw new Error(
         `the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`
@@ -223,6 +225,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
         earlierId: startAt,
         workspace,
         home,
+        limits: { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles },
         hold: () => holdEarlier(options.store, run, startAt, controller.signal)
       });
     const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
@@ -247,7 +250,14 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     );
     ran.sandbox = confined.sandbox;
     for (const message of confined.warnings) await record('warning', { message });
-    const measure = () => runUsage(workspace, outputs, home);
+    const sandbox = confined.sandbox;
+    const measure = async (): Promise<TreeUsage> => {
+      const usage = await runUsage(workspace, outputs, home);
+      const hidden = sandbox?.deletedOpenBytes() ?? 0;
+      if (hidden === undefined)
+        return { ...usage, uncounted: `its processes hold more than ${MAX_OPEN_FILES} files open` };
+      return { ...usage, bytes: usage.bytes + hidden };
+    };
     ran.measure = measure;
     const note: QuotaNote = {};
     ran.quota = note;

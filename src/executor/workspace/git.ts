@@ -273,8 +273,11 @@ export interface RunTree {
  */
 export async function runTreeGit(
   tree: RunTree,
-  commands: string[][],
+  /** git's arguments per command; a string is a shell command of our own, used as written. */
+  commands: (string[] | string)[],
   options: {
+    /** The commands as one pipeline (`a | b | …`, failing when any fails) instead of `a && b`. */
+    pipeline?: boolean;
     maxStdout?: number;
     stopPastMax?: boolean;
     /** The work tree writable, and git started at its top (`git apply` writes paths from there). */
@@ -284,7 +287,11 @@ export async function runTreeGit(
 ): Promise<{ stdout: Buffer; bytes: number }> {
   const { repository } = tree;
   const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
-  const script = commands.map(args => ['git', ...HARDENED, ...args].map(quote).join(' ')).join(' && ');
+  const line = (command: string[] | string) =>
+    typeof command === 'string' ? command : ['git', ...HARDENED, ...command].map(quote).join(' ');
+  const script = options.pipeline
+    ? `set -o pipefail; ${commands.map(line).join(' | ')}`
+    : commands.map(line).join(' && ');
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(privateEnv(repository)))
     if (value !== undefined && name !== 'PATH' && name !== 'TMPDIR') env[name] = value;
@@ -293,7 +300,7 @@ export async function runTreeGit(
     write: [repository.gitDir, ...(options.writeTree ? [repository.workTree] : [])],
     // Never the work tree unless it is written: a relative path git meets is then not the agent's.
     cwd: options.writeTree ? repository.workTree : repository.gitDir,
-    program: '/bin/sh',
+    program: options.pipeline ? '/bin/bash' : '/bin/sh',
     args: ['-c', script],
     env,
     stdin: options.stdin,
@@ -315,7 +322,8 @@ export async function runTreeGit(
         ? 'killed: past its memory cap'
         : (result.stderr.split('\n').find(line => /^fatal:/i.test(line.trim())) ?? readerReason(result));
     const why = [...new Set([...errors, fatal.trim()])].join('; ');
-    throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
+    const names = commands.map(c => (typeof c === 'string' ? c.split(' ')[0] : c[0]));
+    throw new Error(redactUrls(`git ${names.join(', ')} failed: ${why}`));
   }
   return { stdout: result.stdout, bytes: result.stdoutBytes };
 }

@@ -94,6 +94,11 @@ export interface Workspace {
    * bytes, and its whole size (counted, not kept, past `max`).
    */
   patch(max: number): Promise<{ bytes: Buffer; size: number }>;
+  /**
+   * Bytes the changes of the private index (as diff() left it) hold: the sizes of the new contents
+   * of every added or modified file, each name counted (what applying the patch elsewhere writes).
+   */
+  changedBytes(): Promise<number>;
   /** Disk use of what the run wrote here, in bytes and in files and directories (run-files.ts's du). */
   size(): Promise<TreeUsage>;
   /** Marks the workspace finished; it is removed once older than the retention time. */
@@ -239,7 +244,7 @@ export async function createWorkspace(
     await giveTo(owner, owned);
   }
   const identity: RunIdentity = { user: owner, confined: environment.sandbox?.enabled !== false };
-  const made: Made = {
+  const made: Made & { identity: RunIdentity } = {
     sub,
     kind,
     borrowed,
@@ -319,7 +324,12 @@ export function markUnusable(dataDir: string, runId: string, why: string): void 
  * undefined when it is gone (removed after workspaces.continue_for) or was never made. Throws,
  * saying why, for a copy-on-write workspace that is not mounted: never an empty directory.
  */
-export function reopenWorkspace(dataDir: string, runId: string): Workspace | undefined {
+export function reopenWorkspace(
+  dataDir: string,
+  runId: string,
+  /** Who reads it when its record (of an earlier version) does not say: the environment's run user. */
+  identity: RunIdentity
+): Workspace | undefined {
   const root = join(dataDir, 'workspaces', runId);
   const repo: PrivateRepository = { gitDir: privateGitDir(dataDir, runId), workTree: root };
   const made = existsSync(root) ? readMade(dataDir, runId) : undefined;
@@ -327,12 +337,15 @@ export function reopenWorkspace(dataDir: string, runId: string): Workspace | und
   if (made.unusable) throw new Error(`the workspace of run ${runId} cannot be continued: ${made.unusable}`);
   const unmounted = unmountedWorkspace(dataDir, runId);
   if (unmounted) throw new Error(`the workspace of run ${runId} cannot be continued: ${unmounted}`);
-  return workspaceOf(root, repo, made);
+  return workspaceOf(root, repo, { ...made, identity: made.identity ?? identity });
 }
 
-function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspace {
-  const { sub, kind, borrowed, repository, baseBranch, base, counted, owned } = made;
-  const identity: RunIdentity = made.identity ?? { confined: true };
+function workspaceOf(
+  root: string,
+  repo: PrivateRepository,
+  made: Made & { identity: RunIdentity }
+): Workspace {
+  const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
   const tree: RunTree = { repository: repo, borrowed, identity };
   // What git reads of the private index after diff() (`git add` wrote it).
   const cached = ['diff', '--cached', '--no-color', '--no-renames', ...NO_PROGRAMS];
@@ -373,6 +386,22 @@ function workspaceOf(root: string, repo: PrivateRepository, made: Made): Workspa
     async patch(max: number) {
       const { stdout, bytes } = await runTreeGit(tree, [[...cached, '--binary', base]], { maxStdout: max });
       return { bytes: stdout, size: bytes };
+    },
+    async changedBytes() {
+      const { stdout } = await runTreeGit(
+        tree,
+        [
+          ['diff', '--cached', '--raw', '--no-abbrev', '--no-renames', ...NO_PROGRAMS, base],
+          // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
+          `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
+          ['cat-file', '--batch-check=%(objectsize)'],
+          `awk '{ s += $1 } END { printf "%.0f\\n", s }'`
+        ],
+        { pipeline: true }
+      );
+      const bytes = Number(stdout.toString('utf8').trim());
+      if (!Number.isSafeInteger(bytes)) throw new Error('the size of the changes could not be read');
+      return bytes;
     },
     size: () => treeUsage(identity, [counted]),
     release() {
@@ -471,6 +500,8 @@ export interface TreeUsage {
   files: number;
   /** Set when part of the trees could not be read by the run's own user (so not counted). */
   unreadable?: string;
+  /** Set when what the run holds could not be counted at all (why). */
+  uncounted?: string;
 }
 
 /**
