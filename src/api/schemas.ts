@@ -61,6 +61,8 @@ export const CreateRunRequestSchema = Type.Object(
 export const MAX_METADATA_PAIRS = 20;
 export const MAX_METADATA_KEY = 64;
 export const MAX_METADATA_VALUE = 512;
+/** Most `metadata[key]=value` pairs one list request may filter by (the service's limit). */
+export const MAX_METADATA_FILTERS = 5;
 
 /** The longest follow-up message, in characters. */
 export const MAX_FOLLOWUP_MESSAGE = 100_000;
@@ -189,7 +191,10 @@ export const ListRunsQuerySchema = Type.Object(
           Type.String({ maxLength: MAX_METADATA_VALUE }),
           Type.Array(Type.String({ maxLength: MAX_METADATA_VALUE }))
         ],
-        { description: 'Only runs whose metadata has this key with this value.', expected: 'a string' }
+        {
+          description: `Only runs whose metadata has this key with this value (at most ${MAX_METADATA_FILTERS} pairs per request).`,
+          expected: 'a string'
+        }
       )
     }
   }

@@ -31,6 +31,23 @@ import { SqlAccountStore } from './sql-accounts.js';
 import { type ScheduleStore, SqlScheduleStore } from './sql-schedules.js';
 import { artifactOf, listEntryOf } from './types.js';
 
+/**
+ * The create request's metadata pairs (kept in its extra fields) as rows of run_metadata, written
+ * with the run in its transaction: the list's metadata filter looks them up by index, never parsing
+ * a run's JSON. Undefined when there are none.
+ */
+function metadataRows(extra: string): ((run: StoredRun) => Statement) | undefined {
+  const metadata = (JSON.parse(extra) as { metadata?: unknown }).metadata;
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return undefined;
+  const pairs = Object.entries(metadata).filter(([, value]) => typeof value === 'string');
+  if (pairs.length === 0) return undefined;
+  return run =>
+    sql(
+      `INSERT INTO run_metadata (run_id, team, key, value) VALUES ${pairs.map(() => '(?, ?, ?, ?)').join(', ')}`,
+      ...pairs.flatMap(([key, value]) => [run.run_id, run.team, key, value])
+    );
+}
+
 /** Columns of an artifact without its bytes. */
 const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
   description, created_at`;
@@ -106,7 +123,8 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
         maxQueued
       ),
       this.changes.event(transition),
-      true
+      true,
+      metadataRows(run.extra)
     );
     if (created) return { kind: 'created', run: created };
     // Nothing inserted: a run with this key was created after our look (the unique index

@@ -93,11 +93,19 @@ export class SqliteDialect implements Dialect {
     return page.slice() as R[];
   }
 
-  async change(statement: Statement, event: string, group = false): Promise<StoredRun[]> {
+  async change(
+    statement: Statement,
+    event: string,
+    group = false,
+    follow?: (run: StoredRun) => Statement | undefined
+  ): Promise<StoredRun[]> {
     const work = () => {
       const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
-      for (const run of runs)
+      for (const run of runs) {
         this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
+        const more = follow?.(run);
+        if (more) this.db.run(more.text, more.values);
+      }
       return runs;
     };
     const runs = group ? await this.group.add(work) : this.db.transaction(work);
