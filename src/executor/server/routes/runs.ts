@@ -13,8 +13,9 @@ import {
   IDEMPOTENCY_KEY_FORM,
   MAX_WAIT_SECONDS
 } from '../../../api/index.js';
+import { MAX_EXTRA_FIELDS_BYTES } from '../../../api/schemas.js';
 import { agentKindOf } from '../../agents/index.js';
-import { modelIdProblem } from '../../agents/harness/input.js';
+import { mcpServersProblem, modelIdProblem } from '../../agents/harness/input.js';
 import type { StoredRun } from '../../store/types.js';
 import type { ServerContext } from '../context.js';
 import { encodeCursor, listQuery } from '../list-params.js';
@@ -63,6 +64,7 @@ export function runHandlers(
         throw new ProblemError('invalid_request', 'the body is nested too deeply');
       throw error;
     }
+    extraFieldsProblem(stored.extra, body);
     const environment = config.environments.find(env => env.id === environmentId);
     if (!environment) {
       const known = config.environments.map(env => env.id).join(', ');
@@ -306,9 +308,12 @@ const SERVER_FIELDS = new Set([
 /**
  * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
  * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
- * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids.
+ * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids, and
+ * `config.mcp_servers` stays within its bounds (input.ts) whatever the kind.
  */
 export function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
+  const mcp = mcpServersProblem(runConfig.mcp_servers);
+  if (mcp) throw new ProblemError('invalid_field', mcp);
   const harness = runConfig.harness;
   // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
   if (agentKindOf(kind)?.harnessType !== undefined) {
@@ -342,6 +347,23 @@ function extraFields(body: Record<string, unknown>): Record<string, unknown> {
       extra[name] = body[name];
   }
   return extra;
+}
+
+/**
+ * The fields a create keeps beyond prompt, config and title are bounded in total: every record and
+ * list page carries them, so their size is every later read's cost. The problem names the largest.
+ */
+function extraFieldsProblem(extra: string, body: Record<string, unknown>): void {
+  const bytes = Buffer.byteLength(extra);
+  if (bytes <= MAX_EXTRA_FIELDS_BYTES) return;
+  const sizes = Object.entries(extraFields(body)).map(
+    ([name, value]) => [name, Buffer.byteLength(JSON.stringify(value) ?? '')] as const
+  );
+  const [largest, size] = sizes.reduce((a, b) => (b[1] > a[1] ? b : a));
+  throw new ProblemError(
+    'invalid_field',
+    `${largest.slice(0, 100)}: ${size} bytes of JSON; the fields beyond prompt, config and title may take ${MAX_EXTRA_FIELDS_BYTES} bytes in all (64 KiB), these take ${bytes}`
+  );
 }
 
 /** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
