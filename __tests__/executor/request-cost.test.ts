@@ -1,7 +1,8 @@
 // Every request's cost bounded (issue 33): a list filters by at most 5 metadata pairs, looked up in
-// their own indexed table (never by parsing each run's JSON); the fields a create keeps beyond
-// prompt, config and title are at most 64 KiB of JSON; config.mcp_servers is bounded (servers,
-// env and header entries, bytes). Each bound answers with a problem that names the limit and what
+// their own indexed table (never by parsing each run's JSON), and a page of large runs ends early;
+// the fields a create keeps beyond
+// prompt, config and title are at most 64 KiB of JSON, and so is the config; config.mcp_servers is
+// bounded (servers, env and header entries, bytes). Each bound answers with a problem that names the limit and what
 // broke it. The executor on a real port, SQLite or (AGENT_EXECUTOR_TEST_STORE=postgres) PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
@@ -94,6 +95,33 @@ describe('the metadata filter of a list', () => {
     expect(second.runs.map(run => run.run_id)).toEqual([both]);
   });
 
+  it('ends a page of large runs early (about 1 MiB of their text), and the cursor goes on from there', async () => {
+    // Each about 180,000 characters: five fit in a page, the sixth would pass 1 MiB.
+    const heavy = {
+      prompt: `@sim result ok ${'p'.repeat(60_000)}`,
+      config: { environment_id: 'local', note: 'c'.repeat(60_000) },
+      note: 'x'.repeat(60_000),
+      metadata: { batch: 'heavy' }
+    };
+    const made: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const response = await create(heavy);
+      expect(response.status).toBe(200);
+      made.unshift(((await response.json()) as { run_id: string }).run_id);
+    }
+    type Page = {
+      runs: { run_id: string }[];
+      page_info: { has_next_page: boolean; next_cursor: string | null };
+    };
+    const first = (await (await list('metadata[batch]=heavy&limit=100')).json()) as Page;
+    expect(first.runs.map(run => run.run_id)).toEqual(made.slice(0, 5));
+    expect(first.page_info.has_next_page).toBe(true);
+    const cursor = encodeURIComponent(first.page_info.next_cursor!);
+    const second = (await (await list(`metadata[batch]=heavy&limit=100&cursor=${cursor}`)).json()) as Page;
+    expect(second.runs.map(run => run.run_id)).toEqual(made.slice(5));
+    expect(second.page_info).toEqual({ has_next_page: false, next_cursor: null });
+  });
+
   it('refuses metadata holding NUL at create (422): the pairs are kept as text', async () => {
     const detail = await problem(await create({ metadata: { k: 'a\u0000b' } }), 422, 'invalid_field');
     expect(detail).toBe('metadata key "k": keys and values may not contain NUL');
@@ -119,6 +147,15 @@ describe('fields a create keeps beyond prompt, config and title', () => {
       note: string;
     };
     expect(record.note).toBe(note);
+  });
+});
+
+describe('a run’s config', () => {
+  it('is refused past 64 KiB of JSON (422), naming its largest field and the limit', async () => {
+    const config = { environment_id: 'local', base_prompt: 'b'.repeat(70_000) };
+    expect(await problem(await create({ config }), 422, 'invalid_field')).toBe(
+      'config.base_prompt: 70002 bytes of JSON; config may take 65536 bytes in all (64 KiB), this one takes 70043'
+    );
   });
 });
 

@@ -63,6 +63,8 @@ export const MAX_METADATA_KEY = 64;
 export const MAX_METADATA_VALUE = 512;
 /** Most bytes of JSON a create's fields beyond prompt, config and title (metadata among them) may take. */
 export const MAX_EXTRA_FIELDS_BYTES = 64 * 1024;
+/** Most bytes of JSON a run's `config` may take (mcp_servers, base_prompt and fields kept as sent among them). */
+export const MAX_CONFIG_BYTES = 64 * 1024;
 /** Most `metadata[key]=value` pairs one list request may filter by (the service's limit). */
 export const MAX_METADATA_FILTERS = 5;
 

@@ -10,7 +10,7 @@ import { ChangeSql, type Inputs, stateIn } from './change-sql.js';
 import type { Dialect, Row, Statement } from './dialect.js';
 import { sql } from './dialect.js';
 import { listRunsSql } from './list-query.js';
-import { RUN_COLUMNS, strip } from './rows.js';
+import { RUN_COLUMNS, runWeight, runsWithin, strip } from './rows.js';
 import type {
   CancelResult,
   CreateResult,
@@ -164,7 +164,19 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
     const { where, order, values } = listRunsSql(this.d.kind, team, query);
     const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
-    return this.d.list<StoredRun & Row>(sql(text, ...values, query.limit));
+    const max = query.maxWeight;
+    if (max === undefined) return this.d.list<StoredRun & Row>(sql(text, ...values, query.limit));
+    // Rows are read until their weight passes the page's and one more is seen (so the caller
+    // knows there are more): large runs make short pages. The weight is in the text, so pages
+    // kept for another weight are not taken for this one.
+    let total = 0;
+    let seen = 0;
+    const weighed = sql(`${text} /* weight ${max} */`, ...values, query.limit);
+    const rows = await this.d.list<StoredRun & Row>(weighed, run => {
+      total += runWeight(run);
+      return ++seen >= 2 && total > max;
+    });
+    return rows.slice(0, runsWithin(rows, max) + 1);
   }
 
   async countRunsByState(team: string): Promise<Record<string, number>> {

@@ -74,6 +74,7 @@ export class PostgresDialect implements Dialect {
     return undefined;
   }
 
+  /** The rows come whole from the server; `stopAfter` is left to the caller's cut. */
   list<R = Row>(statement: Statement): Promise<R[]> {
     return this.all<R>(statement);
   }

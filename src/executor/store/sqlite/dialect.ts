@@ -85,11 +85,17 @@ export class SqliteDialect implements Dialect {
   }
 
   /** Callers only read the rows (frozen, so a write to one fails loudly); they get their own array. */
-  async list<R = Row>(statement: Statement): Promise<R[]> {
-    const key = `${statement.text}\n${JSON.stringify(statement.values)}`;
-    const page = this.pages.get(this.changeStamp(), key, () =>
-      Object.freeze(this.db.all<Row>(statement.text, statement.values).map(row => Object.freeze(row)))
-    );
+  async list<R = Row>(statement: Statement, stopAfter?: (row: R) => boolean): Promise<R[]> {
+    const key = `${statement.text}\n${JSON.stringify(statement.values)}\n${stopAfter ? 'stops' : ''}`;
+    const page = this.pages.get(this.changeStamp(), key, () => {
+      const rows: Row[] = [];
+      // Rows are turned into objects one at a time, so a page of large runs stops being read early.
+      for (const row of this.db.iterate<Row>(statement.text, statement.values)) {
+        rows.push(Object.freeze(row));
+        if (stopAfter?.(row as R)) break;
+      }
+      return Object.freeze(rows);
+    });
     return page.slice() as R[];
   }
 
