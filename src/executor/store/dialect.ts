@@ -52,14 +52,23 @@ export interface Dialect {
    * for caches kept under it; undefined where the dialect cannot tell cheaply.
    */
   changeStamp(): string | undefined;
-  /** A list page: may come from pages kept under the store's change marker (page-cache.ts). */
-  list<R = Row>(statement: Statement): Promise<R[]>;
+  /**
+   * A list page: may come from pages kept under the store's change marker (page-cache.ts). With
+   * `stopAfter`, rows may end at the first for which it answers true.
+   */
+  list<R = Row>(statement: Statement, stopAfter?: (row: R) => boolean): Promise<R[]>;
   /**
    * Runs `statement` (an INSERT or UPDATE of runs, without RETURNING), records a `state` event with
    * the JSON `event` on each run it changed and tells listeners here and in other processes, all in
    * one transaction; the runs as they are now. `group`: may share its commit with others (creates).
+   * `follow`: a statement to run for each changed run, in the same transaction (a create's metadata rows).
    */
-  change(statement: Statement, event: string, group?: boolean): Promise<StoredRun[]>;
+  change(
+    statement: Statement,
+    event: string,
+    group?: boolean,
+    follow?: (run: StoredRun) => Statement | undefined
+  ): Promise<StoredRun[]>;
   /** Appends an event to a run's transcript and tells listeners; its seq. */
   appendEvent(runId: string, kind: string, data: string, at: string): Promise<number>;
 

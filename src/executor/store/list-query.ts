@@ -52,12 +52,10 @@ export function listRunsSql(dialect: Dialect, team: string, query: ListQuery): L
     );
   }
   if (query.search !== undefined) where.push(searchCondition(dialect, query.search, p));
-  // The create request's metadata is kept among its extra fields (the runs.extra JSON text).
+  // The create request's metadata pairs are rows of run_metadata, indexed by (team, key, value).
   for (const [key, value] of query.metadata ?? []) {
     where.push(
-      dialect === 'postgres'
-        ? `(extra::jsonb -> 'metadata' ->> ${p(key)}) = ${p(value)}`
-        : `EXISTS (SELECT 1 FROM json_each(runs.extra, '$.metadata') WHERE json_each.key = ${p(key)} AND json_each.value = ${p(value)})`
+      `run_id IN (SELECT run_id FROM run_metadata WHERE team = ${p(team)} AND key = ${p(key)} AND value = ${p(value)})`
     );
   }
   if (query.artifactType !== undefined) {

@@ -147,6 +147,24 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
           ON CONFLICT (team) DO UPDATE SET turn = excluded.turn;
       END;
     `
+  },
+  {
+    version: 7,
+    name: "run_metadata: a run's metadata pairs as rows, so a metadata[k]=v filter is an index lookup",
+    sql: `
+      CREATE TABLE run_metadata (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX run_metadata_pair ON run_metadata (team, key, value, run_id);
+      INSERT INTO run_metadata (run_id, team, key, value)
+        SELECT runs.run_id, runs.team, pair.key, pair.value
+        FROM runs, json_each(runs.extra, '$.metadata') AS pair
+        WHERE json_valid(runs.extra) AND json_type(runs.extra, '$.metadata') = 'object' AND pair.type = 'text';
+    `
   }
 ];
 
@@ -300,6 +318,32 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
       CREATE TRIGGER runs_team_served AFTER UPDATE OF state ON runs FOR EACH ROW
         WHEN (NEW.state = 'INPROGRESS' AND OLD.state <> 'INPROGRESS')
         EXECUTE FUNCTION agent_executor_team_served();
+    `
+  },
+  {
+    version: 6,
+    name: "run_metadata: a run's metadata pairs as rows, so a metadata[k]=v filter is an index lookup",
+    // Runs whose extra holds an escaped NUL are left out: PostgreSQL text cannot hold one (and the
+    // list's old filter, which cast extra to jsonb, failed on them).
+    sql: `
+      CREATE TABLE run_metadata (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+      );
+      CREATE INDEX run_metadata_pair ON run_metadata (team, key, value, run_id);
+      INSERT INTO run_metadata (run_id, team, key, value)
+        SELECT kept.run_id, kept.team, pair.key, pair.value #>> '{}'
+        FROM (
+          SELECT run_id, team, extra::json -> 'metadata' AS metadata FROM runs
+          WHERE position('\\u0000' in extra) = 0
+        ) AS kept
+        CROSS JOIN LATERAL json_each(
+          CASE WHEN json_typeof(kept.metadata) = 'object' THEN kept.metadata ELSE '{}'::json END
+        ) AS pair
+        WHERE json_typeof(pair.value) = 'string';
     `
   }
 ];

@@ -16,6 +16,35 @@ export function runColumnsOf(alias: string): string {
     .join(', ');
 }
 
+/**
+ * How much a run weighs in a list page: the characters of what its record carries that a client
+ * chose (prompt, title, config, kept fields) or its run made (status, artifacts, usage).
+ */
+export function runWeight(run: StoredRun): number {
+  return (
+    run.prompt.length +
+    (run.title?.length ?? 0) +
+    run.config.length +
+    run.extra.length +
+    (run.status_message?.length ?? 0) +
+    (run.artifacts?.length ?? 0) +
+    (run.request_usage?.length ?? 0)
+  );
+}
+
+/**
+ * How many of `runs` (in page order) a page of at most `maxWeight` holds: those whose weights add
+ * up to it, and at least one. A store reading a page may stop after the run that passes it.
+ */
+export function runsWithin(runs: readonly StoredRun[], maxWeight: number): number {
+  let total = 0;
+  for (let i = 0; i < runs.length; i++) {
+    total += runWeight(runs[i]!);
+    if (total > maxWeight) return Math.max(1, i);
+  }
+  return runs.length;
+}
+
 /** The run without the store's bookkeeping columns. */
 export function strip<T extends StoredRun>(row: T): StoredRun {
   const {

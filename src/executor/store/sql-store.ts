@@ -11,7 +11,7 @@ import { ClaimSql } from './claim-sql.js';
 import type { Dialect, Row, Statement } from './dialect.js';
 import { sql } from './dialect.js';
 import { listRunsSql } from './list-query.js';
-import { RUN_COLUMNS, strip } from './rows.js';
+import { RUN_COLUMNS, runWeight, runsWithin, strip } from './rows.js';
 import type {
   CancelResult,
   CreateResult,
@@ -31,6 +31,23 @@ import type {
 import { SqlAccountStore } from './sql-accounts.js';
 import { type ScheduleStore, SqlScheduleStore } from './sql-schedules.js';
 import { artifactOf, listEntryOf } from './types.js';
+
+/**
+ * The create request's metadata pairs (kept in its extra fields) as rows of run_metadata, written
+ * with the run in its transaction: the list's metadata filter looks them up by index, never parsing
+ * a run's JSON. Undefined when there are none.
+ */
+function metadataRows(extra: string): ((run: StoredRun) => Statement) | undefined {
+  const metadata = (JSON.parse(extra) as { metadata?: unknown }).metadata;
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return undefined;
+  const pairs = Object.entries(metadata).filter(([, value]) => typeof value === 'string');
+  if (pairs.length === 0) return undefined;
+  return run =>
+    sql(
+      `INSERT INTO run_metadata (run_id, team, key, value) VALUES ${pairs.map(() => '(?, ?, ?, ?)').join(', ')}`,
+      ...pairs.flatMap(([key, value]) => [run.run_id, run.team, key, value])
+    );
+}
 
 /** Columns of an artifact without its bytes. */
 const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
@@ -116,7 +133,8 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
         maxQueuedPerTeam
       ),
       this.changes.event(transition),
-      true
+      true,
+      metadataRows(run.extra)
     );
     if (created) return { kind: 'created', run: created };
     // Nothing inserted: a run with this key was created after our look (the unique index
@@ -163,7 +181,19 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   async listRuns(team: string, query: ListQuery): Promise<StoredRun[]> {
     const { where, order, values } = listRunsSql(this.d.kind, team, query);
     const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
-    return this.d.list<StoredRun & Row>(sql(text, ...values, query.limit));
+    const max = query.maxWeight;
+    if (max === undefined) return this.d.list<StoredRun & Row>(sql(text, ...values, query.limit));
+    // Rows are read until their weight passes the page's and one more is seen (so the caller
+    // knows there are more): large runs make short pages. The weight is in the text, so pages
+    // kept for another weight are not taken for this one.
+    let total = 0;
+    let seen = 0;
+    const weighed = sql(`${text} /* weight ${max} */`, ...values, query.limit);
+    const rows = await this.d.list<StoredRun & Row>(weighed, run => {
+      total += runWeight(run);
+      return ++seen >= 2 && total > max;
+    });
+    return rows.slice(0, runsWithin(rows, max) + 1);
   }
 
   async countRunsByState(team: string): Promise<Record<string, number>> {

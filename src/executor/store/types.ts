@@ -128,6 +128,11 @@ export type ListOrder = 'asc' | 'desc';
 
 export interface ListQuery {
   limit: number;
+  /**
+   * The page's runs may weigh this much in all (rows.ts runWeight): the store may stop reading
+   * after the first run that passes it; the caller cuts the page there (runsWithin).
+   */
+  maxWeight?: number;
   /** Only runs with seq below this (keyset paging, newest first). */
   beforeSeq?: number;
   states?: RunState[];

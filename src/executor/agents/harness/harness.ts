@@ -13,6 +13,7 @@ import type { HarnessAgentConfig } from './input.js';
 import { harnessInput, modelIdProblem, programOf } from './input.js';
 import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
 import { MAX_RESULT_CHARS } from './memory.js';
+import { secretRedactor } from './redact.js';
 
 /** Characters of a tool's input or output kept in the transcript. */
 export const MAX_ACTION_CHARS = 16 * 1024;
@@ -36,24 +37,15 @@ export interface HarnessUsage {
   cost_usd?: number;
 }
 
-/** Replaces every secret value in `text` (longest first, so one inside another goes whole). */
-export function redact(text: string, secrets: string[]): string {
-  let out = text;
-  for (const secret of secrets) out = out.split(secret).join('[redacted]');
-  return out;
-}
-
 /**
  * Every string in an event, secrets replaced: the CLI chooses ids, names, paths and session ids as
  * freely as its text, so none of them may carry a secret into the transcript either.
  */
-function redactAll(value: unknown, secrets: string[]): unknown {
-  if (typeof value === 'string') return redact(value, secrets);
-  if (Array.isArray(value)) return value.map(item => redactAll(item, secrets));
+function redactAll(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map(item => redactAll(item, redact));
   if (value !== null && typeof value === 'object')
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [redact(k, secrets), redactAll(v, secrets)])
-    );
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k), redactAll(v, redact)]));
   return value;
 }
 
@@ -94,6 +86,8 @@ export async function runHarness(
   for (const name of BASE_VARIABLES) if (process.env[name] !== undefined) base[name] = process.env[name]!;
   const env = { ...base, ...cliEnv, HOME: home };
   const secrets = secretsOf(listed, cliEnv, input.mcpServers);
+  // Built once for the run: each string is then read once, however many secrets there are.
+  const redact = secretRedactor(secrets);
   // The stderr kept is this much longer than what is shown, so a secret cut at its start is whole
   // when redacted, and only then is the tail cut to size.
   const stderrKept = STDERR_TAIL_CHARS + (secrets[0]?.length ?? 0);
@@ -101,7 +95,7 @@ export async function runHarness(
   const files = spec.homeFiles(input);
   for (const [path, content] of Object.entries(files)) {
     const failure = await writeHomeFile(context, env, `${home}/${path}`, content);
-    if (failure) return failed('agent_crashed', redact(failure, secrets));
+    if (failure) return failed('agent_crashed', redact(failure));
   }
 
   const { program, prefix } = programOf(context.agent, spec);
@@ -121,25 +115,25 @@ export async function runHarness(
   let writing: Promise<void> = Promise.resolve();
   const store = (kind: string, data: Record<string, unknown>) => {
     pending++;
-    const clean = redactAll(data, secrets) as Record<string, unknown>;
+    const clean = redactAll(data, redact) as Record<string, unknown>;
     writing = writing.then(() => context.record(kind, clean)).finally(() => pending--);
   };
 
   const take = (event: HarnessEvent) => {
     switch (event.type) {
       case 'text':
-        if (event.text.trim() !== '') store('message', { text: redact(event.text, secrets) });
+        if (event.text.trim() !== '') store('message', { text: redact(event.text) });
         break;
       case 'action':
         store('action', {
           id: event.id,
           name: event.name,
           // Redacted before it is JSON: a secret with a quote or a backslash is escaped there.
-          input: bound(JSON.stringify(redactAll(event.input ?? null, secrets)))
+          input: bound(JSON.stringify(redactAll(event.input ?? null, redact)))
         });
         break;
       case 'action_result':
-        store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output, secrets)) });
+        store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output)) });
         break;
       case 'file_edit':
         store('file', {
@@ -153,7 +147,7 @@ export async function runHarness(
         if (answered) break;
         answered = true;
         store('result', {
-          text: bound(redact(event.text, secrets), MAX_RESULT_CHARS, event.dropped),
+          text: bound(redact(event.text), MAX_RESULT_CHARS, event.dropped),
           source: spec.kind
         });
         break;
@@ -185,7 +179,7 @@ export async function runHarness(
       value = JSON.parse(line);
     } catch {
       // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
-      store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
+      store('output', { stream: 'stdout', text: bound(redact(line)) + '\n' });
       return;
     }
     try {
@@ -250,9 +244,9 @@ export async function runHarness(
     );
   }
   if (context.signal.aborted) return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
-  const shownTail = redact(stderrTail, secrets).slice(-STDERR_TAIL_CHARS);
+  const shownTail = redact(stderrTail).slice(-STDERR_TAIL_CHARS);
   const failure = early ?? translator.finish(result.exitCode, shownTail);
-  if (failure) return withUsage(failed(failure.code, redact(failure.message, secrets)));
+  if (failure) return withUsage(failed(failure.code, redact(failure.message)));
   if (result.exitCode !== 0) {
     const how =
       result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;

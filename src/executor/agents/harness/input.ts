@@ -43,6 +43,43 @@ export function mcpServersOf(value: unknown): Record<string, McpServer> | undefi
   return Object.keys(servers).length > 0 ? servers : undefined;
 }
 
+/** Most MCP servers a run's config may name. */
+export const MAX_MCP_SERVERS = 20;
+/** Most `env` entries, and most `headers` entries, of one MCP server. */
+export const MAX_MCP_ENTRIES = 64;
+/** Most bytes of JSON `config.mcp_servers` may take in all. */
+export const MAX_MCP_BYTES = 64 * 1024;
+
+/**
+ * Why config.mcp_servers is over its bounds, naming the limit and the server, or undefined. Every
+ * env value and header is a secret the harness removes from everything the CLI prints, so their
+ * number and size are a cost paid on each line of a run's output (and the config is in every record).
+ */
+export function mcpServersProblem(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const servers = Object.entries(value as Record<string, unknown>);
+  if (servers.length > MAX_MCP_SERVERS)
+    return `config.mcp_servers: ${servers.length} servers; at most ${MAX_MCP_SERVERS} are allowed`;
+  for (const [name, server] of servers) {
+    if (server === null || typeof server !== 'object') continue;
+    for (const field of ['env', 'headers'] as const) {
+      const map = (server as Record<string, unknown>)[field];
+      const count = map !== null && typeof map === 'object' ? Object.keys(map).length : 0;
+      if (count > MAX_MCP_ENTRIES)
+        return `config.mcp_servers.${name.slice(0, 100)}.${field}: ${count} entries; at most ${MAX_MCP_ENTRIES} per server are allowed`;
+    }
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(value));
+  if (bytes > MAX_MCP_BYTES) {
+    const sizes = servers.map(
+      ([name, server]) => [name, Buffer.byteLength(JSON.stringify(server) ?? '')] as const
+    );
+    const [largest, size] = sizes.reduce((a, b) => (b[1] > a[1] ? b : a));
+    return `config.mcp_servers: ${bytes} bytes of JSON, over the limit of ${MAX_MCP_BYTES} (64 KiB); the largest server is ${largest.slice(0, 100)} (${size} bytes)`;
+  }
+  return undefined;
+}
+
 /**
  * A CLI session id to resume, as the CLIs write them (UUIDs and the like). It comes from the CLI's
  * own stream, which the run can influence, and it goes on the CLI's command line: anything else

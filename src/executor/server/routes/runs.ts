@@ -13,8 +13,10 @@ import {
   IDEMPOTENCY_KEY_FORM,
   MAX_WAIT_SECONDS
 } from '../../../api/index.js';
+import { MAX_CONFIG_BYTES, MAX_EXTRA_FIELDS_BYTES } from '../../../api/schemas.js';
 import { agentKindOf } from '../../agents/index.js';
-import { modelIdProblem } from '../../agents/harness/input.js';
+import { mcpServersProblem, modelIdProblem } from '../../agents/harness/input.js';
+import { runsWithin } from '../../store/rows.js';
 import type { StoredRun } from '../../store/types.js';
 import type { ServerContext } from '../context.js';
 import { encodeCursor, listQuery } from '../list-params.js';
@@ -26,6 +28,12 @@ import { followupMode, metadataProblem } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+/**
+ * Most characters of stored text (prompt, title, config, kept fields, status, artifacts, usage) the
+ * runs of one list page carry: a page of runs at their largest stops after about five. This bounds
+ * each list's work on the event loop and what the page cache holds.
+ */
+export const MAX_PAGE_WEIGHT = 1024 * 1024;
 /** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
 const SCHEDULER_KEY_PREFIX = 'schedule:';
 
@@ -63,6 +71,7 @@ export function runHandlers(
         throw new ProblemError('invalid_request', 'the body is nested too deeply');
       throw error;
     }
+    extraFieldsProblem(stored.extra, body);
     const environment = config.environments.find(env => env.id === environmentId);
     if (!environment) {
       const known = config.environments.map(env => env.id).join(', ');
@@ -220,9 +229,14 @@ export function runHandlers(
       const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
       const read = await reads.body(`list\n${request.principal.team}\n${search}`, async () => {
         const query = listQuery(request.query);
-        const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
-        const page = rows.slice(0, query.limit);
-        const more = rows.length > query.limit;
+        const rows = await store.listRuns(request.principal.team, {
+          ...query,
+          limit: query.limit + 1,
+          maxWeight: MAX_PAGE_WEIGHT
+        });
+        // A page ends at `limit` runs, or earlier once its runs' stored text passes MAX_PAGE_WEIGHT.
+        const page = rows.slice(0, Math.min(query.limit, runsWithin(rows, MAX_PAGE_WEIGHT)));
+        const more = rows.length > page.length;
         return {
           body: reply.serialize({
             runs: page.map(run => toRecord(run, links)),
@@ -314,9 +328,22 @@ const SERVER_FIELDS = new Set([
 /**
  * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
  * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
- * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids.
+ * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids, and
+ * whatever the kind, `config.mcp_servers` stays within its bounds (input.ts) and the whole config
+ * within MAX_CONFIG_BYTES.
  */
 export function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
+  const mcp = mcpServersProblem(runConfig.mcp_servers);
+  if (mcp) throw new ProblemError('invalid_field', mcp);
+  // The config is in every record and list page of the run: its size is every later read's cost.
+  const bytes = Buffer.byteLength(JSON.stringify(runConfig));
+  if (bytes > MAX_CONFIG_BYTES) {
+    const [largest, size] = largestField(runConfig);
+    throw new ProblemError(
+      'invalid_field',
+      `config.${largest.slice(0, 100)}: ${size} bytes of JSON; config may take ${MAX_CONFIG_BYTES} bytes in all (64 KiB), this one takes ${bytes}`
+    );
+  }
   const harness = runConfig.harness;
   // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
   if (agentKindOf(kind)?.harnessType !== undefined) {
@@ -350,6 +377,28 @@ function extraFields(body: Record<string, unknown>): Record<string, unknown> {
       extra[name] = body[name];
   }
   return extra;
+}
+
+/**
+ * The fields a create keeps beyond prompt, config and title are bounded in total: every record and
+ * list page carries them, so their size is every later read's cost. The problem names the largest.
+ */
+function extraFieldsProblem(extra: string, body: Record<string, unknown>): void {
+  const bytes = Buffer.byteLength(extra);
+  if (bytes <= MAX_EXTRA_FIELDS_BYTES) return;
+  const [largest, size] = largestField(extraFields(body));
+  throw new ProblemError(
+    'invalid_field',
+    `${largest.slice(0, 100)}: ${size} bytes of JSON; the fields beyond prompt, config and title may take ${MAX_EXTRA_FIELDS_BYTES} bytes in all (64 KiB), these take ${bytes}`
+  );
+}
+
+/** The field of `object` whose value takes the most bytes of JSON, and how many. */
+function largestField(object: Record<string, unknown>): readonly [string, number] {
+  const sizes = Object.entries(object).map(
+    ([name, value]) => [name, Buffer.byteLength(JSON.stringify(value) ?? '')] as const
+  );
+  return sizes.reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0] as const);
 }
 
 /** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */

@@ -74,25 +74,41 @@ export class PostgresDialect implements Dialect {
     return undefined;
   }
 
+  /** The rows come whole from the server; `stopAfter` is left to the caller's cut. */
   list<R = Row>(statement: Statement): Promise<R[]> {
     return this.all<R>(statement);
   }
 
-  async change(statement: Statement, event: string): Promise<StoredRun[]> {
-    const rows = await this.all<StoredRun & { event_seq?: number; notified?: unknown }>(
-      sql(
-        `WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
-         event AS (INSERT INTO events (run_id, seq, at, kind, data)
-           SELECT run_id, event_seq, updated_at, 'state', ? FROM changed)
-         SELECT changed.*, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 's', state, 'v', version)::text)
-           AS notified
-         FROM changed`,
-        ...statement.values,
-        event,
-        CHANNEL,
-        this.feed.node
-      )
+  async change(
+    statement: Statement,
+    event: string,
+    _group?: boolean,
+    follow?: (run: StoredRun) => Statement | undefined
+  ): Promise<StoredRun[]> {
+    const changing = sql(
+      `WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
+       event AS (INSERT INTO events (run_id, seq, at, kind, data)
+         SELECT run_id, event_seq, updated_at, 'state', ? FROM changed)
+       SELECT changed.*, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 's', state, 'v', version)::text)
+         AS notified
+       FROM changed`,
+      ...statement.values,
+      event,
+      CHANNEL,
+      this.feed.node
     );
+    type Changed = StoredRun & { event_seq?: number; notified?: unknown };
+    // A statement to follow makes it a transaction of its own (one round trip more each way).
+    const rows = !follow
+      ? await this.all<Changed>(changing)
+      : await transaction(this.pool, async client => {
+          const { rows } = await client.query<Changed>(numberPlaceholders(changing.text), changing.values);
+          for (const row of rows) {
+            const more = follow(row);
+            if (more) await client.query(numberPlaceholders(more.text), more.values);
+          }
+          return rows;
+        });
     const runs = rows.map(({ event_seq: _seq, notified: _notified, ...run }) => run);
     // This process's listeners now; other nodes hear the pg_notify sent at commit.
     for (const run of runs) this.feed.tell(run);

@@ -68,6 +68,11 @@ export class SqliteConnection {
     return this.prepare(text).all(...(values as SQLInputValue[])) as R[];
   }
 
+  /** The rows one at a time; leaving the loop early reads no more of them. */
+  iterate<R>(text: string, values: readonly unknown[]): Iterable<R> {
+    return this.prepare(text).iterate(...(values as SQLInputValue[])) as Iterable<R>;
+  }
+
   run(text: string, values: readonly unknown[]): number {
     return Number(this.prepare(text).run(...(values as SQLInputValue[])).changes);
   }

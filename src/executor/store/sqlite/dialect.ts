@@ -85,19 +85,33 @@ export class SqliteDialect implements Dialect {
   }
 
   /** Callers only read the rows (frozen, so a write to one fails loudly); they get their own array. */
-  async list<R = Row>(statement: Statement): Promise<R[]> {
-    const key = `${statement.text}\n${JSON.stringify(statement.values)}`;
-    const page = this.pages.get(this.changeStamp(), key, () =>
-      Object.freeze(this.db.all<Row>(statement.text, statement.values).map(row => Object.freeze(row)))
-    );
+  async list<R = Row>(statement: Statement, stopAfter?: (row: R) => boolean): Promise<R[]> {
+    const key = `${statement.text}\n${JSON.stringify(statement.values)}\n${stopAfter ? 'stops' : ''}`;
+    const page = this.pages.get(this.changeStamp(), key, () => {
+      const rows: Row[] = [];
+      // Rows are turned into objects one at a time, so a page of large runs stops being read early.
+      for (const row of this.db.iterate<Row>(statement.text, statement.values)) {
+        rows.push(Object.freeze(row));
+        if (stopAfter?.(row as R)) break;
+      }
+      return Object.freeze(rows);
+    });
     return page.slice() as R[];
   }
 
-  async change(statement: Statement, event: string, group = false): Promise<StoredRun[]> {
+  async change(
+    statement: Statement,
+    event: string,
+    group = false,
+    follow?: (run: StoredRun) => Statement | undefined
+  ): Promise<StoredRun[]> {
     const work = () => {
       const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
-      for (const run of runs)
+      for (const run of runs) {
         this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
+        const more = follow?.(run);
+        if (more) this.db.run(more.text, more.values);
+      }
       return runs;
     };
     const runs = group ? await this.group.add(work) : this.db.transaction(work);
