@@ -67,7 +67,7 @@ export async function startTurn(
       // An approval that cannot be sent is an error: a new run would not carry out that plan.
       await client.submitFollowup(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
       log.info(`Approved the plan of run ${record.runId}: sent the follow-up "${APPROVAL_MESSAGE}".`);
-      comment?.notes.push(`✅ Plan approved by ${code(event.actor)}: the run carries it out.`);
+      comment?.notes.push(`✅ Plan approved by @${event.actor}: the run carries it out.`);
       return { runId: record.runId, request: APPROVAL_MESSAGE, mode: 'normal', followup: true };
     }
     const trigger = settings.trust.triggerPhrase;
