@@ -148,12 +148,20 @@ export async function checkTrust(
   }
   // The same for an issue's or pull request's own text the prompt quotes, on every event: a
   // maintainer's edit, label or review of a stranger's issue starts nothing on the stranger's words.
+  // Except one act: with label-trigger, a trusted person adding the label decides that the agent
+  // acts on this issue or pull request, and so vouches for its text as the event payload carries
+  // it (the prompt still fences it as a user's text). Edits, comments and reviews vouch for nothing.
   const reads = settings.readsText ?? [];
+  const vouched: string[] = [];
   for (const [kind, item] of [
     ['issue', context.issue],
     ['pr', context.pr]
   ] as const) {
     if (!reads.includes(kind) || !item) continue;
+    if (labelled) {
+      vouched.push(`#${item.number}`);
+      continue;
+    }
     if (!item.author) {
       return {
         run: false,
@@ -168,6 +176,10 @@ export async function checkTrust(
     if (!verdict.run) return verdict;
     if (verdict.why) reasons.push(verdict.why);
   }
+  if (vouched.length > 0)
+    reasons.push(
+      `adding the label ${showValue(settings.labelTrigger!)}, ${context.sender ?? context.actor} vouched for the text of ${vouched.join(' and ')} as the event carries it`
+    );
   return reasons.length > 0 ? { run: true, why: reasons.join('; ') } : { run: true };
 }
 
