@@ -367,3 +367,20 @@ describe('nothing of a run reaches GitHub live', () => {
       expect(liveParts(text, false)).toEqual([]);
   });
 });
+
+describe('comment-session-link', () => {
+  it('auto hides the session link on a public repository; always shows it; never hides it', async () => {
+    server.onCreate = created =>
+      server.script(created.run_id, [[50, { state: 'SUCCEEDED', session_link: 'https://s/secret-1' }]]);
+    const shown: Record<string, boolean> = {};
+    for (const mode of ['auto', 'always', 'never']) {
+      repository.comments.clear();
+      comment('maintainer', '@agent go');
+      core.reset({ ...inputs, 'comment-session-link': mode });
+      await run();
+      expect(core.record.outputs['session-link']).toBe('https://s/secret-1');
+      shown[mode] = comments()[0]!.body.includes('https://s/secret-1');
+    }
+    expect(shown).toEqual({ auto: false, always: true, never: false });
+  });
+});
