@@ -14,11 +14,16 @@ export interface FakeRepository {
   calls: string[];
   /** A status to fail the next calls with, e.g. 403 for a token without the permission. */
   failWith?: number;
+  /** Who the token is (GraphQL `viewer.login`); the step's comments are written as `github-actions[bot]`. */
+  viewer: string;
 }
 
 export function createFakeRepository(permissions: Record<string, string> = {}): FakeRepository {
-  return { permissions, comments: new Map(), calls: [] };
+  return { permissions, comments: new Map(), calls: [], viewer: 'github-actions[bot]' };
 }
+
+/** GitHub answers 422 to a comment body longer than this. */
+const MAX_BODY = 65_536;
 
 function failure(status: number): Error & { status: number } {
   return Object.assign(new Error(`HttpError: ${status}`), { status });
@@ -32,6 +37,11 @@ export function fakeGitHubModule(repository: FakeRepository) {
     if (repository.failWith) throw failure(repository.failWith);
   };
   const octokit = {
+    async graphql(query: string) {
+      call('graphql');
+      if (!query.includes('viewer')) throw new Error(`unexpected query ${query}`);
+      return { viewer: { login: repository.viewer } };
+    },
     rest: {
       repos: {
         async getCollaboratorPermissionLevel({
@@ -53,6 +63,7 @@ export function fakeGitHubModule(repository: FakeRepository) {
         },
         async createComment({ issue_number, body }: { issue_number: number; body: string }) {
           call(`create #${issue_number}`);
+          if (body.length > MAX_BODY) throw failure(422);
           const comment: FakeComment = {
             id: nextId++,
             body,
@@ -61,8 +72,17 @@ export function fakeGitHubModule(repository: FakeRepository) {
           repository.comments.set(issue_number, [...(repository.comments.get(issue_number) ?? []), comment]);
           return { data: { id: comment.id } };
         },
+        async getComment({ comment_id }: { comment_id: number }) {
+          call(`get ${comment_id}`);
+          for (const list of repository.comments.values()) {
+            const found = list.find(comment => comment.id === comment_id);
+            if (found) return { data: { id: found.id, body: found.body, user: found.user } };
+          }
+          throw failure(404);
+        },
         async updateComment({ comment_id, body }: { comment_id: number; body: string }) {
           call(`update ${comment_id}`);
+          if (body.length > MAX_BODY) throw failure(422);
           for (const list of repository.comments.values()) {
             const found = list.find(comment => comment.id === comment_id);
             if (found) found.body = body;

@@ -310,4 +310,28 @@ describe("the user's terminal (issue 28, finding 6)", () => {
     expect(action.stdout + action.stderr).not.toMatch(CONTROLS);
     expect(action.stdout + action.stderr).toContain('owned\\x1b]52;c;aGk=');
   });
+
+  it('logs shows bidirectional controls escaped, as C0 and C1 are (issue 34)', async () => {
+    const server = await start({ transcript: true, conversation: true });
+    const BIDI = 'approved \u202egnp.exe\u202c \u2066isolated\u2069 \u200f\u061c';
+    seed(server, 'r-bidi', { state: 'SUCCEEDED', status_message: BIDI });
+    server.addEvent('r-bidi', { kind: 'command', command: `echo ${BIDI}`, exit_code: 0, output: BIDI });
+    server.addEvent('r-bidi', { kind: 'message', text: BIDI });
+    server.runs.get('r-bidi')!.conversation = {
+      conversation_id: 'r-bidi',
+      steps: [
+        { id: 's', steps: [], messages: [{ role: 'assistant', content: [{ type: 'text', text: BIDI }] }] }
+      ]
+    };
+    const logs = await runCli(['logs', 'r-bidi'], { env: env(server) });
+    const json = await runCli(['get', 'r-bidi', '--json'], { env: env(server) });
+    for (const run of [logs, json]) {
+      expect(run.code).toBe(0);
+      expect(run.stdout + run.stderr).not.toMatch(/[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/);
+    }
+    expect(logs.stdout + logs.stderr).toContain(
+      'approved \\u202egnp.exe\\u202c \\u2066isolated\\u2069 \\u200f\\u061c'
+    );
+    expect(JSON.parse(json.stdout).status_message).toBe(BIDI);
+  });
 });

@@ -155,7 +155,7 @@ describe('plan → approve', () => {
     expect(body).toContain(`<!-- agent-run-run:${runId} mode:plan -->`);
     expect(body).toContain('Fix the login');
     // The plan is shown as text: no mention, no HTML.
-    expect(body).toContain('2. Fix the &#64;team &#60;b&#62;check&#60;/b&#62;');
+    expect(body).toContain('2. Fix the &#64; team &#60;b&#62;check&#60;/b&#62;');
     expect(body).toContain('reply with a comment containing <code>/approve</code>');
 
     const approval = await step(commentEvent('alice', '/approve'), { mode: 'plan' });
@@ -301,9 +301,9 @@ describe('a record forged through another bot', () => {
     expect(agents.followups.filter(followup => followup.run_id === victim)).toEqual([]);
     expect(asked.outputs['run-id']).not.toBe(victim);
     expect(approved.outputs['run-id']).not.toBe(victim);
-    expect(asked.stdout).toContain(
-      `::warning::The thread's progress comment names run ${victim}, whose metadata thread is "7", not "42"`
-    );
+    // Another bot's comment is never read as this step's record, nor edited.
+    expect(threadComments()[0]).toMatchObject({ id: 900, user: { login: 'greeter[bot]' } });
+    expect(asked.stdout).not.toContain(victim);
   });
 
   it("never cancels another thread's running run as superseded", async () => {

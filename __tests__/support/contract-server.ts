@@ -92,6 +92,8 @@ export interface ContractServerOptions {
   followups?: boolean;
   /** Serve creates only on the deprecated POST /agent/run, as older servers do (default false). */
   legacyCreateOnly?: boolean;
+  /** Honour `metadata[key]=value` on the list (default true; false ignores it, as many REST services do). */
+  metadataFilter?: boolean;
   apiKey?: string;
 }
 
@@ -130,6 +132,7 @@ export class ContractServer {
       cancelStyle: 'executor',
       legacyCreateOnly: false,
       followups: true,
+      metadataFilter: true,
       apiKey: 'test-key-0123456789',
       ...options
     };
@@ -272,7 +275,7 @@ export class ContractServer {
       // `metadata[key]=value`, repeatable: a run must have every pair.
       const wanted = [...url.searchParams].flatMap(([name, value]) => {
         const key = /^metadata\[(.+)\]$/.exec(name)?.[1];
-        return key === undefined ? [] : [[key, value] as const];
+        return key === undefined || !this.options.metadataFilter ? [] : [[key, value] as const];
       });
       const all = [...this.runs.values()]
         .reverse()

@@ -22,6 +22,8 @@ export class GitHubServer {
     number,
     { id: number; body: string; user?: { login: string; type: string } }[]
   >();
+  /** Who the token is (GraphQL `viewer.login`); comments are written as `github-actions[bot]`. */
+  viewer = 'github-actions[bot]';
   /** Status to answer permission checks with (to simulate failures), or undefined for normal answers. */
   permissionStatus?: number;
   /** Status to answer comment writes with (e.g. 403 without permission). */
@@ -73,6 +75,11 @@ export class GitHubServer {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(data));
     };
+    if (/^(?:\/api)?\/graphql$/.test(url.pathname) && req.method === 'POST') {
+      const query = String((body as { query?: unknown })?.query ?? '');
+      if (!query.includes('viewer')) return send(400, { message: 'unexpected query' });
+      return send(200, { data: { viewer: { login: this.viewer } } });
+    }
     let match = /^\/repos\/[^/]+\/[^/]+\/collaborators\/([^/]+)\/permission$/.exec(url.pathname);
     if (match && req.method === 'GET') {
       if (this.permissionStatus) return send(this.permissionStatus, { message: 'Server Error' });
@@ -96,6 +103,11 @@ export class GitHubServer {
         );
       if (this.commentStatus)
         return send(this.commentStatus, { message: 'Resource not accessible by integration' });
+      if ((body as { body: string }).body.length > 65_536)
+        return send(422, {
+          message: 'Validation Failed',
+          errors: [{ code: 'custom', message: 'body is too long (maximum is 65536 characters)' }]
+        });
       const comment = {
         id: this.nextId++,
         body: (body as { body: string }).body,
@@ -105,9 +117,18 @@ export class GitHubServer {
       return send(201, comment);
     }
     match = /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/(\d+)$/.exec(url.pathname);
+    if (match && req.method === 'GET') {
+      const found = [...this.comments.values()].flat().find(c => c.id === Number(match![1]));
+      return found ? send(200, found) : send(404, { message: 'Not Found' });
+    }
     if (match && req.method === 'PATCH') {
       if (this.commentStatus)
         return send(this.commentStatus, { message: 'Resource not accessible by integration' });
+      if ((body as { body: string }).body.length > 65_536)
+        return send(422, {
+          message: 'Validation Failed',
+          errors: [{ code: 'custom', message: 'body is too long (maximum is 65536 characters)' }]
+        });
       for (const list of this.comments.values()) {
         const comment = list.find(c => c.id === Number(match![1]));
         if (comment) {

@@ -117,7 +117,7 @@ describe('outputs of what the agent made', () => {
       'Pull request',
       '<a href="https://github.com/octo/app/pull/9">https://github.com/octo/app/pull/9</a>'
     ]);
-    expect(summary?.rows).toContainEqual(['Result', '<pre>Fixed: the test passes now.</pre>']);
+    expect(summary?.rows).toContainEqual(['Result', '<pre>Fixed&#58; the test passes now.</pre>']);
     const artifacts = summary?.rows.find(row => row[0] === 'Artifacts')?.[1];
     expect(artifacts).toContain('PLAN: <code>The plan</code>');
     expect(artifacts).toContain('FILE: <code>changes.patch</code>');

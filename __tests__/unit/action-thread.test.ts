@@ -143,12 +143,15 @@ describe('the thread a comment belongs to', () => {
 
 describe('the plan in the comment', () => {
   it('shows a short plan as text and folds a long one inside <details>, with how to approve', () => {
-    const short = planMarkup({ title: 'Fix [x](y)', markdown: 'ping @octo ![i](http://e/i.png)' }, '/go');
-    expect(short).toContain('<pre>ping &#64;octo ![i](http://e/i.png)</pre>');
+    const short = planMarkup(
+      { uid: 'p1', title: 'Fix [x](y)', markdown: 'ping @octo ![i](http://e/i.png)' },
+      '/go'
+    ).markup;
+    expect(short).toContain('<pre>ping &#64; octo &#33;&#91;i&#93;&#40;http&#58;//e/i.png&#41;</pre>');
     expect(short).toContain('Fix &#91;x&#93;&#40;y&#41;');
     expect(short).toContain('reply with a comment containing <code>/go</code>');
     expect(short).not.toContain('<details>');
-    const long = planMarkup({ title: 'Big', markdown: 'step\n'.repeat(40) }, '/approve');
+    const long = planMarkup({ uid: 'p2', title: 'Big', markdown: 'step\n'.repeat(40) }, '/approve').markup;
     expect(long).toMatch(/^<details><summary>📋 \*\*Plan\*\*: Big \(200 characters\)<\/summary>/);
   });
 });

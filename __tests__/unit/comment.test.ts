@@ -80,7 +80,7 @@ describe('sticky comment', () => {
       expect(body).not.toContain(live);
     }
     expect(body).not.toContain('<a ');
-    expect(body).toContain('<code>r&#96;&#42;&#42;Approved by &#64;octo-org/security&#42;&#42; &#60;img');
+    expect(body).toContain('<code>r&#96;&#42;&#42;Approved by &#64; octo-org/security&#42;&#42; &#60;img');
     await comment.update(runId, { run_id: runId, state: 'X', session_link: 'https://s/1"onmouseover="x' }, 0);
     const linked = repository.comments.get(7)![0]!.body;
     expect(linked).toContain('<a href="https://s/1&#34;onmouseover=&#34;x">');

@@ -136,3 +136,37 @@ describe('trigger-phrase on every comment-like event', () => {
     ]);
   });
 });
+
+describe('label-trigger: a trusted labeller vouches for the item’s text (issue 34)', () => {
+  const labelled = (sender: string) => ({
+    action: 'labeled',
+    label: { name: 'agent' },
+    pull_request: pullRequest('stranger'),
+    sender: { login: sender }
+  });
+  const inputs = { prompt: 'Review {{pr.title}}: {{pr.body}}', 'label-trigger': 'agent' };
+
+  it('a writer’s label on a stranger’s pull request starts one run, the title fenced as user text', async () => {
+    const { created, record } = await start(
+      'pull_request_target',
+      'maintainer',
+      labelled('maintainer'),
+      inputs
+    );
+    expect(record.failures).toEqual([]);
+    expect(created).toBe(1);
+    const prompt = JSON.parse(server.requests.find(r => r.method === 'POST')!.body).prompt as string;
+    expect(prompt).toMatch(
+      /<untrusted-user-text-[0-9a-f]+ source="pr\.title">\s*Fix\s*<\/untrusted-user-text-/
+    );
+    expect(record.info.join('\n')).toContain(
+      'adding the label "agent", maintainer vouched for the text of #6 as the event carries it'
+    );
+  });
+
+  it('a reader’s label vouches for nothing', async () => {
+    const { created, record } = await start('pull_request_target', 'stranger', labelled('stranger'), inputs);
+    expect(created).toBe(0);
+    expect(record.notices.join('\n')).toMatch(/^Not starting the agent: stranger has read permission/);
+  });
+});

@@ -118,3 +118,31 @@ describe('workflows', () => {
     ]);
   });
 });
+
+describe('example workflows on threads', () => {
+  it('run one step per thread at a time: a concurrency group per issue or pull request, queued', () => {
+    const dir = 'examples/workflows';
+    // A workflow reports on a thread when a step of ours writes the progress comment there.
+    const threaded = readdirSync(dir).filter(name =>
+      Object.values((parse(readFileSync(join(dir, name), 'utf8')) as Workflow).jobs).some(job =>
+        job.steps.some(
+          step =>
+            step.uses &&
+            ours(step.uses) === actions.main &&
+            [undefined, 'off'].every(off => step.with?.comment !== off)
+        )
+      )
+    );
+    expect(threaded.length).toBeGreaterThan(0);
+    for (const name of threaded) {
+      const workflow = parse(readFileSync(join(dir, name), 'utf8'));
+      expect({ name, concurrency: workflow.concurrency }).toEqual({
+        name,
+        concurrency: {
+          group: expect.stringContaining('github.event.issue.number || github.event.pull_request.number'),
+          'cancel-in-progress': false
+        }
+      });
+    }
+  });
+});

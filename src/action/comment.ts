@@ -8,22 +8,59 @@ import { createHash } from 'node:crypto';
 import { formatDuration } from '../api/index.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
-import { artifactLines, code, escapeHtml, isWebLink, link, resultMarkup } from './markup.js';
+import * as log from './log.js';
+import { artifactLines, block, code, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
 import { type Plan, planMarkup } from './plan.js';
 
-/** What the comment records about its run, in a hidden line: the run id and the mode of its last turn. */
+/** GitHub keeps at most this many characters of a comment's body (it answers 422 above it). */
+export const MAX_COMMENT_CHARS = 65_536;
+
+/** Which step of which workflow run wrote the comment: GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT. */
+export interface StepId {
+  run: number;
+  attempt: number;
+}
+
+/**
+ * What the comment records about its run, in hidden lines: the run id, the mode of its last turn,
+ * the step that wrote it, and the PLAN artifact the comment shows (the only plan an approval
+ * carries out: it is recorded only in a comment that was written with the plan in it).
+ */
 export interface ThreadRecord {
   runId: string;
   mode: 'normal' | 'plan';
+  step?: StepId;
+  plan?: string;
 }
 
 const RECORD = /<!-- agent-run-run:([A-Za-z0-9._:~-]{1,200}) mode:(normal|plan) -->/;
+const STEP = /<!-- agent-run-step:(\d{1,20})\.(\d{1,10}) -->/;
+const PLAN = /<!-- agent-run-plan:([A-Za-z0-9._:~-]{1,200}) -->/;
+const SAFE_ID = /^[A-Za-z0-9._:~-]{1,200}$/;
 
 /** The run a comment's text records, if any. */
 export function parseRecord(body: string): ThreadRecord | undefined {
   const match = RECORD.exec(body);
-  return match ? { runId: match[1]!, mode: match[2] as ThreadRecord['mode'] } : undefined;
+  if (!match) return undefined;
+  const record: ThreadRecord = { runId: match[1]!, mode: match[2] as ThreadRecord['mode'] };
+  const step = STEP.exec(body);
+  if (step) record.step = { run: Number(step[1]), attempt: Number(step[2]) };
+  const plan = PLAN.exec(body);
+  if (plan) record.plan = plan[1]!;
+  return record;
+}
+
+/** This step's workflow run and attempt, when the runner says. */
+export function stepOf(env: NodeJS.ProcessEnv = process.env): StepId | undefined {
+  const run = Number(env.GITHUB_RUN_ID);
+  const attempt = Number(env.GITHUB_RUN_ATTEMPT || '1');
+  return Number.isSafeInteger(run) && run > 0 && Number.isSafeInteger(attempt) ? { run, attempt } : undefined;
+}
+
+/** Whether `a` is a later step than `b` (a later workflow run, or a later attempt of the same one). */
+export function isNewer(a: StepId, b: StepId): boolean {
+  return a.run > b.run || (a.run === b.run && a.attempt > b.attempt);
 }
 
 export class StickyComment {
@@ -40,6 +77,10 @@ export class StickyComment {
   /** The plan the run made, shown with the way to approve it. */
   plan?: Plan;
   approvePhrase = '/approve';
+  /** Whether the comment shows the session link (`comment-session-link`). */
+  showSessionLink = true;
+  /** The step writing (GITHUB_RUN_ID.GITHUB_RUN_ATTEMPT): a newer step's comment is never overwritten. */
+  step?: StepId = stepOf();
 
   constructor(
     private readonly github: () => Promise<GitHubApi>,
@@ -75,9 +116,25 @@ export class StickyComment {
     if (this.disabled || body === this.last) return;
     try {
       const api = await this.github();
-      this.id ??= await api.findComment(this.issueNumber, this.marker);
-      if (this.id === undefined) this.id = await api.createComment(this.issueNumber, body);
-      else await api.updateComment(this.id, body);
+      if (this.id === undefined && !this.searched) {
+        this.searched = true;
+        try {
+          this.id = await api.findComment(this.issueNumber, this.marker);
+        } catch (error) {
+          // Without permission to read comments, writing fails too (below). Any other failure (who
+          // the token is cannot be read) leaves earlier comments alone: this step writes its own.
+          if ([401, 403, 404].includes((error as { status?: number }).status ?? 0)) throw error;
+          log.info(
+            `Could not look for this step's earlier comment (${(error as Error).message}); writing a new one.`
+          );
+        }
+      }
+      if (this.id === undefined) {
+        this.id = await api.createComment(this.issueNumber, body);
+      } else {
+        if (await this.newerStepWrote(api, this.id)) return;
+        await api.updateComment(this.id, body);
+      }
       this.last = body;
     } catch (error) {
       const status = (error as { status?: number }).status;
@@ -95,6 +152,23 @@ export class StickyComment {
     }
   }
 
+  private searched = false;
+
+  /**
+   * Whether a newer step (a later workflow run on this thread) has written the comment since: then
+   * this one stops writing it, so two steps never rewrite each other's record in turn.
+   */
+  private async newerStepWrote(api: GitHubApi, id: number): Promise<boolean> {
+    if (!this.step) return false;
+    const found = parseRecord(await api.commentBody(id))?.step;
+    if (!found || !isNewer(found, this.step)) return false;
+    this.disabled = true;
+    core.notice(
+      `A newer step (workflow run ${found.run}, attempt ${found.attempt}) now reports on #${this.issueNumber}'s progress comment; this step no longer updates it.`
+    );
+    return true;
+  }
+
   private render(
     runId: string,
     run: Run | undefined,
@@ -102,22 +176,20 @@ export class StickyComment {
     conclusion: string,
     produced: Produced | undefined
   ): string {
-    // GitHub keeps at most 65,536 characters of a comment: every field from the service is cut, so
-    // even fully escaped (up to 6 characters each) the comment stays below it.
+    // Every field from the service is cut and rendered inert (src/action/markup.ts); the plan gets
+    // what room is left under GitHub's limit once everything else is escaped.
     const short = (text: string) => (text.length > 256 ? `${text.slice(0, 256)}…` : text);
     const state = short(run?.state ?? 'QUEUED');
     const lines = [
       this.marker,
-      // Every field from the service is inert: a hostile run id or state mentions no one, loads nothing.
       `**Agent run** ${code(short(runId))}: **${code(state)}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
     ];
-    if (run?.session_link && run.session_link.length <= 2048 && isWebLink(run.session_link))
-      lines.push('', link(run.session_link, 'Session transcript'));
-    if (run?.status_message && state !== 'SUCCEEDED') {
-      const message =
-        run.status_message.length > 3000 ? `${run.status_message.slice(0, 3000)}…` : run.status_message;
-      lines.push('', `<pre>${escapeHtml(message)}</pre>`);
-    }
+    const session =
+      run?.session_link && run.session_link.length <= 2048 && isWebLink(run.session_link)
+        ? run.session_link
+        : undefined;
+    if (session && this.showSessionLink) lines.push('', link(session, 'Session transcript'));
+    if (run?.status_message && state !== 'SUCCEEDED') lines.push('', block(run.status_message, 20_000));
     if (state === 'BLOCKED')
       lines.push('', '⏸ The agent is waiting for user input or approval in the session.');
     if (produced?.pullRequestUrl) lines.push('', `Pull request: ${link(short(produced.pullRequestUrl))}`);
@@ -125,11 +197,25 @@ export class StickyComment {
     if (artifacts.length > 10) artifacts.splice(10, artifacts.length, `… and ${artifacts.length - 10} more`);
     if (artifacts.length > 0) lines.push('', `Artifacts:<br>${artifacts.join('<br>')}`);
     for (const note of this.notes) lines.push('', note);
-    if (this.plan) lines.push('', planMarkup(this.plan, this.approvePhrase));
-    else if (produced?.result) lines.push('', resultMarkup(produced.result, 5000));
     // Last, hidden: the run this thread belongs to, read back by `continue`, approvals and `supersede`.
-    if (/^[A-Za-z0-9._:~-]{1,200}$/.test(runId))
-      lines.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
+    const record: string[] = [];
+    if (SAFE_ID.test(runId)) {
+      record.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
+      if (this.step) record.push(`<!-- agent-run-step:${this.step.run}.${this.step.attempt} -->`);
+    }
+    if (this.plan) {
+      const used = [...lines, ...record].join('\n').length + 200;
+      const plan = planMarkup(
+        this.plan,
+        this.approvePhrase,
+        MAX_COMMENT_CHARS - used,
+        this.showSessionLink ? session : undefined
+      );
+      lines.push('', plan.markup);
+      if (plan.shown && record.length > 0 && SAFE_ID.test(this.plan.uid))
+        record.push(`<!-- agent-run-plan:${this.plan.uid} -->`);
+    } else if (produced?.result) lines.push('', resultMarkup(produced.result, 5000));
+    lines.push(...record);
     return lines.join('\n');
   }
 }

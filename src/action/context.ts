@@ -31,6 +31,8 @@ export interface EventContext {
   label?: string;
   /** Who sent the event (the payload's `sender.login`): on `labeled`, who added the label. */
   sender?: string;
+  /** The payload's `repository.private`: true only when the event says the repository is private. */
+  repoPrivate?: boolean;
 }
 
 type Payload = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -90,6 +92,7 @@ export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventCon
   if (typeof payload.label?.name === 'string') context.label = payload.label.name;
   if (typeof payload.sender?.login === 'string' && payload.sender.login !== '')
     context.sender = payload.sender.login;
+  if (typeof payload.repository?.private === 'boolean') context.repoPrivate = payload.repository.private;
   return context;
 }
 

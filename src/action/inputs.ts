@@ -66,6 +66,11 @@ export interface CommonSettings {
   onUntrusted: 'skip' | 'fail';
   /** Progress comment on the pull request or issue (`comment`). */
   comment: 'off' | 'sticky' | 'final';
+  /**
+   * Whether the comment shows the session link (`comment-session-link`): the link opens the run's
+   * transcript to whoever has it, so by default (`auto`) only on a private repository.
+   */
+  commentSessionLink: boolean;
   /** Notes about the prompt (empty placeholders, user text that was cut). */
   promptNotes: string[];
   /** The JSON Schema the answer's last JSON object must match (`output-schema`), compiled. */
@@ -248,6 +253,12 @@ export function readSettings(
   if (comment !== 'off' && comment !== 'sticky' && comment !== 'final') {
     problems.push(`comment ${showValue(getInput('comment'))}: expected off, sticky or final`);
   }
+  const sessionLink = getInput('comment-session-link').trim().toLowerCase() || 'auto';
+  if (sessionLink !== 'auto' && sessionLink !== 'always' && sessionLink !== 'never') {
+    problems.push(
+      `comment-session-link ${showValue(getInput('comment-session-link'))}: expected auto, always or never`
+    );
+  }
   const triggerPhrase = getInput('trigger-phrase').trim() || undefined;
   if (runId !== undefined) {
     for (const name of ['prompt', 'prompt-file']) {
@@ -286,6 +297,7 @@ export function readSettings(
     },
     onUntrusted: onUntrusted as Settings['onUntrusted'],
     comment: comment as Settings['comment'],
+    commentSessionLink: sessionLink === 'always' || (sessionLink === 'auto' && event.repoPrivate === true),
     promptNotes,
     outputSchema,
     logConversation,

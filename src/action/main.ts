@@ -112,5 +112,6 @@ function progressComment({ settings, github }: Admitted, event: EventContext) {
   const identity = [process.env.GITHUB_WORKFLOW, process.env.GITHUB_JOB, process.env.GITHUB_ACTION].join('/');
   const writer = new StickyComment(github, event.number, identity);
   writer.approvePhrase = settings.thread.approvePhrase;
+  writer.showSessionLink = settings.commentSessionLink;
   return { mode: settings.comment, writer };
 }

@@ -4,7 +4,11 @@
 // `![x](url)` loads an image, `@team` notifies people and `fixes #1` closes an issue. So a short
 // field from the service is shown inert: every character Markdown or HTML gives a meaning to
 // becomes a numeric character reference, and it sits inside <code>, where GitHub links no mention.
+// This module is the one writer of run and service text into what the action posts (the comment,
+// the job summary): `inert`/`code` for a field on one line, `block` for a long one. Both neutralise
+// mentions and closing keywords as the executor's pull request text does (src/api/github-text.ts).
 
+import { neutralizePlain, textBlock } from '../api/github-text.js';
 import type { Produced } from './produced.js';
 
 export function escapeHtml(text: string): string {
@@ -17,7 +21,7 @@ export function escapeHtml(text: string): string {
  */
 export function inert(text: string, inLink = false): string {
   const special = inLink ? /[&<>"'`*[\]()!#@\\~|{}]/g : /[&<>"'`*[\]()!#@\\~|:{}]/g;
-  return text
+  return neutralizePlain(text)
     .replace(/[\r\n]+/g, ' ')
     .replace(special, ch => `&#${ch.charCodeAt(0)};`)
     .replace(/www\./gi, match => `${match.slice(0, 3)}&#46;`);
@@ -38,10 +42,18 @@ export function link(url: string, label?: string): string {
   return `<a href="${escapeHtml(url)}">${inert(label ?? url, true)}</a>`;
 }
 
+/**
+ * A long text from the run or the service (an answer, a status message, a plan) as an inert `<pre>`
+ * block of at most `max` characters of markup (cut after escaping, so the limit holds).
+ */
+export function block(text: string, max = Infinity): string {
+  return textBlock(text, max).markup;
+}
+
 /** The result's text in the summary and the comment: long text folds away inside <details>. */
 export function resultMarkup(result: string, max = 64 * 1024): string {
   const cut = result.length > max ? `${result.slice(0, max)}…` : result;
-  const body = `<pre>${escapeHtml(cut)}</pre>`;
+  const body = block(cut);
   const long = cut.length > 300 || cut.split('\n').length > 8;
   return long
     ? `<details><summary>Agent's answer (${result.length} characters)</summary>\n\n${body}\n</details>`

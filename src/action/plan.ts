@@ -3,18 +3,27 @@
 // approve it. The plan is the agent's text: it is shown, never interpreted (no mention, no image).
 
 import type { AgentRunClient, Run } from '../client/index.js';
-import { escapeHtml, inert } from './markup.js';
+import { textBlock } from '../api/github-text.js';
+import { inert, isWebLink, link } from './markup.js';
 
 export interface Plan {
+  /** The PLAN artifact's uid: the comment records which plan it shows, and only that one is approved. */
+  uid: string;
   title: string;
   markdown: string;
+  /** Where the whole plan can be read, when the service gives it a web address. */
+  url?: string;
+}
+
+/** The plan as the comment shows it, and whether it is shown so that approving it is informed. */
+export interface PlanMarkup {
+  markup: string;
+  /** In full, or cut with a link to the whole of it: the comment records it as approvable. */
+  shown: boolean;
 }
 
 /** The follow-up an approval sends: it carries the plan out, in normal mode. */
 export const APPROVAL_MESSAGE = 'approved: carry out the plan';
-
-/** Longest plan shown in the comment; GitHub keeps at most 65,536 characters of a comment. */
-const MAX_PLAN_CHARS = 20_000;
 
 /** The run's latest PLAN artifact with its markdown, or undefined when there is none or it cannot be read. */
 export async function readPlan(
@@ -28,6 +37,9 @@ export async function readPlan(
   const uid = data.document_uid ?? data.artifact_uid;
   if (typeof uid !== 'string') return undefined;
   const title = typeof data.title === 'string' ? data.title : 'Plan';
+  const url =
+    typeof data.url === 'string' && data.url.length <= 2048 && isWebLink(data.url) ? data.url : undefined;
+  const base = { uid, title, ...(url ? { url } : {}) };
   try {
     const details = await client.getArtifact(uid, { signal });
     // The service's shape is read tolerantly: the markdown in `data.content`, `content` or `markdown`.
@@ -35,23 +47,39 @@ export async function readPlan(
     const text = [inner.content, inner.markdown, details.content, details.markdown].find(
       value => typeof value === 'string'
     );
-    return { title, markdown: typeof text === 'string' ? text : '' };
+    return { ...base, markdown: typeof text === 'string' ? text : '' };
   } catch {
-    return { title, markdown: '' };
+    return { ...base, markdown: '' };
   }
 }
 
-/** The plan in the comment: short ones in full, long ones folded inside <details>; then how to approve. */
-export function planMarkup(plan: Plan, approvePhrase: string): string {
-  const text =
-    plan.markdown.length > MAX_PLAN_CHARS ? `${plan.markdown.slice(0, MAX_PLAN_CHARS)}…` : plan.markdown;
-  // `@` too: GitHub links a mention even inside <pre>.
-  const escaped = escapeHtml(text).replace(/@/g, '&#64;');
-  const body = text.trim() === '' ? '(the plan could not be read)' : `<pre>${escaped}</pre>`;
-  const long = text.length > 1500 || text.split('\n').length > 25;
+/**
+ * The plan in the comment, in at most `max` characters of markup (GitHub keeps at most 65,536 of
+ * a whole comment, and escaping can make a plan five times longer): short ones in full, long ones
+ * folded inside <details>, one too long cut with a link to the whole (the plan's own address or the
+ * session); then how to approve it. A plan that could not be read, or was cut with nowhere to read
+ * the rest, is not shown, and the comment says it cannot be approved.
+ */
+export function planMarkup(plan: Plan, approvePhrase: string, max = 60_000, moreAt?: string): PlanMarkup {
   const heading = `📋 **Plan**: ${inert(plan.title.slice(0, 200))}`;
-  const shown = long
+  const whole = plan.url ?? moreAt;
+  const approve = `To carry it out, reply with a comment containing <code>${inert(approvePhrase)}</code> (someone with permission to start the agent).`;
+  if (plan.markdown.trim() === '')
+    return {
+      markup: `${heading}\n\n(the plan could not be read, so it cannot be approved here)`,
+      shown: false
+    };
+  const long = plan.markdown.length > 1500 || plan.markdown.split('\n').length > 25;
+  const frame = long ? 200 : 10;
+  const more = whole ? `The plan is cut here: ${link(whole, 'read the whole plan')}.` : '';
+  const room = max - heading.length - approve.length - more.length - frame - 100;
+  const { markup: body, cut } = textBlock(plan.markdown, room);
+  const shown = !cut || whole !== undefined;
+  const tail = !shown
+    ? 'The plan is too long to show here in full, and the service gives no address for the rest: it cannot be approved from this comment.'
+    : `${cut ? `${more}\n\n` : ''}${approve}`;
+  const folded = long
     ? `<details><summary>${heading} (${plan.markdown.length} characters)</summary>\n\n${body}\n</details>`
     : `${heading}\n\n${body}`;
-  return `${shown}\n\nTo carry it out, reply with a comment containing <code>${inert(approvePhrase)}</code> (someone with permission to start the agent).`;
+  return { markup: `${folded}\n\n${tail}`, shown };
 }

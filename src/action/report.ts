@@ -4,7 +4,7 @@ import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
 import { formatDuration, isTerminalState } from '../api/index.js';
 import type { StickyComment } from './comment.js';
-import { artifactLines, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
+import { artifactLines, block, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
 import { setOutput, toJson } from './outputs.js';
 import type { Produced } from './produced.js';
 
@@ -179,11 +179,11 @@ export async function writeSummary(outcome: Outcome): Promise<string[]> {
   }
   if (produced?.structuredProblem) {
     const problem = clip('Structured output', produced.structuredProblem, SUMMARY_FIELD_CHARS.problem);
-    rows.push(['Structured output', escapeHtml(problem)]);
+    rows.push(['Structured output', block(problem)]);
   }
   if (run?.status_message) {
     const message = clip('Status message', run.status_message, MAX_SUMMARY_MESSAGE);
-    rows.push(['Status message', `<pre>${escapeHtml(message)}</pre>`]);
+    rows.push(['Status message', block(message)]);
   }
   await core.summary
     .emptyBuffer()

@@ -9,6 +9,7 @@ import {
   type AgentRunClient,
   ConflictError,
   NotFoundError,
+  type Run,
   isTerminalState
 } from '../client/index.js';
 import type { StickyComment, ThreadRecord } from './comment.js';
@@ -19,7 +20,7 @@ import * as log from './log.js';
 import { APPROVAL_MESSAGE } from './plan.js';
 import { cleanUserText, fence, fenceTag } from './prompt.js';
 import { createRun } from './remote.js';
-import { COMMENT_EVENTS } from './trust.js';
+import { COMMENT_EVENTS, holdsPhrase } from './trust.js';
 import { code } from './markup.js';
 
 /** What the step waits for: the run, what was asked of it this turn, and the turn's mode. */
@@ -31,6 +32,9 @@ export interface Turn {
   /** The turn continues an existing run (its record's times span every turn). */
   followup?: boolean;
 }
+
+/** A thread's record whose run's own metadata names this thread, with that run as read. */
+type OwnRecord = ThreadRecord & { run: Run };
 
 /** The step stops without starting anything, with this notice. */
 export class NothingToDo extends Error {}
@@ -55,6 +59,11 @@ export async function startTurn(
 
   if (isComment && holdsApproval(body, thread.approvePhrase)) {
     if (record?.mode === 'plan') {
+      const refused = approvalRefused(record);
+      if (refused !== undefined)
+        throw new NothingToDo(
+          `The comment holds the approve phrase ${JSON.stringify(thread.approvePhrase)}, but ${refused}; nothing was sent.`
+        );
       // An approval that cannot be sent is an error: a new run would not carry out that plan.
       await client.submitFollowup(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
       log.info(`Approved the plan of run ${record.runId}: sent the follow-up "${APPROVAL_MESSAGE}".`);
@@ -62,7 +71,7 @@ export async function startTurn(
       return { runId: record.runId, request: APPROVAL_MESSAGE, mode: 'normal', followup: true };
     }
     const trigger = settings.trust.triggerPhrase;
-    if (trigger !== undefined && !body.includes(trigger)) {
+    if (trigger !== undefined && !holdsPhrase(body, trigger)) {
       throw new NothingToDo(
         `The comment holds the approve phrase ${JSON.stringify(thread.approvePhrase)}, but no run of this thread is waiting for its plan to be approved; nothing was sent.`
       );
@@ -98,12 +107,33 @@ export async function startTurn(
 }
 
 /**
- * Whether a comment approves: it holds the approve phrase outside quoted lines (`> …`). A reply
- * that quotes the progress comment quotes its "reply with a comment containing /approve" line with
- * the plan, and a question or a correction written under that quote is no approval.
+ * Whether a comment approves: it holds the approve phrase outside quoted lines and code, by the
+ * same rule as the trigger phrase (`holdsPhrase`). A reply that quotes the progress comment quotes
+ * its "reply with a comment containing /approve" line with the plan, and a question or a correction
+ * written under that quote is no approval.
  */
 export function holdsApproval(body: string, phrase: string): boolean {
-  return body.split(/\r?\n/).some(line => !/^\s*>/.test(line) && line.includes(phrase));
+  return holdsPhrase(body, phrase);
+}
+
+/**
+ * Why the thread's plan cannot be approved now, or undefined when it can: the run's latest turn
+ * ended SUCCEEDED in plan mode, and the comment shows (and records) that turn's PLAN artifact.
+ * Approving anything else would carry out a plan nobody has read.
+ */
+function approvalRefused(record: OwnRecord): string | undefined {
+  const { run, runId } = record;
+  if (!isTerminalState(run.state))
+    return `the plan is still being made (run ${runId} is ${String(run.state).slice(0, 40)})`;
+  if (run.state !== 'SUCCEEDED')
+    return `the plan turn failed (run ${runId} ended ${String(run.state).slice(0, 40)})`;
+  const artifacts = Array.isArray(run.artifacts) ? (run.artifacts as Record<string, unknown>[]) : [];
+  const data = (artifacts.filter(artifact => artifact?.artifact_type === 'PLAN').at(-1)?.data ??
+    {}) as Record<string, unknown>;
+  const latest = data.document_uid ?? data.artifact_uid;
+  if (typeof latest !== 'string' || record.plan !== latest)
+    return `the plan could not be shown (the thread's comment does not show run ${runId}'s latest plan)`;
+  return undefined;
 }
 
 /** The comment's record of its run; a comment that cannot be read means there is none to continue. */
@@ -121,36 +151,57 @@ async function readRecord(comment: StickyComment | undefined): Promise<ThreadRec
 
 /**
  * The record only when its run belongs to this thread. The comment's marker can be computed by
- * anyone who reads the workflow, so another bot's comment that quotes a stranger's text can carry a
- * marker and a record naming a run of another thread or repository: continuing, approving or
- * cancelling that run from here would hijack it. A run whose metadata names another repository or
- * thread (or none, when the action would have set one) is not this thread's; a service that keeps
- * no metadata on its records is trusted as before.
+ * anyone who reads the workflow, so a comment that carries it can name a run of another thread or
+ * repository, or one started outside any thread (`agent-run run` sets no metadata): continuing,
+ * approving or cancelling that run from here would hijack it. So the run's own `metadata` must name
+ * this repository and thread; a run without metadata, or whose record cannot be read, is not
+ * touched (with a service that keeps no metadata, every comment starts a new run).
  */
 async function thisThreads(
   client: AgentRunClient,
   record: ThreadRecord | undefined,
   event: EventContext,
   signal: AbortSignal
-): Promise<ThreadRecord | undefined> {
+): Promise<OwnRecord | undefined> {
   if (!record) return undefined;
-  let metadata: unknown;
+  let run: Run;
   try {
-    metadata = (await client.getRun(record.runId, { signal })).metadata;
+    run = await client.getRun(record.runId, { signal });
   } catch (error) {
     if (!(error instanceof AgentRunError)) throw error;
-    return record;
+    core.notice(
+      `The thread's progress comment names run ${record.runId}, whose record could not be read (${error.message}): it is neither continued, approved nor cancelled.`
+    );
+    return undefined;
   }
-  if (metadata === null || typeof metadata !== 'object') return record;
-  const expected = threadMetadata(process.env, event);
-  const found = metadata as Record<string, unknown>;
-  const other = (['repository', 'thread'] as const).find(
-    name => expected[name] !== undefined && found[name] !== expected[name]
-  );
-  if (other === undefined) return record;
+  const why = notThisThreads(run, threadMetadata(process.env, event), ['repository', 'thread']);
+  if (why === undefined) return { ...record, run };
   core.warning(
-    `The thread's progress comment names run ${record.runId}, whose metadata ${other} is ${JSON.stringify(String(found[other] ?? 'absent').slice(0, 100))}, not ${JSON.stringify(expected[other])}: it is not this thread's run, so it is neither continued, approved nor cancelled.`
+    `The thread's progress comment names run ${record.runId}, ${why}: it is not this thread's run, so it is neither continued, approved nor cancelled.`
   );
+  return undefined;
+}
+
+/**
+ * Why a run is not this thread's (its own `metadata` must carry each of `names` as this step would
+ * set it), or undefined when it is.
+ */
+export function notThisThreads(
+  run: Run,
+  expected: Record<string, string>,
+  names: readonly ('repository' | 'thread' | 'workflow')[]
+): string | undefined {
+  const metadata: unknown = run.metadata;
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+    return 'which has no metadata naming a repository and thread';
+  const found = metadata as Record<string, unknown>;
+  for (const name of names) {
+    if (expected[name] === undefined) return `and this step has no ${name} to compare its metadata with`;
+    if (found[name] !== expected[name]) {
+      const shown = typeof found[name] === 'string' ? JSON.stringify(found[name].slice(0, 100)) : 'absent';
+      return `whose metadata ${name} is ${shown}, not ${JSON.stringify(expected[name])}`;
+    }
+  }
   return undefined;
 }
 
@@ -167,8 +218,9 @@ export function followupMessage(event: EventContext, tag = fenceTag()): string {
 
 /**
  * Cancels the still-running earlier runs of this thread: the one its comment names and those whose
- * metadata names the same repository, thread and workflow. A run that cannot be cancelled is
- * warned about, and the new run starts all the same.
+ * metadata names the same repository, thread and workflow. Each run's own record is checked, not
+ * the list's filter: a service that ignores `metadata[…]` answers with every run of the team. A run
+ * that cannot be cancelled is warned about, and the new run starts all the same.
  */
 async function supersede(
   client: AgentRunClient,
@@ -188,10 +240,16 @@ async function supersede(
       log.info(`Could not list the thread's earlier runs by metadata: ${(error as Error).message}`);
     }
   }
+  const others: string[] = [];
   for (const runId of candidates) {
     try {
       const run = await client.getRun(runId, { signal });
       if (isTerminalState(run.state)) continue;
+      const why = notThisThreads(run, metadata, ['repository', 'thread', 'workflow']);
+      if (why !== undefined) {
+        others.push(`${runId} (${why})`);
+        continue;
+      }
       await client.cancelRun(runId, {
         signal,
         reason: `superseded by a newer request${event.number === undefined ? '' : ` on #${event.number}`}`
@@ -203,4 +261,8 @@ async function supersede(
       core.warning(`supersede: could not cancel the earlier run ${runId}: ${error.message}`);
     }
   }
+  if (others.length > 0)
+    core.notice(
+      `supersede: left alone ${others.length} run(s) that are not this thread's and workflow's: ${others.slice(0, 5).join('; ')}${others.length > 5 ? '; …' : ''}.`
+    );
 }

@@ -33,6 +33,59 @@ export const COMMENT_EVENTS = [
   'commit_comment'
 ];
 
+/**
+ * Whether a comment says `phrase` itself: outside quoted lines (`> …`) and code (fenced blocks and
+ * inline spans). One rule for the trigger phrase and the approve phrase: a reply that quotes the
+ * progress comment's "reply with /approve" line, or an earlier "@agent …" request, or pastes a log
+ * that mentions them, asks for nothing.
+ */
+export function holdsPhrase(body: string, phrase: string): boolean {
+  if (phrase === '') return false;
+  let fence: string | undefined;
+  for (const line of body.split(/\r?\n/)) {
+    const marks = /^ {0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+    if (fence !== undefined) {
+      // A fence closes with the same character, at least as many, and nothing else on the line.
+      if (marks && marks[0] === fence[0] && marks.length >= fence.length && line.trim() === marks)
+        fence = undefined;
+      continue;
+    }
+    if (marks) {
+      fence = marks;
+      continue;
+    }
+    if (/^\s*>/.test(line)) continue;
+    if (withoutCodeSpans(line).includes(phrase)) return true;
+  }
+  return false;
+}
+
+/**
+ * A line with its inline code spans blanked: a span opens with a run of backticks and closes at the
+ * next run of exactly as many (CommonMark). Linear: each run's next run of the same length is
+ * found from a table built backwards, never by searching again.
+ */
+function withoutCodeSpans(line: string): string {
+  const runs: { start: number; length: number }[] = [];
+  for (const match of line.matchAll(/`+/g)) runs.push({ start: match.index, length: match[0].length });
+  const next = new Array<number>(runs.length);
+  const seen = new Map<number, number>();
+  for (let i = runs.length - 1; i >= 0; i--) {
+    next[i] = seen.get(runs[i]!.length) ?? -1;
+    seen.set(runs[i]!.length, i);
+  }
+  let out = '';
+  let at = 0;
+  for (let i = 0; i < runs.length; i++) {
+    const close = next[i]!;
+    if (runs[i]!.start < at || close === -1) continue;
+    out += `${line.slice(at, runs[i]!.start)} `;
+    at = runs[close]!.start + runs[close]!.length;
+    i = close;
+  }
+  return out + line.slice(at);
+}
+
 export interface TrustSettings {
   allowedActors: string[];
   minPermission: Permission;
@@ -63,7 +116,7 @@ export async function checkTrust(
   if (
     settings.triggerPhrase &&
     isComment &&
-    ![settings.triggerPhrase, ...(settings.alsoTriggers ?? [])].some(phrase => body.includes(phrase))
+    ![settings.triggerPhrase, ...(settings.alsoTriggers ?? [])].some(phrase => holdsPhrase(body, phrase))
   ) {
     return {
       run: false,
@@ -95,12 +148,20 @@ export async function checkTrust(
   }
   // The same for an issue's or pull request's own text the prompt quotes, on every event: a
   // maintainer's edit, label or review of a stranger's issue starts nothing on the stranger's words.
+  // Except one act: with label-trigger, a trusted person adding the label decides that the agent
+  // acts on this issue or pull request, and so vouches for its text as the event payload carries
+  // it (the prompt still fences it as a user's text). Edits, comments and reviews vouch for nothing.
   const reads = settings.readsText ?? [];
+  const vouched: string[] = [];
   for (const [kind, item] of [
     ['issue', context.issue],
     ['pr', context.pr]
   ] as const) {
     if (!reads.includes(kind) || !item) continue;
+    if (labelled) {
+      vouched.push(`#${item.number}`);
+      continue;
+    }
     if (!item.author) {
       return {
         run: false,
@@ -115,6 +176,10 @@ export async function checkTrust(
     if (!verdict.run) return verdict;
     if (verdict.why) reasons.push(verdict.why);
   }
+  if (vouched.length > 0)
+    reasons.push(
+      `adding the label ${showValue(settings.labelTrigger!)}, ${context.sender ?? context.actor} vouched for the text of ${vouched.join(' and ')} as the event carries it`
+    );
   return reasons.length > 0 ? { run: true, why: reasons.join('; ') } : { run: true };
 }
 

@@ -4,50 +4,16 @@
 // people from the publishing account, `fixes #1` (or `closes owner/repo#2`, or an issue URL) closes
 // an issue when the change is merged, and in a Markdown body `![x](https://…)` or raw HTML loads
 // remote content for every reader. So each field taken from the run is neutralised before it is
-// put into the operator's template; the template's own text stays exactly as written.
+// put into the operator's template; the template's own text stays exactly as written. The
+// neutralising itself is shared with the action's comment and summary (src/api/github-text.ts).
 
-/** `@name` or `@org/team` where GitHub would see a mention (not inside an e-mail address). */
-const MENTION = /(^|[^\w@/`.-])@([A-Za-z0-9][A-Za-z0-9-]*(?:\/[A-Za-z0-9_.-]+)?)/g;
+import { inlineText, neutralizePlain, textBlock } from '../../api/github-text.js';
 
-/**
- * A closing keyword then a reference, with or without a colon or space: `fixes:#1`, `Closes: owner/repo#2`,
- * `resolves GH-3`, a URL. The gap is `\s*(?::\s*)?`, never `\s*:?\s*`: two neighbouring `\s*` can split
- * a run of spaces in quadratically many ways, and an answer's `fixes` followed by a megabyte of
- * spaces then held the executor for about an hour.
- */
-const CLOSING =
-  /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*(?::\s*)?)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
-
-/** Drops C0 and C1 controls other than tab and newline: nothing a title or message needs. */
-function dropControls(text: string): string {
-  let out = '';
-  for (const ch of text) {
-    const code = ch.codePointAt(0)!;
-    if (code === 9 || code === 10 || (code >= 32 && (code < 127 || code > 159))) out += ch;
-  }
-  return out;
-}
-
-/**
- * Plain text (a title, a commit message) with its mentions and closing keywords made harmless in
- * a way a reader still understands: `@ octocat`, `fixes issue #1`.
- */
-export function neutralizePlain(text: string): string {
-  return dropControls(text)
-    .replace(MENTION, (_whole, before: string, name: string) => `${before}@ ${name}`)
-    .replace(CLOSING, (_whole, keyword: string, gap: string) => `${keyword} issue${gap}`);
-}
-
-/** Every character HTML or Markdown gives a meaning to, as a numeric character reference. */
-function escapeMarkup(text: string): string {
-  return text
-    .replace(/[&<>"'`*_[\]()!#@\\~|:{}=+-]/g, ch => `&#${ch.charCodeAt(0)};`)
-    .replace(/www\./gi, match => `${match.slice(0, 3)}&#46;`);
-}
+export { neutralizePlain };
 
 /** A short field (the title) inside a Markdown body: one line of inert text. */
 export function inlineMarkdown(text: string): string {
-  return escapeMarkup(neutralizePlain(text).replace(/[\r\n]+/g, ' '));
+  return inlineText(text);
 }
 
 /**
@@ -56,7 +22,7 @@ export function inlineMarkdown(text: string): string {
  */
 export function quotedMarkdown(text: string): string {
   if (text === '') return '';
-  return `<pre>${escapeMarkup(neutralizePlain(text))}</pre>`;
+  return textBlock(text).markup;
 }
 
 /** The fields that came from the run, made safe for plain text: the title and the commit message. */
