@@ -39402,6 +39402,11 @@ const ERROR_CODES = {
         retryable: false,
         meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
     },
+    schedule_limit_reached: {
+        status: 409,
+        retryable: false,
+        meaning: "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
+    },
     idempotency_in_progress: {
         status: 409,
         retryable: true,
@@ -41368,6 +41373,109 @@ class RunFollower {
 
 
 
+;// CONCATENATED MODULE: ./src/action/log.ts
+// The one way the action writes a log line. The runner reads every line of a step's output for
+// workflow commands (`::set-output`, `::add-mask::`, `::error::`, the older `##[…]` form), and the
+// lines the action shows carry text from the run and the service: the agent's words, command lines
+// and output, file names, states, links, error details. A line that could be read as a command is
+// printed between `::stop-commands::<token>` and `::<token>::`, with a fresh random token each time,
+// so nothing inside can issue a command or end the pause early. Annotations and group titles go
+// through the toolkit, whose escaping keeps their text on one command line.
+
+
+/** What the runner could take for a command, anywhere in the text (it splits lines on \r too). */
+const COMMAND_LIKE = /::|##\[/;
+/** Characters one log call shows; the outputs and the transcript file hold more. */
+const MAX_LOG_CHARS = 64 * 1024;
+/** Prints text (one line or many) so that no part of it is read as a workflow command. */
+function log_info(message) {
+    const text = message.length > MAX_LOG_CHARS
+        ? `${message.slice(0, MAX_LOG_CHARS)}… [${message.length - MAX_LOG_CHARS} more characters not shown]`
+        : message;
+    if (!COMMAND_LIKE.test(text))
+        return info(text);
+    const token = (0,external_node_crypto_.randomBytes)(16).toString('hex');
+    info(`::stop-commands::${token}`);
+    info(text);
+    info(`::${token}::`);
+}
+/** A collapsible group; its title is escaped by the toolkit (one line, no command). */
+function log_group(title) {
+    startGroup(title.replace(/[\r\n]+/g, ' '));
+}
+function log_endGroup() {
+    endGroup();
+}
+
+;// CONCATENATED MODULE: ./src/api/github-text.ts
+// Text from a run or the service that reaches GitHub (a comment, a review, the job summary, a pull
+// request's title and body, a commit message), made inert, for both sides of the contract: the
+// action's comment and summary (src/action/markup.ts) and the executor's publishing
+// (src/executor/workspace/pr-text.ts) render every such field through these functions and nothing
+// else. A run's answer, title, status message, plan and artifact names may carry words a stranger
+// steered the agent into writing, and GitHub acts on some words wherever they appear: `@user` and
+// `@org/team` notify people (even inside <pre>), `fixes #1` closes an issue once merged, a
+// `<!-- … -->` could pass for the action's hidden marker, `![x](https://…)` or raw HTML loads remote
+// content for every reader, and `</pre>` or `</details>` would let the rest escape its block.
+/** `@name` or `@org/team` where GitHub would see a mention (not inside an e-mail address). */
+const MENTION = /(^|[^\w@/`.-])@([A-Za-z0-9][A-Za-z0-9-]*(?:\/[A-Za-z0-9_.-]+)?)/g;
+/**
+ * A closing keyword then a reference, with or without a colon or space: `fixes:#1`, `Closes: owner/repo#2`,
+ * `resolves GH-3`, a URL. The gap is `\s*(?::\s*)?`, never `\s*:?\s*`: two neighbouring `\s*` can split
+ * a run of spaces in quadratically many ways, and an answer's `fixes` followed by a megabyte of
+ * spaces then held the executor for about an hour.
+ */
+const CLOSING = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*(?::\s*)?)(?=(?:[\w.-]+\/[\w.-]+)?#\d|gh-\d|https?:\/\/)/gi;
+/** Drops C0 and C1 controls other than tab and newline: nothing a title or message needs. */
+function dropControls(text) {
+    let out = '';
+    for (const ch of text) {
+        const code = ch.codePointAt(0);
+        if (code === 9 || code === 10 || (code >= 32 && (code < 127 || code > 159)))
+            out += ch;
+    }
+    return out;
+}
+/**
+ * Plain text (a title, a commit message) with its mentions and closing keywords made harmless in
+ * a way a reader still understands: `@ octocat`, `fixes issue #1`.
+ */
+function neutralizePlain(text) {
+    return dropControls(text)
+        .replace(MENTION, (_whole, before, name) => `${before}@ ${name}`)
+        .replace(CLOSING, (_whole, keyword, gap) => `${keyword} issue${gap}`);
+}
+/** Characters HTML or Markdown (or GitHub's autolinks) give a meaning to. */
+const MARKUP = /[&<>"'`*_[\]()!#@\\~|:{}=+-]/g;
+/** Every character HTML or Markdown gives a meaning to, as a numeric character reference. */
+function escapeMarkup(text) {
+    return text
+        .replace(MARKUP, ch => `&#${ch.charCodeAt(0)};`)
+        .replace(/www\./gi, match => `${match.slice(0, 3)}&#46;`);
+}
+/** A short field inside Markdown: one line of inert text. */
+function inlineText(text) {
+    return escapeMarkup(neutralizePlain(text).replace(/[\r\n]+/g, ' '));
+}
+/**
+ * A long field (an answer, a status message, a plan) inside Markdown or HTML: an escaped `<pre>`
+ * block, so it shows as written (line breaks kept) and nothing in it is a link, an image, HTML, a
+ * marker, a mention or a closing keyword. At most `max` characters of markup: the text is cut
+ * after escaping, never inside a character reference; `cut` says whether all of it fitted.
+ */
+function textBlock(text, max = Infinity) {
+    const escaped = escapeMarkup(neutralizePlain(text));
+    const room = max - '<pre></pre>'.length - 1;
+    if (escaped.length <= room)
+        return { markup: `<pre>${escaped}</pre>`, cut: false };
+    let end = Math.max(0, room);
+    // Never end inside `&#NN;`: back up to the reference's start.
+    const amp = escaped.lastIndexOf('&', end);
+    if (amp !== -1 && escaped.indexOf(';', amp) >= end)
+        end = amp;
+    return { markup: `<pre>${escaped.slice(0, end)}…</pre>`, cut: true };
+}
+
 ;// CONCATENATED MODULE: ./src/action/markup.ts
 // Escaping for what the step writes as HTML or Markdown (the job summary, the progress comment):
 // service text is shown, never interpreted. Also the pieces both of them show: the answer, artifacts.
@@ -41375,6 +41483,10 @@ class RunFollower {
 // `![x](url)` loads an image, `@team` notifies people and `fixes #1` closes an issue. So a short
 // field from the service is shown inert: every character Markdown or HTML gives a meaning to
 // becomes a numeric character reference, and it sits inside <code>, where GitHub links no mention.
+// This module is the one writer of run and service text into what the action posts (the comment,
+// the job summary): `inert`/`code` for a field on one line, `block` for a long one. Both neutralise
+// mentions and closing keywords as the executor's pull request text does (src/api/github-text.ts).
+
 function escapeHtml(text) {
     return text.replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
 }
@@ -41384,7 +41496,7 @@ function escapeHtml(text) {
  */
 function inert(text, inLink = false) {
     const special = inLink ? /[&<>"'`*[\]()!#@\\~|{}]/g : /[&<>"'`*[\]()!#@\\~|:{}]/g;
-    return text
+    return neutralizePlain(text)
         .replace(/[\r\n]+/g, ' ')
         .replace(special, ch => `&#${ch.charCodeAt(0)};`)
         .replace(/www\./gi, match => `${match.slice(0, 3)}&#46;`);
@@ -41402,10 +41514,17 @@ function markup_link(url, label) {
         return code(url);
     return `<a href="${escapeHtml(url)}">${inert(label ?? url, true)}</a>`;
 }
+/**
+ * A long text from the run or the service (an answer, a status message, a plan) as an inert `<pre>`
+ * block of at most `max` characters of markup (cut after escaping, so the limit holds).
+ */
+function block(text, max = Infinity) {
+    return textBlock(text, max).markup;
+}
 /** The result's text in the summary and the comment: long text folds away inside <details>. */
 function resultMarkup(result, max = 64 * 1024) {
     const cut = result.length > max ? `${result.slice(0, max)}…` : result;
-    const body = `<pre>${escapeHtml(cut)}</pre>`;
+    const body = block(cut);
     const long = cut.length > 300 || cut.split('\n').length > 8;
     return long
         ? `<details><summary>Agent's answer (${result.length} characters)</summary>\n\n${body}\n</details>`
@@ -41428,10 +41547,9 @@ function artifactLines(produced, maxName = 2048) {
 // serves at GET /agent/artifacts/{uid}), shown in the progress comment with one line saying how to
 // approve it. The plan is the agent's text: it is shown, never interpreted (no mention, no image).
 
+
 /** The follow-up an approval sends: it carries the plan out, in normal mode. */
 const APPROVAL_MESSAGE = 'approved: carry out the plan';
-/** Longest plan shown in the comment; GitHub keeps at most 65,536 characters of a comment. */
-const MAX_PLAN_CHARS = 20_000;
 /** The run's latest PLAN artifact with its markdown, or undefined when there is none or it cannot be read. */
 async function readPlan(client, run, signal) {
     const artifacts = Array.isArray(run?.artifacts) ? run.artifacts : [];
@@ -41441,29 +41559,48 @@ async function readPlan(client, run, signal) {
     if (typeof uid !== 'string')
         return undefined;
     const title = typeof data.title === 'string' ? data.title : 'Plan';
+    const url = typeof data.url === 'string' && data.url.length <= 2048 && isWebLink(data.url) ? data.url : undefined;
+    const base = { uid, title, ...(url ? { url } : {}) };
     try {
         const details = await client.getArtifact(uid, { signal });
         // The service's shape is read tolerantly: the markdown in `data.content`, `content` or `markdown`.
         const inner = (details.data ?? {});
         const text = [inner.content, inner.markdown, details.content, details.markdown].find(value => typeof value === 'string');
-        return { title, markdown: typeof text === 'string' ? text : '' };
+        return { ...base, markdown: typeof text === 'string' ? text : '' };
     }
     catch {
-        return { title, markdown: '' };
+        return { ...base, markdown: '' };
     }
 }
-/** The plan in the comment: short ones in full, long ones folded inside <details>; then how to approve. */
-function planMarkup(plan, approvePhrase) {
-    const text = plan.markdown.length > MAX_PLAN_CHARS ? `${plan.markdown.slice(0, MAX_PLAN_CHARS)}…` : plan.markdown;
-    // `@` too: GitHub links a mention even inside <pre>.
-    const escaped = escapeHtml(text).replace(/@/g, '&#64;');
-    const body = text.trim() === '' ? '(the plan could not be read)' : `<pre>${escaped}</pre>`;
-    const long = text.length > 1500 || text.split('\n').length > 25;
+/**
+ * The plan in the comment, in at most `max` characters of markup (GitHub keeps at most 65,536 of
+ * a whole comment, and escaping can make a plan five times longer): short ones in full, long ones
+ * folded inside <details>, one too long cut with a link to the whole (the plan's own address or the
+ * session); then how to approve it. A plan that could not be read, or was cut with nowhere to read
+ * the rest, is not shown, and the comment says it cannot be approved.
+ */
+function planMarkup(plan, approvePhrase, max = 60_000, moreAt) {
     const heading = `📋 **Plan**: ${inert(plan.title.slice(0, 200))}`;
-    const shown = long
+    const whole = plan.url ?? moreAt;
+    const approve = `To carry it out, reply with a comment containing <code>${inert(approvePhrase)}</code> (someone with permission to start the agent).`;
+    if (plan.markdown.trim() === '')
+        return {
+            markup: `${heading}\n\n(the plan could not be read, so it cannot be approved here)`,
+            shown: false
+        };
+    const long = plan.markdown.length > 1500 || plan.markdown.split('\n').length > 25;
+    const frame = long ? 200 : 10;
+    const more = whole ? `The plan is cut here: ${markup_link(whole, 'read the whole plan')}.` : '';
+    const room = max - heading.length - approve.length - more.length - frame - 100;
+    const { markup: body, cut } = textBlock(plan.markdown, room);
+    const shown = !cut || whole !== undefined;
+    const tail = !shown
+        ? 'The plan is too long to show here in full, and the service gives no address for the rest: it cannot be approved from this comment.'
+        : `${cut ? `${more}\n\n` : ''}${approve}`;
+    const folded = long
         ? `<details><summary>${heading} (${plan.markdown.length} characters)</summary>\n\n${body}\n</details>`
         : `${heading}\n\n${body}`;
-    return `${shown}\n\nTo carry it out, reply with a comment containing <code>${inert(approvePhrase)}</code> (someone with permission to start the agent).`;
+    return { markup: `${folded}\n\n${tail}`, shown };
 }
 
 ;// CONCATENATED MODULE: ./src/action/comment.ts
@@ -41476,11 +41613,36 @@ function planMarkup(plan, approvePhrase) {
 
 
 
+
+/** GitHub keeps at most this many characters of a comment's body (it answers 422 above it). */
+const MAX_COMMENT_CHARS = 65_536;
 const RECORD = /<!-- agent-run-run:([A-Za-z0-9._:~-]{1,200}) mode:(normal|plan) -->/;
+const STEP = /<!-- agent-run-step:(\d{1,20})\.(\d{1,10}) -->/;
+const PLAN = /<!-- agent-run-plan:([A-Za-z0-9._:~-]{1,200}) -->/;
+const SAFE_ID = /^[A-Za-z0-9._:~-]{1,200}$/;
 /** The run a comment's text records, if any. */
 function parseRecord(body) {
     const match = RECORD.exec(body);
-    return match ? { runId: match[1], mode: match[2] } : undefined;
+    if (!match)
+        return undefined;
+    const record = { runId: match[1], mode: match[2] };
+    const step = STEP.exec(body);
+    if (step)
+        record.step = { run: Number(step[1]), attempt: Number(step[2]) };
+    const plan = PLAN.exec(body);
+    if (plan)
+        record.plan = plan[1];
+    return record;
+}
+/** This step's workflow run and attempt, when the runner says. */
+function stepOf(env = process.env) {
+    const run = Number(env.GITHUB_RUN_ID);
+    const attempt = Number(env.GITHUB_RUN_ATTEMPT || '1');
+    return Number.isSafeInteger(run) && run > 0 && Number.isSafeInteger(attempt) ? { run, attempt } : undefined;
+}
+/** Whether `a` is a later step than `b` (a later workflow run, or a later attempt of the same one). */
+function isNewer(a, b) {
+    return a.run > b.run || (a.run === b.run && a.attempt > b.attempt);
 }
 class StickyComment {
     github;
@@ -41498,6 +41660,10 @@ class StickyComment {
     /** The plan the run made, shown with the way to approve it. */
     plan;
     approvePhrase = '/approve';
+    /** Whether the comment shows the session link (`comment-session-link`). */
+    showSessionLink = true;
+    /** The step writing (GITHUB_RUN_ID.GITHUB_RUN_ATTEMPT): a newer step's comment is never overwritten. */
+    step = stepOf();
     constructor(github, issueNumber, identity) {
         this.github = github;
         this.issueNumber = issueNumber;
@@ -41523,11 +41689,27 @@ class StickyComment {
             return;
         try {
             const api = await this.github();
-            this.id ??= await api.findComment(this.issueNumber, this.marker);
-            if (this.id === undefined)
+            if (this.id === undefined && !this.searched) {
+                this.searched = true;
+                try {
+                    this.id = await api.findComment(this.issueNumber, this.marker);
+                }
+                catch (error) {
+                    // Without permission to read comments, writing fails too (below). Any other failure (who
+                    // the token is cannot be read) leaves earlier comments alone: this step writes its own.
+                    if ([401, 403, 404].includes(error.status ?? 0))
+                        throw error;
+                    log_info(`Could not look for this step's earlier comment (${error.message}); writing a new one.`);
+                }
+            }
+            if (this.id === undefined) {
                 this.id = await api.createComment(this.issueNumber, body);
-            else
+            }
+            else {
+                if (await this.newerStepWrote(api, this.id))
+                    return;
                 await api.updateComment(this.id, body);
+            }
             this.last = body;
         }
         catch (error) {
@@ -41544,22 +41726,37 @@ class StickyComment {
             this.warned = true;
         }
     }
+    searched = false;
+    /**
+     * Whether a newer step (a later workflow run on this thread) has written the comment since: then
+     * this one stops writing it, so two steps never rewrite each other's record in turn.
+     */
+    async newerStepWrote(api, id) {
+        if (!this.step)
+            return false;
+        const found = parseRecord(await api.commentBody(id))?.step;
+        if (!found || !isNewer(found, this.step))
+            return false;
+        this.disabled = true;
+        notice(`A newer step (workflow run ${found.run}, attempt ${found.attempt}) now reports on #${this.issueNumber}'s progress comment; this step no longer updates it.`);
+        return true;
+    }
     render(runId, run, elapsedMs, conclusion, produced) {
-        // GitHub keeps at most 65,536 characters of a comment: every field from the service is cut, so
-        // even fully escaped (up to 6 characters each) the comment stays below it.
+        // Every field from the service is cut and rendered inert (src/action/markup.ts); the plan gets
+        // what room is left under GitHub's limit once everything else is escaped.
         const short = (text) => (text.length > 256 ? `${text.slice(0, 256)}…` : text);
         const state = short(run?.state ?? 'QUEUED');
         const lines = [
             this.marker,
-            // Every field from the service is inert: a hostile run id or state mentions no one, loads nothing.
             `**Agent run** ${code(short(runId))}: **${code(state)}**${conclusion ? ` (${conclusion})` : ''} after ${formatDuration(elapsedMs)}`
         ];
-        if (run?.session_link && run.session_link.length <= 2048 && isWebLink(run.session_link))
-            lines.push('', markup_link(run.session_link, 'Session transcript'));
-        if (run?.status_message && state !== 'SUCCEEDED') {
-            const message = run.status_message.length > 3000 ? `${run.status_message.slice(0, 3000)}…` : run.status_message;
-            lines.push('', `<pre>${escapeHtml(message)}</pre>`);
-        }
+        const session = run?.session_link && run.session_link.length <= 2048 && isWebLink(run.session_link)
+            ? run.session_link
+            : undefined;
+        if (session && this.showSessionLink)
+            lines.push('', markup_link(session, 'Session transcript'));
+        if (run?.status_message && state !== 'SUCCEEDED')
+            lines.push('', block(run.status_message, 20_000));
         if (state === 'BLOCKED')
             lines.push('', '⏸ The agent is waiting for user input or approval in the session.');
         if (produced?.pullRequestUrl)
@@ -41571,13 +41768,23 @@ class StickyComment {
             lines.push('', `Artifacts:<br>${artifacts.join('<br>')}`);
         for (const note of this.notes)
             lines.push('', note);
-        if (this.plan)
-            lines.push('', planMarkup(this.plan, this.approvePhrase));
+        // Last, hidden: the run this thread belongs to, read back by `continue`, approvals and `supersede`.
+        const record = [];
+        if (SAFE_ID.test(runId)) {
+            record.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
+            if (this.step)
+                record.push(`<!-- agent-run-step:${this.step.run}.${this.step.attempt} -->`);
+        }
+        if (this.plan) {
+            const used = [...lines, ...record].join('\n').length + 200;
+            const plan = planMarkup(this.plan, this.approvePhrase, MAX_COMMENT_CHARS - used, this.showSessionLink ? session : undefined);
+            lines.push('', plan.markup);
+            if (plan.shown && record.length > 0 && SAFE_ID.test(this.plan.uid))
+                record.push(`<!-- agent-run-plan:${this.plan.uid} -->`);
+        }
         else if (produced?.result)
             lines.push('', resultMarkup(produced.result, 5000));
-        // Last, hidden: the run this thread belongs to, read back by `continue`, approvals and `supersede`.
-        if (/^[A-Za-z0-9._:~-]{1,200}$/.test(runId))
-            lines.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
+        lines.push(...record);
         return lines.join('\n');
     }
 }
@@ -41645,45 +41852,13 @@ function readEventContext(env = process.env) {
         context.label = payload.label.name;
     if (typeof payload.sender?.login === 'string' && payload.sender.login !== '')
         context.sender = payload.sender.login;
+    if (typeof payload.repository?.private === 'boolean')
+        context.repoPrivate = payload.repository.private;
     return context;
 }
 function author(item) {
     const login = item.user?.login;
     return typeof login === 'string' && login !== '' ? { author: login } : {};
-}
-
-;// CONCATENATED MODULE: ./src/action/log.ts
-// The one way the action writes a log line. The runner reads every line of a step's output for
-// workflow commands (`::set-output`, `::add-mask::`, `::error::`, the older `##[…]` form), and the
-// lines the action shows carry text from the run and the service: the agent's words, command lines
-// and output, file names, states, links, error details. A line that could be read as a command is
-// printed between `::stop-commands::<token>` and `::<token>::`, with a fresh random token each time,
-// so nothing inside can issue a command or end the pause early. Annotations and group titles go
-// through the toolkit, whose escaping keeps their text on one command line.
-
-
-/** What the runner could take for a command, anywhere in the text (it splits lines on \r too). */
-const COMMAND_LIKE = /::|##\[/;
-/** Characters one log call shows; the outputs and the transcript file hold more. */
-const MAX_LOG_CHARS = 64 * 1024;
-/** Prints text (one line or many) so that no part of it is read as a workflow command. */
-function log_info(message) {
-    const text = message.length > MAX_LOG_CHARS
-        ? `${message.slice(0, MAX_LOG_CHARS)}… [${message.length - MAX_LOG_CHARS} more characters not shown]`
-        : message;
-    if (!COMMAND_LIKE.test(text))
-        return info(text);
-    const token = (0,external_node_crypto_.randomBytes)(16).toString('hex');
-    info(`::stop-commands::${token}`);
-    info(text);
-    info(`::${token}::`);
-}
-/** A collapsible group; its title is escaped by the toolkit (one line, no command). */
-function log_group(title) {
-    startGroup(title.replace(/[\r\n]+/g, ' '));
-}
-function log_endGroup() {
-    endGroup();
 }
 
 ;// CONCATENATED MODULE: ./src/action/cancel.ts
@@ -41962,11 +42137,11 @@ async function writeSummary(outcome) {
     }
     if (produced?.structuredProblem) {
         const problem = clip('Structured output', produced.structuredProblem, SUMMARY_FIELD_CHARS.problem);
-        rows.push(['Structured output', escapeHtml(problem)]);
+        rows.push(['Structured output', block(problem)]);
     }
     if (run?.status_message) {
         const message = clip('Status message', run.status_message, MAX_SUMMARY_MESSAGE);
-        rows.push(['Status message', `<pre>${escapeHtml(message)}</pre>`]);
+        rows.push(['Status message', block(message)]);
     }
     await summary
         .emptyBuffer()
@@ -42195,6 +42370,16 @@ async function createGitHubApi(token, repository) {
     const { getOctokit } = await __nccwpck_require__.e(/* import() */ 413).then(__nccwpck_require__.bind(__nccwpck_require__, 2413));
     const octokit = getOctokit(token, { request: { retries: 0 } });
     const [owner = '', repo = ''] = repository.split('/');
+    // Who the token is: GraphQL's `viewer` answers for installation tokens too (REST `GET /user`
+    // does not). GraphQL may name a bot without the `[bot]` that REST comments carry.
+    let identity;
+    const self = () => (identity ??= octokit
+        .graphql('query { viewer { login } }')
+        .then(({ viewer }) => {
+        if (!viewer?.login)
+            throw new Error('GitHub did not say who the token is');
+        return viewer.login;
+    }));
     const readComment = async (issueNumber, marker) => {
         for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
             const { data } = await octokit.rest.issues.listComments({
@@ -42204,10 +42389,13 @@ async function createGitHubApi(token, repository) {
                 per_page: 100,
                 page
             });
-            // Only a comment a bot wrote counts: anyone can paste the marker into a comment of their own.
-            // And only one that begins with it, as the step writes it: another bot quoting a stranger's
-            // text that holds the marker is neither read nor overwritten.
-            const found = data.find(comment => comment.user?.type === 'Bot' && comment.body?.startsWith(marker));
+            // Only a comment the token itself wrote counts: anyone can paste the marker into a comment of
+            // their own, and another bot quoting a stranger's text can carry it too; neither is read nor
+            // overwritten. And only one that begins with the marker, as the step writes it.
+            const marked = data.filter(comment => comment.body?.startsWith(marker));
+            const login = marked.length > 0 ? await self() : '';
+            const mine = (user) => user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
+            const found = marked.find(comment => mine(comment.user));
             if (found)
                 return { id: found.id, body: found.body ?? '' };
             if (data.length < 100)
@@ -42223,6 +42411,10 @@ async function createGitHubApi(token, repository) {
         },
         async findComment(issueNumber, marker) {
             return (await readComment(issueNumber, marker))?.id;
+        },
+        async commentBody(commentId) {
+            const { data } = await octokit.rest.issues.getComment({ owner, repo, comment_id: commentId });
+            return data.body ?? '';
         },
         async createComment(issueNumber, body) {
             const { data } = await octokit.rest.issues.createComment({
@@ -42607,6 +42799,62 @@ const COMMENT_EVENTS = [
     'discussion_comment',
     'commit_comment'
 ];
+/**
+ * Whether a comment says `phrase` itself: outside quoted lines (`> …`) and code (fenced blocks and
+ * inline spans). One rule for the trigger phrase and the approve phrase: a reply that quotes the
+ * progress comment's "reply with /approve" line, or an earlier "@agent …" request, or pastes a log
+ * that mentions them, asks for nothing.
+ */
+function holdsPhrase(body, phrase) {
+    if (phrase === '')
+        return false;
+    let fence;
+    for (const line of body.split(/\r?\n/)) {
+        const marks = /^ {0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+        if (fence !== undefined) {
+            // A fence closes with the same character, at least as many, and nothing else on the line.
+            if (marks && marks[0] === fence[0] && marks.length >= fence.length && line.trim() === marks)
+                fence = undefined;
+            continue;
+        }
+        if (marks) {
+            fence = marks;
+            continue;
+        }
+        if (/^\s*>/.test(line))
+            continue;
+        if (withoutCodeSpans(line).includes(phrase))
+            return true;
+    }
+    return false;
+}
+/**
+ * A line with its inline code spans blanked: a span opens with a run of backticks and closes at the
+ * next run of exactly as many (CommonMark). Linear: each run's next run of the same length is
+ * found from a table built backwards, never by searching again.
+ */
+function withoutCodeSpans(line) {
+    const runs = [];
+    for (const match of line.matchAll(/`+/g))
+        runs.push({ start: match.index, length: match[0].length });
+    const next = new Array(runs.length);
+    const seen = new Map();
+    for (let i = runs.length - 1; i >= 0; i--) {
+        next[i] = seen.get(runs[i].length) ?? -1;
+        seen.set(runs[i].length, i);
+    }
+    let out = '';
+    let at = 0;
+    for (let i = 0; i < runs.length; i++) {
+        const close = next[i];
+        if (runs[i].start < at || close === -1)
+            continue;
+        out += `${line.slice(at, runs[i].start)} `;
+        at = runs[close].start + runs[close].length;
+        i = close;
+    }
+    return out + line.slice(at);
+}
 /** The events a `labeled` action comes with. */
 const LABEL_EVENTS = ['issues', 'pull_request', 'pull_request_target'];
 async function checkTrust(settings, context, github) {
@@ -42614,7 +42862,7 @@ async function checkTrust(settings, context, github) {
     const body = context.comment?.body ?? '';
     if (settings.triggerPhrase &&
         isComment &&
-        ![settings.triggerPhrase, ...(settings.alsoTriggers ?? [])].some(phrase => body.includes(phrase))) {
+        ![settings.triggerPhrase, ...(settings.alsoTriggers ?? [])].some(phrase => holdsPhrase(body, phrase))) {
         return {
             run: false,
             why: `the comment does not contain the trigger phrase ${showValue(settings.triggerPhrase)}`
@@ -42648,13 +42896,21 @@ async function checkTrust(settings, context, github) {
     }
     // The same for an issue's or pull request's own text the prompt quotes, on every event: a
     // maintainer's edit, label or review of a stranger's issue starts nothing on the stranger's words.
+    // Except one act: with label-trigger, a trusted person adding the label decides that the agent
+    // acts on this issue or pull request, and so vouches for its text as the event payload carries
+    // it (the prompt still fences it as a user's text). Edits, comments and reviews vouch for nothing.
     const reads = settings.readsText ?? [];
+    const vouched = [];
     for (const [kind, item] of [
         ['issue', context.issue],
         ['pr', context.pr]
     ]) {
         if (!reads.includes(kind) || !item)
             continue;
+        if (labelled) {
+            vouched.push(`#${item.number}`);
+            continue;
+        }
         if (!item.author) {
             return {
                 run: false,
@@ -42671,6 +42927,8 @@ async function checkTrust(settings, context, github) {
         if (verdict.why)
             reasons.push(verdict.why);
     }
+    if (vouched.length > 0)
+        reasons.push(`adding the label ${showValue(settings.labelTrigger)}, ${context.sender ?? context.actor} vouched for the text of ${vouched.join(' and ')} as the event carries it`);
     return reasons.length > 0 ? { run: true, why: reasons.join('; ') } : { run: true };
 }
 async function checkActor(settings, context, actor, github) {
@@ -42841,6 +43099,10 @@ readFile, event = readEventContext(env)) {
     if (comment !== 'off' && comment !== 'sticky' && comment !== 'final') {
         problems.push(`comment ${showValue(getInput('comment'))}: expected off, sticky or final`);
     }
+    const sessionLink = getInput('comment-session-link').trim().toLowerCase() || 'auto';
+    if (sessionLink !== 'auto' && sessionLink !== 'always' && sessionLink !== 'never') {
+        problems.push(`comment-session-link ${showValue(getInput('comment-session-link'))}: expected auto, always or never`);
+    }
     const triggerPhrase = getInput('trigger-phrase').trim() || undefined;
     if (runId !== undefined) {
         for (const name of ['prompt', 'prompt-file']) {
@@ -42881,6 +43143,7 @@ readFile, event = readEventContext(env)) {
         },
         onUntrusted: onUntrusted,
         comment: comment,
+        commentSessionLink: sessionLink === 'always' || (sessionLink === 'auto' && event.repoPrivate === true),
         promptNotes,
         outputSchema,
         logConversation,
@@ -43270,6 +43533,9 @@ async function startTurn(client, settings, event, comment, signal) {
     const record = await thisThreads(client, found, event, signal);
     if (isComment && holdsApproval(body, thread.approvePhrase)) {
         if (record?.mode === 'plan') {
+            const refused = approvalRefused(record);
+            if (refused !== undefined)
+                throw new NothingToDo(`The comment holds the approve phrase ${JSON.stringify(thread.approvePhrase)}, but ${refused}; nothing was sent.`);
             // An approval that cannot be sent is an error: a new run would not carry out that plan.
             await client.submitFollowup(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
             log_info(`Approved the plan of run ${record.runId}: sent the follow-up "${APPROVAL_MESSAGE}".`);
@@ -43277,7 +43543,7 @@ async function startTurn(client, settings, event, comment, signal) {
             return { runId: record.runId, request: APPROVAL_MESSAGE, mode: 'normal', followup: true };
         }
         const trigger = settings.trust.triggerPhrase;
-        if (trigger !== undefined && !body.includes(trigger)) {
+        if (trigger !== undefined && !holdsPhrase(body, trigger)) {
             throw new NothingToDo(`The comment holds the approve phrase ${JSON.stringify(thread.approvePhrase)}, but no run of this thread is waiting for its plan to be approved; nothing was sent.`);
         }
     }
@@ -43306,12 +43572,32 @@ async function startTurn(client, settings, event, comment, signal) {
     return { runId, request: settings.create.prompt, mode: thread.mode };
 }
 /**
- * Whether a comment approves: it holds the approve phrase outside quoted lines (`> …`). A reply
- * that quotes the progress comment quotes its "reply with a comment containing /approve" line with
- * the plan, and a question or a correction written under that quote is no approval.
+ * Whether a comment approves: it holds the approve phrase outside quoted lines and code, by the
+ * same rule as the trigger phrase (`holdsPhrase`). A reply that quotes the progress comment quotes
+ * its "reply with a comment containing /approve" line with the plan, and a question or a correction
+ * written under that quote is no approval.
  */
 function holdsApproval(body, phrase) {
-    return body.split(/\r?\n/).some(line => !/^\s*>/.test(line) && line.includes(phrase));
+    return holdsPhrase(body, phrase);
+}
+/**
+ * Why the thread's plan cannot be approved now, or undefined when it can: the run's latest turn
+ * ended SUCCEEDED in plan mode, and the comment shows (and records) that turn's PLAN artifact.
+ * Approving anything else would carry out a plan nobody has read.
+ */
+function approvalRefused(record) {
+    const { run, runId } = record;
+    if (!isTerminalState(run.state))
+        return `the plan is still being made (run ${runId} is ${String(run.state).slice(0, 40)})`;
+    if (run.state !== 'SUCCEEDED')
+        return `the plan turn failed (run ${runId} ended ${String(run.state).slice(0, 40)})`;
+    const artifacts = Array.isArray(run.artifacts) ? run.artifacts : [];
+    const data = (artifacts.filter(artifact => artifact?.artifact_type === 'PLAN').at(-1)?.data ??
+        {});
+    const latest = data.document_uid ?? data.artifact_uid;
+    if (typeof latest !== 'string' || record.plan !== latest)
+        return `the plan could not be shown (the thread's comment does not show run ${runId}'s latest plan)`;
+    return undefined;
 }
 /** The comment's record of its run; a comment that cannot be read means there is none to continue. */
 async function readRecord(comment) {
@@ -43327,32 +43613,48 @@ async function readRecord(comment) {
 }
 /**
  * The record only when its run belongs to this thread. The comment's marker can be computed by
- * anyone who reads the workflow, so another bot's comment that quotes a stranger's text can carry a
- * marker and a record naming a run of another thread or repository: continuing, approving or
- * cancelling that run from here would hijack it. A run whose metadata names another repository or
- * thread (or none, when the action would have set one) is not this thread's; a service that keeps
- * no metadata on its records is trusted as before.
+ * anyone who reads the workflow, so a comment that carries it can name a run of another thread or
+ * repository, or one started outside any thread (`agent-run run` sets no metadata): continuing,
+ * approving or cancelling that run from here would hijack it. So the run's own `metadata` must name
+ * this repository and thread; a run without metadata, or whose record cannot be read, is not
+ * touched (with a service that keeps no metadata, every comment starts a new run).
  */
 async function thisThreads(client, record, event, signal) {
     if (!record)
         return undefined;
-    let metadata;
+    let run;
     try {
-        metadata = (await client.getRun(record.runId, { signal })).metadata;
+        run = await client.getRun(record.runId, { signal });
     }
     catch (error) {
         if (!(error instanceof AgentRunError))
             throw error;
-        return record;
+        notice(`The thread's progress comment names run ${record.runId}, whose record could not be read (${error.message}): it is neither continued, approved nor cancelled.`);
+        return undefined;
     }
-    if (metadata === null || typeof metadata !== 'object')
-        return record;
-    const expected = threadMetadata(process.env, event);
+    const why = notThisThreads(run, threadMetadata(process.env, event), ['repository', 'thread']);
+    if (why === undefined)
+        return { ...record, run };
+    warning(`The thread's progress comment names run ${record.runId}, ${why}: it is not this thread's run, so it is neither continued, approved nor cancelled.`);
+    return undefined;
+}
+/**
+ * Why a run is not this thread's (its own `metadata` must carry each of `names` as this step would
+ * set it), or undefined when it is.
+ */
+function notThisThreads(run, expected, names) {
+    const metadata = run.metadata;
+    if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+        return 'which has no metadata naming a repository and thread';
     const found = metadata;
-    const other = ['repository', 'thread'].find(name => expected[name] !== undefined && found[name] !== expected[name]);
-    if (other === undefined)
-        return record;
-    warning(`The thread's progress comment names run ${record.runId}, whose metadata ${other} is ${JSON.stringify(String(found[other] ?? 'absent').slice(0, 100))}, not ${JSON.stringify(expected[other])}: it is not this thread's run, so it is neither continued, approved nor cancelled.`);
+    for (const name of names) {
+        if (expected[name] === undefined)
+            return `and this step has no ${name} to compare its metadata with`;
+        if (found[name] !== expected[name]) {
+            const shown = typeof found[name] === 'string' ? JSON.stringify(found[name].slice(0, 100)) : 'absent';
+            return `whose metadata ${name} is ${shown}, not ${JSON.stringify(expected[name])}`;
+        }
+    }
     return undefined;
 }
 /** The comment as a follow-up message: fenced as user text, as the prompt fences it. */
@@ -43367,8 +43669,9 @@ function followupMessage(event, tag = fenceTag()) {
 }
 /**
  * Cancels the still-running earlier runs of this thread: the one its comment names and those whose
- * metadata names the same repository, thread and workflow. A run that cannot be cancelled is
- * warned about, and the new run starts all the same.
+ * metadata names the same repository, thread and workflow. Each run's own record is checked, not
+ * the list's filter: a service that ignores `metadata[…]` answers with every run of the team. A run
+ * that cannot be cancelled is warned about, and the new run starts all the same.
  */
 async function supersede(client, event, record, comment, signal) {
     const candidates = new Set();
@@ -43386,11 +43689,17 @@ async function supersede(client, event, record, comment, signal) {
             log_info(`Could not list the thread's earlier runs by metadata: ${error.message}`);
         }
     }
+    const others = [];
     for (const runId of candidates) {
         try {
             const run = await client.getRun(runId, { signal });
             if (isTerminalState(run.state))
                 continue;
+            const why = notThisThreads(run, metadata, ['repository', 'thread', 'workflow']);
+            if (why !== undefined) {
+                others.push(`${runId} (${why})`);
+                continue;
+            }
             await client.cancelRun(runId, {
                 signal,
                 reason: `superseded by a newer request${event.number === undefined ? '' : ` on #${event.number}`}`
@@ -43404,6 +43713,8 @@ async function supersede(client, event, record, comment, signal) {
             warning(`supersede: could not cancel the earlier run ${runId}: ${error.message}`);
         }
     }
+    if (others.length > 0)
+        notice(`supersede: left alone ${others.length} run(s) that are not this thread's and workflow's: ${others.slice(0, 5).join('; ')}${others.length > 5 ? '; …' : ''}.`);
 }
 
 ;// CONCATENATED MODULE: ./src/action/gate.ts
@@ -43885,6 +44196,7 @@ function progressComment({ settings, github }, event) {
     const identity = [process.env.GITHUB_WORKFLOW, process.env.GITHUB_JOB, process.env.GITHUB_ACTION].join('/');
     const writer = new StickyComment(github, event.number, identity);
     writer.approvePhrase = settings.thread.approvePhrase;
+    writer.showSessionLink = settings.commentSessionLink;
     return { mode: settings.comment, writer };
 }
 

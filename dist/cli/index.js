@@ -34286,6 +34286,11 @@ const ERROR_CODES = {
         retryable: false,
         meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
     },
+    schedule_limit_reached: {
+        status: 409,
+        retryable: false,
+        meaning: "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
+    },
     idempotency_in_progress: {
         status: 409,
         retryable: true,
@@ -37953,14 +37958,24 @@ ${EXIT_CODES_HELP}`,
 // is shown to a person, never obeyed by their terminal: C0 and C1 control characters other than
 // newline and tab, and DEL, are written as visible escapes (`\x1b`), so an agent cannot set the
 // clipboard (OSC 52), plant links (OSC 8), retitle the window or move the cursor and erase lines.
+// Bidirectional controls (U+202A–202E, U+2066–2069, U+200E, U+200F, U+061C) are shown the same way
+// (`\u202e`): they reorder what follows, so a line can read differently from what it holds.
 // Every line `agent-run` prints goes through here (Terminal); `--raw` turns it off.
 /** Controls a terminal would act on: C0 except tab and newline, DEL, and C1. */
 // eslint-disable-next-line no-control-regex -- finding control characters is the point
 const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+/** Bidirectional embeddings, overrides, isolates and marks: text that reorders what a person reads. */
+const BIDI = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g;
 const hex = (char) => char.charCodeAt(0).toString(16).padStart(2, '0');
-/** The text with every control character other than newline and tab shown as `\xNN`; CRLF becomes LF. */
+/**
+ * The text with every control character other than newline and tab shown as `\xNN`, and every
+ * bidirectional control as `\uNNNN`; CRLF becomes LF.
+ */
 function visible(text) {
-    return text.replace(/\r\n/g, '\n').replace(CONTROLS, char => `\\x${hex(char)}`);
+    return text
+        .replace(/\r\n/g, '\n')
+        .replace(CONTROLS, char => `\\x${hex(char)}`)
+        .replace(BIDI, char => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 /**
  * A value as JSON that a terminal cannot act on: JSON.stringify already escapes C0 controls, but it
@@ -37968,7 +37983,7 @@ function visible(text) {
  * the text stays valid JSON with the same value.
  */
 function visibleJson(value, indent) {
-    return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f]/g, char => `\\u00${hex(char)}`);
+    return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g, char => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 ;// CONCATENATED MODULE: ./src/cli/terminal.ts

@@ -31814,11 +31814,12 @@ async function start() {
     if (!(readyTimeoutMs > 0))
         throw new Error(`ready-timeout-seconds ${JSON.stringify(getInput('ready-timeout-seconds'))}: expected a number of seconds`);
     ensureBubblewrap();
-    (0,external_node_fs_namespaceObject.mkdirSync)(dataDir, { recursive: true });
+    // The executor's own modes (it keeps its data dir 0700): made so here, it has nothing to tighten.
+    (0,external_node_fs_namespaceObject.mkdirSync)(dataDir, { recursive: true, mode: 0o700 });
     const log = (0,external_node_path_namespaceObject.join)(dataDir, 'executor.log');
     // Only what this start writes counts: an earlier executor may have logged to the same file.
     const offset = (0,external_node_fs_namespaceObject.existsSync)(log) ? (0,external_node_fs_namespaceObject.statSync)(log).size : 0;
-    const out = (0,external_node_fs_namespaceObject.openSync)(log, 'a');
+    const out = (0,external_node_fs_namespaceObject.openSync)(log, 'a', 0o600);
     const common = ['--data-dir', dataDir, ...(configPath ? ['--config', configPath] : [])];
     const child = (0,external_node_child_process_namespaceObject.spawn)(process.execPath, [EXECUTOR, 'serve', '--port', port, ...common], {
         detached: true,

@@ -1,8 +1,8 @@
-export const id = 982;
-export const ids = [982];
+export const id = 685;
+export const ids = [685];
 export const modules = {
 
-/***/ 33982:
+/***/ 78685:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -85,6 +85,11 @@ const ERROR_CODES = {
         status: 422,
         retryable: false,
         meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
+    },
+    schedule_limit_reached: {
+        status: 409,
+        retryable: false,
+        meaning: "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
     },
     idempotency_in_progress: {
         status: 409,
@@ -630,9 +635,12 @@ function cancelledByClient(reason) {
 function timedOut(timeoutMs) {
     return failed('timeout', `the run exceeded its time limit of ${Math.round(timeoutMs / 1000)} s`);
 }
-/** The run's workspace and output folder grew past the disk quota while it ran. */
-function quotaExceeded(quotaBytes) {
-    return failed('workspace_quota_exceeded', `the workspace grew past its disk quota of ${describeBytes(quotaBytes)}`);
+/**
+ * The run's workspace and output folder grew past the disk quota while it ran; `why` says so when
+ * it was not their bytes (the count of their files, a part the quota could not read).
+ */
+function quotaExceeded(quotaBytes, why) {
+    return failed('workspace_quota_exceeded', why ? `the workspace ${why}` : `the workspace grew past its disk quota of ${describeBytes(quotaBytes)}`);
 }
 /** The source was larger than the disk quota, so its copy into the workspace stopped. */
 function sourceOverQuota(quotaBytes) {
@@ -676,7 +684,7 @@ const RULES = [
     ['lease_lost', run => (run.stop === 'lease_lost' ? leaseLost() : undefined)],
     ['limit', run => (run.limit ? resourceLimit(run.limit) : undefined)],
     ['timeout', run => (run.stop === 'timeout' ? timedOut(run.timeoutMs) : undefined)],
-    ['quota', run => (run.stop === 'quota' ? quotaExceeded(run.quotaBytes) : undefined)],
+    ['quota', run => (run.stop === 'quota' ? quotaExceeded(run.quotaBytes, run.quotaWhy) : undefined)],
     // Any other reason a controller was aborted with is the executor stopping.
     ['shutdown', run => (run.stop !== undefined ? executorShutDown() : undefined)],
     ['failed', run => (run.ended.state !== 'SUCCEEDED' ? run.ended : undefined)],
@@ -1636,6 +1644,41 @@ function mcpServersOf(value) {
     }
     return Object.keys(servers).length > 0 ? servers : undefined;
 }
+/** Most MCP servers a run's config may name. */
+const MAX_MCP_SERVERS = 20;
+/** Most `env` entries, and most `headers` entries, of one MCP server. */
+const MAX_MCP_ENTRIES = 64;
+/** Most bytes of JSON `config.mcp_servers` may take in all. */
+const MAX_MCP_BYTES = 64 * 1024;
+/**
+ * Why config.mcp_servers is over its bounds, naming the limit and the server, or undefined. Every
+ * env value and header is a secret the harness removes from everything the CLI prints, so their
+ * number and size are a cost paid on each line of a run's output (and the config is in every record).
+ */
+function mcpServersProblem(value) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+        return undefined;
+    const servers = Object.entries(value);
+    if (servers.length > MAX_MCP_SERVERS)
+        return `config.mcp_servers: ${servers.length} servers; at most ${MAX_MCP_SERVERS} are allowed`;
+    for (const [name, server] of servers) {
+        if (server === null || typeof server !== 'object')
+            continue;
+        for (const field of ['env', 'headers']) {
+            const map = server[field];
+            const count = map !== null && typeof map === 'object' ? Object.keys(map).length : 0;
+            if (count > MAX_MCP_ENTRIES)
+                return `config.mcp_servers.${name.slice(0, 100)}.${field}: ${count} entries; at most ${MAX_MCP_ENTRIES} per server are allowed`;
+        }
+    }
+    const bytes = Buffer.byteLength(JSON.stringify(value));
+    if (bytes > MAX_MCP_BYTES) {
+        const sizes = servers.map(([name, server]) => [name, Buffer.byteLength(JSON.stringify(server) ?? '')]);
+        const [largest, size] = sizes.reduce((a, b) => (b[1] > a[1] ? b : a));
+        return `config.mcp_servers: ${bytes} bytes of JSON, over the limit of ${MAX_MCP_BYTES} (64 KiB); the largest server is ${largest.slice(0, 100)} (${size} bytes)`;
+    }
+    return undefined;
+}
 /**
  * A CLI session id to resume, as the CLIs write them (UUIDs and the like). It comes from the CLI's
  * own stream, which the run can influence, and it goes on the CLI's command line: anything else
@@ -1727,6 +1770,107 @@ function programOf(agent, spec) {
     return { program, prefix };
 }
 
+;// CONCATENATED MODULE: ./src/executor/agents/harness/redact.ts
+// Removing a run's secrets from what its CLI prints, in one pass over each string whatever their
+// number: the secrets (listed variables, MCP env values and headers) become one Aho–Corasick matcher
+// when the run starts, and each string is read once, each character looked up once (amortised).
+// A split/join per secret per line cost the whole API its event loop once a run had thousands.
+// Every character that lies inside any occurrence of any secret is hidden: where occurrences
+// overlap or one lies within another, their union becomes one `[redacted]`, so a longer secret goes
+// whole and no piece of one is left beside another's mark.
+const REDACTED = '[redacted]';
+/** A function hiding every occurrence of `secrets` in a string; built once, used for every line. */
+function secretRedactor(secrets) {
+    const patterns = [...new Set(secrets)].filter(secret => secret.length > 0);
+    if (patterns.length === 0)
+        return text => text;
+    // The trie: one map of edges keyed by (node, UTF-16 code unit) for all nodes, far smaller than
+    // a map per node when most nodes have one child, as secrets' tails do.
+    const edges = new Map();
+    const key = (node, unit) => node * 0x10000 + unit;
+    const depth = [0];
+    const terminal = [false];
+    const children = [[]];
+    for (const pattern of patterns) {
+        let node = 0;
+        for (let i = 0; i < pattern.length; i++) {
+            const unit = pattern.charCodeAt(i);
+            let next = edges.get(key(node, unit));
+            if (next === undefined) {
+                next = depth.length;
+                edges.set(key(node, unit), next);
+                depth.push(depth[node] + 1);
+                terminal.push(false);
+                children.push([]);
+                children[node].push(unit);
+            }
+            node = next;
+        }
+        terminal[node] = true;
+    }
+    // Failure links, breadth first; `longest[node]`: the longest secret that ends the text matched
+    // so far at this node (the node's own, else its failure node's), 0 for none.
+    const count = depth.length;
+    const fail = new Int32Array(count);
+    const longest = new Int32Array(count);
+    const queue = [0];
+    for (let head = 0; head < queue.length; head++) {
+        const node = queue[head];
+        for (const unit of children[node]) {
+            const child = edges.get(key(node, unit));
+            let link = 0;
+            if (node !== 0) {
+                let back = fail[node];
+                while (back !== 0 && !edges.has(key(back, unit)))
+                    back = fail[back];
+                link = edges.get(key(back, unit)) ?? 0;
+            }
+            fail[child] = link;
+            longest[child] = terminal[child] ? depth[child] : longest[link];
+            queue.push(child);
+        }
+    }
+    return text => {
+        // Spans to hide, [start, end), ordered and never overlapping (touching ones stay two).
+        const starts = [];
+        const ends = [];
+        let node = 0;
+        for (let i = 0; i < text.length; i++) {
+            const unit = text.charCodeAt(i);
+            let next = edges.get(key(node, unit));
+            while (next === undefined && node !== 0) {
+                node = fail[node];
+                next = edges.get(key(node, unit));
+            }
+            node = next ?? 0;
+            const length = longest[node];
+            if (length === 0)
+                continue;
+            const start = i + 1 - length;
+            // A span this one covers goes; one it overlaps grows to its end.
+            while (starts.length > 0 && start <= starts.at(-1)) {
+                starts.pop();
+                ends.pop();
+            }
+            if (starts.length > 0 && start < ends.at(-1))
+                ends[ends.length - 1] = i + 1;
+            else {
+                starts.push(start);
+                ends.push(i + 1);
+            }
+        }
+        if (starts.length === 0)
+            return text;
+        let out = '';
+        let from = 0;
+        for (let k = 0; k < starts.length; k++) {
+            out += text.slice(from, starts[k]) + REDACTED;
+            from = ends[k];
+        }
+        return out + text.slice(from);
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/executor/agents/harness/harness.ts
 // The generic harness: runs one agent CLI (described by its HarnessSpec) for a run, in the run's
 // sandbox and workspace, and turns its structured stream into the run's transcript as it arrives:
@@ -1735,6 +1879,7 @@ function programOf(agent, spec) {
 // folder the run controls), adds up the usage the CLI reports into the run's request_usage, stops
 // the CLI when its cost passes max_cost_usd or when its translator already knows the run failed,
 // and ends a failed run with the CLI's own words and a distinct error code, secrets removed.
+
 
 
 
@@ -1750,24 +1895,17 @@ const MAX_LINE_CHARS = 8 * 1024 * 1024;
 const MAX_PENDING = 64;
 /** Variables every CLI needs besides those the environment lists. */
 const harness_BASE_VARIABLES = ['PATH', 'LANG', 'TERM', 'TZ'];
-/** Replaces every secret value in `text` (longest first, so one inside another goes whole). */
-function redact(text, secrets) {
-    let out = text;
-    for (const secret of secrets)
-        out = out.split(secret).join('[redacted]');
-    return out;
-}
 /**
  * Every string in an event, secrets replaced: the CLI chooses ids, names, paths and session ids as
  * freely as its text, so none of them may carry a secret into the transcript either.
  */
-function redactAll(value, secrets) {
+function redactAll(value, redact) {
     if (typeof value === 'string')
-        return redact(value, secrets);
+        return redact(value);
     if (Array.isArray(value))
-        return value.map(item => redactAll(item, secrets));
+        return value.map(item => redactAll(item, redact));
     if (value !== null && typeof value === 'object')
-        return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k, secrets), redactAll(v, secrets)]));
+        return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k), redactAll(v, redact)]));
     return value;
 }
 /** `text` cut to `max` characters; `more` counts characters left out before it came here. */
@@ -1807,6 +1945,8 @@ async function runHarness(spec, context) {
             base[name] = process.env[name];
     const env = { ...base, ...cliEnv, HOME: home };
     const secrets = secretsOf(listed, cliEnv, input.mcpServers);
+    // Built once for the run: each string is then read once, however many secrets there are.
+    const redact = secretRedactor(secrets);
     // The stderr kept is this much longer than what is shown, so a secret cut at its start is whole
     // when redacted, and only then is the tail cut to size.
     const stderrKept = STDERR_TAIL_CHARS + (secrets[0]?.length ?? 0);
@@ -1814,7 +1954,7 @@ async function runHarness(spec, context) {
     for (const [path, content] of Object.entries(files)) {
         const failure = await writeHomeFile(context, env, `${home}/${path}`, content);
         if (failure)
-            return harness_failed('agent_crashed', redact(failure, secrets));
+            return harness_failed('agent_crashed', redact(failure));
     }
     const { program, prefix } = programOf(context.agent, spec);
     const translator = spec.translator();
@@ -1833,25 +1973,25 @@ async function runHarness(spec, context) {
     let writing = Promise.resolve();
     const store = (kind, data) => {
         pending++;
-        const clean = redactAll(data, secrets);
+        const clean = redactAll(data, redact);
         writing = writing.then(() => context.record(kind, clean)).finally(() => pending--);
     };
     const take = (event) => {
         switch (event.type) {
             case 'text':
                 if (event.text.trim() !== '')
-                    store('message', { text: redact(event.text, secrets) });
+                    store('message', { text: redact(event.text) });
                 break;
             case 'action':
                 store('action', {
                     id: event.id,
                     name: event.name,
                     // Redacted before it is JSON: a secret with a quote or a backslash is escaped there.
-                    input: bound(JSON.stringify(redactAll(event.input ?? null, secrets)))
+                    input: bound(JSON.stringify(redactAll(event.input ?? null, redact)))
                 });
                 break;
             case 'action_result':
-                store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output, secrets)) });
+                store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output)) });
                 break;
             case 'file_edit':
                 store('file', {
@@ -1866,7 +2006,7 @@ async function runHarness(spec, context) {
                     break;
                 answered = true;
                 store('result', {
-                    text: bound(redact(event.text, secrets), MAX_RESULT_CHARS, event.dropped),
+                    text: bound(redact(event.text), MAX_RESULT_CHARS, event.dropped),
                     source: spec.kind
                 });
                 break;
@@ -1899,7 +2039,7 @@ async function runHarness(spec, context) {
         }
         catch {
             // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
-            store('output', { stream: 'stdout', text: bound(redact(line, secrets)) + '\n' });
+            store('output', { stream: 'stdout', text: bound(redact(line)) + '\n' });
             return;
         }
         try {
@@ -1962,10 +2102,10 @@ async function runHarness(spec, context) {
     }
     if (context.signal.aborted)
         return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
-    const shownTail = redact(stderrTail, secrets).slice(-STDERR_TAIL_CHARS);
+    const shownTail = redact(stderrTail).slice(-STDERR_TAIL_CHARS);
     const failure = early ?? translator.finish(result.exitCode, shownTail);
     if (failure)
-        return withUsage(harness_failed(failure.code, redact(failure.message, secrets)));
+        return withUsage(harness_failed(failure.code, redact(failure.message)));
     if (result.exitCode !== 0) {
         const how = result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
         const tail = shownTail.trim();
@@ -2073,45 +2213,6 @@ function harnessKind(spec) {
     });
 }
 
-;// CONCATENATED MODULE: ./src/executor/workspace/files.ts
-// Files the executor itself writes in a workspace (`@sim write`, say): only inside the workspace,
-// and never through a symbolic link. The run's processes may have replaced any path there with a
-// link to the database or the config; the executor, which runs unconfined, must not follow it.
-
-
-/** Writes `text` to `path` (relative to `root`), refusing a path that leaves the root or has a link in it. */
-function writeInside(root, path, text) {
-    const target = (0,external_node_path_.resolve)(root, path);
-    const inside = (0,external_node_path_.relative)(root, target);
-    if (inside === '' || inside.startsWith('..') || (0,external_node_path_.resolve)(root, inside) !== target)
-        throw new Error(`${path}: not a path inside the workspace`);
-    let dir = root;
-    const parts = inside.split(external_node_path_.sep);
-    for (const part of parts.slice(0, -1)) {
-        dir = (0,external_node_path_.join)(dir, part);
-        const stat = (0,external_node_fs_.lstatSync)(dir, { throwIfNoEntry: false });
-        if (!stat)
-            (0,external_node_fs_.mkdirSync)(dir);
-        else if (!stat.isDirectory())
-            throw new Error(`${path}: ${(0,external_node_path_.relative)(root, dir)} is not a directory (a link is never followed)`);
-    }
-    let fd;
-    try {
-        fd = (0,external_node_fs_.openSync)(target, external_node_fs_.constants.O_WRONLY | external_node_fs_.constants.O_CREAT | external_node_fs_.constants.O_TRUNC | external_node_fs_.constants.O_NOFOLLOW, 0o644);
-    }
-    catch (error) {
-        if (error.code === 'ELOOP')
-            throw new Error(`${path}: is a symbolic link; the executor never writes through one`);
-        throw error;
-    }
-    try {
-        (0,external_node_fs_.writeSync)(fd, text);
-    }
-    finally {
-        (0,external_node_fs_.closeSync)(fd);
-    }
-}
-
 ;// CONCATENATED MODULE: ./src/executor/agents/simulated.ts
 // The simulated agent: deterministic, for testing workflows. Lines of the prompt that start with
 // `@sim` are directives, run in order; everything else is the instruction, echoed as the answer.
@@ -2129,9 +2230,25 @@ function writeInside(root, path, text) {
 
 
 
-
-
 const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
+/**
+ * `@sim write` as a process of the run: each missing directory of the path made, one that is not
+ * a directory (a link included) refused, a link in the file's place refused, then the text from
+ * standard input. It says `added` or `modified` first (or why it refused).
+ */
+const WRITE_SCRIPT = [
+    'p=$1; dirs=${p%/*}; [ "$dirs" = "$p" ] && dirs=',
+    'cur=; IFS=/; set -f',
+    'for part in $dirs; do',
+    '  [ -z "$part" ] && continue',
+    '  cur=${cur:+$cur/}$part',
+    '  if [ -L "$cur" ] || { [ -e "$cur" ] && [ ! -d "$cur" ]; }; then printf "notdir %s\\n" "$cur"; exit 3; fi',
+    '  [ -d "$cur" ] || mkdir -- "$cur" || exit 5',
+    'done',
+    'if [ -L "$p" ]; then echo link; exit 4; fi',
+    'if [ -e "$p" ]; then echo modified; else echo added; fi',
+    'exec cat > "$p"'
+].join('\n');
 const DEFAULT_PAUSE_MS = 300;
 const simulatedAgent = agentKind({
     kind: 'simulated',
@@ -2232,20 +2349,29 @@ async function directive(context, verb, rest, answer) {
             if (path === '' || inside.startsWith('..') || inside === '') {
                 return invalid(`@sim write ${path}`, 'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello');
             }
-            // The simulated agent writes from the executor's process, outside the sandbox: in plan mode it
-            // meets the read-only workspace the way a sandboxed process does.
+            // Refused before any process starts, as a sandboxed write would be refused.
             if (context.mode === 'plan')
                 return agentFailed(`@sim write ${path}: the workspace is read-only in plan mode`);
-            const existed = (0,external_node_fs_.existsSync)(target);
-            try {
-                writeInside(context.workspace, inside, text);
-            }
-            catch (error) {
-                return invalid(`@sim write ${path}`, error.message);
+            // Written by a process of the run, in its sandbox, as the run's user: the executor itself
+            // never opens a path the run could have turned into a link.
+            let said = '';
+            const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
+                env: { PATH: '/usr/bin:/bin' },
+                stdin: text,
+                onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
+            });
+            const verdict = said.split('\n')[0] ?? '';
+            if (wrote.exitCode !== 0) {
+                const why = verdict.startsWith('notdir ')
+                    ? `${verdict.slice(7)} is not a directory (a link is never followed)`
+                    : verdict === 'link'
+                        ? 'is a symbolic link; the executor never writes through one'
+                        : `could not be written (exit code ${wrote.exitCode ?? wrote.signal})`;
+                return invalid(`@sim write ${path}`, `${path}: ${why}`);
             }
             await context.record('file', {
                 path: inside,
-                change: existed ? 'modified' : 'added',
+                change: verdict === 'modified' ? 'modified' : 'added',
                 bytes: Buffer.byteLength(text)
             });
             return undefined;
@@ -2542,8 +2668,9 @@ function defaultUser() {
     };
 }
 /**
- * Gives a run's directories to its user: the workspace, its output folder. Symbolic links are
- * changed themselves, never followed (a checkout may hold a link to any file of the host).
+ * Gives a workspace root the executor just made (a full checkout, a copy of the source: nothing of
+ * the run has been in it yet) to the run's user. Symbolic links are changed themselves, never
+ * followed (a checkout may hold a link to any file of the host).
  */
 async function giveTo(user, paths) {
     if (!user || paths.length === 0)
@@ -2579,6 +2706,8 @@ function dropTo(user, home) {
 ;// CONCATENATED MODULE: ./src/executor/sandbox/config.ts
 // The `sandbox:` key of an environment, parsed on its own so config.ts only calls it: how a run's
 // processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
+// Also the start-up rule on its extra paths: none may show a run the executor's data dir.
+
 
 
 const DEFAULT_SANDBOX = {
@@ -2691,6 +2820,66 @@ function paths(value, at, problems) {
     }
     return value;
 }
+/**
+ * `path` with every symbolic link resolved, also in a part that does not exist yet (a dangling link
+ * is followed to where it leads); beyond 40 links, the path as it is.
+ */
+function realPath(path, links = 0) {
+    let existing = (0,external_node_path_.resolve)(path);
+    const rest = [];
+    while (!(0,external_node_fs_.existsSync)(existing) && (0,external_node_path_.dirname)(existing) !== existing) {
+        let target;
+        try {
+            target = (0,external_node_fs_.readlinkSync)(existing);
+        }
+        catch {
+            // not a link: a part yet to be made
+        }
+        if (target !== undefined && links < 40)
+            return realPath((0,external_node_path_.join)((0,external_node_path_.resolve)((0,external_node_path_.dirname)(existing), target), ...rest), links + 1);
+        rest.unshift((0,external_node_path_.basename)(existing));
+        existing = (0,external_node_path_.dirname)(existing);
+    }
+    try {
+        return (0,external_node_path_.join)((0,external_node_fs_.realpathSync)(existing), ...rest);
+    }
+    catch {
+        return (0,external_node_path_.resolve)(path);
+    }
+}
+function within(path, dir) {
+    return path === dir || path.startsWith(dir.endsWith(external_node_path_.sep) ? dir : dir + external_node_path_.sep);
+}
+/**
+ * Every `sandbox.read` or `sandbox.write` path that would show a run the data dir (its database
+ * holds every team's prompts and the link secrets): one that contains the data dir or lies inside
+ * it, compared as real paths. A writable path is bound after the data dir is hidden, so it would
+ * uncover the data dir; a read-only path inside it is bound again over the hiding. A writable path
+ * that contains the config file, or any path that is the config file, is refused the same way.
+ */
+function sandboxPathProblems(environments, dataDir, configFile) {
+    const data = realPath(dataDir);
+    const config = configFile === undefined ? undefined : realPath(configFile);
+    const problems = [];
+    for (const env of environments) {
+        if (!env.sandbox.enabled)
+            continue;
+        for (const key of ['read', 'write']) {
+            for (const path of env.sandbox[key]) {
+                const real = realPath(path);
+                const at = `environment ${JSON.stringify(env.id)}: sandbox.${key} ${JSON.stringify(path)}${real === (0,external_node_path_.resolve)(path) ? '' : ` (${real})`}`;
+                const rule = 'a run must never see the data dir; expected a path that neither contains the data dir nor lies inside it';
+                if (within(data, real))
+                    problems.push(`${at}: contains the data dir ${data}, whose database holds every prompt and the link secrets; ${rule}`);
+                else if (within(real, data))
+                    problems.push(`${at}: lies inside the data dir ${data}; ${rule}`);
+                else if (config !== undefined && (real === config || (key === 'write' && within(config, real))))
+                    problems.push(`${at}: ${real === config ? 'is' : 'contains'} the config file ${config}, which runs must not see; expected a path that ${key === 'write' ? 'does not contain it' : 'is not it'}`);
+            }
+        }
+    }
+    return problems;
+}
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/publish-config.ts
 // The `publish:` key of an environment: where the executor pushes a run's changes and whether it
@@ -2772,6 +2961,12 @@ function parsePublish(raw, at, r) {
 
 class ConfigError extends Error {
 }
+/**
+ * `workspaces.min_free_inodes` unless set: as many inodes as ext4 gives the default `min_free`
+ * (1 GiB at its default of one inode per 16 KiB), so on such a file system the two floors agree;
+ * room for the checkout of a repository of tens of thousands of files.
+ */
+const DEFAULT_MIN_FREE_INODES = 65_536;
 /** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
 function loadConfig(overrides = {}, cwd = process.cwd(), env = process.env) {
     const explicit = overrides.config !== undefined;
@@ -2850,8 +3045,10 @@ function parseConfig(raw, base, where = 'config') {
         'retention',
         'continue_for',
         'quota',
+        'max_files',
         'max_patch',
         'min_free',
+        'min_free_inodes',
         'cache_size'
     ]);
     r.known(server, 'server', ['host', 'port', 'public_url']);
@@ -2861,6 +3058,9 @@ function parseConfig(raw, base, where = 'config') {
         'max_prompt_bytes',
         'rate_limit_per_minute',
         'max_queued_runs',
+        'max_queued_runs_per_team',
+        'max_running_runs_per_team',
+        'max_schedules_per_team',
         'retention_days',
         'transcript'
     ]);
@@ -2879,6 +3079,7 @@ function parseConfig(raw, base, where = 'config') {
             problems.push(`store ${error.message}`);
         }
     }
+    const maxQueuedRuns = r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9);
     const config = {
         host: r.string(server.host, 'server.host', '127.0.0.1'),
         port: r.int(server.port, 'server.port', 8080, 0, 65535),
@@ -2894,15 +3095,20 @@ function parseConfig(raw, base, where = 'config') {
             retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
             continueForMs: r.duration(workspaces.continue_for, 'workspaces.continue_for', 86_400_000, true),
             quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
+            maxFiles: r.int(workspaces.max_files, 'workspaces.max_files', 200_000, 100, 1e9),
             maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
             minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3),
+            minFreeInodes: r.int(workspaces.min_free_inodes, 'workspaces.min_free_inodes', DEFAULT_MIN_FREE_INODES, 0, 1e9),
             cacheBytes: r.size(workspaces.cache_size, 'workspaces.cache_size', 10 * 1024 ** 3)
         },
         limits: {
             maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
             maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
             rateLimitPerMinute: r.int(limits.rate_limit_per_minute, 'limits.rate_limit_per_minute', 600, 0, 1e9),
-            maxQueuedRuns: r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9),
+            maxQueuedRuns,
+            maxQueuedRunsPerTeam: perTeamQueueLimit(r, limits.max_queued_runs_per_team, maxQueuedRuns),
+            maxRunningRunsPerTeam: r.int(limits.max_running_runs_per_team, 'limits.max_running_runs_per_team', 0, 0, 1e9),
+            maxSchedulesPerTeam: r.int(limits.max_schedules_per_team, 'limits.max_schedules_per_team', 100, 1, 1e6),
             retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
             transcriptBytes: transcriptLimit(r, limits.transcript)
         },
@@ -2937,6 +3143,20 @@ function transcriptLimit(r, value) {
         return bytes;
     r.problems.push(`limits.transcript ${show(value)}: expected at least 64KiB, such as 16MiB`);
     return MIN_TRANSCRIPT_BYTES;
+}
+/**
+ * `limits.max_queued_runs_per_team`: by default a tenth of the node's queue, at least 100 (so a
+ * team of a small executor is not held to a handful) and never more than the node's limit; a
+ * value above the node's limit could never be reached, so it is refused.
+ */
+function perTeamQueueLimit(r, value, maxQueuedRuns) {
+    const key = 'limits.max_queued_runs_per_team';
+    const fallback = Math.min(maxQueuedRuns, Math.max(100, Math.floor(maxQueuedRuns / 10)));
+    const limit = r.int(value, key, fallback, 1, 1e9);
+    if (limit <= maxQueuedRuns)
+        return limit;
+    r.problems.push(`${key} ${show(value)}: expected at most limits.max_queued_runs (${maxQueuedRuns}), the node's own queue`);
+    return maxQueuedRuns;
 }
 function defaultEnvironment(base, workers) {
     return {
@@ -4253,10 +4473,341 @@ function nextFire(expression, zone, afterMs) {
     return next === null ? null : next.getTime();
 }
 
+// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
+var build = __webpack_require__(35007);
+;// CONCATENATED MODULE: ./src/api/schemas.ts
+// JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
+// serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
+// with the plain types in ./run.ts. `expected` on a schema is the form a bad value is told to have
+// ("limit \"500\": expected a whole number from 1 to 100"); `constraint` says what a value of the
+// right type still broke ("prompt: must not be empty").
+
+
+
+const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
+/** A string or null, as one JSON type list (serialised without trying each branch). */
+const NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
+const RunStateSchema = build/* default.String */.Ay$.String({
+    description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
+    examples: ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED']
+});
+const RunConfigSchema = build/* default.Object */.Ay$.Object({
+    environment_id: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'Environment the run executes in.',
+        expected: 'a non-empty string'
+    }),
+    publish: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({
+        description: "false: the executor does not publish this run's changes (branch, pull request). Where they go is the executor's configuration, never the request's.",
+        expected: 'true or false (a request may turn publishing off, never choose where it goes)'
+    }))
+}, {
+    additionalProperties: true,
+    description: 'Run configuration; fields beyond environment_id are kept as sent.',
+    expected: 'an object with environment_id'
+});
+const CreateRunRequestSchema = build/* default.Object */.Ay$.Object({
+    prompt: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'The instruction given to the agent.',
+        expected: 'a string',
+        constraint: 'must not be empty'
+    }),
+    config: RunConfigSchema,
+    title: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), build/* default.Null */.Ay$.Null()], { description: 'Title of the run.', expected: 'a string' }))
+}, { additionalProperties: true, expected: 'a JSON object with prompt and config' });
+/** A create request's `metadata`: at most this many string pairs, keys and values this long. */
+const MAX_METADATA_PAIRS = 20;
+const MAX_METADATA_KEY = 64;
+const MAX_METADATA_VALUE = 512;
+/** Most bytes of JSON a create's fields beyond prompt, config and title (metadata among them) may take. */
+const MAX_EXTRA_FIELDS_BYTES = 64 * 1024;
+/** Most bytes of JSON a run's `config` may take (mcp_servers, base_prompt and fields kept as sent among them). */
+const MAX_CONFIG_BYTES = 64 * 1024;
+/** Most `metadata[key]=value` pairs one list request may filter by (the service's limit). */
+const MAX_METADATA_FILTERS = 5;
+/** The longest follow-up message, in characters. */
+const MAX_FOLLOWUP_MESSAGE = 100_000;
+/** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
+const RUN_MODES = (/* unused pure expression or super */ null && (['normal', 'plan']));
+/** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
+const FollowupRequestSchema = build/* default.Object */.Ay$.Object({
+    message: build/* default.String */.Ay$.String({
+        minLength: 1,
+        maxLength: MAX_FOLLOWUP_MESSAGE,
+        pattern: '\\S',
+        description: 'The next user message of the conversation.',
+        expected: `a string of 1–${MAX_FOLLOWUP_MESSAGE} characters`,
+        constraint: 'must not be empty'
+    }),
+    mode: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        description: '`normal` (the default) or `plan` (the agent may read the workspace, not change it).',
+        expected: 'normal or plan'
+    }))
+}, { additionalProperties: true, expected: 'a JSON object with message' });
+const FollowupResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
+/** The old params of the run routes (`:id`); the routes now name theirs `run_id` (RunIdParamsSchema). */
+const RunParamsSchema = build/* default.Object */.Ay$.Object({ id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
+const RunIdParamsSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
+const ArtifactParamsSchema = build/* default.Object */.Ay$.Object({
+    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
+});
+const SessionArtifactParamsSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }),
+    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
+});
+/** The longest cancel reason, in characters: the only place this limit is written. */
+const MAX_CANCEL_REASON = 500;
+/**
+ * A cancel's optional body, `{"reason": "…"}` (no body, or null, is no reason). `acceptsNoBody`
+ * tells the executor's validator that a request without a body is fine.
+ */
+const CancelRequestSchema = build/* default.Unsafe */.Ay$.Unsafe({
+    type: ['object', 'null'],
+    properties: {
+        reason: build/* default.String */.Ay$.String({
+            minLength: 1,
+            maxLength: MAX_CANCEL_REASON,
+            pattern: '\\S',
+            description: 'Why; the status message becomes `cancelled by a client: <reason>`.',
+            expected: `a string of 1–${MAX_CANCEL_REASON} characters`
+        })
+    },
+    additionalProperties: true,
+    acceptsNoBody: true,
+    expected: 'no body or a JSON object'
+});
+const states = `(${KNOWN_STATES.join('|')})`;
+const StateFilter = build/* default.String */.Ay$.String({
+    pattern: `^${states}(,${states})*$`,
+    expected: `one of ${KNOWN_STATES.join(', ')}`
+});
+/** An RFC 3339 time; empty means no filter (`format: timestamp` is checked by the executor). */
+const TimeFilter = (description) => build/* default.String */.Ay$.String({
+    format: 'timestamp',
+    description,
+    expected: 'an RFC 3339 timestamp such as 2026-01-31T12:00:00Z'
+});
+const Text = (description) => build/* default.String */.Ay$.String({ description, expected: 'a single value' });
+const LIST_SORT_KEYS = ['created_at', 'updated_at'];
+/** The list's query parameters: any other answers 400. */
+const ListRunsQuerySchema = build/* default.Object */.Ay$.Object({
+    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^(100|[1-9][0-9]?)$',
+        description: 'Page size, 1–100 (default 20).',
+        expected: 'a whole number from 1 to 100'
+    })),
+    cursor: build/* default.Optional */.Ay$.Optional(Text('The next_cursor of the previous page (same sort).')),
+    state: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([StateFilter, build/* default.Array */.Ay$.Array(StateFilter)], {
+        description: 'Only runs in these states (repeatable, or comma-separated).',
+        expected: `one of ${KNOWN_STATES.join(', ')}`
+    })),
+    environment_id: build/* default.Optional */.Ay$.Optional(Text('Only runs of this environment.')),
+    created_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created after this time.')),
+    created_before: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created before this time.')),
+    updated_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs updated after this time.')),
+    creator: build/* default.Optional */.Ay$.Optional(Text("Only runs created by this creator uid (the creator's key id here).")),
+    q: build/* default.Optional */.Ay$.Optional(Text('Only runs whose title or prompt contains this text (ASCII letters fold case).')),
+    name: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.name is this.')),
+    model_id: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.model_id is this.')),
+    artifact_type: build/* default.Optional */.Ay$.Optional(Text('Only runs that have an artifact of this type.')),
+    schedule_id: build/* default.Optional */.Ay$.Optional(Text('Only runs this schedule started.')),
+    sort_by: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(LIST_SORT_KEYS.map(key => build/* default.Literal */.Ay$.Literal(key)), { description: 'Sort key (default created_at).', expected: 'created_at or updated_at' })),
+    sort_order: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.Literal */.Ay$.Literal('asc'), build/* default.Literal */.Ay$.Literal('desc')], {
+        description: 'Sort order (default desc).',
+        expected: 'asc or desc'
+    }))
+}, {
+    additionalProperties: false,
+    // metadata[key]=value, repeatable: only runs whose create request's metadata has each pair.
+    patternProperties: {
+        [`^metadata\\[[^\\]]{1,${MAX_METADATA_KEY}}\\]$`]: build/* default.Union */.Ay$.Union([
+            build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }),
+            build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }))
+        ], {
+            description: `Only runs whose metadata has this key with this value (at most ${MAX_METADATA_FILTERS} pairs per request).`,
+            expected: 'a string'
+        })
+    }
+});
+const CreateRunResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
+const StatusMessageObjectSchema = build/* default.Object */.Ay$.Object({
+    message: build/* default.String */.Ay$.String(),
+    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean())
+});
+const CreatorSchema = build/* default.Object */.Ay$.Object({
+    type: build/* default.String */.Ay$.String({ description: '`user` for a personal key, `agent` for an agent key.' }),
+    uid: build/* default.String */.Ay$.String(),
+    display_name: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+});
+const RunRecordSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String(),
+    state: RunStateSchema,
+    title: build/* default.Optional */.Ay$.Optional(NullableString()),
+    prompt: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    created_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    updated_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    started_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
+    completed_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
+    status_message: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), StatusMessageObjectSchema, build/* default.Null */.Ay$.Null()])),
+    error_code: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'See GET /api/v1/errors.' })),
+    session_link: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'uri' })),
+    creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
+    agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
+    source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+}, { additionalProperties: true });
+const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
+    runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
+    page_info: build/* default.Object */.Ay$.Object({
+        has_next_page: build/* default.Boolean */.Ay$.Boolean(),
+        next_cursor: build/* default.Optional */.Ay$.Optional(NullableString())
+    })
+});
+const ProblemSchema = build/* default.Object */.Ay$.Object({
+    type: build/* default.String */.Ay$.String(),
+    title: build/* default.String */.Ay$.String(),
+    status: build/* default.Integer */.Ay$.Integer(),
+    detail: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean()),
+    instance: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    request_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+}, { additionalProperties: true, description: 'RFC 7807 problem details.' });
+const TranscriptEventSchema = build/* default.Object */.Ay$.Object({
+    seq: build/* default.Integer */.Ay$.Integer(),
+    at: Timestamp,
+    kind: build/* default.String */.Ay$.String({
+        description: `${EVENT_KINDS.join(', ')}, or a kind a newer version adds (see TranscriptEventKinds for each kind's fields)`
+    })
+}, { additionalProperties: true });
+const TranscriptSchema = build/* default.Object */.Ay$.Object({
+    run_id: build/* default.String */.Ay$.String(),
+    state: RunStateSchema,
+    events: build/* default.Array */.Ay$.Array(TranscriptEventSchema),
+    has_more: build/* default.Boolean */.Ay$.Boolean({
+        description: 'More events follow this page now: read again with after=next_after.'
+    }),
+    next_after: build/* default.Integer */.Ay$.Integer({
+        description: 'The seq of the last event of this page (after itself when empty).'
+    })
+});
+/** The transcript's query: `after` and `limit` (others are ignored). */
+const TranscriptQuerySchema = build/* default.Object */.Ay$.Object({
+    after: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^(\\d{1,15})?$',
+        description: 'Only events newer than this seq.',
+        expected: 'the seq of an event, a whole number such as 12'
+    })),
+    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^((?=\\d{1,4}$)0*([1-9]\\d{0,2}|1000))?$',
+        description: 'At most this many events, 1–1000 (default 100).',
+        expected: 'a whole number of events from 1 to 1000'
+    }))
+}, { additionalProperties: true });
+/**
+ * A signed download URL's query. Not checked by the schema: a wrong or missing signature or expiry
+ * answers 404 like an artifact that does not exist, never 400.
+ */
+const DownloadQuerySchema = build/* default.Object */.Ay$.Object({
+    expires: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'Expiry, in seconds since 1970 (signed).' })),
+    signature: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'HMAC of the artifact id and expiry.' }))
+}, { additionalProperties: true });
+/**
+ * A session link's query: only `token` is read. A shared link may gain parameters on its way
+ * (tracking, say), and any token that is not the right one (a repeated one too) is a 404.
+ */
+const SessionQuerySchema = build/* default.Object */.Ay$.Object({ token: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: "The run's session token (an HMAC)." })) }, { additionalProperties: true });
+/** A content block of a conversation message; `type` names it, the other fields depend on it. */
+const ConversationBlockSchema = build/* default.Object */.Ay$.Object({ type: build/* default.String */.Ay$.String({ description: 'text, action, action_result, event, …; unknown types may appear.' }) }, {
+    additionalProperties: true,
+    description: 'Blocks by `type`: text {text}; action {id, name: run_command, category, input.command}; action_result {action_id, state, output {exit_code, output}}; event {event_type, …} (state_change, file_change, changes, artifact_published, agent_exit, notice, stderr). The last assistant text block is the final answer.'
+});
+const ConversationMessageSchema = build/* default.Object */.Ay$.Object({
+    role: build/* default.String */.Ay$.String({ description: 'user, assistant, tool or system.' }),
+    timestamp: build/* default.Optional */.Ay$.Optional(Timestamp),
+    content: build/* default.Array */.Ay$.Array(ConversationBlockSchema)
+}, { additionalProperties: true });
+const ConversationStepSchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    description: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    summary: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    started_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    completed_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    messages: build/* default.Array */.Ay$.Array(ConversationMessageSchema),
+    steps: build/* default.Array */.Ay$.Array(build/* default.Object */.Ay$.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' }))
+}, { additionalProperties: true });
+/** The service's normalized conversation: steps → messages → content blocks. */
+const ConversationSchema = build/* default.Object */.Ay$.Object({ conversation_id: build/* default.String */.Ay$.String(), steps: build/* default.Array */.Ay$.Array(ConversationStepSchema) }, { additionalProperties: true });
+const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
+    artifact_uid: build/* default.String */.Ay$.String(),
+    artifact_type: build/* default.String */.Ay$.String({ examples: ['FILE'] }),
+    run_id: build/* default.String */.Ay$.String(),
+    created_at: Timestamp,
+    download_url: build/* default.String */.Ay$.String({ description: 'Signed; needs no API key; valid until expires_at.' }),
+    expires_at: Timestamp,
+    data: build/* default.Object */.Ay$.Object({
+        artifact_uid: build/* default.String */.Ay$.String(),
+        filepath: build/* default.String */.Ay$.String(),
+        filename: build/* default.String */.Ay$.String(),
+        mime_type: build/* default.String */.Ay$.String({ examples: ['text/x-diff'] }),
+        size: build/* default.Integer */.Ay$.Integer(),
+        description: build/* default.Optional */.Ay$.Optional(NullableString())
+    }, { additionalProperties: true })
+});
+
+;// CONCATENATED MODULE: ./src/executor/store/rows.ts
+// How a run's row is read, on both stores: the columns the API and the worker see (not the store's
+// own bookkeeping: idempotency hash, event counter, change time), and the removal of bookkeeping
+// columns a query had to return alongside them. The two dialects agree on all of it.
+/** Columns of a run as the API and the worker see them. */
+const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
+  creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
+  version, lease_owner, lease_expires_at, artifacts, request_usage`;
+/** RUN_COLUMNS qualified by a table alias, for statements that join. */
+function runColumnsOf(alias) {
+    return RUN_COLUMNS.split(',')
+        .map(column => `${alias}.${column.trim()}`)
+        .join(', ');
+}
+/**
+ * How much a run weighs in a list page: the characters of what its record carries that a client
+ * chose (prompt, title, config, kept fields) or its run made (status, artifacts, usage).
+ */
+function runWeight(run) {
+    return (run.prompt.length +
+        (run.title?.length ?? 0) +
+        run.config.length +
+        run.extra.length +
+        (run.status_message?.length ?? 0) +
+        (run.artifacts?.length ?? 0) +
+        (run.request_usage?.length ?? 0));
+}
+/**
+ * How many of `runs` (in page order) a page of at most `maxWeight` holds: those whose weights add
+ * up to it, and at least one. A store reading a page may stop after the run that passes it.
+ */
+function runsWithin(runs, maxWeight) {
+    let total = 0;
+    for (let i = 0; i < runs.length; i++) {
+        total += runWeight(runs[i]);
+        if (total > maxWeight)
+            return Math.max(1, i);
+    }
+    return runs.length;
+}
+/** The run without the store's bookkeeping columns. */
+function strip(row) {
+    const { event_seq: _seq, idempotency_hash: _hash, ...run } = row;
+    return run;
+}
+
 ;// CONCATENATED MODULE: ./src/executor/server/list-params.ts
 // The list's query parameters as the store takes them, and its cursors. The route's schema has
 // checked each parameter's form; what is left here is meaning: defaults, times normalised, and a
 // cursor that names its sort, so it is never read under another order.
+
 
 /** The cursor names its sort, so a cursor is never read under another order. */
 function encodeCursor(run, sortBy, order) {
@@ -4311,6 +4862,9 @@ function list_params_listQuery(params) {
         for (const item of [].concat(value))
             metadata.push([key, String(item)]);
     }
+    // Each pair is one more index lookup per run looked at: the list's cost is bounded by their number.
+    if (metadata.length > MAX_METADATA_FILTERS)
+        throw new ProblemError('invalid_request', `metadata[${metadata[MAX_METADATA_FILTERS][0]}]: a list filters by at most ${MAX_METADATA_FILTERS} metadata[key]=value pairs; this request has ${metadata.length}`);
     if (metadata.length > 0)
         query.metadata = metadata;
     return query;
@@ -4656,281 +5210,6 @@ async function readTranscript(context, request, reply, find) {
     };
 }
 
-// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
-var build = __webpack_require__(35007);
-;// CONCATENATED MODULE: ./src/api/schemas.ts
-// JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
-// serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
-// with the plain types in ./run.ts. `expected` on a schema is the form a bad value is told to have
-// ("limit \"500\": expected a whole number from 1 to 100"); `constraint` says what a value of the
-// right type still broke ("prompt: must not be empty").
-
-
-
-const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
-/** A string or null, as one JSON type list (serialised without trying each branch). */
-const NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
-const RunStateSchema = build/* default.String */.Ay$.String({
-    description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
-    examples: ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED']
-});
-const RunConfigSchema = build/* default.Object */.Ay$.Object({
-    environment_id: build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        description: 'Environment the run executes in.',
-        expected: 'a non-empty string'
-    }),
-    publish: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({
-        description: "false: the executor does not publish this run's changes (branch, pull request). Where they go is the executor's configuration, never the request's.",
-        expected: 'true or false (a request may turn publishing off, never choose where it goes)'
-    }))
-}, {
-    additionalProperties: true,
-    description: 'Run configuration; fields beyond environment_id are kept as sent.',
-    expected: 'an object with environment_id'
-});
-const CreateRunRequestSchema = build/* default.Object */.Ay$.Object({
-    prompt: build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        description: 'The instruction given to the agent.',
-        expected: 'a string',
-        constraint: 'must not be empty'
-    }),
-    config: RunConfigSchema,
-    title: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), build/* default.Null */.Ay$.Null()], { description: 'Title of the run.', expected: 'a string' }))
-}, { additionalProperties: true, expected: 'a JSON object with prompt and config' });
-/** A create request's `metadata`: at most this many string pairs, keys and values this long. */
-const MAX_METADATA_PAIRS = 20;
-const MAX_METADATA_KEY = 64;
-const MAX_METADATA_VALUE = 512;
-/** The longest follow-up message, in characters. */
-const MAX_FOLLOWUP_MESSAGE = 100_000;
-/** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
-const RUN_MODES = (/* unused pure expression or super */ null && (['normal', 'plan']));
-/** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
-const FollowupRequestSchema = build/* default.Object */.Ay$.Object({
-    message: build/* default.String */.Ay$.String({
-        minLength: 1,
-        maxLength: MAX_FOLLOWUP_MESSAGE,
-        pattern: '\\S',
-        description: 'The next user message of the conversation.',
-        expected: `a string of 1–${MAX_FOLLOWUP_MESSAGE} characters`,
-        constraint: 'must not be empty'
-    }),
-    mode: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        description: '`normal` (the default) or `plan` (the agent may read the workspace, not change it).',
-        expected: 'normal or plan'
-    }))
-}, { additionalProperties: true, expected: 'a JSON object with message' });
-const FollowupResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
-/** The old params of the run routes (`:id`); the routes now name theirs `run_id` (RunIdParamsSchema). */
-const RunParamsSchema = build/* default.Object */.Ay$.Object({ id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
-const RunIdParamsSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }) });
-const ArtifactParamsSchema = build/* default.Object */.Ay$.Object({
-    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
-});
-const SessionArtifactParamsSchema = build/* default.Object */.Ay$.Object({
-    run_id: build/* default.String */.Ay$.String({ description: 'The run id.' }),
-    artifact_uid: build/* default.String */.Ay$.String({ description: 'The artifact id.' })
-});
-/** The longest cancel reason, in characters: the only place this limit is written. */
-const MAX_CANCEL_REASON = 500;
-/**
- * A cancel's optional body, `{"reason": "…"}` (no body, or null, is no reason). `acceptsNoBody`
- * tells the executor's validator that a request without a body is fine.
- */
-const CancelRequestSchema = build/* default.Unsafe */.Ay$.Unsafe({
-    type: ['object', 'null'],
-    properties: {
-        reason: build/* default.String */.Ay$.String({
-            minLength: 1,
-            maxLength: MAX_CANCEL_REASON,
-            pattern: '\\S',
-            description: 'Why; the status message becomes `cancelled by a client: <reason>`.',
-            expected: `a string of 1–${MAX_CANCEL_REASON} characters`
-        })
-    },
-    additionalProperties: true,
-    acceptsNoBody: true,
-    expected: 'no body or a JSON object'
-});
-const states = `(${KNOWN_STATES.join('|')})`;
-const StateFilter = build/* default.String */.Ay$.String({
-    pattern: `^${states}(,${states})*$`,
-    expected: `one of ${KNOWN_STATES.join(', ')}`
-});
-/** An RFC 3339 time; empty means no filter (`format: timestamp` is checked by the executor). */
-const TimeFilter = (description) => build/* default.String */.Ay$.String({
-    format: 'timestamp',
-    description,
-    expected: 'an RFC 3339 timestamp such as 2026-01-31T12:00:00Z'
-});
-const Text = (description) => build/* default.String */.Ay$.String({ description, expected: 'a single value' });
-const LIST_SORT_KEYS = ['created_at', 'updated_at'];
-/** The list's query parameters: any other answers 400. */
-const ListRunsQuerySchema = build/* default.Object */.Ay$.Object({
-    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        pattern: '^(100|[1-9][0-9]?)$',
-        description: 'Page size, 1–100 (default 20).',
-        expected: 'a whole number from 1 to 100'
-    })),
-    cursor: build/* default.Optional */.Ay$.Optional(Text('The next_cursor of the previous page (same sort).')),
-    state: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([StateFilter, build/* default.Array */.Ay$.Array(StateFilter)], {
-        description: 'Only runs in these states (repeatable, or comma-separated).',
-        expected: `one of ${KNOWN_STATES.join(', ')}`
-    })),
-    environment_id: build/* default.Optional */.Ay$.Optional(Text('Only runs of this environment.')),
-    created_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created after this time.')),
-    created_before: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs created before this time.')),
-    updated_after: build/* default.Optional */.Ay$.Optional(TimeFilter('Only runs updated after this time.')),
-    creator: build/* default.Optional */.Ay$.Optional(Text("Only runs created by this creator uid (the creator's key id here).")),
-    q: build/* default.Optional */.Ay$.Optional(Text('Only runs whose title or prompt contains this text (ASCII letters fold case).')),
-    name: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.name is this.')),
-    model_id: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.model_id is this.')),
-    artifact_type: build/* default.Optional */.Ay$.Optional(Text('Only runs that have an artifact of this type.')),
-    schedule_id: build/* default.Optional */.Ay$.Optional(Text('Only runs this schedule started.')),
-    sort_by: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(LIST_SORT_KEYS.map(key => build/* default.Literal */.Ay$.Literal(key)), { description: 'Sort key (default created_at).', expected: 'created_at or updated_at' })),
-    sort_order: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.Literal */.Ay$.Literal('asc'), build/* default.Literal */.Ay$.Literal('desc')], {
-        description: 'Sort order (default desc).',
-        expected: 'asc or desc'
-    }))
-}, {
-    additionalProperties: false,
-    // metadata[key]=value, repeatable: only runs whose create request's metadata has each pair.
-    patternProperties: {
-        [`^metadata\\[[^\\]]{1,${MAX_METADATA_KEY}}\\]$`]: build/* default.Union */.Ay$.Union([
-            build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }),
-            build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String({ maxLength: MAX_METADATA_VALUE }))
-        ], { description: 'Only runs whose metadata has this key with this value.', expected: 'a string' })
-    }
-});
-const CreateRunResponseSchema = build/* default.Object */.Ay$.Object({ run_id: build/* default.String */.Ay$.String(), state: RunStateSchema });
-const StatusMessageObjectSchema = build/* default.Object */.Ay$.Object({
-    message: build/* default.String */.Ay$.String(),
-    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean())
-});
-const CreatorSchema = build/* default.Object */.Ay$.Object({
-    type: build/* default.String */.Ay$.String({ description: '`user` for a personal key, `agent` for an agent key.' }),
-    uid: build/* default.String */.Ay$.String(),
-    display_name: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
-});
-const RunRecordSchema = build/* default.Object */.Ay$.Object({
-    run_id: build/* default.String */.Ay$.String(),
-    state: RunStateSchema,
-    title: build/* default.Optional */.Ay$.Optional(NullableString()),
-    prompt: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    created_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    updated_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    started_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
-    completed_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
-    status_message: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), StatusMessageObjectSchema, build/* default.Null */.Ay$.Null()])),
-    error_code: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'See GET /api/v1/errors.' })),
-    session_link: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'uri' })),
-    creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
-    agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
-    source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
-}, { additionalProperties: true });
-const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
-    runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
-    page_info: build/* default.Object */.Ay$.Object({
-        has_next_page: build/* default.Boolean */.Ay$.Boolean(),
-        next_cursor: build/* default.Optional */.Ay$.Optional(NullableString())
-    })
-});
-const ProblemSchema = build/* default.Object */.Ay$.Object({
-    type: build/* default.String */.Ay$.String(),
-    title: build/* default.String */.Ay$.String(),
-    status: build/* default.Integer */.Ay$.Integer(),
-    detail: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    error_code: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    retryable: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean()),
-    instance: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    request_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
-}, { additionalProperties: true, description: 'RFC 7807 problem details.' });
-const TranscriptEventSchema = build/* default.Object */.Ay$.Object({
-    seq: build/* default.Integer */.Ay$.Integer(),
-    at: Timestamp,
-    kind: build/* default.String */.Ay$.String({
-        description: `${EVENT_KINDS.join(', ')}, or a kind a newer version adds (see TranscriptEventKinds for each kind's fields)`
-    })
-}, { additionalProperties: true });
-const TranscriptSchema = build/* default.Object */.Ay$.Object({
-    run_id: build/* default.String */.Ay$.String(),
-    state: RunStateSchema,
-    events: build/* default.Array */.Ay$.Array(TranscriptEventSchema),
-    has_more: build/* default.Boolean */.Ay$.Boolean({
-        description: 'More events follow this page now: read again with after=next_after.'
-    }),
-    next_after: build/* default.Integer */.Ay$.Integer({
-        description: 'The seq of the last event of this page (after itself when empty).'
-    })
-});
-/** The transcript's query: `after` and `limit` (others are ignored). */
-const TranscriptQuerySchema = build/* default.Object */.Ay$.Object({
-    after: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        pattern: '^(\\d{1,15})?$',
-        description: 'Only events newer than this seq.',
-        expected: 'the seq of an event, a whole number such as 12'
-    })),
-    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        pattern: '^((?=\\d{1,4}$)0*([1-9]\\d{0,2}|1000))?$',
-        description: 'At most this many events, 1–1000 (default 100).',
-        expected: 'a whole number of events from 1 to 1000'
-    }))
-}, { additionalProperties: true });
-/**
- * A signed download URL's query. Not checked by the schema: a wrong or missing signature or expiry
- * answers 404 like an artifact that does not exist, never 400.
- */
-const DownloadQuerySchema = build/* default.Object */.Ay$.Object({
-    expires: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'Expiry, in seconds since 1970 (signed).' })),
-    signature: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: 'HMAC of the artifact id and expiry.' }))
-}, { additionalProperties: true });
-/**
- * A session link's query: only `token` is read. A shared link may gain parameters on its way
- * (tracking, say), and any token that is not the right one (a repeated one too) is a 404.
- */
-const SessionQuerySchema = build/* default.Object */.Ay$.Object({ token: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({ description: "The run's session token (an HMAC)." })) }, { additionalProperties: true });
-/** A content block of a conversation message; `type` names it, the other fields depend on it. */
-const ConversationBlockSchema = build/* default.Object */.Ay$.Object({ type: build/* default.String */.Ay$.String({ description: 'text, action, action_result, event, …; unknown types may appear.' }) }, {
-    additionalProperties: true,
-    description: 'Blocks by `type`: text {text}; action {id, name: run_command, category, input.command}; action_result {action_id, state, output {exit_code, output}}; event {event_type, …} (state_change, file_change, changes, artifact_published, agent_exit, notice, stderr). The last assistant text block is the final answer.'
-});
-const ConversationMessageSchema = build/* default.Object */.Ay$.Object({
-    role: build/* default.String */.Ay$.String({ description: 'user, assistant, tool or system.' }),
-    timestamp: build/* default.Optional */.Ay$.Optional(Timestamp),
-    content: build/* default.Array */.Ay$.Array(ConversationBlockSchema)
-}, { additionalProperties: true });
-const ConversationStepSchema = build/* default.Object */.Ay$.Object({
-    id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    description: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    summary: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    started_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    completed_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    messages: build/* default.Array */.Ay$.Array(ConversationMessageSchema),
-    steps: build/* default.Array */.Ay$.Array(build/* default.Object */.Ay$.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' }))
-}, { additionalProperties: true });
-/** The service's normalized conversation: steps → messages → content blocks. */
-const ConversationSchema = build/* default.Object */.Ay$.Object({ conversation_id: build/* default.String */.Ay$.String(), steps: build/* default.Array */.Ay$.Array(ConversationStepSchema) }, { additionalProperties: true });
-const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
-    artifact_uid: build/* default.String */.Ay$.String(),
-    artifact_type: build/* default.String */.Ay$.String({ examples: ['FILE'] }),
-    run_id: build/* default.String */.Ay$.String(),
-    created_at: Timestamp,
-    download_url: build/* default.String */.Ay$.String({ description: 'Signed; needs no API key; valid until expires_at.' }),
-    expires_at: Timestamp,
-    data: build/* default.Object */.Ay$.Object({
-        artifact_uid: build/* default.String */.Ay$.String(),
-        filepath: build/* default.String */.Ay$.String(),
-        filename: build/* default.String */.Ay$.String(),
-        mime_type: build/* default.String */.Ay$.String({ examples: ['text/x-diff'] }),
-        size: build/* default.Integer */.Ay$.Integer(),
-        description: build/* default.Optional */.Ay$.Optional(NullableString())
-    }, { additionalProperties: true })
-});
-
 ;// CONCATENATED MODULE: ./src/executor/server/run-fields.ts
 // Fields of a create or follow-up request that a schema cannot fully check: `metadata` (string
 // pairs within bounds) and `mode` (normal or plan; the service's orchestrate is not served here).
@@ -4953,6 +5232,9 @@ function metadataProblem(metadata) {
             throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
         if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
             throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
+        // The pairs are kept as text for the list's filter, and PostgreSQL text cannot hold NUL.
+        if (key.includes('\0') || value.includes('\0'))
+            throw new ProblemError('invalid_field', `metadata key ${shown}: keys and values may not contain NUL`);
     }
 }
 /** A follow-up's or a create's `mode`: normal (the default) or plan; orchestrate is not served here. */
@@ -4982,7 +5264,15 @@ function followupMode(mode) {
 
 
 
+
+
 const JSON_TYPE = 'application/json; charset=utf-8';
+/**
+ * Most characters of stored text (prompt, title, config, kept fields, status, artifacts, usage) the
+ * runs of one list page carry: a page of runs at their largest stops after about five. This bounds
+ * each list's work on the event loop and what the page cache holds.
+ */
+const MAX_PAGE_WEIGHT = 1024 * 1024;
 /** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
 const SCHEDULER_KEY_PREFIX = 'schedule:';
 function runHandlers(context, reads) {
@@ -5011,6 +5301,7 @@ function runHandlers(context, reads) {
                 throw new ProblemError('invalid_request', 'the body is nested too deeply');
             throw error;
         }
+        extraFieldsProblem(stored.extra, body);
         const environment = config.environments.find(env => env.id === environmentId);
         if (!environment) {
             const known = config.environments.map(env => env.id).join(', ');
@@ -5043,12 +5334,15 @@ function runHandlers(context, reads) {
             creator_uid: principal.keyId,
             creator_name: principal.name,
             created_at: new Date().toISOString()
-        }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns);
+        }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns, config.limits.maxQueuedRunsPerTeam);
         if (result.kind === 'key_reused') {
             throw new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
         }
         if (result.kind === 'queue_full') {
             throw new ProblemError('resource_unavailable', `the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
+        }
+        if (result.kind === 'team_queue_full') {
+            throw new ProblemError('resource_unavailable', `this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${config.limits.maxQueuedRunsPerTeam}; retry later`, { 'retry-after': '10' });
         }
         if (result.kind === 'replayed')
             reply.header('idempotent-replayed', 'true');
@@ -5126,9 +5420,14 @@ function runHandlers(context, reads) {
             const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
             const read = await reads.body(`list\n${request.principal.team}\n${search}`, async () => {
                 const query = list_params_listQuery(request.query);
-                const rows = await store.listRuns(request.principal.team, { ...query, limit: query.limit + 1 });
-                const page = rows.slice(0, query.limit);
-                const more = rows.length > query.limit;
+                const rows = await store.listRuns(request.principal.team, {
+                    ...query,
+                    limit: query.limit + 1,
+                    maxWeight: MAX_PAGE_WEIGHT
+                });
+                // A page ends at `limit` runs, or earlier once its runs' stored text passes MAX_PAGE_WEIGHT.
+                const page = rows.slice(0, Math.min(query.limit, runsWithin(rows, MAX_PAGE_WEIGHT)));
+                const more = rows.length > page.length;
                 return {
                     body: reply.serialize({
                         runs: page.map(run => toRecord(run, links)),
@@ -5200,9 +5499,20 @@ const SERVER_FIELDS = new Set([
 /**
  * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
  * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
- * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids.
+ * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids, and
+ * whatever the kind, `config.mcp_servers` stays within its bounds (input.ts) and the whole config
+ * within MAX_CONFIG_BYTES.
  */
 function harnessProblem(runConfig, kind) {
+    const mcp = mcpServersProblem(runConfig.mcp_servers);
+    if (mcp)
+        throw new ProblemError('invalid_field', mcp);
+    // The config is in every record and list page of the run: its size is every later read's cost.
+    const bytes = Buffer.byteLength(JSON.stringify(runConfig));
+    if (bytes > MAX_CONFIG_BYTES) {
+        const [largest, size] = largestField(runConfig);
+        throw new ProblemError('invalid_field', `config.${largest.slice(0, 100)}: ${size} bytes of JSON; config may take ${MAX_CONFIG_BYTES} bytes in all (64 KiB), this one takes ${bytes}`);
+    }
     const harness = runConfig.harness;
     // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
     if (agentKindOf(kind)?.harnessType !== undefined) {
@@ -5232,6 +5542,22 @@ function extraFields(body) {
             extra[name] = body[name];
     }
     return extra;
+}
+/**
+ * The fields a create keeps beyond prompt, config and title are bounded in total: every record and
+ * list page carries them, so their size is every later read's cost. The problem names the largest.
+ */
+function extraFieldsProblem(extra, body) {
+    const bytes = Buffer.byteLength(extra);
+    if (bytes <= MAX_EXTRA_FIELDS_BYTES)
+        return;
+    const [largest, size] = largestField(extraFields(body));
+    throw new ProblemError('invalid_field', `${largest.slice(0, 100)}: ${size} bytes of JSON; the fields beyond prompt, config and title may take ${MAX_EXTRA_FIELDS_BYTES} bytes in all (64 KiB), these take ${bytes}`);
+}
+/** The field of `object` whose value takes the most bytes of JSON, and how many. */
+function largestField(object) {
+    const sizes = Object.entries(object).map(([name, value]) => [name, Buffer.byteLength(JSON.stringify(value) ?? '')]);
+    return sizes.reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
 }
 /** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
 function canonicalHash(body) {
@@ -5383,7 +5709,9 @@ function scheduleHandlers(context) {
                 created_at: at,
                 updated_at: at
             };
-            await schedules.createSchedule(schedule);
+            const limit = context.config.limits.maxSchedulesPerTeam;
+            if (!(await schedules.createSchedule(schedule, limit)))
+                throw new ProblemError('schedule_limit_reached', `this team has ${limit} schedules, the limit of limits.max_schedules_per_team; delete one to create another`);
             return scheduleRecord(schedule);
         },
         listSchedules: async (request) => ({
@@ -6032,7 +6360,13 @@ const ENDPOINTS = {
         rateLimited: true,
         body: CreateScheduleRequestSchema,
         response: { description: 'The schedule.', schema: ScheduleSchema },
-        errors: ['invalid_request', 'invalid_field', 'unsupported_media_type', 'payload_too_large']
+        errors: [
+            'invalid_request',
+            'invalid_field',
+            'schedule_limit_reached',
+            'unsupported_media_type',
+            'payload_too_large'
+        ]
     },
     listSchedules: {
         method: 'GET',
@@ -6144,11 +6478,13 @@ const ENDPOINTS = {
     ready: {
         method: 'GET',
         path: '/readyz',
-        summary: 'Readiness: 503 while stopping or without the store',
+        summary: 'Readiness: 503 while stopping, without the store, or short of disk space or inodes',
         auth: 'none',
         rateLimited: false,
         response: { description: 'Ready.', contentType: 'application/json' },
-        otherAnswers: { '503': 'Shutting down, or the store does not answer.' },
+        otherAnswers: {
+            '503': "Shutting down, the store does not answer, or (on a node that runs work) the data dir's file system has less free space than workspaces.min_free or fewer free inodes than workspaces.min_free_inodes."
+        },
         errors: [],
         internal: true
     }
@@ -6606,6 +6942,87 @@ function openApiDocument(serverUrl) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/executor/private-files.ts
+// The data dir is the executor's alone: its database holds every team's prompts and transcripts,
+// the keys' hashes and the secrets that sign session and artifact links. So the data dir is 0700
+// and each file the executor keeps in it (the database and SQLite's -wal and -shm beside it, the
+// role locks, the process records) 0600, whatever umask the executor was started with: modes are
+// set with chmod after the create, never left to the umask. A run's own directories in the data
+// dir get their modes and owner where they are made (workspace/, worker/): a root executor's
+// bubblewrap binds them into the sandbox, so the run's user never walks through the data dir.
+
+const PRIVATE_DIR_MODE = 0o700;
+const PRIVATE_FILE_MODE = 0o600;
+const octal = (mode) => `0${(mode & 0o7777).toString(8).padStart(3, '0')}`;
+/**
+ * Makes `dir` 0700 (creating it, and any missing parent 0700 too, when absent). A data dir that
+ * other users could enter or read is tightened: answers the one warning that says so, naming the
+ * path and both modes; undefined when nothing changed. A shared directory (sticky bit, as /tmp)
+ * is refused rather than made 0700 under its other users.
+ */
+function privateDir(dir) {
+    let mode;
+    try {
+        mode = (0,external_node_fs_.statSync)(dir).mode;
+    }
+    catch (error) {
+        if (error.code !== 'ENOENT')
+            throw error;
+        (0,external_node_fs_.mkdirSync)(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+        (0,external_node_fs_.chmodSync)(dir, PRIVATE_DIR_MODE);
+        return undefined;
+    }
+    if ((mode & 0o7777) === PRIVATE_DIR_MODE)
+        return undefined;
+    // The sticky bit marks a directory other users share (/tmp, /var/tmp): never taken over.
+    if (mode & 0o1000)
+        throw new Error(`data dir ${dir} is mode ${octal(mode)}, a directory shared with other users (sticky bit); ` +
+            'the executor makes its data dir 0700: use a directory of its own, such as a folder inside it');
+    try {
+        (0,external_node_fs_.chmodSync)(dir, PRIVATE_DIR_MODE);
+    }
+    catch (error) {
+        throw new Error(`data dir ${dir} is mode ${octal(mode)} and cannot be made ${octal(PRIVATE_DIR_MODE)} ` +
+            `(${error.code}); it holds every prompt and the link secrets: ` +
+            "make it the executor user's own, or use another --data-dir");
+    }
+    if ((mode & 0o077) === 0)
+        return undefined;
+    return (`data dir ${dir} was mode ${octal(mode)}, open to other users of this machine (it holds every prompt ` +
+        `and the link secrets): made it ${octal(PRIVATE_DIR_MODE)}`);
+}
+/** Writes `text` to `path` as a 0600 file (replacing its content; an existing file is made 0600 too). */
+function writePrivateFile(path, text) {
+    const fd = (0,external_node_fs_.openSync)(path, 'w', PRIVATE_FILE_MODE);
+    try {
+        (0,external_node_fs_.fchmodSync)(fd, PRIVATE_FILE_MODE);
+        (0,external_node_fs_.writeSync)(fd, text);
+    }
+    finally {
+        (0,external_node_fs_.closeSync)(fd);
+    }
+}
+/** Creates `path` empty when absent, and makes it 0600 either way (its content is left as it is). */
+function privateFile(path) {
+    const fd = (0,external_node_fs_.openSync)(path, 'a', PRIVATE_FILE_MODE);
+    try {
+        (0,external_node_fs_.fchmodSync)(fd, PRIVATE_FILE_MODE);
+    }
+    finally {
+        (0,external_node_fs_.closeSync)(fd);
+    }
+}
+/** Makes `path` 0600 when it exists. */
+function tightenFile(path) {
+    try {
+        (0,external_node_fs_.chmodSync)(path, PRIVATE_FILE_MODE);
+    }
+    catch (error) {
+        if (error.code !== 'ENOENT')
+            throw error;
+    }
+}
+
 // EXTERNAL MODULE: external "node:fs/promises"
 var promises_ = __webpack_require__(51455);
 ;// CONCATENATED MODULE: ./src/executor/sandbox/cgroup.ts
@@ -6618,6 +7035,8 @@ var promises_ = __webpack_require__(51455);
 
 
 const ROOT = '/sys/fs/cgroup';
+/** Open files of a run's processes looked at for deleted ones; more stops the run (see deletedOpenBytes). */
+const MAX_OPEN_FILES = 65_536;
 let layout = null;
 function own(line) {
     const text = (0,external_node_fs_.readFileSync)('/proc/self/cgroup', 'utf8');
@@ -6751,6 +7170,57 @@ class RunCgroup {
         }
     }
     /**
+     * Bytes of regular files the run's processes hold open after deleting them: a file unlinked but
+     * open is in no tree `du` walks, yet fills the disk. Read from the kernel's view of the run's
+     * processes (/proc/<pid>/fd, whose links name the open file: nothing the run can redirect), each
+     * file once. Past MAX_OPEN_FILES open files in all the count stops and answers undefined (the
+     * caller stops the run: no count could be trusted).
+     */
+    deletedOpenBytes() {
+        const pids = new Set();
+        for (const file of this.procsFiles)
+            try {
+                for (const pid of (0,external_node_fs_.readFileSync)(file, 'utf8').split('\n'))
+                    if (pid)
+                        pids.add(pid);
+            }
+            catch {
+                // gone
+            }
+        const seen = new Set();
+        let bytes = 0;
+        let looked = 0;
+        for (const pid of pids) {
+            let fds;
+            try {
+                fds = (0,external_node_fs_.readdirSync)(`/proc/${pid}/fd`);
+            }
+            catch {
+                continue;
+            }
+            looked += fds.length;
+            if (looked > MAX_OPEN_FILES)
+                return undefined;
+            for (const fd of fds) {
+                const path = `/proc/${pid}/fd/${fd}`;
+                try {
+                    if (!(0,external_node_fs_.readlinkSync)(path).endsWith(' (deleted)'))
+                        continue;
+                    const stat = (0,external_node_fs_.statSync)(path);
+                    const id = `${stat.dev}:${stat.ino}`;
+                    if (!stat.isFile() || seen.has(id))
+                        continue;
+                    seen.add(id);
+                    bytes += stat.size;
+                }
+                catch {
+                    // closed meanwhile
+                }
+            }
+        }
+        return bytes;
+    }
+    /**
      * A signal to every process of the run but bubblewrap itself (which would end the sandbox),
      * skipping the pids in `done`, to which it adds those it signalled. Returns how many of the
      * run's own processes are alive (signalled now or before).
@@ -6836,7 +7306,8 @@ function dataDirTag(dataDir) {
 // Process groups of running runs, recorded in the node's data dir (processes/<run>.<pid>) so that a
 // restarted executor stops any survivor before it fails those runs `executor_restarted`, and
 // killed on every exit of this process (a second Ctrl-C included). Also the free-space check that
-// stops a node claiming runs while its data dir's file system is nearly full.
+// stops a node claiming runs while its data dir's file system is nearly full, of bytes or of inodes.
+
 
 
 
@@ -6882,9 +7353,9 @@ function recordGroup(dataDir, runId, pid) {
     let file;
     if (dataDir && runId) {
         try {
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'processes'), { recursive: true });
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'processes'), { recursive: true, mode: PRIVATE_DIR_MODE });
             file = (0,external_node_path_.join)(dataDir, 'processes', `${runId}.${pid}`);
-            (0,external_node_fs_.writeFileSync)(file, `${pid} ${startTime(pid) ?? ''}\n`);
+            writePrivateFile(file, `${pid} ${startTime(pid) ?? ''}\n`);
         }
         catch {
             file = undefined;
@@ -6958,7 +7429,7 @@ function killTagged(entry) {
     }
     return killed;
 }
-/** Data dirs whose file system is short of space now, with the reason. */
+/** Data dirs whose file system is short of space or inodes now, with the reason. */
 const low = new Map();
 /** Bytes an unprivileged user may still write on the file system of `dir`, or undefined. */
 function freeBytes(dir) {
@@ -6970,29 +7441,54 @@ function freeBytes(dir) {
         return undefined;
     }
 }
-/** Why this node must not claim runs now (too little free space), or undefined; logged on change. */
-function freeSpaceProblem(config, log) {
-    const free = freeBytes(config.dataDir);
-    if (free === undefined)
+/**
+ * Inodes (files, directories, links) that can still be made on the file system of `dir`; undefined
+ * when it cannot be read or the file system has no fixed number (btrfs, some FUSE ones report 0).
+ */
+function freeInodes(dir) {
+    try {
+        const stats = (0,external_node_fs_.statfsSync)(dir);
+        return stats.files > 0 ? stats.ffree : undefined;
+    }
+    catch {
         return undefined;
+    }
+}
+/** Why the data dir's file system is too full to take a run (space, inodes or both), or undefined. */
+function freeSpaceShortage(config) {
+    const reasons = [];
+    const free = freeBytes(config.dataDir);
     const min = config.workspaces.minFreeBytes;
-    const problem = free < min
-        ? `the data dir's file system has ${Math.floor(free / 1024 ** 2)} MiB free, less than workspaces.min_free (${Math.round(min / 1024 ** 2)} MiB): not claiming runs`
-        : undefined;
+    if (free !== undefined && free < min)
+        reasons.push(`the data dir's file system has ${Math.floor(free / 1024 ** 2)} MiB free, less than workspaces.min_free (${Math.round(min / 1024 ** 2)} MiB)`);
+    const inodes = freeInodes(config.dataDir);
+    const minInodes = config.workspaces.minFreeInodes;
+    if (inodes !== undefined && inodes < minInodes)
+        reasons.push(`the data dir's file system has ${inodes} free inodes, less than workspaces.min_free_inodes (${minInodes})`);
+    return reasons.length > 0 ? reasons.join('; ') : undefined;
+}
+/**
+ * Why this node must not claim runs now (too little free space, or too few free inodes), or
+ * undefined; logged when it starts and when it ends. Both the pool (before each claim) and /readyz
+ * look: statfs is one system call.
+ */
+function freeSpaceProblem(config, log) {
+    const shortage = freeSpaceShortage(config);
+    const problem = shortage && `${shortage}: not claiming runs`;
     const was = low.get(config.dataDir);
     if (problem && !was)
-        log.warn({ data_dir: config.dataDir, free_bytes: free }, problem);
+        log.warn({
+            data_dir: config.dataDir,
+            free_bytes: freeBytes(config.dataDir),
+            free_inodes: freeInodes(config.dataDir)
+        }, problem);
     if (!problem && was)
-        log.info({ data_dir: config.dataDir }, 'free space is back above workspaces.min_free: claiming runs again');
+        log.info({ data_dir: config.dataDir }, 'free space and inodes are back above workspaces.min_free and min_free_inodes: claiming runs again');
     if (problem)
         low.set(config.dataDir, problem);
     else
         low.delete(config.dataDir);
     return problem;
-}
-/** The free-space problem last seen for a data dir (for /readyz), or undefined. */
-function freeSpaceNote(dataDir) {
-    return low.get(dataDir);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/routes/meta.ts
@@ -7000,11 +7496,13 @@ function freeSpaceNote(dataDir) {
 
 
 
-function metaHandlers(context, publicUrl) {
+function metaHandlers(context, publicUrl, 
+/** Whether this node claims runs (not an `api` node): its readiness then needs room on the data dir. */
+runsWork = true) {
     let document;
     return {
         health: async () => ({ status: 'ok' }),
-        ready: async (_request, reply) => {
+        ready: async (request, reply) => {
             if (context.draining)
                 return reply.code(503).send({ status: 'shutting_down' });
             try {
@@ -7013,12 +7511,11 @@ function metaHandlers(context, publicUrl) {
             catch {
                 return reply.code(503).send({ status: 'store_unavailable' });
             }
-            const claiming = freeSpaceNote(context.config.dataDir);
-            return {
-                status: 'ready',
-                environments: context.config.environments.map(env => env.id),
-                ...(claiming ? { claiming: false, reason: claiming } : {})
-            };
+            // Looked at now, not when the pool last tried a claim: ready again as soon as room is back.
+            const short = runsWork ? freeSpaceProblem(context.config, request.log) : undefined;
+            if (short)
+                return reply.code(503).send({ status: 'low_on_space', claiming: false, reason: short });
+            return { status: 'ready', environments: context.config.environments.map(env => env.id) };
         },
         getOpenApi: async (_request, reply) => {
             document ??= JSON.stringify(openApiDocument(publicUrl()));
@@ -7782,7 +8279,7 @@ async function buildApp(context, options) {
     const reads = new ReadCache(context.store);
     const downloads = await DownloadLinks.open(context.store);
     const handlers = {
-        ...metaHandlers(context, options.publicUrl),
+        ...metaHandlers(context, options.publicUrl, (options.role ?? 'all') !== 'api'),
         ...sessionHandlers(context),
         ...runHandlers(context, reads),
         ...resultHandlers(context, downloads),
@@ -8160,6 +8657,168 @@ function checkHarnessClis(environments) {
     return report;
 }
 
+;// CONCATENATED MODULE: ./src/executor/sandbox/run-files.ts
+// The one way the executor reads, copies, measures, lists or changes a tree a run can write (its
+// workspace or layer, its HOME, its output folder, an earlier run's of the same): a program run as
+// the run's own unprivileged user, with no capability, inside a bubblewrap sandbox that shows only
+// the system directories and the trees named for this call. A link the run planted, a directory
+// swapped for a link mid-walk, a FIFO or /dev/zero under a name the executor expects: each reaches
+// at most what the run itself could reach, never a file of the host, the data dir or another run.
+// What the program prints is the run's bytes: callers bound it here and parse it as untrusted.
+//
+// Root (the executor) still mounts and unmounts, makes a run's directories (empty) and removes
+// whole trees once no process of the run exists, never following a link; it never opens a path
+// inside such a tree. docs/architecture.md states the rule; __tests__/unit/run-files-sites.test.ts
+// lists every call site that touches a run's tree and fails on one that does not come through here.
+
+
+
+
+
+/** The system directories a reader sees, read-only (the same a run sees). */
+const run_files_SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
+/** Files of /etc only root should read: shadowed by an empty file here too. */
+const run_files_HIDDEN_ETC = ['/etc/shadow', '/etc/gshadow', '/etc/shadow-', '/etc/gshadow-', '/etc/sudoers'];
+/** Files of the system directories a reader must not see (the executor's config file). */
+const run_files_hidden = new Set();
+/** Hides `paths` (files under the system directories, such as a config file in /etc) from readers. */
+function hideFromReaders(paths) {
+    for (const path of paths)
+        run_files_hidden.add((0,external_node_path_.resolve)(path));
+}
+const STDERR_KEPT = 8 * 1024;
+const READER_TIMEOUT_MS = 5 * 60 * 1000;
+const READER_MEMORY_KB = 2 * 1024 * 1024;
+const PATH = '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin';
+/** `--dir` for each directory above `dest` (made passable inside; the host's are not shown). */
+function parents(dest) {
+    const dirs = [];
+    for (let dir = (0,external_node_path_.dirname)(dest); dir !== '/' && dir !== '.'; dir = (0,external_node_path_.dirname)(dir))
+        dirs.unshift(dir);
+    return dirs.flatMap(dir => ['--dir', dir]);
+}
+/** The bubblewrap arguments of a reader: system directories, the named trees, nothing else. */
+function readerArgs(identity, call) {
+    const args = ['--die-with-parent', '--new-session', '--unshare-ipc', '--unshare-pid', '--unshare-uts'];
+    args.push('--unshare-net', '--unshare-cgroup-try');
+    if (identity.user) {
+        // Made as root (it must reach the data dir's root-only folders to bind them), then setpriv
+        // below drops to the run's user for good: these capabilities are only for that step.
+        args.push('--cap-drop', 'ALL');
+        for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP'])
+            args.push('--cap-add', cap);
+    }
+    else {
+        args.push('--unshare-user', '--cap-drop', 'ALL');
+    }
+    for (const dir of run_files_SYSTEM_DIRS)
+        args.push('--ro-bind-try', dir, dir);
+    for (const file of [...run_files_HIDDEN_ETC, ...run_files_hidden])
+        if (run_files_SYSTEM_DIRS.some(dir => file.startsWith(`${dir}/`)) && (0,external_node_fs_.existsSync)(file))
+            args.push('--ro-bind', '/dev/null', file);
+    args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
+    for (const dir of (call.read ?? []).map(path => (0,external_node_path_.resolve)(path)))
+        args.push(...parents(dir), '--ro-bind', dir, dir);
+    for (const dir of (call.write ?? []).map(path => (0,external_node_path_.resolve)(path)))
+        args.push(...parents(dir), '--bind', dir, dir);
+    return args;
+}
+/**
+ * The command that becomes the run's user for good inside the reader (no groups, no capability,
+ * none regained through a setuid file), under an address-space cap, then enters `cwd` (as that
+ * user: a folder of the run's may be closed to root without its capabilities) and execs the program.
+ */
+function asUser(user, memoryKb, cwd) {
+    const enter = ['/bin/sh', '-c', 'cd -- "$1" || exit 125; shift; exec "$@"', 'sh', cwd];
+    const drop = user
+        ? [
+            systemProgram('setpriv'),
+            `--reuid=${user.uid}`,
+            `--regid=${user.gid}`,
+            '--clear-groups',
+            '--inh-caps=-all',
+            '--bounding-set=-all',
+            '--no-new-privs',
+            '--'
+        ]
+        : [];
+    return ['/bin/sh', '-c', `ulimit -v ${memoryKb} || exit 125; exec "$@"`, 'sh', ...drop, ...enter];
+}
+/**
+ * Runs `call.program` as the run's user on the trees `call` names, and answers what it printed
+ * (bounded) and how it ended. Never throws for the program's own failure: callers read `code`.
+ */
+function asRunUser(identity, call) {
+    const maxStdout = call.maxStdout ?? 64 * 1024;
+    const memoryKb = call.memoryKb ?? READER_MEMORY_KB;
+    const env = { PATH, HOME: '/tmp', LANG: 'C', ...call.env };
+    const command = [...asUser(identity.user, memoryKb, call.cwd ?? '/'), call.program, ...call.args];
+    const [program, args] = identity.confined
+        ? [bwrapProgram(), [...readerArgs(identity, call), '--', ...command]]
+        : [command[0], command.slice(1)];
+    return new Promise((resolveResult, reject) => {
+        const child = (0,external_node_child_process_.spawn)(program, args, {
+            cwd: '/',
+            env,
+            detached: true,
+            stdio: [call.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
+        });
+        const kept = [];
+        let keptBytes = 0;
+        let stdoutBytes = 0;
+        let stderr = '';
+        let timedOut = false;
+        const kill = () => {
+            try {
+                process.kill(-child.pid, 'SIGKILL');
+            }
+            catch {
+                // already gone
+            }
+        };
+        const timer = setTimeout(() => {
+            timedOut = true;
+            kill();
+        }, call.timeoutMs ?? READER_TIMEOUT_MS);
+        child.stdout.on('data', (chunk) => {
+            stdoutBytes += chunk.length;
+            if (keptBytes < maxStdout) {
+                const part = chunk.subarray(0, maxStdout - keptBytes);
+                kept.push(part);
+                keptBytes += part.length;
+            }
+            if (call.stopPastMax && stdoutBytes > maxStdout)
+                kill();
+        });
+        child.stderr.on('data', (chunk) => {
+            stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEPT);
+        });
+        if (call.stdin !== undefined) {
+            child.stdin.on('error', () => undefined);
+            child.stdin.end(call.stdin);
+        }
+        child.on('error', error => {
+            clearTimeout(timer);
+            reject(error);
+        });
+        child.on('close', (code, signal) => {
+            clearTimeout(timer);
+            resolveResult({ code, signal, stdout: Buffer.concat(kept), stdoutBytes, stderr, timedOut });
+        });
+    });
+}
+/** The first line of a reader's complaint, for a message (bounded, control characters dropped). */
+function readerReason(result) {
+    if (result.timedOut)
+        return `it ran longer than ${READER_TIMEOUT_MS / 60000} minutes`;
+    const line = result.stderr
+        .split('\n')
+        .map(text => text.trim())
+        .find(Boolean) ?? `exit code ${result.code ?? result.signal}`;
+    // eslint-disable-next-line no-control-regex
+    return line.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 300);
+}
+
 ;// CONCATENATED MODULE: ./src/executor/workspace/copy.ts
 // Copying a source that is not a git repository into a workspace. The copy is counted against the
 // workspace quota as it goes and stops there, and it never descends into an executor's data dir
@@ -8259,6 +8918,7 @@ function removeTree(path) {
 // transports, ssh, credential helpers. `.gitattributes` of the work tree may still name
 // `filter=`/`diff=` drivers, but no config git reads defines one, so none runs; the attributes
 // that stay (eol, text, working-tree-encoding, ident) only transform bytes.
+
 
 
 
@@ -8455,6 +9115,58 @@ async function privateGitAll(repository, commands) {
     }
 }
 /**
+ * git commands on a run's work tree (`a && b && …`) run as the run's user in the reader sandbox
+ * (sandbox/run-files.ts): it sees the work tree (read-only unless `writeTree`), the private git
+ * dir (the run user's, writable) and the borrowed objects, nothing else of the host. What git
+ * prints is answered as bytes, at most `maxStdout` of them (`stopPastMax` ends git there; else the
+ * rest is counted in `bytes`). Throws, naming git's reason, when a command fails.
+ */
+async function runTreeGit(tree, 
+/** git's arguments per command; a string is a shell command of our own, used as written. */
+commands, options = {}) {
+    const { repository } = tree;
+    const quote = (arg) => `'${arg.replaceAll("'", `'\\''`)}'`;
+    const line = (command) => typeof command === 'string' ? command : ['git', ...HARDENED, ...command].map(quote).join(' ');
+    const script = options.pipeline
+        ? `set -o pipefail; ${commands.map(line).join(' | ')}`
+        : commands.map(line).join(' && ');
+    const env = {};
+    for (const [name, value] of Object.entries(privateEnv(repository)))
+        if (value !== undefined && name !== 'PATH' && name !== 'TMPDIR')
+            env[name] = value;
+    const result = await asRunUser(tree.identity, {
+        read: [...tree.borrowed, ...(options.writeTree ? [] : [repository.workTree])],
+        write: [repository.gitDir, ...(options.writeTree ? [repository.workTree] : [])],
+        // Never the work tree unless it is written: a relative path git meets is then not the agent's.
+        cwd: options.writeTree ? repository.workTree : repository.gitDir,
+        program: options.pipeline ? '/bin/bash' : '/bin/sh',
+        args: ['-c', script],
+        env,
+        stdin: options.stdin,
+        maxStdout: options.maxStdout ?? 64 * 1024 * 1024,
+        stopPastMax: options.stopPastMax,
+        timeoutMs: POST_RUN_TIMEOUT_MS,
+        memoryKb: POST_RUN_MEMORY_KB
+    });
+    const stopped = options.stopPastMax && result.stdoutBytes > result.stdout.length;
+    if (result.code !== 0 && !stopped) {
+        const errors = result.stderr
+            .split('\n')
+            .map(line => line.trim())
+            .filter(line => /^error:/i.test(line))
+            .slice(0, 3);
+        const fatal = result.timedOut
+            ? `killed: it ran longer than ${POST_RUN_TIMEOUT_MS / 60000} minutes`
+            : result.signal === 'SIGKILL'
+                ? 'killed: past its memory cap'
+                : (result.stderr.split('\n').find(line => /^fatal:/i.test(line.trim())) ?? readerReason(result));
+        const why = [...new Set([...errors, fatal.trim()])].join('; ');
+        const names = commands.map(c => (typeof c === 'string' ? c.split(' ')[0] : c[0]));
+        throw new Error(redactUrls(`git ${names.join(', ')} failed: ${why}`));
+    }
+    return { stdout: result.stdout, bytes: result.stdoutBytes };
+}
+/**
  * The index entries of the private git dir that are submodules (gitlinks, mode 160000), read as a
  * stream: a large repository's index listing is never held whole in memory.
  */
@@ -8499,40 +9211,53 @@ function replaceFile(path, text) {
 ;// CONCATENATED MODULE: ./src/executor/workspace/nested.ts
 // Finds the nested repositories a run made in its work tree, so that the executor's post-run git
 // never looks into them. `git add --all` probes every untracked directory for a `.git` (to record
-// it as a gitlink) and reads what it finds on the host, as root: a FIFO there blocks it, a link to
-// /dev/zero eats memory, a `gitdir:` file naming a host repository publishes that repository's
-// commit id. A directory excluded by a negative pathspec is never probed (git's dir.c returns
-// before the probe; `.gitignore` exclusion does not), so each one found here is passed to git as
-// `:(exclude,literal)<path>`. The walk reads directories only (readdir with file types), never
-// opens, follows or reads an entry, is iterative and keeps at most MAX_NESTED paths.
-
+// it as a gitlink) and reads what it finds: a FIFO there blocks it, a link to /dev/zero eats
+// memory, a `gitdir:` file naming another repository publishes that repository's commit id. A
+// directory excluded by a negative pathspec is never probed (git's dir.c returns before the probe;
+// `.gitignore` exclusion does not), so each one found here is passed to git as
+// `:(exclude,literal)<path>`. The walk is `find` as the run's user in the reader sandbox
+// (sandbox/run-files.ts): it lists names only, never opens, follows or reads an entry, and what it
+// prints is bounded.
 
 /** More nested repositories than this fail the run instead of becoming a giant argv. */
 const MAX_NESTED = 1000;
+/** What find may print: far more than MAX_NESTED paths of any sensible length. */
+const MAX_LISTING = 4 * 1024 * 1024;
+function tooMany() {
+    return Object.assign(new Error(`the run made more than ${MAX_NESTED} nested repositories (directories holding .git)`), { code: 'workspace_tampered' });
+}
 /** Work-tree-relative paths (with `/`) of directories below the root that hold an entry `.git`. */
-function nestedRepositories(root) {
-    const found = [];
-    const pending = [''];
-    while (pending.length > 0) {
-        const dir = pending.pop();
-        let entries;
-        try {
-            entries = (0,external_node_fs_.readdirSync)(dir === '' ? root : (0,external_node_path_.join)(root, dir), { withFileTypes: true });
-        }
-        catch {
-            continue; // gone or unreadable: git will say so itself
-        }
-        if (dir !== '' && entries.some(entry => entry.name === '.git')) {
-            found.push(dir);
-            if (found.length > MAX_NESTED)
-                throw Object.assign(new Error(`the run made more than ${MAX_NESTED} nested repositories (directories holding .git)`), { code: 'workspace_tampered' });
-            continue; // nothing below it is looked at by git either
-        }
-        for (const entry of entries)
-            if (entry.isDirectory() && entry.name !== '.git')
-                pending.push(dir === '' ? entry.name : `${dir}/${entry.name}`);
+async function nestedRepositories(root, identity) {
+    const result = await asRunUser(identity, {
+        read: [root],
+        cwd: root,
+        program: 'find',
+        // The agent's own `.git` at the top is not a nested one and is never walked.
+        args: ['.', '-path', './.git', '-prune', '-o', '-name', '.git', '-printf', '%h\\0'],
+        maxStdout: MAX_LISTING,
+        stopPastMax: true
+    });
+    if (result.stdoutBytes > MAX_LISTING)
+        throw tooMany();
+    // A directory find could not read is left to git, which then says so itself.
+    const dirs = result.stdout
+        .toString('utf8')
+        .split('\0')
+        .filter(dir => dir.startsWith('./'))
+        .map(dir => dir.slice(2))
+        .sort();
+    // git never looks below a nested repository: neither does the list (shallowest first).
+    const found = new Set();
+    const depth = (dir) => dir.split('/').length;
+    for (const dir of [...new Set(dirs)].sort((a, b) => depth(a) - depth(b))) {
+        const parts = dir.split('/');
+        if (parts.some((_, i) => i > 0 && found.has(parts.slice(0, i).join('/'))))
+            continue;
+        found.add(dir);
+        if (found.size > MAX_NESTED)
+            throw tooMany();
     }
-    return found.sort();
+    return [...found].sort();
 }
 /** The pathspecs that keep git out of `nested` (a lone `.` first: git needs a positive one). */
 function excludeNested(nested) {
@@ -8985,6 +9710,7 @@ function indexedBytes(indexFile, hashBytes) {
 
 
 
+
 const setup_layers_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 function setupsDir(dataDir) {
     return (0,external_node_path_.join)(dataDir, 'setups');
@@ -9023,13 +9749,30 @@ function readSetupReady(dir) {
         return undefined;
     }
 }
-/** Every entry of a layer with its type, size, time, mode and owner, hashed: what a change alters. */
+/**
+ * Who reads a layer a run's setup commands wrote: its owner (the run's user) in the reader sandbox
+ * (sandbox/run-files.ts), never root.
+ */
+function layerReader(upper) {
+    const { uid, gid } = (0,external_node_fs_.statSync)(upper);
+    return process.getuid?.() === 0 && uid !== 0 ? { user: { uid, gid }, confined: true } : { confined: true };
+}
+/**
+ * Every entry of a layer with its type, size, time, mode and owner, hashed: what a change alters;
+ * listed by `find` as the layer's owner (run-files.ts), and its bytes with it.
+ */
 async function listing(upper) {
-    const { stdout } = await setup_layers_exec('find', [upper, '-printf', '%P\\t%y\\t%s\\t%T@\\t%m\\t%U\\t%G\\n'], {
-        maxBuffer: 1024 ** 3
+    const result = await asRunUser(layerReader(upper), {
+        read: [upper],
+        program: 'find',
+        args: [upper, '-printf', '%P\\t%y\\t%s\\t%T@\\t%m\\t%U\\t%G\\n'],
+        maxStdout: 1024 ** 3
     });
-    const lines = stdout.split('\n').filter(Boolean).sort();
-    return (0,external_node_crypto_.createHash)('sha256').update(lines.join('\n')).digest('hex');
+    if (result.code !== 0)
+        throw new Error(`the setup layer cannot be listed: ${readerReason(result)}`);
+    const lines = result.stdout.toString('utf8').split('\n').filter(Boolean).sort();
+    const bytes = lines.reduce((sum, line) => sum + (Number(line.split('\t')[2]) || 0), 0);
+    return { hash: (0,external_node_crypto_.createHash)('sha256').update(lines.join('\n')).digest('hex'), bytes };
 }
 /** Whether a kept layer is still as it was made (checked once per process). */
 async function setup_layers_intact(dir, key, checkout) {
@@ -9039,7 +9782,7 @@ async function setup_layers_intact(dir, key, checkout) {
     if (ready?.key !== key || ready.checkout !== checkout || !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, 'upper')))
         return false;
     const same = await listing((0,external_node_path_.join)(dir, 'upper'))
-        .then(found => found === ready.listing)
+        .then(found => found.hash === ready.listing)
         .catch(() => false);
     if (same)
         setup_layers_verified.add(dir);
@@ -9094,13 +9837,8 @@ async function keepSetupLayer(dataDir, runId, key, dir, checkout) {
     (0,external_node_fs_.rmSync)(temporary, { recursive: true, force: true });
     (0,external_node_fs_.mkdirSync)(temporary, { recursive: true, mode: 0o700 });
     (0,external_node_fs_.renameSync)(upper, (0,external_node_path_.join)(temporary, 'upper'));
-    const { stdout } = await setup_layers_exec('du', ['-s', '--apparent-size', '--block-size=1', temporary]);
-    const ready = {
-        key,
-        checkout,
-        bytes: Number(stdout.split('\t')[0]),
-        listing: await listing((0,external_node_path_.join)(temporary, 'upper'))
-    };
+    const found = await listing((0,external_node_path_.join)(temporary, 'upper'));
+    const ready = { key, checkout, bytes: found.bytes, listing: found.hash };
     (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(temporary, 'ready'), JSON.stringify(ready));
     (0,external_node_fs_.renameSync)(temporary, dir);
     setup_layers_verified.add(dir);
@@ -9429,7 +10167,6 @@ function freeSharedLayers(dataDir, active, enough) {
 
 
 
-const workspace_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 const MAX_DIFF_BYTES = 1024 * 1024;
 /** The `diff` event names at most this many files; the rest are counted (`more_files`). */
 const MAX_DIFF_FILES = 1000;
@@ -9547,10 +10284,27 @@ cacheSetup = false) {
         base = await snapshotCopy(repo);
         kind = 'copy';
     }
-    const made = { sub, kind, borrowed, repository, baseBranch: start?.branch, base, counted, owned };
+    // git on the work tree runs as the run's user from now on (run-files.ts): the private git dir and
+    // a workspace root made here, which nothing of the run has touched yet, become that user's.
+    if (owner) {
+        ownAll(repo.gitDir, owner);
+        await giveTo(owner, owned);
+    }
+    const identity = { user: owner, confined: environment.sandbox?.enabled !== false };
+    const made = {
+        sub,
+        kind,
+        borrowed,
+        repository,
+        baseBranch: start?.branch,
+        base,
+        counted,
+        owned,
+        identity
+    };
     try {
         // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(repo.gitDir, MADE_FILE), JSON.stringify(made), { mode: 0o600 });
+        (0,external_node_fs_.writeFileSync)(madeFile(dataDir, runId), JSON.stringify(made), { mode: 0o600 });
     }
     catch (error) {
         await setupLayer?.finish(false);
@@ -9558,26 +10312,66 @@ cacheSetup = false) {
     }
     return { ...workspaceOf(root, repo, made), setupLayer };
 }
+/**
+ * Gives a directory root just made (nothing of a run has been in it) and everything below it to
+ * `owner`, without following a link.
+ */
+function ownAll(path, owner) {
+    (0,external_node_fs_.lchownSync)(path, owner.uid, owner.gid);
+    if (!(0,external_node_fs_.lstatSync)(path).isDirectory())
+        return;
+    for (const name of (0,external_node_fs_.readdirSync)(path))
+        ownAll((0,external_node_path_.join)(path, name), owner);
+}
 const MADE_FILE = 'agent-run-workspace.json';
+/**
+ * Where a workspace's record is kept: beside its private git dir, in a folder only root writes
+ * (the private git dir itself is the run user's since git runs as that user).
+ */
+function madeFile(dataDir, runId) {
+    return (0,external_node_path_.join)(dataDir, 'gitdirs', `${runId}.json`);
+}
+function readMade(dataDir, runId) {
+    // Records of earlier versions are inside the private git dir, which root alone wrote then.
+    for (const file of [madeFile(dataDir, runId), (0,external_node_path_.join)(privateGitDir(dataDir, runId), MADE_FILE)])
+        if ((0,external_node_fs_.existsSync)(file))
+            return JSON.parse((0,external_node_fs_.readFileSync)(file, 'utf8'));
+    return undefined;
+}
+/**
+ * Marks a workspace as one no later turn may continue, saying why (a start from an earlier run
+ * that failed half way: a follow-up must not run over a partial copy).
+ */
+function markUnusable(dataDir, runId, why) {
+    const made = readMade(dataDir, runId);
+    if (made)
+        (0,external_node_fs_.writeFileSync)(madeFile(dataDir, runId), JSON.stringify({ ...made, unusable: why }), { mode: 0o600 });
+}
 /**
  * The workspace an earlier turn of the run made, as it was left (a follow-up continues in it);
  * undefined when it is gone (removed after workspaces.continue_for) or was never made. Throws,
  * saying why, for a copy-on-write workspace that is not mounted: never an empty directory.
  */
-function reopenWorkspace(dataDir, runId) {
+function reopenWorkspace(dataDir, runId, 
+/** Who reads it when its record (of an earlier version) does not say: the environment's run user. */
+identity) {
     const root = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
     const repo = { gitDir: privateGitDir(dataDir, runId), workTree: root };
-    const file = (0,external_node_path_.join)(repo.gitDir, MADE_FILE);
-    if (!(0,external_node_fs_.existsSync)(root) || !(0,external_node_fs_.existsSync)(file))
+    const made = (0,external_node_fs_.existsSync)(root) ? readMade(dataDir, runId) : undefined;
+    if (!made)
         return undefined;
+    if (made.unusable)
+        throw new Error(`the workspace of run ${runId} cannot be continued: ${made.unusable}`);
     const unmounted = unmountedWorkspace(dataDir, runId);
     if (unmounted)
         throw new Error(`the workspace of run ${runId} cannot be continued: ${unmounted}`);
-    const made = JSON.parse((0,external_node_fs_.readFileSync)(file, 'utf8'));
-    return workspaceOf(root, repo, made);
+    return workspaceOf(root, repo, { ...made, identity: made.identity ?? identity });
 }
 function workspaceOf(root, repo, made) {
-    const { sub, kind, borrowed, repository, baseBranch, base, counted, owned } = made;
+    const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
+    const tree = { repository: repo, borrowed, identity };
+    // What git reads of the private index after diff() (`git add` wrote it).
+    const cached = ['diff', '--cached', '--no-color', '--no-renames', ...NO_PROGRAMS];
     return {
         path: sub ? (0,external_node_path_.join)(root, sub) : root,
         root,
@@ -9589,13 +10383,14 @@ function workspaceOf(root, repo, made) {
         baseBranch,
         base,
         git: repo,
+        identity,
         async diff() {
             // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-            const nested = nestedRepositories(root);
-            const names = await privateGitAll(repo, [
+            const nested = await nestedRepositories(root, identity);
+            const names = (await runTreeGit(tree, [
                 ['add', '--all', ...excludeNested(nested)],
                 ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-            ]);
+            ])).stdout.toString('utf8');
             const lines = names.split('\n').filter(Boolean);
             const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
                 const [status, ...path] = line.split('\t');
@@ -9603,27 +10398,29 @@ function workspaceOf(root, repo, made) {
                 return { path: path.join('\t'), change };
             });
             const more = lines.length - files.length;
-            const { diff, truncated } = files.length > 0 ? await boundedDiff(repo, base) : { diff: '', truncated: false };
+            const { diff, truncated } = files.length > 0 ? await boundedDiff(tree, cached, base) : { diff: '', truncated: false };
             return more > 0
                 ? { diff, truncated, files, more_files: more, nested }
                 : { diff, truncated, files, nested };
         },
-        async patch() {
-            const file = (0,external_node_path_.join)(repo.gitDir, 'changes.patch');
-            (0,external_node_fs_.rmSync)(file, { force: true });
-            await privateGit(repo, [
-                'diff',
-                '--cached',
-                '--binary',
-                '--no-color',
-                '--no-renames',
-                ...NO_PROGRAMS,
-                `--output=${file}`,
-                base
-            ]);
-            return file;
+        async patch(max) {
+            const { stdout, bytes } = await runTreeGit(tree, [[...cached, '--binary', base]], { maxStdout: max });
+            return { bytes: stdout, size: bytes };
         },
-        size: () => diskUsage(counted),
+        async changedBytes() {
+            const { stdout } = await runTreeGit(tree, [
+                ['diff', '--cached', '--raw', '--no-abbrev', '--no-renames', ...NO_PROGRAMS, base],
+                // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
+                `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
+                ['cat-file', '--batch-check=%(objectsize)'],
+                `awk '{ s += $1 } END { printf "%.0f\\n", s }'`
+            ], { pipeline: true });
+            const bytes = Number(stdout.toString('utf8').trim());
+            if (!Number.isSafeInteger(bytes))
+                throw new Error('the size of the changes could not be read');
+            return bytes;
+        },
+        size: () => treeUsage(identity, [counted]),
         release() {
             const now = new Date();
             if ((0,external_node_fs_.existsSync)(root))
@@ -9687,42 +10484,53 @@ cacheBytes = Number.POSITIVE_INFINITY) {
     return removed;
 }
 /**
- * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git writes
- * it to a file of the private git dir (a diff of any size: a run may have written GBs of text),
- * and only its head is read, cut at a line's end when one is near.
+ * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git prints
+ * it through the reader (a diff of any size: a run may have written GBs of text) and is stopped
+ * once past the limit; the head is cut at a line's end when one is near.
  */
-async function boundedDiff(repo, base) {
-    const file = (0,external_node_path_.join)(repo.gitDir, 'changes.diff');
-    (0,external_node_fs_.rmSync)(file, { force: true });
-    try {
-        await privateGit(repo, ['diff', '--cached', '--no-color', ...NO_PROGRAMS, `--output=${file}`, base]);
-        const head = Buffer.alloc(MAX_DIFF_BYTES + 1);
-        const fd = (0,external_node_fs_.openSync)(file, 'r');
-        let read = 0;
-        try {
-            for (let n = 1; n > 0 && read < head.length; read += n)
-                n = (0,external_node_fs_.readSync)(fd, head, read, head.length - read, null);
-        }
-        finally {
-            (0,external_node_fs_.closeSync)(fd);
-        }
-        if (read <= MAX_DIFF_BYTES)
-            return { diff: head.toString('utf8', 0, read), truncated: false };
-        const lineEnd = head.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
-        const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
-        return {
-            diff: `${head.toString('utf8', 0, cut)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`,
-            truncated: true
-        };
-    }
-    finally {
-        (0,external_node_fs_.rmSync)(file, { force: true });
-    }
+async function boundedDiff(tree, cached, base) {
+    const { stdout, bytes } = await runTreeGit(tree, [[...cached, base]], {
+        maxStdout: MAX_DIFF_BYTES + 1,
+        stopPastMax: true
+    });
+    if (bytes <= MAX_DIFF_BYTES)
+        return { diff: stdout.toString('utf8'), truncated: false };
+    const lineEnd = stdout.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
+    const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
+    return {
+        diff: `${stdout.toString('utf8', 0, cut)}\n[diff cut at ${MAX_DIFF_BYTES} bytes]\n`,
+        truncated: true
+    };
 }
-/** Bytes on disk under a directory, as `du` counts them (apparent sizes, links not followed). */
-async function diskUsage(dir) {
-    const { stdout } = await workspace_exec('du', ['-s', '--apparent-size', '--block-size=1', dir]);
-    return Number(stdout.split('\t')[0]);
+/**
+ * Bytes and entries under a run's trees, counted by `du` as the run's user in the reader sandbox
+ * (run-files.ts): links are not followed, and what the run made unreadable to its own user is
+ * reported, so that nothing can be hidden from the quota.
+ */
+async function treeUsage(identity, dirs) {
+    const present = dirs.filter(dir => (0,external_node_fs_.existsSync)(dir));
+    if (present.length === 0)
+        return { bytes: 0, files: 0 };
+    const result = await asRunUser(identity, {
+        read: present,
+        program: '/bin/sh',
+        args: [
+            '-c',
+            'du -s -c --apparent-size --block-size=1 -- "$@"; a=$?; du -s -c --inodes -- "$@"; exit $((a | $?))',
+            'sh',
+            ...present
+        ],
+        maxStdout: 64 * 1024
+    });
+    const totals = result.stdout
+        .toString('utf8')
+        .split('\n')
+        .map(line => /^(\d+)\ttotal$/.exec(line)?.[1])
+        .filter((total) => total !== undefined);
+    if (totals.length !== 2)
+        throw new Error(`what the run wrote cannot be measured: ${readerReason(result)}`);
+    const usage = { bytes: Number(totals[0]), files: Number(totals[1]) };
+    return result.code === 0 ? usage : { ...usage, unreadable: readerReason(result) };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/startup.ts
@@ -9733,7 +10541,10 @@ async function diskUsage(dir) {
 // are sandboxed needs bubblewrap working here. Nodes that run work refuse to start on either,
 // naming the cause and the fix. An environment that says `sandbox: off` starts anyway, with a
 // warning (and a warning event per run). A root executor also settles here who its runs are on the
-// host (sandbox/user.ts): a bad `sandbox.user` refuses the start, naming it.
+// host (sandbox/user.ts): a bad `sandbox.user` refuses the start, naming it. A `sandbox.read` or
+// `sandbox.write` path that would show runs the data dir refuses every role's start, as a
+// configuration error (sandbox/config.ts), before anything is made in the data dir.
+
 
 
 
@@ -9844,6 +10655,17 @@ function checkSandboxes(config, notes = []) {
         throw new SandboxUnavailableError(`environment ${strict.join(', ')} sets sandbox.require_limits but ${limits}; run the executor where it may create cgroups (as root, or with a delegated cgroup v2 subtree)`);
     warnings.push(`environment ${ids}: ${limits}`);
     return warnings;
+}
+/**
+ * Throws a ConfigError naming each `sandbox.read` or `sandbox.write` path that would show runs the
+ * data dir (or the config file). serve.ts calls it first, before the data dir is made.
+ */
+function checkSandboxPaths(config) {
+    const paths = sandboxPathProblems(config.environments, config.dataDir, config.configFile);
+    if (paths.length === 0)
+        return;
+    const where = `config${config.configFile ? ` ${config.configFile}` : ''}`;
+    throw new ConfigError(`${where}: refusing to start:${paths.length === 1 ? ` ${paths[0]}` : `\n- ${paths.join('\n- ')}`}`);
 }
 /**
  * Every check a node of `role` makes before it opens its store: an `api` node runs nothing and
@@ -10037,26 +10859,6 @@ function numberPlaceholders(text) {
 /** A statement: `sql('… ? …', value)`. */
 function sql(text, ...values) {
     return { text, values };
-}
-
-;// CONCATENATED MODULE: ./src/executor/store/rows.ts
-// How a run's row is read, on both stores: the columns the API and the worker see (not the store's
-// own bookkeeping: idempotency hash, event counter, change time), and the removal of bookkeeping
-// columns a query had to return alongside them. The two dialects agree on all of it.
-/** Columns of a run as the API and the worker see them. */
-const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
-  creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
-  version, lease_owner, lease_expires_at, artifacts, request_usage`;
-/** RUN_COLUMNS qualified by a table alias, for statements that join. */
-function runColumnsOf(alias) {
-    return RUN_COLUMNS.split(',')
-        .map(column => `${alias}.${column.trim()}`)
-        .join(', ');
-}
-/** The run without the store's bookkeeping columns. */
-function strip(row) {
-    const { event_seq: _seq, idempotency_hash: _hash, ...run } = row;
-    return run;
 }
 
 // EXTERNAL MODULE: external "node:events"
@@ -10313,16 +11115,29 @@ class PostgresDialect {
     changeStamp() {
         return undefined;
     }
+    /** The rows come whole from the server; `stopAfter` is left to the caller's cut. */
     list(statement) {
         return this.all(statement);
     }
-    async change(statement, event) {
-        const rows = await this.all(sql(`WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
-         event AS (INSERT INTO events (run_id, seq, at, kind, data)
-           SELECT run_id, event_seq, updated_at, 'state', ? FROM changed)
-         SELECT changed.*, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 's', state, 'v', version)::text)
-           AS notified
-         FROM changed`, ...statement.values, event, CHANNEL, this.feed.node));
+    async change(statement, event, _group, follow) {
+        const changing = sql(`WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
+       event AS (INSERT INTO events (run_id, seq, at, kind, data)
+         SELECT run_id, event_seq, updated_at, 'state', ? FROM changed)
+       SELECT changed.*, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 's', state, 'v', version)::text)
+         AS notified
+       FROM changed`, ...statement.values, event, CHANNEL, this.feed.node);
+        // A statement to follow makes it a transaction of its own (one round trip more each way).
+        const rows = !follow
+            ? await this.all(changing)
+            : await transaction(this.pool, async (client) => {
+                const { rows } = await client.query(numberPlaceholders(changing.text), changing.values);
+                for (const row of rows) {
+                    const more = follow(row);
+                    if (more)
+                        await client.query(numberPlaceholders(more.text), more.values);
+                }
+                return rows;
+            });
         const runs = rows.map(({ event_seq: _seq, notified: _notified, ...run }) => run);
         // This process's listeners now; other nodes hear the pg_notify sent at commit.
         for (const run of runs)
@@ -10492,6 +11307,43 @@ const SQLITE_MIGRATIONS = [
       CREATE INDEX schedules_team ON schedules (team);
       CREATE INDEX schedules_due ON schedules (next_run_ms) WHERE enabled = 1;
     `
+    },
+    {
+        version: 6,
+        name: 'fair claims across teams (a claim moves its team to the back), run holds',
+        sql: `
+      CREATE INDEX runs_team_queued ON runs (team, seq) WHERE state = 'QUEUED';
+      CREATE INDEX runs_team_running ON runs (team) WHERE state = 'INPROGRESS';
+      ALTER TABLE runs ADD COLUMN held_by TEXT;
+      ALTER TABLE runs ADD COLUMN held_until INTEGER;
+      CREATE INDEX runs_held ON runs (held_until) WHERE held_by IS NOT NULL;
+      CREATE TABLE team_turns (team TEXT PRIMARY KEY, turn INTEGER NOT NULL);
+      CREATE INDEX team_turns_turn ON team_turns (turn);
+      CREATE TRIGGER runs_team_served AFTER UPDATE OF state ON runs
+        WHEN NEW.state = 'INPROGRESS' AND OLD.state <> 'INPROGRESS'
+      BEGIN
+        INSERT INTO team_turns (team, turn) VALUES (NEW.team, (SELECT COALESCE(MAX(turn), 0) + 1 FROM team_turns))
+          ON CONFLICT (team) DO UPDATE SET turn = excluded.turn;
+      END;
+    `
+    },
+    {
+        version: 7,
+        name: "run_metadata: a run's metadata pairs as rows, so a metadata[k]=v filter is an index lookup",
+        sql: `
+      CREATE TABLE run_metadata (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX run_metadata_pair ON run_metadata (team, key, value, run_id);
+      INSERT INTO run_metadata (run_id, team, key, value)
+        SELECT runs.run_id, runs.team, pair.key, pair.value
+        FROM runs, json_each(runs.extra, '$.metadata') AS pair
+        WHERE json_valid(runs.extra) AND json_type(runs.extra, '$.metadata') = 'object' AND pair.type = 'text';
+    `
     }
 ];
 /**
@@ -10623,6 +11475,54 @@ const POSTGRES_MIGRATIONS = [
       CREATE INDEX schedules_team ON schedules (team);
       CREATE INDEX schedules_due ON schedules (next_run_ms) WHERE enabled = 1;
     `
+    },
+    {
+        version: 5,
+        name: 'fair claims across teams (a claim moves its team to the back), run holds',
+        sql: `
+      CREATE INDEX runs_team_queued ON runs (team, seq) WHERE state = 'QUEUED';
+      CREATE INDEX runs_team_running ON runs (team) WHERE state = 'INPROGRESS';
+      ALTER TABLE runs ADD COLUMN held_by TEXT;
+      ALTER TABLE runs ADD COLUMN held_until BIGINT;
+      CREATE INDEX runs_held ON runs (held_until) WHERE held_by IS NOT NULL;
+      CREATE TABLE team_turns (team TEXT PRIMARY KEY, turn BIGINT NOT NULL);
+      CREATE INDEX team_turns_turn ON team_turns (turn);
+      CREATE FUNCTION agent_executor_team_served() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO team_turns (team, turn) VALUES (NEW.team, (SELECT COALESCE(MAX(turn), 0) + 1 FROM team_turns))
+          ON CONFLICT (team) DO UPDATE SET turn = excluded.turn;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_team_served AFTER UPDATE OF state ON runs FOR EACH ROW
+        WHEN (NEW.state = 'INPROGRESS' AND OLD.state <> 'INPROGRESS')
+        EXECUTE FUNCTION agent_executor_team_served();
+    `
+    },
+    {
+        version: 6,
+        name: "run_metadata: a run's metadata pairs as rows, so a metadata[k]=v filter is an index lookup",
+        // Runs whose extra holds an escaped NUL are left out: PostgreSQL text cannot hold one (and the
+        // list's old filter, which cast extra to jsonb, failed on them).
+        sql: `
+      CREATE TABLE run_metadata (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+      );
+      CREATE INDEX run_metadata_pair ON run_metadata (team, key, value, run_id);
+      INSERT INTO run_metadata (run_id, team, key, value)
+        SELECT kept.run_id, kept.team, pair.key, pair.value #>> '{}'
+        FROM (
+          SELECT run_id, team, extra::json -> 'metadata' AS metadata FROM runs
+          WHERE position('\\u0000' in extra) = 0
+        ) AS kept
+        CROSS JOIN LATERAL json_each(
+          CASE WHEN json_typeof(kept.metadata) = 'object' THEN kept.metadata ELSE '{}'::json END
+        ) AS pair
+        WHERE json_typeof(pair.value) = 'string';
+    `
     }
 ];
 
@@ -10717,6 +11617,100 @@ class ChangeSql {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/store/claim-sql.ts
+// The statements of a fair claim and of a run's hold, for both databases (sql-store.ts runs them).
+//
+// Fair claim: teams take turns. team_turns keeps, per team, the number of the claim that last took
+// one of its runs; a trigger of the migration moves it as a run becomes INPROGRESS, inside the
+// claim's own transaction (no second statement, no second commit). The teams with a queued run
+// that may go (its environment has room, no live hold is on it, the team is below its running cap)
+// come in the order of that number, oldest first (a team never served first of all; a tie goes to
+// the team with the older such run), and the claim takes the first team's oldest such run. The
+// teams with queued runs are found by a skip over the (team, seq) index of queued runs, one probe
+// per team, so a claim costs the number of teams waiting, not the length of the queue.
+//
+// Hold: a run whose files another run reads (a run created with its `conversation_id`) is held by
+// that reader under a lease: only an ended run can be held, and a queued run (a follow-up of it)
+// is not claimed while a live hold is on it. Hold and claim both change the run's row, guarded by
+// its state, so on PostgreSQL the row lock orders them: whichever commits first, the other sees it.
+
+
+
+/** At most this many teams are tried by one claim (another node may take each one's run first). */
+const CLAIM_CANDIDATES = 16;
+const QUEUED = stateIn([CREATED_STATE]);
+const RUNNING = stateIn([CLAIMED_STATE]);
+class ClaimSql {
+    d;
+    constructor(d) {
+        this.d = d;
+    }
+    /** A queued run's row may be claimed: its environment has room and no live hold is on it. */
+    eligible(excluded) {
+        const skip = excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
+        return sql(`${skip} AND (held_by IS NULL OR held_until < ${this.d.clockMs})`, ...excluded);
+    }
+    /** Below the team's running cap (`team` is SQL naming the team); no condition when 0 (no cap). */
+    belowCap(team, maxRunning, teamValue) {
+        if (maxRunning <= 0)
+            return sql('');
+        return sql(`AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ${team} AND ${RUNNING} LIMIT ?)
+        AS running) < ?`, ...(teamValue === undefined ? [] : [teamValue]), maxRunning, maxRunning);
+    }
+    /**
+     * The team's queued runs, oldest first, as a range over the (team, seq) index rather than `team =`:
+     * PostgreSQL plans a lookup correlated to the outer team once for every team, and with `=` it may
+     * walk the whole queue in seq order to find a small team's run; over the range it walks only the
+     * team's own queued runs, whatever the planner thinks of the team's size.
+     */
+    ofTeam(team) {
+        return `${QUEUED} AND team >= ${team} AND team <= ${team}`;
+    }
+    /** The teams whose turn it is, in order: each has a queued run that may go now. */
+    candidates(excluded, maxRunning) {
+        const eligible = this.eligible(excluded);
+        const cap = this.belowCap('queued.team', maxRunning);
+        return sql(`WITH RECURSIVE queued(team) AS (
+         SELECT (SELECT team FROM runs WHERE ${QUEUED} ORDER BY team LIMIT 1)
+         UNION ALL
+         SELECT (SELECT team FROM runs WHERE ${QUEUED} AND team > queued.team ORDER BY team LIMIT 1)
+           FROM queued WHERE queued.team IS NOT NULL
+       ),
+       waiting AS (
+         SELECT queued.team AS team,
+           (SELECT seq FROM runs WHERE ${this.ofTeam('queued.team')} ${eligible.text} ORDER BY team, seq LIMIT 1)
+             AS first_seq
+         FROM queued WHERE queued.team IS NOT NULL ${cap.text}
+       )
+       SELECT waiting.team AS team FROM waiting LEFT JOIN team_turns ON team_turns.team = waiting.team
+       WHERE waiting.first_seq IS NOT NULL
+       ORDER BY COALESCE(team_turns.turn, 0), waiting.first_seq
+       LIMIT ?`, ...eligible.values, ...cap.values, CLAIM_CANDIDATES);
+    }
+    /** The WHERE of a claim of the team's oldest queued run that may go (rows others lock are skipped). */
+    oldestOf(team, excluded, maxRunning) {
+        const eligible = this.eligible(excluded);
+        const cap = this.belowCap('?', maxRunning, team);
+        return sql(`seq = (SELECT seq FROM runs WHERE ${this.ofTeam('?')} ${eligible.text} ${cap.text}
+         ORDER BY team, seq LIMIT 1 ${this.d.skipLocked})`, team, team, ...eligible.values, ...cap.values);
+    }
+    /** Holds an ended run of the team for `holder`, unless another live hold is on it. */
+    hold(team, runId, holder, leaseMs) {
+        const now = this.d.clockMs;
+        return sql(`UPDATE runs SET held_by = ?, held_until = ${now} + ?
+       WHERE run_id = ? AND team = ? AND ${stateIn(TERMINAL_STATES)}
+         AND (held_by IS NULL OR held_by = ? OR held_until < ${now})`, holder, leaseMs, runId, team, holder);
+    }
+    /** Gives up `holder`'s hold of a run (one that expired and was taken by another stays theirs). */
+    release(runId, holder) {
+        return sql('UPDATE runs SET held_by = NULL, held_until = NULL WHERE run_id = ? AND held_by = ?', runId, holder);
+    }
+    /** The runs a live hold is on. */
+    held() {
+        return sql(`SELECT run_id FROM runs WHERE held_by IS NOT NULL AND held_until >= ${this.d.clockMs} ORDER BY run_id`);
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/store/list-query.ts
 // The list query's WHERE and ORDER BY, for both SQL dialects: one place says what each filter and
 // sort means, so SQLite and PostgreSQL answer a list the same way.
@@ -10763,11 +11757,9 @@ function listRunsSql(dialect, team, query) {
     }
     if (query.search !== undefined)
         where.push(searchCondition(dialect, query.search, p));
-    // The create request's metadata is kept among its extra fields (the runs.extra JSON text).
+    // The create request's metadata pairs are rows of run_metadata, indexed by (team, key, value).
     for (const [key, value] of query.metadata ?? []) {
-        where.push(dialect === 'postgres'
-            ? `(extra::jsonb -> 'metadata' ->> ${p(key)}) = ${p(value)}`
-            : `EXISTS (SELECT 1 FROM json_each(runs.extra, '$.metadata') WHERE json_each.key = ${p(key)} AND json_each.value = ${p(value)})`);
+        where.push(`run_id IN (SELECT run_id FROM run_metadata WHERE team = ${p(team)} AND key = ${p(key)} AND value = ${p(value)})`);
     }
     if (query.artifactType !== undefined) {
         where.push(`EXISTS (SELECT 1 FROM artifacts WHERE artifacts.run_id = runs.run_id AND artifacts.artifact_type = ${p(query.artifactType)})`);
@@ -10948,8 +11940,11 @@ class SqlScheduleStore {
     constructor(d) {
         this.d = d;
     }
-    async createSchedule(s) {
-        await this.d.run(sql(`INSERT INTO schedules (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.id, s.team, JSON.stringify(s.spec), s.enabled ? 1 : 0, s.next_run_ms, s.last_ran, s.last_run_id, s.last_spawn_error, JSON.stringify(s.created_by), s.created_at, s.updated_at));
+    /** One statement counts the team's schedules and inserts (several nodes may pass it by creates in flight). */
+    async createSchedule(s, maxPerTeam = Number.MAX_SAFE_INTEGER) {
+        const inserted = await this.d.run(sql(`INSERT INTO schedules (${COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+         WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM schedules WHERE team = ? LIMIT ?) AS kept) < ?`, s.id, s.team, JSON.stringify(s.spec), s.enabled ? 1 : 0, s.next_run_ms, s.last_ran, s.last_run_id, s.last_spawn_error, JSON.stringify(s.created_by), s.created_at, s.updated_at, s.team, maxPerTeam, maxPerTeam));
+        return inserted > 0;
     }
     async getSchedule(team, id) {
         const [row] = await this.d.all(sql(`SELECT ${COLUMNS} FROM schedules WHERE id = ? AND team = ?`, id, team));
@@ -11003,15 +11998,32 @@ class SqlScheduleStore {
 
 
 
+
+/**
+ * The create request's metadata pairs (kept in its extra fields) as rows of run_metadata, written
+ * with the run in its transaction: the list's metadata filter looks them up by index, never parsing
+ * a run's JSON. Undefined when there are none.
+ */
+function metadataRows(extra) {
+    const metadata = JSON.parse(extra).metadata;
+    if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+        return undefined;
+    const pairs = Object.entries(metadata).filter(([, value]) => typeof value === 'string');
+    if (pairs.length === 0)
+        return undefined;
+    return run => sql(`INSERT INTO run_metadata (run_id, team, key, value) VALUES ${pairs.map(() => '(?, ?, ?, ?)').join(', ')}`, ...pairs.flatMap(([key, value]) => [run.run_id, run.team, key, value]));
+}
 /** Columns of an artifact without its bytes. */
 const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
   description, created_at`;
 class SqlRunStore extends SqlAccountStore {
     changes;
+    claims;
     schedules;
     constructor(d) {
         super(d);
         this.changes = new ChangeSql(d);
+        this.claims = new ClaimSql(d);
         this.schedules = new SqlScheduleStore(d);
     }
     /** Applies a change to the runs `where` picks (among those in a state it may start from). */
@@ -11024,11 +12036,12 @@ class SqlRunStore extends SqlAccountStore {
     }
     // runs, as the API sees them
     /**
-     * One statement for the queue count, the insert and (on PostgreSQL) the state event and the
-     * notification; the unique index settles concurrent creates with one key. A look for an earlier
-     * run with the key comes first, so a replay is answered even when the queue is full.
+     * One statement for the queue counts (the node's and the team's), the insert and (on PostgreSQL)
+     * the state event and the notification; the unique index settles concurrent creates with one
+     * key. A look for an earlier run with the key comes first, so a replay is answered even when the
+     * queue is full.
      */
-    async createRun(run, idempotency, maxQueued) {
+    async createRun(run, idempotency, maxQueued, maxQueuedPerTeam = maxQueued) {
         if (idempotency) {
             const replay = await this.replay(run.team, idempotency);
             if (replay)
@@ -11045,13 +12058,18 @@ class SqlRunStore extends SqlAccountStore {
            creator_name, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
          SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
          WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
-         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued), this.changes.event(transition), true);
+           AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?)
+             AS team_queued) < ?
+         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, metadataRows(run.extra));
         if (created)
             return { kind: 'created', run: created };
         // Nothing inserted: a run with this key was created after our look (the unique index
-        // decided), or the queue is full.
+        // decided), or a queue is full: the node's when it holds its limit now, else the team's.
         const replay = idempotency && (await this.replay(run.team, idempotency));
-        return replay || { kind: 'queue_full' };
+        if (replay)
+            return replay;
+        const [queued] = await this.d.all(sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued`, maxQueued));
+        return Number(queued?.n ?? 0) >= maxQueued ? { kind: 'queue_full' } : { kind: 'team_queue_full' };
     }
     async replay(team, idempotency) {
         const [row] = await this.d.all(sql(`SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = ? AND idempotency_key = ?`, team, idempotency.key));
@@ -11070,7 +12088,20 @@ class SqlRunStore extends SqlAccountStore {
     async listRuns(team, query) {
         const { where, order, values } = listRunsSql(this.d.kind, team, query);
         const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
-        return this.d.list(sql(text, ...values, query.limit));
+        const max = query.maxWeight;
+        if (max === undefined)
+            return this.d.list(sql(text, ...values, query.limit));
+        // Rows are read until their weight passes the page's and one more is seen (so the caller
+        // knows there are more): large runs make short pages. The weight is in the text, so pages
+        // kept for another weight are not taken for this one.
+        let total = 0;
+        let seen = 0;
+        const weighed = sql(`${text} /* weight ${max} */`, ...values, query.limit);
+        const rows = await this.d.list(weighed, run => {
+            total += runWeight(run);
+            return ++seen >= 2 && total > max;
+        });
+        return rows.slice(0, runsWithin(rows, max) + 1);
     }
     async countRunsByState(team) {
         const rows = await this.d.all(sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state', team));
@@ -11114,10 +12145,27 @@ class SqlRunStore extends SqlAccountStore {
         return run;
     }
     // runs, as the worker sees them
-    async claimNext(owner, leaseMs, excluded, at) {
-        const skip = excluded.length > 0 ? `AND environment_id NOT IN (${excluded.map(() => '?').join(', ')})` : '';
-        const [run] = await this.apply('claim', { transition: claim(), at, owner, leaseMs }, sql(`seq = (SELECT seq FROM runs WHERE ${stateIn(LIFECYCLE.claim.from)} ${skip} ORDER BY seq LIMIT 1 ${this.d.skipLocked})`, ...excluded));
-        return run;
+    /**
+     * Teams take turns (claim-sql.ts): the oldest claimable run of the first team in turn order. When
+     * another node takes that run first (PostgreSQL skips rows others lock), the next team is tried.
+     */
+    async claimNext(owner, leaseMs, excluded, at, maxRunningPerTeam = 0) {
+        const teams = await this.d.all(this.claims.candidates(excluded, maxRunningPerTeam));
+        for (const { team } of teams) {
+            const [run] = await this.apply('claim', { transition: claim(), at, owner, leaseMs }, this.claims.oldestOf(team, excluded, maxRunningPerTeam));
+            if (run)
+                return run;
+        }
+        return undefined;
+    }
+    async holdRun(team, runId, holder, leaseMs) {
+        return (await this.d.run(this.claims.hold(team, runId, holder, leaseMs))) > 0;
+    }
+    async releaseRun(runId, holder) {
+        return (await this.d.run(this.claims.release(runId, holder))) > 0;
+    }
+    async heldRuns() {
+        return (await this.d.all(this.claims.held())).map(row => row.run_id);
     }
     async findClaim(owner) {
         return (await this.d.all(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = '${CLAIMED_STATE}' AND lease_owner = ?`, owner)))[0];
@@ -11257,7 +12305,10 @@ class PostgresRunStore extends SqlRunStore {
 // transactions. node:sqlite is synchronous and JavaScript runs one thing at a time, so a
 // transaction's work cannot interleave with other work of this process; BEGIN IMMEDIATE makes it
 // atomic against other processes too (the CLI's `keys` commands write while a server runs, and
-// `serve --role api` and `--role worker` can share one file).
+// `serve --role api` and `--role worker` can share one file). The file is 0600 before SQLite opens
+// it, whatever the umask: SQLite gives the -wal and -shm files it makes the database file's mode,
+// and ones an older executor left are made 0600 after the open (private-files.ts).
+
 
 
 
@@ -11270,11 +12321,17 @@ class SqliteConnection {
     /** Opens (creating when needed) the database file and brings its schema up to date. */
     static async open(path) {
         const { DatabaseSync } = await Promise.resolve(/* import() */).then(__webpack_require__.t.bind(__webpack_require__, 80099, 23));
-        if (path !== ':memory:')
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(path), { recursive: true });
+        const file = path !== ':memory:';
+        if (file) {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(path), { recursive: true, mode: PRIVATE_DIR_MODE });
+            privateFile(path);
+        }
         const db = new DatabaseSync(path);
         db.exec('PRAGMA busy_timeout = 10000');
         db.exec('PRAGMA journal_mode = WAL');
+        if (file)
+            for (const suffix of ['-wal', '-shm'])
+                tightenFile(path + suffix);
         db.exec('PRAGMA synchronous = FULL');
         db.exec('PRAGMA foreign_keys = ON');
         const connection = new SqliteConnection(db);
@@ -11303,6 +12360,10 @@ class SqliteConnection {
     }
     all(text, values) {
         return this.prepare(text).all(...values);
+    }
+    /** The rows one at a time; leaving the loop early reads no more of them. */
+    iterate(text, values) {
+        return this.prepare(text).iterate(...values);
     }
     run(text, values) {
         return Number(this.prepare(text).run(...values).changes);
@@ -11567,16 +12628,29 @@ class SqliteDialect {
         return this.db.writeStamp();
     }
     /** Callers only read the rows (frozen, so a write to one fails loudly); they get their own array. */
-    async list(statement) {
-        const key = `${statement.text}\n${JSON.stringify(statement.values)}`;
-        const page = this.pages.get(this.changeStamp(), key, () => Object.freeze(this.db.all(statement.text, statement.values).map(row => Object.freeze(row))));
+    async list(statement, stopAfter) {
+        const key = `${statement.text}\n${JSON.stringify(statement.values)}\n${stopAfter ? 'stops' : ''}`;
+        const page = this.pages.get(this.changeStamp(), key, () => {
+            const rows = [];
+            // Rows are turned into objects one at a time, so a page of large runs stops being read early.
+            for (const row of this.db.iterate(statement.text, statement.values)) {
+                rows.push(Object.freeze(row));
+                if (stopAfter?.(row))
+                    break;
+            }
+            return Object.freeze(rows);
+        });
         return page.slice();
     }
-    async change(statement, event, group = false) {
+    async change(statement, event, group = false, follow) {
         const work = () => {
             const runs = this.db.all(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
-            for (const run of runs)
+            for (const run of runs) {
                 this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
+                const more = follow?.(run);
+                if (more)
+                    this.db.run(more.text, more.values);
+            }
             return runs;
         };
         const runs = group ? await this.group.add(work) : this.db.transaction(work);
@@ -11648,14 +12722,16 @@ async function openStore(spec, options = {}) {
         : PostgresRunStore.open(spec.url, options);
 }
 
-;// CONCATENATED MODULE: ./src/executor/workspace/pr-text.ts
-// Text from a run that publishing writes into GitHub: the pull request's title and body and the
-// commit message. A run's answer and title may carry words a stranger steered the agent into
-// writing, and GitHub acts on some words wherever they appear: `@user` and `@org/team` notify
-// people from the publishing account, `fixes #1` (or `closes owner/repo#2`, or an issue URL) closes
-// an issue when the change is merged, and in a Markdown body `![x](https://…)` or raw HTML loads
-// remote content for every reader. So each field taken from the run is neutralised before it is
-// put into the operator's template; the template's own text stays exactly as written.
+;// CONCATENATED MODULE: ./src/api/github-text.ts
+// Text from a run or the service that reaches GitHub (a comment, a review, the job summary, a pull
+// request's title and body, a commit message), made inert, for both sides of the contract: the
+// action's comment and summary (src/action/markup.ts) and the executor's publishing
+// (src/executor/workspace/pr-text.ts) render every such field through these functions and nothing
+// else. A run's answer, title, status message, plan and artifact names may carry words a stranger
+// steered the agent into writing, and GitHub acts on some words wherever they appear: `@user` and
+// `@org/team` notify people (even inside <pre>), `fixes #1` closes an issue once merged, a
+// `<!-- … -->` could pass for the action's hidden marker, `![x](https://…)` or raw HTML loads remote
+// content for every reader, and `</pre>` or `</details>` would let the rest escape its block.
 /** `@name` or `@org/team` where GitHub would see a mention (not inside an e-mail address). */
 const MENTION = /(^|[^\w@/`.-])@([A-Za-z0-9][A-Za-z0-9-]*(?:\/[A-Za-z0-9_.-]+)?)/g;
 /**
@@ -11684,15 +12760,51 @@ function neutralizePlain(text) {
         .replace(MENTION, (_whole, before, name) => `${before}@ ${name}`)
         .replace(CLOSING, (_whole, keyword, gap) => `${keyword} issue${gap}`);
 }
+/** Characters HTML or Markdown (or GitHub's autolinks) give a meaning to. */
+const MARKUP = /[&<>"'`*_[\]()!#@\\~|:{}=+-]/g;
 /** Every character HTML or Markdown gives a meaning to, as a numeric character reference. */
 function escapeMarkup(text) {
     return text
-        .replace(/[&<>"'`*_[\]()!#@\\~|:{}=+-]/g, ch => `&#${ch.charCodeAt(0)};`)
+        .replace(MARKUP, ch => `&#${ch.charCodeAt(0)};`)
         .replace(/www\./gi, match => `${match.slice(0, 3)}&#46;`);
 }
+/** A short field inside Markdown: one line of inert text. */
+function inlineText(text) {
+    return escapeMarkup(neutralizePlain(text).replace(/[\r\n]+/g, ' '));
+}
+/**
+ * A long field (an answer, a status message, a plan) inside Markdown or HTML: an escaped `<pre>`
+ * block, so it shows as written (line breaks kept) and nothing in it is a link, an image, HTML, a
+ * marker, a mention or a closing keyword. At most `max` characters of markup: the text is cut
+ * after escaping, never inside a character reference; `cut` says whether all of it fitted.
+ */
+function textBlock(text, max = Infinity) {
+    const escaped = escapeMarkup(neutralizePlain(text));
+    const room = max - '<pre></pre>'.length - 1;
+    if (escaped.length <= room)
+        return { markup: `<pre>${escaped}</pre>`, cut: false };
+    let end = Math.max(0, room);
+    // Never end inside `&#NN;`: back up to the reference's start.
+    const amp = escaped.lastIndexOf('&', end);
+    if (amp !== -1 && escaped.indexOf(';', amp) >= end)
+        end = amp;
+    return { markup: `<pre>${escaped.slice(0, end)}…</pre>`, cut: true };
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/pr-text.ts
+// Text from a run that publishing writes into GitHub: the pull request's title and body and the
+// commit message. A run's answer and title may carry words a stranger steered the agent into
+// writing, and GitHub acts on some words wherever they appear: `@user` and `@org/team` notify
+// people from the publishing account, `fixes #1` (or `closes owner/repo#2`, or an issue URL) closes
+// an issue when the change is merged, and in a Markdown body `![x](https://…)` or raw HTML loads
+// remote content for every reader. So each field taken from the run is neutralised before it is
+// put into the operator's template; the template's own text stays exactly as written. The
+// neutralising itself is shared with the action's comment and summary (src/api/github-text.ts).
+
+
 /** A short field (the title) inside a Markdown body: one line of inert text. */
 function inlineMarkdown(text) {
-    return escapeMarkup(neutralizePlain(text).replace(/[\r\n]+/g, ' '));
+    return inlineText(text);
 }
 /**
  * A long field (the answer) inside a Markdown body: an escaped `<pre>` block, so it shows as the
@@ -11701,7 +12813,7 @@ function inlineMarkdown(text) {
 function quotedMarkdown(text) {
     if (text === '')
         return '';
-    return `<pre>${escapeMarkup(neutralizePlain(text))}</pre>`;
+    return textBlock(text).markup;
 }
 /** The fields that came from the run, made safe for plain text: the title and the commit message. */
 function plainFields(fields, fromRun) {
@@ -12028,10 +13140,12 @@ function pushReason(error, branch) {
 // What a run hands back besides its state: the agent's final answer, its request usage and its
 // changes as a patch. Each run gets an output folder under DATA_DIR/outputs/<run id>, outside the
 // workspace (so nothing written there is part of the changes); a command agent finds it through
-// AGENT_RESULT_FILE and AGENT_USAGE_FILE. The agent controls that folder, so its files are opened
-// without following symbolic links, must be regular files with no other hard link, and are read
-// only up to a limit: a link planted there cannot make the executor read (and publish) any other
-// file of the machine.
+// AGENT_RESULT_FILE and AGENT_USAGE_FILE. The agent controls that folder, so the executor never
+// opens it: its files are read by the run's own user in the reader sandbox (sandbox/run-files.ts),
+// which shows that folder alone; they must be regular files with no other hard link and are read
+// only up to a limit, so a link planted there cannot make the executor read (and publish) any
+// other file of the machine.
+
 
 
 
@@ -12043,58 +13157,60 @@ const STDOUT_TAIL_BYTES = 64 * 1024;
 const MAX_RESULT_BYTES = 1024 * 1024;
 const MAX_USAGE_BYTES = 64 * 1024;
 const PATCH_NAME = 'changes.patch';
-/** Makes the run's (empty) output folder. */
-function prepareOutputs(dataDir, runId) {
+/** Makes the run's (empty) output folder, the run user's from the start. */
+function prepareOutputs(dataDir, runId, identity) {
     const dir = (0,external_node_path_.join)(dataDir, 'outputs', runId);
-    (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+    removeTree(dir);
     (0,external_node_fs_.mkdirSync)(dir, { recursive: true, mode: 0o700 });
+    if (identity.user)
+        (0,external_node_fs_.lchownSync)(dir, identity.user.uid, identity.user.gid);
     return {
         dir: (0,external_node_fs_.realpathSync)(dir),
-        env: { AGENT_RESULT_FILE: (0,external_node_path_.join)(dir, 'result.md'), AGENT_USAGE_FILE: (0,external_node_path_.join)(dir, 'usage.json') }
+        env: { AGENT_RESULT_FILE: (0,external_node_path_.join)(dir, 'result.md'), AGENT_USAGE_FILE: (0,external_node_path_.join)(dir, 'usage.json') },
+        identity
     };
 }
 /**
- * Reads a file the agent may have written in its output folder: never through a symbolic link
- * (O_NOFOLLOW on the file, the folder itself checked to still be the folder made for the run),
- * only a regular file, at most `max` bytes (the rest is left out).
+ * What the reader says of the file before its bytes: the same refusals the executor made when it
+ * opened the file itself (a link, not a regular file, a file with other names), now made by the
+ * run's user in the reader sandbox, where a link could reach nothing of the host anyway.
+ */
+const READ_SCRIPT = [
+    'f=$1',
+    'if [ -L "$f" ]; then echo link; exit 0; fi',
+    'if [ ! -e "$f" ]; then echo absent; exit 0; fi',
+    'if [ ! -f "$f" ]; then echo special; exit 0; fi',
+    'if [ "$(stat -c %h -- "$f")" -gt 1 ]; then echo linked; exit 0; fi',
+    'echo read; exec head -c "$2" -- "$f"'
+].join('\n');
+const REFUSALS = {
+    link: 'it is a symbolic link',
+    special: 'it is not a regular file',
+    linked: 'it has other hard links'
+};
+/**
+ * Reads a file the agent may have written in its output folder, as the run's user in the reader
+ * sandbox (run-files.ts): never through a symbolic link, only a regular file with no other name,
+ * at most `max` bytes (the rest is left out).
  */
 async function readOutputFile(outputs, path, max) {
-    let folder;
-    try {
-        folder = (0,external_node_fs_.lstatSync)(outputs.dir);
-    }
-    catch {
+    const result = await asRunUser(outputs.identity, {
+        read: [outputs.dir],
+        program: '/bin/sh',
+        args: ['-c', READ_SCRIPT, 'sh', path, String(max)],
+        maxStdout: max + 16,
+        // A FIFO planted as the file blocks head: the reader's own time limit ends it.
+        timeoutMs: 30_000
+    });
+    const newline = result.stdout.indexOf(0x0a);
+    const verdict = newline < 0 ? '' : result.stdout.toString('utf8', 0, newline);
+    if (verdict === 'absent')
         return { kind: 'absent' };
-    }
-    if (!folder.isDirectory() || (0,external_node_fs_.realpathSync)(outputs.dir) !== outputs.dir)
-        return { kind: 'refused', why: 'the output folder was replaced' };
-    let handle;
-    try {
-        handle = await external_node_fs_.promises.open(path, external_node_fs_.constants.O_RDONLY | external_node_fs_.constants.O_NOFOLLOW | external_node_fs_.constants.O_NONBLOCK);
-    }
-    catch (error) {
-        const code = error.code;
-        if (code === 'ENOENT')
-            return { kind: 'absent' };
-        if (code === 'ELOOP')
-            return { kind: 'refused', why: 'it is a symbolic link' };
-        return { kind: 'refused', why: `it cannot be opened (${code ?? 'error'})` };
-    }
-    try {
-        const stat = await handle.stat();
-        if (!stat.isFile())
-            return { kind: 'refused', why: 'it is not a regular file' };
-        // A hard link to another file (the database, say) is a regular file too: only a file the
-        // agent wrote itself has no other name.
-        if (stat.nlink > 1)
-            return { kind: 'refused', why: 'it has other hard links' };
-        const buffer = Buffer.alloc(Math.min(max, stat.size));
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-        return { kind: 'read', data: buffer.subarray(0, bytesRead) };
-    }
-    finally {
-        await handle.close();
-    }
+    if (REFUSALS[verdict])
+        return { kind: 'refused', why: REFUSALS[verdict] };
+    if (verdict !== 'read' || result.code !== 0)
+        return { kind: 'refused', why: `it cannot be read (${readerReason(result)})` };
+    return { kind: 'read', data: result.stdout.subarray(newline + 1, newline + 1 + max) };
 }
 /**
  * After the agent: records its final answer (a `result` event), stores its usage and its changes
@@ -12182,27 +13298,17 @@ function parseUsage(data) {
 }
 /**
  * The full `git diff --binary` from the start commit to everything in the workspace now (agent
- * commits, staged, unstaged and new files), written by git straight to a file in the run's private
- * git dir: never cut.
+ * commits, staged, unstaged and new files), printed by git as the run's user (never cut: past
+ * the limit it is only counted, and the run fails saying its size).
  */
 async function collectPatch({ store, run, maxPatchBytes, record }, workspace) {
     if (!workspace.changed)
         return undefined;
-    const patch = await workspace.patch();
-    try {
-        return await storePatch({ store, run, maxPatchBytes, record }, patch);
-    }
-    finally {
-        await external_node_fs_.promises.rm(patch, { force: true });
-    }
-}
-async function storePatch({ store, run, maxPatchBytes, record }, patch) {
-    const size = (await external_node_fs_.promises.stat(patch)).size;
+    const { bytes, size } = await workspace.patch(maxPatchBytes);
     if (size === 0)
         return undefined;
-    if (size > maxPatchBytes) {
+    if (size > maxPatchBytes)
         return patchTooLarge(size, maxPatchBytes);
-    }
     const uid = (0,external_node_crypto_.randomUUID)();
     await store.addArtifact({
         artifact_uid: uid,
@@ -12215,7 +13321,7 @@ async function storePatch({ store, run, maxPatchBytes, record }, patch) {
         size,
         description: 'The changes of the run: `git apply changes.patch` in a checkout of the source',
         created_at: new Date().toISOString()
-    }, await external_node_fs_.promises.readFile(patch));
+    }, bytes);
     await record('artifact', { artifact_uid: uid, filename: PATCH_NAME, mime_type: 'text/x-diff', size });
     return undefined;
 }
@@ -12551,8 +13657,6 @@ class RunProcesses {
         const { sandbox, record } = this.bound;
         const signal = options.signal ? AbortSignal.any([this.bound.signal, options.signal]) : this.bound.signal;
         const cwd = options.cwd ?? this.bound.cwd;
-        // A root executor's run gets its files before its first process.
-        await sandbox?.prepare();
         if (signal.aborted)
             return { exitCode: null, signal: 'SIGTERM', durationMs: 0 };
         const wrapped = sandbox
@@ -12662,8 +13766,8 @@ function stopGroup(pid, graceMs = KILL_GRACE_MS) {
 // A run's sandbox: made by the worker when the run starts, together with the run's spawner
 // (spawn.ts) bound to it, which the worker hands to setup commands and to the agent kind: every
 // process of a run is confined because there is no other way for a kind to start one.
-// When the executor is root, the run's processes become its unprivileged host user (user.ts), who
-// is given the run's workspace and output folder before the first of them starts.
+// When the executor is root, the run's processes become its unprivileged host user (user.ts), whose
+// the run's workspace, HOME and output folder are from the moment they are made.
 
 
 
@@ -12683,7 +13787,6 @@ class RunSandbox {
     hit;
     cgroup;
     cgroupMade = false;
-    owned;
     wrapped = false;
     constructor(options, proxy) {
         this.options = options;
@@ -12719,14 +13822,6 @@ class RunSandbox {
                     void cgroup.kill();
             }, LIMIT_CHECK_MS).unref();
         return cgroup;
-    }
-    /**
-     * Gives the run's directories to its user, once, before its first process: a run that starts
-     * none (a simulated answer) pays nothing, and nothing of the run is running while it happens.
-     */
-    prepare() {
-        this.owned ??= giveTo(this.options.user, this.options.own ?? []);
-        return this.owned;
     }
     /** Whether any process of the run was started (it may have written files since). */
     get started() {
@@ -12816,6 +13911,13 @@ class RunSandbox {
         tick.unref();
         cgroup.signalAgents('SIGTERM', signalled);
     }
+    /**
+     * Bytes of files the run's processes deleted but keep open (the quota adds them to what `du`
+     * sees); undefined when they hold too many open files to count. Zero without a cgroup.
+     */
+    deletedOpenBytes() {
+        return this.cgroup ? this.cgroup.deletedOpenBytes() : 0;
+    }
     /** The limit the run hit, as a sentence, or undefined. */
     exceeded() {
         this.hit ??= this.cgroup?.exceeded();
@@ -12886,69 +13988,113 @@ async function confineRun(options, run) {
 // A run that continues an earlier run's conversation (its create request's conversation_id)
 // starts where that run ended: the earlier run's changes since its start commit are applied on the
 // new workspace's start (so the new run's diff and patch include them), and a harness's HOME is
-// copied, so its CLI resumes the earlier session. Both are read while the earlier run has ended
-// and is checked again after: a follow-up may start that run's agent again meanwhile, and what an
-// agent is writing (a directory swapped for a link mid-copy) must not be read by the executor.
+// copied, so its CLI resumes the earlier session.
+//
+// Everything read here was written by the earlier run, so two rules hold. Nothing of the earlier
+// run may run meanwhile: the store holds that run (a follow-up of it stays queued, on every node,
+// until the hold is released), so no agent swaps a directory for a link mid-copy. And nothing of it
+// is read by root: the diff, the patch, its application and the HOME copy each run as the run's
+// user in the reader sandbox (sandbox/run-files.ts), which shows only the two runs' trees. A start
+// that fails half way leaves nothing: the new HOME is emptied and the workspace marked as one no
+// follow-up may continue.
 
 
 
 
 
 
+/** Largest patch of an earlier run's changes carried over (its own max_patch bounded it already). */
+const MAX_CARRIED_PATCH = 1024 ** 3;
 /**
- * A run that continues an earlier run's conversation (conversation_id) starts from that run's
- * final tree (its changes since its start commit, applied on this workspace's start) and, for a
- * harness, a copy of its HOME (the CLI session it resumes).
+ * Starts a run from the earlier run's final tree (its changes since its start commit, applied on
+ * this workspace's start) and, for a harness, a copy of its HOME (the CLI session it resumes).
  */
-async function startFrom(dataDir, earlierId, workspace, home, 
-/** Whether the earlier run has ended now (it may run again after a follow-up). */
-ended) {
-    const running = () => new Error(`conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`);
-    if (!(await ended()))
-        throw running();
-    const earlier = reopenWorkspace(dataDir, earlierId);
-    if (!earlier)
-        throw new Error(`conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`);
-    const { files } = await earlier.diff();
-    if (files.length > 0) {
-        const patch = await earlier.patch();
-        await privateGit(workspace.git, [
-            '-C',
-            workspace.root,
-            'apply',
-            '--index',
-            '--binary',
-            '--whitespace=nowarn',
-            patch
-        ]).catch(error => {
-            throw new Error(`conversation_id ${earlierId}: that run's changes do not apply to this workspace's start: ${error.message}`);
-        });
+async function startFrom(options) {
+    const { dataDir, runId, earlierId, workspace, home } = options;
+    const release = await options.hold();
+    if (!release)
+        throw new Error(`conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`);
+    try {
+        const earlier = reopenWorkspace(dataDir, earlierId, workspace.identity);
+        if (!earlier)
+            throw new Error(`conversation_id ${earlierId}: that run's workspace is gone (removed after workspaces.continue_for); start without conversation_id`);
+        await carryChanges(earlierId, earlier, workspace, options.limits.quotaBytes);
+        const earlierHome = (0,external_node_path_.join)(dataDir, 'homes', earlierId);
+        if (home && (0,external_node_fs_.existsSync)(earlierHome)) {
+            await copyHome(earlierHome, home, workspace);
+            // What the copy made counts as the run's own (hard links stay links, but a copy is checked).
+            const usage = await treeUsage(workspace.identity, [home]);
+            const over = overLimits(usage, options.limits);
+            if (over)
+                throw new Error(`the HOME of the run being continued ${over}`);
+        }
     }
-    const earlierHome = (0,external_node_path_.join)(dataDir, 'homes', earlierId);
-    if (home && (0,external_node_fs_.existsSync)(earlierHome))
-        await copyHome(earlierHome, home);
-    if (!(await ended())) {
-        // What was copied while the agent wrote is not kept: a follow-up of this run would resume it.
+    catch (error) {
+        // Nothing half made is kept: a follow-up of this run must not go on over a partial copy.
         if (home)
-            (0,external_node_fs_.rmSync)(home, { recursive: true, force: true });
-        throw running();
+            emptyHome(home, workspace);
+        markUnusable(dataDir, runId, `its start from run ${earlierId} failed: ${error.message}`);
+        throw error;
+    }
+    finally {
+        await release();
     }
 }
-const start_from_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
+/** Why `usage` is past what a run may write, or undefined. */
+function overLimits(usage, limits) {
+    if (usage.bytes > limits.quotaBytes)
+        return `is larger than the disk quota (${limits.quotaBytes} bytes)`;
+    if (usage.files > limits.maxFiles)
+        return `holds more than workspaces.max_files (${limits.maxFiles}) entries`;
+    if (usage.unreadable)
+        return `could not be measured: ${usage.unreadable}`;
+    return undefined;
+}
+/** The earlier run's changes, read and applied as the runs' user. */
+async function carryChanges(earlierId, earlier, workspace, quotaBytes) {
+    const { files } = await earlier.diff();
+    if (files.length === 0)
+        return;
+    // Applied, the changes write every name anew (git knows no hard links): bounded before a byte is.
+    const bytes = await earlier.changedBytes();
+    if (bytes > quotaBytes)
+        throw new Error(`conversation_id ${earlierId}: that run's changes hold ${bytes} bytes of files, more than the disk quota (${quotaBytes} bytes) a run may write`);
+    // A patch larger than the quota could only write more than the run may.
+    const max = Math.min(MAX_CARRIED_PATCH, quotaBytes);
+    const patch = await earlier.patch(max);
+    if (patch.size > max)
+        throw new Error(`conversation_id ${earlierId}: that run's changes are over ${max} bytes`);
+    await runTreeGit({ repository: workspace.git, borrowed: workspace.borrowed, identity: workspace.identity }, [['apply', '--index', '--binary', '--whitespace=nowarn', '-']], { writeTree: true, stdin: patch.bytes }).catch(error => {
+        throw new Error(`conversation_id ${earlierId}: that run's changes do not apply to this workspace's start: ${gitReason(error)}`);
+    });
+}
 /**
  * Copies the earlier run's HOME (what its agent left: links copied as links, never followed) with
- * the system's `cp`, in a process of its own. Node's cpSync walks the tree in native code that
- * aborts the whole process on a path longer than PATH_MAX: a HOME with directories nested 2,100
- * deep ended the executor, every run of the node with it.
+ * the system's `cp` as the run's user, in a sandbox that shows the two HOMEs only: whatever the
+ * earlier agent left there, the copy can reach nothing else (and, unlike Node's cpSync, no depth
+ * of nesting can abort the executor).
  */
-async function copyHome(from, to) {
-    const cp = (0,external_node_fs_.existsSync)('/usr/bin/cp') ? '/usr/bin/cp' : '/bin/cp';
-    await start_from_exec(cp, ['-R', '-P', '--preserve=mode,timestamps', '--', `${from}/.`, to]).catch(error => {
-        const why = String(error.stderr ?? '')
-            .trim()
-            .split('\n')[0] || error.message;
-        throw new Error(`the HOME of the run being continued could not be copied: ${why.slice(0, 300)}`);
+async function copyHome(from, to, workspace) {
+    const result = await asRunUser(workspace.identity, {
+        read: [from],
+        write: [to],
+        program: 'cp',
+        // Hard links stay links: a file linked a thousand times is copied once, as du counted it.
+        args: ['-R', '-P', '--preserve=mode,timestamps,links', '--', `${from}/.`, to]
+    }).catch(error => {
+        // The earlier run's HOME is gone (it ran no harness, or was swept): nothing to copy.
+        throw new Error(`the HOME of the run being continued could not be copied: ${error.message}`);
     });
+    if (result.code !== 0)
+        throw new Error(`the HOME of the run being continued could not be copied: ${readerReason(result)}`);
+}
+/** Empties a run's HOME again (made anew, the run user's). */
+function emptyHome(home, workspace) {
+    removeTree(home);
+    (0,external_node_fs_.mkdirSync)(home, { recursive: true, mode: 0o700 });
+    const user = workspace.identity.user;
+    if (user)
+        (0,external_node_fs_.lchownSync)(home, user.uid, user.gid);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/steps.ts
@@ -12970,29 +14116,42 @@ async function copyHome(from, to) {
 
 
 const QUOTA_CHECK_MS = 2000;
-const steps_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /**
  * What a run has written to disk: its workspace (only its own layer when the workspace is a
  * copy-on-write view of a shared checkout), its output folder (AGENT_RESULT_FILE's) and a harness's
- * HOME, all on the data dir's disk and all under the one quota; one `du` for them, as
- * workspace.size() counts (apparent sizes, links not followed).
+ * HOME, all on the data dir's disk and all under the one quota; counted by `du` as the run's user
+ * in the reader sandbox (workspace.ts treeUsage), in bytes and in entries.
  */
-async function runBytes(workspace, outputs, home) {
-    const dirs = [workspace.counted, outputs.dir, ...(home ? [home] : [])].filter(dir => (0,external_node_fs_.existsSync)(dir));
-    const { stdout } = await steps_exec('du', ['-s', '-c', '--apparent-size', '--block-size=1', ...dirs]);
-    return Number(/^(\d+)\ttotal$/m.exec(stdout)?.[1] ?? 0);
+function runUsage(workspace, outputs, home) {
+    return treeUsage(workspace.identity, [workspace.counted, outputs.dir, ...(home ? [home] : [])]);
 }
-/** Aborts `controller` with 'quota' once the run's files are over `quotaBytes`; returns the stopper. */
-function watchQuota(measure, quotaBytes, controller, onError) {
+/** Why a run's files are over what it may write, or undefined while they are within it. */
+function overQuota(usage, limits) {
+    if (usage.bytes > limits.quotaBytes)
+        return 'bytes';
+    if (usage.files > limits.maxFiles)
+        return `holds more than ${limits.maxFiles} files and directories (workspaces.max_files)`;
+    if (usage.unreadable)
+        return `holds files its own user cannot read, which the quota cannot count (${usage.unreadable})`;
+    if (usage.uncounted)
+        return `could not be counted: ${usage.uncounted}`;
+    return undefined;
+}
+/** Aborts `controller` with 'quota' once the run's files are over its limits; returns the stopper. */
+function watchQuota(measure, limits, controller, note, onError) {
     let measuring = false;
     const timer = setInterval(() => {
         if (measuring)
             return;
         measuring = true;
         measure()
-            .then(bytes => {
-            if (bytes > quotaBytes)
-                controller.abort('quota');
+            .then(usage => {
+            const why = overQuota(usage, limits);
+            if (why === undefined)
+                return;
+            if (why !== 'bytes')
+                note.why = why;
+            controller.abort('quota');
         })
             .catch(onError)
             .finally(() => (measuring = false));
@@ -13050,15 +14209,18 @@ async function runSteps(options, turn) {
         // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
         if (turn.mode === 'plan' && !environment.sandbox.enabled)
             throw new Error(`mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`);
-        if (home) {
-            if (!turn.continuing)
-                (0,external_node_fs_.rmSync)(home, { recursive: true, force: true });
-            (0,external_node_fs_.mkdirSync)(home, { recursive: true, mode: 0o700 });
-        }
-        // A root executor's runs are an unprivileged host user, who owns what the run may write (given
-        // before its first process; a shared checkout's files are theirs from the start).
+        // A root executor's runs are an unprivileged host user, who owns what the run may write: its
+        // directories are made empty and given to that user here (a shared checkout's files are theirs
+        // from the start); nothing a run wrote is ever given away again on a later turn.
         const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
-        const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id) : undefined;
+        const identity = { user, confined: environment.sandbox.enabled };
+        if (home && (!turn.continuing || !(0,external_node_fs_.existsSync)(home))) {
+            removeTree(home);
+            (0,external_node_fs_.mkdirSync)(home, { recursive: true, mode: 0o700 });
+            if (user)
+                (0,external_node_fs_.lchownSync)(home, user.uid, user.gid);
+        }
+        const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id, identity) : undefined;
         if (turn.continuing && !reopened)
             throw new Error(`the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`);
         const workspace = reopened ??
@@ -13066,14 +14228,21 @@ async function runSteps(options, turn) {
         ran.workspace = workspace;
         const startAt = turn.startFrom;
         if (startAt && !turn.continuing)
-            await startFrom(config.dataDir, startAt, workspace, home, async () => {
-                const earlier = await options.store.getRun(run.team, startAt);
-                return earlier !== undefined && run_isTerminalState(earlier.state);
+            await startFrom({
+                dataDir: config.dataDir,
+                runId: run.run_id,
+                earlierId: startAt,
+                workspace,
+                home,
+                limits: { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles },
+                hold: () => holdEarlier(options.store, run, startAt, controller.signal)
             });
-        const outputs = prepareOutputs(config.dataDir, run.run_id);
+        const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
         ran.outputs = outputs;
         const conversationFile = (0,external_node_path_.join)(outputs.dir, 'conversation.md');
-        (0,external_node_fs_.writeFileSync)(conversationFile, turn.conversation, { mode: 0o644 });
+        (0,external_node_fs_.writeFileSync)(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
+        if (user)
+            (0,external_node_fs_.lchownSync)(conversationFile, user.uid, user.gid);
         const confined = await confineRun({
             runId: run.run_id,
             sandbox: environment.sandbox,
@@ -13083,16 +14252,25 @@ async function runSteps(options, turn) {
             read: workspace.borrowed,
             write: [outputs.dir],
             user,
-            own: [...workspace.owned, outputs.dir, ...(home ? [home] : [])],
             home,
             readOnlyWorkspace: turn.mode === 'plan'
         }, { signal: controller.signal, cwd: workspace.path });
         ran.sandbox = confined.sandbox;
         for (const message of confined.warnings)
             await record('warning', { message });
-        const measure = () => runBytes(workspace, outputs, home);
+        const sandbox = confined.sandbox;
+        const measure = async () => {
+            const usage = await runUsage(workspace, outputs, home);
+            const hidden = sandbox?.deletedOpenBytes() ?? 0;
+            if (hidden === undefined)
+                return { ...usage, uncounted: `its processes hold more than ${MAX_OPEN_FILES} files open` };
+            return { ...usage, bytes: usage.bytes + hidden };
+        };
         ran.measure = measure;
-        stopWatch = watchQuota(measure, config.workspaces.quotaBytes, controller, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
+        const note = {};
+        ran.quota = note;
+        const limits = { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles };
+        stopWatch = watchQuota(measure, limits, controller, note, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
         const env = passedVariables(environment);
         // The environment's setup ran in the first turn; its effects are in the workspace already.
         // With setup_cache, a kept result of the same commands for the same commit stands for them.
@@ -13141,6 +14319,33 @@ async function runSteps(options, turn) {
         await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
     }
 }
+/** How long a hold on an earlier run lasts unless renewed (it lapses if this node dies). */
+const HOLD_LEASE_MS = 60_000;
+/** How often a hold is renewed, and a hold of another new run on the same earlier run retried. */
+const HOLD_RENEW_MS = 20_000;
+const HOLD_RETRY_MS = 250;
+/**
+ * Holds the earlier run of a conversation_id start in the store while its files are read: a
+ * follow-up of it stays queued, on every node, until the release. Undefined when the earlier run is
+ * not (or no longer) ended; while another new run holds it (continuing the same conversation), this
+ * waits for that hold to end.
+ */
+async function holdEarlier(store, run, earlierId, signal) {
+    for (;;) {
+        if (await store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS))
+            break;
+        const earlier = await store.getRun(run.team, earlierId);
+        if (!earlier || !run_isTerminalState(earlier.state) || signal.aborted)
+            return undefined;
+        await new Promise(resolve => setTimeout(resolve, HOLD_RETRY_MS));
+    }
+    const renew = setInterval(() => void store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS).catch(() => undefined), HOLD_RENEW_MS);
+    renew.unref();
+    return async () => {
+        clearInterval(renew);
+        await store.releaseRun(earlierId, run.run_id).catch(() => undefined);
+    };
+}
 /**
  * Whether a run may use or make a kept setup layer: the environment asks for it, has setup
  * commands and a sandbox, and the run does not start from another run's changes (the commands
@@ -13178,21 +14383,26 @@ function publishes(run) {
  */
 async function executeRun(options) {
     const { run, environment, config, controller, record, log, store } = options;
-    const { ended, workspace, outputs, sandbox, measure, usage, mode } = await runTurns(options);
+    const { ended, workspace, outputs, sandbox, measure, quota, usage, mode } = await runTurns(options);
     await record
         .flush?.()
         .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
     // A run that wrote past the quota between two looks and ended is caught here (only a run that
     // started a process can have written: a simulated answer costs no measure).
     if (measure && sandbox?.started && !controller.signal.aborted) {
-        const bytes = await measure().catch(() => 0);
-        if (bytes > config.workspaces.quotaBytes)
+        // A count that fails stops the run: the quota never fails open.
+        const why = await measure().then(written => overQuota(written, config.workspaces), (error) => `could not be counted: ${error.message}`);
+        if (why) {
+            if (why !== 'bytes' && quota)
+                quota.why = why;
             controller.abort('quota');
+        }
     }
     const happened = {
         stop: controller.signal.aborted ? controller.signal.reason : undefined,
         timeoutMs: environment.timeoutMs,
         quotaBytes: config.workspaces.quotaBytes,
+        quotaWhy: quota?.why,
         ended,
         limit: sandbox?.exceeded()
     };
@@ -13225,7 +14435,7 @@ async function executeRun(options) {
             store,
             run,
             outputs,
-            workspace: workspace && readable ? { changed, patch: () => workspace.patch() } : undefined,
+            workspace: workspace && readable ? { changed, patch: max => workspace.patch(max) } : undefined,
             maxPatchBytes: config.workspaces.maxPatchBytes,
             record
         }).catch(error => {
@@ -13327,9 +14537,9 @@ async function execute_publish({ run, environment, store, record, sessionLink },
 // The store's and the disk's housekeeping, on timers of the pool: failing runs whose worker died
 // (at start-up, and whenever a lease expires), pruning finished runs past retention, and removing
 // finished workspaces past theirs. Every node does the first two, API-only nodes too: the node
-// that held a lease may never come back. Under workspaces.min_free it also frees the shared
-// checkouts and setup layers no workspace uses, looking again only when something could have
-// become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
+// that held a lease may never come back. Under workspaces.min_free (or min_free_inodes) it also
+// frees the shared checkouts and setup layers no workspace uses, looking again only when something
+// could have become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
 
 
 
@@ -13412,16 +14622,25 @@ const removals = new Map();
  */
 const nothingLeft = new Map();
 /**
- * When the data dir's file system has less free space than workspaces.min_free, removes unused
- * shared checkouts and kept setup layers (no run mounted on them, no retained workspace over
- * them), least recently used first, until it has enough again; logs what it freed, and once
- * (until free space is back) that nothing is left to free. The pool calls it before it decides
+ * When the data dir's file system has less free space than workspaces.min_free (or fewer free
+ * inodes than workspaces.min_free_inodes: a checkout of many files gives back as many), removes
+ * unused shared checkouts and kept setup layers (no run mounted on them, no retained workspace
+ * over them), least recently used first, until it has enough again; logs what it freed, and once
+ * (until space is back) that nothing is left to free. The pool calls it before it decides
  * whether to claim runs, so the cache gives way before the node stops.
  */
 async function freeSpaceForRuns(config, active, log) {
     const { dataDir } = config;
-    const enough = () => (freeBytes(dataDir) ?? Number.POSITIVE_INFINITY) >= config.workspaces.minFreeBytes;
-    if (enough()) {
+    const { minFreeBytes, minFreeInodes } = config.workspaces;
+    const shortOf = () => [
+        (freeBytes(dataDir) ?? Infinity) < minFreeBytes && 'less free space than workspaces.min_free',
+        (freeInodes(dataDir) ?? Infinity) < minFreeInodes && 'fewer free inodes than workspaces.min_free_inodes'
+    ]
+        .filter(Boolean)
+        .join(' and ');
+    const enough = () => shortOf() === '';
+    const short = shortOf();
+    if (!short) {
         nothingLeft.delete(dataDir);
         return;
     }
@@ -13439,10 +14658,11 @@ async function freeSpaceForRuns(config, active, log) {
         log.warn({
             freed: freed.map(entry => entry.name),
             freed_bytes: freed.reduce((sum, entry) => sum + entry.bytes, 0),
-            free_bytes: freeBytes(dataDir)
-        }, `less free space than workspaces.min_free: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`);
+            free_bytes: freeBytes(dataDir),
+            free_inodes: freeInodes(dataDir)
+        }, `${short}: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`);
     else if (!last)
-        log.warn({ data_dir: dataDir, free_bytes: freeBytes(dataDir) }, `less free space than workspaces.min_free and no unused shared checkout or setup layer left to remove: ${later}`);
+        log.warn({ data_dir: dataDir, free_bytes: freeBytes(dataDir), free_inodes: freeInodes(dataDir) }, `${short} and no unused shared checkout or setup layer left to remove: ${later}`);
     if (after)
         nothingLeft.delete(dataDir);
     else
@@ -13757,14 +14977,14 @@ class WorkerPool {
                 this.pumpAgain = false;
                 await this.settleUncertainClaims();
                 if (!this.draining && this.active.size < this.config.workers)
-                    await freeSpaceForRuns(this.config, new Set(this.active.keys()), this.log);
+                    await freeSpaceForRuns(this.config, await this.inUse(), this.log);
                 while (!this.draining &&
                     this.active.size < this.config.workers &&
                     !freeSpaceProblem(this.config, this.log)) {
                     const owner = `${this.owner}/${++this.claims}`;
                     let run;
                     try {
-                        run = await this.store.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), pool_now());
+                        run = await this.store.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), pool_now(), this.config.limits.maxRunningRunsPerTeam);
                     }
                     catch (error) {
                         if (error instanceof StoreUnavailableError)
@@ -13876,7 +15096,15 @@ class WorkerPool {
     sweep() {
         if (this.draining)
             return Promise.resolve();
-        return this.track(sweepFinishedWorkspaces(this.config, new Set(this.active.keys()), this.log));
+        return this.track(this.inUse().then(inUse => sweepFinishedWorkspaces(this.config, inUse, this.log)));
+    }
+    /**
+     * The runs whose files must stay as they are: those running here, and those a run (of any node)
+     * holds while it reads them (a conversation_id start). Throws when the store cannot say, so no
+     * sweep removes what a hold protects.
+     */
+    async inUse() {
+        return new Set([...this.active.keys(), ...(await this.store.heldRuns())]);
     }
 }
 function pool_now() {
@@ -14004,7 +15232,7 @@ class Scheduler {
             creator_uid: schedule.created_by.uid,
             creator_name: schedule.created_by.display_name,
             created_at: new Date(nowMs).toISOString()
-        }, { key, requestHash: key }, this.config.limits.maxQueuedRuns);
+        }, { key, requestHash: key }, this.config.limits.maxQueuedRuns, this.config.limits.maxQueuedRunsPerTeam);
         if (result.kind === 'created' || result.kind === 'replayed') {
             await this.store.schedules.recordFire(id, due, {
                 nextRunMs: next,
@@ -14013,9 +15241,12 @@ class Scheduler {
             });
             return;
         }
+        const { maxQueuedRuns, maxQueuedRunsPerTeam } = this.config.limits;
         await record(result.kind === 'queue_full'
-            ? `the fire at ${dueAt} started no run: the queue holds ${this.config.limits.maxQueuedRuns} runs, its limit`
-            : `the fire at ${dueAt} started no run: its idempotency key ${key} was used by another request`);
+            ? `the fire at ${dueAt} started no run: the queue holds ${maxQueuedRuns} runs, its limit`
+            : result.kind === 'team_queue_full'
+                ? `the fire at ${dueAt} started no run: the team's queued runs reached its limit, limits.max_queued_runs_per_team: ${maxQueuedRunsPerTeam}`
+                : `the fire at ${dueAt} started no run: its idempotency key ${key} was used by another request`);
     }
 }
 /** The due time (ms) of the fire that started a run; 0 for runs no schedule started. */
@@ -14026,11 +15257,13 @@ function scheduledFor(run) {
 
 ;// CONCATENATED MODULE: ./src/executor/serve.ts
 // The executor as one process, wired in one place: the start-up checks (startup.ts), the data
-// dir's lock (one process per role and data dir), the store,
+// dir made private (private-files.ts) and its lock (one process per role and data dir), the store,
 // the server (server/app.ts) listening on its port, the worker pool and the heartbeat, and the
 // order they stop in. A node's role picks the parts: `all` (both), `api` (the API; it runs
 // nothing), `worker` (runs work; it serves only /healthz, /readyz and the API's description).
 // The CLI's `serve` and the tests' in-process executors both start here.
+
+
 
 
 
@@ -14061,9 +15294,19 @@ async function serverContext(config, store, publicUrl) {
  */
 async function startExecutor(config, options = {}) {
     const role = options.role ?? 'all';
+    // No sandbox path may show runs the data dir, whatever the role.
+    checkSandboxPaths(config);
+    // A config file kept under /etc would show in every reader sandbox: it is hidden there, as in runs.
+    if (config.configFile)
+        hideFromReaders([config.configFile]);
+    // Before anything is made in it (the checks' overlay probe, the store): under any umask, what
+    // the executor makes there is in a directory no other user can enter.
+    const tightened = privateDir(config.dataDir);
     // A node that runs work refuses configuration every run would fail on, and environments it
     // cannot confine (unless they say `sandbox: off`).
     const { warnings, notes } = checkStartup(config, role, { environments: options.checkEnvironments });
+    if (tightened)
+        warnings.unshift(tightened);
     const release = options.lockDataDir ? lockDataDir(config.dataDir, role) : () => undefined;
     let store;
     try {
@@ -14097,9 +15340,8 @@ function lockDataDir(dataDir, role) {
                 'stop it or use another --data-dir');
         }
     }
-    (0,external_node_fs_.mkdirSync)(dataDir, { recursive: true });
     const path = lockOf(role);
-    (0,external_node_fs_.writeFileSync)(path, `${process.pid}\n`);
+    writePrivateFile(path, `${process.pid}\n`);
     // Also on an exit without a stop (a second Ctrl-C).
     const release = () => {
         process.removeListener('exit', release);
