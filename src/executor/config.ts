@@ -43,6 +43,11 @@ export interface ExecutorConfig {
   port: number;
   /** Base of session links; defaults to the address the server listens on. */
   publicUrl?: string;
+  /**
+   * Who may open a session page: anyone holding its link (`link`), or only a dashboard sign-in
+   * of the run's team that also holds the link (`sign-in`).
+   */
+  sessionPages: 'link' | 'sign-in';
   dataDir: string;
   /** The config file read, hidden from runs' sandboxes. */
   configFile?: string;
@@ -192,7 +197,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'min_free_inodes',
     'cache_size'
   ]);
-  r.known(server, 'server', ['host', 'port', 'public_url']);
+  r.known(server, 'server', ['host', 'port', 'public_url', 'session_pages']);
   const limits = r.object(root.limits, 'limits');
   r.known(limits, 'limits', [
     'max_body_bytes',
@@ -223,6 +228,12 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     host: r.string(server.host, 'server.host', '127.0.0.1'),
     port: r.int(server.port, 'server.port', 8080, 0, 65535),
     publicUrl: r.url(server.public_url, 'server.public_url'),
+    sessionPages: r.oneOf<'link' | 'sign-in'>(
+      server.session_pages,
+      'server.session_pages',
+      ['link', 'sign-in'],
+      'link'
+    ),
     dataDir,
     store,
     workers,

@@ -2,14 +2,17 @@
 // every piece of run content), and the downloads of that run's artifacts the page links to. The
 // token (an HMAC of the run id) is the access check for both, made by the session tree's hook
 // (register.ts); a wrong or missing token answers 404, like a run that does not exist, and an
-// artifact of another run is not found either.
+// artifact of another run is not found either. With `server.session_pages: sign-in` the link
+// alone is not enough: the browser must also be signed in to the dashboard with a key of the run's
+// team (a link posted publicly then shows nothing to strangers).
 
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { StoredRun } from '../../store/types.js';
 import type { ServerContext } from '../context.js';
 import { boundedEvents } from '../bounded-events.js';
 import { ProblemError } from '../problem.js';
 import { renderSession } from '../session-page.js';
+import { viewerOf } from '../dashboard/session.js';
 import type { Handlers } from './register.js';
 
 export function sessionHandlers(context: ServerContext): Handlers<'getSession' | 'getSessionArtifact'> {
@@ -19,13 +22,31 @@ export function sessionHandlers(context: ServerContext): Handlers<'getSession' |
     if (!run) throw new ProblemError('not_found', 'no session with this id and token');
     return run;
   };
+  /**
+   * With session_pages: sign-in, whether the browser is signed in as the run's team: false after
+   * answering (a redirect to sign in, or 404 for another team's sign-in, as for a wrong token).
+   */
+  const admitted = async (request: FastifyRequest, reply: FastifyReply, run: StoredRun): Promise<boolean> => {
+    if (context.config.sessionPages !== 'sign-in') return true;
+    const viewer = await viewerOf(context.store, request);
+    if (viewer?.team === run.team) return true;
+    if (viewer) throw new ProblemError('not_found', 'no session with this id and token');
+    await reply
+      .code(303)
+      .header('location', `/?next=${encodeURIComponent(request.url)}`)
+      .header('cache-control', 'no-store')
+      .send();
+    return false;
+  };
   return {
     getSession: async (request, reply) => {
       const run = await sessionRun(request.params.run_id);
+      if (!(await admitted(request, reply, run))) return reply;
       return sendSessionPage(context, run, String(request.query.token), reply);
     },
     getSessionArtifact: async (request, reply) => {
       const run = await sessionRun(request.params.run_id);
+      if (!(await admitted(request, reply, run))) return reply;
       return sendSessionArtifact(context, run, request.params.artifact_uid, reply);
     }
   };
