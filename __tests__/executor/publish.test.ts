@@ -10,7 +10,7 @@ import { chmodSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { repositoryOf } from '../../src/executor/workspace/pull-request.js';
 import { GitHubServer } from '../support/github-server.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';

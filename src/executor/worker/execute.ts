@@ -6,7 +6,7 @@
 
 import { publishChanges } from '../workspace/publish.js';
 import type { Workspace } from '../workspace/workspace.js';
-import type { EnvironmentConfig } from '../config.js';
+import type { EnvironmentConfig } from '../config/config.js';
 import type { StoredRun } from '../store/types.js';
 import {
   type AgentOutcome,

@@ -7,7 +7,7 @@
 // through the environment of that one push process, which reads no config the agent wrote.
 
 import { randomUUID } from 'node:crypto';
-import { isRemoteSource } from '../config.js';
+import { isRemoteSource } from '../config/config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type PrivateRepository, privateGit, redactUrls, sourceGit } from './git.js';
 import type { PublishConfig } from './publish-config.js';
