@@ -11,7 +11,7 @@ import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config/config.js';
-import { repositoryOf } from '../../src/executor/workspace/pull-request.js';
+import { repositoryOf } from '../../src/executor/publish/pull-request.js';
 import { GitHubServer } from '../support/github-server.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';

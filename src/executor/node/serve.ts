@@ -14,7 +14,7 @@ import { type Role, buildApp } from '../server/app.js';
 import { RateLimiter } from '../server/auth.js';
 import { ChangeHub } from '../server/changes.js';
 import type { ServerContext } from '../server/context.js';
-import { startHeartbeat } from '../server/heartbeat.js';
+import { startHeartbeat } from '../telemetry/heartbeat.js';
 import { SessionLinks } from '../server/records.js';
 import { privateDir, writePrivateFile } from '../sandbox/private-files.js';
 import { checkSandboxPaths, checkStartup } from './startup.js';
