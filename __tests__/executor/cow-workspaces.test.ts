@@ -17,7 +17,7 @@ import {
   writeFileSync
 } from 'node:fs';
 import { join } from 'node:path';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { createWorkspace, sweepWorkspaces } from '../../src/executor/workspace/workspace.js';
 import { forgetVerified, mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
 import { checkoutWhole, sharedCheckout } from '../../src/executor/workspace/shared-checkout.js';

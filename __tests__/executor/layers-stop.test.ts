@@ -9,7 +9,7 @@ import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { RunStore } from '../../src/executor/store/types.js';
 import { WorkerPool } from '../../src/executor/worker/pool.js';

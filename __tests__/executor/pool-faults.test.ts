@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import { type RunStore, StoreUnavailableError } from '../../src/executor/store/types.js';
 import { WorkerPool } from '../../src/executor/worker/pool.js';

@@ -3,7 +3,7 @@
 // keyword is directly followed by a reference any more.
 
 import { describe, expect, it } from '@jest/globals';
-import { neutralizePlain, plainFields } from '../../src/executor/workspace/pr-text.js';
+import { neutralizePlain, plainFields } from '../../src/executor/publish/pr-text.js';
 import { runSourceChild, sourcePath } from '../support/source-child.js';
 
 const STILL_CLOSES = /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s*(?:[\w.-]+\/[\w.-]+)?(#\d|gh-\d)/i;
@@ -39,7 +39,7 @@ describe('an answer with a keyword then a long run of spaces', () => {
   // keyword's pattern backtrack in quadratic time: about an hour for a 1 MiB answer, with every
   // run, request and lease of the node held meanwhile. Read in a child so a hang fails the test.
   it('is neutralised at once', async () => {
-    const script = `import { markdownFields, plainFields } from ${JSON.stringify(sourcePath('src/executor/workspace/pr-text.ts'))};
+    const script = `import { markdownFields, plainFields } from ${JSON.stringify(sourcePath('src/executor/publish/pr-text.ts'))};
 let result = '';
 process.stdin.on('data', chunk => (result += chunk));
 process.stdin.on('end', () => {

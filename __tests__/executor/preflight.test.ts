@@ -4,8 +4,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, parseConfig } from '../../src/executor/config.js';
-import { environmentProblems } from '../../src/executor/startup.js';
+import { ConfigError, parseConfig } from '../../src/executor/config/config.js';
+import { environmentProblems } from '../../src/executor/node/startup.js';
 import { tempDir } from '../support/executor.js';
 
 const PATH = { PATH: '/usr/bin:/bin' };

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EnvironmentConfig } from '../../src/executor/config.js';
+import type { EnvironmentConfig } from '../../src/executor/config/config.js';
 import { prepareOutputs, readOutputFile } from '../../src/executor/worker/outputs.js';
 import { unmountAll } from '../../src/executor/workspace/layers.js';
 import { createWorkspace } from '../../src/executor/workspace/workspace.js';

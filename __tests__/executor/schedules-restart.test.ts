@@ -3,7 +3,7 @@
 // the missed time once (catch_up) or skips it (catch_up: false), by itself, on its own ticks.
 
 import { expect, it } from '@jest/globals';
-import { type Executor, startExecutor } from '../../src/executor/serve.js';
+import { type Executor, startExecutor } from '../../src/executor/node/serve.js';
 import type { RunStore } from '../../src/executor/store/types.js';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';

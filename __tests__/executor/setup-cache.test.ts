@@ -15,12 +15,12 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { createWorkspace, sweepWorkspaces } from '../../src/executor/workspace/workspace.js';
 import { mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
 import { freeSpaceForRuns } from '../../src/executor/worker/maintenance.js';
 import { forgetVerifiedSetups } from '../../src/executor/workspace/setup-layers.js';
-import { checkStartup } from '../../src/executor/startup.js';
+import { checkStartup } from '../../src/executor/node/startup.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { eventually } from '../support/eventually.js';
 import { waitForState } from '../support/wait.js';

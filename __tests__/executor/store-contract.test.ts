@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { issueKey, hashKey } from '../../src/executor/keys.js';
+import { issueKey, hashKey } from '../../src/executor/store/keys.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../src/executor/store/migrations.js';
 import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { Scheduler } from '../../src/executor/schedules/scheduler.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { TERMINAL_STATES } from '../../src/api/index.js';
 import { AgentRunClient, type ProgressItem, RunFollower } from '../../src/client/index.js';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';
 

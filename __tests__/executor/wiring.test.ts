@@ -1,6 +1,7 @@
 // The executor's wiring stays untangled: no import cycle anywhere in src/ (type-only imports
-// count too: a cycle of types is a cycle of ideas), and an agent kind cannot start a process
-// around the run's sandbox (the lint refuses node:child_process and the spawner under agents/).
+// count too: a cycle of types is a cycle of ideas), no import in src/executor/ that climbs the
+// layer order (src/executor/layers.json, which the lint reads too), and an agent kind cannot start
+// a process around the run's sandbox (the lint refuses node:child_process and the spawner under agents/).
 
 import { describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
@@ -17,9 +18,9 @@ function importGraph(root: string): Map<string, string[]> {
       if (statSync(path).isDirectory()) walk(path);
       else if (path.endsWith('.ts')) {
         const text = readFileSync(path, 'utf8');
-        const targets = [...text.matchAll(/\b(?:import|export)\s[^;]*?\bfrom\s+'(\.[^']+)'/gs)].map(match =>
-          resolve(dirname(path), match[1]!.replace(/\.js$/, '.ts'))
-        );
+        const targets = [
+          ...text.matchAll(/\b(?:import|export)\s[^;]*?\bfrom\s+'(\.[^']+)'|\bimport\(\s*'(\.[^']+)'\s*\)/gs)
+        ].map(match => resolve(dirname(path), (match[1] ?? match[2])!.replace(/\.js$/, '.ts')));
         graph.set(path, targets);
       }
     }
@@ -81,6 +82,107 @@ describe('import cycles', () => {
 
   it('src/ has none', () => {
     expect(importCycles(resolve('src'))).toEqual([]);
+  });
+});
+
+/** The executor's layer order: floors bottom-up, each a list of rooms (a folder, or a file lower than its folder). */
+const LAYERS = JSON.parse(readFileSync(resolve('src/executor/layers.json'), 'utf8')) as {
+  floors: string[][];
+};
+
+/** The room of `file` (relative to the root) and its floor: the longest entry naming it or a folder holding it. */
+function roomOf(file: string, floors: string[][]): { room: string; floor: number } | undefined {
+  let found: { room: string; floor: number } | undefined;
+  floors.forEach((rooms, floor) => {
+    for (const room of rooms) {
+      const holds = room.endsWith('.ts') ? file === room : file.startsWith(`${room}/`);
+      if (holds && (!found || room.length > found.room.length)) found = { room, floor };
+    }
+  });
+  return found;
+}
+
+/**
+ * What breaks the layer order of `root`: each import from a room to another room on its own floor or
+ * above (`a.ts -> b.ts (a floor 2, b floor 5)`), and each file no room holds (`no room: c.ts`).
+ */
+function layerProblems(root: string, floors: string[][]): string[] {
+  const problems: string[] = [];
+  for (const [path, targets] of importGraph(root)) {
+    const file = relative(root, path);
+    const from = roomOf(file, floors);
+    if (!from) {
+      problems.push(`no room: ${file}`);
+      continue;
+    }
+    for (const target of targets) {
+      const to = roomOf(relative(root, target), floors);
+      if (!to || to.room === from.room || to.floor < from.floor) continue;
+      problems.push(
+        `${file} -> ${relative(root, target)} (${from.room} floor ${from.floor + 1}, ${to.room} floor ${to.floor + 1})`
+      );
+    }
+  }
+  return problems.sort();
+}
+
+describe('the layer order', () => {
+  it('finds an import that climbs, one between rooms of a floor, and a file in no room', () => {
+    const dir = tempDir('layers-');
+    for (const room of ['store', 'config', 'worker', 'server']) mkdirSync(join(dir, room));
+    const floors = [['store'], ['config/reader.ts'], ['config'], ['worker', 'server']];
+    writeFileSync(join(dir, 'config', 'reader.ts'), 'export const r = 1;\n');
+    writeFileSync(
+      join(dir, 'config', 'config.ts'),
+      "import { r } from './reader.js';\nexport const c = r;\n"
+    );
+    writeFileSync(
+      join(dir, 'store', 'sql.ts'),
+      "import type { c } from '../config/config.js';\nexport const s = 1;\n"
+    );
+    writeFileSync(
+      join(dir, 'worker', 'pool.ts'),
+      "import { s } from '../store/sql.js';\nexport const p = s;\n"
+    );
+    writeFileSync(join(dir, 'server', 'app.ts'), "export const a = import('../worker/pool.js');\n");
+    writeFileSync(join(dir, 'loose.ts'), 'export const l = 1;\n');
+    expect(layerProblems(dir, floors)).toEqual([
+      'no room: loose.ts',
+      'server/app.ts -> worker/pool.ts (server floor 4, worker floor 4)',
+      'store/sql.ts -> config/config.ts (store floor 1, config floor 3)'
+    ]);
+  });
+
+  it('src/executor/ keeps it: every file in a room, every import going down', () => {
+    expect(layerProblems(resolve('src/executor'), LAYERS.floors)).toEqual([]);
+  });
+
+  it('the lint reads the same table: it refuses an import that climbs and lets one go down', () => {
+    const lint = (file: string, text: string) =>
+      spawnSync(
+        process.execPath,
+        [resolve('node_modules/eslint/bin/eslint.js'), '--stdin', '--stdin-filename', file],
+        { input: text, encoding: 'utf8' }
+      );
+    const climbing = lint('src/executor/store/probe.ts', "export { WorkerPool } from '../worker/pool.js';\n");
+    expect(climbing.status).toBe(1);
+    expect(climbing.stdout).toMatch(/store is on floor 3 and worker on floor 9/);
+    const across = lint('src/executor/server/probe.ts', "export { WorkerPool } from '../worker/pool.js';\n");
+    expect(across.status).toBe(1);
+    expect(across.stdout).toMatch(/server is on floor 9 and worker on floor 9/);
+    const down = lint(
+      'src/executor/agents/probe.ts',
+      "export { show } from '../config/config-reader.js';\nexport type { RunStore } from '../store/types.js';\n"
+    );
+    expect(down.stdout).toBe('');
+    expect(down.status).toBe(0);
+  });
+
+  it('names each room once, and each folder room exists', () => {
+    const rooms = LAYERS.floors.flat();
+    expect(new Set(rooms).size).toBe(rooms.length);
+    for (const room of rooms)
+      expect(statSync(resolve('src/executor', room)).isDirectory()).toBe(!room.endsWith('.ts'));
   });
 });
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateKey } from '../../src/executor/keys.js';
+import { generateKey } from '../../src/executor/store/keys.js';
 import { type ExecutorProcess, createKeyWithCli, spawnExecutor, tempDir } from '../support/executor.js';
 import { type ActionRun, runAction } from '../support/runner.js';
 

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from '@jest/globals';
 import { bwrapArgs } from '../../src/executor/sandbox/bwrap.js';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 
 const env = (sandbox: unknown) => ({ environments: [{ id: 'e', source: '/tmp', sandbox }] });
 

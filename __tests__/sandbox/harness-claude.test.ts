@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { checkHarnessClis } from '../../src/executor/harness-startup.js';
-import { environmentProblems } from '../../src/executor/startup.js';
+import { checkHarnessClis } from '../../src/executor/node/harness-startup.js';
+import { environmentProblems } from '../../src/executor/node/startup.js';
 import { installCli } from '../support/agent-clis.js';
 import {
   type AnthropicStub,

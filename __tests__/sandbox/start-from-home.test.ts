@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { chmodSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { issueKey } from '../../src/executor/keys.js';
+import { issueKey } from '../../src/executor/store/keys.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import { removeTree } from '../../src/executor/workspace/remove.js';
 import { type ExecutorProcess, spawnExecutor, tempDir } from '../support/executor.js';

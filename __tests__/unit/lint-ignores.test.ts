@@ -20,15 +20,17 @@ function lintProject(): string {
     '.gitignore',
     '.prettierignore',
     'package.json',
-    '.prettierrc.json'
+    '.prettierrc.json',
+    'src/executor/layers.json'
   ])
     try {
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
       copyFileSync(join(ROOT, file), join(dir, file));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  mkdirSync(join(dir, 'src'));
+  mkdirSync(join(dir, 'src'), { recursive: true });
   writeFileSync(join(dir, 'src', 'ok.ts'), "export const ok = 'fine';\n");
   return dir;
 }

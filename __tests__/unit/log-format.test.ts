@@ -2,7 +2,7 @@
 // run or a client never reaches the terminal as a control sequence.
 import { describe, expect, it } from '@jest/globals';
 import pino from 'pino';
-import { logStream } from '../../src/executor/server/log-format.js';
+import { logStream } from '../../src/executor/telemetry/log-format.js';
 
 describe('the text log format', () => {
   it('writes control characters of a message and of its fields as escapes', () => {

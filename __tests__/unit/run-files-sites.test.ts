@@ -68,19 +68,19 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     calls: { accessSync: 1, statSync: 1 },
     why: "the harness CLI's program at start-up (the operator's path)"
   },
-  'src/executor/config.ts': {
+  'src/executor/config/config.ts': {
     calls: { existsSync: 3, readFileSync: 1 },
     why: "the executor's config file and the environments' sources (the operator's)"
   },
-  'src/executor/harness-startup.ts': {
+  'src/executor/node/harness-startup.ts': {
     calls: { realpathSync: 2, spawnSync: 1 },
     why: "the harness CLIs' versions at start-up"
   },
-  'src/executor/serve.ts': {
+  'src/executor/node/serve.ts': {
     calls: { existsSync: 1, readFileSync: 1, rmSync: 1 },
     why: "the executor's own files in the data dir (no run writes there)"
   },
-  'src/executor/private-files.ts': {
+  'src/executor/sandbox/private-files.ts': {
     calls: {
       chmodSync: 3,
       closeSync: 2,
@@ -96,7 +96,7 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     calls: { existsSync: 1, readlinkSync: 1, realpathSync: 1 },
     why: "resolves the operator's sandbox.read/write paths at start-up (refused when they hold the data dir)"
   },
-  'src/executor/startup.ts': {
+  'src/executor/node/startup.ts': {
     calls: { existsSync: 1, statSync: 1 },
     why: "the environments' sources at start-up"
   },

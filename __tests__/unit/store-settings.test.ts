@@ -3,7 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/executor/config.js';
+import { ConfigError, loadConfig } from '../../src/executor/config/config.js';
 import { tempDir } from '../support/executor.js';
 
 function withConfig(text: string): string {

@@ -5,7 +5,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 
 type ActionMeta = { inputs: Record<string, { required?: boolean; default?: string }> };
 const actions: Record<string, ActionMeta> = {

@@ -28,7 +28,7 @@ async function start(): Promise<void> {
     console.error(wrongNodeMessage(process.version));
     process.exit(1);
   }
-  const { main } = await import('./cli.js');
+  const { main } = await import('./node/cli.js');
   process.exitCode = await main(process.argv.slice(2));
 }
 

@@ -5,7 +5,7 @@
 
 import { mkdirSync, readFileSync, readdirSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import { PRIVATE_DIR_MODE, writePrivateFile } from '../private-files.js';
+import { PRIVATE_DIR_MODE, writePrivateFile } from './private-files.js';
 import { dataDirTag, sweepCgroups } from './cgroup.js';
 
 /**

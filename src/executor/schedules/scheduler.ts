@@ -15,7 +15,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isTerminalState } from '../../api/index.js';
-import type { ExecutorConfig } from '../config.js';
+import type { ExecutorConfig } from '../config/config.js';
 import type { StoredSchedule } from '../store/sql-schedules.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { nextFire } from './cron.js';

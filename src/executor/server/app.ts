@@ -6,7 +6,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { StoreUnavailableError } from '../store/types.js';
 import type { ServerContext } from './context.js';
-import { logStream } from './log-format.js';
+import { logStream } from '../telemetry/log-format.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { ProblemError, problemBody, sendProblem, writeClientError } from './problem.js';
 import { ENDPOINT_NAMES, ENDPOINTS } from '../../api/endpoints.js';

@@ -1,7 +1,7 @@
 // Bearer-key authentication and the per-key rate limit.
 
 import type { FastifyRequest } from 'fastify';
-import { hashKey, isWellFormedKey, sameHash } from '../keys.js';
+import { hashKey, isWellFormedKey, sameHash } from '../store/keys.js';
 import type { KeyRecord, RunStore } from '../store/types.js';
 import { ProblemError } from './problem.js';
 

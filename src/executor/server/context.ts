@@ -1,6 +1,6 @@
 // What the routes share: the store, the config, and the server's own moving parts.
 
-import type { ExecutorConfig } from '../config.js';
+import type { ExecutorConfig } from '../config/config.js';
 import type { RunStore } from '../store/types.js';
 import type { RateLimiter } from './auth.js';
 import type { ChangeHub } from './changes.js';

@@ -1,12 +1,12 @@
 // Executing one claimed run, start to end: its turns (steps.ts runs each up to its agent's end:
 // workspace, sandbox, quota watch, setup, agent), then the diff of what it changed, its outputs and
-// plan, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and
+// plan, and publishing it (publish/publish.ts) when the environment says so. The claim loop and
 // the lease belong to pool.ts; this module only gathers what happened to the run, and
 // runs/outcomes.ts decides its outcome, which the pool writes.
 
-import { publishChanges } from '../workspace/publish.js';
+import { publishChanges } from '../publish/publish.js';
 import type { Workspace } from '../workspace/workspace.js';
-import type { EnvironmentConfig } from '../config.js';
+import type { EnvironmentConfig } from '../config/config.js';
 import type { StoredRun } from '../store/types.js';
 import {
   type AgentOutcome,

@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ExecutorConfig } from '../config.js';
+import type { ExecutorConfig } from '../config/config.js';
 import type { RunStore } from '../store/types.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';

@@ -7,7 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
+import type { EnvironmentConfig, ExecutorConfig } from '../config/config.js';
 import {
   type Outcome,
   type RunChange,

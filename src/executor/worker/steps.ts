@@ -8,7 +8,7 @@ import { existsSync, lchownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
-import type { EnvironmentConfig, ExecutorConfig } from '../config.js';
+import type { EnvironmentConfig, ExecutorConfig } from '../config/config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
 import { MAX_OPEN_FILES } from '../sandbox/cgroup.js';

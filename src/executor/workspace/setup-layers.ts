@@ -30,7 +30,7 @@ import {
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import type { EnvironmentConfig } from '../config.js';
+import type { EnvironmentConfig } from '../config/config.js';
 import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
 import { mountPoints, options } from './mounts.js';
 

@@ -21,7 +21,7 @@ import {
   writeFileSync
 } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { type EnvironmentConfig, isRemoteSource } from '../config.js';
+import { type EnvironmentConfig, isRemoteSource } from '../config/config.js';
 import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
 import { giveTo } from '../sandbox/user.js';
 import { copyTree, markWorkspaces } from './copy.js';

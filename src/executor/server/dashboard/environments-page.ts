@@ -4,9 +4,9 @@
 // this store as their heartbeats report them, with their workers busy and free.
 
 import { formatDuration } from '../../../api/duration.js';
-import type { ExecutorConfig } from '../../config.js';
+import type { ExecutorConfig } from '../../config/config.js';
 import type { NodeReport, StoredRun } from '../../store/types.js';
-import { SILENT_AFTER_MS } from '../heartbeat.js';
+import { SILENT_AFTER_MS } from '../../telemetry/heartbeat.js';
 import { type Viewer, esc, page } from './html.js';
 
 function ago(ms: number): string {

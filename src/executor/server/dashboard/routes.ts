@@ -4,7 +4,7 @@
 // accepting Bearer keys only.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { KEY_PREFIX } from '../../keys.js';
+import { KEY_PREFIX } from '../../store/keys.js';
 import type { ServerContext } from '../context.js';
 import { boundedEvents } from '../bounded-events.js';
 import { ProblemError } from '../problem.js';

@@ -6,8 +6,8 @@
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ExecutorConfig } from '../../config.js';
-import { hashKey, isWellFormedKey, sameHash } from '../../keys.js';
+import type { ExecutorConfig } from '../../config/config.js';
+import { hashKey, isWellFormedKey, sameHash } from '../../store/keys.js';
 import type { RunStore } from '../../store/types.js';
 import type { Viewer } from './html.js';
 

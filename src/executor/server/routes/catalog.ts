@@ -4,7 +4,7 @@
 // source: a source that is a URL loses its user and password here.
 
 import type { EnvironmentRecord, ListModelsResponse } from '../../../api/schedules.js';
-import type { EnvironmentConfig } from '../../config.js';
+import type { EnvironmentConfig } from '../../config/config.js';
 import type { ServerContext } from '../context.js';
 import type { Handlers } from './register.js';
 

@@ -10,7 +10,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
-import { PRIVATE_DIR_MODE, privateFile, tightenFile } from '../../private-files.js';
+import { PRIVATE_DIR_MODE, privateFile, tightenFile } from '../../sandbox/private-files.js';
 import { SQLITE_MIGRATIONS } from '../migrations.js';
 
 export class SqliteConnection {

@@ -7,15 +7,15 @@
 import { spawnSync } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { EnvironmentConfig } from './config.js';
-import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './sandbox/bwrap.js';
-import { dropTo, runUser } from './sandbox/user.js';
-import { agentKindOf } from './agents/index.js';
-import { claudeCode } from './agents/harness/claude.js';
-import { codexHarness } from './agents/harness/codex.js';
-import { geminiHarness } from './agents/harness/gemini.js';
-import { type HarnessAgentConfig, findOnPath, programOf } from './agents/harness/input.js';
-import type { HarnessSpec } from './agents/harness/spec.js';
+import type { EnvironmentConfig } from '../config/config.js';
+import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from '../sandbox/bwrap.js';
+import { dropTo, runUser } from '../sandbox/user.js';
+import { agentKindOf } from '../agents/index.js';
+import { claudeCode } from '../agents/harness/claude.js';
+import { codexHarness } from '../agents/harness/codex.js';
+import { geminiHarness } from '../agents/harness/gemini.js';
+import { type HarnessAgentConfig, findOnPath, programOf } from '../agents/harness/input.js';
+import type { HarnessSpec } from '../agents/harness/spec.js';
 
 /** The specs by kind; the other harnesses join here as they are registered. */
 const SPECS: Record<string, HarnessSpec> = Object.fromEntries(

@@ -7,13 +7,13 @@
 // through the environment of that one push process, which reads no config the agent wrote.
 
 import { randomUUID } from 'node:crypto';
-import { isRemoteSource } from '../config.js';
+import { isRemoteSource } from '../config/config.js';
 import type { RunStore, StoredRun } from '../store/types.js';
-import { type PrivateRepository, privateGit, redactUrls, sourceGit } from './git.js';
-import type { PublishConfig } from './publish-config.js';
+import { type PrivateRepository, privateGit, redactUrls, sourceGit } from '../workspace/git.js';
+import type { PublishConfig } from '../config/publish-config.js';
 import { markdownFields, plainFields } from './pr-text.js';
 import { openPullRequest, repositoryOf } from './pull-request.js';
-import type { Workspace } from './workspace.js';
+import type { Workspace } from '../workspace/workspace.js';
 import { type AgentOutcome, publishFailed } from '../runs/outcomes.js';
 
 export interface PublishOptions {

@@ -5,14 +5,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { AGENT_KINDS, type AgentConfig } from './agents/index.js';
+import { AGENT_KINDS, type AgentConfig } from '../agents/index.js';
 import { ConfigReader, show } from './config-reader.js';
-import { type StoreSpec, StoreSpecError, parseStoreSpec } from './store/spec.js';
-import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from './sandbox/config.js';
-import { type PublishConfig, parsePublish } from './workspace/publish-config.js';
-import type { LogFormat } from './server/log-format.js';
+import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/spec.js';
+import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from '../sandbox/config.js';
+import { type PublishConfig, parsePublish } from './publish-config.js';
+import type { LogFormat } from '../telemetry/log-format.js';
 
-export type { AgentConfig } from './agents/index.js';
+export type { AgentConfig } from '../agents/index.js';
 
 export interface EnvironmentConfig {
   id: string;
@@ -34,7 +34,7 @@ export interface EnvironmentConfig {
   maxConcurrentRuns: number;
   /** How the run's processes are confined (sandbox/config.ts). */
   sandbox: SandboxConfig;
-  /** Where a run's changes are pushed, and the pull request opened (workspace/publish-config.ts). */
+  /** Where a run's changes are pushed, and the pull request opened (config/publish-config.ts). */
   publish?: PublishConfig;
 }
 

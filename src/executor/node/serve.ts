@@ -9,22 +9,22 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { ExecutorConfig } from './config.js';
-import { type Role, buildApp } from './server/app.js';
-import { RateLimiter } from './server/auth.js';
-import { ChangeHub } from './server/changes.js';
-import type { ServerContext } from './server/context.js';
-import { startHeartbeat } from './server/heartbeat.js';
-import { SessionLinks } from './server/records.js';
-import { privateDir, writePrivateFile } from './private-files.js';
+import type { ExecutorConfig } from '../config/config.js';
+import { type Role, buildApp } from '../server/app.js';
+import { RateLimiter } from '../server/auth.js';
+import { ChangeHub } from '../server/changes.js';
+import type { ServerContext } from '../server/context.js';
+import { startHeartbeat } from '../telemetry/heartbeat.js';
+import { SessionLinks } from '../server/records.js';
+import { privateDir, writePrivateFile } from '../sandbox/private-files.js';
 import { checkSandboxPaths, checkStartup } from './startup.js';
-import { hideFromReaders } from './sandbox/run-files.js';
-import { openStore } from './store/open.js';
-import type { RunStore } from './store/types.js';
-import { WorkerPool } from './worker/pool.js';
-import { Scheduler } from './schedules/scheduler.js';
+import { hideFromReaders } from '../sandbox/run-files.js';
+import { openStore } from '../store/open.js';
+import type { RunStore } from '../store/types.js';
+import { WorkerPool } from '../worker/pool.js';
+import { Scheduler } from '../schedules/scheduler.js';
 
-export type { Role } from './server/app.js';
+export type { Role } from '../server/app.js';
 
 export interface StartOptions {
   role?: Role;

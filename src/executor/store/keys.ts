@@ -4,7 +4,7 @@
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import type { KeyKind, RunStore } from './store/types.js';
+import type { KeyKind, RunStore } from './types.js';
 
 export type { KeyKind };
 

@@ -10,16 +10,21 @@
 // configuration error (sandbox/config.ts), before anything is made in the data dir.
 
 import { existsSync, statSync } from 'node:fs';
-import { agentKindOf } from './agents/index.js';
-import { show } from './config-reader.js';
-import { ConfigError, type EnvironmentConfig, type ExecutorConfig, isRemoteSource } from './config.js';
+import { agentKindOf } from '../agents/index.js';
+import { show } from '../config/config-reader.js';
+import {
+  ConfigError,
+  type EnvironmentConfig,
+  type ExecutorConfig,
+  isRemoteSource
+} from '../config/config.js';
 import { checkHarnessClis } from './harness-startup.js';
-import { checkBubblewrap } from './sandbox/bwrap.js';
-import { limitsProblem } from './sandbox/cgroup.js';
-import { sandboxPathProblems } from './sandbox/config.js';
-import { RunUserError, runUser } from './sandbox/user.js';
-import type { Role } from './server/app.js';
-import { layerMode, redactUrls } from './workspace/workspace.js';
+import { checkBubblewrap } from '../sandbox/bwrap.js';
+import { limitsProblem } from '../sandbox/cgroup.js';
+import { sandboxPathProblems } from '../sandbox/config.js';
+import { RunUserError, runUser } from '../sandbox/user.js';
+import type { Role } from '../server/app.js';
+import { layerMode, redactUrls } from '../workspace/workspace.js';
 
 /** Schemes git can fetch a source from; anything else is a typo, not a transport. */
 const SOURCE_SCHEMES = ['https', 'http', 'ssh', 'git', 'file'];

@@ -2,7 +2,7 @@
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
 // kinds read their own keys of `agent:` with it, and config.ts reads the agent kinds.
 
-import { parseDuration, showValue } from '../api/index.js';
+import { parseDuration, showValue } from '../../api/index.js';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 

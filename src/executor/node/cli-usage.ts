@@ -1,7 +1,7 @@
 // agent-executor's usage texts (the whole one, and one per command) and how its arguments split
 // into the command and the rest, so global options may come before the command or after it.
 
-import { AGENT_KINDS } from './agents/index.js';
+import { AGENT_KINDS } from '../agents/index.js';
 
 /** The package version this bundle was built from (a test compares it with package.json). */
 export const VERSION = '0.1.0';
