@@ -13,7 +13,7 @@ const EXECUTOR_FORBIDS = ['**/client/*', '**/action/*', '**/cli/*'];
  * The executor's layer order (src/executor/layers.json, floors bottom-up; the wiring test reads it
  * too): a rule per room refusing imports of the rooms on its own floor and above. Read from the
  * import's text, so it sees other rooms' folders; an import within one folder of a file entry that
- * stands higher (config/config-reader.ts importing ./config.js) is left to the wiring test.
+ * stands higher is left to the wiring test.
  */
 function layerRules() {
   const { floors } = JSON.parse(readFileSync(new URL('src/executor/layers.json', import.meta.url), 'utf8'));

@@ -4,7 +4,7 @@
 // to sign in and back; another team's sign-in gets the same 404 as a wrong token).
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { parseConfig } from '../../src/executor/config.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';
 
@@ -34,7 +34,11 @@ beforeAll(async () => {
     body: JSON.stringify({ prompt: '@sim result shown', config: { environment_id: 'local' } })
   });
   const { run_id } = (await created.json()) as { run_id: string };
-  const run = await waitForState<{ state: string; session_link?: string }>({ on: ex, key: keyA, id: run_id });
+  const run = await waitForState<{ run_id: string; state: string; session_link?: string }>({
+    on: ex,
+    key: keyA,
+    id: run_id
+  });
   link = run.session_link!;
 });
 afterAll(() => ex.stop(500));

@@ -19,7 +19,7 @@ jest.unstable_mockModule('@actions/core', () => core);
 jest.unstable_mockModule('@actions/github', () => fakeGitHubModule(repository));
 const { run } = await import('../../src/action/main.js');
 const { parseRecord } = await import('../../src/action/comment.js');
-const { markdownFields, plainFields } = await import('../../src/executor/workspace/pr-text.js');
+const { markdownFields, plainFields } = await import('../../src/executor/publish/pr-text.js');
 
 const KEY = 'test-key-0123456789';
 const ENV = [

@@ -7,7 +7,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { delimiter, isAbsolute, resolve } from 'node:path';
-import { show } from '../config/config-reader.js';
+import { show } from '../values/config-reader.js';
 import {
   type AgentConfig,
   type AgentContext,

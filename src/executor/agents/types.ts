@@ -4,7 +4,7 @@
 // only through its context's `processes`, which confines each one in the run's sandbox (the lint
 // forbids node:child_process in this folder).
 
-import type { ConfigReader } from '../config/config-reader.js';
+import type { ConfigReader } from '../values/config-reader.js';
 import type { Processes } from '../sandbox/spawn.js';
 import type { Outcome } from '../store/types.js';
 

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { AGENT_KINDS, type AgentConfig } from '../agents/index.js';
-import { ConfigReader, show } from './config-reader.js';
+import { ConfigReader, show } from '../values/config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/spec.js';
 import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from '../sandbox/config.js';
 import { type PublishConfig, parsePublish } from './publish-config.js';

@@ -2,7 +2,7 @@
 // opens a pull request. Its own module beside publish.ts so that config.ts only calls it; every
 // default of the issue lives here, and each mistake is named with its key and the expected form.
 
-import { type ConfigReader, show } from './config-reader.js';
+import { type ConfigReader, show } from '../values/config-reader.js';
 
 export interface PullRequestConfig {
   /** owner/name; from the remote URL when it is a GitHub URL. */

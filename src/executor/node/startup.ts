@@ -11,7 +11,7 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { agentKindOf } from '../agents/index.js';
-import { show } from '../config/config-reader.js';
+import { show } from '../values/config-reader.js';
 import {
   ConfigError,
   type EnvironmentConfig,

@@ -10,7 +10,7 @@
 //     max_cost_usd: 2.5              # optional; a run that costs more is stopped (budget_exceeded)
 
 import { accessSync, constants, statSync } from 'node:fs';
-import { show } from '../../config/config-reader.js';
+import { show } from '../../values/config-reader.js';
 import { type AgentKind, agentKind } from '../types.js';
 import { runHarness } from './harness.js';
 import { type HarnessAgentConfig, findOnPath } from './input.js';
