@@ -1,8 +1,8 @@
-export const id = 685;
-export const ids = [685];
+export const id = 899;
+export const ids = [899];
 export const modules = {
 
-/***/ 78685:
+/***/ 81899:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -425,7 +425,7 @@ var external_node_fs_ = __webpack_require__(73024);
 var external_node_string_decoder_ = __webpack_require__(46193);
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __webpack_require__(76760);
-;// CONCATENATED MODULE: ./src/executor/config-reader.ts
+;// CONCATENATED MODULE: ./src/executor/values/config-reader.ts
 // Typed reads of a parsed YAML config that record a problem (key, value, expected form) instead of
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
 // kinds read their own keys of `agent:` with it, and config.ts reads the agent kinds.
@@ -2421,7 +2421,7 @@ function agentKindOf(kind) {
     return AGENT_KINDS.get(kind);
 }
 
-;// CONCATENATED MODULE: ./src/executor/cli-usage.ts
+;// CONCATENATED MODULE: ./src/executor/node/cli-usage.ts
 // agent-executor's usage texts (the whole one, and one per command) and how its arguments split
 // into the command and the rest, so global options may come before the command or after it.
 
@@ -2881,7 +2881,7 @@ function sandboxPathProblems(environments, dataDir, configFile) {
     return problems;
 }
 
-;// CONCATENATED MODULE: ./src/executor/workspace/publish-config.ts
+;// CONCATENATED MODULE: ./src/executor/config/publish-config.ts
 // The `publish:` key of an environment: where the executor pushes a run's changes and whether it
 // opens a pull request. Its own module beside publish.ts so that config.ts only calls it; every
 // default of the issue lives here, and each mistake is named with its key and the expected form.
@@ -2947,7 +2947,7 @@ function parsePublish(raw, at, r) {
     return config;
 }
 
-;// CONCATENATED MODULE: ./src/executor/config.ts
+;// CONCATENATED MODULE: ./src/executor/config/config.ts
 // The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
 // key, the value and the expected form. Without a file, one environment `local` serves the current
 // directory with the simulated agent.
@@ -3051,7 +3051,7 @@ function parseConfig(raw, base, where = 'config') {
         'min_free_inodes',
         'cache_size'
     ]);
-    r.known(server, 'server', ['host', 'port', 'public_url']);
+    r.known(server, 'server', ['host', 'port', 'public_url', 'session_pages']);
     const limits = r.object(root.limits, 'limits');
     r.known(limits, 'limits', [
         'max_body_bytes',
@@ -3084,6 +3084,7 @@ function parseConfig(raw, base, where = 'config') {
         host: r.string(server.host, 'server.host', '127.0.0.1'),
         port: r.int(server.port, 'server.port', 8080, 0, 65535),
         publicUrl: r.url(server.public_url, 'server.public_url'),
+        sessionPages: r.oneOf(server.session_pages, 'server.session_pages', ['link', 'sign-in'], 'link'),
         dataDir,
         store,
         workers,
@@ -3235,7 +3236,7 @@ function sourceOf(source, base) {
 var external_node_crypto_ = __webpack_require__(77598);
 // EXTERNAL MODULE: external "node:zlib"
 var external_node_zlib_ = __webpack_require__(38522);
-;// CONCATENATED MODULE: ./src/executor/keys.ts
+;// CONCATENATED MODULE: ./src/executor/store/keys.ts
 // API keys: `arx_` + 30 random base62 characters + a 6-character CRC32 checksum, so secret
 // scanners can recognise a leaked key and the server can refuse a mistyped one without a lookup.
 // Only the SHA-256 of a key is stored; keys are random enough that a fast hash is safe.
@@ -3352,7 +3353,7 @@ function artifactOf(row) {
     return artifact;
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/log-format.ts
+;// CONCATENATED MODULE: ./src/executor/telemetry/log-format.ts
 // Where the executor's log lines go and in which shape: pino's JSON lines for machines (a pipe, a
 // file, a log collector), or one readable line per record for a person watching a terminal. The
 // `log_format` config key chooses (auto: text when stderr is a terminal, JSON otherwise).
@@ -3700,7 +3701,7 @@ const JS = `'use strict';
 
 // EXTERNAL MODULE: external "node:os"
 var external_node_os_ = __webpack_require__(48161);
-;// CONCATENATED MODULE: ./src/executor/server/heartbeat.ts
+;// CONCATENATED MODULE: ./src/executor/telemetry/heartbeat.ts
 // Each executor process reports itself in the store every few seconds (its role, workers and how
 // many are busy), so the dashboard of any node can show every node and which went silent. A node
 // that stops cleanly removes its report; one that died stops reporting and shows as silent, and
@@ -6942,7 +6943,7 @@ function openApiDocument(serverUrl) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/executor/private-files.ts
+;// CONCATENATED MODULE: ./src/executor/sandbox/private-files.ts
 // The data dir is the executor's alone: its database holds every team's prompts and transcripts,
 // the keys' hashes and the secrets that sign session and artifact links. So the data dir is 0700
 // and each file the executor keeps in it (the database and SQLite's -wal and -shm beside it, the
@@ -8033,7 +8034,10 @@ ${view}
 // every piece of run content), and the downloads of that run's artifacts the page links to. The
 // token (an HMAC of the run id) is the access check for both, made by the session tree's hook
 // (register.ts); a wrong or missing token answers 404, like a run that does not exist, and an
-// artifact of another run is not found either.
+// artifact of another run is not found either. With `server.session_pages: sign-in` the link
+// alone is not enough: the browser must also be signed in to the dashboard with a key of the run's
+// team (a link posted publicly then shows nothing to strangers).
+
 
 
 
@@ -8045,13 +8049,36 @@ function sessionHandlers(context) {
             throw new ProblemError('not_found', 'no session with this id and token');
         return run;
     };
+    /**
+     * With session_pages: sign-in, whether the browser is signed in as the run's team: false after
+     * answering (a redirect to sign in, or 404 for another team's sign-in, as for a wrong token).
+     */
+    const admitted = async (request, reply, run) => {
+        if (context.config.sessionPages !== 'sign-in')
+            return true;
+        const viewer = await viewerOf(context.store, request);
+        if (viewer?.team === run.team)
+            return true;
+        if (viewer)
+            throw new ProblemError('not_found', 'no session with this id and token');
+        await reply
+            .code(303)
+            .header('location', `/?next=${encodeURIComponent(request.url)}`)
+            .header('cache-control', 'no-store')
+            .send();
+        return false;
+    };
     return {
         getSession: async (request, reply) => {
             const run = await sessionRun(request.params.run_id);
+            if (!(await admitted(request, reply, run)))
+                return reply;
             return sendSessionPage(context, run, String(request.query.token), reply);
         },
         getSessionArtifact: async (request, reply) => {
             const run = await sessionRun(request.params.run_id);
+            if (!(await admitted(request, reply, run)))
+                return reply;
             return sendSessionArtifact(context, run, request.params.artifact_uid, reply);
         }
     };
@@ -8587,7 +8614,7 @@ function checkBubblewrap(user) {
     return cached;
 }
 
-;// CONCATENATED MODULE: ./src/executor/harness-startup.ts
+;// CONCATENATED MODULE: ./src/executor/node/harness-startup.ts
 // The start-up look at each harness environment's CLI, for a node that runs work: the program is
 // found (agent.command, else the CLI's usual name on the PATH), it starts in a sandbox shaped like a
 // run's (as the run's user, nothing but its own file visible besides the system) and prints its
@@ -10533,7 +10560,7 @@ async function treeUsage(identity, dirs) {
     return result.code === 0 ? usage : { ...usage, unreadable: readerReason(result) };
 }
 
-;// CONCATENATED MODULE: ./src/executor/startup.ts
+;// CONCATENATED MODULE: ./src/executor/node/startup.ts
 // Every start-up check of a node, in one place; serve.ts runs them before it opens the store.
 // Configuration that parses but cannot work (a source directory that is not there, a misspelt URL
 // scheme, an agent program not on the PATH runs get, a listed variable that is not set) would fail
@@ -12791,7 +12818,7 @@ function textBlock(text, max = Infinity) {
     return { markup: `<pre>${escaped.slice(0, end)}…</pre>`, cut: true };
 }
 
-;// CONCATENATED MODULE: ./src/executor/workspace/pr-text.ts
+;// CONCATENATED MODULE: ./src/executor/publish/pr-text.ts
 // Text from a run that publishing writes into GitHub: the pull request's title and body and the
 // commit message. A run's answer and title may carry words a stranger steered the agent into
 // writing, and GitHub acts on some words wherever they appear: `@user` and `@org/team` notify
@@ -12834,7 +12861,7 @@ function markdownFields(fields, fromRun) {
     return safe;
 }
 
-;// CONCATENATED MODULE: ./src/executor/workspace/pull-request.ts
+;// CONCATENATED MODULE: ./src/executor/publish/pull-request.ts
 // Opening a pull request through the GitHub REST API (github.com or a GitHub Enterprise Server's
 // /api/v3), for publish.ts. Its own module because it speaks HTTP to GitHub while publish.ts
 // drives git; a failure comes back in GitHub's own words (its message and its errors' messages).
@@ -12894,7 +12921,7 @@ async function openPullRequest(request) {
     throw new Error(`the GitHub API at ${endpoint} answered ${response.status} (${words})`);
 }
 
-;// CONCATENATED MODULE: ./src/executor/workspace/publish.ts
+;// CONCATENATED MODULE: ./src/executor/publish/publish.ts
 // Publishing a run's changes after its agent succeeded: one commit of everything the agent changed
 // on top of the workspace's start, pushed as a new branch of the run, then (when configured) a pull
 // request through the GitHub REST API. The executor does it itself, so the work never depends on
@@ -14358,7 +14385,7 @@ function cachesSetup(environment, turn) {
 ;// CONCATENATED MODULE: ./src/executor/worker/execute.ts
 // Executing one claimed run, start to end: its turns (steps.ts runs each up to its agent's end:
 // workspace, sandbox, quota watch, setup, agent), then the diff of what it changed, its outputs and
-// plan, and publishing it (workspace/publish.ts) when the environment says so. The claim loop and
+// plan, and publishing it (publish/publish.ts) when the environment says so. The claim loop and
 // the lease belong to pool.ts; this module only gathers what happened to the run, and
 // runs/outcomes.ts decides its outcome, which the pool writes.
 
@@ -15255,7 +15282,7 @@ function scheduledFor(run) {
     return typeof extra.scheduled_for === 'string' ? Date.parse(extra.scheduled_for) : 0;
 }
 
-;// CONCATENATED MODULE: ./src/executor/serve.ts
+;// CONCATENATED MODULE: ./src/executor/node/serve.ts
 // The executor as one process, wired in one place: the start-up checks (startup.ts), the data
 // dir made private (private-files.ts) and its lock (one process per role and data dir), the store,
 // the server (server/app.ts) listening on its port, the worker pool and the heartbeat, and the
@@ -15408,7 +15435,7 @@ async function wire(config, store, role, warnings, notes, release, now) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/executor/cli.ts
+;// CONCATENATED MODULE: ./src/executor/node/cli.ts
 // agent-executor: serve, keys, environments.
 
 
