@@ -8730,9 +8730,10 @@ function readerArgs(identity, call) {
     args.push('--unshare-net', '--unshare-cgroup-try');
     if (identity.user) {
         // Made as root (it must reach the data dir's root-only folders to bind them), then setpriv
-        // below drops to the run's user for good: these capabilities are only for that step.
+        // below drops to the run's user for good: these capabilities are only for that step (and
+        // DAC_READ_SEARCH for entering the folder the program starts in).
         args.push('--cap-drop', 'ALL');
-        for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP'])
+        for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH'])
             args.push('--cap-add', cap);
     }
     else {
@@ -8751,12 +8752,12 @@ function readerArgs(identity, call) {
     return args;
 }
 /**
- * The command that becomes the run's user for good inside the reader (no groups, no capability,
- * none regained through a setuid file), under an address-space cap, then enters `cwd` (as that
- * user: a folder of the run's may be closed to root without its capabilities) and execs the program.
+ * The command that, inside the reader, sets the address-space cap, enters `cwd` and becomes the
+ * run's user for good (no groups, no capability, none regained through a setuid file) as it execs
+ * the program: one shell, then setpriv. The shell may enter a folder closed to root without its
+ * capabilities (a run's 0700 folder) by CAP_DAC_READ_SEARCH, which goes with the change of user.
  */
 function asUser(user, memoryKb, cwd) {
-    const enter = ['/bin/sh', '-c', 'cd -- "$1" || exit 125; shift; exec "$@"', 'sh', cwd];
     const drop = user
         ? [
             systemProgram('setpriv'),
@@ -8769,7 +8770,8 @@ function asUser(user, memoryKb, cwd) {
             '--'
         ]
         : [];
-    return ['/bin/sh', '-c', `ulimit -v ${memoryKb} || exit 125; exec "$@"`, 'sh', ...drop, ...enter];
+    const script = `ulimit -v ${memoryKb} || exit 125; cd -- "$1" || exit 125; shift; exec "$@"`;
+    return ['/bin/sh', '-c', script, 'sh', cwd, ...drop];
 }
 /**
  * Runs `call.program` as the run's user on the trees `call` names, and answers what it printed
@@ -13198,17 +13200,24 @@ function prepareOutputs(dataDir, runId, identity) {
     };
 }
 /**
- * What the reader says of the file before its bytes: the same refusals the executor made when it
- * opened the file itself (a link, not a regular file, a file with other names), now made by the
- * run's user in the reader sandbox, where a link could reach nothing of the host anyway.
+ * What the reader says of each file before its bytes: the same refusals the executor made when it
+ * opened the files itself (a link, not a regular file, a file with other names), now made by the
+ * run's user in the reader sandbox, where a link could reach nothing of the host anyway. For each
+ * `path max` pair it prints one line, `<verdict> <bytes that follow>`, then those bytes.
  */
 const READ_SCRIPT = [
-    'f=$1',
-    'if [ -L "$f" ]; then echo link; exit 0; fi',
-    'if [ ! -e "$f" ]; then echo absent; exit 0; fi',
-    'if [ ! -f "$f" ]; then echo special; exit 0; fi',
-    'if [ "$(stat -c %h -- "$f")" -gt 1 ]; then echo linked; exit 0; fi',
-    'echo read; exec head -c "$2" -- "$f"'
+    'while [ $# -ge 2 ]; do',
+    '  f=$1; max=$2; shift 2',
+    '  if [ -L "$f" ]; then echo "link 0"',
+    '  elif [ ! -e "$f" ]; then echo "absent 0"',
+    '  elif [ ! -f "$f" ]; then echo "special 0"',
+    '  elif [ "$(stat -c %h -- "$f")" -gt 1 ]; then echo "linked 0"',
+    '  else',
+    '    size=$(stat -c %s -- "$f") || exit 3',
+    '    [ "$size" -gt "$max" ] && size=$max',
+    '    echo "read $size"; head -c "$size" -- "$f" || exit 3',
+    '  fi',
+    'done'
 ].join('\n');
 const REFUSALS = {
     link: 'it is a symbolic link',
@@ -13216,28 +13225,47 @@ const REFUSALS = {
     linked: 'it has other hard links'
 };
 /**
- * Reads a file the agent may have written in its output folder, as the run's user in the reader
- * sandbox (run-files.ts): never through a symbolic link, only a regular file with no other name,
- * at most `max` bytes (the rest is left out).
+ * Reads files the agent may have written in its output folder, in one process as the run's user
+ * in the reader sandbox (run-files.ts): never through a symbolic link, only a regular file with no
+ * other name, at most `max` bytes of each (the rest is left out).
  */
-async function readOutputFile(outputs, path, max) {
+async function readOutputFiles(outputs, files) {
     const result = await asRunUser(outputs.identity, {
         read: [outputs.dir],
         program: '/bin/sh',
-        args: ['-c', READ_SCRIPT, 'sh', path, String(max)],
-        maxStdout: max + 16,
-        // A FIFO planted as the file blocks head: the reader's own time limit ends it.
+        args: ['-c', READ_SCRIPT, 'sh', ...files.flatMap(file => [file.path, String(file.max)])],
+        maxStdout: files.reduce((sum, file) => sum + file.max + 32, 0),
+        // A FIFO planted as a file is refused before it is opened; nothing here can block for long.
         timeoutMs: 30_000
     });
-    const newline = result.stdout.indexOf(0x0a);
-    const verdict = newline < 0 ? '' : result.stdout.toString('utf8', 0, newline);
-    if (verdict === 'absent')
-        return { kind: 'absent' };
-    if (REFUSALS[verdict])
-        return { kind: 'refused', why: REFUSALS[verdict] };
-    if (verdict !== 'read' || result.code !== 0)
-        return { kind: 'refused', why: `it cannot be read (${readerReason(result)})` };
-    return { kind: 'read', data: result.stdout.subarray(newline + 1, newline + 1 + max) };
+    const failed = () => ({ kind: 'refused', why: `it cannot be read (${readerReason(result)})` });
+    const reads = [];
+    let at = 0;
+    for (const _ of files) {
+        const newline = result.stdout.indexOf(0x0a, at);
+        if (newline < 0) {
+            reads.push(failed());
+            continue;
+        }
+        const [verdict = '', count = '0'] = result.stdout.toString('utf8', at, newline).split(' ');
+        const bytes = Number(count);
+        at = newline + 1;
+        if (verdict === 'absent')
+            reads.push({ kind: 'absent' });
+        else if (REFUSALS[verdict])
+            reads.push({ kind: 'refused', why: REFUSALS[verdict] });
+        else if (verdict === 'read' && Number.isSafeInteger(bytes) && at + bytes <= result.stdout.length) {
+            reads.push({ kind: 'read', data: result.stdout.subarray(at, at + bytes) });
+            at += bytes;
+        }
+        else
+            reads.push(failed());
+    }
+    return reads;
+}
+/** One file of the output folder (readOutputFiles for one). */
+async function readOutputFile(outputs, path, max) {
+    return (await readOutputFiles(outputs, [{ path, max }]))[0];
 }
 /**
  * After the agent: records its final answer (a `result` event), stores its usage and its changes
@@ -13247,8 +13275,12 @@ async function readOutputFile(outputs, path, max) {
 async function collectOutputs(options) {
     const { store, run, outputs, record } = options;
     try {
-        await collectResult(options);
-        const usage = await readOutputFile(outputs, outputs.env.AGENT_USAGE_FILE, MAX_USAGE_BYTES + 1);
+        // Both files in one reader: the answer, and the usage (one byte past its limit, to say so).
+        const [result, usage] = (await readOutputFiles(outputs, [
+            { path: outputs.env.AGENT_RESULT_FILE, max: MAX_RESULT_BYTES },
+            { path: outputs.env.AGENT_USAGE_FILE, max: MAX_USAGE_BYTES + 1 }
+        ]));
+        await collectResult(options, result);
         if (usage.kind === 'refused')
             await record('notice', { text: `AGENT_USAGE_FILE was not read: ${usage.why}` });
         if (usage.kind === 'read') {
@@ -13264,8 +13296,7 @@ async function collectOutputs(options) {
         removeTree(outputs.dir);
     }
 }
-async function collectResult({ store, run, outputs, record }) {
-    const file = await readOutputFile(outputs, outputs.env.AGENT_RESULT_FILE, MAX_RESULT_BYTES);
+async function collectResult({ store, run, record }, file) {
     if (file.kind === 'refused') {
         await record('notice', { text: `AGENT_RESULT_FILE was not read: ${file.why}` });
     }

@@ -95,9 +95,11 @@ function readerArgs(identity: RunIdentity, call: RunFilesCall): string[] {
   args.push('--unshare-net', '--unshare-cgroup-try');
   if (identity.user) {
     // Made as root (it must reach the data dir's root-only folders to bind them), then setpriv
-    // below drops to the run's user for good: these capabilities are only for that step.
+    // below drops to the run's user for good: these capabilities are only for that step (and
+    // DAC_READ_SEARCH for entering the folder the program starts in).
     args.push('--cap-drop', 'ALL');
-    for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP']) args.push('--cap-add', cap);
+    for (const cap of ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH'])
+      args.push('--cap-add', cap);
   } else {
     args.push('--unshare-user', '--cap-drop', 'ALL');
   }
@@ -114,12 +116,12 @@ function readerArgs(identity: RunIdentity, call: RunFilesCall): string[] {
 }
 
 /**
- * The command that becomes the run's user for good inside the reader (no groups, no capability,
- * none regained through a setuid file), under an address-space cap, then enters `cwd` (as that
- * user: a folder of the run's may be closed to root without its capabilities) and execs the program.
+ * The command that, inside the reader, sets the address-space cap, enters `cwd` and becomes the
+ * run's user for good (no groups, no capability, none regained through a setuid file) as it execs
+ * the program: one shell, then setpriv. The shell may enter a folder closed to root without its
+ * capabilities (a run's 0700 folder) by CAP_DAC_READ_SEARCH, which goes with the change of user.
  */
 function asUser(user: RunIdentity['user'], memoryKb: number, cwd: string): string[] {
-  const enter = ['/bin/sh', '-c', 'cd -- "$1" || exit 125; shift; exec "$@"', 'sh', cwd];
   const drop = user
     ? [
         systemProgram('setpriv'),
@@ -132,7 +134,8 @@ function asUser(user: RunIdentity['user'], memoryKb: number, cwd: string): strin
         '--'
       ]
     : [];
-  return ['/bin/sh', '-c', `ulimit -v ${memoryKb} || exit 125; exec "$@"`, 'sh', ...drop, ...enter];
+  const script = `ulimit -v ${memoryKb} || exit 125; cd -- "$1" || exit 125; shift; exec "$@"`;
+  return ['/bin/sh', '-c', script, 'sh', cwd, ...drop];
 }
 
 /**

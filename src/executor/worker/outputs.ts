@@ -46,17 +46,24 @@ export function prepareOutputs(dataDir: string, runId: string, identity: RunIden
 type Read = { kind: 'absent' } | { kind: 'refused'; why: string } | { kind: 'read'; data: Buffer };
 
 /**
- * What the reader says of the file before its bytes: the same refusals the executor made when it
- * opened the file itself (a link, not a regular file, a file with other names), now made by the
- * run's user in the reader sandbox, where a link could reach nothing of the host anyway.
+ * What the reader says of each file before its bytes: the same refusals the executor made when it
+ * opened the files itself (a link, not a regular file, a file with other names), now made by the
+ * run's user in the reader sandbox, where a link could reach nothing of the host anyway. For each
+ * `path max` pair it prints one line, `<verdict> <bytes that follow>`, then those bytes.
  */
 const READ_SCRIPT = [
-  'f=$1',
-  'if [ -L "$f" ]; then echo link; exit 0; fi',
-  'if [ ! -e "$f" ]; then echo absent; exit 0; fi',
-  'if [ ! -f "$f" ]; then echo special; exit 0; fi',
-  'if [ "$(stat -c %h -- "$f")" -gt 1 ]; then echo linked; exit 0; fi',
-  'echo read; exec head -c "$2" -- "$f"'
+  'while [ $# -ge 2 ]; do',
+  '  f=$1; max=$2; shift 2',
+  '  if [ -L "$f" ]; then echo "link 0"',
+  '  elif [ ! -e "$f" ]; then echo "absent 0"',
+  '  elif [ ! -f "$f" ]; then echo "special 0"',
+  '  elif [ "$(stat -c %h -- "$f")" -gt 1 ]; then echo "linked 0"',
+  '  else',
+  '    size=$(stat -c %s -- "$f") || exit 3',
+  '    [ "$size" -gt "$max" ] && size=$max',
+  '    echo "read $size"; head -c "$size" -- "$f" || exit 3',
+  '  fi',
+  'done'
 ].join('\n');
 const REFUSALS: Record<string, string> = {
   link: 'it is a symbolic link',
@@ -65,26 +72,47 @@ const REFUSALS: Record<string, string> = {
 };
 
 /**
- * Reads a file the agent may have written in its output folder, as the run's user in the reader
- * sandbox (run-files.ts): never through a symbolic link, only a regular file with no other name,
- * at most `max` bytes (the rest is left out).
+ * Reads files the agent may have written in its output folder, in one process as the run's user
+ * in the reader sandbox (run-files.ts): never through a symbolic link, only a regular file with no
+ * other name, at most `max` bytes of each (the rest is left out).
  */
-export async function readOutputFile(outputs: RunOutputs, path: string, max: number): Promise<Read> {
+export async function readOutputFiles(
+  outputs: RunOutputs,
+  files: { path: string; max: number }[]
+): Promise<Read[]> {
   const result = await asRunUser(outputs.identity, {
     read: [outputs.dir],
     program: '/bin/sh',
-    args: ['-c', READ_SCRIPT, 'sh', path, String(max)],
-    maxStdout: max + 16,
-    // A FIFO planted as the file blocks head: the reader's own time limit ends it.
+    args: ['-c', READ_SCRIPT, 'sh', ...files.flatMap(file => [file.path, String(file.max)])],
+    maxStdout: files.reduce((sum, file) => sum + file.max + 32, 0),
+    // A FIFO planted as a file is refused before it is opened; nothing here can block for long.
     timeoutMs: 30_000
   });
-  const newline = result.stdout.indexOf(0x0a);
-  const verdict = newline < 0 ? '' : result.stdout.toString('utf8', 0, newline);
-  if (verdict === 'absent') return { kind: 'absent' };
-  if (REFUSALS[verdict]) return { kind: 'refused', why: REFUSALS[verdict]! };
-  if (verdict !== 'read' || result.code !== 0)
-    return { kind: 'refused', why: `it cannot be read (${readerReason(result)})` };
-  return { kind: 'read', data: result.stdout.subarray(newline + 1, newline + 1 + max) };
+  const failed = (): Read => ({ kind: 'refused', why: `it cannot be read (${readerReason(result)})` });
+  const reads: Read[] = [];
+  let at = 0;
+  for (const _ of files) {
+    const newline = result.stdout.indexOf(0x0a, at);
+    if (newline < 0) {
+      reads.push(failed());
+      continue;
+    }
+    const [verdict = '', count = '0'] = result.stdout.toString('utf8', at, newline).split(' ');
+    const bytes = Number(count);
+    at = newline + 1;
+    if (verdict === 'absent') reads.push({ kind: 'absent' });
+    else if (REFUSALS[verdict]) reads.push({ kind: 'refused', why: REFUSALS[verdict]! });
+    else if (verdict === 'read' && Number.isSafeInteger(bytes) && at + bytes <= result.stdout.length) {
+      reads.push({ kind: 'read', data: result.stdout.subarray(at, at + bytes) });
+      at += bytes;
+    } else reads.push(failed());
+  }
+  return reads;
+}
+
+/** One file of the output folder (readOutputFiles for one). */
+export async function readOutputFile(outputs: RunOutputs, path: string, max: number): Promise<Read> {
+  return (await readOutputFiles(outputs, [{ path, max }]))[0]!;
 }
 
 export interface CollectOptions {
@@ -108,8 +136,12 @@ export interface CollectOptions {
 export async function collectOutputs(options: CollectOptions): Promise<AgentOutcome | undefined> {
   const { store, run, outputs, record } = options;
   try {
-    await collectResult(options);
-    const usage = await readOutputFile(outputs, outputs.env.AGENT_USAGE_FILE, MAX_USAGE_BYTES + 1);
+    // Both files in one reader: the answer, and the usage (one byte past its limit, to say so).
+    const [result, usage] = (await readOutputFiles(outputs, [
+      { path: outputs.env.AGENT_RESULT_FILE, max: MAX_RESULT_BYTES },
+      { path: outputs.env.AGENT_USAGE_FILE, max: MAX_USAGE_BYTES + 1 }
+    ])) as [Read, Read];
+    await collectResult(options, result);
     if (usage.kind === 'refused')
       await record('notice', { text: `AGENT_USAGE_FILE was not read: ${usage.why}` });
     if (usage.kind === 'read') {
@@ -123,8 +155,7 @@ export async function collectOutputs(options: CollectOptions): Promise<AgentOutc
   }
 }
 
-async function collectResult({ store, run, outputs, record }: CollectOptions): Promise<void> {
-  const file = await readOutputFile(outputs, outputs.env.AGENT_RESULT_FILE, MAX_RESULT_BYTES);
+async function collectResult({ store, run, record }: CollectOptions, file: Read): Promise<void> {
   if (file.kind === 'refused') {
     await record('notice', { text: `AGENT_RESULT_FILE was not read: ${file.why}` });
   }
