@@ -1,10 +1,18 @@
-// The README tells the truth: every input, output and error code is documented.
+// The README and docs/ tell the truth: every input, output and error code is documented.
 import { describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { parse } from 'yaml';
 import { ERROR_CODES } from '../../src/api/error-codes.js';
 
-const readme = readFileSync('README.md', 'utf8');
+// The short README and its topic pages, read as one text.
+const readme = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter(name => name.endsWith('.md'))
+    .map(name => `docs/${name}`)
+]
+  .map(file => readFileSync(file, 'utf8'))
+  .join('\n');
 const action = parse(readFileSync('action.yml', 'utf8')) as {
   inputs: Record<string, { default?: string }>;
   outputs: Record<string, unknown>;
