@@ -1,7 +1,7 @@
 // Text from a run or the service that reaches GitHub (a comment, a review, the job summary, a pull
 // request's title and body, a commit message), made inert, for both sides of the contract: the
 // action's comment and summary (src/action/markup.ts) and the executor's publishing
-// (src/executor/workspace/pr-text.ts) render every such field through these functions and nothing
+// (src/executor/publish/pr-text.ts) render every such field through these functions and nothing
 // else. A run's answer, title, status message, plan and artifact names may carry words a stranger
 // steered the agent into writing, and GitHub acts on some words wherever they appear: `@user` and
 // `@org/team` notify people (even inside <pre>), `fixes #1` closes an issue once merged, a
