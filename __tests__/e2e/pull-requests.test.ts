@@ -195,7 +195,11 @@ describe('live progress', () => {
         [2400, { state: 'INPROGRESS' }],
         [2700, { state: 'SUCCEEDED', request_usage: { compute_cost: 0.12, inference_cost: 0.5 } }]
       ]);
-    const result = await run(commentEvent('alice', '@agent go'), { comment: 'sticky' });
+    // The comment shows the session link when asked to (by default only on private repositories).
+    const result = await run(commentEvent('alice', '@agent go'), {
+      comment: 'sticky',
+      'comment-session-link': 'always'
+    });
     expect(result.code).toBe(0);
     const comments = github.comments.get(42)!;
     expect(comments).toHaveLength(1);
