@@ -96,7 +96,7 @@ describe('what the agent made, through the action', () => {
     );
 
     // Summary: the answer and the artifacts.
-    expect(result.summary).toContain('Updated the readme: ünïcode ✓');
+    expect(result.summary).toContain('Updated the readme&#58; ünïcode ✓');
     expect(result.summary).toContain('changes.patch');
   });
 
