@@ -2,8 +2,8 @@
 // proxy, percentiles and result files (with the machine's state, from method.mjs). Everything
 // talks to 127.0.0.1 only.
 
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -13,8 +13,29 @@ export const ROOT = resolve(import.meta.dirname, '..');
 export const EXECUTOR = join(ROOT, 'dist/executor/index.js');
 export const ACTION = join(ROOT, 'dist/index.js');
 
+/** Folders the benchmark made: removed when its process exits (unmounting what a run left first). */
+const made = [];
+let keep = false;
+/** Leaves the benchmark's folders in place at exit (for a look at them afterwards). */
+export function keepTempDirs() {
+  keep = true;
+}
+process.once('exit', () => {
+  for (const dir of keep ? [] : made) {
+    const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map(line => line.split(' ')[4])
+      .filter(path => path && path.startsWith(`${dir}/`))
+      .sort((a, b) => b.length - a.length);
+    for (const path of mounts) spawnSync('umount', ['-l', path], { stdio: 'ignore' });
+    spawnSync('rm', ['-rf', '--one-file-system', '--', dir], { stdio: 'ignore' });
+  }
+});
+
 export function tempDir(prefix = 'agent-run-bench-') {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
 }
 
 /** Starts the bundled executor (`args` are more serve options); resolves with {url, child, dataDir, stop()}. */

@@ -28,7 +28,17 @@ import { once } from 'node:events';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { api, createKey, median, percentile, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
+import {
+  api,
+  createKey,
+  keepTempDirs,
+  median,
+  percentile,
+  saveResult,
+  sleep,
+  startExecutor,
+  tempDir
+} from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -214,7 +224,10 @@ for (const files of sizes) {
   }
 }
 if (!values['keep-checkouts']) for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
-else console.log(`kept: ${leftovers.join(' ')}`);
+else {
+  keepTempDirs();
+  console.log(`kept: ${leftovers.join(' ')}`);
+}
 saveResult('workspaces', {
   command: `node bench/workspaces.mjs --sizes ${sizes.join(',')} --runs ${runs} --firsts ${firsts} --file-bytes ${fileBytes} --kinds ${kinds.join(',')} --at-once ${atOnce} --rounds ${rounds}${values['keep-checkouts'] ? ' --keep-checkouts' : ''}`,
   results
