@@ -56,7 +56,7 @@ beforeAll(async () => {
             res.writeHead(answer.statusCode!, answer.headers);
             res.end(body);
           };
-          if (fault === 'delay') setTimeout(send, 700);
+          if (fault === 'delay') setTimeout(send, 2500);
           else send();
         });
       }
@@ -80,7 +80,8 @@ async function trial(n: number): Promise<{ marker: string; expected: string; con
   const client = new AgentRunClient({
     baseUrl: proxyUrl,
     apiKey: key,
-    timeoutMs: 400,
+    // Past a real answer on a loaded 2-core machine (runs' readers compete for it), short of the delay fault's 2.5 s.
+    timeoutMs: 1500,
     // One request in three fails here, far worse than any real network: give creates and reads a
     // retry budget like the wait's own (10 in a row), which idempotency keys make safe.
     maxRetries: 10,
