@@ -477,16 +477,16 @@ describe('list filters and sorts', () => {
       return ((await response.json()) as { run_id: string }).run_id;
     };
     const a = await post1({
-      prompt: '@sim sleep 1\nFix the Login bug',
+      prompt: '@sim sleep 60\nFix the Login bug',
       title: 'Nightly',
       config: { environment_id: 'local', name: 'fixer', model_id: 'm-1' }
     });
     const b = await post1({
-      prompt: '@sim sleep 1\nwrite docs',
+      prompt: '@sim sleep 60\nwrite docs',
       title: 'About LOGIN pages',
       config: { environment_id: 'local', name: 'writer', model_id: 'm-2' }
     });
-    const c = await post1({ prompt: '@sim sleep 1\nother', config: { environment_id: 'local' } }, other);
+    const c = await post1({ prompt: '@sim sleep 60\nother', config: { environment_id: 'local' } }, other);
     expect(await ids(k, `creator=${keyId}`)).toEqual([b, a]);
     expect(await ids(k, 'q=login')).toEqual([b, a]);
     expect(await ids(k, 'q=LOGIN%20BUG')).toEqual([a]);
@@ -497,7 +497,9 @@ describe('list filters and sorts', () => {
     expect(await ids(k, 'model_id=m-1&name=writer')).toEqual([]);
     expect(await ids(k, 'artifact_type=PULL_REQUEST')).toEqual([]);
     expect(await ids(k, '')).toEqual([c, b, a]);
-    // Cancelling a changes its updated_at: it alone was updated after the moment before.
+    // Cancelling a changes its updated_at: it alone was updated after the moment before (b and c
+    // end first, and nothing changes an ended run).
+    for (const id of [b, c]) expect((await post(`/api/v1/agent/runs/${id}/cancel`, '', k)).status).toBe(200);
     const moment = new Date().toISOString();
     await new Promise(resolve => setTimeout(resolve, 5));
     expect((await post(`/api/v1/agent/runs/${a}/cancel`, '', k)).status).toBe(200);
