@@ -39,6 +39,37 @@ const STEPS = {
   ],
   scale: ['scale.mjs', ['--runs', '1000000', '--samples', '200'], ['--runs', '21000', '--samples', '20']],
   sandbox: ['sandbox.mjs', ['--runs', '15', '--warmup', '1'], ['--runs', '2', '--warmup', '1']],
+  workspaces: [
+    'workspaces.mjs',
+    [
+      '--sizes',
+      '500,50000',
+      '--runs',
+      '10',
+      '--firsts',
+      '1',
+      '--kinds',
+      'overlay',
+      '--at-once',
+      '2',
+      '--rounds',
+      '1'
+    ],
+    [
+      '--sizes',
+      '500,5000',
+      '--runs',
+      '2',
+      '--firsts',
+      '1',
+      '--kinds',
+      'overlay',
+      '--at-once',
+      '2',
+      '--rounds',
+      '1'
+    ]
+  ],
   detection: [
     'detection.mjs',
     ['--runs', '8', '--min', '5', '--max', '180', '--seed', '1'],

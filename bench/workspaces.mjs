@@ -8,6 +8,8 @@
 // on both alike), a confined simulated agent that prints the clock and changes 3 files:
 //   create → INPROGRESS         the run's started_at minus its created_at
 //   create → agent started      the clock the agent's first command printed, minus created_at
+//   create → SUCCEEDED          the run's completed_at minus its created_at (its end: the diff,
+//                               from the run's layer on copy-on-write workspaces)
 //   disk per workspace          `du -s -B1` (allocated bytes) of what the run left: its layer (or
 //                               its checkout) and its private git dir, after it ended
 // "first" runs are each the first run of a new commit (an empty commit per sample), "later" runs
@@ -206,7 +208,11 @@ for (const files of sizes) {
         files,
         kind,
         first: { toInProgressMs: stat(first, 'toInProgressMs'), toAgentMs: stat(first, 'toAgentMs') },
-        later: { toInProgressMs: stat(later, 'toInProgressMs'), toAgentMs: stat(later, 'toAgentMs') },
+        later: {
+          toInProgressMs: stat(later, 'toInProgressMs'),
+          toAgentMs: stat(later, 'toAgentMs'),
+          runMs: stat(later, 'runMs')
+        },
         workspaceBytes: median(later.map(r => r.workspaceBytes)),
         gitDirBytes: median(later.map(r => r.gitDirBytes)),
         atOnce: { runs: atOnce, toAgentMs: stat(together, 'toAgentMs'), runMs: stat(together, 'runMs') },
@@ -216,7 +222,7 @@ for (const files of sizes) {
       };
       results.push(summary);
       console.log(
-        `${files} files, ${kind}: first → agent p50 ${summary.first.toAgentMs.p50} / p95 ${summary.first.toAgentMs.p95} ms; later → INPROGRESS p50 ${summary.later.toInProgressMs.p50} / p95 ${summary.later.toInProgressMs.p95} ms, → agent p50 ${summary.later.toAgentMs.p50} / p95 ${summary.later.toAgentMs.p95} ms; workspace ${summary.workspaceBytes} B, private git dir ${summary.gitDirBytes} B; ${atOnce} at once → agent p50 ${summary.atOnce.toAgentMs.p50} / p95 ${summary.atOnce.toAgentMs.p95} ms`
+        `${files} files, ${kind}: first → agent p50 ${summary.first.toAgentMs.p50} / p95 ${summary.first.toAgentMs.p95} ms; later → INPROGRESS p50 ${summary.later.toInProgressMs.p50} / p95 ${summary.later.toInProgressMs.p95} ms, → agent p50 ${summary.later.toAgentMs.p50} / p95 ${summary.later.toAgentMs.p95} ms, → SUCCEEDED p50 ${summary.later.runMs.p50} / p95 ${summary.later.runMs.p95} ms; workspace ${summary.workspaceBytes} B, private git dir ${summary.gitDirBytes} B; ${atOnce} at once → agent p50 ${summary.atOnce.toAgentMs.p50} / p95 ${summary.atOnce.toAgentMs.p95} ms`
       );
     }
   } finally {

@@ -70,7 +70,8 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   let changed = true;
   if (workspace) {
     try {
-      const { nested, ...changes } = await workspace.diff();
+      const { nested, walked, ...changes } = await workspace.diff();
+      log.debug({ run_id: run.run_id, walked }, 'read the changes of the workspace');
       if (nested.length > 0) {
         const shown = nested.slice(0, 20).map(path => `${path}/`);
         const more = nested.length > shown.length ? ` and ${nested.length - shown.length} more` : '';

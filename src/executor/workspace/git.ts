@@ -227,7 +227,6 @@ export function privateGit(
  * milliseconds on a busy machine), with the same protections as privateGit.
  */
 export async function privateGitAll(repository: PrivateRepository, commands: string[][]): Promise<string> {
-  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
   // Each git under an address-space cap and killed by `timeout` (the shell's own kill would leave
   // its git running).
   const seconds = String(POST_RUN_TIMEOUT_MS / 1000);
@@ -254,6 +253,16 @@ export async function privateGitAll(repository: PrivateRepository, commands: str
     const why = [...new Set([...errors, gitReason(error)])].join('; ');
     throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
   }
+}
+
+/** `arg` as one word of a shell command. */
+export function quote(arg: string): string {
+  return `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+
+/** A git command with the protections, as a line of a shell script (for runTreeGit's own lines). */
+export function gitLine(args: string[]): string {
+  return ['git', ...HARDENED, ...args].map(quote).join(' ');
 }
 
 /** Where a run's files are and who may read them: what git on a run's work tree needs. */
@@ -286,9 +295,7 @@ export async function runTreeGit(
   } = {}
 ): Promise<{ stdout: Buffer; bytes: number }> {
   const { repository } = tree;
-  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
-  const line = (command: string[] | string) =>
-    typeof command === 'string' ? command : ['git', ...HARDENED, ...command].map(quote).join(' ');
+  const line = (command: string[] | string) => (typeof command === 'string' ? command : gitLine(command));
   const script = options.pipeline
     ? `set -o pipefail; ${commands.map(line).join(' | ')}`
     : commands.map(line).join(' && ');

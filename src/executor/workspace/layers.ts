@@ -30,6 +30,7 @@ import {
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import type { PrivateRepository } from './git.js';
+import type { Layers } from './layer-changes.js';
 import { removeTree } from './remove.js';
 import { mountPoints, options, unmountWorkspace } from './mounts.js';
 import {
@@ -185,6 +186,25 @@ async function remount(dataDir: string, runId: string): Promise<void> {
   } catch {
     // left unmounted: the sweep removes it at the end of its retention
   }
+}
+
+/**
+ * The layers of a run's copy-on-write workspace as they are now (keeping a setup layer moves the
+ * run's first writes under it), or undefined when it is not one or not mounted. Only root's own
+ * records are read here, never the layers.
+ */
+export function workspaceLayers(dataDir: string, runId: string): Layers | undefined {
+  const layers = layersDir(dataDir, runId);
+  const merged = join(dataDir, 'workspaces', runId);
+  if (!existsSync(join(layers, 'checkout')) || !mountPoints(merged).has(merged)) return undefined;
+  const checkout = readFileSync(join(layers, 'checkout'), 'utf8').trim();
+  const setup = existsSync(join(layers, 'setup')) ? readFileSync(join(layers, 'setup'), 'utf8').trim() : '';
+  return {
+    upper: join(layers, 'upper'),
+    ...(setup ? { setup: join(setup, 'upper') } : {}),
+    tree: join(checkout, 'tree'),
+    merged
+  };
 }
 
 /** Why a retained workspace was not mounted again (remount), in its layers. */

@@ -41,14 +41,19 @@ export async function nestedRepositories(root: string, identity: RunIdentity): P
     .filter(dir => dir.startsWith('./'))
     .map(dir => dir.slice(2))
     .sort();
-  // git never looks below a nested repository: neither does the list (shallowest first).
+  const found = outermost(dirs);
+  if (found.length > MAX_NESTED) throw tooMany();
+  return found;
+}
+
+/** The directories of `dirs` not below another of them, sorted (git never looks below one). */
+export function outermost(dirs: string[]): string[] {
   const found = new Set<string>();
   const depth = (dir: string) => dir.split('/').length;
   for (const dir of [...new Set(dirs)].sort((a, b) => depth(a) - depth(b))) {
     const parts = dir.split('/');
     if (parts.some((_, i) => i > 0 && found.has(parts.slice(0, i).join('/')))) continue;
     found.add(dir);
-    if (found.size > MAX_NESTED) throw tooMany();
   }
   return [...found].sort();
 }

@@ -26,7 +26,8 @@ import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.
 import { giveTo } from '../sandbox/user.js';
 import { copyTree, markWorkspaces } from './copy.js';
 import { removeTree } from './remove.js';
-import { type PrivateRepository, type RunTree, runTreeGit, sourceGit as git } from './git.js';
+import { type PrivateRepository, type RunTree, gitLine, runTreeGit, sourceGit as git } from './git.js';
+import { type Layers, layerPaths } from './layer-changes.js';
 import { excludeNested, nestedRepositories } from './nested.js';
 import {
   type LayerOwner,
@@ -35,7 +36,8 @@ import {
   removeLayers,
   sweepLayers,
   unmountWorkspace,
-  unmountedWorkspace
+  unmountedWorkspace,
+  workspaceLayers
 } from './layers.js';
 import { type SetupLayer, setupKey } from './setup-layers.js';
 import { checkoutRepository, privateGitDir, removePrivateGitDir, snapshotCopy } from './private-git.js';
@@ -78,9 +80,10 @@ export interface Workspace {
   identity: RunIdentity;
   /**
    * Unified diff of every file changed since the workspace was made, and the changed paths: the
-   * work tree added to the private index, against the start commit.
+   * work tree added to the private index, against the start commit. A copy-on-write workspace
+   * reads what changed from its layers; `walk: 'tree'` walks the whole work tree all the same.
    */
-  diff(): Promise<{
+  diff(walk?: 'layers' | 'tree'): Promise<{
     diff: string;
     truncated: boolean;
     files: { path: string; change: string }[];
@@ -88,6 +91,8 @@ export interface Workspace {
     more_files?: number;
     /** Directories holding a `.git` the run made, left out of the changes. */
     nested: string[];
+    /** How the changes were found: from the layers, or by walking the whole work tree. */
+    walked: 'layers' | 'tree';
   }>;
   /**
    * The binary patch of the private index (as diff() left it) against the start: its first `max`
@@ -262,7 +267,8 @@ export async function createWorkspace(
     await setupLayer?.finish(false);
     throw error;
   }
-  return { ...workspaceOf(root, repo, made), setupLayer };
+  const layersOf = counted === root ? undefined : () => workspaceLayers(dataDir, runId);
+  return { ...workspaceOf(root, repo, made, layersOf), setupLayer };
 }
 
 /**
@@ -337,13 +343,17 @@ export function reopenWorkspace(
   if (made.unusable) throw new Error(`the workspace of run ${runId} cannot be continued: ${made.unusable}`);
   const unmounted = unmountedWorkspace(dataDir, runId);
   if (unmounted) throw new Error(`the workspace of run ${runId} cannot be continued: ${unmounted}`);
-  return workspaceOf(root, repo, { ...made, identity: made.identity ?? identity });
+  return workspaceOf(root, repo, { ...made, identity: made.identity ?? identity }, () =>
+    workspaceLayers(dataDir, runId)
+  );
 }
 
 function workspaceOf(
   root: string,
   repo: PrivateRepository,
-  made: Made & { identity: RunIdentity }
+  made: Made & { identity: RunIdentity },
+  /** The layers of a copy-on-write workspace as they are when asked. */
+  layersOf?: () => Layers | undefined
 ): Workspace {
   const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
   const tree: RunTree = { repository: repo, borrowed, identity };
@@ -361,14 +371,23 @@ function workspaceOf(
     base,
     git: repo,
     identity,
-    async diff() {
-      // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-      const nested = await nestedRepositories(root, identity);
+    async diff(walk: 'layers' | 'tree' = 'layers') {
+      // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
+      // when its layers say too much, the whole tree is walked.
+      const layers = walk === 'layers' ? layersOf?.() : undefined;
+      const found = layers ? await layerPaths(identity, layers) : undefined;
+      const nested = found ? found.nested : await nestedRepositories(root, identity);
       const names = (
-        await runTreeGit(tree, [
-          ['add', '--all', ...excludeNested(nested)],
-          ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-        ])
+        found
+          ? await runTreeGit(tree, [changedOnly(found.nested, base)], {
+              pipeline: true,
+              stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
+            })
+          : await runTreeGit(tree, [
+              // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+              ['add', '--all', ...excludeNested(nested)],
+              ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
+            ])
       ).stdout.toString('utf8');
       const lines = names.split('\n').filter(Boolean);
       const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
@@ -379,9 +398,10 @@ function workspaceOf(
       const more = lines.length - files.length;
       const { diff, truncated } =
         files.length > 0 ? await boundedDiff(tree, cached, base) : { diff: '', truncated: false };
+      const walked = found ? ('layers' as const) : ('tree' as const);
       return more > 0
-        ? { diff, truncated, files, more_files: more, nested }
-        : { diff, truncated, files, nested };
+        ? { diff, truncated, files, more_files: more, nested, walked }
+        : { diff, truncated, files, nested, walked };
     },
     async patch(max: number) {
       const { stdout, bytes } = await runTreeGit(tree, [[...cached, '--binary', base]], { maxStdout: max });
@@ -409,6 +429,28 @@ function workspaceOf(
       if (existsSync(root)) utimesSync(root, now, now);
     }
   };
+}
+
+/**
+ * The script that records in the private index only what changed among `candidates` (on stdin,
+ * NUL-ended pathspecs) and the paths an earlier turn recorded, then names the changes since
+ * `base`: `ls-files` keeps the candidates git tracks or would add (a pathspec naming nothing, or
+ * only ignored files, would make `add` fail), and `add --all` records them.
+ */
+function changedOnly(nested: string[], base: string): string {
+  const list = '"$GIT_DIR/agent-run-changed"';
+  const literal = `sed -z 's/^/:(literal)/'`;
+  const exclude = nested.map(path => `:(exclude,literal)${path}`);
+  const diff = gitLine(['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]);
+  const add = `${gitLine(['add', '--all', '--pathspec-file-nul'])} --pathspec-from-file=${list}`;
+  return [
+    `{ cat; ${gitLine(['diff', '--cached', '--name-only', '-z', '--no-renames', ...NO_PROGRAMS, base])} | ${literal}; }`,
+    `xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])}`,
+    'sort -zu',
+    `${literal} > ${list} || exit 1`
+  ]
+    .join(' | ')
+    .concat(`\nif [ -s ${list} ]; then ${add} || exit 1; fi\nrm -f ${list}\n${diff}`);
 }
 
 /**

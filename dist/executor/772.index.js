@@ -1,8 +1,8 @@
-export const id = 899;
-export const ids = [899];
+export const id = 772;
+export const ids = [772];
 export const modules = {
 
-/***/ 81899:
+/***/ 90772:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -9116,7 +9116,6 @@ function privateGit(repository, args, options = {}) {
  * milliseconds on a busy machine), with the same protections as privateGit.
  */
 async function privateGitAll(repository, commands) {
-    const quote = (arg) => `'${arg.replaceAll("'", `'\\''`)}'`;
     // Each git under an address-space cap and killed by `timeout` (the shell's own kill would leave
     // its git running).
     const seconds = String(POST_RUN_TIMEOUT_MS / 1000);
@@ -9143,6 +9142,14 @@ async function privateGitAll(repository, commands) {
         throw new Error(redactUrls(`git ${commands.map(c => c[0]).join(', ')} failed: ${why}`));
     }
 }
+/** `arg` as one word of a shell command. */
+function quote(arg) {
+    return `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+/** A git command with the protections, as a line of a shell script (for runTreeGit's own lines). */
+function gitLine(args) {
+    return ['git', ...HARDENED, ...args].map(quote).join(' ');
+}
 /**
  * git commands on a run's work tree (`a && b && …`) run as the run's user in the reader sandbox
  * (sandbox/run-files.ts): it sees the work tree (read-only unless `writeTree`), the private git
@@ -9154,8 +9161,7 @@ async function runTreeGit(tree,
 /** git's arguments per command; a string is a shell command of our own, used as written. */
 commands, options = {}) {
     const { repository } = tree;
-    const quote = (arg) => `'${arg.replaceAll("'", `'\\''`)}'`;
-    const line = (command) => typeof command === 'string' ? command : ['git', ...HARDENED, ...command].map(quote).join(' ');
+    const line = (command) => (typeof command === 'string' ? command : gitLine(command));
     const script = options.pipeline
         ? `set -o pipefail; ${commands.map(line).join(' | ')}`
         : commands.map(line).join(' && ');
@@ -9275,7 +9281,13 @@ async function nestedRepositories(root, identity) {
         .filter(dir => dir.startsWith('./'))
         .map(dir => dir.slice(2))
         .sort();
-    // git never looks below a nested repository: neither does the list (shallowest first).
+    const found = outermost(dirs);
+    if (found.length > MAX_NESTED)
+        throw tooMany();
+    return found;
+}
+/** The directories of `dirs` not below another of them, sorted (git never looks below one). */
+function outermost(dirs) {
     const found = new Set();
     const depth = (dir) => dir.split('/').length;
     for (const dir of [...new Set(dirs)].sort((a, b) => depth(a) - depth(b))) {
@@ -9283,14 +9295,160 @@ async function nestedRepositories(root, identity) {
         if (parts.some((_, i) => i > 0 && found.has(parts.slice(0, i).join('/'))))
             continue;
         found.add(dir);
-        if (found.size > MAX_NESTED)
-            throw tooMany();
     }
     return [...found].sort();
 }
 /** The pathspecs that keep git out of `nested` (a lone `.` first: git needs a positive one). */
 function excludeNested(nested) {
     return nested.length === 0 ? [] : ['--', '.', ...nested.map(path => `:(exclude,literal)${path}`)];
+}
+
+;// CONCATENATED MODULE: ./src/executor/workspace/layer-changes.ts
+// What a run may have changed in a copy-on-write workspace, read from its layers instead of a walk
+// of the whole tree. The run's upper layer holds every file it wrote and a whiteout for every
+// file it deleted; a directory it removed and made again hides everything below it (an opaque
+// directory, marked by an xattr only root may read), so deletions are also found by comparing
+// each directory of the upper layer with the same directory in the layers under it: a name below
+// that the merged view no longer shows is gone. The kept setup layer (when there is one) is read
+// the same way, since the start commit is under it too. The paths found are candidates: git then
+// looks at them alone (`ls-files` keeps those it tracks or would add, `add --all` records them),
+// and the diff, the patch and the size of the changes read the index as after a full walk, byte
+// for byte. Listing and comparing run as the run's user in the reader sandbox (run-files.ts):
+// only names are printed, bounded, and parsed here as untrusted data.
+//
+// Where the layers say more than MAX_LAYER_PATHS candidates, or cannot all be read, undefined is
+// answered and the caller walks the whole tree as a full checkout does.
+
+
+/** Past this many candidate paths the whole tree is walked instead (git matches each pathspec). */
+const MAX_LAYER_PATHS = 2000;
+/** What the listing may print: far more than MAX_LAYER_PATHS paths of any sensible length. */
+const layer_changes_MAX_LISTING = 8 * 1024 * 1024;
+// $1 upper, $2 setup (or empty), $3 tree, $4 merged. Prints NUL-ended records:
+//   u<type> <path>  an entry of the upper layer (find's %y type: f d l c p s b)
+//   sf <path>       a non-directory of the setup layer (below directories the checkout has too)
+//   g <path>        a `.git` of the setup layer below its top
+//   x <path>        a name of a lower layer the merged view no longer shows, or a lower
+//                   non-directory the upper layer made a directory
+//   n <path>        a directory of the upper layer no lower layer has, or of the setup layer the
+//                   checkout has not (all of it is the run's, or the setup's)
+// The agent's own `.git` at the top is never listed. Exits 4 when a lower directory cannot be read.
+const LISTING = [
+    'set -o pipefail',
+    'shopt -s nullglob dotglob',
+    'U=$1 S=$2 T=$3 M=$4',
+    '# Names below lower directory $1 (at work-tree path $2) that the merged view no longer shows.',
+    'gone() {',
+    '  { [ -r "$1" ] && [ -x "$1" ]; } || exit 4',
+    '  local p rel',
+    '  for p in "$1"/*; do',
+    '    rel="${2:+$2/}${p##*/}"',
+    '    [ -e "$M/$rel" ] || [ -L "$M/$rel" ] || printf \'x %s\\0\' "$rel"',
+    '  done',
+    '}',
+    '# The setup layer, descending only into directories the checkout has too.',
+    'setup() {',
+    '  local p rel',
+    '  { [ -r "$S${1:+/$1}" ] && [ -x "$S${1:+/$1}" ]; } || exit 4',
+    '  [ -z "$1" ] || gone "$T/$1" "$1"',
+    '  for p in "$S${1:+/$1}"/*; do',
+    '    rel="${1:+$1/}${p##*/}"',
+    '    [ "$rel" != .git ] || continue',
+    '    if [ -d "$p" ] && [ ! -L "$p" ]; then',
+    '      if [ -d "$T/$rel" ] && [ ! -L "$T/$rel" ]; then setup "$rel"; else printf \'n %s\\0\' "$rel"; fi',
+    '    else',
+    '      printf \'sf %s\\0\' "$rel"',
+    '      if [ -d "$T/$rel" ] && [ ! -L "$T/$rel" ]; then printf \'x %s\\0\' "$rel"; fi',
+    '    fi',
+    '  done',
+    '}',
+    'find "$U" -mindepth 1 -path "$U/.git" -prune -o -printf \'u%y %P\\0\' || exit 3',
+    'if [ -n "$S" ]; then',
+    '  find "$S" -mindepth 1 -path "$S/.git" -prune -o -name .git -printf \'g %P\\0\' -prune || exit 3',
+    "  setup '' || exit 4",
+    'fi',
+    'find "$U" -path "$U/.git" -prune -o -type d -printf \'%P\\0\' | while IFS= read -r -d \'\' d; do',
+    '  found=',
+    '  for L in "$S" "$T"; do',
+    '    [ -n "$L" ] || continue',
+    '    here="$L${d:+/$d}"',
+    '    if [ -L "$here" ] || { [ -e "$here" ] && [ ! -d "$here" ]; }; then printf \'x %s\\0\' "$d"; found=1; continue; fi',
+    '    [ -d "$here" ] || continue',
+    '    found=1',
+    '    gone "$here" "$d"',
+    '  done',
+    '  [ -n "$found" ] || printf \'n %s\\0\' "$d"',
+    'done'
+].join('\n');
+/** Whether `path` has a `.git` component (git never tracks such a path). */
+function underGit(path) {
+    return path.split('/').includes('.git');
+}
+/** The outermost of `path` and the directories above it that `dirs` holds. */
+function outermostIn(path, dirs) {
+    if (dirs.size === 0)
+        return undefined;
+    for (let at = path.indexOf('/'); at !== -1; at = path.indexOf('/', at + 1))
+        if (dirs.has(path.slice(0, at)))
+            return path.slice(0, at);
+    return dirs.has(path) ? path : undefined;
+}
+/**
+ * The paths of a copy-on-write workspace the run may have changed, from its layers; undefined
+ * when they say too much or cannot all be read (the caller then walks the whole tree).
+ */
+async function layerPaths(identity, layers) {
+    const result = await asRunUser(identity, {
+        read: [layers.upper, ...(layers.setup ? [layers.setup] : []), layers.tree, layers.merged],
+        program: '/bin/bash',
+        args: ['-c', LISTING, 'layers', layers.upper, layers.setup ?? '', layers.tree, layers.merged],
+        maxStdout: layer_changes_MAX_LISTING,
+        stopPastMax: true
+    });
+    if (result.code !== 0 || result.stdoutBytes > layer_changes_MAX_LISTING)
+        return undefined;
+    const records = result.stdout.toString('utf8').split('\0');
+    records.pop();
+    const paths = [];
+    const gitDirs = [];
+    const fresh = [];
+    for (const record of records) {
+        const space = record.indexOf(' ');
+        const [tag, path] = [record.slice(0, space), record.slice(space + 1)];
+        if (space < 1 || path === '')
+            continue;
+        if (tag === 'g')
+            gitDirs.push(path.slice(0, -'/.git'.length));
+        else if ((tag[0] === 'u' || tag[0] === 's') && tag.length === 2) {
+            if (path.endsWith('/.git') || path === '.git') {
+                if (path.includes('/'))
+                    gitDirs.push(path.slice(0, -'/.git'.length));
+                continue;
+            }
+            if (tag[1] !== 'd')
+                paths.push(path);
+        }
+        else if (tag === 'x')
+            paths.push(path);
+        else if (tag === 'n')
+            fresh.push(path);
+    }
+    const nested = outermost(gitDirs);
+    if (nested.length > MAX_NESTED)
+        return undefined;
+    const nestedSet = new Set(nested);
+    // Whatever lies in a directory only the run (or the setup) made is looked at through that
+    // directory: one path for git, however many files it holds.
+    const freshTops = new Set(outermost(fresh));
+    const candidates = new Set();
+    for (const path of [...freshTops, ...paths]) {
+        if (underGit(path) || outermostIn(path, nestedSet))
+            continue;
+        candidates.add(outermostIn(path, freshTops) ?? path);
+        if (candidates.size > MAX_LAYER_PATHS)
+            return undefined;
+    }
+    return { candidates: [...candidates].sort(), nested };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/mounts.ts
@@ -10039,6 +10197,25 @@ async function remount(dataDir, runId) {
         // left unmounted: the sweep removes it at the end of its retention
     }
 }
+/**
+ * The layers of a run's copy-on-write workspace as they are now (keeping a setup layer moves the
+ * run's first writes under it), or undefined when it is not one or not mounted. Only root's own
+ * records are read here, never the layers.
+ */
+function workspaceLayers(dataDir, runId) {
+    const layers = layersDir(dataDir, runId);
+    const merged = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
+    if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(layers, 'checkout')) || !mountPoints(merged).has(merged))
+        return undefined;
+    const checkout = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, 'checkout'), 'utf8').trim();
+    const setup = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(layers, 'setup')) ? (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layers, 'setup'), 'utf8').trim() : '';
+    return {
+        upper: (0,external_node_path_.join)(layers, 'upper'),
+        ...(setup ? { setup: (0,external_node_path_.join)(setup, 'upper') } : {}),
+        tree: (0,external_node_path_.join)(checkout, 'tree'),
+        merged
+    };
+}
 /** Why a retained workspace was not mounted again (remount), in its layers. */
 const REFUSED = 'refused';
 /**
@@ -10181,6 +10358,7 @@ function freeSharedLayers(dataDir, active, enough) {
 // `.git`. A run never sees another run's objects nor the credentials a checkout keeps in
 // .git/config, and the source is never written to. Where the executor may mount overlayfs, a git
 // source's workspace is a copy-on-write view of one shared checkout of its commit (layers.ts).
+
 
 
 
@@ -10339,7 +10517,8 @@ cacheSetup = false) {
         await setupLayer?.finish(false);
         throw error;
     }
-    return { ...workspaceOf(root, repo, made), setupLayer };
+    const layersOf = counted === root ? undefined : () => workspaceLayers(dataDir, runId);
+    return { ...workspaceOf(root, repo, made, layersOf), setupLayer };
 }
 /**
  * Gives a directory root just made (nothing of a run has been in it) and everything below it to
@@ -10394,9 +10573,11 @@ identity) {
     const unmounted = unmountedWorkspace(dataDir, runId);
     if (unmounted)
         throw new Error(`the workspace of run ${runId} cannot be continued: ${unmounted}`);
-    return workspaceOf(root, repo, { ...made, identity: made.identity ?? identity });
+    return workspaceOf(root, repo, { ...made, identity: made.identity ?? identity }, () => workspaceLayers(dataDir, runId));
 }
-function workspaceOf(root, repo, made) {
+function workspaceOf(root, repo, made, 
+/** The layers of a copy-on-write workspace as they are when asked. */
+layersOf) {
     const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
     const tree = { repository: repo, borrowed, identity };
     // What git reads of the private index after diff() (`git add` wrote it).
@@ -10413,13 +10594,22 @@ function workspaceOf(root, repo, made) {
         base,
         git: repo,
         identity,
-        async diff() {
-            // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-            const nested = await nestedRepositories(root, identity);
-            const names = (await runTreeGit(tree, [
-                ['add', '--all', ...excludeNested(nested)],
-                ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-            ])).stdout.toString('utf8');
+        async diff(walk = 'layers') {
+            // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
+            // when its layers say too much, the whole tree is walked.
+            const layers = walk === 'layers' ? layersOf?.() : undefined;
+            const found = layers ? await layerPaths(identity, layers) : undefined;
+            const nested = found ? found.nested : await nestedRepositories(root, identity);
+            const names = (found
+                ? await runTreeGit(tree, [changedOnly(found.nested, base)], {
+                    pipeline: true,
+                    stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
+                })
+                : await runTreeGit(tree, [
+                    // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+                    ['add', '--all', ...excludeNested(nested)],
+                    ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
+                ])).stdout.toString('utf8');
             const lines = names.split('\n').filter(Boolean);
             const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
                 const [status, ...path] = line.split('\t');
@@ -10428,9 +10618,10 @@ function workspaceOf(root, repo, made) {
             });
             const more = lines.length - files.length;
             const { diff, truncated } = files.length > 0 ? await boundedDiff(tree, cached, base) : { diff: '', truncated: false };
+            const walked = found ? 'layers' : 'tree';
             return more > 0
-                ? { diff, truncated, files, more_files: more, nested }
-                : { diff, truncated, files, nested };
+                ? { diff, truncated, files, more_files: more, nested, walked }
+                : { diff, truncated, files, nested, walked };
         },
         async patch(max) {
             const { stdout, bytes } = await runTreeGit(tree, [[...cached, '--binary', base]], { maxStdout: max });
@@ -10456,6 +10647,27 @@ function workspaceOf(root, repo, made) {
                 (0,external_node_fs_.utimesSync)(root, now, now);
         }
     };
+}
+/**
+ * The script that records in the private index only what changed among `candidates` (on stdin,
+ * NUL-ended pathspecs) and the paths an earlier turn recorded, then names the changes since
+ * `base`: `ls-files` keeps the candidates git tracks or would add (a pathspec naming nothing, or
+ * only ignored files, would make `add` fail), and `add --all` records them.
+ */
+function changedOnly(nested, base) {
+    const list = '"$GIT_DIR/agent-run-changed"';
+    const literal = `sed -z 's/^/:(literal)/'`;
+    const exclude = nested.map(path => `:(exclude,literal)${path}`);
+    const diff = gitLine(['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]);
+    const add = `${gitLine(['add', '--all', '--pathspec-file-nul'])} --pathspec-from-file=${list}`;
+    return [
+        `{ cat; ${gitLine(['diff', '--cached', '--name-only', '-z', '--no-renames', ...NO_PROGRAMS, base])} | ${literal}; }`,
+        `xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])}`,
+        'sort -zu',
+        `${literal} > ${list} || exit 1`
+    ]
+        .join(' | ')
+        .concat(`\nif [ -s ${list} ]; then ${add} || exit 1; fi\nrm -f ${list}\n${diff}`);
 }
 /**
  * Removes released workspaces older than `retentionMs` (and any left by a crashed process) with
@@ -14470,7 +14682,8 @@ async function executeRun(options) {
     let changed = true;
     if (workspace) {
         try {
-            const { nested, ...changes } = await workspace.diff();
+            const { nested, walked, ...changes } = await workspace.diff();
+            log.debug({ run_id: run.run_id, walked }, 'read the changes of the workspace');
             if (nested.length > 0) {
                 const shown = nested.slice(0, 20).map(path => `${path}/`);
                 const more = nested.length > shown.length ? ` and ${nested.length - shown.length} more` : '';
