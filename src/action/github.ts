@@ -150,7 +150,13 @@ export async function createGitHubApi(token: string, repository: string): Promis
       const texts: string[] = [];
       const comments = await allPages(
         page =>
-          octokit.rest.pulls.listReviewComments({ owner, repo, pull_number: pullNumber, per_page: 100, page }),
+          octokit.rest.pulls.listReviewComments({
+            owner,
+            repo,
+            pull_number: pullNumber,
+            per_page: 100,
+            page
+          }),
         MAX_REVIEW_PAGES
       );
       for (const comment of comments) if (await isOwn(comment.user)) texts.push(comment.body);

@@ -306,7 +306,12 @@ function bodyFinding(finding: Placed, room: number): string {
       ? ''
       : `Suggested text:\n\n${codeBlock(finding.suggestion.replace(/\n$/, ''))}`;
   const fixed = head.length + suggestion.length + 80;
-  return [head, textBlock(finding.body, Math.max(40, room - fixed)).markup, suggestion, mark(finding.fingerprint)]
+  return [
+    head,
+    textBlock(finding.body, Math.max(40, room - fixed)).markup,
+    suggestion,
+    mark(finding.fingerprint)
+  ]
     .filter(Boolean)
     .join('\n\n');
 }
@@ -333,7 +338,10 @@ export function placementText(placed: Placed[]): string {
 /** The review's body: the summary, the counts, and the findings that are not line comments, by file. */
 export function reviewBody(summary: string, placed: Placed[], commit: string): string {
   const counts = `${countsText(placed)} (${placementText(placed)})`;
-  const head = [`**Agent review** of ${code(commit.slice(0, 12))}: ${counts}`, textBlock(summary, 8000).markup];
+  const head = [
+    `**Agent review** of ${code(commit.slice(0, 12))}: ${counts}`,
+    textBlock(summary, 8000).markup
+  ];
   const inBody = placed.filter(item => item.posted === 'body');
   const byFile = new Map<string, Placed[]>();
   for (const item of inBody) byFile.set(item.path, [...(byFile.get(item.path) ?? []), item]);
