@@ -41854,7 +41854,12 @@ function bodyFinding(finding, room) {
         ? ''
         : `Suggested text:\n\n${codeBlock(finding.suggestion.replace(/\n$/, ''))}`;
     const fixed = head.length + suggestion.length + 80;
-    return [head, textBlock(finding.body, Math.max(40, room - fixed)).markup, suggestion, mark(finding.fingerprint)]
+    return [
+        head,
+        textBlock(finding.body, Math.max(40, room - fixed)).markup,
+        suggestion,
+        mark(finding.fingerprint)
+    ]
         .filter(Boolean)
         .join('\n\n');
 }
@@ -41878,7 +41883,10 @@ function placementText(placed) {
 /** The review's body: the summary, the counts, and the findings that are not line comments, by file. */
 function reviewBody(summary, placed, commit) {
     const counts = `${countsText(placed)} (${placementText(placed)})`;
-    const head = [`**Agent review** of ${code(commit.slice(0, 12))}: ${counts}`, textBlock(summary, 8000).markup];
+    const head = [
+        `**Agent review** of ${code(commit.slice(0, 12))}: ${counts}`,
+        textBlock(summary, 8000).markup
+    ];
     const inBody = placed.filter(item => item.posted === 'body');
     const byFile = new Map();
     for (const item of inBody)
@@ -42872,7 +42880,13 @@ async function createGitHubApi(token, repository) {
         },
         async ownReviewTexts(pullNumber) {
             const texts = [];
-            const comments = await allPages(page => octokit.rest.pulls.listReviewComments({ owner, repo, pull_number: pullNumber, per_page: 100, page }), MAX_REVIEW_PAGES);
+            const comments = await allPages(page => octokit.rest.pulls.listReviewComments({
+                owner,
+                repo,
+                pull_number: pullNumber,
+                per_page: 100,
+                page
+            }), MAX_REVIEW_PAGES);
             for (const comment of comments)
                 if (await isOwn(comment.user))
                     texts.push(comment.body);
@@ -43995,6 +44009,7 @@ async function waitWithProgress(client, runId, options) {
 
 
 
+
 /** The step stops without starting anything, with this notice. */
 class NothingToDo extends Error {
 }
@@ -44027,7 +44042,8 @@ async function startTurn(client, settings, event, comment, signal) {
         }
     }
     if (isComment && thread.continue === 'thread' && record) {
-        const message = followupMessage(event);
+        // A follow-up of a review is checked for the findings object too: it asks for it as the prompt did.
+        const message = followupMessage(event) + (settings.review ? reviewRequest() : '');
         try {
             await client.submitFollowup(record.runId, { message, mode: thread.mode }, { signal });
             log_info(`Sent the comment to run ${record.runId} as a follow-up (mode ${thread.mode}).`);

@@ -42,6 +42,7 @@ beforeAll(async () => {
   ({ key } = started);
   executor = started;
   github = await new GitHubServer().start();
+  github.permissions.set('alice', 'write');
 });
 afterAll(async () => {
   await executor.stop();
@@ -85,18 +86,26 @@ function review(
 ) {
   const dir = tempDir('review-');
   dirs.push(dir);
-  const payload = {
-    action: 'synchronize',
-    pull_request: {
-      number: PR,
-      title: 'Tidy main',
-      body: '',
-      head: { ref: 'tidy', sha: HEAD, repo: { full_name: 'acme/app' } },
-      base: { ref: 'main', repo: { full_name: 'acme/app' } },
-      user: { login: 'alice' }
-    },
-    repository: { private: false }
+  const onComment = {
+    action: 'created',
+    issue: { number: PR, title: 'Tidy main', body: '', pull_request: {}, user: { login: 'alice' } },
+    comment: { body: 'please review', user: { login: 'alice' } }
   };
+  const payload =
+    event === 'issue_comment'
+      ? onComment
+      : {
+          action: 'synchronize',
+          pull_request: {
+            number: PR,
+            title: 'Tidy main',
+            body: '',
+            head: { ref: 'tidy', sha: HEAD, repo: { full_name: 'acme/app' } },
+            base: { ref: 'main', repo: { full_name: 'acme/app' } },
+            user: { login: 'alice' }
+          },
+          repository: { private: false }
+        };
   writeFileSync(join(dir, 'event.json'), JSON.stringify(payload));
   return runAction(
     {
@@ -309,6 +318,24 @@ describe('review: inline on a pull request', () => {
     expect((posts()[2]!.body as { comments: { line: number }[] }).comments.map(c => c.line)).toEqual([
       12, 42
     ]);
+  });
+
+  it('on a comment on the pull request, reviews the head GitHub names for it', async () => {
+    const result = await review(
+      {
+        summary: 'asked in a comment',
+        findings: [{ path: 'src/app.ts', line: 42, severity: 'minor', body: 'y() needs a name' }]
+      },
+      {},
+      'issue_comment'
+    );
+    expect(result.code).toBe(0);
+    expect(github.requests.some(r => r.method === 'GET' && r.path === `/repos/acme/app/pulls/${PR}`)).toBe(
+      true
+    );
+    const sent = posts()[0]!.body as { commit_id: string; comments: { line: number; side: string }[] };
+    expect(sent.commit_id).toBe(HEAD);
+    expect(sent.comments).toMatchObject([{ line: 42, side: 'RIGHT' }]);
   });
 
   it('review-max-comments keeps the most severe as line comments; review-request-changes asks for changes', async () => {

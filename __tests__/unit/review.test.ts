@@ -4,10 +4,12 @@ import { describe, expect, it } from '@jest/globals';
 import { codeBlock } from '../../src/api/github-text.js';
 import {
   type Finding,
+  commentBody,
   diffLines,
   placeFindings,
   pullDiff,
-  readReviewInputs
+  readReviewInputs,
+  reviewBody
 } from '../../src/action/review.js';
 
 describe('diffLines', () => {
@@ -78,5 +80,38 @@ describe('readReviewInputs', () => {
       'review-request-changes "blocker": expected off or a severity: critical, major, minor, nit',
       'review-max-comments "-1": expected a whole number from 0 to 1000'
     ]);
+  });
+});
+
+describe('sizes', () => {
+  const diff = pullDiff([{ filename: 'a.ts', status: 'modified', patch: '@@ -1,1 +1,2 @@\n a\n+b' }]);
+
+  it('keeps each line comment within 16 KiB, whatever the escaping makes of its text', () => {
+    for (const text of ['<'.repeat(16_000), 'é'.repeat(16_000), '😀'.repeat(8000)]) {
+      const { placed } = placeFindings(
+        [{ path: 'a.ts', line: 2, severity: 'major', title: '@'.repeat(200), body: text, suggestion: text }],
+        diff,
+        new Set(),
+        25
+      );
+      const body = commentBody(placed[0]!, 'RIGHT');
+      expect(Buffer.byteLength(body)).toBeLessThanOrEqual(16 * 1024);
+      expect(body).toMatch(/<!-- agent-run-finding:[0-9a-f]{24} -->$/);
+    }
+  });
+
+  it("keeps the review's body within GitHub's 65,536 characters with 100 findings of the longest text", () => {
+    const findings: Finding[] = Array.from({ length: 100 }, (_, i) => ({
+      path: `${'<'.repeat(1000)}${i}`,
+      line: 1,
+      severity: 'nit',
+      title: '<'.repeat(200),
+      body: '<'.repeat(16_000),
+      suggestion: '`'.repeat(16_000)
+    }));
+    const { placed } = placeFindings(findings, diff, new Set(), 25);
+    const body = reviewBody('<'.repeat(20_000), placed, 'a'.repeat(40));
+    expect(body.length).toBeLessThanOrEqual(65_536);
+    expect(body.match(/<!-- agent-run-finding:/g)!.length).toBeGreaterThan(0);
   });
 });
