@@ -41475,6 +41475,21 @@ function textBlock(text, max = Infinity) {
         end = amp;
     return { markup: `<pre>${escaped.slice(0, end)}…</pre>`, cut: true };
 }
+/**
+ * Code shown as written inside a fenced block (a review's `suggestion`, which GitHub applies as
+ * the new text of the commented lines): GitHub links no mention and loads no image inside it, so
+ * the text is kept as it is, but without control characters (a lone carriage return would end a
+ * line) and behind a fence longer than any run of backticks it holds, so no line of it can close
+ * the block and let the rest be read as Markdown.
+ */
+function codeBlock(text, info = '') {
+    const code = dropControls(text);
+    let longest = 0;
+    for (const run of code.match(/`+/g) ?? [])
+        longest = Math.max(longest, run.length);
+    const fence = '`'.repeat(Math.max(3, longest + 1));
+    return `${fence}${info}\n${code}\n${fence}`;
+}
 
 ;// CONCATENATED MODULE: ./src/action/markup.ts
 // Escaping for what the step writes as HTML or Markdown (the job summary, the progress comment):
@@ -41603,11 +41618,380 @@ function planMarkup(plan, approvePhrase, max = 60_000, moreAt) {
     return { markup: `${folded}\n\n${tail}`, shown };
 }
 
+;// CONCATENATED MODULE: ./src/action/review.ts
+// `review: inline`: the agent's findings as one pull request review. The prompt asks for a findings
+// object (FINDINGS_SCHEMA), checked like `output-schema`'s; each finding whose lines lie in one hunk
+// of the pull request's diff becomes a line comment on that side (a `suggestion` a suggestion block
+// replacing exactly those lines), every other finding goes into the review's body under its file,
+// never dropped. Each finding carries a hidden fingerprint, so a re-run skips what this identity has
+// already posted. Every text from the agent is rendered inert (src/api/github-text.ts): the review
+// is written by this module and nothing else.
+
+
+
+
+
+const SEVERITIES = ['critical', 'major', 'minor', 'nit'];
+/** At most this many findings in one answer: each must still fit the review's body when it goes there. */
+const MAX_FINDINGS = 100;
+/** GitHub keeps at most this many characters of a review's body. */
+const MAX_REVIEW_BODY = 65_536;
+/** Bytes of one line comment at most. */
+const MAX_COMMENT_BYTES = 16 * 1024;
+/** The object the answer must end with under `review: inline`. */
+const FINDINGS_SCHEMA = {
+    type: 'object',
+    required: ['summary', 'findings'],
+    additionalProperties: false,
+    properties: {
+        summary: { type: 'string', maxLength: 20_000 },
+        findings: {
+            type: 'array',
+            maxItems: MAX_FINDINGS,
+            items: {
+                type: 'object',
+                required: ['path', 'line', 'severity', 'body'],
+                additionalProperties: false,
+                properties: {
+                    path: { type: 'string', minLength: 1, maxLength: 1024 },
+                    line: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+                    start_line: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+                    side: { enum: ['RIGHT', 'LEFT'] },
+                    severity: { enum: [...SEVERITIES] },
+                    title: { type: 'string', maxLength: 200 },
+                    body: { type: 'string', minLength: 1, maxLength: 16_000 },
+                    suggestion: { type: 'string', maxLength: 16_000 }
+                }
+            }
+        }
+    }
+};
+/** The findings schema, compiled once, checked by the same code as `output-schema`'s. */
+function findingsSchema() {
+    const schema = FINDINGS_SCHEMA;
+    return { schema, check: compileSchema(schema) };
+}
+/** What the prompt gets under `review: inline`: one sentence and the schema. */
+function reviewRequest() {
+    return ('\n\nEnd your answer with one JSON object of your review findings that matches this JSON Schema ' +
+        '(a ```json block or a bare object, nothing after it), where `path` is a file of the pull request, ' +
+        '`line` (and `start_line` for a range) are line numbers of the new file (`side` RIGHT, the default) ' +
+        'or of the old one for removed lines (`side` LEFT), and `suggestion` is the exact text that replaces ' +
+        'those lines:\n```json\n' +
+        `${JSON.stringify(FINDINGS_SCHEMA, null, 2)}\n\`\`\`\n`);
+}
+/** `review`, `review-request-changes`, `review-max-comments`. */
+function readReviewInputs(getInput, problems) {
+    const review = getInput('review').trim().toLowerCase() || 'off';
+    if (review !== 'off' && review !== 'inline')
+        problems.push(`review ${showValue(getInput('review'))}: expected off or inline`);
+    const rawSeverity = getInput('review-request-changes').trim().toLowerCase();
+    let requestChanges;
+    if (rawSeverity !== '' && rawSeverity !== 'off') {
+        if (SEVERITIES.includes(rawSeverity))
+            requestChanges = rawSeverity;
+        else
+            problems.push(`review-request-changes ${showValue(getInput('review-request-changes'))}: expected off or a severity: ${SEVERITIES.join(', ')}`);
+    }
+    const rawMax = getInput('review-max-comments').trim() || '25';
+    const maxComments = Number(rawMax);
+    if (!/^\d{1,4}$/.test(rawMax) || maxComments > 1000) {
+        problems.push(`review-max-comments ${showValue(rawMax)}: expected a whole number from 0 to 1000`);
+    }
+    return {
+        inline: review === 'inline',
+        maxComments: Number.isSafeInteger(maxComments) ? Math.min(maxComments, 1000) : 25,
+        ...(requestChanges ? { requestChanges } : {})
+    };
+}
+const HUNK = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
+/** Reads a file's patch as GitHub's files endpoint gives it (hunks, without the file headers). */
+function diffLines(patch) {
+    const lines = { RIGHT: new Map(), LEFT: new Map() };
+    let hunk = -1;
+    let left = 0;
+    let right = 0;
+    let inHunk = false;
+    const all = patch.split('\n');
+    for (const [index, raw] of all.entries()) {
+        // A patch that ends with a line break has an empty last "line": the end, not a line.
+        if (raw === '' && index === all.length - 1)
+            break;
+        const header = HUNK.exec(raw);
+        if (header) {
+            hunk++;
+            left = Number(header[1]);
+            right = Number(header[3]);
+            inHunk = true;
+            continue;
+        }
+        if (!inHunk)
+            continue;
+        const text = raw.replace(/\r$/, '').slice(1);
+        if (raw.startsWith('+'))
+            lines.RIGHT.set(right++, { hunk, text });
+        else if (raw.startsWith('-'))
+            lines.LEFT.set(left++, { hunk, text });
+        else if (raw.startsWith(' ') || raw === '') {
+            // A context line is on both sides.
+            lines.LEFT.set(left++, { hunk, text });
+            lines.RIGHT.set(right++, { hunk, text });
+        }
+        else if (!raw.startsWith('\\'))
+            inHunk = false;
+    }
+    return lines;
+}
+function pullDiff(files) {
+    const diff = new Map();
+    for (const file of files)
+        diff.set(file.filename, file.patch ? diffLines(file.patch) : undefined);
+    return diff;
+}
+/** Where a finding can be commented, or why it cannot. */
+function review_anchor(finding, diff) {
+    if (!diff.has(finding.path))
+        return 'not a file of this pull request';
+    const lines = diff.get(finding.path);
+    if (!lines)
+        return 'GitHub shows no diff for this file';
+    const side = finding.side ?? 'RIGHT';
+    const start = finding.start_line ?? finding.line;
+    const end = finding.line;
+    if (start > end)
+        return `start_line ${start} is after line ${end}`;
+    const first = lines[side].get(start);
+    const last = lines[side].get(end);
+    if (!first || !last)
+        return 'outside the diff';
+    // Within one hunk each side's lines are consecutive: both ends in it means every line between is.
+    if (first.hunk !== last.hunk)
+        return 'spans more than one hunk of the diff';
+    const texts = [];
+    for (let line = start; line <= end; line++)
+        texts.push(lines[side].get(line).text);
+    return { side, start, end, texts };
+}
+function fingerprintOf(finding, where) {
+    const parts = [finding.path, where?.side ?? '', where?.texts ?? [], finding.title ?? '', finding.body];
+    return (0,external_node_crypto_.createHash)('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 24);
+}
+const MARK = /<!-- agent-run-finding:([0-9a-f]{24}) -->/g;
+const mark = (fingerprint) => `<!-- agent-run-finding:${fingerprint} -->`;
+/** The fingerprints of findings earlier steps posted, read from this identity's own review texts. */
+function postedFingerprints(texts) {
+    const found = new Set();
+    for (const text of texts)
+        for (const match of text.matchAll(MARK))
+            found.add(match[1]);
+    return found;
+}
+const rank = (severity) => SEVERITIES.indexOf(severity);
+/**
+ * Decides where each finding goes: already posted (by its fingerprint), a line comment (inside one
+ * hunk, the most severe first, up to `maxComments`), or the body. The order of the answer is kept.
+ */
+function placeFindings(findings, diff, posted, maxComments) {
+    const anchors = new Map();
+    const placed = findings.map(raw => {
+        const finding = { ...raw, path: raw.path.replace(/^(\.\/)+/, '') };
+        const where = review_anchor(finding, diff);
+        const fingerprint = fingerprintOf(finding, typeof where === 'string' ? undefined : where);
+        if (posted.has(fingerprint))
+            return { ...finding, posted: 'duplicate', fingerprint };
+        if (typeof where === 'string')
+            return { ...finding, posted: 'body', why: where, fingerprint };
+        const item = { ...finding, posted: 'line', fingerprint };
+        anchors.set(item, where);
+        return item;
+    });
+    const lined = placed.filter(item => item.posted === 'line');
+    const bySeverity = [...lined].sort((a, b) => rank(a.severity) - rank(b.severity));
+    for (const item of bySeverity.slice(maxComments)) {
+        item.posted = 'body';
+        item.why = `over review-max-comments (${maxComments})`;
+    }
+    return { placed, anchors };
+}
+// ---- Rendering: every text from the agent made inert ----
+const BADGE = {
+    critical: '🔴 **Critical**',
+    major: '🟠 **Major**',
+    minor: '🟡 **Minor**',
+    nit: '⚪ **Nit**'
+};
+const clip = (text, max) => (text.length > max ? `${text.slice(0, max)}…` : text);
+function heading(finding) {
+    return finding.title ? `${BADGE[finding.severity]}: ${inert(finding.title)}` : BADGE[finding.severity];
+}
+/** One line comment, at most MAX_COMMENT_BYTES: the body's text is cut to what room is left. */
+function commentBody(finding, side) {
+    const suggestion = finding.suggestion === undefined
+        ? ''
+        : side === 'RIGHT'
+            ? codeBlock(finding.suggestion.replace(/\n$/, ''), 'suggestion')
+            : `Suggested text:\n\n${codeBlock(finding.suggestion.replace(/\n$/, ''))}`;
+    const fits = Buffer.byteLength(suggestion) <= MAX_COMMENT_BYTES / 2;
+    const tail = [fits ? suggestion : '(the suggestion is too long to show here)', mark(finding.fingerprint)];
+    const render = (room) => [heading(finding), textBlock(finding.body, room).markup, ...tail].filter(Boolean).join('\n\n');
+    let room = MAX_COMMENT_BYTES - Buffer.byteLength(render(0)) - 16;
+    let text = render(room);
+    // Escaped text is mostly ASCII; a body of many-byte characters needs a second, smaller cut.
+    for (let tries = 0; Buffer.byteLength(text) > MAX_COMMENT_BYTES && tries < 8; tries++) {
+        room -= Buffer.byteLength(text) - MAX_COMMENT_BYTES + 64;
+        text = render(Math.max(0, room));
+    }
+    return text;
+}
+/** A body finding: where it is, why it is not on its lines, its text, its suggestion. */
+function bodyFinding(finding, room) {
+    const lines = finding.start_line !== undefined && finding.start_line !== finding.line
+        ? `lines ${finding.start_line}–${finding.line}`
+        : `line ${finding.line}`;
+    const side = finding.side === 'LEFT' ? ' (old file)' : '';
+    const head = `${heading(finding)} · ${lines}${side} · ${inert(finding.why ?? '')}`;
+    const suggestion = finding.suggestion === undefined || finding.suggestion.length > room / 2
+        ? ''
+        : `Suggested text:\n\n${codeBlock(finding.suggestion.replace(/\n$/, ''))}`;
+    const fixed = head.length + suggestion.length + 80;
+    return [
+        head,
+        textBlock(finding.body, Math.max(40, room - fixed)).markup,
+        suggestion,
+        mark(finding.fingerprint)
+    ]
+        .filter(Boolean)
+        .join('\n\n');
+}
+function severityCounts(findings) {
+    const counts = { critical: 0, major: 0, minor: 0, nit: 0 };
+    for (const finding of findings)
+        counts[finding.severity]++;
+    return counts;
+}
+/** `1 critical, 2 major, 0 minor, 1 nit`. */
+function countsText(findings) {
+    const counts = severityCounts(findings);
+    return SEVERITIES.map(severity => `${counts[severity]} ${severity}`).join(', ');
+}
+/** Where each placed finding went, in words: `2 line comments, 1 in the body, 1 already posted`. */
+function placementText(placed) {
+    const count = (posted) => placed.filter(item => item.posted === posted).length;
+    const lines = count('line');
+    return `${lines} line comment${lines === 1 ? '' : 's'}, ${count('body')} in the body, ${count('duplicate')} already posted`;
+}
+/** The review's body: the summary, the counts, and the findings that are not line comments, by file. */
+function reviewBody(summary, placed, commit) {
+    const counts = `${countsText(placed)} (${placementText(placed)})`;
+    const head = [
+        `**Agent review** of ${code(commit.slice(0, 12))}: ${counts}`,
+        textBlock(summary, 8000).markup
+    ];
+    const inBody = placed.filter(item => item.posted === 'body');
+    const byFile = new Map();
+    for (const item of inBody)
+        byFile.set(item.path, [...(byFile.get(item.path) ?? []), item]);
+    const parts = [...head];
+    if (inBody.length > 0)
+        parts.push(`**Findings not on the diff's lines** (${inBody.length})`);
+    const used = () => parts.join('\n\n').length;
+    const reserve = 400;
+    let left = inBody.length;
+    let shown = 0;
+    files: for (const [path, items] of byFile) {
+        const file = `#### ${code(clip(path, 300))}`;
+        if (used() + file.length + reserve > MAX_REVIEW_BODY)
+            break;
+        parts.push(file);
+        for (const item of items) {
+            const room = Math.floor((MAX_REVIEW_BODY - used() - reserve) / left);
+            const text = bodyFinding(item, room);
+            if (used() + text.length + reserve > MAX_REVIEW_BODY)
+                break files;
+            parts.push(text);
+            left--;
+            shown++;
+        }
+    }
+    if (shown < inBody.length)
+        parts.push(`… ${inBody.length - shown} more finding(s) do not fit here: see the step's \`findings\` output.`);
+    return parts.join('\n\n');
+}
+/**
+ * Posts the review of `findings` on the pull request at `commit`: reads what this identity already
+ * posted, places each finding, and writes one review (none when every finding is already posted).
+ * If GitHub refuses a line comment all the same, the review is posted again with every finding in
+ * its body: no finding is lost.
+ */
+async function postReview(api, settings, value, context, notice) {
+    const diff = pullDiff(context.files);
+    const posted = postedFingerprints(await api.ownReviewTexts(settings.pullNumber));
+    const { placed, anchors } = placeFindings(value.findings, diff, posted, settings.maxComments);
+    const threshold = settings.requestChanges;
+    const event = threshold !== undefined && value.findings.some(finding => rank(finding.severity) <= rank(threshold))
+        ? 'REQUEST_CHANGES'
+        : 'COMMENT';
+    const fresh = placed.filter(item => item.posted !== 'duplicate');
+    if (fresh.length === 0 && placed.length > 0) {
+        notice(`Every finding of this review (${placed.length}) was already posted on #${settings.pullNumber}; no new review was written.`);
+        return { placed };
+    }
+    const comments = placed
+        .filter(item => item.posted === 'line')
+        .map(item => {
+        const where = anchors.get(item);
+        return {
+            path: item.path,
+            body: commentBody(item, where.side),
+            line: where.end,
+            side: where.side,
+            ...(where.start < where.end ? { start_line: where.start, start_side: where.side } : {})
+        };
+    });
+    const request = () => ({
+        commit_id: context.commit,
+        event,
+        body: reviewBody(value.summary, placed, context.commit),
+        comments
+    });
+    try {
+        return { ...(await api.createReview(settings.pullNumber, request())), placed, event };
+    }
+    catch (error) {
+        if (error.status !== 422 || comments.length === 0)
+            throw error;
+        notice(`GitHub refused the review's line comments (${error.message}); posting every finding in the review's body instead.`);
+        for (const item of placed)
+            if (item.posted === 'line') {
+                item.posted = 'body';
+                item.why = 'GitHub refused the line comment';
+            }
+        comments.length = 0;
+        return { ...(await api.createReview(settings.pullNumber, request())), placed, event };
+    }
+}
+/** The review in the job summary and the progress comment: a link and the counts. */
+function reviewMarkup(review) {
+    const where = review.url ? markup_link(review.url, 'Review') : 'No new review (every finding was already posted)';
+    return `${where}: ${countsText(review.placed)} (${placementText(review.placed)})`;
+}
+/** The `findings` output: each finding as the agent gave it, with where it went (and why, for the body). */
+function findingsOutput(review) {
+    return review.placed;
+}
+/** Read before the run starts, so the review is anchored to the commit the agent looked at. */
+async function readReviewContext(api, settings, headSha) {
+    const commit = headSha || (await api.pullHead(settings.pullNumber));
+    const files = await api.pullFiles(settings.pullNumber);
+    return { commit, files };
+}
+
 ;// CONCATENATED MODULE: ./src/action/comment.ts
 // One comment on the pull request or issue, found again by a hidden marker and updated in place:
 // state, elapsed time, session link, the status message when the run fails, a BLOCKED note, and
 // at the end what the agent made (its answer, the pull request, the artifacts). Without the
 // permission to comment it warns once and carries on.
+
 
 
 
@@ -41782,6 +42166,10 @@ class StickyComment {
             if (plan.shown && record.length > 0 && SAFE_ID.test(this.plan.uid))
                 record.push(`<!-- agent-run-plan:${this.plan.uid} -->`);
         }
+        else if (produced?.review) {
+            // The review holds the findings: the comment links it rather than repeating them.
+            lines.push('', reviewMarkup(produced.review));
+        }
         else if (produced?.result)
             lines.push('', resultMarkup(produced.result, 5000));
         lines.push(...record);
@@ -41795,6 +42183,21 @@ const external_node_fs_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import
 // Where the workflow was started from: read from the runner's variables and the event payload file,
 // once. Everything users wrote (titles, bodies, comments) is kept apart as untrusted text.
 
+/** Events about a pull request whose step may review it (`issue_comment` only on a pull request). */
+const PULL_REQUEST_EVENTS = [
+    'pull_request',
+    'pull_request_target',
+    'pull_request_review',
+    'pull_request_review_comment'
+];
+/** The pull request the event is about, when it is a pull request event (or a comment on one). */
+function pullRequestOf(context) {
+    if (PULL_REQUEST_EVENTS.includes(context.event))
+        return context.pr?.number;
+    if (context.event === 'issue_comment' && context.issue?.isPullRequest)
+        return context.issue.number;
+    return undefined;
+}
 function readEventContext(env = process.env) {
     let payload = {};
     if (env.GITHUB_EVENT_PATH) {
@@ -41822,6 +42225,7 @@ function readEventContext(env = process.env) {
             body: text(pr.body),
             base: text(pr.base?.ref),
             head: text(pr.head?.ref),
+            ...(text(pr.head?.sha) ? { headSha: text(pr.head?.sha) } : {}),
             // A head repository that is gone (a deleted fork: `head.repo` is null) is no proof of trust.
             fromFork: !pr.head?.repo || Boolean(pr.base?.repo && pr.head.repo.full_name !== pr.base.repo.full_name),
             ...author(pr)
@@ -41932,10 +42336,11 @@ const OUTPUT_BYTES = {
     result: 512 * 1024,
     'structured-output': 512 * 1024,
     run: 900 * 1024,
-    artifacts: 900 * 1024
+    artifacts: 900 * 1024,
+    findings: 900 * 1024
 };
 /** Outputs whose value is JSON: a cut would break it, so an oversized value leaves them empty. */
-const JSON_OUTPUTS = new Set(['structured-output', 'run', 'artifacts', 'usage']);
+const JSON_OUTPUTS = new Set(['structured-output', 'run', 'artifacts', 'usage', 'findings']);
 /** Cuts text to at most `limit` UTF-8 bytes without splitting a character. */
 function capBytes(text, limit) {
     if (text.length <= limit / 4)
@@ -41975,6 +42380,7 @@ function toJson(value) {
 
 ;// CONCATENATED MODULE: ./src/action/report.ts
 // What the step leaves behind, written from one final run record: outputs and the job summary.
+
 
 
 
@@ -42035,6 +42441,10 @@ function writeProducedOutputs(produced) {
     outputs_setOutput('branch', produced?.branch ?? '');
     outputs_setOutput('patch-file', produced?.patchFile ?? '');
     outputs_setOutput('transcript-file', produced?.transcriptFile ?? '');
+    const review = produced?.review;
+    outputs_setOutput('review-id', review?.id === undefined ? '' : String(review.id));
+    outputs_setOutput('review-url', review?.url ?? '');
+    outputs_setOutput('findings', review ? (toJson(findingsOutput(review)) ?? '') : '');
 }
 /** The artifacts as JSON in the service's shape, or as many of them as fit the output limit. */
 function artifactsOutput(produced, limit = MAX_RUN_OUTPUT) {
@@ -42130,6 +42540,10 @@ async function writeSummary(outcome) {
         const more = artifacts.length - shown.length;
         rows.push(['Artifacts', shown.join('<br>') + (more > 0 ? `<br>… and ${more} more` : '')]);
     }
+    if (produced?.review)
+        rows.push(['Review', reviewMarkup(produced.review)]);
+    if (produced?.reviewProblem)
+        rows.push(['Review', block(clip('Review', produced.reviewProblem, 4096))]);
     if (produced?.result) {
         if (produced.result.length > MAX_SUMMARY_RESULT)
             cuts.push('Result');
@@ -42277,12 +42691,17 @@ async function onEnd(settings, reporter, outcome) {
     const run = outcome.run;
     const problem = outcome.produced?.structuredProblem;
     const badOutput = settings.outputSchema && problem && run.state === 'SUCCEEDED';
-    if (badOutput)
+    const reviewProblem = outcome.produced?.reviewProblem;
+    if (badOutput || reviewProblem)
         outcome.conclusion = 'failed';
     await reporter.final(outcome);
     markSettled();
     if (badOutput) {
-        setFailed(`Run ${outcome.runId} succeeded, but its structured output is missing or invalid: ${problem}`);
+        const what = settings.review ? 'its review findings are' : 'its structured output is';
+        setFailed(`Run ${outcome.runId} succeeded, but ${what} missing or invalid: ${problem}`);
+    }
+    else if (reviewProblem) {
+        setFailed(`Run ${outcome.runId} succeeded, but the step ${reviewProblem}`);
     }
     else if (settings.failOn.includes(run.state)) {
         const code = run.error_code ? ` (${run.error_code})` : '';
@@ -42366,6 +42785,10 @@ async function onAbort(client, settings, reporter, runId, startedAt) {
 // The few GitHub REST calls the action makes, through @actions/github (GITHUB_API_URL is honoured,
 // so GitHub Enterprise Server works). Loaded only when a feature needs it, to keep start-up quick.
 const MAX_COMMENT_PAGES = 10;
+/** GitHub lists at most 3,000 files of a pull request: 30 pages of 100. */
+const MAX_FILE_PAGES = 30;
+/** Review comments and reviews read for this step's earlier findings: at most 3,000 of each. */
+const MAX_REVIEW_PAGES = 30;
 async function createGitHubApi(token, repository) {
     const { getOctokit } = await __nccwpck_require__.e(/* import() */ 413).then(__nccwpck_require__.bind(__nccwpck_require__, 2413));
     const octokit = getOctokit(token, { request: { retries: 0 } });
@@ -42380,6 +42803,21 @@ async function createGitHubApi(token, repository) {
             throw new Error('GitHub did not say who the token is');
         return viewer.login;
     }));
+    const isOwn = async (user) => {
+        const login = await self();
+        return user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
+    };
+    /** Every page of a list, up to `max` pages of 100. */
+    const allPages = async (read, max) => {
+        const items = [];
+        for (let page = 1; page <= max; page++) {
+            const { data } = await read(page);
+            items.push(...data);
+            if (data.length < 100)
+                break;
+        }
+        return items;
+    };
     const readComment = async (issueNumber, marker) => {
         for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
             const { data } = await octokit.rest.issues.listComments({
@@ -42427,6 +42865,45 @@ async function createGitHubApi(token, repository) {
         },
         async updateComment(commentId, body) {
             await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
+        },
+        async pullHead(pullNumber) {
+            const { data } = await octokit.rest.pulls.get({ owner, repo, pull_number: pullNumber });
+            return data.head.sha;
+        },
+        async pullFiles(pullNumber) {
+            const files = await allPages(page => octokit.rest.pulls.listFiles({ owner, repo, pull_number: pullNumber, per_page: 100, page }), MAX_FILE_PAGES);
+            return files.map(file => ({
+                filename: file.filename,
+                status: file.status,
+                ...(typeof file.patch === 'string' ? { patch: file.patch } : {})
+            }));
+        },
+        async ownReviewTexts(pullNumber) {
+            const texts = [];
+            const comments = await allPages(page => octokit.rest.pulls.listReviewComments({
+                owner,
+                repo,
+                pull_number: pullNumber,
+                per_page: 100,
+                page
+            }), MAX_REVIEW_PAGES);
+            for (const comment of comments)
+                if (await isOwn(comment.user))
+                    texts.push(comment.body);
+            const reviews = await allPages(page => octokit.rest.pulls.listReviews({ owner, repo, pull_number: pullNumber, per_page: 100, page }), MAX_REVIEW_PAGES);
+            for (const review of reviews)
+                if (review.body && (await isOwn(review.user)))
+                    texts.push(review.body);
+            return texts;
+        },
+        async createReview(pullNumber, review) {
+            const { data } = await octokit.rest.pulls.createReview({
+                owner,
+                repo,
+                pull_number: pullNumber,
+                ...review
+            });
+            return { id: data.id, url: data.html_url };
         }
     };
 }
@@ -42973,6 +43450,7 @@ async function checkActor(settings, context, actor, github) {
 
 
 
+
 /** The runner's inputs (INPUT_* variables): the one place the action reads them. */
 const actionInput = name => getInput(name);
 /** Input values to mask before anything is logged. */
@@ -43055,7 +43533,21 @@ readFile, event = readEventContext(env)) {
     };
     const wait = bool('wait', true);
     const logConversation = bool('log-conversation', true);
-    const outputSchema = readOutputSchema(getInput, env, readFile, problems);
+    let outputSchema = readOutputSchema(getInput, env, readFile, problems);
+    const reviewInputs = readReviewInputs(getInput, problems);
+    if (reviewInputs.inline && getInput('output-schema').trim() !== '')
+        problems.push('review and output-schema are both set: review: inline asks for its own findings object; give one of them');
+    const pullNumber = reviewInputs.inline ? pullRequestOf(event) : undefined;
+    let review;
+    if (pullNumber !== undefined) {
+        review = { pullNumber, maxComments: reviewInputs.maxComments };
+        if (reviewInputs.requestChanges)
+            review.requestChanges = reviewInputs.requestChanges;
+        outputSchema = findingsSchema();
+    }
+    else if (reviewInputs.inline) {
+        promptNotes.push(`review: inline reviews pull requests only; the ${event.event || 'current'} event is not about one, so no findings are asked for and no review is posted`);
+    }
     const rawOnBlocked = getInput('on-blocked').trim().toLowerCase() || 'wait';
     if (rawOnBlocked !== 'wait' && rawOnBlocked !== 'fail') {
         problems.push(`on-blocked ${showValue(getInput('on-blocked'))}: expected wait or fail`);
@@ -43081,7 +43573,7 @@ readFile, event = readEventContext(env)) {
         }
         : { runId };
     if (target.create && outputSchema && target.create.prompt.trim() !== '') {
-        target.create.prompt += schemaRequest(outputSchema.schema);
+        target.create.prompt += review ? reviewRequest() : schemaRequest(outputSchema.schema);
     }
     const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write');
     if (!PERMISSIONS.includes(minPermission)) {
@@ -43146,6 +43638,7 @@ readFile, event = readEventContext(env)) {
         commentSessionLink: sessionLink === 'always' || (sessionLink === 'auto' && event.repoPrivate === true),
         promptNotes,
         outputSchema,
+        ...(review ? { review } : {}),
         logConversation,
         onBlocked: rawOnBlocked
     };
@@ -43516,6 +44009,7 @@ async function waitWithProgress(client, runId, options) {
 
 
 
+
 /** The step stops without starting anything, with this notice. */
 class NothingToDo extends Error {
 }
@@ -43548,7 +44042,8 @@ async function startTurn(client, settings, event, comment, signal) {
         }
     }
     if (isComment && thread.continue === 'thread' && record) {
-        const message = followupMessage(event);
+        // A follow-up of a review is checked for the findings object too: it asks for it as the prompt did.
+        const message = followupMessage(event) + (settings.review ? reviewRequest() : '');
         try {
             await client.submitFollowup(record.runId, { message, mode: thread.mode }, { signal });
             log_info(`Sent the comment to run ${record.runId} as a follow-up (mode ${thread.mode}).`);
@@ -44094,6 +44589,7 @@ function onTermination() {
 
 
 
+
 /**
  * After `timeout`, reading what the run made (the rest of the conversation, the answer, the patch)
  * and, at a timeout, cancelling the run share this much more time, and no more: a slow service
@@ -44124,6 +44620,7 @@ async function mainStep() {
     const client = createClient(settings);
     let runId;
     try {
+        const reviewContext = settings.review && (await reviewBase(admitted, event));
         const turn = await startTurn(client, settings, event, comment?.writer, termination.graceSignal);
         runId = turn.runId;
         if (comment)
@@ -44159,6 +44656,8 @@ async function mainStep() {
             signal: until(timedOut ? CANCEL_RESERVE_MS : 0),
             deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
         });
+        if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
+            await review(admitted, reviewContext, outcome.produced);
         if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
             comment.writer.plan = await readPlan(client, result.run, until(0));
         if (timedOut)
@@ -44186,6 +44685,28 @@ async function mainStep() {
     finally {
         termination.dispose();
         client.close();
+    }
+}
+/** The pull request's head and diff, read before the run starts; the step fails if they cannot be. */
+async function reviewBase({ settings, github }, event) {
+    try {
+        const api = await github();
+        return await readReviewContext(api, settings.review, event.pr?.headSha);
+    }
+    catch (error) {
+        throw new Error(`review: inline could not read pull request #${settings.review.pullNumber}'s files (${error.message}). The workflow needs \`permissions: pull-requests: write\` to review.`);
+    }
+}
+/** Posts the findings of a run that succeeded with a valid findings object as the review. */
+async function review({ settings, github }, context, produced) {
+    if (!produced?.structured)
+        return;
+    try {
+        const value = JSON.parse(produced.structured);
+        produced.review = await postReview(await github(), settings.review, value, context, message => notice(message));
+    }
+    catch (error) {
+        produced.reviewProblem = `could not post the review on #${settings.review.pullNumber}: ${error.message}`;
     }
 }
 /** The progress comment on the pull request or issue, when asked for and there is one. */

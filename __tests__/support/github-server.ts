@@ -1,6 +1,8 @@
 // A local HTTP server that serves the few GitHub REST endpoints the action uses (collaborator
-// permission, list/create/update issue comments) and the executor's publishing uses (create a pull
-// request, also under a GHES-style /api/v3 prefix), and records every request.
+// permission, list/create/update issue comments, a pull request's head, files, review comments and
+// reviews, create a review) and the executor's publishing uses (create a pull request, also under a
+// GHES-style /api/v3 prefix), and records every request. A review is checked as GitHub checks it: a
+// line comment must sit on a line of its side of one hunk of the file's patch, else 422.
 
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -38,6 +40,28 @@ export class GitHubServer {
     body: string;
     draft: boolean;
   }[] = [];
+  /** Pull requests to review, by number: their head commit and files (with patches). */
+  readonly reviewable = new Map<
+    number,
+    { head: string; files: { filename: string; status: string; patch?: string }[] }
+  >();
+  /** Reviews posted, by pull request number, as sent (with their ids). */
+  readonly reviews = new Map<
+    number,
+    {
+      id: number;
+      commit_id: string;
+      event: string;
+      body: string;
+      comments: Record<string, unknown>[];
+      user: { login: string; type: string };
+    }[]
+  >();
+  /** Review comments on each pull request, the ones reviews created and any a test adds. */
+  readonly reviewComments = new Map<
+    number,
+    { id: number; body: string; user: { login: string; type: string } }[]
+  >();
   /** The token pull request creation wants as `Authorization: Bearer …` (any when unset). */
   token?: string;
   private nextId = 1000;
@@ -138,9 +162,72 @@ export class GitHubServer {
       }
       return send(404, { message: 'Not Found' });
     }
+    match = /^\/repos\/[^/]+\/[^/]+\/pulls\/(\d+)(\/files|\/comments|\/reviews)?$/.exec(url.pathname);
+    if (match) return this.pullRequest(Number(match[1]), match[2] ?? '', req.method!, url, body, send);
     match = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(url.pathname);
     if (match && req.method === 'POST') return this.createPull(`${match[1]}/${match[2]}`, req, body, send);
     send(404, { message: `no route ${req.method} ${url.pathname}` });
+  }
+
+  /** A pull request's head, files, review comments and reviews, paged as GitHub pages them. */
+  private pullRequest(
+    number: number,
+    what: string,
+    method: string,
+    url: URL,
+    body: unknown,
+    send: (status: number, data: unknown) => void
+  ): void {
+    const pull = this.reviewable.get(number);
+    if (!pull) return send(404, { message: 'Not Found' });
+    const page = <T>(items: T[]): T[] => {
+      const size = Math.min(100, Number(url.searchParams.get('per_page') ?? 30));
+      const at = Number(url.searchParams.get('page') ?? 1);
+      return items.slice((at - 1) * size, at * size);
+    };
+    const comments = this.reviewComments.get(number) ?? [];
+    this.reviewComments.set(number, comments);
+    const reviews = this.reviews.get(number) ?? [];
+    this.reviews.set(number, reviews);
+    if (method === 'GET' && what === '') return send(200, { number, head: { sha: pull.head } });
+    if (method === 'GET' && what === '/files') return send(200, page(pull.files));
+    if (method === 'GET' && what === '/comments') return send(200, page(comments));
+    if (method === 'GET' && what === '/reviews')
+      return send(
+        200,
+        page(reviews).map(({ id, body: text, user, commit_id }) => ({ id, body: text, user, commit_id }))
+      );
+    if (method !== 'POST' || what !== '/reviews') return send(404, { message: 'Not Found' });
+    const review = (body ?? {}) as Record<string, unknown>;
+    const refuse = (message: string) => send(422, { message: 'Unprocessable Entity', errors: [message] });
+    if (!['APPROVE', 'REQUEST_CHANGES', 'COMMENT'].includes(String(review.event)))
+      return refuse(`event ${String(review.event)} is not valid`);
+    if (typeof review.body !== 'string' || review.body.length > 65_536) return refuse('body is too long');
+    const list = Array.isArray(review.comments) ? (review.comments as Record<string, unknown>[]) : [];
+    for (const comment of list) {
+      const file = pull.files.find(f => f.filename === comment.path);
+      if (!file) return refuse(`Path could not be resolved: ${String(comment.path)}`);
+      const side = (comment.side ?? 'RIGHT') as 'LEFT' | 'RIGHT';
+      const lines = hunkLines(file.patch ?? '')[side];
+      const end = lines.get(Number(comment.line));
+      const start = comment.start_line === undefined ? end : lines.get(Number(comment.start_line));
+      if (end === undefined || start === undefined || start !== end)
+        return refuse('Line could not be resolved');
+      if (typeof comment.body !== 'string' || comment.body.length > 65_536)
+        return refuse('comment body is too long');
+    }
+    const user = { login: 'github-actions[bot]', type: 'Bot' };
+    const id = this.nextId++;
+    reviews.push({
+      id,
+      commit_id: String(review.commit_id),
+      event: String(review.event),
+      body: review.body,
+      comments: list,
+      user
+    });
+    for (const comment of list) comments.push({ id: this.nextId++, body: String(comment.body), user });
+    send(200, { id, html_url: `https://github.com/acme/app/pull/${number}#pullrequestreview-${id}`, user });
   }
 
   /** POST /repos/{owner}/{repo}/pulls, checked and answered as GitHub does. */
@@ -198,4 +285,27 @@ export class GitHubServer {
       base: { ref: created.base }
     });
   }
+}
+
+/** Each side's lines in a patch, to the hunk they belong to: GitHub comments only on these. */
+function hunkLines(patch: string): Record<'LEFT' | 'RIGHT', Map<number, number>> {
+  const sides = { LEFT: new Map<number, number>(), RIGHT: new Map<number, number>() };
+  let hunk = -1;
+  let left = 0;
+  let right = 0;
+  for (const line of patch.split('\n')) {
+    const header = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+    if (header) {
+      hunk++;
+      left = Number(header[1]);
+      right = Number(header[2]);
+    } else if (hunk < 0 || line.startsWith('\\')) continue;
+    else if (line.startsWith('-')) sides.LEFT.set(left++, hunk);
+    else if (line.startsWith('+')) sides.RIGHT.set(right++, hunk);
+    else if (line.startsWith(' ')) {
+      sides.LEFT.set(left++, hunk);
+      sides.RIGHT.set(right++, hunk);
+    }
+  }
+  return sides;
 }

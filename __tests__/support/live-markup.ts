@@ -15,7 +15,7 @@ export const HOSTILE = [
 
 /** The step's own hidden lines: its marker and its record. */
 const OWN_HIDDEN =
-  /^<!-- agent-run(?::[0-9a-f]{16}|-run:[A-Za-z0-9._:~-]+ mode:(?:normal|plan)|-step:\d+\.\d+|-plan:[A-Za-z0-9._:~-]+) -->$/;
+  /^<!-- agent-run(?::[0-9a-f]{16}|-finding:[0-9a-f]{24}|-run:[A-Za-z0-9._:~-]+ mode:(?:normal|plan)|-step:\d+\.\d+|-plan:[A-Za-z0-9._:~-]+) -->$/;
 const TAGS_ALLOWED = new Set(['code', 'pre', 'a', 'details', 'summary', 'br']);
 
 function decode(text: string): string {

@@ -61,7 +61,7 @@ const files = [
 ];
 
 describe('workflows', () => {
-  it('exist: the five examples and both of ours', () => {
+  it('exist: the six examples and both of ours', () => {
     expect(files.sort()).toEqual([
       '.github/workflows/check-dist.yml',
       '.github/workflows/ci.yml',
@@ -69,6 +69,7 @@ describe('workflows', () => {
       'examples/workflows/nightly.yml',
       'examples/workflows/plan-approve.yml',
       'examples/workflows/pr-review.yml',
+      'examples/workflows/review.yml',
       'examples/workflows/self-hosted-test.yml'
     ]);
   });

@@ -12,6 +12,7 @@ import * as log from './log.js';
 import { artifactLines, block, code, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
 import { type Plan, planMarkup } from './plan.js';
+import { reviewMarkup } from './review.js';
 
 /** GitHub keeps at most this many characters of a comment's body (it answers 422 above it). */
 export const MAX_COMMENT_CHARS = 65_536;
@@ -214,6 +215,9 @@ export class StickyComment {
       lines.push('', plan.markup);
       if (plan.shown && record.length > 0 && SAFE_ID.test(this.plan.uid))
         record.push(`<!-- agent-run-plan:${this.plan.uid} -->`);
+    } else if (produced?.review) {
+      // The review holds the findings: the comment links it rather than repeating them.
+      lines.push('', reviewMarkup(produced.review));
     } else if (produced?.result) lines.push('', resultMarkup(produced.result, 5000));
     lines.push(...record);
     return lines.join('\n');

@@ -21,6 +21,8 @@ export interface EventContext {
     body: string;
     base: string;
     head: string;
+    /** The head commit the event saw (`pull_request.head.sha`), when the payload says. */
+    headSha?: string;
     fromFork: boolean;
     author?: string;
   };
@@ -36,6 +38,21 @@ export interface EventContext {
 }
 
 type Payload = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** Events about a pull request whose step may review it (`issue_comment` only on a pull request). */
+export const PULL_REQUEST_EVENTS = [
+  'pull_request',
+  'pull_request_target',
+  'pull_request_review',
+  'pull_request_review_comment'
+];
+
+/** The pull request the event is about, when it is a pull request event (or a comment on one). */
+export function pullRequestOf(context: EventContext): number | undefined {
+  if (PULL_REQUEST_EVENTS.includes(context.event)) return context.pr?.number;
+  if (context.event === 'issue_comment' && context.issue?.isPullRequest) return context.issue.number;
+  return undefined;
+}
 
 export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventContext {
   let payload: Payload = {};
@@ -63,6 +80,7 @@ export function readEventContext(env: NodeJS.ProcessEnv = process.env): EventCon
       body: text(pr.body),
       base: text(pr.base?.ref),
       head: text(pr.head?.ref),
+      ...(text(pr.head?.sha) ? { headSha: text(pr.head?.sha) } : {}),
       // A head repository that is gone (a deleted fork: `head.repo` is null) is no proof of trust.
       fromFork: !pr.head?.repo || Boolean(pr.base?.repo && pr.head.repo.full_name !== pr.base.repo.full_name),
       ...author(pr)

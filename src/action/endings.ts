@@ -37,13 +37,15 @@ export async function onEnd(settings: Settings, reporter: Reporter, outcome: Out
   const run = outcome.run!;
   const problem = outcome.produced?.structuredProblem;
   const badOutput = settings.outputSchema && problem && run.state === 'SUCCEEDED';
-  if (badOutput) outcome.conclusion = 'failed';
+  const reviewProblem = outcome.produced?.reviewProblem;
+  if (badOutput || reviewProblem) outcome.conclusion = 'failed';
   await reporter.final(outcome);
   state.markSettled();
   if (badOutput) {
-    core.setFailed(
-      `Run ${outcome.runId} succeeded, but its structured output is missing or invalid: ${problem}`
-    );
+    const what = settings.review ? 'its review findings are' : 'its structured output is';
+    core.setFailed(`Run ${outcome.runId} succeeded, but ${what} missing or invalid: ${problem}`);
+  } else if (reviewProblem) {
+    core.setFailed(`Run ${outcome.runId} succeeded, but the step ${reviewProblem}`);
   } else if (settings.failOn.includes(run.state)) {
     const code = run.error_code ? ` (${run.error_code})` : '';
     const full = run.status_message || 'the service gave no status message';

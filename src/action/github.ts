@@ -14,9 +14,47 @@ export interface GitHubApi {
   commentBody(commentId: number): Promise<string>;
   createComment(issueNumber: number, body: string): Promise<number>;
   updateComment(commentId: number, body: string): Promise<void>;
+  /** The head commit of a pull request as it is now. */
+  pullHead(pullNumber: number): Promise<string>;
+  /** A pull request's files with their patches (absent for a binary or too large diff), all pages. */
+  pullFiles(pullNumber: number): Promise<PullFile[]>;
+  /**
+   * The texts this token's own identity wrote on a pull request's reviews: each review comment and
+   * each review body (another identity's text is never read as this step's).
+   */
+  ownReviewTexts(pullNumber: number): Promise<string[]>;
+  /** Posts one review; answers its id and web address. */
+  createReview(pullNumber: number, review: ReviewRequest): Promise<{ id: number; url: string }>;
+}
+
+export interface PullFile {
+  filename: string;
+  status: string;
+  patch?: string;
+}
+
+/** A line comment of a review, as the pull request reviews API takes it. */
+export interface ReviewComment {
+  path: string;
+  body: string;
+  line: number;
+  side: 'LEFT' | 'RIGHT';
+  start_line?: number;
+  start_side?: 'LEFT' | 'RIGHT';
+}
+
+export interface ReviewRequest {
+  commit_id: string;
+  event: 'COMMENT' | 'REQUEST_CHANGES';
+  body: string;
+  comments: ReviewComment[];
 }
 
 const MAX_COMMENT_PAGES = 10;
+/** GitHub lists at most 3,000 files of a pull request: 30 pages of 100. */
+const MAX_FILE_PAGES = 30;
+/** Review comments and reviews read for this step's earlier findings: at most 3,000 of each. */
+const MAX_REVIEW_PAGES = 30;
 
 export async function createGitHubApi(token: string, repository: string): Promise<GitHubApi> {
   const { getOctokit } = await import('@actions/github');
@@ -32,6 +70,20 @@ export async function createGitHubApi(token: string, repository: string): Promis
         if (!viewer?.login) throw new Error('GitHub did not say who the token is');
         return viewer.login;
       }));
+  const isOwn = async (user: { login?: string; type?: string } | null | undefined) => {
+    const login = await self();
+    return user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
+  };
+  /** Every page of a list, up to `max` pages of 100. */
+  const allPages = async <T>(read: (page: number) => Promise<{ data: T[] }>, max: number): Promise<T[]> => {
+    const items: T[] = [];
+    for (let page = 1; page <= max; page++) {
+      const { data } = await read(page);
+      items.push(...data);
+      if (data.length < 100) break;
+    }
+    return items;
+  };
   const readComment: GitHubApi['readComment'] = async (issueNumber, marker) => {
     for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
       const { data } = await octokit.rest.issues.listComments({
@@ -78,6 +130,51 @@ export async function createGitHubApi(token: string, repository: string): Promis
     },
     async updateComment(commentId, body) {
       await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
+    },
+    async pullHead(pullNumber) {
+      const { data } = await octokit.rest.pulls.get({ owner, repo, pull_number: pullNumber });
+      return data.head.sha;
+    },
+    async pullFiles(pullNumber) {
+      const files = await allPages(
+        page => octokit.rest.pulls.listFiles({ owner, repo, pull_number: pullNumber, per_page: 100, page }),
+        MAX_FILE_PAGES
+      );
+      return files.map(file => ({
+        filename: file.filename,
+        status: file.status,
+        ...(typeof file.patch === 'string' ? { patch: file.patch } : {})
+      }));
+    },
+    async ownReviewTexts(pullNumber) {
+      const texts: string[] = [];
+      const comments = await allPages(
+        page =>
+          octokit.rest.pulls.listReviewComments({
+            owner,
+            repo,
+            pull_number: pullNumber,
+            per_page: 100,
+            page
+          }),
+        MAX_REVIEW_PAGES
+      );
+      for (const comment of comments) if (await isOwn(comment.user)) texts.push(comment.body);
+      const reviews = await allPages(
+        page => octokit.rest.pulls.listReviews({ owner, repo, pull_number: pullNumber, per_page: 100, page }),
+        MAX_REVIEW_PAGES
+      );
+      for (const review of reviews) if (review.body && (await isOwn(review.user))) texts.push(review.body);
+      return texts;
+    },
+    async createReview(pullNumber, review) {
+      const { data } = await octokit.rest.pulls.createReview({
+        owner,
+        repo,
+        pull_number: pullNumber,
+        ...review
+      });
+      return { id: data.id, url: data.html_url };
     }
   };
 }

@@ -15,9 +15,10 @@ import {
   showValue
 } from '../api/index.js';
 import { normalizeBaseUrl } from '../client/index.js';
-import { type EventContext, readEventContext } from './context.js';
+import { type EventContext, pullRequestOf, readEventContext } from './context.js';
 import { PlaceholderError, contextBlock, fenceTag, renderPrompt, textSources } from './prompt.js';
 import { type OutputSchema, readOutputSchema, schemaRequest } from './output-schema.js';
+import { type ReviewSettings, findingsSchema, readReviewInputs, reviewRequest } from './review.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 import { type ReadFile, readInputFile } from './workspace-file.js';
 
@@ -81,6 +82,11 @@ export interface CommonSettings {
   onBlocked: 'wait' | 'fail';
   /** Threads and plans (`mode`, `continue`, `approve-phrase`, `label-trigger`, `supersede`). */
   thread: ThreadSettings;
+  /**
+   * `review: inline` on a pull request event: the answer's findings become a pull request review
+   * (then `outputSchema` is the findings schema).
+   */
+  review?: ReviewSettings;
 }
 
 export interface ThreadSettings {
@@ -193,7 +199,23 @@ export function readSettings(
 
   const wait = bool('wait', true);
   const logConversation = bool('log-conversation', true);
-  const outputSchema = readOutputSchema(getInput, env, readFile, problems);
+  let outputSchema = readOutputSchema(getInput, env, readFile, problems);
+  const reviewInputs = readReviewInputs(getInput, problems);
+  if (reviewInputs.inline && getInput('output-schema').trim() !== '')
+    problems.push(
+      'review and output-schema are both set: review: inline asks for its own findings object; give one of them'
+    );
+  const pullNumber = reviewInputs.inline ? pullRequestOf(event) : undefined;
+  let review: ReviewSettings | undefined;
+  if (pullNumber !== undefined) {
+    review = { pullNumber, maxComments: reviewInputs.maxComments };
+    if (reviewInputs.requestChanges) review.requestChanges = reviewInputs.requestChanges;
+    outputSchema = findingsSchema();
+  } else if (reviewInputs.inline) {
+    promptNotes.push(
+      `review: inline reviews pull requests only; the ${event.event || 'current'} event is not about one, so no findings are asked for and no review is posted`
+    );
+  }
   const rawOnBlocked = getInput('on-blocked').trim().toLowerCase() || 'wait';
   if (rawOnBlocked !== 'wait' && rawOnBlocked !== 'fail') {
     problems.push(`on-blocked ${showValue(getInput('on-blocked'))}: expected wait or fail`);
@@ -232,7 +254,7 @@ export function readSettings(
         }
       : { runId };
   if (target.create && outputSchema && target.create.prompt.trim() !== '') {
-    target.create.prompt += schemaRequest(outputSchema.schema);
+    target.create.prompt += review ? reviewRequest() : schemaRequest(outputSchema.schema);
   }
 
   const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write') as Permission;
@@ -300,6 +322,7 @@ export function readSettings(
     commentSessionLink: sessionLink === 'always' || (sessionLink === 'auto' && event.repoPrivate === true),
     promptNotes,
     outputSchema,
+    ...(review ? { review } : {}),
     logConversation,
     onBlocked: rawOnBlocked as Settings['onBlocked']
   };

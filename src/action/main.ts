@@ -17,6 +17,10 @@ import { type Outcome, Reporter, conclusionOf, durationOf } from './report.js';
 import { onTermination } from './signals.js';
 import * as state from './state.js';
 import { NothingToDo, startTurn } from './thread.js';
+import { type Finding, type ReviewContext, postReview, readReviewContext } from './review.js';
+import type { Produced } from './produced.js';
+import type { Settings } from './inputs.js';
+import type { GitHubApi } from './github.js';
 
 /**
  * After `timeout`, reading what the run made (the rest of the conversation, the answer, the patch)
@@ -47,6 +51,7 @@ async function mainStep(): Promise<void> {
   const client = createClient(settings);
   let runId: string | undefined;
   try {
+    const reviewContext = settings.review && (await reviewBase(admitted, event));
     const turn = await startTurn(client, settings, event, comment?.writer, termination.graceSignal);
     runId = turn.runId;
     if (comment) comment.writer.mode = turn.mode;
@@ -82,6 +87,8 @@ async function mainStep(): Promise<void> {
       signal: until(timedOut ? CANCEL_RESERVE_MS : 0),
       deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
     });
+    if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
+      await review(admitted, reviewContext, outcome.produced);
     if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
       comment.writer.plan = await readPlan(client, result.run, until(0));
     if (timedOut) await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
@@ -102,6 +109,35 @@ async function mainStep(): Promise<void> {
   } finally {
     termination.dispose();
     client.close();
+  }
+}
+
+/** The pull request's head and diff, read before the run starts; the step fails if they cannot be. */
+async function reviewBase({ settings, github }: Admitted, event: EventContext): Promise<ReviewContext> {
+  try {
+    const api = await github();
+    return await readReviewContext(api, settings.review!, event.pr?.headSha);
+  } catch (error) {
+    throw new Error(
+      `review: inline could not read pull request #${settings.review!.pullNumber}'s files (${(error as Error).message}). The workflow needs \`permissions: pull-requests: write\` to review.`
+    );
+  }
+}
+
+/** Posts the findings of a run that succeeded with a valid findings object as the review. */
+async function review(
+  { settings, github }: { settings: Settings; github: () => Promise<GitHubApi> },
+  context: ReviewContext,
+  produced: Produced | undefined
+): Promise<void> {
+  if (!produced?.structured) return;
+  try {
+    const value = JSON.parse(produced.structured) as { summary: string; findings: Finding[] };
+    produced.review = await postReview(await github(), settings.review!, value, context, message =>
+      core.notice(message)
+    );
+  } catch (error) {
+    produced.reviewProblem = `could not post the review on #${settings.review!.pullNumber}: ${(error as Error).message}`;
   }
 }
 

@@ -18,6 +18,7 @@ import {
   structuredOutput
 } from '../client/index.js';
 import type { OutputSchema } from './inputs.js';
+import type { ReviewOutcome } from './review.js';
 import { toJson } from './outputs.js';
 import { renderTranscript } from './transcript.js';
 
@@ -40,6 +41,10 @@ export interface Produced {
   branch?: string;
   patchFile?: string;
   transcriptFile?: string;
+  /** The pull request review posted from the findings (`review: inline`). */
+  review?: ReviewOutcome;
+  /** Why the review could not be posted. */
+  reviewProblem?: string;
 }
 
 /** Cuts text to at most `limit` UTF-8 bytes without splitting a character. */

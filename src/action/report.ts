@@ -7,6 +7,7 @@ import type { StickyComment } from './comment.js';
 import { artifactLines, block, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
 import { setOutput, toJson } from './outputs.js';
 import type { Produced } from './produced.js';
+import { findingsOutput, reviewMarkup } from './review.js';
 
 export type Conclusion =
   'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'error' | 'blocked' | 'skipped' | '';
@@ -83,6 +84,10 @@ export function writeProducedOutputs(produced: Produced | undefined): void {
   setOutput('branch', produced?.branch ?? '');
   setOutput('patch-file', produced?.patchFile ?? '');
   setOutput('transcript-file', produced?.transcriptFile ?? '');
+  const review = produced?.review;
+  setOutput('review-id', review?.id === undefined ? '' : String(review.id));
+  setOutput('review-url', review?.url ?? '');
+  setOutput('findings', review ? (toJson(findingsOutput(review)) ?? '') : '');
 }
 
 /** The artifacts as JSON in the service's shape, or as many of them as fit the output limit. */
@@ -173,6 +178,8 @@ export async function writeSummary(outcome: Outcome): Promise<string[]> {
     const more = artifacts.length - shown.length;
     rows.push(['Artifacts', shown.join('<br>') + (more > 0 ? `<br>… and ${more} more` : '')]);
   }
+  if (produced?.review) rows.push(['Review', reviewMarkup(produced.review)]);
+  if (produced?.reviewProblem) rows.push(['Review', block(clip('Review', produced.reviewProblem, 4096))]);
   if (produced?.result) {
     if (produced.result.length > MAX_SUMMARY_RESULT) cuts.push('Result');
     rows.push(['Result', resultMarkup(produced.result, MAX_SUMMARY_RESULT)]);

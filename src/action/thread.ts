@@ -22,6 +22,7 @@ import { cleanUserText, fence, fenceTag } from './prompt.js';
 import { createRun } from './remote.js';
 import { COMMENT_EVENTS, holdsPhrase } from './trust.js';
 import { code } from './markup.js';
+import { reviewRequest } from './review.js';
 
 /** What the step waits for: the run, what was asked of it this turn, and the turn's mode. */
 export interface Turn {
@@ -79,7 +80,8 @@ export async function startTurn(
   }
 
   if (isComment && thread.continue === 'thread' && record) {
-    const message = followupMessage(event);
+    // A follow-up of a review is checked for the findings object too: it asks for it as the prompt did.
+    const message = followupMessage(event) + (settings.review ? reviewRequest() : '');
     try {
       await client.submitFollowup(record.runId, { message, mode: thread.mode }, { signal });
       log.info(`Sent the comment to run ${record.runId} as a follow-up (mode ${thread.mode}).`);

@@ -71,3 +71,18 @@ export function textBlock(text: string, max = Infinity): { markup: string; cut: 
   if (amp !== -1 && escaped.indexOf(';', amp) >= end) end = amp;
   return { markup: `<pre>${escaped.slice(0, end)}…</pre>`, cut: true };
 }
+
+/**
+ * Code shown as written inside a fenced block (a review's `suggestion`, which GitHub applies as
+ * the new text of the commented lines): GitHub links no mention and loads no image inside it, so
+ * the text is kept as it is, but without control characters (a lone carriage return would end a
+ * line) and behind a fence longer than any run of backticks it holds, so no line of it can close
+ * the block and let the rest be read as Markdown.
+ */
+export function codeBlock(text: string, info = ''): string {
+  const code = dropControls(text);
+  let longest = 0;
+  for (const run of code.match(/`+/g) ?? []) longest = Math.max(longest, run.length);
+  const fence = '`'.repeat(Math.max(3, longest + 1));
+  return `${fence}${info}\n${code}\n${fence}`;
+}
