@@ -61,13 +61,14 @@ const files = [
 ];
 
 describe('workflows', () => {
-  it('exist: the five examples and both of ours', () => {
+  it('exist: the six examples and both of ours', () => {
     expect(files.sort()).toEqual([
       '.github/workflows/check-dist.yml',
       '.github/workflows/ci.yml',
       'examples/workflows/comment-trigger.yml',
       'examples/workflows/nightly.yml',
       'examples/workflows/plan-approve.yml',
+      'examples/workflows/pr-review-fan-out.yml',
       'examples/workflows/pr-review.yml',
       'examples/workflows/self-hosted-test.yml'
     ]);
