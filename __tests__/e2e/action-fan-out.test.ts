@@ -4,7 +4,7 @@
 // finds its runs again, the timeout cancelling every run, and bad items named.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type ExecutorWithKey, spawnExecutorWithKey } from '../support/executor.js';
-import { runAction } from '../support/runner.js';
+import { runAction, startAction } from '../support/runner.js';
 
 let executor: ExecutorWithKey;
 
@@ -159,6 +159,23 @@ describe('fan-out through the action', () => {
     const server = await serverRuns(env.GITHUB_ACTION);
     expect(server.map(run => run.state)).toEqual(['CANCELLED', 'CANCELLED']);
     for (const run of server) expect(run.status_message).toContain('timeout after 3s');
+  });
+
+  it('cancels every run when the job is cancelled', async () => {
+    const items = ['- "@sim sleep 120"', '- "@sim sleep 120"'].join('\n');
+    const { inputs, env } = stepOf(items);
+    const action = startAction(inputs, { env });
+    await action.waitFor(/fan-out\[0\]: run [\w-]+ is INPROGRESS/);
+    await action.waitFor(/fan-out\[1\]: run [\w-]+ is INPROGRESS/);
+    action.child.kill('SIGTERM');
+    const result = await action.done;
+    expect(result.code).toBe(1);
+    expect(result.outputs.conclusion).toBe('cancelled');
+    const server = await serverRuns(env.GITHUB_ACTION);
+    expect(server.map(run => [run.state, run.status_message])).toEqual([
+      ['CANCELLED', 'cancelled by a client: the job was cancelled'],
+      ['CANCELLED', 'cancelled by a client: the job was cancelled']
+    ]);
   });
 
   it('names the bad item, its field and the form expected', async () => {
