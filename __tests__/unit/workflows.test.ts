@@ -68,6 +68,7 @@ describe('workflows', () => {
       'examples/workflows/comment-trigger.yml',
       'examples/workflows/nightly.yml',
       'examples/workflows/plan-approve.yml',
+      'examples/workflows/pr-review-fan-out.yml',
       'examples/workflows/pr-review.yml',
       'examples/workflows/review.yml',
       'examples/workflows/self-hosted-test.yml'

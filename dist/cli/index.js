@@ -38341,6 +38341,8 @@ Options:
   --mode normal|plan     plan: the agent reads but changes nothing and answers with a plan (then
                          \`agent-run followup ID "approved: carry out the plan"\` carries it out)
   --metadata KEY=VALUE   a metadata pair on the run (repeatable, at most 20); find runs by it with list
+  --parent ID            create the run as a child of run ID (it takes that run's metadata keys it
+                         does not set, and is cancelled with it); list them with list --ancestor ID
 
 Example:
   AGENT_RUN_API_KEY=... agent-run run --base-url http://127.0.0.1:8080 --environment local "Fix the failing test"
@@ -38357,7 +38359,8 @@ ${EXIT_CODES_HELP}`,
             'on-blocked': { type: 'string' },
             'output-schema': { type: 'string' },
             mode: { type: 'string' },
-            metadata: { type: 'string', multiple: true }
+            metadata: { type: 'string', multiple: true },
+            parent: { type: 'string' }
         });
         const mode = modeOption(values.mode);
         const metadata = metadataOption(values.metadata);
@@ -38408,7 +38411,8 @@ ${EXIT_CODES_HELP}`,
                 config: { ...config, environment_id: environment.trim() },
                 ...(values.title ? { title: values.title } : {}),
                 ...(mode ? { mode } : {}),
-                ...(metadata ? { metadata } : {})
+                ...(metadata ? { metadata } : {}),
+                ...(values.parent ? { parent_run_id: values.parent.trim() } : {})
             }, { idempotencyKey: (0,external_node_crypto_.randomUUID)(), maxRetries: CREATE_RETRIES });
             context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
             if (values['no-wait']) {
@@ -38511,7 +38515,7 @@ Example:
 const listCommand = {
     name: 'list',
     summary: 'list runs, newest first',
-    help: `Usage: agent-run list [--state S ...] [--environment ID] [--metadata K=V ...] [--limit N] [--json [FIELDS]]
+    help: `Usage: agent-run list [--state S ...] [--environment ID] [--metadata K=V ...] [--ancestor ID] [--limit N] [--json [FIELDS]]
 
 Lists runs, newest first, as a table: id, state, environment, created, duration and title (an
 untitled run shows its prompt's first line). --json: {runs, page_info}; --json FIELDS: an array
@@ -38521,6 +38525,7 @@ Options:
   --state S              only runs in this state; repeat for several
   --environment ID       only runs of this environment
   --metadata KEY=VALUE   only runs whose metadata has this pair; repeat for several (all must match)
+  --ancestor ID          only runs below this run (its children, their children, ...)
   --limit N              at most N runs (1-500, default 20; read in pages of 100)
 
 Example:
@@ -38531,6 +38536,7 @@ Example:
             state: { type: 'string', multiple: true },
             environment: { type: 'string' },
             metadata: { type: 'string', multiple: true },
+            ancestor: { type: 'string' },
             limit: { type: 'string' }
         });
         const metadata = metadataOption(values.metadata);
@@ -38546,7 +38552,8 @@ Example:
             const page = await listUpTo(client, limit, {
                 ...(states.length > 0 ? { state: states } : {}),
                 ...(values.environment ? { environment_id: values.environment } : {}),
-                ...(metadata ? { metadata } : {})
+                ...(metadata ? { metadata } : {}),
+                ...(values.ancestor ? { ancestor_run_id: values.ancestor } : {})
             });
             if (values.json) {
                 if (selected.fields)

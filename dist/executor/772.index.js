@@ -631,6 +631,14 @@ function cancelledByClient(reason) {
     const status_message = reason === undefined ? 'cancelled by a client' : `cancelled by a client: ${reason}`;
     return { state: 'CANCELLED', error_code: 'cancelled', status_message };
 }
+/** A run of the tree below `ancestorRunId` when that run was cancelled (the cancel cascades). */
+function cancelledWithAncestor(ancestorRunId) {
+    return {
+        state: 'CANCELLED',
+        error_code: 'cancelled',
+        status_message: `cancelled because its ancestor run ${ancestorRunId} was cancelled`
+    };
+}
 /** The run outlived its environment's time limit. */
 function timedOut(timeoutMs) {
     return failed('timeout', `the run exceeded its time limit of ${Math.round(timeoutMs / 1000)} s`);
@@ -4488,6 +4496,8 @@ var build = __webpack_require__(35007);
 const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
 /** A string or null, as one JSON type list (serialised without trying each branch). */
 const NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
+/** How many levels of child runs may be below a root run (a root's child is 1). */
+const MAX_RUN_DEPTH = 3;
 const RunStateSchema = build/* default.String */.Ay$.String({
     description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
     examples: ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED']
@@ -4515,7 +4525,13 @@ const CreateRunRequestSchema = build/* default.Object */.Ay$.Object({
         constraint: 'must not be empty'
     }),
     config: RunConfigSchema,
-    title: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), build/* default.Null */.Ay$.Null()], { description: 'Title of the run.', expected: 'a string' }))
+    title: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), build/* default.Null */.Ay$.Null()], { description: 'Title of the run.', expected: 'a string' })),
+    parent_run_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        minLength: 1,
+        maxLength: 200,
+        description: `A run of the same team this run is a child of; at most ${MAX_RUN_DEPTH} levels below a root run. The child takes the parent's metadata keys it does not set, and is cancelled with it.`,
+        expected: 'the run id of a run of this team'
+    }))
 }, { additionalProperties: true, expected: 'a JSON object with prompt and config' });
 /** A create request's `metadata`: at most this many string pairs, keys and values this long. */
 const MAX_METADATA_PAIRS = 20;
@@ -4613,6 +4629,7 @@ const ListRunsQuerySchema = build/* default.Object */.Ay$.Object({
     model_id: build/* default.Optional */.Ay$.Optional(Text('Only runs whose config.model_id is this.')),
     artifact_type: build/* default.Optional */.Ay$.Optional(Text('Only runs that have an artifact of this type.')),
     schedule_id: build/* default.Optional */.Ay$.Optional(Text('Only runs this schedule started.')),
+    ancestor_run_id: build/* default.Optional */.Ay$.Optional(Text('Only runs below this run: its children, their children and so on (every descendant).')),
     sort_by: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(LIST_SORT_KEYS.map(key => build/* default.Literal */.Ay$.Literal(key)), { description: 'Sort key (default created_at).', expected: 'created_at or updated_at' })),
     sort_order: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.Literal */.Ay$.Literal('asc'), build/* default.Literal */.Ay$.Literal('desc')], {
         description: 'Sort order (default desc).',
@@ -4657,7 +4674,8 @@ const RunRecordSchema = build/* default.Object */.Ay$.Object({
     session_link: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'uri' })),
     creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
     agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
-    source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+    source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    parent_run_id: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'The run this one is a child of (absent for a root run).' }))
 }, { additionalProperties: true });
 const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
     runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
@@ -4850,7 +4868,8 @@ function list_params_listQuery(params) {
         name: params.name || undefined,
         modelId: params.model_id || undefined,
         artifactType: params.artifact_type || undefined,
-        scheduleId: params.schedule_id || undefined
+        scheduleId: params.schedule_id || undefined,
+        ancestorRunId: params.ancestor_run_id || undefined
     };
     for (const [name, value] of Object.entries(filters))
         if (value !== undefined)
@@ -5289,11 +5308,14 @@ function runHandlers(context, reads) {
             throw new ProblemError('prompt_too_large', `prompt: ${bytes} bytes is over the limit of ${config.limits.maxPromptBytes} bytes`);
         }
         const environmentId = body.config.environment_id;
+        const asked = body;
+        metadataProblem(asked.metadata);
+        const parent = await parentOf(asked.parent_run_id, request.principal.team);
         let stored;
         try {
             stored = {
                 config: JSON.stringify(body.config),
-                extra: JSON.stringify(extraFields(body)),
+                extra: JSON.stringify(inheritMetadata(extraFields(body), parent)),
                 hash: canonicalHash(body)
             };
         }
@@ -5309,8 +5331,6 @@ function runHandlers(context, reads) {
             throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
         }
         harnessProblem(body.config, environment.agent.kind);
-        const asked = body;
-        metadataProblem(asked.metadata);
         if (asked.mode !== undefined)
             followupMode(asked.mode);
         await conversationProblem(body, request.principal.team, environmentId);
@@ -5349,6 +5369,24 @@ function runHandlers(context, reads) {
             reply.header('idempotent-replayed', 'true');
         return { run_id: result.run.run_id, state: result.run.state };
     };
+    /**
+     * A create's `parent_run_id` names a run of the key's team (else 404, as for any run it cannot
+     * see) at most MAX_RUN_DEPTH - 1 levels below a root, so the child is at most MAX_RUN_DEPTH
+     * below it (else 400 naming the limit). Undefined for a root run.
+     */
+    async function parentOf(id, team) {
+        if (id === undefined || id === null)
+            return undefined;
+        if (typeof id !== 'string')
+            throw new ProblemError('invalid_field', 'parent_run_id: expected a run id (a string)');
+        const parent = await store.getRun(team, id);
+        if (!parent)
+            throw notFound(id);
+        const above = await store.ancestorCount(team, id);
+        if (above + 1 > MAX_RUN_DEPTH)
+            throw new ProblemError('invalid_request', `parent_run_id ${JSON.stringify(id)}: that run is ${above} levels below its root run; a child run may be at most ${MAX_RUN_DEPTH} levels below a root (the limit of run depth)`);
+        return parent;
+    }
     /**
      * A create's `conversation_id` names an ended run of the key's team in the same environment,
      * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
@@ -5534,6 +5572,26 @@ function harnessProblem(runConfig, kind) {
     if (type === undefined || serves === undefined || type === serves)
         return;
     throw new ProblemError('invalid_field', `config.harness.type ${JSON.stringify(type.slice(0, 40))}: this environment runs the ${kind} agent, which serves harness type ${JSON.stringify(serves)}`);
+}
+/**
+ * A child's metadata: its own pairs, then the parent's keys it does not set, while the pairs stay
+ * within MAX_METADATA_PAIRS (its own come first).
+ */
+function inheritMetadata(extra, parent) {
+    if (!parent || parent.extra === '{}')
+        return extra;
+    const inherited = JSON.parse(parent.extra).metadata;
+    if (inherited === null || typeof inherited !== 'object' || Array.isArray(inherited))
+        return extra;
+    const own = (extra.metadata ?? {});
+    const merged = { ...own };
+    for (const [key, value] of Object.entries(inherited)) {
+        if (Object.keys(merged).length >= MAX_METADATA_PAIRS)
+            break;
+        if (!(key in merged) && typeof value === 'string')
+            merged[key] = value;
+    }
+    return Object.keys(merged).length === 0 ? extra : { ...extra, metadata: merged };
 }
 /** The body's fields beyond prompt, config and title, kept (metadata, skill, …) unless the server owns them. */
 function extraFields(body) {
@@ -6207,6 +6265,7 @@ const endpoints_create = {
     },
     errors: [
         'invalid_request',
+        'not_found',
         'environment_not_found',
         'payload_too_large',
         'unsupported_media_type',
@@ -11373,8 +11432,7 @@ class PostgresDialect {
             : await transaction(this.pool, async (client) => {
                 const { rows } = await client.query(numberPlaceholders(changing.text), changing.values);
                 for (const row of rows) {
-                    const more = follow(row);
-                    if (more)
+                    for (const more of follow(row))
                         await client.query(numberPlaceholders(more.text), more.values);
                 }
                 return rows;
@@ -11585,6 +11643,20 @@ const SQLITE_MIGRATIONS = [
         FROM runs, json_each(runs.extra, '$.metadata') AS pair
         WHERE json_valid(runs.extra) AND json_type(runs.extra, '$.metadata') = 'object' AND pair.type = 'text';
     `
+    },
+    {
+        version: 9,
+        name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
+        sql: `
+      CREATE TABLE run_ancestors (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        ancestor_run_id TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        PRIMARY KEY (run_id, ancestor_run_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
+    `
     }
 ];
 /**
@@ -11763,6 +11835,20 @@ const POSTGRES_MIGRATIONS = [
           CASE WHEN json_typeof(kept.metadata) = 'object' THEN kept.metadata ELSE '{}'::json END
         ) AS pair
         WHERE json_typeof(pair.value) = 'string';
+    `
+    },
+    {
+        version: 8,
+        name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
+        sql: `
+      CREATE TABLE run_ancestors (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        ancestor_run_id TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        PRIMARY KEY (run_id, ancestor_run_id)
+      );
+      CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
     }
 ];
@@ -12002,6 +12088,8 @@ function listRunsSql(dialect, team, query) {
     for (const [key, value] of query.metadata ?? []) {
         where.push(`run_id IN (SELECT run_id FROM run_metadata WHERE team = ${p(team)} AND key = ${p(key)} AND value = ${p(value)})`);
     }
+    if (query.ancestorRunId !== undefined)
+        where.push(`run_id IN (SELECT run_id FROM run_ancestors WHERE team = ${p(team)} AND ancestor_run_id = ${p(query.ancestorRunId)})`);
     if (query.artifactType !== undefined) {
         where.push(`EXISTS (SELECT 1 FROM artifacts WHERE artifacts.run_id = runs.run_id AND artifacts.artifact_type = ${p(query.artifactType)})`);
     }
@@ -12240,19 +12328,41 @@ class SqlScheduleStore {
 
 
 
+
 /**
  * The create request's metadata pairs (kept in its extra fields) as rows of run_metadata, written
  * with the run in its transaction: the list's metadata filter looks them up by index, never parsing
  * a run's JSON. Undefined when there are none.
  */
 function metadataRows(extra) {
-    const metadata = JSON.parse(extra).metadata;
+    const metadata = extra.metadata;
     if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
         return undefined;
     const pairs = Object.entries(metadata).filter(([, value]) => typeof value === 'string');
     if (pairs.length === 0)
         return undefined;
     return run => sql(`INSERT INTO run_metadata (run_id, team, key, value) VALUES ${pairs.map(() => '(?, ?, ?, ?)').join(', ')}`, ...pairs.flatMap(([key, value]) => [run.run_id, run.team, key, value]));
+}
+/**
+ * A child run's ancestors as rows of run_ancestors (its parent at depth 1, the parent's ancestors
+ * one deeper), written with the run: the list's ancestor_run_id filter and a cancel's cascade look
+ * them up by index. The route has checked the parent is the team's. Undefined for a root run.
+ */
+function ancestorRows(extra) {
+    const parent = extra.parent_run_id;
+    if (typeof parent !== 'string')
+        return undefined;
+    return run => sql(`INSERT INTO run_ancestors (run_id, team, ancestor_run_id, depth)
+       SELECT ?, ?, ?, 1
+       UNION ALL SELECT ?, ?, ancestor_run_id, depth + 1 FROM run_ancestors WHERE run_id = ? AND team = ?`, run.run_id, run.team, parent, run.run_id, run.team, parent, run.team);
+}
+/** The statements a create writes beside the run; undefined when there are none (no transaction needed). */
+function createRows(extraJson) {
+    const extra = JSON.parse(extraJson);
+    const makers = [metadataRows(extra), ancestorRows(extra)].filter(make => make !== undefined);
+    if (makers.length === 0)
+        return undefined;
+    return run => makers.map(make => make(run));
 }
 /** Columns of an artifact without its bytes. */
 const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
@@ -12301,7 +12411,7 @@ class SqlRunStore extends SqlAccountStore {
          WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
            AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?)
              AS team_queued) < ?
-         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, metadataRows(run.extra));
+         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, createRows(run.extra));
         if (created)
             return { kind: 'created', run: created };
         // Nothing inserted: a run with this key was created after our look (the unique index
@@ -12348,14 +12458,28 @@ class SqlRunStore extends SqlAccountStore {
         const rows = await this.d.all(sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state', team));
         return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
     }
-    /** One guarded statement: a run in a state cancel starts from ends; any other is told how it is. */
+    /**
+     * One guarded statement: a run in a state cancel starts from ends; any other is told how it is.
+     * A cancelled run's descendants that have not ended are cancelled with it, their status message
+     * naming it.
+     */
     async cancelRun(team, runId, at, reason) {
         const transition = lifecycle_cancelled(reason);
         const [cancelled] = await this.apply('cancel', { transition, at }, sql('run_id = ? AND team = ?', runId, team));
-        if (cancelled)
+        if (cancelled) {
+            await this.apply('cancel', { transition: finish(cancelledWithAncestor(runId)), at }, sql('run_id IN (SELECT run_id FROM run_ancestors WHERE team = ? AND ancestor_run_id = ?) AND team = ?', team, runId, team));
             return { kind: 'cancelled', run: cancelled };
+        }
         const run = await this.getRun(team, runId);
         return run ? { kind: 'finished', run } : { kind: 'not_found' };
+    }
+    async ancestorCount(team, runId) {
+        const [row] = await this.d.all(sql('SELECT COUNT(*) AS n FROM run_ancestors WHERE run_id = ? AND team = ?', runId, team));
+        return Number(row?.n ?? 0);
+    }
+    async isDescendant(team, runId, ancestorRunId) {
+        const rows = await this.d.all(sql('SELECT 1 AS one FROM run_ancestors WHERE run_id = ? AND team = ? AND ancestor_run_id = ?', runId, team, ancestorRunId));
+        return rows.length > 0;
     }
     /**
      * The message is recorded first, then an ended run is queued again (the lifecycle's `followup`):
@@ -12888,8 +13012,7 @@ class SqliteDialect {
             const runs = this.db.all(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
             for (const run of runs) {
                 this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
-                const more = follow?.(run);
-                if (more)
+                for (const more of follow?.(run) ?? [])
                     this.db.run(more.text, more.values);
             }
             return runs;

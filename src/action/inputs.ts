@@ -21,6 +21,7 @@ import { type OutputSchema, readOutputSchema, schemaRequest } from './output-sch
 import { type ReviewSettings, findingsSchema, readReviewInputs, reviewRequest } from './review.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 import { type ReadFile, readInputFile } from './workspace-file.js';
+import { type FanOutItemInput, MAX_PARALLEL, parseFanOut } from './fan-out-inputs.js';
 
 /** The request that creates the run. */
 export interface CreateSettings {
@@ -41,6 +42,21 @@ export interface CreateSettings {
 export type Target = { create: CreateSettings; runId?: undefined } | { runId: string; create?: undefined };
 
 export type Settings = CommonSettings & Target;
+
+/** One run of a fan-out: its index in the `fan-out` list and the request that creates it. */
+export interface FanOutItem {
+  index: number;
+  create: CreateSettings;
+}
+
+/** `fan-out`, `max-parallel`, `fan-out-require`: several runs from one step, followed together. */
+export interface FanOutSettings {
+  items: FanOutItem[];
+  /** Runs in flight at once (`max-parallel`, default 4). */
+  maxParallel: number;
+  /** `all`: the step succeeds when every run succeeded; `any`: when one did. */
+  require: 'all' | 'any';
+}
 
 export interface CommonSettings {
   /** API root derived from `base-url`, e.g. `https://agents.example.com/api/v1`. */
@@ -87,6 +103,8 @@ export interface CommonSettings {
    * (then `outputSchema` is the findings schema).
    */
   review?: ReviewSettings;
+  /** Several runs instead of one (`fan-out`); `create` is then the first item's request. */
+  fanOut?: FanOutSettings;
 }
 
 export interface ThreadSettings {
@@ -238,23 +256,50 @@ export function readSettings(
   if (runId !== undefined && !isIdSegment(runId)) {
     problems.push(`run-id ${showValue(runId)}: expected a run id of ${ID_SEGMENT_FORM}`);
   }
+  const rawFanOut = getInput('fan-out').trim();
+  const fanOut =
+    rawFanOut === '' || runId !== undefined
+      ? undefined
+      : readFanOut(
+          rawFanOut,
+          getInput,
+          env,
+          readFile,
+          problems,
+          event,
+          promptNotes,
+          bool('context', true),
+          readsText
+        );
+  if (rawFanOut !== '' && runId !== undefined)
+    problems.push('fan-out and run-id are both set: give one of them');
+  if (rawFanOut !== '' && reviewInputs.inline)
+    problems.push('fan-out and review: inline are both set: a step posts one review of one run; give one of them');
   const target: Target =
-    runId === undefined
+    fanOut !== undefined
       ? {
-          create: readCreate(
-            getInput,
-            env,
-            readFile,
-            problems,
-            event,
-            promptNotes,
-            bool('context', true),
-            readsText
-          )
+          create: fanOut.items[0]?.create ?? { prompt: '', environmentId: '', config: { environment_id: '' } }
         }
-      : { runId };
-  if (target.create && outputSchema && target.create.prompt.trim() !== '') {
+      : runId === undefined
+        ? {
+            create: readCreate(
+              getInput,
+              env,
+              readFile,
+              problems,
+              event,
+              promptNotes,
+              bool('context', true),
+              readsText
+            )
+          }
+        : { runId };
+  if (target.create && outputSchema && target.create.prompt.trim() !== '' && !fanOut) {
     target.create.prompt += review ? reviewRequest() : schemaRequest(outputSchema.schema);
+  }
+  for (const item of fanOut?.items ?? []) {
+    if (outputSchema && item.create.prompt.trim() !== '')
+      item.create.prompt += schemaRequest(outputSchema.schema);
   }
 
   const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write') as Permission;
@@ -289,11 +334,23 @@ export function readSettings(
   }
 
   const thread = readThread(getInput, problems, bool);
-  if (target.create) {
+  if (target.create && !fanOut) {
     if (getInput('mode').trim() !== '') target.create.mode = thread.mode;
     const metadata = threadMetadata(env, event);
     if (Object.keys(metadata).length > 0) target.create.metadata = metadata;
   }
+  for (const item of fanOut?.items ?? []) {
+    item.create.mode ??= getInput('mode').trim() !== '' ? thread.mode : undefined;
+    if (item.create.mode === undefined) delete item.create.mode;
+    // The step's id ties the runs together: a later step or a list filter finds them by it.
+    item.create.metadata = {
+      ...threadMetadata(env, event),
+      fan_out: (env.GITHUB_ACTION || 'fan-out').slice(0, 256),
+      fan_out_index: String(item.index)
+    };
+  }
+  if (fanOut && thread.continue === 'thread')
+    problems.push('fan-out and continue: thread are both set: a fan-out starts new runs; give one of them');
 
   if (problems.length > 0) throw new InputError(problems);
   return {
@@ -324,7 +381,92 @@ export function readSettings(
     outputSchema,
     ...(review ? { review } : {}),
     logConversation,
-    onBlocked: rawOnBlocked as Settings['onBlocked']
+    onBlocked: rawOnBlocked as Settings['onBlocked'],
+    ...(fanOut ? { fanOut } : {})
+  };
+}
+
+/**
+ * `fan-out` with `max-parallel` and `fan-out-require`: each item read as the step's own inputs
+ * would be, the item's fields over the step's (its config merged over the step's), so every check
+ * and the prompt's rendering apply; problems name the item.
+ */
+function readFanOut(
+  raw: string,
+  getInput: GetInput,
+  env: NodeJS.ProcessEnv,
+  readFile: ReadFile | undefined,
+  problems: string[],
+  event: EventContext,
+  notes: string[],
+  withContext: boolean,
+  readsText: ('issue' | 'pr')[]
+): FanOutSettings {
+  const rawParallel = getInput('max-parallel').trim() || '4';
+  const maxParallel = /^\d{1,3}$/.test(rawParallel) ? Number(rawParallel) : 0;
+  if (maxParallel < 1 || maxParallel > MAX_PARALLEL)
+    problems.push(
+      `max-parallel ${showValue(getInput('max-parallel'))}: expected a whole number from 1 to ${MAX_PARALLEL}`
+    );
+  const require = getInput('fan-out-require').trim().toLowerCase() || 'all';
+  if (require !== 'all' && require !== 'any')
+    problems.push(`fan-out-require ${showValue(getInput('fan-out-require'))}: expected all or any`);
+  const stepKey = getInput('idempotency-key').trim();
+  const items: FanOutItem[] = [];
+  parseFanOut(raw, problems).forEach((fields, index) => {
+    const own: string[] = [];
+    const item = readCreate(
+      itemInputs(fields, getInput),
+      env,
+      readFile,
+      own,
+      event,
+      notes,
+      withContext,
+      readsText
+    );
+    problems.push(...own.map(problem => `fan-out[${index}]: ${problem}`));
+    // Each item its own key, the same on every retry of the step: a retry never makes a second run.
+    const body = { fan_out_index: index, prompt: item.prompt, config: item.config, title: item.title };
+    const key = stepKey !== '' ? `${stepKey}-${index}` : defaultIdempotencyKey(env, body);
+    if (key === undefined) delete item.idempotencyKey;
+    else item.idempotencyKey = key;
+    if (fields.mode) item.mode = fields.mode;
+    items.push({ index, create: item });
+  });
+  return { items, maxParallel, require: require === 'any' ? 'any' : 'all' };
+}
+
+/** The step's inputs as one fan-out item sees them: its own fields first. */
+function itemInputs(item: FanOutItemInput, getInput: GetInput): GetInput {
+  const ownPrompt = item.prompt !== undefined || item['prompt-file'] !== undefined;
+  return name => {
+    switch (name) {
+      case 'prompt':
+        return ownPrompt ? (item.prompt ?? '') : getInput(name);
+      case 'prompt-file':
+        return ownPrompt ? (item['prompt-file'] ?? '') : getInput(name);
+      case 'environment-id':
+        return item['environment-id'] ?? getInput(name);
+      case 'title':
+        return item.title ?? getInput(name);
+      case 'idempotency-key':
+        return '';
+      case 'config': {
+        if (!item.config) return getInput(name);
+        const step = getInput(name).trim();
+        let base: unknown = {};
+        try {
+          base = step === '' ? {} : JSON.parse(step);
+        } catch {
+          return step; // read again, and reported, as the step's own config
+        }
+        if (base === null || typeof base !== 'object' || Array.isArray(base)) return step;
+        return JSON.stringify({ ...base, ...item.config });
+      }
+      default:
+        return getInput(name);
+    }
   };
 }
 

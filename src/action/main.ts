@@ -7,6 +7,7 @@ import { StickyComment } from './comment.js';
 import { type EventContext, readEventContext } from './context.js';
 import { leaveRunning, onAbort, onBlocked, onDeadline, onEnd } from './endings.js';
 import { type Admitted, admit } from './gate.js';
+import { fanOutStep } from './fan-out.js';
 import { secretInputs } from './inputs.js';
 import { setOutput } from './outputs.js';
 import { postStep } from './post.js';
@@ -50,6 +51,17 @@ async function mainStep(): Promise<void> {
   const termination = onTermination();
   const client = createClient(settings);
   let runId: string | undefined;
+  if (settings.fanOut) {
+    try {
+      return await fanOutStep(client, settings, settings.fanOut, startedAt, termination);
+    } catch (error) {
+      core.setFailed(error instanceof Error ? error.message : String(error));
+      return;
+    } finally {
+      termination.dispose();
+      client.close();
+    }
+  }
   try {
     const reviewContext = settings.review && (await reviewBase(admitted, event));
     const turn = await startTurn(client, settings, event, comment?.writer, termination.graceSignal);

@@ -14,12 +14,13 @@ export const OUTPUT_BYTES: Record<string, number> = {
   result: 512 * 1024,
   'structured-output': 512 * 1024,
   run: 900 * 1024,
+  runs: 900 * 1024,
   artifacts: 900 * 1024,
   findings: 900 * 1024
 };
 
 /** Outputs whose value is JSON: a cut would break it, so an oversized value leaves them empty. */
-const JSON_OUTPUTS = new Set(['structured-output', 'run', 'artifacts', 'usage', 'findings']);
+const JSON_OUTPUTS = new Set(['structured-output', 'run', 'runs', 'artifacts', 'usage', 'findings']);
 
 /** Cuts text to at most `limit` UTF-8 bytes without splitting a character. */
 export function capBytes(text: string, limit: number): { text: string; cut: boolean } {

@@ -6,6 +6,7 @@ import * as core from '@actions/core';
 const IS_POST = 'isPost';
 const RUN_ID = 'run-id';
 const SETTLED = 'settled';
+const RUN_IDS = 'run-ids';
 
 /** Whether this invocation is the post step (the runner runs the same bundle for both). */
 export function isPost(): boolean {
@@ -24,6 +25,21 @@ export function runId(): string | undefined {
 
 export function saveRunId(id: string): void {
   core.saveState(RUN_ID, id);
+}
+
+/** A fan-out's runs, as they are created (the post step cancels those still going). */
+export function saveRunIds(ids: string[]): void {
+  core.saveState(RUN_IDS, JSON.stringify(ids));
+}
+
+/** The fan-out's runs the main step created; empty for a single run. */
+export function runIds(): string[] {
+  try {
+    const ids: unknown = JSON.parse(core.getState(RUN_IDS) || '[]');
+    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+  } catch {
+    return [];
+  }
 }
 
 /** Whether the main step dealt with the run (ended, cancelled or left on purpose): the post step leaves it be. */

@@ -110,6 +110,7 @@ const create = {
   },
   errors: [
     'invalid_request',
+    'not_found',
     'environment_not_found',
     'payload_too_large',
     'unsupported_media_type',

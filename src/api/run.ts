@@ -63,6 +63,8 @@ export interface CreateRunRequest {
   mode?: 'normal' | 'plan';
   /** Up to 20 string pairs (keys ≤ 64, values ≤ 512 characters), returned on the record and filterable in the list. */
   metadata?: Record<string, string>;
+  /** A run of the same team this run is a child of (at most 3 levels below a root run). */
+  parent_run_id?: string;
   [field: string]: unknown;
 }
 
@@ -89,6 +91,8 @@ export interface RunRecord {
   creator?: Creator;
   agent_config?: RunConfig;
   source?: string;
+  /** The run this one is a child of; absent for a root run. */
+  parent_run_id?: string | null;
   [field: string]: unknown;
 }
 
@@ -111,6 +115,8 @@ export interface ListRunsQuery {
   created_before?: string;
   /** Runs whose `metadata` has every one of these pairs (sent as `metadata[key]=value`). */
   metadata?: Record<string, string>;
+  /** Only runs below this run (every descendant: children, their children, …). */
+  ancestor_run_id?: string;
   /** `metadata[key]`: only runs whose create request's metadata has this key with this value. */
   [metadataKey: `metadata[${string}]`]: string | string[] | undefined;
 }

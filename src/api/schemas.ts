@@ -14,6 +14,9 @@ const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 time
 const NullableString = (options: Type.TStringOptions = {}) =>
   Type.Unsafe<string | null>({ ...options, type: ['string', 'null'] });
 
+/** How many levels of child runs may be below a root run (a root's child is 1). */
+export const MAX_RUN_DEPTH = 3;
+
 export const RunStateSchema = Type.String({
   description: `Run state. Known values: ${KNOWN_STATES.join(', ')}; clients must accept others.`,
   examples: ['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'FAILED']
@@ -52,6 +55,14 @@ export const CreateRunRequestSchema = Type.Object(
     config: RunConfigSchema,
     title: Type.Optional(
       Type.Union([Type.String(), Type.Null()], { description: 'Title of the run.', expected: 'a string' })
+    ),
+    parent_run_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: `A run of the same team this run is a child of; at most ${MAX_RUN_DEPTH} levels below a root run. The child takes the parent's metadata keys it does not set, and is cancelled with it.`,
+        expected: 'the run id of a run of this team'
+      })
     )
   },
   { additionalProperties: true, expected: 'a JSON object with prompt and config' }
@@ -173,6 +184,9 @@ export const ListRunsQuerySchema = Type.Object(
     model_id: Type.Optional(Text('Only runs whose config.model_id is this.')),
     artifact_type: Type.Optional(Text('Only runs that have an artifact of this type.')),
     schedule_id: Type.Optional(Text('Only runs this schedule started.')),
+    ancestor_run_id: Type.Optional(
+      Text('Only runs below this run: its children, their children and so on (every descendant).')
+    ),
     sort_by: Type.Optional(
       Type.Union(
         LIST_SORT_KEYS.map(key => Type.Literal(key)),
@@ -234,7 +248,10 @@ export const RunRecordSchema = Type.Object(
     session_link: Type.Optional(NullableString({ format: 'uri' })),
     creator: Type.Optional(CreatorSchema),
     agent_config: Type.Optional(RunConfigSchema),
-    source: Type.Optional(Type.String())
+    source: Type.Optional(Type.String()),
+    parent_run_id: Type.Optional(
+      NullableString({ description: 'The run this one is a child of (absent for a root run).' })
+    )
   },
   { additionalProperties: true }
 );

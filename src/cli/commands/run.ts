@@ -38,6 +38,8 @@ Options:
   --mode normal|plan     plan: the agent reads but changes nothing and answers with a plan (then
                          \`agent-run followup ID "approved: carry out the plan"\` carries it out)
   --metadata KEY=VALUE   a metadata pair on the run (repeatable, at most 20); find runs by it with list
+  --parent ID            create the run as a child of run ID (it takes that run's metadata keys it
+                         does not set, and is cancelled with it); list them with list --ancestor ID
 
 Example:
   AGENT_RUN_API_KEY=... agent-run run --base-url http://127.0.0.1:8080 --environment local "Fix the failing test"
@@ -54,7 +56,8 @@ ${EXIT_CODES_HELP}`,
       'on-blocked': { type: 'string' },
       'output-schema': { type: 'string' },
       mode: { type: 'string' },
-      metadata: { type: 'string', multiple: true }
+      metadata: { type: 'string', multiple: true },
+      parent: { type: 'string' }
     });
     const mode = modeOption(values.mode);
     const metadata = metadataOption(values.metadata);
@@ -107,7 +110,8 @@ ${EXIT_CODES_HELP}`,
           config: { ...config, environment_id: environment.trim() },
           ...(values.title ? { title: values.title } : {}),
           ...(mode ? { mode } : {}),
-          ...(metadata ? { metadata } : {})
+          ...(metadata ? { metadata } : {}),
+          ...(values.parent ? { parent_run_id: values.parent.trim() } : {})
         },
         { idempotencyKey: randomUUID(), maxRetries: CREATE_RETRIES }
       );

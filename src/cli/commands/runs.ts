@@ -53,7 +53,7 @@ Example:
 export const listCommand: Command = {
   name: 'list',
   summary: 'list runs, newest first',
-  help: `Usage: agent-run list [--state S ...] [--environment ID] [--metadata K=V ...] [--limit N] [--json [FIELDS]]
+  help: `Usage: agent-run list [--state S ...] [--environment ID] [--metadata K=V ...] [--ancestor ID] [--limit N] [--json [FIELDS]]
 
 Lists runs, newest first, as a table: id, state, environment, created, duration and title (an
 untitled run shows its prompt's first line). --json: {runs, page_info}; --json FIELDS: an array
@@ -63,6 +63,7 @@ Options:
   --state S              only runs in this state; repeat for several
   --environment ID       only runs of this environment
   --metadata KEY=VALUE   only runs whose metadata has this pair; repeat for several (all must match)
+  --ancestor ID          only runs below this run (its children, their children, ...)
   --limit N              at most N runs (1-500, default 20; read in pages of 100)
 
 Example:
@@ -73,6 +74,7 @@ Example:
       state: { type: 'string', multiple: true },
       environment: { type: 'string' },
       metadata: { type: 'string', multiple: true },
+      ancestor: { type: 'string' },
       limit: { type: 'string' }
     });
     const metadata = metadataOption(values.metadata);
@@ -87,7 +89,8 @@ Example:
       const page = await listUpTo(client, limit, {
         ...(states.length > 0 ? { state: states } : {}),
         ...(values.environment ? { environment_id: values.environment } : {}),
-        ...(metadata ? { metadata } : {})
+        ...(metadata ? { metadata } : {}),
+        ...(values.ancestor ? { ancestor_run_id: values.ancestor } : {})
       });
       if (values.json) {
         if (selected.fields)

@@ -98,6 +98,15 @@ export function cancelledByClient(reason?: string): RunOutcome {
   return { state: 'CANCELLED', error_code: 'cancelled', status_message };
 }
 
+/** A run of the tree below `ancestorRunId` when that run was cancelled (the cancel cascades). */
+export function cancelledWithAncestor(ancestorRunId: string): RunOutcome {
+  return {
+    state: 'CANCELLED',
+    error_code: 'cancelled',
+    status_message: `cancelled because its ancestor run ${ancestorRunId} was cancelled`
+  };
+}
+
 /** The run outlived its environment's time limit. */
 export function timedOut(timeoutMs: number): AgentOutcome {
   return failed('timeout', `the run exceeded its time limit of ${Math.round(timeoutMs / 1000)} s`);

@@ -55,7 +55,8 @@ export function listQuery(params: ListParams): ListQuery {
     name: params.name || undefined,
     modelId: params.model_id || undefined,
     artifactType: params.artifact_type || undefined,
-    scheduleId: params.schedule_id || undefined
+    scheduleId: params.schedule_id || undefined,
+    ancestorRunId: params.ancestor_run_id || undefined
   };
   for (const [name, value] of Object.entries(filters))
     if (value !== undefined) (query as unknown as Record<string, unknown>)[name] = value;

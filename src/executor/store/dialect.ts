@@ -61,13 +61,13 @@ export interface Dialect {
    * Runs `statement` (an INSERT or UPDATE of runs, without RETURNING), records a `state` event with
    * the JSON `event` on each run it changed and tells listeners here and in other processes, all in
    * one transaction; the runs as they are now. `group`: may share its commit with others (creates).
-   * `follow`: a statement to run for each changed run, in the same transaction (a create's metadata rows).
+   * `follow`: a statement to run for each changed run, in the same transaction (a create's metadata and ancestor rows).
    */
   change(
     statement: Statement,
     event: string,
     group?: boolean,
-    follow?: (run: StoredRun) => Statement | undefined
+    follow?: (run: StoredRun) => Statement[]
   ): Promise<StoredRun[]>;
   /** Appends an event to a run's transcript and tells listeners; its seq. */
   appendEvent(runId: string, kind: string, data: string, at: string): Promise<number>;

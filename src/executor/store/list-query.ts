@@ -58,6 +58,10 @@ export function listRunsSql(dialect: Dialect, team: string, query: ListQuery): L
       `run_id IN (SELECT run_id FROM run_metadata WHERE team = ${p(team)} AND key = ${p(key)} AND value = ${p(value)})`
     );
   }
+  if (query.ancestorRunId !== undefined)
+    where.push(
+      `run_id IN (SELECT run_id FROM run_ancestors WHERE team = ${p(team)} AND ancestor_run_id = ${p(query.ancestorRunId)})`
+    );
   if (query.artifactType !== undefined) {
     where.push(
       `EXISTS (SELECT 1 FROM artifacts WHERE artifacts.run_id = runs.run_id AND artifacts.artifact_type = ${p(query.artifactType)})`

@@ -165,6 +165,20 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
         FROM runs, json_each(runs.extra, '$.metadata') AS pair
         WHERE json_valid(runs.extra) AND json_type(runs.extra, '$.metadata') = 'object' AND pair.type = 'text';
     `
+  },
+  {
+    version: 9,
+    name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
+    sql: `
+      CREATE TABLE run_ancestors (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        ancestor_run_id TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        PRIMARY KEY (run_id, ancestor_run_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
+    `
   }
 ];
 
@@ -344,6 +358,20 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
           CASE WHEN json_typeof(kept.metadata) = 'object' THEN kept.metadata ELSE '{}'::json END
         ) AS pair
         WHERE json_typeof(pair.value) = 'string';
+    `
+  },
+  {
+    version: 8,
+    name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
+    sql: `
+      CREATE TABLE run_ancestors (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        ancestor_run_id TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        PRIMARY KEY (run_id, ancestor_run_id)
+      );
+      CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
   }
 ];

@@ -31,14 +31,15 @@ import type {
 import { SqlAccountStore } from './sql-accounts.js';
 import { type ScheduleStore, SqlScheduleStore } from './sql-schedules.js';
 import { artifactOf, listEntryOf } from './types.js';
+import { cancelledWithAncestor } from '../runs/outcomes.js';
 
 /**
  * The create request's metadata pairs (kept in its extra fields) as rows of run_metadata, written
  * with the run in its transaction: the list's metadata filter looks them up by index, never parsing
  * a run's JSON. Undefined when there are none.
  */
-function metadataRows(extra: string): ((run: StoredRun) => Statement) | undefined {
-  const metadata = (JSON.parse(extra) as { metadata?: unknown }).metadata;
+function metadataRows(extra: Record<string, unknown>): ((run: StoredRun) => Statement) | undefined {
+  const metadata = extra.metadata;
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return undefined;
   const pairs = Object.entries(metadata).filter(([, value]) => typeof value === 'string');
   if (pairs.length === 0) return undefined;
@@ -47,6 +48,37 @@ function metadataRows(extra: string): ((run: StoredRun) => Statement) | undefine
       `INSERT INTO run_metadata (run_id, team, key, value) VALUES ${pairs.map(() => '(?, ?, ?, ?)').join(', ')}`,
       ...pairs.flatMap(([key, value]) => [run.run_id, run.team, key, value])
     );
+}
+
+/**
+ * A child run's ancestors as rows of run_ancestors (its parent at depth 1, the parent's ancestors
+ * one deeper), written with the run: the list's ancestor_run_id filter and a cancel's cascade look
+ * them up by index. The route has checked the parent is the team's. Undefined for a root run.
+ */
+function ancestorRows(extra: Record<string, unknown>): ((run: StoredRun) => Statement) | undefined {
+  const parent = extra.parent_run_id;
+  if (typeof parent !== 'string') return undefined;
+  return run =>
+    sql(
+      `INSERT INTO run_ancestors (run_id, team, ancestor_run_id, depth)
+       SELECT ?, ?, ?, 1
+       UNION ALL SELECT ?, ?, ancestor_run_id, depth + 1 FROM run_ancestors WHERE run_id = ? AND team = ?`,
+      run.run_id,
+      run.team,
+      parent,
+      run.run_id,
+      run.team,
+      parent,
+      run.team
+    );
+}
+
+/** The statements a create writes beside the run; undefined when there are none (no transaction needed). */
+function createRows(extraJson: string): ((run: StoredRun) => Statement[]) | undefined {
+  const extra = JSON.parse(extraJson) as Record<string, unknown>;
+  const makers = [metadataRows(extra), ancestorRows(extra)].filter(make => make !== undefined);
+  if (makers.length === 0) return undefined;
+  return run => makers.map(make => make(run));
 }
 
 /** Columns of an artifact without its bytes. */
@@ -134,7 +166,7 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
       ),
       this.changes.event(transition),
       true,
-      metadataRows(run.extra)
+      createRows(run.extra)
     );
     if (created) return { kind: 'created', run: created };
     // Nothing inserted: a run with this key was created after our look (the unique index
@@ -203,7 +235,11 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
   }
 
-  /** One guarded statement: a run in a state cancel starts from ends; any other is told how it is. */
+  /**
+   * One guarded statement: a run in a state cancel starts from ends; any other is told how it is.
+   * A cancelled run's descendants that have not ended are cancelled with it, their status message
+   * naming it.
+   */
   async cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult> {
     const transition = lifecycle.cancelled(reason);
     const [cancelled] = await this.apply(
@@ -211,9 +247,40 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
       { transition, at },
       sql('run_id = ? AND team = ?', runId, team)
     );
-    if (cancelled) return { kind: 'cancelled', run: cancelled };
+    if (cancelled) {
+      await this.apply(
+        'cancel',
+        { transition: lifecycle.finish(cancelledWithAncestor(runId)), at },
+        sql(
+          'run_id IN (SELECT run_id FROM run_ancestors WHERE team = ? AND ancestor_run_id = ?) AND team = ?',
+          team,
+          runId,
+          team
+        )
+      );
+      return { kind: 'cancelled', run: cancelled };
+    }
     const run = await this.getRun(team, runId);
     return run ? { kind: 'finished', run } : { kind: 'not_found' };
+  }
+
+  async ancestorCount(team: string, runId: string): Promise<number> {
+    const [row] = await this.d.all<{ n: unknown }>(
+      sql('SELECT COUNT(*) AS n FROM run_ancestors WHERE run_id = ? AND team = ?', runId, team)
+    );
+    return Number(row?.n ?? 0);
+  }
+
+  async isDescendant(team: string, runId: string, ancestorRunId: string): Promise<boolean> {
+    const rows = await this.d.all(
+      sql(
+        'SELECT 1 AS one FROM run_ancestors WHERE run_id = ? AND team = ? AND ancestor_run_id = ?',
+        runId,
+        team,
+        ancestorRunId
+      )
+    );
+    return rows.length > 0;
   }
 
   /**

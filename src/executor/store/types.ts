@@ -149,6 +149,8 @@ export interface ListQuery {
   artifactType?: string;
   /** Pairs the create request's metadata must all have (metadata[key]=value). */
   metadata?: [string, string][];
+  /** Only runs below this run (its children, their children, …: rows of run_ancestors). */
+  ancestorRunId?: string;
   /** Only runs a schedule started (extra.schedule_id). */
   scheduleId?: string;
   /** Default created_at (the store's insertion order, seq), newest first. */
@@ -286,8 +288,16 @@ export interface RunStore {
   listRuns(team: string, query: ListQuery): Promise<StoredRun[]>;
   /** How many of the team's runs are in each state (states with none are left out). */
   countRunsByState(team: string): Promise<Record<string, number>>;
-  /** `reason`, when given, ends the status message: `cancelled by a client: <reason>`. */
+  /**
+   * `reason`, when given, ends the status message: `cancelled by a client: <reason>`. The run's
+   * descendants that have not ended are cancelled with it (their message names it).
+   */
   cancelRun(team: string, runId: string, at: string, reason?: string): Promise<CancelResult>;
+
+  /** How many runs are above this one (0 for a root run, 1 for its child, …). */
+  ancestorCount(team: string, runId: string): Promise<number>;
+  /** Whether `runId` is below `ancestorRunId` (a child, a grandchild, …) in the team's runs. */
+  isDescendant(team: string, runId: string, ancestorRunId: string): Promise<boolean>;
 
   /**
    * Adds a follow-up to a run's conversation (a `followup` transcript event): a queued or running

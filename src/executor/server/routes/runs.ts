@@ -13,7 +13,12 @@ import {
   IDEMPOTENCY_KEY_FORM,
   MAX_WAIT_SECONDS
 } from '../../../api/index.js';
-import { MAX_CONFIG_BYTES, MAX_EXTRA_FIELDS_BYTES } from '../../../api/schemas.js';
+import {
+  MAX_CONFIG_BYTES,
+  MAX_EXTRA_FIELDS_BYTES,
+  MAX_METADATA_PAIRS,
+  MAX_RUN_DEPTH
+} from '../../../api/schemas.js';
 import { agentKindOf } from '../../agents/index.js';
 import { mcpServersProblem, modelIdProblem } from '../../agents/harness/input.js';
 import { runsWithin } from '../../store/rows.js';
@@ -59,11 +64,14 @@ export function runHandlers(
       );
     }
     const environmentId = body.config.environment_id;
+    const asked = body as { metadata?: unknown; mode?: unknown; parent_run_id?: unknown };
+    metadataProblem(asked.metadata);
+    const parent = await parentOf(asked.parent_run_id, request.principal.team);
     let stored: { config: string; extra: string; hash: string };
     try {
       stored = {
         config: JSON.stringify(body.config),
-        extra: JSON.stringify(extraFields(body)),
+        extra: JSON.stringify(inheritMetadata(extraFields(body), parent)),
         hash: canonicalHash(body)
       };
     } catch (error) {
@@ -81,8 +89,6 @@ export function runHandlers(
       );
     }
     harnessProblem(body.config, environment.agent.kind);
-    const asked = body as { metadata?: unknown; mode?: unknown };
-    metadataProblem(asked.metadata);
     if (asked.mode !== undefined) followupMode(asked.mode);
     await conversationProblem(body as { conversation_id?: unknown }, request.principal.team, environmentId);
     const principal = request.principal;
@@ -138,6 +144,26 @@ export function runHandlers(
     if (result.kind === 'replayed') reply.header('idempotent-replayed', 'true');
     return { run_id: result.run.run_id, state: result.run.state };
   };
+
+  /**
+   * A create's `parent_run_id` names a run of the key's team (else 404, as for any run it cannot
+   * see) at most MAX_RUN_DEPTH - 1 levels below a root, so the child is at most MAX_RUN_DEPTH
+   * below it (else 400 naming the limit). Undefined for a root run.
+   */
+  async function parentOf(id: unknown, team: string): Promise<StoredRun | undefined> {
+    if (id === undefined || id === null) return undefined;
+    if (typeof id !== 'string')
+      throw new ProblemError('invalid_field', 'parent_run_id: expected a run id (a string)');
+    const parent = await store.getRun(team, id);
+    if (!parent) throw notFound(id);
+    const above = await store.ancestorCount(team, id);
+    if (above + 1 > MAX_RUN_DEPTH)
+      throw new ProblemError(
+        'invalid_request',
+        `parent_run_id ${JSON.stringify(id)}: that run is ${above} levels below its root run; a child run may be at most ${MAX_RUN_DEPTH} levels below a root (the limit of run depth)`
+      );
+    return parent;
+  }
 
   /**
    * A create's `conversation_id` names an ended run of the key's team in the same environment,
@@ -367,6 +393,26 @@ export function harnessProblem(runConfig: Record<string, unknown>, kind: string)
     'invalid_field',
     `config.harness.type ${JSON.stringify(type.slice(0, 40))}: this environment runs the ${kind} agent, which serves harness type ${JSON.stringify(serves)}`
   );
+}
+
+/**
+ * A child's metadata: its own pairs, then the parent's keys it does not set, while the pairs stay
+ * within MAX_METADATA_PAIRS (its own come first).
+ */
+function inheritMetadata(
+  extra: Record<string, unknown>,
+  parent: StoredRun | undefined
+): Record<string, unknown> {
+  if (!parent || parent.extra === '{}') return extra;
+  const inherited = (JSON.parse(parent.extra) as { metadata?: unknown }).metadata;
+  if (inherited === null || typeof inherited !== 'object' || Array.isArray(inherited)) return extra;
+  const own = (extra.metadata ?? {}) as Record<string, unknown>;
+  const merged: Record<string, unknown> = { ...own };
+  for (const [key, value] of Object.entries(inherited)) {
+    if (Object.keys(merged).length >= MAX_METADATA_PAIRS) break;
+    if (!(key in merged) && typeof value === 'string') merged[key] = value;
+  }
+  return Object.keys(merged).length === 0 ? extra : { ...extra, metadata: merged };
 }
 
 /** The body's fields beyond prompt, config and title, kept (metadata, skill, …) unless the server owns them. */

@@ -83,7 +83,7 @@ export class PostgresDialect implements Dialect {
     statement: Statement,
     event: string,
     _group?: boolean,
-    follow?: (run: StoredRun) => Statement | undefined
+    follow?: (run: StoredRun) => Statement[]
   ): Promise<StoredRun[]> {
     const changing = sql(
       `WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
@@ -104,8 +104,7 @@ export class PostgresDialect implements Dialect {
       : await transaction(this.pool, async client => {
           const { rows } = await client.query<Changed>(numberPlaceholders(changing.text), changing.values);
           for (const row of rows) {
-            const more = follow(row);
-            if (more) await client.query(numberPlaceholders(more.text), more.values);
+            for (const more of follow(row)) await client.query(numberPlaceholders(more.text), more.values);
           }
           return rows;
         });

@@ -103,14 +103,13 @@ export class SqliteDialect implements Dialect {
     statement: Statement,
     event: string,
     group = false,
-    follow?: (run: StoredRun) => Statement | undefined
+    follow?: (run: StoredRun) => Statement[]
   ): Promise<StoredRun[]> {
     const work = () => {
       const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
       for (const run of runs) {
         this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
-        const more = follow?.(run);
-        if (more) this.db.run(more.text, more.values);
+        for (const more of follow?.(run) ?? []) this.db.run(more.text, more.values);
       }
       return runs;
     };
