@@ -5,7 +5,7 @@
 
 import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
-import { formatDuration } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
 import * as log from './log.js';

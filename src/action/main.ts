@@ -1,7 +1,7 @@
 // The main step: read inputs → trust gate → create → wait → collect what the agent made → report.
 
 import * as core from '@actions/core';
-import { formatDuration } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import { AbortError } from '../client/index.js';
 import { StickyComment } from './comment.js';
 import { type EventContext, readEventContext } from './context.js';

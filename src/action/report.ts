@@ -2,7 +2,8 @@
 
 import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
-import { formatDuration, isTerminalState } from '../api/index.js';
+import { isTerminalState } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import type { StickyComment } from './comment.js';
 import { artifactLines, block, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
 import { setOutput, toJson } from './outputs.js';

@@ -1,4 +1,7 @@
 export * from '../api/index.js';
+// Helpers the client's users (the CLI, scripts) have always had from here; not part of the contract.
+export * from '../common/duration.js';
+export * from '../common/table.js';
 export * from './client.js';
 export * from './errors.js';
 export { type Run, ParseError, parseRun } from './parse.js';
