@@ -11,7 +11,7 @@ import type { GitHubApi } from './github.js';
 import * as log from './log.js';
 import { artifactLines, block, code, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
-import { type Plan, planMarkup } from './plan.js';
+import { type Plan, planMarkup } from './plan-approval.js';
 
 /** GitHub keeps at most this many characters of a comment's body (it answers 422 above it). */
 export const MAX_COMMENT_CHARS = 65_536;

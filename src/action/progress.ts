@@ -4,7 +4,7 @@
 import type { Run } from '../client/index.js';
 import { formatDuration } from '../common/duration.js';
 import * as log from './log.js';
-import { setOutput } from './outputs.js';
+import { setOutput } from './step-outputs.js';
 
 const HEARTBEAT_MS = 60_000;
 

@@ -6,7 +6,7 @@ import { isTerminalState } from '../api/index.js';
 import { formatDuration } from '../common/duration.js';
 import type { StickyComment } from './comment.js';
 import { artifactLines, block, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
-import { setOutput, toJson } from './outputs.js';
+import { setOutput, toJson } from './step-outputs.js';
 import type { Produced } from './produced.js';
 
 export type Conclusion =

@@ -8,6 +8,6 @@ export { type Run, ParseError, parseRun } from './parse.js';
 export { DEFAULT_RETRY, type RetryOptions, retryDelayMs, shouldRetry } from './retry.js';
 export type { CallOptions, PollOptions, PollResult, RunPoller } from './poll.js';
 export { type WaitOptions, type WaitResult, waitForRun } from './wait.js';
-export * from './conversation.js';
+export * from './run-readers.js';
 export * from './result.js';
 export { type FollowOptions, RunFollower } from './follow.js';

@@ -9,7 +9,7 @@ import { ConfigError, type ExecutorConfig, loadConfig } from '../config/config.j
 import { type KeyKind, issueKey } from '../store/keys.js';
 import { type Role, startExecutor } from './serve.js';
 import { openStore } from '../store/open.js';
-import { describeStore } from '../store/spec.js';
+import { describeStore } from '../store/location.js';
 
 class UsageError extends Error {}
 

@@ -30,7 +30,7 @@ import {
   setupFailed,
   succeeded
 } from '../runs/outcomes.js';
-import { type RunOutputs, prepareOutputs } from './outputs.js';
+import { type RunOutputs, prepareOutputs } from './run-outputs.js';
 import type { Turn } from './turns.js';
 import { startFrom } from './start-from.js';
 import { isTerminalState } from '../../api/run.js';

@@ -23,7 +23,7 @@ import { encodeCursor, listQuery } from '../list-params.js';
 import { ProblemError } from '../problem.js';
 import type { ReadCache } from '../read-cache.js';
 import { etagOf, toRecord } from '../records.js';
-import { readTranscript } from '../transcript.js';
+import { readTranscript } from '../transcript-wait.js';
 import { followupMode, checkMetadata } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
 
