@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import tseslint from 'typescript-eslint';
 
-/** Outside the executor's reach: it imports src/api and never the client, the action or the CLI. */
+/** Outside the executor's reach: it imports src/api and src/common and never the client, the action or the CLI. */
 const EXECUTOR_FORBIDS = ['**/client/*', '**/action/*', '**/cli/*'];
 
 /**
@@ -79,7 +79,8 @@ export default tseslint.config(
     }
   },
   {
-    files: ['src/api/**/*.ts'],
+    // The contract and the helpers every side shares stand below everything: neither imports the other nor above.
+    files: ['src/api/**/*.ts', 'src/common/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: ['../*', '!./*'] }]
     }

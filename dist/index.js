@@ -47910,6 +47910,37 @@ function getIDToken(aud) {
  */
 
 //# sourceMappingURL=core.js.map
+;// CONCATENATED MODULE: ./src/common/duration.ts
+// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
+/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
+function parseDuration(text) {
+    const value = text.trim().toLowerCase();
+    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
+        return undefined;
+    let total = 0;
+    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
+        total += Number(amount) * UNIT_MS[unit];
+    }
+    return total;
+}
+/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
+function formatDuration(ms) {
+    let seconds = Math.max(0, Math.round(ms / 1000));
+    const hours = Math.floor(seconds / 3600);
+    seconds -= hours * 3600;
+    const minutes = Math.floor(seconds / 60);
+    seconds -= minutes * 60;
+    let text = '';
+    if (hours)
+        text += `${hours}h`;
+    if (minutes)
+        text += `${minutes}m`;
+    if (seconds || text === '')
+        text += `${seconds}s`;
+    return text;
+}
+
 ;// CONCATENATED MODULE: ./src/api/run.ts
 // The run contract: the one source of truth for what travels over the wire.
 // Plain types and constants only, so the action's bundle carries no schema library;
@@ -48105,37 +48136,6 @@ const ERROR_CODES = {
     }
 };
 
-;// CONCATENATED MODULE: ./src/api/duration.ts
-// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
-const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
-/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
-function parseDuration(text) {
-    const value = text.trim().toLowerCase();
-    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
-        return undefined;
-    let total = 0;
-    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
-        total += Number(amount) * UNIT_MS[unit];
-    }
-    return total;
-}
-/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
-function formatDuration(ms) {
-    let seconds = Math.max(0, Math.round(ms / 1000));
-    const hours = Math.floor(seconds / 3600);
-    seconds -= hours * 3600;
-    const minutes = Math.floor(seconds / 60);
-    seconds -= minutes * 60;
-    let text = '';
-    if (hours)
-        text += `${hours}h`;
-    if (minutes)
-        text += `${minutes}m`;
-    if (seconds || text === '')
-        text += `${seconds}s`;
-    return text;
-}
-
 ;// CONCATENATED MODULE: ./src/api/values.ts
 // Rules about values that the client, the action and the executor must agree on: what a valid
 // Idempotency-Key is, and how an error message shows a value it refuses: safely (never a long
@@ -48237,11 +48237,11 @@ function known(event) {
 }
 
 ;// CONCATENATED MODULE: ./src/api/routes.ts
-// Each endpoint's method and path, with nothing else: what a client needs to build its requests.
-// The full table (schemas, auth, limits, error codes) is endpoints.ts, which the executor and the
-// OpenAPI document use; keeping the paths apart keeps the schema library out of the bundles that
-// only call the API (the action, the CLI). endpoints.ts checks at compile time that its table has
-// the same names, methods and paths as this one.
+// Each endpoint's method and path, with nothing else: what a client needs to build its requests, and
+// the one place they are written. The full table (schemas, auth, limits, error codes) is
+// endpoints.ts, which the executor and the OpenAPI document use; each of its entries takes its
+// method and path from here (`...ROUTES.name`). Keeping the paths apart keeps the schema library out
+// of the bundles that only call the API (the action, the CLI).
 const ROUTES = {
     createRun: { method: 'POST', path: '/api/v1/agent/runs' },
     createRunLegacy: { method: 'POST', path: '/api/v1/agent/run' },
@@ -48293,8 +48293,6 @@ function routePath(path) {
 }
 
 ;// CONCATENATED MODULE: ./src/api/index.ts
-
-
 
 
 
@@ -48476,7 +48474,7 @@ function parseRun(value, what = 'run record') {
     return run;
 }
 
-;// CONCATENATED MODULE: ./src/client/conversation.ts
+;// CONCATENATED MODULE: ./src/client/run-readers.ts
 // Reading what a run said, did and made: tolerant parsers of the conversation, transcript and
 // artifact shapes, and a follower that turns either source into progress items while a run goes
 // on. The follower asks for new transcript events with `after=SEQ` and `Prefer: wait=N`; a
@@ -48485,7 +48483,7 @@ function parseRun(value, what = 'run record') {
 
 
 
-const conversation_isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
+const run_readers_isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** Whether an error means "this service has no such endpoint" (404, 405, 422 operation_not_supported). */
 function isUnsupported(error) {
     if (!(error instanceof AgentRunError))
@@ -48495,23 +48493,23 @@ function isUnsupported(error) {
     return error.status === 422 && error.errorCode === 'operation_not_supported';
 }
 function parseConversation(value, what = 'conversation') {
-    if (!conversation_isObject(value))
+    if (!run_readers_isObject(value))
         throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
     if (!Array.isArray(value.steps)) {
         throw new ParseError(`${what}: expected a steps array, got ${describeValue(value.steps)}`);
     }
-    return { ...value, steps: value.steps.filter(conversation_isObject).map(parseStep) };
+    return { ...value, steps: value.steps.filter(run_readers_isObject).map(parseStep) };
 }
 function parseStep(step) {
-    const messages = Array.isArray(step.messages) ? step.messages.filter(conversation_isObject) : [];
-    const steps = Array.isArray(step.steps) ? step.steps.filter(conversation_isObject) : [];
+    const messages = Array.isArray(step.messages) ? step.messages.filter(run_readers_isObject) : [];
+    const steps = Array.isArray(step.steps) ? step.steps.filter(run_readers_isObject) : [];
     return { ...step, messages: messages.map(parseMessage), steps: steps.map(parseStep) };
 }
 function parseMessage(message) {
     const content = Array.isArray(message.content) ? message.content : [];
     const blocks = content
         .map(block => (typeof block === 'string' ? { type: 'text', text: block } : block))
-        .filter(conversation_isObject)
+        .filter(run_readers_isObject)
         .filter(block => typeof block.type === 'string');
     return { ...message, role: typeof message.role === 'string' ? message.role : 'unknown', content: blocks };
 }
@@ -48524,9 +48522,9 @@ function parseTranscript(body) {
     catch {
         return undefined;
     }
-    if (!conversation_isObject(value) || !Array.isArray(value.events))
+    if (!run_readers_isObject(value) || !Array.isArray(value.events))
         return undefined;
-    const events = value.events.filter((event) => conversation_isObject(event) && typeof event.seq === 'number');
+    const events = value.events.filter((event) => run_readers_isObject(event) && typeof event.seq === 'number');
     const transcript = {
         run_id: typeof value.run_id === 'string' ? value.run_id : undefined,
         state: typeof value.state === 'string' ? value.state : undefined,
@@ -48544,12 +48542,12 @@ function artifactsOf(run) {
     if (!Array.isArray(list))
         return [];
     return list
-        .filter(conversation_isObject)
+        .filter(run_readers_isObject)
         .filter(item => typeof item.artifact_type === 'string')
-        .map(item => ({ ...item, data: conversation_isObject(item.data) ? item.data : {} }));
+        .map(item => ({ ...item, data: run_readers_isObject(item.data) ? item.data : {} }));
 }
 function parseArtifactDetails(value, what) {
-    if (!conversation_isObject(value))
+    if (!run_readers_isObject(value))
         throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
     return value;
 }
@@ -48635,7 +48633,7 @@ function transcriptItems(events) {
                 catch {
                     input = undefined;
                 }
-                const command = conversation_isObject(input) ? str(input.command) : undefined;
+                const command = run_readers_isObject(input) ? str(input.command) : undefined;
                 if (command !== undefined)
                     items.push({ type: 'command', command });
                 else
@@ -48652,7 +48650,7 @@ function transcriptItems(events) {
                 items.push({ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' });
                 break;
             case 'diff': {
-                const files = Array.isArray(e.files) ? e.files.filter(conversation_isObject) : [];
+                const files = Array.isArray(e.files) ? e.files.filter(run_readers_isObject) : [];
                 for (const file of files) {
                     items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
                 }
@@ -48745,7 +48743,7 @@ function itemsFromConversation(conversation) {
     return new SeenItems().fresh(said ? merged.filter((_, i) => i !== last) : merged);
 }
 /** The conversation's event types that are transcript events in another shape, and their kind. */
-const conversation_EVENT_KINDS = {
+const run_readers_EVENT_KINDS = {
     state_change: 'state',
     file_change: 'file',
     changes: 'diff',
@@ -48755,7 +48753,7 @@ const conversation_EVENT_KINDS = {
 };
 function itemsOfBlock(role, block) {
     // An event block carries its transcript event's fields: one renderer shows both with their details.
-    const kind = block.type === 'event' ? conversation_EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
+    const kind = block.type === 'event' ? run_readers_EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
     if (kind !== undefined)
         return transcriptItems([{ ...block, kind, seq: 0 }]);
     return [itemOfBlock(role, block)];
@@ -49945,6 +49943,9 @@ class RunFollower {
 
 ;// CONCATENATED MODULE: ./src/client/index.ts
 
+// Helpers the client's users (the CLI, scripts) have always had from here; not part of the contract.
+
+
 
 
 
@@ -50123,7 +50124,7 @@ function artifactLines(produced, maxName = 2048) {
     });
 }
 
-;// CONCATENATED MODULE: ./src/action/plan.ts
+;// CONCATENATED MODULE: ./src/action/plan-approval.ts
 // Plan → approve: the plan a run in plan mode made (its PLAN artifact, whose markdown the service
 // serves at GET /agent/artifacts/{uid}), shown in the progress comment with one line saying how to
 // approve it. The plan is the agent's text: it is shown, never interpreted (no mention, no image).
@@ -50499,7 +50500,7 @@ function messageOf(error) {
     return error instanceof Error ? error.message : String(error);
 }
 
-;// CONCATENATED MODULE: ./src/action/outputs.ts
+;// CONCATENATED MODULE: ./src/action/step-outputs.ts
 // Step outputs within GitHub's limits. GitHub keeps at most 1 MiB per output (and the runner
 // rejects a step whose outputs are far larger), while every output here can carry what the service
 // sent: a 3 MB status message, a huge branch name, a run record nested a million levels deep. So
@@ -50532,7 +50533,7 @@ function capBytes(text, limit) {
     return { text: bytes.subarray(0, end).toString('utf8'), cut: true };
 }
 /** Sets one output, cut to its budget with a notice that names it. */
-function outputs_setOutput(name, value) {
+function step_outputs_setOutput(name, value) {
     const limit = OUTPUT_BYTES[name] ?? DEFAULT_OUTPUT_BYTES;
     const capped = capBytes(value, limit);
     if (!capped.cut)
@@ -50557,6 +50558,7 @@ function toJson(value) {
 
 ;// CONCATENATED MODULE: ./src/action/report.ts
 // What the step leaves behind, written from one final run record: outputs and the job summary.
+
 
 
 
@@ -50593,30 +50595,30 @@ function durationOf(run, measuredMs) {
 }
 function writeOutputs(outcome) {
     const run = outcome.run;
-    outputs_setOutput('run-id', outcome.runId);
-    outputs_setOutput('state', run?.state ?? '');
-    outputs_setOutput('conclusion', outcome.conclusion);
-    outputs_setOutput('session-link', run?.session_link ?? '');
-    outputs_setOutput('status-message', run?.status_message ?? '');
-    outputs_setOutput('error-code', run?.error_code ?? '');
-    outputs_setOutput('duration-seconds', String(Math.round(outcome.durationMs / 1000)));
-    outputs_setOutput('run', run ? runOutput(run) : '');
+    step_outputs_setOutput('run-id', outcome.runId);
+    step_outputs_setOutput('state', run?.state ?? '');
+    step_outputs_setOutput('conclusion', outcome.conclusion);
+    step_outputs_setOutput('session-link', run?.session_link ?? '');
+    step_outputs_setOutput('status-message', run?.status_message ?? '');
+    step_outputs_setOutput('error-code', run?.error_code ?? '');
+    step_outputs_setOutput('duration-seconds', String(Math.round(outcome.durationMs / 1000)));
+    step_outputs_setOutput('run', run ? runOutput(run) : '');
     const usage = usageOf(run);
     const usageJson = usage ? toJson(usage) : '';
     if (usageJson === undefined)
         notice('The usage output is empty: the service sent it nested too deeply to write.');
-    outputs_setOutput('usage', usageJson ?? '');
+    step_outputs_setOutput('usage', usageJson ?? '');
     writeProducedOutputs(outcome.produced);
 }
 /** The outputs of what the agent made; all empty when nothing was read. */
 function writeProducedOutputs(produced) {
-    outputs_setOutput('result', produced?.result ?? '');
-    outputs_setOutput('structured-output', produced?.structured ?? '');
-    outputs_setOutput('artifacts', produced?.artifactsListed ? artifactsOutput(produced) : '');
-    outputs_setOutput('pull-request-url', produced?.pullRequestUrl ?? '');
-    outputs_setOutput('branch', produced?.branch ?? '');
-    outputs_setOutput('patch-file', produced?.patchFile ?? '');
-    outputs_setOutput('transcript-file', produced?.transcriptFile ?? '');
+    step_outputs_setOutput('result', produced?.result ?? '');
+    step_outputs_setOutput('structured-output', produced?.structured ?? '');
+    step_outputs_setOutput('artifacts', produced?.artifactsListed ? artifactsOutput(produced) : '');
+    step_outputs_setOutput('pull-request-url', produced?.pullRequestUrl ?? '');
+    step_outputs_setOutput('branch', produced?.branch ?? '');
+    step_outputs_setOutput('patch-file', produced?.patchFile ?? '');
+    step_outputs_setOutput('transcript-file', produced?.transcriptFile ?? '');
 }
 /** The artifacts as JSON in the service's shape, or as many of them as fit the output limit. */
 function artifactsOutput(produced, limit = MAX_RUN_OUTPUT) {
@@ -51155,7 +51157,7 @@ function contextBlock(context, tag = 'untrusted-user-text') {
 
 ;// CONCATENATED MODULE: external "node:path"
 const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:path");
-;// CONCATENATED MODULE: ./src/api/workspace-file.ts
+;// CONCATENATED MODULE: ./src/common/workspace-file.ts
 // Reading a file that an input names (`prompt-file`, `output-schema`). In a workflow that checks out
 // a stranger's pull request, every file of the workspace may be the stranger's: a symbolic link to
 // /proc/self/environ or a `../../` path would send the runner's secrets to the service as the
@@ -51163,7 +51165,7 @@ const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(impo
 // real directory or, last, a regular file (no symbolic link anywhere) with no other hard link, the
 // opened file is the one checked, and it is not under `.git/`.
 // Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
-// `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
+// `config`), so it lives in common/, below both; it needs Node's fs, as every user of common/ runs on Node.
 
 
 /** Longest file an input may name; a prompt or a schema is far smaller. */
@@ -51314,7 +51316,7 @@ function readInputFile(name, raw, env, readFile, problems) {
 }
 
 ;// CONCATENATED MODULE: ./src/action/workspace-file.ts
-// The action's path inputs follow the workspace-file rule, which lives in api/ so that the executor
+// The action's path inputs follow the workspace-file rule, which lives in common/ so that the executor
 // helper action (which may not import action/) applies the same one to its `config` input.
 
 
@@ -52182,7 +52184,7 @@ class Progress {
         if (this.linkAnnounced || !run?.session_link)
             return;
         this.linkAnnounced = true;
-        outputs_setOutput('session-link', run.session_link);
+        step_outputs_setOutput('session-link', run.session_link);
         log_info(`Session: ${run.session_link}`);
     }
     elapsed() {
@@ -52553,7 +52555,7 @@ async function admit(event) {
     return { settings, github };
 }
 function skip(onUntrusted, message) {
-    outputs_setOutput('conclusion', 'skipped');
+    step_outputs_setOutput('conclusion', 'skipped');
     markSettled();
     if (onUntrusted === 'fail')
         setFailed(message);
@@ -52572,19 +52574,19 @@ function lazyGitHub(token, event) {
 
 ;// CONCATENATED MODULE: external "node:os"
 const external_node_os_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:os");
-;// CONCATENATED MODULE: ./src/action/transcript.ts
+;// CONCATENATED MODULE: ./src/action/transcript-file.ts
 // The run's conversation as a Markdown file a person can read or a workflow can upload: the
 // prompt, the agent's messages, each command with its exit code and the end of its output, and
 // the file changes and other events. Built from the service's normalized conversation shape.
 /** Command output kept per command in the transcript (its end, where errors usually are). */
-const transcript_COMMAND_OUTPUT_CHARS = 4000;
+const transcript_file_COMMAND_OUTPUT_CHARS = 4000;
 /** A fence longer than any run of backticks in the text, so the text cannot close it. */
 function fenced(text, info = '') {
     const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map(match => match[0].length));
     const fence = '`'.repeat(longest + 1);
     return `${fence}${info}\n${text.replace(/\n$/, '')}\n${fence}`;
 }
-function tail(text, max = transcript_COMMAND_OUTPUT_CHARS) {
+function tail(text, max = transcript_file_COMMAND_OUTPUT_CHARS) {
     return text.length <= max
         ? text
         : `[… ${text.length - max} earlier characters not shown]\n${text.slice(-max)}`;
@@ -53203,7 +53205,7 @@ async function mainStep() {
         runId = turn.runId;
         if (comment)
             comment.writer.mode = turn.mode;
-        outputs_setOutput('run-id', runId);
+        step_outputs_setOutput('run-id', runId);
         saveRunId(runId);
         if (!settings.wait)
             return await leaveRunning(client, reporter, runId, startedAt);
@@ -53245,7 +53247,7 @@ async function mainStep() {
     }
     catch (error) {
         if (error instanceof NothingToDo) {
-            outputs_setOutput('conclusion', 'skipped');
+            step_outputs_setOutput('conclusion', 'skipped');
             markSettled();
             notice(error.message);
         }

@@ -4,12 +4,12 @@
 // The crafted answer is read in a child process (support/source-child.ts), so that a title which
 // never comes fails this test instead of hanging it.
 import { describe, expect, it } from '@jest/globals';
-import { planTitle } from '../../src/executor/worker/plan.js';
+import { planTitle } from '../../src/executor/worker/plan-artifact.js';
 import { runSourceChild, sourcePath } from '../support/source-child.js';
 
 /** planTitle(answer, null) in a child process: its output, or 'still running' once `waitMs` passed. */
 function titleInChild(answer: string, waitMs: number): Promise<string> {
-  const script = `import { planTitle } from ${JSON.stringify(sourcePath('src/executor/worker/plan.ts'))};
+  const script = `import { planTitle } from ${JSON.stringify(sourcePath('src/executor/worker/plan-artifact.ts'))};
 let answer = '';
 process.stdin.on('data', chunk => (answer += chunk));
 process.stdin.on('end', () => process.stdout.write(JSON.stringify(planTitle(answer, null))));`;

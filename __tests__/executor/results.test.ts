@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EnvironmentConfig } from '../../src/executor/config/config.js';
-import { prepareOutputs, readOutputFile } from '../../src/executor/worker/outputs.js';
+import { prepareOutputs, readOutputFile } from '../../src/executor/worker/run-outputs.js';
 import { unmountAll } from '../../src/executor/workspace/layers.js';
 import { createWorkspace } from '../../src/executor/workspace/workspace.js';
 import { eventually } from '../support/eventually.js';

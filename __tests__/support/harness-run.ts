@@ -12,7 +12,7 @@ import type {
   HarnessFailure,
   HarnessInput,
   HarnessSpec
-} from '../../src/executor/agents/harness/spec.js';
+} from '../../src/executor/agents/harness/cli-spec.js';
 
 export interface HarnessRun {
   events: HarnessEvent[];

@@ -16,7 +16,7 @@ jest.unstable_mockModule('@actions/github', () => fakeGitHubModule(repository));
 const { run } = await import('../../src/action/main.js');
 const { readSettings, InputError } = await import('../../src/action/inputs.js');
 const { capText, isPatchArtifact } = await import('../../src/action/produced.js');
-const { renderTranscript } = await import('../../src/action/transcript.js');
+const { renderTranscript } = await import('../../src/action/transcript-file.js');
 const { readEventContext } = await import('../../src/action/context.js');
 
 const KEY = 'test-key-0123456789';

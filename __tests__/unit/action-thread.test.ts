@@ -15,7 +15,7 @@ jest.unstable_mockModule('@actions/core', () => core);
 jest.unstable_mockModule('@actions/github', () => fakeGitHubModule(repository));
 const { run } = await import('../../src/action/main.js');
 const { parseRecord } = await import('../../src/action/comment.js');
-const { planMarkup } = await import('../../src/action/plan.js');
+const { planMarkup } = await import('../../src/action/plan-approval.js');
 
 const KEY = 'test-key-0123456789';
 const ENV = [

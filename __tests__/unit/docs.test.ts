@@ -49,3 +49,16 @@ describe('README', () => {
     });
   });
 });
+
+describe('docs/architecture.md', () => {
+  it('lists the rooms on the floors of src/executor/layers.json, the table the lint reads', () => {
+    const { floors } = JSON.parse(readFileSync('src/executor/layers.json', 'utf8')) as { floors: string[][] };
+    const table = floors.flatMap((names, floor) => names.map(name => `${floor + 1} ${name}`));
+    const rows = readFileSync('docs/architecture.md', 'utf8')
+      .split('\n')
+      .map(line => /^\| (\d+) \| `([^`]+?)\/?` /.exec(line))
+      .filter(match => match !== null)
+      .map(match => `${match[1]} ${match[2]}`);
+    expect(rows).toEqual(table);
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { formatDuration, parseDuration } from '../../src/api/duration.js';
+import { formatDuration, parseDuration } from '../../src/common/duration.js';
 import { InputError, defaultIdempotencyKey, readSettings } from '../../src/action/inputs.js';
 
 const base = {

@@ -7,7 +7,7 @@ import {
   lastJsonObject,
   structuredOutput
 } from '../../src/client/result.js';
-import { itemsFromConversation, parseConversation } from '../../src/client/conversation.js';
+import { itemsFromConversation, parseConversation } from '../../src/client/run-readers.js';
 
 const conversation = parseConversation({
   conversation_id: 'c1',

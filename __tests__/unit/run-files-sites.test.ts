@@ -108,7 +108,7 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     calls: { existsSync: 1, readdirSync: 1, statSync: 1 },
     why: 'lists DATA_DIR/homes (names root chose) and stats each HOME folder itself (its time) before removing it whole'
   },
-  'src/executor/worker/outputs.ts': {
+  'src/executor/worker/run-outputs.ts': {
     calls: { lchownSync: 1, mkdirSync: 1, realpathSync: 1 },
     why: "makes the run's empty output folder and gives it to the run user; its files are read by asRunUser"
   },
@@ -256,7 +256,7 @@ describe('root never reads a tree a run can write', () => {
 
   it("the steps that handle a run's files read nothing themselves: they go through asRunUser", () => {
     for (const file of [
-      'src/executor/worker/outputs.ts',
+      'src/executor/worker/run-outputs.ts',
       'src/executor/worker/start-from.ts',
       'src/executor/worker/steps.ts',
       'src/executor/workspace/nested.ts'

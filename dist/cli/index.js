@@ -34177,7 +34177,7 @@ module.exports = {
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8579);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6457);
 // The `agent-run` command line: the bin's entry point, so that everything else is importable and testable.
 
 // A reader that stops early (`agent-run logs ID | head`) closes the pipe: end quietly, as a
@@ -34196,7 +34196,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 8579:
+/***/ 6457:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -34408,37 +34408,6 @@ const ERROR_CODES = {
     }
 };
 
-;// CONCATENATED MODULE: ./src/api/duration.ts
-// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
-const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
-/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
-function parseDuration(text) {
-    const value = text.trim().toLowerCase();
-    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
-        return undefined;
-    let total = 0;
-    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
-        total += Number(amount) * UNIT_MS[unit];
-    }
-    return total;
-}
-/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
-function formatDuration(ms) {
-    let seconds = Math.max(0, Math.round(ms / 1000));
-    const hours = Math.floor(seconds / 3600);
-    seconds -= hours * 3600;
-    const minutes = Math.floor(seconds / 60);
-    seconds -= minutes * 60;
-    let text = '';
-    if (hours)
-        text += `${hours}h`;
-    if (minutes)
-        text += `${minutes}m`;
-    if (seconds || text === '')
-        text += `${seconds}s`;
-    return text;
-}
-
 ;// CONCATENATED MODULE: ./src/api/values.ts
 // Rules about values that the client, the action and the executor must agree on: what a valid
 // Idempotency-Key is, and how an error message shows a value it refuses: safely (never a long
@@ -34491,19 +34460,6 @@ function isIdSegment(value) {
     return typeof value === 'string' && ID_SEGMENT_PATTERN.test(value);
 }
 
-;// CONCATENATED MODULE: ./src/api/table.ts
-// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
-// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
-/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
-function table(header, rows) {
-    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
-    const format = (row) => row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
-        .join('  ')
-        .trimEnd();
-    return [format(header), ...rows.map(format)].join('\n');
-}
-
 ;// CONCATENATED MODULE: ./src/api/events.ts
 // The kinds of event a run's transcript holds, each with its fields, as one closed union. The
 // executor writes them, and its pages, its conversation builder and the client's progress items read
@@ -34553,11 +34509,11 @@ function known(event) {
 }
 
 ;// CONCATENATED MODULE: ./src/api/routes.ts
-// Each endpoint's method and path, with nothing else: what a client needs to build its requests.
-// The full table (schemas, auth, limits, error codes) is endpoints.ts, which the executor and the
-// OpenAPI document use; keeping the paths apart keeps the schema library out of the bundles that
-// only call the API (the action, the CLI). endpoints.ts checks at compile time that its table has
-// the same names, methods and paths as this one.
+// Each endpoint's method and path, with nothing else: what a client needs to build its requests, and
+// the one place they are written. The full table (schemas, auth, limits, error codes) is
+// endpoints.ts, which the executor and the OpenAPI document use; each of its entries takes its
+// method and path from here (`...ROUTES.name`). Keeping the paths apart keeps the schema library out
+// of the bundles that only call the API (the action, the CLI).
 const ROUTES = {
     createRun: { method: 'POST', path: '/api/v1/agent/runs' },
     createRunLegacy: { method: 'POST', path: '/api/v1/agent/run' },
@@ -34617,7 +34573,36 @@ function routePath(path) {
 
 
 
-
+;// CONCATENATED MODULE: ./src/common/duration.ts
+// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
+/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
+function parseDuration(text) {
+    const value = text.trim().toLowerCase();
+    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
+        return undefined;
+    let total = 0;
+    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
+        total += Number(amount) * UNIT_MS[unit];
+    }
+    return total;
+}
+/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
+function formatDuration(ms) {
+    let seconds = Math.max(0, Math.round(ms / 1000));
+    const hours = Math.floor(seconds / 3600);
+    seconds -= hours * 3600;
+    const minutes = Math.floor(seconds / 60);
+    seconds -= minutes * 60;
+    let text = '';
+    if (hours)
+        text += `${hours}h`;
+    if (minutes)
+        text += `${minutes}m`;
+    if (seconds || text === '')
+        text += `${seconds}s`;
+    return text;
+}
 
 // EXTERNAL MODULE: external "node:crypto"
 var external_node_crypto_ = __nccwpck_require__(7598);
@@ -34792,7 +34777,7 @@ function parseRun(value, what = 'run record') {
     return run;
 }
 
-;// CONCATENATED MODULE: ./src/client/conversation.ts
+;// CONCATENATED MODULE: ./src/client/run-readers.ts
 // Reading what a run said, did and made: tolerant parsers of the conversation, transcript and
 // artifact shapes, and a follower that turns either source into progress items while a run goes
 // on. The follower asks for new transcript events with `after=SEQ` and `Prefer: wait=N`; a
@@ -34801,7 +34786,7 @@ function parseRun(value, what = 'run record') {
 
 
 
-const conversation_isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
+const run_readers_isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** Whether an error means "this service has no such endpoint" (404, 405, 422 operation_not_supported). */
 function isUnsupported(error) {
     if (!(error instanceof AgentRunError))
@@ -34811,23 +34796,23 @@ function isUnsupported(error) {
     return error.status === 422 && error.errorCode === 'operation_not_supported';
 }
 function parseConversation(value, what = 'conversation') {
-    if (!conversation_isObject(value))
+    if (!run_readers_isObject(value))
         throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
     if (!Array.isArray(value.steps)) {
         throw new ParseError(`${what}: expected a steps array, got ${describeValue(value.steps)}`);
     }
-    return { ...value, steps: value.steps.filter(conversation_isObject).map(parseStep) };
+    return { ...value, steps: value.steps.filter(run_readers_isObject).map(parseStep) };
 }
 function parseStep(step) {
-    const messages = Array.isArray(step.messages) ? step.messages.filter(conversation_isObject) : [];
-    const steps = Array.isArray(step.steps) ? step.steps.filter(conversation_isObject) : [];
+    const messages = Array.isArray(step.messages) ? step.messages.filter(run_readers_isObject) : [];
+    const steps = Array.isArray(step.steps) ? step.steps.filter(run_readers_isObject) : [];
     return { ...step, messages: messages.map(parseMessage), steps: steps.map(parseStep) };
 }
 function parseMessage(message) {
     const content = Array.isArray(message.content) ? message.content : [];
     const blocks = content
         .map(block => (typeof block === 'string' ? { type: 'text', text: block } : block))
-        .filter(conversation_isObject)
+        .filter(run_readers_isObject)
         .filter(block => typeof block.type === 'string');
     return { ...message, role: typeof message.role === 'string' ? message.role : 'unknown', content: blocks };
 }
@@ -34840,9 +34825,9 @@ function parseTranscript(body) {
     catch {
         return undefined;
     }
-    if (!conversation_isObject(value) || !Array.isArray(value.events))
+    if (!run_readers_isObject(value) || !Array.isArray(value.events))
         return undefined;
-    const events = value.events.filter((event) => conversation_isObject(event) && typeof event.seq === 'number');
+    const events = value.events.filter((event) => run_readers_isObject(event) && typeof event.seq === 'number');
     const transcript = {
         run_id: typeof value.run_id === 'string' ? value.run_id : undefined,
         state: typeof value.state === 'string' ? value.state : undefined,
@@ -34860,12 +34845,12 @@ function artifactsOf(run) {
     if (!Array.isArray(list))
         return [];
     return list
-        .filter(conversation_isObject)
+        .filter(run_readers_isObject)
         .filter(item => typeof item.artifact_type === 'string')
-        .map(item => ({ ...item, data: conversation_isObject(item.data) ? item.data : {} }));
+        .map(item => ({ ...item, data: run_readers_isObject(item.data) ? item.data : {} }));
 }
 function parseArtifactDetails(value, what) {
-    if (!conversation_isObject(value))
+    if (!run_readers_isObject(value))
         throw new ParseError(`${what}: expected a JSON object, got ${describeValue(value)}`);
     return value;
 }
@@ -34951,7 +34936,7 @@ function transcriptItems(events) {
                 catch {
                     input = undefined;
                 }
-                const command = conversation_isObject(input) ? str(input.command) : undefined;
+                const command = run_readers_isObject(input) ? str(input.command) : undefined;
                 if (command !== undefined)
                     items.push({ type: 'command', command });
                 else
@@ -34968,7 +34953,7 @@ function transcriptItems(events) {
                 items.push({ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' });
                 break;
             case 'diff': {
-                const files = Array.isArray(e.files) ? e.files.filter(conversation_isObject) : [];
+                const files = Array.isArray(e.files) ? e.files.filter(run_readers_isObject) : [];
                 for (const file of files) {
                     items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
                 }
@@ -35061,7 +35046,7 @@ function itemsFromConversation(conversation) {
     return new SeenItems().fresh(said ? merged.filter((_, i) => i !== last) : merged);
 }
 /** The conversation's event types that are transcript events in another shape, and their kind. */
-const conversation_EVENT_KINDS = {
+const run_readers_EVENT_KINDS = {
     state_change: 'state',
     file_change: 'file',
     changes: 'diff',
@@ -35071,7 +35056,7 @@ const conversation_EVENT_KINDS = {
 };
 function itemsOfBlock(role, block) {
     // An event block carries its transcript event's fields: one renderer shows both with their details.
-    const kind = block.type === 'event' ? conversation_EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
+    const kind = block.type === 'event' ? run_readers_EVENT_KINDS[str(block.event_type) ?? ''] : undefined;
     if (kind !== undefined)
         return transcriptItems([{ ...block, kind, seq: 0 }]);
     return [itemOfBlock(role, block)];
@@ -37059,6 +37044,9 @@ class RunFollower {
 
 ;// CONCATENATED MODULE: ./src/client/index.ts
 
+// Helpers the client's users (the CLI, scripts) have always had from here; not part of the contract.
+
+
 
 
 
@@ -37984,6 +37972,19 @@ function visible(text) {
  */
 function visibleJson(value, indent) {
     return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g, char => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+;// CONCATENATED MODULE: ./src/common/table.ts
+// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
+// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
+/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
+function table(header, rows) {
+    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
+    const format = (row) => row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd();
+    return [format(header), ...rows.map(format)].join('\n');
 }
 
 ;// CONCATENATED MODULE: ./src/cli/terminal.ts

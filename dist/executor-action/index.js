@@ -31558,7 +31558,7 @@ const external_node_fs_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import
 const external_node_path_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:path");
 // EXTERNAL MODULE: external "node:url"
 var external_node_url_ = __nccwpck_require__(3136);
-;// CONCATENATED MODULE: ./src/api/workspace-file.ts
+;// CONCATENATED MODULE: ./src/common/workspace-file.ts
 // Reading a file that an input names (`prompt-file`, `output-schema`). In a workflow that checks out
 // a stranger's pull request, every file of the workspace may be the stranger's: a symbolic link to
 // /proc/self/environ or a `../../` path would send the runner's secrets to the service as the
@@ -31566,7 +31566,7 @@ var external_node_url_ = __nccwpck_require__(3136);
 // real directory or, last, a regular file (no symbolic link anywhere) with no other hard link, the
 // opened file is the one checked, and it is not under `.git/`.
 // Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
-// `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
+// `config`), so it lives in common/, below both; it needs Node's fs, as every user of common/ runs on Node.
 
 
 /** Longest file an input may name; a prompt or a schema is far smaller. */

@@ -1,8 +1,16 @@
+<<<<<<<< HEAD:dist/executor/772.index.js
 export const id = 772;
 export const ids = [772];
 export const modules = {
 
 /***/ 90772:
+========
+export const id = 920;
+export const ids = [920];
+export const modules = {
+
+/***/ 76920:
+>>>>>>>> rooms:dist/executor/920.index.js
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -13,6 +21,56 @@ __webpack_require__.d(__webpack_exports__, {
 
 // EXTERNAL MODULE: external "node:util"
 var external_node_util_ = __webpack_require__(57975);
+;// CONCATENATED MODULE: ./src/common/duration.ts
+// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
+/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
+function parseDuration(text) {
+    const value = text.trim().toLowerCase();
+    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
+        return undefined;
+    let total = 0;
+    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
+        total += Number(amount) * UNIT_MS[unit];
+    }
+    return total;
+}
+/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
+function formatDuration(ms) {
+    let seconds = Math.max(0, Math.round(ms / 1000));
+    const hours = Math.floor(seconds / 3600);
+    seconds -= hours * 3600;
+    const minutes = Math.floor(seconds / 60);
+    seconds -= minutes * 60;
+    let text = '';
+    if (hours)
+        text += `${hours}h`;
+    if (minutes)
+        text += `${minutes}m`;
+    if (seconds || text === '')
+        text += `${seconds}s`;
+    return text;
+}
+
+;// CONCATENATED MODULE: ./src/common/table.ts
+// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
+// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
+/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
+function table(header, rows) {
+    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
+    const format = (row) => row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd();
+    return [format(header), ...rows.map(format)].join('\n');
+}
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __webpack_require__(73024);
+// EXTERNAL MODULE: external "node:string_decoder"
+var external_node_string_decoder_ = __webpack_require__(46193);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __webpack_require__(76760);
 ;// CONCATENATED MODULE: ./src/api/run.ts
 // The run contract: the one source of truth for what travels over the wire.
 // Plain types and constants only, so the action's bundle carries no schema library;
@@ -208,37 +266,6 @@ const ERROR_CODES = {
     }
 };
 
-;// CONCATENATED MODULE: ./src/api/duration.ts
-// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
-const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
-/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
-function parseDuration(text) {
-    const value = text.trim().toLowerCase();
-    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
-        return undefined;
-    let total = 0;
-    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
-        total += Number(amount) * UNIT_MS[unit];
-    }
-    return total;
-}
-/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
-function formatDuration(ms) {
-    let seconds = Math.max(0, Math.round(ms / 1000));
-    const hours = Math.floor(seconds / 3600);
-    seconds -= hours * 3600;
-    const minutes = Math.floor(seconds / 60);
-    seconds -= minutes * 60;
-    let text = '';
-    if (hours)
-        text += `${hours}h`;
-    if (minutes)
-        text += `${minutes}m`;
-    if (seconds || text === '')
-        text += `${seconds}s`;
-    return text;
-}
-
 ;// CONCATENATED MODULE: ./src/api/values.ts
 // Rules about values that the client, the action and the executor must agree on: what a valid
 // Idempotency-Key is, and how an error message shows a value it refuses: safely (never a long
@@ -291,19 +318,6 @@ function isIdSegment(value) {
     return typeof value === 'string' && ID_SEGMENT_PATTERN.test(value);
 }
 
-;// CONCATENATED MODULE: ./src/api/table.ts
-// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
-// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
-/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
-function table(header, rows) {
-    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
-    const format = (row) => row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
-        .join('  ')
-        .trimEnd();
-    return [format(header), ...rows.map(format)].join('\n');
-}
-
 ;// CONCATENATED MODULE: ./src/api/events.ts
 // The kinds of event a run's transcript holds, each with its fields, as one closed union. The
 // executor writes them, and its pages, its conversation builder and the client's progress items read
@@ -353,11 +367,11 @@ function known(event) {
 }
 
 ;// CONCATENATED MODULE: ./src/api/routes.ts
-// Each endpoint's method and path, with nothing else: what a client needs to build its requests.
-// The full table (schemas, auth, limits, error codes) is endpoints.ts, which the executor and the
-// OpenAPI document use; keeping the paths apart keeps the schema library out of the bundles that
-// only call the API (the action, the CLI). endpoints.ts checks at compile time that its table has
-// the same names, methods and paths as this one.
+// Each endpoint's method and path, with nothing else: what a client needs to build its requests, and
+// the one place they are written. The full table (schemas, auth, limits, error codes) is
+// endpoints.ts, which the executor and the OpenAPI document use; each of its entries takes its
+// method and path from here (`...ROUTES.name`). Keeping the paths apart keeps the schema library out
+// of the bundles that only call the API (the action, the CLI).
 const ROUTES = {
     createRun: { method: 'POST', path: '/api/v1/agent/runs' },
     createRunLegacy: { method: 'POST', path: '/api/v1/agent/run' },
@@ -417,18 +431,11 @@ function routePath(path) {
 
 
 
-
-
-// EXTERNAL MODULE: external "node:fs"
-var external_node_fs_ = __webpack_require__(73024);
-// EXTERNAL MODULE: external "node:string_decoder"
-var external_node_string_decoder_ = __webpack_require__(46193);
-// EXTERNAL MODULE: external "node:path"
-var external_node_path_ = __webpack_require__(76760);
 ;// CONCATENATED MODULE: ./src/executor/values/config-reader.ts
 // Typed reads of a parsed YAML config that record a problem (key, value, expected form) instead of
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
 // kinds read their own keys of `agent:` with it, and config.ts reads the agent kinds.
+
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Units a size may carry: binary ones (KiB = 1024 B), as disks and `du` count. */
@@ -2502,7 +2509,7 @@ function splitCommand(argv) {
 var dist = __webpack_require__(38815);
 // EXTERNAL MODULE: external "node:url"
 var external_node_url_ = __webpack_require__(73136);
-;// CONCATENATED MODULE: ./src/executor/store/spec.ts
+;// CONCATENATED MODULE: ./src/executor/store/location.ts
 // Which store a node uses: a path or sqlite: URL for SQLite (the default, in the data dir), a
 // postgres:// URL for PostgreSQL shared by several nodes. Parsing only: opening is open.ts, so the
 // config can name a store without loading a database driver.
@@ -3531,6 +3538,10 @@ async function boundedEvents(store, runId, budgetBytes = SHOWN_EVENT_BYTES) {
 var external_node_http_ = __webpack_require__(37067);
 ;// CONCATENATED MODULE: ./src/executor/server/problem.ts
 // Every error answer is RFC 7807 problem+json with an error_code from the error reference.
+// Problem helpers follow one contract, which their names say: `<thing>Problem(value)` returns why
+// the value is refused (a message naming it and the expected form) or undefined, and throws nothing;
+// `check<Thing>(…)` throws a ProblemError (the route's refusal); `build…Problem` returns a
+// ProblemError without throwing; `sendProblem` writes one as the answer.
 
 
 class ProblemError extends Error {
@@ -5143,7 +5154,7 @@ function runArtifacts(stored) {
     });
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/transcript.ts
+;// CONCATENATED MODULE: ./src/executor/server/transcript-wait.ts
 // The transcript read with `after=<seq>` and `Prefer: wait=N`: a follower asks for the events newer
 // than the last one it has, and the answer is held until there is one (or the run ended, the time
 // is up, the client left, the server stops). Appends wake held reads through the ChangeHub; the
@@ -5153,7 +5164,7 @@ function runArtifacts(stored) {
 
 
 
-const transcript_REREAD_MS = 2000;
+const transcript_wait_REREAD_MS = 2000;
 const DEFAULT_TRANSCRIPT_LIMIT = 100;
 const MAX_TRANSCRIPT_LIMIT = 1000;
 /** A page stops once its events pass this many bytes (it always holds at least one event). */
@@ -5212,7 +5223,7 @@ async function readTranscript(context, request, reply, find) {
         request.raw.once('close', () => closed.abort());
         const deadline = Date.now() + wait * 1000;
         while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-            const ms = Math.min(transcript_REREAD_MS, deadline - Date.now());
+            const ms = Math.min(transcript_wait_REREAD_MS, deadline - Date.now());
             await context.hub.waitEvent(run.run_id, after, ms, closed.signal);
             run = await find();
             page = await readPage(context, run.run_id, after, limit);
@@ -5236,8 +5247,8 @@ async function readTranscript(context, request, reply, find) {
 // Each problem is a 422 naming the field, the bad value and the expected form.
 
 
-/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters. */
-function metadataProblem(metadata) {
+/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters; throws a ProblemError (422) otherwise. */
+function checkMetadata(metadata) {
     if (metadata === undefined || metadata === null)
         return;
     const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
@@ -5324,16 +5335,22 @@ function runHandlers(context, reads) {
                 throw new ProblemError('invalid_request', 'the body is nested too deeply');
             throw error;
         }
-        extraFieldsProblem(stored.extra, body);
+        checkExtraFields(stored.extra, body);
         const environment = config.environments.find(env => env.id === environmentId);
         if (!environment) {
             const known = config.environments.map(env => env.id).join(', ');
             throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
         }
+<<<<<<<< HEAD:dist/executor/772.index.js
         harnessProblem(body.config, environment.agent.kind);
+========
+        checkHarnessConfig(body.config, environment.agent.kind);
+        const asked = body;
+        checkMetadata(asked.metadata);
+>>>>>>>> rooms:dist/executor/920.index.js
         if (asked.mode !== undefined)
             followupMode(asked.mode);
-        await conversationProblem(body, request.principal.team, environmentId);
+        await checkConversation(body, request.principal.team, environmentId);
         const principal = request.principal;
         const key = request.headers['idempotency-key'];
         if (key !== undefined && !isValidIdempotencyKey(key)) {
@@ -5391,7 +5408,7 @@ function runHandlers(context, reads) {
      * A create's `conversation_id` names an ended run of the key's team in the same environment,
      * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
      */
-    async function conversationProblem(body, team, environmentId) {
+    async function checkConversation(body, team, environmentId) {
         const id = body.conversation_id;
         if (id === undefined || id === null)
             return;
@@ -5542,7 +5559,7 @@ const SERVER_FIELDS = new Set([
  * whatever the kind, `config.mcp_servers` stays within its bounds (input.ts) and the whole config
  * within MAX_CONFIG_BYTES.
  */
-function harnessProblem(runConfig, kind) {
+function checkHarnessConfig(runConfig, kind) {
     const mcp = mcpServersProblem(runConfig.mcp_servers);
     if (mcp)
         throw new ProblemError('invalid_field', mcp);
@@ -5606,7 +5623,7 @@ function extraFields(body) {
  * The fields a create keeps beyond prompt, config and title are bounded in total: every record and
  * list page carries them, so their size is every later read's cost. The problem names the largest.
  */
-function extraFieldsProblem(extra, body) {
+function checkExtraFields(extra, body) {
     const bytes = Buffer.byteLength(extra);
     if (bytes <= MAX_EXTRA_FIELDS_BYTES)
         return;
@@ -5669,7 +5686,7 @@ function specOf(body, context, previous) {
     // agent_config is the config of every run the schedule starts: checked as a create's would be.
     const environment = context.config.environments.find(env => env.id === environmentId);
     if (environment)
-        harnessProblem(agentConfig, environment.agent.kind);
+        checkHarnessConfig(agentConfig, environment.agent.kind);
     const bytes = Buffer.byteLength(body.prompt);
     if (bytes > context.config.limits.maxPromptBytes)
         throw new ProblemError('invalid_field', `prompt: ${bytes} bytes is over the limit of ${context.config.limits.maxPromptBytes} bytes`);
@@ -6279,11 +6296,10 @@ const endpoints_create = {
     ]
 };
 const ENDPOINTS = {
-    createRun: { ...endpoints_create, path: '/api/v1/agent/runs' },
-    createRunLegacy: { ...endpoints_create, path: '/api/v1/agent/run', deprecated: true },
+    createRun: { ...ROUTES.createRun, ...endpoints_create },
+    createRunLegacy: { ...ROUTES.createRunLegacy, ...endpoints_create, deprecated: true },
     listRuns: {
-        method: 'GET',
-        path: '/api/v1/agent/runs',
+        ...ROUTES.listRuns,
         summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
         description: 'Any query parameter not listed here is answered 400.',
         auth: 'key',
@@ -6293,8 +6309,7 @@ const ENDPOINTS = {
         errors: ['invalid_request']
     },
     getRun: {
-        method: 'GET',
-        path: '/api/v1/agent/runs/{run_id}',
+        ...ROUTES.getRun,
         summary: 'Read a run',
         description: `With If-None-Match and Prefer: wait=N (max ${MAX_WAIT_SECONDS}), the answer is held while the run is unchanged.`,
         auth: 'key',
@@ -6306,8 +6321,7 @@ const ENDPOINTS = {
         errors: ['not_found']
     },
     cancelRun: {
-        method: 'POST',
-        path: '/api/v1/agent/runs/{run_id}/cancel',
+        ...ROUTES.cancelRun,
         summary: 'Cancel a run',
         description: 'Optional body; the status message becomes `cancelled by a client: <reason>`.',
         auth: 'key',
@@ -6318,8 +6332,7 @@ const ENDPOINTS = {
         errors: ['invalid_request', 'not_found', 'run_already_finished', 'invalid_field']
     },
     submitFollowup: {
-        method: 'POST',
-        path: '/api/v1/agent/runs/{run_id}/followups',
+        ...ROUTES.submitFollowup,
         summary: "Continue a run's conversation",
         description: 'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
         auth: 'key',
@@ -6339,8 +6352,7 @@ const ENDPOINTS = {
         ]
     },
     getTranscript: {
-        method: 'GET',
-        path: '/api/v1/agent/runs/{run_id}/transcript',
+        ...ROUTES.getTranscript,
         summary: "A run's transcript",
         description: "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
         auth: 'key',
@@ -6352,8 +6364,7 @@ const ENDPOINTS = {
         errors: ['invalid_request', 'not_found']
     },
     getConversation: {
-        method: 'GET',
-        path: '/api/v1/agent/runs/{run_id}/conversation',
+        ...ROUTES.getConversation,
         summary: "A run's conversation, normalized",
         description: 'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
         auth: 'key',
@@ -6363,8 +6374,7 @@ const ENDPOINTS = {
         errors: ['not_found']
     },
     getArtifact: {
-        method: 'GET',
-        path: '/api/v1/agent/artifacts/{artifact_uid}',
+        ...ROUTES.getArtifact,
         summary: "An artifact's details and a time-limited download URL",
         auth: 'key',
         rateLimited: true,
@@ -6373,8 +6383,7 @@ const ENDPOINTS = {
         errors: ['artifact_not_found']
     },
     downloadArtifact: {
-        method: 'GET',
-        path: '/api/v1/agent/artifacts/{artifact_uid}/download',
+        ...ROUTES.downloadArtifact,
         summary: "An artifact's bytes, by the signed download URL",
         auth: 'signed_download',
         rateLimited: false,
@@ -6387,8 +6396,7 @@ const ENDPOINTS = {
         errors: ['artifact_not_found']
     },
     getSession: {
-        method: 'GET',
-        path: '/sessions/{run_id}',
+        ...ROUTES.getSession,
         summary: "A run's session page (HTML), by its session link",
         auth: 'session_token',
         rateLimited: false,
@@ -6398,8 +6406,7 @@ const ENDPOINTS = {
         errors: ['not_found']
     },
     getSessionArtifact: {
-        method: 'GET',
-        path: '/sessions/{run_id}/artifacts/{artifact_uid}',
+        ...ROUTES.getSessionArtifact,
         summary: "An artifact of a run (its bytes, as an attachment), by the run's session link",
         auth: 'session_token',
         rateLimited: false,
@@ -6412,8 +6419,7 @@ const ENDPOINTS = {
         errors: ['not_found', 'artifact_not_found']
     },
     createSchedule: {
-        method: 'POST',
-        path: '/api/v1/agent/schedules',
+        ...ROUTES.createSchedule,
         summary: 'Create a scheduled agent',
         description: 'A cron expression (read in time_zone, default UTC), a prompt and the config of the runs it starts; it fires at each due time exactly once across the executor nodes.',
         auth: 'key',
@@ -6429,8 +6435,7 @@ const ENDPOINTS = {
         ]
     },
     listSchedules: {
-        method: 'GET',
-        path: '/api/v1/agent/schedules',
+        ...ROUTES.listSchedules,
         summary: "The team's scheduled agents, by name",
         auth: 'key',
         rateLimited: true,
@@ -6438,8 +6443,7 @@ const ENDPOINTS = {
         errors: []
     },
     getSchedule: {
-        method: 'GET',
-        path: '/api/v1/agent/schedules/{schedule_id}',
+        ...ROUTES.getSchedule,
         summary: 'Read a scheduled agent',
         auth: 'key',
         rateLimited: true,
@@ -6448,8 +6452,7 @@ const ENDPOINTS = {
         errors: ['not_found']
     },
     updateSchedule: {
-        method: 'PUT',
-        path: '/api/v1/agent/schedules/{schedule_id}',
+        ...ROUTES.updateSchedule,
         summary: 'Replace a scheduled agent’s settings',
         description: 'All fields except agent_config, time_zone, overlap and catch_up are required; next_run is computed anew.',
         auth: 'key',
@@ -6460,8 +6463,7 @@ const ENDPOINTS = {
         errors: ['invalid_request', 'invalid_field', 'not_found', 'unsupported_media_type', 'payload_too_large']
     },
     deleteSchedule: {
-        method: 'DELETE',
-        path: '/api/v1/agent/schedules/{schedule_id}',
+        ...ROUTES.deleteSchedule,
         summary: 'Delete a scheduled agent (the runs it started stay)',
         auth: 'key',
         rateLimited: true,
@@ -6470,8 +6472,7 @@ const ENDPOINTS = {
         errors: ['not_found']
     },
     pauseSchedule: {
-        method: 'POST',
-        path: '/api/v1/agent/schedules/{schedule_id}/pause',
+        ...ROUTES.pauseSchedule,
         summary: 'Pause a scheduled agent: it fires no more until resumed',
         auth: 'key',
         rateLimited: true,
@@ -6480,8 +6481,7 @@ const ENDPOINTS = {
         errors: ['not_found']
     },
     resumeSchedule: {
-        method: 'POST',
-        path: '/api/v1/agent/schedules/{schedule_id}/resume',
+        ...ROUTES.resumeSchedule,
         summary: 'Resume a paused scheduled agent from its next due time',
         auth: 'key',
         rateLimited: true,
@@ -6490,8 +6490,7 @@ const ENDPOINTS = {
         errors: ['not_found']
     },
     listEnvironments: {
-        method: 'GET',
-        path: '/api/v1/agent/environments',
+        ...ROUTES.listEnvironments,
         summary: 'The environments this executor serves (never their variables or secrets)',
         auth: 'key',
         rateLimited: true,
@@ -6499,8 +6498,7 @@ const ENDPOINTS = {
         errors: []
     },
     listModels: {
-        method: 'GET',
-        path: '/api/v1/agent/models',
+        ...ROUTES.listModels,
         summary: 'The models the configured agents accept, per environment, with the defaults',
         auth: 'key',
         rateLimited: true,
@@ -6508,8 +6506,7 @@ const ENDPOINTS = {
         errors: []
     },
     getOpenApi: {
-        method: 'GET',
-        path: '/api/v1/openapi.json',
+        ...ROUTES.getOpenApi,
         summary: 'This document',
         auth: 'none',
         rateLimited: false,
@@ -6517,8 +6514,7 @@ const ENDPOINTS = {
         errors: []
     },
     listErrorCodes: {
-        method: 'GET',
-        path: '/api/v1/errors',
+        ...ROUTES.listErrorCodes,
         summary: 'The error reference: every error_code, its status and meaning',
         auth: 'none',
         rateLimited: false,
@@ -6526,8 +6522,7 @@ const ENDPOINTS = {
         errors: []
     },
     health: {
-        method: 'GET',
-        path: '/healthz',
+        ...ROUTES.health,
         summary: 'Liveness',
         auth: 'none',
         rateLimited: false,
@@ -6536,8 +6531,7 @@ const ENDPOINTS = {
         internal: true
     },
     ready: {
-        method: 'GET',
-        path: '/readyz',
+        ...ROUTES.ready,
         summary: 'Readiness: 503 while stopping, without the store, or short of disk space or inodes',
         auth: 'none',
         rateLimited: false,
@@ -7736,7 +7730,7 @@ async function registerEndpoints(app, trees, handlers, names) {
     }
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/conversation.ts
+;// CONCATENATED MODULE: ./src/executor/server/conversation-from-transcript.ts
 // The run's conversation in the production service's normalized shape (GET
 // /agent/runs/{id}/conversation), built from the transcript: steps → messages → content blocks
 // `text`, `action`, `action_result` and `event`. The prompt is the user's message; agent text and a
@@ -8237,7 +8231,7 @@ function child(node, segment) {
     return undefined;
 }
 /** The schema error handler: a validation failure as a problem (400, or 422 for a body field). */
-function schemaProblem(errors, part) {
+function buildSchemaProblem(errors, part) {
     const failure = errors[0];
     if (failure.unknownParameter !== undefined) {
         const where = part === 'querystring' ? 'parameter' : 'field';
@@ -8307,7 +8301,7 @@ async function buildApp(context, options) {
             .send(problemBody('invalid_request', error.message, 400, request.url, String(request.id)))
     });
     app.setValidatorCompiler(validatorCompiler);
-    app.setSchemaErrorFormatter(schemaProblem);
+    app.setSchemaErrorFormatter(buildSchemaProblem);
     app.removeContentTypeParser('text/plain');
     // JSON bodies as usual, except that an empty body (a cancel with Content-Type: json) is no body.
     const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -13515,7 +13509,7 @@ function pushReason(error, branch) {
         : error.message;
 }
 
-;// CONCATENATED MODULE: ./src/executor/worker/outputs.ts
+;// CONCATENATED MODULE: ./src/executor/worker/run-outputs.ts
 // What a run hands back besides its state: the agent's final answer, its request usage and its
 // changes as a patch. Each run gets an output folder under DATA_DIR/outputs/<run id>, outside the
 // workspace (so nothing written there is part of the changes); a command agent finds it through
@@ -13734,7 +13728,7 @@ async function collectPatch({ store, run, maxPatchBytes, record }, workspace) {
     return undefined;
 }
 
-;// CONCATENATED MODULE: ./src/executor/worker/plan.ts
+;// CONCATENATED MODULE: ./src/executor/worker/plan-artifact.ts
 // A plan-mode turn's product: its final answer kept as a PLAN artifact. The run record lists it as
 // `{artifact_type: "PLAN", data: {document_uid, artifact_uid, title}}`, and GET /agent/artifacts/{uid}
 // answers its markdown as `data.content` (the service's shape), besides the usual download link.
@@ -15224,7 +15218,6 @@ function boundTranscript(write, limitBytes) {
 
 
 
-/** How long a stop waits for a pump or sweep under way once the runs ended (a hung store call). */
 const STOP_WAIT_MS = 10_000;
 /** How long a finished run's outcome is retried while the store is unreachable. */
 const FINISH_RETRY_MS = 10 * 60_000;
@@ -15819,6 +15812,7 @@ async function wire(config, store, role, warnings, notes, release, now) {
 
 ;// CONCATENATED MODULE: ./src/executor/node/cli.ts
 // agent-executor: serve, keys, environments.
+
 
 
 

@@ -5,13 +5,13 @@
 
 import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
-import { formatDuration } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
 import * as log from './log.js';
 import { artifactLines, block, code, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
-import { type Plan, planMarkup } from './plan.js';
+import { type Plan, planMarkup } from './plan-approval.js';
 import { reviewMarkup } from './review.js';
 
 /** GitHub keeps at most this many characters of a comment's body (it answers 422 above it). */

@@ -3,7 +3,7 @@
 // the run settled when the post step has nothing left to do.
 
 import * as core from '@actions/core';
-import { formatDuration } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import type { AgentRunClient, Run } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
 import type { Settings } from './inputs.js';

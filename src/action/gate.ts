@@ -7,7 +7,7 @@ import { type EventContext } from './context.js';
 import { type GitHubApi, createGitHubApi } from './github.js';
 import { type Settings, readKeyPresence, readSettings } from './inputs.js';
 import * as log from './log.js';
-import { setOutput } from './outputs.js';
+import { setOutput } from './step-outputs.js';
 import * as state from './state.js';
 import { holdsApproval } from './thread.js';
 import { checkTrust } from './trust.js';

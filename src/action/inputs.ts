@@ -11,9 +11,9 @@ import {
   TERMINAL_STATES,
   isIdSegment,
   isValidIdempotencyKey,
-  parseDuration,
   showValue
 } from '../api/index.js';
+import { parseDuration } from '../common/duration.js';
 import { normalizeBaseUrl } from '../client/index.js';
 import { type EventContext, pullRequestOf, readEventContext } from './context.js';
 import { PlaceholderError, contextBlock, fenceTag, renderPrompt, textSources } from './prompt.js';

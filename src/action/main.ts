@@ -1,7 +1,7 @@
 // The main step: read inputs → trust gate → create → wait → collect what the agent made → report.
 
 import * as core from '@actions/core';
-import { formatDuration } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import { AbortError } from '../client/index.js';
 import { StickyComment } from './comment.js';
 import { type EventContext, readEventContext } from './context.js';
@@ -9,10 +9,10 @@ import { leaveRunning, onAbort, onBlocked, onDeadline, onEnd } from './endings.j
 import { type Admitted, admit } from './gate.js';
 import { fanOutStep } from './fan-out.js';
 import { secretInputs } from './inputs.js';
-import { setOutput } from './outputs.js';
+import { setOutput } from './step-outputs.js';
 import { postStep } from './post.js';
 import { collectProducedSafely } from './produced.js';
-import { readPlan } from './plan.js';
+import { readPlan } from './plan-approval.js';
 import { createClient, waitWithProgress } from './remote.js';
 import { type Outcome, Reporter, conclusionOf, durationOf } from './report.js';
 import { onTermination } from './signals.js';

@@ -19,8 +19,8 @@ import {
 } from '../client/index.js';
 import type { OutputSchema } from './inputs.js';
 import type { ReviewOutcome } from './review.js';
-import { toJson } from './outputs.js';
-import { renderTranscript } from './transcript.js';
+import { toJson } from './step-outputs.js';
+import { renderTranscript } from './transcript-file.js';
 
 /** GitHub keeps each step output under 1 MiB; the answer stays well below it with room for the rest. */
 export const MAX_RESULT_BYTES = 512 * 1024;

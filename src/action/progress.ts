@@ -2,9 +2,9 @@
 // started, the session link the moment it is known, and a heartbeat at least once a minute.
 
 import type { Run } from '../client/index.js';
-import { formatDuration } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import * as log from './log.js';
-import { setOutput } from './outputs.js';
+import { setOutput } from './step-outputs.js';
 
 const HEARTBEAT_MS = 60_000;
 

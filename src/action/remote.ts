@@ -2,7 +2,7 @@
 // progress (log lines, the conversation as it arrives, summary, comment, BLOCKED).
 
 import * as core from '@actions/core';
-import { formatDuration } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import { AbortError, AgentRunClient, type Run, type WaitResult } from '../client/index.js';
 import type { CreateSettings, Settings } from './inputs.js';
 import { followConversation } from './live.js';

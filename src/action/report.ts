@@ -2,10 +2,11 @@
 
 import * as core from '@actions/core';
 import type { Run } from '../client/index.js';
-import { formatDuration, isTerminalState } from '../api/index.js';
+import { isTerminalState } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import type { StickyComment } from './comment.js';
 import { artifactLines, block, code, escapeHtml, inert, link, resultMarkup } from './markup.js';
-import { setOutput, toJson } from './outputs.js';
+import { setOutput, toJson } from './step-outputs.js';
 import type { Produced } from './produced.js';
 import { findingsOutput, reviewMarkup } from './review.js';
 

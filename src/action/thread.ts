@@ -17,7 +17,7 @@ import type { EventContext } from './context.js';
 import type { Settings } from './inputs.js';
 import { threadMetadata } from './inputs.js';
 import * as log from './log.js';
-import { APPROVAL_MESSAGE } from './plan.js';
+import { APPROVAL_MESSAGE } from './plan-approval.js';
 import { cleanUserText, fence, fenceTag } from './prompt.js';
 import { createRun } from './remote.js';
 import { COMMENT_EVENTS, holdsPhrase } from './trust.js';

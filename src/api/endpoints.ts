@@ -125,11 +125,10 @@ const create = {
 } as const satisfies Omit<EndpointSpec, 'path'>;
 
 export const ENDPOINTS = {
-  createRun: { ...create, path: '/api/v1/agent/runs' },
-  createRunLegacy: { ...create, path: '/api/v1/agent/run', deprecated: true },
+  createRun: { ...ROUTES.createRun, ...create },
+  createRunLegacy: { ...ROUTES.createRunLegacy, ...create, deprecated: true },
   listRuns: {
-    method: 'GET',
-    path: '/api/v1/agent/runs',
+    ...ROUTES.listRuns,
     summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
     description: 'Any query parameter not listed here is answered 400.',
     auth: 'key',
@@ -139,8 +138,7 @@ export const ENDPOINTS = {
     errors: ['invalid_request']
   },
   getRun: {
-    method: 'GET',
-    path: '/api/v1/agent/runs/{run_id}',
+    ...ROUTES.getRun,
     summary: 'Read a run',
     description: `With If-None-Match and Prefer: wait=N (max ${MAX_WAIT_SECONDS}), the answer is held while the run is unchanged.`,
     auth: 'key',
@@ -152,8 +150,7 @@ export const ENDPOINTS = {
     errors: ['not_found']
   },
   cancelRun: {
-    method: 'POST',
-    path: '/api/v1/agent/runs/{run_id}/cancel',
+    ...ROUTES.cancelRun,
     summary: 'Cancel a run',
     description: 'Optional body; the status message becomes `cancelled by a client: <reason>`.',
     auth: 'key',
@@ -164,8 +161,7 @@ export const ENDPOINTS = {
     errors: ['invalid_request', 'not_found', 'run_already_finished', 'invalid_field']
   },
   submitFollowup: {
-    method: 'POST',
-    path: '/api/v1/agent/runs/{run_id}/followups',
+    ...ROUTES.submitFollowup,
     summary: "Continue a run's conversation",
     description:
       'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
@@ -186,8 +182,7 @@ export const ENDPOINTS = {
     ]
   },
   getTranscript: {
-    method: 'GET',
-    path: '/api/v1/agent/runs/{run_id}/transcript',
+    ...ROUTES.getTranscript,
     summary: "A run's transcript",
     description:
       "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
@@ -200,8 +195,7 @@ export const ENDPOINTS = {
     errors: ['invalid_request', 'not_found']
   },
   getConversation: {
-    method: 'GET',
-    path: '/api/v1/agent/runs/{run_id}/conversation',
+    ...ROUTES.getConversation,
     summary: "A run's conversation, normalized",
     description:
       'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
@@ -212,8 +206,7 @@ export const ENDPOINTS = {
     errors: ['not_found']
   },
   getArtifact: {
-    method: 'GET',
-    path: '/api/v1/agent/artifacts/{artifact_uid}',
+    ...ROUTES.getArtifact,
     summary: "An artifact's details and a time-limited download URL",
     auth: 'key',
     rateLimited: true,
@@ -222,8 +215,7 @@ export const ENDPOINTS = {
     errors: ['artifact_not_found']
   },
   downloadArtifact: {
-    method: 'GET',
-    path: '/api/v1/agent/artifacts/{artifact_uid}/download',
+    ...ROUTES.downloadArtifact,
     summary: "An artifact's bytes, by the signed download URL",
     auth: 'signed_download',
     rateLimited: false,
@@ -236,8 +228,7 @@ export const ENDPOINTS = {
     errors: ['artifact_not_found']
   },
   getSession: {
-    method: 'GET',
-    path: '/sessions/{run_id}',
+    ...ROUTES.getSession,
     summary: "A run's session page (HTML), by its session link",
     auth: 'session_token',
     rateLimited: false,
@@ -247,8 +238,7 @@ export const ENDPOINTS = {
     errors: ['not_found']
   },
   getSessionArtifact: {
-    method: 'GET',
-    path: '/sessions/{run_id}/artifacts/{artifact_uid}',
+    ...ROUTES.getSessionArtifact,
     summary: "An artifact of a run (its bytes, as an attachment), by the run's session link",
     auth: 'session_token',
     rateLimited: false,
@@ -261,8 +251,7 @@ export const ENDPOINTS = {
     errors: ['not_found', 'artifact_not_found']
   },
   createSchedule: {
-    method: 'POST',
-    path: '/api/v1/agent/schedules',
+    ...ROUTES.createSchedule,
     summary: 'Create a scheduled agent',
     description:
       'A cron expression (read in time_zone, default UTC), a prompt and the config of the runs it starts; it fires at each due time exactly once across the executor nodes.',
@@ -279,8 +268,7 @@ export const ENDPOINTS = {
     ]
   },
   listSchedules: {
-    method: 'GET',
-    path: '/api/v1/agent/schedules',
+    ...ROUTES.listSchedules,
     summary: "The team's scheduled agents, by name",
     auth: 'key',
     rateLimited: true,
@@ -288,8 +276,7 @@ export const ENDPOINTS = {
     errors: []
   },
   getSchedule: {
-    method: 'GET',
-    path: '/api/v1/agent/schedules/{schedule_id}',
+    ...ROUTES.getSchedule,
     summary: 'Read a scheduled agent',
     auth: 'key',
     rateLimited: true,
@@ -298,8 +285,7 @@ export const ENDPOINTS = {
     errors: ['not_found']
   },
   updateSchedule: {
-    method: 'PUT',
-    path: '/api/v1/agent/schedules/{schedule_id}',
+    ...ROUTES.updateSchedule,
     summary: 'Replace a scheduled agent’s settings',
     description:
       'All fields except agent_config, time_zone, overlap and catch_up are required; next_run is computed anew.',
@@ -311,8 +297,7 @@ export const ENDPOINTS = {
     errors: ['invalid_request', 'invalid_field', 'not_found', 'unsupported_media_type', 'payload_too_large']
   },
   deleteSchedule: {
-    method: 'DELETE',
-    path: '/api/v1/agent/schedules/{schedule_id}',
+    ...ROUTES.deleteSchedule,
     summary: 'Delete a scheduled agent (the runs it started stay)',
     auth: 'key',
     rateLimited: true,
@@ -321,8 +306,7 @@ export const ENDPOINTS = {
     errors: ['not_found']
   },
   pauseSchedule: {
-    method: 'POST',
-    path: '/api/v1/agent/schedules/{schedule_id}/pause',
+    ...ROUTES.pauseSchedule,
     summary: 'Pause a scheduled agent: it fires no more until resumed',
     auth: 'key',
     rateLimited: true,
@@ -331,8 +315,7 @@ export const ENDPOINTS = {
     errors: ['not_found']
   },
   resumeSchedule: {
-    method: 'POST',
-    path: '/api/v1/agent/schedules/{schedule_id}/resume',
+    ...ROUTES.resumeSchedule,
     summary: 'Resume a paused scheduled agent from its next due time',
     auth: 'key',
     rateLimited: true,
@@ -341,8 +324,7 @@ export const ENDPOINTS = {
     errors: ['not_found']
   },
   listEnvironments: {
-    method: 'GET',
-    path: '/api/v1/agent/environments',
+    ...ROUTES.listEnvironments,
     summary: 'The environments this executor serves (never their variables or secrets)',
     auth: 'key',
     rateLimited: true,
@@ -350,8 +332,7 @@ export const ENDPOINTS = {
     errors: []
   },
   listModels: {
-    method: 'GET',
-    path: '/api/v1/agent/models',
+    ...ROUTES.listModels,
     summary: 'The models the configured agents accept, per environment, with the defaults',
     auth: 'key',
     rateLimited: true,
@@ -359,8 +340,7 @@ export const ENDPOINTS = {
     errors: []
   },
   getOpenApi: {
-    method: 'GET',
-    path: '/api/v1/openapi.json',
+    ...ROUTES.getOpenApi,
     summary: 'This document',
     auth: 'none',
     rateLimited: false,
@@ -368,8 +348,7 @@ export const ENDPOINTS = {
     errors: []
   },
   listErrorCodes: {
-    method: 'GET',
-    path: '/api/v1/errors',
+    ...ROUTES.listErrorCodes,
     summary: 'The error reference: every error_code, its status and meaning',
     auth: 'none',
     rateLimited: false,
@@ -377,8 +356,7 @@ export const ENDPOINTS = {
     errors: []
   },
   health: {
-    method: 'GET',
-    path: '/healthz',
+    ...ROUTES.health,
     summary: 'Liveness',
     auth: 'none',
     rateLimited: false,
@@ -387,8 +365,7 @@ export const ENDPOINTS = {
     internal: true
   },
   ready: {
-    method: 'GET',
-    path: '/readyz',
+    ...ROUTES.ready,
     summary: 'Readiness: 503 while stopping, without the store, or short of disk space or inodes',
     auth: 'none',
     rateLimited: false,
@@ -402,7 +379,7 @@ export const ENDPOINTS = {
   }
 } as const satisfies Record<string, EndpointSpec>;
 
-/** Fails to compile when this table and routes.ts disagree on a name, a method or a path. */
+/** Fails to compile when this table and routes.ts disagree on a name (an entry left out, or one routes.ts lacks). */
 export type RoutesAgree = [Exclude<keyof typeof ENDPOINTS, EndpointName>] extends [never] ? true : never;
 const agree: RoutesAgree = true;
 const sameRoutes: { [K in EndpointName]: (typeof ROUTES)[K] } = ENDPOINTS;

@@ -1,8 +1,8 @@
-// Each endpoint's method and path, with nothing else: what a client needs to build its requests.
-// The full table (schemas, auth, limits, error codes) is endpoints.ts, which the executor and the
-// OpenAPI document use; keeping the paths apart keeps the schema library out of the bundles that
-// only call the API (the action, the CLI). endpoints.ts checks at compile time that its table has
-// the same names, methods and paths as this one.
+// Each endpoint's method and path, with nothing else: what a client needs to build its requests, and
+// the one place they are written. The full table (schemas, auth, limits, error codes) is
+// endpoints.ts, which the executor and the OpenAPI document use; each of its entries takes its
+// method and path from here (`...ROUTES.name`). Keeping the paths apart keeps the schema library out
+// of the bundles that only call the API (the action, the CLI).
 
 export const ROUTES = {
   createRun: { method: 'POST', path: '/api/v1/agent/runs' },

@@ -160,4 +160,4 @@ function indent(text: string, max: number): string[] {
 }
 
 /** A plain text table (shared with the executor's command line). */
-export { table } from '../api/index.js';
+export { table } from '../common/table.js';

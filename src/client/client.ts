@@ -34,7 +34,7 @@ import {
   parseArtifactDetails,
   parseConversation,
   parseTranscript
-} from './conversation.js';
+} from './run-readers.js';
 import {
   AbortError,
   AgentRunError,

@@ -12,7 +12,7 @@ import {
   isUnsupported,
   itemsFromConversation,
   itemsFromTranscript
-} from './conversation.js';
+} from './run-readers.js';
 import { AbortError } from './errors.js';
 import { abortableSleep } from './sleep.js';
 

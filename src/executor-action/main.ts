@@ -7,7 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { locateInWorkspace, readWorkspaceFile, workspaceOf } from '../api/workspace-file.js';
+import { locateInWorkspace, readWorkspaceFile, workspaceOf } from '../common/workspace-file.js';
 import { ensureBubblewrap } from './bubblewrap.js';
 
 const EXECUTOR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'executor', 'index.js');

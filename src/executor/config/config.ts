@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { AGENT_KINDS, type AgentConfig } from '../agents/index.js';
 import { ConfigReader, show } from '../values/config-reader.js';
-import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/spec.js';
+import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/location.js';
 import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from '../sandbox/config.js';
 import { type PublishConfig, parsePublish } from './publish-config.js';
 import type { LogFormat } from '../telemetry/log-format.js';

@@ -1,14 +1,15 @@
 // agent-executor: serve, keys, environments.
 
 import { parseArgs } from 'node:util';
-import { formatDuration, table } from '../../api/index.js';
+import { formatDuration } from '../../common/duration.js';
+import { table } from '../../common/table.js';
 import { agentKindOf } from '../agents/index.js';
 import { COMMANDS, type Command, USAGE, VERSION, commandHelp, splitCommand } from './cli-usage.js';
 import { ConfigError, type ExecutorConfig, loadConfig } from '../config/config.js';
 import { type KeyKind, issueKey } from '../store/keys.js';
 import { type Role, startExecutor } from './serve.js';
 import { openStore } from '../store/open.js';
-import { describeStore } from '../store/spec.js';
+import { describeStore } from '../store/location.js';
 
 class UsageError extends Error {}
 

@@ -15,7 +15,7 @@ import { claudeCode } from '../agents/harness/claude.js';
 import { codexHarness } from '../agents/harness/codex.js';
 import { geminiHarness } from '../agents/harness/gemini.js';
 import { type HarnessAgentConfig, findOnPath, programOf } from '../agents/harness/input.js';
-import type { HarnessSpec } from '../agents/harness/spec.js';
+import type { HarnessSpec } from '../agents/harness/cli-spec.js';
 
 /** The specs by kind; the other harnesses join here as they are registered. */
 const SPECS: Record<string, HarnessSpec> = Object.fromEntries(

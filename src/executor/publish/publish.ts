@@ -8,7 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isRemoteSource } from '../config/config.js';
-import type { RunStore, StoredRun } from '../store/types.js';
+import type { TranscriptStore, ArtifactStore, StoredRun } from '../store/types.js';
 import { type PrivateRepository, privateGit, redactUrls, sourceGit } from '../workspace/git.js';
 import type { PublishConfig } from '../config/publish-config.js';
 import { markdownFields, plainFields } from './pr-text.js';
@@ -27,7 +27,7 @@ export interface PublishOptions {
   sessionLink?: string;
   /** The agent's final answer, for `{result}`. */
   result?: string;
-  store: RunStore;
+  store: TranscriptStore & ArtifactStore;
   record: (kind: string, data: Record<string, unknown>) => Promise<void>;
   /** Where the token variable is read (the executor's own environment). */
   env?: NodeJS.ProcessEnv;

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { isTerminalState } from '../../api/index.js';
 import type { ExecutorConfig } from '../config/config.js';
 import type { StoredSchedule } from '../store/sql-schedules.js';
-import type { RunStore, StoredRun } from '../store/types.js';
+import type { RunRequestStore, ScheduleOwner, StoredRun } from '../store/types.js';
 import { nextFire } from './cron.js';
 
 export interface SchedulerOptions {
@@ -41,7 +41,7 @@ export class Scheduler {
   private ticking: Promise<void> | undefined;
 
   constructor(
-    private readonly store: RunStore,
+    private readonly store: RunRequestStore & ScheduleOwner,
     private readonly config: ExecutorConfig,
     private readonly options: SchedulerOptions = {}
   ) {

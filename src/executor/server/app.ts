@@ -19,7 +19,7 @@ import { runHandlers } from './routes/runs.js';
 import { catalogHandlers } from './routes/catalog.js';
 import { scheduleHandlers } from './routes/schedules.js';
 import { sessionHandlers } from './routes/sessions.js';
-import { schemaProblem, validatorCompiler } from './validation.js';
+import { buildSchemaProblem, validatorCompiler } from './validation.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -52,7 +52,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
         .send(problemBody('invalid_request', error.message, 400, request.url, String(request.id)))
   });
   app.setValidatorCompiler(validatorCompiler);
-  app.setSchemaErrorFormatter(schemaProblem);
+  app.setSchemaErrorFormatter(buildSchemaProblem);
 
   app.removeContentTypeParser('text/plain');
   // JSON bodies as usual, except that an empty body (a cancel with Content-Type: json) is no body.

@@ -2,7 +2,7 @@
 
 import type { FastifyRequest } from 'fastify';
 import { hashKey, isWellFormedKey, sameHash } from '../store/keys.js';
-import type { KeyRecord, RunStore } from '../store/types.js';
+import type { KeyRecord, KeyStore } from '../store/types.js';
 import { ProblemError } from './problem.js';
 
 export interface Principal {
@@ -21,7 +21,7 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
 const MAX_REMEMBERED_HASHES = 1_000;
 const hashes = new Map<string, string>();
 
-export async function authenticate(store: RunStore, request: FastifyRequest): Promise<Principal> {
+export async function authenticate(store: KeyStore, request: FastifyRequest): Promise<Principal> {
   const header = request.headers.authorization;
   if (!header)
     throw new ProblemError(

@@ -7,7 +7,7 @@
 // first one left out. Memory stays within the budget plus one page, however long the transcript.
 
 import type { EventKind } from '../../api/events.js';
-import type { RunStore, TranscriptEvent } from '../store/types.js';
+import type { TranscriptStore, TranscriptEvent } from '../store/types.js';
 
 /** Bytes of events one response shows at most (besides the kinds always kept). */
 export const SHOWN_EVENT_BYTES = 1024 * 1024;
@@ -50,7 +50,7 @@ function omittedEvent(runId: string, seq: number, at: string, count: number, byt
 
 /** The run's events to show: head, kept kinds, tail and one marker for what was left out. */
 export async function boundedEvents(
-  store: RunStore,
+  store: TranscriptStore,
   runId: string,
   budgetBytes = SHOWN_EVENT_BYTES
 ): Promise<TranscriptEvent[]> {

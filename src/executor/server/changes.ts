@@ -4,7 +4,7 @@
 // its wait (another node's notification can arrive then) ends the wait at once instead of being
 // missed.
 
-import type { RunChange, RunStore } from '../store/types.js';
+import type { RunChange, RunChangeFeed, TranscriptStore } from '../store/types.js';
 
 export class ChangeHub {
   private readonly waiters = new Map<string, Set<() => void>>();
@@ -16,7 +16,7 @@ export class ChangeHub {
   private readonly heardEvents = new Map<string, { seq: number; at: number }>();
   private readonly unsubscribeEvents: () => void;
 
-  constructor(store: RunStore) {
+  constructor(store: RunChangeFeed & TranscriptStore) {
     this.unsubscribe = store.onChange((change: RunChange) => {
       const seen = this.heard.get(change.run_id);
       if (!seen || seen.version < change.version)

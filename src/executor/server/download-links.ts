@@ -4,7 +4,7 @@
 
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { endpointPath } from '../../api/endpoints.js';
-import type { RunStore } from '../store/types.js';
+import type { SecretStore } from '../store/types.js';
 
 /** How long a download URL stays valid. */
 export const DOWNLOAD_TTL_SECONDS = 15 * 60;
@@ -12,7 +12,7 @@ export const DOWNLOAD_TTL_SECONDS = 15 * 60;
 export class DownloadLinks {
   private constructor(private readonly secret: string) {}
 
-  static async open(store: RunStore): Promise<DownloadLinks> {
+  static async open(store: SecretStore): Promise<DownloadLinks> {
     return new DownloadLinks(
       await store.getSecret('artifact-links', () => randomBytes(32).toString('base64url'))
     );

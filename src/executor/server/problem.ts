@@ -1,4 +1,8 @@
 // Every error answer is RFC 7807 problem+json with an error_code from the error reference.
+// Problem helpers follow one contract, which their names say: `<thing>Problem(value)` returns why
+// the value is refused (a message naming it and the expected form) or undefined, and throws nothing;
+// `check<Thing>(…)` throws a ProblemError (the route's refusal); `build…Problem` returns a
+// ProblemError without throwing; `sendProblem` writes one as the answer.
 
 import type { FastifyReply } from 'fastify';
 import { STATUS_CODES } from 'node:http';

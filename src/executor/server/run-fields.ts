@@ -5,8 +5,8 @@
 import { MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE } from '../../api/schemas.js';
 import { ProblemError } from './problem.js';
 
-/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters. */
-export function metadataProblem(metadata: unknown): void {
+/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters; throws a ProblemError (422) otherwise. */
+export function checkMetadata(metadata: unknown): void {
   if (metadata === undefined || metadata === null) return;
   const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
   if (typeof metadata !== 'object' || Array.isArray(metadata))

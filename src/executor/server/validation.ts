@@ -81,7 +81,7 @@ function child(node: SchemaNode | undefined, segment: string): SchemaNode | unde
 }
 
 /** The schema error handler: a validation failure as a problem (400, or 422 for a body field). */
-export function schemaProblem(errors: FastifySchemaValidationError[], part: string): ProblemError {
+export function buildSchemaProblem(errors: FastifySchemaValidationError[], part: string): ProblemError {
   const failure = errors[0] as Failure;
   if (failure.unknownParameter !== undefined) {
     const where = part === 'querystring' ? 'parameter' : 'field';

@@ -2,7 +2,7 @@
 // the same file (split roles on one machine); a PostgreSQL store is always shared.
 
 import { type PostgresOptions, PostgresRunStore } from './postgres.js';
-import type { StoreSpec } from './spec.js';
+import type { StoreSpec } from './location.js';
 import { type SqliteOptions, SqliteRunStore } from './sqlite.js';
 import type { RunStore } from './types.js';
 

@@ -399,6 +399,53 @@ export interface RunStore {
   close(): Promise<void>;
 }
 
+// The store as each consumer sees it: one narrow view per concern, cut from RunStore (which the SQL
+// store implements whole), so that a file names only the part of the store it uses. A new store
+// method goes in RunStore and in the view of the concern it serves (or a new view).
+
+/** API keys (the server's authentication, the CLI's key commands). */
+export type KeyStore = Pick<RunStore, 'createKey' | 'findKeyByHash' | 'listKeys' | 'revokeKey'>;
+/** The dashboard's sign-in sessions. */
+export type WebSessionStore = Pick<RunStore, 'createWebSession' | 'findWebSession' | 'deleteWebSession'>;
+/** Who may do what: keys and the dashboard's sessions. */
+export type AccountStore = KeyStore & WebSessionStore;
+/** Nodes' heartbeats (telemetry/heartbeat.ts, the nodes page). */
+export type NodeStore = Pick<RunStore, 'reportNode' | 'listNodes' | 'removeNode'>;
+/** Runs as the API sees them: created, read, listed, cancelled, followed up. */
+export type RunRequestStore = Pick<
+  RunStore,
+  | 'createRun'
+  | 'getRun'
+  | 'getRunAnyTeam'
+  | 'listRuns'
+  | 'countRunsByState'
+  | 'cancelRun'
+  | 'submitFollowup'
+  | 'requeueRun'
+>;
+/** Runs as the worker sees them: claimed under a lease, renewed, finished, failed when abandoned. */
+export type RunClaimStore = Pick<
+  RunStore,
+  'shared' | 'claimNext' | 'findClaim' | 'renewLease' | 'finishRun' | 'failAbandoned'
+>;
+/** Holds on ended runs whose files another run reads at its start. */
+export type RunHoldStore = Pick<RunStore, 'holdRun' | 'releaseRun' | 'heldRuns'>;
+/** A run's transcript: appended, read, counted, heard. */
+export type TranscriptStore = Pick<RunStore, 'appendEvent' | 'listEvents' | 'countEvents' | 'onEvent'>;
+/** What a run produced: its artifacts and its request usage. */
+export type ArtifactStore = Pick<
+  RunStore,
+  'addArtifact' | 'getArtifact' | 'readArtifact' | 'listArtifacts' | 'setRequestUsage'
+>;
+/** Hearing every change of a run, by any writer of the store. */
+export type RunChangeFeed = Pick<RunStore, 'onChange'>;
+/** The node's own secrets (signing keys), made on first use. */
+export type SecretStore = Pick<RunStore, 'getSecret'>;
+/** The scheduled agents. */
+export type ScheduleOwner = Pick<RunStore, 'schedules'>;
+/** Deleting what has outlived its keeping. */
+export type PruneStore = Pick<RunStore, 'pruneFinished'>;
+
 /** An artifact row as the store's callers see it (no null description). */
 export function artifactOf(row: StoredArtifact & { description?: string | null }): StoredArtifact {
   const { description, ...rest } = row;

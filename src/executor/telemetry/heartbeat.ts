@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import type { NodeReport, RunStore } from '../store/types.js';
+import type { NodeReport, NodeStore } from '../store/types.js';
 
 /** How often a node reports itself. */
 export const HEARTBEAT_MS = 5_000;
@@ -20,7 +20,7 @@ export interface Heartbeat {
 }
 
 export function startHeartbeat(
-  store: RunStore,
+  store: NodeStore,
   role: string,
   workers: number,
   busy: () => number,

@@ -2,7 +2,8 @@
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
 // kinds read their own keys of `agent:` with it, and config.ts reads the agent kinds.
 
-import { parseDuration, showValue } from '../../api/index.js';
+import { showValue } from '../../api/index.js';
+import { parseDuration } from '../../common/duration.js';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 

@@ -15,8 +15,8 @@ import {
   type StopReason,
   decideOutcome
 } from '../runs/outcomes.js';
-import { collectOutputs } from './outputs.js';
-import { keepPlan } from './plan.js';
+import { collectOutputs } from './run-outputs.js';
+import { keepPlan } from './plan-artifact.js';
 import { FOLLOWUP_KINDS, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
 import { type ExecuteOptions, type Ran, overQuota, runSteps } from './steps.js';
 

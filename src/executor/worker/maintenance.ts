@@ -9,7 +9,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config/config.js';
-import type { RunStore } from '../store/types.js';
+import type { RunClaimStore, PruneStore } from '../store/types.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
@@ -24,14 +24,17 @@ function now(): string {
  * INPROGRESS was this data dir's previous process's; on a shared store other nodes are running
  * theirs, so only expired leases are abandoned.
  */
-export async function failOrphans(store: RunStore, log: FastifyBaseLogger): Promise<void> {
+export async function failOrphans(store: RunClaimStore & PruneStore, log: FastifyBaseLogger): Promise<void> {
   const orphans = await store.failAbandoned(!store.shared, now(), RESTARTED_MESSAGE);
   if (orphans.length > 0)
     log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
 }
 
 /** Fails the runs whose lease expired: their worker stopped renewing it. */
-export async function reapExpiredLeases(store: RunStore, log: FastifyBaseLogger): Promise<void> {
+export async function reapExpiredLeases(
+  store: RunClaimStore & PruneStore,
+  log: FastifyBaseLogger
+): Promise<void> {
   const failed = await store.failAbandoned(false, now(), LEASE_EXPIRED_MESSAGE);
   if (failed.length > 0)
     log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
@@ -39,7 +42,7 @@ export async function reapExpiredLeases(store: RunStore, log: FastifyBaseLogger)
 
 /** Deletes finished runs older than the retention in days. */
 export async function pruneFinishedRuns(
-  store: RunStore,
+  store: RunClaimStore & PruneStore,
   config: ExecutorConfig,
   log: FastifyBaseLogger
 ): Promise<void> {

@@ -10,12 +10,17 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { EnvironmentConfig, ExecutorConfig } from '../config/config.js';
 import {
   type Outcome,
+  type PruneStore,
   type RunChange,
-  type RunStore,
+  type RunChangeFeed,
+  type RunClaimStore,
+  type RunHoldStore,
+  type RunRequestStore,
   type StoredRun,
   StoreUnavailableError
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
+import type { RunStepStore } from './steps.js';
 import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
 import { unmountAll } from '../workspace/layers.js';
 import { unmountAllNow } from '../workspace/mounts.js';
@@ -31,6 +36,14 @@ import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 import { environmentGone } from '../runs/outcomes.js';
 
 /** How long a stop waits for a pump or sweep under way once the runs ended (a hung store call). */
+/** The store as the worker sees it: claims and leases, holds, changes, pruning, and what executing a run needs. */
+export type WorkerStore = RunClaimStore &
+  RunHoldStore &
+  RunChangeFeed &
+  PruneStore &
+  RunStepStore &
+  Pick<RunRequestStore, 'getRun' | 'getRunAnyTeam' | 'requeueRun'>;
+
 const STOP_WAIT_MS = 10_000;
 
 /** How long a finished run's outcome is retried while the store is unreachable. */
@@ -64,7 +77,7 @@ export class WorkerPool {
   private readonly unmountOnExit = () => unmountAllNow(this.config.dataDir);
 
   constructor(
-    private readonly store: RunStore,
+    private readonly store: WorkerStore,
     private readonly config: ExecutorConfig,
     private readonly log: FastifyBaseLogger,
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */

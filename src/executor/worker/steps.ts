@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
 import type { EnvironmentConfig, ExecutorConfig } from '../config/config.js';
-import type { RunStore, StoredRun } from '../store/types.js';
+import type {
+  ArtifactStore,
+  RunHoldStore,
+  RunRequestStore,
+  StoredRun,
+  TranscriptStore
+} from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
 import { MAX_OPEN_FILES } from '../sandbox/cgroup.js';
 import type { RunIdentity } from '../sandbox/run-files.js';
@@ -30,7 +36,7 @@ import {
   setupFailed,
   succeeded
 } from '../runs/outcomes.js';
-import { type RunOutputs, prepareOutputs } from './outputs.js';
+import { type RunOutputs, prepareOutputs } from './run-outputs.js';
 import type { Turn } from './turns.js';
 import { startFrom } from './start-from.js';
 import { isTerminalState } from '../../api/run.js';
@@ -138,6 +144,9 @@ function passedVariables(environment: EnvironmentConfig): Record<string, string>
   );
 }
 
+/** The store as executing one run sees it: its transcript, its artifacts, the hold on an earlier run. */
+export type RunStepStore = TranscriptStore & ArtifactStore & RunHoldStore & Pick<RunRequestStore, 'getRun'>;
+
 /** What executing a run needs: the run, where it runs, and the pool's means of reporting. */
 export interface ExecuteOptions {
   run: StoredRun;
@@ -147,7 +156,7 @@ export interface ExecuteOptions {
   controller: AbortController;
   record: Recorder;
   log: FastifyBaseLogger;
-  store: RunStore;
+  store: RunStepStore;
   /** The run's session link, for what publishing writes. */
   sessionLink?: (run: StoredRun) => string | undefined;
 }
@@ -324,7 +333,7 @@ const HOLD_RETRY_MS = 250;
  * waits for that hold to end.
  */
 async function holdEarlier(
-  store: RunStore,
+  store: RunStepStore,
   run: StoredRun,
   earlierId: string,
   signal: AbortSignal

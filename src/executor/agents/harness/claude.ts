@@ -14,7 +14,7 @@ import type {
   HarnessSpec,
   HarnessTranslator,
   McpServer
-} from './spec.js';
+} from './cli-spec.js';
 import { CallMemory } from './memory.js';
 
 /** Where the run's MCP servers are written, relative to its HOME. */

@@ -19,7 +19,7 @@ import type {
   HarnessSpec,
   HarnessTranslator,
   McpServer
-} from './spec.js';
+} from './cli-spec.js';
 import { CallMemory } from './memory.js';
 
 /** A TOML basic string (JSON's escapes are TOML's, except that TOML also wants DEL escaped). */

@@ -3,7 +3,7 @@
 // status 401 Unauthorized: Incorrect API key provided", "[API Error: {"error":{"code":429,…}}]"),
 // so the words decide: an authentication failure, a rate limit, an unknown model, else a crash.
 
-import type { HarnessFailure } from './spec.js';
+import type { HarnessFailure } from './cli-spec.js';
 
 const AUTH = [
   /\b401\b/,

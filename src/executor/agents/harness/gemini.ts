@@ -12,7 +12,7 @@
 // too, and `~/.gemini/GEMINI.md` becomes part of its system instruction.
 
 import { failureFrom } from './failure-words.js';
-import type { HarnessEvent, HarnessInput, HarnessSpec, HarnessTranslator, McpServer } from './spec.js';
+import type { HarnessEvent, HarnessInput, HarnessSpec, HarnessTranslator, McpServer } from './cli-spec.js';
 import { BoundedText, CallMemory, MAX_MESSAGE_PART_CHARS, MAX_RESULT_CHARS } from './memory.js';
 
 /** Tools of Gemini CLI that write the file named by their `file_path` parameter. */

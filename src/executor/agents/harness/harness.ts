@@ -11,7 +11,7 @@ import type { ErrorCode } from '../../../api/index.js';
 import type { AgentContext, AgentResult } from '../types.js';
 import type { HarnessAgentConfig } from './input.js';
 import { harnessInput, modelIdProblem, programOf } from './input.js';
-import type { HarnessEvent, HarnessFailure, HarnessSpec } from './spec.js';
+import type { HarnessEvent, HarnessFailure, HarnessSpec } from './cli-spec.js';
 import { MAX_RESULT_CHARS } from './memory.js';
 import { secretRedactor } from './redact.js';
 

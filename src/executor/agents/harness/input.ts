@@ -5,7 +5,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { AgentConfig, AgentContext } from '../types.js';
-import type { HarnessInput, HarnessSpec, McpServer } from './spec.js';
+import type { HarnessInput, HarnessSpec, McpServer } from './cli-spec.js';
 
 /** An environment's `agent:` for a harness kind, as read from the config. */
 export interface HarnessAgentConfig extends AgentConfig {

@@ -16,7 +16,7 @@ import { runHarness } from './harness.js';
 import { type HarnessAgentConfig, findOnPath } from './input.js';
 
 export type { HarnessAgentConfig };
-import type { HarnessSpec } from './spec.js';
+import type { HarnessSpec } from './cli-spec.js';
 
 function executable(path: string): boolean {
   try {

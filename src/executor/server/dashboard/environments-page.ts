@@ -3,7 +3,7 @@
 // even the variables' names), a setup command or the source path. Below them, the executor nodes on
 // this store as their heartbeats report them, with their workers busy and free.
 
-import { formatDuration } from '../../../api/duration.js';
+import { formatDuration } from '../../../common/duration.js';
 import type { ExecutorConfig } from '../../config/config.js';
 import type { NodeReport, StoredRun } from '../../store/types.js';
 import { SILENT_AFTER_MS } from '../../telemetry/heartbeat.js';

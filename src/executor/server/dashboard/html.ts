@@ -2,7 +2,7 @@
 // through (prompts and output are written by strangers), the page frame with its navigation and
 // sign-out form, and the small pieces the pages share (state badges, times, durations).
 
-import { formatDuration } from '../../../api/duration.js';
+import { formatDuration } from '../../../common/duration.js';
 import type { StoredRun } from '../../store/types.js';
 
 export { isTerminalState } from '../../../api/run.js';

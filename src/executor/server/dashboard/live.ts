@@ -5,7 +5,7 @@
 // page has, and the run's facts when its state changes.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RunStore } from '../../store/types.js';
+import type { RunRequestStore, TranscriptStore, RunChangeFeed } from '../../store/types.js';
 import { isTerminalState } from './html.js';
 import { type Filters, countsHtml, matches, runRow } from './list-page.js';
 import { eventHtml, factsHtml } from '../run-view.js';
@@ -94,7 +94,7 @@ function serial(work: () => Promise<void>, fail: (error: unknown) => void): () =
 }
 
 export function listStream(
-  store: RunStore,
+  store: RunRequestStore & TranscriptStore & RunChangeFeed,
   team: string,
   filters: Filters,
   request: FastifyRequest,
@@ -126,7 +126,7 @@ export function listStream(
 }
 
 export function runStream(
-  store: RunStore,
+  store: RunRequestStore & TranscriptStore & RunChangeFeed,
   team: string,
   runId: string,
   after: number,

@@ -8,7 +8,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ExecutorConfig } from '../../config/config.js';
 import { hashKey, isWellFormedKey, sameHash } from '../../store/keys.js';
-import type { RunStore } from '../../store/types.js';
+import type { AccountStore } from '../../store/types.js';
 import type { Viewer } from './html.js';
 
 export const COOKIE = 'agent_run_session';
@@ -32,7 +32,7 @@ function cookieValue(request: FastifyRequest): string | undefined {
 }
 
 /** The signed-in viewer, or undefined (no cookie, unknown, expired, or its key revoked). */
-export async function viewerOf(store: RunStore, request: FastifyRequest): Promise<SignedIn | undefined> {
+export async function viewerOf(store: AccountStore, request: FastifyRequest): Promise<SignedIn | undefined> {
   const id = cookieValue(request);
   if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
   const session = await store.findWebSession(sha256(id), Date.now());
@@ -47,7 +47,7 @@ function secure(config: ExecutorConfig, request: FastifyRequest): boolean {
 
 /** Checks an API key and makes a session of it; false for a malformed, unknown or revoked key. */
 export async function signIn(
-  store: RunStore,
+  store: AccountStore,
   config: ExecutorConfig,
   request: FastifyRequest,
   reply: FastifyReply,

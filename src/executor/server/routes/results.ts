@@ -6,7 +6,7 @@
 // Artifact bytes live in the store, so any node serves any artifact.
 
 import type { ServerContext } from '../context.js';
-import { buildConversation } from '../conversation.js';
+import { buildConversation } from '../conversation-from-transcript.js';
 import { boundedEvents } from '../bounded-events.js';
 import type { DownloadLinks } from '../download-links.js';
 import { ProblemError } from '../problem.js';

@@ -28,8 +28,8 @@ import { encodeCursor, listQuery } from '../list-params.js';
 import { ProblemError } from '../problem.js';
 import type { ReadCache } from '../read-cache.js';
 import { etagOf, toRecord } from '../records.js';
-import { readTranscript } from '../transcript.js';
-import { followupMode, metadataProblem } from '../run-fields.js';
+import { readTranscript } from '../transcript-wait.js';
+import { followupMode, checkMetadata } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -65,7 +65,7 @@ export function runHandlers(
     }
     const environmentId = body.config.environment_id;
     const asked = body as { metadata?: unknown; mode?: unknown; parent_run_id?: unknown };
-    metadataProblem(asked.metadata);
+    checkMetadata(asked.metadata);
     const parent = await parentOf(asked.parent_run_id, request.principal.team);
     let stored: { config: string; extra: string; hash: string };
     try {
@@ -79,7 +79,7 @@ export function runHandlers(
         throw new ProblemError('invalid_request', 'the body is nested too deeply');
       throw error;
     }
-    extraFieldsProblem(stored.extra, body);
+    checkExtraFields(stored.extra, body);
     const environment = config.environments.find(env => env.id === environmentId);
     if (!environment) {
       const known = config.environments.map(env => env.id).join(', ');
@@ -88,9 +88,9 @@ export function runHandlers(
         `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`
       );
     }
-    harnessProblem(body.config, environment.agent.kind);
+    checkHarnessConfig(body.config, environment.agent.kind);
     if (asked.mode !== undefined) followupMode(asked.mode);
-    await conversationProblem(body as { conversation_id?: unknown }, request.principal.team, environmentId);
+    await checkConversation(body as { conversation_id?: unknown }, request.principal.team, environmentId);
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
     if (key !== undefined && !isValidIdempotencyKey(key)) {
@@ -169,7 +169,7 @@ export function runHandlers(
    * A create's `conversation_id` names an ended run of the key's team in the same environment,
    * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
    */
-  async function conversationProblem(
+  async function checkConversation(
     body: { conversation_id?: unknown },
     team: string,
     environmentId: string
@@ -358,7 +358,7 @@ const SERVER_FIELDS = new Set([
  * whatever the kind, `config.mcp_servers` stays within its bounds (input.ts) and the whole config
  * within MAX_CONFIG_BYTES.
  */
-export function harnessProblem(runConfig: Record<string, unknown>, kind: string): void {
+export function checkHarnessConfig(runConfig: Record<string, unknown>, kind: string): void {
   const mcp = mcpServersProblem(runConfig.mcp_servers);
   if (mcp) throw new ProblemError('invalid_field', mcp);
   // The config is in every record and list page of the run: its size is every later read's cost.
@@ -429,7 +429,7 @@ function extraFields(body: Record<string, unknown>): Record<string, unknown> {
  * The fields a create keeps beyond prompt, config and title are bounded in total: every record and
  * list page carries them, so their size is every later read's cost. The problem names the largest.
  */
-function extraFieldsProblem(extra: string, body: Record<string, unknown>): void {
+function checkExtraFields(extra: string, body: Record<string, unknown>): void {
   const bytes = Buffer.byteLength(extra);
   if (bytes <= MAX_EXTRA_FIELDS_BYTES) return;
   const [largest, size] = largestField(extraFields(body));

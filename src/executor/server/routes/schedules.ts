@@ -11,7 +11,7 @@ import type { ScheduleSpec, ScheduleStore, StoredSchedule } from '../../store/sq
 import type { ServerContext } from '../context.js';
 import { ProblemError } from '../problem.js';
 import type { Handlers } from './register.js';
-import { harnessProblem } from './runs.js';
+import { checkHarnessConfig } from './runs.js';
 
 type Body = CreateScheduleRequest | UpdateScheduleRequest;
 
@@ -37,7 +37,7 @@ function specOf(body: Body, context: ServerContext, previous?: ScheduleSpec): Sc
     );
   // agent_config is the config of every run the schedule starts: checked as a create's would be.
   const environment = context.config.environments.find(env => env.id === environmentId);
-  if (environment) harnessProblem(agentConfig, environment.agent.kind);
+  if (environment) checkHarnessConfig(agentConfig, environment.agent.kind);
   const bytes = Buffer.byteLength(body.prompt);
   if (bytes > context.config.limits.maxPromptBytes)
     throw new ProblemError(

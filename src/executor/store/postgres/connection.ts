@@ -4,7 +4,7 @@
 // and workers pause; any other error is a bug and stays as it is.
 
 import pg from 'pg';
-import { redactUrl } from '../spec.js';
+import { redactUrl } from '../location.js';
 import { StoreUnavailableError } from '../types.js';
 
 /** No statement of this store takes long; one without an answer this late means the server is gone. */

@@ -12,7 +12,7 @@ import { lchownSync, mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
 import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
-import type { RunStore, StoredRun } from '../store/types.js';
+import type { TranscriptStore, ArtifactStore, StoredRun } from '../store/types.js';
 import { removeTree } from '../workspace/remove.js';
 
 /** A command agent's answer when it writes no result file: the end of its standard output. */
@@ -116,7 +116,7 @@ export async function readOutputFile(outputs: RunOutputs, path: string, max: num
 }
 
 export interface CollectOptions {
-  store: RunStore;
+  store: TranscriptStore & ArtifactStore;
   run: StoredRun;
   outputs: RunOutputs;
   /**

@@ -5,7 +5,7 @@
 // real directory or, last, a regular file (no symbolic link anywhere) with no other hard link, the
 // opened file is the one checked, and it is not under `.git/`.
 // Shared by both actions (the main action's `prompt-file` and `output-schema`, the executor helper's
-// `config`), so it lives here, below both; it needs Node's fs, as every user of api/ runs on Node.
+// `config`), so it lives in common/, below both; it needs Node's fs, as every user of common/ runs on Node.
 
 import {
   closeSync,

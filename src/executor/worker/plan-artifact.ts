@@ -3,7 +3,7 @@
 // answers its markdown as `data.content` (the service's shape), besides the usual download link.
 
 import { randomUUID } from 'node:crypto';
-import type { RunStore, StoredRun } from '../store/types.js';
+import type { TranscriptStore, ArtifactStore, StoredRun } from '../store/types.js';
 
 /** The plan's title: its first heading, else the run's title, else "Plan"; at most 200 characters. */
 export function planTitle(markdown: string, runTitle: string | null): string {
@@ -36,7 +36,7 @@ function firstHeading(markdown: string): string | undefined {
 }
 
 /** Keeps the run's last answer as its PLAN artifact; nothing when the turn gave no answer. */
-export async function keepPlan(store: RunStore, run: StoredRun): Promise<void> {
+export async function keepPlan(store: TranscriptStore & ArtifactStore, run: StoredRun): Promise<void> {
   const events = await store.listEvents(run.run_id, { fromEnd: true, limit: 200 });
   const answer = events.findLast(event => event.kind === 'result')?.text;
   if (typeof answer !== 'string' || answer.trim() === '') return;
