@@ -165,6 +165,11 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
         FROM runs, json_each(runs.extra, '$.metadata') AS pair
         WHERE json_valid(runs.extra) AND json_type(runs.extra, '$.metadata') = 'object' AND pair.type = 'text';
     `
+  },
+  {
+    version: 10,
+    name: "runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)",
+    sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
   }
 ];
 
@@ -345,5 +350,10 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
         ) AS pair
         WHERE json_typeof(pair.value) = 'string';
     `
+  },
+  {
+    version: 9,
+    name: "runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)",
+    sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
   }
 ];
