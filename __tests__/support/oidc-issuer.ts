@@ -58,6 +58,8 @@ export interface TestIssuer {
   lifetime: number;
   /** Tokens the /token endpoint gave out, newest last. */
   issued: string[];
+  /** Claims the /token endpoint's tokens carry over GITHUB_CLAIMS. */
+  tokenClaims: Record<string, unknown>;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,7 @@ export async function startIssuer(audience = 'https://agents.example.com'): Prom
     requestToken: `runner-request-${Math.random().toString(36).slice(2)}`,
     lifetime: 300,
     issued,
+    tokenClaims: {},
     async token(options: TokenOptions = {}) {
       const now = Math.floor(Date.now() / 1000);
       const key = options.key ?? current;
@@ -123,7 +126,7 @@ export async function startIssuer(audience = 'https://agents.example.com'): Prom
       if (request.headers.authorization !== `Bearer ${issuer.requestToken}`)
         return json(401, { message: 'bad request token' });
       const asked = new URL(request.url!, url).searchParams.get('audience') ?? undefined;
-      void issuer.token({ audience: asked }).then(value => {
+      void issuer.token({ audience: asked, claims: issuer.tokenClaims }).then(value => {
         issued.push(value);
         json(200, { value });
       });
