@@ -36775,7 +36775,7 @@ function isHttps(requestUrl) {
     const parsedUrl = new URL(requestUrl);
     return parsedUrl.protocol === 'https:';
 }
-class lib_HttpClient {
+class HttpClient {
     constructor(userAgent, handlers, requestOptions) {
         this._ignoreSslError = false;
         this._allowRedirects = true;
@@ -37382,7 +37382,7 @@ class BasicCredentialHandler {
         });
     }
 }
-class auth_BearerCredentialHandler {
+class BearerCredentialHandler {
     constructor(token) {
         this.token = token;
     }
@@ -37440,13 +37440,13 @@ var oidc_utils_awaiter = (undefined && undefined.__awaiter) || function (thisArg
 
 
 
-class oidc_utils_OidcClient {
+class OidcClient {
     static createHttpClient(allowRetry = true, maxRetry = 10) {
         const requestOptions = {
             allowRetries: allowRetry,
             maxRetries: maxRetry
         };
-        return new HttpClient('actions/oidc-client', [new BearerCredentialHandler(oidc_utils_OidcClient.getRequestToken())], requestOptions);
+        return new HttpClient('actions/oidc-client', [new BearerCredentialHandler(OidcClient.getRequestToken())], requestOptions);
     }
     static getRequestToken() {
         const token = process.env['ACTIONS_ID_TOKEN_REQUEST_TOKEN'];
@@ -37465,7 +37465,7 @@ class oidc_utils_OidcClient {
     static getCall(id_token_url) {
         return oidc_utils_awaiter(this, void 0, void 0, function* () {
             var _a;
-            const httpclient = oidc_utils_OidcClient.createHttpClient();
+            const httpclient = OidcClient.createHttpClient();
             const res = yield httpclient
                 .getJson(id_token_url)
                 .catch(error => {
@@ -37484,13 +37484,13 @@ class oidc_utils_OidcClient {
         return oidc_utils_awaiter(this, void 0, void 0, function* () {
             try {
                 // New ID Token is requested from action service
-                let id_token_url = oidc_utils_OidcClient.getIDTokenUrl();
+                let id_token_url = OidcClient.getIDTokenUrl();
                 if (audience) {
                     const encodedAudience = encodeURIComponent(audience);
                     id_token_url = `${id_token_url}&audience=${encodedAudience}`;
                 }
                 debug(`ID token url is ${id_token_url}`);
-                const id_token = yield oidc_utils_OidcClient.getCall(id_token_url);
+                const id_token = yield OidcClient.getCall(id_token_url);
                 setSecret(id_token);
                 return id_token;
             }
@@ -39088,7 +39088,7 @@ function exportVariable(name, val) {
  * console.log(`Using token: ${apiToken}`); // Outputs: "Using token: ***"
  * ```
  */
-function core_setSecret(secret) {
+function setSecret(secret) {
     command_issueCommand('add-mask', {}, secret);
 }
 /**
@@ -39210,8 +39210,8 @@ function isDebug() {
  * Writes debug message to user log
  * @param message debug message
  */
-function core_debug(message) {
-    issueCommand('debug', {}, message);
+function debug(message) {
+    command_issueCommand('debug', {}, message);
 }
 /**
  * Adds an error issue
@@ -39814,7 +39814,7 @@ function errorFromResponse(request, status, body, requestId, context = {}) {
     const errorCode = problem?.error_code ?? (typeof problem?.error === 'string' ? problem.error : undefined);
     let advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
     if (status === 401 && context.keyName)
-        advice = `the API key was rejected; check ${context.keyName}`;
+        advice = `the ${context.token ? 'token' : 'API key'} was rejected; check ${context.keyName}`;
     // No such route at all (our executor says route_not_found; other servers answer a bare 404 page):
     // the run id is not the problem, the base URL is.
     if (status === 404 && (errorCode === 'route_not_found' || (problem === undefined && context.apiRoot))) {
@@ -40278,7 +40278,7 @@ class TransportError extends Error {
 /** Answers larger than this are refused rather than buffered: no run record comes near it. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 function createTransport(userAgent) {
-    const client = new lib_HttpClient(userAgent, [], { keepAlive: true });
+    const client = new HttpClient(userAgent, [], { keepAlive: true });
     return {
         close: () => client.dispose(),
         send(request) {
@@ -40513,6 +40513,7 @@ const CANCEL_RETRIES = 8;
 class AgentRunClient {
     apiRoot;
     apiKey;
+    credential;
     retry;
     timeoutMs;
     transport;
@@ -40524,12 +40525,15 @@ class AgentRunClient {
     createPath = CREATE_PATH;
     constructor(options) {
         this.apiRoot = normalizeBaseUrl(options.baseUrl);
-        if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
-            throw new TypeError('apiKey: expected a non-empty API key');
+        this.credential = options.credential;
+        if (this.credential === undefined) {
+            if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+                throw new TypeError('apiKey: expected a non-empty API key');
+            }
+            if (/[\r\n]/.test(options.apiKey))
+                throw new TypeError('apiKey: the key must be one line');
         }
-        if (/[\r\n]/.test(options.apiKey))
-            throw new TypeError('apiKey: the key must be one line');
-        this.apiKey = options.apiKey.trim();
+        this.apiKey = (options.apiKey ?? '').trim();
         this.retry = { ...DEFAULT_RETRY, maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries };
         this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
         this.transport = options.transport ?? createTransport(options.userAgent ?? 'agent-run-client');
@@ -40777,7 +40781,7 @@ class AgentRunClient {
             const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
             const headers = { accept: '*/*' };
             if (url.origin === origin)
-                headers.authorization = `Bearer ${this.apiKey}`;
+                headers.authorization = `Bearer ${await this.bearer()}`;
             let response;
             try {
                 response = await this.transport.send({
@@ -40858,17 +40862,28 @@ class AgentRunClient {
             throw new ParseError(`${label}: expected a JSON object, got ${describeValue(value)}`);
         return value;
     }
+    /** The key, or the credential function's current token (one line, never empty). */
+    async bearer() {
+        if (this.credential === undefined)
+            return this.apiKey;
+        const value = (await this.credential()).trim();
+        if (value === '' || /[\r\n\s]/.test(value))
+            throw new TypeError('credential: expected a non-empty token on one line');
+        return value;
+    }
     async request(method, path, options) {
         const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
         const maxRetries = options.maxRetries ?? this.retry.maxRetries;
         const headers = {
             accept: 'application/json',
-            authorization: `Bearer ${this.apiKey}`,
+            authorization: '',
             ...options.headers
         };
         if (options.body !== undefined)
             headers['content-type'] = 'application/json';
         for (let attempt = 0;; attempt++) {
+            // Asked on every attempt: a token may have been renewed while the last one waited.
+            headers.authorization = `Bearer ${await this.bearer()}`;
             let failure;
             let header = () => undefined;
             try {
@@ -40885,6 +40900,7 @@ class AgentRunClient {
                 header = headerLookup(response);
                 failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
                     keyName: this.keyName,
+                    token: this.credential !== undefined,
                     apiRoot: this.apiRoot
                 });
                 // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
@@ -42961,9 +42977,74 @@ async function checkActor(settings, context, actor, github) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/action/id-token.ts
+// `auth: oidc`: the step signs in with the workflow's OIDC token instead of an API key. The runner
+// gives a job that has `permissions: id-token: write` the ACTIONS_ID_TOKEN_REQUEST_URL and _TOKEN
+// variables, and `core.getIDToken(audience)` asks it for a token made for the executor. Each token
+// is masked before anything could log it, and is asked for again before it expires, so a wait
+// longer than a token's life (and the post step's cancel) still signs in. The token is only ever
+// sent to the service: never to the agent, never to an output.
+
+/** A token is renewed when less than this much of its life is left (or half its life, if shorter). */
+const RENEW_BEFORE_MS = 60_000;
+/** Whether the runner lets this job ask for an OIDC token (`permissions: id-token: write`). */
+function canRequestIdToken(env = process.env) {
+    return !!env.ACTIONS_ID_TOKEN_REQUEST_URL && !!env.ACTIONS_ID_TOKEN_REQUEST_TOKEN;
+}
+/** The problem of `auth: oidc` in a job without the permission: it names the line to add. */
+const MISSING_ID_TOKEN_PERMISSION = 'auth is oidc, but this job may not request an OIDC token (the runner set no ACTIONS_ID_TOKEN_REQUEST_URL): ' +
+    'add `id-token: write` under `permissions:` of the job or the workflow';
+/** A token for one audience, asked for when needed and again before it expires. */
+class IdTokenSource {
+    audience;
+    request;
+    token;
+    renewAt = 0;
+    pending;
+    constructor(audience, request = audience => getIDToken(audience)) {
+        this.audience = audience;
+        this.request = request;
+    }
+    /** The token to send now. */
+    get = async () => {
+        if (this.token !== undefined && Date.now() < this.renewAt)
+            return this.token;
+        this.pending ??= this.fetch().finally(() => (this.pending = undefined));
+        return this.pending;
+    };
+    async fetch() {
+        let token;
+        try {
+            token = (await this.request(this.audience)).trim();
+        }
+        catch (error) {
+            // The runner's message names its URL and status, never a token.
+            throw new Error(`could not get the workflow's OIDC token: ${error.message}`);
+        }
+        setSecret(token);
+        const now = Date.now();
+        const expires = expiryOf(token);
+        // A token whose expiry cannot be read is asked for again on every request.
+        this.renewAt = expires === undefined ? now : expires - Math.min(RENEW_BEFORE_MS, (expires - now) / 2);
+        this.token = token;
+        return token;
+    }
+}
+/** The `exp` of a JWT, in ms (read without checking the signature: the service checks it). */
+function expiryOf(token) {
+    try {
+        const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'));
+        return typeof payload.exp === 'number' ? payload.exp * 1000 : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/action/inputs.ts
 // The action's inputs, parsed once into a typed, validated settings object. Every problem is
 // reported at once, each naming the input, the bad value and the form expected.
+
 
 
 
@@ -42983,9 +43064,11 @@ function secretInputs(getInput = actionInput) {
  * Read before the full settings: an empty api-key on a fork or Dependabot is not an input error
  * but GitHub withholding secrets, and `on-untrusted` says what that gets.
  */
-function readKeyPresence(getInput = actionInput) {
+function readKeyPresence(getInput = actionInput, env = process.env) {
+    const oidc = getInput('auth').trim().toLowerCase() === 'oidc';
     return {
-        hasKey: getInput('api-key').trim() !== '',
+        hasKey: oidc ? canRequestIdToken(env) : getInput('api-key').trim() !== '',
+        auth: oidc ? 'oidc' : 'api-key',
         onUntrusted: getInput('on-untrusted').trim().toLowerCase() === 'fail' ? 'fail' : 'skip'
     };
 }
@@ -43003,17 +43086,25 @@ class InputError extends Error {
     }
 }
 const DURATION_FORM = 'a duration such as 90s, 45m or 1h30m';
-/** Reads the inputs the post step needs too: where the service is and the key. */
-function readConnection(getInput = actionInput) {
+/** Reads the inputs the post step needs too: where the service is and the key (or OIDC). */
+function readConnection(getInput = actionInput, env = process.env) {
     const problems = [];
-    const result = connection(getInput, problems);
+    const result = connection(getInput, problems, env);
     if (problems.length > 0)
         throw new InputError(problems);
     return result;
 }
-function connection(getInput, problems) {
-    const apiKey = getInput('api-key').trim();
-    if (apiKey === '') {
+function connection(getInput, problems, env) {
+    const rawAuth = getInput('auth').trim().toLowerCase() || 'api-key';
+    if (rawAuth !== 'api-key' && rawAuth !== 'oidc')
+        problems.push(`auth ${showValue(getInput('auth'))}: expected api-key or oidc`);
+    const auth = rawAuth === 'oidc' ? 'oidc' : 'api-key';
+    const apiKey = auth === 'oidc' ? '' : getInput('api-key').trim();
+    if (auth === 'oidc') {
+        if (!canRequestIdToken(env))
+            problems.push(MISSING_ID_TOKEN_PERMISSION);
+    }
+    else if (apiKey === '') {
         problems.push('api-key is empty: pass the key from a secret, e.g. `api-key: ${{ secrets.AGENT_API_KEY }}`. ' +
             'GitHub gives no secrets to workflows triggered from forks or by Dependabot, so such runs see an empty value.');
     }
@@ -43033,7 +43124,12 @@ function connection(getInput, problems) {
             problems.push(error.message);
         }
     }
-    return { baseUrl, apiKey };
+    let oidcAudience = getInput('oidc-audience').trim();
+    if (oidcAudience === '' && baseUrl !== '')
+        oidcAudience = new URL(baseUrl).origin;
+    else if (/[\r\n]/.test(oidcAudience))
+        problems.push('oidc-audience contains a line break: expected one audience, such as https://agents.example.com');
+    return { baseUrl, apiKey, auth, oidcAudience };
 }
 function readSettings(getInput = actionInput, env = process.env, 
 /** Reads a file a path input names (tests pass their own); by default every check applies. */
@@ -43041,7 +43137,7 @@ readFile, event = readEventContext(env)) {
     const problems = [];
     const promptNotes = [];
     const readsText = [];
-    const { baseUrl, apiKey } = connection(getInput, problems);
+    const { baseUrl, apiKey, auth, oidcAudience } = connection(getInput, problems, env);
     const bool = (name, fallback) => {
         const value = getInput(name).trim().toLowerCase();
         if (value === '')
@@ -43124,6 +43220,8 @@ readFile, event = readEventContext(env)) {
         thread,
         baseUrl,
         apiKey,
+        auth,
+        oidcAudience,
         ...target,
         wait,
         timeoutMs,
@@ -43414,13 +43512,20 @@ class Progress {
 
 
 
+
 const USER_AGENT = 'agent-run-action/0.1.0';
 /** About 15 s of backoff (0.5, 1, 2, 4, 8 s) before a create gives up. */
 const CREATE_RETRIES = 5;
 function createClient(connection, userAgent = USER_AGENT) {
+    const oidc = connection.auth === 'oidc';
     return new AgentRunClient({
         baseUrl: connection.baseUrl,
-        apiKey: connection.apiKey,
+        ...(oidc
+            ? {
+                credential: new IdTokenSource(connection.oidcAudience).get,
+                keyName: `the executor's auth.oidc rules for audience ${connection.oidcAudience} (the oidc-audience input)`
+            }
+            : { apiKey: connection.apiKey }),
         userAgent,
         onRetry: info => log_info(`Retrying ${info.request} in ${(info.delayMs / 1000).toFixed(1)} s (retry ${info.retry}): ${info.reason}`)
     });
@@ -43737,7 +43842,9 @@ async function admit(event) {
         const who = event.pr?.fromFork
             ? `pull request #${event.pr.number} comes from a fork`
             : 'Dependabot triggered it';
-        skip(presence.onUntrusted, `Not starting the agent: ${who}, and GitHub gives such workflows no secrets, so api-key is empty.`);
+        skip(presence.onUntrusted, presence.auth === 'oidc'
+            ? `Not starting the agent: ${who}, and GitHub gives such workflows no OIDC token.`
+            : `Not starting the agent: ${who}, and GitHub gives such workflows no secrets, so api-key is empty.`);
         return undefined;
     }
     let settings;
@@ -43801,7 +43908,7 @@ async function postStep() {
     let client;
     try {
         for (const secret of secretInputs())
-            core_setSecret(secret);
+            setSecret(secret);
         client = createClient(readConnection(), 'agent-run-action/post');
         const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) });
         if (isTerminalState(run.state)) {
@@ -44112,7 +44219,7 @@ async function run() {
 async function mainStep() {
     const startedAt = Date.now();
     for (const secret of secretInputs())
-        core_setSecret(secret);
+        setSecret(secret);
     const event = readEventContext();
     const admitted = await admit(event);
     if (!admitted)

@@ -168,7 +168,7 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
   },
   {
     version: 10,
-    name: "runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)",
+    name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
     sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
   }
 ];
@@ -353,7 +353,7 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
   },
   {
     version: 9,
-    name: "runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)",
+    name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
     sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
   }
 ];
