@@ -194,3 +194,31 @@ describe('durations', () => {
     expect(formatDuration(3_725_000)).toBe('1h2m5s');
   });
 });
+
+describe('auth: oidc', () => {
+  const runner = {
+    ACTIONS_ID_TOKEN_REQUEST_URL: 'https://runner.example/token?x=1',
+    ACTIONS_ID_TOKEN_REQUEST_TOKEN: 'r'
+  };
+  const oidc = { ...base, 'api-key': '', auth: 'oidc' };
+
+  it('needs no api-key, and asks for a token for the base URL origin unless oidc-audience names one', () => {
+    expect(settings({ ...oidc, 'base-url': 'https://agents.example.com:8443/api/v1' }, runner)).toMatchObject(
+      {
+        auth: 'oidc',
+        apiKey: '',
+        oidcAudience: 'https://agents.example.com:8443'
+      }
+    );
+    expect(settings({ ...oidc, 'oidc-audience': 'api://agents' }, runner).oidcAudience).toBe('api://agents');
+    // The default stays the key, which is then required.
+    expect(settings(base)).toMatchObject({ auth: 'api-key', apiKey: 'k-123' });
+  });
+
+  it('without the runner variables (no id-token: write) is an input error naming the permission line', () => {
+    expect(() => settings(oidc)).toThrow(
+      'auth is oidc, but this job may not request an OIDC token (the runner set no ACTIONS_ID_TOKEN_REQUEST_URL): add `id-token: write` under `permissions:` of the job or the workflow'
+    );
+    expect(problems({ ...base, auth: 'token' })).toEqual(['auth "token": expected api-key or oidc']);
+  });
+});

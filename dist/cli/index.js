@@ -34696,7 +34696,7 @@ function errorFromResponse(request, status, body, requestId, context = {}) {
     const errorCode = problem?.error_code ?? (typeof problem?.error === 'string' ? problem.error : undefined);
     let advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
     if (status === 401 && context.keyName)
-        advice = `the API key was rejected; check ${context.keyName}`;
+        advice = `the ${context.token ? 'token' : 'API key'} was rejected; check ${context.keyName}`;
     // No such route at all (our executor says route_not_found; other servers answer a bare 404 page):
     // the run id is not the problem, the base URL is.
     if (status === 404 && (errorCode === 'route_not_found' || (problem === undefined && context.apiRoot))) {
@@ -36193,6 +36193,7 @@ const CANCEL_RETRIES = 8;
 class AgentRunClient {
     apiRoot;
     apiKey;
+    credential;
     retry;
     timeoutMs;
     transport;
@@ -36204,12 +36205,15 @@ class AgentRunClient {
     createPath = CREATE_PATH;
     constructor(options) {
         this.apiRoot = normalizeBaseUrl(options.baseUrl);
-        if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
-            throw new TypeError('apiKey: expected a non-empty API key');
+        this.credential = options.credential;
+        if (this.credential === undefined) {
+            if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+                throw new TypeError('apiKey: expected a non-empty API key');
+            }
+            if (/[\r\n]/.test(options.apiKey))
+                throw new TypeError('apiKey: the key must be one line');
         }
-        if (/[\r\n]/.test(options.apiKey))
-            throw new TypeError('apiKey: the key must be one line');
-        this.apiKey = options.apiKey.trim();
+        this.apiKey = (options.apiKey ?? '').trim();
         this.retry = { ...DEFAULT_RETRY, maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries };
         this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
         this.transport = options.transport ?? createTransport(options.userAgent ?? 'agent-run-client');
@@ -36457,7 +36461,7 @@ class AgentRunClient {
             const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
             const headers = { accept: '*/*' };
             if (url.origin === origin)
-                headers.authorization = `Bearer ${this.apiKey}`;
+                headers.authorization = `Bearer ${await this.bearer()}`;
             let response;
             try {
                 response = await this.transport.send({
@@ -36538,17 +36542,28 @@ class AgentRunClient {
             throw new ParseError(`${label}: expected a JSON object, got ${describeValue(value)}`);
         return value;
     }
+    /** The key, or the credential function's current token (one line, never empty). */
+    async bearer() {
+        if (this.credential === undefined)
+            return this.apiKey;
+        const value = (await this.credential()).trim();
+        if (value === '' || /[\r\n\s]/.test(value))
+            throw new TypeError('credential: expected a non-empty token on one line');
+        return value;
+    }
     async request(method, path, options) {
         const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
         const maxRetries = options.maxRetries ?? this.retry.maxRetries;
         const headers = {
             accept: 'application/json',
-            authorization: `Bearer ${this.apiKey}`,
+            authorization: '',
             ...options.headers
         };
         if (options.body !== undefined)
             headers['content-type'] = 'application/json';
         for (let attempt = 0;; attempt++) {
+            // Asked on every attempt: a token may have been renewed while the last one waited.
+            headers.authorization = `Bearer ${await this.bearer()}`;
             let failure;
             let header = () => undefined;
             try {
@@ -36565,6 +36580,7 @@ class AgentRunClient {
                 header = headerLookup(response);
                 failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
                     keyName: this.keyName,
+                    token: this.credential !== undefined,
                     apiRoot: this.apiRoot
                 });
                 // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
@@ -37110,7 +37126,8 @@ function exitCodeOfState(run) {
 ;// CONCATENATED MODULE: ./src/cli/settings.ts
 // Where the service is and the key: `--base-url` or AGENT_RUN_BASE_URL, and the key only from
 // AGENT_RUN_API_KEY or `--api-key-file`, never from a flag value (argv is visible to every user
-// of the machine and lands in shell history).
+// of the machine and lands in shell history). Without a key, an OIDC token in AGENT_RUN_ID_TOKEN
+// (a workflow's, for an executor with auth.oidc rules) is sent the same way.
 
 
 
@@ -37121,7 +37138,8 @@ const CONNECTION_OPTIONS = {
 };
 const CONNECTION_HELP = `Connection:
   --base-url URL         the service (or set AGENT_RUN_BASE_URL)
-  --api-key-file FILE    a file holding the key (or set AGENT_RUN_API_KEY); never a flag value`;
+  --api-key-file FILE    a file holding the key (or set AGENT_RUN_API_KEY); never a flag value
+                         (without a key: an OIDC token from AGENT_RUN_ID_TOKEN)`;
 /** Refuses a key given as a flag before anything else reads argv, without repeating the value. */
 function refuseKeyFlag(argv) {
     if (argv.some(arg => arg === '--api-key' || arg.startsWith('--api-key='))) {
@@ -37155,19 +37173,30 @@ function readConnection(values, env = process.env) {
     }
     else {
         apiKey = (env.AGENT_RUN_API_KEY ?? '').trim();
-        // No key cannot authenticate: exit 5, as the help's exit codes say.
-        if (apiKey === '')
-            throw new CliError('no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE', EXIT.unreachable);
     }
+    const idToken = file === undefined && apiKey === '' ? (env.AGENT_RUN_ID_TOKEN ?? '').trim() : '';
+    if (idToken !== '')
+        apiKey = idToken;
+    // No key cannot authenticate: exit 5, as the help's exit codes say.
+    if (apiKey === '')
+        throw new CliError('no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE (or set AGENT_RUN_ID_TOKEN to an OIDC token)', EXIT.unreachable);
     if (/[\r\n]/.test(apiKey))
-        throw usage('the API key contains a line break: expected the key on one line');
-    const keySource = file !== undefined ? `the key in ${JSON.stringify(file)} (--api-key-file)` : 'AGENT_RUN_API_KEY';
-    return { baseUrl, apiKey, keySource };
+        throw usage(idToken !== ''
+            ? 'the token in AGENT_RUN_ID_TOKEN contains a line break: expected the token on one line'
+            : 'the API key contains a line break: expected the key on one line');
+    const keySource = file !== undefined
+        ? `the key in ${JSON.stringify(file)} (--api-key-file)`
+        : idToken !== ''
+            ? "the token in AGENT_RUN_ID_TOKEN (and the executor's auth.oidc rules)"
+            : 'AGENT_RUN_API_KEY';
+    return { baseUrl, apiKey, keySource, ...(idToken !== '' ? { token: true } : {}) };
 }
 function createClient(connection, terminal) {
     return new AgentRunClient({
         baseUrl: connection.baseUrl,
-        apiKey: connection.apiKey,
+        ...(connection.token
+            ? { credential: () => Promise.resolve(connection.apiKey) }
+            : { apiKey: connection.apiKey }),
         userAgent: USER_AGENT,
         keyName: connection.keySource,
         onRetry: info => terminal.note(`Retrying ${info.request} in ${(info.delayMs / 1000).toFixed(1)} s (retry ${info.retry}): ${info.reason}`)
@@ -37595,7 +37624,8 @@ Example:
             for (const [name, value] of Object.entries(context.env)) {
                 if (value === undefined ||
                     /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
-                    name === 'AGENT_RUN_API_KEY')
+                    name === 'AGENT_RUN_API_KEY' ||
+                    name === 'AGENT_RUN_ID_TOKEN')
                     continue;
                 env[name] = value;
             }

@@ -1,4 +1,5 @@
 <<<<<<<< HEAD:dist/executor/772.index.js
+<<<<<<<< HEAD:dist/executor/772.index.js
 export const id = 772;
 export const ids = [772];
 export const modules = {
@@ -11,6 +12,13 @@ export const modules = {
 
 /***/ 76920:
 >>>>>>>> rooms:dist/executor/920.index.js
+========
+export const id = 1;
+export const ids = [1];
+export const modules = {
+
+/***/ 55001:
+>>>>>>>> oidc:dist/executor/1.index.js
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -2962,10 +2970,148 @@ function parsePublish(raw, at, r) {
     return config;
 }
 
+// EXTERNAL MODULE: external "node:net"
+var external_node_net_ = __webpack_require__(77030);
+;// CONCATENATED MODULE: ./src/executor/config/auth-config.ts
+// `auth.oidc`: the rules by which the executor accepts a workload's OIDC token (a GitHub Actions
+// job's, say) instead of an API key. Each rule names the issuer it trusts, the audience the token
+// must be made for, the team and kind a matching token acts as, and the claims it must carry.
+// Checked at start-up like every other key: the issuer's URL and scheme, the audience, the claim
+// names and their patterns.
+
+
+/** GitHub Actions' issuer, the rule's default. */
+const GITHUB_ACTIONS_ISSUER = 'https://token.actions.githubusercontent.com';
+/**
+ * Claims a rule may test: those of a GitHub Actions token (github.com and GHES alike). A rule that
+ * names another claim is a typo, and a typo in a trust rule must not pass silently.
+ */
+const OIDC_CLAIMS = [
+    'sub',
+    'repository',
+    'repository_id',
+    'repository_owner',
+    'repository_owner_id',
+    'repository_visibility',
+    'ref',
+    'ref_type',
+    'ref_protected',
+    'sha',
+    'workflow',
+    'workflow_ref',
+    'workflow_sha',
+    'job_workflow_ref',
+    'job_workflow_sha',
+    'event_name',
+    'environment',
+    'actor',
+    'actor_id',
+    'head_ref',
+    'base_ref',
+    'runner_environment',
+    'enterprise',
+    'enterprise_id',
+    'run_id',
+    'run_number',
+    'run_attempt'
+];
+/**
+ * Claims of which a rule must test one: without it the rule would admit any repository the issuer
+ * serves (anyone can run a workflow on github.com and ask for a token of any audience).
+ */
+const SCOPING_CLAIMS = ['repository', 'repository_id', 'repository_owner', 'repository_owner_id', 'sub'];
+const TEAM_FORM = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Whether `host` (a URL's hostname) is this machine: localhost or a loopback address. */
+function isLoopbackHost(host) {
+    const bare = host.replace(/^\[|\]$/g, '');
+    if (bare === 'localhost')
+        return true;
+    if ((0,external_node_net_.isIP)(bare) === 4)
+        return bare.startsWith('127.');
+    if ((0,external_node_net_.isIP)(bare) === 6)
+        return bare === '::1' || bare === '0:0:0:0:0:0:0:1';
+    return false;
+}
+function parseAuth(r, raw) {
+    const auth = r.object(raw, 'auth');
+    r.known(auth, 'auth', ['oidc']);
+    const rules = [];
+    if (auth.oidc === undefined || auth.oidc === null)
+        return { oidc: rules };
+    if (!Array.isArray(auth.oidc)) {
+        r.problems.push(`auth.oidc ${show(auth.oidc)}: expected a list of rules, each with audience, team and claims`);
+        return { oidc: rules };
+    }
+    auth.oidc.forEach((item, index) => {
+        const rule = parseRule(r, item, `auth.oidc[${index}]`);
+        if (rule)
+            rules.push(rule);
+    });
+    return { oidc: rules };
+}
+function parseRule(r, raw, at) {
+    const rule = r.object(raw, at);
+    r.known(rule, at, ['issuer', 'audience', 'team', 'kind', 'claims']);
+    const issuer = issuerOf(r, rule.issuer, `${at}.issuer`);
+    const audience = r.string(rule.audience, `${at}.audience`, '');
+    const team = r.string(rule.team, `${at}.team`, '');
+    if (team !== '' && !TEAM_FORM.test(team))
+        r.problems.push(`${at}.team ${show(rule.team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+    const kind = r.oneOf(rule.kind, `${at}.kind`, ['agent', 'personal'], 'agent');
+    const claims = claimsOf(r, rule.claims, `${at}.claims`);
+    if (!SCOPING_CLAIMS.some(name => claims[name] !== undefined) && rule.claims !== null)
+        r.problems.push(`${at}.claims: names no repository; expected at least one of ${SCOPING_CLAIMS.join(', ')} ` +
+            '(without one, every repository on the issuer could sign in), such as {repository: acme/widgets, ref: refs/heads/main}');
+    if (issuer === undefined || audience === '' || team === '')
+        return undefined;
+    return { issuer, audience, team, kind, claims };
+}
+function issuerOf(r, value, at) {
+    if (value === undefined || value === null)
+        return GITHUB_ACTIONS_ISSUER;
+    const form = `expected an https:// URL such as ${GITHUB_ACTIONS_ISSUER} (http:// only on a loopback address)`;
+    let url;
+    try {
+        url = new URL(String(value));
+    }
+    catch {
+        r.problems.push(`${at} ${show(value)}: ${form}`);
+        return undefined;
+    }
+    const plainOnLoopback = url.protocol === 'http:' && isLoopbackHost(url.hostname);
+    if ((url.protocol !== 'https:' && !plainOnLoopback) || url.search !== '' || url.hash !== '') {
+        r.problems.push(`${at} ${show(value)}: ${form}`);
+        return undefined;
+    }
+    if (url.username !== '' || url.password !== '') {
+        r.problems.push(`${at}: a URL with a user name or password; ${form}`);
+        return undefined;
+    }
+    return url.href.replace(/\/+$/, '');
+}
+function claimsOf(r, value, at) {
+    const claims = {};
+    const object = r.object(value, at);
+    for (const [name, pattern] of Object.entries(object)) {
+        if (!OIDC_CLAIMS.includes(name)) {
+            r.problems.push(`${at}.${name}: unknown claim; expected one of ${OIDC_CLAIMS.join(', ')}`);
+            continue;
+        }
+        if ((typeof pattern !== 'string' && typeof pattern !== 'number' && typeof pattern !== 'boolean') ||
+            String(pattern) === '') {
+            r.problems.push(`${at}.${name} ${show(pattern)}: expected a non-empty string, where * matches any characters (such as refs/heads/*)`);
+            continue;
+        }
+        claims[name] = String(pattern);
+    }
+    return claims;
+}
+
 ;// CONCATENATED MODULE: ./src/executor/config/config.ts
 // The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
 // key, the value and the expected form. Without a file, one environment `local` serves the current
 // directory with the simulated agent.
+
 
 
 
@@ -3052,7 +3198,8 @@ function parseConfig(raw, base, where = 'config') {
         'log_format',
         'workspaces',
         'limits',
-        'environments'
+        'environments',
+        'auth'
     ]);
     const server = r.object(root.server, 'server');
     const workspaces = r.object(root.workspaces, 'workspaces');
@@ -3128,7 +3275,8 @@ function parseConfig(raw, base, where = 'config') {
             retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
             transcriptBytes: transcriptLimit(r, limits.transcript)
         },
-        environments: []
+        environments: [],
+        auth: parseAuth(r, root.auth)
     };
     if (root.environments === undefined) {
         config.environments.push(defaultEnvironment(base, workers));
@@ -4794,7 +4942,7 @@ const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
 /** Columns of a run as the API and the worker see them. */
 const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
   creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
-  version, lease_owner, lease_expires_at, artifacts, request_usage`;
+  version, lease_owner, lease_expires_at, artifacts, request_usage, workload`;
 /** RUN_COLUMNS qualified by a table alias, for statements that join. */
 function runColumnsOf(alias) {
     return RUN_COLUMNS.split(',')
@@ -4810,6 +4958,7 @@ function runWeight(run) {
         (run.title?.length ?? 0) +
         run.config.length +
         run.extra.length +
+        (run.workload?.length ?? 0) +
         (run.status_message?.length ?? 0) +
         (run.artifacts?.length ?? 0) +
         (run.request_usage?.length ?? 0));
@@ -5113,6 +5262,8 @@ function toRecord(run, links) {
         record.artifacts = runArtifacts(run.artifacts);
     if (run.request_usage)
         record.request_usage = JSON.parse(run.request_usage);
+    if (run.workload)
+        record.workload = JSON.parse(run.workload);
     if (showsStatusMessage(run.state) && run.status_message !== null)
         record.status_message = run.status_message;
     if (run.error_code !== null)
@@ -5371,6 +5522,7 @@ function runHandlers(context, reads) {
             creator_type: principal.kind === 'personal' ? 'user' : 'agent',
             creator_uid: principal.keyId,
             creator_name: principal.name,
+            workload: principal.workload ? JSON.stringify(principal.workload) : null,
             created_at: new Date().toISOString()
         }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns, config.limits.maxQueuedRunsPerTeam);
         if (result.kind === 'key_reused') {
@@ -5547,6 +5699,7 @@ const SERVER_FIELDS = new Set([
     'source',
     'run_time',
     'request_usage',
+    'workload',
     'artifacts',
     // set only by the scheduler: a create body cannot pass its run off as a schedule's
     'schedule_id',
@@ -7581,8 +7734,304 @@ runsWork = true) {
     };
 }
 
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/decode_protected_header.js
+var decode_protected_header = __webpack_require__(61196);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/decode_jwt.js
+var decode_jwt = __webpack_require__(77961);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/jwt/verify.js + 2 modules
+var verify = __webpack_require__(64490);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/jwks/local.js
+var local = __webpack_require__(36687);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/errors.js
+var errors = __webpack_require__(5674);
+;// CONCATENATED MODULE: ./src/executor/server/oidc.ts
+// Sign-in with a workload's OIDC token (a GitHub Actions job's, say) instead of an API key. The
+// token is checked by `jose`, against the keys its issuer publishes (OIDC discovery, then the JWKS
+// it points at): signature, issuer, audience, expiry, not-before and issue time (with a small clock
+// skew), and an allow-list of asymmetric algorithms (never `none`, never HMAC). Then the first
+// `auth.oidc` rule whose claims all match gives the team and the kind.
+//
+// The keys are cached per issuer. A token signed with a key id the cache lacks makes it refetch
+// (the issuer rotated its keys), but refetches are a token bucket per issuer: a stream of forged
+// key ids costs the issuer a bounded number of requests, never one each. Before any fetch the
+// token must name a trusted issuer and audience, so made-up issuers cost nothing at all.
+//
+// No answer or log line carries the token or a rule: a refused token is told what was wrong with
+// it, never which rules exist.
+
+
+/** Asymmetric algorithms only: `none` and HMAC (whose "key" would be the public key) never pass. */
+const OIDC_ALGORITHMS = [
+    'RS256',
+    'RS384',
+    'RS512',
+    'PS256',
+    'PS384',
+    'PS512',
+    'ES256',
+    'ES384',
+    'ES512',
+    'EdDSA',
+    'Ed25519'
+];
+/** Clocks of the issuer and this machine may differ by this much. */
+const CLOCK_SKEW_SECONDS = 60;
+/** A token issued longer ago than this is refused (GitHub's live minutes). */
+const MAX_TOKEN_AGE = '24h';
+/** Longest token looked at; real ones are a few KiB. */
+const MAX_TOKEN_LENGTH = 16 * 1024;
+/** Longest discovery document or key set read from an issuer. */
+const MAX_DOCUMENT_BYTES = 256 * 1024;
+/** How long an issuer may take to answer one fetch. */
+const FETCH_TIMEOUT_MS = 10_000;
+/** Keys are refetched this often even when every token's key is known (a removed key stops working). */
+const KEYS_MAX_AGE_MS = 15 * 60_000;
+/** Refetches on an unknown key id: this many at once… */
+const REFETCH_BURST = 3;
+/** …then one per this many ms. */
+const REFETCH_INTERVAL_MS = 60_000;
+/** A refused token: `message` says what was wrong with it (never the token, never a rule). */
+class TokenRefused extends Error {
+}
+/** Whether a bearer credential has the form of a JWT (three base64url parts); keys start `arx_`. */
+function looksLikeJwt(credential) {
+    return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(credential);
+}
+class OidcVerifier {
+    rules;
+    fetchJson;
+    issuers = new Map();
+    /** Fetches made of each issuer (discovery and key set count one each): tests and metrics read it. */
+    fetches = new Map();
+    constructor(rules, fetchJson = boundedFetch) {
+        this.rules = rules;
+        this.fetchJson = fetchJson;
+    }
+    get enabled() {
+        return this.rules.length > 0;
+    }
+    async verify(token) {
+        if (!this.enabled)
+            throw new TokenRefused('this executor accepts no OIDC tokens (its auth.oidc is empty); send an API key');
+        if (token.length > MAX_TOKEN_LENGTH)
+            throw new TokenRefused(`the token is longer than ${MAX_TOKEN_LENGTH} characters`);
+        let unverified;
+        let header;
+        try {
+            header = (0,decode_protected_header/* decodeProtectedHeader */._)(token);
+            unverified = (0,decode_jwt/* decodeJwt */.i)(token);
+        }
+        catch {
+            throw new TokenRefused('the token is not a well-formed JWT');
+        }
+        if (typeof header.alg !== 'string' || !OIDC_ALGORITHMS.includes(header.alg))
+            throw new TokenRefused(`the token's algorithm ${JSON.stringify(String(header.alg).slice(0, 20))} is not accepted; expected one of ${OIDC_ALGORITHMS.join(', ')}`);
+        const issuer = typeof unverified.iss === 'string' ? unverified.iss.replace(/\/+$/, '') : undefined;
+        const ofIssuer = this.rules.filter(rule => rule.issuer === issuer);
+        if (issuer === undefined || ofIssuer.length === 0)
+            throw new TokenRefused("the token's issuer (iss) is not one this executor trusts");
+        const audiences = [...new Set(ofIssuer.map(rule => rule.audience))];
+        const given = Array.isArray(unverified.aud) ? unverified.aud : [unverified.aud];
+        if (!given.some(aud => typeof aud === 'string' && audiences.includes(aud)))
+            throw new TokenRefused("the token's audience (aud) is not one this executor accepts");
+        const payload = await this.checked(token, issuer, unverified.iss, audiences, header.kid);
+        const rule = ofIssuer.find(candidate => (Array.isArray(payload.aud) ? payload.aud : [payload.aud]).includes(candidate.audience) &&
+            Object.entries(candidate.claims).every(([name, pattern]) => claimMatches(payload[name], pattern)));
+        if (!rule)
+            throw new TokenRefused('the token is valid, but no rule of this executor admits its claims');
+        const text = (name) => {
+            const value = payload[name];
+            return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+        };
+        const repository = text('repository');
+        const uid = repository ?? text('sub') ?? issuer;
+        const workflow = text('workflow');
+        const workload = { issuer };
+        for (const name of ['repository', 'ref', 'workflow_ref', 'run_id']) {
+            const value = text(name);
+            if (value !== undefined)
+                workload[name] = value;
+        }
+        return {
+            team: rule.team,
+            kind: rule.kind,
+            uid,
+            name: workflow === undefined ? uid : `${uid} (${workflow})`,
+            workload
+        };
+    }
+    /** The verified claims; refetches the issuer's keys (within the bucket) when the key id is new. */
+    async checked(token, issuer, iss, audiences, kid) {
+        const state = this.stateOf(issuer);
+        // The first fetch and the periodic one are free; any other (a new key id, or keys that could
+        // not be fetched before) takes a refetch from the bucket.
+        const due = state.fetchedAt === 0 || (state.keys !== undefined && Date.now() - state.fetchedAt > KEYS_MAX_AGE_MS);
+        const missing = state.keys === undefined || (kid !== undefined && !state.kids.has(kid));
+        if (due || missing)
+            await this.refresh(issuer, state, due);
+        if (!state.keys)
+            throw new TokenRefused("the issuer's signing keys could not be fetched; retry later");
+        try {
+            const { payload } = await (0,verify/* jwtVerify */.V)(token, state.keys, {
+                issuer: iss,
+                audience: audiences,
+                algorithms: OIDC_ALGORITHMS,
+                clockTolerance: CLOCK_SKEW_SECONDS,
+                maxTokenAge: MAX_TOKEN_AGE,
+                requiredClaims: ['exp', 'iat']
+            });
+            return payload;
+        }
+        catch (error) {
+            throw new TokenRefused(oidc_refusal(error));
+        }
+    }
+    stateOf(issuer) {
+        let state = this.issuers.get(issuer);
+        if (!state) {
+            state = { kids: new Set(), fetchedAt: 0, tokens: REFETCH_BURST, tokensAt: Date.now() };
+            this.issuers.set(issuer, state);
+        }
+        return state;
+    }
+    /**
+     * Fetches the issuer's keys again, unless a fetch is under way (then waits for it) or, for an
+     * unknown key id, the issuer's bucket of refetches is empty (then keeps the keys it has).
+     */
+    async refresh(issuer, state, due) {
+        if (state.loading)
+            return state.loading;
+        if (!due) {
+            const now = Date.now();
+            state.tokens = Math.min(REFETCH_BURST, state.tokens + (now - state.tokensAt) / REFETCH_INTERVAL_MS);
+            state.tokensAt = now;
+            if (state.tokens < 1)
+                return;
+            state.tokens -= 1;
+        }
+        state.loading = (async () => {
+            try {
+                const { keys, kids } = await this.load(issuer);
+                state.keys = keys;
+                state.kids = kids;
+            }
+            catch {
+                // The keys held are kept; without any, the token is refused as unverifiable.
+            }
+            finally {
+                // Counted even when failed: a failing issuer is not asked again before its time.
+                state.fetchedAt = Date.now();
+                state.loading = undefined;
+            }
+        })();
+        return state.loading;
+    }
+    async load(issuer) {
+        this.count(issuer);
+        const discovery = (await this.fetchJson(`${issuer}/.well-known/openid-configuration`));
+        if (typeof discovery?.issuer !== 'string' || discovery.issuer.replace(/\/+$/, '') !== issuer)
+            throw new Error('the discovery document names another issuer');
+        if (typeof discovery.jwks_uri !== 'string' || !trustedUrl(discovery.jwks_uri))
+            throw new Error('the discovery document names no https jwks_uri');
+        this.count(issuer);
+        const jwks = (await this.fetchJson(discovery.jwks_uri));
+        if (!Array.isArray(jwks?.keys))
+            throw new Error('the key set has no keys');
+        const kids = new Set();
+        for (const key of jwks.keys)
+            if (typeof key?.kid === 'string')
+                kids.add(key.kid);
+        return { keys: (0,local/* createLocalJWKSet */.w)(jwks), kids };
+    }
+    count(issuer) {
+        this.fetches.set(issuer, (this.fetches.get(issuer) ?? 0) + 1);
+    }
+}
+/** Whether a claim's value matches a rule's pattern (`*`: any run of characters). */
+function claimMatches(value, pattern) {
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+        return false;
+    const text = String(value);
+    if (!pattern.includes('*'))
+        return text === pattern;
+    const parts = pattern.split('*');
+    const first = parts[0];
+    const last = parts[parts.length - 1];
+    if (!text.startsWith(first) || text.length < first.length + last.length || !text.endsWith(last))
+        return false;
+    // The middle parts in order, each as early as it fits: no regular expression, no backtracking.
+    let at = first.length;
+    const end = text.length - last.length;
+    for (const part of parts.slice(1, -1)) {
+        const found = text.indexOf(part, at);
+        if (found === -1 || found + part.length > end)
+            return false;
+        at = found + part.length;
+    }
+    return true;
+}
+/** What was wrong with a token, in words that name neither the token nor a rule. */
+function oidc_refusal(error) {
+    if (error instanceof errors/* JWTExpired */.n)
+        return 'the token has expired (exp), or was issued too long ago';
+    if (error instanceof errors/* JWTClaimValidationFailed */.ie) {
+        switch (error.claim) {
+            case 'nbf':
+                return 'the token is not valid yet (nbf)';
+            case 'iat':
+                return 'the token was issued in the future (iat)';
+            case 'aud':
+                return "the token's audience (aud) is not one this executor accepts";
+            case 'iss':
+                return "the token's issuer (iss) is not one this executor trusts";
+            default:
+                return `the token lacks a valid ${JSON.stringify(error.claim)} claim`;
+        }
+    }
+    if (error instanceof errors/* JOSEAlgNotAllowed */.Rb)
+        return "the token's algorithm is not accepted";
+    if (error instanceof errors/* JWKSNoMatchingKey */.BT)
+        return 'the token is signed with a key its issuer does not publish (unknown kid)';
+    if (error instanceof errors/* JWKSMultipleMatchingKeys */.$4)
+        return 'the token names no key id (kid) and its issuer publishes several keys';
+    if (error instanceof errors/* JWSSignatureVerificationFailed */.h2)
+        return "the token's signature is not valid";
+    return 'the token could not be verified';
+}
+function trustedUrl(text) {
+    try {
+        const url = new URL(text);
+        return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+    }
+    catch {
+        return false;
+    }
+}
+/** GETs a JSON document of at most MAX_DOCUMENT_BYTES, within FETCH_TIMEOUT_MS, following no redirect. */
+async function boundedFetch(url) {
+    const response = await fetch(url, {
+        redirect: 'error',
+        signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+        headers: { accept: 'application/json' }
+    });
+    if (!response.ok) {
+        await response.body?.cancel();
+        throw new Error(`HTTP ${response.status}`);
+    }
+    const chunks = [];
+    let bytes = 0;
+    for await (const chunk of response.body ?? []) {
+        bytes += chunk.byteLength;
+        if (bytes > MAX_DOCUMENT_BYTES)
+            throw new Error('document too large');
+        chunks.push(chunk);
+    }
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
 ;// CONCATENATED MODULE: ./src/executor/server/auth.ts
-// Bearer-key authentication and the per-key rate limit.
+// Bearer authentication (an API key, or a workload's OIDC token: oidc.ts) and the per-key rate limit.
+
 
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
@@ -7592,14 +8041,41 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
  */
 const MAX_REMEMBERED_HASHES = 1_000;
 const hashes = new Map();
-async function authenticate(store, request) {
-    const header = request.headers.authorization;
+/** The credential of an Authorization header: `Bearer <API key or OIDC token>`. */
+function bearerOf(header) {
     if (!header)
         throw new ProblemError('unauthenticated', 'missing Authorization header; expected `Bearer <API key>`', CHALLENGE);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match)
         throw new ProblemError('unauthenticated', 'Authorization header is not of the form `Bearer <API key>`', CHALLENGE);
-    const key = match[1];
+    return match[1];
+}
+/** Whether the header carries an OIDC token rather than a key (such principals are not cached). */
+function carriesToken(header) {
+    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match !== null && looksLikeJwt(match[1]);
+}
+/** The principal of a workload's OIDC token, or a 401 saying what was wrong with it. */
+async function authenticateToken(oidc, request) {
+    const token = bearerOf(request.headers.authorization);
+    try {
+        const found = await oidc.verify(token);
+        return {
+            keyId: found.uid,
+            team: found.team,
+            kind: found.kind,
+            name: found.name,
+            workload: found.workload
+        };
+    }
+    catch (error) {
+        if (error instanceof TokenRefused)
+            throw new ProblemError('unauthenticated', error.message, CHALLENGE);
+        throw error;
+    }
+}
+async function authenticate(store, request) {
+    const key = bearerOf(request.headers.authorization);
     if (!isWellFormedKey(key)) {
         throw new ProblemError('unauthenticated', 'the API key is malformed (wrong prefix, length or checksum)', CHALLENGE);
     }
@@ -7667,7 +8143,10 @@ function accessHook(auth, rateLimited, { context, reads, downloads }) {
         case 'key':
             return async (request) => {
                 reads.refresh();
-                request.principal = await reads.principal(request.headers.authorization, () => authenticate(store, request));
+                // A token's principal is not remembered: its signature and expiry are checked each time.
+                request.principal = carriesToken(request.headers.authorization)
+                    ? await authenticateToken(context.oidc, request)
+                    : await reads.principal(request.headers.authorization, () => authenticate(store, request));
                 if (!rateLimited)
                     return;
                 const wait = limiter.take(request.principal.keyId);
@@ -11639,6 +12118,7 @@ const SQLITE_MIGRATIONS = [
     `
     },
     {
+<<<<<<<< HEAD:dist/executor/772.index.js
         version: 9,
         name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
         sql: `
@@ -11651,6 +12131,11 @@ const SQLITE_MIGRATIONS = [
       ) WITHOUT ROWID;
       CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
+========
+        version: 10,
+        name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
+        sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
+>>>>>>>> oidc:dist/executor/1.index.js
     }
 ];
 /**
@@ -11832,6 +12317,7 @@ const POSTGRES_MIGRATIONS = [
     `
     },
     {
+<<<<<<<< HEAD:dist/executor/772.index.js
         version: 8,
         name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
         sql: `
@@ -11844,6 +12330,11 @@ const POSTGRES_MIGRATIONS = [
       );
       CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
+========
+        version: 9,
+        name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
+        sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
+>>>>>>>> oidc:dist/executor/1.index.js
     }
 ];
 
@@ -12400,12 +12891,16 @@ class SqlRunStore extends SqlAccountStore {
         // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
         // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
         const [created] = await this.d.change(sql(`INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
-           creator_name, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
-         SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
+           creator_name, workload, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
+         SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
          WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
            AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?)
              AS team_queued) < ?
+<<<<<<<< HEAD:dist/executor/772.index.js
          ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, createRows(run.extra));
+========
+         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, run.workload ?? null, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, metadataRows(run.extra));
+>>>>>>>> oidc:dist/executor/1.index.js
         if (created)
             return { kind: 'created', run: created };
         // Nothing inserted: a run with this key was created after our look (the unique index
@@ -13887,8 +14382,6 @@ function parseExtra(extra) {
     }
 }
 
-// EXTERNAL MODULE: external "node:net"
-var external_node_net_ = __webpack_require__(77030);
 ;// CONCATENATED MODULE: ./src/executor/sandbox/proxy.ts
 // The filtering proxy of a run whose `network:` is a list of host:port. The run has no network of
 // its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
@@ -15678,6 +16171,7 @@ function scheduledFor(run) {
 
 
 
+
 /** The context the routes share, from a config and an open store. */
 async function serverContext(config, store, publicUrl) {
     const secret = await store.getSecret('session-hmac', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
@@ -15687,6 +16181,7 @@ async function serverContext(config, store, publicUrl) {
         links: new SessionLinks(secret, publicUrl),
         hub: new ChangeHub(store),
         limiter: new RateLimiter(config.limits.rateLimitPerMinute),
+        oidc: new OidcVerifier(config.auth.oidc),
         draining: false
     };
 }

@@ -4,13 +4,14 @@
 // idempotency key (inputs.ts), so a retried step finds its runs again instead of making more.
 
 import * as core from '@actions/core';
-import { formatDuration, isTerminalState } from '../api/index.js';
+import { isTerminalState } from '../api/index.js';
+import { formatDuration } from '../common/duration.js';
 import { AbortError, type AgentRunClient, type Run } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
 import type { FanOutItem, FanOutSettings, Settings } from './inputs.js';
 import * as log from './log.js';
 import { code, escapeHtml, inert, link } from './markup.js';
-import { capBytes, setOutput, toJson } from './outputs.js';
+import { capBytes, setOutput, toJson } from './step-outputs.js';
 import { type Produced, collectProducedSafely } from './produced.js';
 import { createRun } from './remote.js';
 import { type Conclusion, conclusionOf, durationOf } from './report.js';

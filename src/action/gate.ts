@@ -27,7 +27,9 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
       : 'Dependabot triggered it';
     skip(
       presence.onUntrusted,
-      `Not starting the agent: ${who}, and GitHub gives such workflows no secrets, so api-key is empty.`
+      presence.auth === 'oidc'
+        ? `Not starting the agent: ${who}, and GitHub gives such workflows no OIDC token.`
+        : `Not starting the agent: ${who}, and GitHub gives such workflows no secrets, so api-key is empty.`
     );
     return undefined;
   }

@@ -22,6 +22,7 @@ import { type ReviewSettings, findingsSchema, readReviewInputs, reviewRequest } 
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 import { type ReadFile, readInputFile } from './workspace-file.js';
 import { type FanOutItemInput, MAX_PARALLEL, parseFanOut } from './fan-out-inputs.js';
+import { MISSING_ID_TOKEN_PERMISSION, canRequestIdToken } from './id-token.js';
 
 /** The request that creates the run. */
 export interface CreateSettings {
@@ -61,8 +62,12 @@ export interface FanOutSettings {
 export interface CommonSettings {
   /** API root derived from `base-url`, e.g. `https://agents.example.com/api/v1`. */
   baseUrl: string;
-  /** The key for `Authorization: Bearer`; masked before anything is logged. */
+  /** The key for `Authorization: Bearer`; masked before anything is logged. Empty with `auth: oidc`. */
   apiKey: string;
+  /** `auth`: sign in with the key, or with the workflow's OIDC token (id-token.ts). */
+  auth: 'api-key' | 'oidc';
+  /** `oidc-audience`: the audience the OIDC token is asked for (default: the base URL's origin). */
+  oidcAudience: string;
   /** Wait for the run to end (`wait`, default true). */
   wait: boolean;
   /** Deadline for the wait in ms (`timeout`, default 60m). */
@@ -136,12 +141,19 @@ export function secretInputs(getInput: GetInput = actionInput): string[] {
  * Read before the full settings: an empty api-key on a fork or Dependabot is not an input error
  * but GitHub withholding secrets, and `on-untrusted` says what that gets.
  */
-export function readKeyPresence(getInput: GetInput = actionInput): {
+export function readKeyPresence(
+  getInput: GetInput = actionInput,
+  env: NodeJS.ProcessEnv = process.env
+): {
   hasKey: boolean;
+  /** What is missing when hasKey is false. */
+  auth: 'api-key' | 'oidc';
   onUntrusted: 'skip' | 'fail';
 } {
+  const oidc = getInput('auth').trim().toLowerCase() === 'oidc';
   return {
-    hasKey: getInput('api-key').trim() !== '',
+    hasKey: oidc ? canRequestIdToken(env) : getInput('api-key').trim() !== '',
+    auth: oidc ? 'oidc' : 'api-key',
     onUntrusted: getInput('on-untrusted').trim().toLowerCase() === 'fail' ? 'fail' : 'skip'
   };
 }
@@ -163,17 +175,29 @@ export class InputError extends Error {
 
 const DURATION_FORM = 'a duration such as 90s, 45m or 1h30m';
 
-/** Reads the inputs the post step needs too: where the service is and the key. */
-export function readConnection(getInput: GetInput = actionInput): Pick<Settings, 'baseUrl' | 'apiKey'> {
+/** What the step signs in with, and where. */
+export type Connection = Pick<Settings, 'baseUrl' | 'apiKey' | 'auth' | 'oidcAudience'>;
+
+/** Reads the inputs the post step needs too: where the service is and the key (or OIDC). */
+export function readConnection(
+  getInput: GetInput = actionInput,
+  env: NodeJS.ProcessEnv = process.env
+): Connection {
   const problems: string[] = [];
-  const result = connection(getInput, problems);
+  const result = connection(getInput, problems, env);
   if (problems.length > 0) throw new InputError(problems);
   return result;
 }
 
-function connection(getInput: GetInput, problems: string[]): Pick<Settings, 'baseUrl' | 'apiKey'> {
-  const apiKey = getInput('api-key').trim();
-  if (apiKey === '') {
+function connection(getInput: GetInput, problems: string[], env: NodeJS.ProcessEnv): Connection {
+  const rawAuth = getInput('auth').trim().toLowerCase() || 'api-key';
+  if (rawAuth !== 'api-key' && rawAuth !== 'oidc')
+    problems.push(`auth ${showValue(getInput('auth'))}: expected api-key or oidc`);
+  const auth = rawAuth === 'oidc' ? 'oidc' : 'api-key';
+  const apiKey = auth === 'oidc' ? '' : getInput('api-key').trim();
+  if (auth === 'oidc') {
+    if (!canRequestIdToken(env)) problems.push(MISSING_ID_TOKEN_PERMISSION);
+  } else if (apiKey === '') {
     problems.push(
       'api-key is empty: pass the key from a secret, e.g. `api-key: ${{ secrets.AGENT_API_KEY }}`. ' +
         'GitHub gives no secrets to workflows triggered from forks or by Dependabot, so such runs see an empty value.'
@@ -192,7 +216,13 @@ function connection(getInput: GetInput, problems: string[]): Pick<Settings, 'bas
       problems.push((error as Error).message);
     }
   }
-  return { baseUrl, apiKey };
+  let oidcAudience = getInput('oidc-audience').trim();
+  if (oidcAudience === '' && baseUrl !== '') oidcAudience = new URL(baseUrl).origin;
+  else if (/[\r\n]/.test(oidcAudience))
+    problems.push(
+      'oidc-audience contains a line break: expected one audience, such as https://agents.example.com'
+    );
+  return { baseUrl, apiKey, auth, oidcAudience };
 }
 
 export function readSettings(
@@ -205,7 +235,7 @@ export function readSettings(
   const problems: string[] = [];
   const promptNotes: string[] = [];
   const readsText: ('issue' | 'pr')[] = [];
-  const { baseUrl, apiKey } = connection(getInput, problems);
+  const { baseUrl, apiKey, auth, oidcAudience } = connection(getInput, problems, env);
   const bool = (name: string, fallback: boolean): boolean => {
     const value = getInput(name).trim().toLowerCase();
     if (value === '') return fallback;
@@ -357,6 +387,8 @@ export function readSettings(
     thread,
     baseUrl,
     apiKey,
+    auth,
+    oidcAudience,
     ...target,
     wait,
     timeoutMs,

@@ -4,7 +4,8 @@
 import * as core from '@actions/core';
 import { formatDuration } from '../common/duration.js';
 import { AbortError, AgentRunClient, type Run, type WaitResult } from '../client/index.js';
-import type { CreateSettings, Settings } from './inputs.js';
+import { IdTokenSource } from './id-token.js';
+import type { Connection, CreateSettings } from './inputs.js';
 import { followConversation } from './live.js';
 import * as log from './log.js';
 import { Progress } from './progress.js';
@@ -14,13 +15,16 @@ export const USER_AGENT = 'agent-run-action/0.1.0';
 /** About 15 s of backoff (0.5, 1, 2, 4, 8 s) before a create gives up. */
 const CREATE_RETRIES = 5;
 
-export function createClient(
-  connection: Pick<Settings, 'baseUrl' | 'apiKey'>,
-  userAgent = USER_AGENT
-): AgentRunClient {
+export function createClient(connection: Connection, userAgent = USER_AGENT): AgentRunClient {
+  const oidc = connection.auth === 'oidc';
   return new AgentRunClient({
     baseUrl: connection.baseUrl,
-    apiKey: connection.apiKey,
+    ...(oidc
+      ? {
+          credential: new IdTokenSource(connection.oidcAudience).get,
+          keyName: `the executor's auth.oidc rules for audience ${connection.oidcAudience} (the oidc-audience input)`
+        }
+      : { apiKey: connection.apiKey }),
     userAgent,
     onRetry: info =>
       log.info(

@@ -1,6 +1,7 @@
 // Where the service is and the key: `--base-url` or AGENT_RUN_BASE_URL, and the key only from
 // AGENT_RUN_API_KEY or `--api-key-file`, never from a flag value (argv is visible to every user
-// of the machine and lands in shell history).
+// of the machine and lands in shell history). Without a key, an OIDC token in AGENT_RUN_ID_TOKEN
+// (a workflow's, for an executor with auth.oidc rules) is sent the same way.
 
 import { readFileSync } from 'node:fs';
 import { AgentRunClient, normalizeBaseUrl } from '../client/index.js';
@@ -14,6 +15,8 @@ export interface Connection {
   apiKey: string;
   /** Where the key came from, named when the service rejects it. */
   keySource: string;
+  /** The credential is an OIDC token (AGENT_RUN_ID_TOKEN), not a key. */
+  token?: boolean;
 }
 
 export const CONNECTION_OPTIONS = {
@@ -23,7 +26,8 @@ export const CONNECTION_OPTIONS = {
 
 export const CONNECTION_HELP = `Connection:
   --base-url URL         the service (or set AGENT_RUN_BASE_URL)
-  --api-key-file FILE    a file holding the key (or set AGENT_RUN_API_KEY); never a flag value`;
+  --api-key-file FILE    a file holding the key (or set AGENT_RUN_API_KEY); never a flag value
+                         (without a key: an OIDC token from AGENT_RUN_ID_TOKEN)`;
 
 /** Refuses a key given as a flag before anything else reads argv, without repeating the value. */
 export function refuseKeyFlag(argv: string[]): void {
@@ -63,20 +67,36 @@ export function readConnection(
       throw usage(`--api-key-file ${JSON.stringify(file)}: the file is empty; expected the key`);
   } else {
     apiKey = (env.AGENT_RUN_API_KEY ?? '').trim();
-    // No key cannot authenticate: exit 5, as the help's exit codes say.
-    if (apiKey === '')
-      throw new CliError('no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE', EXIT.unreachable);
   }
-  if (/[\r\n]/.test(apiKey)) throw usage('the API key contains a line break: expected the key on one line');
+  const idToken = file === undefined && apiKey === '' ? (env.AGENT_RUN_ID_TOKEN ?? '').trim() : '';
+  if (idToken !== '') apiKey = idToken;
+  // No key cannot authenticate: exit 5, as the help's exit codes say.
+  if (apiKey === '')
+    throw new CliError(
+      'no API key: set AGENT_RUN_API_KEY or pass --api-key-file FILE (or set AGENT_RUN_ID_TOKEN to an OIDC token)',
+      EXIT.unreachable
+    );
+  if (/[\r\n]/.test(apiKey))
+    throw usage(
+      idToken !== ''
+        ? 'the token in AGENT_RUN_ID_TOKEN contains a line break: expected the token on one line'
+        : 'the API key contains a line break: expected the key on one line'
+    );
   const keySource =
-    file !== undefined ? `the key in ${JSON.stringify(file)} (--api-key-file)` : 'AGENT_RUN_API_KEY';
-  return { baseUrl, apiKey, keySource };
+    file !== undefined
+      ? `the key in ${JSON.stringify(file)} (--api-key-file)`
+      : idToken !== ''
+        ? "the token in AGENT_RUN_ID_TOKEN (and the executor's auth.oidc rules)"
+        : 'AGENT_RUN_API_KEY';
+  return { baseUrl, apiKey, keySource, ...(idToken !== '' ? { token: true } : {}) };
 }
 
 export function createClient(connection: Connection, terminal: Terminal): AgentRunClient {
   return new AgentRunClient({
     baseUrl: connection.baseUrl,
-    apiKey: connection.apiKey,
+    ...(connection.token
+      ? { credential: () => Promise.resolve(connection.apiKey) }
+      : { apiKey: connection.apiKey }),
     userAgent: USER_AGENT,
     keyName: connection.keySource,
     onRetry: info =>

@@ -56,7 +56,12 @@ export interface ClientOptions {
   /** The service root (`https://host`) or the API root (`https://host/api/v1`). */
   baseUrl: string;
   /** Sent as `Authorization: Bearer <apiKey>`; never logged or put in an error message. */
-  apiKey: string;
+  apiKey?: string;
+  /**
+   * Instead of a key: gives the bearer credential to send, asked before every request (an OIDC
+   * token that expires, say: the function gives a fresh one when the one it holds is about to).
+   */
+  credential?: () => Promise<string>;
   /** Retries per call after the first attempt (default 2). */
   maxRetries?: number;
   /** Per-request time limit in ms (default 60 000). */
@@ -126,6 +131,7 @@ const CANCEL_RETRIES = 8;
 export class AgentRunClient {
   readonly apiRoot: string;
   private readonly apiKey: string;
+  private readonly credential?: () => Promise<string>;
   private readonly retry: RetryOptions;
   private readonly timeoutMs: number;
   private readonly transport: Transport;
@@ -138,11 +144,14 @@ export class AgentRunClient {
 
   constructor(options: ClientOptions) {
     this.apiRoot = normalizeBaseUrl(options.baseUrl);
-    if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
-      throw new TypeError('apiKey: expected a non-empty API key');
+    this.credential = options.credential;
+    if (this.credential === undefined) {
+      if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+        throw new TypeError('apiKey: expected a non-empty API key');
+      }
+      if (/[\r\n]/.test(options.apiKey)) throw new TypeError('apiKey: the key must be one line');
     }
-    if (/[\r\n]/.test(options.apiKey)) throw new TypeError('apiKey: the key must be one line');
-    this.apiKey = options.apiKey.trim();
+    this.apiKey = (options.apiKey ?? '').trim();
     this.retry = { ...DEFAULT_RETRY, maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries };
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.transport = options.transport ?? createTransport(options.userAgent ?? 'agent-run-client');
@@ -405,7 +414,7 @@ export class AgentRunClient {
       }
       const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
       const headers: Record<string, string> = { accept: '*/*' };
-      if (url.origin === origin) headers.authorization = `Bearer ${this.apiKey}`;
+      if (url.origin === origin) headers.authorization = `Bearer ${await this.bearer()}`;
       let response: HttpResponse;
       try {
         response = await this.transport.send({
@@ -531,6 +540,15 @@ export class AgentRunClient {
     return value as Record<string, unknown>;
   }
 
+  /** The key, or the credential function's current token (one line, never empty). */
+  private async bearer(): Promise<string> {
+    if (this.credential === undefined) return this.apiKey;
+    const value = (await this.credential()).trim();
+    if (value === '' || /[\r\n\s]/.test(value))
+      throw new TypeError('credential: expected a non-empty token on one line');
+    return value;
+  }
+
   private async request(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
@@ -550,11 +568,13 @@ export class AgentRunClient {
     const maxRetries = options.maxRetries ?? this.retry.maxRetries;
     const headers: Record<string, string> = {
       accept: 'application/json',
-      authorization: `Bearer ${this.apiKey}`,
+      authorization: '',
       ...options.headers
     };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     for (let attempt = 0; ; attempt++) {
+      // Asked on every attempt: a token may have been renewed while the last one waited.
+      headers.authorization = `Bearer ${await this.bearer()}`;
       let failure: AgentRunError;
       let header: (name: string) => string | undefined = () => undefined;
       try {
@@ -570,6 +590,7 @@ export class AgentRunClient {
         header = headerLookup(response);
         failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
           keyName: this.keyName,
+          token: this.credential !== undefined,
           apiRoot: this.apiRoot
         });
         // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.

@@ -87,14 +87,15 @@ export function errorFromResponse(
   status: number,
   body: string,
   requestId: string | undefined,
-  context: { keyName?: string; apiRoot?: string } = {}
+  context: { keyName?: string; apiRoot?: string; token?: boolean } = {}
 ): APIError {
   const problem = parseProblem(body);
   const detail =
     problem?.detail ?? (problem === undefined ? body.trim().slice(0, 300) || undefined : problem.title);
   const errorCode = problem?.error_code ?? (typeof problem?.error === 'string' ? problem.error : undefined);
   let advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
-  if (status === 401 && context.keyName) advice = `the API key was rejected; check ${context.keyName}`;
+  if (status === 401 && context.keyName)
+    advice = `the ${context.token ? 'token' : 'API key'} was rejected; check ${context.keyName}`;
   // No such route at all (our executor says route_not_found; other servers answer a bare 404 page):
   // the run id is not the problem, the base URL is.
   if (status === 404 && (errorCode === 'route_not_found' || (problem === undefined && context.apiRoot))) {

@@ -9,6 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { locateInWorkspace, readWorkspaceFile, workspaceOf } from '../common/workspace-file.js';
 import { ensureBubblewrap } from './bubblewrap.js';
+import { oidcRuleFor } from './oidc-rule.js';
 
 const EXECUTOR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'executor', 'index.js');
 
@@ -51,6 +52,11 @@ async function start(): Promise<void> {
   // The config names a file of the checkout, which may be a stranger's: the same rule as the main
   // action's prompt-file (inside the workspace, no symbolic link on the way, not under .git/).
   const configPath = config ? checkedConfig(config) : undefined;
+  const printRule = (core.getInput('print-oidc-rule') || 'false').toLowerCase();
+  if (printRule !== 'true' && printRule !== 'false')
+    throw new Error(
+      `print-oidc-rule ${JSON.stringify(core.getInput('print-oidc-rule'))}: expected true or false`
+    );
   if (!(readyTimeoutMs > 0))
     throw new Error(
       `ready-timeout-seconds ${JSON.stringify(core.getInput('ready-timeout-seconds'))}: expected a number of seconds`
@@ -87,6 +93,11 @@ async function start(): Promise<void> {
   core.setOutput('api-key', key);
   core.setOutput('log-file', log);
   core.info(`Executor ready at ${url} (pid ${child.pid}, data dir ${dataDir}, log ${log}).`);
+  if (printRule === 'true') {
+    const rule = oidcRuleFor(process.env, core.getInput('oidc-audience') || new URL(url).origin, team, kind);
+    core.setOutput('oidc-rule', rule);
+    core.info(`The auth.oidc rule that admits this repository's workflows on this ref:\n${rule.trimEnd()}`);
+  }
 }
 
 async function waitForListening(

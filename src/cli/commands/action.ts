@@ -101,7 +101,8 @@ Example:
         if (
           value === undefined ||
           /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
-          name === 'AGENT_RUN_API_KEY'
+          name === 'AGENT_RUN_API_KEY' ||
+          name === 'AGENT_RUN_ID_TOKEN'
         )
           continue;
         env[name] = value;

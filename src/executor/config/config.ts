@@ -10,6 +10,7 @@ import { ConfigReader, show } from '../values/config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/location.js';
 import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from '../sandbox/config.js';
 import { type PublishConfig, parsePublish } from './publish-config.js';
+import { type AuthConfig, parseAuth } from './auth-config.js';
 import type { LogFormat } from '../telemetry/log-format.js';
 
 export type { AgentConfig } from '../agents/index.js';
@@ -95,6 +96,8 @@ export interface ExecutorConfig {
     transcriptBytes: number;
   };
   environments: EnvironmentConfig[];
+  /** Who may sign in without an API key (config/auth-config.ts). */
+  auth: AuthConfig;
 }
 
 export class ConfigError extends Error {}
@@ -183,7 +186,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'log_format',
     'workspaces',
     'limits',
-    'environments'
+    'environments',
+    'auth'
   ]);
   const server = r.object(root.server, 'server');
   const workspaces = r.object(root.workspaces, 'workspaces');
@@ -279,7 +283,8 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
       transcriptBytes: transcriptLimit(r, limits.transcript)
     },
-    environments: []
+    environments: [],
+    auth: parseAuth(r, root.auth)
   };
 
   if (root.environments === undefined) {

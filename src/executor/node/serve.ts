@@ -12,6 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ExecutorConfig } from '../config/config.js';
 import { type Role, buildApp } from '../server/app.js';
 import { RateLimiter } from '../server/auth.js';
+import { OidcVerifier } from '../server/oidc.js';
 import { ChangeHub } from '../server/changes.js';
 import type { ServerContext } from '../server/context.js';
 import { startHeartbeat } from '../telemetry/heartbeat.js';
@@ -66,6 +67,7 @@ export async function serverContext(
     links: new SessionLinks(secret, publicUrl),
     hub: new ChangeHub(store),
     limiter: new RateLimiter(config.limits.rateLimitPerMinute),
+    oidc: new OidcVerifier(config.auth.oidc),
     draining: false
   };
 }

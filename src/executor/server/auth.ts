@@ -1,15 +1,19 @@
-// Bearer-key authentication and the per-key rate limit.
+// Bearer authentication (an API key, or a workload's OIDC token: oidc.ts) and the per-key rate limit.
 
 import type { FastifyRequest } from 'fastify';
 import { hashKey, isWellFormedKey, sameHash } from '../store/keys.js';
 import type { KeyRecord, KeyStore } from '../store/types.js';
+import { type OidcVerifier, TokenRefused, type Workload, looksLikeJwt } from './oidc.js';
 import { ProblemError } from './problem.js';
 
 export interface Principal {
+  /** The key's id; for an OIDC token, its repository (the creator's uid, and the rate limit's bucket). */
   keyId: string;
   team: string;
   kind: KeyRecord['kind'];
   name: string;
+  /** Set when an OIDC token signed in: the claims a run it creates keeps. */
+  workload?: Workload;
 }
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
@@ -21,8 +25,8 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
 const MAX_REMEMBERED_HASHES = 1_000;
 const hashes = new Map<string, string>();
 
-export async function authenticate(store: KeyStore, request: FastifyRequest): Promise<Principal> {
-  const header = request.headers.authorization;
+/** The credential of an Authorization header: `Bearer <API key or OIDC token>`. */
+export function bearerOf(header: string | undefined): string {
   if (!header)
     throw new ProblemError(
       'unauthenticated',
@@ -36,7 +40,35 @@ export async function authenticate(store: KeyStore, request: FastifyRequest): Pr
       'Authorization header is not of the form `Bearer <API key>`',
       CHALLENGE
     );
-  const key = match[1]!;
+  return match[1]!;
+}
+
+/** Whether the header carries an OIDC token rather than a key (such principals are not cached). */
+export function carriesToken(header: string | undefined): boolean {
+  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match !== null && looksLikeJwt(match[1]!);
+}
+
+/** The principal of a workload's OIDC token, or a 401 saying what was wrong with it. */
+export async function authenticateToken(oidc: OidcVerifier, request: FastifyRequest): Promise<Principal> {
+  const token = bearerOf(request.headers.authorization);
+  try {
+    const found = await oidc.verify(token);
+    return {
+      keyId: found.uid,
+      team: found.team,
+      kind: found.kind,
+      name: found.name,
+      workload: found.workload
+    };
+  } catch (error) {
+    if (error instanceof TokenRefused) throw new ProblemError('unauthenticated', error.message, CHALLENGE);
+    throw error;
+  }
+}
+
+export async function authenticate(store: KeyStore, request: FastifyRequest): Promise<Principal> {
+  const key = bearerOf(request.headers.authorization);
   if (!isWellFormedKey(key)) {
     throw new ProblemError(
       'unauthenticated',

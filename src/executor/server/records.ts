@@ -64,6 +64,7 @@ export function toRecord(run: StoredRun, links: SessionLinks): RunRecord {
   };
   if (run.artifacts) record.artifacts = runArtifacts(run.artifacts);
   if (run.request_usage) record.request_usage = JSON.parse(run.request_usage);
+  if (run.workload) record.workload = JSON.parse(run.workload);
   if (showsStatusMessage(run.state) && run.status_message !== null)
     record.status_message = run.status_message;
   if (run.error_code !== null) record.error_code = run.error_code;

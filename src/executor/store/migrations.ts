@@ -179,6 +179,11 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       ) WITHOUT ROWID;
       CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
+  },
+  {
+    version: 10,
+    name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
+    sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
   }
 ];
 
@@ -373,5 +378,10 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
       );
       CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
+  },
+  {
+    version: 9,
+    name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
+    sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
   }
 ];

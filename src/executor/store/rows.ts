@@ -7,7 +7,7 @@ import type { StoredRun } from './types.js';
 /** Columns of a run as the API and the worker see them. */
 export const RUN_COLUMNS = `seq, run_id, team, environment_id, state, title, prompt, config, extra, creator_type,
   creator_uid, creator_name, status_message, error_code, created_at, updated_at, started_at, completed_at,
-  version, lease_owner, lease_expires_at, artifacts, request_usage`;
+  version, lease_owner, lease_expires_at, artifacts, request_usage, workload`;
 
 /** RUN_COLUMNS qualified by a table alias, for statements that join. */
 export function runColumnsOf(alias: string): string {
@@ -26,6 +26,7 @@ export function runWeight(run: StoredRun): number {
     (run.title?.length ?? 0) +
     run.config.length +
     run.extra.length +
+    (run.workload?.length ?? 0) +
     (run.status_message?.length ?? 0) +
     (run.artifacts?.length ?? 0) +
     (run.request_usage?.length ?? 0)

@@ -139,8 +139,8 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     const [created] = await this.d.change(
       sql(
         `INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
-           creator_name, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
-         SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
+           creator_name, workload, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
+         SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
          WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
            AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?)
              AS team_queued) < ?
@@ -155,6 +155,7 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
         run.creator_type,
         run.creator_uid,
         run.creator_name,
+        run.workload ?? null,
         idempotency?.key ?? null,
         idempotency?.requestHash ?? null,
         ...ownValues,

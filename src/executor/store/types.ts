@@ -53,6 +53,8 @@ export interface StoredRun {
   artifacts?: string | null;
   /** The run's request_usage as its agent reported it, a JSON object (null when it did not). */
   request_usage?: string | null;
+  /** The claims of the OIDC token that created the run, a JSON object (null: a key created it). */
+  workload?: string | null;
 }
 
 /** A file a run produced (its changes as a patch, say), as the run record lists it. */
@@ -108,7 +110,8 @@ export type NewRun = Pick<
   | 'creator_uid'
   | 'creator_name'
   | 'created_at'
->;
+> &
+  Partial<Pick<StoredRun, 'workload'>>;
 
 export interface Idempotency {
   key: string;

@@ -15,7 +15,7 @@ import {
   type EndpointSpec,
   routePath
 } from '../../../api/endpoints.js';
-import { type Principal, authenticate } from '../auth.js';
+import { type Principal, authenticate, authenticateToken, carriesToken } from '../auth.js';
 import type { ServerContext } from '../context.js';
 import type { DownloadLinks } from '../download-links.js';
 import { ProblemError } from '../problem.js';
@@ -63,9 +63,10 @@ function accessHook(
     case 'key':
       return async request => {
         reads.refresh();
-        request.principal = await reads.principal(request.headers.authorization, () =>
-          authenticate(store, request)
-        );
+        // A token's principal is not remembered: its signature and expiry are checked each time.
+        request.principal = carriesToken(request.headers.authorization)
+          ? await authenticateToken(context.oidc, request)
+          : await reads.principal(request.headers.authorization, () => authenticate(store, request));
         if (!rateLimited) return;
         const wait = limiter.take(request.principal.keyId);
         if (wait !== undefined) {

@@ -115,6 +115,7 @@ export function runHandlers(
         creator_type: principal.kind === 'personal' ? 'user' : 'agent',
         creator_uid: principal.keyId,
         creator_name: principal.name,
+        workload: principal.workload ? JSON.stringify(principal.workload) : null,
         created_at: new Date().toISOString()
       },
       key === undefined ? undefined : { key, requestHash: stored.hash },
@@ -345,6 +346,7 @@ const SERVER_FIELDS = new Set([
   'source',
   'run_time',
   'request_usage',
+  'workload',
   'artifacts',
   // set only by the scheduler: a create body cannot pass its run off as a schedule's
   'schedule_id',
