@@ -34680,7 +34680,7 @@ const ADVICE = {
     400: 'the server rejected the request as malformed',
     401: 'the API key was rejected; check the api-key secret',
     403: 'the API key is not allowed to do this; check its team and plan',
-    404: 'not found; check the run id, the environment id and that the key belongs to the right team',
+    404: 'not found; check the ids in the request and that the key belongs to the right team',
     409: 'the request conflicts with the current state of the run',
     413: 'the request body is too large; shorten the prompt or config',
     415: 'the server expects a JSON body',
@@ -34712,6 +34712,8 @@ function errorFromResponse(request, status, body, requestId, context = {}) {
     let advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
     if (status === 401 && context.keyName)
         advice = `the API key was rejected; check ${context.keyName}`;
+    if (status === 404)
+        advice = notFoundAdvice(request, errorCode) ?? advice;
     // No such route at all (our executor says route_not_found; other servers answer a bare 404 page):
     // the run id is not the problem, the base URL is.
     if (status === 404 && (errorCode === 'route_not_found' || (problem === undefined && context.apiRoot))) {
@@ -34726,6 +34728,20 @@ function errorFromResponse(request, status, body, requestId, context = {}) {
         message += ` [request id ${requestId}]`;
     const Class = classFor(status);
     return new Class(message, { request, status, errorCode, detail, requestId, problem });
+}
+/** What a 404 asks to check, by what was asked for: a run, an environment, an artifact, a schedule. */
+function notFoundAdvice(request, errorCode) {
+    const path = request.split(' ')[1] ?? '';
+    const team = 'and that the key belongs to its team';
+    if (errorCode === 'environment_not_found' || /\/agent\/run$/.test(path))
+        return `not found; check the environment id (agent-run environments lists them) ${team}`;
+    if (errorCode === 'artifact_not_found' || path.includes('/agent/artifacts/'))
+        return `not found; check the artifact id ${team}`;
+    if (path.includes('/agent/schedules/'))
+        return `not found; check the schedule id ${team}`;
+    if (errorCode === 'not_found' || path.includes('/agent/runs/'))
+        return `not found; check the run id ${team}`;
+    return undefined;
 }
 function parseProblem(body) {
     if (!body.trimStart().startsWith('{'))
@@ -34884,8 +34900,10 @@ function downloadUrlOf(details) {
 }
 const str = (value) => (typeof value === 'string' ? value : undefined);
 /**
- * What has been shown of a run, so each fact is shown once: the final answer when a message
- * already said it, and a file change the diff repeats after the file's own event.
+ * What has been shown of a turn of a run, so each fact is shown once: the final answer when a
+ * message already said it, and a file change the diff repeats after the file's own event. A new
+ * turn (a `turn` event, a user's message in a conversation) starts afresh: its answer and the
+ * files it changed are shown even when an earlier turn showed the same.
  */
 class SeenItems {
     texts = new Set();
@@ -34893,6 +34911,10 @@ class SeenItems {
     /** The items not shown before, remembering them. */
     fresh(items) {
         return items.filter(item => {
+            if ((item.type === 'event' && item.turn) || (item.type === 'text' && item.role === 'user')) {
+                this.texts.clear();
+                this.files.clear();
+            }
             if (item.type === 'text' && item.role === 'assistant') {
                 const text = item.text.trim();
                 if (item.final && this.texts.has(text))
@@ -35003,7 +35025,8 @@ function transcriptItems(events) {
             case 'turn':
                 items.push({
                     type: 'event',
-                    text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`
+                    text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`,
+                    turn: true
                 });
                 break;
             case 'agent_session':
@@ -36944,6 +36967,38 @@ class RunFollower {
         this.client = client;
         this.runId = runId;
         this.options = options;
+        this.lastSeq = options.from?.seq ?? 0;
+        this.shownConversationItems = options.from?.conversationItems ?? 0;
+    }
+    /**
+     * Where the run's progress is now (taken before a follow-up is sent, a follower from here shows
+     * only the new turn): the seq of its last transcript event, read page after page, or the count
+     * of its conversation's items where there is no transcript; zero where there is neither.
+     */
+    static async position(client, runId, options = {}) {
+        const at = { seq: 0, conversationItems: 0 };
+        try {
+            let read = await client.getTranscript(runId, { limit: 1000, signal: options.signal });
+            for (let pages = 1; read; pages++) {
+                const { events, has_more: more, next_after: next } = read.transcript;
+                at.seq = Math.max(at.seq, next ?? 0, ...events.map(event => event.seq));
+                if (!more || events.length === 0 || pages >= MAX_PAGES)
+                    return at;
+                read = await client.getTranscript(runId, { after: at.seq, limit: 1000, signal: options.signal });
+            }
+        }
+        catch (error) {
+            if (!isUnsupported(error))
+                throw error;
+        }
+        try {
+            at.conversationItems = itemsFromConversation(await client.getConversation(runId, { signal: options.signal })).length;
+        }
+        catch (error) {
+            if (!isUnsupported(error))
+                throw error;
+        }
+        return at;
     }
     /** Makes the first read; when the server holds reads, keeps long-polling in the background. */
     start() {
@@ -37364,9 +37419,13 @@ function git(cwd, args) {
         return undefined;
     }
 }
-/** OWNER/NAME from a remote URL: https://github.com/o/n(.git), git@github.com:o/n.git, ssh://…/o/n. */
+/**
+ * OWNER/NAME from a GitHub remote URL: https://github.com/o/n(.git), git@github.com:o/n.git,
+ * ssh://git@github.com/o/n; any other remote (a local path, file://, another host) names no
+ * GitHub repository: undefined.
+ */
 function repositoryOfRemote(url) {
-    const match = /[:/]([^/:]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url.trim());
+    const match = /^(?:(?:https?|ssh|git):\/\/(?:[^@/]+@)?github\.com(?::\d+)?\/|[\w.-]+@github\.com:)([\w.-]+)\/([\w.-]+?)(?:\.git)?\/?$/i.exec(url.trim());
     return match ? `${match[1]}/${match[2]}` : undefined;
 }
 /** What the git checkout at `cwd` says, where there is one. */
@@ -37752,7 +37811,8 @@ async function watchRun(client, terminal, runId, options) {
             for (const line of terminal.renderItems(items, true))
                 terminal.note(line);
         },
-        onNotice: message => terminal.note(message)
+        onNotice: message => terminal.note(message),
+        from: options.from
     });
     follower.start();
     let run;
@@ -37891,6 +37951,7 @@ async function finalReport(client, terminal, runId, run, options) {
 
 
 
+
 const followupCommand = {
     name: 'followup',
     summary: 'send a run its next message (the same run goes on)',
@@ -37898,7 +37959,8 @@ const followupCommand = {
 
 Sends MESSAGE ("-" reads standard input) to the run as its next user message: the same run goes on
 (a run that ended is queued again, in the same workspace). Prints the run's id and new state, or
-with --wait follows the turn to its end and prints the agent's answer, as \`wait\` does.
+with --wait follows the new turn to its end (its progress only, not the earlier turns') and prints
+the agent's answer, as \`wait\` does.
 
 Options:
   --mode normal|plan     plan: the agent answers with a plan and changes nothing (default: normal)
@@ -37931,6 +37993,8 @@ ${EXIT_CODES_HELP}`,
         const onBlocked = onBlockedOption(values['on-blocked']);
         const client = clientFor(values, context);
         try {
+            // Where the run's progress is before the message: --wait shows the new turn only.
+            const from = values.wait ? await RunFollower.position(client, runId) : undefined;
             const answer = await client.submitFollowup(runId, { message, ...(mode ? { mode } : {}) });
             context.terminal.note(`Sent a follow-up to run ${answer.run_id}${mode ? ` (mode ${mode})` : ''}.`);
             if (!values.wait) {
@@ -37944,7 +38008,8 @@ ${EXIT_CODES_HELP}`,
                 timeoutMs,
                 onBlocked,
                 json: values.json === true,
-                onInterrupt: 'leave'
+                onInterrupt: 'leave',
+                from
             });
         }
         finally {
@@ -38229,13 +38294,20 @@ Example:
             if (values.download === undefined)
                 return EXIT.ok;
             (0,external_node_fs_namespaceObject.mkdirSync)(values.download, { recursive: true });
+            // Two artifacts of one name (a service that keeps a patch per turn): the newest, listed last,
+            // keeps the name; earlier ones get a number.
+            const names = artifacts.map(a => safeName(a.data.filename ?? a.data.filepath ?? a.data.artifact_uid ?? ''));
             const taken = new Set();
-            for (const artifact of artifacts) {
+            const saved = new Map();
+            for (let i = artifacts.length - 1; i >= 0; i--)
+                if (artifacts[i].data.artifact_uid)
+                    saved.set(i, uniqueName(names[i], taken));
+            for (const [i, artifact] of artifacts.entries()) {
                 const uid = artifact.data.artifact_uid;
                 if (!uid)
                     continue;
                 const file = await client.downloadArtifact(uid);
-                const name = uniqueName(safeName(artifact.data.filename ?? artifact.data.filepath ?? uid), taken);
+                const name = saved.get(i);
                 const path = (0,external_node_path_namespaceObject.join)(values.download, name);
                 (0,external_node_fs_namespaceObject.writeFileSync)(path, file.bytes);
                 terminal.note(`Saved ${artifact.artifact_type} ${uid} to ${path} (${file.bytes.length} bytes).`);
