@@ -70,6 +70,35 @@ function parseCommandFile(text) {
   return values;
 }
 
+/**
+ * A line of the action's log as `agent-run action` shows it: workflow commands rendered the way the
+ * runner shows them (a group's title, an annotation's kind and text), the runner's own ones hidden.
+ */
+function workflowLine(line) {
+  const command = /^::([\w-]+)(?: [^:]*)?::(.*)$/.exec(line);
+  if (!command) return line === '' ? undefined : line;
+  const text = command[2].replace(/%0D/g, '\r').replace(/%0A/g, '\n').replace(/%25/g, '%');
+  switch (command[1]) {
+    case 'group':
+      return `▸ ${text}`;
+    case 'error':
+      return `Error: ${text}`;
+    case 'warning':
+      return `Warning: ${text}`;
+    case 'notice':
+      return `Notice: ${text}`;
+    case 'endgroup':
+    case 'add-mask':
+    case 'debug':
+    case 'save-state':
+    case 'set-output':
+    case 'stop-commands':
+      return undefined;
+    default:
+      return text;
+  }
+}
+
 async function runAction(url, key) {
   const files = { GITHUB_OUTPUT: 'output', GITHUB_STATE: 'state', GITHUB_STEP_SUMMARY: 'summary.md' };
   const env = {
@@ -96,17 +125,21 @@ async function runAction(url, key) {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe']
   });
-  // Both streams through one writer, line by line, so the log reads in the order it was written.
+  // The runner hides masked values and renders workflow commands: shown here as `agent-run action`
+  // shows them, line by line.
+  let pending = '';
   const show = chunk => {
-    // The runner hides masked values and turns workflow commands into annotations; show them plainly.
-    for (const line of String(chunk).split('\n')) {
-      if (line === '' || line.startsWith('::add-mask::')) continue;
-      console.log(`  | ${line.replaceAll(key, '***').replace(/%0A/g, '\n  | ')}`);
+    const lines = (pending + String(chunk)).split('\n');
+    pending = lines.pop();
+    for (const line of lines) {
+      const shown = workflowLine(line.replaceAll(key, '***'));
+      if (shown !== undefined) console.log(`  | ${shown.replace(/\n/g, '\n  | ')}`);
     }
   };
   child.stdout.on('data', show);
   child.stderr.on('data', show);
   const code = await new Promise(resolveCode => child.on('close', resolveCode));
+  if (pending !== '') show('\n');
   return { code, outputs: parseCommandFile(readFileSync(env.GITHUB_OUTPUT, 'utf8')) };
 }
 

@@ -39,6 +39,9 @@ describe('npm run demo', () => {
     expect(await demo.ended).toBe(0);
     const id = runIdOf(demo.output());
     expect(outputValue(demo.output(), 'transcript-file')).not.toBe('');
+    // The action's workflow commands shown as `agent-run action` shows them, never raw (issue 35).
+    expect(demo.output()).toContain('  | ▸ $ git log --oneline -1 (exit code 0)');
+    expect(demo.output()).not.toMatch(/::(end)?group::/);
     expect(existsSync(join('/tmp', `agent-run-${id}`))).toBe(false);
     expect(readdirSync(tmp)).toEqual([]);
   }, 120_000);

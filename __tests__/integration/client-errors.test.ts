@@ -71,8 +71,19 @@ describe('client errors', () => {
     // An unknown run on the right base URL keeps its own advice.
     const right = client(contract.url);
     const missing = await right.client.getRun('no-such-run').catch((e: unknown) => e);
+    // An unknown run or artifact is advised about as such: nothing of environments (issue 35).
     right.client.close();
-    expect((missing as Error).message).toContain('check the run id');
+    const served = await new ContractServer({ apiKey: KEY, conversation: true }).start();
+    servers.push(served);
+    const files = client(served.url);
+    const artifact = await files.client.getArtifact('no-such-artifact').catch((e: unknown) => e);
+    files.client.close();
+    expect((missing as Error).message).toContain(
+      '404 from GET /api/v1/agent/runs/no-such-run: not found; check the run id and that the key belongs to its team'
+    );
+    expect((missing as Error).message).not.toContain('environment');
+    expect((artifact as Error).message).toContain('not found; check the artifact id');
+    expect((artifact as Error).message).not.toContain('environment');
   });
 
   it('names where the key came from when the service rejects it', async () => {

@@ -622,8 +622,12 @@ function commandFailed(command, exitCode, signal) {
     return failed('command_failed', `command \`${command}\` ${how}`);
 }
 /** One of the environment's setup commands exited non-zero. */
-function setupFailed(command, exitCode) {
-    return failed('setup_failed', `setup command \`${command}\` exited with code ${exitCode}`);
+function setupFailed(command, exitCode, mode = 'normal') {
+    // A plan run's setup is not read-only (only its agent's turn is): the message says which it was.
+    const plan = mode === 'plan'
+        ? ' in a plan-mode run (setup runs with the workspace writable; only the agent is read-only)'
+        : '';
+    return failed('setup_failed', `setup command \`${command}\` exited with code ${exitCode}${plan}`);
 }
 /** The run's environment was removed from the configuration while the run waited. */
 function environmentGone(environmentId) {
@@ -804,7 +808,12 @@ const commandAgent = agentKind({
         if (mode === 'arg' && !command.some(arg => arg.includes('{prompt}')))
             args.push(context.prompt);
         const [program, ...rest] = args;
-        const env = { AGENT_RUN_ID: context.runId, ...runVariables(process.env, context.env) };
+        // AGENT_MODE: `plan` in a plan-mode turn (answer with a plan, change nothing), else `normal`.
+        const env = {
+            AGENT_RUN_ID: context.runId,
+            ...runVariables(process.env, context.env),
+            AGENT_MODE: context.mode ?? 'normal'
+        };
         const streams = {
             stdout: new StreamRecorder('stdout', context),
             stderr: new StreamRecorder('stderr', context)
@@ -12578,13 +12587,37 @@ class SqlRunStore extends SqlAccountStore {
         return this.d.onEvent(listener);
     }
     // what a run produced
-    async addArtifact(artifact, data) {
+    async addArtifact(artifact, data, renamed = []) {
         const { run_id, team, artifact_type, created_at, ...file } = artifact;
+        const entry = JSON.stringify(listEntryOf(artifact, data));
         await this.d.batch([
             sql(`INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
            description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, artifact.artifact_uid, run_id, team, artifact_type, file.filepath, file.filename, file.mime_type, file.size, file.description ?? null, created_at, data),
-            sql(`UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`, JSON.stringify(listEntryOf(artifact, data)), run_id)
+            ...(renamed.length > 0
+                ? await this.renames(run_id, renamed, entry)
+                : [
+                    sql(`UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`, entry, run_id)
+                ])
         ]);
+    }
+    async renameArtifacts(runId, renamed) {
+        if (renamed.length > 0)
+            await this.d.batch(await this.renames(runId, renamed));
+    }
+    /**
+     * The statements that rename a run's artifacts, in their table and on the record's list (then
+     * with `appended` added). The list is rewritten whole: only the worker that holds the run changes
+     * it, so the list read here is the one the batch replaces.
+     */
+    async renames(runId, renamed, appended) {
+        const [row] = await this.d.all(sql('SELECT artifacts FROM runs WHERE run_id = ?', runId));
+        const list = parseList(row?.artifacts).map(item => renamedEntry(item, renamed));
+        if (appended !== undefined)
+            list.push(JSON.parse(appended));
+        return [
+            ...renamed.map(rename => sql('UPDATE artifacts SET filename = ?, filepath = ? WHERE artifact_uid = ? AND run_id = ?', rename.filename, rename.filename, rename.artifact_uid, runId)),
+            sql('UPDATE runs SET artifacts = ? WHERE run_id = ?', JSON.stringify(list), runId)
+        ];
     }
     async getArtifact(team, uid) {
         const [row] = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = ? AND team = ?`, uid, team));
@@ -12620,6 +12653,26 @@ class SqlRunStore extends SqlAccountStore {
     close() {
         return this.d.close();
     }
+}
+/** The run record's artifacts column as a list (an empty or unreadable one as none). */
+function parseList(value) {
+    if (typeof value !== 'string')
+        return [];
+    try {
+        const list = JSON.parse(value);
+        return Array.isArray(list) ? list : [];
+    }
+    catch {
+        return [];
+    }
+}
+/** A record's artifact entry under its new name when `renamed` names it. */
+function renamedEntry(item, renamed) {
+    if (item === null || typeof item !== 'object')
+        return item;
+    const entry = item;
+    const rename = renamed.find(r => r.artifact_uid === entry.artifact_uid);
+    return rename ? { ...entry, filename: rename.filename, filepath: rename.filename } : item;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/postgres.ts
@@ -13704,13 +13757,15 @@ function parseUsage(data) {
  * the limit it is only counted, and the run fails saying its size).
  */
 async function collectPatch({ store, run, maxPatchBytes, record }, workspace) {
-    if (!workspace.changed)
-        return undefined;
-    const { bytes, size } = await workspace.patch(maxPatchBytes);
-    if (size === 0)
-        return undefined;
-    if (size > maxPatchBytes)
-        return patchTooLarge(size, maxPatchBytes);
+    const renamed = await earlierPatches(store, run);
+    // No changes since the start commit (a later turn undid them): no `changes.patch` is right.
+    const { bytes, size } = workspace.changed
+        ? await workspace.patch(maxPatchBytes)
+        : { bytes: Buffer.alloc(0), size: 0 };
+    if (size === 0 || size > maxPatchBytes) {
+        await store.renameArtifacts(run.run_id, renamed);
+        return size === 0 ? undefined : patchTooLarge(size, maxPatchBytes);
+    }
     const uid = (0,external_node_crypto_.randomUUID)();
     await store.addArtifact({
         artifact_uid: uid,
@@ -13721,11 +13776,33 @@ async function collectPatch({ store, run, maxPatchBytes, record }, workspace) {
         filename: PATCH_NAME,
         mime_type: 'text/x-diff',
         size,
-        description: 'The changes of the run: `git apply changes.patch` in a checkout of the source',
+        description: 'Every change of the run since its start commit: `git apply changes.patch` in a checkout of the source',
         created_at: new Date().toISOString()
-    }, bytes);
+    }, bytes, renamed);
     await record('artifact', { artifact_uid: uid, filename: PATCH_NAME, mime_type: 'text/x-diff', size });
     return undefined;
+}
+/**
+ * The run's earlier `changes.patch` (a run continued by follow-ups makes one each time it ends),
+ * each renamed `changes-turn-N.patch` after the last turn it covered (the `turn` event before its
+ * `artifact` event; turn 1 when none): the run keeps one `changes.patch`, always the newest, which
+ * covers everything since the start commit.
+ */
+async function earlierPatches(store, run) {
+    const earlier = (await store.listArtifacts(run.team, run.run_id)).filter(artifact => artifact.artifact_type === 'FILE' && artifact.filename === PATCH_NAME);
+    if (earlier.length === 0)
+        return [];
+    const events = await store.listEvents(run.run_id, { kinds: ['turn', 'artifact'] });
+    return earlier.map(artifact => {
+        let turn = 1;
+        for (const event of events) {
+            if (event.kind === 'turn' && typeof event.turn === 'number')
+                turn = event.turn;
+            if (event.kind === 'artifact' && event.artifact_uid === artifact.artifact_uid)
+                break;
+        }
+        return { artifact_uid: artifact.artifact_uid, filename: `changes-turn-${turn}.patch` };
+    });
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/plan-artifact.ts
@@ -14190,9 +14267,19 @@ class RunSandbox {
     cgroup;
     cgroupMade = false;
     wrapped = false;
+    readOnlyWorkspace;
     constructor(options, proxy) {
         this.options = options;
         this.proxy = proxy;
+        this.readOnlyWorkspace = options.readOnlyWorkspace === true;
+    }
+    /**
+     * Binds the workspace read-only for every process started from now on: a plan-mode turn's agent,
+     * after the environment's setup wrote what it needed (each setup command's processes ended with
+     * its own sandbox, so none of them keeps a writable view).
+     */
+    protectWorkspace() {
+        this.readOnlyWorkspace = true;
     }
     /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
     static async create(options) {
@@ -14253,7 +14340,7 @@ class RunSandbox {
             files,
             user: this.options.user,
             home: this.options.home,
-            readOnlyWorkspace: this.options.readOnlyWorkspace
+            readOnlyWorkspace: this.readOnlyWorkspace
         });
         const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
         const user = this.options.user;
@@ -14560,8 +14647,11 @@ function watchQuota(measure, limits, controller, note, onError) {
     }, QUOTA_CHECK_MS);
     return () => clearInterval(timer);
 }
-/** The environment's setup commands, in order; the first that exits non-zero fails the run. */
-async function setup(environment, processes, env, signal, record) {
+/**
+ * The environment's setup commands, in order, with the workspace writable whatever the turn's mode;
+ * the first that exits non-zero fails the run.
+ */
+async function setup(environment, processes, env, signal, record, mode) {
     for (const command of environment.setup) {
         if (signal.aborted)
             break;
@@ -14573,7 +14663,7 @@ async function setup(environment, processes, env, signal, record) {
             duration_ms: result.durationMs
         });
         if (result.exitCode !== 0)
-            return setupFailed(command, result.exitCode);
+            return setupFailed(command, result.exitCode, mode);
     }
     return succeeded();
 }
@@ -14654,8 +14744,7 @@ async function runSteps(options, turn) {
             read: workspace.borrowed,
             write: [outputs.dir],
             user,
-            home,
-            readOnlyWorkspace: turn.mode === 'plan'
+            home
         }, { signal: controller.signal, cwd: workspace.path });
         ran.sandbox = confined.sandbox;
         for (const message of confined.warnings)
@@ -14683,11 +14772,15 @@ async function runSteps(options, turn) {
             });
         const setupEnded = turn.continuing || layer?.cached
             ? succeeded()
-            : await setup(environment, confined.processes, env, controller.signal, record);
+            : await setup(environment, confined.processes, env, controller.signal, record, turn.mode);
         if (layer && !layer.cached)
             await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
         if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted)
             return { ...ran, ended: setupEnded };
+        // A plan turn's agent reads the workspace and changes nothing: from here on every process of the
+        // run sees it read-only. The setup before it wrote as in any run (its writes are the environment).
+        if (turn.mode === 'plan')
+            sandbox?.protectWorkspace();
         const agent = agentKindOf(environment.agent.kind);
         if (!agent)
             throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);

@@ -582,7 +582,8 @@ function readCreate(
     try {
       const tag = fenceTag();
       const rendered = renderPrompt(prompt, event, tag);
-      prompt = rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event, tag)}` : '');
+      prompt =
+        rendered.prompt + (withContext && event.repo ? `\n${contextBlock(event, tag, rendered.fenced)}` : '');
       notes.push(...rendered.notes);
     } catch (error) {
       if (!(error instanceof PlaceholderError)) throw error;

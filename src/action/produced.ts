@@ -65,6 +65,17 @@ export function isPatchArtifact(artifact: Artifact): boolean {
   return mime === 'text/x-diff' || mime === 'text/x-patch' || /\.(patch|diff)$/.test(name);
 }
 
+/**
+ * The run's current patch: the artifact named `changes.patch` (a run continued by follow-ups names
+ * its earlier ones by turn), else the last patch listed (the newest: a service that keeps one per
+ * turn under the same name lists the latest last).
+ */
+export function currentPatch(artifacts: Artifact[]): Artifact | undefined {
+  const patches = artifacts.filter(isPatchArtifact);
+  const named = patches.filter(artifact => String(artifact.data.filename ?? '') === 'changes.patch');
+  return named.at(-1) ?? patches.at(-1);
+}
+
 /** The folder under RUNNER_TEMP that holds this run's files. */
 function runFolder(runId: string): string {
   const dir = join(process.env.RUNNER_TEMP || tmpdir(), `agent-run-${runId.replace(/[^\w.-]/g, '_')}`);
@@ -122,7 +133,7 @@ export async function collectProduced(
     produced.transcriptFile = file;
   }
 
-  const patch = produced.artifacts.find(isPatchArtifact);
+  const patch = currentPatch(produced.artifacts);
   const uid = patch?.data.artifact_uid;
   if (typeof uid === 'string' && uid !== '') {
     try {

@@ -62,7 +62,7 @@ const ADVICE: Record<number, string> = {
   400: 'the server rejected the request as malformed',
   401: 'the API key was rejected; check the api-key secret',
   403: 'the API key is not allowed to do this; check its team and plan',
-  404: 'not found; check the run id, the environment id and that the key belongs to the right team',
+  404: 'not found; check the ids in the request and that the key belongs to the right team',
   409: 'the request conflicts with the current state of the run',
   413: 'the request body is too large; shorten the prompt or config',
   415: 'the server expects a JSON body',
@@ -96,6 +96,7 @@ export function errorFromResponse(
   let advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
   if (status === 401 && context.keyName)
     advice = `the ${context.token ? 'token' : 'API key'} was rejected; check ${context.keyName}`;
+  if (status === 404) advice = notFoundAdvice(request, errorCode) ?? advice;
   // No such route at all (our executor says route_not_found; other servers answer a bare 404 page):
   // the run id is not the problem, the base URL is.
   if (status === 404 && (errorCode === 'route_not_found' || (problem === undefined && context.apiRoot))) {
@@ -107,6 +108,20 @@ export function errorFromResponse(
   if (requestId) message += ` [request id ${requestId}]`;
   const Class = classFor(status);
   return new Class(message, { request, status, errorCode, detail, requestId, problem });
+}
+
+/** What a 404 asks to check, by what was asked for: a run, an environment, an artifact, a schedule. */
+function notFoundAdvice(request: string, errorCode: string | undefined): string | undefined {
+  const path = request.split(' ')[1] ?? '';
+  const team = 'and that the key belongs to its team';
+  if (errorCode === 'environment_not_found' || /\/agent\/run$/.test(path))
+    return `not found; check the environment id (agent-run environments lists them) ${team}`;
+  if (errorCode === 'artifact_not_found' || path.includes('/agent/artifacts/'))
+    return `not found; check the artifact id ${team}`;
+  if (path.includes('/agent/schedules/')) return `not found; check the schedule id ${team}`;
+  if (errorCode === 'not_found' || path.includes('/agent/runs/'))
+    return `not found; check the run id ${team}`;
+  return undefined;
 }
 
 function parseProblem(body: string): Problem | undefined {

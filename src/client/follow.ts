@@ -25,6 +25,14 @@ export interface FollowOptions {
   onNotice?: (message: string) => void;
   /** Ends every read, held or not, when it aborts: the caller's deadline for the whole follow. */
   signal?: AbortSignal;
+  /** Shows only what comes after this point (RunFollower.position): a new turn without the earlier ones. */
+  from?: FollowPosition;
+}
+
+/** A point in a run's progress: its last transcript event, and how many conversation items it had. */
+export interface FollowPosition {
+  seq: number;
+  conversationItems: number;
 }
 
 type Mode = 'unknown' | 'held' | 'transcript' | 'conversation' | 'none';
@@ -46,7 +54,42 @@ export class RunFollower {
     private readonly client: AgentRunClient,
     private readonly runId: string,
     private readonly options: FollowOptions
-  ) {}
+  ) {
+    this.lastSeq = options.from?.seq ?? 0;
+    this.shownConversationItems = options.from?.conversationItems ?? 0;
+  }
+
+  /**
+   * Where the run's progress is now (taken before a follow-up is sent, a follower from here shows
+   * only the new turn): the seq of its last transcript event, read page after page, or the count
+   * of its conversation's items where there is no transcript; zero where there is neither.
+   */
+  static async position(
+    client: AgentRunClient,
+    runId: string,
+    options: { signal?: AbortSignal } = {}
+  ): Promise<FollowPosition> {
+    const at: FollowPosition = { seq: 0, conversationItems: 0 };
+    try {
+      let read = await client.getTranscript(runId, { limit: 1000, signal: options.signal });
+      for (let pages = 1; read; pages++) {
+        const { events, has_more: more, next_after: next } = read.transcript;
+        at.seq = Math.max(at.seq, next ?? 0, ...events.map(event => event.seq));
+        if (!more || events.length === 0 || pages >= MAX_PAGES) return at;
+        read = await client.getTranscript(runId, { after: at.seq, limit: 1000, signal: options.signal });
+      }
+    } catch (error) {
+      if (!isUnsupported(error)) throw error;
+    }
+    try {
+      at.conversationItems = itemsFromConversation(
+        await client.getConversation(runId, { signal: options.signal })
+      ).length;
+    } catch (error) {
+      if (!isUnsupported(error)) throw error;
+    }
+    return at;
+  }
 
   /** Makes the first read; when the server holds reads, keeps long-polling in the background. */
   start(): void {

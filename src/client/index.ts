@@ -10,4 +10,4 @@ export type { CallOptions, PollOptions, PollResult, RunPoller } from './poll.js'
 export { type WaitOptions, type WaitResult, waitForRun } from './wait.js';
 export * from './run-readers.js';
 export * from './result.js';
-export { type FollowOptions, RunFollower } from './follow.js';
+export { type FollowOptions, type FollowPosition, RunFollower } from './follow.js';

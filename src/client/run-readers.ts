@@ -135,13 +135,19 @@ export type ProgressItem =
   | { type: 'output'; text: string }
   | { type: 'file'; path: string; change: string }
   | { type: 'state'; state: string; message?: string }
-  | { type: 'event'; text: string };
+  | {
+      type: 'event';
+      text: string;
+      /** The event begins a later turn of the run (a `turn` event). */ turn?: true;
+    };
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /**
- * What has been shown of a run, so each fact is shown once: the final answer when a message
- * already said it, and a file change the diff repeats after the file's own event.
+ * What has been shown of a turn of a run, so each fact is shown once: the final answer when a
+ * message already said it, and a file change the diff repeats after the file's own event. A new
+ * turn (a `turn` event, a user's message in a conversation) starts afresh: its answer and the
+ * files it changed are shown even when an earlier turn showed the same.
  */
 export class SeenItems {
   private readonly texts = new Set<string>();
@@ -150,6 +156,10 @@ export class SeenItems {
   /** The items not shown before, remembering them. */
   fresh(items: ProgressItem[]): ProgressItem[] {
     return items.filter(item => {
+      if ((item.type === 'event' && item.turn) || (item.type === 'text' && item.role === 'user')) {
+        this.texts.clear();
+        this.files.clear();
+      }
       if (item.type === 'text' && item.role === 'assistant') {
         const text = item.text.trim();
         if (item.final && this.texts.has(text)) return false;
@@ -258,7 +268,8 @@ function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
       case 'turn':
         items.push({
           type: 'event',
-          text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`
+          text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`,
+          turn: true
         });
         break;
       case 'agent_session':

@@ -79,9 +79,16 @@ function git(cwd: string, args: string[]): string | undefined {
   }
 }
 
-/** OWNER/NAME from a remote URL: https://github.com/o/n(.git), git@github.com:o/n.git, ssh://…/o/n. */
+/**
+ * OWNER/NAME from a GitHub remote URL: https://github.com/o/n(.git), git@github.com:o/n.git,
+ * ssh://git@github.com/o/n; any other remote (a local path, file://, another host) names no
+ * GitHub repository: undefined.
+ */
 export function repositoryOfRemote(url: string): string | undefined {
-  const match = /[:/]([^/:]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url.trim());
+  const match =
+    /^(?:(?:https?|ssh|git):\/\/(?:[^@/]+@)?github\.com(?::\d+)?\/|[\w.-]+@github\.com:)([\w.-]+)\/([\w.-]+?)(?:\.git)?\/?$/i.exec(
+      url.trim()
+    );
   return match ? `${match[1]}/${match[2]}` : undefined;
 }
 

@@ -4,6 +4,7 @@
 
 import { EXIT, EXIT_CODES_HELP, usage } from '../exit.js';
 import { type Command, clientFor, durationOption, modeOption, onBlockedOption, parse } from './common.js';
+import { RunFollower } from '../../client/index.js';
 import { watchRun } from './watch.js';
 
 export const followupCommand: Command = {
@@ -13,7 +14,8 @@ export const followupCommand: Command = {
 
 Sends MESSAGE ("-" reads standard input) to the run as its next user message: the same run goes on
 (a run that ended is queued again, in the same workspace). Prints the run's id and new state, or
-with --wait follows the turn to its end and prints the agent's answer, as \`wait\` does.
+with --wait follows the new turn to its end (its progress only, not the earlier turns') and prints
+the agent's answer, as \`wait\` does.
 
 Options:
   --mode normal|plan     plan: the agent answers with a plan and changes nothing (default: normal)
@@ -48,6 +50,8 @@ ${EXIT_CODES_HELP}`,
     const onBlocked = onBlockedOption(values['on-blocked']);
     const client = clientFor(values, context);
     try {
+      // Where the run's progress is before the message: --wait shows the new turn only.
+      const from = values.wait ? await RunFollower.position(client, runId) : undefined;
       const answer = await client.submitFollowup(runId, { message, ...(mode ? { mode } : {}) });
       context.terminal.note(`Sent a follow-up to run ${answer.run_id}${mode ? ` (mode ${mode})` : ''}.`);
       if (!values.wait) {
@@ -59,7 +63,8 @@ ${EXIT_CODES_HELP}`,
         timeoutMs,
         onBlocked,
         json: values.json === true,
-        onInterrupt: 'leave'
+        onInterrupt: 'leave',
+        from
       });
     } finally {
       client.close();

@@ -103,12 +103,20 @@ Example:
       }
       if (values.download === undefined) return EXIT.ok;
       mkdirSync(values.download, { recursive: true });
+      // Two artifacts of one name (a service that keeps a patch per turn): the newest, listed last,
+      // keeps the name; earlier ones get a number.
+      const names = artifacts.map(a =>
+        safeName(a.data.filename ?? a.data.filepath ?? a.data.artifact_uid ?? '')
+      );
       const taken = new Set<string>();
-      for (const artifact of artifacts) {
+      const saved = new Map<number, string>();
+      for (let i = artifacts.length - 1; i >= 0; i--)
+        if (artifacts[i]!.data.artifact_uid) saved.set(i, uniqueName(names[i]!, taken));
+      for (const [i, artifact] of artifacts.entries()) {
         const uid = artifact.data.artifact_uid;
         if (!uid) continue;
         const file = await client.downloadArtifact(uid);
-        const name = uniqueName(safeName(artifact.data.filename ?? artifact.data.filepath ?? uid), taken);
+        const name = saved.get(i)!;
         const path = join(values.download, name);
         writeFileSync(path, file.bytes);
         terminal.note(`Saved ${artifact.artifact_type} ${uid} to ${path} (${file.bytes.length} bytes).`);

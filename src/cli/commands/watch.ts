@@ -7,6 +7,7 @@
 import {
   AbortError,
   type AgentRunClient,
+  type FollowPosition,
   type Run,
   RunFollower,
   type SchemaCheck,
@@ -30,6 +31,8 @@ export interface WatchOptions {
   live?: boolean;
   /** On Ctrl-C: cancel the run (`run`, which created it) or leave it running (`wait`, which only watches). */
   onInterrupt: 'cancel' | 'leave';
+  /** Show only the progress after this point (`followup --wait`: the new turn, not the earlier ones). */
+  from?: FollowPosition;
 }
 
 export async function watchRun(
@@ -49,7 +52,8 @@ export async function watchRun(
       if (options.live === false) return;
       for (const line of terminal.renderItems(items, true)) terminal.note(line);
     },
-    onNotice: message => terminal.note(message)
+    onNotice: message => terminal.note(message),
+    from: options.from
   });
   follower.start();
   let run: Run | undefined;

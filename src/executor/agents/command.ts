@@ -105,7 +105,12 @@ export const commandAgent = agentKind<CommandAgentConfig>({
     const args = command.map(arg => (mode === 'arg' ? arg.replaceAll('{prompt}', context.prompt) : arg));
     if (mode === 'arg' && !command.some(arg => arg.includes('{prompt}'))) args.push(context.prompt);
     const [program, ...rest] = args;
-    const env = { AGENT_RUN_ID: context.runId, ...runVariables(process.env, context.env) };
+    // AGENT_MODE: `plan` in a plan-mode turn (answer with a plan, change nothing), else `normal`.
+    const env = {
+      AGENT_RUN_ID: context.runId,
+      ...runVariables(process.env, context.env),
+      AGENT_MODE: context.mode ?? 'normal'
+    };
 
     const streams = {
       stdout: new StreamRecorder('stdout', context),

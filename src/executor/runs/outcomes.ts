@@ -78,8 +78,17 @@ export function commandFailed(command: string, exitCode: number | null, signal: 
 }
 
 /** One of the environment's setup commands exited non-zero. */
-export function setupFailed(command: string, exitCode: number | null): AgentOutcome {
-  return failed('setup_failed', `setup command \`${command}\` exited with code ${exitCode}`);
+export function setupFailed(
+  command: string,
+  exitCode: number | null,
+  mode: 'normal' | 'plan' = 'normal'
+): AgentOutcome {
+  // A plan run's setup is not read-only (only its agent's turn is): the message says which it was.
+  const plan =
+    mode === 'plan'
+      ? ' in a plan-mode run (setup runs with the workspace writable; only the agent is read-only)'
+      : '';
+  return failed('setup_failed', `setup command \`${command}\` exited with code ${exitCode}${plan}`);
 }
 
 /** The run's environment was removed from the configuration while the run waited. */

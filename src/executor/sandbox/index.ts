@@ -33,7 +33,7 @@ export interface RunSandboxOptions {
   user?: RunUser;
   /** The run's own HOME on the host (shown as HOME inside, kept between its processes); else a tmpfs. */
   home?: string;
-  /** The workspace read-only: a plan-mode turn may read it, not change it. */
+  /** The workspace read-only from the first process (RunSandbox.protectWorkspace makes it so later). */
   readOnlyWorkspace?: boolean;
 }
 
@@ -52,11 +52,23 @@ export class RunSandbox implements Confinement {
   private cgroup?: RunCgroup;
   private cgroupMade = false;
   private wrapped = false;
+  private readOnlyWorkspace: boolean;
 
   private constructor(
     private readonly options: RunSandboxOptions,
     private readonly proxy: ProxyHandle | undefined
-  ) {}
+  ) {
+    this.readOnlyWorkspace = options.readOnlyWorkspace === true;
+  }
+
+  /**
+   * Binds the workspace read-only for every process started from now on: a plan-mode turn's agent,
+   * after the environment's setup wrote what it needed (each setup command's processes ended with
+   * its own sandbox, so none of them keeps a writable view).
+   */
+  protectWorkspace(): void {
+    this.readOnlyWorkspace = true;
+  }
 
   /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
   static async create(options: RunSandboxOptions): Promise<RunSandbox> {
@@ -117,7 +129,7 @@ export class RunSandbox implements Confinement {
       files,
       user: this.options.user,
       home: this.options.home,
-      readOnlyWorkspace: this.options.readOnlyWorkspace
+      readOnlyWorkspace: this.readOnlyWorkspace
     });
     const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
     const user = this.options.user;

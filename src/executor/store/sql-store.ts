@@ -24,6 +24,7 @@ import type {
   Outcome,
   RunChange,
   RunStore,
+  ArtifactRename,
   StoredArtifact,
   StoredRun,
   TranscriptEvent
@@ -474,8 +475,9 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
 
   // what a run produced
 
-  async addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void> {
+  async addArtifact(artifact: StoredArtifact, data: Buffer, renamed: ArtifactRename[] = []): Promise<void> {
     const { run_id, team, artifact_type, created_at, ...file } = artifact;
+    const entry = JSON.stringify(listEntryOf(artifact, data));
     await this.d.batch([
       sql(
         `INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
@@ -492,12 +494,45 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
         created_at,
         data
       ),
-      sql(
-        `UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`,
-        JSON.stringify(listEntryOf(artifact, data)),
-        run_id
-      )
+      ...(renamed.length > 0
+        ? await this.renames(run_id, renamed, entry)
+        : [
+            sql(
+              `UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`,
+              entry,
+              run_id
+            )
+          ])
     ]);
+  }
+
+  async renameArtifacts(runId: string, renamed: ArtifactRename[]): Promise<void> {
+    if (renamed.length > 0) await this.d.batch(await this.renames(runId, renamed));
+  }
+
+  /**
+   * The statements that rename a run's artifacts, in their table and on the record's list (then
+   * with `appended` added). The list is rewritten whole: only the worker that holds the run changes
+   * it, so the list read here is the one the batch replaces.
+   */
+  private async renames(runId: string, renamed: ArtifactRename[], appended?: string): Promise<Statement[]> {
+    const [row] = await this.d.all<{ artifacts: unknown }>(
+      sql('SELECT artifacts FROM runs WHERE run_id = ?', runId)
+    );
+    const list = parseList(row?.artifacts).map(item => renamedEntry(item, renamed));
+    if (appended !== undefined) list.push(JSON.parse(appended) as unknown);
+    return [
+      ...renamed.map(rename =>
+        sql(
+          'UPDATE artifacts SET filename = ?, filepath = ? WHERE artifact_uid = ? AND run_id = ?',
+          rename.filename,
+          rename.filename,
+          rename.artifact_uid,
+          runId
+        )
+      ),
+      sql('UPDATE runs SET artifacts = ? WHERE run_id = ?', JSON.stringify(list), runId)
+    ];
   }
 
   async getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined> {
@@ -552,4 +587,23 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   close(): Promise<void> {
     return this.d.close();
   }
+}
+
+/** The run record's artifacts column as a list (an empty or unreadable one as none). */
+function parseList(value: unknown): unknown[] {
+  if (typeof value !== 'string') return [];
+  try {
+    const list: unknown = JSON.parse(value);
+    return Array.isArray(list) ? list : [];
+  } catch {
+    return [];
+  }
+}
+
+/** A record's artifact entry under its new name when `renamed` names it. */
+function renamedEntry(item: unknown, renamed: ArtifactRename[]): unknown {
+  if (item === null || typeof item !== 'object') return item;
+  const entry = item as Record<string, unknown>;
+  const rename = renamed.find(r => r.artifact_uid === entry.artifact_uid);
+  return rename ? { ...entry, filename: rename.filename, filepath: rename.filename } : item;
 }

@@ -68,6 +68,12 @@ export interface FileArtifact {
   created_at: string;
 }
 
+/** A new file name for one of a run's artifacts (an earlier turn's `changes.patch`). */
+export interface ArtifactRename {
+  artifact_uid: string;
+  filename: string;
+}
+
 /** A stored artifact: its description, its run and team, and (when asked for) its bytes. */
 export interface StoredArtifact extends FileArtifact {
   run_id: string;
@@ -375,8 +381,13 @@ export interface RunStore {
   onEvent(listener: (runId: string, seq: number) => void): () => void;
 
   // what a run produced
-  /** Stores a file artifact's bytes and lists it on the run's record. */
-  addArtifact(artifact: StoredArtifact, data: Buffer): Promise<void>;
+  /**
+   * Stores a file artifact's bytes and lists it on the run's record; in the same transaction, gives
+   * the run's artifacts named in `renamed` their new file name (and path), on the record too.
+   */
+  addArtifact(artifact: StoredArtifact, data: Buffer, renamed?: ArtifactRename[]): Promise<void>;
+  /** Gives the run's artifacts named in `renamed` their new file name (and path), on the record too. */
+  renameArtifacts(runId: string, renamed: ArtifactRename[]): Promise<void>;
   /** A team's artifact; undefined for unknown ones and other teams'. */
   getArtifact(team: string, uid: string): Promise<StoredArtifact | undefined>;
   /** An artifact's bytes, for its signed download link (the signature already proves access). */
@@ -438,7 +449,7 @@ export type TranscriptStore = Pick<RunStore, 'appendEvent' | 'listEvents' | 'cou
 /** What a run produced: its artifacts and its request usage. */
 export type ArtifactStore = Pick<
   RunStore,
-  'addArtifact' | 'getArtifact' | 'readArtifact' | 'listArtifacts' | 'setRequestUsage'
+  'addArtifact' | 'renameArtifacts' | 'getArtifact' | 'readArtifact' | 'listArtifacts' | 'setRequestUsage'
 >;
 /** Hearing every change of a run, by any writer of the store. */
 export type RunChangeFeed = Pick<RunStore, 'onChange'>;

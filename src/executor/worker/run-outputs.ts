@@ -12,7 +12,7 @@ import { lchownSync, mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
 import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
-import type { TranscriptStore, ArtifactStore, StoredRun } from '../store/types.js';
+import type { ArtifactRename, ArtifactStore, StoredRun, TranscriptStore } from '../store/types.js';
 import { removeTree } from '../workspace/remove.js';
 
 /** A command agent's answer when it writes no result file: the end of its standard output. */
@@ -217,10 +217,15 @@ async function collectPatch(
   { store, run, maxPatchBytes, record }: CollectOptions,
   workspace: NonNullable<CollectOptions['workspace']>
 ): Promise<AgentOutcome | undefined> {
-  if (!workspace.changed) return undefined;
-  const { bytes, size } = await workspace.patch(maxPatchBytes);
-  if (size === 0) return undefined;
-  if (size > maxPatchBytes) return patchTooLarge(size, maxPatchBytes);
+  const renamed = await earlierPatches(store, run);
+  // No changes since the start commit (a later turn undid them): no `changes.patch` is right.
+  const { bytes, size } = workspace.changed
+    ? await workspace.patch(maxPatchBytes)
+    : { bytes: Buffer.alloc(0), size: 0 };
+  if (size === 0 || size > maxPatchBytes) {
+    await store.renameArtifacts(run.run_id, renamed);
+    return size === 0 ? undefined : patchTooLarge(size, maxPatchBytes);
+  }
   const uid = randomUUID();
   await store.addArtifact(
     {
@@ -232,11 +237,35 @@ async function collectPatch(
       filename: PATCH_NAME,
       mime_type: 'text/x-diff',
       size,
-      description: 'The changes of the run: `git apply changes.patch` in a checkout of the source',
+      description:
+        'Every change of the run since its start commit: `git apply changes.patch` in a checkout of the source',
       created_at: new Date().toISOString()
     },
-    bytes
+    bytes,
+    renamed
   );
   await record('artifact', { artifact_uid: uid, filename: PATCH_NAME, mime_type: 'text/x-diff', size });
   return undefined;
+}
+
+/**
+ * The run's earlier `changes.patch` (a run continued by follow-ups makes one each time it ends),
+ * each renamed `changes-turn-N.patch` after the last turn it covered (the `turn` event before its
+ * `artifact` event; turn 1 when none): the run keeps one `changes.patch`, always the newest, which
+ * covers everything since the start commit.
+ */
+async function earlierPatches(store: TranscriptStore & ArtifactStore, run: StoredRun): Promise<ArtifactRename[]> {
+  const earlier = (await store.listArtifacts(run.team, run.run_id)).filter(
+    artifact => artifact.artifact_type === 'FILE' && artifact.filename === PATCH_NAME
+  );
+  if (earlier.length === 0) return [];
+  const events = await store.listEvents(run.run_id, { kinds: ['turn', 'artifact'] });
+  return earlier.map(artifact => {
+    let turn = 1;
+    for (const event of events) {
+      if (event.kind === 'turn' && typeof event.turn === 'number') turn = event.turn;
+      if (event.kind === 'artifact' && event.artifact_uid === artifact.artifact_uid) break;
+    }
+    return { artifact_uid: artifact.artifact_uid, filename: `changes-turn-${turn}.patch` };
+  });
 }

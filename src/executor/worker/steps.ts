@@ -105,13 +105,17 @@ export interface QuotaNote {
   why?: string;
 }
 
-/** The environment's setup commands, in order; the first that exits non-zero fails the run. */
+/**
+ * The environment's setup commands, in order, with the workspace writable whatever the turn's mode;
+ * the first that exits non-zero fails the run.
+ */
 async function setup(
   environment: EnvironmentConfig,
   processes: Processes,
   env: Record<string, string>,
   signal: AbortSignal,
-  record: Recorder
+  record: Recorder,
+  mode: Turn['mode']
 ): Promise<AgentOutcome> {
   for (const command of environment.setup) {
     if (signal.aborted) break;
@@ -122,7 +126,7 @@ async function setup(
       output: result.output,
       duration_ms: result.durationMs
     });
-    if (result.exitCode !== 0) return setupFailed(command, result.exitCode);
+    if (result.exitCode !== 0) return setupFailed(command, result.exitCode, mode);
   }
   return succeeded();
 }
@@ -252,8 +256,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
         read: workspace.borrowed,
         write: [outputs.dir],
         user,
-        home,
-        readOnlyWorkspace: turn.mode === 'plan'
+        home
       },
       { signal: controller.signal, cwd: workspace.path }
     );
@@ -285,10 +288,13 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     const setupEnded =
       turn.continuing || layer?.cached
         ? succeeded()
-        : await setup(environment, confined.processes, env, controller.signal, record);
+        : await setup(environment, confined.processes, env, controller.signal, record, turn.mode);
     if (layer && !layer.cached)
       await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
     if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
+    // A plan turn's agent reads the workspace and changes nothing: from here on every process of the
+    // run sees it read-only. The setup before it wrote as in any run (its writes are the environment).
+    if (turn.mode === 'plan') sandbox?.protectWorkspace();
     const agent = agentKindOf(environment.agent.kind);
     if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
     const ended = await agent.run({
