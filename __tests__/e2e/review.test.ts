@@ -428,6 +428,16 @@ describe('review: inline refuses what it cannot use', () => {
     expect(github.requests).toEqual([]);
   });
 
+  it('review and fan-out together are an input error before any run', async () => {
+    const result = await review({ summary: 'x', findings: [] }, { 'fan-out': '- one\n- two' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(
+      '::error::fan-out and review: inline are both set: a step posts one review of one run; give one of them'
+    );
+    expect(result.outputs['run-id']).toBeUndefined();
+    expect(github.requests).toEqual([]);
+  });
+
   it('a bad review input names the value and the form expected', async () => {
     const result = await review(
       { summary: 'x', findings: [] },
