@@ -10,6 +10,7 @@ import { ConfigReader, show } from '../values/config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/spec.js';
 import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from '../sandbox/config.js';
 import { type PublishConfig, parsePublish } from './publish-config.js';
+import { type WebhooksConfig, parseWebhooks } from './webhooks-config.js';
 import type { LogFormat } from '../telemetry/log-format.js';
 
 export type { AgentConfig } from '../agents/index.js';
@@ -94,6 +95,8 @@ export interface ExecutorConfig {
     /** Bytes of a run's stored transcript; past it the head and the tail are kept, the middle dropped. */
     transcriptBytes: number;
   };
+  /** Signed deliveries of runs' changes to teams' endpoints (config/webhooks-config.ts). */
+  webhooks: WebhooksConfig;
   environments: EnvironmentConfig[];
 }
 
@@ -183,6 +186,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'log_format',
     'workspaces',
     'limits',
+    'webhooks',
     'environments'
   ]);
   const server = r.object(root.server, 'server');
@@ -279,6 +283,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
       transcriptBytes: transcriptLimit(r, limits.transcript)
     },
+    webhooks: parseWebhooks(root.webhooks, r),
     environments: []
   };
 

@@ -14,4 +14,6 @@ export interface ServerContext {
   limiter: RateLimiter;
   /** True once shutdown began: no new runs, /readyz answers 503. */
   draining: boolean;
+  /** Tells this node's webhook deliverer to look for due deliveries now (an endpoint made, a retry). */
+  wakeDeliveries: () => void;
 }
