@@ -347,3 +347,75 @@ describe('hostile receivers', () => {
     }
   }, 120_000);
 });
+
+describe('without webhooks.allow_private_networks', () => {
+  it('refuses loopback, private and metadata URLs on create, and a declared name that resolves to 127.0.0.1 at delivery', async () => {
+    const local = await receiver();
+    process.env.TEST_DECLARED_WEBHOOK_SECRET = 'whsec_' + Buffer.alloc(24, 7).toString('base64');
+    const strict = await startTestExecutor({
+      webhooks: {
+        retry_schedule: [],
+        endpoints: [
+          {
+            team: 'team-strict',
+            url: `http://localhost:${local.port}/declared`,
+            secret_env: 'TEST_DECLARED_WEBHOOK_SECRET',
+            events: ['run.succeeded']
+          }
+        ]
+      }
+    });
+    try {
+      const own = (await strict.key('team-strict')).raw;
+      const call = async (path: string, init: { method?: string; body?: unknown } = {}) => {
+        const response = await strict.request(path, {
+          method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+          key: own,
+          body: init.body === undefined ? undefined : JSON.stringify(init.body)
+        });
+        return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+      };
+      for (const url of [
+        local.url,
+        `http://localhost:${local.port}/hooks`,
+        'http://[::1]:9/x',
+        'http://[::ffff:127.0.0.1]:9/x',
+        'http://10.1.2.3/x',
+        'http://169.254.169.254/latest/meta-data/'
+      ]) {
+        const answer = await call('/api/v1/agent/webhooks', { body: { url } });
+        expect([url, answer.status, answer.body.error_code]).toEqual([url, 422, 'invalid_field']);
+        expect(answer.body.detail).toMatch(/not public .*allow_private_networks/);
+      }
+      // the operator's endpoint is listed, read-only
+      const [declared] = (await call('/api/v1/agent/webhooks')).body.webhooks as {
+        id: string;
+        source: string;
+      }[];
+      expect(declared).toMatchObject({ source: 'config' });
+      const removal = await call(`/api/v1/agent/webhooks/${declared!.id}`, { method: 'DELETE' });
+      expect([removal.status, removal.body.error_code]).toEqual([409, 'webhook_declared_in_config']);
+      // its name resolves to loopback when a delivery is attempted: refused, nothing sent
+      const created = await call('/api/v1/agent/runs', {
+        body: { prompt: '@sim result strict', config: { environment_id: 'local' } }
+      });
+      const id = created.body.run_id as string;
+      await waitForState({ on: strict, key: own, id });
+      const refused = await eventually(
+        async () => {
+          const listed = (await call(`/api/v1/agent/webhooks/${declared!.id}/deliveries`)).body
+            .deliveries as Delivery[];
+          return listed.find(d => d.run_id === id && d.status === 'failed');
+        },
+        { what: 'the refused delivery', timeoutMs: 30_000 }
+      );
+      expect(refused.last_error).toMatch(
+        /refused: localhost resolves only to addresses that are not public \(127\.0\.0\.1/
+      );
+      expect(local.received).toEqual([]);
+    } finally {
+      delete process.env.TEST_DECLARED_WEBHOOK_SECRET;
+      await strict.stop(500);
+    }
+  }, 120_000);
+});

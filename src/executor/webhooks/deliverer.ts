@@ -115,7 +115,7 @@ export class Deliverer {
     while (!this.stopped && this.inFlight.size < webhooks.concurrency) {
       const delivery = await this.store.webhooks.claimDelivery(
         this.owner,
-        webhooks.timeoutMs + 30_000,
+        webhooks.timeoutMs * 2 + 5_000,
         webhooks.concurrencyPerEndpoint,
         webhooks.concurrencyPerTeam
       );
