@@ -27,7 +27,7 @@ it('deliveries pending when the executor is SIGKILLed are delivered after it res
       'log_level: warn',
       'webhooks:',
       '  allow_private_networks: true',
-      `  retry_schedule: [${Array(30).fill('2s').join(', ')}]`,
+      `  retry_schedule: [${Array(20).fill('3s').join(', ')}]`,
       '  timeout: 2s'
     ].join('\n')
   );
