@@ -39407,6 +39407,16 @@ const ERROR_CODES = {
         retryable: false,
         meaning: "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
     },
+    webhook_limit_reached: {
+        status: 409,
+        retryable: false,
+        meaning: "The team has as many webhook endpoints as the executor's webhooks.max_endpoints_per_team allows; delete one to add another."
+    },
+    webhook_declared_in_config: {
+        status: 409,
+        retryable: false,
+        meaning: "The webhook endpoint was declared by the executor's operator in its configuration file: it is changed or removed there, not through the API."
+    },
     idempotency_in_progress: {
         status: 409,
         retryable: true,
@@ -39681,6 +39691,16 @@ const ROUTES = {
     deleteSchedule: { method: 'DELETE', path: '/api/v1/agent/schedules/{schedule_id}' },
     pauseSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/pause' },
     resumeSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/resume' },
+    createWebhook: { method: 'POST', path: '/api/v1/agent/webhooks' },
+    listWebhooks: { method: 'GET', path: '/api/v1/agent/webhooks' },
+    getWebhook: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}' },
+    deleteWebhook: { method: 'DELETE', path: '/api/v1/agent/webhooks/{webhook_id}' },
+    rotateWebhookSecret: { method: 'POST', path: '/api/v1/agent/webhooks/{webhook_id}/rotate' },
+    listWebhookDeliveries: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}/deliveries' },
+    retryWebhookDelivery: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry'
+    },
     listEnvironments: { method: 'GET', path: '/api/v1/agent/environments' },
     listModels: { method: 'GET', path: '/api/v1/agent/models' },
     getOpenApi: { method: 'GET', path: '/api/v1/openapi.json' },

@@ -73,7 +73,8 @@ it('deliveries pending when the executor is SIGKILLed are delivered after it res
           ? deliveries
           : undefined;
       },
-      { what: 'the three deliveries succeeded after the restart', timeoutMs: 60_000 }
+      // an attempt under way at the kill holds its lease for webhooks.timeout and a minute
+      { what: 'the three deliveries succeeded after the restart', timeoutMs: 150_000 }
     );
     expect(delivered.map(d => d.event_type).sort()).toEqual([
       'run.in_progress',
@@ -90,4 +91,4 @@ it('deliveries pending when the executor is SIGKILLed are delivered after it res
   } finally {
     await second.stop();
   }
-}, 180_000);
+}, 300_000);

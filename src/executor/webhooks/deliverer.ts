@@ -21,6 +21,12 @@ import { send } from './send.js';
 import { signatureHeader } from './sign.js';
 
 const POLL_MS = 500;
+/**
+ * A delivery's lease is the attempt's time limit and this much more, for the reads and writes
+ * around it on a loaded database: a lease that ran out while its attempt went on would send the
+ * delivery twice.
+ */
+const LEASE_MARGIN_MS = 60_000;
 const PRUNE_EVERY_MS = 3_600_000;
 /** Retry-After is honoured up to a day. */
 const MAX_RETRY_AFTER_MS = 86_400_000;
@@ -115,7 +121,7 @@ export class Deliverer {
     while (!this.stopped && this.inFlight.size < webhooks.concurrency) {
       const delivery = await this.store.webhooks.claimDelivery(
         this.owner,
-        webhooks.timeoutMs * 2 + 5_000,
+        webhooks.timeoutMs + LEASE_MARGIN_MS,
         webhooks.concurrencyPerEndpoint,
         webhooks.concurrencyPerTeam
       );
@@ -174,9 +180,11 @@ export class Deliverer {
     );
     if (this.stopped) return; // the lease runs out and another attempt is made
     const result = this.outcome(delivery, sent.status, sent.error, sent.retryAfterMs, at());
-    await webhooks.finishAttempt(delivery.id, this.owner, result);
+    // The endpoint is disabled before the delivery is recorded: whoever sees the failed delivery
+    // sees the endpoint disabled.
     if (sent.status === 410)
       await webhooks.disableWebhook(endpoint.id, result.at, 'the receiver answered 410 Gone');
+    await webhooks.finishAttempt(delivery.id, this.owner, result);
   }
 
   /** What an attempt's answer means for the delivery. */
