@@ -4,7 +4,7 @@
 // AGENT_EXECUTOR_TEST_STORE=postgres), receivers on real ports; retries run on a compressed
 // webhooks.retry_schedule. Hostile receivers (slow, huge answers, redirects, names that resolve to
 // loopback) are in the last block.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { eventually } from '../support/eventually.js';
@@ -26,8 +26,13 @@ const SETTINGS = {
 
 beforeAll(async () => {
   ex = await startTestExecutor({ workers: 2, webhooks: SETTINGS });
-  key = (await ex.key('team-hooks')).raw;
   otherKey = (await ex.key('team-other')).raw;
+});
+// Each test has a team of its own: a run of an earlier test that still ends sends nothing to this
+// test's endpoints.
+let teams = 0;
+beforeEach(async () => {
+  key = (await ex.key(`team-hooks-${++teams}`)).raw;
 });
 afterAll(async () => {
   await ex.stop(1000);
