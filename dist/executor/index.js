@@ -519,7 +519,7 @@ async function start() {
         console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(22), __nccwpck_require__.e(379)]).then(__nccwpck_require__.bind(__nccwpck_require__, 58379));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(22), __nccwpck_require__.e(373)]).then(__nccwpck_require__.bind(__nccwpck_require__, 41373));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();
