@@ -48019,6 +48019,16 @@ const ERROR_CODES = {
         retryable: false,
         meaning: "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
     },
+    webhook_limit_reached: {
+        status: 409,
+        retryable: false,
+        meaning: "The team has as many webhook endpoints as the executor's webhooks.max_endpoints_per_team allows; delete one to add another."
+    },
+    webhook_declared_in_config: {
+        status: 409,
+        retryable: false,
+        meaning: "The webhook endpoint was declared by the executor's operator in its configuration file: it is changed or removed there, not through the API."
+    },
     idempotency_in_progress: {
         status: 409,
         retryable: true,
@@ -48262,6 +48272,16 @@ const ROUTES = {
     deleteSchedule: { method: 'DELETE', path: '/api/v1/agent/schedules/{schedule_id}' },
     pauseSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/pause' },
     resumeSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/resume' },
+    createWebhook: { method: 'POST', path: '/api/v1/agent/webhooks' },
+    listWebhooks: { method: 'GET', path: '/api/v1/agent/webhooks' },
+    getWebhook: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}' },
+    deleteWebhook: { method: 'DELETE', path: '/api/v1/agent/webhooks/{webhook_id}' },
+    rotateWebhookSecret: { method: 'POST', path: '/api/v1/agent/webhooks/{webhook_id}/rotate' },
+    listWebhookDeliveries: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}/deliveries' },
+    retryWebhookDelivery: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry'
+    },
     listEnvironments: { method: 'GET', path: '/api/v1/agent/environments' },
     listModels: { method: 'GET', path: '/api/v1/agent/models' },
     getOpenApi: { method: 'GET', path: '/api/v1/openapi.json' },
@@ -49440,6 +49460,47 @@ class AgentRunClient {
     async resumeSchedule(scheduleId, options = {}) {
         return (await this.json('POST', schedulePath('resumeSchedule', scheduleId), undefined, options));
     }
+    // webhook endpoints (the executor's /agent/webhooks): signed events of the team's runs
+    async listWebhooks(options = {}) {
+        const body = await this.json('GET', apiPath('listWebhooks'), undefined, options);
+        return body.webhooks ?? [];
+    }
+    async getWebhook(webhookId, options = {}) {
+        return (await this.json('GET', webhookPath('getWebhook', webhookId), undefined, options));
+    }
+    /** The answer holds the signing secret, shown only here and on rotation. Not retried (list to find one a lost answer made). */
+    async createWebhook(body, options = {}) {
+        return (await this.json('POST', apiPath('createWebhook'), body, {
+            ...options,
+            maxRetries: 0
+        }));
+    }
+    async deleteWebhook(webhookId, options = {}) {
+        await this.json('DELETE', webhookPath('deleteWebhook', webhookId), undefined, options);
+    }
+    /** A new secret; the old one still signs during the executor's rotation grace period. Not retried. */
+    async rotateWebhookSecret(webhookId, options = {}) {
+        return (await this.json('POST', webhookPath('rotateWebhookSecret', webhookId), undefined, {
+            ...options,
+            maxRetries: 0
+        }));
+    }
+    /** The endpoint's deliveries, newest first. */
+    async listWebhookDeliveries(webhookId, options = {}) {
+        const body = await this.json('GET', webhookPath('listWebhookDeliveries', webhookId), undefined, options);
+        return body.deliveries ?? [];
+    }
+    async retryWebhookDelivery(webhookId, deliveryId, options = {}) {
+        if (typeof deliveryId !== 'string' || !isIdSegment(deliveryId.trim()))
+            throw new InvalidRequestError(`delivery id ${showValue(deliveryId)}: expected ${ID_SEGMENT_FORM}`, {
+                request: 'delivery id'
+            });
+        const path = apiPath('retryWebhookDelivery', {
+            webhook_id: webhookSegment(webhookId),
+            delivery_id: deliveryId.trim()
+        });
+        return (await this.json('POST', path, undefined, options));
+    }
     async listEnvironments(options = {}) {
         const body = await this.json('GET', apiPath('listEnvironments'), undefined, options);
         return body.environments ?? [];
@@ -49599,6 +49660,17 @@ function artifactPath(uid) {
         });
     }
     return apiPath('getArtifact', { artifact_uid: uid.trim() });
+}
+function webhookSegment(webhookId) {
+    if (typeof webhookId !== 'string' || !isIdSegment(webhookId.trim())) {
+        throw new InvalidRequestError(`webhook id ${showValue(webhookId)}: expected ${ID_SEGMENT_FORM}`, {
+            request: 'webhook id'
+        });
+    }
+    return webhookId.trim();
+}
+function webhookPath(name, webhookId) {
+    return apiPath(name, { webhook_id: webhookSegment(webhookId) });
 }
 function schedulePath(name, scheduleId) {
     if (typeof scheduleId !== 'string' || !isIdSegment(scheduleId.trim())) {

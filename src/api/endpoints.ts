@@ -37,6 +37,17 @@ import {
   ScheduleSchema,
   UpdateScheduleRequestSchema
 } from './schedules.js';
+import {
+  CreateWebhookRequestSchema,
+  DeleteWebhookResponseSchema,
+  DeliveryParamsSchema,
+  DeliverySchema,
+  ListDeliveriesResponseSchema,
+  ListWebhooksResponseSchema,
+  WebhookIdParamsSchema,
+  WebhookSchema,
+  WebhookWithSecretSchema
+} from './webhooks.js';
 
 /**
  * Who may call an endpoint: anyone (`none`), a bearer API key (`key`), the holder of a run's
@@ -321,6 +332,85 @@ export const ENDPOINTS = {
     rateLimited: true,
     params: ScheduleIdParamsSchema,
     response: { description: 'The schedule.', schema: ScheduleSchema },
+    errors: ['not_found']
+  },
+  createWebhook: {
+    method: 'POST',
+    path: '/api/v1/agent/webhooks',
+    summary: 'Add a webhook endpoint: signed events of the team’s runs are sent to it',
+    description:
+      'Events follow the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature). The answer holds the signing secret; it is shown only here and on rotation.',
+    auth: 'key',
+    rateLimited: true,
+    body: CreateWebhookRequestSchema,
+    response: { description: 'The endpoint, with its secret.', schema: WebhookWithSecretSchema },
+    errors: [
+      'invalid_request',
+      'invalid_field',
+      'webhook_limit_reached',
+      'unsupported_media_type',
+      'payload_too_large'
+    ]
+  },
+  listWebhooks: {
+    method: 'GET',
+    path: '/api/v1/agent/webhooks',
+    summary: "The team's webhook endpoints (without secrets)",
+    auth: 'key',
+    rateLimited: true,
+    response: { description: 'The endpoints.', schema: ListWebhooksResponseSchema },
+    errors: []
+  },
+  getWebhook: {
+    method: 'GET',
+    path: '/api/v1/agent/webhooks/{webhook_id}',
+    summary: 'Read a webhook endpoint (without its secret)',
+    auth: 'key',
+    rateLimited: true,
+    params: WebhookIdParamsSchema,
+    response: { description: 'The endpoint.', schema: WebhookSchema },
+    errors: ['not_found']
+  },
+  deleteWebhook: {
+    method: 'DELETE',
+    path: '/api/v1/agent/webhooks/{webhook_id}',
+    summary: 'Delete a webhook endpoint and its delivery log',
+    auth: 'key',
+    rateLimited: true,
+    params: WebhookIdParamsSchema,
+    response: { description: 'Deleted.', schema: DeleteWebhookResponseSchema },
+    errors: ['not_found', 'webhook_declared_in_config']
+  },
+  rotateWebhookSecret: {
+    method: 'POST',
+    path: '/api/v1/agent/webhooks/{webhook_id}/rotate',
+    summary: 'A new signing secret; the old one still signs for the grace period',
+    description:
+      'During webhooks.rotation_grace (default 24 h) every request carries two signatures, by the new and the old secret.',
+    auth: 'key',
+    rateLimited: true,
+    params: WebhookIdParamsSchema,
+    response: { description: 'The endpoint, with its new secret.', schema: WebhookWithSecretSchema },
+    errors: ['not_found', 'webhook_declared_in_config']
+  },
+  listWebhookDeliveries: {
+    method: 'GET',
+    path: '/api/v1/agent/webhooks/{webhook_id}/deliveries',
+    summary: "The endpoint's deliveries, newest first",
+    auth: 'key',
+    rateLimited: true,
+    params: WebhookIdParamsSchema,
+    response: { description: 'The deliveries.', schema: ListDeliveriesResponseSchema },
+    errors: ['not_found']
+  },
+  retryWebhookDelivery: {
+    method: 'POST',
+    path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry',
+    summary: 'Attempt a delivery once more, now (a disabled endpoint is enabled again)',
+    auth: 'key',
+    rateLimited: true,
+    params: DeliveryParamsSchema,
+    response: { description: 'The delivery.', schema: DeliverySchema },
     errors: ['not_found']
   },
   listEnvironments: {

@@ -61,6 +61,18 @@ export const ERROR_CODES = {
     meaning:
       "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
   },
+  webhook_limit_reached: {
+    status: 409,
+    retryable: false,
+    meaning:
+      "The team has as many webhook endpoints as the executor's webhooks.max_endpoints_per_team allows; delete one to add another."
+  },
+  webhook_declared_in_config: {
+    status: 409,
+    retryable: false,
+    meaning:
+      "The webhook endpoint was declared by the executor's operator in its configuration file: it is changed or removed there, not through the API."
+  },
   idempotency_in_progress: {
     status: 409,
     retryable: true,

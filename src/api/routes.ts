@@ -24,6 +24,16 @@ export const ROUTES = {
   deleteSchedule: { method: 'DELETE', path: '/api/v1/agent/schedules/{schedule_id}' },
   pauseSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/pause' },
   resumeSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/resume' },
+  createWebhook: { method: 'POST', path: '/api/v1/agent/webhooks' },
+  listWebhooks: { method: 'GET', path: '/api/v1/agent/webhooks' },
+  getWebhook: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}' },
+  deleteWebhook: { method: 'DELETE', path: '/api/v1/agent/webhooks/{webhook_id}' },
+  rotateWebhookSecret: { method: 'POST', path: '/api/v1/agent/webhooks/{webhook_id}/rotate' },
+  listWebhookDeliveries: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}/deliveries' },
+  retryWebhookDelivery: {
+    method: 'POST',
+    path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry'
+  },
   listEnvironments: { method: 'GET', path: '/api/v1/agent/environments' },
   listModels: { method: 'GET', path: '/api/v1/agent/models' },
   getOpenApi: { method: 'GET', path: '/api/v1/openapi.json' },

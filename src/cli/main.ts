@@ -9,6 +9,7 @@ import { openCommand } from './commands/open.js';
 import { runCommand } from './commands/run.js';
 import { cancelCommand, getCommand, listCommand, waitCommand } from './commands/runs.js';
 import { environmentsCommand, modelsCommand, schedulesCommand } from './commands/schedules.js';
+import { webhooksCommand } from './commands/webhooks.js';
 import { EXIT, EXIT_CODES_HELP, exitCodeOf } from './exit.js';
 import { refuseKeyFlag } from './settings.js';
 import { type Streams, Terminal } from './terminal.js';
@@ -24,6 +25,7 @@ const COMMANDS: Command[] = [
   artifactsCommand,
   openCommand,
   schedulesCommand,
+  webhooksCommand,
   environmentsCommand,
   modelsCommand,
   actionCommand

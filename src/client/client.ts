@@ -26,6 +26,12 @@ import type {
   ScheduleRecord,
   UpdateScheduleRequest
 } from '../api/schedules.js';
+import type {
+  CreateWebhookRequest,
+  DeliveryRecord,
+  WebhookRecord,
+  WebhookWithSecret
+} from '../api/webhooks.js';
 import {
   type DownloadedArtifact,
   type TranscriptOptions,
@@ -512,6 +518,64 @@ export class AgentRunClient {
     )) as ScheduleRecord;
   }
 
+  // webhook endpoints (the executor's /agent/webhooks): signed events of the team's runs
+
+  async listWebhooks(options: CallOptions = {}): Promise<WebhookRecord[]> {
+    const body = await this.json('GET', apiPath('listWebhooks'), undefined, options);
+    return (body as { webhooks?: WebhookRecord[] }).webhooks ?? [];
+  }
+
+  async getWebhook(webhookId: string, options: CallOptions = {}): Promise<WebhookRecord> {
+    return (await this.json(
+      'GET',
+      webhookPath('getWebhook', webhookId),
+      undefined,
+      options
+    )) as WebhookRecord;
+  }
+
+  /** The answer holds the signing secret, shown only here and on rotation. Not retried (list to find one a lost answer made). */
+  async createWebhook(body: CreateWebhookRequest, options: CallOptions = {}): Promise<WebhookWithSecret> {
+    return (await this.json('POST', apiPath('createWebhook'), body, {
+      ...options,
+      maxRetries: 0
+    })) as WebhookWithSecret;
+  }
+
+  async deleteWebhook(webhookId: string, options: CallOptions = {}): Promise<void> {
+    await this.json('DELETE', webhookPath('deleteWebhook', webhookId), undefined, options);
+  }
+
+  /** A new secret; the old one still signs during the executor's rotation grace period. Not retried. */
+  async rotateWebhookSecret(webhookId: string, options: CallOptions = {}): Promise<WebhookWithSecret> {
+    return (await this.json('POST', webhookPath('rotateWebhookSecret', webhookId), undefined, {
+      ...options,
+      maxRetries: 0
+    })) as WebhookWithSecret;
+  }
+
+  /** The endpoint's deliveries, newest first. */
+  async listWebhookDeliveries(webhookId: string, options: CallOptions = {}): Promise<DeliveryRecord[]> {
+    const body = await this.json('GET', webhookPath('listWebhookDeliveries', webhookId), undefined, options);
+    return (body as { deliveries?: DeliveryRecord[] }).deliveries ?? [];
+  }
+
+  async retryWebhookDelivery(
+    webhookId: string,
+    deliveryId: string,
+    options: CallOptions = {}
+  ): Promise<DeliveryRecord> {
+    if (typeof deliveryId !== 'string' || !isIdSegment(deliveryId.trim()))
+      throw new InvalidRequestError(`delivery id ${showValue(deliveryId)}: expected ${ID_SEGMENT_FORM}`, {
+        request: 'delivery id'
+      });
+    const path = apiPath('retryWebhookDelivery', {
+      webhook_id: webhookSegment(webhookId),
+      delivery_id: deliveryId.trim()
+    });
+    return (await this.json('POST', path, undefined, options)) as DeliveryRecord;
+  }
+
   async listEnvironments(options: CallOptions = {}): Promise<EnvironmentRecord[]> {
     const body = await this.json('GET', apiPath('listEnvironments'), undefined, options);
     return (body as { environments?: EnvironmentRecord[] }).environments ?? [];
@@ -720,6 +784,19 @@ function artifactPath(uid: string): string {
     });
   }
   return apiPath('getArtifact', { artifact_uid: uid.trim() });
+}
+
+function webhookSegment(webhookId: string): string {
+  if (typeof webhookId !== 'string' || !isIdSegment(webhookId.trim())) {
+    throw new InvalidRequestError(`webhook id ${showValue(webhookId)}: expected ${ID_SEGMENT_FORM}`, {
+      request: 'webhook id'
+    });
+  }
+  return webhookId.trim();
+}
+
+function webhookPath(name: EndpointName, webhookId: string): string {
+  return apiPath(name, { webhook_id: webhookSegment(webhookId) });
 }
 
 function schedulePath(name: EndpointName, scheduleId: string): string {

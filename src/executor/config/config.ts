@@ -11,6 +11,7 @@ import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/locatio
 import { DEFAULT_SANDBOX, type SandboxConfig, parseSandbox } from '../sandbox/config.js';
 import { type PublishConfig, parsePublish } from './publish-config.js';
 import { type AuthConfig, parseAuth } from './auth-config.js';
+import { type WebhooksConfig, parseWebhooks } from './webhooks-config.js';
 import type { LogFormat } from '../telemetry/log-format.js';
 
 export type { AgentConfig } from '../agents/index.js';
@@ -95,6 +96,8 @@ export interface ExecutorConfig {
     /** Bytes of a run's stored transcript; past it the head and the tail are kept, the middle dropped. */
     transcriptBytes: number;
   };
+  /** Signed deliveries of runs' changes to teams' endpoints (config/webhooks-config.ts). */
+  webhooks: WebhooksConfig;
   environments: EnvironmentConfig[];
   /** Who may sign in without an API key (config/auth-config.ts). */
   auth: AuthConfig;
@@ -186,6 +189,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'log_format',
     'workspaces',
     'limits',
+    'webhooks',
     'environments',
     'auth'
   ]);
@@ -283,6 +287,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
       transcriptBytes: transcriptLimit(r, limits.transcript)
     },
+    webhooks: parseWebhooks(root.webhooks, r),
     environments: [],
     auth: parseAuth(r, root.auth)
   };

@@ -24,6 +24,8 @@ import { openStore } from '../store/open.js';
 import type { RunStore } from '../store/types.js';
 import { WorkerPool } from '../worker/pool.js';
 import { Scheduler } from '../schedules/scheduler.js';
+import { declaredWebhooks } from '../webhooks/declared.js';
+import { Deliverer } from '../webhooks/deliverer.js';
 
 export type { Role } from '../server/app.js';
 
@@ -47,6 +49,8 @@ export interface Executor {
   pool: WorkerPool;
   /** Fires the store's schedules (on `all` and `worker` nodes; an `api` node's never ticks). */
   scheduler: Scheduler;
+  /** Sends webhook deliveries (on `all` and `worker` nodes). */
+  deliverer: Deliverer;
   context: ServerContext;
   /** Where the server listens, e.g. http://127.0.0.1:8080 (set once listening). */
   url: string;
@@ -68,7 +72,8 @@ export async function serverContext(
     hub: new ChangeHub(store),
     limiter: new RateLimiter(config.limits.rateLimitPerMinute),
     oidc: new OidcVerifier(config.auth.oidc),
-    draining: false
+    draining: false,
+    wakeDeliveries: () => undefined
   };
 }
 
@@ -153,6 +158,8 @@ async function wire(
   let listening = `http://${config.host}:${config.port}`;
   const publicUrl = () => config.publicUrl ?? listening;
   const context = await serverContext(config, store, publicUrl);
+  // The operator's endpoints, as the file declares them now (a missing secret variable stops here).
+  await store.webhooks.syncDeclared(declaredWebhooks(config));
   const app = await buildApp(context, {
     role,
     publicUrl,
@@ -171,6 +178,11 @@ async function wire(
   await pool.start();
   const scheduler = new Scheduler(store, config, { log: app.log, now });
   if (role !== 'api') scheduler.start();
+  const deliverer = new Deliverer(store, config, { log: app.log, link: run => context.links.link(run) });
+  if (role !== 'api') {
+    deliverer.start();
+    context.wakeDeliveries = () => deliverer.wake();
+  }
   const heartbeat = startHeartbeat(
     store,
     role,
@@ -184,6 +196,7 @@ async function wire(
     app,
     pool,
     scheduler,
+    deliverer,
     context,
     get url() {
       return listening;
@@ -193,6 +206,7 @@ async function wire(
         context.draining = true;
         await scheduler.stop();
         await pool.stop(graceMs);
+        await deliverer.stop();
         await heartbeat.stop();
         context.hub.close();
         await app.close();

@@ -19,6 +19,7 @@ import { runHandlers } from './routes/runs.js';
 import { catalogHandlers } from './routes/catalog.js';
 import { scheduleHandlers } from './routes/schedules.js';
 import { sessionHandlers } from './routes/sessions.js';
+import { webhookHandlers } from './routes/webhooks.js';
 import { buildSchemaProblem, validatorCompiler } from './validation.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -146,6 +147,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     ...runHandlers(context, reads),
     ...resultHandlers(context, downloads),
     ...scheduleHandlers(context),
+    ...webhookHandlers(context),
     ...catalogHandlers(context)
   };
   const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');

@@ -17,4 +17,6 @@ export interface ServerContext {
   oidc: OidcVerifier;
   /** True once shutdown began: no new runs, /readyz answers 503. */
   draining: boolean;
+  /** Tells this node's webhook deliverer to look for due deliveries now (an endpoint made, a retry). */
+  wakeDeliveries: () => void;
 }

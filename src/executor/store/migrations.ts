@@ -167,6 +167,92 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
     `
   },
   {
+    version: 8,
+    name: 'webhook endpoints and their deliveries, written by triggers in the transaction of each change (an outbox)',
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        url TEXT NOT NULL,
+        events TEXT,
+        description TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_until INTEGER,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        disabled_at TEXT,
+        disabled_reason TEXT
+      );
+      CREATE INDEX webhook_endpoints_team ON webhook_endpoints (team) WHERE disabled_at IS NULL;
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        endpoint_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        state TEXT NOT NULL,
+        previous_state TEXT,
+        status_message TEXT,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        body TEXT,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_ms INTEGER,
+        last_status INTEGER,
+        last_error TEXT,
+        last_attempt_at TEXT,
+        lease_owner TEXT,
+        lease_expires_at INTEGER
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_ms);
+      CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_team_leased ON webhook_deliveries (team, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE TRIGGER runs_webhook_created AFTER INSERT ON runs
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || lower(hex(randomblob(16))), e.id, NEW.team, NEW.run_id, 'run.queued', NEW.state, NULL,
+            NULL, NULL, NEW.updated_at, CAST(unixepoch('subsec') * 1000 AS INTEGER), 'pending',
+            CAST(unixepoch('subsec') * 1000 AS INTEGER)
+          FROM webhook_endpoints e
+          WHERE e.team = NEW.team AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR instr(e.events, ',run.queued,') > 0);
+      END;
+      CREATE TRIGGER runs_webhook_changed AFTER UPDATE OF state ON runs WHEN NEW.state <> OLD.state
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || lower(hex(randomblob(16))), e.id, NEW.team, NEW.run_id, kind.type, NEW.state, OLD.state,
+            NEW.status_message, NEW.error_code, NEW.updated_at, CAST(unixepoch('subsec') * 1000 AS INTEGER),
+            'pending', CAST(unixepoch('subsec') * 1000 AS INTEGER)
+          FROM webhook_endpoints e,
+            (SELECT CASE NEW.state WHEN 'QUEUED' THEN 'run.queued' WHEN 'INPROGRESS' THEN 'run.in_progress'
+              WHEN 'BLOCKED' THEN 'run.blocked' WHEN 'SUCCEEDED' THEN 'run.succeeded' WHEN 'FAILED' THEN 'run.failed'
+              WHEN 'ERROR' THEN 'run.error' WHEN 'CANCELLED' THEN 'run.cancelled'
+              ELSE 'run.' || lower(NEW.state) END AS type) AS kind
+          WHERE e.team = NEW.team AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR instr(e.events, ',' || kind.type || ',') > 0);
+      END;
+      CREATE TRIGGER events_webhook_followup AFTER INSERT ON events WHEN NEW.kind = 'followup'
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || lower(hex(randomblob(16))), e.id, r.team, r.run_id, 'run.followup', r.state, r.state,
+            NULL, NULL, NEW.at, CAST(unixepoch('subsec') * 1000 AS INTEGER), 'pending',
+            CAST(unixepoch('subsec') * 1000 AS INTEGER)
+          FROM runs r JOIN webhook_endpoints e ON e.team = r.team
+          WHERE r.run_id = NEW.run_id AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR instr(e.events, ',run.followup,') > 0);
+      END;
+    `
+  },
+  {
     version: 9,
     name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
     sql: `
@@ -363,6 +449,97 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
           CASE WHEN json_typeof(kept.metadata) = 'object' THEN kept.metadata ELSE '{}'::json END
         ) AS pair
         WHERE json_typeof(pair.value) = 'string';
+    `
+  },
+  {
+    version: 7,
+    name: 'webhook endpoints and their deliveries, written by triggers in the transaction of each change (an outbox)',
+    // status_message is bytea like the run's (it may hold a NUL), copied as it is.
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        url TEXT NOT NULL,
+        events TEXT,
+        description TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_until BIGINT,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        disabled_at TEXT,
+        disabled_reason TEXT
+      );
+      CREATE INDEX webhook_endpoints_team ON webhook_endpoints (team) WHERE disabled_at IS NULL;
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        endpoint_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        state TEXT NOT NULL,
+        previous_state TEXT,
+        status_message BYTEA,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        body TEXT,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_ms BIGINT,
+        last_status INTEGER,
+        last_error TEXT,
+        last_attempt_at TEXT,
+        lease_owner TEXT,
+        lease_expires_at BIGINT
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_ms);
+      CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_team_leased ON webhook_deliveries (team, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE FUNCTION agent_executor_webhook_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        kind TEXT;
+        previous TEXT := NULL;
+        now_ms BIGINT := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+      BEGIN
+        IF NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE team = NEW.team AND disabled_at IS NULL) THEN
+          RETURN NULL;
+        END IF;
+        IF TG_OP = 'UPDATE' THEN previous := OLD.state; END IF;
+        kind := CASE NEW.state WHEN 'QUEUED' THEN 'run.queued' WHEN 'INPROGRESS' THEN 'run.in_progress'
+          WHEN 'BLOCKED' THEN 'run.blocked' WHEN 'SUCCEEDED' THEN 'run.succeeded' WHEN 'FAILED' THEN 'run.failed'
+          WHEN 'ERROR' THEN 'run.error' WHEN 'CANCELLED' THEN 'run.cancelled' ELSE 'run.' || lower(NEW.state) END;
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, NEW.team, NEW.run_id, kind, NEW.state,
+            previous, CASE WHEN TG_OP = 'UPDATE' THEN NEW.status_message END, NEW.error_code, NEW.updated_at,
+            now_ms, 'pending', now_ms
+          FROM webhook_endpoints e
+          WHERE e.team = NEW.team AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR position(',' || kind || ',' in e.events) > 0);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_webhook_created AFTER INSERT ON runs FOR EACH ROW
+        EXECUTE FUNCTION agent_executor_webhook_outbox();
+      CREATE TRIGGER runs_webhook_changed AFTER UPDATE OF state ON runs FOR EACH ROW
+        WHEN (NEW.state <> OLD.state) EXECUTE FUNCTION agent_executor_webhook_outbox();
+      CREATE FUNCTION agent_executor_webhook_followup() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE now_ms BIGINT := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, r.team, r.run_id, 'run.followup',
+            r.state, r.state, NULL, NULL, NEW.at, now_ms, 'pending', now_ms
+          FROM runs r JOIN webhook_endpoints e ON e.team = r.team
+          WHERE r.run_id = NEW.run_id AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR position(',run.followup,' in e.events) > 0);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER events_webhook_followup AFTER INSERT ON events FOR EACH ROW
+        WHEN (NEW.kind = 'followup') EXECUTE FUNCTION agent_executor_webhook_followup();
     `
   },
   {

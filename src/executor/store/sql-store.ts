@@ -31,6 +31,7 @@ import type {
 } from './types.js';
 import { SqlAccountStore } from './sql-accounts.js';
 import { type ScheduleStore, SqlScheduleStore } from './sql-schedules.js';
+import { SqlWebhookStore, type WebhookStore } from './sql-webhooks.js';
 import { artifactOf, listEntryOf } from './types.js';
 import { cancelledWithAncestor } from '../runs/outcomes.js';
 
@@ -90,12 +91,14 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   private readonly changes: ChangeSql;
   private readonly claims: ClaimSql;
   readonly schedules: ScheduleStore;
+  readonly webhooks: WebhookStore;
 
   constructor(d: Dialect) {
     super(d);
     this.changes = new ChangeSql(d);
     this.claims = new ClaimSql(d);
     this.schedules = new SqlScheduleStore(d);
+    this.webhooks = new SqlWebhookStore(d);
   }
 
   /** Applies a change to the runs `where` picks (among those in a state it may start from). */

@@ -6,6 +6,7 @@
 import type { ErrorCode, RunState } from '../../api/index.js';
 import type { Outcome } from '../runs/lifecycle.js';
 import type { ScheduleStore } from './schedule-types.js';
+import type { WebhookStore } from './webhook-types.js';
 
 export type { Outcome };
 
@@ -403,6 +404,8 @@ export interface RunStore {
   ping(): Promise<void>;
   /** The scheduled agents (sql-schedules.ts). */
   readonly schedules: ScheduleStore;
+  /** Teams' webhook endpoints and the deliveries to them (sql-webhooks.ts). */
+  readonly webhooks: WebhookStore;
   /**
    * Called on every change of a run by any writer of this store: at once for this process's own
    * writes; for other processes' writes, by notification on PostgreSQL (with a bounded fallback

@@ -37,7 +37,7 @@ export function page(title: string, body: string, viewer?: Viewer, current = '')
   const link = (href: string, label: string) =>
     `<a href="${href}"${current === href ? ' aria-current="page"' : ''}>${label}</a>`;
   const nav = viewer
-    ? `<nav aria-label="Dashboard">${link('/', 'Runs')}${link('/schedules', 'Schedules')}${link('/environments', 'Environments')}</nav>
+    ? `<nav aria-label="Dashboard">${link('/', 'Runs')}${link('/schedules', 'Schedules')}${link('/webhooks', 'Webhooks')}${link('/environments', 'Environments')}</nav>
 <form method="post" action="/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${esc(viewer.csrf)}">
 <span class="who">${esc(viewer.keyName)} · team ${esc(viewer.team)}</span> <button type="submit">Sign out</button></form>`
     : '';

@@ -15,6 +15,7 @@ import { listStream, runStream } from './live.js';
 import { localPath } from './html.js';
 import { renderRun } from './run-page.js';
 import { renderSchedules } from './schedules-page.js';
+import { renderWebhooks } from './webhooks-page.js';
 import { setScheduleEnabled } from '../routes/schedules.js';
 import { type SignedIn, clearCookie, refusal, signIn, viewerOf } from './session.js';
 
@@ -248,6 +249,19 @@ export async function dashboardRoutes(
       }))
     );
     return html(reply, renderSchedules(viewer, rows));
+  });
+
+  app.get('/webhooks', async (request, reply) => {
+    const viewer = await signedIn(request, reply);
+    if (!viewer) return reply;
+    const webhooks = await store.webhooks.listWebhooks(viewer.team);
+    const rows = await Promise.all(
+      webhooks.map(async webhook => ({
+        webhook,
+        deliveries: await store.webhooks.listDeliveries(webhook.id, 50)
+      }))
+    );
+    return html(reply, renderWebhooks(viewer, rows));
   });
 
   for (const action of ['pause', 'resume'] as const) {
