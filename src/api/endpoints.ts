@@ -94,12 +94,14 @@ const ifNoneMatch: EndpointHeader = {
 };
 const acceptStream: EndpointHeader = {
   name: 'Accept',
-  description: 'text/event-stream: answer as a server-sent event stream that stays open (see the description).',
+  description:
+    'text/event-stream: answer as a server-sent event stream that stays open (see the description).',
   schema: { type: 'string', examples: ['text/event-stream'] }
 };
 const lastEventId: EndpointHeader = {
   name: 'Last-Event-ID',
-  description: 'On a stream: resume after the event with this id (an EventSource sends it when it reconnects).',
+  description:
+    'On a stream: resume after the event with this id (an EventSource sends it when it reconnects).',
   schema: { type: 'string', examples: ['42'] }
 };
 const idempotencyKey: EndpointHeader = {

@@ -111,6 +111,8 @@ function message(id: number | undefined, event: string, data: unknown): string {
  */
 class Stream {
   private woken = false;
+  /** The last write was not taken whole: 'drain' tells when it is. */
+  private full = false;
   private wakeUp: (() => void) | undefined;
   readonly closed = new AbortController();
 
@@ -137,10 +139,14 @@ class Stream {
   /** Writes one message; false (and the connection cut) when the reader is too slow for its buffer. */
   send(text: string): boolean {
     if (!this.open) return false;
-    this.raw.write(text);
-    if (this.raw.writableLength <= this.bufferBytes) return true;
-    this.cut();
-    return false;
+    // What waits unsent is checked before a message is added: a message larger than the buffer
+    // still goes to a reader that keeps up.
+    if (this.raw.writableLength > this.bufferBytes) {
+      this.cut();
+      return false;
+    }
+    this.full = !this.raw.write(text) || this.full;
+    return true;
   }
 
   private cut(): void {
@@ -148,10 +154,13 @@ class Stream {
     this.closed.abort();
   }
 
-  /** Waits until what was written is taken; a reader that takes nothing for a heartbeat is cut. */
+  /**
+   * Waits until what was written is taken (at once when the last write was): a reader that takes
+   * nothing for a heartbeat is cut.
+   */
   async drained(): Promise<boolean> {
     if (!this.open) return false;
-    if (this.raw.writableLength === 0) return true;
+    if (!this.full) return true;
     const taken = await new Promise<boolean>(resolve => {
       const done = (value: boolean) => {
         clearTimeout(timer);
@@ -166,6 +175,7 @@ class Stream {
       this.raw.once('close', onClose);
     });
     if (!taken) this.cut();
+    else this.full = false;
     return taken && this.open;
   }
 
@@ -238,7 +248,7 @@ export async function streamRunEvents(
   try {
     if (!run) return;
     let cursor = after;
-    for (let idle = false; stream.open; ) {
+    for (let idle = false; stream.open;) {
       const events = await context.store.listEvents(run.run_id, { after: cursor, limit: PAGE_EVENTS });
       const lastState = events.findLast(event => event.kind === 'state');
       if (lastState || idle) run = await find();
@@ -247,7 +257,7 @@ export async function streamRunEvents(
           event === lastState && event.state === run.state
             ? { ...event, run: toRecord(run, context.links) }
             : event;
-        if (!stream.send(message(event.seq, event.kind, shown))) return;
+        if (!stream.send(message(event.seq, event.kind, shown)) || !(await stream.drained())) return;
         cursor = event.seq;
       }
       if (!(await stream.drained())) return;
@@ -312,7 +322,8 @@ export async function streamStateEvents(
       const rows = await context.store.listStateEvents(team, runIds, cursor, PAGE_EVENTS);
       for (const row of rows) {
         const event = cursorEvent(row);
-        if (!stream.send(message(row.sequence, String(event.type), event))) return;
+        if (!stream.send(message(row.sequence, String(event.type), event)) || !(await stream.drained()))
+          return;
         cursor = row.sequence;
       }
       if (!(await stream.drained())) return;

@@ -372,7 +372,12 @@ export interface RunStore {
    * The changes of state (INPROGRESS and on) of these runs of the team with a sequence above
    * `since`, in sequence order, at most `limit`.
    */
-  listStateEvents(team: string, runIds: readonly string[], since: number, limit: number): Promise<StateEventRow[]>;
+  listStateEvents(
+    team: string,
+    runIds: readonly string[],
+    since: number,
+    limit: number
+  ): Promise<StateEventRow[]>;
   /** The states of those of these runs that the team has, by run id. */
   runStates(team: string, runIds: readonly string[]): Promise<Map<string, string>>;
 

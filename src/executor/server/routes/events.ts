@@ -76,7 +76,10 @@ function parseEventsLimit(query: unknown): number {
   );
 }
 
-export function eventHandlers(context: ServerContext, slots: StreamSlots): Handlers<'getRunEvents' | 'listEvents'> {
+export function eventHandlers(
+  context: ServerContext,
+  slots: StreamSlots
+): Handlers<'getRunEvents' | 'listEvents'> {
   const { store } = context;
 
   return {
