@@ -61,6 +61,8 @@ describe('the action on the event stream', () => {
         const paths = proxy.requests.map(request => request.url.split('?')[0]!);
         expect(paths.filter(path => path.endsWith('/events'))).toHaveLength(1);
         expect(paths.some(path => path.endsWith('/transcript'))).toBe(true);
+        // What the stream saves: followed by reads, the same run takes more than 4 requests.
+        expect(paths.length).toBeGreaterThan(4);
       } finally {
         await proxy.close();
       }

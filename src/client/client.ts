@@ -107,6 +107,12 @@ export interface FollowupResponse {
   state: string;
 }
 
+/** A page of the events cursor (GET /agent/events). */
+export interface EventsPage {
+  events: { sequence: number; run_id: string; type: string; state: string; timestamp: string }[];
+  next_since: number;
+}
+
 export interface RunsPage {
   runs: Run[];
   page_info: ListRunsResponse['page_info'];
@@ -359,6 +365,25 @@ export class AgentRunClient {
         this.streamsOffered ??= false;
     });
     return stream;
+  }
+
+  /**
+   * One page of the events cursor: the changes of state of these runs (of the key's team) after
+   * `since`, in the order they happened, and the `next_since` to read on from.
+   */
+  async listEvents(
+    runIds: readonly string[],
+    options: CallOptions & { since?: number; limit?: number } = {}
+  ): Promise<EventsPage> {
+    for (const id of runIds) runPath('getRun', id);
+    const params = new URLSearchParams({ run_ids: runIds.map(id => id.trim()).join(',') });
+    if (options.since !== undefined) params.set('since', String(options.since));
+    if (options.limit !== undefined) params.set('limit', String(options.limit));
+    const page = await this.json('GET', `${apiPath('listEvents')}?${params}`, undefined, options);
+    const label = `GET ${API_PREFIX}${apiPath('listEvents')}`;
+    if (!Array.isArray(page.events) || typeof page.next_since !== 'number')
+      throw new ParseError(`${label}: expected {events: [...], next_since}, got ${describeValue(page)}`);
+    return page as unknown as EventsPage;
   }
 
   /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
