@@ -36700,6 +36700,24 @@ class AgentRunClient {
         });
         return stream;
     }
+    /**
+     * One page of the events cursor: the changes of state of these runs (of the key's team) after
+     * `since`, in the order they happened, and the `next_since` to read on from.
+     */
+    async listEvents(runIds, options = {}) {
+        for (const id of runIds)
+            runPath('getRun', id);
+        const params = new URLSearchParams({ run_ids: runIds.map(id => id.trim()).join(',') });
+        if (options.since !== undefined)
+            params.set('since', String(options.since));
+        if (options.limit !== undefined)
+            params.set('limit', String(options.limit));
+        const page = await this.json('GET', `${apiPath('listEvents')}?${params}`, undefined, options);
+        const label = `GET ${API_PREFIX}${apiPath('listEvents')}`;
+        if (!Array.isArray(page.events) || typeof page.next_since !== 'number')
+            throw new ParseError(`${label}: expected {events: [...], next_since}, got ${describeValue(page)}`);
+        return page;
+    }
     /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
     waitForRun(runId, options = {}) {
         return waitForRun(this, runId, options);

@@ -8181,6 +8181,8 @@ class Stream {
     bufferBytes;
     heartbeatMs;
     woken = false;
+    /** The last write was not taken whole: 'drain' tells when it is. */
+    full = false;
     wakeUp;
     closed = new AbortController();
     constructor(raw, bufferBytes, heartbeatMs) {
@@ -8203,21 +8205,27 @@ class Stream {
     send(text) {
         if (!this.open)
             return false;
-        this.raw.write(text);
-        if (this.raw.writableLength <= this.bufferBytes)
-            return true;
-        this.cut();
-        return false;
+        // What waits unsent is checked before a message is added: a message larger than the buffer
+        // still goes to a reader that keeps up.
+        if (this.raw.writableLength > this.bufferBytes) {
+            this.cut();
+            return false;
+        }
+        this.full = !this.raw.write(text) || this.full;
+        return true;
     }
     cut() {
         this.raw.destroy();
         this.closed.abort();
     }
-    /** Waits until what was written is taken; a reader that takes nothing for a heartbeat is cut. */
+    /**
+     * Waits until what was written is taken (at once when the last write was): a reader that takes
+     * nothing for a heartbeat is cut.
+     */
     async drained() {
         if (!this.open)
             return false;
-        if (this.raw.writableLength === 0)
+        if (!this.full)
             return true;
         const taken = await new Promise(resolve => {
             const done = (value) => {
@@ -8234,6 +8242,8 @@ class Stream {
         });
         if (!taken)
             this.cut();
+        else
+            this.full = false;
         return taken && this.open;
     }
     /** Until a wake (at once if one came since the last call), the heartbeat or the end; true on a wake. */
@@ -8307,7 +8317,7 @@ async function streamRunEvents(context, request, reply, find, after, release) {
                 const shown = event === lastState && event.state === run.state
                     ? { ...event, run: toRecord(run, context.links) }
                     : event;
-                if (!stream.send(message(event.seq, event.kind, shown)))
+                if (!stream.send(message(event.seq, event.kind, shown)) || !(await stream.drained()))
                     return;
                 cursor = event.seq;
             }
@@ -8366,7 +8376,7 @@ async function streamStateEvents(context, request, reply, team, runIds, since, r
             const rows = await context.store.listStateEvents(team, runIds, cursor, event_stream_PAGE_EVENTS);
             for (const row of rows) {
                 const event = cursorEvent(row);
-                if (!stream.send(message(row.sequence, String(event.type), event)))
+                if (!stream.send(message(row.sequence, String(event.type), event)) || !(await stream.drained()))
                     return;
                 cursor = row.sequence;
             }
