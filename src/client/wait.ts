@@ -95,7 +95,8 @@ export async function waitForRun(
     last = followed.run ?? last;
     if (followed.outcome !== 'fallback')
       return { outcome: followed.outcome, run: last, polls, elapsedMs: now() - start, via: 'stream' };
-    delay = 0;
+    // A stream that broke hands over at once; a server without streams is polled as it always was.
+    if (followed.opened) delay = 0;
   }
   const nextInterval = () => {
     const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
@@ -160,7 +161,7 @@ async function followStream(
   ms: number,
   options: WaitOptions,
   unknown: Set<string>
-): Promise<{ outcome: WaitResult['outcome'] | 'fallback'; run?: Run }> {
+): Promise<{ outcome: WaitResult['outcome'] | 'fallback'; run?: Run; opened?: boolean }> {
   let last: Run | undefined;
   const seen = (run: Run) => {
     if (!isKnownState(run.state) && !unknown.has(run.state)) {
@@ -192,7 +193,7 @@ async function followStream(
     if (ended === 'timed_out') return { outcome: 'timed_out', run: last };
     if (ended.outcome === 'done' && last && isTerminalState(last.state))
       return { outcome: 'terminal', run: last };
-    return { outcome: 'fallback', run: last };
+    return { outcome: 'fallback', run: last, opened: ended.outcome !== 'unavailable' };
   } finally {
     clearTimeout(timer);
     if (onAbort) options.signal?.removeEventListener('abort', onAbort);
