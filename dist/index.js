@@ -40485,7 +40485,9 @@ async function waitForRun(poller, runId, options = {}) {
         last = followed.run ?? last;
         if (followed.outcome !== 'fallback')
             return { outcome: followed.outcome, run: last, polls, elapsedMs: now() - start, via: 'stream' };
-        delay = 0;
+        // A stream that broke hands over at once; a server without streams is polled as it always was.
+        if (followed.opened)
+            delay = 0;
     }
     const nextInterval = () => {
         const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
@@ -40586,7 +40588,7 @@ async function followStream(stream, runId, ms, options, unknown) {
             return { outcome: 'timed_out', run: last };
         if (ended.outcome === 'done' && last && isTerminalState(last.state))
             return { outcome: 'terminal', run: last };
-        return { outcome: 'fallback', run: last };
+        return { outcome: 'fallback', run: last, opened: ended.outcome !== 'unavailable' };
     }
     finally {
         clearTimeout(timer);
