@@ -48056,6 +48056,11 @@ const ERROR_CODES = {
         retryable: true,
         meaning: 'This key sent more requests than its rate limit allows; wait for Retry-After.'
     },
+    too_many_streams: {
+        status: 429,
+        retryable: true,
+        meaning: 'This key (limits.max_streams_per_key) or this executor node (limits.max_streams) has as many open event streams as it may; close one, or wait for Retry-After.'
+    },
     resource_unavailable: {
         status: 429,
         retryable: true,
@@ -48261,6 +48266,8 @@ const ROUTES = {
     submitFollowup: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/followups' },
     getTranscript: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/transcript' },
     getConversation: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/conversation' },
+    getRunEvents: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/events' },
+    listEvents: { method: 'GET', path: '/api/v1/agent/events' },
     getArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}' },
     downloadArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}/download' },
     getSession: { method: 'GET', path: '/sessions/{run_id}' },
@@ -48903,6 +48910,60 @@ function createTransport(userAgent) {
     const client = new lib_HttpClient(userAgent, [], { keepAlive: true });
     return {
         close: () => client.dispose(),
+        stream(request) {
+            const url = new URL(request.url);
+            const secure = url.protocol === 'https:';
+            const dropped = new AbortController();
+            const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
+            if (signal.aborted)
+                return Promise.reject(new TransportError('request aborted', 'aborted'));
+            const info = {
+                parsedUrl: url,
+                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
+                options: {
+                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+                    port: url.port ? Number(url.port) : secure ? 443 : 80,
+                    path: url.pathname + url.search,
+                    method: request.method,
+                    headers: { ...request.headers },
+                    // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
+                    agent: client.getAgent(request.url),
+                    signal
+                }
+            };
+            return new Promise((resolve, reject) => {
+                let silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
+                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+                    if (error || !response) {
+                        clearTimeout(silence);
+                        return reject(request.signal?.aborted
+                            ? new TransportError('request aborted', 'aborted', { cause: error })
+                            : new TransportError(dropped.signal.aborted
+                                ? `no answer within ${request.timeoutMs} ms`
+                                : error instanceof Error
+                                    ? error.message
+                                    : String(error), dropped.signal.aborted ? 'timeout' : 'connection', { cause: error }));
+                    }
+                    const message = response.message;
+                    const quiet = () => {
+                        clearTimeout(silence);
+                        silence = setTimeout(() => message.destroy(new Error('the stream went silent')), request.timeoutMs);
+                    };
+                    quiet();
+                    message.on('data', quiet);
+                    message.on('close', () => clearTimeout(silence));
+                    resolve({
+                        status: message.statusCode ?? 0,
+                        headers: message.headers,
+                        chunks: message,
+                        close: () => {
+                            clearTimeout(silence);
+                            message.destroy();
+                        }
+                    });
+                });
+            });
+        },
         send(request) {
             const url = new URL(request.url);
             const timeout = AbortSignal.timeout(request.timeoutMs);
@@ -49035,8 +49096,21 @@ async function waitForRun(poller, runId, options = {}) {
         outcome,
         run: last,
         polls,
-        elapsedMs: now() - start
+        elapsedMs: now() - start,
+        via: 'polls'
     });
+    // A server with event streams tells of each change and of the end on one request; without one
+    // (or once it keeps failing) the polls below take over from the last record it brought.
+    const stream = options.stream === false ? undefined : poller.runEvents?.(runId, { signal: options.signal });
+    if (stream) {
+        const followed = await followStream(stream, runId, deadline - now(), options, unknown);
+        last = followed.run ?? last;
+        if (followed.outcome !== 'fallback')
+            return { outcome: followed.outcome, run: last, polls, elapsedMs: now() - start, via: 'stream' };
+        // A stream that broke hands over at once; a server without streams is polled as it always was.
+        if (followed.opened)
+            delay = 0;
+    }
     const nextInterval = () => {
         const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
         interval = Math.min(cap, interval * GROWTH, byElapsed);
@@ -49099,6 +49173,52 @@ async function waitForRun(poller, runId, options = {}) {
             delay = Math.max(0, paced - spent);
     }
 }
+/** Follows the run on its stream until it ends, the time is up, or the stream is not (or no longer) there. */
+async function followStream(stream, runId, ms, options, unknown) {
+    let last;
+    const seen = (run) => {
+        if (!isKnownState(run.state) && !unknown.has(run.state)) {
+            unknown.add(run.state);
+            options.onUnknownState?.(run.state, run);
+        }
+        const previous = last;
+        last = run;
+        if (previous?.state !== run.state)
+            options.onStateChange?.(run, previous);
+    };
+    const release = stream.subscribe({ run: seen });
+    let timer;
+    let onAbort;
+    try {
+        const ended = await Promise.race([
+            stream.ended,
+            new Promise(resolve => (timer = setTimeout(() => resolve('timed_out'), Math.max(0, ms)))),
+            new Promise(resolve => {
+                onAbort = () => resolve('aborted');
+                if (options.signal?.aborted)
+                    onAbort();
+                else
+                    options.signal?.addEventListener('abort', onAbort, { once: true });
+            })
+        ]);
+        if (ended === 'aborted')
+            throw new AbortError(`waiting for run ${runId}: aborted`, {
+                request: `wait ${runId}`,
+                cause: options.signal?.reason
+            });
+        if (ended === 'timed_out')
+            return { outcome: 'timed_out', run: last };
+        if (ended.outcome === 'done' && last && isTerminalState(last.state))
+            return { outcome: 'terminal', run: last };
+        return { outcome: 'fallback', run: last, opened: ended.outcome !== 'unavailable' };
+    }
+    finally {
+        clearTimeout(timer);
+        if (onAbort)
+            options.signal?.removeEventListener('abort', onAbort);
+        release();
+    }
+}
 /** Failures a wait rides out: the next poll may well succeed. */
 function isTransient(error) {
     if (error instanceof AbortError)
@@ -49108,6 +49228,158 @@ function isTransient(error) {
         error instanceof RateLimitError ||
         error instanceof ConflictError ||
         error instanceof ParseError);
+}
+
+;// CONCATENATED MODULE: ./src/client/stream.ts
+// A run followed on one request: the executor's event stream (GET /agent/runs/{id}/events with
+// Accept: text/event-stream) brings every transcript event and change of state as it happens, and
+// `done` with the run's final record once it ended. One stream per run is shared by whoever follows
+// it in this client (the live log and the wait): they subscribe, and it closes when the last one
+// lets go. A stream cut half-way is opened again after its last event (Last-Event-ID), so nothing
+// is lost or shown twice. A server without streams (404, 405, 406, an answer that is not an event
+// stream) or a stream that keeps failing ends with `unavailable` or `failed`: the subscribers then
+// go back to held reads and polling, from where the stream left them.
+
+
+/** Reconnects in a row, without an event between them, before the stream is given up. */
+const MAX_FAILURES = 5;
+/** Splits a text/event-stream body into messages (the WHATWG rules: fields, comments, blank lines). */
+async function* sseMessages(chunks) {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let message = { data: [] };
+    for await (const chunk of chunks) {
+        buffer += decoder.decode(chunk, { stream: true });
+        for (let end = buffer.search(/\r\n|\r|\n/); end >= 0; end = buffer.search(/\r\n|\r|\n/)) {
+            const line = buffer.slice(0, end);
+            // A lone \r at the end of the buffer may be the first half of \r\n: wait for more.
+            if (buffer[end] === '\r' && end === buffer.length - 1)
+                break;
+            buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
+            if (line === '') {
+                if (message.data.length > 0)
+                    yield { id: message.id, event: message.event || 'message', data: message.data.join('\n') };
+                message = { id: message.id, data: [] };
+                continue;
+            }
+            if (line.startsWith(':'))
+                continue;
+            const colon = line.indexOf(':');
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+            if (field === 'data')
+                message.data.push(value);
+            else if (field === 'event')
+                message.event = value;
+            else if (field === 'id' && !value.includes('\0'))
+                message.id = value;
+        }
+        // One line is never allowed to grow without bound.
+        if (buffer.length > 16 * 1024 * 1024)
+            throw new Error('an event stream line passed 16 MiB');
+    }
+}
+class RunEventStream {
+    runId;
+    open;
+    listeners = new Set();
+    stopper = new AbortController();
+    lastSeq;
+    lastRun;
+    requests = 0;
+    refusedWith;
+    /** Resolves when the stream is over, whatever the reason. */
+    ended;
+    constructor(runId, open, options = {}) {
+        this.runId = runId;
+        this.open = open;
+        this.lastSeq = options.after ?? 0;
+        options.signal?.addEventListener('abort', () => this.stopper.abort(), { once: true });
+        if (options.signal?.aborted)
+            this.stopper.abort();
+        const sleep = options.sleep ?? abortableSleep;
+        this.ended = this.run(sleep).then(outcome => ({
+            outcome,
+            run: this.lastRun,
+            lastSeq: this.lastSeq,
+            requests: this.requests,
+            status: this.refusedWith
+        }));
+    }
+    /** Adds a listener; the function removes it, and the last removal closes the stream. */
+    subscribe(listener) {
+        this.listeners.add(listener);
+        if (this.lastRun && listener.run) {
+            const run = this.lastRun;
+            queueMicrotask(() => listener.run?.(run));
+        }
+        return () => {
+            this.listeners.delete(listener);
+            if (this.listeners.size === 0)
+                this.stopper.abort();
+        };
+    }
+    async run(sleep) {
+        // Subscribers of this tick (the live log and the wait start together) all see the first event.
+        await new Promise(resolve => setImmediate(resolve));
+        let failures = 0;
+        let opened = false;
+        while (!this.stopper.signal.aborted) {
+            let response;
+            try {
+                this.requests++;
+                response = await this.open(this.runId, this.lastSeq, this.stopper.signal);
+                const type = String(response.headers['content-type'] ?? '');
+                if (response.status !== 200 || !/^text\/event-stream\b/i.test(type)) {
+                    response.close();
+                    // The first answer says whether this server streams; later ones are failures to ride out.
+                    if (!opened) {
+                        this.refusedWith = response.status;
+                        return 'unavailable';
+                    }
+                    throw new Error(`the stream answered ${response.status}`);
+                }
+                opened = true;
+                for await (const message of sseMessages(response.chunks)) {
+                    if (message.event === 'done') {
+                        const done = JSON.parse(message.data);
+                        if (done.run !== undefined)
+                            this.tellRun(parseRun(done.run, `the stream of run ${this.runId}`));
+                        response.close();
+                        return 'done';
+                    }
+                    const event = JSON.parse(message.data);
+                    const seq = Number(message.id ?? event.seq);
+                    if (!Number.isSafeInteger(seq) || seq <= this.lastSeq)
+                        continue;
+                    this.lastSeq = seq;
+                    failures = 0;
+                    const { run, ...shown } = event;
+                    for (const listener of [...this.listeners])
+                        listener.event?.(shown);
+                    if (run !== undefined)
+                        this.tellRun(parseRun(run, `the stream of run ${this.runId}`));
+                }
+            }
+            catch {
+                response?.close();
+                if (this.stopper.signal.aborted)
+                    break;
+                if (!opened)
+                    return 'unavailable';
+            }
+            // Cut (or ended without `done`): open it again after the last event, a little later each time.
+            if (++failures > MAX_FAILURES)
+                return 'failed';
+            await sleep(Math.min(250 * 2 ** (failures - 1), 5000), this.stopper.signal).catch(() => undefined);
+        }
+        return 'stopped';
+    }
+    tellRun(run) {
+        this.lastRun = run;
+        for (const listener of [...this.listeners])
+            listener.run?.(run);
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/client/client.ts
@@ -49121,7 +49393,10 @@ function isTransient(error) {
 
 
 
+
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** An event stream silent this long (the executor sends a comment every 15 s) is taken as cut. */
+const STREAM_SILENCE_MS = 60_000;
 /** An artifact (the run's changes, say) may be far larger than any API answer. */
 const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 /** The create endpoint, and the deprecated one older servers have instead. */
@@ -49142,6 +49417,10 @@ class AgentRunClient {
     random;
     onRetry;
     keyName;
+    /** The live event streams of runs, shared by whoever follows each run (stream.ts). */
+    streams = new Map();
+    /** False once the server showed it has no event streams: runs are then followed by reads. */
+    streamsOffered;
     /** Where creates go; moves to the legacy path once a server shows it has no other. */
     createPath = CREATE_PATH;
     constructor(options) {
@@ -49317,6 +49596,56 @@ class AgentRunClient {
         const value = parseJson(response.body, label);
         const state = typeof value?.state === 'string' ? value.state : 'QUEUED';
         return { run_id: typeof value?.run_id === 'string' ? value.run_id : runId.trim(), state };
+    }
+    /**
+     * The run's live event stream, shared by every caller that follows the run at once (subscribe to
+     * it; the last to let go closes it). Undefined when this server has shown it has no streams, or
+     * the client's transport cannot stream: follow the run by reads then.
+     */
+    runEvents(runId, options = {}) {
+        if (this.streamsOffered === false || !this.transport.stream)
+            return undefined;
+        const path = runPath('getRunEvents', runId);
+        const existing = this.streams.get(runId);
+        if (existing)
+            return existing;
+        const stream = new RunEventStream(runId, (_id, after, signal) => this.transport.stream({
+            method: 'GET',
+            url: `${this.apiRoot}${path}${after > 0 ? `?after=${after}` : ''}`,
+            headers: { accept: 'text/event-stream', authorization: `Bearer ${this.apiKey}` },
+            timeoutMs: Math.max(this.timeoutMs, STREAM_SILENCE_MS),
+            signal
+        }), { signal: options.signal, sleep: this.sleep });
+        this.streams.set(runId, stream);
+        void stream.ended.then(end => {
+            if (this.streams.get(runId) === stream)
+                this.streams.delete(runId);
+            if (end.outcome === 'done')
+                this.streamsOffered = true;
+            // Only an answer that says there is no such endpoint (or no such kind of answer) counts.
+            const status = end.status ?? 0;
+            if (end.outcome === 'unavailable' && ([404, 405, 406, 501].includes(status) || status === 200))
+                this.streamsOffered ??= false;
+        });
+        return stream;
+    }
+    /**
+     * One page of the events cursor: the changes of state of these runs (of the key's team) after
+     * `since`, in the order they happened, and the `next_since` to read on from.
+     */
+    async listEvents(runIds, options = {}) {
+        for (const id of runIds)
+            runPath('getRun', id);
+        const params = new URLSearchParams({ run_ids: runIds.map(id => id.trim()).join(',') });
+        if (options.since !== undefined)
+            params.set('since', String(options.since));
+        if (options.limit !== undefined)
+            params.set('limit', String(options.limit));
+        const page = await this.json('GET', `${apiPath('listEvents')}?${params}`, undefined, options);
+        const label = `GET ${API_PREFIX}${apiPath('listEvents')}`;
+        if (!Array.isArray(page.events) || typeof page.next_since !== 'number')
+            throw new ParseError(`${label}: expected {events: [...], next_since}, got ${describeValue(page)}`);
+        return page;
     }
     /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
     waitForRun(runId, options = {}) {
@@ -49917,6 +50246,8 @@ class RunFollower {
     loop = Promise.resolve();
     reading = Promise.resolve();
     terminalSeen = false;
+    /** The stream brought every event up to the run's end: nothing is left to read. */
+    streamed = false;
     reported = false;
     seen = new SeenItems();
     constructor(client, runId, options) {
@@ -49956,18 +50287,46 @@ class RunFollower {
         }
         return at;
     }
-    /** Makes the first read; when the server holds reads, keeps long-polling in the background. */
+    /**
+     * Follows the run's event stream when the server offers one (every event on one request);
+     * otherwise, or once the stream fails, makes the first read and, when the server holds reads,
+     * keeps long-polling in the background from the last event shown.
+     */
     start() {
-        this.loop = this.readOnce(this.options.holdSeconds ?? 30)
+        const stream = this.client.runEvents(this.runId, { signal: this.options.signal });
+        if (!stream) {
+            this.loop = this.readLoop();
+            return;
+        }
+        this.mode = 'stream';
+        const release = stream.subscribe({ event: event => this.take({ events: [event] }) });
+        this.stopper.signal.addEventListener('abort', release, { once: true });
+        this.loop = stream.ended.then(end => {
+            release();
+            if (end.outcome === 'done') {
+                this.streamed = true;
+                return;
+            }
+            if (this.stopper.signal.aborted) {
+                this.mode = 'unknown';
+                return;
+            }
+            // No stream here, or it broke: held reads (or reads on each change) from the last event shown.
+            this.mode = 'unknown';
+            return this.readLoop();
+        });
+    }
+    readLoop() {
+        return this.readOnce(this.options.holdSeconds ?? 30)
             .then(() => {
             if (this.mode === 'held')
                 return this.longPoll();
         })
             .catch(error => this.report(error));
     }
-    /** The run changed state: read new content, unless a long-poll already delivers it. */
+    /** The run changed state: read new content, unless a stream or a long-poll already delivers it. */
     onStateChange() {
-        if (this.mode === 'held' || this.mode === 'none' || this.mode === 'unknown')
+        if (this.mode === 'stream' || this.mode === 'held' || this.mode === 'none' || this.mode === 'unknown')
             return this.reading;
         this.reading = this.reading.then(() => this.readOnce(0)).catch(error => this.report(error));
         return this.reading;
@@ -49984,6 +50343,10 @@ class RunFollower {
         this.stopper.abort(new Error('follower stopped'));
         await this.loop;
         await this.reading;
+        if (this.streamed)
+            return;
+        if (this.mode === 'stream')
+            this.mode = 'unknown';
         if (this.mode !== 'none')
             await this.readOnce(0);
     }

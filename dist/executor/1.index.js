@@ -1,3 +1,4 @@
+<<<<<<<< HEAD:dist/executor/1.index.js
 <<<<<<<< HEAD:dist/executor/772.index.js
 <<<<<<<< HEAD:dist/executor/772.index.js
 export const id = 772;
@@ -19,6 +20,13 @@ export const modules = {
 
 /***/ 55001:
 >>>>>>>> oidc:dist/executor/1.index.js
+========
+export const id = 263;
+export const ids = [263];
+export const modules = {
+
+/***/ 76263:
+>>>>>>>> event-stream:dist/executor/263.index.js
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -183,6 +191,11 @@ const ERROR_CODES = {
         status: 429,
         retryable: true,
         meaning: 'This key sent more requests than its rate limit allows; wait for Retry-After.'
+    },
+    too_many_streams: {
+        status: 429,
+        retryable: true,
+        meaning: 'This key (limits.max_streams_per_key) or this executor node (limits.max_streams) has as many open event streams as it may; close one, or wait for Retry-After.'
     },
     resource_unavailable: {
         status: 429,
@@ -389,6 +402,8 @@ const ROUTES = {
     submitFollowup: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/followups' },
     getTranscript: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/transcript' },
     getConversation: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/conversation' },
+    getRunEvents: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/events' },
+    listEvents: { method: 'GET', path: '/api/v1/agent/events' },
     getArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}' },
     downloadArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}/download' },
     getSession: { method: 'GET', path: '/sessions/{run_id}' },
@@ -3224,7 +3239,11 @@ function parseConfig(raw, base, where = 'config') {
         'max_running_runs_per_team',
         'max_schedules_per_team',
         'retention_days',
-        'transcript'
+        'transcript',
+        'max_streams_per_key',
+        'max_streams',
+        'stream_heartbeat',
+        'stream_buffer'
     ]);
     const workers = r.int(root.workers, 'workers', 4, 1, 256);
     const dataDir = (0,external_node_path_.resolve)(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
@@ -3273,7 +3292,11 @@ function parseConfig(raw, base, where = 'config') {
             maxRunningRunsPerTeam: r.int(limits.max_running_runs_per_team, 'limits.max_running_runs_per_team', 0, 0, 1e9),
             maxSchedulesPerTeam: r.int(limits.max_schedules_per_team, 'limits.max_schedules_per_team', 100, 1, 1e6),
             retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
-            transcriptBytes: transcriptLimit(r, limits.transcript)
+            transcriptBytes: transcriptLimit(r, limits.transcript),
+            maxStreamsPerKey: r.int(limits.max_streams_per_key, 'limits.max_streams_per_key', 20, 1, 1e6),
+            maxStreams: r.int(limits.max_streams, 'limits.max_streams', 2000, 1, 1e7),
+            streamHeartbeatMs: r.duration(limits.stream_heartbeat, 'limits.stream_heartbeat', 15_000),
+            streamBufferBytes: r.size(limits.stream_buffer, 'limits.stream_buffer', 1024 ** 2)
         },
         environments: [],
         auth: parseAuth(r, root.auth)
@@ -4934,6 +4957,45 @@ const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
         description: build/* default.Optional */.Ay$.Optional(NullableString())
     }, { additionalProperties: true })
 });
+/** Run ids the events cursor follows at once, at most. */
+const MAX_EVENT_RUN_IDS = 100;
+/** Events one page of the cursor holds at most (the production service's bound). */
+const MAX_EVENTS_LIMIT = 500;
+/** The events cursor's query: the runs, where to go on from, and the page size. */
+const EventsQuerySchema = build/* default.Object */.Ay$.Object({
+    run_ids: build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String({ maxLength: 20_000 }), build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String({ maxLength: 20_000 }), { maxItems: 100 })], {
+        description: `The runs to follow: ids separated by commas, or the parameter repeated; 1 to ${MAX_EVENT_RUN_IDS} of this key's team.`,
+        expected: `run ids separated by commas, 1 to ${MAX_EVENT_RUN_IDS}`
+    }),
+    since: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^(\\d{1,15})?$',
+        description: 'Only events with a larger sequence (the next_since of the previous page; 0 for all).',
+        expected: 'the sequence of an event, a whole number such as 12'
+    })),
+    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^((?=\\d{1,3}$)0*([1-9]\\d{0,1}|[1-4]\\d\\d|500))?$',
+        description: `At most this many events, 1–${MAX_EVENTS_LIMIT} (default 100).`,
+        expected: `a whole number of events from 1 to ${MAX_EVENTS_LIMIT}`
+    }))
+}, { additionalProperties: true });
+/** One change of a run's state on the events cursor. */
+const CursorEventSchema = build/* default.Object */.Ay$.Object({
+    sequence: build/* default.Integer */.Ay$.Integer({ description: "The event's place on the team's cursor." }),
+    run_id: build/* default.String */.Ay$.String(),
+    type: build/* default.String */.Ay$.String({
+        description: 'run_in_progress, run_succeeded, run_failed, run_errored, run_blocked or run_cancelled (more may come).'
+    }),
+    state: RunStateSchema,
+    timestamp: build/* default.String */.Ay$.String({ description: 'When the run changed state (ISO 8601).' }),
+    event_type: build/* default.String */.Ay$.String({ description: 'The same as type (the production service names it so).' }),
+    occurred_at: build/* default.String */.Ay$.String({ description: 'The same as timestamp (the production service names it so).' })
+}, { additionalProperties: true });
+const EventsPageSchema = build/* default.Object */.Ay$.Object({
+    events: build/* default.Array */.Ay$.Array(CursorEventSchema),
+    next_since: build/* default.Integer */.Ay$.Integer({
+        description: 'Read again with since=next_since for the events after this page (since itself when empty).'
+    })
+});
 
 ;// CONCATENATED MODULE: ./src/executor/store/rows.ts
 // How a run's row is read, on both stores: the columns the API and the worker see (not the store's
@@ -6416,6 +6478,16 @@ const ifNoneMatch = {
     description: 'The ETag of the record you have.',
     schema: { type: 'string' }
 };
+const acceptStream = {
+    name: 'Accept',
+    description: 'text/event-stream: answer as a server-sent event stream that stays open (see the description).',
+    schema: { type: 'string', examples: ['text/event-stream'] }
+};
+const lastEventId = {
+    name: 'Last-Event-ID',
+    description: 'On a stream: resume after the event with this id (an EventSource sends it when it reconnects).',
+    schema: { type: 'string', examples: ['42'] }
+};
 const idempotencyKey = {
     name: 'Idempotency-Key',
     description: 'Makes retries safe: the same key and body return the same run.',
@@ -6525,6 +6597,31 @@ const ENDPOINTS = {
         params: RunIdParamsSchema,
         response: { description: 'The conversation.', schema: ConversationSchema },
         errors: ['not_found']
+    },
+    getRunEvents: {
+        method: 'GET',
+        path: '/api/v1/agent/runs/{run_id}/events',
+        summary: "A run's events as they happen (a resumable event stream)",
+        description: "With Accept: text/event-stream: a server-sent event stream of every transcript event after `after` (or the Last-Event-ID header), then each new one as it is written, state changes included: `id:` is the event's seq, `event:` its kind, `data:` the event as JSON (a `state` event carries the run's record as `run` when the record is in that state). A comment line is sent after each limits.stream_heartbeat (15 s) of silence. Once the run is terminal and its events are sent, an `event: done` message (data: run_id, state, last_seq, run) ends the stream. A reader too slow for limits.stream_buffer is cut between two messages; it resumes with Last-Event-ID. Streams are bounded per key (limits.max_streams_per_key) and per node (limits.max_streams): beyond, 429 too_many_streams with Retry-After. Without that Accept header: one JSON page, as the transcript answers it (after, limit, Prefer: wait).",
+        auth: 'key',
+        rateLimited: true,
+        params: RunIdParamsSchema,
+        querystring: TranscriptQuerySchema,
+        headers: [acceptStream, lastEventId, prefer],
+        response: { description: 'Transcript events (a JSON page, or the stream).', schema: TranscriptSchema },
+        errors: ['invalid_request', 'not_found', 'too_many_streams']
+    },
+    listEvents: {
+        method: 'GET',
+        path: '/api/v1/agent/events',
+        summary: 'Changes of state of several runs of the team, on one cursor',
+        description: "run_ids (comma-separated or repeated, 1–100 runs of this key's team; another team's run is 404 like a run that does not exist), since (the next_since of the previous page, 0 for all) and limit (1–500, default 100). Each event: sequence (the team's cursor), run_id, type (run_in_progress, run_succeeded, run_failed, run_errored, run_blocked, run_cancelled), state and timestamp; event_type and occurred_at repeat type and timestamp under the production service's names. With Accept: text/event-stream: the same events as a stream (`id:` the sequence, `event:` the type, resumable with Last-Event-ID), ending with `event: done` once every run is terminal and its events are sent; streams are bounded as for a run's events.",
+        auth: 'key',
+        rateLimited: true,
+        querystring: EventsQuerySchema,
+        headers: [acceptStream, lastEventId],
+        response: { description: 'A page of events.', schema: EventsPageSchema },
+        errors: ['invalid_request', 'not_found', 'too_many_streams']
     },
     getArtifact: {
         ...ROUTES.getArtifact,
@@ -8527,6 +8624,416 @@ function catalogHandlers(context) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/executor/server/event-stream.ts
+// Server-sent event streams (text/event-stream): a run's transcript events and changes of state as
+// they happen (GET /runs/{id}/events), and the changes of state of several runs of a team on one
+// cursor (GET /events). A stream is woken by the ChangeHub's notifications (the store's own, and
+// PostgreSQL's LISTEN between nodes) and reads the store only when woken, once per heartbeat as a
+// fallback for a lost notification, and never in a loop of its own. Every message carries an `id:`
+// (the event's seq, or the team's sequence), so a client that is cut resumes with Last-Event-ID and
+// gets each event once. What a stream may hold for a slow reader is bounded: past
+// limits.stream_buffer, or a heartbeat with nothing taken, the connection is cut between two
+// messages and the client resumes from its last whole one. Streams are counted per key and per node;
+// beyond either bound the answer is 429 too_many_streams with Retry-After.
+
+
+
+/** Events one read of the store takes at most. */
+const event_stream_PAGE_EVENTS = 200;
+/** The delay an EventSource waits before it reconnects (the `retry:` field), in ms. */
+const RECONNECT_MS = 1000;
+/** Seconds a client refused for the stream bounds is asked to wait. */
+const RETRY_AFTER_SECONDS = 5;
+/** The event types of the events cursor, by the state they announce (the production service's names). */
+const STATE_EVENT_TYPES = {
+    INPROGRESS: 'run_in_progress',
+    SUCCEEDED: 'run_succeeded',
+    FAILED: 'run_failed',
+    ERROR: 'run_errored',
+    BLOCKED: 'run_blocked',
+    CANCELLED: 'run_cancelled'
+};
+/** Whether the request asks for an event stream (Accept: text/event-stream). */
+function wantsEventStream(request) {
+    return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(String(request.headers.accept ?? ''));
+}
+/** The open streams of this node, per key and in all. */
+class StreamSlots {
+    maxPerKey;
+    maxTotal;
+    perKey = new Map();
+    total = 0;
+    constructor(maxPerKey, maxTotal) {
+        this.maxPerKey = maxPerKey;
+        this.maxTotal = maxTotal;
+    }
+    /** Takes a slot for `keyId`, or throws 429 too_many_streams; the function gives it back (once). */
+    take(keyId) {
+        const mine = this.perKey.get(keyId) ?? 0;
+        const retry = { 'retry-after': String(RETRY_AFTER_SECONDS) };
+        if (mine >= this.maxPerKey)
+            throw new ProblemError('too_many_streams', `this key has ${mine} event streams open, its limit (limits.max_streams_per_key: ${this.maxPerKey}); close one or retry in ${RETRY_AFTER_SECONDS} s`, retry);
+        if (this.total >= this.maxTotal)
+            throw new ProblemError('too_many_streams', `this executor node has ${this.total} event streams open, its limit (limits.max_streams: ${this.maxTotal}); retry in ${RETRY_AFTER_SECONDS} s`, retry);
+        this.perKey.set(keyId, mine + 1);
+        this.total++;
+        let given = false;
+        return () => {
+            if (given)
+                return;
+            given = true;
+            this.total--;
+            const left = (this.perKey.get(keyId) ?? 1) - 1;
+            if (left <= 0)
+                this.perKey.delete(keyId);
+            else
+                this.perKey.set(keyId, left);
+        };
+    }
+    get open() {
+        return this.total;
+    }
+}
+/**
+ * Where a stream resumes: the Last-Event-ID header (an EventSource's reconnect) before the query's
+ * cursor (`after` or `since`). A header that is not a whole number is refused, naming it.
+ */
+function resumePoint(request, fromQuery) {
+    const header = request.headers['last-event-id'];
+    if (header === undefined || header === '')
+        return fromQuery;
+    const value = Array.isArray(header) ? header[0] : header;
+    if (!/^\d{1,15}$/.test(value.trim()))
+        throw new ProblemError('invalid_request', `Last-Event-ID ${JSON.stringify(value.slice(0, 40))}: expected the id of an event this stream sent, a whole number such as 12`);
+    return Number(value.trim());
+}
+/** One message of the stream: JSON on one line, so no field can break the framing. */
+function message(id, event, data) {
+    const name = event.replace(/[^\w.-]/g, '_');
+    return `${id === undefined ? '' : `id: ${id}\n`}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+/**
+ * The open connection: writes whole messages, waits between reads for a wake (or the heartbeat),
+ * and cuts a reader too slow for its buffer.
+ */
+class Stream {
+    raw;
+    bufferBytes;
+    heartbeatMs;
+    woken = false;
+    /** The last write was not taken whole: 'drain' tells when it is. */
+    full = false;
+    wakeUp;
+    closed = new AbortController();
+    constructor(raw, bufferBytes, heartbeatMs) {
+        this.raw = raw;
+        this.bufferBytes = bufferBytes;
+        this.heartbeatMs = heartbeatMs;
+        raw.once('close', () => {
+            this.closed.abort();
+            this.wake();
+        });
+    }
+    wake = () => {
+        this.woken = true;
+        this.wakeUp?.();
+    };
+    get open() {
+        return !this.closed.signal.aborted;
+    }
+    /** Writes one message; false (and the connection cut) when the reader is too slow for its buffer. */
+    send(text) {
+        if (!this.open)
+            return false;
+        // What waits unsent is checked before a message is added: a message larger than the buffer
+        // still goes to a reader that keeps up.
+        if (this.raw.writableLength > this.bufferBytes) {
+            this.cut();
+            return false;
+        }
+        this.full = !this.raw.write(text) || this.full;
+        return true;
+    }
+    cut() {
+        this.raw.destroy();
+        this.closed.abort();
+    }
+    /**
+     * Waits until what was written is taken (at once when the last write was): a reader that takes
+     * nothing for a heartbeat is cut.
+     */
+    async drained() {
+        if (!this.open)
+            return false;
+        if (!this.full)
+            return true;
+        const taken = await new Promise(resolve => {
+            const done = (value) => {
+                clearTimeout(timer);
+                this.raw.off('drain', onDrain);
+                this.raw.off('close', onClose);
+                resolve(value);
+            };
+            const onDrain = () => done(true);
+            const onClose = () => done(false);
+            const timer = setTimeout(() => done(false), this.heartbeatMs);
+            this.raw.once('drain', onDrain);
+            this.raw.once('close', onClose);
+        });
+        if (!taken)
+            this.cut();
+        else
+            this.full = false;
+        return taken && this.open;
+    }
+    /** Until a wake (at once if one came since the last call), the heartbeat or the end; true on a wake. */
+    async idle() {
+        if (this.woken || !this.open) {
+            this.woken = false;
+            return true;
+        }
+        const woken = await new Promise(resolve => {
+            const timer = setTimeout(() => {
+                this.wakeUp = undefined;
+                resolve(false);
+            }, this.heartbeatMs);
+            this.wakeUp = () => {
+                clearTimeout(timer);
+                this.wakeUp = undefined;
+                resolve(true);
+            };
+        });
+        this.woken = false;
+        if (!woken)
+            this.send(': keep-alive\n\n');
+        return woken;
+    }
+    end() {
+        if (this.open)
+            this.raw.end();
+    }
+}
+/** Starts the answer: 200, text/event-stream, no caching or proxy buffering. */
+function event_stream_open(context, request, reply) {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        'x-accel-buffering': 'no',
+        'x-request-id': String(request.id)
+    });
+    raw.socket?.setNoDelay(true);
+    const { streamBufferBytes, streamHeartbeatMs } = context.config.limits;
+    const stream = new Stream(raw, streamBufferBytes, streamHeartbeatMs);
+    stream.send(`retry: ${RECONNECT_MS}\n\n`);
+    return stream;
+}
+/** Logs a failure of a stream already answering (its status is sent: the connection is cut). */
+function event_stream_failed(request, stream, error) {
+    if (stream.open)
+        request.log.warn({ err: error }, 'event stream failed; the client resumes');
+    request.raw.destroy();
+}
+/**
+ * GET /runs/{id}/events as a stream: every event after `after`, then each new one as it is
+ * appended; `done` once the run is terminal and every event is sent. A `state` event that is the
+ * newest of its read carries the run's record as `run` when the record is in that state.
+ */
+async function streamRunEvents(context, request, reply, find, after, release) {
+    const stream = event_stream_open(context, request, reply);
+    let run = await find().catch(() => undefined);
+    const stop = context.hub.watch(run ? [run.run_id] : [], stream.wake);
+    try {
+        if (!run)
+            return;
+        let cursor = after;
+        for (let idle = false; stream.open;) {
+            const events = await context.store.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
+            const lastState = events.findLast(event => event.kind === 'state');
+            if (lastState || idle)
+                run = await find();
+            for (const event of events) {
+                const shown = event === lastState && event.state === run.state
+                    ? { ...event, run: toRecord(run, context.links) }
+                    : event;
+                if (!stream.send(message(event.seq, event.kind, shown)) || !(await stream.drained()))
+                    return;
+                cursor = event.seq;
+            }
+            if (!(await stream.drained()))
+                return;
+            if (events.length === event_stream_PAGE_EVENTS)
+                continue;
+            if (run_isTerminalState(run.state)) {
+                // Events written with the end (and any after it) are read once more before `done`.
+                const rest = await context.store.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
+                if (rest.length > 0)
+                    continue;
+                stream.send(message(undefined, 'done', {
+                    run_id: run.run_id,
+                    state: run.state,
+                    last_seq: cursor,
+                    run: toRecord(run, context.links)
+                }));
+                return;
+            }
+            idle = !(await stream.idle());
+        }
+    }
+    catch (error) {
+        event_stream_failed(request, stream, error);
+    }
+    finally {
+        stop();
+        release();
+        stream.end();
+    }
+}
+/** One entry of the events cursor, in the production service's shape (and its field names too). */
+function cursorEvent(row) {
+    const type = STATE_EVENT_TYPES[row.state] ?? `run_${row.state.toLowerCase()}`;
+    return {
+        sequence: row.sequence,
+        run_id: row.run_id,
+        type,
+        state: row.state,
+        timestamp: row.at,
+        event_type: type,
+        occurred_at: row.at
+    };
+}
+/**
+ * GET /events as a stream: the changes of state of these runs after `since`, then each new one;
+ * `done` once every run is terminal and its changes are sent.
+ */
+async function streamStateEvents(context, request, reply, team, runIds, since, release) {
+    const stream = event_stream_open(context, request, reply);
+    const stop = context.hub.watch(runIds, stream.wake);
+    try {
+        let cursor = since;
+        while (stream.open) {
+            const rows = await context.store.listStateEvents(team, runIds, cursor, event_stream_PAGE_EVENTS);
+            for (const row of rows) {
+                const event = cursorEvent(row);
+                if (!stream.send(message(row.sequence, String(event.type), event)) || !(await stream.drained()))
+                    return;
+                cursor = row.sequence;
+            }
+            if (!(await stream.drained()))
+                return;
+            if (rows.length === event_stream_PAGE_EVENTS)
+                continue;
+            const states = await context.store.runStates(team, runIds);
+            if ([...states.values()].every(state => run_isTerminalState(state))) {
+                const rest = await context.store.listStateEvents(team, runIds, cursor, 1);
+                if (rest.length > 0)
+                    continue;
+                stream.send(message(undefined, 'done', { next_since: cursor, states: Object.fromEntries(states) }));
+                return;
+            }
+            await stream.idle();
+        }
+    }
+    catch (error) {
+        event_stream_failed(request, stream, error);
+    }
+    finally {
+        stop();
+        release();
+        stream.end();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/events.ts
+// The event endpoints: a run's events (a JSON page, or with Accept: text/event-stream the
+// resumable stream of event-stream.ts) and the events cursor over several runs of a team (a JSON
+// page in the production service's shape, or the same as a stream).
+
+
+
+
+const DEFAULT_EVENTS_LIMIT = 100;
+/** A run id as the executor makes them (and any the service might): one plain path segment. */
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+function events_notFound(id) {
+    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+}
+/** `run_ids` as given (comma-separated, or repeated), checked and without repeats. */
+function parseRunIds(value) {
+    const parts = (Array.isArray(value) ? value : [value])
+        .flatMap(item => String(item ?? '').split(','))
+        .map(item => item.trim())
+        .filter(item => item !== '');
+    const ids = [...new Set(parts)];
+    if (ids.length === 0)
+        throw new ProblemError('invalid_request', 'run_ids: expected at least one run id, such as run_ids=ID1,ID2 (comma-separated or repeated)');
+    if (ids.length > MAX_EVENT_RUN_IDS)
+        throw new ProblemError('invalid_request', `run_ids: ${ids.length} runs; expected at most ${MAX_EVENT_RUN_IDS} (follow more with several cursors)`);
+    const bad = ids.find(id => !RUN_ID.test(id));
+    if (bad !== undefined)
+        throw new ProblemError('invalid_request', `run_ids: ${JSON.stringify(bad.slice(0, 100))} is not a run id; expected ids such as 3f2b9c1e-…, separated by commas`);
+    return ids;
+}
+function parseSince(query) {
+    const value = query?.since;
+    if (value === undefined || value === '')
+        return 0;
+    if (typeof value !== 'string' || !/^\d{1,15}$/.test(value))
+        throw new ProblemError('invalid_request', `since ${JSON.stringify(value)}: expected the sequence of an event, a whole number such as 12`);
+    return Number(value);
+}
+function parseEventsLimit(query) {
+    const value = query?.limit;
+    if (value === undefined || value === '')
+        return DEFAULT_EVENTS_LIMIT;
+    const number = typeof value === 'string' && /^\d{1,3}$/.test(value) ? Number(value) : NaN;
+    if (number >= 1 && number <= 500)
+        return number;
+    throw new ProblemError('invalid_request', `limit ${JSON.stringify(value)}: expected a whole number of events from 1 to 500`);
+}
+function eventHandlers(context, slots) {
+    const { store } = context;
+    return {
+        getRunEvents: async (request, reply) => {
+            const id = request.params.run_id;
+            const find = async () => {
+                const run = await store.getRun(request.principal.team, id);
+                if (!run)
+                    throw events_notFound(id);
+                return run;
+            };
+            if (!wantsEventStream(request))
+                return readTranscript(context, request, reply, find);
+            const after = resumePoint(request, parseAfter(request.query));
+            await find();
+            const release = slots.take(request.principal.keyId);
+            await streamRunEvents(context, request, reply, find, after, release);
+            return reply;
+        },
+        listEvents: async (request, reply) => {
+            const team = request.principal.team;
+            const runIds = parseRunIds(request.query.run_ids);
+            const since = parseSince(request.query);
+            const limit = parseEventsLimit(request.query);
+            const stream = wantsEventStream(request);
+            const after = stream ? resumePoint(request, since) : since;
+            // Another team's run answers as one that does not exist, as every run endpoint does.
+            const states = await store.runStates(team, runIds);
+            const missing = runIds.find(id => !states.has(id));
+            if (missing !== undefined)
+                throw events_notFound(missing);
+            if (stream) {
+                const release = slots.take(request.principal.keyId);
+                await streamStateEvents(context, request, reply, team, runIds, after, release);
+                return reply;
+            }
+            const rows = await store.listStateEvents(team, runIds, after, limit);
+            return { events: rows.map(cursorEvent), next_since: rows.at(-1)?.sequence ?? after };
+        }
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/executor/server/session-page.ts
 // The session page behind a run's session_link: the shared run renderer (run-view.ts) in a
 // self-contained page for whoever holds the link, without a sign-in. It carries the dashboard's own
@@ -8761,6 +9268,8 @@ function kindOf(value) {
 
 
 
+
+
 async function buildApp(context, options) {
     const { config } = context;
     let requestCount = 0;
@@ -8843,7 +9352,8 @@ async function buildApp(context, options) {
         ...runHandlers(context, reads),
         ...resultHandlers(context, downloads),
         ...scheduleHandlers(context),
-        ...catalogHandlers(context)
+        ...catalogHandlers(context),
+        ...eventHandlers(context, new StreamSlots(config.limits.maxStreamsPerKey, config.limits.maxStreams))
     };
     const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
     await registerEndpoints(app, { context, reads, downloads }, handlers, served);
@@ -8904,6 +9414,26 @@ class ChangeHub {
         if ((this.heardEvents.get(runId)?.seq ?? 0) > afterSeq)
             return Promise.resolve();
         return this.hold(this.eventWaiters, runId, ms, signal);
+    }
+    /**
+     * Calls `wake` on every event appended to any of these runs and every change of them, until the
+     * returned function is called: an event stream's lifelong subscription (event-stream.ts).
+     */
+    watch(runIds, wake) {
+        for (const runId of runIds) {
+            let set = this.eventWaiters.get(runId);
+            if (!set)
+                this.eventWaiters.set(runId, (set = new Set()));
+            set.add(wake);
+        }
+        return () => {
+            for (const runId of runIds) {
+                const set = this.eventWaiters.get(runId);
+                set?.delete(wake);
+                if (set?.size === 0)
+                    this.eventWaiters.delete(runId);
+            }
+        };
     }
     /** A held read lasts at most a minute: what is older than that can no longer matter. */
     forget() {
@@ -12118,6 +12648,7 @@ const SQLITE_MIGRATIONS = [
     `
     },
     {
+<<<<<<<< HEAD:dist/executor/1.index.js
 <<<<<<<< HEAD:dist/executor/772.index.js
         version: 9,
         name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
@@ -12136,6 +12667,33 @@ const SQLITE_MIGRATIONS = [
         name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
         sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
 >>>>>>>> oidc:dist/executor/1.index.js
+========
+        version: 11,
+        name: "run_state_events: each run's changes of state, numbered by one sequence, for the events cursor",
+        // A trigger writes the row in the transaction that changes the state, so no change is missed and
+        // none is told before it is committed. SQLite has one writer: the sequence is the commit order.
+        sql: `
+      CREATE TABLE run_state_events (
+        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+        team TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        at TEXT NOT NULL
+      );
+      CREATE INDEX run_state_events_run ON run_state_events (run_id, sequence);
+      CREATE TRIGGER runs_state_event AFTER UPDATE OF state ON runs
+        WHEN NEW.state <> OLD.state
+          AND NEW.state IN ('INPROGRESS', 'SUCCEEDED', 'FAILED', 'ERROR', 'BLOCKED', 'CANCELLED')
+      BEGIN
+        INSERT INTO run_state_events (team, run_id, state, at)
+          VALUES (NEW.team, NEW.run_id, NEW.state, NEW.updated_at);
+      END;
+      CREATE TRIGGER runs_state_events_pruned AFTER DELETE ON runs
+      BEGIN
+        DELETE FROM run_state_events WHERE run_id = OLD.run_id;
+      END;
+    `
+>>>>>>>> event-stream:dist/executor/263.index.js
     }
 ];
 /**
@@ -12317,6 +12875,7 @@ const POSTGRES_MIGRATIONS = [
     `
     },
     {
+<<<<<<<< HEAD:dist/executor/1.index.js
 <<<<<<<< HEAD:dist/executor/772.index.js
         version: 8,
         name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
@@ -12335,6 +12894,46 @@ const POSTGRES_MIGRATIONS = [
         name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
         sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
 >>>>>>>> oidc:dist/executor/1.index.js
+========
+        version: 10,
+        name: "run_state_events: each run's changes of state, numbered per team, for the events cursor",
+        // Numbered by a per-team counter row, taken in the transaction that changes the state: the row
+        // stays locked until that commit, so a reader that sees number n of a team has every number
+        // below it committed too (a shared sequence would hand out numbers out of commit order).
+        sql: `
+      CREATE TABLE team_event_sequence (team TEXT PRIMARY KEY, sequence BIGINT NOT NULL);
+      CREATE TABLE run_state_events (
+        team TEXT NOT NULL,
+        sequence BIGINT NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (team, sequence)
+      );
+      CREATE INDEX run_state_events_run ON run_state_events (run_id, sequence);
+      CREATE FUNCTION agent_executor_state_event() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE numbered BIGINT;
+      BEGIN
+        INSERT INTO team_event_sequence (team, sequence) VALUES (NEW.team, 1)
+          ON CONFLICT (team) DO UPDATE SET sequence = team_event_sequence.sequence + 1
+          RETURNING sequence INTO numbered;
+        INSERT INTO run_state_events (team, sequence, run_id, state, at)
+          VALUES (NEW.team, numbered, NEW.run_id, NEW.state, NEW.updated_at);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_state_event AFTER UPDATE OF state ON runs FOR EACH ROW
+        WHEN (NEW.state <> OLD.state
+          AND NEW.state IN ('INPROGRESS', 'SUCCEEDED', 'FAILED', 'ERROR', 'BLOCKED', 'CANCELLED'))
+        EXECUTE FUNCTION agent_executor_state_event();
+      CREATE FUNCTION agent_executor_state_events_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM run_state_events WHERE run_id = OLD.run_id;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_state_events_pruned AFTER DELETE ON runs FOR EACH ROW
+        EXECUTE FUNCTION agent_executor_state_events_pruned();
+    `
+>>>>>>>> event-stream:dist/executor/263.index.js
     }
 ];
 
@@ -13071,6 +13670,20 @@ class SqlRunStore extends SqlAccountStore {
     }
     onEvent(listener) {
         return this.d.onEvent(listener);
+    }
+    async listStateEvents(team, runIds, since, limit) {
+        if (runIds.length === 0)
+            return [];
+        const rows = await this.d.all(sql(`SELECT sequence, run_id, state, at FROM run_state_events
+         WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ? AND sequence > ?
+         ORDER BY sequence LIMIT ?`, ...runIds, team, since, limit));
+        return rows.map(row => ({ ...row, sequence: Number(row.sequence) }));
+    }
+    async runStates(team, runIds) {
+        if (runIds.length === 0)
+            return new Map();
+        const rows = await this.d.all(sql(`SELECT run_id, state FROM runs WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ?`, ...runIds, team));
+        return new Map(rows.map(row => [row.run_id, row.state]));
     }
     // what a run produced
     async addArtifact(artifact, data) {

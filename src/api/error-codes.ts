@@ -100,6 +100,12 @@ export const ERROR_CODES = {
     retryable: true,
     meaning: 'This key sent more requests than its rate limit allows; wait for Retry-After.'
   },
+  too_many_streams: {
+    status: 429,
+    retryable: true,
+    meaning:
+      'This key (limits.max_streams_per_key) or this executor node (limits.max_streams) has as many open event streams as it may; close one, or wait for Retry-After.'
+  },
   resource_unavailable: {
     status: 429,
     retryable: true,

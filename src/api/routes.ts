@@ -13,6 +13,8 @@ export const ROUTES = {
   submitFollowup: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/followups' },
   getTranscript: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/transcript' },
   getConversation: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/conversation' },
+  getRunEvents: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/events' },
+  listEvents: { method: 'GET', path: '/api/v1/agent/events' },
   getArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}' },
   downloadArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}/download' },
   getSession: { method: 'GET', path: '/sessions/{run_id}' },

@@ -414,3 +414,60 @@ export type SchemaChecks = [
   Check<Same<Static<typeof ListRunsResponseSchema>['page_info'], ListRunsResponse['page_info']>>,
   Check<Same<Static<typeof ProblemSchema>['status'], Problem['status']>>
 ];
+
+/** Run ids the events cursor follows at once, at most. */
+export const MAX_EVENT_RUN_IDS = 100;
+/** Events one page of the cursor holds at most (the production service's bound). */
+export const MAX_EVENTS_LIMIT = 500;
+
+/** The events cursor's query: the runs, where to go on from, and the page size. */
+export const EventsQuerySchema = Type.Object(
+  {
+    run_ids: Type.Union(
+      [Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 20_000 }), { maxItems: 100 })],
+      {
+        description: `The runs to follow: ids separated by commas, or the parameter repeated; 1 to ${MAX_EVENT_RUN_IDS} of this key's team.`,
+        expected: `run ids separated by commas, 1 to ${MAX_EVENT_RUN_IDS}`
+      }
+    ),
+    since: Type.Optional(
+      Type.String({
+        pattern: '^(\\d{1,15})?$',
+        description: 'Only events with a larger sequence (the next_since of the previous page; 0 for all).',
+        expected: 'the sequence of an event, a whole number such as 12'
+      })
+    ),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^((?=\\d{1,3}$)0*([1-9]\\d{0,1}|[1-4]\\d\\d|500))?$',
+        description: `At most this many events, 1–${MAX_EVENTS_LIMIT} (default 100).`,
+        expected: `a whole number of events from 1 to ${MAX_EVENTS_LIMIT}`
+      })
+    )
+  },
+  { additionalProperties: true }
+);
+
+/** One change of a run's state on the events cursor. */
+export const CursorEventSchema = Type.Object(
+  {
+    sequence: Type.Integer({ description: "The event's place on the team's cursor." }),
+    run_id: Type.String(),
+    type: Type.String({
+      description:
+        'run_in_progress, run_succeeded, run_failed, run_errored, run_blocked or run_cancelled (more may come).'
+    }),
+    state: RunStateSchema,
+    timestamp: Type.String({ description: 'When the run changed state (ISO 8601).' }),
+    event_type: Type.String({ description: 'The same as type (the production service names it so).' }),
+    occurred_at: Type.String({ description: 'The same as timestamp (the production service names it so).' })
+  },
+  { additionalProperties: true }
+);
+
+export const EventsPageSchema = Type.Object({
+  events: Type.Array(CursorEventSchema),
+  next_since: Type.Integer({
+    description: 'Read again with since=next_since for the events after this page (since itself when empty).'
+  })
+});

@@ -56,6 +56,7 @@ import type { CallOptions, PollOptions, PollResult } from './poll.js';
 import { DEFAULT_RETRY, type RetryOptions, retryDelayMs, shouldRetry } from './retry.js';
 import { type HttpResponse, type Transport, TransportError, createTransport } from './transport.js';
 import { type WaitOptions, type WaitResult, waitForRun } from './wait.js';
+import { RunEventStream } from './stream.js';
 import { abortableSleep } from './sleep.js';
 
 export interface ClientOptions {
@@ -117,12 +118,20 @@ export interface FollowupResponse {
   state: string;
 }
 
+/** A page of the events cursor (GET /agent/events). */
+export interface EventsPage {
+  events: { sequence: number; run_id: string; type: string; state: string; timestamp: string }[];
+  next_since: number;
+}
+
 export interface RunsPage {
   runs: Run[];
   page_info: ListRunsResponse['page_info'];
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** An event stream silent this long (the executor sends a comment every 15 s) is taken as cut. */
+const STREAM_SILENCE_MS = 60_000;
 /** An artifact (the run's changes, say) may be far larger than any API answer. */
 const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 /** The create endpoint, and the deprecated one older servers have instead. */
@@ -145,6 +154,10 @@ export class AgentRunClient {
   private readonly random: () => number;
   private readonly onRetry?: (info: RetryInfo) => void;
   private readonly keyName: string;
+  /** The live event streams of runs, shared by whoever follows each run (stream.ts). */
+  private readonly streams = new Map<string, RunEventStream>();
+  /** False once the server showed it has no event streams: runs are then followed by reads. */
+  private streamsOffered: boolean | undefined;
   /** Where creates go; moves to the legacy path once a server shows it has no other. */
   private createPath = CREATE_PATH;
 
@@ -333,6 +346,59 @@ export class AgentRunClient {
     const value = parseJson(response.body, label) as Partial<FollowupResponse> | null;
     const state = typeof value?.state === 'string' ? value.state : 'QUEUED';
     return { run_id: typeof value?.run_id === 'string' ? value.run_id : runId.trim(), state };
+  }
+
+  /**
+   * The run's live event stream, shared by every caller that follows the run at once (subscribe to
+   * it; the last to let go closes it). Undefined when this server has shown it has no streams, or
+   * the client's transport cannot stream: follow the run by reads then.
+   */
+  runEvents(runId: string, options: CallOptions = {}): RunEventStream | undefined {
+    if (this.streamsOffered === false || !this.transport.stream) return undefined;
+    const path = runPath('getRunEvents', runId);
+    const existing = this.streams.get(runId);
+    if (existing) return existing;
+    const stream = new RunEventStream(
+      runId,
+      (_id, after, signal) =>
+        this.transport.stream!({
+          method: 'GET',
+          url: `${this.apiRoot}${path}${after > 0 ? `?after=${after}` : ''}`,
+          headers: { accept: 'text/event-stream', authorization: `Bearer ${this.apiKey}` },
+          timeoutMs: Math.max(this.timeoutMs, STREAM_SILENCE_MS),
+          signal
+        }),
+      { signal: options.signal, sleep: this.sleep }
+    );
+    this.streams.set(runId, stream);
+    void stream.ended.then(end => {
+      if (this.streams.get(runId) === stream) this.streams.delete(runId);
+      if (end.outcome === 'done') this.streamsOffered = true;
+      // Only an answer that says there is no such endpoint (or no such kind of answer) counts.
+      const status = end.status ?? 0;
+      if (end.outcome === 'unavailable' && ([404, 405, 406, 501].includes(status) || status === 200))
+        this.streamsOffered ??= false;
+    });
+    return stream;
+  }
+
+  /**
+   * One page of the events cursor: the changes of state of these runs (of the key's team) after
+   * `since`, in the order they happened, and the `next_since` to read on from.
+   */
+  async listEvents(
+    runIds: readonly string[],
+    options: CallOptions & { since?: number; limit?: number } = {}
+  ): Promise<EventsPage> {
+    for (const id of runIds) runPath('getRun', id);
+    const params = new URLSearchParams({ run_ids: runIds.map(id => id.trim()).join(',') });
+    if (options.since !== undefined) params.set('since', String(options.since));
+    if (options.limit !== undefined) params.set('limit', String(options.limit));
+    const page = await this.json('GET', `${apiPath('listEvents')}?${params}`, undefined, options);
+    const label = `GET ${API_PREFIX}${apiPath('listEvents')}`;
+    if (!Array.isArray(page.events) || typeof page.next_since !== 'number')
+      throw new ParseError(`${label}: expected {events: [...], next_since}, got ${describeValue(page)}`);
+    return page as unknown as EventsPage;
   }
 
   /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
@@ -809,7 +875,7 @@ function schedulePath(name: EndpointName, scheduleId: string): string {
 }
 
 function runPath(
-  name: 'getRun' | 'cancelRun' | 'submitFollowup' | 'getTranscript' | 'getConversation',
+  name: 'getRun' | 'cancelRun' | 'submitFollowup' | 'getTranscript' | 'getConversation' | 'getRunEvents',
   runId: string
 ): string {
   if (typeof runId !== 'string' || !isIdSegment(runId.trim())) {

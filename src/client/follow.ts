@@ -35,7 +35,7 @@ export interface FollowPosition {
   conversationItems: number;
 }
 
-type Mode = 'unknown' | 'held' | 'transcript' | 'conversation' | 'none';
+type Mode = 'unknown' | 'stream' | 'held' | 'transcript' | 'conversation' | 'none';
 /** Pages one read goes through at most; a transcript the executor bounds needs far fewer. */
 const MAX_PAGES = 1000;
 
@@ -47,6 +47,8 @@ export class RunFollower {
   private loop: Promise<void> = Promise.resolve();
   private reading: Promise<void> = Promise.resolve();
   private terminalSeen = false;
+  /** The stream brought every event up to the run's end: nothing is left to read. */
+  private streamed = false;
   private reported = false;
   private readonly seen = new SeenItems();
 
@@ -91,18 +93,48 @@ export class RunFollower {
     return at;
   }
 
-  /** Makes the first read; when the server holds reads, keeps long-polling in the background. */
+  /**
+   * Follows the run's event stream when the server offers one (every event on one request);
+   * otherwise, or once the stream fails, makes the first read and, when the server holds reads,
+   * keeps long-polling in the background from the last event shown.
+   */
   start(): void {
-    this.loop = this.readOnce(this.options.holdSeconds ?? 30)
+    const stream = this.client.runEvents(this.runId, { signal: this.options.signal });
+    if (!stream) {
+      this.loop = this.readLoop();
+      return;
+    }
+    this.mode = 'stream';
+    const release = stream.subscribe({ event: event => this.take({ events: [event] } as Transcript) });
+    this.stopper.signal.addEventListener('abort', release, { once: true });
+    this.loop = stream.ended.then(end => {
+      release();
+      if (end.outcome === 'done') {
+        this.streamed = true;
+        return;
+      }
+      if (this.stopper.signal.aborted) {
+        this.mode = 'unknown';
+        return;
+      }
+      // No stream here, or it broke: held reads (or reads on each change) from the last event shown.
+      this.mode = 'unknown';
+      return this.readLoop();
+    });
+  }
+
+  private readLoop(): Promise<void> {
+    return this.readOnce(this.options.holdSeconds ?? 30)
       .then(() => {
         if (this.mode === 'held') return this.longPoll();
       })
       .catch(error => this.report(error));
   }
 
-  /** The run changed state: read new content, unless a long-poll already delivers it. */
+  /** The run changed state: read new content, unless a stream or a long-poll already delivers it. */
   onStateChange(): Promise<void> {
-    if (this.mode === 'held' || this.mode === 'none' || this.mode === 'unknown') return this.reading;
+    if (this.mode === 'stream' || this.mode === 'held' || this.mode === 'none' || this.mode === 'unknown')
+      return this.reading;
     this.reading = this.reading.then(() => this.readOnce(0)).catch(error => this.report(error));
     return this.reading;
   }
@@ -119,6 +151,8 @@ export class RunFollower {
     this.stopper.abort(new Error('follower stopped'));
     await this.loop;
     await this.reading;
+    if (this.streamed) return;
+    if (this.mode === 'stream') this.mode = 'unknown';
     if (this.mode !== 'none') await this.readOnce(0);
   }
 

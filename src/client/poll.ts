@@ -3,6 +3,7 @@
 // both depend on it, and not on each other.
 
 import type { Run } from './parse.js';
+import type { RunEventStream } from './stream.js';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -28,4 +29,6 @@ export interface PollResult {
 /** Anything that can read a run conditionally: the client, or a test double of it. */
 export interface RunPoller {
   pollRun(runId: string, options: PollOptions): Promise<PollResult>;
+  /** The run's live event stream, when the server may offer one (the wait then follows it first). */
+  runEvents?(runId: string, options?: CallOptions): RunEventStream | undefined;
 }

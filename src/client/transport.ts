@@ -36,8 +36,24 @@ export class TransportError extends Error {
   }
 }
 
+/** An answer whose body is read as it comes (an event stream). */
+export interface StreamResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The body's chunks as they arrive; ends when the server ends it, throws when the connection breaks. */
+  chunks: AsyncIterable<Buffer>;
+  /** Drops the connection (the iteration then ends). */
+  close(): void;
+}
+
 export interface Transport {
   send(request: HttpRequest): Promise<HttpResponse>;
+  /**
+   * Sends the request and answers once the headers are in, the body left to read as it comes.
+   * `timeoutMs` bounds the wait for the headers and then each silence between two chunks.
+   * Optional: a transport without it has no streams (the client then reads as before).
+   */
+  stream?(request: HttpRequest): Promise<StreamResponse>;
   /** Closes idle keep-alive connections. */
   close(): void;
 }
@@ -50,6 +66,68 @@ export function createTransport(userAgent: string): Transport {
 
   return {
     close: () => client.dispose(),
+    stream(request) {
+      const url = new URL(request.url);
+      const secure = url.protocol === 'https:';
+      const dropped = new AbortController();
+      const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
+      if (signal.aborted) return Promise.reject(new TransportError('request aborted', 'aborted'));
+      const info = {
+        parsedUrl: url,
+        httpModule: secure ? https : http,
+        options: {
+          host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+          port: url.port ? Number(url.port) : secure ? 443 : 80,
+          path: url.pathname + url.search,
+          method: request.method,
+          headers: { ...request.headers },
+          // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
+          agent: client.getAgent(request.url),
+          signal
+        }
+      };
+      return new Promise<StreamResponse>((resolve, reject) => {
+        let silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
+        client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+          if (error || !response) {
+            clearTimeout(silence);
+            return reject(
+              request.signal?.aborted
+                ? new TransportError('request aborted', 'aborted', { cause: error })
+                : new TransportError(
+                    dropped.signal.aborted
+                      ? `no answer within ${request.timeoutMs} ms`
+                      : error instanceof Error
+                        ? error.message
+                        : String(error),
+                    dropped.signal.aborted ? 'timeout' : 'connection',
+                    { cause: error }
+                  )
+            );
+          }
+          const message = response.message;
+          const quiet = () => {
+            clearTimeout(silence);
+            silence = setTimeout(
+              () => message.destroy(new Error('the stream went silent')),
+              request.timeoutMs
+            );
+          };
+          quiet();
+          message.on('data', quiet);
+          message.on('close', () => clearTimeout(silence));
+          resolve({
+            status: message.statusCode ?? 0,
+            headers: message.headers,
+            chunks: message as AsyncIterable<Buffer>,
+            close: () => {
+              clearTimeout(silence);
+              message.destroy();
+            }
+          });
+        });
+      });
+    },
     send(request) {
       const url = new URL(request.url);
       const timeout = AbortSignal.timeout(request.timeoutMs);

@@ -12,6 +12,7 @@ import type { PollResult, RunPoller } from './poll.js';
 import { AbortError, ConflictError, ConnectionError, RateLimitError, ServerError } from './errors.js';
 import { ParseError, type Run } from './parse.js';
 import { abortableSleep } from './sleep.js';
+import type { RunEventStream } from './stream.js';
 
 export interface WaitOptions {
   /** Give up after this long (default 60 min); the result then says `timed_out`. */
@@ -31,6 +32,8 @@ export interface WaitOptions {
   onUnknownState?: (state: string, run: Run) => void;
   /** Called for each transient failure the wait rides out. */
   onTransientError?: (error: Error, consecutive: number) => void;
+  /** Follow the run on the server's event stream when it offers one (default true). */
+  stream?: boolean;
   /** Test seams. */
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -39,6 +42,8 @@ export interface WaitOptions {
 
 export interface WaitResult {
   outcome: 'terminal' | 'timed_out';
+  /** How the run was followed: its event stream, or reads (held or paced polls). */
+  via?: 'stream' | 'polls';
   /** The last record read; undefined only when no poll ever succeeded before the deadline. */
   run: Run | undefined;
   /** Polls that got an answer. */
@@ -78,8 +83,21 @@ export async function waitForRun(
     outcome,
     run: last,
     polls,
-    elapsedMs: now() - start
+    elapsedMs: now() - start,
+    via: 'polls'
   });
+
+  // A server with event streams tells of each change and of the end on one request; without one
+  // (or once it keeps failing) the polls below take over from the last record it brought.
+  const stream = options.stream === false ? undefined : poller.runEvents?.(runId, { signal: options.signal });
+  if (stream) {
+    const followed = await followStream(stream, runId, deadline - now(), options, unknown);
+    last = followed.run ?? last;
+    if (followed.outcome !== 'fallback')
+      return { outcome: followed.outcome, run: last, polls, elapsedMs: now() - start, via: 'stream' };
+    // A stream that broke hands over at once; a server without streams is polled as it always was.
+    if (followed.opened) delay = 0;
+  }
   const nextInterval = () => {
     const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
     interval = Math.min(cap, interval * GROWTH, byElapsed);
@@ -133,6 +151,53 @@ export async function waitForRun(
     if (answer.retryAfterMs !== undefined) delay = answer.retryAfterMs;
     else if (answer.held) delay = Math.max(0, MIN_GAP_MS - spent);
     else delay = Math.max(0, paced - spent);
+  }
+}
+
+/** Follows the run on its stream until it ends, the time is up, or the stream is not (or no longer) there. */
+async function followStream(
+  stream: RunEventStream,
+  runId: string,
+  ms: number,
+  options: WaitOptions,
+  unknown: Set<string>
+): Promise<{ outcome: WaitResult['outcome'] | 'fallback'; run?: Run; opened?: boolean }> {
+  let last: Run | undefined;
+  const seen = (run: Run) => {
+    if (!isKnownState(run.state) && !unknown.has(run.state)) {
+      unknown.add(run.state);
+      options.onUnknownState?.(run.state, run);
+    }
+    const previous = last;
+    last = run;
+    if (previous?.state !== run.state) options.onStateChange?.(run, previous);
+  };
+  const release = stream.subscribe({ run: seen });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    const ended = await Promise.race([
+      stream.ended,
+      new Promise<'timed_out'>(resolve => (timer = setTimeout(() => resolve('timed_out'), Math.max(0, ms)))),
+      new Promise<'aborted'>(resolve => {
+        onAbort = () => resolve('aborted');
+        if (options.signal?.aborted) onAbort();
+        else options.signal?.addEventListener('abort', onAbort, { once: true });
+      })
+    ]);
+    if (ended === 'aborted')
+      throw new AbortError(`waiting for run ${runId}: aborted`, {
+        request: `wait ${runId}`,
+        cause: options.signal?.reason
+      });
+    if (ended === 'timed_out') return { outcome: 'timed_out', run: last };
+    if (ended.outcome === 'done' && last && isTerminalState(last.state))
+      return { outcome: 'terminal', run: last };
+    return { outcome: 'fallback', run: last, opened: ended.outcome !== 'unavailable' };
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+    release();
   }
 }
 

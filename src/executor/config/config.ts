@@ -95,6 +95,14 @@ export interface ExecutorConfig {
     retentionDays: number;
     /** Bytes of a run's stored transcript; past it the head and the tail are kept, the middle dropped. */
     transcriptBytes: number;
+    /** Event streams (text/event-stream) one key may hold open at once, on this node. */
+    maxStreamsPerKey: number;
+    /** Event streams this node holds open at once, of every key. */
+    maxStreams: number;
+    /** Longest silence on an event stream: a comment line is sent after it. */
+    streamHeartbeatMs: number;
+    /** Bytes an event stream may have waiting for a slow reader; past it (or a heartbeat without progress) it is cut. */
+    streamBufferBytes: number;
   };
   /** Signed deliveries of runs' changes to teams' endpoints (config/webhooks-config.ts). */
   webhooks: WebhooksConfig;
@@ -216,7 +224,11 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
     'max_running_runs_per_team',
     'max_schedules_per_team',
     'retention_days',
-    'transcript'
+    'transcript',
+    'max_streams_per_key',
+    'max_streams',
+    'stream_heartbeat',
+    'stream_buffer'
   ]);
   const workers = r.int(root.workers, 'workers', 4, 1, 256);
   const dataDir = resolve(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
@@ -285,7 +297,11 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       ),
       maxSchedulesPerTeam: r.int(limits.max_schedules_per_team, 'limits.max_schedules_per_team', 100, 1, 1e6),
       retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
-      transcriptBytes: transcriptLimit(r, limits.transcript)
+      transcriptBytes: transcriptLimit(r, limits.transcript),
+      maxStreamsPerKey: r.int(limits.max_streams_per_key, 'limits.max_streams_per_key', 20, 1, 1e6),
+      maxStreams: r.int(limits.max_streams, 'limits.max_streams', 2000, 1, 1e7),
+      streamHeartbeatMs: r.duration(limits.stream_heartbeat, 'limits.stream_heartbeat', 15_000),
+      streamBufferBytes: r.size(limits.stream_buffer, 'limits.stream_buffer', 1024 ** 2)
     },
     webhooks: parseWebhooks(root.webhooks, r),
     environments: [],

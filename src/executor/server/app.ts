@@ -17,6 +17,8 @@ import { registerEndpoints } from './routes/register.js';
 import { resultHandlers } from './routes/results.js';
 import { runHandlers } from './routes/runs.js';
 import { catalogHandlers } from './routes/catalog.js';
+import { eventHandlers } from './routes/events.js';
+import { StreamSlots } from './event-stream.js';
 import { scheduleHandlers } from './routes/schedules.js';
 import { sessionHandlers } from './routes/sessions.js';
 import { webhookHandlers } from './routes/webhooks.js';
@@ -148,7 +150,8 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     ...resultHandlers(context, downloads),
     ...scheduleHandlers(context),
     ...webhookHandlers(context),
-    ...catalogHandlers(context)
+    ...catalogHandlers(context),
+    ...eventHandlers(context, new StreamSlots(config.limits.maxStreamsPerKey, config.limits.maxStreams))
   };
   const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
   await registerEndpoints(app, { context, reads, downloads }, handlers, served);

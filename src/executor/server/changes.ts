@@ -49,6 +49,25 @@ export class ChangeHub {
     return this.hold(this.eventWaiters, runId, ms, signal);
   }
 
+  /**
+   * Calls `wake` on every event appended to any of these runs and every change of them, until the
+   * returned function is called: an event stream's lifelong subscription (event-stream.ts).
+   */
+  watch(runIds: readonly string[], wake: () => void): () => void {
+    for (const runId of runIds) {
+      let set = this.eventWaiters.get(runId);
+      if (!set) this.eventWaiters.set(runId, (set = new Set()));
+      set.add(wake);
+    }
+    return () => {
+      for (const runId of runIds) {
+        const set = this.eventWaiters.get(runId);
+        set?.delete(wake);
+        if (set?.size === 0) this.eventWaiters.delete(runId);
+      }
+    };
+  }
+
   /** A held read lasts at most a minute: what is older than that can no longer matter. */
   private forget(): void {
     const before = Date.now() - 120_000;

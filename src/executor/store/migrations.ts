@@ -270,6 +270,33 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
     version: 10,
     name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
     sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
+  },
+  {
+    version: 11,
+    name: "run_state_events: each run's changes of state, numbered by one sequence, for the events cursor",
+    // A trigger writes the row in the transaction that changes the state, so no change is missed and
+    // none is told before it is committed. SQLite has one writer: the sequence is the commit order.
+    sql: `
+      CREATE TABLE run_state_events (
+        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+        team TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        at TEXT NOT NULL
+      );
+      CREATE INDEX run_state_events_run ON run_state_events (run_id, sequence);
+      CREATE TRIGGER runs_state_event AFTER UPDATE OF state ON runs
+        WHEN NEW.state <> OLD.state
+          AND NEW.state IN ('INPROGRESS', 'SUCCEEDED', 'FAILED', 'ERROR', 'BLOCKED', 'CANCELLED')
+      BEGIN
+        INSERT INTO run_state_events (team, run_id, state, at)
+          VALUES (NEW.team, NEW.run_id, NEW.state, NEW.updated_at);
+      END;
+      CREATE TRIGGER runs_state_events_pruned AFTER DELETE ON runs
+      BEGIN
+        DELETE FROM run_state_events WHERE run_id = OLD.run_id;
+      END;
+    `
   }
 ];
 
@@ -560,5 +587,45 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
     version: 9,
     name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
     sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
+  },
+  {
+    version: 10,
+    name: "run_state_events: each run's changes of state, numbered per team, for the events cursor",
+    // Numbered by a per-team counter row, taken in the transaction that changes the state: the row
+    // stays locked until that commit, so a reader that sees number n of a team has every number
+    // below it committed too (a shared sequence would hand out numbers out of commit order).
+    sql: `
+      CREATE TABLE team_event_sequence (team TEXT PRIMARY KEY, sequence BIGINT NOT NULL);
+      CREATE TABLE run_state_events (
+        team TEXT NOT NULL,
+        sequence BIGINT NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (team, sequence)
+      );
+      CREATE INDEX run_state_events_run ON run_state_events (run_id, sequence);
+      CREATE FUNCTION agent_executor_state_event() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE numbered BIGINT;
+      BEGIN
+        INSERT INTO team_event_sequence (team, sequence) VALUES (NEW.team, 1)
+          ON CONFLICT (team) DO UPDATE SET sequence = team_event_sequence.sequence + 1
+          RETURNING sequence INTO numbered;
+        INSERT INTO run_state_events (team, sequence, run_id, state, at)
+          VALUES (NEW.team, numbered, NEW.run_id, NEW.state, NEW.updated_at);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_state_event AFTER UPDATE OF state ON runs FOR EACH ROW
+        WHEN (NEW.state <> OLD.state
+          AND NEW.state IN ('INPROGRESS', 'SUCCEEDED', 'FAILED', 'ERROR', 'BLOCKED', 'CANCELLED'))
+        EXECUTE FUNCTION agent_executor_state_event();
+      CREATE FUNCTION agent_executor_state_events_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM run_state_events WHERE run_id = OLD.run_id;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_state_events_pruned AFTER DELETE ON runs FOR EACH ROW
+        EXECUTE FUNCTION agent_executor_state_events_pruned();
+    `
   }
 ];

@@ -25,6 +25,7 @@ import type {
   RunChange,
   RunStore,
   ArtifactRename,
+  StateEventRow,
   StoredArtifact,
   StoredRun,
   TranscriptEvent
@@ -474,6 +475,39 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
 
   onEvent(listener: (runId: string, seq: number) => void): () => void {
     return this.d.onEvent(listener);
+  }
+
+  async listStateEvents(
+    team: string,
+    runIds: readonly string[],
+    since: number,
+    limit: number
+  ): Promise<StateEventRow[]> {
+    if (runIds.length === 0) return [];
+    const rows = await this.d.all<{ sequence: unknown; run_id: string; state: string; at: string }>(
+      sql(
+        `SELECT sequence, run_id, state, at FROM run_state_events
+         WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ? AND sequence > ?
+         ORDER BY sequence LIMIT ?`,
+        ...runIds,
+        team,
+        since,
+        limit
+      )
+    );
+    return rows.map(row => ({ ...row, sequence: Number(row.sequence) }));
+  }
+
+  async runStates(team: string, runIds: readonly string[]): Promise<Map<string, string>> {
+    if (runIds.length === 0) return new Map();
+    const rows = await this.d.all<{ run_id: string; state: string }>(
+      sql(
+        `SELECT run_id, state FROM runs WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ?`,
+        ...runIds,
+        team
+      )
+    );
+    return new Map(rows.map(row => [row.run_id, row.state]));
   }
 
   // what a run produced

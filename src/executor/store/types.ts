@@ -189,6 +189,14 @@ export interface EventPage {
   kinds?: readonly string[];
 }
 
+/** A run's change of state, numbered by its team's sequence (the events cursor). */
+export interface StateEventRow {
+  sequence: number;
+  run_id: string;
+  state: string;
+  at: string;
+}
+
 export type CancelResult =
   { kind: 'cancelled'; run: StoredRun } | { kind: 'finished'; run: StoredRun } | { kind: 'not_found' };
 
@@ -380,6 +388,18 @@ export interface RunStore {
    * nodes' appends by notification; a held transcript read also re-reads now and then).
    */
   onEvent(listener: (runId: string, seq: number) => void): () => void;
+  /**
+   * The changes of state (INPROGRESS and on) of these runs of the team with a sequence above
+   * `since`, in sequence order, at most `limit`.
+   */
+  listStateEvents(
+    team: string,
+    runIds: readonly string[],
+    since: number,
+    limit: number
+  ): Promise<StateEventRow[]>;
+  /** The states of those of these runs that the team has, by run id. */
+  runStates(team: string, runIds: readonly string[]): Promise<Map<string, string>>;
 
   // what a run produced
   /**
