@@ -60,7 +60,17 @@ function environments(openaiUrl: string, openaiPort: number, geminiUrl: string, 
       timeout: '3m',
       _url: geminiUrl
     }
-  ].map(({ _url, ...environment }) => environment);
+  ]
+    .map(({ _url, ...environment }) => environment)
+    .flatMap(environment => [
+      environment,
+      // The same without the key's variable: the CLI gets no key.
+      {
+        ...environment,
+        id: `${String(environment.id)}-nokey`,
+        env: (environment.env as string[]).filter(name => !name.endsWith('_API_KEY'))
+      }
+    ]);
 }
 
 beforeAll(async () => {
@@ -187,7 +197,23 @@ describe.each([{ kind: 'codex' }, { kind: 'gemini' }])(
           ? '401 Unauthorized: Incorrect API key provided'
           : 'API key not valid. Please pass a valid API key.'
       );
+      expect(String(record.status_message)).toContain(
+        `the model API refused the key in ${kind === 'codex' ? 'OPENAI_API_KEY' : 'GEMINI_API_KEY'}`
+      );
       expect(JSON.stringify(record)).not.toContain(kind === 'codex' ? OPENAI_KEY : GEMINI_KEY);
     }, 300_000);
   }
 );
+
+describe.each([
+  { kind: 'codex', names: 'OPENAI_API_KEY or CODEX_API_KEY' },
+  { kind: 'gemini', names: 'GEMINI_API_KEY or GOOGLE_API_KEY' }
+])('a sandboxed $kind run whose environment lists no key', ({ kind, names }) => {
+  it('fails agent_auth_failed naming the variables to set', async () => {
+    const record = await run(ex, key, { prompt: 'hello', config: { environment_id: `${kind}-nokey` } });
+    expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_auth_failed' });
+    expect(String(record.status_message)).toContain(
+      `no model key reached the CLI: set ${names} where the executor runs and list it under the environment's \`env\``
+    );
+  }, 300_000);
+});

@@ -7,3 +7,4 @@ export * from './artifacts.js';
 export * from './table.js';
 export * from './events.js';
 export * from './routes.js';
+export * from './suggest.js';
