@@ -25,6 +25,7 @@ beforeAll(async () => {
   requireBubblewrap();
   codex = await installCli('codex');
   root = tempDir('private-clone-');
+  chmodSync(root, 0o755); // only the clone is private
   privateDir = join(root, 'clone');
   mkdirSync(join(privateDir, 'bin'), { recursive: true });
   node = join(privateDir, 'bin', 'node');
@@ -66,8 +67,8 @@ describe('a codex environment of an executor whose Node is in a mode-700 folder'
     });
     expect(report.problems).toHaveLength(1);
     const problem = report.problems[0]!;
-    expect(problem).toContain(`cannot enter ${privateDir} (mode 700`);
-    expect(problem).toContain(`the Node this executor runs on (${node})`);
+    expect(problem).toContain(`cannot enter ${privateDir} (mode 700, owner uid 0)`);
+    expect(problem).toContain(`${privateDir}, where the Node this executor runs on (${node}) lives`);
     expect(problem).toContain(`chmod o+x ${privateDir}`);
     expect(problem).not.toContain('reinstall');
   }, 120_000);
