@@ -39722,6 +39722,7 @@ function routePath(path) {
 
 
 
+
 // EXTERNAL MODULE: external "node:crypto"
 var external_node_crypto_ = __nccwpck_require__(7598);
 ;// CONCATENATED MODULE: ./src/client/errors.ts
@@ -42430,6 +42431,12 @@ async function createGitHubApi(token, repository) {
         }
     };
 }
+/** No github-token to ask GitHub with (the default token is empty outside a workflow). */
+class NoTokenError extends Error {
+    constructor() {
+        super('github-token is empty');
+    }
+}
 
 ;// CONCATENATED MODULE: ./src/action/prompt.ts
 // Filling {{placeholders}} in the prompt from the event, inside the action and never by the shell.
@@ -42776,6 +42783,7 @@ function readOutputSchema(getInput, env, readFile, problems) {
 // authors of the text the prompt quotes must pass too. It fails closed: if a permission cannot be
 // checked, the run does not start.
 
+
 /**
  * Events only people with write access can start (or whose payload only they shape) run without a
  * check; every other event, comments, issues, discussions, reviews and pull_request_target among
@@ -42946,9 +42954,15 @@ async function checkActor(settings, context, actor, github) {
     }
     catch (error) {
         const status = error.status;
+        const repo = context.repo || 'the repository (GITHUB_REPOSITORY is empty)';
+        if (error instanceof NoTokenError)
+            return {
+                run: false,
+                why: `could not check the permission of ${actor} on ${repo}: github-token is empty; set github-token, or name ${actor} in allowed-actors`
+            };
         return {
             run: false,
-            why: `could not check the permission of ${actor} on ${context.repo} (${status ? `${status} ` : ''}${error.message}); not starting the agent`
+            why: `could not check the permission of ${actor} on ${repo} (${status ? `${status} ` : ''}${error.message})`
         };
     }
     const rank = PERMISSIONS.indexOf(permission);
@@ -43776,7 +43790,7 @@ function lazyGitHub(token, event) {
     let api;
     return () => {
         if (!token)
-            return Promise.reject(new Error('github-token is empty'));
+            return Promise.reject(new NoTokenError());
         api ??= createGitHubApi(token, event.repo);
         return api;
     };

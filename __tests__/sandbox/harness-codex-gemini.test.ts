@@ -10,7 +10,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { cliCacheDir, installCli } from '../support/agent-clis.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
@@ -31,12 +31,14 @@ let key: string;
 let openai: OpenAiStub;
 let gemini: GeminiStub;
 let repo: string;
+/** The MCP server fixture, copied where the runs' user can read it (a clone may be in a private folder). */
+let fixtures: string;
 const REFUSED = 'refused-model';
 
 function sandbox(port: number): Json {
   return {
     network: [`127.0.0.1:${port}`],
-    read: [dirname(realpathSync(process.execPath)), cliCacheDir(), resolve('__tests__/fixtures/mcp')]
+    read: [dirname(realpathSync(process.execPath)), cliCacheDir(), fixtures]
   };
 }
 
@@ -79,6 +81,9 @@ beforeAll(async () => {
   process.env.GEMINI_TEST_PROGRAM = await installCli('gemini');
   openai = await startOpenAiStub({ refuse: { [REFUSED]: 401 } });
   gemini = await startGeminiStub({ refuse: { [REFUSED]: 401 } });
+  fixtures = tempDir('harness-mcp-');
+  chmodSync(fixtures, 0o755);
+  copyFileSync(resolve('__tests__/fixtures/mcp/lookup-server.mjs'), join(fixtures, 'lookup-server.mjs'));
   repo = tempDir('harness-others-source-');
   writeFileSync(join(repo, 'README.md'), 'hello\n');
   const git = (...args: string[]) =>
@@ -125,7 +130,9 @@ async function patchOf(record: Json): Promise<string> {
 const MCP = {
   lookup: {
     command: realpathSync(process.execPath),
-    args: [resolve('__tests__/fixtures/mcp/lookup-server.mjs')]
+    get args() {
+      return [join(fixtures, 'lookup-server.mjs')];
+    }
   }
 };
 

@@ -34177,7 +34177,7 @@ module.exports = {
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8579);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(4614);
 // The `agent-run` command line: the bin's entry point, so that everything else is importable and testable.
 
 // A reader that stops early (`agent-run logs ID | head`) closes the pipe: end quietly, as a
@@ -34196,7 +34196,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 8579:
+/***/ 4614:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -34608,7 +34608,51 @@ function routePath(path) {
     return path.replace(/\{([a-z_]+)\}/g, ':$1');
 }
 
+;// CONCATENATED MODULE: ./src/api/suggest.ts
+// "Did you mean": the known word nearest to a mistyped one, for the messages that refuse an unknown
+// option, configuration key or value. Near means a few edits (a letter left out, swapped or extra).
+/** Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`. */
+function distance(a, b) {
+    const rows = [];
+    for (let i = 0; i <= a.length; i++)
+        rows.push([i, ...new Array(b.length).fill(0)]);
+    for (let j = 1; j <= b.length; j++)
+        rows[0][j] = j;
+    for (let i = 1; i <= a.length; i++) {
+        for (let j = 1; j <= b.length; j++) {
+            const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+            let best = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+            if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+                best = Math.min(best, rows[i - 2][j - 2] + 1);
+            rows[i][j] = best;
+        }
+    }
+    return rows[a.length][b.length];
+}
+/** The candidate nearest to `word` when it is near enough to be a typing slip, else undefined. */
+function closestWord(word, candidates) {
+    // Words are short; a long one (a pasted value) is no slip, and its cost stays bounded.
+    if (word.length === 0 || word.length > 64)
+        return undefined;
+    const lower = word.toLowerCase();
+    let best;
+    let bestDistance = Infinity;
+    for (const candidate of candidates) {
+        const d = distance(lower, candidate.toLowerCase());
+        if (d < bestDistance)
+            [best, bestDistance] = [candidate, d];
+    }
+    const allowed = Math.max(1, Math.floor(Math.max(word.length, 3) / 4));
+    return best !== undefined && best !== word && bestDistance <= allowed ? best : undefined;
+}
+/** `; did you mean X?` for a near candidate, else the empty string. */
+function didYouMean(word, candidates) {
+    const near = closestWord(word, candidates);
+    return near === undefined ? '' : `; did you mean ${near}?`;
+}
+
 ;// CONCATENATED MODULE: ./src/api/index.ts
+
 
 
 
@@ -37245,7 +37289,11 @@ function parse(argv, options) {
         });
     }
     catch (error) {
-        throw usage(`${error.message.replace(/\. To specify.*$/s, '')}; see --help`);
+        const message = error.message.replace(/\. To specify.*$/s, '');
+        const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
+        const names = Object.keys({ ...SHARED, ...options }).map(name => `--${name}`);
+        const near = unknown ? didYouMean(unknown, names) : '';
+        throw usage(`${message}${near ? `${near} See --help` : '; see --help'}`);
     }
 }
 function helpText(command) {

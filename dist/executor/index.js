@@ -512,7 +512,7 @@ async function start() {
         console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(22), __nccwpck_require__.e(899)]).then(__nccwpck_require__.bind(__nccwpck_require__, 81899));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(22), __nccwpck_require__.e(476)]).then(__nccwpck_require__.bind(__nccwpck_require__, 44476));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();
