@@ -7,7 +7,8 @@
 // command (a person typing is slower than the executor's start-up; a script is not).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { tempDir } from '../support/executor.js';
@@ -25,7 +26,10 @@ function block(file: string, heading: string): string {
 
 /** The block's commands (continuation lines joined), each followed by a line with its exit code. */
 function withExitCodes(script: string): string {
-  const commands = script.replace(/\\\n\s*/g, ' ').split('\n').filter(line => line.trim() !== '');
+  const commands = script
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .filter(line => line.trim() !== '');
   return commands
     .map((command, index) =>
       command.trim().endsWith('&')
@@ -75,6 +79,13 @@ function cloneLike(): string {
 }
 
 afterAll(() => {
+  // npx links a folder's own package into its cache (~/.npm/_npx/HASH) to run its commands: ours go too.
+  const cache = join(homedir(), '.npm', '_npx');
+  for (const entry of existsSync(cache) ? readdirSync(cache) : []) {
+    const manifest = join(cache, entry, 'package.json');
+    const text = existsSync(manifest) ? readFileSync(manifest, 'utf8') : '';
+    if (dirs.some(dir => text.includes(dir))) rmSync(join(cache, entry), { recursive: true, force: true });
+  }
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -82,7 +93,9 @@ describe('Try it locally (docs/client.md)', () => {
   let output: string;
   beforeAll(async () => {
     const port = await freePort();
-    const script = withExitCodes(block('docs/client.md', '### Try it locally').replaceAll('8080', String(port)));
+    const script = withExitCodes(
+      block('docs/client.md', '### Try it locally').replaceAll('8080', String(port))
+    );
     output = (await bash(script, cloneLike())).output;
   }, 600_000);
 

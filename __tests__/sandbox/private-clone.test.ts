@@ -85,7 +85,9 @@ describe('a codex environment of an executor whose Node is in a mode-700 folder'
       expect(report.problems).toEqual([]);
       expect(report.notes).toEqual([
         expect.stringMatching(
-          new RegExp(`^environment "codex": codex CLI ${codex.replace(/[.+]/g, '\\$&')} \\(a Node script, run with ${node}\\) runs in its sandbox, version codex-cli 0\\.169\\.0$`)
+          new RegExp(
+            `^environment "codex": codex CLI ${codex.replace(/[.+]/g, '\\$&')} \\(a Node script, run with ${node}\\) runs in its sandbox, version codex-cli 0\\.169\\.0$`
+          )
         )
       ]);
     } finally {

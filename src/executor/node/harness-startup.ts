@@ -4,7 +4,7 @@
 // version, which the start-up log states. A missing CLI is refused earlier, by the kind's own check
 // (kind.ts), with the command that installs it; one that is there but cannot run is refused here.
 
-import { spawnSync } from 'node:child_process';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { EnvironmentConfig } from '../config/config.js';
@@ -32,6 +32,7 @@ export interface HarnessCliReport {
 /** Runs each harness environment's CLI with its version flag, confined as a run would be. */
 export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliReport {
   const report: HarnessCliReport = { notes: [], problems: [] };
+  const checked = new Map<string, SpawnSyncReturns<string>>();
   for (const environment of environments) {
     const spec = SPECS[environment.agent.kind];
     if (!spec || !agentKindOf(environment.agent.kind)?.harnessType) continue;
@@ -58,15 +59,20 @@ export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliR
       const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
       command = [bwrapProgram(), ...confine, '--', ...inner];
     }
-    const result = spawnSync(command[0]!, command.slice(1), {
-      encoding: 'utf8',
-      timeout: 30_000,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: SANDBOX_HOME,
-        LANG: process.env.LANG ?? 'C.UTF-8'
-      }
-    });
+    // Environments that differ only in what a run gets (its key, its model) run the same check once.
+    const checkKey = JSON.stringify(command);
+    const result =
+      checked.get(checkKey) ??
+      spawnSync(command[0]!, command.slice(1), {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: SANDBOX_HOME,
+          LANG: process.env.LANG ?? 'C.UTF-8'
+        }
+      });
+    checked.set(checkKey, result);
     const at = `environment ${JSON.stringify(environment.id)}`;
     const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
     if (result.status === 0) {
