@@ -8725,6 +8725,7 @@ const SPECS = Object.fromEntries([claudeCode, codexHarness, geminiHarness].map(s
 /** Runs each harness environment's CLI with its version flag, confined as a run would be. */
 function checkHarnessClis(environments) {
     const report = { notes: [], problems: [] };
+    const checked = new Map();
     for (const environment of environments) {
         const spec = SPECS[environment.agent.kind];
         if (!spec || !agentKindOf(environment.agent.kind)?.harnessType)
@@ -8753,15 +8754,19 @@ function checkHarnessClis(environments) {
             const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
             command = [bwrapProgram(), ...confine, '--', ...inner];
         }
-        const result = (0,external_node_child_process_.spawnSync)(command[0], command.slice(1), {
-            encoding: 'utf8',
-            timeout: 30_000,
-            env: {
-                PATH: process.env.PATH ?? '/usr/bin:/bin',
-                HOME: SANDBOX_HOME,
-                LANG: process.env.LANG ?? 'C.UTF-8'
-            }
-        });
+        // Environments that differ only in what a run gets (its key, its model) run the same check once.
+        const checkKey = JSON.stringify(command);
+        const result = checked.get(checkKey) ??
+            (0,external_node_child_process_.spawnSync)(command[0], command.slice(1), {
+                encoding: 'utf8',
+                timeout: 30_000,
+                env: {
+                    PATH: process.env.PATH ?? '/usr/bin:/bin',
+                    HOME: SANDBOX_HOME,
+                    LANG: process.env.LANG ?? 'C.UTF-8'
+                }
+            });
+        checked.set(checkKey, result);
         const at = `environment ${JSON.stringify(environment.id)}`;
         const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
         if (result.status === 0) {
