@@ -37,7 +37,7 @@ describe('did you mean', () => {
     const cwd = dir();
     writeFileSync(join(cwd, 'agent-executor.yaml'), 'enviroments: []\n');
     const run = await executorCli(['environments', 'list'], { cwd });
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stderr).toContain('enviroments: unknown key; expected one of');
     expect(run.stderr).toContain('; did you mean environments?');
   });
@@ -49,7 +49,7 @@ describe('did you mean', () => {
       'environments:\n  - id: x\n    agent:\n      kind: comand\n      command: [echo, hi]\n'
     );
     const run = await executorCli(['environments', 'list'], { cwd });
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stderr.trim()).toBe(
       `agent-executor: ${join(cwd, 'agent-executor.yaml')}: environments[0].agent.kind "comand": ` +
         'expected one of simulated, command, claude-code, codex, gemini; did you mean command?'
