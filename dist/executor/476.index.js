@@ -1233,7 +1233,7 @@ const NO_KEY = [
     /please run \/login/i,
     /(?:api[_ ]key|auth method)\b[^\n]{0,80}\b(?:not (?:set|found|provided)|missing|required)/i,
     /please set an auth method/i,
-    /must (?:specify|set|provide)\b[^\n]{0,60}\bAPI[_ ]?KEY\b/i,
+    /must (?:specify|set|provide)\b[^\n]{0,60}API[_ ]?KEY\b/i,
     /(?:didn't|did not) provide an api key/i
 ];
 const RATE = [
