@@ -155,7 +155,9 @@ beforeAll(async () => {
     environments: [
       environment('claude', stub.port, { model: 'claude-default-model' }),
       environment('budget', stub.port, { max_cost_usd: 0.01 }),
-      { ...environment('unconfined', stub.port), sandbox: 'off' }
+      { ...environment('unconfined', stub.port), sandbox: 'off' },
+      // The key's variable not listed: the CLI gets no key.
+      { ...environment('nokey', stub.port), env: ['ANTHROPIC_BASE_URL'] }
     ]
   });
   key = (await ex.key()).raw;
@@ -294,8 +296,20 @@ describe('a claude-code run whose key the model API refuses', () => {
     });
     expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_auth_failed' });
     expect(String(record.status_message)).toMatch(/Claude Code: .*401.*authentication_failed/);
+    expect(String(record.status_message)).toContain('the model API refused the key in ANTHROPIC_API_KEY');
+    expect(String(record.status_message)).not.toContain(API_KEY);
     // Stopped at the first refusal, not after the CLI's ten retries.
     expect(stub.turns().filter(turn => turn.body.model === REFUSED_MODEL).length).toBeLessThanOrEqual(2);
+  }, 300_000);
+});
+
+describe('a claude-code run whose environment lists no key', () => {
+  it('fails agent_auth_failed naming the variable to set, not a crash asking for /login', async () => {
+    const record = await run({ prompt: 'hello', config: { environment_id: 'nokey' } });
+    expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_auth_failed' });
+    expect(String(record.status_message)).toContain(
+      "no model key reached the CLI: set ANTHROPIC_API_KEY where the executor runs and list it under the environment's `env`"
+    );
   }, 300_000);
 });
 
@@ -398,7 +412,8 @@ describe('the start-up check', () => {
     expect(report.notes).toEqual([
       expect.stringMatching(line),
       expect.stringMatching(line),
-      expect.stringMatching(new RegExp(unconfined))
+      expect.stringMatching(new RegExp(unconfined)),
+      expect.stringMatching(line)
     ]);
   });
 
@@ -410,7 +425,7 @@ describe('the start-up check', () => {
     const problems = environmentProblems(environment, { ...process.env, PATH: '/nonexistent' });
     expect(problems).toEqual([
       expect.stringContaining(
-        'claude is not on the PATH runs get (/nonexistent); install it with `npm install -g @anthropic-ai/claude-code`'
+        'claude is not on the PATH runs get (/nonexistent); install it with `npm install -g @anthropic-ai/claude-code@2.1.331`'
       )
     ]);
   });

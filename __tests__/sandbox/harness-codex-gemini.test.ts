@@ -10,7 +10,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { cliCacheDir, installCli } from '../support/agent-clis.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
@@ -31,12 +31,14 @@ let key: string;
 let openai: OpenAiStub;
 let gemini: GeminiStub;
 let repo: string;
+/** The MCP server fixture, copied where the runs' user can read it (a clone may be in a private folder). */
+let fixtures: string;
 const REFUSED = 'refused-model';
 
 function sandbox(port: number): Json {
   return {
     network: [`127.0.0.1:${port}`],
-    read: [dirname(realpathSync(process.execPath)), cliCacheDir(), resolve('__tests__/fixtures/mcp')]
+    read: [dirname(realpathSync(process.execPath)), cliCacheDir(), fixtures]
   };
 }
 
@@ -60,7 +62,17 @@ function environments(openaiUrl: string, openaiPort: number, geminiUrl: string, 
       timeout: '3m',
       _url: geminiUrl
     }
-  ].map(({ _url, ...environment }) => environment);
+  ]
+    .map(({ _url, ...environment }) => environment)
+    .flatMap(environment => [
+      environment,
+      // The same without the key's variable: the CLI gets no key.
+      {
+        ...environment,
+        id: `${String(environment.id)}-nokey`,
+        env: (environment.env as string[]).filter(name => !name.endsWith('_API_KEY'))
+      }
+    ]);
 }
 
 beforeAll(async () => {
@@ -69,6 +81,9 @@ beforeAll(async () => {
   process.env.GEMINI_TEST_PROGRAM = await installCli('gemini');
   openai = await startOpenAiStub({ refuse: { [REFUSED]: 401 } });
   gemini = await startGeminiStub({ refuse: { [REFUSED]: 401 } });
+  fixtures = tempDir('harness-mcp-');
+  chmodSync(fixtures, 0o755);
+  copyFileSync(resolve('__tests__/fixtures/mcp/lookup-server.mjs'), join(fixtures, 'lookup-server.mjs'));
   repo = tempDir('harness-others-source-');
   writeFileSync(join(repo, 'README.md'), 'hello\n');
   const git = (...args: string[]) =>
@@ -115,7 +130,9 @@ async function patchOf(record: Json): Promise<string> {
 const MCP = {
   lookup: {
     command: realpathSync(process.execPath),
-    args: [resolve('__tests__/fixtures/mcp/lookup-server.mjs')]
+    get args() {
+      return [join(fixtures, 'lookup-server.mjs')];
+    }
   }
 };
 
@@ -187,7 +204,23 @@ describe.each([{ kind: 'codex' }, { kind: 'gemini' }])(
           ? '401 Unauthorized: Incorrect API key provided'
           : 'API key not valid. Please pass a valid API key.'
       );
+      expect(String(record.status_message)).toContain(
+        `the model API refused the key in ${kind === 'codex' ? 'OPENAI_API_KEY' : 'GEMINI_API_KEY'}`
+      );
       expect(JSON.stringify(record)).not.toContain(kind === 'codex' ? OPENAI_KEY : GEMINI_KEY);
     }, 300_000);
   }
 );
+
+describe.each([
+  { kind: 'codex', names: 'OPENAI_API_KEY or CODEX_API_KEY' },
+  { kind: 'gemini', names: 'GEMINI_API_KEY or GOOGLE_API_KEY' }
+])('a sandboxed $kind run whose environment lists no key', ({ kind, names }) => {
+  it('fails agent_auth_failed naming the variables to set', async () => {
+    const record = await run(ex, key, { prompt: 'hello', config: { environment_id: `${kind}-nokey` } });
+    expect(record).toMatchObject({ state: 'FAILED', error_code: 'agent_auth_failed' });
+    expect(String(record.status_message)).toContain(
+      `no model key reached the CLI: set ${names} where the executor runs and list it under the environment's \`env\``
+    );
+  }, 300_000);
+});

@@ -81,6 +81,15 @@ async function readBody(request: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** What the API answers a request that carries no key. */
+const NO_KEY_BODY = {
+  error: {
+    message: "You didn't provide an API key. Provide it in an Authorization header using Bearer auth.",
+    type: 'invalid_request_error',
+    code: null
+  }
+};
+
 function errorBody(status: number, model: string): Record<string, unknown> {
   if (status === 404) {
     return {
@@ -197,6 +206,12 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
       body
     });
     const model = typeof body.model === 'string' ? body.model : '';
+    // As the real API: a request without a key is refused, whatever else is set.
+    if (!auth || auth.replace(/^Bearer\s*/i, '').trim() === '') {
+      response.writeHead(401, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(NO_KEY_BODY));
+      return;
+    }
     const status = options.status ?? options.refuse?.[model];
     if (status) {
       response.writeHead(status, { 'content-type': 'application/json' });

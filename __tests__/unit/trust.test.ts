@@ -81,7 +81,7 @@ describe('trust gate', () => {
     const verdict = await checkTrust(gate, issueComment('writer', 'go'), github);
     expect(verdict).toEqual({
       run: false,
-      why: 'could not check the permission of writer on octo/app (403 HttpError: 403); not starting the agent'
+      why: 'could not check the permission of writer on octo/app (403 HttpError: 403)'
     });
   });
 });

@@ -1,5 +1,6 @@
 <<<<<<<< HEAD:dist/executor/772.index.js
 <<<<<<<< HEAD:dist/executor/772.index.js
+<<<<<<<< HEAD:dist/executor/772.index.js
 export const id = 772;
 export const ids = [772];
 export const modules = {
@@ -19,6 +20,13 @@ export const modules = {
 
 /***/ 55001:
 >>>>>>>> oidc:dist/executor/1.index.js
+========
+export const id = 476;
+export const ids = [476];
+export const modules = {
+
+/***/ 44476:
+>>>>>>>> first-hour:dist/executor/476.index.js
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -430,6 +438,49 @@ function routePath(path) {
     return path.replace(/\{([a-z_]+)\}/g, ':$1');
 }
 
+;// CONCATENATED MODULE: ./src/api/suggest.ts
+// "Did you mean": the known word nearest to a mistyped one, for the messages that refuse an unknown
+// option, configuration key or value. Near means a few edits (a letter left out, swapped or extra).
+/** Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`. */
+function distance(a, b) {
+    const rows = [];
+    for (let i = 0; i <= a.length; i++)
+        rows.push([i, ...new Array(b.length).fill(0)]);
+    for (let j = 1; j <= b.length; j++)
+        rows[0][j] = j;
+    for (let i = 1; i <= a.length; i++) {
+        for (let j = 1; j <= b.length; j++) {
+            const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+            let best = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+            if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+                best = Math.min(best, rows[i - 2][j - 2] + 1);
+            rows[i][j] = best;
+        }
+    }
+    return rows[a.length][b.length];
+}
+/** The candidate nearest to `word` when it is near enough to be a typing slip, else undefined. */
+function closestWord(word, candidates) {
+    // Words are short; a long one (a pasted value) is no slip, and its cost stays bounded.
+    if (word.length === 0 || word.length > 64)
+        return undefined;
+    const lower = word.toLowerCase();
+    let best;
+    let bestDistance = Infinity;
+    for (const candidate of candidates) {
+        const d = distance(lower, candidate.toLowerCase());
+        if (d < bestDistance)
+            [best, bestDistance] = [candidate, d];
+    }
+    const allowed = Math.max(1, Math.floor(Math.max(word.length, 3) / 4));
+    return best !== undefined && best !== word && bestDistance <= allowed ? best : undefined;
+}
+/** `; did you mean X?` for a near candidate, else the empty string. */
+function didYouMean(word, candidates) {
+    const near = closestWord(word, candidates);
+    return near === undefined ? '' : `; did you mean ${near}?`;
+}
+
 ;// CONCATENATED MODULE: ./src/api/index.ts
 
 
@@ -439,6 +490,18 @@ function routePath(path) {
 
 
 
+<<<<<<<< HEAD:dist/executor/772.index.js
+========
+
+
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __webpack_require__(73024);
+// EXTERNAL MODULE: external "node:string_decoder"
+var external_node_string_decoder_ = __webpack_require__(46193);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __webpack_require__(76760);
+>>>>>>>> first-hour:dist/executor/476.index.js
 ;// CONCATENATED MODULE: ./src/executor/values/config-reader.ts
 // Typed reads of a parsed YAML config that record a problem (key, value, expected form) instead of
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
@@ -472,7 +535,7 @@ class ConfigReader {
     known(object, at, keys) {
         for (const key of Object.keys(object)) {
             if (!keys.includes(key)) {
-                this.problems.push(`${at ? `${at}.` : ''}${key}: unknown key; expected one of ${keys.join(', ')}`);
+                this.problems.push(`${at ? `${at}.` : ''}${key}: unknown key; expected one of ${keys.join(', ')}${didYouMean(key, keys)}`);
             }
         }
     }
@@ -545,7 +608,7 @@ class ConfigReader {
             return fallback;
         if (options.includes(value))
             return value;
-        this.problems.push(`${at} ${show(value)}: expected one of ${options.join(', ')}`);
+        this.problems.push(`${at} ${show(value)}: expected one of ${options.join(', ')}${typeof value === 'string' ? didYouMean(value, options) : ''}`);
         return fallback;
     }
     url(value, at) {
@@ -1146,7 +1209,8 @@ const claudeCode = {
     kind: 'claude-code',
     harnessType: 'claude',
     defaultProgram: 'claude',
-    install: 'npm install -g @anthropic-ai/claude-code',
+    install: 'npm install -g @anthropic-ai/claude-code@2.1.331',
+    keyVariables: ['ANTHROPIC_API_KEY'],
     args(input) {
         const args = [
             '-p',
@@ -1205,6 +1269,15 @@ const AUTH = [
     /missing (?:an )?api key/i,
     /authentication (?:failed|error|required)/i
 ];
+/** What a CLI says when it has no key at all: Claude Code asks for a login, Gemini for an auth method. */
+const NO_KEY = [
+    /not logged in/i,
+    /please run \/login/i,
+    /(?:api[_ ]key|auth method)\b[^\n]{0,80}\b(?:not (?:set|found|provided)|missing|required)/i,
+    /please set an auth method/i,
+    /must (?:specify|set|provide)\b[^\n]{0,60}API[_ ]?KEY\b/i,
+    /(?:didn't|did not) provide an api key/i
+];
 const RATE = [
     /\b429\b/,
     /rate[_ -]?limit/i,
@@ -1227,16 +1300,36 @@ const MODEL = [
  * `models/` repeated made `models\/[^\s:]+` backtrack for hours (140 s a MiB, growing quadratically).
  */
 const CLASSIFIED_CHARS = 8 * 1024;
+/** Whether a CLI's message says it has no key (a missing key, not a crash). */
+function saysNoKey(message) {
+    const text = message.length > CLASSIFIED_CHARS ? message.slice(0, CLASSIFIED_CHARS) : message;
+    return NO_KEY.some(pattern => pattern.test(text));
+}
 /** The error code for a CLI's error message. */
 function classifyFailure(message) {
     const text = message.length > CLASSIFIED_CHARS ? message.slice(0, CLASSIFIED_CHARS) : message;
     if (MODEL.some(pattern => pattern.test(text)))
         return 'agent_model_not_found';
-    if (AUTH.some(pattern => pattern.test(text)))
+    if (AUTH.some(pattern => pattern.test(text)) || saysNoKey(text))
         return 'agent_auth_failed';
     if (RATE.some(pattern => pattern.test(text)))
         return 'agent_rate_limited';
     return 'agent_crashed';
+}
+/**
+ * A missing or refused key's failure, with the variable to set: the CLI's own words say only that
+ * it is not logged in, or that the provider refused a key, never which of the environment's
+ * variables it read. `listed` are the variables the environment passes to the run.
+ */
+function withKeyHint(failure, keyVariables, listed) {
+    if (failure.code !== 'agent_auth_failed' || keyVariables.length === 0)
+        return failure;
+    const given = keyVariables.filter(name => listed[name] !== undefined);
+    const names = keyVariables.join(' or ');
+    const hint = given.length > 0
+        ? `the model API refused the key in ${given.join(' and ')}; check its value where the executor runs`
+        : `no model key reached the CLI: set ${names} where the executor runs and list it under the environment's \`env\``;
+    return { code: failure.code, message: `${failure.message} (${hint})` };
 }
 /** The last non-empty lines of a stderr tail, at most `max` characters, for a crash with no message. */
 function tailLines(text, max = 1000) {
@@ -1446,7 +1539,8 @@ const codexHarness = {
     kind: 'codex',
     harnessType: 'codex',
     defaultProgram: 'codex',
-    install: 'npm install -g @openai/codex',
+    install: 'npm install -g @openai/codex@0.169.0',
+    keyVariables: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
     args(input) {
         const args = ['exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox'];
         if (input.model)
@@ -1597,7 +1691,8 @@ const geminiHarness = {
     kind: 'gemini',
     harnessType: 'gemini',
     defaultProgram: 'gemini',
-    install: 'npm install -g @google/gemini-cli',
+    install: 'npm install -g @google/gemini-cli@0.61.0',
+    keyVariables: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
     args(input) {
         // `-p ''` runs it headless; the prompt comes on stdin (which it reads whole when stdin is not a
         // terminal), so a long prompt meets no argument-length limit and stays out of the process list.
@@ -1906,6 +2001,7 @@ function secretRedactor(secrets) {
 
 
 
+
 /** Characters of a tool's input or output kept in the transcript. */
 const MAX_ACTION_CHARS = 16 * 1024;
 /** Characters of a failed run's status message (the CLI's words can be as long as a stream line). */
@@ -2126,13 +2222,19 @@ async function runHarness(spec, context) {
     if (context.signal.aborted)
         return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
     const shownTail = redact(stderrTail).slice(-STDERR_TAIL_CHARS);
-    const failure = early ?? translator.finish(result.exitCode, shownTail);
-    if (failure)
-        return withUsage(harness_failed(failure.code, redact(failure.message)));
-    if (result.exitCode !== 0) {
+    let failure = early ?? translator.finish(result.exitCode, shownTail);
+    if (!failure && result.exitCode !== 0) {
         const how = result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
         const tail = shownTail.trim();
-        return withUsage(harness_failed('agent_crashed', `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`));
+        const message = `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`;
+        failure = { code: 'agent_crashed', message };
+    }
+    // A CLI with no key says it is not logged in (Claude Code): that is a key problem, not a crash.
+    if (failure?.code === 'agent_crashed' && saysNoKey(failure.message))
+        failure = { code: 'agent_auth_failed', message: failure.message };
+    if (failure) {
+        const hinted = withKeyHint(failure, spec.keyVariables, listed);
+        return withUsage(harness_failed(hinted.code, redact(hinted.message)));
     }
     if (!answered)
         return withUsage(harness_failed('agent_crashed', `${spec.kind} ended without a final answer`));
@@ -2733,6 +2835,7 @@ function dropTo(user, home) {
 
 
 
+
 const DEFAULT_SANDBOX = {
     enabled: true,
     network: 'none',
@@ -2778,7 +2881,7 @@ function parseSandbox(raw, at, problems) {
     const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits', 'user'];
     for (const key of Object.keys(object))
         if (!keys.includes(key))
-            problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}`);
+            problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}${didYouMean(key, keys)}`);
     const config = { ...DEFAULT_SANDBOX };
     config.network = parseNetwork(object.network, `${at}.network`, problems);
     config.read = paths(object.read, `${at}.read`, problems);
@@ -3356,9 +3459,15 @@ function parseEnvironment(r, raw, at, base, workers) {
         r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);
     }
     const agent = r.object(env.agent ?? { kind: 'simulated' }, `${at}.agent`);
+    const kindProblems = r.problems.length;
     const kind = AGENT_KINDS.get(r.oneOf(agent.kind, `${at}.agent.kind`, [...AGENT_KINDS.keys()], 'simulated'));
-    r.known(agent, `${at}.agent`, ['kind', ...kind.keys]);
-    const parsedAgent = kind.parse(agent, `${at}.agent`, r);
+    // An unknown kind is its one problem: its other keys belong to the kind meant, not to the default.
+    const kindKnown = r.problems.length === kindProblems;
+    if (kindKnown)
+        r.known(agent, `${at}.agent`, ['kind', ...kind.keys]);
+    const parsedAgent = kindKnown
+        ? kind.parse(agent, `${at}.agent`, r)
+        : kind.parse({ kind: kind.kind }, `${at}.agent`, new ConfigReader([]));
     const names = r.strings(env.env, `${at}.env`);
     for (const name of names) {
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
@@ -9167,6 +9276,7 @@ const SPECS = Object.fromEntries([claudeCode, codexHarness, geminiHarness].map(s
 /** Runs each harness environment's CLI with its version flag, confined as a run would be. */
 function checkHarnessClis(environments) {
     const report = { notes: [], problems: [] };
+    const checked = new Map();
     for (const environment of environments) {
         const spec = SPECS[environment.agent.kind];
         if (!spec || !agentKindOf(environment.agent.kind)?.harnessType)
@@ -9177,6 +9287,9 @@ function checkHarnessClis(environments) {
         if (!found)
             continue; // refused by the kind's check, with the install command
         const file = (0,external_node_fs_.realpathSync)(found);
+        // The CLI as the user names it: a Node script's own path, not the node that runs it.
+        const cli = program === process.execPath && prefix[0] ? prefix[0] : found;
+        const shown = cli === found ? found : `${cli} (a Node script, run with ${found})`;
         const args = [...prefix, ...(spec.versionArgs ?? ['--version'])];
         let command = [file, ...args];
         if (environment.sandbox.enabled) {
@@ -9192,28 +9305,83 @@ function checkHarnessClis(environments) {
             const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
             command = [bwrapProgram(), ...confine, '--', ...inner];
         }
-        const result = (0,external_node_child_process_.spawnSync)(command[0], command.slice(1), {
-            encoding: 'utf8',
-            timeout: 30_000,
-            env: {
-                PATH: process.env.PATH ?? '/usr/bin:/bin',
-                HOME: SANDBOX_HOME,
-                LANG: process.env.LANG ?? 'C.UTF-8'
-            }
-        });
+        // Environments that differ only in what a run gets (its key, its model) run the same check once.
+        const checkKey = JSON.stringify(command);
+        const result = checked.get(checkKey) ??
+            (0,external_node_child_process_.spawnSync)(command[0], command.slice(1), {
+                encoding: 'utf8',
+                timeout: 30_000,
+                env: {
+                    PATH: process.env.PATH ?? '/usr/bin:/bin',
+                    HOME: SANDBOX_HOME,
+                    LANG: process.env.LANG ?? 'C.UTF-8'
+                }
+            });
+        checked.set(checkKey, result);
         const at = `environment ${JSON.stringify(environment.id)}`;
         const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
         if (result.status === 0) {
             const version = result.stdout.trim().split('\n')[0] ?? '';
-            report.notes.push(`${at}: ${spec.kind} CLI ${found} runs ${where}, version ${version}`);
+            report.notes.push(`${at}: ${spec.kind} CLI ${shown} runs ${where}, version ${version}`);
         }
         else {
             const why = result.error?.message ??
                 (result.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${result.status}`);
-            report.problems.push(`${at}: the ${spec.kind} CLI ${found} does not run ${where} (${why}); reinstall it with \`${spec.install}\``);
+            const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+            const locked = user ? lockedOut(user, file, cli === found ? [] : [cli]) : undefined;
+            report.problems.push(locked
+                ? `${at}: the ${spec.kind} CLI ${shown} cannot run ${where}: ${locked}`
+                : `${at}: the ${spec.kind} CLI ${shown} does not run ${where} (${why}); reinstall it with \`${spec.install}\``);
         }
     }
     return report;
+}
+/** Whether `user` may pass through the folder `stat` describes (its search bit for them). */
+function canEnter(user, stat) {
+    if (stat.uid === user.uid)
+        return (stat.mode & 0o100) !== 0;
+    if (stat.gid === user.gid)
+        return (stat.mode & 0o010) !== 0;
+    return (stat.mode & 0o001) !== 0;
+}
+/**
+ * Why the run user cannot reach the program (`node`, for a Node script) or the scripts it runs: the
+ * folders on their way it may not enter (a clone under root's home, a `mktemp -d` folder, both mode
+ * 700), with the fix; undefined when every folder lets it through. These are the executor's own
+ * install paths, never a tree a run can write, so they are looked at directly.
+ */
+function lockedOut(user, program, scripts) {
+    const blocked = new Map();
+    const reasons = [];
+    const what = (path) => path === process.execPath ? `the Node this executor runs on (${path})` : `the CLI (${path})`;
+    for (const path of [program, ...scripts]) {
+        const dirs = [];
+        for (let dir = (0,external_node_path_.dirname)(path);; dir = (0,external_node_path_.dirname)(dir)) {
+            dirs.unshift(dir);
+            if (dir === (0,external_node_path_.dirname)(dir))
+                break;
+        }
+        const closed = dirs.filter(dir => {
+            try {
+                const stat = (0,external_node_fs_.statSync)(dir);
+                if (canEnter(user, stat))
+                    return false;
+                blocked.set(dir, `mode ${(stat.mode & 0o777).toString(8)}, owner uid ${stat.uid}`);
+                return true;
+            }
+            catch {
+                return false;
+            }
+        });
+        if (closed.length > 0)
+            reasons.push(`${closed.join(', ')}, where ${what(path)} lives`);
+    }
+    if (blocked.size === 0)
+        return undefined;
+    const dirs = [...blocked.keys()];
+    return (`the runs' user ${user.label} cannot enter ${dirs.map(dir => `${dir} (${blocked.get(dir)})`).join(', ')}; ` +
+        `${reasons.join('; ')}. Let it through with \`chmod o+x ${dirs.join(' ')}\`, or run the executor ` +
+        'and the CLI from folders every user can enter (e.g. Node 24 and the CLI installed under /usr/local or /opt)');
 }
 
 ;// CONCATENATED MODULE: ./src/executor/sandbox/run-files.ts
@@ -16385,7 +16553,10 @@ function cli_parse(args, options, positionals = 0) {
     catch (error) {
         if (error instanceof UsageError)
             throw error;
-        throw new UsageError(error.message.replace(/\. To specify a positional.*$/s, ''));
+        const message = error.message.replace(/\. To specify a positional.*$/s, '');
+        const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
+        const names = Object.keys({ ...COMMON, ...options }).map(name => `--${name}`);
+        throw new UsageError(`${message}${unknown ? didYouMean(unknown, names) : ''}`);
     }
 }
 function configFrom(values) {
@@ -16414,7 +16585,13 @@ async function serve(args) {
     if (!['all', 'api', 'worker'].includes(role))
         throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
     const config = configFrom(values);
-    const executor = await startExecutor(config, { role, lockDataDir: true });
+    const executor = await startExecutor(config, { role, lockDataDir: true }).catch((error) => {
+        if (error.code !== 'EADDRINUSE')
+            throw error;
+        throw new Error(`port ${config.port} of ${config.host} is already in use by another program (another executor?); ` +
+            'stop that one, give another port with --port PORT (or server.port in agent-executor.yaml), ' +
+            'or --port 0 for any free port (the address is printed on the "listening on" line)');
+    });
     executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
     const unspecified = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host);
     if (unspecified && config.publicUrl === undefined) {
@@ -16458,9 +16635,10 @@ async function keys(args) {
     try {
         switch (action) {
             case 'create': {
-                const kind = values.kind;
+                // A person's key unless said otherwise: the usual first key, for the command line and the dashboard.
+                const kind = (values.kind ?? 'personal');
                 if (kind !== 'personal' && kind !== 'agent') {
-                    throw new UsageError(`--kind ${JSON.stringify(values.kind ?? '')}: expected personal or agent`);
+                    throw new UsageError(`--kind ${JSON.stringify(values.kind)}: expected personal or agent${didYouMean(String(values.kind), ['personal', 'agent'])}`);
                 }
                 const name = (values.name ?? '').trim();
                 if (name === '')

@@ -4,7 +4,7 @@
 
 import * as core from '@actions/core';
 import { type EventContext } from './context.js';
-import { type GitHubApi, createGitHubApi } from './github.js';
+import { type GitHubApi, NoTokenError, createGitHubApi } from './github.js';
 import { type Settings, readKeyPresence, readSettings } from './inputs.js';
 import * as log from './log.js';
 import { setOutput } from './step-outputs.js';
@@ -69,7 +69,7 @@ function skip(onUntrusted: Settings['onUntrusted'], message: string): void {
 function lazyGitHub(token: string, event: EventContext): () => Promise<GitHubApi> {
   let api: Promise<GitHubApi> | undefined;
   return () => {
-    if (!token) return Promise.reject(new Error('github-token is empty'));
+    if (!token) return Promise.reject(new NoTokenError());
     api ??= createGitHubApi(token, event.repo);
     return api;
   };

@@ -178,3 +178,10 @@ export async function createGitHubApi(token: string, repository: string): Promis
     }
   };
 }
+
+/** No github-token to ask GitHub with (the default token is empty outside a workflow). */
+export class NoTokenError extends Error {
+  constructor() {
+    super('github-token is empty');
+  }
+}

@@ -5,7 +5,7 @@
 
 import { showValue } from '../api/index.js';
 import type { EventContext } from './context.js';
-import type { GitHubApi } from './github.js';
+import { type GitHubApi, NoTokenError } from './github.js';
 
 /**
  * Events only people with write access can start (or whose payload only they shape) run without a
@@ -202,9 +202,15 @@ async function checkActor(
     permission = await (await github()).permission(actor);
   } catch (error) {
     const status = (error as { status?: number }).status;
+    const repo = context.repo || 'the repository (GITHUB_REPOSITORY is empty)';
+    if (error instanceof NoTokenError)
+      return {
+        run: false,
+        why: `could not check the permission of ${actor} on ${repo}: github-token is empty; set github-token, or name ${actor} in allowed-actors`
+      };
     return {
       run: false,
-      why: `could not check the permission of ${actor} on ${context.repo} (${status ? `${status} ` : ''}${(error as Error).message}); not starting the agent`
+      why: `could not check the permission of ${actor} on ${repo} (${status ? `${status} ` : ''}${(error as Error).message})`
     };
   }
   const rank = PERMISSIONS.indexOf(permission as Permission);

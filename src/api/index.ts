@@ -5,3 +5,4 @@ export * from './conversation.js';
 export * from './artifacts.js';
 export * from './events.js';
 export * from './routes.js';
+export * from './suggest.js';

@@ -1,7 +1,7 @@
 // What every command shares: parsing its argv (util.parseArgs, strict), its --help, and the client.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { parseDuration, type AgentRunClient } from '../../client/index.js';
+import { didYouMean, parseDuration, type AgentRunClient } from '../../client/index.js';
 import { usage } from '../exit.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS, createClient, readConnection } from '../settings.js';
 import type { Terminal } from '../terminal.js';
@@ -72,7 +72,11 @@ export function parse<T extends Options>(argv: string[], options: T) {
       strict: true
     });
   } catch (error) {
-    throw usage(`${(error as Error).message.replace(/\. To specify.*$/s, '')}; see --help`);
+    const message = (error as Error).message.replace(/\. To specify.*$/s, '');
+    const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
+    const names = Object.keys({ ...SHARED, ...options }).map(name => `--${name}`);
+    const near = unknown ? didYouMean(unknown, names) : '';
+    throw usage(`${message}${near ? `${near} See --help` : '; see --help'}`);
   }
 }
 

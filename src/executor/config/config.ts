@@ -396,11 +396,16 @@ function parseEnvironment(
     r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);
   }
   const agent = r.object(env.agent ?? { kind: 'simulated' }, `${at}.agent`);
+  const kindProblems = r.problems.length;
   const kind = AGENT_KINDS.get(
     r.oneOf(agent.kind, `${at}.agent.kind`, [...AGENT_KINDS.keys()], 'simulated')
   )!;
-  r.known(agent, `${at}.agent`, ['kind', ...kind.keys]);
-  const parsedAgent: AgentConfig = kind.parse(agent, `${at}.agent`, r);
+  // An unknown kind is its one problem: its other keys belong to the kind meant, not to the default.
+  const kindKnown = r.problems.length === kindProblems;
+  if (kindKnown) r.known(agent, `${at}.agent`, ['kind', ...kind.keys]);
+  const parsedAgent: AgentConfig = kindKnown
+    ? kind.parse(agent, `${at}.agent`, r)
+    : kind.parse({ kind: kind.kind }, `${at}.agent`, new ConfigReader([]));
   const names = r.strings(env.env, `${at}.env`);
   for (const name of names) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {

@@ -1,6 +1,7 @@
 // agent-executor: serve, keys, environments.
 
 import { parseArgs } from 'node:util';
+import { didYouMean } from '../../api/index.js';
 import { formatDuration } from '../../common/duration.js';
 import { table } from '../../common/table.js';
 import { agentKindOf } from '../agents/index.js';
@@ -83,7 +84,10 @@ function parse<T extends Record<string, { type: 'string' | 'boolean'; short?: st
     return parsed;
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    throw new UsageError((error as Error).message.replace(/\. To specify a positional.*$/s, ''));
+    const message = (error as Error).message.replace(/\. To specify a positional.*$/s, '');
+    const unknown = /^Unknown option '(--[^'=]+)'/.exec(message)?.[1];
+    const names = Object.keys({ ...COMMON, ...options }).map(name => `--${name}`);
+    throw new UsageError(`${message}${unknown ? didYouMean(unknown, names) : ''}`);
   }
 }
 
@@ -114,7 +118,14 @@ async function serve(args: string[]): Promise<number> {
   if (!['all', 'api', 'worker'].includes(role))
     throw new UsageError(`--role ${JSON.stringify(values.role)}: expected all, api or worker`);
   const config = configFrom(values);
-  const executor = await startExecutor(config, { role, lockDataDir: true });
+  const executor = await startExecutor(config, { role, lockDataDir: true }).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    throw new Error(
+      `port ${config.port} of ${config.host} is already in use by another program (another executor?); ` +
+        'stop that one, give another port with --port PORT (or server.port in agent-executor.yaml), ' +
+        'or --port 0 for any free port (the address is printed on the "listening on" line)'
+    );
+  });
   executor.app.log.info({ store: describeStore(config.store), role }, 'store opened');
   const unspecified = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host);
   if (unspecified && config.publicUrl === undefined) {
@@ -168,9 +179,12 @@ async function keys(args: string[]): Promise<number> {
   try {
     switch (action) {
       case 'create': {
-        const kind = values.kind as KeyKind | undefined;
+        // A person's key unless said otherwise: the usual first key, for the command line and the dashboard.
+        const kind = (values.kind ?? 'personal') as KeyKind;
         if (kind !== 'personal' && kind !== 'agent') {
-          throw new UsageError(`--kind ${JSON.stringify(values.kind ?? '')}: expected personal or agent`);
+          throw new UsageError(
+            `--kind ${JSON.stringify(values.kind)}: expected personal or agent${didYouMean(String(values.kind), ['personal', 'agent'])}`
+          );
         }
         const name = (values.name ?? '').trim();
         if (name === '') throw new UsageError('--name: expected a name for the key, e.g. --name ci');

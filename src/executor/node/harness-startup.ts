@@ -4,12 +4,12 @@
 // version, which the start-up log states. A missing CLI is refused earlier, by the kind's own check
 // (kind.ts), with the command that installs it; one that is there but cannot run is refused here.
 
-import { spawnSync } from 'node:child_process';
-import { realpathSync } from 'node:fs';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
+import { realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { EnvironmentConfig } from '../config/config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from '../sandbox/bwrap.js';
-import { dropTo, runUser } from '../sandbox/user.js';
+import { type RunUser, dropTo, runUser } from '../sandbox/user.js';
 import { agentKindOf } from '../agents/index.js';
 import { claudeCode } from '../agents/harness/claude.js';
 import { codexHarness } from '../agents/harness/codex.js';
@@ -32,6 +32,7 @@ export interface HarnessCliReport {
 /** Runs each harness environment's CLI with its version flag, confined as a run would be. */
 export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliReport {
   const report: HarnessCliReport = { notes: [], problems: [] };
+  const checked = new Map<string, SpawnSyncReturns<string>>();
   for (const environment of environments) {
     const spec = SPECS[environment.agent.kind];
     if (!spec || !agentKindOf(environment.agent.kind)?.harnessType) continue;
@@ -40,6 +41,9 @@ export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliR
     const found = findOnPath(program, process.env.PATH ?? '');
     if (!found) continue; // refused by the kind's check, with the install command
     const file = realpathSync(found);
+    // The CLI as the user names it: a Node script's own path, not the node that runs it.
+    const cli = program === process.execPath && prefix[0] ? prefix[0] : found;
+    const shown = cli === found ? found : `${cli} (a Node script, run with ${found})`;
     const args = [...prefix, ...(spec.versionArgs ?? ['--version'])];
     let command = [file, ...args];
     if (environment.sandbox.enabled) {
@@ -55,28 +59,82 @@ export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliR
       const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
       command = [bwrapProgram(), ...confine, '--', ...inner];
     }
-    const result = spawnSync(command[0]!, command.slice(1), {
-      encoding: 'utf8',
-      timeout: 30_000,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: SANDBOX_HOME,
-        LANG: process.env.LANG ?? 'C.UTF-8'
-      }
-    });
+    // Environments that differ only in what a run gets (its key, its model) run the same check once.
+    const checkKey = JSON.stringify(command);
+    const result =
+      checked.get(checkKey) ??
+      spawnSync(command[0]!, command.slice(1), {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: SANDBOX_HOME,
+          LANG: process.env.LANG ?? 'C.UTF-8'
+        }
+      });
+    checked.set(checkKey, result);
     const at = `environment ${JSON.stringify(environment.id)}`;
     const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
     if (result.status === 0) {
       const version = result.stdout.trim().split('\n')[0] ?? '';
-      report.notes.push(`${at}: ${spec.kind} CLI ${found} runs ${where}, version ${version}`);
+      report.notes.push(`${at}: ${spec.kind} CLI ${shown} runs ${where}, version ${version}`);
     } else {
       const why =
         result.error?.message ??
         (result.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${result.status}`);
+      const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+      const locked = user ? lockedOut(user, file, cli === found ? [] : [cli]) : undefined;
       report.problems.push(
-        `${at}: the ${spec.kind} CLI ${found} does not run ${where} (${why}); reinstall it with \`${spec.install}\``
+        locked
+          ? `${at}: the ${spec.kind} CLI ${shown} cannot run ${where}: ${locked}`
+          : `${at}: the ${spec.kind} CLI ${shown} does not run ${where} (${why}); reinstall it with \`${spec.install}\``
       );
     }
   }
   return report;
+}
+
+/** Whether `user` may pass through the folder `stat` describes (its search bit for them). */
+function canEnter(user: RunUser, stat: { mode: number; uid: number; gid: number }): boolean {
+  if (stat.uid === user.uid) return (stat.mode & 0o100) !== 0;
+  if (stat.gid === user.gid) return (stat.mode & 0o010) !== 0;
+  return (stat.mode & 0o001) !== 0;
+}
+
+/**
+ * Why the run user cannot reach the program (`node`, for a Node script) or the scripts it runs: the
+ * folders on their way it may not enter (a clone under root's home, a `mktemp -d` folder, both mode
+ * 700), with the fix; undefined when every folder lets it through. These are the executor's own
+ * install paths, never a tree a run can write, so they are looked at directly.
+ */
+function lockedOut(user: RunUser, program: string, scripts: string[]): string | undefined {
+  const blocked = new Map<string, string>();
+  const reasons: string[] = [];
+  const what = (path: string) =>
+    path === process.execPath ? `the Node this executor runs on (${path})` : `the CLI (${path})`;
+  for (const path of [program, ...scripts]) {
+    const dirs: string[] = [];
+    for (let dir = dirname(path); ; dir = dirname(dir)) {
+      dirs.unshift(dir);
+      if (dir === dirname(dir)) break;
+    }
+    const closed = dirs.filter(dir => {
+      try {
+        const stat = statSync(dir);
+        if (canEnter(user, stat)) return false;
+        blocked.set(dir, `mode ${(stat.mode & 0o777).toString(8)}, owner uid ${stat.uid}`);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    if (closed.length > 0) reasons.push(`${closed.join(', ')}, where ${what(path)} lives`);
+  }
+  if (blocked.size === 0) return undefined;
+  const dirs = [...blocked.keys()];
+  return (
+    `the runs' user ${user.label} cannot enter ${dirs.map(dir => `${dir} (${blocked.get(dir)})`).join(', ')}; ` +
+    `${reasons.join('; ')}. Let it through with \`chmod o+x ${dirs.join(' ')}\`, or run the executor ` +
+    'and the CLI from folders every user can enter (e.g. Node 24 and the CLI installed under /usr/local or /opt)'
+  );
 }

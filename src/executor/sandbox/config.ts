@@ -4,6 +4,7 @@
 
 import { existsSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { didYouMean } from '../../api/index.js';
 import { userSpecProblem } from './user.js';
 
 export interface NetworkTarget {
@@ -75,7 +76,8 @@ export function parseSandbox(raw: unknown, at: string, problems: string[]): Sand
   const object = raw as Record<string, unknown>;
   const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits', 'user'];
   for (const key of Object.keys(object))
-    if (!keys.includes(key)) problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}`);
+    if (!keys.includes(key))
+      problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}${didYouMean(key, keys)}`);
   const config: SandboxConfig = { ...DEFAULT_SANDBOX };
   config.network = parseNetwork(object.network, `${at}.network`, problems);
   config.read = paths(object.read, `${at}.read`, problems);

@@ -2,7 +2,7 @@
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
 // kinds read their own keys of `agent:` with it, and config.ts reads the agent kinds.
 
-import { showValue } from '../../api/index.js';
+import { didYouMean, showValue } from '../../api/index.js';
 import { parseDuration } from '../../common/duration.js';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -32,7 +32,9 @@ export class ConfigReader {
   known(object: Record<string, unknown>, at: string, keys: string[]): void {
     for (const key of Object.keys(object)) {
       if (!keys.includes(key)) {
-        this.problems.push(`${at ? `${at}.` : ''}${key}: unknown key; expected one of ${keys.join(', ')}`);
+        this.problems.push(
+          `${at ? `${at}.` : ''}${key}: unknown key; expected one of ${keys.join(', ')}${didYouMean(key, keys)}`
+        );
       }
     }
   }
@@ -103,7 +105,9 @@ export class ConfigReader {
   oneOf<T extends string>(value: unknown, at: string, options: readonly T[], fallback: T): T {
     if (value === undefined || value === null) return fallback;
     if (options.includes(value as T)) return value as T;
-    this.problems.push(`${at} ${show(value)}: expected one of ${options.join(', ')}`);
+    this.problems.push(
+      `${at} ${show(value)}: expected one of ${options.join(', ')}${typeof value === 'string' ? didYouMean(value, options) : ''}`
+    );
     return fallback;
   }
 

@@ -181,7 +181,8 @@ export const claudeCode: HarnessSpec = {
   kind: 'claude-code',
   harnessType: 'claude',
   defaultProgram: 'claude',
-  install: 'npm install -g @anthropic-ai/claude-code',
+  install: 'npm install -g @anthropic-ai/claude-code@2.1.331',
+  keyVariables: ['ANTHROPIC_API_KEY'],
 
   args(input: HarnessInput): string[] {
     const args = [

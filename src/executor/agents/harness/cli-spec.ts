@@ -34,6 +34,11 @@ export interface HarnessSpec {
   defaultProgram: string;
   /** How to install it, said when it is missing: e.g. `npm install -g @anthropic-ai/claude-code`. */
   install: string;
+  /**
+   * The variables the CLI takes its model key from, the usual one first (`ANTHROPIC_API_KEY`): a
+   * missing or refused key's failure names them, so the user knows what to list under `env`.
+   */
+  keyVariables: string[];
   args(input: HarnessInput): string[];
   /** Text on the CLI's stdin, or undefined (stdin closed). */
   stdin(input: HarnessInput): string | undefined;

@@ -225,7 +225,8 @@ export const codexHarness: HarnessSpec = {
   kind: 'codex',
   harnessType: 'codex',
   defaultProgram: 'codex',
-  install: 'npm install -g @openai/codex',
+  install: 'npm install -g @openai/codex@0.169.0',
+  keyVariables: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
   args(input) {
     const args = ['exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox'];
     if (input.model) args.push('-m', input.model);

@@ -17,6 +17,15 @@ const AUTH = [
   /missing (?:an )?api key/i,
   /authentication (?:failed|error|required)/i
 ];
+/** What a CLI says when it has no key at all: Claude Code asks for a login, Gemini for an auth method. */
+const NO_KEY = [
+  /not logged in/i,
+  /please run \/login/i,
+  /(?:api[_ ]key|auth method)\b[^\n]{0,80}\b(?:not (?:set|found|provided)|missing|required)/i,
+  /please set an auth method/i,
+  /must (?:specify|set|provide)\b[^\n]{0,60}API[_ ]?KEY\b/i,
+  /(?:didn't|did not) provide an api key/i
+];
 const RATE = [
   /\b429\b/,
   /rate[_ -]?limit/i,
@@ -41,13 +50,39 @@ const MODEL = [
  */
 const CLASSIFIED_CHARS = 8 * 1024;
 
+/** Whether a CLI's message says it has no key (a missing key, not a crash). */
+export function saysNoKey(message: string): boolean {
+  const text = message.length > CLASSIFIED_CHARS ? message.slice(0, CLASSIFIED_CHARS) : message;
+  return NO_KEY.some(pattern => pattern.test(text));
+}
+
 /** The error code for a CLI's error message. */
 export function classifyFailure(message: string): HarnessFailure['code'] {
   const text = message.length > CLASSIFIED_CHARS ? message.slice(0, CLASSIFIED_CHARS) : message;
   if (MODEL.some(pattern => pattern.test(text))) return 'agent_model_not_found';
-  if (AUTH.some(pattern => pattern.test(text))) return 'agent_auth_failed';
+  if (AUTH.some(pattern => pattern.test(text)) || saysNoKey(text)) return 'agent_auth_failed';
   if (RATE.some(pattern => pattern.test(text))) return 'agent_rate_limited';
   return 'agent_crashed';
+}
+
+/**
+ * A missing or refused key's failure, with the variable to set: the CLI's own words say only that
+ * it is not logged in, or that the provider refused a key, never which of the environment's
+ * variables it read. `listed` are the variables the environment passes to the run.
+ */
+export function withKeyHint(
+  failure: HarnessFailure,
+  keyVariables: string[],
+  listed: Record<string, string>
+): HarnessFailure {
+  if (failure.code !== 'agent_auth_failed' || keyVariables.length === 0) return failure;
+  const given = keyVariables.filter(name => listed[name] !== undefined);
+  const names = keyVariables.join(' or ');
+  const hint =
+    given.length > 0
+      ? `the model API refused the key in ${given.join(' and ')}; check its value where the executor runs`
+      : `no model key reached the CLI: set ${names} where the executor runs and list it under the environment's \`env\``;
+  return { code: failure.code, message: `${failure.message} (${hint})` };
 }
 
 /** The last non-empty lines of a stderr tail, at most `max` characters, for a crash with no message. */

@@ -141,7 +141,8 @@ export const geminiHarness: HarnessSpec = {
   kind: 'gemini',
   harnessType: 'gemini',
   defaultProgram: 'gemini',
-  install: 'npm install -g @google/gemini-cli',
+  install: 'npm install -g @google/gemini-cli@0.61.0',
+  keyVariables: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
   args(input) {
     // `-p ''` runs it headless; the prompt comes on stdin (which it reads whole when stdin is not a
     // terminal), so a long prompt meets no argument-length limit and stays out of the process list.

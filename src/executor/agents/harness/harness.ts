@@ -14,6 +14,7 @@ import { harnessInput, modelIdProblem, programOf } from './input.js';
 import type { HarnessEvent, HarnessFailure, HarnessSpec } from './cli-spec.js';
 import { MAX_RESULT_CHARS } from './memory.js';
 import { secretRedactor } from './redact.js';
+import { saysNoKey, withKeyHint } from './failure-words.js';
 
 /** Characters of a tool's input or output kept in the transcript. */
 export const MAX_ACTION_CHARS = 16 * 1024;
@@ -245,13 +246,20 @@ export async function runHarness(
   }
   if (context.signal.aborted) return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
   const shownTail = redact(stderrTail).slice(-STDERR_TAIL_CHARS);
-  const failure = early ?? translator.finish(result.exitCode, shownTail);
-  if (failure) return withUsage(failed(failure.code, redact(failure.message)));
-  if (result.exitCode !== 0) {
+  let failure = early ?? translator.finish(result.exitCode, shownTail);
+  if (!failure && result.exitCode !== 0) {
     const how =
       result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
     const tail = shownTail.trim();
-    return withUsage(failed('agent_crashed', `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`));
+    const message = `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`;
+    failure = { code: 'agent_crashed', message };
+  }
+  // A CLI with no key says it is not logged in (Claude Code): that is a key problem, not a crash.
+  if (failure?.code === 'agent_crashed' && saysNoKey(failure.message))
+    failure = { code: 'agent_auth_failed', message: failure.message };
+  if (failure) {
+    const hinted = withKeyHint(failure, spec.keyVariables, listed);
+    return withUsage(failed(hinted.code, redact(hinted.message)));
   }
   if (!answered) return withUsage(failed('agent_crashed', `${spec.kind} ended without a final answer`));
   return withUsage({ state: 'SUCCEEDED' });

@@ -14,7 +14,7 @@ import {
   wantsEventStream
 } from '../event-stream.js';
 import { ProblemError } from '../problem.js';
-import { parseAfter, readTranscript } from '../transcript.js';
+import { parseAfter, readTranscript } from '../transcript-wait.js';
 import type { Handlers } from './register.js';
 
 const DEFAULT_EVENTS_LIMIT = 100;
