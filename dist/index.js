@@ -6229,7 +6229,7 @@ module.exports.getCookies = getCookies
 module.exports.getSetCookies = getSetCookies
 module.exports.setCookie = setCookie
 
-const { parseMIMEType, serializeAMimeType } = __nccwpck_require__(9519)
+const { parseMIMEType, serializeAMimeType } = __nccwpck_require__(1900)
 
 module.exports.parseMIMEType = parseMIMEType
 module.exports.serializeAMimeType = serializeAMimeType
@@ -18998,7 +18998,7 @@ module.exports = {
 
 
 const assert = __nccwpck_require__(4589)
-const { URLSerializer } = __nccwpck_require__(9519)
+const { URLSerializer } = __nccwpck_require__(1900)
 const { isValidHeaderName } = __nccwpck_require__(3168)
 
 /**
@@ -19261,7 +19261,7 @@ module.exports = {
 
 const { maxNameValuePairSize, maxAttributeValueSize } = __nccwpck_require__(1276)
 const { isCTLExcludingHtab } = __nccwpck_require__(7797)
-const { collectASequenceOfCodePointsFast } = __nccwpck_require__(9519)
+const { collectASequenceOfCodePointsFast } = __nccwpck_require__(1900)
 const assert = __nccwpck_require__(4589)
 
 /**
@@ -20521,7 +20521,7 @@ const { fetching } = __nccwpck_require__(4398)
 const { makeRequest } = __nccwpck_require__(9967)
 const { webidl } = __nccwpck_require__(5893)
 const { EventSourceStream } = __nccwpck_require__(4031)
-const { parseMIMEType } = __nccwpck_require__(9519)
+const { parseMIMEType } = __nccwpck_require__(1900)
 const { createFastMessageEvent } = __nccwpck_require__(5188)
 const { isNetworkError } = __nccwpck_require__(9051)
 const { delay } = __nccwpck_require__(4811)
@@ -21068,7 +21068,7 @@ const { Blob } = __nccwpck_require__(4573)
 const assert = __nccwpck_require__(4589)
 const { isErrored, isDisturbed } = __nccwpck_require__(7075)
 const { isArrayBuffer } = __nccwpck_require__(3429)
-const { serializeAMimeType } = __nccwpck_require__(9519)
+const { serializeAMimeType } = __nccwpck_require__(1900)
 const { multipartFormDataParser } = __nccwpck_require__(116)
 let random
 
@@ -21712,7 +21712,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 9519:
+/***/ 1900:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -22656,7 +22656,7 @@ module.exports = { FileLike, isFileLike }
 
 const { isUSVString, bufferToLowerCasedHeaderName } = __nccwpck_require__(3440)
 const { utf8DecodeBytes } = __nccwpck_require__(3168)
-const { HTTP_TOKEN_CODEPOINTS, isomorphicDecode } = __nccwpck_require__(9519)
+const { HTTP_TOKEN_CODEPOINTS, isomorphicDecode } = __nccwpck_require__(1900)
 const { isFileLike } = __nccwpck_require__(7114)
 const { makeEntry } = __nccwpck_require__(5910)
 const assert = __nccwpck_require__(4589)
@@ -24195,7 +24195,7 @@ const {
 const EE = __nccwpck_require__(8474)
 const { Readable, pipeline, finished } = __nccwpck_require__(7075)
 const { addAbortListener, isErrored, isReadable, bufferToLowerCasedHeaderName } = __nccwpck_require__(3440)
-const { dataURLProcessor, serializeAMimeType, minimizeSupportedMimeType } = __nccwpck_require__(9519)
+const { dataURLProcessor, serializeAMimeType, minimizeSupportedMimeType } = __nccwpck_require__(1900)
 const { getGlobalDispatcher } = __nccwpck_require__(2581)
 const { webidl } = __nccwpck_require__(5893)
 const { STATUS_CODES } = __nccwpck_require__(7067)
@@ -26437,7 +26437,7 @@ const {
 const { kEnumerableProperty, normalizedMethodRecordsBase, normalizedMethodRecords } = util
 const { kHeaders, kSignal, kState, kDispatcher } = __nccwpck_require__(3627)
 const { webidl } = __nccwpck_require__(5893)
-const { URLSerializer } = __nccwpck_require__(9519)
+const { URLSerializer } = __nccwpck_require__(1900)
 const { kConstruct } = __nccwpck_require__(6443)
 const assert = __nccwpck_require__(4589)
 const { getMaxListeners, setMaxListeners, getEventListeners, defaultMaxListeners } = __nccwpck_require__(8474)
@@ -27478,7 +27478,7 @@ const {
 const { kState, kHeaders } = __nccwpck_require__(3627)
 const { webidl } = __nccwpck_require__(5893)
 const { FormData } = __nccwpck_require__(5910)
-const { URLSerializer } = __nccwpck_require__(9519)
+const { URLSerializer } = __nccwpck_require__(1900)
 const { kConstruct } = __nccwpck_require__(6443)
 const assert = __nccwpck_require__(4589)
 const { types } = __nccwpck_require__(7975)
@@ -28093,7 +28093,7 @@ const { Transform } = __nccwpck_require__(7075)
 const zlib = __nccwpck_require__(8522)
 const { redirectStatusSet, referrerPolicySet: referrerPolicyTokens, badPortsSet } = __nccwpck_require__(4495)
 const { getGlobalOrigin } = __nccwpck_require__(1059)
-const { collectASequenceOfCodePoints, collectAnHTTPQuotedString, removeChars, parseMIMEType } = __nccwpck_require__(9519)
+const { collectASequenceOfCodePoints, collectAnHTTPQuotedString, removeChars, parseMIMEType } = __nccwpck_require__(1900)
 const { performance } = __nccwpck_require__(643)
 const { isBlobLike, ReadableStreamFrom, isValidHTTPToken, normalizedMethodRecordsBase } = __nccwpck_require__(3440)
 const assert = __nccwpck_require__(4589)
@@ -31189,7 +31189,7 @@ const {
 } = __nccwpck_require__(961)
 const { ProgressEvent } = __nccwpck_require__(8573)
 const { getEncoding } = __nccwpck_require__(2607)
-const { serializeAMimeType, parseMIMEType } = __nccwpck_require__(9519)
+const { serializeAMimeType, parseMIMEType } = __nccwpck_require__(1900)
 const { types } = __nccwpck_require__(7975)
 const { StringDecoder } = __nccwpck_require__(3193)
 const { btoa } = __nccwpck_require__(4573)
@@ -33248,7 +33248,7 @@ const { kReadyState, kController, kResponse, kBinaryType, kWebSocketURL } = __nc
 const { states, opcodes } = __nccwpck_require__(736)
 const { ErrorEvent, createFastMessageEvent } = __nccwpck_require__(5188)
 const { isUtf8 } = __nccwpck_require__(4573)
-const { collectASequenceOfCodePointsFast, removeHTTPWhitespace } = __nccwpck_require__(9519)
+const { collectASequenceOfCodePointsFast, removeHTTPWhitespace } = __nccwpck_require__(1900)
 
 /* globals Blob */
 
@@ -33574,7 +33574,7 @@ module.exports = {
 
 
 const { webidl } = __nccwpck_require__(5893)
-const { URLSerializer } = __nccwpck_require__(9519)
+const { URLSerializer } = __nccwpck_require__(1900)
 const { environmentSettingsObject } = __nccwpck_require__(3168)
 const { staticPropertyDescriptors, states, sentCloseFrameState, sendHints } = __nccwpck_require__(736)
 const {
@@ -45356,7 +45356,7 @@ function isHttps(requestUrl) {
     const parsedUrl = new URL(requestUrl);
     return parsedUrl.protocol === 'https:';
 }
-class lib_HttpClient {
+class HttpClient {
     constructor(userAgent, handlers, requestOptions) {
         this._ignoreSslError = false;
         this._allowRedirects = true;
@@ -45963,7 +45963,7 @@ class BasicCredentialHandler {
         });
     }
 }
-class auth_BearerCredentialHandler {
+class BearerCredentialHandler {
     constructor(token) {
         this.token = token;
     }
@@ -46021,13 +46021,13 @@ var oidc_utils_awaiter = (undefined && undefined.__awaiter) || function (thisArg
 
 
 
-class oidc_utils_OidcClient {
+class OidcClient {
     static createHttpClient(allowRetry = true, maxRetry = 10) {
         const requestOptions = {
             allowRetries: allowRetry,
             maxRetries: maxRetry
         };
-        return new HttpClient('actions/oidc-client', [new BearerCredentialHandler(oidc_utils_OidcClient.getRequestToken())], requestOptions);
+        return new HttpClient('actions/oidc-client', [new BearerCredentialHandler(OidcClient.getRequestToken())], requestOptions);
     }
     static getRequestToken() {
         const token = process.env['ACTIONS_ID_TOKEN_REQUEST_TOKEN'];
@@ -46046,7 +46046,7 @@ class oidc_utils_OidcClient {
     static getCall(id_token_url) {
         return oidc_utils_awaiter(this, void 0, void 0, function* () {
             var _a;
-            const httpclient = oidc_utils_OidcClient.createHttpClient();
+            const httpclient = OidcClient.createHttpClient();
             const res = yield httpclient
                 .getJson(id_token_url)
                 .catch(error => {
@@ -46065,13 +46065,13 @@ class oidc_utils_OidcClient {
         return oidc_utils_awaiter(this, void 0, void 0, function* () {
             try {
                 // New ID Token is requested from action service
-                let id_token_url = oidc_utils_OidcClient.getIDTokenUrl();
+                let id_token_url = OidcClient.getIDTokenUrl();
                 if (audience) {
                     const encodedAudience = encodeURIComponent(audience);
                     id_token_url = `${id_token_url}&audience=${encodedAudience}`;
                 }
                 debug(`ID token url is ${id_token_url}`);
-                const id_token = yield oidc_utils_OidcClient.getCall(id_token_url);
+                const id_token = yield OidcClient.getCall(id_token_url);
                 setSecret(id_token);
                 return id_token;
             }
@@ -47669,7 +47669,7 @@ function exportVariable(name, val) {
  * console.log(`Using token: ${apiToken}`); // Outputs: "Using token: ***"
  * ```
  */
-function core_setSecret(secret) {
+function setSecret(secret) {
     command_issueCommand('add-mask', {}, secret);
 }
 /**
@@ -47791,8 +47791,8 @@ function isDebug() {
  * Writes debug message to user log
  * @param message debug message
  */
-function core_debug(message) {
-    issueCommand('debug', {}, message);
+function debug(message) {
+    command_issueCommand('debug', {}, message);
 }
 /**
  * Adds an error issue
@@ -48328,6 +48328,7 @@ function routePath(path) {
 
 
 
+
 // EXTERNAL MODULE: external "node:crypto"
 var external_node_crypto_ = __nccwpck_require__(7598);
 ;// CONCATENATED MODULE: ./src/client/errors.ts
@@ -48420,7 +48421,7 @@ function errorFromResponse(request, status, body, requestId, context = {}) {
     const errorCode = problem?.error_code ?? (typeof problem?.error === 'string' ? problem.error : undefined);
     let advice = ADVICE[status] ?? (status >= 500 ? 'the server failed; try again later' : 'unexpected answer');
     if (status === 401 && context.keyName)
-        advice = `the API key was rejected; check ${context.keyName}`;
+        advice = `the ${context.token ? 'token' : 'API key'} was rejected; check ${context.keyName}`;
     if (status === 404)
         advice = notFoundAdvice(request, errorCode) ?? advice;
     // No such route at all (our executor says route_not_found; other servers answer a bare 404 page):
@@ -48907,7 +48908,7 @@ class TransportError extends Error {
 /** Answers larger than this are refused rather than buffered: no run record comes near it. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 function createTransport(userAgent) {
-    const client = new lib_HttpClient(userAgent, [], { keepAlive: true });
+    const client = new HttpClient(userAgent, [], { keepAlive: true });
     return {
         close: () => client.dispose(),
         stream(request) {
@@ -49410,6 +49411,7 @@ const CANCEL_RETRIES = 8;
 class AgentRunClient {
     apiRoot;
     apiKey;
+    credential;
     retry;
     timeoutMs;
     transport;
@@ -49425,12 +49427,15 @@ class AgentRunClient {
     createPath = CREATE_PATH;
     constructor(options) {
         this.apiRoot = normalizeBaseUrl(options.baseUrl);
-        if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
-            throw new TypeError('apiKey: expected a non-empty API key');
+        this.credential = options.credential;
+        if (this.credential === undefined) {
+            if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+                throw new TypeError('apiKey: expected a non-empty API key');
+            }
+            if (/[\r\n]/.test(options.apiKey))
+                throw new TypeError('apiKey: the key must be one line');
         }
-        if (/[\r\n]/.test(options.apiKey))
-            throw new TypeError('apiKey: the key must be one line');
-        this.apiKey = options.apiKey.trim();
+        this.apiKey = (options.apiKey ?? '').trim();
         this.retry = { ...DEFAULT_RETRY, maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries };
         this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
         this.transport = options.transport ?? createTransport(options.userAgent ?? 'agent-run-client');
@@ -49728,7 +49733,7 @@ class AgentRunClient {
             const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
             const headers = { accept: '*/*' };
             if (url.origin === origin)
-                headers.authorization = `Bearer ${this.apiKey}`;
+                headers.authorization = `Bearer ${await this.bearer()}`;
             let response;
             try {
                 response = await this.transport.send({
@@ -49850,17 +49855,28 @@ class AgentRunClient {
             throw new ParseError(`${label}: expected a JSON object, got ${describeValue(value)}`);
         return value;
     }
+    /** The key, or the credential function's current token (one line, never empty). */
+    async bearer() {
+        if (this.credential === undefined)
+            return this.apiKey;
+        const value = (await this.credential()).trim();
+        if (value === '' || /[\r\n\s]/.test(value))
+            throw new TypeError('credential: expected a non-empty token on one line');
+        return value;
+    }
     async request(method, path, options) {
         const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
         const maxRetries = options.maxRetries ?? this.retry.maxRetries;
         const headers = {
             accept: 'application/json',
-            authorization: `Bearer ${this.apiKey}`,
+            authorization: '',
             ...options.headers
         };
         if (options.body !== undefined)
             headers['content-type'] = 'application/json';
         for (let attempt = 0;; attempt++) {
+            // Asked on every attempt: a token may have been renewed while the last one waited.
+            headers.authorization = `Bearer ${await this.bearer()}`;
             let failure;
             let header = () => undefined;
             try {
@@ -49877,6 +49893,7 @@ class AgentRunClient {
                 header = headerLookup(response);
                 failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
                     keyName: this.keyName,
+                    token: this.credential !== undefined,
                     apiRoot: this.apiRoot
                 });
                 // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
@@ -50547,6 +50564,21 @@ function textBlock(text, max = Infinity) {
         end = amp;
     return { markup: `<pre>${escaped.slice(0, end)}…</pre>`, cut: true };
 }
+/**
+ * Code shown as written inside a fenced block (a review's `suggestion`, which GitHub applies as
+ * the new text of the commented lines): GitHub links no mention and loads no image inside it, so
+ * the text is kept as it is, but without control characters (a lone carriage return would end a
+ * line) and behind a fence longer than any run of backticks it holds, so no line of it can close
+ * the block and let the rest be read as Markdown.
+ */
+function codeBlock(text, info = '') {
+    const code = dropControls(text);
+    let longest = 0;
+    for (const run of code.match(/`+/g) ?? [])
+        longest = Math.max(longest, run.length);
+    const fence = '`'.repeat(Math.max(3, longest + 1));
+    return `${fence}${info}\n${code}\n${fence}`;
+}
 
 ;// CONCATENATED MODULE: ./src/action/markup.ts
 // Escaping for what the step writes as HTML or Markdown (the job summary, the progress comment):
@@ -50675,11 +50707,380 @@ function planMarkup(plan, approvePhrase, max = 60_000, moreAt) {
     return { markup: `${folded}\n\n${tail}`, shown };
 }
 
+;// CONCATENATED MODULE: ./src/action/review.ts
+// `review: inline`: the agent's findings as one pull request review. The prompt asks for a findings
+// object (FINDINGS_SCHEMA), checked like `output-schema`'s; each finding whose lines lie in one hunk
+// of the pull request's diff becomes a line comment on that side (a `suggestion` a suggestion block
+// replacing exactly those lines), every other finding goes into the review's body under its file,
+// never dropped. Each finding carries a hidden fingerprint, so a re-run skips what this identity has
+// already posted. Every text from the agent is rendered inert (src/api/github-text.ts): the review
+// is written by this module and nothing else.
+
+
+
+
+
+const SEVERITIES = ['critical', 'major', 'minor', 'nit'];
+/** At most this many findings in one answer: each must still fit the review's body when it goes there. */
+const MAX_FINDINGS = 100;
+/** GitHub keeps at most this many characters of a review's body. */
+const MAX_REVIEW_BODY = 65_536;
+/** Bytes of one line comment at most. */
+const MAX_COMMENT_BYTES = 16 * 1024;
+/** The object the answer must end with under `review: inline`. */
+const FINDINGS_SCHEMA = {
+    type: 'object',
+    required: ['summary', 'findings'],
+    additionalProperties: false,
+    properties: {
+        summary: { type: 'string', maxLength: 20_000 },
+        findings: {
+            type: 'array',
+            maxItems: MAX_FINDINGS,
+            items: {
+                type: 'object',
+                required: ['path', 'line', 'severity', 'body'],
+                additionalProperties: false,
+                properties: {
+                    path: { type: 'string', minLength: 1, maxLength: 1024 },
+                    line: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+                    start_line: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+                    side: { enum: ['RIGHT', 'LEFT'] },
+                    severity: { enum: [...SEVERITIES] },
+                    title: { type: 'string', maxLength: 200 },
+                    body: { type: 'string', minLength: 1, maxLength: 16_000 },
+                    suggestion: { type: 'string', maxLength: 16_000 }
+                }
+            }
+        }
+    }
+};
+/** The findings schema, compiled once, checked by the same code as `output-schema`'s. */
+function findingsSchema() {
+    const schema = FINDINGS_SCHEMA;
+    return { schema, check: compileSchema(schema) };
+}
+/** What the prompt gets under `review: inline`: one sentence and the schema. */
+function reviewRequest() {
+    return ('\n\nEnd your answer with one JSON object of your review findings that matches this JSON Schema ' +
+        '(a ```json block or a bare object, nothing after it), where `path` is a file of the pull request, ' +
+        '`line` (and `start_line` for a range) are line numbers of the new file (`side` RIGHT, the default) ' +
+        'or of the old one for removed lines (`side` LEFT), and `suggestion` is the exact text that replaces ' +
+        'those lines:\n```json\n' +
+        `${JSON.stringify(FINDINGS_SCHEMA, null, 2)}\n\`\`\`\n`);
+}
+/** `review`, `review-request-changes`, `review-max-comments`. */
+function readReviewInputs(getInput, problems) {
+    const review = getInput('review').trim().toLowerCase() || 'off';
+    if (review !== 'off' && review !== 'inline')
+        problems.push(`review ${showValue(getInput('review'))}: expected off or inline`);
+    const rawSeverity = getInput('review-request-changes').trim().toLowerCase();
+    let requestChanges;
+    if (rawSeverity !== '' && rawSeverity !== 'off') {
+        if (SEVERITIES.includes(rawSeverity))
+            requestChanges = rawSeverity;
+        else
+            problems.push(`review-request-changes ${showValue(getInput('review-request-changes'))}: expected off or a severity: ${SEVERITIES.join(', ')}`);
+    }
+    const rawMax = getInput('review-max-comments').trim() || '25';
+    const maxComments = Number(rawMax);
+    if (!/^\d{1,4}$/.test(rawMax) || maxComments > 1000) {
+        problems.push(`review-max-comments ${showValue(rawMax)}: expected a whole number from 0 to 1000`);
+    }
+    return {
+        inline: review === 'inline',
+        maxComments: Number.isSafeInteger(maxComments) ? Math.min(maxComments, 1000) : 25,
+        ...(requestChanges ? { requestChanges } : {})
+    };
+}
+const HUNK = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
+/** Reads a file's patch as GitHub's files endpoint gives it (hunks, without the file headers). */
+function diffLines(patch) {
+    const lines = { RIGHT: new Map(), LEFT: new Map() };
+    let hunk = -1;
+    let left = 0;
+    let right = 0;
+    let inHunk = false;
+    const all = patch.split('\n');
+    for (const [index, raw] of all.entries()) {
+        // A patch that ends with a line break has an empty last "line": the end, not a line.
+        if (raw === '' && index === all.length - 1)
+            break;
+        const header = HUNK.exec(raw);
+        if (header) {
+            hunk++;
+            left = Number(header[1]);
+            right = Number(header[3]);
+            inHunk = true;
+            continue;
+        }
+        if (!inHunk)
+            continue;
+        const text = raw.replace(/\r$/, '').slice(1);
+        if (raw.startsWith('+'))
+            lines.RIGHT.set(right++, { hunk, text });
+        else if (raw.startsWith('-'))
+            lines.LEFT.set(left++, { hunk, text });
+        else if (raw.startsWith(' ') || raw === '') {
+            // A context line is on both sides.
+            lines.LEFT.set(left++, { hunk, text });
+            lines.RIGHT.set(right++, { hunk, text });
+        }
+        else if (!raw.startsWith('\\'))
+            inHunk = false;
+    }
+    return lines;
+}
+function pullDiff(files) {
+    const diff = new Map();
+    for (const file of files)
+        diff.set(file.filename, file.patch ? diffLines(file.patch) : undefined);
+    return diff;
+}
+/** Where a finding can be commented, or why it cannot. */
+function review_anchor(finding, diff) {
+    if (!diff.has(finding.path))
+        return 'not a file of this pull request';
+    const lines = diff.get(finding.path);
+    if (!lines)
+        return 'GitHub shows no diff for this file';
+    const side = finding.side ?? 'RIGHT';
+    const start = finding.start_line ?? finding.line;
+    const end = finding.line;
+    if (start > end)
+        return `start_line ${start} is after line ${end}`;
+    const first = lines[side].get(start);
+    const last = lines[side].get(end);
+    if (!first || !last)
+        return 'outside the diff';
+    // Within one hunk each side's lines are consecutive: both ends in it means every line between is.
+    if (first.hunk !== last.hunk)
+        return 'spans more than one hunk of the diff';
+    const texts = [];
+    for (let line = start; line <= end; line++)
+        texts.push(lines[side].get(line).text);
+    return { side, start, end, texts };
+}
+function fingerprintOf(finding, where) {
+    const parts = [finding.path, where?.side ?? '', where?.texts ?? [], finding.title ?? '', finding.body];
+    return (0,external_node_crypto_.createHash)('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 24);
+}
+const MARK = /<!-- agent-run-finding:([0-9a-f]{24}) -->/g;
+const mark = (fingerprint) => `<!-- agent-run-finding:${fingerprint} -->`;
+/** The fingerprints of findings earlier steps posted, read from this identity's own review texts. */
+function postedFingerprints(texts) {
+    const found = new Set();
+    for (const text of texts)
+        for (const match of text.matchAll(MARK))
+            found.add(match[1]);
+    return found;
+}
+const rank = (severity) => SEVERITIES.indexOf(severity);
+/**
+ * Decides where each finding goes: already posted (by its fingerprint), a line comment (inside one
+ * hunk, the most severe first, up to `maxComments`), or the body. The order of the answer is kept.
+ */
+function placeFindings(findings, diff, posted, maxComments) {
+    const anchors = new Map();
+    const placed = findings.map(raw => {
+        const finding = { ...raw, path: raw.path.replace(/^(\.\/)+/, '') };
+        const where = review_anchor(finding, diff);
+        const fingerprint = fingerprintOf(finding, typeof where === 'string' ? undefined : where);
+        if (posted.has(fingerprint))
+            return { ...finding, posted: 'duplicate', fingerprint };
+        if (typeof where === 'string')
+            return { ...finding, posted: 'body', why: where, fingerprint };
+        const item = { ...finding, posted: 'line', fingerprint };
+        anchors.set(item, where);
+        return item;
+    });
+    const lined = placed.filter(item => item.posted === 'line');
+    const bySeverity = [...lined].sort((a, b) => rank(a.severity) - rank(b.severity));
+    for (const item of bySeverity.slice(maxComments)) {
+        item.posted = 'body';
+        item.why = `over review-max-comments (${maxComments})`;
+    }
+    return { placed, anchors };
+}
+// ---- Rendering: every text from the agent made inert ----
+const BADGE = {
+    critical: '🔴 **Critical**',
+    major: '🟠 **Major**',
+    minor: '🟡 **Minor**',
+    nit: '⚪ **Nit**'
+};
+const clip = (text, max) => (text.length > max ? `${text.slice(0, max)}…` : text);
+function heading(finding) {
+    return finding.title ? `${BADGE[finding.severity]}: ${inert(finding.title)}` : BADGE[finding.severity];
+}
+/** One line comment, at most MAX_COMMENT_BYTES: the body's text is cut to what room is left. */
+function commentBody(finding, side) {
+    const suggestion = finding.suggestion === undefined
+        ? ''
+        : side === 'RIGHT'
+            ? codeBlock(finding.suggestion.replace(/\n$/, ''), 'suggestion')
+            : `Suggested text:\n\n${codeBlock(finding.suggestion.replace(/\n$/, ''))}`;
+    const fits = Buffer.byteLength(suggestion) <= MAX_COMMENT_BYTES / 2;
+    const tail = [fits ? suggestion : '(the suggestion is too long to show here)', mark(finding.fingerprint)];
+    const render = (room) => [heading(finding), textBlock(finding.body, room).markup, ...tail].filter(Boolean).join('\n\n');
+    let room = MAX_COMMENT_BYTES - Buffer.byteLength(render(0)) - 16;
+    let text = render(room);
+    // Escaped text is mostly ASCII; a body of many-byte characters needs a second, smaller cut.
+    for (let tries = 0; Buffer.byteLength(text) > MAX_COMMENT_BYTES && tries < 8; tries++) {
+        room -= Buffer.byteLength(text) - MAX_COMMENT_BYTES + 64;
+        text = render(Math.max(0, room));
+    }
+    return text;
+}
+/** A body finding: where it is, why it is not on its lines, its text, its suggestion. */
+function bodyFinding(finding, room) {
+    const lines = finding.start_line !== undefined && finding.start_line !== finding.line
+        ? `lines ${finding.start_line}–${finding.line}`
+        : `line ${finding.line}`;
+    const side = finding.side === 'LEFT' ? ' (old file)' : '';
+    const head = `${heading(finding)} · ${lines}${side} · ${inert(finding.why ?? '')}`;
+    const suggestion = finding.suggestion === undefined || finding.suggestion.length > room / 2
+        ? ''
+        : `Suggested text:\n\n${codeBlock(finding.suggestion.replace(/\n$/, ''))}`;
+    const fixed = head.length + suggestion.length + 80;
+    return [
+        head,
+        textBlock(finding.body, Math.max(40, room - fixed)).markup,
+        suggestion,
+        mark(finding.fingerprint)
+    ]
+        .filter(Boolean)
+        .join('\n\n');
+}
+function severityCounts(findings) {
+    const counts = { critical: 0, major: 0, minor: 0, nit: 0 };
+    for (const finding of findings)
+        counts[finding.severity]++;
+    return counts;
+}
+/** `1 critical, 2 major, 0 minor, 1 nit`. */
+function countsText(findings) {
+    const counts = severityCounts(findings);
+    return SEVERITIES.map(severity => `${counts[severity]} ${severity}`).join(', ');
+}
+/** Where each placed finding went, in words: `2 line comments, 1 in the body, 1 already posted`. */
+function placementText(placed) {
+    const count = (posted) => placed.filter(item => item.posted === posted).length;
+    const lines = count('line');
+    return `${lines} line comment${lines === 1 ? '' : 's'}, ${count('body')} in the body, ${count('duplicate')} already posted`;
+}
+/** The review's body: the summary, the counts, and the findings that are not line comments, by file. */
+function reviewBody(summary, placed, commit) {
+    const counts = `${countsText(placed)} (${placementText(placed)})`;
+    const head = [
+        `**Agent review** of ${code(commit.slice(0, 12))}: ${counts}`,
+        textBlock(summary, 8000).markup
+    ];
+    const inBody = placed.filter(item => item.posted === 'body');
+    const byFile = new Map();
+    for (const item of inBody)
+        byFile.set(item.path, [...(byFile.get(item.path) ?? []), item]);
+    const parts = [...head];
+    if (inBody.length > 0)
+        parts.push(`**Findings not on the diff's lines** (${inBody.length})`);
+    const used = () => parts.join('\n\n').length;
+    const reserve = 400;
+    let left = inBody.length;
+    let shown = 0;
+    files: for (const [path, items] of byFile) {
+        const file = `#### ${code(clip(path, 300))}`;
+        if (used() + file.length + reserve > MAX_REVIEW_BODY)
+            break;
+        parts.push(file);
+        for (const item of items) {
+            const room = Math.floor((MAX_REVIEW_BODY - used() - reserve) / left);
+            const text = bodyFinding(item, room);
+            if (used() + text.length + reserve > MAX_REVIEW_BODY)
+                break files;
+            parts.push(text);
+            left--;
+            shown++;
+        }
+    }
+    if (shown < inBody.length)
+        parts.push(`… ${inBody.length - shown} more finding(s) do not fit here: see the step's \`findings\` output.`);
+    return parts.join('\n\n');
+}
+/**
+ * Posts the review of `findings` on the pull request at `commit`: reads what this identity already
+ * posted, places each finding, and writes one review (none when every finding is already posted).
+ * If GitHub refuses a line comment all the same, the review is posted again with every finding in
+ * its body: no finding is lost.
+ */
+async function postReview(api, settings, value, context, notice) {
+    const diff = pullDiff(context.files);
+    const posted = postedFingerprints(await api.ownReviewTexts(settings.pullNumber));
+    const { placed, anchors } = placeFindings(value.findings, diff, posted, settings.maxComments);
+    const threshold = settings.requestChanges;
+    const event = threshold !== undefined && value.findings.some(finding => rank(finding.severity) <= rank(threshold))
+        ? 'REQUEST_CHANGES'
+        : 'COMMENT';
+    const fresh = placed.filter(item => item.posted !== 'duplicate');
+    if (fresh.length === 0 && placed.length > 0) {
+        notice(`Every finding of this review (${placed.length}) was already posted on #${settings.pullNumber}; no new review was written.`);
+        return { placed };
+    }
+    const comments = placed
+        .filter(item => item.posted === 'line')
+        .map(item => {
+        const where = anchors.get(item);
+        return {
+            path: item.path,
+            body: commentBody(item, where.side),
+            line: where.end,
+            side: where.side,
+            ...(where.start < where.end ? { start_line: where.start, start_side: where.side } : {})
+        };
+    });
+    const request = () => ({
+        commit_id: context.commit,
+        event,
+        body: reviewBody(value.summary, placed, context.commit),
+        comments
+    });
+    try {
+        return { ...(await api.createReview(settings.pullNumber, request())), placed, event };
+    }
+    catch (error) {
+        if (error.status !== 422 || comments.length === 0)
+            throw error;
+        notice(`GitHub refused the review's line comments (${error.message}); posting every finding in the review's body instead.`);
+        for (const item of placed)
+            if (item.posted === 'line') {
+                item.posted = 'body';
+                item.why = 'GitHub refused the line comment';
+            }
+        comments.length = 0;
+        return { ...(await api.createReview(settings.pullNumber, request())), placed, event };
+    }
+}
+/** The review in the job summary and the progress comment: a link and the counts. */
+function reviewMarkup(review) {
+    const where = review.url ? markup_link(review.url, 'Review') : 'No new review (every finding was already posted)';
+    return `${where}: ${countsText(review.placed)} (${placementText(review.placed)})`;
+}
+/** The `findings` output: each finding as the agent gave it, with where it went (and why, for the body). */
+function findingsOutput(review) {
+    return review.placed;
+}
+/** Read before the run starts, so the review is anchored to the commit the agent looked at. */
+async function readReviewContext(api, settings, headSha) {
+    const commit = headSha || (await api.pullHead(settings.pullNumber));
+    const files = await api.pullFiles(settings.pullNumber);
+    return { commit, files };
+}
+
 ;// CONCATENATED MODULE: ./src/action/comment.ts
 // One comment on the pull request or issue, found again by a hidden marker and updated in place:
 // state, elapsed time, session link, the status message when the run fails, a BLOCKED note, and
 // at the end what the agent made (its answer, the pull request, the artifacts). Without the
 // permission to comment it warns once and carries on.
+
 
 
 
@@ -50854,6 +51255,10 @@ class StickyComment {
             if (plan.shown && record.length > 0 && SAFE_ID.test(this.plan.uid))
                 record.push(`<!-- agent-run-plan:${this.plan.uid} -->`);
         }
+        else if (produced?.review) {
+            // The review holds the findings: the comment links it rather than repeating them.
+            lines.push('', reviewMarkup(produced.review));
+        }
         else if (produced?.result)
             lines.push('', resultMarkup(produced.result, 5000));
         lines.push(...record);
@@ -50867,6 +51272,21 @@ const external_node_fs_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import
 // Where the workflow was started from: read from the runner's variables and the event payload file,
 // once. Everything users wrote (titles, bodies, comments) is kept apart as untrusted text.
 
+/** Events about a pull request whose step may review it (`issue_comment` only on a pull request). */
+const PULL_REQUEST_EVENTS = [
+    'pull_request',
+    'pull_request_target',
+    'pull_request_review',
+    'pull_request_review_comment'
+];
+/** The pull request the event is about, when it is a pull request event (or a comment on one). */
+function pullRequestOf(context) {
+    if (PULL_REQUEST_EVENTS.includes(context.event))
+        return context.pr?.number;
+    if (context.event === 'issue_comment' && context.issue?.isPullRequest)
+        return context.issue.number;
+    return undefined;
+}
 function readEventContext(env = process.env) {
     let payload = {};
     if (env.GITHUB_EVENT_PATH) {
@@ -50894,6 +51314,7 @@ function readEventContext(env = process.env) {
             body: text(pr.body),
             base: text(pr.base?.ref),
             head: text(pr.head?.ref),
+            ...(text(pr.head?.sha) ? { headSha: text(pr.head?.sha) } : {}),
             // A head repository that is gone (a deleted fork: `head.repo` is null) is no proof of trust.
             fromFork: !pr.head?.repo || Boolean(pr.base?.repo && pr.head.repo.full_name !== pr.base.repo.full_name),
             ...author(pr)
@@ -51005,10 +51426,11 @@ const OUTPUT_BYTES = {
     'structured-output': 512 * 1024,
     run: 900 * 1024,
     runs: 900 * 1024,
-    artifacts: 900 * 1024
+    artifacts: 900 * 1024,
+    findings: 900 * 1024
 };
 /** Outputs whose value is JSON: a cut would break it, so an oversized value leaves them empty. */
-const JSON_OUTPUTS = new Set(['structured-output', 'run', 'runs', 'artifacts', 'usage']);
+const JSON_OUTPUTS = new Set(['structured-output', 'run', 'runs', 'artifacts', 'usage', 'findings']);
 /** Cuts text to at most `limit` UTF-8 bytes without splitting a character. */
 function capBytes(text, limit) {
     if (text.length <= limit / 4)
@@ -51048,6 +51470,7 @@ function toJson(value) {
 
 ;// CONCATENATED MODULE: ./src/action/report.ts
 // What the step leaves behind, written from one final run record: outputs and the job summary.
+
 
 
 
@@ -51109,6 +51532,10 @@ function writeProducedOutputs(produced) {
     step_outputs_setOutput('branch', produced?.branch ?? '');
     step_outputs_setOutput('patch-file', produced?.patchFile ?? '');
     step_outputs_setOutput('transcript-file', produced?.transcriptFile ?? '');
+    const review = produced?.review;
+    step_outputs_setOutput('review-id', review?.id === undefined ? '' : String(review.id));
+    step_outputs_setOutput('review-url', review?.url ?? '');
+    step_outputs_setOutput('findings', review ? (toJson(findingsOutput(review)) ?? '') : '');
 }
 /** The artifacts as JSON in the service's shape, or as many of them as fit the output limit. */
 function artifactsOutput(produced, limit = MAX_RUN_OUTPUT) {
@@ -51204,6 +51631,10 @@ async function writeSummary(outcome) {
         const more = artifacts.length - shown.length;
         rows.push(['Artifacts', shown.join('<br>') + (more > 0 ? `<br>… and ${more} more` : '')]);
     }
+    if (produced?.review)
+        rows.push(['Review', reviewMarkup(produced.review)]);
+    if (produced?.reviewProblem)
+        rows.push(['Review', block(clip('Review', produced.reviewProblem, 4096))]);
     if (produced?.result) {
         if (produced.result.length > MAX_SUMMARY_RESULT)
             cuts.push('Result');
@@ -51366,12 +51797,17 @@ async function onEnd(settings, reporter, outcome) {
     const run = outcome.run;
     const problem = outcome.produced?.structuredProblem;
     const badOutput = settings.outputSchema && problem && run.state === 'SUCCEEDED';
-    if (badOutput)
+    const reviewProblem = outcome.produced?.reviewProblem;
+    if (badOutput || reviewProblem)
         outcome.conclusion = 'failed';
     await reporter.final(outcome);
     markSettled();
     if (badOutput) {
-        setFailed(`Run ${outcome.runId} succeeded, but its structured output is missing or invalid: ${problem}`);
+        const what = settings.review ? 'its review findings are' : 'its structured output is';
+        setFailed(`Run ${outcome.runId} succeeded, but ${what} missing or invalid: ${problem}`);
+    }
+    else if (reviewProblem) {
+        setFailed(`Run ${outcome.runId} succeeded, but the step ${reviewProblem}`);
     }
     else if (settings.failOn.includes(run.state)) {
         const code = run.error_code ? ` (${run.error_code})` : '';
@@ -51455,6 +51891,10 @@ async function onAbort(client, settings, reporter, runId, startedAt) {
 // The few GitHub REST calls the action makes, through @actions/github (GITHUB_API_URL is honoured,
 // so GitHub Enterprise Server works). Loaded only when a feature needs it, to keep start-up quick.
 const MAX_COMMENT_PAGES = 10;
+/** GitHub lists at most 3,000 files of a pull request: 30 pages of 100. */
+const MAX_FILE_PAGES = 30;
+/** Review comments and reviews read for this step's earlier findings: at most 3,000 of each. */
+const MAX_REVIEW_PAGES = 30;
 async function createGitHubApi(token, repository) {
     const { getOctokit } = await __nccwpck_require__.e(/* import() */ 413).then(__nccwpck_require__.bind(__nccwpck_require__, 2413));
     const octokit = getOctokit(token, { request: { retries: 0 } });
@@ -51469,6 +51909,21 @@ async function createGitHubApi(token, repository) {
             throw new Error('GitHub did not say who the token is');
         return viewer.login;
     }));
+    const isOwn = async (user) => {
+        const login = await self();
+        return user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
+    };
+    /** Every page of a list, up to `max` pages of 100. */
+    const allPages = async (read, max) => {
+        const items = [];
+        for (let page = 1; page <= max; page++) {
+            const { data } = await read(page);
+            items.push(...data);
+            if (data.length < 100)
+                break;
+        }
+        return items;
+    };
     const readComment = async (issueNumber, marker) => {
         for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
             const { data } = await octokit.rest.issues.listComments({
@@ -51516,8 +51971,53 @@ async function createGitHubApi(token, repository) {
         },
         async updateComment(commentId, body) {
             await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
+        },
+        async pullHead(pullNumber) {
+            const { data } = await octokit.rest.pulls.get({ owner, repo, pull_number: pullNumber });
+            return data.head.sha;
+        },
+        async pullFiles(pullNumber) {
+            const files = await allPages(page => octokit.rest.pulls.listFiles({ owner, repo, pull_number: pullNumber, per_page: 100, page }), MAX_FILE_PAGES);
+            return files.map(file => ({
+                filename: file.filename,
+                status: file.status,
+                ...(typeof file.patch === 'string' ? { patch: file.patch } : {})
+            }));
+        },
+        async ownReviewTexts(pullNumber) {
+            const texts = [];
+            const comments = await allPages(page => octokit.rest.pulls.listReviewComments({
+                owner,
+                repo,
+                pull_number: pullNumber,
+                per_page: 100,
+                page
+            }), MAX_REVIEW_PAGES);
+            for (const comment of comments)
+                if (await isOwn(comment.user))
+                    texts.push(comment.body);
+            const reviews = await allPages(page => octokit.rest.pulls.listReviews({ owner, repo, pull_number: pullNumber, per_page: 100, page }), MAX_REVIEW_PAGES);
+            for (const review of reviews)
+                if (review.body && (await isOwn(review.user)))
+                    texts.push(review.body);
+            return texts;
+        },
+        async createReview(pullNumber, review) {
+            const { data } = await octokit.rest.pulls.createReview({
+                owner,
+                repo,
+                pull_number: pullNumber,
+                ...review
+            });
+            return { id: data.id, url: data.html_url };
         }
     };
+}
+/** No github-token to ask GitHub with (the default token is empty outside a workflow). */
+class NoTokenError extends Error {
+    constructor() {
+        super('github-token is empty');
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/action/prompt.ts
@@ -51871,6 +52371,7 @@ function readOutputSchema(getInput, env, readFile, problems) {
 // authors of the text the prompt quotes must pass too. It fails closed: if a permission cannot be
 // checked, the run does not start.
 
+
 /**
  * Events only people with write access can start (or whose payload only they shape) run without a
  * check; every other event, comments, issues, discussions, reviews and pull_request_target among
@@ -52041,9 +52542,15 @@ async function checkActor(settings, context, actor, github) {
     }
     catch (error) {
         const status = error.status;
+        const repo = context.repo || 'the repository (GITHUB_REPOSITORY is empty)';
+        if (error instanceof NoTokenError)
+            return {
+                run: false,
+                why: `could not check the permission of ${actor} on ${repo}: github-token is empty; set github-token, or name ${actor} in allowed-actors`
+            };
         return {
             run: false,
-            why: `could not check the permission of ${actor} on ${context.repo} (${status ? `${status} ` : ''}${error.message}); not starting the agent`
+            why: `could not check the permission of ${actor} on ${repo} (${status ? `${status} ` : ''}${error.message})`
         };
     }
     const rank = PERMISSIONS.indexOf(permission);
@@ -52151,9 +52658,76 @@ function parseJsonObject(text) {
     }
 }
 
+;// CONCATENATED MODULE: ./src/action/id-token.ts
+// `auth: oidc`: the step signs in with the workflow's OIDC token instead of an API key. The runner
+// gives a job that has `permissions: id-token: write` the ACTIONS_ID_TOKEN_REQUEST_URL and _TOKEN
+// variables, and `core.getIDToken(audience)` asks it for a token made for the executor. Each token
+// is masked before anything could log it, and is asked for again before it expires, so a wait
+// longer than a token's life (and the post step's cancel) still signs in. The token is only ever
+// sent to the service: never to the agent, never to an output.
+
+/** A token is renewed when less than this much of its life is left (or half its life, if shorter). */
+const RENEW_BEFORE_MS = 60_000;
+/** Whether the runner lets this job ask for an OIDC token (`permissions: id-token: write`). */
+function canRequestIdToken(env = process.env) {
+    return !!env.ACTIONS_ID_TOKEN_REQUEST_URL && !!env.ACTIONS_ID_TOKEN_REQUEST_TOKEN;
+}
+/** The problem of `auth: oidc` in a job without the permission: it names the line to add. */
+const MISSING_ID_TOKEN_PERMISSION = 'auth is oidc, but this job may not request an OIDC token (the runner set no ACTIONS_ID_TOKEN_REQUEST_URL): ' +
+    'add `id-token: write` under `permissions:` of the job or the workflow';
+/** A token for one audience, asked for when needed and again before it expires. */
+class IdTokenSource {
+    audience;
+    request;
+    token;
+    renewAt = 0;
+    pending;
+    constructor(audience, request = audience => getIDToken(audience)) {
+        this.audience = audience;
+        this.request = request;
+    }
+    /** The token to send now. */
+    get = async () => {
+        if (this.token !== undefined && Date.now() < this.renewAt)
+            return this.token;
+        this.pending ??= this.fetch().finally(() => (this.pending = undefined));
+        return this.pending;
+    };
+    async fetch() {
+        let token;
+        try {
+            token = (await this.request(this.audience)).trim();
+        }
+        catch (error) {
+            // The runner's message names its URL and status, never a token.
+            throw new Error(`could not get the workflow's OIDC token: ${error.message}`);
+        }
+        setSecret(token);
+        const now = Date.now();
+        const expires = expiryOf(token);
+        // A token whose expiry cannot be read is asked for again on every request.
+        this.renewAt = expires === undefined ? now : expires - Math.min(RENEW_BEFORE_MS, (expires - now) / 2);
+        this.token = token;
+        return token;
+    }
+}
+/** The `exp` of a JWT, in ms (read without checking the signature: the service checks it). */
+function expiryOf(token) {
+    try {
+        const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'));
+        return typeof payload.exp === 'number' ? payload.exp * 1000 : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/action/inputs.ts
 // The action's inputs, parsed once into a typed, validated settings object. Every problem is
 // reported at once, each naming the input, the bad value and the form expected.
+
+
+
 
 
 
@@ -52174,9 +52748,11 @@ function secretInputs(getInput = actionInput) {
  * Read before the full settings: an empty api-key on a fork or Dependabot is not an input error
  * but GitHub withholding secrets, and `on-untrusted` says what that gets.
  */
-function readKeyPresence(getInput = actionInput) {
+function readKeyPresence(getInput = actionInput, env = process.env) {
+    const oidc = getInput('auth').trim().toLowerCase() === 'oidc';
     return {
-        hasKey: getInput('api-key').trim() !== '',
+        hasKey: oidc ? canRequestIdToken(env) : getInput('api-key').trim() !== '',
+        auth: oidc ? 'oidc' : 'api-key',
         onUntrusted: getInput('on-untrusted').trim().toLowerCase() === 'fail' ? 'fail' : 'skip'
     };
 }
@@ -52194,17 +52770,25 @@ class InputError extends Error {
     }
 }
 const DURATION_FORM = 'a duration such as 90s, 45m or 1h30m';
-/** Reads the inputs the post step needs too: where the service is and the key. */
-function readConnection(getInput = actionInput) {
+/** Reads the inputs the post step needs too: where the service is and the key (or OIDC). */
+function readConnection(getInput = actionInput, env = process.env) {
     const problems = [];
-    const result = connection(getInput, problems);
+    const result = connection(getInput, problems, env);
     if (problems.length > 0)
         throw new InputError(problems);
     return result;
 }
-function connection(getInput, problems) {
-    const apiKey = getInput('api-key').trim();
-    if (apiKey === '') {
+function connection(getInput, problems, env) {
+    const rawAuth = getInput('auth').trim().toLowerCase() || 'api-key';
+    if (rawAuth !== 'api-key' && rawAuth !== 'oidc')
+        problems.push(`auth ${showValue(getInput('auth'))}: expected api-key or oidc`);
+    const auth = rawAuth === 'oidc' ? 'oidc' : 'api-key';
+    const apiKey = auth === 'oidc' ? '' : getInput('api-key').trim();
+    if (auth === 'oidc') {
+        if (!canRequestIdToken(env))
+            problems.push(MISSING_ID_TOKEN_PERMISSION);
+    }
+    else if (apiKey === '') {
         problems.push('api-key is empty: pass the key from a secret, e.g. `api-key: ${{ secrets.AGENT_API_KEY }}`. ' +
             'GitHub gives no secrets to workflows triggered from forks or by Dependabot, so such runs see an empty value.');
     }
@@ -52224,7 +52808,12 @@ function connection(getInput, problems) {
             problems.push(error.message);
         }
     }
-    return { baseUrl, apiKey };
+    let oidcAudience = getInput('oidc-audience').trim();
+    if (oidcAudience === '' && baseUrl !== '')
+        oidcAudience = new URL(baseUrl).origin;
+    else if (/[\r\n]/.test(oidcAudience))
+        problems.push('oidc-audience contains a line break: expected one audience, such as https://agents.example.com');
+    return { baseUrl, apiKey, auth, oidcAudience };
 }
 function readSettings(getInput = actionInput, env = process.env, 
 /** Reads a file a path input names (tests pass their own); by default every check applies. */
@@ -52232,7 +52821,7 @@ readFile, event = readEventContext(env)) {
     const problems = [];
     const promptNotes = [];
     const readsText = [];
-    const { baseUrl, apiKey } = connection(getInput, problems);
+    const { baseUrl, apiKey, auth, oidcAudience } = connection(getInput, problems, env);
     const bool = (name, fallback) => {
         const value = getInput(name).trim().toLowerCase();
         if (value === '')
@@ -52246,7 +52835,21 @@ readFile, event = readEventContext(env)) {
     };
     const wait = bool('wait', true);
     const logConversation = bool('log-conversation', true);
-    const outputSchema = readOutputSchema(getInput, env, readFile, problems);
+    let outputSchema = readOutputSchema(getInput, env, readFile, problems);
+    const reviewInputs = readReviewInputs(getInput, problems);
+    if (reviewInputs.inline && getInput('output-schema').trim() !== '')
+        problems.push('review and output-schema are both set: review: inline asks for its own findings object; give one of them');
+    const pullNumber = reviewInputs.inline ? pullRequestOf(event) : undefined;
+    let review;
+    if (pullNumber !== undefined) {
+        review = { pullNumber, maxComments: reviewInputs.maxComments };
+        if (reviewInputs.requestChanges)
+            review.requestChanges = reviewInputs.requestChanges;
+        outputSchema = findingsSchema();
+    }
+    else if (reviewInputs.inline) {
+        promptNotes.push(`review: inline reviews pull requests only; the ${event.event || 'current'} event is not about one, so no findings are asked for and no review is posted`);
+    }
     const rawOnBlocked = getInput('on-blocked').trim().toLowerCase() || 'wait';
     if (rawOnBlocked !== 'wait' && rawOnBlocked !== 'fail') {
         problems.push(`on-blocked ${showValue(getInput('on-blocked'))}: expected wait or fail`);
@@ -52272,6 +52875,8 @@ readFile, event = readEventContext(env)) {
         : readFanOut(rawFanOut, getInput, env, readFile, problems, event, promptNotes, bool('context', true), readsText);
     if (rawFanOut !== '' && runId !== undefined)
         problems.push('fan-out and run-id are both set: give one of them');
+    if (rawFanOut !== '' && reviewInputs.inline)
+        problems.push('fan-out and review: inline are both set: a step posts one review of one run; give one of them');
     const target = fanOut !== undefined
         ? {
             create: fanOut.items[0]?.create ?? { prompt: '', environmentId: '', config: { environment_id: '' } }
@@ -52282,7 +52887,7 @@ readFile, event = readEventContext(env)) {
             }
             : { runId };
     if (target.create && outputSchema && target.create.prompt.trim() !== '' && !fanOut) {
-        target.create.prompt += schemaRequest(outputSchema.schema);
+        target.create.prompt += review ? reviewRequest() : schemaRequest(outputSchema.schema);
     }
     for (const item of fanOut?.items ?? []) {
         if (outputSchema && item.create.prompt.trim() !== '')
@@ -52342,6 +52947,8 @@ readFile, event = readEventContext(env)) {
         thread,
         baseUrl,
         apiKey,
+        auth,
+        oidcAudience,
         ...target,
         wait,
         timeoutMs,
@@ -52364,6 +52971,7 @@ readFile, event = readEventContext(env)) {
         commentSessionLink: sessionLink === 'always' || (sessionLink === 'auto' && event.repoPrivate === true),
         promptNotes,
         outputSchema,
+        ...(review ? { review } : {}),
         logConversation,
         onBlocked: rawOnBlocked,
         ...(fanOut ? { fanOut } : {})
@@ -52701,13 +53309,20 @@ class Progress {
 
 
 
+
 const USER_AGENT = 'agent-run-action/0.1.0';
 /** About 15 s of backoff (0.5, 1, 2, 4, 8 s) before a create gives up. */
 const CREATE_RETRIES = 5;
 function createClient(connection, userAgent = USER_AGENT) {
+    const oidc = connection.auth === 'oidc';
     return new AgentRunClient({
         baseUrl: connection.baseUrl,
-        apiKey: connection.apiKey,
+        ...(oidc
+            ? {
+                credential: new IdTokenSource(connection.oidcAudience).get,
+                keyName: `the executor's auth.oidc rules for audience ${connection.oidcAudience} (the oidc-audience input)`
+            }
+            : { apiKey: connection.apiKey }),
         userAgent,
         onRetry: info => log_info(`Retrying ${info.request} in ${(info.delayMs / 1000).toFixed(1)} s (retry ${info.retry}): ${info.reason}`)
     });
@@ -52803,6 +53418,7 @@ async function waitWithProgress(client, runId, options) {
 
 
 
+
 /** The step stops without starting anything, with this notice. */
 class NothingToDo extends Error {
 }
@@ -52835,7 +53451,8 @@ async function startTurn(client, settings, event, comment, signal) {
         }
     }
     if (isComment && thread.continue === 'thread' && record) {
-        const message = followupMessage(event);
+        // A follow-up of a review is checked for the findings object too: it asks for it as the prompt did.
+        const message = followupMessage(event) + (settings.review ? reviewRequest() : '');
         try {
             await client.submitFollowup(record.runId, { message, mode: thread.mode }, { signal });
             log_info(`Sent the comment to run ${record.runId} as a follow-up (mode ${thread.mode}).`);
@@ -53024,7 +53641,9 @@ async function admit(event) {
         const who = event.pr?.fromFork
             ? `pull request #${event.pr.number} comes from a fork`
             : 'Dependabot triggered it';
-        skip(presence.onUntrusted, `Not starting the agent: ${who}, and GitHub gives such workflows no secrets, so api-key is empty.`);
+        skip(presence.onUntrusted, presence.auth === 'oidc'
+            ? `Not starting the agent: ${who}, and GitHub gives such workflows no OIDC token.`
+            : `Not starting the agent: ${who}, and GitHub gives such workflows no secrets, so api-key is empty.`);
         return undefined;
     }
     let settings;
@@ -53063,7 +53682,7 @@ function lazyGitHub(token, event) {
     let api;
     return () => {
         if (!token)
-            return Promise.reject(new Error('github-token is empty'));
+            return Promise.reject(new NoTokenError());
         api ??= createGitHubApi(token, event.repo);
         return api;
     };
@@ -53325,6 +53944,7 @@ async function collectProducedSafely(...args) {
 
 
 
+
 /** What reading what a run made may take after the run ended (or after the timeout's cancel). */
 const READ_GRACE_MS = 30_000;
 /** The `runs` output's budget; each item's answer gets its share of it. */
@@ -53352,7 +53972,7 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination) {
             runIds.push(end.runId);
             saveRunIds(runIds);
             if (end.item.index === 0)
-                outputs_setOutput('run-id', end.runId);
+                step_outputs_setOutput('run-id', end.runId);
             log_info(`${name}: run ${end.runId} created.`);
             const result = await client.waitForRun(end.runId, {
                 timeoutMs: Math.max(0, deadline - Date.now()),
@@ -53518,12 +54138,12 @@ function writeFanOutOutputs(ends, conclusion, settings, durationMs) {
         entries = entries.map(entry => ({ ...entry, artifacts: [], artifacts_omitted: true }));
         json = toJson(entries) ?? '[]';
     }
-    outputs_setOutput('runs', json);
-    outputs_setOutput('conclusion', conclusion);
-    outputs_setOutput('run-id', ends[0]?.runId ?? '');
-    outputs_setOutput('result', '');
-    outputs_setOutput('structured-output', '');
-    outputs_setOutput('duration-seconds', String(Math.round(durationMs / 1000)));
+    step_outputs_setOutput('runs', json);
+    step_outputs_setOutput('conclusion', conclusion);
+    step_outputs_setOutput('run-id', ends[0]?.runId ?? '');
+    step_outputs_setOutput('result', '');
+    step_outputs_setOutput('structured-output', '');
+    step_outputs_setOutput('duration-seconds', String(Math.round(durationMs / 1000)));
 }
 /** The job summary: one row per item (title, state, duration, session), rewritten as runs change. */
 class FanOutSummary {
@@ -53593,7 +54213,7 @@ async function postStep() {
     let client;
     try {
         for (const secret of secretInputs())
-            core_setSecret(secret);
+            setSecret(secret);
         client = createClient(readConnection(), 'agent-run-action/post');
         await Promise.all(runIds.map(runId => cancelIfRunning(client, runId)));
     }
@@ -53665,6 +54285,7 @@ function onTermination() {
 
 
 
+
 /**
  * After `timeout`, reading what the run made (the rest of the conversation, the answer, the patch)
  * and, at a timeout, cancelling the run share this much more time, and no more: a slow service
@@ -53683,7 +54304,7 @@ async function run() {
 async function mainStep() {
     const startedAt = Date.now();
     for (const secret of secretInputs())
-        core_setSecret(secret);
+        setSecret(secret);
     const event = readEventContext();
     const admitted = await admit(event);
     if (!admitted)
@@ -53708,6 +54329,7 @@ async function mainStep() {
         }
     }
     try {
+        const reviewContext = settings.review && (await reviewBase(admitted, event));
         const turn = await startTurn(client, settings, event, comment?.writer, termination.graceSignal);
         runId = turn.runId;
         if (comment)
@@ -53743,6 +54365,8 @@ async function mainStep() {
             signal: until(timedOut ? CANCEL_RESERVE_MS : 0),
             deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
         });
+        if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
+            await review(admitted, reviewContext, outcome.produced);
         if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
             comment.writer.plan = await readPlan(client, result.run, until(0));
         if (timedOut)
@@ -53770,6 +54394,28 @@ async function mainStep() {
     finally {
         termination.dispose();
         client.close();
+    }
+}
+/** The pull request's head and diff, read before the run starts; the step fails if they cannot be. */
+async function reviewBase({ settings, github }, event) {
+    try {
+        const api = await github();
+        return await readReviewContext(api, settings.review, event.pr?.headSha);
+    }
+    catch (error) {
+        throw new Error(`review: inline could not read pull request #${settings.review.pullNumber}'s files (${error.message}). The workflow needs \`permissions: pull-requests: write\` to review.`);
+    }
+}
+/** Posts the findings of a run that succeeded with a valid findings object as the review. */
+async function review({ settings, github }, context, produced) {
+    if (!produced?.structured)
+        return;
+    try {
+        const value = JSON.parse(produced.structured);
+        produced.review = await postReview(await github(), settings.review, value, context, message => notice(message));
+    }
+    catch (error) {
+        produced.reviewProblem = `could not post the review on #${settings.review.pullNumber}: ${error.message}`;
     }
 }
 /** The progress comment on the pull request or issue, when asked for and there is one. */

@@ -100,6 +100,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:dns");
 
 /***/ }),
 
+/***/ 71553:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:dns/promises");
+
+/***/ }),
+
 /***/ 78474:
 /***/ ((module) => {
 
@@ -512,7 +519,7 @@ async function start() {
         console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(22), __nccwpck_require__.e(772)]).then(__nccwpck_require__.bind(__nccwpck_require__, 90772));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(556), __nccwpck_require__.e(310)]).then(__nccwpck_require__.bind(__nccwpck_require__, 39310));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();

@@ -1,32 +1,8 @@
-<<<<<<<< HEAD:dist/executor/772.index.js
-<<<<<<<< HEAD:dist/executor/772.index.js
-<<<<<<<< HEAD:dist/executor/772.index.js
-export const id = 772;
-export const ids = [772];
+export const id = 310;
+export const ids = [310];
 export const modules = {
 
-/***/ 90772:
-========
-export const id = 920;
-export const ids = [920];
-export const modules = {
-
-/***/ 76920:
->>>>>>>> rooms:dist/executor/920.index.js
-========
-export const id = 1;
-export const ids = [1];
-export const modules = {
-
-/***/ 55001:
->>>>>>>> oidc:dist/executor/1.index.js
-========
-export const id = 476;
-export const ids = [476];
-export const modules = {
-
-/***/ 44476:
->>>>>>>> first-hour:dist/executor/476.index.js
+/***/ 39310:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -37,56 +13,6 @@ __webpack_require__.d(__webpack_exports__, {
 
 // EXTERNAL MODULE: external "node:util"
 var external_node_util_ = __webpack_require__(57975);
-;// CONCATENATED MODULE: ./src/common/duration.ts
-// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
-const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
-/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
-function parseDuration(text) {
-    const value = text.trim().toLowerCase();
-    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
-        return undefined;
-    let total = 0;
-    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
-        total += Number(amount) * UNIT_MS[unit];
-    }
-    return total;
-}
-/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
-function formatDuration(ms) {
-    let seconds = Math.max(0, Math.round(ms / 1000));
-    const hours = Math.floor(seconds / 3600);
-    seconds -= hours * 3600;
-    const minutes = Math.floor(seconds / 60);
-    seconds -= minutes * 60;
-    let text = '';
-    if (hours)
-        text += `${hours}h`;
-    if (minutes)
-        text += `${minutes}m`;
-    if (seconds || text === '')
-        text += `${seconds}s`;
-    return text;
-}
-
-;// CONCATENATED MODULE: ./src/common/table.ts
-// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
-// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
-/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
-function table(header, rows) {
-    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
-    const format = (row) => row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
-        .join('  ')
-        .trimEnd();
-    return [format(header), ...rows.map(format)].join('\n');
-}
-
-// EXTERNAL MODULE: external "node:fs"
-var external_node_fs_ = __webpack_require__(73024);
-// EXTERNAL MODULE: external "node:string_decoder"
-var external_node_string_decoder_ = __webpack_require__(46193);
-// EXTERNAL MODULE: external "node:path"
-var external_node_path_ = __webpack_require__(76760);
 ;// CONCATENATED MODULE: ./src/api/run.ts
 // The run contract: the one source of truth for what travels over the wire.
 // Plain types and constants only, so the action's bundle carries no schema library;
@@ -165,6 +91,16 @@ const ERROR_CODES = {
         retryable: false,
         meaning: "The team has as many schedules as the executor's limits.max_schedules_per_team allows; delete one to create another."
     },
+    webhook_limit_reached: {
+        status: 409,
+        retryable: false,
+        meaning: "The team has as many webhook endpoints as the executor's webhooks.max_endpoints_per_team allows; delete one to add another."
+    },
+    webhook_declared_in_config: {
+        status: 409,
+        retryable: false,
+        meaning: "The webhook endpoint was declared by the executor's operator in its configuration file: it is changed or removed there, not through the API."
+    },
     idempotency_in_progress: {
         status: 409,
         retryable: true,
@@ -191,6 +127,11 @@ const ERROR_CODES = {
         status: 429,
         retryable: true,
         meaning: 'This key sent more requests than its rate limit allows; wait for Retry-After.'
+    },
+    too_many_streams: {
+        status: 429,
+        retryable: true,
+        meaning: 'This key (limits.max_streams_per_key) or this executor node (limits.max_streams) has as many open event streams as it may; close one, or wait for Retry-After.'
     },
     resource_unavailable: {
         status: 429,
@@ -397,6 +338,8 @@ const ROUTES = {
     submitFollowup: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/followups' },
     getTranscript: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/transcript' },
     getConversation: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/conversation' },
+    getRunEvents: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/events' },
+    listEvents: { method: 'GET', path: '/api/v1/agent/events' },
     getArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}' },
     downloadArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}/download' },
     getSession: { method: 'GET', path: '/sessions/{run_id}' },
@@ -408,6 +351,16 @@ const ROUTES = {
     deleteSchedule: { method: 'DELETE', path: '/api/v1/agent/schedules/{schedule_id}' },
     pauseSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/pause' },
     resumeSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/resume' },
+    createWebhook: { method: 'POST', path: '/api/v1/agent/webhooks' },
+    listWebhooks: { method: 'GET', path: '/api/v1/agent/webhooks' },
+    getWebhook: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}' },
+    deleteWebhook: { method: 'DELETE', path: '/api/v1/agent/webhooks/{webhook_id}' },
+    rotateWebhookSecret: { method: 'POST', path: '/api/v1/agent/webhooks/{webhook_id}/rotate' },
+    listWebhookDeliveries: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}/deliveries' },
+    retryWebhookDelivery: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry'
+    },
     listEnvironments: { method: 'GET', path: '/api/v1/agent/environments' },
     listModels: { method: 'GET', path: '/api/v1/agent/models' },
     getOpenApi: { method: 'GET', path: '/api/v1/openapi.json' },
@@ -490,10 +443,50 @@ function didYouMean(word, candidates) {
 
 
 
-<<<<<<<< HEAD:dist/executor/772.index.js
-========
 
+;// CONCATENATED MODULE: ./src/common/duration.ts
+// Durations as people write them in workflows: `90s`, `45m`, `1h30m`, `2h`.
+const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000 };
+/** Parses `1h30m`-style durations into milliseconds; returns undefined when the text is not one. */
+function parseDuration(text) {
+    const value = text.trim().toLowerCase();
+    if (!/^(\d+h)?(\d+m)?(\d+s)?$/.test(value) || value === '')
+        return undefined;
+    let total = 0;
+    for (const [, amount, unit] of value.matchAll(/(\d+)([hms])/g)) {
+        total += Number(amount) * UNIT_MS[unit];
+    }
+    return total;
+}
+/** `3725000` → `1h2m5s`; `65000` → `1m5s`; `900` → `0s`. */
+function formatDuration(ms) {
+    let seconds = Math.max(0, Math.round(ms / 1000));
+    const hours = Math.floor(seconds / 3600);
+    seconds -= hours * 3600;
+    const minutes = Math.floor(seconds / 60);
+    seconds -= minutes * 60;
+    let text = '';
+    if (hours)
+        text += `${hours}h`;
+    if (minutes)
+        text += `${minutes}m`;
+    if (seconds || text === '')
+        text += `${seconds}s`;
+    return text;
+}
 
+;// CONCATENATED MODULE: ./src/common/table.ts
+// Plain text tables for both command lines (`agent-run list`, `agent-executor environments list`):
+// one helper so both line up the same way, without tabs that wrap unevenly in a terminal.
+/** A plain text table: columns padded to their widest cell, two spaces apart, no trailing blanks. */
+function table(header, rows) {
+    const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map(row => (row[i] ?? '').length)));
+    const format = (row) => row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd();
+    return [format(header), ...rows.map(format)].join('\n');
+}
 
 // EXTERNAL MODULE: external "node:fs"
 var external_node_fs_ = __webpack_require__(73024);
@@ -501,7 +494,6 @@ var external_node_fs_ = __webpack_require__(73024);
 var external_node_string_decoder_ = __webpack_require__(46193);
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __webpack_require__(76760);
->>>>>>>> first-hour:dist/executor/476.index.js
 ;// CONCATENATED MODULE: ./src/executor/values/config-reader.ts
 // Typed reads of a parsed YAML config that record a problem (key, value, expected form) instead of
 // throwing, so that one start-up names every mistake at once. Its own module because the agent
@@ -693,8 +685,12 @@ function commandFailed(command, exitCode, signal) {
     return failed('command_failed', `command \`${command}\` ${how}`);
 }
 /** One of the environment's setup commands exited non-zero. */
-function setupFailed(command, exitCode) {
-    return failed('setup_failed', `setup command \`${command}\` exited with code ${exitCode}`);
+function setupFailed(command, exitCode, mode = 'normal') {
+    // A plan run's setup is not read-only (only its agent's turn is): the message says which it was.
+    const plan = mode === 'plan'
+        ? ' in a plan-mode run (setup runs with the workspace writable; only the agent is read-only)'
+        : '';
+    return failed('setup_failed', `setup command \`${command}\` exited with code ${exitCode}${plan}`);
 }
 /** The run's environment was removed from the configuration while the run waited. */
 function environmentGone(environmentId) {
@@ -875,7 +871,12 @@ const commandAgent = agentKind({
         if (mode === 'arg' && !command.some(arg => arg.includes('{prompt}')))
             args.push(context.prompt);
         const [program, ...rest] = args;
-        const env = { AGENT_RUN_ID: context.runId, ...runVariables(process.env, context.env) };
+        // AGENT_MODE: `plan` in a plan-mode turn (answer with a plan, change nothing), else `normal`.
+        const env = {
+            AGENT_RUN_ID: context.runId,
+            ...runVariables(process.env, context.env),
+            AGENT_MODE: context.mode ?? 'normal'
+        };
         const streams = {
             stdout: new StreamRecorder('stdout', context),
             stderr: new StreamRecorder('stderr', context)
@@ -3210,10 +3211,197 @@ function claimsOf(r, value, at) {
     return claims;
 }
 
+// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
+var build = __webpack_require__(35007);
+;// CONCATENATED MODULE: ./src/api/webhooks.ts
+// Schemas of the webhook endpoints: a team's endpoints (where the executor sends signed events, by
+// the Standard Webhooks specification), their secrets (shown only when made), and their delivery
+// logs. The event types and the payload a receiver gets are here too, so the docs, the executor
+// and a client in TypeScript read them from one place.
+
+const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
+const NullableString = build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] });
+const NullableTimestamp = build/* default.Unsafe */.Ay$.Unsafe({
+    type: ['string', 'null'],
+    format: 'date-time',
+    description: 'RFC 3339 timestamp, or null'
+});
+/** Every event a webhook endpoint can subscribe to: a run's state changes, and an accepted follow-up. */
+const WEBHOOK_EVENT_TYPES = [
+    'run.queued',
+    'run.in_progress',
+    'run.blocked',
+    'run.succeeded',
+    'run.failed',
+    'run.error',
+    'run.cancelled',
+    'run.followup'
+];
+/** The event type of a change to a run's state (its record's value, e.g. INPROGRESS). */
+const STATE_EVENT_TYPES = {
+    QUEUED: 'run.queued',
+    INPROGRESS: 'run.in_progress',
+    BLOCKED: 'run.blocked',
+    SUCCEEDED: 'run.succeeded',
+    FAILED: 'run.failed',
+    ERROR: 'run.error',
+    CANCELLED: 'run.cancelled'
+};
+const WebhookEventTypeSchema = build/* default.Union */.Ay$.Union(WEBHOOK_EVENT_TYPES.map(type => build/* default.Literal */.Ay$.Literal(type)), { expected: WEBHOOK_EVENT_TYPES.join(', ') });
+const CreateWebhookRequestSchema = build/* default.Object */.Ay$.Object({
+    url: build/* default.String */.Ay$.String({
+        maxLength: 2000,
+        description: 'Where events are sent: an http or https URL.',
+        expected: 'an http or https URL of at most 2000 characters'
+    }),
+    events: build/* default.Optional */.Ay$.Optional(build/* default.Array */.Ay$.Array(WebhookEventTypeSchema, {
+        minItems: 1,
+        maxItems: WEBHOOK_EVENT_TYPES.length,
+        description: 'The event types sent (default: all).',
+        expected: `a non-empty list of ${WEBHOOK_EVENT_TYPES.join(', ')}`
+    })),
+    description: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({ maxLength: 500, expected: 'a string of at most 500 characters' }))
+}, { additionalProperties: false, expected: 'a JSON object with url, and optionally events and description' });
+const WebhookIdParamsSchema = build/* default.Object */.Ay$.Object({
+    webhook_id: build/* default.String */.Ay$.String({ description: 'The webhook endpoint id.' })
+});
+const DeliveryParamsSchema = build/* default.Object */.Ay$.Object({
+    webhook_id: build/* default.String */.Ay$.String({ description: 'The webhook endpoint id.' }),
+    delivery_id: build/* default.String */.Ay$.String({ description: 'The delivery id (its webhook-id header).' })
+});
+const WebhookSchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.String */.Ay$.String(),
+    url: build/* default.String */.Ay$.String(),
+    events: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String(), { description: 'The event types sent.' }),
+    description: build/* default.String */.Ay$.String(),
+    created_at: Timestamp,
+    source: build/* default.String */.Ay$.String({
+        description: '`api`, or `config` for one the operator declared (read-only here).'
+    }),
+    disabled_at: build/* default.Optional */.Ay$.Optional(NullableTimestamp),
+    disabled_reason: build/* default.Optional */.Ay$.Optional(NullableString)
+}, { additionalProperties: true });
+const WebhookWithSecretSchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.String */.Ay$.String(),
+    url: build/* default.String */.Ay$.String(),
+    events: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String()),
+    description: build/* default.String */.Ay$.String(),
+    created_at: Timestamp,
+    source: build/* default.String */.Ay$.String(),
+    secret: build/* default.String */.Ay$.String({
+        description: 'The signing secret, `whsec_` and base64; shown only here and on rotation.'
+    })
+}, { additionalProperties: true });
+const ListWebhooksResponseSchema = build/* default.Object */.Ay$.Object({ webhooks: build/* default.Array */.Ay$.Array(WebhookSchema) });
+const DeleteWebhookResponseSchema = build/* default.Object */.Ay$.Object({ success: build/* default.Boolean */.Ay$.Boolean() });
+const DeliverySchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.String */.Ay$.String({ description: 'The delivery id, sent as webhook-id on every attempt.' }),
+    event_type: build/* default.String */.Ay$.String(),
+    run_id: build/* default.String */.Ay$.String(),
+    created_at: Timestamp,
+    status: build/* default.String */.Ay$.String({ description: '`pending`, `succeeded` or `failed` (no retry left).' }),
+    attempts: build/* default.Integer */.Ay$.Integer(),
+    last_status: build/* default.Unsafe */.Ay$.Unsafe({
+        type: ['integer', 'null'],
+        description: "The receiver's HTTP status at the last attempt, or null (none yet, or no answer)."
+    }),
+    last_error: NullableString,
+    last_attempt_at: NullableTimestamp,
+    next_attempt_at: NullableTimestamp
+}, { additionalProperties: true });
+const ListDeliveriesResponseSchema = build/* default.Object */.Ay$.Object({ deliveries: build/* default.Array */.Ay$.Array(DeliverySchema) });
+
+;// CONCATENATED MODULE: ./src/executor/config/webhooks-config.ts
+// The `webhooks:` key: how deliveries are retried and bounded, whether private networks may be
+// sent to, and the endpoints the operator declares for teams (their secrets read from variables of
+// the executor's environment, never written in the file). Each mistake is named with its key and
+// the expected form.
+
+
+/** The Standard Webhooks specification's schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h. */
+const DEFAULT_RETRY_SCHEDULE_MS = [5, 300, 1800, 7200, 18_000, 36_000, 50_400, 72_000, 86_400].map(seconds => seconds * 1000);
+const KEYS = [
+    'retry_schedule',
+    'timeout',
+    'allow_private_networks',
+    'max_endpoints_per_team',
+    'concurrency_per_endpoint',
+    'concurrency_per_team',
+    'concurrency',
+    'rotation_grace',
+    'endpoints'
+];
+function parseWebhooks(raw, r) {
+    const at = 'webhooks';
+    const hooks = r.object(raw, at);
+    r.known(hooks, at, KEYS);
+    let retryScheduleMs = DEFAULT_RETRY_SCHEDULE_MS;
+    if (hooks.retry_schedule !== undefined && hooks.retry_schedule !== null) {
+        if (!Array.isArray(hooks.retry_schedule) || hooks.retry_schedule.length > 20) {
+            r.problems.push(`${at}.retry_schedule ${show(hooks.retry_schedule)}: expected a list of at most 20 durations, such as [5s, 5m, 30m]`);
+        }
+        else {
+            retryScheduleMs = hooks.retry_schedule.map((item, index) => r.duration(item, `${at}.retry_schedule[${index}]`, 5000));
+        }
+    }
+    const allow = hooks.allow_private_networks;
+    if (allow !== undefined && allow !== null && typeof allow !== 'boolean')
+        r.problems.push(`${at}.allow_private_networks ${show(allow)}: expected true or false`);
+    const config = {
+        retryScheduleMs,
+        timeoutMs: r.duration(hooks.timeout, `${at}.timeout`, 15_000),
+        allowPrivateNetworks: allow === true,
+        maxEndpointsPerTeam: r.int(hooks.max_endpoints_per_team, `${at}.max_endpoints_per_team`, 10, 1, 1000),
+        concurrencyPerEndpoint: r.int(hooks.concurrency_per_endpoint, `${at}.concurrency_per_endpoint`, 4, 1, 100),
+        concurrencyPerTeam: r.int(hooks.concurrency_per_team, `${at}.concurrency_per_team`, 16, 1, 1000),
+        concurrency: r.int(hooks.concurrency, `${at}.concurrency`, 64, 1, 10_000),
+        rotationGraceMs: r.duration(hooks.rotation_grace, `${at}.rotation_grace`, 86_400_000, true),
+        endpoints: []
+    };
+    if (hooks.endpoints !== undefined && hooks.endpoints !== null) {
+        if (!Array.isArray(hooks.endpoints)) {
+            r.problems.push(`${at}.endpoints ${show(hooks.endpoints)}: expected a list of endpoints`);
+        }
+        else {
+            hooks.endpoints.forEach((item, index) => {
+                config.endpoints.push(parseDeclared(item, `${at}.endpoints[${index}]`, r));
+            });
+        }
+    }
+    return config;
+}
+function parseDeclared(raw, at, r) {
+    const entry = r.object(raw, at);
+    r.known(entry, at, ['team', 'url', 'events', 'description', 'secret_env']);
+    const url = r.url(entry.url, `${at}.url`) ?? '';
+    if (entry.url === undefined)
+        r.problems.push(`${at}.url: required, expected an http(s) URL`);
+    const secretEnv = r.string(entry.secret_env, `${at}.secret_env`, '');
+    if (secretEnv !== '' && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(secretEnv))
+        r.problems.push(`${at}.secret_env ${show(secretEnv)}: expected a variable name such as ACME_WEBHOOK_SECRET`);
+    let events = null;
+    if (entry.events !== undefined && entry.events !== null) {
+        events = r.strings(entry.events, `${at}.events`);
+        for (const event of events)
+            if (!WEBHOOK_EVENT_TYPES.includes(event))
+                r.problems.push(`${at}.events ${show(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+        if (events.length === 0)
+            r.problems.push(`${at}.events: expected a non-empty list of event types`);
+    }
+    return {
+        team: r.string(entry.team, `${at}.team`, ''),
+        url: entry.url === undefined ? '' : url,
+        events,
+        description: entry.description === undefined ? '' : r.string(entry.description, `${at}.description`, ''),
+        secretEnv
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/executor/config/config.ts
 // The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
 // key, the value and the expected form. Without a file, one environment `local` serves the current
 // directory with the simulated agent.
+
 
 
 
@@ -3301,6 +3489,7 @@ function parseConfig(raw, base, where = 'config') {
         'log_format',
         'workspaces',
         'limits',
+        'webhooks',
         'environments',
         'auth'
     ]);
@@ -3327,7 +3516,11 @@ function parseConfig(raw, base, where = 'config') {
         'max_running_runs_per_team',
         'max_schedules_per_team',
         'retention_days',
-        'transcript'
+        'transcript',
+        'max_streams_per_key',
+        'max_streams',
+        'stream_heartbeat',
+        'stream_buffer'
     ]);
     const workers = r.int(root.workers, 'workers', 4, 1, 256);
     const dataDir = (0,external_node_path_.resolve)(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
@@ -3376,8 +3569,13 @@ function parseConfig(raw, base, where = 'config') {
             maxRunningRunsPerTeam: r.int(limits.max_running_runs_per_team, 'limits.max_running_runs_per_team', 0, 0, 1e9),
             maxSchedulesPerTeam: r.int(limits.max_schedules_per_team, 'limits.max_schedules_per_team', 100, 1, 1e6),
             retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
-            transcriptBytes: transcriptLimit(r, limits.transcript)
+            transcriptBytes: transcriptLimit(r, limits.transcript),
+            maxStreamsPerKey: r.int(limits.max_streams_per_key, 'limits.max_streams_per_key', 20, 1, 1e6),
+            maxStreams: r.int(limits.max_streams, 'limits.max_streams', 2000, 1, 1e7),
+            streamHeartbeatMs: r.duration(limits.stream_heartbeat, 'limits.stream_heartbeat', 15_000),
+            streamBufferBytes: r.size(limits.stream_buffer, 'limits.stream_buffer', 1024 ** 2)
         },
+        webhooks: parseWebhooks(root.webhooks, r),
         environments: [],
         auth: parseAuth(r, root.auth)
     };
@@ -3793,6 +3991,7 @@ async function boundedEvents(store, runId, budgetBytes = SHOWN_EVENT_BYTES) {
 
 // EXTERNAL MODULE: external "node:http"
 var external_node_http_ = __webpack_require__(37067);
+var external_node_http_default = /*#__PURE__*/__webpack_require__.n(external_node_http_);
 ;// CONCATENATED MODULE: ./src/executor/server/problem.ts
 // Every error answer is RFC 7807 problem+json with an error_code from the error reference.
 // Problem helpers follow one contract, which their names say: `<thing>Problem(value)` returns why
@@ -4056,7 +4255,7 @@ function esc(value) {
 function page(title, body, viewer, current = '') {
     const link = (href, label) => `<a href="${href}"${current === href ? ' aria-current="page"' : ''}>${label}</a>`;
     const nav = viewer
-        ? `<nav aria-label="Dashboard">${link('/', 'Runs')}${link('/schedules', 'Schedules')}${link('/environments', 'Environments')}</nav>
+        ? `<nav aria-label="Dashboard">${link('/', 'Runs')}${link('/schedules', 'Schedules')}${link('/webhooks', 'Webhooks')}${link('/environments', 'Environments')}</nav>
 <form method="post" action="/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${esc(viewer.csrf)}">
 <span class="who">${esc(viewer.keyName)} · team ${esc(viewer.team)}</span> <button type="submit">Sign out</button></form>`
         : '';
@@ -4702,6 +4901,51 @@ function renderSchedules(viewer, schedules) {
     return page('Schedules', `<h1>Schedules</h1>\n${table}`, viewer, '/schedules');
 }
 
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/webhooks-page.ts
+// The team's webhook endpoints as a signed-in person sees them: each endpoint's URL, the events it
+// takes, whether it is enabled (and why not), and its delivery log, newest first: the event, the
+// run, the attempts, the receiver's last answer or error and when the next attempt is due. Secrets
+// are never shown here.
+
+const STATUS_CLASS = {
+    succeeded: 's-succeeded',
+    pending: 's-queued',
+    failed: 's-failed'
+};
+function log(deliveries) {
+    if (deliveries.length === 0)
+        return '<p class="muted">No deliveries yet.</p>';
+    const rows = deliveries.map(d => `<tr>
+<td data-label="Event"><code>${esc(d.event_type)}</code><br><code class="muted">${esc(d.id)}</code></td>
+<td data-label="Run"><a href="/runs/${esc(encodeURIComponent(d.run_id))}">${esc(d.run_id)}</a></td>
+<td data-label="Status"><span class="badge ${STATUS_CLASS[d.status] ?? ''}">${esc(d.status)}</span></td>
+<td data-label="Attempts">${d.attempts}</td>
+<td data-label="Last answer">${d.last_status === null ? '<span class="muted">none</span>' : esc(d.last_status)}${d.last_error ? `<br><span class="spawn-error">${esc(d.last_error)}</span>` : ''}</td>
+<td data-label="Next attempt">${d.status === 'pending' && d.next_attempt_ms !== null
+        ? time(new Date(d.next_attempt_ms).toISOString())
+        : '<span class="muted">-</span>'}</td>
+</tr>`);
+    return `<table class="runs"><thead><tr><th scope="col">Event</th><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Next attempt</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>`;
+}
+function renderWebhooks(viewer, endpoints) {
+    const sections = endpoints.map(({ webhook, deliveries }) => {
+        const state = webhook.disabled_at
+            ? `<span class="badge s-failed">disabled</span> <span class="muted">${esc(webhook.disabled_reason ?? '')}, ${time(webhook.disabled_at)}</span>`
+            : '<span class="badge s-succeeded">enabled</span>';
+        return `<section id="webhook-${esc(webhook.id)}">
+<h2><code>${esc(webhook.url)}</code></h2>
+<p>${state} · <code class="muted">${esc(webhook.id)}</code>${webhook.source === 'config' ? ' · declared by the operator' : ''}${webhook.description ? ` · ${esc(webhook.description)}` : ''}</p>
+<p class="muted">Events: ${esc(webhook.events === null ? 'all' : webhook.events.join(', '))}</p>
+${log(deliveries)}
+</section>`;
+    });
+    const body = sections.length === 0
+        ? '<p class="muted">Your team has no webhook endpoints. Add one with <code>agent-run webhooks create --url URL</code> or <code>POST /api/v1/agent/webhooks</code>.</p>'
+        : sections.join('\n');
+    return page('Webhooks', `<h1>Webhooks</h1>\n${body}`, viewer, '/webhooks');
+}
+
 // EXTERNAL MODULE: ./node_modules/croner/dist/croner.js
 var croner = __webpack_require__(55814);
 ;// CONCATENATED MODULE: ./src/executor/schedules/cron.ts
@@ -4750,8 +4994,6 @@ function nextFire(expression, zone, afterMs) {
     return next === null ? null : next.getTime();
 }
 
-// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
-var build = __webpack_require__(35007);
 ;// CONCATENATED MODULE: ./src/api/schemas.ts
 // JSON schemas of the contract (TypeBox), for the executor's validation, its compiled response
 // serialisation and its OpenAPI document. The compile-time checks at the bottom keep them in step
@@ -4761,9 +5003,9 @@ var build = __webpack_require__(35007);
 
 
 
-const Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
+const schemas_Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
 /** A string or null, as one JSON type list (serialised without trying each branch). */
-const NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
+const schemas_NullableString = (options = {}) => build/* default.Unsafe */.Ay$.Unsafe({ ...options, type: ['string', 'null'] });
 /** How many levels of child runs may be below a root run (a root's child is 1). */
 const MAX_RUN_DEPTH = 3;
 const RunStateSchema = build/* default.String */.Ay$.String({
@@ -4930,26 +5172,26 @@ const CreatorSchema = build/* default.Object */.Ay$.Object({
 const RunRecordSchema = build/* default.Object */.Ay$.Object({
     run_id: build/* default.String */.Ay$.String(),
     state: RunStateSchema,
-    title: build/* default.Optional */.Ay$.Optional(NullableString()),
+    title: build/* default.Optional */.Ay$.Optional(schemas_NullableString()),
     prompt: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
     environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    created_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    updated_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    started_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
-    completed_at: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'date-time' })),
+    created_at: build/* default.Optional */.Ay$.Optional(schemas_Timestamp),
+    updated_at: build/* default.Optional */.Ay$.Optional(schemas_Timestamp),
+    started_at: build/* default.Optional */.Ay$.Optional(schemas_NullableString({ format: 'date-time' })),
+    completed_at: build/* default.Optional */.Ay$.Optional(schemas_NullableString({ format: 'date-time' })),
     status_message: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String(), StatusMessageObjectSchema, build/* default.Null */.Ay$.Null()])),
-    error_code: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'See GET /api/v1/errors.' })),
-    session_link: build/* default.Optional */.Ay$.Optional(NullableString({ format: 'uri' })),
+    error_code: build/* default.Optional */.Ay$.Optional(schemas_NullableString({ description: 'See GET /api/v1/errors.' })),
+    session_link: build/* default.Optional */.Ay$.Optional(schemas_NullableString({ format: 'uri' })),
     creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
     agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
     source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    parent_run_id: build/* default.Optional */.Ay$.Optional(NullableString({ description: 'The run this one is a child of (absent for a root run).' }))
+    parent_run_id: build/* default.Optional */.Ay$.Optional(schemas_NullableString({ description: 'The run this one is a child of (absent for a root run).' }))
 }, { additionalProperties: true });
 const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
     runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
     page_info: build/* default.Object */.Ay$.Object({
         has_next_page: build/* default.Boolean */.Ay$.Boolean(),
-        next_cursor: build/* default.Optional */.Ay$.Optional(NullableString())
+        next_cursor: build/* default.Optional */.Ay$.Optional(schemas_NullableString())
     })
 });
 const ProblemSchema = build/* default.Object */.Ay$.Object({
@@ -4964,7 +5206,7 @@ const ProblemSchema = build/* default.Object */.Ay$.Object({
 }, { additionalProperties: true, description: 'RFC 7807 problem details.' });
 const TranscriptEventSchema = build/* default.Object */.Ay$.Object({
     seq: build/* default.Integer */.Ay$.Integer(),
-    at: Timestamp,
+    at: schemas_Timestamp,
     kind: build/* default.String */.Ay$.String({
         description: `${EVENT_KINDS.join(', ')}, or a kind a newer version adds (see TranscriptEventKinds for each kind's fields)`
     })
@@ -5013,15 +5255,15 @@ const ConversationBlockSchema = build/* default.Object */.Ay$.Object({ type: bui
 });
 const ConversationMessageSchema = build/* default.Object */.Ay$.Object({
     role: build/* default.String */.Ay$.String({ description: 'user, assistant, tool or system.' }),
-    timestamp: build/* default.Optional */.Ay$.Optional(Timestamp),
+    timestamp: build/* default.Optional */.Ay$.Optional(schemas_Timestamp),
     content: build/* default.Array */.Ay$.Array(ConversationBlockSchema)
 }, { additionalProperties: true });
 const ConversationStepSchema = build/* default.Object */.Ay$.Object({
     id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
     description: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
     summary: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    started_at: build/* default.Optional */.Ay$.Optional(Timestamp),
-    completed_at: build/* default.Optional */.Ay$.Optional(Timestamp),
+    started_at: build/* default.Optional */.Ay$.Optional(schemas_Timestamp),
+    completed_at: build/* default.Optional */.Ay$.Optional(schemas_Timestamp),
     messages: build/* default.Array */.Ay$.Array(ConversationMessageSchema),
     steps: build/* default.Array */.Ay$.Array(build/* default.Object */.Ay$.Object({}, { additionalProperties: true, description: 'A nested step, same shape.' }))
 }, { additionalProperties: true });
@@ -5031,17 +5273,56 @@ const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
     artifact_uid: build/* default.String */.Ay$.String(),
     artifact_type: build/* default.String */.Ay$.String({ examples: ['FILE'] }),
     run_id: build/* default.String */.Ay$.String(),
-    created_at: Timestamp,
+    created_at: schemas_Timestamp,
     download_url: build/* default.String */.Ay$.String({ description: 'Signed; needs no API key; valid until expires_at.' }),
-    expires_at: Timestamp,
+    expires_at: schemas_Timestamp,
     data: build/* default.Object */.Ay$.Object({
         artifact_uid: build/* default.String */.Ay$.String(),
         filepath: build/* default.String */.Ay$.String(),
         filename: build/* default.String */.Ay$.String(),
         mime_type: build/* default.String */.Ay$.String({ examples: ['text/x-diff'] }),
         size: build/* default.Integer */.Ay$.Integer(),
-        description: build/* default.Optional */.Ay$.Optional(NullableString())
+        description: build/* default.Optional */.Ay$.Optional(schemas_NullableString())
     }, { additionalProperties: true })
+});
+/** Run ids the events cursor follows at once, at most. */
+const MAX_EVENT_RUN_IDS = 100;
+/** Events one page of the cursor holds at most (the production service's bound). */
+const MAX_EVENTS_LIMIT = 500;
+/** The events cursor's query: the runs, where to go on from, and the page size. */
+const EventsQuerySchema = build/* default.Object */.Ay$.Object({
+    run_ids: build/* default.Union */.Ay$.Union([build/* default.String */.Ay$.String({ maxLength: 20_000 }), build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String({ maxLength: 20_000 }), { maxItems: 100 })], {
+        description: `The runs to follow: ids separated by commas, or the parameter repeated; 1 to ${MAX_EVENT_RUN_IDS} of this key's team.`,
+        expected: `run ids separated by commas, 1 to ${MAX_EVENT_RUN_IDS}`
+    }),
+    since: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^(\\d{1,15})?$',
+        description: 'Only events with a larger sequence (the next_since of the previous page; 0 for all).',
+        expected: 'the sequence of an event, a whole number such as 12'
+    })),
+    limit: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '^((?=\\d{1,3}$)0*([1-9]\\d{0,1}|[1-4]\\d\\d|500))?$',
+        description: `At most this many events, 1–${MAX_EVENTS_LIMIT} (default 100).`,
+        expected: `a whole number of events from 1 to ${MAX_EVENTS_LIMIT}`
+    }))
+}, { additionalProperties: true });
+/** One change of a run's state on the events cursor. */
+const CursorEventSchema = build/* default.Object */.Ay$.Object({
+    sequence: build/* default.Integer */.Ay$.Integer({ description: "The event's place on the team's cursor." }),
+    run_id: build/* default.String */.Ay$.String(),
+    type: build/* default.String */.Ay$.String({
+        description: 'run_in_progress, run_succeeded, run_failed, run_errored, run_blocked or run_cancelled (more may come).'
+    }),
+    state: RunStateSchema,
+    timestamp: build/* default.String */.Ay$.String({ description: 'When the run changed state (ISO 8601).' }),
+    event_type: build/* default.String */.Ay$.String({ description: 'The same as type (the production service names it so).' }),
+    occurred_at: build/* default.String */.Ay$.String({ description: 'The same as timestamp (the production service names it so).' })
+}, { additionalProperties: true });
+const EventsPageSchema = build/* default.Object */.Ay$.Object({
+    events: build/* default.Array */.Ay$.Array(CursorEventSchema),
+    next_since: build/* default.Integer */.Ay$.Integer({
+        description: 'Read again with since=next_since for the events after this page (since itself when empty).'
+    })
 });
 
 ;// CONCATENATED MODULE: ./src/executor/store/rows.ts
@@ -5580,7 +5861,7 @@ function runHandlers(context, reads) {
         }
         const environmentId = body.config.environment_id;
         const asked = body;
-        metadataProblem(asked.metadata);
+        checkMetadata(asked.metadata);
         const parent = await parentOf(asked.parent_run_id, request.principal.team);
         let stored;
         try {
@@ -5601,13 +5882,7 @@ function runHandlers(context, reads) {
             const known = config.environments.map(env => env.id).join(', ');
             throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
         }
-<<<<<<<< HEAD:dist/executor/772.index.js
-        harnessProblem(body.config, environment.agent.kind);
-========
         checkHarnessConfig(body.config, environment.agent.kind);
-        const asked = body;
-        checkMetadata(asked.metadata);
->>>>>>>> rooms:dist/executor/920.index.js
         if (asked.mode !== undefined)
             followupMode(asked.mode);
         await checkConversation(body, request.principal.team, environmentId);
@@ -6194,6 +6469,7 @@ function refusal(config, request, viewer, token) {
 
 
 
+
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 const HEADERS = {
@@ -6352,6 +6628,17 @@ async function dashboardRoutes(app, { context }) {
         })));
         return html(reply, renderSchedules(viewer, rows));
     });
+    app.get('/webhooks', async (request, reply) => {
+        const viewer = await signedIn(request, reply);
+        if (!viewer)
+            return reply;
+        const webhooks = await store.webhooks.listWebhooks(viewer.team);
+        const rows = await Promise.all(webhooks.map(async (webhook) => ({
+            webhook,
+            deliveries: await store.webhooks.listDeliveries(webhook.id, 50)
+        })));
+        return html(reply, renderWebhooks(viewer, rows));
+    });
     for (const action of ['pause', 'resume']) {
         app.post(`/schedules/:id/${action}`, async (request, reply) => {
             const viewer = await viewerOf(store, request);
@@ -6391,7 +6678,7 @@ async function dashboardRoutes(app, { context }) {
 // leaves open and the executor adds is optional here: `time_zone`, `overlap`, `catch_up`.
 
 const schedules_Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
-const NullableTimestamp = build/* default.Unsafe */.Ay$.Unsafe({
+const schedules_NullableTimestamp = build/* default.Unsafe */.Ay$.Unsafe({
     type: ['string', 'null'],
     format: 'date-time',
     description: 'RFC 3339 timestamp, or null'
@@ -6472,7 +6759,7 @@ const ScheduleSchema = build/* default.Object */.Ay$.Object({
     created_at: schedules_Timestamp,
     updated_at: schedules_Timestamp,
     created_by: build/* default.Optional */.Ay$.Optional(UserProfileSchema),
-    history: build/* default.Object */.Ay$.Object({ last_ran: NullableTimestamp, next_run: NullableTimestamp }),
+    history: build/* default.Object */.Ay$.Object({ last_ran: schedules_NullableTimestamp, next_run: schedules_NullableTimestamp }),
     last_spawn_error: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
     last_run_id: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
     scope: build/* default.Object */.Ay$.Object({ type: build/* default.String */.Ay$.String(), uid: build/* default.String */.Ay$.String() })
@@ -6515,6 +6802,7 @@ const ListModelsResponseSchema = build/* default.Object */.Ay$.Object({
 
 
 
+
 const prefer = {
     name: 'Prefer',
     description: `wait=N (N ≤ ${MAX_WAIT_SECONDS}): hold the answer until there is something new.`,
@@ -6524,6 +6812,16 @@ const ifNoneMatch = {
     name: 'If-None-Match',
     description: 'The ETag of the record you have.',
     schema: { type: 'string' }
+};
+const acceptStream = {
+    name: 'Accept',
+    description: 'text/event-stream: answer as a server-sent event stream that stays open (see the description).',
+    schema: { type: 'string', examples: ['text/event-stream'] }
+};
+const lastEventId = {
+    name: 'Last-Event-ID',
+    description: 'On a stream: resume after the event with this id (an EventSource sends it when it reconnects).',
+    schema: { type: 'string', examples: ['42'] }
 };
 const idempotencyKey = {
     name: 'Idempotency-Key',
@@ -6634,6 +6932,31 @@ const ENDPOINTS = {
         params: RunIdParamsSchema,
         response: { description: 'The conversation.', schema: ConversationSchema },
         errors: ['not_found']
+    },
+    getRunEvents: {
+        method: 'GET',
+        path: '/api/v1/agent/runs/{run_id}/events',
+        summary: "A run's events as they happen (a resumable event stream)",
+        description: "With Accept: text/event-stream: a server-sent event stream of every transcript event after `after` (or the Last-Event-ID header), then each new one as it is written, state changes included: `id:` is the event's seq, `event:` its kind, `data:` the event as JSON (a `state` event carries the run's record as `run` when the record is in that state). A comment line is sent after each limits.stream_heartbeat (15 s) of silence. Once the run is terminal and its events are sent, an `event: done` message (data: run_id, state, last_seq, run) ends the stream. A reader too slow for limits.stream_buffer is cut between two messages; it resumes with Last-Event-ID. Streams are bounded per key (limits.max_streams_per_key) and per node (limits.max_streams): beyond, 429 too_many_streams with Retry-After. Without that Accept header: one JSON page, as the transcript answers it (after, limit, Prefer: wait).",
+        auth: 'key',
+        rateLimited: true,
+        params: RunIdParamsSchema,
+        querystring: TranscriptQuerySchema,
+        headers: [acceptStream, lastEventId, prefer],
+        response: { description: 'Transcript events (a JSON page, or the stream).', schema: TranscriptSchema },
+        errors: ['invalid_request', 'not_found', 'too_many_streams']
+    },
+    listEvents: {
+        method: 'GET',
+        path: '/api/v1/agent/events',
+        summary: 'Changes of state of several runs of the team, on one cursor',
+        description: "run_ids (comma-separated or repeated, 1–100 runs of this key's team; another team's run is 404 like a run that does not exist), since (the next_since of the previous page, 0 for all) and limit (1–500, default 100). Each event: sequence (the team's cursor), run_id, type (run_in_progress, run_succeeded, run_failed, run_errored, run_blocked, run_cancelled), state and timestamp; event_type and occurred_at repeat type and timestamp under the production service's names. With Accept: text/event-stream: the same events as a stream (`id:` the sequence, `event:` the type, resumable with Last-Event-ID), ending with `event: done` once every run is terminal and its events are sent; streams are bounded as for a run's events.",
+        auth: 'key',
+        rateLimited: true,
+        querystring: EventsQuerySchema,
+        headers: [acceptStream, lastEventId],
+        response: { description: 'A page of events.', schema: EventsPageSchema },
+        errors: ['invalid_request', 'not_found', 'too_many_streams']
     },
     getArtifact: {
         ...ROUTES.getArtifact,
@@ -6749,6 +7072,83 @@ const ENDPOINTS = {
         rateLimited: true,
         params: ScheduleIdParamsSchema,
         response: { description: 'The schedule.', schema: ScheduleSchema },
+        errors: ['not_found']
+    },
+    createWebhook: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks',
+        summary: 'Add a webhook endpoint: signed events of the team’s runs are sent to it',
+        description: 'Events follow the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature). The answer holds the signing secret; it is shown only here and on rotation.',
+        auth: 'key',
+        rateLimited: true,
+        body: CreateWebhookRequestSchema,
+        response: { description: 'The endpoint, with its secret.', schema: WebhookWithSecretSchema },
+        errors: [
+            'invalid_request',
+            'invalid_field',
+            'webhook_limit_reached',
+            'unsupported_media_type',
+            'payload_too_large'
+        ]
+    },
+    listWebhooks: {
+        method: 'GET',
+        path: '/api/v1/agent/webhooks',
+        summary: "The team's webhook endpoints (without secrets)",
+        auth: 'key',
+        rateLimited: true,
+        response: { description: 'The endpoints.', schema: ListWebhooksResponseSchema },
+        errors: []
+    },
+    getWebhook: {
+        method: 'GET',
+        path: '/api/v1/agent/webhooks/{webhook_id}',
+        summary: 'Read a webhook endpoint (without its secret)',
+        auth: 'key',
+        rateLimited: true,
+        params: WebhookIdParamsSchema,
+        response: { description: 'The endpoint.', schema: WebhookSchema },
+        errors: ['not_found']
+    },
+    deleteWebhook: {
+        method: 'DELETE',
+        path: '/api/v1/agent/webhooks/{webhook_id}',
+        summary: 'Delete a webhook endpoint and its delivery log',
+        auth: 'key',
+        rateLimited: true,
+        params: WebhookIdParamsSchema,
+        response: { description: 'Deleted.', schema: DeleteWebhookResponseSchema },
+        errors: ['not_found', 'webhook_declared_in_config']
+    },
+    rotateWebhookSecret: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks/{webhook_id}/rotate',
+        summary: 'A new signing secret; the old one still signs for the grace period',
+        description: 'During webhooks.rotation_grace (default 24 h) every request carries two signatures, by the new and the old secret.',
+        auth: 'key',
+        rateLimited: true,
+        params: WebhookIdParamsSchema,
+        response: { description: 'The endpoint, with its new secret.', schema: WebhookWithSecretSchema },
+        errors: ['not_found', 'webhook_declared_in_config']
+    },
+    listWebhookDeliveries: {
+        method: 'GET',
+        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries',
+        summary: "The endpoint's deliveries, newest first",
+        auth: 'key',
+        rateLimited: true,
+        params: WebhookIdParamsSchema,
+        response: { description: 'The deliveries.', schema: ListDeliveriesResponseSchema },
+        errors: ['not_found']
+    },
+    retryWebhookDelivery: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry',
+        summary: 'Attempt a delivery once more, now (a disabled endpoint is enabled again)',
+        auth: 'key',
+        rateLimited: true,
+        params: DeliveryParamsSchema,
+        response: { description: 'The delivery.', schema: DeliverySchema },
         errors: ['not_found']
     },
     listEnvironments: {
@@ -8636,6 +9036,416 @@ function catalogHandlers(context) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/executor/server/event-stream.ts
+// Server-sent event streams (text/event-stream): a run's transcript events and changes of state as
+// they happen (GET /runs/{id}/events), and the changes of state of several runs of a team on one
+// cursor (GET /events). A stream is woken by the ChangeHub's notifications (the store's own, and
+// PostgreSQL's LISTEN between nodes) and reads the store only when woken, once per heartbeat as a
+// fallback for a lost notification, and never in a loop of its own. Every message carries an `id:`
+// (the event's seq, or the team's sequence), so a client that is cut resumes with Last-Event-ID and
+// gets each event once. What a stream may hold for a slow reader is bounded: past
+// limits.stream_buffer, or a heartbeat with nothing taken, the connection is cut between two
+// messages and the client resumes from its last whole one. Streams are counted per key and per node;
+// beyond either bound the answer is 429 too_many_streams with Retry-After.
+
+
+
+/** Events one read of the store takes at most. */
+const event_stream_PAGE_EVENTS = 200;
+/** The delay an EventSource waits before it reconnects (the `retry:` field), in ms. */
+const RECONNECT_MS = 1000;
+/** Seconds a client refused for the stream bounds is asked to wait. */
+const RETRY_AFTER_SECONDS = 5;
+/** The event types of the events cursor, by the state they announce (the production service's names). */
+const event_stream_STATE_EVENT_TYPES = {
+    INPROGRESS: 'run_in_progress',
+    SUCCEEDED: 'run_succeeded',
+    FAILED: 'run_failed',
+    ERROR: 'run_errored',
+    BLOCKED: 'run_blocked',
+    CANCELLED: 'run_cancelled'
+};
+/** Whether the request asks for an event stream (Accept: text/event-stream). */
+function wantsEventStream(request) {
+    return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(String(request.headers.accept ?? ''));
+}
+/** The open streams of this node, per key and in all. */
+class StreamSlots {
+    maxPerKey;
+    maxTotal;
+    perKey = new Map();
+    total = 0;
+    constructor(maxPerKey, maxTotal) {
+        this.maxPerKey = maxPerKey;
+        this.maxTotal = maxTotal;
+    }
+    /** Takes a slot for `keyId`, or throws 429 too_many_streams; the function gives it back (once). */
+    take(keyId) {
+        const mine = this.perKey.get(keyId) ?? 0;
+        const retry = { 'retry-after': String(RETRY_AFTER_SECONDS) };
+        if (mine >= this.maxPerKey)
+            throw new ProblemError('too_many_streams', `this key has ${mine} event streams open, its limit (limits.max_streams_per_key: ${this.maxPerKey}); close one or retry in ${RETRY_AFTER_SECONDS} s`, retry);
+        if (this.total >= this.maxTotal)
+            throw new ProblemError('too_many_streams', `this executor node has ${this.total} event streams open, its limit (limits.max_streams: ${this.maxTotal}); retry in ${RETRY_AFTER_SECONDS} s`, retry);
+        this.perKey.set(keyId, mine + 1);
+        this.total++;
+        let given = false;
+        return () => {
+            if (given)
+                return;
+            given = true;
+            this.total--;
+            const left = (this.perKey.get(keyId) ?? 1) - 1;
+            if (left <= 0)
+                this.perKey.delete(keyId);
+            else
+                this.perKey.set(keyId, left);
+        };
+    }
+    get open() {
+        return this.total;
+    }
+}
+/**
+ * Where a stream resumes: the Last-Event-ID header (an EventSource's reconnect) before the query's
+ * cursor (`after` or `since`). A header that is not a whole number is refused, naming it.
+ */
+function resumePoint(request, fromQuery) {
+    const header = request.headers['last-event-id'];
+    if (header === undefined || header === '')
+        return fromQuery;
+    const value = Array.isArray(header) ? header[0] : header;
+    if (!/^\d{1,15}$/.test(value.trim()))
+        throw new ProblemError('invalid_request', `Last-Event-ID ${JSON.stringify(value.slice(0, 40))}: expected the id of an event this stream sent, a whole number such as 12`);
+    return Number(value.trim());
+}
+/** One message of the stream: JSON on one line, so no field can break the framing. */
+function message(id, event, data) {
+    const name = event.replace(/[^\w.-]/g, '_');
+    return `${id === undefined ? '' : `id: ${id}\n`}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+/**
+ * The open connection: writes whole messages, waits between reads for a wake (or the heartbeat),
+ * and cuts a reader too slow for its buffer.
+ */
+class Stream {
+    raw;
+    bufferBytes;
+    heartbeatMs;
+    woken = false;
+    /** The last write was not taken whole: 'drain' tells when it is. */
+    full = false;
+    wakeUp;
+    closed = new AbortController();
+    constructor(raw, bufferBytes, heartbeatMs) {
+        this.raw = raw;
+        this.bufferBytes = bufferBytes;
+        this.heartbeatMs = heartbeatMs;
+        raw.once('close', () => {
+            this.closed.abort();
+            this.wake();
+        });
+    }
+    wake = () => {
+        this.woken = true;
+        this.wakeUp?.();
+    };
+    get open() {
+        return !this.closed.signal.aborted;
+    }
+    /** Writes one message; false (and the connection cut) when the reader is too slow for its buffer. */
+    send(text) {
+        if (!this.open)
+            return false;
+        // What waits unsent is checked before a message is added: a message larger than the buffer
+        // still goes to a reader that keeps up.
+        if (this.raw.writableLength > this.bufferBytes) {
+            this.cut();
+            return false;
+        }
+        this.full = !this.raw.write(text) || this.full;
+        return true;
+    }
+    cut() {
+        this.raw.destroy();
+        this.closed.abort();
+    }
+    /**
+     * Waits until what was written is taken (at once when the last write was): a reader that takes
+     * nothing for a heartbeat is cut.
+     */
+    async drained() {
+        if (!this.open)
+            return false;
+        if (!this.full)
+            return true;
+        const taken = await new Promise(resolve => {
+            const done = (value) => {
+                clearTimeout(timer);
+                this.raw.off('drain', onDrain);
+                this.raw.off('close', onClose);
+                resolve(value);
+            };
+            const onDrain = () => done(true);
+            const onClose = () => done(false);
+            const timer = setTimeout(() => done(false), this.heartbeatMs);
+            this.raw.once('drain', onDrain);
+            this.raw.once('close', onClose);
+        });
+        if (!taken)
+            this.cut();
+        else
+            this.full = false;
+        return taken && this.open;
+    }
+    /** Until a wake (at once if one came since the last call), the heartbeat or the end; true on a wake. */
+    async idle() {
+        if (this.woken || !this.open) {
+            this.woken = false;
+            return true;
+        }
+        const woken = await new Promise(resolve => {
+            const timer = setTimeout(() => {
+                this.wakeUp = undefined;
+                resolve(false);
+            }, this.heartbeatMs);
+            this.wakeUp = () => {
+                clearTimeout(timer);
+                this.wakeUp = undefined;
+                resolve(true);
+            };
+        });
+        this.woken = false;
+        if (!woken)
+            this.send(': keep-alive\n\n');
+        return woken;
+    }
+    end() {
+        if (this.open)
+            this.raw.end();
+    }
+}
+/** Starts the answer: 200, text/event-stream, no caching or proxy buffering. */
+function event_stream_open(context, request, reply) {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        'x-accel-buffering': 'no',
+        'x-request-id': String(request.id)
+    });
+    raw.socket?.setNoDelay(true);
+    const { streamBufferBytes, streamHeartbeatMs } = context.config.limits;
+    const stream = new Stream(raw, streamBufferBytes, streamHeartbeatMs);
+    stream.send(`retry: ${RECONNECT_MS}\n\n`);
+    return stream;
+}
+/** Logs a failure of a stream already answering (its status is sent: the connection is cut). */
+function event_stream_failed(request, stream, error) {
+    if (stream.open)
+        request.log.warn({ err: error }, 'event stream failed; the client resumes');
+    request.raw.destroy();
+}
+/**
+ * GET /runs/{id}/events as a stream: every event after `after`, then each new one as it is
+ * appended; `done` once the run is terminal and every event is sent. A `state` event that is the
+ * newest of its read carries the run's record as `run` when the record is in that state.
+ */
+async function streamRunEvents(context, request, reply, find, after, release) {
+    const stream = event_stream_open(context, request, reply);
+    let run = await find().catch(() => undefined);
+    const stop = context.hub.watch(run ? [run.run_id] : [], stream.wake);
+    try {
+        if (!run)
+            return;
+        let cursor = after;
+        for (let idle = false; stream.open;) {
+            const events = await context.store.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
+            const lastState = events.findLast(event => event.kind === 'state');
+            if (lastState || idle)
+                run = await find();
+            for (const event of events) {
+                const shown = event === lastState && event.state === run.state
+                    ? { ...event, run: toRecord(run, context.links) }
+                    : event;
+                if (!stream.send(message(event.seq, event.kind, shown)) || !(await stream.drained()))
+                    return;
+                cursor = event.seq;
+            }
+            if (!(await stream.drained()))
+                return;
+            if (events.length === event_stream_PAGE_EVENTS)
+                continue;
+            if (run_isTerminalState(run.state)) {
+                // Events written with the end (and any after it) are read once more before `done`.
+                const rest = await context.store.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
+                if (rest.length > 0)
+                    continue;
+                stream.send(message(undefined, 'done', {
+                    run_id: run.run_id,
+                    state: run.state,
+                    last_seq: cursor,
+                    run: toRecord(run, context.links)
+                }));
+                return;
+            }
+            idle = !(await stream.idle());
+        }
+    }
+    catch (error) {
+        event_stream_failed(request, stream, error);
+    }
+    finally {
+        stop();
+        release();
+        stream.end();
+    }
+}
+/** One entry of the events cursor, in the production service's shape (and its field names too). */
+function cursorEvent(row) {
+    const type = event_stream_STATE_EVENT_TYPES[row.state] ?? `run_${row.state.toLowerCase()}`;
+    return {
+        sequence: row.sequence,
+        run_id: row.run_id,
+        type,
+        state: row.state,
+        timestamp: row.at,
+        event_type: type,
+        occurred_at: row.at
+    };
+}
+/**
+ * GET /events as a stream: the changes of state of these runs after `since`, then each new one;
+ * `done` once every run is terminal and its changes are sent.
+ */
+async function streamStateEvents(context, request, reply, team, runIds, since, release) {
+    const stream = event_stream_open(context, request, reply);
+    const stop = context.hub.watch(runIds, stream.wake);
+    try {
+        let cursor = since;
+        while (stream.open) {
+            const rows = await context.store.listStateEvents(team, runIds, cursor, event_stream_PAGE_EVENTS);
+            for (const row of rows) {
+                const event = cursorEvent(row);
+                if (!stream.send(message(row.sequence, String(event.type), event)) || !(await stream.drained()))
+                    return;
+                cursor = row.sequence;
+            }
+            if (!(await stream.drained()))
+                return;
+            if (rows.length === event_stream_PAGE_EVENTS)
+                continue;
+            const states = await context.store.runStates(team, runIds);
+            if ([...states.values()].every(state => run_isTerminalState(state))) {
+                const rest = await context.store.listStateEvents(team, runIds, cursor, 1);
+                if (rest.length > 0)
+                    continue;
+                stream.send(message(undefined, 'done', { next_since: cursor, states: Object.fromEntries(states) }));
+                return;
+            }
+            await stream.idle();
+        }
+    }
+    catch (error) {
+        event_stream_failed(request, stream, error);
+    }
+    finally {
+        stop();
+        release();
+        stream.end();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/events.ts
+// The event endpoints: a run's events (a JSON page, or with Accept: text/event-stream the
+// resumable stream of event-stream.ts) and the events cursor over several runs of a team (a JSON
+// page in the production service's shape, or the same as a stream).
+
+
+
+
+const DEFAULT_EVENTS_LIMIT = 100;
+/** A run id as the executor makes them (and any the service might): one plain path segment. */
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+function events_notFound(id) {
+    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+}
+/** `run_ids` as given (comma-separated, or repeated), checked and without repeats. */
+function parseRunIds(value) {
+    const parts = (Array.isArray(value) ? value : [value])
+        .flatMap(item => String(item ?? '').split(','))
+        .map(item => item.trim())
+        .filter(item => item !== '');
+    const ids = [...new Set(parts)];
+    if (ids.length === 0)
+        throw new ProblemError('invalid_request', 'run_ids: expected at least one run id, such as run_ids=ID1,ID2 (comma-separated or repeated)');
+    if (ids.length > MAX_EVENT_RUN_IDS)
+        throw new ProblemError('invalid_request', `run_ids: ${ids.length} runs; expected at most ${MAX_EVENT_RUN_IDS} (follow more with several cursors)`);
+    const bad = ids.find(id => !RUN_ID.test(id));
+    if (bad !== undefined)
+        throw new ProblemError('invalid_request', `run_ids: ${JSON.stringify(bad.slice(0, 100))} is not a run id; expected ids such as 3f2b9c1e-…, separated by commas`);
+    return ids;
+}
+function parseSince(query) {
+    const value = query?.since;
+    if (value === undefined || value === '')
+        return 0;
+    if (typeof value !== 'string' || !/^\d{1,15}$/.test(value))
+        throw new ProblemError('invalid_request', `since ${JSON.stringify(value)}: expected the sequence of an event, a whole number such as 12`);
+    return Number(value);
+}
+function parseEventsLimit(query) {
+    const value = query?.limit;
+    if (value === undefined || value === '')
+        return DEFAULT_EVENTS_LIMIT;
+    const number = typeof value === 'string' && /^\d{1,3}$/.test(value) ? Number(value) : NaN;
+    if (number >= 1 && number <= 500)
+        return number;
+    throw new ProblemError('invalid_request', `limit ${JSON.stringify(value)}: expected a whole number of events from 1 to 500`);
+}
+function eventHandlers(context, slots) {
+    const { store } = context;
+    return {
+        getRunEvents: async (request, reply) => {
+            const id = request.params.run_id;
+            const find = async () => {
+                const run = await store.getRun(request.principal.team, id);
+                if (!run)
+                    throw events_notFound(id);
+                return run;
+            };
+            if (!wantsEventStream(request))
+                return readTranscript(context, request, reply, find);
+            const after = resumePoint(request, parseAfter(request.query));
+            await find();
+            const release = slots.take(request.principal.keyId);
+            await streamRunEvents(context, request, reply, find, after, release);
+            return reply;
+        },
+        listEvents: async (request, reply) => {
+            const team = request.principal.team;
+            const runIds = parseRunIds(request.query.run_ids);
+            const since = parseSince(request.query);
+            const limit = parseEventsLimit(request.query);
+            const stream = wantsEventStream(request);
+            const after = stream ? resumePoint(request, since) : since;
+            // Another team's run answers as one that does not exist, as every run endpoint does.
+            const states = await store.runStates(team, runIds);
+            const missing = runIds.find(id => !states.has(id));
+            if (missing !== undefined)
+                throw events_notFound(missing);
+            if (stream) {
+                const release = slots.take(request.principal.keyId);
+                await streamStateEvents(context, request, reply, team, runIds, after, release);
+                return reply;
+            }
+            const rows = await store.listStateEvents(team, runIds, after, limit);
+            return { events: rows.map(cursorEvent), next_since: rows.at(-1)?.sequence ?? after };
+        }
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/executor/server/session-page.ts
 // The session page behind a run's session_link: the shared run renderer (run-view.ts) in a
 // self-contained page for whoever holds the link, without a sign-in. It carries the dashboard's own
@@ -8754,6 +9564,291 @@ async function sendSessionArtifact(context, run, uid, reply) {
         .send(stored.data);
 }
 
+// EXTERNAL MODULE: external "node:dns/promises"
+var external_node_dns_promises_ = __webpack_require__(71553);
+;// CONCATENATED MODULE: ./src/executor/webhooks/address.ts
+// Which addresses a webhook may be sent to. An endpoint's URL is the team's to choose, so without
+// a check it could make the executor call what only the executor can reach: its own loopback
+// ports, the private network it sits in, a cloud's metadata service. Unless the operator allows
+// private networks, the host is resolved here and every address outside the public internet is
+// refused; the request then connects to the address that was checked (send.ts), so a name that
+// answers differently a moment later (DNS rebinding) cannot move it.
+
+
+const refused = new external_node_net_.BlockList();
+for (const [net, prefix] of [
+    ['0.0.0.0', 8], // "this network"
+    ['10.0.0.0', 8], // private
+    ['100.64.0.0', 10], // carrier-grade NAT
+    ['127.0.0.0', 8], // loopback
+    ['169.254.0.0', 16], // link-local, where cloud metadata services answer
+    ['172.16.0.0', 12], // private
+    ['192.0.0.0', 24], // protocol assignments
+    ['192.0.2.0', 24], // documentation
+    ['192.88.99.0', 24], // 6to4 relay
+    ['192.168.0.0', 16], // private
+    ['198.18.0.0', 15], // benchmarking
+    ['198.51.100.0', 24], // documentation
+    ['203.0.113.0', 24], // documentation
+    ['224.0.0.0', 4], // multicast
+    ['240.0.0.0', 4] // reserved, and broadcast
+])
+    refused.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [
+    ['::', 128], // unspecified
+    ['::1', 128], // loopback
+    ['100::', 64], // discard
+    ['2001:db8::', 32], // documentation
+    ['fc00::', 7], // unique local (fd00:ec2::254 is a metadata service)
+    ['fe80::', 10], // link-local
+    ['ff00::', 8] // multicast
+])
+    refused.addSubnet(net, prefix, 'ipv6');
+/** The IPv4 address an IPv6 one carries (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4, compatible). */
+function embeddedIpv4(address) {
+    const lower = address.toLowerCase();
+    const dotted = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+    if (dotted)
+        return dotted[1];
+    const hex = /^(?:::ffff:|64:ff9b::|::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+    if (hex) {
+        const high = parseInt(hex[1], 16);
+        const low = parseInt(hex[2], 16);
+        return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+    }
+    const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4}):/.exec(lower);
+    if (sixToFour) {
+        const high = parseInt(sixToFour[1], 16);
+        const low = parseInt(sixToFour[2], 16);
+        return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+    }
+    return undefined;
+}
+/** Whether an IP address is on the public internet (not loopback, private, link-local, metadata, …). */
+function isPublicAddress(address) {
+    const family = (0,external_node_net_.isIP)(address);
+    if (family === 4)
+        return !refused.check(address, 'ipv4');
+    if (family === 6) {
+        const v4 = embeddedIpv4(address);
+        if (v4 !== undefined)
+            return !refused.check(v4, 'ipv4');
+        return !refused.check(address, 'ipv6');
+    }
+    return false;
+}
+class AddressRefused extends Error {
+}
+/**
+ * The address to connect to for `hostname` (a name or an IP literal, IPv6 without brackets): the
+ * first one its name resolves to that may be reached. Throws AddressRefused, naming the host and
+ * what it resolved to, when none may.
+ */
+async function resolveHost(hostname, allowPrivate) {
+    const literal = (0,external_node_net_.isIP)(hostname);
+    const found = literal !== 0
+        ? [{ address: hostname, family: literal }]
+        : (await (0,external_node_dns_promises_.lookup)(hostname, { all: true, verbatim: true })).map(entry => ({
+            address: entry.address,
+            family: entry.family
+        }));
+    if (found.length === 0)
+        throw new AddressRefused(`${hostname} resolves to no address`);
+    if (allowPrivate)
+        return found[0];
+    const allowed = found.find(entry => isPublicAddress(entry.address));
+    if (allowed)
+        return allowed;
+    const addresses = found.map(entry => entry.address).join(', ');
+    throw new AddressRefused(`${hostname} resolves only to addresses that are not public (${addresses}): loopback, private, ` +
+        'link-local and metadata addresses are refused unless webhooks.allow_private_networks is true');
+}
+/**
+ * What is wrong with an endpoint URL, or undefined: an http(s) URL without credentials, whose host
+ * resolves to an address that may be reached. The host is looked up again at every attempt.
+ */
+async function urlProblem(url, allowPrivate) {
+    let parsed;
+    try {
+        parsed = new URL(url);
+    }
+    catch {
+        return `url ${JSON.stringify(url)}: not a URL; expected an http or https URL such as https://example.com/hooks`;
+    }
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+        return `url ${JSON.stringify(url)}: the scheme ${parsed.protocol.replace(/:$/, '')} is not sent to; expected http or https`;
+    if (parsed.username !== '' || parsed.password !== '')
+        return 'url: credentials in the URL are refused (they would be shown in the endpoint record); expected a URL without user:password@';
+    try {
+        await resolveHost(hostOf(parsed), allowPrivate);
+    }
+    catch (error) {
+        if (error instanceof AddressRefused)
+            return `url ${JSON.stringify(url)}: ${error.message}`;
+        return `url ${JSON.stringify(url)}: the host ${hostOf(parsed)} does not resolve (${error.code ?? 'lookup failed'})`;
+    }
+    return undefined;
+}
+/** The URL's host without the brackets of an IPv6 literal. */
+function hostOf(url) {
+    return url.hostname.replace(/^\[(.*)\]$/, '$1');
+}
+
+;// CONCATENATED MODULE: ./src/executor/webhooks/sign.ts
+// Signatures by the Standard Webhooks specification: a secret is `whsec_` and the base64 of random
+// bytes; a signature is `v1,` and the base64 HMAC-SHA256, keyed with those bytes, of
+// "{webhook-id}.{webhook-timestamp}.{body}". During a rotation's grace period the header carries
+// one signature per secret, separated by spaces, and a receiver accepts any that verifies.
+
+const PREFIX = 'whsec_';
+function newSecret() {
+    return PREFIX + (0,external_node_crypto_.randomBytes)(24).toString('base64');
+}
+/** Whether a string is a secret of this form (for the operator's declared ones). */
+function isSecret(value) {
+    if (!value.startsWith(PREFIX))
+        return false;
+    const key = Buffer.from(value.slice(PREFIX.length), 'base64');
+    return key.length >= 16 && key.toString('base64') === value.slice(PREFIX.length);
+}
+function signature(secret, id, timestamp, body) {
+    const key = Buffer.from(secret.slice(PREFIX.length), 'base64');
+    return `v1,${(0,external_node_crypto_.createHmac)('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+}
+/** The webhook-signature header: one signature for each secret in use. */
+function signatureHeader(secrets, id, timestamp, body) {
+    return secrets.map(secret => signature(secret, id, timestamp, body)).join(' ');
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/webhooks.ts
+// The webhook endpoints (create, list, get, delete, rotate, deliveries, retry) as a handler map for
+// register.ts. A team sees only its own endpoints (another team's id answers 404, as an unknown
+// one). The URL is checked here as the deliverer checks it at every attempt (webhooks/address.ts):
+// http(s), and, unless webhooks.allow_private_networks, a host that resolves to a public address.
+// A secret is shown only in the answers of create and rotate.
+
+
+
+
+
+/** Deliveries a log answer shows. */
+const DELIVERY_PAGE = 100;
+function webhooks_iso(ms) {
+    return ms === null ? null : new Date(ms).toISOString();
+}
+function webhookRecord(webhook) {
+    return {
+        id: webhook.id,
+        url: webhook.url,
+        events: webhook.events ?? [...WEBHOOK_EVENT_TYPES],
+        description: webhook.description,
+        created_at: webhook.created_at,
+        source: webhook.source,
+        disabled_at: webhook.disabled_at,
+        disabled_reason: webhook.disabled_reason
+    };
+}
+function withSecret(webhook) {
+    const { disabled_at: _at, disabled_reason: _reason, ...record } = webhookRecord(webhook);
+    return { ...record, secret: webhook.secret };
+}
+function deliveryRecord(delivery) {
+    return {
+        id: delivery.id,
+        event_type: delivery.event_type,
+        run_id: delivery.run_id,
+        created_at: delivery.created_at,
+        status: delivery.status,
+        attempts: delivery.attempts,
+        last_status: delivery.last_status,
+        last_error: delivery.last_error,
+        last_attempt_at: delivery.last_attempt_at,
+        next_attempt_at: delivery.status === 'pending' ? webhooks_iso(delivery.next_attempt_ms) : null
+    };
+}
+function webhooks_notFound(id) {
+    return new ProblemError('not_found', `webhook ${JSON.stringify(id)} does not exist`);
+}
+function declared(id) {
+    return new ProblemError('webhook_declared_in_config', `webhook ${JSON.stringify(id)} is declared in the executor's configuration file (webhooks.endpoints); change it there`);
+}
+function webhookHandlers(context) {
+    const webhooks = context.store.webhooks;
+    const settings = context.config.webhooks;
+    async function find(team, id) {
+        const webhook = await webhooks.getWebhook(team, id);
+        if (!webhook)
+            throw webhooks_notFound(id);
+        return webhook;
+    }
+    return {
+        createWebhook: async (request) => {
+            const { url, events, description } = request.body;
+            const problem = await urlProblem(url, settings.allowPrivateNetworks);
+            if (problem)
+                throw new ProblemError('invalid_field', problem);
+            const webhook = {
+                id: `wh_${(0,external_node_crypto_.randomBytes)(12).toString('hex')}`,
+                team: request.principal.team,
+                url,
+                events: events === undefined ? null : [...new Set(events)],
+                description: description ?? '',
+                secret: newSecret(),
+                previous_secret: null,
+                previous_until_ms: null,
+                source: 'api',
+                created_at: new Date().toISOString(),
+                disabled_at: null,
+                disabled_reason: null
+            };
+            const limit = settings.maxEndpointsPerTeam;
+            if (!(await webhooks.createWebhook(webhook, limit)))
+                throw new ProblemError('webhook_limit_reached', `this team has ${limit} webhook endpoints, the limit of webhooks.max_endpoints_per_team; delete one to add another`);
+            context.wakeDeliveries();
+            return withSecret(webhook);
+        },
+        listWebhooks: async (request) => ({
+            webhooks: (await webhooks.listWebhooks(request.principal.team)).map(webhookRecord)
+        }),
+        getWebhook: async (request) => webhookRecord(await find(request.principal.team, request.params.webhook_id)),
+        deleteWebhook: async (request) => {
+            const { team } = request.principal;
+            const id = request.params.webhook_id;
+            if ((await find(team, id)).source === 'config')
+                throw declared(id);
+            if (!(await webhooks.deleteWebhook(team, id)))
+                throw webhooks_notFound(id);
+            return { success: true };
+        },
+        rotateWebhookSecret: async (request) => {
+            const { team } = request.principal;
+            const id = request.params.webhook_id;
+            if ((await find(team, id)).source === 'config')
+                throw declared(id);
+            const until = Date.now() + settings.rotationGraceMs;
+            if (!(await webhooks.rotateSecret(team, id, newSecret(), until)))
+                throw webhooks_notFound(id);
+            return withSecret(await find(team, id));
+        },
+        listWebhookDeliveries: async (request) => {
+            const webhook = await find(request.principal.team, request.params.webhook_id);
+            return { deliveries: (await webhooks.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord) };
+        },
+        retryWebhookDelivery: async (request) => {
+            const { team } = request.principal;
+            const { webhook_id: id, delivery_id: deliveryId } = request.params;
+            await find(team, id);
+            if (!(await webhooks.retryDelivery(team, id, deliveryId)))
+                throw new ProblemError('not_found', `delivery ${JSON.stringify(deliveryId)} of webhook ${JSON.stringify(id)} does not exist`);
+            context.wakeDeliveries();
+            const delivery = await webhooks.getDelivery(id, deliveryId);
+            if (!delivery)
+                throw webhooks_notFound(id);
+            return deliveryRecord(delivery);
+        }
+    };
+}
+
 // EXTERNAL MODULE: ./node_modules/typebox/build/compile/index.mjs + 267 modules
 var compile = __webpack_require__(95595);
 // EXTERNAL MODULE: ./node_modules/typebox/build/format/index.mjs + 32 modules
@@ -8870,6 +9965,9 @@ function kindOf(value) {
 
 
 
+
+
+
 async function buildApp(context, options) {
     const { config } = context;
     let requestCount = 0;
@@ -8952,7 +10050,9 @@ async function buildApp(context, options) {
         ...runHandlers(context, reads),
         ...resultHandlers(context, downloads),
         ...scheduleHandlers(context),
-        ...catalogHandlers(context)
+        ...webhookHandlers(context),
+        ...catalogHandlers(context),
+        ...eventHandlers(context, new StreamSlots(config.limits.maxStreamsPerKey, config.limits.maxStreams))
     };
     const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
     await registerEndpoints(app, { context, reads, downloads }, handlers, served);
@@ -9013,6 +10113,26 @@ class ChangeHub {
         if ((this.heardEvents.get(runId)?.seq ?? 0) > afterSeq)
             return Promise.resolve();
         return this.hold(this.eventWaiters, runId, ms, signal);
+    }
+    /**
+     * Calls `wake` on every event appended to any of these runs and every change of them, until the
+     * returned function is called: an event stream's lifelong subscription (event-stream.ts).
+     */
+    watch(runIds, wake) {
+        for (const runId of runIds) {
+            let set = this.eventWaiters.get(runId);
+            if (!set)
+                this.eventWaiters.set(runId, (set = new Set()));
+            set.add(wake);
+        }
+        return () => {
+            for (const runId of runIds) {
+                const set = this.eventWaiters.get(runId);
+                set?.delete(wake);
+                if (set?.size === 0)
+                    this.eventWaiters.delete(runId);
+            }
+        };
     }
     /** A held read lasts at most a minute: what is older than that can no longer matter. */
     forget() {
@@ -12286,7 +13406,92 @@ const SQLITE_MIGRATIONS = [
     `
     },
     {
-<<<<<<<< HEAD:dist/executor/772.index.js
+        version: 8,
+        name: 'webhook endpoints and their deliveries, written by triggers in the transaction of each change (an outbox)',
+        sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        url TEXT NOT NULL,
+        events TEXT,
+        description TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_until INTEGER,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        disabled_at TEXT,
+        disabled_reason TEXT
+      );
+      CREATE INDEX webhook_endpoints_team ON webhook_endpoints (team) WHERE disabled_at IS NULL;
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        endpoint_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        state TEXT NOT NULL,
+        previous_state TEXT,
+        status_message TEXT,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        body TEXT,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_ms INTEGER,
+        last_status INTEGER,
+        last_error TEXT,
+        last_attempt_at TEXT,
+        lease_owner TEXT,
+        lease_expires_at INTEGER
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_ms);
+      CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_team_leased ON webhook_deliveries (team, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE TRIGGER runs_webhook_created AFTER INSERT ON runs
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || lower(hex(randomblob(16))), e.id, NEW.team, NEW.run_id, 'run.queued', NEW.state, NULL,
+            NULL, NULL, NEW.updated_at, CAST(unixepoch('subsec') * 1000 AS INTEGER), 'pending',
+            CAST(unixepoch('subsec') * 1000 AS INTEGER)
+          FROM webhook_endpoints e
+          WHERE e.team = NEW.team AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR instr(e.events, ',run.queued,') > 0);
+      END;
+      CREATE TRIGGER runs_webhook_changed AFTER UPDATE OF state ON runs WHEN NEW.state <> OLD.state
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || lower(hex(randomblob(16))), e.id, NEW.team, NEW.run_id, kind.type, NEW.state, OLD.state,
+            NEW.status_message, NEW.error_code, NEW.updated_at, CAST(unixepoch('subsec') * 1000 AS INTEGER),
+            'pending', CAST(unixepoch('subsec') * 1000 AS INTEGER)
+          FROM webhook_endpoints e,
+            (SELECT CASE NEW.state WHEN 'QUEUED' THEN 'run.queued' WHEN 'INPROGRESS' THEN 'run.in_progress'
+              WHEN 'BLOCKED' THEN 'run.blocked' WHEN 'SUCCEEDED' THEN 'run.succeeded' WHEN 'FAILED' THEN 'run.failed'
+              WHEN 'ERROR' THEN 'run.error' WHEN 'CANCELLED' THEN 'run.cancelled'
+              ELSE 'run.' || lower(NEW.state) END AS type) AS kind
+          WHERE e.team = NEW.team AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR instr(e.events, ',' || kind.type || ',') > 0);
+      END;
+      CREATE TRIGGER events_webhook_followup AFTER INSERT ON events WHEN NEW.kind = 'followup'
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || lower(hex(randomblob(16))), e.id, r.team, r.run_id, 'run.followup', r.state, r.state,
+            NULL, NULL, NEW.at, CAST(unixepoch('subsec') * 1000 AS INTEGER), 'pending',
+            CAST(unixepoch('subsec') * 1000 AS INTEGER)
+          FROM runs r JOIN webhook_endpoints e ON e.team = r.team
+          WHERE r.run_id = NEW.run_id AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR instr(e.events, ',run.followup,') > 0);
+      END;
+    `
+    },
+    {
         version: 9,
         name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
         sql: `
@@ -12299,11 +13504,38 @@ const SQLITE_MIGRATIONS = [
       ) WITHOUT ROWID;
       CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
-========
+    },
+    {
         version: 10,
         name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
         sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
->>>>>>>> oidc:dist/executor/1.index.js
+    },
+    {
+        version: 11,
+        name: "run_state_events: each run's changes of state, numbered by one sequence, for the events cursor",
+        // A trigger writes the row in the transaction that changes the state, so no change is missed and
+        // none is told before it is committed. SQLite has one writer: the sequence is the commit order.
+        sql: `
+      CREATE TABLE run_state_events (
+        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+        team TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        at TEXT NOT NULL
+      );
+      CREATE INDEX run_state_events_run ON run_state_events (run_id, sequence);
+      CREATE TRIGGER runs_state_event AFTER UPDATE OF state ON runs
+        WHEN NEW.state <> OLD.state
+          AND NEW.state IN ('INPROGRESS', 'SUCCEEDED', 'FAILED', 'ERROR', 'BLOCKED', 'CANCELLED')
+      BEGIN
+        INSERT INTO run_state_events (team, run_id, state, at)
+          VALUES (NEW.team, NEW.run_id, NEW.state, NEW.updated_at);
+      END;
+      CREATE TRIGGER runs_state_events_pruned AFTER DELETE ON runs
+      BEGIN
+        DELETE FROM run_state_events WHERE run_id = OLD.run_id;
+      END;
+    `
     }
 ];
 /**
@@ -12485,7 +13717,97 @@ const POSTGRES_MIGRATIONS = [
     `
     },
     {
-<<<<<<<< HEAD:dist/executor/772.index.js
+        version: 7,
+        name: 'webhook endpoints and their deliveries, written by triggers in the transaction of each change (an outbox)',
+        // status_message is bytea like the run's (it may hold a NUL), copied as it is.
+        sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        team TEXT NOT NULL,
+        url TEXT NOT NULL,
+        events TEXT,
+        description TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_until BIGINT,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        disabled_at TEXT,
+        disabled_reason TEXT
+      );
+      CREATE INDEX webhook_endpoints_team ON webhook_endpoints (team) WHERE disabled_at IS NULL;
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        endpoint_id TEXT NOT NULL,
+        team TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        state TEXT NOT NULL,
+        previous_state TEXT,
+        status_message BYTEA,
+        error_code TEXT,
+        created_at TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        body TEXT,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_ms BIGINT,
+        last_status INTEGER,
+        last_error TEXT,
+        last_attempt_at TEXT,
+        lease_owner TEXT,
+        lease_expires_at BIGINT
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_ms);
+      CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_team_leased ON webhook_deliveries (team, lease_expires_at)
+        WHERE status = 'pending';
+      CREATE FUNCTION agent_executor_webhook_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE
+        kind TEXT;
+        previous TEXT := NULL;
+        now_ms BIGINT := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+      BEGIN
+        IF NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE team = NEW.team AND disabled_at IS NULL) THEN
+          RETURN NULL;
+        END IF;
+        IF TG_OP = 'UPDATE' THEN previous := OLD.state; END IF;
+        kind := CASE NEW.state WHEN 'QUEUED' THEN 'run.queued' WHEN 'INPROGRESS' THEN 'run.in_progress'
+          WHEN 'BLOCKED' THEN 'run.blocked' WHEN 'SUCCEEDED' THEN 'run.succeeded' WHEN 'FAILED' THEN 'run.failed'
+          WHEN 'ERROR' THEN 'run.error' WHEN 'CANCELLED' THEN 'run.cancelled' ELSE 'run.' || lower(NEW.state) END;
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, NEW.team, NEW.run_id, kind, NEW.state,
+            previous, CASE WHEN TG_OP = 'UPDATE' THEN NEW.status_message END, NEW.error_code, NEW.updated_at,
+            now_ms, 'pending', now_ms
+          FROM webhook_endpoints e
+          WHERE e.team = NEW.team AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR position(',' || kind || ',' in e.events) > 0);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_webhook_created AFTER INSERT ON runs FOR EACH ROW
+        EXECUTE FUNCTION agent_executor_webhook_outbox();
+      CREATE TRIGGER runs_webhook_changed AFTER UPDATE OF state ON runs FOR EACH ROW
+        WHEN (NEW.state <> OLD.state) EXECUTE FUNCTION agent_executor_webhook_outbox();
+      CREATE FUNCTION agent_executor_webhook_followup() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE now_ms BIGINT := (extract(epoch from clock_timestamp()) * 1000)::bigint;
+      BEGIN
+        INSERT INTO webhook_deliveries (id, endpoint_id, team, run_id, event_type, state, previous_state,
+            status_message, error_code, created_at, created_ms, status, next_attempt_ms)
+          SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, r.team, r.run_id, 'run.followup',
+            r.state, r.state, NULL, NULL, NEW.at, now_ms, 'pending', now_ms
+          FROM runs r JOIN webhook_endpoints e ON e.team = r.team
+          WHERE r.run_id = NEW.run_id AND e.disabled_at IS NULL
+            AND (e.events IS NULL OR position(',run.followup,' in e.events) > 0);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER events_webhook_followup AFTER INSERT ON events FOR EACH ROW
+        WHEN (NEW.kind = 'followup') EXECUTE FUNCTION agent_executor_webhook_followup();
+    `
+    },
+    {
         version: 8,
         name: "run_ancestors: a child run's parent and the parent's own ancestors as rows, so ancestor_run_id is an index lookup",
         sql: `
@@ -12498,11 +13820,51 @@ const POSTGRES_MIGRATIONS = [
       );
       CREATE INDEX run_ancestors_of ON run_ancestors (team, ancestor_run_id, run_id);
     `
-========
+    },
+    {
         version: 9,
         name: 'runs.workload: the claims of the OIDC token that created a run (repository, ref, workflow_ref, run_id)',
         sql: `ALTER TABLE runs ADD COLUMN workload TEXT;`
->>>>>>>> oidc:dist/executor/1.index.js
+    },
+    {
+        version: 10,
+        name: "run_state_events: each run's changes of state, numbered per team, for the events cursor",
+        // Numbered by a per-team counter row, taken in the transaction that changes the state: the row
+        // stays locked until that commit, so a reader that sees number n of a team has every number
+        // below it committed too (a shared sequence would hand out numbers out of commit order).
+        sql: `
+      CREATE TABLE team_event_sequence (team TEXT PRIMARY KEY, sequence BIGINT NOT NULL);
+      CREATE TABLE run_state_events (
+        team TEXT NOT NULL,
+        sequence BIGINT NOT NULL,
+        run_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (team, sequence)
+      );
+      CREATE INDEX run_state_events_run ON run_state_events (run_id, sequence);
+      CREATE FUNCTION agent_executor_state_event() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE numbered BIGINT;
+      BEGIN
+        INSERT INTO team_event_sequence (team, sequence) VALUES (NEW.team, 1)
+          ON CONFLICT (team) DO UPDATE SET sequence = team_event_sequence.sequence + 1
+          RETURNING sequence INTO numbered;
+        INSERT INTO run_state_events (team, sequence, run_id, state, at)
+          VALUES (NEW.team, numbered, NEW.run_id, NEW.state, NEW.updated_at);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_state_event AFTER UPDATE OF state ON runs FOR EACH ROW
+        WHEN (NEW.state <> OLD.state
+          AND NEW.state IN ('INPROGRESS', 'SUCCEEDED', 'FAILED', 'ERROR', 'BLOCKED', 'CANCELLED'))
+        EXECUTE FUNCTION agent_executor_state_event();
+      CREATE FUNCTION agent_executor_state_events_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM run_state_events WHERE run_id = OLD.run_id;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER runs_state_events_pruned AFTER DELETE ON runs FOR EACH ROW
+        EXECUTE FUNCTION agent_executor_state_events_pruned();
+    `
     }
 ];
 
@@ -12965,12 +14327,163 @@ class SqlScheduleStore {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/store/sql-webhooks.ts
+// The webhook tables, for both databases: a team's endpoints (url, the event types it takes, its
+// signing secret and the one before the last rotation) and the deliveries to them. A delivery row
+// is written by the database's triggers (migrations.ts) in the same transaction as the change it
+// tells of: a change committed always has its deliveries, and a crash loses none. The deliverer
+// (webhooks/deliverer.ts) takes a due delivery under a lease, as a worker takes a run: on
+// PostgreSQL the pick skips rows another node locks, so exactly one node attempts a delivery at a
+// time; a lease left by a node that stopped expires and another takes it.
+
+const ENDPOINT_COLUMNS = `id, team, url, events, description, secret, previous_secret, previous_until, source,
+  created_at, disabled_at, disabled_reason`;
+const DELIVERY_COLUMNS = `id, endpoint_id, team, run_id, event_type, state, previous_state, status_message,
+  error_code, created_at, created_ms, body, status, attempts, next_attempt_ms, last_status, last_error,
+  last_attempt_at`;
+/** The event types as the triggers look them up: `,run.queued,run.failed,` (null: all). */
+function eventsColumn(events) {
+    return events === null ? null : `,${events.join(',')},`;
+}
+function webhookOf(row) {
+    const { previous_until, events, source, ...rest } = row;
+    return {
+        ...rest,
+        events: events === null ? null : events.split(',').filter(Boolean),
+        source: source === 'config' ? 'config' : 'api',
+        previous_until_ms: previous_until === null ? null : Number(previous_until)
+    };
+}
+const numberOrNull = (value) => (value === null || value === undefined ? null : Number(value));
+function deliveryOf(row) {
+    return {
+        ...row,
+        status: row.status,
+        created_ms: Number(row.created_ms),
+        attempts: Number(row.attempts),
+        next_attempt_ms: numberOrNull(row.next_attempt_ms),
+        last_status: numberOrNull(row.last_status)
+    };
+}
+class SqlWebhookStore {
+    d;
+    constructor(d) {
+        this.d = d;
+    }
+    /** One statement counts the team's endpoints and inserts (creates in flight on other nodes may pass it). */
+    async createWebhook(w, maxPerTeam) {
+        const inserted = await this.d.run(sql(`INSERT INTO webhook_endpoints (${ENDPOINT_COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+         WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_endpoints WHERE team = ? LIMIT ?) AS kept) < ?`, w.id, w.team, w.url, eventsColumn(w.events), w.description, w.secret, w.previous_secret, w.previous_until_ms, w.source, w.created_at, w.disabled_at, w.disabled_reason, w.team, maxPerTeam, maxPerTeam));
+        return inserted > 0;
+    }
+    async getWebhook(team, id) {
+        const [row] = await this.d.all(sql(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ? AND team = ?`, id, team));
+        return row && webhookOf(row);
+    }
+    async webhookById(id) {
+        const [row] = await this.d.all(sql(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ?`, id));
+        return row && webhookOf(row);
+    }
+    async listWebhooks(team) {
+        const rows = await this.d.all(sql(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE team = ? ORDER BY created_at, id`, team));
+        return rows.map(webhookOf);
+    }
+    async deleteWebhook(team, id) {
+        const [, deleted] = await this.d.batch([
+            sql('DELETE FROM webhook_deliveries WHERE endpoint_id IN (SELECT id FROM webhook_endpoints WHERE id = ? AND team = ?)', id, team),
+            sql('DELETE FROM webhook_endpoints WHERE id = ? AND team = ?', id, team)
+        ]);
+        return (deleted ?? 0) > 0;
+    }
+    async rotateSecret(team, id, secret, previousUntilMs) {
+        const changed = await this.d.run(sql(`UPDATE webhook_endpoints SET previous_secret = secret, previous_until = ?, secret = ?
+         WHERE id = ? AND team = ?`, previousUntilMs, secret, id, team));
+        return changed > 0;
+    }
+    async disableWebhook(id, at, reason) {
+        await this.d.batch([
+            sql('UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL', at, reason, id),
+            sql(`UPDATE webhook_deliveries SET status = 'failed', next_attempt_ms = NULL, last_error = ?
+         WHERE endpoint_id = ? AND status = 'pending' AND lease_owner IS NULL`, `not sent: the endpoint was disabled (${reason})`, id)
+        ]);
+    }
+    async syncDeclared(declared) {
+        const statements = declared.map(w => sql(`INSERT INTO webhook_endpoints (${ENDPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)
+         ON CONFLICT (id) DO UPDATE SET url = excluded.url, events = excluded.events,
+           description = excluded.description, secret = excluded.secret, previous_secret = NULL,
+           previous_until = NULL, disabled_at = NULL, disabled_reason = NULL
+         WHERE webhook_endpoints.url <> excluded.url OR webhook_endpoints.secret <> excluded.secret
+           OR COALESCE(webhook_endpoints.events, '') <> COALESCE(excluded.events, '')
+           OR webhook_endpoints.description <> excluded.description`, w.id, w.team, w.url, eventsColumn(w.events), w.description, w.secret, null, null, 'config', w.created_at));
+        const kept = declared.map(w => w.id);
+        const others = kept.length > 0 ? `AND id NOT IN (${kept.map(() => '?').join(', ')})` : '';
+        const gone = `SELECT id FROM webhook_endpoints WHERE source = 'config' ${others}`;
+        statements.push(sql(`DELETE FROM webhook_deliveries WHERE endpoint_id IN (${gone})`, ...kept));
+        statements.push(sql(`DELETE FROM webhook_endpoints WHERE source = 'config' ${others}`, ...kept));
+        await this.d.batch(statements);
+    }
+    async anyWebhooks() {
+        const rows = await this.d.all(sql('SELECT 1 AS one FROM webhook_endpoints WHERE disabled_at IS NULL LIMIT 1'));
+        return rows.length > 0;
+    }
+    async listDeliveries(endpointId, limit) {
+        const rows = await this.d.all(sql(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ?
+         ORDER BY created_ms DESC, id DESC LIMIT ?`, endpointId, limit));
+        return rows.map(deliveryOf);
+    }
+    async getDelivery(endpointId, id) {
+        const [row] = await this.d.all(sql(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?`, id, endpointId));
+        return row && deliveryOf(row);
+    }
+    async retryDelivery(team, endpointId, id) {
+        const [, changed] = await this.d.batch([
+            sql(`UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL
+         WHERE id = ? AND team = ? AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?)`, endpointId, team, id, endpointId),
+            sql(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_ms = ${this.d.clockMs}
+         WHERE id = ? AND endpoint_id = ? AND team = ? AND lease_owner IS NULL`, id, endpointId, team)
+        ]);
+        if ((changed ?? 0) > 0)
+            return true;
+        // One under way now is retried by its own schedule if it fails.
+        return (await this.getDelivery(endpointId, id))?.team === team;
+    }
+    async claimDelivery(owner, leaseMs, perEndpoint, perTeam) {
+        const now = this.d.clockMs;
+        const [row] = await this.d.all(sql(`UPDATE webhook_deliveries SET lease_owner = ?, lease_expires_at = ${now} + ?, attempts = attempts + 1
+         WHERE id = (
+           SELECT d.id FROM webhook_deliveries d
+           WHERE d.status = 'pending' AND d.next_attempt_ms <= ${now}
+             AND (d.lease_owner IS NULL OR d.lease_expires_at < ${now})
+             AND (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries o WHERE o.endpoint_id = d.endpoint_id
+               AND o.status = 'pending' AND o.lease_expires_at >= ${now} LIMIT ?) AS busy) < ?
+             AND (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries t WHERE t.team = d.team
+               AND t.status = 'pending' AND t.lease_expires_at >= ${now} LIMIT ?) AS team_busy) < ?
+           ORDER BY d.next_attempt_ms LIMIT 1 ${this.d.skipLocked})
+         RETURNING ${DELIVERY_COLUMNS}`, owner, leaseMs, perEndpoint, perEndpoint, perTeam, perTeam));
+        return row && deliveryOf(row);
+    }
+    async setBody(id, owner, body) {
+        await this.d.run(sql('UPDATE webhook_deliveries SET body = ? WHERE id = ? AND lease_owner = ?', body, id, owner));
+    }
+    async finishAttempt(id, owner, result) {
+        const next = result.retryInMs === undefined ? 'NULL' : `${this.d.clockMs} + ?`;
+        const changed = await this.d.run(sql(`UPDATE webhook_deliveries SET status = ?, last_status = ?, last_error = ?, last_attempt_at = ?,
+           next_attempt_ms = ${next}, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ? AND lease_owner = ?`, result.outcome, result.status, result.error, result.at, ...(result.retryInMs === undefined ? [] : [Math.round(result.retryInMs)]), id, owner));
+        return changed > 0;
+    }
+    async pruneDeliveries(beforeMs) {
+        return this.d.run(sql(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_ms < ?`, beforeMs));
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/store/sql-store.ts
 // RunStore, written once for both databases: a run's statements, each change of a run built from
 // the lifecycle table (runs/lifecycle.ts, through change-sql.ts), its transcript and its artifacts.
 // Keys, sessions, heartbeats and secrets are sql-accounts.ts, which this class extends. A dialect
 // (dialect.ts) supplies the few pieces of SQL the databases write differently and runs the
 // statements; sqlite.ts and postgres.ts open one.
+
 
 
 
@@ -13024,11 +14537,13 @@ class SqlRunStore extends SqlAccountStore {
     changes;
     claims;
     schedules;
+    webhooks;
     constructor(d) {
         super(d);
         this.changes = new ChangeSql(d);
         this.claims = new ClaimSql(d);
         this.schedules = new SqlScheduleStore(d);
+        this.webhooks = new SqlWebhookStore(d);
     }
     /** Applies a change to the runs `where` picks (among those in a state it may start from). */
     apply(name, inputs, where, group = false) {
@@ -13064,11 +14579,7 @@ class SqlRunStore extends SqlAccountStore {
          WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
            AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?)
              AS team_queued) < ?
-<<<<<<<< HEAD:dist/executor/772.index.js
-         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, createRows(run.extra));
-========
-         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, run.workload ?? null, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, metadataRows(run.extra));
->>>>>>>> oidc:dist/executor/1.index.js
+         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, run.workload ?? null, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, maxQueued, maxQueued, run.team, maxQueuedPerTeam, maxQueuedPerTeam), this.changes.event(transition), true, createRows(run.extra));
         if (created)
             return { kind: 'created', run: created };
         // Nothing inserted: a run with this key was created after our look (the unique index
@@ -13240,14 +14751,52 @@ class SqlRunStore extends SqlAccountStore {
     onEvent(listener) {
         return this.d.onEvent(listener);
     }
+    async listStateEvents(team, runIds, since, limit) {
+        if (runIds.length === 0)
+            return [];
+        const rows = await this.d.all(sql(`SELECT sequence, run_id, state, at FROM run_state_events
+         WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ? AND sequence > ?
+         ORDER BY sequence LIMIT ?`, ...runIds, team, since, limit));
+        return rows.map(row => ({ ...row, sequence: Number(row.sequence) }));
+    }
+    async runStates(team, runIds) {
+        if (runIds.length === 0)
+            return new Map();
+        const rows = await this.d.all(sql(`SELECT run_id, state FROM runs WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ?`, ...runIds, team));
+        return new Map(rows.map(row => [row.run_id, row.state]));
+    }
     // what a run produced
-    async addArtifact(artifact, data) {
+    async addArtifact(artifact, data, renamed = []) {
         const { run_id, team, artifact_type, created_at, ...file } = artifact;
+        const entry = JSON.stringify(listEntryOf(artifact, data));
         await this.d.batch([
             sql(`INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
            description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, artifact.artifact_uid, run_id, team, artifact_type, file.filepath, file.filename, file.mime_type, file.size, file.description ?? null, created_at, data),
-            sql(`UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`, JSON.stringify(listEntryOf(artifact, data)), run_id)
+            ...(renamed.length > 0
+                ? await this.renames(run_id, renamed, entry)
+                : [
+                    sql(`UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`, entry, run_id)
+                ])
         ]);
+    }
+    async renameArtifacts(runId, renamed) {
+        if (renamed.length > 0)
+            await this.d.batch(await this.renames(runId, renamed));
+    }
+    /**
+     * The statements that rename a run's artifacts, in their table and on the record's list (then
+     * with `appended` added). The list is rewritten whole: only the worker that holds the run changes
+     * it, so the list read here is the one the batch replaces.
+     */
+    async renames(runId, renamed, appended) {
+        const [row] = await this.d.all(sql('SELECT artifacts FROM runs WHERE run_id = ?', runId));
+        const list = parseList(row?.artifacts).map(item => renamedEntry(item, renamed));
+        if (appended !== undefined)
+            list.push(JSON.parse(appended));
+        return [
+            ...renamed.map(rename => sql('UPDATE artifacts SET filename = ?, filepath = ? WHERE artifact_uid = ? AND run_id = ?', rename.filename, rename.filename, rename.artifact_uid, runId)),
+            sql('UPDATE runs SET artifacts = ? WHERE run_id = ?', JSON.stringify(list), runId)
+        ];
     }
     async getArtifact(team, uid) {
         const [row] = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = ? AND team = ?`, uid, team));
@@ -13283,6 +14832,26 @@ class SqlRunStore extends SqlAccountStore {
     close() {
         return this.d.close();
     }
+}
+/** The run record's artifacts column as a list (an empty or unreadable one as none). */
+function parseList(value) {
+    if (typeof value !== 'string')
+        return [];
+    try {
+        const list = JSON.parse(value);
+        return Array.isArray(list) ? list : [];
+    }
+    catch {
+        return [];
+    }
+}
+/** A record's artifact entry under its new name when `renamed` names it. */
+function renamedEntry(item, renamed) {
+    if (item === null || typeof item !== 'object')
+        return item;
+    const entry = item;
+    const rename = renamed.find(r => r.artifact_uid === entry.artifact_uid);
+    return rename ? { ...entry, filename: rename.filename, filepath: rename.filename } : item;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/postgres.ts
@@ -14367,13 +15936,15 @@ function parseUsage(data) {
  * the limit it is only counted, and the run fails saying its size).
  */
 async function collectPatch({ store, run, maxPatchBytes, record }, workspace) {
-    if (!workspace.changed)
-        return undefined;
-    const { bytes, size } = await workspace.patch(maxPatchBytes);
-    if (size === 0)
-        return undefined;
-    if (size > maxPatchBytes)
-        return patchTooLarge(size, maxPatchBytes);
+    const renamed = await earlierPatches(store, run);
+    // No changes since the start commit (a later turn undid them): no `changes.patch` is right.
+    const { bytes, size } = workspace.changed
+        ? await workspace.patch(maxPatchBytes)
+        : { bytes: Buffer.alloc(0), size: 0 };
+    if (size === 0 || size > maxPatchBytes) {
+        await store.renameArtifacts(run.run_id, renamed);
+        return size === 0 ? undefined : patchTooLarge(size, maxPatchBytes);
+    }
     const uid = (0,external_node_crypto_.randomUUID)();
     await store.addArtifact({
         artifact_uid: uid,
@@ -14384,11 +15955,33 @@ async function collectPatch({ store, run, maxPatchBytes, record }, workspace) {
         filename: PATCH_NAME,
         mime_type: 'text/x-diff',
         size,
-        description: 'The changes of the run: `git apply changes.patch` in a checkout of the source',
+        description: 'Every change of the run since its start commit: `git apply changes.patch` in a checkout of the source',
         created_at: new Date().toISOString()
-    }, bytes);
+    }, bytes, renamed);
     await record('artifact', { artifact_uid: uid, filename: PATCH_NAME, mime_type: 'text/x-diff', size });
     return undefined;
+}
+/**
+ * The run's earlier `changes.patch` (a run continued by follow-ups makes one each time it ends),
+ * each renamed `changes-turn-N.patch` after the last turn it covered (the `turn` event before its
+ * `artifact` event; turn 1 when none): the run keeps one `changes.patch`, always the newest, which
+ * covers everything since the start commit.
+ */
+async function earlierPatches(store, run) {
+    const earlier = (await store.listArtifacts(run.team, run.run_id)).filter(artifact => artifact.artifact_type === 'FILE' && artifact.filename === PATCH_NAME);
+    if (earlier.length === 0)
+        return [];
+    const events = await store.listEvents(run.run_id, { kinds: ['turn', 'artifact'] });
+    return earlier.map(artifact => {
+        let turn = 1;
+        for (const event of events) {
+            if (event.kind === 'turn' && typeof event.turn === 'number')
+                turn = event.turn;
+            if (event.kind === 'artifact' && event.artifact_uid === artifact.artifact_uid)
+                break;
+        }
+        return { artifact_uid: artifact.artifact_uid, filename: `changes-turn-${turn}.patch` };
+    });
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/plan-artifact.ts
@@ -14851,9 +16444,19 @@ class RunSandbox {
     cgroup;
     cgroupMade = false;
     wrapped = false;
+    readOnlyWorkspace;
     constructor(options, proxy) {
         this.options = options;
         this.proxy = proxy;
+        this.readOnlyWorkspace = options.readOnlyWorkspace === true;
+    }
+    /**
+     * Binds the workspace read-only for every process started from now on: a plan-mode turn's agent,
+     * after the environment's setup wrote what it needed (each setup command's processes ended with
+     * its own sandbox, so none of them keeps a writable view).
+     */
+    protectWorkspace() {
+        this.readOnlyWorkspace = true;
     }
     /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
     static async create(options) {
@@ -14914,7 +16517,7 @@ class RunSandbox {
             files,
             user: this.options.user,
             home: this.options.home,
-            readOnlyWorkspace: this.options.readOnlyWorkspace
+            readOnlyWorkspace: this.readOnlyWorkspace
         });
         const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
         const user = this.options.user;
@@ -15221,8 +16824,11 @@ function watchQuota(measure, limits, controller, note, onError) {
     }, QUOTA_CHECK_MS);
     return () => clearInterval(timer);
 }
-/** The environment's setup commands, in order; the first that exits non-zero fails the run. */
-async function setup(environment, processes, env, signal, record) {
+/**
+ * The environment's setup commands, in order, with the workspace writable whatever the turn's mode;
+ * the first that exits non-zero fails the run.
+ */
+async function setup(environment, processes, env, signal, record, mode) {
     for (const command of environment.setup) {
         if (signal.aborted)
             break;
@@ -15234,7 +16840,7 @@ async function setup(environment, processes, env, signal, record) {
             duration_ms: result.durationMs
         });
         if (result.exitCode !== 0)
-            return setupFailed(command, result.exitCode);
+            return setupFailed(command, result.exitCode, mode);
     }
     return succeeded();
 }
@@ -15315,8 +16921,7 @@ async function runSteps(options, turn) {
             read: workspace.borrowed,
             write: [outputs.dir],
             user,
-            home,
-            readOnlyWorkspace: turn.mode === 'plan'
+            home
         }, { signal: controller.signal, cwd: workspace.path });
         ran.sandbox = confined.sandbox;
         for (const message of confined.warnings)
@@ -15344,11 +16949,15 @@ async function runSteps(options, turn) {
             });
         const setupEnded = turn.continuing || layer?.cached
             ? succeeded()
-            : await setup(environment, confined.processes, env, controller.signal, record);
+            : await setup(environment, confined.processes, env, controller.signal, record, turn.mode);
         if (layer && !layer.cached)
             await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
         if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted)
             return { ...ran, ended: setupEnded };
+        // A plan turn's agent reads the workspace and changes nothing: from here on every process of the
+        // run sees it read-only. The setup before it wrote as in any run (its writes are the environment).
+        if (turn.mode === 'plan')
+            sandbox?.protectWorkspace();
         const agent = agentKindOf(environment.agent.kind);
         if (!agent)
             throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
@@ -16318,6 +17927,380 @@ function scheduledFor(run) {
     return typeof extra.scheduled_for === 'string' ? Date.parse(extra.scheduled_for) : 0;
 }
 
+;// CONCATENATED MODULE: ./src/executor/webhooks/declared.ts
+// The endpoints the operator declares in the configuration file (webhooks.endpoints), as the store
+// keeps them: each has a fixed id made from its team and URL (so a restart finds the same one, and
+// its delivery log stays) and the secret read from the variable it names.
+
+
+
+function declaredWebhooks(config, env = process.env) {
+    const problems = [];
+    const seen = new Set();
+    const declared = config.webhooks.endpoints.map((entry, index) => {
+        const at = `webhooks.endpoints[${index}]`;
+        const id = `wh_config_${(0,external_node_crypto_.createHash)('sha256').update(`${entry.team}\0${entry.url}`).digest('hex').slice(0, 24)}`;
+        if (seen.has(id))
+            problems.push(`${at}: team ${entry.team} declares ${entry.url} twice`);
+        seen.add(id);
+        const secret = env[entry.secretEnv];
+        if (secret === undefined || secret === '')
+            problems.push(`${at}.secret_env: the variable ${entry.secretEnv} is not set; expected it to hold a secret such as whsec_… (24 or more random bytes in base64)`);
+        else if (!isSecret(secret))
+            problems.push(`${at}.secret_env: the variable ${entry.secretEnv} does not hold a secret of the form whsec_ and base64 of at least 16 bytes`);
+        const webhook = {
+            id,
+            team: entry.team,
+            url: entry.url,
+            events: entry.events,
+            description: entry.description,
+            secret: secret ?? '',
+            previous_secret: null,
+            previous_until_ms: null,
+            source: 'config',
+            created_at: new Date().toISOString(),
+            disabled_at: null,
+            disabled_reason: null
+        };
+        return webhook;
+    });
+    if (problems.length > 0)
+        throw new ConfigError(`config: ${problems.length === 1 ? problems[0] : `\n- ${problems.join('\n- ')}`}`);
+    return declared;
+}
+
+;// CONCATENATED MODULE: ./src/executor/webhooks/payload.ts
+// The thin payload of a webhook: what changed and what a receiver needs to find the run, never the
+// prompt, the transcript or the run's config. It stays under 20 KB: long text is cut, and metadata
+// that would not fit is left out (the receiver reads the run for it).
+const MAX_PAYLOAD_BYTES = 20 * 1024;
+const MAX_TITLE = 1000;
+const MAX_MESSAGE = 2000;
+function cut(text, max) {
+    return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+/**
+ * The payload of a delivery; `run` is the run as it is now (its title, environment and metadata
+ * never change), undefined when it was pruned. `link` makes a run's session link.
+ */
+function payloadOf(delivery, run, link) {
+    const extra = run ? JSON.parse(run.extra) : {};
+    const metadata = extra.metadata !== null && typeof extra.metadata === 'object' && !Array.isArray(extra.metadata)
+        ? extra.metadata
+        : {};
+    const payload = {
+        type: delivery.event_type,
+        timestamp: delivery.created_at,
+        data: {
+            run_id: delivery.run_id,
+            state: delivery.state,
+            previous_state: delivery.previous_state,
+            title: run?.title === null || run?.title === undefined ? null : cut(run.title, MAX_TITLE),
+            environment_id: run?.environment_id ?? '',
+            metadata
+        }
+    };
+    const ended = ['FAILED', 'CANCELLED', 'ERROR'].includes(delivery.state);
+    if (ended && delivery.status_message !== null)
+        payload.data.status_message = cut(delivery.status_message, MAX_MESSAGE);
+    if (delivery.error_code !== null)
+        payload.data.error_code = delivery.error_code;
+    const session = run && delivery.state !== 'QUEUED' ? link(run) : undefined;
+    if (session)
+        payload.data.session_link = session;
+    if (typeof extra.schedule_id === 'string')
+        payload.data.schedule_id = extra.schedule_id;
+    let body = JSON.stringify(payload);
+    if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) {
+        payload.data.metadata = {};
+        body = JSON.stringify(payload);
+    }
+    return body;
+}
+
+// EXTERNAL MODULE: external "node:https"
+var external_node_https_ = __webpack_require__(44708);
+var external_node_https_default = /*#__PURE__*/__webpack_require__.n(external_node_https_);
+;// CONCATENATED MODULE: ./src/executor/webhooks/send.ts
+// One attempt of a webhook delivery: a POST of the signed body to the endpoint, connected to the
+// address resolve-and-check chose (address.ts), never following a redirect, within a time limit for
+// the whole exchange, and reading nothing of the receiver's answer but its status line and headers
+// (a receiver that sends a gigabyte, or trickles, costs the executor nothing).
+
+
+
+/** A Retry-After value (seconds, or an HTTP date) in ms from now; undefined when unreadable. */
+function retryAfterMs(value, nowMs = Date.now()) {
+    if (value === undefined)
+        return undefined;
+    const trimmed = value.trim();
+    if (/^\d+$/.test(trimmed))
+        return Number(trimmed) * 1000;
+    const date = Date.parse(trimmed);
+    return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+async function send(url, headers, body, options) {
+    const target = new URL(url);
+    const deadline = Date.now() + options.timeoutMs;
+    let resolved;
+    try {
+        resolved = await withDeadline(resolveHost(hostOf(target), options.allowPrivate), deadline);
+    }
+    catch (error) {
+        if (error instanceof AddressRefused)
+            return { status: null, error: `refused: ${error.message}` };
+        return { status: null, error: `the host ${hostOf(target)} did not resolve (${send_describe(error)})` };
+    }
+    // The connection goes to the checked address whatever the name resolves to by then; TLS still
+    // checks the certificate against the name.
+    const pinned = (_host, opts, callback) => {
+        if (opts.all)
+            callback(null, [{ address: resolved.address, family: resolved.family }]);
+        else
+            callback(null, resolved.address, resolved.family);
+    };
+    const client = target.protocol === 'https:' ? (external_node_https_default()) : (external_node_http_default());
+    return new Promise(resolve => {
+        let settled = false;
+        const finish = (result) => {
+            if (settled)
+                return;
+            settled = true;
+            clearTimeout(timer);
+            request.destroy();
+            resolve(result);
+        };
+        const request = client.request(target, {
+            method: 'POST',
+            headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+            lookup: pinned,
+            agent: false
+        }, 
+        // The status and headers are the answer: the body is never read (the socket is closed at
+        // once), so a receiver that sends a gigabyte, or trickles it, holds nothing.
+        response => finish({
+            status: response.statusCode ?? 0,
+            error: null,
+            retryAfterMs: retryAfterMs(response.headers['retry-after'])
+        }));
+        const timer = setTimeout(() => finish({ status: null, error: `no answer within ${options.timeoutMs} ms (webhooks.timeout)` }), Math.max(0, deadline - Date.now()));
+        request.on('error', error => finish({ status: null, error: `connection failed (${send_describe(error)})` }));
+        options.signal?.addEventListener('abort', () => finish({ status: null, error: 'the node stopped' }), {
+            once: true
+        });
+        request.end(body);
+    });
+}
+function send_describe(error) {
+    const code = error.code;
+    return code ?? error.message ?? String(error);
+}
+function withDeadline(promise, deadline) {
+    let timer;
+    return Promise.race([
+        promise,
+        new Promise((_resolve, reject) => {
+            timer = setTimeout(() => reject(new Error('timed out')), Math.max(0, deadline - Date.now()));
+        })
+    ]).finally(() => clearTimeout(timer));
+}
+
+;// CONCATENATED MODULE: ./src/executor/webhooks/deliverer.ts
+// Sends the deliveries the store's triggers queue (store/sql-webhooks.ts): each node takes due
+// deliveries under a lease, as a worker takes runs, and attempts them in the background, so a slow
+// receiver holds one of a bounded number of slots and never the executor. An endpoint has at most
+// `concurrency_per_endpoint` attempts under way across the nodes, a team at most
+// `concurrency_per_team`, a node at most `concurrency`. It wakes when a run changes (here or, heard
+// by notification, on another node) and every half second for retries that fall due; with no
+// endpoint anywhere, a change wakes nothing.
+//
+// An attempt: 2xx is delivered; 410 disables the endpoint; anything else (3xx, 4xx, 5xx, a timeout,
+// a refused address) is retried on webhooks.retry_schedule with ±10 % jitter, and 429/502/503/504
+// wait at least what Retry-After asks. After the last retry the delivery is failed; POST …/retry
+// queues one more attempt.
+
+
+
+
+const deliverer_POLL_MS = 500;
+/**
+ * A delivery's lease is the attempt's time limit and this much more, for the reads and writes
+ * around it on a loaded database: a lease that ran out while its attempt went on would send the
+ * delivery twice.
+ */
+const LEASE_MARGIN_MS = 60_000;
+const PRUNE_EVERY_MS = 3_600_000;
+/** Retry-After is honoured up to a day. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
+const THROTTLED = new Set([429, 502, 503, 504]);
+const USER_AGENT = 'agent-executor-webhooks/1 (+https://www.standardwebhooks.com/)';
+class Deliverer {
+    store;
+    config;
+    options;
+    owner = `webhooks-${(0,external_node_crypto_.randomBytes)(6).toString('hex')}`;
+    inFlight = new Set();
+    abort = new AbortController();
+    running = false;
+    again = false;
+    stopped = true;
+    anyEndpoints = false;
+    timer;
+    lastPrune = 0;
+    unsubscribe = [];
+    constructor(store, config, options) {
+        this.store = store;
+        this.config = config;
+        this.options = options;
+    }
+    start() {
+        this.stopped = false;
+        const onChange = () => {
+            if (this.anyEndpoints)
+                this.wake();
+        };
+        this.unsubscribe.push(this.store.onChange(onChange), this.store.onEvent(onChange));
+        this.schedule(0);
+    }
+    /** Looks for due deliveries now (an endpoint was made, a retry asked for). */
+    wake() {
+        if (this.stopped)
+            return;
+        this.anyEndpoints = true;
+        if (this.running) {
+            this.again = true;
+            return;
+        }
+        this.schedule(0);
+    }
+    async stop() {
+        this.stopped = true;
+        clearTimeout(this.timer);
+        for (const off of this.unsubscribe)
+            off();
+        this.abort.abort();
+        await Promise.allSettled([...this.inFlight]);
+    }
+    /** One look for due deliveries (tests and the poll call it); starts what it takes. */
+    async tick() {
+        if (this.running) {
+            this.again = true;
+            return;
+        }
+        this.running = true;
+        try {
+            do {
+                this.again = false;
+                await this.claimAll();
+            } while (this.again && !this.stopped);
+            await this.maybePrune();
+        }
+        catch (error) {
+            this.options.log?.warn({ err: error }, 'webhook deliveries could not be read');
+        }
+        finally {
+            this.running = false;
+        }
+    }
+    schedule(ms) {
+        clearTimeout(this.timer);
+        this.timer = setTimeout(() => {
+            void this.tick().finally(() => {
+                if (!this.stopped)
+                    this.schedule(deliverer_POLL_MS);
+            });
+        }, ms);
+        this.timer.unref();
+    }
+    async claimAll() {
+        const { webhooks } = this.config;
+        this.anyEndpoints = await this.store.webhooks.anyWebhooks();
+        while (!this.stopped && this.inFlight.size < webhooks.concurrency) {
+            const delivery = await this.store.webhooks.claimDelivery(this.owner, webhooks.timeoutMs + LEASE_MARGIN_MS, webhooks.concurrencyPerEndpoint, webhooks.concurrencyPerTeam);
+            if (!delivery)
+                return;
+            const attempt = this.attempt(delivery)
+                .catch(error => this.options.log?.warn({ err: error, delivery: delivery.id }, 'webhook attempt failed'))
+                .finally(() => {
+                this.inFlight.delete(attempt);
+                // A slot is free: take the next due one.
+                if (!this.stopped)
+                    this.wake();
+            });
+            this.inFlight.add(attempt);
+        }
+    }
+    async attempt(delivery) {
+        const webhooks = this.store.webhooks;
+        const endpoint = await webhooks.webhookById(delivery.endpoint_id);
+        const at = () => new Date().toISOString();
+        if (!endpoint || endpoint.disabled_at !== null) {
+            await webhooks.finishAttempt(delivery.id, this.owner, {
+                status: null,
+                error: `not sent: the endpoint ${endpoint ? 'is disabled' : 'was deleted'}`,
+                at: at(),
+                outcome: 'failed'
+            });
+            return;
+        }
+        let body = delivery.body;
+        if (body === null) {
+            const run = await this.store.getRunAnyTeam(delivery.run_id);
+            body = payloadOf(delivery, run, this.options.link);
+            await webhooks.setBody(delivery.id, this.owner, body);
+        }
+        const timestamp = Math.floor(Date.now() / 1000);
+        const secrets = [endpoint.secret];
+        if (endpoint.previous_secret !== null && (endpoint.previous_until_ms ?? 0) > Date.now())
+            secrets.push(endpoint.previous_secret);
+        const sent = await send(endpoint.url, {
+            'content-type': 'application/json',
+            'user-agent': USER_AGENT,
+            'webhook-id': delivery.id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, body)
+        }, body, {
+            timeoutMs: this.config.webhooks.timeoutMs,
+            allowPrivate: this.config.webhooks.allowPrivateNetworks,
+            signal: this.abort.signal
+        });
+        if (this.stopped)
+            return; // the lease runs out and another attempt is made
+        const result = this.outcome(delivery, sent.status, sent.error, sent.retryAfterMs, at());
+        // The endpoint is disabled before the delivery is recorded: whoever sees the failed delivery
+        // sees the endpoint disabled.
+        if (sent.status === 410)
+            await webhooks.disableWebhook(endpoint.id, result.at, 'the receiver answered 410 Gone');
+        await webhooks.finishAttempt(delivery.id, this.owner, result);
+    }
+    /** What an attempt's answer means for the delivery. */
+    outcome(delivery, status, error, retryAfter, at) {
+        if (status !== null && status >= 200 && status < 300)
+            return { status, error: null, at, outcome: 'succeeded' };
+        const why = error ??
+            (status !== null && status >= 300 && status < 400
+                ? `the receiver answered ${status} (redirects are not followed)`
+                : `the receiver answered ${status}`);
+        if (status === 410)
+            return { status, error: `${why}: the endpoint is disabled`, at, outcome: 'failed' };
+        const schedule = this.config.webhooks.retryScheduleMs;
+        const retry = delivery.attempts - 1;
+        if (retry >= schedule.length)
+            return { status, error: why, at, outcome: 'failed' };
+        let delay = schedule[retry] * (0.9 + Math.random() * 0.2);
+        if (status !== null && THROTTLED.has(status) && retryAfter !== undefined)
+            delay = Math.max(delay, Math.min(retryAfter, MAX_RETRY_AFTER_MS));
+        return { status, error: why, at, outcome: 'pending', retryInMs: delay };
+    }
+    async maybePrune() {
+        const now = Date.now();
+        if (now - this.lastPrune < PRUNE_EVERY_MS)
+            return;
+        this.lastPrune = now;
+        await this.store.webhooks.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/node/serve.ts
 // The executor as one process, wired in one place: the start-up checks (startup.ts), the data
 // dir made private (private-files.ts) and its lock (one process per role and data dir), the store,
@@ -16325,6 +18308,8 @@ function scheduledFor(run) {
 // order they stop in. A node's role picks the parts: `all` (both), `api` (the API; it runs
 // nothing), `worker` (runs work; it serves only /healthz, /readyz and the API's description).
 // The CLI's `serve` and the tests' in-process executors both start here.
+
+
 
 
 
@@ -16350,7 +18335,8 @@ async function serverContext(config, store, publicUrl) {
         hub: new ChangeHub(store),
         limiter: new RateLimiter(config.limits.rateLimitPerMinute),
         oidc: new OidcVerifier(config.auth.oidc),
-        draining: false
+        draining: false,
+        wakeDeliveries: () => undefined
     };
 }
 /**
@@ -16428,6 +18414,8 @@ async function wire(config, store, role, warnings, notes, release, now) {
     let listening = `http://${config.host}:${config.port}`;
     const publicUrl = () => config.publicUrl ?? listening;
     const context = await serverContext(config, store, publicUrl);
+    // The operator's endpoints, as the file declares them now (a missing secret variable stops here).
+    await store.webhooks.syncDeclared(declaredWebhooks(config));
     const app = await buildApp(context, {
         role,
         publicUrl,
@@ -16448,12 +18436,18 @@ async function wire(config, store, role, warnings, notes, release, now) {
     const scheduler = new Scheduler(store, config, { log: app.log, now });
     if (role !== 'api')
         scheduler.start();
+    const deliverer = new Deliverer(store, config, { log: app.log, link: run => context.links.link(run) });
+    if (role !== 'api') {
+        deliverer.start();
+        context.wakeDeliveries = () => deliverer.wake();
+    }
     const heartbeat = startHeartbeat(store, role, role === 'api' ? 0 : config.workers, () => pool.runningCount, app.log);
     let stopping;
     return {
         app,
         pool,
         scheduler,
+        deliverer,
         context,
         get url() {
             return listening;
@@ -16463,6 +18457,7 @@ async function wire(config, store, role, warnings, notes, release, now) {
                 context.draining = true;
                 await scheduler.stop();
                 await pool.stop(graceMs);
+                await deliverer.stop();
                 await heartbeat.stop();
                 context.hub.close();
                 await app.close();
@@ -16475,6 +18470,7 @@ async function wire(config, store, role, warnings, notes, release, now) {
 
 ;// CONCATENATED MODULE: ./src/executor/node/cli.ts
 // agent-executor: serve, keys, environments.
+
 
 
 
