@@ -304,7 +304,9 @@ export function readSettings(
   if (rawFanOut !== '' && runId !== undefined)
     problems.push('fan-out and run-id are both set: give one of them');
   if (rawFanOut !== '' && reviewInputs.inline)
-    problems.push('fan-out and review: inline are both set: a step posts one review of one run; give one of them');
+    problems.push(
+      'fan-out and review: inline are both set: a step posts one review of one run; give one of them'
+    );
   const target: Target =
     fanOut !== undefined
       ? {

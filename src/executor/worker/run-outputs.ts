@@ -254,7 +254,10 @@ async function collectPatch(
  * `artifact` event; turn 1 when none): the run keeps one `changes.patch`, always the newest, which
  * covers everything since the start commit.
  */
-async function earlierPatches(store: TranscriptStore & ArtifactStore, run: StoredRun): Promise<ArtifactRename[]> {
+async function earlierPatches(
+  store: TranscriptStore & ArtifactStore,
+  run: StoredRun
+): Promise<ArtifactRename[]> {
   const earlier = (await store.listArtifacts(run.team, run.run_id)).filter(
     artifact => artifact.artifact_type === 'FILE' && artifact.filename === PATCH_NAME
   );
