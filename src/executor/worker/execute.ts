@@ -70,8 +70,8 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
   let changed = true;
   if (workspace) {
     try {
-      const { nested, walked, ...changes } = await workspace.diff();
-      log.debug({ run_id: run.run_id, walked }, 'read the changes of the workspace');
+      // How the changes were found (`walked`) is the executor's business, not the transcript's.
+      const { nested, walked: _walked, ...changes } = await workspace.diff();
       if (nested.length > 0) {
         const shown = nested.slice(0, 20).map(path => `${path}/`);
         const more = nested.length > shown.length ? ` and ${nested.length - shown.length} more` : '';
