@@ -73,8 +73,8 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "the executor's config file and the environments' sources (the operator's)"
   },
   'src/executor/node/harness-startup.ts': {
-    calls: { realpathSync: 2, spawnSync: 1 },
-    why: "the harness CLIs' versions at start-up"
+    calls: { realpathSync: 2, spawnSync: 1, statSync: 1 },
+    why: "the harness CLIs' versions at start-up, and the folders above the CLI and Node (the operator's install) the run user cannot enter"
   },
   'src/executor/node/serve.ts': {
     calls: { existsSync: 1, readFileSync: 1, rmSync: 1 },
