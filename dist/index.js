@@ -48951,12 +48951,19 @@ function createTransport(userAgent) {
                         silence = setTimeout(() => message.destroy(new Error('the stream went silent')), request.timeoutMs);
                     };
                     quiet();
-                    message.on('data', quiet);
                     message.on('close', () => clearTimeout(silence));
+                    // Each chunk read restarts the silence timer. (A 'data' listener would set the message
+                    // flowing: what the server sent before the reader began iterating would be lost to it.)
+                    async function* chunks() {
+                        for await (const chunk of message) {
+                            quiet();
+                            yield chunk;
+                        }
+                    }
                     resolve({
                         status: message.statusCode ?? 0,
                         headers: message.headers,
-                        chunks: message,
+                        chunks: chunks(),
                         close: () => {
                             clearTimeout(silence);
                             message.destroy();

@@ -8,8 +8,8 @@
 // the job summary): `inert`/`code` for a field on one line, `block` for a long one. Both neutralise
 // mentions and closing keywords as the executor's pull request text does (src/api/github-text.ts).
 
+import type { Artifact } from '../api/index.js';
 import { neutralizePlain, textBlock } from '../api/github-text.js';
-import type { Produced } from './produced.js';
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, ch => `&#${ch.charCodeAt(0)};`);
@@ -61,7 +61,7 @@ export function resultMarkup(result: string, max = 64 * 1024): string {
 }
 
 /** One line per artifact, for the summary and the comment. */
-export function artifactLines(produced: Produced | undefined, maxName = 2048): string[] {
+export function artifactLines(produced: { artifacts: Artifact[] } | undefined, maxName = 2048): string[] {
   return (produced?.artifacts ?? []).map(artifact => {
     const data = artifact.data;
     const full = String(data.url ?? data.filename ?? data.filepath ?? data.title ?? data.artifact_uid ?? '');

@@ -17,7 +17,7 @@ import {
   isUnsupported,
   structuredOutput
 } from '../client/index.js';
-import type { OutputSchema } from './inputs.js';
+import type { OutputSchema } from './output-schema.js';
 import type { ReviewOutcome } from './review.js';
 import { toJson } from './step-outputs.js';
 import { renderTranscript } from './transcript-file.js';

@@ -114,12 +114,19 @@ export function createTransport(userAgent: string): Transport {
             );
           };
           quiet();
-          message.on('data', quiet);
           message.on('close', () => clearTimeout(silence));
+          // Each chunk read restarts the silence timer. (A 'data' listener would set the message
+          // flowing: what the server sent before the reader began iterating would be lost to it.)
+          async function* chunks(): AsyncGenerator<Buffer> {
+            for await (const chunk of message as AsyncIterable<Buffer>) {
+              quiet();
+              yield chunk;
+            }
+          }
           resolve({
             status: message.statusCode ?? 0,
             headers: message.headers,
-            chunks: message as AsyncIterable<Buffer>,
+            chunks: chunks(),
             close: () => {
               clearTimeout(silence);
               message.destroy();
