@@ -127,8 +127,10 @@ export function countingProxy(target, { strip = [], onRequest } = {}) {
 
 /** The variables and files the GitHub runner gives `node dist/index.js`, with these inputs. */
 export function actionEnv(inputs) {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-action-'));
-  const env = { PATH: process.env.PATH, HOME: dir };
+  // Removed at exit with the benchmark's other folders; the action's transcript and patch files go
+  // there too (RUNNER_TEMP), not into the machine's temp dir.
+  const dir = tempDir('bench-action-');
+  const env = { PATH: process.env.PATH, HOME: dir, RUNNER_TEMP: dir };
   for (const [name, file] of [
     ['GITHUB_OUTPUT', 'out'],
     ['GITHUB_STATE', 'state'],
