@@ -69,9 +69,12 @@ export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun
     mkdirSync(dirname(join(home, path)), { recursive: true });
     writeFileSync(join(home, path), content, { mode: 0o600 });
   }
+  // The CLI's temporary files (Gemini writes error reports there) go with the run's HOME.
+  mkdirSync(join(home, 'tmp'), { recursive: true });
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: home,
+    TMPDIR: join(home, 'tmp'),
     ...options.extraEnv,
     ...options.spec.env(input, options.listed)
   };
