@@ -71,20 +71,22 @@ describe('action against the executor', () => {
     expect(result.outputs.conclusion).toBe('cancelled');
   });
 
-  it('notices the end of a run by held polls: a read per state change, not per interval', async () => {
+  it('notices the end of a run on its event stream: no read per interval', async () => {
     const result = await runAction(inputs('@sim sleep 20'));
     expect(result.code).toBe(0);
     const runId = result.outputs['run-id']!;
     // The executor logs every request (JSON lines on a pipe). Over 20 s a poller backing off from
-    // 1 s would read the run about seven times; held reads answer once per change (QUEUED,
-    // INPROGRESS, SUCCEEDED), however slow the machine. How soon it notices is in bench/.
-    const reads = executor
+    // 1 s would read the run about seven times; the action follows the run's event stream (every
+    // change and the end on one request) and reads little besides, however slow the machine. How
+    // soon it notices is in bench/; the fallback to held reads is action-stream.test.ts's.
+    const requests = executor
       .stderr()
       .split('\n')
       .filter(
-        line => line.includes('"msg":"request"') && line.includes(`"path":"/api/v1/agent/runs/${runId}"`)
+        line => line.includes('"msg":"request"') && line.includes(`"path":"/api/v1/agent/runs/${runId}`)
       );
-    expect(reads.length).toBeGreaterThan(0);
-    expect(reads.length).toBeLessThanOrEqual(4);
+    const streams = requests.filter(line => line.includes(`"path":"/api/v1/agent/runs/${runId}/events"`));
+    expect(streams.length).toBeGreaterThan(0);
+    expect(requests.length).toBeLessThanOrEqual(4);
   });
 });
