@@ -89,10 +89,7 @@ async function cluster(
       return node;
     })
   );
-  const db = new pg.Client({ connectionString: url });
-  // A test that failed before close() leaves its client open: a later restart of PostgreSQL must
-  // not turn that into an unhandled error of another test.
-  db.on('error', () => undefined);
+  const db = observer(url);
   await db.connect();
   return { url, key, log, nodes, db };
 }
@@ -133,7 +130,17 @@ async function states(c: Cluster): Promise<Map<string, { state: string; error_co
   const rows = await c.db.query<{ run_id: string; state: string; error_code: string | null }>(
     'SELECT run_id, state, error_code FROM runs'
   );
-  return new Map(rows.rows.map(row => [row.run_id, { state: row.state, error_code: row.error_code }]));
+  return new Map(rows.rows.map(row => [row.run_id, row]));
+}
+
+/**
+ * The test's own client on the database. A test that failed before close() leaves it open: a later
+ * restart of PostgreSQL must not turn that into an unhandled error of another test.
+ */
+function observer(url: string): pg.Client {
+  const db = new pg.Client({ connectionString: url });
+  db.on('error', () => undefined);
+  return db;
 }
 
 /** Why a run did not succeed, as its record says (for a failing assertion's message). */
@@ -349,7 +356,7 @@ describe('several executor nodes on one PostgreSQL', () => {
       stop = true;
       await clients;
       expect(unavailable.count).toBeGreaterThan(0);
-      c.db = new pg.Client({ connectionString: c.url });
+      c.db = observer(c.url);
       await c.db.connect();
       await untilAllEnded(c, 60_000);
       const final = await states(c);
@@ -389,7 +396,7 @@ describe('several executor nodes on one PostgreSQL', () => {
     await postgres.stop();
     await sleep(3000);
     await postgres.start();
-    c.db = new pg.Client({ connectionString: c.url });
+    c.db = observer(c.url);
     await c.db.connect();
     await untilAllEnded(c, 30_000);
     expect((await states(c)).get(body.run_id)).toEqual({
@@ -428,7 +435,7 @@ describe('several executor nodes on one PostgreSQL', () => {
     }
     expect(status).toBe(200);
     expect(node.stderr()).not.toContain('test-only-password');
-    c.db = new pg.Client({ connectionString: c.url });
+    c.db = observer(c.url);
     await c.db.connect();
     await close(c);
   }, 60_000);
