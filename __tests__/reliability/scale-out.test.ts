@@ -169,7 +169,9 @@ describe('several executor nodes on one PostgreSQL', () => {
   it(
     `three nodes, ${RUNS} runs created round-robin: each executed exactly once, none lost`,
     async () => {
-      const c = await cluster(['all', 'all', 'all']);
+      // A lease long enough that a loaded machine's late renewal is not taken for a dead node (the
+      // SIGKILL test below measures the lease itself).
+      const c = await cluster(['all', 'all', 'all'], { lease: '10s' });
       const ids: string[] = [];
       let next = 0;
       await Promise.all(
