@@ -213,6 +213,28 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
   }, 120_000);
 
+  it('follows no link the run made: a directory swapped for a link to the host is a link, nothing more', async () => {
+    const ws = await workspace('run-links');
+    // The run swaps a directory of the checkout for a link to /etc and adds links to host paths.
+    asRun(
+      ws,
+      'rm -rf src/lib && ln -s /etc src/lib && ln -s /root escape && mkdir -p d && ln -s /etc/shadow d/s'
+    );
+    const { layered, layeredPatch, walked, walkedPatch } = await bothWays(ws);
+    // git refuses a path below the link the layers name: the tree is walked instead.
+    expect(layered.walked).toBe('tree');
+    expect(layered.files).toEqual([
+      { path: 'd/s', change: 'added' },
+      { path: 'escape', change: 'added' },
+      { path: 'src/lib', change: 'added' },
+      { path: 'src/lib/a.txt', change: 'deleted' },
+      { path: 'src/lib/b.txt', change: 'deleted' }
+    ]);
+    expect(layered.diff).not.toMatch(/root:/);
+    expect(walked.files).toEqual(layered.files);
+    expect(layeredPatch.equals(walkedPatch)).toBe(true);
+  }, 60_000);
+
   it('walks the tree when the layers name more paths than it matches one by one', async () => {
     const ws = await workspace('run-many');
     asRun(ws, `for i in $(seq 1 ${MAX_LAYER_PATHS + 1}); do echo $i > flat/many-$i.txt; done`);

@@ -375,19 +375,24 @@ function workspaceOf(
       // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
       // when its layers say too much, the whole tree is walked.
       const layers = walk === 'layers' ? layersOf?.() : undefined;
-      const found = layers ? await layerPaths(identity, layers) : undefined;
+      let found = layers ? await layerPaths(identity, layers) : undefined;
+      // git refuses some candidates the layers name (a path below a directory the run swapped for a
+      // link): the whole tree is then walked, as for a full checkout.
+      const listed = found
+        ? await runTreeGit(tree, [changedOnly(found.nested, base)], {
+            pipeline: true,
+            stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
+          }).catch(() => undefined)
+        : undefined;
+      if (!listed) found = undefined;
       const nested = found ? found.nested : await nestedRepositories(root, identity);
       const names = (
-        found
-          ? await runTreeGit(tree, [changedOnly(found.nested, base)], {
-              pipeline: true,
-              stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
-            })
-          : await runTreeGit(tree, [
-              // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-              ['add', '--all', ...excludeNested(nested)],
-              ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-            ])
+        listed ??
+        (await runTreeGit(tree, [
+          // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+          ['add', '--all', ...excludeNested(nested)],
+          ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
+        ]))
       ).stdout.toString('utf8');
       const lines = names.split('\n').filter(Boolean);
       const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
