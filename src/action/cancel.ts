@@ -29,7 +29,7 @@ export async function cancelRemoteRun(
   const timeoutMs = options.timeoutMs ?? 20_000;
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    await client.cancelRun(runId, { reason: why, signal, maxRetries: options.maxRetries });
+    await client.runs.cancel(runId, { reason: why, signal, maxRetries: options.maxRetries });
     log.info(`Cancelled run ${runId} (${why}).`);
     return 'cancelled';
   } catch (error) {
@@ -60,7 +60,7 @@ async function afterRefusal(
   why: string,
   refusal: string
 ): Promise<CancelResult> {
-  const run = await client.getRun(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+  const run = await client.runs.get(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
   if (run && isTerminalState(run.state)) {
     log.info(`Run ${runId} had already finished (${run.state}); nothing to cancel.`);
     return 'already_finished';

@@ -18,7 +18,7 @@ export async function leaveRunning(
   runId: string,
   startedAt: number
 ): Promise<void> {
-  const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
+  const run = await client.runs.get(runId, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
   await reporter.final({
     runId,
     run,
@@ -85,8 +85,8 @@ export async function onDeadline(
 ): Promise<void> {
   // The wait may end before its first read (timeout shorter than the first poll): read it now, so the
   // message says the last state known rather than "unknown".
-  outcome.run ??= await client
-    .getRun(outcome.runId, { signal: AbortSignal.timeout(5000) })
+  outcome.run ??= await client.runs
+    .get(outcome.runId, { signal: AbortSignal.timeout(5000) })
     .catch(() => undefined);
   const last = outcome.run?.state ?? 'unknown';
   let what = 'left it running (on-timeout: leave-running)';
@@ -97,8 +97,8 @@ export async function onDeadline(
       timeoutMs: Math.min(20_000, left())
     });
     what = result === 'cancelled' ? 'cancelled it' : `could not cancel it (${result.replace('_', ' ')})`;
-    const after = await client
-      .getRun(outcome.runId, { signal: AbortSignal.timeout(Math.min(10_000, left())) })
+    const after = await client.runs
+      .get(outcome.runId, { signal: AbortSignal.timeout(Math.min(10_000, left())) })
       .catch(() => undefined);
     outcome.run = after ?? outcome.run;
   }
@@ -134,8 +134,8 @@ export async function onAbort(
     maxRetries: 1
   });
   if (result !== 'failed') state.markSettled();
-  const run: Run | undefined = await client
-    .getRun(runId, { signal: AbortSignal.timeout(2000) })
+  const run: Run | undefined = await client.runs
+    .get(runId, { signal: AbortSignal.timeout(2000) })
     .catch(() => undefined);
   const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
   await reporter.final({ runId, run, conclusion, durationMs: durationOf(run, Date.now() - startedAt) });

@@ -68,7 +68,7 @@ export async function fanOutStep(
       state.saveRunIds(runIds);
       if (end.item.index === 0) setOutput('run-id', end.runId);
       log.info(`${name}: run ${end.runId} created.`);
-      const result = await client.waitForRun(end.runId, {
+      const result = await client.runs.wait(end.runId, {
         timeoutMs: Math.max(0, deadline - Date.now()),
         signal: termination.signal,
         onStateChange: run => {
@@ -85,8 +85,8 @@ export async function fanOutStep(
         if (settings.onTimeout === 'cancel') {
           await cancelRemoteRun(client, end.runId, `timeout after ${formatDuration(settings.timeoutMs)}`);
           end.run =
-            (await client
-              .getRun(end.runId, { signal: AbortSignal.timeout(10_000) })
+            (await client.runs
+              .get(end.runId, { signal: AbortSignal.timeout(10_000) })
               .catch(() => undefined)) ?? end.run;
         }
       } else end.conclusion = conclusionOf(end.run?.state);

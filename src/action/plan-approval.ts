@@ -41,7 +41,7 @@ export async function readPlan(
     typeof data.url === 'string' && data.url.length <= 2048 && isWebLink(data.url) ? data.url : undefined;
   const base = { uid, title, ...(url ? { url } : {}) };
   try {
-    const details = await client.getArtifact(uid, { signal });
+    const details = await client.artifacts.get(uid, { signal });
     // The service's shape is read tolerantly: the markdown in `data.content`, `content` or `markdown`.
     const inner = (details.data ?? {}) as Record<string, unknown>;
     const text = [inner.content, inner.markdown, details.content, details.markdown].find(

@@ -29,7 +29,7 @@ export async function postStep(): Promise<void> {
 
 async function cancelIfRunning(client: AgentRunClient, runId: string): Promise<void> {
   try {
-    const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) });
+    const run = await client.runs.get(runId, { signal: AbortSignal.timeout(30_000) });
     if (isTerminalState(run.state)) {
       log.info(`Run ${runId} already ended ${run.state}.`);
       return;

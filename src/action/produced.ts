@@ -99,7 +99,7 @@ export async function collectProduced(
 
   let conversation: Conversation | undefined;
   try {
-    conversation = await client.getConversation(runId, { signal: options.signal });
+    conversation = await client.runs.conversation(runId, { signal: options.signal });
   } catch (error) {
     if (!isUnsupported(error)) throw error;
     missing.push(
@@ -137,7 +137,7 @@ export async function collectProduced(
   const uid = patch?.data.artifact_uid;
   if (typeof uid === 'string' && uid !== '') {
     try {
-      const downloaded = await client.downloadArtifact(uid, { signal: options.signal });
+      const downloaded = await client.artifacts.download(uid, { signal: options.signal });
       const file = join(runFolder(runId), 'changes.patch');
       writeFileSync(file, downloaded.bytes);
       produced.patchFile = file;

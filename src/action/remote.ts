@@ -46,7 +46,7 @@ export async function createRun(
     ...(create.metadata ? { metadata: create.metadata } : {})
   };
   // The idempotency key makes retrying a create safe, so it gets a larger budget than other calls.
-  const created = await client.createRun(body, {
+  const created = await client.runs.create(body, {
     idempotencyKey: create.idempotencyKey,
     signal,
     maxRetries: CREATE_RETRIES
@@ -108,7 +108,7 @@ export async function waitWithProgress(
   });
   log.info(`Waiting for run ${runId} (timeout ${formatDuration(options.timeoutMs)}).`);
   try {
-    const result: WaitResult = await client.waitForRun(runId, {
+    const result: WaitResult = await client.runs.wait(runId, {
       timeoutMs: options.timeoutMs - (Date.now() - startedAt),
       signal: AbortSignal.any([options.signal, blocked.signal, endSignal]),
       onStateChange: progress.onStateChange,

@@ -66,7 +66,7 @@ export async function startTurn(
           `The comment holds the approve phrase ${JSON.stringify(thread.approvePhrase)}, but ${refused}; nothing was sent.`
         );
       // An approval that cannot be sent is an error: a new run would not carry out that plan.
-      await client.submitFollowup(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
+      await client.runs.followUp(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
       log.info(`Approved the plan of run ${record.runId}: sent the follow-up "${APPROVAL_MESSAGE}".`);
       comment?.notes.push(`✅ Plan approved by @${event.actor}: the run carries it out.`);
       return { runId: record.runId, request: APPROVAL_MESSAGE, mode: 'normal', followup: true };
@@ -83,7 +83,7 @@ export async function startTurn(
     // A follow-up of a review is checked for the findings object too: it asks for it as the prompt did.
     const message = followupMessage(event) + (settings.review ? reviewRequest() : '');
     try {
-      await client.submitFollowup(record.runId, { message, mode: thread.mode }, { signal });
+      await client.runs.followUp(record.runId, { message, mode: thread.mode }, { signal });
       log.info(`Sent the comment to run ${record.runId} as a follow-up (mode ${thread.mode}).`);
       return { runId: record.runId, request: message, mode: thread.mode, followup: true };
     } catch (error) {
@@ -168,7 +168,7 @@ async function thisThreads(
   if (!record) return undefined;
   let run: Run;
   try {
-    run = await client.getRun(record.runId, { signal });
+    run = await client.runs.get(record.runId, { signal });
   } catch (error) {
     if (!(error instanceof AgentRunError)) throw error;
     core.notice(
@@ -236,7 +236,7 @@ async function supersede(
   const metadata = threadMetadata(process.env, event);
   if (metadata.thread !== undefined) {
     try {
-      const page = await client.listRuns({ metadata, limit: 20 }, { signal });
+      const page = await client.runs.list({ metadata, limit: 20 }, { signal });
       for (const run of page.runs) if (!isTerminalState(run.state)) candidates.add(run.run_id);
     } catch (error) {
       log.info(`Could not list the thread's earlier runs by metadata: ${(error as Error).message}`);
@@ -245,14 +245,14 @@ async function supersede(
   const others: string[] = [];
   for (const runId of candidates) {
     try {
-      const run = await client.getRun(runId, { signal });
+      const run = await client.runs.get(runId, { signal });
       if (isTerminalState(run.state)) continue;
       const why = notThisThreads(run, metadata, ['repository', 'thread', 'workflow']);
       if (why !== undefined) {
         others.push(`${runId} (${why})`);
         continue;
       }
-      await client.cancelRun(runId, {
+      await client.runs.cancel(runId, {
         signal,
         reason: `superseded by a newer request${event.number === undefined ? '' : ` on #${event.number}`}`
       });

@@ -73,19 +73,19 @@ export class RunFollower {
   ): Promise<FollowPosition> {
     const at: FollowPosition = { seq: 0, conversationItems: 0 };
     try {
-      let read = await client.getTranscript(runId, { limit: 1000, signal: options.signal });
+      let read = await client.runs.transcript(runId, { limit: 1000, signal: options.signal });
       for (let pages = 1; read; pages++) {
         const { events, has_more: more, next_after: next } = read.transcript;
         at.seq = Math.max(at.seq, next ?? 0, ...events.map(event => event.seq));
         if (!more || events.length === 0 || pages >= MAX_PAGES) return at;
-        read = await client.getTranscript(runId, { after: at.seq, limit: 1000, signal: options.signal });
+        read = await client.runs.transcript(runId, { after: at.seq, limit: 1000, signal: options.signal });
       }
     } catch (error) {
       if (!isUnsupported(error)) throw error;
     }
     try {
       at.conversationItems = itemsFromConversation(
-        await client.getConversation(runId, { signal: options.signal })
+        await client.runs.conversation(runId, { signal: options.signal })
       ).length;
     } catch (error) {
       if (!isUnsupported(error)) throw error;
@@ -99,7 +99,7 @@ export class RunFollower {
    * keeps long-polling in the background from the last event shown.
    */
   start(): void {
-    const stream = this.client.runEvents(this.runId, { signal: this.options.signal });
+    const stream = this.client.runs.stream(this.runId, { signal: this.options.signal });
     if (!stream) {
       this.loop = this.readLoop();
       return;
@@ -191,7 +191,7 @@ export class RunFollower {
     const signal = waitSeconds > 0 ? held : until;
     if (this.mode !== 'conversation') {
       try {
-        let read = await this.client.getTranscript(this.runId, {
+        let read = await this.client.runs.transcript(this.runId, {
           after: this.lastSeq,
           waitSeconds,
           signal
@@ -202,7 +202,7 @@ export class RunFollower {
           for (let pages = 1; read; pages++) {
             const ended = this.take(read.transcript);
             if (!read.transcript.has_more || ended || pages >= MAX_PAGES || signal?.aborted) break;
-            read = await this.client.getTranscript(this.runId, { after: this.lastSeq, signal });
+            read = await this.client.runs.transcript(this.runId, { after: this.lastSeq, signal });
           }
           return;
         }
@@ -215,7 +215,7 @@ export class RunFollower {
       }
     }
     try {
-      const items = itemsFromConversation(await this.client.getConversation(this.runId, { signal: until }));
+      const items = itemsFromConversation(await this.client.runs.conversation(this.runId, { signal: until }));
       if (items.length > this.shownConversationItems) {
         this.options.onItems(items.slice(this.shownConversationItems));
         this.shownConversationItems = items.length;

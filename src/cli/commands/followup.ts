@@ -52,7 +52,7 @@ ${EXIT_CODES_HELP}`,
     try {
       // Where the run's progress is before the message: --wait shows the new turn only.
       const from = values.wait ? await RunFollower.position(client, runId) : undefined;
-      const answer = await client.submitFollowup(runId, { message, ...(mode ? { mode } : {}) });
+      const answer = await client.runs.followUp(runId, { message, ...(mode ? { mode } : {}) });
       context.terminal.note(`Sent a follow-up to run ${answer.run_id}${mode ? ` (mode ${mode})` : ''}.`);
       if (!values.wait) {
         if (values.json) context.terminal.json(answer, 2);

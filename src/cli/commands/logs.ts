@@ -37,7 +37,7 @@ Example:
     };
     const client = clientFor(values, context);
     try {
-      const run = await client.getRun(runId);
+      const run = await client.runs.get(runId);
       if (!values.follow || isTerminalState(run.state)) {
         print(await readItems(client, runId));
         return EXIT.ok;
@@ -48,7 +48,7 @@ Example:
       });
       follower.start();
       try {
-        await client.waitForRun(runId, {
+        await client.runs.wait(runId, {
           timeoutMs: 24 * 60 * 60_000,
           onStateChange: () => void follower.onStateChange().catch(() => undefined)
         });
@@ -65,11 +65,11 @@ Example:
 /** The conversation's items where the service has one, else the transcript's. */
 async function readItems(client: import('../../client/index.js').AgentRunClient, runId: string) {
   try {
-    return itemsFromConversation(await client.getConversation(runId));
+    return itemsFromConversation(await client.runs.conversation(runId));
   } catch (error) {
     if (!isUnsupported(error)) throw error;
   }
-  const transcript = await client.getWholeTranscript(runId);
+  const transcript = await client.runs.wholeTranscript(runId);
   return transcript ? itemsFromTranscript(transcript.events) : [];
 }
 
@@ -89,7 +89,7 @@ Example:
     const { terminal } = context;
     const client = clientFor(values, context);
     try {
-      const artifacts = artifactsOf(await client.getRun(runId));
+      const artifacts = artifactsOf(await client.runs.get(runId));
       if (values.json) terminal.json(artifacts, 2);
       else if (artifacts.length === 0) terminal.out(`Run ${runId} has no artifacts.`);
       else {
@@ -115,7 +115,7 @@ Example:
       for (const [i, artifact] of artifacts.entries()) {
         const uid = artifact.data.artifact_uid;
         if (!uid) continue;
-        const file = await client.downloadArtifact(uid);
+        const file = await client.artifacts.download(uid);
         const name = saved.get(i)!;
         const path = join(values.download, name);
         writeFileSync(path, file.bytes);

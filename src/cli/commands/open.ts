@@ -20,7 +20,7 @@ Example:
     const runId = onePositional(positionals, 'run ID');
     const client = clientFor(values, context);
     try {
-      const run = await client.getRun(runId);
+      const run = await client.runs.get(runId);
       const link = run.session_link;
       if (!link) {
         throw new CliError(

@@ -104,7 +104,7 @@ ${EXIT_CODES_HELP}`,
 
     const client = clientFor(values, context);
     try {
-      const created = await client.createRun(
+      const created = await client.runs.create(
         {
           prompt,
           config: { ...config, environment_id: environment.trim() },
@@ -117,7 +117,7 @@ ${EXIT_CODES_HELP}`,
       );
       context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
       if (values['no-wait']) {
-        if (values.json) context.terminal.json(await client.getRun(created.run_id), 2);
+        if (values.json) context.terminal.json(await client.runs.get(created.run_id), 2);
         else context.terminal.out(created.run_id);
         return 0;
       }

@@ -40,7 +40,7 @@ Example:
     const runId = onePositional(positionals, 'run ID');
     const client = clientFor(values, context);
     try {
-      const run = await client.getRun(runId);
+      const run = await client.runs.get(runId);
       if (values.json) context.terminal.json(pick(run, selected.fields), 2);
       else context.terminal.out(describeRun(run));
       return EXIT.ok;
@@ -130,7 +130,11 @@ async function listUpTo(client: AgentRunClient, limit: number, query: ListRunsQu
   const runs: Run[] = [];
   let cursor: string | undefined;
   for (;;) {
-    const page = await client.listRuns({ ...query, limit: Math.min(PAGE_SIZE, limit - runs.length), cursor });
+    const page = await client.runs.list({
+      ...query,
+      limit: Math.min(PAGE_SIZE, limit - runs.length),
+      cursor
+    });
     runs.push(...page.runs);
     const next = page.page_info.next_cursor ?? undefined;
     const more = page.page_info.has_next_page && next !== undefined && next !== cursor;
@@ -185,7 +189,7 @@ ${EXIT_CODES_HELP}`,
     const onBlocked = onBlockedOption(values['on-blocked']);
     const client = clientFor(values, context);
     try {
-      await client.getRun(runId); // an unknown id fails here, before any progress is read
+      await client.runs.get(runId); // an unknown id fails here, before any progress is read
       return await watchRun(client, context.terminal, runId, {
         timeoutMs,
         onBlocked,
@@ -212,14 +216,14 @@ Example:
     const runId = onePositional(positionals, 'run ID');
     const client = clientFor(values, context);
     try {
-      await client.cancelRun(runId, { reason: values.reason });
-      const run = await client.getRun(runId).catch(() => undefined);
+      await client.runs.cancel(runId, { reason: values.reason });
+      const run = await client.runs.get(runId).catch(() => undefined);
       if (values.json) context.terminal.json(run ?? { run_id: runId }, 2);
       else context.terminal.out(`Cancelled run ${runId}${run ? ` (now ${run.state})` : ''}.`);
       return EXIT.ok;
     } catch (error) {
       if (!(error instanceof ConflictError) && (error as { status?: number }).status !== 400) throw error;
-      const run = await client.getRun(runId).catch(() => undefined);
+      const run = await client.runs.get(runId).catch(() => undefined);
       context.terminal.error(
         `run ${runId} cannot be cancelled: it is ${run?.state ?? 'already finished'} (${(error as Error).message})`
       );

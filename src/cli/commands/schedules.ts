@@ -103,7 +103,7 @@ Example:
       switch (sub as Subcommand) {
         case 'list': {
           if (positionals.length > 0) throw usage('schedules list takes no arguments');
-          const schedules = await client.listSchedules();
+          const schedules = await client.schedules.list();
           if (values.json) context.terminal.json({ schedules }, 2);
           else if (schedules.length === 0) context.terminal.out('No schedules.');
           else
@@ -124,26 +124,26 @@ Example:
         }
         case 'create':
           if (positionals.length > 0) throw usage('schedules create takes options only; see --help');
-          show(await client.createSchedule(bodyOf(values)));
+          show(await client.schedules.create(bodyOf(values)));
           return EXIT.ok;
         case 'get':
-          show(await client.getSchedule(onePositional(positionals, 'schedule ID')));
+          show(await client.schedules.get(onePositional(positionals, 'schedule ID')));
           return EXIT.ok;
         case 'update': {
           const id = onePositional(positionals, 'schedule ID');
-          const current = await client.getSchedule(id);
-          show(await client.updateSchedule(id, bodyOf(values, current)));
+          const current = await client.schedules.get(id);
+          show(await client.schedules.update(id, bodyOf(values, current)));
           return EXIT.ok;
         }
         case 'pause':
-          show(await client.pauseSchedule(onePositional(positionals, 'schedule ID')));
+          show(await client.schedules.pause(onePositional(positionals, 'schedule ID')));
           return EXIT.ok;
         case 'resume':
-          show(await client.resumeSchedule(onePositional(positionals, 'schedule ID')));
+          show(await client.schedules.resume(onePositional(positionals, 'schedule ID')));
           return EXIT.ok;
         case 'delete': {
           const id = onePositional(positionals, 'schedule ID');
-          await client.deleteSchedule(id);
+          await client.schedules.delete(id);
           if (values.json) context.terminal.json({ id, deleted: true }, 2);
           else context.terminal.out(`Deleted schedule ${id}; the runs it started stay.`);
           return EXIT.ok;
@@ -169,7 +169,7 @@ Example:
     if (positionals.length > 0) throw usage('environments takes no arguments');
     const client = clientFor(values, context);
     try {
-      const environments = await client.listEnvironments();
+      const environments = await client.environments.list();
       if (values.json) context.terminal.json({ environments }, 2);
       else
         context.terminal.out(
@@ -205,7 +205,7 @@ Example:
     if (positionals.length > 0) throw usage('models takes no arguments');
     const client = clientFor(values, context);
     try {
-      const models = await client.listModels();
+      const models = await client.models.list();
       if (values.json) context.terminal.json(models, 2);
       else
         context.terminal.out(

@@ -60,7 +60,7 @@ export async function watchRun(
   let sessionShown = false;
   let outcome: 'terminal' | 'timed_out' | 'blocked' | 'interrupted';
   try {
-    const result = await client.waitForRun(runId, {
+    const result = await client.runs.wait(runId, {
       timeoutMs: options.timeoutMs,
       signal: AbortSignal.any([blocked.signal, interrupted.signal]),
       onStateChange: next => {
@@ -104,13 +104,13 @@ export async function watchRun(
       );
       return EXIT.interrupted;
     }
-    await client.cancelRun(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
+    await client.runs.cancel(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
       () => terminal.note(`Interrupted: cancelled run ${runId}.`),
       (error: Error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`)
     );
     return EXIT.interrupted;
   }
-  run = (await client.getRun(runId).catch(() => undefined)) ?? run;
+  run = (await client.runs.get(runId).catch(() => undefined)) ?? run;
   const report = await finalReport(client, terminal, runId, run, options);
   if (options.json) terminal.json(report.json, 2);
   else if (report.answer !== undefined) terminal.out(report.answer);
@@ -174,7 +174,7 @@ async function finalReport(
 ): Promise<FinalReport> {
   let answer: string | undefined;
   try {
-    answer = finalAnswer(await client.getConversation(runId));
+    answer = finalAnswer(await client.runs.conversation(runId));
   } catch (error) {
     if (!isUnsupported(error)) throw error;
     terminal.note('This service has no conversation endpoint, so there is no answer to print.');

@@ -70,7 +70,7 @@ Example:
       switch (sub as Subcommand) {
         case 'list': {
           if (positionals.length > 0) throw usage('webhooks list takes no arguments');
-          const webhooks = await client.listWebhooks();
+          const webhooks = await client.webhooks.list();
           if (values.json) context.terminal.json({ webhooks }, 2);
           else if (webhooks.length === 0) context.terminal.out('No webhook endpoints.');
           else
@@ -101,7 +101,7 @@ Example:
                 `--events ${JSON.stringify(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`
               );
           show(
-            await client.createWebhook({
+            await client.webhooks.create({
               url: url.trim(),
               ...(events ? { events: events as WebhookRecord['events'] as never } : {}),
               ...(values.description !== undefined ? { description: values.description as string } : {})
@@ -110,20 +110,20 @@ Example:
           return EXIT.ok;
         }
         case 'get':
-          show(await client.getWebhook(onePositional(positionals, 'webhook ID')));
+          show(await client.webhooks.get(onePositional(positionals, 'webhook ID')));
           return EXIT.ok;
         case 'rotate':
-          show(await client.rotateWebhookSecret(onePositional(positionals, 'webhook ID')));
+          show(await client.webhooks.rotateSecret(onePositional(positionals, 'webhook ID')));
           return EXIT.ok;
         case 'delete': {
           const id = onePositional(positionals, 'webhook ID');
-          await client.deleteWebhook(id);
+          await client.webhooks.delete(id);
           if (values.json) context.terminal.json({ id, deleted: true }, 2);
           else context.terminal.out(`Deleted webhook ${id} and its delivery log.`);
           return EXIT.ok;
         }
         case 'deliveries': {
-          const deliveries = await client.listWebhookDeliveries(onePositional(positionals, 'webhook ID'));
+          const deliveries = await client.webhooks.deliveries(onePositional(positionals, 'webhook ID'));
           if (values.json) context.terminal.json({ deliveries }, 2);
           else if (deliveries.length === 0) context.terminal.out('No deliveries.');
           else
@@ -145,7 +145,7 @@ Example:
         }
         case 'retry': {
           if (positionals.length !== 2) throw usage('webhooks retry takes ID DELIVERY_ID; see --help');
-          const delivery = await client.retryWebhookDelivery(positionals[0]!, positionals[1]!);
+          const delivery = await client.webhooks.retryDelivery(positionals[0]!, positionals[1]!);
           if (values.json) context.terminal.json(delivery, 2);
           else
             context.terminal.out(
