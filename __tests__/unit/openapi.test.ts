@@ -2,13 +2,8 @@
 // is in it, under its path and method, with the schemas the executor validates and serialises with
 // and every error code it can answer, each under its HTTP status.
 import { describe, expect, it } from '@jest/globals';
-import {
-  ENDPOINTS,
-  ENDPOINT_NAMES,
-  type EndpointSpec,
-  errorCodesOf,
-  pathParameters
-} from '../../src/api/endpoints.js';
+import { ENDPOINT_SPECS as ENDPOINTS, type EndpointSpec } from '../../src/api/endpoint-specs.js';
+import { ENDPOINT_NAMES, errorCodesOf, pathParameters } from '../../src/api/endpoints.js';
 import { ERROR_CODES } from '../../src/api/index.js';
 import { openApiDocument } from '../../src/api/openapi.js';
 import { MAX_CANCEL_REASON } from '../../src/api/schemas.js';

@@ -4,52 +4,24 @@
 // OpenAPI document is generated from it, the client builds its paths from it and the contract test
 // server routes by it: a new endpoint is one entry here plus its handler.
 
-import Type, { type TSchema } from 'typebox';
+// Every endpoint of the contract in one table, each entry written once: its method and path, the
+// names of the schemas of its path parameters, query, body and answer, who may call it, whether it
+// counts against the key's rate limit, and the error codes it can answer. The executor registers
+// its routes from this table, the OpenAPI document is generated from it, the client's resources
+// take their methods and paths from it and the contract test server routes by it: a new endpoint
+// is one entry here, its handler, its store method and one client line.
+//
+// Schemas are named (`'RunIdParamsSchema'`), not imported: the schema library stays out of the
+// bundles that only call the API (the action, the CLI). ./schema-registry.ts looks the names up,
+// and ./endpoint-specs.ts gives the executor and the OpenAPI document the table with its schemas.
+
 import type { ErrorCode } from './error-codes.js';
-import { type EndpointName, type HttpMethod, MAX_WAIT_SECONDS, ROUTES } from './routes.js';
-export { type EndpointName, MAX_WAIT_SECONDS, endpointPath, pathParameters, routePath } from './routes.js';
-import {
-  ArtifactDetailsSchema,
-  ArtifactParamsSchema,
-  CancelRequestSchema,
-  ConversationSchema,
-  EventsPageSchema,
-  EventsQuerySchema,
-  CreateRunRequestSchema,
-  CreateRunResponseSchema,
-  DownloadQuerySchema,
-  FollowupRequestSchema,
-  FollowupResponseSchema,
-  ListRunsQuerySchema,
-  ListRunsResponseSchema,
-  RunIdParamsSchema,
-  RunRecordSchema,
-  SessionArtifactParamsSchema,
-  SessionQuerySchema,
-  TranscriptQuerySchema,
-  TranscriptSchema
-} from './schemas.js';
-import {
-  CreateScheduleRequestSchema,
-  DeleteScheduleResponseSchema,
-  ListEnvironmentsResponseSchema,
-  ListModelsResponseSchema,
-  ListSchedulesResponseSchema,
-  ScheduleIdParamsSchema,
-  ScheduleSchema,
-  UpdateScheduleRequestSchema
-} from './schedules.js';
-import {
-  CreateWebhookRequestSchema,
-  DeleteWebhookResponseSchema,
-  DeliveryParamsSchema,
-  DeliverySchema,
-  ListDeliveriesResponseSchema,
-  ListWebhooksResponseSchema,
-  WebhookIdParamsSchema,
-  WebhookSchema,
-  WebhookWithSecretSchema
-} from './webhooks.js';
+import type { SchemaName } from './schema-registry.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** The longest `Prefer: wait=N` held answer, in seconds. */
+export const MAX_WAIT_SECONDS = 60;
 
 /**
  * Who may call an endpoint: anyone (`none`), a bearer API key (`key`), the holder of a run's
@@ -65,7 +37,8 @@ export interface EndpointHeader {
   schema: Record<string, unknown>;
 }
 
-export interface EndpointSpec {
+/** One entry of the table, its schemas named by their exports (./schema-registry.ts). */
+export interface EndpointEntry {
   method: HttpMethod;
   /** The full path, parameters in braces: `/api/v1/agent/runs/{run_id}`. */
   path: string;
@@ -74,13 +47,13 @@ export interface EndpointSpec {
   auth: EndpointAuth;
   /** Whether each call takes a token from the key's bucket (limits.rate_limit_per_minute). */
   rateLimited: boolean;
-  params?: TSchema;
-  querystring?: TSchema;
-  body?: TSchema;
+  params?: SchemaName;
+  querystring?: SchemaName;
+  body?: SchemaName;
   /** A body schema with `acceptsNoBody: true` lets the request leave the body out. */
   headers?: readonly EndpointHeader[];
   /** The successful answer: 200 with this schema, or with `contentType` for what is not JSON. */
-  response: { description: string; schema?: TSchema; contentType?: string };
+  response: { description: string; schema?: SchemaName; contentType?: string };
   /** Other answers that are not errors (a 304, say). */
   otherAnswers?: Readonly<Record<string, string>>;
   /**
@@ -127,11 +100,11 @@ const create = {
   description: 'Starts an agent run asynchronously. Send Idempotency-Key to make retries safe.',
   auth: 'key',
   rateLimited: true,
-  body: CreateRunRequestSchema,
+  body: 'CreateRunRequestSchema',
   headers: [idempotencyKey],
   response: {
     description: 'The run was queued (or the same request was replayed).',
-    schema: CreateRunResponseSchema
+    schema: 'CreateRunResponseSchema'
   },
   errors: [
     'invalid_request',
@@ -147,54 +120,58 @@ const create = {
     'resource_unavailable',
     'shutting_down'
   ]
-} as const satisfies Omit<EndpointSpec, 'path'>;
+} as const satisfies Omit<EndpointEntry, 'path'>;
 
 export const ENDPOINTS = {
-  createRun: { ...ROUTES.createRun, ...create },
-  createRunLegacy: { ...ROUTES.createRunLegacy, ...create, deprecated: true },
+  createRun: { ...create, path: '/api/v1/agent/runs' },
+  createRunLegacy: { ...create, path: '/api/v1/agent/run', deprecated: true },
   listRuns: {
-    ...ROUTES.listRuns,
+    method: 'GET',
+    path: '/api/v1/agent/runs',
     summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
     description: 'Any query parameter not listed here is answered 400.',
     auth: 'key',
     rateLimited: true,
-    querystring: ListRunsQuerySchema,
-    response: { description: 'A page of runs.', schema: ListRunsResponseSchema },
+    querystring: 'ListRunsQuerySchema',
+    response: { description: 'A page of runs.', schema: 'ListRunsResponseSchema' },
     errors: ['invalid_request']
   },
   getRun: {
-    ...ROUTES.getRun,
+    method: 'GET',
+    path: '/api/v1/agent/runs/{run_id}',
     summary: 'Read a run',
     description: `With If-None-Match and Prefer: wait=N (max ${MAX_WAIT_SECONDS}), the answer is held while the run is unchanged.`,
     auth: 'key',
     rateLimited: true,
-    params: RunIdParamsSchema,
+    params: 'RunIdParamsSchema',
     headers: [ifNoneMatch, prefer],
-    response: { description: 'The run.', schema: RunRecordSchema },
+    response: { description: 'The run.', schema: 'RunRecordSchema' },
     otherAnswers: { '304': 'Unchanged.' },
     errors: ['not_found']
   },
   cancelRun: {
-    ...ROUTES.cancelRun,
+    method: 'POST',
+    path: '/api/v1/agent/runs/{run_id}/cancel',
     summary: 'Cancel a run',
     description: 'Optional body; the status message becomes `cancelled by a client: <reason>`.',
     auth: 'key',
     rateLimited: true,
-    params: RunIdParamsSchema,
-    body: CancelRequestSchema,
-    response: { description: 'The run id.', schema: Type.String() },
+    params: 'RunIdParamsSchema',
+    body: 'CancelRequestSchema',
+    response: { description: 'The run id.', schema: 'CancelResponseSchema' },
     errors: ['invalid_request', 'not_found', 'run_already_finished', 'invalid_field']
   },
   submitFollowup: {
-    ...ROUTES.submitFollowup,
+    method: 'POST',
+    path: '/api/v1/agent/runs/{run_id}/followups',
     summary: "Continue a run's conversation",
     description:
       'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
     auth: 'key',
     rateLimited: true,
-    params: RunIdParamsSchema,
-    body: FollowupRequestSchema,
-    response: { description: 'The run and its (active) state.', schema: FollowupResponseSchema },
+    params: 'RunIdParamsSchema',
+    body: 'FollowupRequestSchema',
+    response: { description: 'The run and its (active) state.', schema: 'FollowupResponseSchema' },
     errors: [
       'invalid_request',
       'not_found',
@@ -207,27 +184,29 @@ export const ENDPOINTS = {
     ]
   },
   getTranscript: {
-    ...ROUTES.getTranscript,
+    method: 'GET',
+    path: '/api/v1/agent/runs/{run_id}/transcript',
     summary: "A run's transcript",
     description:
       "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
     auth: 'key',
     rateLimited: true,
-    params: RunIdParamsSchema,
-    querystring: TranscriptQuerySchema,
+    params: 'RunIdParamsSchema',
+    querystring: 'TranscriptQuerySchema',
     headers: [prefer],
-    response: { description: 'Transcript events.', schema: TranscriptSchema },
+    response: { description: 'Transcript events.', schema: 'TranscriptSchema' },
     errors: ['invalid_request', 'not_found']
   },
   getConversation: {
-    ...ROUTES.getConversation,
+    method: 'GET',
+    path: '/api/v1/agent/runs/{run_id}/conversation',
     summary: "A run's conversation, normalized",
     description:
       'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
     auth: 'key',
     rateLimited: true,
-    params: RunIdParamsSchema,
-    response: { description: 'The conversation.', schema: ConversationSchema },
+    params: 'RunIdParamsSchema',
+    response: { description: 'The conversation.', schema: 'ConversationSchema' },
     errors: ['not_found']
   },
   getRunEvents: {
@@ -238,10 +217,10 @@ export const ENDPOINTS = {
       "With Accept: text/event-stream: a server-sent event stream of every transcript event after `after` (or the Last-Event-ID header), then each new one as it is written, state changes included: `id:` is the event's seq, `event:` its kind, `data:` the event as JSON (a `state` event carries the run's record as `run` when the record is in that state). A comment line is sent after each limits.stream_heartbeat (15 s) of silence. Once the run is terminal and its events are sent, an `event: done` message (data: run_id, state, last_seq, run) ends the stream. A reader too slow for limits.stream_buffer is cut between two messages; it resumes with Last-Event-ID. Streams are bounded per key (limits.max_streams_per_key) and per node (limits.max_streams): beyond, 429 too_many_streams with Retry-After. Without that Accept header: one JSON page, as the transcript answers it (after, limit, Prefer: wait).",
     auth: 'key',
     rateLimited: true,
-    params: RunIdParamsSchema,
-    querystring: TranscriptQuerySchema,
+    params: 'RunIdParamsSchema',
+    querystring: 'TranscriptQuerySchema',
     headers: [acceptStream, lastEventId, prefer],
-    response: { description: 'Transcript events (a JSON page, or the stream).', schema: TranscriptSchema },
+    response: { description: 'Transcript events (a JSON page, or the stream).', schema: 'TranscriptSchema' },
     errors: ['invalid_request', 'not_found', 'too_many_streams']
   },
   listEvents: {
@@ -252,27 +231,29 @@ export const ENDPOINTS = {
       "run_ids (comma-separated or repeated, 1–100 runs of this key's team; another team's run is 404 like a run that does not exist), since (the next_since of the previous page, 0 for all) and limit (1–500, default 100). Each event: sequence (the team's cursor), run_id, type (run_in_progress, run_succeeded, run_failed, run_errored, run_blocked, run_cancelled), state and timestamp; event_type and occurred_at repeat type and timestamp under the production service's names. With Accept: text/event-stream: the same events as a stream (`id:` the sequence, `event:` the type, resumable with Last-Event-ID), ending with `event: done` once every run is terminal and its events are sent; streams are bounded as for a run's events.",
     auth: 'key',
     rateLimited: true,
-    querystring: EventsQuerySchema,
+    querystring: 'EventsQuerySchema',
     headers: [acceptStream, lastEventId],
-    response: { description: 'A page of events.', schema: EventsPageSchema },
+    response: { description: 'A page of events.', schema: 'EventsPageSchema' },
     errors: ['invalid_request', 'not_found', 'too_many_streams']
   },
   getArtifact: {
-    ...ROUTES.getArtifact,
+    method: 'GET',
+    path: '/api/v1/agent/artifacts/{artifact_uid}',
     summary: "An artifact's details and a time-limited download URL",
     auth: 'key',
     rateLimited: true,
-    params: ArtifactParamsSchema,
-    response: { description: 'The artifact.', schema: ArtifactDetailsSchema },
+    params: 'ArtifactParamsSchema',
+    response: { description: 'The artifact.', schema: 'ArtifactDetailsSchema' },
     errors: ['artifact_not_found']
   },
   downloadArtifact: {
-    ...ROUTES.downloadArtifact,
+    method: 'GET',
+    path: '/api/v1/agent/artifacts/{artifact_uid}/download',
     summary: "An artifact's bytes, by the signed download URL",
     auth: 'signed_download',
     rateLimited: false,
-    params: ArtifactParamsSchema,
-    querystring: DownloadQuerySchema,
+    params: 'ArtifactParamsSchema',
+    querystring: 'DownloadQuerySchema',
     response: {
       description: "The bytes, in the artifact's mime_type, as an attachment.",
       contentType: 'application/octet-stream'
@@ -280,22 +261,24 @@ export const ENDPOINTS = {
     errors: ['artifact_not_found']
   },
   getSession: {
-    ...ROUTES.getSession,
+    method: 'GET',
+    path: '/sessions/{run_id}',
     summary: "A run's session page (HTML), by its session link",
     auth: 'session_token',
     rateLimited: false,
-    params: RunIdParamsSchema,
-    querystring: SessionQuerySchema,
+    params: 'RunIdParamsSchema',
+    querystring: 'SessionQuerySchema',
     response: { description: 'The session page.', contentType: 'text/html' },
     errors: ['not_found']
   },
   getSessionArtifact: {
-    ...ROUTES.getSessionArtifact,
+    method: 'GET',
+    path: '/sessions/{run_id}/artifacts/{artifact_uid}',
     summary: "An artifact of a run (its bytes, as an attachment), by the run's session link",
     auth: 'session_token',
     rateLimited: false,
-    params: SessionArtifactParamsSchema,
-    querystring: SessionQuerySchema,
+    params: 'SessionArtifactParamsSchema',
+    querystring: 'SessionQuerySchema',
     response: {
       description: "The artifact's bytes, in its mime_type.",
       contentType: 'application/octet-stream'
@@ -303,14 +286,15 @@ export const ENDPOINTS = {
     errors: ['not_found', 'artifact_not_found']
   },
   createSchedule: {
-    ...ROUTES.createSchedule,
+    method: 'POST',
+    path: '/api/v1/agent/schedules',
     summary: 'Create a scheduled agent',
     description:
       'A cron expression (read in time_zone, default UTC), a prompt and the config of the runs it starts; it fires at each due time exactly once across the executor nodes.',
     auth: 'key',
     rateLimited: true,
-    body: CreateScheduleRequestSchema,
-    response: { description: 'The schedule.', schema: ScheduleSchema },
+    body: 'CreateScheduleRequestSchema',
+    response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: [
       'invalid_request',
       'invalid_field',
@@ -320,59 +304,65 @@ export const ENDPOINTS = {
     ]
   },
   listSchedules: {
-    ...ROUTES.listSchedules,
+    method: 'GET',
+    path: '/api/v1/agent/schedules',
     summary: "The team's scheduled agents, by name",
     auth: 'key',
     rateLimited: true,
-    response: { description: 'The schedules.', schema: ListSchedulesResponseSchema },
+    response: { description: 'The schedules.', schema: 'ListSchedulesResponseSchema' },
     errors: []
   },
   getSchedule: {
-    ...ROUTES.getSchedule,
+    method: 'GET',
+    path: '/api/v1/agent/schedules/{schedule_id}',
     summary: 'Read a scheduled agent',
     auth: 'key',
     rateLimited: true,
-    params: ScheduleIdParamsSchema,
-    response: { description: 'The schedule.', schema: ScheduleSchema },
+    params: 'ScheduleIdParamsSchema',
+    response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: ['not_found']
   },
   updateSchedule: {
-    ...ROUTES.updateSchedule,
+    method: 'PUT',
+    path: '/api/v1/agent/schedules/{schedule_id}',
     summary: 'Replace a scheduled agent’s settings',
     description:
       'All fields except agent_config, time_zone, overlap and catch_up are required; next_run is computed anew.',
     auth: 'key',
     rateLimited: true,
-    params: ScheduleIdParamsSchema,
-    body: UpdateScheduleRequestSchema,
-    response: { description: 'The schedule.', schema: ScheduleSchema },
+    params: 'ScheduleIdParamsSchema',
+    body: 'UpdateScheduleRequestSchema',
+    response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: ['invalid_request', 'invalid_field', 'not_found', 'unsupported_media_type', 'payload_too_large']
   },
   deleteSchedule: {
-    ...ROUTES.deleteSchedule,
+    method: 'DELETE',
+    path: '/api/v1/agent/schedules/{schedule_id}',
     summary: 'Delete a scheduled agent (the runs it started stay)',
     auth: 'key',
     rateLimited: true,
-    params: ScheduleIdParamsSchema,
-    response: { description: 'Deleted.', schema: DeleteScheduleResponseSchema },
+    params: 'ScheduleIdParamsSchema',
+    response: { description: 'Deleted.', schema: 'DeleteScheduleResponseSchema' },
     errors: ['not_found']
   },
   pauseSchedule: {
-    ...ROUTES.pauseSchedule,
+    method: 'POST',
+    path: '/api/v1/agent/schedules/{schedule_id}/pause',
     summary: 'Pause a scheduled agent: it fires no more until resumed',
     auth: 'key',
     rateLimited: true,
-    params: ScheduleIdParamsSchema,
-    response: { description: 'The schedule.', schema: ScheduleSchema },
+    params: 'ScheduleIdParamsSchema',
+    response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: ['not_found']
   },
   resumeSchedule: {
-    ...ROUTES.resumeSchedule,
+    method: 'POST',
+    path: '/api/v1/agent/schedules/{schedule_id}/resume',
     summary: 'Resume a paused scheduled agent from its next due time',
     auth: 'key',
     rateLimited: true,
-    params: ScheduleIdParamsSchema,
-    response: { description: 'The schedule.', schema: ScheduleSchema },
+    params: 'ScheduleIdParamsSchema',
+    response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: ['not_found']
   },
   createWebhook: {
@@ -383,8 +373,8 @@ export const ENDPOINTS = {
       'Events follow the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature). The answer holds the signing secret; it is shown only here and on rotation.',
     auth: 'key',
     rateLimited: true,
-    body: CreateWebhookRequestSchema,
-    response: { description: 'The endpoint, with its secret.', schema: WebhookWithSecretSchema },
+    body: 'CreateWebhookRequestSchema',
+    response: { description: 'The endpoint, with its secret.', schema: 'WebhookWithSecretSchema' },
     errors: [
       'invalid_request',
       'invalid_field',
@@ -399,7 +389,7 @@ export const ENDPOINTS = {
     summary: "The team's webhook endpoints (without secrets)",
     auth: 'key',
     rateLimited: true,
-    response: { description: 'The endpoints.', schema: ListWebhooksResponseSchema },
+    response: { description: 'The endpoints.', schema: 'ListWebhooksResponseSchema' },
     errors: []
   },
   getWebhook: {
@@ -408,8 +398,8 @@ export const ENDPOINTS = {
     summary: 'Read a webhook endpoint (without its secret)',
     auth: 'key',
     rateLimited: true,
-    params: WebhookIdParamsSchema,
-    response: { description: 'The endpoint.', schema: WebhookSchema },
+    params: 'WebhookIdParamsSchema',
+    response: { description: 'The endpoint.', schema: 'WebhookSchema' },
     errors: ['not_found']
   },
   deleteWebhook: {
@@ -418,8 +408,8 @@ export const ENDPOINTS = {
     summary: 'Delete a webhook endpoint and its delivery log',
     auth: 'key',
     rateLimited: true,
-    params: WebhookIdParamsSchema,
-    response: { description: 'Deleted.', schema: DeleteWebhookResponseSchema },
+    params: 'WebhookIdParamsSchema',
+    response: { description: 'Deleted.', schema: 'DeleteWebhookResponseSchema' },
     errors: ['not_found', 'webhook_declared_in_config']
   },
   rotateWebhookSecret: {
@@ -430,8 +420,8 @@ export const ENDPOINTS = {
       'During webhooks.rotation_grace (default 24 h) every request carries two signatures, by the new and the old secret.',
     auth: 'key',
     rateLimited: true,
-    params: WebhookIdParamsSchema,
-    response: { description: 'The endpoint, with its new secret.', schema: WebhookWithSecretSchema },
+    params: 'WebhookIdParamsSchema',
+    response: { description: 'The endpoint, with its new secret.', schema: 'WebhookWithSecretSchema' },
     errors: ['not_found', 'webhook_declared_in_config']
   },
   listWebhookDeliveries: {
@@ -440,8 +430,8 @@ export const ENDPOINTS = {
     summary: "The endpoint's deliveries, newest first",
     auth: 'key',
     rateLimited: true,
-    params: WebhookIdParamsSchema,
-    response: { description: 'The deliveries.', schema: ListDeliveriesResponseSchema },
+    params: 'WebhookIdParamsSchema',
+    response: { description: 'The deliveries.', schema: 'ListDeliveriesResponseSchema' },
     errors: ['not_found']
   },
   retryWebhookDelivery: {
@@ -450,28 +440,31 @@ export const ENDPOINTS = {
     summary: 'Attempt a delivery once more, now (a disabled endpoint is enabled again)',
     auth: 'key',
     rateLimited: true,
-    params: DeliveryParamsSchema,
-    response: { description: 'The delivery.', schema: DeliverySchema },
+    params: 'DeliveryParamsSchema',
+    response: { description: 'The delivery.', schema: 'DeliverySchema' },
     errors: ['not_found']
   },
   listEnvironments: {
-    ...ROUTES.listEnvironments,
+    method: 'GET',
+    path: '/api/v1/agent/environments',
     summary: 'The environments this executor serves (never their variables or secrets)',
     auth: 'key',
     rateLimited: true,
-    response: { description: 'The environments.', schema: ListEnvironmentsResponseSchema },
+    response: { description: 'The environments.', schema: 'ListEnvironmentsResponseSchema' },
     errors: []
   },
   listModels: {
-    ...ROUTES.listModels,
+    method: 'GET',
+    path: '/api/v1/agent/models',
     summary: 'The models the configured agents accept, per environment, with the defaults',
     auth: 'key',
     rateLimited: true,
-    response: { description: 'The models.', schema: ListModelsResponseSchema },
+    response: { description: 'The models.', schema: 'ListModelsResponseSchema' },
     errors: []
   },
   getOpenApi: {
-    ...ROUTES.getOpenApi,
+    method: 'GET',
+    path: '/api/v1/openapi.json',
     summary: 'This document',
     auth: 'none',
     rateLimited: false,
@@ -479,7 +472,8 @@ export const ENDPOINTS = {
     errors: []
   },
   listErrorCodes: {
-    ...ROUTES.listErrorCodes,
+    method: 'GET',
+    path: '/api/v1/errors',
     summary: 'The error reference: every error_code, its status and meaning',
     auth: 'none',
     rateLimited: false,
@@ -487,7 +481,8 @@ export const ENDPOINTS = {
     errors: []
   },
   health: {
-    ...ROUTES.health,
+    method: 'GET',
+    path: '/healthz',
     summary: 'Liveness',
     auth: 'none',
     rateLimited: false,
@@ -496,7 +491,8 @@ export const ENDPOINTS = {
     internal: true
   },
   ready: {
-    ...ROUTES.ready,
+    method: 'GET',
+    path: '/readyz',
     summary: 'Readiness: 503 while stopping, without the store, or short of disk space or inodes',
     auth: 'none',
     rateLimited: false,
@@ -508,24 +504,41 @@ export const ENDPOINTS = {
     errors: [],
     internal: true
   }
-} as const satisfies Record<string, EndpointSpec>;
+} as const satisfies Record<string, EndpointEntry>;
 
-/** Fails to compile when this table and routes.ts disagree on a name (an entry left out, or one routes.ts lacks). */
-export type RoutesAgree = [Exclude<keyof typeof ENDPOINTS, EndpointName>] extends [never] ? true : never;
-const agree: RoutesAgree = true;
-const sameRoutes: { [K in EndpointName]: (typeof ROUTES)[K] } = ENDPOINTS;
-void agree;
-void sameRoutes;
-export type Endpoint<N extends EndpointName = EndpointName> = (typeof ENDPOINTS)[N];
+export type EndpointName = keyof typeof ENDPOINTS;
 
 export const ENDPOINT_NAMES = Object.keys(ENDPOINTS) as EndpointName[];
 
 /** Every error code an endpoint can answer: its own, then those of its auth, limit and any request. */
-export function errorCodesOf(endpoint: EndpointSpec): ErrorCode[] {
+export function errorCodesOf(endpoint: Pick<EndpointEntry, 'errors' | 'auth' | 'rateLimited'>): ErrorCode[] {
   const codes = new Set<ErrorCode>(endpoint.errors);
   if (endpoint.auth === 'key') codes.add('unauthenticated');
   if (endpoint.rateLimited) codes.add('rate_limited');
   if (endpoint.auth !== 'none') codes.add('store_unavailable');
   codes.add('internal_error');
   return [...codes];
+}
+
+/** The names of a path's parameters, in order: `/runs/{run_id}/cancel` → ['run_id']. */
+export function pathParameters(path: string): string[] {
+  return [...path.matchAll(/\{([a-z_]+)\}/g)].map(match => match[1]!);
+}
+
+/**
+ * The endpoint's path with its parameters filled in (each percent-encoded as one segment). A
+ * missing parameter is a programming error and throws, naming it.
+ */
+export function endpointPath(name: EndpointName, params: Readonly<Record<string, string>> = {}): string {
+  return ENDPOINTS[name].path.replace(/\{([a-z_]+)\}/g, (_match, param: string) => {
+    const value = params[param];
+    if (value === undefined)
+      throw new TypeError(`endpoint ${name}: missing path parameter ${param}; expected a string`);
+    return encodeURIComponent(value);
+  });
+}
+
+/** The path in Fastify's (and find-my-way's) form: `/api/v1/agent/runs/:run_id`. */
+export function routePath(path: string): string {
+  return path.replace(/\{([a-z_]+)\}/g, ':$1');
 }

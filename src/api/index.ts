@@ -4,5 +4,5 @@ export * from './values.js';
 export * from './conversation.js';
 export * from './artifacts.js';
 export * from './events.js';
-export * from './routes.js';
+export * from './endpoints.js';
 export * from './suggest.js';

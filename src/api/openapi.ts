@@ -3,7 +3,8 @@
 // endpoint, so the document cannot drift from what the routes check and answer.
 
 import type { TSchema } from 'typebox';
-import { ENDPOINTS, type EndpointSpec, errorCodesOf, pathParameters } from './endpoints.js';
+import { ENDPOINT_SPECS, type EndpointSpec } from './endpoint-specs.js';
+import { errorCodesOf, pathParameters } from './endpoints.js';
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 import { KNOWN_STATES } from './run.js';
 import { KnownEventSchema } from './event-schemas.js';
@@ -142,7 +143,7 @@ export function operationOf(name: string, endpoint: EndpointSpec): Record<string
 
 export function openApiDocument(serverUrl?: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const [name, endpoint] of Object.entries(ENDPOINTS) as [string, EndpointSpec][]) {
+  for (const [name, endpoint] of Object.entries(ENDPOINT_SPECS) as [string, EndpointSpec][]) {
     if (endpoint.internal) continue;
     (paths[endpoint.path] ??= {})[endpoint.method.toLowerCase()] = operationOf(name, endpoint);
   }

@@ -121,6 +121,9 @@ export const SessionArtifactParamsSchema = Type.Object({
 /** The longest cancel reason, in characters: the only place this limit is written. */
 export const MAX_CANCEL_REASON = 500;
 
+/** A cancel's answer: the run id. */
+export const CancelResponseSchema = Type.String();
+
 /**
  * A cancel's optional body, `{"reason": "…"}` (no body, or null, is no reason). `acceptsNoBody`
  * tells the executor's validator that a request without a body is fine.

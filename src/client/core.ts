@@ -1,12 +1,12 @@
 // The transport every resource of the client shares (openai-node's shape: one core, a resource per
 // kind of thing): the API root and the credential, one request function that owns retries and error
-// mapping, and requests named by their endpoint in the table (src/api/routes.ts), which gives each
+// mapping, and requests named by their endpoint in the table (src/api/endpoints.ts), which gives each
 // its method and path. A resource method names its endpoint and passes ids; it never writes a path.
 
 import {
   API_PREFIX,
   ID_SEGMENT_FORM,
-  ROUTES,
+  ENDPOINTS,
   describeValue,
   endpointPath,
   type EndpointName,
@@ -133,7 +133,7 @@ export class ClientCore {
    */
   path(name: EndpointName, params: Readonly<Record<string, string>> = {}): string {
     const filled: Record<string, string> = {};
-    for (const param of pathParameters(ROUTES[name].path)) filled[param] = this.id(param, params[param]);
+    for (const param of pathParameters(ENDPOINTS[name].path)) filled[param] = this.id(param, params[param]);
     const path = endpointPath(name, filled);
     return path.startsWith(API_PREFIX) ? path.slice(API_PREFIX.length) : path;
   }
@@ -150,14 +150,14 @@ export class ClientCore {
 
   /** How errors and messages name a request: `GET /api/v1/agent/runs/r-1`. */
   label(name: EndpointName, path: string): string {
-    return `${ROUTES[name].method} ${API_PREFIX}${path.split('?')[0]}`;
+    return `${ENDPOINTS[name].method} ${API_PREFIX}${path.split('?')[0]}`;
   }
 
   /** One request to the named endpoint: its method and path from the table. */
   call(name: EndpointName, call: EndpointCall = {}): Promise<HttpResponse> {
     const { params, query, json, ...options } = call;
     const search = query !== undefined && query.size > 0 ? `?${query.toString()}` : '';
-    return this.request(ROUTES[name].method, this.path(name, params) + search, {
+    return this.request(ENDPOINTS[name].method, this.path(name, params) + search, {
       ...options,
       body: json === undefined ? call.body : JSON.stringify(json)
     });

@@ -1,4 +1,4 @@
-// The executor's routes, registered from the endpoint table (src/api/endpoints.ts): each endpoint
+// The executor's routes, registered from the endpoint table (src/api/endpoints.ts, with its schemas looked up in src/api/endpoint-specs.ts): each endpoint
 // gets its method, path and schemas from the table and its handler from a map keyed by its name.
 // Endpoints are grouped into one route tree per kind of access, and each tree has one hook that
 // checks it (an API key and its rate limit, a session token, a download signature), so no handler
@@ -7,14 +7,8 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Static, TSchema } from 'typebox';
-import {
-  ENDPOINTS,
-  type Endpoint,
-  type EndpointAuth,
-  type EndpointName,
-  type EndpointSpec,
-  routePath
-} from '../../../api/endpoints.js';
+import { ENDPOINT_SPECS, type Endpoint, type EndpointSpec } from '../../../api/endpoint-specs.js';
+import { type EndpointAuth, type EndpointName, routePath } from '../../../api/endpoints.js';
 import { type Principal, authenticate, authenticateToken, carriesToken } from '../auth.js';
 import type { ServerContext } from '../context.js';
 import type { DownloadLinks } from '../download-links.js';
@@ -109,7 +103,7 @@ export async function registerEndpoints(
   if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', null as unknown as Principal);
   const groups = new Map<string, EndpointName[]>();
   for (const name of names) {
-    const { auth, rateLimited } = ENDPOINTS[name] as EndpointSpec;
+    const { auth, rateLimited } = ENDPOINT_SPECS[name] as EndpointSpec;
     const group = `${auth} ${rateLimited}`;
     groups.set(group, [...(groups.get(group) ?? []), name]);
   }
@@ -119,7 +113,7 @@ export async function registerEndpoints(
       const hook = accessHook(auth, limited === 'true', trees);
       if (hook) tree.addHook('onRequest', hook);
       for (const name of members) {
-        const endpoint = ENDPOINTS[name] as EndpointSpec;
+        const endpoint = ENDPOINT_SPECS[name] as EndpointSpec;
         const handler = handlers[name] as
           ((request: FastifyRequest, reply: FastifyReply) => unknown) | undefined;
         if (!handler) throw new Error(`endpoint ${name} has no handler; add one to its route file's map`);
