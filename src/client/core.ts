@@ -164,12 +164,12 @@ export class ClientCore {
   }
 
   /** One request to the named endpoint whose answer is a JSON object. */
-  async object(name: EndpointName, call: EndpointCall = {}): Promise<Record<string, unknown>> {
+  async object<T = Record<string, unknown>>(name: EndpointName, call: EndpointCall = {}): Promise<T> {
     const label = this.label(name, this.path(name, call.params));
     const value = parseJson((await this.call(name, call)).body, label);
     if (value === null || typeof value !== 'object' || Array.isArray(value))
       throw new ParseError(`${label}: expected a JSON object, got ${describeValue(value)}`);
-    return value as Record<string, unknown>;
+    return value as T;
   }
 
   /** The key, or the credential function's current token (one line, never empty). */

@@ -8,7 +8,9 @@ export class Environments {
   constructor(private readonly core: ClientCore) {}
 
   async list(options: CallOptions = {}): Promise<EnvironmentRecord[]> {
-    const body = await this.core.object('listEnvironments', options);
-    return (body as { environments?: EnvironmentRecord[] }).environments ?? [];
+    return (
+      (await this.core.object<{ environments?: EnvironmentRecord[] }>('listEnvironments', options))
+        .environments ?? []
+    );
   }
 }

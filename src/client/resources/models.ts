@@ -7,7 +7,7 @@ import type { CallOptions } from '../poll.js';
 export class Models {
   constructor(private readonly core: ClientCore) {}
 
-  async list(options: CallOptions = {}): Promise<ListModelsResponse> {
-    return (await this.core.object('listModels', options)) as ListModelsResponse;
+  list(options: CallOptions = {}): Promise<ListModelsResponse> {
+    return this.core.object<ListModelsResponse>('listModels', options);
   }
 }

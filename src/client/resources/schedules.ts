@@ -1,61 +1,51 @@
 // `client.schedules`: scheduled agents (the executor's and the service's /agent/schedules).
 
+import type { EndpointName } from '../../api/index.js';
 import type { CreateScheduleRequest, ScheduleRecord, UpdateScheduleRequest } from '../../api/schedules.js';
-import type { ClientCore } from '../core.js';
+import type { ClientCore, EndpointCall } from '../core.js';
 import type { CallOptions } from '../poll.js';
 
 export class Schedules {
   constructor(private readonly core: ClientCore) {}
 
   async list(options: CallOptions = {}): Promise<ScheduleRecord[]> {
-    const body = await this.core.object('listSchedules', options);
-    return (body as { schedules?: ScheduleRecord[] }).schedules ?? [];
+    return (
+      (await this.core.object<{ schedules?: ScheduleRecord[] }>('listSchedules', options)).schedules ?? []
+    );
   }
 
-  async get(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
-    return (await this.core.object('getSchedule', {
-      ...options,
-      params: { schedule_id: scheduleId }
-    })) as ScheduleRecord;
+  get(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return this.one('getSchedule', scheduleId, options);
   }
 
   /** Not retried: a create whose answer was lost may have made the schedule (list to find it). */
-  async create(body: CreateScheduleRequest, options: CallOptions = {}): Promise<ScheduleRecord> {
-    return (await this.core.object('createSchedule', {
-      ...options,
-      json: body,
-      maxRetries: 0
-    })) as ScheduleRecord;
+  create(body: CreateScheduleRequest, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return this.core.object<ScheduleRecord>('createSchedule', { ...options, json: body, maxRetries: 0 });
   }
 
   /** Replaces the settings: name, cron_schedule, prompt and enabled are required. */
-  async update(
+  update(
     scheduleId: string,
     body: UpdateScheduleRequest,
     options: CallOptions = {}
   ): Promise<ScheduleRecord> {
-    return (await this.core.object('updateSchedule', {
-      ...options,
-      params: { schedule_id: scheduleId },
-      json: body
-    })) as ScheduleRecord;
+    return this.one('updateSchedule', scheduleId, { ...options, json: body });
   }
 
   async delete(scheduleId: string, options: CallOptions = {}): Promise<void> {
-    await this.core.object('deleteSchedule', { ...options, params: { schedule_id: scheduleId } });
+    await this.one('deleteSchedule', scheduleId, options);
   }
 
-  async pause(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
-    return (await this.core.object('pauseSchedule', {
-      ...options,
-      params: { schedule_id: scheduleId }
-    })) as ScheduleRecord;
+  pause(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return this.one('pauseSchedule', scheduleId, options);
   }
 
-  async resume(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
-    return (await this.core.object('resumeSchedule', {
-      ...options,
-      params: { schedule_id: scheduleId }
-    })) as ScheduleRecord;
+  resume(scheduleId: string, options: CallOptions = {}): Promise<ScheduleRecord> {
+    return this.one('resumeSchedule', scheduleId, options);
+  }
+
+  /** A request about one schedule, answered by its record. */
+  private one(name: EndpointName, scheduleId: string, call: EndpointCall): Promise<ScheduleRecord> {
+    return this.core.object<ScheduleRecord>(name, { ...call, params: { schedule_id: scheduleId } });
   }
 }

@@ -1,70 +1,61 @@
 // `client.webhooks`: the team's webhook endpoints (the executor's /agent/webhooks), which receive
 // signed events of its runs, and their deliveries.
 
+import type { EndpointName } from '../../api/index.js';
 import type {
   CreateWebhookRequest,
   DeliveryRecord,
   WebhookRecord,
   WebhookWithSecret
 } from '../../api/webhooks.js';
-import type { ClientCore } from '../core.js';
+import type { ClientCore, EndpointCall } from '../core.js';
 import type { CallOptions } from '../poll.js';
 
 export class Webhooks {
   constructor(private readonly core: ClientCore) {}
 
   async list(options: CallOptions = {}): Promise<WebhookRecord[]> {
-    const body = await this.core.object('listWebhooks', options);
-    return (body as { webhooks?: WebhookRecord[] }).webhooks ?? [];
+    return (await this.core.object<{ webhooks?: WebhookRecord[] }>('listWebhooks', options)).webhooks ?? [];
   }
 
-  async get(webhookId: string, options: CallOptions = {}): Promise<WebhookRecord> {
-    return (await this.core.object('getWebhook', {
-      ...options,
-      params: { webhook_id: webhookId }
-    })) as WebhookRecord;
+  get(webhookId: string, options: CallOptions = {}): Promise<WebhookRecord> {
+    return this.one<WebhookRecord>('getWebhook', webhookId, options);
   }
 
   /** The answer holds the signing secret, shown only here and on rotation. Not retried (list to find one a lost answer made). */
-  async create(body: CreateWebhookRequest, options: CallOptions = {}): Promise<WebhookWithSecret> {
-    return (await this.core.object('createWebhook', {
-      ...options,
-      json: body,
-      maxRetries: 0
-    })) as WebhookWithSecret;
+  create(body: CreateWebhookRequest, options: CallOptions = {}): Promise<WebhookWithSecret> {
+    return this.core.object<WebhookWithSecret>('createWebhook', { ...options, json: body, maxRetries: 0 });
   }
 
   async delete(webhookId: string, options: CallOptions = {}): Promise<void> {
-    await this.core.object('deleteWebhook', { ...options, params: { webhook_id: webhookId } });
+    await this.one('deleteWebhook', webhookId, options);
   }
 
   /** A new secret; the old one still signs during the executor's rotation grace period. Not retried. */
-  async rotateSecret(webhookId: string, options: CallOptions = {}): Promise<WebhookWithSecret> {
-    return (await this.core.object('rotateWebhookSecret', {
-      ...options,
-      params: { webhook_id: webhookId },
-      maxRetries: 0
-    })) as WebhookWithSecret;
+  rotateSecret(webhookId: string, options: CallOptions = {}): Promise<WebhookWithSecret> {
+    return this.one<WebhookWithSecret>('rotateWebhookSecret', webhookId, { ...options, maxRetries: 0 });
   }
 
   /** The endpoint's deliveries, newest first. */
   async deliveries(webhookId: string, options: CallOptions = {}): Promise<DeliveryRecord[]> {
-    const body = await this.core.object('listWebhookDeliveries', {
-      ...options,
-      params: { webhook_id: webhookId }
-    });
-    return (body as { deliveries?: DeliveryRecord[] }).deliveries ?? [];
+    const answer = await this.one<{ deliveries?: DeliveryRecord[] }>(
+      'listWebhookDeliveries',
+      webhookId,
+      options
+    );
+    return answer.deliveries ?? [];
   }
 
   /** Attempts a delivery once more, now (a disabled endpoint is enabled again). */
-  async retryDelivery(
-    webhookId: string,
-    deliveryId: string,
-    options: CallOptions = {}
-  ): Promise<DeliveryRecord> {
-    return (await this.core.object('retryWebhookDelivery', {
+  retryDelivery(webhookId: string, deliveryId: string, options: CallOptions = {}): Promise<DeliveryRecord> {
+    return this.core.object<DeliveryRecord>('retryWebhookDelivery', {
       ...options,
       params: { webhook_id: webhookId, delivery_id: deliveryId }
-    })) as DeliveryRecord;
+    });
+  }
+
+  /** A request about one endpoint. */
+  private one<T>(name: EndpointName, webhookId: string, call: EndpointCall): Promise<T> {
+    return this.core.object<T>(name, { ...call, params: { webhook_id: webhookId } });
   }
 }
