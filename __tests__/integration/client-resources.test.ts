@@ -43,195 +43,117 @@ function asked(name: EndpointName, params: Record<string, string> = {}): string 
   return `${method} ${path.replace(/\{([a-z_]+)\}/g, (_all, param: string) => params[param]!)}`;
 }
 
-/** Runs `call` and answers the requests it sent. */
-async function requestsOf(call: () => Promise<unknown>): Promise<string[]> {
-  const from = sent.length;
-  await call();
-  return sent.slice(from);
-}
-
 describe('each resource method asks its endpoint of the table', () => {
   const reached = new Set<EndpointName>();
-  const expectAsked = async (call: () => Promise<unknown>, name: EndpointName, params = {}) => {
-    expect(await requestsOf(call)).toContain(asked(name, params));
+  /** Runs `call`, checks it asked endpoint `name` with these parameters, and answers what it answered. */
+  async function asking<T>(name: EndpointName, params: Record<string, string>, call: () => Promise<T>) {
+    const from = sent.length;
+    const answer = await call();
+    expect(sent.slice(from)).toContain(asked(name, params));
     reached.add(name);
-  };
+    return answer;
+  }
+  /** The same for a call the executor refuses: answers the error. */
+  const refused = (name: EndpointName, params: Record<string, string>, call: () => Promise<unknown>) =>
+    asking(name, params, () =>
+      call().then(
+        () => undefined,
+        (error: unknown) => error
+      )
+    );
 
   it('runs and events', async () => {
-    const body = { prompt: '@sim say hello\n@sim result done', config: { environment_id: 'local' } };
-    let runId = '';
-    await expectAsked(async () => ({ run_id: runId } = await client.runs.create(body)), 'createRun');
-    const run_id = runId;
-    await expectAsked(async () => expect((await client.runs.get(run_id)).run_id).toBe(run_id), 'getRun', {
-      run_id
-    });
-    const waited = await requestsOf(async () => {
-      expect((await client.runs.wait(run_id, { timeoutMs: 120_000 })).run?.state).toBe('SUCCEEDED');
-    });
+    const local = { environment_id: 'local' };
+    const { run_id } = await asking('createRun', {}, () =>
+      client.runs.create({ prompt: '@sim say hello\n@sim result done', config: local })
+    );
+    const one = { run_id };
+    expect((await asking('getRun', one, () => client.runs.get(run_id))).run_id).toBe(run_id);
+    const from = sent.length;
+    expect((await client.runs.wait(run_id, { timeoutMs: 120_000 })).run?.state).toBe('SUCCEEDED');
     // The wait follows the run's event stream, or reads it where the stream is not offered.
-    expect(
-      waited.some(line => [asked('getRunEvents', { run_id }), asked('getRun', { run_id })].includes(line))
-    ).toBe(true);
+    const followed = [asked('getRunEvents', one), asked('getRun', one)];
+    expect(sent.slice(from).some(line => followed.includes(line))).toBe(true);
     reached.add('getRunEvents');
-    await expectAsked(
-      async () => expect((await client.runs.poll(run_id, {})).run?.state).toBe('SUCCEEDED'),
-      'getRun',
-      { run_id }
-    );
-    await expectAsked(
-      async () => expect((await client.runs.list({ limit: 5 })).runs.map(r => r.run_id)).toContain(run_id),
-      'listRuns'
-    );
-    await expectAsked(async () => {
-      const all: string[] = [];
+    expect((await asking('getRun', one, () => client.runs.poll(run_id, {}))).run?.state).toBe('SUCCEEDED');
+    expect((await asking('listRuns', {}, () => client.runs.list({ limit: 5 }))).runs[0]?.run_id).toBe(run_id);
+    const all: string[] = [];
+    await asking('listRuns', {}, async () => {
       for await (const run of client.runs.iterate({ limit: 1 })) all.push(run.run_id);
-      expect(all).toContain(run_id);
-    }, 'listRuns');
-    await expectAsked(
-      async () => expect((await client.runs.transcript(run_id))?.transcript.events.length).toBeGreaterThan(0),
-      'getTranscript',
-      { run_id }
+    });
+    expect(all).toContain(run_id);
+    const page = await asking('getTranscript', one, () => client.runs.transcript(run_id));
+    expect(page?.transcript.events.length).toBeGreaterThan(0);
+    expect((await asking('getTranscript', one, () => client.runs.wholeTranscript(run_id)))?.has_more).toBe(
+      false
     );
-    await expectAsked(
-      async () => expect((await client.runs.wholeTranscript(run_id))?.has_more).toBe(false),
-      'getTranscript',
-      { run_id }
-    );
-    await expectAsked(
-      async () => expect((await client.runs.conversation(run_id)).steps.length).toBeGreaterThan(0),
-      'getConversation',
-      { run_id }
-    );
-    await expectAsked(
-      async () =>
-        expect((await client.events.list([run_id])).events.map(e => e.state)).toContain('SUCCEEDED'),
-      'listEvents'
-    );
+    const conversation = await asking('getConversation', one, () => client.runs.conversation(run_id));
+    expect(conversation.steps.length).toBeGreaterThan(0);
+    const events = await asking('listEvents', {}, () => client.events.list([run_id]));
+    expect(events.events.map(event => event.state)).toContain('SUCCEEDED');
     // A follow-up and a cancel, on a run that is still going.
-    const busy = (await client.runs.create({ prompt: '@sim sleep 30', config: { environment_id: 'local' } }))
-      .run_id;
-    await expectAsked(
-      async () =>
-        expect((await client.runs.followUp(busy, { message: 'and then stop' })).state).toMatch(
-          /^(QUEUED|INPROGRESS)$/
-        ),
-      'submitFollowup',
-      { run_id: busy }
+    const busy = (await client.runs.create({ prompt: '@sim sleep 30', config: local })).run_id;
+    const continued = await asking('submitFollowup', { run_id: busy }, () =>
+      client.runs.followUp(busy, { message: 'and then stop' })
     );
-    await expectAsked(
-      async () => expect(await client.runs.cancel(busy, { reason: 'done with it' })).toBe(busy),
-      'cancelRun',
-      { run_id: busy }
-    );
+    expect(continued.state).toMatch(/^(QUEUED|INPROGRESS)$/);
+    expect(
+      await asking('cancelRun', { run_id: busy }, () => client.runs.cancel(busy, { reason: 'done' }))
+    ).toBe(busy);
     expect((await client.runs.wait(busy, { timeoutMs: 120_000 })).run?.state).toBe('CANCELLED');
-    await expectAsked(
-      () =>
-        expect(client.artifacts.get('no-such-artifact')).rejects.toMatchObject({
-          errorCode: 'artifact_not_found'
-        }),
-      'getArtifact',
-      { artifact_uid: 'no-such-artifact' }
+    const missing = await refused('getArtifact', { artifact_uid: 'no-such-artifact' }, () =>
+      client.artifacts.get('no-such-artifact')
     );
+    expect(missing).toMatchObject({ errorCode: 'artifact_not_found' });
   });
 
   it('schedules, environments and models', async () => {
+    const settings = { cron_schedule: '0 3 * * *', prompt: '@sim say hi', enabled: true };
     const agent_config = { environment_id: 'local' };
-    let id = '';
-    await expectAsked(async () => {
-      id = (
-        await client.schedules.create({
-          name: 'Nightly',
-          cron_schedule: '0 3 * * *',
-          prompt: '@sim say hi',
-          enabled: true,
-          agent_config
-        })
-      ).id;
-    }, 'createSchedule');
-    const schedule_id = id;
-    await expectAsked(
-      async () => expect((await client.schedules.list()).map(s => s.id)).toEqual([schedule_id]),
-      'listSchedules'
+    const created = await asking('createSchedule', {}, () =>
+      client.schedules.create({ name: 'Nightly', ...settings, agent_config })
     );
-    await expectAsked(
-      async () => expect((await client.schedules.get(schedule_id)).name).toBe('Nightly'),
-      'getSchedule',
-      { schedule_id }
+    const one = { schedule_id: created.id };
+    expect((await asking('listSchedules', {}, () => client.schedules.list())).map(s => s.id)).toEqual([
+      created.id
+    ]);
+    expect((await asking('getSchedule', one, () => client.schedules.get(created.id))).name).toBe('Nightly');
+    const renamed = { name: 'Nightly review', ...settings, agent_config };
+    const updated = await asking('updateSchedule', one, () => client.schedules.update(created.id, renamed));
+    expect(updated.name).toBe('Nightly review');
+    expect((await asking('pauseSchedule', one, () => client.schedules.pause(created.id))).enabled).toBe(
+      false
     );
-    await expectAsked(
-      async () =>
-        expect(
-          (
-            await client.schedules.update(schedule_id, {
-              name: 'Nightly review',
-              cron_schedule: '0 4 * * *',
-              prompt: '@sim say hi',
-              enabled: true,
-              agent_config
-            })
-          ).name
-        ).toBe('Nightly review'),
-      'updateSchedule',
-      { schedule_id }
+    expect((await asking('resumeSchedule', one, () => client.schedules.resume(created.id))).enabled).toBe(
+      true
     );
-    await expectAsked(
-      async () => expect((await client.schedules.pause(schedule_id)).enabled).toBe(false),
-      'pauseSchedule',
-      { schedule_id }
-    );
-    await expectAsked(
-      async () => expect((await client.schedules.resume(schedule_id)).enabled).toBe(true),
-      'resumeSchedule',
-      { schedule_id }
-    );
-    await expectAsked(() => client.schedules.delete(schedule_id), 'deleteSchedule', { schedule_id });
-    await expect(client.schedules.get(schedule_id)).rejects.toBeInstanceOf(NotFoundError);
-    await expectAsked(
-      async () => expect((await client.environments.list()).map(e => e.id)).toContain('local'),
-      'listEnvironments'
-    );
-    await expectAsked(
-      async () => expect(await client.models.list()).toHaveProperty('environments'),
-      'listModels'
-    );
+    await asking('deleteSchedule', one, () => client.schedules.delete(created.id));
+    await expect(client.schedules.get(created.id)).rejects.toBeInstanceOf(NotFoundError);
+    const environments = await asking('listEnvironments', {}, () => client.environments.list());
+    expect(environments.map(environment => environment.id)).toContain('local');
+    expect(await asking('listModels', {}, () => client.models.list())).toHaveProperty('environments');
   });
 
   it('webhooks', async () => {
-    let id = '';
-    await expectAsked(async () => {
-      const created = await client.webhooks.create({ url: 'http://127.0.0.1:9/hook' });
-      expect(created.secret).toMatch(/^whsec_/);
-      id = created.id;
-    }, 'createWebhook');
-    const webhook_id = id;
-    await expectAsked(
-      async () => expect((await client.webhooks.list()).map(w => w.id)).toEqual([webhook_id]),
-      'listWebhooks'
+    const url = 'http://127.0.0.1:9/hook';
+    const created = await asking('createWebhook', {}, () => client.webhooks.create({ url }));
+    expect(created.secret).toMatch(/^whsec_/);
+    const one = { webhook_id: created.id };
+    expect((await asking('listWebhooks', {}, () => client.webhooks.list())).map(w => w.id)).toEqual([
+      created.id
+    ]);
+    expect((await asking('getWebhook', one, () => client.webhooks.get(created.id))).url).toBe(url);
+    const rotated = await asking('rotateWebhookSecret', one, () => client.webhooks.rotateSecret(created.id));
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(created.secret);
+    expect(await asking('listWebhookDeliveries', one, () => client.webhooks.deliveries(created.id))).toEqual(
+      []
     );
-    await expectAsked(
-      async () => expect((await client.webhooks.get(webhook_id)).url).toBe('http://127.0.0.1:9/hook'),
-      'getWebhook',
-      { webhook_id }
+    const retry = await refused('retryWebhookDelivery', { ...one, delivery_id: 'no-such-delivery' }, () =>
+      client.webhooks.retryDelivery(created.id, 'no-such-delivery')
     );
-    await expectAsked(
-      async () => expect((await client.webhooks.rotateSecret(webhook_id)).secret).toMatch(/^whsec_/),
-      'rotateWebhookSecret',
-      { webhook_id }
-    );
-    await expectAsked(
-      async () => expect(await client.webhooks.deliveries(webhook_id)).toEqual([]),
-      'listWebhookDeliveries',
-      { webhook_id }
-    );
-    await expectAsked(
-      () =>
-        expect(client.webhooks.retryDelivery(webhook_id, 'no-such-delivery')).rejects.toMatchObject({
-          errorCode: 'not_found'
-        }),
-      'retryWebhookDelivery',
-      { webhook_id, delivery_id: 'no-such-delivery' }
-    );
-    await expectAsked(() => client.webhooks.delete(webhook_id), 'deleteWebhook', { webhook_id });
+    expect(retry).toMatchObject({ errorCode: 'not_found' });
+    await asking('deleteWebhook', one, () => client.webhooks.delete(created.id));
     expect(await client.webhooks.list()).toEqual([]);
   });
 
