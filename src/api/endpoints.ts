@@ -94,12 +94,14 @@ const idempotencyKey: EndpointHeader = {
   schema: { type: 'string', maxLength: 255 }
 };
 
+/** Most endpoints: an API key, each call taking a token from the key's bucket. */
+const byKey = { auth: 'key', rateLimited: true } as const;
+
 const create = {
   method: 'POST',
   summary: 'Create a run',
   description: 'Starts an agent run asynchronously. Send Idempotency-Key to make retries safe.',
-  auth: 'key',
-  rateLimited: true,
+  ...byKey,
   body: 'CreateRunRequestSchema',
   headers: [idempotencyKey],
   response: {
@@ -130,8 +132,7 @@ export const ENDPOINTS = {
     path: '/api/v1/agent/runs',
     summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
     description: 'Any query parameter not listed here is answered 400.',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     querystring: 'ListRunsQuerySchema',
     response: { description: 'A page of runs.', schema: 'ListRunsResponseSchema' },
     errors: ['invalid_request']
@@ -141,8 +142,7 @@ export const ENDPOINTS = {
     path: '/api/v1/agent/runs/{run_id}',
     summary: 'Read a run',
     description: `With If-None-Match and Prefer: wait=N (max ${MAX_WAIT_SECONDS}), the answer is held while the run is unchanged.`,
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'RunIdParamsSchema',
     headers: [ifNoneMatch, prefer],
     response: { description: 'The run.', schema: 'RunRecordSchema' },
@@ -154,8 +154,7 @@ export const ENDPOINTS = {
     path: '/api/v1/agent/runs/{run_id}/cancel',
     summary: 'Cancel a run',
     description: 'Optional body; the status message becomes `cancelled by a client: <reason>`.',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'RunIdParamsSchema',
     body: 'CancelRequestSchema',
     response: { description: 'The run id.', schema: 'CancelResponseSchema' },
@@ -167,8 +166,7 @@ export const ENDPOINTS = {
     summary: "Continue a run's conversation",
     description:
       'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'RunIdParamsSchema',
     body: 'FollowupRequestSchema',
     response: { description: 'The run and its (active) state.', schema: 'FollowupResponseSchema' },
@@ -189,8 +187,7 @@ export const ENDPOINTS = {
     summary: "A run's transcript",
     description:
       "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'RunIdParamsSchema',
     querystring: 'TranscriptQuerySchema',
     headers: [prefer],
@@ -203,8 +200,7 @@ export const ENDPOINTS = {
     summary: "A run's conversation, normalized",
     description:
       'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'RunIdParamsSchema',
     response: { description: 'The conversation.', schema: 'ConversationSchema' },
     errors: ['not_found']
@@ -215,8 +211,7 @@ export const ENDPOINTS = {
     summary: "A run's events as they happen (a resumable event stream)",
     description:
       "With Accept: text/event-stream: a server-sent event stream of every transcript event after `after` (or the Last-Event-ID header), then each new one as it is written, state changes included: `id:` is the event's seq, `event:` its kind, `data:` the event as JSON (a `state` event carries the run's record as `run` when the record is in that state). A comment line is sent after each limits.stream_heartbeat (15 s) of silence. Once the run is terminal and its events are sent, an `event: done` message (data: run_id, state, last_seq, run) ends the stream. A reader too slow for limits.stream_buffer is cut between two messages; it resumes with Last-Event-ID. Streams are bounded per key (limits.max_streams_per_key) and per node (limits.max_streams): beyond, 429 too_many_streams with Retry-After. Without that Accept header: one JSON page, as the transcript answers it (after, limit, Prefer: wait).",
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'RunIdParamsSchema',
     querystring: 'TranscriptQuerySchema',
     headers: [acceptStream, lastEventId, prefer],
@@ -229,8 +224,7 @@ export const ENDPOINTS = {
     summary: 'Changes of state of several runs of the team, on one cursor',
     description:
       "run_ids (comma-separated or repeated, 1–100 runs of this key's team; another team's run is 404 like a run that does not exist), since (the next_since of the previous page, 0 for all) and limit (1–500, default 100). Each event: sequence (the team's cursor), run_id, type (run_in_progress, run_succeeded, run_failed, run_errored, run_blocked, run_cancelled), state and timestamp; event_type and occurred_at repeat type and timestamp under the production service's names. With Accept: text/event-stream: the same events as a stream (`id:` the sequence, `event:` the type, resumable with Last-Event-ID), ending with `event: done` once every run is terminal and its events are sent; streams are bounded as for a run's events.",
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     querystring: 'EventsQuerySchema',
     headers: [acceptStream, lastEventId],
     response: { description: 'A page of events.', schema: 'EventsPageSchema' },
@@ -240,8 +234,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/artifacts/{artifact_uid}',
     summary: "An artifact's details and a time-limited download URL",
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'ArtifactParamsSchema',
     response: { description: 'The artifact.', schema: 'ArtifactDetailsSchema' },
     errors: ['artifact_not_found']
@@ -291,8 +284,7 @@ export const ENDPOINTS = {
     summary: 'Create a scheduled agent',
     description:
       'A cron expression (read in time_zone, default UTC), a prompt and the config of the runs it starts; it fires at each due time exactly once across the executor nodes.',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     body: 'CreateScheduleRequestSchema',
     response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: [
@@ -307,8 +299,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/schedules',
     summary: "The team's scheduled agents, by name",
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     response: { description: 'The schedules.', schema: 'ListSchedulesResponseSchema' },
     errors: []
   },
@@ -316,8 +307,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/schedules/{schedule_id}',
     summary: 'Read a scheduled agent',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'ScheduleIdParamsSchema',
     response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: ['not_found']
@@ -328,8 +318,7 @@ export const ENDPOINTS = {
     summary: 'Replace a scheduled agent’s settings',
     description:
       'All fields except agent_config, time_zone, overlap and catch_up are required; next_run is computed anew.',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'ScheduleIdParamsSchema',
     body: 'UpdateScheduleRequestSchema',
     response: { description: 'The schedule.', schema: 'ScheduleSchema' },
@@ -339,8 +328,7 @@ export const ENDPOINTS = {
     method: 'DELETE',
     path: '/api/v1/agent/schedules/{schedule_id}',
     summary: 'Delete a scheduled agent (the runs it started stay)',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'ScheduleIdParamsSchema',
     response: { description: 'Deleted.', schema: 'DeleteScheduleResponseSchema' },
     errors: ['not_found']
@@ -349,8 +337,7 @@ export const ENDPOINTS = {
     method: 'POST',
     path: '/api/v1/agent/schedules/{schedule_id}/pause',
     summary: 'Pause a scheduled agent: it fires no more until resumed',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'ScheduleIdParamsSchema',
     response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: ['not_found']
@@ -359,8 +346,7 @@ export const ENDPOINTS = {
     method: 'POST',
     path: '/api/v1/agent/schedules/{schedule_id}/resume',
     summary: 'Resume a paused scheduled agent from its next due time',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'ScheduleIdParamsSchema',
     response: { description: 'The schedule.', schema: 'ScheduleSchema' },
     errors: ['not_found']
@@ -371,8 +357,7 @@ export const ENDPOINTS = {
     summary: 'Add a webhook endpoint: signed events of the team’s runs are sent to it',
     description:
       'Events follow the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature). The answer holds the signing secret; it is shown only here and on rotation.',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     body: 'CreateWebhookRequestSchema',
     response: { description: 'The endpoint, with its secret.', schema: 'WebhookWithSecretSchema' },
     errors: [
@@ -387,8 +372,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/webhooks',
     summary: "The team's webhook endpoints (without secrets)",
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     response: { description: 'The endpoints.', schema: 'ListWebhooksResponseSchema' },
     errors: []
   },
@@ -396,8 +380,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/webhooks/{webhook_id}',
     summary: 'Read a webhook endpoint (without its secret)',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'WebhookIdParamsSchema',
     response: { description: 'The endpoint.', schema: 'WebhookSchema' },
     errors: ['not_found']
@@ -406,8 +389,7 @@ export const ENDPOINTS = {
     method: 'DELETE',
     path: '/api/v1/agent/webhooks/{webhook_id}',
     summary: 'Delete a webhook endpoint and its delivery log',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'WebhookIdParamsSchema',
     response: { description: 'Deleted.', schema: 'DeleteWebhookResponseSchema' },
     errors: ['not_found', 'webhook_declared_in_config']
@@ -418,8 +400,7 @@ export const ENDPOINTS = {
     summary: 'A new signing secret; the old one still signs for the grace period',
     description:
       'During webhooks.rotation_grace (default 24 h) every request carries two signatures, by the new and the old secret.',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'WebhookIdParamsSchema',
     response: { description: 'The endpoint, with its new secret.', schema: 'WebhookWithSecretSchema' },
     errors: ['not_found', 'webhook_declared_in_config']
@@ -428,8 +409,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/webhooks/{webhook_id}/deliveries',
     summary: "The endpoint's deliveries, newest first",
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'WebhookIdParamsSchema',
     response: { description: 'The deliveries.', schema: 'ListDeliveriesResponseSchema' },
     errors: ['not_found']
@@ -438,8 +418,7 @@ export const ENDPOINTS = {
     method: 'POST',
     path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry',
     summary: 'Attempt a delivery once more, now (a disabled endpoint is enabled again)',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     params: 'DeliveryParamsSchema',
     response: { description: 'The delivery.', schema: 'DeliverySchema' },
     errors: ['not_found']
@@ -448,8 +427,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/environments',
     summary: 'The environments this executor serves (never their variables or secrets)',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     response: { description: 'The environments.', schema: 'ListEnvironmentsResponseSchema' },
     errors: []
   },
@@ -457,8 +435,7 @@ export const ENDPOINTS = {
     method: 'GET',
     path: '/api/v1/agent/models',
     summary: 'The models the configured agents accept, per environment, with the defaults',
-    auth: 'key',
-    rateLimited: true,
+    ...byKey,
     response: { description: 'The models.', schema: 'ListModelsResponseSchema' },
     errors: []
   },
