@@ -485,6 +485,10 @@ export const ENDPOINTS = {
 
 export type EndpointName = keyof typeof ENDPOINTS;
 
+/** @deprecated The table itself: each entry has its `method` and `path`. */
+export const ROUTES: { readonly [N in EndpointName]: Pick<(typeof ENDPOINTS)[N], 'method' | 'path'> } =
+  ENDPOINTS;
+
 export const ENDPOINT_NAMES = Object.keys(ENDPOINTS) as EndpointName[];
 
 /** Every error code an endpoint can answer: its own, then those of its auth, limit and any request. */
