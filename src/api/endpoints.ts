@@ -97,6 +97,9 @@ const idempotencyKey: EndpointHeader = {
 /** Most endpoints: an API key, each call taking a token from the key's bucket. */
 const byKey = { auth: 'key', rateLimited: true } as const;
 
+/** The two endpoints that answer an event stream: streams are bounded per key and node (too_many_streams). */
+const streamed = { ...byKey, errors: ['invalid_request', 'not_found', 'too_many_streams'] } as const;
+
 const create = {
   method: 'POST',
   summary: 'Create a run',
@@ -211,12 +214,11 @@ export const ENDPOINTS = {
     summary: "A run's events as they happen (a resumable event stream)",
     description:
       "With Accept: text/event-stream: a server-sent event stream of every transcript event after `after` (or the Last-Event-ID header), then each new one as it is written, state changes included: `id:` is the event's seq, `event:` its kind, `data:` the event as JSON (a `state` event carries the run's record as `run` when the record is in that state). A comment line is sent after each limits.stream_heartbeat (15 s) of silence. Once the run is terminal and its events are sent, an `event: done` message (data: run_id, state, last_seq, run) ends the stream. A reader too slow for limits.stream_buffer is cut between two messages; it resumes with Last-Event-ID. Streams are bounded per key (limits.max_streams_per_key) and per node (limits.max_streams): beyond, 429 too_many_streams with Retry-After. Without that Accept header: one JSON page, as the transcript answers it (after, limit, Prefer: wait).",
-    ...byKey,
+    ...streamed,
     params: 'RunIdParamsSchema',
     querystring: 'TranscriptQuerySchema',
     headers: [acceptStream, lastEventId, prefer],
-    response: { description: 'Transcript events (a JSON page, or the stream).', schema: 'TranscriptSchema' },
-    errors: ['invalid_request', 'not_found', 'too_many_streams']
+    response: { description: 'Transcript events (a JSON page, or the stream).', schema: 'TranscriptSchema' }
   },
   listEvents: {
     method: 'GET',
@@ -224,11 +226,10 @@ export const ENDPOINTS = {
     summary: 'Changes of state of several runs of the team, on one cursor',
     description:
       "run_ids (comma-separated or repeated, 1–100 runs of this key's team; another team's run is 404 like a run that does not exist), since (the next_since of the previous page, 0 for all) and limit (1–500, default 100). Each event: sequence (the team's cursor), run_id, type (run_in_progress, run_succeeded, run_failed, run_errored, run_blocked, run_cancelled), state and timestamp; event_type and occurred_at repeat type and timestamp under the production service's names. With Accept: text/event-stream: the same events as a stream (`id:` the sequence, `event:` the type, resumable with Last-Event-ID), ending with `event: done` once every run is terminal and its events are sent; streams are bounded as for a run's events.",
-    ...byKey,
+    ...streamed,
     querystring: 'EventsQuerySchema',
     headers: [acceptStream, lastEventId],
-    response: { description: 'A page of events.', schema: 'EventsPageSchema' },
-    errors: ['invalid_request', 'not_found', 'too_many_streams']
+    response: { description: 'A page of events.', schema: 'EventsPageSchema' }
   },
   getArtifact: {
     method: 'GET',

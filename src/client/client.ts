@@ -1,49 +1,17 @@
 // The typed client: one resource object per kind of thing the API serves (`client.runs`,
 // `client.schedules`, …, each in resources/), all sharing one transport (core.ts) that owns the
 // credential, retries and error mapping and takes each endpoint's method and path from the table.
-// The flat methods of earlier versions (`client.getRun`, …) remain as one-line delegations.
+// The flat methods of earlier versions (`client.getRun`, …) remain as one-line delegations typed
+// by the resource method each names, so the two cannot drift apart.
 
-import type {
-  ArtifactDetails,
-  Conversation,
-  CreateRunRequest,
-  CreateRunResponse,
-  ListRunsQuery,
-  Transcript
-} from '../api/index.js';
-import type {
-  CreateScheduleRequest,
-  EnvironmentRecord,
-  ListModelsResponse,
-  ScheduleRecord,
-  UpdateScheduleRequest
-} from '../api/schedules.js';
-import type {
-  CreateWebhookRequest,
-  DeliveryRecord,
-  WebhookRecord,
-  WebhookWithSecret
-} from '../api/webhooks.js';
 import { type ClientOptions, ClientCore } from './core.js';
-import type { Run } from './parse.js';
-import type { CallOptions, PollOptions, PollResult } from './poll.js';
 import { Artifacts } from './resources/artifacts.js';
 import { Environments } from './resources/environments.js';
-import { type EventsPage, Events } from './resources/events.js';
+import { Events } from './resources/events.js';
 import { Models } from './resources/models.js';
-import {
-  type CancelOptions,
-  type CreateOptions,
-  type FollowupRequest,
-  type FollowupResponse,
-  Runs,
-  type RunsPage
-} from './resources/runs.js';
+import { Runs } from './resources/runs.js';
 import { Schedules } from './resources/schedules.js';
 import { Webhooks } from './resources/webhooks.js';
-import type { DownloadedArtifact, TranscriptOptions, TranscriptRead } from './run-readers.js';
-import type { RunEventStream } from './stream.js';
-import type { WaitOptions, WaitResult } from './wait.js';
 
 export { type ClientOptions, type RetryInfo, normalizeBaseUrl } from './core.js';
 export type { EventsPage } from './resources/events.js';
@@ -92,144 +60,99 @@ export class AgentRunClient {
     this.core.transport.close();
   }
 
-  // The flat methods of earlier versions, each the resource method it names.
+  // The flat methods of earlier versions: each is the resource method it names, with its type.
 
   /** @deprecated Use `client.runs.create`. */
-  createRun(body: CreateRunRequest, options?: CreateOptions): Promise<CreateRunResponse> {
-    return this.runs.create(body, options);
-  }
+  readonly createRun: Runs['create'] = (...args) => this.runs.create(...args);
+
   /** @deprecated Use `client.runs.get`. */
-  getRun(runId: string, options?: CallOptions): Promise<Run> {
-    return this.runs.get(runId, options);
-  }
+  readonly getRun: Runs['get'] = (...args) => this.runs.get(...args);
+
   /** @deprecated Use `client.runs.poll`. */
-  pollRun(runId: string, options?: PollOptions): Promise<PollResult> {
-    return this.runs.poll(runId, options);
-  }
+  readonly pollRun: Runs['poll'] = (...args) => this.runs.poll(...args);
+
   /** @deprecated Use `client.runs.list`. */
-  listRuns(query?: ListRunsQuery, options?: CallOptions): Promise<RunsPage> {
-    return this.runs.list(query, options);
-  }
+  readonly listRuns: Runs['list'] = (...args) => this.runs.list(...args);
+
   /** @deprecated Use `client.runs.iterate`. */
-  iterateRuns(query?: ListRunsQuery, options?: CallOptions): AsyncGenerator<Run> {
-    return this.runs.iterate(query, options);
-  }
+  readonly iterateRuns: Runs['iterate'] = (...args) => this.runs.iterate(...args);
+
   /** @deprecated Use `client.runs.cancel`. */
-  cancelRun(runId: string, options?: CancelOptions): Promise<string> {
-    return this.runs.cancel(runId, options);
-  }
+  readonly cancelRun: Runs['cancel'] = (...args) => this.runs.cancel(...args);
+
   /** @deprecated Use `client.runs.followUp`. */
-  submitFollowup(runId: string, followup: FollowupRequest, options?: CallOptions): Promise<FollowupResponse> {
-    return this.runs.followUp(runId, followup, options);
-  }
+  readonly submitFollowup: Runs['followUp'] = (...args) => this.runs.followUp(...args);
+
   /** @deprecated Use `client.runs.stream`. */
-  runEvents(runId: string, options?: CallOptions): RunEventStream | undefined {
-    return this.runs.stream(runId, options);
-  }
+  readonly runEvents: Runs['stream'] = (...args) => this.runs.stream(...args);
+
   /** @deprecated Use `client.events.list`. */
-  listEvents(
-    runIds: readonly string[],
-    options?: CallOptions & { since?: number; limit?: number }
-  ): Promise<EventsPage> {
-    return this.events.list(runIds, options);
-  }
+  readonly listEvents: Events['list'] = (...args) => this.events.list(...args);
+
   /** @deprecated Use `client.runs.wait`. */
-  waitForRun(runId: string, options?: WaitOptions): Promise<WaitResult> {
-    return this.runs.wait(runId, options);
-  }
+  readonly waitForRun: Runs['wait'] = (...args) => this.runs.wait(...args);
+
   /** @deprecated Use `client.runs.conversation`. */
-  getConversation(runId: string, options?: CallOptions): Promise<Conversation> {
-    return this.runs.conversation(runId, options);
-  }
+  readonly getConversation: Runs['conversation'] = (...args) => this.runs.conversation(...args);
+
   /** @deprecated Use `client.runs.transcript`. */
-  getTranscript(runId: string, options?: TranscriptOptions): Promise<TranscriptRead | undefined> {
-    return this.runs.transcript(runId, options);
-  }
+  readonly getTranscript: Runs['transcript'] = (...args) => this.runs.transcript(...args);
+
   /** @deprecated Use `client.runs.wholeTranscript`. */
-  getWholeTranscript(
-    runId: string,
-    options?: CallOptions & { maxPages?: number }
-  ): Promise<Transcript | undefined> {
-    return this.runs.wholeTranscript(runId, options);
-  }
+  readonly getWholeTranscript: Runs['wholeTranscript'] = (...args) => this.runs.wholeTranscript(...args);
+
   /** @deprecated Use `client.artifacts.get`. */
-  getArtifact(artifactUid: string, options?: CallOptions): Promise<ArtifactDetails> {
-    return this.artifacts.get(artifactUid, options);
-  }
+  readonly getArtifact: Artifacts['get'] = (...args) => this.artifacts.get(...args);
+
   /** @deprecated Use `client.artifacts.download`. */
-  downloadArtifact(artifactUid: string, options?: CallOptions): Promise<DownloadedArtifact> {
-    return this.artifacts.download(artifactUid, options);
-  }
+  readonly downloadArtifact: Artifacts['download'] = (...args) => this.artifacts.download(...args);
+
   /** @deprecated Use `client.schedules.list`. */
-  listSchedules(options?: CallOptions): Promise<ScheduleRecord[]> {
-    return this.schedules.list(options);
-  }
+  readonly listSchedules: Schedules['list'] = (...args) => this.schedules.list(...args);
+
   /** @deprecated Use `client.schedules.get`. */
-  getSchedule(scheduleId: string, options?: CallOptions): Promise<ScheduleRecord> {
-    return this.schedules.get(scheduleId, options);
-  }
+  readonly getSchedule: Schedules['get'] = (...args) => this.schedules.get(...args);
+
   /** @deprecated Use `client.schedules.create`. */
-  createSchedule(body: CreateScheduleRequest, options?: CallOptions): Promise<ScheduleRecord> {
-    return this.schedules.create(body, options);
-  }
+  readonly createSchedule: Schedules['create'] = (...args) => this.schedules.create(...args);
+
   /** @deprecated Use `client.schedules.update`. */
-  updateSchedule(
-    scheduleId: string,
-    body: UpdateScheduleRequest,
-    options?: CallOptions
-  ): Promise<ScheduleRecord> {
-    return this.schedules.update(scheduleId, body, options);
-  }
+  readonly updateSchedule: Schedules['update'] = (...args) => this.schedules.update(...args);
+
   /** @deprecated Use `client.schedules.delete`. */
-  deleteSchedule(scheduleId: string, options?: CallOptions): Promise<void> {
-    return this.schedules.delete(scheduleId, options);
-  }
+  readonly deleteSchedule: Schedules['delete'] = (...args) => this.schedules.delete(...args);
+
   /** @deprecated Use `client.schedules.pause`. */
-  pauseSchedule(scheduleId: string, options?: CallOptions): Promise<ScheduleRecord> {
-    return this.schedules.pause(scheduleId, options);
-  }
+  readonly pauseSchedule: Schedules['pause'] = (...args) => this.schedules.pause(...args);
+
   /** @deprecated Use `client.schedules.resume`. */
-  resumeSchedule(scheduleId: string, options?: CallOptions): Promise<ScheduleRecord> {
-    return this.schedules.resume(scheduleId, options);
-  }
+  readonly resumeSchedule: Schedules['resume'] = (...args) => this.schedules.resume(...args);
+
   /** @deprecated Use `client.webhooks.list`. */
-  listWebhooks(options?: CallOptions): Promise<WebhookRecord[]> {
-    return this.webhooks.list(options);
-  }
+  readonly listWebhooks: Webhooks['list'] = (...args) => this.webhooks.list(...args);
+
   /** @deprecated Use `client.webhooks.get`. */
-  getWebhook(webhookId: string, options?: CallOptions): Promise<WebhookRecord> {
-    return this.webhooks.get(webhookId, options);
-  }
+  readonly getWebhook: Webhooks['get'] = (...args) => this.webhooks.get(...args);
+
   /** @deprecated Use `client.webhooks.create`. */
-  createWebhook(body: CreateWebhookRequest, options?: CallOptions): Promise<WebhookWithSecret> {
-    return this.webhooks.create(body, options);
-  }
+  readonly createWebhook: Webhooks['create'] = (...args) => this.webhooks.create(...args);
+
   /** @deprecated Use `client.webhooks.delete`. */
-  deleteWebhook(webhookId: string, options?: CallOptions): Promise<void> {
-    return this.webhooks.delete(webhookId, options);
-  }
+  readonly deleteWebhook: Webhooks['delete'] = (...args) => this.webhooks.delete(...args);
+
   /** @deprecated Use `client.webhooks.rotateSecret`. */
-  rotateWebhookSecret(webhookId: string, options?: CallOptions): Promise<WebhookWithSecret> {
-    return this.webhooks.rotateSecret(webhookId, options);
-  }
+  readonly rotateWebhookSecret: Webhooks['rotateSecret'] = (...args) => this.webhooks.rotateSecret(...args);
+
   /** @deprecated Use `client.webhooks.deliveries`. */
-  listWebhookDeliveries(webhookId: string, options?: CallOptions): Promise<DeliveryRecord[]> {
-    return this.webhooks.deliveries(webhookId, options);
-  }
+  readonly listWebhookDeliveries: Webhooks['deliveries'] = (...args) => this.webhooks.deliveries(...args);
+
   /** @deprecated Use `client.webhooks.retryDelivery`. */
-  retryWebhookDelivery(
-    webhookId: string,
-    deliveryId: string,
-    options?: CallOptions
-  ): Promise<DeliveryRecord> {
-    return this.webhooks.retryDelivery(webhookId, deliveryId, options);
-  }
+  readonly retryWebhookDelivery: Webhooks['retryDelivery'] = (...args) =>
+    this.webhooks.retryDelivery(...args);
+
   /** @deprecated Use `client.environments.list`. */
-  listEnvironments(options?: CallOptions): Promise<EnvironmentRecord[]> {
-    return this.environments.list(options);
-  }
+  readonly listEnvironments: Environments['list'] = (...args) => this.environments.list(...args);
+
   /** @deprecated Use `client.models.list`. */
-  listModels(options?: CallOptions): Promise<ListModelsResponse> {
-    return this.models.list(options);
-  }
+  readonly listModels: Models['list'] = (...args) => this.models.list(...args);
 }
