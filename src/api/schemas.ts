@@ -232,6 +232,21 @@ export const CreatorSchema = Type.Object({
   display_name: Type.Optional(Type.String())
 });
 
+export const WorkloadSchema = Type.Object(
+  {
+    issuer: Type.String({ description: 'The OIDC issuer that signed the token.' }),
+    repository: Type.Optional(Type.String()),
+    ref: Type.Optional(Type.String()),
+    workflow_ref: Type.Optional(Type.String()),
+    run_id: Type.Optional(Type.String())
+  },
+  {
+    additionalProperties: true,
+    description:
+      "Set by the server when a workload's OIDC token created the run: the claims it was admitted by."
+  }
+);
+
 export const RunRecordSchema = Type.Object(
   {
     run_id: Type.String(),
@@ -251,7 +266,8 @@ export const RunRecordSchema = Type.Object(
     source: Type.Optional(Type.String()),
     parent_run_id: Type.Optional(
       NullableString({ description: 'The run this one is a child of (absent for a root run).' })
-    )
+    ),
+    workload: Type.Optional(WorkloadSchema)
   },
   { additionalProperties: true }
 );
