@@ -151,11 +151,18 @@ function passedVariables(environment: EnvironmentConfig): Record<string, string>
 /** The store as executing one run sees it: its transcript, its artifacts, the hold on an earlier run. */
 export type RunStepStore = TranscriptStore & ArtifactStore & RunHoldStore & Pick<RunRequestStore, 'getRun'>;
 
+/**
+ * What of the executor's configuration a run reads (built once by the pool, for every run): where
+ * its files go, the configuration file its sandbox hides, and the workspace bounds. What its agent
+ * kind gets is the environment's `agent:` and the AgentContext steps.ts builds, never this.
+ */
+export type RunSettings = Pick<ExecutorConfig, 'dataDir' | 'configFile' | 'workspaces'>;
+
 /** What executing a run needs: the run, where it runs, and the pool's means of reporting. */
 export interface ExecuteOptions {
   run: StoredRun;
   environment: EnvironmentConfig;
-  config: ExecutorConfig;
+  config: RunSettings;
   /** Aborted on cancel, lease lost and shutdown by the pool; on the time limit and quota from here. */
   controller: AbortController;
   record: Recorder;
