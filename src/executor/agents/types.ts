@@ -41,6 +41,11 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   runConfig?: Record<string, unknown>;
   /** The run's own HOME on the host (what the sandbox shows as HOME), kept for the whole run. */
   home?: string;
+  /**
+   * A harness run without a sandbox: a temporary folder of the turn's own on the host, for the CLI's
+   * TMPDIR (a sandbox's /tmp is the run's own already), removed when the turn ends.
+   */
+  tmp?: string;
   /** The turn of the run's conversation, from 1; a later one is a follow-up's. */
   turn?: number;
   /** `plan`: the workspace is read-only (the sandbox enforces it) and the final answer is the plan. */

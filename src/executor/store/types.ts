@@ -330,12 +330,6 @@ export interface RunStore {
     continuableSince: string
   ): Promise<FollowupResult>;
 
-  /**
-   * Queues an ended run again for follow-ups its last turn did not take (one that arrived as the
-   * worker was finishing); the run as it is now, or undefined when it was not in an ended state.
-   */
-  requeueRun(runId: string, at: string): Promise<StoredRun | undefined>;
-
   // runs, as the worker sees them
   /**
    * Moves a QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. Teams take
@@ -354,7 +348,11 @@ export interface RunStore {
   findClaim(owner: string): Promise<StoredRun | undefined>;
   /** Extends a lease; false when the run is no longer this owner's INPROGRESS run. */
   renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean>;
-  /** Ends a run this owner holds; false when it was no longer held (cancelled meanwhile). */
+  /**
+   * Ends a run this owner holds; false when it was no longer held (cancelled meanwhile). A run that
+   * ends other than CANCELLED while a follow-up of it waits untaken (one recorded after its worker's
+   * last look) is queued again in the same transaction.
+   */
   finishRun(runId: string, owner: string, outcome: Outcome, at: string): Promise<StoredRun | undefined>;
   /** Fails every INPROGRESS run whose lease expired (all of them when `all`). */
   failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]>;
@@ -451,14 +449,7 @@ export type NodeStore = Pick<RunStore, 'reportNode' | 'listNodes' | 'removeNode'
 /** Runs as the API sees them: created, read, listed, cancelled, followed up. */
 export type RunRequestStore = Pick<
   RunStore,
-  | 'createRun'
-  | 'getRun'
-  | 'getRunAnyTeam'
-  | 'listRuns'
-  | 'countRunsByState'
-  | 'cancelRun'
-  | 'submitFollowup'
-  | 'requeueRun'
+  'createRun' | 'getRun' | 'getRunAnyTeam' | 'listRuns' | 'countRunsByState' | 'cancelRun' | 'submitFollowup'
 >;
 /** Runs as the worker sees them: claimed under a lease, renewed, finished, failed when abandoned. */
 export type RunClaimStore = Pick<

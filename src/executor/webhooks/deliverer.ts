@@ -56,7 +56,7 @@ export class Deliverer {
 
   constructor(
     private readonly store: RunStore,
-    private readonly config: ExecutorConfig,
+    private readonly config: Pick<ExecutorConfig, 'webhooks' | 'limits'>,
     private readonly options: DelivererOptions
   ) {}
 

@@ -20,8 +20,7 @@ import {
   StoreUnavailableError
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
-import type { RunStepStore } from './steps.js';
-import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
+import type { RunSettings, RunStepStore } from './steps.js';
 import { unmountAll } from '../workspace/layers.js';
 import { unmountAllNow } from '../workspace/mounts.js';
 import {
@@ -42,7 +41,13 @@ export type WorkerStore = RunClaimStore &
   RunChangeFeed &
   PruneStore &
   RunStepStore &
-  Pick<RunRequestStore, 'getRun' | 'getRunAnyTeam' | 'requeueRun'>;
+  Pick<RunRequestStore, 'getRun' | 'getRunAnyTeam'>;
+
+/** What of the configuration the pool reads: its limits and leases, the environments, where files are. */
+export type WorkerSettings = Pick<
+  ExecutorConfig,
+  'dataDir' | 'configFile' | 'environments' | 'leaseMs' | 'limits' | 'workers' | 'workspaces'
+>;
 
 const STOP_WAIT_MS = 10_000;
 
@@ -66,6 +71,8 @@ export class WorkerPool {
   private readonly uncertain: string[] = [];
   private readonly active = new Map<string, Active>();
   private readonly environments: Map<string, EnvironmentConfig>;
+  /** What every run reads of the configuration, built once. */
+  private readonly runSettings: RunSettings;
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe?: () => void;
   private draining = false;
@@ -78,7 +85,7 @@ export class WorkerPool {
 
   constructor(
     private readonly store: WorkerStore,
-    private readonly config: ExecutorConfig,
+    private readonly config: WorkerSettings,
     private readonly log: FastifyBaseLogger,
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
     private readonly runsWork = true,
@@ -86,6 +93,8 @@ export class WorkerPool {
     private readonly sessionLink?: (run: StoredRun) => string | undefined
   ) {
     this.environments = new Map(config.environments.map(env => [env.id, env]));
+    const { dataDir, configFile, workspaces } = config;
+    this.runSettings = { dataDir, configFile, workspaces };
   }
 
   /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
@@ -292,7 +301,7 @@ export class WorkerPool {
     const outcome = await executeRun({
       run,
       environment,
-      config: this.config,
+      config: this.runSettings,
       controller,
       record,
       log: this.log,
@@ -308,13 +317,8 @@ export class WorkerPool {
       () => this.store.finishRun(run.run_id, run.lease_owner!, outcome, at),
       FINISH_RETRY_MS
     );
-    // A follow-up that arrived after the last turn looked, while the run was still INPROGRESS, is
-    // taken by queuing the run again (the API's second look covers the other order).
-    if (finished && outcome.state !== 'CANCELLED') {
-      const events = await this.store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }).catch(() => []);
-      if (nextTurn(run, events, 1))
-        await this.persist(() => this.store.requeueRun(run.run_id, now()), FINISH_RETRY_MS);
-    }
+    // A follow-up that arrived after the last turn looked is the store's to take: the finish queues
+    // the run again in its transaction (store/sql-store.ts requeueWaiting).
     if (!finished) {
       // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
       const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);

@@ -4,7 +4,7 @@
 // It gathers what happened and never decides the run's outcome: execute.ts takes it from here
 // (the diff, the outputs, publishing) and runs/outcomes.ts decides.
 
-import { existsSync, lchownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lchownSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
@@ -151,11 +151,18 @@ function passedVariables(environment: EnvironmentConfig): Record<string, string>
 /** The store as executing one run sees it: its transcript, its artifacts, the hold on an earlier run. */
 export type RunStepStore = TranscriptStore & ArtifactStore & RunHoldStore & Pick<RunRequestStore, 'getRun'>;
 
+/**
+ * What of the executor's configuration a run reads (built once by the pool, for every run): where
+ * its files go, the configuration file its sandbox hides, and the workspace bounds. What its agent
+ * kind gets is the environment's `agent:` and the AgentContext steps.ts builds, never this.
+ */
+export type RunSettings = Pick<ExecutorConfig, 'dataDir' | 'configFile' | 'workspaces'>;
+
 /** What executing a run needs: the run, where it runs, and the pool's means of reporting. */
 export interface ExecuteOptions {
   run: StoredRun;
   environment: EnvironmentConfig;
-  config: ExecutorConfig;
+  config: RunSettings;
   /** Aborted on cancel, lease lost and shutdown by the pool; on the time limit and quota from here. */
   controller: AbortController;
   record: Recorder;
@@ -197,6 +204,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     ? join(config.dataDir, 'homes', run.run_id)
     : undefined;
   ran.home = home;
+  let tmp: string | undefined;
   try {
     // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
     // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
@@ -243,6 +251,12 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
       });
     const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
     ran.outputs = outputs;
+    // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
+    // sends Claude Code back to the machine's /tmp).
+    if (home && !environment.sandbox.enabled) {
+      mkdirSync(join(config.dataDir, 'tmp'), { recursive: true, mode: 0o700 });
+      tmp = mkdtempSync(join(config.dataDir, 'tmp', 't'));
+    }
     const conversationFile = join(outputs.dir, 'conversation.md');
     writeFileSync(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
     if (user) lchownSync(conversationFile, user.uid, user.gid);
@@ -310,6 +324,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
       record,
       runConfig: runConfigOf(run),
       home,
+      tmp,
       processes: confined.processes
     });
     return { ...ran, ended, usage: ended.request_usage };
@@ -321,6 +336,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
   } finally {
     clearTimeout(timeout);
     stopWatch?.();
+    if (tmp) removeTree(tmp);
     // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
     await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
   }

@@ -85,7 +85,10 @@ export async function runHarness(
   const cliEnv = spec.env(input, listed);
   const base: Record<string, string> = {};
   for (const name of BASE_VARIABLES) if (process.env[name] !== undefined) base[name] = process.env[name]!;
-  const env = { ...base, ...cliEnv, HOME: home };
+  const env: Record<string, string> = { ...base, ...cliEnv, HOME: home };
+  // Without a sandbox (whose /tmp is a tmpfs of the run's), the CLI's temporary files (Claude Code's
+  // session folders and sockets) go in the turn's own folder, never in the machine's /tmp.
+  if (context.tmp && context.processes.home === undefined) env.TMPDIR = context.tmp;
   const secrets = secretsOf(listed, cliEnv, input.mcpServers);
   // Built once for the run: each string is then read once, however many secrets there are.
   const redact = secretRedactor(secrets);
