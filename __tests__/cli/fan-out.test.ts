@@ -264,6 +264,9 @@ describe('agent-run run --fan-out', () => {
       expect(run.code).toBe(2);
       expect(run.stderr).toContain(message);
     }
+    const help = await runCli(['run', '--help'], { env });
+    for (const option of ['--fan-out FILE', '--max-parallel N', '--require all|any', '--idempotency-key KEY'])
+      expect(help.stdout).toContain(option);
     const alone = await runCli(['run', '--environment', 'local', '--max-parallel', '2', 'x'], { env });
     expect(alone.code).toBe(2);
     expect(alone.stderr).toContain('--max-parallel is for --fan-out FILE; give --fan-out too');

@@ -68,7 +68,7 @@ Fan-out:
                          not) instead of creating more; change the item or pass a new KEY to start anew.
                          Ctrl-C or SIGTERM cancels every run the command created.
 
-Examples:
+Example:
   AGENT_RUN_API_KEY=... agent-run run --base-url http://127.0.0.1:8080 --environment local "Fix the failing test"
   agent-run run --environment local --fan-out reviews.yml --max-parallel 3 --require any
 
