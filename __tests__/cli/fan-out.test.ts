@@ -192,6 +192,36 @@ describe('agent-run run --fan-out', () => {
     expect((await serverRuns(name))[1]!.metadata).toEqual({ team: 'web', fan_out: name, fan_out_index: '1' });
   });
 
+  it('checks each answer against --output-schema, and shows a title’s control characters escaped in aligned columns', async () => {
+    const schema = join(dir, 'verdict.json');
+    writeFileSync(
+      schema,
+      JSON.stringify({ type: 'object', required: ['verdict'], properties: { verdict: { type: 'string' } } })
+    );
+    const { file } = list(
+      [
+        '- title: "Red \\e[31m title"',
+        '  prompt: \'@sim json {"verdict": "pass"}\'',
+        '- "@sim result no object"'
+      ].join('\n')
+    );
+    const run = await runCli(
+      ['run', '--environment', 'local', '--fan-out', file, '--output-schema', schema],
+      {
+        env
+      }
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^\[\d\/2\] fan-out\[1\]: run [\w-]+ SUCCEEDED after \d+s, but its structured output does not match: /m
+    );
+    expect(run.stdout).not.toContain('\u001b');
+    const [header, first, second] = run.stdout.split('\n');
+    expect(first).toContain('Red \\x1b[31m title');
+    for (const line of [first!, second!]) expect(line.indexOf('SUCCEEDED')).toBe(header!.indexOf('STATE'));
+    expect(second).toContain('invalid structured output');
+  });
+
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     it(`cancels every run it created on ${signal} and exits 130`, async () => {
       const { file, name } = list(

@@ -27,6 +27,7 @@ import {
 import { FAN_OUT_FORM, MAX_PARALLEL, parseFanOut } from '../../client/fan-out-items.js';
 import { CliError, EXIT, usage } from '../exit.js';
 import type { Terminal } from '../terminal.js';
+import { visible } from '../visible.js';
 
 /** About 15 s of backoff before a create gives up; the idempotency key makes the retries safe. */
 const CREATE_RETRIES = 5;
@@ -303,7 +304,7 @@ export async function runFanOut(
       ends.map(end => jsonEntry(end, defaults.schema !== undefined)),
       2
     );
-  else terminal.out(endTable(ends));
+  else terminal.out(endTable(ends, terminal.raw ? text => text : visible));
 
   const succeeded = ends.filter(end => end.conclusion === 'succeeded').length;
   const met = options.require === 'all' ? succeeded === ends.length : succeeded > 0;
@@ -396,8 +397,11 @@ function clip(text: string, max: number): string {
   return line.length > max ? `${line.slice(0, max)}…` : line;
 }
 
-/** The table at the end: one row per item in input order; `-` for an empty cell. */
-function endTable(ends: ItemEnd[]): string {
+/**
+ * The table at the end: one row per item in input order; `-` for an empty cell. Cells are cleaned
+ * before the columns are measured, so a control character shown as `\x1b` keeps them aligned.
+ */
+function endTable(ends: ItemEnd[], clean: (text: string) => string): string {
   const rows = ends.map(end => [
     String(end.item.index),
     clip(end.item.title ?? '', CELL) || '-',
@@ -411,7 +415,10 @@ function endTable(ends: ItemEnd[]): string {
         )
       : clip(String(end.run?.status_message ?? end.problem ?? ''), CELL)
   ]);
-  return table(['#', 'TITLE', 'STATE', 'DURATION', 'RUN', 'ANSWER OR MESSAGE'], rows);
+  return table(
+    ['#', 'TITLE', 'STATE', 'DURATION', 'RUN', 'ANSWER OR MESSAGE'],
+    rows.map(row => row.map(clean))
+  );
 }
 
 /** One entry of `--json`: the fields of the action's `runs` output. */
