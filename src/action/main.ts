@@ -53,7 +53,7 @@ async function mainStep(): Promise<void> {
   let runId: string | undefined;
   if (settings.fanOut) {
     try {
-      return await fanOutStep(client, settings, settings.fanOut, startedAt, termination);
+      return await fanOutStep(client, settings, settings.fanOut, startedAt, termination, comment);
     } catch (error) {
       core.setFailed(error instanceof Error ? error.message : String(error));
       return;
