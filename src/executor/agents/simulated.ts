@@ -248,9 +248,8 @@ async function directive(
         prompt: rest.replace(/\\n/g, '\n'),
         environment: context.environmentId
       });
-      if (typeof called !== 'object' || called === null || Array.isArray(called))
-        return called as AgentResult;
-      const id = String((called as { run_id?: unknown }).run_id);
+      if ('failure' in called) return called.failure;
+      const id = String((called.answer as { run_id?: unknown } | null)?.run_id);
       (answer.children ??= []).push(id);
       await context.record('message', { text: `started child run ${id}` });
       return undefined;
@@ -259,8 +258,8 @@ async function directive(
       const ids = answer.children ?? [];
       if (ids.length === 0) return invalid('@sim gather', 'no @sim child came before it in this turn');
       const called = await childClient(context, '@sim gather', { action: 'gather', ids });
-      if (!Array.isArray(called)) return called as AgentResult;
-      const lines = (called as { run_id: string; state: string; result: string }[]).map(
+      if ('failure' in called) return called.failure;
+      const lines = (called.answer as { run_id: string; state: string; result: string }[]).map(
         (child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`
       );
       answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
@@ -283,12 +282,14 @@ async function childClient(
   context: AgentContext,
   what: string,
   ask: Record<string, unknown>
-): Promise<unknown> {
+): Promise<{ answer: unknown } | { failure: AgentResult }> {
   if (context.mode !== 'orchestrate' || !context.env.AGENT_RUN_API_KEY)
-    return invalid(
-      what,
-      'this turn is not in mode orchestrate, so it has no credential to start child runs with'
-    );
+    return {
+      failure: invalid(
+        what,
+        'this turn is not in mode orchestrate, so it has no credential to start child runs with'
+      )
+    };
   let out = '';
   let err = '';
   const ran = await context.processes.run(process.execPath, ['-e', CHILD_CLIENT], {
@@ -297,15 +298,17 @@ async function childClient(
     onStdout: chunk => void (out = (out + chunk.toString('utf8')).slice(0, MAX_CLIENT_OUTPUT)),
     onStderr: chunk => void (err = (err + chunk.toString('utf8')).slice(-4096))
   });
-  if (context.signal.aborted) return agentStopped();
+  if (context.signal.aborted) return { failure: agentStopped() };
   if (ran.exitCode !== 0)
-    return agentFailed(
-      `${what}: the executor refused or could not be reached: ${err.trim() || `exit code ${ran.exitCode ?? ran.signal}`}`
-    );
+    return {
+      failure: agentFailed(
+        `${what}: the executor refused or could not be reached: ${err.trim() || `exit code ${ran.exitCode ?? ran.signal}`}`
+      )
+    };
   try {
-    return JSON.parse(out) as unknown;
+    return { answer: JSON.parse(out) as unknown };
   } catch {
-    return agentFailed(`${what}: the child client's answer was not JSON`);
+    return { failure: agentFailed(`${what}: the child client's answer was not JSON`) };
   }
 }
 
