@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseConfig } from '../../src/executor/config/config.js';
 import { RUN_TOKEN_PREFIX, generateKey, hashKey } from '../../src/executor/store/keys.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
@@ -22,6 +22,8 @@ let keyB: string;
 const shared = tempDir('orchestrate-shared-');
 chmodSync(shared, 0o777);
 const source = tempDir('orchestrate-source-');
+/** The bundled `agent-run` CLI, run inside the sandbox with the executor's own node. */
+const CLI = resolve('dist/cli/index.js');
 const TOKEN_SHAPE = new RegExp(`${RUN_TOKEN_PREFIX}[0-9A-Za-z]{36}`);
 
 /**
@@ -48,7 +50,7 @@ beforeAll(async () => {
   requireBubblewrap();
   writeFileSync(join(source, 'README.md'), 'hello\n');
   writeFileSync(join(shared, 'call.cjs'), CALL, { mode: 0o644 });
-  const sandbox = { read: [shared], write: [shared] };
+  const sandbox = { read: [shared, dirname(CLI)], write: [shared] };
   ex = await startTestExecutor({
     // Room for the sleeping runs the tests hold beside the ones they watch.
     workers: 8,
@@ -135,6 +137,22 @@ describe('an orchestrate run', () => {
     expect(answer).toMatch(/^Gathered 2 child runs:/);
     expect(answer).toMatch(/SUCCEEDED: alpha/);
     expect(answer).toMatch(/SUCCEEDED: beta/);
+  }, 240_000);
+
+  it('lets `agent-run` work inside the sandbox with AGENT_RUN_BASE_URL and AGENT_RUN_API_KEY', async () => {
+    const id = await create(
+      `@sim run /run/agent-proxy-node ${CLI} run "@sim result answered through the cli" && /run/agent-proxy-node ${CLI} list`,
+      { mode: 'orchestrate' }
+    );
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    const [child] = await childrenOf(id);
+    expect(child).toBeDefined();
+    const events = await transcript(ex, key, id);
+    const output = String(events.find(event => event.kind === 'command')?.output);
+    // The child's answer on stdout, then the list (of the runs below this one) naming it.
+    expect(output).toContain('answered through the cli');
+    expect(output).toContain(child!.run_id);
+    expect((await ended(child!.run_id)).state).toBe('SUCCEEDED');
   }, 240_000);
 
   it('continues in mode orchestrate on a follow-up', async () => {

@@ -59,7 +59,8 @@ export const ERROR_CODES = {
   operation_not_supported: {
     status: 422,
     retryable: false,
-    meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
+    meaning:
+      'The executor does not support what the request asks for (mode orchestrate in an environment whose sandbox could not keep the credential of the run inside).'
   },
   schedule_limit_reached: {
     status: 409,

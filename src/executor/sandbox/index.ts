@@ -82,7 +82,7 @@ export class RunSandbox implements Confinement {
   static async create(options: RunSandboxOptions): Promise<RunSandbox> {
     const { sandbox, gateway } = options;
     if (gateway && sandbox.network === 'host')
-      throw new Error('an orchestrate turn needs a sandbox whose network is not the host\'s');
+      throw new Error("an orchestrate turn needs a sandbox whose network is not the host's");
     const targets = Array.isArray(sandbox.network) ? sandbox.network : [];
     const proxy =
       Array.isArray(sandbox.network) || gateway

@@ -91,6 +91,22 @@ const ALLOWED = new Set<EndpointName>([
 ]);
 
 /**
+ * A 403 unless the endpoint is one a run token may use: checked as soon as the token is, before
+ * the request is parsed, so a refused endpoint says so whatever the request holds.
+ */
+export function checkOrchestratorEndpoint(
+  orchestrator: Orchestrator,
+  endpoint: EndpointName | undefined,
+  request: FastifyRequest
+): void {
+  if (endpoint === undefined || !ALLOWED.has(endpoint))
+    throw new ProblemError(
+      'forbidden',
+      `a run's orchestrate credential may create, read, list, cancel and follow up only the runs below its run ${orchestrator.runId}; ${request.method} ${request.routeOptions.url ?? request.url} is not among these`
+    );
+}
+
+/**
  * Checks (and completes) a request of an orchestrator before its handler runs: the endpoint is
  * one it may use, each run it names is below its own run, a create's environment is one it may
  * use. A create without parent_run_id gets its own run as the parent, a list without
@@ -104,11 +120,7 @@ export async function checkOrchestratorRequest(
   request: FastifyRequest
 ): Promise<void> {
   const own = orchestrator.runId;
-  if (!ALLOWED.has(endpoint))
-    throw new ProblemError(
-      'forbidden',
-      `a run's orchestrate credential may create, read, list, cancel and follow up only the runs below its run ${own}; ${request.method} ${request.routeOptions.url ?? request.url} is not among these`
-    );
+  checkOrchestratorEndpoint(orchestrator, endpoint, request);
   const below = (id: string) => store.isDescendant(team, id, own);
   const within = async (id: string) => id === own || (await below(id));
   const params = request.params as { run_id?: unknown } | undefined;

@@ -46,7 +46,9 @@ export function generateKey(prefix = KEY_PREFIX): string {
 export const RUN_TOKEN_PREFIX = 'art_';
 
 export function isWellFormedRunToken(token: string): boolean {
-  return token.startsWith(RUN_TOKEN_PREFIX) && isWellFormedKey(KEY_PREFIX + token.slice(RUN_TOKEN_PREFIX.length));
+  return (
+    token.startsWith(RUN_TOKEN_PREFIX) && isWellFormedKey(KEY_PREFIX + token.slice(RUN_TOKEN_PREFIX.length))
+  );
 }
 
 export function generateKeyId(): string {

@@ -17,7 +17,10 @@ import type { Recorder } from './steps.js';
 export const GATEWAY_URL = `http://${GATEWAY_HOST}`;
 
 export interface OrchestrateTurn {
-  /** AGENT_RUN_BASE_URL and AGENT_RUN_API_KEY, for the agent's processes. */
+  /**
+   * AGENT_RUN_BASE_URL, AGENT_RUN_API_KEY and AGENT_RUN_ENVIRONMENT (the run's own, where
+   * `agent-run run` starts a child unless told otherwise), for the agent's processes.
+   */
   env: Record<string, string>;
   /** What the run's proxy forwards to, and the secret it adds. */
   gateway: ProxyGateway;
@@ -52,7 +55,11 @@ export async function startOrchestrateTurn(
     created_at: new Date().toISOString()
   });
   return {
-    env: { AGENT_RUN_BASE_URL: GATEWAY_URL, AGENT_RUN_API_KEY: token },
+    env: {
+      AGENT_RUN_BASE_URL: GATEWAY_URL,
+      AGENT_RUN_API_KEY: token,
+      AGENT_RUN_ENVIRONMENT: run.environment_id
+    },
     gateway: { target: apiUrl, secret: via },
     revoke: () => store.deleteRunTokens(run.run_id)
   };

@@ -31,8 +31,7 @@ export interface Turn {
   startFrom?: string;
 }
 
-const modeOf = (value: unknown): TurnMode =>
-  value === 'plan' || value === 'orchestrate' ? value : 'normal';
+const modeOf = (value: unknown): TurnMode => (value === 'plan' || value === 'orchestrate' ? value : 'normal');
 
 /**
  * The next turn of a run, from its create request's prompt and mode and its transcript; undefined

@@ -16,7 +16,12 @@ import {
   routePath
 } from '../../../api/endpoints.js';
 import { type Principal, authenticate, authenticateToken, bearerOf, carriesToken } from '../auth.js';
-import { authenticateRunToken, carriesRunToken, checkOrchestratorRequest } from '../run-token.js';
+import {
+  authenticateRunToken,
+  carriesRunToken,
+  checkOrchestratorEndpoint,
+  checkOrchestratorRequest
+} from '../run-token.js';
 import type { ServerContext } from '../context.js';
 import type { DownloadLinks } from '../download-links.js';
 import { ProblemError } from '../problem.js';
@@ -51,6 +56,11 @@ export interface RouteTrees {
   downloads: DownloadLinks;
 }
 
+/** The endpoint a request was routed to (each route's config names it). */
+function endpointOf(request: FastifyRequest): EndpointName | undefined {
+  return (request.routeOptions.config as { endpoint?: EndpointName }).endpoint;
+}
+
 /** The hook that admits a request to a tree of this access kind (undefined: everyone). */
 function accessHook(
   auth: EndpointAuth,
@@ -76,6 +86,7 @@ function accessHook(
           );
           const id = `run:${orchestrator.runId}`;
           request.principal = { keyId: id, team, kind: 'agent', name: id, orchestrator };
+          checkOrchestratorEndpoint(orchestrator, endpointOf(request), request);
         } else
           request.principal = carriesToken(header)
             ? await authenticateToken(context.oidc, request)
@@ -135,7 +146,7 @@ export async function registerEndpoints(
       if (auth === 'key')
         tree.addHook('preHandler', async request => {
           const { orchestrator, team } = request.principal;
-          const endpoint = (request.routeOptions.config as { endpoint?: EndpointName }).endpoint;
+          const endpoint = endpointOf(request);
           if (orchestrator && endpoint)
             await checkOrchestratorRequest(trees.context.store, team, orchestrator, endpoint, request);
         });
