@@ -11,7 +11,11 @@ import { secretRedactor } from '../agents/harness/redact.js';
 import { GATEWAY_HOST, type ProxyGateway } from '../sandbox/proxy.js';
 import { RUN_TOKEN_PREFIX, generateKey, hashKey } from '../store/keys.js';
 import type { RunTokenStore, StoredRun } from '../store/types.js';
-import type { Recorder } from './steps.js';
+
+/** steps.ts's Recorder (named here again: steps.ts imports this module). */
+type Recorder = ((kind: string, data: Record<string, unknown>) => Promise<void>) & {
+  flush?: () => Promise<void>;
+};
 
 /** What the sandbox of an orchestrate turn sees: the variables `agent-run` reads. */
 export const GATEWAY_URL = `http://${GATEWAY_HOST}`;
