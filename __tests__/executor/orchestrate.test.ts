@@ -227,7 +227,7 @@ describe("an orchestrate run's credential", () => {
     const go = join(shared, 'go-outside');
     const id = await create(
       [
-        `@sim run printf %s "$AGENT_RUN_API_KEY" > ${tokenFile}; echo "the key is $AGENT_RUN_API_KEY"`,
+        `@sim run printf %s "$AGENT_RUN_API_KEY" > ${tokenFile}; echo "the key is $AGENT_RUN_API_KEY" | tee leaked.txt`,
         `@sim run while [ ! -e ${go} ]; do sleep 0.1; done`,
         '@sim result done'
       ].join('\n'),
@@ -269,6 +269,18 @@ describe("an orchestrate run's credential", () => {
     expect(text).not.toContain(token);
     expect(text).not.toMatch(TOKEN_SHAPE);
     expect(text).toContain('the key is [redacted]');
+    // So has the changes.patch artifact of the file the agent wrote it into.
+    const record = (await (await ex.request(`/api/v1/agent/runs/${id}`, { key })).json()) as {
+      artifacts: { data: { artifact_uid?: string; filename?: string } }[];
+    };
+    const uid = record.artifacts.find(artifact => artifact.data.filename === 'changes.patch')?.data
+      .artifact_uid;
+    const details = (await (await ex.request(`/api/v1/agent/artifacts/${uid}`, { key })).json()) as {
+      download_url: string;
+    };
+    const patch = await (await fetch(details.download_url)).text();
+    expect(patch).toContain('+the key is [redacted]');
+    expect(patch).not.toMatch(TOKEN_SHAPE);
 
     // Leaked to another orchestrate run, it is refused there too, through that run's own proxy.
     const other = await create(
