@@ -81,8 +81,11 @@ export const MAX_METADATA_FILTERS = 5;
 
 /** The longest follow-up message, in characters. */
 export const MAX_FOLLOWUP_MESSAGE = 100_000;
-/** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
-export const RUN_MODES = ['normal', 'plan'] as const;
+/**
+ * The modes a run or a follow-up may ask for: `orchestrate` gives the run's sandbox a credential
+ * that may start and steer child runs of its own.
+ */
+export const RUN_MODES = ['normal', 'plan', 'orchestrate'] as const;
 export type RunMode = (typeof RUN_MODES)[number];
 
 /** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
@@ -98,8 +101,9 @@ export const FollowupRequestSchema = Type.Object(
     }),
     mode: Type.Optional(
       Type.String({
-        description: '`normal` (the default) or `plan` (the agent may read the workspace, not change it).',
-        expected: 'normal or plan'
+        description:
+          '`normal` (the default), `plan` (the agent may read the workspace, not change it) or `orchestrate` (the agent may start and steer child runs).',
+        expected: 'normal, plan or orchestrate'
       })
     )
   },

@@ -13,6 +13,19 @@ export type { Outcome };
 /** A personal key acts for its user; an agent key for a service account. */
 export type KeyKind = 'personal' | 'agent';
 
+/**
+ * The credential of one orchestrate turn of a run (worker/orchestrate.ts): only the SHA-256 of the
+ * token the run's sandbox holds, and of the secret its proxy adds to each request it forwards.
+ */
+export interface RunTokenRecord {
+  hash: string;
+  via_hash: string;
+  run_id: string;
+  team: string;
+  environment_id: string;
+  created_at: string;
+}
+
 export interface KeyRecord {
   id: string;
   team: string;
@@ -276,6 +289,12 @@ export interface RunStore {
   listKeys(): Promise<KeyRecord[]>;
   revokeKey(id: string, at: string): Promise<boolean>;
 
+  // run tokens (an orchestrate turn's credential)
+  createRunToken(token: RunTokenRecord): Promise<void>;
+  findRunToken(hash: string): Promise<RunTokenRecord | undefined>;
+  /** Removes the run's tokens (its orchestrate turn ended). */
+  deleteRunTokens(runId: string): Promise<void>;
+
   // dashboard sessions
   /** Stores a new session (and drops expired ones). */
   createWebSession(session: WebSession): Promise<void>;
@@ -440,6 +459,8 @@ export interface RunStore {
 
 /** API keys (the server's authentication, the CLI's key commands). */
 export type KeyStore = Pick<RunStore, 'createKey' | 'findKeyByHash' | 'listKeys' | 'revokeKey'>;
+/** The credentials of orchestrate turns. */
+export type RunTokenStore = Pick<RunStore, 'createRunToken' | 'findRunToken' | 'deleteRunTokens'>;
 /** The dashboard's sign-in sessions. */
 export type WebSessionStore = Pick<RunStore, 'createWebSession' | 'findWebSession' | 'deleteWebSession'>;
 /** Who may do what: keys and the dashboard's sessions. */

@@ -94,7 +94,8 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
       outputs,
       workspace: workspace && readable ? { changed, patch: max => workspace.patch(max) } : undefined,
       maxPatchBytes: config.workspaces.maxPatchBytes,
-      record
+      record,
+      secrets: options.secrets
     }).catch(error => {
       log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs');
       return undefined;

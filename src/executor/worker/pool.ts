@@ -31,6 +31,7 @@ import {
   sweepFinishedWorkspaces
 } from './maintenance.js';
 import { boundTranscript } from './transcript-budget.js';
+import { redactSecrets, redactingRecorder } from './orchestrate.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 import { environmentGone } from '../runs/outcomes.js';
 
@@ -90,7 +91,9 @@ export class WorkerPool {
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
     private readonly runsWork = true,
     /** The run's session link, for what publishing writes (commit message, pull request). */
-    private readonly sessionLink?: (run: StoredRun) => string | undefined
+    private readonly sessionLink?: (run: StoredRun) => string | undefined,
+    /** Where this node's runs reach the executor's API (orchestrate turns); undefined: nowhere. */
+    private readonly apiUrl?: () => string | undefined
   ) {
     this.environments = new Map(config.environments.map(env => [env.id, env]));
     const { dataDir, configFile, workspaces } = config;
@@ -291,12 +294,17 @@ export class WorkerPool {
       await this.finish(run, environmentGone(run.environment_id));
       return;
     }
-    const record = boundTranscript(
-      (kind, data) =>
-        this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
-          () => undefined
-        ),
-      this.config.limits.transcriptBytes
+    // The run's secrets (an orchestrate turn's credential) never reach its transcript or status.
+    const secrets = new Set<string>();
+    const record = redactingRecorder(
+      boundTranscript(
+        (kind, data) =>
+          this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
+            () => undefined
+          ),
+        this.config.limits.transcriptBytes
+      ),
+      secrets
     );
     const outcome = await executeRun({
       run,
@@ -306,8 +314,11 @@ export class WorkerPool {
       record,
       log: this.log,
       store: this.store,
-      sessionLink: this.sessionLink
+      sessionLink: this.sessionLink,
+      apiUrl: this.apiUrl,
+      secrets
     });
+    if (outcome.status_message) outcome.status_message = redactSecrets(outcome.status_message, secrets);
     await this.finish(run, outcome);
   }
 

@@ -18,7 +18,7 @@
 
 import type { RunRequestStore, StoredRun, TranscriptEvent, TranscriptStore } from '../store/types.js';
 
-export type TurnMode = 'normal' | 'plan';
+export type TurnMode = 'normal' | 'plan' | 'orchestrate';
 
 export interface Turn {
   /** 1 for the first turn of the run, then 2, 3, … */
@@ -41,7 +41,7 @@ export interface Turn {
   startFrom?: string;
 }
 
-const modeOf = (value: unknown): TurnMode => (value === 'plan' ? 'plan' : 'normal');
+const modeOf = (value: unknown): TurnMode => (value === 'plan' || value === 'orchestrate' ? value : 'normal');
 
 /**
  * The next turn of a run, from its create request's prompt and mode and its transcript; undefined

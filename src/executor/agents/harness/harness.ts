@@ -279,7 +279,13 @@ function secretsOf(
   cliEnv: Record<string, string>,
   mcp: Record<string, { env?: Record<string, string>; headers?: Record<string, string> }> | undefined
 ): string[] {
-  const values = [...Object.values(listed), ...Object.values(cliEnv)];
+  // An orchestrate turn's environment id is a name, not a secret (its AGENT_RUN_API_KEY is one).
+  const values = [
+    ...Object.entries(listed)
+      .filter(([name]) => name !== 'AGENT_RUN_ENVIRONMENT')
+      .map(([, value]) => value),
+    ...Object.values(cliEnv)
+  ];
   for (const server of Object.values(mcp ?? {}))
     values.push(...Object.values(server.env ?? {}), ...Object.values(server.headers ?? {}));
   // Short values (a port, `1`) are settings, not secrets, and would blank out ordinary text.
