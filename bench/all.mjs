@@ -70,6 +70,11 @@ const STEPS = {
       '1'
     ]
   ],
+  webhooks: [
+    'webhooks.mjs',
+    ['--runs', '300', '--concurrency', '20'],
+    ['--runs', '20', '--concurrency', '5']
+  ],
   detection: [
     'detection.mjs',
     ['--runs', '8', '--min', '5', '--max', '180', '--seed', '1'],

@@ -166,6 +166,14 @@ export function render(all) {
           `| ${s.strategy} | ${n(s.p50LatencyMs)} ms | ${n(s.p90LatencyMs)} ms | ${(s.maxLatencyOfRunLength * 100).toFixed(1)} % | ${s.medianRequests} / ${s.totalRequests} (${s.totalTranscriptRequests ?? 0}) |`
       )
     ]),
+    ...section(all, 'webhooks', 'Webhook deliveries', r => [
+      `${n(r.runs)} runs, ${n(r.deliveries)} of ${n(r.expected)} deliveries (queued, in progress, the end) to a receiver ` +
+        'that answers 200 at once; latency from the change to the receiver.',
+      '',
+      '| deliveries/s | p50 | p99 | max |',
+      '|---|---|---|---|',
+      `| ${n(r.deliveriesPerSecond)} | ${r.latencyMs.p50} ms | ${r.latencyMs.p99} ms | ${r.latencyMs.max} ms |`
+    ]),
     ...section(all, 'sandbox', 'What the sandbox costs', r => [
       `${r.runs} rounds of \`@sim run true\`, one run of each kind per round.`,
       '',

@@ -51897,6 +51897,11 @@ async function onAbort(client, settings, reporter, runId, startedAt) {
 ;// CONCATENATED MODULE: ./src/action/github.ts
 // The few GitHub REST calls the action makes, through @actions/github (GITHUB_API_URL is honoured,
 // so GitHub Enterprise Server works). Loaded only when a feature needs it, to keep start-up quick.
+/**
+ * Every GitHub call ends within this: a stalled GitHub never holds the step (or its post step)
+ * past its deadline by more than one call's wait.
+ */
+const GITHUB_REQUEST_TIMEOUT_MS = 30_000;
 const MAX_COMMENT_PAGES = 10;
 /** GitHub lists at most 3,000 files of a pull request: 30 pages of 100. */
 const MAX_FILE_PAGES = 30;
@@ -51905,6 +51910,21 @@ const MAX_REVIEW_PAGES = 30;
 async function createGitHubApi(token, repository) {
     const { getOctokit } = await __nccwpck_require__.e(/* import() */ 413).then(__nccwpck_require__.bind(__nccwpck_require__, 2413));
     const octokit = getOctokit(token, { request: { retries: 0 } });
+    octokit.hook.wrap('request', async (request, options) => {
+        const bound = AbortSignal.timeout(GITHUB_REQUEST_TIMEOUT_MS);
+        const given = options.request?.signal;
+        // In place: the hooks wrapped inside this one were bound to this very object.
+        options.request = { ...options.request, signal: given ? AbortSignal.any([given, bound]) : bound };
+        try {
+            return await request(options);
+        }
+        catch (error) {
+            if (!bound.aborted)
+                throw error;
+            // The route's template (`/repos/{owner}/{repo}/…`): ours, never data of the request.
+            throw new Error(`GitHub did not answer ${options.method} ${options.url} within ${GITHUB_REQUEST_TIMEOUT_MS / 1000} s`);
+        }
+    });
     const [owner = '', repo = ''] = repository.split('/');
     // Who the token is: GraphQL's `viewer` answers for installation tokens too (REST `GET /user`
     // does not). GraphQL may name a bot without the `[bot]` that REST comments carry.
@@ -54373,7 +54393,7 @@ async function mainStep() {
             deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
         });
         if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
-            await review(admitted, reviewContext, outcome.produced);
+            await review(admitted, reviewContext, outcome.produced, until(0), formatDuration(timeoutMs));
         if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
             comment.writer.plan = await readPlan(client, result.run, until(0));
         if (timedOut)
@@ -54414,12 +54434,23 @@ async function reviewBase({ settings, github }, event) {
     }
 }
 /** Posts the findings of a run that succeeded with a valid findings object as the review. */
-async function review({ settings, github }, context, produced) {
+async function review({ settings, github }, context, produced, deadline, timeout) {
     if (!produced?.structured)
         return;
     try {
         const value = JSON.parse(produced.structured);
-        produced.review = await postReview(await github(), settings.review, value, context, message => notice(message));
+        // The step's deadline bounds the review too: GitHub stalling never holds the job.
+        const passed = new Promise((_, reject) => {
+            const refuse = () => reject(new Error(`the step's deadline (timeout ${timeout} + ${END_GRACE_MS / 1000} s) passed`));
+            if (deadline.aborted)
+                refuse();
+            else
+                deadline.addEventListener('abort', refuse, { once: true });
+        });
+        produced.review = await Promise.race([
+            (async () => postReview(await github(), settings.review, value, context, message => notice(message)))(),
+            passed
+        ]);
     }
     catch (error) {
         produced.reviewProblem = `could not post the review on #${settings.review.pullNumber}: ${error.message}`;

@@ -1,9 +1,18 @@
 // Fan-out through the bundled action (dist/index.js, run as the runner runs it) against the
 // bundled executor: one run per item, in flight at most max-parallel at once (seen in the runs'
 // own records on the server), the gathered `runs` output, fan-out-require, a retried step that
-// finds its runs again, the timeout cancelling every run, and bad items named.
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+// finds its runs again, the timeout cancelling every run, and bad items named; the progress
+// comment's row per item on the GitHub stand-in, rewritten as the runs move; and the same step
+// against the production stand-in (the contract server answering as the service does).
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ContractServer } from '../support/contract-server.js';
+import { eventually } from '../support/eventually.js';
 import { type ExecutorWithKey, spawnExecutorWithKey } from '../support/executor.js';
+import { GitHubServer } from '../support/github-server.js';
+import { HOSTILE, liveParts } from '../support/live-markup.js';
 import { runAction, startAction } from '../support/runner.js';
 
 let executor: ExecutorWithKey;
@@ -196,5 +205,229 @@ describe('fan-out through the action', () => {
       expect(result.stdout).toMatch(message);
       expect(await serverRuns(env.GITHUB_ACTION)).toEqual([]);
     }
+  });
+});
+
+/** A comment on pull request #5 by a collaborator, as GitHub sends the step its event. */
+function commentEvent(github: GitHubServer): { env: Record<string, string>; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'fan-out-event-'));
+  const payload = {
+    action: 'created',
+    issue: { number: 5, title: 'Reviews', body: '', pull_request: {}, user: { login: 'alice' } },
+    comment: { body: '@agent review it', user: { login: 'alice' } }
+  };
+  writeFileSync(join(dir, 'event.json'), JSON.stringify(payload));
+  return {
+    env: {
+      GITHUB_EVENT_NAME: 'issue_comment',
+      GITHUB_EVENT_PATH: join(dir, 'event.json'),
+      GITHUB_REPOSITORY: 'acme/app',
+      GITHUB_ACTOR: 'alice',
+      GITHUB_API_URL: github.url,
+      GITHUB_WORKFLOW: 'agent',
+      GITHUB_JOB: 'review'
+    },
+    cleanup: () => rmSync(dir, { recursive: true, force: true })
+  };
+}
+
+/** The comment's table rows, by index: the cells of each `| n | … |` line. */
+function rowsOf(body: string): string[][] {
+  return body
+    .split('\n')
+    .filter(line => /^\| \d+ \|/.test(line))
+    .map(line =>
+      line
+        .slice(1, -1)
+        .split('|')
+        .map(cell => cell.trim())
+    );
+}
+
+/** Every body the step sent for its comment on #5, in order. */
+function commentBodies(github: GitHubServer): string[] {
+  return github.requests
+    .filter(r => (r.method === 'POST' || r.method === 'PATCH') && /\/issues\/(5\/)?comments/.test(r.path))
+    .map(r => (r.body as { body: string }).body);
+}
+
+describe('the progress comment of a fan-out', () => {
+  let github: GitHubServer;
+  let event: ReturnType<typeof commentEvent>;
+
+  beforeAll(async () => {
+    github = await new GitHubServer().start();
+    github.permissions.set('alice', 'write');
+    event = commentEvent(github);
+  });
+  afterAll(async () => {
+    event.cleanup();
+    await github.stop();
+  });
+
+  it('shows one row per item, rewritten as the runs move, every field inert', async () => {
+    const items = [
+      '- title: Quick',
+      '  prompt: "@sim result done"',
+      `- title: ${JSON.stringify(HOSTILE)}`,
+      '  prompt: "@sim fail @alice fixes #1 <img src=https://evil.example/x.png>"',
+      '- title: Slow',
+      '  prompt: "@sim sleep 120"'
+    ].join('\n');
+    const { inputs, env } = stepOf(items, {
+      'max-parallel': '3',
+      comment: 'sticky',
+      'github-token': 'ghs_test',
+      'trigger-phrase': '@agent'
+    });
+    const action = startAction(inputs, { env: { ...event.env, ...env } });
+    // While Slow still runs, the comment already shows Quick's and the second item's ends.
+    const during = await eventually(
+      () =>
+        commentBodies(github).find(body => {
+          const rows = rowsOf(body);
+          return (
+            rows[0]?.[2] === '<code>SUCCEEDED</code>' &&
+            rows[1]?.[2]?.startsWith('<code>FAILED</code>') &&
+            rows[2]?.[2] === '<code>INPROGRESS</code>'
+          );
+        }),
+      { what: 'a comment with rows 0 and 1 ended and row 2 in progress', timeoutMs: 90_000 }
+    );
+    const rows = rowsOf(during);
+    expect(rows.map(row => [row[0], row[1]])).toEqual([
+      ['0', 'Quick'],
+      ['1', expect.stringContaining('&#64; alice')],
+      ['2', 'Slow']
+    ]);
+    for (const row of rows) expect(row[4]).toMatch(/^<code>[\w-]+<\/code>$/); // a public repository: no session link
+    expect(rows[0]![3]).toMatch(/^\d+s$/);
+    expect(during).toContain('2 of 3 ended');
+
+    action.child.kill('SIGTERM');
+    const result = await action.done;
+    expect(result.outputs.conclusion).toBe('cancelled');
+    const comments = github.comments.get(5)!;
+    expect(comments).toHaveLength(1);
+    const final = comments[0]!.body;
+    expect(final).toContain('3 of 3 ended (cancelled)');
+    expect(rowsOf(final)[2]![2]).toMatch(/^<code>(CANCELLED|INPROGRESS, cancelled)<\/code>$/);
+    // Nothing any body said would mention, close, load or hide anything on GitHub.
+    for (const body of commentBodies(github)) expect(liveParts(body)).toEqual([]);
+  });
+});
+
+describe('fan-out against the production stand-in', () => {
+  const KEY = 'test-key-0123456789';
+  let server: ContractServer;
+  let github: GitHubServer;
+  let event: ReturnType<typeof commentEvent>;
+
+  beforeAll(async () => {
+    github = await new GitHubServer().start();
+    github.permissions.set('alice', 'write');
+    event = commentEvent(github);
+  });
+  afterAll(async () => {
+    event.cleanup();
+    await github.stop();
+  });
+  afterEach(() => server.stop());
+
+  async function service(): Promise<Record<string, string>> {
+    // The service's own answers: a cancel of a PENDING run is refused with 409, of an ended one with 400.
+    server = await new ContractServer({ apiKey: KEY, cancelStyle: 'service' }).start();
+    return { 'environment-id': 'env-1', 'api-key': KEY, 'base-url': server.url };
+  }
+
+  it('creates the three runs at once, gathers them in input order, meets require any, and a retry makes none', async () => {
+    const connection = await service();
+    server.onCreate = run =>
+      server.update(run.run_id, {
+        state: 'INPROGRESS',
+        session_link: `${server.url}/sessions/${run.run_id}`
+      });
+    const { inputs, env } = stepOf(THREE, { ...connection, 'max-parallel': '3', 'fan-out-require': 'any' });
+    const action = startAction(inputs, { env });
+    // All three exist before any ends: then they end, one of them FAILED.
+    await eventually(() => server.runs.size === 3, { what: 'three runs created', timeoutMs: 60_000 });
+    const created = [...server.runs.values()].sort(
+      (a, b) =>
+        Number((a.metadata as Record<string, string>).fan_out_index) -
+        Number((b.metadata as Record<string, string>).fan_out_index)
+    );
+    expect(created.map(run => run.title ?? null)).toEqual(['Security', 'Performance', null]);
+    server.update(created[0]!.run_id, { state: 'SUCCEEDED' });
+    server.update(created[1]!.run_id, {
+      state: 'FAILED',
+      status_message: { message: 'the model gave up', error_code: 'agent_failed' }
+    });
+    server.update(created[2]!.run_id, { state: 'SUCCEEDED' });
+    const result = await action.done;
+    expect(result.code).toBe(0);
+    expect(result.outputs.conclusion).toBe('succeeded');
+    const runs = JSON.parse(result.outputs.runs!) as RunEntry[];
+    expect(runs.map(run => [run.index, run.run_id, run.state, run.session_link])).toEqual(
+      created.map((run, index) => [
+        index,
+        run.run_id,
+        ['SUCCEEDED', 'FAILED', 'SUCCEEDED'][index],
+        `${server.url}/sessions/${run.run_id}`
+      ])
+    );
+    expect(runs[1]!.status_message).toBe('the model gave up');
+    expect((created[1]!.metadata as Record<string, string>).fan_out).toBe(env.GITHUB_ACTION);
+
+    const again = await runAction(inputs, { env });
+    expect(again.outputs.conclusion).toBe('succeeded');
+    expect((JSON.parse(again.outputs.runs!) as RunEntry[]).map(run => run.run_id)).toEqual(
+      runs.map(run => run.run_id)
+    );
+    expect(server.runs.size).toBe(3);
+  });
+
+  it('cancels every run at the timeout', async () => {
+    const connection = await service();
+    server.onCreate = run => server.update(run.run_id, { state: 'INPROGRESS' });
+    const items = ['- "first"', '- "second"'].join('\n');
+    const { inputs, env } = stepOf(items, { ...connection, timeout: '2s' });
+    const result = await runAction(inputs, { env });
+    expect(result.code).toBe(1);
+    expect(result.outputs.conclusion).toBe('timed_out');
+    expect([...server.runs.values()].map(run => run.state)).toEqual(['CANCELLED', 'CANCELLED']);
+  });
+
+  it('keeps the comment of 50 runs with long hostile titles and messages under GitHub’s limit, inert', async () => {
+    const connection = await service();
+    let n = 0;
+    server.onCreate = run =>
+      server.update(run.run_id, {
+        session_link: `${server.url}/sessions/${run.run_id}`,
+        ...(n++ % 2 === 0 ? { state: 'SUCCEEDED' } : { state: 'FAILED', status_message: HOSTILE.repeat(30) })
+      });
+    const items = Array.from(
+      { length: 50 },
+      (_, i) => `- title: ${JSON.stringify(`${i} ${HOSTILE.repeat(4)}`)}\n  prompt: review part ${i}`
+    ).join('\n');
+    const { inputs, env } = stepOf(items, {
+      ...connection,
+      'max-parallel': '20',
+      'fan-out-require': 'any',
+      comment: 'final',
+      'comment-session-link': 'always',
+      'github-token': 'ghs_test',
+      'trigger-phrase': '@agent'
+    });
+    const result = await runAction(inputs, { env: { ...event.env, ...env } });
+    expect(result.outputs.conclusion).toBe('succeeded');
+    const bodies = commentBodies(github);
+    expect(bodies).toHaveLength(1); // comment: final writes once, at the end
+    const body = bodies[0]!;
+    expect(body.length).toBeLessThanOrEqual(65_536);
+    expect(body).toContain('50 of 50 ended (succeeded)');
+    const rows = rowsOf(body);
+    expect(rows.map(row => row[0])).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
+    expect(rows.filter(row => row[2] === '<code>SUCCEEDED</code>')).toHaveLength(25);
+    expect(liveParts(body)).toEqual([]);
   });
 });

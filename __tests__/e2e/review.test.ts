@@ -402,6 +402,28 @@ describe('review: inline on a pull request', () => {
 });
 
 describe('review: inline refuses what it cannot use', () => {
+  it('GitHub never answering the review post fails the step, naming the call, instead of holding the job', async () => {
+    github.stallReviews = true;
+    try {
+      const result = await review(
+        {
+          summary: 'One finding',
+          findings: [{ path: 'src/app.ts', line: 12, severity: 'minor', body: 'b' }]
+        },
+        { timeout: '10m' }
+      );
+      expect(result.code).toBe(1);
+      expect(result.outputs.conclusion).toBe('failed');
+      const error = parseWorkflowCommands(result.stdout).find(c => c.name === 'error')!;
+      expect(error.message).toContain(`could not post the review on #${PR}: GitHub did not answer POST`);
+      expect(error.message).toContain('within 30 s');
+      expect(posts()).toHaveLength(1);
+      expect(github.reviews.get(PR) ?? []).toHaveLength(0);
+    } finally {
+      github.stallReviews = false;
+    }
+  });
+
   it('an invalid findings object fails the step naming the first violations, and posts nothing', async () => {
     const result = await review({
       summary: 'x',

@@ -146,7 +146,7 @@ describe('follow-ups that are refused', () => {
     expect((await client.getRun(id)).state).toBe('SUCCEEDED');
   });
 
-  it('an empty or oversized message, an unknown mode: 422; orchestrate: 422 operation_not_supported', async () => {
+  it('an empty or oversized message, an unknown mode: 422', async () => {
     const id = await start('@sim result x');
     await ended(id);
     const send = (body: unknown) =>
@@ -161,9 +161,6 @@ describe('follow-ups that are refused', () => {
       expect(response.status).toBe(422);
       expect(await response.json()).toMatchObject({ error_code: 'invalid_field' });
     }
-    const orchestrate = await send({ message: 'hi', mode: 'orchestrate' });
-    expect(orchestrate.status).toBe(422);
-    expect(await orchestrate.json()).toMatchObject({ error_code: 'operation_not_supported' });
     expect((await client.getRun(id)).state).toBe('SUCCEEDED');
   });
 });
@@ -256,16 +253,6 @@ describe('metadata on create', () => {
       expect(problem.error_code).toBe('invalid_field');
       expect(problem.detail).toMatch(/^metadata/);
     }
-  });
-
-  it('refuses mode orchestrate on create with 422 operation_not_supported', async () => {
-    const response = await ex.request('/api/v1/agent/runs', {
-      method: 'POST',
-      key,
-      body: JSON.stringify({ prompt: 'x', config: { environment_id: 'local' }, mode: 'orchestrate' })
-    });
-    expect(response.status).toBe(422);
-    expect(await response.json()).toMatchObject({ error_code: 'operation_not_supported' });
   });
 });
 

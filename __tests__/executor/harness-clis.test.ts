@@ -4,14 +4,17 @@
 // loopback stand-in for its model API that scripts a tool loop. Checks what a user would see of such
 // a run: the tool calls and their results, the file written, the final answer, the token counts, the
 // model and base prompt reaching the model, an MCP server's tool offered, a resumed session, and a
-// bad key or an unknown model failing with the CLI's own words and no key anywhere. What only one
-// CLI does (Codex's MCP tools up front and its rate-limit stop, Gemini's streamed chunks) and each
-// spec's pure functions are in harness-codex.test.ts and harness-gemini.test.ts. Claude Code's real
-// CLI runs in the sandbox suite (__tests__/sandbox/harness-claude.test.ts), through a whole executor.
+// bad key or an unknown model failing with the CLI's own words and no key anywhere. The CLIs are
+// Claude Code, Codex and Gemini. What only one CLI does (Codex's MCP tools up front and its
+// rate-limit stop, Gemini's streamed chunks) and each spec's pure functions are in
+// harness-codex.test.ts and harness-gemini.test.ts; what only Claude Code does through a whole
+// executor (its cost and budget, its rate limit, a missing key, no sandbox) is in the sandbox suite
+// (__tests__/sandbox/harness-claude.test.ts).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { HarnessSpec } from '../../src/executor/agents/harness/cli-spec.js';
+import { claudeCode } from '../../src/executor/agents/harness/claude.js';
 import { codexHarness } from '../../src/executor/agents/harness/codex.js';
 import { geminiHarness } from '../../src/executor/agents/harness/gemini.js';
 import { type AgentCli, installCli } from '../support/agent-clis.js';
@@ -19,6 +22,14 @@ import { type RecordingProxy, startRecordingProxy } from '../support/recording-p
 import { type HarnessRun, eventsOf, removeHarnessDirs, runHarness } from '../support/harness-run.js';
 import { type OpenAiStub, type OpenAiStubOptions, startOpenAiStub } from '../support/openai-stub.js';
 import { type GeminiStub, type GeminiStubOptions, startGeminiStub } from '../support/gemini-stub.js';
+import {
+  type AnthropicStub,
+  type MessagesBody,
+  type StubReply,
+  startAnthropicStub,
+  systemText,
+  toolResults
+} from '../support/anthropic-stub.js';
 
 const MCP_SERVER = resolve('__tests__/fixtures/mcp/lookup-server.mjs');
 
@@ -103,6 +114,63 @@ function geminiStub(stub: GeminiStub): Stub {
   };
 }
 
+/**
+ * The Anthropic Messages API scripted with the same tool loop as the other stand-ins: a shell
+ * command (which also prints the working directory, since Claude Code's Write takes an absolute
+ * path), the file written, the answer; or the refusal `status` asks for, as the service answers it
+ * (the CLI would retry it). Its requests are the conversation's: the CLI's side calls are left out.
+ */
+async function anthropicStub(options: StubOptions = {}): Promise<Stub & { stub: AnthropicStub }> {
+  const usage = {
+    input_tokens: options.inputTokens ?? 10,
+    output_tokens: options.outputTokens ?? 5,
+    cache_read_input_tokens: options.cachedTokens ?? 0
+  };
+  const script = (body: MessagesBody): StubReply => {
+    if (options.status === 401)
+      return {
+        status: 401,
+        error: { type: 'authentication_error', message: 'invalid x-api-key' },
+        retry: true
+      };
+    if (options.status === 404)
+      return {
+        status: 404,
+        error: { type: 'not_found_error', message: `model: ${body.model}` },
+        retry: true
+      };
+    const results = toolResults(body);
+    if (results.length === 0)
+      return { tool: { name: 'Bash', input: { command: 'echo shell-says-hello && pwd' } }, usage };
+    if (results.length === 1) {
+      const cwd = results[0]!.trim().split('\n').at(-1)!;
+      const input = { file_path: `${cwd}/notes.txt`, content: 'written by the stub model\n' };
+      return { tool: { name: 'Write', input }, usage };
+    }
+    return { text: 'All done: the file is written and the command ran.', usage };
+  };
+  const stub = await startAnthropicStub(script);
+  const requests = () =>
+    stub.turns().map(request => ({
+      model: String(request.body.model),
+      basePrompt: systemText(request.body),
+      tools: (request.body.tools ?? []).map(tool => tool.name),
+      apiKey: request.headers['x-api-key'] as string | undefined,
+      body: request.body as Record<string, unknown>
+    }));
+  return {
+    stub,
+    url: stub.url,
+    port: stub.port,
+    get requests() {
+      return requests();
+    },
+    loop: requests,
+    close: () => stub.close()
+  };
+}
+
+const CLAUDE_KEY = 'sk-ant-api03-test-claude-0123456789-secret';
 const CODEX_KEY = 'sk-test-codex-0123456789-secret';
 const GEMINI_KEY = 'AIza-test-gemini-0123456789-secret';
 
@@ -173,12 +241,53 @@ const gemini: CliCase = {
   unknownModelMessage: 'models/gemini-nonexistent is not found'
 };
 
+const claude: CliCase = {
+  cli: 'claude-code',
+  spec: claudeCode,
+  key: CLAUDE_KEY,
+  model: 'claude-stub-sonnet',
+  listed: url => ({ ANTHROPIC_API_KEY: CLAUDE_KEY, ANTHROPIC_BASE_URL: url }),
+  startStub: options => anthropicStub(options),
+  writeTool: 'Write',
+  shellTool: 'Bash',
+  checkWrite: action =>
+    expect(action?.input).toMatchObject({ file_path: expect.stringMatching(/\/notes\.txt$/) }),
+  checkShell: (input, result) => {
+    expect(input).toEqual({ command: 'echo shell-says-hello && pwd' });
+    expect(result).toMatchObject({ ok: true, output: expect.stringContaining('shell-says-hello\n') });
+  },
+  editedPaths: run => [join(run.workspace, 'notes.txt')],
+  // Claude Code reports its own cost beside the stub's counts.
+  usage: {
+    type: 'usage',
+    input_tokens: 3 * 1000,
+    output_tokens: 3 * 50,
+    cache_read_tokens: 3 * 200,
+    cache_write_tokens: 0,
+    cost_usd: expect.any(Number)
+  },
+  loopExtra: {},
+  checkLoopExtra: () => {},
+  authMessage: 'the model API answered 401 (authentication_failed)',
+  checkAuthExtra: stub => {
+    // The key did reach the API (the stub refused it), and the harness stopped the CLI's retries early.
+    const turns = (stub as Stub & { stub: AnthropicStub }).stub.turns();
+    expect(turns.length).toBeGreaterThan(0);
+    expect(turns.length).toBeLessThanOrEqual(2);
+    expect(turns.every(turn => turn.headers['x-api-key'] === CLAUDE_KEY)).toBe(true);
+  },
+  unknownModel: 'claude-nonexistent',
+  unknownModelMessage: 'claude-nonexistent'
+};
+
+const CLIS = [claude, codex, gemini];
+
 const programs = new Map<AgentCli, string>();
 let stub: Stub | undefined;
 let proxy: RecordingProxy | undefined;
 
 beforeAll(async () => {
-  for (const cli of [codex, gemini]) programs.set(cli.cli, await installCli(cli.cli));
+  for (const cli of CLIS) programs.set(cli.cli, await installCli(cli.cli));
 }, 1_800_000);
 
 afterAll(() => removeHarnessDirs());
@@ -190,7 +299,7 @@ afterEach(async () => {
   proxy = undefined;
 });
 
-describe.each([codex, gemini])('$cli harness with the real CLI', cli => {
+describe.each(CLIS)('$cli harness with the real CLI', cli => {
   const program = () => programs.get(cli.cli)!;
 
   it('runs a tool loop: actions with results, the file written, the final answer, the usage, model and base prompt at the model', async () => {

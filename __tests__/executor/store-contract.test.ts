@@ -114,12 +114,26 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     return s;
   };
 
+  /** What a worker's turn records: a `turn` event naming every follow-up not taken before (none without one). */
+  async function takeFollowups(runId: string): Promise<void> {
+    const events = await store.listEvents(runId, { kinds: ['followup', 'turn'] });
+    const taken = events.flatMap(event => (event.kind === 'turn' ? (event.followups as number[]) : []));
+    const fresh = events.filter(event => event.kind === 'followup' && !taken.includes(event.seq));
+    await store.appendEvent(
+      runId,
+      'turn',
+      { turn: 2, mode: 'normal', followups: fresh.map(e => e.seq) },
+      at()
+    );
+  }
+
   /** Every run so far ends, so each test starts with an empty queue. */
   async function drain() {
     await store.failAbandoned(true, at(), 'test clean-up');
     for (;;) {
       const run = await store.claimNext('drain', 60_000, [], at());
       if (!run) return;
+      await takeFollowups(run.run_id); // as a worker's turn would: a follow-up queues a run again
       await store.finishRun(run.run_id, 'drain', { state: 'SUCCEEDED' }, at());
     }
   }
@@ -563,10 +577,65 @@ describe.each(kinds)('RunStore contract on $name', kind => {
       '2000-01-01T00:00:00.000Z'
     );
     expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
+    await takeFollowups(id); // as the worker's turn does
     await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
     expect(await store.holdRun('team-hold', id, 'new-reader', 60_000)).toBe(true);
     expect(await store.releaseRun(id, 'dead-node')).toBe(false);
     expect(await store.releaseRun(id, 'new-reader')).toBe(true);
+  });
+
+  const followUp = (team: string, runId: string, message: string) =>
+    store.submitFollowup(team, runId, { message, mode: 'normal' }, at(), '2000-01-01T00:00:00.000Z');
+
+  it('follow-up race: one recorded while the run runs and no turn took is queued by the finish, in its change', async () => {
+    await drain();
+    const [run] = await queue('team-race');
+    const id = run!.run_id;
+    await store.claimNext('runner', 60_000, [], at());
+    // Recorded after the worker's last look: the run keeps running.
+    expect(await followUp('team-race', id, 'one more thing')).toMatchObject({
+      kind: 'taken',
+      run: { state: 'INPROGRESS' }
+    });
+    const heard: string[] = [];
+    const stop = store.onChange(change => {
+      if (change.run_id === id) heard.push(change.state);
+    });
+    const finished = await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+    expect(finished).toMatchObject({ run_id: id, state: 'SUCCEEDED' });
+    expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
+    const states = (await store.listEvents(id, { kinds: ['state'] })).map(event => event.state);
+    expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
+    stop();
+    expect(heard).toEqual(['SUCCEEDED', 'QUEUED']); // heard at once, in order: the pool claims it again
+    // The claim that takes it is an ordinary one; once a turn took the follow-up, a finish ends the run.
+    expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
+    await takeFollowups(id);
+    await store.finishRun(id, 'runner', { state: 'FAILED', error_code: 'agent_failed' }, at());
+    expect((await store.getRunAnyTeam(id))!.state).toBe('FAILED');
+  });
+
+  it('follow-up race: a follow-up a turn took queues nothing; a cancelled finish is not queued again', async () => {
+    await drain();
+    const [taken, cancelled] = await queue('team-race', 'team-race');
+    for (const run of [taken!, cancelled!]) {
+      await store.claimNext('runner', 60_000, [], at());
+      await followUp('team-race', run.run_id, 'and this');
+    }
+    // The first run's worker took its follow-up in a turn before it ended.
+    await takeFollowups(taken!.run_id);
+    await store.finishRun(taken!.run_id, 'runner', { state: 'SUCCEEDED' }, at());
+    expect((await store.getRunAnyTeam(taken!.run_id))!.state).toBe('SUCCEEDED');
+    await store.finishRun(cancelled!.run_id, 'runner', { state: 'CANCELLED', error_code: 'cancelled' }, at());
+    expect((await store.getRunAnyTeam(cancelled!.run_id))!.state).toBe('CANCELLED');
+    // A follow-up to the ended run queues it (the message waits), once.
+    expect(await followUp('team-race', taken!.run_id, 'again')).toMatchObject({ run: { state: 'QUEUED' } });
+    expect(await followUp('team-race', taken!.run_id, 'and again')).toMatchObject({
+      run: { state: 'QUEUED' }
+    });
+    const states = (await store.listEvents(taken!.run_id, { kinds: ['state'] })).map(event => event.state);
+    expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
+    await drain();
   });
 
   it('findClaim: the INPROGRESS run leased to an owner, and nothing once it ended', async () => {

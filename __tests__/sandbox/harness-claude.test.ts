@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { checkHarnessClis } from '../../src/executor/node/harness-startup.js';
 import { environmentProblems } from '../../src/executor/node/startup.js';
@@ -16,7 +16,8 @@ import {
   type MessagesBody,
   answersTool,
   startAnthropicStub,
-  systemText
+  systemText,
+  toolResults
 } from '../support/anthropic-stub.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { requireBubblewrap, transcript } from './support.js';
@@ -79,7 +80,10 @@ function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthrop
     return {
       tool: {
         name: 'Bash',
-        input: { command: "printf 'hello from the harness\\n' > notes.txt && echo wrote-it && pwd" }
+        input: {
+          command:
+            'printf \'hello from the harness\\n\' > notes.txt && echo wrote-it && echo "tmpdir=${TMPDIR:-unset}" && pwd'
+        }
       },
       usage: { input_tokens: 1200, output_tokens: 30, cache_read_input_tokens: 400 }
     };
@@ -96,17 +100,6 @@ function toolLoop(body: MessagesBody): ReturnType<Parameters<typeof startAnthrop
     };
   }
   return { text: FINAL, usage: { input_tokens: 1300, output_tokens: 12 } };
-}
-
-/** The text of every tool result the conversation holds so far. */
-function toolResults(body: MessagesBody): string[] {
-  return (body.messages ?? []).flatMap(message =>
-    Array.isArray(message.content)
-      ? message.content
-          .filter(block => block.type === 'tool_result')
-          .map(block => (typeof block.content === 'string' ? block.content : JSON.stringify(block.content)))
-      : []
-  );
 }
 
 function environment(id: string, port: number, agent: Json = {}): Json {
@@ -207,6 +200,8 @@ describe('a claude-code run against the stub model API', () => {
     const blocks = ((conversation.steps as Json[])[0]!.messages as Json[]).flatMap(m => m.content as Json[]);
     const action = blocks.find(block => block.type === 'action' && block.name === 'Bash');
     expect(action).toMatchObject({ input: { command: expect.stringContaining('notes.txt') } });
+    // In the sandbox the CLI's temporary files go in the run's own /tmp, a tmpfs.
+    expect(JSON.stringify(blocks)).toContain('tmpdir=/tmp\\n');
     expect(blocks).toContainEqual(
       expect.objectContaining({
         type: 'action_result',
@@ -349,6 +344,18 @@ describe('a claude-code run without a sandbox (sandbox: off)', () => {
     expect(JSON.stringify(last.body)).toContain('mcp__probe__echo_probe');
     // Its HOME (the CLI's session) is kept with its workspace while a follow-up may continue it.
     expect(readdirSync(join(ex.dataDir, 'homes'))).toContain(record.run_id);
+    // Its temporary files (the CLI's session folders and sockets) were in a folder of its own in the
+    // data dir, removed when its turn ended: none in the machine's /tmp, where the CLI names its
+    // folder by the workspace's path, which holds the run id.
+    const shell = events.find(
+      event => event.kind === 'action_result' && String(event.output).includes('wrote-it')
+    );
+    const tmp = /tmpdir=(.*)\n/.exec(String(shell?.output))?.[1];
+    expect(tmp && dirname(tmp)).toBe(join(ex.dataDir, 'tmp'));
+    expect(existsSync(tmp!)).toBe(false);
+    const machineTmp = `/tmp/claude-${process.getuid!()}`;
+    const left = existsSync(machineTmp) ? readdirSync(machineTmp) : [];
+    expect(left.filter(name => name.includes(String(record.run_id)))).toEqual([]);
   }, 300_000);
 });
 

@@ -62,6 +62,17 @@ export function answersTool(body: MessagesBody): boolean {
   return Array.isArray(last?.content) && last.content.some(block => block.type === 'tool_result');
 }
 
+/** The text of every tool result the conversation holds so far. */
+export function toolResults(body: MessagesBody): string[] {
+  return (body.messages ?? []).flatMap(message =>
+    Array.isArray(message.content)
+      ? message.content
+          .filter(block => block.type === 'tool_result')
+          .map(block => (typeof block.content === 'string' ? block.content : JSON.stringify(block.content)))
+      : []
+  );
+}
+
 const DEFAULT_USAGE: StubUsage = { input_tokens: 10, output_tokens: 5 };
 
 /**

@@ -62,6 +62,8 @@ export class GitHubServer {
     number,
     { id: number; body: string; user: { login: string; type: string } }[]
   >();
+  /** When set, a review post is never answered (GitHub stalling). */
+  stallReviews = false;
   /** The token pull request creation wants as `Authorization: Bearer …` (any when unset). */
   token?: string;
   private nextId = 1000;
@@ -198,6 +200,7 @@ export class GitHubServer {
         page(reviews).map(({ id, body: text, user, commit_id }) => ({ id, body: text, user, commit_id }))
       );
     if (method !== 'POST' || what !== '/reviews') return send(404, { message: 'Not Found' });
+    if (this.stallReviews) return;
     const review = (body ?? {}) as Record<string, unknown>;
     const refuse = (message: string) => send(422, { message: 'Unprocessable Entity', errors: [message] });
     if (!['APPROVE', 'REQUEST_CHANGES', 'COMMENT'].includes(String(review.event)))

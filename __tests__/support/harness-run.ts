@@ -1,10 +1,11 @@
 // Runs a real agent CLI the way a HarnessSpec says — its arguments, stdin, HOME files and
 // environment — as a child process in a fresh workspace and HOME, and feeds its stdout through the
 // spec's translator: the spec-level check of a harness, before any executor is involved. Node-script
-// CLIs run with this test's own node (Node 24), as the executor runs them with its own.
+// CLIs run with this test's own node (Node 24), as the executor runs them with its own; a native
+// program (Claude Code's) runs as it is.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type {
@@ -28,7 +29,7 @@ export interface HarnessRun {
 
 export interface HarnessRunOptions {
   spec: HarnessSpec;
-  /** The CLI's program (a Node script is run with process.execPath). */
+  /** The CLI's program (a Node script is run with process.execPath, a native program as it is). */
   program: string;
   input: Omit<HarnessInput, 'home' | 'workspace' | 'extraArgs' | 'listed'> & { extraArgs?: string[] };
   /** The variables the user listed under `env:`. */
@@ -82,7 +83,10 @@ export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun
   const translator = options.spec.translator();
   const events: HarnessEvent[] = [];
   const started = Date.now();
-  const child = spawn(process.execPath, [options.program, ...options.spec.args(input)], {
+  const command = isNative(options.program)
+    ? [options.program, ...options.spec.args(input)]
+    : [process.execPath, options.program, ...options.spec.args(input)];
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: workspace,
     env,
     stdio: ['pipe', 'pipe', 'pipe']
@@ -117,6 +121,18 @@ export async function runHarness(options: HarnessRunOptions): Promise<HarnessRun
   clearTimeout(timer);
   const failure = stopped ?? translator.finish(exitCode, stderr.slice(-4000));
   return { events, failure, exitCode, stdout, stderr, workspace, home, elapsedMs: Date.now() - started };
+}
+
+/** Whether `program` is a native executable (it starts with ELF's magic) rather than a script. */
+function isNative(program: string): boolean {
+  const head = Buffer.alloc(4);
+  const fd = openSync(program, 'r');
+  try {
+    readSync(fd, head, 0, 4, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
 }
 
 /** The events of one type, typed. */

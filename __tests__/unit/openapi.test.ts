@@ -99,4 +99,16 @@ describe('the OpenAPI document', () => {
     };
     expect(schema.properties.reason.maxLength).toBe(MAX_CANCEL_REASON);
   });
+
+  it("declares the run record's server-set fields: parent_run_id and an OIDC token's workload", () => {
+    const get = doc.paths['/api/v1/agent/runs/{run_id}']!.get!;
+    const record = resolve(get.responses['200']!.content!['application/json']!.schema) as {
+      properties: Record<string, unknown>;
+    };
+    expect(Object.keys(record.properties)).toEqual(expect.arrayContaining(['parent_run_id', 'workload']));
+    const workload = resolve(record.properties.workload) as { properties: Record<string, unknown> };
+    expect(Object.keys(workload.properties)).toEqual(
+      expect.arrayContaining(['issuer', 'repository', 'ref', 'workflow_ref', 'run_id'])
+    );
+  });
 });

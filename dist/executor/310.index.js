@@ -5169,6 +5169,16 @@ const CreatorSchema = build/* default.Object */.Ay$.Object({
     uid: build/* default.String */.Ay$.String(),
     display_name: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
 });
+const WorkloadSchema = build/* default.Object */.Ay$.Object({
+    issuer: build/* default.String */.Ay$.String({ description: 'The OIDC issuer that signed the token.' }),
+    repository: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    ref: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    workflow_ref: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
+    run_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String())
+}, {
+    additionalProperties: true,
+    description: "Set by the server when a workload's OIDC token created the run: the claims it was admitted by."
+});
 const RunRecordSchema = build/* default.Object */.Ay$.Object({
     run_id: build/* default.String */.Ay$.String(),
     state: RunStateSchema,
@@ -5185,7 +5195,8 @@ const RunRecordSchema = build/* default.Object */.Ay$.Object({
     creator: build/* default.Optional */.Ay$.Optional(CreatorSchema),
     agent_config: build/* default.Optional */.Ay$.Optional(RunConfigSchema),
     source: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()),
-    parent_run_id: build/* default.Optional */.Ay$.Optional(schemas_NullableString({ description: 'The run this one is a child of (absent for a root run).' }))
+    parent_run_id: build/* default.Optional */.Ay$.Optional(schemas_NullableString({ description: 'The run this one is a child of (absent for a root run).' })),
+    workload: build/* default.Optional */.Ay$.Optional(WorkloadSchema)
 }, { additionalProperties: true });
 const ListRunsResponseSchema = build/* default.Object */.Ay$.Object({
     runs: build/* default.Array */.Ay$.Array(RunRecordSchema),
@@ -18118,7 +18129,8 @@ function withDeadline(promise, deadline) {
 // `concurrency_per_endpoint` attempts under way across the nodes, a team at most
 // `concurrency_per_team`, a node at most `concurrency`. It wakes when a run changes (here or, heard
 // by notification, on another node) and every half second for retries that fall due; with no
-// endpoint anywhere, a change wakes nothing.
+// endpoint anywhere, a change wakes nothing and it looks only every 30 s (an endpoint made on this
+// node wakes it at once; one made on another node is served by that node meanwhile).
 //
 // An attempt: 2xx is delivered; 410 disables the endpoint; anything else (3xx, 4xx, 5xx, a timeout,
 // a refused address) is retried on webhooks.retry_schedule with ±10 % jitter, and 429/502/503/504
@@ -18129,6 +18141,8 @@ function withDeadline(promise, deadline) {
 
 
 const deliverer_POLL_MS = 500;
+/** How often a node that saw no endpoint anywhere looks again. */
+const IDLE_POLL_MS = 30_000;
 /**
  * A delivery's lease is the attempt's time limit and this much more, for the reads and writes
  * around it on a loaded database: a lease that ran out while its attempt went on would send the
@@ -18213,7 +18227,7 @@ class Deliverer {
         this.timer = setTimeout(() => {
             void this.tick().finally(() => {
                 if (!this.stopped)
-                    this.schedule(deliverer_POLL_MS);
+                    this.schedule(this.anyEndpoints ? deliverer_POLL_MS : IDLE_POLL_MS);
             });
         }, ms);
         this.timer.unref();

@@ -1,7 +1,8 @@
 // One comment on the pull request or issue, found again by a hidden marker and updated in place:
 // state, elapsed time, session link, the status message when the run fails, a BLOCKED note, and
-// at the end what the agent made (its answer, the pull request, the artifacts). Without the
-// permission to comment it warns once and carries on.
+// at the end what the agent made (its answer, the pull request, the artifacts). A fan-out step's
+// comment is a table instead, one row per item (title, state, duration, link), rewritten as the runs
+// move. Without the permission to comment it warns once and carries on.
 
 import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
@@ -9,7 +10,7 @@ import { formatDuration } from '../common/duration.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
 import * as log from './log.js';
-import { artifactLines, block, code, isWebLink, link, resultMarkup } from './markup.js';
+import { artifactLines, block, code, inert, isWebLink, link, resultMarkup } from './markup.js';
 import type { Produced } from './produced.js';
 import { type Plan, planMarkup } from './plan-approval.js';
 import { reviewMarkup } from './review.js';
@@ -64,6 +65,32 @@ export function isNewer(a: StepId, b: StepId): boolean {
   return a.run > b.run || (a.run === b.run && a.attempt > b.attempt);
 }
 
+/** One fan-out item as its row in the comment shows it. */
+export interface FanOutRow {
+  index: number;
+  title?: string;
+  /** The run's state, or what became of an item without one (`waiting`, `not created`). */
+  state: string;
+  /** Whether the item is over: its run ended, or never will (not created, or left as the step ended). */
+  ended: boolean;
+  /** Why a run that did not succeed ended (the status message, or why it was never created). */
+  message?: string;
+  /** How long the run took, or has been going; undefined before it starts. */
+  durationMs?: number;
+  runId?: string;
+  sessionLink?: string;
+}
+
+/**
+ * How much of each row the comment shows, tried in turn until the comment fits GitHub's limit:
+ * every field is cut before it is escaped, and escaping can make a character six.
+ */
+const ROW_LEVELS = [
+  { title: 100, message: 200, link: 1024 },
+  { title: 60, message: 80, link: 300 },
+  { title: 30, message: 0, link: 0 }
+] as const;
+
 export class StickyComment {
   private id?: number;
   private disabled = false;
@@ -112,6 +139,24 @@ export class StickyComment {
     this.queue = this.queue.then(() => this.write(body));
     return this.queue;
   }
+
+  /**
+   * Writes a fan-out's table for this moment. Bodies that arrive while a write is waiting replace
+   * it, so many runs changing at once cost one write, and the last body is always the one written.
+   */
+  updateFanOut(rows: FanOutRow[], elapsedMs: number, conclusion = ''): Promise<void> {
+    const first = this.pending === undefined;
+    this.pending = this.renderFanOut(rows, elapsedMs, conclusion);
+    if (first)
+      this.queue = this.queue.then(() => {
+        const body = this.pending!;
+        this.pending = undefined;
+        return this.write(body);
+      });
+    return this.queue;
+  }
+
+  private pending?: string;
 
   private async write(body: string): Promise<void> {
     if (this.disabled || body === this.last) return;
@@ -168,6 +213,65 @@ export class StickyComment {
       `A newer step (workflow run ${found.run}, attempt ${found.attempt}) now reports on #${this.issueNumber}'s progress comment; this step no longer updates it.`
     );
     return true;
+  }
+
+  private renderFanOut(rows: FanOutRow[], elapsedMs: number, conclusion: string): string {
+    const ended = rows.filter(row => row.ended).length;
+    const head = [
+      this.marker,
+      `**Agent runs (fan-out)**: ${ended} of ${rows.length} ended${conclusion ? ` (${inert(conclusion)})` : ''} after ${formatDuration(elapsedMs)}`,
+      '',
+      '| # | Title | State | Duration | Link |',
+      '| --- | --- | --- | --- | --- |'
+    ];
+    for (const level of ROW_LEVELS) {
+      const lines = [...head, ...rows.map(row => this.fanOutRow(row, level))];
+      const body = lines.join('\n');
+      if (body.length <= MAX_COMMENT_CHARS) return body;
+    }
+    // Still too long (it cannot be, at 50 items): the rows that fit, then how many did not.
+    const lines = [...head];
+    const last = ROW_LEVELS[ROW_LEVELS.length - 1]!;
+    let size = lines.join('\n').length + 100;
+    for (const [shown, row] of rows.entries()) {
+      const line = this.fanOutRow(row, last);
+      if (size + line.length + 1 > MAX_COMMENT_CHARS) {
+        lines.push('', `… and ${rows.length - shown} more runs (see the job summary)`);
+        break;
+      }
+      lines.push(line);
+      size += line.length + 1;
+    }
+    return lines.join('\n');
+  }
+
+  /** One row: every field from the item or the service cut, then rendered inert (src/api/github-text.ts). */
+  private fanOutRow(row: FanOutRow, level: (typeof ROW_LEVELS)[number]): string {
+    const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+    const state = `<code>${inert(cut(row.state, 40))}</code>`;
+    const message =
+      level.message > 0 && row.message && row.state !== 'SUCCEEDED'
+        ? `<br>${inert(cut(row.message, level.message))}`
+        : '';
+    const session =
+      this.showSessionLink &&
+      row.sessionLink &&
+      row.sessionLink.length <= level.link &&
+      isWebLink(row.sessionLink)
+        ? link(row.sessionLink, 'session')
+        : undefined;
+    const shownId = row.runId ? code(cut(row.runId, 64)) : '';
+    return [
+      String(row.index),
+      inert(cut(row.title ?? '', level.title)),
+      state + message,
+      row.durationMs === undefined ? '' : formatDuration(row.durationMs),
+      session ?? shownId
+    ]
+      .map(cell => ` ${cell} `)
+      .join('|')
+      .replace(/^/, '|')
+      .replace(/$/, '|');
   }
 
   private render(

@@ -1,6 +1,6 @@
 // A fan-out step: one run per `fan-out` item, at most `max-parallel` in flight, all followed
-// together until the step's timeout; then the gathered `runs` output, one summary row per item,
-// and the step's verdict from `fan-out-require` and `fail-on`. Each item's create carries its own
+// together until the step's timeout; then the gathered `runs` output, one row per item in the job
+// summary and the progress comment (rewritten as the runs move), and the step's verdict from `fan-out-require` and `fail-on`. Each item's create carries its own
 // idempotency key (inputs.ts), so a retried step finds its runs again instead of making more.
 
 import * as core from '@actions/core';
@@ -8,6 +8,7 @@ import { isTerminalState } from '../api/index.js';
 import { formatDuration } from '../common/duration.js';
 import { AbortError, type AgentRunClient, type Run } from '../client/index.js';
 import { cancelRemoteRun } from './cancel.js';
+import type { FanOutRow, StickyComment } from './comment.js';
 import type { FanOutItem, FanOutSettings, Settings } from './inputs.js';
 import * as log from './log.js';
 import { code, escapeHtml, inert, link } from './markup.js';
@@ -32,6 +33,9 @@ export interface ItemEnd {
   run?: Run;
   conclusion: Conclusion;
   durationMs: number;
+  /** When the item's create was sent, and whether the item is over (its run ended, or never will). */
+  startedAt?: number;
+  over?: boolean;
   produced?: Produced;
   /** Why the run was never created or followed (the service refused the create, say). */
   problem?: string;
@@ -42,7 +46,8 @@ export async function fanOutStep(
   settings: Settings,
   fanOut: FanOutSettings,
   startedAt: number,
-  termination: Termination
+  termination: Termination,
+  comment?: { mode: 'sticky' | 'final'; writer: StickyComment }
 ): Promise<void> {
   const deadline = startedAt + settings.timeoutMs;
   const timedOut = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
@@ -50,6 +55,11 @@ export async function fanOutStep(
   const ends: ItemEnd[] = fanOut.items.map(item => ({ item, conclusion: '', durationMs: 0 }));
   const runIds: string[] = [];
   const summary = new FanOutSummary(settings.summary, ends);
+  // The comment follows the runs (sticky) or is written once at the end (final).
+  const showProgress = () => {
+    void summary.write();
+    if (comment?.mode === 'sticky') void comment.writer.updateFanOut(rowsOf(ends), Date.now() - startedAt);
+  };
   log.info(
     `Fan-out: ${fanOut.items.length} runs, at most ${fanOut.maxParallel} at once (fan-out-require: ${fanOut.require}).`
   );
@@ -57,6 +67,7 @@ export async function fanOutStep(
   const runItem = async (end: ItemEnd): Promise<void> => {
     const name = nameOf(end.item);
     const itemStart = Date.now();
+    end.startedAt = itemStart;
     if (stop.aborted) {
       end.conclusion = termination.signal.aborted ? 'cancelled' : 'timed_out';
       end.problem = 'not started: the step ended first';
@@ -76,7 +87,7 @@ export async function fanOutStep(
           log.info(
             `${name}: run ${end.runId} is ${run.state}${run.session_link ? ` (${run.session_link})` : ''}.`
           );
-          void summary.write();
+          showProgress();
         }
       });
       end.run = result.run ?? end.run;
@@ -107,7 +118,8 @@ export async function fanOutStep(
       }
     } finally {
       end.durationMs = durationOf(end.run, Date.now() - itemStart);
-      void summary.write();
+      end.over = true;
+      showProgress();
     }
   };
 
@@ -122,6 +134,7 @@ export async function fanOutStep(
   const verdict = judge(ends, fanOut, settings, termination.signal.aborted);
   writeFanOutOutputs(ends, verdict.conclusion, settings, Date.now() - startedAt);
   await summary.write(verdict.conclusion);
+  await comment?.writer.updateFanOut(rowsOf(ends), Date.now() - startedAt, verdict.conclusion);
   state.markSettled();
   if (verdict.failure) core.setFailed(verdict.failure);
   else log.info(`Fan-out ${verdict.conclusion}: ${verdict.count}.`);
@@ -195,6 +208,30 @@ function describeEnd(end: ItemEnd): string {
 function nameOf(item: FanOutItem): string {
   const title = item.create.title;
   return `fan-out[${item.index}]${title ? ` ${JSON.stringify(title.length > 80 ? `${title.slice(0, 80)}…` : title)}` : ''}`;
+}
+
+/** The progress comment's rows: what each item's run is doing now, or how it ended. */
+function rowsOf(ends: ItemEnd[]): FanOutRow[] {
+  return ends.map(end => {
+    const run = end.run;
+    const message = run?.status_message ?? end.problem;
+    return {
+      index: end.item.index,
+      ...(end.item.create.title ? { title: end.item.create.title } : {}),
+      // A run still going when the step ended (the job was cancelled) shows what the step did to it.
+      state:
+        end.over && end.conclusion && run && !isTerminalState(run.state)
+          ? `${run.state}, ${end.conclusion}`
+          : (run?.state ?? (end.problem ? 'not created' : end.runId ? 'QUEUED' : 'waiting')),
+      ended: end.over === true || isTerminalState(run?.state ?? ''),
+      ...(message ? { message: String(message) } : {}),
+      ...(end.startedAt === undefined
+        ? {}
+        : { durationMs: end.over ? end.durationMs : Date.now() - end.startedAt }),
+      ...(end.runId ? { runId: end.runId } : {}),
+      ...(run?.session_link ? { sessionLink: run.session_link } : {})
+    };
+  });
 }
 
 /** One entry of the `runs` output. */

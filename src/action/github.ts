@@ -50,6 +50,11 @@ export interface ReviewRequest {
   comments: ReviewComment[];
 }
 
+/**
+ * Every GitHub call ends within this: a stalled GitHub never holds the step (or its post step)
+ * past its deadline by more than one call's wait.
+ */
+export const GITHUB_REQUEST_TIMEOUT_MS = 30_000;
 const MAX_COMMENT_PAGES = 10;
 /** GitHub lists at most 3,000 files of a pull request: 30 pages of 100. */
 const MAX_FILE_PAGES = 30;
@@ -59,6 +64,21 @@ const MAX_REVIEW_PAGES = 30;
 export async function createGitHubApi(token: string, repository: string): Promise<GitHubApi> {
   const { getOctokit } = await import('@actions/github');
   const octokit = getOctokit(token, { request: { retries: 0 } });
+  octokit.hook.wrap('request', async (request, options) => {
+    const bound = AbortSignal.timeout(GITHUB_REQUEST_TIMEOUT_MS);
+    const given = options.request?.signal as AbortSignal | undefined;
+    // In place: the hooks wrapped inside this one were bound to this very object.
+    options.request = { ...options.request, signal: given ? AbortSignal.any([given, bound]) : bound };
+    try {
+      return await request(options);
+    } catch (error) {
+      if (!bound.aborted) throw error;
+      // The route's template (`/repos/{owner}/{repo}/…`): ours, never data of the request.
+      throw new Error(
+        `GitHub did not answer ${options.method} ${options.url} within ${GITHUB_REQUEST_TIMEOUT_MS / 1000} s`
+      );
+    }
+  });
   const [owner = '', repo = ''] = repository.split('/');
   // Who the token is: GraphQL's `viewer` answers for installation tokens too (REST `GET /user`
   // does not). GraphQL may name a bot without the `[bot]` that REST comments carry.

@@ -21,7 +21,7 @@ import { type OutputSchema, readOutputSchema, schemaRequest } from './output-sch
 import { type ReviewSettings, findingsSchema, readReviewInputs, reviewRequest } from './review.js';
 import { PERMISSIONS, type Permission, type TrustSettings } from './trust.js';
 import { type ReadFile, readInputFile } from './workspace-file.js';
-import { type FanOutItemInput, MAX_PARALLEL, parseFanOut } from './fan-out-inputs.js';
+import { type FanOutItemInput, MAX_PARALLEL, parseFanOut } from '../client/fan-out-items.js';
 import { MISSING_ID_TOKEN_PERMISSION, canRequestIdToken } from './id-token.js';
 
 /** The request that creates the run. */

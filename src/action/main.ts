@@ -53,7 +53,7 @@ async function mainStep(): Promise<void> {
   let runId: string | undefined;
   if (settings.fanOut) {
     try {
-      return await fanOutStep(client, settings, settings.fanOut, startedAt, termination);
+      return await fanOutStep(client, settings, settings.fanOut, startedAt, termination, comment);
     } catch (error) {
       core.setFailed(error instanceof Error ? error.message : String(error));
       return;
@@ -100,7 +100,7 @@ async function mainStep(): Promise<void> {
       deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
     });
     if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
-      await review(admitted, reviewContext, outcome.produced);
+      await review(admitted, reviewContext, outcome.produced, until(0), formatDuration(timeoutMs));
     if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
       comment.writer.plan = await readPlan(client, result.run, until(0));
     if (timedOut) await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
@@ -140,14 +140,25 @@ async function reviewBase({ settings, github }: Admitted, event: EventContext): 
 async function review(
   { settings, github }: { settings: Settings; github: () => Promise<GitHubApi> },
   context: ReviewContext,
-  produced: Produced | undefined
+  produced: Produced | undefined,
+  deadline: AbortSignal,
+  timeout: string
 ): Promise<void> {
   if (!produced?.structured) return;
   try {
     const value = JSON.parse(produced.structured) as { summary: string; findings: Finding[] };
-    produced.review = await postReview(await github(), settings.review!, value, context, message =>
-      core.notice(message)
-    );
+    // The step's deadline bounds the review too: GitHub stalling never holds the job.
+    const passed = new Promise<never>((_, reject) => {
+      const refuse = () =>
+        reject(new Error(`the step's deadline (timeout ${timeout} + ${END_GRACE_MS / 1000} s) passed`));
+      if (deadline.aborted) refuse();
+      else deadline.addEventListener('abort', refuse, { once: true });
+    });
+    produced.review = await Promise.race([
+      (async () =>
+        postReview(await github(), settings.review!, value, context, message => core.notice(message)))(),
+      passed
+    ]);
   } catch (error) {
     produced.reviewProblem = `could not post the review on #${settings.review!.pullNumber}: ${(error as Error).message}`;
   }

@@ -495,7 +495,8 @@ export const ENDPOINT_NAMES = Object.keys(ENDPOINTS) as EndpointName[];
 /** Every error code an endpoint can answer: its own, then those of its auth, limit and any request. */
 export function errorCodesOf(endpoint: Pick<EndpointEntry, 'errors' | 'auth' | 'rateLimited'>): ErrorCode[] {
   const codes = new Set<ErrorCode>(endpoint.errors);
-  if (endpoint.auth === 'key') codes.add('unauthenticated');
+  // A key-checked endpoint may meet an orchestrate run's credential, refused what it may not do.
+  if (endpoint.auth === 'key') codes.add('unauthenticated').add('forbidden');
   if (endpoint.rateLimited) codes.add('rate_limited');
   if (endpoint.auth !== 'none') codes.add('store_unavailable');
   codes.add('internal_error');

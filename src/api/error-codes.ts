@@ -22,6 +22,12 @@ export const ERROR_CODES = {
     meaning:
       'The Authorization header is missing, is not `Bearer <key>`, or names a key that is unknown or revoked.'
   },
+  forbidden: {
+    status: 403,
+    retryable: false,
+    meaning:
+      "The credential may not do this: a run's orchestrate credential asked for something outside its own run's tree of child runs or its environments."
+  },
   not_found: {
     status: 404,
     retryable: false,
@@ -53,7 +59,8 @@ export const ERROR_CODES = {
   operation_not_supported: {
     status: 422,
     retryable: false,
-    meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
+    meaning:
+      'The executor does not support what the request asks for (mode orchestrate in an environment whose sandbox could not keep the credential of the run inside).'
   },
   schedule_limit_reached: {
     status: 409,

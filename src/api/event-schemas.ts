@@ -153,14 +153,14 @@ const KINDS = {
     description: "A client's follow-up: the next user message of the run's conversation.",
     fields: {
       message: Text('The message.'),
-      mode: Text('normal or plan.')
+      mode: Text('normal, plan or orchestrate.')
     }
   },
   turn: {
     description: 'The worker began a turn of the conversation (1 for the first), taking these follow-ups.',
     fields: {
       turn: Type.Integer({ description: 'The turn, from 1.' }),
-      mode: Text('normal or plan.'),
+      mode: Text('normal, plan or orchestrate.'),
       followups: Type.Array(Type.Integer(), { description: 'The seqs of the follow-up events it took.' })
     }
   }

@@ -93,7 +93,19 @@ export interface RunRecord {
   source?: string;
   /** The run this one is a child of; absent for a root run. */
   parent_run_id?: string | null;
+  /** Set by the server when a workload's OIDC token created the run: the claims it was admitted by. */
+  workload?: Workload;
   [field: string]: unknown;
+}
+
+/** The claims of the OIDC token that created a run (the executor's field; absent for a key). */
+export interface Workload {
+  issuer: string;
+  repository?: string;
+  ref?: string;
+  workflow_ref?: string;
+  run_id?: string;
+  [claim: string]: unknown;
 }
 
 /** Answer of `GET /agent/runs`. */

@@ -81,8 +81,11 @@ export const MAX_METADATA_FILTERS = 5;
 
 /** The longest follow-up message, in characters. */
 export const MAX_FOLLOWUP_MESSAGE = 100_000;
-/** The modes a run or a follow-up may ask for; `orchestrate` (the service's third) is refused. */
-export const RUN_MODES = ['normal', 'plan'] as const;
+/**
+ * The modes a run or a follow-up may ask for: `orchestrate` gives the run's sandbox a credential
+ * that may start and steer child runs of its own.
+ */
+export const RUN_MODES = ['normal', 'plan', 'orchestrate'] as const;
 export type RunMode = (typeof RUN_MODES)[number];
 
 /** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
@@ -98,8 +101,9 @@ export const FollowupRequestSchema = Type.Object(
     }),
     mode: Type.Optional(
       Type.String({
-        description: '`normal` (the default) or `plan` (the agent may read the workspace, not change it).',
-        expected: 'normal or plan'
+        description:
+          '`normal` (the default), `plan` (the agent may read the workspace, not change it) or `orchestrate` (the agent may start and steer child runs).',
+        expected: 'normal, plan or orchestrate'
       })
     )
   },
@@ -235,6 +239,21 @@ export const CreatorSchema = Type.Object({
   display_name: Type.Optional(Type.String())
 });
 
+export const WorkloadSchema = Type.Object(
+  {
+    issuer: Type.String({ description: 'The OIDC issuer that signed the token.' }),
+    repository: Type.Optional(Type.String()),
+    ref: Type.Optional(Type.String()),
+    workflow_ref: Type.Optional(Type.String()),
+    run_id: Type.Optional(Type.String())
+  },
+  {
+    additionalProperties: true,
+    description:
+      "Set by the server when a workload's OIDC token created the run: the claims it was admitted by."
+  }
+);
+
 export const RunRecordSchema = Type.Object(
   {
     run_id: Type.String(),
@@ -254,7 +273,8 @@ export const RunRecordSchema = Type.Object(
     source: Type.Optional(Type.String()),
     parent_run_id: Type.Optional(
       NullableString({ description: 'The run this one is a child of (absent for a root run).' })
-    )
+    ),
+    workload: Type.Optional(WorkloadSchema)
   },
   { additionalProperties: true }
 );

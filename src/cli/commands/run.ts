@@ -1,5 +1,6 @@
 // `agent-run run`: create a run (idempotently), wait for it the way the action waits, stream its
-// progress to stderr and print the agent's answer on stdout.
+// progress to stderr and print the agent's answer on stdout. With --fan-out FILE, one run per item
+// of a YAML list instead (fan-out.ts), the command line's options being every item's defaults.
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -14,6 +15,14 @@ import {
   onBlockedOption,
   parse
 } from './common.js';
+import {
+  type FanOutDefaults,
+  idempotencyKeyOption,
+  maxParallelOption,
+  readItems,
+  requireOption,
+  runFanOut
+} from './fan-out.js';
 import { watchRun } from './watch.js';
 
 /** About 15 s of backoff before a create gives up; the idempotency key makes the retries safe. */
@@ -23,8 +32,10 @@ export const runCommand: Command = {
   name: 'run',
   summary: 'create a run, wait for it, print the answer',
   help: `Usage: agent-run run [options] (PROMPT | --prompt-file FILE | -)
+       agent-run run --fan-out FILE [--max-parallel N] [--require all|any] [options] [PROMPT]
 
 Creates a run, waits for it, streams its progress to stderr and prints the agent's answer on stdout.
+With --fan-out, one run per item of a YAML list, side by side.
 
 Options:
   --environment ID       environment to run in (or set AGENT_RUN_ENVIRONMENT)
@@ -41,8 +52,25 @@ Options:
   --parent ID            create the run as a child of run ID (it takes that run's metadata keys it
                          does not set, and is cancelled with it); list them with list --ancestor ID
 
+Fan-out:
+  --fan-out FILE         a YAML list, one run per item: a prompt (a string) or a mapping with prompt
+                         or prompt-file (relative to FILE's folder) and optionally environment-id,
+                         title, config (merged over --config) and mode; the options above (PROMPT,
+                         --environment, --config, --title, --mode, --metadata, --parent,
+                         --output-schema) are every item's defaults. At most 50 items. One line on
+                         stderr as each run ends, then a table on stdout (--json: one record per item).
+                         Each run gets metadata fan_out=<FILE's name> and fan_out_index=<n>.
+  --max-parallel N       runs in flight at once (1-20, default 4); --timeout bounds the whole fan-out
+  --require all|any      all (default): every run must succeed for exit 0; any: one is enough.
+                         Otherwise the exit code is 3 if a run timed out, 4 if one is BLOCKED, else 1
+  --idempotency-key KEY  each item's key is KEY-<index>. By default it is made from FILE's path and the
+                         item's request: running the same file again finds the same runs (ended or
+                         not) instead of creating more; change the item or pass a new KEY to start anew.
+                         Ctrl-C or SIGTERM cancels every run the command created.
+
 Example:
   AGENT_RUN_API_KEY=... agent-run run --base-url http://127.0.0.1:8080 --environment local "Fix the failing test"
+  agent-run run --environment local --fan-out reviews.yml --max-parallel 3 --require any
 
 ${EXIT_CODES_HELP}`,
   async run(argv, context) {
@@ -57,13 +85,40 @@ ${EXIT_CODES_HELP}`,
       'output-schema': { type: 'string' },
       mode: { type: 'string' },
       metadata: { type: 'string', multiple: true },
-      parent: { type: 'string' }
+      parent: { type: 'string' },
+      'fan-out': { type: 'string' },
+      'max-parallel': { type: 'string' },
+      require: { type: 'string' },
+      'idempotency-key': { type: 'string' }
     });
+    const fanOutFile = values['fan-out'];
+    if (fanOutFile === undefined) {
+      for (const name of ['max-parallel', 'require', 'idempotency-key'] as const)
+        if (values[name] !== undefined) throw usage(`--${name} is for --fan-out FILE; give --fan-out too`);
+    } else if (values['no-wait']) {
+      throw usage(
+        '--no-wait and --fan-out: a fan-out waits, to keep at most --max-parallel runs in flight; give one of them'
+      );
+    }
     const mode = modeOption(values.mode);
     const metadata = metadataOption(values.metadata);
     const timeoutMs = durationOption('timeout', values.timeout, '60m');
     const onBlocked = onBlockedOption(values['on-blocked']);
-    let prompt = await readPrompt(positionals, values['prompt-file'], context.readStdin);
+    const fanOut =
+      fanOutFile === undefined
+        ? undefined
+        : {
+            file: fanOutFile,
+            maxParallel: maxParallelOption(values['max-parallel']),
+            require: requireOption(values.require),
+            idempotencyKey: idempotencyKeyOption(values['idempotency-key']),
+            timeoutMs,
+            onBlocked,
+            json: values.json === true
+          };
+    // A fan-out's items may each have their own prompt: then none is needed here.
+    const optional = fanOut !== undefined && positionals.length === 0 && values['prompt-file'] === undefined;
+    let prompt = optional ? '' : await readPrompt(positionals, values['prompt-file'], context.readStdin);
     const config = readConfig(values.config);
     const flagged = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT;
     const configured = config.environment_id;
@@ -77,10 +132,8 @@ ${EXIT_CODES_HELP}`,
       );
     }
     const environment = flagged ?? configured;
-    if (typeof environment !== 'string' || environment.trim() === '') {
-      throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
-    }
     let schema: ((value: unknown) => SchemaCheck) | undefined;
+    let schemaRequest = '';
     if (values['output-schema'] !== undefined) {
       const file = values['output-schema'];
       const text = readText(file, '--output-schema');
@@ -97,11 +150,34 @@ ${EXIT_CODES_HELP}`,
           throw usage(`--output-schema ${JSON.stringify(file)}: ${error.message}`);
         throw error;
       }
-      prompt +=
+      schemaRequest =
         '\n\nEnd your answer with one JSON object that matches this JSON Schema, in a ```json block:\n' +
         JSON.stringify(parsed, null, 2);
     }
-
+    if (fanOut) {
+      const defaults: FanOutDefaults = {
+        ...(optional ? {} : { prompt }),
+        ...(environment === undefined ? {} : { environment }),
+        environmentSource: values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT',
+        config,
+        ...(values.title ? { title: values.title } : {}),
+        ...(mode ? { mode } : {}),
+        ...(metadata ? { metadata } : {}),
+        ...(values.parent ? { parent: values.parent.trim() } : {}),
+        ...(schema ? { schema, schemaRequest } : {})
+      };
+      const items = readItems(fanOut, defaults);
+      const client = clientFor(values, context);
+      try {
+        return await runFanOut(client, context.terminal, items, fanOut, defaults);
+      } finally {
+        client.close();
+      }
+    }
+    prompt += schemaRequest;
+    if (typeof environment !== 'string' || environment.trim() === '') {
+      throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
+    }
     const client = clientFor(values, context);
     try {
       const created = await client.runs.create(

@@ -48,8 +48,8 @@ export interface CancelOptions extends CallOptions {
 /** A follow-up: the next user message of a run's conversation, and the mode of that turn. */
 export interface FollowupRequest {
   message: string;
-  /** `normal` (the default) or `plan`; the service also knows `orchestrate`, which our executor refuses. */
-  mode?: 'normal' | 'plan' | (string & {});
+  /** `normal` (the default), `plan` or `orchestrate` (the turn may start and steer child runs). */
+  mode?: 'normal' | 'plan' | 'orchestrate' | (string & {});
 }
 
 export interface FollowupResponse {

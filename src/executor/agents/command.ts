@@ -105,7 +105,8 @@ export const commandAgent = agentKind<CommandAgentConfig>({
     const args = command.map(arg => (mode === 'arg' ? arg.replaceAll('{prompt}', context.prompt) : arg));
     if (mode === 'arg' && !command.some(arg => arg.includes('{prompt}'))) args.push(context.prompt);
     const [program, ...rest] = args;
-    // AGENT_MODE: `plan` in a plan-mode turn (answer with a plan, change nothing), else `normal`.
+    // AGENT_MODE: `plan` in a plan-mode turn (answer with a plan, change nothing), `orchestrate` in a
+    // turn that may start child runs (its env holds AGENT_RUN_BASE_URL and AGENT_RUN_API_KEY), else `normal`.
     const env = {
       AGENT_RUN_ID: context.runId,
       ...runVariables(process.env, context.env),

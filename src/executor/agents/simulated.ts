@@ -8,9 +8,15 @@
 //   @sim fail <message>        end FAILED with that status message
 //   @sim result <text>         the final answer (`\n` in the text is a line break)
 //   @sim json <object>         end the final answer with that JSON object (in a json fence)
+//   @sim child <prompt>        (orchestrate turns) start a child run below this run, in the same
+//                              environment, with that prompt (`\n` is a line break)
+//   @sim gather                wait for every child this turn started to end; the final answer
+//                              lists each one's state and answer
 //
 // The final answer (a `result` event) is the `@sim result` text, else the last `@sim say` text,
-// else the echo of the instruction.
+// else the echo of the instruction. `@sim child` and `@sim gather` talk to the executor as an
+// orchestrating agent would: from a process inside the run's sandbox, with the turn's
+// AGENT_RUN_BASE_URL and AGENT_RUN_API_KEY, through the run's proxy.
 
 import { relative, resolve } from 'node:path';
 import { type AgentContext, type AgentResult, agentKind } from './types.js';
@@ -37,6 +43,61 @@ const WRITE_SCRIPT = [
   'exec cat > "$p"'
 ].join('\n');
 const DEFAULT_PAUSE_MS = 300;
+
+/**
+ * The client of `@sim child` and `@sim gather`, run with the executor's own node inside the run's
+ * sandbox: it reads a request from standard input and talks to AGENT_RUN_BASE_URL through the
+ * run's proxy (HTTP_PROXY), as any HTTP client there would. `create` prints the new run's id;
+ * `gather` waits for each run to end (held reads) and prints [{run_id, state, result}].
+ */
+const CHILD_CLIENT = `
+const http = require('node:http');
+const env = process.env;
+const proxy = new URL(env.HTTP_PROXY);
+function call(method, path, body, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: proxy.hostname, port: proxy.port, method, path: env.AGENT_RUN_BASE_URL + path,
+      headers: { authorization: 'Bearer ' + env.AGENT_RUN_API_KEY, 'content-type': 'application/json', ...headers }
+    }, res => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', chunk => (text += chunk));
+      res.on('end', () => {
+        let json;
+        try { json = JSON.parse(text); } catch { json = undefined; }
+        if (res.statusCode >= 300) reject(new Error(res.statusCode + ' ' + (json && json.detail ? json.detail : text.slice(0, 300))));
+        else resolve(json);
+      });
+    });
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+const ended = s => ['SUCCEEDED', 'FAILED', 'ERROR', 'BLOCKED', 'CANCELLED'].includes(s);
+async function main() {
+  let input = '';
+  for await (const chunk of process.stdin) input += chunk;
+  const ask = JSON.parse(input);
+  if (ask.action === 'create') {
+    const made = await call('POST', '/api/v1/agent/runs', { prompt: ask.prompt, config: { environment_id: ask.environment } });
+    process.stdout.write(JSON.stringify({ run_id: made.run_id }));
+    return;
+  }
+  const out = [];
+  for (const id of ask.ids) {
+    let run = await call('GET', '/api/v1/agent/runs/' + id);
+    while (!ended(run.state)) run = await call('GET', '/api/v1/agent/runs/' + id, undefined, { prefer: 'wait=30' }) || run;
+    const transcript = await call('GET', '/api/v1/agent/runs/' + id + '/transcript');
+    const result = (transcript.events || []).filter(e => e.kind === 'result').pop();
+    out.push({ run_id: id, state: run.state, result: result ? result.text : run.status_message || '' });
+  }
+  process.stdout.write(JSON.stringify(out));
+}
+main().catch(error => { process.stderr.write(error.message + '\\n'); process.exit(1); });
+`;
+/** Most characters of the child client's output kept. */
+const MAX_CLIENT_OUTPUT = 1024 * 1024;
 
 export const simulatedAgent = agentKind({
   kind: 'simulated',
@@ -78,6 +139,8 @@ interface Answer {
   said?: string;
   result?: string;
   json?: string;
+  /** The runs `@sim child` started in this turn, in order. */
+  children?: string[];
 }
 
 async function recordAnswer(context: AgentContext, answer: Answer, echo: string | undefined): Promise<void> {
@@ -177,8 +240,75 @@ async function directive(
     }
     case 'fail':
       return agentFailed(rest || 'the simulated agent was told to fail');
+    case 'child': {
+      if (rest === '')
+        return invalid('@sim child', "expected the child run's prompt, e.g. @sim child Review the tests");
+      const called = await childClient(context, '@sim child', {
+        action: 'create',
+        prompt: rest.replace(/\\n/g, '\n'),
+        environment: context.environmentId
+      });
+      if ('failure' in called) return called.failure;
+      const id = String((called.answer as { run_id?: unknown } | null)?.run_id);
+      (answer.children ??= []).push(id);
+      await context.record('message', { text: `started child run ${id}` });
+      return undefined;
+    }
+    case 'gather': {
+      const ids = answer.children ?? [];
+      if (ids.length === 0) return invalid('@sim gather', 'no @sim child came before it in this turn');
+      const called = await childClient(context, '@sim gather', { action: 'gather', ids });
+      if ('failure' in called) return called.failure;
+      const lines = (called.answer as { run_id: string; state: string; result: string }[]).map(
+        (child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`
+      );
+      answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
+      await context.record('message', { text: answer.result });
+      return undefined;
+    }
     default:
-      return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail, result, json');
+      return invalid(
+        `@sim ${verb}`,
+        'expected one of sleep, say, run, write, fail, result, json, child, gather'
+      );
+  }
+}
+
+/**
+ * Runs the child client inside the run's sandbox with `ask` on its standard input; answers what it
+ * printed (parsed), or the failed outcome saying why.
+ */
+async function childClient(
+  context: AgentContext,
+  what: string,
+  ask: Record<string, unknown>
+): Promise<{ answer: unknown } | { failure: AgentResult }> {
+  if (context.mode !== 'orchestrate' || !context.env.AGENT_RUN_API_KEY)
+    return {
+      failure: invalid(
+        what,
+        'this turn is not in mode orchestrate, so it has no credential to start child runs with'
+      )
+    };
+  let out = '';
+  let err = '';
+  const ran = await context.processes.run(process.execPath, ['-e', CHILD_CLIENT], {
+    env: { PATH: '/usr/bin:/bin', ...context.env },
+    stdin: JSON.stringify(ask),
+    onStdout: chunk => void (out = (out + chunk.toString('utf8')).slice(0, MAX_CLIENT_OUTPUT)),
+    onStderr: chunk => void (err = (err + chunk.toString('utf8')).slice(-4096))
+  });
+  if (context.signal.aborted) return { failure: agentStopped() };
+  if (ran.exitCode !== 0)
+    return {
+      failure: agentFailed(
+        `${what}: the executor refused or could not be reached: ${err.trim() || `exit code ${ran.exitCode ?? ran.signal}`}`
+      )
+    };
+  try {
+    return { answer: JSON.parse(out) as unknown };
+  } catch {
+    return { failure: agentFailed(`${what}: the child client's answer was not JSON`) };
   }
 }
 

@@ -27,6 +27,8 @@ export interface AgentEnvironment<C extends AgentConfig = AgentConfig> {
 
 export interface AgentContext<C extends AgentConfig = AgentConfig> {
   runId: string;
+  /** The environment the run runs in (an orchestrate turn's children run there unless told otherwise). */
+  environmentId?: string;
   prompt: string;
   /** Directory the agent works in: this run's own copy of the environment's source. */
   workspace: string;
@@ -41,10 +43,19 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   runConfig?: Record<string, unknown>;
   /** The run's own HOME on the host (what the sandbox shows as HOME), kept for the whole run. */
   home?: string;
+  /**
+   * A harness run without a sandbox: a temporary folder of the turn's own on the host, for the CLI's
+   * TMPDIR (a sandbox's /tmp is the run's own already), removed when the turn ends.
+   */
+  tmp?: string;
   /** The turn of the run's conversation, from 1; a later one is a follow-up's. */
   turn?: number;
-  /** `plan`: the workspace is read-only (the sandbox enforces it) and the final answer is the plan. */
-  mode?: 'normal' | 'plan';
+  /**
+   * `plan`: the workspace is read-only (the sandbox enforces it) and the final answer is the plan;
+   * `orchestrate`: `env` holds AGENT_RUN_BASE_URL and the turn's AGENT_RUN_API_KEY, with which
+   * the run may start and steer child runs of its own.
+   */
+  mode?: 'normal' | 'plan' | 'orchestrate';
   /** The CLI session an earlier turn left (its `agent_session` event), for a harness to resume. */
   resumeSession?: string;
   /**

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { didYouMean } from '../../api/index.js';
 import { AGENT_KINDS, type AgentConfig } from '../agents/index.js';
 import { ConfigReader, show } from '../values/config-reader.js';
 import { type StoreSpec, StoreSpecError, parseStoreSpec } from '../store/location.js';
@@ -38,6 +39,11 @@ export interface EnvironmentConfig {
   sandbox: SandboxConfig;
   /** Where a run's changes are pushed, and the pull request opened (config/publish-config.ts). */
   publish?: PublishConfig;
+  /**
+   * The other environments an orchestrate run of this one may start child runs in (its own is
+   * always allowed), by id; each names an environment of the same file.
+   */
+  orchestrateEnvironments: string[];
 }
 
 export interface ExecutorConfig {
@@ -320,6 +326,7 @@ export function parseConfig(raw: unknown, base: string, where = 'config'): Execu
       seen.add(env.id);
       config.environments.push(env);
     });
+    checkOrchestrateEnvironments(config.environments, problems);
   }
   if (problems.length > 0) {
     throw new ConfigError(
@@ -366,7 +373,8 @@ function defaultEnvironment(base: string, workers: number): EnvironmentConfig {
     env: [],
     timeoutMs: 30 * 60_000,
     maxConcurrentRuns: workers,
-    sandbox: { ...DEFAULT_SANDBOX }
+    sandbox: { ...DEFAULT_SANDBOX },
+    orchestrateEnvironments: []
   };
 }
 
@@ -389,7 +397,8 @@ function parseEnvironment(
     'timeout',
     'max_concurrent_runs',
     'sandbox',
-    'publish'
+    'publish',
+    'orchestrate_environments'
   ]);
   const id = r.string(env.id, `${at}.id`, '');
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
@@ -423,8 +432,47 @@ function parseEnvironment(
     timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
     maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256),
     sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems),
-    publish: parsePublish(env.publish, `${at}.publish`, r)
+    publish: parsePublish(env.publish, `${at}.publish`, r),
+    orchestrateEnvironments: r.strings(env.orchestrate_environments, `${at}.orchestrate_environments`)
   };
+}
+
+/**
+ * Why `environment` cannot run an orchestrate turn, or undefined: the turn's credential must be
+ * reachable only through the run's proxy, so it needs a sandbox whose network is not the host's
+ * (with `network: host` the sandbox could reach the executor past the proxy; without a sandbox
+ * there is no proxy at all).
+ */
+export function orchestrateProblem(environment: EnvironmentConfig): string | undefined {
+  const why = !environment.sandbox.enabled
+    ? 'has sandbox: off'
+    : environment.sandbox.network === 'host'
+      ? 'has sandbox.network: host'
+      : undefined;
+  if (!why) return undefined;
+  return `mode "orchestrate": environment ${JSON.stringify(environment.id)} ${why}, and an orchestrate run's credential must be reachable only through its sandbox's proxy; use an environment with a sandbox whose network is none or a host:port list`;
+}
+
+/**
+ * Each environment's `orchestrate_environments` names other environments of the file, once each:
+ * an unknown id (with the ids there are) or a repeated one is a problem naming the entry.
+ */
+function checkOrchestrateEnvironments(environments: EnvironmentConfig[], problems: string[]): void {
+  const ids = environments.map(env => env.id);
+  environments.forEach((env, index) => {
+    const seen = new Set<string>();
+    for (const id of env.orchestrateEnvironments) {
+      const at = `environments[${index}].orchestrate_environments ${show(id)}`;
+      if (!ids.includes(id))
+        problems.push(
+          `${at}: expected the id of another environment of this file (${ids.join(', ')})${didYouMean(id, ids)}`
+        );
+      else if (id === env.id)
+        problems.push(`${at}: an environment's own id is always allowed; list only other environments`);
+      else if (seen.has(id)) problems.push(`${at}: the id is listed twice`);
+      seen.add(id);
+    }
+  });
 }
 
 function setupCacheOf(r: ConfigReader, value: unknown, at: string): boolean {

@@ -168,7 +168,9 @@ async function wire(
 
   for (const warning of warnings) app.log.warn(warning);
   for (const note of notes) app.log.info(note);
-  const pool = new WorkerPool(store, config, app.log, role !== 'api', run => context.links.link(run));
+  // An orchestrate turn's proxy forwards to this node's own API, or a worker node's to the API nodes.
+  const apiUrl = () => (role === 'all' ? listening : config.publicUrl);
+  const pool = new WorkerPool(store, config, app.log, role !== 'api', run => context.links.link(run), apiUrl);
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
   if (address && typeof address === 'object') {

@@ -26,6 +26,9 @@ import { RunUserError, runUser } from '../sandbox/user.js';
 import type { Role } from '../server/app.js';
 import { layerMode, redactUrls } from '../workspace/workspace.js';
 
+/** What of the configuration the start-up checks read: the environments and where the executor's files are. */
+export type StartupSettings = Pick<ExecutorConfig, 'environments' | 'dataDir' | 'configFile'>;
+
 /** Schemes git can fetch a source from; anything else is a typo, not a transport. */
 const SOURCE_SCHEMES = ['https', 'http', 'ssh', 'git', 'file'];
 const SOURCE_FORMS =
@@ -76,7 +79,10 @@ export function environmentProblems(
 }
 
 /** Throws a StartupCheckError naming every environment of `config` that no run could succeed in. */
-export function checkRunnable(config: ExecutorConfig, processEnv: NodeJS.ProcessEnv = process.env): void {
+export function checkRunnable(
+  config: Pick<ExecutorConfig, 'environments'>,
+  processEnv: NodeJS.ProcessEnv = process.env
+): void {
   const problems = config.environments.flatMap(env => environmentProblems(env, processEnv));
   if (problems.length === 0) return;
   throw new StartupCheckError(
@@ -89,7 +95,7 @@ export function checkRunnable(config: ExecutorConfig, processEnv: NodeJS.Process
  * returns the warnings to log otherwise, and adds to `notes` the lines the start-up log states
  * (which host user each environment's runs are).
  */
-export function checkSandboxes(config: ExecutorConfig, notes: string[] = []): string[] {
+export function checkSandboxes(config: StartupSettings, notes: string[] = []): string[] {
   const warnings: string[] = [];
   const confined = config.environments.filter(env => env.sandbox.enabled);
   const off = config.environments.filter(env => !env.sandbox.enabled).map(env => env.id);
@@ -146,7 +152,7 @@ export function checkSandboxes(config: ExecutorConfig, notes: string[] = []): st
  * Throws a ConfigError naming each `sandbox.read` or `sandbox.write` path that would show runs the
  * data dir (or the config file). serve.ts calls it first, before the data dir is made.
  */
-export function checkSandboxPaths(config: ExecutorConfig): void {
+export function checkSandboxPaths(config: StartupSettings): void {
   const paths = sandboxPathProblems(config.environments, config.dataDir, config.configFile);
   if (paths.length === 0) return;
   const where = `config${config.configFile ? ` ${config.configFile}` : ''}`;
@@ -166,7 +172,7 @@ export interface StartupChecks {
  * checks nothing. Throws a StartupCheckError on a refusal; answers the lines to log otherwise.
  */
 export function checkStartup(
-  config: ExecutorConfig,
+  config: StartupSettings,
   role: Role,
   checks: StartupChecks = {}
 ): { warnings: string[]; notes: string[] } {

@@ -81,7 +81,7 @@ export function commandFailed(command: string, exitCode: number | null, signal: 
 export function setupFailed(
   command: string,
   exitCode: number | null,
-  mode: 'normal' | 'plan' = 'normal'
+  mode: 'normal' | 'plan' | 'orchestrate' = 'normal'
 ): AgentOutcome {
   // A plan run's setup is not read-only (only its agent's turn is): the message says which it was.
   const plan =

@@ -9,7 +9,7 @@ import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { SandboxConfig } from './config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
 import { RunCgroup, dataDirTag, limitsProblem } from './cgroup.js';
-import { type ProxyHandle, startProxy } from './proxy.js';
+import { type ProxyGateway, type ProxyHandle, startProxy } from './proxy.js';
 import { SURVIVOR_VARIABLE, recordGroup } from './processes.js';
 import { type Confinement, RunProcesses } from './spawn.js';
 import { type RunUser, dropTo } from './user.js';
@@ -35,6 +35,11 @@ export interface RunSandboxOptions {
   home?: string;
   /** The workspace read-only from the first process (RunSandbox.protectWorkspace makes it so later). */
   readOnlyWorkspace?: boolean;
+  /**
+   * An orchestrate turn's way to the executor's API: the run gets a proxy even when its network is
+   * `none` (it then reaches the gateway host only). Never with `network: host`.
+   */
+  gateway?: ProxyGateway;
 }
 
 export interface Wrapped {
@@ -70,12 +75,19 @@ export class RunSandbox implements Confinement {
     this.readOnlyWorkspace = true;
   }
 
-  /** Sets up the run's proxy when it has a host:port list; limits come with its first process. */
+  /**
+   * Sets up the run's proxy when it has a host:port list or a gateway to the executor; limits come
+   * with its first process.
+   */
   static async create(options: RunSandboxOptions): Promise<RunSandbox> {
-    const { sandbox } = options;
-    const proxy = Array.isArray(sandbox.network)
-      ? await startProxy(sandbox.network, options.runId, options.user)
-      : undefined;
+    const { sandbox, gateway } = options;
+    if (gateway && sandbox.network === 'host')
+      throw new Error("an orchestrate turn needs a sandbox whose network is not the host's");
+    const targets = Array.isArray(sandbox.network) ? sandbox.network : [];
+    const proxy =
+      Array.isArray(sandbox.network) || gateway
+        ? await startProxy(targets, options.runId, options.user, gateway)
+        : undefined;
     return new RunSandbox(options, proxy);
   }
 

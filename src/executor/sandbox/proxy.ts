@@ -2,9 +2,19 @@
 // its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
 // each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
 // requests for the listed targets only (403 for anything else, said in the response).
+// An orchestrate turn's proxy also has a gateway: requests for the reserved host GATEWAY_HOST (plain,
+// or through a CONNECT tunnel to its port 80) go to the executor's own API, with the turn's proxy
+// secret in VIA_HEADER; the executor accepts the turn's credential only beside that secret.
 
 import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { type IncomingMessage, type ServerResponse, createServer, request as httpRequest } from 'node:http';
+import {
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+  createServer,
+  request as httpRequest
+} from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +42,71 @@ net.createServer(client => {
 }).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
 `;
 
+/** The host name a run's AGENT_RUN_BASE_URL names: only its proxy knows where it leads. */
+export const GATEWAY_HOST = 'agent-run.internal';
+/** The header the proxy adds to each request it forwards to the executor: the turn's proxy secret. */
+export const VIA_HEADER = 'x-agent-run-via';
+
+/** Where an orchestrate turn's gateway leads, and the secret it adds. */
+export interface ProxyGateway {
+  /** The executor API's base URL, e.g. http://127.0.0.1:8080. */
+  target: string;
+  secret: string;
+}
+
+/** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and the secret's own. */
+const HOP_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  VIA_HEADER
+]);
+
+/** Forwards one request of the run to the executor's API, with the turn's secret beside it. */
+function forwardToExecutor(
+  gateway: ProxyGateway,
+  path: string,
+  request: IncomingMessage,
+  response: ServerResponse
+): void {
+  const target = new URL(gateway.target);
+  const headers: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(request.headers))
+    if (!HOP_HEADERS.has(name.toLowerCase())) headers[name] = value;
+  headers.host = target.host;
+  headers[VIA_HEADER] = gateway.secret;
+  const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  const upstream = send(
+    {
+      host: target.hostname.replace(/^\[|\]$/g, ''),
+      port: target.port || (target.protocol === 'https:' ? 443 : 80),
+      method: request.method,
+      path: path.startsWith('/') ? path : `/${path}`,
+      headers
+    },
+    reply => {
+      response.writeHead(reply.statusCode ?? 502, reply.headers);
+      reply.pipe(response);
+    }
+  );
+  upstream.on('error', () => {
+    if (!response.headersSent) response.writeHead(502, { 'content-type': 'text/plain' });
+    response.end('agent-run proxy: the executor could not be reached\n');
+  });
+  // The run's side gone (its client gave up): the request to the executor goes with it.
+  response.once('close', () => upstream.destroy());
+  request.pipe(upstream);
+}
+
+function isGateway(host: string, port: number): boolean {
+  return host.replace(/^\[|\]$/g, '').toLowerCase() === GATEWAY_HOST && port === 80;
+}
+
 export interface ProxyHandle {
   /** [host path, path inside] of files the sandbox must see. */
   files: [string, string][];
@@ -46,11 +121,15 @@ function allowed(targets: NetworkTarget[], host: string, port: number): boolean 
   return targets.some(target => target.host === name && target.port === port);
 }
 
-/** `user`: the run's host user (a root executor), who must be able to reach the socket. */
+/**
+ * `user`: the run's host user (a root executor), who must be able to reach the socket; `gateway`:
+ * an orchestrate turn's way to the executor's API (GATEWAY_HOST).
+ */
 export async function startProxy(
   targets: NetworkTarget[],
   runId: string,
-  user?: RunUser
+  user?: RunUser,
+  gateway?: ProxyGateway
 ): Promise<ProxyHandle> {
   const dir = mkdtempSync(join(tmpdir(), `agent-run-proxy-${runId.slice(0, 12)}-`));
   const socket = join(dir, 'proxy.sock');
@@ -58,6 +137,9 @@ export async function startProxy(
   const refuse = (what: string) =>
     `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
 
+  const gatewayServer = gateway
+    ? createServer((request, response) => forwardToExecutor(gateway, request.url ?? '/', request, response))
+    : undefined;
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     let url: URL;
     try {
@@ -67,6 +149,10 @@ export async function startProxy(
       return;
     }
     const port = Number(url.port || 80);
+    if (gateway && url.protocol === 'http:' && isGateway(url.hostname, port)) {
+      forwardToExecutor(gateway, url.pathname + url.search, request, response);
+      return;
+    }
     if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
       response.writeHead(403, { 'content-type': 'text/plain' }).end(refuse(`${url.hostname}:${port}`));
       return;
@@ -92,6 +178,14 @@ export async function startProxy(
     const host = match?.[1] ?? '';
     const port = Number(match?.[2]);
     client.on('error', () => undefined);
+    if (match && gatewayServer && isGateway(host, port)) {
+      // A client that tunnels even plain HTTP (as @actions/http-client does): the tunnel's bytes
+      // are read as HTTP requests here, each forwarded with the secret like a plain one.
+      client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+      if (head.length > 0) client.unshift(head);
+      gatewayServer.emit('connection', client);
+      return;
+    }
     if (!match || !allowed(targets, host, port)) {
       const body = refuse(request.url ?? '?');
       client.end(

@@ -42,7 +42,7 @@ export class Scheduler {
 
   constructor(
     private readonly store: RunRequestStore & ScheduleOwner,
-    private readonly config: ExecutorConfig,
+    private readonly config: Pick<ExecutorConfig, 'environments' | 'limits'>,
     private readonly options: SchedulerOptions = {}
   ) {
     this.now = options.now ?? Date.now;

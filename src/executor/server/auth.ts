@@ -5,6 +5,7 @@ import { hashKey, isWellFormedKey, sameHash } from '../store/keys.js';
 import type { KeyRecord, KeyStore } from '../store/types.js';
 import { type OidcVerifier, TokenRefused, type Workload, looksLikeJwt } from './oidc.js';
 import { ProblemError } from './problem.js';
+import type { Orchestrator } from './run-token.js';
 
 export interface Principal {
   /** The key's id; for an OIDC token, its repository (the creator's uid, and the rate limit's bucket). */
@@ -14,6 +15,8 @@ export interface Principal {
   name: string;
   /** Set when an OIDC token signed in: the claims a run it creates keeps. */
   workload?: Workload;
+  /** Set when an orchestrate run's token signed in: the run below which it may act (run-token.ts). */
+  orchestrator?: Orchestrator;
 }
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };

@@ -23,6 +23,7 @@ import {
 } from 'jose';
 import { type OidcRule, isLoopbackHost } from '../config/auth-config.js';
 import type { KeyKind } from '../store/types.js';
+import type { Workload } from '../../api/run.js';
 
 /** Asymmetric algorithms only: `none` and HMAC (whose "key" would be the public key) never pass. */
 export const OIDC_ALGORITHMS = [
@@ -67,14 +68,8 @@ export interface WorkloadPrincipal {
   workload: Workload;
 }
 
-/** The token's claims a run record keeps (never the token). */
-export interface Workload {
-  issuer: string;
-  repository?: string;
-  ref?: string;
-  workflow_ref?: string;
-  run_id?: string;
-}
+/** The token's claims a run record keeps (never the token): the contract's `workload` field. */
+export type { Workload };
 
 /** A refused token: `message` says what was wrong with it (never the token, never a rule). */
 export class TokenRefused extends Error {}

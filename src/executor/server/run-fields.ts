@@ -1,8 +1,15 @@
 // Fields of a create or follow-up request that a schema cannot fully check: `metadata` (string
-// pairs within bounds) and `mode` (normal or plan; the service's orchestrate is not served here).
+// pairs within bounds) and `mode` (normal, plan or orchestrate, which needs a sandboxed environment).
 // Each problem is a 422 naming the field, the bad value and the expected form.
 
-import { MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE } from '../../api/schemas.js';
+import {
+  MAX_METADATA_KEY,
+  MAX_METADATA_PAIRS,
+  MAX_METADATA_VALUE,
+  RUN_MODES,
+  type RunMode
+} from '../../api/schemas.js';
+import { type EnvironmentConfig, orchestrateProblem } from '../config/config.js';
 import { ProblemError } from './problem.js';
 
 /** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters; throws a ProblemError (422) otherwise. */
@@ -26,17 +33,18 @@ export function checkMetadata(metadata: unknown): void {
   }
 }
 
-/** A follow-up's or a create's `mode`: normal (the default) or plan; orchestrate is not served here. */
-export function followupMode(mode: unknown): 'normal' | 'plan' {
-  if (mode === undefined || mode === null || mode === 'normal') return 'normal';
-  if (mode === 'plan') return 'plan';
-  if (mode === 'orchestrate')
-    throw new ProblemError(
-      'operation_not_supported',
-      'mode "orchestrate": this executor does not orchestrate other agents; expected normal or plan'
-    );
+/** A follow-up's or a create's `mode`: normal (the default), plan or orchestrate. */
+export function followupMode(mode: unknown): RunMode {
+  if (mode === undefined || mode === null) return 'normal';
+  if (typeof mode === 'string' && (RUN_MODES as readonly string[]).includes(mode)) return mode as RunMode;
   throw new ProblemError(
     'invalid_field',
-    `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected normal or plan`
+    `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected ${RUN_MODES.join(', ')}`
   );
+}
+
+/** Throws a 422 operation_not_supported when `environment` cannot run an orchestrate turn (config.ts says why). */
+export function checkOrchestrable(environment: EnvironmentConfig): void {
+  const problem = orchestrateProblem(environment);
+  if (problem) throw new ProblemError('operation_not_supported', problem);
 }

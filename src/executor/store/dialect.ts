@@ -15,6 +15,20 @@ export interface Statement {
   values: unknown[];
 }
 
+/** What else a change does in its transaction. */
+export interface ChangeOptions {
+  /** May share its commit with others (creates). */
+  group?: boolean;
+  /** Statements to run for each changed run (a create's metadata and ancestor rows). */
+  follow?: (run: StoredRun) => Statement[];
+  /**
+   * A second change of each run the first changed, made after it (an UPDATE of runs, without
+   * RETURNING, with its own state event and notice): a finished run queued again for a follow-up
+   * that waits. Its runs are told to listeners after the first change's.
+   */
+  then?: { statement: (run: StoredRun) => Statement; event: string };
+}
+
 export interface Dialect {
   readonly kind: 'sqlite' | 'postgres';
   /** Whether other processes run work from this database too (see RunStore.shared). */
@@ -33,6 +47,11 @@ export interface Dialect {
   readonly textType: string;
   /** A user-text value as the column takes it. */
   bytes(text: string | null): unknown;
+  /**
+   * Whether the JSON object in the text column `json` holds, under `key`, an array with the number
+   * `value` (a column or `?`): a turn event's list of the follow-ups it took.
+   */
+  listHas(json: string, key: string, value: string): string;
   /** The LIMIT value that means no limit. */
   readonly noLimit: unknown;
   /** `column`, a JSON array as text (or NULL), with one more entry: the JSON text of the next `?`. */
@@ -60,15 +79,9 @@ export interface Dialect {
   /**
    * Runs `statement` (an INSERT or UPDATE of runs, without RETURNING), records a `state` event with
    * the JSON `event` on each run it changed and tells listeners here and in other processes, all in
-   * one transaction; the runs as they are now. `group`: may share its commit with others (creates).
-   * `follow`: a statement to run for each changed run, in the same transaction (a create's metadata and ancestor rows).
+   * one transaction; the runs as they are now (after `statement`, before `then`).
    */
-  change(
-    statement: Statement,
-    event: string,
-    group?: boolean,
-    follow?: (run: StoredRun) => Statement[]
-  ): Promise<StoredRun[]>;
+  change(statement: Statement, event: string, options?: ChangeOptions): Promise<StoredRun[]>;
   /** Appends an event to a run's transcript and tells listeners; its seq. */
   appendEvent(runId: string, kind: string, data: string, at: string): Promise<number>;
 

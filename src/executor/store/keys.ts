@@ -34,9 +34,21 @@ function checksum(body: string): string {
   return out;
 }
 
-export function generateKey(): string {
+export function generateKey(prefix = KEY_PREFIX): string {
   const body = base62(randomBytes(48), BODY_LENGTH);
-  return `${KEY_PREFIX}${body}${checksum(body)}`;
+  return `${prefix}${body}${checksum(body)}`;
+}
+
+/**
+ * An orchestrate turn's credential (worker/orchestrate.ts): the shape of a key under its own
+ * prefix, so the server tells it from an API key before any lookup and scanners can still spot it.
+ */
+export const RUN_TOKEN_PREFIX = 'art_';
+
+export function isWellFormedRunToken(token: string): boolean {
+  return (
+    token.startsWith(RUN_TOKEN_PREFIX) && isWellFormedKey(KEY_PREFIX + token.slice(RUN_TOKEN_PREFIX.length))
+  );
 }
 
 export function generateKeyId(): string {

@@ -297,6 +297,21 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
         DELETE FROM run_state_events WHERE run_id = OLD.run_id;
       END;
     `
+  },
+  {
+    version: 12,
+    name: "run_tokens: the SHA-256 of each orchestrate turn's credential and of its proxy's secret",
+    sql: `
+      CREATE TABLE run_tokens (
+        hash TEXT PRIMARY KEY,
+        via_hash TEXT NOT NULL,
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        environment_id TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX run_tokens_run ON run_tokens (run_id);
+    `
   }
 ];
 
@@ -626,6 +641,21 @@ export const POSTGRES_MIGRATIONS: { version: number; name: string; sql: string }
       END $$;
       CREATE TRIGGER runs_state_events_pruned AFTER DELETE ON runs FOR EACH ROW
         EXECUTE FUNCTION agent_executor_state_events_pruned();
+    `
+  },
+  {
+    version: 11,
+    name: "run_tokens: the SHA-256 of each orchestrate turn's credential and of its proxy's secret",
+    sql: `
+      CREATE TABLE run_tokens (
+        hash TEXT PRIMARY KEY,
+        via_hash TEXT NOT NULL,
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        team TEXT NOT NULL,
+        environment_id TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX run_tokens_run ON run_tokens (run_id);
     `
   }
 ];

@@ -5,7 +5,7 @@
 import type { Dialect, Row, Statement } from './dialect.js';
 import { sql } from './dialect.js';
 import { KeyCache } from './key-cache.js';
-import type { KeyRecord, NodeReport, WebSession } from './types.js';
+import type { KeyRecord, NodeReport, RunTokenRecord, WebSession } from './types.js';
 
 export class SqlAccountStore {
   readonly kind: 'sqlite' | 'postgres';
@@ -59,6 +59,31 @@ export class SqlAccountStore {
     );
     this.keys.clear();
     return changed > 0;
+  }
+
+  // run tokens: never cached, so a token removed (its turn ended) is refused at once on every node
+
+  async createRunToken(token: RunTokenRecord): Promise<void> {
+    await this.d.run(
+      sql(
+        `INSERT INTO run_tokens (hash, via_hash, run_id, team, environment_id, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)`,
+        token.hash,
+        token.via_hash,
+        token.run_id,
+        token.team,
+        token.environment_id,
+        token.created_at
+      )
+    );
+  }
+
+  async findRunToken(hash: string): Promise<RunTokenRecord | undefined> {
+    return (await this.d.all<RunTokenRecord & Row>(sql('SELECT * FROM run_tokens WHERE hash = ?', hash)))[0];
+  }
+
+  async deleteRunTokens(runId: string): Promise<void> {
+    await this.d.run(sql('DELETE FROM run_tokens WHERE run_id = ?', runId));
   }
 
   /** A key write, and the dialect's word to other processes in the same transaction. */

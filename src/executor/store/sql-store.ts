@@ -8,7 +8,7 @@ import * as lifecycle from '../runs/lifecycle.js';
 import { type ChangeName, CLAIMED_STATE, LIFECYCLE } from '../runs/lifecycle.js';
 import { ChangeSql, type Inputs, stateIn } from './change-sql.js';
 import { ClaimSql } from './claim-sql.js';
-import type { Dialect, Row, Statement } from './dialect.js';
+import type { ChangeOptions, Dialect, Row, Statement } from './dialect.js';
 import { sql } from './dialect.js';
 import { listRunsSql } from './list-query.js';
 import { RUN_COLUMNS, runWeight, runsWithin, strip } from './rows.js';
@@ -103,12 +103,35 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   }
 
   /** Applies a change to the runs `where` picks (among those in a state it may start from). */
-  private apply(name: ChangeName, inputs: Inputs, where: Statement, group = false): Promise<StoredRun[]> {
+  private apply(
+    name: ChangeName,
+    inputs: Inputs,
+    where: Statement,
+    options?: ChangeOptions
+  ): Promise<StoredRun[]> {
     return this.d.change(
       this.changes.update(name, inputs, where),
       this.changes.event(inputs.transition),
-      group
+      options
     );
+  }
+
+  /**
+   * The one guard of the follow-up race (a follow-up recorded while the run's last turn ends): an
+   * ended run is queued again while a follow-up of it waits that no turn took (a `turn` event lists
+   * the seqs of the follow-ups it took). Both ways the race can go meet here: the follow-up's own
+   * write looks after recording the message (submitFollowup), and a finish looks in its transaction
+   * (finishRun), so whichever commits second queues the run, and a follow-up a turn took never does.
+   */
+  private requeueWaiting(at: string, where: Statement): { statement: Statement; event: string } {
+    const waits = `EXISTS (SELECT 1 FROM events f WHERE f.run_id = runs.run_id AND f.kind = 'followup'
+      AND NOT EXISTS (SELECT 1 FROM events t WHERE t.run_id = f.run_id AND t.kind = 'turn' AND t.seq > f.seq
+        AND ${this.d.listHas('t.data', 'followups', 'f.seq')}))`;
+    const inputs: Inputs = { transition: lifecycle.followup(), at };
+    return {
+      statement: this.changes.update('followup', inputs, sql(`${where.text} AND ${waits}`, ...where.values)),
+      event: this.changes.event(inputs.transition)
+    };
   }
 
   /** Moves whenever a write is committed here or by another process (SQLite); undefined on PostgreSQL. */
@@ -171,8 +194,7 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
         maxQueuedPerTeam
       ),
       this.changes.event(transition),
-      true,
-      createRows(run.extra)
+      { group: true, follow: createRows(run.extra) }
     );
     if (created) return { kind: 'created', run: created };
     // Nothing inserted: a run with this key was created after our look (the unique index
@@ -290,10 +312,10 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   }
 
   /**
-   * The message is recorded first, then an ended run is queued again (the lifecycle's `followup`):
-   * a worker that claims it finds the message already there. A run that was queued or running
-   * when the message was recorded but ended before its worker looked is queued again here too,
-   * by the second look, so no message is left behind.
+   * The message is recorded first, then the run is queued again if it has ended and the message
+   * still waits (requeueWaiting): a worker that claims it finds the message there. A queued run's
+   * first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or its
+   * finish queues the run again.
    */
   async submitFollowup(
     team: string,
@@ -304,39 +326,15 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   ): Promise<FollowupResult> {
     const before = await this.getRun(team, runId);
     if (!before) return { kind: 'not_found' };
-    const ended = (run: StoredRun) => lifecycle.allows('followup', run.state);
-    if (ended(before) && (before.completed_at ?? before.updated_at) < continuableSince)
+    if (
+      lifecycle.allows('followup', before.state) &&
+      (before.completed_at ?? before.updated_at) < continuableSince
+    )
       return { kind: 'expired', run: before };
-    const { seq } = await this.appendEvent(
-      runId,
-      'followup',
-      { message: followup.message, mode: followup.mode },
-      at
-    );
-    const requeue = () =>
-      this.apply(
-        'followup',
-        { transition: lifecycle.followup(), at },
-        sql('run_id = ? AND team = ?', runId, team)
-      );
-    let [run] = ended(before) ? await requeue() : [];
-    if (!run) {
-      run = (await this.getRun(team, runId)) ?? before;
-      const taken = (await this.listEvents(runId, { after: seq })).some(
-        event => event.kind === 'turn' && Array.isArray(event.followups) && event.followups.includes(seq)
-      );
-      if (ended(run) && !taken) run = (await requeue())[0] ?? run;
-    }
-    return { kind: 'taken', run };
-  }
-
-  async requeueRun(runId: string, at: string): Promise<StoredRun | undefined> {
-    const [run] = await this.apply(
-      'followup',
-      { transition: lifecycle.followup(), at },
-      sql('run_id = ?', runId)
-    );
-    return run;
+    await this.appendEvent(runId, 'followup', { message: followup.message, mode: followup.mode }, at);
+    const requeue = this.requeueWaiting(at, sql('run_id = ? AND team = ?', runId, team));
+    const [run] = await this.d.change(requeue.statement, requeue.event);
+    return { kind: 'taken', run: run ?? (await this.getRun(team, runId)) ?? before };
   }
 
   // runs, as the worker sees them
@@ -402,10 +400,15 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     at: string
   ): Promise<StoredRun | undefined> {
     const transition = lifecycle.finish(outcome);
+    // A run that ends other than cancelled is queued again at once if a follow-up waits.
+    const requeue = this.requeueWaiting(at, sql('run_id = ?', runId));
     const [run] = await this.apply(
       'finish',
       { transition, at },
-      sql('run_id = ? AND lease_owner = ?', runId, owner)
+      sql('run_id = ? AND lease_owner = ?', runId, owner),
+      outcome.state === 'CANCELLED'
+        ? {}
+        : { then: { statement: () => requeue.statement, event: requeue.event } }
     );
     return run;
   }

@@ -13,6 +13,19 @@ export type { Outcome };
 /** A personal key acts for its user; an agent key for a service account. */
 export type KeyKind = 'personal' | 'agent';
 
+/**
+ * The credential of one orchestrate turn of a run (worker/orchestrate.ts): only the SHA-256 of the
+ * token the run's sandbox holds, and of the secret its proxy adds to each request it forwards.
+ */
+export interface RunTokenRecord {
+  hash: string;
+  via_hash: string;
+  run_id: string;
+  team: string;
+  environment_id: string;
+  created_at: string;
+}
+
 export interface KeyRecord {
   id: string;
   team: string;
@@ -276,6 +289,12 @@ export interface RunStore {
   listKeys(): Promise<KeyRecord[]>;
   revokeKey(id: string, at: string): Promise<boolean>;
 
+  // run tokens (an orchestrate turn's credential)
+  createRunToken(token: RunTokenRecord): Promise<void>;
+  findRunToken(hash: string): Promise<RunTokenRecord | undefined>;
+  /** Removes the run's tokens (its orchestrate turn ended). */
+  deleteRunTokens(runId: string): Promise<void>;
+
   // dashboard sessions
   /** Stores a new session (and drops expired ones). */
   createWebSession(session: WebSession): Promise<void>;
@@ -330,12 +349,6 @@ export interface RunStore {
     continuableSince: string
   ): Promise<FollowupResult>;
 
-  /**
-   * Queues an ended run again for follow-ups its last turn did not take (one that arrived as the
-   * worker was finishing); the run as it is now, or undefined when it was not in an ended state.
-   */
-  requeueRun(runId: string, at: string): Promise<StoredRun | undefined>;
-
   // runs, as the worker sees them
   /**
    * Moves a QUEUED run of an environment not in `excluded` to INPROGRESS under a lease. Teams take
@@ -354,7 +367,11 @@ export interface RunStore {
   findClaim(owner: string): Promise<StoredRun | undefined>;
   /** Extends a lease; false when the run is no longer this owner's INPROGRESS run. */
   renewLease(runId: string, owner: string, leaseMs: number): Promise<boolean>;
-  /** Ends a run this owner holds; false when it was no longer held (cancelled meanwhile). */
+  /**
+   * Ends a run this owner holds; false when it was no longer held (cancelled meanwhile). A run that
+   * ends other than CANCELLED while a follow-up of it waits untaken (one recorded after its worker's
+   * last look) is queued again in the same transaction.
+   */
   finishRun(runId: string, owner: string, outcome: Outcome, at: string): Promise<StoredRun | undefined>;
   /** Fails every INPROGRESS run whose lease expired (all of them when `all`). */
   failAbandoned(all: boolean, at: string, message: string): Promise<StoredRun[]>;
@@ -442,6 +459,8 @@ export interface RunStore {
 
 /** API keys (the server's authentication, the CLI's key commands). */
 export type KeyStore = Pick<RunStore, 'createKey' | 'findKeyByHash' | 'listKeys' | 'revokeKey'>;
+/** The credentials of orchestrate turns. */
+export type RunTokenStore = Pick<RunStore, 'createRunToken' | 'findRunToken' | 'deleteRunTokens'>;
 /** The dashboard's sign-in sessions. */
 export type WebSessionStore = Pick<RunStore, 'createWebSession' | 'findWebSession' | 'deleteWebSession'>;
 /** Who may do what: keys and the dashboard's sessions. */
@@ -451,14 +470,7 @@ export type NodeStore = Pick<RunStore, 'reportNode' | 'listNodes' | 'removeNode'
 /** Runs as the API sees them: created, read, listed, cancelled, followed up. */
 export type RunRequestStore = Pick<
   RunStore,
-  | 'createRun'
-  | 'getRun'
-  | 'getRunAnyTeam'
-  | 'listRuns'
-  | 'countRunsByState'
-  | 'cancelRun'
-  | 'submitFollowup'
-  | 'requeueRun'
+  'createRun' | 'getRun' | 'getRunAnyTeam' | 'listRuns' | 'countRunsByState' | 'cancelRun' | 'submitFollowup'
 >;
 /** Runs as the worker sees them: claimed under a lease, renewed, finished, failed when abandoned. */
 export type RunClaimStore = Pick<

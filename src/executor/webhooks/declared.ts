@@ -9,7 +9,7 @@ import type { StoredWebhook } from '../store/webhook-types.js';
 import { isSecret } from './sign.js';
 
 export function declaredWebhooks(
-  config: ExecutorConfig,
+  config: Pick<ExecutorConfig, 'webhooks'>,
   env: NodeJS.ProcessEnv = process.env
 ): StoredWebhook[] {
   const problems: string[] = [];

@@ -4,7 +4,8 @@
 // `concurrency_per_endpoint` attempts under way across the nodes, a team at most
 // `concurrency_per_team`, a node at most `concurrency`. It wakes when a run changes (here or, heard
 // by notification, on another node) and every half second for retries that fall due; with no
-// endpoint anywhere, a change wakes nothing.
+// endpoint anywhere, a change wakes nothing and it looks only every 30 s (an endpoint made on this
+// node wakes it at once; one made on another node is served by that node meanwhile).
 //
 // An attempt: 2xx is delivered; 410 disables the endpoint; anything else (3xx, 4xx, 5xx, a timeout,
 // a refused address) is retried on webhooks.retry_schedule with ±10 % jitter, and 429/502/503/504
@@ -21,6 +22,8 @@ import { send } from './send.js';
 import { signatureHeader } from './sign.js';
 
 const POLL_MS = 500;
+/** How often a node that saw no endpoint anywhere looks again. */
+const IDLE_POLL_MS = 30_000;
 /**
  * A delivery's lease is the attempt's time limit and this much more, for the reads and writes
  * around it on a loaded database: a lease that ran out while its attempt went on would send the
@@ -53,7 +56,7 @@ export class Deliverer {
 
   constructor(
     private readonly store: RunStore,
-    private readonly config: ExecutorConfig,
+    private readonly config: Pick<ExecutorConfig, 'webhooks' | 'limits'>,
     private readonly options: DelivererOptions
   ) {}
 
@@ -109,7 +112,7 @@ export class Deliverer {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       void this.tick().finally(() => {
-        if (!this.stopped) this.schedule(POLL_MS);
+        if (!this.stopped) this.schedule(this.anyEndpoints ? POLL_MS : IDLE_POLL_MS);
       });
     }, ms);
     this.timer.unref();

@@ -17,7 +17,7 @@ import {
 } from '../runs/outcomes.js';
 import { collectOutputs } from './run-outputs.js';
 import { keepPlan } from './plan-artifact.js';
-import { FOLLOWUP_KINDS, continuedFrom, nextTurn, recordsTurn, turnsBefore } from './turns.js';
+import { beginTurn, firstTurn, followingTurn } from './turns.js';
 import { type ExecuteOptions, type Ran, overQuota, runSteps } from './steps.js';
 
 export type { ExecuteOptions, Recorder } from './steps.js';
@@ -94,7 +94,8 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
       outputs,
       workspace: workspace && readable ? { changed, patch: max => workspace.patch(max) } : undefined,
       maxPatchBytes: config.workspaces.maxPatchBytes,
-      record
+      record,
+      secrets: options.secrets
     }).catch(error => {
       log.warn({ err: error, run_id: run.run_id }, 'could not collect the outputs');
       return undefined;
@@ -134,41 +135,18 @@ export async function executeRun(options: ExecuteOptions): Promise<RunOutcome> {
 }
 
 /**
- * The run's turns: the next one its transcript asks for, then, while the agent succeeds, each
- * follow-up that arrived during a turn as one more turn in the same workspace. Each turn begins
- * with a `turn` event naming the follow-ups it takes; what the last turn left is what the run
- * reports (its answer, outputs; the changes since the start commit).
+ * The run's turns: the first one of this claim, then, while the agent succeeds, each follow-up
+ * that arrived during a turn as one more turn in the same workspace (turns.ts decides which). What
+ * the last turn left is what the run reports (its answer, outputs; the changes since the start commit).
  */
 async function runTurns(options: ExecuteOptions): Promise<Ran> {
   const { run, store, record, controller } = options;
-  const events = await store.listEvents(run.run_id);
-  // A run claimed again with nothing new to take (its follow-up was taken by a turn that was then
-  // cut short): it goes on with the prompt, in what the earlier turns left.
-  let turn = nextTurn(run, events, turnsBefore(events)) ?? {
-    ...nextTurn(run, [])!,
-    number: 2,
-    continuing: true
-  };
-  if (turn.startFrom && !turn.continuing) {
-    const earlier = await store.getRun(run.team, turn.startFrom);
-    if (earlier) turn = continuedFrom(turn, earlier, await store.listEvents(earlier.run_id));
-  }
+  let turn = await firstTurn(store, run);
   for (;;) {
-    if (recordsTurn(turn)) {
-      await record.flush?.();
-      await store.appendEvent(
-        run.run_id,
-        'turn',
-        { turn: turn.number, mode: turn.mode, followups: turn.followups },
-        new Date().toISOString()
-      );
-    }
+    await beginTurn(store, run, turn, () => record.flush?.());
     const ran = { ...(await runSteps(options, turn)), mode: turn.mode };
     if (ran.ended.state !== 'SUCCEEDED' || controller.signal.aborted) return ran;
-    // A cheap look for follow-ups first; the whole transcript only when there is one to take.
-    if (!nextTurn(run, await store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
-      return ran;
-    const next = nextTurn(run, await store.listEvents(run.run_id), turn.number);
+    const next = await followingTurn(store, run, turn);
     if (!next) return ran;
     await ran.sandbox?.close();
     turn = next;

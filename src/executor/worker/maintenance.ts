@@ -9,6 +9,9 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config/config.js';
+
+/** What of the configuration maintenance reads: the retention, the workspace bounds, where files are. */
+export type MaintenanceSettings = Pick<ExecutorConfig, 'dataDir' | 'environments' | 'limits' | 'workspaces'>;
 import type { RunClaimStore, PruneStore } from '../store/types.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';
@@ -43,7 +46,7 @@ export async function reapExpiredLeases(
 /** Deletes finished runs older than the retention in days. */
 export async function pruneFinishedRuns(
   store: RunClaimStore & PruneStore,
-  config: ExecutorConfig,
+  config: MaintenanceSettings,
   log: FastifyBaseLogger
 ): Promise<void> {
   const before = new Date(Date.now() - config.limits.retentionDays * 86_400_000).toISOString();
@@ -56,7 +59,7 @@ export async function pruneFinishedRuns(
  * before workspaces.continue_for (a follow-up continues in them); `active` ones are never touched.
  */
 export async function sweepFinishedWorkspaces(
-  config: ExecutorConfig,
+  config: MaintenanceSettings,
   active: Set<string>,
   log: FastifyBaseLogger
 ): Promise<void> {
@@ -125,7 +128,7 @@ const nothingLeft = new Map<string, { at: number; active: Set<string>; removals:
  * whether to claim runs, so the cache gives way before the node stops.
  */
 export async function freeSpaceForRuns(
-  config: ExecutorConfig,
+  config: MaintenanceSettings,
   active: Set<string>,
   log: FastifyBaseLogger
 ): Promise<void> {

@@ -20,8 +20,7 @@ import {
   StoreUnavailableError
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
-import type { RunStepStore } from './steps.js';
-import { FOLLOWUP_KINDS, nextTurn } from './turns.js';
+import type { RunSettings, RunStepStore } from './steps.js';
 import { unmountAll } from '../workspace/layers.js';
 import { unmountAllNow } from '../workspace/mounts.js';
 import {
@@ -32,6 +31,7 @@ import {
   sweepFinishedWorkspaces
 } from './maintenance.js';
 import { boundTranscript } from './transcript-budget.js';
+import { redactSecrets, redactingRecorder } from './orchestrate.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 import { environmentGone } from '../runs/outcomes.js';
 
@@ -42,7 +42,13 @@ export type WorkerStore = RunClaimStore &
   RunChangeFeed &
   PruneStore &
   RunStepStore &
-  Pick<RunRequestStore, 'getRun' | 'getRunAnyTeam' | 'requeueRun'>;
+  Pick<RunRequestStore, 'getRun' | 'getRunAnyTeam'>;
+
+/** What of the configuration the pool reads: its limits and leases, the environments, where files are. */
+export type WorkerSettings = Pick<
+  ExecutorConfig,
+  'dataDir' | 'configFile' | 'environments' | 'leaseMs' | 'limits' | 'workers' | 'workspaces'
+>;
 
 const STOP_WAIT_MS = 10_000;
 
@@ -66,6 +72,8 @@ export class WorkerPool {
   private readonly uncertain: string[] = [];
   private readonly active = new Map<string, Active>();
   private readonly environments: Map<string, EnvironmentConfig>;
+  /** What every run reads of the configuration, built once. */
+  private readonly runSettings: RunSettings;
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe?: () => void;
   private draining = false;
@@ -78,14 +86,18 @@ export class WorkerPool {
 
   constructor(
     private readonly store: WorkerStore,
-    private readonly config: ExecutorConfig,
+    private readonly config: WorkerSettings,
     private readonly log: FastifyBaseLogger,
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
     private readonly runsWork = true,
     /** The run's session link, for what publishing writes (commit message, pull request). */
-    private readonly sessionLink?: (run: StoredRun) => string | undefined
+    private readonly sessionLink?: (run: StoredRun) => string | undefined,
+    /** Where this node's runs reach the executor's API (orchestrate turns); undefined: nowhere. */
+    private readonly apiUrl?: () => string | undefined
   ) {
     this.environments = new Map(config.environments.map(env => [env.id, env]));
+    const { dataDir, configFile, workspaces } = config;
+    this.runSettings = { dataDir, configFile, workspaces };
   }
 
   /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
@@ -282,23 +294,31 @@ export class WorkerPool {
       await this.finish(run, environmentGone(run.environment_id));
       return;
     }
-    const record = boundTranscript(
-      (kind, data) =>
-        this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
-          () => undefined
-        ),
-      this.config.limits.transcriptBytes
+    // The run's secrets (an orchestrate turn's credential) never reach its transcript or status.
+    const secrets = new Set<string>();
+    const record = redactingRecorder(
+      boundTranscript(
+        (kind, data) =>
+          this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
+            () => undefined
+          ),
+        this.config.limits.transcriptBytes
+      ),
+      secrets
     );
     const outcome = await executeRun({
       run,
       environment,
-      config: this.config,
+      config: this.runSettings,
       controller,
       record,
       log: this.log,
       store: this.store,
-      sessionLink: this.sessionLink
+      sessionLink: this.sessionLink,
+      apiUrl: this.apiUrl,
+      secrets
     });
+    if (outcome.status_message) outcome.status_message = redactSecrets(outcome.status_message, secrets);
     await this.finish(run, outcome);
   }
 
@@ -308,13 +328,8 @@ export class WorkerPool {
       () => this.store.finishRun(run.run_id, run.lease_owner!, outcome, at),
       FINISH_RETRY_MS
     );
-    // A follow-up that arrived after the last turn looked, while the run was still INPROGRESS, is
-    // taken by queuing the run again (the API's second look covers the other order).
-    if (finished && outcome.state !== 'CANCELLED') {
-      const events = await this.store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }).catch(() => []);
-      if (nextTurn(run, events, 1))
-        await this.persist(() => this.store.requeueRun(run.run_id, now()), FINISH_RETRY_MS);
-    }
+    // A follow-up that arrived after the last turn looked is the store's to take: the finish queues
+    // the run again in its transaction (store/sql-store.ts requeueWaiting).
     if (!finished) {
       // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
       const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);

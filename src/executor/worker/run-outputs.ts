@@ -14,6 +14,7 @@ import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
 import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
 import type { ArtifactRename, ArtifactStore, StoredRun, TranscriptStore } from '../store/types.js';
 import { removeTree } from '../workspace/remove.js';
+import { redactSecrets } from './orchestrate.js';
 
 /** A command agent's answer when it writes no result file: the end of its standard output. */
 export const STDOUT_TAIL_BYTES = 64 * 1024;
@@ -126,6 +127,8 @@ export interface CollectOptions {
   workspace?: { changed: boolean; patch(max: number): Promise<{ bytes: Buffer; size: number }> };
   maxPatchBytes: number;
   record: (kind: string, data: Record<string, unknown>) => Promise<void>;
+  /** The run's secrets (an orchestrate turn's credential): replaced in the patch it keeps. */
+  secrets?: ReadonlySet<string>;
 }
 
 /**
@@ -214,14 +217,19 @@ function parseUsage(data: Buffer): { json: string } | string {
  * the limit it is only counted, and the run fails saying its size).
  */
 async function collectPatch(
-  { store, run, maxPatchBytes, record }: CollectOptions,
+  { store, run, maxPatchBytes, record, secrets }: CollectOptions,
   workspace: NonNullable<CollectOptions['workspace']>
 ): Promise<AgentOutcome | undefined> {
   const renamed = await earlierPatches(store, run);
   // No changes since the start commit (a later turn undid them): no `changes.patch` is right.
-  const { bytes, size } = workspace.changed
-    ? await workspace.patch(maxPatchBytes)
-    : { bytes: Buffer.alloc(0), size: 0 };
+  const made = workspace.changed ? await workspace.patch(maxPatchBytes) : { bytes: Buffer.alloc(0), size: 0 };
+  // A secret the agent wrote into a file is replaced in the patch too (one line's text changes, no
+  // line is added or removed, so the patch still applies).
+  const bytes =
+    secrets && [...secrets].some(secret => made.bytes.includes(secret))
+      ? Buffer.from(redactSecrets(made.bytes.toString('utf8'), secrets))
+      : made.bytes;
+  const size = bytes === made.bytes ? made.size : bytes.length;
   if (size === 0 || size > maxPatchBytes) {
     await store.renameArtifacts(run.run_id, renamed);
     return size === 0 ? undefined : patchTooLarge(size, maxPatchBytes);

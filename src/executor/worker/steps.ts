@@ -4,15 +4,16 @@
 // It gathers what happened and never decides the run's outcome: execute.ts takes it from here
 // (the diff, the outputs, publishing) and runs/outcomes.ts decides.
 
-import { existsSync, lchownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lchownSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
-import type { EnvironmentConfig, ExecutorConfig } from '../config/config.js';
+import { type EnvironmentConfig, type ExecutorConfig, orchestrateProblem } from '../config/config.js';
 import type {
   ArtifactStore,
   RunHoldStore,
   RunRequestStore,
+  RunTokenStore,
   StoredRun,
   TranscriptStore
 } from '../store/types.js';
@@ -39,6 +40,7 @@ import {
 import { type RunOutputs, prepareOutputs } from './run-outputs.js';
 import type { Turn } from './turns.js';
 import { startFrom } from './start-from.js';
+import { type OrchestrateTurn, startOrchestrateTurn } from './orchestrate.js';
 import { isTerminalState } from '../../api/run.js';
 
 /**
@@ -149,13 +151,24 @@ function passedVariables(environment: EnvironmentConfig): Record<string, string>
 }
 
 /** The store as executing one run sees it: its transcript, its artifacts, the hold on an earlier run. */
-export type RunStepStore = TranscriptStore & ArtifactStore & RunHoldStore & Pick<RunRequestStore, 'getRun'>;
+export type RunStepStore = TranscriptStore &
+  ArtifactStore &
+  RunHoldStore &
+  RunTokenStore &
+  Pick<RunRequestStore, 'getRun'>;
+
+/**
+ * What of the executor's configuration a run reads (built once by the pool, for every run): where
+ * its files go, the configuration file its sandbox hides, and the workspace bounds. What its agent
+ * kind gets is the environment's `agent:` and the AgentContext steps.ts builds, never this.
+ */
+export type RunSettings = Pick<ExecutorConfig, 'dataDir' | 'configFile' | 'workspaces'>;
 
 /** What executing a run needs: the run, where it runs, and the pool's means of reporting. */
 export interface ExecuteOptions {
   run: StoredRun;
   environment: EnvironmentConfig;
-  config: ExecutorConfig;
+  config: RunSettings;
   /** Aborted on cancel, lease lost and shutdown by the pool; on the time limit and quota from here. */
   controller: AbortController;
   record: Recorder;
@@ -163,6 +176,13 @@ export interface ExecuteOptions {
   store: RunStepStore;
   /** The run's session link, for what publishing writes. */
   sessionLink?: (run: StoredRun) => string | undefined;
+  /** Where this node's runs reach the executor's API (an orchestrate turn's proxy forwards there). */
+  apiUrl?: () => string | undefined;
+  /**
+   * The run's secrets (an orchestrate turn's credential), added as they are made; the pool's
+   * recorder replaces them in every event.
+   */
+  secrets?: Set<string>;
 }
 
 /** What the run's steps left behind for the steps after the agent. */
@@ -190,6 +210,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
   const { run, environment, config, controller, record, log } = options;
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
   let stopWatch: (() => void) | undefined;
+  let orchestrate: OrchestrateTurn | undefined;
   const ran: Partial<Ran> = {};
   // A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
   // shown as HOME in the sandbox; other kinds get an empty HOME per process.
@@ -197,6 +218,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     ? join(config.dataDir, 'homes', run.run_id)
     : undefined;
   ran.home = home;
+  let tmp: string | undefined;
   try {
     // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
     // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
@@ -241,8 +263,25 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
         limits: { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles },
         hold: () => holdEarlier(options.store, run, startAt, controller.signal)
       });
+    // An orchestrate turn's credential, reachable only through the run's proxy (its gateway).
+    if (turn.mode === 'orchestrate') {
+      const problem = orchestrateProblem(environment);
+      if (problem) throw new Error(problem);
+      orchestrate = await startOrchestrateTurn(
+        options.store,
+        run,
+        options.apiUrl?.(),
+        options.secrets ?? new Set()
+      );
+    }
     const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
     ran.outputs = outputs;
+    // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
+    // sends Claude Code back to the machine's /tmp).
+    if (home && !environment.sandbox.enabled) {
+      mkdirSync(join(config.dataDir, 'tmp'), { recursive: true, mode: 0o700 });
+      tmp = mkdtempSync(join(config.dataDir, 'tmp', 't'));
+    }
     const conversationFile = join(outputs.dir, 'conversation.md');
     writeFileSync(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
     if (user) lchownSync(conversationFile, user.uid, user.gid);
@@ -256,7 +295,8 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
         read: workspace.borrowed,
         write: [outputs.dir],
         user,
-        home
+        home,
+        gateway: orchestrate?.gateway
       },
       { signal: controller.signal, cwd: workspace.path }
     );
@@ -299,10 +339,11 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
     const ended = await agent.run({
       runId: run.run_id,
+      environmentId: run.environment_id,
       prompt: turn.prompt,
       workspace: workspace.path,
       agent: environment.agent,
-      env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile },
+      env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile, ...orchestrate?.env },
       resumeSession: turn.resumeSession,
       turn: turn.number,
       mode: turn.mode,
@@ -310,6 +351,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
       record,
       runConfig: runConfigOf(run),
       home,
+      tmp,
       processes: confined.processes
     });
     return { ...ran, ended, usage: ended.request_usage };
@@ -321,6 +363,11 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
   } finally {
     clearTimeout(timeout);
     stopWatch?.();
+    if (tmp) removeTree(tmp);
+    // The turn's agent ended: its credential goes now (the server also refuses it once the run ended).
+    await orchestrate
+      ?.revoke()
+      .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not remove a run token'));
     // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
     await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
   }

@@ -1,14 +1,24 @@
-// The turns of a run's conversation, read back from its transcript: the worker's first turn takes
-// the prompt (and any follow-up sent while the run was queued); each later turn takes the follow-ups
-// no earlier turn took (a `turn` event names the seqs of those it took; a plain first turn, with no
-// follow-up, records none, so a run never continued has the transcript it always had). A turn after the first
+// The turns of a run's conversation, and the one place that decides what a follow-up does. A
+// follow-up is a `followup` event in the run's transcript; then:
+// - a queued run waits, and its first turn takes the prompt with every follow-up sent meanwhile;
+// - a running run continues: after a turn that succeeds, its worker takes the follow-ups that
+//   arrived during it as one more turn in the same workspace (followingTurn);
+// - an ended run starts a new turn: the store queues it again, and the claim's first turn
+//   (firstTurn) takes the follow-ups.
+// The race between a follow-up and a turn's end (recorded after the worker's last look, before
+// the finish) is guarded once, in the store: the follow-up's write and the finish each queue an
+// ended run while a follow-up waits untaken (store/sql-store.ts requeueWaiting).
+//
+// Turns are read back from the transcript: each later turn takes the follow-ups no earlier turn
+// took (a `turn` event names the seqs of those it took; a plain first turn, with no follow-up,
+// records none, so a run never continued has the transcript it always had). A turn after the first
 // continues in the same workspace and, where the harness can, the same CLI session (its last
 // `agent_session` event). The conversation so far is also written out as text for agents that
 // cannot resume a session (AGENT_CONVERSATION_FILE).
 
-import type { TranscriptEvent } from '../store/types.js';
+import type { RunRequestStore, StoredRun, TranscriptEvent, TranscriptStore } from '../store/types.js';
 
-export type TurnMode = 'normal' | 'plan';
+export type TurnMode = 'normal' | 'plan' | 'orchestrate';
 
 export interface Turn {
   /** 1 for the first turn of the run, then 2, 3, … */
@@ -31,7 +41,7 @@ export interface Turn {
   startFrom?: string;
 }
 
-const modeOf = (value: unknown): TurnMode => (value === 'plan' ? 'plan' : 'normal');
+const modeOf = (value: unknown): TurnMode => (value === 'plan' || value === 'orchestrate' ? value : 'normal');
 
 /**
  * The next turn of a run, from its create request's prompt and mode and its transcript; undefined
@@ -121,7 +131,59 @@ export function recordsTurn(turn: Turn): boolean {
 }
 
 /** The kinds that say which follow-ups are left to take (a cheap look: no output read). */
-export const FOLLOWUP_KINDS = ['followup', 'turn'] as const;
+const FOLLOWUP_KINDS = ['followup', 'turn'] as const;
+
+/** What the turns read and write of the store: the run's transcript, and an earlier run a new one continues. */
+export type TurnStore = Pick<TranscriptStore, 'listEvents' | 'appendEvent'> & Pick<RunRequestStore, 'getRun'>;
+
+/**
+ * The first turn of a claim: the next one the transcript asks for (the prompt, or the follow-ups
+ * that queued the run again), the first turn of a run continuing an earlier run's conversation
+ * starting from that run's session and words.
+ */
+export async function firstTurn(store: TurnStore, run: StoredRun): Promise<Turn> {
+  const events = await store.listEvents(run.run_id);
+  // A run claimed again with nothing new to take (its follow-up was taken by a turn that was then
+  // cut short): it goes on with the prompt, in what the earlier turns left.
+  let turn = nextTurn(run, events, turnsBefore(events)) ?? {
+    ...nextTurn(run, [])!,
+    number: 2,
+    continuing: true
+  };
+  if (turn.startFrom && !turn.continuing) {
+    const earlier = await store.getRun(run.team, turn.startFrom);
+    if (earlier) turn = continuedFrom(turn, earlier, await store.listEvents(earlier.run_id));
+  }
+  return turn;
+}
+
+/**
+ * After `turn` succeeded: the turn that takes the follow-ups which arrived during it, or undefined
+ * when none did (the run ends; one arriving from now on is the store's to take).
+ */
+export async function followingTurn(store: TurnStore, run: StoredRun, turn: Turn): Promise<Turn | undefined> {
+  // A cheap look for follow-ups first; the whole transcript only when there is one to take.
+  if (!nextTurn(run, await store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
+    return undefined;
+  return nextTurn(run, await store.listEvents(run.run_id), turn.number);
+}
+
+/** Records that `turn` begins, naming the follow-ups it takes (a plain first turn records nothing). */
+export async function beginTurn(
+  store: TurnStore,
+  run: StoredRun,
+  turn: Turn,
+  flush: () => Promise<void> | undefined
+): Promise<void> {
+  if (!recordsTurn(turn)) return;
+  await flush();
+  await store.appendEvent(
+    run.run_id,
+    'turn',
+    { turn: turn.number, mode: turn.mode, followups: turn.followups },
+    new Date().toISOString()
+  );
+}
 
 function parseExtra(extra: string): Record<string, unknown> {
   try {

@@ -85,7 +85,10 @@ export async function runHarness(
   const cliEnv = spec.env(input, listed);
   const base: Record<string, string> = {};
   for (const name of BASE_VARIABLES) if (process.env[name] !== undefined) base[name] = process.env[name]!;
-  const env = { ...base, ...cliEnv, HOME: home };
+  const env: Record<string, string> = { ...base, ...cliEnv, HOME: home };
+  // Without a sandbox (whose /tmp is a tmpfs of the run's), the CLI's temporary files (Claude Code's
+  // session folders and sockets) go in the turn's own folder, never in the machine's /tmp.
+  if (context.tmp && context.processes.home === undefined) env.TMPDIR = context.tmp;
   const secrets = secretsOf(listed, cliEnv, input.mcpServers);
   // Built once for the run: each string is then read once, however many secrets there are.
   const redact = secretRedactor(secrets);
@@ -276,7 +279,13 @@ function secretsOf(
   cliEnv: Record<string, string>,
   mcp: Record<string, { env?: Record<string, string>; headers?: Record<string, string> }> | undefined
 ): string[] {
-  const values = [...Object.values(listed), ...Object.values(cliEnv)];
+  // An orchestrate turn's environment id is a name, not a secret (its AGENT_RUN_API_KEY is one).
+  const values = [
+    ...Object.entries(listed)
+      .filter(([name]) => name !== 'AGENT_RUN_ENVIRONMENT')
+      .map(([, value]) => value),
+    ...Object.values(cliEnv)
+  ];
   for (const server of Object.values(mcp ?? {}))
     values.push(...Object.values(server.env ?? {}), ...Object.values(server.headers ?? {}));
   // Short values (a port, `1`) are settings, not secrets, and would blank out ordinary text.

@@ -36,7 +36,7 @@ function nodesHtml(nodes: NodeReport[], now: number): string {
 
 export function renderEnvironments(
   viewer: Viewer,
-  config: ExecutorConfig,
+  config: Pick<ExecutorConfig, 'environments' | 'workers'>,
   active: StoredRun[],
   nodes: NodeReport[],
   now = Date.now()

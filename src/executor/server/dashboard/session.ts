@@ -7,6 +7,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ExecutorConfig } from '../../config/config.js';
+
+/** What of the configuration a dashboard session reads: the address it is served at. */
+type SessionSettings = Pick<ExecutorConfig, 'publicUrl'>;
 import { hashKey, isWellFormedKey, sameHash } from '../../store/keys.js';
 import type { AccountStore } from '../../store/types.js';
 import type { Viewer } from './html.js';
@@ -41,14 +44,14 @@ export async function viewerOf(store: AccountStore, request: FastifyRequest): Pr
 }
 
 /** True when the site is reached over https, so the cookie must be Secure. */
-function secure(config: ExecutorConfig, request: FastifyRequest): boolean {
+function secure(config: SessionSettings, request: FastifyRequest): boolean {
   return request.protocol === 'https' || (config.publicUrl ?? '').startsWith('https:');
 }
 
 /** Checks an API key and makes a session of it; false for a malformed, unknown or revoked key. */
 export async function signIn(
   store: AccountStore,
-  config: ExecutorConfig,
+  config: SessionSettings,
   request: FastifyRequest,
   reply: FastifyReply,
   key: string
@@ -71,13 +74,13 @@ export async function signIn(
   return true;
 }
 
-export function clearCookie(config: ExecutorConfig, request: FastifyRequest, reply: FastifyReply): void {
+export function clearCookie(config: SessionSettings, request: FastifyRequest, reply: FastifyReply): void {
   const flags = 'Path=/; HttpOnly; SameSite=Strict; Max-Age=0';
   reply.header('set-cookie', `${COOKIE}=; ${flags}${secure(config, request) ? '; Secure' : ''}`);
 }
 
 /** The origins this site is served at: the request's own host, and the configured public URL. */
-function sameOrigin(config: ExecutorConfig, request: FastifyRequest): boolean {
+function sameOrigin(config: SessionSettings, request: FastifyRequest): boolean {
   const origin = request.headers.origin;
   if (typeof origin !== 'string') return false;
   if (origin === `${request.protocol}://${request.host}`) return true;
@@ -96,7 +99,7 @@ function sameOrigin(config: ExecutorConfig, request: FastifyRequest): boolean {
  * (when signed in) carry the session's CSRF token.
  */
 export function refusal(
-  config: ExecutorConfig,
+  config: SessionSettings,
   request: FastifyRequest,
   viewer: SignedIn | undefined,
   token: unknown

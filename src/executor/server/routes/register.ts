@@ -9,7 +9,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { Static, TSchema } from 'typebox';
 import { ENDPOINT_SPECS, type Endpoint, type EndpointSpec } from '../../../api/endpoint-specs.js';
 import { type EndpointAuth, type EndpointName, routePath } from '../../../api/endpoints.js';
-import { type Principal, authenticate, authenticateToken, carriesToken } from '../auth.js';
+import { type Principal, authenticate, authenticateToken, bearerOf, carriesToken } from '../auth.js';
+import {
+  authenticateRunToken,
+  carriesRunToken,
+  checkOrchestratorEndpoint,
+  checkOrchestratorRequest
+} from '../run-token.js';
 import type { ServerContext } from '../context.js';
 import type { DownloadLinks } from '../download-links.js';
 import { ProblemError } from '../problem.js';
@@ -44,6 +50,11 @@ export interface RouteTrees {
   downloads: DownloadLinks;
 }
 
+/** The endpoint a request was routed to (each route's config names it). */
+function endpointOf(request: FastifyRequest): EndpointName | undefined {
+  return (request.routeOptions.config as { endpoint?: EndpointName }).endpoint;
+}
+
 /** The hook that admits a request to a tree of this access kind (undefined: everyone). */
 function accessHook(
   auth: EndpointAuth,
@@ -57,10 +68,23 @@ function accessHook(
     case 'key':
       return async request => {
         reads.refresh();
-        // A token's principal is not remembered: its signature and expiry are checked each time.
-        request.principal = carriesToken(request.headers.authorization)
-          ? await authenticateToken(context.oidc, request)
-          : await reads.principal(request.headers.authorization, () => authenticate(store, request));
+        // A token's principal is not remembered: its signature and expiry are checked each time,
+        // and a run token's run and proxy secret on every request.
+        const header = request.headers.authorization;
+        if (carriesRunToken(header)) {
+          const { team, orchestrator } = await authenticateRunToken(
+            store,
+            config.environments,
+            bearerOf(header),
+            request
+          );
+          const id = `run:${orchestrator.runId}`;
+          request.principal = { keyId: id, team, kind: 'agent', name: id, orchestrator };
+          checkOrchestratorEndpoint(orchestrator, endpointOf(request), request);
+        } else
+          request.principal = carriesToken(header)
+            ? await authenticateToken(context.oidc, request)
+            : await reads.principal(header, () => authenticate(store, request));
         if (!rateLimited) return;
         const wait = limiter.take(request.principal.keyId);
         if (wait !== undefined) {
@@ -112,6 +136,14 @@ export async function registerEndpoints(
     await app.register(async tree => {
       const hook = accessHook(auth, limited === 'true', trees);
       if (hook) tree.addHook('onRequest', hook);
+      // An orchestrate run's token acts only below its run: checked once the request is parsed.
+      if (auth === 'key')
+        tree.addHook('preHandler', async request => {
+          const { orchestrator, team } = request.principal;
+          const endpoint = endpointOf(request);
+          if (orchestrator && endpoint)
+            await checkOrchestratorRequest(trees.context.store, team, orchestrator, endpoint, request);
+        });
       for (const name of members) {
         const endpoint = ENDPOINT_SPECS[name] as EndpointSpec;
         const handler = handlers[name] as
@@ -120,6 +152,7 @@ export async function registerEndpoints(
         tree.route({
           method: endpoint.method,
           url: routePath(endpoint.path),
+          config: { endpoint: name },
           schema: {
             ...(endpoint.params ? { params: endpoint.params } : {}),
             ...(endpoint.querystring ? { querystring: endpoint.querystring } : {}),

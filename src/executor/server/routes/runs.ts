@@ -29,7 +29,7 @@ import { ProblemError } from '../problem.js';
 import type { ReadCache } from '../read-cache.js';
 import { etagOf, toRecord } from '../records.js';
 import { readTranscript } from '../transcript-wait.js';
-import { followupMode, checkMetadata } from '../run-fields.js';
+import { checkOrchestrable, followupMode, checkMetadata } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -89,7 +89,7 @@ export function runHandlers(
       );
     }
     checkHarnessConfig(body.config, environment.agent.kind);
-    if (asked.mode !== undefined) followupMode(asked.mode);
+    if (followupMode(asked.mode) === 'orchestrate') checkOrchestrable(environment);
     await checkConversation(body as { conversation_id?: unknown }, request.principal.team, environmentId);
     const principal = request.principal;
     const key = request.headers['idempotency-key'];
@@ -254,7 +254,10 @@ export function runHandlers(
 
     listRuns: async (request, reply) => {
       const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
-      const read = await reads.body(`list\n${request.principal.team}\n${search}`, async () => {
+      // An orchestrate run's token lists below its run even when the URL names no ancestor
+      // (run-token.ts filled it in): its pages are never a team key's.
+      const below = request.principal.orchestrator ? `\nbelow ${request.query.ancestor_run_id}` : '';
+      const read = await reads.body(`list\n${request.principal.team}${below}\n${search}`, async () => {
         const query = listQuery(request.query);
         const rows = await store.listRuns(request.principal.team, {
           ...query,
@@ -294,6 +297,12 @@ export function runHandlers(
     submitFollowup: async request => {
       const id = request.params.run_id;
       const mode = followupMode(request.body.mode);
+      if (mode === 'orchestrate') {
+        const run = await store.getRun(request.principal.team, id);
+        if (!run) throw notFound(id);
+        const environment = config.environments.find(env => env.id === run.environment_id);
+        if (environment) checkOrchestrable(environment);
+      }
       if (context.draining)
         throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no follow-ups', {
           'retry-after': '5'

@@ -8,7 +8,7 @@
 // Connections, transactions and outage classification are connection.ts.
 
 import type pg from 'pg';
-import type { Dialect, Row, Statement } from '../dialect.js';
+import type { ChangeOptions, Dialect, Row, Statement } from '../dialect.js';
 import { sql } from '../dialect.js';
 import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
@@ -37,6 +37,10 @@ export class PostgresDialect implements Dialect {
 
   bytes(text: string | null): unknown {
     return bytes(text);
+  }
+
+  listHas(json: string, key: string, value: string): string {
+    return `((${json})::jsonb -> '${key}') @> to_jsonb(${value})`;
   }
 
   appendJson(column: string): string {
@@ -79,13 +83,9 @@ export class PostgresDialect implements Dialect {
     return this.all<R>(statement);
   }
 
-  async change(
-    statement: Statement,
-    event: string,
-    _group?: boolean,
-    follow?: (run: StoredRun) => Statement[]
-  ): Promise<StoredRun[]> {
-    const changing = sql(
+  /** A change with its state event and its notification, as one statement. */
+  private changing(statement: Statement, event: string): Statement {
+    return sql(
       `WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
        event AS (INSERT INTO events (run_id, seq, at, kind, data)
          SELECT run_id, event_seq, updated_at, 'state', ? FROM changed)
@@ -97,21 +97,32 @@ export class PostgresDialect implements Dialect {
       CHANNEL,
       this.feed.node
     );
+  }
+
+  async change(statement: Statement, event: string, options: ChangeOptions = {}): Promise<StoredRun[]> {
+    const { follow, then } = options;
     type Changed = StoredRun & { event_seq?: number; notified?: unknown };
-    // A statement to follow makes it a transaction of its own (one round trip more each way).
-    const rows = !follow
-      ? await this.all<Changed>(changing)
-      : await transaction(this.pool, async client => {
-          const { rows } = await client.query<Changed>(numberPlaceholders(changing.text), changing.values);
-          for (const row of rows) {
-            for (const more of follow(row)) await client.query(numberPlaceholders(more.text), more.values);
-          }
-          return rows;
-        });
-    const runs = rows.map(({ event_seq: _seq, notified: _notified, ...run }) => run);
+    const changing = this.changing(statement, event);
+    const told: Changed[] = [];
+    // A statement to follow or a change after makes it a transaction of its own (one round trip more each way).
+    const rows =
+      !follow && !then
+        ? await this.all<Changed>(changing)
+        : await transaction(this.pool, async client => {
+            const run = async (made: Statement) =>
+              (await client.query<Changed>(numberPlaceholders(made.text), made.values)).rows;
+            const rows = await run(changing);
+            told.push(...rows);
+            for (const row of rows) {
+              for (const more of follow?.(row) ?? []) await run(more);
+              if (then) told.push(...(await run(this.changing(then.statement(row), then.event))));
+            }
+            return rows;
+          });
+    const strip = ({ event_seq: _seq, notified: _notified, ...run }: Changed): StoredRun => run;
     // This process's listeners now; other nodes hear the pg_notify sent at commit.
-    for (const run of runs) this.feed.tell(run);
-    return runs;
+    for (const run of told.length > 0 ? told : rows) this.feed.tell(strip(run));
+    return rows.map(strip);
   }
 
   async appendEvent(runId: string, kind: string, data: string, at: string): Promise<number> {

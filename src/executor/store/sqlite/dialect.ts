@@ -5,7 +5,7 @@
 // (page-cache.ts).
 
 import { EventEmitter } from 'node:events';
-import type { Dialect, Row, Statement } from '../dialect.js';
+import type { ChangeOptions, Dialect, Row, Statement } from '../dialect.js';
 import { PageCache } from '../page-cache.js';
 import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
@@ -55,6 +55,10 @@ export class SqliteDialect implements Dialect {
     return text;
   }
 
+  listHas(json: string, key: string, value: string): string {
+    return `EXISTS (SELECT 1 FROM json_each(${json}, '$.${key}') WHERE json_each.value = ${value})`;
+  }
+
   appendJson(column: string): string {
     return `json_insert(COALESCE(${column}, '[]'), '$[#]', json(?))`;
   }
@@ -99,22 +103,24 @@ export class SqliteDialect implements Dialect {
     return page.slice() as R[];
   }
 
-  async change(
-    statement: Statement,
-    event: string,
-    group = false,
-    follow?: (run: StoredRun) => Statement[]
-  ): Promise<StoredRun[]> {
+  async change(statement: Statement, event: string, options: ChangeOptions = {}): Promise<StoredRun[]> {
+    const { group = false, follow, then } = options;
+    const changed = (made: Statement, recorded: string) => {
+      const runs = this.db.all<StoredRun>(`${made.text} RETURNING ${RUN_COLUMNS}`, made.values);
+      for (const run of runs)
+        this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', recorded]);
+      return runs;
+    };
+    const told: StoredRun[] = [];
     const work = () => {
-      const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
-      for (const run of runs) {
-        this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
-        for (const more of follow?.(run) ?? []) this.db.run(more.text, more.values);
-      }
+      const runs = changed(statement, event);
+      for (const run of runs) for (const more of follow?.(run) ?? []) this.db.run(more.text, more.values);
+      told.push(...runs);
+      if (then) for (const run of runs) told.push(...changed(then.statement(run), then.event));
       return runs;
     };
     const runs = group ? await this.group.add(work) : this.db.transaction(work);
-    for (const run of runs) {
+    for (const run of told) {
       try {
         this.changes.tell(run);
       } catch {

@@ -1,7 +1,8 @@
-// The `fan-out` input read into items: a YAML list whose entries are a prompt (a string) or a
-// mapping of the step's own inputs an item may set for itself. Each problem names the item (by its
-// index, as the `runs` output numbers them), the field and the form expected. inputs.ts turns
-// each item into a create request with the step's inputs as defaults.
+// A fan-out list read into items, for both sides that fan out: the action's `fan-out` input
+// (src/action/inputs.ts) and `agent-run run --fan-out FILE` (src/cli/commands/fan-out.ts). A YAML
+// list whose entries are a prompt (a string) or a mapping of the fields an item may set for itself;
+// each problem names the item (by its index, as the `runs` output numbers them), the field and the
+// form expected. Each side then turns an item into a create request with its own defaults.
 
 import { parse } from 'yaml';
 import { showValue } from '../api/index.js';
