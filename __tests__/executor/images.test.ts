@@ -18,7 +18,13 @@ import {
   writeFileSync
 } from 'node:fs';
 import { join } from 'node:path';
-import { forgetResolvedImages, prepareImage } from '../../src/executor/images/cache.js';
+import {
+  forgetResolvedImages,
+  holdImage,
+  prepareImage,
+  sweepImages
+} from '../../src/executor/images/cache.js';
+import { parseConfig } from '../../src/executor/config/config.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';
 
@@ -178,6 +184,21 @@ describe('environments from container images (tests run as root, as CI runs them
   }
 
   const roots = () => readdirSync(join(ex.dataDir, 'images', 'roots'));
+  /** The unpacked root of a tag of the test's layout. */
+  const rootOf = (tag: string) =>
+    join(
+      ex.dataDir,
+      'images',
+      'roots',
+      roots().find(
+        name =>
+          (
+            JSON.parse(readFileSync(join(ex.dataDir, 'images', 'roots', name, 'ready'), 'utf8')) as {
+              ref: string;
+            }
+          ).ref === `oci:${layout}:${tag}`
+      )!
+    );
 
   it("shows the image's file system as /, read-only, and none of the host's", async () => {
     expect(await run('first', `@sim run ${REPORT('first')}`)).toMatchObject({ state: 'SUCCEEDED' });
@@ -212,7 +233,7 @@ describe('environments from container images (tests run as root, as CI runs them
     expect(seenByRun.escape).toBe('image-shadow');
     expect(seenByRun.up).toBe('ID=imagetest-v1');
     // On the host the unpacked files belong to the unpacking user: no file of root's, no device, no setuid-root.
-    const rootfs = join(ex.dataDir, 'images', 'roots', roots()[0]!, 'u', 'bundle', 'rootfs');
+    const rootfs = join(rootOf('v1'), 'u', 'bundle', 'rootfs');
     const suid = statSync(join(rootfs, 'opt', 'suid', 'id'));
     expect(suid.uid).not.toBe(0);
     expect(suid.uid).not.toBe(Number(runUid));
@@ -223,14 +244,13 @@ describe('environments from container images (tests run as root, as CI runs them
   });
 
   it('unpacks once per digest: a second run and a second environment start from the cache', async () => {
-    const [only] = roots();
-    const made = statSync(join(ex.dataDir, 'images', 'roots', only!, 'ready')).ino;
+    const made = statSync(join(rootOf('v1'), 'ready')).ino;
     expect(await run('second', 'go')).toMatchObject({ state: 'SUCCEEDED' });
     expect(report('second').os).toBe('ID=imagetest-v1');
     expect(await run('first', '@sim run cat /etc/os-release')).toMatchObject({ state: 'SUCCEEDED' });
     // v1 and moving: two images, each unpacked once (at start-up), the ready file never made again.
     expect(roots()).toHaveLength(2);
-    expect(statSync(join(ex.dataDir, 'images', 'roots', only!, 'ready')).ino).toBe(made);
+    expect(statSync(join(rootOf('v1'), 'ready')).ino).toBe(made);
     // The cache answers without unpacking.
     const again = await prepareImage(ex.dataDir, { ref: `oci:${layout}:v1`, pull: 'missing' }, 1024 ** 3);
     expect(again).toMatchObject({ unpacked: false, copied: false });
@@ -280,6 +300,40 @@ describe('image cache, start-up refusals and bounds', () => {
     expect(both[0]!.rootfs).toBe(both[1]!.rootfs);
     expect(readdirSync(join(dataDir, 'images', 'roots'))).toHaveLength(1);
     rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('removes unused unpacked images past cache_size, least recently used first, never a held one', async () => {
+    buildImage('old', 'old');
+    buildImage('new', 'new');
+    const dataDir = join(tempDir('images-sweep-'), 'data');
+    const old = await prepareImage(dataDir, { ref: `oci:${layout}:old`, pull: 'missing' }, 1024 ** 3);
+    const held = await prepareImage(dataDir, { ref: `oci:${layout}:new`, pull: 'missing' }, 1024 ** 3);
+    const release = holdImage(held.dir);
+    // Room for one: the unused one goes, the held one stays even past the size.
+    expect(sweepImages(dataDir, 1).map(image => image.digest)).toEqual([old.digest]);
+    expect(existsSync(old.rootfs)).toBe(false);
+    expect(existsSync(held.rootfs)).toBe(true);
+    release();
+    expect(sweepImages(dataDir, 1).map(image => image.digest)).toEqual([held.digest]);
+    // Asked for again, it is unpacked again from the layout (no copy).
+    const back = await prepareImage(dataDir, { ref: `oci:${layout}:old`, pull: 'missing' }, 1024 ** 3);
+    expect(back).toMatchObject({ unpacked: true, copied: false, digest: old.digest });
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('checks image and image_pull in the config, naming the value and the form expected', () => {
+    const env = (extra: Record<string, unknown>) => ({ environments: [{ id: 'e', source: '.', ...extra }] });
+    expect(() => parseConfig(env({ image: 'python:3.12' }), work)).toThrow(
+      /environments\[0\]\.image "python:3\.12": expected a skopeo image reference such as oci:/
+    );
+    expect(() => parseConfig(env({ image: 'docker://debian:12', image_pull: 'sometimes' }), work)).toThrow(
+      /environments\[0\]\.image_pull "sometimes": expected one of missing, always/
+    );
+    expect(() => parseConfig(env({ image: 'docker://debian:12', sandbox: 'off' }), work)).toThrow(
+      /environments\[0\]\.image "docker:\/\/debian:12": an image is the root of the run's sandbox/
+    );
+    const parsed = parseConfig(env({ image: 'oci:images/py:3', image_pull: 'always' }), work);
+    expect(parsed.environments[0]!.image).toEqual({ ref: `oci:${work}/images/py:3`, pull: 'always' });
   });
 
   it('refuses a layer that unpacks past the bound before writing anything', async () => {
