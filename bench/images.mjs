@@ -52,6 +52,7 @@ writeFileSync(
     'log_level: info',
     'log_format: json',
     'workers: 1',
+    'limits: { rate_limit_per_minute: 0 }',
     'environments:',
     `  - { id: host, source: ${JSON.stringify(source)} }`,
     `  - { id: image, source: ${JSON.stringify(source)}, image: ${JSON.stringify(`oci:${layout}:bench`)} }`
@@ -68,7 +69,12 @@ const child = spawn(
 );
 let out = '';
 let stderr = '';
-child.stderr.on('data', chunk => (stderr = (stderr + chunk).slice(-20000)));
+let unpackMs = NaN;
+// The start-up log (on stderr) states the image's unpack time; request lines follow it.
+child.stderr.on('data', chunk => {
+  stderr = (stderr + chunk).slice(-20000);
+  unpackMs = Number.isNaN(unpackMs) ? Number(/unpacked in (\d+) ms/.exec(stderr)?.[1]) : unpackMs;
+});
 const url = await new Promise((resolveUrl, reject) => {
   child.stdout.on('data', chunk => {
     out += chunk;
@@ -78,7 +84,6 @@ const url = await new Promise((resolveUrl, reject) => {
   child.once('exit', code => reject(new Error(`executor exited with ${code}: ${stderr}${out.slice(-4000)}`)));
 });
 const startupMs = Date.now() - started;
-const unpackMs = Number(/unpacked in (\d+) ms/.exec(out)?.[1]);
 const key = createKey(dataDir);
 const kinds = ['host', 'image'];
 const samples = Object.fromEntries(kinds.map(kind => [kind, { command: [], run: [] }]));
@@ -100,7 +105,12 @@ try {
     }
     if (run.state !== 'SUCCEEDED') throw new Error(`run ${id} (${kind}) ${run.state}: ${run.status_message}`);
     if (round < 1) continue;
-    const events = (await api(url, key, `/api/v1/agent/runs/${id}/transcript`)).body.events;
+    const transcript = await api(url, key, `/api/v1/agent/runs/${id}/transcript`);
+    const events = transcript.body?.events;
+    if (!events)
+      throw new Error(
+        `transcript of ${id}: ${transcript.status} ${JSON.stringify(transcript.body)} (${url})`
+      );
     const command = events.find(e => e.kind === 'command').duration_ms;
     const whole = Date.parse(run.completed_at) - Date.parse(run.started_at);
     samples[kind].command.push(command);
