@@ -161,6 +161,7 @@ describe('environments from container images (tests run as root, as CI runs them
         }),
         environment('always', 'moving', { image_pull: 'always' }),
         environment('missing', 'moving'),
+        environment('setup', 'v1', { setup: ['cat /etc/os-release > from-setup'], setup_cache: true }),
         { id: 'host', source, agent: { kind: 'simulated' } }
       ]
     });
@@ -172,11 +173,11 @@ describe('environments from container images (tests run as root, as CI runs them
     rmSync(source, { recursive: true, force: true });
   });
 
-  async function run(env: string, prompt: string): Promise<Record<string, unknown>> {
+  async function run(env: string, prompt: string, mode?: 'plan'): Promise<Record<string, unknown>> {
     const response = await ex.request('/api/v1/agent/run', {
       method: 'POST',
       key,
-      body: JSON.stringify({ prompt, config: { environment_id: env } })
+      body: JSON.stringify({ prompt, config: { environment_id: env }, ...(mode ? { mode } : {}) })
     });
     expect(response.status).toBe(200);
     const id = ((await response.json()) as { run_id: string }).run_id;
@@ -272,6 +273,18 @@ describe('environments from container images (tests run as root, as CI runs them
       state: 'SUCCEEDED'
     });
     expect(readFileSync(join(seen, 'missing'), 'utf8')).toBe('ID=moving-two\n');
+  });
+
+  it('runs setup commands in the image, keeps their result with setup_cache, and a plan turn reads only', async () => {
+    const sawSetup = `@sim run test "$(cat from-setup)" = ID=imagetest-v1`;
+    expect(await run('setup', sawSetup)).toMatchObject({ state: 'SUCCEEDED' });
+    // The second run of the commit starts from the kept setup layer: the file is there all the same.
+    expect(await run('setup', sawSetup)).toMatchObject({ state: 'SUCCEEDED' });
+    // A plan turn's agent reads the workspace in the image and cannot write it.
+    const plan = `@sim run cat from-setup > ${seen}/plan-read; touch planned 2> /dev/null && echo wrote > ${seen}/plan-wrote; true`;
+    expect(await run('setup', plan, 'plan')).toMatchObject({ state: 'SUCCEEDED' });
+    expect(readFileSync(join(seen, 'plan-read'), 'utf8')).toBe('ID=imagetest-v1\n');
+    expect(existsSync(join(seen, 'plan-wrote'))).toBe(false);
   });
 
   it('lists docker_image for image environments, null for the host root', async () => {
