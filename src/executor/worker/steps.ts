@@ -312,6 +312,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
       workspace: workspace.path,
       agent: environment.agent,
       env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile },
+      ...(environment.image ? { image: environment.image.ref } : {}),
       resumeSession: turn.resumeSession,
       turn: turn.number,
       mode: turn.mode,
