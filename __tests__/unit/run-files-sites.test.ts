@@ -27,8 +27,31 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: 'host paths of the sandbox command line (system dirs, bwrap, the paths to hide), and the start-up check'
   },
   'src/executor/sandbox/index.ts': {
-    calls: { accessSync: 1 },
-    why: "finds the agent program on the run's PATH: an X_OK check, nothing read (it runs in the sandbox)"
+    calls: { accessSync: 1, existsSync: 2 },
+    why: "finds the agent program on the run's PATH: an X_OK check, nothing read (it runs in the sandbox); an image run's sandbox.read/write paths (the operator's, never a run's tree) are bound only when they exist"
+  },
+  'src/executor/images/cache.ts': {
+    calls: {
+      chownSync: 1,
+      createReadStream: 1,
+      existsSync: 2,
+      lstatSync: 3,
+      mkdirSync: 3,
+      'promisify(execFile)': 1,
+      readFileSync: 3,
+      readdirSync: 2,
+      readlinkSync: 1,
+      renameSync: 1,
+      rmSync: 7,
+      statSync: 2,
+      utimesSync: 1,
+      writeFileSync: 1
+    },
+    why: "the image cache: the OCI layout skopeo writes (root's), and unpacked roots written once by the unpacking user (never a run's user) then by no one, shown read-only to runs; umoci and du run as that user through asRunUser; the sandbox lists a root's folders without following a link"
+  },
+  'src/executor/node/image-startup.ts': {
+    calls: { chmodSync: 1, mkdtempSync: 1, rmSync: 1, spawnSync: 1 },
+    why: "the start-up check of an image: an empty folder of its own stands for the workspace of a sandbox that runs the command's version"
   },
   'src/executor/sandbox/cgroup.ts': {
     calls: {

@@ -139,7 +139,14 @@ export const EnvironmentSchema = Type.Object(
     source: Type.String({ description: 'The repository or directory runs start from, without credentials.' }),
     setup_commands: Type.Array(Type.String()),
     agent_kind: Type.String(),
-    network: Type.Array(Type.String(), { description: 'host:port a run may reach (empty: none).' })
+    network: Type.Array(Type.String(), { description: 'host:port a run may reach (empty: none).' }),
+    docker_image: Type.Optional(
+      Type.Unsafe<string | null>({
+        type: ['string', 'null'],
+        description:
+          "The container image whose file system runs see as / (a skopeo reference such as docker://debian:12); null: the executor host's."
+      })
+    )
   },
   { additionalProperties: true }
 );

@@ -35,6 +35,11 @@ export interface AgentContext<C extends AgentConfig = AgentConfig> {
   agent: C;
   /** Variables passed through from the executor's environment (by the environment's `env` list). */
   env: Record<string, string>;
+  /**
+   * The container image the run's processes see as `/` (the environment's `image`): its programs are
+   * the image's, looked up on its PATH inside, never the executor host's.
+   */
+  image?: string;
   /** Fires when the run is cancelled, times out or the executor stops. */
   signal: AbortSignal;
   /** Appends an event to the run's transcript. */

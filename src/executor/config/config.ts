@@ -44,7 +44,32 @@ export interface EnvironmentConfig {
    * always allowed), by id; each names an environment of the same file.
    */
   orchestrateEnvironments: string[];
+  /** The container image whose file system runs see as `/` (images/cache.ts); unset: the host's. */
+  image?: ImageConfig;
 }
+
+/** An environment's `image` and `image_pull`. */
+export interface ImageConfig {
+  /** A skopeo source: oci:PATH[:TAG], oci-archive:PATH[:TAG], docker-archive:PATH, docker://NAME[:TAG], … */
+  ref: string;
+  /** `missing`: copied once, then taken from the cache; `always`: copied again before each run. */
+  pull: 'missing' | 'always';
+}
+
+// eslint-disable-next-line no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\s]/;
+
+/** The skopeo transports an `image` may name. */
+export const IMAGE_TRANSPORTS = [
+  'oci:',
+  'oci-archive:',
+  'docker-archive:',
+  'docker://',
+  'containers-storage:',
+  'docker-daemon:'
+];
+const IMAGE_FORMS =
+  'expected a skopeo image reference such as oci:/srv/images/python:3.12, docker-archive:/srv/python.tar, docker://debian:12, containers-storage:NAME or docker-daemon:NAME:TAG';
 
 export interface ExecutorConfig {
   host: string;
@@ -398,7 +423,9 @@ function parseEnvironment(
     'max_concurrent_runs',
     'sandbox',
     'publish',
-    'orchestrate_environments'
+    'orchestrate_environments',
+    'image',
+    'image_pull'
   ]);
   const id = r.string(env.id, `${at}.id`, '');
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
@@ -421,6 +448,12 @@ function parseEnvironment(
       r.problems.push(`${at}.env ${show(name)}: expected a variable name such as ANTHROPIC_API_KEY`);
     }
   }
+  const sandbox = parseSandbox(env.sandbox, `${at}.sandbox`, r.problems);
+  const image = imageOf(r, env.image, env.image_pull, at, base);
+  if (image && !sandbox.enabled)
+    r.problems.push(
+      `${at}.image ${show(env.image)}: an image is the root of the run's sandbox; expected no \`sandbox: off\` with it`
+    );
   return {
     id,
     name: r.string(env.name, `${at}.name`, id),
@@ -431,9 +464,10 @@ function parseEnvironment(
     env: names,
     timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
     maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256),
-    sandbox: parseSandbox(env.sandbox, `${at}.sandbox`, r.problems),
+    sandbox,
     publish: parsePublish(env.publish, `${at}.publish`, r),
-    orchestrateEnvironments: r.strings(env.orchestrate_environments, `${at}.orchestrate_environments`)
+    orchestrateEnvironments: r.strings(env.orchestrate_environments, `${at}.orchestrate_environments`),
+    ...(image ? { image } : {})
   };
 }
 
@@ -473,6 +507,36 @@ function checkOrchestrateEnvironments(environments: EnvironmentConfig[], problem
       seen.add(id);
     }
   });
+}
+
+/** `image` (a skopeo reference; a relative oci:/docker-archive: path is from the config's folder) and `image_pull`. */
+function imageOf(
+  r: ConfigReader,
+  value: unknown,
+  pull: unknown,
+  at: string,
+  base: string
+): ImageConfig | undefined {
+  const mode = r.oneOf<'missing' | 'always'>(pull, `${at}.image_pull`, ['missing', 'always'], 'missing');
+  if (value === undefined || value === null) {
+    if (pull !== undefined && pull !== null)
+      r.problems.push(
+        `${at}.image_pull ${show(pull)}: only with an \`image\`; expected it removed or an image set`
+      );
+    return undefined;
+  }
+  const text = typeof value === 'string' ? value.trim() : '';
+  const transport = IMAGE_TRANSPORTS.find(prefix => text.startsWith(prefix));
+  if (!transport || text.length === transport.length || text.length > 1024 || UNPRINTABLE.test(text)) {
+    r.problems.push(`${at}.image ${show(value)}: ${IMAGE_FORMS}`);
+    return undefined;
+  }
+  let ref = text;
+  if (['oci:', 'oci-archive:', 'docker-archive:'].includes(transport)) {
+    const rest = text.slice(transport.length);
+    if (!rest.startsWith('/')) ref = transport + resolve(base, rest);
+  }
+  return { ref, pull: mode };
 }
 
 function setupCacheOf(r: ConfigReader, value: unknown, at: string): boolean {

@@ -19,6 +19,7 @@ import { startHeartbeat } from '../telemetry/heartbeat.js';
 import { SessionLinks } from '../server/records.js';
 import { privateDir, writePrivateFile } from '../sandbox/private-files.js';
 import { checkSandboxPaths, checkStartup } from './startup.js';
+import { checkImages } from './image-startup.js';
 import { hideFromReaders } from '../sandbox/run-files.js';
 import { openStore } from '../store/open.js';
 import type { RunStore } from '../store/types.js';
@@ -93,6 +94,8 @@ export async function startExecutor(config: ExecutorConfig, options: StartOption
   // A node that runs work refuses configuration every run would fail on, and environments it
   // cannot confine (unless they say `sandbox: off`).
   const { warnings, notes } = checkStartup(config, role, { environments: options.checkEnvironments });
+  // Each image environment's image: copied and unpacked now, its command found there.
+  if (role !== 'api') notes.push(...(await checkImages(config)));
   if (tightened) warnings.unshift(tightened);
   const release = options.lockDataDir ? lockDataDir(config.dataDir, role) : () => undefined;
   let store: RunStore | undefined;

@@ -70,7 +70,8 @@ export function environmentProblems(
   }
   const kind = agentKindOf(environment.agent.kind);
   // A source that is not there also hides the program a relative command path names.
-  if (kind?.check && !source) {
+  // An image's command is looked for in the image (image-startup.ts), not on this machine.
+  if (kind?.check && !source && !environment.image) {
     const remoteSource = isRemoteSource(environment.source);
     for (const problem of kind.check({ ...environment, remoteSource }, 'agent', processEnv))
       problems.push(`${at} ${problem}`);
@@ -181,7 +182,7 @@ export function checkStartup(
   if (checks.environments ?? true) checkRunnable(config, checks.processEnv);
   const warnings = checkSandboxes(config, notes);
   // Each harness's CLI (claude, …): found, runnable in the sandbox, its version stated.
-  const clis = checkHarnessClis(config.environments);
+  const clis = checkHarnessClis(config.environments.filter(env => !env.image));
   if (clis.problems.length > 0) throw new StartupCheckError(`refusing to start: ${clis.problems.join('; ')}`);
   notes.push(...clis.notes);
   const layers = layerMode(config.dataDir);

@@ -4,7 +4,7 @@
 // When the executor is root, the run's processes become its unprivileged host user (user.ts), whose
 // the run's workspace, HOME and output folder are from the moment they are made.
 
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { SandboxConfig } from './config.js';
 import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from './bwrap.js';
@@ -13,6 +13,7 @@ import { type ProxyGateway, type ProxyHandle, startProxy } from './proxy.js';
 import { SURVIVOR_VARIABLE, recordGroup } from './processes.js';
 import { type Confinement, RunProcesses } from './spawn.js';
 import { type RunUser, dropTo } from './user.js';
+import { type ImageBind, type ImageRoot, imageRootArgs } from './image-root.js';
 
 /** How often a stopping run is looked at for processes to signal, and for its end. */
 const STOP_POLL_MS = 100;
@@ -40,6 +41,8 @@ export interface RunSandboxOptions {
    * `none` (it then reaches the gateway host only). Never with `network: host`.
    */
   gateway?: ProxyGateway;
+  /** The environment's image: the run sees its file system as `/` (image-root.ts). */
+  image?: ImageRoot;
 }
 
 export interface Wrapped {
@@ -119,6 +122,7 @@ export class RunSandbox implements Confinement {
 
   /** The command line that runs `program args` confined; undefined when the program is not found. */
   wrap(program: string, args: string[], cwd: string, env: Record<string, string>): Wrapped | undefined {
+    if (this.options.image) return this.wrapInImage(this.options.image, program, args, cwd, env);
     const resolved = findProgram(program, cwd, env.PATH ?? process.env.PATH ?? '');
     if (!resolved) return undefined;
     this.wrapped = true;
@@ -156,6 +160,65 @@ export class RunSandbox implements Confinement {
     const cgroup = this.limits();
     if (!cgroup) return { program: bwrap[0]!, args: bwrap.slice(1), env: innerEnv };
     // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
+    const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+    return {
+      program: '/bin/sh',
+      args: ['-c', join, 'sh', ...cgroup.procsFiles, '--', ...bwrap],
+      env: innerEnv
+    };
+  }
+
+  /**
+   * The command line of a process of an image's run: sandbox 1 (the host's view, as in `wrap`) with
+   * the image's root bound read-only, whose first process becomes the run's user and starts sandbox
+   * 2 (image-root.ts) with the host's bwrap; the program is looked up on the image's PATH there.
+   */
+  private wrapInImage(
+    image: ImageRoot,
+    program: string,
+    args: string[],
+    cwd: string,
+    env: Record<string, string>
+  ): Wrapped {
+    this.wrapped = true;
+    const { sandbox } = this.options;
+    const hide = [this.options.dataDir, process.env.HOME ?? '', this.options.configFile ?? ''].filter(
+      Boolean
+    );
+    const read = [...sandbox.read, ...this.options.read];
+    const write = [...sandbox.write, ...(this.options.write ?? [])];
+    const confine = bwrapArgs({
+      workspace: this.options.workspace,
+      read: [...read, image.rootfs],
+      write,
+      hide,
+      network: sandbox.network === 'host' ? 'host' : 'none',
+      files: this.proxy ? this.proxy.files : [],
+      user: this.options.user,
+      home: this.options.home,
+      readOnlyWorkspace: this.readOnlyWorkspace
+    });
+    const binds: ImageBind[] = [
+      { path: SANDBOX_HOME, how: 'rw' },
+      ...read.filter(path => existsSync(path)).map(path => ({ path: resolve(path), how: 'ro' as const })),
+      ...write.filter(path => existsSync(path)).map(path => ({ path: resolve(path), how: 'rw' as const })),
+      { path: resolve(this.options.workspace), how: this.readOnlyWorkspace ? 'ro' : 'rw' }
+    ];
+    const own = ['HOME', 'TMPDIR', ...Object.keys(this.proxy?.env ?? {})];
+    const user = this.options.user;
+    const ids = user ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    const inner = [bwrapProgram(), ...imageRootArgs(image, ids, binds, cwd, own), '--', program, ...args];
+    const command = this.proxy ? this.proxy.command(inner[0]!, inner.slice(1)) : inner;
+    const dropped = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
+    const bwrap = [bwrapProgram(), ...confine, '--chdir', '/', '--', ...dropped];
+    const innerEnv: Record<string, string> = {
+      ...env,
+      HOME: SANDBOX_HOME,
+      TMPDIR: '/tmp',
+      ...(this.proxy?.env ?? {})
+    };
+    const cgroup = this.limits();
+    if (!cgroup) return { program: bwrap[0]!, args: bwrap.slice(1), env: innerEnv };
     const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
     return {
       program: '/bin/sh',
@@ -216,6 +279,7 @@ export class RunSandbox implements Confinement {
 
   /** Stops whatever the run left behind and releases its limits and proxy. */
   async close(): Promise<void> {
+    this.options.image?.release?.();
     clearInterval(this.watch);
     await this.cgroup?.destroy();
     await this.proxy?.close();

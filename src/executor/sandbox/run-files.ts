@@ -53,6 +53,10 @@ export interface RunFilesCall {
   timeoutMs?: number;
   /** The address space it may use, in KiB (2 GiB by default). */
   memoryKb?: number;
+  /** The largest file it may write, in KiB (no limit by default). */
+  fileSizeKb?: number;
+  /** Keeps the host's network (a copy from a registry); none by default. */
+  network?: boolean;
 }
 
 export interface RunFilesResult {
@@ -92,7 +96,8 @@ function parents(dest: string): string[] {
 /** The bubblewrap arguments of a reader: system directories, the named trees, nothing else. */
 function readerArgs(identity: RunIdentity, call: RunFilesCall): string[] {
   const args = ['--die-with-parent', '--new-session', '--unshare-ipc', '--unshare-pid', '--unshare-uts'];
-  args.push('--unshare-net', '--unshare-cgroup-try');
+  if (!call.network) args.push('--unshare-net');
+  args.push('--unshare-cgroup-try');
   if (identity.user) {
     // Made as root (it must reach the data dir's root-only folders to bind them), then setpriv
     // below drops to the run's user for good: these capabilities are only for that step (and
@@ -121,7 +126,7 @@ function readerArgs(identity: RunIdentity, call: RunFilesCall): string[] {
  * the program: one shell, then setpriv. The shell may enter a folder closed to root without its
  * capabilities (a run's 0700 folder) by CAP_DAC_READ_SEARCH, which goes with the change of user.
  */
-function asUser(user: RunIdentity['user'], memoryKb: number, cwd: string): string[] {
+function asUser(user: RunIdentity['user'], memoryKb: number, cwd: string, fileSizeKb?: number): string[] {
   const drop = user
     ? [
         systemProgram('setpriv'),
@@ -134,7 +139,9 @@ function asUser(user: RunIdentity['user'], memoryKb: number, cwd: string): strin
         '--'
       ]
     : [];
-  const script = `ulimit -v ${memoryKb} || exit 125; cd -- "$1" || exit 125; shift; exec "$@"`;
+  // `ulimit -f` counts 512-byte blocks in dash (Debian's sh) and POSIX.
+  const files = fileSizeKb === undefined ? '' : `ulimit -f ${fileSizeKb * 2} || exit 125; `;
+  const script = `ulimit -v ${memoryKb} || exit 125; ${files}cd -- "$1" || exit 125; shift; exec "$@"`;
   return ['/bin/sh', '-c', script, 'sh', cwd, ...drop];
 }
 
@@ -146,7 +153,11 @@ export function asRunUser(identity: RunIdentity, call: RunFilesCall): Promise<Ru
   const maxStdout = call.maxStdout ?? 64 * 1024;
   const memoryKb = call.memoryKb ?? READER_MEMORY_KB;
   const env = { PATH, HOME: '/tmp', LANG: 'C', ...call.env };
-  const command = [...asUser(identity.user, memoryKb, call.cwd ?? '/'), call.program, ...call.args];
+  const command = [
+    ...asUser(identity.user, memoryKb, call.cwd ?? '/', call.fileSizeKb),
+    call.program,
+    ...call.args
+  ];
   const [program, args] = identity.confined
     ? [bwrapProgram(), [...readerArgs(identity, call), '--', ...command]]
     : [command[0]!, command.slice(1)];

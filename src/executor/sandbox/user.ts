@@ -97,7 +97,16 @@ function namedUser(spec: string): RunUser {
 }
 
 function defaultUser(): RunUser {
-  let entry = passwd(DEFAULT_USER);
+  return systemUser(DEFAULT_USER, FALLBACK_ID);
+}
+
+/**
+ * The system user `name` (made with `useradd --system` when the machine lacks it); where none can
+ * be made, `fallback` (uid and gid) with no passwd entry. The run's user is one (agent-run); the
+ * user that unpacks container images is another (images/cache.ts), so no run owns an image's files.
+ */
+export function systemUser(name: string, fallback: number): RunUser {
+  let entry = passwd(name);
   let how = '';
   if (!entry) {
     const made = spawnSync(
@@ -110,23 +119,19 @@ function defaultUser(): RunUser {
         '/nonexistent',
         '--shell',
         '/usr/sbin/nologin'
-      ].concat(DEFAULT_USER),
+      ].concat(name),
       { encoding: 'utf8' }
     );
     // Another executor starting at the same moment may have made it first: look again either way.
-    entry = passwd(DEFAULT_USER);
+    entry = passwd(name);
     if (entry && made.status === 0) how = ', created now';
   }
   if (entry)
-    return {
-      uid: entry[0],
-      gid: entry[1],
-      label: `${DEFAULT_USER} (uid ${entry[0]}, gid ${entry[1]}${how})`
-    };
+    return { uid: entry[0], gid: entry[1], label: `${name} (uid ${entry[0]}, gid ${entry[1]}${how})` };
   return {
-    uid: FALLBACK_ID,
-    gid: FALLBACK_ID,
-    label: `uid ${FALLBACK_ID}, gid ${FALLBACK_ID} (no user ${DEFAULT_USER} here and useradd could not make one)`
+    uid: fallback,
+    gid: fallback,
+    label: `uid ${fallback}, gid ${fallback} (no user ${name} here and useradd could not make one)`
   };
 }
 

@@ -17,6 +17,7 @@ import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
 import { removeTree } from '../workspace/remove.js';
+import { sweepImages } from '../images/cache.js';
 
 function now(): string {
   return new Date().toISOString();
@@ -75,6 +76,10 @@ export async function sweepFinishedWorkspaces(
     removals.set(config.dataDir, (removals.get(config.dataDir) ?? 0) + removed);
     log.info({ removed }, 'removed workspaces past retention');
   }
+  // Unpacked container images no run holds, least recently used first, past workspaces.cache_size.
+  const images = sweepImages(config.dataDir, config.workspaces.cacheBytes);
+  if (images.length > 0)
+    log.info({ images: images.map(image => image.digest) }, 'removed unused unpacked images past cache_size');
   const homes = sweepLeftHomes(
     config.dataDir,
     Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs),

@@ -18,6 +18,7 @@ import type {
   TranscriptStore
 } from '../store/types.js';
 import { type RunSandbox, confineRun } from '../sandbox/index.js';
+import { imageRoot, prepareImage } from '../images/cache.js';
 import { MAX_OPEN_FILES } from '../sandbox/cgroup.js';
 import type { RunIdentity } from '../sandbox/run-files.js';
 import type { Processes } from '../sandbox/spawn.js';
@@ -285,9 +286,17 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     const conversationFile = join(outputs.dir, 'conversation.md');
     writeFileSync(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
     if (user) lchownSync(conversationFile, user.uid, user.gid);
+    // An image's root: from the cache (copied first with image_pull: always), held until the sandbox closes.
+    const image = environment.image
+      ? imageRoot(
+          await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes),
+          environment.env
+        )
+      : undefined;
     const confined = await confineRun(
       {
         runId: run.run_id,
+        image,
         sandbox: environment.sandbox,
         dataDir: config.dataDir,
         configFile: config.configFile,
@@ -344,6 +353,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
       workspace: workspace.path,
       agent: environment.agent,
       env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile, ...orchestrate?.env },
+      ...(environment.image ? { image: environment.image.ref } : {}),
       resumeSession: turn.resumeSession,
       turn: turn.number,
       mode: turn.mode,

@@ -102,7 +102,11 @@ export async function runHarness(
     if (failure) return failed('agent_crashed', redact(failure));
   }
 
-  const { program, prefix } = programOf(context.agent, spec);
+  // In an image the CLI is the image's, as named (the host's node and scripts are not there).
+  const [named = spec.defaultProgram, ...rest] = context.agent.command;
+  const { program, prefix } = context.image
+    ? { program: named, prefix: rest }
+    : programOf(context.agent, spec);
   const translator = spec.translator();
   const stopper = new AbortController();
   let early: HarnessFailure | undefined;

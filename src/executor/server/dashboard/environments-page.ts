@@ -48,6 +48,7 @@ export function renderEnvironments(
     return `<tr>
 <td data-label="Environment"><a href="/?${esc(q)}">${esc(env.id)}</a>${env.name && env.name !== env.id ? ` <span class="muted">${esc(env.name)}</span>` : ''}</td>
 <td data-label="Agent">${esc(env.agent.kind)}</td>
+<td data-label="Image">${env.image ? `<code>${esc(env.image.ref)}</code>` : '<span class="muted">host</span>'}</td>
 <td data-label="Queued">${tally(env.id, 'QUEUED')}</td>
 <td data-label="Running">${tally(env.id, 'INPROGRESS')}</td>
 <td data-label="At once">${esc(env.maxConcurrentRuns)}</td>
@@ -56,7 +57,7 @@ export function renderEnvironments(
   });
   const body = `<h1>Environments</h1>
 <p>This executor runs up to ${esc(config.workers)} runs at once across its environments. Queued and running counts are your team's runs.</p>
-<table class="runs"><thead><tr><th scope="col">Environment</th><th scope="col">Agent</th><th scope="col">Queued</th><th scope="col">Running</th><th scope="col">At once</th><th scope="col">Time limit</th></tr></thead>
+<table class="runs"><thead><tr><th scope="col">Environment</th><th scope="col">Agent</th><th scope="col">Image</th><th scope="col">Queued</th><th scope="col">Running</th><th scope="col">At once</th><th scope="col">Time limit</th></tr></thead>
 <tbody>${rows.join('\n')}</tbody></table>
 <h2>Nodes</h2>
 <p>Every executor process on this store reports itself every ${SILENT_AFTER_MS / 3000} s; one unheard for ${SILENT_AFTER_MS / 1000} s is shown as silent.</p>

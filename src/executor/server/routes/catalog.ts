@@ -28,7 +28,8 @@ function environmentRecord(env: EnvironmentConfig): EnvironmentRecord {
     source: sourceWithoutCredentials(env.source),
     setup_commands: [...env.setup],
     agent_kind: env.agent.kind,
-    network: network === 'none' ? [] : network === 'host' ? ['*'] : network.map(t => `${t.host}:${t.port}`)
+    network: network === 'none' ? [] : network === 'host' ? ['*'] : network.map(t => `${t.host}:${t.port}`),
+    docker_image: env.image ? sourceWithoutCredentials(env.image.ref) : null
   };
 }
 

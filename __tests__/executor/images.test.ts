@@ -1,0 +1,385 @@
+// Environments from container images (`image:`), on a real executor that is root here (real
+// bubblewrap, real skopeo and umoci). The images are built in the test, offline, with umoci: a
+// static busybox, a marker /etc/os-release, and what an attacker would put in one (a setuid-root
+// copy of the shell, a device node, links out of the image's root, a layer that unpacks to far more
+// than it weighs). A run writes what it saw into a folder the sandbox may write (sandbox.write).
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync
+} from 'node:fs';
+import { join } from 'node:path';
+import {
+  forgetResolvedImages,
+  holdImage,
+  prepareImage,
+  sweepImages
+} from '../../src/executor/images/cache.js';
+import { parseConfig } from '../../src/executor/config/config.js';
+import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
+import { waitForState } from '../support/wait.js';
+
+// skopeo, umoci (and busybox-static for these images) are installed when missing, as bubblewrap is.
+execFileSync(process.execPath, ['scripts/system-packages.mjs', '--tests'], { stdio: 'inherit' });
+
+const work = tempDir('images-test-');
+const layout = join(work, 'layout');
+const seen = join(work, 'seen');
+mkdirSync(seen);
+chmodSync(seen, 0o777); // the run's host user writes what it saw here
+
+const umoci = (...args: string[]) => execFileSync('umoci', args, { encoding: 'utf8' });
+
+/** Builds `tag` in the test's layout: busybox as /bin/sh and friends, os-release ID=`id`, and `extra`. */
+function buildImage(tag: string, id: string, extra: (root: string) => void = () => undefined): void {
+  if (!existsSync(layout)) umoci('init', '--layout', layout);
+  umoci('new', '--image', `${layout}:${tag}`);
+  const root = join(work, `root-${tag}`);
+  rmSync(root, { recursive: true, force: true });
+  for (const dir of ['bin', 'etc', 'home/someone']) mkdirSync(join(root, dir), { recursive: true });
+  cpSync('/bin/busybox', join(root, 'bin', 'busybox'));
+  for (const name of [
+    'sh',
+    'cat',
+    'id',
+    'ls',
+    'test',
+    'echo',
+    'stat',
+    'mkdir',
+    'rm',
+    'mv',
+    'cp',
+    'printf',
+    'true',
+    'sed',
+    'head',
+    'wc',
+    'dd',
+    'tr',
+    'touch',
+    'ln',
+    'chmod',
+    'readlink',
+    'sleep',
+    'dirname',
+    'basename'
+  ])
+    symlinkSync('busybox', join(root, 'bin', name));
+  writeFileSync(join(root, 'etc', 'os-release'), `ID=${id}\n`);
+  writeFileSync(join(root, 'home', 'someone', 'marker'), 'from the image\n');
+  extra(root);
+  umoci('insert', '--image', `${layout}:${tag}`, root, '/');
+  umoci(
+    'config',
+    '--image',
+    `${layout}:${tag}`,
+    '--config.env',
+    'PATH=/bin',
+    '--config.env',
+    `IMAGE_MARK=${id}`
+  );
+  rmSync(root, { recursive: true, force: true });
+}
+
+/** The attacker's additions: setuid-root shell, a device node, links out of the root, a shadow file. */
+function hostile(root: string): void {
+  // busybox picks its applet by the name it is run as: this one is `id`, setuid (and owned by root here).
+  mkdirSync(join(root, 'opt', 'suid'), { recursive: true });
+  cpSync('/bin/busybox', join(root, 'opt', 'suid', 'id'));
+  chmodSync(join(root, 'opt', 'suid', 'id'), 0o4755);
+  execFileSync('mknod', [join(root, 'etc', 'evil-null'), 'c', '1', '3']);
+  execFileSync('mknod', [join(root, 'etc', 'evil-disk'), 'b', '8', '0']);
+  symlinkSync('/etc/shadow', join(root, 'escape'));
+  symlinkSync('../../../../etc', join(root, 'up'));
+  writeFileSync(join(root, 'etc', 'shadow'), 'image-shadow\n', { mode: 0o644 });
+}
+
+// What a run reports: one `key=value` line per fact, into seen/<name>.
+const REPORT = (name: string) =>
+  [
+    `out=${seen}/${name}`,
+    'echo "os=$(cat /etc/os-release)" > $out',
+    'echo "python=$(test -e /usr/bin/python3 && echo yes || echo no)" >> $out',
+    'echo "node=$(test -e /usr/bin/node -o -e /usr/local/bin/node && echo yes || echo no)" >> $out',
+    'echo "uid=$(id -u)" >> $out',
+    'echo "euid=$(/opt/suid/id -u)" >> $out',
+    'echo "egid=$(/opt/suid/id -g)" >> $out',
+    'echo "nullchar=$(test -c /etc/evil-null && echo yes || echo no)" >> $out',
+    'echo "diskblock=$(test -b /etc/evil-disk && echo yes || echo no)" >> $out',
+    'echo "escape=$(cat /escape 2>&1)" >> $out',
+    'echo "up=$(cat /up/os-release 2>&1)" >> $out',
+    'echo "marker=$(cat /home/someone/marker)" >> $out',
+    'echo "home=$(echo hi > $HOME/x && cat $HOME/x)" >> $out',
+    'echo "mark=$IMAGE_MARK" >> $out',
+    'echo "rootw=$(touch /newfile 2>/dev/null && echo yes || echo no)" >> $out',
+    'echo "workspace=$(echo w > ./from-image && cat ./from-image)" >> $out'
+  ].join('; ');
+
+function report(name: string): Record<string, string> {
+  const lines = readFileSync(join(seen, name), 'utf8').split('\n').filter(Boolean);
+  return Object.fromEntries(
+    lines.map(line => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)])
+  );
+}
+
+const source = tempDir('images-source-');
+writeFileSync(join(source, 'README.md'), 'hello\n');
+
+function environment(id: string, tag: string, extra: Record<string, unknown> = {}) {
+  return {
+    id,
+    source,
+    image: `oci:${layout}:${tag}`,
+    sandbox: { write: [seen] },
+    agent: { kind: 'simulated' },
+    ...extra
+  };
+}
+
+describe('environments from container images (tests run as root, as CI runs them)', () => {
+  let ex: TestExecutor;
+  let key: string;
+  beforeAll(async () => {
+    buildImage('v1', 'imagetest-v1', hostile);
+    buildImage('moving', 'moving-one');
+    ex = await startTestExecutor({
+      workers: 2,
+      environments: [
+        environment('first', 'v1'),
+        environment('second', 'v1', {
+          agent: { kind: 'command', command: ['sh', '-c', 'cat > /dev/null; ' + REPORT('second')] }
+        }),
+        environment('always', 'moving', { image_pull: 'always' }),
+        environment('missing', 'moving'),
+        environment('setup', 'v1', { setup: ['cat /etc/os-release > from-setup'], setup_cache: true }),
+        { id: 'host', source, agent: { kind: 'simulated' } }
+      ]
+    });
+    key = (await ex.key()).raw;
+  });
+  afterAll(async () => {
+    await ex?.stop(1000);
+    rmSync(work, { recursive: true, force: true });
+    rmSync(source, { recursive: true, force: true });
+  });
+
+  async function run(env: string, prompt: string, mode?: 'plan'): Promise<Record<string, unknown>> {
+    const response = await ex.request('/api/v1/agent/run', {
+      method: 'POST',
+      key,
+      body: JSON.stringify({ prompt, config: { environment_id: env }, ...(mode ? { mode } : {}) })
+    });
+    expect(response.status).toBe(200);
+    const id = ((await response.json()) as { run_id: string }).run_id;
+    return waitForState({ on: ex, key, id });
+  }
+
+  const roots = () => readdirSync(join(ex.dataDir, 'images', 'roots'));
+  /** The unpacked root of a tag of the test's layout. */
+  const rootOf = (tag: string) =>
+    join(
+      ex.dataDir,
+      'images',
+      'roots',
+      roots().find(
+        name =>
+          (
+            JSON.parse(readFileSync(join(ex.dataDir, 'images', 'roots', name, 'ready'), 'utf8')) as {
+              ref: string;
+            }
+          ).ref === `oci:${layout}:${tag}`
+      )!
+    );
+
+  it("shows the image's file system as /, read-only, and none of the host's", async () => {
+    expect(await run('first', `@sim run ${REPORT('first')}`)).toMatchObject({ state: 'SUCCEEDED' });
+    const seenByRun = report('first');
+    expect(seenByRun.os).toBe('ID=imagetest-v1');
+    expect(readFileSync('/etc/os-release', 'utf8')).not.toContain('imagetest');
+    // The host has these; the image does not.
+    expect(
+      existsSync('/usr/bin/python3') || existsSync('/usr/bin/node') || existsSync(process.execPath)
+    ).toBe(true);
+    expect(seenByRun.python).toBe('no');
+    expect(seenByRun.node).toBe('no');
+    expect(seenByRun.mark).toBe('imagetest-v1');
+    expect(seenByRun.marker).toBe('from the image');
+    expect(seenByRun.home).toBe('hi');
+    expect(seenByRun.rootw).toBe('no');
+    expect(seenByRun.workspace).toBe('w');
+    // The run's own host user, not root.
+    expect(seenByRun.uid).toBe(String(execFileSync('id', ['-u', 'agent-run'], { encoding: 'utf8' }).trim()));
+  });
+
+  it('gives the run none of the setuid file, the device nodes or the links out of the image', async () => {
+    const seenByRun = report('first');
+    const runUid = seenByRun.uid!;
+    expect(runUid).not.toBe('0');
+    // The setuid-root shell runs as the run's user: no one's ids change.
+    expect(seenByRun.euid).toBe(runUid);
+    expect(seenByRun.egid).not.toBe('0');
+    expect(seenByRun.nullchar).toBe('no');
+    expect(seenByRun.diskblock).toBe('no');
+    // Links resolve inside the image: its own /etc/shadow and /etc, never the host's.
+    expect(seenByRun.escape).toBe('image-shadow');
+    expect(seenByRun.up).toBe('ID=imagetest-v1');
+    // On the host the unpacked files belong to the unpacking user: no file of root's, no device, no setuid-root.
+    const rootfs = join(rootOf('v1'), 'u', 'bundle', 'rootfs');
+    const suid = statSync(join(rootfs, 'opt', 'suid', 'id'));
+    expect(suid.uid).not.toBe(0);
+    expect(suid.uid).not.toBe(Number(runUid));
+    for (const name of ['evil-null', 'evil-disk'])
+      expect(
+        existsSync(join(rootfs, 'etc', name)) ? statSync(join(rootfs, 'etc', name)).isFile() : true
+      ).toBe(true);
+  });
+
+  it('unpacks once per digest: a second run and a second environment start from the cache', async () => {
+    const made = statSync(join(rootOf('v1'), 'ready')).ino;
+    expect(await run('second', 'go')).toMatchObject({ state: 'SUCCEEDED' });
+    expect(report('second').os).toBe('ID=imagetest-v1');
+    expect(await run('first', '@sim run cat /etc/os-release')).toMatchObject({ state: 'SUCCEEDED' });
+    // v1 and moving: two images, each unpacked once (at start-up), the ready file never made again.
+    expect(roots()).toHaveLength(2);
+    expect(statSync(join(rootOf('v1'), 'ready')).ino).toBe(made);
+    // The cache answers without unpacking.
+    const again = await prepareImage(ex.dataDir, { ref: `oci:${layout}:v1`, pull: 'missing' }, 1024 ** 3);
+    expect(again).toMatchObject({ unpacked: false, copied: false });
+  });
+
+  it('picks up a moved tag with image_pull: always; `missing` keeps what the cache holds', async () => {
+    expect(await run('always', `@sim run cat /etc/os-release > ${seen}/always-1`)).toMatchObject({
+      state: 'SUCCEEDED'
+    });
+    expect(readFileSync(join(seen, 'always-1'), 'utf8')).toBe('ID=moving-one\n');
+    buildImage('moving', 'moving-two');
+    expect(await run('always', `@sim run cat /etc/os-release > ${seen}/always-2`)).toMatchObject({
+      state: 'SUCCEEDED'
+    });
+    expect(readFileSync(join(seen, 'always-2'), 'utf8')).toBe('ID=moving-two\n');
+    // The tag moves again: `missing` does not copy it (the cache holds the reference since the last copy).
+    buildImage('moving', 'moving-three');
+    expect(await run('missing', `@sim run cat /etc/os-release > ${seen}/missing`)).toMatchObject({
+      state: 'SUCCEEDED'
+    });
+    expect(readFileSync(join(seen, 'missing'), 'utf8')).toBe('ID=moving-two\n');
+  });
+
+  it('runs setup commands in the image, keeps their result with setup_cache, and a plan turn reads only', async () => {
+    const sawSetup = `@sim run test "$(cat from-setup)" = ID=imagetest-v1`;
+    expect(await run('setup', sawSetup)).toMatchObject({ state: 'SUCCEEDED' });
+    // The second run of the commit starts from the kept setup layer: the file is there all the same.
+    expect(await run('setup', sawSetup)).toMatchObject({ state: 'SUCCEEDED' });
+    // A plan turn's agent reads the workspace in the image and cannot write it.
+    const plan = `@sim run cat from-setup > ${seen}/plan-read; touch planned 2> /dev/null && echo wrote > ${seen}/plan-wrote; true`;
+    expect(await run('setup', plan, 'plan')).toMatchObject({ state: 'SUCCEEDED' });
+    expect(readFileSync(join(seen, 'plan-read'), 'utf8')).toBe('ID=imagetest-v1\n');
+    expect(existsSync(join(seen, 'plan-wrote'))).toBe(false);
+  });
+
+  it('lists docker_image for image environments, null for the host root', async () => {
+    const response = await ex.request('/api/v1/agent/environments', { key });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { environments: { id: string; docker_image: string | null }[] };
+    const byId = Object.fromEntries(body.environments.map(env => [env.id, env.docker_image]));
+    expect(byId.first).toBe(`oci:${layout}:v1`);
+    expect(byId.host).toBeNull();
+  });
+});
+
+describe('image cache, start-up refusals and bounds', () => {
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('unpacks once when two first runs ask for the same image at once', async () => {
+    buildImage('pair', 'pair');
+    const dataDir = join(tempDir('images-pair-'), 'data');
+    const ref = { ref: `oci:${layout}:pair`, pull: 'missing' as const };
+    forgetResolvedImages();
+    const both = await Promise.all([
+      prepareImage(dataDir, ref, 1024 ** 3),
+      prepareImage(dataDir, ref, 1024 ** 3)
+    ]);
+    expect(both.filter(image => image.unpacked)).toHaveLength(1);
+    expect(both[0]!.rootfs).toBe(both[1]!.rootfs);
+    expect(readdirSync(join(dataDir, 'images', 'roots'))).toHaveLength(1);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('removes unused unpacked images past cache_size, least recently used first, never a held one', async () => {
+    buildImage('old', 'old');
+    buildImage('new', 'new');
+    const dataDir = join(tempDir('images-sweep-'), 'data');
+    const old = await prepareImage(dataDir, { ref: `oci:${layout}:old`, pull: 'missing' }, 1024 ** 3);
+    const held = await prepareImage(dataDir, { ref: `oci:${layout}:new`, pull: 'missing' }, 1024 ** 3);
+    const release = holdImage(held.dir);
+    // Room for one: the unused one goes, the held one stays even past the size.
+    expect(sweepImages(dataDir, 1).map(image => image.digest)).toEqual([old.digest]);
+    expect(existsSync(old.rootfs)).toBe(false);
+    expect(existsSync(held.rootfs)).toBe(true);
+    release();
+    expect(sweepImages(dataDir, 1).map(image => image.digest)).toEqual([held.digest]);
+    // Asked for again, it is unpacked again from the layout (no copy).
+    const back = await prepareImage(dataDir, { ref: `oci:${layout}:old`, pull: 'missing' }, 1024 ** 3);
+    expect(back).toMatchObject({ unpacked: true, copied: false, digest: old.digest });
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('checks image and image_pull in the config, naming the value and the form expected', () => {
+    const env = (extra: Record<string, unknown>) => ({ environments: [{ id: 'e', source: '.', ...extra }] });
+    expect(() => parseConfig(env({ image: 'python:3.12' }), work)).toThrow(
+      /environments\[0\]\.image "python:3\.12": expected a skopeo image reference such as oci:/
+    );
+    expect(() => parseConfig(env({ image: 'docker://debian:12', image_pull: 'sometimes' }), work)).toThrow(
+      /environments\[0\]\.image_pull "sometimes": expected one of missing, always/
+    );
+    expect(() => parseConfig(env({ image: 'docker://debian:12', sandbox: 'off' }), work)).toThrow(
+      /environments\[0\]\.image "docker:\/\/debian:12": an image is the root of the run's sandbox/
+    );
+    const parsed = parseConfig(env({ image: 'oci:images/py:3', image_pull: 'always' }), work);
+    expect(parsed.environments[0]!.image).toEqual({ ref: `oci:${work}/images/py:3`, pull: 'always' });
+  });
+
+  it('refuses a layer that unpacks past the bound before writing anything', async () => {
+    // 64 MiB of zeros: a layer of a few hundred KiB.
+    buildImage('bomb', 'bomb', root => writeFileSync(join(root, 'zeros'), Buffer.alloc(64 * 1024 ** 2)));
+    const dataDir = join(tempDir('images-bomb-'), 'data');
+    await expect(
+      prepareImage(dataDir, { ref: `oci:${layout}:bomb`, pull: 'missing' }, 16 * 1024 ** 2)
+    ).rejects.toThrow(/unpack to more than 16777216 bytes \(workspaces.cache_size\)/);
+    expect(
+      existsSync(join(dataDir, 'images', 'roots')) ? readdirSync(join(dataDir, 'images', 'roots')) : []
+    ).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('refuses at start-up an environment whose command the image lacks, naming image and command', async () => {
+    buildImage('bare', 'bare');
+    await expect(
+      startTestExecutor({
+        environments: [
+          environment('lacking', 'bare', { agent: { kind: 'command', command: ['claude', '-p'] } })
+        ]
+      })
+    ).rejects.toThrow(
+      new RegExp(
+        `environment "lacking": image oci:${layout}:bare: its command "claude" is not an executable file of the image`
+      )
+    );
+  });
+
+  it('refuses at start-up an image that is not there, naming it', async () => {
+    await expect(startTestExecutor({ environments: [environment('gone', 'no-such-tag')] })).rejects.toThrow(
+      new RegExp(`environment "gone": image oci:${layout}:no-such-tag: skopeo could not copy it`)
+    );
+  });
+});

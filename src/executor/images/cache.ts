@@ -1,0 +1,542 @@
+// Container images as the root of runs (an environment's `image`), kept in the data dir:
+//   DATA_DIR/images/layout/        one OCI image layout, where skopeo copies every image (its blobs
+//                                  shared between images), each under a tag named after its reference
+//   DATA_DIR/images/roots/<digest> one unpacked root per manifest digest: u/bundle/rootfs, and a
+//                                  `ready` file (digest, bytes, the config's Env) written last
+// An image is third-party input. Its manifest and config are read only after their sha256 matched
+// the digest that names them, and each layer's blob is hashed and its unpacked size counted (bounded)
+// before anything is unpacked. umoci unpacks it `--rootless` as the system user `agent-run-image`
+// (no run is that user) inside a reader sandbox (sandbox/run-files.ts): an unprivileged process makes
+// no device node, no file of root's, no setuid file of anyone who matters, and a link of the image
+// is never followed on the host (umoci resolves paths inside the root it unpacks to). Unpacked once
+// per digest, under a temporary name renamed at the end (one build at a time per digest in this
+// process; a second process that lost the rename uses the winner's); shared read-only by every run
+// of every environment naming it; unused roots go, least recently used first, while they weigh more
+// than workspaces.cache_size (sweepImages).
+
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  chownSync,
+  createReadStream,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync
+} from 'node:fs';
+import { join } from 'node:path';
+import { Transform, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import * as zlib from 'node:zlib';
+import { promisify } from 'node:util';
+import type { ImageConfig } from '../config/config.js';
+import type { ImageEntry, ImageRoot } from '../sandbox/image-root.js';
+import { asRunUser, readerReason } from '../sandbox/run-files.js';
+import { FALLBACK_ID, type RunUser, systemProgram, systemUser } from '../sandbox/user.js';
+
+const exec = promisify(execFile);
+
+/** The system user that unpacks images (a root executor); no run is ever this user. */
+export const IMAGE_USER = 'agent-run-image';
+/** The largest manifest or config blob read. */
+const MAX_JSON_BYTES = 4 * 1024 * 1024;
+/** Entries of one directory of an image the sandbox lists (on the way to a mount point). */
+const MAX_DIR_ENTRIES = 10_000;
+/** How long a copy or an unpack may take. */
+const STEP_TIMEOUT_MS = 15 * 60_000;
+
+export class ImageError extends Error {}
+
+export interface PreparedImage {
+  ref: string;
+  /** The manifest's digest, sha256:… */
+  digest: string;
+  /** DATA_DIR/images/roots/<hex> */
+  dir: string;
+  rootfs: string;
+  env: Record<string, string>;
+  /** Bytes the unpacked root weighs. */
+  bytes: number;
+  /** Whether this call unpacked it (else it came from the cache), and how long that took. */
+  unpacked: boolean;
+  unpackMs?: number;
+  /** Whether this call ran skopeo. */
+  copied: boolean;
+}
+
+interface Ready {
+  digest: string;
+  ref: string;
+  bytes: number;
+  env: Record<string, string>;
+}
+
+export const imagesDir = (dataDir: string) => join(dataDir, 'images');
+const layoutDir = (dataDir: string) => join(dataDir, 'images', 'layout');
+const rootsDir = (dataDir: string) => join(dataDir, 'images', 'roots');
+const rootfsOf = (dir: string) => join(dir, 'u', 'bundle', 'rootfs');
+
+/** Roots held by a run (or being made) in this process: never collected. */
+const held = new Map<string, number>();
+/** Roots being made, by directory. */
+const building = new Map<string, Promise<unknown>>();
+/** `missing` references already resolved in this process: data dir + ref → digest. */
+const resolved = new Map<string, string>();
+/** One copy or unpack at a time per data dir (the layout's index is one file). */
+const queues = new Map<string, Promise<unknown>>();
+
+function exclusive<T>(dataDir: string, step: () => Promise<T>): Promise<T> {
+  const before = queues.get(dataDir) ?? Promise.resolve();
+  const mine = before.then(step, step);
+  queues.set(
+    dataDir,
+    mine.catch(() => undefined)
+  );
+  return mine;
+}
+
+/** Holds the root `dir` against collection until the returned function is called (once). */
+export function holdImage(dir: string): () => void {
+  held.set(dir, (held.get(dir) ?? 0) + 1);
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    const left = (held.get(dir) ?? 1) - 1;
+    if (left > 0) held.set(dir, left);
+    else held.delete(dir);
+  };
+}
+
+/** Forgets which references were resolved, as a restarted process would (for tests). */
+export function forgetResolvedImages(): void {
+  resolved.clear();
+}
+
+let unpacker: RunUser | undefined;
+/** Who unpacks: `agent-run-image` when the executor is root; else the executor's own user. */
+function imageUser(): RunUser | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  unpacker ??= systemUser(IMAGE_USER, FALLBACK_ID + 1);
+  return unpacker;
+}
+
+function readReady(dir: string): Ready | undefined {
+  try {
+    const ready = JSON.parse(readFileSync(join(dir, 'ready'), 'utf8')) as Ready;
+    return typeof ready.digest === 'string' && typeof ready.bytes === 'number' ? ready : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The tag an image reference is copied under in the layout. */
+function tagOf(ref: string): string {
+  return `ref-${createHash('sha256').update(ref).digest('hex').slice(0, 32)}`;
+}
+
+/** The digest the layout's index gives `tag`, or undefined. */
+function taggedDigest(dataDir: string, tag: string): string | undefined {
+  try {
+    const index = JSON.parse(readFileSync(join(layoutDir(dataDir), 'index.json'), 'utf8')) as {
+      manifests?: { digest?: string; annotations?: Record<string, string> }[];
+    };
+    const entry = index.manifests?.find(m => m.annotations?.['org.opencontainers.image.ref.name'] === tag);
+    return typeof entry?.digest === 'string' ? entry.digest : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const DIGEST = /^sha256:([0-9a-f]{64})$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+function blobPath(dataDir: string, digest: string): string {
+  const hex = DIGEST.exec(digest)?.[1];
+  if (!hex)
+    throw new ImageError(`digest ${JSON.stringify(digest).slice(0, 80)}: expected sha256:<64 hex digits>`);
+  return join(layoutDir(dataDir), 'blobs', 'sha256', hex);
+}
+
+/** A small blob of the layout, parsed as JSON after its sha256 was found to match `digest`. */
+function verifiedJson(dataDir: string, digest: string, what: string): Record<string, unknown> {
+  const path = blobPath(dataDir, digest);
+  if (statSync(path).size > MAX_JSON_BYTES)
+    throw new ImageError(`its ${what} is larger than ${MAX_JSON_BYTES} bytes`);
+  const bytes = readFileSync(path);
+  const actual = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  if (actual !== digest)
+    throw new ImageError(`its ${what} does not match its digest ${digest} (it is ${actual})`);
+  const value = JSON.parse(bytes.toString('utf8')) as unknown;
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new ImageError(`its ${what} is not a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+interface Layer {
+  digest: string;
+  mediaType: string;
+}
+
+/**
+ * Hashes a layer's blob (it must match its digest) and counts the bytes of the tar inside it, stopping
+ * at once past `left`: a layer that would unpack to more (a decompression bomb) is refused here,
+ * before anything is written. Answers the tar's bytes.
+ */
+async function checkLayer(dataDir: string, layer: Layer, left: number, bound: number): Promise<number> {
+  const hash = createHash('sha256');
+  let tarBytes = 0;
+  const hashing = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      done(null, chunk);
+    }
+  });
+  const counting = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      tarBytes += chunk.length;
+      if (tarBytes > left)
+        done(
+          new ImageError(
+            `its layers unpack to more than ${bound} bytes (workspaces.cache_size); expected a smaller image or a larger cache_size`
+          )
+        );
+      else done();
+    }
+  });
+  const type = layer.mediaType;
+  const steps: NodeJS.ReadWriteStream[] = [hashing];
+  if (/gzip/.test(type)) steps.push(zlib.createGunzip());
+  else if (/zstd/.test(type)) {
+    const zstd = (zlib as unknown as { createZstdDecompress?: () => NodeJS.ReadWriteStream })
+      .createZstdDecompress;
+    if (!zstd)
+      throw new ImageError(`its layer ${layer.digest} is zstd-compressed, which this Node cannot read`);
+    steps.push(zstd());
+  } else if (!/tar$/.test(type) && !/diff\.tar$/.test(type))
+    throw new ImageError(
+      `its layer ${layer.digest} has media type ${JSON.stringify(type).slice(0, 100)}; expected a tar, tar+gzip or tar+zstd layer`
+    );
+  await pipeline([createReadStream(blobPath(dataDir, layer.digest)), ...steps, counting]);
+  const actual = `sha256:${hash.digest('hex')}`;
+  if (actual !== layer.digest)
+    throw new ImageError(`its layer ${layer.digest} does not match its digest (it is ${actual})`);
+  return tarBytes;
+}
+
+async function skopeoCopy(dataDir: string, ref: string, tag: string): Promise<void> {
+  mkdirSync(layoutDir(dataDir), { recursive: true, mode: 0o755 });
+  try {
+    await exec(
+      systemProgram('skopeo'),
+      ['copy', '--quiet', '--insecure-policy', ref, `oci:${layoutDir(dataDir)}:${tag}`],
+      {
+        timeout: STEP_TIMEOUT_MS,
+        maxBuffer: 1024 * 1024,
+        env: { PATH: '/usr/bin:/bin', HOME: '/nonexistent', LANG: 'C' }
+      }
+    );
+  } catch (error) {
+    const err = error as NodeJS.ErrnoException & { stderr?: string };
+    if (err.code === 'ENOENT')
+      throw new ImageError('skopeo is not installed; install it with `sudo apt-get install -y skopeo umoci`');
+    const why = (err.stderr ?? err.message).trim().split('\n').slice(-1)[0] ?? '';
+    throw new ImageError(`skopeo could not copy it: ${why.replace(CONTROL, '?').slice(0, 300)}`);
+  }
+}
+
+/** `KEY=VALUE` lines of the image config's Env, as a record (malformed ones skipped). */
+function envOf(config: Record<string, unknown>): Record<string, string> {
+  const inner = config.config as { Env?: unknown } | undefined;
+  const env: Record<string, string> = {};
+  if (!inner || !Array.isArray(inner.Env)) return env;
+  for (const line of inner.Env) {
+    if (typeof line !== 'string') continue;
+    const at = line.indexOf('=');
+    if (at > 0 && /^[A-Za-z_][A-Za-z0-9_]*$/.test(line.slice(0, at)))
+      env[line.slice(0, at)] = line.slice(at + 1);
+  }
+  return env;
+}
+
+/**
+ * The unpacked root of `image`, copied and unpacked when missing (with `pull: always`, copied
+ * again first: a moved tag is picked up). `bound`: the most its layers may unpack to.
+ */
+export async function prepareImage(
+  dataDir: string,
+  image: ImageConfig,
+  bound: number
+): Promise<PreparedImage> {
+  const key = `${dataDir}\0${image.ref}`;
+  const known = image.pull === 'missing' ? resolved.get(key) : undefined;
+  if (known) {
+    const dir = join(rootsDir(dataDir), DIGEST.exec(known)![1]!);
+    while (building.has(dir)) await building.get(dir)?.catch(() => undefined);
+    const ready = readReady(dir);
+    if (ready) return cached(dir, image.ref, ready, false);
+  }
+  return exclusive(dataDir, async () => {
+    const tag = tagOf(image.ref);
+    let copied = false;
+    let digest = image.pull === 'missing' ? taggedDigest(dataDir, tag) : undefined;
+    if (!digest) {
+      await skopeoCopy(dataDir, image.ref, tag);
+      copied = true;
+      digest = taggedDigest(dataDir, tag);
+      if (!digest) throw new ImageError('skopeo copied it but the layout does not name it');
+    }
+    const manifest = verifiedJson(dataDir, digest, 'manifest');
+    const config = manifest.config as { digest?: unknown } | undefined;
+    const layers = manifest.layers;
+    if (typeof config?.digest !== 'string' || !Array.isArray(layers))
+      throw new ImageError('its manifest is not an OCI image manifest (no config or layers)');
+    const configJson = verifiedJson(dataDir, config.digest, 'config');
+    const dir = join(rootsDir(dataDir), DIGEST.exec(digest)![1]!);
+    const ready = readReady(dir);
+    if (ready) {
+      resolved.set(key, digest);
+      return cached(dir, image.ref, ready, copied);
+    }
+    const making = (async () => {
+      const started = Date.now();
+      let left = bound;
+      for (const layer of layers as { digest?: unknown; mediaType?: unknown }[]) {
+        if (typeof layer?.digest !== 'string' || typeof layer.mediaType !== 'string')
+          throw new ImageError('its manifest names a layer without a digest or media type');
+        left -= await checkLayer(dataDir, { digest: layer.digest, mediaType: layer.mediaType }, left, bound);
+      }
+      const env = envOf(configJson);
+      const bytes = await unpack(dataDir, dir, tag, digest, bound);
+      writeFileSync(
+        join(`${dir}.making-${process.pid}`, 'ready'),
+        JSON.stringify({ digest, ref: image.ref, bytes, env })
+      );
+      try {
+        renameSync(`${dir}.making-${process.pid}`, dir);
+      } catch (error) {
+        // Another process sharing the data dir made it first: its root is as good as ours.
+        if (!readReady(dir)) throw error;
+        rmSync(`${dir}.making-${process.pid}`, { recursive: true, force: true });
+      }
+      return Date.now() - started;
+    })();
+    building.set(dir, making);
+    const release = holdImage(dir);
+    try {
+      const unpackMs = await making;
+      resolved.set(key, digest);
+      const made = readReady(dir)!;
+      return { ...cached(dir, image.ref, made, copied), unpacked: true, unpackMs };
+    } finally {
+      building.delete(dir);
+      release();
+    }
+  });
+}
+
+function cached(dir: string, ref: string, ready: Ready, copied: boolean): PreparedImage {
+  try {
+    // The last use, for the least-recently-used order of sweepImages.
+    const now = new Date();
+    utimesSync(join(dir, 'ready'), now, now);
+  } catch {
+    // collected meanwhile: the caller's hold came too late; the next run makes it again
+  }
+  return {
+    ref,
+    digest: ready.digest,
+    dir,
+    rootfs: rootfsOf(dir),
+    env: ready.env ?? {},
+    bytes: ready.bytes,
+    unpacked: false,
+    copied
+  };
+}
+
+/**
+ * umoci unpack --rootless, as the image user in a reader sandbox that shows the layout read-only
+ * and the new root's folder writable; no file larger than `bound`. Answers the root's bytes.
+ */
+async function unpack(
+  dataDir: string,
+  dir: string,
+  tag: string,
+  digest: string,
+  bound: number
+): Promise<number> {
+  const making = `${dir}.making-${process.pid}`;
+  rmSync(making, { recursive: true, force: true });
+  mkdirSync(making, { recursive: true, mode: 0o755 });
+  const own = join(making, 'u');
+  mkdirSync(own, { mode: 0o755 });
+  const user = imageUser();
+  if (user) chownSync(own, user.uid, user.gid);
+  const identity = { user, confined: true };
+  const layout = layoutDir(dataDir);
+  const result = await asRunUser(identity, {
+    read: [layout],
+    write: [own],
+    program: systemProgram('umoci'),
+    args: ['unpack', '--rootless', '--image', `${layout}:${tag}`, join(own, 'bundle')],
+    timeoutMs: STEP_TIMEOUT_MS,
+    fileSizeKb: Math.ceil(bound / 1024)
+  }).catch((error: NodeJS.ErrnoException) => {
+    throw new ImageError(
+      `umoci could not start (${error.code ?? error.message}); install it with \`sudo apt-get install -y skopeo umoci\``
+    );
+  });
+  if (result.code !== 0) {
+    rmSync(making, { recursive: true, force: true });
+    throw new ImageError(`umoci could not unpack it: ${readerReason(result)}`);
+  }
+  // umoci names the manifest it unpacked: it must be the one whose digest was verified.
+  const hex = DIGEST.exec(digest)![1]!;
+  const bundle = join(own, 'bundle');
+  if (!existsSync(join(bundle, `sha256_${hex}.mtree`)) || !lstatSync(join(bundle, 'rootfs')).isDirectory()) {
+    rmSync(making, { recursive: true, force: true });
+    throw new ImageError(`umoci unpacked another manifest than ${digest}`);
+  }
+  const measured = await asRunUser(identity, {
+    read: [own],
+    program: systemProgram('du'),
+    args: ['-s', '--block-size=1', join(bundle, 'rootfs')],
+    timeoutMs: STEP_TIMEOUT_MS
+  });
+  const bytes = Number(measured.stdout.toString('utf8').split('\t')[0]);
+  return Number.isSafeInteger(bytes) ? bytes : 0;
+}
+
+/**
+ * Lists a directory of an unpacked root (an image's: written once by the unpacker, then by no one;
+ * no run can write it): entry kinds read without following a link, a link's target as written.
+ */
+function lister(rootfs: string): (rel: string) => ImageEntry[] | undefined {
+  const seen = new Map<string, ImageEntry[] | undefined>();
+  return rel => {
+    if (seen.has(rel)) return seen.get(rel);
+    let entries: ImageEntry[] | undefined;
+    try {
+      const dir = join(rootfs, rel);
+      if (!lstatSync(dir).isDirectory()) throw new Error('not a directory');
+      const items = readdirSync(dir, { withFileTypes: true });
+      if (items.length > MAX_DIR_ENTRIES)
+        throw new ImageError(`its directory /${rel} holds more than ${MAX_DIR_ENTRIES} entries`);
+      entries = [];
+      for (const item of items) {
+        if (item.isDirectory()) entries.push({ name: item.name, type: 'dir' });
+        else if (item.isFile()) entries.push({ name: item.name, type: 'file' });
+        else if (item.isSymbolicLink())
+          entries.push({ name: item.name, type: 'link', target: readlinkSync(join(dir, item.name)) });
+        // FIFOs, sockets and device nodes are not shown.
+      }
+    } catch (error) {
+      if (error instanceof ImageError) throw error;
+      entries = undefined;
+    }
+    seen.set(rel, entries);
+    return entries;
+  };
+}
+
+/** The sandbox's view of a prepared image, held against collection until the run's sandbox closes. */
+export function imageRoot(image: PreparedImage, keep: string[]): ImageRoot {
+  return {
+    ref: image.ref,
+    rootfs: image.rootfs,
+    list: lister(image.rootfs),
+    env: image.env,
+    keep,
+    release: holdImage(image.dir)
+  };
+}
+
+/**
+ * Where `program` is found in the image as a run would start it (on the image's PATH unless the
+ * environment passes its own): its path inside the image, following links inside it; undefined
+ * when it is not an executable file there.
+ */
+export function findInImage(image: PreparedImage, program: string, path: string): string | undefined {
+  const list = lister(image.rootfs);
+  const lookup = (absolute: string, hops: number): string | undefined => {
+    const names = absolute.split('/').filter(part => part !== '' && part !== '.');
+    const at: string[] = [];
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
+      if (name === '..') {
+        at.pop();
+        continue;
+      }
+      const entry = list(at.join('/'))?.find(item => item.name === name);
+      if (!entry) return undefined;
+      if (entry.type === 'link') {
+        if (hops > 40) return undefined;
+        const target = entry.target ?? '';
+        const base = target.startsWith('/') ? target : `/${[...at, target].join('/')}`;
+        return lookup([base, ...names.slice(i + 1)].join('/'), hops + 1);
+      }
+      at.push(name);
+      if (i < names.length - 1 && entry.type !== 'dir') return undefined;
+      if (i === names.length - 1) {
+        if (entry.type !== 'file') return undefined;
+        const mode = lstatSync(join(image.rootfs, ...at)).mode;
+        return (mode & 0o111) !== 0 ? `/${at.join('/')}` : undefined;
+      }
+    }
+    return undefined;
+  };
+  if (program.includes('/')) return program.startsWith('/') ? lookup(program, 0) : undefined;
+  for (const dir of path.split(':').filter(d => d.startsWith('/'))) {
+    const found = lookup(`${dir}/${program}`, 0);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+export interface FreedImage {
+  digest: string;
+  bytes: number;
+}
+
+/**
+ * Removes unused unpacked roots, least recently used first, while together they weigh more than
+ * `cacheBytes`; and roots half made by a process that is gone. A root held by a run is never removed.
+ */
+export function sweepImages(dataDir: string, cacheBytes: number): FreedImage[] {
+  const roots = rootsDir(dataDir);
+  if (!existsSync(roots)) return [];
+  const all: { dir: string; ready: Ready; used: number }[] = [];
+  for (const name of readdirSync(roots)) {
+    const dir = join(roots, name);
+    if (name.includes('.making-')) {
+      if (!building.has(dir.slice(0, dir.indexOf('.making-')))) rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    const ready = readReady(dir);
+    if (!ready) {
+      if (!building.has(dir) && !held.has(dir)) rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    all.push({ dir, ready, used: statSync(join(dir, 'ready')).mtimeMs });
+  }
+  let total = all.reduce((sum, entry) => sum + entry.ready.bytes, 0);
+  const freed: FreedImage[] = [];
+  for (const entry of all.sort((a, b) => a.used - b.used)) {
+    if (total <= cacheBytes) break;
+    if (held.has(entry.dir) || building.has(entry.dir)) continue;
+    rmSync(entry.dir, { recursive: true, force: true });
+    for (const [key, digest] of resolved) if (digest === entry.ready.digest) resolved.delete(key);
+    total -= entry.ready.bytes;
+    freed.push({ digest: entry.ready.digest, bytes: entry.ready.bytes });
+  }
+  return freed;
+}

@@ -1,0 +1,142 @@
+// The start-up look at each environment that names a container image, for a node that runs work:
+// the image is copied and unpacked into the cache now (its first run then starts from the cache),
+// a sandbox of the image is made once as the run's user (the nested sandbox needs user namespaces
+// for that user), and the agent's command is found in the image (its harness CLI also prints its
+// version there). Anything missing refuses the node, naming the environment, the image and the
+// command. A machine without skopeo or umoci refuses only image environments, saying how to install them.
+
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ExecutorConfig, EnvironmentConfig } from '../config/config.js';
+import { show } from '../values/config-reader.js';
+import { RunSandbox } from '../sandbox/index.js';
+import { runUser } from '../sandbox/user.js';
+import { ImageError, type PreparedImage, findInImage, imageRoot, prepareImage } from '../images/cache.js';
+import { agentKindOf } from '../agents/index.js';
+import { StartupCheckError } from './startup.js';
+
+/** The PATH a program is looked up on in an image without one in its Env. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** A program no image has: a sandbox that gets as far as looking for it was made whole. */
+const PROBE = '/.agent-run-probe-absent';
+
+/** The agent's program as a run would start it, and the names harness kinds use by default. */
+function programOf(environment: EnvironmentConfig): { program: string; version?: string[] } | undefined {
+  const agent = environment.agent as { kind: string; command?: string[] };
+  if (agent.kind === 'simulated') return undefined;
+  const kind = agentKindOf(agent.kind);
+  const defaults: Record<string, string> = { 'claude-code': 'claude', codex: 'codex', gemini: 'gemini' };
+  const program = agent.command?.[0] ?? defaults[agent.kind];
+  if (!program || program.includes('{prompt}')) return undefined;
+  return { program, version: kind?.harnessType ? ['--version'] : undefined };
+}
+
+/** Runs `argv` in a sandbox of `image` shaped like a run of `environment`; answers how it ended. */
+async function runInImage(
+  config: ExecutorConfig,
+  environment: EnvironmentConfig,
+  image: PreparedImage,
+  argv: string[]
+): Promise<{ status: number | null; stdout: string; stderr: string; error?: Error }> {
+  const workspace = mkdtempSync(join(tmpdir(), 'agent-run-image-check-'));
+  chmodSync(workspace, 0o755);
+  const sandbox = await RunSandbox.create({
+    runId: `image-check-${environment.id}`,
+    sandbox: { ...environment.sandbox, network: 'none' },
+    dataDir: config.dataDir,
+    configFile: config.configFile,
+    workspace,
+    read: [],
+    user: runUser(environment.sandbox.user),
+    image: imageRoot(image, environment.env)
+  });
+  try {
+    const pathVar = environment.env.includes('PATH') ? process.env.PATH : undefined;
+    const wrapped = sandbox.wrap(argv[0]!, argv.slice(1), workspace, {
+      ...(pathVar ? { PATH: pathVar } : {}),
+      LANG: 'C.UTF-8'
+    })!;
+    const result = spawnSync(wrapped.program, wrapped.args, {
+      env: wrapped.env,
+      encoding: 'utf8',
+      timeout: 30_000
+    });
+    return {
+      status: result.status,
+      stdout: result.stdout ?? '',
+      stderr: result.stderr ?? '',
+      error: result.error
+    };
+  } finally {
+    await sandbox.close();
+    rmSync(workspace, { recursive: true, force: true });
+  }
+}
+
+/** Prepares every image environment's image and checks its command; throws a StartupCheckError on a refusal. */
+export async function checkImages(config: ExecutorConfig): Promise<string[]> {
+  const notes: string[] = [];
+  const problems: string[] = [];
+  for (const environment of config.environments) {
+    if (!environment.image) continue;
+    const at = `environment ${show(environment.id)}: image ${environment.image.ref}`;
+    let image: PreparedImage;
+    try {
+      image = await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes);
+    } catch (error) {
+      if (!(error instanceof ImageError)) throw error;
+      problems.push(`${at}: ${error.message}`);
+      continue;
+    }
+    const how = image.unpacked ? `unpacked in ${image.unpackMs} ms` : 'from the cache';
+    const probe = await runInImage(config, environment, image, [PROBE]);
+    if (!`${probe.stderr}`.includes(PROBE)) {
+      const why =
+        probe.error?.message ??
+        (probe.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${probe.status}`);
+      problems.push(
+        `${at}: its sandbox cannot be made here (${why}); image environments need user namespaces for the runs' user (\`sudo sysctl -w kernel.unprivileged_userns_clone=1\`, or on Ubuntu 23.10+ \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\`)`
+      );
+      continue;
+    }
+    const command = programOf(environment);
+    if (!command) {
+      notes.push(`${at} (${image.digest}, ${image.bytes} bytes, ${how}) is the root of its runs`);
+      continue;
+    }
+    const path = environment.env.includes('PATH')
+      ? (process.env.PATH ?? '')
+      : (image.env.PATH ?? DEFAULT_PATH);
+    const found = findInImage(image, command.program, path);
+    if (!found) {
+      problems.push(
+        `${at}: its command ${show(command.program)} is not an executable file of the image (looked on the image's PATH ${path}); expected an image that has it, or its absolute path inside the image`
+      );
+      continue;
+    }
+    let version = '';
+    if (command.version) {
+      const ran = await runInImage(config, environment, image, [found, ...command.version]);
+      if (ran.status !== 0) {
+        const why =
+          ran.error?.message ??
+          (ran.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${ran.status}`);
+        problems.push(
+          `${at}: its command ${show(command.program)} (${found}) does not run in the image (${why})`
+        );
+        continue;
+      }
+      version = `, version ${ran.stdout.trim().split('\n')[0] ?? ''}`;
+    }
+    notes.push(
+      `${at} (${image.digest}, ${image.bytes} bytes, ${how}): its command ${found} is there${version}`
+    );
+  }
+  if (problems.length > 0)
+    throw new StartupCheckError(
+      `refusing to start:${problems.length === 1 ? ` ${problems[0]}` : `\n- ${problems.join('\n- ')}`}`
+    );
+  return notes;
+}
