@@ -37,6 +37,8 @@ export function fakeGitHubModule(repository: FakeRepository) {
     if (repository.failWith) throw failure(repository.failWith);
   };
   const octokit = {
+    // The action bounds every request through this hook; the fake's calls make no request to bound.
+    hook: { wrap() {} },
     async graphql(query: string) {
       call('graphql');
       if (!query.includes('viewer')) throw new Error(`unexpected query ${query}`);
