@@ -163,6 +163,41 @@ describe('each resource method asks its endpoint of the table', () => {
   });
 });
 
+describe('a client signed in by a credential function (an OIDC token) instead of a key', () => {
+  it('follows a run on its event stream with that credential, as its requests do', async () => {
+    const key = (await ex.key('team-credential')).raw;
+    const real = createTransport('client-credential-test');
+    const streams: number[] = [];
+    const transport: Transport = {
+      send: request => real.send(request),
+      stream: async request => {
+        const response = await real.stream!(request);
+        streams.push(response.status);
+        return response;
+      },
+      close: () => real.close()
+    };
+    const signedIn = new AgentRunClient({
+      baseUrl: ex.url,
+      credential: async () => key,
+      transport,
+      maxRetries: 0
+    });
+    try {
+      const { run_id } = await signedIn.runs.create({
+        prompt: '@sim result done',
+        config: { environment_id: 'local' }
+      });
+      expect((await signedIn.runs.wait(run_id, { timeoutMs: 120_000 })).run?.state).toBe('SUCCEEDED');
+      // The stream answered 200: before, it was opened with the (empty) static key and refused with 401.
+      expect(streams[0]).toBe(200);
+      expect(streams).not.toContain(401);
+    } finally {
+      signedIn.close();
+    }
+  });
+});
+
 describe('the flat methods of earlier versions', () => {
   it('answer as the resource methods they delegate to', async () => {
     const { run_id } = await client.createRun({

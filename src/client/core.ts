@@ -120,11 +120,6 @@ export class ClientCore {
     this.keyName = options.keyName ?? 'the api-key secret';
   }
 
-  /** The key as configured (empty with a credential function); for the event stream's request. */
-  get staticKey(): string {
-    return this.apiKey;
-  }
-
   /**
    * The endpoint's path below the API root (`/agent/runs/…`), from the endpoint table, with its
    * parameters filled in. Each is an id that goes into the URL's path: `..` would climb to another

@@ -261,11 +261,12 @@ export class Runs {
     if (existing) return existing;
     const stream = new RunEventStream(
       runId,
-      (_id, after, signal) =>
+      async (_id, after, signal) =>
         transport.stream!({
           method: 'GET',
           url: `${this.core.apiRoot}${path}${after > 0 ? `?after=${after}` : ''}`,
-          headers: { accept: 'text/event-stream', authorization: `Bearer ${this.core.staticKey}` },
+          // Asked at every (re)connection, as a request does: an OIDC token may have been renewed.
+          headers: { accept: 'text/event-stream', authorization: `Bearer ${await this.core.bearer()}` },
           timeoutMs: Math.max(this.core.timeoutMs, STREAM_SILENCE_MS),
           signal
         }),
