@@ -95,7 +95,7 @@ describe('agent-run plan → approve', () => {
       env: env(server)
     });
     expect(badMode.code).toBe(2);
-    expect(badMode.stderr).toContain('--mode "fast": expected normal or plan');
+    expect(badMode.stderr).toContain('--mode "fast": expected normal, plan or orchestrate');
     const badPair = await runCli(['list', '--metadata', 'team'], { env: env(server) });
     expect(badPair.code).toBe(2);
     expect(badPair.stderr).toContain('--metadata "team": expected KEY=VALUE');

@@ -399,8 +399,8 @@ export class ContractServer {
         'message: expected a non-empty string of at most 100000 characters'
       );
     const mode = parsed.mode ?? 'normal';
-    if (mode !== 'normal' && mode !== 'plan')
-      return problem(422, 'invalid_field', 'mode: expected normal or plan');
+    if (mode !== 'normal' && mode !== 'plan' && mode !== 'orchestrate')
+      return problem(422, 'invalid_field', 'mode: expected normal, plan or orchestrate');
     this.followups.push({ run_id: runId, message: parsed.message, mode });
     this.update(runId, { state: 'QUEUED', completed_at: null, status_message: null });
     this.onFollowup(run, { message: parsed.message, mode });

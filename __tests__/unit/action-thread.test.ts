@@ -121,6 +121,25 @@ describe('the thread a comment belongs to', () => {
     expect(parseRecord(bot.body)).toEqual({ runId, mode: 'normal' });
   });
 
+  it('creates in orchestrate mode and continues the same run in it, the thread record keeping the mode', async () => {
+    comment('maintainer', '@agent split this into three reviews');
+    core.reset({ ...inputs, mode: 'orchestrate', continue: 'thread' });
+    await run();
+    expect(core.record.failures).toEqual([]);
+    const runId = core.record.outputs['run-id']!;
+    expect(JSON.parse(server.requests.find(r => r.method === 'POST')!.body)).toMatchObject({
+      mode: 'orchestrate'
+    });
+    expect(parseRecord(repository.comments.get(9)![0]!.body)).toEqual({ runId, mode: 'orchestrate' });
+
+    comment('maintainer', '@agent now gather them');
+    core.reset({ ...inputs, mode: 'orchestrate', continue: 'thread' });
+    await run();
+    expect(core.record.failures).toEqual([]);
+    expect(server.followups).toEqual([expect.objectContaining({ run_id: runId, mode: 'orchestrate' })]);
+    expect(server.runs.size).toBe(1);
+  });
+
   it('with continue: off, a comment on a thread with a run starts a new run', async () => {
     comment('maintainer', '@agent one');
     core.reset(inputs);
@@ -135,7 +154,7 @@ describe('the thread a comment belongs to', () => {
   it('names each bad thread input with the values it takes', async () => {
     core.reset({ ...inputs, mode: 'fast', continue: 'yes', supersede: 'maybe' });
     await run();
-    expect(core.record.failures[0]).toContain('mode "fast": expected normal or plan');
+    expect(core.record.failures[0]).toContain('mode "fast": expected normal, plan or orchestrate');
     expect(core.record.failures[0]).toContain('continue "yes": expected off or thread');
     expect(core.record.failures[0]).toContain('supersede "maybe": expected true or false');
   });

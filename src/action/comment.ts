@@ -7,6 +7,7 @@
 import * as core from '@actions/core';
 import { createHash } from 'node:crypto';
 import { formatDuration } from '../common/duration.js';
+import type { RunMode } from '../api/run.js';
 import type { Run } from '../client/index.js';
 import type { GitHubApi } from './github.js';
 import * as log from './log.js';
@@ -31,12 +32,12 @@ export interface StepId {
  */
 export interface ThreadRecord {
   runId: string;
-  mode: 'normal' | 'plan';
+  mode: RunMode;
   step?: StepId;
   plan?: string;
 }
 
-const RECORD = /<!-- agent-run-run:([A-Za-z0-9._:~-]{1,200}) mode:(normal|plan) -->/;
+const RECORD = /<!-- agent-run-run:([A-Za-z0-9._:~-]{1,200}) mode:(normal|plan|orchestrate) -->/;
 const STEP = /<!-- agent-run-step:(\d{1,20})\.(\d{1,10}) -->/;
 const PLAN = /<!-- agent-run-plan:([A-Za-z0-9._:~-]{1,200}) -->/;
 const SAFE_ID = /^[A-Za-z0-9._:~-]{1,200}$/;
@@ -99,7 +100,7 @@ export class StickyComment {
   private queue: Promise<void> = Promise.resolve();
   readonly marker: string;
   /** The mode of the turn this step reports (recorded in the comment). */
-  mode: 'normal' | 'plan' = 'normal';
+  mode: RunMode = 'normal';
   /** Lines the step adds (a superseded run, a follow-up sent). */
   readonly notes: string[] = [];
   /** The plan the run made, shown with the way to approve it. */

@@ -10,6 +10,9 @@ import {
   type RunState,
   TERMINAL_STATES,
   isIdSegment,
+  RUN_MODE_WORDS,
+  type RunMode,
+  isRunMode,
   isValidIdempotencyKey,
   showValue
 } from '../api/index.js';
@@ -34,7 +37,7 @@ export interface CreateSettings {
   /** Sent as `Idempotency-Key` on every attempt of the create. */
   idempotencyKey?: string;
   /** `mode` input, sent when set: `plan` makes the run answer with a plan and change nothing. */
-  mode?: 'normal' | 'plan';
+  mode?: RunMode;
   /** What ties the run to its thread: repository, thread (the issue or pull request number), workflow. */
   metadata?: Record<string, string>;
 }
@@ -114,7 +117,7 @@ export interface CommonSettings {
 
 export interface ThreadSettings {
   /** `mode`: `plan` asks for a plan first (on create, and on follow-ups of `continue: thread`). */
-  mode: 'normal' | 'plan';
+  mode: RunMode;
   /** `continue`: `thread` sends a comment on a thread whose comment names a run to that run. */
   continue: 'off' | 'thread';
   /** `approve-phrase`: a comment holding it approves the plan the thread's run made. */
@@ -510,15 +513,14 @@ function readThread(
   bool: (name: string, fallback: boolean) => boolean
 ): ThreadSettings {
   const mode = getInput('mode').trim().toLowerCase() || 'normal';
-  if (mode !== 'normal' && mode !== 'plan')
-    problems.push(`mode ${showValue(getInput('mode'))}: expected normal or plan`);
+  if (!isRunMode(mode)) problems.push(`mode ${showValue(getInput('mode'))}: expected ${RUN_MODE_WORDS}`);
   const continueMode = getInput('continue').trim().toLowerCase() || 'off';
   if (continueMode !== 'off' && continueMode !== 'thread')
     problems.push(`continue ${showValue(getInput('continue'))}: expected off or thread`);
   const approvePhrase = getInput('approve-phrase').trim() || '/approve';
   const labelTrigger = getInput('label-trigger').trim() || undefined;
   return {
-    mode: mode === 'plan' ? 'plan' : 'normal',
+    mode: isRunMode(mode) ? mode : 'normal',
     continue: continueMode === 'thread' ? 'thread' : 'off',
     approvePhrase,
     labelTrigger,

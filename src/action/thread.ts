@@ -4,6 +4,7 @@
 // service without follow-ups gets a new run (continue) or a clear error (approval).
 
 import * as core from '@actions/core';
+import type { RunMode } from '../api/run.js';
 import {
   AgentRunError,
   type AgentRunClient,
@@ -29,7 +30,7 @@ export interface Turn {
   runId: string;
   /** The prompt or follow-up message (for reading the answer). */
   request?: string;
-  mode: 'normal' | 'plan';
+  mode: RunMode;
   /** The turn continues an existing run (its record's times span every turn). */
   followup?: boolean;
 }

@@ -54,13 +54,23 @@ export interface RunConfig {
   [field: string]: unknown;
 }
 
+/** How a run's turn works: see CreateRunRequest.mode. */
+export const RUN_MODES = ['normal', 'plan', 'orchestrate'] as const;
+export type RunMode = (typeof RUN_MODES)[number];
+/** The modes as an error message names them. */
+export const RUN_MODE_WORDS = 'normal, plan or orchestrate';
+export const isRunMode = (value: unknown): value is RunMode => RUN_MODES.includes(value as RunMode);
+
 /** Body of `POST /agent/run`. */
 export interface CreateRunRequest {
   prompt: string;
   config: RunConfig;
   title?: string;
-  /** `normal` (the default) or `plan`: the agent may read the workspace, not change it. */
-  mode?: 'normal' | 'plan';
+  /**
+   * `normal` (the default), `plan` (the agent may read the workspace, not change it) or
+   * `orchestrate` (the agent may start and steer child runs of its own).
+   */
+  mode?: RunMode;
   /** Up to 20 string pairs (keys ≤ 64, values ≤ 512 characters), returned on the record and filterable in the list. */
   metadata?: Record<string, string>;
   /** A run of the same team this run is a child of (at most 3 levels below a root run). */

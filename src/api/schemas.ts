@@ -85,8 +85,7 @@ export const MAX_FOLLOWUP_MESSAGE = 100_000;
  * The modes a run or a follow-up may ask for: `orchestrate` gives the run's sandbox a credential
  * that may start and steer child runs of its own.
  */
-export const RUN_MODES = ['normal', 'plan', 'orchestrate'] as const;
-export type RunMode = (typeof RUN_MODES)[number];
+export { RUN_MODES, type RunMode } from './run.js';
 
 /** `POST /agent/runs/{run_id}/followups`: the next user message of the run's conversation. */
 export const FollowupRequestSchema = Type.Object(

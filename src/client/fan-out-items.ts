@@ -5,7 +5,7 @@
 // form expected. Each side then turns an item into a create request with its own defaults.
 
 import { parse } from 'yaml';
-import { showValue } from '../api/index.js';
+import { RUN_MODE_WORDS, type RunMode, isRunMode, showValue } from '../api/index.js';
 
 /** Most items one step may fan out to: every item is a run of the team's queue. */
 export const MAX_FAN_OUT_ITEMS = 50;
@@ -20,7 +20,7 @@ export interface FanOutItemInput {
   title?: string;
   /** Merged over the step's `config`. */
   config?: Record<string, unknown>;
-  mode?: 'normal' | 'plan';
+  mode?: RunMode;
 }
 
 const FIELDS = ['prompt', 'prompt-file', 'environment-id', 'title', 'config', 'mode'] as const;
@@ -88,8 +88,8 @@ function readItem(entry: unknown, name: string, problems: string[]): FanOutItemI
   }
   const mode = fields.mode;
   if (mode !== undefined && mode !== null) {
-    if (mode === 'normal' || mode === 'plan') item.mode = mode;
-    else problems.push(`${name}.mode ${showValue(mode, 40)}: expected normal or plan`);
+    if (isRunMode(mode)) item.mode = mode;
+    else problems.push(`${name}.mode ${showValue(mode, 40)}: expected ${RUN_MODE_WORDS}`);
   }
   return problems.length === before ? item : undefined;
 }

@@ -2,6 +2,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { didYouMean, parseDuration, type AgentRunClient } from '../../client/index.js';
+import { RUN_MODE_WORDS, type RunMode, isRunMode } from '../../api/run.js';
 import { usage } from '../exit.js';
 import { CONNECTION_HELP, CONNECTION_OPTIONS, createClient, readConnection } from '../settings.js';
 import type { Terminal } from '../terminal.js';
@@ -119,12 +120,12 @@ export function onBlockedOption(value: string | undefined): 'fail' | 'wait' {
   return choice;
 }
 
-/** `--mode normal|plan`: undefined when not given (the service's default, normal). */
-export function modeOption(value: string | undefined): 'normal' | 'plan' | undefined {
+/** `--mode normal|plan|orchestrate`: undefined when not given (the service's default, normal). */
+export function modeOption(value: string | undefined): RunMode | undefined {
   if (value === undefined) return undefined;
   const choice = value.trim().toLowerCase();
-  if (choice !== 'normal' && choice !== 'plan') {
-    throw usage(`--mode ${JSON.stringify(value)}: expected normal or plan`);
+  if (!isRunMode(choice)) {
+    throw usage(`--mode ${JSON.stringify(value)}: expected ${RUN_MODE_WORDS}`);
   }
   return choice;
 }

@@ -24,6 +24,7 @@ import {
   structuredOutput,
   table
 } from '../../client/index.js';
+import type { RunMode } from '../../api/run.js';
 import { FAN_OUT_FORM, MAX_PARALLEL, parseFanOut } from '../../client/fan-out-items.js';
 import { CliError, EXIT, usage } from '../exit.js';
 import type { Terminal } from '../terminal.js';
@@ -45,7 +46,7 @@ export interface FanOutDefaults {
   environmentSource?: string;
   config: Record<string, unknown>;
   title?: string;
-  mode?: 'normal' | 'plan';
+  mode?: RunMode;
   metadata?: Record<string, string>;
   parent?: string;
   /** The schema's request, appended to every prompt (`--output-schema`). */
