@@ -1,16 +1,18 @@
 // Where the executor spends its time under load: runs it with --cpu-prof behind autocannon and prints
-// the functions with the most self time. `node bench/profile.mjs read|list|create`
+// the functions with the most self time. `node bench/profile.mjs read|list|create`. A create is
+// profiled as bench/durable.mjs measures it: `serve --role api` (nothing runs the runs), no queue limit.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { createKey, api, sleep, tempDir, EXECUTOR } from './lib.mjs';
+const kind = process.argv[2] ?? 'read';
 const dir = tempDir();
 const profDir = dir + '/prof';
 mkdirSync(profDir);
 const source = tempDir();
 writeFileSync(
   dir + '/c.yaml',
-  `log_level: warn\nlimits:\n  rate_limit_per_minute: 0\nenvironments:\n  - id: bench\n    source: ${source}\n`
+  `log_level: warn\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 10000000\nenvironments:\n  - id: bench\n    source: ${source}\n`
 );
 const child = spawn(
   process.execPath,
@@ -25,7 +27,8 @@ const child = spawn(
     '--data-dir',
     dir + '/data',
     '--config',
-    dir + '/c.yaml'
+    dir + '/c.yaml',
+    ...(kind === 'create' ? ['--role', 'api'] : [])
   ],
   { stdio: ['ignore', 'pipe', 'inherit'] }
 );
@@ -40,7 +43,6 @@ const { body } = await api(url, key, '/api/v1/agent/run', {
   method: 'POST',
   body: JSON.stringify({ prompt: '@sim say hi', config: { environment_id: 'bench' } })
 });
-const kind = process.argv[2] ?? 'read';
 // A list page of 20, as bench/throughput.mjs reads it.
 if (kind === 'list')
   for (let i = 0; i < 19; i++)

@@ -58,17 +58,18 @@ export interface Dialect {
    */
   list<R = Row>(statement: Statement, stopAfter?: (row: R) => boolean): Promise<R[]>;
   /**
-   * Runs `statement` (an INSERT or UPDATE of runs, without RETURNING), records a `state` event with
-   * the JSON `event` on each run it changed and tells listeners here and in other processes, all in
-   * one transaction; the runs as they are now. `group`: may share its commit with others (creates).
-   * `follow`: a statement to run for each changed run, in the same transaction (a create's metadata and ancestor rows).
+   * Runs `statement` (an UPDATE of runs, without RETURNING), records a `state` event with the JSON
+   * `event` on each run it changed and tells listeners here and in other processes, all in one
+   * transaction; the runs as they are now.
    */
-  change(
-    statement: Statement,
-    event: string,
-    group?: boolean,
-    follow?: (run: StoredRun) => Statement[]
-  ): Promise<StoredRun[]>;
+  change(statement: Statement, event: string): Promise<StoredRun[]>;
+  /**
+   * A create: the run's INSERT, admitted only while every queue it joins is under its limit, its
+   * `state` event and the rows that go with it, in one transaction (on SQLite one shared with the
+   * other creates of the same turn: group commit); the run, or none when a queue was full or its
+   * idempotency key was taken.
+   */
+  create(create: RunInsert): Promise<StoredRun[]>;
   /** Appends an event to a run's transcript and tells listeners; its seq. */
   appendEvent(runId: string, kind: string, data: string, at: string): Promise<number>;
 
@@ -82,6 +83,26 @@ export interface Dialect {
   onChange(listener: (change: RunChange) => void): () => void;
   onEvent(listener: (runId: string, seq: number) => void): () => void;
   close(): Promise<void>;
+}
+
+/** A queue a new run joins: its runs now (`count` answers `n`, at most `limit`), and the limit it must stay under. */
+export interface Queue {
+  /** Names the queue within one transaction (the node's, or one team's). */
+  name: string;
+  count: Statement;
+  limit: number;
+}
+
+/** What a create writes (Dialect.create). */
+export interface RunInsert {
+  /** The run's INSERT … SELECT (without RETURNING), inserting only where the condition `room` holds. */
+  insert: (room: Statement) => Statement;
+  /** The queues the run joins as it is inserted. */
+  queues: Queue[];
+  /** The JSON of its first state event. */
+  event: string;
+  /** The rows written beside the run (its metadata and ancestors), in the same transaction. */
+  follow?: (run: StoredRun) => Statement[];
 }
 
 /** A statement: `sql('… ? …', value)`. */

@@ -8,7 +8,7 @@
 // Connections, transactions and outage classification are connection.ts.
 
 import type pg from 'pg';
-import type { Dialect, Row, Statement } from '../dialect.js';
+import type { Dialect, Row, RunInsert, Statement } from '../dialect.js';
 import { sql } from '../dialect.js';
 import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
@@ -79,10 +79,18 @@ export class PostgresDialect implements Dialect {
     return this.all<R>(statement);
   }
 
+  /** The queue counts are sub-selects of the insert's condition: one statement, counted at the insert. */
+  create({ insert, queues, event, follow }: RunInsert): Promise<StoredRun[]> {
+    const room = sql(
+      queues.map(queue => `(${queue.count.text}) < ?`).join(' AND ') || '1 = 1',
+      ...queues.flatMap(queue => [...queue.count.values, queue.limit])
+    );
+    return this.change(insert(room), event, follow);
+  }
+
   async change(
     statement: Statement,
     event: string,
-    _group?: boolean,
     follow?: (run: StoredRun) => Statement[]
   ): Promise<StoredRun[]> {
     const changing = sql(

@@ -5,7 +5,7 @@
 // (page-cache.ts).
 
 import { EventEmitter } from 'node:events';
-import type { Dialect, Row, Statement } from '../dialect.js';
+import { type Dialect, type Row, type RunInsert, type Statement, sql } from '../dialect.js';
 import { PageCache } from '../page-cache.js';
 import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
@@ -99,21 +99,45 @@ export class SqliteDialect implements Dialect {
     return page.slice() as R[];
   }
 
-  async change(
-    statement: Statement,
-    event: string,
-    group = false,
-    follow?: (run: StoredRun) => Statement[]
-  ): Promise<StoredRun[]> {
-    const work = () => {
-      const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
-      for (const run of runs) {
-        this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
-        for (const more of follow?.(run) ?? []) this.db.run(more.text, more.values);
-      }
+  async change(statement: Statement, event: string): Promise<StoredRun[]> {
+    return this.told(this.db.transaction(() => this.record(statement, event)));
+  }
+
+  /**
+   * In the turn's shared transaction (group-commit.ts): each queue is counted once a batch, and the
+   * batch's memo adds the runs the batch inserted, so every create is checked against the queues as
+   * they are at its insert, as a count of its own would find them.
+   */
+  async create({ insert, queues, event, follow }: RunInsert): Promise<StoredRun[]> {
+    const runs = await this.group.add(memo => {
+      const counts = queues.map(queue => {
+        const known = memo.get(queue.name);
+        if (known !== undefined) return known;
+        const [row] = this.db.all<{ n: unknown }>(queue.count.text, queue.count.values);
+        const n = Number(row?.n ?? 0);
+        memo.set(queue.name, n);
+        return n;
+      });
+      if (queues.some((queue, index) => counts[index]! >= queue.limit)) return [];
+      const runs = this.record(insert(sql('1 = 1')), event, follow);
+      queues.forEach((queue, index) => memo.set(queue.name, counts[index]! + runs.length));
       return runs;
-    };
-    const runs = group ? await this.group.add(work) : this.db.transaction(work);
+    });
+    return this.told(runs);
+  }
+
+  /** Runs a change of runs and records its state event on each (and `follow`'s rows), in the open transaction. */
+  private record(statement: Statement, event: string, follow?: (run: StoredRun) => Statement[]): StoredRun[] {
+    const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
+    for (const run of runs) {
+      this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
+      for (const more of follow?.(run) ?? []) this.db.run(more.text, more.values);
+    }
+    return runs;
+  }
+
+  /** Tells this process's listeners (and, by the file, others) of committed changes. */
+  private told(runs: StoredRun[]): StoredRun[] {
     for (const run of runs) {
       try {
         this.changes.tell(run);
