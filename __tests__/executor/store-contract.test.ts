@@ -1049,6 +1049,24 @@ describe('SQLite group commit', () => {
     expect(answers(b)).toEqual(['created', 'created', 'created', 'team_queue_full']);
     expect(await store.countRunsByState(a)).toEqual({ QUEUED: 3 });
     expect(await store.countRunsByState(b)).toEqual({ QUEUED: 3 });
+    // Counts kept from one group commit to the next are dropped by any other write: a claim by
+    // this connection gives its team room for one more, then a cancel by another connection (as by
+    // another process) gives the other team room for one more.
+    const claimed = await store.claimNext('w', 60_000, [], at());
+    const [x, y] = claimed?.team === a ? [a, b] : [b, a];
+    const [toX, toY] = x === a ? ['k', 'm'] : ['m', 'k'];
+    expect((await Promise.all([create(x, `${toX}5`), create(x, `${toX}6`)])).map(r => r.kind)).toEqual([
+      'created',
+      'team_queue_full'
+    ]);
+    const node2 = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const [ofY] = await node2.listRuns(y, { limit: 1 });
+    expect((await node2.cancelRun(y, ofY!.run_id, at())).kind).toBe('cancelled');
+    await node2.close();
+    expect((await Promise.all([create(y, `${toY}5`), create(y, `${toY}6`)])).map(r => r.kind)).toEqual([
+      'created',
+      'team_queue_full'
+    ]);
     // The node's limit: 6 queued now, room for 2 more of 8, whichever teams send them.
     const c = `team-c-${tag}`;
     const second = await Promise.all(
