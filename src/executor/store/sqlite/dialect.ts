@@ -79,9 +79,9 @@ export class SqliteDialect implements Dialect {
     return this.db.transaction(() => statements.map(s => this.db.run(s.text, s.values)));
   }
 
-  /** SQLite's total_changes() with PRAGMA data_version (connection.ts). */
+  /** The WAL-index header, which moves with every commit (connection.ts). */
   changeStamp(): string {
-    return this.db.writeStamp();
+    return this.db.commitStamp();
   }
 
   /** Callers only read the rows (frozen, so a write to one fails loudly); they get their own array. */
