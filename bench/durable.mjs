@@ -9,7 +9,8 @@
 //   bare-row, bare-group, api (`serve --role api`: the API alone, nothing runs the runs),
 //   all (`serve`, --workers workers running every run it accepts), split (optional: the API
 //   process measured, a `--role worker` process beside it on the same SQLite file).
-// Every target gets the same load: autocannon, 50 connections, --warmup s then --seconds s.
+// Every target gets the same load: autocannon, 50 connections, --warmup s then --seconds s. Each row
+// also gives the server process's CPU time per acknowledged create (from /proc).
 //
 //   node bench/durable.mjs [--seconds 5] [--warmup 1] [--rounds 3] [--workers 4]
 //                          [--targets bare-row,bare-group,api,all]
@@ -18,7 +19,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { ROOT, createKey, saveResult, startExecutor, tempDir } from './lib.mjs';
+import { ROOT, cpuMs, createKey, saveResult, startExecutor, tempDir } from './lib.mjs';
 import { interleave, ratio, summarise } from './method.mjs';
 
 const { values } = parseArgs({
@@ -56,6 +57,7 @@ async function startBare(mode) {
     child.once('exit', code => reject(new Error(`bare-create-server ${mode} exited with ${code}`)));
   });
   return {
+    pid: child.pid,
     url: `http://127.0.0.1:${port}/api/v1/agent/run`,
     headers: { 'content-type': 'application/json' },
     stop: () => new Promise(done => (child.once('exit', done), child.kill()))
@@ -72,6 +74,7 @@ async function startTarget(target) {
     target === 'split' ? await startExecutor({ dataDir, config, args: ['--role', 'worker'] }) : undefined;
   const key = createKey(dataDir);
   return {
+    pid: executor.child.pid,
     url: `${executor.url}/api/v1/agent/run`,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     stop: async () => {
@@ -86,9 +89,14 @@ const rows = await interleave(rounds, targets, async target => {
   try {
     const load = { url: server.url, method: 'POST', headers: server.headers, body, connections };
     if (warmup > 0) await autocannon({ ...load, duration: warmup });
+    const cpuBefore = cpuMs(server.pid);
     const result = await autocannon({ ...load, duration: seconds });
+    const cpu = cpuMs(server.pid) - cpuBefore;
     return {
       requestsPerSecond: Math.round(result['2xx'] / seconds),
+      // The server process's CPU per acknowledged create (fsync waits are not CPU): steadier than
+      // the rate when other work loads the machine.
+      cpuUsPerCreate: result['2xx'] > 0 ? Math.round((cpu * 1000) / result['2xx']) : null,
       p50Ms: result.latency.p50,
       p99Ms: result.latency.p99,
       non2xx: result.non2xx,
@@ -111,6 +119,6 @@ saveResult('durable', {
   command,
   unit: 'acknowledged creates per second (2xx answers / seconds)',
   rows,
-  summary: summarise(rows, ['requestsPerSecond', 'p50Ms', 'p99Ms']),
+  summary: summarise(rows, ['requestsPerSecond', 'cpuUsPerCreate', 'p50Ms', 'p99Ms']),
   ratios
 });

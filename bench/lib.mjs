@@ -32,6 +32,22 @@ process.once('exit', () => {
   }
 });
 
+/** CPU time (user + system, ms) a process has used so far, from /proc (10 ms steps at 100 ticks a second). */
+export function cpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces, inside parentheses): utime is the 14th, stime the 15th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
 export function tempDir(prefix = 'agent-run-bench-') {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   made.push(dir);

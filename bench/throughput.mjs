@@ -22,7 +22,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { ROOT, api, createKey, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
+import { ROOT, api, cpuMs, createKey, saveResult, sleep, startExecutor, tempDir } from './lib.mjs';
 import { interleave, ratio, summarise } from './method.mjs';
 
 const { values } = parseArgs({
@@ -108,8 +108,8 @@ const auth = { authorization: `Bearer ${key}` };
 const listPath = '/api/v1/agent/runs?limit=20';
 let distinct = 0;
 const targets = {
-  bare: { url: `http://127.0.0.1:${bare.port}/api/v1/agent/runs/${runId}` },
-  fastify: { url: `http://127.0.0.1:${fastify.port}/api/v1/agent/runs/${runId}` },
+  bare: { pid: bare.child.pid, url: `http://127.0.0.1:${bare.port}/api/v1/agent/runs/${runId}` },
+  fastify: { pid: fastify.child.pid, url: `http://127.0.0.1:${fastify.port}/api/v1/agent/runs/${runId}` },
   read: { url: `${executor.url}/api/v1/agent/runs/${runId}`, headers: auth },
   list: { url: executor.url + listPath, headers: auth },
   'list-uncached': {
@@ -153,16 +153,21 @@ async function startWriter() {
 }
 
 async function measure(name, connections) {
-  const load = { ...targets[name], connections };
+  const { pid = executor.child.pid, ...target } = targets[name];
+  const load = { ...target, connections };
   if (warmup > 0) await autocannon({ ...load, duration: warmup });
   const writer = name === 'list-writes' ? await startWriter() : undefined;
   const started = performance.now();
+  const cpuBefore = cpuMs(pid);
   const result = await autocannon({ ...load, duration: seconds });
+  const cpu = cpuMs(pid) - cpuBefore;
   const written = await writer?.stop();
   const writtenSeconds = (performance.now() - started) / 1000;
   return {
     connections,
     requestsPerSecond: Math.round(result['2xx'] / seconds),
+    // The answering process's CPU per answer: steadier than the rate when other work loads the machine.
+    cpuUsPerAnswer: result['2xx'] > 0 ? Math.round(((cpu * 1000) / result['2xx']) * 10) / 10 : null,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     non2xx: result.non2xx,
@@ -177,7 +182,7 @@ try {
     const rows = await interleave(rounds, names, name => measure(name, connections));
     byConnections[connections] = {
       rows,
-      summary: summarise(rows, ['requestsPerSecond', 'p50Ms', 'p99Ms', 'writesPerSecond']),
+      summary: summarise(rows, ['requestsPerSecond', 'cpuUsPerAnswer', 'p50Ms', 'p99Ms', 'writesPerSecond']),
       ratios: names.filter(n => n !== 'bare').map(name => ratio(rows, name, 'bare'))
     };
     for (const r of byConnections[connections].ratios)

@@ -1087,3 +1087,62 @@ describe('metadata of runs made before run_metadata existed (the migration fills
     }
   });
 });
+
+// PostgreSQL counts each create's queues in its own statement (nodes count at once, so creates in
+// flight together may pass a limit by their number: sql-store.ts says so); SQLite shares one
+// transaction among the creates of a turn and counts each queue once for all of them.
+describe('SQLite group commit', () => {
+  it('queue limits hold for creates sent at once: replays and refusals take no place', async () => {
+    const dir = tempDir();
+    const store = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const tag = randomUUID().slice(0, 8);
+    const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
+    // Every create carries a key (so all take the same path to the commit, in the order sent); A's
+    // second repeats its first's key: it is answered with that run and takes no place in the queue.
+    const create = (team: string, key: string) =>
+      store.createRun(newRun({ team }), { key: `${key}-${tag}`, requestHash: 'same' }, 100, 3);
+    const sent = [
+      [a, 'k1'],
+      [b, 'm1'],
+      [a, 'k1'],
+      [b, 'm2'],
+      [a, 'k2'],
+      [b, 'm3'],
+      [a, 'k3'],
+      [b, 'm4'],
+      [a, 'k4']
+    ] as const;
+    const first = await Promise.all(sent.map(([team, key]) => create(team, key)));
+    const answers = (team: string) => first.filter((_, i) => sent[i]![0] === team).map(r => r.kind);
+    expect(answers(a)).toEqual(['created', 'replayed', 'created', 'created', 'team_queue_full']);
+    expect(answers(b)).toEqual(['created', 'created', 'created', 'team_queue_full']);
+    expect(await store.countRunsByState(a)).toEqual({ QUEUED: 3 });
+    expect(await store.countRunsByState(b)).toEqual({ QUEUED: 3 });
+    // Counts kept from one group commit to the next are dropped by any other write: a claim by
+    // this connection gives its team room for one more, then a cancel by another connection (as by
+    // another process) gives the other team room for one more.
+    const claimed = await store.claimNext('w', 60_000, [], at());
+    const [x, y] = claimed?.team === a ? [a, b] : [b, a];
+    const [toX, toY] = x === a ? ['k', 'm'] : ['m', 'k'];
+    expect((await Promise.all([create(x, `${toX}5`), create(x, `${toX}6`)])).map(r => r.kind)).toEqual([
+      'created',
+      'team_queue_full'
+    ]);
+    const node2 = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const [ofY] = await node2.listRuns(y, { limit: 1 });
+    expect((await node2.cancelRun(y, ofY!.run_id, at())).kind).toBe('cancelled');
+    await node2.close();
+    expect((await Promise.all([create(y, `${toY}5`), create(y, `${toY}6`)])).map(r => r.kind)).toEqual([
+      'created',
+      'team_queue_full'
+    ]);
+    // The node's limit: 6 queued now, room for 2 more of 8, whichever teams send them.
+    const c = `team-c-${tag}`;
+    const second = await Promise.all(
+      Array.from({ length: 5 }, () => store.createRun(newRun({ team: c }), undefined, 8, 5))
+    );
+    expect(second.map(r => r.kind)).toEqual(['created', 'created', 'queue_full', 'queue_full', 'queue_full']);
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

@@ -17,10 +17,6 @@ export interface Statement {
 
 /** What else a change does in its transaction. */
 export interface ChangeOptions {
-  /** May share its commit with others (creates). */
-  group?: boolean;
-  /** Statements to run for each changed run (a create's metadata and ancestor rows). */
-  follow?: (run: StoredRun) => Statement[];
   /**
    * A second change of each run the first changed, made after it (an UPDATE of runs, without
    * RETURNING, with its own state event and notice): a finished run queued again for a follow-up
@@ -77,11 +73,18 @@ export interface Dialect {
    */
   list<R = Row>(statement: Statement, stopAfter?: (row: R) => boolean): Promise<R[]>;
   /**
-   * Runs `statement` (an INSERT or UPDATE of runs, without RETURNING), records a `state` event with
-   * the JSON `event` on each run it changed and tells listeners here and in other processes, all in
-   * one transaction; the runs as they are now (after `statement`, before `then`).
+   * Runs `statement` (an UPDATE of runs, without RETURNING), records a `state` event with the JSON
+   * `event` on each run it changed and tells listeners here and in other processes, all in one
+   * transaction; the runs as they are now (after `statement`, before `then`).
    */
   change(statement: Statement, event: string, options?: ChangeOptions): Promise<StoredRun[]>;
+  /**
+   * A create: the run's INSERT, admitted only while every queue it joins is under its limit, its
+   * `state` event and the rows that go with it, in one transaction (on SQLite one shared with the
+   * other creates of the same turn: group commit); the run, or none when a queue was full or its
+   * idempotency key was taken.
+   */
+  create(create: RunInsert): Promise<StoredRun[]>;
   /** Appends an event to a run's transcript and tells listeners; its seq. */
   appendEvent(runId: string, kind: string, data: string, at: string): Promise<number>;
 
@@ -95,6 +98,26 @@ export interface Dialect {
   onChange(listener: (change: RunChange) => void): () => void;
   onEvent(listener: (runId: string, seq: number) => void): () => void;
   close(): Promise<void>;
+}
+
+/** A queue a new run joins: its runs now (`count` answers `n`, at most `limit`), and the limit it must stay under. */
+export interface Queue {
+  /** Names the queue within one transaction (the node's, or one team's). */
+  name: string;
+  count: Statement;
+  limit: number;
+}
+
+/** What a create writes (Dialect.create). */
+export interface RunInsert {
+  /** The run's INSERT … SELECT (without RETURNING), inserting only where the condition `room` holds. */
+  insert: (room: Statement) => Statement;
+  /** The queues the run joins as it is inserted. */
+  queues: Queue[];
+  /** The JSON of its first state event. */
+  event: string;
+  /** The rows written beside the run (its metadata and ancestors), in the same transaction. */
+  follow?: (run: StoredRun) => Statement[];
 }
 
 /** A statement: `sql('… ? …', value)`. */

@@ -142,10 +142,10 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   // runs, as the API sees them
 
   /**
-   * One statement for the queue counts (the node's and the team's), the insert and (on PostgreSQL)
-   * the state event and the notification; the unique index settles concurrent creates with one
-   * key. A look for an earlier run with the key comes first, so a replay is answered even when the
-   * queue is full.
+   * The insert, admitted while the node's queue and the team's are under their limits (the dialect
+   * counts them: in the statement on PostgreSQL, once per group commit on SQLite), with the state
+   * event; the unique index settles concurrent creates with one key. A look for an earlier run with
+   * the key comes first, so a replay is answered even when the queue is full.
    */
   async createRun(
     run: NewRun,
@@ -164,50 +164,53 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     const bytes = `CAST(? AS ${this.d.textType})`;
     // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
     // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
-    const [created] = await this.d.change(
-      sql(
-        `INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
-           creator_name, workload, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
-         SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
-         WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued) < ?
-           AND (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?)
-             AS team_queued) < ?
-         ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-        run.run_id,
-        run.team,
-        run.environment_id,
-        this.d.bytes(run.title),
-        this.d.bytes(run.prompt),
-        run.config,
-        run.extra,
-        run.creator_type,
-        run.creator_uid,
-        run.creator_name,
-        run.workload ?? null,
-        idempotency?.key ?? null,
-        idempotency?.requestHash ?? null,
-        ...ownValues,
-        maxQueued,
-        maxQueued,
-        run.team,
-        maxQueuedPerTeam,
-        maxQueuedPerTeam
-      ),
-      this.changes.event(transition),
-      { group: true, follow: createRows(run.extra) }
+    const queued = sql(
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued`,
+      maxQueued
     );
+    const teamQueued = sql(
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?) AS team_queued`,
+      run.team,
+      maxQueuedPerTeam
+    );
+    const [created] = await this.d.create({
+      insert: room =>
+        sql(
+          `INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
+             creator_name, workload, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
+           SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
+           WHERE ${room.text}
+           ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+          run.run_id,
+          run.team,
+          run.environment_id,
+          this.d.bytes(run.title),
+          this.d.bytes(run.prompt),
+          run.config,
+          run.extra,
+          run.creator_type,
+          run.creator_uid,
+          run.creator_name,
+          run.workload ?? null,
+          idempotency?.key ?? null,
+          idempotency?.requestHash ?? null,
+          ...ownValues,
+          ...room.values
+        ),
+      queues: [
+        { name: 'queued', count: queued, limit: maxQueued },
+        { name: `queued by team ${run.team}`, count: teamQueued, limit: maxQueuedPerTeam }
+      ],
+      event: this.changes.event(transition),
+      follow: createRows(run.extra)
+    });
     if (created) return { kind: 'created', run: created };
     // Nothing inserted: a run with this key was created after our look (the unique index
     // decided), or a queue is full: the node's when it holds its limit now, else the team's.
     const replay = idempotency && (await this.replay(run.team, idempotency));
     if (replay) return replay;
-    const [queued] = await this.d.all<{ n: unknown }>(
-      sql(
-        `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued`,
-        maxQueued
-      )
-    );
-    return Number(queued?.n ?? 0) >= maxQueued ? { kind: 'queue_full' } : { kind: 'team_queue_full' };
+    const [count] = await this.d.all<{ n: unknown }>(queued);
+    return Number(count?.n ?? 0) >= maxQueued ? { kind: 'queue_full' } : { kind: 'team_queue_full' };
   }
 
   private async replay(team: string, idempotency: Idempotency): Promise<CreateResult | undefined> {

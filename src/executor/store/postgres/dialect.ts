@@ -8,7 +8,7 @@
 // Connections, transactions and outage classification are connection.ts.
 
 import type pg from 'pg';
-import type { ChangeOptions, Dialect, Row, Statement } from '../dialect.js';
+import type { ChangeOptions, Dialect, Row, RunInsert, Statement } from '../dialect.js';
 import { sql } from '../dialect.js';
 import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
@@ -83,6 +83,15 @@ export class PostgresDialect implements Dialect {
     return this.all<R>(statement);
   }
 
+  /** The queue counts are sub-selects of the insert's condition: one statement, counted at the insert. */
+  create({ insert, queues, event, follow }: RunInsert): Promise<StoredRun[]> {
+    const room = sql(
+      queues.map(queue => `(${queue.count.text}) < ?`).join(' AND ') || '1 = 1',
+      ...queues.flatMap(queue => [...queue.count.values, queue.limit])
+    );
+    return this.change(insert(room), event, { follow });
+  }
+
   /** A change with its state event and its notification, as one statement. */
   private changing(statement: Statement, event: string): Statement {
     return sql(
@@ -99,7 +108,11 @@ export class PostgresDialect implements Dialect {
     );
   }
 
-  async change(statement: Statement, event: string, options: ChangeOptions = {}): Promise<StoredRun[]> {
+  async change(
+    statement: Statement,
+    event: string,
+    options: ChangeOptions & Pick<RunInsert, 'follow'> = {}
+  ): Promise<StoredRun[]> {
     const { follow, then } = options;
     type Changed = StoredRun & { event_seq?: number; notified?: unknown };
     const changing = this.changing(statement, event);

@@ -7,16 +7,27 @@
 // it, whatever the umask: SQLite gives the -wal and -shm files it makes the database file's mode,
 // and ones an older executor left are made 0600 after the open (private-files.ts).
 
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { PRIVATE_DIR_MODE, privateFile, tightenFile } from '../../sandbox/private-files.js';
 import { SQLITE_MIGRATIONS } from '../migrations.js';
 
+/**
+ * Bytes of the WAL-index header at the start of the -shm file (https://www.sqlite.org/walformat.html):
+ * its change counter and last committed frame move with every commit, by any connection.
+ */
+const WAL_INDEX_HEADER_BYTES = 48;
+
 export class SqliteConnection {
   private readonly statements = new Map<string, StatementSync>();
+  /** The -shm file, opened for commitStamp (undefined: not looked for yet; null: there is none). */
+  private walIndex: { fd: number; header: Buffer } | null | undefined;
 
-  private constructor(private readonly db: DatabaseSync) {}
+  private constructor(
+    private readonly db: DatabaseSync,
+    private readonly path: string
+  ) {}
 
   /** Opens (creating when needed) the database file and brings its schema up to date. */
   static async open(path: string): Promise<SqliteConnection> {
@@ -32,7 +43,7 @@ export class SqliteConnection {
     if (file) for (const suffix of ['-wal', '-shm']) tightenFile(path + suffix);
     db.exec('PRAGMA synchronous = FULL');
     db.exec('PRAGMA foreign_keys = ON');
-    const connection = new SqliteConnection(db);
+    const connection = new SqliteConnection(db, path);
     connection.migrate();
     return connection;
   }
@@ -98,7 +109,10 @@ export class SqliteConnection {
     return (this.prepare('PRAGMA data_version').get() as { data_version: number }).data_version;
   }
 
-  /** Moves on every write: this connection's changed rows, and other connections' commits. */
+  /**
+   * Moves on every write: this connection's changed rows (inside its transactions too), and other
+   * connections' commits. One statement.
+   */
   writeStamp(): string {
     const row = this.prepare(
       'SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version'
@@ -106,7 +120,37 @@ export class SqliteConnection {
     return `${row.changes}:${row.version}`;
   }
 
+  /**
+   * Moves on every commit to the file, this connection's and others' (not inside a transaction of
+   * this one: see writeStamp). One read of the WAL-index header from the -shm file, where SQLite's
+   * readers find the last commit too: a system call, where a statement takes and drops locks (three).
+   * A header caught while a writer updates it reads as a new stamp, so the caches under it are
+   * dropped once more than needed, never kept past a commit. Without a -shm file (an in-memory
+   * database), writeStamp.
+   */
+  commitStamp(): string {
+    if (this.walIndex === undefined) this.walIndex = this.openWalIndex();
+    if (this.walIndex === null) return this.writeStamp();
+    const { fd, header } = this.walIndex;
+    if (readSync(fd, header, 0, WAL_INDEX_HEADER_BYTES, 0) !== WAL_INDEX_HEADER_BYTES)
+      return this.writeStamp();
+    return header.toString('latin1');
+  }
+
+  private openWalIndex(): { fd: number; header: Buffer } | null {
+    if (this.path === ':memory:') return null;
+    // A read makes SQLite map the -shm file (made at the WAL switch in open()).
+    this.dataVersion();
+    try {
+      return { fd: openSync(`${this.path}-shm`, 'r'), header: Buffer.alloc(WAL_INDEX_HEADER_BYTES) };
+    } catch {
+      return null;
+    }
+  }
+
   close(): void {
+    if (this.walIndex) closeSync(this.walIndex.fd);
+    this.walIndex = null;
     this.statements.clear();
     if (this.db.isOpen) this.db.close();
   }

@@ -5,7 +5,14 @@
 // (page-cache.ts).
 
 import { EventEmitter } from 'node:events';
-import type { ChangeOptions, Dialect, Row, Statement } from '../dialect.js';
+import {
+  type ChangeOptions,
+  type Dialect,
+  type Row,
+  type RunInsert,
+  type Statement,
+  sql
+} from '../dialect.js';
 import { PageCache } from '../page-cache.js';
 import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
@@ -83,9 +90,9 @@ export class SqliteDialect implements Dialect {
     return this.db.transaction(() => statements.map(s => this.db.run(s.text, s.values)));
   }
 
-  /** SQLite's total_changes() with PRAGMA data_version (connection.ts). */
+  /** The WAL-index header, which moves with every commit (connection.ts). */
   changeStamp(): string {
-    return this.db.writeStamp();
+    return this.db.commitStamp();
   }
 
   /** Callers only read the rows (frozen, so a write to one fails loudly); they get their own array. */
@@ -104,23 +111,54 @@ export class SqliteDialect implements Dialect {
   }
 
   async change(statement: Statement, event: string, options: ChangeOptions = {}): Promise<StoredRun[]> {
-    const { group = false, follow, then } = options;
-    const changed = (made: Statement, recorded: string) => {
-      const runs = this.db.all<StoredRun>(`${made.text} RETURNING ${RUN_COLUMNS}`, made.values);
-      for (const run of runs)
-        this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', recorded]);
-      return runs;
-    };
+    const { then } = options;
     const told: StoredRun[] = [];
-    const work = () => {
-      const runs = changed(statement, event);
-      for (const run of runs) for (const more of follow?.(run) ?? []) this.db.run(more.text, more.values);
+    const runs = this.db.transaction(() => {
+      const runs = this.record(statement, event);
       told.push(...runs);
-      if (then) for (const run of runs) told.push(...changed(then.statement(run), then.event));
+      if (then) for (const run of runs) told.push(...this.record(then.statement(run), then.event));
       return runs;
-    };
-    const runs = group ? await this.group.add(work) : this.db.transaction(work);
-    for (const run of told) {
+    });
+    this.told(told);
+    return runs;
+  }
+
+  /**
+   * In the turn's shared transaction (group-commit.ts): each queue is counted once a batch, and the
+   * batch's memo adds the runs the batch inserted, so every create is checked against the queues as
+   * they are at its insert, as a count of its own would find them.
+   */
+  async create({ insert, queues, event, follow }: RunInsert): Promise<StoredRun[]> {
+    const runs = await this.group.add(memo => {
+      const counts = queues.map(queue => {
+        const known = memo.get(queue.name);
+        if (known !== undefined) return known;
+        const [row] = this.db.all<{ n: unknown }>(queue.count.text, queue.count.values);
+        const n = Number(row?.n ?? 0);
+        memo.set(queue.name, n);
+        return n;
+      });
+      if (queues.some((queue, index) => counts[index]! >= queue.limit)) return [];
+      const runs = this.record(insert(sql('1 = 1')), event, follow);
+      queues.forEach((queue, index) => memo.set(queue.name, counts[index]! + runs.length));
+      return runs;
+    });
+    return this.told(runs);
+  }
+
+  /** Runs a change of runs and records its state event on each (and `follow`'s rows), in the open transaction. */
+  private record(statement: Statement, event: string, follow?: (run: StoredRun) => Statement[]): StoredRun[] {
+    const runs = this.db.all<StoredRun>(`${statement.text} RETURNING ${RUN_COLUMNS}`, statement.values);
+    for (const run of runs) {
+      this.db.all(INSERT_EVENT, [run.run_id, run.run_id, run.updated_at, 'state', event]);
+      for (const more of follow?.(run) ?? []) this.db.run(more.text, more.values);
+    }
+    return runs;
+  }
+
+  /** Tells this process's listeners (and, by the file, others) of committed changes. */
+  private told(runs: StoredRun[]): StoredRun[] {
+    for (const run of runs) {
       try {
         this.changes.tell(run);
       } catch {
