@@ -258,7 +258,10 @@ describe('agent-run run --fan-out', () => {
         '- prompt: x\n  colour: red',
         /fan-out\[0\]\.colour: not an item field; expected one of prompt, prompt-file/
       ],
-      ['- "ok"\n- prompt: x\n  mode: fast', /fan-out\[1\]\.mode "fast": expected normal, plan or orchestrate/],
+      [
+        '- "ok"\n- prompt: x\n  mode: fast',
+        /fan-out\[1\]\.mode "fast": expected normal, plan or orchestrate/
+      ],
       ['- prompt: x\n  config: [1, 2]', /fan-out\[0\]\.config \[1,2\]: expected a mapping/],
       ['prompt: not a list', /fan-out .*: expected a YAML list of 1–50 items/],
       ['- title: no prompt', /fan-out\[0\]: prompt is empty: set the item's prompt or prompt-file/],
