@@ -47967,6 +47967,11 @@ function isTerminalState(state) {
 function isKnownState(state) {
     return KNOWN_STATES.includes(state);
 }
+/** How a run's turn works: see CreateRunRequest.mode. */
+const RUN_MODES = ['normal', 'plan', 'orchestrate'];
+/** The modes as an error message names them. */
+const RUN_MODE_WORDS = 'normal, plan or orchestrate';
+const isRunMode = (value) => RUN_MODES.includes(value);
 
 ;// CONCATENATED MODULE: ./src/api/error-codes.ts
 // The error reference (spec section 7.2): every `error_code` a server of this contract sends,
@@ -47982,6 +47987,11 @@ const ERROR_CODES = {
         status: 401,
         retryable: false,
         meaning: 'The Authorization header is missing, is not `Bearer <key>`, or names a key that is unknown or revoked.'
+    },
+    forbidden: {
+        status: 403,
+        retryable: false,
+        meaning: "The credential may not do this: a run's orchestrate credential asked for something outside its own run's tree of child runs or its environments."
     },
     not_found: {
         status: 404,
@@ -48012,7 +48022,7 @@ const ERROR_CODES = {
     operation_not_supported: {
         status: 422,
         retryable: false,
-        meaning: 'The executor does not support what the request asks for (a mode such as orchestrate).'
+        meaning: 'The executor does not support what the request asks for (mode orchestrate in an environment whose sandbox could not keep the credential of the run inside).'
     },
     schedule_limit_reached: {
         status: 409,
@@ -48251,53 +48261,431 @@ function known(event) {
     return event;
 }
 
-;// CONCATENATED MODULE: ./src/api/routes.ts
-// Each endpoint's method and path, with nothing else: what a client needs to build its requests, and
-// the one place they are written. The full table (schemas, auth, limits, error codes) is
-// endpoints.ts, which the executor and the OpenAPI document use; each of its entries takes its
-// method and path from here (`...ROUTES.name`). Keeping the paths apart keeps the schema library out
-// of the bundles that only call the API (the action, the CLI).
-const ROUTES = {
-    createRun: { method: 'POST', path: '/api/v1/agent/runs' },
-    createRunLegacy: { method: 'POST', path: '/api/v1/agent/run' },
-    listRuns: { method: 'GET', path: '/api/v1/agent/runs' },
-    getRun: { method: 'GET', path: '/api/v1/agent/runs/{run_id}' },
-    cancelRun: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/cancel' },
-    submitFollowup: { method: 'POST', path: '/api/v1/agent/runs/{run_id}/followups' },
-    getTranscript: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/transcript' },
-    getConversation: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/conversation' },
-    getRunEvents: { method: 'GET', path: '/api/v1/agent/runs/{run_id}/events' },
-    listEvents: { method: 'GET', path: '/api/v1/agent/events' },
-    getArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}' },
-    downloadArtifact: { method: 'GET', path: '/api/v1/agent/artifacts/{artifact_uid}/download' },
-    getSession: { method: 'GET', path: '/sessions/{run_id}' },
-    getSessionArtifact: { method: 'GET', path: '/sessions/{run_id}/artifacts/{artifact_uid}' },
-    createSchedule: { method: 'POST', path: '/api/v1/agent/schedules' },
-    listSchedules: { method: 'GET', path: '/api/v1/agent/schedules' },
-    getSchedule: { method: 'GET', path: '/api/v1/agent/schedules/{schedule_id}' },
-    updateSchedule: { method: 'PUT', path: '/api/v1/agent/schedules/{schedule_id}' },
-    deleteSchedule: { method: 'DELETE', path: '/api/v1/agent/schedules/{schedule_id}' },
-    pauseSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/pause' },
-    resumeSchedule: { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/resume' },
-    createWebhook: { method: 'POST', path: '/api/v1/agent/webhooks' },
-    listWebhooks: { method: 'GET', path: '/api/v1/agent/webhooks' },
-    getWebhook: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}' },
-    deleteWebhook: { method: 'DELETE', path: '/api/v1/agent/webhooks/{webhook_id}' },
-    rotateWebhookSecret: { method: 'POST', path: '/api/v1/agent/webhooks/{webhook_id}/rotate' },
-    listWebhookDeliveries: { method: 'GET', path: '/api/v1/agent/webhooks/{webhook_id}/deliveries' },
-    retryWebhookDelivery: {
-        method: 'POST',
-        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry'
-    },
-    listEnvironments: { method: 'GET', path: '/api/v1/agent/environments' },
-    listModels: { method: 'GET', path: '/api/v1/agent/models' },
-    getOpenApi: { method: 'GET', path: '/api/v1/openapi.json' },
-    listErrorCodes: { method: 'GET', path: '/api/v1/errors' },
-    health: { method: 'GET', path: '/healthz' },
-    ready: { method: 'GET', path: '/readyz' }
-};
+;// CONCATENATED MODULE: ./src/api/endpoints.ts
+// Every endpoint of the contract in one table: its method and path, the schemas of its path
+// parameters, query, body and answer, who may call it, whether it counts against the key's rate
+// limit, and the error codes it can answer. The executor registers its routes from this table, the
+// OpenAPI document is generated from it, the client builds its paths from it and the contract test
+// server routes by it: a new endpoint is one entry here plus its handler.
 /** The longest `Prefer: wait=N` held answer, in seconds. */
 const MAX_WAIT_SECONDS = 60;
+const prefer = {
+    name: 'Prefer',
+    description: `wait=N (N ≤ ${MAX_WAIT_SECONDS}): hold the answer until there is something new.`,
+    schema: { type: 'string', examples: ['wait=30'] }
+};
+const ifNoneMatch = {
+    name: 'If-None-Match',
+    description: 'The ETag of the record you have.',
+    schema: { type: 'string' }
+};
+const acceptStream = {
+    name: 'Accept',
+    description: 'text/event-stream: answer as a server-sent event stream that stays open (see the description).',
+    schema: { type: 'string', examples: ['text/event-stream'] }
+};
+const lastEventId = {
+    name: 'Last-Event-ID',
+    description: 'On a stream: resume after the event with this id (an EventSource sends it when it reconnects).',
+    schema: { type: 'string', examples: ['42'] }
+};
+const idempotencyKey = {
+    name: 'Idempotency-Key',
+    description: 'Makes retries safe: the same key and body return the same run.',
+    schema: { type: 'string', maxLength: 255 }
+};
+/** Most endpoints: an API key, each call taking a token from the key's bucket. */
+const byKey = { auth: 'key', rateLimited: true };
+/** The two endpoints that answer an event stream: streams are bounded per key and node (too_many_streams). */
+const streamed = { ...byKey, errors: ['invalid_request', 'not_found', 'too_many_streams'] };
+const create = {
+    method: 'POST',
+    summary: 'Create a run',
+    description: 'Starts an agent run asynchronously. Send Idempotency-Key to make retries safe.',
+    ...byKey,
+    body: 'CreateRunRequestSchema',
+    headers: [idempotencyKey],
+    response: {
+        description: 'The run was queued (or the same request was replayed).',
+        schema: 'CreateRunResponseSchema'
+    },
+    errors: [
+        'invalid_request',
+        'not_found',
+        'environment_not_found',
+        'payload_too_large',
+        'unsupported_media_type',
+        'invalid_field',
+        'prompt_too_large',
+        'idempotency_key_reused',
+        'operation_not_supported',
+        'run_not_continuable',
+        'resource_unavailable',
+        'shutting_down'
+    ]
+};
+const ENDPOINTS = {
+    createRun: { ...create, path: '/api/v1/agent/runs' },
+    createRunLegacy: { ...create, path: '/api/v1/agent/run', deprecated: true },
+    listRuns: {
+        method: 'GET',
+        path: '/api/v1/agent/runs',
+        summary: 'List runs, newest created first unless sort_by/sort_order say otherwise',
+        description: 'Any query parameter not listed here is answered 400.',
+        ...byKey,
+        querystring: 'ListRunsQuerySchema',
+        response: { description: 'A page of runs.', schema: 'ListRunsResponseSchema' },
+        errors: ['invalid_request']
+    },
+    getRun: {
+        method: 'GET',
+        path: '/api/v1/agent/runs/{run_id}',
+        summary: 'Read a run',
+        description: `With If-None-Match and Prefer: wait=N (max ${MAX_WAIT_SECONDS}), the answer is held while the run is unchanged.`,
+        ...byKey,
+        params: 'RunIdParamsSchema',
+        headers: [ifNoneMatch, prefer],
+        response: { description: 'The run.', schema: 'RunRecordSchema' },
+        otherAnswers: { '304': 'Unchanged.' },
+        errors: ['not_found']
+    },
+    cancelRun: {
+        method: 'POST',
+        path: '/api/v1/agent/runs/{run_id}/cancel',
+        summary: 'Cancel a run',
+        description: 'Optional body; the status message becomes `cancelled by a client: <reason>`.',
+        ...byKey,
+        params: 'RunIdParamsSchema',
+        body: 'CancelRequestSchema',
+        response: { description: 'The run id.', schema: 'CancelResponseSchema' },
+        errors: ['invalid_request', 'not_found', 'run_already_finished', 'invalid_field']
+    },
+    submitFollowup: {
+        method: 'POST',
+        path: '/api/v1/agent/runs/{run_id}/followups',
+        summary: "Continue a run's conversation",
+        description: 'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
+        ...byKey,
+        params: 'RunIdParamsSchema',
+        body: 'FollowupRequestSchema',
+        response: { description: 'The run and its (active) state.', schema: 'FollowupResponseSchema' },
+        errors: [
+            'invalid_request',
+            'not_found',
+            'payload_too_large',
+            'unsupported_media_type',
+            'invalid_field',
+            'operation_not_supported',
+            'run_not_continuable',
+            'shutting_down'
+        ]
+    },
+    getTranscript: {
+        method: 'GET',
+        path: '/api/v1/agent/runs/{run_id}/transcript',
+        summary: "A run's transcript",
+        description: "One page of events: with after=<seq>, only events newer than that one; at most limit events (default 100, max 1000) and about 512 KiB of them; has_more says more follow (read again with after=next_after). With Prefer: wait=N (max 60) as well, an empty answer is held until there is an event (or the run ended, or N seconds passed). A run whose output passed the executor's limits.transcript has a truncated event between the head and the tail of its output, saying how many bytes were dropped.",
+        ...byKey,
+        params: 'RunIdParamsSchema',
+        querystring: 'TranscriptQuerySchema',
+        headers: [prefer],
+        response: { description: 'Transcript events.', schema: 'TranscriptSchema' },
+        errors: ['invalid_request', 'not_found']
+    },
+    getConversation: {
+        method: 'GET',
+        path: '/api/v1/agent/runs/{run_id}/conversation',
+        summary: "A run's conversation, normalized",
+        description: 'Built from the transcript: the prompt as the user message, agent text and command output as assistant text, each command as an action with its action_result, everything else as events; the final answer is the last assistant text block.',
+        ...byKey,
+        params: 'RunIdParamsSchema',
+        response: { description: 'The conversation.', schema: 'ConversationSchema' },
+        errors: ['not_found']
+    },
+    getRunEvents: {
+        method: 'GET',
+        path: '/api/v1/agent/runs/{run_id}/events',
+        summary: "A run's events as they happen (a resumable event stream)",
+        description: "With Accept: text/event-stream: a server-sent event stream of every transcript event after `after` (or the Last-Event-ID header), then each new one as it is written, state changes included: `id:` is the event's seq, `event:` its kind, `data:` the event as JSON (a `state` event carries the run's record as `run` when the record is in that state). A comment line is sent after each limits.stream_heartbeat (15 s) of silence. Once the run is terminal and its events are sent, an `event: done` message (data: run_id, state, last_seq, run) ends the stream. A reader too slow for limits.stream_buffer is cut between two messages; it resumes with Last-Event-ID. Streams are bounded per key (limits.max_streams_per_key) and per node (limits.max_streams): beyond, 429 too_many_streams with Retry-After. Without that Accept header: one JSON page, as the transcript answers it (after, limit, Prefer: wait).",
+        ...streamed,
+        params: 'RunIdParamsSchema',
+        querystring: 'TranscriptQuerySchema',
+        headers: [acceptStream, lastEventId, prefer],
+        response: { description: 'Transcript events (a JSON page, or the stream).', schema: 'TranscriptSchema' }
+    },
+    listEvents: {
+        method: 'GET',
+        path: '/api/v1/agent/events',
+        summary: 'Changes of state of several runs of the team, on one cursor',
+        description: "run_ids (comma-separated or repeated, 1–100 runs of this key's team; another team's run is 404 like a run that does not exist), since (the next_since of the previous page, 0 for all) and limit (1–500, default 100). Each event: sequence (the team's cursor), run_id, type (run_in_progress, run_succeeded, run_failed, run_errored, run_blocked, run_cancelled), state and timestamp; event_type and occurred_at repeat type and timestamp under the production service's names. With Accept: text/event-stream: the same events as a stream (`id:` the sequence, `event:` the type, resumable with Last-Event-ID), ending with `event: done` once every run is terminal and its events are sent; streams are bounded as for a run's events.",
+        ...streamed,
+        querystring: 'EventsQuerySchema',
+        headers: [acceptStream, lastEventId],
+        response: { description: 'A page of events.', schema: 'EventsPageSchema' }
+    },
+    getArtifact: {
+        method: 'GET',
+        path: '/api/v1/agent/artifacts/{artifact_uid}',
+        summary: "An artifact's details and a time-limited download URL",
+        ...byKey,
+        params: 'ArtifactParamsSchema',
+        response: { description: 'The artifact.', schema: 'ArtifactDetailsSchema' },
+        errors: ['artifact_not_found']
+    },
+    downloadArtifact: {
+        method: 'GET',
+        path: '/api/v1/agent/artifacts/{artifact_uid}/download',
+        summary: "An artifact's bytes, by the signed download URL",
+        auth: 'signed_download',
+        rateLimited: false,
+        params: 'ArtifactParamsSchema',
+        querystring: 'DownloadQuerySchema',
+        response: {
+            description: "The bytes, in the artifact's mime_type, as an attachment.",
+            contentType: 'application/octet-stream'
+        },
+        errors: ['artifact_not_found']
+    },
+    getSession: {
+        method: 'GET',
+        path: '/sessions/{run_id}',
+        summary: "A run's session page (HTML), by its session link",
+        auth: 'session_token',
+        rateLimited: false,
+        params: 'RunIdParamsSchema',
+        querystring: 'SessionQuerySchema',
+        response: { description: 'The session page.', contentType: 'text/html' },
+        errors: ['not_found']
+    },
+    getSessionArtifact: {
+        method: 'GET',
+        path: '/sessions/{run_id}/artifacts/{artifact_uid}',
+        summary: "An artifact of a run (its bytes, as an attachment), by the run's session link",
+        auth: 'session_token',
+        rateLimited: false,
+        params: 'SessionArtifactParamsSchema',
+        querystring: 'SessionQuerySchema',
+        response: {
+            description: "The artifact's bytes, in its mime_type.",
+            contentType: 'application/octet-stream'
+        },
+        errors: ['not_found', 'artifact_not_found']
+    },
+    createSchedule: {
+        method: 'POST',
+        path: '/api/v1/agent/schedules',
+        summary: 'Create a scheduled agent',
+        description: 'A cron expression (read in time_zone, default UTC), a prompt and the config of the runs it starts; it fires at each due time exactly once across the executor nodes.',
+        ...byKey,
+        body: 'CreateScheduleRequestSchema',
+        response: { description: 'The schedule.', schema: 'ScheduleSchema' },
+        errors: [
+            'invalid_request',
+            'invalid_field',
+            'schedule_limit_reached',
+            'unsupported_media_type',
+            'payload_too_large'
+        ]
+    },
+    listSchedules: {
+        method: 'GET',
+        path: '/api/v1/agent/schedules',
+        summary: "The team's scheduled agents, by name",
+        ...byKey,
+        response: { description: 'The schedules.', schema: 'ListSchedulesResponseSchema' },
+        errors: []
+    },
+    getSchedule: {
+        method: 'GET',
+        path: '/api/v1/agent/schedules/{schedule_id}',
+        summary: 'Read a scheduled agent',
+        ...byKey,
+        params: 'ScheduleIdParamsSchema',
+        response: { description: 'The schedule.', schema: 'ScheduleSchema' },
+        errors: ['not_found']
+    },
+    updateSchedule: {
+        method: 'PUT',
+        path: '/api/v1/agent/schedules/{schedule_id}',
+        summary: 'Replace a scheduled agent’s settings',
+        description: 'All fields except agent_config, time_zone, overlap and catch_up are required; next_run is computed anew.',
+        ...byKey,
+        params: 'ScheduleIdParamsSchema',
+        body: 'UpdateScheduleRequestSchema',
+        response: { description: 'The schedule.', schema: 'ScheduleSchema' },
+        errors: ['invalid_request', 'invalid_field', 'not_found', 'unsupported_media_type', 'payload_too_large']
+    },
+    deleteSchedule: {
+        method: 'DELETE',
+        path: '/api/v1/agent/schedules/{schedule_id}',
+        summary: 'Delete a scheduled agent (the runs it started stay)',
+        ...byKey,
+        params: 'ScheduleIdParamsSchema',
+        response: { description: 'Deleted.', schema: 'DeleteScheduleResponseSchema' },
+        errors: ['not_found']
+    },
+    pauseSchedule: {
+        method: 'POST',
+        path: '/api/v1/agent/schedules/{schedule_id}/pause',
+        summary: 'Pause a scheduled agent: it fires no more until resumed',
+        ...byKey,
+        params: 'ScheduleIdParamsSchema',
+        response: { description: 'The schedule.', schema: 'ScheduleSchema' },
+        errors: ['not_found']
+    },
+    resumeSchedule: {
+        method: 'POST',
+        path: '/api/v1/agent/schedules/{schedule_id}/resume',
+        summary: 'Resume a paused scheduled agent from its next due time',
+        ...byKey,
+        params: 'ScheduleIdParamsSchema',
+        response: { description: 'The schedule.', schema: 'ScheduleSchema' },
+        errors: ['not_found']
+    },
+    createWebhook: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks',
+        summary: 'Add a webhook endpoint: signed events of the team’s runs are sent to it',
+        description: 'Events follow the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature). The answer holds the signing secret; it is shown only here and on rotation.',
+        ...byKey,
+        body: 'CreateWebhookRequestSchema',
+        response: { description: 'The endpoint, with its secret.', schema: 'WebhookWithSecretSchema' },
+        errors: [
+            'invalid_request',
+            'invalid_field',
+            'webhook_limit_reached',
+            'unsupported_media_type',
+            'payload_too_large'
+        ]
+    },
+    listWebhooks: {
+        method: 'GET',
+        path: '/api/v1/agent/webhooks',
+        summary: "The team's webhook endpoints (without secrets)",
+        ...byKey,
+        response: { description: 'The endpoints.', schema: 'ListWebhooksResponseSchema' },
+        errors: []
+    },
+    getWebhook: {
+        method: 'GET',
+        path: '/api/v1/agent/webhooks/{webhook_id}',
+        summary: 'Read a webhook endpoint (without its secret)',
+        ...byKey,
+        params: 'WebhookIdParamsSchema',
+        response: { description: 'The endpoint.', schema: 'WebhookSchema' },
+        errors: ['not_found']
+    },
+    deleteWebhook: {
+        method: 'DELETE',
+        path: '/api/v1/agent/webhooks/{webhook_id}',
+        summary: 'Delete a webhook endpoint and its delivery log',
+        ...byKey,
+        params: 'WebhookIdParamsSchema',
+        response: { description: 'Deleted.', schema: 'DeleteWebhookResponseSchema' },
+        errors: ['not_found', 'webhook_declared_in_config']
+    },
+    rotateWebhookSecret: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks/{webhook_id}/rotate',
+        summary: 'A new signing secret; the old one still signs for the grace period',
+        description: 'During webhooks.rotation_grace (default 24 h) every request carries two signatures, by the new and the old secret.',
+        ...byKey,
+        params: 'WebhookIdParamsSchema',
+        response: { description: 'The endpoint, with its new secret.', schema: 'WebhookWithSecretSchema' },
+        errors: ['not_found', 'webhook_declared_in_config']
+    },
+    listWebhookDeliveries: {
+        method: 'GET',
+        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries',
+        summary: "The endpoint's deliveries, newest first",
+        ...byKey,
+        params: 'WebhookIdParamsSchema',
+        response: { description: 'The deliveries.', schema: 'ListDeliveriesResponseSchema' },
+        errors: ['not_found']
+    },
+    retryWebhookDelivery: {
+        method: 'POST',
+        path: '/api/v1/agent/webhooks/{webhook_id}/deliveries/{delivery_id}/retry',
+        summary: 'Attempt a delivery once more, now (a disabled endpoint is enabled again)',
+        ...byKey,
+        params: 'DeliveryParamsSchema',
+        response: { description: 'The delivery.', schema: 'DeliverySchema' },
+        errors: ['not_found']
+    },
+    listEnvironments: {
+        method: 'GET',
+        path: '/api/v1/agent/environments',
+        summary: 'The environments this executor serves (never their variables or secrets)',
+        ...byKey,
+        response: { description: 'The environments.', schema: 'ListEnvironmentsResponseSchema' },
+        errors: []
+    },
+    listModels: {
+        method: 'GET',
+        path: '/api/v1/agent/models',
+        summary: 'The models the configured agents accept, per environment, with the defaults',
+        ...byKey,
+        response: { description: 'The models.', schema: 'ListModelsResponseSchema' },
+        errors: []
+    },
+    getOpenApi: {
+        method: 'GET',
+        path: '/api/v1/openapi.json',
+        summary: 'This document',
+        auth: 'none',
+        rateLimited: false,
+        response: { description: 'The OpenAPI 3.1 document.', contentType: 'application/json' },
+        errors: []
+    },
+    listErrorCodes: {
+        method: 'GET',
+        path: '/api/v1/errors',
+        summary: 'The error reference: every error_code, its status and meaning',
+        auth: 'none',
+        rateLimited: false,
+        response: { description: 'The error codes.', contentType: 'application/json' },
+        errors: []
+    },
+    health: {
+        method: 'GET',
+        path: '/healthz',
+        summary: 'Liveness',
+        auth: 'none',
+        rateLimited: false,
+        response: { description: 'The process answers.', contentType: 'application/json' },
+        errors: [],
+        internal: true
+    },
+    ready: {
+        method: 'GET',
+        path: '/readyz',
+        summary: 'Readiness: 503 while stopping, without the store, or short of disk space or inodes',
+        auth: 'none',
+        rateLimited: false,
+        response: { description: 'Ready.', contentType: 'application/json' },
+        otherAnswers: {
+            '503': "Shutting down, the store does not answer, or (on a node that runs work) the data dir's file system has less free space than workspaces.min_free or fewer free inodes than workspaces.min_free_inodes."
+        },
+        errors: [],
+        internal: true
+    }
+};
+/** @deprecated The table itself: each entry has its `method` and `path`. */
+const ROUTES = (/* unused pure expression or super */ null && (ENDPOINTS));
+const ENDPOINT_NAMES = Object.keys(ENDPOINTS);
+/** Every error code an endpoint can answer: its own, then those of its auth, limit and any request. */
+function errorCodesOf(endpoint) {
+    const codes = new Set(endpoint.errors);
+    // A key-checked endpoint may meet an orchestrate run's credential, refused what it may not do.
+    if (endpoint.auth === 'key')
+        codes.add('unauthenticated').add('forbidden');
+    if (endpoint.rateLimited)
+        codes.add('rate_limited');
+    if (endpoint.auth !== 'none')
+        codes.add('store_unavailable');
+    codes.add('internal_error');
+    return [...codes];
+}
 /** The names of a path's parameters, in order: `/runs/{run_id}/cancel` → ['run_id']. */
 function pathParameters(path) {
     return [...path.matchAll(/\{([a-z_]+)\}/g)].map(match => match[1]);
@@ -48307,7 +48695,7 @@ function pathParameters(path) {
  * missing parameter is a programming error and throws, naming it.
  */
 function endpointPath(name, params = {}) {
-    return ROUTES[name].path.replace(/\{([a-z_]+)\}/g, (_match, param) => {
+    return ENDPOINTS[name].path.replace(/\{([a-z_]+)\}/g, (_match, param) => {
         const value = params[param];
         if (value === undefined)
             throw new TypeError(`endpoint ${name}: missing path parameter ${param}; expected a string`);
@@ -48329,8 +48717,6 @@ function routePath(path) {
 
 
 
-// EXTERNAL MODULE: external "node:crypto"
-var external_node_crypto_ = __nccwpck_require__(7598);
 ;// CONCATENATED MODULE: ./src/client/errors.ts
 // One error class per status family, so callers can branch with `instanceof` and users read a
 // message that says what happened and what to do about it.
@@ -48516,6 +48902,493 @@ function parseRun(value, what = 'run record') {
     if (typeof run.session_link !== 'string' || run.session_link === '')
         delete run.session_link;
     return run;
+}
+
+;// CONCATENATED MODULE: ./src/client/retry.ts
+// The retry policy, in one place: which failures are worth repeating and how long to wait first.
+const DEFAULT_RETRY = { maxRetries: 2, baseDelayMs: 500, maxDelayMs: 8000 };
+/** A server-suggested delay is obeyed only within this range; anything else falls back to backoff. */
+const MAX_SERVER_DELAY_MS = 60_000;
+const RETRYABLE_STATUSES = new Set([408, 409, 429]);
+/**
+ * Whether an answer with this status (or no answer at all, `status` undefined) should be retried.
+ * A response header `x-should-retry: true|false` overrides the status-based rule.
+ */
+function shouldRetry(status, header = () => undefined) {
+    const override = header('x-should-retry');
+    if (override === 'true')
+        return true;
+    if (override === 'false')
+        return false;
+    if (status === undefined)
+        return true;
+    return RETRYABLE_STATUSES.has(status) || status >= 500;
+}
+/**
+ * The delay before retry number `retry` (1-based): the server's `retry-after-ms` or `Retry-After`
+ * when it lies in 0–60 s, otherwise exponential backoff with up to 25 % jitter taken off.
+ */
+function retryDelayMs(retry, header, options = DEFAULT_RETRY, random = Math.random, now = Date.now) {
+    const suggested = serverDelayMs(header, now);
+    if (suggested !== undefined)
+        return suggested;
+    const backoff = Math.min(options.baseDelayMs * 2 ** (retry - 1), options.maxDelayMs);
+    return Math.round(backoff * (1 - 0.25 * random()));
+}
+/** The delay a server asked for with `retry-after-ms` or `Retry-After` (seconds or HTTP date), if sane. */
+function serverDelayMs(header, now = Date.now) {
+    const ms = header('retry-after-ms');
+    if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) {
+        const value = Number(ms);
+        if (value <= MAX_SERVER_DELAY_MS)
+            return Math.round(value);
+    }
+    const after = header('retry-after');
+    if (after === undefined)
+        return undefined;
+    const trimmed = after.trim();
+    let value;
+    if (/^\d+(\.\d+)?$/.test(trimmed))
+        value = Number(trimmed) * 1000;
+    else {
+        const date = Date.parse(trimmed);
+        if (Number.isNaN(date))
+            return undefined;
+        value = Math.max(0, date - now());
+    }
+    return value <= MAX_SERVER_DELAY_MS ? Math.round(value) : undefined;
+}
+
+// EXTERNAL MODULE: external "node:http"
+var external_node_http_ = __nccwpck_require__(7067);
+;// CONCATENATED MODULE: external "node:https"
+const external_node_https_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:https");
+;// CONCATENATED MODULE: ./src/client/transport.ts
+// One HTTP exchange on @actions/http-client, which picks the agent (HTTPS_PROXY, NO_PROXY and
+// keep-alive) the way every GitHub Action does. We add what it lacks: a total time limit, an
+// AbortSignal, and a body reader that cannot hang when the connection dies half-way.
+
+
+
+/** Why no answer arrived. */
+class TransportError extends Error {
+    reason;
+    constructor(message, reason, options) {
+        super(message, options);
+        this.reason = reason;
+    }
+}
+/** Answers larger than this are refused rather than buffered: no run record comes near it. */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+function createTransport(userAgent) {
+    const client = new HttpClient(userAgent, [], { keepAlive: true });
+    return {
+        close: () => client.dispose(),
+        stream(request) {
+            const url = new URL(request.url);
+            const secure = url.protocol === 'https:';
+            const dropped = new AbortController();
+            const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
+            if (signal.aborted)
+                return Promise.reject(new TransportError('request aborted', 'aborted'));
+            const info = {
+                parsedUrl: url,
+                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
+                options: {
+                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+                    port: url.port ? Number(url.port) : secure ? 443 : 80,
+                    path: url.pathname + url.search,
+                    method: request.method,
+                    headers: { ...request.headers },
+                    // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
+                    agent: client.getAgent(request.url),
+                    signal
+                }
+            };
+            return new Promise((resolve, reject) => {
+                let silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
+                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+                    if (error || !response) {
+                        clearTimeout(silence);
+                        return reject(request.signal?.aborted
+                            ? new TransportError('request aborted', 'aborted', { cause: error })
+                            : new TransportError(dropped.signal.aborted
+                                ? `no answer within ${request.timeoutMs} ms`
+                                : error instanceof Error
+                                    ? error.message
+                                    : String(error), dropped.signal.aborted ? 'timeout' : 'connection', { cause: error }));
+                    }
+                    const message = response.message;
+                    const quiet = () => {
+                        clearTimeout(silence);
+                        silence = setTimeout(() => message.destroy(new Error('the stream went silent')), request.timeoutMs);
+                    };
+                    quiet();
+                    message.on('close', () => clearTimeout(silence));
+                    // Each chunk read restarts the silence timer. (A 'data' listener would set the message
+                    // flowing: what the server sent before the reader began iterating would be lost to it.)
+                    async function* chunks() {
+                        for await (const chunk of message) {
+                            quiet();
+                            yield chunk;
+                        }
+                    }
+                    resolve({
+                        status: message.statusCode ?? 0,
+                        headers: message.headers,
+                        chunks: chunks(),
+                        close: () => {
+                            clearTimeout(silence);
+                            message.destroy();
+                        }
+                    });
+                });
+            });
+        },
+        send(request) {
+            const url = new URL(request.url);
+            const timeout = AbortSignal.timeout(request.timeoutMs);
+            const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+            const classify = (error) => {
+                if (request.signal?.aborted)
+                    return new TransportError('request aborted', 'aborted', { cause: error });
+                if (timeout.aborted) {
+                    return new TransportError(`no answer within ${request.timeoutMs} ms`, 'timeout', { cause: error });
+                }
+                const message = error instanceof Error ? error.message : String(error);
+                return new TransportError(message, 'connection', { cause: error });
+            };
+            if (signal.aborted)
+                return Promise.reject(classify(signal.reason));
+            const secure = url.protocol === 'https:';
+            const info = {
+                parsedUrl: url,
+                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
+                options: {
+                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+                    port: url.port ? Number(url.port) : secure ? 443 : 80,
+                    path: url.pathname + url.search,
+                    method: request.method,
+                    headers: { ...request.headers },
+                    agent: client.getAgent(request.url),
+                    signal
+                }
+            };
+            return new Promise((resolve, reject) => {
+                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+                    if (error || !response)
+                        return reject(classify(error));
+                    const message = response.message;
+                    const chunks = [];
+                    let size = 0;
+                    let done = false;
+                    const fail = (cause) => {
+                        if (done)
+                            return;
+                        done = true;
+                        message.destroy();
+                        reject(classify(cause));
+                    };
+                    message.on('data', (chunk) => {
+                        size += chunk.length;
+                        const limit = request.maxBytes ?? MAX_BODY_BYTES;
+                        if (size > limit)
+                            fail(new Error(`answer larger than ${limit} bytes`));
+                        else
+                            chunks.push(chunk);
+                    });
+                    message.on('error', fail);
+                    message.on('aborted', () => fail(new Error('connection closed before the answer was complete')));
+                    message.on('close', () => {
+                        if (!message.complete)
+                            fail(new Error('connection closed before the answer was complete'));
+                    });
+                    message.on('end', () => {
+                        if (done)
+                            return;
+                        done = true;
+                        const bytes = Buffer.concat(chunks);
+                        resolve({
+                            status: message.statusCode ?? 0,
+                            headers: message.headers,
+                            body: bytes.toString('utf8'),
+                            bytes
+                        });
+                    });
+                });
+            });
+        }
+    };
+}
+
+;// CONCATENATED MODULE: ./src/client/sleep.ts
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it fires. */
+function abortableSleep(ms, signal) {
+    if (signal?.aborted)
+        return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+        const onAbort = () => {
+            clearTimeout(timer);
+            reject(signal?.reason);
+        };
+        const timer = setTimeout(() => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+        }, Math.max(0, ms));
+        signal?.addEventListener('abort', onAbort, { once: true });
+    });
+}
+
+;// CONCATENATED MODULE: ./src/client/core.ts
+// The transport every resource of the client shares (openai-node's shape: one core, a resource per
+// kind of thing): the API root and the credential, one request function that owns retries and error
+// mapping, and requests named by their endpoint in the table (src/api/endpoints.ts), which gives each
+// its method and path. A resource method names its endpoint and passes ids; it never writes a path.
+
+
+
+
+
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+class ClientCore {
+    apiRoot;
+    timeoutMs;
+    transport;
+    sleep;
+    apiKey;
+    credential;
+    retry;
+    random;
+    onRetry;
+    keyName;
+    constructor(options) {
+        this.apiRoot = normalizeBaseUrl(options.baseUrl);
+        this.credential = options.credential;
+        if (this.credential === undefined) {
+            if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+                throw new TypeError('apiKey: expected a non-empty API key');
+            }
+            if (/[\r\n]/.test(options.apiKey))
+                throw new TypeError('apiKey: the key must be one line');
+        }
+        this.apiKey = (options.apiKey ?? '').trim();
+        this.retry = { ...DEFAULT_RETRY, maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries };
+        this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+        this.transport = options.transport ?? createTransport(options.userAgent ?? 'agent-run-client');
+        this.sleep = options.sleep ?? abortableSleep;
+        this.random = options.random ?? Math.random;
+        this.onRetry = options.onRetry;
+        this.keyName = options.keyName ?? 'the api-key secret';
+    }
+    /**
+     * The endpoint's path below the API root (`/agent/runs/…`), from the endpoint table, with its
+     * parameters filled in. Each is an id that goes into the URL's path: `..` would climb to another
+     * endpoint (`/agent/runs/..` + `/cancel` is `POST /agent/cancel`), so only plain segments are
+     * sent, and a bad one is refused naming it (`run id "a/b": expected …`).
+     */
+    path(name, params = {}) {
+        const filled = {};
+        for (const param of pathParameters(ENDPOINTS[name].path))
+            filled[param] = this.id(param, params[param]);
+        const path = endpointPath(name, filled);
+        return path.startsWith(API_PREFIX) ? path.slice(API_PREFIX.length) : path;
+    }
+    /** An id for the parameter `param` (`run_id`), trimmed, or an error naming it (`run id "a/b": expected …`). */
+    id(param, value) {
+        const what = param.replace(/_/g, ' ');
+        if (typeof value !== 'string' || !isIdSegment(value.trim()))
+            throw new InvalidRequestError(`${what} ${showValue(value)}: expected ${ID_SEGMENT_FORM}`, {
+                request: what
+            });
+        return value.trim();
+    }
+    /** How errors and messages name a request: `GET /api/v1/agent/runs/r-1`. */
+    label(name, path) {
+        return `${ENDPOINTS[name].method} ${API_PREFIX}${path.split('?')[0]}`;
+    }
+    /** One request to the named endpoint: its method and path from the table. */
+    call(name, call = {}) {
+        const { params, query, json, ...options } = call;
+        const search = query !== undefined && query.size > 0 ? `?${query.toString()}` : '';
+        return this.request(ENDPOINTS[name].method, this.path(name, params) + search, {
+            ...options,
+            body: json === undefined ? call.body : JSON.stringify(json)
+        });
+    }
+    /** One request to the named endpoint whose answer is a JSON object. */
+    async object(name, call = {}) {
+        const label = this.label(name, this.path(name, call.params));
+        const value = parseJson((await this.call(name, call)).body, label);
+        if (value === null || typeof value !== 'object' || Array.isArray(value))
+            throw new ParseError(`${label}: expected a JSON object, got ${describeValue(value)}`);
+        return value;
+    }
+    /** The key, or the credential function's current token (one line, never empty). */
+    async bearer() {
+        if (this.credential === undefined)
+            return this.apiKey;
+        const value = (await this.credential()).trim();
+        if (value === '' || /[\r\n\s]/.test(value))
+            throw new TypeError('credential: expected a non-empty token on one line');
+        return value;
+    }
+    /** One request below the API root, retried as the answer allows. */
+    async request(method, path, options) {
+        const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
+        const maxRetries = options.maxRetries ?? this.retry.maxRetries;
+        const headers = {
+            accept: 'application/json',
+            authorization: '',
+            ...options.headers
+        };
+        if (options.body !== undefined)
+            headers['content-type'] = 'application/json';
+        for (let attempt = 0;; attempt++) {
+            // Asked on every attempt: a token may have been renewed while the last one waited.
+            headers.authorization = `Bearer ${await this.bearer()}`;
+            let failure;
+            let header = () => undefined;
+            try {
+                const response = await this.transport.send({
+                    method,
+                    url: this.apiRoot + path,
+                    headers,
+                    body: options.body,
+                    timeoutMs: options.timeoutMs ?? this.timeoutMs,
+                    signal: options.signal
+                });
+                if (response.status < 400)
+                    return response;
+                header = headerLookup(response);
+                failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
+                    keyName: this.keyName,
+                    token: this.credential !== undefined,
+                    apiRoot: this.apiRoot
+                });
+                // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
+                // Not for a cancel's 409 that does not say the run ended: the service documents "409 while
+                // PENDING, retry after a moment", whatever the flag says; isFinal decides those.
+                const conflictRetried = options.retryConflicts === true && failure instanceof ConflictError;
+                const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined && !conflictRetried;
+                if (attempt >= maxRetries || refused || options.isFinal?.(failure))
+                    throw failure;
+                if (!shouldRetry(response.status, header))
+                    throw failure;
+            }
+            catch (error) {
+                if (error instanceof AgentRunError && !(error instanceof ConnectionError))
+                    throw error;
+                if (!(error instanceof TransportError))
+                    throw error;
+                failure = transportFailure(label, error, options.timeoutMs ?? this.timeoutMs, this.apiRoot);
+                if (failure instanceof AbortError || attempt >= maxRetries)
+                    throw failure;
+                // Plain http at an https URL never starts working; a refused local port is a server not
+                // running: one retry (a restart may be under way), not a quarter of a minute of backoff.
+                if (failure.errorCode === 'tls_mismatch')
+                    throw failure;
+                if (failure.errorCode === 'connection_refused' && isLoopback(this.apiRoot) && attempt >= 1)
+                    throw failure;
+            }
+            const delayMs = retryDelayMs(attempt + 1, header, this.retry, this.random);
+            this.onRetry?.({ request: label, retry: attempt + 1, delayMs, reason: failure.message });
+            try {
+                await this.sleep(delayMs, options.signal);
+            }
+            catch (error) {
+                throw new AbortError(`${label}: aborted`, { request: label, cause: error });
+            }
+        }
+    }
+    /** The delay a `Retry-After` header asks for, in ms, as the retry schedule reads it. */
+    retryAfterMs(header) {
+        return retryDelayMs(1, header, this.retry, () => 0);
+    }
+}
+/** A 405, or a 404 about the route rather than the request (never `environment_not_found`). */
+function isMissingRoute(error) {
+    if (!(error instanceof AgentRunError))
+        return false;
+    if (error.status === 405)
+        return true;
+    return (error instanceof NotFoundError && (error.errorCode === undefined || error.errorCode === 'route_not_found'));
+}
+/** Whether an answer says the server held it (`Preference-Applied: wait=…`). */
+function wasHeld(response) {
+    return /(^|[\s,;])wait\b/i.test(headerLookup(response)('preference-applied') ?? '');
+}
+/** The system's code of a failed connection (`ECONNREFUSED`, `ERR_SSL_WRONG_VERSION_NUMBER`, …), if any. */
+function causeCode(error) {
+    for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+        const code = e.code;
+        if (typeof code === 'string')
+            return code;
+    }
+    return undefined;
+}
+function isLoopback(apiRoot) {
+    const host = new URL(apiRoot).hostname.replace(/^\[(.*)\]$/, '$1');
+    return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+function transportFailure(label, error, timeoutMs, apiRoot) {
+    if (error.reason === 'aborted')
+        return new AbortError(`${label}: aborted`, { request: label, cause: error });
+    if (error.reason === 'timeout') {
+        return new TimeoutError(`${label}: no answer within ${timeoutMs / 1000} s`, {
+            request: label,
+            cause: error
+        });
+    }
+    const code = causeCode(error.cause);
+    const root = new URL(apiRoot ?? 'http://unknown');
+    if (apiRoot !== undefined &&
+        root.protocol === 'https:' &&
+        (code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
+            code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' ||
+            /wrong version number|packet length too long|http request/i.test(error.message))) {
+        const plain = `http://${root.host}`;
+        return new ConnectionError(`${label}: the server does not speak TLS at ${root.host} — use ${plain} as the base URL`, { request: label, errorCode: 'tls_mismatch', cause: error });
+    }
+    if ((code === 'ECONNREFUSED' || /\bECONNREFUSED\b/.test(error.message)) && apiRoot !== undefined) {
+        return new ConnectionError(`${label}: connection refused at ${root.host}: nothing listens there; is the server running, and is the base URL right?`, { request: label, errorCode: 'connection_refused', cause: error });
+    }
+    return new ConnectionError(`${label}: connection failed (${error.message}); check base-url and the network`, {
+        request: label,
+        cause: error
+    });
+}
+function headerLookup(response) {
+    return name => {
+        const value = response.headers[name];
+        return Array.isArray(value) ? value[0] : value;
+    };
+}
+/**
+ * The API root for a base URL: `https://host` and `https://host/api/v1` both give
+ * `https://host/api/v1`. Credentials and query strings are refused so they never reach a log.
+ */
+function normalizeBaseUrl(value) {
+    const expected = 'expected an http(s) URL such as https://agents.example.com';
+    let url;
+    try {
+        url = new URL(value.trim());
+    }
+    catch {
+        throw new TypeError(`base-url ${showValue(value, 100)}: ${expected}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+        throw new TypeError(`base-url ${showValue(url.protocol)} scheme: ${expected}`);
+    }
+    if (url.username || url.password) {
+        throw new TypeError('base-url: must not contain credentials; pass the key as api-key');
+    }
+    if (url.search || url.hash) {
+        throw new TypeError(`base-url ${showValue(url.origin + url.pathname, 100)}: must not have a query or fragment`);
+    }
+    const path = url.pathname.replace(/\/+$/, '');
+    const root = path.endsWith(API_PREFIX) ? path : path + API_PREFIX;
+    return url.origin + root;
 }
 
 ;// CONCATENATED MODULE: ./src/client/run-readers.ts
@@ -48831,239 +49704,292 @@ function itemOfBlock(role, block) {
     }
 }
 
-;// CONCATENATED MODULE: ./src/client/retry.ts
-// The retry policy, in one place: which failures are worth repeating and how long to wait first.
-const DEFAULT_RETRY = { maxRetries: 2, baseDelayMs: 500, maxDelayMs: 8000 };
-/** A server-suggested delay is obeyed only within this range; anything else falls back to backoff. */
-const MAX_SERVER_DELAY_MS = 60_000;
-const RETRYABLE_STATUSES = new Set([408, 409, 429]);
-/**
- * Whether an answer with this status (or no answer at all, `status` undefined) should be retried.
- * A response header `x-should-retry: true|false` overrides the status-based rule.
- */
-function shouldRetry(status, header = () => undefined) {
-    const override = header('x-should-retry');
-    if (override === 'true')
-        return true;
-    if (override === 'false')
-        return false;
-    if (status === undefined)
-        return true;
-    return RETRYABLE_STATUSES.has(status) || status >= 500;
-}
-/**
- * The delay before retry number `retry` (1-based): the server's `retry-after-ms` or `Retry-After`
- * when it lies in 0–60 s, otherwise exponential backoff with up to 25 % jitter taken off.
- */
-function retryDelayMs(retry, header, options = DEFAULT_RETRY, random = Math.random, now = Date.now) {
-    const suggested = serverDelayMs(header, now);
-    if (suggested !== undefined)
-        return suggested;
-    const backoff = Math.min(options.baseDelayMs * 2 ** (retry - 1), options.maxDelayMs);
-    return Math.round(backoff * (1 - 0.25 * random()));
-}
-/** The delay a server asked for with `retry-after-ms` or `Retry-After` (seconds or HTTP date), if sane. */
-function serverDelayMs(header, now = Date.now) {
-    const ms = header('retry-after-ms');
-    if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms.trim())) {
-        const value = Number(ms);
-        if (value <= MAX_SERVER_DELAY_MS)
-            return Math.round(value);
+;// CONCATENATED MODULE: ./src/client/resources/artifacts.ts
+// `client.artifacts`: what a run produced, by its uid: the details (with a time-limited download
+// URL) and the bytes.
+
+
+
+
+
+
+/** An artifact (the run's changes, say) may be far larger than any API answer. */
+const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
+class Artifacts {
+    core;
+    constructor(core) {
+        this.core = core;
     }
-    const after = header('retry-after');
-    if (after === undefined)
-        return undefined;
-    const trimmed = after.trim();
-    let value;
-    if (/^\d+(\.\d+)?$/.test(trimmed))
-        value = Number(trimmed) * 1000;
-    else {
-        const date = Date.parse(trimmed);
-        if (Number.isNaN(date))
-            return undefined;
-        value = Math.max(0, date - now());
+    /** An artifact's details (for files, a time-limited download URL). */
+    async get(artifactUid, options = {}) {
+        const label = `GET /agent/artifacts/${artifactUid}`;
+        const response = await this.core.call('getArtifact', {
+            params: { artifact_uid: artifactUid },
+            signal: options.signal
+        });
+        return parseArtifactDetails(parseJson(response.body, label), label);
     }
-    return value <= MAX_SERVER_DELAY_MS ? Math.round(value) : undefined;
-}
-
-// EXTERNAL MODULE: external "node:http"
-var external_node_http_ = __nccwpck_require__(7067);
-;// CONCATENATED MODULE: external "node:https"
-const external_node_https_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:https");
-;// CONCATENATED MODULE: ./src/client/transport.ts
-// One HTTP exchange on @actions/http-client, which picks the agent (HTTPS_PROXY, NO_PROXY and
-// keep-alive) the way every GitHub Action does. We add what it lacks: a total time limit, an
-// AbortSignal, and a body reader that cannot hang when the connection dies half-way.
-
-
-
-/** Why no answer arrived. */
-class TransportError extends Error {
-    reason;
-    constructor(message, reason, options) {
-        super(message, options);
-        this.reason = reason;
-    }
-}
-/** Answers larger than this are refused rather than buffered: no run record comes near it. */
-const MAX_BODY_BYTES = 32 * 1024 * 1024;
-function createTransport(userAgent) {
-    const client = new HttpClient(userAgent, [], { keepAlive: true });
-    return {
-        close: () => client.dispose(),
-        stream(request) {
-            const url = new URL(request.url);
-            const secure = url.protocol === 'https:';
-            const dropped = new AbortController();
-            const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
-            if (signal.aborted)
-                return Promise.reject(new TransportError('request aborted', 'aborted'));
-            const info = {
-                parsedUrl: url,
-                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
-                options: {
-                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-                    port: url.port ? Number(url.port) : secure ? 443 : 80,
-                    path: url.pathname + url.search,
-                    method: request.method,
-                    headers: { ...request.headers },
-                    // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
-                    agent: client.getAgent(request.url),
-                    signal
-                }
-            };
-            return new Promise((resolve, reject) => {
-                let silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
-                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
-                    if (error || !response) {
-                        clearTimeout(silence);
-                        return reject(request.signal?.aborted
-                            ? new TransportError('request aborted', 'aborted', { cause: error })
-                            : new TransportError(dropped.signal.aborted
-                                ? `no answer within ${request.timeoutMs} ms`
-                                : error instanceof Error
-                                    ? error.message
-                                    : String(error), dropped.signal.aborted ? 'timeout' : 'connection', { cause: error }));
-                    }
-                    const message = response.message;
-                    const quiet = () => {
-                        clearTimeout(silence);
-                        silence = setTimeout(() => message.destroy(new Error('the stream went silent')), request.timeoutMs);
-                    };
-                    quiet();
-                    message.on('close', () => clearTimeout(silence));
-                    // Each chunk read restarts the silence timer. (A 'data' listener would set the message
-                    // flowing: what the server sent before the reader began iterating would be lost to it.)
-                    async function* chunks() {
-                        for await (const chunk of message) {
-                            quiet();
-                            yield chunk;
-                        }
-                    }
-                    resolve({
-                        status: message.statusCode ?? 0,
-                        headers: message.headers,
-                        chunks: chunks(),
-                        close: () => {
-                            clearTimeout(silence);
-                            message.destroy();
-                        }
-                    });
-                });
-            });
-        },
-        send(request) {
-            const url = new URL(request.url);
-            const timeout = AbortSignal.timeout(request.timeoutMs);
-            const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-            const classify = (error) => {
-                if (request.signal?.aborted)
-                    return new TransportError('request aborted', 'aborted', { cause: error });
-                if (timeout.aborted) {
-                    return new TransportError(`no answer within ${request.timeoutMs} ms`, 'timeout', { cause: error });
-                }
-                const message = error instanceof Error ? error.message : String(error);
-                return new TransportError(message, 'connection', { cause: error });
-            };
-            if (signal.aborted)
-                return Promise.reject(classify(signal.reason));
-            const secure = url.protocol === 'https:';
-            const info = {
-                parsedUrl: url,
-                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
-                options: {
-                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-                    port: url.port ? Number(url.port) : secure ? 443 : 80,
-                    path: url.pathname + url.search,
-                    method: request.method,
-                    headers: { ...request.headers },
-                    agent: client.getAgent(request.url),
-                    signal
-                }
-            };
-            return new Promise((resolve, reject) => {
-                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
-                    if (error || !response)
-                        return reject(classify(error));
-                    const message = response.message;
-                    const chunks = [];
-                    let size = 0;
-                    let done = false;
-                    const fail = (cause) => {
-                        if (done)
-                            return;
-                        done = true;
-                        message.destroy();
-                        reject(classify(cause));
-                    };
-                    message.on('data', (chunk) => {
-                        size += chunk.length;
-                        const limit = request.maxBytes ?? MAX_BODY_BYTES;
-                        if (size > limit)
-                            fail(new Error(`answer larger than ${limit} bytes`));
-                        else
-                            chunks.push(chunk);
-                    });
-                    message.on('error', fail);
-                    message.on('aborted', () => fail(new Error('connection closed before the answer was complete')));
-                    message.on('close', () => {
-                        if (!message.complete)
-                            fail(new Error('connection closed before the answer was complete'));
-                    });
-                    message.on('end', () => {
-                        if (done)
-                            return;
-                        done = true;
-                        const bytes = Buffer.concat(chunks);
-                        resolve({
-                            status: message.statusCode ?? 0,
-                            headers: message.headers,
-                            body: bytes.toString('utf8'),
-                            bytes
-                        });
-                    });
-                });
-            });
+    /**
+     * An artifact's bytes: reads its details, then follows the download URL (and its redirects).
+     * The key goes only to the service's own origin, never to a storage host elsewhere.
+     */
+    async download(artifactUid, options = {}) {
+        const details = await this.get(artifactUid, options);
+        const link = downloadUrlOf(details);
+        if (!link) {
+            throw new ParseError(`GET /agent/artifacts/${artifactUid}: the details carry no download URL`);
         }
-    };
+        const { apiRoot, timeoutMs } = this.core;
+        const origin = new URL(apiRoot).origin;
+        let url = new URL(link, apiRoot + '/');
+        for (let hop = 0;; hop++) {
+            // A download (or a redirect) to file:, data: or any other scheme is refused, not fetched.
+            if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+                throw new ParseError(`GET /agent/artifacts/${artifactUid}: the download URL's scheme ${showValue(url.protocol)} is refused; expected http(s)`);
+            }
+            const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
+            const headers = { accept: '*/*' };
+            if (url.origin === origin)
+                headers.authorization = `Bearer ${await this.core.bearer()}`;
+            let response;
+            try {
+                response = await this.core.transport.send({
+                    method: 'GET',
+                    url: url.href,
+                    headers,
+                    timeoutMs: Math.max(timeoutMs, 300_000),
+                    signal: options.signal,
+                    maxBytes: MAX_DOWNLOAD_BYTES
+                });
+            }
+            catch (error) {
+                if (error instanceof TransportError)
+                    throw transportFailure(label, error, timeoutMs);
+                throw error;
+            }
+            const header = headerLookup(response);
+            const location = header('location');
+            if (response.status >= 300 && response.status < 400 && location && hop < 5) {
+                url = new URL(location, url);
+                continue;
+            }
+            if (response.status >= 300) {
+                throw errorFromResponse(label, response.status, response.body, header('x-request-id'));
+            }
+            return {
+                details,
+                bytes: response.bytes ?? Buffer.from(response.body),
+                contentType: header('content-type')
+            };
+        }
+    }
 }
 
-;// CONCATENATED MODULE: ./src/client/sleep.ts
-/** Resolves after `ms`, or rejects with the signal's reason as soon as it fires. */
-function abortableSleep(ms, signal) {
-    if (signal?.aborted)
-        return Promise.reject(signal.reason);
-    return new Promise((resolve, reject) => {
-        const onAbort = () => {
-            clearTimeout(timer);
-            reject(signal?.reason);
+;// CONCATENATED MODULE: ./src/client/resources/environments.ts
+// `client.environments`: the environments the server runs agents in (never their variables or secrets).
+class Environments {
+    core;
+    constructor(core) {
+        this.core = core;
+    }
+    async list(options = {}) {
+        return ((await this.core.object('listEnvironments', options))
+            .environments ?? []);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/client/resources/events.ts
+// `client.events`: the events cursor, the changes of state of several runs of the team in the order
+// they happened (GET /agent/events).
+
+
+class Events {
+    core;
+    constructor(core) {
+        this.core = core;
+    }
+    /**
+     * One page of the events cursor: the changes of state of these runs (of the key's team) after
+     * `since`, in the order they happened, and the `next_since` to read on from.
+     */
+    async list(runIds, options = {}) {
+        const ids = runIds.map(id => this.core.id('run_id', id));
+        const query = new URLSearchParams({ run_ids: ids.join(',') });
+        if (options.since !== undefined)
+            query.set('since', String(options.since));
+        if (options.limit !== undefined)
+            query.set('limit', String(options.limit));
+        const page = await this.core.object('listEvents', { query, signal: options.signal });
+        if (!Array.isArray(page.events) || typeof page.next_since !== 'number')
+            throw new ParseError(`${this.core.label('listEvents', this.core.path('listEvents'))}: expected {events: [...], next_since}, got ${describeValue(page)}`);
+        return page;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/client/resources/models.ts
+// `client.models`: the models the configured agents accept, per environment, with the defaults.
+class Models {
+    core;
+    constructor(core) {
+        this.core = core;
+    }
+    list(options = {}) {
+        return this.core.object('listModels', options);
+    }
+}
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+;// CONCATENATED MODULE: ./src/client/stream.ts
+// A run followed on one request: the executor's event stream (GET /agent/runs/{id}/events with
+// Accept: text/event-stream) brings every transcript event and change of state as it happens, and
+// `done` with the run's final record once it ended. One stream per run is shared by whoever follows
+// it in this client (the live log and the wait): they subscribe, and it closes when the last one
+// lets go. A stream cut half-way is opened again after its last event (Last-Event-ID), so nothing
+// is lost or shown twice. A server without streams (404, 405, 406, an answer that is not an event
+// stream) or a stream that keeps failing ends with `unavailable` or `failed`: the subscribers then
+// go back to held reads and polling, from where the stream left them.
+
+
+/** Reconnects in a row, without an event between them, before the stream is given up. */
+const MAX_FAILURES = 5;
+/** Splits a text/event-stream body into messages (the WHATWG rules: fields, comments, blank lines). */
+async function* sseMessages(chunks) {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let message = { data: [] };
+    for await (const chunk of chunks) {
+        buffer += decoder.decode(chunk, { stream: true });
+        for (let end = buffer.search(/\r\n|\r|\n/); end >= 0; end = buffer.search(/\r\n|\r|\n/)) {
+            const line = buffer.slice(0, end);
+            // A lone \r at the end of the buffer may be the first half of \r\n: wait for more.
+            if (buffer[end] === '\r' && end === buffer.length - 1)
+                break;
+            buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
+            if (line === '') {
+                if (message.data.length > 0)
+                    yield { id: message.id, event: message.event || 'message', data: message.data.join('\n') };
+                message = { id: message.id, data: [] };
+                continue;
+            }
+            if (line.startsWith(':'))
+                continue;
+            const colon = line.indexOf(':');
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+            if (field === 'data')
+                message.data.push(value);
+            else if (field === 'event')
+                message.event = value;
+            else if (field === 'id' && !value.includes('\0'))
+                message.id = value;
+        }
+        // One line is never allowed to grow without bound.
+        if (buffer.length > 16 * 1024 * 1024)
+            throw new Error('an event stream line passed 16 MiB');
+    }
+}
+class RunEventStream {
+    runId;
+    open;
+    listeners = new Set();
+    stopper = new AbortController();
+    lastSeq;
+    lastRun;
+    requests = 0;
+    refusedWith;
+    /** Resolves when the stream is over, whatever the reason. */
+    ended;
+    constructor(runId, open, options = {}) {
+        this.runId = runId;
+        this.open = open;
+        this.lastSeq = options.after ?? 0;
+        options.signal?.addEventListener('abort', () => this.stopper.abort(), { once: true });
+        if (options.signal?.aborted)
+            this.stopper.abort();
+        const sleep = options.sleep ?? abortableSleep;
+        this.ended = this.run(sleep).then(outcome => ({
+            outcome,
+            run: this.lastRun,
+            lastSeq: this.lastSeq,
+            requests: this.requests,
+            status: this.refusedWith
+        }));
+    }
+    /** Adds a listener; the function removes it, and the last removal closes the stream. */
+    subscribe(listener) {
+        this.listeners.add(listener);
+        if (this.lastRun && listener.run) {
+            const run = this.lastRun;
+            queueMicrotask(() => listener.run?.(run));
+        }
+        return () => {
+            this.listeners.delete(listener);
+            if (this.listeners.size === 0)
+                this.stopper.abort();
         };
-        const timer = setTimeout(() => {
-            signal?.removeEventListener('abort', onAbort);
-            resolve();
-        }, Math.max(0, ms));
-        signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    }
+    async run(sleep) {
+        // Subscribers of this tick (the live log and the wait start together) all see the first event.
+        await new Promise(resolve => setImmediate(resolve));
+        let failures = 0;
+        let opened = false;
+        while (!this.stopper.signal.aborted) {
+            let response;
+            try {
+                this.requests++;
+                response = await this.open(this.runId, this.lastSeq, this.stopper.signal);
+                const type = String(response.headers['content-type'] ?? '');
+                if (response.status !== 200 || !/^text\/event-stream\b/i.test(type)) {
+                    response.close();
+                    // The first answer says whether this server streams; later ones are failures to ride out.
+                    if (!opened) {
+                        this.refusedWith = response.status;
+                        return 'unavailable';
+                    }
+                    throw new Error(`the stream answered ${response.status}`);
+                }
+                opened = true;
+                for await (const message of sseMessages(response.chunks)) {
+                    if (message.event === 'done') {
+                        const done = JSON.parse(message.data);
+                        if (done.run !== undefined)
+                            this.tellRun(parseRun(done.run, `the stream of run ${this.runId}`));
+                        response.close();
+                        return 'done';
+                    }
+                    const event = JSON.parse(message.data);
+                    const seq = Number(message.id ?? event.seq);
+                    if (!Number.isSafeInteger(seq) || seq <= this.lastSeq)
+                        continue;
+                    this.lastSeq = seq;
+                    failures = 0;
+                    const { run, ...shown } = event;
+                    for (const listener of [...this.listeners])
+                        listener.event?.(shown);
+                    if (run !== undefined)
+                        this.tellRun(parseRun(run, `the stream of run ${this.runId}`));
+                }
+            }
+            catch {
+                response?.close();
+                if (this.stopper.signal.aborted)
+                    break;
+                if (!opened)
+                    return 'unavailable';
+            }
+            // Cut (or ended without `done`): open it again after the last event, a little later each time.
+            if (++failures > MAX_FAILURES)
+                return 'failed';
+            await sleep(Math.min(250 * 2 ** (failures - 1), 5000), this.stopper.signal).catch(() => undefined);
+        }
+        return 'stopped';
+    }
+    tellRun(run) {
+        this.lastRun = run;
+        for (const listener of [...this.listeners])
+            listener.run?.(run);
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/client/wait.ts
@@ -49238,160 +50164,9 @@ function isTransient(error) {
         error instanceof ParseError);
 }
 
-;// CONCATENATED MODULE: ./src/client/stream.ts
-// A run followed on one request: the executor's event stream (GET /agent/runs/{id}/events with
-// Accept: text/event-stream) brings every transcript event and change of state as it happens, and
-// `done` with the run's final record once it ended. One stream per run is shared by whoever follows
-// it in this client (the live log and the wait): they subscribe, and it closes when the last one
-// lets go. A stream cut half-way is opened again after its last event (Last-Event-ID), so nothing
-// is lost or shown twice. A server without streams (404, 405, 406, an answer that is not an event
-// stream) or a stream that keeps failing ends with `unavailable` or `failed`: the subscribers then
-// go back to held reads and polling, from where the stream left them.
-
-
-/** Reconnects in a row, without an event between them, before the stream is given up. */
-const MAX_FAILURES = 5;
-/** Splits a text/event-stream body into messages (the WHATWG rules: fields, comments, blank lines). */
-async function* sseMessages(chunks) {
-    const decoder = new TextDecoder();
-    let buffer = '';
-    let message = { data: [] };
-    for await (const chunk of chunks) {
-        buffer += decoder.decode(chunk, { stream: true });
-        for (let end = buffer.search(/\r\n|\r|\n/); end >= 0; end = buffer.search(/\r\n|\r|\n/)) {
-            const line = buffer.slice(0, end);
-            // A lone \r at the end of the buffer may be the first half of \r\n: wait for more.
-            if (buffer[end] === '\r' && end === buffer.length - 1)
-                break;
-            buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
-            if (line === '') {
-                if (message.data.length > 0)
-                    yield { id: message.id, event: message.event || 'message', data: message.data.join('\n') };
-                message = { id: message.id, data: [] };
-                continue;
-            }
-            if (line.startsWith(':'))
-                continue;
-            const colon = line.indexOf(':');
-            const field = colon < 0 ? line : line.slice(0, colon);
-            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-            if (field === 'data')
-                message.data.push(value);
-            else if (field === 'event')
-                message.event = value;
-            else if (field === 'id' && !value.includes('\0'))
-                message.id = value;
-        }
-        // One line is never allowed to grow without bound.
-        if (buffer.length > 16 * 1024 * 1024)
-            throw new Error('an event stream line passed 16 MiB');
-    }
-}
-class RunEventStream {
-    runId;
-    open;
-    listeners = new Set();
-    stopper = new AbortController();
-    lastSeq;
-    lastRun;
-    requests = 0;
-    refusedWith;
-    /** Resolves when the stream is over, whatever the reason. */
-    ended;
-    constructor(runId, open, options = {}) {
-        this.runId = runId;
-        this.open = open;
-        this.lastSeq = options.after ?? 0;
-        options.signal?.addEventListener('abort', () => this.stopper.abort(), { once: true });
-        if (options.signal?.aborted)
-            this.stopper.abort();
-        const sleep = options.sleep ?? abortableSleep;
-        this.ended = this.run(sleep).then(outcome => ({
-            outcome,
-            run: this.lastRun,
-            lastSeq: this.lastSeq,
-            requests: this.requests,
-            status: this.refusedWith
-        }));
-    }
-    /** Adds a listener; the function removes it, and the last removal closes the stream. */
-    subscribe(listener) {
-        this.listeners.add(listener);
-        if (this.lastRun && listener.run) {
-            const run = this.lastRun;
-            queueMicrotask(() => listener.run?.(run));
-        }
-        return () => {
-            this.listeners.delete(listener);
-            if (this.listeners.size === 0)
-                this.stopper.abort();
-        };
-    }
-    async run(sleep) {
-        // Subscribers of this tick (the live log and the wait start together) all see the first event.
-        await new Promise(resolve => setImmediate(resolve));
-        let failures = 0;
-        let opened = false;
-        while (!this.stopper.signal.aborted) {
-            let response;
-            try {
-                this.requests++;
-                response = await this.open(this.runId, this.lastSeq, this.stopper.signal);
-                const type = String(response.headers['content-type'] ?? '');
-                if (response.status !== 200 || !/^text\/event-stream\b/i.test(type)) {
-                    response.close();
-                    // The first answer says whether this server streams; later ones are failures to ride out.
-                    if (!opened) {
-                        this.refusedWith = response.status;
-                        return 'unavailable';
-                    }
-                    throw new Error(`the stream answered ${response.status}`);
-                }
-                opened = true;
-                for await (const message of sseMessages(response.chunks)) {
-                    if (message.event === 'done') {
-                        const done = JSON.parse(message.data);
-                        if (done.run !== undefined)
-                            this.tellRun(parseRun(done.run, `the stream of run ${this.runId}`));
-                        response.close();
-                        return 'done';
-                    }
-                    const event = JSON.parse(message.data);
-                    const seq = Number(message.id ?? event.seq);
-                    if (!Number.isSafeInteger(seq) || seq <= this.lastSeq)
-                        continue;
-                    this.lastSeq = seq;
-                    failures = 0;
-                    const { run, ...shown } = event;
-                    for (const listener of [...this.listeners])
-                        listener.event?.(shown);
-                    if (run !== undefined)
-                        this.tellRun(parseRun(run, `the stream of run ${this.runId}`));
-                }
-            }
-            catch {
-                response?.close();
-                if (this.stopper.signal.aborted)
-                    break;
-                if (!opened)
-                    return 'unavailable';
-            }
-            // Cut (or ended without `done`): open it again after the last event, a little later each time.
-            if (++failures > MAX_FAILURES)
-                return 'failed';
-            await sleep(Math.min(250 * 2 ** (failures - 1), 5000), this.stopper.signal).catch(() => undefined);
-        }
-        return 'stopped';
-    }
-    tellRun(run) {
-        this.lastRun = run;
-        for (const listener of [...this.listeners])
-            listener.run?.(run);
-    }
-}
-
-;// CONCATENATED MODULE: ./src/client/client.ts
-// The typed client: thin methods over one request function that owns retries and error mapping.
+;// CONCATENATED MODULE: ./src/client/resources/runs.ts
+// `client.runs`: a run and what it is made of as it goes (its record, its live events, its
+// transcript and conversation), and what may be done to it (create, cancel, follow up, wait).
 
 
 
@@ -49400,85 +50175,52 @@ class RunEventStream {
 
 
 
-
-
-const DEFAULT_TIMEOUT_MS = 60_000;
 /** An event stream silent this long (the executor sends a comment every 15 s) is taken as cut. */
 const STREAM_SILENCE_MS = 60_000;
-/** An artifact (the run's changes, say) may be far larger than any API answer. */
-const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
-/** The create endpoint, and the deprecated one older servers have instead. */
-const CREATE_PATH = apiPath('createRun');
-const LEGACY_CREATE_PATH = apiPath('createRunLegacy');
 /**
  * A 409 on cancel means "not yet" (a PENDING run) unless it says the run ended: up to ~40 s of
  * backoff (0.5, 1, 2, 4, then 8 s each); callers bound it with their own deadline (signal).
  */
 const CANCEL_RETRIES = 8;
-class AgentRunClient {
-    apiRoot;
-    apiKey;
-    credential;
-    retry;
-    timeoutMs;
-    transport;
-    sleep;
-    random;
-    onRetry;
-    keyName;
+class Runs {
+    core;
     /** The live event streams of runs, shared by whoever follows each run (stream.ts). */
     streams = new Map();
     /** False once the server showed it has no event streams: runs are then followed by reads. */
     streamsOffered;
-    /** Where creates go; moves to the legacy path once a server shows it has no other. */
-    createPath = CREATE_PATH;
-    constructor(options) {
-        this.apiRoot = normalizeBaseUrl(options.baseUrl);
-        this.credential = options.credential;
-        if (this.credential === undefined) {
-            if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
-                throw new TypeError('apiKey: expected a non-empty API key');
-            }
-            if (/[\r\n]/.test(options.apiKey))
-                throw new TypeError('apiKey: the key must be one line');
-        }
-        this.apiKey = (options.apiKey ?? '').trim();
-        this.retry = { ...DEFAULT_RETRY, maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries };
-        this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-        this.transport = options.transport ?? createTransport(options.userAgent ?? 'agent-run-client');
-        this.sleep = options.sleep ?? abortableSleep;
-        this.random = options.random ?? Math.random;
-        this.onRetry = options.onRetry;
-        this.keyName = options.keyName ?? 'the api-key secret';
+    /** Where creates go; moves to the deprecated endpoint once a server shows it has no other. */
+    createEndpoint = 'createRun';
+    constructor(core) {
+        this.core = core;
     }
     /**
      * Starts a run. Answers at once with its id; the agent starts asynchronously. Creates go to
      * `POST /agent/runs`; a server without that route (405, or a 404 that is not about the request)
      * gets the deprecated `POST /agent/run` instead, from then on.
      */
-    async createRun(body, options = {}) {
+    async create(body, options = {}) {
         const idempotencyKey = options.idempotencyKey ?? (0,external_node_crypto_.randomUUID)();
         if (!isValidIdempotencyKey(idempotencyKey)) {
             throw new TypeError(`idempotencyKey ${showValue(idempotencyKey)}: expected ${IDEMPOTENCY_KEY_FORM}`);
         }
-        const send = (path) => this.request('POST', path, {
-            body: JSON.stringify(body),
+        const send = (name) => this.core.call(name, {
+            json: body,
             headers: { 'idempotency-key': idempotencyKey },
             signal: options.signal,
             maxRetries: options.maxRetries
         });
-        let path = this.createPath;
+        let name = this.createEndpoint;
         let response;
         try {
-            response = await send(path);
+            response = await send(name);
         }
         catch (error) {
-            if (path === LEGACY_CREATE_PATH || !isMissingRoute(error))
+            if (name === 'createRunLegacy' || !isMissingRoute(error))
                 throw error;
-            this.createPath = path = LEGACY_CREATE_PATH;
-            response = await send(path);
+            this.createEndpoint = name = 'createRunLegacy';
+            response = await send(name);
         }
-        const what = `POST ${API_PREFIX}${path}`;
+        const what = this.core.label(name, this.core.path(name));
         const record = parseJson(response.body, what);
         const runId = record?.run_id ?? record?.task_id;
         if (!isIdSegment(runId)) {
@@ -49487,34 +50229,33 @@ class AgentRunClient {
         return { ...record, run_id: runId };
     }
     /** Reads a run's current record. */
-    async getRun(runId, options = {}) {
-        const response = await this.request('GET', runPath('getRun', runId), { signal: options.signal });
+    async get(runId, options = {}) {
+        const response = await this.core.call('getRun', { params: { run_id: runId }, signal: options.signal });
         return parseRun(parseJson(response.body, `GET /agent/runs/${runId}`), `GET /agent/runs/${runId}`);
     }
     /**
      * Reads a run conditionally: with the last ETag and `Prefer: wait`, a server that supports them
      * answers when the run changes (or 304 after the wait); one that doesn't answers at once.
      */
-    async pollRun(runId, options = {}) {
+    async poll(runId, options = {}) {
         const headers = {};
         if (options.etag)
             headers['if-none-match'] = options.etag;
         const wait = Math.max(0, Math.floor(options.waitSeconds ?? 0));
         if (wait > 0)
             headers.prefer = `wait=${wait}`;
-        const response = await this.request('GET', runPath('getRun', runId), {
+        const response = await this.core.call('getRun', {
+            params: { run_id: runId },
             headers,
             signal: options.signal,
-            timeoutMs: Math.max(this.timeoutMs, (wait + 10) * 1000)
+            timeoutMs: Math.max(this.core.timeoutMs, (wait + 10) * 1000)
         });
         const header = headerLookup(response);
-        const applied = header('preference-applied') ?? '';
-        const etag = header('etag') ?? options.etag;
         const retryAfter = header('retry-after');
         const result = {
-            etag,
-            held: /(^|[\s,;])wait\b/i.test(applied),
-            retryAfterMs: retryAfter === undefined ? undefined : retryDelayMs(1, header, this.retry, () => 0)
+            etag: header('etag') ?? options.etag,
+            held: wasHeld(response),
+            retryAfterMs: retryAfter === undefined ? undefined : this.core.retryAfterMs(header)
         };
         if (response.status === 304)
             return result;
@@ -49522,7 +50263,7 @@ class AgentRunClient {
         return result;
     }
     /** Lists one page of runs, newest first. */
-    async listRuns(query = {}, options = {}) {
+    async list(query = {}, options = {}) {
         const params = new URLSearchParams();
         for (const [name, value] of Object.entries(query)) {
             if (value === undefined || value === null)
@@ -49535,8 +50276,7 @@ class AgentRunClient {
             for (const item of Array.isArray(value) ? value : [value])
                 params.append(name, String(item));
         }
-        const search = params.size > 0 ? `?${params.toString()}` : '';
-        const response = await this.request('GET', `${apiPath('listRuns')}${search}`, { signal: options.signal });
+        const response = await this.core.call('listRuns', { query: params, signal: options.signal });
         const value = parseJson(response.body, 'GET /agent/runs');
         if (!value || !Array.isArray(value.runs)) {
             throw new ParseError(`GET /agent/runs: expected {runs: [...]}, got ${describeValue(value)}`);
@@ -49545,10 +50285,10 @@ class AgentRunClient {
         return { runs: value.runs.map(run => parseRun(run, 'GET /agent/runs')), page_info: pageInfo };
     }
     /** Every run matching the query, page after page. */
-    async *iterateRuns(query = {}, options = {}) {
+    async *iterate(query = {}, options = {}) {
         let cursor = query.cursor;
         for (;;) {
-            const page = await this.listRuns({ ...query, cursor }, options);
+            const page = await this.list({ ...query, cursor }, options);
             yield* page.runs;
             const next = page.page_info.next_cursor;
             if (!page.page_info.has_next_page || !next || next === cursor)
@@ -49561,8 +50301,9 @@ class AgentRunClient {
      * the run id. A 409 that does not say the run already ended (the service answers so while a run
      * is PENDING) is retried with backoff; one that does is thrown at once as a ConflictError.
      */
-    async cancelRun(runId, options = {}) {
-        const response = await this.request('POST', runPath('cancelRun', runId), {
+    async cancel(runId, options = {}) {
+        const response = await this.core.call('cancelRun', {
+            params: { run_id: runId },
             body: options.reason === undefined ? '' : JSON.stringify({ reason: options.reason }),
             signal: options.signal,
             maxRetries: options.maxRetries ?? CANCEL_RETRIES,
@@ -49579,12 +50320,11 @@ class AgentRunClient {
      * server without the endpoint (404 route_not_found, or 405) gives a NotFoundError with error code
      * `route_not_found` whose message names the missing endpoint.
      */
-    async submitFollowup(runId, followup, options = {}) {
+    async followUp(runId, followup, options = {}) {
         if (typeof followup?.message !== 'string' || followup.message.trim() === '') {
             throw new InvalidRequestError(`follow-up message ${showValue(followup?.message)}: expected a non-empty string`, { request: 'follow-up' });
         }
-        const path = runPath('submitFollowup', runId);
-        const label = `POST ${API_PREFIX}${path}`;
+        const label = this.core.label('submitFollowup', this.core.path('submitFollowup', { run_id: runId }));
         const body = { message: followup.message };
         if (followup.mode !== undefined)
             body.mode = followup.mode;
@@ -49592,8 +50332,9 @@ class AgentRunClient {
         try {
             // A follow-up is not idempotent (a replay adds a turn): only answers that say it was not
             // taken (429, 503) are retried.
-            response = await this.request('POST', path, {
-                body: JSON.stringify(body),
+            response = await this.core.call('submitFollowup', {
+                params: { run_id: runId },
+                json: body,
                 signal: options.signal,
                 isFinal: error => error.status !== 429 && error.status !== 503
             });
@@ -49614,20 +50355,22 @@ class AgentRunClient {
      * it; the last to let go closes it). Undefined when this server has shown it has no streams, or
      * the client's transport cannot stream: follow the run by reads then.
      */
-    runEvents(runId, options = {}) {
-        if (this.streamsOffered === false || !this.transport.stream)
+    stream(runId, options = {}) {
+        const { transport } = this.core;
+        if (this.streamsOffered === false || !transport.stream)
             return undefined;
-        const path = runPath('getRunEvents', runId);
+        const path = this.core.path('getRunEvents', { run_id: runId });
         const existing = this.streams.get(runId);
         if (existing)
             return existing;
-        const stream = new RunEventStream(runId, (_id, after, signal) => this.transport.stream({
+        const stream = new RunEventStream(runId, async (_id, after, signal) => transport.stream({
             method: 'GET',
-            url: `${this.apiRoot}${path}${after > 0 ? `?after=${after}` : ''}`,
-            headers: { accept: 'text/event-stream', authorization: `Bearer ${this.apiKey}` },
-            timeoutMs: Math.max(this.timeoutMs, STREAM_SILENCE_MS),
+            url: `${this.core.apiRoot}${path}${after > 0 ? `?after=${after}` : ''}`,
+            // Asked at every (re)connection, as a request does: an OIDC token may have been renewed.
+            headers: { accept: 'text/event-stream', authorization: `Bearer ${await this.core.bearer()}` },
+            timeoutMs: Math.max(this.core.timeoutMs, STREAM_SILENCE_MS),
             signal
-        }), { signal: options.signal, sleep: this.sleep });
+        }), { signal: options.signal, sleep: this.core.sleep });
         this.streams.set(runId, stream);
         void stream.ended.then(end => {
             if (this.streams.get(runId) === stream)
@@ -49641,32 +50384,19 @@ class AgentRunClient {
         });
         return stream;
     }
-    /**
-     * One page of the events cursor: the changes of state of these runs (of the key's team) after
-     * `since`, in the order they happened, and the `next_since` to read on from.
-     */
-    async listEvents(runIds, options = {}) {
-        for (const id of runIds)
-            runPath('getRun', id);
-        const params = new URLSearchParams({ run_ids: runIds.map(id => id.trim()).join(',') });
-        if (options.since !== undefined)
-            params.set('since', String(options.since));
-        if (options.limit !== undefined)
-            params.set('limit', String(options.limit));
-        const page = await this.json('GET', `${apiPath('listEvents')}?${params}`, undefined, options);
-        const label = `GET ${API_PREFIX}${apiPath('listEvents')}`;
-        if (!Array.isArray(page.events) || typeof page.next_since !== 'number')
-            throw new ParseError(`${label}: expected {events: [...], next_since}, got ${describeValue(page)}`);
-        return page;
-    }
     /** Waits until the run reaches a terminal state, the deadline passes, or the signal fires. */
-    waitForRun(runId, options = {}) {
-        return waitForRun(this, runId, options);
+    wait(runId, options = {}) {
+        const poller = {
+            pollRun: (id, pollOptions) => this.poll(id, pollOptions),
+            runEvents: (id, streamOptions) => this.stream(id, streamOptions)
+        };
+        return waitForRun(poller, runId, options);
     }
     /** The run's conversation in the service's normalized shape; see isUnsupported() for services without it. */
-    async getConversation(runId, options = {}) {
+    async conversation(runId, options = {}) {
         const label = `GET /agent/runs/${runId}/conversation`;
-        const response = await this.request('GET', runPath('getConversation', runId), {
+        const response = await this.core.call('getConversation', {
+            params: { run_id: runId },
             signal: options.signal
         });
         return parseConversation(parseJson(response.body, label), label);
@@ -49676,37 +50406,37 @@ class AgentRunClient {
      * holds the answer until a newer event exists. One page: `transcript.has_more` says more follow
      * (read again with `after: transcript.next_after`). Undefined when the answer is not such a list.
      */
-    async getTranscript(runId, options = {}) {
+    async transcript(runId, options = {}) {
         const wait = Math.max(0, Math.floor(options.waitSeconds ?? 0));
-        const params = new URLSearchParams();
+        const query = new URLSearchParams();
         if (options.after !== undefined)
-            params.set('after', String(options.after));
+            query.set('after', String(options.after));
         if (options.limit !== undefined)
-            params.set('limit', String(options.limit));
-        const query = params.size > 0 ? `?${params}` : '';
-        const response = await this.request('GET', `${runPath('getTranscript', runId)}${query}`, {
+            query.set('limit', String(options.limit));
+        const response = await this.core.call('getTranscript', {
+            params: { run_id: runId },
+            query,
             headers: wait > 0 ? { prefer: `wait=${wait}` } : {},
             signal: options.signal,
-            timeoutMs: Math.max(this.timeoutMs, (wait + 10) * 1000)
+            timeoutMs: Math.max(this.core.timeoutMs, (wait + 10) * 1000)
         });
         const transcript = parseTranscript(response.body);
         if (!transcript)
             return undefined;
-        const held = /(^|[\s,;])wait\b/i.test(headerLookup(response)('preference-applied') ?? '');
-        return { transcript, held };
+        return { transcript, held: wasHeld(response) };
     }
     /**
      * The whole transcript, read page after page until the server says no more follow (at most
      * `maxPages` pages, default 1000: `has_more` stays true on the answer when that cut it short).
      */
-    async getWholeTranscript(runId, options = {}) {
-        const first = await this.getTranscript(runId, { signal: options.signal });
+    async wholeTranscript(runId, options = {}) {
+        const first = await this.transcript(runId, { signal: options.signal });
         if (!first)
             return undefined;
         const whole = first.transcript;
         for (let pages = 1; whole.has_more && pages < (options.maxPages ?? 1000); pages++) {
             const after = whole.next_after ?? whole.events.at(-1)?.seq ?? 0;
-            const next = (await this.getTranscript(runId, { after, signal: options.signal }))?.transcript;
+            const next = (await this.transcript(runId, { after, signal: options.signal }))?.transcript;
             if (!next || next.events.length === 0)
                 break;
             whole.events.push(...next.events);
@@ -49714,238 +50444,6 @@ class AgentRunClient {
         }
         return whole;
     }
-    /** An artifact's details (for files, a time-limited download URL). */
-    async getArtifact(artifactUid, options = {}) {
-        const label = `GET /agent/artifacts/${artifactUid}`;
-        const response = await this.request('GET', artifactPath(artifactUid), { signal: options.signal });
-        return parseArtifactDetails(parseJson(response.body, label), label);
-    }
-    /**
-     * An artifact's bytes: reads its details, then follows the download URL (and its redirects).
-     * The key goes only to the service's own origin, never to a storage host elsewhere.
-     */
-    async downloadArtifact(artifactUid, options = {}) {
-        const details = await this.getArtifact(artifactUid, options);
-        const link = downloadUrlOf(details);
-        if (!link) {
-            throw new ParseError(`GET /agent/artifacts/${artifactUid}: the details carry no download URL`);
-        }
-        const origin = new URL(this.apiRoot).origin;
-        let url = new URL(link, this.apiRoot + '/');
-        for (let hop = 0;; hop++) {
-            // A download (or a redirect) to file:, data: or any other scheme is refused, not fetched.
-            if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-                throw new ParseError(`GET /agent/artifacts/${artifactUid}: the download URL's scheme ${showValue(url.protocol)} is refused; expected http(s)`);
-            }
-            const label = `GET ${url.origin === origin ? url.pathname : `${url.origin}${url.pathname}`}`;
-            const headers = { accept: '*/*' };
-            if (url.origin === origin)
-                headers.authorization = `Bearer ${await this.bearer()}`;
-            let response;
-            try {
-                response = await this.transport.send({
-                    method: 'GET',
-                    url: url.href,
-                    headers,
-                    timeoutMs: Math.max(this.timeoutMs, 300_000),
-                    signal: options.signal,
-                    maxBytes: MAX_DOWNLOAD_BYTES
-                });
-            }
-            catch (error) {
-                if (error instanceof TransportError)
-                    throw transportFailure(label, error, this.timeoutMs);
-                throw error;
-            }
-            const location = headerLookup(response)('location');
-            if (response.status >= 300 && response.status < 400 && location && hop < 5) {
-                url = new URL(location, url);
-                continue;
-            }
-            if (response.status >= 300) {
-                throw errorFromResponse(label, response.status, response.body, headerLookup(response)('x-request-id'));
-            }
-            const type = headerLookup(response)('content-type');
-            return { details, bytes: response.bytes ?? Buffer.from(response.body), contentType: type };
-        }
-    }
-    close() {
-        this.transport.close();
-    }
-    // scheduled agents and the catalogue (the executor's and the service's /agent/schedules,
-    // /agent/environments, /agent/models)
-    async listSchedules(options = {}) {
-        const body = await this.json('GET', apiPath('listSchedules'), undefined, options);
-        return body.schedules ?? [];
-    }
-    async getSchedule(scheduleId, options = {}) {
-        return (await this.json('GET', schedulePath('getSchedule', scheduleId), undefined, options));
-    }
-    /** Not retried: a create whose answer was lost may have made the schedule (list to find it). */
-    async createSchedule(body, options = {}) {
-        return (await this.json('POST', apiPath('createSchedule'), body, {
-            ...options,
-            maxRetries: 0
-        }));
-    }
-    /** Replaces the settings: name, cron_schedule, prompt and enabled are required. */
-    async updateSchedule(scheduleId, body, options = {}) {
-        return (await this.json('PUT', schedulePath('updateSchedule', scheduleId), body, options));
-    }
-    async deleteSchedule(scheduleId, options = {}) {
-        await this.json('DELETE', schedulePath('deleteSchedule', scheduleId), undefined, options);
-    }
-    async pauseSchedule(scheduleId, options = {}) {
-        return (await this.json('POST', schedulePath('pauseSchedule', scheduleId), undefined, options));
-    }
-    async resumeSchedule(scheduleId, options = {}) {
-        return (await this.json('POST', schedulePath('resumeSchedule', scheduleId), undefined, options));
-    }
-    // webhook endpoints (the executor's /agent/webhooks): signed events of the team's runs
-    async listWebhooks(options = {}) {
-        const body = await this.json('GET', apiPath('listWebhooks'), undefined, options);
-        return body.webhooks ?? [];
-    }
-    async getWebhook(webhookId, options = {}) {
-        return (await this.json('GET', webhookPath('getWebhook', webhookId), undefined, options));
-    }
-    /** The answer holds the signing secret, shown only here and on rotation. Not retried (list to find one a lost answer made). */
-    async createWebhook(body, options = {}) {
-        return (await this.json('POST', apiPath('createWebhook'), body, {
-            ...options,
-            maxRetries: 0
-        }));
-    }
-    async deleteWebhook(webhookId, options = {}) {
-        await this.json('DELETE', webhookPath('deleteWebhook', webhookId), undefined, options);
-    }
-    /** A new secret; the old one still signs during the executor's rotation grace period. Not retried. */
-    async rotateWebhookSecret(webhookId, options = {}) {
-        return (await this.json('POST', webhookPath('rotateWebhookSecret', webhookId), undefined, {
-            ...options,
-            maxRetries: 0
-        }));
-    }
-    /** The endpoint's deliveries, newest first. */
-    async listWebhookDeliveries(webhookId, options = {}) {
-        const body = await this.json('GET', webhookPath('listWebhookDeliveries', webhookId), undefined, options);
-        return body.deliveries ?? [];
-    }
-    async retryWebhookDelivery(webhookId, deliveryId, options = {}) {
-        if (typeof deliveryId !== 'string' || !isIdSegment(deliveryId.trim()))
-            throw new InvalidRequestError(`delivery id ${showValue(deliveryId)}: expected ${ID_SEGMENT_FORM}`, {
-                request: 'delivery id'
-            });
-        const path = apiPath('retryWebhookDelivery', {
-            webhook_id: webhookSegment(webhookId),
-            delivery_id: deliveryId.trim()
-        });
-        return (await this.json('POST', path, undefined, options));
-    }
-    async listEnvironments(options = {}) {
-        const body = await this.json('GET', apiPath('listEnvironments'), undefined, options);
-        return body.environments ?? [];
-    }
-    async listModels(options = {}) {
-        return (await this.json('GET', apiPath('listModels'), undefined, options));
-    }
-    /** One request whose answer is a JSON object. */
-    async json(method, path, body, options) {
-        const label = `${method} ${API_PREFIX}${path}`;
-        const response = await this.request(method, path, {
-            body: body === undefined ? undefined : JSON.stringify(body),
-            signal: options.signal,
-            maxRetries: options.maxRetries
-        });
-        const value = parseJson(response.body, label);
-        if (value === null || typeof value !== 'object' || Array.isArray(value))
-            throw new ParseError(`${label}: expected a JSON object, got ${describeValue(value)}`);
-        return value;
-    }
-    /** The key, or the credential function's current token (one line, never empty). */
-    async bearer() {
-        if (this.credential === undefined)
-            return this.apiKey;
-        const value = (await this.credential()).trim();
-        if (value === '' || /[\r\n\s]/.test(value))
-            throw new TypeError('credential: expected a non-empty token on one line');
-        return value;
-    }
-    async request(method, path, options) {
-        const label = `${method} ${API_PREFIX}${path.split('?')[0]}`;
-        const maxRetries = options.maxRetries ?? this.retry.maxRetries;
-        const headers = {
-            accept: 'application/json',
-            authorization: '',
-            ...options.headers
-        };
-        if (options.body !== undefined)
-            headers['content-type'] = 'application/json';
-        for (let attempt = 0;; attempt++) {
-            // Asked on every attempt: a token may have been renewed while the last one waited.
-            headers.authorization = `Bearer ${await this.bearer()}`;
-            let failure;
-            let header = () => undefined;
-            try {
-                const response = await this.transport.send({
-                    method,
-                    url: this.apiRoot + path,
-                    headers,
-                    body: options.body,
-                    timeoutMs: options.timeoutMs ?? this.timeoutMs,
-                    signal: options.signal
-                });
-                if (response.status < 400)
-                    return response;
-                header = headerLookup(response);
-                failure = errorFromResponse(label, response.status, response.body, header('x-request-id'), {
-                    keyName: this.keyName,
-                    token: this.credential !== undefined,
-                    apiRoot: this.apiRoot
-                });
-                // A problem body that says `retryable: false` is believed, unless x-should-retry says otherwise.
-                // Not for a cancel's 409 that does not say the run ended: the service documents "409 while
-                // PENDING, retry after a moment", whatever the flag says; isFinal decides those.
-                const conflictRetried = options.retryConflicts === true && failure instanceof ConflictError;
-                const refused = failure.problem?.retryable === false && header('x-should-retry') === undefined && !conflictRetried;
-                if (attempt >= maxRetries || refused || options.isFinal?.(failure))
-                    throw failure;
-                if (!shouldRetry(response.status, header))
-                    throw failure;
-            }
-            catch (error) {
-                if (error instanceof AgentRunError && !(error instanceof ConnectionError))
-                    throw error;
-                if (!(error instanceof TransportError))
-                    throw error;
-                failure = transportFailure(label, error, options.timeoutMs ?? this.timeoutMs, this.apiRoot);
-                if (failure instanceof AbortError || attempt >= maxRetries)
-                    throw failure;
-                // Plain http at an https URL never starts working; a refused local port is a server not
-                // running: one retry (a restart may be under way), not a quarter of a minute of backoff.
-                if (failure.errorCode === 'tls_mismatch')
-                    throw failure;
-                if (failure.errorCode === 'connection_refused' && isLoopback(this.apiRoot) && attempt >= 1)
-                    throw failure;
-            }
-            const delayMs = retryDelayMs(attempt + 1, header, this.retry, this.random);
-            this.onRetry?.({ request: label, retry: attempt + 1, delayMs, reason: failure.message });
-            try {
-                await this.sleep(delayMs, options.signal);
-            }
-            catch (error) {
-                throw new AbortError(`${label}: aborted`, { request: label, cause: error });
-            }
-        }
-    }
-}
-/** A 405, or a 404 about the route rather than the request (never `environment_not_found`). */
-function isMissingRoute(error) {
-    if (!(error instanceof AgentRunError))
-        return false;
-    if (error.status === 405)
-        return true;
-    return (error instanceof NotFoundError && (error.errorCode === undefined || error.errorCode === 'route_not_found'));
 }
 /** Whether a 409 on cancel says the run has already ended (our executor's code, or the words). */
 function saysFinished(error) {
@@ -49953,119 +50451,198 @@ function saysFinished(error) {
         return true;
     return /\b(already (ended|finished|terminal|completed)|is (SUCCEEDED|FAILED|ERROR|CANCELLED))\b/i.test(error.detail ?? '');
 }
-/** The system's code of a failed connection (`ECONNREFUSED`, `ERR_SSL_WRONG_VERSION_NUMBER`, …), if any. */
-function causeCode(error) {
-    for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-        const code = e.code;
-        if (typeof code === 'string')
-            return code;
+
+;// CONCATENATED MODULE: ./src/client/resources/schedules.ts
+// `client.schedules`: scheduled agents (the executor's and the service's /agent/schedules).
+class Schedules {
+    core;
+    constructor(core) {
+        this.core = core;
     }
-    return undefined;
+    async list(options = {}) {
+        return ((await this.core.object('listSchedules', options)).schedules ?? []);
+    }
+    get(scheduleId, options = {}) {
+        return this.one('getSchedule', scheduleId, options);
+    }
+    /** Not retried: a create whose answer was lost may have made the schedule (list to find it). */
+    create(body, options = {}) {
+        return this.core.object('createSchedule', { ...options, json: body, maxRetries: 0 });
+    }
+    /** Replaces the settings: name, cron_schedule, prompt and enabled are required. */
+    update(scheduleId, body, options = {}) {
+        return this.one('updateSchedule', scheduleId, { ...options, json: body });
+    }
+    async delete(scheduleId, options = {}) {
+        await this.one('deleteSchedule', scheduleId, options);
+    }
+    pause(scheduleId, options = {}) {
+        return this.one('pauseSchedule', scheduleId, options);
+    }
+    resume(scheduleId, options = {}) {
+        return this.one('resumeSchedule', scheduleId, options);
+    }
+    /** A request about one schedule, answered by its record. */
+    one(name, scheduleId, call) {
+        return this.core.object(name, { ...call, params: { schedule_id: scheduleId } });
+    }
 }
-function isLoopback(apiRoot) {
-    const host = new URL(apiRoot).hostname.replace(/^\[(.*)\]$/, '$1');
-    return host === 'localhost' || host === '::1' || /^127\./.test(host);
-}
-function transportFailure(label, error, timeoutMs, apiRoot) {
-    if (error.reason === 'aborted')
-        return new AbortError(`${label}: aborted`, { request: label, cause: error });
-    if (error.reason === 'timeout') {
-        return new TimeoutError(`${label}: no answer within ${timeoutMs / 1000} s`, {
-            request: label,
-            cause: error
+
+;// CONCATENATED MODULE: ./src/client/resources/webhooks.ts
+// `client.webhooks`: the team's webhook endpoints (the executor's /agent/webhooks), which receive
+// signed events of its runs, and their deliveries.
+class Webhooks {
+    core;
+    constructor(core) {
+        this.core = core;
+    }
+    async list(options = {}) {
+        return (await this.core.object('listWebhooks', options)).webhooks ?? [];
+    }
+    get(webhookId, options = {}) {
+        return this.one('getWebhook', webhookId, options);
+    }
+    /** The answer holds the signing secret, shown only here and on rotation. Not retried (list to find one a lost answer made). */
+    create(body, options = {}) {
+        return this.core.object('createWebhook', { ...options, json: body, maxRetries: 0 });
+    }
+    async delete(webhookId, options = {}) {
+        await this.one('deleteWebhook', webhookId, options);
+    }
+    /** A new secret; the old one still signs during the executor's rotation grace period. Not retried. */
+    rotateSecret(webhookId, options = {}) {
+        return this.one('rotateWebhookSecret', webhookId, { ...options, maxRetries: 0 });
+    }
+    /** The endpoint's deliveries, newest first. */
+    async deliveries(webhookId, options = {}) {
+        const answer = await this.one('listWebhookDeliveries', webhookId, options);
+        return answer.deliveries ?? [];
+    }
+    /** Attempts a delivery once more, now (a disabled endpoint is enabled again). */
+    retryDelivery(webhookId, deliveryId, options = {}) {
+        return this.core.object('retryWebhookDelivery', {
+            ...options,
+            params: { webhook_id: webhookId, delivery_id: deliveryId }
         });
     }
-    const code = causeCode(error.cause);
-    const root = new URL(apiRoot ?? 'http://unknown');
-    if (apiRoot !== undefined &&
-        root.protocol === 'https:' &&
-        (code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
-            code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' ||
-            /wrong version number|packet length too long|http request/i.test(error.message))) {
-        const plain = `http://${root.host}`;
-        return new ConnectionError(`${label}: the server does not speak TLS at ${root.host} — use ${plain} as the base URL`, { request: label, errorCode: 'tls_mismatch', cause: error });
+    /** A request about one endpoint. */
+    one(name, webhookId, call) {
+        return this.core.object(name, { ...call, params: { webhook_id: webhookId } });
     }
-    if ((code === 'ECONNREFUSED' || /\bECONNREFUSED\b/.test(error.message)) && apiRoot !== undefined) {
-        return new ConnectionError(`${label}: connection refused at ${root.host}: nothing listens there; is the server running, and is the base URL right?`, { request: label, errorCode: 'connection_refused', cause: error });
-    }
-    return new ConnectionError(`${label}: connection failed (${error.message}); check base-url and the network`, {
-        request: label,
-        cause: error
-    });
 }
-function headerLookup(response) {
-    return name => {
-        const value = response.headers[name];
-        return Array.isArray(value) ? value[0] : value;
-    };
-}
-/** An endpoint's path below the API root (`/agent/runs/…`), from the endpoint table. */
-function apiPath(name, params) {
-    const path = endpointPath(name, params);
-    return path.startsWith(API_PREFIX) ? path.slice(API_PREFIX.length) : path;
-}
-// An id goes into a URL path: `..` would climb to another endpoint (`/agent/runs/..` + `/cancel`
-// is `POST /agent/cancel`), so only plain segments are sent.
-function artifactPath(uid) {
-    if (typeof uid !== 'string' || !isIdSegment(uid.trim())) {
-        throw new InvalidRequestError(`artifact uid ${showValue(uid)}: expected ${ID_SEGMENT_FORM}`, {
-            request: 'artifact uid'
-        });
+
+;// CONCATENATED MODULE: ./src/client/client.ts
+// The typed client: one resource object per kind of thing the API serves (`client.runs`,
+// `client.schedules`, …, each in resources/), all sharing one transport (core.ts) that owns the
+// credential, retries and error mapping and takes each endpoint's method and path from the table.
+// The flat methods of earlier versions (`client.getRun`, …) remain as one-line delegations typed
+// by the resource method each names, so the two cannot drift apart.
+
+
+
+
+
+
+
+
+
+
+class AgentRunClient {
+    /** The API root every request goes below (`https://host/api/v1`). */
+    apiRoot;
+    /** Runs: create, get, poll, list, iterate, cancel, followUp, stream, wait, transcript, conversation. */
+    runs;
+    /** The events cursor over several runs of the team. */
+    events;
+    /** What runs produced: details and downloads. */
+    artifacts;
+    /** Scheduled agents. */
+    schedules;
+    /** Webhook endpoints and their deliveries. */
+    webhooks;
+    /** The environments the server runs agents in. */
+    environments;
+    /** The models the configured agents accept. */
+    models;
+    core;
+    constructor(options) {
+        this.core = new ClientCore(options);
+        this.apiRoot = this.core.apiRoot;
+        this.runs = new Runs(this.core);
+        this.events = new Events(this.core);
+        this.artifacts = new Artifacts(this.core);
+        this.schedules = new Schedules(this.core);
+        this.webhooks = new Webhooks(this.core);
+        this.environments = new Environments(this.core);
+        this.models = new Models(this.core);
     }
-    return apiPath('getArtifact', { artifact_uid: uid.trim() });
-}
-function webhookSegment(webhookId) {
-    if (typeof webhookId !== 'string' || !isIdSegment(webhookId.trim())) {
-        throw new InvalidRequestError(`webhook id ${showValue(webhookId)}: expected ${ID_SEGMENT_FORM}`, {
-            request: 'webhook id'
-        });
+    /** Closes idle keep-alive connections. */
+    close() {
+        this.core.transport.close();
     }
-    return webhookId.trim();
-}
-function webhookPath(name, webhookId) {
-    return apiPath(name, { webhook_id: webhookSegment(webhookId) });
-}
-function schedulePath(name, scheduleId) {
-    if (typeof scheduleId !== 'string' || !isIdSegment(scheduleId.trim())) {
-        throw new InvalidRequestError(`schedule id ${showValue(scheduleId)}: expected ${ID_SEGMENT_FORM}`, {
-            request: 'schedule id'
-        });
-    }
-    return apiPath(name, { schedule_id: scheduleId.trim() });
-}
-function runPath(name, runId) {
-    if (typeof runId !== 'string' || !isIdSegment(runId.trim())) {
-        throw new InvalidRequestError(`run id ${showValue(runId)}: expected ${ID_SEGMENT_FORM}`, {
-            request: 'run id'
-        });
-    }
-    return apiPath(name, { run_id: runId.trim() });
-}
-/**
- * The API root for a base URL: `https://host` and `https://host/api/v1` both give
- * `https://host/api/v1`. Credentials and query strings are refused so they never reach a log.
- */
-function normalizeBaseUrl(value) {
-    const expected = 'expected an http(s) URL such as https://agents.example.com';
-    let url;
-    try {
-        url = new URL(value.trim());
-    }
-    catch {
-        throw new TypeError(`base-url ${showValue(value, 100)}: ${expected}`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-        throw new TypeError(`base-url ${showValue(url.protocol)} scheme: ${expected}`);
-    }
-    if (url.username || url.password) {
-        throw new TypeError('base-url: must not contain credentials; pass the key as api-key');
-    }
-    if (url.search || url.hash) {
-        throw new TypeError(`base-url ${showValue(url.origin + url.pathname, 100)}: must not have a query or fragment`);
-    }
-    const path = url.pathname.replace(/\/+$/, '');
-    const root = path.endsWith(API_PREFIX) ? path : path + API_PREFIX;
-    return url.origin + root;
+    // The flat methods of earlier versions: each is the resource method it names, with its type.
+    /** @deprecated Use `client.runs.create`. */
+    createRun = (...args) => this.runs.create(...args);
+    /** @deprecated Use `client.runs.get`. */
+    getRun = (...args) => this.runs.get(...args);
+    /** @deprecated Use `client.runs.poll`. */
+    pollRun = (...args) => this.runs.poll(...args);
+    /** @deprecated Use `client.runs.list`. */
+    listRuns = (...args) => this.runs.list(...args);
+    /** @deprecated Use `client.runs.iterate`. */
+    iterateRuns = (...args) => this.runs.iterate(...args);
+    /** @deprecated Use `client.runs.cancel`. */
+    cancelRun = (...args) => this.runs.cancel(...args);
+    /** @deprecated Use `client.runs.followUp`. */
+    submitFollowup = (...args) => this.runs.followUp(...args);
+    /** @deprecated Use `client.runs.stream`. */
+    runEvents = (...args) => this.runs.stream(...args);
+    /** @deprecated Use `client.events.list`. */
+    listEvents = (...args) => this.events.list(...args);
+    /** @deprecated Use `client.runs.wait`. */
+    waitForRun = (...args) => this.runs.wait(...args);
+    /** @deprecated Use `client.runs.conversation`. */
+    getConversation = (...args) => this.runs.conversation(...args);
+    /** @deprecated Use `client.runs.transcript`. */
+    getTranscript = (...args) => this.runs.transcript(...args);
+    /** @deprecated Use `client.runs.wholeTranscript`. */
+    getWholeTranscript = (...args) => this.runs.wholeTranscript(...args);
+    /** @deprecated Use `client.artifacts.get`. */
+    getArtifact = (...args) => this.artifacts.get(...args);
+    /** @deprecated Use `client.artifacts.download`. */
+    downloadArtifact = (...args) => this.artifacts.download(...args);
+    /** @deprecated Use `client.schedules.list`. */
+    listSchedules = (...args) => this.schedules.list(...args);
+    /** @deprecated Use `client.schedules.get`. */
+    getSchedule = (...args) => this.schedules.get(...args);
+    /** @deprecated Use `client.schedules.create`. */
+    createSchedule = (...args) => this.schedules.create(...args);
+    /** @deprecated Use `client.schedules.update`. */
+    updateSchedule = (...args) => this.schedules.update(...args);
+    /** @deprecated Use `client.schedules.delete`. */
+    deleteSchedule = (...args) => this.schedules.delete(...args);
+    /** @deprecated Use `client.schedules.pause`. */
+    pauseSchedule = (...args) => this.schedules.pause(...args);
+    /** @deprecated Use `client.schedules.resume`. */
+    resumeSchedule = (...args) => this.schedules.resume(...args);
+    /** @deprecated Use `client.webhooks.list`. */
+    listWebhooks = (...args) => this.webhooks.list(...args);
+    /** @deprecated Use `client.webhooks.get`. */
+    getWebhook = (...args) => this.webhooks.get(...args);
+    /** @deprecated Use `client.webhooks.create`. */
+    createWebhook = (...args) => this.webhooks.create(...args);
+    /** @deprecated Use `client.webhooks.delete`. */
+    deleteWebhook = (...args) => this.webhooks.delete(...args);
+    /** @deprecated Use `client.webhooks.rotateSecret`. */
+    rotateWebhookSecret = (...args) => this.webhooks.rotateSecret(...args);
+    /** @deprecated Use `client.webhooks.deliveries`. */
+    listWebhookDeliveries = (...args) => this.webhooks.deliveries(...args);
+    /** @deprecated Use `client.webhooks.retryDelivery`. */
+    retryWebhookDelivery = (...args) => this.webhooks.retryDelivery(...args);
+    /** @deprecated Use `client.environments.list`. */
+    listEnvironments = (...args) => this.environments.list(...args);
+    /** @deprecated Use `client.models.list`. */
+    listModels = (...args) => this.models.list(...args);
 }
 
 // EXTERNAL MODULE: ./node_modules/ajv/dist/ajv.js
@@ -50289,13 +50866,13 @@ class RunFollower {
     static async position(client, runId, options = {}) {
         const at = { seq: 0, conversationItems: 0 };
         try {
-            let read = await client.getTranscript(runId, { limit: 1000, signal: options.signal });
+            let read = await client.runs.transcript(runId, { limit: 1000, signal: options.signal });
             for (let pages = 1; read; pages++) {
                 const { events, has_more: more, next_after: next } = read.transcript;
                 at.seq = Math.max(at.seq, next ?? 0, ...events.map(event => event.seq));
                 if (!more || events.length === 0 || pages >= MAX_PAGES)
                     return at;
-                read = await client.getTranscript(runId, { after: at.seq, limit: 1000, signal: options.signal });
+                read = await client.runs.transcript(runId, { after: at.seq, limit: 1000, signal: options.signal });
             }
         }
         catch (error) {
@@ -50303,7 +50880,7 @@ class RunFollower {
                 throw error;
         }
         try {
-            at.conversationItems = itemsFromConversation(await client.getConversation(runId, { signal: options.signal })).length;
+            at.conversationItems = itemsFromConversation(await client.runs.conversation(runId, { signal: options.signal })).length;
         }
         catch (error) {
             if (!isUnsupported(error))
@@ -50317,7 +50894,7 @@ class RunFollower {
      * keeps long-polling in the background from the last event shown.
      */
     start() {
-        const stream = this.client.runEvents(this.runId, { signal: this.options.signal });
+        const stream = this.client.runs.stream(this.runId, { signal: this.options.signal });
         if (!stream) {
             this.loop = this.readLoop();
             return;
@@ -50410,7 +50987,7 @@ class RunFollower {
         const signal = waitSeconds > 0 ? held : until;
         if (this.mode !== 'conversation') {
             try {
-                let read = await this.client.getTranscript(this.runId, {
+                let read = await this.client.runs.transcript(this.runId, {
                     after: this.lastSeq,
                     waitSeconds,
                     signal
@@ -50423,7 +51000,7 @@ class RunFollower {
                         const ended = this.take(read.transcript);
                         if (!read.transcript.has_more || ended || pages >= MAX_PAGES || signal?.aborted)
                             break;
-                        read = await this.client.getTranscript(this.runId, { after: this.lastSeq, signal });
+                        read = await this.client.runs.transcript(this.runId, { after: this.lastSeq, signal });
                     }
                     return;
                 }
@@ -50440,7 +51017,7 @@ class RunFollower {
             }
         }
         try {
-            const items = itemsFromConversation(await this.client.getConversation(this.runId, { signal: until }));
+            const items = itemsFromConversation(await this.client.runs.conversation(this.runId, { signal: until }));
             if (items.length > this.shownConversationItems) {
                 this.options.onItems(items.slice(this.shownConversationItems));
                 this.shownConversationItems = items.length;
@@ -50673,7 +51250,7 @@ async function readPlan(client, run, signal) {
     const url = typeof data.url === 'string' && data.url.length <= 2048 && isWebLink(data.url) ? data.url : undefined;
     const base = { uid, title, ...(url ? { url } : {}) };
     try {
-        const details = await client.getArtifact(uid, { signal });
+        const details = await client.artifacts.get(uid, { signal });
         // The service's shape is read tolerantly: the markdown in `data.content`, `content` or `markdown`.
         const inner = (details.data ?? {});
         const text = [inner.content, inner.markdown, details.content, details.markdown].find(value => typeof value === 'string');
@@ -51085,8 +51662,9 @@ async function readReviewContext(api, settings, headSha) {
 ;// CONCATENATED MODULE: ./src/action/comment.ts
 // One comment on the pull request or issue, found again by a hidden marker and updated in place:
 // state, elapsed time, session link, the status message when the run fails, a BLOCKED note, and
-// at the end what the agent made (its answer, the pull request, the artifacts). Without the
-// permission to comment it warns once and carries on.
+// at the end what the agent made (its answer, the pull request, the artifacts). A fan-out step's
+// comment is a table instead, one row per item (title, state, duration, link), rewritten as the runs
+// move. Without the permission to comment it warns once and carries on.
 
 
 
@@ -51096,7 +51674,7 @@ async function readReviewContext(api, settings, headSha) {
 
 /** GitHub keeps at most this many characters of a comment's body (it answers 422 above it). */
 const MAX_COMMENT_CHARS = 65_536;
-const RECORD = /<!-- agent-run-run:([A-Za-z0-9._:~-]{1,200}) mode:(normal|plan) -->/;
+const RECORD = /<!-- agent-run-run:([A-Za-z0-9._:~-]{1,200}) mode:(normal|plan|orchestrate) -->/;
 const STEP = /<!-- agent-run-step:(\d{1,20})\.(\d{1,10}) -->/;
 const PLAN = /<!-- agent-run-plan:([A-Za-z0-9._:~-]{1,200}) -->/;
 const SAFE_ID = /^[A-Za-z0-9._:~-]{1,200}$/;
@@ -51124,6 +51702,15 @@ function stepOf(env = process.env) {
 function isNewer(a, b) {
     return a.run > b.run || (a.run === b.run && a.attempt > b.attempt);
 }
+/**
+ * How much of each row the comment shows, tried in turn until the comment fits GitHub's limit:
+ * every field is cut before it is escaped, and escaping can make a character six.
+ */
+const ROW_LEVELS = [
+    { title: 100, message: 200, link: 1024 },
+    { title: 60, message: 80, link: 300 },
+    { title: 30, message: 0, link: 0 }
+];
 class StickyComment {
     github;
     issueNumber;
@@ -51164,6 +51751,22 @@ class StickyComment {
         this.queue = this.queue.then(() => this.write(body));
         return this.queue;
     }
+    /**
+     * Writes a fan-out's table for this moment. Bodies that arrive while a write is waiting replace
+     * it, so many runs changing at once cost one write, and the last body is always the one written.
+     */
+    updateFanOut(rows, elapsedMs, conclusion = '') {
+        const first = this.pending === undefined;
+        this.pending = this.renderFanOut(rows, elapsedMs, conclusion);
+        if (first)
+            this.queue = this.queue.then(() => {
+                const body = this.pending;
+                this.pending = undefined;
+                return this.write(body);
+            });
+        return this.queue;
+    }
+    pending;
     async write(body) {
         if (this.disabled || body === this.last)
             return;
@@ -51220,6 +51823,62 @@ class StickyComment {
         this.disabled = true;
         notice(`A newer step (workflow run ${found.run}, attempt ${found.attempt}) now reports on #${this.issueNumber}'s progress comment; this step no longer updates it.`);
         return true;
+    }
+    renderFanOut(rows, elapsedMs, conclusion) {
+        const ended = rows.filter(row => row.ended).length;
+        const head = [
+            this.marker,
+            `**Agent runs (fan-out)**: ${ended} of ${rows.length} ended${conclusion ? ` (${inert(conclusion)})` : ''} after ${formatDuration(elapsedMs)}`,
+            '',
+            '| # | Title | State | Duration | Link |',
+            '| --- | --- | --- | --- | --- |'
+        ];
+        for (const level of ROW_LEVELS) {
+            const lines = [...head, ...rows.map(row => this.fanOutRow(row, level))];
+            const body = lines.join('\n');
+            if (body.length <= MAX_COMMENT_CHARS)
+                return body;
+        }
+        // Still too long (it cannot be, at 50 items): the rows that fit, then how many did not.
+        const lines = [...head];
+        const last = ROW_LEVELS[ROW_LEVELS.length - 1];
+        let size = lines.join('\n').length + 100;
+        for (const [shown, row] of rows.entries()) {
+            const line = this.fanOutRow(row, last);
+            if (size + line.length + 1 > MAX_COMMENT_CHARS) {
+                lines.push('', `… and ${rows.length - shown} more runs (see the job summary)`);
+                break;
+            }
+            lines.push(line);
+            size += line.length + 1;
+        }
+        return lines.join('\n');
+    }
+    /** One row: every field from the item or the service cut, then rendered inert (src/api/github-text.ts). */
+    fanOutRow(row, level) {
+        const cut = (text, max) => (text.length > max ? `${text.slice(0, max)}…` : text);
+        const state = `<code>${inert(cut(row.state, 40))}</code>`;
+        const message = level.message > 0 && row.message && row.state !== 'SUCCEEDED'
+            ? `<br>${inert(cut(row.message, level.message))}`
+            : '';
+        const session = this.showSessionLink &&
+            row.sessionLink &&
+            row.sessionLink.length <= level.link &&
+            isWebLink(row.sessionLink)
+            ? markup_link(row.sessionLink, 'session')
+            : undefined;
+        const shownId = row.runId ? code(cut(row.runId, 64)) : '';
+        return [
+            String(row.index),
+            inert(cut(row.title ?? '', level.title)),
+            state + message,
+            row.durationMs === undefined ? '' : formatDuration(row.durationMs),
+            session ?? shownId
+        ]
+            .map(cell => ` ${cell} `)
+            .join('|')
+            .replace(/^/, '|')
+            .replace(/$/, '|');
     }
     render(runId, run, elapsedMs, conclusion, produced) {
         // Every field from the service is cut and rendered inert (src/action/markup.ts); the plan gets
@@ -51376,7 +52035,7 @@ async function cancelRemoteRun(client, runId, why, options = {}) {
     const timeoutMs = options.timeoutMs ?? 20_000;
     const signal = AbortSignal.timeout(timeoutMs);
     try {
-        await client.cancelRun(runId, { reason: why, signal, maxRetries: options.maxRetries });
+        await client.runs.cancel(runId, { reason: why, signal, maxRetries: options.maxRetries });
         log_info(`Cancelled run ${runId} (${why}).`);
         return 'cancelled';
     }
@@ -51400,7 +52059,7 @@ async function cancelRemoteRun(client, runId, why, options = {}) {
 }
 /** The service refused the cancel: read the run again and say what it is. */
 async function afterRefusal(client, runId, why, refusal) {
-    const run = await client.getRun(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    const run = await client.runs.get(runId, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
     if (run && isTerminalState(run.state)) {
         log_info(`Run ${runId} had already finished (${run.state}); nothing to cancel.`);
         return 'already_finished';
@@ -51786,7 +52445,7 @@ function markSettled() {
 
 /** `wait: false`: outputs and a job summary from the record as it is now. */
 async function leaveRunning(client, reporter, runId, startedAt) {
-    const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
+    const run = await client.runs.get(runId, { signal: AbortSignal.timeout(30_000) }).catch(() => undefined);
     await reporter.final({
         runId,
         run,
@@ -51845,8 +52504,8 @@ async function onDeadline(client, settings, reporter, outcome, startedAt,
 endBy = Date.now() + 25_000) {
     // The wait may end before its first read (timeout shorter than the first poll): read it now, so the
     // message says the last state known rather than "unknown".
-    outcome.run ??= await client
-        .getRun(outcome.runId, { signal: AbortSignal.timeout(5000) })
+    outcome.run ??= await client.runs
+        .get(outcome.runId, { signal: AbortSignal.timeout(5000) })
         .catch(() => undefined);
     const last = outcome.run?.state ?? 'unknown';
     let what = 'left it running (on-timeout: leave-running)';
@@ -51857,8 +52516,8 @@ endBy = Date.now() + 25_000) {
             timeoutMs: Math.min(20_000, left())
         });
         what = result === 'cancelled' ? 'cancelled it' : `could not cancel it (${result.replace('_', ' ')})`;
-        const after = await client
-            .getRun(outcome.runId, { signal: AbortSignal.timeout(Math.min(10_000, left())) })
+        const after = await client.runs
+            .get(outcome.runId, { signal: AbortSignal.timeout(Math.min(10_000, left())) })
             .catch(() => undefined);
         outcome.run = after ?? outcome.run;
     }
@@ -51886,8 +52545,8 @@ async function onAbort(client, settings, reporter, runId, startedAt) {
     });
     if (result !== 'failed')
         markSettled();
-    const run = await client
-        .getRun(runId, { signal: AbortSignal.timeout(2000) })
+    const run = await client.runs
+        .get(runId, { signal: AbortSignal.timeout(2000) })
         .catch(() => undefined);
     const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
     await reporter.final({ runId, run, conclusion, durationMs: durationOf(run, Date.now() - startedAt) });
@@ -52592,11 +53251,12 @@ async function checkActor(settings, context, actor, github) {
 
 // EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
 var dist = __nccwpck_require__(8815);
-;// CONCATENATED MODULE: ./src/action/fan-out-inputs.ts
-// The `fan-out` input read into items: a YAML list whose entries are a prompt (a string) or a
-// mapping of the step's own inputs an item may set for itself. Each problem names the item (by its
-// index, as the `runs` output numbers them), the field and the form expected. inputs.ts turns
-// each item into a create request with the step's inputs as defaults.
+;// CONCATENATED MODULE: ./src/client/fan-out-items.ts
+// A fan-out list read into items, for both sides that fan out: the action's `fan-out` input
+// (src/action/inputs.ts) and `agent-run run --fan-out FILE` (src/cli/commands/fan-out.ts). A YAML
+// list whose entries are a prompt (a string) or a mapping of the fields an item may set for itself;
+// each problem names the item (by its index, as the `runs` output numbers them), the field and the
+// form expected. Each side then turns an item into a create request with its own defaults.
 
 
 /** Most items one step may fan out to: every item is a run of the team's queue. */
@@ -52669,10 +53329,10 @@ function readItem(entry, name, problems) {
     }
     const mode = fields.mode;
     if (mode !== undefined && mode !== null) {
-        if (mode === 'normal' || mode === 'plan')
+        if (isRunMode(mode))
             item.mode = mode;
         else
-            problems.push(`${name}.mode ${showValue(mode, 40)}: expected normal or plan`);
+            problems.push(`${name}.mode ${showValue(mode, 40)}: expected ${RUN_MODE_WORDS}`);
     }
     return problems.length === before ? item : undefined;
 }
@@ -53073,15 +53733,15 @@ function itemInputs(item, getInput) {
 }
 function readThread(getInput, problems, bool) {
     const mode = getInput('mode').trim().toLowerCase() || 'normal';
-    if (mode !== 'normal' && mode !== 'plan')
-        problems.push(`mode ${showValue(getInput('mode'))}: expected normal or plan`);
+    if (!isRunMode(mode))
+        problems.push(`mode ${showValue(getInput('mode'))}: expected ${RUN_MODE_WORDS}`);
     const continueMode = getInput('continue').trim().toLowerCase() || 'off';
     if (continueMode !== 'off' && continueMode !== 'thread')
         problems.push(`continue ${showValue(getInput('continue'))}: expected off or thread`);
     const approvePhrase = getInput('approve-phrase').trim() || '/approve';
     const labelTrigger = getInput('label-trigger').trim() || undefined;
     return {
-        mode: mode === 'plan' ? 'plan' : 'normal',
+        mode: isRunMode(mode) ? mode : 'normal',
         continue: continueMode === 'thread' ? 'thread' : 'off',
         approvePhrase,
         labelTrigger,
@@ -53363,7 +54023,7 @@ async function createRun(client, create, signal) {
         ...(create.metadata ? { metadata: create.metadata } : {})
     };
     // The idempotency key makes retrying a create safe, so it gets a larger budget than other calls.
-    const created = await client.createRun(body, {
+    const created = await client.runs.create(body, {
         idempotencyKey: create.idempotencyKey,
         signal,
         maxRetries: CREATE_RETRIES
@@ -53403,7 +54063,7 @@ async function waitWithProgress(client, runId, options) {
     });
     log_info(`Waiting for run ${runId} (timeout ${formatDuration(options.timeoutMs)}).`);
     try {
-        const result = await client.waitForRun(runId, {
+        const result = await client.runs.wait(runId, {
             timeoutMs: options.timeoutMs - (Date.now() - startedAt),
             signal: AbortSignal.any([options.signal, blocked.signal, endSignal]),
             onStateChange: progress.onStateChange,
@@ -53467,7 +54127,7 @@ async function startTurn(client, settings, event, comment, signal) {
             if (refused !== undefined)
                 throw new NothingToDo(`The comment holds the approve phrase ${JSON.stringify(thread.approvePhrase)}, but ${refused}; nothing was sent.`);
             // An approval that cannot be sent is an error: a new run would not carry out that plan.
-            await client.submitFollowup(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
+            await client.runs.followUp(record.runId, { message: APPROVAL_MESSAGE, mode: 'normal' }, { signal });
             log_info(`Approved the plan of run ${record.runId}: sent the follow-up "${APPROVAL_MESSAGE}".`);
             comment?.notes.push(`✅ Plan approved by @${event.actor}: the run carries it out.`);
             return { runId: record.runId, request: APPROVAL_MESSAGE, mode: 'normal', followup: true };
@@ -53481,7 +54141,7 @@ async function startTurn(client, settings, event, comment, signal) {
         // A follow-up of a review is checked for the findings object too: it asks for it as the prompt did.
         const message = followupMessage(event) + (settings.review ? reviewRequest() : '');
         try {
-            await client.submitFollowup(record.runId, { message, mode: thread.mode }, { signal });
+            await client.runs.followUp(record.runId, { message, mode: thread.mode }, { signal });
             log_info(`Sent the comment to run ${record.runId} as a follow-up (mode ${thread.mode}).`);
             return { runId: record.runId, request: message, mode: thread.mode, followup: true };
         }
@@ -53555,7 +54215,7 @@ async function thisThreads(client, record, event, signal) {
         return undefined;
     let run;
     try {
-        run = await client.getRun(record.runId, { signal });
+        run = await client.runs.get(record.runId, { signal });
     }
     catch (error) {
         if (!(error instanceof AgentRunError))
@@ -53611,7 +54271,7 @@ async function supersede(client, event, record, comment, signal) {
     const metadata = threadMetadata(process.env, event);
     if (metadata.thread !== undefined) {
         try {
-            const page = await client.listRuns({ metadata, limit: 20 }, { signal });
+            const page = await client.runs.list({ metadata, limit: 20 }, { signal });
             for (const run of page.runs)
                 if (!isTerminalState(run.state))
                     candidates.add(run.run_id);
@@ -53623,7 +54283,7 @@ async function supersede(client, event, record, comment, signal) {
     const others = [];
     for (const runId of candidates) {
         try {
-            const run = await client.getRun(runId, { signal });
+            const run = await client.runs.get(runId, { signal });
             if (isTerminalState(run.state))
                 continue;
             const why = notThisThreads(run, metadata, ['repository', 'thread', 'workflow']);
@@ -53631,7 +54291,7 @@ async function supersede(client, event, record, comment, signal) {
                 others.push(`${runId} (${why})`);
                 continue;
             }
-            await client.cancelRun(runId, {
+            await client.runs.cancel(runId, {
                 signal,
                 reason: `superseded by a newer request${event.number === undefined ? '' : ` on #${event.number}`}`
             });
@@ -53890,7 +54550,7 @@ async function collectProduced(client, runId, run, options) {
         produced.branch = pullRequest.data.branch;
     let conversation;
     try {
-        conversation = await client.getConversation(runId, { signal: options.signal });
+        conversation = await client.runs.conversation(runId, { signal: options.signal });
     }
     catch (error) {
         if (!isUnsupported(error))
@@ -53926,7 +54586,7 @@ async function collectProduced(client, runId, run, options) {
     const uid = patch?.data.artifact_uid;
     if (typeof uid === 'string' && uid !== '') {
         try {
-            const downloaded = await client.downloadArtifact(uid, { signal: options.signal });
+            const downloaded = await client.artifacts.download(uid, { signal: options.signal });
             const file = (0,external_node_path_namespaceObject.join)(runFolder(runId), 'changes.patch');
             (0,external_node_fs_namespaceObject.writeFileSync)(file, downloaded.bytes);
             produced.patchFile = file;
@@ -53957,8 +54617,8 @@ async function collectProducedSafely(...args) {
 
 ;// CONCATENATED MODULE: ./src/action/fan-out.ts
 // A fan-out step: one run per `fan-out` item, at most `max-parallel` in flight, all followed
-// together until the step's timeout; then the gathered `runs` output, one summary row per item,
-// and the step's verdict from `fan-out-require` and `fail-on`. Each item's create carries its own
+// together until the step's timeout; then the gathered `runs` output, one row per item in the job
+// summary and the progress comment (rewritten as the runs move), and the step's verdict from `fan-out-require` and `fail-on`. Each item's create carries its own
 // idempotency key (inputs.ts), so a retried step finds its runs again instead of making more.
 
 
@@ -53978,17 +54638,24 @@ const READ_GRACE_MS = 30_000;
 const RUNS_OUTPUT_BYTES = 900 * 1024;
 /** Characters of an item's title or status message the summary shows. */
 const SUMMARY_FIELD = 300;
-async function fanOutStep(client, settings, fanOut, startedAt, termination) {
+async function fanOutStep(client, settings, fanOut, startedAt, termination, comment) {
     const deadline = startedAt + settings.timeoutMs;
     const timedOut = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
     const stop = AbortSignal.any([termination.signal, timedOut]);
     const ends = fanOut.items.map(item => ({ item, conclusion: '', durationMs: 0 }));
     const runIds = [];
     const summary = new FanOutSummary(settings.summary, ends);
+    // The comment follows the runs (sticky) or is written once at the end (final).
+    const showProgress = () => {
+        void summary.write();
+        if (comment?.mode === 'sticky')
+            void comment.writer.updateFanOut(rowsOf(ends), Date.now() - startedAt);
+    };
     log_info(`Fan-out: ${fanOut.items.length} runs, at most ${fanOut.maxParallel} at once (fan-out-require: ${fanOut.require}).`);
     const runItem = async (end) => {
         const name = nameOf(end.item);
         const itemStart = Date.now();
+        end.startedAt = itemStart;
         if (stop.aborted) {
             end.conclusion = termination.signal.aborted ? 'cancelled' : 'timed_out';
             end.problem = 'not started: the step ended first';
@@ -54001,13 +54668,13 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination) {
             if (end.item.index === 0)
                 step_outputs_setOutput('run-id', end.runId);
             log_info(`${name}: run ${end.runId} created.`);
-            const result = await client.waitForRun(end.runId, {
+            const result = await client.runs.wait(end.runId, {
                 timeoutMs: Math.max(0, deadline - Date.now()),
                 signal: termination.signal,
                 onStateChange: run => {
                     end.run = run;
                     log_info(`${name}: run ${end.runId} is ${run.state}${run.session_link ? ` (${run.session_link})` : ''}.`);
-                    void summary.write();
+                    showProgress();
                 }
             });
             end.run = result.run ?? end.run;
@@ -54016,8 +54683,8 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination) {
                 if (settings.onTimeout === 'cancel') {
                     await cancelRemoteRun(client, end.runId, `timeout after ${formatDuration(settings.timeoutMs)}`);
                     end.run =
-                        (await client
-                            .getRun(end.runId, { signal: AbortSignal.timeout(10_000) })
+                        (await client.runs
+                            .get(end.runId, { signal: AbortSignal.timeout(10_000) })
                             .catch(() => undefined)) ?? end.run;
                 }
             }
@@ -54043,7 +54710,8 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination) {
         }
         finally {
             end.durationMs = durationOf(end.run, Date.now() - itemStart);
-            void summary.write();
+            end.over = true;
+            showProgress();
         }
     };
     // max-parallel workers take the items in order: a run is created as soon as one is free.
@@ -54058,6 +54726,7 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination) {
     const verdict = judge(ends, fanOut, settings, termination.signal.aborted);
     writeFanOutOutputs(ends, verdict.conclusion, settings, Date.now() - startedAt);
     await summary.write(verdict.conclusion);
+    await comment?.writer.updateFanOut(rowsOf(ends), Date.now() - startedAt, verdict.conclusion);
     markSettled();
     if (verdict.failure)
         setFailed(verdict.failure);
@@ -54124,6 +54793,28 @@ function describeEnd(end) {
 function nameOf(item) {
     const title = item.create.title;
     return `fan-out[${item.index}]${title ? ` ${JSON.stringify(title.length > 80 ? `${title.slice(0, 80)}…` : title)}` : ''}`;
+}
+/** The progress comment's rows: what each item's run is doing now, or how it ended. */
+function rowsOf(ends) {
+    return ends.map(end => {
+        const run = end.run;
+        const message = run?.status_message ?? end.problem;
+        return {
+            index: end.item.index,
+            ...(end.item.create.title ? { title: end.item.create.title } : {}),
+            // A run still going when the step ended (the job was cancelled) shows what the step did to it.
+            state: end.over && end.conclusion && run && !isTerminalState(run.state)
+                ? `${run.state}, ${end.conclusion}`
+                : (run?.state ?? (end.problem ? 'not created' : end.runId ? 'QUEUED' : 'waiting')),
+            ended: end.over === true || isTerminalState(run?.state ?? ''),
+            ...(message ? { message: String(message) } : {}),
+            ...(end.startedAt === undefined
+                ? {}
+                : { durationMs: end.over ? end.durationMs : Date.now() - end.startedAt }),
+            ...(end.runId ? { runId: end.runId } : {}),
+            ...(run?.session_link ? { sessionLink: run.session_link } : {})
+        };
+    });
 }
 /** One entry of the `runs` output. */
 function runEntry(end, resultBytes, withSchema) {
@@ -54253,7 +54944,7 @@ async function postStep() {
 }
 async function cancelIfRunning(client, runId) {
     try {
-        const run = await client.getRun(runId, { signal: AbortSignal.timeout(30_000) });
+        const run = await client.runs.get(runId, { signal: AbortSignal.timeout(30_000) });
         if (isTerminalState(run.state)) {
             log_info(`Run ${runId} already ended ${run.state}.`);
             return;
@@ -54344,7 +55035,7 @@ async function mainStep() {
     let runId;
     if (settings.fanOut) {
         try {
-            return await fanOutStep(client, settings, settings.fanOut, startedAt, termination);
+            return await fanOutStep(client, settings, settings.fanOut, startedAt, termination, comment);
         }
         catch (error) {
             setFailed(error instanceof Error ? error.message : String(error));

@@ -191,6 +191,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream"
 
 /***/ }),
 
+/***/ 46466:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream/promises");
+
+/***/ }),
+
 /***/ 46193:
 /***/ ((module) => {
 
@@ -519,7 +526,7 @@ async function start() {
         console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(556), __nccwpck_require__.e(310)]).then(__nccwpck_require__.bind(__nccwpck_require__, 39310));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(556), __nccwpck_require__.e(979)]).then(__nccwpck_require__.bind(__nccwpck_require__, 65979));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();
