@@ -27,17 +27,18 @@ const CLI = resolve('dist/cli/index.js');
 const TOKEN_SHAPE = new RegExp(`${RUN_TOKEN_PREFIX}[0-9A-Za-z]{36}`);
 
 /**
- * An HTTP client for inside the sandbox: METHOD PATH [BODY] [TOKEN FILE], through the run's proxy
+ * An HTTP client for inside the sandbox: METHOD PATH [BODY] [TOKEN FILE or -] [IDEMPOTENCY KEY], through the run's proxy
  * to AGENT_RUN_BASE_URL with the turn's token (or the one in the file); prints <<STATUS BODY>>.
  */
 const CALL = `
 const http = require('node:http');
 const fs = require('node:fs');
-const [method, path, body, tokenFile] = process.argv.slice(2);
-const token = tokenFile ? fs.readFileSync(tokenFile, 'utf8') : process.env.AGENT_RUN_API_KEY;
+const [method, path, body, tokenFile, idempotencyKey] = process.argv.slice(2);
+const token = tokenFile && tokenFile !== '-' ? fs.readFileSync(tokenFile, 'utf8') : process.env.AGENT_RUN_API_KEY;
 const proxy = new URL(process.env.HTTP_PROXY);
 const req = http.request({ host: proxy.hostname, port: proxy.port, method, path: process.env.AGENT_RUN_BASE_URL + path,
-  headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' } }, res => {
+  headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json',
+    ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) } }, res => {
   let text = '';
   res.on('data', chunk => (text += chunk));
   res.on('end', () => console.log('<<' + res.statusCode + ' ' + text + '>>'));
@@ -107,9 +108,16 @@ async function answers(id: string): Promise<{ status: number; body: string }[]> 
 }
 
 /** A `@sim run` line that makes one request from inside the sandbox. */
-function call(method: string, path: string, body?: unknown, tokenFile?: string): string {
+function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  tokenFile?: string,
+  idempotencyKey?: string
+): string {
   const json = body === undefined ? "''" : `'${JSON.stringify(body)}'`;
-  return `@sim run /run/agent-proxy-node ${shared}/call.cjs ${method} ${path} ${json}${tokenFile ? ` ${tokenFile}` : ''}`;
+  const more = idempotencyKey ? ` ${tokenFile ?? '-'} ${idempotencyKey}` : tokenFile ? ` ${tokenFile}` : '';
+  return `@sim run /run/agent-proxy-node ${shared}/call.cjs ${method} ${path} ${json}${more}`;
 }
 
 async function childrenOf(id: string, k = key): Promise<{ run_id: string; parent_run_id?: string }[]> {
@@ -386,6 +394,45 @@ describe("an orchestrate run's credential", () => {
       await ex.request(`/api/v1/agent/runs/${sibling}/cancel`, { method: 'POST', key, body: '{}' });
       await ex.request(`/api/v1/agent/runs/${foreignTeam}/cancel`, { method: 'POST', key: keyB, body: '{}' });
     }
+  }, 240_000);
+});
+
+describe("an orchestrate run's idempotency keys", () => {
+  it("live apart from the team's: replaying a team run's key and body makes a child, never answers the team's run", async () => {
+    const body = { prompt: '@sim result team work', config: { environment_id: 'orch' } };
+    const made = await ex.request('/api/v1/agent/runs', {
+      method: 'POST',
+      key,
+      headers: { 'idempotency-key': 'nightly-42' },
+      body: JSON.stringify(body)
+    });
+    expect(made.status).toBe(200);
+    const teamRun = ((await made.json()) as { run_id: string }).run_id;
+    // The team's own keys may not take the orchestrators' space.
+    const reserved = await ex.request('/api/v1/agent/runs', {
+      method: 'POST',
+      key,
+      headers: { 'idempotency-key': 'run:abc:nightly-42' },
+      body: JSON.stringify(body)
+    });
+    expect(reserved.status).toBe(400);
+    expect(await reserved.text()).toContain('keys starting with \\"run:\\" are orchestrate runs\' own');
+
+    const id = await create(
+      [
+        call('POST', '/api/v1/agent/runs', body, undefined, 'nightly-42'),
+        call('POST', '/api/v1/agent/runs', body, undefined, 'nightly-42')
+      ].join('\n'),
+      { mode: 'orchestrate' }
+    );
+    expect((await ended(id)).state).toBe('SUCCEEDED');
+    const [first, again] = await answers(id);
+    expect(first!.status).toBe(200);
+    const child = (JSON.parse(first!.body) as { run_id: string }).run_id;
+    expect(child).not.toBe(teamRun);
+    // Its own retry replays its own child.
+    expect((JSON.parse(again!.body) as { run_id: string }).run_id).toBe(child);
+    expect((await childrenOf(id)).map(run => run.run_id)).toEqual([child]);
   }, 240_000);
 });
 

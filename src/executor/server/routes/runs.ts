@@ -41,6 +41,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const MAX_PAGE_WEIGHT = 1024 * 1024;
 /** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
 const SCHEDULER_KEY_PREFIX = 'schedule:';
+/** How the keys an orchestrate run's token sends are stored: `run:<its run id>:<key>`. */
+const ORCHESTRATOR_KEY_PREFIX = 'run:';
 
 export function runHandlers(
   context: ServerContext,
@@ -103,6 +105,17 @@ export function runHandlers(
         'invalid_request',
         `Idempotency-Key header: keys starting with "${SCHEDULER_KEY_PREFIX}" are the scheduler's own; choose another`
       );
+    // An orchestrate run's keys live in a space of their own (`run:<id>:<key>`): with the team's, a
+    // hostile agent replaying a key and body of the team would learn which run they made.
+    if (key?.startsWith(ORCHESTRATOR_KEY_PREFIX))
+      throw new ProblemError(
+        'invalid_request',
+        `Idempotency-Key header: keys starting with "${ORCHESTRATOR_KEY_PREFIX}" are orchestrate runs' own; choose another`
+      );
+    const storedKey =
+      key !== undefined && principal.orchestrator
+        ? `${ORCHESTRATOR_KEY_PREFIX}${principal.orchestrator.runId}:${key}`
+        : key;
     const result = await store.createRun(
       {
         run_id: randomUUID(),
@@ -118,7 +131,7 @@ export function runHandlers(
         workload: principal.workload ? JSON.stringify(principal.workload) : null,
         created_at: new Date().toISOString()
       },
-      key === undefined ? undefined : { key, requestHash: stored.hash },
+      storedKey === undefined ? undefined : { key: storedKey, requestHash: stored.hash },
       config.limits.maxQueuedRuns,
       config.limits.maxQueuedRunsPerTeam
     );
