@@ -80,6 +80,9 @@ function forwardToExecutor(
     if (!HOP_HEADERS.has(name.toLowerCase())) headers[name] = value;
   headers.host = target.host;
   headers[VIA_HEADER] = gateway.secret;
+  // A body the run sent chunked goes on chunked: dropped with the other hop headers, a GET's body
+  // would be written unframed and read by the API as the next request on the connection.
+  if (request.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
   const upstream = send(
     {
@@ -87,7 +90,9 @@ function forwardToExecutor(
       port: target.port || (target.protocol === 'https:' ? 443 : 80),
       method: request.method,
       path: path.startsWith('/') ? path : `/${path}`,
-      headers
+      headers,
+      // A connection of its own, never one pooled with other runs' requests (other teams' tokens).
+      agent: false
     },
     reply => {
       response.writeHead(reply.statusCode ?? 502, reply.headers);
@@ -163,7 +168,9 @@ export async function startProxy(
         port,
         method: request.method,
         path: url.pathname + url.search,
-        headers: request.headers
+        headers: request.headers,
+        // Not pooled across runs: one run's bytes never share a connection with another's.
+        agent: false
       },
       reply => {
         response.writeHead(reply.statusCode ?? 502, reply.headers);
