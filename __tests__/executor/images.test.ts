@@ -15,6 +15,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  truncateSync,
   writeFileSync
 } from 'node:fs';
 import { join } from 'node:path';
@@ -356,6 +357,50 @@ describe('image cache, start-up refusals and bounds', () => {
     await expect(
       prepareImage(dataDir, { ref: `oci:${layout}:bomb`, pull: 'missing' }, 16 * 1024 ** 2)
     ).rejects.toThrow(/unpack to more than 16777216 bytes \(workspaces.cache_size\)/);
+    expect(
+      existsSync(join(dataDir, 'images', 'roots')) ? readdirSync(join(dataDir, 'images', 'roots')) : []
+    ).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('refuses a sparse file (a few KB of tar claiming 600 MB) before writing anything', async () => {
+    buildImage('sparse', 'sparse');
+    const dir = join(work, 'sparse-layer');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'big.bin'), '');
+    truncateSync(join(dir, 'big.bin'), 600 * 1024 ** 2);
+    execFileSync('tar', [
+      '--sparse',
+      '--format=posix',
+      '-cf',
+      join(work, 'sparse.tar'),
+      '-C',
+      dir,
+      'big.bin'
+    ]);
+    umoci('raw', 'add-layer', '--image', `${layout}:sparse`, join(work, 'sparse.tar'));
+    const dataDir = join(tempDir('images-sparse-'), 'data');
+    await expect(
+      prepareImage(dataDir, { ref: `oci:${layout}:sparse`, pull: 'missing' }, 16 * 1024 ** 2)
+    ).rejects.toThrow(/its layers hold a sparse file \(GNU\.sparse PAX records\); refused/);
+    expect(
+      existsSync(join(dataDir, 'images', 'roots')) ? readdirSync(join(dataDir, 'images', 'roots')) : []
+    ).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(join(work, 'sparse.tar'), { force: true });
+  });
+
+  it('refuses an image with a folder its owner cannot read: its bytes would hide from the cache accounting', async () => {
+    buildImage('hidden', 'hidden', root => {
+      mkdirSync(join(root, 'vault'));
+      writeFileSync(join(root, 'vault', 'blob'), Buffer.alloc(1024 * 1024, 1));
+      chmodSync(join(root, 'vault'), 0o000);
+    });
+    const dataDir = join(tempDir('images-hidden-'), 'data');
+    await expect(
+      prepareImage(dataDir, { ref: `oci:${layout}:hidden`, pull: 'missing' }, 64 * 1024 ** 2)
+    ).rejects.toThrow(/its unpacked root could not be measured/);
     expect(
       existsSync(join(dataDir, 'images', 'roots')) ? readdirSync(join(dataDir, 'images', 'roots')) : []
     ).toEqual([]);

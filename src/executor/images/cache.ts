@@ -40,6 +40,7 @@ import type { ImageConfig } from '../config/config.js';
 import type { ImageEntry, ImageRoot } from '../sandbox/image-root.js';
 import { asRunUser, readerReason } from '../sandbox/run-files.js';
 import { FALLBACK_ID, type RunUser, systemProgram, systemUser } from '../sandbox/user.js';
+import { TarEntries } from './tar-entries.js';
 
 const exec = promisify(execFile);
 
@@ -51,6 +52,11 @@ const MAX_JSON_BYTES = 4 * 1024 * 1024;
 const MAX_DIR_ENTRIES = 10_000;
 /** How long a copy or an unpack may take. */
 const STEP_TIMEOUT_MS = 15 * 60_000;
+/**
+ * Entries (files, folders, links) an image's layers may hold in all: each costs an inode the byte
+ * bound does not see. A large toolchain image holds a few hundred thousand.
+ */
+export const MAX_IMAGE_ENTRIES = 1_000_000;
 
 export class ImageError extends Error {}
 
@@ -191,9 +197,16 @@ interface Layer {
  * at once past `left`: a layer that would unpack to more (a decompression bomb) is refused here,
  * before anything is written. Answers the tar's bytes.
  */
-async function checkLayer(dataDir: string, layer: Layer, left: number, bound: number): Promise<number> {
+async function checkLayer(
+  dataDir: string,
+  layer: Layer,
+  left: number,
+  bound: number,
+  tar: TarEntries
+): Promise<number> {
   const hash = createHash('sha256');
   let tarBytes = 0;
+  tar.nextTar();
   const hashing = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       hash.update(chunk);
@@ -203,6 +216,12 @@ async function checkLayer(dataDir: string, layer: Layer, left: number, bound: nu
   const counting = new Writable({
     write(chunk: Buffer, _encoding, done) {
       tarBytes += chunk.length;
+      try {
+        tar.feed(chunk);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
       if (tarBytes > left)
         done(
           new ImageError(
@@ -309,10 +328,17 @@ export async function prepareImage(
     const making = (async () => {
       const started = Date.now();
       let left = bound;
+      const tar = new TarEntries(MAX_IMAGE_ENTRIES, why => new ImageError(`its layers hold ${why}; refused`));
       for (const layer of layers as { digest?: unknown; mediaType?: unknown }[]) {
         if (typeof layer?.digest !== 'string' || typeof layer.mediaType !== 'string')
           throw new ImageError('its manifest names a layer without a digest or media type');
-        left -= await checkLayer(dataDir, { digest: layer.digest, mediaType: layer.mediaType }, left, bound);
+        left -= await checkLayer(
+          dataDir,
+          { digest: layer.digest, mediaType: layer.mediaType },
+          left,
+          bound,
+          tar
+        );
       }
       const env = envOf(configJson);
       const bytes = await unpack(dataDir, dir, tag, digest, bound);
@@ -413,7 +439,15 @@ async function unpack(
     timeoutMs: STEP_TIMEOUT_MS
   });
   const bytes = Number(measured.stdout.toString('utf8').split('\t')[0]);
-  return Number.isSafeInteger(bytes) ? bytes : 0;
+  // A folder the image user cannot read (mode 000) hides its bytes from du, which then fails: a root
+  // that cannot be measured is not kept, or the sweep would never count it.
+  if (measured.code !== 0 || !Number.isSafeInteger(bytes)) {
+    rmSync(making, { recursive: true, force: true });
+    throw new ImageError(
+      `its unpacked root could not be measured (du: ${readerReason(measured)}); expected every folder of the image readable by its owner`
+    );
+  }
+  return bytes;
 }
 
 /**

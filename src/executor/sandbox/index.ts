@@ -204,7 +204,14 @@ export class RunSandbox implements Confinement {
       ...write.filter(path => existsSync(path)).map(path => ({ path: resolve(path), how: 'rw' as const })),
       { path: resolve(this.options.workspace), how: this.readOnlyWorkspace ? 'ro' : 'rw' }
     ];
-    const own = ['HOME', 'TMPDIR', ...Object.keys(this.proxy?.env ?? {})];
+    // The executor's own variables stay its own: the image's Env may set PATH, LANG…, never where
+    // the run's files, answer, conversation or orchestrate credential are.
+    const own = [
+      'HOME',
+      'TMPDIR',
+      ...Object.keys(this.proxy?.env ?? {}),
+      ...Object.keys(env).filter(name => name.startsWith('AGENT_'))
+    ];
     const user = this.options.user;
     const ids = user ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
     const inner = [bwrapProgram(), ...imageRootArgs(image, ids, binds, cwd, own), '--', program, ...args];
