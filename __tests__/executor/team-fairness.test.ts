@@ -126,6 +126,38 @@ describe('the queue, shared by teams', () => {
     for (const id of [a2, a3]) await a.cancel(id);
   });
 
+  it('a follow-up that would queue an ended run again takes a queue place as a create does: 429 at the limit, nothing recorded', async () => {
+    ex = await startTestExecutor({
+      workers: 1,
+      limits: { max_queued_runs: 10, max_queued_runs_per_team: 2 }
+    });
+    const a = await team('team-a');
+    const done = await a.run('@sim result done');
+    await a.wait(done, ['SUCCEEDED']);
+    const a1 = await a.run(LONG);
+    await a.wait(a1, ['INPROGRESS']);
+    const a2 = await a.run(LONG);
+    const a3 = await a.run(LONG);
+    const refused = await a.send('POST', `/api/v1/agent/runs/${done}/followups`, { message: 'and again' });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('10');
+    expect((await refused.json()) as Problem).toMatchObject({
+      error_code: 'resource_unavailable',
+      detail: `run ${done} has ended, and continuing it would queue it again: this team's queued runs reached its limit, limits.max_queued_runs_per_team: 2; retry later`
+    });
+    expect(await a.state(done)).toBe('SUCCEEDED');
+    const events = (await (await a.send('GET', `/api/v1/agent/runs/${done}/transcript`)).json()) as {
+      events: { kind: string }[];
+    };
+    expect(events.events.some(event => event.kind === 'followup')).toBe(false);
+    // A place comes free: the same follow-up is taken.
+    await a.cancel(a3);
+    const taken = await a.send('POST', `/api/v1/agent/runs/${done}/followups`, { message: 'and again' });
+    expect(taken.status).toBe(200);
+    expect(((await taken.json()) as { state: string }).state).toBe('QUEUED');
+    for (const id of [a1, a2, done]) await a.cancel(id);
+  });
+
   it('a team at its running cap waits while other teams’ runs take the free workers', async () => {
     ex = await startTestExecutor({ workers: 4, limits: { max_running_runs_per_team: 1 } });
     const a = await team('team-a');

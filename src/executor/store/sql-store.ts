@@ -17,6 +17,7 @@ import type {
   CreateResult,
   EventPage,
   FollowupResult,
+  QueueLimits,
   NewFollowup,
   Idempotency,
   ListQuery,
@@ -164,15 +165,7 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     const bytes = `CAST(? AS ${this.d.textType})`;
     // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
     // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
-    const queued = sql(
-      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued`,
-      maxQueued
-    );
-    const teamQueued = sql(
-      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?) AS team_queued`,
-      run.team,
-      maxQueuedPerTeam
-    );
+    const { queued, teamQueued } = queueCounts(run.team, maxQueued, maxQueuedPerTeam);
     const [created] = await this.d.create({
       insert: room =>
         sql(
@@ -325,15 +318,25 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
     runId: string,
     followup: NewFollowup,
     at: string,
-    continuableSince: string
+    continuableSince: string,
+    queues?: QueueLimits
   ): Promise<FollowupResult> {
     const before = await this.getRun(team, runId);
     if (!before) return { kind: 'not_found' };
-    if (
-      lifecycle.allows('followup', before.state) &&
-      (before.completed_at ?? before.updated_at) < continuableSince
-    )
-      return { kind: 'expired', run: before };
+    if (lifecycle.allows('followup', before.state)) {
+      if ((before.completed_at ?? before.updated_at) < continuableSince)
+        return { kind: 'expired', run: before };
+      // An ended run goes back to the queue: it takes a place there as a create would, so follow-ups
+      // of ended runs cannot fill the node's queue past its limits (a look before the message, not
+      // in the requeue's statement: a message once recorded is never dropped).
+      if (queues) {
+        const { queued, teamQueued } = queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam);
+        const [node] = await this.d.all<{ n: unknown }>(queued);
+        if (Number(node?.n ?? 0) >= queues.maxQueued) return { kind: 'queue_full' };
+        const [own] = await this.d.all<{ n: unknown }>(teamQueued);
+        if (Number(own?.n ?? 0) >= queues.maxQueuedPerTeam) return { kind: 'team_queue_full' };
+      }
+    }
     await this.appendEvent(runId, 'followup', { message: followup.message, mode: followup.mode }, at);
     const requeue = this.requeueWaiting(at, sql('run_id = ? AND team = ?', runId, team));
     const [run] = await this.d.change(requeue.statement, requeue.event);
@@ -649,4 +652,20 @@ function renamedEntry(item: unknown, renamed: ArtifactRename[]): unknown {
   const entry = item as Record<string, unknown>;
   const rename = renamed.find(r => r.artifact_uid === entry.artifact_uid);
   return rename ? { ...entry, filename: rename.filename, filepath: rename.filename } : item;
+}
+
+/** The statements counting the node's and a team's queued runs (each stops at its limit). */
+function queueCounts(team: string, maxQueued: number, maxQueuedPerTeam: number) {
+  const queuedStates = stateIn(LIFECYCLE.create.to);
+  return {
+    queued: sql(
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${queuedStates} LIMIT ?) AS queued`,
+      maxQueued
+    ),
+    teamQueued: sql(
+      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE team = ? AND ${queuedStates} LIMIT ?) AS team_queued`,
+      team,
+      maxQueuedPerTeam
+    )
+  };
 }

@@ -215,7 +215,18 @@ export type CancelResult =
 
 /** A follow-up's answer: taken (the run as it is now), too late to continue, or no such run. */
 export type FollowupResult =
-  { kind: 'taken'; run: StoredRun } | { kind: 'expired'; run: StoredRun } | { kind: 'not_found' };
+  | { kind: 'taken'; run: StoredRun }
+  | { kind: 'expired'; run: StoredRun }
+  | { kind: 'not_found' }
+  /** The run had ended, and going back to the queue would pass the node's or the team's limit. */
+  | { kind: 'queue_full' }
+  | { kind: 'team_queue_full' };
+
+/** The queue limits a run that goes back to the queue must stay under (as a create must). */
+export interface QueueLimits {
+  maxQueued: number;
+  maxQueuedPerTeam: number;
+}
 
 /** A follow-up as the store takes it: the message and the mode of the turn it asks for. */
 export interface NewFollowup {
@@ -339,14 +350,16 @@ export interface RunStore {
   /**
    * Adds a follow-up to a run's conversation (a `followup` transcript event): a queued or running
    * run keeps its state and its worker takes the message at the next turn; an ended run is queued
-   * again, unless it completed before `continuableSince` (its workspace may be gone): `expired`.
+   * again, unless it completed before `continuableSince` (its workspace may be gone): `expired`, or
+   * the queue it would join holds `queues`' limit: `queue_full` / `team_queue_full`.
    */
   submitFollowup(
     team: string,
     runId: string,
     followup: NewFollowup,
     at: string,
-    continuableSince: string
+    continuableSince: string,
+    queues?: QueueLimits
   ): Promise<FollowupResult>;
 
   // runs, as the worker sees them

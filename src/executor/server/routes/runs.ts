@@ -327,9 +327,22 @@ export function runHandlers(
         id,
         { message: request.body.message, mode },
         new Date(now).toISOString(),
-        since
+        since,
+        { maxQueued: config.limits.maxQueuedRuns, maxQueuedPerTeam: config.limits.maxQueuedRunsPerTeam }
       );
       if (result.kind === 'not_found') throw notFound(id);
+      if (result.kind === 'queue_full')
+        throw new ProblemError(
+          'resource_unavailable',
+          `run ${id} has ended, and continuing it would queue it again: the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`,
+          { 'retry-after': '10' }
+        );
+      if (result.kind === 'team_queue_full')
+        throw new ProblemError(
+          'resource_unavailable',
+          `run ${id} has ended, and continuing it would queue it again: this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${config.limits.maxQueuedRunsPerTeam}; retry later`,
+          { 'retry-after': '10' }
+        );
       if (result.kind === 'expired')
         throw new ProblemError(
           'run_not_continuable',
