@@ -42,7 +42,7 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
       readdirSync: 2,
       readlinkSync: 1,
       renameSync: 1,
-      rmSync: 7,
+      rmSync: 8,
       statSync: 2,
       utimesSync: 1,
       writeFileSync: 1
@@ -124,8 +124,8 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "the environments' sources at start-up"
   },
   'src/executor/store/sqlite/connection.ts': {
-    calls: { mkdirSync: 1 },
-    why: "the database's folder"
+    calls: { closeSync: 1, mkdirSync: 1, openSync: 1, readSync: 1 },
+    why: "the database's folder, and its own -shm file (the WAL-index header: the read caches' stamp), in the data dir no run sees"
   },
   'src/executor/worker/maintenance.ts': {
     calls: { existsSync: 1, readdirSync: 1, statSync: 1 },

@@ -73,7 +73,6 @@ export class WorkerPool {
   private readonly active = new Map<string, Active>();
   private readonly environments: Map<string, EnvironmentConfig>;
   /** What every run reads of the configuration, built once. */
-  private readonly runSettings: RunSettings;
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe?: () => void;
   private draining = false;
@@ -96,8 +95,12 @@ export class WorkerPool {
     private readonly apiUrl?: () => string | undefined
   ) {
     this.environments = new Map(config.environments.map(env => [env.id, env]));
-    const { dataDir, configFile, workspaces } = config;
-    this.runSettings = { dataDir, configFile, workspaces };
+  }
+
+  /** What a run reads of the configuration, as it is when the run starts. */
+  private get runSettings(): RunSettings {
+    const { dataDir, configFile, workspaces } = this.config;
+    return { dataDir, configFile, workspaces };
   }
 
   /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
