@@ -48364,7 +48364,7 @@ const ENDPOINTS = {
         method: 'POST',
         path: '/api/v1/agent/runs/{run_id}/followups',
         summary: "Continue a run's conversation",
-        description: 'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
+        description: 'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable; like a create, it takes a place in the queue (429 resource_unavailable when the node queue or the team queue is at its limit). The answer carries the state the run is in already (never the old terminal one).',
         ...byKey,
         params: 'RunIdParamsSchema',
         body: 'FollowupRequestSchema',
@@ -48377,6 +48377,7 @@ const ENDPOINTS = {
             'invalid_field',
             'operation_not_supported',
             'run_not_continuable',
+            'resource_unavailable',
             'shutting_down'
         ]
     },

@@ -1,8 +1,8 @@
-export const id = 979;
-export const ids = [979];
+export const id = 287;
+export const ids = [287];
 export const modules = {
 
-/***/ 65979:
+/***/ 98287:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -521,7 +521,7 @@ const ENDPOINTS = {
         method: 'POST',
         path: '/api/v1/agent/runs/{run_id}/followups',
         summary: "Continue a run's conversation",
-        description: 'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable. The answer carries the state the run is in already (never the old terminal one).',
+        description: 'The message is the next user turn of the same run. Queued: it joins the prompt. Running: the run goes on with it after the current turn. Ended: the run is QUEUED again and continues in the same workspace, while that workspace is kept (workspaces.continue_for); after that, 409 run_not_continuable; like a create, it takes a place in the queue (429 resource_unavailable when the node queue or the team queue is at its limit). The answer carries the state the run is in already (never the old terminal one).',
         ...byKey,
         params: 'RunIdParamsSchema',
         body: 'FollowupRequestSchema',
@@ -534,6 +534,7 @@ const ENDPOINTS = {
             'invalid_field',
             'operation_not_supported',
             'run_not_continuable',
+            'resource_unavailable',
             'shutting_down'
         ]
     },
@@ -6569,6 +6570,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_PAGE_WEIGHT = 1024 * 1024;
 /** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
 const SCHEDULER_KEY_PREFIX = 'schedule:';
+/** How the keys an orchestrate run's token sends are stored: `run:<its run id>:<key>`. */
+const ORCHESTRATOR_KEY_PREFIX = 'run:';
 function runHandlers(context, reads) {
     const { store, config, links, hub } = context;
     const create = async (request, reply) => {
@@ -6617,6 +6620,13 @@ function runHandlers(context, reads) {
         // that took one first would stop that fire from starting its run.
         if (key?.startsWith(SCHEDULER_KEY_PREFIX))
             throw new ProblemError('invalid_request', `Idempotency-Key header: keys starting with "${SCHEDULER_KEY_PREFIX}" are the scheduler's own; choose another`);
+        // An orchestrate run's keys live in a space of their own (`run:<id>:<key>`): with the team's, a
+        // hostile agent replaying a key and body of the team would learn which run they made.
+        if (key?.startsWith(ORCHESTRATOR_KEY_PREFIX))
+            throw new ProblemError('invalid_request', `Idempotency-Key header: keys starting with "${ORCHESTRATOR_KEY_PREFIX}" are orchestrate runs' own; choose another`);
+        const storedKey = key !== undefined && principal.orchestrator
+            ? `${ORCHESTRATOR_KEY_PREFIX}${principal.orchestrator.runId}:${key}`
+            : key;
         const result = await store.createRun({
             run_id: (0,external_node_crypto_.randomUUID)(),
             team: principal.team,
@@ -6630,7 +6640,7 @@ function runHandlers(context, reads) {
             creator_name: principal.name,
             workload: principal.workload ? JSON.stringify(principal.workload) : null,
             created_at: new Date().toISOString()
-        }, key === undefined ? undefined : { key, requestHash: stored.hash }, config.limits.maxQueuedRuns, config.limits.maxQueuedRunsPerTeam);
+        }, storedKey === undefined ? undefined : { key: storedKey, requestHash: stored.hash }, config.limits.maxQueuedRuns, config.limits.maxQueuedRunsPerTeam);
         if (result.kind === 'key_reused') {
             throw new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
         }
@@ -6785,9 +6795,13 @@ function runHandlers(context, reads) {
                 });
             const now = Date.now();
             const since = new Date(now - config.workspaces.continueForMs).toISOString();
-            const result = await store.submitFollowup(request.principal.team, id, { message: request.body.message, mode }, new Date(now).toISOString(), since);
+            const result = await store.submitFollowup(request.principal.team, id, { message: request.body.message, mode }, new Date(now).toISOString(), since, { maxQueued: config.limits.maxQueuedRuns, maxQueuedPerTeam: config.limits.maxQueuedRunsPerTeam });
             if (result.kind === 'not_found')
                 throw notFound(id);
+            if (result.kind === 'queue_full')
+                throw new ProblemError('resource_unavailable', `run ${id} has ended, and continuing it would queue it again: the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
+            if (result.kind === 'team_queue_full')
+                throw new ProblemError('resource_unavailable', `run ${id} has ended, and continuing it would queue it again: this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${config.limits.maxQueuedRunsPerTeam}; retry later`, { 'retry-after': '10' });
             if (result.kind === 'expired')
                 throw new ProblemError('run_not_continuable', `run ${id} ended ${result.run.state} at ${result.run.completed_at ?? result.run.updated_at}, longer ago than workspaces.continue_for (${Math.round(config.workspaces.continueForMs / 60_000)} min): its workspace is gone, so it cannot be continued; start a new run`);
             return { run_id: result.run.run_id, state: result.run.state };
@@ -9032,13 +9046,19 @@ function forwardToExecutor(gateway, path, request, response) {
             headers[name] = value;
     headers.host = target.host;
     headers[VIA_HEADER] = gateway.secret;
+    // A body the run sent chunked goes on chunked: dropped with the other hop headers, a GET's body
+    // would be written unframed and read by the API as the next request on the connection.
+    if (request.headers['transfer-encoding'] !== undefined)
+        headers['transfer-encoding'] = 'chunked';
     const send = target.protocol === 'https:' ? external_node_https_.request : external_node_http_.request;
     const upstream = send({
         host: target.hostname.replace(/^\[|\]$/g, ''),
         port: target.port || (target.protocol === 'https:' ? 443 : 80),
         method: request.method,
         path: path.startsWith('/') ? path : `/${path}`,
-        headers
+        headers,
+        // A connection of its own, never one pooled with other runs' requests (other teams' tokens).
+        agent: false
     }, reply => {
         response.writeHead(reply.statusCode ?? 502, reply.headers);
         reply.pipe(response);
@@ -9094,7 +9114,9 @@ async function startProxy(targets, runId, user, gateway) {
             port,
             method: request.method,
             path: url.pathname + url.search,
-            headers: request.headers
+            headers: request.headers,
+            // Not pooled across runs: one run's bytes never share a connection with another's.
+            agent: false
         }, reply => {
             response.writeHead(reply.statusCode ?? 502, reply.headers);
             reply.pipe(response);
@@ -13846,7 +13868,14 @@ class RunSandbox {
             ...write.filter(path => (0,external_node_fs_.existsSync)(path)).map(path => ({ path: (0,external_node_path_.resolve)(path), how: 'rw' })),
             { path: (0,external_node_path_.resolve)(this.options.workspace), how: this.readOnlyWorkspace ? 'ro' : 'rw' }
         ];
-        const own = ['HOME', 'TMPDIR', ...Object.keys(this.proxy?.env ?? {})];
+        // The executor's own variables stay its own: the image's Env may set PATH, LANG…, never where
+        // the run's files, answer, conversation or orchestrate credential are.
+        const own = [
+            'HOME',
+            'TMPDIR',
+            ...Object.keys(this.proxy?.env ?? {}),
+            ...Object.keys(env).filter(name => name.startsWith('AGENT_'))
+        ];
         const user = this.options.user;
         const ids = user ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
         const inner = [bwrapProgram(), ...imageRootArgs(image, ids, binds, cwd, own), '--', program, ...args];
@@ -13984,6 +14013,138 @@ async function confineRun(options, run) {
 var external_node_stream_ = __webpack_require__(57075);
 // EXTERNAL MODULE: external "node:stream/promises"
 var external_node_stream_promises_ = __webpack_require__(46466);
+;// CONCATENATED MODULE: ./src/executor/images/tar-entries.ts
+// Reads a layer's tar headers as its bytes go by (images/cache.ts hashes and counts the same
+// stream), so what an entry unpacks to is known before anything is written. The tar's own length
+// bounds what its regular files write, except for sparse files: a PAX sparse entry (GNU.sparse.*
+// records, or the GNU 'S' type) of a few hundred bytes unpacks to as many bytes as its header
+// claims. Those are refused; and entries are counted, since empty files and folders cost inodes the
+// byte bound does not see.
+const BLOCK = 512;
+/** PAX header data is kept whole to look for sparse records; a larger one is refused. */
+const MAX_PAX_BYTES = 1 << 20;
+class TarEntries {
+    maxEntries;
+    refuse;
+    /** Entries seen (headers of files, folders, links…; PAX and long-name records not counted). */
+    entries = 0;
+    pending = Buffer.alloc(0);
+    /** Bytes of the current entry's data still to pass (padded to the block). */
+    skip = 0;
+    /** The data of a PAX header being gathered, and how much of it is still to come. */
+    pax;
+    /** A PAX `size` record's value: the next entry's data length, in place of its header's. */
+    nextSize;
+    /** `refuse` answers the error to throw, given why. */
+    constructor(maxEntries, refuse) {
+        this.maxEntries = maxEntries;
+        this.refuse = refuse;
+    }
+    /** The next layer's tar begins (the entries counted so far stay counted). */
+    nextTar() {
+        this.pending = Buffer.alloc(0);
+        this.skip = 0;
+        this.pax = undefined;
+        this.nextSize = undefined;
+    }
+    /** Takes the next bytes of the tar; throws `refuse(…)` at a sparse entry or past maxEntries. */
+    feed(chunk) {
+        let data = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+        this.pending = Buffer.alloc(0);
+        while (data.length > 0) {
+            if (this.pax) {
+                const take = Math.min(this.pax.left, data.length);
+                this.pax.parts.push(data.subarray(0, take));
+                this.pax.left -= take;
+                data = data.subarray(take);
+                if (this.pax.left > 0)
+                    return;
+                this.checkPax(Buffer.concat(this.pax.parts), this.pax.global);
+                this.skip = this.pax.padding;
+                this.pax = undefined;
+                continue;
+            }
+            if (this.skip > 0) {
+                const take = Math.min(this.skip, data.length);
+                this.skip -= take;
+                data = data.subarray(take);
+                continue;
+            }
+            if (data.length < BLOCK) {
+                this.pending = Buffer.from(data);
+                return;
+            }
+            this.header(data.subarray(0, BLOCK));
+            data = data.subarray(BLOCK);
+        }
+    }
+    header(block) {
+        if (block.every(byte => byte === 0))
+            return; // the end-of-archive blocks
+        const type = String.fromCharCode(block[156]);
+        const field = entrySize(block.subarray(124, 136));
+        if (field === undefined)
+            throw this.refuse('a tar header with an unreadable size');
+        // The unpacker reads an entry's length from a PAX `size` record where there is one: so does this.
+        const size = type === 'x' || type === 'g' ? field : (this.nextSize ?? field);
+        if (type !== 'x' && type !== 'g')
+            this.nextSize = undefined;
+        const padded = Math.ceil(size / BLOCK) * BLOCK;
+        if (type === 'S')
+            throw this.refuse('a sparse file (GNU tar type S)');
+        if (type === 'x' || type === 'g') {
+            if (size > MAX_PAX_BYTES)
+                throw this.refuse(`a PAX header of ${size} bytes`);
+            this.pax = { parts: [], left: size, padding: padded - size, global: type === 'g' };
+            if (size === 0) {
+                this.pax = undefined;
+                this.skip = padded;
+            }
+            return;
+        }
+        if (type !== 'L' && type !== 'K') {
+            this.entries++;
+            if (this.entries > this.maxEntries)
+                throw this.refuse(`more than ${this.maxEntries} entries (files, folders and links)`);
+        }
+        this.skip = padded;
+    }
+    /**
+     * PAX records are `LENGTH KEY=VALUE\n`: a GNU.sparse key makes the next entry a sparse file, and a
+     * `size` key gives the next entry's data length (a global one would give every entry's: refused).
+     */
+    checkPax(data, global) {
+        const text = data.toString('latin1');
+        if (/(^|\n)\d+ GNU\.sparse\./.test(text))
+            throw this.refuse('a sparse file (GNU.sparse PAX records)');
+        const sizes = [...text.matchAll(/(?:^|\n)\d+ size=([^\n]*)\n/g)].map(match => match[1]);
+        if (sizes.length === 0)
+            return;
+        const value = sizes[sizes.length - 1];
+        if (global || !/^\d{1,15}$/.test(value))
+            throw this.refuse(`a PAX size record ${JSON.stringify(value.slice(0, 20))}`);
+        this.nextSize = Number(value);
+    }
+}
+/** A header's size field: octal digits (NUL or space ended), or base-256 when its first bit is set. */
+function entrySize(field) {
+    if (field[0] === 0xff)
+        return undefined; // a negative base-256 number
+    if ((field[0] & 0x80) !== 0) {
+        let value = field[0] & 0x7f;
+        for (const byte of field.subarray(1))
+            value = value * 256 + byte;
+        return Number.isSafeInteger(value) ? value : undefined;
+    }
+    const text = field
+        .toString('latin1')
+        .replace(/[\0 ]+$/, '')
+        .trim();
+    if (text === '')
+        return 0;
+    return /^[0-7]+$/.test(text) ? parseInt(text, 8) : undefined;
+}
+
 ;// CONCATENATED MODULE: ./src/executor/images/cache.ts
 // Container images as the root of runs (an environment's `image`), kept in the data dir:
 //   DATA_DIR/images/layout/        one OCI image layout, where skopeo copies every image (its blobs
@@ -14010,6 +14171,7 @@ var external_node_stream_promises_ = __webpack_require__(46466);
 
 
 
+
 const cache_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /** The system user that unpacks images (a root executor); no run is ever this user. */
 const IMAGE_USER = 'agent-run-image';
@@ -14019,6 +14181,11 @@ const MAX_JSON_BYTES = 4 * 1024 * 1024;
 const MAX_DIR_ENTRIES = 10_000;
 /** How long a copy or an unpack may take. */
 const STEP_TIMEOUT_MS = 15 * 60_000;
+/**
+ * Entries (files, folders, links) an image's layers may hold in all: each costs an inode the byte
+ * bound does not see. A large toolchain image holds a few hundred thousand.
+ */
+const MAX_IMAGE_ENTRIES = 1_000_000;
 class ImageError extends Error {
 }
 const imagesDir = (dataDir) => join(dataDir, 'images');
@@ -14118,9 +14285,10 @@ function verifiedJson(dataDir, digest, what) {
  * at once past `left`: a layer that would unpack to more (a decompression bomb) is refused here,
  * before anything is written. Answers the tar's bytes.
  */
-async function checkLayer(dataDir, layer, left, bound) {
+async function checkLayer(dataDir, layer, left, bound, tar) {
     const hash = (0,external_node_crypto_.createHash)('sha256');
     let tarBytes = 0;
+    tar.nextTar();
     const hashing = new external_node_stream_.Transform({
         transform(chunk, _encoding, done) {
             hash.update(chunk);
@@ -14130,6 +14298,13 @@ async function checkLayer(dataDir, layer, left, bound) {
     const counting = new external_node_stream_.Writable({
         write(chunk, _encoding, done) {
             tarBytes += chunk.length;
+            try {
+                tar.feed(chunk);
+            }
+            catch (error) {
+                done(error);
+                return;
+            }
             if (tarBytes > left)
                 done(new ImageError(`its layers unpack to more than ${bound} bytes (workspaces.cache_size); expected a smaller image or a larger cache_size`));
             else
@@ -14227,10 +14402,11 @@ async function prepareImage(dataDir, image, bound) {
         const making = (async () => {
             const started = Date.now();
             let left = bound;
+            const tar = new TarEntries(MAX_IMAGE_ENTRIES, why => new ImageError(`its layers hold ${why}; refused`));
             for (const layer of layers) {
                 if (typeof layer?.digest !== 'string' || typeof layer.mediaType !== 'string')
                     throw new ImageError('its manifest names a layer without a digest or media type');
-                left -= await checkLayer(dataDir, { digest: layer.digest, mediaType: layer.mediaType }, left, bound);
+                left -= await checkLayer(dataDir, { digest: layer.digest, mediaType: layer.mediaType }, left, bound, tar);
             }
             const env = envOf(configJson);
             const bytes = await unpack(dataDir, dir, tag, digest, bound);
@@ -14323,7 +14499,13 @@ async function unpack(dataDir, dir, tag, digest, bound) {
         timeoutMs: STEP_TIMEOUT_MS
     });
     const bytes = Number(measured.stdout.toString('utf8').split('\t')[0]);
-    return Number.isSafeInteger(bytes) ? bytes : 0;
+    // A folder the image user cannot read (mode 000) hides its bytes from du, which then fails: a root
+    // that cannot be measured is not kept, or the sweep would never count it.
+    if (measured.code !== 0 || !Number.isSafeInteger(bytes)) {
+        (0,external_node_fs_.rmSync)(making, { recursive: true, force: true });
+        throw new ImageError(`its unpacked root could not be measured (du: ${readerReason(measured)}); expected every folder of the image readable by its owner`);
+    }
+    return bytes;
 }
 /**
  * Lists a directory of an unpacked root (an image's: written once by the unpacker, then by no one;
@@ -16474,8 +16656,7 @@ class SqlRunStore extends SqlAccountStore {
         const bytes = `CAST(? AS ${this.d.textType})`;
         // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
         // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
-        const queued = sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${stateIn(rule.to)} LIMIT ?) AS queued`, maxQueued);
-        const teamQueued = sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE team = ? AND ${stateIn(rule.to)} LIMIT ?) AS team_queued`, run.team, maxQueuedPerTeam);
+        const { queued, teamQueued } = queueCounts(run.team, maxQueued, maxQueuedPerTeam);
         const [created] = await this.d.create({
             insert: room => sql(`INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
              creator_name, workload, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
@@ -16564,13 +16745,26 @@ class SqlRunStore extends SqlAccountStore {
      * first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or its
      * finish queues the run again.
      */
-    async submitFollowup(team, runId, followup, at, continuableSince) {
+    async submitFollowup(team, runId, followup, at, continuableSince, queues) {
         const before = await this.getRun(team, runId);
         if (!before)
             return { kind: 'not_found' };
-        if (allows('followup', before.state) &&
-            (before.completed_at ?? before.updated_at) < continuableSince)
-            return { kind: 'expired', run: before };
+        if (allows('followup', before.state)) {
+            if ((before.completed_at ?? before.updated_at) < continuableSince)
+                return { kind: 'expired', run: before };
+            // An ended run goes back to the queue: it takes a place there as a create would, so follow-ups
+            // of ended runs cannot fill the node's queue past its limits (a look before the message, not
+            // in the requeue's statement: a message once recorded is never dropped).
+            if (queues) {
+                const { queued, teamQueued } = queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam);
+                const [node] = await this.d.all(queued);
+                if (Number(node?.n ?? 0) >= queues.maxQueued)
+                    return { kind: 'queue_full' };
+                const [own] = await this.d.all(teamQueued);
+                if (Number(own?.n ?? 0) >= queues.maxQueuedPerTeam)
+                    return { kind: 'team_queue_full' };
+            }
+        }
         await this.appendEvent(runId, 'followup', { message: followup.message, mode: followup.mode }, at);
         const requeue = this.requeueWaiting(at, sql('run_id = ? AND team = ?', runId, team));
         const [run] = await this.d.change(requeue.statement, requeue.event);
@@ -16755,6 +16949,14 @@ function renamedEntry(item, renamed) {
     const entry = item;
     const rename = renamed.find(r => r.artifact_uid === entry.artifact_uid);
     return rename ? { ...entry, filename: rename.filename, filepath: rename.filename } : item;
+}
+/** The statements counting the node's and a team's queued runs (each stops at its limit). */
+function queueCounts(team, maxQueued, maxQueuedPerTeam) {
+    const queuedStates = stateIn(LIFECYCLE.create.to);
+    return {
+        queued: sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${queuedStates} LIMIT ?) AS queued`, maxQueued),
+        teamQueued: sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE team = ? AND ${queuedStates} LIMIT ?) AS team_queued`, team, maxQueuedPerTeam)
+    };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/postgres.ts
@@ -19158,7 +19360,6 @@ class WorkerPool {
     active = new Map();
     environments;
     /** What every run reads of the configuration, built once. */
-    runSettings;
     timers = [];
     unsubscribe;
     draining = false;
@@ -19182,8 +19383,11 @@ class WorkerPool {
         this.sessionLink = sessionLink;
         this.apiUrl = apiUrl;
         this.environments = new Map(config.environments.map(env => [env.id, env]));
-        const { dataDir, configFile, workspaces } = config;
-        this.runSettings = { dataDir, configFile, workspaces };
+    }
+    /** What a run reads of the configuration, as it is when the run starts. */
+    get runSettings() {
+        const { dataDir, configFile, workspaces } = this.config;
+        return { dataDir, configFile, workspaces };
     }
     /** Fails runs left INPROGRESS by a previous process, then starts claiming. */
     async start() {
