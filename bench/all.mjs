@@ -11,7 +11,7 @@
 // figures mean nothing and it writes all-<date>-quick.* instead.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -136,4 +136,6 @@ mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(`${base}.json`, `${JSON.stringify(all, null, 2)}\n`);
 writeFileSync(`${base}.md`, render(all));
 console.log(`\nwrote ${base}.json and ${base}.md (${all.wallSeconds} s in all)`);
+// Each benchmark's own result file was read into the results above: the folder goes.
+rmSync(outDir, { recursive: true, force: true });
 if (steps.some(step => step.exitCode !== 0)) process.exitCode = 1;
