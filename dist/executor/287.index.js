@@ -13822,7 +13822,14 @@ class RunSandbox {
         const command = this.proxy ? this.proxy.command(resolved, args) : [resolved, ...args];
         const user = this.options.user;
         const inner = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
-        const bwrap = [bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner];
+        return this.launch([bwrapProgram(), ...confine, '--chdir', cwd, '--', ...inner], env);
+    }
+    /**
+     * How a confined process starts: bubblewrap's command line with the sandbox's variables, and, with
+     * cgroups, a first process that joins the run's cgroups and then becomes bubblewrap (so all it
+     * starts is counted).
+     */
+    launch(bwrap, env) {
         const innerEnv = {
             ...env,
             HOME: SANDBOX_HOME,
@@ -13832,7 +13839,6 @@ class RunSandbox {
         const cgroup = this.limits();
         if (!cgroup)
             return { program: bwrap[0], args: bwrap.slice(1), env: innerEnv };
-        // The first process joins the run's cgroups, then becomes bubblewrap: all it starts is counted.
         const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
         return {
             program: '/bin/sh',
@@ -13881,22 +13887,7 @@ class RunSandbox {
         const inner = [bwrapProgram(), ...imageRootArgs(image, ids, binds, cwd, own), '--', program, ...args];
         const command = this.proxy ? this.proxy.command(inner[0], inner.slice(1)) : inner;
         const dropped = user ? [...dropTo(user, SANDBOX_HOME), ...command] : command;
-        const bwrap = [bwrapProgram(), ...confine, '--chdir', '/', '--', ...dropped];
-        const innerEnv = {
-            ...env,
-            HOME: SANDBOX_HOME,
-            TMPDIR: '/tmp',
-            ...(this.proxy?.env ?? {})
-        };
-        const cgroup = this.limits();
-        if (!cgroup)
-            return { program: bwrap[0], args: bwrap.slice(1), env: innerEnv };
-        const join = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
-        return {
-            program: '/bin/sh',
-            args: ['-c', join, 'sh', ...cgroup.procsFiles, '--', ...bwrap],
-            env: innerEnv
-        };
+        return this.launch([bwrapProgram(), ...confine, '--chdir', '/', '--', ...dropped], env);
     }
     /**
      * Stops a confined process: SIGTERM to the run's own processes (bubblewrap does not pass signals
