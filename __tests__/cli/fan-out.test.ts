@@ -192,6 +192,43 @@ describe('agent-run run --fan-out', () => {
     expect((await serverRuns(name))[1]!.metadata).toEqual({ team: 'web', fan_out: name, fan_out_index: '1' });
   });
 
+  it('reads the list from standard input with --fan-out -, a prompt-file relative to the working directory', async () => {
+    const cwd = join(dir, 'from-stdin');
+    mkdirSync(join(cwd, 'prompts'), { recursive: true });
+    writeFileSync(join(cwd, 'prompts', 'one.md'), '@sim result read beside the working directory');
+    const run = await runCli(['run', '--environment', 'local', '--fan-out', '-', '--json'], {
+      env,
+      cwd,
+      stdin: ['- prompt-file: prompts/one.md', '- title: Piped', '  prompt: "@sim result piped in"'].join(
+        '\n'
+      )
+    });
+    expect(run.code).toBe(0);
+    const records = JSON.parse(run.stdout) as Record<string, unknown>[];
+    expect(records.map(r => [r.index, r.title, r.state, r.result])).toEqual([
+      [0, null, 'SUCCEEDED', 'read beside the working directory'],
+      [1, 'Piped', 'SUCCEEDED', 'piped in']
+    ]);
+    const server = await serverRuns('stdin');
+    expect(server.map(r => r.run_id)).toEqual(records.map(r => r.run_id));
+
+    // Standard input carries one of them: the list or the prompt.
+    const both = await runCli(['run', '--environment', 'local', '--fan-out', '-', '-'], {
+      env,
+      stdin: '- x'
+    });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('standard input can carry the fan-out list or the prompt, not both');
+    // A bad list on standard input is named like a file's.
+    const bad = await runCli(['run', '--environment', 'local', '--fan-out', '-'], {
+      env,
+      stdin: 'prompt: x'
+    });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('error: --fan-out "-": no run was started:');
+    expect(bad.stderr).toMatch(/fan-out .*: expected a YAML list of 1–50 items/);
+  });
+
   it('checks each answer against --output-schema, and shows a title’s control characters escaped in aligned columns', async () => {
     const schema = join(dir, 'verdict.json');
     writeFileSync(

@@ -1,5 +1,5 @@
-// `agent-run run --fan-out FILE`: one run per item of a YAML list (the form the action's `fan-out`
-// input takes, read by the same parser), at most --max-parallel in flight, all followed together.
+// `agent-run run --fan-out FILE` (or `-` for standard input): one run per item of a YAML list (the
+// form the action's `fan-out` input takes, read by the same parser), at most --max-parallel in flight, all followed together.
 // One line on stderr as each run ends, then the table (or, with --json, the gathered records) on
 // stdout, and the exit code --require decides. Each item's create carries an idempotency key made
 // from the file's path and the item's request, so running the same file again finds the same runs
@@ -7,7 +7,7 @@
 
 import { createHash } from 'node:crypto';
 import { readFileSync, realpathSync } from 'node:fs';
-import { basename, dirname, extname, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import {
   AbortError,
   type AgentRunClient,
@@ -55,7 +55,10 @@ export interface FanOutDefaults {
 }
 
 export interface FanOutOptions {
+  /** The list's file, or `-` for standard input. */
   file: string;
+  /** The list's text when it came from standard input (`--fan-out -`). */
+  stdin?: string;
   maxParallel: number;
   require: 'all' | 'any';
   idempotencyKey?: string;
@@ -125,13 +128,20 @@ export function readItems(options: FanOutOptions, defaults: FanOutDefaults): Ite
   const { file } = options;
   let text: string;
   let path: string;
-  try {
-    text = readFileSync(file, 'utf8');
-    path = realpathSync(file);
-  } catch (error) {
-    throw usage(
-      `--fan-out ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code})`
-    );
+  if (options.stdin !== undefined) {
+    // From standard input: a prompt-file is relative to the working directory, and the runs'
+    // fan_out metadata is `stdin`.
+    text = options.stdin;
+    path = join(process.cwd(), 'stdin');
+  } else {
+    try {
+      text = readFileSync(file, 'utf8');
+      path = realpathSync(file);
+    } catch (error) {
+      throw usage(
+        `--fan-out ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code})`
+      );
+    }
   }
   const problems: string[] = [];
   const fields = parseFanOut(text, problems);

@@ -32,7 +32,7 @@ export const runCommand: Command = {
   name: 'run',
   summary: 'create a run, wait for it, print the answer',
   help: `Usage: agent-run run [options] (PROMPT | --prompt-file FILE | -)
-       agent-run run --fan-out FILE [--max-parallel N] [--require all|any] [options] [PROMPT]
+       agent-run run --fan-out FILE|- [--max-parallel N] [--require all|any] [options] [PROMPT]
 
 Creates a run, waits for it, streams its progress to stderr and prints the agent's answer on stdout.
 With --fan-out, one run per item of a YAML list, side by side.
@@ -60,6 +60,8 @@ Fan-out:
                          --output-schema) are every item's defaults. At most 50 items. One line on
                          stderr as each run ends, then a table on stdout (--json: one record per item).
                          Each run gets metadata fan_out=<FILE's name> and fan_out_index=<n>.
+  --fan-out -            read the list from standard input (prompt-file relative to the working
+                         directory; fan_out=stdin); PROMPT may then not be "-"
   --max-parallel N       runs in flight at once (1-20, default 4); --timeout bounds the whole fan-out
   --require all|any      all (default): every run must succeed for exit 0; any: one is enough.
                          Otherwise the exit code is 3 if a run timed out, 4 if one is BLOCKED, else 1
@@ -104,6 +106,10 @@ ${EXIT_CODES_HELP}`,
     const metadata = metadataOption(values.metadata);
     const timeoutMs = durationOption('timeout', values.timeout, '60m');
     const onBlocked = onBlockedOption(values['on-blocked']);
+    if (fanOutFile === '-' && positionals[0] === '-')
+      throw usage(
+        'standard input can carry the fan-out list or the prompt, not both: give PROMPT as an argument or with --prompt-file'
+      );
     const fanOut =
       fanOutFile === undefined
         ? undefined
@@ -114,7 +120,8 @@ ${EXIT_CODES_HELP}`,
             idempotencyKey: idempotencyKeyOption(values['idempotency-key']),
             timeoutMs,
             onBlocked,
-            json: values.json === true
+            json: values.json === true,
+            ...(fanOutFile === '-' ? { stdin: await context.readStdin() } : {})
           };
     // A fan-out's items may each have their own prompt: then none is needed here.
     const optional = fanOut !== undefined && positionals.length === 0 && values['prompt-file'] === undefined;
