@@ -318,6 +318,49 @@ describe('the progress comment of a fan-out', () => {
     // Nothing any body said would mention, close, load or hide anything on GitHub.
     for (const body of commentBodies(github)) expect(liveParts(body)).toEqual([]);
   });
+
+  it('an older step does not overwrite the table a newer run of the same step wrote', async () => {
+    const step = (runId: string, items: string) => ({
+      inputs: {
+        'fan-out': items,
+        'environment-id': 'local',
+        'api-key': executor.key,
+        'base-url': executor.url,
+        comment: 'sticky',
+        'github-token': 'ghs_test',
+        'trigger-phrase': '@agent'
+      },
+      env: { ...event.env, GITHUB_ACTION: 'review-twice', GITHUB_RUN_ID: runId, GITHUB_RUN_ATTEMPT: '1' }
+    });
+    const ours = () =>
+      (github.comments.get(5) ?? []).filter(
+        c => c.body.includes('| 0 | Old |') || c.body.includes('| 0 | New |')
+      );
+    const older = step('3000', '- title: Old\n  prompt: "@sim sleep 120"');
+    const action = startAction(older.inputs, { env: older.env });
+    await eventually(() => ours().find(c => c.body.includes('<code>INPROGRESS</code>')), {
+      what: "the older step's table with its run in progress",
+      timeoutMs: 90_000
+    });
+
+    // A newer run of the same step writes the same comment (it finds it by its marker).
+    const newer = step('3001', '- title: New\n  prompt: "@sim result new done"');
+    const result = await runAction(newer.inputs, { env: newer.env });
+    expect(result.code).toBe(0);
+    expect(ours()).toHaveLength(1);
+    const written = ours()[0]!.body;
+    expect(rowsOf(written).map(row => [row[1], row[2]])).toEqual([['New', '<code>SUCCEEDED</code>']]);
+
+    // The older step, cancelled now, would write its cancelled table: it leaves the newer one.
+    action.child.kill('SIGTERM');
+    const old = await action.done;
+    expect(old.outputs.conclusion).toBe('cancelled');
+    expect(ours()).toHaveLength(1);
+    expect(ours()[0]!.body).toBe(written);
+    expect(old.stdout).toContain(
+      "A newer step (workflow run 3001, attempt 1) now reports on #5's progress comment; this step no longer updates it."
+    );
+  });
 });
 
 describe('fan-out against the production stand-in', () => {

@@ -47,11 +47,22 @@ export function parseRecord(body: string): ThreadRecord | undefined {
   const match = RECORD.exec(body);
   if (!match) return undefined;
   const record: ThreadRecord = { runId: match[1]!, mode: match[2] as ThreadRecord['mode'] };
-  const step = STEP.exec(body);
-  if (step) record.step = { run: Number(step[1]), attempt: Number(step[2]) };
+  const step = stepWrote(body);
+  if (step) record.step = step;
   const plan = PLAN.exec(body);
   if (plan) record.plan = plan[1]!;
   return record;
+}
+
+/** The step that wrote a comment (a single run's or a fan-out's), when its text records one. */
+export function stepWrote(body: string): StepId | undefined {
+  const step = STEP.exec(body);
+  return step ? { run: Number(step[1]), attempt: Number(step[2]) } : undefined;
+}
+
+/** The hidden line naming the step that writes a comment, read back by `stepWrote`. */
+function stepLine(step: StepId): string {
+  return `<!-- agent-run-step:${step.run}.${step.attempt} -->`;
 }
 
 /** This step's workflow run and attempt, when the runner says. */
@@ -207,7 +218,7 @@ export class StickyComment {
    */
   private async newerStepWrote(api: GitHubApi, id: number): Promise<boolean> {
     if (!this.step) return false;
-    const found = parseRecord(await api.commentBody(id))?.step;
+    const found = stepWrote(await api.commentBody(id));
     if (!found || !isNewer(found, this.step)) return false;
     this.disabled = true;
     core.notice(
@@ -225,15 +236,17 @@ export class StickyComment {
       '| # | Title | State | Duration | Link |',
       '| --- | --- | --- | --- | --- |'
     ];
+    // Last, hidden: the step writing it, so an older step never overwrites a newer one's table.
+    const tail = this.step ? [stepLine(this.step)] : [];
     for (const level of ROW_LEVELS) {
-      const lines = [...head, ...rows.map(row => this.fanOutRow(row, level))];
+      const lines = [...head, ...rows.map(row => this.fanOutRow(row, level)), ...tail];
       const body = lines.join('\n');
       if (body.length <= MAX_COMMENT_CHARS) return body;
     }
     // Still too long (it cannot be, at 50 items): the rows that fit, then how many did not.
     const lines = [...head];
     const last = ROW_LEVELS[ROW_LEVELS.length - 1]!;
-    let size = lines.join('\n').length + 100;
+    let size = lines.join('\n').length + 200;
     for (const [shown, row] of rows.entries()) {
       const line = this.fanOutRow(row, last);
       if (size + line.length + 1 > MAX_COMMENT_CHARS) {
@@ -243,6 +256,7 @@ export class StickyComment {
       lines.push(line);
       size += line.length + 1;
     }
+    lines.push(...tail);
     return lines.join('\n');
   }
 
@@ -307,7 +321,7 @@ export class StickyComment {
     const record: string[] = [];
     if (SAFE_ID.test(runId)) {
       record.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
-      if (this.step) record.push(`<!-- agent-run-step:${this.step.run}.${this.step.attempt} -->`);
+      if (this.step) record.push(stepLine(this.step));
     }
     if (this.plan) {
       const used = [...lines, ...record].join('\n').length + 200;
