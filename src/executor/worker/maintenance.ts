@@ -18,6 +18,7 @@ import { freeBytes, freeInodes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
 import { removeTree } from '../workspace/remove.js';
 import { sweepImages } from '../images/cache.js';
+import { sweepRunTemps } from './run-temp.js';
 
 function now(): string {
   return new Date().toISOString();
@@ -86,6 +87,9 @@ export async function sweepFinishedWorkspaces(
     active
   );
   if (homes > 0) log.info({ removed: homes }, 'removed harness HOMEs left by runs that did not end here');
+  // Unconfined harness turns' TMPDIRs a killed process left (DATA_DIR/tmp/t*): none is held then.
+  const temps = sweepRunTemps(config.dataDir);
+  if (temps > 0) log.info({ removed: temps }, 'removed temp folders left by turns that did not end here');
 }
 
 /**

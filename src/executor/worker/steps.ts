@@ -4,7 +4,7 @@
 // It gathers what happened and never decides the run's outcome: execute.ts takes it from here
 // (the diff, the outputs, publishing) and runs/outcomes.ts decides.
 
-import { existsSync, lchownSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, lchownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { agentKindOf } from '../agents/index.js';
@@ -24,6 +24,7 @@ import type { RunIdentity } from '../sandbox/run-files.js';
 import type { Processes } from '../sandbox/spawn.js';
 import { runUser } from '../sandbox/user.js';
 import { removeTree } from '../workspace/remove.js';
+import { makeRunTemp, releaseRunTemp } from './run-temp.js';
 import {
   type TreeUsage,
   type Workspace,
@@ -279,10 +280,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
     ran.outputs = outputs;
     // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
     // sends Claude Code back to the machine's /tmp).
-    if (home && !environment.sandbox.enabled) {
-      mkdirSync(join(config.dataDir, 'tmp'), { recursive: true, mode: 0o700 });
-      tmp = mkdtempSync(join(config.dataDir, 'tmp', 't'));
-    }
+    if (home && !environment.sandbox.enabled) tmp = makeRunTemp(config.dataDir);
     const conversationFile = join(outputs.dir, 'conversation.md');
     writeFileSync(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
     if (user) lchownSync(conversationFile, user.uid, user.gid);
@@ -373,7 +371,7 @@ export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran
   } finally {
     clearTimeout(timeout);
     stopWatch?.();
-    if (tmp) removeTree(tmp);
+    if (tmp) releaseRunTemp(tmp);
     // The turn's agent ended: its credential goes now (the server also refuses it once the run ended).
     await orchestrate
       ?.revoke()

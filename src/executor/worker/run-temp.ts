@@ -1,0 +1,55 @@
+// The TMPDIR of an unconfined harness turn: DATA_DIR/tmp/t<random>, short because a socket's path
+// inside it must be (a longer one sends Claude Code back to the machine's /tmp). The turn removes
+// it when it ends; an executor killed first (SIGKILL, a crash) leaves it, and the start-up and
+// maintenance sweep removes every such folder no live turn of this process holds. The sweep reads
+// only the names in DATA_DIR/tmp (a folder of the executor's, which no run can write) and never
+// looks inside a run's folder: it goes through the removal primitive (workspace/remove.ts).
+
+import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { removeTree } from '../workspace/remove.js';
+
+/** The temp folders live turns of this process hold. */
+const held = new Set<string>();
+
+function tempsDir(dataDir: string): string {
+  return join(dataDir, 'tmp');
+}
+
+/** Makes a turn's temp folder and holds it until `releaseRunTemp`. */
+export function makeRunTemp(dataDir: string): string {
+  mkdirSync(tempsDir(dataDir), { recursive: true, mode: 0o700 });
+  // Made and held in one synchronous step: a sweep never sees it unheld.
+  const path = mkdtempSync(join(tempsDir(dataDir), 't'));
+  held.add(path);
+  return path;
+}
+
+/** Removes a turn's temp folder and lets it go. */
+export function releaseRunTemp(path: string): void {
+  try {
+    removeTree(path);
+  } finally {
+    held.delete(path);
+  }
+}
+
+/**
+ * Removes the temp folders no live turn holds (left by a killed process); answers how many went.
+ * One that cannot go stays for the next sweep.
+ */
+export function sweepRunTemps(dataDir: string): number {
+  const dir = tempsDir(dataDir);
+  let removed = 0;
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    const path = join(dir, name);
+    if (!/^t/.test(name) || held.has(path)) continue;
+    try {
+      removeTree(path);
+      removed++;
+    } catch {
+      continue;
+    }
+  }
+  return removed;
+}
