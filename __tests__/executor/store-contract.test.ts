@@ -511,6 +511,66 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     await drain();
   });
 
+  it('concurrent follow-ups of ended runs take queue places atomically: at most the limit queued, no refused message kept', async () => {
+    await drain();
+    const node2 = await second();
+    const team = `team-fq-${randomUUID().slice(0, 8)}`;
+    const runs = await queue(...Array.from({ length: 8 }, () => team));
+    for (const run of runs) {
+      const claimed = await store.claimNext('fq', 60_000, [], at());
+      expect(claimed?.run_id).toBe(run.run_id);
+      await store.finishRun(run.run_id, 'fq', { state: 'SUCCEEDED' }, at());
+    }
+    // Eight follow-ups at once, half on each handle (another process, another node), against a
+    // team limit of 2: each ended run would take a queue place.
+    const answers = await Promise.all(
+      runs.map((run, index) =>
+        (index % 2 === 0 ? store : node2).submitFollowup(
+          team,
+          run.run_id,
+          { message: `go on ${index}`, mode: 'normal' },
+          at(),
+          '2000-01-01T00:00:00.000Z',
+          { maxQueued: 100, maxQueuedPerTeam: 2 }
+        )
+      )
+    );
+    const kinds = answers.map(answer => answer.kind);
+    expect(kinds.filter(kind => kind === 'taken')).toHaveLength(2);
+    expect(kinds.filter(kind => kind === 'team_queue_full')).toHaveLength(6);
+    expect((await store.countRunsByState(team)).QUEUED).toBe(2);
+    // A refused follow-up recorded nothing; a taken one its message, on a run queued again.
+    for (const [index, run] of runs.entries()) {
+      const messages = (await store.listEvents(run.run_id, { kinds: ['followup'] })).map(
+        event => event.message
+      );
+      const state = (await store.getRunAnyTeam(run.run_id))!.state;
+      if (kinds[index] === 'taken') {
+        expect(messages).toEqual([`go on ${index}`]);
+        expect(state).toBe('QUEUED');
+      } else {
+        expect(messages).toEqual([]);
+        expect(state).toBe('SUCCEEDED');
+      }
+    }
+    // The node's own limit too: one place left on the node, two follow-ups at once.
+    const refused = runs.filter((_, index) => kinds[index] !== 'taken').slice(0, 2);
+    const node = await Promise.all(
+      refused.map((run, index) =>
+        (index === 0 ? store : node2).submitFollowup(
+          team,
+          run.run_id,
+          { message: 'again', mode: 'normal' },
+          at(),
+          '2000-01-01T00:00:00.000Z',
+          { maxQueued: 3, maxQueuedPerTeam: 100 }
+        )
+      )
+    );
+    expect(node.map(answer => answer.kind).sort()).toEqual(['queue_full', 'taken']);
+    await drain();
+  });
+
   it('hold: only an ended run, one holder at a time, renewed by its holder, across handles', async () => {
     await drain();
     const node2 = await second();

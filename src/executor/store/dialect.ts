@@ -85,6 +85,14 @@ export interface Dialect {
    * idempotency key was taken.
    */
   create(create: RunInsert): Promise<StoredRun[]>;
+  /**
+   * A follow-up: its message appended to the run's transcript and the run queued again (`requeue`,
+   * with its state event), in one transaction. When `ended` finds the run (queuing it again takes a
+   * queue place, as a create does), only while every queue is under its limit, counted in that
+   * transaction as a create counts; otherwise nothing is written (the message is not kept) and the
+   * full queue is named. Tells listeners of the event and the runs requeued.
+   */
+  followup(write: FollowupWrite): Promise<{ seq: number; runs: StoredRun[] } | { full: string }>;
   /** Appends an event to a run's transcript and tells listeners; its seq. */
   appendEvent(runId: string, kind: string, data: string, at: string): Promise<number>;
 
@@ -118,6 +126,21 @@ export interface RunInsert {
   event: string;
   /** The rows written beside the run (its metadata and ancestors), in the same transaction. */
   follow?: (run: StoredRun) => Statement[];
+}
+
+/** What a follow-up writes (Dialect.followup). */
+export interface FollowupWrite {
+  runId: string;
+  at: string;
+  /** The JSON of the `followup` event. */
+  data: string;
+  /** Finds the run (any row) when it has ended: then queuing it again needs room in `queues`. */
+  ended: Statement;
+  queues: Queue[];
+  /** The UPDATE of runs (without RETURNING) that queues it again while the message waits. */
+  requeue: Statement;
+  /** The JSON of the requeue's state event. */
+  event: string;
 }
 
 /** A statement: `sql('… ? …', value)`. */

@@ -308,10 +308,13 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   }
 
   /**
-   * The message is recorded first, then the run is queued again if it has ended and the message
-   * still waits (requeueWaiting): a worker that claims it finds the message there. A queued run's
-   * first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or its
-   * finish queues the run again.
+   * The message is recorded and the run queued again if it has ended and the message still waits
+   * (requeueWaiting), in one transaction: a worker that claims it finds the message there. A queued
+   * run's first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or
+   * its finish queues the run again. An ended run goes back to the queue: it takes a place there as
+   * a create would, counted in that same transaction (Dialect.followup), so concurrent follow-ups of
+   * ended runs cannot fill the node's queue or a team's past its limit; one refused so records
+   * nothing (a message once recorded is never dropped).
    */
   async submitFollowup(
     team: string,
@@ -323,23 +326,34 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   ): Promise<FollowupResult> {
     const before = await this.getRun(team, runId);
     if (!before) return { kind: 'not_found' };
-    if (lifecycle.allows('followup', before.state)) {
-      if ((before.completed_at ?? before.updated_at) < continuableSince)
-        return { kind: 'expired', run: before };
-      // An ended run goes back to the queue: it takes a place there as a create would, so follow-ups
-      // of ended runs cannot fill the node's queue past its limits (a look before the message, not
-      // in the requeue's statement: a message once recorded is never dropped).
-      if (queues) {
-        const { queued, teamQueued } = queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam);
-        const [node] = await this.d.all<{ n: unknown }>(queued);
-        if (Number(node?.n ?? 0) >= queues.maxQueued) return { kind: 'queue_full' };
-        const [own] = await this.d.all<{ n: unknown }>(teamQueued);
-        if (Number(own?.n ?? 0) >= queues.maxQueuedPerTeam) return { kind: 'team_queue_full' };
-      }
-    }
-    await this.appendEvent(runId, 'followup', { message: followup.message, mode: followup.mode }, at);
+    if (
+      lifecycle.allows('followup', before.state) &&
+      (before.completed_at ?? before.updated_at) < continuableSince
+    )
+      return { kind: 'expired', run: before };
     const requeue = this.requeueWaiting(at, sql('run_id = ? AND team = ?', runId, team));
-    const [run] = await this.d.change(requeue.statement, requeue.event);
+    const limits = queues ? queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam) : undefined;
+    const written = await this.d.followup({
+      runId,
+      at,
+      data: JSON.stringify({ message: followup.message, mode: followup.mode }),
+      ended: sql(
+        `SELECT 1 AS one FROM runs WHERE run_id = ? AND team = ? AND ${stateIn(LIFECYCLE.followup.from)}`,
+        runId,
+        team
+      ),
+      queues:
+        queues && limits
+          ? [
+              { name: 'queued', count: limits.queued, limit: queues.maxQueued },
+              { name: `queued by team ${team}`, count: limits.teamQueued, limit: queues.maxQueuedPerTeam }
+            ]
+          : [],
+      requeue: requeue.statement,
+      event: requeue.event
+    });
+    if ('full' in written) return { kind: written.full === 'queued' ? 'queue_full' : 'team_queue_full' };
+    const [run] = written.runs;
     return { kind: 'taken', run: run ?? (await this.getRun(team, runId)) ?? before };
   }
 

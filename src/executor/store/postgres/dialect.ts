@@ -8,12 +8,15 @@
 // Connections, transactions and outage classification are connection.ts.
 
 import type pg from 'pg';
-import type { ChangeOptions, Dialect, Row, RunInsert, Statement } from '../dialect.js';
+import type { ChangeOptions, Dialect, FollowupWrite, Row, RunInsert, Statement } from '../dialect.js';
 import { sql } from '../dialect.js';
 import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
 import { bytes, numberPlaceholders, query, transaction } from './connection.js';
 import { CHANNEL, ChangeFeed, KEYS_CHANGED } from './notify.js';
+
+/** The transaction-scoped advisory lock follow-ups that queue an ended run again take in turn. */
+const FOLLOWUP_QUEUE_LOCK = 0x61726671; // 'arfq'
 
 export class PostgresDialect implements Dialect {
   readonly kind = 'postgres';
@@ -92,6 +95,47 @@ export class PostgresDialect implements Dialect {
     return this.change(insert(room), event, { follow });
   }
 
+  /**
+   * One transaction. Follow-ups that queue an ended run again take the queue lock first (a
+   * transaction-scoped advisory lock), so they count one after another, each seeing the runs the
+   * one before it queued: N at once cannot pass a limit by N. The message and the requeue follow
+   * in the same transaction, or neither when a queue is full.
+   */
+  async followup({
+    runId,
+    at,
+    data,
+    ended,
+    queues,
+    requeue,
+    event
+  }: FollowupWrite): Promise<{ seq: number; runs: StoredRun[] } | { full: string }> {
+    type Changed = StoredRun & Row & { event_seq?: number; notified?: unknown };
+    const written = await transaction(this.pool, async client => {
+      const run = async <R extends Row>(made: Statement) =>
+        (await client.query<R>(numberPlaceholders(made.text), made.values)).rows;
+      // Looked at again once locked: a follow-up just before may have queued the run already.
+      if ((await run(ended)).length > 0)
+        await run(sql('SELECT pg_advisory_xact_lock(?)', FOLLOWUP_QUEUE_LOCK));
+      if ((await run(ended)).length > 0) {
+        for (const queue of queues) {
+          const [row] = await run<{ n: unknown }>(queue.count);
+          if (Number(row?.n ?? 0) >= queue.limit) return { full: queue.name };
+        }
+      }
+      const [added] = await run<{ seq: number }>(this.appending(runId, 'followup', data, at));
+      if (added === undefined) throw new Error(`run ${runId} does not exist`);
+      const runs = await run<Changed>(this.changing(requeue, event));
+      return { seq: added.seq, runs };
+    });
+    if ('full' in written) return written;
+    const strip = ({ event_seq: _seq, notified: _notified, ...run }: Changed): StoredRun => run;
+    this.feed.tellEvent(runId, written.seq);
+    const runs = written.runs.map(strip);
+    for (const changed of runs) this.feed.tell(changed);
+    return { seq: written.seq, runs };
+  }
+
   /** A change with its state event and its notification, as one statement. */
   private changing(statement: Statement, event: string): Statement {
     return sql(
@@ -140,23 +184,26 @@ export class PostgresDialect implements Dialect {
 
   async appendEvent(runId: string, kind: string, data: string, at: string): Promise<number> {
     // Other nodes hear of the event by a notification sent at commit (held transcript reads).
-    const [row] = await this.all<{ seq: number }>(
-      sql(
-        `WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = ? RETURNING run_id, event_seq),
-           added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT run_id, event_seq, ?, ?, ? FROM next
-             RETURNING run_id, seq)
-         SELECT seq, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 'e', seq)::text) FROM added`,
-        runId,
-        at,
-        kind,
-        data,
-        CHANNEL,
-        this.feed.node
-      )
-    );
+    const [row] = await this.all<{ seq: number }>(this.appending(runId, kind, data, at));
     if (row === undefined) throw new Error(`run ${runId} does not exist`);
     this.feed.tellEvent(runId, row.seq);
     return row.seq;
+  }
+
+  /** An event appended to a run's transcript, numbered on the run's row, with its notification. */
+  private appending(runId: string, kind: string, data: string, at: string): Statement {
+    return sql(
+      `WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = ? RETURNING run_id, event_seq),
+         added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT run_id, event_seq, ?, ?, ? FROM next
+           RETURNING run_id, seq)
+       SELECT seq, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 'e', seq)::text) FROM added`,
+      runId,
+      at,
+      kind,
+      data,
+      CHANNEL,
+      this.feed.node
+    );
   }
 
   keysChanged(): Statement {

@@ -8,6 +8,8 @@ import { EventEmitter } from 'node:events';
 import {
   type ChangeOptions,
   type Dialect,
+  type FollowupWrite,
+  type Queue,
   type Row,
   type RunInsert,
   type Statement,
@@ -18,7 +20,7 @@ import { RUN_COLUMNS } from '../rows.js';
 import type { RunChange, StoredRun } from '../types.js';
 import { SqliteChanges } from './changes.js';
 import type { SqliteConnection } from './connection.js';
-import { GroupCommit } from './group-commit.js';
+import { type BatchMemo, GroupCommit } from './group-commit.js';
 
 const INSERT_EVENT = `INSERT INTO events (run_id, seq, at, kind, data)
   VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?) RETURNING seq`;
@@ -130,20 +132,57 @@ export class SqliteDialect implements Dialect {
    */
   async create({ insert, queues, event, follow }: RunInsert): Promise<StoredRun[]> {
     const runs = await this.group.add(memo => {
-      const counts = queues.map(queue => {
-        const known = memo.get(queue.name);
-        if (known !== undefined) return known;
-        const [row] = this.db.all<{ n: unknown }>(queue.count.text, queue.count.values);
-        const n = Number(row?.n ?? 0);
-        memo.set(queue.name, n);
-        return n;
-      });
+      const counts = queues.map(queue => this.queueCount(queue, memo));
       if (queues.some((queue, index) => counts[index]! >= queue.limit)) return [];
       const runs = this.record(insert(sql('1 = 1')), event, follow);
       queues.forEach((queue, index) => memo.set(queue.name, counts[index]! + runs.length));
       return runs;
     });
     return this.told(runs);
+  }
+
+  /** A queue's runs now, counted once a batch (the memo keeps it, with the batch's own inserts). */
+  private queueCount(queue: Queue, memo: BatchMemo): number {
+    const known = memo.get(queue.name);
+    if (known !== undefined) return known;
+    const [row] = this.db.all<{ n: unknown }>(queue.count.text, queue.count.values);
+    const n = Number(row?.n ?? 0);
+    memo.set(queue.name, n);
+    return n;
+  }
+
+  /**
+   * In the turn's shared transaction, as a create: the queues counted (or known from the batch's
+   * memo) only when the run has ended, and the memo told of the run queued again, so the creates
+   * and follow-ups of one batch all see each other.
+   */
+  async followup({
+    runId,
+    at,
+    data,
+    ended,
+    queues,
+    requeue,
+    event
+  }: FollowupWrite): Promise<{ seq: number; runs: StoredRun[] } | { full: string }> {
+    const written = await this.group.add(memo => {
+      if (this.db.all(ended.text, ended.values).length > 0) {
+        const full = queues.find(queue => this.queueCount(queue, memo) >= queue.limit);
+        if (full) return { full: full.name };
+      }
+      const [added] = this.db.all<{ seq: number }>(INSERT_EVENT, [runId, runId, at, 'followup', data]);
+      const runs = this.record(requeue, event);
+      // Counts the batch knows take the run queued again; the others are read afresh when needed.
+      for (const queue of queues) {
+        const known = memo.get(queue.name);
+        if (known !== undefined) memo.set(queue.name, known + runs.length);
+      }
+      return { seq: added!.seq, runs };
+    });
+    if ('full' in written) return written;
+    this.events.emit('event', runId, written.seq);
+    this.told(written.runs);
+    return written;
   }
 
   /** Runs a change of runs and records its state event on each (and `follow`'s rows), in the open transaction. */
