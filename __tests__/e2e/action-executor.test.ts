@@ -69,6 +69,10 @@ describe('action against the executor', () => {
     ).json()) as { state: string };
     expect(run.state).toBe('CANCELLED');
     expect(result.outputs.conclusion).toBe('cancelled');
+    // The summary shows the state the cancel left the run in, not the INPROGRESS seen while waiting.
+    expect(result.summary).toMatch(
+      /<td>State<\/td><td>(CANCELLED|cancelled by the job \(last read(:|&#58;) \w+\))<\/td>/
+    );
   });
 
   it('notices the end of a run on its event stream: no read per interval', async () => {

@@ -185,6 +185,14 @@ describe('fan-out through the action', () => {
       ['CANCELLED', 'cancelled by a client: the job was cancelled'],
       ['CANCELLED', 'cancelled by a client: the job was cancelled']
     ]);
+    // The summary shows each run as the cancel left it (read once after it), not the INPROGRESS seen before.
+    const states = [...result.summary.matchAll(/<tr><td>(\d)<\/td><td>[^<]*(?:<\/td>)?<td>([^<]*)/g)].map(
+      m => [m[1], m[2]]
+    );
+    expect(states).toEqual([
+      ['0', expect.stringMatching(/^(CANCELLED|cancelled by the job \(last read(:|&#58;) \w+\))$/)],
+      ['1', expect.stringMatching(/^(CANCELLED|cancelled by the job \(last read(:|&#58;) \w+\))$/)]
+    ]);
   });
 
   it('names the bad item, its field and the form expected', async () => {
@@ -314,7 +322,10 @@ describe('the progress comment of a fan-out', () => {
     expect(comments).toHaveLength(1);
     const final = comments[0]!.body;
     expect(final).toContain('3 of 3 ended (cancelled)');
-    expect(rowsOf(final)[2]![2]).toMatch(/^<code>(CANCELLED|INPROGRESS, cancelled)<\/code>$/);
+    // As the cancel left it (read once after it), or, if still going then, that the job cancelled it.
+    expect(rowsOf(final)[2]![2]).toMatch(
+      /^<code>(CANCELLED|cancelled by the job \(last read&#58; \w+\))<\/code>(<br>cancelled by a client&#58; the job was cancelled)?$/
+    );
     // Nothing any body said would mention, close, load or hide anything on GitHub.
     for (const body of commentBodies(github)) expect(liveParts(body)).toEqual([]);
   });

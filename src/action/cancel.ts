@@ -14,6 +14,7 @@ import {
   ConflictError,
   InvalidRequestError,
   NotFoundError,
+  type Run,
   isTerminalState
 } from '../client/index.js';
 import * as log from './log.js';
@@ -51,6 +52,28 @@ export async function cancelRemoteRun(
     core.warning(`Could not cancel run ${runId} (${why}): ${messageOf(error)}`);
     return 'failed';
   }
+}
+
+/** How long the run is read once after the job's cancel: the runner kills the step soon after. */
+const READ_AFTER_CANCEL_MS = 2000;
+
+/**
+ * After the job was cancelled and the step cancelled its run: the run read once, bounded in time,
+ * so the summary shows the state the cancel brought it to, not the last one seen while waiting.
+ * Undefined when it could not be read in time.
+ */
+export function readAfterCancel(client: AgentRunClient, runId: string): Promise<Run | undefined> {
+  return client.runs.get(runId, { signal: AbortSignal.timeout(READ_AFTER_CANCEL_MS) }).catch(() => undefined);
+}
+
+/**
+ * The state the job summary shows for a run the step cancelled as the job was cancelled: the state
+ * read after the cancel when it is final, else that the job cancelled it (and what was last read).
+ */
+export function stateAfterJobCancel(run: Run | undefined, result: CancelResult): string | undefined {
+  if (run && isTerminalState(run.state)) return run.state;
+  if (result !== 'cancelled') return run?.state;
+  return `cancelled by the job${run ? ` (last read: ${run.state})` : ''}`;
 }
 
 /** The service refused the cancel: read the run again and say what it is. */

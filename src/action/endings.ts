@@ -4,8 +4,8 @@
 
 import * as core from '@actions/core';
 import { formatDuration } from '../common/duration.js';
-import type { AgentRunClient, Run } from '../client/index.js';
-import { cancelRemoteRun } from './cancel.js';
+import type { AgentRunClient } from '../client/index.js';
+import { cancelRemoteRun, readAfterCancel, stateAfterJobCancel } from './cancel.js';
 import type { Settings } from './inputs.js';
 import * as log from './log.js';
 import { type Outcome, type Reporter, conclusionOf, durationOf } from './report.js';
@@ -134,10 +134,15 @@ export async function onAbort(
     maxRetries: 1
   });
   if (result !== 'failed') state.markSettled();
-  const run: Run | undefined = await client.runs
-    .get(runId, { signal: AbortSignal.timeout(2000) })
-    .catch(() => undefined);
+  const run = await readAfterCancel(client, runId);
   const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
-  await reporter.final({ runId, run, conclusion, durationMs: durationOf(run, Date.now() - startedAt) });
+  const stateShown = stateAfterJobCancel(run, result);
+  await reporter.final({
+    runId,
+    run,
+    conclusion,
+    durationMs: durationOf(run, Date.now() - startedAt),
+    ...(stateShown === undefined ? {} : { stateShown })
+  });
   core.setFailed(`The job was cancelled while waiting for run ${runId}.`);
 }

@@ -7,7 +7,7 @@ import * as core from '@actions/core';
 import { isTerminalState } from '../api/index.js';
 import { formatDuration } from '../common/duration.js';
 import { AbortError, type AgentRunClient, type Run } from '../client/index.js';
-import { cancelRemoteRun } from './cancel.js';
+import { cancelRemoteRun, readAfterCancel, stateAfterJobCancel } from './cancel.js';
 import type { FanOutRow, StickyComment } from './comment.js';
 import type { FanOutItem, FanOutSettings, Settings } from './inputs.js';
 import * as log from './log.js';
@@ -39,6 +39,8 @@ export interface ItemEnd {
   produced?: Produced;
   /** Why the run was never created or followed (the service refused the create, say). */
   problem?: string;
+  /** The state shown for a run the job's cancel stopped (stateAfterJobCancel). */
+  stateShown?: string;
 }
 
 export async function fanOutStep(
@@ -147,11 +149,15 @@ async function cancelAll(client: AgentRunClient, settings: Settings, ends: ItemE
     ends
       .filter(end => end.runId !== undefined && !isTerminalState(end.run?.state ?? ''))
       .map(async end => {
-        await cancelRemoteRun(client, end.runId!, 'the job was cancelled', {
+        const result = await cancelRemoteRun(client, end.runId!, 'the job was cancelled', {
           timeoutMs: 5000,
           maxRetries: 1
         });
         end.conclusion = 'cancelled';
+        // Read once, bounded: the table shows the state the cancel brought the run to.
+        const run = await readAfterCancel(client, end.runId!);
+        if (run) end.run = run;
+        end.stateShown = stateAfterJobCancel(run ?? end.run, result);
       })
   );
 }
@@ -220,9 +226,10 @@ function rowsOf(ends: ItemEnd[]): FanOutRow[] {
       ...(end.item.create.title ? { title: end.item.create.title } : {}),
       // A run still going when the step ended (the job was cancelled) shows what the step did to it.
       state:
-        end.over && end.conclusion && run && !isTerminalState(run.state)
+        end.stateShown ??
+        (end.over && end.conclusion && run && !isTerminalState(run.state)
           ? `${run.state}, ${end.conclusion}`
-          : (run?.state ?? (end.problem ? 'not created' : end.runId ? 'QUEUED' : 'waiting')),
+          : (run?.state ?? (end.problem ? 'not created' : end.runId ? 'QUEUED' : 'waiting'))),
       ended: end.over === true || isTerminalState(run?.state ?? ''),
       ...(message ? { message: String(message) } : {}),
       ...(end.startedAt === undefined
@@ -317,7 +324,7 @@ class FanOutSummary {
       return [
         String(end.item.index),
         inert(clip(end.item.create.title ?? '')),
-        inert(clip(run?.state ?? (end.problem ? 'not created' : 'waiting'))) +
+        inert(clip(end.stateShown ?? run?.state ?? (end.problem ? 'not created' : 'waiting'))) +
           (message ? `<br>${inert(clip(String(message)))}` : ''),
         end.durationMs ? formatDuration(end.durationMs) : '',
         run?.session_link ? link(run.session_link, 'session') : end.runId ? code(end.runId) : ''

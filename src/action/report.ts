@@ -23,6 +23,8 @@ export interface Outcome {
   produced?: Produced;
   /** The log already showed the session link (it is not repeated in the step's last lines). */
   linkShown?: boolean;
+  /** What the summary's State row says when it is not the record's state (a run the job's cancel stopped). */
+  stateShown?: string;
 }
 
 /** GitHub keeps step outputs under 1 MiB each; stay well below with room for the other outputs. */
@@ -148,7 +150,7 @@ export async function writeSummary(outcome: Outcome): Promise<string[]> {
     url.length > SUMMARY_FIELD_CHARS.link ? code(clip(field, url, SUMMARY_FIELD_CHARS.link)) : link(url);
   const rows: [string, string][] = [
     ['Run', code(clip('Run', outcome.runId, SUMMARY_FIELD_CHARS.id))],
-    ['State', inert(clip('State', run?.state ?? 'unknown', SUMMARY_FIELD_CHARS.id))],
+    ['State', inert(clip('State', outcome.stateShown ?? run?.state ?? 'unknown', SUMMARY_FIELD_CHARS.id))],
     ['Conclusion', escapeHtml(outcome.conclusion || 'not finished')],
     ['Duration', formatDuration(outcome.durationMs)]
   ];
