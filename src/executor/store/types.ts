@@ -351,7 +351,8 @@ export interface RunStore {
    * Adds a follow-up to a run's conversation (a `followup` transcript event): a queued or running
    * run keeps its state and its worker takes the message at the next turn; an ended run is queued
    * again, unless it completed before `continuableSince` (its workspace may be gone): `expired`, or
-   * the queue it would join holds `queues`' limit: `queue_full` / `team_queue_full`.
+   * the queue it would join holds `queues`' limit: `queue_full` / `team_queue_full` (counted in the
+   * transaction that records the message and queues the run; a refused follow-up records nothing).
    */
   submitFollowup(
     team: string,
