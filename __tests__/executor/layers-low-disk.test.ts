@@ -70,7 +70,7 @@ describe('workspaces.min_free with nothing left to free', () => {
       await freeSpaceForRuns(config, new Set(['run-c']), log);
       expect(lines).toEqual([
         expect.stringMatching(
-          /^less free space than workspaces\.min_free and no unused shared checkout or setup layer left to remove: looking again when a run ends or a workspace is removed, or in 60 s$/
+          /^less free space than workspaces\.min_free and no unused shared checkout, setup layer or unpacked image left to remove: looking again when a run ends or a workspace is removed, or in 60 s$/
         )
       ]);
       // run-a's workspace goes behind the pool's back (no run ended, no sweep of the pool's): the
