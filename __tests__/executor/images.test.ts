@@ -388,6 +388,7 @@ describe('image cache, start-up refusals and bounds', () => {
       'big.bin'
     ]);
     umoci('raw', 'add-layer', '--image', `${layout}:sparse`, join(work, 'sparse.tar'));
+    execFileSync('chmod', ['-R', 'a+rX', layout]);
     const dataDir = join(tempDir('images-sparse-'), 'data');
     await expect(
       prepareImage(dataDir, { ref: `oci:${layout}:sparse`, pull: 'missing' }, 16 * 1024 ** 2)
