@@ -339,6 +339,24 @@ function ownLayout(dataDir: string): void {
   }
 }
 
+/**
+ * `program args` under the layout's lock (`flock`, as the image user): several executor processes
+ * may share the data dir, and a copy (which rewrites the index), a collection (which removes blobs
+ * no tag names yet) and an unpack (which reads them) of two of them must not interleave. Copies and
+ * collections take it alone; unpacks together.
+ */
+function underLock(
+  dataDir: string,
+  mode: 'exclusive' | 'shared',
+  program: string,
+  args: string[]
+): { program: string; args: string[] } {
+  return {
+    program: systemProgram('flock'),
+    args: [`--${mode}`, join(layoutDir(dataDir), '.lock'), program, ...args]
+  };
+}
+
 /** What the copy's sandbox must show of the host for `ref`: the file or folder of a local source. */
 function sourcePaths(ref: string): string[] {
   const local = /^(oci|oci-archive|docker-archive):(\/[^:]*)/.exec(ref);
@@ -369,8 +387,9 @@ async function skopeo(
     {
       read: [...sourcePaths(ref), ...resolver],
       write: [layoutDir(dataDir)],
-      program: systemProgram('skopeo'),
-      args,
+      ...(args[0] === 'copy'
+        ? underLock(dataDir, 'exclusive', systemProgram('skopeo'), args)
+        : { program: systemProgram('skopeo'), args }),
       network,
       maxStdout,
       stopPastMax: true,
@@ -568,6 +587,8 @@ async function unpack(
   digest: string,
   bound: number
 ): Promise<number> {
+  if (!existsSync(systemProgram('umoci')))
+    throw new ImageError('umoci is not installed; install it with `sudo apt-get install -y skopeo umoci`');
   const making = `${dir}.making-${process.pid}`;
   rmSync(making, { recursive: true, force: true });
   mkdirSync(making, { recursive: true, mode: 0o755 });
@@ -580,8 +601,13 @@ async function unpack(
   const result = await asRunUser(identity, {
     read: [layout],
     write: [own],
-    program: systemProgram('umoci'),
-    args: ['unpack', '--rootless', '--image', `${layout}:${tag}`, join(own, 'bundle')],
+    ...underLock(dataDir, 'shared', systemProgram('umoci'), [
+      'unpack',
+      '--rootless',
+      '--image',
+      `${layout}:${tag}`,
+      join(own, 'bundle')
+    ]),
     timeoutMs: STEP_TIMEOUT_MS,
     fileSizeKb: Math.ceil(bound / 1024)
   }).catch((error: NodeJS.ErrnoException) => {
@@ -851,14 +877,13 @@ export function collectImageLayout(dataDir: string, refs: string[], cacheBytes: 
       { user: imageUser(), confined: true },
       {
         write: [layout],
-        program: '/bin/sh',
-        args: [
+        ...underLock(dataDir, 'exclusive', '/bin/sh', [
           '-c',
           'layout=$1; shift; for tag; do umoci rm --image "$layout:$tag" || exit 1; done; exec umoci gc --layout "$layout"',
           'sh',
           layout,
           ...dropped.map(entry => entry.tag)
-        ],
+        ]),
         timeoutMs: STEP_TIMEOUT_MS
       }
     );
