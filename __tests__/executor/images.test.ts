@@ -491,6 +491,16 @@ describe("the image cache's leftovers: the copy's user and bounds, collection, i
     rmSync(join(dataDir, '..'), { recursive: true, force: true });
   });
 
+  it("refuses the host's container storage and Docker daemon, which the copy's user does not reach, saying what to do", async () => {
+    const dataDir = join(tempDir('images-storage-'), 'data');
+    for (const source of ['containers-storage:debian:12', 'docker-daemon:debian:12'])
+      await expect(prepareImage(dataDir, { ref: source, pull: 'missing' }, 64 * 1024 ** 2)).rejects.toThrow(
+        /skopeo copies as agent-run-image, in a sandbox that does not reach the host's container storage or Docker daemon; expected the image saved first \(`skopeo copy [a-z-]+:… oci:\/srv\/images\/NAME:TAG`\)/
+      );
+    expect(existsSync(join(dataDir, 'images', 'layout', 'index.json'))).toBe(false);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
   it('never reads a file outside the layout through a link the image user planted in it', async () => {
     buildImage('planted', 'planted');
     const dataDir = join(tempDir('images-planted-'), 'data');
