@@ -84,7 +84,7 @@ describe('workspaces.min_free with nothing left to free', () => {
       expect(checkouts()).toBe(2);
       expect(lines).toHaveLength(2);
       expect(lines[1]).toMatch(
-        /^less free space than workspaces\.min_free: removed 1 unused shared checkout\(s\) and setup layer\(s\): checkouts\/\S+; none left unused, looking again when/
+        /^less free space than workspaces\.min_free: removed 1 unused shared checkout\(s\), setup layer\(s\) and unpacked image\(s\): checkouts\/\S+; none left unused, looking again when/
       );
       await freeSpaceForRuns(config, new Set(), log);
       expect(lines).toHaveLength(2);
