@@ -491,6 +491,36 @@ describe("the image cache's leftovers: the copy's user and bounds, collection, i
     rmSync(join(dataDir, '..'), { recursive: true, force: true });
   });
 
+  it('bounds each blob the copy writes, for a source whose manifest understates its layers', async () => {
+    buildImage('liar', 'liar', root => writeFileSync(join(root, 'noise'), randomBytes(20 * 1024 ** 2)));
+    // The manifest says its layers weigh 1000 bytes each: the declared sizes pass the bound.
+    const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as {
+      manifests: { digest: string; size: number; annotations?: Record<string, string> }[];
+    };
+    const entry = index.manifests.find(m => m.annotations?.['org.opencontainers.image.ref.name'] === 'liar')!;
+    const blob = (hex: string) => join(layout, 'blobs', 'sha256', hex);
+    const manifest = JSON.parse(readFileSync(blob(entry.digest.slice('sha256:'.length)), 'utf8')) as {
+      layers: { size: number }[];
+    };
+    for (const layer of manifest.layers) layer.size = 1000;
+    const lying = Buffer.from(JSON.stringify(manifest));
+    const hex = createHash('sha256').update(lying).digest('hex');
+    writeFileSync(blob(hex), lying, { mode: 0o644 });
+    entry.digest = `sha256:${hex}`;
+    entry.size = lying.length;
+    writeFileSync(join(layout, 'index.json'), JSON.stringify(index), { mode: 0o644 });
+    const dataDir = join(tempDir('images-liar-'), 'data');
+    await expect(prepareImage(dataDir, ref('liar'), 16 * 1024 ** 2)).rejects.toThrow(
+      /skopeo could not copy it: /
+    );
+    // No blob of it past the bound was kept, nothing unpacked, and no tag names it.
+    const blobs = join(dataDir, 'images', 'layout', 'blobs', 'sha256');
+    for (const name of blobsOf(dataDir))
+      expect(statSync(join(blobs, name)).size).toBeLessThanOrEqual(16 * 1024 ** 2);
+    expect(rootsOf(dataDir)).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
   it("refuses the host's container storage and Docker daemon, which the copy's user does not reach, saying what to do", async () => {
     const dataDir = join(tempDir('images-storage-'), 'data');
     for (const source of ['containers-storage:debian:12', 'docker-daemon:debian:12'])
