@@ -405,7 +405,8 @@ async function skopeo(
   if (result.stdoutBytes > maxStdout) throw new ImageError(`its manifest is larger than ${maxStdout} bytes`);
   if (result.timedOut)
     throw new ImageError(`skopeo could not copy it: it ran longer than ${STEP_TIMEOUT_MS / 60000} minutes`);
-  if (result.signal === 'SIGXFSZ' || result.code === 128 + 25)
+  // Go ignores SIGXFSZ: skopeo sees EFBIG (`file too large`) past `ulimit -f`.
+  if (result.signal === 'SIGXFSZ' || result.code === 128 + 25 || /file too large/i.test(result.stderr))
     throw new ImageError(
       `skopeo could not copy it: a blob of it is larger than ${bound} bytes (workspaces.cache_size); expected a smaller image or a larger cache_size`
     );
