@@ -491,6 +491,19 @@ describe("the image cache's leftovers: the copy's user and bounds, collection, i
     rmSync(join(dataDir, '..'), { recursive: true, force: true });
   });
 
+  it("replaces a layout an older executor wrote as root with one of the image user's", async () => {
+    buildImage('legacy', 'legacy');
+    const dataDir = join(tempDir('images-legacy-'), 'data');
+    const old = join(dataDir, 'images', 'layout');
+    mkdirSync(join(old, 'blobs', 'sha256'), { recursive: true });
+    writeFileSync(join(old, 'index.json'), '{"schemaVersion":2,"manifests":[]}');
+    writeFileSync(join(old, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}');
+    expect(lstatSync(old).uid).toBe(0);
+    await prepareImage(dataDir, ref('legacy'), 64 * 1024 ** 2);
+    expect(walk(old).filter(file => lstatSync(file).uid !== imageUid)).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
   it('bounds each blob the copy writes, for a source whose manifest understates its layers', async () => {
     buildImage('liar', 'liar', root => writeFileSync(join(root, 'noise'), randomBytes(20 * 1024 ** 2)));
     // The manifest says its layers weigh 1000 bytes each: the declared sizes pass the bound.
