@@ -13,11 +13,12 @@ import type { ExecutorConfig } from '../config/config.js';
 /** What of the configuration maintenance reads: the retention, the workspace bounds, where files are. */
 export type MaintenanceSettings = Pick<ExecutorConfig, 'dataDir' | 'environments' | 'limits' | 'workspaces'>;
 import type { RunClaimStore, PruneStore } from '../store/types.js';
+import { collectImageLayout, freeImageRoots } from '../images/cache.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
 import { removeTree } from '../workspace/remove.js';
-import { collectImageLayout, freeImageRoots, sweepImages } from '../images/cache.js';
+import { sweepImages } from '../images/cache.js';
 
 function now(): string {
   return new Date().toISOString();
