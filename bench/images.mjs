@@ -41,6 +41,8 @@ if (!root) {
 }
 umoci('insert', '--image', `${layout}:bench`, root, '/');
 umoci('config', '--image', `${layout}:bench`, '--config.env', 'PATH=/usr/local/bin:/usr/bin:/bin');
+// The executor copies it as agent-run-image: readable by that user (umoci writes 0600).
+execFileSync('chmod', ['-R', 'a+rX', layout]);
 
 const source = tempDir('agent-run-bench-source-');
 const dataDir = join(tempDir(), 'data');

@@ -4,11 +4,16 @@
 // copy of the shell, a device node, links out of the image's root, a layer that unpacks to far more
 // than it weighs). A run writes what it saw into a folder the sandbox may write (sandbox.write).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import type { FastifyBaseLogger } from 'fastify';
 import {
   chmodSync,
   cpSync,
   existsSync,
+  lchownSync,
+  lstatSync,
   mkdirSync,
   readFileSync,
   readdirSync,
@@ -20,11 +25,13 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import {
+  collectImageLayout,
   forgetResolvedImages,
   holdImage,
   prepareImage,
   sweepImages
 } from '../../src/executor/images/cache.js';
+import { freeSpaceForRuns } from '../../src/executor/worker/maintenance.js';
 import { parseConfig } from '../../src/executor/config/config.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';
@@ -90,6 +97,8 @@ function buildImage(tag: string, id: string, extra: (root: string) => void = () 
     `IMAGE_MARK=${id}`
   );
   rmSync(root, { recursive: true, force: true });
+  // skopeo copies as agent-run-image: an image on disk must be readable by that user (umoci writes 0600).
+  execFileSync('chmod', ['-R', 'a+rX', layout]);
 }
 
 /** The attacker's additions: setuid-root shell, a device node, links out of the root, a shadow file. */
@@ -379,6 +388,7 @@ describe('image cache, start-up refusals and bounds', () => {
       'big.bin'
     ]);
     umoci('raw', 'add-layer', '--image', `${layout}:sparse`, join(work, 'sparse.tar'));
+    execFileSync('chmod', ['-R', 'a+rX', layout]);
     const dataDir = join(tempDir('images-sparse-'), 'data');
     await expect(
       prepareImage(dataDir, { ref: `oci:${layout}:sparse`, pull: 'missing' }, 16 * 1024 ** 2)
@@ -426,5 +436,227 @@ describe('image cache, start-up refusals and bounds', () => {
     await expect(startTestExecutor({ environments: [environment('gone', 'no-such-tag')] })).rejects.toThrow(
       new RegExp(`environment "gone": image oci:${layout}:no-such-tag: skopeo could not copy it`)
     );
+  });
+});
+
+describe("the image cache's leftovers: the copy's user and bounds, collection, inodes, other processes' builds", () => {
+  beforeAll(() => {
+    mkdirSync(work, { recursive: true });
+  });
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  const imageUid = Number(execFileSync('id', ['-u', 'agent-run-image'], { encoding: 'utf8' }).trim());
+  const imageGid = Number(execFileSync('id', ['-g', 'agent-run-image'], { encoding: 'utf8' }).trim());
+  const ref = (tag: string) => ({ ref: `oci:${layout}:${tag}`, pull: 'missing' as const });
+  const rootsOf = (dataDir: string) =>
+    existsSync(join(dataDir, 'images', 'roots')) ? readdirSync(join(dataDir, 'images', 'roots')) : [];
+  const blobsOf = (dataDir: string) => {
+    const dir = join(dataDir, 'images', 'layout', 'blobs', 'sha256');
+    return existsSync(dir) ? readdirSync(dir) : [];
+  };
+  /** Every path under `dir` (not following links), `dir` included. */
+  const walk = (dir: string): string[] =>
+    [dir].concat(lstatSync(dir).isDirectory() ? readdirSync(dir).flatMap(name => walk(join(dir, name))) : []);
+  /** The digests of the blobs (manifest, config, layers) of `tag` in the test's layout. */
+  const blobsOfTag = (tag: string): string[] => {
+    const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as {
+      manifests: { digest: string; annotations?: Record<string, string> }[];
+    };
+    const digest = index.manifests.find(
+      m => m.annotations?.['org.opencontainers.image.ref.name'] === tag
+    )!.digest;
+    const blob = (d: string) =>
+      readFileSync(join(layout, 'blobs', 'sha256', d.slice('sha256:'.length)), 'utf8');
+    const manifest = JSON.parse(blob(digest)) as { config: { digest: string }; layers: { digest: string }[] };
+    return [digest, manifest.config.digest, ...manifest.layers.map(layer => layer.digest)].map(d =>
+      d.slice('sha256:'.length)
+    );
+  };
+
+  it('copies as agent-run-image, not root, and refuses an image whose layers declare more than the bound before fetching them', async () => {
+    // 20 MiB that do not compress: the layer weighs past the 16 MiB bound as it is, before any unpack.
+    buildImage('heavy', 'heavy', root => writeFileSync(join(root, 'noise'), randomBytes(20 * 1024 ** 2)));
+    const dataDir = join(tempDir('images-heavy-'), 'data');
+    await expect(prepareImage(dataDir, ref('heavy'), 16 * 1024 ** 2)).rejects.toThrow(
+      /its layers weigh \d+ bytes as its manifest declares them, more than 16777216 bytes \(workspaces\.cache_size\)/
+    );
+    // Not one blob of it was fetched, nothing was unpacked.
+    expect(blobsOf(dataDir)).toEqual([]);
+    expect(rootsOf(dataDir)).toEqual([]);
+    // A small image is copied as the image user: no file or folder of the layout is root's.
+    buildImage('light', 'light');
+    await prepareImage(dataDir, ref('light'), 16 * 1024 ** 2);
+    const files = walk(join(dataDir, 'images', 'layout'));
+    expect(blobsOf(dataDir).length).toBeGreaterThanOrEqual(3);
+    expect(files.filter(file => lstatSync(file).uid !== imageUid)).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it("replaces a layout an older executor wrote as root with one of the image user's", async () => {
+    buildImage('legacy', 'legacy');
+    const dataDir = join(tempDir('images-legacy-'), 'data');
+    const old = join(dataDir, 'images', 'layout');
+    mkdirSync(join(old, 'blobs', 'sha256'), { recursive: true });
+    writeFileSync(join(old, 'index.json'), '{"schemaVersion":2,"manifests":[]}');
+    writeFileSync(join(old, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}');
+    expect(lstatSync(old).uid).toBe(0);
+    await prepareImage(dataDir, ref('legacy'), 64 * 1024 ** 2);
+    expect(walk(old).filter(file => lstatSync(file).uid !== imageUid)).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('bounds each blob the copy writes, for a source whose manifest understates its layers', async () => {
+    buildImage('liar', 'liar', root => writeFileSync(join(root, 'noise'), randomBytes(20 * 1024 ** 2)));
+    // The manifest says its layers weigh 1000 bytes each: the declared sizes pass the bound.
+    const index = JSON.parse(readFileSync(join(layout, 'index.json'), 'utf8')) as {
+      manifests: { digest: string; size: number; annotations?: Record<string, string> }[];
+    };
+    const entry = index.manifests.find(m => m.annotations?.['org.opencontainers.image.ref.name'] === 'liar')!;
+    const blob = (hex: string) => join(layout, 'blobs', 'sha256', hex);
+    const manifest = JSON.parse(readFileSync(blob(entry.digest.slice('sha256:'.length)), 'utf8')) as {
+      layers: { size: number }[];
+    };
+    for (const layer of manifest.layers) layer.size = 1000;
+    const lying = Buffer.from(JSON.stringify(manifest));
+    const hex = createHash('sha256').update(lying).digest('hex');
+    writeFileSync(blob(hex), lying, { mode: 0o644 });
+    entry.digest = `sha256:${hex}`;
+    entry.size = lying.length;
+    writeFileSync(join(layout, 'index.json'), JSON.stringify(index), { mode: 0o644 });
+    const dataDir = join(tempDir('images-liar-'), 'data');
+    await expect(prepareImage(dataDir, ref('liar'), 16 * 1024 ** 2)).rejects.toThrow(
+      /skopeo could not copy it: a blob of it is larger than 16777216 bytes \(workspaces\.cache_size\)/
+    );
+    // No file of the layout past the bound (a blob or skopeo's temporary one), nothing unpacked.
+    const layoutFiles = walk(join(dataDir, 'images', 'layout')).filter(file => lstatSync(file).isFile());
+    expect(layoutFiles.filter(file => statSync(file).size > 16 * 1024 ** 2)).toEqual([]);
+    expect(rootsOf(dataDir)).toEqual([]);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it("refuses the host's container storage and Docker daemon, which the copy's user does not reach, saying what to do", async () => {
+    const dataDir = join(tempDir('images-storage-'), 'data');
+    for (const source of ['containers-storage:debian:12', 'docker-daemon:debian:12'])
+      await expect(prepareImage(dataDir, { ref: source, pull: 'missing' }, 64 * 1024 ** 2)).rejects.toThrow(
+        /skopeo copies as agent-run-image, in a sandbox that does not reach the host's container storage or Docker daemon; expected the image saved first \(`skopeo copy [a-z-]+:… oci:\/srv\/images\/NAME:TAG`\)/
+      );
+    expect(existsSync(join(dataDir, 'images', 'layout', 'index.json'))).toBe(false);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('never reads a file outside the layout through a link the image user planted in it', async () => {
+    buildImage('planted', 'planted');
+    const dataDir = join(tempDir('images-planted-'), 'data');
+    const image = await prepareImage(dataDir, ref('planted'), 64 * 1024 ** 2);
+    // A secret of root's, and the manifest's blob replaced by a link to it, made the image user's.
+    const secret = join(dataDir, '..', 'secret');
+    writeFileSync(secret, 'root only\n', { mode: 0o600 });
+    const manifest = join(
+      dataDir,
+      'images',
+      'layout',
+      'blobs',
+      'sha256',
+      image.digest.slice('sha256:'.length)
+    );
+    rmSync(manifest);
+    symlinkSync(secret, manifest);
+    lchownSync(manifest, imageUid, imageGid);
+    forgetResolvedImages();
+    const hashOfSecret = createHash('sha256').update('root only\n').digest('hex');
+    const message = await prepareImage(dataDir, ref('planted'), 64 * 1024 ** 2).then(
+      () => 'prepared',
+      (error: Error) => error.message
+    );
+    expect(message).toMatch(
+      /the image cache's blobs\/sha256\/[0-9a-f]{64} is not a regular file of agent-run-image inside it; refused/
+    );
+    expect(message).not.toContain(hashOfSecret);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it("collects the layout's blobs of an image the config no longer names, keeps the other's", async () => {
+    buildImage('dropped', 'dropped', root => writeFileSync(join(root, 'only-here'), 'dropped\n'));
+    buildImage('kept', 'kept', root => writeFileSync(join(root, 'only-here'), 'kept\n'));
+    const dataDir = join(tempDir('images-collect-'), 'data');
+    await prepareImage(dataDir, ref('dropped'), 64 * 1024 ** 2);
+    await prepareImage(dataDir, ref('kept'), 64 * 1024 ** 2);
+    const dropped = blobsOfTag('dropped');
+    const kept = blobsOfTag('kept');
+    // The layer of the shared busybox files differs per image (one layer each): the tag's own blobs.
+    const droppedOnly = dropped.filter(blob => !kept.includes(blob));
+    expect(droppedOnly.length).toBeGreaterThanOrEqual(2);
+    expect(blobsOf(dataDir)).toEqual(expect.arrayContaining([...dropped, ...kept]));
+    // Within a cache this large nothing goes; past it (1 byte), only what no environment names.
+    expect(await collectImageLayout(dataDir, [ref('kept').ref], 1024 ** 3)).toEqual([]);
+    expect(blobsOf(dataDir)).toEqual(expect.arrayContaining(dropped));
+    const gone = await collectImageLayout(dataDir, [ref('kept').ref], 1);
+    expect(gone).toEqual([`sha256:${dropped[0]}`]);
+    const left = blobsOf(dataDir);
+    expect(left).toEqual(expect.arrayContaining(kept));
+    expect(left.filter(blob => droppedOnly.includes(blob))).toEqual([]);
+    const index = readFileSync(join(dataDir, 'images', 'layout', 'index.json'), 'utf8');
+    expect(index).not.toContain(dropped[0]);
+    // The kept one still starts from the cache; the dropped one, asked for again, is copied again.
+    expect(await prepareImage(dataDir, ref('kept'), 64 * 1024 ** 2)).toMatchObject({ copied: false });
+    sweepImages(dataDir, 0);
+    expect(await prepareImage(dataDir, ref('dropped'), 64 * 1024 ** 2)).toMatchObject({
+      copied: true,
+      unpacked: true
+    });
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
+  it('removes unused unpacked images when the data dir runs short of inodes, never a held one', async () => {
+    buildImage('inodes-a', 'inodes-a');
+    buildImage('inodes-b', 'inodes-b');
+    const base = tempDir('images-inodes-');
+    // A floor no file system meets: the node is short of inodes whatever it holds.
+    const config = parseConfig(
+      { data_dir: join(base, 'data'), workspaces: { min_free_inodes: 1_000_000_000 } },
+      base
+    );
+    const unused = await prepareImage(config.dataDir, ref('inodes-a'), 64 * 1024 ** 2);
+    const held = await prepareImage(config.dataDir, ref('inodes-b'), 64 * 1024 ** 2);
+    const release = holdImage(held.dir);
+    const lines: string[] = [];
+    const log = {
+      warn: (_: unknown, message: string) => lines.push(message),
+      info: (_: unknown, message: string) => lines.push(message)
+    } as unknown as FastifyBaseLogger;
+    await freeSpaceForRuns(config, new Set(), log);
+    expect(existsSync(unused.rootfs)).toBe(false);
+    expect(existsSync(held.rootfs)).toBe(true);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^fewer free inodes than workspaces\\.min_free_inodes: removed 1 unused shared checkout\\(s\\), setup layer\\(s\\) and unpacked image\\(s\\): image ${unused.digest}; none left unused`
+        )
+      )
+    ]);
+    release();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  it("leaves a live sibling process's half-made root alone, removes a dead one's", async () => {
+    buildImage('sibling', 'sibling');
+    const dataDir = join(tempDir('images-sibling-'), 'data');
+    await prepareImage(dataDir, ref('sibling'), 64 * 1024 ** 2);
+    // Another executor process sharing the data dir, making a root: its folder is named by its pid.
+    const sibling = spawn(process.execPath, ['-e', 'process.stdin.resume()'], {
+      stdio: ['pipe', 'ignore', 'ignore']
+    });
+    await once(sibling, 'spawn');
+    const making = join(dataDir, 'images', 'roots', `${'ab'.repeat(32)}.making-${sibling.pid}`);
+    mkdirSync(join(making, 'u'), { recursive: true });
+    writeFileSync(join(making, 'u', 'half'), 'unpacking\n');
+    sweepImages(dataDir, 1024 ** 3);
+    expect(existsSync(join(making, 'u', 'half'))).toBe(true);
+    // Once that process is gone, its folder is a leftover.
+    sibling.stdin!.end();
+    await once(sibling, 'exit');
+    sweepImages(dataDir, 1024 ** 3);
+    expect(existsSync(making)).toBe(false);
+    expect(rootsOf(dataDir)).toHaveLength(1);
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
   });
 });

@@ -70,7 +70,7 @@ describe('workspaces.min_free with nothing left to free', () => {
       await freeSpaceForRuns(config, new Set(['run-c']), log);
       expect(lines).toEqual([
         expect.stringMatching(
-          /^less free space than workspaces\.min_free and no unused shared checkout or setup layer left to remove: looking again when a run ends or a workspace is removed, or in 60 s$/
+          /^less free space than workspaces\.min_free and no unused shared checkout, setup layer or unpacked image left to remove: looking again when a run ends or a workspace is removed, or in 60 s$/
         )
       ]);
       // run-a's workspace goes behind the pool's back (no run ended, no sweep of the pool's): the
@@ -84,7 +84,7 @@ describe('workspaces.min_free with nothing left to free', () => {
       expect(checkouts()).toBe(2);
       expect(lines).toHaveLength(2);
       expect(lines[1]).toMatch(
-        /^less free space than workspaces\.min_free: removed 1 unused shared checkout\(s\) and setup layer\(s\): checkouts\/\S+; none left unused, looking again when/
+        /^less free space than workspaces\.min_free: removed 1 unused shared checkout\(s\), setup layer\(s\) and unpacked image\(s\): checkouts\/\S+; none left unused, looking again when/
       );
       await freeSpaceForRuns(config, new Set(), log);
       expect(lines).toHaveLength(2);

@@ -142,7 +142,7 @@ describe('workspaces.min_free_inodes', () => {
       await freeSpaceForRuns(config, new Set(), log);
       expect(lines).toEqual([
         expect.stringMatching(
-          /^fewer free inodes than workspaces\.min_free_inodes: removed 1 unused shared checkout\(s\) and setup layer\(s\): checkouts\/\S+$/
+          /^fewer free inodes than workspaces\.min_free_inodes: removed 1 unused shared checkout\(s\), setup layer\(s\) and unpacked image\(s\): checkouts\/\S+$/
         )
       ]);
       expect(statfsSync(mount).ffree).toBeGreaterThanOrEqual(FLOOR);

@@ -32,22 +32,26 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
   },
   'src/executor/images/cache.ts': {
     calls: {
-      chownSync: 1,
+      chownSync: 2,
+      closeSync: 2,
       createReadStream: 1,
-      existsSync: 2,
-      lstatSync: 3,
-      mkdirSync: 3,
-      'promisify(execFile)': 1,
-      readFileSync: 3,
+      existsSync: 9,
+      fstatSync: 1,
+      lstatSync: 4,
+      mkdirSync: 4,
+      openSync: 1,
+      readFileSync: 1,
+      readSync: 1,
       readdirSync: 2,
-      readlinkSync: 1,
+      readlinkSync: 2,
+      realpathSync: 1,
       renameSync: 1,
-      rmSync: 8,
+      rmSync: 9,
       statSync: 2,
       utimesSync: 1,
       writeFileSync: 1
     },
-    why: "the image cache: the OCI layout skopeo writes (root's), and unpacked roots written once by the unpacking user (never a run's user) then by no one, shown read-only to runs; umoci and du run as that user through asRunUser; the sandbox lists a root's folders without following a link"
+    why: "the image cache: the OCI layout is the image user's (skopeo and umoci write it as that user through asRunUser); root opens a file of it only with O_NOFOLLOW and O_NONBLOCK, then checks the descriptor (a regular file of the image user whose /proc/self/fd path lies inside the layout) before reading it; unpacked roots written once by the unpacking user (never a run's user) then by no one, shown read-only to runs; umoci, du and skopeo run as that user through asRunUser; the sandbox lists a root's folders without following a link; a sibling process's half-made root is left alone while its pid lives"
   },
   'src/executor/node/image-startup.ts': {
     calls: { chmodSync: 1, mkdtempSync: 1, rmSync: 1, spawnSync: 1 },

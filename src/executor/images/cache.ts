@@ -14,17 +14,22 @@
 // of every environment naming it; unused roots go, least recently used first, while they weigh more
 // than workspaces.cache_size (sweepImages).
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chownSync,
+  closeSync,
+  constants,
   createReadStream,
   existsSync,
+  fstatSync,
   lstatSync,
   mkdirSync,
+  openSync,
   readFileSync,
+  readSync,
   readdirSync,
   readlinkSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -35,14 +40,11 @@ import { join } from 'node:path';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as zlib from 'node:zlib';
-import { promisify } from 'node:util';
 import type { ImageConfig } from '../config/config.js';
 import type { ImageEntry, ImageRoot } from '../sandbox/image-root.js';
 import { asRunUser, readerReason } from '../sandbox/run-files.js';
 import { FALLBACK_ID, type RunUser, systemProgram, systemUser } from '../sandbox/user.js';
 import { TarEntries } from './tar-entries.js';
-
-const exec = promisify(execFile);
 
 /** The system user that unpacks images (a root executor); no run is ever this user. */
 export const IMAGE_USER = 'agent-run-image';
@@ -150,14 +152,78 @@ function tagOf(ref: string): string {
 
 /** The digest the layout's index gives `tag`, or undefined. */
 function taggedDigest(dataDir: string, tag: string): string | undefined {
+  return layoutTags(dataDir).get(tag);
+}
+
+/** The layout's tags and the digests its index gives them (empty when it has no index). */
+function layoutTags(dataDir: string): Map<string, string> {
+  const tags = new Map<string, string>();
   try {
-    const index = JSON.parse(readFileSync(join(layoutDir(dataDir), 'index.json'), 'utf8')) as {
-      manifests?: { digest?: string; annotations?: Record<string, string> }[];
+    const index = JSON.parse(readLayoutFile(dataDir, 'index.json', MAX_JSON_BYTES).toString('utf8')) as {
+      manifests?: { digest?: unknown; annotations?: Record<string, unknown> }[];
     };
-    const entry = index.manifests?.find(m => m.annotations?.['org.opencontainers.image.ref.name'] === tag);
-    return typeof entry?.digest === 'string' ? entry.digest : undefined;
+    for (const entry of Array.isArray(index.manifests) ? index.manifests : []) {
+      const tag = entry?.annotations?.['org.opencontainers.image.ref.name'];
+      if (typeof tag === 'string' && typeof entry.digest === 'string') tags.set(tag, entry.digest);
+    }
   } catch {
-    return undefined;
+    // no index yet, or one the image user spoiled: nothing tagged
+  }
+  return tags;
+}
+
+/**
+ * Opens a file of the layout for reading. The layout is the image user's (skopeo and umoci write
+ * it as that user), so nothing in it is trusted as a path: the last name is opened without
+ * following a link and without waiting on a FIFO, and the file opened must be a regular file of
+ * the image user's whose real path lies inside the layout (a link planted on a folder of the way,
+ * or a hard link to a file of root's, is refused). Answers the descriptor.
+ */
+function openLayoutFile(dataDir: string, rel: string): number {
+  const base = realpathSync(layoutDir(dataDir));
+  const refused = new ImageError(
+    `the image cache's ${rel.replace(CONTROL, '?')} is not a regular file of ${IMAGE_USER} inside it; refused`
+  );
+  let fd: number;
+  try {
+    fd = openSync(
+      join(base, rel),
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY
+    );
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw refused;
+    throw new ImageError(
+      `the image cache's ${rel.replace(CONTROL, '?')} cannot be read (${code ?? 'error'})`
+    );
+  }
+  try {
+    const stat = fstatSync(fd);
+    const user = imageUser();
+    const real = readlinkSync(`/proc/self/fd/${fd}`);
+    if (!stat.isFile() || (user && stat.uid !== user.uid) || !real.startsWith(`${base}/`)) throw refused;
+    return fd;
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/** A file of the layout (openLayoutFile), at most `max` bytes. */
+function readLayoutFile(dataDir: string, rel: string, max: number): Buffer {
+  const fd = openLayoutFile(dataDir, rel);
+  try {
+    const buffer = Buffer.alloc(max + 1);
+    let length = 0;
+    for (;;) {
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+      if (length > max) throw new ImageError(`the image cache's ${rel} is larger than ${max} bytes`);
+    }
+    return buffer.subarray(0, length);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -165,19 +231,24 @@ const DIGEST = /^sha256:([0-9a-f]{64})$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 
-function blobPath(dataDir: string, digest: string): string {
+/** A blob's path inside the layout. */
+function blobPath(digest: string): string {
   const hex = DIGEST.exec(digest)?.[1];
   if (!hex)
     throw new ImageError(`digest ${JSON.stringify(digest).slice(0, 80)}: expected sha256:<64 hex digits>`);
-  return join(layoutDir(dataDir), 'blobs', 'sha256', hex);
+  return join('blobs', 'sha256', hex);
 }
 
 /** A small blob of the layout, parsed as JSON after its sha256 was found to match `digest`. */
 function verifiedJson(dataDir: string, digest: string, what: string): Record<string, unknown> {
-  const path = blobPath(dataDir, digest);
-  if (statSync(path).size > MAX_JSON_BYTES)
-    throw new ImageError(`its ${what} is larger than ${MAX_JSON_BYTES} bytes`);
-  const bytes = readFileSync(path);
+  let bytes: Buffer;
+  try {
+    bytes = readLayoutFile(dataDir, blobPath(digest), MAX_JSON_BYTES);
+  } catch (error) {
+    if (error instanceof ImageError && /larger than/.test(error.message))
+      throw new ImageError(`its ${what} is larger than ${MAX_JSON_BYTES} bytes`);
+    throw error;
+  }
   const actual = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
   if (actual !== digest)
     throw new ImageError(`its ${what} does not match its digest ${digest} (it is ${actual})`);
@@ -244,32 +315,149 @@ async function checkLayer(
     throw new ImageError(
       `its layer ${layer.digest} has media type ${JSON.stringify(type).slice(0, 100)}; expected a tar, tar+gzip or tar+zstd layer`
     );
-  await pipeline([createReadStream(blobPath(dataDir, layer.digest)), ...steps, counting]);
+  const fd = openLayoutFile(dataDir, blobPath(layer.digest));
+  await pipeline([createReadStream('', { fd }), ...steps, counting]);
   const actual = `sha256:${hash.digest('hex')}`;
   if (actual !== layer.digest)
     throw new ImageError(`its layer ${layer.digest} does not match its digest (it is ${actual})`);
   return tarBytes;
 }
 
-async function skopeoCopy(dataDir: string, ref: string, tag: string): Promise<void> {
-  mkdirSync(layoutDir(dataDir), { recursive: true, mode: 0o755 });
-  try {
-    await exec(
-      systemProgram('skopeo'),
-      ['copy', '--quiet', '--insecure-policy', ref, `oci:${layoutDir(dataDir)}:${tag}`],
-      {
-        timeout: STEP_TIMEOUT_MS,
-        maxBuffer: 1024 * 1024,
-        env: { PATH: '/usr/bin:/bin', HOME: '/nonexistent', LANG: 'C' }
-      }
-    );
-  } catch (error) {
-    const err = error as NodeJS.ErrnoException & { stderr?: string };
-    if (err.code === 'ENOENT')
-      throw new ImageError('skopeo is not installed; install it with `sudo apt-get install -y skopeo umoci`');
-    const why = (err.stderr ?? err.message).trim().split('\n').slice(-1)[0] ?? '';
-    throw new ImageError(`skopeo could not copy it: ${why.replace(CONTROL, '?').slice(0, 300)}`);
+/**
+ * The layout, made the image user's: skopeo writes it as that user, never as root. A layout left by
+ * an older executor (skopeo ran as root then: root's files) is removed first; it is only a cache.
+ */
+function ownLayout(dataDir: string): void {
+  const layout = layoutDir(dataDir);
+  const user = imageUser();
+  mkdirSync(imagesDir(dataDir), { recursive: true, mode: 0o755 });
+  if (existsSync(layout) && user && lstatSync(layout).uid !== user.uid)
+    rmSync(layout, { recursive: true, force: true });
+  if (!existsSync(layout)) {
+    mkdirSync(layout, { mode: 0o755 });
+    if (user) chownSync(layout, user.uid, user.gid);
   }
+}
+
+/**
+ * `program args` under the layout's lock (`flock`, as the image user): several executor processes
+ * may share the data dir, and a copy (which rewrites the index), a collection (which removes blobs
+ * no tag names yet) and an unpack (which reads them) of two of them must not interleave. Copies and
+ * collections take it alone; unpacks together.
+ */
+function underLock(
+  dataDir: string,
+  mode: 'exclusive' | 'shared',
+  program: string,
+  args: string[]
+): { program: string; args: string[] } {
+  return {
+    program: systemProgram('flock'),
+    args: [`--${mode}`, join(layoutDir(dataDir), '.lock'), program, ...args]
+  };
+}
+
+/** What the copy's sandbox must show of the host for `ref`: the file or folder of a local source. */
+function sourcePaths(ref: string): string[] {
+  const local = /^(oci|oci-archive|docker-archive):(\/[^:]*)/.exec(ref);
+  if (!local) return [];
+  if (!existsSync(local[2]!)) throw new ImageError(`skopeo could not copy it: ${local[2]!} does not exist`);
+  return [local[2]!];
+}
+
+/** Runs skopeo as the image user, with no capability, in a reader sandbox (no file past `bound`). */
+async function skopeo(
+  dataDir: string,
+  ref: string,
+  args: string[],
+  bound: number,
+  maxStdout = 64 * 1024
+): Promise<Buffer> {
+  if (/^(containers-storage|docker-daemon):/.test(ref))
+    throw new ImageError(
+      `skopeo copies as ${IMAGE_USER}, in a sandbox that does not reach the host's container storage or Docker daemon; expected the image saved first (\`skopeo copy ${ref.split(':')[0]}:… oci:/srv/images/NAME:TAG\`) and named as oci:/srv/images/NAME:TAG`
+    );
+  if (!existsSync(systemProgram('skopeo')))
+    throw new ImageError('skopeo is not installed; install it with `sudo apt-get install -y skopeo umoci`');
+  const network = ref.startsWith('docker://');
+  // A resolver behind a link out of /etc (systemd-resolved's stub) is shown too.
+  const resolver = ['/run/systemd/resolve'].filter(dir => network && existsSync(dir));
+  const result = await asRunUser(
+    { user: imageUser(), confined: true },
+    {
+      read: [...sourcePaths(ref), ...resolver],
+      write: [layoutDir(dataDir)],
+      ...(args[0] === 'copy'
+        ? underLock(dataDir, 'exclusive', systemProgram('skopeo'), args)
+        : { program: systemProgram('skopeo'), args }),
+      network,
+      maxStdout,
+      stopPastMax: true,
+      timeoutMs: STEP_TIMEOUT_MS,
+      fileSizeKb: Math.ceil(bound / 1024)
+    }
+  ).catch((error: NodeJS.ErrnoException) => {
+    throw new ImageError(
+      `skopeo could not start (${error.code ?? error.message}); install it with \`sudo apt-get install -y skopeo umoci\``
+    );
+  });
+  if (result.code === 0 && result.stdoutBytes <= maxStdout) return result.stdout;
+  if (result.stdoutBytes > maxStdout) throw new ImageError(`its manifest is larger than ${maxStdout} bytes`);
+  if (result.timedOut)
+    throw new ImageError(`skopeo could not copy it: it ran longer than ${STEP_TIMEOUT_MS / 60000} minutes`);
+  // Go ignores SIGXFSZ: skopeo sees EFBIG (`file too large`) past `ulimit -f`.
+  if (result.signal === 'SIGXFSZ' || result.code === 128 + 25 || /file too large/i.test(result.stderr))
+    throw new ImageError(
+      `skopeo could not copy it: a blob of it is larger than ${bound} bytes (workspaces.cache_size); expected a smaller image or a larger cache_size`
+    );
+  const why = result.stderr.trim().split('\n').slice(-1)[0] ?? '';
+  const local = sourcePaths(ref)[0];
+  const hint =
+    local && /permission denied/i.test(why)
+      ? `; expected ${local} readable by ${IMAGE_USER}, who copies it (for example \`chmod -R a+rX ${local}\`)`
+      : '';
+  throw new ImageError(
+    `skopeo could not copy it: ${why.replace(CONTROL, '?').slice(0, 300) || `exit code ${result.code ?? result.signal}`}${hint}`
+  );
+}
+
+/**
+ * Copies `ref` into the layout under `tag`, as the image user. Its manifest is read first (`skopeo
+ * inspect --raw`): a manifest whose layers declare more bytes than `bound` in all is refused before
+ * any blob is fetched; a reference pinned by digest must match it. Each blob written is bounded
+ * by `bound` too (a source that lies about sizes), and the copy by time.
+ */
+async function skopeoCopy(dataDir: string, ref: string, tag: string, bound: number): Promise<void> {
+  ownLayout(dataDir);
+  const raw = await skopeo(dataDir, ref, ['inspect', '--raw', ref], bound, MAX_JSON_BYTES);
+  const pinned = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1];
+  const actual = `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+  if (pinned && pinned !== actual)
+    throw new ImageError(
+      `its manifest does not match the digest it is pinned to, ${pinned} (it is ${actual})`
+    );
+  let manifest: { layers?: unknown; config?: { size?: unknown } };
+  try {
+    manifest = JSON.parse(raw.toString('utf8')) as typeof manifest;
+  } catch {
+    throw new ImageError('its manifest is not JSON');
+  }
+  // An index (several platforms) names its manifests only: skopeo picks one, each blob bounded.
+  if (Array.isArray(manifest.layers)) {
+    let declared = typeof manifest.config?.size === 'number' ? manifest.config.size : 0;
+    for (const layer of manifest.layers as { size?: unknown }[])
+      declared += typeof layer?.size === 'number' && layer.size > 0 ? layer.size : 0;
+    if (declared > bound)
+      throw new ImageError(
+        `its layers weigh ${declared} bytes as its manifest declares them, more than ${bound} bytes (workspaces.cache_size); expected a smaller image or a larger cache_size`
+      );
+  }
+  await skopeo(
+    dataDir,
+    ref,
+    ['copy', '--quiet', '--insecure-policy', ref, `oci:${layoutDir(dataDir)}:${tag}`],
+    bound
+  );
 }
 
 /** `KEY=VALUE` lines of the image config's Env, as a record (malformed ones skipped). */
@@ -308,7 +496,7 @@ export async function prepareImage(
     let copied = false;
     let digest = image.pull === 'missing' ? taggedDigest(dataDir, tag) : undefined;
     if (!digest) {
-      await skopeoCopy(dataDir, image.ref, tag);
+      await skopeoCopy(dataDir, image.ref, tag, bound);
       copied = true;
       digest = taggedDigest(dataDir, tag);
       if (!digest) throw new ImageError('skopeo copied it but the layout does not name it');
@@ -400,6 +588,8 @@ async function unpack(
   digest: string,
   bound: number
 ): Promise<number> {
+  if (!existsSync(systemProgram('umoci')))
+    throw new ImageError('umoci is not installed; install it with `sudo apt-get install -y skopeo umoci`');
   const making = `${dir}.making-${process.pid}`;
   rmSync(making, { recursive: true, force: true });
   mkdirSync(making, { recursive: true, mode: 0o755 });
@@ -412,8 +602,13 @@ async function unpack(
   const result = await asRunUser(identity, {
     read: [layout],
     write: [own],
-    program: systemProgram('umoci'),
-    args: ['unpack', '--rootless', '--image', `${layout}:${tag}`, join(own, 'bundle')],
+    ...underLock(dataDir, 'shared', systemProgram('umoci'), [
+      'unpack',
+      '--rootless',
+      '--image',
+      `${layout}:${tag}`,
+      join(own, 'bundle')
+    ]),
     timeoutMs: STEP_TIMEOUT_MS,
     fileSizeKb: Math.ceil(bound / 1024)
   }).catch((error: NodeJS.ErrnoException) => {
@@ -541,18 +736,44 @@ export interface FreedImage {
   bytes: number;
 }
 
+/** Whether process `pid` of this machine is alive (one of another user's counts). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
- * Removes unused unpacked roots, least recently used first, while together they weigh more than
- * `cacheBytes`; and roots half made by a process that is gone. A root held by a run is never removed.
+ * A root being made, `<digest>.making-<pid>`: whether it is left over, to be removed. Several
+ * executor processes may share the data dir: a folder of a live process is its build in progress,
+ * never removed; one of this process only when no build of it is under way here.
  */
-export function sweepImages(dataDir: string, cacheBytes: number): FreedImage[] {
+function leftOver(dir: string): boolean {
+  const at = dir.lastIndexOf('.making-');
+  const pid = Number(dir.slice(at + '.making-'.length));
+  if (!Number.isSafeInteger(pid) || pid <= 0) return true;
+  if (pid === process.pid) return !building.has(dir.slice(0, at));
+  return !alive(pid);
+}
+
+interface CachedRoot {
+  dir: string;
+  ready: Ready;
+  used: number;
+}
+
+/** The unpacked roots that are whole, after removing those half made by a process that is gone. */
+function listRoots(dataDir: string): CachedRoot[] {
   const roots = rootsDir(dataDir);
   if (!existsSync(roots)) return [];
-  const all: { dir: string; ready: Ready; used: number }[] = [];
+  const all: CachedRoot[] = [];
   for (const name of readdirSync(roots)) {
     const dir = join(roots, name);
     if (name.includes('.making-')) {
-      if (!building.has(dir.slice(0, dir.indexOf('.making-')))) rmSync(dir, { recursive: true, force: true });
+      if (leftOver(dir)) rmSync(dir, { recursive: true, force: true });
       continue;
     }
     const ready = readReady(dir);
@@ -562,15 +783,116 @@ export function sweepImages(dataDir: string, cacheBytes: number): FreedImage[] {
     }
     all.push({ dir, ready, used: statSync(join(dir, 'ready')).mtimeMs });
   }
-  let total = all.reduce((sum, entry) => sum + entry.ready.bytes, 0);
+  return all;
+}
+
+/** Removes unused roots of `all`, least recently used first, until `enough` says so. */
+function removeRoots(all: CachedRoot[], enough: (freedBytes: number) => boolean): FreedImage[] {
   const freed: FreedImage[] = [];
+  let freedBytes = 0;
   for (const entry of all.sort((a, b) => a.used - b.used)) {
-    if (total <= cacheBytes) break;
+    if (enough(freedBytes)) break;
     if (held.has(entry.dir) || building.has(entry.dir)) continue;
     rmSync(entry.dir, { recursive: true, force: true });
     for (const [key, digest] of resolved) if (digest === entry.ready.digest) resolved.delete(key);
-    total -= entry.ready.bytes;
+    freedBytes += entry.ready.bytes;
     freed.push({ digest: entry.ready.digest, bytes: entry.ready.bytes });
   }
   return freed;
+}
+
+/**
+ * Removes unused unpacked roots, least recently used first, while together they weigh more than
+ * `cacheBytes`; and roots half made by a process that is gone. A root held by a run is never removed.
+ */
+export function sweepImages(dataDir: string, cacheBytes: number): FreedImage[] {
+  const all = listRoots(dataDir);
+  const total = all.reduce((sum, entry) => sum + entry.ready.bytes, 0);
+  return removeRoots(all, freedBytes => total - freedBytes <= cacheBytes);
+}
+
+/**
+ * Under workspaces.min_free or min_free_inodes (maintenance.ts): removes unused unpacked roots, least
+ * recently used first, until `enough` (an unpacked root gives back its bytes and every inode of
+ * its files). A root held by a run is never removed.
+ */
+export function freeImageRoots(dataDir: string, enough: () => boolean): FreedImage[] {
+  return removeRoots(listRoots(dataDir), () => enough());
+}
+
+/**
+ * Collects the layout's blobs: while the images weigh more than `cacheBytes` (unpacked roots, and
+ * the layout's blobs as their manifests declare them), the tags of references no environment of
+ * the current configuration names (`refs`), least recently used first, leave the layout's index,
+ * unless a run holds their root; then `umoci gc`, as the image user, removes every blob no tag
+ * left references. Answers the digests of the manifests untagged.
+ */
+export function collectImageLayout(dataDir: string, refs: string[], cacheBytes: number): Promise<string[]> {
+  return exclusive(dataDir, async () => {
+    const layout = layoutDir(dataDir);
+    if (!existsSync(join(layout, 'index.json'))) return [];
+    const tags = layoutTags(dataDir);
+    const wanted = new Set(refs.map(tagOf));
+    const blobs = new Map<string, number>();
+    const entries: { tag: string; digest: string; blobs: string[]; used: number; busy: boolean }[] = [];
+    for (const [tag, digest] of tags) {
+      const hex = DIGEST.exec(digest)?.[1];
+      if (!hex) continue;
+      const own: string[] = [digest];
+      try {
+        const manifest = verifiedJson(dataDir, digest, 'manifest');
+        blobs.set(digest, blobs.get(digest) ?? 0);
+        for (const blob of [manifest.config, ...(Array.isArray(manifest.layers) ? manifest.layers : [])] as {
+          digest?: unknown;
+          size?: unknown;
+        }[])
+          if (typeof blob?.digest === 'string') {
+            own.push(blob.digest);
+            blobs.set(blob.digest, typeof blob.size === 'number' && blob.size > 0 ? blob.size : 0);
+          }
+      } catch {
+        // a manifest that cannot be read references nothing: its blobs go with the rest
+      }
+      const dir = join(rootsDir(dataDir), hex);
+      let used = 0;
+      try {
+        used = statSync(join(dir, 'ready')).mtimeMs;
+      } catch {
+        // never unpacked here, or swept: the oldest
+      }
+      entries.push({ tag, digest, blobs: own, used, busy: held.has(dir) || building.has(dir) });
+    }
+    let total =
+      listRoots(dataDir).reduce((sum, root) => sum + root.ready.bytes, 0) +
+      [...blobs.values()].reduce((sum, size) => sum + size, 0);
+    const dropped: typeof entries = [];
+    for (const entry of entries.sort((a, b) => a.used - b.used)) {
+      if (total <= cacheBytes) break;
+      if (wanted.has(entry.tag) || entry.busy) continue;
+      dropped.push(entry);
+      const kept = new Set(entries.filter(other => !dropped.includes(other)).flatMap(other => other.blobs));
+      for (const blob of entry.blobs) if (!kept.has(blob)) total -= blobs.get(blob) ?? 0;
+    }
+    if (dropped.length === 0) return [];
+    const result = await asRunUser(
+      { user: imageUser(), confined: true },
+      {
+        write: [layout],
+        ...underLock(dataDir, 'exclusive', '/bin/sh', [
+          '-c',
+          'layout=$1; shift; for tag; do umoci rm --image "$layout:$tag" || exit 1; done; exec umoci gc --layout "$layout"',
+          'sh',
+          layout,
+          ...dropped.map(entry => entry.tag)
+        ]),
+        timeoutMs: STEP_TIMEOUT_MS
+      }
+    );
+    if (result.code !== 0)
+      throw new ImageError(`umoci could not collect the image cache: ${readerReason(result)}`);
+    const gone = new Set(dropped.map(entry => entry.tag));
+    for (const key of [...resolved.keys()])
+      if (gone.has(tagOf(key.slice(key.indexOf('\0') + 1)))) resolved.delete(key);
+    return dropped.map(entry => entry.digest);
+  });
 }

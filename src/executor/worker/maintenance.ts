@@ -13,6 +13,7 @@ import type { ExecutorConfig } from '../config/config.js';
 /** What of the configuration maintenance reads: the retention, the workspace bounds, where files are. */
 export type MaintenanceSettings = Pick<ExecutorConfig, 'dataDir' | 'environments' | 'limits' | 'workspaces'>;
 import type { RunClaimStore, PruneStore } from '../store/types.js';
+import { collectImageLayout, freeImageRoots } from '../images/cache.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
@@ -81,6 +82,20 @@ export async function sweepFinishedWorkspaces(
   const images = sweepImages(config.dataDir, config.workspaces.cacheBytes);
   if (images.length > 0)
     log.info({ images: images.map(image => image.digest) }, 'removed unused unpacked images past cache_size');
+  // The layout's blobs of images no environment names any more, past workspaces.cache_size.
+  try {
+    const refs = config.environments.flatMap(environment =>
+      environment.image ? [environment.image.ref] : []
+    );
+    const untagged = await collectImageLayout(config.dataDir, refs, config.workspaces.cacheBytes);
+    if (untagged.length > 0)
+      log.info(
+        { images: untagged },
+        'removed copied images no environment names from the image cache past cache_size'
+      );
+  } catch (error) {
+    log.warn({ err: error }, 'could not collect the image cache');
+  }
   const homes = sweepLeftHomes(
     config.dataDir,
     Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs),
@@ -165,7 +180,11 @@ export async function freeSpaceForRuns(
     [...last.active].every(runId => active.has(runId))
   )
     return;
-  const freed = await freeSharedLayers(dataDir, active, enough);
+  const freed: { name: string; bytes: number }[] = await freeSharedLayers(dataDir, active, enough);
+  // Then unpacked container images no run holds: an image's root gives back every inode of its files.
+  if (!enough())
+    for (const image of freeImageRoots(dataDir, enough))
+      freed.push({ name: `image ${image.digest}`, bytes: image.bytes });
   const after = enough();
   const later = `looking again when a run ends or a workspace is removed, or in ${LOOK_AGAIN_MS / 1000} s`;
   if (freed.length > 0)
@@ -176,12 +195,12 @@ export async function freeSpaceForRuns(
         free_bytes: freeBytes(dataDir),
         free_inodes: freeInodes(dataDir)
       },
-      `${short}: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`
+      `${short}: removed ${freed.length} unused shared checkout(s), setup layer(s) and unpacked image(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`
     );
   else if (!last)
     log.warn(
       { data_dir: dataDir, free_bytes: freeBytes(dataDir), free_inodes: freeInodes(dataDir) },
-      `${short} and no unused shared checkout or setup layer left to remove: ${later}`
+      `${short} and no unused shared checkout, setup layer or unpacked image left to remove: ${later}`
     );
   if (after) nothingLeft.delete(dataDir);
   else nothingLeft.set(dataDir, { at: Date.now(), active: new Set(active), removals: removed });
