@@ -355,6 +355,12 @@ describe('image cache, start-up refusals and bounds', () => {
     expect(() => parseConfig(env({ image: 'docker://debian:12', sandbox: 'off' }), work)).toThrow(
       /environments\[0\]\.image "docker:\/\/debian:12": an image is the root of the run's sandbox/
     );
+    expect(() => parseConfig(env({ image: 'docker-daemon:debian:12' }), work)).toThrow(
+      /environments\[0\]\.image "docker-daemon:debian:12": images are copied by an unprivileged user that does not reach the host's Docker daemon; expected the image saved first \(`skopeo copy docker-daemon:NAME:TAG oci:\/srv\/images\/NAME:TAG`\)/
+    );
+    expect(() => parseConfig(env({ image: 'containers-storage:debian:12' }), work)).toThrow(
+      /"containers-storage:debian:12": .*does not reach the host's container storage/
+    );
     const parsed = parseConfig(env({ image: 'oci:images/py:3', image_pull: 'always' }), work);
     expect(parsed.environments[0]!.image).toEqual({ ref: `oci:${work}/images/py:3`, pull: 'always' });
   });

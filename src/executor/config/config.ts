@@ -60,16 +60,11 @@ export interface ImageConfig {
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\s]/;
 
 /** The skopeo transports an `image` may name. */
-export const IMAGE_TRANSPORTS = [
-  'oci:',
-  'oci-archive:',
-  'docker-archive:',
-  'docker://',
-  'containers-storage:',
-  'docker-daemon:'
-];
+const IMAGE_TRANSPORTS = ['oci:', 'oci-archive:', 'docker-archive:', 'docker://'];
+/** Transports of the host's own stores, which the copy's unprivileged user does not reach. */
+const HOST_STORE_TRANSPORTS = ['containers-storage:', 'docker-daemon:'];
 const IMAGE_FORMS =
-  'expected a skopeo image reference such as oci:/srv/images/python:3.12, docker-archive:/srv/python.tar, docker://debian:12, containers-storage:NAME or docker-daemon:NAME:TAG';
+  'expected a skopeo image reference such as oci:/srv/images/python:3.12, oci-archive:/srv/python.tar, docker-archive:/srv/python.tar or docker://debian:12';
 
 export interface ExecutorConfig {
   host: string;
@@ -526,6 +521,13 @@ function imageOf(
     return undefined;
   }
   const text = typeof value === 'string' ? value.trim() : '';
+  const hostStore = HOST_STORE_TRANSPORTS.find(prefix => text.startsWith(prefix));
+  if (hostStore) {
+    r.problems.push(
+      `${at}.image ${show(value)}: images are copied by an unprivileged user that does not reach the host's ${hostStore === 'docker-daemon:' ? 'Docker daemon' : 'container storage'}; expected the image saved first (\`skopeo copy ${hostStore}NAME:TAG oci:/srv/images/NAME:TAG\`) and named as oci:/srv/images/NAME:TAG`
+    );
+    return undefined;
+  }
   const transport = IMAGE_TRANSPORTS.find(prefix => text.startsWith(prefix));
   if (!transport || text.length === transport.length || text.length > 1024 || UNPRINTABLE.test(text)) {
     r.problems.push(`${at}.image ${show(value)}: ${IMAGE_FORMS}`);
