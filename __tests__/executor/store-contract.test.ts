@@ -1145,4 +1145,36 @@ describe('SQLite group commit', () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it('a create that fails in a batch fails alone: the others of its turn are kept and counted', async () => {
+    const dir = tempDir();
+    const store = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const tag = randomUUID().slice(0, 8);
+    const team = `team-${tag}`;
+    const taken = newRun({ team });
+    await store.createRun(taken, undefined, 100, 4);
+    // The third of five sent at once reuses a stored run id: its insert fails (the id is unique).
+    const sent = [newRun({ team }), newRun({ team }), { ...taken }, newRun({ team }), newRun({ team })];
+    const answers = await Promise.allSettled(sent.map(run => store.createRun(run, undefined, 100, 4)));
+    expect(answers.map(a => (a.status === 'fulfilled' ? a.value.kind : 'failed'))).toEqual([
+      'created',
+      'created',
+      'failed',
+      'created',
+      'team_queue_full'
+    ]);
+    expect(String((answers[2] as PromiseRejectedResult).reason)).toMatch(
+      /UNIQUE constraint failed: runs\.run_id/
+    );
+    // Committed: another connection (as another process) finds the four queued runs and no other.
+    const node2 = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const found = await node2.listRuns(team, { limit: 10 });
+    expect(found.map(run => run.run_id).sort()).toEqual(
+      [taken.run_id, sent[0]!.run_id, sent[1]!.run_id, sent[3]!.run_id].sort()
+    );
+    expect(await node2.countRunsByState(team)).toEqual({ QUEUED: 4 });
+    await node2.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 });
