@@ -158,7 +158,7 @@ describe.each(kinds)('RunStore contract on $name', kind => {
       for (let i = 0; i < 3; i++) expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
       const elsewhere = await second();
       expect(await elsewhere.revokeKey(id, at())).toBe(true);
-      // SQLite: the very next lookup (PRAGMA data_version moved). PostgreSQL: once the key
+      // SQLite: the very next lookup (the key_changes counter moved). PostgreSQL: once the key
       // notification arrives, sent at the revocation's commit.
       if (kind.name === 'postgres') await sleep(100);
       expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
@@ -1085,6 +1085,38 @@ describe('metadata of runs made before run_metadata existed (the migration fills
     } finally {
       await client.end();
     }
+  });
+});
+
+// SQLite's key cache is emptied by a key write anywhere (the key_changes counter its triggers move),
+// not by every commit of another process: a `--role worker` beside the API commits all the time.
+describe('SQLite key cache', () => {
+  it("outlives other processes' commits that touch no key, and not one that writes a key", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'executor.db');
+    const store = await SqliteRunStore.open(file);
+    const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'cached' });
+    expect(await store.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
+    const { DatabaseSync } = await import('node:sqlite');
+    const elsewhere = new DatabaseSync(file);
+    elsewhere.exec('PRAGMA busy_timeout = 10000');
+    // A change to the row that the counter does not see (its trigger dropped), then a commit of
+    // runs: the cache still answers (a lookup after every foreign commit would find the new name).
+    elsewhere.exec(`DROP TRIGGER api_keys_updated; UPDATE api_keys SET name = 'unseen' WHERE id = '${id}'`);
+    const node2 = await SqliteRunStore.open(file);
+    expect((await node2.createRun(newRun({ team: 'team-k' }), undefined, 100)).kind).toBe('created');
+    expect(await store.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
+    // A key write by another process moves the counter: the next lookup reads the table.
+    elsewhere.exec(`CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys
+      BEGIN UPDATE key_changes SET changes = changes + 1 WHERE id = 1; END`);
+    expect(await node2.revokeKey(id, at())).toBe(true);
+    const revoked = await store.findKeyByHash(hashKey(raw));
+    expect(revoked).toMatchObject({ id, name: 'unseen' });
+    expect(revoked!.revoked_at).not.toBeNull();
+    await node2.close();
+    elsewhere.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 
