@@ -158,7 +158,7 @@ describe.each(kinds)('RunStore contract on $name', kind => {
       for (let i = 0; i < 3; i++) expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
       const elsewhere = await second();
       expect(await elsewhere.revokeKey(id, at())).toBe(true);
-      // SQLite: the very next lookup (PRAGMA data_version moved). PostgreSQL: once the key
+      // SQLite: the very next lookup (the key_changes counter moved). PostgreSQL: once the key
       // notification arrives, sent at the revocation's commit.
       if (kind.name === 'postgres') await sleep(100);
       expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
@@ -1148,6 +1148,38 @@ describe('metadata of runs made before run_metadata existed (the migration fills
   });
 });
 
+// SQLite's key cache is emptied by a key write anywhere (the key_changes counter its triggers move),
+// not by every commit of another process: a `--role worker` beside the API commits all the time.
+describe('SQLite key cache', () => {
+  it("outlives other processes' commits that touch no key, and not one that writes a key", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'executor.db');
+    const store = await SqliteRunStore.open(file);
+    const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'cached' });
+    expect(await store.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
+    const { DatabaseSync } = await import('node:sqlite');
+    const elsewhere = new DatabaseSync(file);
+    elsewhere.exec('PRAGMA busy_timeout = 10000');
+    // A change to the row that the counter does not see (its trigger dropped), then a commit of
+    // runs: the cache still answers (a lookup after every foreign commit would find the new name).
+    elsewhere.exec(`DROP TRIGGER api_keys_updated; UPDATE api_keys SET name = 'unseen' WHERE id = '${id}'`);
+    const node2 = await SqliteRunStore.open(file);
+    expect((await node2.createRun(newRun({ team: 'team-k' }), undefined, 100)).kind).toBe('created');
+    expect(await store.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
+    // A key write by another process moves the counter: the next lookup reads the table.
+    elsewhere.exec(`CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys
+      BEGIN UPDATE key_changes SET changes = changes + 1 WHERE id = 1; END`);
+    expect(await node2.revokeKey(id, at())).toBe(true);
+    const revoked = await store.findKeyByHash(hashKey(raw));
+    expect(revoked).toMatchObject({ id, name: 'unseen' });
+    expect(revoked!.revoked_at).not.toBeNull();
+    await node2.close();
+    elsewhere.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
 // PostgreSQL counts each create's queues in its own statement (nodes count at once, so creates in
 // flight together may pass a limit by their number: sql-store.ts says so); SQLite shares one
 // transaction among the creates of a turn and counts each queue once for all of them.
@@ -1202,6 +1234,38 @@ describe('SQLite group commit', () => {
       Array.from({ length: 5 }, () => store.createRun(newRun({ team: c }), undefined, 8, 5))
     );
     expect(second.map(r => r.kind)).toEqual(['created', 'created', 'queue_full', 'queue_full', 'queue_full']);
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a create that fails in a batch fails alone: the others of its turn are kept and counted', async () => {
+    const dir = tempDir();
+    const store = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const tag = randomUUID().slice(0, 8);
+    const team = `team-${tag}`;
+    const taken = newRun({ team });
+    await store.createRun(taken, undefined, 100, 4);
+    // The third of five sent at once reuses a stored run id: its insert fails (the id is unique).
+    const sent = [newRun({ team }), newRun({ team }), { ...taken }, newRun({ team }), newRun({ team })];
+    const answers = await Promise.allSettled(sent.map(run => store.createRun(run, undefined, 100, 4)));
+    expect(answers.map(a => (a.status === 'fulfilled' ? a.value.kind : 'failed'))).toEqual([
+      'created',
+      'created',
+      'failed',
+      'created',
+      'team_queue_full'
+    ]);
+    expect(String((answers[2] as PromiseRejectedResult).reason)).toMatch(
+      /UNIQUE constraint failed: runs\.run_id/
+    );
+    // Committed: another connection (as another process) finds the four queued runs and no other.
+    const node2 = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const found = await node2.listRuns(team, { limit: 10 });
+    expect(found.map(run => run.run_id).sort()).toEqual(
+      [taken.run_id, sent[0]!.run_id, sent[1]!.run_id, sent[3]!.run_id].sort()
+    );
+    expect(await node2.countRunsByState(team)).toEqual({ QUEUED: 4 });
+    await node2.close();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });

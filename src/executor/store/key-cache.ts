@@ -1,7 +1,8 @@
 // API keys held in memory, so an authenticated request does not read the keys table each time.
-// Correctness over speed: the store says when the cache may be trusted (SQLite: no other connection
-// committed since it was filled, by PRAGMA data_version; PostgreSQL: the notification connection is
-// up and no key notification came), and empties it on every key write of its own. A lookup that
+// Correctness over speed: the store says when the cache may be trusted (SQLite: no key was written
+// since it was filled, by any connection, by the key_changes counter that triggers on api_keys move;
+// PostgreSQL: the notification connection is up and no key notification came), and empties it on
+// every key write of its own. A lookup that
 // was in flight while the cache was emptied is not kept, so a revocation is never undone by it.
 // Only keys that exist are kept: made-up keys cannot grow it, and their lookups go to the table.
 

@@ -312,6 +312,29 @@ export const SQLITE_MIGRATIONS: { version: number; name: string; sql: string }[]
       );
       CREATE INDEX run_tokens_run ON run_tokens (run_id);
     `
+  },
+  {
+    version: 13,
+    name: 'key_changes: a counter every write to api_keys moves, so key caches outlive commits that touch no key',
+    // Triggers, so every writer moves it (the CLI's keys commands, another process, an older
+    // executor sharing the file) in the transaction of the key write itself. PostgreSQL needs none:
+    // its key writes are told to every node by notification (postgres/dialect.ts).
+    sql: `
+      CREATE TABLE key_changes (id INTEGER PRIMARY KEY CHECK (id = 1), changes INTEGER NOT NULL);
+      INSERT INTO key_changes (id, changes) VALUES (1, 0);
+      CREATE TRIGGER api_keys_inserted AFTER INSERT ON api_keys
+      BEGIN
+        UPDATE key_changes SET changes = changes + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys
+      BEGIN
+        UPDATE key_changes SET changes = changes + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER api_keys_deleted AFTER DELETE ON api_keys
+      BEGIN
+        UPDATE key_changes SET changes = changes + 1 WHERE id = 1;
+      END;
+    `
   }
 ];
 

@@ -1,6 +1,7 @@
 // RunStore on node:sqlite, for one machine: the SQL store (sql-store.ts) with the SQLite dialect
-// (sqlite/). What other processes commit to the file is noticed by PRAGMA data_version: the key
-// cache is emptied then, and a shared store (opened by a split role) polls it while anyone listens.
+// (sqlite/). What other processes commit to the file is noticed by PRAGMA data_version, which a
+// shared store (opened by a split role) polls while anyone listens; the key cache is emptied by a
+// key write anywhere (the key_changes counter, moved by triggers on api_keys).
 
 import { SqliteConnection } from './sqlite/connection.js';
 import { SqliteDialect } from './sqlite/dialect.js';

@@ -69,12 +69,15 @@ export function runHandlers(
     const asked = body as { metadata?: unknown; mode?: unknown; parent_run_id?: unknown };
     checkMetadata(asked.metadata);
     const parent = await parentOf(asked.parent_run_id, request.principal.team);
-    let stored: { config: string; extra: string; hash: string };
+    const key = request.headers['idempotency-key'];
+    let stored: { config: string; extra: string; hash: string | undefined };
     try {
       stored = {
         config: JSON.stringify(body.config),
         extra: JSON.stringify(inheritMetadata(extraFields(body), parent)),
-        hash: canonicalHash(body)
+        // Only a create with an Idempotency-Key is compared with an earlier one: the others skip
+        // the sorted copy of the body and its SHA-256.
+        hash: key === undefined ? undefined : canonicalHash(body)
       };
     } catch (error) {
       if (error instanceof RangeError)
@@ -94,7 +97,6 @@ export function runHandlers(
     if (followupMode(asked.mode) === 'orchestrate') checkOrchestrable(environment);
     await checkConversation(body as { conversation_id?: unknown }, request.principal.team, environmentId);
     const principal = request.principal;
-    const key = request.headers['idempotency-key'];
     if (key !== undefined && !isValidIdempotencyKey(key)) {
       throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
     }
@@ -131,7 +133,7 @@ export function runHandlers(
         workload: principal.workload ? JSON.stringify(principal.workload) : null,
         created_at: new Date().toISOString()
       },
-      storedKey === undefined ? undefined : { key: storedKey, requestHash: stored.hash },
+      storedKey === undefined ? undefined : { key: storedKey, requestHash: stored.hash! },
       config.limits.maxQueuedRuns,
       config.limits.maxQueuedRunsPerTeam
     );

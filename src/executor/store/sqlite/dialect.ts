@@ -39,8 +39,8 @@ export class SqliteDialect implements Dialect {
   private readonly events = new EventEmitter().setMaxListeners(0);
   /** Recent list pages, until the next write (page-cache.ts). */
   private readonly pages = new PageCache<readonly Row[]>();
-  /** PRAGMA data_version when the key cache was last known good. */
-  private keysVersion = -1;
+  /** The commit stamp and key_changes counter when the key cache was last known good. */
+  private keysSeen: { stamp: string; changes: number } | undefined;
 
   constructor(
     private readonly db: SqliteConnection,
@@ -217,12 +217,21 @@ export class SqliteDialect implements Dialect {
     return undefined;
   }
 
-  /** Stale when another process committed since the last look (one pragma). */
+  /**
+   * Stale when a key was written since the last look, here or in another process: every write to
+   * api_keys moves the key_changes counter (a trigger, migration 13). While nothing at all was
+   * committed to the file (the commit stamp, one read of the -shm header) the counter is not read.
+   * The stamp is read first: a commit between the two reads moves the stamp kept, so the next look
+   * reads the counter again.
+   */
   keyCacheState(): 'fresh' | 'stale' {
-    const version = this.db.dataVersion();
-    if (version === this.keysVersion) return 'fresh';
-    this.keysVersion = version;
-    return 'stale';
+    const stamp = this.db.commitStamp();
+    const seen = this.keysSeen;
+    if (seen?.stamp === stamp) return 'fresh';
+    const [row] = this.db.all<{ changes: number }>('SELECT changes FROM key_changes WHERE id = 1', []);
+    const changes = Number(row?.changes ?? -1);
+    this.keysSeen = { stamp, changes };
+    return seen !== undefined && seen.changes === changes ? 'fresh' : 'stale';
   }
 
   onKeysChanged(): void {
