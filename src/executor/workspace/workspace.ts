@@ -498,6 +498,8 @@ function changedOnly(nested: string[], base: string): string {
   const fromFile = (file: string) => `--pathspec-from-file=${file}`;
   return [
     `export GIT_INDEX_FILE=${index}`,
+    // Whatever happens, nothing of the end is left in the private git dir.
+    `trap 'rm -f ${index} ${list} ${kept}' EXIT`,
     `rm -f ${index} ${list} ${kept}`,
     `cat > ${list} || exit 1`,
     // An empty pathspec list would reset the whole index.
@@ -506,7 +508,6 @@ function changedOnly(nested: string[], base: string): string {
     `if [ -s ${list} ]; then xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])} < ${list} | sort -zu | sed -z 's/^/:(literal)/' > ${kept} || exit 1; fi`,
     `if [ -s ${kept} ]; then ${gitLine(['add', '--all', '--pathspec-file-nul'])} ${fromFile(kept)} || exit 1; fi`,
     `to=$(${gitLine(['write-tree'])}) || exit 1`,
-    `rm -f ${index} ${list} ${kept}`,
     `printf '%s %s\\n' "$from" "$to"`,
     `${gitLine(['diff', '--name-status', '--no-renames', ...NO_PROGRAMS])} "$from" "$to"`
   ].join('\n');
@@ -532,11 +533,11 @@ function wholeTree(base: string, { from, to }: { from: string; to: string }): st
   ]);
   return [
     `export GIT_INDEX_FILE=${index}`,
+    `trap 'rm -f ${index}' EXIT`,
     `rm -f ${index}`,
     `${gitLine(['read-tree', base])} || exit 1`,
     `{ ${deleted} | sed -z 's/^/0 ${'0'.repeat(from.length)}\\t/' && ${gitLine(['ls-tree', '-r', '-z', '--full-tree', to])}; } | ${gitLine(['update-index', '-z', '--index-info'])} || exit 1`,
-    `${gitLine(['write-tree'])} || exit 1`,
-    `rm -f ${index}`
+    gitLine(['write-tree'])
   ].join('\n');
 }
 
