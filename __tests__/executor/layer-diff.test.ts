@@ -276,6 +276,19 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
   }, 120_000);
 
+  it('cuts the diff of a large change where the walk cuts it', async () => {
+    const ws = await workspace('run-large');
+    // 2 MB of new lines: more than the diff event shows (1 MB), less than the patch may hold.
+    asRun(ws, 'seq 1 300000 > numbers.txt && echo edited >> README.md');
+    const { layered, layeredPatch, walked, walkedPatch } = await bothWays(ws);
+    expect(layered.walked).toBe('layers');
+    expect(layered.truncated).toBe(true);
+    expect(layered.diff).toMatch(/\n\[diff cut at 1048576 bytes\]\n$/);
+    expect(walked.diff).toBe(layered.diff);
+    expect(layeredPatch.length).toBeGreaterThan(2 * 1024 * 1024);
+    expect(layeredPatch.equals(walkedPatch)).toBe(true);
+  }, 60_000);
+
   it('falls back to the walk when the run made a directory of its layer unreadable', async () => {
     const ws = await workspace('run-locked');
     asRun(ws, 'echo more >> src/lib/b.txt && chmod 000 src/lib');

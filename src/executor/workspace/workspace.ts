@@ -408,15 +408,21 @@ function workspaceOf(
       if (!listed) found = undefined;
       const nested = found ? found.nested : await nestedRepositories(root, identity);
       let names: string;
+      // The head of the diff the end's script printed after the names (from the layers only).
+      let head: Buffer | undefined;
       if (listed) {
-        // The first line names the two trees, the name-status lines follow.
-        const text = listed.stdout.toString('utf8');
-        const newline = text.indexOf('\n');
-        const [from, to] = text.slice(0, newline).split(' ');
+        // The first line names the two trees, the name-status lines follow up to a NUL (no line
+        // of git's has one), then the head of the diff.
+        const out = listed.stdout;
+        const newline = out.indexOf(0x0a);
+        const end = out.indexOf(0, newline);
+        const [from, to] = out.toString('utf8', 0, Math.max(newline, 0)).split(' ');
         if (!from || !to || !TREE.test(from) || !TREE.test(to))
           throw new Error('git write-tree failed: no tree was named');
         ends = { from, to };
-        names = text.slice(newline + 1);
+        // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
+        names = out.toString('utf8', newline + 1, end < 0 ? undefined : end);
+        head = end < 0 ? undefined : out.subarray(end + 1);
       } else {
         names = (
           await runTreeGit(tree, [
@@ -434,7 +440,9 @@ function workspaceOf(
       });
       const more = lines.length - files.length;
       const { diff, truncated } =
-        files.length > 0 ? await boundedDiff(tree, changes()) : { diff: '', truncated: false };
+        files.length === 0
+          ? { diff: '', truncated: false }
+          : cutDiff(head ?? (await boundedDiff(tree, changes())));
       const walked = found ? ('layers' as const) : ('tree' as const);
       return more > 0
         ? { diff, truncated, files, more_files: more, nested, walked }
@@ -509,7 +517,13 @@ function changedOnly(nested: string[], base: string): string {
     `if [ -s ${kept} ]; then ${gitLine(['add', '--all', '--pathspec-file-nul'])} ${fromFile(kept)} || exit 1; fi`,
     `to=$(${gitLine(['write-tree'])}) || exit 1`,
     `printf '%s %s\\n' "$from" "$to"`,
-    `${gitLine(['diff', '--name-status', '--no-renames', ...NO_PROGRAMS])} "$from" "$to"`
+    `${gitLine(['diff', '--name-status', '--no-renames', ...NO_PROGRAMS])} "$from" "$to" || exit 1`,
+    "printf '\\0'",
+    // The head of the diff, no more: git is stopped by `head` (SIGPIPE) once past it.
+    `[ "$from" != "$to" ] || exit 0`,
+    `${gitLine(['diff', '--no-color', '--no-renames', ...NO_PROGRAMS])} "$from" "$to" | head -c ${MAX_DIFF_BYTES + 1}`,
+    'status=("${PIPESTATUS[@]}")',
+    '[ "${status[1]}" = 0 ] && { [ "${status[0]}" = 0 ] || [ "${status[0]}" = 141 ]; }'
   ].join('\n');
 }
 
@@ -602,16 +616,18 @@ export async function sweepWorkspaces(
 }
 
 /**
- * The unified diff `diff` prints, at most MAX_DIFF_BYTES of it: git prints
+ * The head of the unified diff `diff` prints, at most MAX_DIFF_BYTES + 1 bytes of it: git prints
  * it through the reader (a diff of any size: a run may have written GBs of text) and is stopped
- * once past the limit; the head is cut at a line's end when one is near.
+ * once past the limit; cutDiff then cuts it at a line's end when one is near.
  */
-async function boundedDiff(tree: RunTree, diff: string[]): Promise<{ diff: string; truncated: boolean }> {
-  const { stdout, bytes } = await runTreeGit(tree, [diff], {
-    maxStdout: MAX_DIFF_BYTES + 1,
-    stopPastMax: true
-  });
-  if (bytes <= MAX_DIFF_BYTES) return { diff: stdout.toString('utf8'), truncated: false };
+async function boundedDiff(tree: RunTree, diff: string[]): Promise<Buffer> {
+  const { stdout } = await runTreeGit(tree, [diff], { maxStdout: MAX_DIFF_BYTES + 1, stopPastMax: true });
+  return stdout;
+}
+
+/** A diff's head (at most MAX_DIFF_BYTES + 1 bytes of it) as the `diff` event shows it. */
+function cutDiff(stdout: Buffer): { diff: string; truncated: boolean } {
+  if (stdout.length <= MAX_DIFF_BYTES) return { diff: stdout.toString('utf8'), truncated: false };
   const lineEnd = stdout.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
   const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
   return {
