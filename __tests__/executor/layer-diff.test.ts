@@ -4,7 +4,7 @@
 // the run's user cannot read, falls back to the walk.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config/config.js';
 import { unmountAll } from '../../src/executor/workspace/layers.js';
@@ -41,6 +41,9 @@ function sourceRepo(): string {
     execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
   git('init', '--quiet');
   git('add', '--all');
+  // A file the start tracks although .gitignore names it: an edit of it is a change.
+  write('kept.log', 'tracked all the same\n');
+  git('add', '--force', 'kept.log');
   git('commit', '--quiet', '-m', 'start');
   return dir;
 }
@@ -74,12 +77,21 @@ function asRun(ws: Workspace, script: string): void {
   );
 }
 
-/** The diff from the layers, then the walk's over the same index: both must agree, byte for byte. */
+/**
+ * The diff from the layers, then the walk's over the same index: both must agree, byte for byte,
+ * and so must the size of the changes and the tree a publish commits. The end leaves no file of
+ * its own in the run's private git dir.
+ */
 async function bothWays(ws: Workspace) {
   const layered = await ws.diff();
   const layeredPatch = (await ws.patch(64 * 1024 * 1024)).bytes;
+  const layeredBytes = await ws.changedBytes();
+  const layeredTree = await ws.tree();
+  expect(readdirSync(ws.git.gitDir).filter(name => name.startsWith('agent-run-'))).toEqual([]);
   const walked = await ws.diff('tree');
   const walkedPatch = (await ws.patch(64 * 1024 * 1024)).bytes;
+  expect(await ws.changedBytes()).toBe(layeredBytes);
+  expect(await ws.tree()).toBe(layeredTree);
   return { layered, layeredPatch, walked, walkedPatch };
 }
 
@@ -98,6 +110,7 @@ const EVERY_CHANGE = [
   'ln -s nowhere dangling',
   "printf '\\000\\001changed' > image.bin",
   'echo log > debug.log',
+  'echo edited >> kept.log',
   'mkdir -p ignored && echo hidden > ignored/x.txt',
   // A nested repository the run made stays out, as it does on a walk.
   'mkdir -p vendor/lib/.git && echo ref: refs/heads/main > vendor/lib/.git/HEAD && echo v > vendor/lib/v.txt',
@@ -118,6 +131,10 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     const ws = await workspace('run-none');
     const result = await ws.diff();
     expect(result).toMatchObject({ files: [], diff: '', nested: [], walked: 'layers' });
+    // A publish would commit the start's own tree (and so push nothing).
+    expect(await ws.tree()).toBe(
+      execFileSync('git', ['-C', source, 'rev-parse', 'HEAD^{tree}'], { encoding: 'utf8' }).trim()
+    );
   }, 60_000);
 
   it('gives the files, diff and patch of a walk, byte for byte, for every kind of change', async () => {
@@ -139,6 +156,7 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
       { path: 'gone/one.txt', change: 'deleted' },
       { path: 'gone/three.txt', change: 'added' },
       { path: 'image.bin', change: 'modified' },
+      { path: 'kept.log', change: 'modified' },
       { path: 'link', change: 'modified' },
       { path: 'rename-me.txt', change: 'deleted' },
       { path: 'renamed.txt', change: 'added' },
@@ -257,6 +275,19 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(walked.files).toEqual(layered.files);
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
   }, 120_000);
+
+  it('cuts the diff of a large change where the walk cuts it', async () => {
+    const ws = await workspace('run-large');
+    // 2 MB of new lines: more than the diff event shows (1 MB), less than the patch may hold.
+    asRun(ws, 'seq 1 300000 > numbers.txt && echo edited >> README.md');
+    const { layered, layeredPatch, walked, walkedPatch } = await bothWays(ws);
+    expect(layered.walked).toBe('layers');
+    expect(layered.truncated).toBe(true);
+    expect(layered.diff).toMatch(/\n\[diff cut at 1048576 bytes\]\n$/);
+    expect(walked.diff).toBe(layered.diff);
+    expect(layeredPatch.length).toBeGreaterThan(2 * 1024 * 1024);
+    expect(layeredPatch.equals(walkedPatch)).toBe(true);
+  }, 60_000);
 
   it('falls back to the walk when the run made a directory of its layer unreadable', async () => {
     const ws = await workspace('run-locked');

@@ -217,7 +217,7 @@ async function commitChanges(options: PublishOptions, parent?: string): Promise<
   const { workspace, config } = options;
   const base = parent ?? options.base;
   try {
-    const tree = (await privateGit(workspace.git, ['write-tree'])).trim();
+    const tree = await workspace.tree();
     const start = (await privateGit(workspace.git, ['rev-parse', `${base}^{tree}`])).trim();
     if (tree === start) return undefined;
     const message = fillTemplate(config.commitMessage, plainFields(templateFields(options), FROM_RUN));

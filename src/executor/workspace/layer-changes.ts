@@ -5,9 +5,9 @@
 // each directory of the upper layer with the same directory in the layers under it: a name below
 // that the merged view no longer shows is gone. The kept setup layer (when there is one) is read
 // the same way, since the start commit is under it too. The paths found are candidates: git then
-// looks at them alone (`ls-files` keeps those it tracks or would add, `add --all` records them),
-// and the diff, the patch and the size of the changes read the index as after a full walk, byte
-// for byte. Listing and comparing run as the run's user in the reader sandbox (run-files.ts):
+// looks at them alone, in a temporary index of only those paths written as two small trees (see
+// changedOnly in workspace.ts), and the diff, the patch and the size of the changes between those
+// trees are what a full walk gives, byte for byte. Listing and comparing run as the run's user in the reader sandbox (run-files.ts):
 // only names are printed, bounded, and parsed here as untrusted data.
 //
 // Where the layers say more than MAX_LAYER_PATHS candidates, or cannot all be read, undefined is

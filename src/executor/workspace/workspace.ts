@@ -26,7 +26,14 @@ import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.
 import { giveTo } from '../sandbox/user.js';
 import { copyTree, markWorkspaces } from './copy.js';
 import { removeTree } from './remove.js';
-import { type PrivateRepository, type RunTree, gitLine, runTreeGit, sourceGit as git } from './git.js';
+import {
+  type PrivateRepository,
+  type RunTree,
+  gitLine,
+  privateGit,
+  runTreeGit,
+  sourceGit as git
+} from './git.js';
 import { type Layers, layerPaths } from './layer-changes.js';
 import { excludeNested, nestedRepositories } from './nested.js';
 import {
@@ -95,15 +102,17 @@ export interface Workspace {
     walked: 'layers' | 'tree';
   }>;
   /**
-   * The binary patch of the private index (as diff() left it) against the start: its first `max`
-   * bytes, and its whole size (counted, not kept, past `max`).
+   * The binary patch of the changes diff() found against the start: its first `max` bytes, and its
+   * whole size (counted, not kept, past `max`).
    */
   patch(max: number): Promise<{ bytes: Buffer; size: number }>;
   /**
-   * Bytes the changes of the private index (as diff() left it) hold: the sizes of the new contents
-   * of every added or modified file, each name counted (what applying the patch elsewhere writes).
+   * Bytes the changes diff() found hold: the sizes of the new contents of every added or modified
+   * file, each name counted (what applying the patch elsewhere writes).
    */
   changedBytes(): Promise<number>;
+  /** The git tree of the whole work tree as diff() found it (what publishing commits). */
+  tree(): Promise<string>;
   /** Disk use of what the run wrote here, in bytes and in files and directories (run-files.ts's du). */
   size(): Promise<TreeUsage>;
   /** Marks the workspace finished; it is removed once older than the retention time. */
@@ -357,8 +366,19 @@ function workspaceOf(
 ): Workspace {
   const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
   const tree: RunTree = { repository: repo, borrowed, identity };
-  // What git reads of the private index after diff() (`git add` wrote it).
-  const cached = ['diff', '--cached', '--no-color', '--no-renames', ...NO_PROGRAMS];
+  // The two trees a diff from the layers wrote (the start and the end of the paths it looked at);
+  // unset after a walk, whose changes are the private index against the start.
+  let ends: { from: string; to: string } | undefined;
+  // What git compares: the two trees, or the private index (as `add` left it) and the start.
+  const compared = () => (ends ? [ends.from, ends.to] : ['--cached', base]);
+  const changes = (...options: string[]) => [
+    'diff',
+    '--no-color',
+    '--no-renames',
+    ...NO_PROGRAMS,
+    ...options,
+    ...compared()
+  ];
   return {
     path: sub ? join(root, sub) : root,
     root,
@@ -372,6 +392,7 @@ function workspaceOf(
     git: repo,
     identity,
     async diff(walk: 'layers' | 'tree' = 'layers') {
+      ends = undefined;
       // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
       // when its layers say too much, the whole tree is walked.
       const layers = walk === 'layers' ? layersOf?.() : undefined;
@@ -386,14 +407,31 @@ function workspaceOf(
         : undefined;
       if (!listed) found = undefined;
       const nested = found ? found.nested : await nestedRepositories(root, identity);
-      const names = (
-        listed ??
-        (await runTreeGit(tree, [
-          // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-          ['add', '--all', ...excludeNested(nested)],
-          ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-        ]))
-      ).stdout.toString('utf8');
+      let names: string;
+      // The head of the diff the end's script printed after the names (from the layers only).
+      let head: Buffer | undefined;
+      if (listed) {
+        // The first line names the two trees, the name-status lines follow up to a NUL (no line
+        // of git's has one), then the head of the diff.
+        const out = listed.stdout;
+        const newline = out.indexOf(0x0a);
+        const end = out.indexOf(0, newline);
+        const [from, to] = out.toString('utf8', 0, Math.max(newline, 0)).split(' ');
+        if (!from || !to || !TREE.test(from) || !TREE.test(to))
+          throw new Error('git write-tree failed: no tree was named');
+        ends = { from, to };
+        // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
+        names = out.toString('utf8', newline + 1, end < 0 ? undefined : end);
+        head = end < 0 ? undefined : out.subarray(end + 1);
+      } else {
+        names = (
+          await runTreeGit(tree, [
+            // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+            ['add', '--all', ...excludeNested(nested)],
+            ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
+          ])
+        ).stdout.toString('utf8');
+      }
       const lines = names.split('\n').filter(Boolean);
       const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
         const [status, ...path] = line.split('\t');
@@ -402,21 +440,23 @@ function workspaceOf(
       });
       const more = lines.length - files.length;
       const { diff, truncated } =
-        files.length > 0 ? await boundedDiff(tree, cached, base) : { diff: '', truncated: false };
+        files.length === 0
+          ? { diff: '', truncated: false }
+          : cutDiff(head ?? (await boundedDiff(tree, changes())));
       const walked = found ? ('layers' as const) : ('tree' as const);
       return more > 0
         ? { diff, truncated, files, more_files: more, nested, walked }
         : { diff, truncated, files, nested, walked };
     },
     async patch(max: number) {
-      const { stdout, bytes } = await runTreeGit(tree, [[...cached, '--binary', base]], { maxStdout: max });
+      const { stdout, bytes } = await runTreeGit(tree, [changes('--binary')], { maxStdout: max });
       return { bytes: stdout, size: bytes };
     },
     async changedBytes() {
       const { stdout } = await runTreeGit(
         tree,
         [
-          ['diff', '--cached', '--raw', '--no-abbrev', '--no-renames', ...NO_PROGRAMS, base],
+          changes('--raw', '--no-abbrev'),
           // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
           `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
           ['cat-file', '--batch-check=%(objectsize)'],
@@ -428,6 +468,17 @@ function workspaceOf(
       if (!Number.isSafeInteger(bytes)) throw new Error('the size of the changes could not be read');
       return bytes;
     },
+    async tree() {
+      // After a walk the private index holds the whole work tree; after a diff from the layers, the
+      // start's tree with the changes between the two trees put in (a whole index is read here
+      // only, when a run publishes).
+      const made = ends
+        ? (await runTreeGit(tree, [wholeTree(base, ends)], { pipeline: true })).stdout.toString('utf8')
+        : await privateGit(repo, ['write-tree']);
+      const id = made.trim();
+      if (!TREE.test(id)) throw new Error('git write-tree failed: no tree was named');
+      return id;
+    },
     size: () => treeUsage(identity, [counted]),
     release() {
       const now = new Date();
@@ -436,26 +487,72 @@ function workspaceOf(
   };
 }
 
+/** A tree id as `write-tree` prints it. */
+const TREE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
 /**
- * The script that records in the private index only what changed among `candidates` (on stdin,
- * NUL-ended pathspecs) and the paths an earlier turn recorded, then names the changes since
- * `base`: `ls-files` keeps the candidates git tracks or would add (a pathspec naming nothing, or
- * only ignored files, would make `add` fail), and `add --all` records them.
+ * The script that finds what changed among `candidates` (on stdin, NUL-ended pathspecs) without
+ * the private index, whose every load costs what the repository weighs: a temporary index holds
+ * only the start's entries below the candidates (`reset`), written as the first tree; `ls-files`
+ * keeps the candidates git tracks or would add (a pathspec naming nothing, or only ignored files,
+ * would make `add` fail), `add --all` records them, and that index is written as the second tree.
+ * The upper layer holds every turn's changes, so nothing an earlier turn recorded is needed. Prints
+ * the two trees on one line, then the name-status diff between them.
  */
 function changedOnly(nested: string[], base: string): string {
-  const list = '"$GIT_DIR/agent-run-changed"';
-  const literal = `sed -z 's/^/:(literal)/'`;
+  const file = (name: string) => `"$GIT_DIR/agent-run-end-${name}"`;
+  const [index, list, kept] = [file('index'), file('changed'), file('kept')];
   const exclude = nested.map(path => `:(exclude,literal)${path}`);
-  const diff = gitLine(['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]);
-  const add = `${gitLine(['add', '--all', '--pathspec-file-nul'])} --pathspec-from-file=${list}`;
+  const fromFile = (file: string) => `--pathspec-from-file=${file}`;
   return [
-    `{ cat; ${gitLine(['diff', '--cached', '--name-only', '-z', '--no-renames', ...NO_PROGRAMS, base])} | ${literal}; }`,
-    `xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])}`,
-    'sort -zu',
-    `${literal} > ${list} || exit 1`
-  ]
-    .join(' | ')
-    .concat(`\nif [ -s ${list} ]; then ${add} || exit 1; fi\nrm -f ${list}\n${diff}`);
+    `export GIT_INDEX_FILE=${index}`,
+    // Whatever happens, nothing of the end is left in the private git dir.
+    `trap 'rm -f ${index} ${list} ${kept}' EXIT`,
+    `rm -f ${index} ${list} ${kept}`,
+    `cat > ${list} || exit 1`,
+    // An empty pathspec list would reset the whole index.
+    `if [ -s ${list} ]; then ${gitLine(['reset', '-q', base, '--pathspec-file-nul'])} ${fromFile(list)} || exit 1; fi`,
+    `from=$(${gitLine(['write-tree'])}) || exit 1`,
+    `if [ -s ${list} ]; then xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])} < ${list} | sort -zu | sed -z 's/^/:(literal)/' > ${kept} || exit 1; fi`,
+    `if [ -s ${kept} ]; then ${gitLine(['add', '--all', '--pathspec-file-nul'])} ${fromFile(kept)} || exit 1; fi`,
+    `to=$(${gitLine(['write-tree'])}) || exit 1`,
+    `printf '%s %s\\n' "$from" "$to"`,
+    `${gitLine(['diff', '--name-status', '--no-renames', ...NO_PROGRAMS])} "$from" "$to" || exit 1`,
+    "printf '\\0'",
+    // The head of the diff, no more: git is stopped by `head` (SIGPIPE) once past it.
+    `[ "$from" != "$to" ] || exit 0`,
+    `${gitLine(['diff', '--no-color', '--no-renames', ...NO_PROGRAMS])} "$from" "$to" | head -c ${MAX_DIFF_BYTES + 1}`,
+    'status=("${PIPESTATUS[@]}")',
+    '[ "${status[1]}" = 0 ] && { [ "${status[0]}" = 0 ] || [ "${status[0]}" = 141 ]; }'
+  ].join('\n');
+}
+
+/**
+ * The script that prints the tree of the whole work tree after a diff from the layers: the start's
+ * tree read into a temporary index, the paths deleted between the two trees taken out (mode 0),
+ * then every entry of the second tree put in.
+ */
+function wholeTree(base: string, { from, to }: { from: string; to: string }): string {
+  const index = '"$GIT_DIR/agent-run-tree-index"';
+  const deleted = gitLine([
+    'diff-tree',
+    '-r',
+    '-z',
+    '--no-renames',
+    '--ignore-submodules=none',
+    '--diff-filter=D',
+    '--name-only',
+    from,
+    to
+  ]);
+  return [
+    `export GIT_INDEX_FILE=${index}`,
+    `trap 'rm -f ${index}' EXIT`,
+    `rm -f ${index}`,
+    `${gitLine(['read-tree', base])} || exit 1`,
+    `{ ${deleted} | sed -z 's/^/0 ${'0'.repeat(from.length)}\\t/' && ${gitLine(['ls-tree', '-r', '-z', '--full-tree', to])}; } | ${gitLine(['update-index', '-z', '--index-info'])} || exit 1`,
+    gitLine(['write-tree'])
+  ].join('\n');
 }
 
 /**
@@ -519,20 +616,18 @@ export async function sweepWorkspaces(
 }
 
 /**
- * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git prints
+ * The head of the unified diff `diff` prints, at most MAX_DIFF_BYTES + 1 bytes of it: git prints
  * it through the reader (a diff of any size: a run may have written GBs of text) and is stopped
- * once past the limit; the head is cut at a line's end when one is near.
+ * once past the limit; cutDiff then cuts it at a line's end when one is near.
  */
-async function boundedDiff(
-  tree: RunTree,
-  cached: string[],
-  base: string
-): Promise<{ diff: string; truncated: boolean }> {
-  const { stdout, bytes } = await runTreeGit(tree, [[...cached, base]], {
-    maxStdout: MAX_DIFF_BYTES + 1,
-    stopPastMax: true
-  });
-  if (bytes <= MAX_DIFF_BYTES) return { diff: stdout.toString('utf8'), truncated: false };
+async function boundedDiff(tree: RunTree, diff: string[]): Promise<Buffer> {
+  const { stdout } = await runTreeGit(tree, [diff], { maxStdout: MAX_DIFF_BYTES + 1, stopPastMax: true });
+  return stdout;
+}
+
+/** A diff's head (at most MAX_DIFF_BYTES + 1 bytes of it) as the `diff` event shows it. */
+function cutDiff(stdout: Buffer): { diff: string; truncated: boolean } {
+  if (stdout.length <= MAX_DIFF_BYTES) return { diff: stdout.toString('utf8'), truncated: false };
   const lineEnd = stdout.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
   const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
   return {
