@@ -13,7 +13,7 @@ import { ENDPOINT_NAMES, ENDPOINTS } from '../../api/endpoints.js';
 import { DownloadLinks } from './download-links.js';
 import { ReadCache } from './read-cache.js';
 import { metaHandlers } from './routes/meta.js';
-import { registerEndpoints } from './routes/register.js';
+import { registerEndpoints, stampRequestId } from './routes/register.js';
 import { resultHandlers } from './routes/results.js';
 import { runHandlers } from './routes/runs.js';
 import { catalogHandlers } from './routes/catalog.js';
@@ -50,6 +50,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
     frameworkErrors: (error, request, reply) =>
       void (reply as unknown as FastifyReply)
+        .header('x-request-id', request.id)
         .code(400)
         .type('application/problem+json')
         .send(problemBody('invalid_request', error.message, 400, request.url, String(request.id)))
@@ -65,10 +66,9 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     parseJson(request, body as string, done);
   });
 
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
+  // Every answer carries `x-request-id`: the route trees' first hook sets it (register.ts, the
+  // dashboard below), and the answers no route gives (a 404, a malformed URL) set it themselves, so
+  // no hook of every request is needed for it.
   if (config.logLevel === 'info' || config.logLevel === 'debug') {
     app.addHook('onResponse', (request, reply, done) => {
       request.log.info(
@@ -133,7 +133,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   });
   app.setNotFoundHandler((request, reply) =>
     sendProblem(
-      reply,
+      reply.header('x-request-id', request.id),
       new ProblemError('route_not_found', `no endpoint ${request.method} ${request.url.split('?')[0]}`)
     )
   );
@@ -155,6 +155,10 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   };
   const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
   await registerEndpoints(app, { context, reads, downloads }, handlers, served);
-  if (!worker) await app.register(dashboardRoutes, { context });
+  if (!worker)
+    await app.register(async dashboard => {
+      dashboard.addHook('onRequest', stampRequestId);
+      await dashboard.register(dashboardRoutes, { context });
+    });
   return app;
 }

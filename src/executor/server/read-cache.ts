@@ -45,12 +45,16 @@ export class ReadCache {
     }
   }
 
+  /** The principal remembered for this Authorization header while the stamp has not moved, if any. */
+  knownPrincipal(header: string | undefined): Principal | undefined {
+    if (header === undefined || this.stamp === undefined) return undefined;
+    return this.principals.get(header);
+  }
+
   /** The principal of this Authorization header, remembered only once the store accepted it. */
   async principal(header: string | undefined, load: () => Promise<Principal>): Promise<Principal> {
-    if (header !== undefined && this.stamp !== undefined) {
-      const known = this.principals.get(header);
-      if (known) return known;
-    }
+    const known = this.knownPrincipal(header);
+    if (known) return known;
     const stamp = this.stamp;
     const principal = await load();
     if (header !== undefined && stamp !== undefined && stamp === this.stamp)

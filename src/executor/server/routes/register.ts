@@ -55,6 +55,12 @@ function endpointOf(request: FastifyRequest): EndpointName | undefined {
   return (request.routeOptions.config as { endpoint?: EndpointName }).endpoint;
 }
 
+/** Sets the answer's `x-request-id` header (the id Fastify gave the request: app.ts's genReqId). */
+export const stampRequestId: onRequestHookHandler = (request, reply, done) => {
+  reply.header('x-request-id', request.id);
+  done();
+};
+
 /** The hook that admits a request to a tree of this access kind (undefined: everyone). */
 function accessHook(
   auth: EndpointAuth,
@@ -65,12 +71,21 @@ function accessHook(
   switch (auth) {
     case 'none':
       return undefined;
-    case 'key':
-      return async request => {
-        reads.refresh();
+    case 'key': {
+      /** The rate limit, once the principal is known: a 429 problem when the key has no token left. */
+      const limit = (request: FastifyRequest): ProblemError | undefined => {
+        if (!rateLimited) return undefined;
+        const wait = limiter.take(request.principal.keyId);
+        if (wait === undefined) return undefined;
+        return new ProblemError(
+          'rate_limited',
+          `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`,
+          { 'retry-after': String(wait) }
+        );
+      };
+      const admit = async (request: FastifyRequest, header: string | undefined): Promise<void> => {
         // A token's principal is not remembered: its signature and expiry are checked each time,
         // and a run token's run and proxy secret on every request.
-        const header = request.headers.authorization;
         if (carriesRunToken(header)) {
           const { team, orchestrator } = await authenticateRunToken(
             store,
@@ -85,16 +100,24 @@ function accessHook(
           request.principal = carriesToken(header)
             ? await authenticateToken(context.oidc, request)
             : await reads.principal(header, () => authenticate(store, request));
-        if (!rateLimited) return;
-        const wait = limiter.take(request.principal.keyId);
-        if (wait !== undefined) {
-          throw new ProblemError(
-            'rate_limited',
-            `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`,
-            { 'retry-after': String(wait) }
-          );
-        }
+        const limited = limit(request);
+        if (limited) throw limited;
       };
+      // A callback hook, so that the common request (a key the read cache knows while the store is
+      // unchanged) is admitted without a promise: only a key looked up in the store waits.
+      return (request, reply, done) => {
+        reply.header('x-request-id', request.id);
+        reads.refresh();
+        const header = request.headers.authorization;
+        const known = reads.knownPrincipal(header);
+        if (known === undefined) {
+          admit(request, header).then(() => done(), done);
+          return;
+        }
+        request.principal = known;
+        done(limit(request));
+      };
+    }
     case 'session_token':
       return async request => {
         const { run_id } = request.params as { run_id: string };
@@ -134,15 +157,22 @@ export async function registerEndpoints(
   for (const [group, members] of groups) {
     const [auth, limited] = group.split(' ') as [EndpointAuth, string];
     await app.register(async tree => {
+      // Every answer of a tree carries its request id: the key tree's hook sets it, the others a
+      // hook of their own (app.ts sets it on the answers no tree gives: 404s, malformed URLs).
       const hook = accessHook(auth, limited === 'true', trees);
+      if (auth !== 'key') tree.addHook('onRequest', stampRequestId);
       if (hook) tree.addHook('onRequest', hook);
-      // An orchestrate run's token acts only below its run: checked once the request is parsed.
+      // An orchestrate run's token acts only below its run: checked once the request is parsed (a
+      // callback hook: a key's request, the common one, passes without a promise).
       if (auth === 'key')
-        tree.addHook('preHandler', async request => {
+        tree.addHook('preHandler', (request, _reply, done) => {
           const { orchestrator, team } = request.principal;
           const endpoint = endpointOf(request);
-          if (orchestrator && endpoint)
-            await checkOrchestratorRequest(trees.context.store, team, orchestrator, endpoint, request);
+          if (!orchestrator || !endpoint) return done();
+          checkOrchestratorRequest(trees.context.store, team, orchestrator, endpoint, request).then(
+            () => done(),
+            done
+          );
         });
       for (const name of members) {
         const endpoint = ENDPOINT_SPECS[name] as EndpointSpec;

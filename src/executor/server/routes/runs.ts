@@ -234,7 +234,8 @@ export function runHandlers(
 
     getRun: async (request, reply) => {
       const id = request.params.run_id;
-      const wait = preferWait(String(request.headers.prefer ?? ''));
+      const prefer = request.headers.prefer;
+      const wait = prefer === undefined ? undefined : preferWait(String(prefer));
       if (wait === undefined) {
         // The plain read (no hold): the serialised record, kept while the store is unchanged.
         const read = await reads.body(`run\n${request.principal.team}\n${id}`, async () => {
