@@ -51685,13 +51685,22 @@ function parseRecord(body) {
     if (!match)
         return undefined;
     const record = { runId: match[1], mode: match[2] };
-    const step = STEP.exec(body);
+    const step = stepWrote(body);
     if (step)
-        record.step = { run: Number(step[1]), attempt: Number(step[2]) };
+        record.step = step;
     const plan = PLAN.exec(body);
     if (plan)
         record.plan = plan[1];
     return record;
+}
+/** The step that wrote a comment (a single run's or a fan-out's), when its text records one. */
+function stepWrote(body) {
+    const step = STEP.exec(body);
+    return step ? { run: Number(step[1]), attempt: Number(step[2]) } : undefined;
+}
+/** The hidden line naming the step that writes a comment, read back by `stepWrote`. */
+function stepLine(step) {
+    return `<!-- agent-run-step:${step.run}.${step.attempt} -->`;
 }
 /** This step's workflow run and attempt, when the runner says. */
 function stepOf(env = process.env) {
@@ -51818,7 +51827,7 @@ class StickyComment {
     async newerStepWrote(api, id) {
         if (!this.step)
             return false;
-        const found = parseRecord(await api.commentBody(id))?.step;
+        const found = stepWrote(await api.commentBody(id));
         if (!found || !isNewer(found, this.step))
             return false;
         this.disabled = true;
@@ -51834,8 +51843,10 @@ class StickyComment {
             '| # | Title | State | Duration | Link |',
             '| --- | --- | --- | --- | --- |'
         ];
+        // Last, hidden: the step writing it, so an older step never overwrites a newer one's table.
+        const tail = this.step ? [stepLine(this.step)] : [];
         for (const level of ROW_LEVELS) {
-            const lines = [...head, ...rows.map(row => this.fanOutRow(row, level))];
+            const lines = [...head, ...rows.map(row => this.fanOutRow(row, level)), ...tail];
             const body = lines.join('\n');
             if (body.length <= MAX_COMMENT_CHARS)
                 return body;
@@ -51843,7 +51854,7 @@ class StickyComment {
         // Still too long (it cannot be, at 50 items): the rows that fit, then how many did not.
         const lines = [...head];
         const last = ROW_LEVELS[ROW_LEVELS.length - 1];
-        let size = lines.join('\n').length + 100;
+        let size = lines.join('\n').length + 200;
         for (const [shown, row] of rows.entries()) {
             const line = this.fanOutRow(row, last);
             if (size + line.length + 1 > MAX_COMMENT_CHARS) {
@@ -51853,6 +51864,7 @@ class StickyComment {
             lines.push(line);
             size += line.length + 1;
         }
+        lines.push(...tail);
         return lines.join('\n');
     }
     /** One row: every field from the item or the service cut, then rendered inert (src/api/github-text.ts). */
@@ -51913,7 +51925,7 @@ class StickyComment {
         if (SAFE_ID.test(runId)) {
             record.push(`<!-- agent-run-run:${runId} mode:${this.mode} -->`);
             if (this.step)
-                record.push(`<!-- agent-run-step:${this.step.run}.${this.step.attempt} -->`);
+                record.push(stepLine(this.step));
         }
         if (this.plan) {
             const used = [...lines, ...record].join('\n').length + 200;
@@ -52057,6 +52069,27 @@ async function cancelRemoteRun(client, runId, why, options = {}) {
         warning(`Could not cancel run ${runId} (${why}): ${messageOf(error)}`);
         return 'failed';
     }
+}
+/** How long the run is read once after the job's cancel: the runner kills the step soon after. */
+const READ_AFTER_CANCEL_MS = 2000;
+/**
+ * After the job was cancelled and the step cancelled its run: the run read once, bounded in time,
+ * so the summary shows the state the cancel brought it to, not the last one seen while waiting.
+ * Undefined when it could not be read in time.
+ */
+function readAfterCancel(client, runId) {
+    return client.runs.get(runId, { signal: AbortSignal.timeout(READ_AFTER_CANCEL_MS) }).catch(() => undefined);
+}
+/**
+ * The state the job summary shows for a run the step cancelled as the job was cancelled: the state
+ * read after the cancel when it is final, else that the job cancelled it (and what was last read).
+ */
+function stateAfterJobCancel(run, result) {
+    if (run && isTerminalState(run.state))
+        return run.state;
+    if (result !== 'cancelled')
+        return run?.state;
+    return `cancelled by the job${run ? ` (last read: ${run.state})` : ''}`;
 }
 /** The service refused the cancel: read the run again and say what it is. */
 async function afterRefusal(client, runId, why, refusal) {
@@ -52264,7 +52297,7 @@ async function writeSummary(outcome) {
     const linkOf = (field, url) => url.length > SUMMARY_FIELD_CHARS.link ? code(clip(field, url, SUMMARY_FIELD_CHARS.link)) : markup_link(url);
     const rows = [
         ['Run', code(clip('Run', outcome.runId, SUMMARY_FIELD_CHARS.id))],
-        ['State', inert(clip('State', run?.state ?? 'unknown', SUMMARY_FIELD_CHARS.id))],
+        ['State', inert(clip('State', outcome.stateShown ?? run?.state ?? 'unknown', SUMMARY_FIELD_CHARS.id))],
         ['Conclusion', escapeHtml(outcome.conclusion || 'not finished')],
         ['Duration', formatDuration(outcome.durationMs)]
     ];
@@ -52546,11 +52579,16 @@ async function onAbort(client, settings, reporter, runId, startedAt) {
     });
     if (result !== 'failed')
         markSettled();
-    const run = await client.runs
-        .get(runId, { signal: AbortSignal.timeout(2000) })
-        .catch(() => undefined);
+    const run = await readAfterCancel(client, runId);
     const conclusion = result === 'cancelled' ? 'cancelled' : conclusionOf(run?.state);
-    await reporter.final({ runId, run, conclusion, durationMs: durationOf(run, Date.now() - startedAt) });
+    const stateShown = stateAfterJobCancel(run, result);
+    await reporter.final({
+        runId,
+        run,
+        conclusion,
+        durationMs: durationOf(run, Date.now() - startedAt),
+        ...(stateShown === undefined ? {} : { stateShown })
+    });
     setFailed(`The job was cancelled while waiting for run ${runId}.`);
 }
 
@@ -54741,11 +54779,16 @@ async function cancelAll(client, settings, ends) {
     await Promise.all(ends
         .filter(end => end.runId !== undefined && !isTerminalState(end.run?.state ?? ''))
         .map(async (end) => {
-        await cancelRemoteRun(client, end.runId, 'the job was cancelled', {
+        const result = await cancelRemoteRun(client, end.runId, 'the job was cancelled', {
             timeoutMs: 5000,
             maxRetries: 1
         });
         end.conclusion = 'cancelled';
+        // Read once, bounded: the table shows the state the cancel brought the run to.
+        const run = await readAfterCancel(client, end.runId);
+        if (run)
+            end.run = run;
+        end.stateShown = stateAfterJobCancel(run ?? end.run, result);
     }));
 }
 /** The step's conclusion and, when the step fails, the message that says which items failed and why. */
@@ -54804,9 +54847,10 @@ function rowsOf(ends) {
             index: end.item.index,
             ...(end.item.create.title ? { title: end.item.create.title } : {}),
             // A run still going when the step ended (the job was cancelled) shows what the step did to it.
-            state: end.over && end.conclusion && run && !isTerminalState(run.state)
-                ? `${run.state}, ${end.conclusion}`
-                : (run?.state ?? (end.problem ? 'not created' : end.runId ? 'QUEUED' : 'waiting')),
+            state: end.stateShown ??
+                (end.over && end.conclusion && run && !isTerminalState(run.state)
+                    ? `${run.state}, ${end.conclusion}`
+                    : (run?.state ?? (end.problem ? 'not created' : end.runId ? 'QUEUED' : 'waiting'))),
             ended: end.over === true || isTerminalState(run?.state ?? ''),
             ...(message ? { message: String(message) } : {}),
             ...(end.startedAt === undefined
@@ -54893,7 +54937,7 @@ class FanOutSummary {
             return [
                 String(end.item.index),
                 inert(clip(end.item.create.title ?? '')),
-                inert(clip(run?.state ?? (end.problem ? 'not created' : 'waiting'))) +
+                inert(clip(end.stateShown ?? run?.state ?? (end.problem ? 'not created' : 'waiting'))) +
                     (message ? `<br>${inert(clip(String(message)))}` : ''),
                 end.durationMs ? formatDuration(end.durationMs) : '',
                 run?.session_link ? markup_link(run.session_link, 'session') : end.runId ? code(end.runId) : ''

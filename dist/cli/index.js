@@ -39717,8 +39717,8 @@ function parseJsonObject(text) {
 }
 
 ;// CONCATENATED MODULE: ./src/cli/commands/fan-out.ts
-// `agent-run run --fan-out FILE`: one run per item of a YAML list (the form the action's `fan-out`
-// input takes, read by the same parser), at most --max-parallel in flight, all followed together.
+// `agent-run run --fan-out FILE` (or `-` for standard input): one run per item of a YAML list (the
+// form the action's `fan-out` input takes, read by the same parser), at most --max-parallel in flight, all followed together.
 // One line on stderr as each run ends, then the table (or, with --json, the gathered records) on
 // stdout, and the exit code --require decides. Each item's create carries an idempotency key made
 // from the file's path and the item's request, so running the same file again finds the same runs
@@ -39769,12 +39769,20 @@ function fan_out_readItems(options, defaults) {
     const { file } = options;
     let text;
     let path;
-    try {
-        text = (0,external_node_fs_namespaceObject.readFileSync)(file, 'utf8');
-        path = (0,external_node_fs_namespaceObject.realpathSync)(file);
+    if (options.stdin !== undefined) {
+        // From standard input: a prompt-file is relative to the working directory, and the runs'
+        // fan_out metadata is `stdin`.
+        text = options.stdin;
+        path = (0,external_node_path_namespaceObject.join)(process.cwd(), 'stdin');
     }
-    catch (error) {
-        throw usage(`--fan-out ${JSON.stringify(file)}: cannot read it (${error.code})`);
+    else {
+        try {
+            text = (0,external_node_fs_namespaceObject.readFileSync)(file, 'utf8');
+            path = (0,external_node_fs_namespaceObject.realpathSync)(file);
+        }
+        catch (error) {
+            throw usage(`--fan-out ${JSON.stringify(file)}: cannot read it (${error.code})`);
+        }
     }
     const problems = [];
     const fields = parseFanOut(text, problems);
@@ -40070,7 +40078,7 @@ const runCommand = {
     name: 'run',
     summary: 'create a run, wait for it, print the answer',
     help: `Usage: agent-run run [options] (PROMPT | --prompt-file FILE | -)
-       agent-run run --fan-out FILE [--max-parallel N] [--require all|any] [options] [PROMPT]
+       agent-run run --fan-out FILE|- [--max-parallel N] [--require all|any] [options] [PROMPT]
 
 Creates a run, waits for it, streams its progress to stderr and prints the agent's answer on stdout.
 With --fan-out, one run per item of a YAML list, side by side.
@@ -40098,6 +40106,8 @@ Fan-out:
                          --output-schema) are every item's defaults. At most 50 items. One line on
                          stderr as each run ends, then a table on stdout (--json: one record per item).
                          Each run gets metadata fan_out=<FILE's name> and fan_out_index=<n>.
+  --fan-out -            read the list from standard input (prompt-file relative to the working
+                         directory; fan_out=stdin); PROMPT may then not be "-"
   --max-parallel N       runs in flight at once (1-20, default 4); --timeout bounds the whole fan-out
   --require all|any      all (default): every run must succeed for exit 0; any: one is enough.
                          Otherwise the exit code is 3 if a run timed out, 4 if one is BLOCKED, else 1
@@ -40142,6 +40152,8 @@ ${EXIT_CODES_HELP}`,
         const metadata = metadataOption(values.metadata);
         const timeoutMs = durationOption('timeout', values.timeout, '60m');
         const onBlocked = onBlockedOption(values['on-blocked']);
+        if (fanOutFile === '-' && positionals[0] === '-')
+            throw usage('standard input can carry the fan-out list or the prompt, not both: give PROMPT as an argument or with --prompt-file');
         const fanOut = fanOutFile === undefined
             ? undefined
             : {
@@ -40151,7 +40163,8 @@ ${EXIT_CODES_HELP}`,
                 idempotencyKey: idempotencyKeyOption(values['idempotency-key']),
                 timeoutMs,
                 onBlocked,
-                json: values.json === true
+                json: values.json === true,
+                ...(fanOutFile === '-' ? { stdin: await context.readStdin() } : {})
             };
         // A fan-out's items may each have their own prompt: then none is needed here.
         const optional = fanOut !== undefined && positionals.length === 0 && values['prompt-file'] === undefined;

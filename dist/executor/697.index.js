@@ -1,8 +1,8 @@
-export const id = 287;
-export const ids = [287];
+export const id = 697;
+export const ids = [697];
 export const modules = {
 
-/***/ 98287:
+/***/ 57697:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -4025,15 +4025,10 @@ function parseDeclared(raw, at, r) {
 // eslint-disable-next-line no-control-regex
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\s]/;
 /** The skopeo transports an `image` may name. */
-const IMAGE_TRANSPORTS = [
-    'oci:',
-    'oci-archive:',
-    'docker-archive:',
-    'docker://',
-    'containers-storage:',
-    'docker-daemon:'
-];
-const IMAGE_FORMS = 'expected a skopeo image reference such as oci:/srv/images/python:3.12, docker-archive:/srv/python.tar, docker://debian:12, containers-storage:NAME or docker-daemon:NAME:TAG';
+const IMAGE_TRANSPORTS = ['oci:', 'oci-archive:', 'docker-archive:', 'docker://'];
+/** Transports of the host's own stores, which the copy's unprivileged user does not reach. */
+const HOST_STORE_TRANSPORTS = ['containers-storage:', 'docker-daemon:'];
+const IMAGE_FORMS = 'expected a skopeo image reference such as oci:/srv/images/python:3.12, oci-archive:/srv/python.tar, docker-archive:/srv/python.tar or docker://debian:12';
 class ConfigError extends Error {
 }
 /**
@@ -4365,6 +4360,11 @@ function imageOf(r, value, pull, at, base) {
         return undefined;
     }
     const text = typeof value === 'string' ? value.trim() : '';
+    const hostStore = HOST_STORE_TRANSPORTS.find(prefix => text.startsWith(prefix));
+    if (hostStore) {
+        r.problems.push(`${at}.image ${show(value)}: images are copied by an unprivileged user that does not reach the host's ${hostStore === 'docker-daemon:' ? 'Docker daemon' : 'container storage'}; expected the image saved first (\`skopeo copy ${hostStore}NAME:TAG oci:/srv/images/NAME:TAG\`) and named as oci:/srv/images/NAME:TAG`);
+        return undefined;
+    }
     const transport = IMAGE_TRANSPORTS.find(prefix => text.startsWith(prefix));
     if (!transport || text.length === transport.length || text.length > 1024 || UNPRINTABLE.test(text)) {
         r.problems.push(`${at}.image ${show(value)}: ${IMAGE_FORMS}`);
@@ -6588,12 +6588,15 @@ function runHandlers(context, reads) {
         const asked = body;
         checkMetadata(asked.metadata);
         const parent = await parentOf(asked.parent_run_id, request.principal.team);
+        const key = request.headers['idempotency-key'];
         let stored;
         try {
             stored = {
                 config: JSON.stringify(body.config),
                 extra: JSON.stringify(inheritMetadata(extraFields(body), parent)),
-                hash: canonicalHash(body)
+                // Only a create with an Idempotency-Key is compared with an earlier one: the others skip
+                // the sorted copy of the body and its SHA-256.
+                hash: key === undefined ? undefined : canonicalHash(body)
             };
         }
         catch (error) {
@@ -6612,7 +6615,6 @@ function runHandlers(context, reads) {
             checkOrchestrable(environment);
         await checkConversation(body, request.principal.team, environmentId);
         const principal = request.principal;
-        const key = request.headers['idempotency-key'];
         if (key !== undefined && !isValidIdempotencyKey(key)) {
             throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
         }
@@ -6705,7 +6707,8 @@ function runHandlers(context, reads) {
         createRunLegacy: create,
         getRun: async (request, reply) => {
             const id = request.params.run_id;
-            const wait = runs_preferWait(String(request.headers.prefer ?? ''));
+            const prefer = request.headers.prefer;
+            const wait = prefer === undefined ? undefined : runs_preferWait(String(prefer));
             if (wait === undefined) {
                 // The plain read (no hold): the serialised record, kept while the store is unchanged.
                 const read = await reads.body(`run\n${request.principal.team}\n${id}`, async () => {
@@ -7495,13 +7498,17 @@ class ReadCache {
             this.bodyBytes = 0;
         }
     }
+    /** The principal remembered for this Authorization header while the stamp has not moved, if any. */
+    knownPrincipal(header) {
+        if (header === undefined || this.stamp === undefined)
+            return undefined;
+        return this.principals.get(header);
+    }
     /** The principal of this Authorization header, remembered only once the store accepted it. */
     async principal(header, load) {
-        if (header !== undefined && this.stamp !== undefined) {
-            const known = this.principals.get(header);
-            if (known)
-                return known;
-        }
+        const known = this.knownPrincipal(header);
+        if (known)
+            return known;
         const stamp = this.stamp;
         const principal = await load();
         if (header !== undefined && stamp !== undefined && stamp === this.stamp)
@@ -9314,18 +9321,30 @@ async function checkOrchestratorRequest(store, team, orchestrator, endpoint, req
 function endpointOf(request) {
     return request.routeOptions.config.endpoint;
 }
+/** Sets the answer's `x-request-id` header (the id Fastify gave the request: app.ts's genReqId). */
+const stampRequestId = (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+};
 /** The hook that admits a request to a tree of this access kind (undefined: everyone). */
 function accessHook(auth, rateLimited, { context, reads, downloads }) {
     const { store, config, limiter, links } = context;
     switch (auth) {
         case 'none':
             return undefined;
-        case 'key':
-            return async (request) => {
-                reads.refresh();
+        case 'key': {
+            /** The rate limit, once the principal is known: a 429 problem when the key has no token left. */
+            const limit = (request) => {
+                if (!rateLimited)
+                    return undefined;
+                const wait = limiter.take(request.principal.keyId);
+                if (wait === undefined)
+                    return undefined;
+                return new ProblemError('rate_limited', `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`, { 'retry-after': String(wait) });
+            };
+            const admit = async (request, header) => {
                 // A token's principal is not remembered: its signature and expiry are checked each time,
                 // and a run token's run and proxy secret on every request.
-                const header = request.headers.authorization;
                 if (carriesRunToken(header)) {
                     const { team, orchestrator } = await authenticateRunToken(store, config.environments, bearerOf(header), request);
                     const id = `run:${orchestrator.runId}`;
@@ -9336,13 +9355,25 @@ function accessHook(auth, rateLimited, { context, reads, downloads }) {
                     request.principal = carriesToken(header)
                         ? await authenticateToken(context.oidc, request)
                         : await reads.principal(header, () => authenticate(store, request));
-                if (!rateLimited)
-                    return;
-                const wait = limiter.take(request.principal.keyId);
-                if (wait !== undefined) {
-                    throw new ProblemError('rate_limited', `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`, { 'retry-after': String(wait) });
-                }
+                const limited = limit(request);
+                if (limited)
+                    throw limited;
             };
+            // A callback hook, so that the common request (a key the read cache knows while the store is
+            // unchanged) is admitted without a promise: only a key looked up in the store waits.
+            return (request, reply, done) => {
+                reply.header('x-request-id', request.id);
+                reads.refresh();
+                const header = request.headers.authorization;
+                const known = reads.knownPrincipal(header);
+                if (known === undefined) {
+                    admit(request, header).then(() => done(), done);
+                    return;
+                }
+                request.principal = known;
+                done(limit(request));
+            };
+        }
         case 'session_token':
             return async (request) => {
                 const { run_id } = request.params;
@@ -9374,16 +9405,22 @@ async function registerEndpoints(app, trees, handlers, names) {
     for (const [group, members] of groups) {
         const [auth, limited] = group.split(' ');
         await app.register(async (tree) => {
+            // Every answer of a tree carries its request id: the key tree's hook sets it, the others a
+            // hook of their own (app.ts sets it on the answers no tree gives: 404s, malformed URLs).
             const hook = accessHook(auth, limited === 'true', trees);
+            if (auth !== 'key')
+                tree.addHook('onRequest', stampRequestId);
             if (hook)
                 tree.addHook('onRequest', hook);
-            // An orchestrate run's token acts only below its run: checked once the request is parsed.
+            // An orchestrate run's token acts only below its run: checked once the request is parsed (a
+            // callback hook: a key's request, the common one, passes without a promise).
             if (auth === 'key')
-                tree.addHook('preHandler', async (request) => {
+                tree.addHook('preHandler', (request, _reply, done) => {
                     const { orchestrator, team } = request.principal;
                     const endpoint = endpointOf(request);
-                    if (orchestrator && endpoint)
-                        await checkOrchestratorRequest(trees.context.store, team, orchestrator, endpoint, request);
+                    if (!orchestrator || !endpoint)
+                        return done();
+                    checkOrchestratorRequest(trees.context.store, team, orchestrator, endpoint, request).then(() => done(), done);
                 });
             for (const name of members) {
                 const endpoint = ENDPOINT_SPECS[name];
@@ -10672,6 +10709,7 @@ async function buildApp(context, options) {
         genReqId: () => `${options.requestPrefix}-${(++requestCount).toString(36)}`,
         // Malformed URLs (bad percent-encoding, say) get a problem body like every other error.
         frameworkErrors: (error, request, reply) => void reply
+            .header('x-request-id', request.id)
             .code(400)
             .type('application/problem+json')
             .send(problemBody('invalid_request', error.message, 400, request.url, String(request.id)))
@@ -10686,10 +10724,9 @@ async function buildApp(context, options) {
             return done(null, undefined);
         parseJson(request, body, done);
     });
-    app.addHook('onSend', (request, reply, payload, done) => {
-        reply.header('x-request-id', request.id);
-        done(null, payload);
-    });
+    // Every answer carries `x-request-id`: the route trees' first hook sets it (register.ts, the
+    // dashboard below), and the answers no route gives (a 404, a malformed URL) set it themselves, so
+    // no hook of every request is needed for it.
     if (config.logLevel === 'info' || config.logLevel === 'debug') {
         app.addHook('onResponse', (request, reply, done) => {
             request.log.info({
@@ -10728,7 +10765,7 @@ async function buildApp(context, options) {
         request.log.error({ err: error }, 'request failed');
         return sendProblem(reply, new ProblemError('internal_error', 'the executor failed while answering; the error is in its log'));
     });
-    app.setNotFoundHandler((request, reply) => sendProblem(reply, new ProblemError('route_not_found', `no endpoint ${request.method} ${request.url.split('?')[0]}`)));
+    app.setNotFoundHandler((request, reply) => sendProblem(reply.header('x-request-id', request.id), new ProblemError('route_not_found', `no endpoint ${request.method} ${request.url.split('?')[0]}`)));
     // The endpoint table's routes (a worker node serves only those that need no key), then the
     // dashboard, which is HTML for people with its own cookie sign-in.
     const worker = (options.role ?? 'all') === 'worker';
@@ -10747,7 +10784,10 @@ async function buildApp(context, options) {
     const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
     await registerEndpoints(app, { context, reads, downloads }, handlers, served);
     if (!worker)
-        await app.register(dashboardRoutes, { context });
+        await app.register(async (dashboard) => {
+            dashboard.addHook('onRequest', stampRequestId);
+            await dashboard.register(dashboardRoutes, { context });
+        });
     return app;
 }
 
@@ -11829,9 +11869,9 @@ function excludeNested(nested) {
 // each directory of the upper layer with the same directory in the layers under it: a name below
 // that the merged view no longer shows is gone. The kept setup layer (when there is one) is read
 // the same way, since the start commit is under it too. The paths found are candidates: git then
-// looks at them alone (`ls-files` keeps those it tracks or would add, `add --all` records them),
-// and the diff, the patch and the size of the changes read the index as after a full walk, byte
-// for byte. Listing and comparing run as the run's user in the reader sandbox (run-files.ts):
+// looks at them alone, in a temporary index of only those paths written as two small trees (see
+// changedOnly in workspace.ts), and the diff, the patch and the size of the changes between those
+// trees are what a full walk gives, byte for byte. Listing and comparing run as the run's user in the reader sandbox (run-files.ts):
 // only names are printed, bounded, and parsed here as untrusted data.
 //
 // Where the layers say more than MAX_LAYER_PATHS candidates, or cannot all be read, undefined is
@@ -13098,8 +13138,19 @@ function workspaceOf(root, repo, made,
 layersOf) {
     const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
     const tree = { repository: repo, borrowed, identity };
-    // What git reads of the private index after diff() (`git add` wrote it).
-    const cached = ['diff', '--cached', '--no-color', '--no-renames', ...NO_PROGRAMS];
+    // The two trees a diff from the layers wrote (the start and the end of the paths it looked at);
+    // unset after a walk, whose changes are the private index against the start.
+    let ends;
+    // What git compares: the two trees, or the private index (as `add` left it) and the start.
+    const compared = () => (ends ? [ends.from, ends.to] : ['--cached', base]);
+    const changes = (...options) => [
+        'diff',
+        '--no-color',
+        '--no-renames',
+        ...NO_PROGRAMS,
+        ...options,
+        ...compared()
+    ];
     return {
         path: sub ? (0,external_node_path_.join)(root, sub) : root,
         root,
@@ -13113,6 +13164,7 @@ layersOf) {
         git: repo,
         identity,
         async diff(walk = 'layers') {
+            ends = undefined;
             // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
             // when its layers say too much, the whole tree is walked.
             const layers = walk === 'layers' ? layersOf?.() : undefined;
@@ -13128,12 +13180,30 @@ layersOf) {
             if (!listed)
                 found = undefined;
             const nested = found ? found.nested : await nestedRepositories(root, identity);
-            const names = (listed ??
-                (await runTreeGit(tree, [
+            let names;
+            // The head of the diff the end's script printed after the names (from the layers only).
+            let head;
+            if (listed) {
+                // The first line names the two trees, the name-status lines follow up to a NUL (no line
+                // of git's has one), then the head of the diff.
+                const out = listed.stdout;
+                const newline = out.indexOf(0x0a);
+                const end = out.indexOf(0, newline);
+                const [from, to] = out.toString('utf8', 0, Math.max(newline, 0)).split(' ');
+                if (!from || !to || !TREE.test(from) || !TREE.test(to))
+                    throw new Error('git write-tree failed: no tree was named');
+                ends = { from, to };
+                // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
+                names = out.toString('utf8', newline + 1, end < 0 ? undefined : end);
+                head = end < 0 ? undefined : out.subarray(end + 1);
+            }
+            else {
+                names = (await runTreeGit(tree, [
                     // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
                     ['add', '--all', ...excludeNested(nested)],
                     ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-                ]))).stdout.toString('utf8');
+                ])).stdout.toString('utf8');
+            }
             const lines = names.split('\n').filter(Boolean);
             const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
                 const [status, ...path] = line.split('\t');
@@ -13141,19 +13211,21 @@ layersOf) {
                 return { path: path.join('\t'), change };
             });
             const more = lines.length - files.length;
-            const { diff, truncated } = files.length > 0 ? await boundedDiff(tree, cached, base) : { diff: '', truncated: false };
+            const { diff, truncated } = files.length === 0
+                ? { diff: '', truncated: false }
+                : cutDiff(head ?? (await boundedDiff(tree, changes())));
             const walked = found ? 'layers' : 'tree';
             return more > 0
                 ? { diff, truncated, files, more_files: more, nested, walked }
                 : { diff, truncated, files, nested, walked };
         },
         async patch(max) {
-            const { stdout, bytes } = await runTreeGit(tree, [[...cached, '--binary', base]], { maxStdout: max });
+            const { stdout, bytes } = await runTreeGit(tree, [changes('--binary')], { maxStdout: max });
             return { bytes: stdout, size: bytes };
         },
         async changedBytes() {
             const { stdout } = await runTreeGit(tree, [
-                ['diff', '--cached', '--raw', '--no-abbrev', '--no-renames', ...NO_PROGRAMS, base],
+                changes('--raw', '--no-abbrev'),
                 // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
                 `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
                 ['cat-file', '--batch-check=%(objectsize)'],
@@ -13164,6 +13236,18 @@ layersOf) {
                 throw new Error('the size of the changes could not be read');
             return bytes;
         },
+        async tree() {
+            // After a walk the private index holds the whole work tree; after a diff from the layers, the
+            // start's tree with the changes between the two trees put in (a whole index is read here
+            // only, when a run publishes).
+            const made = ends
+                ? (await runTreeGit(tree, [wholeTree(base, ends)], { pipeline: true })).stdout.toString('utf8')
+                : await privateGit(repo, ['write-tree']);
+            const id = made.trim();
+            if (!TREE.test(id))
+                throw new Error('git write-tree failed: no tree was named');
+            return id;
+        },
         size: () => treeUsage(identity, [counted]),
         release() {
             const now = new Date();
@@ -13172,26 +13256,70 @@ layersOf) {
         }
     };
 }
+/** A tree id as `write-tree` prints it. */
+const TREE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 /**
- * The script that records in the private index only what changed among `candidates` (on stdin,
- * NUL-ended pathspecs) and the paths an earlier turn recorded, then names the changes since
- * `base`: `ls-files` keeps the candidates git tracks or would add (a pathspec naming nothing, or
- * only ignored files, would make `add` fail), and `add --all` records them.
+ * The script that finds what changed among `candidates` (on stdin, NUL-ended pathspecs) without
+ * the private index, whose every load costs what the repository weighs: a temporary index holds
+ * only the start's entries below the candidates (`reset`), written as the first tree; `ls-files`
+ * keeps the candidates git tracks or would add (a pathspec naming nothing, or only ignored files,
+ * would make `add` fail), `add --all` records them, and that index is written as the second tree.
+ * The upper layer holds every turn's changes, so nothing an earlier turn recorded is needed. Prints
+ * the two trees on one line, then the name-status diff between them.
  */
 function changedOnly(nested, base) {
-    const list = '"$GIT_DIR/agent-run-changed"';
-    const literal = `sed -z 's/^/:(literal)/'`;
+    const file = (name) => `"$GIT_DIR/agent-run-end-${name}"`;
+    const [index, list, kept] = [file('index'), file('changed'), file('kept')];
     const exclude = nested.map(path => `:(exclude,literal)${path}`);
-    const diff = gitLine(['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]);
-    const add = `${gitLine(['add', '--all', '--pathspec-file-nul'])} --pathspec-from-file=${list}`;
+    const fromFile = (file) => `--pathspec-from-file=${file}`;
     return [
-        `{ cat; ${gitLine(['diff', '--cached', '--name-only', '-z', '--no-renames', ...NO_PROGRAMS, base])} | ${literal}; }`,
-        `xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])}`,
-        'sort -zu',
-        `${literal} > ${list} || exit 1`
-    ]
-        .join(' | ')
-        .concat(`\nif [ -s ${list} ]; then ${add} || exit 1; fi\nrm -f ${list}\n${diff}`);
+        `export GIT_INDEX_FILE=${index}`,
+        // Whatever happens, nothing of the end is left in the private git dir.
+        `trap 'rm -f ${index} ${list} ${kept}' EXIT`,
+        `rm -f ${index} ${list} ${kept}`,
+        `cat > ${list} || exit 1`,
+        // An empty pathspec list would reset the whole index.
+        `if [ -s ${list} ]; then ${gitLine(['reset', '-q', base, '--pathspec-file-nul'])} ${fromFile(list)} || exit 1; fi`,
+        `from=$(${gitLine(['write-tree'])}) || exit 1`,
+        `if [ -s ${list} ]; then xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])} < ${list} | sort -zu | sed -z 's/^/:(literal)/' > ${kept} || exit 1; fi`,
+        `if [ -s ${kept} ]; then ${gitLine(['add', '--all', '--pathspec-file-nul'])} ${fromFile(kept)} || exit 1; fi`,
+        `to=$(${gitLine(['write-tree'])}) || exit 1`,
+        `printf '%s %s\\n' "$from" "$to"`,
+        `${gitLine(['diff', '--name-status', '--no-renames', ...NO_PROGRAMS])} "$from" "$to" || exit 1`,
+        "printf '\\0'",
+        // The head of the diff, no more: git is stopped by `head` (SIGPIPE) once past it.
+        `[ "$from" != "$to" ] || exit 0`,
+        `${gitLine(['diff', '--no-color', '--no-renames', ...NO_PROGRAMS])} "$from" "$to" | head -c ${MAX_DIFF_BYTES + 1}`,
+        'status=("${PIPESTATUS[@]}")',
+        '[ "${status[1]}" = 0 ] && { [ "${status[0]}" = 0 ] || [ "${status[0]}" = 141 ]; }'
+    ].join('\n');
+}
+/**
+ * The script that prints the tree of the whole work tree after a diff from the layers: the start's
+ * tree read into a temporary index, the paths deleted between the two trees taken out (mode 0),
+ * then every entry of the second tree put in.
+ */
+function wholeTree(base, { from, to }) {
+    const index = '"$GIT_DIR/agent-run-tree-index"';
+    const deleted = gitLine([
+        'diff-tree',
+        '-r',
+        '-z',
+        '--no-renames',
+        '--ignore-submodules=none',
+        '--diff-filter=D',
+        '--name-only',
+        from,
+        to
+    ]);
+    return [
+        `export GIT_INDEX_FILE=${index}`,
+        `trap 'rm -f ${index}' EXIT`,
+        `rm -f ${index}`,
+        `${gitLine(['read-tree', base])} || exit 1`,
+        `{ ${deleted} | sed -z 's/^/0 ${'0'.repeat(from.length)}\\t/' && ${gitLine(['ls-tree', '-r', '-z', '--full-tree', to])}; } | ${gitLine(['update-index', '-z', '--index-info'])} || exit 1`,
+        gitLine(['write-tree'])
+    ].join('\n');
 }
 /**
  * Removes released workspaces older than `retentionMs` (and any left by a crashed process) with
@@ -13249,16 +13377,17 @@ cacheBytes = Number.POSITIVE_INFINITY) {
     return removed;
 }
 /**
- * The unified diff of the private index against `base`, at most MAX_DIFF_BYTES of it: git prints
+ * The head of the unified diff `diff` prints, at most MAX_DIFF_BYTES + 1 bytes of it: git prints
  * it through the reader (a diff of any size: a run may have written GBs of text) and is stopped
- * once past the limit; the head is cut at a line's end when one is near.
+ * once past the limit; cutDiff then cuts it at a line's end when one is near.
  */
-async function boundedDiff(tree, cached, base) {
-    const { stdout, bytes } = await runTreeGit(tree, [[...cached, base]], {
-        maxStdout: MAX_DIFF_BYTES + 1,
-        stopPastMax: true
-    });
-    if (bytes <= MAX_DIFF_BYTES)
+async function boundedDiff(tree, diff) {
+    const { stdout } = await runTreeGit(tree, [diff], { maxStdout: MAX_DIFF_BYTES + 1, stopPastMax: true });
+    return stdout;
+}
+/** A diff's head (at most MAX_DIFF_BYTES + 1 bytes of it) as the `diff` event shows it. */
+function cutDiff(stdout) {
+    if (stdout.length <= MAX_DIFF_BYTES)
         return { diff: stdout.toString('utf8'), truncated: false };
     const lineEnd = stdout.lastIndexOf(0x0a, MAX_DIFF_BYTES - 1);
     const cut = lineEnd > MAX_DIFF_BYTES / 2 ? lineEnd + 1 : MAX_DIFF_BYTES;
@@ -14161,9 +14290,6 @@ function entrySize(field) {
 
 
 
-
-
-const cache_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 /** The system user that unpacks images (a root executor); no run is ever this user. */
 const IMAGE_USER = 'agent-run-image';
 /** The largest manifest or config blob read. */
@@ -14179,7 +14305,7 @@ const STEP_TIMEOUT_MS = 15 * 60_000;
 const MAX_IMAGE_ENTRIES = 1_000_000;
 class ImageError extends Error {
 }
-const imagesDir = (dataDir) => join(dataDir, 'images');
+const imagesDir = (dataDir) => (0,external_node_path_.join)(dataDir, 'images');
 const layoutDir = (dataDir) => (0,external_node_path_.join)(dataDir, 'images', 'layout');
 const rootsDir = (dataDir) => (0,external_node_path_.join)(dataDir, 'images', 'roots');
 const rootfsOf = (dir) => (0,external_node_path_.join)(dir, 'u', 'bundle', 'rootfs');
@@ -14239,30 +14365,98 @@ function tagOf(ref) {
 }
 /** The digest the layout's index gives `tag`, or undefined. */
 function taggedDigest(dataDir, tag) {
+    return layoutTags(dataDir).get(tag);
+}
+/** The layout's tags and the digests its index gives them (empty when it has no index). */
+function layoutTags(dataDir) {
+    const tags = new Map();
     try {
-        const index = JSON.parse((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(layoutDir(dataDir), 'index.json'), 'utf8'));
-        const entry = index.manifests?.find(m => m.annotations?.['org.opencontainers.image.ref.name'] === tag);
-        return typeof entry?.digest === 'string' ? entry.digest : undefined;
+        const index = JSON.parse(readLayoutFile(dataDir, 'index.json', MAX_JSON_BYTES).toString('utf8'));
+        for (const entry of Array.isArray(index.manifests) ? index.manifests : []) {
+            const tag = entry?.annotations?.['org.opencontainers.image.ref.name'];
+            if (typeof tag === 'string' && typeof entry.digest === 'string')
+                tags.set(tag, entry.digest);
+        }
     }
     catch {
-        return undefined;
+        // no index yet, or one the image user spoiled: nothing tagged
+    }
+    return tags;
+}
+/**
+ * Opens a file of the layout for reading. The layout is the image user's (skopeo and umoci write
+ * it as that user), so nothing in it is trusted as a path: the last name is opened without
+ * following a link and without waiting on a FIFO, and the file opened must be a regular file of
+ * the image user's whose real path lies inside the layout (a link planted on a folder of the way,
+ * or a hard link to a file of root's, is refused). Answers the descriptor.
+ */
+function openLayoutFile(dataDir, rel) {
+    const base = (0,external_node_fs_.realpathSync)(layoutDir(dataDir));
+    const refused = new ImageError(`the image cache's ${rel.replace(CONTROL, '?')} is not a regular file of ${IMAGE_USER} inside it; refused`);
+    let fd;
+    try {
+        fd = (0,external_node_fs_.openSync)((0,external_node_path_.join)(base, rel), external_node_fs_.constants.O_RDONLY | external_node_fs_.constants.O_NOFOLLOW | external_node_fs_.constants.O_NONBLOCK | external_node_fs_.constants.O_NOCTTY);
+    }
+    catch (error) {
+        const code = error.code;
+        if (code === 'ELOOP')
+            throw refused;
+        throw new ImageError(`the image cache's ${rel.replace(CONTROL, '?')} cannot be read (${code ?? 'error'})`);
+    }
+    try {
+        const stat = (0,external_node_fs_.fstatSync)(fd);
+        const user = imageUser();
+        const real = (0,external_node_fs_.readlinkSync)(`/proc/self/fd/${fd}`);
+        if (!stat.isFile() || (user && stat.uid !== user.uid) || !real.startsWith(`${base}/`))
+            throw refused;
+        return fd;
+    }
+    catch (error) {
+        (0,external_node_fs_.closeSync)(fd);
+        throw error;
+    }
+}
+/** A file of the layout (openLayoutFile), at most `max` bytes. */
+function readLayoutFile(dataDir, rel, max) {
+    const fd = openLayoutFile(dataDir, rel);
+    try {
+        const buffer = Buffer.alloc(max + 1);
+        let length = 0;
+        for (;;) {
+            const read = (0,external_node_fs_.readSync)(fd, buffer, length, buffer.length - length, null);
+            if (read === 0)
+                break;
+            length += read;
+            if (length > max)
+                throw new ImageError(`the image cache's ${rel} is larger than ${max} bytes`);
+        }
+        return buffer.subarray(0, length);
+    }
+    finally {
+        (0,external_node_fs_.closeSync)(fd);
     }
 }
 const DIGEST = /^sha256:([0-9a-f]{64})$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
-function blobPath(dataDir, digest) {
+/** A blob's path inside the layout. */
+function blobPath(digest) {
     const hex = DIGEST.exec(digest)?.[1];
     if (!hex)
         throw new ImageError(`digest ${JSON.stringify(digest).slice(0, 80)}: expected sha256:<64 hex digits>`);
-    return (0,external_node_path_.join)(layoutDir(dataDir), 'blobs', 'sha256', hex);
+    return (0,external_node_path_.join)('blobs', 'sha256', hex);
 }
 /** A small blob of the layout, parsed as JSON after its sha256 was found to match `digest`. */
 function verifiedJson(dataDir, digest, what) {
-    const path = blobPath(dataDir, digest);
-    if ((0,external_node_fs_.statSync)(path).size > MAX_JSON_BYTES)
-        throw new ImageError(`its ${what} is larger than ${MAX_JSON_BYTES} bytes`);
-    const bytes = (0,external_node_fs_.readFileSync)(path);
+    let bytes;
+    try {
+        bytes = readLayoutFile(dataDir, blobPath(digest), MAX_JSON_BYTES);
+    }
+    catch (error) {
+        if (error instanceof ImageError && /larger than/.test(error.message))
+            throw new ImageError(`its ${what} is larger than ${MAX_JSON_BYTES} bytes`);
+        throw error;
+    }
     const actual = `sha256:${(0,external_node_crypto_.createHash)('sha256').update(bytes).digest('hex')}`;
     if (actual !== digest)
         throw new ImageError(`its ${what} does not match its digest ${digest} (it is ${actual})`);
@@ -14314,28 +14508,118 @@ async function checkLayer(dataDir, layer, left, bound, tar) {
     }
     else if (!/tar$/.test(type) && !/diff\.tar$/.test(type))
         throw new ImageError(`its layer ${layer.digest} has media type ${JSON.stringify(type).slice(0, 100)}; expected a tar, tar+gzip or tar+zstd layer`);
-    await (0,external_node_stream_promises_.pipeline)([(0,external_node_fs_.createReadStream)(blobPath(dataDir, layer.digest)), ...steps, counting]);
+    const fd = openLayoutFile(dataDir, blobPath(layer.digest));
+    await (0,external_node_stream_promises_.pipeline)([(0,external_node_fs_.createReadStream)('', { fd }), ...steps, counting]);
     const actual = `sha256:${hash.digest('hex')}`;
     if (actual !== layer.digest)
         throw new ImageError(`its layer ${layer.digest} does not match its digest (it is ${actual})`);
     return tarBytes;
 }
-async function skopeoCopy(dataDir, ref, tag) {
-    (0,external_node_fs_.mkdirSync)(layoutDir(dataDir), { recursive: true, mode: 0o755 });
+/**
+ * The layout, made the image user's: skopeo writes it as that user, never as root. A layout left by
+ * an older executor (skopeo ran as root then: root's files) is removed first; it is only a cache.
+ */
+function ownLayout(dataDir) {
+    const layout = layoutDir(dataDir);
+    const user = imageUser();
+    (0,external_node_fs_.mkdirSync)(imagesDir(dataDir), { recursive: true, mode: 0o755 });
+    if ((0,external_node_fs_.existsSync)(layout) && user && (0,external_node_fs_.lstatSync)(layout).uid !== user.uid)
+        (0,external_node_fs_.rmSync)(layout, { recursive: true, force: true });
+    if (!(0,external_node_fs_.existsSync)(layout)) {
+        (0,external_node_fs_.mkdirSync)(layout, { mode: 0o755 });
+        if (user)
+            (0,external_node_fs_.chownSync)(layout, user.uid, user.gid);
+    }
+}
+/**
+ * `program args` under the layout's lock (`flock`, as the image user): several executor processes
+ * may share the data dir, and a copy (which rewrites the index), a collection (which removes blobs
+ * no tag names yet) and an unpack (which reads them) of two of them must not interleave. Copies and
+ * collections take it alone; unpacks together.
+ */
+function underLock(dataDir, mode, program, args) {
+    return {
+        program: systemProgram('flock'),
+        args: [`--${mode}`, (0,external_node_path_.join)(layoutDir(dataDir), '.lock'), program, ...args]
+    };
+}
+/** What the copy's sandbox must show of the host for `ref`: the file or folder of a local source. */
+function sourcePaths(ref) {
+    const local = /^(oci|oci-archive|docker-archive):(\/[^:]*)/.exec(ref);
+    if (!local)
+        return [];
+    if (!(0,external_node_fs_.existsSync)(local[2]))
+        throw new ImageError(`skopeo could not copy it: ${local[2]} does not exist`);
+    return [local[2]];
+}
+/** Runs skopeo as the image user, with no capability, in a reader sandbox (no file past `bound`). */
+async function skopeo(dataDir, ref, args, bound, maxStdout = 64 * 1024) {
+    if (/^(containers-storage|docker-daemon):/.test(ref))
+        throw new ImageError(`skopeo copies as ${IMAGE_USER}, in a sandbox that does not reach the host's container storage or Docker daemon; expected the image saved first (\`skopeo copy ${ref.split(':')[0]}:… oci:/srv/images/NAME:TAG\`) and named as oci:/srv/images/NAME:TAG`);
+    if (!(0,external_node_fs_.existsSync)(systemProgram('skopeo')))
+        throw new ImageError('skopeo is not installed; install it with `sudo apt-get install -y skopeo umoci`');
+    const network = ref.startsWith('docker://');
+    // A resolver behind a link out of /etc (systemd-resolved's stub) is shown too.
+    const resolver = ['/run/systemd/resolve'].filter(dir => network && (0,external_node_fs_.existsSync)(dir));
+    const result = await asRunUser({ user: imageUser(), confined: true }, {
+        read: [...sourcePaths(ref), ...resolver],
+        write: [layoutDir(dataDir)],
+        ...(args[0] === 'copy'
+            ? underLock(dataDir, 'exclusive', systemProgram('skopeo'), args)
+            : { program: systemProgram('skopeo'), args }),
+        network,
+        maxStdout,
+        stopPastMax: true,
+        timeoutMs: STEP_TIMEOUT_MS,
+        fileSizeKb: Math.ceil(bound / 1024)
+    }).catch((error) => {
+        throw new ImageError(`skopeo could not start (${error.code ?? error.message}); install it with \`sudo apt-get install -y skopeo umoci\``);
+    });
+    if (result.code === 0 && result.stdoutBytes <= maxStdout)
+        return result.stdout;
+    if (result.stdoutBytes > maxStdout)
+        throw new ImageError(`its manifest is larger than ${maxStdout} bytes`);
+    if (result.timedOut)
+        throw new ImageError(`skopeo could not copy it: it ran longer than ${STEP_TIMEOUT_MS / 60000} minutes`);
+    // Go ignores SIGXFSZ: skopeo sees EFBIG (`file too large`) past `ulimit -f`.
+    if (result.signal === 'SIGXFSZ' || result.code === 128 + 25 || /file too large/i.test(result.stderr))
+        throw new ImageError(`skopeo could not copy it: a blob of it is larger than ${bound} bytes (workspaces.cache_size); expected a smaller image or a larger cache_size`);
+    const why = result.stderr.trim().split('\n').slice(-1)[0] ?? '';
+    const local = sourcePaths(ref)[0];
+    const hint = local && /permission denied/i.test(why)
+        ? `; expected ${local} readable by ${IMAGE_USER}, who copies it (for example \`chmod -R a+rX ${local}\`)`
+        : '';
+    throw new ImageError(`skopeo could not copy it: ${why.replace(CONTROL, '?').slice(0, 300) || `exit code ${result.code ?? result.signal}`}${hint}`);
+}
+/**
+ * Copies `ref` into the layout under `tag`, as the image user. Its manifest is read first (`skopeo
+ * inspect --raw`): a manifest whose layers declare more bytes than `bound` in all is refused before
+ * any blob is fetched; a reference pinned by digest must match it. Each blob written is bounded
+ * by `bound` too (a source that lies about sizes), and the copy by time.
+ */
+async function skopeoCopy(dataDir, ref, tag, bound) {
+    ownLayout(dataDir);
+    const raw = await skopeo(dataDir, ref, ['inspect', '--raw', ref], bound, MAX_JSON_BYTES);
+    const pinned = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1];
+    const actual = `sha256:${(0,external_node_crypto_.createHash)('sha256').update(raw).digest('hex')}`;
+    if (pinned && pinned !== actual)
+        throw new ImageError(`its manifest does not match the digest it is pinned to, ${pinned} (it is ${actual})`);
+    let manifest;
     try {
-        await cache_exec(systemProgram('skopeo'), ['copy', '--quiet', '--insecure-policy', ref, `oci:${layoutDir(dataDir)}:${tag}`], {
-            timeout: STEP_TIMEOUT_MS,
-            maxBuffer: 1024 * 1024,
-            env: { PATH: '/usr/bin:/bin', HOME: '/nonexistent', LANG: 'C' }
-        });
+        manifest = JSON.parse(raw.toString('utf8'));
     }
-    catch (error) {
-        const err = error;
-        if (err.code === 'ENOENT')
-            throw new ImageError('skopeo is not installed; install it with `sudo apt-get install -y skopeo umoci`');
-        const why = (err.stderr ?? err.message).trim().split('\n').slice(-1)[0] ?? '';
-        throw new ImageError(`skopeo could not copy it: ${why.replace(CONTROL, '?').slice(0, 300)}`);
+    catch {
+        throw new ImageError('its manifest is not JSON');
     }
+    // An index (several platforms) names its manifests only: skopeo picks one, each blob bounded.
+    if (Array.isArray(manifest.layers)) {
+        let declared = typeof manifest.config?.size === 'number' ? manifest.config.size : 0;
+        for (const layer of manifest.layers)
+            declared += typeof layer?.size === 'number' && layer.size > 0 ? layer.size : 0;
+        if (declared > bound)
+            throw new ImageError(`its layers weigh ${declared} bytes as its manifest declares them, more than ${bound} bytes (workspaces.cache_size); expected a smaller image or a larger cache_size`);
+    }
+    await skopeo(dataDir, ref, ['copy', '--quiet', '--insecure-policy', ref, `oci:${layoutDir(dataDir)}:${tag}`], bound);
 }
 /** `KEY=VALUE` lines of the image config's Env, as a record (malformed ones skipped). */
 function envOf(config) {
@@ -14372,7 +14656,7 @@ async function prepareImage(dataDir, image, bound) {
         let copied = false;
         let digest = image.pull === 'missing' ? taggedDigest(dataDir, tag) : undefined;
         if (!digest) {
-            await skopeoCopy(dataDir, image.ref, tag);
+            await skopeoCopy(dataDir, image.ref, tag, bound);
             copied = true;
             digest = taggedDigest(dataDir, tag);
             if (!digest)
@@ -14452,6 +14736,8 @@ function cached(dir, ref, ready, copied) {
  * and the new root's folder writable; no file larger than `bound`. Answers the root's bytes.
  */
 async function unpack(dataDir, dir, tag, digest, bound) {
+    if (!(0,external_node_fs_.existsSync)(systemProgram('umoci')))
+        throw new ImageError('umoci is not installed; install it with `sudo apt-get install -y skopeo umoci`');
     const making = `${dir}.making-${process.pid}`;
     (0,external_node_fs_.rmSync)(making, { recursive: true, force: true });
     (0,external_node_fs_.mkdirSync)(making, { recursive: true, mode: 0o755 });
@@ -14465,8 +14751,13 @@ async function unpack(dataDir, dir, tag, digest, bound) {
     const result = await asRunUser(identity, {
         read: [layout],
         write: [own],
-        program: systemProgram('umoci'),
-        args: ['unpack', '--rootless', '--image', `${layout}:${tag}`, (0,external_node_path_.join)(own, 'bundle')],
+        ...underLock(dataDir, 'shared', systemProgram('umoci'), [
+            'unpack',
+            '--rootless',
+            '--image',
+            `${layout}:${tag}`,
+            (0,external_node_path_.join)(own, 'bundle')
+        ]),
         timeoutMs: STEP_TIMEOUT_MS,
         fileSizeKb: Math.ceil(bound / 1024)
     }).catch((error) => {
@@ -14593,11 +14884,32 @@ function findInImage(image, program, path) {
     }
     return undefined;
 }
+/** Whether process `pid` of this machine is alive (one of another user's counts). */
+function alive(pid) {
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (error) {
+        return error.code === 'EPERM';
+    }
+}
 /**
- * Removes unused unpacked roots, least recently used first, while together they weigh more than
- * `cacheBytes`; and roots half made by a process that is gone. A root held by a run is never removed.
+ * A root being made, `<digest>.making-<pid>`: whether it is left over, to be removed. Several
+ * executor processes may share the data dir: a folder of a live process is its build in progress,
+ * never removed; one of this process only when no build of it is under way here.
  */
-function sweepImages(dataDir, cacheBytes) {
+function leftOver(dir) {
+    const at = dir.lastIndexOf('.making-');
+    const pid = Number(dir.slice(at + '.making-'.length));
+    if (!Number.isSafeInteger(pid) || pid <= 0)
+        return true;
+    if (pid === process.pid)
+        return !cache_building.has(dir.slice(0, at));
+    return !alive(pid);
+}
+/** The unpacked roots that are whole, after removing those half made by a process that is gone. */
+function listRoots(dataDir) {
     const roots = rootsDir(dataDir);
     if (!(0,external_node_fs_.existsSync)(roots))
         return [];
@@ -14605,7 +14917,7 @@ function sweepImages(dataDir, cacheBytes) {
     for (const name of (0,external_node_fs_.readdirSync)(roots)) {
         const dir = (0,external_node_path_.join)(roots, name);
         if (name.includes('.making-')) {
-            if (!cache_building.has(dir.slice(0, dir.indexOf('.making-'))))
+            if (leftOver(dir))
                 (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
             continue;
         }
@@ -14617,10 +14929,14 @@ function sweepImages(dataDir, cacheBytes) {
         }
         all.push({ dir, ready, used: (0,external_node_fs_.statSync)((0,external_node_path_.join)(dir, 'ready')).mtimeMs });
     }
-    let total = all.reduce((sum, entry) => sum + entry.ready.bytes, 0);
+    return all;
+}
+/** Removes unused roots of `all`, least recently used first, until `enough` says so. */
+function removeRoots(all, enough) {
     const freed = [];
+    let freedBytes = 0;
     for (const entry of all.sort((a, b) => a.used - b.used)) {
-        if (total <= cacheBytes)
+        if (enough(freedBytes))
             break;
         if (held.has(entry.dir) || cache_building.has(entry.dir))
             continue;
@@ -14628,10 +14944,106 @@ function sweepImages(dataDir, cacheBytes) {
         for (const [key, digest] of cache_resolved)
             if (digest === entry.ready.digest)
                 cache_resolved.delete(key);
-        total -= entry.ready.bytes;
+        freedBytes += entry.ready.bytes;
         freed.push({ digest: entry.ready.digest, bytes: entry.ready.bytes });
     }
     return freed;
+}
+/**
+ * Removes unused unpacked roots, least recently used first, while together they weigh more than
+ * `cacheBytes`; and roots half made by a process that is gone. A root held by a run is never removed.
+ */
+function sweepImages(dataDir, cacheBytes) {
+    const all = listRoots(dataDir);
+    const total = all.reduce((sum, entry) => sum + entry.ready.bytes, 0);
+    return removeRoots(all, freedBytes => total - freedBytes <= cacheBytes);
+}
+/**
+ * Under workspaces.min_free or min_free_inodes (maintenance.ts): removes unused unpacked roots, least
+ * recently used first, until `enough` (an unpacked root gives back its bytes and every inode of
+ * its files). A root held by a run is never removed.
+ */
+function freeImageRoots(dataDir, enough) {
+    return removeRoots(listRoots(dataDir), () => enough());
+}
+/**
+ * Collects the layout's blobs: while the images weigh more than `cacheBytes` (unpacked roots, and
+ * the layout's blobs as their manifests declare them), the tags of references no environment of
+ * the current configuration names (`refs`), least recently used first, leave the layout's index,
+ * unless a run holds their root; then `umoci gc`, as the image user, removes every blob no tag
+ * left references. Answers the digests of the manifests untagged.
+ */
+function collectImageLayout(dataDir, refs, cacheBytes) {
+    return exclusive(dataDir, async () => {
+        const layout = layoutDir(dataDir);
+        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(layout, 'index.json')))
+            return [];
+        const tags = layoutTags(dataDir);
+        const wanted = new Set(refs.map(tagOf));
+        const blobs = new Map();
+        const entries = [];
+        for (const [tag, digest] of tags) {
+            const hex = DIGEST.exec(digest)?.[1];
+            if (!hex)
+                continue;
+            const own = [digest];
+            try {
+                const manifest = verifiedJson(dataDir, digest, 'manifest');
+                blobs.set(digest, blobs.get(digest) ?? 0);
+                for (const blob of [manifest.config, ...(Array.isArray(manifest.layers) ? manifest.layers : [])])
+                    if (typeof blob?.digest === 'string') {
+                        own.push(blob.digest);
+                        blobs.set(blob.digest, typeof blob.size === 'number' && blob.size > 0 ? blob.size : 0);
+                    }
+            }
+            catch {
+                // a manifest that cannot be read references nothing: its blobs go with the rest
+            }
+            const dir = (0,external_node_path_.join)(rootsDir(dataDir), hex);
+            let used = 0;
+            try {
+                used = (0,external_node_fs_.statSync)((0,external_node_path_.join)(dir, 'ready')).mtimeMs;
+            }
+            catch {
+                // never unpacked here, or swept: the oldest
+            }
+            entries.push({ tag, digest, blobs: own, used, busy: held.has(dir) || cache_building.has(dir) });
+        }
+        let total = listRoots(dataDir).reduce((sum, root) => sum + root.ready.bytes, 0) +
+            [...blobs.values()].reduce((sum, size) => sum + size, 0);
+        const dropped = [];
+        for (const entry of entries.sort((a, b) => a.used - b.used)) {
+            if (total <= cacheBytes)
+                break;
+            if (wanted.has(entry.tag) || entry.busy)
+                continue;
+            dropped.push(entry);
+            const kept = new Set(entries.filter(other => !dropped.includes(other)).flatMap(other => other.blobs));
+            for (const blob of entry.blobs)
+                if (!kept.has(blob))
+                    total -= blobs.get(blob) ?? 0;
+        }
+        if (dropped.length === 0)
+            return [];
+        const result = await asRunUser({ user: imageUser(), confined: true }, {
+            write: [layout],
+            ...underLock(dataDir, 'exclusive', '/bin/sh', [
+                '-c',
+                'layout=$1; shift; for tag; do umoci rm --image "$layout:$tag" || exit 1; done; exec umoci gc --layout "$layout"',
+                'sh',
+                layout,
+                ...dropped.map(entry => entry.tag)
+            ]),
+            timeoutMs: STEP_TIMEOUT_MS
+        });
+        if (result.code !== 0)
+            throw new ImageError(`umoci could not collect the image cache: ${readerReason(result)}`);
+        const gone = new Set(dropped.map(entry => entry.tag));
+        for (const key of [...cache_resolved.keys()])
+            if (gone.has(tagOf(key.slice(key.indexOf('\0') + 1))))
+                cache_resolved.delete(key);
+        return dropped.map(entry => entry.digest);
+    });
 }
 
 ;// CONCATENATED MODULE: ./src/executor/node/image-startup.ts
@@ -15127,6 +15539,8 @@ class ChangeFeed {
 
 
 
+/** The transaction-scoped advisory lock follow-ups that queue an ended run again take in turn. */
+const FOLLOWUP_QUEUE_LOCK = 0x61726671; // 'arfq'
 class PostgresDialect {
     pool;
     kind = 'postgres';
@@ -15186,6 +15600,40 @@ class PostgresDialect {
         const room = sql(queues.map(queue => `(${queue.count.text}) < ?`).join(' AND ') || '1 = 1', ...queues.flatMap(queue => [...queue.count.values, queue.limit]));
         return this.change(insert(room), event, { follow });
     }
+    /**
+     * One transaction. Follow-ups that queue an ended run again take the queue lock first (a
+     * transaction-scoped advisory lock), so they count one after another, each seeing the runs the
+     * one before it queued: N at once cannot pass a limit by N. The message and the requeue follow
+     * in the same transaction, or neither when a queue is full.
+     */
+    async followup({ runId, at, data, ended, queues, requeue, event }) {
+        const written = await transaction(this.pool, async (client) => {
+            const run = async (made) => (await client.query(numberPlaceholders(made.text), made.values)).rows;
+            // Looked at again once locked: a follow-up just before may have queued the run already.
+            if ((await run(ended)).length > 0)
+                await run(sql('SELECT pg_advisory_xact_lock(?)', FOLLOWUP_QUEUE_LOCK));
+            if ((await run(ended)).length > 0) {
+                for (const queue of queues) {
+                    const [row] = await run(queue.count);
+                    if (Number(row?.n ?? 0) >= queue.limit)
+                        return { full: queue.name };
+                }
+            }
+            const [added] = await run(this.appending(runId, 'followup', data, at));
+            if (added === undefined)
+                throw new Error(`run ${runId} does not exist`);
+            const runs = await run(this.changing(requeue, event));
+            return { seq: added.seq, runs };
+        });
+        if ('full' in written)
+            return written;
+        const strip = ({ event_seq: _seq, notified: _notified, ...run }) => run;
+        this.feed.tellEvent(runId, written.seq);
+        const runs = written.runs.map(strip);
+        for (const changed of runs)
+            this.feed.tell(changed);
+        return { seq: written.seq, runs };
+    }
     /** A change with its state event and its notification, as one statement. */
     changing(statement, event) {
         return sql(`WITH changed AS (${statement.text} RETURNING ${RUN_COLUMNS}, event_seq),
@@ -15222,14 +15670,18 @@ class PostgresDialect {
     }
     async appendEvent(runId, kind, data, at) {
         // Other nodes hear of the event by a notification sent at commit (held transcript reads).
-        const [row] = await this.all(sql(`WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = ? RETURNING run_id, event_seq),
-           added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT run_id, event_seq, ?, ?, ? FROM next
-             RETURNING run_id, seq)
-         SELECT seq, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 'e', seq)::text) FROM added`, runId, at, kind, data, CHANNEL, this.feed.node));
+        const [row] = await this.all(this.appending(runId, kind, data, at));
         if (row === undefined)
             throw new Error(`run ${runId} does not exist`);
         this.feed.tellEvent(runId, row.seq);
         return row.seq;
+    }
+    /** An event appended to a run's transcript, numbered on the run's row, with its notification. */
+    appending(runId, kind, data, at) {
+        return sql(`WITH next AS (UPDATE runs SET event_seq = event_seq + 1 WHERE run_id = ? RETURNING run_id, event_seq),
+         added AS (INSERT INTO events (run_id, seq, at, kind, data) SELECT run_id, event_seq, ?, ?, ? FROM next
+           RETURNING run_id, seq)
+       SELECT seq, pg_notify(?, json_build_object('n', ?::text, 'r', run_id, 'e', seq)::text) FROM added`, runId, at, kind, data, CHANNEL, this.feed.node);
     }
     keysChanged() {
         return sql('SELECT pg_notify(?, ?)', CHANNEL, KEYS_CHANGED);
@@ -15566,6 +16018,29 @@ const SQLITE_MIGRATIONS = [
         created_at TEXT NOT NULL
       );
       CREATE INDEX run_tokens_run ON run_tokens (run_id);
+    `
+    },
+    {
+        version: 13,
+        name: 'key_changes: a counter every write to api_keys moves, so key caches outlive commits that touch no key',
+        // Triggers, so every writer moves it (the CLI's keys commands, another process, an older
+        // executor sharing the file) in the transaction of the key write itself. PostgreSQL needs none:
+        // its key writes are told to every node by notification (postgres/dialect.ts).
+        sql: `
+      CREATE TABLE key_changes (id INTEGER PRIMARY KEY CHECK (id = 1), changes INTEGER NOT NULL);
+      INSERT INTO key_changes (id, changes) VALUES (1, 0);
+      CREATE TRIGGER api_keys_inserted AFTER INSERT ON api_keys
+      BEGIN
+        UPDATE key_changes SET changes = changes + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys
+      BEGIN
+        UPDATE key_changes SET changes = changes + 1 WHERE id = 1;
+      END;
+      CREATE TRIGGER api_keys_deleted AFTER DELETE ON api_keys
+      BEGIN
+        UPDATE key_changes SET changes = changes + 1 WHERE id = 1;
+      END;
     `
     }
 ];
@@ -16190,9 +16665,10 @@ function searchCondition(dialect, text, p) {
 
 ;// CONCATENATED MODULE: ./src/executor/store/key-cache.ts
 // API keys held in memory, so an authenticated request does not read the keys table each time.
-// Correctness over speed: the store says when the cache may be trusted (SQLite: no other connection
-// committed since it was filled, by PRAGMA data_version; PostgreSQL: the notification connection is
-// up and no key notification came), and empties it on every key write of its own. A lookup that
+// Correctness over speed: the store says when the cache may be trusted (SQLite: no key was written
+// since it was filled, by any connection, by the key_changes counter that triggers on api_keys move;
+// PostgreSQL: the notification connection is up and no key notification came), and empties it on
+// every key write of its own. A lookup that
 // was in flight while the cache was emptied is not kept, so a revocation is never undone by it.
 // Only keys that exist are kept: made-up keys cannot grow it, and their lookups go to the table.
 const MAX_KEYS = 10_000;
@@ -16731,34 +17207,40 @@ class SqlRunStore extends SqlAccountStore {
         return rows.length > 0;
     }
     /**
-     * The message is recorded first, then the run is queued again if it has ended and the message
-     * still waits (requeueWaiting): a worker that claims it finds the message there. A queued run's
-     * first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or its
-     * finish queues the run again.
+     * The message is recorded and the run queued again if it has ended and the message still waits
+     * (requeueWaiting), in one transaction: a worker that claims it finds the message there. A queued
+     * run's first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or
+     * its finish queues the run again. An ended run goes back to the queue: it takes a place there as
+     * a create would, counted in that same transaction (Dialect.followup), so concurrent follow-ups of
+     * ended runs cannot fill the node's queue or a team's past its limit; one refused so records
+     * nothing (a message once recorded is never dropped).
      */
     async submitFollowup(team, runId, followup, at, continuableSince, queues) {
         const before = await this.getRun(team, runId);
         if (!before)
             return { kind: 'not_found' };
-        if (allows('followup', before.state)) {
-            if ((before.completed_at ?? before.updated_at) < continuableSince)
-                return { kind: 'expired', run: before };
-            // An ended run goes back to the queue: it takes a place there as a create would, so follow-ups
-            // of ended runs cannot fill the node's queue past its limits (a look before the message, not
-            // in the requeue's statement: a message once recorded is never dropped).
-            if (queues) {
-                const { queued, teamQueued } = queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam);
-                const [node] = await this.d.all(queued);
-                if (Number(node?.n ?? 0) >= queues.maxQueued)
-                    return { kind: 'queue_full' };
-                const [own] = await this.d.all(teamQueued);
-                if (Number(own?.n ?? 0) >= queues.maxQueuedPerTeam)
-                    return { kind: 'team_queue_full' };
-            }
-        }
-        await this.appendEvent(runId, 'followup', { message: followup.message, mode: followup.mode }, at);
+        if (allows('followup', before.state) &&
+            (before.completed_at ?? before.updated_at) < continuableSince)
+            return { kind: 'expired', run: before };
         const requeue = this.requeueWaiting(at, sql('run_id = ? AND team = ?', runId, team));
-        const [run] = await this.d.change(requeue.statement, requeue.event);
+        const limits = queues ? queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam) : undefined;
+        const written = await this.d.followup({
+            runId,
+            at,
+            data: JSON.stringify({ message: followup.message, mode: followup.mode }),
+            ended: sql(`SELECT 1 AS one FROM runs WHERE run_id = ? AND team = ? AND ${stateIn(LIFECYCLE.followup.from)}`, runId, team),
+            queues: queues && limits
+                ? [
+                    { name: 'queued', count: limits.queued, limit: queues.maxQueued },
+                    { name: `queued by team ${team}`, count: limits.teamQueued, limit: queues.maxQueuedPerTeam }
+                ]
+                : [],
+            requeue: requeue.statement,
+            event: requeue.event
+        });
+        if ('full' in written)
+            return { kind: written.full === 'queued' ? 'queue_full' : 'team_queue_full' };
+        const [run] = written.runs;
         return { kind: 'taken', run: run ?? (await this.getRun(team, runId)) ?? before };
     }
     // runs, as the worker sees them
@@ -17242,9 +17724,11 @@ class SqliteChanges {
 
 ;// CONCATENATED MODULE: ./src/executor/store/sqlite/group-commit.ts
 // Creates on SQLite are group-committed: those that arrive in one turn of the event loop share one
-// transaction and one fsync, each in a savepoint of its own (one that fails does not undo the
-// others), and each is answered only after that commit, so an acknowledged run is as durable as
-// with a commit of its own. The work of a batch shares a memo (creates keep the queue counts
+// transaction and one fsync, and each is answered only after that commit, so an acknowledged run
+// is as durable as with a commit of its own. A batch first runs without savepoints (two
+// statements fewer a write); when one of its writes fails, the whole transaction is rolled back and
+// the batch runs again with each write in a savepoint of its own, so one that fails does not undo
+// the others. The work of a batch shares a memo (creates keep the queue counts
 // there, so a queue is counted once, not once a create). It is kept from one batch to the next
 // while nothing else wrote to the file in between: the connection's write stamp (its own changed
 // rows and other connections' commits, connection.ts) read at the start of a batch's transaction
@@ -17272,13 +17756,49 @@ class GroupCommit {
     flush() {
         const batch = this.pending;
         this.pending = [];
+        let results;
+        try {
+            // Most batches fail nowhere: they run without savepoints. One that fails is rolled back whole
+            // and run again with a savepoint for each write, so only the failing write is undone.
+            results = this.attempt(batch, false) ?? this.attempt(batch, true);
+        }
+        catch (error) {
+            this.memoStamp = undefined;
+            for (const item of batch)
+                item.reject(error);
+            return;
+        }
+        batch.forEach((item, index) => {
+            const result = results[index];
+            if ('error' in result)
+                item.reject(result.error);
+            else
+                item.resolve(result.value);
+        });
+    }
+    /**
+     * The batch in one transaction; each write's outcome once it committed. Without savepoints, the
+     * first failure rolls everything back and gives undefined (nothing was kept, the memo is dropped).
+     */
+    attempt(batch, savepoints) {
         const results = [];
+        let failed = false;
         try {
             this.connection.transaction(() => {
-                if (this.connection.writeStamp() !== this.memoStamp || this.memo.size > MAX_MEMO)
+                if (savepoints || this.connection.writeStamp() !== this.memoStamp || this.memo.size > MAX_MEMO)
                     this.memo = new Map();
                 const memo = this.memo;
                 for (const item of batch) {
+                    if (!savepoints) {
+                        try {
+                            results.push({ value: item.work(memo) });
+                        }
+                        catch (error) {
+                            failed = true;
+                            throw error;
+                        }
+                        continue;
+                    }
                     this.connection.exec('SAVEPOINT one_write');
                     try {
                         results.push({ value: item.work(memo) });
@@ -17296,18 +17816,12 @@ class GroupCommit {
             });
         }
         catch (error) {
+            if (!failed)
+                throw error;
             this.memoStamp = undefined;
-            for (const item of batch)
-                item.reject(error);
-            return;
+            return undefined;
         }
-        batch.forEach((item, index) => {
-            const result = results[index];
-            if ('error' in result)
-                item.reject(result.error);
-            else
-                item.resolve(result.value);
-        });
+        return results;
     }
 }
 
@@ -17341,8 +17855,8 @@ class SqliteDialect {
     events = new external_node_events_.EventEmitter().setMaxListeners(0);
     /** Recent list pages, until the next write (page-cache.ts). */
     pages = new PageCache();
-    /** PRAGMA data_version when the key cache was last known good. */
-    keysVersion = -1;
+    /** The commit stamp and key_changes counter when the key cache was last known good. */
+    keysSeen;
     constructor(db, shared) {
         this.db = db;
         this.shared = shared;
@@ -17416,15 +17930,7 @@ class SqliteDialect {
      */
     async create({ insert, queues, event, follow }) {
         const runs = await this.group.add(memo => {
-            const counts = queues.map(queue => {
-                const known = memo.get(queue.name);
-                if (known !== undefined)
-                    return known;
-                const [row] = this.db.all(queue.count.text, queue.count.values);
-                const n = Number(row?.n ?? 0);
-                memo.set(queue.name, n);
-                return n;
-            });
+            const counts = queues.map(queue => this.queueCount(queue, memo));
             if (queues.some((queue, index) => counts[index] >= queue.limit))
                 return [];
             const runs = this.record(insert(sql('1 = 1')), event, follow);
@@ -17432,6 +17938,44 @@ class SqliteDialect {
             return runs;
         });
         return this.told(runs);
+    }
+    /** A queue's runs now, counted once a batch (the memo keeps it, with the batch's own inserts). */
+    queueCount(queue, memo) {
+        const known = memo.get(queue.name);
+        if (known !== undefined)
+            return known;
+        const [row] = this.db.all(queue.count.text, queue.count.values);
+        const n = Number(row?.n ?? 0);
+        memo.set(queue.name, n);
+        return n;
+    }
+    /**
+     * In the turn's shared transaction, as a create: the queues counted (or known from the batch's
+     * memo) only when the run has ended, and the memo told of the run queued again, so the creates
+     * and follow-ups of one batch all see each other.
+     */
+    async followup({ runId, at, data, ended, queues, requeue, event }) {
+        const written = await this.group.add(memo => {
+            if (this.db.all(ended.text, ended.values).length > 0) {
+                const full = queues.find(queue => this.queueCount(queue, memo) >= queue.limit);
+                if (full)
+                    return { full: full.name };
+            }
+            const [added] = this.db.all(INSERT_EVENT, [runId, runId, at, 'followup', data]);
+            const runs = this.record(requeue, event);
+            // Counts the batch knows take the run queued again; the others are read afresh when needed.
+            for (const queue of queues) {
+                const known = memo.get(queue.name);
+                if (known !== undefined)
+                    memo.set(queue.name, known + runs.length);
+            }
+            return { seq: added.seq, runs };
+        });
+        if ('full' in written)
+            return written;
+        this.events.emit('event', runId, written.seq);
+        this.told(written.runs);
+        return written;
     }
     /** Runs a change of runs and records its state event on each (and `follow`'s rows), in the open transaction. */
     record(statement, event, follow) {
@@ -17463,13 +18007,22 @@ class SqliteDialect {
     keysChanged() {
         return undefined;
     }
-    /** Stale when another process committed since the last look (one pragma). */
+    /**
+     * Stale when a key was written since the last look, here or in another process: every write to
+     * api_keys moves the key_changes counter (a trigger, migration 13). While nothing at all was
+     * committed to the file (the commit stamp, one read of the -shm header) the counter is not read.
+     * The stamp is read first: a commit between the two reads moves the stamp kept, so the next look
+     * reads the counter again.
+     */
     keyCacheState() {
-        const version = this.db.dataVersion();
-        if (version === this.keysVersion)
+        const stamp = this.db.commitStamp();
+        const seen = this.keysSeen;
+        if (seen?.stamp === stamp)
             return 'fresh';
-        this.keysVersion = version;
-        return 'stale';
+        const [row] = this.db.all('SELECT changes FROM key_changes WHERE id = 1', []);
+        const changes = Number(row?.changes ?? -1);
+        this.keysSeen = { stamp, changes };
+        return seen !== undefined && seen.changes === changes ? 'fresh' : 'stale';
     }
     onKeysChanged() {
         // other processes' key writes are found by keyCacheState
@@ -17489,8 +18042,9 @@ class SqliteDialect {
 
 ;// CONCATENATED MODULE: ./src/executor/store/sqlite.ts
 // RunStore on node:sqlite, for one machine: the SQL store (sql-store.ts) with the SQLite dialect
-// (sqlite/). What other processes commit to the file is noticed by PRAGMA data_version: the key
-// cache is emptied then, and a shared store (opened by a split role) polls it while anyone listens.
+// (sqlite/). What other processes commit to the file is noticed by PRAGMA data_version, which a
+// shared store (opened by a split role) polls while anyone listens; the key cache is emptied by a
+// key write anywhere (the key_changes counter, moved by triggers on api_keys).
 
 
 
@@ -17866,7 +18420,7 @@ async function commitChanges(options, parent) {
     const { workspace, config } = options;
     const base = parent ?? options.base;
     try {
-        const tree = (await privateGit(workspace.git, ['write-tree'])).trim();
+        const tree = await workspace.tree();
         const start = (await privateGit(workspace.git, ['rev-parse', `${base}^{tree}`])).trim();
         if (tree === start)
             return undefined;
@@ -18472,6 +19026,60 @@ function parseExtra(extra) {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/worker/run-temp.ts
+// The TMPDIR of an unconfined harness turn: DATA_DIR/tmp/t<random>, short because a socket's path
+// inside it must be (a longer one sends Claude Code back to the machine's /tmp). The turn removes
+// it when it ends; an executor killed first (SIGKILL, a crash) leaves it, and the start-up and
+// maintenance sweep removes every such folder no live turn of this process holds. The sweep reads
+// only the names in DATA_DIR/tmp (a folder of the executor's, which no run can write) and never
+// looks inside a run's folder: it goes through the removal primitive (workspace/remove.ts).
+
+
+
+/** The temp folders live turns of this process hold. */
+const run_temp_held = new Set();
+function tempsDir(dataDir) {
+    return (0,external_node_path_.join)(dataDir, 'tmp');
+}
+/** Makes a turn's temp folder and holds it until `releaseRunTemp`. */
+function makeRunTemp(dataDir) {
+    (0,external_node_fs_.mkdirSync)(tempsDir(dataDir), { recursive: true, mode: 0o700 });
+    // Made and held in one synchronous step: a sweep never sees it unheld.
+    const path = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)(tempsDir(dataDir), 't'));
+    run_temp_held.add(path);
+    return path;
+}
+/** Removes a turn's temp folder and lets it go. */
+function releaseRunTemp(path) {
+    try {
+        removeTree(path);
+    }
+    finally {
+        run_temp_held.delete(path);
+    }
+}
+/**
+ * Removes the temp folders no live turn holds (left by a killed process); answers how many went.
+ * One that cannot go stays for the next sweep.
+ */
+function sweepRunTemps(dataDir) {
+    const dir = tempsDir(dataDir);
+    let removed = 0;
+    for (const name of (0,external_node_fs_.existsSync)(dir) ? (0,external_node_fs_.readdirSync)(dir) : []) {
+        const path = (0,external_node_path_.join)(dir, name);
+        if (!/^t/.test(name) || run_temp_held.has(path))
+            continue;
+        try {
+            removeTree(path);
+            removed++;
+        }
+        catch {
+            continue;
+        }
+    }
+    return removed;
+}
+
 ;// CONCATENATED MODULE: ./src/executor/worker/start-from.ts
 // A run that continues an earlier run's conversation (its create request's conversation_id)
 // starts where that run ended: the earlier run's changes since its start commit are applied on the
@@ -18591,6 +19199,7 @@ function emptyHome(home, workspace) {
 // run may write), the environment's setup commands (or the kept result of them), then the agent.
 // It gathers what happened and never decides the run's outcome: execute.ts takes it from here
 // (the diff, the outputs, publishing) and runs/outcomes.ts decides.
+
 
 
 
@@ -18744,10 +19353,8 @@ async function runSteps(options, turn) {
         ran.outputs = outputs;
         // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
         // sends Claude Code back to the machine's /tmp).
-        if (home && !environment.sandbox.enabled) {
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(config.dataDir, 'tmp'), { recursive: true, mode: 0o700 });
-            tmp = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)(config.dataDir, 'tmp', 't'));
-        }
+        if (home && !environment.sandbox.enabled)
+            tmp = makeRunTemp(config.dataDir);
         const conversationFile = (0,external_node_path_.join)(outputs.dir, 'conversation.md');
         (0,external_node_fs_.writeFileSync)(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
         if (user)
@@ -18837,7 +19444,7 @@ async function runSteps(options, turn) {
         clearTimeout(timeout);
         stopWatch?.();
         if (tmp)
-            removeTree(tmp);
+            releaseRunTemp(tmp);
         // The turn's agent ended: its credential goes now (the server also refuses it once the run ended).
         await orchestrate
             ?.revoke()
@@ -19057,6 +19664,8 @@ async function execute_publish({ run, environment, store, record, sessionLink },
 
 
 
+
+
 function now() {
     return new Date().toISOString();
 }
@@ -19098,9 +19707,23 @@ async function sweepFinishedWorkspaces(config, active, log) {
     const images = sweepImages(config.dataDir, config.workspaces.cacheBytes);
     if (images.length > 0)
         log.info({ images: images.map(image => image.digest) }, 'removed unused unpacked images past cache_size');
+    // The layout's blobs of images no environment names any more, past workspaces.cache_size.
+    try {
+        const refs = config.environments.flatMap(environment => environment.image ? [environment.image.ref] : []);
+        const untagged = await collectImageLayout(config.dataDir, refs, config.workspaces.cacheBytes);
+        if (untagged.length > 0)
+            log.info({ images: untagged }, 'removed copied images no environment names from the image cache past cache_size');
+    }
+    catch (error) {
+        log.warn({ err: error }, 'could not collect the image cache');
+    }
     const homes = sweepLeftHomes(config.dataDir, Math.max(config.workspaces.retentionMs, config.workspaces.continueForMs), active);
     if (homes > 0)
         log.info({ removed: homes }, 'removed harness HOMEs left by runs that did not end here');
+    // Unconfined harness turns' TMPDIRs a killed process left (DATA_DIR/tmp/t*): none is held then.
+    const temps = sweepRunTemps(config.dataDir);
+    if (temps > 0)
+        log.info({ removed: temps }, 'removed temp folders left by turns that did not end here');
 }
 /**
  * A harness run's HOME (DATA_DIR/homes/<run id>, its MCP configuration and the CLI's files, secrets
@@ -19167,6 +19790,10 @@ async function freeSpaceForRuns(config, active, log) {
         [...last.active].every(runId => active.has(runId)))
         return;
     const freed = await freeSharedLayers(dataDir, active, enough);
+    // Then unpacked container images no run holds: an image's root gives back every inode of its files.
+    if (!enough())
+        for (const image of freeImageRoots(dataDir, enough))
+            freed.push({ name: `image ${image.digest}`, bytes: image.bytes });
     const after = enough();
     const later = `looking again when a run ends or a workspace is removed, or in ${LOOK_AGAIN_MS / 1000} s`;
     if (freed.length > 0)
@@ -19175,9 +19802,9 @@ async function freeSpaceForRuns(config, active, log) {
             freed_bytes: freed.reduce((sum, entry) => sum + entry.bytes, 0),
             free_bytes: freeBytes(dataDir),
             free_inodes: freeInodes(dataDir)
-        }, `${short}: removed ${freed.length} unused shared checkout(s) and setup layer(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`);
+        }, `${short}: removed ${freed.length} unused shared checkout(s), setup layer(s) and unpacked image(s): ${freed.map(entry => entry.name).join(', ')}${after ? '' : `; none left unused, ${later}`}`);
     else if (!last)
-        log.warn({ data_dir: dataDir, free_bytes: freeBytes(dataDir), free_inodes: freeInodes(dataDir) }, `${short} and no unused shared checkout or setup layer left to remove: ${later}`);
+        log.warn({ data_dir: dataDir, free_bytes: freeBytes(dataDir), free_inodes: freeInodes(dataDir) }, `${short} and no unused shared checkout, setup layer or unpacked image left to remove: ${later}`);
     if (after)
         nothingLeft.delete(dataDir);
     else
@@ -20242,7 +20869,7 @@ function lockDataDir(dataDir, role) {
         if (!(0,external_node_fs_.existsSync)(path))
             continue;
         const pid = Number((0,external_node_fs_.readFileSync)(path, 'utf8').trim());
-        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && serve_alive(pid)) {
             throw new Error(`another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
                 'a data dir takes one --role all, or one --role api beside one --role worker; ' +
                 'stop it or use another --data-dir');
@@ -20258,7 +20885,7 @@ function lockDataDir(dataDir, role) {
     process.once('exit', release);
     return release;
 }
-function alive(pid) {
+function serve_alive(pid) {
     try {
         process.kill(pid, 0);
         return true;
