@@ -391,7 +391,7 @@ export class SqlRunStore extends SqlAccountStore implements RunStore {
   }
 
   async heldRuns(): Promise<string[]> {
-    return (await this.d.all<{ run_id: string }>(this.claims.held())).map(row => row.run_id);
+    return (await this.d.all<{ run_id: string }>(this.claims.held())).map(row => row.run_id).sort();
   }
 
   async findClaim(owner: string): Promise<StoredRun | undefined> {

@@ -25,9 +25,12 @@ import { type BatchMemo, GroupCommit } from './group-commit.js';
 const INSERT_EVENT = `INSERT INTO events (run_id, seq, at, kind, data)
   VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?) RETURNING seq`;
 
+/** The database's clock in milliseconds, as SQL. */
+export const SQLITE_CLOCK_MS = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
+
 export class SqliteDialect implements Dialect {
   readonly kind = 'sqlite';
-  readonly clockMs = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`;
+  readonly clockMs = SQLITE_CLOCK_MS;
   readonly changedAt = this.clockMs;
   readonly skipLocked = '';
   readonly numberEvent = '';
