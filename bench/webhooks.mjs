@@ -3,7 +3,8 @@
 // time, and the receiver notes when each delivery arrives. Latency is from the change (the event's
 // `timestamp`, the run's updated_at written in the change's transaction) to the receiver;
 // deliveries per second count every delivery (queued, in progress, the end) from the first create
-// to the last delivery.
+// to the last delivery. The queue limits are raised to 1,000: two workers end runs slower than they
+// are created, so a team's default limit of 100 queued runs would refuse creates midway.
 //
 //   node bench/webhooks.mjs [--runs 300] [--concurrency 20]
 
@@ -41,7 +42,7 @@ const key = createKey(dataDir, 'bench');
 const executor = await startExecutor({
   dataDir,
   config:
-    'log_level: warn\nworkers: 2\nlimits:\n  rate_limit_per_minute: 0\nwebhooks:\n  allow_private_networks: true\n',
+    'log_level: warn\nworkers: 2\nlimits:\n  rate_limit_per_minute: 0\n  max_queued_runs: 1000\n  max_queued_runs_per_team: 1000\nwebhooks:\n  allow_private_networks: true\n',
   args: []
 });
 try {
