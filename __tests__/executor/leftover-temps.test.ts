@@ -1,9 +1,13 @@
-// An unconfined harness turn's TMPDIR is DATA_DIR/tmp/t<random>; the turn removes it when it ends,
-// and an executor killed first leaves it behind. The node's start-up and maintenance sweep removes
-// every such folder no live turn holds, and never the one a live turn is using.
+// An unconfined harness turn's TMPDIR is DATA_DIR/tmp/t<pid>.<random>; the turn removes it when it
+// ends, and an executor killed first leaves it behind. The node's start-up and maintenance sweep
+// removes every such folder no live turn holds, never the one a live turn is using, and never one
+// of another live process sharing the data dir.
 import { afterAll, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { makeRunTemp, releaseRunTemp, sweepRunTemps } from '../../src/executor/worker/run-temp.js';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 
@@ -88,3 +92,30 @@ it('removes the temp folders a killed executor left, at start-up and while runni
   started.push(second);
   await eventually(() => !existsSync(killed), { what: `${killed} removed at start-up`, timeoutMs: 30_000 });
 }, 180_000);
+
+it("leaves the temp folders of another live executor process sharing the data dir, removes a dead one's", async () => {
+  const dataDir = join(tempDir('leftover-temps-siblings-'), 'data');
+  const sibling = spawn(process.execPath, ['-e', 'process.stdin.resume()'], {
+    stdio: ['pipe', 'ignore', 'ignore']
+  });
+  await once(sibling, 'spawn');
+  try {
+    const theirs = leave(dataDir, `t${sibling.pid}.abc123`);
+    const mineUnheld = leave(dataDir, `t${process.pid}.def456`);
+    const mineHeld = makeRunTemp(dataDir);
+    expect(sweepRunTemps(dataDir)).toBe(1);
+    expect(existsSync(join(theirs, 'claude-0'))).toBe(true);
+    expect(existsSync(mineUnheld)).toBe(false);
+    expect(existsSync(mineHeld)).toBe(true);
+    // Once that process is gone, its folder is a leftover.
+    sibling.stdin!.end();
+    await once(sibling, 'exit');
+    expect(sweepRunTemps(dataDir)).toBe(1);
+    expect(existsSync(theirs)).toBe(false);
+    releaseRunTemp(mineHeld);
+    expect(existsSync(mineHeld)).toBe(false);
+  } finally {
+    sibling.kill();
+    rmSync(dirname(dataDir), { recursive: true, force: true });
+  }
+});

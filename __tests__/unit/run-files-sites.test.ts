@@ -143,9 +143,13 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     calls: { existsSync: 1, lchownSync: 1, mkdirSync: 1 },
     why: "whether the earlier run's HOME folder exists; makes an empty HOME again after a failed copy"
   },
+  'src/executor/worker/run-temp.ts': {
+    calls: { existsSync: 1, mkdirSync: 1, mkdtempSync: 1, readdirSync: 1 },
+    why: "makes an unconfined harness turn's TMPDIR (new, under the data dir's own tmp folder, which no run can write); the sweep reads only the names in that folder and removes through removeTree"
+  },
   'src/executor/worker/steps.ts': {
-    calls: { existsSync: 1, lchownSync: 2, mkdirSync: 2, mkdtempSync: 1, writeFileSync: 1 },
-    why: "makes the run's HOME (empty), an unconfined harness turn's TMPDIR (new, under the data dir) and the conversation file in the output folder it has just made"
+    calls: { existsSync: 1, lchownSync: 2, mkdirSync: 1, writeFileSync: 1 },
+    why: "makes the run's HOME (empty) and the conversation file in the output folder it has just made"
   },
   'src/executor/workspace/copy.ts': {
     calls: {

@@ -42,6 +42,7 @@ import { pipeline } from 'node:stream/promises';
 import * as zlib from 'node:zlib';
 import type { ImageConfig } from '../config/config.js';
 import type { ImageEntry, ImageRoot } from '../sandbox/image-root.js';
+import { makingLeftOver } from '../sandbox/processes.js';
 import { asRunUser, readerReason } from '../sandbox/run-files.js';
 import { FALLBACK_ID, type RunUser, systemProgram, systemUser } from '../sandbox/user.js';
 import { TarEntries } from './tar-entries.js';
@@ -736,29 +737,6 @@ export interface FreedImage {
   bytes: number;
 }
 
-/** Whether process `pid` of this machine is alive (one of another user's counts). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * A root being made, `<digest>.making-<pid>`: whether it is left over, to be removed. Several
- * executor processes may share the data dir: a folder of a live process is its build in progress,
- * never removed; one of this process only when no build of it is under way here.
- */
-function leftOver(dir: string): boolean {
-  const at = dir.lastIndexOf('.making-');
-  const pid = Number(dir.slice(at + '.making-'.length));
-  if (!Number.isSafeInteger(pid) || pid <= 0) return true;
-  if (pid === process.pid) return !building.has(dir.slice(0, at));
-  return !alive(pid);
-}
-
 interface CachedRoot {
   dir: string;
   ready: Ready;
@@ -773,7 +751,7 @@ function listRoots(dataDir: string): CachedRoot[] {
   for (const name of readdirSync(roots)) {
     const dir = join(roots, name);
     if (name.includes('.making-')) {
-      if (leftOver(dir)) rmSync(dir, { recursive: true, force: true });
+      if (makingLeftOver(dir, made => building.has(made))) rmSync(dir, { recursive: true, force: true });
       continue;
     }
     const ready = readReady(dir);

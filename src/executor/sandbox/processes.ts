@@ -209,3 +209,27 @@ export function freeSpaceProblem(config: FreeSpaceFloors, log: Log): string | un
   else low.delete(config.dataDir);
   return problem;
 }
+
+/** Whether process `pid` of this machine is alive (one of another user's counts). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * A folder being made, `<final path>.making-<pid>`: whether it is left over, to be removed. Several
+ * executor processes may share a data dir: a folder of another live process is its build in
+ * progress, never removed; one of this process only when `buildingHere(final path)` says no build
+ * of it is under way.
+ */
+export function makingLeftOver(dir: string, buildingHere: (made: string) => boolean): boolean {
+  const at = dir.lastIndexOf('.making-');
+  const pid = Number(dir.slice(at + '.making-'.length));
+  if (!Number.isSafeInteger(pid) || pid <= 0) return true;
+  if (pid === process.pid) return !buildingHere(dir.slice(0, at));
+  return !processAlive(pid);
+}

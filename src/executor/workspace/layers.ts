@@ -29,6 +29,7 @@ import {
 } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
+import { makingLeftOver } from '../sandbox/processes.js';
 import type { PrivateRepository } from './git.js';
 import type { Layers } from './layer-changes.js';
 import { removeTree } from './remove.js';
@@ -286,7 +287,8 @@ export async function sweepLayers(
   for (const name of existsSync(checkouts) ? readdirSync(checkouts) : []) {
     const dir = join(checkouts, name);
     if (name.includes('.making-')) {
-      if (!building.has(dir.slice(0, dir.indexOf('.making-')))) rmSync(dir, { recursive: true, force: true });
+      // Another live process's checkout in the making is its own, never removed here.
+      if (makingLeftOver(dir, made => building.has(made))) rmSync(dir, { recursive: true, force: true });
       continue;
     }
     const ready = readReady(dir);
@@ -301,7 +303,7 @@ export async function sweepLayers(
   for (const name of existsSync(setups) ? readdirSync(setups) : []) {
     const dir = join(setups, name);
     const made = name.includes('.making-') ? dir.slice(0, dir.indexOf('.making-')) : dir;
-    if (isBuilding(made)) continue;
+    if (isBuilding(made) || (made !== dir && !makingLeftOver(dir, isBuilding))) continue;
     const ready = made === dir ? readSetupReady(dir) : undefined;
     const checkout = ready && byCheckout.get(ready.checkout);
     // Half made, or over a checkout that is gone: never used again.
