@@ -16,7 +16,7 @@ import {
   writeFileSync
 } from 'node:fs';
 import { join } from 'node:path';
-import { asRunUser } from '../../src/executor/sandbox/run-files.js';
+import { asRunUser, readerReason } from '../../src/executor/sandbox/run-files.js';
 import { type RunUser, runUser } from '../../src/executor/sandbox/user.js';
 import { tempDir } from '../support/executor.js';
 import { requireBubblewrap } from './support.js';
@@ -128,5 +128,8 @@ describe('asRunUser', () => {
     );
     expect(result.timedOut).toBe(true);
     expect(result.code).toBeNull();
+    // The refusal names the limit the call had, not the default one.
+    expect(readerReason(result)).toBe('it ran longer than 300 ms');
+    expect(readerReason({ ...result, timeLimitMs: 15 * 60_000 })).toBe('it ran longer than 15 minutes');
   });
 });

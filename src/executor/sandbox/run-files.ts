@@ -71,6 +71,8 @@ export interface RunFilesResult {
   stderr: string;
   /** True when it was killed for its time limit. */
   timedOut: boolean;
+  /** That time limit, in milliseconds. */
+  timeLimitMs: number;
 }
 
 /** Files of the system directories a reader must not see (the executor's config file). */
@@ -180,10 +182,11 @@ export function asRunUser(identity: RunIdentity, call: RunFilesCall): Promise<Ru
         // already gone
       }
     };
+    const timeLimitMs = call.timeoutMs ?? READER_TIMEOUT_MS;
     const timer = setTimeout(() => {
       timedOut = true;
       kill();
-    }, call.timeoutMs ?? READER_TIMEOUT_MS);
+    }, timeLimitMs);
     child.stdout!.on('data', (chunk: Buffer) => {
       stdoutBytes += chunk.length;
       if (keptBytes < maxStdout) {
@@ -206,14 +209,29 @@ export function asRunUser(identity: RunIdentity, call: RunFilesCall): Promise<Ru
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolveResult({ code, signal, stdout: Buffer.concat(kept), stdoutBytes, stderr, timedOut });
+      resolveResult({
+        code,
+        signal,
+        stdout: Buffer.concat(kept),
+        stdoutBytes,
+        stderr,
+        timedOut,
+        timeLimitMs
+      });
     });
   });
 }
 
 /** The first line of a reader's complaint, for a message (bounded, control characters dropped). */
 export function readerReason(result: RunFilesResult): string {
-  if (result.timedOut) return `it ran longer than ${READER_TIMEOUT_MS / 60000} minutes`;
+  if (result.timedOut) {
+    const minutes = result.timeLimitMs / 60_000;
+    return Number.isInteger(minutes)
+      ? `it ran longer than ${minutes} minute${minutes === 1 ? '' : 's'}`
+      : result.timeLimitMs < 1000
+        ? `it ran longer than ${result.timeLimitMs} ms`
+        : `it ran longer than ${Math.round(result.timeLimitMs / 1000)} s`;
+  }
   const line =
     result.stderr
       .split('\n')
