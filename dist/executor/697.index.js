@@ -8567,6 +8567,31 @@ function freeSpaceProblem(config, log) {
         low.delete(config.dataDir);
     return problem;
 }
+/** Whether process `pid` of this machine is alive (one of another user's counts). */
+function processAlive(pid) {
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (error) {
+        return error.code === 'EPERM';
+    }
+}
+/**
+ * A folder being made, `<final path>.making-<pid>`: whether it is left over, to be removed. Several
+ * executor processes may share a data dir: a folder of another live process is its build in
+ * progress, never removed; one of this process only when `buildingHere(final path)` says no build
+ * of it is under way.
+ */
+function makingLeftOver(dir, buildingHere) {
+    const at = dir.lastIndexOf('.making-');
+    const pid = Number(dir.slice(at + '.making-'.length));
+    if (!Number.isSafeInteger(pid) || pid <= 0)
+        return true;
+    if (pid === process.pid)
+        return !buildingHere(dir.slice(0, at));
+    return !processAlive(pid);
+}
 
 ;// CONCATENATED MODULE: ./src/executor/server/routes/meta.ts
 // Liveness, readiness, the OpenAPI document and the error reference: no key needed.
@@ -11363,10 +11388,11 @@ function asRunUser(identity, call) {
                 // already gone
             }
         };
+        const timeLimitMs = call.timeoutMs ?? READER_TIMEOUT_MS;
         const timer = setTimeout(() => {
             timedOut = true;
             kill();
-        }, call.timeoutMs ?? READER_TIMEOUT_MS);
+        }, timeLimitMs);
         child.stdout.on('data', (chunk) => {
             stdoutBytes += chunk.length;
             if (keptBytes < maxStdout) {
@@ -11390,14 +11416,28 @@ function asRunUser(identity, call) {
         });
         child.on('close', (code, signal) => {
             clearTimeout(timer);
-            resolveResult({ code, signal, stdout: Buffer.concat(kept), stdoutBytes, stderr, timedOut });
+            resolveResult({
+                code,
+                signal,
+                stdout: Buffer.concat(kept),
+                stdoutBytes,
+                stderr,
+                timedOut,
+                timeLimitMs
+            });
         });
     });
 }
 /** The first line of a reader's complaint, for a message (bounded, control characters dropped). */
 function readerReason(result) {
-    if (result.timedOut)
-        return `it ran longer than ${READER_TIMEOUT_MS / 60000} minutes`;
+    if (result.timedOut) {
+        const minutes = result.timeLimitMs / 60_000;
+        return Number.isInteger(minutes)
+            ? `it ran longer than ${minutes} minute${minutes === 1 ? '' : 's'}`
+            : result.timeLimitMs < 1000
+                ? `it ran longer than ${result.timeLimitMs} ms`
+                : `it ran longer than ${Math.round(result.timeLimitMs / 1000)} s`;
+    }
     const line = result.stderr
         .split('\n')
         .map(text => text.trim())
@@ -12637,6 +12677,7 @@ function forgetSetup(dir) {
 
 
 
+
 const layers_exec = (0,external_node_util_.promisify)(external_node_child_process_.execFile);
 function layersDir(dataDir, runId) {
     return (0,external_node_path_.join)(dataDir, 'layers', runId);
@@ -12843,7 +12884,8 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
     for (const name of (0,external_node_fs_.existsSync)(checkouts) ? (0,external_node_fs_.readdirSync)(checkouts) : []) {
         const dir = (0,external_node_path_.join)(checkouts, name);
         if (name.includes('.making-')) {
-            if (!building.has(dir.slice(0, dir.indexOf('.making-'))))
+            // Another live process's checkout in the making is its own, never removed here.
+            if (makingLeftOver(dir, made => building.has(made)))
                 (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
             continue;
         }
@@ -12860,7 +12902,7 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
     for (const name of (0,external_node_fs_.existsSync)(setups) ? (0,external_node_fs_.readdirSync)(setups) : []) {
         const dir = (0,external_node_path_.join)(setups, name);
         const made = name.includes('.making-') ? dir.slice(0, dir.indexOf('.making-')) : dir;
-        if (isBuilding(made))
+        if (isBuilding(made) || (made !== dir && !makingLeftOver(dir, isBuilding)))
             continue;
         const ready = made === dir ? readSetupReady(dir) : undefined;
         const checkout = ready && byCheckout.get(ready.checkout);
@@ -14290,6 +14332,7 @@ function entrySize(field) {
 
 
 
+
 /** The system user that unpacks images (a root executor); no run is ever this user. */
 const IMAGE_USER = 'agent-run-image';
 /** The largest manifest or config blob read. */
@@ -14884,30 +14927,6 @@ function findInImage(image, program, path) {
     }
     return undefined;
 }
-/** Whether process `pid` of this machine is alive (one of another user's counts). */
-function alive(pid) {
-    try {
-        process.kill(pid, 0);
-        return true;
-    }
-    catch (error) {
-        return error.code === 'EPERM';
-    }
-}
-/**
- * A root being made, `<digest>.making-<pid>`: whether it is left over, to be removed. Several
- * executor processes may share the data dir: a folder of a live process is its build in progress,
- * never removed; one of this process only when no build of it is under way here.
- */
-function leftOver(dir) {
-    const at = dir.lastIndexOf('.making-');
-    const pid = Number(dir.slice(at + '.making-'.length));
-    if (!Number.isSafeInteger(pid) || pid <= 0)
-        return true;
-    if (pid === process.pid)
-        return !cache_building.has(dir.slice(0, at));
-    return !alive(pid);
-}
 /** The unpacked roots that are whole, after removing those half made by a process that is gone. */
 function listRoots(dataDir) {
     const roots = rootsDir(dataDir);
@@ -14917,7 +14936,7 @@ function listRoots(dataDir) {
     for (const name of (0,external_node_fs_.readdirSync)(roots)) {
         const dir = (0,external_node_path_.join)(roots, name);
         if (name.includes('.making-')) {
-            if (leftOver(dir))
+            if (makingLeftOver(dir, made => cache_building.has(made)))
                 (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
             continue;
         }
@@ -19032,12 +19051,15 @@ function parseExtra(extra) {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/run-temp.ts
-// The TMPDIR of an unconfined harness turn: DATA_DIR/tmp/t<random>, short because a socket's path
-// inside it must be (a longer one sends Claude Code back to the machine's /tmp). The turn removes
-// it when it ends; an executor killed first (SIGKILL, a crash) leaves it, and the start-up and
-// maintenance sweep removes every such folder no live turn of this process holds. The sweep reads
+// The TMPDIR of an unconfined harness turn: DATA_DIR/tmp/t<pid>.<random>, short because a socket's
+// path inside it must be (a longer one sends Claude Code back to the machine's /tmp). The turn
+// removes it when it ends; an executor killed first (SIGKILL, a crash) leaves it, and the start-up
+// and maintenance sweep removes every such folder no live turn of this process holds and every one
+// of a process that is gone (several executor processes may share a data dir: a live one's folders
+// are its own). The sweep reads
 // only the names in DATA_DIR/tmp (a folder of the executor's, which no run can write) and never
 // looks inside a run's folder: it goes through the removal primitive (workspace/remove.ts).
+
 
 
 
@@ -19050,7 +19072,7 @@ function tempsDir(dataDir) {
 function makeRunTemp(dataDir) {
     (0,external_node_fs_.mkdirSync)(tempsDir(dataDir), { recursive: true, mode: 0o700 });
     // Made and held in one synchronous step: a sweep never sees it unheld.
-    const path = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)(tempsDir(dataDir), 't'));
+    const path = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)(tempsDir(dataDir), `t${process.pid}.`));
     run_temp_held.add(path);
     return path;
 }
@@ -19063,6 +19085,16 @@ function releaseRunTemp(path) {
         run_temp_held.delete(path);
     }
 }
+/** Whether a temp folder is left over: this process's and held by no turn, or a dead process's. */
+function leftOver(name, path) {
+    if (!name.startsWith('t'))
+        return false;
+    const pid = /^t(\d+)\./.exec(name)?.[1];
+    // A name without a pid was made before folders carried one: nobody holds it.
+    if (pid === undefined)
+        return true;
+    return Number(pid) === process.pid ? !run_temp_held.has(path) : !processAlive(Number(pid));
+}
 /**
  * Removes the temp folders no live turn holds (left by a killed process); answers how many went.
  * One that cannot go stays for the next sweep.
@@ -19072,7 +19104,7 @@ function sweepRunTemps(dataDir) {
     let removed = 0;
     for (const name of (0,external_node_fs_.existsSync)(dir) ? (0,external_node_fs_.readdirSync)(dir) : []) {
         const path = (0,external_node_path_.join)(dir, name);
-        if (!/^t/.test(name) || run_temp_held.has(path))
+        if (!leftOver(name, path))
             continue;
         try {
             removeTree(path);
@@ -20874,7 +20906,7 @@ function lockDataDir(dataDir, role) {
         if (!(0,external_node_fs_.existsSync)(path))
             continue;
         const pid = Number((0,external_node_fs_.readFileSync)(path, 'utf8').trim());
-        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && serve_alive(pid)) {
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
             throw new Error(`another executor (pid ${pid}) is serving data dir ${dataDir} with --role ${other}; ` +
                 'a data dir takes one --role all, or one --role api beside one --role worker; ' +
                 'stop it or use another --data-dir');
@@ -20890,7 +20922,7 @@ function lockDataDir(dataDir, role) {
     process.once('exit', release);
     return release;
 }
-function serve_alive(pid) {
+function alive(pid) {
     try {
         process.kill(pid, 0);
         return true;
