@@ -44,6 +44,9 @@ function sourceRepo(): string {
   // A file the start tracks although .gitignore names it: an edit of it is a change.
   write('kept.log', 'tracked all the same\n');
   git('add', '--force', 'kept.log');
+  // Submodules (gitlinks; their folders are empty in a checkout): at the top and below a folder.
+  git('update-index', '--add', '--cacheinfo', `160000,${'1'.repeat(40)},sub`);
+  git('update-index', '--add', '--cacheinfo', `160000,${'2'.repeat(40)},src/sub2`);
   git('commit', '--quiet', '-m', 'start');
   return dir;
 }
@@ -169,6 +172,27 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(walked.nested).toEqual(layered.nested);
     expect(layeredPatch.length).toBeGreaterThan(0);
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
+  }, 60_000);
+
+  it("leaves files written in a submodule's folder out, as a walk does, and keeps the submodule in the tree", async () => {
+    const ws = await workspace('run-submodule');
+    asRun(
+      ws,
+      'mkdir -p sub/deep src/sub2 && echo in > sub/x.txt && echo deep > sub/deep/y.txt && ' +
+        'echo in2 > src/sub2/z.txt && echo edited >> README.md'
+    );
+    const { layered, layeredPatch, walked, walkedPatch } = await bothWays(ws);
+    expect(layered.walked).toBe('layers');
+    expect(layered.files).toEqual([{ path: 'README.md', change: 'modified' }]);
+    expect(walked.files).toEqual(layered.files);
+    expect(layeredPatch.equals(walkedPatch)).toBe(true);
+    // The tree a publish commits still records both submodules at their start commits.
+    const listed = execFileSync('git', ['--git-dir', ws.git.gitDir, 'ls-tree', '-r', await ws.tree()], {
+      encoding: 'utf8'
+    });
+    expect(listed).toContain(`160000 commit ${'1'.repeat(40)}\tsub\n`);
+    expect(listed).toContain(`160000 commit ${'2'.repeat(40)}\tsrc/sub2\n`);
+    expect(listed).not.toContain('x.txt');
   }, 60_000);
 
   it('sees a later turn undo what an earlier turn did', async () => {

@@ -422,7 +422,8 @@ function workspaceOf(
         ends = { from, to };
         // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
         names = out.toString('utf8', newline + 1, end < 0 ? undefined : end);
-        head = end < 0 ? undefined : out.subarray(end + 1);
+        // A head cut short with the rest of the output (past runTreeGit's limit) is not the diff's.
+        head = end < 0 || listed.bytes > out.length ? undefined : out.subarray(end + 1);
       } else {
         names = (
           await runTreeGit(tree, [
@@ -501,17 +502,22 @@ const TREE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  */
 function changedOnly(nested: string[], base: string): string {
   const file = (name: string) => `"$GIT_DIR/agent-run-end-${name}"`;
-  const [index, list, kept] = [file('index'), file('changed'), file('kept')];
+  const [index, list, kept, above] = [file('index'), file('changed'), file('kept'), file('above')];
   const exclude = nested.map(path => `:(exclude,literal)${path}`);
   const fromFile = (file: string) => `--pathspec-from-file=${file}`;
   return [
     `export GIT_INDEX_FILE=${index}`,
     // Whatever happens, nothing of the end is left in the private git dir.
-    `trap 'rm -f ${index} ${list} ${kept}' EXIT`,
-    `rm -f ${index} ${list} ${kept}`,
+    `trap 'rm -f ${index} ${list} ${kept} ${above}' EXIT`,
+    `rm -f ${index} ${list} ${kept} ${above}`,
     `cat > ${list} || exit 1`,
     // An empty pathspec list would reset the whole index.
     `if [ -s ${list} ]; then ${gitLine(['reset', '-q', base, '--pathspec-file-nul'])} ${fromFile(list)} || exit 1; fi`,
+    // The start's submodules (gitlinks) among the entries of the folders above the candidates join
+    // the index, so a file the run wrote inside a submodule's folder stays out of the changes as
+    // git keeps it out of a whole index: the submodule's recorded commit never changes.
+    `if [ -s ${list} ]; then sed -z -n 's/^:(literal)//;:a;s|/[^/]*$||p;ta' < ${list} | sort -zu > ${above} || exit 1; fi`,
+    `if [ -s ${above} ]; then GIT_LITERAL_PATHSPECS=1 xargs -0 -r ${gitLine(['ls-tree', '-z', base, '--'])} < ${above} | { grep -z '^160000 ' || [ $? = 1 ]; } | ${gitLine(['update-index', '-z', '--index-info'])} || exit 1; fi`,
     `from=$(${gitLine(['write-tree'])}) || exit 1`,
     `if [ -s ${list} ]; then xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])} < ${list} | sort -zu | sed -z 's/^/:(literal)/' > ${kept} || exit 1; fi`,
     `if [ -s ${kept} ]; then ${gitLine(['add', '--all', '--pathspec-file-nul'])} ${fromFile(kept)} || exit 1; fi`,
