@@ -114,13 +114,15 @@ export class PostgresDialect implements Dialect {
     const written = await transaction(this.pool, async client => {
       const run = async <R extends Row>(made: Statement) =>
         (await client.query<R>(numberPlaceholders(made.text), made.values)).rows;
-      // Looked at again once locked: a follow-up just before may have queued the run already.
-      if ((await run(ended)).length > 0)
-        await run(sql('SELECT pg_advisory_xact_lock(?)', FOLLOWUP_QUEUE_LOCK));
+      // Looked at again once locked (a follow-up just before may have queued the run already), and
+      // counted only under the lock.
       if ((await run(ended)).length > 0) {
-        for (const queue of queues) {
-          const [row] = await run<{ n: unknown }>(queue.count);
-          if (Number(row?.n ?? 0) >= queue.limit) return { full: queue.name };
+        await run(sql('SELECT pg_advisory_xact_lock(?)', FOLLOWUP_QUEUE_LOCK));
+        if ((await run(ended)).length > 0) {
+          for (const queue of queues) {
+            const [row] = await run<{ n: unknown }>(queue.count);
+            if (Number(row?.n ?? 0) >= queue.limit) return { full: queue.name };
+          }
         }
       }
       const [added] = await run<{ seq: number }>(this.appending(runId, 'followup', data, at));
