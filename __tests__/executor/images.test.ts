@@ -612,6 +612,37 @@ describe("the image cache's leftovers: the copy's user and bounds, collection, i
     rmSync(join(dataDir, '..'), { recursive: true, force: true });
   });
 
+  it('collects the manifest a moved tag left untagged, with the blobs only it referenced', async () => {
+    buildImage('mover', 'mover-one', root => writeFileSync(join(root, 'only-here'), 'one\n'));
+    const dataDir = join(tempDir('images-mover-'), 'data');
+    const always = { ref: `oci:${layout}:mover`, pull: 'always' as const };
+    const first = await prepareImage(dataDir, always, 64 * 1024 ** 2);
+    const before = blobsOf(dataDir);
+    buildImage('mover', 'mover-two', root => writeFileSync(join(root, 'only-here'), 'two\n'));
+    const second = await prepareImage(dataDir, always, 64 * 1024 ** 2);
+    expect(second.digest).not.toBe(first.digest);
+    const indexPath = join(dataDir, 'images', 'layout', 'index.json');
+    const manifests = () =>
+      (JSON.parse(readFileSync(indexPath, 'utf8')) as { manifests: { digest: string }[] }).manifests.map(
+        entry => entry.digest
+      );
+    // The copy left the first manifest in the index, named by no tag.
+    expect(manifests()).toEqual(expect.arrayContaining([first.digest, second.digest]));
+    // The environment still names the reference, and the cache has room: only the untagged one goes.
+    expect(await collectImageLayout(dataDir, [always.ref], 1024 ** 3)).toEqual([]);
+    expect(manifests()).toEqual([second.digest]);
+    const left = blobsOf(dataDir);
+    expect(left).not.toContain(first.digest.slice('sha256:'.length));
+    expect(left).toContain(second.digest.slice('sha256:'.length));
+    // The first manifest and what only it referenced (its own layer, its config) are gone.
+    expect(before.filter(blob => !left.includes(blob)).length).toBeGreaterThanOrEqual(2);
+    expect(await prepareImage(dataDir, { ...always, pull: 'missing' }, 64 * 1024 ** 2)).toMatchObject({
+      digest: second.digest,
+      copied: false
+    });
+    rmSync(join(dataDir, '..'), { recursive: true, force: true });
+  });
+
   it('removes unused unpacked images when the data dir runs short of inodes, never a held one', async () => {
     buildImage('inodes-a', 'inodes-a');
     buildImage('inodes-b', 'inodes-b');

@@ -423,6 +423,47 @@ async function skopeo(
 }
 
 /**
+ * Takes out of the layout's index the manifests no tag names any more (a copy to a tag that moved
+ * leaves the old manifest there, untagged), then collects what only they referenced: otherwise
+ * every move of a tag an environment copies with `image_pull: always` would keep a whole image,
+ * counted by nothing. The index is written and `umoci gc` run by the image user, under the layout's
+ * lock. Another process's copy between this read of the index and that write loses its entry (its
+ * next run copies again).
+ */
+async function dropUntagged(dataDir: string): Promise<void> {
+  let index: { manifests?: unknown };
+  try {
+    index = JSON.parse(
+      readLayoutFile(dataDir, 'index.json', MAX_JSON_BYTES).toString('utf8')
+    ) as typeof index;
+  } catch {
+    return;
+  }
+  if (!Array.isArray(index.manifests)) return;
+  const tagged = (index.manifests as { annotations?: Record<string, unknown> }[]).filter(
+    entry => typeof entry?.annotations?.['org.opencontainers.image.ref.name'] === 'string'
+  );
+  if (tagged.length === index.manifests.length) return;
+  const layout = layoutDir(dataDir);
+  const result = await asRunUser(
+    { user: imageUser(), confined: true },
+    {
+      write: [layout],
+      stdin: JSON.stringify({ ...index, manifests: tagged }),
+      ...underLock(dataDir, 'exclusive', '/bin/sh', [
+        '-c',
+        'cat > "$1/index.json.new" && mv "$1/index.json.new" "$1/index.json" && exec umoci gc --layout "$1"',
+        'sh',
+        layout
+      ]),
+      timeoutMs: STEP_TIMEOUT_MS
+    }
+  );
+  if (result.code !== 0)
+    throw new ImageError(`umoci could not collect the image cache: ${readerReason(result)}`);
+}
+
+/**
  * Copies `ref` into the layout under `tag`, as the image user. Its manifest is read first (`skopeo
  * inspect --raw`): a manifest whose layers declare more bytes than `bound` in all is refused before
  * any blob is fetched; a reference pinned by digest must match it. Each blob written is bounded
@@ -809,6 +850,7 @@ export function collectImageLayout(dataDir: string, refs: string[], cacheBytes: 
   return exclusive(dataDir, async () => {
     const layout = layoutDir(dataDir);
     if (!existsSync(join(layout, 'index.json'))) return [];
+    await dropUntagged(dataDir);
     const tags = layoutTags(dataDir);
     const wanted = new Set(refs.map(tagOf));
     const blobs = new Map<string, number>();
