@@ -13237,7 +13237,8 @@ layersOf) {
                 ends = { from, to };
                 // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
                 names = out.toString('utf8', newline + 1, end < 0 ? undefined : end);
-                head = end < 0 ? undefined : out.subarray(end + 1);
+                // A head cut short with the rest of the output (past runTreeGit's limit) is not the diff's.
+                head = end < 0 || listed.bytes > out.length ? undefined : out.subarray(end + 1);
             }
             else {
                 names = (await runTreeGit(tree, [
@@ -13311,17 +13312,22 @@ const TREE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  */
 function changedOnly(nested, base) {
     const file = (name) => `"$GIT_DIR/agent-run-end-${name}"`;
-    const [index, list, kept] = [file('index'), file('changed'), file('kept')];
+    const [index, list, kept, above] = [file('index'), file('changed'), file('kept'), file('above')];
     const exclude = nested.map(path => `:(exclude,literal)${path}`);
     const fromFile = (file) => `--pathspec-from-file=${file}`;
     return [
         `export GIT_INDEX_FILE=${index}`,
         // Whatever happens, nothing of the end is left in the private git dir.
-        `trap 'rm -f ${index} ${list} ${kept}' EXIT`,
-        `rm -f ${index} ${list} ${kept}`,
+        `trap 'rm -f ${index} ${list} ${kept} ${above}' EXIT`,
+        `rm -f ${index} ${list} ${kept} ${above}`,
         `cat > ${list} || exit 1`,
         // An empty pathspec list would reset the whole index.
         `if [ -s ${list} ]; then ${gitLine(['reset', '-q', base, '--pathspec-file-nul'])} ${fromFile(list)} || exit 1; fi`,
+        // The start's submodules (gitlinks) among the entries of the folders above the candidates join
+        // the index, so a file the run wrote inside a submodule's folder stays out of the changes as
+        // git keeps it out of a whole index: the submodule's recorded commit never changes.
+        `if [ -s ${list} ]; then sed -z -n 's/^:(literal)//;:a;s|/[^/]*$||p;ta' < ${list} | sort -zu > ${above} || exit 1; fi`,
+        `if [ -s ${above} ]; then GIT_LITERAL_PATHSPECS=1 xargs -0 -r ${gitLine(['ls-tree', '-z', base, '--'])} < ${above} | { grep -z '^160000 ' || [ $? = 1 ]; } | ${gitLine(['update-index', '-z', '--index-info'])} || exit 1; fi`,
         `from=$(${gitLine(['write-tree'])}) || exit 1`,
         `if [ -s ${list} ]; then xargs -0 -r ${gitLine(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...exclude])} < ${list} | sort -zu | sed -z 's/^/:(literal)/' > ${kept} || exit 1; fi`,
         `if [ -s ${kept} ]; then ${gitLine(['add', '--all', '--pathspec-file-nul'])} ${fromFile(kept)} || exit 1; fi`,
@@ -14635,6 +14641,42 @@ async function skopeo(dataDir, ref, args, bound, maxStdout = 64 * 1024) {
     throw new ImageError(`skopeo could not copy it: ${why.replace(CONTROL, '?').slice(0, 300) || `exit code ${result.code ?? result.signal}`}${hint}`);
 }
 /**
+ * Takes out of the layout's index the manifests no tag names any more (a copy to a tag that moved
+ * leaves the old manifest there, untagged), then collects what only they referenced: otherwise
+ * every move of a tag an environment copies with `image_pull: always` would keep a whole image,
+ * counted by nothing. The index is written and `umoci gc` run by the image user, under the layout's
+ * lock. Another process's copy between this read of the index and that write loses its entry (its
+ * next run copies again).
+ */
+async function dropUntagged(dataDir) {
+    let index;
+    try {
+        index = JSON.parse(readLayoutFile(dataDir, 'index.json', MAX_JSON_BYTES).toString('utf8'));
+    }
+    catch {
+        return;
+    }
+    if (!Array.isArray(index.manifests))
+        return;
+    const tagged = index.manifests.filter(entry => typeof entry?.annotations?.['org.opencontainers.image.ref.name'] === 'string');
+    if (tagged.length === index.manifests.length)
+        return;
+    const layout = layoutDir(dataDir);
+    const result = await asRunUser({ user: imageUser(), confined: true }, {
+        write: [layout],
+        stdin: JSON.stringify({ ...index, manifests: tagged }),
+        ...underLock(dataDir, 'exclusive', '/bin/sh', [
+            '-c',
+            'cat > "$1/index.json.new" && mv "$1/index.json.new" "$1/index.json" && exec umoci gc --layout "$1"',
+            'sh',
+            layout
+        ]),
+        timeoutMs: STEP_TIMEOUT_MS
+    });
+    if (result.code !== 0)
+        throw new ImageError(`umoci could not collect the image cache: ${readerReason(result)}`);
+}
+/**
  * Copies `ref` into the layout under `tag`, as the image user. Its manifest is read first (`skopeo
  * inspect --raw`): a manifest whose layers declare more bytes than `bound` in all is refused before
  * any blob is fetched; a reference pinned by digest must match it. Each blob written is bounded
@@ -14997,6 +15039,7 @@ function collectImageLayout(dataDir, refs, cacheBytes) {
         const layout = layoutDir(dataDir);
         if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(layout, 'index.json')))
             return [];
+        await dropUntagged(dataDir);
         const tags = layoutTags(dataDir);
         const wanted = new Set(refs.map(tagOf));
         const blobs = new Map();
@@ -15628,14 +15671,16 @@ class PostgresDialect {
     async followup({ runId, at, data, ended, queues, requeue, event }) {
         const written = await transaction(this.pool, async (client) => {
             const run = async (made) => (await client.query(numberPlaceholders(made.text), made.values)).rows;
-            // Looked at again once locked: a follow-up just before may have queued the run already.
-            if ((await run(ended)).length > 0)
-                await run(sql('SELECT pg_advisory_xact_lock(?)', FOLLOWUP_QUEUE_LOCK));
+            // Looked at again once locked (a follow-up just before may have queued the run already), and
+            // counted only under the lock.
             if ((await run(ended)).length > 0) {
-                for (const queue of queues) {
-                    const [row] = await run(queue.count);
-                    if (Number(row?.n ?? 0) >= queue.limit)
-                        return { full: queue.name };
+                await run(sql('SELECT pg_advisory_xact_lock(?)', FOLLOWUP_QUEUE_LOCK));
+                if ((await run(ended)).length > 0) {
+                    for (const queue of queues) {
+                        const [row] = await run(queue.count);
+                        if (Number(row?.n ?? 0) >= queue.limit)
+                            return { full: queue.name };
+                    }
                 }
             }
             const [added] = await run(this.appending(runId, 'followup', data, at));
