@@ -83,7 +83,7 @@ async function trial(n: number): Promise<{ marker: string; expected: string; con
     // Past a real answer on a loaded 2-core machine (runs' readers compete for it), short of the delay fault's 2.5 s.
     timeoutMs: 1500,
     // One request in three fails here, far worse than any real network, and on a machine running
-    // other suites beside this one the executor's answers have stalled past the timeout for ~16 s
+    // other suites beside this one the executor's answers have stalled past the timeout for 11 s or more
     // (a CI run: 11 attempts of one create in a row): a retry budget of 30 (~45 s), which
     // idempotency keys make safe. What is tested is the conclusion and one run per trial, not speed.
     maxRetries: 30,
