@@ -132,8 +132,8 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "the database's folder, and its own -shm file (the WAL-index header: the read caches' stamp), in the data dir no run sees"
   },
   'src/executor/worker/maintenance.ts': {
-    calls: { existsSync: 1, readdirSync: 1, statSync: 1 },
-    why: 'lists DATA_DIR/homes (names root chose) and stats each HOME folder itself (its time) before removing it whole'
+    calls: { statSync: 1 },
+    why: 'stats each HOME folder of DATA_DIR/homes itself (its time) before removing it whole (removeLeftovers lists the names)'
   },
   'src/executor/worker/run-outputs.ts': {
     calls: { lchownSync: 1, mkdirSync: 1, realpathSync: 1 },
@@ -144,8 +144,8 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "whether the earlier run's HOME folder exists; makes an empty HOME again after a failed copy"
   },
   'src/executor/worker/run-temp.ts': {
-    calls: { existsSync: 1, mkdirSync: 1, mkdtempSync: 1, readdirSync: 1 },
-    why: "makes an unconfined harness turn's TMPDIR (new, under the data dir's own tmp folder, which no run can write); the sweep reads only the names in that folder and removes through removeTree"
+    calls: { mkdirSync: 1, mkdtempSync: 1 },
+    why: "makes an unconfined harness turn's TMPDIR (new, under the data dir's own tmp folder, which no run can write); its sweep goes through removeLeftovers"
   },
   'src/executor/worker/steps.ts': {
     calls: { existsSync: 1, lchownSync: 2, mkdirSync: 1, writeFileSync: 1 },
@@ -203,8 +203,8 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "writes the private git dir and the agent's .git before the run starts (nothing of the run exists yet)"
   },
   'src/executor/workspace/remove.ts': {
-    calls: { execFileSync: 1, existsSync: 1, rmSync: 1 },
-    why: 'removes a whole tree once no process of its run exists (rm -rf --one-file-system follows no link)'
+    calls: { execFileSync: 1, existsSync: 2, readdirSync: 1, rmSync: 1 },
+    why: "removes a whole tree once no process of its run exists (rm -rf --one-file-system follows no link); lists the names in one of the executor's own folders (homes, tmp) to remove the leftovers among them, never reading inside one"
   },
   'src/executor/workspace/setup-layers.ts': {
     calls: {

@@ -5,7 +5,7 @@
 // frees the shared checkouts and setup layers no workspace uses, looking again only when something
 // could have become unused (or after LOOK_AGAIN_MS), not on every claim attempt.
 
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config/config.js';
@@ -17,7 +17,7 @@ import { collectImageLayout, freeImageRoots } from '../images/cache.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';
 import { freeSharedLayers, sweepWorkspaces } from '../workspace/workspace.js';
-import { removeTree } from '../workspace/remove.js';
+import { removeLeftovers } from '../workspace/remove.js';
 import { sweepImages } from '../images/cache.js';
 import { sweepRunTemps } from './run-temp.js';
 
@@ -113,20 +113,11 @@ export async function sweepFinishedWorkspaces(
  * goes here once it is older than the workspace retention and its run is not running on this node.
  */
 function sweepLeftHomes(dataDir: string, retentionMs: number, active: Set<string>): number {
-  const dir = join(dataDir, 'homes');
-  let removed = 0;
-  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
-    const path = join(dir, name);
-    if (active.has(name) || Date.now() - statSync(path).mtimeMs < retentionMs) continue;
-    try {
-      // Any depth the run made it (remove.ts); one that cannot go stays for the next sweep.
-      removeTree(path);
-      removed++;
-    } catch {
-      continue;
-    }
-  }
-  return removed;
+  // Any depth the run made it (remove.ts).
+  return removeLeftovers(
+    join(dataDir, 'homes'),
+    (name, path) => !active.has(name) && Date.now() - statSync(path).mtimeMs >= retentionMs
+  );
 }
 
 /** How long the pool waits before it looks again for something to free, when nothing was left. */

@@ -7,10 +7,10 @@
 // only the names in DATA_DIR/tmp (a folder of the executor's, which no run can write) and never
 // looks inside a run's folder: it goes through the removal primitive (workspace/remove.ts).
 
-import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { processAlive } from '../sandbox/processes.js';
-import { removeTree } from '../workspace/remove.js';
+import { removeLeftovers, removeTree } from '../workspace/remove.js';
 
 /** The temp folders live turns of this process hold. */
 const held = new Set<string>();
@@ -51,17 +51,5 @@ function leftOver(name: string, path: string): boolean {
  * One that cannot go stays for the next sweep.
  */
 export function sweepRunTemps(dataDir: string): number {
-  const dir = tempsDir(dataDir);
-  let removed = 0;
-  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
-    const path = join(dir, name);
-    if (!leftOver(name, path)) continue;
-    try {
-      removeTree(path);
-      removed++;
-    } catch {
-      continue;
-    }
-  }
-  return removed;
+  return removeLeftovers(tempsDir(dataDir), leftOver);
 }

@@ -6,7 +6,8 @@
 // The system's `rm` walks any depth; it never follows a link and stays on the tree's file system.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 
 const RM = existsSync('/usr/bin/rm') ? '/usr/bin/rm' : '/bin/rm';
 
@@ -19,4 +20,23 @@ export function removeTree(path: string): void {
     // deeper than rmSync goes: the system's rm below
   }
   execFileSync(RM, ['-rf', '--one-file-system', '--', path], { stdio: 'ignore' });
+}
+
+/**
+ * Removes the entries of the executor's folder `dir` that `leftOver` names (by name and path: it
+ * never reads inside them); answers how many went. One that cannot go stays for the next sweep.
+ */
+export function removeLeftovers(dir: string, leftOver: (name: string, path: string) => boolean): number {
+  let removed = 0;
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    const path = join(dir, name);
+    if (!leftOver(name, path)) continue;
+    try {
+      removeTree(path);
+      removed++;
+    } catch {
+      continue;
+    }
+  }
+  return removed;
 }
