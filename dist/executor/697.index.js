@@ -11519,6 +11519,7 @@ function copyTree(from, to, skip, quotaBytes) {
 // The system's `rm` walks any depth; it never follows a link and stays on the tree's file system.
 
 
+
 const RM = (0,external_node_fs_.existsSync)('/usr/bin/rm') ? '/usr/bin/rm' : '/bin/rm';
 /** Removes `path` and everything under it (nothing when it is absent); throws when it stays. */
 function removeTree(path) {
@@ -11530,6 +11531,26 @@ function removeTree(path) {
         // deeper than rmSync goes: the system's rm below
     }
     (0,external_node_child_process_.execFileSync)(RM, ['-rf', '--one-file-system', '--', path], { stdio: 'ignore' });
+}
+/**
+ * Removes the entries of the executor's folder `dir` that `leftOver` names (by name and path: it
+ * never reads inside them); answers how many went. One that cannot go stays for the next sweep.
+ */
+function removeLeftovers(dir, leftOver) {
+    let removed = 0;
+    for (const name of (0,external_node_fs_.existsSync)(dir) ? (0,external_node_fs_.readdirSync)(dir) : []) {
+        const path = (0,external_node_path_.join)(dir, name);
+        if (!leftOver(name, path))
+            continue;
+        try {
+            removeTree(path);
+            removed++;
+        }
+        catch {
+            continue;
+        }
+    }
+    return removed;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/workspace/git.ts
@@ -19145,21 +19166,7 @@ function leftOver(name, path) {
  * One that cannot go stays for the next sweep.
  */
 function sweepRunTemps(dataDir) {
-    const dir = tempsDir(dataDir);
-    let removed = 0;
-    for (const name of (0,external_node_fs_.existsSync)(dir) ? (0,external_node_fs_.readdirSync)(dir) : []) {
-        const path = (0,external_node_path_.join)(dir, name);
-        if (!leftOver(name, path))
-            continue;
-        try {
-            removeTree(path);
-            removed++;
-        }
-        catch {
-            continue;
-        }
-    }
-    return removed;
+    return removeLeftovers(tempsDir(dataDir), leftOver);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/start-from.ts
@@ -19813,22 +19820,8 @@ async function sweepFinishedWorkspaces(config, active, log) {
  * goes here once it is older than the workspace retention and its run is not running on this node.
  */
 function sweepLeftHomes(dataDir, retentionMs, active) {
-    const dir = (0,external_node_path_.join)(dataDir, 'homes');
-    let removed = 0;
-    for (const name of (0,external_node_fs_.existsSync)(dir) ? (0,external_node_fs_.readdirSync)(dir) : []) {
-        const path = (0,external_node_path_.join)(dir, name);
-        if (active.has(name) || Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs < retentionMs)
-            continue;
-        try {
-            // Any depth the run made it (remove.ts); one that cannot go stays for the next sweep.
-            removeTree(path);
-            removed++;
-        }
-        catch {
-            continue;
-        }
-    }
-    return removed;
+    // Any depth the run made it (remove.ts).
+    return removeLeftovers((0,external_node_path_.join)(dataDir, 'homes'), (name, path) => !active.has(name) && Date.now() - (0,external_node_fs_.statSync)(path).mtimeMs >= retentionMs);
 }
 /** How long the pool waits before it looks again for something to free, when nothing was left. */
 const LOOK_AGAIN_MS = 60_000;
