@@ -97,4 +97,30 @@ describe('answers kept between writes', () => {
     const page = (await (await get('/api/v1/agent/runs?limit=100', raw)).json()) as { runs: unknown[] };
     expect(page.runs).toEqual([]);
   });
+
+  it("shows another connection's cancel to every read sent after it, while many reads share each turn", async () => {
+    const id = await create('read by many at once');
+    await polled(`/api/v1/agent/runs/${id}`);
+    let cancelled = false;
+    const stale: string[] = [];
+    let afterCancel = 0;
+    // Twenty pollers keep requests arriving together, so each turn of the server's loop answers
+    // several; a read sent once the cancel was acknowledged must say CANCELLED.
+    const poller = async () => {
+      while (afterCancel < 200) {
+        const sentAfter = cancelled;
+        const run = (await (await get(`/api/v1/agent/runs/${id}`)).json()) as { state: string };
+        if (sentAfter) {
+          afterCancel++;
+          if (run.state !== 'CANCELLED') stale.push(run.state);
+        }
+      }
+    };
+    const pollers = Array.from({ length: 20 }, poller);
+    await polled(`/api/v1/agent/runs/${id}`);
+    expect((await other.cancelRun('team-a', id, new Date().toISOString())).kind).toBe('cancelled');
+    cancelled = true;
+    await Promise.all(pollers);
+    expect(stale).toEqual([]);
+  });
 });

@@ -4,8 +4,8 @@ import { describe, expect, it } from '@jest/globals';
 import { ReadCache } from '../../src/executor/server/read-cache.js';
 
 function cacheWithStamp(initial: string | undefined) {
-  const state = { stamp: initial, loads: 0 };
-  const cache = new ReadCache({ changeStamp: () => state.stamp });
+  const state = { stamp: initial, loads: 0, looks: 0 };
+  const cache = new ReadCache({ changeStamp: () => (state.looks++, state.stamp) });
   const read = (key: string, body = 'x') =>
     cache.body(key, async () => {
       state.loads++;
@@ -76,5 +76,34 @@ describe('the read cache', () => {
     state.stamp = '1:2';
     cache.refresh();
     await expect(cache.principal('Bearer good', refuse)).rejects.toThrow('unknown key');
+  });
+
+  it('looks at the stamp once for the requests of one turn, after the last of them arrived', async () => {
+    const { cache, state } = cacheWithStamp('1:1');
+    const principal = { keyId: 'k', team: 't', kind: 'personal' as const, name: 'n' };
+    await new Promise<void>(resolve =>
+      cache.afterRefresh(() => void cache.principal('Bearer k', async () => principal).then(() => resolve()))
+    );
+    const seen: (string | undefined)[] = [];
+    const looksBefore = state.looks;
+    const turn = new Promise<void>(resolve => {
+      for (let i = 0; i < 5; i++)
+        cache.afterRefresh(() => seen.push(cache.knownPrincipal('Bearer k')?.keyId));
+      // A write lands after the turn's requests arrived and before their answers: none of them may
+      // answer from what was known before it.
+      state.stamp = '1:2';
+      cache.afterRefresh(resolve);
+    });
+    expect(seen).toEqual([]);
+    await turn;
+    expect(seen).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect(state.looks - looksBefore).toBe(1);
+  });
+
+  it('answers at once on a store without a stamp', () => {
+    const { cache } = cacheWithStamp(undefined);
+    let answered = false;
+    cache.afterRefresh(() => (answered = true));
+    expect(answered).toBe(true);
   });
 });

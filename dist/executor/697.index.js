@@ -7471,6 +7471,13 @@ class DownloadLinks {
 //
 // Entries are read only after the stamp was: an entry is never older than the stamp it is kept
 // under, and a write committed while it was being read moves the stamp, so the next request drops it.
+//
+// One look at the stamp serves every request one turn of the event loop read (afterRefresh): the
+// requests wait for the loop's check phase, which comes after the poll phase that read them from
+// their sockets, and the stamp is read there once for all of them. Every request's bytes were
+// therefore read before the stamp was, so a write acknowledged to anyone before a request was sent
+// is seen by that request, as when each request read the stamp itself, for one system call a turn
+// instead of one a request.
 /** Held per stamp at most; a busy poller's run or page is among the newest. */
 const MAX_ENTRIES = 1_000;
 /** Answers are kept up to this many bytes in all (a list page of long prompts can be large)… */
@@ -7483,10 +7490,38 @@ class ReadCache {
     principals = new Map();
     bodies = new Map();
     bodyBytes = 0;
+    /** Requests read this turn, waiting for the stamp. */
+    waiting = [];
+    /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
+    stamped;
     constructor(store) {
         this.store = store;
     }
-    /** Looks at the store's stamp once per request: drops everything when it moved. */
+    /**
+     * Runs `then` once the stamp was looked at after this request was read: in this turn's check
+     * phase, with the other requests this turn read. `then` must not throw (it answers its request).
+     */
+    afterRefresh(then) {
+        if (this.stamped === undefined) {
+            this.refresh();
+            this.stamped = this.stamp !== undefined;
+        }
+        if (!this.stamped) {
+            then();
+            return;
+        }
+        this.waiting.push(then);
+        if (this.waiting.length === 1)
+            setImmediate(this.flush);
+    }
+    flush = () => {
+        const waiting = this.waiting;
+        this.waiting = [];
+        this.refresh();
+        for (const then of waiting)
+            then();
+    };
+    /** Looks at the store's stamp: drops everything when it moved. */
     refresh() {
         const stamp = this.store.changeStamp?.();
         if (stamp !== this.stamp || stamp === undefined) {
@@ -9386,17 +9421,19 @@ function accessHook(auth, rateLimited, { context, reads, downloads }) {
             };
             // A callback hook, so that the common request (a key the read cache knows while the store is
             // unchanged) is admitted without a promise: only a key looked up in the store waits.
+            // The stamp is looked at once for all the requests of a turn of the event loop (read-cache.ts).
             return (request, reply, done) => {
                 reply.header('x-request-id', request.id);
-                reads.refresh();
-                const header = request.headers.authorization;
-                const known = reads.knownPrincipal(header);
-                if (known === undefined) {
-                    admit(request, header).then(() => done(), done);
-                    return;
-                }
-                request.principal = known;
-                done(limit(request));
+                reads.afterRefresh(() => {
+                    const header = request.headers.authorization;
+                    const known = reads.knownPrincipal(header);
+                    if (known === undefined) {
+                        admit(request, header).then(() => done(), done);
+                        return;
+                    }
+                    request.principal = known;
+                    done(limit(request));
+                });
             };
         }
         case 'session_token':

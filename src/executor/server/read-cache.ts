@@ -7,6 +7,13 @@
 //
 // Entries are read only after the stamp was: an entry is never older than the stamp it is kept
 // under, and a write committed while it was being read moves the stamp, so the next request drops it.
+//
+// One look at the stamp serves every request one turn of the event loop read (afterRefresh): the
+// requests wait for the loop's check phase, which comes after the poll phase that read them from
+// their sockets, and the stamp is read there once for all of them. Every request's bytes were
+// therefore read before the stamp was, so a write acknowledged to anyone before a request was sent
+// is seen by that request, as when each request read the stamp itself, for one system call a turn
+// instead of one a request.
 
 import type { FastifyReply } from 'fastify';
 import type { RunStore } from '../store/types.js';
@@ -31,10 +38,38 @@ export class ReadCache {
   private readonly principals = new Map<string, Principal>();
   private readonly bodies = new Map<string, CachedBody>();
   private bodyBytes = 0;
+  /** Requests read this turn, waiting for the stamp. */
+  private waiting: Array<() => void> = [];
+  /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
+  private stamped: boolean | undefined;
 
   constructor(private readonly store: Pick<RunStore, 'changeStamp'>) {}
 
-  /** Looks at the store's stamp once per request: drops everything when it moved. */
+  /**
+   * Runs `then` once the stamp was looked at after this request was read: in this turn's check
+   * phase, with the other requests this turn read. `then` must not throw (it answers its request).
+   */
+  afterRefresh(then: () => void): void {
+    if (this.stamped === undefined) {
+      this.refresh();
+      this.stamped = this.stamp !== undefined;
+    }
+    if (!this.stamped) {
+      then();
+      return;
+    }
+    this.waiting.push(then);
+    if (this.waiting.length === 1) setImmediate(this.flush);
+  }
+
+  private readonly flush = (): void => {
+    const waiting = this.waiting;
+    this.waiting = [];
+    this.refresh();
+    for (const then of waiting) then();
+  };
+
+  /** Looks at the store's stamp: drops everything when it moved. */
   refresh(): void {
     const stamp = this.store.changeStamp?.();
     if (stamp !== this.stamp || stamp === undefined) {

@@ -105,17 +105,19 @@ function accessHook(
       };
       // A callback hook, so that the common request (a key the read cache knows while the store is
       // unchanged) is admitted without a promise: only a key looked up in the store waits.
+      // The stamp is looked at once for all the requests of a turn of the event loop (read-cache.ts).
       return (request, reply, done) => {
         reply.header('x-request-id', request.id);
-        reads.refresh();
-        const header = request.headers.authorization;
-        const known = reads.knownPrincipal(header);
-        if (known === undefined) {
-          admit(request, header).then(() => done(), done);
-          return;
-        }
-        request.principal = known;
-        done(limit(request));
+        reads.afterRefresh(() => {
+          const header = request.headers.authorization;
+          const known = reads.knownPrincipal(header);
+          if (known === undefined) {
+            admit(request, header).then(() => done(), done);
+            return;
+          }
+          request.principal = known;
+          done(limit(request));
+        });
       };
     }
     case 'session_token':
