@@ -13,12 +13,12 @@
 // `queue` it (it stays due and starts once that run ended; times passing meanwhile merge into
 // it), or `cancel_previous` (cancel that run, then start).
 
-import { randomUUID } from 'node:crypto';
 import { isTerminalState } from '../../api/index.js';
 import type { ExecutorConfig } from '../config/config.js';
 import type { StoredSchedule } from '../store/sql-schedules.js';
 import type { RunRequestStore, ScheduleOwner, StoredRun } from '../store/types.js';
 import { nextFire } from './cron.js';
+import { newRunId } from '../runs/run-id.js';
 
 export interface SchedulerOptions {
   /** The clock, ms since the epoch (tests move it instead of waiting for minutes). */
@@ -132,7 +132,7 @@ export class Scheduler {
     const key = `schedule:${id}:${due}`;
     const result = await this.store.createRun(
       {
-        run_id: randomUUID(),
+        run_id: newRunId(),
         team,
         environment_id: environment,
         title: spec.name,

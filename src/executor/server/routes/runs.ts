@@ -5,7 +5,7 @@
 // exists, the Idempotency-Key. Plain reads and list pages are answered from the read cache while
 // the store has not changed (read-cache.ts).
 
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   isTerminalState,
@@ -31,6 +31,7 @@ import { etagOf, toRecord } from '../records.js';
 import { readTranscript } from '../transcript-wait.js';
 import { checkOrchestrable, followupMode, checkMetadata } from '../run-fields.js';
 import type { EndpointRequest, Handlers } from './register.js';
+import { newRunId } from '../../runs/run-id.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 /**
@@ -120,7 +121,7 @@ export function runHandlers(
         : key;
     const result = await store.createRun(
       {
-        run_id: randomUUID(),
+        run_id: newRunId(),
         team: principal.team,
         environment_id: environmentId,
         title: typeof body.title === 'string' ? body.title : null,
