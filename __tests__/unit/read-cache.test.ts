@@ -106,4 +106,20 @@ describe('the read cache', () => {
     cache.afterRefresh(() => (answered = true));
     expect(answered).toBe(true);
   });
+
+  it('answers the other requests of a turn when one of them fails', async () => {
+    const failures: unknown[] = [];
+    const cache = new ReadCache({ changeStamp: () => '1:1' }, error => failures.push(error));
+    const answered: number[] = [];
+    await new Promise<void>(resolve => {
+      cache.afterRefresh(() => answered.push(1));
+      cache.afterRefresh(() => {
+        throw new Error('a fault');
+      });
+      cache.afterRefresh(() => answered.push(3));
+      cache.afterRefresh(resolve);
+    });
+    expect(answered).toEqual([1, 3]);
+    expect(failures).toEqual([new Error('a fault')]);
+  });
 });

@@ -7503,6 +7503,7 @@ const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
 const MAX_BODY_BYTES = 1024 * 1024;
 class ReadCache {
     store;
+    failed;
     stamp;
     principals = new Map();
     bodies = new Map();
@@ -7511,8 +7512,13 @@ class ReadCache {
     waiting = [];
     /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
     stamped;
-    constructor(store) {
+    constructor(store, 
+    /** Told of a waiting request's continuation that threw (a fault: they answer their request). */
+    failed = error => {
+        throw error;
+    }) {
         this.store = store;
+        this.failed = failed;
     }
     /**
      * Runs `then` once the stamp was looked at after this request was read: in this turn's check
@@ -7535,8 +7541,14 @@ class ReadCache {
         const waiting = this.waiting;
         this.waiting = [];
         this.refresh();
+        // One request's failure must not leave the others of its turn unanswered.
         for (const then of waiting)
-            then();
+            try {
+                then();
+            }
+            catch (error) {
+                this.failed(error);
+            }
     };
     /** Looks at the store's stamp: drops everything when it moved. */
     refresh() {
@@ -10848,7 +10860,7 @@ async function buildApp(context, options) {
     // The endpoint table's routes (a worker node serves only those that need no key), then the
     // dashboard, which is HTML for people with its own cookie sign-in.
     const worker = (options.role ?? 'all') === 'worker';
-    const reads = new ReadCache(context.store);
+    const reads = new ReadCache(context.store, error => app.log.error({ err: error }, 'a request waiting for the read cache failed'));
     const downloads = await DownloadLinks.open(context.store);
     const handlers = {
         ...metaHandlers(context, options.publicUrl, (options.role ?? 'all') !== 'api'),

@@ -141,7 +141,9 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   // The endpoint table's routes (a worker node serves only those that need no key), then the
   // dashboard, which is HTML for people with its own cookie sign-in.
   const worker = (options.role ?? 'all') === 'worker';
-  const reads = new ReadCache(context.store);
+  const reads = new ReadCache(context.store, error =>
+    app.log.error({ err: error }, 'a request waiting for the read cache failed')
+  );
   const downloads = await DownloadLinks.open(context.store);
   const handlers = {
     ...metaHandlers(context, options.publicUrl, (options.role ?? 'all') !== 'api'),

@@ -43,7 +43,13 @@ export class ReadCache {
   /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
   private stamped: boolean | undefined;
 
-  constructor(private readonly store: Pick<RunStore, 'changeStamp'>) {}
+  constructor(
+    private readonly store: Pick<RunStore, 'changeStamp'>,
+    /** Told of a waiting request's continuation that threw (a fault: they answer their request). */
+    private readonly failed: (error: unknown) => void = error => {
+      throw error;
+    }
+  ) {}
 
   /**
    * Runs `then` once the stamp was looked at after this request was read: in this turn's check
@@ -66,7 +72,13 @@ export class ReadCache {
     const waiting = this.waiting;
     this.waiting = [];
     this.refresh();
-    for (const then of waiting) then();
+    // One request's failure must not leave the others of its turn unanswered.
+    for (const then of waiting)
+      try {
+        then();
+      } catch (error) {
+        this.failed(error);
+      }
   };
 
   /** Looks at the store's stamp: drops everything when it moved. */
