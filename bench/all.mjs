@@ -77,7 +77,7 @@ const STEPS = {
   ],
   detection: [
     'detection.mjs',
-    ['--runs', '8', '--min', '5', '--max', '180', '--seed', '1'],
+    ['--runs', '8', '--min', '5', '--max', '120', '--seed', '1'],
     ['--runs', '2', '--min', '2', '--max', '5', '--seed', '1']
   ]
 };

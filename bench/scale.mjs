@@ -33,11 +33,16 @@ const insert = db.prepare(
    VALUES (?, ?, 'bench', 'SUCCEEDED', NULL, ?, '{"environment_id":"bench"}', '{}', 'agent', 'key_bench', 'bench', ?, ?, ?, ?, 3)`
 );
 const ids = [];
+/** A run id as the executor makes one (src/executor/runs/run-id.ts): a UUID v7 of its creation time. */
+const runIdAt = ms => {
+  const time = ms.toString(16).padStart(12, '0');
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${crypto.randomUUID().slice(15)}`;
+};
 db.exec('BEGIN');
 // Recent enough (one run a second up to now) that retention does not prune them at start-up.
 const base = Date.now() - total * 1000;
 for (let i = 0; i < total; i++) {
-  const id = crypto.randomUUID();
+  const id = runIdAt(base + i * 1000);
   if (i % Math.ceil(total / samples) === 0) ids.push(id);
   const at = new Date(base + i * 1000).toISOString();
   insert.run(id, team, `prompt ${i}`, at, at, at, at);
