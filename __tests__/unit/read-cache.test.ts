@@ -3,6 +3,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { ReadCache } from '../../src/executor/server/read-cache.js';
 
+/** A continuation's failure handler that no test here expects to be called. */
+const fail = (error: unknown) => {
+  throw error;
+};
+
 function cacheWithStamp(initial: string | undefined) {
   const state = { stamp: initial, loads: 0, looks: 0 };
   const cache = new ReadCache({ changeStamp: () => (state.looks++, state.stamp) });
@@ -82,17 +87,20 @@ describe('the read cache', () => {
     const { cache, state } = cacheWithStamp('1:1');
     const principal = { keyId: 'k', team: 't', kind: 'personal' as const, name: 'n' };
     await new Promise<void>(resolve =>
-      cache.afterRefresh(() => void cache.principal('Bearer k', async () => principal).then(() => resolve()))
+      cache.afterRefresh(
+        () => void cache.principal('Bearer k', async () => principal).then(() => resolve()),
+        fail
+      )
     );
     const seen: (string | undefined)[] = [];
     const looksBefore = state.looks;
     const turn = new Promise<void>(resolve => {
       for (let i = 0; i < 5; i++)
-        cache.afterRefresh(() => seen.push(cache.knownPrincipal('Bearer k')?.keyId));
+        cache.afterRefresh(() => seen.push(cache.knownPrincipal('Bearer k')?.keyId), fail);
       // A write lands after the turn's requests arrived and before their answers: none of them may
       // answer from what was known before it.
       state.stamp = '1:2';
-      cache.afterRefresh(resolve);
+      cache.afterRefresh(resolve, fail);
     });
     expect(seen).toEqual([]);
     await turn;
@@ -103,23 +111,55 @@ describe('the read cache', () => {
   it('answers at once on a store without a stamp', () => {
     const { cache } = cacheWithStamp(undefined);
     let answered = false;
-    cache.afterRefresh(() => (answered = true));
+    cache.afterRefresh(() => (answered = true), fail);
     expect(answered).toBe(true);
   });
 
-  it('answers the other requests of a turn when one of them fails', async () => {
-    const failures: unknown[] = [];
-    const cache = new ReadCache({ changeStamp: () => '1:1' }, error => failures.push(error));
+  it('answers the other requests of a turn when one of them fails, and that one through its own failure', async () => {
+    const reported: unknown[] = [];
+    const cache = new ReadCache({ changeStamp: () => '1:1' }, error => reported.push(error));
     const answered: number[] = [];
+    const refused: unknown[] = [];
     await new Promise<void>(resolve => {
-      cache.afterRefresh(() => answered.push(1));
-      cache.afterRefresh(() => {
-        throw new Error('a fault');
-      });
-      cache.afterRefresh(() => answered.push(3));
-      cache.afterRefresh(resolve);
+      cache.afterRefresh(() => answered.push(1), fail);
+      cache.afterRefresh(
+        () => {
+          throw new Error('a fault');
+        },
+        error => refused.push(error)
+      );
+      cache.afterRefresh(() => answered.push(3), fail);
+      cache.afterRefresh(resolve, fail);
     });
     expect(answered).toEqual([1, 3]);
-    expect(failures).toEqual([new Error('a fault')]);
+    expect(refused).toEqual([new Error('a fault')]);
+    expect(reported).toEqual([new Error('a fault')]);
+  });
+
+  it('answers a turn uncached when its stamp cannot be read', async () => {
+    const state = { broken: false };
+    const reported: unknown[] = [];
+    const cache = new ReadCache(
+      {
+        changeStamp: () => {
+          if (state.broken) throw new Error('EIO reading the -shm header');
+          return '1:1';
+        }
+      },
+      error => reported.push(error)
+    );
+    const principal = { keyId: 'k', team: 't', kind: 'personal' as const, name: 'n' };
+    await new Promise<void>(resolve =>
+      cache.afterRefresh(
+        () => void cache.principal('Bearer k', async () => principal).then(() => resolve()),
+        fail
+      )
+    );
+    state.broken = true;
+    const seen = await new Promise(resolve =>
+      cache.afterRefresh(() => resolve(cache.knownPrincipal('Bearer k')), fail)
+    );
+    expect(seen).toBeUndefined();
+    expect(reported).toEqual([new Error('EIO reading the -shm header')]);
   });
 });

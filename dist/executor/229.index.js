@@ -6558,6 +6558,16 @@ function newRunId(now = Date.now()) {
     const time = now.toString(16).padStart(12, '0').slice(-12);
     return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
 }
+/**
+ * The 8 hex digits that tell a run apart in short (`{short_id}` of a published branch): the last 8
+ * of a time-ordered id, whose first digits are its time and so shared by every run of the same
+ * minute; the first 8 of an older random (version 4) id, as they always were, so its branch keeps
+ * its name.
+ */
+function shortRunId(runId) {
+    const hex = runId.replace(/-/g, '');
+    return hex[12] === '7' ? hex.slice(-8) : hex.slice(0, 8);
+}
 
 ;// CONCATENATED MODULE: ./src/executor/server/routes/runs.ts
 // The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript, as a
@@ -7503,7 +7513,7 @@ const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
 const MAX_BODY_BYTES = 1024 * 1024;
 class ReadCache {
     store;
-    failed;
+    report;
     stamp;
     principals = new Map();
     bodies = new Map();
@@ -7513,18 +7523,18 @@ class ReadCache {
     /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
     stamped;
     constructor(store, 
-    /** Told of a waiting request's continuation that threw (a fault: they answer their request). */
-    failed = error => {
+    /** Told of a fault while answering the waiting requests: a stamp not read, a continuation that threw. */
+    report = error => {
         throw error;
     }) {
         this.store = store;
-        this.failed = failed;
+        this.report = report;
     }
     /**
      * Runs `then` once the stamp was looked at after this request was read: in this turn's check
-     * phase, with the other requests this turn read. `then` must not throw (it answers its request).
+     * phase, with the other requests this turn read. Should `then` throw, `failed` answers the request.
      */
-    afterRefresh(then) {
+    afterRefresh(then, failed) {
         if (this.stamped === undefined) {
             this.refresh();
             this.stamped = this.stamp !== undefined;
@@ -7533,21 +7543,34 @@ class ReadCache {
             then();
             return;
         }
-        this.waiting.push(then);
+        this.waiting.push({ then, failed });
         if (this.waiting.length === 1)
             setImmediate(this.flush);
     }
     flush = () => {
+        // The queue is taken before the stamp is read: a request queued after this (parsed from bytes
+        // already read, as a pipelined one can be) waits for the next turn's look.
         const waiting = this.waiting;
         this.waiting = [];
-        this.refresh();
+        try {
+            this.refresh();
+        }
+        catch (error) {
+            // No stamp this turn: forget everything and answer the turn uncached, rather than not at all.
+            this.stamp = undefined;
+            this.principals.clear();
+            this.bodies.clear();
+            this.bodyBytes = 0;
+            this.report(error);
+        }
         // One request's failure must not leave the others of its turn unanswered.
-        for (const then of waiting)
+        for (const { then, failed } of waiting)
             try {
                 then();
             }
             catch (error) {
-                this.failed(error);
+                this.report(error);
+                failed(error);
             }
     };
     /** Looks at the store's stamp: drops everything when it moved. */
@@ -9453,16 +9476,20 @@ function accessHook(auth, rateLimited, { context, reads, downloads }) {
             // The stamp is looked at once for all the requests of a turn of the event loop (read-cache.ts).
             return (request, reply, done) => {
                 reply.header('x-request-id', request.id);
+                let passed = false;
                 reads.afterRefresh(() => {
                     const header = request.headers.authorization;
                     const known = reads.knownPrincipal(header);
+                    passed = true;
                     if (known === undefined) {
                         admit(request, header).then(() => done(), done);
                         return;
                     }
                     request.principal = known;
                     done(limit(request));
-                });
+                }, 
+                // A fault before the request was passed on answers it (a 500), once.
+                error => passed || done(error));
             };
         }
         case 'session_token':
@@ -18424,6 +18451,7 @@ async function openPullRequest(request) {
 
 
 
+
 /** A failure of one step, with the words of git or of the API (secrets already removed). */
 class PublishError extends Error {
     step;
@@ -18558,7 +18586,7 @@ function templateFields(options) {
     const title = titleOf(options.run);
     return {
         run_id: options.run.run_id,
-        short_id: options.run.run_id.replace(/-/g, '').slice(0, 8),
+        short_id: shortRunId(options.run.run_id),
         title,
         title_slug: slug(title),
         session_link: options.sessionLink ?? '',

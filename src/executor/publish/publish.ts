@@ -15,6 +15,7 @@ import { markdownFields, plainFields } from './pr-text.js';
 import { openPullRequest, repositoryOf } from './pull-request.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { type AgentOutcome, publishFailed } from '../runs/outcomes.js';
+import { shortRunId } from '../runs/run-id.js';
 
 export interface PublishOptions {
   run: StoredRun;
@@ -198,7 +199,7 @@ function templateFields(options: PublishOptions): Record<string, string> {
   const title = titleOf(options.run);
   return {
     run_id: options.run.run_id,
-    short_id: options.run.run_id.replace(/-/g, '').slice(0, 8),
+    short_id: shortRunId(options.run.run_id),
     title,
     title_slug: slug(title),
     session_link: options.sessionLink ?? '',

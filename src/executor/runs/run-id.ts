@@ -14,3 +14,14 @@ export function newRunId(now = Date.now()): string {
   const time = now.toString(16).padStart(12, '0').slice(-12);
   return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
 }
+
+/**
+ * The 8 hex digits that tell a run apart in short (`{short_id}` of a published branch): the last 8
+ * of a time-ordered id, whose first digits are its time and so shared by every run of the same
+ * minute; the first 8 of an older random (version 4) id, as they always were, so its branch keeps
+ * its name.
+ */
+export function shortRunId(runId: string): string {
+  const hex = runId.replace(/-/g, '');
+  return hex[12] === '7' ? hex.slice(-8) : hex.slice(0, 8);
+}

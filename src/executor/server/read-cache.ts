@@ -39,23 +39,23 @@ export class ReadCache {
   private readonly bodies = new Map<string, CachedBody>();
   private bodyBytes = 0;
   /** Requests read this turn, waiting for the stamp. */
-  private waiting: Array<() => void> = [];
+  private waiting: Array<{ then: () => void; failed: (error: unknown) => void }> = [];
   /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
   private stamped: boolean | undefined;
 
   constructor(
     private readonly store: Pick<RunStore, 'changeStamp'>,
-    /** Told of a waiting request's continuation that threw (a fault: they answer their request). */
-    private readonly failed: (error: unknown) => void = error => {
+    /** Told of a fault while answering the waiting requests: a stamp not read, a continuation that threw. */
+    private readonly report: (error: unknown) => void = error => {
       throw error;
     }
   ) {}
 
   /**
    * Runs `then` once the stamp was looked at after this request was read: in this turn's check
-   * phase, with the other requests this turn read. `then` must not throw (it answers its request).
+   * phase, with the other requests this turn read. Should `then` throw, `failed` answers the request.
    */
-  afterRefresh(then: () => void): void {
+  afterRefresh(then: () => void, failed: (error: unknown) => void): void {
     if (this.stamped === undefined) {
       this.refresh();
       this.stamped = this.stamp !== undefined;
@@ -64,20 +64,32 @@ export class ReadCache {
       then();
       return;
     }
-    this.waiting.push(then);
+    this.waiting.push({ then, failed });
     if (this.waiting.length === 1) setImmediate(this.flush);
   }
 
   private readonly flush = (): void => {
+    // The queue is taken before the stamp is read: a request queued after this (parsed from bytes
+    // already read, as a pipelined one can be) waits for the next turn's look.
     const waiting = this.waiting;
     this.waiting = [];
-    this.refresh();
+    try {
+      this.refresh();
+    } catch (error) {
+      // No stamp this turn: forget everything and answer the turn uncached, rather than not at all.
+      this.stamp = undefined;
+      this.principals.clear();
+      this.bodies.clear();
+      this.bodyBytes = 0;
+      this.report(error);
+    }
     // One request's failure must not leave the others of its turn unanswered.
-    for (const then of waiting)
+    for (const { then, failed } of waiting)
       try {
         then();
       } catch (error) {
-        this.failed(error);
+        this.report(error);
+        failed(error);
       }
   };
 

@@ -108,16 +108,22 @@ function accessHook(
       // The stamp is looked at once for all the requests of a turn of the event loop (read-cache.ts).
       return (request, reply, done) => {
         reply.header('x-request-id', request.id);
-        reads.afterRefresh(() => {
-          const header = request.headers.authorization;
-          const known = reads.knownPrincipal(header);
-          if (known === undefined) {
-            admit(request, header).then(() => done(), done);
-            return;
-          }
-          request.principal = known;
-          done(limit(request));
-        });
+        let passed = false;
+        reads.afterRefresh(
+          () => {
+            const header = request.headers.authorization;
+            const known = reads.knownPrincipal(header);
+            passed = true;
+            if (known === undefined) {
+              admit(request, header).then(() => done(), done);
+              return;
+            }
+            request.principal = known;
+            done(limit(request));
+          },
+          // A fault before the request was passed on answers it (a 500), once.
+          error => passed || done(error as Error)
+        );
       };
     }
     case 'session_token':
