@@ -72,12 +72,12 @@ const STEPS = {
   ],
   webhooks: [
     'webhooks.mjs',
-    ['--runs', '300', '--concurrency', '20'],
+    ['--runs', '150', '--concurrency', '20'],
     ['--runs', '20', '--concurrency', '5']
   ],
   detection: [
     'detection.mjs',
-    ['--runs', '8', '--min', '5', '--max', '120', '--seed', '1'],
+    ['--runs', '8', '--min', '5', '--max', '180', '--seed', '1'],
     ['--runs', '2', '--min', '2', '--max', '5', '--seed', '1']
   ]
 };
