@@ -8,12 +8,12 @@
 // Entries are read only after the stamp was: an entry is never older than the stamp it is kept
 // under, and a write committed while it was being read moves the stamp, so the next request drops it.
 //
-// One look at the stamp serves every request one turn of the event loop read (afterRefresh): the
-// requests wait for the loop's check phase, which comes after the poll phase that read them from
-// their sockets, and the stamp is read there once for all of them. Every request's bytes were
-// therefore read before the stamp was, so a write acknowledged to anyone before a request was sent
-// is seen by that request, as when each request read the stamp itself, for one system call a turn
-// instead of one a request.
+// One look at the stamp serves the requests of one turn of the event loop (afterRefresh): they
+// wait in a queue for the loop's check phase, where the queue is taken first and the stamp read
+// after, once for all of them. Every request answered was queued, so read from its socket, before
+// the stamp was read: a write acknowledged to anyone before a request was sent is seen by that
+// request, as when each request read the stamp itself, for one system call a turn instead of one a
+// request. A request queued while a turn is answered waits for the next turn's look.
 
 import type { FastifyReply } from 'fastify';
 import type { RunStore } from '../store/types.js';
@@ -76,11 +76,8 @@ export class ReadCache {
     try {
       this.refresh();
     } catch (error) {
-      // No stamp this turn: forget everything and answer the turn uncached, rather than not at all.
-      this.stamp = undefined;
-      this.principals.clear();
-      this.bodies.clear();
-      this.bodyBytes = 0;
+      // No stamp this turn: answer the turn uncached, rather than not at all.
+      this.forget(undefined);
       this.report(error);
     }
     // One request's failure must not leave the others of its turn unanswered.
@@ -96,12 +93,15 @@ export class ReadCache {
   /** Looks at the store's stamp: drops everything when it moved. */
   refresh(): void {
     const stamp = this.store.changeStamp?.();
-    if (stamp !== this.stamp || stamp === undefined) {
-      this.stamp = stamp;
-      if (this.principals.size > 0) this.principals.clear();
-      if (this.bodies.size > 0) this.bodies.clear();
-      this.bodyBytes = 0;
-    }
+    if (stamp !== this.stamp || stamp === undefined) this.forget(stamp);
+  }
+
+  /** Drops everything kept, and keeps what follows under `stamp` (undefined: nothing is kept). */
+  private forget(stamp: string | undefined): void {
+    this.stamp = stamp;
+    if (this.principals.size > 0) this.principals.clear();
+    if (this.bodies.size > 0) this.bodies.clear();
+    this.bodyBytes = 0;
   }
 
   /** The principal remembered for this Authorization header while the stamp has not moved, if any. */
