@@ -20,6 +20,8 @@ beforeAll(async () => {
     prefix: 'action-oidc-',
     config: [
       'auth:',
+      // Tokens the test makes short-lived are refused a second after their exp, not a minute.
+      '  oidc_clock_skew: 1s',
       '  oidc:',
       `    - issuer: ${issuer.url}`,
       `      audience: ${AUDIENCE}`,
@@ -178,12 +180,12 @@ describe('auth: oidc', () => {
   });
 
   it('a wait longer than the token life asks for fresh tokens, and the cancel at the timeout is accepted', async () => {
-    // Tokens live 3 s; the executor allows 60 s of clock skew past that, so the first token is
-    // refused from about 63 s on. The step waits 70 s, then cancels.
+    // Tokens live 3 s; the executor allows 1 s of clock skew past that (auth.oidc_clock_skew), so
+    // the first token is refused from about 4 s on. The step waits 10 s, then cancels.
     issuer.lifetime = 3;
     const issuedBefore = issuer.issued.length;
     try {
-      const result = await runAction(inputs('@sim sleep 600', { timeout: '70s' }), { env: runnerEnv() });
+      const result = await runAction(inputs('@sim sleep 600', { timeout: '10s' }), { env: runnerEnv() });
       expect(result.code).toBe(1);
       expect(result.outputs.conclusion).toBe('timed_out');
       const run = await readRun(result.outputs['run-id']!);

@@ -25,6 +25,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import {
+  IMAGE_USER,
   collectImageLayout,
   forgetResolvedImages,
   holdImage,
@@ -33,6 +34,7 @@ import {
 } from '../../src/executor/images/cache.js';
 import { freeSpaceForRuns } from '../../src/executor/worker/maintenance.js';
 import { parseConfig } from '../../src/executor/config/config.js';
+import { FALLBACK_ID, systemUser } from '../../src/executor/sandbox/user.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';
 
@@ -450,8 +452,9 @@ describe("the image cache's leftovers: the copy's user and bounds, collection, i
     mkdirSync(work, { recursive: true });
   });
   afterAll(() => rmSync(work, { recursive: true, force: true }));
-  const imageUid = Number(execFileSync('id', ['-u', 'agent-run-image'], { encoding: 'utf8' }).trim());
-  const imageGid = Number(execFileSync('id', ['-g', 'agent-run-image'], { encoding: 'utf8' }).trim());
+  // The user the image cache copies as, made as the executor makes it when the machine lacks it (a
+  // fresh machine where no executor has run yet).
+  const { uid: imageUid, gid: imageGid } = systemUser(IMAGE_USER, FALLBACK_ID + 1);
   const ref = (tag: string) => ({ ref: `oci:${layout}:${tag}`, pull: 'missing' as const });
   const rootsOf = (dataDir: string) =>
     existsSync(join(dataDir, 'images', 'roots')) ? readdirSync(join(dataDir, 'images', 'roots')) : [];

@@ -143,6 +143,15 @@ describe('a token that matches a rule', () => {
   });
 });
 
+describe('the clock skew allowed (auth.oidc_clock_skew, 60 s unless set)', () => {
+  it('accepts a token 30 s past its exp', async () => {
+    const response = await create(await issuer.token({ expiresIn: -30 }));
+    expect(response.status).toBe(200);
+    const { run_id } = (await response.json()) as { run_id: string };
+    expect((await waitForState({ on: ex, key, id: run_id })).state).toBe('SUCCEEDED');
+  });
+});
+
 describe('a token that is refused (401, no run)', () => {
   it('for the wrong audience, issuer, lifetime or claims, naming what is wrong and no rule', async () => {
     const before = await acmeRuns();
@@ -162,6 +171,10 @@ describe('a token that is refused (401, no run)', () => {
       await other.close();
     }
     expect(await refused(await issuer.token({ expiresIn: -600, issuedAt: -900, notBefore: -900 }))).toBe(
+      'the token has expired (exp), or was issued too long ago'
+    );
+    // 60 s of clock skew by default (auth.oidc_clock_skew): 90 s past exp is out.
+    expect(await refused(await issuer.token({ expiresIn: -90 }))).toBe(
       'the token has expired (exp), or was issued too long ago'
     );
     expect(await refused(await issuer.token({ notBefore: 600 }))).toBe('the token is not valid yet (nbf)');
@@ -293,6 +306,22 @@ describe('auth.oidc rules at start-up', () => {
       kind: 'agent',
       claims: { repository: 'acme/widgets' }
     });
+  });
+
+  it('reads auth.oidc_clock_skew as a duration (60 s unless set), naming a bad value and the form', () => {
+    expect(load(base)().auth.oidcClockSkewMs).toBe(60_000);
+    const dir = tempDir('oidc-config-');
+    try {
+      const skew = (value: unknown) => () =>
+        parseConfig({ auth: { oidc_clock_skew: value, oidc: [base] } }, dir);
+      expect(skew('5s')().auth.oidcClockSkewMs).toBe(5000);
+      expect(skew('0')().auth.oidcClockSkewMs).toBe(0);
+      expect(skew('a minute')).toThrow(
+        'auth.oidc_clock_skew "a minute": expected a duration such as 90s, 30m or 1h30m, at most 24 days'
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('requires an audience, a team and a repository claim, and refuses unknown claims and keys', () => {

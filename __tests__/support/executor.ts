@@ -1,9 +1,8 @@
 // Executors for tests: in-process on a real port with a real SQLite file (or, when
-// AGENT_EXECUTOR_TEST_STORE=postgres, a fresh database on a real PostgreSQL server started for the
-// test process), or the bundled executor (dist/executor/index.js) as a child process, exactly as
+// AGENT_EXECUTOR_TEST_STORE=postgres (jest's postgres project), a fresh database on the test run's
+// one real PostgreSQL server), or the bundled executor (dist/executor/index.js) as a child process, exactly as
 // users start it.
 
-import { afterAll } from '@jest/globals';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +14,7 @@ import { type Executor, startExecutor } from '../../src/executor/node/serve.js';
 import { PostgresRunStore } from '../../src/executor/store/postgres.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
 import type { RunStore } from '../../src/executor/store/types.js';
-import { type TestPostgres, startPostgres } from './postgres.js';
+import { createDatabase, databaseFolder } from './postgres.js';
 import { sourceNodeArgs } from './source-child.js';
 
 export const EXECUTOR_ENTRY = resolve('dist/executor/index.js');
@@ -49,19 +48,14 @@ export async function startTestExecutor(
   const config = parseConfig({ log_level: 'silent', ...raw, data_dir: join(dir, 'data') }, dir);
   config.port = 0;
   const opened = after ? await after.restartStore() : await openTestStore(config);
-  const { store, files, reopen, release } = opened;
+  const { store, files, reopen } = opened;
   const executor = await startExecutor(config, { store, checkEnvironments: false });
-  const stop = executor.stop.bind(executor);
   return Object.assign(executor, {
     dataDir: config.dataDir,
     config,
     storeFiles: files,
     openStore: reopen,
-    stop: (graceMs?: number) => stop(graceMs).finally(release),
-    restartStore: async () => {
-      if (process.env.AGENT_EXECUTOR_TEST_STORE === 'postgres') onPostgres++;
-      return { ...opened, store: await reopen() };
-    },
+    restartStore: async () => ({ ...opened, store: await reopen() }),
     key(team = 'default', kind: 'personal' | 'agent' = 'personal', name = 'test') {
       return issueKey(store, { team, kind, name });
     },
@@ -75,23 +69,18 @@ export async function startTestExecutor(
   });
 }
 
-let postgres: Promise<TestPostgres> | undefined;
-let onPostgres = 0;
-let fileDone = false;
+/** Where the `postgres` project's global set-up (support/postgres-global.mjs) says its server is. */
+const SHARED_POSTGRES = 'AGENT_RUN_TEST_POSTGRES';
 
-async function stopPostgres(): Promise<void> {
-  const server = postgres;
-  postgres = undefined;
-  if (server) await (await server).destroy();
-}
-
-if (process.env.AGENT_EXECUTOR_TEST_STORE === 'postgres') {
-  // Each test file loads this module anew: its server goes when the file is done and the last of
-  // its executors stopped (hooks of the file itself may still stop one after this).
-  afterAll(async () => {
-    fileDone = true;
-    if (onPostgres === 0) await stopPostgres();
-  });
+/** The test run's one PostgreSQL server: the URL of its `postgres` database, and its data dir. */
+function sharedPostgres(): { url: string; dataDir: string } {
+  const shared = process.env[SHARED_POSTGRES];
+  if (!shared)
+    throw new Error(
+      `AGENT_EXECUTOR_TEST_STORE=postgres, but ${SHARED_POSTGRES} is unset: run the file in jest's postgres project ` +
+        '(npm run jest -- --selectProjects postgres FILE), whose global set-up starts the server'
+    );
+  return JSON.parse(shared) as { url: string; dataDir: string };
 }
 
 export interface TestStore {
@@ -99,7 +88,6 @@ export interface TestStore {
   /** Another handle on the same database, as a second process would open it. */
   reopen(): Promise<RunStore>;
   files(): string[];
-  release(): Promise<void>;
 }
 
 /** The store the API suites run on: SQLite, or PostgreSQL when AGENT_EXECUTOR_TEST_STORE=postgres. */
@@ -112,21 +100,17 @@ async function openTestStore(config: ExecutorConfig): Promise<TestStore> {
       files: () =>
         readdirSync(config.dataDir)
           .filter(name => name.startsWith('executor.db'))
-          .map(name => join(config.dataDir, name)),
-      release: async () => undefined
+          .map(name => join(config.dataDir, name))
     };
   }
-  postgres ??= startPostgres();
-  const server = await postgres;
-  const url = await server.freshDatabase();
-  onPostgres++;
+  const server = sharedPostgres();
+  const url = await createDatabase(server.url);
+  // This database's own files and the server's write-ahead log: what holds what its executor wrote.
+  const folders = [await databaseFolder(url, server.dataDir), join(server.dataDir, 'pg_wal')];
   return {
     store: await PostgresRunStore.open(url),
     reopen: () => PostgresRunStore.open(url),
-    files: () => filesUnder(server.dataDir),
-    release: async () => {
-      if (--onPostgres === 0 && fileDone) await stopPostgres();
-    }
+    files: () => folders.flatMap(filesUnder)
   };
 }
 

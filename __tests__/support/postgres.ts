@@ -7,8 +7,9 @@
 // - a server that cannot start must fail the suite at once with its cause (spawn error, initdb's
 //   or the server's own words), not leave `beforeAll` waiting for a line that never comes.
 
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,38 @@ export interface TestPostgres {
 
 const PASSWORD = 'test-only-password';
 
+/**
+ * A new empty database on the server whose `postgres` database `adminUrl` names (a random name:
+ * the test run's files share the server, and a worker runs many files); returns its URL.
+ */
+export async function createDatabase(adminUrl: string): Promise<string> {
+  const name = `t${process.pid}_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The folder of `database`'s files inside the server's data dir (base/<oid>). */
+export async function databaseFolder(url: string, dataDir: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ oid: string }>(
+      'SELECT oid::text AS oid FROM pg_database WHERE datname = current_database()'
+    );
+    return join(dataDir, 'base', rows[0]!.oid);
+  } finally {
+    await client.end();
+  }
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -56,8 +89,9 @@ function serverAccount(): Account {
   try {
     return { uid: id('-u'), gid: id('-g') };
   } catch {
-    execFileSync('groupadd', ['--force', 'postgres']);
-    execFileSync('useradd', ['-g', 'postgres', 'postgres']);
+    // Another test file starting a server at the same moment may make it first: look again either way.
+    spawnSync('groupadd', ['--force', 'postgres']);
+    spawnSync('useradd', ['-g', 'postgres', 'postgres']);
     return { uid: id('-u'), gid: id('-g') };
   }
 }
@@ -167,22 +201,11 @@ export async function startPostgres(options: { binaries?: PostgresBinaries } = {
     throw error;
   }
   const url = (database = 'postgres') => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`;
-  let databases = 0;
   return {
     port,
     dataDir,
     url,
-    async freshDatabase() {
-      const name = `t${process.pid}_${++databases}`;
-      const client = new pg.Client({ connectionString: url() });
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
-      } finally {
-        await client.end();
-      }
-      return url(name);
-    },
+    freshDatabase: () => createDatabase(url()),
     stop,
     start,
     async destroy() {

@@ -3734,6 +3734,8 @@ const OIDC_CLAIMS = [
  * serves (anyone can run a workflow on github.com and ask for a token of any audience).
  */
 const SCOPING_CLAIMS = ['repository', 'repository_id', 'repository_owner', 'repository_owner_id', 'sub'];
+/** `auth.oidc_clock_skew`'s default: 60 s. */
+const OIDC_CLOCK_SKEW_MS = 60_000;
 const TEAM_FORM = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Whether `host` (a URL's hostname) is this machine: localhost or a loopback address. */
 function isLoopbackHost(host) {
@@ -3748,20 +3750,21 @@ function isLoopbackHost(host) {
 }
 function parseAuth(r, raw) {
     const auth = r.object(raw, 'auth');
-    r.known(auth, 'auth', ['oidc']);
+    r.known(auth, 'auth', ['oidc', 'oidc_clock_skew']);
+    const oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
     const rules = [];
     if (auth.oidc === undefined || auth.oidc === null)
-        return { oidc: rules };
+        return { oidc: rules, oidcClockSkewMs };
     if (!Array.isArray(auth.oidc)) {
         r.problems.push(`auth.oidc ${show(auth.oidc)}: expected a list of rules, each with audience, team and claims`);
-        return { oidc: rules };
+        return { oidc: rules, oidcClockSkewMs };
     }
     auth.oidc.forEach((item, index) => {
         const rule = parseRule(r, item, `auth.oidc[${index}]`);
         if (rule)
             rules.push(rule);
     });
-    return { oidc: rules };
+    return { oidc: rules, oidcClockSkewMs };
 }
 function parseRule(r, raw, at) {
     const rule = r.object(raw, at);
@@ -8756,8 +8759,6 @@ const OIDC_ALGORITHMS = [
     'EdDSA',
     'Ed25519'
 ];
-/** Clocks of the issuer and this machine may differ by this much. */
-const CLOCK_SKEW_SECONDS = 60;
 /** A token issued longer ago than this is refused (GitHub's live minutes). */
 const MAX_TOKEN_AGE = '24h';
 /** Longest token looked at; real ones are a few KiB. */
@@ -8782,12 +8783,18 @@ function looksLikeJwt(credential) {
 class OidcVerifier {
     rules;
     fetchJson;
+    clockSkewMs;
     issuers = new Map();
     /** Fetches made of each issuer (discovery and key set count one each): tests and metrics read it. */
     fetches = new Map();
-    constructor(rules, fetchJson = boundedFetch) {
+    /**
+     * `clockSkewMs`: how far the issuers' clocks and this machine's may differ
+     * (`auth.oidc_clock_skew`, 60 s unless set).
+     */
+    constructor(rules, fetchJson = boundedFetch, clockSkewMs = OIDC_CLOCK_SKEW_MS) {
         this.rules = rules;
         this.fetchJson = fetchJson;
+        this.clockSkewMs = clockSkewMs;
     }
     get enabled() {
         return this.rules.length > 0;
@@ -8858,7 +8865,7 @@ class OidcVerifier {
                 issuer: iss,
                 audience: audiences,
                 algorithms: OIDC_ALGORITHMS,
-                clockTolerance: CLOCK_SKEW_SECONDS,
+                clockTolerance: this.clockSkewMs / 1000,
                 maxTokenAge: MAX_TOKEN_AGE,
                 requiredClaims: ['exp', 'iat']
             });
@@ -20984,7 +20991,7 @@ async function serverContext(config, store, publicUrl) {
         links: new SessionLinks(secret, publicUrl),
         hub: new ChangeHub(store),
         limiter: new RateLimiter(config.limits.rateLimitPerMinute),
-        oidc: new OidcVerifier(config.auth.oidc),
+        oidc: new OidcVerifier(config.auth.oidc, undefined, config.auth.oidcClockSkewMs),
         draining: false,
         wakeDeliveries: () => undefined
     };

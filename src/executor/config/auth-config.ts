@@ -63,7 +63,12 @@ export interface OidcRule {
 
 export interface AuthConfig {
   oidc: OidcRule[];
+  /** How far the issuers' clocks and this machine's may differ when a token's exp, nbf and iat are checked. */
+  oidcClockSkewMs: number;
 }
+
+/** `auth.oidc_clock_skew`'s default: 60 s. */
+export const OIDC_CLOCK_SKEW_MS = 60_000;
 
 const TEAM_FORM = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -78,20 +83,21 @@ export function isLoopbackHost(host: string): boolean {
 
 export function parseAuth(r: ConfigReader, raw: unknown): AuthConfig {
   const auth = r.object(raw, 'auth');
-  r.known(auth, 'auth', ['oidc']);
+  r.known(auth, 'auth', ['oidc', 'oidc_clock_skew']);
+  const oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
   const rules: OidcRule[] = [];
-  if (auth.oidc === undefined || auth.oidc === null) return { oidc: rules };
+  if (auth.oidc === undefined || auth.oidc === null) return { oidc: rules, oidcClockSkewMs };
   if (!Array.isArray(auth.oidc)) {
     r.problems.push(
       `auth.oidc ${show(auth.oidc)}: expected a list of rules, each with audience, team and claims`
     );
-    return { oidc: rules };
+    return { oidc: rules, oidcClockSkewMs };
   }
   auth.oidc.forEach((item, index) => {
     const rule = parseRule(r, item, `auth.oidc[${index}]`);
     if (rule) rules.push(rule);
   });
-  return { oidc: rules };
+  return { oidc: rules, oidcClockSkewMs };
 }
 
 function parseRule(r: ConfigReader, raw: unknown, at: string): OidcRule | undefined {

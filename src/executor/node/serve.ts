@@ -72,7 +72,7 @@ export async function serverContext(
     links: new SessionLinks(secret, publicUrl),
     hub: new ChangeHub(store),
     limiter: new RateLimiter(config.limits.rateLimitPerMinute),
-    oidc: new OidcVerifier(config.auth.oidc),
+    oidc: new OidcVerifier(config.auth.oidc, undefined, config.auth.oidcClockSkewMs),
     draining: false,
     wakeDeliveries: () => undefined
   };

@@ -21,7 +21,7 @@ import {
   errors,
   jwtVerify
 } from 'jose';
-import { type OidcRule, isLoopbackHost } from '../config/auth-config.js';
+import { OIDC_CLOCK_SKEW_MS, type OidcRule, isLoopbackHost } from '../config/auth-config.js';
 import type { KeyKind } from '../store/types.js';
 import type { Workload } from '../../api/run.js';
 
@@ -40,8 +40,6 @@ export const OIDC_ALGORITHMS = [
   'Ed25519'
 ];
 
-/** Clocks of the issuer and this machine may differ by this much. */
-const CLOCK_SKEW_SECONDS = 60;
 /** A token issued longer ago than this is refused (GitHub's live minutes). */
 const MAX_TOKEN_AGE = '24h';
 /** Longest token looked at; real ones are a few KiB. */
@@ -97,9 +95,14 @@ export class OidcVerifier {
   /** Fetches made of each issuer (discovery and key set count one each): tests and metrics read it. */
   readonly fetches = new Map<string, number>();
 
+  /**
+   * `clockSkewMs`: how far the issuers' clocks and this machine's may differ
+   * (`auth.oidc_clock_skew`, 60 s unless set).
+   */
   constructor(
     private readonly rules: readonly OidcRule[],
-    private readonly fetchJson: Fetcher = boundedFetch
+    private readonly fetchJson: Fetcher = boundedFetch,
+    private readonly clockSkewMs = OIDC_CLOCK_SKEW_MS
   ) {}
 
   get enabled(): boolean {
@@ -183,7 +186,7 @@ export class OidcVerifier {
         issuer: iss,
         audience: audiences,
         algorithms: OIDC_ALGORITHMS,
-        clockTolerance: CLOCK_SKEW_SECONDS,
+        clockTolerance: this.clockSkewMs / 1000,
         maxTokenAge: MAX_TOKEN_AGE,
         requiredClaims: ['exp', 'iat']
       });
