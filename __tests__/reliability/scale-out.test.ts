@@ -21,7 +21,8 @@ afterAll(async () => {
 });
 
 /** Quick form here; long form: `npm run reliability:scale-out` (3,000 runs, 5 restarts). */
-const RUNS = Number(process.env.SCALE_OUT_RUNS ?? 300);
+// 90 runs from 12 clients at once keep the three nodes' 12 workers claiming against each other.
+const RUNS = Number(process.env.SCALE_OUT_RUNS ?? 90);
 const RESTARTS = Number(process.env.PG_RESTARTS ?? 1);
 
 interface Cluster {
@@ -348,13 +349,22 @@ describe('several executor nodes on one PostgreSQL', () => {
       };
       const clients = Promise.all(Array.from({ length: 4 }, (_, i) => client(i)));
       await c.db.end().catch(() => undefined);
+      // Each restart under load: runs acknowledged before it, creates refused while the server is
+      // down, and runs acknowledged again after it (waited for, not timed).
+      const acknowledgedPast = (count: number, what: string) =>
+        eventually(() => acknowledged.size >= count, { what, timeoutMs: 60_000, intervalMs: 20 });
       for (let restart = 0; restart < RESTARTS; restart++) {
-        await sleep(1500);
+        await acknowledgedPast(acknowledged.size + 30, 'runs acknowledged before the restart');
+        const refusedBefore = unavailable.count;
         await postgres.stop();
-        await sleep(1500);
+        await eventually(() => unavailable.count >= refusedBefore + 4, {
+          what: 'creates answered 503 while PostgreSQL is down',
+          timeoutMs: 60_000,
+          intervalMs: 20
+        });
         await postgres.start();
       }
-      await sleep(2500);
+      await acknowledgedPast(acknowledged.size + 30, 'runs acknowledged after the last restart');
       stop = true;
       await clients;
       expect(unavailable.count).toBeGreaterThan(0);
