@@ -7,11 +7,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+// Not `npm run --silent`: it would reach the tests as npm_config_loglevel=silent, and silence the
+// npm commands they run and read.
 const CHECKS = [
-  { name: 'typecheck', args: ['run', '--silent', 'typecheck'] },
-  { name: 'lint', args: ['run', '--silent', 'lint'] },
-  { name: 'check-dist', args: ['run', '--silent', 'check-dist'] },
-  { name: 'jest', args: ['run', '--silent', 'jest', '--', ...process.argv.slice(2)], live: true }
+  { name: 'typecheck', args: ['run', 'typecheck'] },
+  { name: 'lint', args: ['run', 'lint'] },
+  { name: 'check-dist', args: ['run', 'check-dist'] },
+  { name: 'jest', args: ['run', 'jest', '--', ...process.argv.slice(2)], live: true }
 ];
 
 const npm = process.env.npm_execpath;

@@ -141,7 +141,12 @@ describe('graceful shutdown', () => {
         );
       }
 
-      await new Promise(resolve => setTimeout(resolve, 1000));
+      // The signal comes once the load is under way: more than 50 requests answered (however long a
+      // loaded machine takes to answer them).
+      await poll(
+        async () => sent.filter(r => r.status !== undefined).length > 50 || undefined,
+        'more than 50 requests answered before the signal'
+      );
       const sigtermAt = Date.now();
       executor.child.kill('SIGTERM');
       let noExit: NodeJS.Timeout | undefined;
