@@ -52596,8 +52596,8 @@ async function onAbort(client, settings, reporter, runId, startedAt) {
 // The few GitHub REST calls the action makes, through @actions/github (GITHUB_API_URL is honoured,
 // so GitHub Enterprise Server works). Loaded only when a feature needs it, to keep start-up quick.
 /**
- * Every GitHub call ends within this: a stalled GitHub never holds the step (or its post step)
- * past its deadline by more than one call's wait.
+ * Every GitHub call ends within this (`github-timeout`, default 30 s): a stalled GitHub never holds
+ * the step (or its post step) past its deadline by more than one call's wait.
  */
 const GITHUB_REQUEST_TIMEOUT_MS = 30_000;
 const MAX_COMMENT_PAGES = 10;
@@ -52605,11 +52605,11 @@ const MAX_COMMENT_PAGES = 10;
 const MAX_FILE_PAGES = 30;
 /** Review comments and reviews read for this step's earlier findings: at most 3,000 of each. */
 const MAX_REVIEW_PAGES = 30;
-async function createGitHubApi(token, repository) {
+async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIMEOUT_MS) {
     const { getOctokit } = await __nccwpck_require__.e(/* import() */ 413).then(__nccwpck_require__.bind(__nccwpck_require__, 2413));
     const octokit = getOctokit(token, { request: { retries: 0 } });
     octokit.hook.wrap('request', async (request, options) => {
-        const bound = AbortSignal.timeout(GITHUB_REQUEST_TIMEOUT_MS);
+        const bound = AbortSignal.timeout(timeoutMs);
         const given = options.request?.signal;
         // In place: the hooks wrapped inside this one were bound to this very object.
         options.request = { ...options.request, signal: given ? AbortSignal.any([given, bound]) : bound };
@@ -52620,7 +52620,7 @@ async function createGitHubApi(token, repository) {
             if (!bound.aborted)
                 throw error;
             // The route's template (`/repos/{owner}/{repo}/…`): ours, never data of the request.
-            throw new Error(`GitHub did not answer ${options.method} ${options.url} within ${GITHUB_REQUEST_TIMEOUT_MS / 1000} s`);
+            throw new Error(`GitHub did not answer ${options.method} ${options.url} within ${timeoutMs / 1000} s`);
         }
     });
     const [owner = '', repo = ''] = repository.split('/');
@@ -53496,6 +53496,15 @@ class InputError extends Error {
     }
 }
 const DURATION_FORM = 'a duration such as 90s, 45m or 1h30m';
+/** `poll-interval`'s range: from this (a holding server is never asked more often anyway)… */
+const MIN_POLL_INTERVAL_MS = 100;
+/** …to this. */
+const MAX_POLL_INTERVAL_MS = 60_000;
+/** A duration of the usual forms, or a whole number of milliseconds (`500ms`); undefined when neither. */
+function parseFineDuration(text) {
+    const ms = /^(\d+)ms$/i.exec(text);
+    return ms ? Number(ms[1]) : parseDuration(text);
+}
 /** Reads the inputs the post step needs too: where the service is and the key (or OIDC). */
 function readConnection(getInput = actionInput, env = process.env) {
     const problems = [];
@@ -53586,6 +53595,18 @@ readFile, event = readEventContext(env)) {
     const timeoutMs = parseDuration(rawTimeout) ?? 0;
     if (timeoutMs <= 0)
         problems.push(`timeout ${showValue(rawTimeout)}: expected ${DURATION_FORM}, above zero`);
+    const rawGrace = getInput('timeout-grace').trim() || '30s';
+    const graceMs = parseDuration(rawGrace) ?? 0;
+    if (graceMs <= 0)
+        problems.push(`timeout-grace ${showValue(rawGrace)}: expected ${DURATION_FORM}, above zero`);
+    const rawPoll = getInput('poll-interval').trim() || '1s';
+    const pollIntervalMs = parseFineDuration(rawPoll) ?? 0;
+    if (pollIntervalMs < MIN_POLL_INTERVAL_MS || pollIntervalMs > MAX_POLL_INTERVAL_MS)
+        problems.push(`poll-interval ${showValue(rawPoll)}: expected a duration such as 500ms, 1s or 5s, from 100ms to 1m`);
+    const rawGitHubTimeout = getInput('github-timeout').trim() || '30s';
+    const githubTimeoutMs = parseDuration(rawGitHubTimeout) ?? 0;
+    if (githubTimeoutMs <= 0)
+        problems.push(`github-timeout ${showValue(rawGitHubTimeout)}: expected ${DURATION_FORM}, above zero`);
     const rawOnTimeout = getInput('on-timeout').trim().toLowerCase() || 'cancel';
     if (rawOnTimeout !== 'cancel' && rawOnTimeout !== 'leave-running') {
         problems.push(`on-timeout ${showValue(getInput('on-timeout'))}: expected cancel or leave-running`);
@@ -53678,6 +53699,9 @@ readFile, event = readEventContext(env)) {
         ...target,
         wait,
         timeoutMs,
+        graceMs,
+        pollIntervalMs,
+        githubTimeoutMs,
         onTimeout: rawOnTimeout,
         failOn,
         cancelOnAbort,
@@ -54104,6 +54128,7 @@ async function waitWithProgress(client, runId, options) {
     try {
         const result = await client.runs.wait(runId, {
             timeoutMs: options.timeoutMs - (Date.now() - startedAt),
+            initialDelayMs: options.pollIntervalMs,
             signal: AbortSignal.any([options.signal, blocked.signal, endSignal]),
             onStateChange: progress.onStateChange,
             onUnknownState: progress.onUnknownState,
@@ -54380,7 +54405,7 @@ async function admit(event) {
         setFailed(error.message);
         return undefined;
     }
-    const github = lazyGitHub(settings.githubToken, event);
+    const github = lazyGitHub(settings.githubToken, event, settings.githubTimeoutMs);
     const verdict = await checkTrust(settings.trust, event, github);
     if (!verdict.run) {
         const approving = settings.thread.mode === 'plan' &&
@@ -54404,12 +54429,12 @@ function skip(onUntrusted, message) {
     else
         notice(message);
 }
-function lazyGitHub(token, event) {
+function lazyGitHub(token, event, timeoutMs) {
     let api;
     return () => {
         if (!token)
             return Promise.reject(new NoTokenError());
-        api ??= createGitHubApi(token, event.repo);
+        api ??= createGitHubApi(token, event.repo, timeoutMs);
         return api;
     };
 }
@@ -54709,6 +54734,7 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination, comm
             log_info(`${name}: run ${end.runId} created.`);
             const result = await client.runs.wait(end.runId, {
                 timeoutMs: Math.max(0, deadline - Date.now()),
+                initialDelayMs: settings.pollIntervalMs,
                 signal: termination.signal,
                 onStateChange: run => {
                     end.run = run;
@@ -55051,11 +55077,10 @@ function onTermination() {
 
 /**
  * After `timeout`, reading what the run made (the rest of the conversation, the answer, the patch)
- * and, at a timeout, cancelling the run share this much more time, and no more: a slow service
- * cannot keep the step alive.
+ * and, at a timeout, cancelling the run share `timeout-grace` (default 30 s), and no more: a slow
+ * service cannot keep the step alive. At a timeout, this much of the grace (at most a third of it)
+ * is kept for the cancel.
  */
-const END_GRACE_MS = 30_000;
-/** At a timeout, this much of the grace is kept for the cancel. */
 const CANCEL_RESERVE_MS = 10_000;
 /** Entry point of both steps: the runner calls the same bundle for `main` and `post`. */
 async function run() {
@@ -55101,8 +55126,9 @@ async function mainStep() {
         saveRunId(runId);
         if (!settings.wait)
             return await leaveRunning(client, reporter, runId, startedAt);
-        const { timeoutMs } = settings;
-        const endBy = startedAt + timeoutMs + END_GRACE_MS;
+        const { timeoutMs, graceMs } = settings;
+        const endBy = startedAt + timeoutMs + graceMs;
+        const deadlineNote = `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${graceMs / 1000} s) passed`;
         const until = (reserveMs = 0) => AbortSignal.any([termination.signal, AbortSignal.timeout(Math.max(0, endBy - reserveMs - Date.now()))]);
         const result = await waitWithProgress(client, runId, {
             endSignal: until(),
@@ -55111,7 +55137,8 @@ async function mainStep() {
             signal: termination.signal,
             reporter,
             logConversation: settings.logConversation,
-            onBlocked: settings.onBlocked
+            onBlocked: settings.onBlocked,
+            pollIntervalMs: settings.pollIntervalMs
         });
         const outcome = {
             runId,
@@ -55125,11 +55152,11 @@ async function mainStep() {
         outcome.produced = await collectProducedSafely(client, runId, result.run, {
             prompt: turn.request,
             schema: settings.outputSchema,
-            signal: until(timedOut ? CANCEL_RESERVE_MS : 0),
-            deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
+            signal: until(timedOut ? Math.min(CANCEL_RESERVE_MS, graceMs / 3) : 0),
+            deadlineNote
         });
         if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
-            await review(admitted, reviewContext, outcome.produced, until(0), formatDuration(timeoutMs));
+            await review(admitted, reviewContext, outcome.produced, until(0), deadlineNote);
         if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
             comment.writer.plan = await readPlan(client, result.run, until(0));
         if (timedOut)
@@ -55170,14 +55197,14 @@ async function reviewBase({ settings, github }, event) {
     }
 }
 /** Posts the findings of a run that succeeded with a valid findings object as the review. */
-async function review({ settings, github }, context, produced, deadline, timeout) {
+async function review({ settings, github }, context, produced, deadline, deadlineNote) {
     if (!produced?.structured)
         return;
     try {
         const value = JSON.parse(produced.structured);
         // The step's deadline bounds the review too: GitHub stalling never holds the job.
         const passed = new Promise((_, reject) => {
-            const refuse = () => reject(new Error(`the step's deadline (timeout ${timeout} + ${END_GRACE_MS / 1000} s) passed`));
+            const refuse = () => reject(new Error(deadlineNote));
             if (deadline.aborted)
                 refuse();
             else

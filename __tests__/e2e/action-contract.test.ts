@@ -1,6 +1,7 @@
 // The bundled action (dist/index.js) run as the GitHub runner runs it, against a contract server.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { ContractServer } from '../support/contract-server.js';
+import { eventually } from '../support/eventually.js';
 import { runAction, startAction } from '../support/runner.js';
 
 const KEY = 'test-key-0123456789';
@@ -9,9 +10,25 @@ let inputs: Record<string, string>;
 
 beforeEach(async () => {
   server = await new ContractServer({ apiKey: KEY }).start();
-  inputs = { prompt: 'Fix the bug', 'environment-id': 'env-1', 'api-key': KEY, 'base-url': server.url };
+  inputs = {
+    prompt: 'Fix the bug',
+    'environment-id': 'env-1',
+    'api-key': KEY,
+    'base-url': server.url,
+    // The first read 100 ms after the create instead of 1 s; this server holds every read after it.
+    'poll-interval': '100ms'
+  };
 });
 afterEach(() => server.stop());
+
+/** The id of the one run the server has, once it has it. */
+const onlyRun = () => eventually(() => [...server.runs.keys()][0], { what: 'the run created' });
+
+/** Once the action sent its first cancel (refused or held, as the test set the server up). */
+const cancelSent = () =>
+  eventually(() => server.requests.some(r => r.method === 'POST' && r.path.endsWith('/cancel')), {
+    what: 'a cancel request'
+  });
 
 function expectNoKey(run: {
   stdout: string;
@@ -29,15 +46,18 @@ function expectNoKey(run: {
 
 describe('action end to end (contract server)', () => {
   it('succeeds with outputs, a summary and the session link', async () => {
-    server.onCreate = run =>
-      server.script(run.run_id, [
-        [1500, { state: 'INPROGRESS', session_link: `${server.url}/sessions/${run.run_id}` }],
-        [2500, { state: 'SUCCEEDED', completed_at: new Date(Date.now() + 2500).toISOString() }]
-      ]);
-    const result = await runAction({ ...inputs, title: 'E2E', config: '{"model_id":"m1"}' });
+    const action = startAction({ ...inputs, title: 'E2E', config: '{"model_id":"m1"}' });
+    // The run moves on each time the action has seen where it is: QUEUED, INPROGRESS, SUCCEEDED.
+    await action.waitFor(/run \S+: QUEUED\n/);
+    const id = await onlyRun();
+    server.update(id, { state: 'INPROGRESS', session_link: `${server.url}/sessions/${id}` });
+    await action.waitFor(/run \S+: QUEUED → INPROGRESS\n/);
+    server.update(id, { state: 'SUCCEEDED', completed_at: new Date().toISOString() });
+    const result = await action.done;
     expect(result.code).toBe(0);
     const runId = result.outputs['run-id']!;
     expect(server.runs.has(runId)).toBe(true);
+    expect(runId).toBe(id);
     expect(result.outputs).toMatchObject({
       state: 'SUCCEEDED',
       conclusion: 'succeeded',
@@ -104,35 +124,35 @@ describe('action end to end (contract server)', () => {
   });
 
   it('times out, cancels the run and says so', async () => {
-    const result = await runAction({ ...inputs, timeout: '3s', summary: 'false' });
+    const result = await runAction({ ...inputs, timeout: '1s', summary: 'false' });
     expect(result.code).toBe(1);
     const runId = result.outputs['run-id']!;
     expect(result.outputs.conclusion).toBe('timed_out');
     expect(result.outputs.state).toBe('CANCELLED');
     expect(server.runs.get(runId)!.state).toBe('CANCELLED');
     expect(result.stdout).toContain(
-      `::error::Run ${runId} did not finish within 3s (last state QUEUED); cancelled it.`
+      `::error::Run ${runId} did not finish within 1s (last state QUEUED); cancelled it.`
     );
     expect(result.summary).toBe('');
     // Ended at its deadline, not after a held poll's 50 s (how soon is in bench/).
     expect(result.ms).toBeLessThan(50_000);
-    // The run was cancelled 3 s after it was created, and the record read after the cancel says so.
-    expect(Number(result.outputs['duration-seconds'])).toBe(3);
+    // The run was cancelled 1 s after it was created, and the record read after the cancel says so.
+    expect(Number(result.outputs['duration-seconds'])).toBe(1);
     const cancel = server.requests.find(r => r.path.endsWith('/cancel'))!;
-    expect(JSON.parse(cancel.body)).toEqual({ reason: 'timeout after 3s' });
-    expect(server.runs.get(runId)!.status_message).toBe('cancelled by a client: timeout after 3s');
+    expect(JSON.parse(cancel.body)).toEqual({ reason: 'timeout after 1s' });
+    expect(server.runs.get(runId)!.status_message).toBe('cancelled by a client: timeout after 1s');
   });
 
   it('reports the time waited, not 0 s, for a run left running at the deadline', async () => {
-    const result = await runAction({ ...inputs, timeout: '3s', 'on-timeout': 'leave-running' });
+    const result = await runAction({ ...inputs, timeout: '1s', 'on-timeout': 'leave-running' });
     expect(result.code).toBe(1);
     expect(result.outputs.state).toBe('QUEUED');
-    expect(Number(result.outputs['duration-seconds'])).toBe(3);
-    expect(result.summary).toMatch(/<td>Duration<\/td><td>3s<\/td>/);
+    expect(Number(result.outputs['duration-seconds'])).toBe(1);
+    expect(result.summary).toMatch(/<td>Duration<\/td><td>1s<\/td>/);
   });
 
   it('leaves the run alone at the deadline with on-timeout: leave-running', async () => {
-    const result = await runAction({ ...inputs, timeout: '2s', 'on-timeout': 'leave-running' });
+    const result = await runAction({ ...inputs, timeout: '1s', 'on-timeout': 'leave-running' });
     expect(result.code).toBe(1);
     expect(server.runs.get(result.outputs['run-id']!)!.state).toBe('QUEUED');
     expect(result.stdout).toContain('left it running (on-timeout: leave-running)');
@@ -197,8 +217,16 @@ describe('action end to end (contract server)', () => {
   it('waits for an existing run given by run-id', async () => {
     const first = await runAction({ ...inputs, wait: 'false' });
     const runId = first.outputs['run-id']!;
-    setTimeout(() => server.update(runId, { state: 'SUCCEEDED', session_link: 'https://s/2' }), 500);
-    const result = await runAction({ 'api-key': KEY, 'base-url': server.url, 'run-id': runId });
+    const action = startAction({
+      'api-key': KEY,
+      'base-url': server.url,
+      'run-id': runId,
+      'poll-interval': inputs['poll-interval']!
+    });
+    // The run ends while the action waits for it: after its first read.
+    await action.waitFor(/run \S+: QUEUED\n/);
+    server.update(runId, { state: 'SUCCEEDED', session_link: 'https://s/2' });
+    const result = await action.done;
     expect(result.code).toBe(0);
     expect(result.outputs).toMatchObject({
       'run-id': runId,
@@ -257,12 +285,12 @@ describe('action end to end against answers of the production service', () => {
 
   it('retries the cancel of a PENDING run until the service accepts it', async () => {
     await serviceLike({ cancelStyle: 'service' });
-    server.onCreate = run =>
-      server.script(run.run_id, [
-        [100, { state: 'PENDING' }],
-        [3500, { state: 'INPROGRESS' }]
-      ]);
-    const result = await runAction({ ...inputs, timeout: '2s' });
+    server.onCreate = run => server.update(run.run_id, { state: 'PENDING' });
+    const action = startAction({ ...inputs, timeout: '1s' });
+    // The first cancel is refused (409 while PENDING, answered as it arrives); then the run starts.
+    await cancelSent();
+    server.update(await onlyRun(), { state: 'INPROGRESS' });
+    const result = await action.done;
     const runId = result.outputs['run-id']!;
     expect(result.code).toBe(1);
     expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBeGreaterThan(1);
@@ -280,7 +308,13 @@ describe('action end to end against answers of the production service', () => {
         [50, { state: 'PENDING' }],
         [3000, { state: 'INPROGRESS' }]
       ]);
-    const result = await runAction({ ...inputs, timeout: '1s', 'on-timeout': 'cancel' });
+    // The first read due after the 1 s deadline (the default poll-interval): the wait ends before it.
+    const result = await runAction({
+      ...inputs,
+      'poll-interval': '1s',
+      timeout: '1s',
+      'on-timeout': 'cancel'
+    });
     const runId = result.outputs['run-id']!;
     expect(result.code).toBe(1);
     expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBeGreaterThan(1);
@@ -293,7 +327,7 @@ describe('action end to end against answers of the production service', () => {
     await serviceLike({ cancelStyle: 'service' });
     server.onCreate = run =>
       server.script(run.run_id, [[100, { state: 'BLOCKED', session_link: 'https://s/blocked' }]]);
-    const result = await runAction({ ...inputs, timeout: '2s' });
+    const result = await runAction({ ...inputs, timeout: '1s' });
     const runId = result.outputs['run-id']!;
     expect(result.code).toBe(1);
     expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBe(1);
@@ -307,10 +341,17 @@ describe('action end to end against answers of the production service', () => {
 
   it('says a run that ended while the cancel was on its way had already finished, after a 400', async () => {
     await serviceLike({ cancelStyle: 'service' });
-    server.onCreate = run => server.script(run.run_id, [[2600, { state: 'SUCCEEDED' }]]);
-    // The cancel sent at the 2 s deadline arrives after the run ended.
-    server.fault('POST /api/v1/agent/runs/', { kind: 'delay', ms: 1500 });
-    const result = await runAction({ ...inputs, timeout: '2s' });
+    // The cancel sent at the 1 s deadline is held on its way until the run has ended.
+    let arrive!: () => void;
+    server.fault('POST /api/v1/agent/runs/', {
+      kind: 'hold',
+      until: new Promise<void>(resolve => (arrive = resolve))
+    });
+    const action = startAction({ ...inputs, timeout: '1s' });
+    await cancelSent();
+    server.update(await onlyRun(), { state: 'SUCCEEDED' });
+    arrive();
+    const result = await action.done;
     const runId = result.outputs['run-id']!;
     expect(server.count('POST', `/api/v1/agent/runs/${runId}/cancel`)).toBe(1);
     expect(result.stdout).toContain(`Run ${runId} had already finished (SUCCEEDED); nothing to cancel.`);

@@ -68,12 +68,13 @@ async function serverRuns(stepId: string): Promise<ServerRun[]> {
   return runs.sort((a, b) => Number(a.metadata.fan_out_index) - Number(b.metadata.fan_out_index));
 }
 
+// Each run takes a second (and its sandbox's start): creates sent at once all land before any ends.
 const THREE = [
   '- title: Security',
-  '  prompt: "Check security\\n@sim sleep 4\\n@sim result no secrets found"',
+  '  prompt: "Check security\\n@sim sleep 1\\n@sim result no secrets found"',
   '- title: Performance',
-  '  prompt: "Check speed\\n@sim sleep 4\\n@sim result fast enough"',
-  '- "Check tests\\n@sim sleep 4\\n@sim result tests cover it"'
+  '  prompt: "Check speed\\n@sim sleep 1\\n@sim result fast enough"',
+  '- "Check tests\\n@sim sleep 1\\n@sim result tests cover it"'
 ].join('\n');
 
 describe('fan-out through the action', () => {
@@ -119,7 +120,7 @@ describe('fan-out through the action', () => {
   });
 
   it('runs one at a time with max-parallel 1', async () => {
-    const items = ['- "@sim sleep 1"', '- "@sim sleep 1"', '- "@sim sleep 1"'].join('\n');
+    const items = ['- "@sim sleep 0.5"', '- "@sim sleep 0.5"', '- "@sim sleep 0.5"'].join('\n');
     const { inputs, env } = stepOf(items, { 'max-parallel': '1' });
     const result = await runAction(inputs, { env });
     expect(result.code).toBe(0);
@@ -161,13 +162,13 @@ describe('fan-out through the action', () => {
 
   it('cancels every run at the timeout', async () => {
     const items = ['- "@sim sleep 120"', '- "@sim sleep 120"'].join('\n');
-    const { inputs, env } = stepOf(items, { timeout: '3s' });
+    const { inputs, env } = stepOf(items, { timeout: '1s' });
     const result = await runAction(inputs, { env });
     expect(result.code).toBe(1);
     expect(result.outputs.conclusion).toBe('timed_out');
     const server = await serverRuns(env.GITHUB_ACTION);
     expect(server.map(run => run.state)).toEqual(['CANCELLED', 'CANCELLED']);
-    for (const run of server) expect(run.status_message).toContain('timeout after 3s');
+    for (const run of server) expect(run.status_message).toContain('timeout after 1s');
   });
 
   it('cancels every run when the job is cancelled', async () => {
@@ -394,7 +395,8 @@ describe('fan-out against the production stand-in', () => {
   async function service(): Promise<Record<string, string>> {
     // The service's own answers: a cancel of a PENDING run is refused with 409, of an ended one with 400.
     server = await new ContractServer({ apiKey: KEY, cancelStyle: 'service' }).start();
-    return { 'environment-id': 'env-1', 'api-key': KEY, 'base-url': server.url };
+    // The first read of each run 100 ms after its create instead of 1 s; this server holds the rest.
+    return { 'environment-id': 'env-1', 'api-key': KEY, 'base-url': server.url, 'poll-interval': '100ms' };
   }
 
   it('creates the three runs at once, gathers them in input order, meets require any, and a retry makes none', async () => {
@@ -447,7 +449,7 @@ describe('fan-out against the production stand-in', () => {
     const connection = await service();
     server.onCreate = run => server.update(run.run_id, { state: 'INPROGRESS' });
     const items = ['- "first"', '- "second"'].join('\n');
-    const { inputs, env } = stepOf(items, { ...connection, timeout: '2s' });
+    const { inputs, env } = stepOf(items, { ...connection, timeout: '1s' });
     const result = await runAction(inputs, { env });
     expect(result.code).toBe(1);
     expect(result.outputs.conclusion).toBe('timed_out');

@@ -1,7 +1,8 @@
 // The bundled action against a service that sends too much or too slowly, run as the runner runs
 // it: every output and the job summary stay under GitHub's 1 MiB limits (with notices naming what
 // was cut), a record nested a million levels deep costs one field, not the step, and a service
-// trickling the conversation cannot keep the step past its timeout and the documented grace.
+// trickling the conversation cannot keep the step past its timeout and the documented grace
+// (`timeout-grace`, shortened here).
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { ContractServer } from '../support/contract-server.js';
 import { runAction, startAction } from '../support/runner.js';
@@ -55,7 +56,7 @@ describe('limits', () => {
           }
         ]
       ]);
-    const result = await runAction(inputs);
+    const result = await runAction({ ...inputs, 'poll-interval': '100ms' });
     expect(result.code).toBe(1);
     expect(result.stderr).not.toMatch(/Maximum call stack|RangeError/);
     for (const [name, value] of Object.entries(result.outputs)) {
@@ -86,20 +87,28 @@ describe('limits', () => {
     expect(total).toBeLessThan(4 * MiB);
   }, 120_000);
 
-  it('a slow service cannot keep the step past timeout + 30 s grace', async () => {
+  it('a slow service cannot keep the step past timeout + its grace', async () => {
     server.onCreate = run => {
-      server.script(run.run_id, [[500, { state: 'SUCCEEDED', conversation: answer('done') }]]);
+      // Ended at once: the step is left reading what it made until its deadline.
+      server.update(run.run_id, { state: 'SUCCEEDED', conversation: answer('done') });
       // Every read of the conversation takes a minute: ten of them used to keep the step for ten.
       server.fault(`GET /api/v1/agent/runs/${run.run_id}/conversation`, { kind: 'delay', ms: 60_000 }, 10);
     };
-    const started = startAction({ ...inputs, timeout: '5s' });
+    // The same bound with timeout-grace 2s instead of the default 30 s, reached sooner.
+    const started = startAction({
+      ...inputs,
+      timeout: '3s',
+      'timeout-grace': '2s',
+      'poll-interval': '100ms'
+    });
     const result = await started.done;
     expect(result.code).toBe(0);
     expect(result.outputs.conclusion).toBe('succeeded');
     expect(result.stdout).toContain(
-      "::warning::Could not read what the run produced: the step's deadline (timeout 5s + 30 s) passed"
+      "::warning::Could not read what the run produced: the step's deadline (timeout 3s + 2 s) passed"
     );
-    // timeout + grace is 35 s; the step ends there, with room for a loaded machine.
+    // timeout + grace is 5 s; the step ends there, long before one stalled read (60 s) would, with
+    // room for a loaded machine.
     expect(result.ms).toBeLessThan(60_000);
   }, 150_000);
 });

@@ -410,13 +410,14 @@ describe('review: inline refuses what it cannot use', () => {
           summary: 'One finding',
           findings: [{ path: 'src/app.ts', line: 12, severity: 'minor', body: 'b' }]
         },
-        { timeout: '10m' }
+        // GitHub's stall ends at github-timeout (30 s by default), long before the step's own deadline.
+        { timeout: '10m', 'github-timeout': '2s' }
       );
       expect(result.code).toBe(1);
       expect(result.outputs.conclusion).toBe('failed');
       const error = parseWorkflowCommands(result.stdout).find(c => c.name === 'error')!;
       expect(error.message).toContain(`could not post the review on #${PR}: GitHub did not answer POST`);
-      expect(error.message).toContain('within 30 s');
+      expect(error.message).toContain('within 2 s');
       expect(posts()).toHaveLength(1);
       expect(github.reviews.get(PR) ?? []).toHaveLength(0);
     } finally {

@@ -407,11 +407,11 @@ describe('the executor under bad input', () => {
             }
           }
         ),
-        { numRuns: runs(400), plugins: bounded(40_000 * SCALE) }
+        { numRuns: runs(400), plugins: bounded(100_000 * SCALE) }
       );
       await expectAlive();
     },
-    60_000 * SCALE
+    120_000 * SCALE
   );
 
   it(
@@ -431,11 +431,11 @@ describe('the executor under bad input', () => {
           const answer = await answerOf(await fetch(url, init));
           expectWellFormed(answer, `${verb} ${target} ${JSON.stringify(headers)}`, verb);
         }),
-        { numRuns: runs(400), plugins: bounded(40_000 * SCALE) }
+        { numRuns: runs(400), plugins: bounded(100_000 * SCALE) }
       );
       await expectAlive();
     },
-    60_000 * SCALE
+    120_000 * SCALE
   );
 
   it(
@@ -471,11 +471,11 @@ describe('the executor under bad input', () => {
             expect(run.title).toBe(title === undefined ? null : title.toWellFormed());
           }
         ),
-        { numRuns: runs(150), plugins: bounded(30_000 * SCALE) }
+        { numRuns: runs(150), plugins: bounded(100_000 * SCALE) }
       );
       await expectAlive();
     },
-    60_000 * SCALE
+    120_000 * SCALE
   );
 
   it(
@@ -531,7 +531,7 @@ describe('the executor under bad input', () => {
         ),
         {
           numRuns: runs(150),
-          plugins: bounded(30_000 * SCALE),
+          plugins: bounded(100_000 * SCALE),
           // Always tried: a NUL byte in a header and headers past Node's 16 KiB limit (both once
           // answered by Fastify's default handler as application/json).
           examples: [
@@ -542,7 +542,7 @@ describe('the executor under bad input', () => {
       );
       await expectAlive();
     },
-    60_000 * SCALE
+    120_000 * SCALE
   );
 });
 
@@ -685,7 +685,7 @@ describe("the action's input parsing", () => {
         ),
         {
           numRuns: runs(2000),
-          plugins: bounded(30_000 * SCALE),
+          plugins: bounded(100_000 * SCALE),
           // Always tried: a config too deep for JSON.stringify (once a RangeError out of readSettings).
           examples: [
             [
@@ -698,6 +698,6 @@ describe("the action's input parsing", () => {
         }
       );
     },
-    60_000 * SCALE
+    120_000 * SCALE
   );
 });

@@ -51,6 +51,8 @@ export type Fault =
   | { kind: 'reset-before' }
   | { kind: 'reset-after' }
   | { kind: 'delay'; ms: number }
+  /** Answers once `until` settles: a request held on its way while the test changes the run. */
+  | { kind: 'hold'; until: Promise<unknown> }
   | { kind: 'truncate' };
 
 export interface RecordedRequest {
@@ -221,6 +223,7 @@ export class ContractServer {
     if (fault?.kind === 'reset-before') return void req.socket.destroy();
     // Unreferenced: a long delay a test never waits out does not keep the test process alive.
     if (fault?.kind === 'delay') await new Promise(resolve => setTimeout(resolve, fault.ms).unref());
+    if (fault?.kind === 'hold') await fault.until.catch(() => undefined);
     if (fault?.kind === 'status') {
       res.writeHead(fault.status, { 'content-type': 'application/problem+json', ...fault.headers });
       return void res.end(fault.body ?? JSON.stringify({ title: 'injected', status: fault.status }));

@@ -52,6 +52,24 @@ describe('readSettings', () => {
     expect(s.create?.idempotencyKey).toBeUndefined();
   });
 
+  it('reads timeout-grace, poll-interval and github-timeout, with their defaults and forms', () => {
+    expect(settings(base)).toMatchObject({ graceMs: 30_000, pollIntervalMs: 1000, githubTimeoutMs: 30_000 });
+    expect(
+      settings({ ...base, 'timeout-grace': '2m', 'poll-interval': '250ms', 'github-timeout': '5s' })
+    ).toMatchObject({ graceMs: 120_000, pollIntervalMs: 250, githubTimeoutMs: 5000 });
+    expect(settings({ ...base, 'poll-interval': '1m' }).pollIntervalMs).toBe(60_000);
+    expect(
+      problems({ ...base, 'timeout-grace': '0s', 'poll-interval': '50ms', 'github-timeout': 'soon' })
+    ).toEqual([
+      'timeout-grace "0s": expected a duration such as 90s, 45m or 1h30m, above zero',
+      'poll-interval "50ms": expected a duration such as 500ms, 1s or 5s, from 100ms to 1m',
+      'github-timeout "soon": expected a duration such as 90s, 45m or 1h30m, above zero'
+    ]);
+    expect(problems({ ...base, 'poll-interval': '2m' })).toEqual([
+      'poll-interval "2m": expected a duration such as 500ms, 1s or 5s, from 100ms to 1m'
+    ]);
+  });
+
   it('accepts a base URL that already ends in /api/v1', () => {
     expect(settings({ ...base, 'base-url': 'http://127.0.0.1:8080/api/v1/' }).baseUrl).toBe(
       'http://127.0.0.1:8080/api/v1'

@@ -83,6 +83,7 @@ export async function fanOutStep(
       log.info(`${name}: run ${end.runId} created.`);
       const result = await client.runs.wait(end.runId, {
         timeoutMs: Math.max(0, deadline - Date.now()),
+        initialDelayMs: settings.pollIntervalMs,
         signal: termination.signal,
         onStateChange: run => {
           end.run = run;

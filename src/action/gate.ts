@@ -40,7 +40,7 @@ export async function admit(event: EventContext): Promise<Admitted | undefined> 
     core.setFailed((error as Error).message);
     return undefined;
   }
-  const github = lazyGitHub(settings.githubToken, event);
+  const github = lazyGitHub(settings.githubToken, event, settings.githubTimeoutMs);
   const verdict = await checkTrust(settings.trust, event, github);
   if (!verdict.run) {
     const approving =
@@ -66,11 +66,11 @@ function skip(onUntrusted: Settings['onUntrusted'], message: string): void {
   else core.notice(message);
 }
 
-function lazyGitHub(token: string, event: EventContext): () => Promise<GitHubApi> {
+function lazyGitHub(token: string, event: EventContext, timeoutMs: number): () => Promise<GitHubApi> {
   let api: Promise<GitHubApi> | undefined;
   return () => {
     if (!token) return Promise.reject(new NoTokenError());
-    api ??= createGitHubApi(token, event.repo);
+    api ??= createGitHubApi(token, event.repo, timeoutMs);
     return api;
   };
 }

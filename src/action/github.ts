@@ -51,8 +51,8 @@ export interface ReviewRequest {
 }
 
 /**
- * Every GitHub call ends within this: a stalled GitHub never holds the step (or its post step)
- * past its deadline by more than one call's wait.
+ * Every GitHub call ends within this (`github-timeout`, default 30 s): a stalled GitHub never holds
+ * the step (or its post step) past its deadline by more than one call's wait.
  */
 export const GITHUB_REQUEST_TIMEOUT_MS = 30_000;
 const MAX_COMMENT_PAGES = 10;
@@ -61,11 +61,15 @@ const MAX_FILE_PAGES = 30;
 /** Review comments and reviews read for this step's earlier findings: at most 3,000 of each. */
 const MAX_REVIEW_PAGES = 30;
 
-export async function createGitHubApi(token: string, repository: string): Promise<GitHubApi> {
+export async function createGitHubApi(
+  token: string,
+  repository: string,
+  timeoutMs = GITHUB_REQUEST_TIMEOUT_MS
+): Promise<GitHubApi> {
   const { getOctokit } = await import('@actions/github');
   const octokit = getOctokit(token, { request: { retries: 0 } });
   octokit.hook.wrap('request', async (request, options) => {
-    const bound = AbortSignal.timeout(GITHUB_REQUEST_TIMEOUT_MS);
+    const bound = AbortSignal.timeout(timeoutMs);
     const given = options.request?.signal as AbortSignal | undefined;
     // In place: the hooks wrapped inside this one were bound to this very object.
     options.request = { ...options.request, signal: given ? AbortSignal.any([given, bound]) : bound };
@@ -74,9 +78,7 @@ export async function createGitHubApi(token: string, repository: string): Promis
     } catch (error) {
       if (!bound.aborted) throw error;
       // The route's template (`/repos/{owner}/{repo}/…`): ours, never data of the request.
-      throw new Error(
-        `GitHub did not answer ${options.method} ${options.url} within ${GITHUB_REQUEST_TIMEOUT_MS / 1000} s`
-      );
+      throw new Error(`GitHub did not answer ${options.method} ${options.url} within ${timeoutMs / 1000} s`);
     }
   });
   const [owner = '', repo = ''] = repository.split('/');

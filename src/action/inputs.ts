@@ -75,6 +75,18 @@ export interface CommonSettings {
   wait: boolean;
   /** Deadline for the wait in ms (`timeout`, default 60m). */
   timeoutMs: number;
+  /**
+   * After the timeout, what reading what the run made and cancelling it share, in ms
+   * (`timeout-grace`, default 30 s): the step never outlives `timeout` + this.
+   */
+  graceMs: number;
+  /**
+   * Before the first read of a run, and the first pause between reads of a service that does not
+   * hold them, in ms (`poll-interval`, default 1 s).
+   */
+  pollIntervalMs: number;
+  /** How long one GitHub API call may take before the step gives up on it, in ms (`github-timeout`, default 30 s). */
+  githubTimeoutMs: number;
   /** What to do with a run still going at the deadline (`on-timeout`). */
   onTimeout: 'cancel' | 'leave-running';
   /** Terminal states that fail the step (`fail-on`). */
@@ -177,6 +189,16 @@ export class InputError extends Error {
 }
 
 const DURATION_FORM = 'a duration such as 90s, 45m or 1h30m';
+/** `poll-interval`'s range: from this (a holding server is never asked more often anyway)… */
+const MIN_POLL_INTERVAL_MS = 100;
+/** …to this. */
+const MAX_POLL_INTERVAL_MS = 60_000;
+
+/** A duration of the usual forms, or a whole number of milliseconds (`500ms`); undefined when neither. */
+function parseFineDuration(text: string): number | undefined {
+  const ms = /^(\d+)ms$/i.exec(text);
+  return ms ? Number(ms[1]) : parseDuration(text);
+}
 
 /** What the step signs in with, and where. */
 export type Connection = Pick<Settings, 'baseUrl' | 'apiKey' | 'auth' | 'oidcAudience'>;
@@ -278,6 +300,23 @@ export function readSettings(
   const timeoutMs = parseDuration(rawTimeout) ?? 0;
   if (timeoutMs <= 0)
     problems.push(`timeout ${showValue(rawTimeout)}: expected ${DURATION_FORM}, above zero`);
+
+  const rawGrace = getInput('timeout-grace').trim() || '30s';
+  const graceMs = parseDuration(rawGrace) ?? 0;
+  if (graceMs <= 0)
+    problems.push(`timeout-grace ${showValue(rawGrace)}: expected ${DURATION_FORM}, above zero`);
+
+  const rawPoll = getInput('poll-interval').trim() || '1s';
+  const pollIntervalMs = parseFineDuration(rawPoll) ?? 0;
+  if (pollIntervalMs < MIN_POLL_INTERVAL_MS || pollIntervalMs > MAX_POLL_INTERVAL_MS)
+    problems.push(
+      `poll-interval ${showValue(rawPoll)}: expected a duration such as 500ms, 1s or 5s, from 100ms to 1m`
+    );
+
+  const rawGitHubTimeout = getInput('github-timeout').trim() || '30s';
+  const githubTimeoutMs = parseDuration(rawGitHubTimeout) ?? 0;
+  if (githubTimeoutMs <= 0)
+    problems.push(`github-timeout ${showValue(rawGitHubTimeout)}: expected ${DURATION_FORM}, above zero`);
 
   const rawOnTimeout = getInput('on-timeout').trim().toLowerCase() || 'cancel';
   if (rawOnTimeout !== 'cancel' && rawOnTimeout !== 'leave-running') {
@@ -397,6 +436,9 @@ export function readSettings(
     ...target,
     wait,
     timeoutMs,
+    graceMs,
+    pollIntervalMs,
+    githubTimeoutMs,
     onTimeout: rawOnTimeout as Settings['onTimeout'],
     failOn,
     cancelOnAbort,

@@ -25,11 +25,10 @@ import type { GitHubApi } from './github.js';
 
 /**
  * After `timeout`, reading what the run made (the rest of the conversation, the answer, the patch)
- * and, at a timeout, cancelling the run share this much more time, and no more: a slow service
- * cannot keep the step alive.
+ * and, at a timeout, cancelling the run share `timeout-grace` (default 30 s), and no more: a slow
+ * service cannot keep the step alive. At a timeout, this much of the grace (at most a third of it)
+ * is kept for the cancel.
  */
-export const END_GRACE_MS = 30_000;
-/** At a timeout, this much of the grace is kept for the cancel. */
 const CANCEL_RESERVE_MS = 10_000;
 
 /** Entry point of both steps: the runner calls the same bundle for `main` and `post`. */
@@ -71,8 +70,9 @@ async function mainStep(): Promise<void> {
     state.saveRunId(runId);
     if (!settings.wait) return await leaveRunning(client, reporter, runId, startedAt);
 
-    const { timeoutMs } = settings;
-    const endBy = startedAt + timeoutMs + END_GRACE_MS;
+    const { timeoutMs, graceMs } = settings;
+    const endBy = startedAt + timeoutMs + graceMs;
+    const deadlineNote = `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${graceMs / 1000} s) passed`;
     const until = (reserveMs = 0) =>
       AbortSignal.any([termination.signal, AbortSignal.timeout(Math.max(0, endBy - reserveMs - Date.now()))]);
     const result = await waitWithProgress(client, runId, {
@@ -82,7 +82,8 @@ async function mainStep(): Promise<void> {
       signal: termination.signal,
       reporter,
       logConversation: settings.logConversation,
-      onBlocked: settings.onBlocked
+      onBlocked: settings.onBlocked,
+      pollIntervalMs: settings.pollIntervalMs
     });
     const outcome: Outcome = {
       runId,
@@ -96,11 +97,11 @@ async function mainStep(): Promise<void> {
     outcome.produced = await collectProducedSafely(client, runId, result.run, {
       prompt: turn.request,
       schema: settings.outputSchema,
-      signal: until(timedOut ? CANCEL_RESERVE_MS : 0),
-      deadlineNote: `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${END_GRACE_MS / 1000} s) passed`
+      signal: until(timedOut ? Math.min(CANCEL_RESERVE_MS, graceMs / 3) : 0),
+      deadlineNote
     });
     if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
-      await review(admitted, reviewContext, outcome.produced, until(0), formatDuration(timeoutMs));
+      await review(admitted, reviewContext, outcome.produced, until(0), deadlineNote);
     if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
       comment.writer.plan = await readPlan(client, result.run, until(0));
     if (timedOut) await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
@@ -142,15 +143,14 @@ async function review(
   context: ReviewContext,
   produced: Produced | undefined,
   deadline: AbortSignal,
-  timeout: string
+  deadlineNote: string
 ): Promise<void> {
   if (!produced?.structured) return;
   try {
     const value = JSON.parse(produced.structured) as { summary: string; findings: Finding[] };
     // The step's deadline bounds the review too: GitHub stalling never holds the job.
     const passed = new Promise<never>((_, reject) => {
-      const refuse = () =>
-        reject(new Error(`the step's deadline (timeout ${timeout} + ${END_GRACE_MS / 1000} s) passed`));
+      const refuse = () => reject(new Error(deadlineNote));
       if (deadline.aborted) refuse();
       else deadline.addEventListener('abort', refuse, { once: true });
     });

@@ -80,6 +80,8 @@ export async function waitWithProgress(
     onBlocked?: 'wait' | 'fail';
     /** Aborts when the step's end deadline (timeout + grace) passes: the wait and the follow end there. */
     endSignal?: AbortSignal;
+    /** `poll-interval`: before the first read, and the first pause of paced reads (default 1 s). */
+    pollIntervalMs?: number;
   }
 ): Promise<WaitEnd> {
   const { startedAt, reporter } = options;
@@ -110,6 +112,7 @@ export async function waitWithProgress(
   try {
     const result: WaitResult = await client.runs.wait(runId, {
       timeoutMs: options.timeoutMs - (Date.now() - startedAt),
+      initialDelayMs: options.pollIntervalMs,
       signal: AbortSignal.any([options.signal, blocked.signal, endSignal]),
       onStateChange: progress.onStateChange,
       onUnknownState: progress.onUnknownState,
