@@ -76,11 +76,11 @@ describe('action against the executor', () => {
   });
 
   it('notices the end of a run on its event stream: no read per interval', async () => {
-    const result = await runAction(inputs('@sim sleep 20'));
+    const result = await runAction(inputs('@sim sleep 5', { 'poll-interval': '100ms' }));
     expect(result.code).toBe(0);
     const runId = result.outputs['run-id']!;
-    // The executor logs every request (JSON lines on a pipe). Over 20 s a poller backing off from
-    // 1 s would read the run about seven times; the action follows the run's event stream (every
+    // The executor logs every request (JSON lines on a pipe). Over 5 s a poller backing off from
+    // its poll-interval of 100 ms would read the run six times or more; the action follows the run's event stream (every
     // change and the end on one request) and reads little besides, however slow the machine. How
     // soon it notices is in bench/; the fallback to held reads is action-stream.test.ts's.
     const requests = executor
