@@ -6,7 +6,10 @@ import { availableParallelism } from 'node:os';
  * a database of its own for each executor a file starts.
  */
 export const POSTGRES_SUITES = [
-  'executor/api',
+  'executor/api-runs',
+  'executor/api-requests',
+  'executor/api-paging',
+  'executor/api-lists',
   'executor/limits',
   'executor/results',
   'executor/run-hold',
