@@ -71,6 +71,11 @@ try {
         .split('\n')
         .slice(1, 16);
       const failed = [...new Set(test.output.match(/^FAIL .*$/gm) ?? [])];
+      // What each failed test said (jest's "●" blocks, 40 lines each), so a loaded run's failure can be read.
+      const lines = test.output.split('\n');
+      const failures = lines
+        .flatMap((line, at) => (/^\s+● /.test(line) ? [lines.slice(at, at + 40).join('\n')] : []))
+        .slice(0, 10);
       const result = {
         commit,
         load: LOAD,
@@ -80,6 +85,7 @@ try {
         jest: total ? { tests: Number(total[1]), files: Number(total[2]), seconds: Number(total[3]) } : null,
         slowest: slowest.map(line => line.trim()),
         failed,
+        failures,
         uptime: { before, after: uptime() }
       };
       runs.push(result);

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContractServer, type StoredRun } from '../support/contract-server.js';
+import { eventually } from '../support/eventually.js';
 import { runCli } from './support.js';
 
 const KEY = 'test-key-0123456789';
@@ -110,11 +111,13 @@ describe('agent-run against a service with conversations', () => {
 
   it('exits 4 at once on BLOCKED with the session link, or waits with --on-blocked wait', async () => {
     const server = await start(true);
+    const created: string[] = [];
     server.onCreate = run => {
       run.conversation = conversationSaying('Approved and done.');
+      created.push(run.run_id);
+      // BLOCKED until the test approves it.
       server.script(run.run_id, [
-        [100, { state: 'BLOCKED', session_link: `${server.url}/sessions/${run.run_id}` }],
-        [1500, { state: 'SUCCEEDED' }]
+        [100, { state: 'BLOCKED', session_link: `${server.url}/sessions/${run.run_id}` }]
       ]);
     };
     const failed = await runCli(['run', '--environment', 'e', 'Deploy'], { env: env(server) });
@@ -122,9 +125,21 @@ describe('agent-run against a service with conversations', () => {
     expect(failed.stderr).toMatch(
       /warning: run \S+ is BLOCKED.*Approve or answer it at http:\/\/127\.0\.0\.1:\d+\/sessions\//
     );
-    const waited = await runCli(['run', '--environment', 'e', '--on-blocked', 'wait', 'Deploy'], {
+    const waiting = runCli(['run', '--environment', 'e', '--on-blocked', 'wait', 'Deploy'], {
       env: env(server)
     });
+    // Approved once the CLI has read the run while it was BLOCKED: it waits on past it.
+    const id = await eventually(() => created[1], { what: 'the second run', timeoutMs: 60_000 });
+    await eventually(() => server.runs.get(id)?.state === 'BLOCKED', {
+      what: `${id} BLOCKED`,
+      timeoutMs: 60_000
+    });
+    const reads = () =>
+      server.requests.filter(r => r.method === 'GET' && r.path.startsWith(`/api/v1/agent/runs/${id}`)).length;
+    const seen = reads();
+    await eventually(() => reads() > seen, { what: `a read of ${id} while BLOCKED`, timeoutMs: 60_000 });
+    server.update(id, { state: 'SUCCEEDED' });
+    const waited = await waiting;
     expect(waited.code).toBe(0);
     expect(waited.stdout).toBe('Approved and done.\n');
   });
