@@ -187,13 +187,14 @@ describe('trust gate', () => {
 
 describe('live progress', () => {
   it('keeps exactly one comment, updated in place through five state changes, and rewrites the summary', async () => {
+    // Each change once the action has read the state before it: it sees all five, however slow.
     agents.onCreate = created =>
-      agents.script(created.run_id, [
-        [1500, { state: 'PENDING' }],
-        [1800, { state: 'INPROGRESS', session_link: 'https://agents.example/s/1' }],
-        [2100, { state: 'BLOCKED' }],
-        [2400, { state: 'INPROGRESS' }],
-        [2700, { state: 'SUCCEEDED', request_usage: { compute_cost: 0.12, inference_cost: 0.5 } }]
+      agents.stepOnRead(created.run_id, [
+        { state: 'PENDING' },
+        { state: 'INPROGRESS', session_link: 'https://agents.example/s/1' },
+        { state: 'BLOCKED' },
+        { state: 'INPROGRESS' },
+        { state: 'SUCCEEDED', request_usage: { compute_cost: 0.12, inference_cost: 0.5 } }
       ]);
     // The comment shows the session link when asked to (by default only on private repositories).
     const result = await run(commentEvent('alice', '@agent go'), {

@@ -169,6 +169,22 @@ export class ContractServer {
     for (const wake of [...this.waiters]) wake();
   }
 
+  /** Per run, what happens when a read answers the run (stepOnRead). */
+  private readonly onRead = new Map<string, () => void>();
+
+  /**
+   * Moves a run through `steps` one at a time, each once a read has answered the run as it was
+   * before: a client that reads on every change sees every state, however slow the machine is.
+   */
+  stepOnRead(runId: string, steps: Partial<StoredRun>[]): void {
+    const left = [...steps];
+    this.onRead.set(runId, () => {
+      const next = left.shift();
+      if (left.length === 0) this.onRead.delete(runId);
+      if (next) setImmediate(() => this.runs.has(runId) && this.update(runId, next));
+    });
+  }
+
   /** Schedules state changes: [[ms after creation, fields], ...]. */
   script(runId: string, steps: [number, Partial<StoredRun>][]): void {
     for (const [ms, fields] of steps)
@@ -475,6 +491,7 @@ export class ContractServer {
       }
     }
     const { version: _version, conversation: _conversation, raw_json: rawJson, ...record } = run;
+    this.onRead.get(runId)?.();
     // `raw_json`: members written into the record as they are (JSON too deep for JSON.stringify).
     const raw =
       typeof rawJson === 'string'
