@@ -316,6 +316,7 @@ describe('auth.oidc rules at start-up', () => {
         parseConfig({ auth: { oidc_clock_skew: value, oidc: [base] } }, dir);
       expect(skew('5s')().auth.oidcClockSkewMs).toBe(5000);
       expect(skew('0')().auth.oidcClockSkewMs).toBe(0);
+      expect(skew('1h')).toThrow('auth.oidc_clock_skew "1h": expected a duration from 0 to 5m, such as 60s');
       expect(skew('a minute')).toThrow(
         'auth.oidc_clock_skew "a minute": expected a duration such as 90s, 30m or 1h30m, at most 24 days'
       );

@@ -3736,6 +3736,8 @@ const OIDC_CLAIMS = [
 const SCOPING_CLAIMS = ['repository', 'repository_id', 'repository_owner', 'repository_owner_id', 'sub'];
 /** `auth.oidc_clock_skew`'s default: 60 s. */
 const OIDC_CLOCK_SKEW_MS = 60_000;
+/** …and its most: 5 minutes. */
+const MAX_OIDC_CLOCK_SKEW_MS = 300_000;
 const TEAM_FORM = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Whether `host` (a URL's hostname) is this machine: localhost or a loopback address. */
 function isLoopbackHost(host) {
@@ -3751,7 +3753,12 @@ function isLoopbackHost(host) {
 function parseAuth(r, raw) {
     const auth = r.object(raw, 'auth');
     r.known(auth, 'auth', ['oidc', 'oidc_clock_skew']);
-    const oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
+    let oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
+    // A larger allowance would keep expired tokens alive: what the tokens' short lives are for.
+    if (oidcClockSkewMs > MAX_OIDC_CLOCK_SKEW_MS) {
+        r.problems.push(`auth.oidc_clock_skew ${show(auth.oidc_clock_skew)}: expected a duration from 0 to 5m, such as 60s`);
+        oidcClockSkewMs = OIDC_CLOCK_SKEW_MS;
+    }
     const rules = [];
     if (auth.oidc === undefined || auth.oidc === null)
         return { oidc: rules, oidcClockSkewMs };

@@ -69,6 +69,8 @@ export interface AuthConfig {
 
 /** `auth.oidc_clock_skew`'s default: 60 s. */
 export const OIDC_CLOCK_SKEW_MS = 60_000;
+/** …and its most: 5 minutes. */
+const MAX_OIDC_CLOCK_SKEW_MS = 300_000;
 
 const TEAM_FORM = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -84,7 +86,14 @@ export function isLoopbackHost(host: string): boolean {
 export function parseAuth(r: ConfigReader, raw: unknown): AuthConfig {
   const auth = r.object(raw, 'auth');
   r.known(auth, 'auth', ['oidc', 'oidc_clock_skew']);
-  const oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
+  let oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
+  // A larger allowance would keep expired tokens alive: what the tokens' short lives are for.
+  if (oidcClockSkewMs > MAX_OIDC_CLOCK_SKEW_MS) {
+    r.problems.push(
+      `auth.oidc_clock_skew ${show(auth.oidc_clock_skew)}: expected a duration from 0 to 5m, such as 60s`
+    );
+    oidcClockSkewMs = OIDC_CLOCK_SKEW_MS;
+  }
   const rules: OidcRule[] = [];
   if (auth.oidc === undefined || auth.oidc === null) return { oidc: rules, oidcClockSkewMs };
   if (!Array.isArray(auth.oidc)) {
