@@ -37,7 +37,7 @@ beforeAll(async () => {
   key = created.stdout.trim().split('\n').at(-1)!;
   api = await spawnExecutor(['--config', config, '--role', 'api'], { cwd: dir });
   worker = await spawnExecutor(['--config', config, '--role', 'worker'], { cwd: dir });
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await browser?.close();
   await worker?.stop('SIGKILL');
@@ -88,5 +88,5 @@ describe('dashboard across an api and a worker process on one SQLite file', () =
     await page.reload();
     expect(await workerRow.innerText()).toContain('silent');
     await page.close();
-  }, 60_000);
+  }, 120_000);
 });

@@ -43,7 +43,7 @@ beforeAll(async () => {
     ]
   });
   key = (await ex.key('default', 'personal', 'Ada')).raw;
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await browser?.close();
   await ex?.stop(1000);
@@ -135,7 +135,7 @@ describe('dashboard in Chromium', () => {
     await page.getByLabel('API key').waitFor();
     expect(await context.cookies()).toHaveLength(0);
     await context.close();
-  }, 30_000);
+  }, 120_000);
 
   it('refuses a wrong key without saying more than that', async () => {
     const page = await browser.newPage();
@@ -175,7 +175,7 @@ describe('dashboard in Chromium', () => {
     expect(await runState(id)).toBe('CANCELLED');
     expect(await page.locator('#cancel').count()).toBe(0);
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it('filters by state, environment, text and created range, kept in the URL', async () => {
     const a = await createRun('@sim say alpha', { title: 'Filter alpha', environment: 'web' });
@@ -202,7 +202,7 @@ describe('dashboard in Chromium', () => {
     await page.goto(`${ex.url}/?q=Filter&to=2000-01-01`);
     expect(await page.locator('#runs tbody tr').count()).toBe(0);
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it('pages newest first by keyset: 25 a page, then the older ones, none twice', async () => {
     const pagerKey = (await ex.key('team-pager', 'personal', 'Pat')).raw;
@@ -220,7 +220,7 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('link', { name: '← Newest runs' }).click();
     expect(await shown()).toEqual(first);
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it("keeps another team's runs out of the list and answers 404 for them by URL", async () => {
     const otherKey = (await ex.key('other-team', 'personal', 'Eve')).raw;
@@ -232,7 +232,7 @@ describe('dashboard in Chromium', () => {
     expect(response!.status()).toBe(404);
     expect(await page.locator('body').innerText()).not.toContain('team secret');
     await context.close();
-  }, 30_000);
+  }, 120_000);
 
   it('renders <script>, <img onerror> and javascript: links in prompts and output inert', async () => {
     const evil = [
@@ -266,7 +266,7 @@ describe('dashboard in Chromium', () => {
     expect(errors).toEqual([]);
     expect(foreign).toEqual([]);
     await context.close();
-  }, 30_000);
+  }, 120_000);
 
   it('refuses a cross-origin POST and one without the CSRF token; the JSON API ignores the cookie', async () => {
     const id = await createRun('@sim sleep 30');
@@ -302,7 +302,7 @@ describe('dashboard in Chromium', () => {
     expect(api.status).toBe(401);
     expect((await post(ex.url, csrf)).status).toBe(303);
     expect(await runState(id)).toBe('CANCELLED');
-  }, 30_000);
+  }, 120_000);
 
   it('marks the cookie Secure behind https and takes the public URL as this site', async () => {
     const behind = await startTestExecutor({ server: { public_url: 'https://runs.example' } });
@@ -324,7 +324,7 @@ describe('dashboard in Chromium', () => {
     } finally {
       await behind.stop(1000);
     }
-  }, 30_000);
+  }, 120_000);
 
   it("ends a revoked key's session at once", async () => {
     const issued = await ex.key('default', 'personal', 'Temporary');
@@ -352,7 +352,7 @@ describe('dashboard in Chromium', () => {
     expect(page.url()).toBe(`${ex.url}/?next=${encodeURIComponent(`/runs/${id}`)}`);
     expect(await page.locator('body').innerText()).not.toContain('kept');
     await context.close();
-  }, 30_000);
+  }, 120_000);
 
   it('lists the environments without secrets, with queued and running runs, and the nodes alive or silent', async () => {
     const running = await createRun('@sim sleep 30', { title: 'Env check', environment: 'docs' });
@@ -391,7 +391,7 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Yes, cancel this run' }).click();
     await page.locator('#facts .badge:text("CANCELLED")').waitFor();
     await context.close();
-  }, 30_000);
+  }, 120_000);
 
   it('returns to the page a signed-out deep link asked for after sign-in, and only to a path of its own', async () => {
     const id = await createRun('@sim say deep', { title: 'Deep link' });
@@ -428,7 +428,7 @@ describe('dashboard in Chromium', () => {
       });
       expect({ next, location: response.headers.get('location') }).toEqual({ next, location: '/' });
     }
-  }, 30_000);
+  }, 120_000);
 
   it('keeps a multi-line status message on its lines', async () => {
     const { failed } = await shownRuns();
@@ -437,7 +437,7 @@ describe('dashboard in Chromium', () => {
     const status = page.locator('#facts tr', { hasText: 'Status' }).locator('td');
     expect(await status.innerText()).toMatch(/first problem\nsecond problem/);
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it('links the shareable session page of a run', async () => {
     const { failed } = await shownRuns();
@@ -448,7 +448,7 @@ describe('dashboard in Chromium', () => {
     };
     expect(await page.locator('#session-link').getAttribute('href')).toBe(record.session_link);
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it("shows the usage and cost figures the run's agent reported", async () => {
     const { failed } = await shownRuns();
@@ -458,7 +458,7 @@ describe('dashboard in Chromium', () => {
     expect(usage).toMatch(/inference cost\s+0\.5/);
     expect(usage).toMatch(/compute cost\s+0\.25/);
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it('shows `backticks` in artifact descriptions as code', async () => {
     const { changed } = await shownRuns();
@@ -468,7 +468,7 @@ describe('dashboard in Chromium', () => {
     expect(await artifact.locator('code').innerText()).toBe('git apply changes.patch');
     expect(await artifact.innerText()).not.toContain('`');
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it('writes durations as configuration durations (30m, 2s), not as seconds', async () => {
     const { changed } = await shownRuns();
@@ -480,7 +480,7 @@ describe('dashboard in Chromium', () => {
     const metered = page.locator('tr', { has: page.getByRole('link', { name: 'metered', exact: true }) });
     expect(await metered.locator('td[data-label="Time limit"]').innerText()).toBe('30m');
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it('takes the created dates in the format the list shows (YYYY-MM-DD), not the locale picker', async () => {
     const { changed } = await shownRuns();
@@ -497,7 +497,7 @@ describe('dashboard in Chromium', () => {
     expect(await page.locator(`#run-${changed}`).count()).toBe(1);
     expect(await page.getByLabel('Created from').inputValue()).toBe(created.slice(0, 10));
     await context.close();
-  }, 60_000);
+  }, 120_000);
 
   it('takes the screenshots for the README, at desktop and phone width', async () => {
     // Into docs/ only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the checkout as it was.
@@ -528,5 +528,5 @@ describe('dashboard in Chromium', () => {
       expect(await download.text()).toContain('+and welcome');
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -25,7 +25,7 @@ beforeAll(async () => {
   writeFileSync(join(source, 'README.md'), 'hello\n');
   ex = await startTestExecutor({ environments: [{ id: 'web', source }] });
   key = (await ex.key()).raw;
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await browser?.close();
   await ex?.stop(1000);
@@ -69,7 +69,7 @@ describe('session page in Chromium', () => {
     expect(text).toContain('command `false` exited with code 1');
     await page.screenshot({ path: join(tempDir('session-shot-'), 'session.png'), fullPage: true });
     await page.close();
-  }, 30_000);
+  }, 120_000);
 
   it('shows the result as text, the diff in colour and the artifacts as download links', async () => {
     const run = await finishedRun(
@@ -100,7 +100,7 @@ describe('session page in Chromium', () => {
     expect(download.headers.get('content-disposition')).toContain('filename="changes.patch"');
     expect(await download.text()).toContain('+hello again');
     await page.close();
-  }, 60_000);
+  }, 120_000);
 
   it("downloads no artifact with a wrong token, nor another run's artifact with this run's token", async () => {
     const [mine, theirs] = [
@@ -124,7 +124,7 @@ describe('session page in Chromium', () => {
     const other = await at(await uidOf(theirs), token);
     expect(other.status).toBe(404);
     expect(await other.text()).not.toContain('theirs');
-  }, 60_000);
+  }, 120_000);
 
   it('shows no event as raw JSON, no internal field and no control character', async () => {
     const run = await finishedRun(
@@ -150,7 +150,7 @@ describe('session page in Chromium', () => {
     // eslint-disable-next-line no-control-regex -- finding control characters is the point
     expect(html.match(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g)).toBeNull();
     await page.close();
-  }, 60_000);
+  }, 120_000);
 
   it('shows nothing of the run for a wrong token', async () => {
     const run = await finishedRun('@sim say secret stuff');

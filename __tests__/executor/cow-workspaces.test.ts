@@ -139,7 +139,7 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     expect(readFileSync(join(tree, 'README.md'), 'utf8')).toBe('original\n');
     expect(readFileSync(join(tree, 'src', 'app.txt'), 'utf8')).toBe('app\n');
     expect(existsSync(join(tree, 'big.bin')) && !existsSync(join(tree, 'new.txt'))).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it('counts against the quota only what the run wrote, not the repository under it', async () => {
     // The repository is 300 KiB and the quota 200 KiB: a run that writes little succeeds.
@@ -149,7 +149,7 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     expect(await waitForState({ on: on.ex, key: on.key, id: big })).toMatchObject({
       error_code: 'workspace_quota_exceeded'
     });
-  }, 60_000);
+  }, 120_000);
 
   it('leaves no mount behind when the node stops, and mounts retained workspaces again at start', async () => {
     const dir = tempDir('cow-restart-');
@@ -179,7 +179,7 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     expect(existsSync(workspace.root)).toBe(false);
     expect(readdirSync(join(data, 'checkouts'))).toEqual([]);
     expect(readdirSync(join(data, 'layers')).filter(name => !name.startsWith('.'))).toEqual([]);
-  }, 60_000);
+  }, 120_000);
 
   it('reuses an intact shared checkout after a restart and rebuilds one changed behind its back', async () => {
     const dir = tempDir('cow-tamper-');
@@ -239,7 +239,7 @@ describe('copy-on-write workspaces (tests run as root, as CI runs them)', () => 
     expect(statSync(join(second.path, 'README.md')).uid).toBe(4242);
     await sweepWorkspaces(data, config.environments, 0, new Set(), 0);
     expect(mountPoints(data).size).toBe(0);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('full checkouts (the fallback where overlayfs cannot be mounted)', () => {
@@ -258,7 +258,7 @@ describe('full checkouts (the fallback where overlayfs cannot be mounted)', () =
     expect(mountPoints(on.ex.dataDir).size).toBe(0);
     expect(existsSync(join(on.ex.dataDir, 'checkouts'))).toBe(false);
     expect(readFileSync(join(written!, 'README.md'), 'utf8')).toBe('changed\n');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('workspaces.cache_size', () => {

@@ -40,7 +40,7 @@ beforeAll(async () => {
     environments: [environment('plain'), environment('option-model', '--version')]
   });
   key = (await ex.key()).raw;
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await ex?.stop(1000);

@@ -138,7 +138,7 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(await ws.tree()).toBe(
       execFileSync('git', ['-C', source, 'rev-parse', 'HEAD^{tree}'], { encoding: 'utf8' }).trim()
     );
-  }, 60_000);
+  }, 120_000);
 
   it('gives the files, diff and patch of a walk, byte for byte, for every kind of change', async () => {
     const ws = await workspace('run-every');
@@ -172,7 +172,7 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(walked.nested).toEqual(layered.nested);
     expect(layeredPatch.length).toBeGreaterThan(0);
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it("leaves files written in a submodule's folder out, as a walk does, and keeps the submodule in the tree", async () => {
     const ws = await workspace('run-submodule');
@@ -193,7 +193,7 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(listed).toContain(`160000 commit ${'1'.repeat(40)}\tsub\n`);
     expect(listed).toContain(`160000 commit ${'2'.repeat(40)}\tsrc/sub2\n`);
     expect(listed).not.toContain('x.txt');
-  }, 60_000);
+  }, 120_000);
 
   it('sees a later turn undo what an earlier turn did', async () => {
     const ws = await workspace('run-turns');
@@ -212,7 +212,7 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(layered.files).toEqual([{ path: 'gone/deep/two.txt', change: 'deleted' }]);
     expect(walked.files).toEqual(layered.files);
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it('reads the kept setup layer under the run the same way', async () => {
     const dir = tempDir('layer-diff-data-');
@@ -275,7 +275,7 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(layered.diff).not.toMatch(/root:/);
     expect(walked.files).toEqual(layered.files);
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it('walks the tree when the layers name more paths than it matches one by one', async () => {
     const ws = await workspace('run-many');
@@ -311,7 +311,7 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(walked.diff).toBe(layered.diff);
     expect(layeredPatch.length).toBeGreaterThan(2 * 1024 * 1024);
     expect(layeredPatch.equals(walkedPatch)).toBe(true);
-  }, 60_000);
+  }, 120_000);
 
   it('falls back to the walk when the run made a directory of its layer unreadable', async () => {
     const ws = await workspace('run-locked');
@@ -320,5 +320,5 @@ describe('changes read from the layers of a copy-on-write workspace (root, as CI
     expect(result.walked).toBe('tree');
     // What the walk makes of it, as before: git cannot look into the directory.
     expect(result).toEqual({ ...(await ws.diff('tree')), walked: 'tree' });
-  }, 60_000);
+  }, 120_000);
 });

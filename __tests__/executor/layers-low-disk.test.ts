@@ -98,7 +98,7 @@ describe('workspaces.min_free with nothing left to free', () => {
       await unmountAll(data);
       expect(mountPoints(data).size).toBe(0);
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('claiming once free space is back', () => {
@@ -157,5 +157,5 @@ describe('claiming once free space is back', () => {
       await executor.stop(1000);
       expect(mountPoints(dir)).toEqual(new Set([dir]));
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -225,7 +225,7 @@ describe('a claim answered while the pool stops', () => {
       await unmountAll(config.dataDir);
       await real.close();
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('a retained workspace over a kept setup layer changed while the executor was down', () => {

@@ -33,4 +33,4 @@ it('removes a HOME a killed executor left behind, secrets and all', async () => 
     })
   );
   await eventually(() => !existsSync(home), { what: `${home} removed`, timeoutMs: 30_000 });
-}, 60_000);
+}, 120_000);

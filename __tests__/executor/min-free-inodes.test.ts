@@ -106,7 +106,7 @@ describe('workspaces.min_free_inodes', () => {
       await executor.stop(1000);
       expect(mountPoints(mount)).toEqual(new Set([mount]));
     }
-  }, 90_000);
+  }, 120_000);
 
   it('removes an unused shared checkout first, and says which, when inodes run short', async () => {
     // A git source of 200 files: its shared checkout takes 200 inodes and more.
@@ -151,5 +151,5 @@ describe('workspaces.min_free_inodes', () => {
       await unmountAll(data);
       expect(mountPoints(mount)).toEqual(new Set([mount]));
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -50,7 +50,7 @@ describe('the data dir, private by default', () => {
     } finally {
       await stopped(executor);
     }
-  }, 60_000);
+  }, 120_000);
 
   it('tightens a data dir left 0755 (its database 0644) with one warning naming the path and both modes', async () => {
     const base = dir('private-loose-');
@@ -78,7 +78,7 @@ describe('the data dir, private by default', () => {
     } finally {
       await stopped(again);
     }
-  }, 90_000);
+  }, 120_000);
 });
 
 describe('a shared directory as the data dir', () => {
@@ -99,7 +99,7 @@ describe('a shared directory as the data dir', () => {
         '(sticky bit); the executor makes its data dir 0700: use a directory of its own, such as a folder inside it\n'
     );
     expect(modeOf(shared)).toBe('01777');
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('sandbox paths that would show a run the data dir', () => {
@@ -139,7 +139,7 @@ describe('sandbox paths that would show a run the data dir', () => {
         'whose database holds every prompt and the link secrets; a run must never see the data dir; ' +
         'expected a path that neither contains the data dir nor lies inside it'
     );
-  }, 60_000);
+  }, 120_000);
 
   it('refuses a sandbox.read inside the data dir, and a link that leads to it, before the data dir exists', async () => {
     const base = dir('private-read-');
@@ -165,7 +165,7 @@ describe('sandbox paths that would show a run the data dir', () => {
     expect(message).toContain(
       `environment "ci": sandbox.write "${base}/tools/state-link" (${base}/state): contains the data dir ${base}/state/data,`
     );
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('the rule, case by case', () => {

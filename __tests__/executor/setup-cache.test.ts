@@ -231,7 +231,7 @@ describe('a kept setup layer, made and used directly', () => {
     } finally {
       await unmountAll(data);
     }
-  }, 60_000);
+  }, 120_000);
 
   it('is refused as a non-boolean, and ignored with a start-up warning where workspaces are full checkouts', () => {
     const at = (value: unknown) => () =>
@@ -300,5 +300,5 @@ describe('workspaces.min_free', () => {
       await unmountAll(data);
       expect(mountPoints(data).size).toBe(0);
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -18,7 +18,7 @@ import { sleep } from '../support/wait.js';
 let postgres: TestPostgres;
 beforeAll(async () => {
   postgres = await startPostgres();
-}, 60_000);
+}, 120_000);
 afterAll(() => postgres?.destroy());
 
 interface Kind {

@@ -121,7 +121,7 @@ describe('several executor nodes on one PostgreSQL: the server restarted or down
     });
     expect(executions(c).get(body.run_id)).toEqual(['node-0']);
     await close(c);
-  }, 60_000);
+  }, 120_000);
 
   it('while PostgreSQL is down: 503 store_unavailable with Retry-After, /readyz 503, and back when it returns', async () => {
     const c = await cluster(['all']);
@@ -153,5 +153,5 @@ describe('several executor nodes on one PostgreSQL: the server restarted or down
     c.db = observer(c.url);
     await c.db.connect();
     await close(c);
-  }, 60_000);
+  }, 120_000);
 });

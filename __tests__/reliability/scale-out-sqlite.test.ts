@@ -133,7 +133,7 @@ describe('serve --role api and --role worker on one SQLite data dir', () => {
     // Each held read answered with the finished run (200, not the 304 of a wait run out): the worker
     // process's change reached the API process. The lags above are measurements, not a bound.
     await stop(m);
-  }, 90_000);
+  }, 120_000);
 
   it('a restarted API process leaves the worker’s running run alone; a second --role api is refused', async () => {
     const m = await machine();
@@ -151,7 +151,7 @@ describe('serve --role api and --role worker on one SQLite data dir', () => {
     expect((await read(m, running)).run.state).toBe('INPROGRESS');
     expect((await until(m, running)).run.state).toBe('SUCCEEDED');
     await stop(m);
-  }, 90_000);
+  }, 120_000);
 
   it('a key revoked by the CLI on the same data dir is refused on the very next request', async () => {
     const m = await machine();
@@ -163,5 +163,5 @@ describe('serve --role api and --role worker on one SQLite data dir', () => {
     const next = await fetch(`${m.api.url}/api/v1/agent/runs/${id}`, { headers: headers(m) });
     expect(next.status).toBe(401);
     await stop(m);
-  }, 60_000);
+  }, 120_000);
 });

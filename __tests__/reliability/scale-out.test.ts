@@ -113,7 +113,7 @@ describe('several executor nodes on one PostgreSQL', () => {
     });
     c.nodes.shift();
     await close(c);
-  }, 60_000);
+  }, 120_000);
 
   it('a key revoked by the CLI is refused on the very next request to a node that cached it', async () => {
     const c = await cluster(['api', 'api'], { workers: 1 });
@@ -132,7 +132,7 @@ describe('several executor nodes on one PostgreSQL', () => {
       expect(read.status).toBe(401);
     }
     await close(c);
-  }, 60_000);
+  }, 120_000);
 
   it('a Prefer: wait read held on an API node returns within 200 ms of a worker node finishing the run', async () => {
     const c = await cluster(['api', 'worker']);
@@ -164,5 +164,5 @@ describe('several executor nodes on one PostgreSQL', () => {
       `cross-node Prefer: wait: answered ${lags.join(', ')} ms after the worker node finished the run`
     );
     await close(c);
-  }, 60_000);
+  }, 120_000);
 });

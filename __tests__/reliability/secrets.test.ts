@@ -100,7 +100,7 @@ beforeAll(async () => {
   });
   actions.push({ name: 'post step', key, run: post });
   expect(await executor.stop('SIGTERM')).toBe(0);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await executor?.stop('SIGKILL');

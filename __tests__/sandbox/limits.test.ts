@@ -27,7 +27,7 @@ beforeAll(async () => {
     ]
   });
   key = (await ex.key()).raw;
-}, 30_000);
+}, 120_000);
 afterAll(() => ex?.stop(1000));
 
 describe('resource limits', () => {
@@ -60,7 +60,7 @@ describe('resource limits', () => {
     // Nothing of the two runs is left running: their cgroups are gone.
     const cgroups = readdirSync('/sys/fs/cgroup/pids', { recursive: true }).map(String);
     expect(cgroups.filter(name => name.includes(bomb) || name.includes(hog))).toEqual([]);
-  }, 60_000);
+  }, 120_000);
 
   it('stops copying a source larger than the quota, before the disk fills', async () => {
     const id = await createRun(ex, key, 'big', '@sim say never reached');

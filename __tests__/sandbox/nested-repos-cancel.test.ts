@@ -19,7 +19,7 @@ beforeAll(async () => {
   const agent = { kind: 'command', command: ['/bin/sh', '-c', 'cat > /tmp/a.sh && sh -e /tmp/a.sh'] };
   ex = await startTestExecutor({ workers: 1, environments: [{ id: 'plain', source, agent }] });
   key = (await ex.key()).raw;
-}, 60_000);
+}, 120_000);
 
 afterAll(() => ex?.stop(1000), 120_000);
 

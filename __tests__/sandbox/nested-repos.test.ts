@@ -57,7 +57,7 @@ beforeAll(async () => {
     ]
   });
   key = (await ex.key()).raw;
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await ex?.stop(1000);

@@ -130,7 +130,7 @@ async function setUp(marker: string) {
       processesWith(`${marker}-confined`).length >= 2 &&
       processesWith(`${marker}-open`).length >= 2 &&
       sandboxesSettled(`${marker}-confined`),
-    60_000
+    120_000
   );
   if (!started) {
     executor.child.kill('SIGKILL');

@@ -59,7 +59,7 @@ beforeAll(async () => {
   });
   made.push(dirname(ex.dataDir));
   key = (await ex.key()).raw;
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   if (ex) {

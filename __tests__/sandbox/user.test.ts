@@ -37,7 +37,7 @@ beforeAll(async () => {
     environments: [{ id: 'repo', source }]
   });
   key = (await ex.key()).raw;
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await ex?.stop(1000);
@@ -91,7 +91,7 @@ describe('a run of a root executor', () => {
       error_code: 'workspace_quota_exceeded',
       status_message: 'the workspace grew past its disk quota of 64 MiB'
     });
-  }, 90_000);
+  }, 120_000);
 });
 
 describe('what a run may make besides bytes', () => {

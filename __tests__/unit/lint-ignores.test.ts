@@ -57,7 +57,7 @@ describe('npm run lint', () => {
     const result = await lint(dir);
     expect(result.output).not.toContain('bad.ts');
     expect(result.code).toBe(0);
-  }, 60_000);
+  }, 120_000);
 
   it('still fails on the same bad file outside ignored folders', async () => {
     const dir = lintProject();
@@ -65,5 +65,5 @@ describe('npm run lint', () => {
     const result = await lint(dir);
     expect(result.code).not.toBe(0);
     expect(result.output).toContain('bad.ts');
-  }, 60_000);
+  }, 120_000);
 });
