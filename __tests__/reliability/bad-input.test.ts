@@ -22,8 +22,9 @@ let key: string;
 let runId: string;
 
 beforeAll(async () => {
+  // One worker: the runs the accepted creates make are not what is tested, and run beside the other files.
   ex = await startTestExecutor({
-    workers: 2,
+    workers: 1,
     limits: {
       rate_limit_per_minute: 0,
       max_queued_runs: 1_000_000,
