@@ -181,11 +181,11 @@ describe('auth: oidc', () => {
 
   it('a wait longer than the token life asks for fresh tokens, and the cancel at the timeout is accepted', async () => {
     // Tokens live 3 s; the executor allows 1 s of clock skew past that (auth.oidc_clock_skew), so
-    // the first token is refused from about 4 s on. The step waits 10 s, then cancels.
+    // the first token is refused from about 4 s on. The step waits 6 s, then cancels.
     issuer.lifetime = 3;
     const issuedBefore = issuer.issued.length;
     try {
-      const result = await runAction(inputs('@sim sleep 600', { timeout: '10s' }), { env: runnerEnv() });
+      const result = await runAction(inputs('@sim sleep 600', { timeout: '6s' }), { env: runnerEnv() });
       expect(result.code).toBe(1);
       expect(result.outputs.conclusion).toBe('timed_out');
       const run = await readRun(result.outputs['run-id']!);

@@ -2,18 +2,11 @@
 // database: jest's postgres project): paging through a long list while runs are created.
 // One worker: the 250 runs are there to be listed, and they still run while the test pages, one at
 // a time, so that executing them does not take the machine from the creates and reads the test makes.
-import { beforeAll, describe, expect, it } from '@jest/globals';
-import { apiSuite, expectNoRawKeys } from '../support/api-suite.js';
-import type { TestExecutor } from '../support/executor.js';
+import { describe, expect, it } from '@jest/globals';
+import { apiSuite, ex, key, keyB, expectNoRawKeys } from '../support/api-suite.js';
 
 const api = apiSuite({ workers: 1 });
 const { get, create } = api;
-let ex: TestExecutor;
-let key: string;
-let keyB: string;
-beforeAll(() => {
-  ({ ex, key, keyB } = api);
-});
 
 describe('paging', () => {
   it('pages through 250 runs newest first with concurrent inserts: none missing, none repeated', async () => {

@@ -1,18 +1,11 @@
 // The executor's HTTP API on a real port with a real SQLite file in a temp dir (or a PostgreSQL
 // database: jest's postgres project): the answers to bad requests, fields the server owns,
 // idempotent creates, start-up and the endpoints that need no key.
-import { beforeAll, describe, expect, it } from '@jest/globals';
-import { apiSuite, expectNoRawKeys, expectProblem } from '../support/api-suite.js';
-import type { TestExecutor } from '../support/executor.js';
+import { describe, expect, it } from '@jest/globals';
+import { apiSuite, ex, key, keyB, expectNoRawKeys, expectProblem } from '../support/api-suite.js';
 
 const api = apiSuite();
 const { post, get, create } = api;
-let ex: TestExecutor;
-let key: string;
-let keyB: string;
-beforeAll(() => {
-  ({ ex, key, keyB } = api);
-});
 
 describe('errors', () => {
   it('401 for a missing, malformed, unknown or revoked key, with WWW-Authenticate', async () => {

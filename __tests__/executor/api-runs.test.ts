@@ -2,19 +2,12 @@
 // database: jest's postgres project): runs from creation to their end, stopping them, held reads,
 // what one team sees of another's runs, the session page. The other api-*.test.ts files test the
 // rest of the API, each on an executor of its own so that jest runs them side by side.
-import { beforeAll, describe, expect, it } from '@jest/globals';
-import { apiSuite, expectNoRawKeys, expectProblem } from '../support/api-suite.js';
-import type { TestExecutor } from '../support/executor.js';
+import { describe, expect, it } from '@jest/globals';
+import { apiSuite, ex, key, keyB, expectNoRawKeys, expectProblem } from '../support/api-suite.js';
 import { sleep, waitForState } from '../support/wait.js';
 
 const api = apiSuite();
 const { post, get, create } = api;
-let ex: TestExecutor;
-let key: string;
-let keyB: string;
-beforeAll(() => {
-  ({ ex, key, keyB } = api);
-});
 
 describe('runs', () => {
   it('creates on both paths, reads the record, and ends SUCCEEDED with a session link', async () => {

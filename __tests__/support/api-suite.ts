@@ -5,6 +5,13 @@ import { afterAll, beforeAll, expect } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { type TestExecutor, startTestExecutor } from './executor.js';
 
+/** This file's executor and its two keys, set once it is up (live bindings: read them in tests or hooks). */
+export let ex: TestExecutor;
+/** team-a's personal key of alice. */
+export let key: string;
+/** team-b's agent key of bot-b. */
+export let keyB: string;
+
 export interface ApiSuite {
   ex: TestExecutor;
   /** team-a's personal key of alice. */
@@ -56,6 +63,7 @@ export function apiSuite(raw: Record<string, unknown> = {}): ApiSuite {
     });
     suite.key = (await suite.ex.key('team-a', 'personal', 'alice')).raw;
     suite.keyB = (await suite.ex.key('team-b', 'agent', 'bot-b')).raw;
+    ({ ex, key, keyB } = suite);
   });
   afterAll(() => suite.ex.stop(1000));
   return suite;
@@ -78,6 +86,6 @@ export function expectNoRawKeys(ex: TestExecutor, keys: string[]): void {
   expect(files.length).toBeGreaterThan(0);
   for (const file of files) {
     const bytes = readFileSync(file);
-    for (const key of keys) expect(bytes.includes(key)).toBe(false);
+    for (const raw of keys) expect(bytes.includes(raw)).toBe(false);
   }
 }
