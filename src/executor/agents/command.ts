@@ -93,6 +93,8 @@ export const commandAgent = agentKind<CommandAgentConfig>({
 
   describe: agent => `command: ${agent.command.join(' ')}`,
 
+  program: { command: agent => agent.command },
+
   check(environment, at, processEnv) {
     const program = environment.agent.command[0];
     if (program === undefined) return [];

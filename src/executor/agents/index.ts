@@ -1,5 +1,7 @@
-// The registry of agent kinds: the one place the config, the worker and the CLI look a kind up.
-// Adding a kind is its own file in this folder plus one line below.
+// The registry of agent kinds: the one place the config, the worker, the CLI and the node's
+// start-up checks look a kind up. Adding a kind is its own file in this folder plus one line below
+// (a harness: its HarnessSpec in harness/, wrapped by harnessKind); what the start-up checks need
+// of it is in its entry (`check`, `program`), which __tests__/unit/agent-registry.test.ts holds to.
 
 import { commandAgent } from './command.js';
 import { claudeCode } from './harness/claude.js';
@@ -24,4 +26,12 @@ export function agentKindOf(kind: string): AgentKind | undefined {
   return AGENT_KINDS.get(kind);
 }
 
-export type { AgentConfig, AgentContext, AgentEnvironment, AgentKind, AgentResult } from './types.js';
+export type {
+  AgentCli,
+  AgentConfig,
+  AgentContext,
+  AgentEnvironment,
+  AgentKind,
+  AgentProgram,
+  AgentResult
+} from './types.js';

@@ -150,129 +150,171 @@ async function recordAnswer(context: AgentContext, answer: Answer, echo: string 
   await context.record('result', { text: parts.filter(part => part !== undefined).join('\n\n') });
 }
 
+/** Runs one directive; answers the failed outcome it ends the run with, if any. */
 async function directive(
   context: AgentContext,
   verb: string,
   rest: string,
   answer: Answer
 ): Promise<AgentResult | undefined> {
-  switch (verb) {
-    case 'sleep': {
-      const seconds = Number(rest);
-      if (rest === '' || !Number.isFinite(seconds) || seconds < 0) {
-        return invalid(`@sim sleep ${rest}`, 'expected a number of seconds, e.g. @sim sleep 2.5');
-      }
-      await sleep(seconds * 1000, context.signal);
-      return undefined;
-    }
-    case 'say':
-      await context.record('message', { text: rest });
-      answer.said = rest;
-      return undefined;
-    case 'result':
+  const run = VERBS.get(verb);
+  if (run) return run(context, rest, answer);
+  return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail, result, json, child, gather');
+}
+
+/** What one directive does: its text after the verb, and the answer it may add to. */
+type Verb = (context: AgentContext, rest: string, answer: Answer) => Promise<AgentResult | undefined>;
+
+/** `@sim sleep <seconds>`: waits, cancellably. */
+async function sleepVerb(context: AgentContext, rest: string): Promise<AgentResult | undefined> {
+  const seconds = Number(rest);
+  if (rest === '' || !Number.isFinite(seconds) || seconds < 0) {
+    return invalid(`@sim sleep ${rest}`, 'expected a number of seconds, e.g. @sim sleep 2.5');
+  }
+  await sleep(seconds * 1000, context.signal);
+  return undefined;
+}
+
+/** `@sim say <text>`: agent output, and the answer unless a later directive gives one. */
+async function sayVerb(context: AgentContext, rest: string, answer: Answer): Promise<undefined> {
+  await context.record('message', { text: rest });
+  answer.said = rest;
+  return undefined;
+}
+
+/** `@sim json <object>`: the JSON object the final answer ends with. */
+async function jsonVerb(
+  _context: AgentContext,
+  rest: string,
+  answer: Answer
+): Promise<AgentResult | undefined> {
+  let value: unknown;
+  try {
+    value = JSON.parse(rest);
+  } catch {
+    value = undefined;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return invalid(`@sim json ${rest.slice(0, 40)}`, 'expected a JSON object, e.g. @sim json {"ok": true}');
+  answer.json = JSON.stringify(value, null, 2);
+  return undefined;
+}
+
+/** `@sim run <shell command>`: runs it in the workspace; a non-zero exit fails the run. */
+async function runVerb(context: AgentContext, rest: string): Promise<AgentResult | undefined> {
+  if (rest === '') return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
+  const result = await context.processes.shell(rest, { env: context.env });
+  await context.record('command', {
+    command: rest,
+    exit_code: result.exitCode,
+    output: result.output,
+    duration_ms: result.durationMs
+  });
+  if (result.exitCode === 0 || context.signal.aborted) return undefined;
+  return commandFailed(rest, result.exitCode, result.signal);
+}
+
+/** `@sim write <path> <text>`: writes a file of the workspace, as a process of the run. */
+async function writeVerb(context: AgentContext, rest: string): Promise<AgentResult | undefined> {
+  const space = rest.search(/\s/);
+  const path = space < 0 ? rest : rest.slice(0, space);
+  const text = space < 0 ? '' : rest.slice(space + 1).replace(/\\n/g, '\n');
+  const target = resolve(context.workspace, path);
+  const inside = relative(context.workspace, target);
+  if (path === '' || inside.startsWith('..') || inside === '') {
+    return invalid(
+      `@sim write ${path}`,
+      'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello'
+    );
+  }
+  // Refused before any process starts, as a sandboxed write would be refused.
+  if (context.mode === 'plan')
+    return agentFailed(`@sim write ${path}: the workspace is read-only in plan mode`);
+  // Written by a process of the run, in its sandbox, as the run's user: the executor itself
+  // never opens a path the run could have turned into a link.
+  let said = '';
+  const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
+    env: { PATH: '/usr/bin:/bin' },
+    stdin: text,
+    onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
+  });
+  const verdict = said.split('\n')[0] ?? '';
+  if (wrote.exitCode !== 0) return invalid(`@sim write ${path}`, `${path}: ${unwritten(verdict, wrote)}`);
+  await context.record('file', {
+    path: inside,
+    change: verdict === 'modified' ? 'modified' : 'added',
+    bytes: Buffer.byteLength(text)
+  });
+  return undefined;
+}
+
+/** Why WRITE_SCRIPT refused, from the first line it printed and how it ended. */
+function unwritten(
+  verdict: string,
+  wrote: { exitCode: number | null; signal: NodeJS.Signals | null }
+): string {
+  if (verdict.startsWith('notdir '))
+    return `${verdict.slice(7)} is not a directory (a link is never followed)`;
+  if (verdict === 'link') return 'is a symbolic link; the executor never writes through one';
+  return `could not be written (exit code ${wrote.exitCode ?? wrote.signal})`;
+}
+
+/** `@sim child <prompt>`: starts a child run in the same environment, through the run's proxy. */
+async function childVerb(
+  context: AgentContext,
+  rest: string,
+  answer: Answer
+): Promise<AgentResult | undefined> {
+  if (rest === '')
+    return invalid('@sim child', "expected the child run's prompt, e.g. @sim child Review the tests");
+  const called = await childClient(context, '@sim child', {
+    action: 'create',
+    prompt: rest.replace(/\\n/g, '\n'),
+    environment: context.environmentId
+  });
+  if ('failure' in called) return called.failure;
+  const id = String((called.answer as { run_id?: unknown } | null)?.run_id);
+  (answer.children ??= []).push(id);
+  await context.record('message', { text: `started child run ${id}` });
+  return undefined;
+}
+
+/** `@sim gather`: waits for this turn's children to end; the answer lists each one's state and answer. */
+async function gatherVerb(
+  context: AgentContext,
+  _rest: string,
+  answer: Answer
+): Promise<AgentResult | undefined> {
+  const ids = answer.children ?? [];
+  if (ids.length === 0) return invalid('@sim gather', 'no @sim child came before it in this turn');
+  const called = await childClient(context, '@sim gather', { action: 'gather', ids });
+  if ('failure' in called) return called.failure;
+  const lines = (called.answer as { run_id: string; state: string; result: string }[]).map(
+    (child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`
+  );
+  answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
+  await context.record('message', { text: answer.result });
+  return undefined;
+}
+
+/** The directives by verb. */
+const VERBS: ReadonlyMap<string, Verb> = new Map<string, Verb>([
+  ['sleep', sleepVerb],
+  ['say', sayVerb],
+  [
+    'result',
+    async (_context, rest, answer) => {
       answer.result = rest.replace(/\\n/g, '\n');
       return undefined;
-    case 'json': {
-      let value: unknown;
-      try {
-        value = JSON.parse(rest);
-      } catch {
-        value = undefined;
-      }
-      if (value === null || typeof value !== 'object' || Array.isArray(value))
-        return invalid(
-          `@sim json ${rest.slice(0, 40)}`,
-          'expected a JSON object, e.g. @sim json {"ok": true}'
-        );
-      answer.json = JSON.stringify(value, null, 2);
-      return undefined;
     }
-    case 'run': {
-      if (rest === '') return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
-      const result = await context.processes.shell(rest, { env: context.env });
-      await context.record('command', {
-        command: rest,
-        exit_code: result.exitCode,
-        output: result.output,
-        duration_ms: result.durationMs
-      });
-      if (result.exitCode === 0 || context.signal.aborted) return undefined;
-      return commandFailed(rest, result.exitCode, result.signal);
-    }
-    case 'write': {
-      const space = rest.search(/\s/);
-      const path = space < 0 ? rest : rest.slice(0, space);
-      const text = space < 0 ? '' : rest.slice(space + 1).replace(/\\n/g, '\n');
-      const target = resolve(context.workspace, path);
-      const inside = relative(context.workspace, target);
-      if (path === '' || inside.startsWith('..') || inside === '') {
-        return invalid(
-          `@sim write ${path}`,
-          'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello'
-        );
-      }
-      // Refused before any process starts, as a sandboxed write would be refused.
-      if (context.mode === 'plan')
-        return agentFailed(`@sim write ${path}: the workspace is read-only in plan mode`);
-      // Written by a process of the run, in its sandbox, as the run's user: the executor itself
-      // never opens a path the run could have turned into a link.
-      let said = '';
-      const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
-        env: { PATH: '/usr/bin:/bin' },
-        stdin: text,
-        onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
-      });
-      const verdict = said.split('\n')[0] ?? '';
-      if (wrote.exitCode !== 0) {
-        const why = verdict.startsWith('notdir ')
-          ? `${verdict.slice(7)} is not a directory (a link is never followed)`
-          : verdict === 'link'
-            ? 'is a symbolic link; the executor never writes through one'
-            : `could not be written (exit code ${wrote.exitCode ?? wrote.signal})`;
-        return invalid(`@sim write ${path}`, `${path}: ${why}`);
-      }
-      await context.record('file', {
-        path: inside,
-        change: verdict === 'modified' ? 'modified' : 'added',
-        bytes: Buffer.byteLength(text)
-      });
-      return undefined;
-    }
-    case 'fail':
-      return agentFailed(rest || 'the simulated agent was told to fail');
-    case 'child': {
-      if (rest === '')
-        return invalid('@sim child', "expected the child run's prompt, e.g. @sim child Review the tests");
-      const called = await childClient(context, '@sim child', {
-        action: 'create',
-        prompt: rest.replace(/\\n/g, '\n'),
-        environment: context.environmentId
-      });
-      if ('failure' in called) return called.failure;
-      const id = String((called.answer as { run_id?: unknown } | null)?.run_id);
-      (answer.children ??= []).push(id);
-      await context.record('message', { text: `started child run ${id}` });
-      return undefined;
-    }
-    case 'gather': {
-      const ids = answer.children ?? [];
-      if (ids.length === 0) return invalid('@sim gather', 'no @sim child came before it in this turn');
-      const called = await childClient(context, '@sim gather', { action: 'gather', ids });
-      if ('failure' in called) return called.failure;
-      const lines = (called.answer as { run_id: string; state: string; result: string }[]).map(
-        (child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`
-      );
-      answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
-      await context.record('message', { text: answer.result });
-      return undefined;
-    }
-    default:
-      return invalid(
-        `@sim ${verb}`,
-        'expected one of sleep, say, run, write, fail, result, json, child, gather'
-      );
-  }
-}
+  ],
+  ['json', jsonVerb],
+  ['run', runVerb],
+  ['write', writeVerb],
+  ['fail', async (_context, rest) => agentFailed(rest || 'the simulated agent was told to fail')],
+  ['child', childVerb],
+  ['gather', gatherVerb]
+]);
 
 /**
  * Runs the child client inside the run's sandbox with `ask` on its standard input; answers what it

@@ -1,8 +1,9 @@
 // What an agent kind is: how it reads its settings from an environment's `agent:` mapping, what it
-// checks at start-up, how the CLI shows it, and how it runs. The worker owns the run's lifecycle;
-// a kind only does the work in the workspace and records what happened. A kind starts processes
-// only through its context's `processes`, which confines each one in the run's sandbox (the lint
-// forbids node:child_process in this folder).
+// checks at start-up (and which program the node's start-up checks look for), how the CLI shows
+// it, and how it runs. The worker owns the run's lifecycle; a kind only does the work in the
+// workspace and records what happened. A kind starts processes only through its context's
+// `processes`, which confines each one in the run's sandbox (the lint forbids node:child_process
+// in this folder).
 
 import type { ConfigReader } from '../values/config-reader.js';
 import type { Processes } from '../sandbox/spawn.js';
@@ -93,7 +94,30 @@ export interface AgentKind<C extends AgentConfig = AgentConfig> {
   check?(environment: AgentEnvironment<C>, at: string, processEnv: NodeJS.ProcessEnv): string[];
   /** The `config.harness.type` a run of this kind may name (a harness kind); undefined: any. */
   harnessType?: string;
+  /**
+   * The program the kind's runs start, which the start-up checks look for on the host
+   * (node/harness-startup.ts) and in an image (node/image-startup.ts); undefined: none (simulated).
+   */
+  program?: AgentProgram<C>;
   run(context: AgentContext<C>): Promise<AgentResult>;
+}
+
+/** What the start-up checks know of the program a kind's runs start. */
+export interface AgentProgram<C extends AgentConfig = AgentConfig> {
+  /** The program a run of `agent` starts, then the arguments it puts before the kind's own. */
+  command(agent: C): string[];
+  /** The known CLI a harness kind runs, whose version the checks print; undefined: only looked for. */
+  cli?: AgentCli;
+}
+
+/** A harness kind's CLI, as the start-up checks run it. */
+export interface AgentCli {
+  /** Its usual program name (`claude`): the program when agent.command names none. */
+  defaultProgram: string;
+  /** The arguments that make it print its version. */
+  versionArgs: string[];
+  /** How to install it, said when it is missing or does not run. */
+  install: string;
 }
 
 /** Erases a kind's settings type so that kinds of different settings share one registry. */

@@ -8,19 +8,10 @@ import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { EnvironmentConfig } from '../config/config.js';
-import { SANDBOX_HOME, bwrapArgs, bwrapProgram } from '../sandbox/bwrap.js';
+import { SANDBOX_HOME, bwrapArgs, bwrapProgram, whyItFailed } from '../sandbox/bwrap.js';
 import { type RunUser, dropTo, runUser } from '../sandbox/user.js';
-import { agentKindOf } from '../agents/index.js';
-import { claudeCode } from '../agents/harness/claude.js';
-import { codexHarness } from '../agents/harness/codex.js';
-import { geminiHarness } from '../agents/harness/gemini.js';
-import { type HarnessAgentConfig, findOnPath, programOf } from '../agents/harness/input.js';
-import type { HarnessSpec } from '../agents/harness/cli-spec.js';
-
-/** The specs by kind; the other harnesses join here as they are registered. */
-const SPECS: Record<string, HarnessSpec> = Object.fromEntries(
-  [claudeCode, codexHarness, geminiHarness].map(spec => [spec.kind, spec])
-);
+import { type AgentCli, agentKindOf } from '../agents/index.js';
+import { findOnPath, programOf } from '../agents/harness/input.js';
 
 export interface HarnessCliReport {
   /** One line per harness environment: its CLI, where it is, its version. */
@@ -34,64 +25,88 @@ export function checkHarnessClis(environments: EnvironmentConfig[]): HarnessCliR
   const report: HarnessCliReport = { notes: [], problems: [] };
   const checked = new Map<string, SpawnSyncReturns<string>>();
   for (const environment of environments) {
-    const spec = SPECS[environment.agent.kind];
-    if (!spec || !agentKindOf(environment.agent.kind)?.harnessType) continue;
-    const agent = environment.agent as HarnessAgentConfig;
-    const { program, prefix } = programOf(agent, spec);
+    // The kinds whose runs start a known CLI: the harness kinds, each as its registry entry says.
+    const kind = agentKindOf(environment.agent.kind);
+    const harness = kind?.program?.cli;
+    if (!kind?.program || !harness) continue;
+    const { program, prefix } = programOf(kind.program.command(environment.agent));
     const found = findOnPath(program, process.env.PATH ?? '');
     if (!found) continue; // refused by the kind's check, with the install command
     const file = realpathSync(found);
     // The CLI as the user names it: a Node script's own path, not the node that runs it.
     const cli = program === process.execPath && prefix[0] ? prefix[0] : found;
-    const shown = cli === found ? found : `${cli} (a Node script, run with ${found})`;
-    const args = [...prefix, ...(spec.versionArgs ?? ['--version'])];
-    let command = [file, ...args];
-    if (environment.sandbox.enabled) {
-      const user = runUser(environment.sandbox.user);
-      // What a run of the environment sees: its sandbox.read (where a CLI installed outside the
-      // system directories lives, with its packages), the program, and a script's own folder.
-      const read = [
-        ...environment.sandbox.read,
-        file,
-        ...prefix.filter(arg => arg.startsWith('/')).map(arg => dirname(realpathSync(arg)))
-      ];
-      const confine = bwrapArgs({ workspace: '/tmp', read, write: [], hide: [], network: 'none', user });
-      const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
-      command = [bwrapProgram(), ...confine, '--', ...inner];
-    }
+    const command = versionCommand(environment, file, prefix, harness.versionArgs);
     // Environments that differ only in what a run gets (its key, its model) run the same check once.
     const checkKey = JSON.stringify(command);
-    const result =
-      checked.get(checkKey) ??
-      spawnSync(command[0]!, command.slice(1), {
-        encoding: 'utf8',
-        timeout: 30_000,
-        env: {
-          PATH: process.env.PATH ?? '/usr/bin:/bin',
-          HOME: SANDBOX_HOME,
-          LANG: process.env.LANG ?? 'C.UTF-8'
-        }
-      });
+    const result = checked.get(checkKey) ?? runVersion(command);
     checked.set(checkKey, result);
-    const at = `environment ${JSON.stringify(environment.id)}`;
-    const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
-    if (result.status === 0) {
-      const version = result.stdout.trim().split('\n')[0] ?? '';
-      report.notes.push(`${at}: ${spec.kind} CLI ${shown} runs ${where}, version ${version}`);
-    } else {
-      const why =
-        result.error?.message ??
-        (result.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${result.status}`);
-      const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
-      const locked = user ? lockedOut(user, file, cli === found ? [] : [cli]) : undefined;
-      report.problems.push(
-        locked
-          ? `${at}: the ${spec.kind} CLI ${shown} cannot run ${where}: ${locked}`
-          : `${at}: the ${spec.kind} CLI ${shown} does not run ${where} (${why}); reinstall it with \`${spec.install}\``
-      );
-    }
+    report[result.status === 0 ? 'notes' : 'problems'].push(
+      versionLine(environment, kind.kind, harness, { found, file, cli }, result)
+    );
   }
   return report;
+}
+
+/** The command that prints the CLI's version, in a sandbox shaped like a run's when the environment has one. */
+function versionCommand(
+  environment: EnvironmentConfig,
+  file: string,
+  prefix: string[],
+  versionArgs: string[]
+): string[] {
+  const args = [...prefix, ...versionArgs];
+  if (!environment.sandbox.enabled) return [file, ...args];
+  const user = runUser(environment.sandbox.user);
+  // What a run of the environment sees: its sandbox.read (where a CLI installed outside the
+  // system directories lives, with its packages), the program, and a script's own folder.
+  const read = [
+    ...environment.sandbox.read,
+    file,
+    ...prefix.filter(arg => arg.startsWith('/')).map(arg => dirname(realpathSync(arg)))
+  ];
+  const confine = bwrapArgs({ workspace: '/tmp', read, write: [], hide: [], network: 'none', user });
+  const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
+  return [bwrapProgram(), ...confine, '--', ...inner];
+}
+
+/** Runs a version command with the little a CLI needs to start: PATH, HOME, LANG. */
+function runVersion(command: string[]): SpawnSyncReturns<string> {
+  return spawnSync(command[0]!, command.slice(1), {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: SANDBOX_HOME,
+      LANG: process.env.LANG ?? 'C.UTF-8'
+    }
+  });
+}
+
+/**
+ * The start-up line of one environment's CLI: a note with its version when it ran, else the
+ * problem (the folders the run user cannot enter, or its failure with the reinstall command).
+ * `found` is the program on the PATH, `file` its real path, `cli` the script a node runs, else `found`.
+ */
+function versionLine(
+  environment: EnvironmentConfig,
+  kind: string,
+  harness: AgentCli,
+  paths: { found: string; file: string; cli: string },
+  result: SpawnSyncReturns<string>
+): string {
+  const { found, file } = paths;
+  const shown = paths.cli === found ? found : `${paths.cli} (a Node script, run with ${found})`;
+  const at = `environment ${JSON.stringify(environment.id)}`;
+  const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
+  if (result.status === 0) {
+    const version = result.stdout.trim().split('\n')[0] ?? '';
+    return `${at}: ${kind} CLI ${shown} runs ${where}, version ${version}`;
+  }
+  const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+  const locked = user ? lockedOut(user, file, paths.cli === found ? [] : [paths.cli]) : undefined;
+  return locked
+    ? `${at}: the ${kind} CLI ${shown} cannot run ${where}: ${locked}`
+    : `${at}: the ${kind} CLI ${shown} does not run ${where} (${whyItFailed(result)}); reinstall it with \`${harness.install}\``;
 }
 
 /** Whether `user` may pass through the folder `stat` describes (its search bit for them). */

@@ -13,6 +13,7 @@ import type { ExecutorConfig, EnvironmentConfig } from '../config/config.js';
 import { show } from '../values/config-reader.js';
 import { RunSandbox } from '../sandbox/index.js';
 import { runUser } from '../sandbox/user.js';
+import { whyItFailed } from '../sandbox/bwrap.js';
 import { ImageError, type PreparedImage, findInImage, imageRoot, prepareImage } from '../images/cache.js';
 import { agentKindOf } from '../agents/index.js';
 import { StartupCheckError } from './startup.js';
@@ -22,15 +23,16 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 /** A program no image has: a sandbox that gets as far as looking for it was made whole. */
 const PROBE = '/.agent-run-probe-absent';
 
-/** The agent's program as a run would start it, and the names harness kinds use by default. */
+/**
+ * The agent's program as a run would start it, and the arguments that print its version (a
+ * harness CLI's), as the kind's registry entry says; undefined for a kind without a program
+ * (simulated) or a program that is the prompt itself.
+ */
 function programOf(environment: EnvironmentConfig): { program: string; version?: string[] } | undefined {
-  const agent = environment.agent as { kind: string; command?: string[] };
-  if (agent.kind === 'simulated') return undefined;
-  const kind = agentKindOf(agent.kind);
-  const defaults: Record<string, string> = { 'claude-code': 'claude', codex: 'codex', gemini: 'gemini' };
-  const program = agent.command?.[0] ?? defaults[agent.kind];
-  if (!program || program.includes('{prompt}')) return undefined;
-  return { program, version: kind?.harnessType ? ['--version'] : undefined };
+  const known = agentKindOf(environment.agent.kind)?.program;
+  const program = known?.command(environment.agent)[0];
+  if (!known || !program || program.includes('{prompt}')) return undefined;
+  return { program, version: known.cli?.versionArgs };
 }
 
 /** Runs `argv` in a sandbox of `image` shaped like a run of `environment`; answers how it ended. */
@@ -82,61 +84,61 @@ export async function checkImages(config: ExecutorConfig): Promise<string[]> {
   for (const environment of config.environments) {
     if (!environment.image) continue;
     const at = `environment ${show(environment.id)}: image ${environment.image.ref}`;
-    let image: PreparedImage;
-    try {
-      image = await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes);
-    } catch (error) {
-      if (!(error instanceof ImageError)) throw error;
-      problems.push(`${at}: ${error.message}`);
-      continue;
-    }
-    const how = image.unpacked ? `unpacked in ${image.unpackMs} ms` : 'from the cache';
-    const probe = await runInImage(config, environment, image, [PROBE]);
-    if (!`${probe.stderr}`.includes(PROBE)) {
-      const why =
-        probe.error?.message ??
-        (probe.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${probe.status}`);
-      problems.push(
-        `${at}: its sandbox cannot be made here (${why}); image environments need user namespaces for the runs' user (\`sudo sysctl -w kernel.unprivileged_userns_clone=1\`, or on Ubuntu 23.10+ \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\`)`
-      );
-      continue;
-    }
-    const command = programOf(environment);
-    if (!command) {
-      notes.push(`${at} (${image.digest}, ${image.bytes} bytes, ${how}) is the root of its runs`);
-      continue;
-    }
-    const path = environment.env.includes('PATH')
-      ? (process.env.PATH ?? '')
-      : (image.env.PATH ?? DEFAULT_PATH);
-    const found = findInImage(image, command.program, path);
-    if (!found) {
-      problems.push(
-        `${at}: its command ${show(command.program)} is not an executable file of the image (looked on the image's PATH ${path}); expected an image that has it, or its absolute path inside the image`
-      );
-      continue;
-    }
-    let version = '';
-    if (command.version) {
-      const ran = await runInImage(config, environment, image, [found, ...command.version]);
-      if (ran.status !== 0) {
-        const why =
-          ran.error?.message ??
-          (ran.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${ran.status}`);
-        problems.push(
-          `${at}: its command ${show(command.program)} (${found}) does not run in the image (${why})`
-        );
-        continue;
-      }
-      version = `, version ${ran.stdout.trim().split('\n')[0] ?? ''}`;
-    }
-    notes.push(
-      `${at} (${image.digest}, ${image.bytes} bytes, ${how}): its command ${found} is there${version}`
-    );
+    const line = await checkImage(config, environment, at);
+    (line.ok ? notes : problems).push(line.text);
   }
   if (problems.length > 0)
     throw new StartupCheckError(
       `refusing to start:${problems.length === 1 ? ` ${problems[0]}` : `\n- ${problems.join('\n- ')}`}`
     );
   return notes;
+}
+
+/** One image environment's start-up line: a note when its image and command are fine, else its problem. */
+async function checkImage(
+  config: ExecutorConfig,
+  environment: EnvironmentConfig,
+  at: string
+): Promise<{ ok: boolean; text: string }> {
+  let image: PreparedImage;
+  try {
+    image = await prepareImage(config.dataDir, environment.image!, config.workspaces.cacheBytes);
+  } catch (error) {
+    if (!(error instanceof ImageError)) throw error;
+    return { ok: false, text: `${at}: ${error.message}` };
+  }
+  const how = image.unpacked ? `unpacked in ${image.unpackMs} ms` : 'from the cache';
+  const probe = await runInImage(config, environment, image, [PROBE]);
+  if (!`${probe.stderr}`.includes(PROBE))
+    return {
+      ok: false,
+      text: `${at}: its sandbox cannot be made here (${whyItFailed(probe)}); image environments need user namespaces for the runs' user (\`sudo sysctl -w kernel.unprivileged_userns_clone=1\`, or on Ubuntu 23.10+ \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\`)`
+    };
+  const command = programOf(environment);
+  if (!command)
+    return {
+      ok: true,
+      text: `${at} (${image.digest}, ${image.bytes} bytes, ${how}) is the root of its runs`
+    };
+  const path = environment.env.includes('PATH') ? (process.env.PATH ?? '') : (image.env.PATH ?? DEFAULT_PATH);
+  const found = findInImage(image, command.program, path);
+  if (!found)
+    return {
+      ok: false,
+      text: `${at}: its command ${show(command.program)} is not an executable file of the image (looked on the image's PATH ${path}); expected an image that has it, or its absolute path inside the image`
+    };
+  let version = '';
+  if (command.version) {
+    const ran = await runInImage(config, environment, image, [found, ...command.version]);
+    if (ran.status !== 0)
+      return {
+        ok: false,
+        text: `${at}: its command ${show(command.program)} (${found}) does not run in the image (${whyItFailed(ran)})`
+      };
+    version = `, version ${ran.stdout.trim().split('\n')[0] ?? ''}`;
+  }
+  return {
+    ok: true,
+    text: `${at} (${image.digest}, ${image.bytes} bytes, ${how}): its command ${found} is there${version}`
+  };
 }

@@ -188,7 +188,7 @@ export function checkBubblewrap(user?: RunUser): SandboxCheck {
         : `bubblewrap (${program}) could not start: ${result.error.message}`
     };
   } else if (result.status !== 0) {
-    const stderr = result.stderr.trim().split('\n').slice(-2).join(' ');
+    const stderr = stderrEnd(result.stderr);
     const userns = /namespace|uid map|permission|not permitted/i.test(stderr);
     const setpriv = /setpriv/.test(stderr) || result.status === 125;
     cached = {
@@ -204,4 +204,14 @@ export function checkBubblewrap(user?: RunUser): SandboxCheck {
   }
   checked.set(key, cached);
   return cached;
+}
+
+/** The last two lines of a check's stderr as one: what a start-up check quotes of a failure. */
+export function stderrEnd(stderr: string): string {
+  return stderr.trim().split('\n').slice(-2).join(' ');
+}
+
+/** Why a check's process did not succeed: its start error, else its stderr's end, else its exit code. */
+export function whyItFailed(result: { error?: Error; stderr: string; status: number | null }): string {
+  return result.error?.message ?? (stderrEnd(result.stderr) || `exit code ${result.status}`);
 }

@@ -10,6 +10,7 @@ import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import {
   type IncomingHttpHeaders,
   type IncomingMessage,
+  type Server,
   type ServerResponse,
   createServer,
   request as httpRequest
@@ -126,6 +127,126 @@ function allowed(targets: NetworkTarget[], host: string, port: number): boolean 
   return targets.some(target => target.host === name && target.port === port);
 }
 
+/** The 403 body for a host and port the environment's sandbox.network list does not name. */
+function refusal(targets: NetworkTarget[], what: string): string {
+  return `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
+}
+
+/**
+ * A plain HTTP request through the proxy (an absolute URL): to the executor when it names the
+ * gateway, else to an allowed target as it is, else refused.
+ */
+function forwardPlain(
+  targets: NetworkTarget[],
+  gateway: ProxyGateway | undefined,
+  request: IncomingMessage,
+  response: ServerResponse
+): void {
+  let url: URL;
+  try {
+    url = new URL(request.url ?? '');
+  } catch {
+    response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
+    return;
+  }
+  const port = Number(url.port || 80);
+  if (gateway && url.protocol === 'http:' && isGateway(url.hostname, port)) {
+    forwardToExecutor(gateway, url.pathname + url.search, request, response);
+    return;
+  }
+  if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
+    response
+      .writeHead(403, { 'content-type': 'text/plain' })
+      .end(refusal(targets, `${url.hostname}:${port}`));
+    return;
+  }
+  const upstream = httpRequest(
+    {
+      host: url.hostname,
+      port,
+      method: request.method,
+      path: url.pathname + url.search,
+      headers: request.headers,
+      // Not pooled across runs: one run's bytes never share a connection with another's.
+      agent: false
+    },
+    reply => {
+      response.writeHead(reply.statusCode ?? 502, reply.headers);
+      reply.pipe(response);
+    }
+  );
+  upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
+  request.pipe(upstream);
+}
+
+/**
+ * A CONNECT tunnel: to the gateway's server (which reads its bytes as HTTP requests), to an
+ * allowed target, or refused.
+ */
+function tunnel(
+  targets: NetworkTarget[],
+  gatewayServer: Server | undefined,
+  request: IncomingMessage,
+  client: Duplex,
+  head: Buffer
+): void {
+  const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
+  const host = match?.[1] ?? '';
+  const port = Number(match?.[2]);
+  client.on('error', () => undefined);
+  if (match && gatewayServer && isGateway(host, port)) {
+    // A client that tunnels even plain HTTP (as @actions/http-client does): the tunnel's bytes
+    // are read as HTTP requests here, each forwarded with the secret like a plain one.
+    client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+    if (head.length > 0) client.unshift(head);
+    gatewayServer.emit('connection', client);
+    return;
+  }
+  if (!match || !allowed(targets, host, port)) {
+    const body = refusal(targets, request.url ?? '?');
+    client.end(
+      `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    );
+    return;
+  }
+  const upstream = connect(port, host.replace(/^\[|\]$/g, ''), () => {
+    client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client).pipe(upstream);
+  });
+  upstream.on('error', error =>
+    client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`)
+  );
+  // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
+  client.once('close', () => upstream.destroy());
+}
+
+/**
+ * Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
+ * `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
+ * end stays open outlives the run). Closing the proxy destroys them all.
+ * Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
+ * limits do not count: past this many at once, a new one is closed as it comes.
+ */
+function trackConnections(server: Server): Set<Duplex> {
+  server.maxConnections = MAX_PROXY_CONNECTIONS;
+  const sockets = new Set<Duplex>();
+  server.on('connection', (connection: Duplex) => {
+    sockets.add(connection);
+    connection.once('close', () => sockets.delete(connection));
+  });
+  return sockets;
+}
+
+/** The command that starts the forwarder inside, waits until it listens, then execs `program`. */
+function proxyCommand(program: string, args: string[]): string[] {
+  const ready = '/tmp/.agent-run-proxy-ready';
+  const script =
+    `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
+    `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
+  return ['/bin/sh', '-c', script, program, ...args];
+}
+
 /**
  * `user`: the run's host user (a root executor), who must be able to reach the socket; `gateway`:
  * an orchestrate turn's way to the executor's API (GATEWAY_HOST).
@@ -139,89 +260,17 @@ export async function startProxy(
   const dir = mkdtempSync(join(tmpdir(), `agent-run-proxy-${runId.slice(0, 12)}-`));
   const socket = join(dir, 'proxy.sock');
   writeFileSync(join(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
-  const refuse = (what: string) =>
-    `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
 
   const gatewayServer = gateway
     ? createServer((request, response) => forwardToExecutor(gateway, request.url ?? '/', request, response))
     : undefined;
-  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    let url: URL;
-    try {
-      url = new URL(request.url ?? '');
-    } catch {
-      response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
-      return;
-    }
-    const port = Number(url.port || 80);
-    if (gateway && url.protocol === 'http:' && isGateway(url.hostname, port)) {
-      forwardToExecutor(gateway, url.pathname + url.search, request, response);
-      return;
-    }
-    if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
-      response.writeHead(403, { 'content-type': 'text/plain' }).end(refuse(`${url.hostname}:${port}`));
-      return;
-    }
-    const upstream = httpRequest(
-      {
-        host: url.hostname,
-        port,
-        method: request.method,
-        path: url.pathname + url.search,
-        headers: request.headers,
-        // Not pooled across runs: one run's bytes never share a connection with another's.
-        agent: false
-      },
-      reply => {
-        response.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(response);
-      }
-    );
-    upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
-    request.pipe(upstream);
-  });
-  server.on('connect', (request: IncomingMessage, client: Duplex, head: Buffer) => {
-    const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
-    const host = match?.[1] ?? '';
-    const port = Number(match?.[2]);
-    client.on('error', () => undefined);
-    if (match && gatewayServer && isGateway(host, port)) {
-      // A client that tunnels even plain HTTP (as @actions/http-client does): the tunnel's bytes
-      // are read as HTTP requests here, each forwarded with the secret like a plain one.
-      client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-      if (head.length > 0) client.unshift(head);
-      gatewayServer.emit('connection', client);
-      return;
-    }
-    if (!match || !allowed(targets, host, port)) {
-      const body = refuse(request.url ?? '?');
-      client.end(
-        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
-      );
-      return;
-    }
-    const upstream = connect(port, host.replace(/^\[|\]$/g, ''), () => {
-      client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(client).pipe(upstream);
-    });
-    upstream.on('error', error =>
-      client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`)
-    );
-    // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
-    client.once('close', () => upstream.destroy());
-  });
-  // Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
-  // `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
-  // end stays open outlives the run). Closing the proxy destroys them all.
-  // Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
-  // limits do not count: past this many at once, a new one is closed as it comes.
-  server.maxConnections = MAX_PROXY_CONNECTIONS;
-  const sockets = new Set<Duplex>();
-  server.on('connection', (connection: Duplex) => {
-    sockets.add(connection);
-    connection.once('close', () => sockets.delete(connection));
-  });
+  const server = createServer((request: IncomingMessage, response: ServerResponse) =>
+    forwardPlain(targets, gateway, request, response)
+  );
+  server.on('connect', (request: IncomingMessage, client: Duplex, head: Buffer) =>
+    tunnel(targets, gatewayServer, request, client, head)
+  );
+  const sockets = trackConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, () => resolve());
@@ -236,13 +285,7 @@ export async function startProxy(
       [process.execPath, '/run/agent-proxy-node']
     ],
     env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
-    command(program, args) {
-      const ready = '/tmp/.agent-run-proxy-ready';
-      const script =
-        `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
-        `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
-      return ['/bin/sh', '-c', script, program, ...args];
-    },
+    command: proxyCommand,
     async close() {
       const closed = new Promise(resolve => server.close(resolve));
       for (const connection of sockets) connection.destroy();

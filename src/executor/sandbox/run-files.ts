@@ -11,7 +11,7 @@
 // inside such a tree. docs/architecture.md states the rule; __tests__/unit/run-files-sites.test.ts
 // lists every call site that touches a run's tree and fails on one that does not come through here.
 
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { systemProgram } from './user.js';
@@ -152,17 +152,8 @@ function asUser(user: RunIdentity['user'], memoryKb: number, cwd: string, fileSi
  * (bounded) and how it ended. Never throws for the program's own failure: callers read `code`.
  */
 export function asRunUser(identity: RunIdentity, call: RunFilesCall): Promise<RunFilesResult> {
-  const maxStdout = call.maxStdout ?? 64 * 1024;
-  const memoryKb = call.memoryKb ?? READER_MEMORY_KB;
   const env = { PATH, HOME: '/tmp', LANG: 'C', ...call.env };
-  const command = [
-    ...asUser(identity.user, memoryKb, call.cwd ?? '/', call.fileSizeKb),
-    call.program,
-    ...call.args
-  ];
-  const [program, args] = identity.confined
-    ? [bwrapProgram(), [...readerArgs(identity, call), '--', ...command]]
-    : [command[0]!, command.slice(1)];
+  const [program, args] = readerCommand(identity, call);
   return new Promise((resolveResult, reject) => {
     const child = spawn(program, args, {
       cwd: '/',
@@ -170,55 +161,74 @@ export function asRunUser(identity: RunIdentity, call: RunFilesCall): Promise<Ru
       detached: true,
       stdio: [call.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
     });
-    const kept: Buffer[] = [];
-    let keptBytes = 0;
-    let stdoutBytes = 0;
-    let stderr = '';
-    let timedOut = false;
-    const kill = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    const timeLimitMs = call.timeoutMs ?? READER_TIMEOUT_MS;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, timeLimitMs);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdoutBytes += chunk.length;
-      if (keptBytes < maxStdout) {
-        const part = chunk.subarray(0, maxStdout - keptBytes);
-        kept.push(part);
-        keptBytes += part.length;
-      }
-      if (call.stopPastMax && stdoutBytes > maxStdout) kill();
-    });
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEPT);
-    });
-    if (call.stdin !== undefined) {
-      child.stdin!.on('error', () => undefined);
-      child.stdin!.end(call.stdin);
+    watchReader(child, call, resolveResult, reject);
+  });
+}
+
+/** The program and arguments of a reader: as the run's user, confined when the run is. */
+function readerCommand(identity: RunIdentity, call: RunFilesCall): [string, string[]] {
+  const memoryKb = call.memoryKb ?? READER_MEMORY_KB;
+  const command = [
+    ...asUser(identity.user, memoryKb, call.cwd ?? '/', call.fileSizeKb),
+    call.program,
+    ...call.args
+  ];
+  return identity.confined
+    ? [bwrapProgram(), [...readerArgs(identity, call), '--', ...command]]
+    : [command[0]!, command.slice(1)];
+}
+
+/**
+ * Feeds a reader its stdin and keeps what it prints (stdout up to `call.maxStdout`, stderr's
+ * end), killing it past its time limit (or past maxStdout with stopPastMax); `done` gets how it ended.
+ */
+function watchReader(
+  child: ChildProcess,
+  call: RunFilesCall,
+  done: (result: RunFilesResult) => void,
+  fail: (error: Error) => void
+): void {
+  const maxStdout = call.maxStdout ?? 64 * 1024;
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let stdoutBytes = 0;
+  let stderr = '';
+  let timedOut = false;
+  const kill = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
     }
-    child.on('error', error => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolveResult({
-        code,
-        signal,
-        stdout: Buffer.concat(kept),
-        stdoutBytes,
-        stderr,
-        timedOut,
-        timeLimitMs
-      });
-    });
+  };
+  const timeLimitMs = call.timeoutMs ?? READER_TIMEOUT_MS;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, timeLimitMs);
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdoutBytes += chunk.length;
+    if (keptBytes < maxStdout) {
+      const part = chunk.subarray(0, maxStdout - keptBytes);
+      kept.push(part);
+      keptBytes += part.length;
+    }
+    if (call.stopPastMax && stdoutBytes > maxStdout) kill();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEPT);
+  });
+  if (call.stdin !== undefined) {
+    child.stdin!.on('error', () => undefined);
+    child.stdin!.end(call.stdin);
+  }
+  child.on('error', error => {
+    clearTimeout(timer);
+    fail(error);
+  });
+  child.on('close', (code, signal) => {
+    clearTimeout(timer);
+    done({ code, signal, stdout: Buffer.concat(kept), stdoutBytes, stderr, timedOut, timeLimitMs });
   });
 }
 

@@ -250,12 +250,32 @@ export async function sweepLayers(
   active: Set<string>,
   enough: () => boolean = () => true
 ): Promise<Freed[]> {
+  await unmountOrphans(dataDir, active);
+  const used = await sweepRunLayers(dataDir, active);
+  const byCheckout = new Map<string, Cached>();
+  const all = [...cachedCheckouts(dataDir, used, byCheckout), ...cachedSetups(dataDir, used, byCheckout)];
+  return evict(dataDir, all, used, cacheBytes, enough);
+}
+
+/** A shared checkout or kept setup layer on disk: its size, when it was last used, a checkout's setup layers. */
+type Cached = { dir: string; bytes: number; used: number; setups: string[] };
+
+/** Unmounts the workspaces of runs not active here whose layers are gone. */
+async function unmountOrphans(dataDir: string, active: Set<string>): Promise<void> {
   const workspaces = join(dataDir, 'workspaces');
   for (const mount of mountPoints(workspaces)) {
     const runId = mount.slice(workspaces.length + 1);
     if (runId.includes('/') || active.has(runId)) continue;
     if (!existsSync(layersDir(dataDir, runId))) await unmountWorkspace(dataDir, runId);
   }
+}
+
+/**
+ * Removes the layers of runs whose workspace is gone and mounts again the retained ones a stop or
+ * a reboot unmounted; answers the checkouts and setup layers in use (busy, or named by a run's layers).
+ */
+async function sweepRunLayers(dataDir: string, active: Set<string>): Promise<Set<string>> {
+  const workspaces = join(dataDir, 'workspaces');
   const layers = join(dataDir, 'layers');
   const used = new Set<string>(busy.keys());
   for (const runId of existsSync(layers) ? readdirSync(layers) : []) {
@@ -279,11 +299,13 @@ export async function sweepLayers(
       }
     }
   }
+  return used;
+}
+
+/** The ready shared checkouts (each also put in `byCheckout`); half-made ones no one uses or makes are removed. */
+function cachedCheckouts(dataDir: string, used: Set<string>, byCheckout: Map<string, Cached>): Cached[] {
   const checkouts = join(dataDir, 'checkouts');
-  const setups = setupsDir(dataDir);
-  type Entry = { dir: string; bytes: number; used: number; setups: string[] };
-  const all: Entry[] = [];
-  const byCheckout = new Map<string, Entry>();
+  const all: Cached[] = [];
   for (const name of existsSync(checkouts) ? readdirSync(checkouts) : []) {
     const dir = join(checkouts, name);
     if (name.includes('.making-')) {
@@ -300,6 +322,13 @@ export async function sweepLayers(
     all.push(entry);
     byCheckout.set(dir, entry);
   }
+  return all;
+}
+
+/** The ready setup layers, each listed on its checkout; half-made or orphaned ones no one uses are removed. */
+function cachedSetups(dataDir: string, used: Set<string>, byCheckout: Map<string, Cached>): Cached[] {
+  const setups = setupsDir(dataDir);
+  const all: Cached[] = [];
   for (const name of existsSync(setups) ? readdirSync(setups) : []) {
     const dir = join(setups, name);
     const made = name.includes('.making-') ? dir.slice(0, dir.indexOf('.making-')) : dir;
@@ -316,10 +345,24 @@ export async function sweepLayers(
     checkout.setups.push(dir);
     all.push({ dir, bytes: ready.bytes, used: statSync(join(dir, 'ready')).mtimeMs, setups: [] });
   }
+  return all;
+}
+
+/**
+ * Removes unused entries of `all`, least recently used first, while together they weigh more than
+ * `cacheBytes` or `enough` says no; answers what was removed.
+ */
+function evict(
+  dataDir: string,
+  all: Cached[],
+  used: Set<string>,
+  cacheBytes: number,
+  enough: () => boolean
+): Freed[] {
   let total = all.reduce((sum, entry) => sum + entry.bytes, 0);
   const freed: Freed[] = [];
   const gone = new Set<string>();
-  const remove = (entry: Entry) => {
+  const remove = (entry: Cached) => {
     rmSync(entry.dir, { recursive: true, force: true });
     verified.delete(entry.dir);
     forgetSetup(entry.dir);

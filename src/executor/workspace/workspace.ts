@@ -199,85 +199,127 @@ export async function createWorkspace(
 ): Promise<Workspace> {
   const root = join(dataDir, 'workspaces', runId);
   markWorkspaces(join(dataDir, 'workspaces'));
-  let repository: string | undefined;
-  let sub = '';
-  if (isRemoteSource(environment.source)) {
-    repository = await remoteCache(environment.source, dataDir);
-  } else {
-    if (!existsSync(environment.source)) throw new Error(`source ${environment.source} does not exist`);
-    repository = await gitTopLevel(environment.source);
-    if (repository) sub = relative(repository, environment.source);
-  }
+  const { repository, sub } = await sourceRepository(environment, dataDir);
 
-  let kind: Workspace['kind'];
-  let counted = root;
-  let owned = [root];
-  let borrowed: string[] = [];
-  let start: { commit: string; branch?: string } | undefined;
-  let base: string;
-  let setupLayer: SetupLayer | undefined;
   // The private git dir is made first, so a crash leaves nothing the sweep would not see.
   const repo: PrivateRepository = { gitDir: privateGitDir(dataDir, runId), workTree: root };
   removePrivateGitDir(repo.gitDir);
   mkdirSync(repo.gitDir, { recursive: true, mode: 0o700 });
-  if (repository) {
-    if (environment.publish) start = await startOf(repository, environment.publish.base);
-    const head = start?.commit ?? (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
-    const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
-    borrowed = objectStores(gitDir);
-    if (layerMode(dataDir).kind === 'overlay') {
-      const keyOf = cacheSetup ? (checkout: string) => setupKey(checkout, environment) : undefined;
-      const mounted = await mountWorkspace(
-        dataDir,
-        runId,
-        repo,
-        head,
-        borrowed,
-        join(gitDir, 'shallow'),
-        owner,
-        keyOf
-      );
-      counted = mounted.upper;
-      setupLayer = mounted.setup;
-      owned = [];
-      base = head;
-    } else {
-      base = await checkoutRepository(repo, head, borrowed, join(gitDir, 'shallow'));
-    }
-    kind = 'repository';
-  } else {
-    copyTree(environment.source, root, dataDir, quotaBytes);
-    base = await snapshotCopy(repo);
-    kind = 'copy';
-  }
+  const filled = repository
+    ? await fillFromRepository(environment, dataDir, runId, repo, repository, owner, cacheSetup)
+    : await fillFromCopy(environment, dataDir, repo, quotaBytes);
 
   // git on the work tree runs as the run's user from now on (run-files.ts): the private git dir and
   // a workspace root made here, which nothing of the run has touched yet, become that user's.
   if (owner) {
     ownAll(repo.gitDir, owner);
-    await giveTo(owner, owned);
+    await giveTo(owner, filled.owned);
   }
   const identity: RunIdentity = { user: owner, confined: environment.sandbox?.enabled !== false };
   const made: Made & { identity: RunIdentity } = {
     sub,
-    kind,
-    borrowed,
+    kind: filled.kind,
+    borrowed: filled.borrowed,
     repository,
-    baseBranch: start?.branch,
-    base,
-    counted,
-    owned,
+    baseBranch: filled.start?.branch,
+    base: filled.base,
+    counted: filled.counted,
+    owned: filled.owned,
     identity
   };
   try {
     // Kept beside the private git dir, so a later turn of the run (a follow-up) reopens the workspace.
     writeFileSync(madeFile(dataDir, runId), JSON.stringify(made), { mode: 0o600 });
   } catch (error) {
-    await setupLayer?.finish(false);
+    await filled.setupLayer?.finish(false);
     throw error;
   }
-  const layersOf = counted === root ? undefined : () => workspaceLayers(dataDir, runId);
-  return { ...workspaceOf(root, repo, made, layersOf), setupLayer };
+  const layersOf = filled.counted === root ? undefined : () => workspaceLayers(dataDir, runId);
+  return { ...workspaceOf(root, repo, made, layersOf), setupLayer: filled.setupLayer };
+}
+
+/**
+ * The git repository a workspace is made from (a remote source's cache, or the local source's
+ * own, if it is in one) and the source's folder inside it; no repository for a plain folder.
+ */
+async function sourceRepository(
+  environment: EnvironmentConfig,
+  dataDir: string
+): Promise<{ repository?: string; sub: string }> {
+  if (isRemoteSource(environment.source))
+    return { repository: await remoteCache(environment.source, dataDir), sub: '' };
+  if (!existsSync(environment.source)) throw new Error(`source ${environment.source} does not exist`);
+  const repository = await gitTopLevel(environment.source);
+  return { repository, sub: repository ? relative(repository, environment.source) : '' };
+}
+
+/** What filling a new workspace made of it. */
+interface Filled {
+  kind: Workspace['kind'];
+  counted: string;
+  owned: string[];
+  borrowed: string[];
+  /** The commit (and branch) a published environment's run starts at. */
+  start?: { commit: string; branch?: string };
+  base: string;
+  setupLayer?: SetupLayer;
+}
+
+/**
+ * Fills the workspace with the repository's start commit: a copy-on-write view of its shared
+ * checkout where overlays may be mounted, else a checkout of its own.
+ */
+async function fillFromRepository(
+  environment: EnvironmentConfig,
+  dataDir: string,
+  runId: string,
+  repo: PrivateRepository,
+  repository: string,
+  owner: LayerOwner | undefined,
+  cacheSetup: boolean
+): Promise<Filled> {
+  const root = repo.workTree;
+  const start = environment.publish ? await startOf(repository, environment.publish.base) : undefined;
+  const head = start?.commit ?? (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
+  const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
+  const borrowed = objectStores(gitDir);
+  if (layerMode(dataDir).kind === 'overlay') {
+    const keyOf = cacheSetup ? (checkout: string) => setupKey(checkout, environment) : undefined;
+    const mounted = await mountWorkspace(
+      dataDir,
+      runId,
+      repo,
+      head,
+      borrowed,
+      join(gitDir, 'shallow'),
+      owner,
+      keyOf
+    );
+    return {
+      kind: 'repository',
+      counted: mounted.upper,
+      owned: [],
+      borrowed,
+      start,
+      base: head,
+      setupLayer: mounted.setup
+    };
+  }
+  const base = await checkoutRepository(repo, head, borrowed, join(gitDir, 'shallow'));
+  return { kind: 'repository', counted: root, owned: [root], borrowed, start, base };
+}
+
+/** Fills the workspace with a copy of a source that is no git repository, recorded as its start. */
+async function fillFromCopy(
+  environment: EnvironmentConfig,
+  dataDir: string,
+  repo: PrivateRepository,
+  quotaBytes: number
+): Promise<Filled> {
+  const root = repo.workTree;
+  copyTree(environment.source, root, dataDir, quotaBytes);
+  const base = await snapshotCopy(repo);
+  return { kind: 'copy', counted: root, owned: [root], borrowed: [], base };
 }
 
 /**
@@ -365,20 +407,14 @@ function workspaceOf(
   layersOf?: () => Layers | undefined
 ): Workspace {
   const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
-  const tree: RunTree = { repository: repo, borrowed, identity };
-  // The two trees a diff from the layers wrote (the start and the end of the paths it looked at);
-  // unset after a walk, whose changes are the private index against the start.
-  let ends: { from: string; to: string } | undefined;
-  // What git compares: the two trees, or the private index (as `add` left it) and the start.
-  const compared = () => (ends ? [ends.from, ends.to] : ['--cached', base]);
-  const changes = (...options: string[]) => [
-    'diff',
-    '--no-color',
-    '--no-renames',
-    ...NO_PROGRAMS,
-    ...options,
-    ...compared()
-  ];
+  const view: TreeView = {
+    tree: { repository: repo, borrowed, identity },
+    repo,
+    root,
+    base,
+    identity,
+    layersOf
+  };
   return {
     path: sub ? join(root, sub) : root,
     root,
@@ -391,101 +427,146 @@ function workspaceOf(
     base,
     git: repo,
     identity,
-    async diff(walk: 'layers' | 'tree' = 'layers') {
-      ends = undefined;
-      // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
-      // when its layers say too much, the whole tree is walked.
-      const layers = walk === 'layers' ? layersOf?.() : undefined;
-      let found = layers ? await layerPaths(identity, layers) : undefined;
-      // git refuses some candidates the layers name (a path below a directory the run swapped for a
-      // link): the whole tree is then walked, as for a full checkout.
-      const listed = found
-        ? await runTreeGit(tree, [changedOnly(found.nested, base)], {
-            pipeline: true,
-            stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
-          }).catch(() => undefined)
-        : undefined;
-      if (!listed) found = undefined;
-      const nested = found ? found.nested : await nestedRepositories(root, identity);
-      let names: string;
-      // The head of the diff the end's script printed after the names (from the layers only).
-      let head: Buffer | undefined;
-      if (listed) {
-        // The first line names the two trees, the name-status lines follow up to a NUL (no line
-        // of git's has one), then the head of the diff.
-        const out = listed.stdout;
-        const newline = out.indexOf(0x0a);
-        const end = out.indexOf(0, newline);
-        const [from, to] = out.toString('utf8', 0, Math.max(newline, 0)).split(' ');
-        if (!from || !to || !TREE.test(from) || !TREE.test(to))
-          throw new Error('git write-tree failed: no tree was named');
-        ends = { from, to };
-        // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
-        names = out.toString('utf8', newline + 1, end < 0 ? undefined : end);
-        // A head cut short with the rest of the output (past runTreeGit's limit) is not the diff's.
-        head = end < 0 || listed.bytes > out.length ? undefined : out.subarray(end + 1);
-      } else {
-        names = (
-          await runTreeGit(tree, [
-            // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-            ['add', '--all', ...excludeNested(nested)],
-            ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-          ])
-        ).stdout.toString('utf8');
-      }
-      const lines = names.split('\n').filter(Boolean);
-      const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
-        const [status, ...path] = line.split('\t');
-        const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
-        return { path: path.join('\t'), change };
-      });
-      const more = lines.length - files.length;
-      const { diff, truncated } =
-        files.length === 0
-          ? { diff: '', truncated: false }
-          : cutDiff(head ?? (await boundedDiff(tree, changes())));
-      const walked = found ? ('layers' as const) : ('tree' as const);
-      return more > 0
-        ? { diff, truncated, files, more_files: more, nested, walked }
-        : { diff, truncated, files, nested, walked };
-    },
+    diff: (walk = 'layers') => workspaceDiff(view, walk),
     async patch(max: number) {
-      const { stdout, bytes } = await runTreeGit(tree, [changes('--binary')], { maxStdout: max });
+      const { stdout, bytes } = await runTreeGit(view.tree, [changes(view, '--binary')], { maxStdout: max });
       return { bytes: stdout, size: bytes };
     },
-    async changedBytes() {
-      const { stdout } = await runTreeGit(
-        tree,
-        [
-          changes('--raw', '--no-abbrev'),
-          // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
-          `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
-          ['cat-file', '--batch-check=%(objectsize)'],
-          `awk '{ s += $1 } END { printf "%.0f\\n", s }'`
-        ],
-        { pipeline: true }
-      );
-      const bytes = Number(stdout.toString('utf8').trim());
-      if (!Number.isSafeInteger(bytes)) throw new Error('the size of the changes could not be read');
-      return bytes;
-    },
-    async tree() {
-      // After a walk the private index holds the whole work tree; after a diff from the layers, the
-      // start's tree with the changes between the two trees put in (a whole index is read here
-      // only, when a run publishes).
-      const made = ends
-        ? (await runTreeGit(tree, [wholeTree(base, ends)], { pipeline: true })).stdout.toString('utf8')
-        : await privateGit(repo, ['write-tree']);
-      const id = made.trim();
-      if (!TREE.test(id)) throw new Error('git write-tree failed: no tree was named');
-      return id;
-    },
+    changedBytes: () => changedBytes(view),
+    tree: () => workTree(view),
     size: () => treeUsage(identity, [counted]),
     release() {
       const now = new Date();
       if (existsSync(root)) utimesSync(root, now, now);
     }
   };
+}
+
+/** What a workspace's diff, patch and tree read its changes with, and what its last diff left. */
+interface TreeView {
+  tree: RunTree;
+  repo: PrivateRepository;
+  root: string;
+  base: string;
+  identity: RunIdentity;
+  layersOf?: () => Layers | undefined;
+  /**
+   * The two trees a diff from the layers wrote (the start and the end of the paths it looked at);
+   * unset after a walk, whose changes are the private index against the start.
+   */
+  ends?: { from: string; to: string };
+}
+
+/** The git diff of the changes, with `options`: the two trees, or the private index (as `add` left it) and the start. */
+function changes(view: TreeView, ...options: string[]): string[] {
+  const compared = view.ends ? [view.ends.from, view.ends.to] : ['--cached', view.base];
+  return ['diff', '--no-color', '--no-renames', ...NO_PROGRAMS, ...options, ...compared];
+}
+
+type WorkspaceDiff = Awaited<ReturnType<Workspace['diff']>>;
+
+/** Workspace.diff: the changed files' names (from the layers, else by a walk), then the diff itself. */
+async function workspaceDiff(view: TreeView, walk: 'layers' | 'tree'): Promise<WorkspaceDiff> {
+  view.ends = undefined;
+  // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
+  // when its layers say too much, the whole tree is walked.
+  const layers = walk === 'layers' ? view.layersOf?.() : undefined;
+  const fromLayers = layers ? await layerNames(view, layers) : undefined;
+  const nested = fromLayers ? fromLayers.nested : await nestedRepositories(view.root, view.identity);
+  const names = fromLayers ? fromLayers.names : await walkedNames(view, nested);
+  const lines = names.split('\n').filter(Boolean);
+  const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
+    const [status, ...path] = line.split('\t');
+    const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
+    return { path: path.join('\t'), change };
+  });
+  const more = lines.length - files.length;
+  const { diff, truncated } =
+    files.length === 0
+      ? { diff: '', truncated: false }
+      : cutDiff(fromLayers?.head ?? (await boundedDiff(view.tree, changes(view))));
+  const walked = fromLayers ? ('layers' as const) : ('tree' as const);
+  return more > 0
+    ? { diff, truncated, files, more_files: more, nested, walked }
+    : { diff, truncated, files, nested, walked };
+}
+
+/**
+ * The changes among the paths the layers name, without the private index: the name-status lines
+ * and (when whole) the head of the diff, with `view.ends` set to the two trees written; undefined
+ * when the layers cannot tell or git refuses a candidate (a path below a directory the run swapped
+ * for a link), and the whole tree is walked instead, as for a full checkout.
+ */
+async function layerNames(
+  view: TreeView,
+  layers: Layers
+): Promise<{ nested: string[]; names: string; head?: Buffer } | undefined> {
+  const found = await layerPaths(view.identity, layers);
+  if (!found) return undefined;
+  const listed = await runTreeGit(view.tree, [changedOnly(found.nested, view.base)], {
+    pipeline: true,
+    stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
+  }).catch(() => undefined);
+  if (!listed) return undefined;
+  // The first line names the two trees, the name-status lines follow up to a NUL (no line
+  // of git's has one), then the head of the diff the end's script printed.
+  const out = listed.stdout;
+  const newline = out.indexOf(0x0a);
+  const end = out.indexOf(0, newline);
+  const [from, to] = out.toString('utf8', 0, Math.max(newline, 0)).split(' ');
+  if (!from || !to || !TREE.test(from) || !TREE.test(to))
+    throw new Error('git write-tree failed: no tree was named');
+  view.ends = { from, to };
+  return {
+    nested: found.nested,
+    // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
+    names: out.toString('utf8', newline + 1, end < 0 ? undefined : end),
+    // A head cut short with the rest of the output (past runTreeGit's limit) is not the diff's.
+    head: end < 0 || listed.bytes > out.length ? undefined : out.subarray(end + 1)
+  };
+}
+
+/** The name-status lines of a walk: the whole work tree added to the private index, against the start. */
+async function walkedNames(view: TreeView, nested: string[]): Promise<string> {
+  const { stdout } = await runTreeGit(view.tree, [
+    // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+    ['add', '--all', ...excludeNested(nested)],
+    ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, view.base]
+  ]);
+  return stdout.toString('utf8');
+}
+
+/** Workspace.changedBytes: the sizes of the new contents of every added or modified file. */
+async function changedBytes(view: TreeView): Promise<number> {
+  const { stdout } = await runTreeGit(
+    view.tree,
+    [
+      changes(view, '--raw', '--no-abbrev'),
+      // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
+      `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
+      ['cat-file', '--batch-check=%(objectsize)'],
+      `awk '{ s += $1 } END { printf "%.0f\\n", s }'`
+    ],
+    { pipeline: true }
+  );
+  const bytes = Number(stdout.toString('utf8').trim());
+  if (!Number.isSafeInteger(bytes)) throw new Error('the size of the changes could not be read');
+  return bytes;
+}
+
+/** Workspace.tree: the git tree of the whole work tree as the last diff found it. */
+async function workTree(view: TreeView): Promise<string> {
+  // After a walk the private index holds the whole work tree; after a diff from the layers, the
+  // start's tree with the changes between the two trees put in (a whole index is read here
+  // only, when a run publishes).
+  const made = view.ends
+    ? (await runTreeGit(view.tree, [wholeTree(view.base, view.ends)], { pipeline: true })).stdout.toString(
+        'utf8'
+      )
+    : await privateGit(view.repo, ['write-tree']);
+  const id = made.trim();
+  if (!TREE.test(id)) throw new Error('git write-tree failed: no tree was named');
+  return id;
 }
 
 /** A tree id as `write-tree` prints it. */

@@ -139,86 +139,104 @@ function resultOf(item: Item): { ok: boolean; output: string } {
   }
 }
 
+/** What a Codex translator remembers between lines of one run's stream. */
+interface CodexState {
+  /** Calls already shown as started. */
+  started: CallMemory<true>;
+  lastMessage?: string;
+  /** The turn.failed message. */
+  failure?: string;
+  /** The last `error` event's message (Codex's retries), in case no turn.failed follows. */
+  lastError?: string;
+  /** A failure retrying cannot cure, known while the CLI still runs. */
+  certain?: HarnessFailure;
+}
+
 export function codexTranslator(): HarnessTranslator {
-  const started = new CallMemory<true>(); // calls already shown as started
-  let lastMessage: string | undefined;
-  let failure: string | undefined;
-  let lastError: string | undefined;
-  let certain: HarnessFailure | undefined;
-
-  function item(event: CodexEvent, done: boolean): HarnessEvent[] {
-    const it = event.item ?? {};
-    const id = it.id ?? '';
-    if (it.type === 'agent_message') {
-      if (!done || !it.text) return [];
-      lastMessage = it.text;
-      return [{ type: 'text', text: it.text }];
-    }
-    const action = actionOf(it);
-    if (!action) return []; // reasoning, todo lists, and Codex's own warnings (`error` items)
-    const events: HarnessEvent[] = [];
-    if (!started.has(id)) {
-      if (!done) started.set(id, true);
-      events.push({ type: 'action', id, ...action });
-    }
-    if (done) {
-      started.forget(id);
-      events.push({ type: 'action_result', id, ...resultOf(it) });
-      if (it.type === 'file_change' && it.status === 'completed') {
-        for (const change of it.changes ?? [])
-          if (change.path) events.push({ type: 'file_edit', path: change.path });
-      }
-    }
-    return events;
-  }
-
+  const state: CodexState = { started: new CallMemory<true>() };
   return {
-    line(value: unknown): HarnessEvent[] {
-      const event = (value ?? {}) as CodexEvent;
-      switch (event.type) {
-        case 'thread.started':
-          return event.thread_id ? [{ type: 'session', id: event.thread_id }] : [];
-        case 'item.started':
-          return item(event, false);
-        case 'item.completed':
-          return item(event, true);
-        case 'turn.completed': {
-          const usage = event.usage ?? {};
-          const events: HarnessEvent[] = [];
-          if (lastMessage !== undefined) events.push({ type: 'final', text: lastMessage });
-          events.push({
-            type: 'usage',
-            input_tokens: usage.input_tokens ?? 0,
-            output_tokens: usage.output_tokens ?? 0,
-            cache_read_tokens: usage.cached_input_tokens ?? 0,
-            cache_write_tokens: usage.cache_write_input_tokens ?? 0
-          });
-          return events;
-        }
-        case 'turn.failed':
-          failure = event.error?.message ?? lastError ?? 'the turn failed';
-          return [];
-        case 'error':
-          // "Reconnecting... n/5 (…)" while it retries; the last one is kept in case no turn.failed follows.
-          if (event.message) {
-            lastError = event.message;
-            const cause = /^Reconnecting\.\.\. \d+\/\d+ \((.*)\)$/s.exec(event.message)?.[1] ?? event.message;
-            const code = classifyFailure(cause);
-            // A refused key or an unknown model does not get better by retrying (Codex retries a 401 ten times).
-            if (code === 'agent_auth_failed' || code === 'agent_model_not_found')
-              certain ??= { code, message: cause };
-          }
-          return [];
-        default:
-          return [];
-      }
-    },
-    stopWith: () => certain,
+    line: value => codexLine(state, (value ?? {}) as CodexEvent),
+    stopWith: () => state.certain,
     finish(exitCode, stderrTail) {
-      if (certain) return certain;
-      return failureFrom('codex', exitCode, failure ?? (exitCode === 0 ? undefined : lastError), stderrTail);
+      if (state.certain) return state.certain;
+      const words = state.failure ?? (exitCode === 0 ? undefined : state.lastError);
+      return failureFrom('codex', exitCode, words, stderrTail);
     }
   };
+}
+
+/** The events of one line of Codex's stream. */
+function codexLine(state: CodexState, event: CodexEvent): HarnessEvent[] {
+  switch (event.type) {
+    case 'thread.started':
+      return event.thread_id ? [{ type: 'session', id: event.thread_id }] : [];
+    case 'item.started':
+      return codexItem(state, event, false);
+    case 'item.completed':
+      return codexItem(state, event, true);
+    case 'turn.completed':
+      return turnCompleted(state, event);
+    case 'turn.failed':
+      state.failure = event.error?.message ?? state.lastError ?? 'the turn failed';
+      return [];
+    case 'error':
+      if (event.message) codexError(state, event.message);
+      return [];
+    default:
+      return [];
+  }
+}
+
+/** An item started or completed: a message, or a tool call and (when done) its result and file edits. */
+function codexItem(state: CodexState, event: CodexEvent, done: boolean): HarnessEvent[] {
+  const it = event.item ?? {};
+  const id = it.id ?? '';
+  if (it.type === 'agent_message') {
+    if (!done || !it.text) return [];
+    state.lastMessage = it.text;
+    return [{ type: 'text', text: it.text }];
+  }
+  const action = actionOf(it);
+  if (!action) return []; // reasoning, todo lists, and Codex's own warnings (`error` items)
+  const events: HarnessEvent[] = [];
+  if (!state.started.has(id)) {
+    if (!done) state.started.set(id, true);
+    events.push({ type: 'action', id, ...action });
+  }
+  if (done) {
+    state.started.forget(id);
+    events.push({ type: 'action_result', id, ...resultOf(it) });
+    if (it.type === 'file_change' && it.status === 'completed') {
+      for (const change of it.changes ?? [])
+        if (change.path) events.push({ type: 'file_edit', path: change.path });
+    }
+  }
+  return events;
+}
+
+/** The end of a turn: the last message as the final answer, and the turn's usage. */
+function turnCompleted(state: CodexState, event: CodexEvent): HarnessEvent[] {
+  const usage = event.usage ?? {};
+  const events: HarnessEvent[] = [];
+  if (state.lastMessage !== undefined) events.push({ type: 'final', text: state.lastMessage });
+  events.push({
+    type: 'usage',
+    input_tokens: usage.input_tokens ?? 0,
+    output_tokens: usage.output_tokens ?? 0,
+    cache_read_tokens: usage.cached_input_tokens ?? 0,
+    cache_write_tokens: usage.cache_write_input_tokens ?? 0
+  });
+  return events;
+}
+
+/** An `error` event: "Reconnecting... n/5 (…)" while Codex retries; the last one is kept. */
+function codexError(state: CodexState, message: string): void {
+  state.lastError = message;
+  const cause = /^Reconnecting\.\.\. \d+\/\d+ \((.*)\)$/s.exec(message)?.[1] ?? message;
+  const code = classifyFailure(cause);
+  // A refused key or an unknown model does not get better by retrying (Codex retries a 401 ten times).
+  if (code === 'agent_auth_failed' || code === 'agent_model_not_found')
+    state.certain ??= { code, message: cause };
 }
 
 export const codexHarness: HarnessSpec = {

@@ -57,84 +57,112 @@ type GeminiEvent = {
   stats?: { input_tokens?: number; output_tokens?: number; cached?: number };
 };
 
+/** What a Gemini translator remembers between lines of one run's stream. */
+interface GeminiState {
+  /** Tool id → the file it writes. */
+  writes: CallMemory<string>;
+  /** Assistant text not yet given out: its chunks are joined into one message. */
+  pending: string;
+  /** Assistant text since the last tool call: the final answer. */
+  answer: BoundedText;
+  failure?: string;
+  lastError?: string;
+}
+
 export function geminiTranslator(): HarnessTranslator {
-  const writes = new CallMemory<string>(); // tool id → the file it writes
-  let pending = ''; // assistant text not yet given out: its chunks are joined into one message
-  const answer = new BoundedText(MAX_RESULT_CHARS); // assistant text since the last tool call: the final answer
-  let failure: string | undefined;
-  let lastError: string | undefined;
-
-  /** The assistant text gathered so far, as one message (before a tool call, an error or the end). */
-  function flush(): HarnessEvent[] {
-    const text = pending;
-    pending = '';
-    return text ? [{ type: 'text', text }] : [];
-  }
-
+  const state: GeminiState = {
+    writes: new CallMemory<string>(),
+    pending: '',
+    answer: new BoundedText(MAX_RESULT_CHARS)
+  };
   return {
-    line(value: unknown): HarnessEvent[] {
-      const event = (value ?? {}) as GeminiEvent;
-      switch (event.type) {
-        case 'init':
-          return event.session_id ? [{ type: 'session', id: event.session_id }] : [];
-        case 'message':
-          if (event.role !== 'assistant' || !event.content) return [];
-          if (event.delta) {
-            pending += event.content;
-            answer.add(event.content);
-            // A message longer than a part is given out in parts: nothing joins without limit.
-            return pending.length >= MAX_MESSAGE_PART_CHARS ? flush() : [];
-          }
-          pending = '';
-          answer.set(event.content);
-          return [{ type: 'text', text: event.content }];
-        case 'tool_use': {
-          const id = event.tool_id ?? '';
-          const name = event.tool_name ?? '?';
-          const path = event.parameters?.file_path;
-          if (WRITING_TOOLS.has(name) && typeof path === 'string') writes.set(id, path);
-          answer.clear();
-          return [...flush(), { type: 'action', id, name, input: event.parameters ?? {} }];
-        }
-        case 'tool_result': {
-          const id = event.tool_id ?? '';
-          const ok = event.status === 'success';
-          const events: HarnessEvent[] = [
-            ...flush(),
-            { type: 'action_result', id, ok, output: event.output ?? event.error?.message ?? '' }
-          ];
-          const path = writes.get(id);
-          if (ok && path !== undefined) events.push({ type: 'file_edit', path });
-          writes.forget(id);
-          return events;
-        }
-        case 'error':
-          if (event.message) lastError = event.message;
-          return flush();
-        case 'result': {
-          const events: HarnessEvent[] = flush();
-          if (event.status === 'success') {
-            if (answer.length > 0) events.push({ type: 'final', ...answer.value });
-          } else {
-            failure = event.error?.message ?? lastError ?? `the run ended with status ${event.status ?? '?'}`;
-          }
-          const stats = event.stats ?? {};
-          events.push({
-            type: 'usage',
-            input_tokens: stats.input_tokens ?? 0,
-            output_tokens: stats.output_tokens ?? 0,
-            cache_read_tokens: stats.cached ?? 0
-          });
-          return events;
-        }
-        default:
-          return [];
-      }
-    },
+    line: value => geminiLine(state, (value ?? {}) as GeminiEvent),
     finish(exitCode, stderrTail) {
-      return failureFrom('gemini', exitCode, failure ?? (exitCode === 0 ? undefined : lastError), stderrTail);
+      const words = state.failure ?? (exitCode === 0 ? undefined : state.lastError);
+      return failureFrom('gemini', exitCode, words, stderrTail);
     }
   };
+}
+
+/** The assistant text gathered so far, as one message (before a tool call, an error or the end). */
+function flush(state: GeminiState): HarnessEvent[] {
+  const text = state.pending;
+  state.pending = '';
+  return text ? [{ type: 'text', text }] : [];
+}
+
+/** The events of one line of Gemini CLI's stream. */
+function geminiLine(state: GeminiState, event: GeminiEvent): HarnessEvent[] {
+  switch (event.type) {
+    case 'init':
+      return event.session_id ? [{ type: 'session', id: event.session_id }] : [];
+    case 'message':
+      return assistantMessage(state, event);
+    case 'tool_use': {
+      const id = event.tool_id ?? '';
+      const name = event.tool_name ?? '?';
+      const path = event.parameters?.file_path;
+      if (WRITING_TOOLS.has(name) && typeof path === 'string') state.writes.set(id, path);
+      state.answer.clear();
+      return [...flush(state), { type: 'action', id, name, input: event.parameters ?? {} }];
+    }
+    case 'tool_result':
+      return toolResult(state, event);
+    case 'error':
+      if (event.message) state.lastError = event.message;
+      return flush(state);
+    case 'result':
+      return runResult(state, event);
+    default:
+      return [];
+  }
+}
+
+/** Assistant text: a chunk joins the pending message; a whole message is given out at once. */
+function assistantMessage(state: GeminiState, event: GeminiEvent): HarnessEvent[] {
+  if (event.role !== 'assistant' || !event.content) return [];
+  if (event.delta) {
+    state.pending += event.content;
+    state.answer.add(event.content);
+    // A message longer than a part is given out in parts: nothing joins without limit.
+    return state.pending.length >= MAX_MESSAGE_PART_CHARS ? flush(state) : [];
+  }
+  state.pending = '';
+  state.answer.set(event.content);
+  return [{ type: 'text', text: event.content }];
+}
+
+/** A tool's result, and the file it wrote when it is a writing tool that succeeded. */
+function toolResult(state: GeminiState, event: GeminiEvent): HarnessEvent[] {
+  const id = event.tool_id ?? '';
+  const ok = event.status === 'success';
+  const events: HarnessEvent[] = [
+    ...flush(state),
+    { type: 'action_result', id, ok, output: event.output ?? event.error?.message ?? '' }
+  ];
+  const path = state.writes.get(id);
+  if (ok && path !== undefined) events.push({ type: 'file_edit', path });
+  state.writes.forget(id);
+  return events;
+}
+
+/** The closing `result`: the final answer (or the failure) and the run's token totals. */
+function runResult(state: GeminiState, event: GeminiEvent): HarnessEvent[] {
+  const events: HarnessEvent[] = flush(state);
+  if (event.status === 'success') {
+    if (state.answer.length > 0) events.push({ type: 'final', ...state.answer.value });
+  } else {
+    state.failure =
+      event.error?.message ?? state.lastError ?? `the run ended with status ${event.status ?? '?'}`;
+  }
+  const stats = event.stats ?? {};
+  events.push({
+    type: 'usage',
+    input_tokens: stats.input_tokens ?? 0,
+    output_tokens: stats.output_tokens ?? 0,
+    cache_read_tokens: stats.cached ?? 0
+  });
+  return events;
 }
 
 export const geminiHarness: HarnessSpec = {

@@ -157,16 +157,17 @@ export function findOnPath(program: string, path: string): string | undefined {
   return undefined;
 }
 
+/** The CLI's program and the arguments before the spec's: agent.command, else the spec's usual name. */
+export function harnessCommand(agent: HarnessAgentConfig, spec: HarnessSpec): string[] {
+  return agent.command.length > 0 ? agent.command : [spec.defaultProgram];
+}
+
 /**
- * The program that runs the CLI and the arguments before the spec's: agent.command, else the
- * spec's usual name. A CLI that is a node script runs on the executor's own node (Node 24; the
- * machine's may be too old for it).
+ * How the host runs `command` (a program, then arguments before the spec's): a CLI that is a node
+ * script runs on the executor's own node (Node 24; the machine's may be too old for it).
  */
-export function programOf(
-  agent: HarnessAgentConfig,
-  spec: HarnessSpec
-): { program: string; prefix: string[] } {
-  const [program = spec.defaultProgram, ...prefix] = agent.command;
+export function programOf(command: string[]): { program: string; prefix: string[] } {
+  const [program = '', ...prefix] = command;
   const found = findOnPath(program, process.env.PATH ?? '');
   if (found && isNodeScript(found)) return { program: process.execPath, prefix: [found, ...prefix] };
   return { program, prefix };

@@ -1,6 +1,7 @@
 // A harness as an agent kind of the registry: its `agent:` settings (command, model, args,
-// max_cost_usd), its start-up look for the CLI's program, and its run (harness.ts). One kind per
-// HarnessSpec, so Claude Code, Codex and Gemini CLI differ only in their spec file.
+// max_cost_usd), its start-up look for the CLI's program, the CLI the node's start-up checks run
+// for its version (`program`), and its run (harness.ts). One kind per HarnessSpec, so Claude
+// Code, Codex and Gemini CLI differ only in their spec file.
 //
 //   agent:
 //     kind: claude-code
@@ -13,7 +14,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { show } from '../../values/config-reader.js';
 import { type AgentKind, agentKind } from '../types.js';
 import { runHarness } from './harness.js';
-import { type HarnessAgentConfig, findOnPath } from './input.js';
+import { type HarnessAgentConfig, findOnPath, harnessCommand } from './input.js';
 
 export type { HarnessAgentConfig };
 import type { HarnessSpec } from './cli-spec.js';
@@ -34,6 +35,14 @@ export function harnessKind(spec: HarnessSpec): AgentKind {
     summary: `runs the ${spec.defaultProgram} CLI natively: its tool calls, usage and session in the run`,
     keys: ['command', 'model', 'args', 'max_cost_usd'],
     harnessType: spec.harnessType,
+    program: {
+      command: agent => harnessCommand(agent, spec),
+      cli: {
+        defaultProgram: spec.defaultProgram,
+        versionArgs: spec.versionArgs ?? ['--version'],
+        install: spec.install
+      }
+    },
 
     parse(agent, at, read) {
       const command =
