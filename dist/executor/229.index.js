@@ -1095,10 +1095,11 @@ class ConfigReader {
 
 ;// CONCATENATED MODULE: ./src/executor/agents/types.ts
 // What an agent kind is: how it reads its settings from an environment's `agent:` mapping, what it
-// checks at start-up, how the CLI shows it, and how it runs. The worker owns the run's lifecycle;
-// a kind only does the work in the workspace and records what happened. A kind starts processes
-// only through its context's `processes`, which confines each one in the run's sandbox (the lint
-// forbids node:child_process in this folder).
+// checks at start-up (and which program the node's start-up checks look for), how the CLI shows
+// it, and how it runs. The worker owns the run's lifecycle; a kind only does the work in the
+// workspace and records what happened. A kind starts processes only through its context's
+// `processes`, which confines each one in the run's sandbox (the lint forbids node:child_process
+// in this folder).
 /** Erases a kind's settings type so that kinds of different settings share one registry. */
 function agentKind(kind) {
     return kind;
@@ -1332,6 +1333,7 @@ const commandAgent = agentKind({
         return { kind: 'command', command, prompt };
     },
     describe: agent => `command: ${agent.command.join(' ')}`,
+    program: { command: agent => agent.command },
     check(environment, at, processEnv) {
         const program = environment.agent.command[0];
         if (program === undefined)
@@ -1927,89 +1929,93 @@ function resultOf(item) {
     }
 }
 function codexTranslator() {
-    const started = new CallMemory(); // calls already shown as started
-    let lastMessage;
-    let failure;
-    let lastError;
-    let certain;
-    function item(event, done) {
-        const it = event.item ?? {};
-        const id = it.id ?? '';
-        if (it.type === 'agent_message') {
-            if (!done || !it.text)
-                return [];
-            lastMessage = it.text;
-            return [{ type: 'text', text: it.text }];
-        }
-        const action = actionOf(it);
-        if (!action)
-            return []; // reasoning, todo lists, and Codex's own warnings (`error` items)
-        const events = [];
-        if (!started.has(id)) {
-            if (!done)
-                started.set(id, true);
-            events.push({ type: 'action', id, ...action });
-        }
-        if (done) {
-            started.forget(id);
-            events.push({ type: 'action_result', id, ...resultOf(it) });
-            if (it.type === 'file_change' && it.status === 'completed') {
-                for (const change of it.changes ?? [])
-                    if (change.path)
-                        events.push({ type: 'file_edit', path: change.path });
-            }
-        }
-        return events;
-    }
+    const state = { started: new CallMemory() };
     return {
-        line(value) {
-            const event = (value ?? {});
-            switch (event.type) {
-                case 'thread.started':
-                    return event.thread_id ? [{ type: 'session', id: event.thread_id }] : [];
-                case 'item.started':
-                    return item(event, false);
-                case 'item.completed':
-                    return item(event, true);
-                case 'turn.completed': {
-                    const usage = event.usage ?? {};
-                    const events = [];
-                    if (lastMessage !== undefined)
-                        events.push({ type: 'final', text: lastMessage });
-                    events.push({
-                        type: 'usage',
-                        input_tokens: usage.input_tokens ?? 0,
-                        output_tokens: usage.output_tokens ?? 0,
-                        cache_read_tokens: usage.cached_input_tokens ?? 0,
-                        cache_write_tokens: usage.cache_write_input_tokens ?? 0
-                    });
-                    return events;
-                }
-                case 'turn.failed':
-                    failure = event.error?.message ?? lastError ?? 'the turn failed';
-                    return [];
-                case 'error':
-                    // "Reconnecting... n/5 (…)" while it retries; the last one is kept in case no turn.failed follows.
-                    if (event.message) {
-                        lastError = event.message;
-                        const cause = /^Reconnecting\.\.\. \d+\/\d+ \((.*)\)$/s.exec(event.message)?.[1] ?? event.message;
-                        const code = classifyFailure(cause);
-                        // A refused key or an unknown model does not get better by retrying (Codex retries a 401 ten times).
-                        if (code === 'agent_auth_failed' || code === 'agent_model_not_found')
-                            certain ??= { code, message: cause };
-                    }
-                    return [];
-                default:
-                    return [];
-            }
-        },
-        stopWith: () => certain,
+        line: value => codexLine(state, (value ?? {})),
+        stopWith: () => state.certain,
         finish(exitCode, stderrTail) {
-            if (certain)
-                return certain;
-            return failureFrom('codex', exitCode, failure ?? (exitCode === 0 ? undefined : lastError), stderrTail);
+            if (state.certain)
+                return state.certain;
+            const words = state.failure ?? (exitCode === 0 ? undefined : state.lastError);
+            return failureFrom('codex', exitCode, words, stderrTail);
         }
     };
+}
+/** The events of one line of Codex's stream. */
+function codexLine(state, event) {
+    switch (event.type) {
+        case 'thread.started':
+            return event.thread_id ? [{ type: 'session', id: event.thread_id }] : [];
+        case 'item.started':
+            return codexItem(state, event, false);
+        case 'item.completed':
+            return codexItem(state, event, true);
+        case 'turn.completed':
+            return turnCompleted(state, event);
+        case 'turn.failed':
+            state.failure = event.error?.message ?? state.lastError ?? 'the turn failed';
+            return [];
+        case 'error':
+            if (event.message)
+                codexError(state, event.message);
+            return [];
+        default:
+            return [];
+    }
+}
+/** An item started or completed: a message, or a tool call and (when done) its result and file edits. */
+function codexItem(state, event, done) {
+    const it = event.item ?? {};
+    const id = it.id ?? '';
+    if (it.type === 'agent_message') {
+        if (!done || !it.text)
+            return [];
+        state.lastMessage = it.text;
+        return [{ type: 'text', text: it.text }];
+    }
+    const action = actionOf(it);
+    if (!action)
+        return []; // reasoning, todo lists, and Codex's own warnings (`error` items)
+    const events = [];
+    if (!state.started.has(id)) {
+        if (!done)
+            state.started.set(id, true);
+        events.push({ type: 'action', id, ...action });
+    }
+    if (done) {
+        state.started.forget(id);
+        events.push({ type: 'action_result', id, ...resultOf(it) });
+        if (it.type === 'file_change' && it.status === 'completed') {
+            for (const change of it.changes ?? [])
+                if (change.path)
+                    events.push({ type: 'file_edit', path: change.path });
+        }
+    }
+    return events;
+}
+/** The end of a turn: the last message as the final answer, and the turn's usage. */
+function turnCompleted(state, event) {
+    const usage = event.usage ?? {};
+    const events = [];
+    if (state.lastMessage !== undefined)
+        events.push({ type: 'final', text: state.lastMessage });
+    events.push({
+        type: 'usage',
+        input_tokens: usage.input_tokens ?? 0,
+        output_tokens: usage.output_tokens ?? 0,
+        cache_read_tokens: usage.cached_input_tokens ?? 0,
+        cache_write_tokens: usage.cache_write_input_tokens ?? 0
+    });
+    return events;
+}
+/** An `error` event: "Reconnecting... n/5 (…)" while Codex retries; the last one is kept. */
+function codexError(state, message) {
+    state.lastError = message;
+    const cause = /^Reconnecting\.\.\. \d+\/\d+ \((.*)\)$/s.exec(message)?.[1] ?? message;
+    const code = classifyFailure(cause);
+    // A refused key or an unknown model does not get better by retrying (Codex retries a 401 ten times).
+    if (code === 'agent_auth_failed' || code === 'agent_model_not_found')
+        state.certain ??= { code, message: cause };
 }
 const codexHarness = {
     kind: 'codex',
@@ -2081,87 +2087,100 @@ function geminiSettings(input) {
     return settings;
 }
 function geminiTranslator() {
-    const writes = new CallMemory(); // tool id → the file it writes
-    let pending = ''; // assistant text not yet given out: its chunks are joined into one message
-    const answer = new BoundedText(MAX_RESULT_CHARS); // assistant text since the last tool call: the final answer
-    let failure;
-    let lastError;
-    /** The assistant text gathered so far, as one message (before a tool call, an error or the end). */
-    function flush() {
-        const text = pending;
-        pending = '';
-        return text ? [{ type: 'text', text }] : [];
-    }
+    const state = {
+        writes: new CallMemory(),
+        pending: '',
+        answer: new BoundedText(MAX_RESULT_CHARS)
+    };
     return {
-        line(value) {
-            const event = (value ?? {});
-            switch (event.type) {
-                case 'init':
-                    return event.session_id ? [{ type: 'session', id: event.session_id }] : [];
-                case 'message':
-                    if (event.role !== 'assistant' || !event.content)
-                        return [];
-                    if (event.delta) {
-                        pending += event.content;
-                        answer.add(event.content);
-                        // A message longer than a part is given out in parts: nothing joins without limit.
-                        return pending.length >= MAX_MESSAGE_PART_CHARS ? flush() : [];
-                    }
-                    pending = '';
-                    answer.set(event.content);
-                    return [{ type: 'text', text: event.content }];
-                case 'tool_use': {
-                    const id = event.tool_id ?? '';
-                    const name = event.tool_name ?? '?';
-                    const path = event.parameters?.file_path;
-                    if (WRITING_TOOLS.has(name) && typeof path === 'string')
-                        writes.set(id, path);
-                    answer.clear();
-                    return [...flush(), { type: 'action', id, name, input: event.parameters ?? {} }];
-                }
-                case 'tool_result': {
-                    const id = event.tool_id ?? '';
-                    const ok = event.status === 'success';
-                    const events = [
-                        ...flush(),
-                        { type: 'action_result', id, ok, output: event.output ?? event.error?.message ?? '' }
-                    ];
-                    const path = writes.get(id);
-                    if (ok && path !== undefined)
-                        events.push({ type: 'file_edit', path });
-                    writes.forget(id);
-                    return events;
-                }
-                case 'error':
-                    if (event.message)
-                        lastError = event.message;
-                    return flush();
-                case 'result': {
-                    const events = flush();
-                    if (event.status === 'success') {
-                        if (answer.length > 0)
-                            events.push({ type: 'final', ...answer.value });
-                    }
-                    else {
-                        failure = event.error?.message ?? lastError ?? `the run ended with status ${event.status ?? '?'}`;
-                    }
-                    const stats = event.stats ?? {};
-                    events.push({
-                        type: 'usage',
-                        input_tokens: stats.input_tokens ?? 0,
-                        output_tokens: stats.output_tokens ?? 0,
-                        cache_read_tokens: stats.cached ?? 0
-                    });
-                    return events;
-                }
-                default:
-                    return [];
-            }
-        },
+        line: value => geminiLine(state, (value ?? {})),
         finish(exitCode, stderrTail) {
-            return failureFrom('gemini', exitCode, failure ?? (exitCode === 0 ? undefined : lastError), stderrTail);
+            const words = state.failure ?? (exitCode === 0 ? undefined : state.lastError);
+            return failureFrom('gemini', exitCode, words, stderrTail);
         }
     };
+}
+/** The assistant text gathered so far, as one message (before a tool call, an error or the end). */
+function flush(state) {
+    const text = state.pending;
+    state.pending = '';
+    return text ? [{ type: 'text', text }] : [];
+}
+/** The events of one line of Gemini CLI's stream. */
+function geminiLine(state, event) {
+    switch (event.type) {
+        case 'init':
+            return event.session_id ? [{ type: 'session', id: event.session_id }] : [];
+        case 'message':
+            return assistantMessage(state, event);
+        case 'tool_use': {
+            const id = event.tool_id ?? '';
+            const name = event.tool_name ?? '?';
+            const path = event.parameters?.file_path;
+            if (WRITING_TOOLS.has(name) && typeof path === 'string')
+                state.writes.set(id, path);
+            state.answer.clear();
+            return [...flush(state), { type: 'action', id, name, input: event.parameters ?? {} }];
+        }
+        case 'tool_result':
+            return toolResult(state, event);
+        case 'error':
+            if (event.message)
+                state.lastError = event.message;
+            return flush(state);
+        case 'result':
+            return runResult(state, event);
+        default:
+            return [];
+    }
+}
+/** Assistant text: a chunk joins the pending message; a whole message is given out at once. */
+function assistantMessage(state, event) {
+    if (event.role !== 'assistant' || !event.content)
+        return [];
+    if (event.delta) {
+        state.pending += event.content;
+        state.answer.add(event.content);
+        // A message longer than a part is given out in parts: nothing joins without limit.
+        return state.pending.length >= MAX_MESSAGE_PART_CHARS ? flush(state) : [];
+    }
+    state.pending = '';
+    state.answer.set(event.content);
+    return [{ type: 'text', text: event.content }];
+}
+/** A tool's result, and the file it wrote when it is a writing tool that succeeded. */
+function toolResult(state, event) {
+    const id = event.tool_id ?? '';
+    const ok = event.status === 'success';
+    const events = [
+        ...flush(state),
+        { type: 'action_result', id, ok, output: event.output ?? event.error?.message ?? '' }
+    ];
+    const path = state.writes.get(id);
+    if (ok && path !== undefined)
+        events.push({ type: 'file_edit', path });
+    state.writes.forget(id);
+    return events;
+}
+/** The closing `result`: the final answer (or the failure) and the run's token totals. */
+function runResult(state, event) {
+    const events = flush(state);
+    if (event.status === 'success') {
+        if (state.answer.length > 0)
+            events.push({ type: 'final', ...state.answer.value });
+    }
+    else {
+        state.failure =
+            event.error?.message ?? state.lastError ?? `the run ended with status ${event.status ?? '?'}`;
+    }
+    const stats = event.stats ?? {};
+    events.push({
+        type: 'usage',
+        input_tokens: stats.input_tokens ?? 0,
+        output_tokens: stats.output_tokens ?? 0,
+        cache_read_tokens: stats.cached ?? 0
+    });
+    return events;
 }
 const geminiHarness = {
     kind: 'gemini',
@@ -2351,13 +2370,16 @@ function findOnPath(program, path) {
     }
     return undefined;
 }
+/** The CLI's program and the arguments before the spec's: agent.command, else the spec's usual name. */
+function harnessCommand(agent, spec) {
+    return agent.command.length > 0 ? agent.command : [spec.defaultProgram];
+}
 /**
- * The program that runs the CLI and the arguments before the spec's: agent.command, else the
- * spec's usual name. A CLI that is a node script runs on the executor's own node (Node 24; the
- * machine's may be too old for it).
+ * How the host runs `command` (a program, then arguments before the spec's): a CLI that is a node
+ * script runs on the executor's own node (Node 24; the machine's may be too old for it).
  */
-function programOf(agent, spec) {
-    const [program = spec.defaultProgram, ...prefix] = agent.command;
+function programOf(command) {
+    const [program = '', ...prefix] = command;
     const found = findOnPath(program, process.env.PATH ?? '');
     if (found && isNodeScript(found))
         return { program: process.execPath, prefix: [found, ...prefix] };
@@ -2378,13 +2400,17 @@ function secretRedactor(secrets) {
     const patterns = [...new Set(secrets)].filter(secret => secret.length > 0);
     if (patterns.length === 0)
         return text => text;
-    // The trie: one map of edges keyed by (node, UTF-16 code unit) for all nodes, far smaller than
-    // a map per node when most nodes have one child, as secrets' tails do.
-    const edges = new Map();
-    const key = (node, unit) => node * 0x10000 + unit;
-    const depth = [0];
-    const terminal = [false];
-    const children = [[]];
+    const matcher = linkFailures(buildTrie(patterns));
+    return text => hideSpans(text, matchedSpans(matcher, text));
+}
+/** The edge key of `unit` from `node`. */
+function key(node, unit) {
+    return node * 0x10000 + unit;
+}
+/** The trie of `patterns`. */
+function buildTrie(patterns) {
+    const trie = { edges: new Map(), depth: [0], terminal: [false], children: [[]] };
+    const { edges, depth, terminal, children } = trie;
     for (const pattern of patterns) {
         let node = 0;
         for (let i = 0; i < pattern.length; i++) {
@@ -2402,8 +2428,13 @@ function secretRedactor(secrets) {
         }
         terminal[node] = true;
     }
-    // Failure links, breadth first; `longest[node]`: the longest secret that ends the text matched
-    // so far at this node (the node's own, else its failure node's), 0 for none.
+    return trie;
+}
+/**
+ * Failure links, breadth first; `longest[node]`: the longest secret that ends the text matched
+ * so far at this node (the node's own, else its failure node's), 0 for none.
+ */
+function linkFailures({ edges, depth, terminal, children }) {
     const count = depth.length;
     const fail = new Int32Array(count);
     const longest = new Int32Array(count);
@@ -2424,45 +2455,50 @@ function secretRedactor(secrets) {
             queue.push(child);
         }
     }
-    return text => {
-        // Spans to hide, [start, end), ordered and never overlapping (touching ones stay two).
-        const starts = [];
-        const ends = [];
-        let node = 0;
-        for (let i = 0; i < text.length; i++) {
-            const unit = text.charCodeAt(i);
-            let next = edges.get(key(node, unit));
-            while (next === undefined && node !== 0) {
-                node = fail[node];
-                next = edges.get(key(node, unit));
-            }
-            node = next ?? 0;
-            const length = longest[node];
-            if (length === 0)
-                continue;
-            const start = i + 1 - length;
-            // A span this one covers goes; one it overlaps grows to its end.
-            while (starts.length > 0 && start <= starts.at(-1)) {
-                starts.pop();
-                ends.pop();
-            }
-            if (starts.length > 0 && start < ends.at(-1))
-                ends[ends.length - 1] = i + 1;
-            else {
-                starts.push(start);
-                ends.push(i + 1);
-            }
+    return { edges, fail, longest };
+}
+/** Spans of `text` to hide, [start, end), ordered and never overlapping (touching ones stay two). */
+function matchedSpans({ edges, fail, longest }, text) {
+    const starts = [];
+    const ends = [];
+    let node = 0;
+    for (let i = 0; i < text.length; i++) {
+        const unit = text.charCodeAt(i);
+        let next = edges.get(key(node, unit));
+        while (next === undefined && node !== 0) {
+            node = fail[node];
+            next = edges.get(key(node, unit));
         }
-        if (starts.length === 0)
-            return text;
-        let out = '';
-        let from = 0;
-        for (let k = 0; k < starts.length; k++) {
-            out += text.slice(from, starts[k]) + REDACTED;
-            from = ends[k];
+        node = next ?? 0;
+        const length = longest[node];
+        if (length === 0)
+            continue;
+        const start = i + 1 - length;
+        // A span this one covers goes; one it overlaps grows to its end.
+        while (starts.length > 0 && start <= starts.at(-1)) {
+            starts.pop();
+            ends.pop();
         }
-        return out + text.slice(from);
-    };
+        if (starts.length > 0 && start < ends.at(-1))
+            ends[ends.length - 1] = i + 1;
+        else {
+            starts.push(start);
+            ends.push(i + 1);
+        }
+    }
+    return { starts, ends };
+}
+/** `text` with each span replaced by one REDACTED. */
+function hideSpans(text, { starts, ends }) {
+    if (starts.length === 0)
+        return text;
+    let out = '';
+    let from = 0;
+    for (let k = 0; k < starts.length; k++) {
+        out += text.slice(from, starts[k]) + REDACTED;
+        from = ends[k];
+    }
+    return out + text.slice(from);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/agents/harness/harness.ts
@@ -2534,6 +2570,33 @@ async function runHarness(spec, context) {
         return harness_failed('agent_model_not_found', modelProblem);
     const listed = { ...context.env };
     const cliEnv = spec.env(input, listed);
+    const env = cliVariables(context, cliEnv, home);
+    const secrets = secretsOf(listed, cliEnv, input.mcpServers);
+    // Built once for the run: each string is then read once, however many secrets there are.
+    const redact = secretRedactor(secrets);
+    // The stderr kept is this much longer than what is shown, so a secret cut at its start is whole
+    // when redacted, and only then is the tail cut to size.
+    const stderrKept = STDERR_TAIL_CHARS + (secrets[0]?.length ?? 0);
+    for (const [path, content] of Object.entries(spec.homeFiles(input))) {
+        const failure = await writeHomeFile(context, env, `${home}/${path}`, content);
+        if (failure)
+            return harness_failed('agent_crashed', redact(failure));
+    }
+    const { program, prefix } = cliProgram(spec, context);
+    const stream = openStream(spec, context, redact, stderrKept);
+    const result = await context.processes.run(program, [...prefix, ...spec.args(input)], {
+        env,
+        signal: stream.stopper.signal,
+        stdin: spec.stdin(input),
+        onStdout: chunk => readStdout(stream, chunk),
+        onStderr: chunk => readStderr(stream, chunk)
+    });
+    readLine(stream, stream.partial + stream.decoder.end());
+    await stream.writing;
+    return outcomeOf(stream, result, program, listed);
+}
+/** The CLI's environment: the base variables from the executor, the spec's, and HOME. */
+function cliVariables(context, cliEnv, home) {
     const base = {};
     for (const name of harness_BASE_VARIABLES)
         if (process.env[name] !== undefined)
@@ -2543,186 +2606,195 @@ async function runHarness(spec, context) {
     // session folders and sockets) go in the turn's own folder, never in the machine's /tmp.
     if (context.tmp && context.processes.home === undefined)
         env.TMPDIR = context.tmp;
-    const secrets = secretsOf(listed, cliEnv, input.mcpServers);
-    // Built once for the run: each string is then read once, however many secrets there are.
-    const redact = secretRedactor(secrets);
-    // The stderr kept is this much longer than what is shown, so a secret cut at its start is whole
-    // when redacted, and only then is the tail cut to size.
-    const stderrKept = STDERR_TAIL_CHARS + (secrets[0]?.length ?? 0);
-    const files = spec.homeFiles(input);
-    for (const [path, content] of Object.entries(files)) {
-        const failure = await writeHomeFile(context, env, `${home}/${path}`, content);
-        if (failure)
-            return harness_failed('agent_crashed', redact(failure));
-    }
+    return env;
+}
+/** The program that runs the CLI and the arguments before the spec's. */
+function cliProgram(spec, context) {
+    const command = harnessCommand(context.agent, spec);
     // In an image the CLI is the image's, as named (the host's node and scripts are not there).
-    const [named = spec.defaultProgram, ...rest] = context.agent.command;
-    const { program, prefix } = context.image
-        ? { program: named, prefix: rest }
-        : programOf(context.agent, spec);
-    const translator = spec.translator();
-    const stopper = new AbortController();
-    let early;
-    const usage = {
-        input_tokens: 0,
-        output_tokens: 0,
-        cache_read_tokens: 0,
-        cache_write_tokens: 0
+    const [named = '', ...rest] = command;
+    return context.image ? { program: named, prefix: rest } : programOf(command);
+}
+/** The reading state of a run's CLI, before it starts. */
+function openStream(spec, context, redact, stderrKept) {
+    return {
+        spec,
+        context,
+        redact,
+        translator: spec.translator(),
+        stopper: new AbortController(),
+        usage: { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0 },
+        costSeen: false,
+        answered: false,
+        skippedLine: false,
+        pending: 0,
+        writing: Promise.resolve(),
+        decoder: new external_node_string_decoder_.StringDecoder('utf8'),
+        partial: '',
+        errDecoder: new external_node_string_decoder_.StringDecoder('utf8'),
+        stderrTail: '',
+        stderrKept
     };
-    let costSeen = false;
-    let answered = false;
-    let stderrTail = '';
-    let pending = 0;
-    let writing = Promise.resolve();
-    const store = (kind, data) => {
-        pending++;
-        const clean = redactAll(data, redact);
-        writing = writing.then(() => context.record(kind, clean)).finally(() => pending--);
-    };
-    const take = (event) => {
-        switch (event.type) {
-            case 'text':
-                if (event.text.trim() !== '')
-                    store('message', { text: redact(event.text) });
-                break;
-            case 'action':
-                store('action', {
-                    id: event.id,
-                    name: event.name,
-                    // Redacted before it is JSON: a secret with a quote or a backslash is escaped there.
-                    input: bound(JSON.stringify(redactAll(event.input ?? null, redact)))
-                });
-                break;
-            case 'action_result':
-                store('action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output)) });
-                break;
-            case 'file_edit':
-                store('file', {
-                    path: relativePath(event.path, context.workspace),
-                    change: 'modified',
-                    source: 'agent'
-                });
-                break;
-            case 'final':
-                // One answer per run (the stream's first), no longer than a result file's.
-                if (answered)
-                    break;
-                answered = true;
-                store('result', {
-                    text: bound(redact(event.text), MAX_RESULT_CHARS, event.dropped),
-                    source: spec.kind
-                });
-                break;
-            case 'usage':
-                usage.input_tokens += event.input_tokens;
-                usage.output_tokens += event.output_tokens;
-                usage.cache_read_tokens += event.cache_read_tokens ?? 0;
-                usage.cache_write_tokens += event.cache_write_tokens ?? 0;
-                if (event.cost_usd !== undefined) {
-                    costSeen = true;
-                    usage.cost_usd = (usage.cost_usd ?? 0) + event.cost_usd;
-                }
-                break;
-            case 'session':
-                store('agent_session', { harness: spec.kind, session_id: event.id });
-                break;
-        }
-    };
-    const stop = (failure) => {
-        early ??= failure;
-        stopper.abort();
-    };
-    let skippedLine = false;
-    const onLine = (line) => {
-        if (line.trim() === '')
-            return;
-        let value;
-        try {
-            value = JSON.parse(line);
-        }
-        catch {
-            // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
-            store('output', { stream: 'stdout', text: bound(redact(line)) + '\n' });
-            return;
-        }
-        try {
-            for (const event of translator.line(value))
-                take(event);
-        }
-        catch (error) {
-            // A line nested thousands deep overflows the stack of whatever walks it (the translator, the
-            // secret removal, JSON.stringify). Thrown from the stdout handler it would end the executor
-            // with every run; it is skipped instead, the first one with a note.
-            if (!skippedLine)
-                store('notice', {
-                    text: `a line of the ${spec.kind} CLI's stream could not be read and was skipped (${error.message}); later ones are skipped without a note`
-                });
-            skippedLine = true;
-            return;
-        }
-        const max = context.agent.max_cost_usd;
-        if (max !== undefined && (usage.cost_usd ?? 0) > max)
-            stop({
-                code: 'budget_exceeded',
-                message: `the run's model usage cost $${usage.cost_usd.toFixed(4)}, over max_cost_usd $${max}`
+}
+/** Stores an event in the run's transcript, secrets removed, after the ones before it. */
+function store(stream, kind, data) {
+    stream.pending++;
+    const clean = redactAll(data, stream.redact);
+    stream.writing = stream.writing
+        .then(() => stream.context.record(kind, clean))
+        .finally(() => stream.pending--);
+}
+/** Records one of the translator's events (usage is added up, not recorded). */
+function take(stream, event) {
+    const { redact, spec } = stream;
+    switch (event.type) {
+        case 'text':
+            if (event.text.trim() !== '')
+                store(stream, 'message', { text: redact(event.text) });
+            break;
+        case 'action':
+            store(stream, 'action', {
+                id: event.id,
+                name: event.name,
+                // Redacted before it is JSON: a secret with a quote or a backslash is escaped there.
+                input: bound(JSON.stringify(redactAll(event.input ?? null, redact)))
             });
-        const known = translator.stopWith?.();
-        if (known)
-            stop(known);
-    };
-    const decoder = new external_node_string_decoder_.StringDecoder('utf8');
-    let partial = '';
-    const onStdout = (chunk) => {
-        partial += decoder.write(chunk);
-        let newline = partial.indexOf('\n');
-        while (newline >= 0) {
-            onLine(partial.slice(0, newline));
-            partial = partial.slice(newline + 1);
-            newline = partial.indexOf('\n');
-        }
-        if (partial.length > MAX_LINE_CHARS)
-            partial = '';
-        return pending > MAX_PENDING ? writing : undefined;
-    };
-    const errDecoder = new external_node_string_decoder_.StringDecoder('utf8');
-    const onStderr = (chunk) => {
-        stderrTail = (stderrTail + errDecoder.write(chunk)).slice(-stderrKept);
-    };
-    const result = await context.processes.run(program, [...prefix, ...spec.args(input)], {
-        env,
-        signal: stopper.signal,
-        stdin: spec.stdin(input),
-        onStdout,
-        onStderr
-    });
-    onLine(partial + decoder.end());
-    await writing;
-    const measured = usage.input_tokens + usage.output_tokens > 0 || costSeen ? requestUsage(usage) : undefined;
+            break;
+        case 'action_result':
+            store(stream, 'action_result', { id: event.id, ok: event.ok, output: bound(redact(event.output)) });
+            break;
+        case 'file_edit':
+            store(stream, 'file', {
+                path: relativePath(event.path, stream.context.workspace),
+                change: 'modified',
+                source: 'agent'
+            });
+            break;
+        case 'final':
+            // One answer per run (the stream's first), no longer than a result file's.
+            if (stream.answered)
+                break;
+            stream.answered = true;
+            store(stream, 'result', {
+                text: bound(redact(event.text), MAX_RESULT_CHARS, event.dropped),
+                source: spec.kind
+            });
+            break;
+        case 'usage':
+            addUsage(stream, event);
+            break;
+        case 'session':
+            store(stream, 'agent_session', { harness: spec.kind, session_id: event.id });
+            break;
+    }
+}
+/** Adds a usage event's counts and cost to the run's. */
+function addUsage(stream, event) {
+    const usage = stream.usage;
+    usage.input_tokens += event.input_tokens;
+    usage.output_tokens += event.output_tokens;
+    usage.cache_read_tokens += event.cache_read_tokens ?? 0;
+    usage.cache_write_tokens += event.cache_write_tokens ?? 0;
+    if (event.cost_usd !== undefined) {
+        stream.costSeen = true;
+        usage.cost_usd = (usage.cost_usd ?? 0) + event.cost_usd;
+    }
+}
+/** Stops the CLI; the first failure given is the run's. */
+function stop(stream, failure) {
+    stream.early ??= failure;
+    stream.stopper.abort();
+}
+/** Reads one stdout line: its events recorded, then the CLI stopped if its cost or its translator says so. */
+function readLine(stream, line) {
+    if (line.trim() === '')
+        return;
+    let value;
+    try {
+        value = JSON.parse(line);
+    }
+    catch {
+        // Not part of the stream (a warning printed to stdout): kept as the CLI's output.
+        store(stream, 'output', { stream: 'stdout', text: bound(stream.redact(line)) + '\n' });
+        return;
+    }
+    try {
+        for (const event of stream.translator.line(value))
+            take(stream, event);
+    }
+    catch (error) {
+        // A line nested thousands deep overflows the stack of whatever walks it (the translator, the
+        // secret removal, JSON.stringify). Thrown from the stdout handler it would end the executor
+        // with every run; it is skipped instead, the first one with a note.
+        if (!stream.skippedLine)
+            store(stream, 'notice', {
+                text: `a line of the ${stream.spec.kind} CLI's stream could not be read and was skipped (${error.message}); later ones are skipped without a note`
+            });
+        stream.skippedLine = true;
+        return;
+    }
+    const max = stream.context.agent.max_cost_usd;
+    const usage = stream.usage;
+    if (max !== undefined && (usage.cost_usd ?? 0) > max)
+        stop(stream, {
+            code: 'budget_exceeded',
+            message: `the run's model usage cost $${usage.cost_usd.toFixed(4)}, over max_cost_usd $${max}`
+        });
+    const known = stream.translator.stopWith?.();
+    if (known)
+        stop(stream, known);
+}
+/** Splits stdout into lines as it comes; answers a promise while too many events wait to be stored. */
+function readStdout(stream, chunk) {
+    stream.partial += stream.decoder.write(chunk);
+    let newline = stream.partial.indexOf('\n');
+    while (newline >= 0) {
+        readLine(stream, stream.partial.slice(0, newline));
+        stream.partial = stream.partial.slice(newline + 1);
+        newline = stream.partial.indexOf('\n');
+    }
+    if (stream.partial.length > MAX_LINE_CHARS)
+        stream.partial = '';
+    return stream.pending > MAX_PENDING ? stream.writing : undefined;
+}
+/** Keeps the end of stderr, for a failure's message. */
+function readStderr(stream, chunk) {
+    stream.stderrTail = (stream.stderrTail + stream.errDecoder.write(chunk)).slice(-stream.stderrKept);
+}
+/** How the run ended, once the CLI has exited and its events are stored. */
+function outcomeOf(stream, result, program, listed) {
+    const { spec, usage } = stream;
+    const measured = usage.input_tokens + usage.output_tokens > 0 || stream.costSeen ? requestUsage(usage) : undefined;
     const withUsage = (outcome) => measured ? { ...outcome, request_usage: measured } : outcome;
     if (result.spawnError) {
         const why = result.spawnError.code === 'ENOENT' ? 'not found' : result.spawnError.message;
         return harness_failed('agent_crashed', `${spec.kind} CLI ${JSON.stringify(program)} could not start: ${why}; install it with \`${spec.install}\` or set agent.command`);
     }
-    if (context.signal.aborted)
+    if (stream.context.signal.aborted)
         return { state: 'FAILED', error_code: 'cancelled', status_message: 'stopped' };
-    const shownTail = redact(stderrTail).slice(-STDERR_TAIL_CHARS);
-    let failure = early ?? translator.finish(result.exitCode, shownTail);
+    const failure = failureOf(stream, result);
+    if (failure) {
+        const hinted = withKeyHint(failure, spec.keyVariables, listed);
+        return withUsage(harness_failed(hinted.code, stream.redact(hinted.message)));
+    }
+    if (!stream.answered)
+        return withUsage(harness_failed('agent_crashed', `${spec.kind} ended without a final answer`));
+    return withUsage({ state: 'SUCCEEDED' });
+}
+/** The run's failure: the one that stopped the CLI, else the translator's, else a non-zero exit's. */
+function failureOf(stream, result) {
+    const shownTail = stream.redact(stream.stderrTail).slice(-STDERR_TAIL_CHARS);
+    let failure = stream.early ?? stream.translator.finish(result.exitCode, shownTail);
     if (!failure && result.exitCode !== 0) {
         const how = result.exitCode === null ? `was stopped by ${result.signal}` : `exited with code ${result.exitCode}`;
         const tail = shownTail.trim();
-        const message = `${spec.kind} ${how}${tail ? `: ${tail}` : ''}`;
+        const message = `${stream.spec.kind} ${how}${tail ? `: ${tail}` : ''}`;
         failure = { code: 'agent_crashed', message };
     }
     // A CLI with no key says it is not logged in (Claude Code): that is a key problem, not a crash.
     if (failure?.code === 'agent_crashed' && saysNoKey(failure.message))
         failure = { code: 'agent_auth_failed', message: failure.message };
-    if (failure) {
-        const hinted = withKeyHint(failure, spec.keyVariables, listed);
-        return withUsage(harness_failed(hinted.code, redact(hinted.message)));
-    }
-    if (!answered)
-        return withUsage(harness_failed('agent_crashed', `${spec.kind} ended without a final answer`));
-    return withUsage({ state: 'SUCCEEDED' });
+    return failure;
 }
 /** A failure; its message (the CLI's own words, secrets already removed) is cut to a status's size. */
 function harness_failed(code, message) {
@@ -2766,8 +2838,9 @@ async function writeHomeFile(context, env, path, content) {
 
 ;// CONCATENATED MODULE: ./src/executor/agents/harness/kind.ts
 // A harness as an agent kind of the registry: its `agent:` settings (command, model, args,
-// max_cost_usd), its start-up look for the CLI's program, and its run (harness.ts). One kind per
-// HarnessSpec, so Claude Code, Codex and Gemini CLI differ only in their spec file.
+// max_cost_usd), its start-up look for the CLI's program, the CLI the node's start-up checks run
+// for its version (`program`), and its run (harness.ts). One kind per HarnessSpec, so Claude
+// Code, Codex and Gemini CLI differ only in their spec file.
 //
 //   agent:
 //     kind: claude-code
@@ -2796,6 +2869,14 @@ function harnessKind(spec) {
         summary: `runs the ${spec.defaultProgram} CLI natively: its tool calls, usage and session in the run`,
         keys: ['command', 'model', 'args', 'max_cost_usd'],
         harnessType: spec.harnessType,
+        program: {
+            command: agent => harnessCommand(agent, spec),
+            cli: {
+                defaultProgram: spec.defaultProgram,
+                versionArgs: spec.versionArgs ?? ['--version'],
+                install: spec.install
+            }
+        },
         parse(agent, at, read) {
             const command = typeof agent.command === 'string' ? [agent.command] : read.strings(agent.command, `${at}.command`);
             const model = agent.model === undefined ? undefined : read.string(agent.model, `${at}.model`, '');
@@ -2971,119 +3052,143 @@ async function recordAnswer(context, answer, echo) {
     const parts = [text, answer.json === undefined ? undefined : `\`\`\`json\n${answer.json}\n\`\`\``];
     await context.record('result', { text: parts.filter(part => part !== undefined).join('\n\n') });
 }
+/** Runs one directive; answers the failed outcome it ends the run with, if any. */
 async function directive(context, verb, rest, answer) {
-    switch (verb) {
-        case 'sleep': {
-            const seconds = Number(rest);
-            if (rest === '' || !Number.isFinite(seconds) || seconds < 0) {
-                return invalid(`@sim sleep ${rest}`, 'expected a number of seconds, e.g. @sim sleep 2.5');
-            }
-            await sleep(seconds * 1000, context.signal);
-            return undefined;
-        }
-        case 'say':
-            await context.record('message', { text: rest });
-            answer.said = rest;
-            return undefined;
-        case 'result':
+    const run = VERBS.get(verb);
+    if (run)
+        return run(context, rest, answer);
+    return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail, result, json, child, gather');
+}
+/** `@sim sleep <seconds>`: waits, cancellably. */
+async function sleepVerb(context, rest) {
+    const seconds = Number(rest);
+    if (rest === '' || !Number.isFinite(seconds) || seconds < 0) {
+        return invalid(`@sim sleep ${rest}`, 'expected a number of seconds, e.g. @sim sleep 2.5');
+    }
+    await sleep(seconds * 1000, context.signal);
+    return undefined;
+}
+/** `@sim say <text>`: agent output, and the answer unless a later directive gives one. */
+async function sayVerb(context, rest, answer) {
+    await context.record('message', { text: rest });
+    answer.said = rest;
+    return undefined;
+}
+/** `@sim json <object>`: the JSON object the final answer ends with. */
+async function jsonVerb(_context, rest, answer) {
+    let value;
+    try {
+        value = JSON.parse(rest);
+    }
+    catch {
+        value = undefined;
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+        return invalid(`@sim json ${rest.slice(0, 40)}`, 'expected a JSON object, e.g. @sim json {"ok": true}');
+    answer.json = JSON.stringify(value, null, 2);
+    return undefined;
+}
+/** `@sim run <shell command>`: runs it in the workspace; a non-zero exit fails the run. */
+async function runVerb(context, rest) {
+    if (rest === '')
+        return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
+    const result = await context.processes.shell(rest, { env: context.env });
+    await context.record('command', {
+        command: rest,
+        exit_code: result.exitCode,
+        output: result.output,
+        duration_ms: result.durationMs
+    });
+    if (result.exitCode === 0 || context.signal.aborted)
+        return undefined;
+    return commandFailed(rest, result.exitCode, result.signal);
+}
+/** `@sim write <path> <text>`: writes a file of the workspace, as a process of the run. */
+async function writeVerb(context, rest) {
+    const space = rest.search(/\s/);
+    const path = space < 0 ? rest : rest.slice(0, space);
+    const text = space < 0 ? '' : rest.slice(space + 1).replace(/\\n/g, '\n');
+    const target = (0,external_node_path_.resolve)(context.workspace, path);
+    const inside = (0,external_node_path_.relative)(context.workspace, target);
+    if (path === '' || inside.startsWith('..') || inside === '') {
+        return invalid(`@sim write ${path}`, 'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello');
+    }
+    // Refused before any process starts, as a sandboxed write would be refused.
+    if (context.mode === 'plan')
+        return agentFailed(`@sim write ${path}: the workspace is read-only in plan mode`);
+    // Written by a process of the run, in its sandbox, as the run's user: the executor itself
+    // never opens a path the run could have turned into a link.
+    let said = '';
+    const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
+        env: { PATH: '/usr/bin:/bin' },
+        stdin: text,
+        onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
+    });
+    const verdict = said.split('\n')[0] ?? '';
+    if (wrote.exitCode !== 0)
+        return invalid(`@sim write ${path}`, `${path}: ${unwritten(verdict, wrote)}`);
+    await context.record('file', {
+        path: inside,
+        change: verdict === 'modified' ? 'modified' : 'added',
+        bytes: Buffer.byteLength(text)
+    });
+    return undefined;
+}
+/** Why WRITE_SCRIPT refused, from the first line it printed and how it ended. */
+function unwritten(verdict, wrote) {
+    if (verdict.startsWith('notdir '))
+        return `${verdict.slice(7)} is not a directory (a link is never followed)`;
+    if (verdict === 'link')
+        return 'is a symbolic link; the executor never writes through one';
+    return `could not be written (exit code ${wrote.exitCode ?? wrote.signal})`;
+}
+/** `@sim child <prompt>`: starts a child run in the same environment, through the run's proxy. */
+async function childVerb(context, rest, answer) {
+    if (rest === '')
+        return invalid('@sim child', "expected the child run's prompt, e.g. @sim child Review the tests");
+    const called = await childClient(context, '@sim child', {
+        action: 'create',
+        prompt: rest.replace(/\\n/g, '\n'),
+        environment: context.environmentId
+    });
+    if ('failure' in called)
+        return called.failure;
+    const id = String(called.answer?.run_id);
+    (answer.children ??= []).push(id);
+    await context.record('message', { text: `started child run ${id}` });
+    return undefined;
+}
+/** `@sim gather`: waits for this turn's children to end; the answer lists each one's state and answer. */
+async function gatherVerb(context, _rest, answer) {
+    const ids = answer.children ?? [];
+    if (ids.length === 0)
+        return invalid('@sim gather', 'no @sim child came before it in this turn');
+    const called = await childClient(context, '@sim gather', { action: 'gather', ids });
+    if ('failure' in called)
+        return called.failure;
+    const lines = called.answer.map((child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`);
+    answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
+    await context.record('message', { text: answer.result });
+    return undefined;
+}
+/** The directives by verb. */
+const VERBS = new Map([
+    ['sleep', sleepVerb],
+    ['say', sayVerb],
+    [
+        'result',
+        async (_context, rest, answer) => {
             answer.result = rest.replace(/\\n/g, '\n');
             return undefined;
-        case 'json': {
-            let value;
-            try {
-                value = JSON.parse(rest);
-            }
-            catch {
-                value = undefined;
-            }
-            if (value === null || typeof value !== 'object' || Array.isArray(value))
-                return invalid(`@sim json ${rest.slice(0, 40)}`, 'expected a JSON object, e.g. @sim json {"ok": true}');
-            answer.json = JSON.stringify(value, null, 2);
-            return undefined;
         }
-        case 'run': {
-            if (rest === '')
-                return invalid('@sim run', 'expected a shell command, e.g. @sim run npm test');
-            const result = await context.processes.shell(rest, { env: context.env });
-            await context.record('command', {
-                command: rest,
-                exit_code: result.exitCode,
-                output: result.output,
-                duration_ms: result.durationMs
-            });
-            if (result.exitCode === 0 || context.signal.aborted)
-                return undefined;
-            return commandFailed(rest, result.exitCode, result.signal);
-        }
-        case 'write': {
-            const space = rest.search(/\s/);
-            const path = space < 0 ? rest : rest.slice(0, space);
-            const text = space < 0 ? '' : rest.slice(space + 1).replace(/\\n/g, '\n');
-            const target = (0,external_node_path_.resolve)(context.workspace, path);
-            const inside = (0,external_node_path_.relative)(context.workspace, target);
-            if (path === '' || inside.startsWith('..') || inside === '') {
-                return invalid(`@sim write ${path}`, 'expected a file path inside the workspace, e.g. @sim write notes/a.md Hello');
-            }
-            // Refused before any process starts, as a sandboxed write would be refused.
-            if (context.mode === 'plan')
-                return agentFailed(`@sim write ${path}: the workspace is read-only in plan mode`);
-            // Written by a process of the run, in its sandbox, as the run's user: the executor itself
-            // never opens a path the run could have turned into a link.
-            let said = '';
-            const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
-                env: { PATH: '/usr/bin:/bin' },
-                stdin: text,
-                onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
-            });
-            const verdict = said.split('\n')[0] ?? '';
-            if (wrote.exitCode !== 0) {
-                const why = verdict.startsWith('notdir ')
-                    ? `${verdict.slice(7)} is not a directory (a link is never followed)`
-                    : verdict === 'link'
-                        ? 'is a symbolic link; the executor never writes through one'
-                        : `could not be written (exit code ${wrote.exitCode ?? wrote.signal})`;
-                return invalid(`@sim write ${path}`, `${path}: ${why}`);
-            }
-            await context.record('file', {
-                path: inside,
-                change: verdict === 'modified' ? 'modified' : 'added',
-                bytes: Buffer.byteLength(text)
-            });
-            return undefined;
-        }
-        case 'fail':
-            return agentFailed(rest || 'the simulated agent was told to fail');
-        case 'child': {
-            if (rest === '')
-                return invalid('@sim child', "expected the child run's prompt, e.g. @sim child Review the tests");
-            const called = await childClient(context, '@sim child', {
-                action: 'create',
-                prompt: rest.replace(/\\n/g, '\n'),
-                environment: context.environmentId
-            });
-            if ('failure' in called)
-                return called.failure;
-            const id = String(called.answer?.run_id);
-            (answer.children ??= []).push(id);
-            await context.record('message', { text: `started child run ${id}` });
-            return undefined;
-        }
-        case 'gather': {
-            const ids = answer.children ?? [];
-            if (ids.length === 0)
-                return invalid('@sim gather', 'no @sim child came before it in this turn');
-            const called = await childClient(context, '@sim gather', { action: 'gather', ids });
-            if ('failure' in called)
-                return called.failure;
-            const lines = called.answer.map((child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`);
-            answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
-            await context.record('message', { text: answer.result });
-            return undefined;
-        }
-        default:
-            return invalid(`@sim ${verb}`, 'expected one of sleep, say, run, write, fail, result, json, child, gather');
-    }
-}
+    ],
+    ['json', jsonVerb],
+    ['run', runVerb],
+    ['write', writeVerb],
+    ['fail', async (_context, rest) => agentFailed(rest || 'the simulated agent was told to fail')],
+    ['child', childVerb],
+    ['gather', gatherVerb]
+]);
 /**
  * Runs the child client inside the run's sandbox with `ask` on its standard input; answers what it
  * printed (parsed), or the failed outcome saying why.
@@ -3133,8 +3238,10 @@ function sleep(ms, signal) {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/agents/index.ts
-// The registry of agent kinds: the one place the config, the worker and the CLI look a kind up.
-// Adding a kind is its own file in this folder plus one line below.
+// The registry of agent kinds: the one place the config, the worker, the CLI and the node's
+// start-up checks look a kind up. Adding a kind is its own file in this folder plus one line below
+// (a harness: its HarnessSpec in harness/, wrapped by harnessKind); what the start-up checks need
+// of it is in its entry (`check`, `program`), which __tests__/unit/agent-registry.test.ts holds to.
 
 
 
@@ -9212,6 +9319,105 @@ function allowed(targets, host, port) {
     const name = host.replace(/^\[|\]$/g, '').toLowerCase();
     return targets.some(target => target.host === name && target.port === port);
 }
+/** The 403 body for a host and port the environment's sandbox.network list does not name. */
+function proxy_refusal(targets, what) {
+    return `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
+}
+/**
+ * A plain HTTP request through the proxy (an absolute URL): to the executor when it names the
+ * gateway, else to an allowed target as it is, else refused.
+ */
+function forwardPlain(targets, gateway, request, response) {
+    let url;
+    try {
+        url = new URL(request.url ?? '');
+    }
+    catch {
+        response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
+        return;
+    }
+    const port = Number(url.port || 80);
+    if (gateway && url.protocol === 'http:' && isGateway(url.hostname, port)) {
+        forwardToExecutor(gateway, url.pathname + url.search, request, response);
+        return;
+    }
+    if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
+        response
+            .writeHead(403, { 'content-type': 'text/plain' })
+            .end(proxy_refusal(targets, `${url.hostname}:${port}`));
+        return;
+    }
+    const upstream = (0,external_node_http_.request)({
+        host: url.hostname,
+        port,
+        method: request.method,
+        path: url.pathname + url.search,
+        headers: request.headers,
+        // Not pooled across runs: one run's bytes never share a connection with another's.
+        agent: false
+    }, reply => {
+        response.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(response);
+    });
+    upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
+    request.pipe(upstream);
+}
+/**
+ * A CONNECT tunnel: to the gateway's server (which reads its bytes as HTTP requests), to an
+ * allowed target, or refused.
+ */
+function tunnel(targets, gatewayServer, request, client, head) {
+    const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
+    const host = match?.[1] ?? '';
+    const port = Number(match?.[2]);
+    client.on('error', () => undefined);
+    if (match && gatewayServer && isGateway(host, port)) {
+        // A client that tunnels even plain HTTP (as @actions/http-client does): the tunnel's bytes
+        // are read as HTTP requests here, each forwarded with the secret like a plain one.
+        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        if (head.length > 0)
+            client.unshift(head);
+        gatewayServer.emit('connection', client);
+        return;
+    }
+    if (!match || !allowed(targets, host, port)) {
+        const body = proxy_refusal(targets, request.url ?? '?');
+        client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        return;
+    }
+    const upstream = (0,external_node_net_.connect)(port, host.replace(/^\[|\]$/g, ''), () => {
+        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        if (head.length > 0)
+            upstream.write(head);
+        upstream.pipe(client).pipe(upstream);
+    });
+    upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
+    // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
+    client.once('close', () => upstream.destroy());
+}
+/**
+ * Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
+ * `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
+ * end stays open outlives the run). Closing the proxy destroys them all.
+ * Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
+ * limits do not count: past this many at once, a new one is closed as it comes.
+ */
+function trackConnections(server) {
+    server.maxConnections = MAX_PROXY_CONNECTIONS;
+    const sockets = new Set();
+    server.on('connection', (connection) => {
+        sockets.add(connection);
+        connection.once('close', () => sockets.delete(connection));
+    });
+    return sockets;
+}
+/** The command that starts the forwarder inside, waits until it listens, then execs `program`. */
+function proxyCommand(program, args) {
+    const ready = '/tmp/.agent-run-proxy-ready';
+    const script = `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
+        `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
+    return ['/bin/sh', '-c', script, program, ...args];
+}
 /**
  * `user`: the run's host user (a root executor), who must be able to reach the socket; `gateway`:
  * an orchestrate turn's way to the executor's API (GATEWAY_HOST).
@@ -9220,83 +9426,12 @@ async function startProxy(targets, runId, user, gateway) {
     const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `agent-run-proxy-${runId.slice(0, 12)}-`));
     const socket = (0,external_node_path_.join)(dir, 'proxy.sock');
     (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
-    const refuse = (what) => `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
     const gatewayServer = gateway
         ? (0,external_node_http_.createServer)((request, response) => forwardToExecutor(gateway, request.url ?? '/', request, response))
         : undefined;
-    const server = (0,external_node_http_.createServer)((request, response) => {
-        let url;
-        try {
-            url = new URL(request.url ?? '');
-        }
-        catch {
-            response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
-            return;
-        }
-        const port = Number(url.port || 80);
-        if (gateway && url.protocol === 'http:' && isGateway(url.hostname, port)) {
-            forwardToExecutor(gateway, url.pathname + url.search, request, response);
-            return;
-        }
-        if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
-            response.writeHead(403, { 'content-type': 'text/plain' }).end(refuse(`${url.hostname}:${port}`));
-            return;
-        }
-        const upstream = (0,external_node_http_.request)({
-            host: url.hostname,
-            port,
-            method: request.method,
-            path: url.pathname + url.search,
-            headers: request.headers,
-            // Not pooled across runs: one run's bytes never share a connection with another's.
-            agent: false
-        }, reply => {
-            response.writeHead(reply.statusCode ?? 502, reply.headers);
-            reply.pipe(response);
-        });
-        upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
-        request.pipe(upstream);
-    });
-    server.on('connect', (request, client, head) => {
-        const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
-        const host = match?.[1] ?? '';
-        const port = Number(match?.[2]);
-        client.on('error', () => undefined);
-        if (match && gatewayServer && isGateway(host, port)) {
-            // A client that tunnels even plain HTTP (as @actions/http-client does): the tunnel's bytes
-            // are read as HTTP requests here, each forwarded with the secret like a plain one.
-            client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-            if (head.length > 0)
-                client.unshift(head);
-            gatewayServer.emit('connection', client);
-            return;
-        }
-        if (!match || !allowed(targets, host, port)) {
-            const body = refuse(request.url ?? '?');
-            client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-            return;
-        }
-        const upstream = (0,external_node_net_.connect)(port, host.replace(/^\[|\]$/g, ''), () => {
-            client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-            if (head.length > 0)
-                upstream.write(head);
-            upstream.pipe(client).pipe(upstream);
-        });
-        upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
-        // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
-        client.once('close', () => upstream.destroy());
-    });
-    // Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
-    // `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
-    // end stays open outlives the run). Closing the proxy destroys them all.
-    // Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
-    // limits do not count: past this many at once, a new one is closed as it comes.
-    server.maxConnections = MAX_PROXY_CONNECTIONS;
-    const sockets = new Set();
-    server.on('connection', (connection) => {
-        sockets.add(connection);
-        connection.once('close', () => sockets.delete(connection));
-    });
+    const server = (0,external_node_http_.createServer)((request, response) => forwardPlain(targets, gateway, request, response));
+    server.on('connect', (request, client, head) => tunnel(targets, gatewayServer, request, client, head));
+    const sockets = trackConnections(server);
     await new Promise((resolve, reject) => {
         server.once('error', reject);
         server.listen(socket, () => resolve());
@@ -9312,12 +9447,7 @@ async function startProxy(targets, runId, user, gateway) {
             [process.execPath, '/run/agent-proxy-node']
         ],
         env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
-        command(program, args) {
-            const ready = '/tmp/.agent-run-proxy-ready';
-            const script = `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
-                `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
-            return ['/bin/sh', '-c', script, program, ...args];
-        },
+        command: proxyCommand,
         async close() {
             const closed = new Promise(resolve => server.close(resolve));
             for (const connection of sockets)
@@ -11218,7 +11348,7 @@ function checkBubblewrap(user) {
         };
     }
     else if (result.status !== 0) {
-        const stderr = result.stderr.trim().split('\n').slice(-2).join(' ');
+        const stderr = stderrEnd(result.stderr);
         const userns = /namespace|uid map|permission|not permitted/i.test(stderr);
         const setpriv = /setpriv/.test(stderr) || result.status === 125;
         cached = {
@@ -11236,6 +11366,14 @@ function checkBubblewrap(user) {
     checked.set(key, cached);
     return cached;
 }
+/** The last two lines of a check's stderr as one: what a start-up check quotes of a failure. */
+function stderrEnd(stderr) {
+    return stderr.trim().split('\n').slice(-2).join(' ');
+}
+/** Why a check's process did not succeed: its start error, else its stderr's end, else its exit code. */
+function whyItFailed(result) {
+    return result.error?.message ?? (stderrEnd(result.stderr) || `exit code ${result.status}`);
+}
 
 ;// CONCATENATED MODULE: ./src/executor/node/harness-startup.ts
 // The start-up look at each harness environment's CLI, for a node that runs work: the program is
@@ -11250,73 +11388,80 @@ function checkBubblewrap(user) {
 
 
 
-
-
-
-/** The specs by kind; the other harnesses join here as they are registered. */
-const SPECS = Object.fromEntries([claudeCode, codexHarness, geminiHarness].map(spec => [spec.kind, spec]));
 /** Runs each harness environment's CLI with its version flag, confined as a run would be. */
 function checkHarnessClis(environments) {
     const report = { notes: [], problems: [] };
     const checked = new Map();
     for (const environment of environments) {
-        const spec = SPECS[environment.agent.kind];
-        if (!spec || !agentKindOf(environment.agent.kind)?.harnessType)
+        // The kinds whose runs start a known CLI: the harness kinds, each as its registry entry says.
+        const kind = agentKindOf(environment.agent.kind);
+        const harness = kind?.program?.cli;
+        if (!kind?.program || !harness)
             continue;
-        const agent = environment.agent;
-        const { program, prefix } = programOf(agent, spec);
+        const { program, prefix } = programOf(kind.program.command(environment.agent));
         const found = findOnPath(program, process.env.PATH ?? '');
         if (!found)
             continue; // refused by the kind's check, with the install command
         const file = (0,external_node_fs_.realpathSync)(found);
         // The CLI as the user names it: a Node script's own path, not the node that runs it.
         const cli = program === process.execPath && prefix[0] ? prefix[0] : found;
-        const shown = cli === found ? found : `${cli} (a Node script, run with ${found})`;
-        const args = [...prefix, ...(spec.versionArgs ?? ['--version'])];
-        let command = [file, ...args];
-        if (environment.sandbox.enabled) {
-            const user = runUser(environment.sandbox.user);
-            // What a run of the environment sees: its sandbox.read (where a CLI installed outside the
-            // system directories lives, with its packages), the program, and a script's own folder.
-            const read = [
-                ...environment.sandbox.read,
-                file,
-                ...prefix.filter(arg => arg.startsWith('/')).map(arg => (0,external_node_path_.dirname)((0,external_node_fs_.realpathSync)(arg)))
-            ];
-            const confine = bwrapArgs({ workspace: '/tmp', read, write: [], hide: [], network: 'none', user });
-            const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
-            command = [bwrapProgram(), ...confine, '--', ...inner];
-        }
+        const command = versionCommand(environment, file, prefix, harness.versionArgs);
         // Environments that differ only in what a run gets (its key, its model) run the same check once.
         const checkKey = JSON.stringify(command);
-        const result = checked.get(checkKey) ??
-            (0,external_node_child_process_.spawnSync)(command[0], command.slice(1), {
-                encoding: 'utf8',
-                timeout: 30_000,
-                env: {
-                    PATH: process.env.PATH ?? '/usr/bin:/bin',
-                    HOME: SANDBOX_HOME,
-                    LANG: process.env.LANG ?? 'C.UTF-8'
-                }
-            });
+        const result = checked.get(checkKey) ?? runVersion(command);
         checked.set(checkKey, result);
-        const at = `environment ${JSON.stringify(environment.id)}`;
-        const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
-        if (result.status === 0) {
-            const version = result.stdout.trim().split('\n')[0] ?? '';
-            report.notes.push(`${at}: ${spec.kind} CLI ${shown} runs ${where}, version ${version}`);
-        }
-        else {
-            const why = result.error?.message ??
-                (result.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${result.status}`);
-            const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
-            const locked = user ? lockedOut(user, file, cli === found ? [] : [cli]) : undefined;
-            report.problems.push(locked
-                ? `${at}: the ${spec.kind} CLI ${shown} cannot run ${where}: ${locked}`
-                : `${at}: the ${spec.kind} CLI ${shown} does not run ${where} (${why}); reinstall it with \`${spec.install}\``);
-        }
+        report[result.status === 0 ? 'notes' : 'problems'].push(versionLine(environment, kind.kind, harness, { found, file, cli }, result));
     }
     return report;
+}
+/** The command that prints the CLI's version, in a sandbox shaped like a run's when the environment has one. */
+function versionCommand(environment, file, prefix, versionArgs) {
+    const args = [...prefix, ...versionArgs];
+    if (!environment.sandbox.enabled)
+        return [file, ...args];
+    const user = runUser(environment.sandbox.user);
+    // What a run of the environment sees: its sandbox.read (where a CLI installed outside the
+    // system directories lives, with its packages), the program, and a script's own folder.
+    const read = [
+        ...environment.sandbox.read,
+        file,
+        ...prefix.filter(arg => arg.startsWith('/')).map(arg => (0,external_node_path_.dirname)((0,external_node_fs_.realpathSync)(arg)))
+    ];
+    const confine = bwrapArgs({ workspace: '/tmp', read, write: [], hide: [], network: 'none', user });
+    const inner = user ? [...dropTo(user, SANDBOX_HOME), file, ...args] : [file, ...args];
+    return [bwrapProgram(), ...confine, '--', ...inner];
+}
+/** Runs a version command with the little a CLI needs to start: PATH, HOME, LANG. */
+function runVersion(command) {
+    return (0,external_node_child_process_.spawnSync)(command[0], command.slice(1), {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: {
+            PATH: process.env.PATH ?? '/usr/bin:/bin',
+            HOME: SANDBOX_HOME,
+            LANG: process.env.LANG ?? 'C.UTF-8'
+        }
+    });
+}
+/**
+ * The start-up line of one environment's CLI: a note with its version when it ran, else the
+ * problem (the folders the run user cannot enter, or its failure with the reinstall command).
+ * `found` is the program on the PATH, `file` its real path, `cli` the script a node runs, else `found`.
+ */
+function versionLine(environment, kind, harness, paths, result) {
+    const { found, file } = paths;
+    const shown = paths.cli === found ? found : `${paths.cli} (a Node script, run with ${found})`;
+    const at = `environment ${JSON.stringify(environment.id)}`;
+    const where = environment.sandbox.enabled ? 'in its sandbox' : 'unconfined';
+    if (result.status === 0) {
+        const version = result.stdout.trim().split('\n')[0] ?? '';
+        return `${at}: ${kind} CLI ${shown} runs ${where}, version ${version}`;
+    }
+    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+    const locked = user ? lockedOut(user, file, paths.cli === found ? [] : [paths.cli]) : undefined;
+    return locked
+        ? `${at}: the ${kind} CLI ${shown} cannot run ${where}: ${locked}`
+        : `${at}: the ${kind} CLI ${shown} does not run ${where} (${whyItFailed(result)}); reinstall it with \`${harness.install}\``;
 }
 /** Whether `user` may pass through the folder `stat` describes (its search bit for them). */
 function canEnter(user, stat) {
@@ -11464,17 +11609,8 @@ function asUser(user, memoryKb, cwd, fileSizeKb) {
  * (bounded) and how it ended. Never throws for the program's own failure: callers read `code`.
  */
 function asRunUser(identity, call) {
-    const maxStdout = call.maxStdout ?? 64 * 1024;
-    const memoryKb = call.memoryKb ?? READER_MEMORY_KB;
     const env = { PATH, HOME: '/tmp', LANG: 'C', ...call.env };
-    const command = [
-        ...asUser(identity.user, memoryKb, call.cwd ?? '/', call.fileSizeKb),
-        call.program,
-        ...call.args
-    ];
-    const [program, args] = identity.confined
-        ? [bwrapProgram(), [...readerArgs(identity, call), '--', ...command]]
-        : [command[0], command.slice(1)];
+    const [program, args] = readerCommand(identity, call);
     return new Promise((resolveResult, reject) => {
         const child = (0,external_node_child_process_.spawn)(program, args, {
             cwd: '/',
@@ -11482,57 +11618,69 @@ function asRunUser(identity, call) {
             detached: true,
             stdio: [call.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']
         });
-        const kept = [];
-        let keptBytes = 0;
-        let stdoutBytes = 0;
-        let stderr = '';
-        let timedOut = false;
-        const kill = () => {
-            try {
-                process.kill(-child.pid, 'SIGKILL');
-            }
-            catch {
-                // already gone
-            }
-        };
-        const timeLimitMs = call.timeoutMs ?? READER_TIMEOUT_MS;
-        const timer = setTimeout(() => {
-            timedOut = true;
-            kill();
-        }, timeLimitMs);
-        child.stdout.on('data', (chunk) => {
-            stdoutBytes += chunk.length;
-            if (keptBytes < maxStdout) {
-                const part = chunk.subarray(0, maxStdout - keptBytes);
-                kept.push(part);
-                keptBytes += part.length;
-            }
-            if (call.stopPastMax && stdoutBytes > maxStdout)
-                kill();
-        });
-        child.stderr.on('data', (chunk) => {
-            stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEPT);
-        });
-        if (call.stdin !== undefined) {
-            child.stdin.on('error', () => undefined);
-            child.stdin.end(call.stdin);
+        watchReader(child, call, resolveResult, reject);
+    });
+}
+/** The program and arguments of a reader: as the run's user, confined when the run is. */
+function readerCommand(identity, call) {
+    const memoryKb = call.memoryKb ?? READER_MEMORY_KB;
+    const command = [
+        ...asUser(identity.user, memoryKb, call.cwd ?? '/', call.fileSizeKb),
+        call.program,
+        ...call.args
+    ];
+    return identity.confined
+        ? [bwrapProgram(), [...readerArgs(identity, call), '--', ...command]]
+        : [command[0], command.slice(1)];
+}
+/**
+ * Feeds a reader its stdin and keeps what it prints (stdout up to `call.maxStdout`, stderr's
+ * end), killing it past its time limit (or past maxStdout with stopPastMax); `done` gets how it ended.
+ */
+function watchReader(child, call, done, fail) {
+    const maxStdout = call.maxStdout ?? 64 * 1024;
+    const kept = [];
+    let keptBytes = 0;
+    let stdoutBytes = 0;
+    let stderr = '';
+    let timedOut = false;
+    const kill = () => {
+        try {
+            process.kill(-child.pid, 'SIGKILL');
         }
-        child.on('error', error => {
-            clearTimeout(timer);
-            reject(error);
-        });
-        child.on('close', (code, signal) => {
-            clearTimeout(timer);
-            resolveResult({
-                code,
-                signal,
-                stdout: Buffer.concat(kept),
-                stdoutBytes,
-                stderr,
-                timedOut,
-                timeLimitMs
-            });
-        });
+        catch {
+            // already gone
+        }
+    };
+    const timeLimitMs = call.timeoutMs ?? READER_TIMEOUT_MS;
+    const timer = setTimeout(() => {
+        timedOut = true;
+        kill();
+    }, timeLimitMs);
+    child.stdout.on('data', (chunk) => {
+        stdoutBytes += chunk.length;
+        if (keptBytes < maxStdout) {
+            const part = chunk.subarray(0, maxStdout - keptBytes);
+            kept.push(part);
+            keptBytes += part.length;
+        }
+        if (call.stopPastMax && stdoutBytes > maxStdout)
+            kill();
+    });
+    child.stderr.on('data', (chunk) => {
+        stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEPT);
+    });
+    if (call.stdin !== undefined) {
+        child.stdin.on('error', () => undefined);
+        child.stdin.end(call.stdin);
+    }
+    child.on('error', error => {
+        clearTimeout(timer);
+        fail(error);
+    });
+    child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        done({ code, signal, stdout: Buffer.concat(kept), stdoutBytes, stderr, timedOut, timeLimitMs });
     });
 }
 /** The first line of a reader's complaint, for a message (bounded, control characters dropped). */
@@ -12973,6 +13121,14 @@ function removeLayers(dataDir, runId) {
  * checkout or setup layer is used while a run's layers name it; a setup layer goes with its checkout.
  */
 async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
+    await unmountOrphans(dataDir, active);
+    const used = await sweepRunLayers(dataDir, active);
+    const byCheckout = new Map();
+    const all = [...cachedCheckouts(dataDir, used, byCheckout), ...cachedSetups(dataDir, used, byCheckout)];
+    return evict(dataDir, all, used, cacheBytes, enough);
+}
+/** Unmounts the workspaces of runs not active here whose layers are gone. */
+async function unmountOrphans(dataDir, active) {
     const workspaces = (0,external_node_path_.join)(dataDir, 'workspaces');
     for (const mount of mountPoints(workspaces)) {
         const runId = mount.slice(workspaces.length + 1);
@@ -12981,6 +13137,13 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
         if (!(0,external_node_fs_.existsSync)(layersDir(dataDir, runId)))
             await unmountWorkspace(dataDir, runId);
     }
+}
+/**
+ * Removes the layers of runs whose workspace is gone and mounts again the retained ones a stop or
+ * a reboot unmounted; answers the checkouts and setup layers in use (busy, or named by a run's layers).
+ */
+async function sweepRunLayers(dataDir, active) {
+    const workspaces = (0,external_node_path_.join)(dataDir, 'workspaces');
     const layers = (0,external_node_path_.join)(dataDir, 'layers');
     const used = new Set(busy.keys());
     for (const runId of (0,external_node_fs_.existsSync)(layers) ? (0,external_node_fs_.readdirSync)(layers) : []) {
@@ -13005,10 +13168,12 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
             }
         }
     }
+    return used;
+}
+/** The ready shared checkouts (each also put in `byCheckout`); half-made ones no one uses or makes are removed. */
+function cachedCheckouts(dataDir, used, byCheckout) {
     const checkouts = (0,external_node_path_.join)(dataDir, 'checkouts');
-    const setups = setupsDir(dataDir);
     const all = [];
-    const byCheckout = new Map();
     for (const name of (0,external_node_fs_.existsSync)(checkouts) ? (0,external_node_fs_.readdirSync)(checkouts) : []) {
         const dir = (0,external_node_path_.join)(checkouts, name);
         if (name.includes('.making-')) {
@@ -13027,6 +13192,12 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
         all.push(entry);
         byCheckout.set(dir, entry);
     }
+    return all;
+}
+/** The ready setup layers, each listed on its checkout; half-made or orphaned ones no one uses are removed. */
+function cachedSetups(dataDir, used, byCheckout) {
+    const setups = setupsDir(dataDir);
+    const all = [];
     for (const name of (0,external_node_fs_.existsSync)(setups) ? (0,external_node_fs_.readdirSync)(setups) : []) {
         const dir = (0,external_node_path_.join)(setups, name);
         const made = name.includes('.making-') ? dir.slice(0, dir.indexOf('.making-')) : dir;
@@ -13045,6 +13216,13 @@ async function sweepLayers(dataDir, cacheBytes, active, enough = () => true) {
         checkout.setups.push(dir);
         all.push({ dir, bytes: ready.bytes, used: (0,external_node_fs_.statSync)((0,external_node_path_.join)(dir, 'ready')).mtimeMs, setups: [] });
     }
+    return all;
+}
+/**
+ * Removes unused entries of `all`, least recently used first, while together they weigh more than
+ * `cacheBytes` or `enough` says no; answers what was removed.
+ */
+function evict(dataDir, all, used, cacheBytes, enough) {
     let total = all.reduce((sum, entry) => sum + entry.bytes, 0);
     const freed = [];
     const gone = new Set();
@@ -13172,69 +13350,30 @@ owner,
 cacheSetup = false) {
     const root = (0,external_node_path_.join)(dataDir, 'workspaces', runId);
     markWorkspaces((0,external_node_path_.join)(dataDir, 'workspaces'));
-    let repository;
-    let sub = '';
-    if (isRemoteSource(environment.source)) {
-        repository = await remoteCache(environment.source, dataDir);
-    }
-    else {
-        if (!(0,external_node_fs_.existsSync)(environment.source))
-            throw new Error(`source ${environment.source} does not exist`);
-        repository = await gitTopLevel(environment.source);
-        if (repository)
-            sub = (0,external_node_path_.relative)(repository, environment.source);
-    }
-    let kind;
-    let counted = root;
-    let owned = [root];
-    let borrowed = [];
-    let start;
-    let base;
-    let setupLayer;
+    const { repository, sub } = await sourceRepository(environment, dataDir);
     // The private git dir is made first, so a crash leaves nothing the sweep would not see.
     const repo = { gitDir: privateGitDir(dataDir, runId), workTree: root };
     removePrivateGitDir(repo.gitDir);
     (0,external_node_fs_.mkdirSync)(repo.gitDir, { recursive: true, mode: 0o700 });
-    if (repository) {
-        if (environment.publish)
-            start = await startOf(repository, environment.publish.base);
-        const head = start?.commit ?? (await sourceGit(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
-        const gitDir = (0,external_node_path_.resolve)(repository, (await sourceGit(['rev-parse', '--git-common-dir'], repository)).trim());
-        borrowed = objectStores(gitDir);
-        if (layerMode(dataDir).kind === 'overlay') {
-            const keyOf = cacheSetup ? (checkout) => setupKey(checkout, environment) : undefined;
-            const mounted = await mountWorkspace(dataDir, runId, repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'), owner, keyOf);
-            counted = mounted.upper;
-            setupLayer = mounted.setup;
-            owned = [];
-            base = head;
-        }
-        else {
-            base = await checkoutRepository(repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'));
-        }
-        kind = 'repository';
-    }
-    else {
-        copyTree(environment.source, root, dataDir, quotaBytes);
-        base = await snapshotCopy(repo);
-        kind = 'copy';
-    }
+    const filled = repository
+        ? await fillFromRepository(environment, dataDir, runId, repo, repository, owner, cacheSetup)
+        : await fillFromCopy(environment, dataDir, repo, quotaBytes);
     // git on the work tree runs as the run's user from now on (run-files.ts): the private git dir and
     // a workspace root made here, which nothing of the run has touched yet, become that user's.
     if (owner) {
         ownAll(repo.gitDir, owner);
-        await giveTo(owner, owned);
+        await giveTo(owner, filled.owned);
     }
     const identity = { user: owner, confined: environment.sandbox?.enabled !== false };
     const made = {
         sub,
-        kind,
-        borrowed,
+        kind: filled.kind,
+        borrowed: filled.borrowed,
         repository,
-        baseBranch: start?.branch,
-        base,
-        counted,
-        owned,
+        baseBranch: filled.start?.branch,
+        base: filled.base,
+        counted: filled.counted,
+        owned: filled.owned,
         identity
     };
     try {
@@ -13242,11 +13381,56 @@ cacheSetup = false) {
         (0,external_node_fs_.writeFileSync)(madeFile(dataDir, runId), JSON.stringify(made), { mode: 0o600 });
     }
     catch (error) {
-        await setupLayer?.finish(false);
+        await filled.setupLayer?.finish(false);
         throw error;
     }
-    const layersOf = counted === root ? undefined : () => workspaceLayers(dataDir, runId);
-    return { ...workspaceOf(root, repo, made, layersOf), setupLayer };
+    const layersOf = filled.counted === root ? undefined : () => workspaceLayers(dataDir, runId);
+    return { ...workspaceOf(root, repo, made, layersOf), setupLayer: filled.setupLayer };
+}
+/**
+ * The git repository a workspace is made from (a remote source's cache, or the local source's
+ * own, if it is in one) and the source's folder inside it; no repository for a plain folder.
+ */
+async function sourceRepository(environment, dataDir) {
+    if (isRemoteSource(environment.source))
+        return { repository: await remoteCache(environment.source, dataDir), sub: '' };
+    if (!(0,external_node_fs_.existsSync)(environment.source))
+        throw new Error(`source ${environment.source} does not exist`);
+    const repository = await gitTopLevel(environment.source);
+    return { repository, sub: repository ? (0,external_node_path_.relative)(repository, environment.source) : '' };
+}
+/**
+ * Fills the workspace with the repository's start commit: a copy-on-write view of its shared
+ * checkout where overlays may be mounted, else a checkout of its own.
+ */
+async function fillFromRepository(environment, dataDir, runId, repo, repository, owner, cacheSetup) {
+    const root = repo.workTree;
+    const start = environment.publish ? await startOf(repository, environment.publish.base) : undefined;
+    const head = start?.commit ?? (await sourceGit(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
+    const gitDir = (0,external_node_path_.resolve)(repository, (await sourceGit(['rev-parse', '--git-common-dir'], repository)).trim());
+    const borrowed = objectStores(gitDir);
+    if (layerMode(dataDir).kind === 'overlay') {
+        const keyOf = cacheSetup ? (checkout) => setupKey(checkout, environment) : undefined;
+        const mounted = await mountWorkspace(dataDir, runId, repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'), owner, keyOf);
+        return {
+            kind: 'repository',
+            counted: mounted.upper,
+            owned: [],
+            borrowed,
+            start,
+            base: head,
+            setupLayer: mounted.setup
+        };
+    }
+    const base = await checkoutRepository(repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'));
+    return { kind: 'repository', counted: root, owned: [root], borrowed, start, base };
+}
+/** Fills the workspace with a copy of a source that is no git repository, recorded as its start. */
+async function fillFromCopy(environment, dataDir, repo, quotaBytes) {
+    const root = repo.workTree;
+    copyTree(environment.source, root, dataDir, quotaBytes);
+    const base = await snapshotCopy(repo);
+    return { kind: 'copy', counted: root, owned: [root], borrowed: [], base };
 }
 /**
  * Gives a directory root just made (nothing of a run has been in it) and everything below it to
@@ -13307,20 +13491,14 @@ function workspaceOf(root, repo, made,
 /** The layers of a copy-on-write workspace as they are when asked. */
 layersOf) {
     const { sub, kind, borrowed, repository, baseBranch, base, counted, owned, identity } = made;
-    const tree = { repository: repo, borrowed, identity };
-    // The two trees a diff from the layers wrote (the start and the end of the paths it looked at);
-    // unset after a walk, whose changes are the private index against the start.
-    let ends;
-    // What git compares: the two trees, or the private index (as `add` left it) and the start.
-    const compared = () => (ends ? [ends.from, ends.to] : ['--cached', base]);
-    const changes = (...options) => [
-        'diff',
-        '--no-color',
-        '--no-renames',
-        ...NO_PROGRAMS,
-        ...options,
-        ...compared()
-    ];
+    const view = {
+        tree: { repository: repo, borrowed, identity },
+        repo,
+        root,
+        base,
+        identity,
+        layersOf
+    };
     return {
         path: sub ? (0,external_node_path_.join)(root, sub) : root,
         root,
@@ -13333,92 +13511,13 @@ layersOf) {
         base,
         git: repo,
         identity,
-        async diff(walk = 'layers') {
-            ends = undefined;
-            // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
-            // when its layers say too much, the whole tree is walked.
-            const layers = walk === 'layers' ? layersOf?.() : undefined;
-            let found = layers ? await layerPaths(identity, layers) : undefined;
-            // git refuses some candidates the layers name (a path below a directory the run swapped for a
-            // link): the whole tree is then walked, as for a full checkout.
-            const listed = found
-                ? await runTreeGit(tree, [changedOnly(found.nested, base)], {
-                    pipeline: true,
-                    stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
-                }).catch(() => undefined)
-                : undefined;
-            if (!listed)
-                found = undefined;
-            const nested = found ? found.nested : await nestedRepositories(root, identity);
-            let names;
-            // The head of the diff the end's script printed after the names (from the layers only).
-            let head;
-            if (listed) {
-                // The first line names the two trees, the name-status lines follow up to a NUL (no line
-                // of git's has one), then the head of the diff.
-                const out = listed.stdout;
-                const newline = out.indexOf(0x0a);
-                const end = out.indexOf(0, newline);
-                const [from, to] = out.toString('utf8', 0, Math.max(newline, 0)).split(' ');
-                if (!from || !to || !TREE.test(from) || !TREE.test(to))
-                    throw new Error('git write-tree failed: no tree was named');
-                ends = { from, to };
-                // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
-                names = out.toString('utf8', newline + 1, end < 0 ? undefined : end);
-                // A head cut short with the rest of the output (past runTreeGit's limit) is not the diff's.
-                head = end < 0 || listed.bytes > out.length ? undefined : out.subarray(end + 1);
-            }
-            else {
-                names = (await runTreeGit(tree, [
-                    // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
-                    ['add', '--all', ...excludeNested(nested)],
-                    ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, base]
-                ])).stdout.toString('utf8');
-            }
-            const lines = names.split('\n').filter(Boolean);
-            const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
-                const [status, ...path] = line.split('\t');
-                const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
-                return { path: path.join('\t'), change };
-            });
-            const more = lines.length - files.length;
-            const { diff, truncated } = files.length === 0
-                ? { diff: '', truncated: false }
-                : cutDiff(head ?? (await boundedDiff(tree, changes())));
-            const walked = found ? 'layers' : 'tree';
-            return more > 0
-                ? { diff, truncated, files, more_files: more, nested, walked }
-                : { diff, truncated, files, nested, walked };
-        },
+        diff: (walk = 'layers') => workspaceDiff(view, walk),
         async patch(max) {
-            const { stdout, bytes } = await runTreeGit(tree, [changes('--binary')], { maxStdout: max });
+            const { stdout, bytes } = await runTreeGit(view.tree, [changes(view, '--binary')], { maxStdout: max });
             return { bytes: stdout, size: bytes };
         },
-        async changedBytes() {
-            const { stdout } = await runTreeGit(tree, [
-                changes('--raw', '--no-abbrev'),
-                // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
-                `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
-                ['cat-file', '--batch-check=%(objectsize)'],
-                `awk '{ s += $1 } END { printf "%.0f\\n", s }'`
-            ], { pipeline: true });
-            const bytes = Number(stdout.toString('utf8').trim());
-            if (!Number.isSafeInteger(bytes))
-                throw new Error('the size of the changes could not be read');
-            return bytes;
-        },
-        async tree() {
-            // After a walk the private index holds the whole work tree; after a diff from the layers, the
-            // start's tree with the changes between the two trees put in (a whole index is read here
-            // only, when a run publishes).
-            const made = ends
-                ? (await runTreeGit(tree, [wholeTree(base, ends)], { pipeline: true })).stdout.toString('utf8')
-                : await privateGit(repo, ['write-tree']);
-            const id = made.trim();
-            if (!TREE.test(id))
-                throw new Error('git write-tree failed: no tree was named');
-            return id;
-        },
+        changedBytes: () => changedBytes(view),
+        tree: () => workTree(view),
         size: () => treeUsage(identity, [counted]),
         release() {
             const now = new Date();
@@ -13426,6 +13525,104 @@ layersOf) {
                 (0,external_node_fs_.utimesSync)(root, now, now);
         }
     };
+}
+/** The git diff of the changes, with `options`: the two trees, or the private index (as `add` left it) and the start. */
+function changes(view, ...options) {
+    const compared = view.ends ? [view.ends.from, view.ends.to] : ['--cached', view.base];
+    return ['diff', '--no-color', '--no-renames', ...NO_PROGRAMS, ...options, ...compared];
+}
+/** Workspace.diff: the changed files' names (from the layers, else by a walk), then the diff itself. */
+async function workspaceDiff(view, walk) {
+    view.ends = undefined;
+    // A copy-on-write workspace says what the run may have changed (layer-changes.ts); else, or
+    // when its layers say too much, the whole tree is walked.
+    const layers = walk === 'layers' ? view.layersOf?.() : undefined;
+    const fromLayers = layers ? await layerNames(view, layers) : undefined;
+    const nested = fromLayers ? fromLayers.nested : await nestedRepositories(view.root, view.identity);
+    const names = fromLayers ? fromLayers.names : await walkedNames(view, nested);
+    const lines = names.split('\n').filter(Boolean);
+    const files = lines.slice(0, MAX_DIFF_FILES).map(line => {
+        const [status, ...path] = line.split('\t');
+        const change = status === 'A' ? 'added' : status === 'D' ? 'deleted' : 'modified';
+        return { path: path.join('\t'), change };
+    });
+    const more = lines.length - files.length;
+    const { diff, truncated } = files.length === 0
+        ? { diff: '', truncated: false }
+        : cutDiff(fromLayers?.head ?? (await boundedDiff(view.tree, changes(view))));
+    const walked = fromLayers ? 'layers' : 'tree';
+    return more > 0
+        ? { diff, truncated, files, more_files: more, nested, walked }
+        : { diff, truncated, files, nested, walked };
+}
+/**
+ * The changes among the paths the layers name, without the private index: the name-status lines
+ * and (when whole) the head of the diff, with `view.ends` set to the two trees written; undefined
+ * when the layers cannot tell or git refuses a candidate (a path below a directory the run swapped
+ * for a link), and the whole tree is walked instead, as for a full checkout.
+ */
+async function layerNames(view, layers) {
+    const found = await layerPaths(view.identity, layers);
+    if (!found)
+        return undefined;
+    const listed = await runTreeGit(view.tree, [changedOnly(found.nested, view.base)], {
+        pipeline: true,
+        stdin: Buffer.from(found.candidates.map(path => `:(literal)${path}\0`).join(''))
+    }).catch(() => undefined);
+    if (!listed)
+        return undefined;
+    // The first line names the two trees, the name-status lines follow up to a NUL (no line
+    // of git's has one), then the head of the diff the end's script printed.
+    const out = listed.stdout;
+    const newline = out.indexOf(0x0a);
+    const end = out.indexOf(0, newline);
+    const [from, to] = out.toString('utf8', 0, Math.max(newline, 0)).split(' ');
+    if (!from || !to || !TREE.test(from) || !TREE.test(to))
+        throw new Error('git write-tree failed: no tree was named');
+    view.ends = { from, to };
+    return {
+        nested: found.nested,
+        // Past what runTreeGit keeps (64 MB of names) the diff is printed on its own below.
+        names: out.toString('utf8', newline + 1, end < 0 ? undefined : end),
+        // A head cut short with the rest of the output (past runTreeGit's limit) is not the diff's.
+        head: end < 0 || listed.bytes > out.length ? undefined : out.subarray(end + 1)
+    };
+}
+/** The name-status lines of a walk: the whole work tree added to the private index, against the start. */
+async function walkedNames(view, nested) {
+    const { stdout } = await runTreeGit(view.tree, [
+        // Nested repositories the run made stay out of the index: git never probes them (nested.ts).
+        ['add', '--all', ...excludeNested(nested)],
+        ['diff', '--cached', '--name-status', '--no-renames', ...NO_PROGRAMS, view.base]
+    ]);
+    return stdout.toString('utf8');
+}
+/** Workspace.changedBytes: the sizes of the new contents of every added or modified file. */
+async function changedBytes(view) {
+    const { stdout } = await runTreeGit(view.tree, [
+        changes(view, '--raw', '--no-abbrev'),
+        // `:<old mode> <new mode> <old id> <new id> <status>`: new contents only, no submodule.
+        `awk '$2 != "160000" && $4 !~ /^0+$/ { print $4 }'`,
+        ['cat-file', '--batch-check=%(objectsize)'],
+        `awk '{ s += $1 } END { printf "%.0f\\n", s }'`
+    ], { pipeline: true });
+    const bytes = Number(stdout.toString('utf8').trim());
+    if (!Number.isSafeInteger(bytes))
+        throw new Error('the size of the changes could not be read');
+    return bytes;
+}
+/** Workspace.tree: the git tree of the whole work tree as the last diff found it. */
+async function workTree(view) {
+    // After a walk the private index holds the whole work tree; after a diff from the layers, the
+    // start's tree with the changes between the two trees put in (a whole index is read here
+    // only, when a run publishes).
+    const made = view.ends
+        ? (await runTreeGit(view.tree, [wholeTree(view.base, view.ends)], { pipeline: true })).stdout.toString('utf8')
+        : await privateGit(view.repo, ['write-tree']);
+    const id = made.trim();
+    if (!TREE.test(id))
+        throw new Error('git write-tree failed: no tree was named');
+    return id;
 }
 /** A tree id as `write-tree` prints it. */
 const TREE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -15253,21 +15450,22 @@ function collectImageLayout(dataDir, refs, cacheBytes) {
 
 
 
+
 /** The PATH a program is looked up on in an image without one in its Env. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 /** A program no image has: a sandbox that gets as far as looking for it was made whole. */
 const PROBE = '/.agent-run-probe-absent';
-/** The agent's program as a run would start it, and the names harness kinds use by default. */
+/**
+ * The agent's program as a run would start it, and the arguments that print its version (a
+ * harness CLI's), as the kind's registry entry says; undefined for a kind without a program
+ * (simulated) or a program that is the prompt itself.
+ */
 function image_startup_programOf(environment) {
-    const agent = environment.agent;
-    if (agent.kind === 'simulated')
+    const known = agentKindOf(environment.agent.kind)?.program;
+    const program = known?.command(environment.agent)[0];
+    if (!known || !program || program.includes('{prompt}'))
         return undefined;
-    const kind = agentKindOf(agent.kind);
-    const defaults = { 'claude-code': 'claude', codex: 'codex', gemini: 'gemini' };
-    const program = agent.command?.[0] ?? defaults[agent.kind];
-    if (!program || program.includes('{prompt}'))
-        return undefined;
-    return { program, version: kind?.harnessType ? ['--version'] : undefined };
+    return { program, version: known.cli?.versionArgs };
 }
 /** Runs `argv` in a sandbox of `image` shaped like a run of `environment`; answers how it ended. */
 async function runInImage(config, environment, image, argv) {
@@ -15314,53 +15512,58 @@ async function checkImages(config) {
         if (!environment.image)
             continue;
         const at = `environment ${show(environment.id)}: image ${environment.image.ref}`;
-        let image;
-        try {
-            image = await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes);
-        }
-        catch (error) {
-            if (!(error instanceof ImageError))
-                throw error;
-            problems.push(`${at}: ${error.message}`);
-            continue;
-        }
-        const how = image.unpacked ? `unpacked in ${image.unpackMs} ms` : 'from the cache';
-        const probe = await runInImage(config, environment, image, [PROBE]);
-        if (!`${probe.stderr}`.includes(PROBE)) {
-            const why = probe.error?.message ??
-                (probe.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${probe.status}`);
-            problems.push(`${at}: its sandbox cannot be made here (${why}); image environments need user namespaces for the runs' user (\`sudo sysctl -w kernel.unprivileged_userns_clone=1\`, or on Ubuntu 23.10+ \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\`)`);
-            continue;
-        }
-        const command = image_startup_programOf(environment);
-        if (!command) {
-            notes.push(`${at} (${image.digest}, ${image.bytes} bytes, ${how}) is the root of its runs`);
-            continue;
-        }
-        const path = environment.env.includes('PATH')
-            ? (process.env.PATH ?? '')
-            : (image.env.PATH ?? DEFAULT_PATH);
-        const found = findInImage(image, command.program, path);
-        if (!found) {
-            problems.push(`${at}: its command ${show(command.program)} is not an executable file of the image (looked on the image's PATH ${path}); expected an image that has it, or its absolute path inside the image`);
-            continue;
-        }
-        let version = '';
-        if (command.version) {
-            const ran = await runInImage(config, environment, image, [found, ...command.version]);
-            if (ran.status !== 0) {
-                const why = ran.error?.message ??
-                    (ran.stderr.trim().split('\n').slice(-2).join(' ') || `exit code ${ran.status}`);
-                problems.push(`${at}: its command ${show(command.program)} (${found}) does not run in the image (${why})`);
-                continue;
-            }
-            version = `, version ${ran.stdout.trim().split('\n')[0] ?? ''}`;
-        }
-        notes.push(`${at} (${image.digest}, ${image.bytes} bytes, ${how}): its command ${found} is there${version}`);
+        const line = await checkImage(config, environment, at);
+        (line.ok ? notes : problems).push(line.text);
     }
     if (problems.length > 0)
         throw new StartupCheckError(`refusing to start:${problems.length === 1 ? ` ${problems[0]}` : `\n- ${problems.join('\n- ')}`}`);
     return notes;
+}
+/** One image environment's start-up line: a note when its image and command are fine, else its problem. */
+async function checkImage(config, environment, at) {
+    let image;
+    try {
+        image = await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes);
+    }
+    catch (error) {
+        if (!(error instanceof ImageError))
+            throw error;
+        return { ok: false, text: `${at}: ${error.message}` };
+    }
+    const how = image.unpacked ? `unpacked in ${image.unpackMs} ms` : 'from the cache';
+    const probe = await runInImage(config, environment, image, [PROBE]);
+    if (!`${probe.stderr}`.includes(PROBE))
+        return {
+            ok: false,
+            text: `${at}: its sandbox cannot be made here (${whyItFailed(probe)}); image environments need user namespaces for the runs' user (\`sudo sysctl -w kernel.unprivileged_userns_clone=1\`, or on Ubuntu 23.10+ \`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\`)`
+        };
+    const command = image_startup_programOf(environment);
+    if (!command)
+        return {
+            ok: true,
+            text: `${at} (${image.digest}, ${image.bytes} bytes, ${how}) is the root of its runs`
+        };
+    const path = environment.env.includes('PATH') ? (process.env.PATH ?? '') : (image.env.PATH ?? DEFAULT_PATH);
+    const found = findInImage(image, command.program, path);
+    if (!found)
+        return {
+            ok: false,
+            text: `${at}: its command ${show(command.program)} is not an executable file of the image (looked on the image's PATH ${path}); expected an image that has it, or its absolute path inside the image`
+        };
+    let version = '';
+    if (command.version) {
+        const ran = await runInImage(config, environment, image, [found, ...command.version]);
+        if (ran.status !== 0)
+            return {
+                ok: false,
+                text: `${at}: its command ${show(command.program)} (${found}) does not run in the image (${whyItFailed(ran)})`
+            };
+        version = `, version ${ran.stdout.trim().split('\n')[0] ?? ''}`;
+    }
+    return {
+        ok: true,
+        text: `${at} (${image.digest}, ${image.bytes} bytes, ${how}): its command ${found} is there${version}`
+    };
 }
 
 // EXTERNAL MODULE: ./node_modules/pg/esm/index.mjs
