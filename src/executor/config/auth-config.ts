@@ -5,8 +5,10 @@
 // names and their patterns.
 
 import { isIP } from 'node:net';
+import Type, { type Static } from 'typebox';
 import type { KeyKind } from '../store/types.js';
-import { type ConfigReader, show } from '../values/config-reader.js';
+import { show } from '../values/config-reader.js';
+import { type Read, choice, custom, readMapping, section, text } from './schema-kit.js';
 
 /** GitHub Actions' issuer, the rule's default. */
 export const GITHUB_ACTIONS_ISSUER = 'https://token.actions.githubusercontent.com';
@@ -51,22 +53,6 @@ export const OIDC_CLAIMS = [
  */
 const SCOPING_CLAIMS = ['repository', 'repository_id', 'repository_owner', 'repository_owner_id', 'sub'];
 
-export interface OidcRule {
-  /** The issuer's URL as tokens name it in `iss` (no trailing slash). */
-  issuer: string;
-  audience: string;
-  team: string;
-  kind: KeyKind;
-  /** Claim name → pattern; `*` in a pattern stands for any run of characters (none too). */
-  claims: Record<string, string>;
-}
-
-export interface AuthConfig {
-  oidc: OidcRule[];
-  /** How far the issuers' clocks and this machine's may differ when a token's exp, nbf and iat are checked. */
-  oidcClockSkewMs: number;
-}
-
 /** `auth.oidc_clock_skew`'s default: 60 s. */
 export const OIDC_CLOCK_SKEW_MS = 60_000;
 /** …and its most: 5 minutes. */
@@ -83,52 +69,8 @@ export function isLoopbackHost(host: string): boolean {
   return false;
 }
 
-export function parseAuth(r: ConfigReader, raw: unknown): AuthConfig {
-  const auth = r.object(raw, 'auth');
-  r.known(auth, 'auth', ['oidc', 'oidc_clock_skew']);
-  let oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
-  // A larger allowance would keep expired tokens alive: what the tokens' short lives are for.
-  if (oidcClockSkewMs > MAX_OIDC_CLOCK_SKEW_MS) {
-    r.problems.push(
-      `auth.oidc_clock_skew ${show(auth.oidc_clock_skew)}: expected a duration from 0 to 5m, such as 60s`
-    );
-    oidcClockSkewMs = OIDC_CLOCK_SKEW_MS;
-  }
-  const rules: OidcRule[] = [];
-  if (auth.oidc === undefined || auth.oidc === null) return { oidc: rules, oidcClockSkewMs };
-  if (!Array.isArray(auth.oidc)) {
-    r.problems.push(
-      `auth.oidc ${show(auth.oidc)}: expected a list of rules, each with audience, team and claims`
-    );
-    return { oidc: rules, oidcClockSkewMs };
-  }
-  auth.oidc.forEach((item, index) => {
-    const rule = parseRule(r, item, `auth.oidc[${index}]`);
-    if (rule) rules.push(rule);
-  });
-  return { oidc: rules, oidcClockSkewMs };
-}
-
-function parseRule(r: ConfigReader, raw: unknown, at: string): OidcRule | undefined {
-  const rule = r.object(raw, at);
-  r.known(rule, at, ['issuer', 'audience', 'team', 'kind', 'claims']);
-  const issuer = issuerOf(r, rule.issuer, `${at}.issuer`);
-  const audience = r.string(rule.audience, `${at}.audience`, '');
-  const team = r.string(rule.team, `${at}.team`, '');
-  if (team !== '' && !TEAM_FORM.test(team))
-    r.problems.push(`${at}.team ${show(rule.team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
-  const kind = r.oneOf<KeyKind>(rule.kind, `${at}.kind`, ['agent', 'personal'], 'agent');
-  const claims = claimsOf(r, rule.claims, `${at}.claims`);
-  if (!SCOPING_CLAIMS.some(name => claims[name] !== undefined) && rule.claims !== null)
-    r.problems.push(
-      `${at}.claims: names no repository; expected at least one of ${SCOPING_CLAIMS.join(', ')} ` +
-        '(without one, every repository on the issuer could sign in), such as {repository: acme/widgets, ref: refs/heads/main}'
-    );
-  if (issuer === undefined || audience === '' || team === '') return undefined;
-  return { issuer, audience, team, kind, claims };
-}
-
-function issuerOf(r: ConfigReader, value: unknown, at: string): string | undefined {
+/** A rule's `issuer`: an https:// URL (http:// on a loopback address), GitHub Actions' by default. */
+const readIssuer: Read = (value, at, { r }) => {
   if (value === undefined || value === null) return GITHUB_ACTIONS_ISSUER;
   const form = `expected an https:// URL such as ${GITHUB_ACTIONS_ISSUER} (http:// only on a loopback address)`;
   let url: URL;
@@ -148,12 +90,20 @@ function issuerOf(r: ConfigReader, value: unknown, at: string): string | undefin
     return undefined;
   }
   return url.href.replace(/\/+$/, '');
-}
+};
 
-function claimsOf(r: ConfigReader, value: unknown, at: string): Record<string, string> {
+/** A rule's `team`: required, an id. */
+const readTeam: Read = (value, at, { r }) => {
+  const team = r.string(value, at, '');
+  if (team !== '' && !TEAM_FORM.test(team))
+    r.problems.push(`${at} ${show(value)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+  return team;
+};
+
+/** A rule's `claims`: known claim names to patterns, one of them naming the repository. */
+const readClaims: Read = (value, at, { r }) => {
   const claims: Record<string, string> = {};
-  const object = r.object(value, at);
-  for (const [name, pattern] of Object.entries(object)) {
+  for (const [name, pattern] of Object.entries(r.object(value, at))) {
     if (!(OIDC_CLAIMS as readonly string[]).includes(name)) {
       r.problems.push(`${at}.${name}: unknown claim; expected one of ${OIDC_CLAIMS.join(', ')}`);
       continue;
@@ -169,5 +119,88 @@ function claimsOf(r: ConfigReader, value: unknown, at: string): Record<string, s
     }
     claims[name] = String(pattern);
   }
+  if (!SCOPING_CLAIMS.some(name => claims[name] !== undefined) && value !== null)
+    r.problems.push(
+      `${at}: names no repository; expected at least one of ${SCOPING_CLAIMS.join(', ')} ` +
+        '(without one, every repository on the issuer could sign in), such as {repository: acme/widgets, ref: refs/heads/main}'
+    );
   return claims;
-}
+};
+
+/** One rule of `auth.oidc`. */
+export const OIDC_RULE = Type.Object({
+  issuer: custom<string>(
+    'issuer',
+    'the issuer trusted, as tokens name it in iss (GHES: https://HOST/_services/token)',
+    'an https:// URL',
+    readIssuer,
+    {
+      fallback: GITHUB_ACTIONS_ISSUER
+    }
+  ),
+  audience: text('audience', "the token's aud must name it (required)", ''),
+  team: custom<string>(
+    'team',
+    'the team a matching token acts for (letters, digits, . _ -)',
+    'a string',
+    readTeam
+  ),
+  kind: choice<KeyKind>(
+    'kind',
+    'creator.type agent or user of what a matching token creates, as for keys',
+    ['agent', 'personal'],
+    'agent'
+  ),
+  /** Claim name → pattern; `*` in a pattern stands for any run of characters (none too). */
+  claims: custom<Record<string, string>>(
+    'claims',
+    'claims that must all match, one naming the repository; * matches any characters',
+    'a mapping of claim names to patterns',
+    readClaims
+  )
+});
+
+export type OidcRule = Static<typeof OIDC_RULE>;
+
+/** `auth.oidc`: a list of rules; a rule missing its issuer, audience or team is left out (with its problem). */
+const readRules: Read = (value, at, ctx) => {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) {
+    ctx.r.problems.push(
+      `${at} ${show(value)}: expected a list of rules, each with audience, team and claims`
+    );
+    return [];
+  }
+  return value
+    .map((item: unknown, index: number) => readMapping(OIDC_RULE, item, `${at}[${index}]`, ctx) as OidcRule)
+    .filter(rule => rule.issuer !== undefined && rule.audience !== '' && rule.team !== '');
+};
+
+/** `auth.oidc_clock_skew`: a duration up to 5 minutes (a larger one would keep expired tokens alive). */
+const readClockSkew: Read = (value, at, { r }) => {
+  const ms = r.duration(value, at, OIDC_CLOCK_SKEW_MS, true);
+  if (ms <= MAX_OIDC_CLOCK_SKEW_MS) return ms;
+  r.problems.push(`${at} ${show(value)}: expected a duration from 0 to 5m, such as 60s`);
+  return OIDC_CLOCK_SKEW_MS;
+};
+
+/** The `auth:` mapping. */
+export const AUTH = section('auth', 'who may sign in without an API key', {
+  oidc: custom<OidcRule[]>(
+    'oidc',
+    "rules by which a workload's OIDC token (a GitHub Actions job's) is accepted instead of an API key",
+    'a list of rules',
+    readRules,
+    { fallback: '[]', inner: OIDC_RULE, list: true }
+  ),
+  /** How far the issuers' clocks and this machine's may differ when a token's exp, nbf and iat are checked. */
+  oidcClockSkewMs: custom<number>(
+    'oidc_clock_skew',
+    "how far the issuer's clock may be off when exp, nbf and iat are checked",
+    'a duration (90s, 30m, 1h30m)',
+    readClockSkew,
+    { fallback: '1m', range: '0s to 5m' }
+  )
+});
+
+export type AuthConfig = Static<typeof AUTH>;

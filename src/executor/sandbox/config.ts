@@ -1,9 +1,12 @@
 // The `sandbox:` key of an environment, parsed on its own so config.ts only calls it: how a run's
 // processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
+// Its keys are declared once below as a TypeBox schema annotated as config/schema-kit.ts reads it
+// (this room stands below config/, so the annotations are written out here rather than built).
 // Also the start-up rule on its extra paths: none may show a run the executor's data dir.
 
 import { existsSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import Type, { type Static } from 'typebox';
 import { didYouMean } from '../../api/index.js';
 import { userSpecProblem } from './user.js';
 
@@ -12,22 +15,85 @@ export interface NetworkTarget {
   port: number;
 }
 
-export interface SandboxConfig {
+/** A key's annotations, the shape config/schema-kit.ts's KeyInfo gives them. */
+function about(key: string, doc: string, form: string, fallback?: string, range?: string) {
+  return {
+    config: { key, doc, form, ...(fallback === undefined ? {} : { fallback }), ...(range ? { range } : {}) }
+  };
+}
+
+/** The range of `processes`. */
+const PROCESSES = [8, 1_000_000] as const;
+
+/** The keys of a `sandbox:` mapping, by the property each sets. */
+export const SANDBOX_KEYS = Type.Object({
+  /** `none`: loopback of its own only; `host`: the host's network; a list: those host:port only. */
+  network: Type.Unsafe<'none' | 'host' | NetworkTarget[]>(
+    about(
+      'network',
+      "none: a loopback of its own only; host: the host's network; a list: only those host:port",
+      'none, host or a list of host:port',
+      'none'
+    )
+  ),
+  read: Type.Array(
+    Type.String(),
+    about(
+      'read',
+      'extra paths visible read-only (where an agent CLI is installed, say)',
+      'a list of absolute paths',
+      '[]'
+    )
+  ),
+  write: Type.Array(
+    Type.String(),
+    about(
+      'write',
+      "extra writable paths (a root executor's runs write there as sandbox.user: make them its)",
+      'a list of absolute paths',
+      '[]'
+    )
+  ),
+  memoryBytes: Type.Integer(
+    about(
+      'memory',
+      "memory of the run's processes (cgroup)",
+      'a size (KB, MB, GB, KiB, MiB, GiB)',
+      '4GiB',
+      'at least 16MiB'
+    )
+  ),
+  processes: Type.Integer({
+    minimum: PROCESSES[0],
+    maximum: PROCESSES[1],
+    ...about('processes', 'processes at once (cgroup)', 'a whole number', '512', `${PROCESSES.join(' to ')}`)
+  }),
+  /** When true, a machine where no cgroup can be made refuses this environment at start-up. */
+  requireLimits: Type.Boolean(
+    about('require_limits', 'true: refuse to start where no cgroup can be made', 'true or false', 'false')
+  ),
+  /** The host user of the run's processes when the executor is root (sandbox/user.ts); unset: agent-run. */
+  user: Type.Optional(
+    Type.String(
+      about(
+        'user',
+        'host user of the runs when the executor is root, never root (created with useradd --system when missing)',
+        'a name or uid[:gid]',
+        'agent-run'
+      )
+    )
+  )
+});
+
+export type SandboxConfig = Static<typeof SANDBOX_KEYS> & {
   /** False only when the environment says `sandbox: off`. */
   enabled: boolean;
-  /** `none`: loopback of its own only; `host`: the host's network; a list: those host:port only. */
-  network: 'none' | 'host' | NetworkTarget[];
-  /** Extra paths visible read-only inside. */
-  read: string[];
-  /** Extra paths writable inside. */
-  write: string[];
-  memoryBytes: number;
-  processes: number;
-  /** When true, a machine where no cgroup can be made refuses this environment at start-up. */
-  requireLimits: boolean;
-  /** The host user of the run's processes when the executor is root (sandbox/user.ts); unset: agent-run. */
-  user?: string;
-}
+};
+
+/** The YAML names of the keys, in order. */
+const KEYS = Object.values(SANDBOX_KEYS.properties).map(
+  property => (property as unknown as ReturnType<typeof about>).config.key
+);
 
 export const DEFAULT_SANDBOX: SandboxConfig = {
   enabled: true,
@@ -74,10 +140,9 @@ export function parseSandbox(raw: unknown, at: string, problems: string[]): Sand
     return { ...DEFAULT_SANDBOX };
   }
   const object = raw as Record<string, unknown>;
-  const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits', 'user'];
   for (const key of Object.keys(object))
-    if (!keys.includes(key))
-      problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}${didYouMean(key, keys)}`);
+    if (!KEYS.includes(key))
+      problems.push(`${at}.${key}: unknown key; expected one of ${KEYS.join(', ')}${didYouMean(key, KEYS)}`);
   const config: SandboxConfig = { ...DEFAULT_SANDBOX };
   config.network = parseNetwork(object.network, `${at}.network`, problems);
   config.read = paths(object.read, `${at}.read`, problems);
@@ -90,8 +155,9 @@ export function parseSandbox(raw: unknown, at: string, problems: string[]): Sand
   }
   if (object.processes !== undefined && object.processes !== null) {
     const n = object.processes;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 8 || n > 1_000_000)
-      problems.push(`${at}.processes ${show(n)}: expected a whole number from 8 to 1000000`);
+    const [min, max] = PROCESSES;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
+      problems.push(`${at}.processes ${show(n)}: expected a whole number from ${min} to ${max}`);
     else config.processes = n;
   }
   if (object.require_limits !== undefined && object.require_limits !== null) {

@@ -102,6 +102,14 @@ export class ConfigReader {
     return fallback;
   }
 
+  /** true or false; anything else is a problem and the fallback. */
+  boolean(value: unknown, at: string, fallback: boolean): boolean {
+    if (value === undefined || value === null) return fallback;
+    if (typeof value === 'boolean') return value;
+    this.problems.push(`${at} ${show(value)}: expected true or false`);
+    return fallback;
+  }
+
   oneOf<T extends string>(value: unknown, at: string, options: readonly T[], fallback: T): T {
     if (value === undefined || value === null) return fallback;
     if (options.includes(value as T)) return value as T;
