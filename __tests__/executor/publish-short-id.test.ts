@@ -1,4 +1,4 @@
-// `{short_id}` in publish.branch names one run's branch (docs/executor.md): two runs made one
+// `{short_id}` in publish.branch names one run's branch (docs/publishing.md): two runs made one
 // after the other must push two branches. Run ids are time-ordered (src/executor/runs/run-id.ts),
 // so their first 8 hex digits are the top 32 bits of the creation time in milliseconds and are the
 // same for every run made within about 65 seconds.
