@@ -40,7 +40,7 @@ it('follows a redirect to storage elsewhere without the key, and keeps binary by
 
   const client = new AgentRunClient({ baseUrl: service.url, apiKey: KEY });
   try {
-    const file = await client.downloadArtifact('a-1');
+    const file = await client.artifacts.download('a-1');
     expect(file.bytes.equals(bytes)).toBe(true);
     expect(file.contentType).toBe('application/octet-stream');
     const redirect = service.requests.find(r => r.path === '/redirect/a-1')!;
@@ -48,7 +48,7 @@ it('follows a redirect to storage elsewhere without the key, and keeps binary by
     expect(seen).toHaveLength(1);
     expect(seen[0]!.authorization).toBeUndefined();
     expect(JSON.stringify(seen[0])).not.toContain(KEY);
-    await expect(client.downloadArtifact('missing')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.artifacts.download('missing')).rejects.toBeInstanceOf(NotFoundError);
   } finally {
     client.close();
   }

@@ -14,7 +14,7 @@ let client: AgentRunClient;
 async function setUp(options: ContractServerOptions): Promise<string> {
   server = await new ContractServer({ apiKey: KEY, ...options }).start();
   client = new AgentRunClient({ baseUrl: server.url, apiKey: KEY });
-  return (await client.createRun({ prompt: 'p', config: { environment_id: 'e' } })).run_id;
+  return (await client.runs.create({ prompt: 'p', config: { environment_id: 'e' } })).run_id;
 }
 afterEach(async () => {
   client.close();

@@ -89,7 +89,7 @@ describe('supersede on the executor', () => {
     const older = first.outputs['run-id']!;
     const client = new AgentRunClient({ baseUrl: executor.url, apiKey: key });
     try {
-      expect((await client.getRun(older)).metadata).toEqual({
+      expect((await client.runs.get(older)).metadata).toEqual({
         repository: 'acme/app',
         thread: '5',
         workflow: 'agent'
@@ -103,7 +103,7 @@ describe('supersede on the executor', () => {
         `::notice::supersede: cancelled the earlier run ${older} of this thread`
       );
       expect(second.outputs['run-id']).not.toBe(older);
-      const cancelled = await client.waitForRun(older, { timeoutMs: 60_000 });
+      const cancelled = await client.runs.wait(older, { timeoutMs: 60_000 });
       expect(cancelled.run?.state).toBe('CANCELLED');
       expect(String(cancelled.run?.status_message)).toContain('superseded by a newer request on #5');
     } finally {

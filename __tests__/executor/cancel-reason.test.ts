@@ -20,7 +20,10 @@ afterAll(async () => {
 });
 
 async function sleepingRun(): Promise<string> {
-  const { run_id } = await client.createRun({ prompt: '@sim sleep 30', config: { environment_id: 'local' } });
+  const { run_id } = await client.runs.create({
+    prompt: '@sim sleep 30',
+    config: { environment_id: 'local' }
+  });
   return run_id;
 }
 
@@ -29,7 +32,7 @@ const settled = (id: string) => waitForState({ on: ex, key, id }, ['CANCELLED'])
 describe('cancel with a reason', () => {
   it('puts the reason in the status message', async () => {
     const id = await sleepingRun();
-    expect(await client.cancelRun(id, { reason: 'timeout after 45m' })).toBe(id);
+    expect(await client.runs.cancel(id, { reason: 'timeout after 45m' })).toBe(id);
     expect(await settled(id)).toMatchObject({
       status_message: 'cancelled by a client: timeout after 45m',
       error_code: 'cancelled'
@@ -38,7 +41,7 @@ describe('cancel with a reason', () => {
 
   it('keeps the plain message without a body or without a reason', async () => {
     const bare = await sleepingRun();
-    await client.cancelRun(bare);
+    await client.runs.cancel(bare);
     expect((await settled(bare)).status_message).toBe('cancelled by a client');
     const empty = await sleepingRun();
     const response = await ex.request(`/api/v1/agent/runs/${empty}/cancel`, {
@@ -63,8 +66,8 @@ describe('cancel with a reason', () => {
       expect(problem).toMatchObject({ error_code: 'invalid_field' });
       expect(problem.detail).toMatch(/^reason: expected a string of 1–500 characters, got /);
     }
-    expect((await client.getRun(id)).state).not.toBe('CANCELLED');
-    await client.cancelRun(id, { reason: 'x'.repeat(500) });
+    expect((await client.runs.get(id)).state).not.toBe('CANCELLED');
+    await client.runs.cancel(id, { reason: 'x'.repeat(500) });
     expect((await settled(id)).status_message).toBe(`cancelled by a client: ${'x'.repeat(500)}`);
   });
 });

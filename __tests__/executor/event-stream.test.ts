@@ -130,7 +130,7 @@ describe("a run's event stream", () => {
     expect(end).toMatchObject({ run_id: id, state: 'SUCCEEDED' });
     expect(cutAfter).toBeDefined();
 
-    const whole = (await client.getWholeTranscript(id))!.events.map(event => event.seq);
+    const whole = (await client.runs.wholeTranscript(id))!.events.map(event => event.seq);
     const seqs = received.map(item => Number(item.id));
     expect(seqs).toEqual(whole);
     expect(new Set(seqs).size).toBe(seqs.length);

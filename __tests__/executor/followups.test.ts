@@ -23,10 +23,10 @@ afterAll(async () => {
 
 const ended = (id: string, on: TestExecutor = ex) => waitForState({ on, key, id });
 const start = async (prompt: string, c = client) =>
-  (await c.createRun({ prompt, config: { environment_id: 'local' } })).run_id;
+  (await c.runs.create({ prompt, config: { environment_id: 'local' } })).run_id;
 
 async function events(id: string, kind: string, c = client): Promise<Record<string, unknown>[]> {
-  const transcript = await c.getWholeTranscript(id);
+  const transcript = await c.runs.wholeTranscript(id);
   return (transcript?.events ?? []).filter(event => event.kind === kind) as Record<string, unknown>[];
 }
 
@@ -35,13 +35,13 @@ describe('a follow-up to an ended run', () => {
     const id = await start('@sim write first.txt one\n@sim result wrote first');
     expect((await ended(id)).state).toBe('SUCCEEDED');
 
-    const answer = await client.submitFollowup(id, {
+    const answer = await client.runs.followUp(id, {
       message: '@sim run grep -q one first.txt\n@sim write second.txt two\n@sim result wrote second'
     });
     expect(answer.run_id).toBe(id);
     expect(['QUEUED', 'INPROGRESS']).toContain(answer.state);
     // Read right after the answer: active again, never the old terminal state.
-    expect(['QUEUED', 'INPROGRESS']).toContain((await client.getRun(id)).state);
+    expect(['QUEUED', 'INPROGRESS']).toContain((await client.runs.get(id)).state);
 
     const run = await ended(id);
     expect(run.state).toBe('SUCCEEDED');
@@ -52,7 +52,7 @@ describe('a follow-up to an ended run', () => {
     // Each turn after the first begins with a `turn` event naming the follow-ups it takes.
     expect((await events(id, 'turn')).map(turn => turn.turn)).toEqual([2]);
     // The conversation: one step per turn, the follow-up as the second step's user message.
-    const conversation = await client.getConversation(id);
+    const conversation = await client.runs.conversation(id);
     expect(conversation.steps).toHaveLength(2);
     expect(JSON.stringify(conversation.steps[1]!.messages[0])).toContain('write second.txt two');
   });
@@ -60,7 +60,7 @@ describe('a follow-up to an ended run', () => {
   it('continues a FAILED run', async () => {
     const id = await start('@sim write kept.txt yes\n@sim fail the tests broke');
     expect((await ended(id)).state).toBe('FAILED');
-    await client.submitFollowup(id, { message: '@sim run test -f kept.txt\n@sim result fixed' });
+    await client.runs.followUp(id, { message: '@sim run test -f kept.txt\n@sim result fixed' });
     const run = await ended(id);
     expect(run).toMatchObject({ state: 'SUCCEEDED' });
     expect(run.status_message ?? null).toBeNull();
@@ -70,7 +70,7 @@ describe('a follow-up to an ended run', () => {
   it('gives the agent the conversation so far in AGENT_CONVERSATION_FILE', async () => {
     const id = await start('@sim result the first answer');
     await ended(id);
-    await client.submitFollowup(id, {
+    await client.runs.followUp(id, {
       message: '@sim run grep -q "the first answer" "$AGENT_CONVERSATION_FILE"\n@sim result seen'
     });
     expect((await ended(id)).state).toBe('SUCCEEDED');
@@ -81,7 +81,7 @@ describe('a follow-up to an active run', () => {
   it('to a running run: the run goes on with it after the current turn', async () => {
     const id = await start('@sim write a.txt a\n@sim sleep 2\n@sim result first');
     await waitForState({ on: ex, key, id }, ['INPROGRESS']);
-    const answer = await client.submitFollowup(id, { message: '@sim run test -f a.txt\n@sim result second' });
+    const answer = await client.runs.followUp(id, { message: '@sim run test -f a.txt\n@sim result second' });
     expect(answer.state).toBe('INPROGRESS');
     expect((await ended(id)).state).toBe('SUCCEEDED');
     expect((await events(id, 'turn')).map(turn => turn.turn)).toEqual([2]);
@@ -91,7 +91,7 @@ describe('a follow-up to an active run', () => {
   it('to a running run whose turn then fails: the run goes on with the follow-up', async () => {
     const id = await start('@sim sleep 2\n@sim fail broke');
     await waitForState({ on: ex, key, id }, ['INPROGRESS']);
-    await client.submitFollowup(id, { message: '@sim result recovered' });
+    await client.runs.followUp(id, { message: '@sim result recovered' });
     await waitForState({ on: ex, key, id }, ['SUCCEEDED'], { timeoutMs: 60_000 });
     expect((await events(id, 'result')).at(-1)).toMatchObject({ text: 'recovered' });
     expect((await events(id, 'turn')).map(turn => turn.turn)).toEqual([2]);
@@ -101,8 +101,8 @@ describe('a follow-up to an active run', () => {
     const busy = await start('@sim sleep 3');
     await waitForState({ on: ex, key, id: busy }, ['INPROGRESS']);
     const id = await start('@sim write q.txt q');
-    expect((await client.getRun(id)).state).toBe('QUEUED');
-    const answer = await client.submitFollowup(id, { message: '@sim run test -f q.txt\n@sim result joined' });
+    expect((await client.runs.get(id)).state).toBe('QUEUED');
+    const answer = await client.runs.followUp(id, { message: '@sim run test -f q.txt\n@sim result joined' });
     expect(answer.state).toBe('QUEUED');
     expect((await ended(id)).state).toBe('SUCCEEDED');
     const turns = await events(id, 'turn');
@@ -117,11 +117,11 @@ describe('cancel and follow-ups', () => {
   it('cancels a continued run as any run, and a later follow-up continues the cancelled run', async () => {
     const id = await start('@sim write c.txt c\n@sim result one');
     await ended(id);
-    await client.submitFollowup(id, { message: '@sim sleep 30' });
+    await client.runs.followUp(id, { message: '@sim sleep 30' });
     await waitForState({ on: ex, key, id }, ['INPROGRESS']);
-    await client.cancelRun(id, { reason: 'superseded' });
+    await client.runs.cancel(id, { reason: 'superseded' });
     expect(await ended(id)).toMatchObject({ state: 'CANCELLED', error_code: 'cancelled' });
-    await client.submitFollowup(id, { message: '@sim run test -f c.txt\n@sim result back' });
+    await client.runs.followUp(id, { message: '@sim run test -f c.txt\n@sim result back' });
     const run = await ended(id);
     expect(run).toMatchObject({ state: 'SUCCEEDED' });
     expect(run.error_code ?? null).toBeNull();
@@ -137,13 +137,13 @@ describe('follow-ups that are refused', () => {
       baseUrl: ex.url,
       apiKey: (await ex.key('team-b', 'personal', 'bob')).raw
     });
-    await expect(other.submitFollowup(id, { message: 'hello' })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(other.runs.followUp(id, { message: 'hello' })).rejects.toBeInstanceOf(NotFoundError);
     other.close();
-    await expect(client.submitFollowup('no-such-run', { message: 'hello' })).rejects.toMatchObject({
+    await expect(client.runs.followUp('no-such-run', { message: 'hello' })).rejects.toMatchObject({
       status: 404,
       errorCode: 'not_found'
     });
-    expect((await client.getRun(id)).state).toBe('SUCCEEDED');
+    expect((await client.runs.get(id)).state).toBe('SUCCEEDED');
   });
 
   it('an empty or oversized message, an unknown mode: 422', async () => {
@@ -161,7 +161,7 @@ describe('follow-ups that are refused', () => {
       expect(response.status).toBe(422);
       expect(await response.json()).toMatchObject({ error_code: 'invalid_field' });
     }
-    expect((await client.getRun(id)).state).toBe('SUCCEEDED');
+    expect((await client.runs.get(id)).state).toBe('SUCCEEDED');
   });
 });
 
@@ -182,14 +182,14 @@ describe('workspaces.continue_for', () => {
 
   it('a run that ended longer ago is not continued: 409 run_not_continuable, naming why', async () => {
     const id = await start('@sim result done', shortClient);
-    const run = await shortClient.waitForRun(id, { timeoutMs: 60_000 });
+    const run = await shortClient.runs.wait(id, { timeoutMs: 60_000 });
     expect(run.run?.state).toBe('SUCCEEDED');
     await sleep(1500);
-    const refused = shortClient.submitFollowup(id, { message: 'more' });
+    const refused = shortClient.runs.followUp(id, { message: 'more' });
     await expect(refused).rejects.toBeInstanceOf(ConflictError);
     await expect(refused).rejects.toMatchObject({ errorCode: 'run_not_continuable' });
     await expect(refused).rejects.toThrow(/workspaces\.continue_for/);
-    expect((await shortClient.getRun(id)).state).toBe('SUCCEEDED');
+    expect((await shortClient.runs.get(id)).state).toBe('SUCCEEDED');
   });
 });
 
@@ -206,7 +206,7 @@ describe('an executor restart between turns', () => {
     first = undefined;
     try {
       c = new AgentRunClient({ baseUrl: second.url, apiKey: raw });
-      await c.submitFollowup(id, { message: '@sim run grep -q kept before.txt\n@sim result two' });
+      await c.runs.followUp(id, { message: '@sim run grep -q kept before.txt\n@sim result two' });
       const run = await waitForState({ on: second, key: raw, id });
       expect(run.state).toBe('SUCCEEDED');
       expect((await events(id, 'result', c)).at(-1)).toMatchObject({ text: 'two' });
@@ -222,7 +222,7 @@ describe('metadata on create', () => {
     const tag = `t${Date.now()}`;
     const make = async (metadata: Record<string, string>) =>
       (
-        await client.createRun({
+        await client.runs.create({
           prompt: '@sim result m',
           config: { environment_id: 'local' },
           metadata: { tag, ...metadata }
@@ -231,9 +231,9 @@ describe('metadata on create', () => {
     const a = await make({ repo: 'o/r', thread: '7' });
     const b = await make({ repo: 'o/r', thread: '8' });
     await make({ repo: 'o/other', thread: '7' });
-    expect((await client.getRun(a)).metadata).toEqual({ tag, repo: 'o/r', thread: '7' });
+    expect((await client.runs.get(a)).metadata).toEqual({ tag, repo: 'o/r', thread: '7' });
     const ids = async (query: Record<string, string>) =>
-      (await client.listRuns({ 'metadata[tag]': tag, ...query })).runs.map(run => run.run_id).sort();
+      (await client.runs.list({ 'metadata[tag]': tag, ...query })).runs.map(run => run.run_id).sort();
     expect(await ids({ 'metadata[repo]': 'o/r' })).toEqual([a, b].sort());
     expect(await ids({ 'metadata[repo]': 'o/r', 'metadata[thread]': '7' })).toEqual([a]);
     expect(await ids({ 'metadata[repo]': 'nobody' })).toEqual([]);
@@ -259,14 +259,14 @@ describe('metadata on create', () => {
 describe('mode plan', () => {
   it('leaves the workspace unchanged (a write fails) and yields a PLAN artifact whose content comes back', async () => {
     const id = (
-      await client.createRun({
+      await client.runs.create({
         prompt: ['@sim write kept.txt base', '@sim result # Base\\nwritten'].join('\n'),
         config: { environment_id: 'local' }
       })
     ).run_id;
     expect((await ended(id)).state).toBe('SUCCEEDED');
     // A plan turn: a write in the sandbox fails, the workspace is as it was.
-    await client.submitFollowup(id, {
+    await client.runs.followUp(id, {
       message: '@sim run sh -c "echo changed > kept.txt" || echo refused\n@sim run grep -q base kept.txt',
       mode: 'plan'
     });
@@ -275,7 +275,7 @@ describe('mode plan', () => {
     expect(String(outputs[0]!.output)).toMatch(/Read-only file system/);
     expect(outputs[1]).toMatchObject({ exit_code: 0 });
 
-    await client.submitFollowup(id, {
+    await client.runs.followUp(id, {
       message: '@sim result # Fix the parser\\n1. read it\\n2. change it',
       mode: 'plan'
     });
@@ -285,7 +285,7 @@ describe('mode plan', () => {
       artifact => artifact.artifact_type === 'PLAN'
     );
     expect(plans.at(-1)!.data).toMatchObject({ title: 'Fix the parser', document_uid: expect.any(String) });
-    const details = await client.getArtifact(plans.at(-1)!.data.document_uid!);
+    const details = await client.artifacts.get(plans.at(-1)!.data.document_uid!);
     expect(details.data).toMatchObject({ content: '# Fix the parser\n1. read it\n2. change it' });
     // The changes are still the first turn's only.
     const diff = (await events(id, 'diff')).at(-1) as { files: { path: string }[] };
@@ -293,7 +293,7 @@ describe('mode plan', () => {
   });
 
   it('refuses @sim write in plan mode, as the read-only workspace would', async () => {
-    const response = await client.createRun({
+    const response = await client.runs.create({
       prompt: '@sim write x.txt y',
       config: { environment_id: 'local' },
       mode: 'plan'
@@ -309,7 +309,7 @@ describe('conversation_id on create', () => {
     const first = await start('@sim write from-first.txt one\n@sim result first');
     expect((await ended(first)).state).toBe('SUCCEEDED');
     const second = (
-      await client.createRun({
+      await client.runs.create({
         prompt: '@sim run grep -q one from-first.txt\n@sim write from-second.txt two\n@sim result second',
         config: { environment_id: 'local' },
         conversation_id: first
@@ -336,20 +336,20 @@ describe('conversation_id on create', () => {
       const blockers = [await start('@sim run sleep 300', c), await start('@sim run sleep 300', c)];
       for (const id of blockers) await waitForState({ on: two, key: twoKey, id }, ['INPROGRESS']);
       const later = (
-        await c.createRun({
+        await c.runs.create({
           prompt: '@sim result later',
           config: { environment_id: 'local' },
           conversation_id: earlier
         })
       ).run_id;
-      await c.submitFollowup(earlier, { message: '@sim run sleep 300' });
-      for (const id of blockers) await c.cancelRun(id);
+      await c.runs.followUp(earlier, { message: '@sim run sleep 300' });
+      for (const id of blockers) await c.runs.cancel(id);
       const run = await waitForState({ on: two, key: twoKey, id: later });
       expect(run.state).toBe('FAILED');
       expect(run.status_message).toContain(
         `conversation_id ${earlier}: that run is running again (a follow-up)`
       );
-      await c.cancelRun(earlier);
+      await c.runs.cancel(earlier);
     } finally {
       c.close();
       await two.stop(1000);

@@ -59,7 +59,7 @@ afterAll(async () => {
 const ended = (id: string) => waitForState({ on: ex, key, id });
 
 async function stdout(id: string): Promise<string> {
-  const events = (await client.getWholeTranscript(id))?.events ?? [];
+  const events = (await client.runs.wholeTranscript(id))?.events ?? [];
   return events
     .filter(event => event.kind === 'output' && event.stream === 'stdout')
     .map(event => String(event.text))
@@ -68,7 +68,7 @@ async function stdout(id: string): Promise<string> {
 
 describe('plan mode in an environment whose setup writes', () => {
   it('runs the setup writable, then the agent read-only; AGENT_MODE says plan, then normal', async () => {
-    const { run_id: id } = await client.createRun({
+    const { run_id: id } = await client.runs.create({
       prompt: 'first line',
       config: { environment_id: 'configured' },
       mode: 'plan'
@@ -79,7 +79,7 @@ describe('plan mode in an environment whose setup writes', () => {
     expect(planned).toContain('mode=plan\nvalue from the example\n');
     expect(planned).toContain('notes refused');
 
-    await client.submitFollowup(id, { message: 'carry it out' });
+    await client.runs.followUp(id, { message: 'carry it out' });
     expect((await ended(id)).state).toBe('SUCCEEDED');
     const carried = (await stdout(id)).slice(planned.length);
     expect(carried).toContain('mode=normal\nvalue from the example\n');
@@ -87,7 +87,7 @@ describe('plan mode in an environment whose setup writes', () => {
   });
 
   it('a setup that fails in a plan-mode run says it was a plan-mode run and that setup is writable', async () => {
-    const { run_id: id } = await client.createRun({
+    const { run_id: id } = await client.runs.create({
       prompt: '@sim result never',
       config: { environment_id: 'setup-fails' },
       mode: 'plan'
@@ -102,18 +102,18 @@ describe('plan mode in an environment whose setup writes', () => {
 
 describe('one changes.patch per run', () => {
   it('after follow-ups, changes.patch is everything since the start commit; earlier ones are named by turn', async () => {
-    const { run_id: id } = await client.createRun({
+    const { run_id: id } = await client.runs.create({
       prompt: 'one',
       config: { environment_id: 'configured' }
     });
     expect((await ended(id)).state).toBe('SUCCEEDED');
-    await client.submitFollowup(id, { message: 'two' });
+    await client.runs.followUp(id, { message: 'two' });
     expect((await ended(id)).state).toBe('SUCCEEDED');
-    await client.submitFollowup(id, { message: 'three' });
+    await client.runs.followUp(id, { message: 'three' });
     const run = await ended(id);
     expect(run.state).toBe('SUCCEEDED');
 
-    const files = artifactsOf(await client.getRun(id))
+    const files = artifactsOf(await client.runs.get(id))
       .filter(artifact => artifact.artifact_type === 'FILE')
       .map(artifact => artifact.data as { filename?: string; artifact_uid?: string });
     expect(files.map(file => file.filename)).toEqual([
@@ -123,7 +123,7 @@ describe('one changes.patch per run', () => {
     ]);
     const text = async (name: string) =>
       (
-        await client.downloadArtifact(files.find(file => file.filename === name)!.artifact_uid!)
+        await client.artifacts.download(files.find(file => file.filename === name)!.artifact_uid!)
       ).bytes.toString();
     const current = await text('changes.patch');
     expect(current).toContain('+one\n+two\n+three\n');
@@ -131,7 +131,7 @@ describe('one changes.patch per run', () => {
     expect(await text('changes-turn-1.patch')).not.toContain('+two');
     expect(await text('changes-turn-2.patch')).toContain('+one\n+two\n');
     // The details the artifact endpoint gives carry the new name too.
-    const details = await client.getArtifact(files[0]!.artifact_uid!);
+    const details = await client.artifacts.get(files[0]!.artifact_uid!);
     expect(JSON.stringify(details)).toContain('changes-turn-1.patch');
   });
 });

@@ -29,22 +29,22 @@ afterAll(async () => {
 
 const ended = (id: string) => waitForState({ on: ex, key, id });
 const start = async (prompt: string, extra: Record<string, unknown> = {}) =>
-  (await client.createRun({ prompt, config: { environment_id: 'local' }, ...extra })).run_id;
+  (await client.runs.create({ prompt, config: { environment_id: 'local' }, ...extra })).run_id;
 
 describe('an earlier run held while its files are read', () => {
   it('keeps a follow-up of it queued until the hold is released; other runs go on', async () => {
     const earlier = await start('@sim write held.txt one\n@sim result first');
     expect((await ended(earlier)).state).toBe('SUCCEEDED');
     expect(await store.holdRun('team-a', earlier, 'another-reader', 60_000)).toBe(true);
-    await client.submitFollowup(earlier, { message: '@sim result second' });
+    await client.runs.followUp(earlier, { message: '@sim result second' });
     // Runs created after the follow-up are claimed and end; the held run's turn does not start.
     for (const prompt of ['@sim result other one', '@sim result other two'])
       expect((await ended(await start(prompt))).state).toBe('SUCCEEDED');
-    expect((await client.getRun(earlier)).state).toBe('QUEUED');
+    expect((await client.runs.get(earlier)).state).toBe('QUEUED');
     expect(await store.heldRuns()).toContain(earlier);
     expect(await store.releaseRun(earlier, 'another-reader')).toBe(true);
     expect(await ended(earlier)).toMatchObject({ state: 'SUCCEEDED' });
-    const events = (await client.getWholeTranscript(earlier))?.events ?? [];
+    const events = (await client.runs.wholeTranscript(earlier))?.events ?? [];
     expect(events.filter(e => e.kind === 'result').map(e => e.text)).toEqual(['first', 'second']);
   });
 
@@ -58,7 +58,7 @@ describe('an earlier run held while its files are read', () => {
     await waitForState({ on: ex, key, id: later }, ['INPROGRESS']);
     // The other worker is free: a run created now ends while the later one still waits for the hold.
     expect((await ended(await start('@sim result meanwhile'))).state).toBe('SUCCEEDED');
-    expect((await client.getRun(later)).state).toBe('INPROGRESS');
+    expect((await client.runs.get(later)).state).toBe('INPROGRESS');
     await store.releaseRun(earlier, 'first-reader');
     expect(await ended(later)).toMatchObject({ state: 'SUCCEEDED' });
     // Its own hold ended with its start.

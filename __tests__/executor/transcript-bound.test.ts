@@ -185,7 +185,7 @@ describe('a transcript longer than one response shows', () => {
     expect(body).toMatch(/LAST x/);
     // The client and its follower page through all of it (default pages of 100 events).
     const client = new AgentRunClient({ baseUrl: ex.url, apiKey: key });
-    const whole = await client.getWholeTranscript(id);
+    const whole = await client.runs.wholeTranscript(id);
     expect(whole?.events.length).toBeGreaterThan(1500);
     expect(whole?.has_more).toBe(false);
     expect(String(whole?.events.at(-1)?.text)).toMatch(/^LAST x/);

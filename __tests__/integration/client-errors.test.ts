@@ -37,7 +37,7 @@ describe('client errors', () => {
   it('says the server does not speak TLS, once, when https:// meets a plain http server', async () => {
     const host = await plainServer((_req, res) => res.end('{}'));
     const { client: c, retries } = client(`https://${host}`);
-    const error = await c.getRun('r1').catch((e: unknown) => e);
+    const error = await c.runs.get('r1').catch((e: unknown) => e);
     c.close();
     expect(error).toBeInstanceOf(ConnectionError);
     expect((error as Error).message).toContain(
@@ -51,7 +51,7 @@ describe('client errors', () => {
     const contract = await new ContractServer({ apiKey: KEY }).start();
     servers.push(contract);
     const wrong = client(`${contract.url}/api/v2`);
-    const routed = await wrong.client.listRuns().catch((e: unknown) => e);
+    const routed = await wrong.client.runs.list().catch((e: unknown) => e);
     wrong.client.close();
     expect(routed).toBeInstanceOf(NotFoundError);
     expect((routed as Error).message).toContain(
@@ -64,19 +64,19 @@ describe('client errors', () => {
       res.end('<html><body>Not Found</body></html>');
     });
     const page = client(`http://${host}`);
-    const bare = await page.client.getRun('r1').catch((e: unknown) => e);
+    const bare = await page.client.runs.get('r1').catch((e: unknown) => e);
     page.client.close();
     expect((bare as Error).message).toContain('the base URL looks wrong');
 
     // An unknown run on the right base URL keeps its own advice.
     const right = client(contract.url);
-    const missing = await right.client.getRun('no-such-run').catch((e: unknown) => e);
+    const missing = await right.client.runs.get('no-such-run').catch((e: unknown) => e);
     // An unknown run or artifact is advised about as such: nothing of environments (issue 35).
     right.client.close();
     const served = await new ContractServer({ apiKey: KEY, conversation: true }).start();
     servers.push(served);
     const files = client(served.url);
-    const artifact = await files.client.getArtifact('no-such-artifact').catch((e: unknown) => e);
+    const artifact = await files.client.artifacts.get('no-such-artifact').catch((e: unknown) => e);
     files.client.close();
     expect((missing as Error).message).toContain(
       '404 from GET /api/v1/agent/runs/no-such-run: not found; check the run id and that the key belongs to its team'
@@ -90,7 +90,7 @@ describe('client errors', () => {
     const contract = await new ContractServer({ apiKey: 'another-key-0123456789' }).start();
     servers.push(contract);
     const named = client(contract.url, { keyName: 'AGENT_RUN_API_KEY' });
-    const error = await named.client.getRun('r1').catch((e: unknown) => e);
+    const error = await named.client.runs.get('r1').catch((e: unknown) => e);
     named.client.close();
     expect((error as Error).message).toContain('the API key was rejected; check AGENT_RUN_API_KEY');
   });
@@ -99,8 +99,8 @@ describe('client errors', () => {
     const host = await plainServer((_req, res) => res.end('{}'));
     await servers.pop()!.stop(); // the port is now closed
     const { client: c, retries } = client(`http://${host}`);
-    const error = await c
-      .createRun({ prompt: 'p', config: { environment_id: 'e' } }, { maxRetries: 5 })
+    const error = await c.runs
+      .create({ prompt: 'p', config: { environment_id: 'e' } }, { maxRetries: 5 })
       .catch((e: unknown) => e);
     c.close();
     expect(error).toBeInstanceOf(ConnectionError);

@@ -1,8 +1,8 @@
 // The client by resource (client.runs, client.schedules, …) against the executor on a real port
 // with a real SQLite file: each resource method asks the method and path that its endpoint's entry
-// in the table gives, the client reaches every endpoint a key may call, the flat methods of earlier
-// versions answer as the resource methods do, and an id that is not one path segment is refused
-// before any request, naming its parameter.
+// in the table gives, the client reaches every endpoint a key may call, a finished run's reads
+// answer the same each time, and an id that is not one path segment is refused before any
+// request, naming its parameter.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ENDPOINTS, ENDPOINT_NAMES, type EndpointName } from '../../src/api/endpoints.js';
 import { AgentRunClient, InvalidRequestError, NotFoundError } from '../../src/client/index.js';
@@ -198,19 +198,19 @@ describe('a client signed in by a credential function (an OIDC token) instead of
   });
 });
 
-describe('the flat methods of earlier versions', () => {
-  it('answer as the resource methods they delegate to', async () => {
-    const { run_id } = await client.createRun({
+describe('the resource methods that replaced the flat ones', () => {
+  it('answer the same when read twice', async () => {
+    const { run_id } = await client.runs.create({
       prompt: '@sim say flat',
       config: { environment_id: 'local' }
     });
-    expect((await client.waitForRun(run_id, { timeoutMs: 120_000 })).run?.state).toBe('SUCCEEDED');
-    expect(await client.getRun(run_id)).toEqual(await client.runs.get(run_id));
-    expect(await client.getConversation(run_id)).toEqual(await client.runs.conversation(run_id));
-    expect(await client.listEnvironments()).toEqual(await client.environments.list());
-    expect(await client.listModels()).toEqual(await client.models.list());
-    expect(await client.listSchedules()).toEqual(await client.schedules.list());
-    expect(await client.listWebhooks()).toEqual(await client.webhooks.list());
+    expect((await client.runs.wait(run_id, { timeoutMs: 120_000 })).run?.state).toBe('SUCCEEDED');
+    expect(await client.runs.get(run_id)).toEqual(await client.runs.get(run_id));
+    expect(await client.runs.conversation(run_id)).toEqual(await client.runs.conversation(run_id));
+    expect(await client.environments.list()).toEqual(await client.environments.list());
+    expect(await client.models.list()).toEqual(await client.models.list());
+    expect(await client.schedules.list()).toEqual(await client.schedules.list());
+    expect(await client.webhooks.list()).toEqual(await client.webhooks.list());
   });
 });
 

@@ -41,7 +41,7 @@ const body = { prompt: 'Fix the flaky test', config: { environment_id: 'env-1', 
 
 describe('client against a contract server', () => {
   it('creates, reads, lists and cancels a run', async () => {
-    const created = await client.createRun(body, { idempotencyKey: 'k-1' });
+    const created = await client.runs.create(body, { idempotencyKey: 'k-1' });
     expect(created.state).toBe('QUEUED');
     const request = server.requests[0]!;
     expect(request.method).toBe('POST');
@@ -51,19 +51,19 @@ describe('client against a contract server', () => {
     expect(request.headers['idempotency-key']).toBe('k-1');
     expect(JSON.parse(request.body)).toEqual(body);
 
-    const run = await client.getRun(created.run_id);
+    const run = await client.runs.get(created.run_id);
     expect(run).toMatchObject({ run_id: created.run_id, state: 'QUEUED', title: 'T', prompt: body.prompt });
 
-    const page = await client.listRuns({ limit: 5 });
+    const page = await client.runs.list({ limit: 5 });
     expect(page.runs.map(r => r.run_id)).toEqual([created.run_id]);
 
-    expect(await client.cancelRun(created.run_id)).toBe(created.run_id);
-    expect((await client.getRun(created.run_id)).state).toBe('CANCELLED');
+    expect(await client.runs.cancel(created.run_id)).toBe(created.run_id);
+    expect((await client.runs.get(created.run_id)).state).toBe('CANCELLED');
   });
 
   it('generates an idempotency key when none is given and reuses it on every retry', async () => {
     server.fault('POST /api/v1/agent/run', { kind: 'status', status: 503 }, 2);
-    const created = await client.createRun(body);
+    const created = await client.runs.create(body);
     const keys = server.requests.map(r => r.headers['idempotency-key']);
     expect(keys).toHaveLength(3);
     expect(new Set(keys).size).toBe(1);
@@ -74,7 +74,7 @@ describe('client against a contract server', () => {
 
   it('ends with exactly one run when the connection resets after the server stored the create', async () => {
     server.fault('POST /api/v1/agent/run', { kind: 'reset-after' });
-    const created = await client.createRun(body, { idempotencyKey: 'reset-1' });
+    const created = await client.runs.create(body, { idempotencyKey: 'reset-1' });
     expect(server.count('POST', '/api/v1/agent/run')).toBe(2);
     expect(server.runs.size).toBe(1);
     expect([...server.runs.keys()]).toEqual([created.run_id]);
@@ -87,7 +87,7 @@ describe('client against a contract server', () => {
       status: 429,
       headers: { 'retry-after-ms': '1500' }
     });
-    const page = await client.listRuns();
+    const page = await client.runs.list();
     expect(page.runs).toEqual([]);
     expect(asked).toEqual([3000, 1500]);
   });
@@ -98,7 +98,7 @@ describe('client against a contract server', () => {
       { kind: 'status', status: 503, body: '{"detail":"overloaded","error_code":"internal_error"}' },
       3
     );
-    const error = await client.listRuns().catch(e => e);
+    const error = await client.runs.list().catch(e => e);
     expect(error).toBeInstanceOf(ServerError);
     expect(error.message).toBe(
       '503 from GET /api/v1/agent/runs: the server failed; try again later (internal_error: overloaded)'
@@ -108,7 +108,7 @@ describe('client against a contract server', () => {
 
   it('never retries 401 and says what to do, without the key', async () => {
     const bad = makeClient({ apiKey: 'wrong-key-123' });
-    const error = await bad.createRun(body).catch(e => e);
+    const error = await bad.runs.create(body).catch(e => e);
     bad.close();
     expect(error).toBeInstanceOf(AuthenticationError);
     expect(error.message).toMatch(
@@ -124,13 +124,13 @@ describe('client against a contract server', () => {
       status: 409,
       body: '{"error_code":"run_already_finished","retryable":false,"detail":"done"}'
     });
-    await expect(client.listRuns()).rejects.toThrow('409 from GET /api/v1/agent/runs');
+    await expect(client.runs.list()).rejects.toThrow('409 from GET /api/v1/agent/runs');
     expect(server.count('GET', '/api/v1/agent/runs')).toBe(1);
   });
 
   it('maps 404 and 422 to their own classes, unretried', async () => {
-    await expect(client.getRun('nope')).rejects.toBeInstanceOf(NotFoundError);
-    const error = await client.createRun({ prompt: 'x', config: {} as never }).catch(e => e);
+    await expect(client.runs.get('nope')).rejects.toBeInstanceOf(NotFoundError);
+    const error = await client.runs.create({ prompt: 'x', config: {} as never }).catch(e => e);
     expect(error).toBeInstanceOf(InvalidRequestError);
     expect(error.errorCode).toBe('invalid_field');
     expect(error.message).toContain('config.environment_id: expected a string');
@@ -138,30 +138,30 @@ describe('client against a contract server', () => {
   });
 
   it('times out a slow answer, then retries it', async () => {
-    const run = await client.createRun(body);
+    const run = await client.runs.create(body);
     const quick = makeClient({ timeoutMs: 300 });
     // A delay no test waits out: an answer can only come from the retry after the time-out.
     server.fault('GET /api/v1/agent/runs/', { kind: 'delay', ms: 600_000 });
-    expect((await quick.getRun(run.run_id)).state).toBe('QUEUED');
+    expect((await quick.runs.get(run.run_id)).state).toBe('QUEUED');
     server.fault('GET /api/v1/agent/runs/', { kind: 'delay', ms: 600_000 }, 3);
-    const error = await quick.getRun(run.run_id).catch(e => e);
+    const error = await quick.runs.get(run.run_id).catch(e => e);
     quick.close();
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error.message).toBe(`GET /api/v1/agent/runs/${run.run_id}: no answer within 0.3 s`);
   });
 
   it('retries a truncated answer and a reset before any answer', async () => {
-    const run = await client.createRun(body);
+    const run = await client.runs.create(body);
     server.fault('GET /api/v1/agent/runs/', { kind: 'truncate' });
     server.fault('GET /api/v1/agent/runs/', { kind: 'reset-before' });
-    expect((await client.getRun(run.run_id)).run_id).toBe(run.run_id);
+    expect((await client.runs.get(run.run_id)).run_id).toBe(run.run_id);
     expect(server.count('GET', `/api/v1/agent/runs/${run.run_id}`)).toBe(3);
   });
 
   it('pages through every run with the async iterator', async () => {
-    for (let i = 0; i < 7; i++) await client.createRun({ ...body, prompt: `p${i}` });
+    for (let i = 0; i < 7; i++) await client.runs.create({ ...body, prompt: `p${i}` });
     const seen: string[] = [];
-    for await (const run of client.iterateRuns({ limit: 3 })) seen.push(run.prompt!);
+    for await (const run of client.runs.iterate({ limit: 3 })) seen.push(run.prompt!);
     expect(seen).toEqual(['p6', 'p5', 'p4', 'p3', 'p2', 'p1', 'p0']);
   });
 });
@@ -176,8 +176,8 @@ describe('the create path', () => {
 
   it('falls back to the deprecated POST /agent/run once, and remembers it', async () => {
     await legacyServer();
-    const first = await client.createRun(body, { idempotencyKey: 'legacy-1' });
-    const second = await client.createRun(body, { idempotencyKey: 'legacy-2' });
+    const first = await client.runs.create(body, { idempotencyKey: 'legacy-1' });
+    const second = await client.runs.create(body, { idempotencyKey: 'legacy-2' });
     expect(server.runs.has(first.run_id) && server.runs.has(second.run_id)).toBe(true);
     expect(server.requests.map(r => `${r.method} ${r.path}`)).toEqual([
       'POST /api/v1/agent/runs',
@@ -189,10 +189,10 @@ describe('the create path', () => {
 
   it('falls back on 405 and on a 404 without an error code', async () => {
     server.fault('POST /api/v1/agent/runs', { kind: 'status', status: 405, body: '' });
-    await client.createRun(body);
+    await client.runs.create(body);
     const other = makeClient();
     server.fault('POST /api/v1/agent/runs', { kind: 'status', status: 404, body: '{"title":"Not Found"}' });
-    await other.createRun(body);
+    await other.runs.create(body);
     other.close();
     expect(server.requests.map(r => r.path)).toEqual([
       '/api/v1/agent/runs',
@@ -209,12 +209,12 @@ describe('the create path', () => {
       status: 404,
       body: '{"error_code":"environment_not_found","detail":"environment \\"env-1\\" does not exist"}'
     });
-    const error = await client.createRun(body).catch(e => e);
+    const error = await client.runs.create(body).catch(e => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect(error.errorCode).toBe('environment_not_found');
     expect(server.requests.map(r => r.path)).toEqual(['/api/v1/agent/runs']);
     // Still on the current path afterwards.
-    await client.createRun(body);
+    await client.runs.create(body);
     expect(server.requests.at(-1)!.path).toBe('/api/v1/agent/runs');
   });
 });
@@ -228,18 +228,18 @@ describe('cancel against the production service', () => {
   });
 
   it('sends the reason in the body', async () => {
-    const { run_id } = await client.createRun(body);
-    await client.cancelRun(run_id, { reason: 'the job was cancelled' });
+    const { run_id } = await client.runs.create(body);
+    await client.runs.cancel(run_id, { reason: 'the job was cancelled' });
     const request = server.requests.at(-1)!;
     expect(JSON.parse(request.body)).toEqual({ reason: 'the job was cancelled' });
     expect(server.runs.get(run_id)!.status_message).toBe('cancelled by a client: the job was cancelled');
   });
 
   it('retries a 409 while the run is PENDING, with backoff, until it can cancel', async () => {
-    const { run_id } = await client.createRun(body);
+    const { run_id } = await client.runs.create(body);
     server.update(run_id, { state: 'PENDING' });
     setTimeout(() => server.update(run_id, { state: 'INPROGRESS' }), 150);
-    expect(await client.cancelRun(run_id)).toBe(run_id);
+    expect(await client.runs.cancel(run_id)).toBe(run_id);
     const cancels = server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`);
     expect(cancels).toBeGreaterThanOrEqual(2);
     expect(asked.slice(0, 2)).toEqual([expect.any(Number), expect.any(Number)]);
@@ -248,29 +248,29 @@ describe('cancel against the production service', () => {
   });
 
   it('gives up on a run that stays PENDING after a bounded number of retries', async () => {
-    const { run_id } = await client.createRun(body);
+    const { run_id } = await client.runs.create(body);
     server.update(run_id, { state: 'PENDING' });
-    const error = await client.cancelRun(run_id, { maxRetries: 3 }).catch(e => e);
+    const error = await client.runs.cancel(run_id, { maxRetries: 3 }).catch(e => e);
     expect(error).toBeInstanceOf(ConflictError);
     expect(server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`)).toBe(4);
   });
 
   it('does not retry a 409 that says the run already ended', async () => {
-    const { run_id } = await client.createRun(body);
+    const { run_id } = await client.runs.create(body);
     server.fault(`POST /api/v1/agent/runs/${run_id}/cancel`, {
       kind: 'status',
       status: 409,
       body: '{"error_code":"run_already_finished","detail":"run already ended SUCCEEDED"}'
     });
-    const error = await client.cancelRun(run_id).catch(e => e);
+    const error = await client.runs.cancel(run_id).catch(e => e);
     expect(error).toBeInstanceOf(ConflictError);
     expect(server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`)).toBe(1);
   });
 
   it('answers 400 for a BLOCKED run, unretried', async () => {
-    const { run_id } = await client.createRun(body);
+    const { run_id } = await client.runs.create(body);
     server.update(run_id, { state: 'BLOCKED' });
-    const error = await client.cancelRun(run_id).catch(e => e);
+    const error = await client.runs.cancel(run_id).catch(e => e);
     expect(error).toBeInstanceOf(InvalidRequestError);
     expect(error.status).toBe(400);
     expect(server.count('POST', `/api/v1/agent/runs/${run_id}/cancel`)).toBe(1);
@@ -279,7 +279,7 @@ describe('cancel against the production service', () => {
 
 describe('waitForRun against a contract server', () => {
   it('hears of the end within a fraction of a second when the server holds polls', async () => {
-    const { run_id } = await client.createRun(body);
+    const { run_id } = await client.runs.create(body);
     server.script(run_id, [
       [1500, { state: 'INPROGRESS', session_link: 'http://x/s' }],
       [3000, { state: 'SUCCEEDED', completed_at: new Date().toISOString() }]
@@ -287,7 +287,7 @@ describe('waitForRun against a contract server', () => {
     let endedAt = 0;
     server.onCreate = () => {};
     const changes: string[] = [];
-    const result = await client.waitForRun(run_id, {
+    const result = await client.runs.wait(run_id, {
       onStateChange: r => {
         changes.push(r.state);
         if (r.state === 'SUCCEEDED') endedAt = Date.now();
@@ -313,7 +313,7 @@ describe('waitForRun against a contract server', () => {
     server = await new ContractServer({ supportsWait: false }).start();
     client.close();
     client = makeClient({ sleep: undefined });
-    const { run_id } = await client.createRun(body);
+    const { run_id } = await client.runs.create(body);
     server.script(run_id, [
       [200, { state: 'WARMING_UP' }],
       [
@@ -325,7 +325,7 @@ describe('waitForRun against a contract server', () => {
       ]
     ]);
     const unknown: string[] = [];
-    const result = await client.waitForRun(run_id, {
+    const result = await client.runs.wait(run_id, {
       initialDelayMs: 500,
       onUnknownState: s => unknown.push(s)
     });
@@ -342,12 +342,12 @@ describe('waitForRun against a contract server', () => {
   });
 
   it('stops a held poll at once when aborted', async () => {
-    const { run_id } = await client.createRun(body);
+    const { run_id } = await client.runs.create(body);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 1500);
     const started = Date.now();
-    const error = await client
-      .waitForRun(run_id, { signal: controller.signal, holdSeconds: 60 })
+    const error = await client.runs
+      .wait(run_id, { signal: controller.signal, holdSeconds: 60 })
       .catch(e => e);
     expect(error).toBeInstanceOf(AbortError);
     // Stopped by the abort, not by the held poll running out.
@@ -355,8 +355,8 @@ describe('waitForRun against a contract server', () => {
   });
 
   it('times out at the deadline with the last state', async () => {
-    const { run_id } = await client.createRun(body);
-    const result = await client.waitForRun(run_id, { timeoutMs: 2500, holdSeconds: 60 });
+    const { run_id } = await client.runs.create(body);
+    const result = await client.runs.wait(run_id, { timeoutMs: 2500, holdSeconds: 60 });
     expect(result.outcome).toBe('timed_out');
     expect(result.run?.state).toBe('QUEUED');
     expect(result.elapsedMs).toBeGreaterThanOrEqual(2500);
@@ -370,7 +370,7 @@ describe('waitForRun against a contract server', () => {
       { kind: 'status', status: 429, headers: { 'retry-after': '0' } },
       3
     );
-    await expect(client.createRun(body)).rejects.toBeInstanceOf(RateLimitError);
+    await expect(client.runs.create(body)).rejects.toBeInstanceOf(RateLimitError);
     expect(server.runs.size).toBe(0);
   });
 });
@@ -378,7 +378,7 @@ describe('waitForRun against a contract server', () => {
 describe('create retry budget', () => {
   it('lets one create retry more than the client default, with the same key every time', async () => {
     server.fault('POST /api/v1/agent/run', { kind: 'status', status: 503 }, 4);
-    const created = await client.createRun(body, { idempotencyKey: 'budget-1', maxRetries: 5 });
+    const created = await client.runs.create(body, { idempotencyKey: 'budget-1', maxRetries: 5 });
     expect(server.count('POST', '/api/v1/agent/run')).toBe(5);
     expect(new Set(server.requests.map(r => r.headers['idempotency-key']))).toEqual(new Set(['budget-1']));
     expect(server.runs.has(created.run_id)).toBe(true);

@@ -93,14 +93,14 @@ async function trial(n: number): Promise<{ marker: string; expected: string; con
     sleep: ms => new Promise(resolve => setTimeout(resolve, Math.min(ms, 50)))
   });
   try {
-    const { run_id } = await client.createRun(
+    const { run_id } = await client.runs.create(
       {
         prompt: `${fail ? '@sim fail on purpose' : '@sim say ok'}\n${marker}`,
         config: { environment_id: 'local' }
       },
       { idempotencyKey: marker }
     );
-    const result = await client.waitForRun(run_id, {
+    const result = await client.runs.wait(run_id, {
       timeoutMs: 30_000,
       initialDelayMs: 50,
       maxIntervalMs: 200,

@@ -37,17 +37,17 @@ describe('run ids that are not a plain path segment', () => {
 
   it('are refused in the client, in the run-id input and in a create answer', async () => {
     const c = client();
-    await expect(c.getRun('..')).rejects.toThrow(
+    await expect(c.runs.get('..')).rejects.toThrow(
       'run id "..": expected 1–200 letters, digits or -_.:~ (not . or ..)'
     );
-    await expect(c.cancelRun('.')).rejects.toThrow('run id ".": expected');
-    await expect(c.getConversation('../runs')).rejects.toThrow('run id "../runs": expected');
+    await expect(c.runs.cancel('.')).rejects.toThrow('run id ".": expected');
+    await expect(c.runs.conversation('../runs')).rejects.toThrow('run id "../runs": expected');
     expect(server.requests).toEqual([]);
     expect(() =>
       readSettings(name => ({ 'api-key': KEY, 'base-url': server.url, 'run-id': '..' })[name] ?? '', {})
     ).toThrow('run-id "..": expected a run id of 1–200 letters');
     server.fault('POST /api/v1/agent/runs', { kind: 'status', status: 200, body: '{"run_id":".."}' });
-    await expect(c.createRun({ prompt: 'p', config: { environment_id: 'e' } })).rejects.toThrow(
+    await expect(c.runs.create({ prompt: 'p', config: { environment_id: 'e' } })).rejects.toThrow(
       'expected a run_id of 1–200 letters'
     );
     c.close();
@@ -59,7 +59,7 @@ describe('artifact downloads', () => {
     for (const url of ['file:///etc/passwd', 'data:text/plain,hello', 'ftp://files.example/x']) {
       server.artifactFiles.set('a1', { details: { artifact_uid: 'a1', download_url: url } });
       const c = client();
-      await expect(c.downloadArtifact('a1')).rejects.toThrow(
+      await expect(c.artifacts.download('a1')).rejects.toThrow(
         /the download URL's scheme ".*" is refused; expected http\(s\)/
       );
       c.close();

@@ -39,7 +39,7 @@ describe('values', () => {
   it('makes the client refuse an invalid key before sending anything', async () => {
     const client = new AgentRunClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'k' });
     await expect(
-      client.createRun({ prompt: 'p', config: { environment_id: 'e' } }, { idempotencyKey: 'has space' })
+      client.runs.create({ prompt: 'p', config: { environment_id: 'e' } }, { idempotencyKey: 'has space' })
     ).rejects.toThrow('idempotencyKey "has space": expected 1–255 printable ASCII characters without spaces');
     client.close();
   });

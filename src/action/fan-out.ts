@@ -43,6 +43,20 @@ export interface ItemEnd {
   stateShown?: string;
 }
 
+/** What each item's run shares with the others: the client, the step's settings, its deadline and its progress. */
+interface FanOutRun {
+  client: AgentRunClient;
+  settings: Settings;
+  termination: Termination;
+  /** Fires at the job's cancel or the step's timeout: items not started by then never are. */
+  stop: AbortSignal;
+  deadline: number;
+  /** The ids of the runs created so far, saved for the post step. */
+  runIds: string[];
+  /** Rewrites the summary (and a sticky comment) as the runs move. */
+  showProgress: () => void;
+}
+
 export async function fanOutStep(
   client: AgentRunClient,
   settings: Settings,
@@ -55,7 +69,6 @@ export async function fanOutStep(
   const timedOut = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
   const stop = AbortSignal.any([termination.signal, timedOut]);
   const ends: ItemEnd[] = fanOut.items.map(item => ({ item, conclusion: '', durationMs: 0 }));
-  const runIds: string[] = [];
   const summary = new FanOutSummary(settings.summary, ends);
   // The comment follows the runs (sticky) or is written once at the end (final).
   const showProgress = () => {
@@ -65,71 +78,12 @@ export async function fanOutStep(
   log.info(
     `Fan-out: ${fanOut.items.length} runs, at most ${fanOut.maxParallel} at once (fan-out-require: ${fanOut.require}).`
   );
-
-  const runItem = async (end: ItemEnd): Promise<void> => {
-    const name = nameOf(end.item);
-    const itemStart = Date.now();
-    end.startedAt = itemStart;
-    if (stop.aborted) {
-      end.conclusion = termination.signal.aborted ? 'cancelled' : 'timed_out';
-      end.problem = 'not started: the step ended first';
-      return;
-    }
-    try {
-      end.runId = await createRun(client, end.item.create, termination.graceSignal);
-      runIds.push(end.runId);
-      state.saveRunIds(runIds);
-      if (end.item.index === 0) setOutput('run-id', end.runId);
-      log.info(`${name}: run ${end.runId} created.`);
-      const result = await client.runs.wait(end.runId, {
-        timeoutMs: Math.max(0, deadline - Date.now()),
-        initialDelayMs: settings.pollIntervalMs,
-        signal: termination.signal,
-        onStateChange: run => {
-          end.run = run;
-          log.info(
-            `${name}: run ${end.runId} is ${run.state}${run.session_link ? ` (${run.session_link})` : ''}.`
-          );
-          showProgress();
-        }
-      });
-      end.run = result.run ?? end.run;
-      if (result.outcome === 'timed_out') {
-        end.conclusion = 'timed_out';
-        if (settings.onTimeout === 'cancel') {
-          await cancelRemoteRun(client, end.runId, `timeout after ${formatDuration(settings.timeoutMs)}`);
-          end.run =
-            (await client.runs
-              .get(end.runId, { signal: AbortSignal.timeout(10_000) })
-              .catch(() => undefined)) ?? end.run;
-        }
-      } else end.conclusion = conclusionOf(end.run?.state);
-      end.produced = await collectProducedSafely(client, end.runId, end.run, {
-        prompt: end.item.create.prompt,
-        schema: settings.outputSchema,
-        signal: AbortSignal.any([termination.signal, AbortSignal.timeout(READ_GRACE_MS)]),
-        deadlineNote: `reading what the run made took longer than ${READ_GRACE_MS / 1000} s`
-      });
-      if (settings.outputSchema && end.run?.state === 'SUCCEEDED' && end.produced?.structuredProblem)
-        end.conclusion = 'failed';
-    } catch (error) {
-      if (error instanceof AbortError && termination.signal.aborted) end.conclusion = 'cancelled';
-      else {
-        end.conclusion = end.conclusion || 'failed';
-        end.problem = (error as Error).message;
-        log.info(`${name}: ${end.problem}`);
-      }
-    } finally {
-      end.durationMs = durationOf(end.run, Date.now() - itemStart);
-      end.over = true;
-      showProgress();
-    }
-  };
+  const step: FanOutRun = { client, settings, termination, stop, deadline, runIds: [], showProgress };
 
   // max-parallel workers take the items in order: a run is created as soon as one is free.
   let next = 0;
   const worker = async () => {
-    while (next < ends.length) await runItem(ends[next++]!);
+    while (next < ends.length) await runItem(step, ends[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(fanOut.maxParallel, ends.length) }, worker));
 
@@ -141,6 +95,71 @@ export async function fanOutStep(
   state.markSettled();
   if (verdict.failure) core.setFailed(verdict.failure);
   else log.info(`Fan-out ${verdict.conclusion}: ${verdict.count}.`);
+}
+
+/** One item: creates its run (unless the step already ended), follows it and records how it ended. */
+async function runItem(step: FanOutRun, end: ItemEnd): Promise<void> {
+  const { client, termination } = step;
+  const name = nameOf(end.item);
+  const itemStart = Date.now();
+  end.startedAt = itemStart;
+  if (step.stop.aborted) {
+    end.conclusion = termination.signal.aborted ? 'cancelled' : 'timed_out';
+    end.problem = 'not started: the step ended first';
+    return;
+  }
+  try {
+    end.runId = await createRun(client, end.item.create, termination.graceSignal);
+    step.runIds.push(end.runId);
+    state.saveRunIds(step.runIds);
+    if (end.item.index === 0) setOutput('run-id', end.runId);
+    log.info(`${name}: run ${end.runId} created.`);
+    await followItem(step, end, end.runId, name);
+  } catch (error) {
+    if (error instanceof AbortError && termination.signal.aborted) end.conclusion = 'cancelled';
+    else {
+      end.conclusion = end.conclusion || 'failed';
+      end.problem = (error as Error).message;
+      log.info(`${name}: ${end.problem}`);
+    }
+  } finally {
+    end.durationMs = durationOf(end.run, Date.now() - itemStart);
+    end.over = true;
+    step.showProgress();
+  }
+}
+
+/** Waits for an item's run until the step's deadline (cancelling it then, when asked) and reads what it made. */
+async function followItem(step: FanOutRun, end: ItemEnd, runId: string, name: string): Promise<void> {
+  const { client, settings, termination } = step;
+  const result = await client.runs.wait(runId, {
+    timeoutMs: Math.max(0, step.deadline - Date.now()),
+    initialDelayMs: settings.pollIntervalMs,
+    signal: termination.signal,
+    onStateChange: run => {
+      end.run = run;
+      log.info(`${name}: run ${runId} is ${run.state}${run.session_link ? ` (${run.session_link})` : ''}.`);
+      step.showProgress();
+    }
+  });
+  end.run = result.run ?? end.run;
+  if (result.outcome === 'timed_out') {
+    end.conclusion = 'timed_out';
+    if (settings.onTimeout === 'cancel') {
+      await cancelRemoteRun(client, runId, `timeout after ${formatDuration(settings.timeoutMs)}`);
+      end.run =
+        (await client.runs.get(runId, { signal: AbortSignal.timeout(10_000) }).catch(() => undefined)) ??
+        end.run;
+    }
+  } else end.conclusion = conclusionOf(end.run?.state);
+  end.produced = await collectProducedSafely(client, runId, end.run, {
+    prompt: end.item.create.prompt,
+    schema: settings.outputSchema,
+    signal: AbortSignal.any([termination.signal, AbortSignal.timeout(READ_GRACE_MS)]),
+    deadlineNote: `reading what the run made took longer than ${READ_GRACE_MS / 1000} s`
+  });
+  if (settings.outputSchema && end.run?.state === 'SUCCEEDED' && end.produced?.structuredProblem)
+    end.conclusion = 'failed';
 }
 
 /** The job was cancelled: every run still going is cancelled at once (the post step retries). */

@@ -1,6 +1,8 @@
 // The few GitHub REST calls the action makes, through @actions/github (GITHUB_API_URL is honoured,
 // so GitHub Enterprise Server works). Loaded only when a feature needs it, to keep start-up quick.
 
+import type { getOctokit } from '@actions/github';
+
 export interface GitHubApi {
   /** The actor's permission on the repository: admin, maintain, write, triage, read or none. */
   permission(username: string): Promise<string>;
@@ -61,13 +63,14 @@ const MAX_FILE_PAGES = 30;
 /** Review comments and reviews read for this step's earlier findings: at most 3,000 of each. */
 const MAX_REVIEW_PAGES = 30;
 
-export async function createGitHubApi(
-  token: string,
-  repository: string,
-  timeoutMs = GITHUB_REQUEST_TIMEOUT_MS
-): Promise<GitHubApi> {
-  const { getOctokit } = await import('@actions/github');
-  const octokit = getOctokit(token, { request: { retries: 0 } });
+/** The Octokit the action's calls go through. */
+type Octokit = ReturnType<typeof getOctokit>;
+
+/** A comment's or a review's author, as GitHub gives it. */
+type Author = { login?: string; type?: string } | null | undefined;
+
+/** Bounds every request of `octokit` to `timeoutMs`, saying which call GitHub did not answer. */
+function boundRequests(octokit: Octokit, timeoutMs: number): void {
   octokit.hook.wrap('request', async (request, options) => {
     const bound = AbortSignal.timeout(timeoutMs);
     const given = options.request?.signal as AbortSignal | undefined;
@@ -81,32 +84,47 @@ export async function createGitHubApi(
       throw new Error(`GitHub did not answer ${options.method} ${options.url} within ${timeoutMs / 1000} s`);
     }
   });
-  const [owner = '', repo = ''] = repository.split('/');
-  // Who the token is: GraphQL's `viewer` answers for installation tokens too (REST `GET /user`
-  // does not). GraphQL may name a bot without the `[bot]` that REST comments carry.
+}
+
+/**
+ * Who the token is, asked once: GraphQL's `viewer` answers for installation tokens too (REST
+ * `GET /user` does not). GraphQL may name a bot without the `[bot]` that REST comments carry.
+ */
+function tokenLogin(octokit: Octokit): () => Promise<string> {
   let identity: Promise<string> | undefined;
-  const self = () =>
+  return () =>
     (identity ??= octokit
       .graphql<{ viewer?: { login?: string } }>('query { viewer { login } }')
       .then(({ viewer }) => {
         if (!viewer?.login) throw new Error('GitHub did not say who the token is');
         return viewer.login;
       }));
-  const isOwn = async (user: { login?: string; type?: string } | null | undefined) => {
-    const login = await self();
-    return user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
-  };
-  /** Every page of a list, up to `max` pages of 100. */
-  const allPages = async <T>(read: (page: number) => Promise<{ data: T[] }>, max: number): Promise<T[]> => {
-    const items: T[] = [];
-    for (let page = 1; page <= max; page++) {
-      const { data } = await read(page);
-      items.push(...data);
-      if (data.length < 100) break;
-    }
-    return items;
-  };
-  const readComment: GitHubApi['readComment'] = async (issueNumber, marker) => {
+}
+
+/** Whether `user` is the token's own identity `login` (a bot under its REST name too). */
+function isLogin(user: Author, login: string): boolean {
+  return user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
+}
+
+/** Every page of a list, up to `max` pages of 100. */
+async function allPages<T>(read: (page: number) => Promise<{ data: T[] }>, max: number): Promise<T[]> {
+  const items: T[] = [];
+  for (let page = 1; page <= max; page++) {
+    const { data } = await read(page);
+    items.push(...data);
+    if (data.length < 100) break;
+  }
+  return items;
+}
+
+/** The step's own marked comment on an issue or pull request, page after page. */
+function commentReader(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  self: () => Promise<string>
+): GitHubApi['readComment'] {
+  return async (issueNumber, marker) => {
     for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
       const { data } = await octokit.rest.issues.listComments({
         owner,
@@ -120,20 +138,24 @@ export async function createGitHubApi(
       // overwritten. And only one that begins with the marker, as the step writes it.
       const marked = data.filter(comment => comment.body?.startsWith(marker));
       const login = marked.length > 0 ? await self() : '';
-      const mine = (user: { login?: string; type?: string } | null | undefined) =>
-        user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
-      const found = marked.find(comment => mine(comment.user));
+      const found = marked.find(comment => isLogin(comment.user, login));
       if (found) return { id: found.id, body: found.body ?? '' };
       if (data.length < 100) return undefined;
     }
     return undefined;
   };
+}
+
+/** The calls on issue comments: finding, reading, writing the step's comment. */
+function commentCalls(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  self: () => Promise<string>
+): Pick<GitHubApi, 'readComment' | 'findComment' | 'commentBody' | 'createComment' | 'updateComment'> {
+  const readComment = commentReader(octokit, owner, repo, self);
   return {
     readComment,
-    async permission(username) {
-      const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
-      return (data as { role_name?: string }).role_name || data.permission;
-    },
     async findComment(issueNumber, marker) {
       return (await readComment(issueNumber, marker))?.id;
     },
@@ -152,7 +174,48 @@ export async function createGitHubApi(
     },
     async updateComment(commentId, body) {
       await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
-    },
+    }
+  };
+}
+
+/** The texts the token's own identity wrote on a pull request's review comments and reviews. */
+async function ownReviewTexts(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  pullNumber: number,
+  self: () => Promise<string>
+): Promise<string[]> {
+  const isOwn = async (user: Author) => isLogin(user, await self());
+  const texts: string[] = [];
+  const comments = await allPages(
+    page =>
+      octokit.rest.pulls.listReviewComments({
+        owner,
+        repo,
+        pull_number: pullNumber,
+        per_page: 100,
+        page
+      }),
+    MAX_REVIEW_PAGES
+  );
+  for (const comment of comments) if (await isOwn(comment.user)) texts.push(comment.body);
+  const reviews = await allPages(
+    page => octokit.rest.pulls.listReviews({ owner, repo, pull_number: pullNumber, per_page: 100, page }),
+    MAX_REVIEW_PAGES
+  );
+  for (const review of reviews) if (review.body && (await isOwn(review.user))) texts.push(review.body);
+  return texts;
+}
+
+/** The calls on pull requests: the head, the files, the step's earlier reviews, a new review. */
+function pullCalls(
+  octokit: Octokit,
+  owner: string,
+  repo: string,
+  self: () => Promise<string>
+): Pick<GitHubApi, 'pullHead' | 'pullFiles' | 'ownReviewTexts' | 'createReview'> {
+  return {
     async pullHead(pullNumber) {
       const { data } = await octokit.rest.pulls.get({ owner, repo, pull_number: pullNumber });
       return data.head.sha;
@@ -168,27 +231,7 @@ export async function createGitHubApi(
         ...(typeof file.patch === 'string' ? { patch: file.patch } : {})
       }));
     },
-    async ownReviewTexts(pullNumber) {
-      const texts: string[] = [];
-      const comments = await allPages(
-        page =>
-          octokit.rest.pulls.listReviewComments({
-            owner,
-            repo,
-            pull_number: pullNumber,
-            per_page: 100,
-            page
-          }),
-        MAX_REVIEW_PAGES
-      );
-      for (const comment of comments) if (await isOwn(comment.user)) texts.push(comment.body);
-      const reviews = await allPages(
-        page => octokit.rest.pulls.listReviews({ owner, repo, pull_number: pullNumber, per_page: 100, page }),
-        MAX_REVIEW_PAGES
-      );
-      for (const review of reviews) if (review.body && (await isOwn(review.user))) texts.push(review.body);
-      return texts;
-    },
+    ownReviewTexts: pullNumber => ownReviewTexts(octokit, owner, repo, pullNumber, self),
     async createReview(pullNumber, review) {
       const { data } = await octokit.rest.pulls.createReview({
         owner,
@@ -198,6 +241,26 @@ export async function createGitHubApi(
       });
       return { id: data.id, url: data.html_url };
     }
+  };
+}
+
+export async function createGitHubApi(
+  token: string,
+  repository: string,
+  timeoutMs = GITHUB_REQUEST_TIMEOUT_MS
+): Promise<GitHubApi> {
+  const { getOctokit } = await import('@actions/github');
+  const octokit = getOctokit(token, { request: { retries: 0 } });
+  boundRequests(octokit, timeoutMs);
+  const [owner = '', repo = ''] = repository.split('/');
+  const self = tokenLogin(octokit);
+  return {
+    async permission(username) {
+      const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
+      return (data as { role_name?: string }).role_name || data.permission;
+    },
+    ...commentCalls(octokit, owner, repo, self),
+    ...pullCalls(octokit, owner, repo, self)
   };
 }
 

@@ -250,18 +250,12 @@ function connection(getInput: GetInput, problems: string[], env: NodeJS.ProcessE
   return { baseUrl, apiKey, auth, oidcAudience };
 }
 
-export function readSettings(
-  getInput: GetInput = actionInput,
-  env: NodeJS.ProcessEnv = process.env,
-  /** Reads a file a path input names (tests pass their own); by default every check applies. */
-  readFile?: ReadFile,
-  event: EventContext = readEventContext(env)
-): Settings {
-  const problems: string[] = [];
-  const promptNotes: string[] = [];
-  const readsText: ('issue' | 'pr')[] = [];
-  const { baseUrl, apiKey, auth, oidcAudience } = connection(getInput, problems, env);
-  const bool = (name: string, fallback: boolean): boolean => {
+/** A true/false input: anything else is a problem, an empty one gives `fallback`. */
+type BoolInput = (name: string, fallback: boolean) => boolean;
+
+/** The reader of true/false inputs, reporting into `problems`. */
+function boolInput(getInput: GetInput, problems: string[]): BoolInput {
+  return (name, fallback) => {
     const value = getInput(name).trim().toLowerCase();
     if (value === '') return fallback;
     if (value === 'true') return true;
@@ -269,9 +263,27 @@ export function readSettings(
     problems.push(`${name} ${showValue(getInput(name))}: expected true or false`);
     return fallback;
   };
+}
 
-  const wait = bool('wait', true);
-  const logConversation = bool('log-conversation', true);
+/** What reading the run (or runs) to create needs besides its inputs, and what it collects. */
+interface CreateReading {
+  env: NodeJS.ProcessEnv;
+  readFile: ReadFile | undefined;
+  problems: string[];
+  event: EventContext;
+  /** Notes about the prompt, for the log. */
+  notes: string[];
+  /** The event texts the prompts put in, for the trust gate. */
+  readsText: ('issue' | 'pr')[];
+  bool: BoolInput;
+}
+
+/** The shape asked of the answer: `output-schema`, or the findings of `review: inline` on a pull request. */
+function readAnswerShape(
+  getInput: GetInput,
+  reading: CreateReading
+): { outputSchema: OutputSchema | undefined; review: ReviewSettings | undefined; inline: boolean } {
+  const { env, readFile, problems, event, notes } = reading;
   let outputSchema = readOutputSchema(getInput, env, readFile, problems);
   const reviewInputs = readReviewInputs(getInput, problems);
   if (reviewInputs.inline && getInput('output-schema').trim() !== '')
@@ -285,10 +297,29 @@ export function readSettings(
     if (reviewInputs.requestChanges) review.requestChanges = reviewInputs.requestChanges;
     outputSchema = findingsSchema();
   } else if (reviewInputs.inline) {
-    promptNotes.push(
+    notes.push(
       `review: inline reviews pull requests only; the ${event.event || 'current'} event is not about one, so no findings are asked for and no review is posted`
     );
   }
+  return { outputSchema, review, inline: reviewInputs.inline };
+}
+
+/** How the step waits: `on-blocked`, `cancel-on-abort`, `summary`, the timeouts, `on-timeout`. */
+function readWaiting(
+  getInput: GetInput,
+  problems: string[],
+  bool: BoolInput
+): Pick<
+  Settings,
+  | 'onBlocked'
+  | 'cancelOnAbort'
+  | 'summary'
+  | 'timeoutMs'
+  | 'graceMs'
+  | 'pollIntervalMs'
+  | 'githubTimeoutMs'
+  | 'onTimeout'
+> {
   const rawOnBlocked = getInput('on-blocked').trim().toLowerCase() || 'wait';
   if (rawOnBlocked !== 'wait' && rawOnBlocked !== 'fail') {
     problems.push(`on-blocked ${showValue(getInput('on-blocked'))}: expected wait or fail`);
@@ -322,12 +353,39 @@ export function readSettings(
   if (rawOnTimeout !== 'cancel' && rawOnTimeout !== 'leave-running') {
     problems.push(`on-timeout ${showValue(getInput('on-timeout'))}: expected cancel or leave-running`);
   }
+  return {
+    onBlocked: rawOnBlocked as Settings['onBlocked'],
+    cancelOnAbort,
+    summary,
+    timeoutMs,
+    graceMs,
+    pollIntervalMs,
+    githubTimeoutMs,
+    onTimeout: rawOnTimeout as Settings['onTimeout']
+  };
+}
 
-  const failOn = parseStates(getInput('fail-on'), problems);
+/** `run-id`: an existing run to attach to instead of creating one. */
+function readRunId(getInput: GetInput, problems: string[]): string | undefined {
   const runId = getInput('run-id').trim() || undefined;
   if (runId !== undefined && !isIdSegment(runId)) {
     problems.push(`run-id ${showValue(runId)}: expected a run id of ${ID_SEGMENT_FORM}`);
   }
+  return runId;
+}
+
+/**
+ * What the step runs: the fan-out's items, one run to create or the run `run-id` names; the
+ * prompts to create get the answer's shape asked for at their end.
+ */
+function readTarget(
+  getInput: GetInput,
+  reading: CreateReading,
+  runId: string | undefined,
+  answer: { outputSchema: OutputSchema | undefined; review: ReviewSettings | undefined; inline: boolean }
+): { target: Target; fanOut: FanOutSettings | undefined } {
+  const { env, readFile, problems, event, notes, readsText, bool } = reading;
+  const { outputSchema, review } = answer;
   const rawFanOut = getInput('fan-out').trim();
   const fanOut =
     rawFanOut === '' || runId !== undefined
@@ -339,13 +397,13 @@ export function readSettings(
           readFile,
           problems,
           event,
-          promptNotes,
+          notes,
           bool('context', true),
           readsText
         );
   if (rawFanOut !== '' && runId !== undefined)
     problems.push('fan-out and run-id are both set: give one of them');
-  if (rawFanOut !== '' && reviewInputs.inline)
+  if (rawFanOut !== '' && answer.inline)
     problems.push(
       'fan-out and review: inline are both set: a step posts one review of one run; give one of them'
     );
@@ -362,7 +420,7 @@ export function readSettings(
               readFile,
               problems,
               event,
-              promptNotes,
+              notes,
               bool('context', true),
               readsText
             )
@@ -375,7 +433,21 @@ export function readSettings(
     if (outputSchema && item.create.prompt.trim() !== '')
       item.create.prompt += schemaRequest(outputSchema.schema);
   }
+  return { target, fanOut };
+}
 
+/** Who may start the agent and what the thread hears of it: the trust inputs and `comment`. */
+function readGate(
+  getInput: GetInput,
+  problems: string[]
+): {
+  minPermission: Permission;
+  allowedActors: string[];
+  onUntrusted: string;
+  comment: string;
+  sessionLink: string;
+  triggerPhrase: string | undefined;
+} {
   const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write') as Permission;
   if (!PERMISSIONS.includes(minPermission)) {
     problems.push(
@@ -401,13 +473,19 @@ export function readSettings(
     );
   }
   const triggerPhrase = getInput('trigger-phrase').trim() || undefined;
-  if (runId !== undefined) {
-    for (const name of ['prompt', 'prompt-file']) {
-      if (getInput(name).trim() !== '') problems.push(`${name} and run-id are both set: give one of them`);
-    }
-  }
+  return { minPermission, allowedActors, onUntrusted, comment, sessionLink, triggerPhrase };
+}
 
-  const thread = readThread(getInput, problems, bool);
+/** The thread's mode and metadata on the runs to create (a fan-out's items also get their step and index). */
+function applyThread(
+  getInput: GetInput,
+  env: NodeJS.ProcessEnv,
+  event: EventContext,
+  thread: ThreadSettings,
+  target: Target,
+  fanOut: FanOutSettings | undefined,
+  problems: string[]
+): void {
   if (target.create && !fanOut) {
     if (getInput('mode').trim() !== '') target.create.mode = thread.mode;
     const metadata = threadMetadata(env, event);
@@ -425,8 +503,38 @@ export function readSettings(
   }
   if (fanOut && thread.continue === 'thread')
     problems.push('fan-out and continue: thread are both set: a fan-out starts new runs; give one of them');
+}
+
+export function readSettings(
+  getInput: GetInput = actionInput,
+  env: NodeJS.ProcessEnv = process.env,
+  /** Reads a file a path input names (tests pass their own); by default every check applies. */
+  readFile?: ReadFile,
+  event: EventContext = readEventContext(env)
+): Settings {
+  const problems: string[] = [];
+  const { baseUrl, apiKey, auth, oidcAudience } = connection(getInput, problems, env);
+  const bool = boolInput(getInput, problems);
+  const reading: CreateReading = { env, readFile, problems, event, notes: [], readsText: [], bool };
+
+  const wait = bool('wait', true);
+  const logConversation = bool('log-conversation', true);
+  const answer = readAnswerShape(getInput, reading);
+  const waiting = readWaiting(getInput, problems, bool);
+  const failOn = parseStates(getInput('fail-on'), problems);
+  const runId = readRunId(getInput, problems);
+  const { target, fanOut } = readTarget(getInput, reading, runId, answer);
+  const gate = readGate(getInput, problems);
+  if (runId !== undefined) {
+    for (const name of ['prompt', 'prompt-file']) {
+      if (getInput(name).trim() !== '') problems.push(`${name} and run-id are both set: give one of them`);
+    }
+  }
+  const thread = readThread(getInput, problems, bool);
+  applyThread(getInput, env, event, thread, target, fanOut, problems);
 
   if (problems.length > 0) throw new InputError(problems);
+  const { outputSchema, review } = answer;
   return {
     thread,
     baseUrl,
@@ -435,32 +543,33 @@ export function readSettings(
     oidcAudience,
     ...target,
     wait,
-    timeoutMs,
-    graceMs,
-    pollIntervalMs,
-    githubTimeoutMs,
-    onTimeout: rawOnTimeout as Settings['onTimeout'],
+    timeoutMs: waiting.timeoutMs,
+    graceMs: waiting.graceMs,
+    pollIntervalMs: waiting.pollIntervalMs,
+    githubTimeoutMs: waiting.githubTimeoutMs,
+    onTimeout: waiting.onTimeout,
     failOn,
-    cancelOnAbort,
-    summary,
+    cancelOnAbort: waiting.cancelOnAbort,
+    summary: waiting.summary,
     githubToken: getInput('github-token').trim(),
     trust: {
-      allowedActors,
-      minPermission,
-      triggerPhrase,
-      readsText,
+      allowedActors: gate.allowedActors,
+      minPermission: gate.minPermission,
+      triggerPhrase: gate.triggerPhrase,
+      readsText: reading.readsText,
       // Approving a plan needs no trigger phrase; without plans there is nothing to approve.
       alsoTriggers: thread.mode === 'plan' ? [thread.approvePhrase] : [],
       labelTrigger: thread.labelTrigger
     },
-    onUntrusted: onUntrusted as Settings['onUntrusted'],
-    comment: comment as Settings['comment'],
-    commentSessionLink: sessionLink === 'always' || (sessionLink === 'auto' && event.repoPrivate === true),
-    promptNotes,
+    onUntrusted: gate.onUntrusted as Settings['onUntrusted'],
+    comment: gate.comment as Settings['comment'],
+    commentSessionLink:
+      gate.sessionLink === 'always' || (gate.sessionLink === 'auto' && event.repoPrivate === true),
+    promptNotes: reading.notes,
     outputSchema,
     ...(review ? { review } : {}),
     logConversation,
-    onBlocked: rawOnBlocked as Settings['onBlocked'],
+    onBlocked: waiting.onBlocked,
     ...(fanOut ? { fanOut } : {})
   };
 }
@@ -549,11 +658,8 @@ function itemInputs(item: FanOutItemInput, getInput: GetInput): GetInput {
   };
 }
 
-function readThread(
-  getInput: GetInput,
-  problems: string[],
-  bool: (name: string, fallback: boolean) => boolean
-): ThreadSettings {
+/** The thread inputs: `mode`, `continue`, `approve-phrase`, `label-trigger`, `supersede`. */
+function readThread(getInput: GetInput, problems: string[], bool: BoolInput): ThreadSettings {
   const mode = getInput('mode').trim().toLowerCase() || 'normal';
   if (!isRunMode(mode)) problems.push(`mode ${showValue(getInput('mode'))}: expected ${RUN_MODE_WORDS}`);
   const continueMode = getInput('continue').trim().toLowerCase() || 'off';
@@ -595,7 +701,8 @@ function parseStates(raw: string, problems: string[]): RunState[] {
   return [...new Set(states)];
 }
 
-function readCreate(
+/** The prompt from `prompt` or `prompt-file`, its placeholders filled and the event's context added. */
+function readPrompt(
   getInput: GetInput,
   env: NodeJS.ProcessEnv,
   readFile: ReadFile | undefined,
@@ -604,7 +711,7 @@ function readCreate(
   notes: string[],
   withContext: boolean,
   readsText: ('issue' | 'pr')[]
-): CreateSettings {
+): string {
   const inline = getInput('prompt');
   const file = getInput('prompt-file').trim();
   let prompt = '';
@@ -636,7 +743,11 @@ function readCreate(
       problems.push(error.message);
     }
   }
+  return prompt;
+}
 
+/** `config`: a JSON object that can be sent again as JSON (empty when it is not). */
+function readConfigInput(getInput: GetInput, problems: string[]): Record<string, unknown> {
   let config: Record<string, unknown> = {};
   const rawConfig = getInput('config').trim();
   if (rawConfig !== '') {
@@ -658,6 +769,22 @@ function readCreate(
       config = {};
     }
   }
+  return config;
+}
+
+/** One run's create request from the inputs (the step's own, or a fan-out item's over them). */
+function readCreate(
+  getInput: GetInput,
+  env: NodeJS.ProcessEnv,
+  readFile: ReadFile | undefined,
+  problems: string[],
+  event: EventContext,
+  notes: string[],
+  withContext: boolean,
+  readsText: ('issue' | 'pr')[]
+): CreateSettings {
+  const prompt = readPrompt(getInput, env, readFile, problems, event, notes, withContext, readsText);
+  const config = readConfigInput(getInput, problems);
 
   const environmentId = getInput('environment-id').trim();
   if (environmentId === '') {

@@ -2,7 +2,7 @@
 
 import * as core from '@actions/core';
 import { formatDuration } from '../common/duration.js';
-import { AbortError } from '../client/index.js';
+import { AbortError, type AgentRunClient } from '../client/index.js';
 import { StickyComment } from './comment.js';
 import { type EventContext, readEventContext } from './context.js';
 import { leaveRunning, onAbort, onBlocked, onDeadline, onEnd } from './endings.js';
@@ -15,12 +15,12 @@ import { collectProducedSafely } from './produced.js';
 import { readPlan } from './plan-approval.js';
 import { createClient, waitWithProgress } from './remote.js';
 import { type Outcome, Reporter, conclusionOf, durationOf } from './report.js';
-import { onTermination } from './signals.js';
+import { type Termination, onTermination } from './signals.js';
 import * as state from './state.js';
-import { NothingToDo, startTurn } from './thread.js';
+import { NothingToDo, type Turn, startTurn } from './thread.js';
 import { type Finding, type ReviewContext, postReview, readReviewContext } from './review.js';
 import type { Produced } from './produced.js';
-import type { Settings } from './inputs.js';
+import type { FanOutSettings, Settings } from './inputs.js';
 import type { GitHubApi } from './github.js';
 
 /**
@@ -38,6 +38,19 @@ export async function run(): Promise<void> {
   return mainStep();
 }
 
+/** The progress comment of the step, when it writes one. */
+type ProgressComment = ReturnType<typeof progressComment>;
+
+/** What following one run's turn needs: the step's parts, set up once by `mainStep`. */
+interface StepParts {
+  admitted: Admitted;
+  client: AgentRunClient;
+  reporter: Reporter;
+  termination: Termination;
+  comment: ProgressComment;
+  startedAt: number;
+}
+
 async function mainStep(): Promise<void> {
   const startedAt = Date.now();
   for (const secret of secretInputs()) core.setSecret(secret);
@@ -49,18 +62,8 @@ async function mainStep(): Promise<void> {
   const reporter = new Reporter(settings.summary, startedAt, comment);
   const termination = onTermination();
   const client = createClient(settings);
+  if (settings.fanOut) return fanOutMain(client, settings, settings.fanOut, startedAt, termination, comment);
   let runId: string | undefined;
-  if (settings.fanOut) {
-    try {
-      return await fanOutStep(client, settings, settings.fanOut, startedAt, termination, comment);
-    } catch (error) {
-      core.setFailed(error instanceof Error ? error.message : String(error));
-      return;
-    } finally {
-      termination.dispose();
-      client.close();
-    }
-  }
   try {
     const reviewContext = settings.review && (await reviewBase(admitted, event));
     const turn = await startTurn(client, settings, event, comment?.writer, termination.graceSignal);
@@ -69,59 +72,106 @@ async function mainStep(): Promise<void> {
     setOutput('run-id', runId);
     state.saveRunId(runId);
     if (!settings.wait) return await leaveRunning(client, reporter, runId, startedAt);
-
-    const { timeoutMs, graceMs } = settings;
-    const endBy = startedAt + timeoutMs + graceMs;
-    const deadlineNote = `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${graceMs / 1000} s) passed`;
-    const until = (reserveMs = 0) =>
-      AbortSignal.any([termination.signal, AbortSignal.timeout(Math.max(0, endBy - reserveMs - Date.now()))]);
-    const result = await waitWithProgress(client, runId, {
-      endSignal: until(),
-      timeoutMs,
-      startedAt,
-      signal: termination.signal,
-      reporter,
-      logConversation: settings.logConversation,
-      onBlocked: settings.onBlocked,
-      pollIntervalMs: settings.pollIntervalMs
-    });
-    const outcome: Outcome = {
-      runId,
-      run: result.run,
-      conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
-      // A follow-up's record spans every turn: this turn is what the step measured.
-      durationMs: turn.followup ? Date.now() - startedAt : durationOf(result.run, Date.now() - startedAt),
-      linkShown: result.linkShown
-    };
-    const timedOut = result.outcome === 'timed_out';
-    outcome.produced = await collectProducedSafely(client, runId, result.run, {
-      prompt: turn.request,
-      schema: settings.outputSchema,
-      signal: until(timedOut ? Math.min(CANCEL_RESERVE_MS, graceMs / 3) : 0),
-      deadlineNote
-    });
-    if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
-      await review(admitted, reviewContext, outcome.produced, until(0), deadlineNote);
-    if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
-      comment.writer.plan = await readPlan(client, result.run, until(0));
-    if (timedOut) await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
-    else if (result.outcome === 'blocked') await onBlocked(reporter, outcome);
-    else await onEnd(settings, reporter, outcome);
+    await followTurn({ admitted, client, reporter, termination, comment, startedAt }, turn, reviewContext);
   } catch (error) {
-    if (error instanceof NothingToDo) {
-      setOutput('conclusion', 'skipped');
-      state.markSettled();
-      core.notice(error.message);
-    } else if (error instanceof AbortError && termination.signal.aborted) {
-      await onAbort(client, settings, reporter, runId, startedAt);
-    } else {
-      // The job was not cancelled: leave the run alone rather than have the post step cancel it.
-      state.markSettled();
-      core.setFailed(error instanceof Error ? error.message : String(error));
-    }
+    await stepFailed(error, client, settings, reporter, runId, startedAt, termination);
   } finally {
     termination.dispose();
     client.close();
+  }
+}
+
+/** A fan-out step: its runs followed by fan-out.ts; any error fails the step. */
+async function fanOutMain(
+  client: AgentRunClient,
+  settings: Settings,
+  fanOut: FanOutSettings,
+  startedAt: number,
+  termination: Termination,
+  comment: ProgressComment
+): Promise<void> {
+  try {
+    return await fanOutStep(client, settings, fanOut, startedAt, termination, comment);
+  } catch (error) {
+    core.setFailed(error instanceof Error ? error.message : String(error));
+    return;
+  } finally {
+    termination.dispose();
+    client.close();
+  }
+}
+
+/**
+ * Waits for the turn's run until the step's deadline, reads what it made (and posts the review or
+ * reads the plan), then ends the step as the run ended, timed out or was blocked.
+ */
+async function followTurn(
+  parts: StepParts,
+  turn: Turn,
+  reviewContext: ReviewContext | undefined
+): Promise<void> {
+  const { admitted, client, reporter, termination, comment, startedAt } = parts;
+  const { settings } = admitted;
+  const runId = turn.runId;
+  const { timeoutMs, graceMs } = settings;
+  const endBy = startedAt + timeoutMs + graceMs;
+  const deadlineNote = `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${graceMs / 1000} s) passed`;
+  const until = (reserveMs = 0) =>
+    AbortSignal.any([termination.signal, AbortSignal.timeout(Math.max(0, endBy - reserveMs - Date.now()))]);
+  const result = await waitWithProgress(client, runId, {
+    endSignal: until(),
+    timeoutMs,
+    startedAt,
+    signal: termination.signal,
+    reporter,
+    logConversation: settings.logConversation,
+    onBlocked: settings.onBlocked,
+    pollIntervalMs: settings.pollIntervalMs
+  });
+  const outcome: Outcome = {
+    runId,
+    run: result.run,
+    conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
+    // A follow-up's record spans every turn: this turn is what the step measured.
+    durationMs: turn.followup ? Date.now() - startedAt : durationOf(result.run, Date.now() - startedAt),
+    linkShown: result.linkShown
+  };
+  const timedOut = result.outcome === 'timed_out';
+  outcome.produced = await collectProducedSafely(client, runId, result.run, {
+    prompt: turn.request,
+    schema: settings.outputSchema,
+    signal: until(timedOut ? Math.min(CANCEL_RESERVE_MS, graceMs / 3) : 0),
+    deadlineNote
+  });
+  if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
+    await review(admitted, reviewContext, outcome.produced, until(0), deadlineNote);
+  if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
+    comment.writer.plan = await readPlan(client, result.run, until(0));
+  if (timedOut) await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
+  else if (result.outcome === 'blocked') await onBlocked(reporter, outcome);
+  else await onEnd(settings, reporter, outcome);
+}
+
+/** How a single-run step that threw ends: nothing to do, the job's cancel, or a failure. */
+async function stepFailed(
+  error: unknown,
+  client: AgentRunClient,
+  settings: Settings,
+  reporter: Reporter,
+  runId: string | undefined,
+  startedAt: number,
+  termination: Termination
+): Promise<void> {
+  if (error instanceof NothingToDo) {
+    setOutput('conclusion', 'skipped');
+    state.markSettled();
+    core.notice(error.message);
+  } else if (error instanceof AbortError && termination.signal.aborted) {
+    await onAbort(client, settings, reporter, runId, startedAt);
+  } else {
+    // The job was not cancelled: leave the run alone rather than have the post step cancel it.
+    state.markSettled();
+    core.setFailed(error instanceof Error ? error.message : String(error));
   }
 }
 

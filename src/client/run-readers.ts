@@ -14,7 +14,7 @@ import type {
   Transcript,
   TranscriptEntry
 } from '../api/index.js';
-import { type AnyEvent, describeValue, known, otherKind } from '../api/index.js';
+import { type AnyEvent, type EventOf, describeValue, known, otherKind } from '../api/index.js';
 import { AgentRunError } from './errors.js';
 import { ParseError, type Run } from './parse.js';
 
@@ -181,116 +181,113 @@ export function itemsFromTranscript(events: TranscriptEntry[], seen = new SeenIt
 }
 
 /**
- * The progress items of transcript events. The switch has a case for every kind of src/api/events.ts
- * (a new kind does not compile until it has one); a kind this code has never seen (a newer service)
- * becomes an `event` item with its text or its name. Fields are read as tolerantly as the rest: the
- * service is not ours.
+ * The progress items of transcript events. The switch of `eventItems` has a case for every kind of
+ * src/api/events.ts (a new kind does not compile until it has one); a kind this code has never seen
+ * (a newer service) becomes an `event` item with its text or its name. Fields are read as tolerantly
+ * as the rest: the service is not ours.
  */
 function transcriptItems(events: TranscriptEntry[]): ProgressItem[] {
-  const items: ProgressItem[] = [];
-  for (const event of events) {
-    const e = known(event);
-    switch (e.kind) {
-      case 'message':
-        items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '' });
-        break;
-      case 'result':
-        items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '', final: true });
-        break;
-      case 'command':
-      case 'setup':
-        items.push({
+  return events.flatMap(eventItems);
+}
+
+/** One transcript event's progress items (most kinds give one; a diff one per file). */
+function eventItems(event: TranscriptEntry): ProgressItem[] {
+  const e = known(event);
+  switch (e.kind) {
+    case 'message':
+      return [{ type: 'text', role: 'assistant', text: str(e.text) ?? '' }];
+    case 'result':
+      return [{ type: 'text', role: 'assistant', text: str(e.text) ?? '', final: true }];
+    case 'command':
+    case 'setup':
+      return [
+        {
           type: 'command',
           command: `${e.kind === 'setup' ? '(setup) ' : ''}${str(e.command) ?? ''}`,
           exitCode: typeof e.exit_code === 'number' ? e.exit_code : null,
           output: str(e.output)
-        });
-        break;
-      case 'output':
-        items.push({ type: 'output', text: str(e.text) ?? '' });
-        break;
-      // A harness's tool call (input as JSON text) and its result.
-      case 'action': {
-        let input: unknown;
-        try {
-          input = JSON.parse(str(event.input) ?? 'null');
-        } catch {
-          input = undefined;
         }
-        const command = isObject(input) ? str(input.command) : undefined;
-        if (command !== undefined) items.push({ type: 'command', command });
-        else
-          items.push({
-            type: 'event',
-            text: `${str(event.name) ?? 'tool'} ${str(event.input) ?? ''}`.trim()
-          });
-        break;
-      }
-      case 'action_result':
-        items.push({ type: 'output', text: str(event.output) ?? '' });
-        break;
-      case 'file':
-        items.push({ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' });
-        break;
-      case 'diff': {
-        const files = Array.isArray(e.files) ? (e.files as unknown[]).filter(isObject) : [];
-        for (const file of files) {
-          items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
-        }
-        if (typeof e.more_files === 'number' && e.more_files > 0)
-          items.push({ type: 'event', text: `${e.more_files} more files changed (not listed)` });
-        break;
-      }
-      case 'state':
-        items.push({ type: 'state', state: str(e.state) ?? '?', message: str(e.status_message) });
-        break;
-      case 'exit':
-        items.push({ type: 'event', text: `agent exited with code ${String(e.exit_code)}` });
-        break;
-      case 'artifact': {
-        const loose = e as AnyEvent;
-        const name = str(e.filename) ?? str(loose.title) ?? str(loose.url) ?? '';
-        const uid = str(e.artifact_uid);
-        items.push({ type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() });
-        break;
-      }
-      case 'notice':
-      case 'truncated':
-      case 'omitted':
-        items.push({ type: 'event', text: str(e.text) ?? e.kind });
-        break;
-      case 'warning':
-        items.push({ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() });
-        break;
-      case 'followup':
-        items.push({ type: 'event', text: `follow-up: ${str(e.message) ?? ''}`.trim() });
-        break;
-      case 'turn':
-        items.push({
-          type: 'event',
-          text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`,
-          turn: true
-        });
-        break;
-      case 'agent_session':
-        items.push({ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() });
-        break;
-      case 'publish': {
-        const pr = str(e.pull_request_url);
-        const branch = str(e.branch);
-        items.push({
-          type: 'event',
-          text: `published${branch ? ` to branch ${branch}` : ''}${pr ? `, pull request ${pr}` : ''}`
-        });
-        break;
-      }
-      default: {
-        const other = otherKind(e);
-        items.push({ type: 'event', text: str(other.text) ?? other.kind });
-      }
+      ];
+    case 'output':
+      return [{ type: 'output', text: str(e.text) ?? '' }];
+    case 'action':
+      return [actionItem(event)];
+    case 'action_result':
+      return [{ type: 'output', text: str(event.output) ?? '' }];
+    case 'file':
+      return [{ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' }];
+    case 'diff':
+      return diffItems(e);
+    case 'state':
+      return [{ type: 'state', state: str(e.state) ?? '?', message: str(e.status_message) }];
+    case 'exit':
+      return [{ type: 'event', text: `agent exited with code ${String(e.exit_code)}` }];
+    case 'artifact':
+      return [artifactItem(e)];
+    case 'notice':
+    case 'truncated':
+    case 'omitted':
+      return [{ type: 'event', text: str(e.text) ?? e.kind }];
+    case 'warning':
+      return [{ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() }];
+    case 'followup':
+      return [{ type: 'event', text: `follow-up: ${str(e.message) ?? ''}`.trim() }];
+    case 'turn':
+      return [
+        { type: 'event', text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`, turn: true }
+      ];
+    case 'agent_session':
+      return [{ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() }];
+    case 'publish':
+      return [publishItem(e)];
+    default: {
+      const other = otherKind(e);
+      return [{ type: 'event', text: str(other.text) ?? other.kind }];
     }
   }
+}
+
+/** A harness's tool call (input as JSON text): a command when it runs one, else the tool and its input. */
+function actionItem(event: TranscriptEntry): ProgressItem {
+  let input: unknown;
+  try {
+    input = JSON.parse(str(event.input) ?? 'null');
+  } catch {
+    input = undefined;
+  }
+  const command = isObject(input) ? str(input.command) : undefined;
+  if (command !== undefined) return { type: 'command', command };
+  return { type: 'event', text: `${str(event.name) ?? 'tool'} ${str(event.input) ?? ''}`.trim() };
+}
+
+/** A diff's files, and a line for those it does not list. */
+function diffItems(e: EventOf<'diff'>): ProgressItem[] {
+  const items: ProgressItem[] = [];
+  const files = Array.isArray(e.files) ? (e.files as unknown[]).filter(isObject) : [];
+  for (const file of files) {
+    items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
+  }
+  if (typeof e.more_files === 'number' && e.more_files > 0)
+    items.push({ type: 'event', text: `${e.more_files} more files changed (not listed)` });
   return items;
+}
+
+/** An artifact by its file name (or title, or address) and uid. */
+function artifactItem(e: EventOf<'artifact'>): ProgressItem {
+  const loose = e as AnyEvent;
+  const name = str(e.filename) ?? str(loose.title) ?? str(loose.url) ?? '';
+  const uid = str(e.artifact_uid);
+  return { type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() };
+}
+
+/** Where the run's changes were published: the branch and the pull request. */
+function publishItem(e: EventOf<'publish'>): ProgressItem {
+  const pr = str(e.pull_request_url);
+  const branch = str(e.branch);
+  return {
+    type: 'event',
+    text: `published${branch ? ` to branch ${branch}` : ''}${pr ? `, pull request ${pr}` : ''}`
+  };
 }
 
 /** The conversation as progress items, in order, each fact once: messages' text, commands with their results, events. */

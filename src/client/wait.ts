@@ -62,22 +62,54 @@ export async function waitForRun(
   options: WaitOptions = {}
 ): Promise<WaitResult> {
   const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? abortableSleep;
-  const random = options.random ?? Math.random;
-  const initial = options.initialDelayMs ?? 1000;
-  const cap = Math.max(initial, options.maxIntervalMs ?? 15_000);
-  const hold = options.holdSeconds ?? 50;
-  const maxErrors = options.maxConsecutiveErrors ?? 10;
   const start = now();
   const deadline = start + (options.timeoutMs ?? 60 * 60_000);
   const unknown = new Set<string>();
-
   let last: Run | undefined;
+  let firstDelay = options.initialDelayMs ?? 1000;
+
+  // A server with event streams tells of each change and of the end on one request; without one
+  // (or once it keeps failing) the polls below take over from the last record it brought.
+  const stream = options.stream === false ? undefined : poller.runEvents?.(runId, { signal: options.signal });
+  if (stream) {
+    const followed = await followStream(stream, runId, deadline - now(), options, unknown);
+    last = followed.run ?? last;
+    if (followed.outcome !== 'fallback')
+      return { outcome: followed.outcome, run: last, polls: 0, elapsedMs: now() - start, via: 'stream' };
+    // A stream that broke hands over at once; a server without streams is polled as it always was.
+    if (followed.opened) firstDelay = 0;
+  }
+  return pollUntilEnd(poller, runId, options, { start, deadline, unknown, last, firstDelay });
+}
+
+/** Where a wait stands when the polls take over. */
+interface PollStart {
+  start: number;
+  deadline: number;
+  /** The unknown states already reported. */
+  unknown: Set<string>;
+  /** The last record the stream brought, if any. */
+  last: Run | undefined;
+  /** The pause before the first poll. */
+  firstDelay: number;
+}
+
+/** Polls the run until it ends or the deadline passes, paced by the schedule at the top of this file. */
+async function pollUntilEnd(
+  poller: RunPoller,
+  runId: string,
+  options: WaitOptions,
+  { start, deadline, unknown, last: fromStream, firstDelay }: PollStart
+): Promise<WaitResult> {
+  const now = options.now ?? Date.now;
+  const hold = options.holdSeconds ?? 50;
+  const maxErrors = options.maxConsecutiveErrors ?? 10;
+  const nextInterval = pollSchedule(options, start);
+  let last = fromStream;
   let etag: string | undefined;
   let polls = 0;
   let errors = 0;
-  let interval = initial;
-  let delay = initial;
+  let delay = firstDelay;
 
   const result = (outcome: WaitResult['outcome']): WaitResult => ({
     outcome,
@@ -87,30 +119,9 @@ export async function waitForRun(
     via: 'polls'
   });
 
-  // A server with event streams tells of each change and of the end on one request; without one
-  // (or once it keeps failing) the polls below take over from the last record it brought.
-  const stream = options.stream === false ? undefined : poller.runEvents?.(runId, { signal: options.signal });
-  if (stream) {
-    const followed = await followStream(stream, runId, deadline - now(), options, unknown);
-    last = followed.run ?? last;
-    if (followed.outcome !== 'fallback')
-      return { outcome: followed.outcome, run: last, polls, elapsedMs: now() - start, via: 'stream' };
-    // A stream that broke hands over at once; a server without streams is polled as it always was.
-    if (followed.opened) delay = 0;
-  }
-  const nextInterval = () => {
-    const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
-    interval = Math.min(cap, interval * GROWTH, byElapsed);
-    return interval * (0.8 + 0.2 * random());
-  };
-
   for (;;) {
     if (now() >= deadline) return result('timed_out');
-    try {
-      await sleep(Math.min(delay, deadline - now()), options.signal);
-    } catch (error) {
-      throw new AbortError(`waiting for run ${runId}: aborted`, { request: `wait ${runId}`, cause: error });
-    }
+    await pause(options, Math.min(delay, deadline - now()), runId);
     const remaining = deadline - now();
     if (remaining <= 0) return result('timed_out');
 
@@ -136,21 +147,55 @@ export async function waitForRun(
     if (answer.run) {
       const run = answer.run;
       etag = answer.etag;
-      if (!isKnownState(run.state) && !unknown.has(run.state)) {
-        unknown.add(run.state);
-        options.onUnknownState?.(run.state, run);
-      }
+      noteUnknown(run, options, unknown);
       const previous = last;
       last = run;
       if (previous?.state !== run.state) options.onStateChange?.(run, previous);
       if (isTerminalState(run.state)) return result('terminal');
     }
+    delay = nextDelay(answer, now() - sent, nextInterval());
+  }
+}
 
-    const spent = now() - sent;
-    const paced = nextInterval();
-    if (answer.retryAfterMs !== undefined) delay = answer.retryAfterMs;
-    else if (answer.held) delay = Math.max(0, MIN_GAP_MS - spent);
-    else delay = Math.max(0, paced - spent);
+/**
+ * The schedule of polls to a server that does not hold them: each call gives the next pause,
+ * ×1.5 the last, at most the cap and 15 % of the time waited so far, and up to 20 % shorter at random.
+ */
+function pollSchedule(options: WaitOptions, start: number): () => number {
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+  const initial = options.initialDelayMs ?? 1000;
+  const cap = Math.max(initial, options.maxIntervalMs ?? 15_000);
+  let interval = initial;
+  return () => {
+    const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
+    interval = Math.min(cap, interval * GROWTH, byElapsed);
+    return interval * (0.8 + 0.2 * random());
+  };
+}
+
+/** Sleeps before a poll; the caller's abort ends the wait with an AbortError. */
+async function pause(options: WaitOptions, ms: number, runId: string): Promise<void> {
+  const sleep = options.sleep ?? abortableSleep;
+  try {
+    await sleep(ms, options.signal);
+  } catch (error) {
+    throw new AbortError(`waiting for run ${runId}: aborted`, { request: `wait ${runId}`, cause: error });
+  }
+}
+
+/** The pause before the next poll: the server's word, a holding server's minimum gap, or the schedule's. */
+function nextDelay(answer: PollResult, spent: number, paced: number): number {
+  if (answer.retryAfterMs !== undefined) return answer.retryAfterMs;
+  if (answer.held) return Math.max(0, MIN_GAP_MS - spent);
+  return Math.max(0, paced - spent);
+}
+
+/** Tells `onUnknownState` of a state this client does not know, once per state. */
+function noteUnknown(run: Run, options: WaitOptions, unknown: Set<string>): void {
+  if (!isKnownState(run.state) && !unknown.has(run.state)) {
+    unknown.add(run.state);
+    options.onUnknownState?.(run.state, run);
   }
 }
 
@@ -164,10 +209,7 @@ async function followStream(
 ): Promise<{ outcome: WaitResult['outcome'] | 'fallback'; run?: Run; opened?: boolean }> {
   let last: Run | undefined;
   const seen = (run: Run) => {
-    if (!isKnownState(run.state) && !unknown.has(run.state)) {
-      unknown.add(run.state);
-      options.onUnknownState?.(run.state, run);
-    }
+    noteUnknown(run, options, unknown);
     const previous = last;
     last = run;
     if (previous?.state !== run.state) options.onStateChange?.(run, previous);

@@ -12,7 +12,13 @@ import { EXIT, usage } from '../exit.js';
 import { readConnection } from '../settings.js';
 import type { Terminal } from '../terminal.js';
 import { type Command, parse } from './common.js';
-import { checkRepository, declaredInputs, parseInputs, readCheckout } from './action-context.js';
+import {
+  type Checkout,
+  checkRepository,
+  declaredInputs,
+  parseInputs,
+  readCheckout
+} from './action-context.js';
 import { parseCommandFile, renderSummary, WorkflowLog } from './workflow-files.js';
 
 export const actionCommand: Command = {
@@ -45,39 +51,12 @@ Example:
   agent-run action --base-url http://127.0.0.1:8080 --input environment-id=local \\
     --input prompt='@sim say hello' --input title=Try`,
   async run(argv, context) {
-    const { values, positionals } = parse(argv, {
-      input: { type: 'string', multiple: true },
-      repo: { type: 'string' },
-      ref: { type: 'string' },
-      sha: { type: 'string' },
-      actor: { type: 'string' },
-      event: { type: 'string' },
-      'event-name': { type: 'string' },
-      'event-path': { type: 'string' },
-      'keep-temp': { type: 'boolean' }
-    });
+    const { values, positionals } = parse(argv, ACTION_OPTIONS);
     if (positionals.length > 0)
       throw usage(`action takes no arguments, got ${JSON.stringify(positionals[0])}; use --input NAME=VALUE`);
     const cwd = process.cwd();
     const inputs = parseInputs(values.input ?? [], declaredInputs(actionYml()), cwd);
-    const eventName = values.event ?? values['event-name'] ?? 'workflow_dispatch';
-    if (/[/\\.]/.test(eventName)) {
-      throw usage(
-        `--event ${JSON.stringify(eventName)}: expected an event name such as pull_request; pass a payload file with --event-path`
-      );
-    }
-    let payload = '{}';
-    const eventPath = values['event-path'];
-    if (eventPath !== undefined) {
-      try {
-        payload = readFileSync(resolve(cwd, eventPath), 'utf8');
-        JSON.parse(payload);
-      } catch (error) {
-        throw usage(
-          `--event-path ${JSON.stringify(eventPath)}: expected a readable JSON file (${(error as Error).message})`
-        );
-      }
-    }
+    const { eventName, payload } = readEvent(values, cwd);
     const checkout = readCheckout(cwd);
     const repository = values.repo !== undefined ? checkRepository(values.repo) : checkout.repository;
     const connection = readConnection(values, context.env);
@@ -85,47 +64,12 @@ Example:
 
     const dir = mkdtempSync(join(tmpdir(), 'agent-run-action-'));
     try {
-      const temp = join(dir, 'temp');
-      mkdirSync(temp);
-      const files = {
-        GITHUB_OUTPUT: join(dir, 'output'),
-        GITHUB_STATE: join(dir, 'state'),
-        GITHUB_STEP_SUMMARY: join(dir, 'summary'),
-        GITHUB_EVENT_PATH: join(dir, 'event.json')
-      };
-      for (const file of Object.values(files)) writeFileSync(file, '');
-      writeFileSync(files.GITHUB_EVENT_PATH, payload);
-
-      const env: Record<string, string> = {};
-      for (const [name, value] of Object.entries(context.env)) {
-        if (
-          value === undefined ||
-          /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
-          name === 'AGENT_RUN_API_KEY' ||
-          name === 'AGENT_RUN_ID_TOKEN'
-        )
-          continue;
-        env[name] = value;
-      }
-      const known: Record<string, string | undefined> = {
-        GITHUB_REPOSITORY: repository,
-        GITHUB_REPOSITORY_OWNER: repository?.split('/')[0],
-        GITHUB_REF: values.ref ?? checkout.ref,
-        GITHUB_SHA: values.sha ?? checkout.sha,
-        GITHUB_ACTOR: values.actor
-      };
-      for (const [name, value] of Object.entries(known)) if (value) env[name] = value;
-      Object.assign(env, files, {
-        GITHUB_ACTIONS: 'true',
-        CI: 'true',
-        GITHUB_EVENT_NAME: eventName,
-        GITHUB_WORKSPACE: checkout.workspace,
-        RUNNER_TEMP: temp,
-        GITHUB_SERVER_URL: 'https://github.com',
-        GITHUB_API_URL: 'https://api.github.com',
-        GITHUB_WORKFLOW: 'agent-run action',
-        GITHUB_JOB: 'local',
-        GITHUB_ACTION: 'agent-run'
+      const files = workflowFiles(dir, payload);
+      const env = stepEnv(context.env, files, join(dir, 'temp'), {
+        values,
+        checkout,
+        repository,
+        eventName
       });
       for (const [name, value] of Object.entries(inputs))
         env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
@@ -139,14 +83,7 @@ Example:
       );
       const log = new WorkflowLog(context.terminal, [connection.apiKey]);
       const steps = new StepRunner(log);
-      const main = await steps.run(env, checkout.workspace);
-      const state = parseCommandFile(readFileSync(files.GITHUB_STATE, 'utf8'));
-      const postEnv = { ...env };
-      for (const [name, value] of Object.entries(state)) postEnv[`STATE_${name}`] = value;
-      context.terminal.note('Post step.');
-      await steps.run(postEnv, checkout.workspace);
-      steps.dispose();
-
+      const main = await runBothSteps(steps, env, files, checkout.workspace, context.terminal);
       const outputs = parseCommandFile(readFileSync(files.GITHUB_OUTPUT, 'utf8'));
       const masked = Object.fromEntries(
         Object.entries(outputs).map(([name, value]) => [name, log.mask(value)])
@@ -167,6 +104,130 @@ Example:
     }
   }
 };
+
+/** The options of `action`, beside every command's. */
+const ACTION_OPTIONS = {
+  input: { type: 'string', multiple: true },
+  repo: { type: 'string' },
+  ref: { type: 'string' },
+  sha: { type: 'string' },
+  actor: { type: 'string' },
+  event: { type: 'string' },
+  'event-name': { type: 'string' },
+  'event-path': { type: 'string' },
+  'keep-temp': { type: 'boolean' }
+} as const;
+
+/** The parsed options of `action`. */
+type ActionValues = ReturnType<typeof parse<typeof ACTION_OPTIONS>>['values'];
+
+/** The files the runner gives a step, by the variable that names each. */
+interface WorkflowFiles {
+  GITHUB_OUTPUT: string;
+  GITHUB_STATE: string;
+  GITHUB_STEP_SUMMARY: string;
+  GITHUB_EVENT_PATH: string;
+}
+
+/** --event (a name, default workflow_dispatch) and --event-path (a JSON payload, default {}). */
+function readEvent(values: ActionValues, cwd: string): { eventName: string; payload: string } {
+  const eventName = values.event ?? values['event-name'] ?? 'workflow_dispatch';
+  if (/[/\\.]/.test(eventName)) {
+    throw usage(
+      `--event ${JSON.stringify(eventName)}: expected an event name such as pull_request; pass a payload file with --event-path`
+    );
+  }
+  let payload = '{}';
+  const eventPath = values['event-path'];
+  if (eventPath !== undefined) {
+    try {
+      payload = readFileSync(resolve(cwd, eventPath), 'utf8');
+      JSON.parse(payload);
+    } catch (error) {
+      throw usage(
+        `--event-path ${JSON.stringify(eventPath)}: expected a readable JSON file (${(error as Error).message})`
+      );
+    }
+  }
+  return { eventName, payload };
+}
+
+/** The step's files in `dir`, empty but for the event's payload, and its RUNNER_TEMP folder `dir/temp`. */
+function workflowFiles(dir: string, payload: string): WorkflowFiles {
+  mkdirSync(join(dir, 'temp'));
+  const files = {
+    GITHUB_OUTPUT: join(dir, 'output'),
+    GITHUB_STATE: join(dir, 'state'),
+    GITHUB_STEP_SUMMARY: join(dir, 'summary'),
+    GITHUB_EVENT_PATH: join(dir, 'event.json')
+  };
+  for (const file of Object.values(files)) writeFileSync(file, '');
+  writeFileSync(files.GITHUB_EVENT_PATH, payload);
+  return files;
+}
+
+/**
+ * The step's environment as the runner sets it: this command's own without any runner, input or
+ * key variable, then the repository, the files and the workflow's names (the inputs come after).
+ */
+function stepEnv(
+  own: NodeJS.ProcessEnv,
+  files: WorkflowFiles,
+  temp: string,
+  where: { values: ActionValues; checkout: Checkout; repository: string | undefined; eventName: string }
+): Record<string, string> {
+  const { values, checkout, repository, eventName } = where;
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(own)) {
+    if (
+      value === undefined ||
+      /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
+      name === 'AGENT_RUN_API_KEY' ||
+      name === 'AGENT_RUN_ID_TOKEN'
+    )
+      continue;
+    env[name] = value;
+  }
+  const known: Record<string, string | undefined> = {
+    GITHUB_REPOSITORY: repository,
+    GITHUB_REPOSITORY_OWNER: repository?.split('/')[0],
+    GITHUB_REF: values.ref ?? checkout.ref,
+    GITHUB_SHA: values.sha ?? checkout.sha,
+    GITHUB_ACTOR: values.actor
+  };
+  for (const [name, value] of Object.entries(known)) if (value) env[name] = value;
+  Object.assign(env, files, {
+    GITHUB_ACTIONS: 'true',
+    CI: 'true',
+    GITHUB_EVENT_NAME: eventName,
+    GITHUB_WORKSPACE: checkout.workspace,
+    RUNNER_TEMP: temp,
+    GITHUB_SERVER_URL: 'https://github.com',
+    GITHUB_API_URL: 'https://api.github.com',
+    GITHUB_WORKFLOW: 'agent-run action',
+    GITHUB_JOB: 'local',
+    GITHUB_ACTION: 'agent-run'
+  });
+  return env;
+}
+
+/** The main step, then the post step with the state the main step saved; answers the main step's exit code. */
+async function runBothSteps(
+  steps: StepRunner,
+  env: Record<string, string>,
+  files: WorkflowFiles,
+  workspace: string,
+  terminal: Terminal
+): Promise<number | null> {
+  const main = await steps.run(env, workspace);
+  const state = parseCommandFile(readFileSync(files.GITHUB_STATE, 'utf8'));
+  const postEnv = { ...env };
+  for (const [name, value] of Object.entries(state)) postEnv[`STATE_${name}`] = value;
+  terminal.note('Post step.');
+  await steps.run(postEnv, workspace);
+  steps.dispose();
+  return main;
+}
 
 /** action.yml beside the bundle: dist/cli/index.js → the package root. */
 function actionYml(): string {

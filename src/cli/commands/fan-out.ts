@@ -25,7 +25,7 @@ import {
   table
 } from '../../client/index.js';
 import type { RunMode } from '../../api/run.js';
-import { FAN_OUT_FORM, MAX_PARALLEL, parseFanOut } from '../../client/fan-out-items.js';
+import { FAN_OUT_FORM, type FanOutItemInput, MAX_PARALLEL, parseFanOut } from '../../client/fan-out-items.js';
 import { CliError, EXIT, usage } from '../exit.js';
 import type { Terminal } from '../terminal.js';
 import { visible } from '../visible.js';
@@ -125,24 +125,7 @@ export function idempotencyKeyOption(value: string | undefined): string | undefi
  * run exists.
  */
 export function readItems(options: FanOutOptions, defaults: FanOutDefaults): Item[] {
-  const { file } = options;
-  let text: string;
-  let path: string;
-  if (options.stdin !== undefined) {
-    // From standard input: a prompt-file is relative to the working directory, and the runs'
-    // fan_out metadata is `stdin`.
-    text = options.stdin;
-    path = join(process.cwd(), 'stdin');
-  } else {
-    try {
-      text = readFileSync(file, 'utf8');
-      path = realpathSync(file);
-    } catch (error) {
-      throw usage(
-        `--fan-out ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code})`
-      );
-    }
-  }
+  const { text, path } = readList(options);
   const problems: string[] = [];
   const fields = parseFanOut(text, problems);
   if (problems.length === 0 && fields.length === 0)
@@ -150,79 +133,152 @@ export function readItems(options: FanOutOptions, defaults: FanOutDefaults): Ite
   const name = fanOutName(path);
   const items: Item[] = [];
   fields.forEach((item, index) => {
-    const at = `fan-out[${index}]`;
-    const before = problems.length;
-    let prompt = item.prompt ?? defaults.prompt;
-    if (item['prompt-file'] !== undefined) {
-      // Relative to the list's own folder, so the list works from any working directory.
-      const promptPath = resolve(dirname(path), item['prompt-file']);
-      try {
-        prompt = readFileSync(promptPath, 'utf8');
-        if (prompt.trim() === '')
-          problems.push(
-            `${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: the file is empty; expected the prompt text`
-          );
-      } catch (error) {
-        problems.push(
-          `${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: cannot read ${promptPath} (${(error as NodeJS.ErrnoException).code}); expected a file relative to the list's folder`
-        );
-      }
-    } else if (prompt === undefined || prompt.trim() === '') {
-      problems.push(
-        `${at}: prompt is empty: set the item's prompt or prompt-file, or give PROMPT to every item`
-      );
-    }
-    const config = { ...defaults.config, ...(item.config ?? {}) };
-    const own = item['environment-id']?.trim();
-    const environment = own ?? defaults.environment?.trim() ?? config.environment_id;
-    if (typeof environment !== 'string' || environment.trim() === '') {
-      problems.push(
-        `${at}: no environment: set the item's environment-id, pass --environment ID or set AGENT_RUN_ENVIRONMENT`
-      );
-    } else if (config.environment_id !== undefined && config.environment_id !== environment.trim()) {
-      const source =
-        own !== undefined ? `${at}.environment-id` : (defaults.environmentSource ?? '--environment');
-      problems.push(
-        `${at}: config.environment_id ${JSON.stringify(config.environment_id)} differs from ${source} ${JSON.stringify(environment)}: set it in one place`
-      );
-    }
-    const metadata = { ...defaults.metadata, fan_out: name, fan_out_index: String(index) };
-    if (Object.keys(metadata).length > MAX_METADATA)
-      problems.push(
-        `--metadata: ${Object.keys(metadata).length - 2} keys given; expected at most ${MAX_METADATA - 2} with --fan-out (it adds fan_out and fan_out_index)`
-      );
-    if (problems.length > before) return;
-    const title = item.title ?? defaults.title;
-    const mode = item.mode ?? defaults.mode;
-    const request: CreateRunRequest = {
-      prompt: `${prompt!}${defaults.schemaRequest ?? ''}`,
-      config: { ...config, environment_id: (environment as string).trim() },
-      ...(title ? { title } : {}),
-      ...(mode ? { mode } : {}),
-      metadata,
-      ...(defaults.parent ? { parent_run_id: defaults.parent } : {})
-    };
-    const key =
-      options.idempotencyKey !== undefined
-        ? `${options.idempotencyKey}-${index}`
-        : `cli-fan-out-${createHash('sha256')
-            .update([path, String(index), JSON.stringify(request)].join('\n'))
-            .digest('hex')
-            .slice(0, 40)}`;
-    items.push({ index, ...(title ? { title } : {}), request, key });
+    const read = readItem(item, index, { options, defaults, path, name, problems });
+    if (read) items.push(read);
   });
   if (problems.length > 0) {
     const shown = problems.slice(0, 20).map(problem => `  ${problem}`);
     if (problems.length > 20) shown.push(`  … and ${problems.length - 20} more`);
-    throw usage(`--fan-out ${JSON.stringify(file)}: no run was started:\n${shown.join('\n')}`);
+    throw usage(`--fan-out ${JSON.stringify(options.file)}: no run was started:\n${shown.join('\n')}`);
   }
   return items;
+}
+
+/** The list's text and the path it stands for (standard input stands in the working directory). */
+function readList(options: FanOutOptions): { text: string; path: string } {
+  const { file } = options;
+  if (options.stdin !== undefined) {
+    // From standard input: a prompt-file is relative to the working directory, and the runs'
+    // fan_out metadata is `stdin`.
+    return { text: options.stdin, path: join(process.cwd(), 'stdin') };
+  }
+  try {
+    const text = readFileSync(file, 'utf8');
+    return { text, path: realpathSync(file) };
+  } catch (error) {
+    throw usage(
+      `--fan-out ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code})`
+    );
+  }
+}
+
+/** What reading one item needs: the command line's options and defaults, the list's path and name. */
+interface ItemReading {
+  options: FanOutOptions;
+  defaults: FanOutDefaults;
+  path: string;
+  /** The runs' `fan_out` metadata. */
+  name: string;
+  problems: string[];
+}
+
+/** One item's create request and key; undefined when it has problems (added to `problems`). */
+function readItem(item: FanOutItemInput, index: number, reading: ItemReading): Item | undefined {
+  const { options, defaults, path, name, problems } = reading;
+  const at = `fan-out[${index}]`;
+  const before = problems.length;
+  const prompt = itemPrompt(item, at, defaults, path, problems);
+  const config = { ...defaults.config, ...(item.config ?? {}) };
+  const environment = itemEnvironment(item, at, defaults, config, problems);
+  const metadata = { ...defaults.metadata, fan_out: name, fan_out_index: String(index) };
+  if (Object.keys(metadata).length > MAX_METADATA)
+    problems.push(
+      `--metadata: ${Object.keys(metadata).length - 2} keys given; expected at most ${MAX_METADATA - 2} with --fan-out (it adds fan_out and fan_out_index)`
+    );
+  if (problems.length > before) return undefined;
+  const title = item.title ?? defaults.title;
+  const mode = item.mode ?? defaults.mode;
+  const request: CreateRunRequest = {
+    prompt: `${prompt!}${defaults.schemaRequest ?? ''}`,
+    config: { ...config, environment_id: (environment as string).trim() },
+    ...(title ? { title } : {}),
+    ...(mode ? { mode } : {}),
+    metadata,
+    ...(defaults.parent ? { parent_run_id: defaults.parent } : {})
+  };
+  const key =
+    options.idempotencyKey !== undefined
+      ? `${options.idempotencyKey}-${index}`
+      : `cli-fan-out-${createHash('sha256')
+          .update([path, String(index), JSON.stringify(request)].join('\n'))
+          .digest('hex')
+          .slice(0, 40)}`;
+  return { index, ...(title ? { title } : {}), request, key };
+}
+
+/** An item's prompt: its own, its prompt-file's (relative to the list's folder), or PROMPT. */
+function itemPrompt(
+  item: FanOutItemInput,
+  at: string,
+  defaults: FanOutDefaults,
+  path: string,
+  problems: string[]
+): string | undefined {
+  let prompt = item.prompt ?? defaults.prompt;
+  if (item['prompt-file'] !== undefined) {
+    // Relative to the list's own folder, so the list works from any working directory.
+    const promptPath = resolve(dirname(path), item['prompt-file']);
+    try {
+      prompt = readFileSync(promptPath, 'utf8');
+      if (prompt.trim() === '')
+        problems.push(
+          `${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: the file is empty; expected the prompt text`
+        );
+    } catch (error) {
+      problems.push(
+        `${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: cannot read ${promptPath} (${(error as NodeJS.ErrnoException).code}); expected a file relative to the list's folder`
+      );
+    }
+  } else if (prompt === undefined || prompt.trim() === '') {
+    problems.push(
+      `${at}: prompt is empty: set the item's prompt or prompt-file, or give PROMPT to every item`
+    );
+  }
+  return prompt;
+}
+
+/** An item's environment: its own environment-id, --environment or the config's, agreeing with the config. */
+function itemEnvironment(
+  item: FanOutItemInput,
+  at: string,
+  defaults: FanOutDefaults,
+  config: Record<string, unknown>,
+  problems: string[]
+): unknown {
+  const own = item['environment-id']?.trim();
+  const environment = own ?? defaults.environment?.trim() ?? config.environment_id;
+  if (typeof environment !== 'string' || environment.trim() === '') {
+    problems.push(
+      `${at}: no environment: set the item's environment-id, pass --environment ID or set AGENT_RUN_ENVIRONMENT`
+    );
+  } else if (config.environment_id !== undefined && config.environment_id !== environment.trim()) {
+    const source =
+      own !== undefined ? `${at}.environment-id` : (defaults.environmentSource ?? '--environment');
+    problems.push(
+      `${at}: config.environment_id ${JSON.stringify(config.environment_id)} differs from ${source} ${JSON.stringify(environment)}: set it in one place`
+    );
+  }
+  return environment;
 }
 
 /** The `fan_out` metadata of the runs: the list's file name without its extension. */
 function fanOutName(path: string): string {
   const name = basename(path, extname(path)).slice(0, 256);
   return name === '' ? 'fan-out' : name;
+}
+
+/** What each item's run shares with the others: the client, the options, the deadline and the count of ends. */
+interface FanOutRun {
+  client: AgentRunClient;
+  terminal: Terminal;
+  options: FanOutOptions;
+  defaults: FanOutDefaults;
+  deadline: number;
+  /** Fires at Ctrl-C or SIGTERM. */
+  interrupted: AbortSignal;
+  /** Items ended so far (for the `[n/N]` of each line), and how many there are. */
+  ended: number;
+  total: number;
 }
 
 export async function runFanOut(
@@ -233,74 +289,28 @@ export async function runFanOut(
   defaults: FanOutDefaults
 ): Promise<number> {
   const startedAt = Date.now();
-  const deadline = startedAt + options.timeoutMs;
   const interrupted = new AbortController();
   const onSignal = () => interrupted.abort(new Error('interrupted'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const ends: ItemEnd[] = items.map(item => ({ item }));
-  let ended = 0;
   terminal.note(
     `Fan-out: ${items.length} runs, at most ${options.maxParallel} at once (--require ${options.require}).`
   );
-
-  const runItem = async (end: ItemEnd): Promise<void> => {
-    const name = nameOf(end.item);
-    if (interrupted.signal.aborted || Date.now() >= deadline) {
-      end.conclusion = 'not_started';
-      end.problem = 'not started: the fan-out ended first';
-      return;
-    }
-    end.startedAt = Date.now();
-    const blocked = new AbortController();
-    try {
-      // Never aborted: a create cut off halfway could leave a run this command knows nothing of.
-      const created = await client.runs.create(end.item.request, {
-        idempotencyKey: end.item.key,
-        maxRetries: CREATE_RETRIES
-      });
-      end.runId = created.run_id;
-      terminal.note(`${name}: run ${end.runId}.`);
-      if (interrupted.signal.aborted) throw new Error('interrupted');
-      const result = await client.runs.wait(end.runId, {
-        timeoutMs: Math.max(0, deadline - Date.now()),
-        signal: AbortSignal.any([interrupted.signal, blocked.signal]),
-        onStateChange: run => {
-          end.run = run;
-          if (run.state === 'BLOCKED') {
-            const link = run.session_link ? ` Approve or answer it at ${run.session_link}` : '';
-            terminal.warn(
-              `${name}: run ${end.runId} is BLOCKED: it waits for a person's input or approval.${link}`
-            );
-            if (options.onBlocked === 'fail') blocked.abort(new Error('blocked'));
-          }
-        }
-      });
-      end.run = result.run ?? end.run;
-      end.conclusion =
-        result.outcome === 'timed_out'
-          ? 'timed_out'
-          : end.run?.state === 'SUCCEEDED'
-            ? 'succeeded'
-            : 'failed';
-      if (end.run?.state === 'SUCCEEDED') await readAnswer(client, end, defaults);
-    } catch (error) {
-      if (error instanceof AbortError || interrupted.signal.aborted || blocked.signal.aborted) {
-        end.conclusion = blocked.signal.aborted ? 'blocked' : 'cancelled';
-      } else {
-        end.conclusion = 'failed';
-        end.problem = error instanceof Error ? error.message : String(error);
-      }
-    } finally {
-      end.durationMs = Date.now() - end.startedAt;
-      if (end.conclusion !== 'cancelled')
-        terminal.note(`[${++ended}/${items.length}] ${name}: ${describeEnd(end)}`);
-    }
+  const step: FanOutRun = {
+    client,
+    terminal,
+    options,
+    defaults,
+    deadline: startedAt + options.timeoutMs,
+    interrupted: interrupted.signal,
+    ended: 0,
+    total: items.length
   };
 
   let next = 0;
   const worker = async () => {
-    while (next < ends.length) await runItem(ends[next++]!);
+    while (next < ends.length) await runItem(step, ends[next++]!);
   };
   try {
     await Promise.all(Array.from({ length: Math.min(options.maxParallel, ends.length) }, worker));
@@ -316,11 +326,84 @@ export async function runFanOut(
       2
     );
   else terminal.out(endTable(ends, terminal.raw ? text => text : visible));
+  return verdict(terminal, ends, options, startedAt, interrupted.signal.aborted);
+}
 
+/** One item: creates its run (unless the fan-out already ended), follows it and prints how it ended. */
+async function runItem(step: FanOutRun, end: ItemEnd): Promise<void> {
+  const { client, terminal, interrupted } = step;
+  const name = nameOf(end.item);
+  if (interrupted.aborted || Date.now() >= step.deadline) {
+    end.conclusion = 'not_started';
+    end.problem = 'not started: the fan-out ended first';
+    return;
+  }
+  end.startedAt = Date.now();
+  const blocked = new AbortController();
+  try {
+    // Never aborted: a create cut off halfway could leave a run this command knows nothing of.
+    const created = await client.runs.create(end.item.request, {
+      idempotencyKey: end.item.key,
+      maxRetries: CREATE_RETRIES
+    });
+    end.runId = created.run_id;
+    terminal.note(`${name}: run ${end.runId}.`);
+    if (interrupted.aborted) throw new Error('interrupted');
+    await followItem(step, end, name, blocked);
+  } catch (error) {
+    if (error instanceof AbortError || interrupted.aborted || blocked.signal.aborted) {
+      end.conclusion = blocked.signal.aborted ? 'blocked' : 'cancelled';
+    } else {
+      end.conclusion = 'failed';
+      end.problem = error instanceof Error ? error.message : String(error);
+    }
+  } finally {
+    end.durationMs = Date.now() - end.startedAt;
+    if (end.conclusion !== 'cancelled')
+      terminal.note(`[${++step.ended}/${step.total}] ${name}: ${describeEnd(end)}`);
+  }
+}
+
+/** Waits for an item's run until the deadline (a BLOCKED one ends the wait with --on-blocked fail), then reads its answer. */
+async function followItem(
+  step: FanOutRun,
+  end: ItemEnd,
+  name: string,
+  blocked: AbortController
+): Promise<void> {
+  const { client, terminal } = step;
+  const result = await client.runs.wait(end.runId!, {
+    timeoutMs: Math.max(0, step.deadline - Date.now()),
+    signal: AbortSignal.any([step.interrupted, blocked.signal]),
+    onStateChange: run => {
+      end.run = run;
+      if (run.state === 'BLOCKED') {
+        const link = run.session_link ? ` Approve or answer it at ${run.session_link}` : '';
+        terminal.warn(
+          `${name}: run ${end.runId} is BLOCKED: it waits for a person's input or approval.${link}`
+        );
+        if (step.options.onBlocked === 'fail') blocked.abort(new Error('blocked'));
+      }
+    }
+  });
+  end.run = result.run ?? end.run;
+  end.conclusion =
+    result.outcome === 'timed_out' ? 'timed_out' : end.run?.state === 'SUCCEEDED' ? 'succeeded' : 'failed';
+  if (end.run?.state === 'SUCCEEDED') await readAnswer(client, end, step.defaults);
+}
+
+/** The fan-out's exit code by --require, said on stderr; a failed fan-out throws it as a CliError. */
+function verdict(
+  terminal: Terminal,
+  ends: ItemEnd[],
+  options: FanOutOptions,
+  startedAt: number,
+  interrupted: boolean
+): number {
   const succeeded = ends.filter(end => end.conclusion === 'succeeded').length;
   const met = options.require === 'all' ? succeeded === ends.length : succeeded > 0;
   const count = `${succeeded} of ${ends.length} runs succeeded (--require ${options.require}) in ${formatDuration(Date.now() - startedAt)}`;
-  if (interrupted.signal.aborted) {
+  if (interrupted) {
     terminal.note(`Interrupted: ${count}.`);
     return EXIT.interrupted;
   }

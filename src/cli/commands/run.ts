@@ -6,8 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type SchemaCheck, SchemaError, compileSchema } from '../../client/index.js';
 import { EXIT_CODES_HELP, usage } from '../exit.js';
+import type { RunMode } from '../../api/index.js';
 import {
   type Command,
+  type Context,
   clientFor,
   durationOption,
   metadataOption,
@@ -17,6 +19,7 @@ import {
 } from './common.js';
 import {
   type FanOutDefaults,
+  type FanOutOptions,
   idempotencyKeyOption,
   maxParallelOption,
   readItems,
@@ -76,146 +79,217 @@ Example:
 
 ${EXIT_CODES_HELP}`,
   async run(argv, context) {
-    const { values, positionals } = parse(argv, {
-      environment: { type: 'string' },
-      title: { type: 'string' },
-      config: { type: 'string' },
-      'prompt-file': { type: 'string' },
-      'no-wait': { type: 'boolean' },
-      timeout: { type: 'string' },
-      'on-blocked': { type: 'string' },
-      'output-schema': { type: 'string' },
-      mode: { type: 'string' },
-      metadata: { type: 'string', multiple: true },
-      parent: { type: 'string' },
-      'fan-out': { type: 'string' },
-      'max-parallel': { type: 'string' },
-      require: { type: 'string' },
-      'idempotency-key': { type: 'string' }
-    });
-    const fanOutFile = values['fan-out'];
-    if (fanOutFile === undefined) {
-      for (const name of ['max-parallel', 'require', 'idempotency-key'] as const)
-        if (values[name] !== undefined) throw usage(`--${name} is for --fan-out FILE; give --fan-out too`);
-    } else if (values['no-wait']) {
-      throw usage(
-        '--no-wait and --fan-out: a fan-out waits, to keep at most --max-parallel runs in flight; give one of them'
-      );
-    }
+    const { values, positionals } = parse(argv, RUN_OPTIONS);
+    checkFanOutFlags(values);
     const mode = modeOption(values.mode);
     const metadata = metadataOption(values.metadata);
     const timeoutMs = durationOption('timeout', values.timeout, '60m');
     const onBlocked = onBlockedOption(values['on-blocked']);
-    if (fanOutFile === '-' && positionals[0] === '-')
+    if (values['fan-out'] === '-' && positionals[0] === '-')
       throw usage(
         'standard input can carry the fan-out list or the prompt, not both: give PROMPT as an argument or with --prompt-file'
       );
-    const fanOut =
-      fanOutFile === undefined
-        ? undefined
-        : {
-            file: fanOutFile,
-            maxParallel: maxParallelOption(values['max-parallel']),
-            require: requireOption(values.require),
-            idempotencyKey: idempotencyKeyOption(values['idempotency-key']),
-            timeoutMs,
-            onBlocked,
-            json: values.json === true,
-            ...(fanOutFile === '-' ? { stdin: await context.readStdin() } : {})
-          };
+    const fanOut = await fanOutOptions(values, context, timeoutMs, onBlocked);
     // A fan-out's items may each have their own prompt: then none is needed here.
     const optional = fanOut !== undefined && positionals.length === 0 && values['prompt-file'] === undefined;
-    let prompt = optional ? '' : await readPrompt(positionals, values['prompt-file'], context.readStdin);
+    const prompt = optional ? '' : await readPrompt(positionals, values['prompt-file'], context.readStdin);
     const config = readConfig(values.config);
-    const flagged = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT;
-    const configured = config.environment_id;
-    if (configured !== undefined && typeof configured !== 'string') {
-      throw usage(`--config: environment_id must be a string, got ${JSON.stringify(configured)}`);
-    }
-    if (flagged !== undefined && configured !== undefined && flagged.trim() !== configured.trim()) {
-      const source = values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT';
-      throw usage(
-        `config.environment_id ${JSON.stringify(configured)} differs from ${source} ${JSON.stringify(flagged)}: set it in one place`
-      );
-    }
-    const environment = flagged ?? configured;
-    let schema: ((value: unknown) => SchemaCheck) | undefined;
-    let schemaRequest = '';
-    if (values['output-schema'] !== undefined) {
-      const file = values['output-schema'];
-      const text = readText(file, '--output-schema');
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (error) {
-        throw usage(`--output-schema ${JSON.stringify(file)}: not JSON (${(error as Error).message})`);
-      }
-      try {
-        schema = compileSchema(parsed);
-      } catch (error) {
-        if (error instanceof SchemaError)
-          throw usage(`--output-schema ${JSON.stringify(file)}: ${error.message}`);
-        throw error;
-      }
-      schemaRequest =
-        '\n\nEnd your answer with one JSON object that matches this JSON Schema, in a ```json block:\n' +
-        JSON.stringify(parsed, null, 2);
-    }
-    if (fanOut) {
-      const defaults: FanOutDefaults = {
-        ...(optional ? {} : { prompt }),
-        ...(environment === undefined ? {} : { environment }),
-        environmentSource: values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT',
-        config,
+    const environment = readEnvironment(values, config, context.env);
+    const request: RunRequest = {
+      prompt,
+      optional,
+      config,
+      environment,
+      mode,
+      metadata,
+      ...readOutputSchema(values['output-schema']),
+      timeoutMs,
+      onBlocked
+    };
+    if (fanOut) return runFanOutCommand(values, context, fanOut, request);
+    return runOne(values, context, request);
+  }
+};
+
+/** The options of `run`, beside every command's. */
+const RUN_OPTIONS = {
+  environment: { type: 'string' },
+  title: { type: 'string' },
+  config: { type: 'string' },
+  'prompt-file': { type: 'string' },
+  'no-wait': { type: 'boolean' },
+  timeout: { type: 'string' },
+  'on-blocked': { type: 'string' },
+  'output-schema': { type: 'string' },
+  mode: { type: 'string' },
+  metadata: { type: 'string', multiple: true },
+  parent: { type: 'string' },
+  'fan-out': { type: 'string' },
+  'max-parallel': { type: 'string' },
+  require: { type: 'string' },
+  'idempotency-key': { type: 'string' }
+} as const;
+
+/** The parsed options of `run`. */
+type RunValues = ReturnType<typeof parse<typeof RUN_OPTIONS>>['values'];
+
+/** What a single run or a fan-out is made of, read from the command line. */
+interface RunRequest {
+  prompt: string;
+  /** No prompt was given: a fan-out's items bring their own. */
+  optional: boolean;
+  config: Record<string, unknown>;
+  environment: string | undefined;
+  mode: RunMode | undefined;
+  metadata: Record<string, string> | undefined;
+  schema: ((value: unknown) => SchemaCheck) | undefined;
+  schemaRequest: string;
+  timeoutMs: number;
+  onBlocked: 'fail' | 'wait';
+}
+
+/** Refuses the fan-out options without --fan-out, and --no-wait with it. */
+function checkFanOutFlags(values: RunValues): void {
+  if (values['fan-out'] === undefined) {
+    for (const name of ['max-parallel', 'require', 'idempotency-key'] as const)
+      if (values[name] !== undefined) throw usage(`--${name} is for --fan-out FILE; give --fan-out too`);
+  } else if (values['no-wait']) {
+    throw usage(
+      '--no-wait and --fan-out: a fan-out waits, to keep at most --max-parallel runs in flight; give one of them'
+    );
+  }
+}
+
+/** --fan-out's options, its list read from standard input when FILE is `-`. */
+async function fanOutOptions(
+  values: RunValues,
+  context: Context,
+  timeoutMs: number,
+  onBlocked: 'fail' | 'wait'
+): Promise<FanOutOptions | undefined> {
+  const fanOutFile = values['fan-out'];
+  if (fanOutFile === undefined) return undefined;
+  return {
+    file: fanOutFile,
+    maxParallel: maxParallelOption(values['max-parallel']),
+    require: requireOption(values.require),
+    idempotencyKey: idempotencyKeyOption(values['idempotency-key']),
+    timeoutMs,
+    onBlocked,
+    json: values.json === true,
+    ...(fanOutFile === '-' ? { stdin: await context.readStdin() } : {})
+  };
+}
+
+/** The environment from --environment (or AGENT_RUN_ENVIRONMENT) or --config, refused when the two differ. */
+function readEnvironment(
+  values: RunValues,
+  config: Record<string, unknown>,
+  env: NodeJS.ProcessEnv
+): string | undefined {
+  const flagged = values.environment ?? env.AGENT_RUN_ENVIRONMENT;
+  const configured = config.environment_id;
+  if (configured !== undefined && typeof configured !== 'string') {
+    throw usage(`--config: environment_id must be a string, got ${JSON.stringify(configured)}`);
+  }
+  if (flagged !== undefined && configured !== undefined && flagged.trim() !== configured.trim()) {
+    const source = values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT';
+    throw usage(
+      `config.environment_id ${JSON.stringify(configured)} differs from ${source} ${JSON.stringify(flagged)}: set it in one place`
+    );
+  }
+  return flagged ?? configured;
+}
+
+/** --output-schema FILE: the compiled check, and the request appended to the prompt. */
+function readOutputSchema(file: string | undefined): Pick<RunRequest, 'schema' | 'schemaRequest'> {
+  if (file === undefined) return { schema: undefined, schemaRequest: '' };
+  const text = readText(file, '--output-schema');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw usage(`--output-schema ${JSON.stringify(file)}: not JSON (${(error as Error).message})`);
+  }
+  let schema: (value: unknown) => SchemaCheck;
+  try {
+    schema = compileSchema(parsed);
+  } catch (error) {
+    if (error instanceof SchemaError)
+      throw usage(`--output-schema ${JSON.stringify(file)}: ${error.message}`);
+    throw error;
+  }
+  const schemaRequest =
+    '\n\nEnd your answer with one JSON object that matches this JSON Schema, in a ```json block:\n' +
+    JSON.stringify(parsed, null, 2);
+  return { schema, schemaRequest };
+}
+
+/** `run --fan-out`: the command line's options are every item's defaults. */
+async function runFanOutCommand(
+  values: RunValues,
+  context: Context,
+  fanOut: FanOutOptions,
+  request: RunRequest
+): Promise<number> {
+  const { prompt, optional, environment, config, mode, metadata, schema, schemaRequest } = request;
+  const defaults: FanOutDefaults = {
+    ...(optional ? {} : { prompt }),
+    ...(environment === undefined ? {} : { environment }),
+    environmentSource: values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT',
+    config,
+    ...(values.title ? { title: values.title } : {}),
+    ...(mode ? { mode } : {}),
+    ...(metadata ? { metadata } : {}),
+    ...(values.parent ? { parent: values.parent.trim() } : {}),
+    ...(schema ? { schema, schemaRequest } : {})
+  };
+  const items = readItems(fanOut, defaults);
+  const client = clientFor(values, context);
+  try {
+    return await runFanOut(client, context.terminal, items, fanOut, defaults);
+  } finally {
+    client.close();
+  }
+}
+
+/** One run: created with a fresh idempotency key, then waited for (or only its id printed, --no-wait). */
+async function runOne(values: RunValues, context: Context, request: RunRequest): Promise<number> {
+  const { environment, config, mode, metadata } = request;
+  const prompt = request.prompt + request.schemaRequest;
+  if (typeof environment !== 'string' || environment.trim() === '') {
+    throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
+  }
+  const client = clientFor(values, context);
+  try {
+    const created = await client.runs.create(
+      {
+        prompt,
+        config: { ...config, environment_id: environment.trim() },
         ...(values.title ? { title: values.title } : {}),
         ...(mode ? { mode } : {}),
         ...(metadata ? { metadata } : {}),
-        ...(values.parent ? { parent: values.parent.trim() } : {}),
-        ...(schema ? { schema, schemaRequest } : {})
-      };
-      const items = readItems(fanOut, defaults);
-      const client = clientFor(values, context);
-      try {
-        return await runFanOut(client, context.terminal, items, fanOut, defaults);
-      } finally {
-        client.close();
-      }
+        ...(values.parent ? { parent_run_id: values.parent.trim() } : {})
+      },
+      { idempotencyKey: randomUUID(), maxRetries: CREATE_RETRIES }
+    );
+    context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
+    if (values['no-wait']) {
+      if (values.json) context.terminal.json(await client.runs.get(created.run_id), 2);
+      else context.terminal.out(created.run_id);
+      return 0;
     }
-    prompt += schemaRequest;
-    if (typeof environment !== 'string' || environment.trim() === '') {
-      throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
-    }
-    const client = clientFor(values, context);
-    try {
-      const created = await client.runs.create(
-        {
-          prompt,
-          config: { ...config, environment_id: environment.trim() },
-          ...(values.title ? { title: values.title } : {}),
-          ...(mode ? { mode } : {}),
-          ...(metadata ? { metadata } : {}),
-          ...(values.parent ? { parent_run_id: values.parent.trim() } : {})
-        },
-        { idempotencyKey: randomUUID(), maxRetries: CREATE_RETRIES }
-      );
-      context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
-      if (values['no-wait']) {
-        if (values.json) context.terminal.json(await client.runs.get(created.run_id), 2);
-        else context.terminal.out(created.run_id);
-        return 0;
-      }
-      return await watchRun(client, context.terminal, created.run_id, {
-        timeoutMs,
-        onBlocked,
-        json: values.json === true,
-        schema,
-        onInterrupt: 'cancel'
-      });
-    } finally {
-      client.close();
-    }
+    return await watchRun(client, context.terminal, created.run_id, {
+      timeoutMs: request.timeoutMs,
+      onBlocked: request.onBlocked,
+      json: values.json === true,
+      schema: request.schema,
+      onInterrupt: 'cancel'
+    });
+  } finally {
+    client.close();
   }
-};
+}
 
 async function readPrompt(
   positionals: string[],

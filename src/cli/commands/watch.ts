@@ -35,6 +35,9 @@ export interface WatchOptions {
   from?: FollowPosition;
 }
 
+/** How a wait ended, by the wait's own end or by Ctrl-C or --on-blocked fail. */
+type WatchOutcome = 'terminal' | 'timed_out' | 'blocked' | 'interrupted';
+
 export async function watchRun(
   client: AgentRunClient,
   terminal: Terminal,
@@ -42,6 +45,23 @@ export async function watchRun(
   options: WatchOptions
 ): Promise<number> {
   const startedAt = Date.now();
+  const waited = await followRun(client, terminal, runId, options, startedAt);
+  if (waited.outcome === 'interrupted') return interruptedExit(client, terminal, runId, options);
+  const run = (await client.runs.get(runId).catch(() => undefined)) ?? waited.run;
+  const report = await finalReport(client, terminal, runId, run, options);
+  if (options.json) terminal.json(report.json, 2);
+  else if (report.answer !== undefined) terminal.out(report.answer);
+  return endExit(terminal, runId, run, waited.outcome, options, Date.now() - startedAt, report);
+}
+
+/** Waits for the run, its state and conversation on stderr as they come, until it ends, the timeout, Ctrl-C or BLOCKED. */
+async function followRun(
+  client: AgentRunClient,
+  terminal: Terminal,
+  runId: string,
+  options: WatchOptions,
+  startedAt: number
+): Promise<{ run: Run | undefined; outcome: WatchOutcome }> {
   const blocked = new AbortController();
   const interrupted = new AbortController();
   const onSignal = () => interrupted.abort(new Error('interrupted'));
@@ -57,37 +77,25 @@ export async function watchRun(
   });
   follower.start();
   let run: Run | undefined;
-  let sessionShown = false;
-  let outcome: 'terminal' | 'timed_out' | 'blocked' | 'interrupted';
+  const showState = stateShower(terminal, runId, startedAt, follower, () => {
+    if (options.onBlocked === 'fail') blocked.abort(new Error('blocked'));
+  });
   try {
     const result = await client.runs.wait(runId, {
       timeoutMs: options.timeoutMs,
       signal: AbortSignal.any([blocked.signal, interrupted.signal]),
       onStateChange: next => {
         run = next;
-        // The terminal state is said once, by the last line; the session link once, when first known.
-        if (isTerminalState(next.state)) terminal.stopSpinner();
-        else terminal.showState(runId, next.state, startedAt);
-        if (next.session_link && !sessionShown) {
-          sessionShown = true;
-          terminal.note(`Session: ${next.session_link}`);
-        }
-        void follower.onStateChange().catch(() => undefined);
-        if (next.state === 'BLOCKED') {
-          const link = next.session_link ? ` Approve or answer it at ${next.session_link}` : '';
-          terminal.warn(`run ${runId} is BLOCKED: it waits for a person's input or approval.${link}`);
-          if (options.onBlocked === 'fail') blocked.abort(new Error('blocked'));
-        }
+        showState(next);
       },
       onUnknownState: state =>
         terminal.note(`run ${runId}: state ${state} is new to this client; still waiting`),
       onTransientError: (error, n) => terminal.note(`poll failed (${n} in a row), retrying: ${error.message}`)
     });
-    run = result.run ?? run;
-    outcome = result.outcome;
+    return { run: result.run ?? run, outcome: result.outcome };
   } catch (error) {
     if (!(error instanceof AbortError)) throw error;
-    outcome = blocked.signal.aborted ? 'blocked' : 'interrupted';
+    return { run, outcome: blocked.signal.aborted ? 'blocked' : 'interrupted' };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -96,26 +104,64 @@ export async function watchRun(
       .finish()
       .catch(error => terminal.note(`could not read the last progress: ${error.message}`));
   }
+}
 
-  if (outcome === 'interrupted') {
-    if (options.onInterrupt === 'leave') {
-      terminal.note(
-        `Interrupted: stopped watching; run ${runId} keeps running (agent-run cancel ${runId} stops it).`
-      );
-      return EXIT.interrupted;
+/** Shows each change of state (the session link once, BLOCKED with a warning, which calls `onBlocked`). */
+function stateShower(
+  terminal: Terminal,
+  runId: string,
+  startedAt: number,
+  follower: RunFollower,
+  onBlocked: () => void
+): (next: Run) => void {
+  let sessionShown = false;
+  return next => {
+    // The terminal state is said once, by the last line; the session link once, when first known.
+    if (isTerminalState(next.state)) terminal.stopSpinner();
+    else terminal.showState(runId, next.state, startedAt);
+    if (next.session_link && !sessionShown) {
+      sessionShown = true;
+      terminal.note(`Session: ${next.session_link}`);
     }
-    await client.runs.cancel(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
-      () => terminal.note(`Interrupted: cancelled run ${runId}.`),
-      (error: Error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`)
+    void follower.onStateChange().catch(() => undefined);
+    if (next.state === 'BLOCKED') {
+      const link = next.session_link ? ` Approve or answer it at ${next.session_link}` : '';
+      terminal.warn(`run ${runId} is BLOCKED: it waits for a person's input or approval.${link}`);
+      onBlocked();
+    }
+  };
+}
+
+/** Ctrl-C: `wait` leaves the run running, `run` cancels it; both exit 130. */
+async function interruptedExit(
+  client: AgentRunClient,
+  terminal: Terminal,
+  runId: string,
+  options: WatchOptions
+): Promise<number> {
+  if (options.onInterrupt === 'leave') {
+    terminal.note(
+      `Interrupted: stopped watching; run ${runId} keeps running (agent-run cancel ${runId} stops it).`
     );
     return EXIT.interrupted;
   }
-  run = (await client.runs.get(runId).catch(() => undefined)) ?? run;
-  const report = await finalReport(client, terminal, runId, run, options);
-  if (options.json) terminal.json(report.json, 2);
-  else if (report.answer !== undefined) terminal.out(report.answer);
+  await client.runs.cancel(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(
+    () => terminal.note(`Interrupted: cancelled run ${runId}.`),
+    (error: Error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`)
+  );
+  return EXIT.interrupted;
+}
 
-  const waitedMs = Date.now() - startedAt;
+/** The exit code of a wait that ended, said on stderr; a structured output that does not match throws. */
+function endExit(
+  terminal: Terminal,
+  runId: string,
+  run: Run | undefined,
+  outcome: Exclude<WatchOutcome, 'interrupted'>,
+  options: WatchOptions,
+  waitedMs: number,
+  report: FinalReport
+): number {
   const elapsed = formatDuration(waitedMs);
   if (outcome === 'timed_out') {
     terminal.error(

@@ -4,7 +4,8 @@
 
 import { WEBHOOK_EVENT_TYPES, type WebhookRecord, type WebhookWithSecret } from '../../api/webhooks.js';
 import { EXIT, usage } from '../exit.js';
-import { table } from '../terminal.js';
+import { type Terminal, table } from '../terminal.js';
+import type { Webhooks } from '../../client/index.js';
 import { type Command, clientFor, onePositional, parse } from './common.js';
 
 const SUBCOMMANDS = ['list', 'create', 'get', 'delete', 'rotate', 'deliveries', 'retry'] as const;
@@ -64,51 +65,19 @@ Example:
       throw usage(`webhooks ${JSON.stringify(sub ?? '')}: expected one of ${SUBCOMMANDS.join(', ')}`);
     const { values, positionals } = parse(rest, OPTIONS);
     const client = clientFor(values, context);
+    const { terminal } = context;
+    const json = values.json === true;
     const show = (webhook: WebhookRecord | WebhookWithSecret) =>
-      values.json ? context.terminal.json(webhook, 2) : context.terminal.out(describe(webhook));
+      values.json ? terminal.json(webhook, 2) : terminal.out(describe(webhook));
     try {
       switch (sub as Subcommand) {
-        case 'list': {
+        case 'list':
           if (positionals.length > 0) throw usage('webhooks list takes no arguments');
-          const webhooks = await client.webhooks.list();
-          if (values.json) context.terminal.json({ webhooks }, 2);
-          else if (webhooks.length === 0) context.terminal.out('No webhook endpoints.');
-          else
-            context.terminal.out(
-              table(
-                ['ID', 'URL', 'EVENTS', 'STATE'],
-                webhooks.map(w => [
-                  w.id,
-                  w.url,
-                  w.events.length === WEBHOOK_EVENT_TYPES.length ? 'all' : w.events.join(','),
-                  w.disabled_at ? 'disabled' : w.source === 'config' ? 'enabled (config)' : 'enabled'
-                ])
-              )
-            );
+          showWebhooks(terminal, await client.webhooks.list(), json);
           return EXIT.ok;
-        }
-        case 'create': {
-          if (positionals.length > 0) throw usage('webhooks create takes options only; see --help');
-          const url = values.url as string | undefined;
-          if (url === undefined || url.trim() === '') throw usage('--url is required; see --help');
-          const events = (values.events as string | undefined)
-            ?.split(',')
-            .map(event => event.trim())
-            .filter(Boolean);
-          for (const event of events ?? [])
-            if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(event))
-              throw usage(
-                `--events ${JSON.stringify(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`
-              );
-          show(
-            await client.webhooks.create({
-              url: url.trim(),
-              ...(events ? { events: events as WebhookRecord['events'] as never } : {}),
-              ...(values.description !== undefined ? { description: values.description as string } : {})
-            })
-          );
+        case 'create':
+          show(await client.webhooks.create(createRequest(values, positionals)));
           return EXIT.ok;
-        }
         case 'get':
           show(await client.webhooks.get(onePositional(positionals, 'webhook ID')));
           return EXIT.ok;
@@ -118,37 +87,23 @@ Example:
         case 'delete': {
           const id = onePositional(positionals, 'webhook ID');
           await client.webhooks.delete(id);
-          if (values.json) context.terminal.json({ id, deleted: true }, 2);
-          else context.terminal.out(`Deleted webhook ${id} and its delivery log.`);
+          if (values.json) terminal.json({ id, deleted: true }, 2);
+          else terminal.out(`Deleted webhook ${id} and its delivery log.`);
           return EXIT.ok;
         }
-        case 'deliveries': {
-          const deliveries = await client.webhooks.deliveries(onePositional(positionals, 'webhook ID'));
-          if (values.json) context.terminal.json({ deliveries }, 2);
-          else if (deliveries.length === 0) context.terminal.out('No deliveries.');
-          else
-            context.terminal.out(
-              table(
-                ['ID', 'EVENT', 'RUN', 'STATUS', 'ATTEMPTS', 'LAST', 'NEXT ATTEMPT'],
-                deliveries.map(d => [
-                  d.id,
-                  d.event_type,
-                  d.run_id,
-                  d.status,
-                  String(d.attempts),
-                  d.last_status === null ? (d.last_error ? 'error' : '-') : String(d.last_status),
-                  d.next_attempt_at ?? '-'
-                ])
-              )
-            );
+        case 'deliveries':
+          showDeliveries(
+            terminal,
+            await client.webhooks.deliveries(onePositional(positionals, 'webhook ID')),
+            json
+          );
           return EXIT.ok;
-        }
         case 'retry': {
           if (positionals.length !== 2) throw usage('webhooks retry takes ID DELIVERY_ID; see --help');
           const delivery = await client.webhooks.retryDelivery(positionals[0]!, positionals[1]!);
-          if (values.json) context.terminal.json(delivery, 2);
+          if (values.json) terminal.json(delivery, 2);
           else
-            context.terminal.out(
+            terminal.out(
               `Delivery ${delivery.id} queued again (${delivery.event_type}, run ${delivery.run_id}).`
             );
           return EXIT.ok;
@@ -159,3 +114,68 @@ Example:
     }
   }
 };
+
+/** The parsed options of `webhooks`. */
+type WebhooksValues = ReturnType<typeof parse<typeof OPTIONS>>['values'];
+
+/** The body of `webhooks create` from --url, --events and --description, each checked. */
+function createRequest(values: WebhooksValues, positionals: string[]): Parameters<Webhooks['create']>[0] {
+  if (positionals.length > 0) throw usage('webhooks create takes options only; see --help');
+  const url = values.url as string | undefined;
+  if (url === undefined || url.trim() === '') throw usage('--url is required; see --help');
+  const events = (values.events as string | undefined)
+    ?.split(',')
+    .map(event => event.trim())
+    .filter(Boolean);
+  for (const event of events ?? [])
+    if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(event))
+      throw usage(`--events ${JSON.stringify(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+  return {
+    url: url.trim(),
+    ...(events ? { events: events as WebhookRecord['events'] as never } : {}),
+    ...(values.description !== undefined ? { description: values.description as string } : {})
+  };
+}
+
+/** `webhooks list`: a table of the endpoints (--json: `{webhooks}`). */
+function showWebhooks(terminal: Terminal, webhooks: WebhookRecord[], json: boolean): void {
+  if (json) terminal.json({ webhooks }, 2);
+  else if (webhooks.length === 0) terminal.out('No webhook endpoints.');
+  else
+    terminal.out(
+      table(
+        ['ID', 'URL', 'EVENTS', 'STATE'],
+        webhooks.map(w => [
+          w.id,
+          w.url,
+          w.events.length === WEBHOOK_EVENT_TYPES.length ? 'all' : w.events.join(','),
+          w.disabled_at ? 'disabled' : w.source === 'config' ? 'enabled (config)' : 'enabled'
+        ])
+      )
+    );
+}
+
+/** `webhooks deliveries ID`: a table of an endpoint's deliveries (--json: `{deliveries}`). */
+function showDeliveries(
+  terminal: Terminal,
+  deliveries: Awaited<ReturnType<Webhooks['deliveries']>>,
+  json: boolean
+): void {
+  if (json) terminal.json({ deliveries }, 2);
+  else if (deliveries.length === 0) terminal.out('No deliveries.');
+  else
+    terminal.out(
+      table(
+        ['ID', 'EVENT', 'RUN', 'STATUS', 'ATTEMPTS', 'LAST', 'NEXT ATTEMPT'],
+        deliveries.map(d => [
+          d.id,
+          d.event_type,
+          d.run_id,
+          d.status,
+          String(d.attempts),
+          d.last_status === null ? (d.last_error ? 'error' : '-') : String(d.last_status),
+          d.next_attempt_at ?? '-'
+        ])
+      )
+    );
+}
