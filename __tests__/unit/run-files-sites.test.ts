@@ -96,8 +96,8 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
     why: "the harness CLI's program at start-up (the operator's path)"
   },
   'src/executor/config/config.ts': {
-    calls: { existsSync: 3, readFileSync: 1 },
-    why: "the executor's config file and the environments' sources (the operator's)"
+    calls: { existsSync: 1, readFileSync: 1 },
+    why: "the executor's config file (the operator's)"
   },
   'src/executor/node/harness-startup.ts': {
     calls: { realpathSync: 2, spawnSync: 1, statSync: 1 },
