@@ -48981,145 +48981,151 @@ class TransportError extends Error {
 }
 /** Answers larger than this are refused rather than buffered: no run record comes near it. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** The request as the http module takes it, on the client's agent (and so its proxy and keep-alive). */
+function requestInfo(client, request, url, signal) {
+    const secure = url.protocol === 'https:';
+    return {
+        parsedUrl: url,
+        httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
+        options: {
+            host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+            port: url.port ? Number(url.port) : secure ? 443 : 80,
+            path: url.pathname + url.search,
+            method: request.method,
+            headers: { ...request.headers },
+            // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
+            agent: client.getAgent(request.url),
+            signal
+        }
+    };
+}
 function createTransport(userAgent) {
     const client = new HttpClient(userAgent, [], { keepAlive: true });
     return {
         close: () => client.dispose(),
-        stream(request) {
-            const url = new URL(request.url);
-            const secure = url.protocol === 'https:';
-            const dropped = new AbortController();
-            const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
-            if (signal.aborted)
-                return Promise.reject(new TransportError('request aborted', 'aborted'));
-            const info = {
-                parsedUrl: url,
-                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
-                options: {
-                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-                    port: url.port ? Number(url.port) : secure ? 443 : 80,
-                    path: url.pathname + url.search,
-                    method: request.method,
-                    headers: { ...request.headers },
-                    // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
-                    agent: client.getAgent(request.url),
-                    signal
-                }
-            };
-            return new Promise((resolve, reject) => {
-                let silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
-                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
-                    if (error || !response) {
-                        clearTimeout(silence);
-                        return reject(request.signal?.aborted
-                            ? new TransportError('request aborted', 'aborted', { cause: error })
-                            : new TransportError(dropped.signal.aborted
-                                ? `no answer within ${request.timeoutMs} ms`
-                                : error instanceof Error
-                                    ? error.message
-                                    : String(error), dropped.signal.aborted ? 'timeout' : 'connection', { cause: error }));
-                    }
-                    const message = response.message;
-                    const quiet = () => {
-                        clearTimeout(silence);
-                        silence = setTimeout(() => message.destroy(new Error('the stream went silent')), request.timeoutMs);
-                    };
-                    quiet();
-                    message.on('close', () => clearTimeout(silence));
-                    // Each chunk read restarts the silence timer. (A 'data' listener would set the message
-                    // flowing: what the server sent before the reader began iterating would be lost to it.)
-                    async function* chunks() {
-                        for await (const chunk of message) {
-                            quiet();
-                            yield chunk;
-                        }
-                    }
-                    resolve({
-                        status: message.statusCode ?? 0,
-                        headers: message.headers,
-                        chunks: chunks(),
-                        close: () => {
-                            clearTimeout(silence);
-                            message.destroy();
-                        }
-                    });
-                });
-            });
-        },
-        send(request) {
-            const url = new URL(request.url);
-            const timeout = AbortSignal.timeout(request.timeoutMs);
-            const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-            const classify = (error) => {
-                if (request.signal?.aborted)
-                    return new TransportError('request aborted', 'aborted', { cause: error });
-                if (timeout.aborted) {
-                    return new TransportError(`no answer within ${request.timeoutMs} ms`, 'timeout', { cause: error });
-                }
-                const message = error instanceof Error ? error.message : String(error);
-                return new TransportError(message, 'connection', { cause: error });
-            };
-            if (signal.aborted)
-                return Promise.reject(classify(signal.reason));
-            const secure = url.protocol === 'https:';
-            const info = {
-                parsedUrl: url,
-                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
-                options: {
-                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-                    port: url.port ? Number(url.port) : secure ? 443 : 80,
-                    path: url.pathname + url.search,
-                    method: request.method,
-                    headers: { ...request.headers },
-                    agent: client.getAgent(request.url),
-                    signal
-                }
-            };
-            return new Promise((resolve, reject) => {
-                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
-                    if (error || !response)
-                        return reject(classify(error));
-                    const message = response.message;
-                    const chunks = [];
-                    let size = 0;
-                    let done = false;
-                    const fail = (cause) => {
-                        if (done)
-                            return;
-                        done = true;
-                        message.destroy();
-                        reject(classify(cause));
-                    };
-                    message.on('data', (chunk) => {
-                        size += chunk.length;
-                        const limit = request.maxBytes ?? MAX_BODY_BYTES;
-                        if (size > limit)
-                            fail(new Error(`answer larger than ${limit} bytes`));
-                        else
-                            chunks.push(chunk);
-                    });
-                    message.on('error', fail);
-                    message.on('aborted', () => fail(new Error('connection closed before the answer was complete')));
-                    message.on('close', () => {
-                        if (!message.complete)
-                            fail(new Error('connection closed before the answer was complete'));
-                    });
-                    message.on('end', () => {
-                        if (done)
-                            return;
-                        done = true;
-                        const bytes = Buffer.concat(chunks);
-                        resolve({
-                            status: message.statusCode ?? 0,
-                            headers: message.headers,
-                            body: bytes.toString('utf8'),
-                            bytes
-                        });
-                    });
-                });
-            });
+        stream: request => openStream(client, request),
+        send: request => sendRequest(client, request)
+    };
+}
+/** Sends a request and answers at its headers, its body read as it comes (`Transport.stream`). */
+function openStream(client, request) {
+    const url = new URL(request.url);
+    const dropped = new AbortController();
+    const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
+    if (signal.aborted)
+        return Promise.reject(new TransportError('request aborted', 'aborted'));
+    const info = requestInfo(client, request, url, signal);
+    return new Promise((resolve, reject) => {
+        const silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
+        client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+            if (error || !response) {
+                clearTimeout(silence);
+                return reject(request.signal?.aborted
+                    ? new TransportError('request aborted', 'aborted', { cause: error })
+                    : new TransportError(dropped.signal.aborted
+                        ? `no answer within ${request.timeoutMs} ms`
+                        : error instanceof Error
+                            ? error.message
+                            : String(error), dropped.signal.aborted ? 'timeout' : 'connection', { cause: error }));
+            }
+            resolve(streamedBody(response.message, request.timeoutMs, silence));
+        });
+    });
+}
+/**
+ * An answer's body as it comes, destroyed after `timeoutMs` of silence between two chunks;
+ * `waiting` is the timer of the wait for the headers, which it takes over.
+ */
+function streamedBody(message, timeoutMs, waiting) {
+    let silence = waiting;
+    const quiet = () => {
+        clearTimeout(silence);
+        silence = setTimeout(() => message.destroy(new Error('the stream went silent')), timeoutMs);
+    };
+    quiet();
+    message.on('close', () => clearTimeout(silence));
+    // Each chunk read restarts the silence timer. (A 'data' listener would set the message
+    // flowing: what the server sent before the reader began iterating would be lost to it.)
+    async function* chunks() {
+        for await (const chunk of message) {
+            quiet();
+            yield chunk;
+        }
+    }
+    return {
+        status: message.statusCode ?? 0,
+        headers: message.headers,
+        chunks: chunks(),
+        close: () => {
+            clearTimeout(silence);
+            message.destroy();
         }
     };
+}
+/** One whole exchange within the request's time limit (`Transport.send`). */
+function sendRequest(client, request) {
+    const url = new URL(request.url);
+    const timeout = AbortSignal.timeout(request.timeoutMs);
+    const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+    const classify = (error) => {
+        if (request.signal?.aborted)
+            return new TransportError('request aborted', 'aborted', { cause: error });
+        if (timeout.aborted) {
+            return new TransportError(`no answer within ${request.timeoutMs} ms`, 'timeout', { cause: error });
+        }
+        const message = error instanceof Error ? error.message : String(error);
+        return new TransportError(message, 'connection', { cause: error });
+    };
+    if (signal.aborted)
+        return Promise.reject(classify(signal.reason));
+    const info = requestInfo(client, request, url, signal);
+    return new Promise((resolve, reject) => {
+        client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+            if (error || !response)
+                return reject(classify(error));
+            readBody(response.message, request.maxBytes ?? MAX_BODY_BYTES, classify).then(resolve, reject);
+        });
+    });
+}
+/** Reads a whole body, refusing one over `limit` bytes or cut short; failures go through `classify`. */
+function readBody(message, limit, classify) {
+    return new Promise((resolve, reject) => {
+        const chunks = [];
+        let size = 0;
+        let done = false;
+        const fail = (cause) => {
+            if (done)
+                return;
+            done = true;
+            message.destroy();
+            reject(classify(cause));
+        };
+        message.on('data', (chunk) => {
+            size += chunk.length;
+            if (size > limit)
+                fail(new Error(`answer larger than ${limit} bytes`));
+            else
+                chunks.push(chunk);
+        });
+        message.on('error', fail);
+        message.on('aborted', () => fail(new Error('connection closed before the answer was complete')));
+        message.on('close', () => {
+            if (!message.complete)
+                fail(new Error('connection closed before the answer was complete'));
+        });
+        message.on('end', () => {
+            if (done)
+                return;
+            done = true;
+            const bytes = Buffer.concat(chunks);
+            resolve({
+                status: message.statusCode ?? 0,
+                headers: message.headers,
+                body: bytes.toString('utf8'),
+                bytes
+            });
+        });
+    });
 }
 
 ;// CONCATENATED MODULE: ./src/client/sleep.ts
@@ -49520,118 +49526,110 @@ function itemsFromTranscript(events, seen = new SeenItems()) {
     return seen.fresh(transcriptItems(events));
 }
 /**
- * The progress items of transcript events. The switch has a case for every kind of src/api/events.ts
- * (a new kind does not compile until it has one); a kind this code has never seen (a newer service)
- * becomes an `event` item with its text or its name. Fields are read as tolerantly as the rest: the
- * service is not ours.
+ * The progress items of transcript events. The switch of `eventItems` has a case for every kind of
+ * src/api/events.ts (a new kind does not compile until it has one); a kind this code has never seen
+ * (a newer service) becomes an `event` item with its text or its name. Fields are read as tolerantly
+ * as the rest: the service is not ours.
  */
 function transcriptItems(events) {
-    const items = [];
-    for (const event of events) {
-        const e = known(event);
-        switch (e.kind) {
-            case 'message':
-                items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '' });
-                break;
-            case 'result':
-                items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '', final: true });
-                break;
-            case 'command':
-            case 'setup':
-                items.push({
+    return events.flatMap(eventItems);
+}
+/** One transcript event's progress items (most kinds give one; a diff one per file). */
+function eventItems(event) {
+    const e = known(event);
+    switch (e.kind) {
+        case 'message':
+            return [{ type: 'text', role: 'assistant', text: str(e.text) ?? '' }];
+        case 'result':
+            return [{ type: 'text', role: 'assistant', text: str(e.text) ?? '', final: true }];
+        case 'command':
+        case 'setup':
+            return [
+                {
                     type: 'command',
                     command: `${e.kind === 'setup' ? '(setup) ' : ''}${str(e.command) ?? ''}`,
                     exitCode: typeof e.exit_code === 'number' ? e.exit_code : null,
                     output: str(e.output)
-                });
-                break;
-            case 'output':
-                items.push({ type: 'output', text: str(e.text) ?? '' });
-                break;
-            // A harness's tool call (input as JSON text) and its result.
-            case 'action': {
-                let input;
-                try {
-                    input = JSON.parse(str(event.input) ?? 'null');
                 }
-                catch {
-                    input = undefined;
-                }
-                const command = run_readers_isObject(input) ? str(input.command) : undefined;
-                if (command !== undefined)
-                    items.push({ type: 'command', command });
-                else
-                    items.push({
-                        type: 'event',
-                        text: `${str(event.name) ?? 'tool'} ${str(event.input) ?? ''}`.trim()
-                    });
-                break;
-            }
-            case 'action_result':
-                items.push({ type: 'output', text: str(event.output) ?? '' });
-                break;
-            case 'file':
-                items.push({ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' });
-                break;
-            case 'diff': {
-                const files = Array.isArray(e.files) ? e.files.filter(run_readers_isObject) : [];
-                for (const file of files) {
-                    items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
-                }
-                if (typeof e.more_files === 'number' && e.more_files > 0)
-                    items.push({ type: 'event', text: `${e.more_files} more files changed (not listed)` });
-                break;
-            }
-            case 'state':
-                items.push({ type: 'state', state: str(e.state) ?? '?', message: str(e.status_message) });
-                break;
-            case 'exit':
-                items.push({ type: 'event', text: `agent exited with code ${String(e.exit_code)}` });
-                break;
-            case 'artifact': {
-                const loose = e;
-                const name = str(e.filename) ?? str(loose.title) ?? str(loose.url) ?? '';
-                const uid = str(e.artifact_uid);
-                items.push({ type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() });
-                break;
-            }
-            case 'notice':
-            case 'truncated':
-            case 'omitted':
-                items.push({ type: 'event', text: str(e.text) ?? e.kind });
-                break;
-            case 'warning':
-                items.push({ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() });
-                break;
-            case 'followup':
-                items.push({ type: 'event', text: `follow-up: ${str(e.message) ?? ''}`.trim() });
-                break;
-            case 'turn':
-                items.push({
-                    type: 'event',
-                    text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`,
-                    turn: true
-                });
-                break;
-            case 'agent_session':
-                items.push({ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() });
-                break;
-            case 'publish': {
-                const pr = str(e.pull_request_url);
-                const branch = str(e.branch);
-                items.push({
-                    type: 'event',
-                    text: `published${branch ? ` to branch ${branch}` : ''}${pr ? `, pull request ${pr}` : ''}`
-                });
-                break;
-            }
-            default: {
-                const other = otherKind(e);
-                items.push({ type: 'event', text: str(other.text) ?? other.kind });
-            }
+            ];
+        case 'output':
+            return [{ type: 'output', text: str(e.text) ?? '' }];
+        case 'action':
+            return [actionItem(event)];
+        case 'action_result':
+            return [{ type: 'output', text: str(event.output) ?? '' }];
+        case 'file':
+            return [{ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' }];
+        case 'diff':
+            return diffItems(e);
+        case 'state':
+            return [{ type: 'state', state: str(e.state) ?? '?', message: str(e.status_message) }];
+        case 'exit':
+            return [{ type: 'event', text: `agent exited with code ${String(e.exit_code)}` }];
+        case 'artifact':
+            return [artifactItem(e)];
+        case 'notice':
+        case 'truncated':
+        case 'omitted':
+            return [{ type: 'event', text: str(e.text) ?? e.kind }];
+        case 'warning':
+            return [{ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() }];
+        case 'followup':
+            return [{ type: 'event', text: `follow-up: ${str(e.message) ?? ''}`.trim() }];
+        case 'turn':
+            return [
+                { type: 'event', text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`, turn: true }
+            ];
+        case 'agent_session':
+            return [{ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() }];
+        case 'publish':
+            return [publishItem(e)];
+        default: {
+            const other = otherKind(e);
+            return [{ type: 'event', text: str(other.text) ?? other.kind }];
         }
     }
+}
+/** A harness's tool call (input as JSON text): a command when it runs one, else the tool and its input. */
+function actionItem(event) {
+    let input;
+    try {
+        input = JSON.parse(str(event.input) ?? 'null');
+    }
+    catch {
+        input = undefined;
+    }
+    const command = run_readers_isObject(input) ? str(input.command) : undefined;
+    if (command !== undefined)
+        return { type: 'command', command };
+    return { type: 'event', text: `${str(event.name) ?? 'tool'} ${str(event.input) ?? ''}`.trim() };
+}
+/** A diff's files, and a line for those it does not list. */
+function diffItems(e) {
+    const items = [];
+    const files = Array.isArray(e.files) ? e.files.filter(run_readers_isObject) : [];
+    for (const file of files) {
+        items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
+    }
+    if (typeof e.more_files === 'number' && e.more_files > 0)
+        items.push({ type: 'event', text: `${e.more_files} more files changed (not listed)` });
     return items;
+}
+/** An artifact by its file name (or title, or address) and uid. */
+function artifactItem(e) {
+    const loose = e;
+    const name = str(e.filename) ?? str(loose.title) ?? str(loose.url) ?? '';
+    const uid = str(e.artifact_uid);
+    return { type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() };
+}
+/** Where the run's changes were published: the branch and the pull request. */
+function publishItem(e) {
+    const pr = str(e.pull_request_url);
+    const branch = str(e.branch);
+    return {
+        type: 'event',
+        text: `published${branch ? ` to branch ${branch}` : ''}${pr ? `, pull request ${pr}` : ''}`
+    };
 }
 /** The conversation as progress items, in order, each fact once: messages' text, commands with their results, events. */
 function itemsFromConversation(conversation) {
@@ -50012,28 +50010,11 @@ const ELAPSED_FRACTION = 0.15;
 const MIN_GAP_MS = 250;
 async function waitForRun(poller, runId, options = {}) {
     const now = options.now ?? Date.now;
-    const sleep = options.sleep ?? abortableSleep;
-    const random = options.random ?? Math.random;
-    const initial = options.initialDelayMs ?? 1000;
-    const cap = Math.max(initial, options.maxIntervalMs ?? 15_000);
-    const hold = options.holdSeconds ?? 50;
-    const maxErrors = options.maxConsecutiveErrors ?? 10;
     const start = now();
     const deadline = start + (options.timeoutMs ?? 60 * 60_000);
     const unknown = new Set();
     let last;
-    let etag;
-    let polls = 0;
-    let errors = 0;
-    let interval = initial;
-    let delay = initial;
-    const result = (outcome) => ({
-        outcome,
-        run: last,
-        polls,
-        elapsedMs: now() - start,
-        via: 'polls'
-    });
+    let firstDelay = options.initialDelayMs ?? 1000;
     // A server with event streams tells of each change and of the end on one request; without one
     // (or once it keeps failing) the polls below take over from the last record it brought.
     const stream = options.stream === false ? undefined : poller.runEvents?.(runId, { signal: options.signal });
@@ -50041,25 +50022,35 @@ async function waitForRun(poller, runId, options = {}) {
         const followed = await followStream(stream, runId, deadline - now(), options, unknown);
         last = followed.run ?? last;
         if (followed.outcome !== 'fallback')
-            return { outcome: followed.outcome, run: last, polls, elapsedMs: now() - start, via: 'stream' };
+            return { outcome: followed.outcome, run: last, polls: 0, elapsedMs: now() - start, via: 'stream' };
         // A stream that broke hands over at once; a server without streams is polled as it always was.
         if (followed.opened)
-            delay = 0;
+            firstDelay = 0;
     }
-    const nextInterval = () => {
-        const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
-        interval = Math.min(cap, interval * GROWTH, byElapsed);
-        return interval * (0.8 + 0.2 * random());
-    };
+    return pollUntilEnd(poller, runId, options, { start, deadline, unknown, last, firstDelay });
+}
+/** Polls the run until it ends or the deadline passes, paced by the schedule at the top of this file. */
+async function pollUntilEnd(poller, runId, options, { start, deadline, unknown, last: fromStream, firstDelay }) {
+    const now = options.now ?? Date.now;
+    const hold = options.holdSeconds ?? 50;
+    const maxErrors = options.maxConsecutiveErrors ?? 10;
+    const nextInterval = pollSchedule(options, start);
+    let last = fromStream;
+    let etag;
+    let polls = 0;
+    let errors = 0;
+    let delay = firstDelay;
+    const result = (outcome) => ({
+        outcome,
+        run: last,
+        polls,
+        elapsedMs: now() - start,
+        via: 'polls'
+    });
     for (;;) {
         if (now() >= deadline)
             return result('timed_out');
-        try {
-            await sleep(Math.min(delay, deadline - now()), options.signal);
-        }
-        catch (error) {
-            throw new AbortError(`waiting for run ${runId}: aborted`, { request: `wait ${runId}`, cause: error });
-        }
+        await pause(options, Math.min(delay, deadline - now()), runId);
         const remaining = deadline - now();
         if (remaining <= 0)
             return result('timed_out');
@@ -50087,10 +50078,7 @@ async function waitForRun(poller, runId, options = {}) {
         if (answer.run) {
             const run = answer.run;
             etag = answer.etag;
-            if (!isKnownState(run.state) && !unknown.has(run.state)) {
-                unknown.add(run.state);
-                options.onUnknownState?.(run.state, run);
-            }
+            noteUnknown(run, options, unknown);
             const previous = last;
             last = run;
             if (previous?.state !== run.state)
@@ -50098,24 +50086,55 @@ async function waitForRun(poller, runId, options = {}) {
             if (isTerminalState(run.state))
                 return result('terminal');
         }
-        const spent = now() - sent;
-        const paced = nextInterval();
-        if (answer.retryAfterMs !== undefined)
-            delay = answer.retryAfterMs;
-        else if (answer.held)
-            delay = Math.max(0, MIN_GAP_MS - spent);
-        else
-            delay = Math.max(0, paced - spent);
+        delay = nextDelay(answer, now() - sent, nextInterval());
+    }
+}
+/**
+ * The schedule of polls to a server that does not hold them: each call gives the next pause,
+ * ×1.5 the last, at most the cap and 15 % of the time waited so far, and up to 20 % shorter at random.
+ */
+function pollSchedule(options, start) {
+    const now = options.now ?? Date.now;
+    const random = options.random ?? Math.random;
+    const initial = options.initialDelayMs ?? 1000;
+    const cap = Math.max(initial, options.maxIntervalMs ?? 15_000);
+    let interval = initial;
+    return () => {
+        const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
+        interval = Math.min(cap, interval * GROWTH, byElapsed);
+        return interval * (0.8 + 0.2 * random());
+    };
+}
+/** Sleeps before a poll; the caller's abort ends the wait with an AbortError. */
+async function pause(options, ms, runId) {
+    const sleep = options.sleep ?? abortableSleep;
+    try {
+        await sleep(ms, options.signal);
+    }
+    catch (error) {
+        throw new AbortError(`waiting for run ${runId}: aborted`, { request: `wait ${runId}`, cause: error });
+    }
+}
+/** The pause before the next poll: the server's word, a holding server's minimum gap, or the schedule's. */
+function nextDelay(answer, spent, paced) {
+    if (answer.retryAfterMs !== undefined)
+        return answer.retryAfterMs;
+    if (answer.held)
+        return Math.max(0, MIN_GAP_MS - spent);
+    return Math.max(0, paced - spent);
+}
+/** Tells `onUnknownState` of a state this client does not know, once per state. */
+function noteUnknown(run, options, unknown) {
+    if (!isKnownState(run.state) && !unknown.has(run.state)) {
+        unknown.add(run.state);
+        options.onUnknownState?.(run.state, run);
     }
 }
 /** Follows the run on its stream until it ends, the time is up, or the stream is not (or no longer) there. */
 async function followStream(stream, runId, ms, options, unknown) {
     let last;
     const seen = (run) => {
-        if (!isKnownState(run.state) && !unknown.has(run.state)) {
-            unknown.add(run.state);
-            options.onUnknownState?.(run.state, run);
-        }
+        noteUnknown(run, options, unknown);
         const previous = last;
         last = run;
         if (previous?.state !== run.state)
@@ -50536,8 +50555,6 @@ class Webhooks {
 // The typed client: one resource object per kind of thing the API serves (`client.runs`,
 // `client.schedules`, …, each in resources/), all sharing one transport (core.ts) that owns the
 // credential, retries and error mapping and takes each endpoint's method and path from the table.
-// The flat methods of earlier versions (`client.getRun`, …) remain as one-line delegations typed
-// by the resource method each names, so the two cannot drift apart.
 
 
 
@@ -50581,69 +50598,6 @@ class AgentRunClient {
     close() {
         this.core.transport.close();
     }
-    // The flat methods of earlier versions: each is the resource method it names, with its type.
-    /** @deprecated Use `client.runs.create`. */
-    createRun = (...args) => this.runs.create(...args);
-    /** @deprecated Use `client.runs.get`. */
-    getRun = (...args) => this.runs.get(...args);
-    /** @deprecated Use `client.runs.poll`. */
-    pollRun = (...args) => this.runs.poll(...args);
-    /** @deprecated Use `client.runs.list`. */
-    listRuns = (...args) => this.runs.list(...args);
-    /** @deprecated Use `client.runs.iterate`. */
-    iterateRuns = (...args) => this.runs.iterate(...args);
-    /** @deprecated Use `client.runs.cancel`. */
-    cancelRun = (...args) => this.runs.cancel(...args);
-    /** @deprecated Use `client.runs.followUp`. */
-    submitFollowup = (...args) => this.runs.followUp(...args);
-    /** @deprecated Use `client.runs.stream`. */
-    runEvents = (...args) => this.runs.stream(...args);
-    /** @deprecated Use `client.events.list`. */
-    listEvents = (...args) => this.events.list(...args);
-    /** @deprecated Use `client.runs.wait`. */
-    waitForRun = (...args) => this.runs.wait(...args);
-    /** @deprecated Use `client.runs.conversation`. */
-    getConversation = (...args) => this.runs.conversation(...args);
-    /** @deprecated Use `client.runs.transcript`. */
-    getTranscript = (...args) => this.runs.transcript(...args);
-    /** @deprecated Use `client.runs.wholeTranscript`. */
-    getWholeTranscript = (...args) => this.runs.wholeTranscript(...args);
-    /** @deprecated Use `client.artifacts.get`. */
-    getArtifact = (...args) => this.artifacts.get(...args);
-    /** @deprecated Use `client.artifacts.download`. */
-    downloadArtifact = (...args) => this.artifacts.download(...args);
-    /** @deprecated Use `client.schedules.list`. */
-    listSchedules = (...args) => this.schedules.list(...args);
-    /** @deprecated Use `client.schedules.get`. */
-    getSchedule = (...args) => this.schedules.get(...args);
-    /** @deprecated Use `client.schedules.create`. */
-    createSchedule = (...args) => this.schedules.create(...args);
-    /** @deprecated Use `client.schedules.update`. */
-    updateSchedule = (...args) => this.schedules.update(...args);
-    /** @deprecated Use `client.schedules.delete`. */
-    deleteSchedule = (...args) => this.schedules.delete(...args);
-    /** @deprecated Use `client.schedules.pause`. */
-    pauseSchedule = (...args) => this.schedules.pause(...args);
-    /** @deprecated Use `client.schedules.resume`. */
-    resumeSchedule = (...args) => this.schedules.resume(...args);
-    /** @deprecated Use `client.webhooks.list`. */
-    listWebhooks = (...args) => this.webhooks.list(...args);
-    /** @deprecated Use `client.webhooks.get`. */
-    getWebhook = (...args) => this.webhooks.get(...args);
-    /** @deprecated Use `client.webhooks.create`. */
-    createWebhook = (...args) => this.webhooks.create(...args);
-    /** @deprecated Use `client.webhooks.delete`. */
-    deleteWebhook = (...args) => this.webhooks.delete(...args);
-    /** @deprecated Use `client.webhooks.rotateSecret`. */
-    rotateWebhookSecret = (...args) => this.webhooks.rotateSecret(...args);
-    /** @deprecated Use `client.webhooks.deliveries`. */
-    listWebhookDeliveries = (...args) => this.webhooks.deliveries(...args);
-    /** @deprecated Use `client.webhooks.retryDelivery`. */
-    retryWebhookDelivery = (...args) => this.webhooks.retryDelivery(...args);
-    /** @deprecated Use `client.environments.list`. */
-    listEnvironments = (...args) => this.environments.list(...args);
-    /** @deprecated Use `client.models.list`. */
-    listModels = (...args) => this.models.list(...args);
 }
 
 // EXTERNAL MODULE: ./node_modules/ajv/dist/ajv.js
@@ -52605,9 +52559,8 @@ const MAX_COMMENT_PAGES = 10;
 const MAX_FILE_PAGES = 30;
 /** Review comments and reviews read for this step's earlier findings: at most 3,000 of each. */
 const MAX_REVIEW_PAGES = 30;
-async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIMEOUT_MS) {
-    const { getOctokit } = await __nccwpck_require__.e(/* import() */ 413).then(__nccwpck_require__.bind(__nccwpck_require__, 2413));
-    const octokit = getOctokit(token, { request: { retries: 0 } });
+/** Bounds every request of `octokit` to `timeoutMs`, saying which call GitHub did not answer. */
+function boundRequests(octokit, timeoutMs) {
     octokit.hook.wrap('request', async (request, options) => {
         const bound = AbortSignal.timeout(timeoutMs);
         const given = options.request?.signal;
@@ -52623,33 +52576,39 @@ async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIM
             throw new Error(`GitHub did not answer ${options.method} ${options.url} within ${timeoutMs / 1000} s`);
         }
     });
-    const [owner = '', repo = ''] = repository.split('/');
-    // Who the token is: GraphQL's `viewer` answers for installation tokens too (REST `GET /user`
-    // does not). GraphQL may name a bot without the `[bot]` that REST comments carry.
+}
+/**
+ * Who the token is, asked once: GraphQL's `viewer` answers for installation tokens too (REST
+ * `GET /user` does not). GraphQL may name a bot without the `[bot]` that REST comments carry.
+ */
+function tokenLogin(octokit) {
     let identity;
-    const self = () => (identity ??= octokit
+    return () => (identity ??= octokit
         .graphql('query { viewer { login } }')
         .then(({ viewer }) => {
         if (!viewer?.login)
             throw new Error('GitHub did not say who the token is');
         return viewer.login;
     }));
-    const isOwn = async (user) => {
-        const login = await self();
-        return user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
-    };
-    /** Every page of a list, up to `max` pages of 100. */
-    const allPages = async (read, max) => {
-        const items = [];
-        for (let page = 1; page <= max; page++) {
-            const { data } = await read(page);
-            items.push(...data);
-            if (data.length < 100)
-                break;
-        }
-        return items;
-    };
-    const readComment = async (issueNumber, marker) => {
+}
+/** Whether `user` is the token's own identity `login` (a bot under its REST name too). */
+function isLogin(user, login) {
+    return user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
+}
+/** Every page of a list, up to `max` pages of 100. */
+async function allPages(read, max) {
+    const items = [];
+    for (let page = 1; page <= max; page++) {
+        const { data } = await read(page);
+        items.push(...data);
+        if (data.length < 100)
+            break;
+    }
+    return items;
+}
+/** The step's own marked comment on an issue or pull request, page after page. */
+function commentReader(octokit, owner, repo, self) {
+    return async (issueNumber, marker) => {
         for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
             const { data } = await octokit.rest.issues.listComments({
                 owner,
@@ -52663,8 +52622,7 @@ async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIM
             // overwritten. And only one that begins with the marker, as the step writes it.
             const marked = data.filter(comment => comment.body?.startsWith(marker));
             const login = marked.length > 0 ? await self() : '';
-            const mine = (user) => user?.login === login || (user?.type === 'Bot' && user.login === `${login}[bot]`);
-            const found = marked.find(comment => mine(comment.user));
+            const found = marked.find(comment => isLogin(comment.user, login));
             if (found)
                 return { id: found.id, body: found.body ?? '' };
             if (data.length < 100)
@@ -52672,12 +52630,12 @@ async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIM
         }
         return undefined;
     };
+}
+/** The calls on issue comments: finding, reading, writing the step's comment. */
+function commentCalls(octokit, owner, repo, self) {
+    const readComment = commentReader(octokit, owner, repo, self);
     return {
         readComment,
-        async permission(username) {
-            const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
-            return data.role_name || data.permission;
-        },
         async findComment(issueNumber, marker) {
             return (await readComment(issueNumber, marker))?.id;
         },
@@ -52696,7 +52654,32 @@ async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIM
         },
         async updateComment(commentId, body) {
             await octokit.rest.issues.updateComment({ owner, repo, comment_id: commentId, body });
-        },
+        }
+    };
+}
+/** The texts the token's own identity wrote on a pull request's review comments and reviews. */
+async function ownReviewTexts(octokit, owner, repo, pullNumber, self) {
+    const isOwn = async (user) => isLogin(user, await self());
+    const texts = [];
+    const comments = await allPages(page => octokit.rest.pulls.listReviewComments({
+        owner,
+        repo,
+        pull_number: pullNumber,
+        per_page: 100,
+        page
+    }), MAX_REVIEW_PAGES);
+    for (const comment of comments)
+        if (await isOwn(comment.user))
+            texts.push(comment.body);
+    const reviews = await allPages(page => octokit.rest.pulls.listReviews({ owner, repo, pull_number: pullNumber, per_page: 100, page }), MAX_REVIEW_PAGES);
+    for (const review of reviews)
+        if (review.body && (await isOwn(review.user)))
+            texts.push(review.body);
+    return texts;
+}
+/** The calls on pull requests: the head, the files, the step's earlier reviews, a new review. */
+function pullCalls(octokit, owner, repo, self) {
+    return {
         async pullHead(pullNumber) {
             const { data } = await octokit.rest.pulls.get({ owner, repo, pull_number: pullNumber });
             return data.head.sha;
@@ -52709,24 +52692,7 @@ async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIM
                 ...(typeof file.patch === 'string' ? { patch: file.patch } : {})
             }));
         },
-        async ownReviewTexts(pullNumber) {
-            const texts = [];
-            const comments = await allPages(page => octokit.rest.pulls.listReviewComments({
-                owner,
-                repo,
-                pull_number: pullNumber,
-                per_page: 100,
-                page
-            }), MAX_REVIEW_PAGES);
-            for (const comment of comments)
-                if (await isOwn(comment.user))
-                    texts.push(comment.body);
-            const reviews = await allPages(page => octokit.rest.pulls.listReviews({ owner, repo, pull_number: pullNumber, per_page: 100, page }), MAX_REVIEW_PAGES);
-            for (const review of reviews)
-                if (review.body && (await isOwn(review.user)))
-                    texts.push(review.body);
-            return texts;
-        },
+        ownReviewTexts: pullNumber => ownReviewTexts(octokit, owner, repo, pullNumber, self),
         async createReview(pullNumber, review) {
             const { data } = await octokit.rest.pulls.createReview({
                 owner,
@@ -52736,6 +52702,21 @@ async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIM
             });
             return { id: data.id, url: data.html_url };
         }
+    };
+}
+async function createGitHubApi(token, repository, timeoutMs = GITHUB_REQUEST_TIMEOUT_MS) {
+    const { getOctokit } = await __nccwpck_require__.e(/* import() */ 413).then(__nccwpck_require__.bind(__nccwpck_require__, 2413));
+    const octokit = getOctokit(token, { request: { retries: 0 } });
+    boundRequests(octokit, timeoutMs);
+    const [owner = '', repo = ''] = repository.split('/');
+    const self = tokenLogin(octokit);
+    return {
+        async permission(username) {
+            const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
+            return data.role_name || data.permission;
+        },
+        ...commentCalls(octokit, owner, repo, self),
+        ...pullCalls(octokit, owner, repo, self)
     };
 }
 /** No github-token to ask GitHub with (the default token is empty outside a workflow). */
@@ -53550,14 +53531,9 @@ function connection(getInput, problems, env) {
         problems.push('oidc-audience contains a line break: expected one audience, such as https://agents.example.com');
     return { baseUrl, apiKey, auth, oidcAudience };
 }
-function readSettings(getInput = actionInput, env = process.env, 
-/** Reads a file a path input names (tests pass their own); by default every check applies. */
-readFile, event = readEventContext(env)) {
-    const problems = [];
-    const promptNotes = [];
-    const readsText = [];
-    const { baseUrl, apiKey, auth, oidcAudience } = connection(getInput, problems, env);
-    const bool = (name, fallback) => {
+/** The reader of true/false inputs, reporting into `problems`. */
+function boolInput(getInput, problems) {
+    return (name, fallback) => {
         const value = getInput(name).trim().toLowerCase();
         if (value === '')
             return fallback;
@@ -53568,8 +53544,10 @@ readFile, event = readEventContext(env)) {
         problems.push(`${name} ${showValue(getInput(name))}: expected true or false`);
         return fallback;
     };
-    const wait = bool('wait', true);
-    const logConversation = bool('log-conversation', true);
+}
+/** The shape asked of the answer: `output-schema`, or the findings of `review: inline` on a pull request. */
+function readAnswerShape(getInput, reading) {
+    const { env, readFile, problems, event, notes } = reading;
     let outputSchema = readOutputSchema(getInput, env, readFile, problems);
     const reviewInputs = readReviewInputs(getInput, problems);
     if (reviewInputs.inline && getInput('output-schema').trim() !== '')
@@ -53583,8 +53561,12 @@ readFile, event = readEventContext(env)) {
         outputSchema = findingsSchema();
     }
     else if (reviewInputs.inline) {
-        promptNotes.push(`review: inline reviews pull requests only; the ${event.event || 'current'} event is not about one, so no findings are asked for and no review is posted`);
+        notes.push(`review: inline reviews pull requests only; the ${event.event || 'current'} event is not about one, so no findings are asked for and no review is posted`);
     }
+    return { outputSchema, review, inline: reviewInputs.inline };
+}
+/** How the step waits: `on-blocked`, `cancel-on-abort`, `summary`, the timeouts, `on-timeout`. */
+function readWaiting(getInput, problems, bool) {
     const rawOnBlocked = getInput('on-blocked').trim().toLowerCase() || 'wait';
     if (rawOnBlocked !== 'wait' && rawOnBlocked !== 'fail') {
         problems.push(`on-blocked ${showValue(getInput('on-blocked'))}: expected wait or fail`);
@@ -53611,18 +53593,39 @@ readFile, event = readEventContext(env)) {
     if (rawOnTimeout !== 'cancel' && rawOnTimeout !== 'leave-running') {
         problems.push(`on-timeout ${showValue(getInput('on-timeout'))}: expected cancel or leave-running`);
     }
-    const failOn = parseStates(getInput('fail-on'), problems);
+    return {
+        onBlocked: rawOnBlocked,
+        cancelOnAbort,
+        summary,
+        timeoutMs,
+        graceMs,
+        pollIntervalMs,
+        githubTimeoutMs,
+        onTimeout: rawOnTimeout
+    };
+}
+/** `run-id`: an existing run to attach to instead of creating one. */
+function readRunId(getInput, problems) {
     const runId = getInput('run-id').trim() || undefined;
     if (runId !== undefined && !isIdSegment(runId)) {
         problems.push(`run-id ${showValue(runId)}: expected a run id of ${ID_SEGMENT_FORM}`);
     }
+    return runId;
+}
+/**
+ * What the step runs: the fan-out's items, one run to create or the run `run-id` names; the
+ * prompts to create get the answer's shape asked for at their end.
+ */
+function readTarget(getInput, reading, runId, answer) {
+    const { env, readFile, problems, event, notes, readsText, bool } = reading;
+    const { outputSchema, review } = answer;
     const rawFanOut = getInput('fan-out').trim();
     const fanOut = rawFanOut === '' || runId !== undefined
         ? undefined
-        : readFanOut(rawFanOut, getInput, env, readFile, problems, event, promptNotes, bool('context', true), readsText);
+        : readFanOut(rawFanOut, getInput, env, readFile, problems, event, notes, bool('context', true), readsText);
     if (rawFanOut !== '' && runId !== undefined)
         problems.push('fan-out and run-id are both set: give one of them');
-    if (rawFanOut !== '' && reviewInputs.inline)
+    if (rawFanOut !== '' && answer.inline)
         problems.push('fan-out and review: inline are both set: a step posts one review of one run; give one of them');
     const target = fanOut !== undefined
         ? {
@@ -53630,7 +53633,7 @@ readFile, event = readEventContext(env)) {
         }
         : runId === undefined
             ? {
-                create: readCreate(getInput, env, readFile, problems, event, promptNotes, bool('context', true), readsText)
+                create: readCreate(getInput, env, readFile, problems, event, notes, bool('context', true), readsText)
             }
             : { runId };
     if (target.create && outputSchema && target.create.prompt.trim() !== '' && !fanOut) {
@@ -53640,6 +53643,10 @@ readFile, event = readEventContext(env)) {
         if (outputSchema && item.create.prompt.trim() !== '')
             item.create.prompt += schemaRequest(outputSchema.schema);
     }
+    return { target, fanOut };
+}
+/** Who may start the agent and what the thread hears of it: the trust inputs and `comment`. */
+function readGate(getInput, problems) {
     const minPermission = (getInput('min-permission').trim().toLowerCase() || 'write');
     if (!PERMISSIONS.includes(minPermission)) {
         problems.push(`min-permission ${showValue(getInput('min-permission'))}: expected one of ${PERMISSIONS.join(', ')}`);
@@ -53661,13 +53668,10 @@ readFile, event = readEventContext(env)) {
         problems.push(`comment-session-link ${showValue(getInput('comment-session-link'))}: expected auto, always or never`);
     }
     const triggerPhrase = getInput('trigger-phrase').trim() || undefined;
-    if (runId !== undefined) {
-        for (const name of ['prompt', 'prompt-file']) {
-            if (getInput(name).trim() !== '')
-                problems.push(`${name} and run-id are both set: give one of them`);
-        }
-    }
-    const thread = readThread(getInput, problems, bool);
+    return { minPermission, allowedActors, onUntrusted, comment, sessionLink, triggerPhrase };
+}
+/** The thread's mode and metadata on the runs to create (a fan-out's items also get their step and index). */
+function applyThread(getInput, env, event, thread, target, fanOut, problems) {
     if (target.create && !fanOut) {
         if (getInput('mode').trim() !== '')
             target.create.mode = thread.mode;
@@ -53688,8 +53692,33 @@ readFile, event = readEventContext(env)) {
     }
     if (fanOut && thread.continue === 'thread')
         problems.push('fan-out and continue: thread are both set: a fan-out starts new runs; give one of them');
+}
+function readSettings(getInput = actionInput, env = process.env, 
+/** Reads a file a path input names (tests pass their own); by default every check applies. */
+readFile, event = readEventContext(env)) {
+    const problems = [];
+    const { baseUrl, apiKey, auth, oidcAudience } = connection(getInput, problems, env);
+    const bool = boolInput(getInput, problems);
+    const reading = { env, readFile, problems, event, notes: [], readsText: [], bool };
+    const wait = bool('wait', true);
+    const logConversation = bool('log-conversation', true);
+    const answer = readAnswerShape(getInput, reading);
+    const waiting = readWaiting(getInput, problems, bool);
+    const failOn = parseStates(getInput('fail-on'), problems);
+    const runId = readRunId(getInput, problems);
+    const { target, fanOut } = readTarget(getInput, reading, runId, answer);
+    const gate = readGate(getInput, problems);
+    if (runId !== undefined) {
+        for (const name of ['prompt', 'prompt-file']) {
+            if (getInput(name).trim() !== '')
+                problems.push(`${name} and run-id are both set: give one of them`);
+        }
+    }
+    const thread = readThread(getInput, problems, bool);
+    applyThread(getInput, env, event, thread, target, fanOut, problems);
     if (problems.length > 0)
         throw new InputError(problems);
+    const { outputSchema, review } = answer;
     return {
         thread,
         baseUrl,
@@ -53698,32 +53727,32 @@ readFile, event = readEventContext(env)) {
         oidcAudience,
         ...target,
         wait,
-        timeoutMs,
-        graceMs,
-        pollIntervalMs,
-        githubTimeoutMs,
-        onTimeout: rawOnTimeout,
+        timeoutMs: waiting.timeoutMs,
+        graceMs: waiting.graceMs,
+        pollIntervalMs: waiting.pollIntervalMs,
+        githubTimeoutMs: waiting.githubTimeoutMs,
+        onTimeout: waiting.onTimeout,
         failOn,
-        cancelOnAbort,
-        summary,
+        cancelOnAbort: waiting.cancelOnAbort,
+        summary: waiting.summary,
         githubToken: getInput('github-token').trim(),
         trust: {
-            allowedActors,
-            minPermission,
-            triggerPhrase,
-            readsText,
+            allowedActors: gate.allowedActors,
+            minPermission: gate.minPermission,
+            triggerPhrase: gate.triggerPhrase,
+            readsText: reading.readsText,
             // Approving a plan needs no trigger phrase; without plans there is nothing to approve.
             alsoTriggers: thread.mode === 'plan' ? [thread.approvePhrase] : [],
             labelTrigger: thread.labelTrigger
         },
-        onUntrusted: onUntrusted,
-        comment: comment,
-        commentSessionLink: sessionLink === 'always' || (sessionLink === 'auto' && event.repoPrivate === true),
-        promptNotes,
+        onUntrusted: gate.onUntrusted,
+        comment: gate.comment,
+        commentSessionLink: gate.sessionLink === 'always' || (gate.sessionLink === 'auto' && event.repoPrivate === true),
+        promptNotes: reading.notes,
         outputSchema,
         ...(review ? { review } : {}),
         logConversation,
-        onBlocked: rawOnBlocked,
+        onBlocked: waiting.onBlocked,
         ...(fanOut ? { fanOut } : {})
     };
 }
@@ -53794,6 +53823,7 @@ function itemInputs(item, getInput) {
         }
     };
 }
+/** The thread inputs: `mode`, `continue`, `approve-phrase`, `label-trigger`, `supersede`. */
 function readThread(getInput, problems, bool) {
     const mode = getInput('mode').trim().toLowerCase() || 'normal';
     if (!isRunMode(mode))
@@ -53835,7 +53865,8 @@ function parseStates(raw, problems) {
     }
     return [...new Set(states)];
 }
-function readCreate(getInput, env, readFile, problems, event, notes, withContext, readsText) {
+/** The prompt from `prompt` or `prompt-file`, its placeholders filled and the event's context added. */
+function readPrompt(getInput, env, readFile, problems, event, notes, withContext, readsText) {
     const inline = getInput('prompt');
     const file = getInput('prompt-file').trim();
     let prompt = '';
@@ -53870,6 +53901,10 @@ function readCreate(getInput, env, readFile, problems, event, notes, withContext
             problems.push(error.message);
         }
     }
+    return prompt;
+}
+/** `config`: a JSON object that can be sent again as JSON (empty when it is not). */
+function readConfigInput(getInput, problems) {
     let config = {};
     const rawConfig = getInput('config').trim();
     if (rawConfig !== '') {
@@ -53891,6 +53926,12 @@ function readCreate(getInput, env, readFile, problems, event, notes, withContext
             config = {};
         }
     }
+    return config;
+}
+/** One run's create request from the inputs (the step's own, or a fan-out item's over them). */
+function readCreate(getInput, env, readFile, problems, event, notes, withContext, readsText) {
+    const prompt = readPrompt(getInput, env, readFile, problems, event, notes, withContext, readsText);
+    const config = readConfigInput(getInput, problems);
     const environmentId = getInput('environment-id').trim();
     if (environmentId === '') {
         problems.push('environment-id is empty: expected the id of the environment the agent runs in');
@@ -54707,7 +54748,6 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination, comm
     const timedOut = AbortSignal.timeout(Math.max(0, deadline - Date.now()));
     const stop = AbortSignal.any([termination.signal, timedOut]);
     const ends = fanOut.items.map(item => ({ item, conclusion: '', durationMs: 0 }));
-    const runIds = [];
     const summary = new FanOutSummary(settings.summary, ends);
     // The comment follows the runs (sticky) or is written once at the end (final).
     const showProgress = () => {
@@ -54716,74 +54756,12 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination, comm
             void comment.writer.updateFanOut(rowsOf(ends), Date.now() - startedAt);
     };
     log_info(`Fan-out: ${fanOut.items.length} runs, at most ${fanOut.maxParallel} at once (fan-out-require: ${fanOut.require}).`);
-    const runItem = async (end) => {
-        const name = nameOf(end.item);
-        const itemStart = Date.now();
-        end.startedAt = itemStart;
-        if (stop.aborted) {
-            end.conclusion = termination.signal.aborted ? 'cancelled' : 'timed_out';
-            end.problem = 'not started: the step ended first';
-            return;
-        }
-        try {
-            end.runId = await createRun(client, end.item.create, termination.graceSignal);
-            runIds.push(end.runId);
-            saveRunIds(runIds);
-            if (end.item.index === 0)
-                step_outputs_setOutput('run-id', end.runId);
-            log_info(`${name}: run ${end.runId} created.`);
-            const result = await client.runs.wait(end.runId, {
-                timeoutMs: Math.max(0, deadline - Date.now()),
-                initialDelayMs: settings.pollIntervalMs,
-                signal: termination.signal,
-                onStateChange: run => {
-                    end.run = run;
-                    log_info(`${name}: run ${end.runId} is ${run.state}${run.session_link ? ` (${run.session_link})` : ''}.`);
-                    showProgress();
-                }
-            });
-            end.run = result.run ?? end.run;
-            if (result.outcome === 'timed_out') {
-                end.conclusion = 'timed_out';
-                if (settings.onTimeout === 'cancel') {
-                    await cancelRemoteRun(client, end.runId, `timeout after ${formatDuration(settings.timeoutMs)}`);
-                    end.run =
-                        (await client.runs
-                            .get(end.runId, { signal: AbortSignal.timeout(10_000) })
-                            .catch(() => undefined)) ?? end.run;
-                }
-            }
-            else
-                end.conclusion = conclusionOf(end.run?.state);
-            end.produced = await collectProducedSafely(client, end.runId, end.run, {
-                prompt: end.item.create.prompt,
-                schema: settings.outputSchema,
-                signal: AbortSignal.any([termination.signal, AbortSignal.timeout(READ_GRACE_MS)]),
-                deadlineNote: `reading what the run made took longer than ${READ_GRACE_MS / 1000} s`
-            });
-            if (settings.outputSchema && end.run?.state === 'SUCCEEDED' && end.produced?.structuredProblem)
-                end.conclusion = 'failed';
-        }
-        catch (error) {
-            if (error instanceof AbortError && termination.signal.aborted)
-                end.conclusion = 'cancelled';
-            else {
-                end.conclusion = end.conclusion || 'failed';
-                end.problem = error.message;
-                log_info(`${name}: ${end.problem}`);
-            }
-        }
-        finally {
-            end.durationMs = durationOf(end.run, Date.now() - itemStart);
-            end.over = true;
-            showProgress();
-        }
-    };
+    const step = { client, settings, termination, stop, deadline, runIds: [], showProgress };
     // max-parallel workers take the items in order: a run is created as soon as one is free.
     let next = 0;
     const worker = async () => {
         while (next < ends.length)
-            await runItem(ends[next++]);
+            await runItem(step, ends[next++]);
     };
     await Promise.all(Array.from({ length: Math.min(fanOut.maxParallel, ends.length) }, worker));
     if (termination.signal.aborted)
@@ -54797,6 +54775,75 @@ async function fanOutStep(client, settings, fanOut, startedAt, termination, comm
         setFailed(verdict.failure);
     else
         log_info(`Fan-out ${verdict.conclusion}: ${verdict.count}.`);
+}
+/** One item: creates its run (unless the step already ended), follows it and records how it ended. */
+async function runItem(step, end) {
+    const { client, termination } = step;
+    const name = nameOf(end.item);
+    const itemStart = Date.now();
+    end.startedAt = itemStart;
+    if (step.stop.aborted) {
+        end.conclusion = termination.signal.aborted ? 'cancelled' : 'timed_out';
+        end.problem = 'not started: the step ended first';
+        return;
+    }
+    try {
+        end.runId = await createRun(client, end.item.create, termination.graceSignal);
+        step.runIds.push(end.runId);
+        saveRunIds(step.runIds);
+        if (end.item.index === 0)
+            step_outputs_setOutput('run-id', end.runId);
+        log_info(`${name}: run ${end.runId} created.`);
+        await followItem(step, end, end.runId, name);
+    }
+    catch (error) {
+        if (error instanceof AbortError && termination.signal.aborted)
+            end.conclusion = 'cancelled';
+        else {
+            end.conclusion = end.conclusion || 'failed';
+            end.problem = error.message;
+            log_info(`${name}: ${end.problem}`);
+        }
+    }
+    finally {
+        end.durationMs = durationOf(end.run, Date.now() - itemStart);
+        end.over = true;
+        step.showProgress();
+    }
+}
+/** Waits for an item's run until the step's deadline (cancelling it then, when asked) and reads what it made. */
+async function followItem(step, end, runId, name) {
+    const { client, settings, termination } = step;
+    const result = await client.runs.wait(runId, {
+        timeoutMs: Math.max(0, step.deadline - Date.now()),
+        initialDelayMs: settings.pollIntervalMs,
+        signal: termination.signal,
+        onStateChange: run => {
+            end.run = run;
+            log_info(`${name}: run ${runId} is ${run.state}${run.session_link ? ` (${run.session_link})` : ''}.`);
+            step.showProgress();
+        }
+    });
+    end.run = result.run ?? end.run;
+    if (result.outcome === 'timed_out') {
+        end.conclusion = 'timed_out';
+        if (settings.onTimeout === 'cancel') {
+            await cancelRemoteRun(client, runId, `timeout after ${formatDuration(settings.timeoutMs)}`);
+            end.run =
+                (await client.runs.get(runId, { signal: AbortSignal.timeout(10_000) }).catch(() => undefined)) ??
+                    end.run;
+        }
+    }
+    else
+        end.conclusion = conclusionOf(end.run?.state);
+    end.produced = await collectProducedSafely(client, runId, end.run, {
+        prompt: end.item.create.prompt,
+        schema: settings.outputSchema,
+        signal: AbortSignal.any([termination.signal, AbortSignal.timeout(READ_GRACE_MS)]),
+        deadlineNote: `reading what the run made took longer than ${READ_GRACE_MS / 1000} s`
+    });
+    if (settings.outputSchema && end.run?.state === 'SUCCEEDED' && end.produced?.structuredProblem)
+        end.conclusion = 'failed';
 }
 /** The job was cancelled: every run still going is cancelled at once (the post step retries). */
 async function cancelAll(client, settings, ends) {
@@ -55102,20 +55149,9 @@ async function mainStep() {
     const reporter = new Reporter(settings.summary, startedAt, comment);
     const termination = onTermination();
     const client = createClient(settings);
+    if (settings.fanOut)
+        return fanOutMain(client, settings, settings.fanOut, startedAt, termination, comment);
     let runId;
-    if (settings.fanOut) {
-        try {
-            return await fanOutStep(client, settings, settings.fanOut, startedAt, termination, comment);
-        }
-        catch (error) {
-            setFailed(error instanceof Error ? error.message : String(error));
-            return;
-        }
-        finally {
-            termination.dispose();
-            client.close();
-        }
-    }
     try {
         const reviewContext = settings.review && (await reviewBase(admitted, event));
         const turn = await startTurn(client, settings, event, comment?.writer, termination.graceSignal);
@@ -55126,64 +55162,92 @@ async function mainStep() {
         saveRunId(runId);
         if (!settings.wait)
             return await leaveRunning(client, reporter, runId, startedAt);
-        const { timeoutMs, graceMs } = settings;
-        const endBy = startedAt + timeoutMs + graceMs;
-        const deadlineNote = `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${graceMs / 1000} s) passed`;
-        const until = (reserveMs = 0) => AbortSignal.any([termination.signal, AbortSignal.timeout(Math.max(0, endBy - reserveMs - Date.now()))]);
-        const result = await waitWithProgress(client, runId, {
-            endSignal: until(),
-            timeoutMs,
-            startedAt,
-            signal: termination.signal,
-            reporter,
-            logConversation: settings.logConversation,
-            onBlocked: settings.onBlocked,
-            pollIntervalMs: settings.pollIntervalMs
-        });
-        const outcome = {
-            runId,
-            run: result.run,
-            conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
-            // A follow-up's record spans every turn: this turn is what the step measured.
-            durationMs: turn.followup ? Date.now() - startedAt : durationOf(result.run, Date.now() - startedAt),
-            linkShown: result.linkShown
-        };
-        const timedOut = result.outcome === 'timed_out';
-        outcome.produced = await collectProducedSafely(client, runId, result.run, {
-            prompt: turn.request,
-            schema: settings.outputSchema,
-            signal: until(timedOut ? Math.min(CANCEL_RESERVE_MS, graceMs / 3) : 0),
-            deadlineNote
-        });
-        if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
-            await review(admitted, reviewContext, outcome.produced, until(0), deadlineNote);
-        if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
-            comment.writer.plan = await readPlan(client, result.run, until(0));
-        if (timedOut)
-            await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
-        else if (result.outcome === 'blocked')
-            await onBlocked(reporter, outcome);
-        else
-            await onEnd(settings, reporter, outcome);
+        await followTurn({ admitted, client, reporter, termination, comment, startedAt }, turn, reviewContext);
     }
     catch (error) {
-        if (error instanceof NothingToDo) {
-            step_outputs_setOutput('conclusion', 'skipped');
-            markSettled();
-            notice(error.message);
-        }
-        else if (error instanceof AbortError && termination.signal.aborted) {
-            await onAbort(client, settings, reporter, runId, startedAt);
-        }
-        else {
-            // The job was not cancelled: leave the run alone rather than have the post step cancel it.
-            markSettled();
-            setFailed(error instanceof Error ? error.message : String(error));
-        }
+        await stepFailed(error, client, settings, reporter, runId, startedAt, termination);
     }
     finally {
         termination.dispose();
         client.close();
+    }
+}
+/** A fan-out step: its runs followed by fan-out.ts; any error fails the step. */
+async function fanOutMain(client, settings, fanOut, startedAt, termination, comment) {
+    try {
+        return await fanOutStep(client, settings, fanOut, startedAt, termination, comment);
+    }
+    catch (error) {
+        setFailed(error instanceof Error ? error.message : String(error));
+        return;
+    }
+    finally {
+        termination.dispose();
+        client.close();
+    }
+}
+/**
+ * Waits for the turn's run until the step's deadline, reads what it made (and posts the review or
+ * reads the plan), then ends the step as the run ended, timed out or was blocked.
+ */
+async function followTurn(parts, turn, reviewContext) {
+    const { admitted, client, reporter, termination, comment, startedAt } = parts;
+    const { settings } = admitted;
+    const runId = turn.runId;
+    const { timeoutMs, graceMs } = settings;
+    const endBy = startedAt + timeoutMs + graceMs;
+    const deadlineNote = `the step's deadline (timeout ${formatDuration(timeoutMs)} + ${graceMs / 1000} s) passed`;
+    const until = (reserveMs = 0) => AbortSignal.any([termination.signal, AbortSignal.timeout(Math.max(0, endBy - reserveMs - Date.now()))]);
+    const result = await waitWithProgress(client, runId, {
+        endSignal: until(),
+        timeoutMs,
+        startedAt,
+        signal: termination.signal,
+        reporter,
+        logConversation: settings.logConversation,
+        onBlocked: settings.onBlocked,
+        pollIntervalMs: settings.pollIntervalMs
+    });
+    const outcome = {
+        runId,
+        run: result.run,
+        conclusion: result.outcome === 'terminal' ? conclusionOf(result.run?.state) : result.outcome,
+        // A follow-up's record spans every turn: this turn is what the step measured.
+        durationMs: turn.followup ? Date.now() - startedAt : durationOf(result.run, Date.now() - startedAt),
+        linkShown: result.linkShown
+    };
+    const timedOut = result.outcome === 'timed_out';
+    outcome.produced = await collectProducedSafely(client, runId, result.run, {
+        prompt: turn.request,
+        schema: settings.outputSchema,
+        signal: until(timedOut ? Math.min(CANCEL_RESERVE_MS, graceMs / 3) : 0),
+        deadlineNote
+    });
+    if (reviewContext && result.outcome === 'terminal' && result.run?.state === 'SUCCEEDED')
+        await review(admitted, reviewContext, outcome.produced, until(0), deadlineNote);
+    if (turn.mode === 'plan' && comment && result.run?.state === 'SUCCEEDED')
+        comment.writer.plan = await readPlan(client, result.run, until(0));
+    if (timedOut)
+        await onDeadline(client, settings, reporter, outcome, startedAt, endBy);
+    else if (result.outcome === 'blocked')
+        await onBlocked(reporter, outcome);
+    else
+        await onEnd(settings, reporter, outcome);
+}
+/** How a single-run step that threw ends: nothing to do, the job's cancel, or a failure. */
+async function stepFailed(error, client, settings, reporter, runId, startedAt, termination) {
+    if (error instanceof NothingToDo) {
+        step_outputs_setOutput('conclusion', 'skipped');
+        markSettled();
+        notice(error.message);
+    }
+    else if (error instanceof AbortError && termination.signal.aborted) {
+        await onAbort(client, settings, reporter, runId, startedAt);
+    }
+    else {
+        // The job was not cancelled: leave the run alone rather than have the post step cancel it.
+        markSettled();
+        setFailed(error instanceof Error ? error.message : String(error));
     }
 }
 /** The pull request's head and diff, read before the run starts; the step fails if they cannot be. */

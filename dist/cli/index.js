@@ -36275,145 +36275,151 @@ class TransportError extends Error {
 }
 /** Answers larger than this are refused rather than buffered: no run record comes near it. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** The request as the http module takes it, on the client's agent (and so its proxy and keep-alive). */
+function requestInfo(client, request, url, signal) {
+    const secure = url.protocol === 'https:';
+    return {
+        parsedUrl: url,
+        httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
+        options: {
+            host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+            port: url.port ? Number(url.port) : secure ? 443 : 80,
+            path: url.pathname + url.search,
+            method: request.method,
+            headers: { ...request.headers },
+            // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
+            agent: client.getAgent(request.url),
+            signal
+        }
+    };
+}
 function createTransport(userAgent) {
     const client = new HttpClient(userAgent, [], { keepAlive: true });
     return {
         close: () => client.dispose(),
-        stream(request) {
-            const url = new URL(request.url);
-            const secure = url.protocol === 'https:';
-            const dropped = new AbortController();
-            const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
-            if (signal.aborted)
-                return Promise.reject(new TransportError('request aborted', 'aborted'));
-            const info = {
-                parsedUrl: url,
-                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
-                options: {
-                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-                    port: url.port ? Number(url.port) : secure ? 443 : 80,
-                    path: url.pathname + url.search,
-                    method: request.method,
-                    headers: { ...request.headers },
-                    // The same agent (and so proxy) as every request; a stream holds its connection while it lasts.
-                    agent: client.getAgent(request.url),
-                    signal
-                }
-            };
-            return new Promise((resolve, reject) => {
-                let silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
-                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
-                    if (error || !response) {
-                        clearTimeout(silence);
-                        return reject(request.signal?.aborted
-                            ? new TransportError('request aborted', 'aborted', { cause: error })
-                            : new TransportError(dropped.signal.aborted
-                                ? `no answer within ${request.timeoutMs} ms`
-                                : error instanceof Error
-                                    ? error.message
-                                    : String(error), dropped.signal.aborted ? 'timeout' : 'connection', { cause: error }));
-                    }
-                    const message = response.message;
-                    const quiet = () => {
-                        clearTimeout(silence);
-                        silence = setTimeout(() => message.destroy(new Error('the stream went silent')), request.timeoutMs);
-                    };
-                    quiet();
-                    message.on('close', () => clearTimeout(silence));
-                    // Each chunk read restarts the silence timer. (A 'data' listener would set the message
-                    // flowing: what the server sent before the reader began iterating would be lost to it.)
-                    async function* chunks() {
-                        for await (const chunk of message) {
-                            quiet();
-                            yield chunk;
-                        }
-                    }
-                    resolve({
-                        status: message.statusCode ?? 0,
-                        headers: message.headers,
-                        chunks: chunks(),
-                        close: () => {
-                            clearTimeout(silence);
-                            message.destroy();
-                        }
-                    });
-                });
-            });
-        },
-        send(request) {
-            const url = new URL(request.url);
-            const timeout = AbortSignal.timeout(request.timeoutMs);
-            const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-            const classify = (error) => {
-                if (request.signal?.aborted)
-                    return new TransportError('request aborted', 'aborted', { cause: error });
-                if (timeout.aborted) {
-                    return new TransportError(`no answer within ${request.timeoutMs} ms`, 'timeout', { cause: error });
-                }
-                const message = error instanceof Error ? error.message : String(error);
-                return new TransportError(message, 'connection', { cause: error });
-            };
-            if (signal.aborted)
-                return Promise.reject(classify(signal.reason));
-            const secure = url.protocol === 'https:';
-            const info = {
-                parsedUrl: url,
-                httpModule: secure ? external_node_https_namespaceObject : external_node_http_,
-                options: {
-                    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-                    port: url.port ? Number(url.port) : secure ? 443 : 80,
-                    path: url.pathname + url.search,
-                    method: request.method,
-                    headers: { ...request.headers },
-                    agent: client.getAgent(request.url),
-                    signal
-                }
-            };
-            return new Promise((resolve, reject) => {
-                client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
-                    if (error || !response)
-                        return reject(classify(error));
-                    const message = response.message;
-                    const chunks = [];
-                    let size = 0;
-                    let done = false;
-                    const fail = (cause) => {
-                        if (done)
-                            return;
-                        done = true;
-                        message.destroy();
-                        reject(classify(cause));
-                    };
-                    message.on('data', (chunk) => {
-                        size += chunk.length;
-                        const limit = request.maxBytes ?? MAX_BODY_BYTES;
-                        if (size > limit)
-                            fail(new Error(`answer larger than ${limit} bytes`));
-                        else
-                            chunks.push(chunk);
-                    });
-                    message.on('error', fail);
-                    message.on('aborted', () => fail(new Error('connection closed before the answer was complete')));
-                    message.on('close', () => {
-                        if (!message.complete)
-                            fail(new Error('connection closed before the answer was complete'));
-                    });
-                    message.on('end', () => {
-                        if (done)
-                            return;
-                        done = true;
-                        const bytes = Buffer.concat(chunks);
-                        resolve({
-                            status: message.statusCode ?? 0,
-                            headers: message.headers,
-                            body: bytes.toString('utf8'),
-                            bytes
-                        });
-                    });
-                });
-            });
+        stream: request => openStream(client, request),
+        send: request => sendRequest(client, request)
+    };
+}
+/** Sends a request and answers at its headers, its body read as it comes (`Transport.stream`). */
+function openStream(client, request) {
+    const url = new URL(request.url);
+    const dropped = new AbortController();
+    const signal = request.signal ? AbortSignal.any([request.signal, dropped.signal]) : dropped.signal;
+    if (signal.aborted)
+        return Promise.reject(new TransportError('request aborted', 'aborted'));
+    const info = requestInfo(client, request, url, signal);
+    return new Promise((resolve, reject) => {
+        const silence = setTimeout(() => dropped.abort(new Error('no answer')), request.timeoutMs);
+        client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+            if (error || !response) {
+                clearTimeout(silence);
+                return reject(request.signal?.aborted
+                    ? new TransportError('request aborted', 'aborted', { cause: error })
+                    : new TransportError(dropped.signal.aborted
+                        ? `no answer within ${request.timeoutMs} ms`
+                        : error instanceof Error
+                            ? error.message
+                            : String(error), dropped.signal.aborted ? 'timeout' : 'connection', { cause: error }));
+            }
+            resolve(streamedBody(response.message, request.timeoutMs, silence));
+        });
+    });
+}
+/**
+ * An answer's body as it comes, destroyed after `timeoutMs` of silence between two chunks;
+ * `waiting` is the timer of the wait for the headers, which it takes over.
+ */
+function streamedBody(message, timeoutMs, waiting) {
+    let silence = waiting;
+    const quiet = () => {
+        clearTimeout(silence);
+        silence = setTimeout(() => message.destroy(new Error('the stream went silent')), timeoutMs);
+    };
+    quiet();
+    message.on('close', () => clearTimeout(silence));
+    // Each chunk read restarts the silence timer. (A 'data' listener would set the message
+    // flowing: what the server sent before the reader began iterating would be lost to it.)
+    async function* chunks() {
+        for await (const chunk of message) {
+            quiet();
+            yield chunk;
+        }
+    }
+    return {
+        status: message.statusCode ?? 0,
+        headers: message.headers,
+        chunks: chunks(),
+        close: () => {
+            clearTimeout(silence);
+            message.destroy();
         }
     };
+}
+/** One whole exchange within the request's time limit (`Transport.send`). */
+function sendRequest(client, request) {
+    const url = new URL(request.url);
+    const timeout = AbortSignal.timeout(request.timeoutMs);
+    const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+    const classify = (error) => {
+        if (request.signal?.aborted)
+            return new TransportError('request aborted', 'aborted', { cause: error });
+        if (timeout.aborted) {
+            return new TransportError(`no answer within ${request.timeoutMs} ms`, 'timeout', { cause: error });
+        }
+        const message = error instanceof Error ? error.message : String(error);
+        return new TransportError(message, 'connection', { cause: error });
+    };
+    if (signal.aborted)
+        return Promise.reject(classify(signal.reason));
+    const info = requestInfo(client, request, url, signal);
+    return new Promise((resolve, reject) => {
+        client.requestRawWithCallback(info, request.body ?? null, (error, response) => {
+            if (error || !response)
+                return reject(classify(error));
+            readBody(response.message, request.maxBytes ?? MAX_BODY_BYTES, classify).then(resolve, reject);
+        });
+    });
+}
+/** Reads a whole body, refusing one over `limit` bytes or cut short; failures go through `classify`. */
+function readBody(message, limit, classify) {
+    return new Promise((resolve, reject) => {
+        const chunks = [];
+        let size = 0;
+        let done = false;
+        const fail = (cause) => {
+            if (done)
+                return;
+            done = true;
+            message.destroy();
+            reject(classify(cause));
+        };
+        message.on('data', (chunk) => {
+            size += chunk.length;
+            if (size > limit)
+                fail(new Error(`answer larger than ${limit} bytes`));
+            else
+                chunks.push(chunk);
+        });
+        message.on('error', fail);
+        message.on('aborted', () => fail(new Error('connection closed before the answer was complete')));
+        message.on('close', () => {
+            if (!message.complete)
+                fail(new Error('connection closed before the answer was complete'));
+        });
+        message.on('end', () => {
+            if (done)
+                return;
+            done = true;
+            const bytes = Buffer.concat(chunks);
+            resolve({
+                status: message.statusCode ?? 0,
+                headers: message.headers,
+                body: bytes.toString('utf8'),
+                bytes
+            });
+        });
+    });
 }
 
 ;// CONCATENATED MODULE: ./src/client/sleep.ts
@@ -36814,118 +36820,110 @@ function itemsFromTranscript(events, seen = new SeenItems()) {
     return seen.fresh(transcriptItems(events));
 }
 /**
- * The progress items of transcript events. The switch has a case for every kind of src/api/events.ts
- * (a new kind does not compile until it has one); a kind this code has never seen (a newer service)
- * becomes an `event` item with its text or its name. Fields are read as tolerantly as the rest: the
- * service is not ours.
+ * The progress items of transcript events. The switch of `eventItems` has a case for every kind of
+ * src/api/events.ts (a new kind does not compile until it has one); a kind this code has never seen
+ * (a newer service) becomes an `event` item with its text or its name. Fields are read as tolerantly
+ * as the rest: the service is not ours.
  */
 function transcriptItems(events) {
-    const items = [];
-    for (const event of events) {
-        const e = known(event);
-        switch (e.kind) {
-            case 'message':
-                items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '' });
-                break;
-            case 'result':
-                items.push({ type: 'text', role: 'assistant', text: str(e.text) ?? '', final: true });
-                break;
-            case 'command':
-            case 'setup':
-                items.push({
+    return events.flatMap(eventItems);
+}
+/** One transcript event's progress items (most kinds give one; a diff one per file). */
+function eventItems(event) {
+    const e = known(event);
+    switch (e.kind) {
+        case 'message':
+            return [{ type: 'text', role: 'assistant', text: str(e.text) ?? '' }];
+        case 'result':
+            return [{ type: 'text', role: 'assistant', text: str(e.text) ?? '', final: true }];
+        case 'command':
+        case 'setup':
+            return [
+                {
                     type: 'command',
                     command: `${e.kind === 'setup' ? '(setup) ' : ''}${str(e.command) ?? ''}`,
                     exitCode: typeof e.exit_code === 'number' ? e.exit_code : null,
                     output: str(e.output)
-                });
-                break;
-            case 'output':
-                items.push({ type: 'output', text: str(e.text) ?? '' });
-                break;
-            // A harness's tool call (input as JSON text) and its result.
-            case 'action': {
-                let input;
-                try {
-                    input = JSON.parse(str(event.input) ?? 'null');
                 }
-                catch {
-                    input = undefined;
-                }
-                const command = run_readers_isObject(input) ? str(input.command) : undefined;
-                if (command !== undefined)
-                    items.push({ type: 'command', command });
-                else
-                    items.push({
-                        type: 'event',
-                        text: `${str(event.name) ?? 'tool'} ${str(event.input) ?? ''}`.trim()
-                    });
-                break;
-            }
-            case 'action_result':
-                items.push({ type: 'output', text: str(event.output) ?? '' });
-                break;
-            case 'file':
-                items.push({ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' });
-                break;
-            case 'diff': {
-                const files = Array.isArray(e.files) ? e.files.filter(run_readers_isObject) : [];
-                for (const file of files) {
-                    items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
-                }
-                if (typeof e.more_files === 'number' && e.more_files > 0)
-                    items.push({ type: 'event', text: `${e.more_files} more files changed (not listed)` });
-                break;
-            }
-            case 'state':
-                items.push({ type: 'state', state: str(e.state) ?? '?', message: str(e.status_message) });
-                break;
-            case 'exit':
-                items.push({ type: 'event', text: `agent exited with code ${String(e.exit_code)}` });
-                break;
-            case 'artifact': {
-                const loose = e;
-                const name = str(e.filename) ?? str(loose.title) ?? str(loose.url) ?? '';
-                const uid = str(e.artifact_uid);
-                items.push({ type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() });
-                break;
-            }
-            case 'notice':
-            case 'truncated':
-            case 'omitted':
-                items.push({ type: 'event', text: str(e.text) ?? e.kind });
-                break;
-            case 'warning':
-                items.push({ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() });
-                break;
-            case 'followup':
-                items.push({ type: 'event', text: `follow-up: ${str(e.message) ?? ''}`.trim() });
-                break;
-            case 'turn':
-                items.push({
-                    type: 'event',
-                    text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`,
-                    turn: true
-                });
-                break;
-            case 'agent_session':
-                items.push({ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() });
-                break;
-            case 'publish': {
-                const pr = str(e.pull_request_url);
-                const branch = str(e.branch);
-                items.push({
-                    type: 'event',
-                    text: `published${branch ? ` to branch ${branch}` : ''}${pr ? `, pull request ${pr}` : ''}`
-                });
-                break;
-            }
-            default: {
-                const other = otherKind(e);
-                items.push({ type: 'event', text: str(other.text) ?? other.kind });
-            }
+            ];
+        case 'output':
+            return [{ type: 'output', text: str(e.text) ?? '' }];
+        case 'action':
+            return [actionItem(event)];
+        case 'action_result':
+            return [{ type: 'output', text: str(event.output) ?? '' }];
+        case 'file':
+            return [{ type: 'file', path: str(e.path) ?? '?', change: str(e.change) ?? 'changed' }];
+        case 'diff':
+            return diffItems(e);
+        case 'state':
+            return [{ type: 'state', state: str(e.state) ?? '?', message: str(e.status_message) }];
+        case 'exit':
+            return [{ type: 'event', text: `agent exited with code ${String(e.exit_code)}` }];
+        case 'artifact':
+            return [artifactItem(e)];
+        case 'notice':
+        case 'truncated':
+        case 'omitted':
+            return [{ type: 'event', text: str(e.text) ?? e.kind }];
+        case 'warning':
+            return [{ type: 'event', text: `warning: ${str(e.message) ?? ''}`.trim() }];
+        case 'followup':
+            return [{ type: 'event', text: `follow-up: ${str(e.message) ?? ''}`.trim() }];
+        case 'turn':
+            return [
+                { type: 'event', text: `turn ${String(e.turn)} begins (${str(e.mode) ?? 'normal'} mode)`, turn: true }
+            ];
+        case 'agent_session':
+            return [{ type: 'event', text: `agent session ${str(e.session_id) ?? ''}`.trim() }];
+        case 'publish':
+            return [publishItem(e)];
+        default: {
+            const other = otherKind(e);
+            return [{ type: 'event', text: str(other.text) ?? other.kind }];
         }
     }
+}
+/** A harness's tool call (input as JSON text): a command when it runs one, else the tool and its input. */
+function actionItem(event) {
+    let input;
+    try {
+        input = JSON.parse(str(event.input) ?? 'null');
+    }
+    catch {
+        input = undefined;
+    }
+    const command = run_readers_isObject(input) ? str(input.command) : undefined;
+    if (command !== undefined)
+        return { type: 'command', command };
+    return { type: 'event', text: `${str(event.name) ?? 'tool'} ${str(event.input) ?? ''}`.trim() };
+}
+/** A diff's files, and a line for those it does not list. */
+function diffItems(e) {
+    const items = [];
+    const files = Array.isArray(e.files) ? e.files.filter(run_readers_isObject) : [];
+    for (const file of files) {
+        items.push({ type: 'file', path: str(file.path) ?? '?', change: str(file.change) ?? 'changed' });
+    }
+    if (typeof e.more_files === 'number' && e.more_files > 0)
+        items.push({ type: 'event', text: `${e.more_files} more files changed (not listed)` });
     return items;
+}
+/** An artifact by its file name (or title, or address) and uid. */
+function artifactItem(e) {
+    const loose = e;
+    const name = str(e.filename) ?? str(loose.title) ?? str(loose.url) ?? '';
+    const uid = str(e.artifact_uid);
+    return { type: 'event', text: `artifact ${name}${uid ? ` (${uid})` : ''}`.trim() };
+}
+/** Where the run's changes were published: the branch and the pull request. */
+function publishItem(e) {
+    const pr = str(e.pull_request_url);
+    const branch = str(e.branch);
+    return {
+        type: 'event',
+        text: `published${branch ? ` to branch ${branch}` : ''}${pr ? `, pull request ${pr}` : ''}`
+    };
 }
 /** The conversation as progress items, in order, each fact once: messages' text, commands with their results, events. */
 function itemsFromConversation(conversation) {
@@ -37306,28 +37304,11 @@ const ELAPSED_FRACTION = 0.15;
 const MIN_GAP_MS = 250;
 async function waitForRun(poller, runId, options = {}) {
     const now = options.now ?? Date.now;
-    const sleep = options.sleep ?? abortableSleep;
-    const random = options.random ?? Math.random;
-    const initial = options.initialDelayMs ?? 1000;
-    const cap = Math.max(initial, options.maxIntervalMs ?? 15_000);
-    const hold = options.holdSeconds ?? 50;
-    const maxErrors = options.maxConsecutiveErrors ?? 10;
     const start = now();
     const deadline = start + (options.timeoutMs ?? 60 * 60_000);
     const unknown = new Set();
     let last;
-    let etag;
-    let polls = 0;
-    let errors = 0;
-    let interval = initial;
-    let delay = initial;
-    const result = (outcome) => ({
-        outcome,
-        run: last,
-        polls,
-        elapsedMs: now() - start,
-        via: 'polls'
-    });
+    let firstDelay = options.initialDelayMs ?? 1000;
     // A server with event streams tells of each change and of the end on one request; without one
     // (or once it keeps failing) the polls below take over from the last record it brought.
     const stream = options.stream === false ? undefined : poller.runEvents?.(runId, { signal: options.signal });
@@ -37335,25 +37316,35 @@ async function waitForRun(poller, runId, options = {}) {
         const followed = await followStream(stream, runId, deadline - now(), options, unknown);
         last = followed.run ?? last;
         if (followed.outcome !== 'fallback')
-            return { outcome: followed.outcome, run: last, polls, elapsedMs: now() - start, via: 'stream' };
+            return { outcome: followed.outcome, run: last, polls: 0, elapsedMs: now() - start, via: 'stream' };
         // A stream that broke hands over at once; a server without streams is polled as it always was.
         if (followed.opened)
-            delay = 0;
+            firstDelay = 0;
     }
-    const nextInterval = () => {
-        const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
-        interval = Math.min(cap, interval * GROWTH, byElapsed);
-        return interval * (0.8 + 0.2 * random());
-    };
+    return pollUntilEnd(poller, runId, options, { start, deadline, unknown, last, firstDelay });
+}
+/** Polls the run until it ends or the deadline passes, paced by the schedule at the top of this file. */
+async function pollUntilEnd(poller, runId, options, { start, deadline, unknown, last: fromStream, firstDelay }) {
+    const now = options.now ?? Date.now;
+    const hold = options.holdSeconds ?? 50;
+    const maxErrors = options.maxConsecutiveErrors ?? 10;
+    const nextInterval = pollSchedule(options, start);
+    let last = fromStream;
+    let etag;
+    let polls = 0;
+    let errors = 0;
+    let delay = firstDelay;
+    const result = (outcome) => ({
+        outcome,
+        run: last,
+        polls,
+        elapsedMs: now() - start,
+        via: 'polls'
+    });
     for (;;) {
         if (now() >= deadline)
             return result('timed_out');
-        try {
-            await sleep(Math.min(delay, deadline - now()), options.signal);
-        }
-        catch (error) {
-            throw new AbortError(`waiting for run ${runId}: aborted`, { request: `wait ${runId}`, cause: error });
-        }
+        await pause(options, Math.min(delay, deadline - now()), runId);
         const remaining = deadline - now();
         if (remaining <= 0)
             return result('timed_out');
@@ -37381,10 +37372,7 @@ async function waitForRun(poller, runId, options = {}) {
         if (answer.run) {
             const run = answer.run;
             etag = answer.etag;
-            if (!isKnownState(run.state) && !unknown.has(run.state)) {
-                unknown.add(run.state);
-                options.onUnknownState?.(run.state, run);
-            }
+            noteUnknown(run, options, unknown);
             const previous = last;
             last = run;
             if (previous?.state !== run.state)
@@ -37392,24 +37380,55 @@ async function waitForRun(poller, runId, options = {}) {
             if (isTerminalState(run.state))
                 return result('terminal');
         }
-        const spent = now() - sent;
-        const paced = nextInterval();
-        if (answer.retryAfterMs !== undefined)
-            delay = answer.retryAfterMs;
-        else if (answer.held)
-            delay = Math.max(0, MIN_GAP_MS - spent);
-        else
-            delay = Math.max(0, paced - spent);
+        delay = nextDelay(answer, now() - sent, nextInterval());
+    }
+}
+/**
+ * The schedule of polls to a server that does not hold them: each call gives the next pause,
+ * ×1.5 the last, at most the cap and 15 % of the time waited so far, and up to 20 % shorter at random.
+ */
+function pollSchedule(options, start) {
+    const now = options.now ?? Date.now;
+    const random = options.random ?? Math.random;
+    const initial = options.initialDelayMs ?? 1000;
+    const cap = Math.max(initial, options.maxIntervalMs ?? 15_000);
+    let interval = initial;
+    return () => {
+        const byElapsed = Math.max(initial, ELAPSED_FRACTION * (now() - start));
+        interval = Math.min(cap, interval * GROWTH, byElapsed);
+        return interval * (0.8 + 0.2 * random());
+    };
+}
+/** Sleeps before a poll; the caller's abort ends the wait with an AbortError. */
+async function pause(options, ms, runId) {
+    const sleep = options.sleep ?? abortableSleep;
+    try {
+        await sleep(ms, options.signal);
+    }
+    catch (error) {
+        throw new AbortError(`waiting for run ${runId}: aborted`, { request: `wait ${runId}`, cause: error });
+    }
+}
+/** The pause before the next poll: the server's word, a holding server's minimum gap, or the schedule's. */
+function nextDelay(answer, spent, paced) {
+    if (answer.retryAfterMs !== undefined)
+        return answer.retryAfterMs;
+    if (answer.held)
+        return Math.max(0, MIN_GAP_MS - spent);
+    return Math.max(0, paced - spent);
+}
+/** Tells `onUnknownState` of a state this client does not know, once per state. */
+function noteUnknown(run, options, unknown) {
+    if (!isKnownState(run.state) && !unknown.has(run.state)) {
+        unknown.add(run.state);
+        options.onUnknownState?.(run.state, run);
     }
 }
 /** Follows the run on its stream until it ends, the time is up, or the stream is not (or no longer) there. */
 async function followStream(stream, runId, ms, options, unknown) {
     let last;
     const seen = (run) => {
-        if (!isKnownState(run.state) && !unknown.has(run.state)) {
-            unknown.add(run.state);
-            options.onUnknownState?.(run.state, run);
-        }
+        noteUnknown(run, options, unknown);
         const previous = last;
         last = run;
         if (previous?.state !== run.state)
@@ -37830,8 +37849,6 @@ class Webhooks {
 // The typed client: one resource object per kind of thing the API serves (`client.runs`,
 // `client.schedules`, …, each in resources/), all sharing one transport (core.ts) that owns the
 // credential, retries and error mapping and takes each endpoint's method and path from the table.
-// The flat methods of earlier versions (`client.getRun`, …) remain as one-line delegations typed
-// by the resource method each names, so the two cannot drift apart.
 
 
 
@@ -37875,69 +37892,6 @@ class AgentRunClient {
     close() {
         this.core.transport.close();
     }
-    // The flat methods of earlier versions: each is the resource method it names, with its type.
-    /** @deprecated Use `client.runs.create`. */
-    createRun = (...args) => this.runs.create(...args);
-    /** @deprecated Use `client.runs.get`. */
-    getRun = (...args) => this.runs.get(...args);
-    /** @deprecated Use `client.runs.poll`. */
-    pollRun = (...args) => this.runs.poll(...args);
-    /** @deprecated Use `client.runs.list`. */
-    listRuns = (...args) => this.runs.list(...args);
-    /** @deprecated Use `client.runs.iterate`. */
-    iterateRuns = (...args) => this.runs.iterate(...args);
-    /** @deprecated Use `client.runs.cancel`. */
-    cancelRun = (...args) => this.runs.cancel(...args);
-    /** @deprecated Use `client.runs.followUp`. */
-    submitFollowup = (...args) => this.runs.followUp(...args);
-    /** @deprecated Use `client.runs.stream`. */
-    runEvents = (...args) => this.runs.stream(...args);
-    /** @deprecated Use `client.events.list`. */
-    listEvents = (...args) => this.events.list(...args);
-    /** @deprecated Use `client.runs.wait`. */
-    waitForRun = (...args) => this.runs.wait(...args);
-    /** @deprecated Use `client.runs.conversation`. */
-    getConversation = (...args) => this.runs.conversation(...args);
-    /** @deprecated Use `client.runs.transcript`. */
-    getTranscript = (...args) => this.runs.transcript(...args);
-    /** @deprecated Use `client.runs.wholeTranscript`. */
-    getWholeTranscript = (...args) => this.runs.wholeTranscript(...args);
-    /** @deprecated Use `client.artifacts.get`. */
-    getArtifact = (...args) => this.artifacts.get(...args);
-    /** @deprecated Use `client.artifacts.download`. */
-    downloadArtifact = (...args) => this.artifacts.download(...args);
-    /** @deprecated Use `client.schedules.list`. */
-    listSchedules = (...args) => this.schedules.list(...args);
-    /** @deprecated Use `client.schedules.get`. */
-    getSchedule = (...args) => this.schedules.get(...args);
-    /** @deprecated Use `client.schedules.create`. */
-    createSchedule = (...args) => this.schedules.create(...args);
-    /** @deprecated Use `client.schedules.update`. */
-    updateSchedule = (...args) => this.schedules.update(...args);
-    /** @deprecated Use `client.schedules.delete`. */
-    deleteSchedule = (...args) => this.schedules.delete(...args);
-    /** @deprecated Use `client.schedules.pause`. */
-    pauseSchedule = (...args) => this.schedules.pause(...args);
-    /** @deprecated Use `client.schedules.resume`. */
-    resumeSchedule = (...args) => this.schedules.resume(...args);
-    /** @deprecated Use `client.webhooks.list`. */
-    listWebhooks = (...args) => this.webhooks.list(...args);
-    /** @deprecated Use `client.webhooks.get`. */
-    getWebhook = (...args) => this.webhooks.get(...args);
-    /** @deprecated Use `client.webhooks.create`. */
-    createWebhook = (...args) => this.webhooks.create(...args);
-    /** @deprecated Use `client.webhooks.delete`. */
-    deleteWebhook = (...args) => this.webhooks.delete(...args);
-    /** @deprecated Use `client.webhooks.rotateSecret`. */
-    rotateWebhookSecret = (...args) => this.webhooks.rotateSecret(...args);
-    /** @deprecated Use `client.webhooks.deliveries`. */
-    listWebhookDeliveries = (...args) => this.webhooks.deliveries(...args);
-    /** @deprecated Use `client.webhooks.retryDelivery`. */
-    retryWebhookDelivery = (...args) => this.webhooks.retryDelivery(...args);
-    /** @deprecated Use `client.environments.list`. */
-    listEnvironments = (...args) => this.environments.list(...args);
-    /** @deprecated Use `client.models.list`. */
-    listModels = (...args) => this.models.list(...args);
 }
 
 // EXTERNAL MODULE: ./node_modules/ajv/dist/ajv.js
@@ -38851,83 +38805,24 @@ Example:
   agent-run action --base-url http://127.0.0.1:8080 --input environment-id=local \\
     --input prompt='@sim say hello' --input title=Try`,
     async run(argv, context) {
-        const { values, positionals } = parse(argv, {
-            input: { type: 'string', multiple: true },
-            repo: { type: 'string' },
-            ref: { type: 'string' },
-            sha: { type: 'string' },
-            actor: { type: 'string' },
-            event: { type: 'string' },
-            'event-name': { type: 'string' },
-            'event-path': { type: 'string' },
-            'keep-temp': { type: 'boolean' }
-        });
+        const { values, positionals } = parse(argv, ACTION_OPTIONS);
         if (positionals.length > 0)
             throw usage(`action takes no arguments, got ${JSON.stringify(positionals[0])}; use --input NAME=VALUE`);
         const cwd = process.cwd();
         const inputs = parseInputs(values.input ?? [], declaredInputs(actionYml()), cwd);
-        const eventName = values.event ?? values['event-name'] ?? 'workflow_dispatch';
-        if (/[/\\.]/.test(eventName)) {
-            throw usage(`--event ${JSON.stringify(eventName)}: expected an event name such as pull_request; pass a payload file with --event-path`);
-        }
-        let payload = '{}';
-        const eventPath = values['event-path'];
-        if (eventPath !== undefined) {
-            try {
-                payload = (0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.resolve)(cwd, eventPath), 'utf8');
-                JSON.parse(payload);
-            }
-            catch (error) {
-                throw usage(`--event-path ${JSON.stringify(eventPath)}: expected a readable JSON file (${error.message})`);
-            }
-        }
+        const { eventName, payload } = readEvent(values, cwd);
         const checkout = readCheckout(cwd);
         const repository = values.repo !== undefined ? checkRepository(values.repo) : checkout.repository;
         const connection = readConnection(values, context.env);
         inputs['base-url'] = connection.baseUrl;
         const dir = (0,external_node_fs_namespaceObject.mkdtempSync)((0,external_node_path_namespaceObject.join)((0,external_node_os_namespaceObject.tmpdir)(), 'agent-run-action-'));
         try {
-            const temp = (0,external_node_path_namespaceObject.join)(dir, 'temp');
-            (0,external_node_fs_namespaceObject.mkdirSync)(temp);
-            const files = {
-                GITHUB_OUTPUT: (0,external_node_path_namespaceObject.join)(dir, 'output'),
-                GITHUB_STATE: (0,external_node_path_namespaceObject.join)(dir, 'state'),
-                GITHUB_STEP_SUMMARY: (0,external_node_path_namespaceObject.join)(dir, 'summary'),
-                GITHUB_EVENT_PATH: (0,external_node_path_namespaceObject.join)(dir, 'event.json')
-            };
-            for (const file of Object.values(files))
-                (0,external_node_fs_namespaceObject.writeFileSync)(file, '');
-            (0,external_node_fs_namespaceObject.writeFileSync)(files.GITHUB_EVENT_PATH, payload);
-            const env = {};
-            for (const [name, value] of Object.entries(context.env)) {
-                if (value === undefined ||
-                    /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
-                    name === 'AGENT_RUN_API_KEY' ||
-                    name === 'AGENT_RUN_ID_TOKEN')
-                    continue;
-                env[name] = value;
-            }
-            const known = {
-                GITHUB_REPOSITORY: repository,
-                GITHUB_REPOSITORY_OWNER: repository?.split('/')[0],
-                GITHUB_REF: values.ref ?? checkout.ref,
-                GITHUB_SHA: values.sha ?? checkout.sha,
-                GITHUB_ACTOR: values.actor
-            };
-            for (const [name, value] of Object.entries(known))
-                if (value)
-                    env[name] = value;
-            Object.assign(env, files, {
-                GITHUB_ACTIONS: 'true',
-                CI: 'true',
-                GITHUB_EVENT_NAME: eventName,
-                GITHUB_WORKSPACE: checkout.workspace,
-                RUNNER_TEMP: temp,
-                GITHUB_SERVER_URL: 'https://github.com',
-                GITHUB_API_URL: 'https://api.github.com',
-                GITHUB_WORKFLOW: 'agent-run action',
-                GITHUB_JOB: 'local',
-                GITHUB_ACTION: 'agent-run'
+            const files = workflowFiles(dir, payload);
+            const env = stepEnv(context.env, files, (0,external_node_path_namespaceObject.join)(dir, 'temp'), {
+                values,
+                checkout,
+                repository,
+                eventName
             });
             for (const [name, value] of Object.entries(inputs))
                 env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
@@ -38938,14 +38833,7 @@ Example:
             context.terminal.note(`Running the action in ${checkout.workspace} (${where}; event ${eventName}): main step.`);
             const log = new WorkflowLog(context.terminal, [connection.apiKey]);
             const steps = new StepRunner(log);
-            const main = await steps.run(env, checkout.workspace);
-            const state = parseCommandFile((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_STATE, 'utf8'));
-            const postEnv = { ...env };
-            for (const [name, value] of Object.entries(state))
-                postEnv[`STATE_${name}`] = value;
-            context.terminal.note('Post step.');
-            await steps.run(postEnv, checkout.workspace);
-            steps.dispose();
+            const main = await runBothSteps(steps, env, files, checkout.workspace, context.terminal);
             const outputs = parseCommandFile((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_OUTPUT, 'utf8'));
             const masked = Object.fromEntries(Object.entries(outputs).map(([name, value]) => [name, log.mask(value)]));
             printResults(context.terminal, masked, log.mask((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_STEP_SUMMARY, 'utf8')), values.json === true);
@@ -38963,6 +38851,102 @@ Example:
         }
     }
 };
+/** The options of `action`, beside every command's. */
+const ACTION_OPTIONS = {
+    input: { type: 'string', multiple: true },
+    repo: { type: 'string' },
+    ref: { type: 'string' },
+    sha: { type: 'string' },
+    actor: { type: 'string' },
+    event: { type: 'string' },
+    'event-name': { type: 'string' },
+    'event-path': { type: 'string' },
+    'keep-temp': { type: 'boolean' }
+};
+/** --event (a name, default workflow_dispatch) and --event-path (a JSON payload, default {}). */
+function readEvent(values, cwd) {
+    const eventName = values.event ?? values['event-name'] ?? 'workflow_dispatch';
+    if (/[/\\.]/.test(eventName)) {
+        throw usage(`--event ${JSON.stringify(eventName)}: expected an event name such as pull_request; pass a payload file with --event-path`);
+    }
+    let payload = '{}';
+    const eventPath = values['event-path'];
+    if (eventPath !== undefined) {
+        try {
+            payload = (0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.resolve)(cwd, eventPath), 'utf8');
+            JSON.parse(payload);
+        }
+        catch (error) {
+            throw usage(`--event-path ${JSON.stringify(eventPath)}: expected a readable JSON file (${error.message})`);
+        }
+    }
+    return { eventName, payload };
+}
+/** The step's files in `dir`, empty but for the event's payload, and its RUNNER_TEMP folder `dir/temp`. */
+function workflowFiles(dir, payload) {
+    (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.join)(dir, 'temp'));
+    const files = {
+        GITHUB_OUTPUT: (0,external_node_path_namespaceObject.join)(dir, 'output'),
+        GITHUB_STATE: (0,external_node_path_namespaceObject.join)(dir, 'state'),
+        GITHUB_STEP_SUMMARY: (0,external_node_path_namespaceObject.join)(dir, 'summary'),
+        GITHUB_EVENT_PATH: (0,external_node_path_namespaceObject.join)(dir, 'event.json')
+    };
+    for (const file of Object.values(files))
+        (0,external_node_fs_namespaceObject.writeFileSync)(file, '');
+    (0,external_node_fs_namespaceObject.writeFileSync)(files.GITHUB_EVENT_PATH, payload);
+    return files;
+}
+/**
+ * The step's environment as the runner sets it: this command's own without any runner, input or
+ * key variable, then the repository, the files and the workflow's names (the inputs come after).
+ */
+function stepEnv(own, files, temp, where) {
+    const { values, checkout, repository, eventName } = where;
+    const env = {};
+    for (const [name, value] of Object.entries(own)) {
+        if (value === undefined ||
+            /^(INPUT_|STATE_|GITHUB_|RUNNER_)/.test(name) ||
+            name === 'AGENT_RUN_API_KEY' ||
+            name === 'AGENT_RUN_ID_TOKEN')
+            continue;
+        env[name] = value;
+    }
+    const known = {
+        GITHUB_REPOSITORY: repository,
+        GITHUB_REPOSITORY_OWNER: repository?.split('/')[0],
+        GITHUB_REF: values.ref ?? checkout.ref,
+        GITHUB_SHA: values.sha ?? checkout.sha,
+        GITHUB_ACTOR: values.actor
+    };
+    for (const [name, value] of Object.entries(known))
+        if (value)
+            env[name] = value;
+    Object.assign(env, files, {
+        GITHUB_ACTIONS: 'true',
+        CI: 'true',
+        GITHUB_EVENT_NAME: eventName,
+        GITHUB_WORKSPACE: checkout.workspace,
+        RUNNER_TEMP: temp,
+        GITHUB_SERVER_URL: 'https://github.com',
+        GITHUB_API_URL: 'https://api.github.com',
+        GITHUB_WORKFLOW: 'agent-run action',
+        GITHUB_JOB: 'local',
+        GITHUB_ACTION: 'agent-run'
+    });
+    return env;
+}
+/** The main step, then the post step with the state the main step saved; answers the main step's exit code. */
+async function runBothSteps(steps, env, files, workspace, terminal) {
+    const main = await steps.run(env, workspace);
+    const state = parseCommandFile((0,external_node_fs_namespaceObject.readFileSync)(files.GITHUB_STATE, 'utf8'));
+    const postEnv = { ...env };
+    for (const [name, value] of Object.entries(state))
+        postEnv[`STATE_${name}`] = value;
+    terminal.note('Post step.');
+    await steps.run(postEnv, workspace);
+    steps.dispose();
+    return main;
+}
 /** action.yml beside the bundle: dist/cli/index.js → the package root. */
 function actionYml() {
     return (0,external_node_path_namespaceObject.join)((0,external_node_path_namespaceObject.dirname)(actionEntry()), '..', 'action.yml');
@@ -39036,6 +39020,19 @@ function indentBlock(text) {
 
 async function watchRun(client, terminal, runId, options) {
     const startedAt = Date.now();
+    const waited = await followRun(client, terminal, runId, options, startedAt);
+    if (waited.outcome === 'interrupted')
+        return interruptedExit(client, terminal, runId, options);
+    const run = (await client.runs.get(runId).catch(() => undefined)) ?? waited.run;
+    const report = await finalReport(client, terminal, runId, run, options);
+    if (options.json)
+        terminal.json(report.json, 2);
+    else if (report.answer !== undefined)
+        terminal.out(report.answer);
+    return endExit(terminal, runId, run, waited.outcome, options, Date.now() - startedAt, report);
+}
+/** Waits for the run, its state and conversation on stderr as they come, until it ends, the timeout, Ctrl-C or BLOCKED. */
+async function followRun(client, terminal, runId, options, startedAt) {
     const blocked = new AbortController();
     const interrupted = new AbortController();
     const onSignal = () => interrupted.abort(new Error('interrupted'));
@@ -39053,41 +39050,27 @@ async function watchRun(client, terminal, runId, options) {
     });
     follower.start();
     let run;
-    let sessionShown = false;
-    let outcome;
+    const showState = stateShower(terminal, runId, startedAt, follower, () => {
+        if (options.onBlocked === 'fail')
+            blocked.abort(new Error('blocked'));
+    });
     try {
         const result = await client.runs.wait(runId, {
             timeoutMs: options.timeoutMs,
             signal: AbortSignal.any([blocked.signal, interrupted.signal]),
             onStateChange: next => {
                 run = next;
-                // The terminal state is said once, by the last line; the session link once, when first known.
-                if (isTerminalState(next.state))
-                    terminal.stopSpinner();
-                else
-                    terminal.showState(runId, next.state, startedAt);
-                if (next.session_link && !sessionShown) {
-                    sessionShown = true;
-                    terminal.note(`Session: ${next.session_link}`);
-                }
-                void follower.onStateChange().catch(() => undefined);
-                if (next.state === 'BLOCKED') {
-                    const link = next.session_link ? ` Approve or answer it at ${next.session_link}` : '';
-                    terminal.warn(`run ${runId} is BLOCKED: it waits for a person's input or approval.${link}`);
-                    if (options.onBlocked === 'fail')
-                        blocked.abort(new Error('blocked'));
-                }
+                showState(next);
             },
             onUnknownState: state => terminal.note(`run ${runId}: state ${state} is new to this client; still waiting`),
             onTransientError: (error, n) => terminal.note(`poll failed (${n} in a row), retrying: ${error.message}`)
         });
-        run = result.run ?? run;
-        outcome = result.outcome;
+        return { run: result.run ?? run, outcome: result.outcome };
     }
     catch (error) {
         if (!(error instanceof AbortError))
             throw error;
-        outcome = blocked.signal.aborted ? 'blocked' : 'interrupted';
+        return { run, outcome: blocked.signal.aborted ? 'blocked' : 'interrupted' };
     }
     finally {
         process.off('SIGINT', onSignal);
@@ -39097,21 +39080,39 @@ async function watchRun(client, terminal, runId, options) {
             .finish()
             .catch(error => terminal.note(`could not read the last progress: ${error.message}`));
     }
-    if (outcome === 'interrupted') {
-        if (options.onInterrupt === 'leave') {
-            terminal.note(`Interrupted: stopped watching; run ${runId} keeps running (agent-run cancel ${runId} stops it).`);
-            return EXIT.interrupted;
+}
+/** Shows each change of state (the session link once, BLOCKED with a warning, which calls `onBlocked`). */
+function stateShower(terminal, runId, startedAt, follower, onBlocked) {
+    let sessionShown = false;
+    return next => {
+        // The terminal state is said once, by the last line; the session link once, when first known.
+        if (isTerminalState(next.state))
+            terminal.stopSpinner();
+        else
+            terminal.showState(runId, next.state, startedAt);
+        if (next.session_link && !sessionShown) {
+            sessionShown = true;
+            terminal.note(`Session: ${next.session_link}`);
         }
-        await client.runs.cancel(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(() => terminal.note(`Interrupted: cancelled run ${runId}.`), (error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`));
+        void follower.onStateChange().catch(() => undefined);
+        if (next.state === 'BLOCKED') {
+            const link = next.session_link ? ` Approve or answer it at ${next.session_link}` : '';
+            terminal.warn(`run ${runId} is BLOCKED: it waits for a person's input or approval.${link}`);
+            onBlocked();
+        }
+    };
+}
+/** Ctrl-C: `wait` leaves the run running, `run` cancels it; both exit 130. */
+async function interruptedExit(client, terminal, runId, options) {
+    if (options.onInterrupt === 'leave') {
+        terminal.note(`Interrupted: stopped watching; run ${runId} keeps running (agent-run cancel ${runId} stops it).`);
         return EXIT.interrupted;
     }
-    run = (await client.runs.get(runId).catch(() => undefined)) ?? run;
-    const report = await finalReport(client, terminal, runId, run, options);
-    if (options.json)
-        terminal.json(report.json, 2);
-    else if (report.answer !== undefined)
-        terminal.out(report.answer);
-    const waitedMs = Date.now() - startedAt;
+    await client.runs.cancel(runId, { maxRetries: 1, reason: 'agent-run was interrupted' }).then(() => terminal.note(`Interrupted: cancelled run ${runId}.`), (error) => terminal.warn(`Interrupted, and could not cancel run ${runId}: ${error.message}`));
+    return EXIT.interrupted;
+}
+/** The exit code of a wait that ended, said on stderr; a structured output that does not match throws. */
+function endExit(terminal, runId, run, outcome, options, waitedMs, report) {
     const elapsed = formatDuration(waitedMs);
     if (outcome === 'timed_out') {
         terminal.error(`run ${runId} did not end within ${formatDuration(options.timeoutMs)} (last state ${run?.state ?? 'unknown'}); ` +
@@ -39766,24 +39767,7 @@ function idempotencyKeyOption(value) {
  * run exists.
  */
 function fan_out_readItems(options, defaults) {
-    const { file } = options;
-    let text;
-    let path;
-    if (options.stdin !== undefined) {
-        // From standard input: a prompt-file is relative to the working directory, and the runs'
-        // fan_out metadata is `stdin`.
-        text = options.stdin;
-        path = (0,external_node_path_namespaceObject.join)(process.cwd(), 'stdin');
-    }
-    else {
-        try {
-            text = (0,external_node_fs_namespaceObject.readFileSync)(file, 'utf8');
-            path = (0,external_node_fs_namespaceObject.realpathSync)(file);
-        }
-        catch (error) {
-            throw usage(`--fan-out ${JSON.stringify(file)}: cannot read it (${error.code})`);
-        }
-    }
+    const { text, path } = readList(options);
     const problems = [];
     const fields = parseFanOut(text, problems);
     if (problems.length === 0 && fields.length === 0)
@@ -39791,64 +39775,97 @@ function fan_out_readItems(options, defaults) {
     const name = fanOutName(path);
     const items = [];
     fields.forEach((item, index) => {
-        const at = `fan-out[${index}]`;
-        const before = problems.length;
-        let prompt = item.prompt ?? defaults.prompt;
-        if (item['prompt-file'] !== undefined) {
-            // Relative to the list's own folder, so the list works from any working directory.
-            const promptPath = (0,external_node_path_namespaceObject.resolve)((0,external_node_path_namespaceObject.dirname)(path), item['prompt-file']);
-            try {
-                prompt = (0,external_node_fs_namespaceObject.readFileSync)(promptPath, 'utf8');
-                if (prompt.trim() === '')
-                    problems.push(`${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: the file is empty; expected the prompt text`);
-            }
-            catch (error) {
-                problems.push(`${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: cannot read ${promptPath} (${error.code}); expected a file relative to the list's folder`);
-            }
-        }
-        else if (prompt === undefined || prompt.trim() === '') {
-            problems.push(`${at}: prompt is empty: set the item's prompt or prompt-file, or give PROMPT to every item`);
-        }
-        const config = { ...defaults.config, ...(item.config ?? {}) };
-        const own = item['environment-id']?.trim();
-        const environment = own ?? defaults.environment?.trim() ?? config.environment_id;
-        if (typeof environment !== 'string' || environment.trim() === '') {
-            problems.push(`${at}: no environment: set the item's environment-id, pass --environment ID or set AGENT_RUN_ENVIRONMENT`);
-        }
-        else if (config.environment_id !== undefined && config.environment_id !== environment.trim()) {
-            const source = own !== undefined ? `${at}.environment-id` : (defaults.environmentSource ?? '--environment');
-            problems.push(`${at}: config.environment_id ${JSON.stringify(config.environment_id)} differs from ${source} ${JSON.stringify(environment)}: set it in one place`);
-        }
-        const metadata = { ...defaults.metadata, fan_out: name, fan_out_index: String(index) };
-        if (Object.keys(metadata).length > fan_out_MAX_METADATA)
-            problems.push(`--metadata: ${Object.keys(metadata).length - 2} keys given; expected at most ${fan_out_MAX_METADATA - 2} with --fan-out (it adds fan_out and fan_out_index)`);
-        if (problems.length > before)
-            return;
-        const title = item.title ?? defaults.title;
-        const mode = item.mode ?? defaults.mode;
-        const request = {
-            prompt: `${prompt}${defaults.schemaRequest ?? ''}`,
-            config: { ...config, environment_id: environment.trim() },
-            ...(title ? { title } : {}),
-            ...(mode ? { mode } : {}),
-            metadata,
-            ...(defaults.parent ? { parent_run_id: defaults.parent } : {})
-        };
-        const key = options.idempotencyKey !== undefined
-            ? `${options.idempotencyKey}-${index}`
-            : `cli-fan-out-${(0,external_node_crypto_.createHash)('sha256')
-                .update([path, String(index), JSON.stringify(request)].join('\n'))
-                .digest('hex')
-                .slice(0, 40)}`;
-        items.push({ index, ...(title ? { title } : {}), request, key });
+        const read = fan_out_readItem(item, index, { options, defaults, path, name, problems });
+        if (read)
+            items.push(read);
     });
     if (problems.length > 0) {
         const shown = problems.slice(0, 20).map(problem => `  ${problem}`);
         if (problems.length > 20)
             shown.push(`  … and ${problems.length - 20} more`);
-        throw usage(`--fan-out ${JSON.stringify(file)}: no run was started:\n${shown.join('\n')}`);
+        throw usage(`--fan-out ${JSON.stringify(options.file)}: no run was started:\n${shown.join('\n')}`);
     }
     return items;
+}
+/** The list's text and the path it stands for (standard input stands in the working directory). */
+function readList(options) {
+    const { file } = options;
+    if (options.stdin !== undefined) {
+        // From standard input: a prompt-file is relative to the working directory, and the runs'
+        // fan_out metadata is `stdin`.
+        return { text: options.stdin, path: (0,external_node_path_namespaceObject.join)(process.cwd(), 'stdin') };
+    }
+    try {
+        const text = (0,external_node_fs_namespaceObject.readFileSync)(file, 'utf8');
+        return { text, path: (0,external_node_fs_namespaceObject.realpathSync)(file) };
+    }
+    catch (error) {
+        throw usage(`--fan-out ${JSON.stringify(file)}: cannot read it (${error.code})`);
+    }
+}
+/** One item's create request and key; undefined when it has problems (added to `problems`). */
+function fan_out_readItem(item, index, reading) {
+    const { options, defaults, path, name, problems } = reading;
+    const at = `fan-out[${index}]`;
+    const before = problems.length;
+    const prompt = itemPrompt(item, at, defaults, path, problems);
+    const config = { ...defaults.config, ...(item.config ?? {}) };
+    const environment = itemEnvironment(item, at, defaults, config, problems);
+    const metadata = { ...defaults.metadata, fan_out: name, fan_out_index: String(index) };
+    if (Object.keys(metadata).length > fan_out_MAX_METADATA)
+        problems.push(`--metadata: ${Object.keys(metadata).length - 2} keys given; expected at most ${fan_out_MAX_METADATA - 2} with --fan-out (it adds fan_out and fan_out_index)`);
+    if (problems.length > before)
+        return undefined;
+    const title = item.title ?? defaults.title;
+    const mode = item.mode ?? defaults.mode;
+    const request = {
+        prompt: `${prompt}${defaults.schemaRequest ?? ''}`,
+        config: { ...config, environment_id: environment.trim() },
+        ...(title ? { title } : {}),
+        ...(mode ? { mode } : {}),
+        metadata,
+        ...(defaults.parent ? { parent_run_id: defaults.parent } : {})
+    };
+    const key = options.idempotencyKey !== undefined
+        ? `${options.idempotencyKey}-${index}`
+        : `cli-fan-out-${(0,external_node_crypto_.createHash)('sha256')
+            .update([path, String(index), JSON.stringify(request)].join('\n'))
+            .digest('hex')
+            .slice(0, 40)}`;
+    return { index, ...(title ? { title } : {}), request, key };
+}
+/** An item's prompt: its own, its prompt-file's (relative to the list's folder), or PROMPT. */
+function itemPrompt(item, at, defaults, path, problems) {
+    let prompt = item.prompt ?? defaults.prompt;
+    if (item['prompt-file'] !== undefined) {
+        // Relative to the list's own folder, so the list works from any working directory.
+        const promptPath = (0,external_node_path_namespaceObject.resolve)((0,external_node_path_namespaceObject.dirname)(path), item['prompt-file']);
+        try {
+            prompt = (0,external_node_fs_namespaceObject.readFileSync)(promptPath, 'utf8');
+            if (prompt.trim() === '')
+                problems.push(`${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: the file is empty; expected the prompt text`);
+        }
+        catch (error) {
+            problems.push(`${at}.prompt-file ${JSON.stringify(item['prompt-file'])}: cannot read ${promptPath} (${error.code}); expected a file relative to the list's folder`);
+        }
+    }
+    else if (prompt === undefined || prompt.trim() === '') {
+        problems.push(`${at}: prompt is empty: set the item's prompt or prompt-file, or give PROMPT to every item`);
+    }
+    return prompt;
+}
+/** An item's environment: its own environment-id, --environment or the config's, agreeing with the config. */
+function itemEnvironment(item, at, defaults, config, problems) {
+    const own = item['environment-id']?.trim();
+    const environment = own ?? defaults.environment?.trim() ?? config.environment_id;
+    if (typeof environment !== 'string' || environment.trim() === '') {
+        problems.push(`${at}: no environment: set the item's environment-id, pass --environment ID or set AGENT_RUN_ENVIRONMENT`);
+    }
+    else if (config.environment_id !== undefined && config.environment_id !== environment.trim()) {
+        const source = own !== undefined ? `${at}.environment-id` : (defaults.environmentSource ?? '--environment');
+        problems.push(`${at}: config.environment_id ${JSON.stringify(config.environment_id)} differs from ${source} ${JSON.stringify(environment)}: set it in one place`);
+    }
+    return environment;
 }
 /** The `fan_out` metadata of the runs: the list's file name without its extension. */
 function fanOutName(path) {
@@ -39857,75 +39874,26 @@ function fanOutName(path) {
 }
 async function runFanOut(client, terminal, items, options, defaults) {
     const startedAt = Date.now();
-    const deadline = startedAt + options.timeoutMs;
     const interrupted = new AbortController();
     const onSignal = () => interrupted.abort(new Error('interrupted'));
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     const ends = items.map(item => ({ item }));
-    let ended = 0;
     terminal.note(`Fan-out: ${items.length} runs, at most ${options.maxParallel} at once (--require ${options.require}).`);
-    const runItem = async (end) => {
-        const name = nameOf(end.item);
-        if (interrupted.signal.aborted || Date.now() >= deadline) {
-            end.conclusion = 'not_started';
-            end.problem = 'not started: the fan-out ended first';
-            return;
-        }
-        end.startedAt = Date.now();
-        const blocked = new AbortController();
-        try {
-            // Never aborted: a create cut off halfway could leave a run this command knows nothing of.
-            const created = await client.runs.create(end.item.request, {
-                idempotencyKey: end.item.key,
-                maxRetries: CREATE_RETRIES
-            });
-            end.runId = created.run_id;
-            terminal.note(`${name}: run ${end.runId}.`);
-            if (interrupted.signal.aborted)
-                throw new Error('interrupted');
-            const result = await client.runs.wait(end.runId, {
-                timeoutMs: Math.max(0, deadline - Date.now()),
-                signal: AbortSignal.any([interrupted.signal, blocked.signal]),
-                onStateChange: run => {
-                    end.run = run;
-                    if (run.state === 'BLOCKED') {
-                        const link = run.session_link ? ` Approve or answer it at ${run.session_link}` : '';
-                        terminal.warn(`${name}: run ${end.runId} is BLOCKED: it waits for a person's input or approval.${link}`);
-                        if (options.onBlocked === 'fail')
-                            blocked.abort(new Error('blocked'));
-                    }
-                }
-            });
-            end.run = result.run ?? end.run;
-            end.conclusion =
-                result.outcome === 'timed_out'
-                    ? 'timed_out'
-                    : end.run?.state === 'SUCCEEDED'
-                        ? 'succeeded'
-                        : 'failed';
-            if (end.run?.state === 'SUCCEEDED')
-                await readAnswer(client, end, defaults);
-        }
-        catch (error) {
-            if (error instanceof AbortError || interrupted.signal.aborted || blocked.signal.aborted) {
-                end.conclusion = blocked.signal.aborted ? 'blocked' : 'cancelled';
-            }
-            else {
-                end.conclusion = 'failed';
-                end.problem = error instanceof Error ? error.message : String(error);
-            }
-        }
-        finally {
-            end.durationMs = Date.now() - end.startedAt;
-            if (end.conclusion !== 'cancelled')
-                terminal.note(`[${++ended}/${items.length}] ${name}: ${describeEnd(end)}`);
-        }
+    const step = {
+        client,
+        terminal,
+        options,
+        defaults,
+        deadline: startedAt + options.timeoutMs,
+        interrupted: interrupted.signal,
+        ended: 0,
+        total: items.length
     };
     let next = 0;
     const worker = async () => {
         while (next < ends.length)
-            await runItem(ends[next++]);
+            await runItem(step, ends[next++]);
     };
     try {
         await Promise.all(Array.from({ length: Math.min(options.maxParallel, ends.length) }, worker));
@@ -39940,10 +39908,74 @@ async function runFanOut(client, terminal, items, options, defaults) {
         terminal.json(ends.map(end => jsonEntry(end, defaults.schema !== undefined)), 2);
     else
         terminal.out(endTable(ends, terminal.raw ? text => text : visible));
+    return verdict(terminal, ends, options, startedAt, interrupted.signal.aborted);
+}
+/** One item: creates its run (unless the fan-out already ended), follows it and prints how it ended. */
+async function runItem(step, end) {
+    const { client, terminal, interrupted } = step;
+    const name = nameOf(end.item);
+    if (interrupted.aborted || Date.now() >= step.deadline) {
+        end.conclusion = 'not_started';
+        end.problem = 'not started: the fan-out ended first';
+        return;
+    }
+    end.startedAt = Date.now();
+    const blocked = new AbortController();
+    try {
+        // Never aborted: a create cut off halfway could leave a run this command knows nothing of.
+        const created = await client.runs.create(end.item.request, {
+            idempotencyKey: end.item.key,
+            maxRetries: CREATE_RETRIES
+        });
+        end.runId = created.run_id;
+        terminal.note(`${name}: run ${end.runId}.`);
+        if (interrupted.aborted)
+            throw new Error('interrupted');
+        await followItem(step, end, name, blocked);
+    }
+    catch (error) {
+        if (error instanceof AbortError || interrupted.aborted || blocked.signal.aborted) {
+            end.conclusion = blocked.signal.aborted ? 'blocked' : 'cancelled';
+        }
+        else {
+            end.conclusion = 'failed';
+            end.problem = error instanceof Error ? error.message : String(error);
+        }
+    }
+    finally {
+        end.durationMs = Date.now() - end.startedAt;
+        if (end.conclusion !== 'cancelled')
+            terminal.note(`[${++step.ended}/${step.total}] ${name}: ${describeEnd(end)}`);
+    }
+}
+/** Waits for an item's run until the deadline (a BLOCKED one ends the wait with --on-blocked fail), then reads its answer. */
+async function followItem(step, end, name, blocked) {
+    const { client, terminal } = step;
+    const result = await client.runs.wait(end.runId, {
+        timeoutMs: Math.max(0, step.deadline - Date.now()),
+        signal: AbortSignal.any([step.interrupted, blocked.signal]),
+        onStateChange: run => {
+            end.run = run;
+            if (run.state === 'BLOCKED') {
+                const link = run.session_link ? ` Approve or answer it at ${run.session_link}` : '';
+                terminal.warn(`${name}: run ${end.runId} is BLOCKED: it waits for a person's input or approval.${link}`);
+                if (step.options.onBlocked === 'fail')
+                    blocked.abort(new Error('blocked'));
+            }
+        }
+    });
+    end.run = result.run ?? end.run;
+    end.conclusion =
+        result.outcome === 'timed_out' ? 'timed_out' : end.run?.state === 'SUCCEEDED' ? 'succeeded' : 'failed';
+    if (end.run?.state === 'SUCCEEDED')
+        await readAnswer(client, end, step.defaults);
+}
+/** The fan-out's exit code by --require, said on stderr; a failed fan-out throws it as a CliError. */
+function verdict(terminal, ends, options, startedAt, interrupted) {
     const succeeded = ends.filter(end => end.conclusion === 'succeeded').length;
     const met = options.require === 'all' ? succeeded === ends.length : succeeded > 0;
     const count = `${succeeded} of ${ends.length} runs succeeded (--require ${options.require}) in ${formatDuration(Date.now() - startedAt)}`;
-    if (interrupted.signal.aborted) {
+    if (interrupted) {
         terminal.note(`Interrupted: ${count}.`);
         return EXIT.interrupted;
     }
@@ -40122,144 +40154,179 @@ Example:
 
 ${EXIT_CODES_HELP}`,
     async run(argv, context) {
-        const { values, positionals } = parse(argv, {
-            environment: { type: 'string' },
-            title: { type: 'string' },
-            config: { type: 'string' },
-            'prompt-file': { type: 'string' },
-            'no-wait': { type: 'boolean' },
-            timeout: { type: 'string' },
-            'on-blocked': { type: 'string' },
-            'output-schema': { type: 'string' },
-            mode: { type: 'string' },
-            metadata: { type: 'string', multiple: true },
-            parent: { type: 'string' },
-            'fan-out': { type: 'string' },
-            'max-parallel': { type: 'string' },
-            require: { type: 'string' },
-            'idempotency-key': { type: 'string' }
-        });
-        const fanOutFile = values['fan-out'];
-        if (fanOutFile === undefined) {
-            for (const name of ['max-parallel', 'require', 'idempotency-key'])
-                if (values[name] !== undefined)
-                    throw usage(`--${name} is for --fan-out FILE; give --fan-out too`);
-        }
-        else if (values['no-wait']) {
-            throw usage('--no-wait and --fan-out: a fan-out waits, to keep at most --max-parallel runs in flight; give one of them');
-        }
+        const { values, positionals } = parse(argv, RUN_OPTIONS);
+        checkFanOutFlags(values);
         const mode = modeOption(values.mode);
         const metadata = metadataOption(values.metadata);
         const timeoutMs = durationOption('timeout', values.timeout, '60m');
         const onBlocked = onBlockedOption(values['on-blocked']);
-        if (fanOutFile === '-' && positionals[0] === '-')
+        if (values['fan-out'] === '-' && positionals[0] === '-')
             throw usage('standard input can carry the fan-out list or the prompt, not both: give PROMPT as an argument or with --prompt-file');
-        const fanOut = fanOutFile === undefined
-            ? undefined
-            : {
-                file: fanOutFile,
-                maxParallel: maxParallelOption(values['max-parallel']),
-                require: requireOption(values.require),
-                idempotencyKey: idempotencyKeyOption(values['idempotency-key']),
-                timeoutMs,
-                onBlocked,
-                json: values.json === true,
-                ...(fanOutFile === '-' ? { stdin: await context.readStdin() } : {})
-            };
+        const fanOut = await fanOutOptions(values, context, timeoutMs, onBlocked);
         // A fan-out's items may each have their own prompt: then none is needed here.
         const optional = fanOut !== undefined && positionals.length === 0 && values['prompt-file'] === undefined;
-        let prompt = optional ? '' : await readPrompt(positionals, values['prompt-file'], context.readStdin);
+        const prompt = optional ? '' : await readPrompt(positionals, values['prompt-file'], context.readStdin);
         const config = readConfig(values.config);
-        const flagged = values.environment ?? context.env.AGENT_RUN_ENVIRONMENT;
-        const configured = config.environment_id;
-        if (configured !== undefined && typeof configured !== 'string') {
-            throw usage(`--config: environment_id must be a string, got ${JSON.stringify(configured)}`);
-        }
-        if (flagged !== undefined && configured !== undefined && flagged.trim() !== configured.trim()) {
-            const source = values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT';
-            throw usage(`config.environment_id ${JSON.stringify(configured)} differs from ${source} ${JSON.stringify(flagged)}: set it in one place`);
-        }
-        const environment = flagged ?? configured;
-        let schema;
-        let schemaRequest = '';
-        if (values['output-schema'] !== undefined) {
-            const file = values['output-schema'];
-            const text = readText(file, '--output-schema');
-            let parsed;
-            try {
-                parsed = JSON.parse(text);
-            }
-            catch (error) {
-                throw usage(`--output-schema ${JSON.stringify(file)}: not JSON (${error.message})`);
-            }
-            try {
-                schema = compileSchema(parsed);
-            }
-            catch (error) {
-                if (error instanceof SchemaError)
-                    throw usage(`--output-schema ${JSON.stringify(file)}: ${error.message}`);
-                throw error;
-            }
-            schemaRequest =
-                '\n\nEnd your answer with one JSON object that matches this JSON Schema, in a ```json block:\n' +
-                    JSON.stringify(parsed, null, 2);
-        }
-        if (fanOut) {
-            const defaults = {
-                ...(optional ? {} : { prompt }),
-                ...(environment === undefined ? {} : { environment }),
-                environmentSource: values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT',
-                config,
-                ...(values.title ? { title: values.title } : {}),
-                ...(mode ? { mode } : {}),
-                ...(metadata ? { metadata } : {}),
-                ...(values.parent ? { parent: values.parent.trim() } : {}),
-                ...(schema ? { schema, schemaRequest } : {})
-            };
-            const items = fan_out_readItems(fanOut, defaults);
-            const client = clientFor(values, context);
-            try {
-                return await runFanOut(client, context.terminal, items, fanOut, defaults);
-            }
-            finally {
-                client.close();
-            }
-        }
-        prompt += schemaRequest;
-        if (typeof environment !== 'string' || environment.trim() === '') {
-            throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
-        }
-        const client = clientFor(values, context);
-        try {
-            const created = await client.runs.create({
-                prompt,
-                config: { ...config, environment_id: environment.trim() },
-                ...(values.title ? { title: values.title } : {}),
-                ...(mode ? { mode } : {}),
-                ...(metadata ? { metadata } : {}),
-                ...(values.parent ? { parent_run_id: values.parent.trim() } : {})
-            }, { idempotencyKey: (0,external_node_crypto_.randomUUID)(), maxRetries: run_CREATE_RETRIES });
-            context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
-            if (values['no-wait']) {
-                if (values.json)
-                    context.terminal.json(await client.runs.get(created.run_id), 2);
-                else
-                    context.terminal.out(created.run_id);
-                return 0;
-            }
-            return await watchRun(client, context.terminal, created.run_id, {
-                timeoutMs,
-                onBlocked,
-                json: values.json === true,
-                schema,
-                onInterrupt: 'cancel'
-            });
-        }
-        finally {
-            client.close();
-        }
+        const environment = readEnvironment(values, config, context.env);
+        const request = {
+            prompt,
+            optional,
+            config,
+            environment,
+            mode,
+            metadata,
+            ...readOutputSchema(values['output-schema']),
+            timeoutMs,
+            onBlocked
+        };
+        if (fanOut)
+            return runFanOutCommand(values, context, fanOut, request);
+        return runOne(values, context, request);
     }
 };
+/** The options of `run`, beside every command's. */
+const RUN_OPTIONS = {
+    environment: { type: 'string' },
+    title: { type: 'string' },
+    config: { type: 'string' },
+    'prompt-file': { type: 'string' },
+    'no-wait': { type: 'boolean' },
+    timeout: { type: 'string' },
+    'on-blocked': { type: 'string' },
+    'output-schema': { type: 'string' },
+    mode: { type: 'string' },
+    metadata: { type: 'string', multiple: true },
+    parent: { type: 'string' },
+    'fan-out': { type: 'string' },
+    'max-parallel': { type: 'string' },
+    require: { type: 'string' },
+    'idempotency-key': { type: 'string' }
+};
+/** Refuses the fan-out options without --fan-out, and --no-wait with it. */
+function checkFanOutFlags(values) {
+    if (values['fan-out'] === undefined) {
+        for (const name of ['max-parallel', 'require', 'idempotency-key'])
+            if (values[name] !== undefined)
+                throw usage(`--${name} is for --fan-out FILE; give --fan-out too`);
+    }
+    else if (values['no-wait']) {
+        throw usage('--no-wait and --fan-out: a fan-out waits, to keep at most --max-parallel runs in flight; give one of them');
+    }
+}
+/** --fan-out's options, its list read from standard input when FILE is `-`. */
+async function fanOutOptions(values, context, timeoutMs, onBlocked) {
+    const fanOutFile = values['fan-out'];
+    if (fanOutFile === undefined)
+        return undefined;
+    return {
+        file: fanOutFile,
+        maxParallel: maxParallelOption(values['max-parallel']),
+        require: requireOption(values.require),
+        idempotencyKey: idempotencyKeyOption(values['idempotency-key']),
+        timeoutMs,
+        onBlocked,
+        json: values.json === true,
+        ...(fanOutFile === '-' ? { stdin: await context.readStdin() } : {})
+    };
+}
+/** The environment from --environment (or AGENT_RUN_ENVIRONMENT) or --config, refused when the two differ. */
+function readEnvironment(values, config, env) {
+    const flagged = values.environment ?? env.AGENT_RUN_ENVIRONMENT;
+    const configured = config.environment_id;
+    if (configured !== undefined && typeof configured !== 'string') {
+        throw usage(`--config: environment_id must be a string, got ${JSON.stringify(configured)}`);
+    }
+    if (flagged !== undefined && configured !== undefined && flagged.trim() !== configured.trim()) {
+        const source = values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT';
+        throw usage(`config.environment_id ${JSON.stringify(configured)} differs from ${source} ${JSON.stringify(flagged)}: set it in one place`);
+    }
+    return flagged ?? configured;
+}
+/** --output-schema FILE: the compiled check, and the request appended to the prompt. */
+function readOutputSchema(file) {
+    if (file === undefined)
+        return { schema: undefined, schemaRequest: '' };
+    const text = readText(file, '--output-schema');
+    let parsed;
+    try {
+        parsed = JSON.parse(text);
+    }
+    catch (error) {
+        throw usage(`--output-schema ${JSON.stringify(file)}: not JSON (${error.message})`);
+    }
+    let schema;
+    try {
+        schema = compileSchema(parsed);
+    }
+    catch (error) {
+        if (error instanceof SchemaError)
+            throw usage(`--output-schema ${JSON.stringify(file)}: ${error.message}`);
+        throw error;
+    }
+    const schemaRequest = '\n\nEnd your answer with one JSON object that matches this JSON Schema, in a ```json block:\n' +
+        JSON.stringify(parsed, null, 2);
+    return { schema, schemaRequest };
+}
+/** `run --fan-out`: the command line's options are every item's defaults. */
+async function runFanOutCommand(values, context, fanOut, request) {
+    const { prompt, optional, environment, config, mode, metadata, schema, schemaRequest } = request;
+    const defaults = {
+        ...(optional ? {} : { prompt }),
+        ...(environment === undefined ? {} : { environment }),
+        environmentSource: values.environment !== undefined ? '--environment' : 'AGENT_RUN_ENVIRONMENT',
+        config,
+        ...(values.title ? { title: values.title } : {}),
+        ...(mode ? { mode } : {}),
+        ...(metadata ? { metadata } : {}),
+        ...(values.parent ? { parent: values.parent.trim() } : {}),
+        ...(schema ? { schema, schemaRequest } : {})
+    };
+    const items = fan_out_readItems(fanOut, defaults);
+    const client = clientFor(values, context);
+    try {
+        return await runFanOut(client, context.terminal, items, fanOut, defaults);
+    }
+    finally {
+        client.close();
+    }
+}
+/** One run: created with a fresh idempotency key, then waited for (or only its id printed, --no-wait). */
+async function runOne(values, context, request) {
+    const { environment, config, mode, metadata } = request;
+    const prompt = request.prompt + request.schemaRequest;
+    if (typeof environment !== 'string' || environment.trim() === '') {
+        throw usage('no environment: pass --environment ID or set AGENT_RUN_ENVIRONMENT');
+    }
+    const client = clientFor(values, context);
+    try {
+        const created = await client.runs.create({
+            prompt,
+            config: { ...config, environment_id: environment.trim() },
+            ...(values.title ? { title: values.title } : {}),
+            ...(mode ? { mode } : {}),
+            ...(metadata ? { metadata } : {}),
+            ...(values.parent ? { parent_run_id: values.parent.trim() } : {})
+        }, { idempotencyKey: (0,external_node_crypto_.randomUUID)(), maxRetries: run_CREATE_RETRIES });
+        context.terminal.note(`Created run ${created.run_id} in environment ${environment.trim()}.`);
+        if (values['no-wait']) {
+            if (values.json)
+                context.terminal.json(await client.runs.get(created.run_id), 2);
+            else
+                context.terminal.out(created.run_id);
+            return 0;
+        }
+        return await watchRun(client, context.terminal, created.run_id, {
+            timeoutMs: request.timeoutMs,
+            onBlocked: request.onBlocked,
+            json: values.json === true,
+            schema: request.schema,
+            onInterrupt: 'cancel'
+        });
+    }
+    finally {
+        client.close();
+    }
+}
 async function readPrompt(positionals, file, readStdin) {
     if (file !== undefined && positionals.length > 0) {
         throw usage('give the prompt once: as an argument, with --prompt-file, or "-" for standard input');
@@ -48596,46 +48663,19 @@ Example:
             throw usage(`webhooks ${JSON.stringify(sub ?? '')}: expected one of ${webhooks_SUBCOMMANDS.join(', ')}`);
         const { values, positionals } = parse(rest, OPTIONS);
         const client = clientFor(values, context);
-        const show = (webhook) => values.json ? context.terminal.json(webhook, 2) : context.terminal.out(webhooks_describe(webhook));
+        const { terminal } = context;
+        const json = values.json === true;
+        const show = (webhook) => values.json ? terminal.json(webhook, 2) : terminal.out(webhooks_describe(webhook));
         try {
             switch (sub) {
-                case 'list': {
+                case 'list':
                     if (positionals.length > 0)
                         throw usage('webhooks list takes no arguments');
-                    const webhooks = await client.webhooks.list();
-                    if (values.json)
-                        context.terminal.json({ webhooks }, 2);
-                    else if (webhooks.length === 0)
-                        context.terminal.out('No webhook endpoints.');
-                    else
-                        context.terminal.out(table(['ID', 'URL', 'EVENTS', 'STATE'], webhooks.map(w => [
-                            w.id,
-                            w.url,
-                            w.events.length === WEBHOOK_EVENT_TYPES.length ? 'all' : w.events.join(','),
-                            w.disabled_at ? 'disabled' : w.source === 'config' ? 'enabled (config)' : 'enabled'
-                        ])));
+                    showWebhooks(terminal, await client.webhooks.list(), json);
                     return EXIT.ok;
-                }
-                case 'create': {
-                    if (positionals.length > 0)
-                        throw usage('webhooks create takes options only; see --help');
-                    const url = values.url;
-                    if (url === undefined || url.trim() === '')
-                        throw usage('--url is required; see --help');
-                    const events = values.events
-                        ?.split(',')
-                        .map(event => event.trim())
-                        .filter(Boolean);
-                    for (const event of events ?? [])
-                        if (!WEBHOOK_EVENT_TYPES.includes(event))
-                            throw usage(`--events ${JSON.stringify(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
-                    show(await client.webhooks.create({
-                        url: url.trim(),
-                        ...(events ? { events: events } : {}),
-                        ...(values.description !== undefined ? { description: values.description } : {})
-                    }));
+                case 'create':
+                    show(await client.webhooks.create(createRequest(values, positionals)));
                     return EXIT.ok;
-                }
                 case 'get':
                     show(await client.webhooks.get(onePositional(positionals, 'webhook ID')));
                     return EXIT.ok;
@@ -48646,37 +48686,22 @@ Example:
                     const id = onePositional(positionals, 'webhook ID');
                     await client.webhooks.delete(id);
                     if (values.json)
-                        context.terminal.json({ id, deleted: true }, 2);
+                        terminal.json({ id, deleted: true }, 2);
                     else
-                        context.terminal.out(`Deleted webhook ${id} and its delivery log.`);
+                        terminal.out(`Deleted webhook ${id} and its delivery log.`);
                     return EXIT.ok;
                 }
-                case 'deliveries': {
-                    const deliveries = await client.webhooks.deliveries(onePositional(positionals, 'webhook ID'));
-                    if (values.json)
-                        context.terminal.json({ deliveries }, 2);
-                    else if (deliveries.length === 0)
-                        context.terminal.out('No deliveries.');
-                    else
-                        context.terminal.out(table(['ID', 'EVENT', 'RUN', 'STATUS', 'ATTEMPTS', 'LAST', 'NEXT ATTEMPT'], deliveries.map(d => [
-                            d.id,
-                            d.event_type,
-                            d.run_id,
-                            d.status,
-                            String(d.attempts),
-                            d.last_status === null ? (d.last_error ? 'error' : '-') : String(d.last_status),
-                            d.next_attempt_at ?? '-'
-                        ])));
+                case 'deliveries':
+                    showDeliveries(terminal, await client.webhooks.deliveries(onePositional(positionals, 'webhook ID')), json);
                     return EXIT.ok;
-                }
                 case 'retry': {
                     if (positionals.length !== 2)
                         throw usage('webhooks retry takes ID DELIVERY_ID; see --help');
                     const delivery = await client.webhooks.retryDelivery(positionals[0], positionals[1]);
                     if (values.json)
-                        context.terminal.json(delivery, 2);
+                        terminal.json(delivery, 2);
                     else
-                        context.terminal.out(`Delivery ${delivery.id} queued again (${delivery.event_type}, run ${delivery.run_id}).`);
+                        terminal.out(`Delivery ${delivery.id} queued again (${delivery.event_type}, run ${delivery.run_id}).`);
                     return EXIT.ok;
                 }
             }
@@ -48686,6 +48711,57 @@ Example:
         }
     }
 };
+/** The body of `webhooks create` from --url, --events and --description, each checked. */
+function createRequest(values, positionals) {
+    if (positionals.length > 0)
+        throw usage('webhooks create takes options only; see --help');
+    const url = values.url;
+    if (url === undefined || url.trim() === '')
+        throw usage('--url is required; see --help');
+    const events = values.events
+        ?.split(',')
+        .map(event => event.trim())
+        .filter(Boolean);
+    for (const event of events ?? [])
+        if (!WEBHOOK_EVENT_TYPES.includes(event))
+            throw usage(`--events ${JSON.stringify(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+    return {
+        url: url.trim(),
+        ...(events ? { events: events } : {}),
+        ...(values.description !== undefined ? { description: values.description } : {})
+    };
+}
+/** `webhooks list`: a table of the endpoints (--json: `{webhooks}`). */
+function showWebhooks(terminal, webhooks, json) {
+    if (json)
+        terminal.json({ webhooks }, 2);
+    else if (webhooks.length === 0)
+        terminal.out('No webhook endpoints.');
+    else
+        terminal.out(table(['ID', 'URL', 'EVENTS', 'STATE'], webhooks.map(w => [
+            w.id,
+            w.url,
+            w.events.length === WEBHOOK_EVENT_TYPES.length ? 'all' : w.events.join(','),
+            w.disabled_at ? 'disabled' : w.source === 'config' ? 'enabled (config)' : 'enabled'
+        ])));
+}
+/** `webhooks deliveries ID`: a table of an endpoint's deliveries (--json: `{deliveries}`). */
+function showDeliveries(terminal, deliveries, json) {
+    if (json)
+        terminal.json({ deliveries }, 2);
+    else if (deliveries.length === 0)
+        terminal.out('No deliveries.');
+    else
+        terminal.out(table(['ID', 'EVENT', 'RUN', 'STATUS', 'ATTEMPTS', 'LAST', 'NEXT ATTEMPT'], deliveries.map(d => [
+            d.id,
+            d.event_type,
+            d.run_id,
+            d.status,
+            String(d.attempts),
+            d.last_status === null ? (d.last_error ? 'error' : '-') : String(d.last_status),
+            d.next_attempt_at ?? '-'
+        ])));
+}
 
 ;// CONCATENATED MODULE: ./src/cli/main.ts
 // `agent-run`: finds the command, runs it, and turns whatever it throws into a message on stderr

@@ -1,8 +1,8 @@
-export const id = 229;
-export const ids = [229];
+export const id = 298;
+export const ids = [298];
 export const modules = {
 
-/***/ 1229:
+/***/ 26298:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -1067,6 +1067,15 @@ class ConfigReader {
                 return bytes;
         }
         this.problems.push(`${at} ${show(value)}: expected a size such as 500MiB or 2GiB`);
+        return fallback;
+    }
+    /** true or false; anything else is a problem and the fallback. */
+    boolean(value, at, fallback) {
+        if (value === undefined || value === null)
+            return fallback;
+        if (typeof value === 'boolean')
+            return value;
+        this.problems.push(`${at} ${show(value)}: expected true or false`);
         return fallback;
     }
     oneOf(value, at, options, fallback) {
@@ -3394,6 +3403,303 @@ function redactUrl(url) {
     }
 }
 
+// EXTERNAL MODULE: external "node:net"
+var external_node_net_ = __webpack_require__(77030);
+// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
+var build = __webpack_require__(35007);
+;// CONCATENATED MODULE: ./src/executor/config/schema-kit.ts
+// The vocabulary the configuration's schema (schema.ts) is written in, and the walk that reads a
+// mapping by it. A key is one TypeBox schema of its value as parsed, so the parsed configuration's
+// type is the schema's Static type; the schema's `config` option holds the rest of what is known of
+// the key: its YAML name, a one-line description, the form, default and range the reference shows,
+// and how its raw value is read with the ConfigReader (whose messages name the key, the value and
+// the expected form, with a did-you-mean for unknown keys and choices).
+
+
+/** The key annotations of a schema made here (or by hand, as sandbox/config.ts does). */
+function infoOf(schema) {
+    const info = schema.config;
+    if (!info)
+        throw new Error('a configuration schema without its key annotations');
+    return info;
+}
+/** The YAML names of a mapping's keys, in order: what `known` accepts. */
+function keysOf(schema) {
+    return Object.values(schema.properties).flatMap(property => {
+        const info = infoOf(property);
+        return [info.key, ...(info.also ?? []).map(also => also.key)];
+    });
+}
+/** A whole number from `min` to `max`. */
+function schema_kit_int(key, doc, fallback, min, max, extra = {}) {
+    const read = (value, at, { r }) => r.int(value, at, fallback, min, max);
+    const info = { key, doc, form: 'a whole number', fallback: String(fallback), range: `${min} to ${max}` };
+    return build/* default.Integer */.Ay$.Integer({ minimum: min, maximum: max, config: { ...info, read, ...extra } });
+}
+/** A duration such as 90s or 1h30m, in ms; `zero`: 0 is allowed. */
+function duration(key, doc, fallback, zero = false, extra = {}) {
+    const read = (value, at, { r }) => r.duration(value, at, fallback, zero);
+    const range = zero ? '0s to 24 days' : 'above 0s, at most 24 days';
+    const info = { key, doc, form: 'a duration (90s, 30m, 1h30m)', fallback: formatDuration(fallback), range };
+    return build/* default.Integer */.Ay$.Integer({ config: { ...info, read, ...extra } });
+}
+/** A size in binary units such as 500MiB, in bytes. */
+function size(key, doc, fallback, extra = {}) {
+    const read = (value, at, { r }) => r.size(value, at, fallback);
+    const info = { key, doc, form: 'a size (KiB, MiB, GiB, TiB)', fallback: formatSize(fallback) };
+    return build/* default.Integer */.Ay$.Integer({ config: { ...info, read, ...extra } });
+}
+/** A non-empty string; `fallback` '' makes it required. */
+function schema_kit_text(key, doc, fallback, extra = {}) {
+    const read = (value, at, { r }) => r.string(value, at, fallback);
+    const info = { key, doc, form: 'a string', ...(fallback === '' ? {} : { fallback }) };
+    return build/* default.String */.Ay$.String({ config: { ...info, read, ...extra } });
+}
+/** One of `options`. */
+function choice(key, doc, options, fallback, extra = {}) {
+    const read = (value, at, { r }) => r.oneOf(value, at, options, fallback);
+    const info = { key, doc, form: `one of ${options.join(', ')}`, fallback };
+    return build/* default.Unsafe */.Ay$.Unsafe({ enum: [...options], config: { ...info, read, ...extra } });
+}
+/** true or false. */
+function flag(key, doc, fallback = false, extra = {}) {
+    const read = (value, at, { r }) => r.boolean(value, at, fallback);
+    return build/* default.Boolean */.Ay$.Boolean({
+        config: { key, doc, form: 'true or false', fallback: String(fallback), read, ...extra }
+    });
+}
+/** A list of strings. */
+function list(key, doc, extra = {}) {
+    const read = (value, at, { r }) => r.strings(value, at);
+    return build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String(), {
+        config: { key, doc, form: 'a list of strings', fallback: '[]', read, ...extra }
+    });
+}
+/** An http(s) URL, without its trailing slash; unset when absent. */
+function schema_kit_link(key, doc, extra = {}) {
+    const read = (value, at, { r }) => r.url(value, at);
+    return build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({ config: { key, doc, form: 'an http(s) URL', read, ...extra } }));
+}
+/** A key of its own form, read by `read`, whose parsed value is a T. */
+function custom(key, doc, form, read, extra = {}) {
+    return build/* default.Unsafe */.Ay$.Unsafe({ config: { key, doc, form, read, ...extra } });
+}
+/** A mapping of the keys `properties` declares. */
+function section(key, doc, properties, extra = {}) {
+    const form = extra.toggle ? 'true, false or a mapping' : 'a mapping';
+    return build/* default.Object */.Ay$.Object(properties, { config: { key, doc, form, section: true, ...extra } });
+}
+/** `bytes` in the largest binary unit that holds it whole: 1073741824 → 1GiB. */
+function formatSize(bytes) {
+    const units = ['TiB', 'GiB', 'MiB', 'KiB'];
+    for (const [index, unit] of units.entries()) {
+        const scale = 1024 ** (units.length - index);
+        if (bytes % scale === 0)
+            return `${bytes / scale}${unit}`;
+    }
+    return `${bytes}B`;
+}
+/** `key` of the mapping at `at` as a path: `limits.transcript`, or `workers` at the top. */
+function pathOf(at, key) {
+    return at ? `${at}.${key}` : key;
+}
+/**
+ * Reads the mapping `value` by `schema`: first that it and each of its sections is a mapping of
+ * known keys (so a misspelt key is named before what it was meant to set), then each key in order.
+ */
+function readMapping(schema, value, at, ctx) {
+    const shape = shapeOf(schema, value, at, ctx.r);
+    const done = {};
+    return valuesOf(schema, shape, at, { ...ctx, root: ctx.root ?? done, raw: {}, done });
+}
+/** The first pass: each mapping is one, and holds only the keys its schema declares. */
+function shapeOf(schema, value, at, r) {
+    const info = schema.config;
+    if (info?.toggle && (value === undefined || value === null || value === false))
+        return { inner: new Map() };
+    const object = r.object(info?.toggle && value === true ? {} : value, at);
+    r.known(object, at, keysOf(schema));
+    const inner = new Map();
+    for (const [name, property] of Object.entries(schema.properties)) {
+        const child = infoOf(property);
+        if (child.section)
+            inner.set(name, shapeOf(property, object[child.key], pathOf(at, child.key), r));
+    }
+    return { object, inner };
+}
+/** The second pass: each key read in order into `ctx.done`, a section by the same walk. */
+function valuesOf(schema, shape, at, ctx) {
+    const { object } = shape;
+    if (!object)
+        return undefined;
+    for (const [name, property] of Object.entries(schema.properties)) {
+        const info = infoOf(property);
+        const path = pathOf(at, info.key);
+        const inner = info.section ? { ...ctx, done: info.flat ? ctx.done : {} } : undefined;
+        const value = inner
+            ? valuesOf(property, shape.inner.get(name), path, inner)
+            : info.read(object[info.key], path, { ...ctx, raw: object });
+        if (value !== undefined && !info.flat)
+            ctx.done[name] = value;
+    }
+    return ctx.done;
+}
+
+;// CONCATENATED MODULE: ./src/executor/config/auth-config.ts
+// `auth.oidc`: the rules by which the executor accepts a workload's OIDC token (a GitHub Actions
+// job's, say) instead of an API key. Each rule names the issuer it trusts, the audience the token
+// must be made for, the team and kind a matching token acts as, and the claims it must carry.
+// Checked at start-up like every other key: the issuer's URL and scheme, the audience, the claim
+// names and their patterns.
+
+
+
+
+/** GitHub Actions' issuer, the rule's default. */
+const GITHUB_ACTIONS_ISSUER = 'https://token.actions.githubusercontent.com';
+/**
+ * Claims a rule may test: those of a GitHub Actions token (github.com and GHES alike). A rule that
+ * names another claim is a typo, and a typo in a trust rule must not pass silently.
+ */
+const OIDC_CLAIMS = [
+    'sub',
+    'repository',
+    'repository_id',
+    'repository_owner',
+    'repository_owner_id',
+    'repository_visibility',
+    'ref',
+    'ref_type',
+    'ref_protected',
+    'sha',
+    'workflow',
+    'workflow_ref',
+    'workflow_sha',
+    'job_workflow_ref',
+    'job_workflow_sha',
+    'event_name',
+    'environment',
+    'actor',
+    'actor_id',
+    'head_ref',
+    'base_ref',
+    'runner_environment',
+    'enterprise',
+    'enterprise_id',
+    'run_id',
+    'run_number',
+    'run_attempt'
+];
+/**
+ * Claims of which a rule must test one: without it the rule would admit any repository the issuer
+ * serves (anyone can run a workflow on github.com and ask for a token of any audience).
+ */
+const SCOPING_CLAIMS = ['repository', 'repository_id', 'repository_owner', 'repository_owner_id', 'sub'];
+/** `auth.oidc_clock_skew`'s default: 60 s. */
+const OIDC_CLOCK_SKEW_MS = 60_000;
+/** …and its most: 5 minutes. */
+const MAX_OIDC_CLOCK_SKEW_MS = 300_000;
+const TEAM_FORM = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Whether `host` (a URL's hostname) is this machine: localhost or a loopback address. */
+function isLoopbackHost(host) {
+    const bare = host.replace(/^\[|\]$/g, '');
+    if (bare === 'localhost')
+        return true;
+    if ((0,external_node_net_.isIP)(bare) === 4)
+        return bare.startsWith('127.');
+    if ((0,external_node_net_.isIP)(bare) === 6)
+        return bare === '::1' || bare === '0:0:0:0:0:0:0:1';
+    return false;
+}
+/** A rule's `issuer`: an https:// URL (http:// on a loopback address), GitHub Actions' by default. */
+const readIssuer = (value, at, { r }) => {
+    if (value === undefined || value === null)
+        return GITHUB_ACTIONS_ISSUER;
+    const form = `expected an https:// URL such as ${GITHUB_ACTIONS_ISSUER} (http:// only on a loopback address)`;
+    let url;
+    try {
+        url = new URL(String(value));
+    }
+    catch {
+        r.problems.push(`${at} ${show(value)}: ${form}`);
+        return undefined;
+    }
+    const plainOnLoopback = url.protocol === 'http:' && isLoopbackHost(url.hostname);
+    if ((url.protocol !== 'https:' && !plainOnLoopback) || url.search !== '' || url.hash !== '') {
+        r.problems.push(`${at} ${show(value)}: ${form}`);
+        return undefined;
+    }
+    if (url.username !== '' || url.password !== '') {
+        r.problems.push(`${at}: a URL with a user name or password; ${form}`);
+        return undefined;
+    }
+    return url.href.replace(/\/+$/, '');
+};
+/** A rule's `team`: required, an id. */
+const readTeam = (value, at, { r }) => {
+    const team = r.string(value, at, '');
+    if (team !== '' && !TEAM_FORM.test(team))
+        r.problems.push(`${at} ${show(value)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+    return team;
+};
+/** A rule's `claims`: known claim names to patterns, one of them naming the repository. */
+const readClaims = (value, at, { r }) => {
+    const claims = {};
+    for (const [name, pattern] of Object.entries(r.object(value, at))) {
+        if (!OIDC_CLAIMS.includes(name)) {
+            r.problems.push(`${at}.${name}: unknown claim; expected one of ${OIDC_CLAIMS.join(', ')}`);
+            continue;
+        }
+        if ((typeof pattern !== 'string' && typeof pattern !== 'number' && typeof pattern !== 'boolean') ||
+            String(pattern) === '') {
+            r.problems.push(`${at}.${name} ${show(pattern)}: expected a non-empty string, where * matches any characters (such as refs/heads/*)`);
+            continue;
+        }
+        claims[name] = String(pattern);
+    }
+    if (!SCOPING_CLAIMS.some(name => claims[name] !== undefined) && value !== null)
+        r.problems.push(`${at}: names no repository; expected at least one of ${SCOPING_CLAIMS.join(', ')} ` +
+            '(without one, every repository on the issuer could sign in), such as {repository: acme/widgets, ref: refs/heads/main}');
+    return claims;
+};
+/** One rule of `auth.oidc`. */
+const OIDC_RULE = build/* default.Object */.Ay$.Object({
+    issuer: custom('issuer', 'the issuer trusted, as tokens name it in iss (GHES: https://HOST/_services/token)', 'an https:// URL', readIssuer, {
+        fallback: GITHUB_ACTIONS_ISSUER
+    }),
+    audience: schema_kit_text('audience', "the token's aud must name it (required)", ''),
+    team: custom('team', 'the team a matching token acts for (letters, digits, . _ -)', 'a string', readTeam),
+    kind: choice('kind', 'creator.type agent or user of what a matching token creates, as for keys', ['agent', 'personal'], 'agent'),
+    /** Claim name → pattern; `*` in a pattern stands for any run of characters (none too). */
+    claims: custom('claims', 'claims that must all match, one naming the repository; * matches any characters', 'a mapping of claim names to patterns', readClaims)
+});
+/** `auth.oidc`: a list of rules; a rule missing its issuer, audience or team is left out (with its problem). */
+const readRules = (value, at, ctx) => {
+    if (value === undefined || value === null)
+        return [];
+    if (!Array.isArray(value)) {
+        ctx.r.problems.push(`${at} ${show(value)}: expected a list of rules, each with audience, team and claims`);
+        return [];
+    }
+    return value
+        .map((item, index) => readMapping(OIDC_RULE, item, `${at}[${index}]`, ctx))
+        .filter(rule => rule.issuer !== undefined && rule.audience !== '' && rule.team !== '');
+};
+/** `auth.oidc_clock_skew`: a duration up to 5 minutes (a larger one would keep expired tokens alive). */
+const readClockSkew = (value, at, { r }) => {
+    const ms = r.duration(value, at, OIDC_CLOCK_SKEW_MS, true);
+    if (ms <= MAX_OIDC_CLOCK_SKEW_MS)
+        return ms;
+    r.problems.push(`${at} ${show(value)}: expected a duration from 0 to 5m, such as 60s`);
+    return OIDC_CLOCK_SKEW_MS;
+};
+/** The `auth:` mapping. */
+const auth_config_AUTH = section('auth', 'who may sign in without an API key', {
+    oidc: custom('oidc', "rules by which a workload's OIDC token (a GitHub Actions job's) is accepted instead of an API key", 'a list of rules', readRules, { fallback: '[]', inner: OIDC_RULE, list: true }),
+    /** How far the issuers' clocks and this machine's may differ when a token's exp, nbf and iat are checked. */
+    oidcClockSkewMs: custom('oidc_clock_skew', "how far the issuer's clock may be off when exp, nbf and iat are checked", 'a duration (90s, 30m, 1h30m)', readClockSkew, { fallback: '1m', range: '0s to 5m' })
+});
+
 // EXTERNAL MODULE: external "node:child_process"
 var external_node_child_process_ = __webpack_require__(31421);
 ;// CONCATENATED MODULE: ./src/executor/sandbox/user.ts
@@ -3549,11 +3855,41 @@ function dropTo(user, home) {
 ;// CONCATENATED MODULE: ./src/executor/sandbox/config.ts
 // The `sandbox:` key of an environment, parsed on its own so config.ts only calls it: how a run's
 // processes are confined (network, extra paths, memory and process limits), or `sandbox: off`.
+// Its keys are declared once below as a TypeBox schema annotated as config/schema-kit.ts reads it
+// (this room stands below config/, so the annotations are written out here rather than built).
 // Also the start-up rule on its extra paths: none may show a run the executor's data dir.
 
 
 
 
+
+/** A key's annotations, the shape config/schema-kit.ts's KeyInfo gives them. */
+function about(key, doc, form, fallback, range) {
+    return {
+        config: { key, doc, form, ...(fallback === undefined ? {} : { fallback }), ...(range ? { range } : {}) }
+    };
+}
+/** The range of `processes`. */
+const PROCESSES = [8, 1_000_000];
+/** The keys of a `sandbox:` mapping, by the property each sets. */
+const SANDBOX_KEYS = build/* default.Object */.Ay$.Object({
+    /** `none`: loopback of its own only; `host`: the host's network; a list: those host:port only. */
+    network: build/* default.Unsafe */.Ay$.Unsafe(about('network', "none: a loopback of its own only; host: the host's network; a list: only those host:port", 'none, host or a list of host:port', 'none')),
+    read: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String(), about('read', 'extra paths visible read-only (where an agent CLI is installed, say)', 'a list of absolute paths', '[]')),
+    write: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String(), about('write', "extra writable paths (a root executor's runs write there as sandbox.user: make them its)", 'a list of absolute paths', '[]')),
+    memoryBytes: build/* default.Integer */.Ay$.Integer(about('memory', "memory of the run's processes (cgroup)", 'a size (KB, MB, GB, KiB, MiB, GiB)', '4GiB', 'at least 16MiB')),
+    processes: build/* default.Integer */.Ay$.Integer({
+        minimum: PROCESSES[0],
+        maximum: PROCESSES[1],
+        ...about('processes', 'processes at once (cgroup)', 'a whole number', '512', `${PROCESSES.join(' to ')}`)
+    }),
+    /** When true, a machine where no cgroup can be made refuses this environment at start-up. */
+    requireLimits: build/* default.Boolean */.Ay$.Boolean(about('require_limits', 'true: refuse to start where no cgroup can be made', 'true or false', 'false')),
+    /** The host user of the run's processes when the executor is root (sandbox/user.ts); unset: agent-run. */
+    user: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String(about('user', 'host user of the runs when the executor is root, never root (created with useradd --system when missing)', 'a name or uid[:gid]', 'agent-run')))
+});
+/** The YAML names of the keys, in order. */
+const KEYS = Object.values(SANDBOX_KEYS.properties).map(property => property.config.key);
 const DEFAULT_SANDBOX = {
     enabled: true,
     network: 'none',
@@ -3596,10 +3932,9 @@ function parseSandbox(raw, at, problems) {
         return { ...DEFAULT_SANDBOX };
     }
     const object = raw;
-    const keys = ['network', 'read', 'write', 'memory', 'processes', 'require_limits', 'user'];
     for (const key of Object.keys(object))
-        if (!keys.includes(key))
-            problems.push(`${at}.${key}: unknown key; expected one of ${keys.join(', ')}${didYouMean(key, keys)}`);
+        if (!KEYS.includes(key))
+            problems.push(`${at}.${key}: unknown key; expected one of ${KEYS.join(', ')}${didYouMean(key, KEYS)}`);
     const config = { ...DEFAULT_SANDBOX };
     config.network = parseNetwork(object.network, `${at}.network`, problems);
     config.read = paths(object.read, `${at}.read`, problems);
@@ -3613,8 +3948,9 @@ function parseSandbox(raw, at, problems) {
     }
     if (object.processes !== undefined && object.processes !== null) {
         const n = object.processes;
-        if (typeof n !== 'number' || !Number.isInteger(n) || n < 8 || n > 1_000_000)
-            problems.push(`${at}.processes ${config_show(n)}: expected a whole number from 8 to 1000000`);
+        const [min, max] = PROCESSES;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
+            problems.push(`${at}.processes ${config_show(n)}: expected a whole number from ${min} to ${max}`);
         else
             config.processes = n;
     }
@@ -3730,6 +4066,8 @@ function sandboxPathProblems(environments, dataDir, configFile) {
 // opens a pull request. Its own module beside publish.ts so that config.ts only calls it; every
 // default of the issue lives here, and each mistake is named with its key and the expected form.
 
+
+
 const PUBLISH_DEFAULTS = {
     branch: 'agent/{run_id}',
     remote: 'origin',
@@ -3739,207 +4077,225 @@ const PUBLISH_DEFAULTS = {
     title: '{title}',
     body: '{result}\n\n---\nRun {run_id}: {session_link}'
 };
-function parsePublish(raw, at, r) {
-    if (raw === undefined || raw === null || raw === false)
-        return undefined;
-    const publish = r.object(raw === true ? {} : raw, at);
-    r.known(publish, at, ['branch', 'base', 'remote', 'commit_message', 'author', 'token_env', 'pull_request']);
-    const author = r.object(publish.author, `${at}.author`);
-    r.known(author, `${at}.author`, ['name', 'email']);
-    const config = {
-        branch: r.string(publish.branch, `${at}.branch`, PUBLISH_DEFAULTS.branch),
-        remote: r.string(publish.remote, `${at}.remote`, PUBLISH_DEFAULTS.remote),
-        commitMessage: r.string(publish.commit_message, `${at}.commit_message`, PUBLISH_DEFAULTS.commitMessage),
-        author: {
-            name: r.string(author.name, `${at}.author.name`, PUBLISH_DEFAULTS.author.name),
-            email: r.string(author.email, `${at}.author.email`, PUBLISH_DEFAULTS.author.email)
-        }
-    };
-    if (/[{}]/.test(config.branch.replace(/\{(run_id|short_id|title_slug)\}/g, ''))) {
-        r.problems.push(`${at}.branch ${show(publish.branch)}: expected a branch name template with only {run_id}, {short_id} or {title_slug}`);
-    }
-    if (publish.base !== undefined && publish.base !== null)
-        config.base = r.string(publish.base, `${at}.base`, 'main');
-    if (publish.token_env !== undefined && publish.token_env !== null) {
-        const name = r.string(publish.token_env, `${at}.token_env`, 'GITHUB_TOKEN');
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
-            r.problems.push(`${at}.token_env ${show(name)}: expected a variable name such as GITHUB_TOKEN`);
-        config.tokenEnv = name;
-    }
-    if (publish.pull_request !== undefined && publish.pull_request !== null && publish.pull_request !== false) {
-        const pr = r.object(publish.pull_request === true ? {} : publish.pull_request, `${at}.pull_request`);
-        r.known(pr, `${at}.pull_request`, ['repository', 'api_url', 'draft', 'title', 'body']);
-        config.pullRequest = {
-            apiUrl: r.url(pr.api_url, `${at}.pull_request.api_url`) ?? PUBLISH_DEFAULTS.apiUrl,
-            draft: true,
-            title: r.string(pr.title, `${at}.pull_request.title`, PUBLISH_DEFAULTS.title),
-            body: r.string(pr.body, `${at}.pull_request.body`, PUBLISH_DEFAULTS.body)
-        };
-        if (pr.draft !== undefined && pr.draft !== null) {
-            if (typeof pr.draft === 'boolean')
-                config.pullRequest.draft = pr.draft;
-            else
-                r.problems.push(`${at}.pull_request.draft ${show(pr.draft)}: expected true or false`);
-        }
-        if (pr.repository !== undefined && pr.repository !== null) {
-            const repository = r.string(pr.repository, `${at}.pull_request.repository`, 'owner/name');
-            if (!/^[\w.-]+\/[\w.-]+$/.test(repository))
-                r.problems.push(`${at}.pull_request.repository ${show(repository)}: expected owner/name such as acme/web`);
-            config.pullRequest.repository = repository;
-        }
-    }
-    return config;
-}
-
-// EXTERNAL MODULE: external "node:net"
-var external_node_net_ = __webpack_require__(77030);
-;// CONCATENATED MODULE: ./src/executor/config/auth-config.ts
-// `auth.oidc`: the rules by which the executor accepts a workload's OIDC token (a GitHub Actions
-// job's, say) instead of an API key. Each rule names the issuer it trusts, the audience the token
-// must be made for, the team and kind a matching token acts as, and the claims it must carry.
-// Checked at start-up like every other key: the issuer's URL and scheme, the audience, the claim
-// names and their patterns.
-
-
-/** GitHub Actions' issuer, the rule's default. */
-const GITHUB_ACTIONS_ISSUER = 'https://token.actions.githubusercontent.com';
-/**
- * Claims a rule may test: those of a GitHub Actions token (github.com and GHES alike). A rule that
- * names another claim is a typo, and a typo in a trust rule must not pass silently.
- */
-const OIDC_CLAIMS = [
-    'sub',
-    'repository',
-    'repository_id',
-    'repository_owner',
-    'repository_owner_id',
-    'repository_visibility',
-    'ref',
-    'ref_type',
-    'ref_protected',
-    'sha',
-    'workflow',
-    'workflow_ref',
-    'workflow_sha',
-    'job_workflow_ref',
-    'job_workflow_sha',
-    'event_name',
-    'environment',
-    'actor',
-    'actor_id',
-    'head_ref',
-    'base_ref',
-    'runner_environment',
-    'enterprise',
-    'enterprise_id',
-    'run_id',
-    'run_number',
-    'run_attempt'
-];
-/**
- * Claims of which a rule must test one: without it the rule would admit any repository the issuer
- * serves (anyone can run a workflow on github.com and ask for a token of any audience).
- */
-const SCOPING_CLAIMS = ['repository', 'repository_id', 'repository_owner', 'repository_owner_id', 'sub'];
-/** `auth.oidc_clock_skew`'s default: 60 s. */
-const OIDC_CLOCK_SKEW_MS = 60_000;
-/** …and its most: 5 minutes. */
-const MAX_OIDC_CLOCK_SKEW_MS = 300_000;
-const TEAM_FORM = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** Whether `host` (a URL's hostname) is this machine: localhost or a loopback address. */
-function isLoopbackHost(host) {
-    const bare = host.replace(/^\[|\]$/g, '');
-    if (bare === 'localhost')
-        return true;
-    if ((0,external_node_net_.isIP)(bare) === 4)
-        return bare.startsWith('127.');
-    if ((0,external_node_net_.isIP)(bare) === 6)
-        return bare === '::1' || bare === '0:0:0:0:0:0:0:1';
-    return false;
-}
-function parseAuth(r, raw) {
-    const auth = r.object(raw, 'auth');
-    r.known(auth, 'auth', ['oidc', 'oidc_clock_skew']);
-    let oidcClockSkewMs = r.duration(auth.oidc_clock_skew, 'auth.oidc_clock_skew', OIDC_CLOCK_SKEW_MS, true);
-    // A larger allowance would keep expired tokens alive: what the tokens' short lives are for.
-    if (oidcClockSkewMs > MAX_OIDC_CLOCK_SKEW_MS) {
-        r.problems.push(`auth.oidc_clock_skew ${show(auth.oidc_clock_skew)}: expected a duration from 0 to 5m, such as 60s`);
-        oidcClockSkewMs = OIDC_CLOCK_SKEW_MS;
-    }
-    const rules = [];
-    if (auth.oidc === undefined || auth.oidc === null)
-        return { oidc: rules, oidcClockSkewMs };
-    if (!Array.isArray(auth.oidc)) {
-        r.problems.push(`auth.oidc ${show(auth.oidc)}: expected a list of rules, each with audience, team and claims`);
-        return { oidc: rules, oidcClockSkewMs };
-    }
-    auth.oidc.forEach((item, index) => {
-        const rule = parseRule(r, item, `auth.oidc[${index}]`);
-        if (rule)
-            rules.push(rule);
-    });
-    return { oidc: rules, oidcClockSkewMs };
-}
-function parseRule(r, raw, at) {
-    const rule = r.object(raw, at);
-    r.known(rule, at, ['issuer', 'audience', 'team', 'kind', 'claims']);
-    const issuer = issuerOf(r, rule.issuer, `${at}.issuer`);
-    const audience = r.string(rule.audience, `${at}.audience`, '');
-    const team = r.string(rule.team, `${at}.team`, '');
-    if (team !== '' && !TEAM_FORM.test(team))
-        r.problems.push(`${at}.team ${show(rule.team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
-    const kind = r.oneOf(rule.kind, `${at}.kind`, ['agent', 'personal'], 'agent');
-    const claims = claimsOf(r, rule.claims, `${at}.claims`);
-    if (!SCOPING_CLAIMS.some(name => claims[name] !== undefined) && rule.claims !== null)
-        r.problems.push(`${at}.claims: names no repository; expected at least one of ${SCOPING_CLAIMS.join(', ')} ` +
-            '(without one, every repository on the issuer could sign in), such as {repository: acme/widgets, ref: refs/heads/main}');
-    if (issuer === undefined || audience === '' || team === '')
-        return undefined;
-    return { issuer, audience, team, kind, claims };
-}
-function issuerOf(r, value, at) {
+/** `branch`: a name template with only {run_id}, {short_id} or {title_slug} in braces. */
+const readBranch = (value, at, { r }) => {
+    const branch = r.string(value, at, PUBLISH_DEFAULTS.branch);
+    if (/[{}]/.test(branch.replace(/\{(run_id|short_id|title_slug)\}/g, '')))
+        r.problems.push(`${at} ${show(value)}: expected a branch name template with only {run_id}, {short_id} or {title_slug}`);
+    return branch;
+};
+/** `token_env`: unset, or a variable name. */
+const readTokenEnv = (value, at, { r }) => {
     if (value === undefined || value === null)
-        return GITHUB_ACTIONS_ISSUER;
-    const form = `expected an https:// URL such as ${GITHUB_ACTIONS_ISSUER} (http:// only on a loopback address)`;
-    let url;
-    try {
-        url = new URL(String(value));
-    }
-    catch {
-        r.problems.push(`${at} ${show(value)}: ${form}`);
         return undefined;
-    }
-    const plainOnLoopback = url.protocol === 'http:' && isLoopbackHost(url.hostname);
-    if ((url.protocol !== 'https:' && !plainOnLoopback) || url.search !== '' || url.hash !== '') {
-        r.problems.push(`${at} ${show(value)}: ${form}`);
+    const name = r.string(value, at, 'GITHUB_TOKEN');
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+        r.problems.push(`${at} ${show(name)}: expected a variable name such as GITHUB_TOKEN`);
+    return name;
+};
+/** `pull_request.repository`: unset, or owner/name. */
+const readRepository = (value, at, { r }) => {
+    if (value === undefined || value === null)
         return undefined;
-    }
-    if (url.username !== '' || url.password !== '') {
-        r.problems.push(`${at}: a URL with a user name or password; ${form}`);
-        return undefined;
-    }
-    return url.href.replace(/\/+$/, '');
+    const repository = r.string(value, at, 'owner/name');
+    if (!/^[\w.-]+\/[\w.-]+$/.test(repository))
+        r.problems.push(`${at} ${show(repository)}: expected owner/name such as acme/web`);
+    return repository;
+};
+/** `publish.pull_request`: true, false or a mapping. */
+const PULL_REQUEST = section('pull_request', 'open a pull request of the branch (true: with every default); unset: push only', {
+    repository: build/* default.Optional */.Ay$.Optional(custom('repository', 'owner/name; from the remote URL when it is a GitHub URL', 'owner/name', readRepository)),
+    apiUrl: custom('api_url', "the REST API's root (GitHub Enterprise Server: https://HOST/api/v3)", 'an http(s) URL', (value, at, { r }) => r.url(value, at) ?? PUBLISH_DEFAULTS.apiUrl, { fallback: PUBLISH_DEFAULTS.apiUrl }),
+    draft: flag('draft', 'whether the pull request is opened as a draft', true),
+    title: schema_kit_text('title', "the pull request's title template", PUBLISH_DEFAULTS.title),
+    body: schema_kit_text('body', "the pull request's body template", PUBLISH_DEFAULTS.body)
+}, { toggle: true });
+/** An environment's `publish:`: true (all defaults), false or a mapping. */
+const PUBLISH = section('publish', "push the run's changes as a branch, and open a pull request; unset: nothing is pushed", {
+    /** Branch name template: {run_id}, {short_id}, {title_slug}. */
+    branch: custom('branch', 'the branch name template: {run_id}, {short_id}, {title_slug}', 'a string', readBranch, {
+        fallback: PUBLISH_DEFAULTS.branch
+    }),
+    base: build/* default.Optional */.Ay$.Optional(custom('base', "the branch runs start from and pull requests target; unset: the source's HEAD branch", 'a string', (value, at, { r }) => value === undefined || value === null ? undefined : r.string(value, at, 'main'))),
+    remote: schema_kit_text('remote', 'the remote of a local source that receives the branch (a URL source pushes to its URL)', PUBLISH_DEFAULTS.remote),
+    commitMessage: schema_kit_text('commit_message', "the commit's message template", PUBLISH_DEFAULTS.commitMessage),
+    author: section('author', "the commit's author", {
+        name: schema_kit_text('name', "the author's name", PUBLISH_DEFAULTS.author.name),
+        email: schema_kit_text('email', "the author's email", PUBLISH_DEFAULTS.author.email)
+    }),
+    /** The executor's variable holding the token for https pushes and the API. */
+    tokenEnv: build/* default.Optional */.Ay$.Optional(custom('token_env', "the executor's variable holding the token for https pushes and the API", 'a variable name', readTokenEnv)),
+    /** Absent: push only. */
+    pullRequest: build/* default.Optional */.Ay$.Optional(PULL_REQUEST)
+}, { toggle: true });
+
+;// CONCATENATED MODULE: ./src/executor/config/environment.ts
+// One entry of `environments:` declared as a schema (schema-kit.ts): what a run is made from (its
+// source, setup and image), which agent runs it, and how it is confined and published. Each key's
+// reader here checks what the generic forms do not: the id's form, variable names, the agent kind's
+// own keys, a skopeo image reference.
+
+
+
+
+
+
+
+// eslint-disable-next-line no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\s]/;
+/** The skopeo transports an `image` may name. */
+const IMAGE_TRANSPORTS = ['oci:', 'oci-archive:', 'docker-archive:', 'docker://'];
+/** Transports of the host's own stores, which the copy's unprivileged user does not reach. */
+const HOST_STORE_TRANSPORTS = ['containers-storage:', 'docker-daemon:'];
+const IMAGE_FORMS = 'expected a skopeo image reference such as oci:/srv/images/python:3.12, oci-archive:/srv/python.tar, docker-archive:/srv/python.tar or docker://debian:12';
+/** What the reference says of the agent kinds' own keys (the kinds declare only their names). */
+const AGENT_KEY_DOCS = {
+    command: 'the program and its arguments; {prompt} in an argument is replaced by the prompt (a harness: the CLI to run)',
+    prompt: 'how the prompt reaches a command: stdin (default) or arg (replaces {prompt}, or is appended)',
+    model: "the harness CLI's model",
+    args: 'more arguments of the harness CLI',
+    max_cost_usd: 'a harness run stops past this cost in US dollars (above 0)'
+};
+/** A git URL (`https://…`, `ssh://…`, `file://…`, `git@host:repo`) or a path. */
+function isRemoteSource(source) {
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(source) || /^[\w.-]+@[\w.-]+:/.test(source);
 }
-function claimsOf(r, value, at) {
-    const claims = {};
-    const object = r.object(value, at);
-    for (const [name, pattern] of Object.entries(object)) {
-        if (!OIDC_CLAIMS.includes(name)) {
-            r.problems.push(`${at}.${name}: unknown claim; expected one of ${OIDC_CLAIMS.join(', ')}`);
-            continue;
-        }
-        if ((typeof pattern !== 'string' && typeof pattern !== 'number' && typeof pattern !== 'boolean') ||
-            String(pattern) === '') {
-            r.problems.push(`${at}.${name} ${show(pattern)}: expected a non-empty string, where * matches any characters (such as refs/heads/*)`);
-            continue;
-        }
-        claims[name] = String(pattern);
+/** `id`: required, 1–64 letters, digits, '.', '_' or '-'. */
+const readId = (value, at, { r }) => {
+    const id = r.string(value, at, '');
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id))
+        r.problems.push(`${at} ${show(value)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+    return id;
+};
+/**
+ * `agent`: its kind, then the kind's own keys. An unknown kind is its one problem: its other keys
+ * belong to the kind meant, not to the default.
+ */
+const readAgent = (value, at, { r }) => {
+    const agent = r.object(value ?? { kind: 'simulated' }, at);
+    const kindProblems = r.problems.length;
+    const kind = AGENT_KINDS.get(r.oneOf(agent.kind, `${at}.kind`, [...AGENT_KINDS.keys()], 'simulated'));
+    if (r.problems.length !== kindProblems)
+        return kind.parse({ kind: kind.kind }, at, new ConfigReader([]));
+    r.known(agent, at, ['kind', ...kind.keys]);
+    return kind.parse(agent, at, r);
+};
+/** `env`: names of variables. */
+const readEnv = (value, at, { r }) => {
+    const names = r.strings(value, at);
+    for (const name of names)
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+            r.problems.push(`${at} ${show(name)}: expected a variable name such as ANTHROPIC_API_KEY`);
+    return names;
+};
+/** `image` (a skopeo reference; a relative oci:/docker-archive: path is from the config's folder) with `image_pull`. */
+const readImage = (value, at, { r, raw, done, base }) => {
+    const pull = raw.image_pull;
+    const mode = r.oneOf(pull, `${at}_pull`, ['missing', 'always'], 'missing');
+    if (value === undefined || value === null) {
+        if (pull !== undefined && pull !== null)
+            r.problems.push(`${at}_pull ${show(pull)}: only with an \`image\`; expected it removed or an image set`);
+        return undefined;
     }
-    return claims;
+    const ref = imageRef(r, value, at, base);
+    if (ref !== undefined && !done.sandbox.enabled)
+        r.problems.push(`${at} ${show(value)}: an image is the root of the run's sandbox; expected no \`sandbox: off\` with it`);
+    return ref === undefined ? undefined : { ref, pull: mode };
+};
+/** The reference `value` names, a relative path resolved from `base`; undefined (with its problem) when none. */
+function imageRef(r, value, at, base) {
+    const text = typeof value === 'string' ? value.trim() : '';
+    const hostStore = HOST_STORE_TRANSPORTS.find(prefix => text.startsWith(prefix));
+    if (hostStore) {
+        r.problems.push(`${at} ${show(value)}: images are copied by an unprivileged user that does not reach the host's ${hostStore === 'docker-daemon:' ? 'Docker daemon' : 'container storage'}; expected the image saved first (\`skopeo copy ${hostStore}NAME:TAG oci:/srv/images/NAME:TAG\`) and named as oci:/srv/images/NAME:TAG`);
+        return undefined;
+    }
+    const transport = IMAGE_TRANSPORTS.find(prefix => text.startsWith(prefix));
+    if (!transport || text.length === transport.length || text.length > 1024 || UNPRINTABLE.test(text)) {
+        r.problems.push(`${at} ${show(value)}: ${IMAGE_FORMS}`);
+        return undefined;
+    }
+    const rest = text.slice(transport.length);
+    if (transport === 'docker://' || rest.startsWith('/'))
+        return text;
+    return transport + (0,external_node_path_.resolve)(base, rest);
+}
+/** The rows the reference shows for the agent kinds' own keys. */
+function agentKeys() {
+    const kinds = [...AGENT_KINDS.values()];
+    const keys = [...new Set(kinds.flatMap(kind => kind.keys))];
+    return keys.map(key => ({
+        key,
+        doc: `${AGENT_KEY_DOCS[key] ?? 'read by the kind'} (kinds: ${kinds
+            .filter(kind => kind.keys.includes(key))
+            .map(kind => kind.kind)
+            .join(', ')})`,
+        form: 'as the kind reads it'
+    }));
+}
+/** One entry of `environments:`. */
+const ENVIRONMENT = build/* default.Object */.Ay$.Object({
+    id: custom('id', 'the environment_id clients send (required)', "1–64 letters, digits, '.', '_' or '-'", readId),
+    name: custom('name', 'the name clients are shown', 'a string', (value, at, { r, done }) => r.string(value, at, done.id), { fallback: 'the id' }),
+    /** Absolute path of a directory or git repository each run's workspace is made from. */
+    source: custom('source', 'what each workspace is made from: a directory, a git repository or a git URL (https, http, ssh, git, file, git@host:repo), relative to the file', 'a path or a git URL', (value, at, { r, base }) => {
+        const source = r.string(value, at, '.');
+        return isRemoteSource(source) ? source : (0,external_node_path_.resolve)(base, source);
+    }, { fallback: '.' }),
+    setup: list('setup', 'shell commands run in the workspace before the agent, recorded in the transcript'),
+    /** Whether the result of `setup` for one commit is kept as a shared read-only layer (workspace/setup-layers.ts). */
+    setupCache: flag('setup_cache', "true: keep the setup's result per commit and skip it in later runs (overlay workspaces)"),
+    agent: custom('agent', 'the agent that runs: {kind: simulated}, a command, or a harness', 'a mapping with kind and its keys', readAgent, {
+        fallback: '{kind: simulated}',
+        more: [
+            {
+                key: 'kind',
+                doc: 'the kind of agent: the simulated one, any command, or a harness CLI run natively (see Agent harnesses)',
+                form: `one of ${[...AGENT_KINDS.keys()].join(', ')}`,
+                fallback: 'simulated'
+            },
+            ...agentKeys()
+        ]
+    }),
+    /** Names of variables passed from the executor's own environment to the agent. */
+    env: custom('env', "variables passed from the executor's own environment, by name (never from requests)", 'a list of variable names', readEnv, {
+        fallback: '[]'
+    }),
+    timeoutMs: duration('timeout', 'per run; past it the run is FAILED with error_code timeout', 30 * 60_000),
+    maxConcurrentRuns: custom('max_concurrent_runs', 'runs of this environment at once', 'a whole number', (value, at, { r, root }) => r.int(value, at, root.workers, 1, 256), { fallback: 'workers', range: '1 to 256' }),
+    sandbox: custom('sandbox', 'how runs are confined (see The sandbox); off runs this environment unconfined', 'off or a mapping', (value, at, { r }) => parseSandbox(value, at, r.problems), { fallback: 'on, network none', inner: SANDBOX_KEYS }),
+    /** Where a run's changes are pushed, and the pull request opened (config/publish-config.ts). */
+    publish: build/* default.Optional */.Ay$.Optional(PUBLISH),
+    orchestrateEnvironments: list('orchestrate_environments', 'other environments of this file an orchestrate run of this one may start child runs in (its own is always allowed)'),
+    /** The container image whose file system runs see as `/` (images/cache.ts); unset: the host's. */
+    image: build/* default.Optional */.Ay$.Optional(custom('image', "runs see this container image's file system as / (containers-storage: and docker-daemon: refused); unset: the host's", 'oci:PATH[:TAG], oci-archive:PATH[:TAG], docker-archive:PATH or docker://NAME[:TAG]', readImage, {
+        also: [
+            {
+                key: 'image_pull',
+                doc: 'missing: copied once, then taken from the cache; always: copied again before each run',
+                form: 'one of missing, always',
+                fallback: 'missing'
+            }
+        ]
+    }))
+});
+/** The environment of a file without `environments:`: the config's folder with the simulated agent. */
+function defaultEnvironment(base, workers) {
+    return {
+        id: 'local',
+        name: 'Local directory (simulated agent)',
+        source: base,
+        setup: [],
+        setupCache: false,
+        agent: { kind: 'simulated' },
+        env: [],
+        timeoutMs: 30 * 60_000,
+        maxConcurrentRuns: workers,
+        sandbox: { ...DEFAULT_SANDBOX },
+        orchestrateEnvironments: []
+    };
 }
 
-// EXTERNAL MODULE: ./node_modules/typebox/build/index.mjs + 1 modules
-var build = __webpack_require__(35007);
 ;// CONCATENATED MODULE: ./src/api/webhooks.ts
 // Schemas of the webhook endpoints: a team's endpoints (where the executor sends signed events, by
 // the Standard Webhooks specification), their secrets (shown only when made), and their delivery
@@ -4045,89 +4401,85 @@ const ListDeliveriesResponseSchema = build/* default.Object */.Ay$.Object({ deli
 // the expected form.
 
 
+
+
 /** The Standard Webhooks specification's schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h. */
 const DEFAULT_RETRY_SCHEDULE_MS = [5, 300, 1800, 7200, 18_000, 36_000, 50_400, 72_000, 86_400].map(seconds => seconds * 1000);
-const KEYS = [
-    'retry_schedule',
-    'timeout',
-    'allow_private_networks',
-    'max_endpoints_per_team',
-    'concurrency_per_endpoint',
-    'concurrency_per_team',
-    'concurrency',
-    'rotation_grace',
-    'endpoints'
-];
-function parseWebhooks(raw, r) {
-    const at = 'webhooks';
-    const hooks = r.object(raw, at);
-    r.known(hooks, at, KEYS);
-    let retryScheduleMs = DEFAULT_RETRY_SCHEDULE_MS;
-    if (hooks.retry_schedule !== undefined && hooks.retry_schedule !== null) {
-        if (!Array.isArray(hooks.retry_schedule) || hooks.retry_schedule.length > 20) {
-            r.problems.push(`${at}.retry_schedule ${show(hooks.retry_schedule)}: expected a list of at most 20 durations, such as [5s, 5m, 30m]`);
-        }
-        else {
-            retryScheduleMs = hooks.retry_schedule.map((item, index) => r.duration(item, `${at}.retry_schedule[${index}]`, 5000));
-        }
+const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** `retry_schedule`: at most 20 durations. */
+const readSchedule = (value, at, { r }) => {
+    if (value === undefined || value === null)
+        return DEFAULT_RETRY_SCHEDULE_MS;
+    if (!Array.isArray(value) || value.length > 20) {
+        r.problems.push(`${at} ${show(value)}: expected a list of at most 20 durations, such as [5s, 5m, 30m]`);
+        return DEFAULT_RETRY_SCHEDULE_MS;
     }
-    const allow = hooks.allow_private_networks;
-    if (allow !== undefined && allow !== null && typeof allow !== 'boolean')
-        r.problems.push(`${at}.allow_private_networks ${show(allow)}: expected true or false`);
-    const config = {
-        retryScheduleMs,
-        timeoutMs: r.duration(hooks.timeout, `${at}.timeout`, 15_000),
-        allowPrivateNetworks: allow === true,
-        maxEndpointsPerTeam: r.int(hooks.max_endpoints_per_team, `${at}.max_endpoints_per_team`, 10, 1, 1000),
-        concurrencyPerEndpoint: r.int(hooks.concurrency_per_endpoint, `${at}.concurrency_per_endpoint`, 4, 1, 100),
-        concurrencyPerTeam: r.int(hooks.concurrency_per_team, `${at}.concurrency_per_team`, 16, 1, 1000),
-        concurrency: r.int(hooks.concurrency, `${at}.concurrency`, 64, 1, 10_000),
-        rotationGraceMs: r.duration(hooks.rotation_grace, `${at}.rotation_grace`, 86_400_000, true),
-        endpoints: []
-    };
-    if (hooks.endpoints !== undefined && hooks.endpoints !== null) {
-        if (!Array.isArray(hooks.endpoints)) {
-            r.problems.push(`${at}.endpoints ${show(hooks.endpoints)}: expected a list of endpoints`);
-        }
-        else {
-            hooks.endpoints.forEach((item, index) => {
-                config.endpoints.push(parseDeclared(item, `${at}.endpoints[${index}]`, r));
-            });
-        }
+    return value.map((item, index) => r.duration(item, `${at}[${index}]`, 5000));
+};
+/** An endpoint's `url`: required, an http(s) URL. */
+const readUrl = (value, at, { r }) => {
+    const url = r.url(value, at) ?? '';
+    if (value === undefined)
+        r.problems.push(`${at}: required, expected an http(s) URL`);
+    return value === undefined ? '' : url;
+};
+/** An endpoint's `events`: null (every type) unless a non-empty list of known types. */
+const readEvents = (value, at, { r }) => {
+    if (value === undefined || value === null)
+        return null;
+    const events = r.strings(value, at);
+    for (const event of events)
+        if (!WEBHOOK_EVENT_TYPES.includes(event))
+            r.problems.push(`${at} ${show(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+    if (events.length === 0)
+        r.problems.push(`${at}: expected a non-empty list of event types`);
+    return events;
+};
+/** An endpoint's `secret_env`: required, a variable name. */
+const readSecretEnv = (value, at, { r }) => {
+    const name = r.string(value, at, '');
+    if (name !== '' && !VARIABLE.test(name))
+        r.problems.push(`${at} ${show(name)}: expected a variable name such as ACME_WEBHOOK_SECRET`);
+    return name;
+};
+/** One endpoint the operator declares for a team. */
+const DECLARED_WEBHOOK = build/* default.Object */.Ay$.Object({
+    team: schema_kit_text('team', 'the team the endpoint is for (required)', ''),
+    url: custom('url', 'where deliveries are sent (required)', 'an http(s) URL', readUrl),
+    events: custom('events', 'the event types sent; unset: every type', 'a list of event types', readEvents),
+    description: custom('description', 'shown with the endpoint', 'a string', (value, at, { r }) => value === undefined ? '' : r.string(value, at, '')),
+    secretEnv: custom('secret_env', "the executor's variable holding the secret (whsec_…), never written in the file", 'a variable name', readSecretEnv)
+});
+/** `endpoints`: a list of declared endpoints. */
+const readEndpoints = (value, at, ctx) => {
+    if (value === undefined || value === null)
+        return [];
+    if (!Array.isArray(value)) {
+        ctx.r.problems.push(`${at} ${show(value)}: expected a list of endpoints`);
+        return [];
     }
-    return config;
-}
-function parseDeclared(raw, at, r) {
-    const entry = r.object(raw, at);
-    r.known(entry, at, ['team', 'url', 'events', 'description', 'secret_env']);
-    const url = r.url(entry.url, `${at}.url`) ?? '';
-    if (entry.url === undefined)
-        r.problems.push(`${at}.url: required, expected an http(s) URL`);
-    const secretEnv = r.string(entry.secret_env, `${at}.secret_env`, '');
-    if (secretEnv !== '' && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(secretEnv))
-        r.problems.push(`${at}.secret_env ${show(secretEnv)}: expected a variable name such as ACME_WEBHOOK_SECRET`);
-    let events = null;
-    if (entry.events !== undefined && entry.events !== null) {
-        events = r.strings(entry.events, `${at}.events`);
-        for (const event of events)
-            if (!WEBHOOK_EVENT_TYPES.includes(event))
-                r.problems.push(`${at}.events ${show(event)}: expected one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
-        if (events.length === 0)
-            r.problems.push(`${at}.events: expected a non-empty list of event types`);
-    }
-    return {
-        team: r.string(entry.team, `${at}.team`, ''),
-        url: entry.url === undefined ? '' : url,
-        events,
-        description: entry.description === undefined ? '' : r.string(entry.description, `${at}.description`, ''),
-        secretEnv
-    };
-}
+    return value.map((item, index) => readMapping(DECLARED_WEBHOOK, item, `${at}[${index}]`, ctx));
+};
+/** The `webhooks:` mapping. */
+const WEBHOOKS = section('webhooks', "signed events of runs to teams' endpoints (docs/webhooks.md)", {
+    retryScheduleMs: custom('retry_schedule', 'the delays before each retry after the first, immediate attempt', 'a list of at most 20 durations', readSchedule, { fallback: '[5s, 5m, 30m, 2h, 5h, 10h, 14h, 20h, 24h]' }),
+    timeoutMs: duration('timeout', 'how long one attempt may take, connection to answer', 15_000),
+    allowPrivateNetworks: flag('allow_private_networks', 'whether loopback, private, link-local and metadata addresses may be sent to (local setups)'),
+    maxEndpointsPerTeam: schema_kit_int('max_endpoints_per_team', 'endpoints of one team; one more: 409 webhook_limit_reached', 10, 1, 1000),
+    concurrencyPerEndpoint: schema_kit_int('concurrency_per_endpoint', 'attempts under way to one endpoint (across nodes)', 4, 1, 100),
+    concurrencyPerTeam: schema_kit_int('concurrency_per_team', 'attempts under way for one team (across nodes)', 16, 1, 1000),
+    concurrency: schema_kit_int('concurrency', 'attempts under way on one node', 64, 1, 10_000),
+    rotationGraceMs: duration('rotation_grace', 'how long the secret before a rotation still signs', 86_400_000, true),
+    endpoints: custom('endpoints', "the operator's endpoints, each {team, url, secret_env, events?, description?}", 'a list of endpoints', readEndpoints, { fallback: '[]', inner: DECLARED_WEBHOOK, list: true })
+});
 
-;// CONCATENATED MODULE: ./src/executor/config/config.ts
-// The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
-// key, the value and the expected form. Without a file, one environment `local` serves the current
-// directory with the simulated agent.
+;// CONCATENATED MODULE: ./src/executor/config/schema.ts
+// The executor's configuration, declared once: every key of agent-executor.yaml as an entry of this
+// schema (schema-kit.ts), in the order the file's mappings list them. The parsed ExecutorConfig is
+// its Static type; the known keys, the defaults, the ranges, the messages and the reference in
+// docs/configuration.md (reference.ts) are all read from it. A new key is one entry here (or in the
+// mapping's own file: environment.ts, publish-config.ts, webhooks-config.ts, auth-config.ts,
+// sandbox/config.ts).
 
 
 
@@ -4136,318 +4488,73 @@ function parseDeclared(raw, at, r) {
 
 
 
-
-
-
-// eslint-disable-next-line no-control-regex
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\s]/;
-/** The skopeo transports an `image` may name. */
-const IMAGE_TRANSPORTS = ['oci:', 'oci-archive:', 'docker-archive:', 'docker://'];
-/** Transports of the host's own stores, which the copy's unprivileged user does not reach. */
-const HOST_STORE_TRANSPORTS = ['containers-storage:', 'docker-daemon:'];
-const IMAGE_FORMS = 'expected a skopeo image reference such as oci:/srv/images/python:3.12, oci-archive:/srv/python.tar, docker-archive:/srv/python.tar or docker://debian:12';
-class ConfigError extends Error {
-}
 /**
  * `workspaces.min_free_inodes` unless set: as many inodes as ext4 gives the default `min_free`
  * (1 GiB at its default of one inode per 16 KiB), so on such a file system the two floors agree;
  * room for the checkout of a repository of tens of thousands of files.
  */
 const DEFAULT_MIN_FREE_INODES = 65_536;
-/** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
-function loadConfig(overrides = {}, cwd = process.cwd(), env = process.env) {
-    const explicit = overrides.config !== undefined;
-    const file = (0,external_node_path_.resolve)(cwd, overrides.config ?? 'agent-executor.yaml');
-    let raw = {};
-    let base = cwd;
-    if ((0,external_node_fs_.existsSync)(file)) {
-        let text;
-        try {
-            text = (0,external_node_fs_.readFileSync)(file, 'utf8');
-        }
-        catch (error) {
-            throw new ConfigError(`config ${file}: cannot read it (${error.code})`);
-        }
-        try {
-            raw = (0,dist/* parse */.qg)(text) ?? {};
-        }
-        catch (error) {
-            throw new ConfigError(`config ${file}: not valid YAML (${error.message.split('\n')[0]})`);
-        }
-        base = (0,external_node_path_.dirname)(file);
-    }
-    else if (explicit) {
-        throw new ConfigError(`config ${file}: no such file`);
-    }
-    const config = parseConfig(raw, base, explicit || (0,external_node_fs_.existsSync)(file) ? file : 'defaults');
-    if ((0,external_node_fs_.existsSync)(file))
-        config.configFile = file;
-    if (overrides.host !== undefined)
-        config.host = overrides.host;
-    if (overrides.port !== undefined)
-        config.port = overrides.port;
-    if (overrides.dataDir !== undefined) {
-        const inDataDir = config.store.kind === 'sqlite' && config.store.path === (0,external_node_path_.join)(config.dataDir, 'executor.db');
-        config.dataDir = (0,external_node_path_.resolve)(cwd, overrides.dataDir);
-        if (inDataDir)
-            config.store = parseStoreSpec(undefined, config.dataDir, cwd);
-    }
-    const [store, from] = overrides.store !== undefined
-        ? [overrides.store, '--store']
-        : env.AGENT_EXECUTOR_STORE
-            ? [env.AGENT_EXECUTOR_STORE, 'AGENT_EXECUTOR_STORE']
-            : [undefined, ''];
-    if (store !== undefined) {
-        try {
-            config.store = parseStoreSpec(store, config.dataDir, cwd);
-        }
-        catch (error) {
-            if (error instanceof StoreSpecError)
-                throw new ConfigError(`${from} ${error.message}`);
-            throw error;
-        }
-    }
-    return config;
-}
-function parseConfig(raw, base, where = 'config') {
-    const problems = [];
-    const r = new ConfigReader(problems);
-    const root = r.object(raw, '');
-    r.known(root, '', [
-        'server',
-        'data_dir',
-        'store',
-        'workers',
-        'lease',
-        'shutdown_grace',
-        'log_level',
-        'log_format',
-        'workspaces',
-        'limits',
-        'webhooks',
-        'environments',
-        'auth'
-    ]);
-    const server = r.object(root.server, 'server');
-    const workspaces = r.object(root.workspaces, 'workspaces');
-    r.known(workspaces, 'workspaces', [
-        'retention',
-        'continue_for',
-        'quota',
-        'max_files',
-        'max_patch',
-        'min_free',
-        'min_free_inodes',
-        'cache_size'
-    ]);
-    r.known(server, 'server', ['host', 'port', 'public_url', 'session_pages']);
-    const limits = r.object(root.limits, 'limits');
-    r.known(limits, 'limits', [
-        'max_body_bytes',
-        'max_prompt_bytes',
-        'rate_limit_per_minute',
-        'max_queued_runs',
-        'max_queued_runs_per_team',
-        'max_running_runs_per_team',
-        'max_schedules_per_team',
-        'retention_days',
-        'transcript',
-        'max_streams_per_key',
-        'max_streams',
-        'stream_heartbeat',
-        'stream_buffer'
-    ]);
-    const workers = r.int(root.workers, 'workers', 4, 1, 256);
-    const dataDir = (0,external_node_path_.resolve)(base, r.string(root.data_dir, 'data_dir', '.agent-executor'));
-    let store = parseStoreSpec(undefined, dataDir, base);
-    if (root.store !== undefined && root.store !== null) {
-        try {
-            if (typeof root.store !== 'string')
-                throw new StoreSpecError(`${show(root.store)}: expected a string`);
-            store = parseStoreSpec(root.store, dataDir, base);
-        }
-        catch (error) {
-            if (!(error instanceof StoreSpecError))
-                throw error;
-            problems.push(`store ${error.message}`);
-        }
-    }
-    const maxQueuedRuns = r.int(limits.max_queued_runs, 'limits.max_queued_runs', 1000, 1, 1e9);
-    const config = {
-        host: r.string(server.host, 'server.host', '127.0.0.1'),
-        port: r.int(server.port, 'server.port', 8080, 0, 65535),
-        publicUrl: r.url(server.public_url, 'server.public_url'),
-        sessionPages: r.oneOf(server.session_pages, 'server.session_pages', ['link', 'sign-in'], 'link'),
-        dataDir,
-        store,
-        workers,
-        leaseMs: r.duration(root.lease, 'lease', 30_000),
-        shutdownGraceMs: r.duration(root.shutdown_grace, 'shutdown_grace', 30_000),
-        logLevel: r.oneOf(root.log_level, 'log_level', ['fatal', 'error', 'warn', 'info', 'debug', 'silent'], 'info'),
-        logFormat: r.oneOf(root.log_format, 'log_format', ['auto', 'text', 'json'], 'auto'),
-        workspaces: {
-            retentionMs: r.duration(workspaces.retention, 'workspaces.retention', 3_600_000, true),
-            continueForMs: r.duration(workspaces.continue_for, 'workspaces.continue_for', 86_400_000, true),
-            quotaBytes: r.size(workspaces.quota, 'workspaces.quota', 2 * 1024 ** 3),
-            maxFiles: r.int(workspaces.max_files, 'workspaces.max_files', 200_000, 100, 1e9),
-            maxPatchBytes: r.size(workspaces.max_patch, 'workspaces.max_patch', 50 * 1024 ** 2),
-            minFreeBytes: r.size(workspaces.min_free, 'workspaces.min_free', 1024 ** 3),
-            minFreeInodes: r.int(workspaces.min_free_inodes, 'workspaces.min_free_inodes', DEFAULT_MIN_FREE_INODES, 0, 1e9),
-            cacheBytes: r.size(workspaces.cache_size, 'workspaces.cache_size', 10 * 1024 ** 3)
-        },
-        limits: {
-            maxBodyBytes: r.int(limits.max_body_bytes, 'limits.max_body_bytes', 1024 * 1024, 1024, 1 << 30),
-            maxPromptBytes: r.int(limits.max_prompt_bytes, 'limits.max_prompt_bytes', 64 * 1024, 1, 1 << 30),
-            rateLimitPerMinute: r.int(limits.rate_limit_per_minute, 'limits.rate_limit_per_minute', 600, 0, 1e9),
-            maxQueuedRuns,
-            maxQueuedRunsPerTeam: perTeamQueueLimit(r, limits.max_queued_runs_per_team, maxQueuedRuns),
-            maxRunningRunsPerTeam: r.int(limits.max_running_runs_per_team, 'limits.max_running_runs_per_team', 0, 0, 1e9),
-            maxSchedulesPerTeam: r.int(limits.max_schedules_per_team, 'limits.max_schedules_per_team', 100, 1, 1e6),
-            retentionDays: r.int(limits.retention_days, 'limits.retention_days', 30, 1, 36500),
-            transcriptBytes: transcriptLimit(r, limits.transcript),
-            maxStreamsPerKey: r.int(limits.max_streams_per_key, 'limits.max_streams_per_key', 20, 1, 1e6),
-            maxStreams: r.int(limits.max_streams, 'limits.max_streams', 2000, 1, 1e7),
-            streamHeartbeatMs: r.duration(limits.stream_heartbeat, 'limits.stream_heartbeat', 15_000),
-            streamBufferBytes: r.size(limits.stream_buffer, 'limits.stream_buffer', 1024 ** 2)
-        },
-        webhooks: parseWebhooks(root.webhooks, r),
-        environments: [],
-        auth: parseAuth(r, root.auth)
-    };
-    if (root.environments === undefined) {
-        config.environments.push(defaultEnvironment(base, workers));
-    }
-    else if (!Array.isArray(root.environments) || root.environments.length === 0) {
-        problems.push(`environments: expected a non-empty list of environments, got ${show(root.environments)}`);
-    }
-    else {
-        const seen = new Set();
-        root.environments.forEach((item, index) => {
-            const env = parseEnvironment(r, item, `environments[${index}]`, base, workers);
-            if (seen.has(env.id))
-                problems.push(`environments[${index}].id ${show(env.id)}: the id is used twice`);
-            seen.add(env.id);
-            config.environments.push(env);
-        });
-        checkOrchestrateEnvironments(config.environments, problems);
-    }
-    if (problems.length > 0) {
-        throw new ConfigError(`${where}: ${problems.length === 1 ? problems[0] : `\n- ${problems.join('\n- ')}`}`);
-    }
-    return config;
-}
 /** The smallest `limits.transcript`: room for a head, a tail and the note between them. */
 const MIN_TRANSCRIPT_BYTES = 64 * 1024;
-function transcriptLimit(r, value) {
-    const bytes = r.size(value, 'limits.transcript', 16 * 1024 ** 2);
+/** `store`: a location string, SQLite in the data dir unless set. */
+const readStore = (value, _at, { r, base, done }) => {
+    const dataDir = done.dataDir;
+    if (value === undefined || value === null)
+        return parseStoreSpec(undefined, dataDir, base);
+    try {
+        if (typeof value !== 'string')
+            throw new StoreSpecError(`${show(value)}: expected a string`);
+        return parseStoreSpec(value, dataDir, base);
+    }
+    catch (error) {
+        if (!(error instanceof StoreSpecError))
+            throw error;
+        r.problems.push(`store ${error.message}`);
+        return parseStoreSpec(undefined, dataDir, base);
+    }
+};
+/** `limits.transcript`: a size of at least MIN_TRANSCRIPT_BYTES. */
+const readTranscript = (value, at, { r }) => {
+    const bytes = r.size(value, at, 16 * 1024 ** 2);
     if (bytes >= MIN_TRANSCRIPT_BYTES)
         return bytes;
-    r.problems.push(`limits.transcript ${show(value)}: expected at least 64KiB, such as 16MiB`);
+    r.problems.push(`${at} ${show(value)}: expected at least 64KiB, such as 16MiB`);
     return MIN_TRANSCRIPT_BYTES;
-}
+};
 /**
  * `limits.max_queued_runs_per_team`: by default a tenth of the node's queue, at least 100 (so a
  * team of a small executor is not held to a handful) and never more than the node's limit; a
  * value above the node's limit could never be reached, so it is refused.
  */
-function perTeamQueueLimit(r, value, maxQueuedRuns) {
-    const key = 'limits.max_queued_runs_per_team';
+const readPerTeamQueue = (value, at, { r, done }) => {
+    const maxQueuedRuns = done.maxQueuedRuns;
     const fallback = Math.min(maxQueuedRuns, Math.max(100, Math.floor(maxQueuedRuns / 10)));
-    const limit = r.int(value, key, fallback, 1, 1e9);
+    const limit = r.int(value, at, fallback, 1, 1e9);
     if (limit <= maxQueuedRuns)
         return limit;
-    r.problems.push(`${key} ${show(value)}: expected at most limits.max_queued_runs (${maxQueuedRuns}), the node's own queue`);
+    r.problems.push(`${at} ${show(value)}: expected at most limits.max_queued_runs (${maxQueuedRuns}), the node's own queue`);
     return maxQueuedRuns;
-}
-function defaultEnvironment(base, workers) {
-    return {
-        id: 'local',
-        name: 'Local directory (simulated agent)',
-        source: base,
-        setup: [],
-        setupCache: false,
-        agent: { kind: 'simulated' },
-        env: [],
-        timeoutMs: 30 * 60_000,
-        maxConcurrentRuns: workers,
-        sandbox: { ...DEFAULT_SANDBOX },
-        orchestrateEnvironments: []
-    };
-}
-function parseEnvironment(r, raw, at, base, workers) {
-    const env = r.object(raw, at);
-    r.known(env, at, [
-        'id',
-        'name',
-        'source',
-        'setup',
-        'setup_cache',
-        'agent',
-        'env',
-        'timeout',
-        'max_concurrent_runs',
-        'sandbox',
-        'publish',
-        'orchestrate_environments',
-        'image',
-        'image_pull'
-    ]);
-    const id = r.string(env.id, `${at}.id`, '');
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
-        r.problems.push(`${at}.id ${show(env.id)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+};
+/** `environments`: a non-empty list of environments of distinct ids; absent: `local` alone. */
+const readEnvironments = (value, at, ctx) => {
+    const { r, base, root } = ctx;
+    if (value === undefined)
+        return [defaultEnvironment(base, root.workers)];
+    if (!Array.isArray(value) || value.length === 0) {
+        r.problems.push(`${at}: expected a non-empty list of environments, got ${show(value)}`);
+        return [];
     }
-    const agent = r.object(env.agent ?? { kind: 'simulated' }, `${at}.agent`);
-    const kindProblems = r.problems.length;
-    const kind = AGENT_KINDS.get(r.oneOf(agent.kind, `${at}.agent.kind`, [...AGENT_KINDS.keys()], 'simulated'));
-    // An unknown kind is its one problem: its other keys belong to the kind meant, not to the default.
-    const kindKnown = r.problems.length === kindProblems;
-    if (kindKnown)
-        r.known(agent, `${at}.agent`, ['kind', ...kind.keys]);
-    const parsedAgent = kindKnown
-        ? kind.parse(agent, `${at}.agent`, r)
-        : kind.parse({ kind: kind.kind }, `${at}.agent`, new ConfigReader([]));
-    const names = r.strings(env.env, `${at}.env`);
-    for (const name of names) {
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-            r.problems.push(`${at}.env ${show(name)}: expected a variable name such as ANTHROPIC_API_KEY`);
-        }
-    }
-    const sandbox = parseSandbox(env.sandbox, `${at}.sandbox`, r.problems);
-    const image = imageOf(r, env.image, env.image_pull, at, base);
-    if (image && !sandbox.enabled)
-        r.problems.push(`${at}.image ${show(env.image)}: an image is the root of the run's sandbox; expected no \`sandbox: off\` with it`);
-    return {
-        id,
-        name: r.string(env.name, `${at}.name`, id),
-        source: sourceOf(r.string(env.source, `${at}.source`, '.'), base),
-        setup: r.strings(env.setup, `${at}.setup`),
-        setupCache: setupCacheOf(r, env.setup_cache, `${at}.setup_cache`),
-        agent: parsedAgent,
-        env: names,
-        timeoutMs: r.duration(env.timeout, `${at}.timeout`, 30 * 60_000),
-        maxConcurrentRuns: r.int(env.max_concurrent_runs, `${at}.max_concurrent_runs`, workers, 1, 256),
-        sandbox,
-        publish: parsePublish(env.publish, `${at}.publish`, r),
-        orchestrateEnvironments: r.strings(env.orchestrate_environments, `${at}.orchestrate_environments`),
-        ...(image ? { image } : {})
-    };
-}
-/**
- * Why `environment` cannot run an orchestrate turn, or undefined: the turn's credential must be
- * reachable only through the run's proxy, so it needs a sandbox whose network is not the host's
- * (with `network: host` the sandbox could reach the executor past the proxy; without a sandbox
- * there is no proxy at all).
- */
-function orchestrateProblem(environment) {
-    const why = !environment.sandbox.enabled
-        ? 'has sandbox: off'
-        : environment.sandbox.network === 'host'
-            ? 'has sandbox.network: host'
-            : undefined;
-    if (!why)
-        return undefined;
-    return `mode "orchestrate": environment ${JSON.stringify(environment.id)} ${why}, and an orchestrate run's credential must be reachable only through its sandbox's proxy; use an environment with a sandbox whose network is none or a host:port list`;
-}
+    const seen = new Set();
+    const environments = value.map((item, index) => {
+        const env = readMapping(ENVIRONMENT, item, `${at}[${index}]`, ctx);
+        if (seen.has(env.id))
+            r.problems.push(`${at}[${index}].id ${show(env.id)}: the id is used twice`);
+        seen.add(env.id);
+        return env;
+    });
+    checkOrchestrateEnvironments(environments, r.problems);
+    return environments;
+};
 /**
  * Each environment's `orchestrate_environments` names other environments of the file, once each:
  * an unknown id (with the ids there are) or a repeated one is a problem naming the entry.
@@ -4468,47 +4575,156 @@ function checkOrchestrateEnvironments(environments, problems) {
         }
     });
 }
-/** `image` (a skopeo reference; a relative oci:/docker-archive: path is from the config's folder) and `image_pull`. */
-function imageOf(r, value, pull, at, base) {
-    const mode = r.oneOf(pull, `${at}.image_pull`, ['missing', 'always'], 'missing');
-    if (value === undefined || value === null) {
-        if (pull !== undefined && pull !== null)
-            r.problems.push(`${at}.image_pull ${show(pull)}: only with an \`image\`; expected it removed or an image set`);
-        return undefined;
-    }
-    const text = typeof value === 'string' ? value.trim() : '';
-    const hostStore = HOST_STORE_TRANSPORTS.find(prefix => text.startsWith(prefix));
-    if (hostStore) {
-        r.problems.push(`${at}.image ${show(value)}: images are copied by an unprivileged user that does not reach the host's ${hostStore === 'docker-daemon:' ? 'Docker daemon' : 'container storage'}; expected the image saved first (\`skopeo copy ${hostStore}NAME:TAG oci:/srv/images/NAME:TAG\`) and named as oci:/srv/images/NAME:TAG`);
-        return undefined;
-    }
-    const transport = IMAGE_TRANSPORTS.find(prefix => text.startsWith(prefix));
-    if (!transport || text.length === transport.length || text.length > 1024 || UNPRINTABLE.test(text)) {
-        r.problems.push(`${at}.image ${show(value)}: ${IMAGE_FORMS}`);
-        return undefined;
-    }
-    let ref = text;
-    if (['oci:', 'oci-archive:', 'docker-archive:'].includes(transport)) {
-        const rest = text.slice(transport.length);
-        if (!rest.startsWith('/'))
-            ref = transport + (0,external_node_path_.resolve)(base, rest);
-    }
-    return { ref, pull: mode };
+const SERVER = section('server', 'where the HTTP server listens and how its links look', {
+    host: schema_kit_text('host', 'the address to listen on', '127.0.0.1'),
+    port: schema_kit_int('port', 'the port to listen on; 0 picks a free one', 8080, 0, 65535),
+    publicUrl: schema_kit_link('public_url', 'the base of session links; unset: the address it listens on'),
+    sessionPages: choice('session_pages', "who may open a session page: link (anyone holding it: a bearer capability for the transcript and the run's downloads) or sign-in (the link and a dashboard sign-in of the run's team)", ['link', 'sign-in'], 'link')
+}, { flat: true });
+const WORKSPACES = section('workspaces', "runs' workspaces: how long they are kept and how much they may hold", {
+    retentionMs: duration('retention', "a finished run's workspace is removed this long after the run (0s: at once)", 3_600_000, true),
+    continueForMs: duration('continue_for', 'how long after it ended a run can still be continued by a follow-up (its workspace and HOME are kept); after it, 409', 86_400_000, true),
+    quotaBytes: size('quota', 'disk one run may write (its own layer of the workspace, its output folder, a harness HOME); past it: workspace_quota_exceeded', 2 * 1024 ** 3),
+    maxFiles: schema_kit_int('max_files', 'files, directories and links one run may make (the same trees as quota); past it: workspace_quota_exceeded', 200_000, 100, 1e9),
+    maxPatchBytes: size('max_patch', 'the largest changes.patch; a larger one fails the run (patch_too_large), never cut', 50 * 1024 ** 2),
+    minFreeBytes: size('min_free', "below this free space on the data dir's file system, unused shared checkouts and setup layers are removed; still below it, the node claims no run and /readyz answers 503", 1024 ** 3),
+    minFreeInodes: schema_kit_int('min_free_inodes', 'below this many free inodes there the node claims no run either and /readyz answers 503 (0: not checked; btrfs is not)', DEFAULT_MIN_FREE_INODES, 0, 1e9),
+    cacheBytes: size('cache_size', 'how much unused shared checkouts and setup layers may weigh together (unpacked images counted apart), least recently used removed first; a larger image is refused', 10 * 1024 ** 3)
+});
+const LIMITS = section('limits', 'bounds of requests, queues, transcripts and event streams', {
+    maxBodyBytes: schema_kit_int('max_body_bytes', 'larger request bodies get 413', 1024 * 1024, 1024, 1 << 30),
+    maxPromptBytes: schema_kit_int('max_prompt_bytes', 'longer prompts get 422 prompt_too_large', 64 * 1024, 1, 1 << 30),
+    rateLimitPerMinute: schema_kit_int('rate_limit_per_minute', 'requests per key per minute (0: no limit); over it: 429 with Retry-After', 600, 0, 1e9),
+    maxQueuedRuns: schema_kit_int('max_queued_runs', 'QUEUED runs at most; over it: 429 resource_unavailable', 1000, 1, 1e9),
+    maxQueuedRunsPerTeam: custom('max_queued_runs_per_team', 'QUEUED runs of one team at most; over it: 429 resource_unavailable naming this key', 'a whole number', readPerTeamQueue, {
+        fallback: 'a tenth of max_queued_runs, at least 100, at most max_queued_runs',
+        range: '1 to max_queued_runs'
+    }),
+    maxRunningRunsPerTeam: schema_kit_int('max_running_runs_per_team', 'INPROGRESS runs of one team at once, across every node of the store (0: no cap); a team at it waits, other teams go', 0, 0, 1e9),
+    maxSchedulesPerTeam: schema_kit_int('max_schedules_per_team', 'schedules of one team (paused ones count); one more: 409 schedule_limit_reached', 100, 1, 1e6),
+    retentionDays: schema_kit_int('retention_days', 'finished runs (their transcripts and idempotency keys too) are pruned after this many days', 30, 1, 36500),
+    transcriptBytes: custom('transcript', "bytes of one run's stored transcript; past half of it only the last half of the output is kept: head, a truncated event, tail", 'a size (KiB, MiB, GiB, TiB)', readTranscript, { fallback: '16MiB', range: 'at least 64KiB' }),
+    maxStreamsPerKey: schema_kit_int('max_streams_per_key', 'event streams one key may hold open on this node; one more: 429 too_many_streams', 20, 1, 1e6),
+    maxStreams: schema_kit_int('max_streams', 'event streams this node holds open, of every key; one more: 429 too_many_streams', 2000, 1, 1e7),
+    streamHeartbeatMs: duration('stream_heartbeat', 'a stream silent this long gets a comment line; a reader that takes nothing sent for this long is cut', 15_000),
+    streamBufferBytes: size('stream_buffer', 'bytes a stream may have waiting for a slow reader; past it the reader is cut between two messages', 1024 ** 2)
+});
+/** The top level of agent-executor.yaml. */
+const EXECUTOR_SCHEMA = section('', 'agent-executor.yaml', {
+    server: SERVER,
+    dataDir: custom('data_dir', 'the database and workspaces, relative to the file', 'a path', (value, at, { r, base }) => (0,external_node_path_.resolve)(base, r.string(value, at, '.agent-executor')), { fallback: '.agent-executor' }),
+    /** Where keys, runs and transcripts live: SQLite in the data dir unless set. */
+    store: custom('store', 'where keys, runs and transcripts live (a URL with a password is better kept in AGENT_EXECUTOR_STORE)', 'sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE', readStore, { fallback: 'sqlite:DATA_DIR/executor.db' }),
+    workers: schema_kit_int('workers', 'runs executed at once, across all environments', 4, 1, 256),
+    leaseMs: duration('lease', "a running run's lease, renewed every third of it", 30_000),
+    shutdownGraceMs: duration('shutdown_grace', 'how long running runs may finish after SIGTERM', 30_000),
+    logLevel: choice('log_level', 'the least severe log lines written (to stderr)', ['fatal', 'error', 'warn', 'info', 'debug', 'silent'], 'info'),
+    logFormat: choice('log_format', 'auto: text on a terminal, JSON lines otherwise', ['auto', 'text', 'json'], 'auto'),
+    workspaces: WORKSPACES,
+    limits: LIMITS,
+    webhooks: WEBHOOKS,
+    environments: custom('environments', 'the environments runs are made in; unset: local, the current directory with the simulated agent', 'a non-empty list of environments', readEnvironments, { fallback: 'local', inner: ENVIRONMENT, list: true }),
+    auth: auth_config_AUTH
+});
+
+;// CONCATENATED MODULE: ./src/executor/config/config.ts
+// The executor's configuration: agent-executor.yaml, checked at start-up with errors that name the
+// key, the value and the expected form. Without a file, one environment `local` serves the current
+// directory with the simulated agent. Every key is declared once, in schema.ts; this file reads the
+// file and applies the command line's overrides.
+
+
+
+
+
+
+
+
+
+class ConfigError extends Error {
 }
-function setupCacheOf(r, value, at) {
-    if (value === undefined || value === null)
-        return false;
-    if (typeof value === 'boolean')
-        return value;
-    r.problems.push(`${at} ${show(value)}: expected true or false`);
-    return false;
+/** The parsed YAML of `file` (its folder is where relative paths start), or the ConfigError why not. */
+function readConfigFile(file) {
+    let text;
+    try {
+        text = (0,external_node_fs_.readFileSync)(file, 'utf8');
+    }
+    catch (error) {
+        throw new ConfigError(`config ${file}: cannot read it (${error.code})`);
+    }
+    try {
+        return (0,dist/* parse */.qg)(text) ?? {};
+    }
+    catch (error) {
+        throw new ConfigError(`config ${file}: not valid YAML (${error.message.split('\n')[0]})`);
+    }
 }
-/** A git URL (`https://…`, `ssh://…`, `file://…`, `git@host:repo`) or a path. */
-function isRemoteSource(source) {
-    return /^[a-z][a-z0-9+.-]*:\/\//i.test(source) || /^[\w.-]+@[\w.-]+:/.test(source);
+/** Loads the config file (explicit, or agent-executor.yaml when present) and applies CLI overrides. */
+function loadConfig(overrides = {}, cwd = process.cwd(), env = process.env) {
+    const explicit = overrides.config !== undefined;
+    const file = (0,external_node_path_.resolve)(cwd, overrides.config ?? 'agent-executor.yaml');
+    const found = (0,external_node_fs_.existsSync)(file);
+    if (!found && explicit)
+        throw new ConfigError(`config ${file}: no such file`);
+    const raw = found ? readConfigFile(file) : {};
+    const config = parseConfig(raw, found ? (0,external_node_path_.dirname)(file) : cwd, found ? file : 'defaults');
+    if (found)
+        config.configFile = file;
+    if (overrides.host !== undefined)
+        config.host = overrides.host;
+    if (overrides.port !== undefined)
+        config.port = overrides.port;
+    if (overrides.dataDir !== undefined) {
+        const inDataDir = config.store.kind === 'sqlite' && config.store.path === (0,external_node_path_.join)(config.dataDir, 'executor.db');
+        config.dataDir = (0,external_node_path_.resolve)(cwd, overrides.dataDir);
+        if (inDataDir)
+            config.store = parseStoreSpec(undefined, config.dataDir, cwd);
+    }
+    overrideStore(config, overrides.store, env, cwd);
+    return config;
 }
-function sourceOf(source, base) {
-    return isRemoteSource(source) ? source : (0,external_node_path_.resolve)(base, source);
+/** --store, else AGENT_EXECUTOR_STORE, replaces the file's `store:`; a bad one is a ConfigError naming it. */
+function overrideStore(config, flag, env, cwd) {
+    const [store, from] = flag !== undefined
+        ? [flag, '--store']
+        : env.AGENT_EXECUTOR_STORE
+            ? [env.AGENT_EXECUTOR_STORE, 'AGENT_EXECUTOR_STORE']
+            : [undefined, ''];
+    if (store === undefined)
+        return;
+    try {
+        config.store = parseStoreSpec(store, config.dataDir, cwd);
+    }
+    catch (error) {
+        if (error instanceof StoreSpecError)
+            throw new ConfigError(`${from} ${error.message}`);
+        throw error;
+    }
+}
+/** Reads `raw` (the parsed YAML) by the schema; relative paths are from `base`; every problem at once. */
+function parseConfig(raw, base, where = 'config') {
+    const problems = [];
+    const config = readMapping(EXECUTOR_SCHEMA, raw, '', { r: new ConfigReader(problems), base });
+    if (problems.length > 0) {
+        throw new ConfigError(`${where}: ${problems.length === 1 ? problems[0] : `\n- ${problems.join('\n- ')}`}`);
+    }
+    return config;
+}
+/**
+ * Why `environment` cannot run an orchestrate turn, or undefined: the turn's credential must be
+ * reachable only through the run's proxy, so it needs a sandbox whose network is not the host's
+ * (with `network: host` the sandbox could reach the executor past the proxy; without a sandbox
+ * there is no proxy at all).
+ */
+function orchestrateProblem(environment) {
+    const why = !environment.sandbox.enabled
+        ? 'has sandbox: off'
+        : environment.sandbox.network === 'host'
+            ? 'has sandbox.network: host'
+            : undefined;
+    if (!why)
+        return undefined;
+    return `mode "orchestrate": environment ${JSON.stringify(environment.id)} ${why}, and an orchestrate run's credential must be reachable only through its sandbox's proxy; use an environment with a sandbox whose network is none or a host:port list`;
 }
 
 // EXTERNAL MODULE: external "node:crypto"
@@ -5101,7 +5317,7 @@ function time(iso) {
     return `<time datetime="${esc(iso)}">${esc(iso.slice(0, 19).replace('T', ' '))} UTC</time>`;
 }
 /** How long a run ran, written as durations are in the configuration: `45s`, `30m`, `1h2m5s`. */
-function duration(run, now = Date.now()) {
+function html_duration(run, now = Date.now()) {
     if (!run.started_at)
         return '';
     const end = run.completed_at ? Date.parse(run.completed_at) : now;
@@ -5278,7 +5494,7 @@ function runRow(run) {
 <td data-label="Environment">${esc(run.environment_id)}</td>
 <td data-label="Creator">${esc(run.creator_name)}</td>
 <td data-label="Created">${time(run.created_at)}</td>
-<td data-label="Duration">${esc(duration(run))}</td>
+<td data-label="Duration">${esc(html_duration(run))}</td>
 </tr>`;
 }
 function countsHtml(counts) {
@@ -5451,7 +5667,7 @@ function factsHtml(run) {
         ['Created', time(run.created_at)],
         ['Started', time(run.started_at)],
         ['Completed', time(run.completed_at)],
-        ['Duration', esc(duration(run))]
+        ['Duration', esc(html_duration(run))]
     ];
     if (run.status_message)
         rows.push(['Status', `<span class="lines">${esc(run.status_message)}</span>`]);
@@ -6586,7 +6802,7 @@ function preferWait(header) {
     const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header);
     return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
 }
-async function readTranscript(context, request, reply, find) {
+async function transcript_wait_readTranscript(context, request, reply, find) {
     const after = parseAfter(request.query);
     const limit = parseLimit(request.query);
     let run = await find();
@@ -6953,7 +7169,7 @@ function runHandlers(context, reads) {
                 throw new ProblemError('run_not_continuable', `run ${id} ended ${result.run.state} at ${result.run.completed_at ?? result.run.updated_at}, longer ago than workspaces.continue_for (${Math.round(config.workspaces.continueForMs / 60_000)} min): its workspace is gone, so it cannot be continued; start a new run`);
             return { run_id: result.run.run_id, state: result.run.state };
         },
-        getTranscript: async (request, reply) => readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
+        getTranscript: async (request, reply) => transcript_wait_readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
     };
 }
 function notFound(id) {
@@ -10405,7 +10621,7 @@ function eventHandlers(context, slots) {
                 return run;
             };
             if (!wantsEventStream(request))
-                return readTranscript(context, request, reply, find);
+                return transcript_wait_readTranscript(context, request, reply, find);
             const after = resumePoint(request, parseAfter(request.query));
             await find();
             const release = slots.take(request.principal.keyId);
