@@ -17,7 +17,10 @@ export const POSTGRES_SUITES = [
   'executor/child-runs',
   'executor/webhooks',
   'executor/event-stream',
-  'executor/orchestrate'
+  'executor/orchestrate',
+  'executor/schedules',
+  'executor/schedules-restart',
+  'executor/webhooks-restart'
 ];
 
 /**

@@ -11,7 +11,6 @@ import { appendFileSync, readFileSync, readdirSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config/config.js';
 import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
-import type { RunStore } from '../../src/executor/store/types.js';
 import { WorkerPool } from '../../src/executor/worker/pool.js';
 import { mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
 import { type ExecutorWithKey, spawnExecutor, spawnExecutorWithKey, tempDir } from '../support/executor.js';
@@ -167,7 +166,7 @@ describe('a claim answered while the pool stops', () => {
     let stopping!: () => void;
     const stopBegun = new Promise<void>(resolve => (stopping = resolve));
     // The claim commits at once; its answer reaches the pool only once its stop has begun.
-    const slow = new Proxy(real, {
+    const slow = new Proxy(real.claims, {
       get(target, name, receiver) {
         const value = Reflect.get(target, name, receiver) as unknown;
         if (typeof value !== 'function') return value;
@@ -182,9 +181,9 @@ describe('a claim answered while the pool stops', () => {
           return run;
         };
       }
-    }) as RunStore;
+    });
     const log = { info: () => undefined, warn: () => undefined, error: () => undefined };
-    const pool = new WorkerPool(slow, config, log as never);
+    const pool = new WorkerPool({ ...real, claims: slow }, config, log as never);
     try {
       await real.createRun(
         {

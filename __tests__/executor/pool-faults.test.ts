@@ -33,7 +33,7 @@ afterEach(async () => {
 });
 
 /** A store whose listed methods fail once each, after doing their work (an answer lost in transit). */
-function losingAnswers(real: RunStore, fail: Set<string>): RunStore {
+function losingAnswers<T extends object>(real: T, fail: Set<string>): T {
   const wrapped = new Set(fail);
   return new Proxy(real, {
     get(target, name, receiver) {
@@ -58,7 +58,7 @@ async function setup(fail: string[]) {
   );
   const real = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
   store = real;
-  const wrapped = losingAnswers(real, new Set(fail));
+  const wrapped = { ...real, claims: losingAnswers(real.claims, new Set(fail)) };
   pool = new WorkerPool(wrapped, config, log);
   return { real, config };
 }

@@ -93,20 +93,23 @@ function newRun(fields: Partial<NewRun> = {}): NewRun {
   };
 }
 
-describe.each(kinds)('RunStore contract on $name', kind => {
+describe.each(kinds)('store contract on $name', kind => {
   let store: RunStore;
   let other: () => Promise<RunStore>;
   let force: Force;
   let expireHold: Expire;
   const opened: RunStore[] = [];
 
-  beforeAll(async () => {
-    ({ store, other, force, expireHold } = await kind.open());
-    opened.push(store);
-  });
-  afterAll(async () => {
-    for (const s of opened) await s.close();
-  });
+  /** Each store's tests get a new empty database (and close every handle they opened). */
+  function freshStore() {
+    beforeAll(async () => {
+      ({ store, other, force, expireHold } = await kind.open());
+      opened.push(store);
+    });
+    afterAll(async () => {
+      for (const s of opened.splice(0)) await s.close();
+    });
+  }
 
   const second = async () => {
     const s = await other();
@@ -138,300 +141,6 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     }
   }
 
-  it('keys: created, found by hash, listed, revoked once', async () => {
-    const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'ci' });
-    const found = await store.findKeyByHash(hashKey(raw));
-    expect(found).toMatchObject({ id, team: 'team-k', kind: 'agent', name: 'ci', revoked_at: null });
-    expect(found!.hash).not.toContain(raw);
-    expect((await store.listKeys()).map(key => key.id)).toContain(id);
-    expect(await store.revokeKey(id, at())).toBe(true);
-    expect(await store.revokeKey(id, at())).toBe(false);
-    expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
-    expect(await store.findKeyByHash(hashKey('arx_not-a-key'))).toBeUndefined();
-  });
-
-  it('keys: a revocation through another handle (another process) reaches a warm key cache', async () => {
-    const listening = store.onChange(() => undefined); // PostgreSQL trusts its cache only while it listens
-    try {
-      await sleep(300);
-      const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'elsewhere' });
-      for (let i = 0; i < 3; i++) expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
-      const elsewhere = await second();
-      expect(await elsewhere.revokeKey(id, at())).toBe(true);
-      // SQLite: the very next lookup (the key_changes counter moved). PostgreSQL: once the key
-      // notification arrives, sent at the revocation's commit.
-      if (kind.name === 'postgres') await sleep(100);
-      expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
-    } finally {
-      listening();
-    }
-  });
-
-  it('dashboard sessions: found by any handle until they expire, are deleted, or their key is revoked', async () => {
-    const { id } = await issueKey(store, { team: 'team-w', kind: 'personal', name: 'web' });
-    const now = Date.now();
-    const session = (idHash: string, expires: number) => ({
-      id_hash: idHash,
-      key_id: id,
-      team: 'team-w',
-      created_at: at(),
-      expires_at: expires
-    });
-    await store.createWebSession(session('live', now + 60_000));
-    await store.createWebSession(session('expired', now - 1));
-    await store.createWebSession(session('ending', now + 60_000));
-    const elsewhere = await second();
-    expect(await elsewhere.findWebSession('live', now)).toMatchObject({
-      key_id: id,
-      team: 'team-w',
-      key_name: 'web',
-      expires_at: now + 60_000
-    });
-    expect(await store.findWebSession('expired', now)).toBeUndefined();
-    expect(await store.findWebSession('live', now + 60_000)).toBeUndefined();
-    expect(await store.findWebSession('unknown', now)).toBeUndefined();
-    await store.deleteWebSession('ending');
-    expect(await elsewhere.findWebSession('ending', now)).toBeUndefined();
-    expect(await elsewhere.revokeKey(id, at())).toBe(true);
-    expect(await store.findWebSession('live', now)).toBeUndefined();
-  });
-
-  it('node heartbeats: reported, refreshed, seen by another handle, removed, and the long silent forgotten', async () => {
-    const now = Date.now();
-    const node = (id: string, seen: number, busy = 0) => ({
-      node_id: id,
-      role: 'all',
-      workers: 4,
-      busy,
-      started_at: at(),
-      seen_at: seen
-    });
-    await store.reportNode(node('n-old', now - 100_000), 0);
-    await store.reportNode(node('n-a', now - 1000), 0);
-    await store.reportNode(node('n-a', now, 3), now - 50_000);
-    const elsewhere = await second();
-    const nodes = await elsewhere.listNodes();
-    expect(nodes.map(n => n.node_id)).toEqual(['n-a']);
-    expect(nodes[0]).toMatchObject({ workers: 4, busy: 3, seen_at: now });
-    await elsewhere.removeNode('n-a');
-    expect(await store.listNodes()).toEqual([]);
-  });
-
-  it('counts runs per state, per team', async () => {
-    await drain();
-    const team = `team-count-${randomUUID()}`;
-    await store.createRun(newRun({ team }), undefined, 1000);
-    await store.createRun(newRun({ team }), undefined, 1000);
-    const ended = newRun({ team });
-    await store.createRun(ended, undefined, 1000);
-    await store.cancelRun(team, ended.run_id, at());
-    expect(await store.countRunsByState(team)).toEqual({ QUEUED: 2, CANCELLED: 1 });
-    expect(await store.countRunsByState('team-nobody')).toEqual({});
-    await drain();
-  });
-
-  it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
-    const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
-    const result = await store.createRun(run, undefined, 100);
-    expect(result.kind).toBe('created');
-    const stored = await store.getRun('team-a', run.run_id);
-    expect(stored).toMatchObject({
-      run_id: run.run_id,
-      state: 'QUEUED',
-      version: 1,
-      title: 'T',
-      prompt: run.prompt,
-      created_at: run.created_at,
-      updated_at: run.created_at,
-      started_at: null,
-      completed_at: null,
-      lease_owner: null
-    });
-    expect(typeof stored!.seq).toBe('number');
-    expect(await store.getRun('team-b', run.run_id)).toBeUndefined();
-    expect((await store.getRunAnyTeam(run.run_id))!.team).toBe('team-a');
-    expect(await store.listEvents(run.run_id)).toEqual([
-      { seq: 1, at: run.created_at, kind: 'state', state: 'QUEUED' }
-    ]);
-    await drain();
-  });
-
-  it('events: read in pages after a seq, the last ones, and counted', async () => {
-    const created = await store.createRun(newRun(), undefined, 100);
-    if (created.kind !== 'created') throw new Error(created.kind);
-    const id = created.run.run_id;
-    for (let i = 1; i <= 6; i++)
-      await store.appendEvent(id, 'output', { text: `line ${i}` }, created.run.created_at);
-    const seqs = (events: { seq: number }[]) => events.map(event => event.seq);
-    expect(seqs(await store.listEvents(id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    expect(seqs(await store.listEvents(id, { after: 2, limit: 3 }))).toEqual([3, 4, 5]);
-    expect(seqs(await store.listEvents(id, { after: 6, limit: 3 }))).toEqual([7]);
-    expect(seqs(await store.listEvents(id, { limit: 2, fromEnd: true }))).toEqual([6, 7]);
-    expect(await store.listEvents(id, { after: 2, limit: 1 })).toEqual([
-      { seq: 3, at: created.run.created_at, kind: 'output', text: 'line 2' }
-    ]);
-    expect(await store.countEvents(id, 0)).toBe(7);
-    expect(await store.countEvents(id, 5)).toBe(2);
-    expect(await store.countEvents('no-such-run', 0)).toBe(0);
-  });
-
-  it('idempotency: same key and body replays, another body is refused, teams are separate', async () => {
-    const key = { key: `k-${randomUUID()}`, requestHash: 'h1' };
-    const first = await store.createRun(newRun(), key, 100);
-    const again = await store.createRun(newRun(), key, 100);
-    expect(first.kind).toBe('created');
-    expect(again.kind).toBe('replayed');
-    if (first.kind !== 'created' || again.kind !== 'replayed') return;
-    expect(again.run.run_id).toBe(first.run.run_id);
-    expect((await store.createRun(newRun(), { ...key, requestHash: 'h2' }, 100)).kind).toBe('key_reused');
-    expect((await store.createRun(newRun({ team: 'team-b' }), key, 100)).kind).toBe('created');
-    await drain();
-  });
-
-  it('idempotency holds for concurrent creates through two handles (two nodes): one run', async () => {
-    const node2 = await second();
-    const key = { key: `k-${randomUUID()}`, requestHash: 'same' };
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (i % 2 ? store : node2).createRun(newRun(), key, 100))
-    );
-    const ids = new Set(results.map(result => ('run' in result ? result.run.run_id : result.kind)));
-    expect(ids.size).toBe(1);
-    expect(results.filter(result => result.kind === 'created')).toHaveLength(1);
-    expect(results.filter(result => result.kind === 'replayed')).toHaveLength(19);
-    await drain();
-  });
-
-  it('queue limit: refuses past max queued, counts only QUEUED runs', async () => {
-    await drain();
-    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
-    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
-    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('queue_full');
-    await store.claimNext('w', 60_000, [], at());
-    expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
-    await drain();
-  });
-
-  it('list: search finds text in the title or the prompt, ASCII letters in either case', async () => {
-    const team = `team-${randomUUID().slice(0, 8)}`;
-    const titled = newRun({ team, title: 'Fix The Flaky Test', prompt: 'look at ci' });
-    const prompted = newRun({ team, title: null, prompt: 'please fix the flaky test' });
-    const other = newRun({ team, title: 'docs', prompt: 'write the readme' });
-    for (const run of [titled, prompted, other]) await store.createRun(run, undefined, 100);
-    const found = await store.listRuns(team, { limit: 10, search: 'FLAKY test' });
-    expect(found.map(run => run.run_id)).toEqual([prompted.run_id, titled.run_id]);
-    await drain();
-  });
-
-  it('list: metadata pairs all must match, in the team only; a pruned run takes its pairs along', async () => {
-    const team = `team-${randomUUID().slice(0, 8)}`;
-    const extra = (metadata: unknown) => JSON.stringify({ metadata, skill: 's' });
-    const five = { repo: 'o/r', pr: '7', a: '1', b: '2', 'c d': 'é "e"' };
-    const all = newRun({ team, extra: extra(five) });
-    const some = newRun({ team, extra: extra({ repo: 'o/r', pr: '8' }) });
-    const none = newRun({ team, extra: extra('not pairs') });
-    const elsewhere = newRun({ team: `${team}-b`, extra: extra(five) });
-    for (const run of [all, some, none, elsewhere]) await store.createRun(run, undefined, 100);
-    const ids = async (metadata: [string, string][]) =>
-      (await store.listRuns(team, { limit: 10, metadata })).map(run => run.run_id);
-    expect(await ids(Object.entries(five))).toEqual([all.run_id]);
-    expect(await ids([['repo', 'o/r']])).toEqual([some.run_id, all.run_id]);
-    expect(await ids([['pr', '9']])).toEqual([]);
-    await drain();
-    // Ended long ago: pruned with its pairs (their rows refer to the run).
-    await force(all.run_id, 'SUCCEEDED');
-    expect(await store.pruneFinished('2001-01-01T00:00:00.000Z')).toBeGreaterThanOrEqual(1);
-    expect(await ids(Object.entries(five))).toEqual([]);
-    expect((await store.listRuns(`${team}-b`, { limit: 10, metadata: [['pr', '7']] })).length).toBe(1);
-  });
-
-  it('list: newest first, keyset pages, filters by state, environment and creation time', async () => {
-    const team = `team-${randomUUID().slice(0, 8)}`;
-    const made: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      const run = newRun({
-        team,
-        environment_id: i % 2 ? 'env-odd' : 'env-even',
-        created_at: `2026-01-0${i + 1}T00:00:00.000Z`
-      });
-      await store.createRun(run, undefined, 100);
-      made.push(run.run_id);
-    }
-    const all = await store.listRuns(team, { limit: 10 });
-    expect(all.map(run => run.run_id)).toEqual([...made].reverse());
-    const page1 = await store.listRuns(team, { limit: 2 });
-    const page2 = await store.listRuns(team, { limit: 2, beforeSeq: page1[1]!.seq });
-    expect([...page1, ...page2].map(run => run.run_id)).toEqual(made.slice(1).reverse());
-    expect((await store.listRuns(team, { limit: 10, environmentId: 'env-odd' })).map(r => r.run_id)).toEqual([
-      made[3],
-      made[1]
-    ]);
-    expect(
-      (
-        await store.listRuns(team, {
-          limit: 10,
-          createdAfter: '2026-01-02T00:00:00.000Z',
-          createdBefore: '2026-01-05T00:00:00.000Z'
-        })
-      ).map(r => r.run_id)
-    ).toEqual([made[3], made[2]]);
-    const claimed = await store.claimNext('w', 60_000, ['env-1'], at());
-    expect(claimed).toBeDefined();
-    const inProgress = await store.listRuns(team, { limit: 10, states: ['INPROGRESS'] });
-    expect(inProgress.map(r => r.run_id)).toEqual(claimed!.team === team ? [claimed!.run_id] : []);
-    expect(await store.listRuns('nobody', { limit: 10 })).toEqual([]);
-    await drain();
-  });
-
-  it('claim: oldest first, skips excluded environments, leases to its owner, records the state', async () => {
-    await drain();
-    const a = newRun({ environment_id: 'env-a' });
-    const b = newRun({ environment_id: 'env-b' });
-    await store.createRun(a, undefined, 100);
-    await store.createRun(b, undefined, 100);
-    const first = await store.claimNext('owner-1', 60_000, ['env-a'], at());
-    expect(first).toMatchObject({
-      run_id: b.run_id,
-      state: 'INPROGRESS',
-      version: 2,
-      lease_owner: 'owner-1'
-    });
-    expect(first!.lease_expires_at).toBeGreaterThan(Date.now() + 50_000);
-    expect(first!.started_at).not.toBeNull();
-    const second = await store.claimNext('owner-2', 60_000, [], at());
-    expect(second!.run_id).toBe(a.run_id);
-    expect(await store.claimNext('owner-3', 60_000, [], at())).toBeUndefined();
-    expect((await store.listEvents(b.run_id)).map(event => event.state)).toEqual(['QUEUED', 'INPROGRESS']);
-    await store.finishRun(a.run_id, 'owner-2', { state: 'SUCCEEDED' }, at());
-    await store.finishRun(b.run_id, 'owner-1', { state: 'SUCCEEDED' }, at());
-  });
-
-  it('claims from many workers on two handles at once: each run is claimed exactly once', async () => {
-    await drain();
-    const node2 = await second();
-    const ids = new Set<string>();
-    for (let i = 0; i < 30; i++) {
-      const run = newRun();
-      ids.add(run.run_id);
-      await store.createRun(run, undefined, 100);
-    }
-    const claimed: string[] = [];
-    await Promise.all(
-      Array.from({ length: 10 }, async (_, worker) => {
-        const s = worker % 2 ? store : node2;
-        for (;;) {
-          const run = await s.claimNext(`w${worker}`, 60_000, [], at());
-          if (!run) return;
-          claimed.push(run.run_id);
-        }
-      })
-    );
-    expect(claimed.sort()).toEqual([...ids].sort());
-    for (const id of claimed) {
-      const run = await store.getRunAnyTeam(id);
-      await store.finishRun(id, run!.lease_owner!, { state: 'SUCCEEDED' }, at());
-    }
-  });
-
   /** A run's team and id, made in that order (so the queue's order is the order of the list). */
   async function queue(...teams: string[]): Promise<NewRun[]> {
     const made: NewRun[] = [];
@@ -454,486 +163,825 @@ describe.each(kinds)('RunStore contract on $name', kind => {
     }
   }
 
-  it('fair claim: teams take turns, each team’s runs oldest first', async () => {
-    await drain();
-    const tag = randomUUID().slice(0, 8);
-    const [a, b, c] = [`team-a-${tag}`, `team-b-${tag}`, `team-c-${tag}`];
-    // A queued four runs before B and C queued theirs.
-    const [a1, a2, a3, a4, b1, b2, c1] = await queue(a, a, a, a, b, b, c);
-    const names = new Map([a1, a2, a3, a4, b1, b2, c1].map((run, i) => [run!.run_id, `${run!.team[5]}${i}`]));
-    const order = (await claimAll()).map(id => names.get(id));
-    expect(order).toEqual(['a0', 'b4', 'c6', 'a1', 'b5', 'a2', 'a3']);
-  });
-
-  it('fair claim: a team served longest ago goes first, a team served last waits its turn', async () => {
-    await drain();
-    const tag = randomUUID().slice(0, 8);
-    const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
-    await queue(b);
-    await claimAll(); // B was served just now
-    // B's run is older, but A has not been served yet: A goes first.
-    const [b1, a1, a2] = await queue(b, a, a);
-    const first = await store.claimNext('fair', 60_000, [], at());
-    const second = await store.claimNext('fair', 60_000, [], at());
-    const third = await store.claimNext('fair', 60_000, [], at());
-    expect([first, second, third].map(run => run?.run_id)).toEqual([a1!.run_id, b1!.run_id, a2!.run_id]);
-    await drain();
-  });
-
-  it('running cap per team: a team at its cap is skipped, other teams’ runs go', async () => {
-    await drain();
-    const tag = randomUUID().slice(0, 8);
-    const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
-    const [a1, a2, b1] = await queue(a, a, b);
-    const claim = () => store.claimNext('capped', 60_000, [], at(), 1);
-    expect((await claim())?.run_id).toBe(a1!.run_id);
-    expect((await claim())?.run_id).toBe(b1!.run_id);
-    // A has one INPROGRESS run, its cap: its second run waits though nothing else is queued.
-    expect(await claim()).toBeUndefined();
-    expect((await store.getRunAnyTeam(a2!.run_id))!.state).toBe('QUEUED');
-    await store.finishRun(a1!.run_id, 'capped', { state: 'SUCCEEDED' }, at());
-    expect((await claim())?.run_id).toBe(a2!.run_id);
-    await drain();
-  });
-
-  it('queue limit per team: a team at its limit is refused, other teams still create', async () => {
-    await drain();
-    const tag = randomUUID().slice(0, 8);
-    const create = (team: string) => store.createRun(newRun({ team }), undefined, 100, 2);
-    expect((await create(`team-a-${tag}`)).kind).toBe('created');
-    expect((await create(`team-a-${tag}`)).kind).toBe('created');
-    expect((await create(`team-a-${tag}`)).kind).toBe('team_queue_full');
-    expect((await create(`team-b-${tag}`)).kind).toBe('created');
-    // The node's own limit is still the node's: `queue_full` when it is reached first.
-    expect((await store.createRun(newRun({ team: `team-c-${tag}` }), undefined, 3, 2)).kind).toBe(
-      'queue_full'
-    );
-    await drain();
-  });
-
-  it('concurrent follow-ups of ended runs take queue places atomically: at most the limit queued, no refused message kept', async () => {
-    await drain();
-    const node2 = await second();
-    const team = `team-fq-${randomUUID().slice(0, 8)}`;
-    const runs = await queue(...Array.from({ length: 8 }, () => team));
-    for (const run of runs) {
-      const claimed = await store.claimNext('fq', 60_000, [], at());
-      expect(claimed?.run_id).toBe(run.run_id);
-      await store.finishRun(run.run_id, 'fq', { state: 'SUCCEEDED' }, at());
-    }
-    // Eight follow-ups at once, half on each handle (another process, another node), against a
-    // team limit of 2: each ended run would take a queue place.
-    const answers = await Promise.all(
-      runs.map((run, index) =>
-        (index % 2 === 0 ? store : node2).submitFollowup(
-          team,
-          run.run_id,
-          { message: `go on ${index}`, mode: 'normal' },
-          at(),
-          '2000-01-01T00:00:00.000Z',
-          { maxQueued: 100, maxQueuedPerTeam: 2 }
-        )
-      )
-    );
-    const kinds = answers.map(answer => answer.kind);
-    expect(kinds.filter(kind => kind === 'taken')).toHaveLength(2);
-    expect(kinds.filter(kind => kind === 'team_queue_full')).toHaveLength(6);
-    expect((await store.countRunsByState(team)).QUEUED).toBe(2);
-    // A refused follow-up recorded nothing; a taken one its message, on a run queued again.
-    for (const [index, run] of runs.entries()) {
-      const messages = (await store.listEvents(run.run_id, { kinds: ['followup'] })).map(
-        event => event.message
-      );
-      const state = (await store.getRunAnyTeam(run.run_id))!.state;
-      if (kinds[index] === 'taken') {
-        expect(messages).toEqual([`go on ${index}`]);
-        expect(state).toBe('QUEUED');
-      } else {
-        expect(messages).toEqual([]);
-        expect(state).toBe('SUCCEEDED');
-      }
-    }
-    // The node's own limit too: one place left on the node, two follow-ups at once.
-    const refused = runs.filter((_, index) => kinds[index] !== 'taken').slice(0, 2);
-    const node = await Promise.all(
-      refused.map((run, index) =>
-        (index === 0 ? store : node2).submitFollowup(
-          team,
-          run.run_id,
-          { message: 'again', mode: 'normal' },
-          at(),
-          '2000-01-01T00:00:00.000Z',
-          { maxQueued: 3, maxQueuedPerTeam: 100 }
-        )
-      )
-    );
-    expect(node.map(answer => answer.kind).sort()).toEqual(['queue_full', 'taken']);
-    await drain();
-  });
-
-  it('hold: only an ended run, one holder at a time, renewed by its holder, across handles', async () => {
-    await drain();
-    const node2 = await second();
-    const [run] = await queue('team-hold');
-    const id = run!.run_id;
-    expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // QUEUED
-    const claimed = await store.claimNext('runner', 60_000, [], at());
-    expect(claimed?.run_id).toBe(id);
-    expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // INPROGRESS
-    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-    expect(await store.holdRun('team-other', id, 'reader-1', 60_000)).toBe(false); // not its team's
-    expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true);
-    expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(false);
-    expect(await node2.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true); // its holder renews
-    expect(await node2.heldRuns()).toContain(id);
-    expect(await store.releaseRun(id, 'reader-2')).toBe(false);
-    expect(await store.releaseRun(id, 'reader-1')).toBe(true);
-    expect(await store.heldRuns()).not.toContain(id);
-    expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(true);
-    expect(await node2.releaseRun(id, 'reader-2')).toBe(true);
-  });
-
-  it('hold: a follow-up of a held run queues it, and no claim takes it until the hold is released', async () => {
-    await drain();
-    const node2 = await second();
-    const [run, later] = await queue('team-hold', 'team-hold');
-    const id = run!.run_id;
-    await store.claimNext('runner', 60_000, [], at());
-    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-    expect(await node2.holdRun('team-hold', id, 'reader', 60_000)).toBe(true);
-    const followup = await store.submitFollowup(
-      'team-hold',
-      id,
-      { message: 'go on', mode: 'normal' },
-      at(),
-      '2000-01-01T00:00:00.000Z'
-    );
-    expect(followup).toMatchObject({ kind: 'taken', run: { state: 'QUEUED' } });
-    // The other queued run goes; the held one is skipped on every handle.
-    expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(later!.run_id);
-    expect(await store.claimNext('runner', 60_000, [], at())).toBeUndefined();
-    expect(await node2.claimNext('runner-2', 60_000, [], at())).toBeUndefined();
-    expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
-    expect(await node2.releaseRun(id, 'reader')).toBe(true);
-    const resumed = await store.claimNext('runner', 60_000, [], at());
-    expect(resumed).toMatchObject({ run_id: id, state: 'INPROGRESS' });
-    await drain();
-  });
-
-  it('hold: an expired hold (its holder’s node gone) blocks nothing and can be taken over', async () => {
-    await drain();
-    const [run] = await queue('team-hold');
-    const id = run!.run_id;
-    await store.claimNext('runner', 60_000, [], at());
-    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-    expect(await store.holdRun('team-hold', id, 'dead-node', 60_000)).toBe(true);
-    await expireHold(id);
-    expect(await store.heldRuns()).not.toContain(id);
-    await store.submitFollowup(
-      'team-hold',
-      id,
-      { message: 'go on', mode: 'normal' },
-      at(),
-      '2000-01-01T00:00:00.000Z'
-    );
-    expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
-    await takeFollowups(id); // as the worker's turn does
-    await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-    expect(await store.holdRun('team-hold', id, 'new-reader', 60_000)).toBe(true);
-    expect(await store.releaseRun(id, 'dead-node')).toBe(false);
-    expect(await store.releaseRun(id, 'new-reader')).toBe(true);
-  });
-
   const followUp = (team: string, runId: string, message: string) =>
     store.submitFollowup(team, runId, { message, mode: 'normal' }, at(), '2000-01-01T00:00:00.000Z');
 
-  it('follow-up race: one recorded while the run runs and no turn took is queued by the finish, in its change', async () => {
-    await drain();
-    const [run] = await queue('team-race');
-    const id = run!.run_id;
-    await store.claimNext('runner', 60_000, [], at());
-    // Recorded after the worker's last look: the run keeps running.
-    expect(await followUp('team-race', id, 'one more thing')).toMatchObject({
-      kind: 'taken',
-      run: { state: 'INPROGRESS' }
-    });
-    const heard: string[] = [];
-    const stop = store.onChange(change => {
-      if (change.run_id === id) heard.push(change.state);
-    });
-    const finished = await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-    expect(finished).toMatchObject({ run_id: id, state: 'SUCCEEDED' });
-    expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
-    const states = (await store.listEvents(id, { kinds: ['state'] })).map(event => event.state);
-    expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
-    stop();
-    expect(heard).toEqual(['SUCCEEDED', 'QUEUED']); // heard at once, in order: the pool claims it again
-    // The claim that takes it is an ordinary one; once a turn took the follow-up, a finish ends the run.
-    expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
-    await takeFollowups(id);
-    await store.finishRun(id, 'runner', { state: 'FAILED', error_code: 'agent_failed' }, at());
-    expect((await store.getRunAnyTeam(id))!.state).toBe('FAILED');
-  });
+  describe('accounts: keys, sessions, secrets', () => {
+    freshStore();
 
-  it('follow-up race: a follow-up a turn took queues nothing; a cancelled finish is not queued again', async () => {
-    await drain();
-    const [taken, cancelled] = await queue('team-race', 'team-race');
-    for (const run of [taken!, cancelled!]) {
-      await store.claimNext('runner', 60_000, [], at());
-      await followUp('team-race', run.run_id, 'and this');
-    }
-    // The first run's worker took its follow-up in a turn before it ended.
-    await takeFollowups(taken!.run_id);
-    await store.finishRun(taken!.run_id, 'runner', { state: 'SUCCEEDED' }, at());
-    expect((await store.getRunAnyTeam(taken!.run_id))!.state).toBe('SUCCEEDED');
-    await store.finishRun(cancelled!.run_id, 'runner', { state: 'CANCELLED', error_code: 'cancelled' }, at());
-    expect((await store.getRunAnyTeam(cancelled!.run_id))!.state).toBe('CANCELLED');
-    // A follow-up to the ended run queues it (the message waits), once.
-    expect(await followUp('team-race', taken!.run_id, 'again')).toMatchObject({ run: { state: 'QUEUED' } });
-    expect(await followUp('team-race', taken!.run_id, 'and again')).toMatchObject({
-      run: { state: 'QUEUED' }
+    it('keys: created, found by hash, listed, revoked once', async () => {
+      const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'ci' });
+      const found = await store.findKeyByHash(hashKey(raw));
+      expect(found).toMatchObject({ id, team: 'team-k', kind: 'agent', name: 'ci', revoked_at: null });
+      expect(found!.hash).not.toContain(raw);
+      expect((await store.listKeys()).map(key => key.id)).toContain(id);
+      expect(await store.revokeKey(id, at())).toBe(true);
+      expect(await store.revokeKey(id, at())).toBe(false);
+      expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
+      expect(await store.findKeyByHash(hashKey('arx_not-a-key'))).toBeUndefined();
     });
-    const states = (await store.listEvents(taken!.run_id, { kinds: ['state'] })).map(event => event.state);
-    expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
-    await drain();
-  });
 
-  it('findClaim: the INPROGRESS run leased to an owner, and nothing once it ended', async () => {
-    await drain();
-    const run = newRun();
-    await store.createRun(run, undefined, 100);
-    expect(await store.findClaim('claim-1')).toBeUndefined();
-    await store.claimNext('claim-1', 60_000, [], at());
-    expect((await store.findClaim('claim-1'))!.run_id).toBe(run.run_id);
-    expect(await store.findClaim('claim-2')).toBeUndefined();
-    await store.finishRun(run.run_id, 'claim-1', { state: 'SUCCEEDED' }, at());
-    expect(await store.findClaim('claim-1')).toBeUndefined();
-  });
-
-  it('lease: renewed by its owner only; finish by its owner only, once', async () => {
-    await drain();
-    const run = newRun();
-    await store.createRun(run, undefined, 100);
-    const claimed = await store.claimNext('owner', 1000, [], at());
-    expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(true);
-    expect((await store.getRunAnyTeam(run.run_id))!.lease_expires_at).toBeGreaterThan(
-      claimed!.lease_expires_at! + 50_000
-    );
-    expect(await store.renewLease(run.run_id, 'intruder', 60_000)).toBe(false);
-    expect(await store.finishRun(run.run_id, 'intruder', { state: 'SUCCEEDED' }, at())).toBeUndefined();
-    const finished = await store.finishRun(
-      run.run_id,
-      'owner',
-      { state: 'FAILED', status_message: 'tests failed', error_code: 'agent_failed' },
-      at()
-    );
-    expect(finished).toMatchObject({
-      state: 'FAILED',
-      status_message: 'tests failed',
-      error_code: 'agent_failed',
-      version: 3,
-      lease_owner: null,
-      lease_expires_at: null
+    it('keys: a revocation through another handle (another process) reaches a warm key cache', async () => {
+      const listening = store.onChange(() => undefined); // PostgreSQL trusts its cache only while it listens
+      try {
+        await sleep(300);
+        const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'elsewhere' });
+        for (let i = 0; i < 3; i++) expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
+        const elsewhere = await second();
+        expect(await elsewhere.revokeKey(id, at())).toBe(true);
+        // SQLite: the very next lookup (the key_changes counter moved). PostgreSQL: once the key
+        // notification arrives, sent at the revocation's commit.
+        if (kind.name === 'postgres') await sleep(100);
+        expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
+      } finally {
+        listening();
+      }
     });
-    expect(finished!.completed_at).not.toBeNull();
-    expect(await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
-    expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(false);
-    expect((await store.listEvents(run.run_id)).at(-1)).toMatchObject({
-      kind: 'state',
-      state: 'FAILED',
-      status_message: 'tests failed',
-      error_code: 'agent_failed'
+
+    it('dashboard sessions: found by any handle until they expire, are deleted, or their key is revoked', async () => {
+      const { id } = await issueKey(store, { team: 'team-w', kind: 'personal', name: 'web' });
+      const now = Date.now();
+      const session = (idHash: string, expires: number) => ({
+        id_hash: idHash,
+        key_id: id,
+        team: 'team-w',
+        created_at: at(),
+        expires_at: expires
+      });
+      await store.createWebSession(session('live', now + 60_000));
+      await store.createWebSession(session('expired', now - 1));
+      await store.createWebSession(session('ending', now + 60_000));
+      const elsewhere = await second();
+      expect(await elsewhere.findWebSession('live', now)).toMatchObject({
+        key_id: id,
+        team: 'team-w',
+        key_name: 'web',
+        expires_at: now + 60_000
+      });
+      expect(await store.findWebSession('expired', now)).toBeUndefined();
+      expect(await store.findWebSession('live', now + 60_000)).toBeUndefined();
+      expect(await store.findWebSession('unknown', now)).toBeUndefined();
+      await store.deleteWebSession('ending');
+      expect(await elsewhere.findWebSession('ending', now)).toBeUndefined();
+      expect(await elsewhere.revokeKey(id, at())).toBe(true);
+      expect(await store.findWebSession('live', now)).toBeUndefined();
+    });
+
+    it('secrets: made once, the same for every handle', async () => {
+      const node2 = await second();
+      const name = `s-${randomUUID()}`;
+      const values = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => (i % 2 ? store : node2).getSecret(name, () => randomUUID()))
+      );
+      expect(new Set(values).size).toBe(1);
+      expect(await store.getSecret(name, () => 'other')).toBe(values[0]);
     });
   });
 
-  it('cancel: queued or running runs end CANCELLED; finished runs and strangers are told so', async () => {
-    await drain();
-    const queued = newRun();
-    await store.createRun(queued, undefined, 100);
-    const cancelled = await store.cancelRun('team-a', queued.run_id, at());
-    expect(cancelled).toMatchObject({
-      kind: 'cancelled',
-      run: { state: 'CANCELLED', error_code: 'cancelled' }
+  describe('nodes: heartbeats', () => {
+    freshStore();
+
+    it('node heartbeats: reported, refreshed, seen by another handle, removed, and the long silent forgotten', async () => {
+      const now = Date.now();
+      const node = (id: string, seen: number, busy = 0) => ({
+        node_id: id,
+        role: 'all',
+        workers: 4,
+        busy,
+        started_at: at(),
+        seen_at: seen
+      });
+      await store.reportNode(node('n-old', now - 100_000), 0);
+      await store.reportNode(node('n-a', now - 1000), 0);
+      await store.reportNode(node('n-a', now, 3), now - 50_000);
+      const elsewhere = await second();
+      const nodes = await elsewhere.listNodes();
+      expect(nodes.map(n => n.node_id)).toEqual(['n-a']);
+      expect(nodes[0]).toMatchObject({ workers: 4, busy: 3, seen_at: now });
+      await elsewhere.removeNode('n-a');
+      expect(await store.listNodes()).toEqual([]);
     });
-    expect((await store.cancelRun('team-a', queued.run_id, at())).kind).toBe('finished');
-    expect((await store.cancelRun('team-b', queued.run_id, at())).kind).toBe('not_found');
-    const running = newRun();
-    await store.createRun(running, undefined, 100);
-    await store.claimNext('owner', 60_000, [], at());
-    expect((await store.cancelRun('team-a', running.run_id, at())).kind).toBe('cancelled');
-    // The worker's finish comes too late and changes nothing.
-    expect(await store.finishRun(running.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
-    expect((await store.getRunAnyTeam(running.run_id))!.state).toBe('CANCELLED');
   });
 
-  it('abandoned runs: expired leases fail as executor_restarted; live ones stay; all=true fails all', async () => {
-    await drain();
-    const short = newRun();
-    const long = newRun();
-    await store.createRun(short, undefined, 100);
-    await store.createRun(long, undefined, 100);
-    await store.claimNext('dead-node', 50, [], at());
-    await store.claimNext('live-node', 60_000, [], at());
-    await sleep(120);
-    const failed = await store.failAbandoned(false, at(), 'its worker stopped');
-    expect(failed.map(run => run.run_id)).toEqual([short.run_id]);
-    expect(await store.getRunAnyTeam(short.run_id)).toMatchObject({
-      state: 'FAILED',
-      error_code: 'executor_restarted',
-      status_message: 'its worker stopped'
-    });
-    expect((await store.getRunAnyTeam(long.run_id))!.state).toBe('INPROGRESS');
-    expect((await store.failAbandoned(true, at(), 'restarted')).map(run => run.run_id)).toEqual([
-      long.run_id
-    ]);
-  });
+  describe('runs: create, read, list, count, cancel, follow-up, prune, changes', () => {
+    freshStore();
 
-  it('transcript: events numbered in order, from two handles writing at once', async () => {
-    await drain();
-    const node2 = await second();
-    const run = newRun();
-    await store.createRun(run, undefined, 100);
-    await store.claimNext('owner', 60_000, [], at());
-    await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        (i % 2 ? store : node2).appendEvent(run.run_id, 'message', { text: `m${i}`, n: i }, at())
-      )
-    );
-    await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
-    const events = await store.listEvents(run.run_id);
-    expect(events.map(event => event.seq)).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
-    expect(
-      events
-        .filter(event => event.kind === 'message')
-        .map(event => event.n)
-        .sort((x, y) => Number(x) - Number(y))
-    ).toEqual(Array.from({ length: 20 }, (_, i) => i));
-    expect(events.at(-1)).toMatchObject({ kind: 'state', state: 'SUCCEEDED' });
-  });
-
-  it('prune: removes finished runs and transcripts older than the cut-off, keeps the rest', async () => {
-    await drain();
-    const old = newRun();
-    await store.createRun(old, undefined, 100);
-    await store.claimNext('owner', 60_000, [], at());
-    await store.finishRun(old.run_id, 'owner', { state: 'SUCCEEDED' }, '2020-01-01T00:00:00.000Z');
-    const queued = newRun({ created_at: '2020-01-01T00:00:00.000Z' });
-    await store.createRun(queued, undefined, 100);
-    expect(await store.pruneFinished('2021-01-01T00:00:00.000Z')).toBe(1);
-    expect(await store.getRunAnyTeam(old.run_id)).toBeUndefined();
-    expect(await store.listEvents(old.run_id)).toEqual([]);
-    expect(await store.getRunAnyTeam(queued.run_id)).toBeDefined();
-    await drain();
-  });
-
-  it('secrets: made once, the same for every handle', async () => {
-    const node2 = await second();
-    const name = `s-${randomUUID()}`;
-    const values = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => (i % 2 ? store : node2).getSecret(name, () => randomUUID()))
-    );
-    expect(new Set(values).size).toBe(1);
-    expect(await store.getSecret(name, () => 'other')).toBe(values[0]);
-  });
-
-  it('changes: heard at once for own writes, with state and version', async () => {
-    await drain();
-    const heard: RunChange[] = [];
-    const off = store.onChange(change => heard.push(change));
-    const run = newRun();
-    await store.createRun(run, undefined, 100);
-    await store.claimNext('owner', 60_000, [], at());
-    await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
-    off();
-    expect(heard.filter(change => change.run_id === run.run_id)).toEqual([
-      { run_id: run.run_id, state: 'QUEUED', version: 1 },
-      { run_id: run.run_id, state: 'INPROGRESS', version: 2 },
-      { run_id: run.run_id, state: 'SUCCEEDED', version: 3 }
-    ]);
-  });
-
-  it('artifacts: a file listed by its description, a pull request by its data, in order', async () => {
-    const run = newRun();
-    await store.createRun(run, undefined, 100);
-    const base = { run_id: run.run_id, team: run.team, created_at: at() };
-    const file = { artifact_uid: randomUUID(), filepath: 'changes.patch', filename: 'changes.patch' };
-    await store.addArtifact(
-      { ...base, ...file, artifact_type: 'FILE', mime_type: 'text/x-diff', size: 3 },
-      Buffer.from('abc')
-    );
-    const pr = { url: 'https://github.com/acme/web/pull/7', branch: 'agent/x' };
-    const data = Buffer.from(JSON.stringify(pr));
-    await store.addArtifact(
-      {
-        ...base,
-        artifact_uid: randomUUID(),
-        artifact_type: 'PULL_REQUEST',
-        filepath: pr.branch,
-        filename: 'pull-request.json',
-        mime_type: 'application/json',
-        size: data.length,
-        description: pr.url
-      },
-      data
-    );
-    const stored = await store.getRun(run.team, run.run_id);
-    expect(JSON.parse(stored!.artifacts!)).toEqual([
-      { ...file, mime_type: 'text/x-diff', size: 3, created_at: base.created_at },
-      { artifact_type: 'PULL_REQUEST', created_at: base.created_at, data: pr }
-    ]);
-  });
-
-  it('ping answers', async () => {
-    await expect(store.ping()).resolves.toBeUndefined();
-  });
-
-  // Every state × change, allowed or refused as support/lifecycle-cases.ts says. The run is put in
-  // the state directly (leased to w1, lease expired, completed long ago), so only the state decides.
-  it.each(CASES)(
-    'lifecycle: $change from $state is allowed: $allowed',
-    async ({ state, change, allowed }) => {
+    it('counts runs per state, per team', async () => {
       await drain();
-      const run = newRun({ team: 'team-lifecycle' });
+      const team = `team-count-${randomUUID()}`;
+      await store.createRun(newRun({ team }), undefined, 1000);
+      await store.createRun(newRun({ team }), undefined, 1000);
+      const ended = newRun({ team });
+      await store.createRun(ended, undefined, 1000);
+      await store.cancelRun(team, ended.run_id, at());
+      expect(await store.countRunsByState(team)).toEqual({ QUEUED: 2, CANCELLED: 1 });
+      expect(await store.countRunsByState('team-nobody')).toEqual({});
+      await drain();
+    });
+
+    it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
+      const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
+      const result = await store.createRun(run, undefined, 100);
+      expect(result.kind).toBe('created');
+      const stored = await store.getRun('team-a', run.run_id);
+      expect(stored).toMatchObject({
+        run_id: run.run_id,
+        state: 'QUEUED',
+        version: 1,
+        title: 'T',
+        prompt: run.prompt,
+        created_at: run.created_at,
+        updated_at: run.created_at,
+        started_at: null,
+        completed_at: null,
+        lease_owner: null
+      });
+      expect(typeof stored!.seq).toBe('number');
+      expect(await store.getRun('team-b', run.run_id)).toBeUndefined();
+      expect((await store.getRunAnyTeam(run.run_id))!.team).toBe('team-a');
+      expect(await store.listEvents(run.run_id)).toEqual([
+        { seq: 1, at: run.created_at, kind: 'state', state: 'QUEUED' }
+      ]);
+      await drain();
+    });
+
+    it('idempotency: same key and body replays, another body is refused, teams are separate', async () => {
+      const key = { key: `k-${randomUUID()}`, requestHash: 'h1' };
+      const first = await store.createRun(newRun(), key, 100);
+      const again = await store.createRun(newRun(), key, 100);
+      expect(first.kind).toBe('created');
+      expect(again.kind).toBe('replayed');
+      if (first.kind !== 'created' || again.kind !== 'replayed') return;
+      expect(again.run.run_id).toBe(first.run.run_id);
+      expect((await store.createRun(newRun(), { ...key, requestHash: 'h2' }, 100)).kind).toBe('key_reused');
+      expect((await store.createRun(newRun({ team: 'team-b' }), key, 100)).kind).toBe('created');
+      await drain();
+    });
+
+    it('idempotency holds for concurrent creates through two handles (two nodes): one run', async () => {
+      const node2 = await second();
+      const key = { key: `k-${randomUUID()}`, requestHash: 'same' };
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? store : node2).createRun(newRun(), key, 100))
+      );
+      const ids = new Set(results.map(result => ('run' in result ? result.run.run_id : result.kind)));
+      expect(ids.size).toBe(1);
+      expect(results.filter(result => result.kind === 'created')).toHaveLength(1);
+      expect(results.filter(result => result.kind === 'replayed')).toHaveLength(19);
+      await drain();
+    });
+
+    it('queue limit: refuses past max queued, counts only QUEUED runs', async () => {
+      await drain();
+      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('queue_full');
+      await store.claimNext('w', 60_000, [], at());
+      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+      await drain();
+    });
+
+    it('list: search finds text in the title or the prompt, ASCII letters in either case', async () => {
+      const team = `team-${randomUUID().slice(0, 8)}`;
+      const titled = newRun({ team, title: 'Fix The Flaky Test', prompt: 'look at ci' });
+      const prompted = newRun({ team, title: null, prompt: 'please fix the flaky test' });
+      const other = newRun({ team, title: 'docs', prompt: 'write the readme' });
+      for (const run of [titled, prompted, other]) await store.createRun(run, undefined, 100);
+      const found = await store.listRuns(team, { limit: 10, search: 'FLAKY test' });
+      expect(found.map(run => run.run_id)).toEqual([prompted.run_id, titled.run_id]);
+      await drain();
+    });
+
+    it('list: metadata pairs all must match, in the team only; a pruned run takes its pairs along', async () => {
+      const team = `team-${randomUUID().slice(0, 8)}`;
+      const extra = (metadata: unknown) => JSON.stringify({ metadata, skill: 's' });
+      const five = { repo: 'o/r', pr: '7', a: '1', b: '2', 'c d': 'é "e"' };
+      const all = newRun({ team, extra: extra(five) });
+      const some = newRun({ team, extra: extra({ repo: 'o/r', pr: '8' }) });
+      const none = newRun({ team, extra: extra('not pairs') });
+      const elsewhere = newRun({ team: `${team}-b`, extra: extra(five) });
+      for (const run of [all, some, none, elsewhere]) await store.createRun(run, undefined, 100);
+      const ids = async (metadata: [string, string][]) =>
+        (await store.listRuns(team, { limit: 10, metadata })).map(run => run.run_id);
+      expect(await ids(Object.entries(five))).toEqual([all.run_id]);
+      expect(await ids([['repo', 'o/r']])).toEqual([some.run_id, all.run_id]);
+      expect(await ids([['pr', '9']])).toEqual([]);
+      await drain();
+      // Ended long ago: pruned with its pairs (their rows refer to the run).
+      await force(all.run_id, 'SUCCEEDED');
+      expect(await store.pruneFinished('2001-01-01T00:00:00.000Z')).toBeGreaterThanOrEqual(1);
+      expect(await ids(Object.entries(five))).toEqual([]);
+      expect((await store.listRuns(`${team}-b`, { limit: 10, metadata: [['pr', '7']] })).length).toBe(1);
+    });
+
+    it('list: newest first, keyset pages, filters by state, environment and creation time', async () => {
+      const team = `team-${randomUUID().slice(0, 8)}`;
+      const made: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const run = newRun({
+          team,
+          environment_id: i % 2 ? 'env-odd' : 'env-even',
+          created_at: `2026-01-0${i + 1}T00:00:00.000Z`
+        });
+        await store.createRun(run, undefined, 100);
+        made.push(run.run_id);
+      }
+      const all = await store.listRuns(team, { limit: 10 });
+      expect(all.map(run => run.run_id)).toEqual([...made].reverse());
+      const page1 = await store.listRuns(team, { limit: 2 });
+      const page2 = await store.listRuns(team, { limit: 2, beforeSeq: page1[1]!.seq });
+      expect([...page1, ...page2].map(run => run.run_id)).toEqual(made.slice(1).reverse());
+      expect(
+        (await store.listRuns(team, { limit: 10, environmentId: 'env-odd' })).map(r => r.run_id)
+      ).toEqual([made[3], made[1]]);
+      expect(
+        (
+          await store.listRuns(team, {
+            limit: 10,
+            createdAfter: '2026-01-02T00:00:00.000Z',
+            createdBefore: '2026-01-05T00:00:00.000Z'
+          })
+        ).map(r => r.run_id)
+      ).toEqual([made[3], made[2]]);
+      const claimed = await store.claimNext('w', 60_000, ['env-1'], at());
+      expect(claimed).toBeDefined();
+      const inProgress = await store.listRuns(team, { limit: 10, states: ['INPROGRESS'] });
+      expect(inProgress.map(r => r.run_id)).toEqual(claimed!.team === team ? [claimed!.run_id] : []);
+      expect(await store.listRuns('nobody', { limit: 10 })).toEqual([]);
+      await drain();
+    });
+
+    it('queue limit per team: a team at its limit is refused, other teams still create', async () => {
+      await drain();
+      const tag = randomUUID().slice(0, 8);
+      const create = (team: string) => store.createRun(newRun({ team }), undefined, 100, 2);
+      expect((await create(`team-a-${tag}`)).kind).toBe('created');
+      expect((await create(`team-a-${tag}`)).kind).toBe('created');
+      expect((await create(`team-a-${tag}`)).kind).toBe('team_queue_full');
+      expect((await create(`team-b-${tag}`)).kind).toBe('created');
+      // The node's own limit is still the node's: `queue_full` when it is reached first.
+      expect((await store.createRun(newRun({ team: `team-c-${tag}` }), undefined, 3, 2)).kind).toBe(
+        'queue_full'
+      );
+      await drain();
+    });
+
+    it('concurrent follow-ups of ended runs take queue places atomically: at most the limit queued, no refused message kept', async () => {
+      await drain();
+      const node2 = await second();
+      const team = `team-fq-${randomUUID().slice(0, 8)}`;
+      const runs = await queue(...Array.from({ length: 8 }, () => team));
+      for (const run of runs) {
+        const claimed = await store.claimNext('fq', 60_000, [], at());
+        expect(claimed?.run_id).toBe(run.run_id);
+        await store.finishRun(run.run_id, 'fq', { state: 'SUCCEEDED' }, at());
+      }
+      // Eight follow-ups at once, half on each handle (another process, another node), against a
+      // team limit of 2: each ended run would take a queue place.
+      const answers = await Promise.all(
+        runs.map((run, index) =>
+          (index % 2 === 0 ? store : node2).submitFollowup(
+            team,
+            run.run_id,
+            { message: `go on ${index}`, mode: 'normal' },
+            at(),
+            '2000-01-01T00:00:00.000Z',
+            { maxQueued: 100, maxQueuedPerTeam: 2 }
+          )
+        )
+      );
+      const kinds = answers.map(answer => answer.kind);
+      expect(kinds.filter(kind => kind === 'taken')).toHaveLength(2);
+      expect(kinds.filter(kind => kind === 'team_queue_full')).toHaveLength(6);
+      expect((await store.countRunsByState(team)).QUEUED).toBe(2);
+      // A refused follow-up recorded nothing; a taken one its message, on a run queued again.
+      for (const [index, run] of runs.entries()) {
+        const messages = (await store.listEvents(run.run_id, { kinds: ['followup'] })).map(
+          event => event.message
+        );
+        const state = (await store.getRunAnyTeam(run.run_id))!.state;
+        if (kinds[index] === 'taken') {
+          expect(messages).toEqual([`go on ${index}`]);
+          expect(state).toBe('QUEUED');
+        } else {
+          expect(messages).toEqual([]);
+          expect(state).toBe('SUCCEEDED');
+        }
+      }
+      // The node's own limit too: one place left on the node, two follow-ups at once.
+      const refused = runs.filter((_, index) => kinds[index] !== 'taken').slice(0, 2);
+      const node = await Promise.all(
+        refused.map((run, index) =>
+          (index === 0 ? store : node2).submitFollowup(
+            team,
+            run.run_id,
+            { message: 'again', mode: 'normal' },
+            at(),
+            '2000-01-01T00:00:00.000Z',
+            { maxQueued: 3, maxQueuedPerTeam: 100 }
+          )
+        )
+      );
+      expect(node.map(answer => answer.kind).sort()).toEqual(['queue_full', 'taken']);
+      await drain();
+    });
+
+    it('cancel: queued or running runs end CANCELLED; finished runs and strangers are told so', async () => {
+      await drain();
+      const queued = newRun();
+      await store.createRun(queued, undefined, 100);
+      const cancelled = await store.cancelRun('team-a', queued.run_id, at());
+      expect(cancelled).toMatchObject({
+        kind: 'cancelled',
+        run: { state: 'CANCELLED', error_code: 'cancelled' }
+      });
+      expect((await store.cancelRun('team-a', queued.run_id, at())).kind).toBe('finished');
+      expect((await store.cancelRun('team-b', queued.run_id, at())).kind).toBe('not_found');
+      const running = newRun();
+      await store.createRun(running, undefined, 100);
+      await store.claimNext('owner', 60_000, [], at());
+      expect((await store.cancelRun('team-a', running.run_id, at())).kind).toBe('cancelled');
+      // The worker's finish comes too late and changes nothing.
+      expect(await store.finishRun(running.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
+      expect((await store.getRunAnyTeam(running.run_id))!.state).toBe('CANCELLED');
+    });
+
+    it('prune: removes finished runs and transcripts older than the cut-off, keeps the rest', async () => {
+      await drain();
+      const old = newRun();
+      await store.createRun(old, undefined, 100);
+      await store.claimNext('owner', 60_000, [], at());
+      await store.finishRun(old.run_id, 'owner', { state: 'SUCCEEDED' }, '2020-01-01T00:00:00.000Z');
+      const queued = newRun({ created_at: '2020-01-01T00:00:00.000Z' });
+      await store.createRun(queued, undefined, 100);
+      expect(await store.pruneFinished('2021-01-01T00:00:00.000Z')).toBe(1);
+      expect(await store.getRunAnyTeam(old.run_id)).toBeUndefined();
+      expect(await store.listEvents(old.run_id)).toEqual([]);
+      expect(await store.getRunAnyTeam(queued.run_id)).toBeDefined();
+      await drain();
+    });
+
+    it('changes: heard at once for own writes, with state and version', async () => {
+      await drain();
+      const heard: RunChange[] = [];
+      const off = store.onChange(change => heard.push(change));
+      const run = newRun();
       await store.createRun(run, undefined, 100);
-      await force(run.run_id, state);
-      const id = run.run_id;
-      const now = () => store.getRunAnyTeam(id);
-      const before = await now();
-      let done: boolean;
-      switch (change) {
-        case 'claim':
-          done = (await store.claimNext('w2', 60_000, [], at()))?.run_id === id;
-          break;
-        case 'renew':
-          done = await store.renewLease(id, 'w1', 60_000);
-          break;
-        case 'finish':
-          done = (await store.finishRun(id, 'w1', { state: 'SUCCEEDED' }, at())) !== undefined;
-          break;
-        case 'cancel':
-          done = (await store.cancelRun('team-lifecycle', id, at())).kind === 'cancelled';
-          break;
-        case 'abandon':
-          done = (await store.failAbandoned(false, at(), 'lease expired')).some(r => r.run_id === id);
-          break;
-        case 'prune':
-          await store.pruneFinished('2001-01-01T00:00:00.000Z');
-          done = (await now()) === undefined;
-          break;
+      await store.claimNext('owner', 60_000, [], at());
+      await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      off();
+      expect(heard.filter(change => change.run_id === run.run_id)).toEqual([
+        { run_id: run.run_id, state: 'QUEUED', version: 1 },
+        { run_id: run.run_id, state: 'INPROGRESS', version: 2 },
+        { run_id: run.run_id, state: 'SUCCEEDED', version: 3 }
+      ]);
+    });
+  });
+
+  describe('transcript: events appended, read, counted', () => {
+    freshStore();
+
+    it('events: read in pages after a seq, the last ones, and counted', async () => {
+      const created = await store.createRun(newRun(), undefined, 100);
+      if (created.kind !== 'created') throw new Error(created.kind);
+      const id = created.run.run_id;
+      for (let i = 1; i <= 6; i++)
+        await store.appendEvent(id, 'output', { text: `line ${i}` }, created.run.created_at);
+      const seqs = (events: { seq: number }[]) => events.map(event => event.seq);
+      expect(seqs(await store.listEvents(id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(seqs(await store.listEvents(id, { after: 2, limit: 3 }))).toEqual([3, 4, 5]);
+      expect(seqs(await store.listEvents(id, { after: 6, limit: 3 }))).toEqual([7]);
+      expect(seqs(await store.listEvents(id, { limit: 2, fromEnd: true }))).toEqual([6, 7]);
+      expect(await store.listEvents(id, { after: 2, limit: 1 })).toEqual([
+        { seq: 3, at: created.run.created_at, kind: 'output', text: 'line 2' }
+      ]);
+      expect(await store.countEvents(id, 0)).toBe(7);
+      expect(await store.countEvents(id, 5)).toBe(2);
+      expect(await store.countEvents('no-such-run', 0)).toBe(0);
+    });
+
+    it('transcript: events numbered in order, from two handles writing at once', async () => {
+      await drain();
+      const node2 = await second();
+      const run = newRun();
+      await store.createRun(run, undefined, 100);
+      await store.claimNext('owner', 60_000, [], at());
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? store : node2).appendEvent(run.run_id, 'message', { text: `m${i}`, n: i }, at())
+        )
+      );
+      await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      const events = await store.listEvents(run.run_id);
+      expect(events.map(event => event.seq)).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
+      expect(
+        events
+          .filter(event => event.kind === 'message')
+          .map(event => event.n)
+          .sort((x, y) => Number(x) - Number(y))
+      ).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      expect(events.at(-1)).toMatchObject({ kind: 'state', state: 'SUCCEEDED' });
+    });
+  });
+
+  describe('claims: the queue, leases, finishes, abandoned runs', () => {
+    freshStore();
+
+    it('claim: oldest first, skips excluded environments, leases to its owner, records the state', async () => {
+      await drain();
+      const a = newRun({ environment_id: 'env-a' });
+      const b = newRun({ environment_id: 'env-b' });
+      await store.createRun(a, undefined, 100);
+      await store.createRun(b, undefined, 100);
+      const first = await store.claimNext('owner-1', 60_000, ['env-a'], at());
+      expect(first).toMatchObject({
+        run_id: b.run_id,
+        state: 'INPROGRESS',
+        version: 2,
+        lease_owner: 'owner-1'
+      });
+      expect(first!.lease_expires_at).toBeGreaterThan(Date.now() + 50_000);
+      expect(first!.started_at).not.toBeNull();
+      const second = await store.claimNext('owner-2', 60_000, [], at());
+      expect(second!.run_id).toBe(a.run_id);
+      expect(await store.claimNext('owner-3', 60_000, [], at())).toBeUndefined();
+      expect((await store.listEvents(b.run_id)).map(event => event.state)).toEqual(['QUEUED', 'INPROGRESS']);
+      await store.finishRun(a.run_id, 'owner-2', { state: 'SUCCEEDED' }, at());
+      await store.finishRun(b.run_id, 'owner-1', { state: 'SUCCEEDED' }, at());
+    });
+
+    it('claims from many workers on two handles at once: each run is claimed exactly once', async () => {
+      await drain();
+      const node2 = await second();
+      const ids = new Set<string>();
+      for (let i = 0; i < 30; i++) {
+        const run = newRun();
+        ids.add(run.run_id);
+        await store.createRun(run, undefined, 100);
       }
-      expect(done).toBe(allowed);
-      const after = await now();
-      if (!allowed) expect(after).toEqual(before);
-      else if (change !== 'prune' && change !== 'renew') {
-        const expected = { claim: 'INPROGRESS', finish: 'SUCCEEDED', cancel: 'CANCELLED', abandon: 'FAILED' }[
-          change
-        ];
-        expect(after).toMatchObject({ state: expected, version: before!.version + 1 });
-        expect((await store.listEvents(id)).at(-1)).toMatchObject({ kind: 'state', state: expected });
+      const claimed: string[] = [];
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, worker) => {
+          const s = worker % 2 ? store : node2;
+          for (;;) {
+            const run = await s.claimNext(`w${worker}`, 60_000, [], at());
+            if (!run) return;
+            claimed.push(run.run_id);
+          }
+        })
+      );
+      expect(claimed.sort()).toEqual([...ids].sort());
+      for (const id of claimed) {
+        const run = await store.getRunAnyTeam(id);
+        await store.finishRun(id, run!.lease_owner!, { state: 'SUCCEEDED' }, at());
       }
-      if (after) await force(id, 'ERROR');
-    }
-  );
+    });
+
+    it('fair claim: teams take turns, each team’s runs oldest first', async () => {
+      await drain();
+      const tag = randomUUID().slice(0, 8);
+      const [a, b, c] = [`team-a-${tag}`, `team-b-${tag}`, `team-c-${tag}`];
+      // A queued four runs before B and C queued theirs.
+      const [a1, a2, a3, a4, b1, b2, c1] = await queue(a, a, a, a, b, b, c);
+      const names = new Map(
+        [a1, a2, a3, a4, b1, b2, c1].map((run, i) => [run!.run_id, `${run!.team[5]}${i}`])
+      );
+      const order = (await claimAll()).map(id => names.get(id));
+      expect(order).toEqual(['a0', 'b4', 'c6', 'a1', 'b5', 'a2', 'a3']);
+    });
+
+    it('fair claim: a team served longest ago goes first, a team served last waits its turn', async () => {
+      await drain();
+      const tag = randomUUID().slice(0, 8);
+      const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
+      await queue(b);
+      await claimAll(); // B was served just now
+      // B's run is older, but A has not been served yet: A goes first.
+      const [b1, a1, a2] = await queue(b, a, a);
+      const first = await store.claimNext('fair', 60_000, [], at());
+      const second = await store.claimNext('fair', 60_000, [], at());
+      const third = await store.claimNext('fair', 60_000, [], at());
+      expect([first, second, third].map(run => run?.run_id)).toEqual([a1!.run_id, b1!.run_id, a2!.run_id]);
+      await drain();
+    });
+
+    it('running cap per team: a team at its cap is skipped, other teams’ runs go', async () => {
+      await drain();
+      const tag = randomUUID().slice(0, 8);
+      const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
+      const [a1, a2, b1] = await queue(a, a, b);
+      const claim = () => store.claimNext('capped', 60_000, [], at(), 1);
+      expect((await claim())?.run_id).toBe(a1!.run_id);
+      expect((await claim())?.run_id).toBe(b1!.run_id);
+      // A has one INPROGRESS run, its cap: its second run waits though nothing else is queued.
+      expect(await claim()).toBeUndefined();
+      expect((await store.getRunAnyTeam(a2!.run_id))!.state).toBe('QUEUED');
+      await store.finishRun(a1!.run_id, 'capped', { state: 'SUCCEEDED' }, at());
+      expect((await claim())?.run_id).toBe(a2!.run_id);
+      await drain();
+    });
+
+    it('follow-up race: one recorded while the run runs and no turn took is queued by the finish, in its change', async () => {
+      await drain();
+      const [run] = await queue('team-race');
+      const id = run!.run_id;
+      await store.claimNext('runner', 60_000, [], at());
+      // Recorded after the worker's last look: the run keeps running.
+      expect(await followUp('team-race', id, 'one more thing')).toMatchObject({
+        kind: 'taken',
+        run: { state: 'INPROGRESS' }
+      });
+      const heard: string[] = [];
+      const stop = store.onChange(change => {
+        if (change.run_id === id) heard.push(change.state);
+      });
+      const finished = await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(finished).toMatchObject({ run_id: id, state: 'SUCCEEDED' });
+      expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
+      const states = (await store.listEvents(id, { kinds: ['state'] })).map(event => event.state);
+      expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
+      stop();
+      expect(heard).toEqual(['SUCCEEDED', 'QUEUED']); // heard at once, in order: the pool claims it again
+      // The claim that takes it is an ordinary one; once a turn took the follow-up, a finish ends the run.
+      expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
+      await takeFollowups(id);
+      await store.finishRun(id, 'runner', { state: 'FAILED', error_code: 'agent_failed' }, at());
+      expect((await store.getRunAnyTeam(id))!.state).toBe('FAILED');
+    });
+
+    it('follow-up race: a follow-up a turn took queues nothing; a cancelled finish is not queued again', async () => {
+      await drain();
+      const [taken, cancelled] = await queue('team-race', 'team-race');
+      for (const run of [taken!, cancelled!]) {
+        await store.claimNext('runner', 60_000, [], at());
+        await followUp('team-race', run.run_id, 'and this');
+      }
+      // The first run's worker took its follow-up in a turn before it ended.
+      await takeFollowups(taken!.run_id);
+      await store.finishRun(taken!.run_id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect((await store.getRunAnyTeam(taken!.run_id))!.state).toBe('SUCCEEDED');
+      await store.finishRun(
+        cancelled!.run_id,
+        'runner',
+        { state: 'CANCELLED', error_code: 'cancelled' },
+        at()
+      );
+      expect((await store.getRunAnyTeam(cancelled!.run_id))!.state).toBe('CANCELLED');
+      // A follow-up to the ended run queues it (the message waits), once.
+      expect(await followUp('team-race', taken!.run_id, 'again')).toMatchObject({ run: { state: 'QUEUED' } });
+      expect(await followUp('team-race', taken!.run_id, 'and again')).toMatchObject({
+        run: { state: 'QUEUED' }
+      });
+      const states = (await store.listEvents(taken!.run_id, { kinds: ['state'] })).map(event => event.state);
+      expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
+      await drain();
+    });
+
+    it('findClaim: the INPROGRESS run leased to an owner, and nothing once it ended', async () => {
+      await drain();
+      const run = newRun();
+      await store.createRun(run, undefined, 100);
+      expect(await store.findClaim('claim-1')).toBeUndefined();
+      await store.claimNext('claim-1', 60_000, [], at());
+      expect((await store.findClaim('claim-1'))!.run_id).toBe(run.run_id);
+      expect(await store.findClaim('claim-2')).toBeUndefined();
+      await store.finishRun(run.run_id, 'claim-1', { state: 'SUCCEEDED' }, at());
+      expect(await store.findClaim('claim-1')).toBeUndefined();
+    });
+
+    it('lease: renewed by its owner only; finish by its owner only, once', async () => {
+      await drain();
+      const run = newRun();
+      await store.createRun(run, undefined, 100);
+      const claimed = await store.claimNext('owner', 1000, [], at());
+      expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(true);
+      expect((await store.getRunAnyTeam(run.run_id))!.lease_expires_at).toBeGreaterThan(
+        claimed!.lease_expires_at! + 50_000
+      );
+      expect(await store.renewLease(run.run_id, 'intruder', 60_000)).toBe(false);
+      expect(await store.finishRun(run.run_id, 'intruder', { state: 'SUCCEEDED' }, at())).toBeUndefined();
+      const finished = await store.finishRun(
+        run.run_id,
+        'owner',
+        { state: 'FAILED', status_message: 'tests failed', error_code: 'agent_failed' },
+        at()
+      );
+      expect(finished).toMatchObject({
+        state: 'FAILED',
+        status_message: 'tests failed',
+        error_code: 'agent_failed',
+        version: 3,
+        lease_owner: null,
+        lease_expires_at: null
+      });
+      expect(finished!.completed_at).not.toBeNull();
+      expect(await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
+      expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(false);
+      expect((await store.listEvents(run.run_id)).at(-1)).toMatchObject({
+        kind: 'state',
+        state: 'FAILED',
+        status_message: 'tests failed',
+        error_code: 'agent_failed'
+      });
+    });
+
+    it('abandoned runs: expired leases fail as executor_restarted; live ones stay; all=true fails all', async () => {
+      await drain();
+      const short = newRun();
+      const long = newRun();
+      await store.createRun(short, undefined, 100);
+      await store.createRun(long, undefined, 100);
+      await store.claimNext('dead-node', 50, [], at());
+      await store.claimNext('live-node', 60_000, [], at());
+      await sleep(120);
+      const failed = await store.failAbandoned(false, at(), 'its worker stopped');
+      expect(failed.map(run => run.run_id)).toEqual([short.run_id]);
+      expect(await store.getRunAnyTeam(short.run_id)).toMatchObject({
+        state: 'FAILED',
+        error_code: 'executor_restarted',
+        status_message: 'its worker stopped'
+      });
+      expect((await store.getRunAnyTeam(long.run_id))!.state).toBe('INPROGRESS');
+      expect((await store.failAbandoned(true, at(), 'restarted')).map(run => run.run_id)).toEqual([
+        long.run_id
+      ]);
+    });
+  });
+
+  describe('holds: an ended run held while another run reads it', () => {
+    freshStore();
+
+    it('hold: only an ended run, one holder at a time, renewed by its holder, across handles', async () => {
+      await drain();
+      const node2 = await second();
+      const [run] = await queue('team-hold');
+      const id = run!.run_id;
+      expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // QUEUED
+      const claimed = await store.claimNext('runner', 60_000, [], at());
+      expect(claimed?.run_id).toBe(id);
+      expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // INPROGRESS
+      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await store.holdRun('team-other', id, 'reader-1', 60_000)).toBe(false); // not its team's
+      expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true);
+      expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(false);
+      expect(await node2.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true); // its holder renews
+      expect(await node2.heldRuns()).toContain(id);
+      expect(await store.releaseRun(id, 'reader-2')).toBe(false);
+      expect(await store.releaseRun(id, 'reader-1')).toBe(true);
+      expect(await store.heldRuns()).not.toContain(id);
+      expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(true);
+      expect(await node2.releaseRun(id, 'reader-2')).toBe(true);
+    });
+
+    it('hold: a follow-up of a held run queues it, and no claim takes it until the hold is released', async () => {
+      await drain();
+      const node2 = await second();
+      const [run, later] = await queue('team-hold', 'team-hold');
+      const id = run!.run_id;
+      await store.claimNext('runner', 60_000, [], at());
+      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await node2.holdRun('team-hold', id, 'reader', 60_000)).toBe(true);
+      const followup = await store.submitFollowup(
+        'team-hold',
+        id,
+        { message: 'go on', mode: 'normal' },
+        at(),
+        '2000-01-01T00:00:00.000Z'
+      );
+      expect(followup).toMatchObject({ kind: 'taken', run: { state: 'QUEUED' } });
+      // The other queued run goes; the held one is skipped on every handle.
+      expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(later!.run_id);
+      expect(await store.claimNext('runner', 60_000, [], at())).toBeUndefined();
+      expect(await node2.claimNext('runner-2', 60_000, [], at())).toBeUndefined();
+      expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
+      expect(await node2.releaseRun(id, 'reader')).toBe(true);
+      const resumed = await store.claimNext('runner', 60_000, [], at());
+      expect(resumed).toMatchObject({ run_id: id, state: 'INPROGRESS' });
+      await drain();
+    });
+
+    it('hold: an expired hold (its holder’s node gone) blocks nothing and can be taken over', async () => {
+      await drain();
+      const [run] = await queue('team-hold');
+      const id = run!.run_id;
+      await store.claimNext('runner', 60_000, [], at());
+      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await store.holdRun('team-hold', id, 'dead-node', 60_000)).toBe(true);
+      await expireHold(id);
+      expect(await store.heldRuns()).not.toContain(id);
+      await store.submitFollowup(
+        'team-hold',
+        id,
+        { message: 'go on', mode: 'normal' },
+        at(),
+        '2000-01-01T00:00:00.000Z'
+      );
+      expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
+      await takeFollowups(id); // as the worker's turn does
+      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await store.holdRun('team-hold', id, 'new-reader', 60_000)).toBe(true);
+      expect(await store.releaseRun(id, 'dead-node')).toBe(false);
+      expect(await store.releaseRun(id, 'new-reader')).toBe(true);
+    });
+  });
+
+  describe('artifacts: what a run produced', () => {
+    freshStore();
+
+    it('artifacts: a file listed by its description, a pull request by its data, in order', async () => {
+      const run = newRun();
+      await store.createRun(run, undefined, 100);
+      const base = { run_id: run.run_id, team: run.team, created_at: at() };
+      const file = { artifact_uid: randomUUID(), filepath: 'changes.patch', filename: 'changes.patch' };
+      await store.addArtifact(
+        { ...base, ...file, artifact_type: 'FILE', mime_type: 'text/x-diff', size: 3 },
+        Buffer.from('abc')
+      );
+      const pr = { url: 'https://github.com/acme/web/pull/7', branch: 'agent/x' };
+      const data = Buffer.from(JSON.stringify(pr));
+      await store.addArtifact(
+        {
+          ...base,
+          artifact_uid: randomUUID(),
+          artifact_type: 'PULL_REQUEST',
+          filepath: pr.branch,
+          filename: 'pull-request.json',
+          mime_type: 'application/json',
+          size: data.length,
+          description: pr.url
+        },
+        data
+      );
+      const stored = await store.getRun(run.team, run.run_id);
+      expect(JSON.parse(stored!.artifacts!)).toEqual([
+        { ...file, mime_type: 'text/x-diff', size: 3, created_at: base.created_at },
+        { artifact_type: 'PULL_REQUEST', created_at: base.created_at, data: pr }
+      ]);
+    });
+  });
+
+  describe('the bundle: liveness', () => {
+    freshStore();
+
+    it('ping answers', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+
+  describe('lifecycle: every change of a run from every state', () => {
+    freshStore();
+
+    // Every state × change, allowed or refused as support/lifecycle-cases.ts says. The run is put in
+    // the state directly (leased to w1, lease expired, completed long ago), so only the state decides.
+    it.each(CASES)(
+      'lifecycle: $change from $state is allowed: $allowed',
+      async ({ state, change, allowed }) => {
+        await drain();
+        const run = newRun({ team: 'team-lifecycle' });
+        await store.createRun(run, undefined, 100);
+        await force(run.run_id, state);
+        const id = run.run_id;
+        const now = () => store.getRunAnyTeam(id);
+        const before = await now();
+        let done: boolean;
+        switch (change) {
+          case 'claim':
+            done = (await store.claimNext('w2', 60_000, [], at()))?.run_id === id;
+            break;
+          case 'renew':
+            done = await store.renewLease(id, 'w1', 60_000);
+            break;
+          case 'finish':
+            done = (await store.finishRun(id, 'w1', { state: 'SUCCEEDED' }, at())) !== undefined;
+            break;
+          case 'cancel':
+            done = (await store.cancelRun('team-lifecycle', id, at())).kind === 'cancelled';
+            break;
+          case 'abandon':
+            done = (await store.failAbandoned(false, at(), 'lease expired')).some(r => r.run_id === id);
+            break;
+          case 'prune':
+            await store.pruneFinished('2001-01-01T00:00:00.000Z');
+            done = (await now()) === undefined;
+            break;
+        }
+        expect(done).toBe(allowed);
+        const after = await now();
+        if (!allowed) expect(after).toEqual(before);
+        else if (change !== 'prune' && change !== 'renew') {
+          const expected = {
+            claim: 'INPROGRESS',
+            finish: 'SUCCEEDED',
+            cancel: 'CANCELLED',
+            abandon: 'FAILED'
+          }[change];
+          expect(after).toMatchObject({ state: expected, version: before!.version + 1 });
+          expect((await store.listEvents(id)).at(-1)).toMatchObject({ kind: 'state', state: expected });
+        }
+        if (after) await force(id, 'ERROR');
+      }
+    );
+  });
 });
 
 describe('SQLite shared by two processes (split roles on one machine)', () => {

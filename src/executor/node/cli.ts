@@ -10,6 +10,7 @@ import { ConfigError, type ExecutorConfig, loadConfig } from '../config/config.j
 import { type KeyKind, issueKey } from '../store/keys.js';
 import { type Role, startExecutor } from './serve.js';
 import { openStore } from '../store/open.js';
+import type { AccountStore } from '../store/types.js';
 import { describeStore } from '../store/location.js';
 
 class UsageError extends Error {}
@@ -178,49 +179,12 @@ async function keys(args: string[]): Promise<number> {
   const store = await openStore(config.store);
   try {
     switch (action) {
-      case 'create': {
-        // A person's key unless said otherwise: the usual first key, for the command line and the dashboard.
-        const kind = (values.kind ?? 'personal') as KeyKind;
-        if (kind !== 'personal' && kind !== 'agent') {
-          throw new UsageError(
-            `--kind ${JSON.stringify(values.kind)}: expected personal or agent${didYouMean(String(values.kind), ['personal', 'agent'])}`
-          );
-        }
-        const name = (values.name ?? '').trim();
-        if (name === '') throw new UsageError('--name: expected a name for the key, e.g. --name ci');
-        const team = (values.team ?? 'default').trim();
-        if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(team)) {
-          throw new UsageError(
-            `--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`
-          );
-        }
-        const { raw, id } = await issueKey(store, { team, kind, name });
-        console.log(
-          `Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`
-        );
-        console.log(raw);
-        return 0;
-      }
-      case 'list': {
-        const rows = await store.listKeys();
-        if (rows.length === 0)
-          console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
-        else console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
-        for (const key of rows) {
-          const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
-          console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
-        }
-        return 0;
-      }
-      case 'revoke': {
-        const id = positionals[0];
-        if (!id) throw new UsageError('keys revoke: expected the key id, e.g. keys revoke key_abc123');
-        if (!(await store.revokeKey(id, new Date().toISOString()))) {
-          throw new UsageError(`keys revoke: no active key with id ${JSON.stringify(id)} (see keys list)`);
-        }
-        console.log(`Revoked key ${id}.`);
-        return 0;
-      }
+      case 'create':
+        return await createKey(store.accounts, values);
+      case 'list':
+        return await listKeys(store.accounts);
+      case 'revoke':
+        return await revokeKey(store.accounts, positionals[0]);
       default:
         throw new UsageError(
           `unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke`
@@ -229,6 +193,53 @@ async function keys(args: string[]): Promise<number> {
   } finally {
     await store.close();
   }
+}
+
+/** `keys create`: a new key of the team, printed once. */
+async function createKey(
+  accounts: Pick<AccountStore, 'createKey'>,
+  values: { kind?: string; name?: string; team?: string }
+): Promise<number> {
+  // A person's key unless said otherwise: the usual first key, for the command line and the dashboard.
+  const kind = (values.kind ?? 'personal') as KeyKind;
+  if (kind !== 'personal' && kind !== 'agent') {
+    throw new UsageError(
+      `--kind ${JSON.stringify(values.kind)}: expected personal or agent${didYouMean(String(values.kind), ['personal', 'agent'])}`
+    );
+  }
+  const name = (values.name ?? '').trim();
+  if (name === '') throw new UsageError('--name: expected a name for the key, e.g. --name ci');
+  const team = (values.team ?? 'default').trim();
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(team)) {
+    throw new UsageError(`--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+  }
+  const { raw, id } = await issueKey(accounts, { team, kind, name });
+  console.log(`Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`);
+  console.log(raw);
+  return 0;
+}
+
+/** `keys list`: every key, one a line. */
+async function listKeys(accounts: Pick<AccountStore, 'listKeys'>): Promise<number> {
+  const rows = await accounts.listKeys();
+  if (rows.length === 0)
+    console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
+  else console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
+  for (const key of rows) {
+    const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
+    console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
+  }
+  return 0;
+}
+
+/** `keys revoke ID`: the key refused from now on. */
+async function revokeKey(accounts: Pick<AccountStore, 'revokeKey'>, id: string | undefined): Promise<number> {
+  if (!id) throw new UsageError('keys revoke: expected the key id, e.g. keys revoke key_abc123');
+  if (!(await accounts.revokeKey(id, new Date().toISOString()))) {
+    throw new UsageError(`keys revoke: no active key with id ${JSON.stringify(id)} (see keys list)`);
+  }
+  console.log(`Revoked key ${id}.`);
+  return 0;
 }
 
 function environments(args: string[]): number {

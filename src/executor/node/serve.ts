@@ -65,7 +65,7 @@ export async function serverContext(
   store: RunStore,
   publicUrl: () => string
 ): Promise<ServerContext> {
-  const secret = await store.getSecret('session-hmac', () => randomBytes(32).toString('base64url'));
+  const secret = await store.accounts.getSecret('session-hmac', () => randomBytes(32).toString('base64url'));
   return {
     store,
     config,
@@ -189,7 +189,7 @@ async function wire(
     context.wakeDeliveries = () => deliverer.wake();
   }
   const heartbeat = startHeartbeat(
-    store,
+    store.nodes,
     role,
     role === 'api' ? 0 : config.workers,
     () => pool.runningCount,

@@ -8,7 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isRemoteSource } from '../config/config.js';
-import type { TranscriptStore, ArtifactStore, StoredRun } from '../store/types.js';
+import type { ArtifactStore, StoredRun, TranscriptEvent } from '../store/types.js';
 import { type PrivateRepository, privateGit, redactUrls, sourceGit } from '../workspace/git.js';
 import type { PublishConfig } from '../config/publish-config.js';
 import { markdownFields, plainFields } from './pr-text.js';
@@ -26,9 +26,13 @@ export interface PublishOptions {
   /** The commit the workspace started at. */
   base: string;
   sessionLink?: string;
-  /** The agent's final answer, for `{result}`. */
-  result?: string;
-  store: TranscriptStore & ArtifactStore;
+  /**
+   * The run's transcript as it is now (read once by the worker): the agent's final answer, for
+   * `{result}`, and what an earlier turn published.
+   */
+  events: readonly TranscriptEvent[];
+  /** Where the pull request's artifact is kept. */
+  artifacts: Pick<ArtifactStore, 'addArtifact'>;
   record: (kind: string, data: Record<string, unknown>) => Promise<void>;
   /** Where the token variable is read (the executor's own environment). */
   env?: NodeJS.ProcessEnv;
@@ -100,8 +104,8 @@ interface Published {
   pull_request_number?: number;
 }
 
-async function earlierPublish(options: PublishOptions): Promise<Published | undefined> {
-  const events = await options.store.listEvents(options.run.run_id, { kinds: ['publish'] });
+/** The last publish of the run's transcript `events` (a turn's branch and commit), if any. */
+function earlierPublish(events: readonly TranscriptEvent[]): Published | undefined {
   const last = events.findLast(
     event => event.kind === 'publish' && typeof event.commit === 'string' && typeof event.branch === 'string'
   );
@@ -109,12 +113,12 @@ async function earlierPublish(options: PublishOptions): Promise<Published | unde
 }
 
 async function publish(options: PublishOptions, token: string | undefined): Promise<undefined> {
-  const { run, config, workspace, base, record } = options;
+  const { config, workspace, base, record } = options;
   if (workspace.kind !== 'repository' || !workspace.repository)
     throw new PublishError('commit', `the source ${options.source} is not a git repository`);
   // A run continued by a follow-up pushes one more commit on its own branch (a fast-forward, never
   // forced) and keeps its pull request, which shows the new commit: no second branch or request.
-  const earlier = await earlierPublish(options);
+  const earlier = earlierPublish(options.events);
   const commit = await commitChanges(options, earlier?.commit);
   if (!commit) {
     await record('notice', {
@@ -130,66 +134,99 @@ async function publish(options: PublishOptions, token: string | undefined): Prom
     throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
   });
   const remote = await remoteUrl(options);
-  // Whatever the pull request needs is checked before anything is pushed.
-  const pr = config.pullRequest;
-  const repository = pr && (pr.repository ?? repositoryOf(remote, pr.apiUrl));
-  if (pr && !repository)
-    throw new PublishError(
-      'pull request',
-      `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`
-    );
-  if (pr && !token)
-    throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
-  if (pr && !workspace.baseBranch)
-    throw new PublishError(
-      'pull request',
-      "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target"
-    );
+  const repository = pullRequestRepository(options, remote, token);
   await push(workspace.git, remote, commit, branch, token);
   const event: Record<string, unknown> = { commit, branch, remote: redactUrls(remote), base_commit: base };
   if (earlier?.pull_request_url !== undefined) {
     event.pull_request_url = earlier.pull_request_url;
     if (earlier.pull_request_number !== undefined) event.pull_request_number = earlier.pull_request_number;
-  } else if (pr && repository && token && workspace.baseBranch) {
-    let opened: { url: string; number?: number };
-    try {
-      opened = await openPullRequest({
-        apiUrl: pr.apiUrl,
-        repository,
-        token,
-        title: fillTemplate(pr.title, plainFields(fields, FROM_RUN)),
-        head: branch,
-        base: workspace.baseBranch,
-        body: fillTemplate(pr.body, markdownFields(fields, FROM_RUN)),
-        draft: pr.draft
-      });
-    } catch (error) {
+  } else if (config.pullRequest && repository && token && workspace.baseBranch) {
+    const target = { repository, token, head: branch, base: workspace.baseBranch };
+    const opened = await openRequest(config.pullRequest, target, fields).catch(async (error: Error) => {
       await record('publish', event);
-      throw new PublishError('pull request', `${(error as Error).message}; the branch ${branch} was pushed`);
-    }
-    const { url, number } = opened;
-    event.pull_request_url = url;
-    event.pull_request_number = number;
-    const data = Buffer.from(JSON.stringify({ url, branch }));
-    const createdAt = new Date().toISOString();
-    await options.store.addArtifact(
-      {
-        artifact_uid: randomUUID(),
-        run_id: run.run_id,
-        team: run.team,
-        artifact_type: 'PULL_REQUEST',
-        filepath: branch,
-        filename: 'pull-request.json',
-        mime_type: 'application/json',
-        size: data.length,
-        description: url,
-        created_at: createdAt
-      },
-      data
-    );
+      throw new PublishError('pull request', `${error.message}; the branch ${branch} was pushed`);
+    });
+    event.pull_request_url = opened.url;
+    event.pull_request_number = opened.number;
+    await keepPullRequest(options, opened.url, branch);
   }
   await record('publish', event);
   return undefined;
+}
+
+/**
+ * The repository a pull request is opened in, when the environment asks for one: whatever it needs
+ * is checked here, before anything is pushed.
+ */
+function pullRequestRepository(
+  { config, workspace }: PublishOptions,
+  remote: string,
+  token: string | undefined
+): string | undefined {
+  const pr = config.pullRequest;
+  if (!pr) return undefined;
+  const repository = pr.repository ?? repositoryOf(remote, pr.apiUrl);
+  if (!repository)
+    throw new PublishError(
+      'pull request',
+      `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`
+    );
+  if (!token) throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
+  if (!workspace.baseBranch)
+    throw new PublishError(
+      'pull request',
+      "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target"
+    );
+  return repository;
+}
+
+/** Opens the pull request of the pushed branch `head` into `base`, its title and body from the templates. */
+async function openRequest(
+  pr: NonNullable<PublishConfig['pullRequest']>,
+  target: { repository: string; token: string; head: string; base: string },
+  fields: Record<string, string>
+): Promise<{ url: string; number?: number }> {
+  return openPullRequest({
+    apiUrl: pr.apiUrl,
+    repository: target.repository,
+    token: target.token,
+    title: fillTemplate(pr.title, plainFields(fields, FROM_RUN)),
+    head: target.head,
+    base: target.base,
+    body: fillTemplate(pr.body, markdownFields(fields, FROM_RUN)),
+    draft: pr.draft
+  });
+}
+
+/** The pull request as one of the run's artifacts (PULL_REQUEST: its bytes are {url, branch}). */
+async function keepPullRequest(
+  { run, artifacts }: PublishOptions,
+  url: string,
+  branch: string
+): Promise<void> {
+  const data = Buffer.from(JSON.stringify({ url, branch }));
+  const createdAt = new Date().toISOString();
+  await artifacts.addArtifact(
+    {
+      artifact_uid: randomUUID(),
+      run_id: run.run_id,
+      team: run.team,
+      artifact_type: 'PULL_REQUEST',
+      filepath: branch,
+      filename: 'pull-request.json',
+      mime_type: 'application/json',
+      size: data.length,
+      description: url,
+      created_at: createdAt
+    },
+    data
+  );
+}
+
+/** The agent's final answer: the text of the transcript's last `result` event. */
+function answerOf(events: readonly TranscriptEvent[]): string | undefined {
+  const answer = events.findLast(event => event.kind === 'result')?.text;
+  return typeof answer === 'string' ? answer : undefined;
 }
 
 /** Template fields whose text came from the run (its title or prompt, the agent's answer). */
@@ -203,7 +240,7 @@ function templateFields(options: PublishOptions): Record<string, string> {
     title,
     title_slug: slug(title),
     session_link: options.sessionLink ?? '',
-    result: (options.result ?? '').trim()
+    result: (answerOf(options.events) ?? '').trim()
   };
 }
 

@@ -16,7 +16,7 @@
 import { isTerminalState } from '../../api/index.js';
 import type { ExecutorConfig } from '../config/config.js';
 import type { StoredSchedule } from '../store/sql-schedules.js';
-import type { RunRequestStore, ScheduleOwner, StoredRun } from '../store/types.js';
+import type { StoredRun, Stores } from '../store/types.js';
 import { nextFire } from './cron.js';
 import { newRunId } from '../runs/run-id.js';
 
@@ -41,7 +41,7 @@ export class Scheduler {
   private ticking: Promise<void> | undefined;
 
   constructor(
-    private readonly store: RunRequestStore & ScheduleOwner,
+    private readonly stores: Pick<Stores, 'runs' | 'schedules'>,
     private readonly config: Pick<ExecutorConfig, 'environments' | 'limits'>,
     private readonly options: SchedulerOptions = {}
   ) {
@@ -74,7 +74,7 @@ export class Scheduler {
     const nowMs = this.now();
     const handled = new Set<string>();
     for (;;) {
-      const due = (await this.store.schedules.dueSchedules(nowMs, BATCH + handled.size)).filter(
+      const due = (await this.stores.schedules.dueSchedules(nowMs, BATCH + handled.size)).filter(
         s => !handled.has(s.id)
       );
       if (due.length === 0) return;
@@ -90,11 +90,11 @@ export class Scheduler {
   }
 
   private async fire(schedule: StoredSchedule, nowMs: number): Promise<void> {
-    const { id, team, spec } = schedule;
+    const { id, spec } = schedule;
     const due = schedule.next_run_ms!;
     const dueAt = new Date(due).toISOString();
     const next = nextFire(spec.cron_schedule, spec.time_zone, Math.max(due, nowMs));
-    const record = (error: string) => this.store.schedules.recordFire(id, due, { nextRunMs: next, error });
+    const record = (error: string) => this.stores.schedules.recordFire(id, due, { nextRunMs: next, error });
 
     if (due < this.startedAt - this.graceMs && !spec.catch_up) {
       await record(`the fire at ${dueAt} passed while no executor ran; skipped (catch_up: false)`);
@@ -107,34 +107,64 @@ export class Scheduler {
       );
       return;
     }
-    // Runs of earlier fires that are still active (a run of this very fire is not "previous":
-    // another node may have just started it).
-    const active = (await this.store.listRuns(team, { limit: 100, scheduleId: id })).filter(
+    if (!(await this.overlapAllows(schedule, due, nowMs, record))) return;
+    // Paused, changed or handled by another node since it was read: leave it.
+    const current = await this.stores.schedules.getSchedule(schedule.team, id);
+    if (!current?.enabled || current.next_run_ms !== due) return;
+    await this.startRun(schedule, due, nowMs, next, record);
+  }
+
+  /**
+   * What the schedule's `overlap` says of runs of earlier fires that are still active (a run of
+   * this very fire is not "previous": another node may have just started it): skip this fire
+   * (recorded), queue it (it stays due; it starts once the previous run ended), or cancel them.
+   * True when the fire goes on.
+   */
+  private async overlapAllows(
+    { id, team, spec }: StoredSchedule,
+    due: number,
+    nowMs: number,
+    record: (error: string) => Promise<unknown>
+  ): Promise<boolean> {
+    const dueAt = new Date(due).toISOString();
+    const active = (await this.stores.runs.listRuns(team, { limit: 100, scheduleId: id })).filter(
       run => !isTerminalState(run.state) && scheduledFor(run) < due
     );
-    if (active.length > 0) {
-      const previous = active[0]!;
-      if (spec.overlap === 'skip') {
-        await record(
-          `skipped the fire at ${dueAt}: run ${previous.run_id} of this schedule is still ${previous.state} (overlap: skip)`
-        );
-        return;
-      }
-      if (spec.overlap === 'queue') return; // stays due; starts once the previous run ended
-      const at = new Date(nowMs).toISOString();
-      for (const run of active)
-        await this.store.cancelRun(team, run.run_id, at, `superseded by the schedule's fire at ${dueAt}`);
+    if (active.length === 0) return true;
+    const previous = active[0]!;
+    if (spec.overlap === 'skip') {
+      await record(
+        `skipped the fire at ${dueAt}: run ${previous.run_id} of this schedule is still ${previous.state} (overlap: skip)`
+      );
+      return false;
     }
+    if (spec.overlap === 'queue') return false;
+    const at = new Date(nowMs).toISOString();
+    for (const run of active)
+      await this.stores.runs.cancelRun(team, run.run_id, at, `superseded by the schedule's fire at ${dueAt}`);
+    return true;
+  }
 
-    // Paused, changed or handled by another node since it was read: leave it.
-    const current = await this.store.schedules.getSchedule(team, id);
-    if (!current?.enabled || current.next_run_ms !== due) return;
+  /**
+   * Creates the fire's run (its idempotency key makes it once, whichever nodes handle the fire) and
+   * records the fire: its run, or why it started none.
+   */
+  private async startRun(
+    schedule: StoredSchedule,
+    due: number,
+    nowMs: number,
+    next: number | null,
+    record: (error: string) => Promise<unknown>
+  ): Promise<void> {
+    const { id, team, spec } = schedule;
+    const dueAt = new Date(due).toISOString();
     const key = `schedule:${id}:${due}`;
-    const result = await this.store.createRun(
+    const { maxQueuedRuns, maxQueuedRunsPerTeam } = this.config.limits;
+    const result = await this.stores.runs.createRun(
       {
         run_id: newRunId(),
         team,
-        environment_id: environment,
+        environment_id: spec.agent_config.environment_id,
         title: spec.name,
         prompt: spec.prompt,
         config: JSON.stringify(spec.agent_config),
@@ -145,18 +175,17 @@ export class Scheduler {
         created_at: new Date(nowMs).toISOString()
       },
       { key, requestHash: key },
-      this.config.limits.maxQueuedRuns,
-      this.config.limits.maxQueuedRunsPerTeam
+      maxQueuedRuns,
+      maxQueuedRunsPerTeam
     );
     if (result.kind === 'created' || result.kind === 'replayed') {
-      await this.store.schedules.recordFire(id, due, {
+      await this.stores.schedules.recordFire(id, due, {
         nextRunMs: next,
         ran: { at: result.run.created_at, runId: result.run.run_id },
         error: null
       });
       return;
     }
-    const { maxQueuedRuns, maxQueuedRunsPerTeam } = this.config.limits;
     await record(
       result.kind === 'queue_full'
         ? `the fire at ${dueAt} started no run: the queue holds ${maxQueuedRuns} runs, its limit`

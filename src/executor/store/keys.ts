@@ -4,7 +4,8 @@
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import type { KeyKind, RunStore } from './types.js';
+import type { AccountStore } from './account-types.js';
+import type { KeyKind } from './records.js';
 
 export type { KeyKind };
 
@@ -80,7 +81,7 @@ export function keyHint(key: string): string {
 
 /** Makes a new key for a team and stores its hash; the raw key is returned once and kept nowhere. */
 export async function issueKey(
-  store: Pick<RunStore, 'createKey'>,
+  store: Pick<AccountStore, 'createKey'>,
   options: { team: string; kind: KeyKind; name: string }
 ): Promise<{ raw: string; id: string }> {
   const raw = generateKey();

@@ -1,20 +1,17 @@
-// The parts of the SQL store that are not a run's: API keys (with their cache), dashboard sessions,
-// node heartbeats and the store's secrets. Written once for both databases, like the runs
-// (sql-store.ts, which extends this class); a dialect (dialect.ts) runs the statements.
+// AccountStore (account-types.ts) for both databases: API keys (with their cache), orchestrate
+// turns' run tokens, dashboard sessions and the store's secrets. A dialect (dialect.ts) runs the
+// statements and tells other processes of a key write.
 
+import type { AccountStore } from './account-types.js';
 import type { Dialect, Row, Statement } from './dialect.js';
 import { sql } from './dialect.js';
 import { KeyCache } from './key-cache.js';
-import type { KeyRecord, NodeReport, RunTokenRecord, WebSession } from './types.js';
+import type { KeyRecord, RunTokenRecord, WebSession } from './records.js';
 
-export class SqlAccountStore {
-  readonly kind: 'sqlite' | 'postgres';
-  readonly shared: boolean;
+export class SqlAccountStore implements AccountStore {
   private readonly keys = new KeyCache();
 
-  constructor(protected readonly d: Dialect) {
-    this.kind = d.kind;
-    this.shared = d.shared;
+  constructor(private readonly d: Dialect) {
     d.onKeysChanged(() => this.keys.clear());
   }
 
@@ -130,33 +127,6 @@ export class SqlAccountStore {
     await this.d.run(sql('DELETE FROM web_sessions WHERE id_hash = ?', idHash));
   }
 
-  // node heartbeats
-
-  async reportNode(node: NodeReport, forgetBefore: number): Promise<void> {
-    await this.d.run(sql('DELETE FROM nodes WHERE seen_at < ?', forgetBefore));
-    await this.d.run(
-      sql(
-        `INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`,
-        node.node_id,
-        node.role,
-        node.workers,
-        node.busy,
-        node.started_at,
-        node.seen_at
-      )
-    );
-  }
-
-  async listNodes(): Promise<NodeReport[]> {
-    const rows = await this.d.all<NodeReport & Row>(sql('SELECT * FROM nodes ORDER BY started_at, node_id'));
-    return rows.map(row => ({ ...row, seen_at: Number(row.seen_at) }));
-  }
-
-  async removeNode(nodeId: string): Promise<void> {
-    await this.d.run(sql('DELETE FROM nodes WHERE node_id = ?', nodeId));
-  }
-
   /** The first process to ask makes it; every other one reads the same. */
   async getSecret(name: string, create: () => string): Promise<string> {
     await this.d.run(
@@ -164,9 +134,5 @@ export class SqlAccountStore {
     );
     const [row] = await this.d.all<{ value: string }>(sql('SELECT value FROM secrets WHERE name = ?', name));
     return row!.value;
-  }
-
-  async ping(): Promise<void> {
-    await this.d.all(sql('SELECT 1 AS one'));
   }
 }

@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ExecutorConfig } from '../config/config.js';
-import type { RunStore, StoredRun } from '../store/types.js';
+import type { StoredRun, Stores } from '../store/types.js';
 import type { AttemptResult, StoredDelivery } from '../store/webhook-types.js';
 import { payloadOf } from './payload.js';
 import { send } from './send.js';
@@ -55,7 +55,7 @@ export class Deliverer {
   private unsubscribe: (() => void)[] = [];
 
   constructor(
-    private readonly store: RunStore,
+    private readonly stores: Pick<Stores, 'runs' | 'transcript' | 'webhooks'>,
     private readonly config: Pick<ExecutorConfig, 'webhooks' | 'limits'>,
     private readonly options: DelivererOptions
   ) {}
@@ -65,7 +65,7 @@ export class Deliverer {
     const onChange = () => {
       if (this.anyEndpoints) this.wake();
     };
-    this.unsubscribe.push(this.store.onChange(onChange), this.store.onEvent(onChange));
+    this.unsubscribe.push(this.stores.runs.onChange(onChange), this.stores.transcript.onEvent(onChange));
     this.schedule(0);
   }
 
@@ -120,9 +120,9 @@ export class Deliverer {
 
   private async claimAll(): Promise<void> {
     const { webhooks } = this.config;
-    this.anyEndpoints = await this.store.webhooks.anyWebhooks();
+    this.anyEndpoints = await this.stores.webhooks.anyWebhooks();
     while (!this.stopped && this.inFlight.size < webhooks.concurrency) {
-      const delivery = await this.store.webhooks.claimDelivery(
+      const delivery = await this.stores.webhooks.claimDelivery(
         this.owner,
         webhooks.timeoutMs + LEASE_MARGIN_MS,
         webhooks.concurrencyPerEndpoint,
@@ -143,7 +143,7 @@ export class Deliverer {
   }
 
   private async attempt(delivery: StoredDelivery): Promise<void> {
-    const webhooks = this.store.webhooks;
+    const webhooks = this.stores.webhooks;
     const endpoint = await webhooks.webhookById(delivery.endpoint_id);
     const at = () => new Date().toISOString();
     if (!endpoint || endpoint.disabled_at !== null) {
@@ -157,7 +157,7 @@ export class Deliverer {
     }
     let body = delivery.body;
     if (body === null) {
-      const run = await this.store.getRunAnyTeam(delivery.run_id);
+      const run = await this.stores.runs.getRunAnyTeam(delivery.run_id);
       body = payloadOf(delivery, run, this.options.link);
       await webhooks.setBody(delivery.id, this.owner, body);
     }
@@ -219,6 +219,6 @@ export class Deliverer {
     const now = Date.now();
     if (now - this.lastPrune < PRUNE_EVERY_MS) return;
     this.lastPrune = now;
-    await this.store.webhooks.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
+    await this.stores.webhooks.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
   }
 }

@@ -12,7 +12,7 @@ import type { ExecutorConfig } from '../config/config.js';
 
 /** What of the configuration maintenance reads: the retention, the workspace bounds, where files are. */
 export type MaintenanceSettings = Pick<ExecutorConfig, 'dataDir' | 'environments' | 'limits' | 'workspaces'>;
-import type { RunClaimStore, PruneStore } from '../store/types.js';
+import type { ClaimStore, RunRecordStore } from '../store/types.js';
 import { collectImageLayout, freeImageRoots } from '../images/cache.js';
 import { LEASE_EXPIRED_MESSAGE, RESTARTED_MESSAGE } from '../runs/outcomes.js';
 import { freeBytes, freeInodes } from '../sandbox/processes.js';
@@ -30,30 +30,27 @@ function now(): string {
  * INPROGRESS was this data dir's previous process's; on a shared store other nodes are running
  * theirs, so only expired leases are abandoned.
  */
-export async function failOrphans(store: RunClaimStore & PruneStore, log: FastifyBaseLogger): Promise<void> {
-  const orphans = await store.failAbandoned(!store.shared, now(), RESTARTED_MESSAGE);
+export async function failOrphans(claims: ClaimStore, log: FastifyBaseLogger): Promise<void> {
+  const orphans = await claims.failAbandoned(!claims.shared, now(), RESTARTED_MESSAGE);
   if (orphans.length > 0)
     log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
 }
 
 /** Fails the runs whose lease expired: their worker stopped renewing it. */
-export async function reapExpiredLeases(
-  store: RunClaimStore & PruneStore,
-  log: FastifyBaseLogger
-): Promise<void> {
-  const failed = await store.failAbandoned(false, now(), LEASE_EXPIRED_MESSAGE);
+export async function reapExpiredLeases(claims: ClaimStore, log: FastifyBaseLogger): Promise<void> {
+  const failed = await claims.failAbandoned(false, now(), LEASE_EXPIRED_MESSAGE);
   if (failed.length > 0)
     log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
 }
 
 /** Deletes finished runs older than the retention in days. */
 export async function pruneFinishedRuns(
-  store: RunClaimStore & PruneStore,
+  runs: Pick<RunRecordStore, 'pruneFinished'>,
   config: MaintenanceSettings,
   log: FastifyBaseLogger
 ): Promise<void> {
   const before = new Date(Date.now() - config.limits.retentionDays * 86_400_000).toISOString();
-  const pruned = await store.pruneFinished(before);
+  const pruned = await runs.pruneFinished(before);
   if (pruned > 0) log.info({ pruned }, 'pruned finished runs past retention');
 }
 

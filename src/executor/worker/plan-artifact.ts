@@ -3,7 +3,7 @@
 // answers its markdown as `data.content` (the service's shape), besides the usual download link.
 
 import { randomUUID } from 'node:crypto';
-import type { TranscriptStore, ArtifactStore, StoredRun } from '../store/types.js';
+import type { StoredRun, Stores } from '../store/types.js';
 
 /** The plan's title: its first heading, else the run's title, else "Plan"; at most 200 characters. */
 export function planTitle(markdown: string, runTitle: string | null): string {
@@ -36,12 +36,15 @@ function firstHeading(markdown: string): string | undefined {
 }
 
 /** Keeps the run's last answer as its PLAN artifact; nothing when the turn gave no answer. */
-export async function keepPlan(store: TranscriptStore & ArtifactStore, run: StoredRun): Promise<void> {
-  const events = await store.listEvents(run.run_id, { fromEnd: true, limit: 200 });
+export async function keepPlan(
+  { transcript, artifacts }: Pick<Stores, 'transcript' | 'artifacts'>,
+  run: StoredRun
+): Promise<void> {
+  const events = await transcript.listEvents(run.run_id, { fromEnd: true, limit: 200 });
   const answer = events.findLast(event => event.kind === 'result')?.text;
   if (typeof answer !== 'string' || answer.trim() === '') return;
   const data = Buffer.from(answer, 'utf8');
-  await store.addArtifact(
+  await artifacts.addArtifact(
     {
       artifact_uid: randomUUID(),
       run_id: run.run_id,

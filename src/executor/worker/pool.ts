@@ -9,18 +9,15 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { EnvironmentConfig, ExecutorConfig } from '../config/config.js';
 import {
+  type ClaimStore,
   type Outcome,
-  type PruneStore,
   type RunChange,
-  type RunChangeFeed,
-  type RunClaimStore,
-  type RunHoldStore,
-  type RunRequestStore,
+  type RunRecordStore,
   type StoredRun,
   StoreUnavailableError
 } from '../store/types.js';
 import { type StopReason, executeRun } from './execute.js';
-import type { RunSettings, RunStepStore } from './steps.js';
+import type { RunSettings, RunStepStores } from './steps.js';
 import { unmountAll } from '../workspace/layers.js';
 import { unmountAllNow } from '../workspace/mounts.js';
 import {
@@ -35,14 +32,14 @@ import { redactSecrets, redactingRecorder } from './orchestrate.js';
 import { freeSpaceProblem, stopSurvivors } from '../sandbox/processes.js';
 import { environmentGone } from '../runs/outcomes.js';
 
-/** How long a stop waits for a pump or sweep under way once the runs ended (a hung store call). */
-/** The store as the worker sees it: claims and leases, holds, changes, pruning, and what executing a run needs. */
-export type WorkerStore = RunClaimStore &
-  RunHoldStore &
-  RunChangeFeed &
-  PruneStore &
-  RunStepStore &
-  Pick<RunRequestStore, 'getRun' | 'getRunAnyTeam'>;
+/**
+ * The stores as the worker sees them: the queue (claims and leases), the runs' changes, reads and
+ * pruning, and what executing a run needs (its transcript, artifacts, holds and run tokens).
+ */
+export interface WorkerStores extends RunStepStores {
+  claims: ClaimStore;
+  runs: Pick<RunRecordStore, 'getRun' | 'getRunAnyTeam' | 'onChange' | 'pruneFinished'>;
+}
 
 /** What of the configuration the pool reads: its limits and leases, the environments, where files are. */
 export type WorkerSettings = Pick<
@@ -50,6 +47,7 @@ export type WorkerSettings = Pick<
   'dataDir' | 'configFile' | 'environments' | 'leaseMs' | 'limits' | 'workers' | 'workspaces'
 >;
 
+/** How long a stop waits for a pump or sweep under way once the runs ended (a hung store call). */
 const STOP_WAIT_MS = 10_000;
 
 /** How long a finished run's outcome is retried while the store is unreachable. */
@@ -84,7 +82,7 @@ export class WorkerPool {
   private readonly unmountOnExit = () => unmountAllNow(this.config.dataDir);
 
   constructor(
-    private readonly store: WorkerStore,
+    private readonly stores: WorkerStores,
     private readonly config: WorkerSettings,
     private readonly log: FastifyBaseLogger,
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
@@ -108,8 +106,8 @@ export class WorkerPool {
     // Processes a killed predecessor left running are stopped before their runs are failed.
     if (this.runsWork) await stopSurvivors(this.config.dataDir, this.log);
     if (this.runsWork) process.on('exit', this.unmountOnExit);
-    await failOrphans(this.store, this.log);
-    if (this.runsWork) this.unsubscribe = this.store.onChange(run => this.onChange(run));
+    await failOrphans(this.stores.claims, this.log);
+    if (this.runsWork) this.unsubscribe = this.stores.runs.onChange(run => this.onChange(run));
     const every = (ms: number, work: () => Promise<unknown>) => {
       const timer = setInterval(
         () =>
@@ -129,7 +127,7 @@ export class WorkerPool {
     if (this.runsWork) {
       // The fallback behind change notifications: a claim attempt a second when idle (every 5 s on
       // a shared store, whose own fallback poll re-announces changes a node missed).
-      every(this.store.shared ? 5000 : 1000, () => this.pump());
+      every(this.stores.claims.shared ? 5000 : 1000, () => this.pump());
       every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
       await this.sweep();
     }
@@ -238,7 +236,7 @@ export class WorkerPool {
           const owner = `${this.owner}/${++this.claims}`;
           let run: StoredRun | undefined;
           try {
-            run = await this.store.claimNext(
+            run = await this.stores.claims.claimNext(
               owner,
               this.config.leaseMs,
               this.fullEnvironments(),
@@ -261,7 +259,7 @@ export class WorkerPool {
   private async settleUncertainClaims(): Promise<void> {
     while (this.uncertain.length > 0) {
       const owner = this.uncertain[0]!;
-      const run = await this.store.findClaim(owner);
+      const run = await this.stores.claims.findClaim(owner);
       this.uncertain.shift();
       if (run && !this.active.has(run.run_id)) {
         this.log.info({ run_id: run.run_id }, 'a claim whose answer was lost had committed: running the run');
@@ -302,9 +300,10 @@ export class WorkerPool {
     const record = redactingRecorder(
       boundTranscript(
         (kind, data) =>
-          this.persist(() => this.store.appendEvent(run.run_id, kind, data, now()), this.config.leaseMs).then(
-            () => undefined
-          ),
+          this.persist(
+            () => this.stores.transcript.appendEvent(run.run_id, kind, data, now()),
+            this.config.leaseMs
+          ).then(() => undefined),
         this.config.limits.transcriptBytes
       ),
       secrets
@@ -316,7 +315,7 @@ export class WorkerPool {
       controller,
       record,
       log: this.log,
-      store: this.store,
+      stores: this.stores,
       sessionLink: this.sessionLink,
       apiUrl: this.apiUrl,
       secrets
@@ -328,14 +327,14 @@ export class WorkerPool {
   private async finish(run: StoredRun, outcome: Outcome): Promise<void> {
     const at = now();
     const finished = await this.persist(
-      () => this.store.finishRun(run.run_id, run.lease_owner!, outcome, at),
+      () => this.stores.claims.finishRun(run.run_id, run.lease_owner!, outcome, at),
       FINISH_RETRY_MS
     );
     // A follow-up that arrived after the last turn looked is the store's to take: the finish queues
-    // the run again in its transaction (store/sql-store.ts requeueWaiting).
+    // the run again in its transaction (store/run-changes.ts requeueWaiting).
     if (!finished) {
       // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
-      const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
+      const stored = await this.stores.runs.getRunAnyTeam(run.run_id).catch(() => undefined);
       this.log.info(
         { run_id: run.run_id, state: stored?.state, error_code: stored?.error_code },
         'the run was no longer held by this worker when its agent stopped'
@@ -356,7 +355,7 @@ export class WorkerPool {
     try {
       for (const [runId, active] of this.active) {
         const held = await this.persist(
-          () => this.store.renewLease(runId, active.run.lease_owner!, this.config.leaseMs),
+          () => this.stores.claims.renewLease(runId, active.run.lease_owner!, this.config.leaseMs),
           this.config.leaseMs
         );
         if (!held && !active.controller.signal.aborted)
@@ -368,11 +367,11 @@ export class WorkerPool {
   }
 
   private reap(): Promise<void> {
-    return reapExpiredLeases(this.store, this.log);
+    return reapExpiredLeases(this.stores.claims, this.log);
   }
 
   private prune(): Promise<void> {
-    return pruneFinishedRuns(this.store, this.config, this.log);
+    return pruneFinishedRuns(this.stores.runs, this.config, this.log);
   }
 
   private sweep(): Promise<void> {
@@ -386,7 +385,7 @@ export class WorkerPool {
    * sweep removes what a hold protects.
    */
   private async inUse(): Promise<Set<string>> {
-    return new Set([...this.active.keys(), ...(await this.store.heldRuns())]);
+    return new Set([...this.active.keys(), ...(await this.stores.holds.heldRuns())]);
   }
 }
 

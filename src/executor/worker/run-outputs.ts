@@ -12,7 +12,7 @@ import { lchownSync, mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { type AgentOutcome, patchTooLarge } from '../runs/outcomes.js';
 import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
-import type { ArtifactRename, ArtifactStore, StoredRun, TranscriptStore } from '../store/types.js';
+import type { ArtifactRename, StoredRun, Stores } from '../store/types.js';
 import { removeTree } from '../workspace/remove.js';
 import { redactSecrets } from './orchestrate.js';
 
@@ -117,7 +117,7 @@ export async function readOutputFile(outputs: RunOutputs, path: string, max: num
 }
 
 export interface CollectOptions {
-  store: TranscriptStore & ArtifactStore;
+  stores: Pick<Stores, 'transcript' | 'artifacts'>;
   run: StoredRun;
   outputs: RunOutputs;
   /**
@@ -137,7 +137,7 @@ export interface CollectOptions {
  * patch is over the limit.
  */
 export async function collectOutputs(options: CollectOptions): Promise<AgentOutcome | undefined> {
-  const { store, run, outputs, record } = options;
+  const { stores, run, outputs, record } = options;
   try {
     // Both files in one reader: the answer, and the usage (one byte past its limit, to say so).
     const [result, usage] = (await readOutputFiles(outputs, [
@@ -150,7 +150,7 @@ export async function collectOutputs(options: CollectOptions): Promise<AgentOutc
     if (usage.kind === 'read') {
       const parsed = parseUsage(usage.data);
       if (typeof parsed === 'string') await record('notice', { text: `AGENT_USAGE_FILE ignored: ${parsed}` });
-      else await store.setRequestUsage(run.run_id, parsed.json);
+      else await stores.artifacts.setRequestUsage(run.run_id, parsed.json);
     }
     return options.workspace ? await collectPatch(options, options.workspace) : undefined;
   } finally {
@@ -158,7 +158,7 @@ export async function collectOutputs(options: CollectOptions): Promise<AgentOutc
   }
 }
 
-async function collectResult({ store, run, record }: CollectOptions, file: Read): Promise<void> {
+async function collectResult({ stores, run, record }: CollectOptions, file: Read): Promise<void> {
   if (file.kind === 'refused') {
     await record('notice', { text: `AGENT_RESULT_FILE was not read: ${file.why}` });
   }
@@ -171,7 +171,7 @@ async function collectResult({ store, run, record }: CollectOptions, file: Read)
   let bytes = Buffer.alloc(0);
   let printed = false;
   for (let after = 0; ;) {
-    const page = await store.listEvents(run.run_id, { after, limit: 50 });
+    const page = await stores.transcript.listEvents(run.run_id, { after, limit: 50 });
     if (page.some(event => event.kind === 'result')) return;
     const text = page
       .filter(event => event.kind === 'output' && event.stream === 'stdout')
@@ -217,10 +217,10 @@ function parseUsage(data: Buffer): { json: string } | string {
  * the limit it is only counted, and the run fails saying its size).
  */
 async function collectPatch(
-  { store, run, maxPatchBytes, record, secrets }: CollectOptions,
+  { stores, run, maxPatchBytes, record, secrets }: CollectOptions,
   workspace: NonNullable<CollectOptions['workspace']>
 ): Promise<AgentOutcome | undefined> {
-  const renamed = await earlierPatches(store, run);
+  const renamed = await earlierPatches(stores, run);
   // No changes since the start commit (a later turn undid them): no `changes.patch` is right.
   const made = workspace.changed ? await workspace.patch(maxPatchBytes) : { bytes: Buffer.alloc(0), size: 0 };
   // A secret the agent wrote into a file is replaced in the patch too (one line's text changes, no
@@ -231,11 +231,11 @@ async function collectPatch(
       : made.bytes;
   const size = bytes === made.bytes ? made.size : bytes.length;
   if (size === 0 || size > maxPatchBytes) {
-    await store.renameArtifacts(run.run_id, renamed);
+    await stores.artifacts.renameArtifacts(run.run_id, renamed);
     return size === 0 ? undefined : patchTooLarge(size, maxPatchBytes);
   }
   const uid = randomUUID();
-  await store.addArtifact(
+  await stores.artifacts.addArtifact(
     {
       artifact_uid: uid,
       run_id: run.run_id,
@@ -263,14 +263,14 @@ async function collectPatch(
  * covers everything since the start commit.
  */
 async function earlierPatches(
-  store: TranscriptStore & ArtifactStore,
+  { transcript, artifacts }: Pick<Stores, 'transcript' | 'artifacts'>,
   run: StoredRun
 ): Promise<ArtifactRename[]> {
-  const earlier = (await store.listArtifacts(run.team, run.run_id)).filter(
+  const earlier = (await artifacts.listArtifacts(run.team, run.run_id)).filter(
     artifact => artifact.artifact_type === 'FILE' && artifact.filename === PATCH_NAME
   );
   if (earlier.length === 0) return [];
-  const events = await store.listEvents(run.run_id, { kinds: ['turn', 'artifact'] });
+  const events = await transcript.listEvents(run.run_id, { kinds: ['turn', 'artifact'] });
   return earlier.map(artifact => {
     let turn = 1;
     for (const event of events) {

@@ -37,10 +37,10 @@ export interface StartFromOptions {
   /** What the new run may write (its quota and workspaces.max_files): what it starts with counts. */
   limits: { quotaBytes: number; maxFiles: number };
   /**
-   * Holds the earlier run in the store while it is read: answers the release, or undefined when
-   * the earlier run is running (again) and so cannot be read now.
+   * The release of the store's hold on the earlier run, held while it is read; undefined when the
+   * earlier run is running (again) and so could not be held, nor read now.
    */
-  hold(): Promise<(() => Promise<void>) | undefined>;
+  release: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -48,8 +48,7 @@ export interface StartFromOptions {
  * this workspace's start) and, for a harness, a copy of its HOME (the CLI session it resumes).
  */
 export async function startFrom(options: StartFromOptions): Promise<void> {
-  const { dataDir, runId, earlierId, workspace, home } = options;
-  const release = await options.hold();
+  const { dataDir, runId, earlierId, workspace, home, release } = options;
   if (!release)
     throw new Error(
       `conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`

@@ -7,12 +7,12 @@
 import { existsSync, lchownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { agentKindOf } from '../agents/index.js';
+import { type AgentResult, agentKindOf } from '../agents/index.js';
 import { type EnvironmentConfig, type ExecutorConfig, orchestrateProblem } from '../config/config.js';
 import type {
   ArtifactStore,
-  RunHoldStore,
-  RunRequestStore,
+  HoldStore,
+  RunRecordStore,
   RunTokenStore,
   StoredRun,
   TranscriptStore
@@ -22,7 +22,7 @@ import { imageRoot, prepareImage } from '../images/cache.js';
 import { MAX_OPEN_FILES } from '../sandbox/cgroup.js';
 import type { RunIdentity } from '../sandbox/run-files.js';
 import type { Processes } from '../sandbox/spawn.js';
-import { runUser } from '../sandbox/user.js';
+import { type RunUser, runUser } from '../sandbox/user.js';
 import { removeTree } from '../workspace/remove.js';
 import { makeRunTemp, releaseRunTemp } from './run-temp.js';
 import {
@@ -152,12 +152,17 @@ function passedVariables(environment: EnvironmentConfig): Record<string, string>
   );
 }
 
-/** The store as executing one run sees it: its transcript, its artifacts, the hold on an earlier run. */
-export type RunStepStore = TranscriptStore &
-  ArtifactStore &
-  RunHoldStore &
-  RunTokenStore &
-  Pick<RunRequestStore, 'getRun'>;
+/**
+ * The stores as executing one run sees them: its transcript, its artifacts, the hold on an earlier
+ * run (and that run's record), an orchestrate turn's run token.
+ */
+export interface RunStepStores {
+  runs: Pick<RunRecordStore, 'getRun'>;
+  transcript: TranscriptStore;
+  artifacts: ArtifactStore;
+  holds: HoldStore;
+  accounts: RunTokenStore;
+}
 
 /**
  * What of the executor's configuration a run reads (built once by the pool, for every run): where
@@ -175,7 +180,7 @@ export interface ExecuteOptions {
   controller: AbortController;
   record: Recorder;
   log: FastifyBaseLogger;
-  store: RunStepStore;
+  stores: RunStepStores;
   /** The run's session link, for what publishing writes. */
   sessionLink?: (run: StoredRun) => string | undefined;
   /** Where this node's runs reach the executor's API (an orchestrate turn's proxy forwards there). */
@@ -205,180 +210,319 @@ export interface Ran {
 }
 
 /**
+ * What a turn holds that its end must let go whatever happened: the timer, the quota watch, a
+ * harness's TMPDIR, the orchestrate credential, and what the steps made so far (`ran`: answered
+ * with the outcome, also when a step throws).
+ */
+interface Held {
+  ran: Partial<Ran>;
+  stopWatch?: () => void;
+  tmp?: string;
+  orchestrate?: OrchestrateTurn;
+}
+
+/**
  * The run's workspace, sandbox, setup and agent, until the agent ends or the controller is
  * aborted; answers what the steps said (a step that throws fails the run as one that could not run).
  */
 export async function runSteps(options: ExecuteOptions, turn: Turn): Promise<Ran> {
-  const { run, environment, config, controller, record, log } = options;
+  const { run, environment, controller, log } = options;
   const timeout = setTimeout(() => controller.abort('timeout' satisfies StopReason), environment.timeoutMs);
-  let stopWatch: (() => void) | undefined;
-  let orchestrate: OrchestrateTurn | undefined;
-  const ran: Partial<Ran> = {};
-  // A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
-  // shown as HOME in the sandbox; other kinds get an empty HOME per process.
-  const home = agentKindOf(environment.agent.kind)?.harnessType
-    ? join(config.dataDir, 'homes', run.run_id)
-    : undefined;
-  ran.home = home;
-  let tmp: string | undefined;
+  const held: Held = { ran: { home: homeOf(options) } };
   try {
-    // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
-    // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
-    if (turn.mode === 'plan' && !environment.sandbox.enabled)
-      throw new Error(
-        `mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`
-      );
-    // A root executor's runs are an unprivileged host user, who owns what the run may write: its
-    // directories are made empty and given to that user here (a shared checkout's files are theirs
-    // from the start); nothing a run wrote is ever given away again on a later turn.
-    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
-    const identity: RunIdentity = { user, confined: environment.sandbox.enabled };
-    if (home && (!turn.continuing || !existsSync(home))) {
-      removeTree(home);
-      mkdirSync(home, { recursive: true, mode: 0o700 });
-      if (user) lchownSync(home, user.uid, user.gid);
-    }
-    const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id, identity) : undefined;
-    if (turn.continuing && !reopened)
-      throw new Error(
-        `the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`
-      );
-    const workspace =
-      reopened ??
-      (await createWorkspace(
-        environment,
-        config.dataDir,
-        run.run_id,
-        config.workspaces.quotaBytes,
-        user,
-        cachesSetup(environment, turn)
-      ));
-    ran.workspace = workspace;
-    const startAt = turn.startFrom;
-    if (startAt && !turn.continuing)
-      await startFrom({
-        dataDir: config.dataDir,
-        runId: run.run_id,
-        earlierId: startAt,
-        workspace,
-        home,
-        limits: { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles },
-        hold: () => holdEarlier(options.store, run, startAt, controller.signal)
-      });
-    // An orchestrate turn's credential, reachable only through the run's proxy (its gateway).
-    if (turn.mode === 'orchestrate') {
-      const problem = orchestrateProblem(environment);
-      if (problem) throw new Error(problem);
-      orchestrate = await startOrchestrateTurn(
-        options.store,
-        run,
-        options.apiUrl?.(),
-        options.secrets ?? new Set()
-      );
-    }
-    const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
-    ran.outputs = outputs;
-    // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
-    // sends Claude Code back to the machine's /tmp).
-    if (home && !environment.sandbox.enabled) tmp = makeRunTemp(config.dataDir);
-    const conversationFile = join(outputs.dir, 'conversation.md');
-    writeFileSync(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
-    if (user) lchownSync(conversationFile, user.uid, user.gid);
-    // An image's root: from the cache (copied first with image_pull: always), held until the sandbox closes.
-    const image = environment.image
-      ? imageRoot(
-          await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes),
-          environment.env
-        )
-      : undefined;
-    const confined = await confineRun(
-      {
-        runId: run.run_id,
-        image,
-        sandbox: environment.sandbox,
-        dataDir: config.dataDir,
-        configFile: config.configFile,
-        workspace: workspace.root,
-        read: workspace.borrowed,
-        write: [outputs.dir],
-        user,
-        home,
-        gateway: orchestrate?.gateway
-      },
-      { signal: controller.signal, cwd: workspace.path }
-    );
-    ran.sandbox = confined.sandbox;
-    for (const message of confined.warnings) await record('warning', { message });
-    const sandbox = confined.sandbox;
-    const measure = async (): Promise<TreeUsage> => {
-      const usage = await runUsage(workspace, outputs, home);
-      const hidden = sandbox?.deletedOpenBytes() ?? 0;
-      if (hidden === undefined)
-        return { ...usage, uncounted: `its processes hold more than ${MAX_OPEN_FILES} files open` };
-      return { ...usage, bytes: usage.bytes + hidden };
-    };
-    ran.measure = measure;
-    const note: QuotaNote = {};
-    ran.quota = note;
-    const limits = { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles };
-    stopWatch = watchQuota(measure, limits, controller, note, error =>
-      log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
-    );
-    const env = passedVariables(environment);
-    // The environment's setup ran in the first turn; its effects are in the workspace already.
-    // With setup_cache, a kept result of the same commands for the same commit stands for them.
-    const layer = turn.continuing ? undefined : workspace.setupLayer;
-    if (layer?.cached)
-      await record('notice', {
-        text: 'setup commands skipped: their result for this commit is kept (setup_cache)'
-      });
-    const setupEnded =
-      turn.continuing || layer?.cached
-        ? succeeded()
-        : await setup(environment, confined.processes, env, controller.signal, record, turn.mode);
-    if (layer && !layer.cached)
-      await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
-    if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
-    // A plan turn's agent reads the workspace and changes nothing: from here on every process of the
-    // run sees it read-only. The setup before it wrote as in any run (its writes are the environment).
-    if (turn.mode === 'plan') sandbox?.protectWorkspace();
-    const agent = agentKindOf(environment.agent.kind);
-    if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
-    const ended = await agent.run({
-      runId: run.run_id,
-      environmentId: run.environment_id,
-      prompt: turn.prompt,
-      workspace: workspace.path,
-      agent: environment.agent,
-      env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile, ...orchestrate?.env },
-      ...(environment.image ? { image: environment.image.ref } : {}),
-      resumeSession: turn.resumeSession,
-      turn: turn.number,
-      mode: turn.mode,
-      signal: controller.signal,
-      record,
-      runConfig: runConfigOf(run),
-      home,
-      tmp,
-      processes: confined.processes
-    });
-    return { ...ran, ended, usage: ended.request_usage };
+    return await turnSteps(options, turn, held);
   } catch (error) {
     log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
     // An error that knows its outcome says so (a source over the quota); any other could not run.
     const known = (error as { outcome?: AgentOutcome }).outcome;
-    return { ...ran, ended: known ?? agentCouldNotRun((error as Error).message) };
+    return { ...held.ran, ended: known ?? agentCouldNotRun((error as Error).message) };
   } finally {
     clearTimeout(timeout);
-    stopWatch?.();
-    if (tmp) releaseRunTemp(tmp);
-    // The turn's agent ended: its credential goes now (the server also refuses it once the run ended).
-    await orchestrate
-      ?.revoke()
-      .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not remove a run token'));
-    // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
-    await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
+    await letGo(held, options);
   }
+}
+
+/** Ends what the turn held, once its agent ended (or a step threw). */
+async function letGo(held: Held, { run, log }: ExecuteOptions): Promise<void> {
+  held.stopWatch?.();
+  if (held.tmp) releaseRunTemp(held.tmp);
+  // The turn's agent ended: its credential goes now (the server also refuses it once the run ended).
+  await held.orchestrate
+    ?.revoke()
+    .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not remove a run token'));
+  // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
+  await held.ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
+}
+
+/**
+ * A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
+ * shown as HOME in the sandbox; other kinds get an empty HOME per process (undefined here).
+ */
+function homeOf({ environment, config, run }: ExecuteOptions): string | undefined {
+  return agentKindOf(environment.agent.kind)?.harnessType
+    ? join(config.dataDir, 'homes', run.run_id)
+    : undefined;
+}
+
+/** The turn's steps in order, each one's result kept in `held` as it comes. */
+async function turnSteps(options: ExecuteOptions, turn: Turn, held: Held): Promise<Ran> {
+  const { run, environment, config, controller, record } = options;
+  const ran = held.ran;
+  const home = ran.home;
+  refusePlanWithoutSandbox(environment, turn);
+  // A root executor's runs are an unprivileged host user, who owns what the run may write: its
+  // directories are made empty and given to that user here (a shared checkout's files are theirs
+  // from the start); nothing a run wrote is ever given away again on a later turn.
+  const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+  const identity: RunIdentity = { user, confined: environment.sandbox.enabled };
+  if (home) prepareHome(home, turn, user);
+  const workspace = await openWorkspace(options, turn, user, identity);
+  ran.workspace = workspace;
+  if (turn.startFrom && !turn.continuing) await startFromEarlier(options, turn.startFrom, workspace, home);
+  // An orchestrate turn's credential, reachable only through the run's proxy (its gateway).
+  if (turn.mode === 'orchestrate') held.orchestrate = await orchestrateCredential(options);
+  const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
+  ran.outputs = outputs;
+  // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
+  // sends Claude Code back to the machine's /tmp).
+  if (home && !environment.sandbox.enabled) held.tmp = makeRunTemp(config.dataDir);
+  const conversationFile = writeConversation(outputs, turn, user);
+  const confined = await confine(options, { workspace, outputs, user, home }, held.orchestrate);
+  ran.sandbox = confined.sandbox;
+  for (const message of confined.warnings) await record('warning', { message });
+  const measure = measureOf(workspace, outputs, home, confined.sandbox);
+  ran.measure = measure;
+  ran.quota = {};
+  held.stopWatch = watchRunQuota(options, measure, ran.quota);
+  const env = passedVariables(environment);
+  const setupEnded = await setupOfTurn(options, turn, workspace, confined.processes, env);
+  if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted) return { ...ran, ended: setupEnded };
+  // A plan turn's agent reads the workspace and changes nothing: from here on every process of the
+  // run sees it read-only. The setup before it wrote as in any run (its writes are the environment).
+  if (turn.mode === 'plan') confined.sandbox?.protectWorkspace();
+  const agentEnv = {
+    ...env,
+    ...outputs.env,
+    AGENT_CONVERSATION_FILE: conversationFile,
+    ...held.orchestrate?.env
+  };
+  const ended = await runAgent(options, turn, { workspace, env: agentEnv, home, tmp: held.tmp, confined });
+  return { ...ran, ended, usage: ended.request_usage };
+}
+
+/** Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused. */
+function refusePlanWithoutSandbox(environment: EnvironmentConfig, turn: Turn): void {
+  if (turn.mode === 'plan' && !environment.sandbox.enabled)
+    throw new Error(
+      `mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`
+    );
+}
+
+/** The run's HOME, made empty (and the run user's) unless a later turn continues in it. */
+function prepareHome(home: string, turn: Turn, user: RunUser | undefined): void {
+  if (turn.continuing && existsSync(home)) return;
+  removeTree(home);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  if (user) lchownSync(home, user.uid, user.gid);
+}
+
+/**
+ * The turn's workspace: a later turn (a follow-up) continues in what the earlier turns left, or is
+ * refused when that is gone; a first turn makes it from the environment's source.
+ */
+async function openWorkspace(
+  { run, environment, config }: ExecuteOptions,
+  turn: Turn,
+  user: RunUser | undefined,
+  identity: RunIdentity
+): Promise<Workspace> {
+  const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id, identity) : undefined;
+  if (turn.continuing && !reopened)
+    throw new Error(
+      `the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`
+    );
+  return (
+    reopened ??
+    (await createWorkspace(
+      environment,
+      config.dataDir,
+      run.run_id,
+      config.workspaces.quotaBytes,
+      user,
+      cachesSetup(environment, turn)
+    ))
+  );
+}
+
+/** A conversation_id start: the earlier run held while its files are copied into this run's. */
+async function startFromEarlier(
+  { run, config, controller, stores }: ExecuteOptions,
+  earlierId: string,
+  workspace: Workspace,
+  home: string | undefined
+): Promise<void> {
+  const release = await holdEarlier(stores, run, earlierId, controller.signal);
+  await startFrom({
+    dataDir: config.dataDir,
+    runId: run.run_id,
+    earlierId,
+    workspace,
+    home,
+    limits: { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles },
+    release
+  });
+}
+
+/** The orchestrate turn's credential (its run token), once the environment allows the mode. */
+async function orchestrateCredential(options: ExecuteOptions): Promise<OrchestrateTurn> {
+  const problem = orchestrateProblem(options.environment);
+  if (problem) throw new Error(problem);
+  return startOrchestrateTurn(
+    options.stores.accounts,
+    options.run,
+    options.apiUrl?.(),
+    options.secrets ?? new Set()
+  );
+}
+
+/** The conversation so far, as the file the agent reads (AGENT_CONVERSATION_FILE); answers its path. */
+function writeConversation(outputs: RunOutputs, turn: Turn, user: RunUser | undefined): string {
+  const conversationFile = join(outputs.dir, 'conversation.md');
+  writeFileSync(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
+  if (user) lchownSync(conversationFile, user.uid, user.gid);
+  return conversationFile;
+}
+
+/** The run's sandbox and the spawner of its processes, with the warnings the run records. */
+type Confined = Awaited<ReturnType<typeof confineRun>>;
+
+/** What the run's sandbox is made around: its files and its user. */
+interface RunPlaces {
+  workspace: Workspace;
+  outputs: RunOutputs;
+  user: RunUser | undefined;
+  home: string | undefined;
+}
+
+/** The run's sandbox (in its image's root when it has one), around its workspace, outputs and HOME. */
+async function confine(
+  { run, environment, config, controller }: ExecuteOptions,
+  { workspace, outputs, user, home }: RunPlaces,
+  orchestrate: OrchestrateTurn | undefined
+): Promise<Confined> {
+  // An image's root: from the cache (copied first with image_pull: always), held until the sandbox closes.
+  const image = environment.image
+    ? imageRoot(
+        await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes),
+        environment.env
+      )
+    : undefined;
+  return confineRun(
+    {
+      runId: run.run_id,
+      image,
+      sandbox: environment.sandbox,
+      dataDir: config.dataDir,
+      configFile: config.configFile,
+      workspace: workspace.root,
+      read: workspace.borrowed,
+      write: [outputs.dir],
+      user,
+      home,
+      gateway: orchestrate?.gateway
+    },
+    { signal: controller.signal, cwd: workspace.path }
+  );
+}
+
+/** The measure of what the run wrote, with what its processes hold open of files deleted since. */
+function measureOf(
+  workspace: Workspace,
+  outputs: RunOutputs,
+  home: string | undefined,
+  sandbox: RunSandbox | undefined
+): () => Promise<TreeUsage> {
+  return async () => {
+    const usage = await runUsage(workspace, outputs, home);
+    const hidden = sandbox?.deletedOpenBytes() ?? 0;
+    if (hidden === undefined)
+      return { ...usage, uncounted: `its processes hold more than ${MAX_OPEN_FILES} files open` };
+    return { ...usage, bytes: usage.bytes + hidden };
+  };
+}
+
+/** Watches the run's files against the workspace bounds; answers the stopper. */
+function watchRunQuota(
+  { run, config, controller, log }: ExecuteOptions,
+  measure: () => Promise<TreeUsage>,
+  note: QuotaNote
+): () => void {
+  const limits = { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles };
+  return watchQuota(measure, limits, controller, note, error =>
+    log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace')
+  );
+}
+
+/**
+ * The environment's setup ran in the first turn; its effects are in the workspace already. With
+ * setup_cache, a kept result of the same commands for the same commit stands for them.
+ */
+async function setupOfTurn(
+  { environment, controller, record }: ExecuteOptions,
+  turn: Turn,
+  workspace: Workspace,
+  processes: Processes,
+  env: Record<string, string>
+): Promise<AgentOutcome> {
+  const layer = turn.continuing ? undefined : workspace.setupLayer;
+  if (layer?.cached)
+    await record('notice', {
+      text: 'setup commands skipped: their result for this commit is kept (setup_cache)'
+    });
+  const setupEnded =
+    turn.continuing || layer?.cached
+      ? succeeded()
+      : await setup(environment, processes, env, controller.signal, record, turn.mode);
+  if (layer && !layer.cached)
+    await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
+  return setupEnded;
+}
+
+/** What the agent runs in: its workspace, variables, HOME and TMPDIR, and the sandbox's processes. */
+interface AgentPlace {
+  workspace: Workspace;
+  env: Record<string, string>;
+  home: string | undefined;
+  tmp: string | undefined;
+  confined: Confined;
+}
+
+/** The environment's agent, on the turn's prompt, until it ends or the controller is aborted. */
+async function runAgent(
+  { run, environment, controller, record }: ExecuteOptions,
+  turn: Turn,
+  { workspace, env, home, tmp, confined }: AgentPlace
+): Promise<AgentResult> {
+  const agent = agentKindOf(environment.agent.kind);
+  if (!agent) throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
+  return agent.run({
+    runId: run.run_id,
+    environmentId: run.environment_id,
+    prompt: turn.prompt,
+    workspace: workspace.path,
+    agent: environment.agent,
+    env,
+    ...(environment.image ? { image: environment.image.ref } : {}),
+    resumeSession: turn.resumeSession,
+    turn: turn.number,
+    mode: turn.mode,
+    signal: controller.signal,
+    record,
+    runConfig: runConfigOf(run),
+    home,
+    tmp,
+    processes: confined.processes
+  });
 }
 
 /** How long a hold on an earlier run lasts unless renewed (it lapses if this node dies). */
@@ -394,25 +538,25 @@ const HOLD_RETRY_MS = 250;
  * waits for that hold to end.
  */
 async function holdEarlier(
-  store: RunStepStore,
+  { holds, runs }: RunStepStores,
   run: StoredRun,
   earlierId: string,
   signal: AbortSignal
 ): Promise<(() => Promise<void>) | undefined> {
   for (;;) {
-    if (await store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS)) break;
-    const earlier = await store.getRun(run.team, earlierId);
+    if (await holds.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS)) break;
+    const earlier = await runs.getRun(run.team, earlierId);
     if (!earlier || !isTerminalState(earlier.state) || signal.aborted) return undefined;
     await new Promise(resolve => setTimeout(resolve, HOLD_RETRY_MS));
   }
   const renew = setInterval(
-    () => void store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS).catch(() => undefined),
+    () => void holds.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS).catch(() => undefined),
     HOLD_RENEW_MS
   );
   renew.unref();
   return async () => {
     clearInterval(renew);
-    await store.releaseRun(earlierId, run.run_id).catch(() => undefined);
+    await holds.releaseRun(earlierId, run.run_id).catch(() => undefined);
   };
 }
 

@@ -65,87 +65,105 @@ function lineCount(text: Buffer): number {
 
 /** Wraps the run's event writer so that what it stores stays within `limitBytes` (plus small notes). */
 export function boundTranscript(write: Recorder, limitBytes: number): BoundedRecorder {
-  const headBytes = Math.floor(limitBytes / 2);
-  const tailBytes = limitBytes - headBytes - NOTE_BYTES;
-  let used = 0;
-  let tailWritten = 0;
-  let cutting = false;
-  let full = false;
-  let ring: Held[] = [];
-  let ringBytes = 0;
-  const dropped = { bytes: 0, events: 0, lines: 0 };
-
-  const hold = ({ text, ...data }: Record<string, unknown>, bytes: number) => {
-    ring.push({ data, text: Buffer.from(typeof text === 'string' ? text : '', 'utf8'), bytes });
-    ringBytes += bytes;
-    while (ringBytes > Math.max(0, tailBytes - tailWritten) && ring.length > 0) {
-      const old = ring.shift()!;
-      ringBytes -= old.bytes;
-      dropped.bytes += old.text.length;
-      dropped.events++;
-      dropped.lines += lineCount(old.text);
-    }
+  const budget = new TranscriptBudget(write, limitBytes);
+  const record = async (kind: string, data: Record<string, unknown>): Promise<void> => {
+    if (kind !== 'output' || typeof data.text !== 'string') return budget.recordOne(kind, data);
+    for (const text of splitText(data.text)) await budget.recordOne(kind, { ...data, text });
   };
+  return Object.assign(record, { flush: () => budget.flush() });
+}
 
-  const flush = async () => {
-    const held = ring;
-    const note = { ...dropped };
-    ring = [];
-    ringBytes = 0;
-    Object.assign(dropped, { bytes: 0, events: 0, lines: 0 });
+/**
+ * What a run's transcript has used of its limit: the head written as it comes, then the output
+ * kept in a ring of the last part (what falls out of it counted as dropped), written by `flush`.
+ */
+class TranscriptBudget {
+  private readonly headBytes: number;
+  private readonly tailBytes: number;
+  private used = 0;
+  private tailWritten = 0;
+  private cutting = false;
+  private full = false;
+  private ring: Held[] = [];
+  private ringBytes = 0;
+  private readonly dropped = { bytes: 0, events: 0, lines: 0 };
+
+  constructor(
+    private readonly write: Recorder,
+    private readonly limitBytes: number
+  ) {
+    this.headBytes = Math.floor(limitBytes / 2);
+    this.tailBytes = limitBytes - this.headBytes - NOTE_BYTES;
+  }
+
+  /** Keeps an output event in the ring, dropping the oldest ones past what the tail may hold. */
+  private hold({ text, ...data }: Record<string, unknown>, bytes: number): void {
+    this.ring.push({ data, text: Buffer.from(typeof text === 'string' ? text : '', 'utf8'), bytes });
+    this.ringBytes += bytes;
+    while (this.ringBytes > Math.max(0, this.tailBytes - this.tailWritten) && this.ring.length > 0) {
+      const old = this.ring.shift()!;
+      this.ringBytes -= old.bytes;
+      this.dropped.bytes += old.text.length;
+      this.dropped.events++;
+      this.dropped.lines += lineCount(old.text);
+    }
+  }
+
+  /** Writes what the ring holds, after a note of what was dropped before it. */
+  async flush(): Promise<void> {
+    const held = this.ring;
+    const note = { ...this.dropped };
+    this.ring = [];
+    this.ringBytes = 0;
+    Object.assign(this.dropped, { bytes: 0, events: 0, lines: 0 });
     if (note.events > 0) {
-      await write('truncated', {
+      await this.write('truncated', {
         dropped_bytes: note.bytes,
         dropped_events: note.events,
         dropped_lines: note.lines,
-        limit_bytes: limitBytes,
+        limit_bytes: this.limitBytes,
         text:
           `… ${note.bytes} bytes of output (${note.events} events, ${note.lines} lines) were dropped here: ` +
           `the transcript keeps the first and the last part of a run's output within limits.transcript`
       });
     }
     for (const event of held) {
-      tailWritten += event.bytes;
-      await write('output', { ...event.data, text: event.text.toString('utf8') });
+      this.tailWritten += event.bytes;
+      await this.write('output', { ...event.data, text: event.text.toString('utf8') });
       // A store that answers at once (SQLite) would otherwise write the whole tail without
       // letting a request in: give the event loop a turn between events.
       await new Promise(resolve => setImmediate(resolve));
     }
-  };
+  }
 
-  const recordOne = async (kind: string, data: Record<string, unknown>): Promise<void> => {
+  /** One event: written, held in the ring (output past the head), or left out (past the limit). */
+  async recordOne(kind: string, data: Record<string, unknown>): Promise<void> {
     const bytes = sizeOf(kind, data);
-    if (kind === 'output' && (cutting || used + bytes > headBytes)) {
-      if (!cutting) {
-        cutting = true;
-        await write('notice', {
+    if (kind === 'output' && (this.cutting || this.used + bytes > this.headBytes)) {
+      if (!this.cutting) {
+        this.cutting = true;
+        await this.write('notice', {
           text:
-            `The transcript reached half of limits.transcript (${limitBytes} bytes): ` +
+            `The transcript reached half of limits.transcript (${this.limitBytes} bytes): ` +
             'from here only the last part of the output is kept, written when the agent ends.'
         });
       }
-      hold(data, bytes);
+      this.hold(data, bytes);
       return;
     }
-    if (STREAM_KINDS.has(kind) && used + bytes > limitBytes) {
-      if (!full) {
-        full = true;
-        await write('notice', {
+    if (STREAM_KINDS.has(kind) && this.used + bytes > this.limitBytes) {
+      if (!this.full) {
+        this.full = true;
+        await this.write('notice', {
           text:
-            `The transcript reached limits.transcript (${limitBytes} bytes): ` +
+            `The transcript reached limits.transcript (${this.limitBytes} bytes): ` +
             "the agent's further messages, tool calls and results are not kept."
         });
       }
       return;
     }
-    if (kind !== 'output' && (ring.length > 0 || dropped.events > 0)) await flush();
-    used += bytes;
-    await write(kind, data);
-  };
-
-  const record = async (kind: string, data: Record<string, unknown>): Promise<void> => {
-    if (kind !== 'output' || typeof data.text !== 'string') return recordOne(kind, data);
-    for (const text of splitText(data.text)) await recordOne(kind, { ...data, text });
-  };
-  return Object.assign(record, { flush });
+    if (kind !== 'output' && (this.ring.length > 0 || this.dropped.events > 0)) await this.flush();
+    this.used += bytes;
+    await this.write(kind, data);
+  }
 }

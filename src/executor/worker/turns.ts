@@ -16,7 +16,7 @@
 // `agent_session` event). The conversation so far is also written out as text for agents that
 // cannot resume a session (AGENT_CONVERSATION_FILE).
 
-import type { RunRequestStore, StoredRun, TranscriptEvent, TranscriptStore } from '../store/types.js';
+import type { RunRecordStore, StoredRun, TranscriptEvent, TranscriptStore } from '../store/types.js';
 
 export type TurnMode = 'normal' | 'plan' | 'orchestrate';
 
@@ -133,16 +133,19 @@ export function recordsTurn(turn: Turn): boolean {
 /** The kinds that say which follow-ups are left to take (a cheap look: no output read). */
 const FOLLOWUP_KINDS = ['followup', 'turn'] as const;
 
-/** What the turns read and write of the store: the run's transcript, and an earlier run a new one continues. */
-export type TurnStore = Pick<TranscriptStore, 'listEvents' | 'appendEvent'> & Pick<RunRequestStore, 'getRun'>;
+/** What the turns read of the stores: the run's transcript, and an earlier run a new one continues. */
+export interface TurnStores {
+  transcript: Pick<TranscriptStore, 'listEvents'>;
+  runs: Pick<RunRecordStore, 'getRun'>;
+}
 
 /**
  * The first turn of a claim: the next one the transcript asks for (the prompt, or the follow-ups
  * that queued the run again), the first turn of a run continuing an earlier run's conversation
  * starting from that run's session and words.
  */
-export async function firstTurn(store: TurnStore, run: StoredRun): Promise<Turn> {
-  const events = await store.listEvents(run.run_id);
+export async function firstTurn({ transcript, runs }: TurnStores, run: StoredRun): Promise<Turn> {
+  const events = await transcript.listEvents(run.run_id);
   // A run claimed again with nothing new to take (its follow-up was taken by a turn that was then
   // cut short): it goes on with the prompt, in what the earlier turns left.
   let turn = nextTurn(run, events, turnsBefore(events)) ?? {
@@ -151,8 +154,8 @@ export async function firstTurn(store: TurnStore, run: StoredRun): Promise<Turn>
     continuing: true
   };
   if (turn.startFrom && !turn.continuing) {
-    const earlier = await store.getRun(run.team, turn.startFrom);
-    if (earlier) turn = continuedFrom(turn, earlier, await store.listEvents(earlier.run_id));
+    const earlier = await runs.getRun(run.team, turn.startFrom);
+    if (earlier) turn = continuedFrom(turn, earlier, await transcript.listEvents(earlier.run_id));
   }
   return turn;
 }
@@ -161,23 +164,27 @@ export async function firstTurn(store: TurnStore, run: StoredRun): Promise<Turn>
  * After `turn` succeeded: the turn that takes the follow-ups which arrived during it, or undefined
  * when none did (the run ends; one arriving from now on is the store's to take).
  */
-export async function followingTurn(store: TurnStore, run: StoredRun, turn: Turn): Promise<Turn | undefined> {
+export async function followingTurn(
+  transcript: Pick<TranscriptStore, 'listEvents'>,
+  run: StoredRun,
+  turn: Turn
+): Promise<Turn | undefined> {
   // A cheap look for follow-ups first; the whole transcript only when there is one to take.
-  if (!nextTurn(run, await store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
+  if (!nextTurn(run, await transcript.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
     return undefined;
-  return nextTurn(run, await store.listEvents(run.run_id), turn.number);
+  return nextTurn(run, await transcript.listEvents(run.run_id), turn.number);
 }
 
-/** Records that `turn` begins, naming the follow-ups it takes (a plain first turn records nothing). */
-export async function beginTurn(
-  store: TurnStore,
+/**
+ * Records that `turn` begins, naming the follow-ups it takes (only a turn recordsTurn says is
+ * recorded; the caller writes what its transcript holds back first).
+ */
+export async function recordTurn(
+  transcript: Pick<TranscriptStore, 'appendEvent'>,
   run: StoredRun,
-  turn: Turn,
-  flush: () => Promise<void> | undefined
+  turn: Turn
 ): Promise<void> {
-  if (!recordsTurn(turn)) return;
-  await flush();
-  await store.appendEvent(
+  await transcript.appendEvent(
     run.run_id,
     'turn',
     { turn: turn.number, mode: turn.mode, followups: turn.followups },
