@@ -1,8 +1,8 @@
-export const id = 298;
-export const ids = [298];
+export const id = 694;
+export const ids = [694];
 export const modules = {
 
-/***/ 26298:
+/***/ 83694:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -4815,11 +4815,10 @@ async function issueKey(store, options) {
 // EXTERNAL MODULE: ./node_modules/fastify/fastify.js
 var fastify = __webpack_require__(16703);
 var fastify_default = /*#__PURE__*/__webpack_require__.n(fastify);
-;// CONCATENATED MODULE: ./src/executor/store/types.ts
-// The RunStore interface: everything the routes and the worker need from storage. SQLite (one
-// machine) and PostgreSQL (several nodes on one database) implement it; routes and worker do not
-// know which. Every read and write of a run is scoped to a team, except the worker's own (it runs
-// every team's work).
+;// CONCATENATED MODULE: ./src/executor/store/records.ts
+// The rows the stores keep and the values their methods take and answer, for both databases: a
+// run, its transcript events, its artifacts, keys, sessions and nodes. Each concern's interface
+// (run-types.ts, claim-types.ts, …) and its SQL class (sql-runs.ts, sql-claims.ts, …) name these.
 /** How the run record's `artifacts` lists an artifact: a file's description, a pull request's data. */
 function listEntryOf(artifact, data) {
     const { run_id: _run, team: _team, artifact_type, created_at, ...file } = artifact;
@@ -4855,6 +4854,14 @@ function artifactOf(row) {
         artifact.description = description;
     return artifact;
 }
+
+;// CONCATENATED MODULE: ./src/executor/store/types.ts
+// The store's types in one place: the rows and values (records.ts), each concern's interface
+// (run-types.ts, claim-types.ts, transcript-types.ts, artifact-types.ts, account-types.ts,
+// hold-types.ts, node-types.ts, schedule-types.ts, webhook-types.ts) and their bundle (stores.ts).
+// Every read and write of a run is scoped to a team, except the worker's own (it runs every team's
+// work).
+
 
 ;// CONCATENATED MODULE: ./src/executor/telemetry/log-format.ts
 // Where the executor's log lines go and in which shape: pino's JSON lines for machines (a pipe, a
@@ -17188,6 +17195,347 @@ class ClaimSql {
     }
 }
 
+;// CONCATENATED MODULE: ./src/executor/store/run-changes.ts
+// A run's changes of state as statements, shared by the runs' store (sql-runs.ts: cancel, a
+// follow-up's requeue) and the queue's (sql-claims.ts: claim, renew, finish, abandon): each change
+// is built from the lifecycle table (runs/lifecycle.ts, through change-sql.ts) and written with its
+// state event in one transaction of the dialect.
+
+
+
+class RunChanges {
+    d;
+    sql;
+    constructor(d) {
+        this.d = d;
+        this.sql = new ChangeSql(d);
+    }
+    /** Applies a change to the runs `where` picks (among those in a state it may start from). */
+    apply(name, inputs, where, options) {
+        return this.d.change(this.sql.update(name, inputs, where), this.sql.event(inputs.transition), options);
+    }
+    /**
+     * The one guard of the follow-up race (a follow-up recorded while the run's last turn ends): an
+     * ended run is queued again while a follow-up of it waits that no turn took (a `turn` event lists
+     * the seqs of the follow-ups it took). Both ways the race can go meet here: the follow-up's own
+     * write looks after recording the message (submitFollowup), and a finish looks in its transaction
+     * (finishRun), so whichever commits second queues the run, and a follow-up a turn took never does.
+     */
+    requeueWaiting(at, where) {
+        const waits = `EXISTS (SELECT 1 FROM events f WHERE f.run_id = runs.run_id AND f.kind = 'followup'
+      AND NOT EXISTS (SELECT 1 FROM events t WHERE t.run_id = f.run_id AND t.kind = 'turn' AND t.seq > f.seq
+        AND ${this.d.listHas('t.data', 'followups', 'f.seq')}))`;
+        const inputs = { transition: followup(), at };
+        return {
+            statement: this.sql.update('followup', inputs, sql(`${where.text} AND ${waits}`, ...where.values)),
+            event: this.sql.event(inputs.transition)
+        };
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/key-cache.ts
+// API keys held in memory, so an authenticated request does not read the keys table each time.
+// Correctness over speed: the store says when the cache may be trusted (SQLite: no key was written
+// since it was filled, by any connection, by the key_changes counter that triggers on api_keys move;
+// PostgreSQL: the notification connection is up and no key notification came), and empties it on
+// every key write of its own. A lookup that
+// was in flight while the cache was emptied is not kept, so a revocation is never undone by it.
+// Only keys that exist are kept: made-up keys cannot grow it, and their lookups go to the table.
+const MAX_KEYS = 10_000;
+class KeyCache {
+    keys = new Map();
+    generation = 0;
+    /** Forgets every key (a key was created or revoked, here or possibly elsewhere). */
+    clear() {
+        this.keys.clear();
+        this.generation++;
+    }
+    /** The key with this hash, from memory when there, else from `load` (kept when found). */
+    async find(hash, load) {
+        const cached = this.keys.get(hash);
+        if (cached)
+            return cached;
+        const generation = this.generation;
+        const record = await load();
+        if (record && generation === this.generation) {
+            if (this.keys.size >= MAX_KEYS)
+                this.keys.delete(this.keys.keys().next().value);
+            this.keys.set(hash, record);
+        }
+        return record;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-accounts.ts
+// AccountStore (account-types.ts) for both databases: API keys (with their cache), orchestrate
+// turns' run tokens, dashboard sessions and the store's secrets. A dialect (dialect.ts) runs the
+// statements and tells other processes of a key write.
+
+
+class SqlAccountStore {
+    d;
+    keys = new KeyCache();
+    constructor(d) {
+        this.d = d;
+        d.onKeysChanged(() => this.keys.clear());
+    }
+    // keys
+    async createKey(key) {
+        this.keys.clear();
+        await this.withKeysChanged(sql(`INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, key.id, key.team, key.kind, key.name, key.hash, key.hint, key.created_at, key.revoked_at));
+    }
+    /** From the key cache while the dialect says it may be trusted. */
+    async findKeyByHash(hash) {
+        const load = async () => (await this.d.all(sql('SELECT * FROM api_keys WHERE hash = ?', hash)))[0];
+        const state = this.d.keyCacheState();
+        if (state === 'untrusted')
+            return load();
+        if (state === 'stale')
+            this.keys.clear();
+        return this.keys.find(hash, load);
+    }
+    async listKeys() {
+        return this.d.all(sql('SELECT * FROM api_keys ORDER BY created_at, id'));
+    }
+    async revokeKey(id, at) {
+        this.keys.clear();
+        const changed = await this.withKeysChanged(sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', at, id));
+        this.keys.clear();
+        return changed > 0;
+    }
+    // run tokens: never cached, so a token removed (its turn ended) is refused at once on every node
+    async createRunToken(token) {
+        await this.d.run(sql(`INSERT INTO run_tokens (hash, via_hash, run_id, team, environment_id, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)`, token.hash, token.via_hash, token.run_id, token.team, token.environment_id, token.created_at));
+    }
+    async findRunToken(hash) {
+        return (await this.d.all(sql('SELECT * FROM run_tokens WHERE hash = ?', hash)))[0];
+    }
+    async deleteRunTokens(runId) {
+        await this.d.run(sql('DELETE FROM run_tokens WHERE run_id = ?', runId));
+    }
+    /** A key write, and the dialect's word to other processes in the same transaction. */
+    async withKeysChanged(write) {
+        const tell = this.d.keysChanged();
+        if (!tell)
+            return this.d.run(write);
+        return (await this.d.batch([write, tell]))[0];
+    }
+    // dashboard sessions
+    async createWebSession(session) {
+        await this.d.run(sql('DELETE FROM web_sessions WHERE expires_at <= ?', Date.now()));
+        await this.d.run(sql('INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at) VALUES (?, ?, ?, ?, ?)', session.id_hash, session.key_id, session.team, session.created_at, session.expires_at));
+    }
+    async findWebSession(idHash, now) {
+        const row = (await this.d.all(sql(`SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
+           WHERE s.id_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL AND k.team = s.team`, idHash, now)))[0];
+        return row && { ...row, expires_at: Number(row.expires_at) };
+    }
+    async deleteWebSession(idHash) {
+        await this.d.run(sql('DELETE FROM web_sessions WHERE id_hash = ?', idHash));
+    }
+    /** The first process to ask makes it; every other one reads the same. */
+    async getSecret(name, create) {
+        await this.d.run(sql('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', name, create()));
+        const [row] = await this.d.all(sql('SELECT value FROM secrets WHERE name = ?', name));
+        return row.value;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-artifacts.ts
+// ArtifactStore (artifact-types.ts) for both databases: an artifact's bytes in `artifacts`, its
+// entry on the run record's `artifacts` list (rewritten in the same batch), and the run's request
+// usage.
+
+
+/** Columns of an artifact without its bytes. */
+const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+  description, created_at`;
+class SqlArtifactStore {
+    d;
+    constructor(d) {
+        this.d = d;
+    }
+    async addArtifact(artifact, data, renamed = []) {
+        const { run_id, team, artifact_type, created_at, ...file } = artifact;
+        const entry = JSON.stringify(listEntryOf(artifact, data));
+        await this.d.batch([
+            sql(`INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
+           description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, artifact.artifact_uid, run_id, team, artifact_type, file.filepath, file.filename, file.mime_type, file.size, file.description ?? null, created_at, data),
+            ...(renamed.length > 0
+                ? await this.renames(run_id, renamed, entry)
+                : [
+                    sql(`UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`, entry, run_id)
+                ])
+        ]);
+    }
+    async renameArtifacts(runId, renamed) {
+        if (renamed.length > 0)
+            await this.d.batch(await this.renames(runId, renamed));
+    }
+    /**
+     * The statements that rename a run's artifacts, in their table and on the record's list (then
+     * with `appended` added). The list is rewritten whole: only the worker that holds the run changes
+     * it, so the list read here is the one the batch replaces.
+     */
+    async renames(runId, renamed, appended) {
+        const [row] = await this.d.all(sql('SELECT artifacts FROM runs WHERE run_id = ?', runId));
+        const list = parseList(row?.artifacts).map(item => renamedEntry(item, renamed));
+        if (appended !== undefined)
+            list.push(JSON.parse(appended));
+        return [
+            ...renamed.map(rename => sql('UPDATE artifacts SET filename = ?, filepath = ? WHERE artifact_uid = ? AND run_id = ?', rename.filename, rename.filename, rename.artifact_uid, runId)),
+            sql('UPDATE runs SET artifacts = ? WHERE run_id = ?', JSON.stringify(list), runId)
+        ];
+    }
+    async getArtifact(team, uid) {
+        const [row] = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = ? AND team = ?`, uid, team));
+        return row && artifactOf(row);
+    }
+    async readArtifact(uid) {
+        const [row] = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS}, ${this.d.selectBytes('data')} FROM artifacts WHERE artifact_uid = ?`, uid));
+        if (!row)
+            return undefined;
+        const { data, ...artifact } = row;
+        return { artifact: artifactOf(artifact), data: this.d.readBytes(data) };
+    }
+    async listArtifacts(team, runId) {
+        const rows = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = ? AND team = ? ORDER BY created_at, artifact_uid`, runId, team));
+        return rows.map(artifactOf);
+    }
+    async setRequestUsage(runId, usage) {
+        await this.d.run(sql('UPDATE runs SET request_usage = ? WHERE run_id = ?', usage, runId));
+    }
+}
+/** The run record's artifacts column as a list (an empty or unreadable one as none). */
+function parseList(value) {
+    if (typeof value !== 'string')
+        return [];
+    try {
+        const list = JSON.parse(value);
+        return Array.isArray(list) ? list : [];
+    }
+    catch {
+        return [];
+    }
+}
+/** A record's artifact entry under its new name when `renamed` names it. */
+function renamedEntry(item, renamed) {
+    if (item === null || typeof item !== 'object')
+        return item;
+    const entry = item;
+    const rename = renamed.find(r => r.artifact_uid === entry.artifact_uid);
+    return rename ? { ...entry, filename: rename.filename, filepath: rename.filename } : item;
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-claims.ts
+// ClaimStore (claim-types.ts) for both databases: which run a worker claims next (the teams'
+// turns are claim-sql.ts), its lease renewed, its finish (queued again when a follow-up waits), and
+// the runs of dead workers failed. Its changes of state are RunChanges' (run-changes.ts).
+
+
+
+
+
+class SqlClaimStore {
+    d;
+    changes;
+    queue;
+    shared;
+    constructor(d, changes, queue) {
+        this.d = d;
+        this.changes = changes;
+        this.queue = queue;
+        this.shared = d.shared;
+    }
+    /**
+     * Teams take turns (claim-sql.ts): the oldest claimable run of the first team in turn order. When
+     * another node takes that run first (PostgreSQL skips rows others lock), the next team is tried.
+     */
+    async claimNext(owner, leaseMs, excluded, at, maxRunningPerTeam = 0) {
+        const teams = await this.d.all(this.queue.candidates(excluded, maxRunningPerTeam));
+        for (const { team } of teams) {
+            const [run] = await this.changes.apply('claim', { transition: claim(), at, owner, leaseMs }, this.queue.oldestOf(team, excluded, maxRunningPerTeam));
+            if (run)
+                return run;
+        }
+        return undefined;
+    }
+    async findClaim(owner) {
+        return (await this.d.all(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = '${CLAIMED_STATE}' AND lease_owner = ?`, owner)))[0];
+    }
+    async renewLease(runId, owner, leaseMs) {
+        const changed = await this.d.run(this.changes.sql.update('renew', { transition: claim(), at: '', leaseMs }, sql('run_id = ? AND lease_owner = ?', runId, owner)));
+        return changed > 0;
+    }
+    async finishRun(runId, owner, outcome, at) {
+        const transition = finish(outcome);
+        // A run that ends other than cancelled is queued again at once if a follow-up waits.
+        const requeue = this.changes.requeueWaiting(at, sql('run_id = ?', runId));
+        const [run] = await this.changes.apply('finish', { transition, at }, sql('run_id = ? AND lease_owner = ?', runId, owner), outcome.state === 'CANCELLED'
+            ? {}
+            : { then: { statement: () => requeue.statement, event: requeue.event } });
+        return run;
+    }
+    async failAbandoned(all, at, message) {
+        const from = stateIn(LIFECYCLE.abandon.from);
+        // Every node sweeps every second or so; almost always there is nothing to sweep, and one
+        // indexed look is cheaper than the change.
+        if (!all) {
+            const expired = await this.d.all(sql(`SELECT 1 AS one FROM runs WHERE ${from} AND lease_expires_at < ${this.d.clockMs} LIMIT 1`));
+            if (expired.length === 0)
+                return [];
+        }
+        // Skipping locked rows: a run its worker is finishing right now is not abandoned, and two
+        // nodes sweeping at once do not wait on each other.
+        return this.changes.apply('abandon', { transition: abandon(message), at }, sql(`seq IN (SELECT seq FROM runs WHERE ${from} AND (? = 1 OR lease_expires_at < ${this.d.clockMs}) ${this.d.skipLocked})`, all ? 1 : 0));
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-holds.ts
+// HoldStore (hold-types.ts) for both databases: the hold's statements are claim-sql.ts's, as the
+// claim that skips held runs is.
+class SqlHoldStore {
+    d;
+    queue;
+    constructor(d, queue) {
+        this.d = d;
+        this.queue = queue;
+    }
+    async holdRun(team, runId, holder, leaseMs) {
+        return (await this.d.run(this.queue.hold(team, runId, holder, leaseMs))) > 0;
+    }
+    async releaseRun(runId, holder) {
+        return (await this.d.run(this.queue.release(runId, holder))) > 0;
+    }
+    async heldRuns() {
+        return (await this.d.all(this.queue.held())).map(row => row.run_id).sort();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-nodes.ts
+// NodeStore (node-types.ts) for both databases: each node's last report, one row of `nodes`.
+
+class SqlNodeStore {
+    d;
+    constructor(d) {
+        this.d = d;
+    }
+    async reportNode(node, forgetBefore) {
+        await this.d.run(sql('DELETE FROM nodes WHERE seen_at < ?', forgetBefore));
+        await this.d.run(sql(`INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`, node.node_id, node.role, node.workers, node.busy, node.started_at, node.seen_at));
+    }
+    async listNodes() {
+        const rows = await this.d.all(sql('SELECT * FROM nodes ORDER BY started_at, node_id'));
+        return rows.map(row => ({ ...row, seen_at: Number(row.seen_at) }));
+    }
+    async removeNode(nodeId) {
+        await this.d.run(sql('DELETE FROM nodes WHERE node_id = ?', nodeId));
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/executor/store/list-query.ts
 // The list query's WHERE and ORDER BY, for both SQL dialects: one place says what each filter and
 // sort means, so SQLite and PostgreSQL answer a list the same way.
@@ -17277,134 +17625,235 @@ function searchCondition(dialect, text, p) {
     return `(encode(coalesce(title, ''::bytea), 'hex') ~ ${p(regex)} OR encode(prompt, 'hex') ~ ${p(regex)})`;
 }
 
-;// CONCATENATED MODULE: ./src/executor/store/key-cache.ts
-// API keys held in memory, so an authenticated request does not read the keys table each time.
-// Correctness over speed: the store says when the cache may be trusted (SQLite: no key was written
-// since it was filled, by any connection, by the key_changes counter that triggers on api_keys move;
-// PostgreSQL: the notification connection is up and no key notification came), and empties it on
-// every key write of its own. A lookup that
-// was in flight while the cache was emptied is not kept, so a revocation is never undone by it.
-// Only keys that exist are kept: made-up keys cannot grow it, and their lookups go to the table.
-const MAX_KEYS = 10_000;
-class KeyCache {
-    keys = new Map();
-    generation = 0;
-    /** Forgets every key (a key was created or revoked, here or possibly elsewhere). */
-    clear() {
-        this.keys.clear();
-        this.generation++;
+;// CONCATENATED MODULE: ./src/executor/store/sql-runs.ts
+// RunRecordStore (run-types.ts) for both databases: a run's create (with its metadata and
+// ancestors rows), reads, lists, counts, cancel (with its descendants), follow-ups, state events and
+// prune. Its changes of state are RunChanges' (run-changes.ts); a dialect (dialect.ts) supplies the
+// few pieces of SQL the databases write differently and runs the statements.
+
+
+
+
+
+
+
+
+/**
+ * The create request's metadata pairs (kept in its extra fields) as rows of run_metadata, written
+ * with the run in its transaction: the list's metadata filter looks them up by index, never parsing
+ * a run's JSON. Undefined when there are none.
+ */
+function metadataRows(extra) {
+    const metadata = extra.metadata;
+    if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+        return undefined;
+    const pairs = Object.entries(metadata).filter(([, value]) => typeof value === 'string');
+    if (pairs.length === 0)
+        return undefined;
+    return run => sql(`INSERT INTO run_metadata (run_id, team, key, value) VALUES ${pairs.map(() => '(?, ?, ?, ?)').join(', ')}`, ...pairs.flatMap(([key, value]) => [run.run_id, run.team, key, value]));
+}
+/**
+ * A child run's ancestors as rows of run_ancestors (its parent at depth 1, the parent's ancestors
+ * one deeper), written with the run: the list's ancestor_run_id filter and a cancel's cascade look
+ * them up by index. The route has checked the parent is the team's. Undefined for a root run.
+ */
+function ancestorRows(extra) {
+    const parent = extra.parent_run_id;
+    if (typeof parent !== 'string')
+        return undefined;
+    return run => sql(`INSERT INTO run_ancestors (run_id, team, ancestor_run_id, depth)
+       SELECT ?, ?, ?, 1
+       UNION ALL SELECT ?, ?, ancestor_run_id, depth + 1 FROM run_ancestors WHERE run_id = ? AND team = ?`, run.run_id, run.team, parent, run.run_id, run.team, parent, run.team);
+}
+/** The statements a create writes beside the run; undefined when there are none (no transaction needed). */
+function createRows(extraJson) {
+    const extra = JSON.parse(extraJson);
+    const makers = [metadataRows(extra), ancestorRows(extra)].filter(make => make !== undefined);
+    if (makers.length === 0)
+        return undefined;
+    return run => makers.map(make => make(run));
+}
+class SqlRunRecords {
+    d;
+    changes;
+    constructor(d, changes) {
+        this.d = d;
+        this.changes = changes;
     }
-    /** The key with this hash, from memory when there, else from `load` (kept when found). */
-    async find(hash, load) {
-        const cached = this.keys.get(hash);
-        if (cached)
-            return cached;
-        const generation = this.generation;
-        const record = await load();
-        if (record && generation === this.generation) {
-            if (this.keys.size >= MAX_KEYS)
-                this.keys.delete(this.keys.keys().next().value);
-            this.keys.set(hash, record);
+    /**
+     * The insert, admitted while the node's queue and the team's are under their limits (the dialect
+     * counts them: in the statement on PostgreSQL, once per group commit on SQLite), with the state
+     * event; the unique index settles concurrent creates with one key. A look for an earlier run with
+     * the key comes first, so a replay is answered even when the queue is full.
+     */
+    async createRun(run, idempotency, maxQueued, maxQueuedPerTeam = maxQueued) {
+        if (idempotency) {
+            const replay = await this.replay(run.team, idempotency);
+            if (replay)
+                return replay;
         }
-        return record;
+        const rule = LIFECYCLE.create;
+        const transition = lifecycle_create();
+        const own = Object.keys(rule.writes);
+        const ownValues = this.changes.sql.setValues('create', { transition, at: run.created_at });
+        const bytes = `CAST(? AS ${this.d.textType})`;
+        // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
+        // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
+        const { queued, teamQueued } = queueCounts(run.team, maxQueued, maxQueuedPerTeam);
+        const [created] = await this.d.create({
+            insert: room => sql(`INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
+             creator_name, workload, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
+           SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
+           WHERE ${room.text}
+           ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, run.workload ?? null, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, ...room.values),
+            queues: [
+                { name: 'queued', count: queued, limit: maxQueued },
+                { name: `queued by team ${run.team}`, count: teamQueued, limit: maxQueuedPerTeam }
+            ],
+            event: this.changes.sql.event(transition),
+            follow: createRows(run.extra)
+        });
+        if (created)
+            return { kind: 'created', run: created };
+        // Nothing inserted: a run with this key was created after our look (the unique index
+        // decided), or a queue is full: the node's when it holds its limit now, else the team's.
+        const replay = idempotency && (await this.replay(run.team, idempotency));
+        if (replay)
+            return replay;
+        const [count] = await this.d.all(queued);
+        return Number(count?.n ?? 0) >= maxQueued ? { kind: 'queue_full' } : { kind: 'team_queue_full' };
+    }
+    async replay(team, idempotency) {
+        const [row] = await this.d.all(sql(`SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = ? AND idempotency_key = ?`, team, idempotency.key));
+        if (!row)
+            return undefined;
+        return row.idempotency_hash === idempotency.requestHash
+            ? { kind: 'replayed', run: strip(row) }
+            : { kind: 'key_reused' };
+    }
+    async getRun(team, runId) {
+        return (await this.d.all(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`, runId, team)))[0];
+    }
+    async getRunAnyTeam(runId) {
+        return (await this.d.all(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`, runId)))[0];
+    }
+    async listRuns(team, query) {
+        const { where, order, values } = listRunsSql(this.d.kind, team, query);
+        const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
+        const max = query.maxWeight;
+        if (max === undefined)
+            return this.d.list(sql(text, ...values, query.limit));
+        // Rows are read until their weight passes the page's and one more is seen (so the caller
+        // knows there are more): large runs make short pages. The weight is in the text, so pages
+        // kept for another weight are not taken for this one.
+        let total = 0;
+        let seen = 0;
+        const weighed = sql(`${text} /* weight ${max} */`, ...values, query.limit);
+        const rows = await this.d.list(weighed, run => {
+            total += runWeight(run);
+            return ++seen >= 2 && total > max;
+        });
+        return rows.slice(0, runsWithin(rows, max) + 1);
+    }
+    async countRunsByState(team) {
+        const rows = await this.d.all(sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state', team));
+        return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
+    }
+    /**
+     * One guarded statement: a run in a state cancel starts from ends; any other is told how it is.
+     * A cancelled run's descendants that have not ended are cancelled with it, their status message
+     * naming it.
+     */
+    async cancelRun(team, runId, at, reason) {
+        const transition = lifecycle_cancelled(reason);
+        const [cancelled] = await this.changes.apply('cancel', { transition, at }, sql('run_id = ? AND team = ?', runId, team));
+        if (cancelled) {
+            await this.changes.apply('cancel', { transition: finish(cancelledWithAncestor(runId)), at }, sql('run_id IN (SELECT run_id FROM run_ancestors WHERE team = ? AND ancestor_run_id = ?) AND team = ?', team, runId, team));
+            return { kind: 'cancelled', run: cancelled };
+        }
+        const run = await this.getRun(team, runId);
+        return run ? { kind: 'finished', run } : { kind: 'not_found' };
+    }
+    async ancestorCount(team, runId) {
+        const [row] = await this.d.all(sql('SELECT COUNT(*) AS n FROM run_ancestors WHERE run_id = ? AND team = ?', runId, team));
+        return Number(row?.n ?? 0);
+    }
+    async isDescendant(team, runId, ancestorRunId) {
+        const rows = await this.d.all(sql('SELECT 1 AS one FROM run_ancestors WHERE run_id = ? AND team = ? AND ancestor_run_id = ?', runId, team, ancestorRunId));
+        return rows.length > 0;
+    }
+    /**
+     * The message is recorded and the run queued again if it has ended and the message still waits
+     * (requeueWaiting), in one transaction: a worker that claims it finds the message there. A queued
+     * run's first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or
+     * its finish queues the run again. An ended run goes back to the queue: it takes a place there as
+     * a create would, counted in that same transaction (Dialect.followup), so concurrent follow-ups of
+     * ended runs cannot fill the node's queue or a team's past its limit; one refused so records
+     * nothing (a message once recorded is never dropped).
+     */
+    async submitFollowup(team, runId, followup, at, continuableSince, queues) {
+        const before = await this.getRun(team, runId);
+        if (!before)
+            return { kind: 'not_found' };
+        if (allows('followup', before.state) &&
+            (before.completed_at ?? before.updated_at) < continuableSince)
+            return { kind: 'expired', run: before };
+        const requeue = this.changes.requeueWaiting(at, sql('run_id = ? AND team = ?', runId, team));
+        const limits = queues ? queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam) : undefined;
+        const written = await this.d.followup({
+            runId,
+            at,
+            data: JSON.stringify({ message: followup.message, mode: followup.mode }),
+            ended: sql(`SELECT 1 AS one FROM runs WHERE run_id = ? AND team = ? AND ${stateIn(LIFECYCLE.followup.from)}`, runId, team),
+            queues: queues && limits
+                ? [
+                    { name: 'queued', count: limits.queued, limit: queues.maxQueued },
+                    { name: `queued by team ${team}`, count: limits.teamQueued, limit: queues.maxQueuedPerTeam }
+                ]
+                : [],
+            requeue: requeue.statement,
+            event: requeue.event
+        });
+        if ('full' in written)
+            return { kind: written.full === 'queued' ? 'queue_full' : 'team_queue_full' };
+        const [run] = written.runs;
+        return { kind: 'taken', run: run ?? (await this.getRun(team, runId)) ?? before };
+    }
+    async listStateEvents(team, runIds, since, limit) {
+        if (runIds.length === 0)
+            return [];
+        const rows = await this.d.all(sql(`SELECT sequence, run_id, state, at FROM run_state_events
+         WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ? AND sequence > ?
+         ORDER BY sequence LIMIT ?`, ...runIds, team, since, limit));
+        return rows.map(row => ({ ...row, sequence: Number(row.sequence) }));
+    }
+    async runStates(team, runIds) {
+        if (runIds.length === 0)
+            return new Map();
+        const rows = await this.d.all(sql(`SELECT run_id, state FROM runs WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ?`, ...runIds, team));
+        return new Map(rows.map(row => [row.run_id, row.state]));
+    }
+    /** Deletes the runs prune may start from, completed before `before`, with their transcripts and artifacts. */
+    async pruneFinished(before) {
+        const filter = `${stateIn(LIFECYCLE.prune.from)} AND completed_at < ?`;
+        const counts = await this.d.batch([
+            sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, before),
+            sql(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, before),
+            sql(`DELETE FROM runs WHERE ${filter}`, before)
+        ]);
+        return counts[2];
+    }
+    onChange(listener) {
+        return this.d.onChange(listener);
     }
 }
-
-;// CONCATENATED MODULE: ./src/executor/store/sql-accounts.ts
-// The parts of the SQL store that are not a run's: API keys (with their cache), dashboard sessions,
-// node heartbeats and the store's secrets. Written once for both databases, like the runs
-// (sql-store.ts, which extends this class); a dialect (dialect.ts) runs the statements.
-
-
-class SqlAccountStore {
-    d;
-    kind;
-    shared;
-    keys = new KeyCache();
-    constructor(d) {
-        this.d = d;
-        this.kind = d.kind;
-        this.shared = d.shared;
-        d.onKeysChanged(() => this.keys.clear());
-    }
-    // keys
-    async createKey(key) {
-        this.keys.clear();
-        await this.withKeysChanged(sql(`INSERT INTO api_keys (id, team, kind, name, hash, hint, created_at, revoked_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, key.id, key.team, key.kind, key.name, key.hash, key.hint, key.created_at, key.revoked_at));
-    }
-    /** From the key cache while the dialect says it may be trusted. */
-    async findKeyByHash(hash) {
-        const load = async () => (await this.d.all(sql('SELECT * FROM api_keys WHERE hash = ?', hash)))[0];
-        const state = this.d.keyCacheState();
-        if (state === 'untrusted')
-            return load();
-        if (state === 'stale')
-            this.keys.clear();
-        return this.keys.find(hash, load);
-    }
-    async listKeys() {
-        return this.d.all(sql('SELECT * FROM api_keys ORDER BY created_at, id'));
-    }
-    async revokeKey(id, at) {
-        this.keys.clear();
-        const changed = await this.withKeysChanged(sql('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', at, id));
-        this.keys.clear();
-        return changed > 0;
-    }
-    // run tokens: never cached, so a token removed (its turn ended) is refused at once on every node
-    async createRunToken(token) {
-        await this.d.run(sql(`INSERT INTO run_tokens (hash, via_hash, run_id, team, environment_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?)`, token.hash, token.via_hash, token.run_id, token.team, token.environment_id, token.created_at));
-    }
-    async findRunToken(hash) {
-        return (await this.d.all(sql('SELECT * FROM run_tokens WHERE hash = ?', hash)))[0];
-    }
-    async deleteRunTokens(runId) {
-        await this.d.run(sql('DELETE FROM run_tokens WHERE run_id = ?', runId));
-    }
-    /** A key write, and the dialect's word to other processes in the same transaction. */
-    async withKeysChanged(write) {
-        const tell = this.d.keysChanged();
-        if (!tell)
-            return this.d.run(write);
-        return (await this.d.batch([write, tell]))[0];
-    }
-    // dashboard sessions
-    async createWebSession(session) {
-        await this.d.run(sql('DELETE FROM web_sessions WHERE expires_at <= ?', Date.now()));
-        await this.d.run(sql('INSERT INTO web_sessions (id_hash, key_id, team, created_at, expires_at) VALUES (?, ?, ?, ?, ?)', session.id_hash, session.key_id, session.team, session.created_at, session.expires_at));
-    }
-    async findWebSession(idHash, now) {
-        const row = (await this.d.all(sql(`SELECT s.*, k.name AS key_name FROM web_sessions s JOIN api_keys k ON k.id = s.key_id
-           WHERE s.id_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL AND k.team = s.team`, idHash, now)))[0];
-        return row && { ...row, expires_at: Number(row.expires_at) };
-    }
-    async deleteWebSession(idHash) {
-        await this.d.run(sql('DELETE FROM web_sessions WHERE id_hash = ?', idHash));
-    }
-    // node heartbeats
-    async reportNode(node, forgetBefore) {
-        await this.d.run(sql('DELETE FROM nodes WHERE seen_at < ?', forgetBefore));
-        await this.d.run(sql(`INSERT INTO nodes (node_id, role, workers, busy, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (node_id) DO UPDATE SET workers = excluded.workers, busy = excluded.busy, seen_at = excluded.seen_at`, node.node_id, node.role, node.workers, node.busy, node.started_at, node.seen_at));
-    }
-    async listNodes() {
-        const rows = await this.d.all(sql('SELECT * FROM nodes ORDER BY started_at, node_id'));
-        return rows.map(row => ({ ...row, seen_at: Number(row.seen_at) }));
-    }
-    async removeNode(nodeId) {
-        await this.d.run(sql('DELETE FROM nodes WHERE node_id = ?', nodeId));
-    }
-    /** The first process to ask makes it; every other one reads the same. */
-    async getSecret(name, create) {
-        await this.d.run(sql('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', name, create()));
-        const [row] = await this.d.all(sql('SELECT value FROM secrets WHERE name = ?', name));
-        return row.value;
-    }
-    async ping() {
-        await this.d.all(sql('SELECT 1 AS one'));
-    }
+/** The statements counting the node's and a team's queued runs (each stops at its limit). */
+function queueCounts(team, maxQueued, maxQueuedPerTeam) {
+    const queuedStates = stateIn(LIFECYCLE.create.to);
+    return {
+        queued: sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${queuedStates} LIMIT ?) AS queued`, maxQueued),
+        teamQueued: sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE team = ? AND ${queuedStates} LIMIT ?) AS team_queued`, team, maxQueuedPerTeam)
+    };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/sql-schedules.ts
@@ -17471,6 +17920,42 @@ class SqlScheduleStore {
         }
         const changed = await this.d.run(sql(`UPDATE schedules SET ${sets.join(', ')} WHERE id = ? AND enabled = 1 AND next_run_ms = ?`, ...values, id, dueMs));
         return changed > 0;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-transcript.ts
+// TranscriptStore (transcript-types.ts) for both databases: a run's events as rows of `events`,
+// appended by the dialect (which numbers them and tells listeners on every node).
+
+class SqlTranscriptStore {
+    d;
+    constructor(d) {
+        this.d = d;
+    }
+    async appendEvent(runId, kind, data, at) {
+        const seq = await this.d.appendEvent(runId, kind, JSON.stringify(data), at);
+        return { ...data, seq, at, kind };
+    }
+    async listEvents(runId, page = {}) {
+        const order = page.fromEnd ? 'DESC' : 'ASC';
+        const kinds = page.kinds ?? [];
+        const only = kinds.length > 0 ? `AND kind IN (${kinds.map(() => '?').join(', ')})` : '';
+        const rows = await this.d.all(sql(`SELECT seq, at, kind, data FROM events WHERE run_id = ? AND seq > ? ${only} ORDER BY seq ${order} LIMIT ?`, runId, page.after ?? 0, ...kinds, page.limit ?? this.d.noLimit));
+        if (page.fromEnd)
+            rows.reverse();
+        return rows.map(row => ({
+            ...JSON.parse(row.data),
+            seq: row.seq,
+            at: row.at,
+            kind: row.kind
+        }));
+    }
+    async countEvents(runId, after) {
+        const [row] = await this.d.all(sql('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND seq > ?', runId, after));
+        return Number(row?.n ?? 0);
+    }
+    onEvent(listener) {
+        return this.d.onEvent(listener);
     }
 }
 
@@ -17624,12 +18109,10 @@ class SqlWebhookStore {
     }
 }
 
-;// CONCATENATED MODULE: ./src/executor/store/sql-store.ts
-// RunStore, written once for both databases: a run's statements, each change of a run built from
-// the lifecycle table (runs/lifecycle.ts, through change-sql.ts), its transcript and its artifacts.
-// Keys, sessions, heartbeats and secrets are sql-accounts.ts, which this class extends. A dialect
-// (dialect.ts) supplies the few pieces of SQL the databases write differently and runs the
-// statements; sqlite.ts and postgres.ts open one.
+;// CONCATENATED MODULE: ./src/executor/store/sql-stores.ts
+// The stores of one database (Stores, stores.ts), written once for both: one class per concern
+// over the one dialect (dialect.ts), which holds the connection and runs every transaction.
+// sqlite.ts and postgres.ts open one.
 
 
 
@@ -17642,408 +18125,107 @@ class SqlWebhookStore {
 
 
 
-/**
- * The create request's metadata pairs (kept in its extra fields) as rows of run_metadata, written
- * with the run in its transaction: the list's metadata filter looks them up by index, never parsing
- * a run's JSON. Undefined when there are none.
- */
-function metadataRows(extra) {
-    const metadata = extra.metadata;
-    if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
-        return undefined;
-    const pairs = Object.entries(metadata).filter(([, value]) => typeof value === 'string');
-    if (pairs.length === 0)
-        return undefined;
-    return run => sql(`INSERT INTO run_metadata (run_id, team, key, value) VALUES ${pairs.map(() => '(?, ?, ?, ?)').join(', ')}`, ...pairs.flatMap(([key, value]) => [run.run_id, run.team, key, value]));
-}
-/**
- * A child run's ancestors as rows of run_ancestors (its parent at depth 1, the parent's ancestors
- * one deeper), written with the run: the list's ancestor_run_id filter and a cancel's cascade look
- * them up by index. The route has checked the parent is the team's. Undefined for a root run.
- */
-function ancestorRows(extra) {
-    const parent = extra.parent_run_id;
-    if (typeof parent !== 'string')
-        return undefined;
-    return run => sql(`INSERT INTO run_ancestors (run_id, team, ancestor_run_id, depth)
-       SELECT ?, ?, ?, 1
-       UNION ALL SELECT ?, ?, ancestor_run_id, depth + 1 FROM run_ancestors WHERE run_id = ? AND team = ?`, run.run_id, run.team, parent, run.run_id, run.team, parent, run.team);
-}
-/** The statements a create writes beside the run; undefined when there are none (no transaction needed). */
-function createRows(extraJson) {
-    const extra = JSON.parse(extraJson);
-    const makers = [metadataRows(extra), ancestorRows(extra)].filter(make => make !== undefined);
-    if (makers.length === 0)
-        return undefined;
-    return run => makers.map(make => make(run));
-}
-/** Columns of an artifact without its bytes. */
-const ARTIFACT_COLUMNS = `artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
-  description, created_at`;
-class SqlRunStore extends SqlAccountStore {
-    changes;
+class SqlStores {
+    d;
+    kind;
+    shared;
+    runs;
     claims;
+    transcript;
+    artifacts;
+    accounts;
+    holds;
+    nodes;
     schedules;
     webhooks;
     constructor(d) {
-        super(d);
-        this.changes = new ChangeSql(d);
-        this.claims = new ClaimSql(d);
+        this.d = d;
+        this.kind = d.kind;
+        this.shared = d.shared;
+        // The runs' changes of state and the queue's statements, shared by the stores that write them.
+        const changes = new RunChanges(d);
+        const queue = new ClaimSql(d);
+        this.runs = new SqlRunRecords(d, changes);
+        this.claims = new SqlClaimStore(d, changes, queue);
+        this.transcript = new SqlTranscriptStore(d);
+        this.artifacts = new SqlArtifactStore(d);
+        this.accounts = new SqlAccountStore(d);
+        this.holds = new SqlHoldStore(d, queue);
+        this.nodes = new SqlNodeStore(d);
         this.schedules = new SqlScheduleStore(d);
         this.webhooks = new SqlWebhookStore(d);
-    }
-    /** Applies a change to the runs `where` picks (among those in a state it may start from). */
-    apply(name, inputs, where, options) {
-        return this.d.change(this.changes.update(name, inputs, where), this.changes.event(inputs.transition), options);
-    }
-    /**
-     * The one guard of the follow-up race (a follow-up recorded while the run's last turn ends): an
-     * ended run is queued again while a follow-up of it waits that no turn took (a `turn` event lists
-     * the seqs of the follow-ups it took). Both ways the race can go meet here: the follow-up's own
-     * write looks after recording the message (submitFollowup), and a finish looks in its transaction
-     * (finishRun), so whichever commits second queues the run, and a follow-up a turn took never does.
-     */
-    requeueWaiting(at, where) {
-        const waits = `EXISTS (SELECT 1 FROM events f WHERE f.run_id = runs.run_id AND f.kind = 'followup'
-      AND NOT EXISTS (SELECT 1 FROM events t WHERE t.run_id = f.run_id AND t.kind = 'turn' AND t.seq > f.seq
-        AND ${this.d.listHas('t.data', 'followups', 'f.seq')}))`;
-        const inputs = { transition: followup(), at };
-        return {
-            statement: this.changes.update('followup', inputs, sql(`${where.text} AND ${waits}`, ...where.values)),
-            event: this.changes.event(inputs.transition)
-        };
     }
     /** Moves whenever a write is committed here or by another process (SQLite); undefined on PostgreSQL. */
     changeStamp() {
         return this.d.changeStamp();
     }
-    // runs, as the API sees them
-    /**
-     * The insert, admitted while the node's queue and the team's are under their limits (the dialect
-     * counts them: in the statement on PostgreSQL, once per group commit on SQLite), with the state
-     * event; the unique index settles concurrent creates with one key. A look for an earlier run with
-     * the key comes first, so a replay is answered even when the queue is full.
-     */
-    async createRun(run, idempotency, maxQueued, maxQueuedPerTeam = maxQueued) {
-        if (idempotency) {
-            const replay = await this.replay(run.team, idempotency);
-            if (replay)
-                return replay;
-        }
-        const rule = LIFECYCLE.create;
-        const transition = lifecycle_create();
-        const own = Object.keys(rule.writes);
-        const ownValues = this.changes.setValues('create', { transition, at: run.created_at });
-        const bytes = `CAST(? AS ${this.d.textType})`;
-        // Counting stops at the limit, so a long queue does not make every create slower. Nodes count
-        // at once, so on PostgreSQL the limit can be passed by the number of creates in flight.
-        const { queued, teamQueued } = queueCounts(run.team, maxQueued, maxQueuedPerTeam);
-        const [created] = await this.d.create({
-            insert: room => sql(`INSERT INTO runs (run_id, team, environment_id, title, prompt, config, extra, creator_type, creator_uid,
-             creator_name, workload, idempotency_key, idempotency_hash, changed_at, ${own.join(', ')})
-           SELECT ?, ?, ?, ${bytes}, ${bytes}, ?, ?, ?, ?, ?, ?, ?, ?, ${this.d.changedAt}, ${own.map(() => '?').join(', ')}
-           WHERE ${room.text}
-           ON CONFLICT (team, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`, run.run_id, run.team, run.environment_id, this.d.bytes(run.title), this.d.bytes(run.prompt), run.config, run.extra, run.creator_type, run.creator_uid, run.creator_name, run.workload ?? null, idempotency?.key ?? null, idempotency?.requestHash ?? null, ...ownValues, ...room.values),
-            queues: [
-                { name: 'queued', count: queued, limit: maxQueued },
-                { name: `queued by team ${run.team}`, count: teamQueued, limit: maxQueuedPerTeam }
-            ],
-            event: this.changes.event(transition),
-            follow: createRows(run.extra)
-        });
-        if (created)
-            return { kind: 'created', run: created };
-        // Nothing inserted: a run with this key was created after our look (the unique index
-        // decided), or a queue is full: the node's when it holds its limit now, else the team's.
-        const replay = idempotency && (await this.replay(run.team, idempotency));
-        if (replay)
-            return replay;
-        const [count] = await this.d.all(queued);
-        return Number(count?.n ?? 0) >= maxQueued ? { kind: 'queue_full' } : { kind: 'team_queue_full' };
-    }
-    async replay(team, idempotency) {
-        const [row] = await this.d.all(sql(`SELECT ${RUN_COLUMNS}, idempotency_hash FROM runs WHERE team = ? AND idempotency_key = ?`, team, idempotency.key));
-        if (!row)
-            return undefined;
-        return row.idempotency_hash === idempotency.requestHash
-            ? { kind: 'replayed', run: strip(row) }
-            : { kind: 'key_reused' };
-    }
-    async getRun(team, runId) {
-        return (await this.d.all(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ? AND team = ?`, runId, team)))[0];
-    }
-    async getRunAnyTeam(runId) {
-        return (await this.d.all(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`, runId)))[0];
-    }
-    async listRuns(team, query) {
-        const { where, order, values } = listRunsSql(this.d.kind, team, query);
-        const text = `SELECT ${RUN_COLUMNS} FROM runs WHERE ${where} ORDER BY ${order} LIMIT ?`;
-        const max = query.maxWeight;
-        if (max === undefined)
-            return this.d.list(sql(text, ...values, query.limit));
-        // Rows are read until their weight passes the page's and one more is seen (so the caller
-        // knows there are more): large runs make short pages. The weight is in the text, so pages
-        // kept for another weight are not taken for this one.
-        let total = 0;
-        let seen = 0;
-        const weighed = sql(`${text} /* weight ${max} */`, ...values, query.limit);
-        const rows = await this.d.list(weighed, run => {
-            total += runWeight(run);
-            return ++seen >= 2 && total > max;
-        });
-        return rows.slice(0, runsWithin(rows, max) + 1);
-    }
-    async countRunsByState(team) {
-        const rows = await this.d.all(sql('SELECT state, COUNT(*) AS n FROM runs WHERE team = ? GROUP BY state', team));
-        return Object.fromEntries(rows.map(row => [row.state, Number(row.n)]));
-    }
-    /**
-     * One guarded statement: a run in a state cancel starts from ends; any other is told how it is.
-     * A cancelled run's descendants that have not ended are cancelled with it, their status message
-     * naming it.
-     */
-    async cancelRun(team, runId, at, reason) {
-        const transition = lifecycle_cancelled(reason);
-        const [cancelled] = await this.apply('cancel', { transition, at }, sql('run_id = ? AND team = ?', runId, team));
-        if (cancelled) {
-            await this.apply('cancel', { transition: finish(cancelledWithAncestor(runId)), at }, sql('run_id IN (SELECT run_id FROM run_ancestors WHERE team = ? AND ancestor_run_id = ?) AND team = ?', team, runId, team));
-            return { kind: 'cancelled', run: cancelled };
-        }
-        const run = await this.getRun(team, runId);
-        return run ? { kind: 'finished', run } : { kind: 'not_found' };
-    }
-    async ancestorCount(team, runId) {
-        const [row] = await this.d.all(sql('SELECT COUNT(*) AS n FROM run_ancestors WHERE run_id = ? AND team = ?', runId, team));
-        return Number(row?.n ?? 0);
-    }
-    async isDescendant(team, runId, ancestorRunId) {
-        const rows = await this.d.all(sql('SELECT 1 AS one FROM run_ancestors WHERE run_id = ? AND team = ? AND ancestor_run_id = ?', runId, team, ancestorRunId));
-        return rows.length > 0;
-    }
-    /**
-     * The message is recorded and the run queued again if it has ended and the message still waits
-     * (requeueWaiting), in one transaction: a worker that claims it finds the message there. A queued
-     * run's first turn takes it, a running run's worker takes it after its turn (worker/turns.ts), or
-     * its finish queues the run again. An ended run goes back to the queue: it takes a place there as
-     * a create would, counted in that same transaction (Dialect.followup), so concurrent follow-ups of
-     * ended runs cannot fill the node's queue or a team's past its limit; one refused so records
-     * nothing (a message once recorded is never dropped).
-     */
-    async submitFollowup(team, runId, followup, at, continuableSince, queues) {
-        const before = await this.getRun(team, runId);
-        if (!before)
-            return { kind: 'not_found' };
-        if (allows('followup', before.state) &&
-            (before.completed_at ?? before.updated_at) < continuableSince)
-            return { kind: 'expired', run: before };
-        const requeue = this.requeueWaiting(at, sql('run_id = ? AND team = ?', runId, team));
-        const limits = queues ? queueCounts(team, queues.maxQueued, queues.maxQueuedPerTeam) : undefined;
-        const written = await this.d.followup({
-            runId,
-            at,
-            data: JSON.stringify({ message: followup.message, mode: followup.mode }),
-            ended: sql(`SELECT 1 AS one FROM runs WHERE run_id = ? AND team = ? AND ${stateIn(LIFECYCLE.followup.from)}`, runId, team),
-            queues: queues && limits
-                ? [
-                    { name: 'queued', count: limits.queued, limit: queues.maxQueued },
-                    { name: `queued by team ${team}`, count: limits.teamQueued, limit: queues.maxQueuedPerTeam }
-                ]
-                : [],
-            requeue: requeue.statement,
-            event: requeue.event
-        });
-        if ('full' in written)
-            return { kind: written.full === 'queued' ? 'queue_full' : 'team_queue_full' };
-        const [run] = written.runs;
-        return { kind: 'taken', run: run ?? (await this.getRun(team, runId)) ?? before };
-    }
-    // runs, as the worker sees them
-    /**
-     * Teams take turns (claim-sql.ts): the oldest claimable run of the first team in turn order. When
-     * another node takes that run first (PostgreSQL skips rows others lock), the next team is tried.
-     */
-    async claimNext(owner, leaseMs, excluded, at, maxRunningPerTeam = 0) {
-        const teams = await this.d.all(this.claims.candidates(excluded, maxRunningPerTeam));
-        for (const { team } of teams) {
-            const [run] = await this.apply('claim', { transition: claim(), at, owner, leaseMs }, this.claims.oldestOf(team, excluded, maxRunningPerTeam));
-            if (run)
-                return run;
-        }
-        return undefined;
-    }
-    async holdRun(team, runId, holder, leaseMs) {
-        return (await this.d.run(this.claims.hold(team, runId, holder, leaseMs))) > 0;
-    }
-    async releaseRun(runId, holder) {
-        return (await this.d.run(this.claims.release(runId, holder))) > 0;
-    }
-    async heldRuns() {
-        return (await this.d.all(this.claims.held())).map(row => row.run_id).sort();
-    }
-    async findClaim(owner) {
-        return (await this.d.all(sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE state = '${CLAIMED_STATE}' AND lease_owner = ?`, owner)))[0];
-    }
-    async renewLease(runId, owner, leaseMs) {
-        const changed = await this.d.run(this.changes.update('renew', { transition: claim(), at: '', leaseMs }, sql('run_id = ? AND lease_owner = ?', runId, owner)));
-        return changed > 0;
-    }
-    async finishRun(runId, owner, outcome, at) {
-        const transition = finish(outcome);
-        // A run that ends other than cancelled is queued again at once if a follow-up waits.
-        const requeue = this.requeueWaiting(at, sql('run_id = ?', runId));
-        const [run] = await this.apply('finish', { transition, at }, sql('run_id = ? AND lease_owner = ?', runId, owner), outcome.state === 'CANCELLED'
-            ? {}
-            : { then: { statement: () => requeue.statement, event: requeue.event } });
-        return run;
-    }
-    async failAbandoned(all, at, message) {
-        const from = stateIn(LIFECYCLE.abandon.from);
-        // Every node sweeps every second or so; almost always there is nothing to sweep, and one
-        // indexed look is cheaper than the change.
-        if (!all) {
-            const expired = await this.d.all(sql(`SELECT 1 AS one FROM runs WHERE ${from} AND lease_expires_at < ${this.d.clockMs} LIMIT 1`));
-            if (expired.length === 0)
-                return [];
-        }
-        // Skipping locked rows: a run its worker is finishing right now is not abandoned, and two
-        // nodes sweeping at once do not wait on each other.
-        return this.apply('abandon', { transition: abandon(message), at }, sql(`seq IN (SELECT seq FROM runs WHERE ${from} AND (? = 1 OR lease_expires_at < ${this.d.clockMs}) ${this.d.skipLocked})`, all ? 1 : 0));
-    }
-    // transcript
-    async appendEvent(runId, kind, data, at) {
-        const seq = await this.d.appendEvent(runId, kind, JSON.stringify(data), at);
-        return { ...data, seq, at, kind };
-    }
-    async listEvents(runId, page = {}) {
-        const order = page.fromEnd ? 'DESC' : 'ASC';
-        const kinds = page.kinds ?? [];
-        const only = kinds.length > 0 ? `AND kind IN (${kinds.map(() => '?').join(', ')})` : '';
-        const rows = await this.d.all(sql(`SELECT seq, at, kind, data FROM events WHERE run_id = ? AND seq > ? ${only} ORDER BY seq ${order} LIMIT ?`, runId, page.after ?? 0, ...kinds, page.limit ?? this.d.noLimit));
-        if (page.fromEnd)
-            rows.reverse();
-        return rows.map(row => ({
-            ...JSON.parse(row.data),
-            seq: row.seq,
-            at: row.at,
-            kind: row.kind
-        }));
-    }
-    async countEvents(runId, after) {
-        const [row] = await this.d.all(sql('SELECT COUNT(*) AS n FROM events WHERE run_id = ? AND seq > ?', runId, after));
-        return Number(row?.n ?? 0);
-    }
-    onEvent(listener) {
-        return this.d.onEvent(listener);
-    }
-    async listStateEvents(team, runIds, since, limit) {
-        if (runIds.length === 0)
-            return [];
-        const rows = await this.d.all(sql(`SELECT sequence, run_id, state, at FROM run_state_events
-         WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ? AND sequence > ?
-         ORDER BY sequence LIMIT ?`, ...runIds, team, since, limit));
-        return rows.map(row => ({ ...row, sequence: Number(row.sequence) }));
-    }
-    async runStates(team, runIds) {
-        if (runIds.length === 0)
-            return new Map();
-        const rows = await this.d.all(sql(`SELECT run_id, state FROM runs WHERE run_id IN (${runIds.map(() => '?').join(', ')}) AND team = ?`, ...runIds, team));
-        return new Map(rows.map(row => [row.run_id, row.state]));
-    }
-    // what a run produced
-    async addArtifact(artifact, data, renamed = []) {
-        const { run_id, team, artifact_type, created_at, ...file } = artifact;
-        const entry = JSON.stringify(listEntryOf(artifact, data));
-        await this.d.batch([
-            sql(`INSERT INTO artifacts (artifact_uid, run_id, team, artifact_type, filepath, filename, mime_type, size,
-           description, created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, artifact.artifact_uid, run_id, team, artifact_type, file.filepath, file.filename, file.mime_type, file.size, file.description ?? null, created_at, data),
-            ...(renamed.length > 0
-                ? await this.renames(run_id, renamed, entry)
-                : [
-                    sql(`UPDATE runs SET artifacts = ${this.d.appendJson('artifacts')} WHERE run_id = ?`, entry, run_id)
-                ])
-        ]);
-    }
-    async renameArtifacts(runId, renamed) {
-        if (renamed.length > 0)
-            await this.d.batch(await this.renames(runId, renamed));
-    }
-    /**
-     * The statements that rename a run's artifacts, in their table and on the record's list (then
-     * with `appended` added). The list is rewritten whole: only the worker that holds the run changes
-     * it, so the list read here is the one the batch replaces.
-     */
-    async renames(runId, renamed, appended) {
-        const [row] = await this.d.all(sql('SELECT artifacts FROM runs WHERE run_id = ?', runId));
-        const list = parseList(row?.artifacts).map(item => renamedEntry(item, renamed));
-        if (appended !== undefined)
-            list.push(JSON.parse(appended));
-        return [
-            ...renamed.map(rename => sql('UPDATE artifacts SET filename = ?, filepath = ? WHERE artifact_uid = ? AND run_id = ?', rename.filename, rename.filename, rename.artifact_uid, runId)),
-            sql('UPDATE runs SET artifacts = ? WHERE run_id = ?', JSON.stringify(list), runId)
-        ];
-    }
-    async getArtifact(team, uid) {
-        const [row] = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE artifact_uid = ? AND team = ?`, uid, team));
-        return row && artifactOf(row);
-    }
-    async readArtifact(uid) {
-        const [row] = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS}, ${this.d.selectBytes('data')} FROM artifacts WHERE artifact_uid = ?`, uid));
-        if (!row)
-            return undefined;
-        const { data, ...artifact } = row;
-        return { artifact: artifactOf(artifact), data: this.d.readBytes(data) };
-    }
-    async listArtifacts(team, runId) {
-        const rows = await this.d.all(sql(`SELECT ${ARTIFACT_COLUMNS} FROM artifacts WHERE run_id = ? AND team = ? ORDER BY created_at, artifact_uid`, runId, team));
-        return rows.map(artifactOf);
-    }
-    async setRequestUsage(runId, usage) {
-        await this.d.run(sql('UPDATE runs SET request_usage = ? WHERE run_id = ?', usage, runId));
-    }
-    /** Deletes the runs prune may start from, completed before `before`, with their transcripts and artifacts. */
-    async pruneFinished(before) {
-        const filter = `${stateIn(LIFECYCLE.prune.from)} AND completed_at < ?`;
-        const counts = await this.d.batch([
-            sql(`DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, before),
-            sql(`DELETE FROM artifacts WHERE run_id IN (SELECT run_id FROM runs WHERE ${filter})`, before),
-            sql(`DELETE FROM runs WHERE ${filter}`, before)
-        ]);
-        return counts[2];
-    }
-    onChange(listener) {
-        return this.d.onChange(listener);
+    async ping() {
+        await this.d.all(sql('SELECT 1 AS one'));
     }
     close() {
         return this.d.close();
     }
 }
-/** The run record's artifacts column as a list (an empty or unreadable one as none). */
-function parseList(value) {
-    if (typeof value !== 'string')
-        return [];
-    try {
-        const list = JSON.parse(value);
-        return Array.isArray(list) ? list : [];
-    }
-    catch {
-        return [];
-    }
-}
-/** A record's artifact entry under its new name when `renamed` names it. */
-function renamedEntry(item, renamed) {
-    if (item === null || typeof item !== 'object')
-        return item;
-    const entry = item;
-    const rename = renamed.find(r => r.artifact_uid === entry.artifact_uid);
-    return rename ? { ...entry, filename: rename.filename, filepath: rename.filename } : item;
-}
-/** The statements counting the node's and a team's queued runs (each stops at its limit). */
-function queueCounts(team, maxQueued, maxQueuedPerTeam) {
-    const queuedStates = stateIn(LIFECYCLE.create.to);
-    return {
-        queued: sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE ${queuedStates} LIMIT ?) AS queued`, maxQueued),
-        teamQueued: sql(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE team = ? AND ${queuedStates} LIMIT ?) AS team_queued`, team, maxQueuedPerTeam)
-    };
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-store.ts
+// SqlRunStore: the stores of one database (SqlStores, sql-stores.ts) with every concern's methods
+// on the bundle too, delegated to the store of the concern: the server's transitional view
+// (RunStore, types.ts), to be removed once server/ takes the narrow stores. Nothing else calls
+// these delegates; sqlite.ts and postgres.ts open one.
+
+class SqlRunStore extends SqlStores {
+    // runs (sql-runs.ts)
+    createRun = this.runs.createRun.bind(this.runs);
+    getRun = this.runs.getRun.bind(this.runs);
+    getRunAnyTeam = this.runs.getRunAnyTeam.bind(this.runs);
+    listRuns = this.runs.listRuns.bind(this.runs);
+    countRunsByState = this.runs.countRunsByState.bind(this.runs);
+    cancelRun = this.runs.cancelRun.bind(this.runs);
+    ancestorCount = this.runs.ancestorCount.bind(this.runs);
+    isDescendant = this.runs.isDescendant.bind(this.runs);
+    submitFollowup = this.runs.submitFollowup.bind(this.runs);
+    listStateEvents = this.runs.listStateEvents.bind(this.runs);
+    runStates = this.runs.runStates.bind(this.runs);
+    pruneFinished = this.runs.pruneFinished.bind(this.runs);
+    onChange = this.runs.onChange.bind(this.runs);
+    // the queue (sql-claims.ts)
+    claimNext = this.claims.claimNext.bind(this.claims);
+    findClaim = this.claims.findClaim.bind(this.claims);
+    renewLease = this.claims.renewLease.bind(this.claims);
+    finishRun = this.claims.finishRun.bind(this.claims);
+    failAbandoned = this.claims.failAbandoned.bind(this.claims);
+    // holds (sql-holds.ts)
+    holdRun = this.holds.holdRun.bind(this.holds);
+    releaseRun = this.holds.releaseRun.bind(this.holds);
+    heldRuns = this.holds.heldRuns.bind(this.holds);
+    // the transcript (sql-transcript.ts)
+    appendEvent = this.transcript.appendEvent.bind(this.transcript);
+    listEvents = this.transcript.listEvents.bind(this.transcript);
+    countEvents = this.transcript.countEvents.bind(this.transcript);
+    onEvent = this.transcript.onEvent.bind(this.transcript);
+    // artifacts (sql-artifacts.ts)
+    addArtifact = this.artifacts.addArtifact.bind(this.artifacts);
+    renameArtifacts = this.artifacts.renameArtifacts.bind(this.artifacts);
+    getArtifact = this.artifacts.getArtifact.bind(this.artifacts);
+    readArtifact = this.artifacts.readArtifact.bind(this.artifacts);
+    listArtifacts = this.artifacts.listArtifacts.bind(this.artifacts);
+    setRequestUsage = this.artifacts.setRequestUsage.bind(this.artifacts);
+    // accounts (sql-accounts.ts)
+    createKey = this.accounts.createKey.bind(this.accounts);
+    findKeyByHash = this.accounts.findKeyByHash.bind(this.accounts);
+    listKeys = this.accounts.listKeys.bind(this.accounts);
+    revokeKey = this.accounts.revokeKey.bind(this.accounts);
+    createRunToken = this.accounts.createRunToken.bind(this.accounts);
+    findRunToken = this.accounts.findRunToken.bind(this.accounts);
+    deleteRunTokens = this.accounts.deleteRunTokens.bind(this.accounts);
+    createWebSession = this.accounts.createWebSession.bind(this.accounts);
+    findWebSession = this.accounts.findWebSession.bind(this.accounts);
+    deleteWebSession = this.accounts.deleteWebSession.bind(this.accounts);
+    getSecret = this.accounts.getSecret.bind(this.accounts);
+    // nodes (sql-nodes.ts)
+    reportNode = this.nodes.reportNode.bind(this.nodes);
+    listNodes = this.nodes.listNodes.bind(this.nodes);
+    removeNode = this.nodes.removeNode.bind(this.nodes);
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/postgres.ts
@@ -18673,8 +18855,10 @@ class SqliteRunStore extends SqlRunStore {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/open.ts
-// Opens the store a spec names. `shared` tells a SQLite store that other processes run work from
-// the same file (split roles on one machine); a PostgreSQL store is always shared.
+// Opens the store a spec names: the bundle of its stores, one per concern (stores.ts), which is
+// also the server's transitional RunStore (types.ts). `shared` tells a SQLite store that other
+// processes run work from the same file (split roles on one machine); a PostgreSQL store is always
+// shared.
 
 
 async function openStore(spec, options = {}) {
@@ -18931,18 +19115,18 @@ async function publishChanges(options) {
 function basicAuth(token) {
     return Buffer.from(`x-access-token:${token}`).toString('base64');
 }
-async function earlierPublish(options) {
-    const events = await options.store.listEvents(options.run.run_id, { kinds: ['publish'] });
+/** The last publish of the run's transcript `events` (a turn's branch and commit), if any. */
+function earlierPublish(events) {
     const last = events.findLast(event => event.kind === 'publish' && typeof event.commit === 'string' && typeof event.branch === 'string');
     return last;
 }
 async function publish(options, token) {
-    const { run, config, workspace, base, record } = options;
+    const { config, workspace, base, record } = options;
     if (workspace.kind !== 'repository' || !workspace.repository)
         throw new PublishError('commit', `the source ${options.source} is not a git repository`);
     // A run continued by a follow-up pushes one more commit on its own branch (a fast-forward, never
     // forced) and keeps its pull request, which shows the new commit: no second branch or request.
-    const earlier = await earlierPublish(options);
+    const earlier = earlierPublish(options.events);
     const commit = await commitChanges(options, earlier?.commit);
     if (!commit) {
         await record('notice', {
@@ -18958,15 +19142,7 @@ async function publish(options, token) {
         throw new PublishError('push', `the branch name ${JSON.stringify(branch)} (publish.branch) is not valid`);
     });
     const remote = await remoteUrl(options);
-    // Whatever the pull request needs is checked before anything is pushed.
-    const pr = config.pullRequest;
-    const repository = pr && (pr.repository ?? repositoryOf(remote, pr.apiUrl));
-    if (pr && !repository)
-        throw new PublishError('pull request', `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`);
-    if (pr && !token)
-        throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
-    if (pr && !workspace.baseBranch)
-        throw new PublishError('pull request', "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target");
+    const repository = pullRequestRepository(options, remote, token);
     await push(workspace.git, remote, commit, branch, token);
     const event = { commit, branch, remote: redactUrls(remote), base_commit: base };
     if (earlier?.pull_request_url !== undefined) {
@@ -18974,44 +19150,70 @@ async function publish(options, token) {
         if (earlier.pull_request_number !== undefined)
             event.pull_request_number = earlier.pull_request_number;
     }
-    else if (pr && repository && token && workspace.baseBranch) {
-        let opened;
-        try {
-            opened = await openPullRequest({
-                apiUrl: pr.apiUrl,
-                repository,
-                token,
-                title: fillTemplate(pr.title, plainFields(fields, FROM_RUN)),
-                head: branch,
-                base: workspace.baseBranch,
-                body: fillTemplate(pr.body, markdownFields(fields, FROM_RUN)),
-                draft: pr.draft
-            });
-        }
-        catch (error) {
+    else if (config.pullRequest && repository && token && workspace.baseBranch) {
+        const target = { repository, token, head: branch, base: workspace.baseBranch };
+        const opened = await openRequest(config.pullRequest, target, fields).catch(async (error) => {
             await record('publish', event);
             throw new PublishError('pull request', `${error.message}; the branch ${branch} was pushed`);
-        }
-        const { url, number } = opened;
-        event.pull_request_url = url;
-        event.pull_request_number = number;
-        const data = Buffer.from(JSON.stringify({ url, branch }));
-        const createdAt = new Date().toISOString();
-        await options.store.addArtifact({
-            artifact_uid: (0,external_node_crypto_.randomUUID)(),
-            run_id: run.run_id,
-            team: run.team,
-            artifact_type: 'PULL_REQUEST',
-            filepath: branch,
-            filename: 'pull-request.json',
-            mime_type: 'application/json',
-            size: data.length,
-            description: url,
-            created_at: createdAt
-        }, data);
+        });
+        event.pull_request_url = opened.url;
+        event.pull_request_number = opened.number;
+        await keepPullRequest(options, opened.url, branch);
     }
     await record('publish', event);
     return undefined;
+}
+/**
+ * The repository a pull request is opened in, when the environment asks for one: whatever it needs
+ * is checked here, before anything is pushed.
+ */
+function pullRequestRepository({ config, workspace }, remote, token) {
+    const pr = config.pullRequest;
+    if (!pr)
+        return undefined;
+    const repository = pr.repository ?? repositoryOf(remote, pr.apiUrl);
+    if (!repository)
+        throw new PublishError('pull request', `the remote ${redactUrls(remote)} is not a GitHub URL; set publish.pull_request.repository (owner/name)`);
+    if (!token)
+        throw new PublishError('pull request', 'the GitHub API needs a token: set publish.token_env');
+    if (!workspace.baseBranch)
+        throw new PublishError('pull request', "the source's HEAD is on no branch (detached); set publish.base to the branch pull requests target");
+    return repository;
+}
+/** Opens the pull request of the pushed branch `head` into `base`, its title and body from the templates. */
+async function openRequest(pr, target, fields) {
+    return openPullRequest({
+        apiUrl: pr.apiUrl,
+        repository: target.repository,
+        token: target.token,
+        title: fillTemplate(pr.title, plainFields(fields, FROM_RUN)),
+        head: target.head,
+        base: target.base,
+        body: fillTemplate(pr.body, markdownFields(fields, FROM_RUN)),
+        draft: pr.draft
+    });
+}
+/** The pull request as one of the run's artifacts (PULL_REQUEST: its bytes are {url, branch}). */
+async function keepPullRequest({ run, artifacts }, url, branch) {
+    const data = Buffer.from(JSON.stringify({ url, branch }));
+    const createdAt = new Date().toISOString();
+    await artifacts.addArtifact({
+        artifact_uid: (0,external_node_crypto_.randomUUID)(),
+        run_id: run.run_id,
+        team: run.team,
+        artifact_type: 'PULL_REQUEST',
+        filepath: branch,
+        filename: 'pull-request.json',
+        mime_type: 'application/json',
+        size: data.length,
+        description: url,
+        created_at: createdAt
+    }, data);
+}
+/** The agent's final answer: the text of the transcript's last `result` event. */
+function answerOf(events) {
+    const answer = events.findLast(event => event.kind === 'result')?.text;
+    return typeof answer === 'string' ? answer : undefined;
 }
 /** Template fields whose text came from the run (its title or prompt, the agent's answer). */
 const FROM_RUN = ['title', 'result'];
@@ -19023,7 +19225,7 @@ function templateFields(options) {
         title,
         title_slug: slug(title),
         session_link: options.sessionLink ?? '',
-        result: (options.result ?? '').trim()
+        result: (answerOf(options.events) ?? '').trim()
     };
 }
 /**
@@ -19297,7 +19499,7 @@ async function readOutputFile(outputs, path, max) {
  * patch is over the limit.
  */
 async function collectOutputs(options) {
-    const { store, run, outputs, record } = options;
+    const { stores, run, outputs, record } = options;
     try {
         // Both files in one reader: the answer, and the usage (one byte past its limit, to say so).
         const [result, usage] = (await readOutputFiles(outputs, [
@@ -19312,7 +19514,7 @@ async function collectOutputs(options) {
             if (typeof parsed === 'string')
                 await record('notice', { text: `AGENT_USAGE_FILE ignored: ${parsed}` });
             else
-                await store.setRequestUsage(run.run_id, parsed.json);
+                await stores.artifacts.setRequestUsage(run.run_id, parsed.json);
         }
         return options.workspace ? await collectPatch(options, options.workspace) : undefined;
     }
@@ -19320,7 +19522,7 @@ async function collectOutputs(options) {
         removeTree(outputs.dir);
     }
 }
-async function collectResult({ store, run, record }, file) {
+async function collectResult({ stores, run, record }, file) {
     if (file.kind === 'refused') {
         await record('notice', { text: `AGENT_RESULT_FILE was not read: ${file.why}` });
     }
@@ -19333,7 +19535,7 @@ async function collectResult({ store, run, record }, file) {
     let bytes = Buffer.alloc(0);
     let printed = false;
     for (let after = 0;;) {
-        const page = await store.listEvents(run.run_id, { after, limit: 50 });
+        const page = await stores.transcript.listEvents(run.run_id, { after, limit: 50 });
         if (page.some(event => event.kind === 'result'))
             return;
         const text = page
@@ -19383,8 +19585,8 @@ function parseUsage(data) {
  * commits, staged, unstaged and new files), printed by git as the run's user (never cut: past
  * the limit it is only counted, and the run fails saying its size).
  */
-async function collectPatch({ store, run, maxPatchBytes, record, secrets }, workspace) {
-    const renamed = await earlierPatches(store, run);
+async function collectPatch({ stores, run, maxPatchBytes, record, secrets }, workspace) {
+    const renamed = await earlierPatches(stores, run);
     // No changes since the start commit (a later turn undid them): no `changes.patch` is right.
     const made = workspace.changed ? await workspace.patch(maxPatchBytes) : { bytes: Buffer.alloc(0), size: 0 };
     // A secret the agent wrote into a file is replaced in the patch too (one line's text changes, no
@@ -19394,11 +19596,11 @@ async function collectPatch({ store, run, maxPatchBytes, record, secrets }, work
         : made.bytes;
     const size = bytes === made.bytes ? made.size : bytes.length;
     if (size === 0 || size > maxPatchBytes) {
-        await store.renameArtifacts(run.run_id, renamed);
+        await stores.artifacts.renameArtifacts(run.run_id, renamed);
         return size === 0 ? undefined : patchTooLarge(size, maxPatchBytes);
     }
     const uid = (0,external_node_crypto_.randomUUID)();
-    await store.addArtifact({
+    await stores.artifacts.addArtifact({
         artifact_uid: uid,
         run_id: run.run_id,
         team: run.team,
@@ -19419,11 +19621,11 @@ async function collectPatch({ store, run, maxPatchBytes, record, secrets }, work
  * `artifact` event; turn 1 when none): the run keeps one `changes.patch`, always the newest, which
  * covers everything since the start commit.
  */
-async function earlierPatches(store, run) {
-    const earlier = (await store.listArtifacts(run.team, run.run_id)).filter(artifact => artifact.artifact_type === 'FILE' && artifact.filename === PATCH_NAME);
+async function earlierPatches({ transcript, artifacts }, run) {
+    const earlier = (await artifacts.listArtifacts(run.team, run.run_id)).filter(artifact => artifact.artifact_type === 'FILE' && artifact.filename === PATCH_NAME);
     if (earlier.length === 0)
         return [];
-    const events = await store.listEvents(run.run_id, { kinds: ['turn', 'artifact'] });
+    const events = await transcript.listEvents(run.run_id, { kinds: ['turn', 'artifact'] });
     return earlier.map(artifact => {
         let turn = 1;
         for (const event of events) {
@@ -19474,13 +19676,13 @@ function firstHeading(markdown) {
     return undefined;
 }
 /** Keeps the run's last answer as its PLAN artifact; nothing when the turn gave no answer. */
-async function keepPlan(store, run) {
-    const events = await store.listEvents(run.run_id, { fromEnd: true, limit: 200 });
+async function keepPlan({ transcript, artifacts }, run) {
+    const events = await transcript.listEvents(run.run_id, { fromEnd: true, limit: 200 });
     const answer = events.findLast(event => event.kind === 'result')?.text;
     if (typeof answer !== 'string' || answer.trim() === '')
         return;
     const data = Buffer.from(answer, 'utf8');
-    await store.addArtifact({
+    await artifacts.addArtifact({
         artifact_uid: (0,external_node_crypto_.randomUUID)(),
         run_id: run.run_id,
         team: run.team,
@@ -19600,8 +19802,8 @@ const FOLLOWUP_KINDS = ['followup', 'turn'];
  * that queued the run again), the first turn of a run continuing an earlier run's conversation
  * starting from that run's session and words.
  */
-async function firstTurn(store, run) {
-    const events = await store.listEvents(run.run_id);
+async function firstTurn({ transcript, runs }, run) {
+    const events = await transcript.listEvents(run.run_id);
     // A run claimed again with nothing new to take (its follow-up was taken by a turn that was then
     // cut short): it goes on with the prompt, in what the earlier turns left.
     let turn = nextTurn(run, events, turnsBefore(events)) ?? {
@@ -19610,9 +19812,9 @@ async function firstTurn(store, run) {
         continuing: true
     };
     if (turn.startFrom && !turn.continuing) {
-        const earlier = await store.getRun(run.team, turn.startFrom);
+        const earlier = await runs.getRun(run.team, turn.startFrom);
         if (earlier)
-            turn = continuedFrom(turn, earlier, await store.listEvents(earlier.run_id));
+            turn = continuedFrom(turn, earlier, await transcript.listEvents(earlier.run_id));
     }
     return turn;
 }
@@ -19620,18 +19822,18 @@ async function firstTurn(store, run) {
  * After `turn` succeeded: the turn that takes the follow-ups which arrived during it, or undefined
  * when none did (the run ends; one arriving from now on is the store's to take).
  */
-async function followingTurn(store, run, turn) {
+async function followingTurn(transcript, run, turn) {
     // A cheap look for follow-ups first; the whole transcript only when there is one to take.
-    if (!nextTurn(run, await store.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
+    if (!nextTurn(run, await transcript.listEvents(run.run_id, { kinds: FOLLOWUP_KINDS }), turn.number))
         return undefined;
-    return nextTurn(run, await store.listEvents(run.run_id), turn.number);
+    return nextTurn(run, await transcript.listEvents(run.run_id), turn.number);
 }
-/** Records that `turn` begins, naming the follow-ups it takes (a plain first turn records nothing). */
-async function beginTurn(store, run, turn, flush) {
-    if (!recordsTurn(turn))
-        return;
-    await flush();
-    await store.appendEvent(run.run_id, 'turn', { turn: turn.number, mode: turn.mode, followups: turn.followups }, new Date().toISOString());
+/**
+ * Records that `turn` begins, naming the follow-ups it takes (only a turn recordsTurn says is
+ * recorded; the caller writes what its transcript holds back first).
+ */
+async function recordTurn(transcript, run, turn) {
+    await transcript.appendEvent(run.run_id, 'turn', { turn: turn.number, mode: turn.mode, followups: turn.followups }, new Date().toISOString());
 }
 function parseExtra(extra) {
     try {
@@ -19722,8 +19924,7 @@ const MAX_CARRIED_PATCH = 1024 ** 3;
  * this workspace's start) and, for a harness, a copy of its HOME (the CLI session it resumes).
  */
 async function startFrom(options) {
-    const { dataDir, runId, earlierId, workspace, home } = options;
-    const release = await options.hold();
+    const { dataDir, runId, earlierId, workspace, home, release } = options;
     if (!release)
         throw new Error(`conversation_id ${earlierId}: that run is running again (a follow-up); start this run when it has ended`);
     try {
@@ -19913,161 +20114,224 @@ function passedVariables(environment) {
  * aborted; answers what the steps said (a step that throws fails the run as one that could not run).
  */
 async function runSteps(options, turn) {
-    const { run, environment, config, controller, record, log } = options;
+    const { run, environment, controller, log } = options;
     const timeout = setTimeout(() => controller.abort('timeout'), environment.timeoutMs);
-    let stopWatch;
-    let orchestrate;
-    const ran = {};
-    // A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
-    // shown as HOME in the sandbox; other kinds get an empty HOME per process.
-    const home = agentKindOf(environment.agent.kind)?.harnessType
-        ? (0,external_node_path_.join)(config.dataDir, 'homes', run.run_id)
-        : undefined;
-    ran.home = home;
-    let tmp;
+    const held = { ran: { home: homeOf(options) } };
     try {
-        // A later turn (a follow-up) continues in what the earlier turns left: HOME and workspace.
-        // Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused.
-        if (turn.mode === 'plan' && !environment.sandbox.enabled)
-            throw new Error(`mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`);
-        // A root executor's runs are an unprivileged host user, who owns what the run may write: its
-        // directories are made empty and given to that user here (a shared checkout's files are theirs
-        // from the start); nothing a run wrote is ever given away again on a later turn.
-        const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
-        const identity = { user, confined: environment.sandbox.enabled };
-        if (home && (!turn.continuing || !(0,external_node_fs_.existsSync)(home))) {
-            removeTree(home);
-            (0,external_node_fs_.mkdirSync)(home, { recursive: true, mode: 0o700 });
-            if (user)
-                (0,external_node_fs_.lchownSync)(home, user.uid, user.gid);
-        }
-        const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id, identity) : undefined;
-        if (turn.continuing && !reopened)
-            throw new Error(`the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`);
-        const workspace = reopened ??
-            (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes, user, cachesSetup(environment, turn)));
-        ran.workspace = workspace;
-        const startAt = turn.startFrom;
-        if (startAt && !turn.continuing)
-            await startFrom({
-                dataDir: config.dataDir,
-                runId: run.run_id,
-                earlierId: startAt,
-                workspace,
-                home,
-                limits: { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles },
-                hold: () => holdEarlier(options.store, run, startAt, controller.signal)
-            });
-        // An orchestrate turn's credential, reachable only through the run's proxy (its gateway).
-        if (turn.mode === 'orchestrate') {
-            const problem = orchestrateProblem(environment);
-            if (problem)
-                throw new Error(problem);
-            orchestrate = await startOrchestrateTurn(options.store, run, options.apiUrl?.(), options.secrets ?? new Set());
-        }
-        const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
-        ran.outputs = outputs;
-        // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
-        // sends Claude Code back to the machine's /tmp).
-        if (home && !environment.sandbox.enabled)
-            tmp = makeRunTemp(config.dataDir);
-        const conversationFile = (0,external_node_path_.join)(outputs.dir, 'conversation.md');
-        (0,external_node_fs_.writeFileSync)(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
-        if (user)
-            (0,external_node_fs_.lchownSync)(conversationFile, user.uid, user.gid);
-        // An image's root: from the cache (copied first with image_pull: always), held until the sandbox closes.
-        const image = environment.image
-            ? imageRoot(await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes), environment.env)
-            : undefined;
-        const confined = await confineRun({
-            runId: run.run_id,
-            image,
-            sandbox: environment.sandbox,
-            dataDir: config.dataDir,
-            configFile: config.configFile,
-            workspace: workspace.root,
-            read: workspace.borrowed,
-            write: [outputs.dir],
-            user,
-            home,
-            gateway: orchestrate?.gateway
-        }, { signal: controller.signal, cwd: workspace.path });
-        ran.sandbox = confined.sandbox;
-        for (const message of confined.warnings)
-            await record('warning', { message });
-        const sandbox = confined.sandbox;
-        const measure = async () => {
-            const usage = await runUsage(workspace, outputs, home);
-            const hidden = sandbox?.deletedOpenBytes() ?? 0;
-            if (hidden === undefined)
-                return { ...usage, uncounted: `its processes hold more than ${MAX_OPEN_FILES} files open` };
-            return { ...usage, bytes: usage.bytes + hidden };
-        };
-        ran.measure = measure;
-        const note = {};
-        ran.quota = note;
-        const limits = { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles };
-        stopWatch = watchQuota(measure, limits, controller, note, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
-        const env = passedVariables(environment);
-        // The environment's setup ran in the first turn; its effects are in the workspace already.
-        // With setup_cache, a kept result of the same commands for the same commit stands for them.
-        const layer = turn.continuing ? undefined : workspace.setupLayer;
-        if (layer?.cached)
-            await record('notice', {
-                text: 'setup commands skipped: their result for this commit is kept (setup_cache)'
-            });
-        const setupEnded = turn.continuing || layer?.cached
-            ? succeeded()
-            : await setup(environment, confined.processes, env, controller.signal, record, turn.mode);
-        if (layer && !layer.cached)
-            await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
-        if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted)
-            return { ...ran, ended: setupEnded };
-        // A plan turn's agent reads the workspace and changes nothing: from here on every process of the
-        // run sees it read-only. The setup before it wrote as in any run (its writes are the environment).
-        if (turn.mode === 'plan')
-            sandbox?.protectWorkspace();
-        const agent = agentKindOf(environment.agent.kind);
-        if (!agent)
-            throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
-        const ended = await agent.run({
-            runId: run.run_id,
-            environmentId: run.environment_id,
-            prompt: turn.prompt,
-            workspace: workspace.path,
-            agent: environment.agent,
-            env: { ...env, ...outputs.env, AGENT_CONVERSATION_FILE: conversationFile, ...orchestrate?.env },
-            ...(environment.image ? { image: environment.image.ref } : {}),
-            resumeSession: turn.resumeSession,
-            turn: turn.number,
-            mode: turn.mode,
-            signal: controller.signal,
-            record,
-            runConfig: runConfigOf(run),
-            home,
-            tmp,
-            processes: confined.processes
-        });
-        return { ...ran, ended, usage: ended.request_usage };
+        return await turnSteps(options, turn, held);
     }
     catch (error) {
         log.error({ err: error, run_id: run.run_id }, 'agent failed to run');
         // An error that knows its outcome says so (a source over the quota); any other could not run.
         const known = error.outcome;
-        return { ...ran, ended: known ?? agentCouldNotRun(error.message) };
+        return { ...held.ran, ended: known ?? agentCouldNotRun(error.message) };
     }
     finally {
         clearTimeout(timeout);
-        stopWatch?.();
-        if (tmp)
-            releaseRunTemp(tmp);
-        // The turn's agent ended: its credential goes now (the server also refuses it once the run ended).
-        await orchestrate
-            ?.revoke()
-            .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not remove a run token'));
-        // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
-        await ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
+        await letGo(held, options);
     }
+}
+/** Ends what the turn held, once its agent ended (or a step threw). */
+async function letGo(held, { run, log }) {
+    held.stopWatch?.();
+    if (held.tmp)
+        releaseRunTemp(held.tmp);
+    // The turn's agent ended: its credential goes now (the server also refuses it once the run ended).
+    await held.orchestrate
+        ?.revoke()
+        .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not remove a run token'));
+    // A build of a setup layer cut short by an error is never kept; the runs waiting on it go on.
+    await held.ran.workspace?.setupLayer?.finish(false).catch(() => undefined);
+}
+/**
+ * A harness (claude-code, …) keeps its CLI's settings and sessions in a HOME of the run's own,
+ * shown as HOME in the sandbox; other kinds get an empty HOME per process (undefined here).
+ */
+function homeOf({ environment, config, run }) {
+    return agentKindOf(environment.agent.kind)?.harnessType
+        ? (0,external_node_path_.join)(config.dataDir, 'homes', run.run_id)
+        : undefined;
+}
+/** The turn's steps in order, each one's result kept in `held` as it comes. */
+async function turnSteps(options, turn, held) {
+    const { run, environment, config, controller, record } = options;
+    const ran = held.ran;
+    const home = ran.home;
+    refusePlanWithoutSandbox(environment, turn);
+    // A root executor's runs are an unprivileged host user, who owns what the run may write: its
+    // directories are made empty and given to that user here (a shared checkout's files are theirs
+    // from the start); nothing a run wrote is ever given away again on a later turn.
+    const user = environment.sandbox.enabled ? runUser(environment.sandbox.user) : undefined;
+    const identity = { user, confined: environment.sandbox.enabled };
+    if (home)
+        prepareHome(home, turn, user);
+    const workspace = await openWorkspace(options, turn, user, identity);
+    ran.workspace = workspace;
+    if (turn.startFrom && !turn.continuing)
+        await startFromEarlier(options, turn.startFrom, workspace, home);
+    // An orchestrate turn's credential, reachable only through the run's proxy (its gateway).
+    if (turn.mode === 'orchestrate')
+        held.orchestrate = await orchestrateCredential(options);
+    const outputs = prepareOutputs(config.dataDir, run.run_id, identity);
+    ran.outputs = outputs;
+    // An unconfined harness CLI's TMPDIR: short, as a socket's path inside it must be (a longer one
+    // sends Claude Code back to the machine's /tmp).
+    if (home && !environment.sandbox.enabled)
+        held.tmp = makeRunTemp(config.dataDir);
+    const conversationFile = writeConversation(outputs, turn, user);
+    const confined = await confine(options, { workspace, outputs, user, home }, held.orchestrate);
+    ran.sandbox = confined.sandbox;
+    for (const message of confined.warnings)
+        await record('warning', { message });
+    const measure = measureOf(workspace, outputs, home, confined.sandbox);
+    ran.measure = measure;
+    ran.quota = {};
+    held.stopWatch = watchRunQuota(options, measure, ran.quota);
+    const env = passedVariables(environment);
+    const setupEnded = await setupOfTurn(options, turn, workspace, confined.processes, env);
+    if (setupEnded.state !== 'SUCCEEDED' || controller.signal.aborted)
+        return { ...ran, ended: setupEnded };
+    // A plan turn's agent reads the workspace and changes nothing: from here on every process of the
+    // run sees it read-only. The setup before it wrote as in any run (its writes are the environment).
+    if (turn.mode === 'plan')
+        confined.sandbox?.protectWorkspace();
+    const agentEnv = {
+        ...env,
+        ...outputs.env,
+        AGENT_CONVERSATION_FILE: conversationFile,
+        ...held.orchestrate?.env
+    };
+    const ended = await runAgent(options, turn, { workspace, env: agentEnv, home, tmp: held.tmp, confined });
+    return { ...ran, ended, usage: ended.request_usage };
+}
+/** Plan mode is enforced by the sandbox's read-only workspace: without a sandbox it is refused. */
+function refusePlanWithoutSandbox(environment, turn) {
+    if (turn.mode === 'plan' && !environment.sandbox.enabled)
+        throw new Error(`mode plan: environment ${environment.id} has sandbox: off, so its workspace cannot be made read-only; use mode normal or an environment with a sandbox`);
+}
+/** The run's HOME, made empty (and the run user's) unless a later turn continues in it. */
+function prepareHome(home, turn, user) {
+    if (turn.continuing && (0,external_node_fs_.existsSync)(home))
+        return;
+    removeTree(home);
+    (0,external_node_fs_.mkdirSync)(home, { recursive: true, mode: 0o700 });
+    if (user)
+        (0,external_node_fs_.lchownSync)(home, user.uid, user.gid);
+}
+/**
+ * The turn's workspace: a later turn (a follow-up) continues in what the earlier turns left, or is
+ * refused when that is gone; a first turn makes it from the environment's source.
+ */
+async function openWorkspace({ run, environment, config }, turn, user, identity) {
+    const reopened = turn.continuing ? reopenWorkspace(config.dataDir, run.run_id, identity) : undefined;
+    if (turn.continuing && !reopened)
+        throw new Error(`the workspace of run ${run.run_id} is gone (removed after workspaces.continue_for); it cannot be continued`);
+    return (reopened ??
+        (await createWorkspace(environment, config.dataDir, run.run_id, config.workspaces.quotaBytes, user, cachesSetup(environment, turn))));
+}
+/** A conversation_id start: the earlier run held while its files are copied into this run's. */
+async function startFromEarlier({ run, config, controller, stores }, earlierId, workspace, home) {
+    const release = await holdEarlier(stores, run, earlierId, controller.signal);
+    await startFrom({
+        dataDir: config.dataDir,
+        runId: run.run_id,
+        earlierId,
+        workspace,
+        home,
+        limits: { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles },
+        release
+    });
+}
+/** The orchestrate turn's credential (its run token), once the environment allows the mode. */
+async function orchestrateCredential(options) {
+    const problem = orchestrateProblem(options.environment);
+    if (problem)
+        throw new Error(problem);
+    return startOrchestrateTurn(options.stores.accounts, options.run, options.apiUrl?.(), options.secrets ?? new Set());
+}
+/** The conversation so far, as the file the agent reads (AGENT_CONVERSATION_FILE); answers its path. */
+function writeConversation(outputs, turn, user) {
+    const conversationFile = (0,external_node_path_.join)(outputs.dir, 'conversation.md');
+    (0,external_node_fs_.writeFileSync)(conversationFile, turn.conversation, { mode: 0o644, flag: 'wx' });
+    if (user)
+        (0,external_node_fs_.lchownSync)(conversationFile, user.uid, user.gid);
+    return conversationFile;
+}
+/** The run's sandbox (in its image's root when it has one), around its workspace, outputs and HOME. */
+async function confine({ run, environment, config, controller }, { workspace, outputs, user, home }, orchestrate) {
+    // An image's root: from the cache (copied first with image_pull: always), held until the sandbox closes.
+    const image = environment.image
+        ? imageRoot(await prepareImage(config.dataDir, environment.image, config.workspaces.cacheBytes), environment.env)
+        : undefined;
+    return confineRun({
+        runId: run.run_id,
+        image,
+        sandbox: environment.sandbox,
+        dataDir: config.dataDir,
+        configFile: config.configFile,
+        workspace: workspace.root,
+        read: workspace.borrowed,
+        write: [outputs.dir],
+        user,
+        home,
+        gateway: orchestrate?.gateway
+    }, { signal: controller.signal, cwd: workspace.path });
+}
+/** The measure of what the run wrote, with what its processes hold open of files deleted since. */
+function measureOf(workspace, outputs, home, sandbox) {
+    return async () => {
+        const usage = await runUsage(workspace, outputs, home);
+        const hidden = sandbox?.deletedOpenBytes() ?? 0;
+        if (hidden === undefined)
+            return { ...usage, uncounted: `its processes hold more than ${MAX_OPEN_FILES} files open` };
+        return { ...usage, bytes: usage.bytes + hidden };
+    };
+}
+/** Watches the run's files against the workspace bounds; answers the stopper. */
+function watchRunQuota({ run, config, controller, log }, measure, note) {
+    const limits = { quotaBytes: config.workspaces.quotaBytes, maxFiles: config.workspaces.maxFiles };
+    return watchQuota(measure, limits, controller, note, error => log.warn({ err: error, run_id: run.run_id }, 'could not measure a workspace'));
+}
+/**
+ * The environment's setup ran in the first turn; its effects are in the workspace already. With
+ * setup_cache, a kept result of the same commands for the same commit stands for them.
+ */
+async function setupOfTurn({ environment, controller, record }, turn, workspace, processes, env) {
+    const layer = turn.continuing ? undefined : workspace.setupLayer;
+    if (layer?.cached)
+        await record('notice', {
+            text: 'setup commands skipped: their result for this commit is kept (setup_cache)'
+        });
+    const setupEnded = turn.continuing || layer?.cached
+        ? succeeded()
+        : await setup(environment, processes, env, controller.signal, record, turn.mode);
+    if (layer && !layer.cached)
+        await layer.finish(setupEnded.state === 'SUCCEEDED' && !controller.signal.aborted);
+    return setupEnded;
+}
+/** The environment's agent, on the turn's prompt, until it ends or the controller is aborted. */
+async function runAgent({ run, environment, controller, record }, turn, { workspace, env, home, tmp, confined }) {
+    const agent = agentKindOf(environment.agent.kind);
+    if (!agent)
+        throw new Error(`agent kind ${environment.agent.kind} is not available in this executor`);
+    return agent.run({
+        runId: run.run_id,
+        environmentId: run.environment_id,
+        prompt: turn.prompt,
+        workspace: workspace.path,
+        agent: environment.agent,
+        env,
+        ...(environment.image ? { image: environment.image.ref } : {}),
+        resumeSession: turn.resumeSession,
+        turn: turn.number,
+        mode: turn.mode,
+        signal: controller.signal,
+        record,
+        runConfig: runConfigOf(run),
+        home,
+        tmp,
+        processes: confined.processes
+    });
 }
 /** How long a hold on an earlier run lasts unless renewed (it lapses if this node dies). */
 const HOLD_LEASE_MS = 60_000;
@@ -20080,20 +20344,20 @@ const HOLD_RETRY_MS = 250;
  * not (or no longer) ended; while another new run holds it (continuing the same conversation), this
  * waits for that hold to end.
  */
-async function holdEarlier(store, run, earlierId, signal) {
+async function holdEarlier({ holds, runs }, run, earlierId, signal) {
     for (;;) {
-        if (await store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS))
+        if (await holds.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS))
             break;
-        const earlier = await store.getRun(run.team, earlierId);
+        const earlier = await runs.getRun(run.team, earlierId);
         if (!earlier || !run_isTerminalState(earlier.state) || signal.aborted)
             return undefined;
         await new Promise(resolve => setTimeout(resolve, HOLD_RETRY_MS));
     }
-    const renew = setInterval(() => void store.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS).catch(() => undefined), HOLD_RENEW_MS);
+    const renew = setInterval(() => void holds.holdRun(run.team, earlierId, run.run_id, HOLD_LEASE_MS).catch(() => undefined), HOLD_RENEW_MS);
     renew.unref();
     return async () => {
         clearInterval(renew);
-        await store.releaseRun(earlierId, run.run_id).catch(() => undefined);
+        await holds.releaseRun(earlierId, run.run_id).catch(() => undefined);
     };
 }
 /**
@@ -20132,22 +20396,13 @@ function publishes(run) {
  * publishes them after a success, and returns its outcome as outcomes.ts decides it.
  */
 async function executeRun(options) {
-    const { run, environment, config, controller, record, log, store } = options;
-    const { ended, workspace, outputs, sandbox, measure, quota, usage, mode } = await runTurns(options);
+    const { run, environment, config, controller, record, log } = options;
+    const ran = await runTurns(options);
+    const { ended, workspace, outputs, sandbox, quota, mode } = ran;
     await record
         .flush?.()
         .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not write the tail'));
-    // A run that wrote past the quota between two looks and ended is caught here (only a run that
-    // started a process can have written: a simulated answer costs no measure).
-    if (measure && sandbox?.started && !controller.signal.aborted) {
-        // A count that fails stops the run: the quota never fails open.
-        const why = await measure().then(written => overQuota(written, config.workspaces), (error) => `could not be counted: ${error.message}`);
-        if (why) {
-            if (why !== 'bytes' && quota)
-                quota.why = why;
-            controller.abort('quota');
-        }
-    }
+    await checkQuotaAtEnd(options, ran);
     const happened = {
         stop: controller.signal.aborted ? controller.signal.reason : undefined,
         timeoutMs: environment.timeoutMs,
@@ -20157,33 +20412,11 @@ async function executeRun(options) {
         limit: sandbox?.exceeded()
     };
     await sandbox?.close();
-    // The work tree read through the run's private git dir. When even that fails (the run left files
-    // git refuses to record, say), nothing of the workspace is kept or published.
-    let changed = true;
-    if (workspace) {
-        try {
-            // How the changes were found (`walked`) is the executor's business, not the transcript's.
-            const { nested, walked: _walked, ...changes } = await workspace.diff();
-            if (nested.length > 0) {
-                const shown = nested.slice(0, 20).map(path => `${path}/`);
-                const more = nested.length > shown.length ? ` and ${nested.length - shown.length} more` : '';
-                await record('notice', {
-                    text: `nested repositories left out of the changes: ${shown.join(', ')}${more}`
-                });
-            }
-            changed = changes.files.length > 0;
-            if (changed)
-                await record('diff', changes);
-        }
-        catch (error) {
-            happened.unreadable = error.message;
-            log.warn({ err: error, run_id: run.run_id }, 'could not read the workspace');
-        }
-    }
+    const changed = workspace ? await recordChanges(options, workspace, happened) : true;
     const readable = workspace !== undefined && happened.unreadable === undefined;
     if (outputs) {
         happened.outputs = await collectOutputs({
-            store,
+            stores: options.stores,
             run,
             outputs,
             workspace: workspace && readable ? { changed, patch: max => workspace.patch(max) } : undefined,
@@ -20195,34 +20428,87 @@ async function executeRun(options) {
             return undefined;
         });
     }
-    // A plan-mode turn's final answer is its plan: a PLAN artifact whose content GET /agent/artifacts returns.
-    if (mode === 'plan' && decideOutcome(happened).outcome.state === 'SUCCEEDED')
-        await keepPlan(store, run).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not keep the plan'));
-    // What the harness measured from the CLI's own stream outranks a file the agent could write.
-    if (usage)
-        await store
-            .setRequestUsage(run.run_id, JSON.stringify(usage))
-            .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not store the usage'));
+    await keepPlanAndUsage(options, ran, happened);
     // A harness's HOME (its CLI session) stays with the workspace while the run can be continued;
     // the workspace sweep removes both (workspaces.continue_for).
-    // After a success only: its changes as a branch and a pull request, unless the create request
-    // said `config.publish: false` (it may turn publishing off, never choose where to).
-    const base = workspace?.base;
     // A cancel (or a lost lease, a shutdown) that came while the changes and outputs were gathered
     // wins too: the run is no longer one to publish.
     if (controller.signal.aborted)
         happened.stop ??= controller.signal.reason;
-    if (environment.publish &&
-        workspace &&
-        readable &&
-        base &&
-        decideOutcome(happened).outcome.state === 'SUCCEEDED' &&
-        mode !== 'plan' &&
-        publishes(run)) {
-        happened.publish = await execute_publish(options, environment.publish, workspace, base);
-    }
+    const base = workspace?.base;
+    const publishTo = publishTarget(options, happened, mode);
+    if (publishTo && workspace && readable && base)
+        happened.publish = await execute_publish(options, publishTo, workspace, base);
     workspace?.release();
     return decideOutcome(happened).outcome;
+}
+/**
+ * A run that wrote past the quota between two looks and ended is caught here (only a run that
+ * started a process can have written: a simulated answer costs no measure). A count that fails
+ * stops the run: the quota never fails open.
+ */
+async function checkQuotaAtEnd({ config, controller }, ran) {
+    const { measure, sandbox, quota } = ran;
+    if (!measure || !sandbox?.started || controller.signal.aborted)
+        return;
+    const why = await measure().then(written => overQuota(written, config.workspaces), (error) => `could not be counted: ${error.message}`);
+    if (why) {
+        if (why !== 'bytes' && quota)
+            quota.why = why;
+        controller.abort('quota');
+    }
+}
+/**
+ * Records the run's changes (a `diff` event), read as the work tree through the run's private git
+ * dir; answers whether any file changed. When even that fails (the run left files git refuses to
+ * record, say), `happened.unreadable` says why, and nothing of the workspace is kept or published.
+ */
+async function recordChanges({ run, record, log }, workspace, happened) {
+    try {
+        // How the changes were found (`walked`) is the executor's business, not the transcript's.
+        const { nested, walked: _walked, ...changes } = await workspace.diff();
+        if (nested.length > 0) {
+            const shown = nested.slice(0, 20).map(path => `${path}/`);
+            const more = nested.length > shown.length ? ` and ${nested.length - shown.length} more` : '';
+            await record('notice', {
+                text: `nested repositories left out of the changes: ${shown.join(', ')}${more}`
+            });
+        }
+        const changed = changes.files.length > 0;
+        if (changed)
+            await record('diff', changes);
+        return changed;
+    }
+    catch (error) {
+        happened.unreadable = error.message;
+        log.warn({ err: error, run_id: run.run_id }, 'could not read the workspace');
+        return true;
+    }
+}
+/**
+ * A plan-mode turn's final answer is its plan: a PLAN artifact whose content GET /agent/artifacts
+ * returns. What the harness measured from the CLI's own stream outranks a file the agent could write.
+ */
+async function keepPlanAndUsage({ run, stores, log }, { mode, usage }, happened) {
+    if (mode === 'plan' && decideOutcome(happened).outcome.state === 'SUCCEEDED')
+        await keepPlan(stores, run).catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not keep the plan'));
+    if (usage)
+        await stores.artifacts
+            .setRequestUsage(run.run_id, JSON.stringify(usage))
+            .catch(error => log.warn({ err: error, run_id: run.run_id }, 'could not store the usage'));
+}
+/**
+ * Where the run's changes are published after a success only (a branch and a pull request): the
+ * environment's `publish:`, unless the create request said `config.publish: false` (it may turn
+ * publishing off, never choose where to); a plan turn changed nothing to publish.
+ */
+function publishTarget({ run, environment }, happened, mode) {
+    if (environment.publish &&
+        decideOutcome(happened).outcome.state === 'SUCCEEDED' &&
+        mode !== 'plan' &&
+        publishes(run))
+        return environment.publish;
+    return undefined;
 }
 /**
  * The run's turns: the first one of this claim, then, while the agent succeeds, each follow-up
@@ -20230,14 +20516,19 @@ async function executeRun(options) {
  * the last turn left is what the run reports (its answer, outputs; the changes since the start commit).
  */
 async function runTurns(options) {
-    const { run, store, record, controller } = options;
-    let turn = await firstTurn(store, run);
+    const { run, stores, record, controller } = options;
+    let turn = await firstTurn(stores, run);
     for (;;) {
-        await beginTurn(store, run, turn, () => record.flush?.());
+        // A turn that takes follow-ups is recorded (a plain first turn is not), after what the
+        // transcript still holds back.
+        if (recordsTurn(turn)) {
+            await record.flush?.();
+            await recordTurn(stores.transcript, run, turn);
+        }
         const ran = { ...(await runSteps(options, turn)), mode: turn.mode };
         if (ran.ended.state !== 'SUCCEEDED' || controller.signal.aborted)
             return ran;
-        const next = await followingTurn(store, run, turn);
+        const next = await followingTurn(stores.transcript, run, turn);
         if (!next)
             return ran;
         await ran.sandbox?.close();
@@ -20245,9 +20536,7 @@ async function runTurns(options) {
     }
 }
 /** Publishes the run's changes; answers the failure, if any. */
-async function execute_publish({ run, environment, store, record, sessionLink }, config, workspace, base) {
-    const events = await store.listEvents(run.run_id);
-    const answer = events.findLast(event => event.kind === 'result')?.text;
+async function execute_publish({ run, environment, stores, record, sessionLink }, config, workspace, base) {
     return publishChanges({
         run,
         config,
@@ -20260,8 +20549,9 @@ async function execute_publish({ run, environment, store, record, sessionLink },
             state: 'SUCCEEDED',
             started_at: run.started_at ?? run.created_at
         }),
-        result: typeof answer === 'string' ? answer : undefined,
-        store,
+        // One read of the transcript: the agent's answer, and what an earlier turn published.
+        events: await stores.transcript.listEvents(run.run_id),
+        artifacts: stores.artifacts,
         record
     });
 }
@@ -20290,21 +20580,21 @@ function now() {
  * INPROGRESS was this data dir's previous process's; on a shared store other nodes are running
  * theirs, so only expired leases are abandoned.
  */
-async function failOrphans(store, log) {
-    const orphans = await store.failAbandoned(!store.shared, now(), RESTARTED_MESSAGE);
+async function failOrphans(claims, log) {
+    const orphans = await claims.failAbandoned(!claims.shared, now(), RESTARTED_MESSAGE);
     if (orphans.length > 0)
         log.warn({ runs: orphans.length }, 'failed runs left in progress by a previous process');
 }
 /** Fails the runs whose lease expired: their worker stopped renewing it. */
-async function reapExpiredLeases(store, log) {
-    const failed = await store.failAbandoned(false, now(), LEASE_EXPIRED_MESSAGE);
+async function reapExpiredLeases(claims, log) {
+    const failed = await claims.failAbandoned(false, now(), LEASE_EXPIRED_MESSAGE);
     if (failed.length > 0)
         log.warn({ runs: failed.map(run => run.run_id) }, 'failed runs whose worker stopped renewing its lease');
 }
 /** Deletes finished runs older than the retention in days. */
-async function pruneFinishedRuns(store, config, log) {
+async function pruneFinishedRuns(runs, config, log) {
     const before = new Date(Date.now() - config.limits.retentionDays * 86_400_000).toISOString();
-    const pruned = await store.pruneFinished(before);
+    const pruned = await runs.pruneFinished(before);
     if (pruned > 0)
         log.info({ pruned }, 'pruned finished runs past retention');
 }
@@ -20461,85 +20751,103 @@ function lineCount(text) {
 }
 /** Wraps the run's event writer so that what it stores stays within `limitBytes` (plus small notes). */
 function boundTranscript(write, limitBytes) {
-    const headBytes = Math.floor(limitBytes / 2);
-    const tailBytes = limitBytes - headBytes - NOTE_BYTES;
-    let used = 0;
-    let tailWritten = 0;
-    let cutting = false;
-    let full = false;
-    let ring = [];
-    let ringBytes = 0;
-    const dropped = { bytes: 0, events: 0, lines: 0 };
-    const hold = ({ text, ...data }, bytes) => {
-        ring.push({ data, text: Buffer.from(typeof text === 'string' ? text : '', 'utf8'), bytes });
-        ringBytes += bytes;
-        while (ringBytes > Math.max(0, tailBytes - tailWritten) && ring.length > 0) {
-            const old = ring.shift();
-            ringBytes -= old.bytes;
-            dropped.bytes += old.text.length;
-            dropped.events++;
-            dropped.lines += lineCount(old.text);
-        }
+    const budget = new TranscriptBudget(write, limitBytes);
+    const record = async (kind, data) => {
+        if (kind !== 'output' || typeof data.text !== 'string')
+            return budget.recordOne(kind, data);
+        for (const text of splitText(data.text))
+            await budget.recordOne(kind, { ...data, text });
     };
-    const flush = async () => {
-        const held = ring;
-        const note = { ...dropped };
-        ring = [];
-        ringBytes = 0;
-        Object.assign(dropped, { bytes: 0, events: 0, lines: 0 });
+    return Object.assign(record, { flush: () => budget.flush() });
+}
+/**
+ * What a run's transcript has used of its limit: the head written as it comes, then the output
+ * kept in a ring of the last part (what falls out of it counted as dropped), written by `flush`.
+ */
+class TranscriptBudget {
+    write;
+    limitBytes;
+    headBytes;
+    tailBytes;
+    used = 0;
+    tailWritten = 0;
+    cutting = false;
+    full = false;
+    ring = [];
+    ringBytes = 0;
+    dropped = { bytes: 0, events: 0, lines: 0 };
+    constructor(write, limitBytes) {
+        this.write = write;
+        this.limitBytes = limitBytes;
+        this.headBytes = Math.floor(limitBytes / 2);
+        this.tailBytes = limitBytes - this.headBytes - NOTE_BYTES;
+    }
+    /** Keeps an output event in the ring, dropping the oldest ones past what the tail may hold. */
+    hold({ text, ...data }, bytes) {
+        this.ring.push({ data, text: Buffer.from(typeof text === 'string' ? text : '', 'utf8'), bytes });
+        this.ringBytes += bytes;
+        while (this.ringBytes > Math.max(0, this.tailBytes - this.tailWritten) && this.ring.length > 0) {
+            const old = this.ring.shift();
+            this.ringBytes -= old.bytes;
+            this.dropped.bytes += old.text.length;
+            this.dropped.events++;
+            this.dropped.lines += lineCount(old.text);
+        }
+    }
+    /** Writes what the ring holds, after a note of what was dropped before it. */
+    async flush() {
+        const held = this.ring;
+        const note = { ...this.dropped };
+        this.ring = [];
+        this.ringBytes = 0;
+        Object.assign(this.dropped, { bytes: 0, events: 0, lines: 0 });
         if (note.events > 0) {
-            await write('truncated', {
+            await this.write('truncated', {
                 dropped_bytes: note.bytes,
                 dropped_events: note.events,
                 dropped_lines: note.lines,
-                limit_bytes: limitBytes,
+                limit_bytes: this.limitBytes,
                 text: `… ${note.bytes} bytes of output (${note.events} events, ${note.lines} lines) were dropped here: ` +
                     `the transcript keeps the first and the last part of a run's output within limits.transcript`
             });
         }
         for (const event of held) {
-            tailWritten += event.bytes;
-            await write('output', { ...event.data, text: event.text.toString('utf8') });
+            this.tailWritten += event.bytes;
+            await this.write('output', { ...event.data, text: event.text.toString('utf8') });
             // A store that answers at once (SQLite) would otherwise write the whole tail without
             // letting a request in: give the event loop a turn between events.
             await new Promise(resolve => setImmediate(resolve));
         }
-    };
-    const recordOne = async (kind, data) => {
+    }
+    /** One event: written, held in the ring (output past the head), or left out (past the limit). */
+    async recordOne(kind, data) {
         const bytes = transcript_budget_sizeOf(kind, data);
-        if (kind === 'output' && (cutting || used + bytes > headBytes)) {
-            if (!cutting) {
-                cutting = true;
-                await write('notice', {
-                    text: `The transcript reached half of limits.transcript (${limitBytes} bytes): ` +
+        if (kind === 'output' && (this.cutting || this.used + bytes > this.headBytes)) {
+            if (!this.cutting) {
+                this.cutting = true;
+                await this.write('notice', {
+                    text: `The transcript reached half of limits.transcript (${this.limitBytes} bytes): ` +
                         'from here only the last part of the output is kept, written when the agent ends.'
                 });
             }
-            hold(data, bytes);
+            this.hold(data, bytes);
             return;
         }
-        if (STREAM_KINDS.has(kind) && used + bytes > limitBytes) {
-            if (!full) {
-                full = true;
-                await write('notice', {
-                    text: `The transcript reached limits.transcript (${limitBytes} bytes): ` +
+        if (STREAM_KINDS.has(kind) && this.used + bytes > this.limitBytes) {
+            if (!this.full) {
+                this.full = true;
+                await this.write('notice', {
+                    text: `The transcript reached limits.transcript (${this.limitBytes} bytes): ` +
                         "the agent's further messages, tool calls and results are not kept."
                 });
             }
             return;
         }
-        if (kind !== 'output' && (ring.length > 0 || dropped.events > 0))
-            await flush();
-        used += bytes;
-        await write(kind, data);
-    };
-    const record = async (kind, data) => {
-        if (kind !== 'output' || typeof data.text !== 'string')
-            return recordOne(kind, data);
-        for (const text of splitText(data.text))
-            await recordOne(kind, { ...data, text });
-    };
-    return Object.assign(record, { flush });
+        if (kind !== 'output' && (this.ring.length > 0 || this.dropped.events > 0))
+            await this.flush();
+        this.used += bytes;
+        await this.write(kind, data);
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/executor/worker/pool.ts
@@ -20559,11 +20867,12 @@ function boundTranscript(write, limitBytes) {
 
 
 
+/** How long a stop waits for a pump or sweep under way once the runs ended (a hung store call). */
 const STOP_WAIT_MS = 10_000;
 /** How long a finished run's outcome is retried while the store is unreachable. */
 const FINISH_RETRY_MS = 10 * 60_000;
 class WorkerPool {
-    store;
+    stores;
     config;
     log;
     runsWork;
@@ -20589,14 +20898,14 @@ class WorkerPool {
     underWay = new Set();
     /** On an exit without a stop (a second signal): no workspace stays mounted after the process. */
     unmountOnExit = () => unmountAllNow(this.config.dataDir);
-    constructor(store, config, log, 
+    constructor(stores, config, log, 
     /** False on API-only nodes: they sweep abandoned runs and prune, but run nothing. */
     runsWork = true, 
     /** The run's session link, for what publishing writes (commit message, pull request). */
     sessionLink, 
     /** Where this node's runs reach the executor's API (orchestrate turns); undefined: nowhere. */
     apiUrl) {
-        this.store = store;
+        this.stores = stores;
         this.config = config;
         this.log = log;
         this.runsWork = runsWork;
@@ -20616,9 +20925,9 @@ class WorkerPool {
             await stopSurvivors(this.config.dataDir, this.log);
         if (this.runsWork)
             process.on('exit', this.unmountOnExit);
-        await failOrphans(this.store, this.log);
+        await failOrphans(this.stores.claims, this.log);
         if (this.runsWork)
-            this.unsubscribe = this.store.onChange(run => this.onChange(run));
+            this.unsubscribe = this.stores.runs.onChange(run => this.onChange(run));
         const every = (ms, work) => {
             const timer = setInterval(() => void work().then(() => (this.storeDown = false), error => this.timerFailed(error)), ms);
             timer.unref();
@@ -20631,7 +20940,7 @@ class WorkerPool {
         if (this.runsWork) {
             // The fallback behind change notifications: a claim attempt a second when idle (every 5 s on
             // a shared store, whose own fallback poll re-announces changes a node missed).
-            every(this.store.shared ? 5000 : 1000, () => this.pump());
+            every(this.stores.claims.shared ? 5000 : 1000, () => this.pump());
             every(Math.min(60_000, Math.max(1000, this.config.workspaces.retentionMs / 2)), () => this.sweep());
             await this.sweep();
         }
@@ -20737,7 +21046,7 @@ class WorkerPool {
                     const owner = `${this.owner}/${++this.claims}`;
                     let run;
                     try {
-                        run = await this.store.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), pool_now(), this.config.limits.maxRunningRunsPerTeam);
+                        run = await this.stores.claims.claimNext(owner, this.config.leaseMs, this.fullEnvironments(), pool_now(), this.config.limits.maxRunningRunsPerTeam);
                     }
                     catch (error) {
                         if (error instanceof StoreUnavailableError)
@@ -20757,7 +21066,7 @@ class WorkerPool {
     async settleUncertainClaims() {
         while (this.uncertain.length > 0) {
             const owner = this.uncertain[0];
-            const run = await this.store.findClaim(owner);
+            const run = await this.stores.claims.findClaim(owner);
             this.uncertain.shift();
             if (run && !this.active.has(run.run_id)) {
                 this.log.info({ run_id: run.run_id }, 'a claim whose answer was lost had committed: running the run');
@@ -20792,7 +21101,7 @@ class WorkerPool {
         }
         // The run's secrets (an orchestrate turn's credential) never reach its transcript or status.
         const secrets = new Set();
-        const record = redactingRecorder(boundTranscript((kind, data) => this.persist(() => this.store.appendEvent(run.run_id, kind, data, pool_now()), this.config.leaseMs).then(() => undefined), this.config.limits.transcriptBytes), secrets);
+        const record = redactingRecorder(boundTranscript((kind, data) => this.persist(() => this.stores.transcript.appendEvent(run.run_id, kind, data, pool_now()), this.config.leaseMs).then(() => undefined), this.config.limits.transcriptBytes), secrets);
         const outcome = await executeRun({
             run,
             environment,
@@ -20800,7 +21109,7 @@ class WorkerPool {
             controller,
             record,
             log: this.log,
-            store: this.store,
+            stores: this.stores,
             sessionLink: this.sessionLink,
             apiUrl: this.apiUrl,
             secrets
@@ -20811,12 +21120,12 @@ class WorkerPool {
     }
     async finish(run, outcome) {
         const at = pool_now();
-        const finished = await this.persist(() => this.store.finishRun(run.run_id, run.lease_owner, outcome, at), FINISH_RETRY_MS);
+        const finished = await this.persist(() => this.stores.claims.finishRun(run.run_id, run.lease_owner, outcome, at), FINISH_RETRY_MS);
         // A follow-up that arrived after the last turn looked is the store's to take: the finish queues
-        // the run again in its transaction (store/sql-store.ts requeueWaiting).
+        // the run again in its transaction (store/run-changes.ts requeueWaiting).
         if (!finished) {
             // Cancelled meanwhile, failed as abandoned, or finished by an earlier try whose answer was lost.
-            const stored = await this.store.getRunAnyTeam(run.run_id).catch(() => undefined);
+            const stored = await this.stores.runs.getRunAnyTeam(run.run_id).catch(() => undefined);
             this.log.info({ run_id: run.run_id, state: stored?.state, error_code: stored?.error_code }, 'the run was no longer held by this worker when its agent stopped');
         }
     }
@@ -20832,7 +21141,7 @@ class WorkerPool {
         this.heartbeating = true;
         try {
             for (const [runId, active] of this.active) {
-                const held = await this.persist(() => this.store.renewLease(runId, active.run.lease_owner, this.config.leaseMs), this.config.leaseMs);
+                const held = await this.persist(() => this.stores.claims.renewLease(runId, active.run.lease_owner, this.config.leaseMs), this.config.leaseMs);
                 if (!held && !active.controller.signal.aborted)
                     active.controller.abort('lease_lost');
             }
@@ -20842,10 +21151,10 @@ class WorkerPool {
         }
     }
     reap() {
-        return reapExpiredLeases(this.store, this.log);
+        return reapExpiredLeases(this.stores.claims, this.log);
     }
     prune() {
-        return pruneFinishedRuns(this.store, this.config, this.log);
+        return pruneFinishedRuns(this.stores.runs, this.config, this.log);
     }
     sweep() {
         if (this.draining)
@@ -20858,7 +21167,7 @@ class WorkerPool {
      * sweep removes what a hold protects.
      */
     async inUse() {
-        return new Set([...this.active.keys(), ...(await this.store.heldRuns())]);
+        return new Set([...this.active.keys(), ...(await this.stores.holds.heldRuns())]);
     }
 }
 function pool_now() {
@@ -20885,7 +21194,7 @@ function pool_now() {
 
 const BATCH = 50;
 class Scheduler {
-    store;
+    stores;
     config;
     options;
     now;
@@ -20894,8 +21203,8 @@ class Scheduler {
     intervalMs;
     timer;
     ticking;
-    constructor(store, config, options = {}) {
-        this.store = store;
+    constructor(stores, config, options = {}) {
+        this.stores = stores;
         this.config = config;
         this.options = options;
         this.now = options.now ?? Date.now;
@@ -20925,7 +21234,7 @@ class Scheduler {
         const nowMs = this.now();
         const handled = new Set();
         for (;;) {
-            const due = (await this.store.schedules.dueSchedules(nowMs, BATCH + handled.size)).filter(s => !handled.has(s.id));
+            const due = (await this.stores.schedules.dueSchedules(nowMs, BATCH + handled.size)).filter(s => !handled.has(s.id));
             if (due.length === 0)
                 return;
             for (const schedule of due) {
@@ -20940,11 +21249,11 @@ class Scheduler {
         }
     }
     async fire(schedule, nowMs) {
-        const { id, team, spec } = schedule;
+        const { id, spec } = schedule;
         const due = schedule.next_run_ms;
         const dueAt = new Date(due).toISOString();
         const next = nextFire(spec.cron_schedule, spec.time_zone, Math.max(due, nowMs));
-        const record = (error) => this.store.schedules.recordFire(id, due, { nextRunMs: next, error });
+        const record = (error) => this.stores.schedules.recordFire(id, due, { nextRunMs: next, error });
         if (due < this.startedAt - this.graceMs && !spec.catch_up) {
             await record(`the fire at ${dueAt} passed while no executor ran; skipped (catch_up: false)`);
             return;
@@ -20954,30 +21263,50 @@ class Scheduler {
             await record(`the fire at ${dueAt} started no run: environment ${JSON.stringify(environment)} is not served`);
             return;
         }
-        // Runs of earlier fires that are still active (a run of this very fire is not "previous":
-        // another node may have just started it).
-        const active = (await this.store.listRuns(team, { limit: 100, scheduleId: id })).filter(run => !run_isTerminalState(run.state) && scheduledFor(run) < due);
-        if (active.length > 0) {
-            const previous = active[0];
-            if (spec.overlap === 'skip') {
-                await record(`skipped the fire at ${dueAt}: run ${previous.run_id} of this schedule is still ${previous.state} (overlap: skip)`);
-                return;
-            }
-            if (spec.overlap === 'queue')
-                return; // stays due; starts once the previous run ended
-            const at = new Date(nowMs).toISOString();
-            for (const run of active)
-                await this.store.cancelRun(team, run.run_id, at, `superseded by the schedule's fire at ${dueAt}`);
-        }
+        if (!(await this.overlapAllows(schedule, due, nowMs, record)))
+            return;
         // Paused, changed or handled by another node since it was read: leave it.
-        const current = await this.store.schedules.getSchedule(team, id);
+        const current = await this.stores.schedules.getSchedule(schedule.team, id);
         if (!current?.enabled || current.next_run_ms !== due)
             return;
+        await this.startRun(schedule, due, nowMs, next, record);
+    }
+    /**
+     * What the schedule's `overlap` says of runs of earlier fires that are still active (a run of
+     * this very fire is not "previous": another node may have just started it): skip this fire
+     * (recorded), queue it (it stays due; it starts once the previous run ended), or cancel them.
+     * True when the fire goes on.
+     */
+    async overlapAllows({ id, team, spec }, due, nowMs, record) {
+        const dueAt = new Date(due).toISOString();
+        const active = (await this.stores.runs.listRuns(team, { limit: 100, scheduleId: id })).filter(run => !run_isTerminalState(run.state) && scheduledFor(run) < due);
+        if (active.length === 0)
+            return true;
+        const previous = active[0];
+        if (spec.overlap === 'skip') {
+            await record(`skipped the fire at ${dueAt}: run ${previous.run_id} of this schedule is still ${previous.state} (overlap: skip)`);
+            return false;
+        }
+        if (spec.overlap === 'queue')
+            return false;
+        const at = new Date(nowMs).toISOString();
+        for (const run of active)
+            await this.stores.runs.cancelRun(team, run.run_id, at, `superseded by the schedule's fire at ${dueAt}`);
+        return true;
+    }
+    /**
+     * Creates the fire's run (its idempotency key makes it once, whichever nodes handle the fire) and
+     * records the fire: its run, or why it started none.
+     */
+    async startRun(schedule, due, nowMs, next, record) {
+        const { id, team, spec } = schedule;
+        const dueAt = new Date(due).toISOString();
         const key = `schedule:${id}:${due}`;
-        const result = await this.store.createRun({
+        const { maxQueuedRuns, maxQueuedRunsPerTeam } = this.config.limits;
+        const result = await this.stores.runs.createRun({
             run_id: newRunId(),
             team,
-            environment_id: environment,
+            environment_id: spec.agent_config.environment_id,
             title: spec.name,
             prompt: spec.prompt,
             config: JSON.stringify(spec.agent_config),
@@ -20986,16 +21315,15 @@ class Scheduler {
             creator_uid: schedule.created_by.uid,
             creator_name: schedule.created_by.display_name,
             created_at: new Date(nowMs).toISOString()
-        }, { key, requestHash: key }, this.config.limits.maxQueuedRuns, this.config.limits.maxQueuedRunsPerTeam);
+        }, { key, requestHash: key }, maxQueuedRuns, maxQueuedRunsPerTeam);
         if (result.kind === 'created' || result.kind === 'replayed') {
-            await this.store.schedules.recordFire(id, due, {
+            await this.stores.schedules.recordFire(id, due, {
                 nextRunMs: next,
                 ran: { at: result.run.created_at, runId: result.run.run_id },
                 error: null
             });
             return;
         }
-        const { maxQueuedRuns, maxQueuedRunsPerTeam } = this.config.limits;
         await record(result.kind === 'queue_full'
             ? `the fire at ${dueAt} started no run: the queue holds ${maxQueuedRuns} runs, its limit`
             : result.kind === 'team_queue_full'
@@ -21217,7 +21545,7 @@ const MAX_RETRY_AFTER_MS = 86_400_000;
 const THROTTLED = new Set([429, 502, 503, 504]);
 const USER_AGENT = 'agent-executor-webhooks/1 (+https://www.standardwebhooks.com/)';
 class Deliverer {
-    store;
+    stores;
     config;
     options;
     owner = `webhooks-${(0,external_node_crypto_.randomBytes)(6).toString('hex')}`;
@@ -21230,8 +21558,8 @@ class Deliverer {
     timer;
     lastPrune = 0;
     unsubscribe = [];
-    constructor(store, config, options) {
-        this.store = store;
+    constructor(stores, config, options) {
+        this.stores = stores;
         this.config = config;
         this.options = options;
     }
@@ -21241,7 +21569,7 @@ class Deliverer {
             if (this.anyEndpoints)
                 this.wake();
         };
-        this.unsubscribe.push(this.store.onChange(onChange), this.store.onEvent(onChange));
+        this.unsubscribe.push(this.stores.runs.onChange(onChange), this.stores.transcript.onEvent(onChange));
         this.schedule(0);
     }
     /** Looks for due deliveries now (an endpoint was made, a retry asked for). */
@@ -21296,9 +21624,9 @@ class Deliverer {
     }
     async claimAll() {
         const { webhooks } = this.config;
-        this.anyEndpoints = await this.store.webhooks.anyWebhooks();
+        this.anyEndpoints = await this.stores.webhooks.anyWebhooks();
         while (!this.stopped && this.inFlight.size < webhooks.concurrency) {
-            const delivery = await this.store.webhooks.claimDelivery(this.owner, webhooks.timeoutMs + LEASE_MARGIN_MS, webhooks.concurrencyPerEndpoint, webhooks.concurrencyPerTeam);
+            const delivery = await this.stores.webhooks.claimDelivery(this.owner, webhooks.timeoutMs + LEASE_MARGIN_MS, webhooks.concurrencyPerEndpoint, webhooks.concurrencyPerTeam);
             if (!delivery)
                 return;
             const attempt = this.attempt(delivery)
@@ -21313,7 +21641,7 @@ class Deliverer {
         }
     }
     async attempt(delivery) {
-        const webhooks = this.store.webhooks;
+        const webhooks = this.stores.webhooks;
         const endpoint = await webhooks.webhookById(delivery.endpoint_id);
         const at = () => new Date().toISOString();
         if (!endpoint || endpoint.disabled_at !== null) {
@@ -21327,7 +21655,7 @@ class Deliverer {
         }
         let body = delivery.body;
         if (body === null) {
-            const run = await this.store.getRunAnyTeam(delivery.run_id);
+            const run = await this.stores.runs.getRunAnyTeam(delivery.run_id);
             body = payloadOf(delivery, run, this.options.link);
             await webhooks.setBody(delivery.id, this.owner, body);
         }
@@ -21379,7 +21707,7 @@ class Deliverer {
         if (now - this.lastPrune < PRUNE_EVERY_MS)
             return;
         this.lastPrune = now;
-        await this.store.webhooks.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
+        await this.stores.webhooks.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
     }
 }
 
@@ -21410,7 +21738,7 @@ class Deliverer {
 
 /** The context the routes share, from a config and an open store. */
 async function serverContext(config, store, publicUrl) {
-    const secret = await store.getSecret('session-hmac', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
+    const secret = await store.accounts.getSecret('session-hmac', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
     return {
         store,
         config,
@@ -21529,7 +21857,7 @@ async function wire(config, store, role, warnings, notes, release, now) {
         deliverer.start();
         context.wakeDeliveries = () => deliverer.wake();
     }
-    const heartbeat = startHeartbeat(store, role, role === 'api' ? 0 : config.workers, () => pool.runningCount, app.log);
+    const heartbeat = startHeartbeat(store.nodes, role, role === 'api' ? 0 : config.workers, () => pool.runningCount, app.log);
     let stopping;
     return {
         app,
@@ -21718,46 +22046,12 @@ async function keys(args) {
     const store = await openStore(config.store);
     try {
         switch (action) {
-            case 'create': {
-                // A person's key unless said otherwise: the usual first key, for the command line and the dashboard.
-                const kind = (values.kind ?? 'personal');
-                if (kind !== 'personal' && kind !== 'agent') {
-                    throw new UsageError(`--kind ${JSON.stringify(values.kind)}: expected personal or agent${didYouMean(String(values.kind), ['personal', 'agent'])}`);
-                }
-                const name = (values.name ?? '').trim();
-                if (name === '')
-                    throw new UsageError('--name: expected a name for the key, e.g. --name ci');
-                const team = (values.team ?? 'default').trim();
-                if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(team)) {
-                    throw new UsageError(`--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
-                }
-                const { raw, id } = await issueKey(store, { team, kind, name });
-                console.log(`Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`);
-                console.log(raw);
-                return 0;
-            }
-            case 'list': {
-                const rows = await store.listKeys();
-                if (rows.length === 0)
-                    console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
-                else
-                    console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
-                for (const key of rows) {
-                    const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
-                    console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
-                }
-                return 0;
-            }
-            case 'revoke': {
-                const id = positionals[0];
-                if (!id)
-                    throw new UsageError('keys revoke: expected the key id, e.g. keys revoke key_abc123');
-                if (!(await store.revokeKey(id, new Date().toISOString()))) {
-                    throw new UsageError(`keys revoke: no active key with id ${JSON.stringify(id)} (see keys list)`);
-                }
-                console.log(`Revoked key ${id}.`);
-                return 0;
-            }
+            case 'create':
+                return await createKey(store.accounts, values);
+            case 'list':
+                return await listKeys(store.accounts);
+            case 'revoke':
+                return await revokeKey(store.accounts, positionals[0]);
             default:
                 throw new UsageError(`unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke`);
         }
@@ -21765,6 +22059,48 @@ async function keys(args) {
     finally {
         await store.close();
     }
+}
+/** `keys create`: a new key of the team, printed once. */
+async function createKey(accounts, values) {
+    // A person's key unless said otherwise: the usual first key, for the command line and the dashboard.
+    const kind = (values.kind ?? 'personal');
+    if (kind !== 'personal' && kind !== 'agent') {
+        throw new UsageError(`--kind ${JSON.stringify(values.kind)}: expected personal or agent${didYouMean(String(values.kind), ['personal', 'agent'])}`);
+    }
+    const name = (values.name ?? '').trim();
+    if (name === '')
+        throw new UsageError('--name: expected a name for the key, e.g. --name ci');
+    const team = (values.team ?? 'default').trim();
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(team)) {
+        throw new UsageError(`--team ${JSON.stringify(team)}: expected 1–64 letters, digits, '.', '_' or '-'`);
+    }
+    const { raw, id } = await issueKey(accounts, { team, kind, name });
+    console.log(`Created ${kind} key ${id} (${name}) for team ${team}. Copy it now: it is not shown again.`);
+    console.log(raw);
+    return 0;
+}
+/** `keys list`: every key, one a line. */
+async function listKeys(accounts) {
+    const rows = await accounts.listKeys();
+    if (rows.length === 0)
+        console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
+    else
+        console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
+    for (const key of rows) {
+        const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
+        console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
+    }
+    return 0;
+}
+/** `keys revoke ID`: the key refused from now on. */
+async function revokeKey(accounts, id) {
+    if (!id)
+        throw new UsageError('keys revoke: expected the key id, e.g. keys revoke key_abc123');
+    if (!(await accounts.revokeKey(id, new Date().toISOString()))) {
+        throw new UsageError(`keys revoke: no active key with id ${JSON.stringify(id)} (see keys list)`);
+    }
+    console.log(`Revoked key ${id}.`);
+    return 0;
 }
 function environments(args) {
     const { values, positionals } = cli_parse(args, {}, 1);
