@@ -14,8 +14,8 @@ const MAX_BODY_BYTES = 32 * 1024;
 /** Scales every numRuns, for longer local runs: RELIABILITY_SCALE=10. */
 const SCALE = Number(process.env.RELIABILITY_SCALE ?? 1);
 const runs = (n: number) => Math.max(1, Math.round(n * SCALE));
-/** Stops a property that runs long; an interrupted property fails rather than passing short. */
-const bounded = (ms: number) => [fc.interruptAfterTimeLimit(ms, { failOnInterrupt: true })];
+/** Every property runs all its cases; this only catches a hang, and is long, as a loaded machine needs. */
+const HANG = 300_000 * SCALE;
 
 let ex: TestExecutor;
 let key: string;
@@ -408,11 +408,11 @@ describe('the executor under bad input', () => {
             }
           }
         ),
-        { numRuns: runs(400), plugins: bounded(100_000 * SCALE) }
+        { numRuns: runs(400) }
       );
       await expectAlive();
     },
-    120_000 * SCALE
+    HANG
   );
 
   it(
@@ -432,11 +432,11 @@ describe('the executor under bad input', () => {
           const answer = await answerOf(await fetch(url, init));
           expectWellFormed(answer, `${verb} ${target} ${JSON.stringify(headers)}`, verb);
         }),
-        { numRuns: runs(400), plugins: bounded(100_000 * SCALE) }
+        { numRuns: runs(400) }
       );
       await expectAlive();
     },
-    120_000 * SCALE
+    HANG
   );
 
   it(
@@ -472,11 +472,11 @@ describe('the executor under bad input', () => {
             expect(run.title).toBe(title === undefined ? null : title.toWellFormed());
           }
         ),
-        { numRuns: runs(150), plugins: bounded(100_000 * SCALE) }
+        { numRuns: runs(150) }
       );
       await expectAlive();
     },
-    120_000 * SCALE
+    HANG
   );
 
   it(
@@ -532,7 +532,6 @@ describe('the executor under bad input', () => {
         ),
         {
           numRuns: runs(150),
-          plugins: bounded(100_000 * SCALE),
           // Always tried: a NUL byte in a header and headers past Node's 16 KiB limit (both once
           // answered by Fastify's default handler as application/json).
           examples: [
@@ -543,7 +542,7 @@ describe('the executor under bad input', () => {
       );
       await expectAlive();
     },
-    120_000 * SCALE
+    HANG
   );
 });
 
@@ -686,7 +685,6 @@ describe("the action's input parsing", () => {
         ),
         {
           numRuns: runs(2000),
-          plugins: bounded(100_000 * SCALE),
           // Always tried: a config too deep for JSON.stringify (once a RangeError out of readSettings).
           examples: [
             [
@@ -699,6 +697,6 @@ describe("the action's input parsing", () => {
         }
       );
     },
-    120_000 * SCALE
+    HANG
   );
 });

@@ -155,7 +155,7 @@ describe('team isolation', () => {
             }
           }
         ),
-        { numRuns: CASES, plugins: [fc.interruptAfterTimeLimit(45_000 * SCALE, { failOnInterrupt: true })] }
+        { numRuns: CASES }
       );
       // The generator reached every kind of case.
       expect(counts.own).toBeGreaterThan(CASES / 20);
@@ -163,7 +163,8 @@ describe('team isolation', () => {
       expect(counts.missing).toBeGreaterThan(0);
       expect(counts.list).toBeGreaterThan(CASES / 10);
     },
-    60_000 * SCALE
+    // Every case runs: this only catches a hang, and is long, as a loaded machine needs.
+    300_000 * SCALE
   );
 
   it('refuses a revoked key on its very next request, whatever the request', async () => {
