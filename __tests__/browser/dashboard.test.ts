@@ -335,7 +335,7 @@ describe('dashboard in Chromium', () => {
     await page.locator('#live-status:text("Live")').waitFor();
     const store = await ex.openStore();
     try {
-      expect(await store.revokeKey(issued.id, new Date().toISOString())).toBe(true);
+      expect(await store.accounts.revokeKey(issued.id, new Date().toISOString())).toBe(true);
       // The live list learns it at the next change it would have shown, and shows the sign-in form.
       const after = await createRun('@sim say after the revocation', { title: 'After revocation' });
       await page.getByLabel('API key').waitFor({ timeout: 10_000 });
@@ -359,7 +359,7 @@ describe('dashboard in Chromium', () => {
     await waitForState({ on: ex, key, id: running }, ['INPROGRESS']);
     const store = await ex.openStore();
     try {
-      await store.reportNode(
+      await store.nodes.reportNode(
         {
           node_id: 'gone-node-1',
           role: 'worker',

@@ -17,7 +17,7 @@ describe('errors', () => {
     await expectProblem(await get('/api/v1/agent/runs', unknown), 401, 'unauthenticated');
     const { raw, id } = await ex.key('team-a');
     expect((await get('/api/v1/agent/runs', raw)).status).toBe(200);
-    await ex.context.store.revokeKey(id, new Date().toISOString());
+    await ex.context.stores.accounts.revokeKey(id, new Date().toISOString());
     await expectProblem(await get('/api/v1/agent/runs', raw), 401, 'unauthenticated', /unknown or revoked/);
   });
 

@@ -11,7 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { parseConfig } from '../../src/executor/config/config.js';
 import { issueKey } from '../../src/executor/store/keys.js';
 import { startExecutor } from '../../src/executor/node/serve.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
 import { freeSpaceForRuns, sweepFinishedWorkspaces } from '../../src/executor/worker/maintenance.js';
 import { createWorkspace, sweepWorkspaces } from '../../src/executor/workspace/workspace.js';
 import { mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
@@ -122,10 +122,10 @@ describe('claiming once free space is back', () => {
     );
     config.port = 0;
     mkdirSync(config.dataDir, { recursive: true });
-    const store = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
+    const store = await SqliteStores.open(join(config.dataDir, 'executor.db'));
     const executor = await startExecutor(config, { store, checkEnvironments: false });
     try {
-      const key = (await issueKey(store, { team: 'default', kind: 'personal', name: 'test' })).raw;
+      const key = (await issueKey(store.accounts, { team: 'default', kind: 'personal', name: 'test' })).raw;
       const request = (path: string, init: RequestInit = {}) =>
         fetch(executor.url + path, {
           ...init,

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config/config.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
 import { WorkerPool } from '../../src/executor/worker/pool.js';
 import { mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
 import { type ExecutorWithKey, spawnExecutor, spawnExecutorWithKey, tempDir } from '../support/executor.js';
@@ -160,7 +160,7 @@ describe('a claim answered while the pool stops', () => {
       },
       dir
     );
-    const real = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
+    const real = await SqliteStores.open(join(config.dataDir, 'executor.db'));
     let claimed!: () => void;
     const claimHeld = new Promise<void>(resolve => (claimed = resolve));
     let stopping!: () => void;
@@ -185,7 +185,7 @@ describe('a claim answered while the pool stops', () => {
     const log = { info: () => undefined, warn: () => undefined, error: () => undefined };
     const pool = new WorkerPool({ ...real, claims: slow }, config, log as never);
     try {
-      await real.createRun(
+      await real.runs.createRun(
         {
           run_id: 'run_late_claim',
           team: 'default',
@@ -210,7 +210,7 @@ describe('a claim answered while the pool stops', () => {
       await started;
       const run = await eventually(
         async () => {
-          const found = await real.getRunAnyTeam('run_late_claim');
+          const found = await real.runs.getRunAnyTeam('run_late_claim');
           return found && ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(found.state) && found;
         },
         { what: 'the late-claimed run to end', timeoutMs: 30_000 }

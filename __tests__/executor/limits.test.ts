@@ -67,7 +67,7 @@ describe('limits', () => {
     expect((await ex.request('/readyz')).status).toBe(503);
     await stopping;
     const store = await ex.openStore();
-    const run = await store.getRunAnyTeam(created.run_id);
+    const run = await store.runs.getRunAnyTeam(created.run_id);
     await store.close();
     expect(run?.state).toBe('SUCCEEDED');
     ex = undefined;

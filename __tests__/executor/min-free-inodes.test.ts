@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/executor/config/config.js';
 import { issueKey } from '../../src/executor/store/keys.js';
 import { startExecutor } from '../../src/executor/node/serve.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
 import { mountPoints, unmountAll } from '../../src/executor/workspace/layers.js';
 import { createWorkspace, sweepWorkspaces } from '../../src/executor/workspace/workspace.js';
 import { freeSpaceForRuns } from '../../src/executor/worker/maintenance.js';
@@ -57,11 +57,11 @@ describe('workspaces.min_free_inodes', () => {
     );
     config.port = 0;
     mkdirSync(config.dataDir, { recursive: true });
-    const store = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
+    const store = await SqliteStores.open(join(config.dataDir, 'executor.db'));
     const executor = await startExecutor(config, { store, checkEnvironments: false });
     const filler = join(mount, 'filler');
     try {
-      const key = (await issueKey(store, { team: 'default', kind: 'personal', name: 'test' })).raw;
+      const key = (await issueKey(store.accounts, { team: 'default', kind: 'personal', name: 'test' })).raw;
       const request = (path: string, init: RequestInit = {}) =>
         fetch(executor.url + path, {
           ...init,

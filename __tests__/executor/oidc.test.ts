@@ -103,7 +103,7 @@ describe('a token that matches a rule', () => {
     // The store holds no trace of the token either.
     const store = await ex.openStore();
     try {
-      expect(JSON.stringify(await store.getRun('acme', run_id))).not.toContain(token.split('.')[2]);
+      expect(JSON.stringify(await store.runs.getRun('acme', run_id))).not.toContain(token.split('.')[2]);
     } finally {
       await store.close();
     }

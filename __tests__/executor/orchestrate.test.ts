@@ -308,7 +308,7 @@ describe("an orchestrate run's credential", () => {
     expect((await ended(id)).state).toBe('SUCCEEDED');
     const token = generateKey(RUN_TOKEN_PREFIX);
     const via = randomBytes(32).toString('base64url');
-    await ex.context.store.createRunToken({
+    await ex.context.stores.accounts.createRunToken({
       hash: hashKey(token),
       via_hash: hashKey(via),
       run_id: id,

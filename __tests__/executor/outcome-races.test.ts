@@ -70,7 +70,9 @@ async function get(id: string): Promise<Json> {
 async function said(id: string, text: string): Promise<boolean> {
   const store = await ex.openStore();
   try {
-    return (await store.listEvents(id)).some(e => e.kind === 'output' && String(e.text).includes(text));
+    return (await store.transcript.listEvents(id)).some(
+      e => e.kind === 'output' && String(e.text).includes(text)
+    );
   } finally {
     await store.close();
   }

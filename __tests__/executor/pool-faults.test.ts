@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { parseConfig } from '../../src/executor/config/config.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
-import { type RunStore, StoreUnavailableError } from '../../src/executor/store/types.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
+import { type Stores, StoreUnavailableError } from '../../src/executor/store/types.js';
 import { WorkerPool } from '../../src/executor/worker/pool.js';
 import { eventually } from '../support/eventually.js';
 import { tempDir } from '../support/executor.js';
@@ -24,7 +24,7 @@ const log = {
 } as unknown as FastifyBaseLogger;
 
 let pool: WorkerPool | undefined;
-let store: RunStore | undefined;
+let store: Stores | undefined;
 afterEach(async () => {
   await pool?.stop(1000);
   await store?.close();
@@ -56,7 +56,7 @@ async function setup(fail: string[]) {
     { log_level: 'silent', data_dir: join(dir, 'data'), lease: '30s', workers: 2 },
     dir
   );
-  const real = await SqliteRunStore.open(join(config.dataDir, 'executor.db'));
+  const real = await SqliteStores.open(join(config.dataDir, 'executor.db'));
   store = real;
   const wrapped = { ...real, claims: losingAnswers(real.claims, new Set(fail)) };
   pool = new WorkerPool(wrapped, config, log);
@@ -88,11 +88,14 @@ const newRun = (runId: string) => ({
 describe('worker pool against a failing store', () => {
   it('runs a run whose claim committed but whose answer was lost, once, instead of leaving it to its lease', async () => {
     const { real } = await setup(['claimNext']);
-    await real.createRun(newRun('run_lost_claim'), undefined, 100);
+    await real.runs.createRun(newRun('run_lost_claim'), undefined, 100);
     await pool!.start().catch(() => undefined); // the first claim "fails"
-    const state = await until(async () => (await real.getRunAnyTeam('run_lost_claim'))?.state, 'SUCCEEDED');
+    const state = await until(
+      async () => (await real.runs.getRunAnyTeam('run_lost_claim'))?.state,
+      'SUCCEEDED'
+    );
     expect(state).toBe('SUCCEEDED');
-    const events = await real.listEvents('run_lost_claim');
+    const events = await real.transcript.listEvents('run_lost_claim');
     expect(events.filter(event => event.kind === 'state').map(event => event.state)).toEqual([
       'QUEUED',
       'INPROGRESS',
@@ -104,11 +107,11 @@ describe('worker pool against a failing store', () => {
 
   it("retries a run's outcome when the store drops the answer, and the run ends as its agent said", async () => {
     const { real } = await setup(['finishRun']);
-    await real.createRun(newRun('run_lost_finish'), undefined, 100);
+    await real.runs.createRun(newRun('run_lost_finish'), undefined, 100);
     await pool!.start();
-    expect(await until(async () => (await real.getRunAnyTeam('run_lost_finish'))?.state, 'SUCCEEDED')).toBe(
-      'SUCCEEDED'
-    );
+    expect(
+      await until(async () => (await real.runs.getRunAnyTeam('run_lost_finish'))?.state, 'SUCCEEDED')
+    ).toBe('SUCCEEDED');
     expect(logged).toContain('warn store unavailable: the worker pauses until it is back');
   });
 });

@@ -213,7 +213,7 @@ const finished = (id: string): Promise<Json> => waitForState({ on: ex, key, id }
 async function events(id: string): Promise<Json[]> {
   const store = await ex.openStore();
   try {
-    return (await store.listEvents(id)) as Json[];
+    return (await store.transcript.listEvents(id)) as Json[];
   } finally {
     await store.close();
   }
@@ -475,8 +475,8 @@ describe('publishing', () => {
     expect(found(logged.join(''))).toBe(false);
     const store = await ex.openStore();
     try {
-      for (const run of await store.listRuns('team-a', { limit: 100 }))
-        expect(found(JSON.stringify(await store.listEvents(run.run_id)))).toBe(false);
+      for (const run of await store.runs.listRuns('team-a', { limit: 100 }))
+        expect(found(JSON.stringify(await store.transcript.listEvents(run.run_id)))).toBe(false);
     } finally {
       await store.close();
     }

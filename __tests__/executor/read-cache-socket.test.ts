@@ -5,12 +5,12 @@
 // wait for the turn's look do not keep the others from an answer.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type Socket, connect } from 'node:net';
-import type { RunStore } from '../../src/executor/store/types.js';
+import type { Stores } from '../../src/executor/store/types.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 
 let ex: TestExecutor;
 let key: string;
-let other: RunStore;
+let other: Stores;
 
 beforeAll(async () => {
   ex = await startTestExecutor({ workers: 1 });
@@ -86,7 +86,7 @@ describe('one look at the stamp a turn, over one socket', () => {
       const etag = /etag: *(\S+)/i.exec(last.headers)![1]!;
       // A held read the server answers only once the run changes; the next read queues behind it.
       c.send(getRun(id, `Prefer: wait=30\r\nIf-None-Match: ${etag}\r\n`));
-      expect((await other.cancelRun('team-a', id, new Date().toISOString())).kind).toBe('cancelled');
+      expect((await other.runs.cancelRun('team-a', id, new Date().toISOString())).kind).toBe('cancelled');
       c.send(getRun(id));
       const held = await c.answer();
       expect(JSON.parse(held.body).state).toBe('CANCELLED');
@@ -107,7 +107,7 @@ describe('one look at the stamp a turn, over one socket', () => {
         expect((await c.answer()).status).toBe(200);
       }
       c.send(list.slice(0, 20));
-      await other.revokeKey(id, new Date().toISOString());
+      await other.accounts.revokeKey(id, new Date().toISOString());
       c.send(list.slice(20));
       expect((await c.answer()).status).toBe(401);
     } finally {

@@ -3,12 +3,12 @@
 // a revoked key is refused, a cancelled run reads CANCELLED, a new run is listed. On PostgreSQL
 // nothing is cached, and the same answers must come out.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { RunStore } from '../../src/executor/store/types.js';
+import type { Stores } from '../../src/executor/store/types.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 
 let ex: TestExecutor;
 let key: string;
-let other: RunStore;
+let other: Stores;
 
 beforeAll(async () => {
   ex = await startTestExecutor({ workers: 1 });
@@ -47,7 +47,7 @@ describe('answers kept between writes', () => {
   it('refuses a key revoked by another connection right after its reads were answered', async () => {
     const { raw, id } = await ex.key('team-a');
     await polled('/api/v1/agent/runs', raw);
-    await other.revokeKey(id, new Date().toISOString());
+    await other.accounts.revokeKey(id, new Date().toISOString());
     const refused = await get('/api/v1/agent/runs', raw);
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error_code: string }).error_code).toBe('unauthenticated');
@@ -68,7 +68,7 @@ describe('answers kept between writes', () => {
     expect((await get(`/api/v1/agent/runs/${here}`, key, { 'if-none-match': before! })).status).toBe(200);
 
     expect((await polled(`/api/v1/agent/runs/${there}`)).state).not.toBe('CANCELLED');
-    expect((await other.cancelRun('team-a', there, new Date().toISOString())).kind).toBe('cancelled');
+    expect((await other.runs.cancelRun('team-a', there, new Date().toISOString())).kind).toBe('cancelled');
     expect(((await (await get(`/api/v1/agent/runs/${there}`)).json()) as { state: string }).state).toBe(
       'CANCELLED'
     );
@@ -118,7 +118,7 @@ describe('answers kept between writes', () => {
     };
     const pollers = Array.from({ length: 20 }, poller);
     await polled(`/api/v1/agent/runs/${id}`);
-    expect((await other.cancelRun('team-a', id, new Date().toISOString())).kind).toBe('cancelled');
+    expect((await other.runs.cancelRun('team-a', id, new Date().toISOString())).kind).toBe('cancelled');
     cancelled = true;
     await Promise.all(pollers);
     expect(stale).toEqual([]);

@@ -438,10 +438,13 @@ describe('changes.patch', () => {
     const uid = ((run.artifacts as Json[])[0]!.data as Json).artifact_uid as string;
     const store = await ex.openStore();
     try {
-      expect((await store.readArtifact(uid))?.artifact).toMatchObject({ run_id: id, team: 'team-a' });
-      expect(await store.pruneFinished(new Date(Date.now() + 60_000).toISOString())).toBeGreaterThan(0);
-      expect(await store.readArtifact(uid)).toBeUndefined();
-      expect(await store.getArtifact('team-a', uid)).toBeUndefined();
+      expect((await store.artifacts.readArtifact(uid))?.artifact).toMatchObject({
+        run_id: id,
+        team: 'team-a'
+      });
+      expect(await store.runs.pruneFinished(new Date(Date.now() + 60_000).toISOString())).toBeGreaterThan(0);
+      expect(await store.artifacts.readArtifact(uid)).toBeUndefined();
+      expect(await store.artifacts.getArtifact('team-a', uid)).toBeUndefined();
     } finally {
       await store.close();
     }
@@ -546,7 +549,12 @@ describe('the held transcript read', () => {
     try {
       const held = transcript(id, newest, 60);
       await new Promise(resolve => setTimeout(resolve, 500));
-      await other.appendEvent(id, 'message', { text: 'from another node' }, new Date().toISOString());
+      await other.transcript.appendEvent(
+        id,
+        'message',
+        { text: 'from another node' },
+        new Date().toISOString()
+      );
       // Woken by the other node's event, before the wait asked for ran out (the delay itself is
       // measured in bench/, not asserted on a shared machine).
       const answered = await held;

@@ -44,7 +44,7 @@ it('shows each schedule with its state, next and last fire and last runs; pauses
   });
   const schedule = (await created.json()) as { id: string; history: { next_run: string } };
   const due = Date.parse(schedule.history.next_run);
-  await new Scheduler(ex.context.store, ex.config, { now: () => due + 1000 }).tick();
+  await new Scheduler(ex.context.stores, ex.config, { now: () => due + 1000 }).tick();
 
   let row = rowOf(await page(), schedule.id);
   expect(row).toContain('Nightly &#60;b&#62;triage&#60;/b&#62;');

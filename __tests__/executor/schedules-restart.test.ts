@@ -4,7 +4,7 @@
 
 import { expect, it } from '@jest/globals';
 import { type Executor, startExecutor } from '../../src/executor/node/serve.js';
-import type { RunStore } from '../../src/executor/store/types.js';
+import type { Stores } from '../../src/executor/store/types.js';
 import { eventually } from '../support/eventually.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 
@@ -22,7 +22,7 @@ async function api(on: { url: string }, path: string, body?: unknown): Promise<R
 }
 
 async function restartedAt(nowMs: number): Promise<Executor> {
-  const store: RunStore = await first.openStore();
+  const store: Stores = await first.openStore();
   const node = await startExecutor(
     { ...first.config, port: 0 },
     { store, checkEnvironments: false, now: () => nowMs }

@@ -7,14 +7,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Scheduler } from '../../src/executor/schedules/scheduler.js';
-import type { RunStore } from '../../src/executor/store/types.js';
+import type { Stores } from '../../src/executor/store/types.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
 import { waitForState } from '../support/wait.js';
 
 let ex: TestExecutor;
 let key: string;
 let keyB: string;
-const extraStores: RunStore[] = [];
+const extraStores: Stores[] = [];
 
 beforeAll(async () => {
   ex = await startTestExecutor({ workers: 4 });
@@ -81,7 +81,7 @@ async function runsOf(id: string): Promise<Run[]> {
 }
 
 /** A scheduler on its own clock (and, when given, its own store handle, as another node). */
-function schedulerAt(clock: { ms: number }, store: RunStore = ex.context.store, graceMs = 60_000) {
+function schedulerAt(clock: { ms: number }, store: Stores = ex.context.stores, graceMs = 60_000) {
   return new Scheduler(store, ex.config, { now: () => clock.ms, graceMs });
 }
 
@@ -235,7 +235,7 @@ describe('firing', () => {
     // What a node that died right after creating the fire's run leaves behind.
     const key = `schedule:${schedule.id}:${at}`;
     const runId = randomUUID();
-    await ex.context.store.createRun(
+    await ex.context.stores.runs.createRun(
       {
         run_id: runId,
         team: 'team-a',

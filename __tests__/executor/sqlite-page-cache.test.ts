@@ -4,17 +4,17 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
 import type { NewRun, StoredRun } from '../../src/executor/store/types.js';
 import { tempDir } from '../support/executor.js';
 
-const opened: SqliteRunStore[] = [];
+const opened: SqliteStores[] = [];
 afterAll(async () => {
   for (const store of opened) await store.close();
 });
 
-async function open(path: string): Promise<SqliteRunStore> {
-  const store = await SqliteRunStore.open(path);
+async function open(path: string): Promise<SqliteStores> {
+  const store = await SqliteStores.open(path);
   opened.push(store);
   return store;
 }
@@ -35,14 +35,14 @@ function newRun(): NewRun {
   };
 }
 
-async function created(store: SqliteRunStore): Promise<StoredRun> {
-  const result = await store.createRun(newRun(), undefined, 100);
+async function created(store: SqliteStores): Promise<StoredRun> {
+  const result = await store.runs.createRun(newRun(), undefined, 100);
   if (result.kind !== 'created') throw new Error(`expected a created run, got ${result.kind}`);
   return result.run;
 }
 
-const ids = async (store: SqliteRunStore) =>
-  (await store.listRuns('team-a', { limit: 10 })).map(run => `${run.run_id}:${run.state}`);
+const ids = async (store: SqliteStores) =>
+  (await store.runs.listRuns('team-a', { limit: 10 })).map(run => `${run.run_id}:${run.state}`);
 
 describe('SQLite list pages kept between writes', () => {
   it('answers the same page again, and a write here or on another connection shows at once', async () => {
@@ -59,25 +59,25 @@ describe('SQLite list pages kept between writes', () => {
     expect(await ids(store)).toEqual([`${second.run_id}:QUEUED`, `${first.run_id}:QUEUED`]);
 
     // This store changes a run without adding one: the next list shows the new state.
-    await store.cancelRun('team-a', first.run_id, new Date().toISOString());
+    await store.runs.cancelRun('team-a', first.run_id, new Date().toISOString());
     expect(await ids(store)).toEqual([`${second.run_id}:QUEUED`, `${first.run_id}:CANCELLED`]);
 
     // The other connection changes a run: seen too.
-    await other.cancelRun('team-a', second.run_id, new Date().toISOString());
+    await other.runs.cancelRun('team-a', second.run_id, new Date().toISOString());
     expect(await ids(store)).toEqual([`${second.run_id}:CANCELLED`, `${first.run_id}:CANCELLED`]);
   });
 
   it('gives each caller its own array, and rows that cannot be changed behind the cache', async () => {
     const store = await open(join(tempDir(), 'executor.db'));
-    await store.createRun(newRun(), undefined, 100);
-    const page = await store.listRuns('team-a', { limit: 10 });
+    await store.runs.createRun(newRun(), undefined, 100);
+    const page = await store.runs.listRuns('team-a', { limit: 10 });
     page.pop();
-    expect(await store.listRuns('team-a', { limit: 10 })).toHaveLength(1);
-    const [row] = await store.listRuns('team-a', { limit: 10 });
+    expect(await store.runs.listRuns('team-a', { limit: 10 })).toHaveLength(1);
+    const [row] = await store.runs.listRuns('team-a', { limit: 10 });
     expect(() => {
       (row as { state: string }).state = 'SUCCEEDED';
     }).toThrow(TypeError);
-    expect((await store.listRuns('team-a', { limit: 10 }))[0]!.state).toBe('QUEUED');
+    expect((await store.runs.listRuns('team-a', { limit: 10 }))[0]!.state).toBe('QUEUED');
   });
 
   it('exposes its change stamp: still while nothing is written, moved by a write here or on another connection', async () => {
@@ -85,12 +85,12 @@ describe('SQLite list pages kept between writes', () => {
     const store = await open(path);
     const other = await open(path);
     const stamp = store.changeStamp();
-    await store.listRuns('team-a', { limit: 10 });
+    await store.runs.listRuns('team-a', { limit: 10 });
     expect(store.changeStamp()).toBe(stamp);
     const run = await created(store);
     const afterOwn = store.changeStamp();
     expect(afterOwn).not.toBe(stamp);
-    await other.cancelRun('team-a', run.run_id, new Date().toISOString());
+    await other.runs.cancelRun('team-a', run.run_id, new Date().toISOString());
     expect(store.changeStamp()).not.toBe(afterOwn);
   });
 });

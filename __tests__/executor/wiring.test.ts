@@ -172,7 +172,7 @@ describe('the layer order', () => {
     expect(across.stdout).toMatch(/server is on floor 9 and worker on floor 9/);
     const down = lint(
       'src/executor/agents/probe.ts',
-      "export { show } from '../values/config-reader.js';\nexport type { RunStore } from '../store/types.js';\n"
+      "export { show } from '../values/config-reader.js';\nexport type { Stores } from '../store/types.js';\n"
     );
     expect(down.stdout).toBe('');
     expect(down.status).toBe(0);

@@ -131,9 +131,12 @@ describe('client faults', () => {
       );
       for (const result of results) expect(result.conclusion).toBe(result.expected);
       // Count remote runs per trial straight from the store: retries must never have made a second one.
-      const runs = await ex.context.store.listRuns((await ex.context.store.listKeys())[0]!.team, {
-        limit: TRIALS * 3
-      });
+      const runs = await ex.context.stores.runs.listRuns(
+        (await ex.context.stores.accounts.listKeys())[0]!.team,
+        {
+          limit: TRIALS * 3
+        }
+      );
       for (const result of results)
         expect(runs.filter(run => run.prompt.endsWith(result.marker))).toHaveLength(1);
       expect(runs).toHaveLength(TRIALS);

@@ -187,7 +187,7 @@ describe('team isolation', () => {
         // Some requests first (they may warm a cache), then revoke and try at once.
         for (let i = 0; i < before; i++)
           expect((await ex.request('/api/v1/agent/runs?limit=1', { key: key.raw })).status).toBe(200);
-        expect(await ex.context.store.revokeKey(key.id, new Date().toISOString())).toBe(true);
+        expect(await ex.context.stores.accounts.revokeKey(key.id, new Date().toISOString())).toBe(true);
         const response = await attempts[which]!(key.raw);
         expect(response.status).toBe(401);
         expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);

@@ -155,7 +155,7 @@ describe('a hostile harness CLI', () => {
     expect(record.state).toBe('SUCCEEDED');
     const store = await ex.openStore();
     try {
-      const events = await store.listEvents(record.run_id);
+      const events = await store.transcript.listEvents(record.run_id);
       const bytes = events.reduce((sum, event) => sum + JSON.stringify(event).length, 0);
       // The limit, the head and the tail of output, and a few notes: far below the 6 MB printed.
       expect(bytes).toBeLessThan(2 * 256 * 1024);

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { chmodSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { issueKey } from '../../src/executor/store/keys.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
 import { removeTree } from '../../src/executor/workspace/remove.js';
 import { type ExecutorProcess, spawnExecutor, tempDir } from '../support/executor.js';
 import { requireBubblewrap } from './support.js';
@@ -60,8 +60,8 @@ beforeAll(async () => {
       ]
     })
   );
-  const store = await SqliteRunStore.open(join(dir, 'data', 'executor.db'));
-  key = (await issueKey(store, { team: 'team-a', kind: 'personal', name: 'alice' })).raw;
+  const store = await SqliteStores.open(join(dir, 'data', 'executor.db'));
+  key = (await issueKey(store.accounts, { team: 'team-a', kind: 'personal', name: 'alice' })).raw;
   await store.close();
   ex = await spawnExecutor(['--config', join(dir, 'agent-executor.yaml')], { source: true });
 });

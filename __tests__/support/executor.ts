@@ -11,9 +11,9 @@ import { promisify } from 'node:util';
 import { type ExecutorConfig, parseConfig } from '../../src/executor/config/config.js';
 import { issueKey } from '../../src/executor/store/keys.js';
 import { type Executor, startExecutor } from '../../src/executor/node/serve.js';
-import { PostgresRunStore } from '../../src/executor/store/postgres.js';
-import { SqliteRunStore } from '../../src/executor/store/sqlite.js';
-import type { RunStore } from '../../src/executor/store/types.js';
+import { PostgresStores } from '../../src/executor/store/postgres.js';
+import { SqliteStores } from '../../src/executor/store/sqlite.js';
+import type { Stores } from '../../src/executor/store/types.js';
 import { createDatabase, databaseFolder } from './postgres.js';
 import { sourceNodeArgs } from './source-child.js';
 
@@ -29,7 +29,7 @@ export interface TestExecutor extends Executor {
   /** The files the store keeps its data in (the SQLite file and journal, or PostgreSQL's data dir). */
   storeFiles(): string[];
   /** A second handle on the executor's store (close it when done); works after the executor stopped. */
-  openStore(): Promise<RunStore>;
+  openStore(): Promise<Stores>;
   key(team?: string, kind?: 'personal' | 'agent', name?: string): Promise<{ raw: string; id: string }>;
   request(path: string, init?: RequestInit & { key?: string }): Promise<Response>;
   /** The same data dir and database, for an executor started after this one (a restart). */
@@ -57,7 +57,7 @@ export async function startTestExecutor(
     openStore: reopen,
     restartStore: async () => ({ ...opened, store: await reopen() }),
     key(team = 'default', kind: 'personal' | 'agent' = 'personal', name = 'test') {
-      return issueKey(store, { team, kind, name });
+      return issueKey(store.accounts, { team, kind, name });
     },
     request(path: string, init: RequestInit & { key?: string } = {}) {
       const headers = new Headers(init.headers);
@@ -84,9 +84,9 @@ function sharedPostgres(): { url: string; dataDir: string } {
 }
 
 export interface TestStore {
-  store: RunStore;
+  store: Stores;
   /** Another handle on the same database, as a second process would open it. */
-  reopen(): Promise<RunStore>;
+  reopen(): Promise<Stores>;
   files(): string[];
 }
 
@@ -95,8 +95,8 @@ async function openTestStore(config: ExecutorConfig): Promise<TestStore> {
   if (process.env.AGENT_EXECUTOR_TEST_STORE !== 'postgres') {
     const path = join(config.dataDir, 'executor.db');
     return {
-      store: await SqliteRunStore.open(path),
-      reopen: () => SqliteRunStore.open(path),
+      store: await SqliteStores.open(path),
+      reopen: () => SqliteStores.open(path),
       files: () =>
         readdirSync(config.dataDir)
           .filter(name => name.startsWith('executor.db'))
@@ -108,8 +108,8 @@ async function openTestStore(config: ExecutorConfig): Promise<TestStore> {
   // This database's own files and the server's write-ahead log: what holds what its executor wrote.
   const folders = [await databaseFolder(url, server.dataDir), join(server.dataDir, 'pg_wal')];
   return {
-    store: await PostgresRunStore.open(url),
-    reopen: () => PostgresRunStore.open(url),
+    store: await PostgresStores.open(url),
+    reopen: () => PostgresStores.open(url),
     files: () => folders.flatMap(filesUnder)
   };
 }

@@ -14,7 +14,7 @@ import { type Role, buildApp } from '../server/app.js';
 import { RateLimiter } from '../server/auth.js';
 import { OidcVerifier } from '../server/oidc.js';
 import { ChangeHub } from '../server/changes.js';
-import type { ServerContext } from '../server/context.js';
+import { type ServerContext, serverSettings } from '../server/context.js';
 import { startHeartbeat } from '../telemetry/heartbeat.js';
 import { SessionLinks } from '../server/records.js';
 import { privateDir, writePrivateFile } from '../sandbox/private-files.js';
@@ -22,7 +22,7 @@ import { checkSandboxPaths, checkStartup } from './startup.js';
 import { checkImages } from './image-startup.js';
 import { hideFromReaders } from '../sandbox/run-files.js';
 import { openStore } from '../store/open.js';
-import type { RunStore } from '../store/types.js';
+import type { Stores } from '../store/stores.js';
 import { WorkerPool } from '../worker/pool.js';
 import { Scheduler } from '../schedules/scheduler.js';
 import { declaredWebhooks } from '../webhooks/declared.js';
@@ -33,7 +33,7 @@ export type { Role } from '../server/app.js';
 export interface StartOptions {
   role?: Role;
   /** An open store to serve (tests bring their own); else the config's store is opened here. */
-  store?: RunStore;
+  store?: Stores;
   /**
    * Whether the environments' sources, variables and agent programs are checked before start
    * (the CLI does; tests whose runs are meant to fail on them turn it off). The sandbox is always checked.
@@ -62,13 +62,13 @@ export interface Executor {
 /** The context the routes share, from a config and an open store. */
 export async function serverContext(
   config: ExecutorConfig,
-  store: RunStore,
+  store: Stores,
   publicUrl: () => string
 ): Promise<ServerContext> {
   const secret = await store.accounts.getSecret('session-hmac', () => randomBytes(32).toString('base64url'));
   return {
-    store,
-    config,
+    stores: store,
+    settings: serverSettings(config),
     links: new SessionLinks(secret, publicUrl),
     hub: new ChangeHub(store),
     limiter: new RateLimiter(config.limits.rateLimitPerMinute),
@@ -98,7 +98,7 @@ export async function startExecutor(config: ExecutorConfig, options: StartOption
   if (role !== 'api') notes.push(...(await checkImages(config)));
   if (tightened) warnings.unshift(tightened);
   const release = options.lockDataDir ? lockDataDir(config.dataDir, role) : () => undefined;
-  let store: RunStore | undefined;
+  let store: Stores | undefined;
   try {
     // A split role shares the store with the other role's process (on SQLite, one file on this
     // machine): start-up then fails only runs whose lease expired, never the other's live runs.
@@ -151,7 +151,7 @@ function alive(pid: number): boolean {
 
 async function wire(
   config: ExecutorConfig,
-  store: RunStore,
+  store: Stores,
   role: Role,
   warnings: string[],
   notes: string[],

@@ -5,23 +5,17 @@
 
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { StoreUnavailableError } from '../store/types.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext, ServerSettings } from './context.js';
 import { logStream } from '../telemetry/log-format.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { ProblemError, problemBody, sendProblem, writeClientError } from './problem.js';
 import { ENDPOINT_NAMES, ENDPOINTS } from '../../api/endpoints.js';
 import { DownloadLinks } from './download-links.js';
 import { ReadCache } from './read-cache.js';
-import { metaHandlers } from './routes/meta.js';
+import type { RouteContext } from './routes/handler.js';
 import { registerEndpoints, stampRequestId } from './routes/register.js';
-import { resultHandlers } from './routes/results.js';
-import { runHandlers } from './routes/runs.js';
-import { catalogHandlers } from './routes/catalog.js';
-import { eventHandlers } from './routes/events.js';
+import { HANDLERS } from './routes/table.js';
 import { StreamSlots } from './event-stream.js';
-import { scheduleHandlers } from './routes/schedules.js';
-import { sessionHandlers } from './routes/sessions.js';
-import { webhookHandlers } from './routes/webhooks.js';
 import { buildSchemaProblem, validatorCompiler } from './validation.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -36,13 +30,40 @@ export interface AppOptions {
 }
 
 export async function buildApp(context: ServerContext, options: AppOptions): Promise<FastifyInstance> {
-  const { config } = context;
+  const app = newApp(context.settings, options);
+  handleErrors(app, context.settings);
+  // The endpoint table's routes (a worker node serves only those that need no key), then the
+  // dashboard, which is HTML for people with its own cookie sign-in.
+  const role = options.role ?? 'all';
+  const { maxStreamsPerKey, maxStreams } = context.settings.limits;
+  // The same object, so that what changes on the context later (draining) is what handlers see.
+  const routes: RouteContext = Object.assign(context, {
+    reads: new ReadCache(context.stores, error =>
+      app.log.error({ err: error }, 'a request waiting for the read cache failed')
+    ),
+    downloads: await DownloadLinks.open(context.stores.accounts),
+    slots: new StreamSlots(maxStreamsPerKey, maxStreams),
+    publicUrl: options.publicUrl,
+    runsWork: role !== 'api'
+  });
+  const served = ENDPOINT_NAMES.filter(name => role !== 'worker' || ENDPOINTS[name].auth === 'none');
+  await registerEndpoints(app, routes, HANDLERS, served);
+  if (role !== 'worker')
+    await app.register(async dashboard => {
+      dashboard.addHook('onRequest', stampRequestId);
+      await dashboard.register(dashboardRoutes, { context });
+    });
+  return app;
+}
+
+/** The Fastify instance: its logger, body limit, request ids, validators, parsers and request log. */
+function newApp(settings: ServerSettings, options: AppOptions): FastifyInstance {
   let requestCount = 0;
   const app = Fastify({
-    logger: { level: config.logLevel, stream: logStream(config.logFormat) },
+    logger: { level: settings.logLevel, stream: logStream(settings.logFormat) },
     // Requests are logged by the onResponse hook below, in one line each (and only at info).
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.limits.maxBodyBytes,
+    bodyLimit: settings.limits.maxBodyBytes,
     forceCloseConnections: true,
     return503OnClosing: true,
     clientErrorHandler: writeClientError,
@@ -69,7 +90,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   // Every answer carries `x-request-id`: the route trees' first hook sets it (register.ts, the
   // dashboard below), and the answers no route gives (a 404, a malformed URL) set it themselves, so
   // no hook of every request is needed for it.
-  if (config.logLevel === 'info' || config.logLevel === 'debug') {
+  if (settings.logLevel === 'info' || settings.logLevel === 'debug') {
     app.addHook('onResponse', (request, reply, done) => {
       request.log.info(
         {
@@ -83,7 +104,11 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
       done();
     });
   }
+  return app;
+}
 
+/** Every error answer as a problem body: the handlers' own, the store's, Fastify's, and the 404 of no route. */
+function handleErrors(app: FastifyInstance, settings: ServerSettings): void {
   app.setErrorHandler((error: FastifyError | ProblemError, request, reply) => {
     if (error instanceof ProblemError) return sendProblem(reply, error);
     if (error instanceof StoreUnavailableError) {
@@ -101,7 +126,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
           reply,
           new ProblemError(
             'payload_too_large',
-            `the body is over the limit of ${config.limits.maxBodyBytes} bytes`
+            `the body is over the limit of ${settings.limits.maxBodyBytes} bytes`
           )
         );
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -137,30 +162,4 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
       new ProblemError('route_not_found', `no endpoint ${request.method} ${request.url.split('?')[0]}`)
     )
   );
-
-  // The endpoint table's routes (a worker node serves only those that need no key), then the
-  // dashboard, which is HTML for people with its own cookie sign-in.
-  const worker = (options.role ?? 'all') === 'worker';
-  const reads = new ReadCache(context.store, error =>
-    app.log.error({ err: error }, 'a request waiting for the read cache failed')
-  );
-  const downloads = await DownloadLinks.open(context.store);
-  const handlers = {
-    ...metaHandlers(context, options.publicUrl, (options.role ?? 'all') !== 'api'),
-    ...sessionHandlers(context),
-    ...runHandlers(context, reads),
-    ...resultHandlers(context, downloads),
-    ...scheduleHandlers(context),
-    ...webhookHandlers(context),
-    ...catalogHandlers(context),
-    ...eventHandlers(context, new StreamSlots(config.limits.maxStreamsPerKey, config.limits.maxStreams))
-  };
-  const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
-  await registerEndpoints(app, { context, reads, downloads }, handlers, served);
-  if (!worker)
-    await app.register(async dashboard => {
-      dashboard.addHook('onRequest', stampRequestId);
-      await dashboard.register(dashboardRoutes, { context });
-    });
-  return app;
 }

@@ -16,8 +16,8 @@ export class ChangeHub {
   private readonly heardEvents = new Map<string, { seq: number; at: number }>();
   private readonly unsubscribeEvents: () => void;
 
-  constructor(store: RunChangeFeed & TranscriptStore) {
-    this.unsubscribe = store.onChange((change: RunChange) => {
+  constructor(stores: { runs: RunChangeFeed; transcript: Pick<TranscriptStore, 'onEvent'> }) {
+    this.unsubscribe = stores.runs.onChange((change: RunChange) => {
       const seen = this.heard.get(change.run_id);
       if (!seen || seen.version < change.version)
         this.heard.set(change.run_id, { version: change.version, at: Date.now() });
@@ -27,7 +27,7 @@ export class ChangeHub {
       // A change of state is also an event of the transcript.
       this.wakeEvents(change.run_id);
     });
-    this.unsubscribeEvents = store.onEvent((runId, seq) => {
+    this.unsubscribeEvents = stores.transcript.onEvent((runId, seq) => {
       const seen = this.heardEvents.get(runId);
       if (!seen || seen.seq < seq) this.heardEvents.set(runId, { seq, at: Date.now() });
       if (++this.changes % 1000 === 0) this.forget();

@@ -1,15 +1,64 @@
-// What the routes share: the store, the config, and the server's own moving parts.
+// What the routes share: the stores (one per concern), the settings the routes read, and the
+// server's own moving parts. Each handler is a module-level function of (RouteContext, request,
+// reply): routes/table.ts names the one for each endpoint.
 
 import type { ExecutorConfig } from '../config/config.js';
-import type { RunStore } from '../store/types.js';
+import type { Stores } from '../store/stores.js';
 import type { RateLimiter } from './auth.js';
 import type { ChangeHub } from './changes.js';
 import type { OidcVerifier } from './oidc.js';
 import type { SessionLinks } from './records.js';
 
+/**
+ * The part of the configuration the server reads: its environments, limits, where it is reached,
+ * how session pages and the workspace's continuation window behave, and its log. The rest (the
+ * sandbox, images, the store's location, publishing) is the worker's and the node's.
+ */
+export type ServerSettings = Pick<
+  ExecutorConfig,
+  | 'environments'
+  | 'limits'
+  | 'workspaces'
+  | 'publicUrl'
+  | 'sessionPages'
+  | 'workers'
+  | 'logLevel'
+  | 'logFormat'
+  | 'dataDir'
+  | 'webhooks'
+>;
+
+/** The server's settings out of the whole configuration: only these keys reach a route. */
+export function serverSettings(config: ExecutorConfig): ServerSettings {
+  const {
+    environments,
+    limits,
+    workspaces,
+    publicUrl,
+    sessionPages,
+    workers,
+    logLevel,
+    logFormat,
+    dataDir,
+    webhooks
+  } = config;
+  return {
+    environments,
+    limits,
+    workspaces,
+    publicUrl,
+    sessionPages,
+    workers,
+    logLevel,
+    logFormat,
+    dataDir,
+    webhooks
+  };
+}
+
 export interface ServerContext {
-  store: RunStore;
-  config: ExecutorConfig;
+  stores: Stores;
+  settings: ServerSettings;
   links: SessionLinks;
   hub: ChangeHub;
   limiter: RateLimiter;

@@ -12,10 +12,29 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isTerminalState } from '../../api/index.js';
-import type { StateEventRow, StoredRun, TranscriptEvent } from '../store/types.js';
-import type { ServerContext } from './context.js';
+import type { StateEventRow, Stores, StoredRun, TranscriptEvent } from '../store/types.js';
+import type { ChangeHub } from './changes.js';
+import type { ServerSettings } from './context.js';
 import { ProblemError } from './problem.js';
-import { toRecord } from './records.js';
+import { type SessionLinks, toRecord } from './records.js';
+
+/** What a stream's connection is bounded by: its buffer for a slow reader and its heartbeat. */
+type StreamLimits = Pick<ServerSettings['limits'], 'streamBufferBytes' | 'streamHeartbeatMs'>;
+
+/** What a run's event stream reads: its transcript, the hub that wakes it, and the run's links. */
+export interface RunStreamContext {
+  stores: Pick<Stores, 'transcript'>;
+  settings: { limits: StreamLimits };
+  hub: ChangeHub;
+  links: SessionLinks;
+}
+
+/** What the events cursor's stream reads: the runs' changes of state, and the hub that wakes it. */
+export interface StateStreamContext {
+  stores: Pick<Stores, 'runs'>;
+  settings: { limits: StreamLimits };
+  hub: ChangeHub;
+}
 
 /** Events one read of the store takes at most. */
 const PAGE_EVENTS = 200;
@@ -207,7 +226,7 @@ class Stream {
 }
 
 /** Starts the answer: 200, text/event-stream, no caching or proxy buffering. */
-function open(context: ServerContext, request: FastifyRequest, reply: FastifyReply): Stream {
+function open(limits: StreamLimits, request: FastifyRequest, reply: FastifyReply): Stream {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -217,8 +236,7 @@ function open(context: ServerContext, request: FastifyRequest, reply: FastifyRep
     'x-request-id': String(request.id)
   });
   raw.socket?.setNoDelay(true);
-  const { streamBufferBytes, streamHeartbeatMs } = context.config.limits;
-  const stream = new Stream(raw, streamBufferBytes, streamHeartbeatMs);
+  const stream = new Stream(raw, limits.streamBufferBytes, limits.streamHeartbeatMs);
   stream.send(`retry: ${RECONNECT_MS}\n\n`);
   return stream;
 }
@@ -235,21 +253,22 @@ function failed(request: FastifyRequest, stream: Stream, error: unknown): void {
  * newest of its read carries the run's record as `run` when the record is in that state.
  */
 export async function streamRunEvents(
-  context: ServerContext,
+  context: RunStreamContext,
   request: FastifyRequest,
   reply: FastifyReply,
   find: () => Promise<StoredRun>,
   after: number,
   release: () => void
 ): Promise<void> {
-  const stream = open(context, request, reply);
+  const { transcript } = context.stores;
+  const stream = open(context.settings.limits, request, reply);
   let run = await find().catch(() => undefined);
   const stop = context.hub.watch(run ? [run.run_id] : [], stream.wake);
   try {
     if (!run) return;
     let cursor = after;
     for (let idle = false; stream.open;) {
-      const events = await context.store.listEvents(run.run_id, { after: cursor, limit: PAGE_EVENTS });
+      const events = await transcript.listEvents(run.run_id, { after: cursor, limit: PAGE_EVENTS });
       const lastState = events.findLast(event => event.kind === 'state');
       if (lastState || idle) run = await find();
       for (const event of events) {
@@ -264,7 +283,7 @@ export async function streamRunEvents(
       if (events.length === PAGE_EVENTS) continue;
       if (isTerminalState(run.state)) {
         // Events written with the end (and any after it) are read once more before `done`.
-        const rest = await context.store.listEvents(run.run_id, { after: cursor, limit: PAGE_EVENTS });
+        const rest = await transcript.listEvents(run.run_id, { after: cursor, limit: PAGE_EVENTS });
         if (rest.length > 0) continue;
         stream.send(
           message(undefined, 'done', {
@@ -306,7 +325,7 @@ export function cursorEvent(row: StateEventRow): Record<string, unknown> {
  * `done` once every run is terminal and its changes are sent.
  */
 export async function streamStateEvents(
-  context: ServerContext,
+  context: StateStreamContext,
   request: FastifyRequest,
   reply: FastifyReply,
   team: string,
@@ -314,12 +333,12 @@ export async function streamStateEvents(
   since: number,
   release: () => void
 ): Promise<void> {
-  const stream = open(context, request, reply);
+  const stream = open(context.settings.limits, request, reply);
   const stop = context.hub.watch(runIds, stream.wake);
   try {
     let cursor = since;
     while (stream.open) {
-      const rows = await context.store.listStateEvents(team, runIds, cursor, PAGE_EVENTS);
+      const rows = await context.stores.runs.listStateEvents(team, runIds, cursor, PAGE_EVENTS);
       for (const row of rows) {
         const event = cursorEvent(row);
         if (!stream.send(message(row.sequence, String(event.type), event)) || !(await stream.drained()))
@@ -328,9 +347,9 @@ export async function streamStateEvents(
       }
       if (!(await stream.drained())) return;
       if (rows.length === PAGE_EVENTS) continue;
-      const states = await context.store.runStates(team, runIds);
+      const states = await context.stores.runs.runStates(team, runIds);
       if ([...states.values()].every(state => isTerminalState(state))) {
-        const rest = await context.store.listStateEvents(team, runIds, cursor, 1);
+        const rest = await context.stores.runs.listStateEvents(team, runIds, cursor, 1);
         if (rest.length > 0) continue;
         stream.send(message(undefined, 'done', { next_since: cursor, states: Object.fromEntries(states) }));
         return;

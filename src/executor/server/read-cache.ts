@@ -1,6 +1,6 @@
 // Answers to reads kept between writes, so a client polling an unchanged run or list page costs one
 // cheap look at the store's change stamp instead of a key lookup, a query and a serialisation. The
-// stamp (RunStore.changeStamp) moves on every write committed anywhere, by this process or another
+// stamp (Stores.changeStamp) moves on every write committed anywhere, by this process or another
 // one sharing the store; everything here is dropped as soon as it moved, so a cached answer never
 // shows anything an uncached read would not (a revoked key, a cancelled run). A store that cannot
 // give a stamp (PostgreSQL) gets no caching: every request reads, as before.
@@ -16,7 +16,7 @@
 // request. A request queued while a turn is answered waits for the next turn's look.
 
 import type { FastifyReply } from 'fastify';
-import type { RunStore } from '../store/types.js';
+import type { Stores } from '../store/stores.js';
 import type { Principal } from './auth.js';
 
 /** Held per stamp at most; a busy poller's run or page is among the newest. */
@@ -44,7 +44,7 @@ export class ReadCache {
   private stamped: boolean | undefined;
 
   constructor(
-    private readonly store: Pick<RunStore, 'changeStamp'>,
+    private readonly store: Pick<Stores, 'changeStamp'>,
     /** Told of a fault while answering the waiting requests: a stamp not read, a continuation that threw. */
     private readonly report: (error: unknown) => void = error => {
       throw error;

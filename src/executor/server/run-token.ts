@@ -12,7 +12,7 @@ import type { EndpointName } from '../../api/endpoints.js';
 import type { EnvironmentConfig } from '../config/config.js';
 import { VIA_HEADER } from '../sandbox/proxy.js';
 import { RUN_TOKEN_PREFIX, hashKey, isWellFormedRunToken, sameHash } from '../store/keys.js';
-import type { RunRequestStore, RunStore, RunTokenStore } from '../store/types.js';
+import type { RunRecordStore, RunRequestStore, RunTokenStore } from '../store/types.js';
 import { ProblemError } from './problem.js';
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
@@ -36,7 +36,7 @@ export function carriesRunToken(header: string | undefined): boolean {
  * ended) or 403 (the request did not come through the run's proxy).
  */
 export async function authenticateRunToken(
-  store: RunTokenStore & Pick<RunRequestStore, 'getRunAnyTeam'>,
+  stores: { accounts: RunTokenStore; runs: Pick<RunRequestStore, 'getRunAnyTeam'> },
   environments: EnvironmentConfig[],
   token: string,
   request: FastifyRequest
@@ -47,7 +47,7 @@ export async function authenticateRunToken(
       "the run token is malformed (an orchestrate run's credential is art_ and 36 letters and digits)",
       CHALLENGE
     );
-  const record = await store.findRunToken(hashKey(token));
+  const record = await stores.accounts.findRunToken(hashKey(token));
   if (!record)
     throw new ProblemError(
       'unauthenticated',
@@ -60,7 +60,7 @@ export async function authenticateRunToken(
       'forbidden',
       "a run token is accepted only from inside its run's sandbox, through the run's proxy (AGENT_RUN_BASE_URL there); this request came another way"
     );
-  const run = await store.getRunAnyTeam(record.run_id);
+  const run = await stores.runs.getRunAnyTeam(record.run_id);
   if (!run || isTerminalState(run.state))
     throw new ProblemError(
       'unauthenticated',
@@ -113,7 +113,7 @@ export function checkOrchestratorEndpoint(
  * ancestor_run_id its own run as the ancestor.
  */
 export async function checkOrchestratorRequest(
-  store: Pick<RunStore, 'isDescendant'>,
+  store: Pick<RunRecordStore, 'isDescendant'>,
   team: string,
   orchestrator: Orchestrator,
   endpoint: EndpointName,

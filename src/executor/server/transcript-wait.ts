@@ -42,12 +42,12 @@ export function parseLimit(query: unknown): number {
 
 /** Up to `limit` events after `after`, cut at about MAX_PAGE_BYTES, and whether more follow. */
 async function readPage(
-  context: ServerContext,
+  context: Pick<ServerContext, 'stores'>,
   runId: string,
   after: number,
   limit: number
 ): Promise<{ events: TranscriptEvent[]; more: boolean }> {
-  const events = await context.store.listEvents(runId, { after, limit: limit + 1 });
+  const events = await context.stores.transcript.listEvents(runId, { after, limit: limit + 1 });
   let more = events.length > limit;
   if (more) events.length = limit;
   let bytes = 0;
@@ -81,7 +81,7 @@ function preferWait(header: string): number | undefined {
 }
 
 export async function readTranscript(
-  context: ServerContext,
+  context: Pick<ServerContext, 'stores' | 'hub' | 'draining'>,
   request: FastifyRequest,
   reply: FastifyReply,
   find: () => Promise<StoredRun>

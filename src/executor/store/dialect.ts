@@ -27,7 +27,7 @@ export interface ChangeOptions {
 
 export interface Dialect {
   readonly kind: 'sqlite' | 'postgres';
-  /** Whether other processes run work from this database too (see RunStore.shared). */
+  /** Whether other processes run work from this database too (see Stores.shared). */
   readonly shared: boolean;
 
   // SQL the dialects write differently

@@ -1,5 +1,5 @@
-// RunStore on PostgreSQL, shared by every executor node on one database: the SQL store
-// (sql-store.ts) with the PostgreSQL dialect (postgres/). What makes several nodes safe together is
+// The stores on PostgreSQL, shared by every executor node on one database: the SQL stores
+// (sql-stores.ts) with the PostgreSQL dialect (postgres/). What makes several nodes safe together is
 // said in postgres/dialect.ts; idempotency is a unique index, so concurrent creates with one key on
 // two nodes give one run; migrations run under an advisory lock (postgres/migrate.ts).
 
@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { createPool, openError } from './postgres/connection.js';
 import { PostgresDialect } from './postgres/dialect.js';
 import { migrate } from './postgres/migrate.js';
-import { SqlRunStore } from './sql-store.js';
+import { SqlStores } from './sql-stores.js';
 
 export interface PostgresOptions {
   /** Connections in the pool (default 10). */
@@ -16,7 +16,7 @@ export interface PostgresOptions {
   fallbackPollMs?: number;
 }
 
-export class PostgresRunStore extends SqlRunStore {
+export class PostgresStores extends SqlStores {
   declare readonly kind: 'postgres';
   private closed = false;
 
@@ -29,7 +29,7 @@ export class PostgresRunStore extends SqlRunStore {
   }
 
   /** Connects, and brings the schema up to date under an advisory lock. */
-  static async open(url: string, options: PostgresOptions = {}): Promise<PostgresRunStore> {
+  static async open(url: string, options: PostgresOptions = {}): Promise<PostgresStores> {
     const pool = createPool(url, options.poolSize ?? 10);
     try {
       await migrate(pool);
@@ -37,7 +37,7 @@ export class PostgresRunStore extends SqlRunStore {
       await pool.end().catch(() => undefined);
       throw openError(url, error);
     }
-    return new PostgresRunStore(pool, url, options.fallbackPollMs ?? 2000);
+    return new PostgresStores(pool, url, options.fallbackPollMs ?? 2000);
   }
 
   override async close(): Promise<void> {

@@ -1,5 +1,5 @@
 // What the store keeps of a scheduled agent and what it does with one (ScheduleStore), apart from
-// the SQL (sql-schedules.ts) so that the RunStore interface can name it without an import cycle.
+// the SQL (sql-schedules.ts) so that the Stores interface can name it without an import cycle.
 
 /** A schedule's settings as the API sets them. */
 export interface ScheduleSpec {

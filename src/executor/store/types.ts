@@ -25,21 +25,7 @@ export type {
   TranscriptStore
 };
 
-/**
- * The server's transitional view of the store: the bundle with every concern's methods on it too,
- * under their own names (SqlRunStore, sql-store.ts, delegates each to its store). Only server/
- * (ServerContext.store) still takes it; it goes once server/ takes the narrow stores.
- */
-export type RunStore = Stores &
-  RunRecordStore &
-  ClaimStore &
-  TranscriptStore &
-  ArtifactStore &
-  AccountStore &
-  HoldStore &
-  NodeStore;
-
-// Narrower views, parts of one concern's store, still named by server/ (RunTokenStore by the worker too).
+// Narrower views, parts of one concern's store, named by server/ (RunTokenStore by the worker too).
 
 /** API keys (the server's authentication, the CLI's key commands). */
 export type KeyStore = Pick<AccountStore, 'createKey' | 'findKeyByHash' | 'listKeys' | 'revokeKey'>;

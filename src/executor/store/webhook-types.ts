@@ -1,5 +1,5 @@
 // What the store keeps of a team's webhook endpoints and of each delivery to them (WebhookStore),
-// apart from the SQL (sql-webhooks.ts) so that the RunStore interface can name it without an import
+// apart from the SQL (sql-webhooks.ts) so that the Stores interface can name it without an import
 // cycle. The deliveries themselves are written by the database's triggers (migrations.ts), in the
 // transaction of the change they tell of.
 

@@ -5,7 +5,7 @@
 // page has, and the run's facts when its state changes.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RunRequestStore, TranscriptStore, RunChangeFeed } from '../../store/types.js';
+import type { RunChangeFeed, RunRequestStore, Stores } from '../../store/types.js';
 import { isTerminalState } from './html.js';
 import { type Filters, countsHtml, matches, runRow } from './list-page.js';
 import { eventHtml, factsHtml } from '../run-view.js';
@@ -93,8 +93,11 @@ function serial(work: () => Promise<void>, fail: (error: unknown) => void): () =
   return go;
 }
 
+/** What the list stream reads: a run, the counts per state, and every run's changes. */
+type ListStreamRuns = Pick<RunRequestStore, 'getRun' | 'countRunsByState'> & RunChangeFeed;
+
 export function listStream(
-  store: RunRequestStore & TranscriptStore & RunChangeFeed,
+  runs: ListStreamRuns,
   team: string,
   filters: Filters,
   request: FastifyRequest,
@@ -110,15 +113,15 @@ export function listStream(
       const ids = [...pending];
       pending.clear();
       for (const id of ids) {
-        const run = await store.getRun(team, id);
+        const run = await runs.getRun(team, id);
         if (run && matches(filters, run)) stream.send('run', { id: run.run_id, html: runRow(run) });
       }
-      stream.send('counts', { html: countsHtml(await store.countRunsByState(team)) });
+      stream.send('counts', { html: countsHtml(await runs.countRunsByState(team)) });
     },
     error => request.log.warn({ err: error }, 'dashboard list stream')
   );
   stream.onClose(
-    store.onChange(change => {
+    runs.onChange(change => {
       pending.add(change.run_id);
       flush();
     })
@@ -126,7 +129,7 @@ export function listStream(
 }
 
 export function runStream(
-  store: RunRequestStore & TranscriptStore & RunChangeFeed,
+  stores: Pick<Stores, 'runs' | 'transcript'>,
   team: string,
   runId: string,
   after: number,
@@ -141,14 +144,14 @@ export function runStream(
   const refresh = serial(
     async () => {
       if (!(await stream.stillSignedIn())) return;
-      const run = await store.getRun(team, runId);
+      const run = await stores.runs.getRun(team, runId);
       if (!run) {
         stream.end();
         return;
       }
       // Page by page, so a long transcript streams instead of being built at once.
       for (let pages = 0; pages < MAX_PAGES_PER_REFRESH; pages++) {
-        const events = await store.listEvents(runId, { after: last, limit: PAGE_EVENTS });
+        const events = await stores.transcript.listEvents(runId, { after: last, limit: PAGE_EVENTS });
         if (events.length === 0) break;
         last = events.at(-1)!.seq;
         stream.send('events', { html: events.map(eventHtml).join('\n'), last });
@@ -161,8 +164,8 @@ export function runStream(
     },
     error => request.log.warn({ err: error }, 'dashboard run stream')
   );
-  stream.onClose(store.onEvent(id => id === runId && refresh()));
-  stream.onClose(store.onChange(change => change.run_id === runId && refresh()));
+  stream.onClose(stores.transcript.onEvent(id => id === runId && refresh()));
+  stream.onClose(stores.runs.onChange(change => change.run_id === runId && refresh()));
   // Another process's appends to a shared SQLite file are not announced (only its run changes
   // are): like a held transcript read, look again now and then.
   const reread = setInterval(refresh, REREAD_MS);

@@ -6,13 +6,13 @@
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ExecutorConfig } from '../../config/config.js';
-
-/** What of the configuration a dashboard session reads: the address it is served at. */
-type SessionSettings = Pick<ExecutorConfig, 'publicUrl'>;
 import { hashKey, isWellFormedKey, sameHash } from '../../store/keys.js';
 import type { AccountStore } from '../../store/types.js';
+import type { ServerSettings } from '../context.js';
 import type { Viewer } from './html.js';
+
+/** What of the settings a dashboard session reads: the address it is served at. */
+type SessionSettings = Pick<ServerSettings, 'publicUrl'>;
 
 export const COOKIE = 'agent_run_session';
 /** How long a sign-in lasts. */
@@ -44,14 +44,14 @@ export async function viewerOf(store: AccountStore, request: FastifyRequest): Pr
 }
 
 /** True when the site is reached over https, so the cookie must be Secure. */
-function secure(config: SessionSettings, request: FastifyRequest): boolean {
-  return request.protocol === 'https' || (config.publicUrl ?? '').startsWith('https:');
+function secure(settings: SessionSettings, request: FastifyRequest): boolean {
+  return request.protocol === 'https' || (settings.publicUrl ?? '').startsWith('https:');
 }
 
 /** Checks an API key and makes a session of it; false for a malformed, unknown or revoked key. */
 export async function signIn(
   store: AccountStore,
-  config: SessionSettings,
+  settings: SessionSettings,
   request: FastifyRequest,
   reply: FastifyReply,
   key: string
@@ -70,23 +70,23 @@ export async function signIn(
     expires_at: now + SESSION_TTL_MS
   });
   const flags = `Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}`;
-  reply.header('set-cookie', `${COOKIE}=${id}; ${flags}${secure(config, request) ? '; Secure' : ''}`);
+  reply.header('set-cookie', `${COOKIE}=${id}; ${flags}${secure(settings, request) ? '; Secure' : ''}`);
   return true;
 }
 
-export function clearCookie(config: SessionSettings, request: FastifyRequest, reply: FastifyReply): void {
+export function clearCookie(settings: SessionSettings, request: FastifyRequest, reply: FastifyReply): void {
   const flags = 'Path=/; HttpOnly; SameSite=Strict; Max-Age=0';
-  reply.header('set-cookie', `${COOKIE}=; ${flags}${secure(config, request) ? '; Secure' : ''}`);
+  reply.header('set-cookie', `${COOKIE}=; ${flags}${secure(settings, request) ? '; Secure' : ''}`);
 }
 
 /** The origins this site is served at: the request's own host, and the configured public URL. */
-function sameOrigin(config: SessionSettings, request: FastifyRequest): boolean {
+function sameOrigin(settings: SessionSettings, request: FastifyRequest): boolean {
   const origin = request.headers.origin;
   if (typeof origin !== 'string') return false;
   if (origin === `${request.protocol}://${request.host}`) return true;
-  if (config.publicUrl) {
+  if (settings.publicUrl) {
     try {
-      return new URL(config.publicUrl).origin === origin;
+      return new URL(settings.publicUrl).origin === origin;
     } catch {
       return false;
     }
@@ -99,12 +99,12 @@ function sameOrigin(config: SessionSettings, request: FastifyRequest): boolean {
  * (when signed in) carry the session's CSRF token.
  */
 export function refusal(
-  config: SessionSettings,
+  settings: SessionSettings,
   request: FastifyRequest,
   viewer: SignedIn | undefined,
   token: unknown
 ): string | undefined {
-  if (!sameOrigin(config, request))
+  if (!sameOrigin(settings, request))
     return `the request came from origin ${JSON.stringify(request.headers.origin ?? null)}, not from this site`;
   if (!viewer) return undefined;
   const given = Buffer.from(typeof token === 'string' ? token : '');

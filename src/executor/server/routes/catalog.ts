@@ -5,8 +5,7 @@
 
 import type { EnvironmentRecord, ListModelsResponse } from '../../../api/schedules.js';
 import type { EnvironmentConfig } from '../../config/config.js';
-import type { ServerContext } from '../context.js';
-import type { Handlers } from './register.js';
+import type { RouteContext } from './handler.js';
 
 /** Which provider's models each harness kind runs. */
 const PROVIDERS: Readonly<Record<string, string>> = {
@@ -39,34 +38,31 @@ function defaultModelOf(env: EnvironmentConfig): string | null {
   return typeof model === 'string' && model !== '' ? model : null;
 }
 
-export function catalogHandlers(context: ServerContext): Handlers<'listEnvironments' | 'listModels'> {
-  const { config } = context;
-  return {
-    listEnvironments: async () => ({ environments: config.environments.map(environmentRecord) }),
+export async function listEnvironments(context: RouteContext) {
+  return { environments: context.settings.environments.map(environmentRecord) };
+}
 
-    listModels: async (): Promise<ListModelsResponse> => {
-      const models = new Map<string, { id: string; provider: string; environment_ids: string[] }>();
-      const environments = config.environments.map(env => {
-        const provider = PROVIDERS[env.agent.kind];
-        const model = defaultModelOf(env);
-        if (provider && model) {
-          const entry = models.get(model) ?? { id: model, provider, environment_ids: [] };
-          entry.environment_ids.push(env.id);
-          models.set(model, entry);
-        }
-        return {
-          environment_id: env.id,
-          agent_kind: env.agent.kind,
-          default_model_id: model,
-          accepts_model_id: provider !== undefined
-        };
-      });
-      const first = config.environments[0];
-      return {
-        default_model_id: first ? defaultModelOf(first) : null,
-        models: [...models.values()],
-        environments
-      };
+export async function listModels(context: RouteContext): Promise<ListModelsResponse> {
+  const models = new Map<string, { id: string; provider: string; environment_ids: string[] }>();
+  const environments = context.settings.environments.map(env => {
+    const provider = PROVIDERS[env.agent.kind];
+    const model = defaultModelOf(env);
+    if (provider && model) {
+      const entry = models.get(model) ?? { id: model, provider, environment_ids: [] };
+      entry.environment_ids.push(env.id);
+      models.set(model, entry);
     }
+    return {
+      environment_id: env.id,
+      agent_kind: env.agent.kind,
+      default_model_id: model,
+      accepts_model_id: provider !== undefined
+    };
+  });
+  const first = context.settings.environments[0];
+  return {
+    default_model_id: first ? defaultModelOf(first) : null,
+    models: [...models.values()],
+    environments
   };
 }

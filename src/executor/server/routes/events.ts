@@ -3,10 +3,8 @@
 // page in the production service's shape, or the same as a stream).
 
 import { MAX_EVENT_RUN_IDS } from '../../../api/schemas.js';
-import type { StoredRun } from '../../store/types.js';
-import type { ServerContext } from '../context.js';
+import type { RunRecordStore, StoredRun } from '../../store/types.js';
 import {
-  type StreamSlots,
   cursorEvent,
   resumePoint,
   streamRunEvents,
@@ -15,7 +13,7 @@ import {
 } from '../event-stream.js';
 import { ProblemError } from '../problem.js';
 import { parseAfter, readTranscript } from '../transcript-wait.js';
-import type { Handlers } from './register.js';
+import type { Handler } from './handler.js';
 
 const DEFAULT_EVENTS_LIMIT = 100;
 /** A run id as the executor makes them (and any the service might): one plain path segment. */
@@ -76,46 +74,42 @@ function parseEventsLimit(query: unknown): number {
   );
 }
 
-export function eventHandlers(
-  context: ServerContext,
-  slots: StreamSlots
-): Handlers<'getRunEvents' | 'listEvents'> {
-  const { store } = context;
-
-  return {
-    getRunEvents: async (request, reply) => {
-      const id = request.params.run_id;
-      const find = async (): Promise<StoredRun> => {
-        const run = await store.getRun(request.principal.team, id);
-        if (!run) throw notFound(id);
-        return run;
-      };
-      if (!wantsEventStream(request)) return readTranscript(context, request, reply, find);
-      const after = resumePoint(request, parseAfter(request.query));
-      await find();
-      const release = slots.take(request.principal.keyId);
-      await streamRunEvents(context, request, reply, find, after, release);
-      return reply;
-    },
-
-    listEvents: async (request, reply) => {
-      const team = request.principal.team;
-      const runIds = parseRunIds(request.query.run_ids);
-      const since = parseSince(request.query);
-      const limit = parseEventsLimit(request.query);
-      const stream = wantsEventStream(request);
-      const after = stream ? resumePoint(request, since) : since;
-      // Another team's run answers as one that does not exist, as every run endpoint does.
-      const states = await store.runStates(team, runIds);
-      const missing = runIds.find(id => !states.has(id));
-      if (missing !== undefined) throw notFound(missing);
-      if (stream) {
-        const release = slots.take(request.principal.keyId);
-        await streamStateEvents(context, request, reply, team, runIds, after, release);
-        return reply;
-      }
-      const rows = await store.listStateEvents(team, runIds, after, limit);
-      return { events: rows.map(cursorEvent), next_since: rows.at(-1)?.sequence ?? after };
-    }
+/** The team's run with this id, read anew at each call, or 404 (another team's is as unknown). */
+function runFinder(runs: Pick<RunRecordStore, 'getRun'>, team: string, id: string): () => Promise<StoredRun> {
+  return async () => {
+    const run = await runs.getRun(team, id);
+    if (!run) throw notFound(id);
+    return run;
   };
 }
+
+export const getRunEvents: Handler<'getRunEvents'> = async (context, request, reply) => {
+  const find = runFinder(context.stores.runs, request.principal.team, request.params.run_id);
+  if (!wantsEventStream(request)) return readTranscript(context, request, reply, find);
+  const after = resumePoint(request, parseAfter(request.query));
+  await find();
+  const release = context.slots.take(request.principal.keyId);
+  await streamRunEvents(context, request, reply, find, after, release);
+  return reply;
+};
+
+export const listEvents: Handler<'listEvents'> = async (context, request, reply) => {
+  const runs = context.stores.runs;
+  const team = request.principal.team;
+  const runIds = parseRunIds(request.query.run_ids);
+  const since = parseSince(request.query);
+  const limit = parseEventsLimit(request.query);
+  const stream = wantsEventStream(request);
+  const after = stream ? resumePoint(request, since) : since;
+  // Another team's run answers as one that does not exist, as every run endpoint does.
+  const states = await runs.runStates(team, runIds);
+  const missing = runIds.find(id => !states.has(id));
+  if (missing !== undefined) throw notFound(missing);
+  if (stream) {
+    const release = context.slots.take(request.principal.keyId);
+    await streamStateEvents(context, request, reply, team, runIds, after, release);
+    return reply;
+  }
+  const rows = await runs.listStateEvents(team, runIds, after, limit);
+  return { events: rows.map(cursorEvent), next_since: rows.at(-1)?.sequence ?? after };
+};

@@ -2,40 +2,36 @@
 
 import { ERROR_CODES } from '../../../api/index.js';
 import { openApiDocument } from '../../../api/openapi.js';
-import type { ServerContext } from '../context.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { freeSpaceProblem } from '../../sandbox/processes.js';
-import type { Handlers } from './register.js';
+import type { RouteContext } from './handler.js';
 
-export function metaHandlers(
-  context: ServerContext,
-  publicUrl: () => string,
-  /** Whether this node claims runs (not an `api` node): its readiness then needs room on the data dir. */
-  runsWork = true
-): Handlers<'health' | 'ready' | 'getOpenApi' | 'listErrorCodes'> {
-  let document: string | undefined;
-  return {
-    health: async () => ({ status: 'ok' }),
+export async function health() {
+  return { status: 'ok' };
+}
 
-    ready: async (request, reply) => {
-      if (context.draining) return reply.code(503).send({ status: 'shutting_down' });
-      try {
-        await context.store.ping();
-      } catch {
-        return reply.code(503).send({ status: 'store_unavailable' });
-      }
-      // Looked at now, not when the pool last tried a claim: ready again as soon as room is back.
-      const short = runsWork ? freeSpaceProblem(context.config, request.log) : undefined;
-      if (short) return reply.code(503).send({ status: 'low_on_space', claiming: false, reason: short });
-      return { status: 'ready', environments: context.config.environments.map(env => env.id) };
-    },
+export async function ready(context: RouteContext, request: FastifyRequest, reply: FastifyReply) {
+  if (context.draining) return reply.code(503).send({ status: 'shutting_down' });
+  try {
+    await context.stores.ping();
+  } catch {
+    return reply.code(503).send({ status: 'store_unavailable' });
+  }
+  // Looked at now, not when the pool last tried a claim: ready again as soon as room is back.
+  const short = context.runsWork ? freeSpaceProblem(context.settings, request.log) : undefined;
+  if (short) return reply.code(503).send({ status: 'low_on_space', claiming: false, reason: short });
+  return { status: 'ready', environments: context.settings.environments.map(env => env.id) };
+}
 
-    getOpenApi: async (_request, reply) => {
-      document ??= JSON.stringify(openApiDocument(publicUrl()));
-      return reply.type('application/json').send(document);
-    },
+/** The OpenAPI document, serialised once per public URL. */
+let openApi: { url: string; text: string } | undefined;
 
-    listErrorCodes: async () => ({
-      errors: Object.entries(ERROR_CODES).map(([code, info]) => ({ error_code: code, ...info }))
-    })
-  };
+export async function getOpenApi(context: RouteContext, _request: FastifyRequest, reply: FastifyReply) {
+  const url = context.publicUrl();
+  if (openApi?.url !== url) openApi = { url, text: JSON.stringify(openApiDocument(url)) };
+  return reply.type('application/json').send(openApi.text);
+}
+
+export async function listErrorCodes() {
+  return { errors: Object.entries(ERROR_CODES).map(([code, info]) => ({ error_code: code, ...info })) };
 }

@@ -1,22 +1,26 @@
-// The schedule endpoints (create, list, get, update, delete, pause, resume) as a handler map for
-// register.ts. The schemas have checked each field's form; what is left here is meaning: the cron
-// expression parses and fires some day, the time zone exists, the environment is one this
-// executor serves. A team sees only its own schedules (another team's id answers 404, as an unknown
-// one). The runs a schedule starts are the scheduler's (schedules/scheduler.ts).
+// The schedule endpoints (create, list, get, update, delete, pause, resume), one handler each,
+// named in routes/table.ts. The schemas have checked each field's form; what is left here is
+// meaning: the cron expression parses and fires some day, the time zone exists, the environment is
+// one this executor serves. A team sees only its own schedules (another team's id answers 404, as
+// an unknown one). The runs a schedule starts are the scheduler's (schedules/scheduler.ts).
 
 import { randomUUID } from 'node:crypto';
 import type { CreateScheduleRequest, ScheduleRecord, UpdateScheduleRequest } from '../../../api/schedules.js';
 import { cronProblem, nextFire, timeZoneProblem } from '../../schedules/cron.js';
-import type { ScheduleSpec, ScheduleStore, StoredSchedule } from '../../store/sql-schedules.js';
-import type { ServerContext } from '../context.js';
+import type { ScheduleSpec, ScheduleStore, StoredSchedule } from '../../store/schedule-types.js';
+import type { ServerSettings } from '../context.js';
 import { ProblemError } from '../problem.js';
-import type { Handlers } from './register.js';
-import { checkHarnessConfig } from './runs.js';
+import { checkHarnessConfig } from '../run-fields.js';
+import type { Handler } from './handler.js';
 
 type Body = CreateScheduleRequest | UpdateScheduleRequest;
 
 /** The settings of a create or update body, checked beyond the schema. */
-function specOf(body: Body, context: ServerContext, previous?: ScheduleSpec): ScheduleSpec {
+function specOf(
+  body: Body,
+  settings: Pick<ServerSettings, 'environments' | 'limits'>,
+  previous?: ScheduleSpec
+): ScheduleSpec {
   const zone = body.time_zone ?? previous?.time_zone ?? 'UTC';
   const zoneProblem = timeZoneProblem(zone);
   if (zoneProblem) throw new ProblemError('invalid_field', zoneProblem);
@@ -24,25 +28,25 @@ function specOf(body: Body, context: ServerContext, previous?: ScheduleSpec): Sc
   if (cron) throw new ProblemError('invalid_field', cron);
   const agentConfig = (body.agent_config ?? previous?.agent_config ?? {}) as Record<string, unknown>;
   const environmentId = agentConfig.environment_id;
-  const served = context.config.environments.map(env => env.id).join(', ');
+  const served = settings.environments.map(env => env.id).join(', ');
   if (typeof environmentId !== 'string')
     throw new ProblemError(
       'invalid_field',
       `agent_config.environment_id: missing; expected the id of an environment this executor serves (${served})`
     );
-  if (!context.config.environments.some(env => env.id === environmentId))
+  if (!settings.environments.some(env => env.id === environmentId))
     throw new ProblemError(
       'invalid_field',
       `agent_config.environment_id ${JSON.stringify(environmentId)}: no such environment; expected one of ${served}`
     );
   // agent_config is the config of every run the schedule starts: checked as a create's would be.
-  const environment = context.config.environments.find(env => env.id === environmentId);
+  const environment = settings.environments.find(env => env.id === environmentId);
   if (environment) checkHarnessConfig(agentConfig, environment.agent.kind);
   const bytes = Buffer.byteLength(body.prompt);
-  if (bytes > context.config.limits.maxPromptBytes)
+  if (bytes > settings.limits.maxPromptBytes)
     throw new ProblemError(
       'invalid_field',
-      `prompt: ${bytes} bytes is over the limit of ${context.config.limits.maxPromptBytes} bytes`
+      `prompt: ${bytes} bytes is over the limit of ${settings.limits.maxPromptBytes} bytes`
     );
   return {
     name: body.name,
@@ -82,22 +86,25 @@ export function scheduleRecord(schedule: StoredSchedule): ScheduleRecord {
   };
 }
 
+/** The next due time of a schedule created or updated now: none while it is paused. */
+function nextDue(spec: ScheduleSpec, enabled: boolean): number | null {
+  return enabled ? nextFire(spec.cron_schedule, spec.time_zone, Date.now()) : null;
+}
+
 /**
  * Pauses (next due time none) or resumes (next due time from now) a team's schedule, keeping its
  * settings; the schedule as it is now, undefined when the team has none with this id. The API's
  * pause and resume and the dashboard's buttons both go through here.
  */
 export async function setScheduleEnabled(
-  schedules: ScheduleStore,
+  schedules: Pick<ScheduleStore, 'getSchedule' | 'updateSchedule'>,
   team: string,
   id: string,
   enabled: boolean
 ): Promise<StoredSchedule | undefined> {
   const schedule = await schedules.getSchedule(team, id);
   if (!schedule) return undefined;
-  const nextRunMs = enabled
-    ? nextFire(schedule.spec.cron_schedule, schedule.spec.time_zone, Date.now())
-    : null;
+  const nextRunMs = nextDue(schedule.spec, enabled);
   const at = new Date().toISOString();
   if (!(await schedules.updateSchedule(team, id, { spec: schedule.spec, enabled, nextRunMs, at })))
     return undefined;
@@ -108,97 +115,91 @@ function notFound(id: string): ProblemError {
   return new ProblemError('not_found', `schedule ${JSON.stringify(id)} does not exist`);
 }
 
-export function scheduleHandlers(
-  context: ServerContext
-): Handlers<
-  | 'createSchedule'
-  | 'listSchedules'
-  | 'getSchedule'
-  | 'updateSchedule'
-  | 'deleteSchedule'
-  | 'pauseSchedule'
-  | 'resumeSchedule'
-> {
-  const schedules = context.store.schedules;
-  const next = (spec: ScheduleSpec, enabled: boolean) =>
-    enabled ? nextFire(spec.cron_schedule, spec.time_zone, Date.now()) : null;
-
-  async function find(team: string, id: string): Promise<StoredSchedule> {
-    const schedule = await schedules.getSchedule(team, id);
-    if (!schedule) throw notFound(id);
-    return schedule;
-  }
-
-  /** Sets enabled (and the next due time from now), keeping the settings. */
-  async function setEnabled(team: string, id: string, enabled: boolean): Promise<ScheduleRecord> {
-    const schedule = await setScheduleEnabled(schedules, team, id, enabled);
-    if (!schedule) throw notFound(id);
-    return scheduleRecord(schedule);
-  }
-
-  return {
-    createSchedule: async request => {
-      const body = request.body;
-      const spec = specOf(body, context);
-      const enabled = body.enabled ?? true;
-      const principal = request.principal;
-      const at = new Date().toISOString();
-      const schedule: StoredSchedule = {
-        id: randomUUID(),
-        team: principal.team,
-        spec,
-        enabled,
-        next_run_ms: next(spec, enabled),
-        last_ran: null,
-        last_run_id: null,
-        last_spawn_error: null,
-        created_by: {
-          type: principal.kind === 'personal' ? 'user' : 'agent',
-          uid: principal.keyId,
-          display_name: principal.name
-        },
-        created_at: at,
-        updated_at: at
-      };
-      const limit = context.config.limits.maxSchedulesPerTeam;
-      if (!(await schedules.createSchedule(schedule, limit)))
-        throw new ProblemError(
-          'schedule_limit_reached',
-          `this team has ${limit} schedules, the limit of limits.max_schedules_per_team; delete one to create another`
-        );
-      return scheduleRecord(schedule);
-    },
-
-    listSchedules: async request => ({
-      schedules: (await schedules.listSchedules(request.principal.team)).map(scheduleRecord)
-    }),
-
-    getSchedule: async request =>
-      scheduleRecord(await find(request.principal.team, request.params.schedule_id)),
-
-    updateSchedule: async request => {
-      const { team } = request.principal;
-      const id = request.params.schedule_id;
-      const previous = await find(team, id);
-      const spec = specOf(request.body, context, previous.spec);
-      const enabled = request.body.enabled;
-      const changed = await schedules.updateSchedule(team, id, {
-        spec,
-        enabled,
-        nextRunMs: next(spec, enabled),
-        at: new Date().toISOString()
-      });
-      if (!changed) throw notFound(id);
-      return scheduleRecord(await find(team, id));
-    },
-
-    deleteSchedule: async request => {
-      const id = request.params.schedule_id;
-      if (!(await schedules.deleteSchedule(request.principal.team, id))) throw notFound(id);
-      return { success: true };
-    },
-
-    pauseSchedule: request => setEnabled(request.principal.team, request.params.schedule_id, false),
-    resumeSchedule: request => setEnabled(request.principal.team, request.params.schedule_id, true)
-  };
+/** The team's schedule with this id, or 404 (another team's answers as an unknown one). */
+async function findSchedule(schedules: ScheduleStore, team: string, id: string): Promise<StoredSchedule> {
+  const schedule = await schedules.getSchedule(team, id);
+  if (!schedule) throw notFound(id);
+  return schedule;
 }
+
+/** Sets enabled (and the next due time from now), keeping the settings; 404 when there is none. */
+async function setEnabled(
+  schedules: ScheduleStore,
+  team: string,
+  id: string,
+  enabled: boolean
+): Promise<ScheduleRecord> {
+  const schedule = await setScheduleEnabled(schedules, team, id, enabled);
+  if (!schedule) throw notFound(id);
+  return scheduleRecord(schedule);
+}
+
+export const createSchedule: Handler<'createSchedule'> = async (context, request) => {
+  const body = request.body;
+  const spec = specOf(body, context.settings);
+  const enabled = body.enabled ?? true;
+  const principal = request.principal;
+  const at = new Date().toISOString();
+  const schedule: StoredSchedule = {
+    id: randomUUID(),
+    team: principal.team,
+    spec,
+    enabled,
+    next_run_ms: nextDue(spec, enabled),
+    last_ran: null,
+    last_run_id: null,
+    last_spawn_error: null,
+    created_by: {
+      type: principal.kind === 'personal' ? 'user' : 'agent',
+      uid: principal.keyId,
+      display_name: principal.name
+    },
+    created_at: at,
+    updated_at: at
+  };
+  const limit = context.settings.limits.maxSchedulesPerTeam;
+  if (!(await context.stores.schedules.createSchedule(schedule, limit)))
+    throw new ProblemError(
+      'schedule_limit_reached',
+      `this team has ${limit} schedules, the limit of limits.max_schedules_per_team; delete one to create another`
+    );
+  return scheduleRecord(schedule);
+};
+
+export const listSchedules: Handler<'listSchedules'> = async (context, request) => ({
+  schedules: (await context.stores.schedules.listSchedules(request.principal.team)).map(scheduleRecord)
+});
+
+export const getSchedule: Handler<'getSchedule'> = async (context, request) =>
+  scheduleRecord(
+    await findSchedule(context.stores.schedules, request.principal.team, request.params.schedule_id)
+  );
+
+export const updateSchedule: Handler<'updateSchedule'> = async (context, request) => {
+  const schedules = context.stores.schedules;
+  const { team } = request.principal;
+  const id = request.params.schedule_id;
+  const previous = await findSchedule(schedules, team, id);
+  const spec = specOf(request.body, context.settings, previous.spec);
+  const enabled = request.body.enabled;
+  const changed = await schedules.updateSchedule(team, id, {
+    spec,
+    enabled,
+    nextRunMs: nextDue(spec, enabled),
+    at: new Date().toISOString()
+  });
+  if (!changed) throw notFound(id);
+  return scheduleRecord(await findSchedule(schedules, team, id));
+};
+
+export const deleteSchedule: Handler<'deleteSchedule'> = async (context, request) => {
+  const id = request.params.schedule_id;
+  if (!(await context.stores.schedules.deleteSchedule(request.principal.team, id))) throw notFound(id);
+  return { success: true };
+};
+
+export const pauseSchedule: Handler<'pauseSchedule'> = (context, request) =>
+  setEnabled(context.stores.schedules, request.principal.team, request.params.schedule_id, false);
+
+export const resumeSchedule: Handler<'resumeSchedule'> = (context, request) =>
+  setEnabled(context.stores.schedules, request.principal.team, request.params.schedule_id, true);

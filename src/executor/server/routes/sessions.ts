@@ -13,55 +13,67 @@ import { boundedEvents } from '../bounded-events.js';
 import { ProblemError } from '../problem.js';
 import { renderSession } from '../session-page.js';
 import { viewerOf } from '../dashboard/session.js';
-import type { Handlers } from './register.js';
+import type { EndpointRequest, RouteContext } from './handler.js';
 
-export function sessionHandlers(context: ServerContext): Handlers<'getSession' | 'getSessionArtifact'> {
-  /** The run of a session link whose token the hook checked, or a 404 for an unknown run. */
-  const sessionRun = async (id: string): Promise<StoredRun> => {
-    const run = await context.store.getRunAnyTeam(id);
-    if (!run) throw new ProblemError('not_found', 'no session with this id and token');
-    return run;
-  };
-  /**
-   * With session_pages: sign-in, whether the browser is signed in as the run's team: false after
-   * answering (a redirect to sign in, or 404 for another team's sign-in, as for a wrong token).
-   */
-  const admitted = async (request: FastifyRequest, reply: FastifyReply, run: StoredRun): Promise<boolean> => {
-    if (context.config.sessionPages !== 'sign-in') return true;
-    const viewer = await viewerOf(context.store, request);
-    if (viewer?.team === run.team) return true;
-    if (viewer) throw new ProblemError('not_found', 'no session with this id and token');
-    await reply
-      .code(303)
-      .header('location', `/?next=${encodeURIComponent(request.url)}`)
-      .header('cache-control', 'no-store')
-      .send();
-    return false;
-  };
-  return {
-    getSession: async (request, reply) => {
-      const run = await sessionRun(request.params.run_id);
-      if (!(await admitted(request, reply, run))) return reply;
-      return sendSessionPage(context, run, String(request.query.token), reply);
-    },
-    getSessionArtifact: async (request, reply) => {
-      const run = await sessionRun(request.params.run_id);
-      if (!(await admitted(request, reply, run))) return reply;
-      return sendSessionArtifact(context, run, request.params.artifact_uid, reply);
-    }
-  };
+/** The run of a session link whose token the hook checked, or a 404 for an unknown run. */
+async function sessionRun(context: Pick<ServerContext, 'stores'>, id: string): Promise<StoredRun> {
+  const run = await context.stores.runs.getRunAnyTeam(id);
+  if (!run) throw new ProblemError('not_found', 'no session with this id and token');
+  return run;
+}
+
+/**
+ * With session_pages: sign-in, whether the browser is signed in as the run's team: false after
+ * answering (a redirect to sign in, or 404 for another team's sign-in, as for a wrong token).
+ */
+async function admitted(
+  context: Pick<ServerContext, 'stores' | 'settings'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  run: StoredRun
+): Promise<boolean> {
+  if (context.settings.sessionPages !== 'sign-in') return true;
+  const viewer = await viewerOf(context.stores.accounts, request);
+  if (viewer?.team === run.team) return true;
+  if (viewer) throw new ProblemError('not_found', 'no session with this id and token');
+  await reply
+    .code(303)
+    .header('location', `/?next=${encodeURIComponent(request.url)}`)
+    .header('cache-control', 'no-store')
+    .send();
+  return false;
+}
+
+export async function getSession(
+  context: RouteContext,
+  request: EndpointRequest<'getSession'>,
+  reply: FastifyReply
+) {
+  const run = await sessionRun(context, request.params.run_id);
+  if (!(await admitted(context, request, reply, run))) return reply;
+  return sendSessionPage(context, run, String(request.query.token), reply);
+}
+
+export async function getSessionArtifact(
+  context: RouteContext,
+  request: EndpointRequest<'getSessionArtifact'>,
+  reply: FastifyReply
+) {
+  const run = await sessionRun(context, request.params.run_id);
+  if (!(await admitted(context, request, reply, run))) return reply;
+  return sendSessionArtifact(context, run, request.params.artifact_uid, reply);
 }
 
 /** The session page of a run whose link (`token`) was checked. */
 export async function sendSessionPage(
-  context: ServerContext,
+  context: Pick<ServerContext, 'stores'>,
   run: StoredRun,
   token: string,
   reply: FastifyReply
 ): Promise<FastifyReply> {
   const [events, artifacts] = await Promise.all([
-    boundedEvents(context.store, run.run_id),
-    context.store.listArtifacts(run.team, run.run_id)
+    boundedEvents(context.stores.transcript, run.run_id),
+    context.stores.artifacts.listArtifacts(run.team, run.run_id)
   ]);
   return reply
     .type('text/html; charset=utf-8')
@@ -73,13 +85,14 @@ export async function sendSessionPage(
 
 /** One artifact of a run whose session link was checked, as an attachment; another run's is not found. */
 export async function sendSessionArtifact(
-  context: ServerContext,
+  context: Pick<ServerContext, 'stores'>,
   run: StoredRun,
   uid: string,
   reply: FastifyReply
 ): Promise<FastifyReply> {
-  const artifact = await context.store.getArtifact(run.team, uid);
-  const stored = artifact?.run_id === run.run_id ? await context.store.readArtifact(uid) : undefined;
+  const artifact = await context.stores.artifacts.getArtifact(run.team, uid);
+  const stored =
+    artifact?.run_id === run.run_id ? await context.stores.artifacts.readArtifact(uid) : undefined;
   if (!stored)
     throw new ProblemError(
       'artifact_not_found',

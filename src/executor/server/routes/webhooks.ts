@@ -1,18 +1,22 @@
-// The webhook endpoints (create, list, get, delete, rotate, deliveries, retry) as a handler map for
-// register.ts. A team sees only its own endpoints (another team's id answers 404, as an unknown
-// one). The URL is checked here as the deliverer checks it at every attempt (webhooks/address.ts):
-// http(s), and, unless webhooks.allow_private_networks, a host that resolves to a public address.
-// A secret is shown only in the answers of create and rotate.
+// The webhook endpoints (create, list, get, delete, rotate, deliveries, retry), one handler each,
+// named in routes/table.ts. A team sees only its own endpoints (another team's id answers 404, as
+// an unknown one). The URL is checked here as the deliverer checks it at every attempt
+// (webhooks/address.ts): http(s), and, unless webhooks.allow_private_networks, a host that
+// resolves to a public address. A secret is shown only in the answers of create and rotate.
 
 import { randomBytes } from 'node:crypto';
-import type { DeliveryRecord, WebhookRecord, WebhookWithSecret } from '../../../api/webhooks.js';
+import type {
+  CreateWebhookRequest,
+  DeliveryRecord,
+  WebhookRecord,
+  WebhookWithSecret
+} from '../../../api/webhooks.js';
 import { WEBHOOK_EVENT_TYPES } from '../../../api/webhooks.js';
-import type { StoredDelivery, StoredWebhook } from '../../store/webhook-types.js';
+import type { StoredDelivery, StoredWebhook, WebhookStore } from '../../store/webhook-types.js';
 import { urlProblem } from '../../webhooks/address.js';
 import { newSecret } from '../../webhooks/sign.js';
-import type { ServerContext } from '../context.js';
 import { ProblemError } from '../problem.js';
-import type { Handlers } from './register.js';
+import type { Handler } from './handler.js';
 
 /** Deliveries a log answer shows. */
 const DELIVERY_PAGE = 100;
@@ -65,96 +69,92 @@ function declared(id: string): ProblemError {
   );
 }
 
-export function webhookHandlers(
-  context: ServerContext
-): Handlers<
-  | 'createWebhook'
-  | 'listWebhooks'
-  | 'getWebhook'
-  | 'deleteWebhook'
-  | 'rotateWebhookSecret'
-  | 'listWebhookDeliveries'
-  | 'retryWebhookDelivery'
-> {
-  const webhooks = context.store.webhooks;
-  const settings = context.config.webhooks;
+/** The team's endpoint with this id, or 404 (another team's answers as an unknown one). */
+async function findWebhook(webhooks: WebhookStore, team: string, id: string): Promise<StoredWebhook> {
+  const webhook = await webhooks.getWebhook(team, id);
+  if (!webhook) throw notFound(id);
+  return webhook;
+}
 
-  async function find(team: string, id: string): Promise<StoredWebhook> {
-    const webhook = await webhooks.getWebhook(team, id);
-    if (!webhook) throw notFound(id);
-    return webhook;
-  }
-
+/** A new endpoint of the team from a create body, with a fresh secret. */
+function newWebhook(team: string, { url, events, description }: CreateWebhookRequest): StoredWebhook {
   return {
-    createWebhook: async request => {
-      const { url, events, description } = request.body;
-      const problem = await urlProblem(url, settings.allowPrivateNetworks);
-      if (problem) throw new ProblemError('invalid_field', problem);
-      const webhook: StoredWebhook = {
-        id: `wh_${randomBytes(12).toString('hex')}`,
-        team: request.principal.team,
-        url,
-        events: events === undefined ? null : [...new Set(events)],
-        description: description ?? '',
-        secret: newSecret(),
-        previous_secret: null,
-        previous_until_ms: null,
-        source: 'api',
-        created_at: new Date().toISOString(),
-        disabled_at: null,
-        disabled_reason: null
-      };
-      const limit = settings.maxEndpointsPerTeam;
-      if (!(await webhooks.createWebhook(webhook, limit)))
-        throw new ProblemError(
-          'webhook_limit_reached',
-          `this team has ${limit} webhook endpoints, the limit of webhooks.max_endpoints_per_team; delete one to add another`
-        );
-      context.wakeDeliveries();
-      return withSecret(webhook);
-    },
-
-    listWebhooks: async request => ({
-      webhooks: (await webhooks.listWebhooks(request.principal.team)).map(webhookRecord)
-    }),
-
-    getWebhook: async request => webhookRecord(await find(request.principal.team, request.params.webhook_id)),
-
-    deleteWebhook: async request => {
-      const { team } = request.principal;
-      const id = request.params.webhook_id;
-      if ((await find(team, id)).source === 'config') throw declared(id);
-      if (!(await webhooks.deleteWebhook(team, id))) throw notFound(id);
-      return { success: true };
-    },
-
-    rotateWebhookSecret: async request => {
-      const { team } = request.principal;
-      const id = request.params.webhook_id;
-      if ((await find(team, id)).source === 'config') throw declared(id);
-      const until = Date.now() + settings.rotationGraceMs;
-      if (!(await webhooks.rotateSecret(team, id, newSecret(), until))) throw notFound(id);
-      return withSecret(await find(team, id));
-    },
-
-    listWebhookDeliveries: async request => {
-      const webhook = await find(request.principal.team, request.params.webhook_id);
-      return { deliveries: (await webhooks.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord) };
-    },
-
-    retryWebhookDelivery: async request => {
-      const { team } = request.principal;
-      const { webhook_id: id, delivery_id: deliveryId } = request.params;
-      await find(team, id);
-      if (!(await webhooks.retryDelivery(team, id, deliveryId)))
-        throw new ProblemError(
-          'not_found',
-          `delivery ${JSON.stringify(deliveryId)} of webhook ${JSON.stringify(id)} does not exist`
-        );
-      context.wakeDeliveries();
-      const delivery = await webhooks.getDelivery(id, deliveryId);
-      if (!delivery) throw notFound(id);
-      return deliveryRecord(delivery);
-    }
+    id: `wh_${randomBytes(12).toString('hex')}`,
+    team,
+    url,
+    events: events === undefined ? null : [...new Set(events)],
+    description: description ?? '',
+    secret: newSecret(),
+    previous_secret: null,
+    previous_until_ms: null,
+    source: 'api',
+    created_at: new Date().toISOString(),
+    disabled_at: null,
+    disabled_reason: null
   };
 }
+
+export const createWebhook: Handler<'createWebhook'> = async (context, request) => {
+  const settings = context.settings.webhooks;
+  const problem = await urlProblem(request.body.url, settings.allowPrivateNetworks);
+  if (problem) throw new ProblemError('invalid_field', problem);
+  const webhook = newWebhook(request.principal.team, request.body);
+  const limit = settings.maxEndpointsPerTeam;
+  if (!(await context.stores.webhooks.createWebhook(webhook, limit)))
+    throw new ProblemError(
+      'webhook_limit_reached',
+      `this team has ${limit} webhook endpoints, the limit of webhooks.max_endpoints_per_team; delete one to add another`
+    );
+  context.wakeDeliveries();
+  return withSecret(webhook);
+};
+
+export const listWebhooks: Handler<'listWebhooks'> = async (context, request) => ({
+  webhooks: (await context.stores.webhooks.listWebhooks(request.principal.team)).map(webhookRecord)
+});
+
+export const getWebhook: Handler<'getWebhook'> = async (context, request) =>
+  webhookRecord(
+    await findWebhook(context.stores.webhooks, request.principal.team, request.params.webhook_id)
+  );
+
+export const deleteWebhook: Handler<'deleteWebhook'> = async (context, request) => {
+  const webhooks = context.stores.webhooks;
+  const { team } = request.principal;
+  const id = request.params.webhook_id;
+  if ((await findWebhook(webhooks, team, id)).source === 'config') throw declared(id);
+  if (!(await webhooks.deleteWebhook(team, id))) throw notFound(id);
+  return { success: true };
+};
+
+export const rotateWebhookSecret: Handler<'rotateWebhookSecret'> = async (context, request) => {
+  const webhooks = context.stores.webhooks;
+  const { team } = request.principal;
+  const id = request.params.webhook_id;
+  if ((await findWebhook(webhooks, team, id)).source === 'config') throw declared(id);
+  const until = Date.now() + context.settings.webhooks.rotationGraceMs;
+  if (!(await webhooks.rotateSecret(team, id, newSecret(), until))) throw notFound(id);
+  return withSecret(await findWebhook(webhooks, team, id));
+};
+
+export const listWebhookDeliveries: Handler<'listWebhookDeliveries'> = async (context, request) => {
+  const webhooks = context.stores.webhooks;
+  const webhook = await findWebhook(webhooks, request.principal.team, request.params.webhook_id);
+  return { deliveries: (await webhooks.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord) };
+};
+
+export const retryWebhookDelivery: Handler<'retryWebhookDelivery'> = async (context, request) => {
+  const webhooks = context.stores.webhooks;
+  const { team } = request.principal;
+  const { webhook_id: id, delivery_id: deliveryId } = request.params;
+  await findWebhook(webhooks, team, id);
+  if (!(await webhooks.retryDelivery(team, id, deliveryId)))
+    throw new ProblemError(
+      'not_found',
+      `delivery ${JSON.stringify(deliveryId)} of webhook ${JSON.stringify(id)} does not exist`
+    );
+  context.wakeDeliveries();
+  const delivery = await webhooks.getDelivery(id, deliveryId);
+  if (!delivery) throw notFound(id);
+  return deliveryRecord(delivery);
+};
