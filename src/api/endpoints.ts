@@ -209,6 +209,30 @@ export const ENDPOINTS = {
     response: { description: 'The conversation.', schema: 'ConversationSchema' },
     errors: ['not_found']
   },
+  checkSessionRedirect: {
+    method: 'GET',
+    path: '/api/v1/agent/sessions/{session_id}/redirect',
+    summary: "Where a shared session goes once its run ended: the run's conversation",
+    description:
+      "Public, as the service's. Answers {conversation_id} once the run of this session has ended and its transcript is kept, else {}. A session id is only ever answered to a key of the run's team (by the conversation redirect), so an anonymous caller learns nothing it did not get from someone who could see the run; an id no run has answers {} too.",
+    auth: 'none',
+    rateLimited: false,
+    params: 'SessionRedirectParamsSchema',
+    response: { description: 'The redirect, or {}.', schema: 'SessionRedirectSchema' },
+    errors: ['invalid_request']
+  },
+  checkConversationRedirect: {
+    method: 'GET',
+    path: '/api/v1/agent/conversations/{conversation_id}/redirect',
+    summary: "Where a conversation goes while its run is live: the run's session",
+    description:
+      "Public, as the service's, but a run's session id is answered only to a key of the run's team sent in Authorization (a wrong key is refused with 401): {session_id} while the run has started and not ended, else {}. Without a key it answers {} for every id, so a run id alone tells a stranger nothing.",
+    auth: 'none',
+    rateLimited: false,
+    params: 'ConversationRedirectParamsSchema',
+    response: { description: 'The redirect, or {}.', schema: 'ConversationRedirectSchema' },
+    errors: ['invalid_request', 'unauthenticated']
+  },
   getRunEvents: {
     method: 'GET',
     path: '/api/v1/agent/runs/{run_id}/events',

@@ -405,6 +405,26 @@ export const ConversationSchema = Type.Object(
   { additionalProperties: true }
 );
 
+/** A redirect's path: a session id (as the conversation redirect answers it) or a conversation (run) id. */
+export const SessionRedirectParamsSchema = Type.Object({
+  session_id: Type.String({ description: 'The session id, as the conversation redirect answers it.' })
+});
+export const ConversationRedirectParamsSchema = Type.Object({
+  conversation_id: Type.String({ description: "The conversation id: the run's id." })
+});
+/** Where a shared session goes once its run ended: its conversation; `{}` when nowhere yet. */
+export const SessionRedirectSchema = Type.Object(
+  { conversation_id: Type.Optional(Type.String()) },
+  { additionalProperties: false }
+);
+/** Where a conversation goes while its run is live: its session; `{}` when nowhere. */
+export const ConversationRedirectSchema = Type.Object(
+  { session_id: Type.Optional(Type.String()) },
+  { additionalProperties: false }
+);
+export type SessionRedirect = Static<typeof SessionRedirectSchema>;
+export type ConversationRedirect = Static<typeof ConversationRedirectSchema>;
+
 export const ArtifactDetailsSchema = Type.Object({
   artifact_uid: Type.String(),
   artifact_type: Type.String({ examples: ['FILE'] }),

@@ -7,6 +7,7 @@ import { Artifacts } from './resources/artifacts.js';
 import { Environments } from './resources/environments.js';
 import { Events } from './resources/events.js';
 import { Models } from './resources/models.js';
+import { Redirects } from './resources/redirects.js';
 import { Runs } from './resources/runs.js';
 import { Schedules } from './resources/schedules.js';
 import { Webhooks } from './resources/webhooks.js';
@@ -20,7 +21,7 @@ export type {
   FollowupResponse,
   RunsPage
 } from './resources/runs.js';
-export { Artifacts, Environments, Events, Models, Runs, Schedules, Webhooks };
+export { Artifacts, Environments, Events, Models, Redirects, Runs, Schedules, Webhooks };
 
 export class AgentRunClient {
   /** The API root every request goes below (`https://host/api/v1`). */
@@ -39,6 +40,8 @@ export class AgentRunClient {
   readonly environments: Environments;
   /** The models the configured agents accept. */
   readonly models: Models;
+  /** Where a shared session or a conversation goes next (the service's redirects). */
+  readonly redirects: Redirects;
   private readonly core: ClientCore;
 
   constructor(options: ClientOptions) {
@@ -51,6 +54,7 @@ export class AgentRunClient {
     this.webhooks = new Webhooks(this.core);
     this.environments = new Environments(this.core);
     this.models = new Models(this.core);
+    this.redirects = new Redirects(this.core);
   }
 
   /** Closes idle keep-alive connections. */

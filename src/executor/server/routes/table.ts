@@ -17,6 +17,7 @@ import {
   resumeSchedule,
   updateSchedule
 } from './schedules.js';
+import { checkConversationRedirect, checkSessionRedirect } from './redirects.js';
 import { getSession, getSessionArtifact } from './sessions.js';
 import {
   createWebhook,
@@ -43,9 +44,11 @@ export const HANDLERS: HandlerTable = {
   downloadArtifact,
   getRunEvents,
   listEvents,
-  // session pages (sessions.ts)
+  // session pages (sessions.ts) and the public redirects (redirects.ts)
   getSession,
   getSessionArtifact,
+  checkSessionRedirect,
+  checkConversationRedirect,
   // schedules (schedules.ts)
   createSchedule,
   listSchedules,
