@@ -8,7 +8,7 @@
 //
 // Root (the executor) still mounts and unmounts, makes a run's directories (empty) and removes
 // whole trees once no process of the run exists, never following a link; it never opens a path
-// inside such a tree. docs/architecture.md states the rule; __tests__/unit/run-files-sites.test.ts
+// inside such a tree. docs/architecture-security.md states the rule; __tests__/unit/run-files-sites.test.ts
 // lists every call site that touches a run's tree and fails on one that does not come through here.
 
 import { type ChildProcess, spawn } from 'node:child_process';
