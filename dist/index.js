@@ -48403,6 +48403,28 @@ const ENDPOINTS = {
         response: { description: 'The conversation.', schema: 'ConversationSchema' },
         errors: ['not_found']
     },
+    checkSessionRedirect: {
+        method: 'GET',
+        path: '/api/v1/agent/sessions/{session_id}/redirect',
+        summary: "Where a shared session goes once its run ended: the run's conversation",
+        description: "Public, as the service's. Answers {conversation_id} once the run of this session has ended and its transcript is kept, else {}. A session id is only ever answered to a key of the run's team (by the conversation redirect), so an anonymous caller learns nothing it did not get from someone who could see the run; an id no run has answers {} too.",
+        auth: 'none',
+        rateLimited: false,
+        params: 'SessionRedirectParamsSchema',
+        response: { description: 'The redirect, or {}.', schema: 'SessionRedirectSchema' },
+        errors: ['invalid_request']
+    },
+    checkConversationRedirect: {
+        method: 'GET',
+        path: '/api/v1/agent/conversations/{conversation_id}/redirect',
+        summary: "Where a conversation goes while its run is live: the run's session",
+        description: "Public, as the service's, but a run's session id is answered only to a key of the run's team sent in Authorization (a wrong key is refused with 401): {session_id} while the run has started and not ended, else {}. Without a key it answers {} for every id, so a run id alone tells a stranger nothing.",
+        auth: 'none',
+        rateLimited: false,
+        params: 'ConversationRedirectParamsSchema',
+        response: { description: 'The redirect, or {}.', schema: 'ConversationRedirectSchema' },
+        errors: ['invalid_request', 'unauthenticated']
+    },
     getRunEvents: {
         method: 'GET',
         path: '/api/v1/agent/runs/{run_id}/events',
@@ -49837,6 +49859,31 @@ class Models {
     }
 }
 
+;// CONCATENATED MODULE: ./src/client/resources/redirects.ts
+// `client.redirects`: the service's two redirects. `conversation(runId)` gives a live run's session
+// id (the server answers it only to a key of the run's team); `session(sessionId)` gives the
+// conversation a session moved to once its run ended. Each answers `{}` when there is nowhere to go.
+class Redirects {
+    core;
+    constructor(core) {
+        this.core = core;
+    }
+    /** `{conversation_id}` once the session's run ended, else `{}`. */
+    session(sessionId, options = {}) {
+        return this.core.object('checkSessionRedirect', {
+            ...options,
+            params: { session_id: sessionId }
+        });
+    }
+    /** `{session_id}` while the run (the conversation) has started and not ended, else `{}`. */
+    conversation(conversationId, options = {}) {
+        return this.core.object('checkConversationRedirect', {
+            ...options,
+            params: { conversation_id: conversationId }
+        });
+    }
+}
+
 // EXTERNAL MODULE: external "node:crypto"
 var external_node_crypto_ = __nccwpck_require__(7598);
 ;// CONCATENATED MODULE: ./src/client/stream.ts
@@ -50565,6 +50612,7 @@ class Webhooks {
 
 
 
+
 class AgentRunClient {
     /** The API root every request goes below (`https://host/api/v1`). */
     apiRoot;
@@ -50582,6 +50630,8 @@ class AgentRunClient {
     environments;
     /** The models the configured agents accept. */
     models;
+    /** Where a shared session or a conversation goes next (the service's redirects). */
+    redirects;
     core;
     constructor(options) {
         this.core = new ClientCore(options);
@@ -50593,6 +50643,7 @@ class AgentRunClient {
         this.webhooks = new Webhooks(this.core);
         this.environments = new Environments(this.core);
         this.models = new Models(this.core);
+        this.redirects = new Redirects(this.core);
     }
     /** Closes idle keep-alive connections. */
     close() {

@@ -1,8 +1,8 @@
-export const id = 694;
-export const ids = [694];
+export const id = 710;
+export const ids = [710];
 export const modules = {
 
-/***/ 83694:
+/***/ 34710:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -38,6 +38,8 @@ __webpack_require__.d(schemas_namespaceObject, {
   CancelRequestSchema: () => (CancelRequestSchema),
   CancelResponseSchema: () => (CancelResponseSchema),
   ConversationMessageSchema: () => (ConversationMessageSchema),
+  ConversationRedirectParamsSchema: () => (ConversationRedirectParamsSchema),
+  ConversationRedirectSchema: () => (ConversationRedirectSchema),
   ConversationSchema: () => (ConversationSchema),
   ConversationStepSchema: () => (ConversationStepSchema),
   CreateRunRequestSchema: () => (CreateRunRequestSchema),
@@ -72,6 +74,8 @@ __webpack_require__.d(schemas_namespaceObject, {
   RunStateSchema: () => (RunStateSchema),
   SessionArtifactParamsSchema: () => (SessionArtifactParamsSchema),
   SessionQuerySchema: () => (SessionQuerySchema),
+  SessionRedirectParamsSchema: () => (SessionRedirectParamsSchema),
+  SessionRedirectSchema: () => (SessionRedirectSchema),
   StatusMessageObjectSchema: () => (StatusMessageObjectSchema),
   TranscriptEventSchema: () => (TranscriptEventSchema),
   TranscriptQuerySchema: () => (TranscriptQuerySchema),
@@ -559,6 +563,28 @@ const ENDPOINTS = {
         params: 'RunIdParamsSchema',
         response: { description: 'The conversation.', schema: 'ConversationSchema' },
         errors: ['not_found']
+    },
+    checkSessionRedirect: {
+        method: 'GET',
+        path: '/api/v1/agent/sessions/{session_id}/redirect',
+        summary: "Where a shared session goes once its run ended: the run's conversation",
+        description: "Public, as the service's. Answers {conversation_id} once the run of this session has ended and its transcript is kept, else {}. A session id is only ever answered to a key of the run's team (by the conversation redirect), so an anonymous caller learns nothing it did not get from someone who could see the run; an id no run has answers {} too.",
+        auth: 'none',
+        rateLimited: false,
+        params: 'SessionRedirectParamsSchema',
+        response: { description: 'The redirect, or {}.', schema: 'SessionRedirectSchema' },
+        errors: ['invalid_request']
+    },
+    checkConversationRedirect: {
+        method: 'GET',
+        path: '/api/v1/agent/conversations/{conversation_id}/redirect',
+        summary: "Where a conversation goes while its run is live: the run's session",
+        description: "Public, as the service's, but a run's session id is answered only to a key of the run's team sent in Authorization (a wrong key is refused with 401): {session_id} while the run has started and not ended, else {}. Without a key it answers {} for every id, so a run id alone tells a stranger nothing.",
+        auth: 'none',
+        rateLimited: false,
+        params: 'ConversationRedirectParamsSchema',
+        response: { description: 'The redirect, or {}.', schema: 'ConversationRedirectSchema' },
+        errors: ['invalid_request', 'unauthenticated']
     },
     getRunEvents: {
         method: 'GET',
@@ -4931,6 +4957,105 @@ function log_format_showValue(key, value) {
     return JSON.stringify(value);
 }
 
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/assets.ts
+// The dashboard's own stylesheet and script, served as files (/dashboard/app.css, /dashboard/app.js)
+// so the Content-Security-Policy allows no inline style or script at all. The script only adds the
+// live parts: everything it shows arrives as HTML the server rendered and escaped.
+const CSS = `
+:root{color-scheme:light dark;--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--code:#f6f8fa;--link:#0550ae;
+--ok:#1a7f37;--bad:#cf222e;--run:#9a6700;--q:#59636e;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--code:#151b23;
+--link:#6cb6ff;--ok:#3fb950;--bad:#f85149;--run:#d29922;--q:#9198a1;--add:#12361f;--del:#3c1618;--hunk:#0c2d6b}}
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,sans-serif;margin:0;background:var(--bg);color:var(--fg)}
+a{color:var(--link)}
+header{display:flex;flex-wrap:wrap;gap:.5rem 1.2rem;align-items:center;padding:.6rem 1rem;border-bottom:1px solid var(--line)}
+header nav{display:flex;gap:1rem}header nav a[aria-current]{font-weight:600}
+.brand{font-weight:700;text-decoration:none;color:var(--fg)}
+.sign-out{margin-left:auto;display:flex;gap:.5rem;align-items:center}.who{color:var(--muted)}
+main{max-width:72rem;margin:0 auto;padding:1rem}
+h1{font-size:1.5rem;margin:.5rem 0 1rem;overflow-wrap:anywhere}
+button,input,select{font:inherit;color:inherit;background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.35rem .6rem}
+button{cursor:pointer}button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible,summary:focus-visible{outline:2px solid var(--link);outline-offset:2px}
+.danger{border-color:var(--bad);color:var(--bad)}
+.badge{display:inline-block;padding:0 .5rem;border-radius:1rem;font-size:.8rem;font-weight:600;border:1px solid currentColor;white-space:nowrap}
+.s-succeeded{color:var(--ok)}.s-failed,.s-error{color:var(--bad)}.s-inprogress,.s-claimed,.s-blocked{color:var(--run)}.s-queued,.s-pending,.s-cancelled{color:var(--q)}
+.counts{list-style:none;display:flex;flex-wrap:wrap;gap:.4rem 1rem;padding:0;margin:0 0 1rem}
+.filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:end;margin-bottom:1rem}
+.filters label{display:flex;flex-direction:column;font-size:.85rem;color:var(--muted)}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .6rem .4rem 0;vertical-align:top;border-bottom:1px solid var(--line)}
+.runs td a{overflow-wrap:anywhere}
+.facts{width:auto}.facts th{color:var(--muted);font-weight:500}
+.lines{white-space:pre-line}
+pre{background:var(--code);padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-word;border-radius:6px;margin:.3rem 0}
+.diff span{display:block}.d-add{background:var(--add)}.d-del{background:var(--del)}.d-hunk{background:var(--hunk)}.d-file{font-weight:600}
+.transcript{list-style:none;padding:0}.ev{margin:.5rem 0}.ev time{color:var(--muted);font-family:ui-monospace,monospace}
+.muted,.live-status,.empty{color:var(--muted)}.error{color:var(--bad);font-weight:600}
+.copy{width:100%;font-family:ui-monospace,monospace;font-size:.85rem}
+.run-id{display:flex;gap:.5rem;align-items:center}.run-id input{max-width:28rem}
+.cancel{margin:1rem 0}.cancel summary{display:inline-block;cursor:pointer;border:1px solid var(--bad);color:var(--bad);border-radius:6px;padding:.35rem .6rem}
+.sign-in{display:flex;flex-direction:column;gap:.5rem;max-width:24rem}
+.paging{display:flex;justify-content:space-between;margin:1rem 0}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+@media (max-width:640px){
+.runs thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.runs tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}.runs td{display:flex;gap:.6rem;border:0;padding:.1rem 0}
+.runs td::before{content:attr(data-label);color:var(--muted);min-width:6.5rem}
+.sign-out{margin-left:0}}
+`;
+const JS = `'use strict';
+(function () {
+  function parse(html) {
+    var t = document.createElement('template');
+    t.innerHTML = html;
+    return t.content;
+  }
+  var source, stream;
+  var status = document.getElementById('live-status');
+  var table = document.getElementById('runs');
+  if (table && window.EventSource) {
+    source = new EventSource('/live' + location.search);
+    source.addEventListener('open', function () { if (status) status.textContent = 'Live: updates appear as they happen.'; });
+    source.addEventListener('run', function (m) {
+      var data = JSON.parse(m.data);
+      var row = parse(data.html).firstElementChild;
+      var old = document.getElementById(row.id);
+      if (old) old.replaceWith(row);
+      else if (table.dataset.live === 'list') table.tBodies[0].prepend(row);
+      var empty = document.getElementById('empty');
+      if (empty && table.tBodies[0].rows.length) empty.remove();
+    });
+    source.addEventListener('counts', function (m) {
+      document.getElementById('counts').replaceChildren(parse(JSON.parse(m.data).html));
+    });
+  }
+  var run = document.getElementById('run');
+  if (run && run.dataset.live === 'live' && window.EventSource) {
+    stream = new EventSource('/live?run=' + encodeURIComponent(run.dataset.run) + '&after=' + run.dataset.after);
+    stream.addEventListener('events', function (m) {
+      document.getElementById('transcript').append(parse(JSON.parse(m.data).html));
+    });
+    stream.addEventListener('run', function (m) {
+      var data = JSON.parse(m.data);
+      document.getElementById('facts').replaceChildren(parse(data.html));
+      if (data.done) {
+        stream.close();
+        var cancel = document.getElementById('cancel');
+        if (cancel) cancel.remove();
+        setTimeout(function () { location.reload(); }, 500);
+      }
+    });
+  }
+  // The session ended (signed out elsewhere, expired, or its key revoked): show the sign-in page.
+  [source, stream].forEach(function (es) {
+    if (es) es.addEventListener('signed-out', function () { es.close(); location.reload(); });
+  });
+  document.querySelectorAll('input.copy').forEach(function (input) {
+    input.addEventListener('focus', function () { input.select(); });
+  });
+})();
+`;
+
 ;// CONCATENATED MODULE: ./src/executor/server/bounded-events.ts
 // What one response that shows a whole run (the session page, the dashboard's run page, the
 // conversation) holds of its transcript: never all of it at once. The events are read from the
@@ -5116,159 +5241,6 @@ function sendProblem(reply, problem) {
         .send(problemBody(problem.code, problem.detail, status, reply.request.url, String(reply.request.id)));
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/dashboard/assets.ts
-// The dashboard's own stylesheet and script, served as files (/dashboard/app.css, /dashboard/app.js)
-// so the Content-Security-Policy allows no inline style or script at all. The script only adds the
-// live parts: everything it shows arrives as HTML the server rendered and escaped.
-const CSS = `
-:root{color-scheme:light dark;--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--code:#f6f8fa;--link:#0550ae;
---ok:#1a7f37;--bad:#cf222e;--run:#9a6700;--q:#59636e;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--code:#151b23;
---link:#6cb6ff;--ok:#3fb950;--bad:#f85149;--run:#d29922;--q:#9198a1;--add:#12361f;--del:#3c1618;--hunk:#0c2d6b}}
-*{box-sizing:border-box}
-body{font:15px/1.5 system-ui,sans-serif;margin:0;background:var(--bg);color:var(--fg)}
-a{color:var(--link)}
-header{display:flex;flex-wrap:wrap;gap:.5rem 1.2rem;align-items:center;padding:.6rem 1rem;border-bottom:1px solid var(--line)}
-header nav{display:flex;gap:1rem}header nav a[aria-current]{font-weight:600}
-.brand{font-weight:700;text-decoration:none;color:var(--fg)}
-.sign-out{margin-left:auto;display:flex;gap:.5rem;align-items:center}.who{color:var(--muted)}
-main{max-width:72rem;margin:0 auto;padding:1rem}
-h1{font-size:1.5rem;margin:.5rem 0 1rem;overflow-wrap:anywhere}
-button,input,select{font:inherit;color:inherit;background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.35rem .6rem}
-button{cursor:pointer}button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible,summary:focus-visible{outline:2px solid var(--link);outline-offset:2px}
-.danger{border-color:var(--bad);color:var(--bad)}
-.badge{display:inline-block;padding:0 .5rem;border-radius:1rem;font-size:.8rem;font-weight:600;border:1px solid currentColor;white-space:nowrap}
-.s-succeeded{color:var(--ok)}.s-failed,.s-error{color:var(--bad)}.s-inprogress,.s-claimed,.s-blocked{color:var(--run)}.s-queued,.s-pending,.s-cancelled{color:var(--q)}
-.counts{list-style:none;display:flex;flex-wrap:wrap;gap:.4rem 1rem;padding:0;margin:0 0 1rem}
-.filters{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:end;margin-bottom:1rem}
-.filters label{display:flex;flex-direction:column;font-size:.85rem;color:var(--muted)}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .6rem .4rem 0;vertical-align:top;border-bottom:1px solid var(--line)}
-.runs td a{overflow-wrap:anywhere}
-.facts{width:auto}.facts th{color:var(--muted);font-weight:500}
-.lines{white-space:pre-line}
-pre{background:var(--code);padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-word;border-radius:6px;margin:.3rem 0}
-.diff span{display:block}.d-add{background:var(--add)}.d-del{background:var(--del)}.d-hunk{background:var(--hunk)}.d-file{font-weight:600}
-.transcript{list-style:none;padding:0}.ev{margin:.5rem 0}.ev time{color:var(--muted);font-family:ui-monospace,monospace}
-.muted,.live-status,.empty{color:var(--muted)}.error{color:var(--bad);font-weight:600}
-.copy{width:100%;font-family:ui-monospace,monospace;font-size:.85rem}
-.run-id{display:flex;gap:.5rem;align-items:center}.run-id input{max-width:28rem}
-.cancel{margin:1rem 0}.cancel summary{display:inline-block;cursor:pointer;border:1px solid var(--bad);color:var(--bad);border-radius:6px;padding:.35rem .6rem}
-.sign-in{display:flex;flex-direction:column;gap:.5rem;max-width:24rem}
-.paging{display:flex;justify-content:space-between;margin:1rem 0}
-.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-@media (max-width:640px){
-.runs thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
-.runs tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}.runs td{display:flex;gap:.6rem;border:0;padding:.1rem 0}
-.runs td::before{content:attr(data-label);color:var(--muted);min-width:6.5rem}
-.sign-out{margin-left:0}}
-`;
-const JS = `'use strict';
-(function () {
-  function parse(html) {
-    var t = document.createElement('template');
-    t.innerHTML = html;
-    return t.content;
-  }
-  var source, stream;
-  var status = document.getElementById('live-status');
-  var table = document.getElementById('runs');
-  if (table && window.EventSource) {
-    source = new EventSource('/live' + location.search);
-    source.addEventListener('open', function () { if (status) status.textContent = 'Live: updates appear as they happen.'; });
-    source.addEventListener('run', function (m) {
-      var data = JSON.parse(m.data);
-      var row = parse(data.html).firstElementChild;
-      var old = document.getElementById(row.id);
-      if (old) old.replaceWith(row);
-      else if (table.dataset.live === 'list') table.tBodies[0].prepend(row);
-      var empty = document.getElementById('empty');
-      if (empty && table.tBodies[0].rows.length) empty.remove();
-    });
-    source.addEventListener('counts', function (m) {
-      document.getElementById('counts').replaceChildren(parse(JSON.parse(m.data).html));
-    });
-  }
-  var run = document.getElementById('run');
-  if (run && run.dataset.live === 'live' && window.EventSource) {
-    stream = new EventSource('/live?run=' + encodeURIComponent(run.dataset.run) + '&after=' + run.dataset.after);
-    stream.addEventListener('events', function (m) {
-      document.getElementById('transcript').append(parse(JSON.parse(m.data).html));
-    });
-    stream.addEventListener('run', function (m) {
-      var data = JSON.parse(m.data);
-      document.getElementById('facts').replaceChildren(parse(data.html));
-      if (data.done) {
-        stream.close();
-        var cancel = document.getElementById('cancel');
-        if (cancel) cancel.remove();
-        setTimeout(function () { location.reload(); }, 500);
-      }
-    });
-  }
-  // The session ended (signed out elsewhere, expired, or its key revoked): show the sign-in page.
-  [source, stream].forEach(function (es) {
-    if (es) es.addEventListener('signed-out', function () { es.close(); location.reload(); });
-  });
-  document.querySelectorAll('input.copy').forEach(function (input) {
-    input.addEventListener('focus', function () { input.select(); });
-  });
-})();
-`;
-
-// EXTERNAL MODULE: external "node:os"
-var external_node_os_ = __webpack_require__(48161);
-;// CONCATENATED MODULE: ./src/executor/telemetry/heartbeat.ts
-// Each executor process reports itself in the store every few seconds (its role, workers and how
-// many are busy), so the dashboard of any node can show every node and which went silent. A node
-// that stops cleanly removes its report; one that died stops reporting and shows as silent, and
-// its report is forgotten after a day.
-
-
-/** How often a node reports itself. */
-const HEARTBEAT_MS = 5_000;
-/** A node unheard for this long is shown as silent. */
-const SILENT_AFTER_MS = 3 * HEARTBEAT_MS;
-const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
-function startHeartbeat(store, role, workers, busy, log) {
-    const nodeId = `${(0,external_node_os_.hostname)().slice(0, 60)}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString('hex')}`;
-    const startedAt = new Date().toISOString();
-    let failing = false;
-    const report = async () => {
-        const now = Date.now();
-        const node = {
-            node_id: nodeId,
-            role,
-            workers,
-            busy: busy(),
-            started_at: startedAt,
-            seen_at: now
-        };
-        try {
-            await store.reportNode(node, now - FORGET_AFTER_MS);
-            failing = false;
-        }
-        catch (error) {
-            // The store being away is reported by /readyz and the worker; say it here once.
-            if (!failing)
-                log.warn({ err: error }, 'node heartbeat failed');
-            failing = true;
-        }
-    };
-    let last = report();
-    const timer = setInterval(() => {
-        last = last.then(report);
-    }, HEARTBEAT_MS);
-    timer.unref();
-    return {
-        nodeId,
-        async stop() {
-            clearInterval(timer);
-            await last;
-            await store.removeNode(nodeId).catch(() => undefined);
-        }
-    };
-}
-
 ;// CONCATENATED MODULE: ./src/executor/server/dashboard/html.ts
 // The dashboard's HTML building blocks: the one escape function every piece of run content goes
 // through (prompts and output are written by strangers), the page frame with its navigation and
@@ -5364,62 +5336,6 @@ function heading(run) {
         return run.title;
     const line = run.prompt.split('\n', 1)[0].trim();
     return line.length > 120 ? `${line.slice(0, 119)}…` : line || '(empty prompt)';
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/dashboard/environments-page.ts
-// The configured environments as a signed-in team sees them: what each one runs and how many of the
-// team's runs wait or run in it. Only what is safe to show: never a secret, an `env` value (or
-// even the variables' names), a setup command or the source path. Below them, the executor nodes on
-// this store as their heartbeats report them, with their workers busy and free.
-
-
-
-function ago(ms) {
-    const seconds = Math.max(0, Math.round(ms / 1000));
-    return seconds < 120 ? `${seconds} s ago` : `${Math.round(seconds / 60)} min ago`;
-}
-function nodesHtml(nodes, now) {
-    if (nodes.length === 0)
-        return '<p class="muted">No node has reported itself yet.</p>';
-    const rows = nodes.map(node => {
-        const silent = now - node.seen_at > SILENT_AFTER_MS;
-        const status = silent
-            ? '<span class="badge s-failed">silent</span>'
-            : '<span class="badge s-succeeded">alive</span>';
-        const free = Math.max(0, node.workers - node.busy);
-        return `<tr id="node-${esc(node.node_id)}">
-<td data-label="Node"><code>${esc(node.node_id)}</code></td>
-<td data-label="Status">${status}</td>
-<td data-label="Role">${esc(node.role)}</td>
-<td data-label="Workers">${esc(node.busy)} busy, ${esc(free)} free</td>
-<td data-label="Last heard">${esc(ago(now - node.seen_at))}</td>
-</tr>`;
-    });
-    return `<table class="runs"><thead><tr><th scope="col">Node</th><th scope="col">Status</th><th scope="col">Role</th><th scope="col">Workers</th><th scope="col">Last heard</th></tr></thead>
-<tbody>${rows.join('\n')}</tbody></table>`;
-}
-function renderEnvironments(viewer, config, active, nodes, now = Date.now()) {
-    const tally = (env, state) => active.filter(r => r.environment_id === env && r.state === state).length;
-    const rows = config.environments.map(env => {
-        const q = new URLSearchParams({ environment: env.id }).toString();
-        return `<tr>
-<td data-label="Environment"><a href="/?${esc(q)}">${esc(env.id)}</a>${env.name && env.name !== env.id ? ` <span class="muted">${esc(env.name)}</span>` : ''}</td>
-<td data-label="Agent">${esc(env.agent.kind)}</td>
-<td data-label="Image">${env.image ? `<code>${esc(env.image.ref)}</code>` : '<span class="muted">host</span>'}</td>
-<td data-label="Queued">${tally(env.id, 'QUEUED')}</td>
-<td data-label="Running">${tally(env.id, 'INPROGRESS')}</td>
-<td data-label="At once">${esc(env.maxConcurrentRuns)}</td>
-<td data-label="Time limit">${esc(formatDuration(env.timeoutMs))}</td>
-</tr>`;
-    });
-    const body = `<h1>Environments</h1>
-<p>This executor runs up to ${esc(config.workers)} runs at once across its environments. Queued and running counts are your team's runs.</p>
-<table class="runs"><thead><tr><th scope="col">Environment</th><th scope="col">Agent</th><th scope="col">Image</th><th scope="col">Queued</th><th scope="col">Running</th><th scope="col">At once</th><th scope="col">Time limit</th></tr></thead>
-<tbody>${rows.join('\n')}</tbody></table>
-<h2>Nodes</h2>
-<p>Every executor process on this store reports itself every ${SILENT_AFTER_MS / 3000} s; one unheard for ${SILENT_AFTER_MS / 1000} s is shown as silent.</p>
-${nodesHtml(nodes, now)}`;
-    return page('Environments', body, viewer, '/environments');
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/dashboard/list-page.ts
@@ -5793,7 +5709,7 @@ function serial(work, fail) {
     };
     return go;
 }
-function listStream(store, team, filters, request, reply, headers, session) {
+function listStream(runs, team, filters, request, reply, headers, session) {
     const stream = live_open(request, reply, headers, session);
     const pending = new Set();
     const flush = serial(async () => {
@@ -5802,32 +5718,32 @@ function listStream(store, team, filters, request, reply, headers, session) {
         const ids = [...pending];
         pending.clear();
         for (const id of ids) {
-            const run = await store.getRun(team, id);
+            const run = await runs.getRun(team, id);
             if (run && matches(filters, run))
                 stream.send('run', { id: run.run_id, html: runRow(run) });
         }
-        stream.send('counts', { html: countsHtml(await store.countRunsByState(team)) });
+        stream.send('counts', { html: countsHtml(await runs.countRunsByState(team)) });
     }, error => request.log.warn({ err: error }, 'dashboard list stream'));
-    stream.onClose(store.onChange(change => {
+    stream.onClose(runs.onChange(change => {
         pending.add(change.run_id);
         flush();
     }));
 }
-function runStream(store, team, runId, after, request, reply, headers, session) {
+function runStream(stores, team, runId, after, request, reply, headers, session) {
     const stream = live_open(request, reply, headers, session);
     let last = after;
     let state = '';
     const refresh = serial(async () => {
         if (!(await stream.stillSignedIn()))
             return;
-        const run = await store.getRun(team, runId);
+        const run = await stores.runs.getRun(team, runId);
         if (!run) {
             stream.end();
             return;
         }
         // Page by page, so a long transcript streams instead of being built at once.
         for (let pages = 0; pages < MAX_PAGES_PER_REFRESH; pages++) {
-            const events = await store.listEvents(runId, { after: last, limit: live_PAGE_EVENTS });
+            const events = await stores.transcript.listEvents(runId, { after: last, limit: live_PAGE_EVENTS });
             if (events.length === 0)
                 break;
             last = events.at(-1).seq;
@@ -5840,13 +5756,184 @@ function runStream(store, team, runId, after, request, reply, headers, session) 
             stream.send('run', { state, html: factsHtml(run), done: run_isTerminalState(run.state) });
         }
     }, error => request.log.warn({ err: error }, 'dashboard run stream'));
-    stream.onClose(store.onEvent(id => id === runId && refresh()));
-    stream.onClose(store.onChange(change => change.run_id === runId && refresh()));
+    stream.onClose(stores.transcript.onEvent(id => id === runId && refresh()));
+    stream.onClose(stores.runs.onChange(change => change.run_id === runId && refresh()));
     // Another process's appends to a shared SQLite file are not announced (only its run changes
     // are): like a held transcript read, look again now and then.
     const reread = setInterval(refresh, REREAD_MS);
     stream.onClose(() => clearInterval(reread));
     refresh();
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/session.ts
+// Who is signed in to the dashboard, and the checks every state-changing request passes. The
+// cookie holds a random id; the store keeps only its SHA-256, bound to the key's team, so any node
+// knows the session and a revoked key ends it at the next request. The CSRF token is derived from
+// the id (an attacker who cannot read the cookie cannot compute it), and a POST must also come
+// from this site's own origin.
+
+
+const COOKIE = 'agent_run_session';
+/** How long a sign-in lasts. */
+const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+const sha256 = (text) => (0,external_node_crypto_.createHash)('sha256').update(text).digest('hex');
+const csrfOf = (id) => (0,external_node_crypto_.createHash)('sha256').update(`csrf\n${id}`).digest('base64url');
+function cookieValue(request) {
+    const header = request.headers.cookie ?? '';
+    for (const part of header.split(';')) {
+        const [name, ...rest] = part.trim().split('=');
+        if (name === COOKIE)
+            return rest.join('=');
+    }
+    return undefined;
+}
+/** The signed-in viewer, or undefined (no cookie, unknown, expired, or its key revoked). */
+async function viewerOf(store, request) {
+    const id = cookieValue(request);
+    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id))
+        return undefined;
+    const session = await store.findWebSession(sha256(id), Date.now());
+    if (!session)
+        return undefined;
+    return { team: session.team, keyName: session.key_name, csrf: csrfOf(id), idHash: session.id_hash };
+}
+/** True when the site is reached over https, so the cookie must be Secure. */
+function session_secure(settings, request) {
+    return request.protocol === 'https' || (settings.publicUrl ?? '').startsWith('https:');
+}
+/** Checks an API key and makes a session of it; false for a malformed, unknown or revoked key. */
+async function signIn(store, settings, request, reply, key) {
+    if (!isWellFormedKey(key))
+        return false;
+    const hash = hashKey(key);
+    const record = await store.findKeyByHash(hash);
+    if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null)
+        return false;
+    const id = (0,external_node_crypto_.randomBytes)(32).toString('base64url');
+    const now = Date.now();
+    await store.createWebSession({
+        id_hash: sha256(id),
+        key_id: record.id,
+        team: record.team,
+        created_at: new Date(now).toISOString(),
+        expires_at: now + SESSION_TTL_MS
+    });
+    const flags = `Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}`;
+    reply.header('set-cookie', `${COOKIE}=${id}; ${flags}${session_secure(settings, request) ? '; Secure' : ''}`);
+    return true;
+}
+function clearCookie(settings, request, reply) {
+    const flags = 'Path=/; HttpOnly; SameSite=Strict; Max-Age=0';
+    reply.header('set-cookie', `${COOKIE}=; ${flags}${session_secure(settings, request) ? '; Secure' : ''}`);
+}
+/** The origins this site is served at: the request's own host, and the configured public URL. */
+function sameOrigin(settings, request) {
+    const origin = request.headers.origin;
+    if (typeof origin !== 'string')
+        return false;
+    if (origin === `${request.protocol}://${request.host}`)
+        return true;
+    if (settings.publicUrl) {
+        try {
+            return new URL(settings.publicUrl).origin === origin;
+        }
+        catch {
+            return false;
+        }
+    }
+    return false;
+}
+/**
+ * Why a form POST is refused, or undefined when it may go on: it must come from this origin, and
+ * (when signed in) carry the session's CSRF token.
+ */
+function refusal(settings, request, viewer, token) {
+    if (!sameOrigin(settings, request))
+        return `the request came from origin ${JSON.stringify(request.headers.origin ?? null)}, not from this site`;
+    if (!viewer)
+        return undefined;
+    const given = Buffer.from(typeof token === 'string' ? token : '');
+    const expected = Buffer.from(viewer.csrf);
+    if (given.length !== expected.length || !(0,external_node_crypto_.timingSafeEqual)(given, expected))
+        return 'the form is missing its CSRF token or carries a wrong one; reload the page and try again';
+    return undefined;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/respond.ts
+// What every dashboard page answers with: its HTML under the same strict headers, the refusals
+// (an HTML page for a browser, problem+json for any other client), the form fields, and the
+// redirect to the sign-in page when no one is signed in.
+
+
+
+
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const HEADERS = {
+    'content-security-policy': CSP,
+    // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with our own forms.
+    'referrer-policy': 'same-origin',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'cache-control': 'no-store'
+};
+function html(reply, body, status = 200) {
+    return reply.code(status).headers(HEADERS).type('text/html; charset=utf-8').send(body);
+}
+/** A field of a submitted form (the plugin parses url-encoded bodies into an object). */
+function field(request, name) {
+    return request.body?.[name];
+}
+/** A 303 to `location`: where every form goes once it is done. */
+function seeOther(reply, location) {
+    return reply.code(303).header('location', location).send();
+}
+/**
+ * A refusal: an HTML page for a browser (it asks for text/html), and for any other client the
+ * problem+json every other error of the executor is.
+ */
+function refuse(request, reply, page, problem) {
+    if (!/\btext\/html\b/.test(request.headers.accept ?? ''))
+        throw problem;
+    for (const [name, value] of Object.entries(problem.headers))
+        void reply.header(name, value);
+    return html(reply, page, problem.status);
+}
+function forbidden(request, reply, viewer, why) {
+    return refuse(request, reply, renderProblem(viewer, 'Request refused', why), new ProblemError('invalid_request', why, {}, 403));
+}
+function runNotFound(request, reply, viewer, id) {
+    return refuse(request, reply, renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`), new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this session`));
+}
+/** The viewer, or a redirect to the sign-in page (answered here) when there is none. */
+async function signedIn(accounts, settings, request, reply) {
+    const viewer = await viewerOf(accounts, request);
+    if (!viewer) {
+        clearCookie(settings, request, reply);
+        // After sign-in the browser comes back to the page it asked for.
+        const next = localPath(request.url);
+        const back = next && next !== '/' ? `/?next=${encodeURIComponent(next)}` : '/';
+        void reply.code(303).header('location', back).send();
+    }
+    return viewer;
+}
+/**
+ * The checks of a form POST that needs a session: its origin and CSRF token (a 403 when they
+ * fail), then the viewer (a 303 to the sign-in page when there is none). Either way the answer is
+ * sent and undefined returned; otherwise the viewer, for the form's work.
+ */
+async function formViewer(accounts, settings, request, reply) {
+    const viewer = await viewerOf(accounts, request);
+    const refused = refusal(settings, request, viewer, field(request, 'csrf'));
+    if (refused) {
+        forbidden(request, reply, viewer, refused);
+        return undefined;
+    }
+    if (!viewer) {
+        seeOther(reply, '/');
+        return undefined;
+    }
+    return viewer;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/dashboard/run-page.ts
@@ -5907,85 +5994,137 @@ ${commandsHtml(run, baseUrl)}`;
     return page(heading(run), body, viewer);
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/dashboard/schedules-page.ts
-// The team's scheduled agents as a signed-in person sees them: each schedule's cron expression,
-// state, next and last fire, why its last due time started nothing, its last runs, and a pause or
-// resume button (a form with the session's CSRF token, checked like a run's cancel).
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/runs-routes.ts
+// The dashboard's run pages: the list (or the sign-in page when no one is signed in), one run,
+// its cancel button, its artifacts' downloads, and the live streams that keep both pages current.
 
-function lastRuns(runs) {
-    if (runs.length === 0)
-        return '<span class="muted">none yet</span>';
-    return runs
-        .map(run => `<a href="/runs/${esc(encodeURIComponent(run.run_id))}" title="${esc(heading(run))}">${badge(run.state)}</a>`)
-        .join(' ');
+
+
+
+
+
+
+
+/** GET /: the team's runs, filtered and counted per state; the sign-in page for no one. */
+async function listPage(context, request, reply) {
+    const { stores } = context;
+    const viewer = await viewerOf(stores.accounts, request);
+    if (!viewer) {
+        // Back after sign-in to the page asked for: a deep link's, or this list with its filters.
+        const asked = request.query.next;
+        const next = asked !== undefined ? localPath(asked) : request.url !== '/' ? localPath(request.url) : undefined;
+        return html(reply, renderSignIn(undefined, next));
+    }
+    const filters = readFilters(request.query);
+    const runs = await stores.runs.listRuns(viewer.team, listQuery(filters, PAGE_SIZE + 1));
+    const counts = await stores.runs.countRunsByState(viewer.team);
+    const more = runs.length > PAGE_SIZE;
+    const environments = context.settings.environments.map(e => e.id);
+    return html(reply, renderList(viewer, filters, runs.slice(0, PAGE_SIZE), more, counts, environments));
 }
-function renderSchedules(viewer, schedules) {
-    const rows = schedules.map(({ schedule, runs }) => {
-        const id = esc(encodeURIComponent(schedule.id));
-        const action = schedule.enabled ? 'pause' : 'resume';
-        const next = schedule.next_run_ms === null ? null : new Date(schedule.next_run_ms).toISOString();
-        return `<tr id="schedule-${esc(schedule.id)}">
-<td data-label="Schedule">${esc(schedule.spec.name)}<br><code class="muted">${esc(schedule.id)}</code></td>
-<td data-label="Cron"><code>${esc(schedule.spec.cron_schedule)}</code> <span class="muted">${esc(schedule.spec.time_zone)}</span></td>
-<td data-label="State">${schedule.enabled ? '<span class="badge s-succeeded">enabled</span>' : '<span class="badge s-cancelled">paused</span>'}</td>
-<td data-label="Next fire">${next ? time(next) : '<span class="muted">none</span>'}</td>
-<td data-label="Last fire">${schedule.last_ran ? time(schedule.last_ran) : '<span class="muted">never</span>'}${schedule.last_spawn_error
-            ? `<br><span class="spawn-error">${esc(schedule.last_spawn_error)}</span>`
-            : ''}</td>
-<td data-label="Last runs">${lastRuns(runs)}</td>
-<td data-label=""><form method="post" action="/schedules/${id}/${action}"><input type="hidden" name="csrf" value="${esc(viewer.csrf)}"><button type="submit">${action === 'pause' ? 'Pause' : 'Resume'}</button></form></td>
-</tr>`;
-    });
-    const table = rows.length === 0
-        ? '<p class="muted">Your team has no schedules. Create one with <code>agent-run schedules create</code> or <code>POST /api/v1/agent/schedules</code>.</p>'
-        : `<table class="runs"><thead><tr><th scope="col">Schedule</th><th scope="col">Cron</th><th scope="col">State</th><th scope="col">Next fire</th><th scope="col">Last fire</th><th scope="col">Last runs</th><th scope="col"></th></tr></thead>
-<tbody>${rows.join('\n')}</tbody></table>`;
-    return page('Schedules', `<h1>Schedules</h1>\n${table}`, viewer, '/schedules');
+/** GET /runs/:id: one run, its transcript (bounded), artifacts and session link. */
+async function runPage(context, request, reply) {
+    const { stores, settings } = context;
+    const viewer = await signedIn(stores.accounts, settings, request, reply);
+    if (!viewer)
+        return reply;
+    const { id } = request.params;
+    const run = await stores.runs.getRun(viewer.team, id);
+    if (!run)
+        return runNotFound(request, reply, viewer, id);
+    const [events, artifacts] = await Promise.all([
+        boundedEvents(stores.transcript, id),
+        stores.artifacts.listArtifacts(viewer.team, id)
+    ]);
+    const base = settings.publicUrl ?? `${request.protocol}://${request.host}`;
+    return html(reply, renderRun(viewer, run, events, artifacts, base, context.links.link(run)));
+}
+/** POST /runs/:id/cancel: the run page's cancel button. */
+async function cancelRunForm(context, request, reply) {
+    const viewer = await formViewer(context.stores.accounts, context.settings, request, reply);
+    if (!viewer)
+        return reply;
+    const { id } = request.params;
+    const result = await context.stores.runs.cancelRun(viewer.team, id, new Date().toISOString(), `from the dashboard by ${viewer.keyName}`);
+    if (result.kind === 'not_found')
+        return runNotFound(request, reply, viewer, id);
+    return seeOther(reply, `/runs/${encodeURIComponent(id)}`);
+}
+/** GET /runs/:id/artifacts/:uid: an artifact of the run, as a download that never renders. */
+async function artifactDownload(context, request, reply) {
+    const { stores } = context;
+    const viewer = await signedIn(stores.accounts, context.settings, request, reply);
+    if (!viewer)
+        return reply;
+    const { id, uid } = request.params;
+    const artifact = await stores.artifacts.getArtifact(viewer.team, uid);
+    const stored = artifact && artifact.run_id === id ? await stores.artifacts.readArtifact(uid) : undefined;
+    if (!stored)
+        return refuse(request, reply, renderProblem(viewer, 'Artifact not found', `There is no artifact ${uid.slice(0, 100)} in this run.`), new ProblemError('artifact_not_found', `artifact ${JSON.stringify(uid.slice(0, 100))} does not exist in run ${JSON.stringify(id.slice(0, 100))} of this team`));
+    const name = stored.artifact.filename;
+    return reply
+        .type(stored.artifact.mime_type)
+        .headers({ ...HEADERS, 'content-security-policy': "default-src 'none'; sandbox" })
+        .header('content-disposition', `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`)
+        .send(stored.data);
+}
+/** GET /live: the run page's stream (?run=) or the list's, ending when the session does. */
+async function liveEvents(context, request, reply) {
+    const { stores } = context;
+    const viewer = await viewerOf(stores.accounts, request);
+    if (!viewer)
+        throw new ProblemError('unauthenticated', 'no dashboard session: sign in at / first');
+    const query = request.query;
+    const session = async () => (await stores.accounts.findWebSession(viewer.idHash, Date.now())) !== undefined;
+    if (typeof query.run === 'string') {
+        const run = await stores.runs.getRun(viewer.team, query.run);
+        if (!run)
+            return runNotFound(request, reply, viewer, query.run);
+        const after = Number(query.after);
+        return runStream(stores, viewer.team, run.run_id, Number.isSafeInteger(after) ? after : 0, request, reply, HEADERS, session);
+    }
+    return listStream(stores.runs, viewer.team, readFilters(query), request, reply, HEADERS, session);
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/dashboard/webhooks-page.ts
-// The team's webhook endpoints as a signed-in person sees them: each endpoint's URL, the events it
-// takes, whether it is enabled (and why not), and its delivery log, newest first: the event, the
-// run, the attempts, the receiver's last answer or error and when the next attempt is due. Secrets
-// are never shown here.
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/sign-in-routes.ts
+// Signing in to the dashboard with an API key, and signing out. Sign-in is rate-limited per
+// address; both forms must come from this site's own origin (sign-out also with its CSRF token).
 
-const STATUS_CLASS = {
-    succeeded: 's-succeeded',
-    pending: 's-queued',
-    failed: 's-failed'
-};
-function log(deliveries) {
-    if (deliveries.length === 0)
-        return '<p class="muted">No deliveries yet.</p>';
-    const rows = deliveries.map(d => `<tr>
-<td data-label="Event"><code>${esc(d.event_type)}</code><br><code class="muted">${esc(d.id)}</code></td>
-<td data-label="Run"><a href="/runs/${esc(encodeURIComponent(d.run_id))}">${esc(d.run_id)}</a></td>
-<td data-label="Status"><span class="badge ${STATUS_CLASS[d.status] ?? ''}">${esc(d.status)}</span></td>
-<td data-label="Attempts">${d.attempts}</td>
-<td data-label="Last answer">${d.last_status === null ? '<span class="muted">none</span>' : esc(d.last_status)}${d.last_error ? `<br><span class="spawn-error">${esc(d.last_error)}</span>` : ''}</td>
-<td data-label="Next attempt">${d.status === 'pending' && d.next_attempt_ms !== null
-        ? time(new Date(d.next_attempt_ms).toISOString())
-        : '<span class="muted">-</span>'}</td>
-</tr>`);
-    return `<table class="runs"><thead><tr><th scope="col">Event</th><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Next attempt</th></tr></thead>
-<tbody>${rows.join('\n')}</tbody></table>`;
+
+
+
+
+
+/** POST /sign-in: the sign-in page's form; back to the page asked for once signed in. */
+async function signInForm(context, request, reply) {
+    const { stores, settings } = context;
+    const refused = refusal(settings, request, undefined, undefined);
+    if (refused)
+        return forbidden(request, reply, undefined, refused);
+    const next = localPath(field(request, 'next'));
+    const wait = context.limiter.take(`sign-in ${request.ip}`);
+    if (wait !== undefined) {
+        const message = `too many sign-in attempts from this address; try again in ${wait} s`;
+        return refuse(request, reply, renderSignIn(message, next), new ProblemError('rate_limited', message, { 'retry-after': String(wait) }));
+    }
+    const key = field(request, 'api_key');
+    if (typeof key !== 'string' || !(await signIn(stores.accounts, settings, request, reply, key.trim()))) {
+        const message = `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`;
+        return refuse(request, reply, renderSignIn(message, next), new ProblemError('unauthenticated', message));
+    }
+    return seeOther(reply, next ?? '/');
 }
-function renderWebhooks(viewer, endpoints) {
-    const sections = endpoints.map(({ webhook, deliveries }) => {
-        const state = webhook.disabled_at
-            ? `<span class="badge s-failed">disabled</span> <span class="muted">${esc(webhook.disabled_reason ?? '')}, ${time(webhook.disabled_at)}</span>`
-            : '<span class="badge s-succeeded">enabled</span>';
-        return `<section id="webhook-${esc(webhook.id)}">
-<h2><code>${esc(webhook.url)}</code></h2>
-<p>${state} · <code class="muted">${esc(webhook.id)}</code>${webhook.source === 'config' ? ' · declared by the operator' : ''}${webhook.description ? ` · ${esc(webhook.description)}` : ''}</p>
-<p class="muted">Events: ${esc(webhook.events === null ? 'all' : webhook.events.join(', '))}</p>
-${log(deliveries)}
-</section>`;
-    });
-    const body = sections.length === 0
-        ? '<p class="muted">Your team has no webhook endpoints. Add one with <code>agent-run webhooks create --url URL</code> or <code>POST /api/v1/agent/webhooks</code>.</p>'
-        : sections.join('\n');
-    return page('Webhooks', `<h1>Webhooks</h1>\n${body}`, viewer, '/webhooks');
+/** POST /sign-out: ends the session (when there is one) and clears its cookie. */
+async function signOutForm(context, request, reply) {
+    const { stores, settings } = context;
+    const viewer = await viewerOf(stores.accounts, request);
+    const refused = refusal(settings, request, viewer, field(request, 'csrf'));
+    if (refused)
+        return forbidden(request, reply, viewer, refused);
+    if (viewer)
+        await stores.accounts.deleteWebSession(viewer.idHash);
+    clearCookie(settings, request, reply);
+    return seeOther(reply, '/');
 }
 
 // EXTERNAL MODULE: ./node_modules/croner/dist/croner.js
@@ -6327,6 +6466,17 @@ const ConversationStepSchema = build/* default.Object */.Ay$.Object({
 }, { additionalProperties: true });
 /** The service's normalized conversation: steps → messages → content blocks. */
 const ConversationSchema = build/* default.Object */.Ay$.Object({ conversation_id: build/* default.String */.Ay$.String(), steps: build/* default.Array */.Ay$.Array(ConversationStepSchema) }, { additionalProperties: true });
+/** A redirect's path: a session id (as the conversation redirect answers it) or a conversation (run) id. */
+const SessionRedirectParamsSchema = build/* default.Object */.Ay$.Object({
+    session_id: build/* default.String */.Ay$.String({ description: 'The session id, as the conversation redirect answers it.' })
+});
+const ConversationRedirectParamsSchema = build/* default.Object */.Ay$.Object({
+    conversation_id: build/* default.String */.Ay$.String({ description: "The conversation id: the run's id." })
+});
+/** Where a shared session goes once its run ended: its conversation; `{}` when nowhere yet. */
+const SessionRedirectSchema = build/* default.Object */.Ay$.Object({ conversation_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()) }, { additionalProperties: false });
+/** Where a conversation goes while its run is live: its session; `{}` when nowhere. */
+const ConversationRedirectSchema = build/* default.Object */.Ay$.Object({ session_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String()) }, { additionalProperties: false });
 const ArtifactDetailsSchema = build/* default.Object */.Ay$.Object({
     artifact_uid: build/* default.String */.Ay$.String(),
     artifact_type: build/* default.String */.Ay$.String({ examples: ['FILE'] }),
@@ -6382,6 +6532,1863 @@ const EventsPageSchema = build/* default.Object */.Ay$.Object({
         description: 'Read again with since=next_since for the events after this page (since itself when empty).'
     })
 });
+
+;// CONCATENATED MODULE: ./src/executor/server/run-fields.ts
+// Fields of a create or follow-up request that a schema cannot fully check: `metadata` (string
+// pairs within bounds), `mode` (normal, plan or orchestrate, which needs a sandboxed environment)
+// and `config` against the environment's agent kind (a create's and a schedule's).
+// Each problem is a 422 naming the field, the bad value and the expected form.
+
+
+
+
+
+/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters; throws a ProblemError (422) otherwise. */
+function checkMetadata(metadata) {
+    if (metadata === undefined || metadata === null)
+        return;
+    const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
+    if (typeof metadata !== 'object' || Array.isArray(metadata))
+        throw new ProblemError('invalid_field', `metadata: expected ${expected}`);
+    const pairs = Object.entries(metadata);
+    if (pairs.length > MAX_METADATA_PAIRS)
+        throw new ProblemError('invalid_field', `metadata: ${pairs.length} keys; expected ${expected}`);
+    for (const [key, value] of pairs) {
+        const shown = JSON.stringify(key.slice(0, 70));
+        if (key.length === 0 || key.length > MAX_METADATA_KEY)
+            throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
+        if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
+            throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
+        // The pairs are kept as text for the list's filter, and PostgreSQL text cannot hold NUL.
+        if (key.includes('\0') || value.includes('\0'))
+            throw new ProblemError('invalid_field', `metadata key ${shown}: keys and values may not contain NUL`);
+    }
+}
+/** A follow-up's or a create's `mode`: normal (the default), plan or orchestrate. */
+function followupMode(mode) {
+    if (mode === undefined || mode === null)
+        return 'normal';
+    if (typeof mode === 'string' && RUN_MODES.includes(mode))
+        return mode;
+    throw new ProblemError('invalid_field', `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected ${RUN_MODES.join(', ')}`);
+}
+/** Throws a 422 operation_not_supported when `environment` cannot run an orchestrate turn (config.ts says why). */
+function checkOrchestrable(environment) {
+    const problem = orchestrateProblem(environment);
+    if (problem)
+        throw new ProblemError('operation_not_supported', problem);
+}
+/**
+ * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
+ * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
+ * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids, and
+ * whatever the kind, `config.mcp_servers` stays within its bounds (input.ts) and the whole config
+ * within MAX_CONFIG_BYTES.
+ */
+function checkHarnessConfig(runConfig, kind) {
+    const mcp = mcpServersProblem(runConfig.mcp_servers);
+    if (mcp)
+        throw new ProblemError('invalid_field', mcp);
+    // The config is in every record and list page of the run: its size is every later read's cost.
+    const bytes = Buffer.byteLength(JSON.stringify(runConfig));
+    if (bytes > MAX_CONFIG_BYTES) {
+        const [largest, size] = largestField(runConfig);
+        throw new ProblemError('invalid_field', `config.${largest.slice(0, 100)}: ${size} bytes of JSON; config may take ${MAX_CONFIG_BYTES} bytes in all (64 KiB), this one takes ${bytes}`);
+    }
+    const harness = runConfig.harness;
+    // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
+    if (agentKindOf(kind)?.harnessType !== undefined) {
+        const inner = harness !== null && typeof harness === 'object' ? harness : {};
+        const problem = modelIdProblem(runConfig.model_id, 'config.model_id') ??
+            modelIdProblem(inner.model_id, 'config.harness.model_id');
+        if (problem)
+            throw new ProblemError('invalid_field', problem);
+    }
+    if (harness === undefined || harness === null)
+        return;
+    const type = typeof harness === 'object' ? harness.type : undefined;
+    if (typeof harness !== 'object' ||
+        Array.isArray(harness) ||
+        (type !== undefined && typeof type !== 'string'))
+        throw new ProblemError('invalid_field', 'config.harness: expected an object such as {"type": "claude"}');
+    const serves = agentKindOf(kind)?.harnessType;
+    if (type === undefined || serves === undefined || type === serves)
+        return;
+    throw new ProblemError('invalid_field', `config.harness.type ${JSON.stringify(type.slice(0, 40))}: this environment runs the ${kind} agent, which serves harness type ${JSON.stringify(serves)}`);
+}
+/** The field of `object` whose value takes the most bytes of JSON, and how many. */
+function largestField(object) {
+    const sizes = Object.entries(object).map(([name, value]) => [name, Buffer.byteLength(JSON.stringify(value) ?? '')]);
+    return sizes.reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/schedules.ts
+// The schedule endpoints (create, list, get, update, delete, pause, resume), one handler each,
+// named in routes/table.ts. The schemas have checked each field's form; what is left here is
+// meaning: the cron expression parses and fires some day, the time zone exists, the environment is
+// one this executor serves. A team sees only its own schedules (another team's id answers 404, as
+// an unknown one). The runs a schedule starts are the scheduler's (schedules/scheduler.ts).
+
+
+
+
+/** The settings of a create or update body, checked beyond the schema. */
+function specOf(body, settings, previous) {
+    const zone = body.time_zone ?? previous?.time_zone ?? 'UTC';
+    const zoneProblem = timeZoneProblem(zone);
+    if (zoneProblem)
+        throw new ProblemError('invalid_field', zoneProblem);
+    const cron = cronProblem(body.cron_schedule, zone);
+    if (cron)
+        throw new ProblemError('invalid_field', cron);
+    const agentConfig = (body.agent_config ?? previous?.agent_config ?? {});
+    const environmentId = agentConfig.environment_id;
+    const served = settings.environments.map(env => env.id).join(', ');
+    if (typeof environmentId !== 'string')
+        throw new ProblemError('invalid_field', `agent_config.environment_id: missing; expected the id of an environment this executor serves (${served})`);
+    if (!settings.environments.some(env => env.id === environmentId))
+        throw new ProblemError('invalid_field', `agent_config.environment_id ${JSON.stringify(environmentId)}: no such environment; expected one of ${served}`);
+    // agent_config is the config of every run the schedule starts: checked as a create's would be.
+    const environment = settings.environments.find(env => env.id === environmentId);
+    if (environment)
+        checkHarnessConfig(agentConfig, environment.agent.kind);
+    const bytes = Buffer.byteLength(body.prompt);
+    if (bytes > settings.limits.maxPromptBytes)
+        throw new ProblemError('invalid_field', `prompt: ${bytes} bytes is over the limit of ${settings.limits.maxPromptBytes} bytes`);
+    return {
+        name: body.name,
+        cron_schedule: body.cron_schedule.trim(),
+        prompt: body.prompt,
+        agent_config: { ...agentConfig, environment_id: environmentId },
+        time_zone: zone,
+        overlap: body.overlap ?? previous?.overlap ?? 'skip',
+        catch_up: body.catch_up ?? previous?.catch_up ?? true
+    };
+}
+function iso(ms) {
+    return ms === null ? null : new Date(ms).toISOString();
+}
+/** A stored schedule in the service's ScheduledAgentItem shape, with the executor's additions. */
+function scheduleRecord(schedule) {
+    const { spec } = schedule;
+    return {
+        id: schedule.id,
+        name: spec.name,
+        cron_schedule: spec.cron_schedule,
+        prompt: spec.prompt,
+        enabled: schedule.enabled,
+        agent_config: spec.agent_config,
+        time_zone: spec.time_zone,
+        overlap: spec.overlap,
+        catch_up: spec.catch_up,
+        created_at: schedule.created_at,
+        updated_at: schedule.updated_at,
+        created_by: schedule.created_by,
+        history: { last_ran: schedule.last_ran, next_run: iso(schedule.next_run_ms) },
+        last_spawn_error: schedule.last_spawn_error,
+        last_run_id: schedule.last_run_id,
+        scope: { type: 'Team', uid: schedule.team }
+    };
+}
+/** The next due time of a schedule created or updated now: none while it is paused. */
+function nextDue(spec, enabled) {
+    return enabled ? nextFire(spec.cron_schedule, spec.time_zone, Date.now()) : null;
+}
+/**
+ * Pauses (next due time none) or resumes (next due time from now) a team's schedule, keeping its
+ * settings; the schedule as it is now, undefined when the team has none with this id. The API's
+ * pause and resume and the dashboard's buttons both go through here.
+ */
+async function setScheduleEnabled(schedules, team, id, enabled) {
+    const schedule = await schedules.getSchedule(team, id);
+    if (!schedule)
+        return undefined;
+    const nextRunMs = nextDue(schedule.spec, enabled);
+    const at = new Date().toISOString();
+    if (!(await schedules.updateSchedule(team, id, { spec: schedule.spec, enabled, nextRunMs, at })))
+        return undefined;
+    return schedules.getSchedule(team, id);
+}
+function notFound(id) {
+    return new ProblemError('not_found', `schedule ${JSON.stringify(id)} does not exist`);
+}
+/** The team's schedule with this id, or 404 (another team's answers as an unknown one). */
+async function findSchedule(schedules, team, id) {
+    const schedule = await schedules.getSchedule(team, id);
+    if (!schedule)
+        throw notFound(id);
+    return schedule;
+}
+/** Sets enabled (and the next due time from now), keeping the settings; 404 when there is none. */
+async function setEnabled(schedules, team, id, enabled) {
+    const schedule = await setScheduleEnabled(schedules, team, id, enabled);
+    if (!schedule)
+        throw notFound(id);
+    return scheduleRecord(schedule);
+}
+const createSchedule = async (context, request) => {
+    const body = request.body;
+    const spec = specOf(body, context.settings);
+    const enabled = body.enabled ?? true;
+    const principal = request.principal;
+    const at = new Date().toISOString();
+    const schedule = {
+        id: (0,external_node_crypto_.randomUUID)(),
+        team: principal.team,
+        spec,
+        enabled,
+        next_run_ms: nextDue(spec, enabled),
+        last_ran: null,
+        last_run_id: null,
+        last_spawn_error: null,
+        created_by: {
+            type: principal.kind === 'personal' ? 'user' : 'agent',
+            uid: principal.keyId,
+            display_name: principal.name
+        },
+        created_at: at,
+        updated_at: at
+    };
+    const limit = context.settings.limits.maxSchedulesPerTeam;
+    if (!(await context.stores.schedules.createSchedule(schedule, limit)))
+        throw new ProblemError('schedule_limit_reached', `this team has ${limit} schedules, the limit of limits.max_schedules_per_team; delete one to create another`);
+    return scheduleRecord(schedule);
+};
+const listSchedules = async (context, request) => ({
+    schedules: (await context.stores.schedules.listSchedules(request.principal.team)).map(scheduleRecord)
+});
+const getSchedule = async (context, request) => scheduleRecord(await findSchedule(context.stores.schedules, request.principal.team, request.params.schedule_id));
+const updateSchedule = async (context, request) => {
+    const schedules = context.stores.schedules;
+    const { team } = request.principal;
+    const id = request.params.schedule_id;
+    const previous = await findSchedule(schedules, team, id);
+    const spec = specOf(request.body, context.settings, previous.spec);
+    const enabled = request.body.enabled;
+    const changed = await schedules.updateSchedule(team, id, {
+        spec,
+        enabled,
+        nextRunMs: nextDue(spec, enabled),
+        at: new Date().toISOString()
+    });
+    if (!changed)
+        throw notFound(id);
+    return scheduleRecord(await findSchedule(schedules, team, id));
+};
+const deleteSchedule = async (context, request) => {
+    const id = request.params.schedule_id;
+    if (!(await context.stores.schedules.deleteSchedule(request.principal.team, id)))
+        throw notFound(id);
+    return { success: true };
+};
+const pauseSchedule = (context, request) => setEnabled(context.stores.schedules, request.principal.team, request.params.schedule_id, false);
+const resumeSchedule = (context, request) => setEnabled(context.stores.schedules, request.principal.team, request.params.schedule_id, true);
+
+// EXTERNAL MODULE: external "node:os"
+var external_node_os_ = __webpack_require__(48161);
+;// CONCATENATED MODULE: ./src/executor/telemetry/heartbeat.ts
+// Each executor process reports itself in the store every few seconds (its role, workers and how
+// many are busy), so the dashboard of any node can show every node and which went silent. A node
+// that stops cleanly removes its report; one that died stops reporting and shows as silent, and
+// its report is forgotten after a day.
+
+
+/** How often a node reports itself. */
+const HEARTBEAT_MS = 5_000;
+/** A node unheard for this long is shown as silent. */
+const SILENT_AFTER_MS = 3 * HEARTBEAT_MS;
+const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
+function startHeartbeat(store, role, workers, busy, log) {
+    const nodeId = `${(0,external_node_os_.hostname)().slice(0, 60)}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString('hex')}`;
+    const startedAt = new Date().toISOString();
+    let failing = false;
+    const report = async () => {
+        const now = Date.now();
+        const node = {
+            node_id: nodeId,
+            role,
+            workers,
+            busy: busy(),
+            started_at: startedAt,
+            seen_at: now
+        };
+        try {
+            await store.reportNode(node, now - FORGET_AFTER_MS);
+            failing = false;
+        }
+        catch (error) {
+            // The store being away is reported by /readyz and the worker; say it here once.
+            if (!failing)
+                log.warn({ err: error }, 'node heartbeat failed');
+            failing = true;
+        }
+    };
+    let last = report();
+    const timer = setInterval(() => {
+        last = last.then(report);
+    }, HEARTBEAT_MS);
+    timer.unref();
+    return {
+        nodeId,
+        async stop() {
+            clearInterval(timer);
+            await last;
+            await store.removeNode(nodeId).catch(() => undefined);
+        }
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/environments-page.ts
+// The configured environments as a signed-in team sees them: what each one runs and how many of the
+// team's runs wait or run in it. Only what is safe to show: never a secret, an `env` value (or
+// even the variables' names), a setup command or the source path. Below them, the executor nodes on
+// this store as their heartbeats report them, with their workers busy and free.
+
+
+
+function ago(ms) {
+    const seconds = Math.max(0, Math.round(ms / 1000));
+    return seconds < 120 ? `${seconds} s ago` : `${Math.round(seconds / 60)} min ago`;
+}
+function nodesHtml(nodes, now) {
+    if (nodes.length === 0)
+        return '<p class="muted">No node has reported itself yet.</p>';
+    const rows = nodes.map(node => {
+        const silent = now - node.seen_at > SILENT_AFTER_MS;
+        const status = silent
+            ? '<span class="badge s-failed">silent</span>'
+            : '<span class="badge s-succeeded">alive</span>';
+        const free = Math.max(0, node.workers - node.busy);
+        return `<tr id="node-${esc(node.node_id)}">
+<td data-label="Node"><code>${esc(node.node_id)}</code></td>
+<td data-label="Status">${status}</td>
+<td data-label="Role">${esc(node.role)}</td>
+<td data-label="Workers">${esc(node.busy)} busy, ${esc(free)} free</td>
+<td data-label="Last heard">${esc(ago(now - node.seen_at))}</td>
+</tr>`;
+    });
+    return `<table class="runs"><thead><tr><th scope="col">Node</th><th scope="col">Status</th><th scope="col">Role</th><th scope="col">Workers</th><th scope="col">Last heard</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>`;
+}
+function renderEnvironments(viewer, config, active, nodes, now = Date.now()) {
+    const tally = (env, state) => active.filter(r => r.environment_id === env && r.state === state).length;
+    const rows = config.environments.map(env => {
+        const q = new URLSearchParams({ environment: env.id }).toString();
+        return `<tr>
+<td data-label="Environment"><a href="/?${esc(q)}">${esc(env.id)}</a>${env.name && env.name !== env.id ? ` <span class="muted">${esc(env.name)}</span>` : ''}</td>
+<td data-label="Agent">${esc(env.agent.kind)}</td>
+<td data-label="Image">${env.image ? `<code>${esc(env.image.ref)}</code>` : '<span class="muted">host</span>'}</td>
+<td data-label="Queued">${tally(env.id, 'QUEUED')}</td>
+<td data-label="Running">${tally(env.id, 'INPROGRESS')}</td>
+<td data-label="At once">${esc(env.maxConcurrentRuns)}</td>
+<td data-label="Time limit">${esc(formatDuration(env.timeoutMs))}</td>
+</tr>`;
+    });
+    const body = `<h1>Environments</h1>
+<p>This executor runs up to ${esc(config.workers)} runs at once across its environments. Queued and running counts are your team's runs.</p>
+<table class="runs"><thead><tr><th scope="col">Environment</th><th scope="col">Agent</th><th scope="col">Image</th><th scope="col">Queued</th><th scope="col">Running</th><th scope="col">At once</th><th scope="col">Time limit</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>
+<h2>Nodes</h2>
+<p>Every executor process on this store reports itself every ${SILENT_AFTER_MS / 3000} s; one unheard for ${SILENT_AFTER_MS / 1000} s is shown as silent.</p>
+${nodesHtml(nodes, now)}`;
+    return page('Environments', body, viewer, '/environments');
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/schedules-page.ts
+// The team's scheduled agents as a signed-in person sees them: each schedule's cron expression,
+// state, next and last fire, why its last due time started nothing, its last runs, and a pause or
+// resume button (a form with the session's CSRF token, checked like a run's cancel).
+
+function lastRuns(runs) {
+    if (runs.length === 0)
+        return '<span class="muted">none yet</span>';
+    return runs
+        .map(run => `<a href="/runs/${esc(encodeURIComponent(run.run_id))}" title="${esc(heading(run))}">${badge(run.state)}</a>`)
+        .join(' ');
+}
+function renderSchedules(viewer, schedules) {
+    const rows = schedules.map(({ schedule, runs }) => {
+        const id = esc(encodeURIComponent(schedule.id));
+        const action = schedule.enabled ? 'pause' : 'resume';
+        const next = schedule.next_run_ms === null ? null : new Date(schedule.next_run_ms).toISOString();
+        return `<tr id="schedule-${esc(schedule.id)}">
+<td data-label="Schedule">${esc(schedule.spec.name)}<br><code class="muted">${esc(schedule.id)}</code></td>
+<td data-label="Cron"><code>${esc(schedule.spec.cron_schedule)}</code> <span class="muted">${esc(schedule.spec.time_zone)}</span></td>
+<td data-label="State">${schedule.enabled ? '<span class="badge s-succeeded">enabled</span>' : '<span class="badge s-cancelled">paused</span>'}</td>
+<td data-label="Next fire">${next ? time(next) : '<span class="muted">none</span>'}</td>
+<td data-label="Last fire">${schedule.last_ran ? time(schedule.last_ran) : '<span class="muted">never</span>'}${schedule.last_spawn_error
+            ? `<br><span class="spawn-error">${esc(schedule.last_spawn_error)}</span>`
+            : ''}</td>
+<td data-label="Last runs">${lastRuns(runs)}</td>
+<td data-label=""><form method="post" action="/schedules/${id}/${action}"><input type="hidden" name="csrf" value="${esc(viewer.csrf)}"><button type="submit">${action === 'pause' ? 'Pause' : 'Resume'}</button></form></td>
+</tr>`;
+    });
+    const table = rows.length === 0
+        ? '<p class="muted">Your team has no schedules. Create one with <code>agent-run schedules create</code> or <code>POST /api/v1/agent/schedules</code>.</p>'
+        : `<table class="runs"><thead><tr><th scope="col">Schedule</th><th scope="col">Cron</th><th scope="col">State</th><th scope="col">Next fire</th><th scope="col">Last fire</th><th scope="col">Last runs</th><th scope="col"></th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>`;
+    return page('Schedules', `<h1>Schedules</h1>\n${table}`, viewer, '/schedules');
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/webhooks-page.ts
+// The team's webhook endpoints as a signed-in person sees them: each endpoint's URL, the events it
+// takes, whether it is enabled (and why not), and its delivery log, newest first: the event, the
+// run, the attempts, the receiver's last answer or error and when the next attempt is due. Secrets
+// are never shown here.
+
+const STATUS_CLASS = {
+    succeeded: 's-succeeded',
+    pending: 's-queued',
+    failed: 's-failed'
+};
+function log(deliveries) {
+    if (deliveries.length === 0)
+        return '<p class="muted">No deliveries yet.</p>';
+    const rows = deliveries.map(d => `<tr>
+<td data-label="Event"><code>${esc(d.event_type)}</code><br><code class="muted">${esc(d.id)}</code></td>
+<td data-label="Run"><a href="/runs/${esc(encodeURIComponent(d.run_id))}">${esc(d.run_id)}</a></td>
+<td data-label="Status"><span class="badge ${STATUS_CLASS[d.status] ?? ''}">${esc(d.status)}</span></td>
+<td data-label="Attempts">${d.attempts}</td>
+<td data-label="Last answer">${d.last_status === null ? '<span class="muted">none</span>' : esc(d.last_status)}${d.last_error ? `<br><span class="spawn-error">${esc(d.last_error)}</span>` : ''}</td>
+<td data-label="Next attempt">${d.status === 'pending' && d.next_attempt_ms !== null
+        ? time(new Date(d.next_attempt_ms).toISOString())
+        : '<span class="muted">-</span>'}</td>
+</tr>`);
+    return `<table class="runs"><thead><tr><th scope="col">Event</th><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Next attempt</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>`;
+}
+function renderWebhooks(viewer, endpoints) {
+    const sections = endpoints.map(({ webhook, deliveries }) => {
+        const state = webhook.disabled_at
+            ? `<span class="badge s-failed">disabled</span> <span class="muted">${esc(webhook.disabled_reason ?? '')}, ${time(webhook.disabled_at)}</span>`
+            : '<span class="badge s-succeeded">enabled</span>';
+        return `<section id="webhook-${esc(webhook.id)}">
+<h2><code>${esc(webhook.url)}</code></h2>
+<p>${state} · <code class="muted">${esc(webhook.id)}</code>${webhook.source === 'config' ? ' · declared by the operator' : ''}${webhook.description ? ` · ${esc(webhook.description)}` : ''}</p>
+<p class="muted">Events: ${esc(webhook.events === null ? 'all' : webhook.events.join(', '))}</p>
+${log(deliveries)}
+</section>`;
+    });
+    const body = sections.length === 0
+        ? '<p class="muted">Your team has no webhook endpoints. Add one with <code>agent-run webhooks create --url URL</code> or <code>POST /api/v1/agent/webhooks</code>.</p>'
+        : sections.join('\n');
+    return page('Webhooks', `<h1>Webhooks</h1>\n${body}`, viewer, '/webhooks');
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/team-routes.ts
+// The dashboard's pages of what a team has beside its runs: the environments (and the nodes
+// serving them), the schedules with their pause and resume buttons, and the webhook endpoints with
+// their recent deliveries.
+
+
+
+
+
+
+
+/** GET /environments: each environment with the team's queued and running runs, and the nodes. */
+async function environmentsPage(context, request, reply) {
+    const { stores, settings } = context;
+    const viewer = await signedIn(stores.accounts, settings, request, reply);
+    if (!viewer)
+        return reply;
+    const active = await stores.runs.listRuns(viewer.team, { limit: 1000, states: ['QUEUED', 'INPROGRESS'] });
+    return html(reply, renderEnvironments(viewer, settings, active, await stores.nodes.listNodes()));
+}
+/** GET /schedules: the team's schedules, each with its five latest runs. */
+async function schedulesPage(context, request, reply) {
+    const { stores } = context;
+    const viewer = await signedIn(stores.accounts, context.settings, request, reply);
+    if (!viewer)
+        return reply;
+    const schedules = await stores.schedules.listSchedules(viewer.team);
+    const rows = await Promise.all(schedules.map(async (schedule) => ({
+        schedule,
+        runs: await stores.runs.listRuns(viewer.team, { limit: 5, scheduleId: schedule.id })
+    })));
+    return html(reply, renderSchedules(viewer, rows));
+}
+/** The pause and resume buttons: the schedule enabled or not, then back to the schedules page. */
+async function scheduleForm(context, request, reply, enabled) {
+    const { stores } = context;
+    const viewer = await formViewer(stores.accounts, context.settings, request, reply);
+    if (!viewer)
+        return reply;
+    const { id } = request.params;
+    const changed = await setScheduleEnabled(stores.schedules, viewer.team, id, enabled);
+    if (!changed)
+        return refuse(request, reply, renderProblem(viewer, 'Schedule not found', `There is no schedule ${id.slice(0, 100)} in your team.`), new ProblemError('not_found', `schedule ${JSON.stringify(id.slice(0, 100))} does not exist`));
+    return seeOther(reply, '/schedules');
+}
+/** POST /schedules/:id/pause */
+function pauseScheduleForm(context, request, reply) {
+    return scheduleForm(context, request, reply, false);
+}
+/** POST /schedules/:id/resume */
+function resumeScheduleForm(context, request, reply) {
+    return scheduleForm(context, request, reply, true);
+}
+/** GET /webhooks: the team's endpoints, each with its 50 latest deliveries. */
+async function webhooksPage(context, request, reply) {
+    const { stores } = context;
+    const viewer = await signedIn(stores.accounts, context.settings, request, reply);
+    if (!viewer)
+        return reply;
+    const webhooks = await stores.webhooks.listWebhooks(viewer.team);
+    const rows = await Promise.all(webhooks.map(async (webhook) => ({
+        webhook,
+        deliveries: await stores.webhooks.listDeliveries(webhook.id, 50)
+    })));
+    return html(reply, renderWebhooks(viewer, rows));
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/dashboard/routes.ts
+// The dashboard's routes: sign-in and sign-out, the runs list, a run (with cancel and artifact
+// downloads), the schedules (with pause and resume), the webhooks, the environments, the live
+// streams and the two static files. Each page's handler lives with its kind (runs-routes.ts,
+// sign-in-routes.ts, team-routes.ts); this plugin only names them. Forms are parsed here only (the
+// JSON API still takes JSON alone), and the JSON API never looks at the cookie: it keeps accepting
+// Bearer keys only.
+
+
+
+
+function stylesheet(_context, _request, reply) {
+    return reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS);
+}
+function script(_context, _request, reply) {
+    return reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS);
+}
+const routes_ROUTES = [
+    ['GET', '/dashboard/app.css', stylesheet],
+    ['GET', '/dashboard/app.js', script],
+    ['GET', '/', listPage],
+    ['POST', '/sign-in', signInForm],
+    ['POST', '/sign-out', signOutForm],
+    ['GET', '/runs/:id', runPage],
+    ['POST', '/runs/:id/cancel', cancelRunForm],
+    ['GET', '/runs/:id/artifacts/:uid', artifactDownload],
+    ['GET', '/environments', environmentsPage],
+    ['GET', '/schedules', schedulesPage],
+    ['GET', '/webhooks', webhooksPage],
+    ['POST', '/schedules/:id/pause', pauseScheduleForm],
+    ['POST', '/schedules/:id/resume', resumeScheduleForm],
+    ['GET', '/live', liveEvents]
+];
+async function dashboardRoutes(app, { context }) {
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body))));
+    for (const [method, url, handler] of routes_ROUTES)
+        app.route({ method, url, handler: (request, reply) => handler(context, request, reply) });
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/download-links.ts
+// Signed, time-limited download URLs for artifacts: an HMAC of the artifact id and the expiry, so a
+// client can hand the URL to a tool without its API key (like a session link). The secret lives in
+// the store, so every node signs and checks the same way.
+
+
+/** How long a download URL stays valid. */
+const DOWNLOAD_TTL_SECONDS = 15 * 60;
+class DownloadLinks {
+    secret;
+    constructor(secret) {
+        this.secret = secret;
+    }
+    static async open(store) {
+        return new DownloadLinks(await store.getSecret('artifact-links', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url')));
+    }
+    sign(uid, expires) {
+        return (0,external_node_crypto_.createHmac)('sha256', this.secret).update(`${uid}\n${expires}`).digest('base64url');
+    }
+    /** The download URL of an artifact under `base`, valid from `now` for DOWNLOAD_TTL_SECONDS. */
+    url(base, uid, now = Date.now()) {
+        const expires = Math.floor(now / 1000) + DOWNLOAD_TTL_SECONDS;
+        return {
+            url: `${base}${endpointPath('downloadArtifact', { artifact_uid: uid })}?expires=${expires}&signature=${this.sign(uid, expires)}`,
+            expiresAt: new Date(expires * 1000).toISOString()
+        };
+    }
+    /** Whether `expires` and `signature` (as the query gave them) are this artifact's and not expired. */
+    verify(uid, expires, signature) {
+        if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires))
+            return false;
+        const until = Number(expires);
+        if (until * 1000 <= Date.now() || typeof signature !== 'string')
+            return false;
+        const given = Buffer.from(signature);
+        const expected = Buffer.from(this.sign(uid, until));
+        return given.length === expected.length && (0,external_node_crypto_.timingSafeEqual)(given, expected);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/read-cache.ts
+// Answers to reads kept between writes, so a client polling an unchanged run or list page costs one
+// cheap look at the store's change stamp instead of a key lookup, a query and a serialisation. The
+// stamp (Stores.changeStamp) moves on every write committed anywhere, by this process or another
+// one sharing the store; everything here is dropped as soon as it moved, so a cached answer never
+// shows anything an uncached read would not (a revoked key, a cancelled run). A store that cannot
+// give a stamp (PostgreSQL) gets no caching: every request reads, as before.
+//
+// Entries are read only after the stamp was: an entry is never older than the stamp it is kept
+// under, and a write committed while it was being read moves the stamp, so the next request drops it.
+//
+// One look at the stamp serves the requests of one turn of the event loop (afterRefresh): they
+// wait in a queue for the loop's check phase, where the queue is taken first and the stamp read
+// after, once for all of them. Every request answered was queued, so read from its socket, before
+// the stamp was read: a write acknowledged to anyone before a request was sent is seen by that
+// request, as when each request read the stamp itself, for one system call a turn instead of one a
+// request. A request queued while a turn is answered waits for the next turn's look.
+/** Held per stamp at most; a busy poller's run or page is among the newest. */
+const MAX_ENTRIES = 1_000;
+/** Answers are kept up to this many bytes in all (a list page of long prompts can be large)… */
+const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
+/** …and an answer larger than this is never kept. */
+const MAX_BODY_BYTES = 1024 * 1024;
+class ReadCache {
+    store;
+    report;
+    stamp;
+    principals = new Map();
+    bodies = new Map();
+    bodyBytes = 0;
+    /** Requests read this turn, waiting for the stamp. */
+    waiting = [];
+    /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
+    stamped;
+    constructor(store, 
+    /** Told of a fault while answering the waiting requests: a stamp not read, a continuation that threw. */
+    report = error => {
+        throw error;
+    }) {
+        this.store = store;
+        this.report = report;
+    }
+    /**
+     * Runs `then` once the stamp was looked at after this request was read: in this turn's check
+     * phase, with the other requests this turn read. Should `then` throw, `failed` answers the request.
+     */
+    afterRefresh(then, failed) {
+        if (this.stamped === undefined) {
+            this.refresh();
+            this.stamped = this.stamp !== undefined;
+        }
+        if (!this.stamped) {
+            then();
+            return;
+        }
+        this.waiting.push({ then, failed });
+        if (this.waiting.length === 1)
+            setImmediate(this.flush);
+    }
+    flush = () => {
+        // The queue is taken before the stamp is read: a request queued after this (parsed from bytes
+        // already read, as a pipelined one can be) waits for the next turn's look.
+        const waiting = this.waiting;
+        this.waiting = [];
+        try {
+            this.refresh();
+        }
+        catch (error) {
+            // No stamp this turn: answer the turn uncached, rather than not at all.
+            this.forget(undefined);
+            this.report(error);
+        }
+        // One request's failure must not leave the others of its turn unanswered.
+        for (const { then, failed } of waiting)
+            try {
+                then();
+            }
+            catch (error) {
+                this.report(error);
+                failed(error);
+            }
+    };
+    /** Looks at the store's stamp: drops everything when it moved. */
+    refresh() {
+        const stamp = this.store.changeStamp?.();
+        if (stamp !== this.stamp || stamp === undefined)
+            this.forget(stamp);
+    }
+    /** Drops everything kept, and keeps what follows under `stamp` (undefined: nothing is kept). */
+    forget(stamp) {
+        this.stamp = stamp;
+        if (this.principals.size > 0)
+            this.principals.clear();
+        if (this.bodies.size > 0)
+            this.bodies.clear();
+        this.bodyBytes = 0;
+    }
+    /** The principal remembered for this Authorization header while the stamp has not moved, if any. */
+    knownPrincipal(header) {
+        if (header === undefined || this.stamp === undefined)
+            return undefined;
+        return this.principals.get(header);
+    }
+    /** The principal of this Authorization header, remembered only once the store accepted it. */
+    async principal(header, load) {
+        const known = this.knownPrincipal(header);
+        if (known)
+            return known;
+        const stamp = this.stamp;
+        const principal = await load();
+        if (header !== undefined && stamp !== undefined && stamp === this.stamp)
+            remember(this.principals, header, principal);
+        return principal;
+    }
+    /** The answer kept under `key` (which must name the caller's team), or the one `load` builds now. */
+    async body(key, load) {
+        if (this.stamp === undefined)
+            return load();
+        const known = this.bodies.get(key);
+        if (known)
+            return known;
+        const stamp = this.stamp;
+        const built = await load();
+        const bytes = read_cache_sizeOf(built.body);
+        if (stamp === this.stamp && bytes <= MAX_BODY_BYTES && !this.bodies.has(key)) {
+            while (this.bodies.size > 0 &&
+                (this.bodyBytes + bytes > MAX_TOTAL_BYTES || this.bodies.size >= MAX_ENTRIES)) {
+                const [oldest, entry] = this.bodies.entries().next().value;
+                this.bodies.delete(oldest);
+                this.bodyBytes -= read_cache_sizeOf(entry.body);
+            }
+            this.bodies.set(key, built);
+            this.bodyBytes += bytes;
+        }
+        return built;
+    }
+}
+/** Bytes of an answer, about (a string's length in UTF-16 units is close enough for a bound). */
+function read_cache_sizeOf(body) {
+    return typeof body === 'string' ? body.length : body.byteLength;
+}
+function remember(map, key, value) {
+    if (map.size >= MAX_ENTRIES)
+        map.delete(map.keys().next().value);
+    map.set(key, value);
+}
+
+;// CONCATENATED MODULE: ./src/api/schedules.ts
+// Schemas of the scheduled agents and the two catalogue reads (environments, models), in the
+// production service's shapes (its official SDK's ScheduledAgentItem, ScheduleCreateParams, …):
+// a schedule is a cron expression, a prompt and the config of the runs it starts. What the service
+// leaves open and the executor adds is optional here: `time_zone`, `overlap`, `catch_up`.
+
+const schedules_Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
+const schedules_NullableTimestamp = build/* default.Unsafe */.Ay$.Unsafe({
+    type: ['string', 'null'],
+    format: 'date-time',
+    description: 'RFC 3339 timestamp, or null'
+});
+const OVERLAP_POLICIES = ['skip', 'queue', 'cancel_previous'];
+const ScheduleAgentConfigSchema = build/* default.Object */.Ay$.Object({
+    environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'Environment the runs execute in (required by this executor).',
+        expected: 'a non-empty string'
+    }))
+}, {
+    additionalProperties: true,
+    description: "The config of each run the schedule starts (a run's `config`).",
+    expected: 'an object with environment_id'
+});
+const scheduleFields = {
+    name: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        maxLength: 200,
+        description: 'Human-readable name; the title of the runs it starts.',
+        expected: 'a non-empty string of at most 200 characters'
+    }),
+    cron_schedule: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        maxLength: 200,
+        description: 'Five-field cron expression (minute hour day month weekday), e.g. "0 9 * * 1-5".',
+        expected: 'a cron expression such as "0 9 * * *"'
+    }),
+    prompt: build/* default.String */.Ay$.String({
+        pattern: '\\S',
+        description: 'The prompt of each run.',
+        expected: 'a string',
+        constraint: 'must not be empty'
+    }),
+    agent_config: build/* default.Optional */.Ay$.Optional(ScheduleAgentConfigSchema),
+    enabled: build/* default.Boolean */.Ay$.Boolean({ description: 'Whether the schedule fires.', expected: 'true or false' }),
+    time_zone: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
+        description: 'IANA time zone the cron expression is read in (default UTC).',
+        expected: 'an IANA time zone such as "Europe/Berlin"'
+    })),
+    overlap: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(OVERLAP_POLICIES.map(policy => build/* default.Literal */.Ay$.Literal(policy)), {
+        description: "What a fire does while the schedule's previous run still runs: skip it (default), queue it until that run ends, or cancel_previous.",
+        expected: 'skip, queue or cancel_previous'
+    })),
+    catch_up: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({
+        description: 'Whether a fire time missed while no executor ran starts one run when one comes back (default true).',
+        expected: 'true or false'
+    }))
+};
+const CreateScheduleRequestSchema = build/* default.Object */.Ay$.Object({
+    ...scheduleFields,
+    enabled: build/* default.Optional */.Ay$.Optional(scheduleFields.enabled),
+    team: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({ description: 'Accepted and ignored: schedules belong to the key’s team.' }))
+}, { additionalProperties: false, expected: 'a JSON object with name, cron_schedule and prompt' });
+const UpdateScheduleRequestSchema = build/* default.Object */.Ay$.Object(scheduleFields, {
+    additionalProperties: false,
+    expected: 'a JSON object with name, cron_schedule, prompt and enabled'
+});
+const ScheduleIdParamsSchema = build/* default.Object */.Ay$.Object({
+    schedule_id: build/* default.String */.Ay$.String({ description: 'The schedule id.' })
+});
+const UserProfileSchema = build/* default.Object */.Ay$.Object({
+    type: build/* default.String */.Ay$.String(),
+    uid: build/* default.String */.Ay$.String(),
+    display_name: build/* default.String */.Ay$.String()
+}, { additionalProperties: true });
+const ScheduleSchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.String */.Ay$.String(),
+    name: build/* default.String */.Ay$.String(),
+    cron_schedule: build/* default.String */.Ay$.String(),
+    prompt: build/* default.String */.Ay$.String(),
+    enabled: build/* default.Boolean */.Ay$.Boolean(),
+    agent_config: build/* default.Optional */.Ay$.Optional(build/* default.Object */.Ay$.Object({}, { additionalProperties: true })),
+    time_zone: build/* default.String */.Ay$.String(),
+    overlap: build/* default.String */.Ay$.String(),
+    catch_up: build/* default.Boolean */.Ay$.Boolean(),
+    created_at: schedules_Timestamp,
+    updated_at: schedules_Timestamp,
+    created_by: build/* default.Optional */.Ay$.Optional(UserProfileSchema),
+    history: build/* default.Object */.Ay$.Object({ last_ran: schedules_NullableTimestamp, next_run: schedules_NullableTimestamp }),
+    last_spawn_error: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
+    last_run_id: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
+    scope: build/* default.Object */.Ay$.Object({ type: build/* default.String */.Ay$.String(), uid: build/* default.String */.Ay$.String() })
+}, { additionalProperties: true });
+const ListSchedulesResponseSchema = build/* default.Object */.Ay$.Object({ schedules: build/* default.Array */.Ay$.Array(ScheduleSchema) });
+const DeleteScheduleResponseSchema = build/* default.Object */.Ay$.Object({ success: build/* default.Boolean */.Ay$.Boolean() });
+const EnvironmentSchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.String */.Ay$.String(),
+    name: build/* default.String */.Ay$.String(),
+    source: build/* default.String */.Ay$.String({ description: 'The repository or directory runs start from, without credentials.' }),
+    setup_commands: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String()),
+    agent_kind: build/* default.String */.Ay$.String(),
+    network: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String(), { description: 'host:port a run may reach (empty: none).' }),
+    docker_image: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({
+        type: ['string', 'null'],
+        description: "The container image whose file system runs see as / (a skopeo reference such as docker://debian:12); null: the executor host's."
+    }))
+}, { additionalProperties: true });
+const ListEnvironmentsResponseSchema = build/* default.Object */.Ay$.Object({ environments: build/* default.Array */.Ay$.Array(EnvironmentSchema) });
+const ModelSchema = build/* default.Object */.Ay$.Object({
+    id: build/* default.String */.Ay$.String(),
+    provider: build/* default.String */.Ay$.String(),
+    environment_ids: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String())
+}, { additionalProperties: true });
+const ListModelsResponseSchema = build/* default.Object */.Ay$.Object({
+    default_model_id: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
+    models: build/* default.Array */.Ay$.Array(ModelSchema),
+    environments: build/* default.Array */.Ay$.Array(build/* default.Object */.Ay$.Object({
+        environment_id: build/* default.String */.Ay$.String(),
+        agent_kind: build/* default.String */.Ay$.String(),
+        default_model_id: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
+        accepts_model_id: build/* default.Boolean */.Ay$.Boolean()
+    }))
+});
+
+;// CONCATENATED MODULE: ./src/api/schema-registry.ts
+// Every schema of the contract by its exported name (`RunIdParamsSchema`, …), so that the endpoint
+// table (./endpoints.ts) can name an endpoint's schemas without loading the schema library: the
+// table stays light enough for the client's bundles, and the executor and the OpenAPI document
+// look the names up here (./endpoint-specs.ts). A schema is added to its module as before; its
+// name is then usable in the table, and a name that is not a schema is a compile error there.
+
+
+
+const SCHEMAS = { ...schemas_namespaceObject, ...api_schedules_namespaceObject, ...webhooks_namespaceObject };
+/** The schema of that name. */
+function schemaNamed(name) {
+    return SCHEMAS[name];
+}
+
+;// CONCATENATED MODULE: ./src/api/endpoint-specs.ts
+// The endpoint table (./endpoints.ts) with its schemas looked up (./schema-registry.ts): what the
+// executor registers its routes from and the OpenAPI document is generated from. Nothing is written
+// here per endpoint.
+
+
+function withSchemas(entry) {
+    const { params, querystring, body, response, ...rest } = entry;
+    const look = (name) => schemaNamed(name);
+    return {
+        ...rest,
+        ...(params ? { params: look(params) } : {}),
+        ...(querystring ? { querystring: look(querystring) } : {}),
+        ...(body ? { body: look(body) } : {}),
+        response: { ...response, ...(response.schema ? { schema: look(response.schema) } : {}) }
+    };
+}
+const ENDPOINT_SPECS = Object.fromEntries(ENDPOINT_NAMES.map(name => [name, withSchemas(ENDPOINTS[name])]));
+
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/decode_protected_header.js
+var decode_protected_header = __webpack_require__(61196);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/decode_jwt.js
+var decode_jwt = __webpack_require__(77961);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/jwt/verify.js + 2 modules
+var verify = __webpack_require__(64490);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/jwks/local.js
+var local = __webpack_require__(36687);
+// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/errors.js
+var errors = __webpack_require__(5674);
+;// CONCATENATED MODULE: ./src/executor/server/oidc.ts
+// Sign-in with a workload's OIDC token (a GitHub Actions job's, say) instead of an API key. The
+// token is checked by `jose`, against the keys its issuer publishes (OIDC discovery, then the JWKS
+// it points at): signature, issuer, audience, expiry, not-before and issue time (with a small clock
+// skew), and an allow-list of asymmetric algorithms (never `none`, never HMAC). Then the first
+// `auth.oidc` rule whose claims all match gives the team and the kind.
+//
+// The keys are cached per issuer. A token signed with a key id the cache lacks makes it refetch
+// (the issuer rotated its keys), but refetches are a token bucket per issuer: a stream of forged
+// key ids costs the issuer a bounded number of requests, never one each. Before any fetch the
+// token must name a trusted issuer and audience, so made-up issuers cost nothing at all.
+//
+// No answer or log line carries the token or a rule: a refused token is told what was wrong with
+// it, never which rules exist.
+
+
+/** Asymmetric algorithms only: `none` and HMAC (whose "key" would be the public key) never pass. */
+const OIDC_ALGORITHMS = [
+    'RS256',
+    'RS384',
+    'RS512',
+    'PS256',
+    'PS384',
+    'PS512',
+    'ES256',
+    'ES384',
+    'ES512',
+    'EdDSA',
+    'Ed25519'
+];
+/** A token issued longer ago than this is refused (GitHub's live minutes). */
+const MAX_TOKEN_AGE = '24h';
+/** Longest token looked at; real ones are a few KiB. */
+const MAX_TOKEN_LENGTH = 16 * 1024;
+/** Longest discovery document or key set read from an issuer. */
+const MAX_DOCUMENT_BYTES = 256 * 1024;
+/** How long an issuer may take to answer one fetch. */
+const FETCH_TIMEOUT_MS = 10_000;
+/** Keys are refetched this often even when every token's key is known (a removed key stops working). */
+const KEYS_MAX_AGE_MS = 15 * 60_000;
+/** Refetches on an unknown key id: this many at once… */
+const REFETCH_BURST = 3;
+/** …then one per this many ms. */
+const REFETCH_INTERVAL_MS = 60_000;
+/** A refused token: `message` says what was wrong with it (never the token, never a rule). */
+class TokenRefused extends Error {
+}
+/** Whether a bearer credential has the form of a JWT (three base64url parts); keys start `arx_`. */
+function looksLikeJwt(credential) {
+    return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(credential);
+}
+class OidcVerifier {
+    rules;
+    fetchJson;
+    clockSkewMs;
+    issuers = new Map();
+    /** Fetches made of each issuer (discovery and key set count one each): tests and metrics read it. */
+    fetches = new Map();
+    /**
+     * `clockSkewMs`: how far the issuers' clocks and this machine's may differ
+     * (`auth.oidc_clock_skew`, 60 s unless set).
+     */
+    constructor(rules, fetchJson = boundedFetch, clockSkewMs = OIDC_CLOCK_SKEW_MS) {
+        this.rules = rules;
+        this.fetchJson = fetchJson;
+        this.clockSkewMs = clockSkewMs;
+    }
+    get enabled() {
+        return this.rules.length > 0;
+    }
+    async verify(token) {
+        if (!this.enabled)
+            throw new TokenRefused('this executor accepts no OIDC tokens (its auth.oidc is empty); send an API key');
+        if (token.length > MAX_TOKEN_LENGTH)
+            throw new TokenRefused(`the token is longer than ${MAX_TOKEN_LENGTH} characters`);
+        let unverified;
+        let header;
+        try {
+            header = (0,decode_protected_header/* decodeProtectedHeader */._)(token);
+            unverified = (0,decode_jwt/* decodeJwt */.i)(token);
+        }
+        catch {
+            throw new TokenRefused('the token is not a well-formed JWT');
+        }
+        if (typeof header.alg !== 'string' || !OIDC_ALGORITHMS.includes(header.alg))
+            throw new TokenRefused(`the token's algorithm ${JSON.stringify(String(header.alg).slice(0, 20))} is not accepted; expected one of ${OIDC_ALGORITHMS.join(', ')}`);
+        const issuer = typeof unverified.iss === 'string' ? unverified.iss.replace(/\/+$/, '') : undefined;
+        const ofIssuer = this.rules.filter(rule => rule.issuer === issuer);
+        if (issuer === undefined || ofIssuer.length === 0)
+            throw new TokenRefused("the token's issuer (iss) is not one this executor trusts");
+        const audiences = [...new Set(ofIssuer.map(rule => rule.audience))];
+        const given = Array.isArray(unverified.aud) ? unverified.aud : [unverified.aud];
+        if (!given.some(aud => typeof aud === 'string' && audiences.includes(aud)))
+            throw new TokenRefused("the token's audience (aud) is not one this executor accepts");
+        const payload = await this.checked(token, issuer, unverified.iss, audiences, header.kid);
+        const rule = ofIssuer.find(candidate => (Array.isArray(payload.aud) ? payload.aud : [payload.aud]).includes(candidate.audience) &&
+            Object.entries(candidate.claims).every(([name, pattern]) => claimMatches(payload[name], pattern)));
+        if (!rule)
+            throw new TokenRefused('the token is valid, but no rule of this executor admits its claims');
+        const text = (name) => {
+            const value = payload[name];
+            return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+        };
+        const repository = text('repository');
+        const uid = repository ?? text('sub') ?? issuer;
+        const workflow = text('workflow');
+        const workload = { issuer };
+        for (const name of ['repository', 'ref', 'workflow_ref', 'run_id']) {
+            const value = text(name);
+            if (value !== undefined)
+                workload[name] = value;
+        }
+        return {
+            team: rule.team,
+            kind: rule.kind,
+            uid,
+            name: workflow === undefined ? uid : `${uid} (${workflow})`,
+            workload
+        };
+    }
+    /** The verified claims; refetches the issuer's keys (within the bucket) when the key id is new. */
+    async checked(token, issuer, iss, audiences, kid) {
+        const state = this.stateOf(issuer);
+        // The first fetch and the periodic one are free; any other (a new key id, or keys that could
+        // not be fetched before) takes a refetch from the bucket.
+        const due = state.fetchedAt === 0 || (state.keys !== undefined && Date.now() - state.fetchedAt > KEYS_MAX_AGE_MS);
+        const missing = state.keys === undefined || (kid !== undefined && !state.kids.has(kid));
+        if (due || missing)
+            await this.refresh(issuer, state, due);
+        if (!state.keys)
+            throw new TokenRefused("the issuer's signing keys could not be fetched; retry later");
+        try {
+            const { payload } = await (0,verify/* jwtVerify */.V)(token, state.keys, {
+                issuer: iss,
+                audience: audiences,
+                algorithms: OIDC_ALGORITHMS,
+                clockTolerance: this.clockSkewMs / 1000,
+                maxTokenAge: MAX_TOKEN_AGE,
+                requiredClaims: ['exp', 'iat']
+            });
+            return payload;
+        }
+        catch (error) {
+            throw new TokenRefused(oidc_refusal(error));
+        }
+    }
+    stateOf(issuer) {
+        let state = this.issuers.get(issuer);
+        if (!state) {
+            state = { kids: new Set(), fetchedAt: 0, tokens: REFETCH_BURST, tokensAt: Date.now() };
+            this.issuers.set(issuer, state);
+        }
+        return state;
+    }
+    /**
+     * Fetches the issuer's keys again, unless a fetch is under way (then waits for it) or, for an
+     * unknown key id, the issuer's bucket of refetches is empty (then keeps the keys it has).
+     */
+    async refresh(issuer, state, due) {
+        if (state.loading)
+            return state.loading;
+        if (!due) {
+            const now = Date.now();
+            state.tokens = Math.min(REFETCH_BURST, state.tokens + (now - state.tokensAt) / REFETCH_INTERVAL_MS);
+            state.tokensAt = now;
+            if (state.tokens < 1)
+                return;
+            state.tokens -= 1;
+        }
+        state.loading = (async () => {
+            try {
+                const { keys, kids } = await this.load(issuer);
+                state.keys = keys;
+                state.kids = kids;
+            }
+            catch {
+                // The keys held are kept; without any, the token is refused as unverifiable.
+            }
+            finally {
+                // Counted even when failed: a failing issuer is not asked again before its time.
+                state.fetchedAt = Date.now();
+                state.loading = undefined;
+            }
+        })();
+        return state.loading;
+    }
+    async load(issuer) {
+        this.count(issuer);
+        const discovery = (await this.fetchJson(`${issuer}/.well-known/openid-configuration`));
+        if (typeof discovery?.issuer !== 'string' || discovery.issuer.replace(/\/+$/, '') !== issuer)
+            throw new Error('the discovery document names another issuer');
+        if (typeof discovery.jwks_uri !== 'string' || !trustedUrl(discovery.jwks_uri))
+            throw new Error('the discovery document names no https jwks_uri');
+        this.count(issuer);
+        const jwks = (await this.fetchJson(discovery.jwks_uri));
+        if (!Array.isArray(jwks?.keys))
+            throw new Error('the key set has no keys');
+        const kids = new Set();
+        for (const key of jwks.keys)
+            if (typeof key?.kid === 'string')
+                kids.add(key.kid);
+        return { keys: (0,local/* createLocalJWKSet */.w)(jwks), kids };
+    }
+    count(issuer) {
+        this.fetches.set(issuer, (this.fetches.get(issuer) ?? 0) + 1);
+    }
+}
+/** Whether a claim's value matches a rule's pattern (`*`: any run of characters). */
+function claimMatches(value, pattern) {
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+        return false;
+    const text = String(value);
+    if (!pattern.includes('*'))
+        return text === pattern;
+    const parts = pattern.split('*');
+    const first = parts[0];
+    const last = parts[parts.length - 1];
+    if (!text.startsWith(first) || text.length < first.length + last.length || !text.endsWith(last))
+        return false;
+    // The middle parts in order, each as early as it fits: no regular expression, no backtracking.
+    let at = first.length;
+    const end = text.length - last.length;
+    for (const part of parts.slice(1, -1)) {
+        const found = text.indexOf(part, at);
+        if (found === -1 || found + part.length > end)
+            return false;
+        at = found + part.length;
+    }
+    return true;
+}
+/** What was wrong with a token, in words that name neither the token nor a rule. */
+function oidc_refusal(error) {
+    if (error instanceof errors/* JWTExpired */.n)
+        return 'the token has expired (exp), or was issued too long ago';
+    if (error instanceof errors/* JWTClaimValidationFailed */.ie) {
+        switch (error.claim) {
+            case 'nbf':
+                return 'the token is not valid yet (nbf)';
+            case 'iat':
+                return 'the token was issued in the future (iat)';
+            case 'aud':
+                return "the token's audience (aud) is not one this executor accepts";
+            case 'iss':
+                return "the token's issuer (iss) is not one this executor trusts";
+            default:
+                return `the token lacks a valid ${JSON.stringify(error.claim)} claim`;
+        }
+    }
+    if (error instanceof errors/* JOSEAlgNotAllowed */.Rb)
+        return "the token's algorithm is not accepted";
+    if (error instanceof errors/* JWKSNoMatchingKey */.BT)
+        return 'the token is signed with a key its issuer does not publish (unknown kid)';
+    if (error instanceof errors/* JWKSMultipleMatchingKeys */.$4)
+        return 'the token names no key id (kid) and its issuer publishes several keys';
+    if (error instanceof errors/* JWSSignatureVerificationFailed */.h2)
+        return "the token's signature is not valid";
+    return 'the token could not be verified';
+}
+function trustedUrl(text) {
+    try {
+        const url = new URL(text);
+        return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+    }
+    catch {
+        return false;
+    }
+}
+/** GETs a JSON document of at most MAX_DOCUMENT_BYTES, within FETCH_TIMEOUT_MS, following no redirect. */
+async function boundedFetch(url) {
+    const response = await fetch(url, {
+        redirect: 'error',
+        signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+        headers: { accept: 'application/json' }
+    });
+    if (!response.ok) {
+        await response.body?.cancel();
+        throw new Error(`HTTP ${response.status}`);
+    }
+    const chunks = [];
+    let bytes = 0;
+    for await (const chunk of response.body ?? []) {
+        bytes += chunk.byteLength;
+        if (bytes > MAX_DOCUMENT_BYTES)
+            throw new Error('document too large');
+        chunks.push(chunk);
+    }
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/auth.ts
+// Bearer authentication (an API key, or a workload's OIDC token: oidc.ts) and the per-key rate limit.
+
+
+
+const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
+/**
+ * SHA-256 of the keys that recently authenticated, so a busy client's key is not hashed on every
+ * request. Only keys the store knew are kept (made-up keys cannot grow it), at most this many.
+ */
+const MAX_REMEMBERED_HASHES = 1_000;
+const hashes = new Map();
+/** The credential of an Authorization header: `Bearer <API key or OIDC token>`. */
+function bearerOf(header) {
+    if (!header)
+        throw new ProblemError('unauthenticated', 'missing Authorization header; expected `Bearer <API key>`', CHALLENGE);
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match)
+        throw new ProblemError('unauthenticated', 'Authorization header is not of the form `Bearer <API key>`', CHALLENGE);
+    return match[1];
+}
+/** Whether the header carries an OIDC token rather than a key (such principals are not cached). */
+function carriesToken(header) {
+    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match !== null && looksLikeJwt(match[1]);
+}
+/** The principal of a workload's OIDC token, or a 401 saying what was wrong with it. */
+async function authenticateToken(oidc, request) {
+    const token = bearerOf(request.headers.authorization);
+    try {
+        const found = await oidc.verify(token);
+        return {
+            keyId: found.uid,
+            team: found.team,
+            kind: found.kind,
+            name: found.name,
+            workload: found.workload
+        };
+    }
+    catch (error) {
+        if (error instanceof TokenRefused)
+            throw new ProblemError('unauthenticated', error.message, CHALLENGE);
+        throw error;
+    }
+}
+async function authenticate(store, request) {
+    const key = bearerOf(request.headers.authorization);
+    if (!isWellFormedKey(key)) {
+        throw new ProblemError('unauthenticated', 'the API key is malformed (wrong prefix, length or checksum)', CHALLENGE);
+    }
+    const hash = hashes.get(key) ?? hashKey(key);
+    // The store is asked every time (it knows about revocations); only the hashing is remembered.
+    const record = await store.findKeyByHash(hash);
+    if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null) {
+        hashes.delete(key);
+        throw new ProblemError('unauthenticated', 'the API key is unknown or revoked', CHALLENGE);
+    }
+    if (!hashes.has(key)) {
+        if (hashes.size >= MAX_REMEMBERED_HASHES)
+            hashes.delete(hashes.keys().next().value);
+        hashes.set(key, hash);
+    }
+    return { keyId: record.id, team: record.team, kind: record.kind, name: record.name };
+}
+/** A token bucket per key: `perMinute` requests a minute, in bursts of up to the same number. */
+class RateLimiter {
+    perMinute;
+    buckets = new Map();
+    constructor(perMinute) {
+        this.perMinute = perMinute;
+    }
+    /** Takes a token; returns the seconds to wait when none is left. */
+    take(key, now = Date.now()) {
+        if (this.perMinute <= 0)
+            return undefined;
+        const rate = this.perMinute / 60_000;
+        const bucket = this.buckets.get(key) ?? { tokens: this.perMinute, at: now };
+        bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * rate);
+        bucket.at = now;
+        this.buckets.set(key, bucket);
+        if (bucket.tokens >= 1) {
+            bucket.tokens -= 1;
+            return undefined;
+        }
+        if (this.buckets.size > 10_000)
+            this.sweep(now);
+        return Math.max(1, Math.ceil((1 - bucket.tokens) / rate / 1000));
+    }
+    sweep(now) {
+        for (const [key, bucket] of this.buckets)
+            if (now - bucket.at > 60_000)
+                this.buckets.delete(key);
+    }
+}
+
+// EXTERNAL MODULE: external "node:https"
+var external_node_https_ = __webpack_require__(44708);
+var external_node_https_default = /*#__PURE__*/__webpack_require__.n(external_node_https_);
+;// CONCATENATED MODULE: ./src/executor/sandbox/proxy.ts
+// The filtering proxy of a run whose `network:` is a list of host:port. The run has no network of
+// its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
+// each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
+// requests for the listed targets only (403 for anything else, said in the response).
+// An orchestrate turn's proxy also has a gateway: requests for the reserved host GATEWAY_HOST (plain,
+// or through a CONNECT tunnel to its port 80) go to the executor's own API, with the turn's proxy
+// secret in VIA_HEADER; the executor accepts the turn's credential only beside that secret.
+
+
+
+
+
+
+/** Connections one run's proxy holds at once (a tunnel or a request each). */
+const MAX_PROXY_CONNECTIONS = 256;
+/** Where the proxy's socket and forwarder appear inside the sandbox. */
+const INSIDE_DIR = '/run/agent-proxy';
+const INSIDE_PORT = 3128;
+/** Runs inside the sandbox with the executor's own node: 127.0.0.1:PORT → the proxy's socket. */
+const FORWARDER = `
+const net = require('node:net');
+const fs = require('node:fs');
+const [port, socket, ready] = process.argv.slice(2);
+net.createServer(client => {
+  const upstream = net.connect(socket);
+  client.pipe(upstream).pipe(client);
+  const end = () => { client.destroy(); upstream.destroy(); };
+  client.on('error', end); upstream.on('error', end);
+}).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
+`;
+/** The host name a run's AGENT_RUN_BASE_URL names: only its proxy knows where it leads. */
+const GATEWAY_HOST = 'agent-run.internal';
+/** The header the proxy adds to each request it forwards to the executor: the turn's proxy secret. */
+const VIA_HEADER = 'x-agent-run-via';
+/** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and the secret's own. */
+const HOP_HEADERS = new Set([
+    'connection',
+    'keep-alive',
+    'proxy-connection',
+    'proxy-authorization',
+    'te',
+    'trailer',
+    'transfer-encoding',
+    'upgrade',
+    VIA_HEADER
+]);
+/** Forwards one request of the run to the executor's API, with the turn's secret beside it. */
+function forwardToExecutor(gateway, path, request, response) {
+    const target = new URL(gateway.target);
+    const headers = {};
+    for (const [name, value] of Object.entries(request.headers))
+        if (!HOP_HEADERS.has(name.toLowerCase()))
+            headers[name] = value;
+    headers.host = target.host;
+    headers[VIA_HEADER] = gateway.secret;
+    // A body the run sent chunked goes on chunked: dropped with the other hop headers, a GET's body
+    // would be written unframed and read by the API as the next request on the connection.
+    if (request.headers['transfer-encoding'] !== undefined)
+        headers['transfer-encoding'] = 'chunked';
+    const send = target.protocol === 'https:' ? external_node_https_.request : external_node_http_.request;
+    const upstream = send({
+        host: target.hostname.replace(/^\[|\]$/g, ''),
+        port: target.port || (target.protocol === 'https:' ? 443 : 80),
+        method: request.method,
+        path: path.startsWith('/') ? path : `/${path}`,
+        headers,
+        // A connection of its own, never one pooled with other runs' requests (other teams' tokens).
+        agent: false
+    }, reply => {
+        response.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(response);
+    });
+    upstream.on('error', () => {
+        if (!response.headersSent)
+            response.writeHead(502, { 'content-type': 'text/plain' });
+        response.end('agent-run proxy: the executor could not be reached\n');
+    });
+    // The run's side gone (its client gave up): the request to the executor goes with it.
+    response.once('close', () => upstream.destroy());
+    request.pipe(upstream);
+}
+function isGateway(host, port) {
+    return host.replace(/^\[|\]$/g, '').toLowerCase() === GATEWAY_HOST && port === 80;
+}
+function allowed(targets, host, port) {
+    const name = host.replace(/^\[|\]$/g, '').toLowerCase();
+    return targets.some(target => target.host === name && target.port === port);
+}
+/** The 403 body for a host and port the environment's sandbox.network list does not name. */
+function proxy_refusal(targets, what) {
+    return `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
+}
+/**
+ * A plain HTTP request through the proxy (an absolute URL): to the executor when it names the
+ * gateway, else to an allowed target as it is, else refused.
+ */
+function forwardPlain(targets, gateway, request, response) {
+    let url;
+    try {
+        url = new URL(request.url ?? '');
+    }
+    catch {
+        response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
+        return;
+    }
+    const port = Number(url.port || 80);
+    if (gateway && url.protocol === 'http:' && isGateway(url.hostname, port)) {
+        forwardToExecutor(gateway, url.pathname + url.search, request, response);
+        return;
+    }
+    if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
+        response
+            .writeHead(403, { 'content-type': 'text/plain' })
+            .end(proxy_refusal(targets, `${url.hostname}:${port}`));
+        return;
+    }
+    const upstream = (0,external_node_http_.request)({
+        host: url.hostname,
+        port,
+        method: request.method,
+        path: url.pathname + url.search,
+        headers: request.headers,
+        // Not pooled across runs: one run's bytes never share a connection with another's.
+        agent: false
+    }, reply => {
+        response.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(response);
+    });
+    upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
+    request.pipe(upstream);
+}
+/**
+ * A CONNECT tunnel: to the gateway's server (which reads its bytes as HTTP requests), to an
+ * allowed target, or refused.
+ */
+function tunnel(targets, gatewayServer, request, client, head) {
+    const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
+    const host = match?.[1] ?? '';
+    const port = Number(match?.[2]);
+    client.on('error', () => undefined);
+    if (match && gatewayServer && isGateway(host, port)) {
+        // A client that tunnels even plain HTTP (as @actions/http-client does): the tunnel's bytes
+        // are read as HTTP requests here, each forwarded with the secret like a plain one.
+        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        if (head.length > 0)
+            client.unshift(head);
+        gatewayServer.emit('connection', client);
+        return;
+    }
+    if (!match || !allowed(targets, host, port)) {
+        const body = proxy_refusal(targets, request.url ?? '?');
+        client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        return;
+    }
+    const upstream = (0,external_node_net_.connect)(port, host.replace(/^\[|\]$/g, ''), () => {
+        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        if (head.length > 0)
+            upstream.write(head);
+        upstream.pipe(client).pipe(upstream);
+    });
+    upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
+    // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
+    client.once('close', () => upstream.destroy());
+}
+/**
+ * Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
+ * `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
+ * end stays open outlives the run). Closing the proxy destroys them all.
+ * Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
+ * limits do not count: past this many at once, a new one is closed as it comes.
+ */
+function trackConnections(server) {
+    server.maxConnections = MAX_PROXY_CONNECTIONS;
+    const sockets = new Set();
+    server.on('connection', (connection) => {
+        sockets.add(connection);
+        connection.once('close', () => sockets.delete(connection));
+    });
+    return sockets;
+}
+/** The command that starts the forwarder inside, waits until it listens, then execs `program`. */
+function proxyCommand(program, args) {
+    const ready = '/tmp/.agent-run-proxy-ready';
+    const script = `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
+        `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
+    return ['/bin/sh', '-c', script, program, ...args];
+}
+/**
+ * `user`: the run's host user (a root executor), who must be able to reach the socket; `gateway`:
+ * an orchestrate turn's way to the executor's API (GATEWAY_HOST).
+ */
+async function startProxy(targets, runId, user, gateway) {
+    const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `agent-run-proxy-${runId.slice(0, 12)}-`));
+    const socket = (0,external_node_path_.join)(dir, 'proxy.sock');
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
+    const gatewayServer = gateway
+        ? (0,external_node_http_.createServer)((request, response) => forwardToExecutor(gateway, request.url ?? '/', request, response))
+        : undefined;
+    const server = (0,external_node_http_.createServer)((request, response) => forwardPlain(targets, gateway, request, response));
+    server.on('connect', (request, client, head) => tunnel(targets, gatewayServer, request, client, head));
+    const sockets = trackConnections(server);
+    await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socket, () => resolve());
+    });
+    // The folder is bound read-only inside; its user only connects to the socket.
+    if (user)
+        for (const path of [dir, socket])
+            (0,external_node_fs_.chownSync)(path, user.uid, user.gid);
+    const url = `http://127.0.0.1:${INSIDE_PORT}`;
+    return {
+        files: [
+            [dir, INSIDE_DIR],
+            [process.execPath, '/run/agent-proxy-node']
+        ],
+        env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
+        command: proxyCommand,
+        async close() {
+            const closed = new Promise(resolve => server.close(resolve));
+            for (const connection of sockets)
+                connection.destroy();
+            server.closeAllConnections();
+            await closed;
+            (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+        }
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/run-token.ts
+// An orchestrate turn's credential on the API (worker/orchestrate.ts mints it). It is accepted only
+// beside the secret its run's proxy adds (sandbox/proxy.ts VIA_HEADER: the request came out of that
+// run's sandbox) and only while the run has not ended; the store is asked on every request, nothing
+// of it is cached. What it may do is narrow: create runs below its own run (in its own environment
+// or those its environment lists under orchestrate_environments), and read, list, cancel and follow
+// up the runs below its own. Everything else is 403 forbidden, or 404 for a run outside its tree,
+// and no answer ever shows the token.
+
+
+
+
+const run_token_CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
+/** Whether the Authorization header carries a run token (`art_…`) rather than an API key. */
+function carriesRunToken(header) {
+    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match !== null && match[1].startsWith(RUN_TOKEN_PREFIX);
+}
+/**
+ * The orchestrator a run token signs in as, or a 401 (malformed, unknown, its turn over: the run
+ * ended) or 403 (the request did not come through the run's proxy).
+ */
+async function authenticateRunToken(stores, environments, token, request) {
+    if (!isWellFormedRunToken(token))
+        throw new ProblemError('unauthenticated', "the run token is malformed (an orchestrate run's credential is art_ and 36 letters and digits)", run_token_CHALLENGE);
+    const record = await stores.accounts.findRunToken(hashKey(token));
+    if (!record)
+        throw new ProblemError('unauthenticated', 'the run token is unknown, or the orchestrate turn that held it has ended', run_token_CHALLENGE);
+    const via = request.headers[VIA_HEADER];
+    if (typeof via !== 'string' || !sameHash(hashKey(via), record.via_hash))
+        throw new ProblemError('forbidden', "a run token is accepted only from inside its run's sandbox, through the run's proxy (AGENT_RUN_BASE_URL there); this request came another way");
+    const run = await stores.runs.getRunAnyTeam(record.run_id);
+    if (!run || run_isTerminalState(run.state))
+        throw new ProblemError('unauthenticated', `the run token is no longer valid: its run ${run ? `ended ${run.state}` : 'is gone'}`, run_token_CHALLENGE);
+    const own = environments.find(env => env.id === record.environment_id);
+    return {
+        team: record.team,
+        orchestrator: {
+            runId: record.run_id,
+            environments: [record.environment_id, ...(own?.orchestrateEnvironments ?? [])]
+        }
+    };
+}
+/** The endpoints a run token may reach; each takes the checks below. */
+const ALLOWED = new Set([
+    'createRun',
+    'createRunLegacy',
+    'listRuns',
+    'getRun',
+    'cancelRun',
+    'submitFollowup',
+    'getTranscript',
+    'getConversation',
+    'getRunEvents'
+]);
+/**
+ * A 403 unless the endpoint is one a run token may use: checked as soon as the token is, before
+ * the request is parsed, so a refused endpoint says so whatever the request holds.
+ */
+function checkOrchestratorEndpoint(orchestrator, endpoint, request) {
+    if (endpoint === undefined || !ALLOWED.has(endpoint))
+        throw new ProblemError('forbidden', `a run's orchestrate credential may create, read, list, cancel and follow up only the runs below its run ${orchestrator.runId}; ${request.method} ${request.routeOptions.url ?? request.url} is not among these`);
+}
+/**
+ * Checks (and completes) a request of an orchestrator before its handler runs: the endpoint is
+ * one it may use, each run it names is below its own run, a create's environment is one it may
+ * use. A create without parent_run_id gets its own run as the parent, a list without
+ * ancestor_run_id its own run as the ancestor.
+ */
+async function checkOrchestratorRequest(store, team, orchestrator, endpoint, request) {
+    const own = orchestrator.runId;
+    checkOrchestratorEndpoint(orchestrator, endpoint, request);
+    const below = (id) => store.isDescendant(team, id, own);
+    const within = async (id) => id === own || (await below(id));
+    const params = request.params;
+    if (typeof params?.run_id === 'string' && !(await below(params.run_id)))
+        throw new ProblemError('not_found', `run ${JSON.stringify(params.run_id.slice(0, 100))} does not exist or is not below run ${own}, whose orchestrate credential this is`);
+    if (endpoint === 'listRuns') {
+        const query = request.query;
+        if (query.ancestor_run_id === undefined)
+            query.ancestor_run_id = own;
+        else if (typeof query.ancestor_run_id !== 'string' || !(await within(query.ancestor_run_id)))
+            throw new ProblemError('forbidden', `ancestor_run_id ${JSON.stringify(String(query.ancestor_run_id).slice(0, 100))}: a run's orchestrate credential lists only the runs below its run ${own}; name that run or one below it`);
+        return;
+    }
+    if (endpoint !== 'createRun' && endpoint !== 'createRunLegacy')
+        return;
+    const body = request.body;
+    if (body.parent_run_id === undefined || body.parent_run_id === null)
+        body.parent_run_id = own;
+    else if (typeof body.parent_run_id !== 'string' || !(await within(body.parent_run_id)))
+        throw new ProblemError('forbidden', `parent_run_id ${JSON.stringify(String(body.parent_run_id).slice(0, 100))}: a run's orchestrate credential creates runs only below its run ${own}; name that run, one below it, or leave parent_run_id out`);
+    // A conversation_id start copies that run's files: only a run of its own tree may be continued.
+    if (body.conversation_id !== undefined &&
+        body.conversation_id !== null &&
+        (typeof body.conversation_id !== 'string' || !(await within(body.conversation_id))))
+        throw new ProblemError('forbidden', `conversation_id ${JSON.stringify(String(body.conversation_id).slice(0, 100))}: a run's orchestrate credential may continue only runs below its run ${own}`);
+    const environment = body.config?.environment_id;
+    if (typeof environment === 'string' && !orchestrator.environments.includes(environment))
+        throw new ProblemError('forbidden', `environment ${JSON.stringify(environment.slice(0, 100))}: the orchestrate run ${own} may start runs only in ${orchestrator.environments.map(id => JSON.stringify(id)).join(', ')} (its own environment and its orchestrate_environments)`);
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/register.ts
+// The executor's routes, registered from the endpoint table (src/api/endpoints.ts, with its schemas
+// in src/api/endpoint-specs.ts): each endpoint gets its method, path and schemas from the table and
+// its handler from routes/table.ts, called with the route context (handler.ts).
+// Endpoints are grouped into one route tree per kind of access, and each tree has one hook that
+// checks it (an API key and its rate limit, a session token, a download signature), so no handler
+// repeats it. A handler missing from the table is a type error.
+
+
+
+
+
+/** The endpoint a request was routed to (each route's config names it). */
+function endpointOf(request) {
+    return request.routeOptions.config.endpoint;
+}
+/** Sets the answer's `x-request-id` header (the id Fastify gave the request: app.ts's genReqId). */
+const stampRequestId = (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+};
+/** The hook that admits a request to a tree of this access kind (undefined: everyone). */
+function accessHook(auth, rateLimited, context) {
+    switch (auth) {
+        case 'none':
+            return undefined;
+        case 'key':
+            return keyHook(context, rateLimited);
+        case 'session_token':
+            return async (request) => {
+                const { run_id } = request.params;
+                if (!context.links.verify(run_id, request.query.token))
+                    throw new ProblemError('not_found', 'no session with this id and token');
+            };
+        case 'signed_download':
+            return async (request) => {
+                const { artifact_uid } = request.params;
+                const { expires, signature } = request.query;
+                if (!context.downloads.verify(artifact_uid, expires, signature))
+                    throw new ProblemError('artifact_not_found', 'this download link is wrong or has expired; ask GET /api/v1/agent/artifacts/{uid} for a new one');
+            };
+    }
+}
+/** The rate limit, once the principal is known: a 429 problem when the key has no token left. */
+function overLimit(context, request) {
+    const wait = context.limiter.take(request.principal.keyId);
+    if (wait === undefined)
+        return undefined;
+    return new ProblemError('rate_limited', `this key may send ${context.settings.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`, { 'retry-after': String(wait) });
+}
+/** Sets the request's principal from its Authorization header: an API key, an OIDC token or a run token. */
+async function admit(context, request, header) {
+    // A token's principal is not remembered: its signature and expiry are checked each time,
+    // and a run token's run and proxy secret on every request.
+    if (carriesRunToken(header)) {
+        const { team, orchestrator } = await authenticateRunToken(context.stores, context.settings.environments, bearerOf(header), request);
+        const id = `run:${orchestrator.runId}`;
+        request.principal = { keyId: id, team, kind: 'agent', name: id, orchestrator };
+        checkOrchestratorEndpoint(orchestrator, endpointOf(request), request);
+    }
+    else
+        request.principal = carriesToken(header)
+            ? await authenticateToken(context.oidc, request)
+            : await context.reads.principal(header, () => authenticate(context.stores.accounts, request));
+}
+/**
+ * The key tree's hook. A callback hook, so that the common request (a key the read cache knows
+ * while the store is unchanged) is admitted without a promise: only a key looked up in the store
+ * waits. The stamp is looked at once for all the requests of a turn of the event loop (read-cache.ts).
+ */
+function keyHook(context, rateLimited) {
+    const limit = (request) => (rateLimited ? overLimit(context, request) : undefined);
+    return (request, reply, done) => {
+        reply.header('x-request-id', request.id);
+        let passed = false;
+        context.reads.afterRefresh(() => {
+            const header = request.headers.authorization;
+            const known = context.reads.knownPrincipal(header);
+            passed = true;
+            if (known === undefined) {
+                admit(context, request, header).then(() => done(limit(request)), done);
+                return;
+            }
+            request.principal = known;
+            done(limit(request));
+        }, 
+        // A fault before the request was passed on answers it (a 500), once.
+        error => passed || done(error));
+    };
+}
+/**
+ * Registers the named endpoints with their handlers (routes/table.ts), one route tree per access
+ * kind. `names` is every endpoint this node serves (a `worker` node serves only those that need no key).
+ */
+async function registerEndpoints(app, context, handlers, names) {
+    if (!app.hasRequestDecorator('principal'))
+        app.decorateRequest('principal', null);
+    const groups = new Map();
+    for (const name of names) {
+        const { auth, rateLimited } = ENDPOINT_SPECS[name];
+        const group = `${auth} ${rateLimited}`;
+        groups.set(group, [...(groups.get(group) ?? []), name]);
+    }
+    for (const [group, members] of groups) {
+        const [auth, limited] = group.split(' ');
+        await app.register(async (tree) => {
+            // Every answer of a tree carries its request id: the key tree's hook sets it, the others a
+            // hook of their own (app.ts sets it on the answers no tree gives: 404s, malformed URLs).
+            const hook = accessHook(auth, limited === 'true', context);
+            if (auth !== 'key')
+                tree.addHook('onRequest', stampRequestId);
+            if (hook)
+                tree.addHook('onRequest', hook);
+            if (auth === 'key')
+                tree.addHook('preHandler', orchestratorCheck(context));
+            for (const name of members)
+                addRoute(tree, context, name, handlers[name]);
+        });
+    }
+}
+/** The route of one endpoint: its method, path and schemas from the table, its handler given the context. */
+function addRoute(tree, context, name, handler) {
+    const endpoint = ENDPOINT_SPECS[name];
+    tree.route({
+        method: endpoint.method,
+        url: routePath(endpoint.path),
+        config: { endpoint: name },
+        schema: {
+            ...(endpoint.params ? { params: endpoint.params } : {}),
+            ...(endpoint.querystring ? { querystring: endpoint.querystring } : {}),
+            ...(endpoint.body ? { body: endpoint.body } : {}),
+            ...(endpoint.response.schema ? { response: { 200: endpoint.response.schema } } : {})
+        },
+        handler: (request, reply) => handler(context, request, reply)
+    });
+}
+/**
+ * An orchestrate run's token acts only below its run: checked once the request is parsed (a
+ * callback hook: a key's request, the common one, passes without a promise).
+ */
+function orchestratorCheck(context) {
+    return (request, _reply, done) => {
+        const { orchestrator, team } = request.principal;
+        const endpoint = endpointOf(request);
+        if (!orchestrator || !endpoint)
+            return done();
+        checkOrchestratorRequest(context.stores.runs, team, orchestrator, endpoint, request).then(() => done(), done);
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/catalog.ts
+// What a key may learn of the executor's configuration before it creates a run: the environments
+// (id, name, where runs start from, setup commands, agent kind, the network a run may reach) and
+// the models their agents take. Never a variable's value or name, a secret, or credentials in a
+// source: a source that is a URL loses its user and password here.
+/** Which provider's models each harness kind runs. */
+const PROVIDERS = {
+    'claude-code': 'anthropic',
+    codex: 'openai',
+    gemini: 'google'
+};
+/** The source without credentials: `https://user:token@host/x` → `https://host/x`. */
+function sourceWithoutCredentials(source) {
+    return source.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+}
+function environmentRecord(env) {
+    const network = env.sandbox.network;
+    return {
+        id: env.id,
+        name: env.name,
+        source: sourceWithoutCredentials(env.source),
+        setup_commands: [...env.setup],
+        agent_kind: env.agent.kind,
+        network: network === 'none' ? [] : network === 'host' ? ['*'] : network.map(t => `${t.host}:${t.port}`),
+        docker_image: env.image ? sourceWithoutCredentials(env.image.ref) : null
+    };
+}
+/** The model an environment's agent uses when a run names none (a harness's `agent.model`). */
+function defaultModelOf(env) {
+    const model = env.agent.model;
+    return typeof model === 'string' && model !== '' ? model : null;
+}
+async function listEnvironments(context) {
+    return { environments: context.settings.environments.map(environmentRecord) };
+}
+async function listModels(context) {
+    const models = new Map();
+    const environments = context.settings.environments.map(env => {
+        const provider = PROVIDERS[env.agent.kind];
+        const model = defaultModelOf(env);
+        if (provider && model) {
+            const entry = models.get(model) ?? { id: model, provider, environment_ids: [] };
+            entry.environment_ids.push(env.id);
+            models.set(model, entry);
+        }
+        return {
+            environment_id: env.id,
+            agent_kind: env.agent.kind,
+            default_model_id: model,
+            accepts_model_id: provider !== undefined
+        };
+    });
+    const first = context.settings.environments[0];
+    return {
+        default_model_id: first ? defaultModelOf(first) : null,
+        models: [...models.values()],
+        environments
+    };
+}
+
+;// CONCATENATED MODULE: ./src/executor/runs/run-id.ts
+// A new run's id: a UUID of version 7 (RFC 9562), whose first 48 bits are the creation time in
+// milliseconds and whose other 74 bits (beside the version and variant) are random. Ids made in
+// order sort in order, so a create adds its run id and its first event at the end of their indexes
+// (runs.run_id, and events' (run_id, seq) key) instead of on a random page of each: a batch of
+// creates writes a few pages instead of one per create, and reads none from the disk. Run ids are
+// names, not secrets (every read checks the caller's team), and the time they carry is the run's
+// created_at, which its record shows anyway.
+
+/** A time-ordered UUID (version 7) for a new run. */
+function newRunId(now = Date.now()) {
+    const random = (0,external_node_crypto_.randomUUID)(); // xxxxxxxx-xxxx-4xxx-Nxxx-xxxxxxxxxxxx, N the variant (8 to b)
+    const time = now.toString(16).padStart(12, '0').slice(-12);
+    return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
+}
+/**
+ * The 8 hex digits that tell a run apart in short (`{short_id}` of a published branch): the last 8
+ * of a time-ordered id, whose first digits are its time and so shared by every run of the same
+ * minute; the first 8 of an older random (version 4) id, as they always were, so its branch keeps
+ * its name.
+ */
+function shortRunId(runId) {
+    const hex = runId.replace(/-/g, '');
+    return hex[12] === '7' ? hex.slice(-8) : hex.slice(0, 8);
+}
 
 ;// CONCATENATED MODULE: ./src/executor/store/rows.ts
 // How a run's row is read, on both stores: the columns the API and the worker see (not the store's
@@ -6780,7 +8787,7 @@ function parseLimit(query) {
 }
 /** Up to `limit` events after `after`, cut at about MAX_PAGE_BYTES, and whether more follow. */
 async function readPage(context, runId, after, limit) {
-    const events = await context.store.listEvents(runId, { after, limit: limit + 1 });
+    const events = await context.stores.transcript.listEvents(runId, { after, limit: limit + 1 });
     let more = events.length > limit;
     if (more)
         events.length = limit;
@@ -6840,87 +8847,11 @@ async function transcript_wait_readTranscript(context, request, reply, find) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/run-fields.ts
-// Fields of a create or follow-up request that a schema cannot fully check: `metadata` (string
-// pairs within bounds) and `mode` (normal, plan or orchestrate, which needs a sandboxed environment).
-// Each problem is a 422 naming the field, the bad value and the expected form.
-
-
-
-/** A create request's `metadata`: at most 20 string pairs, keys ≤ 64 and values ≤ 512 characters; throws a ProblemError (422) otherwise. */
-function checkMetadata(metadata) {
-    if (metadata === undefined || metadata === null)
-        return;
-    const expected = `an object of at most ${MAX_METADATA_PAIRS} string keys (1–${MAX_METADATA_KEY} characters) and string values (at most ${MAX_METADATA_VALUE} characters)`;
-    if (typeof metadata !== 'object' || Array.isArray(metadata))
-        throw new ProblemError('invalid_field', `metadata: expected ${expected}`);
-    const pairs = Object.entries(metadata);
-    if (pairs.length > MAX_METADATA_PAIRS)
-        throw new ProblemError('invalid_field', `metadata: ${pairs.length} keys; expected ${expected}`);
-    for (const [key, value] of pairs) {
-        const shown = JSON.stringify(key.slice(0, 70));
-        if (key.length === 0 || key.length > MAX_METADATA_KEY)
-            throw new ProblemError('invalid_field', `metadata key ${shown}: expected ${expected}`);
-        if (typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
-            throw new ProblemError('invalid_field', `metadata.${key}: expected ${expected}`);
-        // The pairs are kept as text for the list's filter, and PostgreSQL text cannot hold NUL.
-        if (key.includes('\0') || value.includes('\0'))
-            throw new ProblemError('invalid_field', `metadata key ${shown}: keys and values may not contain NUL`);
-    }
-}
-/** A follow-up's or a create's `mode`: normal (the default), plan or orchestrate. */
-function followupMode(mode) {
-    if (mode === undefined || mode === null)
-        return 'normal';
-    if (typeof mode === 'string' && RUN_MODES.includes(mode))
-        return mode;
-    throw new ProblemError('invalid_field', `mode ${JSON.stringify(String(mode).slice(0, 40))}: expected ${RUN_MODES.join(', ')}`);
-}
-/** Throws a 422 operation_not_supported when `environment` cannot run an orchestrate turn (config.ts says why). */
-function checkOrchestrable(environment) {
-    const problem = orchestrateProblem(environment);
-    if (problem)
-        throw new ProblemError('operation_not_supported', problem);
-}
-
-;// CONCATENATED MODULE: ./src/executor/runs/run-id.ts
-// A new run's id: a UUID of version 7 (RFC 9562), whose first 48 bits are the creation time in
-// milliseconds and whose other 74 bits (beside the version and variant) are random. Ids made in
-// order sort in order, so a create adds its run id and its first event at the end of their indexes
-// (runs.run_id, and events' (run_id, seq) key) instead of on a random page of each: a batch of
-// creates writes a few pages instead of one per create, and reads none from the disk. Run ids are
-// names, not secrets (every read checks the caller's team), and the time they carry is the run's
-// created_at, which its record shows anyway.
-
-/** A time-ordered UUID (version 7) for a new run. */
-function newRunId(now = Date.now()) {
-    const random = (0,external_node_crypto_.randomUUID)(); // xxxxxxxx-xxxx-4xxx-Nxxx-xxxxxxxxxxxx, N the variant (8 to b)
-    const time = now.toString(16).padStart(12, '0').slice(-12);
-    return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
-}
-/**
- * The 8 hex digits that tell a run apart in short (`{short_id}` of a published branch): the last 8
- * of a time-ordered id, whose first digits are its time and so shared by every run of the same
- * minute; the first 8 of an older random (version 4) id, as they always were, so its branch keeps
- * its name.
- */
-function shortRunId(runId) {
-    const hex = runId.replace(/-/g, '');
-    return hex[12] === '7' ? hex.slice(-8) : hex.slice(0, 8);
-}
-
 ;// CONCATENATED MODULE: ./src/executor/server/routes/runs.ts
-// The run endpoints: create, read (with ETag and Prefer: wait), list, cancel, transcript, as a
-// handler map keyed by endpoint name (register.ts gives them their paths, schemas and the key
-// check from src/api/endpoints.ts). Requests are checked by the schemas before a handler runs;
-// what a schema cannot say stays here: the prompt's size in bytes, whether the environment
-// exists, the Idempotency-Key. Plain reads and list pages are answered from the read cache while
-// the store has not changed (read-cache.ts).
-
-
-
-
-
+// The run endpoints beyond create (create-run.ts): read (with ETag and Prefer: wait), list, cancel,
+// follow up and the transcript, one module-level handler each. Requests are checked by the schemas
+// before a handler runs. Plain reads and list pages are answered from the read cache while the store
+// has not changed (read-cache.ts).
 
 
 
@@ -6935,252 +8866,282 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * each list's work on the event loop and what the page cache holds.
  */
 const MAX_PAGE_WEIGHT = 1024 * 1024;
+async function getRun(context, request, reply) {
+    const id = request.params.run_id;
+    const prefer = request.headers.prefer;
+    const wait = prefer === undefined ? undefined : runs_preferWait(String(prefer));
+    if (wait === undefined) {
+        // The plain read (no hold): the serialised record, kept while the store is unchanged.
+        const read = await context.reads.body(`run\n${request.principal.team}\n${id}`, async () => {
+            const run = await findRun(context, request, id);
+            return { etag: etagOf(run), body: reply.serialize(toRecord(run, context.links)) };
+        });
+        reply.header('etag', read.etag);
+        if (request.headers['if-none-match'] === read.etag)
+            return reply.code(304).send();
+        return reply.type(JSON_TYPE).send(read.body);
+    }
+    let run = await findRun(context, request, id);
+    const current = () => request.headers['if-none-match'] === etagOf(run);
+    reply.header('preference-applied', `wait=${wait}`);
+    if (wait && current() && !run_isTerminalState(run.state)) {
+        const closed = new AbortController();
+        request.raw.once('close', () => closed.abort());
+        const deadline = Date.now() + wait * 1000;
+        // A wake may be a change heard twice (notification and fallback poll): wait on until this
+        // run really moved, the time is up, the client left or the server is stopping.
+        // Each wait also ends at once for a change heard while the run was being read (versions are
+        // announced only after they are committed, so the next read sees them).
+        while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
+            await context.hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
+            run = await findRun(context, request, id);
+            if (!current() || run_isTerminalState(run.state))
+                break;
+        }
+    }
+    reply.header('etag', etagOf(run));
+    if (current())
+        return reply.code(304).send();
+    return toRecord(run, context.links);
+}
+async function listRuns(context, request, reply) {
+    const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
+    // An orchestrate run's token lists below its run even when the URL names no ancestor
+    // (run-token.ts filled it in): its pages are never a team key's.
+    const below = request.principal.orchestrator ? `\nbelow ${request.query.ancestor_run_id}` : '';
+    const read = await context.reads.body(`list\n${request.principal.team}${below}\n${search}`, async () => {
+        const query = list_params_listQuery(request.query);
+        const rows = await context.stores.runs.listRuns(request.principal.team, {
+            ...query,
+            limit: query.limit + 1,
+            maxWeight: MAX_PAGE_WEIGHT
+        });
+        // A page ends at `limit` runs, or earlier once its runs' stored text passes MAX_PAGE_WEIGHT.
+        const page = rows.slice(0, Math.min(query.limit, runsWithin(rows, MAX_PAGE_WEIGHT)));
+        const more = rows.length > page.length;
+        return {
+            body: reply.serialize({
+                runs: page.map(run => toRecord(run, context.links)),
+                page_info: {
+                    has_next_page: more,
+                    next_cursor: more ? encodeCursor(page.at(-1), query.sortBy, query.sortOrder) : null
+                }
+            })
+        };
+    });
+    return reply.type(JSON_TYPE).send(read.body);
+}
+async function cancelRun(context, request, reply) {
+    const id = request.params.run_id;
+    // The schema bounds the reason (MAX_CANCEL_REASON); blank around it is not kept.
+    const reason = request.body?.reason?.trim();
+    const result = await context.stores.runs.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
+    if (result.kind === 'not_found')
+        throw runs_notFound(id);
+    if (result.kind === 'finished')
+        throw new ProblemError('run_already_finished', `run ${id} already ended ${result.run.state}; there is nothing to cancel`);
+    return reply.type('application/json').send(JSON.stringify(result.run.run_id));
+}
+async function submitFollowup(context, request) {
+    const id = request.params.run_id;
+    const mode = followupMode(request.body.mode);
+    if (mode === 'orchestrate') {
+        const run = await context.stores.runs.getRun(request.principal.team, id);
+        if (!run)
+            throw runs_notFound(id);
+        const environment = context.settings.environments.find(env => env.id === run.environment_id);
+        if (environment)
+            checkOrchestrable(environment);
+    }
+    if (context.draining)
+        throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no follow-ups', {
+            'retry-after': '5'
+        });
+    const now = Date.now();
+    const since = new Date(now - context.settings.workspaces.continueForMs).toISOString();
+    const result = await context.stores.runs.submitFollowup(request.principal.team, id, { message: request.body.message, mode }, new Date(now).toISOString(), since, {
+        maxQueued: context.settings.limits.maxQueuedRuns,
+        maxQueuedPerTeam: context.settings.limits.maxQueuedRunsPerTeam
+    });
+    if (result.kind === 'not_found')
+        throw runs_notFound(id);
+    if (result.kind === 'queue_full')
+        throw new ProblemError('resource_unavailable', `run ${id} has ended, and continuing it would queue it again: the queue holds ${context.settings.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
+    if (result.kind === 'team_queue_full')
+        throw new ProblemError('resource_unavailable', `run ${id} has ended, and continuing it would queue it again: this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${context.settings.limits.maxQueuedRunsPerTeam}; retry later`, { 'retry-after': '10' });
+    if (result.kind === 'expired')
+        throw new ProblemError('run_not_continuable', `run ${id} ended ${result.run.state} at ${result.run.completed_at ?? result.run.updated_at}, longer ago than workspaces.continue_for (${Math.round(context.settings.workspaces.continueForMs / 60_000)} min): its workspace is gone, so it cannot be continued; start a new run`);
+    return { run_id: result.run.run_id, state: result.run.state };
+}
+async function getTranscript(context, request, reply) {
+    return transcript_wait_readTranscript(context, request, reply, () => findRun(context, request, request.params.run_id));
+}
+/** The run of the key's team with this id, or the 404 of a run that does not exist. */
+async function findRun(context, request, id) {
+    const run = await context.stores.runs.getRun(request.principal.team, id);
+    if (!run)
+        throw runs_notFound(id);
+    return run;
+}
+function runs_notFound(id) {
+    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+}
+/** `Prefer: wait=N` (RFC 7240), capped at MAX_WAIT_SECONDS; undefined when absent. */
+function runs_preferWait(header) {
+    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header ?? '');
+    return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/create-run.ts
+// Creating a run (POST /agent/run, and its legacy path): what the schema cannot say is checked
+// here before the run is stored: the prompt's size in bytes, the environment, the parent run and the
+// run it continues, the agent config against the environment's kind, the kept fields' size, and the
+// Idempotency-Key (the scheduler's and orchestrate runs' keys have spaces of their own). A key
+// reused with the same body replays the first answer.
+
+
+
+
+
+
+
 /** How the scheduler's idempotency keys begin (schedules/scheduler.ts). */
 const SCHEDULER_KEY_PREFIX = 'schedule:';
 /** How the keys an orchestrate run's token sends are stored: `run:<its run id>:<key>`. */
 const ORCHESTRATOR_KEY_PREFIX = 'run:';
-function runHandlers(context, reads) {
-    const { store, config, links, hub } = context;
-    const create = async (request, reply) => {
-        if (context.draining)
-            throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no new runs', {
-                'retry-after': '5'
-            });
-        const body = request.body;
-        const bytes = Buffer.byteLength(body.prompt);
-        if (bytes > config.limits.maxPromptBytes) {
-            throw new ProblemError('prompt_too_large', `prompt: ${bytes} bytes is over the limit of ${config.limits.maxPromptBytes} bytes`);
-        }
-        const environmentId = body.config.environment_id;
-        const asked = body;
-        checkMetadata(asked.metadata);
-        const parent = await parentOf(asked.parent_run_id, request.principal.team);
-        const key = request.headers['idempotency-key'];
-        let stored;
-        try {
-            stored = {
-                config: JSON.stringify(body.config),
-                extra: JSON.stringify(inheritMetadata(extraFields(body), parent)),
-                // Only a create with an Idempotency-Key is compared with an earlier one: the others skip
-                // the sorted copy of the body and its SHA-256.
-                hash: key === undefined ? undefined : canonicalHash(body)
-            };
-        }
-        catch (error) {
-            if (error instanceof RangeError)
-                throw new ProblemError('invalid_request', 'the body is nested too deeply');
-            throw error;
-        }
-        checkExtraFields(stored.extra, body);
-        const environment = config.environments.find(env => env.id === environmentId);
-        if (!environment) {
-            const known = config.environments.map(env => env.id).join(', ');
-            throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
-        }
-        checkHarnessConfig(body.config, environment.agent.kind);
-        if (followupMode(asked.mode) === 'orchestrate')
-            checkOrchestrable(environment);
-        await checkConversation(body, request.principal.team, environmentId);
-        const principal = request.principal;
-        if (key !== undefined && !isValidIdempotencyKey(key)) {
-            throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
-        }
-        // The scheduler's fires use `schedule:<id>:<due>` in the team's key space: a key of the team
-        // that took one first would stop that fire from starting its run.
-        if (key?.startsWith(SCHEDULER_KEY_PREFIX))
-            throw new ProblemError('invalid_request', `Idempotency-Key header: keys starting with "${SCHEDULER_KEY_PREFIX}" are the scheduler's own; choose another`);
-        // An orchestrate run's keys live in a space of their own (`run:<id>:<key>`): with the team's, a
-        // hostile agent replaying a key and body of the team would learn which run they made.
-        if (key?.startsWith(ORCHESTRATOR_KEY_PREFIX))
-            throw new ProblemError('invalid_request', `Idempotency-Key header: keys starting with "${ORCHESTRATOR_KEY_PREFIX}" are orchestrate runs' own; choose another`);
-        const storedKey = key !== undefined && principal.orchestrator
-            ? `${ORCHESTRATOR_KEY_PREFIX}${principal.orchestrator.runId}:${key}`
-            : key;
-        const result = await store.createRun({
-            run_id: newRunId(),
-            team: principal.team,
-            environment_id: environmentId,
-            title: typeof body.title === 'string' ? body.title : null,
-            prompt: body.prompt,
-            config: stored.config,
-            extra: stored.extra,
-            creator_type: principal.kind === 'personal' ? 'user' : 'agent',
-            creator_uid: principal.keyId,
-            creator_name: principal.name,
-            workload: principal.workload ? JSON.stringify(principal.workload) : null,
-            created_at: new Date().toISOString()
-        }, storedKey === undefined ? undefined : { key: storedKey, requestHash: stored.hash }, config.limits.maxQueuedRuns, config.limits.maxQueuedRunsPerTeam);
-        if (result.kind === 'key_reused') {
-            throw new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
-        }
-        if (result.kind === 'queue_full') {
-            throw new ProblemError('resource_unavailable', `the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
-        }
-        if (result.kind === 'team_queue_full') {
-            throw new ProblemError('resource_unavailable', `this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${config.limits.maxQueuedRunsPerTeam}; retry later`, { 'retry-after': '10' });
-        }
-        if (result.kind === 'replayed')
-            reply.header('idempotent-replayed', 'true');
-        return { run_id: result.run.run_id, state: result.run.state };
-    };
-    /**
-     * A create's `parent_run_id` names a run of the key's team (else 404, as for any run it cannot
-     * see) at most MAX_RUN_DEPTH - 1 levels below a root, so the child is at most MAX_RUN_DEPTH
-     * below it (else 400 naming the limit). Undefined for a root run.
-     */
-    async function parentOf(id, team) {
-        if (id === undefined || id === null)
-            return undefined;
-        if (typeof id !== 'string')
-            throw new ProblemError('invalid_field', 'parent_run_id: expected a run id (a string)');
-        const parent = await store.getRun(team, id);
-        if (!parent)
-            throw notFound(id);
-        const above = await store.ancestorCount(team, id);
-        if (above + 1 > MAX_RUN_DEPTH)
-            throw new ProblemError('invalid_request', `parent_run_id ${JSON.stringify(id)}: that run is ${above} levels below its root run; a child run may be at most ${MAX_RUN_DEPTH} levels below a root (the limit of run depth)`);
-        return parent;
+async function createRun(context, request, reply) {
+    if (context.draining)
+        throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no new runs', {
+            'retry-after': '5'
+        });
+    const { body, principal } = request;
+    const { limits, environments } = context.settings;
+    const bytes = Buffer.byteLength(body.prompt);
+    if (bytes > limits.maxPromptBytes) {
+        throw new ProblemError('prompt_too_large', `prompt: ${bytes} bytes is over the limit of ${limits.maxPromptBytes} bytes`);
     }
-    /**
-     * A create's `conversation_id` names an ended run of the key's team in the same environment,
-     * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
-     */
-    async function checkConversation(body, team, environmentId) {
-        const id = body.conversation_id;
-        if (id === undefined || id === null)
-            return;
-        if (typeof id !== 'string' || id.trim() === '')
-            throw new ProblemError('invalid_field', 'conversation_id: expected the run id of an earlier run (a string)');
-        const shown = JSON.stringify(id.slice(0, 100));
-        const earlier = await store.getRun(team, id);
-        if (!earlier)
-            throw new ProblemError('invalid_field', `conversation_id ${shown}: no run of this key's team has that id`);
-        if (earlier.environment_id !== environmentId)
-            throw new ProblemError('invalid_field', `conversation_id ${shown}: that run ran in environment ${JSON.stringify(earlier.environment_id)}; a run continuing it must use the same environment`);
-        if (!run_isTerminalState(earlier.state))
-            throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run is ${earlier.state}; wait until it ends, or send it a follow-up instead`);
-        const since = new Date(Date.now() - config.workspaces.continueForMs).toISOString();
-        if ((earlier.completed_at ?? earlier.updated_at) < since)
-            throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run ended longer ago than workspaces.continue_for; its workspace is gone`);
+    const environmentId = body.config.environment_id;
+    const asked = body;
+    checkMetadata(asked.metadata);
+    const parent = await parentOf(context.stores.runs, asked.parent_run_id, principal.team);
+    const key = request.headers['idempotency-key'];
+    const stored = storedFields(body, parent, key);
+    const environment = environments.find(env => env.id === environmentId);
+    if (!environment) {
+        const known = environments.map(env => env.id).join(', ');
+        throw new ProblemError('environment_not_found', `environment ${JSON.stringify(environmentId)} does not exist; this executor serves: ${known}`);
     }
-    async function findRun(request, id) {
-        const run = await store.getRun(request.principal.team, id);
-        if (!run)
-            throw notFound(id);
-        return run;
-    }
-    return {
-        createRun: create,
-        createRunLegacy: create,
-        getRun: async (request, reply) => {
-            const id = request.params.run_id;
-            const prefer = request.headers.prefer;
-            const wait = prefer === undefined ? undefined : runs_preferWait(String(prefer));
-            if (wait === undefined) {
-                // The plain read (no hold): the serialised record, kept while the store is unchanged.
-                const read = await reads.body(`run\n${request.principal.team}\n${id}`, async () => {
-                    const run = await findRun(request, id);
-                    return { etag: etagOf(run), body: reply.serialize(toRecord(run, links)) };
-                });
-                reply.header('etag', read.etag);
-                if (request.headers['if-none-match'] === read.etag)
-                    return reply.code(304).send();
-                return reply.type(JSON_TYPE).send(read.body);
-            }
-            let run = await findRun(request, id);
-            const current = () => request.headers['if-none-match'] === etagOf(run);
-            reply.header('preference-applied', `wait=${wait}`);
-            if (wait && current() && !run_isTerminalState(run.state)) {
-                const closed = new AbortController();
-                request.raw.once('close', () => closed.abort());
-                const deadline = Date.now() + wait * 1000;
-                // A wake may be a change heard twice (notification and fallback poll): wait on until this
-                // run really moved, the time is up, the client left or the server is stopping.
-                // Each wait also ends at once for a change heard while the run was being read (versions are
-                // announced only after they are committed, so the next read sees them).
-                while (!closed.signal.aborted && !context.draining && Date.now() < deadline) {
-                    await hub.wait(run.run_id, run.version, deadline - Date.now(), closed.signal);
-                    run = await findRun(request, id);
-                    if (!current() || run_isTerminalState(run.state))
-                        break;
-                }
-            }
-            reply.header('etag', etagOf(run));
-            if (current())
-                return reply.code(304).send();
-            return toRecord(run, links);
-        },
-        listRuns: async (request, reply) => {
-            const search = request.url.slice(request.url.indexOf('?') + 1 || request.url.length);
-            // An orchestrate run's token lists below its run even when the URL names no ancestor
-            // (run-token.ts filled it in): its pages are never a team key's.
-            const below = request.principal.orchestrator ? `\nbelow ${request.query.ancestor_run_id}` : '';
-            const read = await reads.body(`list\n${request.principal.team}${below}\n${search}`, async () => {
-                const query = list_params_listQuery(request.query);
-                const rows = await store.listRuns(request.principal.team, {
-                    ...query,
-                    limit: query.limit + 1,
-                    maxWeight: MAX_PAGE_WEIGHT
-                });
-                // A page ends at `limit` runs, or earlier once its runs' stored text passes MAX_PAGE_WEIGHT.
-                const page = rows.slice(0, Math.min(query.limit, runsWithin(rows, MAX_PAGE_WEIGHT)));
-                const more = rows.length > page.length;
-                return {
-                    body: reply.serialize({
-                        runs: page.map(run => toRecord(run, links)),
-                        page_info: {
-                            has_next_page: more,
-                            next_cursor: more ? encodeCursor(page.at(-1), query.sortBy, query.sortOrder) : null
-                        }
-                    })
-                };
-            });
-            return reply.type(JSON_TYPE).send(read.body);
-        },
-        cancelRun: async (request, reply) => {
-            const id = request.params.run_id;
-            // The schema bounds the reason (MAX_CANCEL_REASON); blank around it is not kept.
-            const reason = request.body?.reason?.trim();
-            const result = await store.cancelRun(request.principal.team, id, new Date().toISOString(), reason);
-            if (result.kind === 'not_found')
-                throw notFound(id);
-            if (result.kind === 'finished')
-                throw new ProblemError('run_already_finished', `run ${id} already ended ${result.run.state}; there is nothing to cancel`);
-            return reply.type('application/json').send(JSON.stringify(result.run.run_id));
-        },
-        submitFollowup: async (request) => {
-            const id = request.params.run_id;
-            const mode = followupMode(request.body.mode);
-            if (mode === 'orchestrate') {
-                const run = await store.getRun(request.principal.team, id);
-                if (!run)
-                    throw notFound(id);
-                const environment = config.environments.find(env => env.id === run.environment_id);
-                if (environment)
-                    checkOrchestrable(environment);
-            }
-            if (context.draining)
-                throw new ProblemError('shutting_down', 'the executor is shutting down and accepts no follow-ups', {
-                    'retry-after': '5'
-                });
-            const now = Date.now();
-            const since = new Date(now - config.workspaces.continueForMs).toISOString();
-            const result = await store.submitFollowup(request.principal.team, id, { message: request.body.message, mode }, new Date(now).toISOString(), since, { maxQueued: config.limits.maxQueuedRuns, maxQueuedPerTeam: config.limits.maxQueuedRunsPerTeam });
-            if (result.kind === 'not_found')
-                throw notFound(id);
-            if (result.kind === 'queue_full')
-                throw new ProblemError('resource_unavailable', `run ${id} has ended, and continuing it would queue it again: the queue holds ${config.limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
-            if (result.kind === 'team_queue_full')
-                throw new ProblemError('resource_unavailable', `run ${id} has ended, and continuing it would queue it again: this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${config.limits.maxQueuedRunsPerTeam}; retry later`, { 'retry-after': '10' });
-            if (result.kind === 'expired')
-                throw new ProblemError('run_not_continuable', `run ${id} ended ${result.run.state} at ${result.run.completed_at ?? result.run.updated_at}, longer ago than workspaces.continue_for (${Math.round(config.workspaces.continueForMs / 60_000)} min): its workspace is gone, so it cannot be continued; start a new run`);
-            return { run_id: result.run.run_id, state: result.run.state };
-        },
-        getTranscript: async (request, reply) => transcript_wait_readTranscript(context, request, reply, () => findRun(request, request.params.run_id))
-    };
+    checkHarnessConfig(body.config, environment.agent.kind);
+    if (followupMode(asked.mode) === 'orchestrate')
+        checkOrchestrable(environment);
+    await checkConversation(context, body, principal.team, environmentId);
+    const storedKey = storedIdempotencyKey(key, principal);
+    const result = await context.stores.runs.createRun({
+        run_id: newRunId(),
+        team: principal.team,
+        environment_id: environmentId,
+        title: typeof body.title === 'string' ? body.title : null,
+        prompt: body.prompt,
+        config: stored.config,
+        extra: stored.extra,
+        creator_type: principal.kind === 'personal' ? 'user' : 'agent',
+        creator_uid: principal.keyId,
+        creator_name: principal.name,
+        workload: principal.workload ? JSON.stringify(principal.workload) : null,
+        created_at: new Date().toISOString()
+    }, storedKey === undefined ? undefined : { key: storedKey, requestHash: stored.hash }, limits.maxQueuedRuns, limits.maxQueuedRunsPerTeam);
+    if (result.kind !== 'created' && result.kind !== 'replayed')
+        throw create_run_refusal(result.kind, key, limits);
+    if (result.kind === 'replayed')
+        reply.header('idempotent-replayed', 'true');
+    return { run_id: result.run.run_id, state: result.run.state };
 }
-function notFound(id) {
-    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+/** What is stored of the body beyond the prompt: the config and kept fields as JSON, and the body's hash. */
+function storedFields(body, parent, key) {
+    let stored;
+    try {
+        stored = {
+            config: JSON.stringify(body.config),
+            extra: JSON.stringify(inheritMetadata(extraFields(body), parent)),
+            // Only a create with an Idempotency-Key is compared with an earlier one: the others skip
+            // the sorted copy of the body and its SHA-256.
+            hash: key === undefined ? undefined : canonicalHash(body)
+        };
+    }
+    catch (error) {
+        if (error instanceof RangeError)
+            throw new ProblemError('invalid_request', 'the body is nested too deeply');
+        throw error;
+    }
+    checkExtraFields(stored.extra, body);
+    return stored;
+}
+/** The Idempotency-Key as stored (an orchestrate run's in a space of its own), once its form is checked. */
+function storedIdempotencyKey(key, principal) {
+    if (key !== undefined && !isValidIdempotencyKey(key)) {
+        throw new ProblemError('invalid_request', `Idempotency-Key header: expected ${IDEMPOTENCY_KEY_FORM}`);
+    }
+    // The scheduler's fires use `schedule:<id>:<due>` in the team's key space: a key of the team
+    // that took one first would stop that fire from starting its run.
+    if (key?.startsWith(SCHEDULER_KEY_PREFIX))
+        throw new ProblemError('invalid_request', `Idempotency-Key header: keys starting with "${SCHEDULER_KEY_PREFIX}" are the scheduler's own; choose another`);
+    // An orchestrate run's keys live in a space of their own (`run:<id>:<key>`): with the team's, a
+    // hostile agent replaying a key and body of the team would learn which run they made.
+    if (key?.startsWith(ORCHESTRATOR_KEY_PREFIX))
+        throw new ProblemError('invalid_request', `Idempotency-Key header: keys starting with "${ORCHESTRATOR_KEY_PREFIX}" are orchestrate runs' own; choose another`);
+    return key !== undefined && principal.orchestrator
+        ? `${ORCHESTRATOR_KEY_PREFIX}${principal.orchestrator.runId}:${key}`
+        : key;
+}
+/** The problem for a create the store refused: a key reused with another body, or a full queue. */
+function create_run_refusal(kind, key, limits) {
+    if (kind === 'key_reused')
+        return new ProblemError('idempotency_key_reused', `Idempotency-Key ${JSON.stringify(key)} was already used with a different request body`);
+    if (kind === 'queue_full')
+        return new ProblemError('resource_unavailable', `the queue holds ${limits.maxQueuedRuns} runs, its limit; retry later`, { 'retry-after': '10' });
+    return new ProblemError('resource_unavailable', `this team's queued runs reached its limit, limits.max_queued_runs_per_team: ${limits.maxQueuedRunsPerTeam}; retry later`, { 'retry-after': '10' });
+}
+/** The legacy create path: the same request, the same answer. */
+const createRunLegacy = createRun;
+/**
+ * A create's `parent_run_id` names a run of the key's team (else 404, as for any run it cannot
+ * see) at most MAX_RUN_DEPTH - 1 levels below a root, so the child is at most MAX_RUN_DEPTH
+ * below it (else 400 naming the limit). Undefined for a root run.
+ */
+async function parentOf(runs, id, team) {
+    if (id === undefined || id === null)
+        return undefined;
+    if (typeof id !== 'string')
+        throw new ProblemError('invalid_field', 'parent_run_id: expected a run id (a string)');
+    const parent = await runs.getRun(team, id);
+    if (!parent)
+        throw runs_notFound(id);
+    const above = await runs.ancestorCount(team, id);
+    if (above + 1 > MAX_RUN_DEPTH)
+        throw new ProblemError('invalid_request', `parent_run_id ${JSON.stringify(id)}: that run is ${above} levels below its root run; a child run may be at most ${MAX_RUN_DEPTH} levels below a root (the limit of run depth)`);
+    return parent;
+}
+/**
+ * A create's `conversation_id` names an ended run of the key's team in the same environment,
+ * whose workspace is still kept (workspaces.continue_for): the new run starts from its tree.
+ */
+async function checkConversation(context, body, team, environmentId) {
+    const id = body.conversation_id;
+    if (id === undefined || id === null)
+        return;
+    if (typeof id !== 'string' || id.trim() === '')
+        throw new ProblemError('invalid_field', 'conversation_id: expected the run id of an earlier run (a string)');
+    const shown = JSON.stringify(id.slice(0, 100));
+    const earlier = await context.stores.runs.getRun(team, id);
+    if (!earlier)
+        throw new ProblemError('invalid_field', `conversation_id ${shown}: no run of this key's team has that id`);
+    if (earlier.environment_id !== environmentId)
+        throw new ProblemError('invalid_field', `conversation_id ${shown}: that run ran in environment ${JSON.stringify(earlier.environment_id)}; a run continuing it must use the same environment`);
+    if (!run_isTerminalState(earlier.state))
+        throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run is ${earlier.state}; wait until it ends, or send it a follow-up instead`);
+    const since = new Date(Date.now() - context.settings.workspaces.continueForMs).toISOString();
+    if ((earlier.completed_at ?? earlier.updated_at) < since)
+        throw new ProblemError('run_not_continuable', `conversation_id ${shown}: that run ended longer ago than workspaces.continue_for; its workspace is gone`);
 }
 const SERVER_FIELDS = new Set([
     'run_id',
@@ -7206,44 +9167,6 @@ const SERVER_FIELDS = new Set([
     'schedule_id',
     'scheduled_for'
 ]);
-/**
- * A run's `config.harness.type` must be the one its environment's agent serves (a harness kind
- * serves one: claude-code serves `claude`); other kinds run whatever they were given. A harness
- * kind's model ids (`config.model_id`, `config.harness.model_id`) must look like model ids, and
- * whatever the kind, `config.mcp_servers` stays within its bounds (input.ts) and the whole config
- * within MAX_CONFIG_BYTES.
- */
-function checkHarnessConfig(runConfig, kind) {
-    const mcp = mcpServersProblem(runConfig.mcp_servers);
-    if (mcp)
-        throw new ProblemError('invalid_field', mcp);
-    // The config is in every record and list page of the run: its size is every later read's cost.
-    const bytes = Buffer.byteLength(JSON.stringify(runConfig));
-    if (bytes > MAX_CONFIG_BYTES) {
-        const [largest, size] = largestField(runConfig);
-        throw new ProblemError('invalid_field', `config.${largest.slice(0, 100)}: ${size} bytes of JSON; config may take ${MAX_CONFIG_BYTES} bytes in all (64 KiB), this one takes ${bytes}`);
-    }
-    const harness = runConfig.harness;
-    // A harness puts the model on its CLI's command line: it must look like a model id, not an option.
-    if (agentKindOf(kind)?.harnessType !== undefined) {
-        const inner = harness !== null && typeof harness === 'object' ? harness : {};
-        const problem = modelIdProblem(runConfig.model_id, 'config.model_id') ??
-            modelIdProblem(inner.model_id, 'config.harness.model_id');
-        if (problem)
-            throw new ProblemError('invalid_field', problem);
-    }
-    if (harness === undefined || harness === null)
-        return;
-    const type = typeof harness === 'object' ? harness.type : undefined;
-    if (typeof harness !== 'object' ||
-        Array.isArray(harness) ||
-        (type !== undefined && typeof type !== 'string'))
-        throw new ProblemError('invalid_field', 'config.harness: expected an object such as {"type": "claude"}');
-    const serves = agentKindOf(kind)?.harnessType;
-    if (type === undefined || serves === undefined || type === serves)
-        return;
-    throw new ProblemError('invalid_field', `config.harness.type ${JSON.stringify(type.slice(0, 40))}: this environment runs the ${kind} agent, which serves harness type ${JSON.stringify(serves)}`);
-}
 /**
  * A child's metadata: its own pairs, then the parent's keys it does not set, while the pairs stay
  * within MAX_METADATA_PAIRS (its own come first).
@@ -7284,11 +9207,6 @@ function checkExtraFields(extra, body) {
     const [largest, size] = largestField(extraFields(body));
     throw new ProblemError('invalid_field', `${largest.slice(0, 100)}: ${size} bytes of JSON; the fields beyond prompt, config and title may take ${MAX_EXTRA_FIELDS_BYTES} bytes in all (64 KiB), these take ${bytes}`);
 }
-/** The field of `object` whose value takes the most bytes of JSON, and how many. */
-function largestField(object) {
-    const sizes = Object.entries(object).map(([name, value]) => [name, Buffer.byteLength(JSON.stringify(value) ?? '')]);
-    return sizes.reduce((a, b) => (b[1] > a[1] ? b : a), ['', 0]);
-}
 /** SHA-256 of the body with object keys sorted, so the same request always hashes the same. */
 function canonicalHash(body) {
     const canonical = (value) => {
@@ -7305,833 +9223,415 @@ function canonicalHash(body) {
         .update(JSON.stringify(canonical(body)))
         .digest('hex');
 }
-/** `Prefer: wait=N` (RFC 7240), capped at MAX_WAIT_SECONDS; undefined when absent. */
-function runs_preferWait(header) {
-    const match = /(?:^|[,;\s])wait\s*=\s*"?(\d+)"?/i.exec(header ?? '');
-    return match ? Math.min(MAX_WAIT_SECONDS, Number(match[1])) : undefined;
-}
 
-;// CONCATENATED MODULE: ./src/executor/server/routes/schedules.ts
-// The schedule endpoints (create, list, get, update, delete, pause, resume) as a handler map for
-// register.ts. The schemas have checked each field's form; what is left here is meaning: the cron
-// expression parses and fires some day, the time zone exists, the environment is one this
-// executor serves. A team sees only its own schedules (another team's id answers 404, as an unknown
-// one). The runs a schedule starts are the scheduler's (schedules/scheduler.ts).
-
-
-
-
-/** The settings of a create or update body, checked beyond the schema. */
-function specOf(body, context, previous) {
-    const zone = body.time_zone ?? previous?.time_zone ?? 'UTC';
-    const zoneProblem = timeZoneProblem(zone);
-    if (zoneProblem)
-        throw new ProblemError('invalid_field', zoneProblem);
-    const cron = cronProblem(body.cron_schedule, zone);
-    if (cron)
-        throw new ProblemError('invalid_field', cron);
-    const agentConfig = (body.agent_config ?? previous?.agent_config ?? {});
-    const environmentId = agentConfig.environment_id;
-    const served = context.config.environments.map(env => env.id).join(', ');
-    if (typeof environmentId !== 'string')
-        throw new ProblemError('invalid_field', `agent_config.environment_id: missing; expected the id of an environment this executor serves (${served})`);
-    if (!context.config.environments.some(env => env.id === environmentId))
-        throw new ProblemError('invalid_field', `agent_config.environment_id ${JSON.stringify(environmentId)}: no such environment; expected one of ${served}`);
-    // agent_config is the config of every run the schedule starts: checked as a create's would be.
-    const environment = context.config.environments.find(env => env.id === environmentId);
-    if (environment)
-        checkHarnessConfig(agentConfig, environment.agent.kind);
-    const bytes = Buffer.byteLength(body.prompt);
-    if (bytes > context.config.limits.maxPromptBytes)
-        throw new ProblemError('invalid_field', `prompt: ${bytes} bytes is over the limit of ${context.config.limits.maxPromptBytes} bytes`);
-    return {
-        name: body.name,
-        cron_schedule: body.cron_schedule.trim(),
-        prompt: body.prompt,
-        agent_config: { ...agentConfig, environment_id: environmentId },
-        time_zone: zone,
-        overlap: body.overlap ?? previous?.overlap ?? 'skip',
-        catch_up: body.catch_up ?? previous?.catch_up ?? true
-    };
-}
-function iso(ms) {
-    return ms === null ? null : new Date(ms).toISOString();
-}
-/** A stored schedule in the service's ScheduledAgentItem shape, with the executor's additions. */
-function scheduleRecord(schedule) {
-    const { spec } = schedule;
-    return {
-        id: schedule.id,
-        name: spec.name,
-        cron_schedule: spec.cron_schedule,
-        prompt: spec.prompt,
-        enabled: schedule.enabled,
-        agent_config: spec.agent_config,
-        time_zone: spec.time_zone,
-        overlap: spec.overlap,
-        catch_up: spec.catch_up,
-        created_at: schedule.created_at,
-        updated_at: schedule.updated_at,
-        created_by: schedule.created_by,
-        history: { last_ran: schedule.last_ran, next_run: iso(schedule.next_run_ms) },
-        last_spawn_error: schedule.last_spawn_error,
-        last_run_id: schedule.last_run_id,
-        scope: { type: 'Team', uid: schedule.team }
-    };
-}
-/**
- * Pauses (next due time none) or resumes (next due time from now) a team's schedule, keeping its
- * settings; the schedule as it is now, undefined when the team has none with this id. The API's
- * pause and resume and the dashboard's buttons both go through here.
- */
-async function setScheduleEnabled(schedules, team, id, enabled) {
-    const schedule = await schedules.getSchedule(team, id);
-    if (!schedule)
-        return undefined;
-    const nextRunMs = enabled
-        ? nextFire(schedule.spec.cron_schedule, schedule.spec.time_zone, Date.now())
-        : null;
-    const at = new Date().toISOString();
-    if (!(await schedules.updateSchedule(team, id, { spec: schedule.spec, enabled, nextRunMs, at })))
-        return undefined;
-    return schedules.getSchedule(team, id);
-}
-function schedules_notFound(id) {
-    return new ProblemError('not_found', `schedule ${JSON.stringify(id)} does not exist`);
-}
-function scheduleHandlers(context) {
-    const schedules = context.store.schedules;
-    const next = (spec, enabled) => enabled ? nextFire(spec.cron_schedule, spec.time_zone, Date.now()) : null;
-    async function find(team, id) {
-        const schedule = await schedules.getSchedule(team, id);
-        if (!schedule)
-            throw schedules_notFound(id);
-        return schedule;
-    }
-    /** Sets enabled (and the next due time from now), keeping the settings. */
-    async function setEnabled(team, id, enabled) {
-        const schedule = await setScheduleEnabled(schedules, team, id, enabled);
-        if (!schedule)
-            throw schedules_notFound(id);
-        return scheduleRecord(schedule);
-    }
-    return {
-        createSchedule: async (request) => {
-            const body = request.body;
-            const spec = specOf(body, context);
-            const enabled = body.enabled ?? true;
-            const principal = request.principal;
-            const at = new Date().toISOString();
-            const schedule = {
-                id: (0,external_node_crypto_.randomUUID)(),
-                team: principal.team,
-                spec,
-                enabled,
-                next_run_ms: next(spec, enabled),
-                last_ran: null,
-                last_run_id: null,
-                last_spawn_error: null,
-                created_by: {
-                    type: principal.kind === 'personal' ? 'user' : 'agent',
-                    uid: principal.keyId,
-                    display_name: principal.name
-                },
-                created_at: at,
-                updated_at: at
-            };
-            const limit = context.config.limits.maxSchedulesPerTeam;
-            if (!(await schedules.createSchedule(schedule, limit)))
-                throw new ProblemError('schedule_limit_reached', `this team has ${limit} schedules, the limit of limits.max_schedules_per_team; delete one to create another`);
-            return scheduleRecord(schedule);
-        },
-        listSchedules: async (request) => ({
-            schedules: (await schedules.listSchedules(request.principal.team)).map(scheduleRecord)
-        }),
-        getSchedule: async (request) => scheduleRecord(await find(request.principal.team, request.params.schedule_id)),
-        updateSchedule: async (request) => {
-            const { team } = request.principal;
-            const id = request.params.schedule_id;
-            const previous = await find(team, id);
-            const spec = specOf(request.body, context, previous.spec);
-            const enabled = request.body.enabled;
-            const changed = await schedules.updateSchedule(team, id, {
-                spec,
-                enabled,
-                nextRunMs: next(spec, enabled),
-                at: new Date().toISOString()
-            });
-            if (!changed)
-                throw schedules_notFound(id);
-            return scheduleRecord(await find(team, id));
-        },
-        deleteSchedule: async (request) => {
-            const id = request.params.schedule_id;
-            if (!(await schedules.deleteSchedule(request.principal.team, id)))
-                throw schedules_notFound(id);
-            return { success: true };
-        },
-        pauseSchedule: request => setEnabled(request.principal.team, request.params.schedule_id, false),
-        resumeSchedule: request => setEnabled(request.principal.team, request.params.schedule_id, true)
-    };
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/dashboard/session.ts
-// Who is signed in to the dashboard, and the checks every state-changing request passes. The
-// cookie holds a random id; the store keeps only its SHA-256, bound to the key's team, so any node
-// knows the session and a revoked key ends it at the next request. The CSRF token is derived from
-// the id (an attacker who cannot read the cookie cannot compute it), and a POST must also come
-// from this site's own origin.
-
-
-const COOKIE = 'agent_run_session';
-/** How long a sign-in lasts. */
-const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
-const sha256 = (text) => (0,external_node_crypto_.createHash)('sha256').update(text).digest('hex');
-const csrfOf = (id) => (0,external_node_crypto_.createHash)('sha256').update(`csrf\n${id}`).digest('base64url');
-function cookieValue(request) {
-    const header = request.headers.cookie ?? '';
-    for (const part of header.split(';')) {
-        const [name, ...rest] = part.trim().split('=');
-        if (name === COOKIE)
-            return rest.join('=');
-    }
-    return undefined;
-}
-/** The signed-in viewer, or undefined (no cookie, unknown, expired, or its key revoked). */
-async function viewerOf(store, request) {
-    const id = cookieValue(request);
-    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id))
-        return undefined;
-    const session = await store.findWebSession(sha256(id), Date.now());
-    if (!session)
-        return undefined;
-    return { team: session.team, keyName: session.key_name, csrf: csrfOf(id), idHash: session.id_hash };
-}
-/** True when the site is reached over https, so the cookie must be Secure. */
-function session_secure(config, request) {
-    return request.protocol === 'https' || (config.publicUrl ?? '').startsWith('https:');
-}
-/** Checks an API key and makes a session of it; false for a malformed, unknown or revoked key. */
-async function signIn(store, config, request, reply, key) {
-    if (!isWellFormedKey(key))
-        return false;
-    const hash = hashKey(key);
-    const record = await store.findKeyByHash(hash);
-    if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null)
-        return false;
-    const id = (0,external_node_crypto_.randomBytes)(32).toString('base64url');
-    const now = Date.now();
-    await store.createWebSession({
-        id_hash: sha256(id),
-        key_id: record.id,
-        team: record.team,
-        created_at: new Date(now).toISOString(),
-        expires_at: now + SESSION_TTL_MS
-    });
-    const flags = `Path=/; HttpOnly; SameSite=Strict; Max-Age=${SESSION_TTL_MS / 1000}`;
-    reply.header('set-cookie', `${COOKIE}=${id}; ${flags}${session_secure(config, request) ? '; Secure' : ''}`);
-    return true;
-}
-function clearCookie(config, request, reply) {
-    const flags = 'Path=/; HttpOnly; SameSite=Strict; Max-Age=0';
-    reply.header('set-cookie', `${COOKIE}=; ${flags}${session_secure(config, request) ? '; Secure' : ''}`);
-}
-/** The origins this site is served at: the request's own host, and the configured public URL. */
-function sameOrigin(config, request) {
-    const origin = request.headers.origin;
-    if (typeof origin !== 'string')
-        return false;
-    if (origin === `${request.protocol}://${request.host}`)
-        return true;
-    if (config.publicUrl) {
-        try {
-            return new URL(config.publicUrl).origin === origin;
-        }
-        catch {
-            return false;
-        }
-    }
-    return false;
-}
-/**
- * Why a form POST is refused, or undefined when it may go on: it must come from this origin, and
- * (when signed in) carry the session's CSRF token.
- */
-function refusal(config, request, viewer, token) {
-    if (!sameOrigin(config, request))
-        return `the request came from origin ${JSON.stringify(request.headers.origin ?? null)}, not from this site`;
-    if (!viewer)
-        return undefined;
-    const given = Buffer.from(typeof token === 'string' ? token : '');
-    const expected = Buffer.from(viewer.csrf);
-    if (given.length !== expected.length || !(0,external_node_crypto_.timingSafeEqual)(given, expected))
-        return 'the form is missing its CSRF token or carries a wrong one; reload the page and try again';
-    return undefined;
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/dashboard/routes.ts
-// The dashboard's routes: sign-in and sign-out, the runs list, a run (with cancel and artifact
-// downloads), the schedules (with pause and resume), the environments, the live streams and the two static files. Forms are parsed here
-// only (the JSON API still takes JSON alone), and the JSON API never looks at the cookie: it keeps
-// accepting Bearer keys only.
+;// CONCATENATED MODULE: ./src/executor/server/event-stream.ts
+// Server-sent event streams (text/event-stream): a run's transcript events and changes of state as
+// they happen (GET /runs/{id}/events), and the changes of state of several runs of a team on one
+// cursor (GET /events). A stream is woken by the ChangeHub's notifications (the store's own, and
+// PostgreSQL's LISTEN between nodes) and reads the store only when woken, once per heartbeat as a
+// fallback for a lost notification, and never in a loop of its own. Every message carries an `id:`
+// (the event's seq, or the team's sequence), so a client that is cut resumes with Last-Event-ID and
+// gets each event once. What a stream may hold for a slow reader is bounded: past
+// limits.stream_buffer, or a heartbeat with nothing taken, the connection is cut between two
+// messages and the client resumes from its last whole one. Streams are counted per key and per node;
+// beyond either bound the answer is 429 too_many_streams with Retry-After.
 
 
 
-
-
-
-
-
-
-
-
-
-
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-const HEADERS = {
-    'content-security-policy': CSP,
-    // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with our own forms.
-    'referrer-policy': 'same-origin',
-    'x-content-type-options': 'nosniff',
-    'x-frame-options': 'DENY',
-    'cache-control': 'no-store'
+/** Events one read of the store takes at most. */
+const event_stream_PAGE_EVENTS = 200;
+/** The delay an EventSource waits before it reconnects (the `retry:` field), in ms. */
+const RECONNECT_MS = 1000;
+/** Seconds a client refused for the stream bounds is asked to wait. */
+const RETRY_AFTER_SECONDS = 5;
+/** The event types of the events cursor, by the state they announce (the production service's names). */
+const event_stream_STATE_EVENT_TYPES = {
+    INPROGRESS: 'run_in_progress',
+    SUCCEEDED: 'run_succeeded',
+    FAILED: 'run_failed',
+    ERROR: 'run_errored',
+    BLOCKED: 'run_blocked',
+    CANCELLED: 'run_cancelled'
 };
-function html(reply, body, status = 200) {
-    return reply.code(status).headers(HEADERS).type('text/html; charset=utf-8').send(body);
+/** Whether the request asks for an event stream (Accept: text/event-stream). */
+function wantsEventStream(request) {
+    return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(String(request.headers.accept ?? ''));
 }
-/**
- * A refusal: an HTML page for a browser (it asks for text/html), and for any other client the
- * problem+json every other error of the executor is.
- */
-function refuse(request, reply, page, problem) {
-    if (!/\btext\/html\b/.test(request.headers.accept ?? ''))
-        throw problem;
-    for (const [name, value] of Object.entries(problem.headers))
-        void reply.header(name, value);
-    return html(reply, page, problem.status);
-}
-function forbidden(request, reply, viewer, why) {
-    return refuse(request, reply, renderProblem(viewer, 'Request refused', why), new ProblemError('invalid_request', why, {}, 403));
-}
-function runNotFound(request, reply, viewer, id) {
-    return refuse(request, reply, renderProblem(viewer, 'Run not found', `There is no run ${id.slice(0, 100)} in your team.`), new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this session`));
-}
-async function dashboardRoutes(app, { context }) {
-    const { store, config, limiter } = context;
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body))));
-    const field = (request, name) => request.body?.[name];
-    const environments = config.environments.map(e => e.id);
-    /** The viewer, or a redirect to the sign-in page (answered here) when there is none. */
-    const signedIn = async (request, reply) => {
-        const viewer = await viewerOf(store, request);
-        if (!viewer) {
-            clearCookie(config, request, reply);
-            // After sign-in the browser comes back to the page it asked for.
-            const next = localPath(request.url);
-            const back = next && next !== '/' ? `/?next=${encodeURIComponent(next)}` : '/';
-            void reply.code(303).header('location', back).send();
-        }
-        return viewer;
-    };
-    app.get('/dashboard/app.css', (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS));
-    app.get('/dashboard/app.js', (_request, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(JS));
-    app.get('/', async (request, reply) => {
-        const viewer = await viewerOf(store, request);
-        if (!viewer) {
-            // Back after sign-in to the page asked for: a deep link's, or this list with its filters.
-            const asked = request.query.next;
-            const next = asked !== undefined ? localPath(asked) : request.url !== '/' ? localPath(request.url) : undefined;
-            return html(reply, renderSignIn(undefined, next));
-        }
-        const filters = readFilters(request.query);
-        const runs = await store.listRuns(viewer.team, listQuery(filters, PAGE_SIZE + 1));
-        const counts = await store.countRunsByState(viewer.team);
-        const more = runs.length > PAGE_SIZE;
-        return html(reply, renderList(viewer, filters, runs.slice(0, PAGE_SIZE), more, counts, environments));
-    });
-    app.post('/sign-in', async (request, reply) => {
-        const refused = refusal(config, request, undefined, undefined);
-        if (refused)
-            return forbidden(request, reply, undefined, refused);
-        const next = localPath(field(request, 'next'));
-        const wait = limiter.take(`sign-in ${request.ip}`);
-        if (wait !== undefined) {
-            const message = `too many sign-in attempts from this address; try again in ${wait} s`;
-            return refuse(request, reply, renderSignIn(message, next), new ProblemError('rate_limited', message, { 'retry-after': String(wait) }));
-        }
-        const key = field(request, 'api_key');
-        if (typeof key !== 'string' || !(await signIn(store, config, request, reply, key.trim()))) {
-            const message = `That API key is malformed, unknown or revoked; paste a whole key of the form ${KEY_PREFIX}…`;
-            return refuse(request, reply, renderSignIn(message, next), new ProblemError('unauthenticated', message));
-        }
-        return reply
-            .code(303)
-            .header('location', next ?? '/')
-            .send();
-    });
-    app.post('/sign-out', async (request, reply) => {
-        const viewer = await viewerOf(store, request);
-        const refused = refusal(config, request, viewer, field(request, 'csrf'));
-        if (refused)
-            return forbidden(request, reply, viewer, refused);
-        if (viewer)
-            await store.deleteWebSession(viewer.idHash);
-        clearCookie(config, request, reply);
-        return reply.code(303).header('location', '/').send();
-    });
-    app.get('/runs/:id', async (request, reply) => {
-        const viewer = await signedIn(request, reply);
-        if (!viewer)
-            return reply;
-        const { id } = request.params;
-        const run = await store.getRun(viewer.team, id);
-        if (!run)
-            return runNotFound(request, reply, viewer, id);
-        const [events, artifacts] = await Promise.all([
-            boundedEvents(store, id),
-            store.listArtifacts(viewer.team, id)
-        ]);
-        const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
-        return html(reply, renderRun(viewer, run, events, artifacts, base, context.links.link(run)));
-    });
-    app.post('/runs/:id/cancel', async (request, reply) => {
-        const viewer = await viewerOf(store, request);
-        const refused = refusal(config, request, viewer, field(request, 'csrf'));
-        if (refused)
-            return forbidden(request, reply, viewer, refused);
-        if (!viewer)
-            return reply.code(303).header('location', '/').send();
-        const { id } = request.params;
-        const result = await store.cancelRun(viewer.team, id, new Date().toISOString(), `from the dashboard by ${viewer.keyName}`);
-        if (result.kind === 'not_found')
-            return runNotFound(request, reply, viewer, id);
-        return reply
-            .code(303)
-            .header('location', `/runs/${encodeURIComponent(id)}`)
-            .send();
-    });
-    app.get('/runs/:id/artifacts/:uid', async (request, reply) => {
-        const viewer = await signedIn(request, reply);
-        if (!viewer)
-            return reply;
-        const { id, uid } = request.params;
-        const artifact = await store.getArtifact(viewer.team, uid);
-        const stored = artifact && artifact.run_id === id ? await store.readArtifact(uid) : undefined;
-        if (!stored)
-            return refuse(request, reply, renderProblem(viewer, 'Artifact not found', `There is no artifact ${uid.slice(0, 100)} in this run.`), new ProblemError('artifact_not_found', `artifact ${JSON.stringify(uid.slice(0, 100))} does not exist in run ${JSON.stringify(id.slice(0, 100))} of this team`));
-        const name = stored.artifact.filename;
-        return reply
-            .type(stored.artifact.mime_type)
-            .headers({ ...HEADERS, 'content-security-policy': "default-src 'none'; sandbox" })
-            .header('content-disposition', `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`)
-            .send(stored.data);
-    });
-    app.get('/environments', async (request, reply) => {
-        const viewer = await signedIn(request, reply);
-        if (!viewer)
-            return reply;
-        const active = await store.listRuns(viewer.team, { limit: 1000, states: ['QUEUED', 'INPROGRESS'] });
-        return html(reply, renderEnvironments(viewer, config, active, await store.listNodes()));
-    });
-    app.get('/schedules', async (request, reply) => {
-        const viewer = await signedIn(request, reply);
-        if (!viewer)
-            return reply;
-        const schedules = await store.schedules.listSchedules(viewer.team);
-        const rows = await Promise.all(schedules.map(async (schedule) => ({
-            schedule,
-            runs: await store.listRuns(viewer.team, { limit: 5, scheduleId: schedule.id })
-        })));
-        return html(reply, renderSchedules(viewer, rows));
-    });
-    app.get('/webhooks', async (request, reply) => {
-        const viewer = await signedIn(request, reply);
-        if (!viewer)
-            return reply;
-        const webhooks = await store.webhooks.listWebhooks(viewer.team);
-        const rows = await Promise.all(webhooks.map(async (webhook) => ({
-            webhook,
-            deliveries: await store.webhooks.listDeliveries(webhook.id, 50)
-        })));
-        return html(reply, renderWebhooks(viewer, rows));
-    });
-    for (const action of ['pause', 'resume']) {
-        app.post(`/schedules/:id/${action}`, async (request, reply) => {
-            const viewer = await viewerOf(store, request);
-            const refused = refusal(config, request, viewer, field(request, 'csrf'));
-            if (refused)
-                return forbidden(request, reply, viewer, refused);
-            if (!viewer)
-                return reply.code(303).header('location', '/').send();
-            const { id } = request.params;
-            const changed = await setScheduleEnabled(store.schedules, viewer.team, id, action === 'resume');
-            if (!changed)
-                return refuse(request, reply, renderProblem(viewer, 'Schedule not found', `There is no schedule ${id.slice(0, 100)} in your team.`), new ProblemError('not_found', `schedule ${JSON.stringify(id.slice(0, 100))} does not exist`));
-            return reply.code(303).header('location', '/schedules').send();
-        });
+/** The open streams of this node, per key and in all. */
+class StreamSlots {
+    maxPerKey;
+    maxTotal;
+    perKey = new Map();
+    total = 0;
+    constructor(maxPerKey, maxTotal) {
+        this.maxPerKey = maxPerKey;
+        this.maxTotal = maxTotal;
     }
-    app.get('/live', async (request, reply) => {
-        const viewer = await viewerOf(store, request);
-        if (!viewer)
-            throw new ProblemError('unauthenticated', 'no dashboard session: sign in at / first');
-        const query = request.query;
-        const session = async () => (await store.findWebSession(viewer.idHash, Date.now())) !== undefined;
-        if (typeof query.run === 'string') {
-            const run = await store.getRun(viewer.team, query.run);
-            if (!run)
-                return runNotFound(request, reply, viewer, query.run);
-            const after = Number(query.after);
-            return runStream(store, viewer.team, run.run_id, Number.isSafeInteger(after) ? after : 0, request, reply, HEADERS, session);
-        }
-        return listStream(store, viewer.team, readFilters(query), request, reply, HEADERS, session);
-    });
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/download-links.ts
-// Signed, time-limited download URLs for artifacts: an HMAC of the artifact id and the expiry, so a
-// client can hand the URL to a tool without its API key (like a session link). The secret lives in
-// the store, so every node signs and checks the same way.
-
-
-/** How long a download URL stays valid. */
-const DOWNLOAD_TTL_SECONDS = 15 * 60;
-class DownloadLinks {
-    secret;
-    constructor(secret) {
-        this.secret = secret;
-    }
-    static async open(store) {
-        return new DownloadLinks(await store.getSecret('artifact-links', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url')));
-    }
-    sign(uid, expires) {
-        return (0,external_node_crypto_.createHmac)('sha256', this.secret).update(`${uid}\n${expires}`).digest('base64url');
-    }
-    /** The download URL of an artifact under `base`, valid from `now` for DOWNLOAD_TTL_SECONDS. */
-    url(base, uid, now = Date.now()) {
-        const expires = Math.floor(now / 1000) + DOWNLOAD_TTL_SECONDS;
-        return {
-            url: `${base}${endpointPath('downloadArtifact', { artifact_uid: uid })}?expires=${expires}&signature=${this.sign(uid, expires)}`,
-            expiresAt: new Date(expires * 1000).toISOString()
+    /** Takes a slot for `keyId`, or throws 429 too_many_streams; the function gives it back (once). */
+    take(keyId) {
+        const mine = this.perKey.get(keyId) ?? 0;
+        const retry = { 'retry-after': String(RETRY_AFTER_SECONDS) };
+        if (mine >= this.maxPerKey)
+            throw new ProblemError('too_many_streams', `this key has ${mine} event streams open, its limit (limits.max_streams_per_key: ${this.maxPerKey}); close one or retry in ${RETRY_AFTER_SECONDS} s`, retry);
+        if (this.total >= this.maxTotal)
+            throw new ProblemError('too_many_streams', `this executor node has ${this.total} event streams open, its limit (limits.max_streams: ${this.maxTotal}); retry in ${RETRY_AFTER_SECONDS} s`, retry);
+        this.perKey.set(keyId, mine + 1);
+        this.total++;
+        let given = false;
+        return () => {
+            if (given)
+                return;
+            given = true;
+            this.total--;
+            const left = (this.perKey.get(keyId) ?? 1) - 1;
+            if (left <= 0)
+                this.perKey.delete(keyId);
+            else
+                this.perKey.set(keyId, left);
         };
     }
-    /** Whether `expires` and `signature` (as the query gave them) are this artifact's and not expired. */
-    verify(uid, expires, signature) {
-        if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires))
-            return false;
-        const until = Number(expires);
-        if (until * 1000 <= Date.now() || typeof signature !== 'string')
-            return false;
-        const given = Buffer.from(signature);
-        const expected = Buffer.from(this.sign(uid, until));
-        return given.length === expected.length && (0,external_node_crypto_.timingSafeEqual)(given, expected);
+    get open() {
+        return this.total;
     }
 }
-
-;// CONCATENATED MODULE: ./src/executor/server/read-cache.ts
-// Answers to reads kept between writes, so a client polling an unchanged run or list page costs one
-// cheap look at the store's change stamp instead of a key lookup, a query and a serialisation. The
-// stamp (RunStore.changeStamp) moves on every write committed anywhere, by this process or another
-// one sharing the store; everything here is dropped as soon as it moved, so a cached answer never
-// shows anything an uncached read would not (a revoked key, a cancelled run). A store that cannot
-// give a stamp (PostgreSQL) gets no caching: every request reads, as before.
-//
-// Entries are read only after the stamp was: an entry is never older than the stamp it is kept
-// under, and a write committed while it was being read moves the stamp, so the next request drops it.
-//
-// One look at the stamp serves the requests of one turn of the event loop (afterRefresh): they
-// wait in a queue for the loop's check phase, where the queue is taken first and the stamp read
-// after, once for all of them. Every request answered was queued, so read from its socket, before
-// the stamp was read: a write acknowledged to anyone before a request was sent is seen by that
-// request, as when each request read the stamp itself, for one system call a turn instead of one a
-// request. A request queued while a turn is answered waits for the next turn's look.
-/** Held per stamp at most; a busy poller's run or page is among the newest. */
-const MAX_ENTRIES = 1_000;
-/** Answers are kept up to this many bytes in all (a list page of long prompts can be large)… */
-const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
-/** …and an answer larger than this is never kept. */
-const MAX_BODY_BYTES = 1024 * 1024;
-class ReadCache {
-    store;
-    report;
-    stamp;
-    principals = new Map();
-    bodies = new Map();
-    bodyBytes = 0;
-    /** Requests read this turn, waiting for the stamp. */
-    waiting = [];
-    /** Whether the store gives a stamp at all (PostgreSQL does not: nothing to wait for). */
-    stamped;
-    constructor(store, 
-    /** Told of a fault while answering the waiting requests: a stamp not read, a continuation that threw. */
-    report = error => {
-        throw error;
-    }) {
-        this.store = store;
-        this.report = report;
+/**
+ * Where a stream resumes: the Last-Event-ID header (an EventSource's reconnect) before the query's
+ * cursor (`after` or `since`). A header that is not a whole number is refused, naming it.
+ */
+function resumePoint(request, fromQuery) {
+    const header = request.headers['last-event-id'];
+    if (header === undefined || header === '')
+        return fromQuery;
+    const value = Array.isArray(header) ? header[0] : header;
+    if (!/^\d{1,15}$/.test(value.trim()))
+        throw new ProblemError('invalid_request', `Last-Event-ID ${JSON.stringify(value.slice(0, 40))}: expected the id of an event this stream sent, a whole number such as 12`);
+    return Number(value.trim());
+}
+/** One message of the stream: JSON on one line, so no field can break the framing. */
+function message(id, event, data) {
+    const name = event.replace(/[^\w.-]/g, '_');
+    return `${id === undefined ? '' : `id: ${id}\n`}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+/**
+ * The open connection: writes whole messages, waits between reads for a wake (or the heartbeat),
+ * and cuts a reader too slow for its buffer.
+ */
+class Stream {
+    raw;
+    bufferBytes;
+    heartbeatMs;
+    woken = false;
+    /** The last write was not taken whole: 'drain' tells when it is. */
+    full = false;
+    wakeUp;
+    closed = new AbortController();
+    constructor(raw, bufferBytes, heartbeatMs) {
+        this.raw = raw;
+        this.bufferBytes = bufferBytes;
+        this.heartbeatMs = heartbeatMs;
+        raw.once('close', () => {
+            this.closed.abort();
+            this.wake();
+        });
+    }
+    wake = () => {
+        this.woken = true;
+        this.wakeUp?.();
+    };
+    get open() {
+        return !this.closed.signal.aborted;
+    }
+    /** Writes one message; false (and the connection cut) when the reader is too slow for its buffer. */
+    send(text) {
+        if (!this.open)
+            return false;
+        // What waits unsent is checked before a message is added: a message larger than the buffer
+        // still goes to a reader that keeps up.
+        if (this.raw.writableLength > this.bufferBytes) {
+            this.cut();
+            return false;
+        }
+        this.full = !this.raw.write(text) || this.full;
+        return true;
+    }
+    cut() {
+        this.raw.destroy();
+        this.closed.abort();
     }
     /**
-     * Runs `then` once the stamp was looked at after this request was read: in this turn's check
-     * phase, with the other requests this turn read. Should `then` throw, `failed` answers the request.
+     * Waits until what was written is taken (at once when the last write was): a reader that takes
+     * nothing for a heartbeat is cut.
      */
-    afterRefresh(then, failed) {
-        if (this.stamped === undefined) {
-            this.refresh();
-            this.stamped = this.stamp !== undefined;
+    async drained() {
+        if (!this.open)
+            return false;
+        if (!this.full)
+            return true;
+        const taken = await new Promise(resolve => {
+            const done = (value) => {
+                clearTimeout(timer);
+                this.raw.off('drain', onDrain);
+                this.raw.off('close', onClose);
+                resolve(value);
+            };
+            const onDrain = () => done(true);
+            const onClose = () => done(false);
+            const timer = setTimeout(() => done(false), this.heartbeatMs);
+            this.raw.once('drain', onDrain);
+            this.raw.once('close', onClose);
+        });
+        if (!taken)
+            this.cut();
+        else
+            this.full = false;
+        return taken && this.open;
+    }
+    /** Until a wake (at once if one came since the last call), the heartbeat or the end; true on a wake. */
+    async idle() {
+        if (this.woken || !this.open) {
+            this.woken = false;
+            return true;
         }
-        if (!this.stamped) {
-            then();
+        const woken = await new Promise(resolve => {
+            const timer = setTimeout(() => {
+                this.wakeUp = undefined;
+                resolve(false);
+            }, this.heartbeatMs);
+            this.wakeUp = () => {
+                clearTimeout(timer);
+                this.wakeUp = undefined;
+                resolve(true);
+            };
+        });
+        this.woken = false;
+        if (!woken)
+            this.send(': keep-alive\n\n');
+        return woken;
+    }
+    end() {
+        if (this.open)
+            this.raw.end();
+    }
+}
+/** Starts the answer: 200, text/event-stream, no caching or proxy buffering. */
+function event_stream_open(limits, request, reply) {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        'x-accel-buffering': 'no',
+        'x-request-id': String(request.id)
+    });
+    raw.socket?.setNoDelay(true);
+    const stream = new Stream(raw, limits.streamBufferBytes, limits.streamHeartbeatMs);
+    stream.send(`retry: ${RECONNECT_MS}\n\n`);
+    return stream;
+}
+/** Logs a failure of a stream already answering (its status is sent: the connection is cut). */
+function event_stream_failed(request, stream, error) {
+    if (stream.open)
+        request.log.warn({ err: error }, 'event stream failed; the client resumes');
+    request.raw.destroy();
+}
+/**
+ * GET /runs/{id}/events as a stream: every event after `after`, then each new one as it is
+ * appended; `done` once the run is terminal and every event is sent. A `state` event that is the
+ * newest of its read carries the run's record as `run` when the record is in that state.
+ */
+async function streamRunEvents(context, request, reply, find, after, release) {
+    const { transcript } = context.stores;
+    const stream = event_stream_open(context.settings.limits, request, reply);
+    let run = await find().catch(() => undefined);
+    const stop = context.hub.watch(run ? [run.run_id] : [], stream.wake);
+    try {
+        if (!run)
             return;
-        }
-        this.waiting.push({ then, failed });
-        if (this.waiting.length === 1)
-            setImmediate(this.flush);
-    }
-    flush = () => {
-        // The queue is taken before the stamp is read: a request queued after this (parsed from bytes
-        // already read, as a pipelined one can be) waits for the next turn's look.
-        const waiting = this.waiting;
-        this.waiting = [];
-        try {
-            this.refresh();
-        }
-        catch (error) {
-            // No stamp this turn: answer the turn uncached, rather than not at all.
-            this.forget(undefined);
-            this.report(error);
-        }
-        // One request's failure must not leave the others of its turn unanswered.
-        for (const { then, failed } of waiting)
-            try {
-                then();
+        let cursor = after;
+        for (let idle = false; stream.open;) {
+            const events = await transcript.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
+            const lastState = events.findLast(event => event.kind === 'state');
+            if (lastState || idle)
+                run = await find();
+            for (const event of events) {
+                const shown = event === lastState && event.state === run.state
+                    ? { ...event, run: toRecord(run, context.links) }
+                    : event;
+                if (!stream.send(message(event.seq, event.kind, shown)) || !(await stream.drained()))
+                    return;
+                cursor = event.seq;
             }
-            catch (error) {
-                this.report(error);
-                failed(error);
+            if (!(await stream.drained()))
+                return;
+            if (events.length === event_stream_PAGE_EVENTS)
+                continue;
+            if (run_isTerminalState(run.state)) {
+                // Events written with the end (and any after it) are read once more before `done`.
+                const rest = await transcript.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
+                if (rest.length > 0)
+                    continue;
+                stream.send(message(undefined, 'done', {
+                    run_id: run.run_id,
+                    state: run.state,
+                    last_seq: cursor,
+                    run: toRecord(run, context.links)
+                }));
+                return;
             }
-    };
-    /** Looks at the store's stamp: drops everything when it moved. */
-    refresh() {
-        const stamp = this.store.changeStamp?.();
-        if (stamp !== this.stamp || stamp === undefined)
-            this.forget(stamp);
-    }
-    /** Drops everything kept, and keeps what follows under `stamp` (undefined: nothing is kept). */
-    forget(stamp) {
-        this.stamp = stamp;
-        if (this.principals.size > 0)
-            this.principals.clear();
-        if (this.bodies.size > 0)
-            this.bodies.clear();
-        this.bodyBytes = 0;
-    }
-    /** The principal remembered for this Authorization header while the stamp has not moved, if any. */
-    knownPrincipal(header) {
-        if (header === undefined || this.stamp === undefined)
-            return undefined;
-        return this.principals.get(header);
-    }
-    /** The principal of this Authorization header, remembered only once the store accepted it. */
-    async principal(header, load) {
-        const known = this.knownPrincipal(header);
-        if (known)
-            return known;
-        const stamp = this.stamp;
-        const principal = await load();
-        if (header !== undefined && stamp !== undefined && stamp === this.stamp)
-            remember(this.principals, header, principal);
-        return principal;
-    }
-    /** The answer kept under `key` (which must name the caller's team), or the one `load` builds now. */
-    async body(key, load) {
-        if (this.stamp === undefined)
-            return load();
-        const known = this.bodies.get(key);
-        if (known)
-            return known;
-        const stamp = this.stamp;
-        const built = await load();
-        const bytes = read_cache_sizeOf(built.body);
-        if (stamp === this.stamp && bytes <= MAX_BODY_BYTES && !this.bodies.has(key)) {
-            while (this.bodies.size > 0 &&
-                (this.bodyBytes + bytes > MAX_TOTAL_BYTES || this.bodies.size >= MAX_ENTRIES)) {
-                const [oldest, entry] = this.bodies.entries().next().value;
-                this.bodies.delete(oldest);
-                this.bodyBytes -= read_cache_sizeOf(entry.body);
-            }
-            this.bodies.set(key, built);
-            this.bodyBytes += bytes;
+            idle = !(await stream.idle());
         }
-        return built;
+    }
+    catch (error) {
+        event_stream_failed(request, stream, error);
+    }
+    finally {
+        stop();
+        release();
+        stream.end();
     }
 }
-/** Bytes of an answer, about (a string's length in UTF-16 units is close enough for a bound). */
-function read_cache_sizeOf(body) {
-    return typeof body === 'string' ? body.length : body.byteLength;
-}
-function remember(map, key, value) {
-    if (map.size >= MAX_ENTRIES)
-        map.delete(map.keys().next().value);
-    map.set(key, value);
-}
-
-;// CONCATENATED MODULE: ./src/api/schedules.ts
-// Schemas of the scheduled agents and the two catalogue reads (environments, models), in the
-// production service's shapes (its official SDK's ScheduledAgentItem, ScheduleCreateParams, …):
-// a schedule is a cron expression, a prompt and the config of the runs it starts. What the service
-// leaves open and the executor adds is optional here: `time_zone`, `overlap`, `catch_up`.
-
-const schedules_Timestamp = build/* default.String */.Ay$.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
-const schedules_NullableTimestamp = build/* default.Unsafe */.Ay$.Unsafe({
-    type: ['string', 'null'],
-    format: 'date-time',
-    description: 'RFC 3339 timestamp, or null'
-});
-const OVERLAP_POLICIES = ['skip', 'queue', 'cancel_previous'];
-const ScheduleAgentConfigSchema = build/* default.Object */.Ay$.Object({
-    environment_id: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        description: 'Environment the runs execute in (required by this executor).',
-        expected: 'a non-empty string'
-    }))
-}, {
-    additionalProperties: true,
-    description: "The config of each run the schedule starts (a run's `config`).",
-    expected: 'an object with environment_id'
-});
-const scheduleFields = {
-    name: build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        maxLength: 200,
-        description: 'Human-readable name; the title of the runs it starts.',
-        expected: 'a non-empty string of at most 200 characters'
-    }),
-    cron_schedule: build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        maxLength: 200,
-        description: 'Five-field cron expression (minute hour day month weekday), e.g. "0 9 * * 1-5".',
-        expected: 'a cron expression such as "0 9 * * *"'
-    }),
-    prompt: build/* default.String */.Ay$.String({
-        pattern: '\\S',
-        description: 'The prompt of each run.',
-        expected: 'a string',
-        constraint: 'must not be empty'
-    }),
-    agent_config: build/* default.Optional */.Ay$.Optional(ScheduleAgentConfigSchema),
-    enabled: build/* default.Boolean */.Ay$.Boolean({ description: 'Whether the schedule fires.', expected: 'true or false' }),
-    time_zone: build/* default.Optional */.Ay$.Optional(build/* default.String */.Ay$.String({
-        description: 'IANA time zone the cron expression is read in (default UTC).',
-        expected: 'an IANA time zone such as "Europe/Berlin"'
-    })),
-    overlap: build/* default.Optional */.Ay$.Optional(build/* default.Union */.Ay$.Union(OVERLAP_POLICIES.map(policy => build/* default.Literal */.Ay$.Literal(policy)), {
-        description: "What a fire does while the schedule's previous run still runs: skip it (default), queue it until that run ends, or cancel_previous.",
-        expected: 'skip, queue or cancel_previous'
-    })),
-    catch_up: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({
-        description: 'Whether a fire time missed while no executor ran starts one run when one comes back (default true).',
-        expected: 'true or false'
-    }))
-};
-const CreateScheduleRequestSchema = build/* default.Object */.Ay$.Object({
-    ...scheduleFields,
-    enabled: build/* default.Optional */.Ay$.Optional(scheduleFields.enabled),
-    team: build/* default.Optional */.Ay$.Optional(build/* default.Boolean */.Ay$.Boolean({ description: 'Accepted and ignored: schedules belong to the key’s team.' }))
-}, { additionalProperties: false, expected: 'a JSON object with name, cron_schedule and prompt' });
-const UpdateScheduleRequestSchema = build/* default.Object */.Ay$.Object(scheduleFields, {
-    additionalProperties: false,
-    expected: 'a JSON object with name, cron_schedule, prompt and enabled'
-});
-const ScheduleIdParamsSchema = build/* default.Object */.Ay$.Object({
-    schedule_id: build/* default.String */.Ay$.String({ description: 'The schedule id.' })
-});
-const UserProfileSchema = build/* default.Object */.Ay$.Object({
-    type: build/* default.String */.Ay$.String(),
-    uid: build/* default.String */.Ay$.String(),
-    display_name: build/* default.String */.Ay$.String()
-}, { additionalProperties: true });
-const ScheduleSchema = build/* default.Object */.Ay$.Object({
-    id: build/* default.String */.Ay$.String(),
-    name: build/* default.String */.Ay$.String(),
-    cron_schedule: build/* default.String */.Ay$.String(),
-    prompt: build/* default.String */.Ay$.String(),
-    enabled: build/* default.Boolean */.Ay$.Boolean(),
-    agent_config: build/* default.Optional */.Ay$.Optional(build/* default.Object */.Ay$.Object({}, { additionalProperties: true })),
-    time_zone: build/* default.String */.Ay$.String(),
-    overlap: build/* default.String */.Ay$.String(),
-    catch_up: build/* default.Boolean */.Ay$.Boolean(),
-    created_at: schedules_Timestamp,
-    updated_at: schedules_Timestamp,
-    created_by: build/* default.Optional */.Ay$.Optional(UserProfileSchema),
-    history: build/* default.Object */.Ay$.Object({ last_ran: schedules_NullableTimestamp, next_run: schedules_NullableTimestamp }),
-    last_spawn_error: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
-    last_run_id: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
-    scope: build/* default.Object */.Ay$.Object({ type: build/* default.String */.Ay$.String(), uid: build/* default.String */.Ay$.String() })
-}, { additionalProperties: true });
-const ListSchedulesResponseSchema = build/* default.Object */.Ay$.Object({ schedules: build/* default.Array */.Ay$.Array(ScheduleSchema) });
-const DeleteScheduleResponseSchema = build/* default.Object */.Ay$.Object({ success: build/* default.Boolean */.Ay$.Boolean() });
-const EnvironmentSchema = build/* default.Object */.Ay$.Object({
-    id: build/* default.String */.Ay$.String(),
-    name: build/* default.String */.Ay$.String(),
-    source: build/* default.String */.Ay$.String({ description: 'The repository or directory runs start from, without credentials.' }),
-    setup_commands: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String()),
-    agent_kind: build/* default.String */.Ay$.String(),
-    network: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String(), { description: 'host:port a run may reach (empty: none).' }),
-    docker_image: build/* default.Optional */.Ay$.Optional(build/* default.Unsafe */.Ay$.Unsafe({
-        type: ['string', 'null'],
-        description: "The container image whose file system runs see as / (a skopeo reference such as docker://debian:12); null: the executor host's."
-    }))
-}, { additionalProperties: true });
-const ListEnvironmentsResponseSchema = build/* default.Object */.Ay$.Object({ environments: build/* default.Array */.Ay$.Array(EnvironmentSchema) });
-const ModelSchema = build/* default.Object */.Ay$.Object({
-    id: build/* default.String */.Ay$.String(),
-    provider: build/* default.String */.Ay$.String(),
-    environment_ids: build/* default.Array */.Ay$.Array(build/* default.String */.Ay$.String())
-}, { additionalProperties: true });
-const ListModelsResponseSchema = build/* default.Object */.Ay$.Object({
-    default_model_id: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
-    models: build/* default.Array */.Ay$.Array(ModelSchema),
-    environments: build/* default.Array */.Ay$.Array(build/* default.Object */.Ay$.Object({
-        environment_id: build/* default.String */.Ay$.String(),
-        agent_kind: build/* default.String */.Ay$.String(),
-        default_model_id: build/* default.Unsafe */.Ay$.Unsafe({ type: ['string', 'null'] }),
-        accepts_model_id: build/* default.Boolean */.Ay$.Boolean()
-    }))
-});
-
-;// CONCATENATED MODULE: ./src/api/schema-registry.ts
-// Every schema of the contract by its exported name (`RunIdParamsSchema`, …), so that the endpoint
-// table (./endpoints.ts) can name an endpoint's schemas without loading the schema library: the
-// table stays light enough for the client's bundles, and the executor and the OpenAPI document
-// look the names up here (./endpoint-specs.ts). A schema is added to its module as before; its
-// name is then usable in the table, and a name that is not a schema is a compile error there.
-
-
-
-const SCHEMAS = { ...schemas_namespaceObject, ...api_schedules_namespaceObject, ...webhooks_namespaceObject };
-/** The schema of that name. */
-function schemaNamed(name) {
-    return SCHEMAS[name];
-}
-
-;// CONCATENATED MODULE: ./src/api/endpoint-specs.ts
-// The endpoint table (./endpoints.ts) with its schemas looked up (./schema-registry.ts): what the
-// executor registers its routes from and the OpenAPI document is generated from. Nothing is written
-// here per endpoint.
-
-
-function withSchemas(entry) {
-    const { params, querystring, body, response, ...rest } = entry;
-    const look = (name) => schemaNamed(name);
+/** One entry of the events cursor, in the production service's shape (and its field names too). */
+function cursorEvent(row) {
+    const type = event_stream_STATE_EVENT_TYPES[row.state] ?? `run_${row.state.toLowerCase()}`;
     return {
-        ...rest,
-        ...(params ? { params: look(params) } : {}),
-        ...(querystring ? { querystring: look(querystring) } : {}),
-        ...(body ? { body: look(body) } : {}),
-        response: { ...response, ...(response.schema ? { schema: look(response.schema) } : {}) }
+        sequence: row.sequence,
+        run_id: row.run_id,
+        type,
+        state: row.state,
+        timestamp: row.at,
+        event_type: type,
+        occurred_at: row.at
     };
 }
-const ENDPOINT_SPECS = Object.fromEntries(ENDPOINT_NAMES.map(name => [name, withSchemas(ENDPOINTS[name])]));
+/**
+ * GET /events as a stream: the changes of state of these runs after `since`, then each new one;
+ * `done` once every run is terminal and its changes are sent.
+ */
+async function streamStateEvents(context, request, reply, team, runIds, since, release) {
+    const stream = event_stream_open(context.settings.limits, request, reply);
+    const stop = context.hub.watch(runIds, stream.wake);
+    try {
+        let cursor = since;
+        while (stream.open) {
+            const rows = await context.stores.runs.listStateEvents(team, runIds, cursor, event_stream_PAGE_EVENTS);
+            for (const row of rows) {
+                const event = cursorEvent(row);
+                if (!stream.send(message(row.sequence, String(event.type), event)) || !(await stream.drained()))
+                    return;
+                cursor = row.sequence;
+            }
+            if (!(await stream.drained()))
+                return;
+            if (rows.length === event_stream_PAGE_EVENTS)
+                continue;
+            const states = await context.stores.runs.runStates(team, runIds);
+            if ([...states.values()].every(state => run_isTerminalState(state))) {
+                const rest = await context.stores.runs.listStateEvents(team, runIds, cursor, 1);
+                if (rest.length > 0)
+                    continue;
+                stream.send(message(undefined, 'done', { next_since: cursor, states: Object.fromEntries(states) }));
+                return;
+            }
+            await stream.idle();
+        }
+    }
+    catch (error) {
+        event_stream_failed(request, stream, error);
+    }
+    finally {
+        stop();
+        release();
+        stream.end();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/events.ts
+// The event endpoints: a run's events (a JSON page, or with Accept: text/event-stream the
+// resumable stream of event-stream.ts) and the events cursor over several runs of a team (a JSON
+// page in the production service's shape, or the same as a stream).
+
+
+
+
+const DEFAULT_EVENTS_LIMIT = 100;
+/** A run id as the executor makes them (and any the service might): one plain path segment. */
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+function events_notFound(id) {
+    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+}
+/** `run_ids` as given (comma-separated, or repeated), checked and without repeats. */
+function parseRunIds(value) {
+    const parts = (Array.isArray(value) ? value : [value])
+        .flatMap(item => String(item ?? '').split(','))
+        .map(item => item.trim())
+        .filter(item => item !== '');
+    const ids = [...new Set(parts)];
+    if (ids.length === 0)
+        throw new ProblemError('invalid_request', 'run_ids: expected at least one run id, such as run_ids=ID1,ID2 (comma-separated or repeated)');
+    if (ids.length > MAX_EVENT_RUN_IDS)
+        throw new ProblemError('invalid_request', `run_ids: ${ids.length} runs; expected at most ${MAX_EVENT_RUN_IDS} (follow more with several cursors)`);
+    const bad = ids.find(id => !RUN_ID.test(id));
+    if (bad !== undefined)
+        throw new ProblemError('invalid_request', `run_ids: ${JSON.stringify(bad.slice(0, 100))} is not a run id; expected ids such as 3f2b9c1e-…, separated by commas`);
+    return ids;
+}
+function parseSince(query) {
+    const value = query?.since;
+    if (value === undefined || value === '')
+        return 0;
+    if (typeof value !== 'string' || !/^\d{1,15}$/.test(value))
+        throw new ProblemError('invalid_request', `since ${JSON.stringify(value)}: expected the sequence of an event, a whole number such as 12`);
+    return Number(value);
+}
+function parseEventsLimit(query) {
+    const value = query?.limit;
+    if (value === undefined || value === '')
+        return DEFAULT_EVENTS_LIMIT;
+    const number = typeof value === 'string' && /^\d{1,3}$/.test(value) ? Number(value) : NaN;
+    if (number >= 1 && number <= 500)
+        return number;
+    throw new ProblemError('invalid_request', `limit ${JSON.stringify(value)}: expected a whole number of events from 1 to 500`);
+}
+/** The team's run with this id, read anew at each call, or 404 (another team's is as unknown). */
+function runFinder(runs, team, id) {
+    return async () => {
+        const run = await runs.getRun(team, id);
+        if (!run)
+            throw events_notFound(id);
+        return run;
+    };
+}
+const getRunEvents = async (context, request, reply) => {
+    const find = runFinder(context.stores.runs, request.principal.team, request.params.run_id);
+    if (!wantsEventStream(request))
+        return transcript_wait_readTranscript(context, request, reply, find);
+    const after = resumePoint(request, parseAfter(request.query));
+    await find();
+    const release = context.slots.take(request.principal.keyId);
+    await streamRunEvents(context, request, reply, find, after, release);
+    return reply;
+};
+const listEvents = async (context, request, reply) => {
+    const runs = context.stores.runs;
+    const team = request.principal.team;
+    const runIds = parseRunIds(request.query.run_ids);
+    const since = parseSince(request.query);
+    const limit = parseEventsLimit(request.query);
+    const stream = wantsEventStream(request);
+    const after = stream ? resumePoint(request, since) : since;
+    // Another team's run answers as one that does not exist, as every run endpoint does.
+    const states = await runs.runStates(team, runIds);
+    const missing = runIds.find(id => !states.has(id));
+    if (missing !== undefined)
+        throw events_notFound(missing);
+    if (stream) {
+        const release = context.slots.take(request.principal.keyId);
+        await streamStateEvents(context, request, reply, team, runIds, after, release);
+        return reply;
+    }
+    const rows = await runs.listStateEvents(team, runIds, after, limit);
+    return { events: rows.map(cursorEvent), next_since: rows.at(-1)?.sequence ?? after };
+};
 
 ;// CONCATENATED MODULE: ./src/api/event-schemas.ts
 // The JSON schema of each kind of transcript event (TypeBox), for the OpenAPI document: what a
@@ -9025,908 +10525,34 @@ function makingLeftOver(dir, buildingHere) {
 
 
 
-function metaHandlers(context, publicUrl, 
-/** Whether this node claims runs (not an `api` node): its readiness then needs room on the data dir. */
-runsWork = true) {
-    let document;
-    return {
-        health: async () => ({ status: 'ok' }),
-        ready: async (request, reply) => {
-            if (context.draining)
-                return reply.code(503).send({ status: 'shutting_down' });
-            try {
-                await context.store.ping();
-            }
-            catch {
-                return reply.code(503).send({ status: 'store_unavailable' });
-            }
-            // Looked at now, not when the pool last tried a claim: ready again as soon as room is back.
-            const short = runsWork ? freeSpaceProblem(context.config, request.log) : undefined;
-            if (short)
-                return reply.code(503).send({ status: 'low_on_space', claiming: false, reason: short });
-            return { status: 'ready', environments: context.config.environments.map(env => env.id) };
-        },
-        getOpenApi: async (_request, reply) => {
-            document ??= JSON.stringify(openApiDocument(publicUrl()));
-            return reply.type('application/json').send(document);
-        },
-        listErrorCodes: async () => ({
-            errors: Object.entries(ERROR_CODES).map(([code, info]) => ({ error_code: code, ...info }))
-        })
-    };
+async function health() {
+    return { status: 'ok' };
 }
-
-// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/decode_protected_header.js
-var decode_protected_header = __webpack_require__(61196);
-// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/decode_jwt.js
-var decode_jwt = __webpack_require__(77961);
-// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/jwt/verify.js + 2 modules
-var verify = __webpack_require__(64490);
-// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/jwks/local.js
-var local = __webpack_require__(36687);
-// EXTERNAL MODULE: ./node_modules/jose/dist/webapi/util/errors.js
-var errors = __webpack_require__(5674);
-;// CONCATENATED MODULE: ./src/executor/server/oidc.ts
-// Sign-in with a workload's OIDC token (a GitHub Actions job's, say) instead of an API key. The
-// token is checked by `jose`, against the keys its issuer publishes (OIDC discovery, then the JWKS
-// it points at): signature, issuer, audience, expiry, not-before and issue time (with a small clock
-// skew), and an allow-list of asymmetric algorithms (never `none`, never HMAC). Then the first
-// `auth.oidc` rule whose claims all match gives the team and the kind.
-//
-// The keys are cached per issuer. A token signed with a key id the cache lacks makes it refetch
-// (the issuer rotated its keys), but refetches are a token bucket per issuer: a stream of forged
-// key ids costs the issuer a bounded number of requests, never one each. Before any fetch the
-// token must name a trusted issuer and audience, so made-up issuers cost nothing at all.
-//
-// No answer or log line carries the token or a rule: a refused token is told what was wrong with
-// it, never which rules exist.
-
-
-/** Asymmetric algorithms only: `none` and HMAC (whose "key" would be the public key) never pass. */
-const OIDC_ALGORITHMS = [
-    'RS256',
-    'RS384',
-    'RS512',
-    'PS256',
-    'PS384',
-    'PS512',
-    'ES256',
-    'ES384',
-    'ES512',
-    'EdDSA',
-    'Ed25519'
-];
-/** A token issued longer ago than this is refused (GitHub's live minutes). */
-const MAX_TOKEN_AGE = '24h';
-/** Longest token looked at; real ones are a few KiB. */
-const MAX_TOKEN_LENGTH = 16 * 1024;
-/** Longest discovery document or key set read from an issuer. */
-const MAX_DOCUMENT_BYTES = 256 * 1024;
-/** How long an issuer may take to answer one fetch. */
-const FETCH_TIMEOUT_MS = 10_000;
-/** Keys are refetched this often even when every token's key is known (a removed key stops working). */
-const KEYS_MAX_AGE_MS = 15 * 60_000;
-/** Refetches on an unknown key id: this many at once… */
-const REFETCH_BURST = 3;
-/** …then one per this many ms. */
-const REFETCH_INTERVAL_MS = 60_000;
-/** A refused token: `message` says what was wrong with it (never the token, never a rule). */
-class TokenRefused extends Error {
-}
-/** Whether a bearer credential has the form of a JWT (three base64url parts); keys start `arx_`. */
-function looksLikeJwt(credential) {
-    return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(credential);
-}
-class OidcVerifier {
-    rules;
-    fetchJson;
-    clockSkewMs;
-    issuers = new Map();
-    /** Fetches made of each issuer (discovery and key set count one each): tests and metrics read it. */
-    fetches = new Map();
-    /**
-     * `clockSkewMs`: how far the issuers' clocks and this machine's may differ
-     * (`auth.oidc_clock_skew`, 60 s unless set).
-     */
-    constructor(rules, fetchJson = boundedFetch, clockSkewMs = OIDC_CLOCK_SKEW_MS) {
-        this.rules = rules;
-        this.fetchJson = fetchJson;
-        this.clockSkewMs = clockSkewMs;
-    }
-    get enabled() {
-        return this.rules.length > 0;
-    }
-    async verify(token) {
-        if (!this.enabled)
-            throw new TokenRefused('this executor accepts no OIDC tokens (its auth.oidc is empty); send an API key');
-        if (token.length > MAX_TOKEN_LENGTH)
-            throw new TokenRefused(`the token is longer than ${MAX_TOKEN_LENGTH} characters`);
-        let unverified;
-        let header;
-        try {
-            header = (0,decode_protected_header/* decodeProtectedHeader */._)(token);
-            unverified = (0,decode_jwt/* decodeJwt */.i)(token);
-        }
-        catch {
-            throw new TokenRefused('the token is not a well-formed JWT');
-        }
-        if (typeof header.alg !== 'string' || !OIDC_ALGORITHMS.includes(header.alg))
-            throw new TokenRefused(`the token's algorithm ${JSON.stringify(String(header.alg).slice(0, 20))} is not accepted; expected one of ${OIDC_ALGORITHMS.join(', ')}`);
-        const issuer = typeof unverified.iss === 'string' ? unverified.iss.replace(/\/+$/, '') : undefined;
-        const ofIssuer = this.rules.filter(rule => rule.issuer === issuer);
-        if (issuer === undefined || ofIssuer.length === 0)
-            throw new TokenRefused("the token's issuer (iss) is not one this executor trusts");
-        const audiences = [...new Set(ofIssuer.map(rule => rule.audience))];
-        const given = Array.isArray(unverified.aud) ? unverified.aud : [unverified.aud];
-        if (!given.some(aud => typeof aud === 'string' && audiences.includes(aud)))
-            throw new TokenRefused("the token's audience (aud) is not one this executor accepts");
-        const payload = await this.checked(token, issuer, unverified.iss, audiences, header.kid);
-        const rule = ofIssuer.find(candidate => (Array.isArray(payload.aud) ? payload.aud : [payload.aud]).includes(candidate.audience) &&
-            Object.entries(candidate.claims).every(([name, pattern]) => claimMatches(payload[name], pattern)));
-        if (!rule)
-            throw new TokenRefused('the token is valid, but no rule of this executor admits its claims');
-        const text = (name) => {
-            const value = payload[name];
-            return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
-        };
-        const repository = text('repository');
-        const uid = repository ?? text('sub') ?? issuer;
-        const workflow = text('workflow');
-        const workload = { issuer };
-        for (const name of ['repository', 'ref', 'workflow_ref', 'run_id']) {
-            const value = text(name);
-            if (value !== undefined)
-                workload[name] = value;
-        }
-        return {
-            team: rule.team,
-            kind: rule.kind,
-            uid,
-            name: workflow === undefined ? uid : `${uid} (${workflow})`,
-            workload
-        };
-    }
-    /** The verified claims; refetches the issuer's keys (within the bucket) when the key id is new. */
-    async checked(token, issuer, iss, audiences, kid) {
-        const state = this.stateOf(issuer);
-        // The first fetch and the periodic one are free; any other (a new key id, or keys that could
-        // not be fetched before) takes a refetch from the bucket.
-        const due = state.fetchedAt === 0 || (state.keys !== undefined && Date.now() - state.fetchedAt > KEYS_MAX_AGE_MS);
-        const missing = state.keys === undefined || (kid !== undefined && !state.kids.has(kid));
-        if (due || missing)
-            await this.refresh(issuer, state, due);
-        if (!state.keys)
-            throw new TokenRefused("the issuer's signing keys could not be fetched; retry later");
-        try {
-            const { payload } = await (0,verify/* jwtVerify */.V)(token, state.keys, {
-                issuer: iss,
-                audience: audiences,
-                algorithms: OIDC_ALGORITHMS,
-                clockTolerance: this.clockSkewMs / 1000,
-                maxTokenAge: MAX_TOKEN_AGE,
-                requiredClaims: ['exp', 'iat']
-            });
-            return payload;
-        }
-        catch (error) {
-            throw new TokenRefused(oidc_refusal(error));
-        }
-    }
-    stateOf(issuer) {
-        let state = this.issuers.get(issuer);
-        if (!state) {
-            state = { kids: new Set(), fetchedAt: 0, tokens: REFETCH_BURST, tokensAt: Date.now() };
-            this.issuers.set(issuer, state);
-        }
-        return state;
-    }
-    /**
-     * Fetches the issuer's keys again, unless a fetch is under way (then waits for it) or, for an
-     * unknown key id, the issuer's bucket of refetches is empty (then keeps the keys it has).
-     */
-    async refresh(issuer, state, due) {
-        if (state.loading)
-            return state.loading;
-        if (!due) {
-            const now = Date.now();
-            state.tokens = Math.min(REFETCH_BURST, state.tokens + (now - state.tokensAt) / REFETCH_INTERVAL_MS);
-            state.tokensAt = now;
-            if (state.tokens < 1)
-                return;
-            state.tokens -= 1;
-        }
-        state.loading = (async () => {
-            try {
-                const { keys, kids } = await this.load(issuer);
-                state.keys = keys;
-                state.kids = kids;
-            }
-            catch {
-                // The keys held are kept; without any, the token is refused as unverifiable.
-            }
-            finally {
-                // Counted even when failed: a failing issuer is not asked again before its time.
-                state.fetchedAt = Date.now();
-                state.loading = undefined;
-            }
-        })();
-        return state.loading;
-    }
-    async load(issuer) {
-        this.count(issuer);
-        const discovery = (await this.fetchJson(`${issuer}/.well-known/openid-configuration`));
-        if (typeof discovery?.issuer !== 'string' || discovery.issuer.replace(/\/+$/, '') !== issuer)
-            throw new Error('the discovery document names another issuer');
-        if (typeof discovery.jwks_uri !== 'string' || !trustedUrl(discovery.jwks_uri))
-            throw new Error('the discovery document names no https jwks_uri');
-        this.count(issuer);
-        const jwks = (await this.fetchJson(discovery.jwks_uri));
-        if (!Array.isArray(jwks?.keys))
-            throw new Error('the key set has no keys');
-        const kids = new Set();
-        for (const key of jwks.keys)
-            if (typeof key?.kid === 'string')
-                kids.add(key.kid);
-        return { keys: (0,local/* createLocalJWKSet */.w)(jwks), kids };
-    }
-    count(issuer) {
-        this.fetches.set(issuer, (this.fetches.get(issuer) ?? 0) + 1);
-    }
-}
-/** Whether a claim's value matches a rule's pattern (`*`: any run of characters). */
-function claimMatches(value, pattern) {
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
-        return false;
-    const text = String(value);
-    if (!pattern.includes('*'))
-        return text === pattern;
-    const parts = pattern.split('*');
-    const first = parts[0];
-    const last = parts[parts.length - 1];
-    if (!text.startsWith(first) || text.length < first.length + last.length || !text.endsWith(last))
-        return false;
-    // The middle parts in order, each as early as it fits: no regular expression, no backtracking.
-    let at = first.length;
-    const end = text.length - last.length;
-    for (const part of parts.slice(1, -1)) {
-        const found = text.indexOf(part, at);
-        if (found === -1 || found + part.length > end)
-            return false;
-        at = found + part.length;
-    }
-    return true;
-}
-/** What was wrong with a token, in words that name neither the token nor a rule. */
-function oidc_refusal(error) {
-    if (error instanceof errors/* JWTExpired */.n)
-        return 'the token has expired (exp), or was issued too long ago';
-    if (error instanceof errors/* JWTClaimValidationFailed */.ie) {
-        switch (error.claim) {
-            case 'nbf':
-                return 'the token is not valid yet (nbf)';
-            case 'iat':
-                return 'the token was issued in the future (iat)';
-            case 'aud':
-                return "the token's audience (aud) is not one this executor accepts";
-            case 'iss':
-                return "the token's issuer (iss) is not one this executor trusts";
-            default:
-                return `the token lacks a valid ${JSON.stringify(error.claim)} claim`;
-        }
-    }
-    if (error instanceof errors/* JOSEAlgNotAllowed */.Rb)
-        return "the token's algorithm is not accepted";
-    if (error instanceof errors/* JWKSNoMatchingKey */.BT)
-        return 'the token is signed with a key its issuer does not publish (unknown kid)';
-    if (error instanceof errors/* JWKSMultipleMatchingKeys */.$4)
-        return 'the token names no key id (kid) and its issuer publishes several keys';
-    if (error instanceof errors/* JWSSignatureVerificationFailed */.h2)
-        return "the token's signature is not valid";
-    return 'the token could not be verified';
-}
-function trustedUrl(text) {
+async function ready(context, request, reply) {
+    if (context.draining)
+        return reply.code(503).send({ status: 'shutting_down' });
     try {
-        const url = new URL(text);
-        return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+        await context.stores.ping();
     }
     catch {
-        return false;
+        return reply.code(503).send({ status: 'store_unavailable' });
     }
+    // Looked at now, not when the pool last tried a claim: ready again as soon as room is back.
+    const short = context.runsWork ? freeSpaceProblem(context.settings, request.log) : undefined;
+    if (short)
+        return reply.code(503).send({ status: 'low_on_space', claiming: false, reason: short });
+    return { status: 'ready', environments: context.settings.environments.map(env => env.id) };
 }
-/** GETs a JSON document of at most MAX_DOCUMENT_BYTES, within FETCH_TIMEOUT_MS, following no redirect. */
-async function boundedFetch(url) {
-    const response = await fetch(url, {
-        redirect: 'error',
-        signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-        headers: { accept: 'application/json' }
-    });
-    if (!response.ok) {
-        await response.body?.cancel();
-        throw new Error(`HTTP ${response.status}`);
-    }
-    const chunks = [];
-    let bytes = 0;
-    for await (const chunk of response.body ?? []) {
-        bytes += chunk.byteLength;
-        if (bytes > MAX_DOCUMENT_BYTES)
-            throw new Error('document too large');
-        chunks.push(chunk);
-    }
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+/** The OpenAPI document, serialised once per public URL. */
+let openApi;
+async function getOpenApi(context, _request, reply) {
+    const url = context.publicUrl();
+    if (openApi?.url !== url)
+        openApi = { url, text: JSON.stringify(openApiDocument(url)) };
+    return reply.type('application/json').send(openApi.text);
 }
-
-;// CONCATENATED MODULE: ./src/executor/server/auth.ts
-// Bearer authentication (an API key, or a workload's OIDC token: oidc.ts) and the per-key rate limit.
-
-
-
-const CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
-/**
- * SHA-256 of the keys that recently authenticated, so a busy client's key is not hashed on every
- * request. Only keys the store knew are kept (made-up keys cannot grow it), at most this many.
- */
-const MAX_REMEMBERED_HASHES = 1_000;
-const hashes = new Map();
-/** The credential of an Authorization header: `Bearer <API key or OIDC token>`. */
-function bearerOf(header) {
-    if (!header)
-        throw new ProblemError('unauthenticated', 'missing Authorization header; expected `Bearer <API key>`', CHALLENGE);
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match)
-        throw new ProblemError('unauthenticated', 'Authorization header is not of the form `Bearer <API key>`', CHALLENGE);
-    return match[1];
-}
-/** Whether the header carries an OIDC token rather than a key (such principals are not cached). */
-function carriesToken(header) {
-    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    return match !== null && looksLikeJwt(match[1]);
-}
-/** The principal of a workload's OIDC token, or a 401 saying what was wrong with it. */
-async function authenticateToken(oidc, request) {
-    const token = bearerOf(request.headers.authorization);
-    try {
-        const found = await oidc.verify(token);
-        return {
-            keyId: found.uid,
-            team: found.team,
-            kind: found.kind,
-            name: found.name,
-            workload: found.workload
-        };
-    }
-    catch (error) {
-        if (error instanceof TokenRefused)
-            throw new ProblemError('unauthenticated', error.message, CHALLENGE);
-        throw error;
-    }
-}
-async function authenticate(store, request) {
-    const key = bearerOf(request.headers.authorization);
-    if (!isWellFormedKey(key)) {
-        throw new ProblemError('unauthenticated', 'the API key is malformed (wrong prefix, length or checksum)', CHALLENGE);
-    }
-    const hash = hashes.get(key) ?? hashKey(key);
-    // The store is asked every time (it knows about revocations); only the hashing is remembered.
-    const record = await store.findKeyByHash(hash);
-    if (!record || !sameHash(record.hash, hash) || record.revoked_at !== null) {
-        hashes.delete(key);
-        throw new ProblemError('unauthenticated', 'the API key is unknown or revoked', CHALLENGE);
-    }
-    if (!hashes.has(key)) {
-        if (hashes.size >= MAX_REMEMBERED_HASHES)
-            hashes.delete(hashes.keys().next().value);
-        hashes.set(key, hash);
-    }
-    return { keyId: record.id, team: record.team, kind: record.kind, name: record.name };
-}
-/** A token bucket per key: `perMinute` requests a minute, in bursts of up to the same number. */
-class RateLimiter {
-    perMinute;
-    buckets = new Map();
-    constructor(perMinute) {
-        this.perMinute = perMinute;
-    }
-    /** Takes a token; returns the seconds to wait when none is left. */
-    take(key, now = Date.now()) {
-        if (this.perMinute <= 0)
-            return undefined;
-        const rate = this.perMinute / 60_000;
-        const bucket = this.buckets.get(key) ?? { tokens: this.perMinute, at: now };
-        bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * rate);
-        bucket.at = now;
-        this.buckets.set(key, bucket);
-        if (bucket.tokens >= 1) {
-            bucket.tokens -= 1;
-            return undefined;
-        }
-        if (this.buckets.size > 10_000)
-            this.sweep(now);
-        return Math.max(1, Math.ceil((1 - bucket.tokens) / rate / 1000));
-    }
-    sweep(now) {
-        for (const [key, bucket] of this.buckets)
-            if (now - bucket.at > 60_000)
-                this.buckets.delete(key);
-    }
-}
-
-// EXTERNAL MODULE: external "node:https"
-var external_node_https_ = __webpack_require__(44708);
-var external_node_https_default = /*#__PURE__*/__webpack_require__.n(external_node_https_);
-;// CONCATENATED MODULE: ./src/executor/sandbox/proxy.ts
-// The filtering proxy of a run whose `network:` is a list of host:port. The run has no network of
-// its own (direct connections fail); inside it a small forwarder listens on 127.0.0.1 and passes
-// each connection through a Unix socket to this proxy, which answers CONNECT and plain-HTTP
-// requests for the listed targets only (403 for anything else, said in the response).
-// An orchestrate turn's proxy also has a gateway: requests for the reserved host GATEWAY_HOST (plain,
-// or through a CONNECT tunnel to its port 80) go to the executor's own API, with the turn's proxy
-// secret in VIA_HEADER; the executor accepts the turn's credential only beside that secret.
-
-
-
-
-
-
-/** Connections one run's proxy holds at once (a tunnel or a request each). */
-const MAX_PROXY_CONNECTIONS = 256;
-/** Where the proxy's socket and forwarder appear inside the sandbox. */
-const INSIDE_DIR = '/run/agent-proxy';
-const INSIDE_PORT = 3128;
-/** Runs inside the sandbox with the executor's own node: 127.0.0.1:PORT → the proxy's socket. */
-const FORWARDER = `
-const net = require('node:net');
-const fs = require('node:fs');
-const [port, socket, ready] = process.argv.slice(2);
-net.createServer(client => {
-  const upstream = net.connect(socket);
-  client.pipe(upstream).pipe(client);
-  const end = () => { client.destroy(); upstream.destroy(); };
-  client.on('error', end); upstream.on('error', end);
-}).listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
-`;
-/** The host name a run's AGENT_RUN_BASE_URL names: only its proxy knows where it leads. */
-const GATEWAY_HOST = 'agent-run.internal';
-/** The header the proxy adds to each request it forwards to the executor: the turn's proxy secret. */
-const VIA_HEADER = 'x-agent-run-via';
-/** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), and the secret's own. */
-const HOP_HEADERS = new Set([
-    'connection',
-    'keep-alive',
-    'proxy-connection',
-    'proxy-authorization',
-    'te',
-    'trailer',
-    'transfer-encoding',
-    'upgrade',
-    VIA_HEADER
-]);
-/** Forwards one request of the run to the executor's API, with the turn's secret beside it. */
-function forwardToExecutor(gateway, path, request, response) {
-    const target = new URL(gateway.target);
-    const headers = {};
-    for (const [name, value] of Object.entries(request.headers))
-        if (!HOP_HEADERS.has(name.toLowerCase()))
-            headers[name] = value;
-    headers.host = target.host;
-    headers[VIA_HEADER] = gateway.secret;
-    // A body the run sent chunked goes on chunked: dropped with the other hop headers, a GET's body
-    // would be written unframed and read by the API as the next request on the connection.
-    if (request.headers['transfer-encoding'] !== undefined)
-        headers['transfer-encoding'] = 'chunked';
-    const send = target.protocol === 'https:' ? external_node_https_.request : external_node_http_.request;
-    const upstream = send({
-        host: target.hostname.replace(/^\[|\]$/g, ''),
-        port: target.port || (target.protocol === 'https:' ? 443 : 80),
-        method: request.method,
-        path: path.startsWith('/') ? path : `/${path}`,
-        headers,
-        // A connection of its own, never one pooled with other runs' requests (other teams' tokens).
-        agent: false
-    }, reply => {
-        response.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(response);
-    });
-    upstream.on('error', () => {
-        if (!response.headersSent)
-            response.writeHead(502, { 'content-type': 'text/plain' });
-        response.end('agent-run proxy: the executor could not be reached\n');
-    });
-    // The run's side gone (its client gave up): the request to the executor goes with it.
-    response.once('close', () => upstream.destroy());
-    request.pipe(upstream);
-}
-function isGateway(host, port) {
-    return host.replace(/^\[|\]$/g, '').toLowerCase() === GATEWAY_HOST && port === 80;
-}
-function allowed(targets, host, port) {
-    const name = host.replace(/^\[|\]$/g, '').toLowerCase();
-    return targets.some(target => target.host === name && target.port === port);
-}
-/** The 403 body for a host and port the environment's sandbox.network list does not name. */
-function proxy_refusal(targets, what) {
-    return `agent-run proxy: ${what} is not in this environment's sandbox.network list (${targets.map(t => `${t.host}:${t.port}`).join(', ')})\n`;
-}
-/**
- * A plain HTTP request through the proxy (an absolute URL): to the executor when it names the
- * gateway, else to an allowed target as it is, else refused.
- */
-function forwardPlain(targets, gateway, request, response) {
-    let url;
-    try {
-        url = new URL(request.url ?? '');
-    }
-    catch {
-        response.writeHead(400).end('agent-run proxy: expected an absolute http:// URL\n');
-        return;
-    }
-    const port = Number(url.port || 80);
-    if (gateway && url.protocol === 'http:' && isGateway(url.hostname, port)) {
-        forwardToExecutor(gateway, url.pathname + url.search, request, response);
-        return;
-    }
-    if (url.protocol !== 'http:' || !allowed(targets, url.hostname, port)) {
-        response
-            .writeHead(403, { 'content-type': 'text/plain' })
-            .end(proxy_refusal(targets, `${url.hostname}:${port}`));
-        return;
-    }
-    const upstream = (0,external_node_http_.request)({
-        host: url.hostname,
-        port,
-        method: request.method,
-        path: url.pathname + url.search,
-        headers: request.headers,
-        // Not pooled across runs: one run's bytes never share a connection with another's.
-        agent: false
-    }, reply => {
-        response.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(response);
-    });
-    upstream.on('error', error => response.writeHead(502).end(`agent-run proxy: ${error.message}\n`));
-    request.pipe(upstream);
-}
-/**
- * A CONNECT tunnel: to the gateway's server (which reads its bytes as HTTP requests), to an
- * allowed target, or refused.
- */
-function tunnel(targets, gatewayServer, request, client, head) {
-    const match = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(request.url ?? '');
-    const host = match?.[1] ?? '';
-    const port = Number(match?.[2]);
-    client.on('error', () => undefined);
-    if (match && gatewayServer && isGateway(host, port)) {
-        // A client that tunnels even plain HTTP (as @actions/http-client does): the tunnel's bytes
-        // are read as HTTP requests here, each forwarded with the secret like a plain one.
-        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-        if (head.length > 0)
-            client.unshift(head);
-        gatewayServer.emit('connection', client);
-        return;
-    }
-    if (!match || !allowed(targets, host, port)) {
-        const body = proxy_refusal(targets, request.url ?? '?');
-        client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-        return;
-    }
-    const upstream = (0,external_node_net_.connect)(port, host.replace(/^\[|\]$/g, ''), () => {
-        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-        if (head.length > 0)
-            upstream.write(head);
-        upstream.pipe(client).pipe(upstream);
-    });
-    upstream.on('error', error => client.end(`HTTP/1.1 502 Bad Gateway\r\n\r\nagent-run proxy: ${error.message}\n`));
-    // The run's side gone (its program ended, or the proxy closed): the far side goes with it.
-    client.once('close', () => upstream.destroy());
-}
-/**
- * Every connection, tunnels included: a CONNECT tunnel leaves the HTTP server's own tracking, so
- * `closeAllConnections()` misses it, and `close()` would wait for it for ever (a tunnel whose far
- * end stays open outlives the run). Closing the proxy destroys them all.
- * Each connection costs the executor's own file descriptors (two for a tunnel), which the run's
- * limits do not count: past this many at once, a new one is closed as it comes.
- */
-function trackConnections(server) {
-    server.maxConnections = MAX_PROXY_CONNECTIONS;
-    const sockets = new Set();
-    server.on('connection', (connection) => {
-        sockets.add(connection);
-        connection.once('close', () => sockets.delete(connection));
-    });
-    return sockets;
-}
-/** The command that starts the forwarder inside, waits until it listens, then execs `program`. */
-function proxyCommand(program, args) {
-    const ready = '/tmp/.agent-run-proxy-ready';
-    const script = `/run/agent-proxy-node ${INSIDE_DIR}/forwarder.cjs ${INSIDE_PORT} ${INSIDE_DIR}/proxy.sock ${ready} & ` +
-        `i=0; while [ ! -e ${ready} ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; exec "$0" "$@"`;
-    return ['/bin/sh', '-c', script, program, ...args];
-}
-/**
- * `user`: the run's host user (a root executor), who must be able to reach the socket; `gateway`:
- * an orchestrate turn's way to the executor's API (GATEWAY_HOST).
- */
-async function startProxy(targets, runId, user, gateway) {
-    const dir = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `agent-run-proxy-${runId.slice(0, 12)}-`));
-    const socket = (0,external_node_path_.join)(dir, 'proxy.sock');
-    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, 'forwarder.cjs'), FORWARDER, { mode: 0o644 });
-    const gatewayServer = gateway
-        ? (0,external_node_http_.createServer)((request, response) => forwardToExecutor(gateway, request.url ?? '/', request, response))
-        : undefined;
-    const server = (0,external_node_http_.createServer)((request, response) => forwardPlain(targets, gateway, request, response));
-    server.on('connect', (request, client, head) => tunnel(targets, gatewayServer, request, client, head));
-    const sockets = trackConnections(server);
-    await new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(socket, () => resolve());
-    });
-    // The folder is bound read-only inside; its user only connects to the socket.
-    if (user)
-        for (const path of [dir, socket])
-            (0,external_node_fs_.chownSync)(path, user.uid, user.gid);
-    const url = `http://127.0.0.1:${INSIDE_PORT}`;
-    return {
-        files: [
-            [dir, INSIDE_DIR],
-            [process.execPath, '/run/agent-proxy-node']
-        ],
-        env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: '', no_proxy: '' },
-        command: proxyCommand,
-        async close() {
-            const closed = new Promise(resolve => server.close(resolve));
-            for (const connection of sockets)
-                connection.destroy();
-            server.closeAllConnections();
-            await closed;
-            (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
-        }
-    };
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/run-token.ts
-// An orchestrate turn's credential on the API (worker/orchestrate.ts mints it). It is accepted only
-// beside the secret its run's proxy adds (sandbox/proxy.ts VIA_HEADER: the request came out of that
-// run's sandbox) and only while the run has not ended; the store is asked on every request, nothing
-// of it is cached. What it may do is narrow: create runs below its own run (in its own environment
-// or those its environment lists under orchestrate_environments), and read, list, cancel and follow
-// up the runs below its own. Everything else is 403 forbidden, or 404 for a run outside its tree,
-// and no answer ever shows the token.
-
-
-
-
-const run_token_CHALLENGE = { 'www-authenticate': 'Bearer realm="agent-executor"' };
-/** Whether the Authorization header carries a run token (`art_…`) rather than an API key. */
-function carriesRunToken(header) {
-    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    return match !== null && match[1].startsWith(RUN_TOKEN_PREFIX);
-}
-/**
- * The orchestrator a run token signs in as, or a 401 (malformed, unknown, its turn over: the run
- * ended) or 403 (the request did not come through the run's proxy).
- */
-async function authenticateRunToken(store, environments, token, request) {
-    if (!isWellFormedRunToken(token))
-        throw new ProblemError('unauthenticated', "the run token is malformed (an orchestrate run's credential is art_ and 36 letters and digits)", run_token_CHALLENGE);
-    const record = await store.findRunToken(hashKey(token));
-    if (!record)
-        throw new ProblemError('unauthenticated', 'the run token is unknown, or the orchestrate turn that held it has ended', run_token_CHALLENGE);
-    const via = request.headers[VIA_HEADER];
-    if (typeof via !== 'string' || !sameHash(hashKey(via), record.via_hash))
-        throw new ProblemError('forbidden', "a run token is accepted only from inside its run's sandbox, through the run's proxy (AGENT_RUN_BASE_URL there); this request came another way");
-    const run = await store.getRunAnyTeam(record.run_id);
-    if (!run || run_isTerminalState(run.state))
-        throw new ProblemError('unauthenticated', `the run token is no longer valid: its run ${run ? `ended ${run.state}` : 'is gone'}`, run_token_CHALLENGE);
-    const own = environments.find(env => env.id === record.environment_id);
-    return {
-        team: record.team,
-        orchestrator: {
-            runId: record.run_id,
-            environments: [record.environment_id, ...(own?.orchestrateEnvironments ?? [])]
-        }
-    };
-}
-/** The endpoints a run token may reach; each takes the checks below. */
-const ALLOWED = new Set([
-    'createRun',
-    'createRunLegacy',
-    'listRuns',
-    'getRun',
-    'cancelRun',
-    'submitFollowup',
-    'getTranscript',
-    'getConversation',
-    'getRunEvents'
-]);
-/**
- * A 403 unless the endpoint is one a run token may use: checked as soon as the token is, before
- * the request is parsed, so a refused endpoint says so whatever the request holds.
- */
-function checkOrchestratorEndpoint(orchestrator, endpoint, request) {
-    if (endpoint === undefined || !ALLOWED.has(endpoint))
-        throw new ProblemError('forbidden', `a run's orchestrate credential may create, read, list, cancel and follow up only the runs below its run ${orchestrator.runId}; ${request.method} ${request.routeOptions.url ?? request.url} is not among these`);
-}
-/**
- * Checks (and completes) a request of an orchestrator before its handler runs: the endpoint is
- * one it may use, each run it names is below its own run, a create's environment is one it may
- * use. A create without parent_run_id gets its own run as the parent, a list without
- * ancestor_run_id its own run as the ancestor.
- */
-async function checkOrchestratorRequest(store, team, orchestrator, endpoint, request) {
-    const own = orchestrator.runId;
-    checkOrchestratorEndpoint(orchestrator, endpoint, request);
-    const below = (id) => store.isDescendant(team, id, own);
-    const within = async (id) => id === own || (await below(id));
-    const params = request.params;
-    if (typeof params?.run_id === 'string' && !(await below(params.run_id)))
-        throw new ProblemError('not_found', `run ${JSON.stringify(params.run_id.slice(0, 100))} does not exist or is not below run ${own}, whose orchestrate credential this is`);
-    if (endpoint === 'listRuns') {
-        const query = request.query;
-        if (query.ancestor_run_id === undefined)
-            query.ancestor_run_id = own;
-        else if (typeof query.ancestor_run_id !== 'string' || !(await within(query.ancestor_run_id)))
-            throw new ProblemError('forbidden', `ancestor_run_id ${JSON.stringify(String(query.ancestor_run_id).slice(0, 100))}: a run's orchestrate credential lists only the runs below its run ${own}; name that run or one below it`);
-        return;
-    }
-    if (endpoint !== 'createRun' && endpoint !== 'createRunLegacy')
-        return;
-    const body = request.body;
-    if (body.parent_run_id === undefined || body.parent_run_id === null)
-        body.parent_run_id = own;
-    else if (typeof body.parent_run_id !== 'string' || !(await within(body.parent_run_id)))
-        throw new ProblemError('forbidden', `parent_run_id ${JSON.stringify(String(body.parent_run_id).slice(0, 100))}: a run's orchestrate credential creates runs only below its run ${own}; name that run, one below it, or leave parent_run_id out`);
-    // A conversation_id start copies that run's files: only a run of its own tree may be continued.
-    if (body.conversation_id !== undefined &&
-        body.conversation_id !== null &&
-        (typeof body.conversation_id !== 'string' || !(await within(body.conversation_id))))
-        throw new ProblemError('forbidden', `conversation_id ${JSON.stringify(String(body.conversation_id).slice(0, 100))}: a run's orchestrate credential may continue only runs below its run ${own}`);
-    const environment = body.config?.environment_id;
-    if (typeof environment === 'string' && !orchestrator.environments.includes(environment))
-        throw new ProblemError('forbidden', `environment ${JSON.stringify(environment.slice(0, 100))}: the orchestrate run ${own} may start runs only in ${orchestrator.environments.map(id => JSON.stringify(id)).join(', ')} (its own environment and its orchestrate_environments)`);
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/routes/register.ts
-// The executor's routes, registered from the endpoint table (src/api/endpoints.ts, with its schemas looked up in src/api/endpoint-specs.ts): each endpoint
-// gets its method, path and schemas from the table and its handler from a map keyed by its name.
-// Endpoints are grouped into one route tree per kind of access, and each tree has one hook that
-// checks it (an API key and its rate limit, a session token, a download signature), so no handler
-// repeats it. A handler missing from the map is a type error, and a table entry left without one
-// throws at start-up.
-
-
-
-
-
-/** The endpoint a request was routed to (each route's config names it). */
-function endpointOf(request) {
-    return request.routeOptions.config.endpoint;
-}
-/** Sets the answer's `x-request-id` header (the id Fastify gave the request: app.ts's genReqId). */
-const stampRequestId = (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-};
-/** The hook that admits a request to a tree of this access kind (undefined: everyone). */
-function accessHook(auth, rateLimited, { context, reads, downloads }) {
-    const { store, config, limiter, links } = context;
-    switch (auth) {
-        case 'none':
-            return undefined;
-        case 'key': {
-            /** The rate limit, once the principal is known: a 429 problem when the key has no token left. */
-            const limit = (request) => {
-                if (!rateLimited)
-                    return undefined;
-                const wait = limiter.take(request.principal.keyId);
-                if (wait === undefined)
-                    return undefined;
-                return new ProblemError('rate_limited', `this key may send ${config.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`, { 'retry-after': String(wait) });
-            };
-            const admit = async (request, header) => {
-                // A token's principal is not remembered: its signature and expiry are checked each time,
-                // and a run token's run and proxy secret on every request.
-                if (carriesRunToken(header)) {
-                    const { team, orchestrator } = await authenticateRunToken(store, config.environments, bearerOf(header), request);
-                    const id = `run:${orchestrator.runId}`;
-                    request.principal = { keyId: id, team, kind: 'agent', name: id, orchestrator };
-                    checkOrchestratorEndpoint(orchestrator, endpointOf(request), request);
-                }
-                else
-                    request.principal = carriesToken(header)
-                        ? await authenticateToken(context.oidc, request)
-                        : await reads.principal(header, () => authenticate(store, request));
-                const limited = limit(request);
-                if (limited)
-                    throw limited;
-            };
-            // A callback hook, so that the common request (a key the read cache knows while the store is
-            // unchanged) is admitted without a promise: only a key looked up in the store waits.
-            // The stamp is looked at once for all the requests of a turn of the event loop (read-cache.ts).
-            return (request, reply, done) => {
-                reply.header('x-request-id', request.id);
-                let passed = false;
-                reads.afterRefresh(() => {
-                    const header = request.headers.authorization;
-                    const known = reads.knownPrincipal(header);
-                    passed = true;
-                    if (known === undefined) {
-                        admit(request, header).then(() => done(), done);
-                        return;
-                    }
-                    request.principal = known;
-                    done(limit(request));
-                }, 
-                // A fault before the request was passed on answers it (a 500), once.
-                error => passed || done(error));
-            };
-        }
-        case 'session_token':
-            return async (request) => {
-                const { run_id } = request.params;
-                if (!links.verify(run_id, request.query.token))
-                    throw new ProblemError('not_found', 'no session with this id and token');
-            };
-        case 'signed_download':
-            return async (request) => {
-                const { artifact_uid } = request.params;
-                const { expires, signature } = request.query;
-                if (!downloads.verify(artifact_uid, expires, signature))
-                    throw new ProblemError('artifact_not_found', 'this download link is wrong or has expired; ask GET /api/v1/agent/artifacts/{uid} for a new one');
-            };
-    }
-}
-/**
- * Registers the named endpoints with their handlers, one route tree per access kind. `names` is
- * every endpoint the handlers serve (a `worker` node serves only those that need no key).
- */
-async function registerEndpoints(app, trees, handlers, names) {
-    if (!app.hasRequestDecorator('principal'))
-        app.decorateRequest('principal', null);
-    const groups = new Map();
-    for (const name of names) {
-        const { auth, rateLimited } = ENDPOINT_SPECS[name];
-        const group = `${auth} ${rateLimited}`;
-        groups.set(group, [...(groups.get(group) ?? []), name]);
-    }
-    for (const [group, members] of groups) {
-        const [auth, limited] = group.split(' ');
-        await app.register(async (tree) => {
-            // Every answer of a tree carries its request id: the key tree's hook sets it, the others a
-            // hook of their own (app.ts sets it on the answers no tree gives: 404s, malformed URLs).
-            const hook = accessHook(auth, limited === 'true', trees);
-            if (auth !== 'key')
-                tree.addHook('onRequest', stampRequestId);
-            if (hook)
-                tree.addHook('onRequest', hook);
-            // An orchestrate run's token acts only below its run: checked once the request is parsed (a
-            // callback hook: a key's request, the common one, passes without a promise).
-            if (auth === 'key')
-                tree.addHook('preHandler', (request, _reply, done) => {
-                    const { orchestrator, team } = request.principal;
-                    const endpoint = endpointOf(request);
-                    if (!orchestrator || !endpoint)
-                        return done();
-                    checkOrchestratorRequest(trees.context.store, team, orchestrator, endpoint, request).then(() => done(), done);
-                });
-            for (const name of members) {
-                const endpoint = ENDPOINT_SPECS[name];
-                const handler = handlers[name];
-                if (!handler)
-                    throw new Error(`endpoint ${name} has no handler; add one to its route file's map`);
-                tree.route({
-                    method: endpoint.method,
-                    url: routePath(endpoint.path),
-                    config: { endpoint: name },
-                    schema: {
-                        ...(endpoint.params ? { params: endpoint.params } : {}),
-                        ...(endpoint.querystring ? { querystring: endpoint.querystring } : {}),
-                        ...(endpoint.body ? { body: endpoint.body } : {}),
-                        ...(endpoint.response.schema ? { response: { 200: endpoint.response.schema } } : {})
-                    },
-                    handler: handler
-                });
-            }
-        });
-    }
+async function listErrorCodes() {
+    return { errors: Object.entries(ERROR_CODES).map(([code, info]) => ({ error_code: code, ...info })) };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/conversation-from-transcript.ts
@@ -10125,56 +10751,51 @@ function placeAnswer(messages, answer, at) {
 
 
 
-function resultHandlers(context, downloads) {
-    const { store, config } = context;
-    return {
-        getConversation: async (request) => {
-            const id = request.params.run_id;
-            const run = await store.getRun(request.principal.team, id);
-            if (!run)
-                throw new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
-            return buildConversation(run, await boundedEvents(store, run.run_id));
-        },
-        getArtifact: async (request) => {
-            const uid = request.params.artifact_uid;
-            const artifact = await store.getArtifact(request.principal.team, uid);
-            if (!artifact)
-                throw artifactNotFound(uid);
-            const base = config.publicUrl ?? `${request.protocol}://${request.host}`;
-            const link = downloads.url(base, uid);
-            const { run_id, team: _team, artifact_type, created_at, ...data } = artifact;
-            // A plan answers with its content, as the service does (and its download link as any artifact).
-            const plan = artifact_type === 'PLAN'
-                ? {
-                    document_uid: artifact.artifact_uid,
-                    title: artifact.description ?? 'Plan',
-                    content: (await store.readArtifact(uid))?.data.toString('utf8') ?? ''
-                }
-                : {};
-            return {
-                artifact_uid: artifact.artifact_uid,
-                artifact_type,
-                run_id,
-                created_at,
-                download_url: link.url,
-                expires_at: link.expiresAt,
-                data: { ...data, ...plan }
-            };
-        },
-        downloadArtifact: async (request, reply) => {
-            const uid = request.params.artifact_uid;
-            const stored = await store.readArtifact(uid);
-            if (!stored)
-                throw artifactNotFound(uid);
-            const { artifact, data } = stored;
-            return reply
-                .type(artifact.mime_type)
-                .header('content-disposition', attachment(artifact.filename))
-                .header('cache-control', 'private, no-store')
-                .header('x-content-type-options', 'nosniff')
-                .send(data);
+async function getConversation(context, request) {
+    const id = request.params.run_id;
+    const run = await context.stores.runs.getRun(request.principal.team, id);
+    if (!run)
+        throw new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+    return buildConversation(run, await boundedEvents(context.stores.transcript, run.run_id));
+}
+async function getArtifact(context, request) {
+    const uid = request.params.artifact_uid;
+    const artifact = await context.stores.artifacts.getArtifact(request.principal.team, uid);
+    if (!artifact)
+        throw artifactNotFound(uid);
+    const base = context.settings.publicUrl ?? `${request.protocol}://${request.host}`;
+    const link = context.downloads.url(base, uid);
+    const { run_id, team: _team, artifact_type, created_at, ...data } = artifact;
+    // A plan answers with its content, as the service does (and its download link as any artifact).
+    const plan = artifact_type === 'PLAN'
+        ? {
+            document_uid: artifact.artifact_uid,
+            title: artifact.description ?? 'Plan',
+            content: (await context.stores.artifacts.readArtifact(uid))?.data.toString('utf8') ?? ''
         }
+        : {};
+    return {
+        artifact_uid: artifact.artifact_uid,
+        artifact_type,
+        run_id,
+        created_at,
+        download_url: link.url,
+        expires_at: link.expiresAt,
+        data: { ...data, ...plan }
     };
+}
+async function downloadArtifact(context, request, reply) {
+    const uid = request.params.artifact_uid;
+    const stored = await context.stores.artifacts.readArtifact(uid);
+    if (!stored)
+        throw artifactNotFound(uid);
+    const { artifact, data } = stored;
+    return reply
+        .type(artifact.mime_type)
+        .header('content-disposition', attachment(artifact.filename))
+        .header('cache-control', 'private, no-store')
+        .header('x-content-type-options', 'nosniff')
+        .send(data);
 }
 function artifactNotFound(uid) {
     return new ProblemError('artifact_not_found', `artifact ${JSON.stringify(uid.slice(0, 100))} does not exist or is not visible to this key`);
@@ -10185,477 +10806,70 @@ function attachment(filename) {
     return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }
 
-;// CONCATENATED MODULE: ./src/executor/server/routes/catalog.ts
-// What a key may learn of the executor's configuration before it creates a run: the environments
-// (id, name, where runs start from, setup commands, agent kind, the network a run may reach) and
-// the models their agents take. Never a variable's value or name, a secret, or credentials in a
-// source: a source that is a URL loses its user and password here.
-/** Which provider's models each harness kind runs. */
-const PROVIDERS = {
-    'claude-code': 'anthropic',
-    codex: 'openai',
-    gemini: 'google'
-};
-/** The source without credentials: `https://user:token@host/x` → `https://host/x`. */
-function sourceWithoutCredentials(source) {
-    return source.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
-}
-function environmentRecord(env) {
-    const network = env.sandbox.network;
-    return {
-        id: env.id,
-        name: env.name,
-        source: sourceWithoutCredentials(env.source),
-        setup_commands: [...env.setup],
-        agent_kind: env.agent.kind,
-        network: network === 'none' ? [] : network === 'host' ? ['*'] : network.map(t => `${t.host}:${t.port}`),
-        docker_image: env.image ? sourceWithoutCredentials(env.image.ref) : null
-    };
-}
-/** The model an environment's agent uses when a run names none (a harness's `agent.model`). */
-function defaultModelOf(env) {
-    const model = env.agent.model;
-    return typeof model === 'string' && model !== '' ? model : null;
-}
-function catalogHandlers(context) {
-    const { config } = context;
-    return {
-        listEnvironments: async () => ({ environments: config.environments.map(environmentRecord) }),
-        listModels: async () => {
-            const models = new Map();
-            const environments = config.environments.map(env => {
-                const provider = PROVIDERS[env.agent.kind];
-                const model = defaultModelOf(env);
-                if (provider && model) {
-                    const entry = models.get(model) ?? { id: model, provider, environment_ids: [] };
-                    entry.environment_ids.push(env.id);
-                    models.set(model, entry);
-                }
-                return {
-                    environment_id: env.id,
-                    agent_kind: env.agent.kind,
-                    default_model_id: model,
-                    accepts_model_id: provider !== undefined
-                };
-            });
-            const first = config.environments[0];
-            return {
-                default_model_id: first ? defaultModelOf(first) : null,
-                models: [...models.values()],
-                environments
-            };
-        }
-    };
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/event-stream.ts
-// Server-sent event streams (text/event-stream): a run's transcript events and changes of state as
-// they happen (GET /runs/{id}/events), and the changes of state of several runs of a team on one
-// cursor (GET /events). A stream is woken by the ChangeHub's notifications (the store's own, and
-// PostgreSQL's LISTEN between nodes) and reads the store only when woken, once per heartbeat as a
-// fallback for a lost notification, and never in a loop of its own. Every message carries an `id:`
-// (the event's seq, or the team's sequence), so a client that is cut resumes with Last-Event-ID and
-// gets each event once. What a stream may hold for a slow reader is bounded: past
-// limits.stream_buffer, or a heartbeat with nothing taken, the connection is cut between two
-// messages and the client resumes from its last whole one. Streams are counted per key and per node;
-// beyond either bound the answer is 429 too_many_streams with Retry-After.
-
-
-
-/** Events one read of the store takes at most. */
-const event_stream_PAGE_EVENTS = 200;
-/** The delay an EventSource waits before it reconnects (the `retry:` field), in ms. */
-const RECONNECT_MS = 1000;
-/** Seconds a client refused for the stream bounds is asked to wait. */
-const RETRY_AFTER_SECONDS = 5;
-/** The event types of the events cursor, by the state they announce (the production service's names). */
-const event_stream_STATE_EVENT_TYPES = {
-    INPROGRESS: 'run_in_progress',
-    SUCCEEDED: 'run_succeeded',
-    FAILED: 'run_failed',
-    ERROR: 'run_errored',
-    BLOCKED: 'run_blocked',
-    CANCELLED: 'run_cancelled'
-};
-/** Whether the request asks for an event stream (Accept: text/event-stream). */
-function wantsEventStream(request) {
-    return /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(String(request.headers.accept ?? ''));
-}
-/** The open streams of this node, per key and in all. */
-class StreamSlots {
-    maxPerKey;
-    maxTotal;
-    perKey = new Map();
-    total = 0;
-    constructor(maxPerKey, maxTotal) {
-        this.maxPerKey = maxPerKey;
-        this.maxTotal = maxTotal;
-    }
-    /** Takes a slot for `keyId`, or throws 429 too_many_streams; the function gives it back (once). */
-    take(keyId) {
-        const mine = this.perKey.get(keyId) ?? 0;
-        const retry = { 'retry-after': String(RETRY_AFTER_SECONDS) };
-        if (mine >= this.maxPerKey)
-            throw new ProblemError('too_many_streams', `this key has ${mine} event streams open, its limit (limits.max_streams_per_key: ${this.maxPerKey}); close one or retry in ${RETRY_AFTER_SECONDS} s`, retry);
-        if (this.total >= this.maxTotal)
-            throw new ProblemError('too_many_streams', `this executor node has ${this.total} event streams open, its limit (limits.max_streams: ${this.maxTotal}); retry in ${RETRY_AFTER_SECONDS} s`, retry);
-        this.perKey.set(keyId, mine + 1);
-        this.total++;
-        let given = false;
-        return () => {
-            if (given)
-                return;
-            given = true;
-            this.total--;
-            const left = (this.perKey.get(keyId) ?? 1) - 1;
-            if (left <= 0)
-                this.perKey.delete(keyId);
-            else
-                this.perKey.set(keyId, left);
-        };
-    }
-    get open() {
-        return this.total;
-    }
-}
-/**
- * Where a stream resumes: the Last-Event-ID header (an EventSource's reconnect) before the query's
- * cursor (`after` or `since`). A header that is not a whole number is refused, naming it.
- */
-function resumePoint(request, fromQuery) {
-    const header = request.headers['last-event-id'];
-    if (header === undefined || header === '')
-        return fromQuery;
-    const value = Array.isArray(header) ? header[0] : header;
-    if (!/^\d{1,15}$/.test(value.trim()))
-        throw new ProblemError('invalid_request', `Last-Event-ID ${JSON.stringify(value.slice(0, 40))}: expected the id of an event this stream sent, a whole number such as 12`);
-    return Number(value.trim());
-}
-/** One message of the stream: JSON on one line, so no field can break the framing. */
-function message(id, event, data) {
-    const name = event.replace(/[^\w.-]/g, '_');
-    return `${id === undefined ? '' : `id: ${id}\n`}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-/**
- * The open connection: writes whole messages, waits between reads for a wake (or the heartbeat),
- * and cuts a reader too slow for its buffer.
- */
-class Stream {
-    raw;
-    bufferBytes;
-    heartbeatMs;
-    woken = false;
-    /** The last write was not taken whole: 'drain' tells when it is. */
-    full = false;
-    wakeUp;
-    closed = new AbortController();
-    constructor(raw, bufferBytes, heartbeatMs) {
-        this.raw = raw;
-        this.bufferBytes = bufferBytes;
-        this.heartbeatMs = heartbeatMs;
-        raw.once('close', () => {
-            this.closed.abort();
-            this.wake();
-        });
-    }
-    wake = () => {
-        this.woken = true;
-        this.wakeUp?.();
-    };
-    get open() {
-        return !this.closed.signal.aborted;
-    }
-    /** Writes one message; false (and the connection cut) when the reader is too slow for its buffer. */
-    send(text) {
-        if (!this.open)
-            return false;
-        // What waits unsent is checked before a message is added: a message larger than the buffer
-        // still goes to a reader that keeps up.
-        if (this.raw.writableLength > this.bufferBytes) {
-            this.cut();
-            return false;
-        }
-        this.full = !this.raw.write(text) || this.full;
-        return true;
-    }
-    cut() {
-        this.raw.destroy();
-        this.closed.abort();
-    }
-    /**
-     * Waits until what was written is taken (at once when the last write was): a reader that takes
-     * nothing for a heartbeat is cut.
-     */
-    async drained() {
-        if (!this.open)
-            return false;
-        if (!this.full)
-            return true;
-        const taken = await new Promise(resolve => {
-            const done = (value) => {
-                clearTimeout(timer);
-                this.raw.off('drain', onDrain);
-                this.raw.off('close', onClose);
-                resolve(value);
-            };
-            const onDrain = () => done(true);
-            const onClose = () => done(false);
-            const timer = setTimeout(() => done(false), this.heartbeatMs);
-            this.raw.once('drain', onDrain);
-            this.raw.once('close', onClose);
-        });
-        if (!taken)
-            this.cut();
-        else
-            this.full = false;
-        return taken && this.open;
-    }
-    /** Until a wake (at once if one came since the last call), the heartbeat or the end; true on a wake. */
-    async idle() {
-        if (this.woken || !this.open) {
-            this.woken = false;
-            return true;
-        }
-        const woken = await new Promise(resolve => {
-            const timer = setTimeout(() => {
-                this.wakeUp = undefined;
-                resolve(false);
-            }, this.heartbeatMs);
-            this.wakeUp = () => {
-                clearTimeout(timer);
-                this.wakeUp = undefined;
-                resolve(true);
-            };
-        });
-        this.woken = false;
-        if (!woken)
-            this.send(': keep-alive\n\n');
-        return woken;
-    }
-    end() {
-        if (this.open)
-            this.raw.end();
-    }
-}
-/** Starts the answer: 200, text/event-stream, no caching or proxy buffering. */
-function event_stream_open(context, request, reply) {
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        'x-accel-buffering': 'no',
-        'x-request-id': String(request.id)
-    });
-    raw.socket?.setNoDelay(true);
-    const { streamBufferBytes, streamHeartbeatMs } = context.config.limits;
-    const stream = new Stream(raw, streamBufferBytes, streamHeartbeatMs);
-    stream.send(`retry: ${RECONNECT_MS}\n\n`);
-    return stream;
-}
-/** Logs a failure of a stream already answering (its status is sent: the connection is cut). */
-function event_stream_failed(request, stream, error) {
-    if (stream.open)
-        request.log.warn({ err: error }, 'event stream failed; the client resumes');
-    request.raw.destroy();
-}
-/**
- * GET /runs/{id}/events as a stream: every event after `after`, then each new one as it is
- * appended; `done` once the run is terminal and every event is sent. A `state` event that is the
- * newest of its read carries the run's record as `run` when the record is in that state.
- */
-async function streamRunEvents(context, request, reply, find, after, release) {
-    const stream = event_stream_open(context, request, reply);
-    let run = await find().catch(() => undefined);
-    const stop = context.hub.watch(run ? [run.run_id] : [], stream.wake);
-    try {
-        if (!run)
-            return;
-        let cursor = after;
-        for (let idle = false; stream.open;) {
-            const events = await context.store.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
-            const lastState = events.findLast(event => event.kind === 'state');
-            if (lastState || idle)
-                run = await find();
-            for (const event of events) {
-                const shown = event === lastState && event.state === run.state
-                    ? { ...event, run: toRecord(run, context.links) }
-                    : event;
-                if (!stream.send(message(event.seq, event.kind, shown)) || !(await stream.drained()))
-                    return;
-                cursor = event.seq;
-            }
-            if (!(await stream.drained()))
-                return;
-            if (events.length === event_stream_PAGE_EVENTS)
-                continue;
-            if (run_isTerminalState(run.state)) {
-                // Events written with the end (and any after it) are read once more before `done`.
-                const rest = await context.store.listEvents(run.run_id, { after: cursor, limit: event_stream_PAGE_EVENTS });
-                if (rest.length > 0)
-                    continue;
-                stream.send(message(undefined, 'done', {
-                    run_id: run.run_id,
-                    state: run.state,
-                    last_seq: cursor,
-                    run: toRecord(run, context.links)
-                }));
-                return;
-            }
-            idle = !(await stream.idle());
-        }
-    }
-    catch (error) {
-        event_stream_failed(request, stream, error);
-    }
-    finally {
-        stop();
-        release();
-        stream.end();
-    }
-}
-/** One entry of the events cursor, in the production service's shape (and its field names too). */
-function cursorEvent(row) {
-    const type = event_stream_STATE_EVENT_TYPES[row.state] ?? `run_${row.state.toLowerCase()}`;
-    return {
-        sequence: row.sequence,
-        run_id: row.run_id,
-        type,
-        state: row.state,
-        timestamp: row.at,
-        event_type: type,
-        occurred_at: row.at
-    };
-}
-/**
- * GET /events as a stream: the changes of state of these runs after `since`, then each new one;
- * `done` once every run is terminal and its changes are sent.
- */
-async function streamStateEvents(context, request, reply, team, runIds, since, release) {
-    const stream = event_stream_open(context, request, reply);
-    const stop = context.hub.watch(runIds, stream.wake);
-    try {
-        let cursor = since;
-        while (stream.open) {
-            const rows = await context.store.listStateEvents(team, runIds, cursor, event_stream_PAGE_EVENTS);
-            for (const row of rows) {
-                const event = cursorEvent(row);
-                if (!stream.send(message(row.sequence, String(event.type), event)) || !(await stream.drained()))
-                    return;
-                cursor = row.sequence;
-            }
-            if (!(await stream.drained()))
-                return;
-            if (rows.length === event_stream_PAGE_EVENTS)
-                continue;
-            const states = await context.store.runStates(team, runIds);
-            if ([...states.values()].every(state => run_isTerminalState(state))) {
-                const rest = await context.store.listStateEvents(team, runIds, cursor, 1);
-                if (rest.length > 0)
-                    continue;
-                stream.send(message(undefined, 'done', { next_since: cursor, states: Object.fromEntries(states) }));
-                return;
-            }
-            await stream.idle();
-        }
-    }
-    catch (error) {
-        event_stream_failed(request, stream, error);
-    }
-    finally {
-        stop();
-        release();
-        stream.end();
-    }
-}
-
-;// CONCATENATED MODULE: ./src/executor/server/routes/events.ts
-// The event endpoints: a run's events (a JSON page, or with Accept: text/event-stream the
-// resumable stream of event-stream.ts) and the events cursor over several runs of a team (a JSON
-// page in the production service's shape, or the same as a stream).
+;// CONCATENATED MODULE: ./src/executor/server/routes/redirects.ts
+// The two public redirects of the service: a shared session to its run's conversation once the run
+// ended, and a conversation (a run id) to its live session. A session id is the run id under a
+// block cipher (AES-128 on its 16 bytes, the key one of the store's secrets): it names one run,
+// cannot be made from a run id without the key, and gives back its run id only to the executor.
+// What an anonymous caller may learn is bounded by who hands out session ids: only the
+// conversation redirect does, and only to a key of the run's team. So the session redirect tells a
+// holder of a session id that the run ended (what a key of its team could read anyway), and the
+// conversation redirect without a key answers {} for every id: a run id alone tells nothing.
 
 
 
 
-const DEFAULT_EVENTS_LIMIT = 100;
-/** A run id as the executor makes them (and any the service might): one plain path segment. */
-const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-function events_notFound(id) {
-    return new ProblemError('not_found', `run ${JSON.stringify(id.slice(0, 100))} does not exist or is not visible to this key`);
+const ID_FORM = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const EXAMPLE = '3f2b8c1e-9d4a-4e7b-a1c2-5d6e7f809a1b';
+/** The cipher's key of each store (its secret is made on first use and shared by every node). */
+const keys = new WeakMap();
+function keyOf(accounts) {
+    let key = keys.get(accounts);
+    if (!key) {
+        key = accounts
+            .getSecret('session-ids', () => (0,external_node_crypto_.randomBytes)(16).toString('base64url'))
+            .then(secret => Buffer.from(secret, 'base64url'));
+        // A failed read (the store unreachable) is not remembered: the next request asks again.
+        key.catch(() => keys.delete(accounts));
+        keys.set(accounts, key);
+    }
+    return key;
 }
-/** `run_ids` as given (comma-separated, or repeated), checked and without repeats. */
-function parseRunIds(value) {
-    const parts = (Array.isArray(value) ? value : [value])
-        .flatMap(item => String(item ?? '').split(','))
-        .map(item => item.trim())
-        .filter(item => item !== '');
-    const ids = [...new Set(parts)];
-    if (ids.length === 0)
-        throw new ProblemError('invalid_request', 'run_ids: expected at least one run id, such as run_ids=ID1,ID2 (comma-separated or repeated)');
-    if (ids.length > MAX_EVENT_RUN_IDS)
-        throw new ProblemError('invalid_request', `run_ids: ${ids.length} runs; expected at most ${MAX_EVENT_RUN_IDS} (follow more with several cursors)`);
-    const bad = ids.find(id => !RUN_ID.test(id));
-    if (bad !== undefined)
-        throw new ProblemError('invalid_request', `run_ids: ${JSON.stringify(bad.slice(0, 100))} is not a run id; expected ids such as 3f2b9c1e-…, separated by commas`);
-    return ids;
+/** One AES block through the cipher (or back), as a lower-case id of UUID form. */
+function permute(key, id, decrypt) {
+    const make = decrypt ? external_node_crypto_.createDecipheriv : external_node_crypto_.createCipheriv;
+    const cipher = make('aes-128-ecb', key, null).setAutoPadding(false);
+    const hex = Buffer.concat([
+        cipher.update(Buffer.from(id.replaceAll('-', ''), 'hex')),
+        cipher.final()
+    ]).toString('hex');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
-function parseSince(query) {
-    const value = query?.since;
-    if (value === undefined || value === '')
-        return 0;
-    if (typeof value !== 'string' || !/^\d{1,15}$/.test(value))
-        throw new ProblemError('invalid_request', `since ${JSON.stringify(value)}: expected the sequence of an event, a whole number such as 12`);
-    return Number(value);
+function checkForm(name, value) {
+    if (!ID_FORM.test(value))
+        throw new ProblemError('invalid_request', `${name} ${JSON.stringify(value.slice(0, 100))}: expected an id of 32 lower-case hex digits in the form ${EXAMPLE}`);
 }
-function parseEventsLimit(query) {
-    const value = query?.limit;
-    if (value === undefined || value === '')
-        return DEFAULT_EVENTS_LIMIT;
-    const number = typeof value === 'string' && /^\d{1,3}$/.test(value) ? Number(value) : NaN;
-    if (number >= 1 && number <= 500)
-        return number;
-    throw new ProblemError('invalid_request', `limit ${JSON.stringify(value)}: expected a whole number of events from 1 to 500`);
+async function checkSessionRedirect(context, request) {
+    const sessionId = request.params.session_id;
+    checkForm('session_id', sessionId);
+    const runId = permute(await keyOf(context.stores.accounts), sessionId, true);
+    const run = await context.stores.runs.getRunAnyTeam(runId);
+    // A run that started and ended has its transcript to show; any other id goes nowhere.
+    if (!run || run.started_at === null || !run_isTerminalState(run.state))
+        return {};
+    return { conversation_id: run.run_id };
 }
-function eventHandlers(context, slots) {
-    const { store } = context;
-    return {
-        getRunEvents: async (request, reply) => {
-            const id = request.params.run_id;
-            const find = async () => {
-                const run = await store.getRun(request.principal.team, id);
-                if (!run)
-                    throw events_notFound(id);
-                return run;
-            };
-            if (!wantsEventStream(request))
-                return transcript_wait_readTranscript(context, request, reply, find);
-            const after = resumePoint(request, parseAfter(request.query));
-            await find();
-            const release = slots.take(request.principal.keyId);
-            await streamRunEvents(context, request, reply, find, after, release);
-            return reply;
-        },
-        listEvents: async (request, reply) => {
-            const team = request.principal.team;
-            const runIds = parseRunIds(request.query.run_ids);
-            const since = parseSince(request.query);
-            const limit = parseEventsLimit(request.query);
-            const stream = wantsEventStream(request);
-            const after = stream ? resumePoint(request, since) : since;
-            // Another team's run answers as one that does not exist, as every run endpoint does.
-            const states = await store.runStates(team, runIds);
-            const missing = runIds.find(id => !states.has(id));
-            if (missing !== undefined)
-                throw events_notFound(missing);
-            if (stream) {
-                const release = slots.take(request.principal.keyId);
-                await streamStateEvents(context, request, reply, team, runIds, after, release);
-                return reply;
-            }
-            const rows = await store.listStateEvents(team, runIds, after, limit);
-            return { events: rows.map(cursorEvent), next_since: rows.at(-1)?.sequence ?? after };
-        }
-    };
+async function checkConversationRedirect(context, request) {
+    const conversationId = request.params.conversation_id;
+    checkForm('conversation_id', conversationId);
+    // Anonymous: {} for every id, whatever runs exist. A key sent is checked (a wrong one is a 401).
+    if (request.headers.authorization === undefined)
+        return {};
+    const principal = await authenticate(context.stores.accounts, request);
+    const run = await context.stores.runs.getRun(principal.team, conversationId);
+    if (!run || run.started_at === null || run_isTerminalState(run.state))
+        return {};
+    return { session_id: permute(await keyOf(context.stores.accounts), run.run_id, false) };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/session-page.ts
@@ -10704,53 +10918,49 @@ ${view}
 
 
 
-function sessionHandlers(context) {
-    /** The run of a session link whose token the hook checked, or a 404 for an unknown run. */
-    const sessionRun = async (id) => {
-        const run = await context.store.getRunAnyTeam(id);
-        if (!run)
-            throw new ProblemError('not_found', 'no session with this id and token');
-        return run;
-    };
-    /**
-     * With session_pages: sign-in, whether the browser is signed in as the run's team: false after
-     * answering (a redirect to sign in, or 404 for another team's sign-in, as for a wrong token).
-     */
-    const admitted = async (request, reply, run) => {
-        if (context.config.sessionPages !== 'sign-in')
-            return true;
-        const viewer = await viewerOf(context.store, request);
-        if (viewer?.team === run.team)
-            return true;
-        if (viewer)
-            throw new ProblemError('not_found', 'no session with this id and token');
-        await reply
-            .code(303)
-            .header('location', `/?next=${encodeURIComponent(request.url)}`)
-            .header('cache-control', 'no-store')
-            .send();
-        return false;
-    };
-    return {
-        getSession: async (request, reply) => {
-            const run = await sessionRun(request.params.run_id);
-            if (!(await admitted(request, reply, run)))
-                return reply;
-            return sendSessionPage(context, run, String(request.query.token), reply);
-        },
-        getSessionArtifact: async (request, reply) => {
-            const run = await sessionRun(request.params.run_id);
-            if (!(await admitted(request, reply, run)))
-                return reply;
-            return sendSessionArtifact(context, run, request.params.artifact_uid, reply);
-        }
-    };
+/** The run of a session link whose token the hook checked, or a 404 for an unknown run. */
+async function sessionRun(context, id) {
+    const run = await context.stores.runs.getRunAnyTeam(id);
+    if (!run)
+        throw new ProblemError('not_found', 'no session with this id and token');
+    return run;
+}
+/**
+ * With session_pages: sign-in, whether the browser is signed in as the run's team: false after
+ * answering (a redirect to sign in, or 404 for another team's sign-in, as for a wrong token).
+ */
+async function admitted(context, request, reply, run) {
+    if (context.settings.sessionPages !== 'sign-in')
+        return true;
+    const viewer = await viewerOf(context.stores.accounts, request);
+    if (viewer?.team === run.team)
+        return true;
+    if (viewer)
+        throw new ProblemError('not_found', 'no session with this id and token');
+    await reply
+        .code(303)
+        .header('location', `/?next=${encodeURIComponent(request.url)}`)
+        .header('cache-control', 'no-store')
+        .send();
+    return false;
+}
+async function getSession(context, request, reply) {
+    const run = await sessionRun(context, request.params.run_id);
+    if (!(await admitted(context, request, reply, run)))
+        return reply;
+    return sendSessionPage(context, run, String(request.query.token), reply);
+}
+async function getSessionArtifact(context, request, reply) {
+    const run = await sessionRun(context, request.params.run_id);
+    if (!(await admitted(context, request, reply, run)))
+        return reply;
+    return sendSessionArtifact(context, run, request.params.artifact_uid, reply);
 }
 /** The session page of a run whose link (`token`) was checked. */
 async function sendSessionPage(context, run, token, reply) {
     const [events, artifacts] = await Promise.all([
-        boundedEvents(context.store, run.run_id),
-        context.store.listArtifacts(run.team, run.run_id)
+        boundedEvents(context.stores.transcript, run.run_id),
+        context.stores.artifacts.listArtifacts(run.team, run.run_id)
     ]);
     return reply
         .type('text/html; charset=utf-8')
@@ -10761,8 +10971,8 @@ async function sendSessionPage(context, run, token, reply) {
 }
 /** One artifact of a run whose session link was checked, as an attachment; another run's is not found. */
 async function sendSessionArtifact(context, run, uid, reply) {
-    const artifact = await context.store.getArtifact(run.team, uid);
-    const stored = artifact?.run_id === run.run_id ? await context.store.readArtifact(uid) : undefined;
+    const artifact = await context.stores.artifacts.getArtifact(run.team, uid);
+    const stored = artifact?.run_id === run.run_id ? await context.stores.artifacts.readArtifact(uid) : undefined;
     if (!stored)
         throw new ProblemError('artifact_not_found', `artifact ${JSON.stringify(uid.slice(0, 100))} does not exist in this session's run`);
     const name = stored.artifact.filename;
@@ -10933,11 +11143,11 @@ function signatureHeader(secrets, id, timestamp, body) {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/routes/webhooks.ts
-// The webhook endpoints (create, list, get, delete, rotate, deliveries, retry) as a handler map for
-// register.ts. A team sees only its own endpoints (another team's id answers 404, as an unknown
-// one). The URL is checked here as the deliverer checks it at every attempt (webhooks/address.ts):
-// http(s), and, unless webhooks.allow_private_networks, a host that resolves to a public address.
-// A secret is shown only in the answers of create and rotate.
+// The webhook endpoints (create, list, get, delete, rotate, deliveries, retry), one handler each,
+// named in routes/table.ts. A team sees only its own endpoints (another team's id answers 404, as
+// an unknown one). The URL is checked here as the deliverer checks it at every attempt
+// (webhooks/address.ts): http(s), and, unless webhooks.allow_private_networks, a host that
+// resolves to a public address. A secret is shown only in the answers of create and rotate.
 
 
 
@@ -10984,82 +11194,143 @@ function webhooks_notFound(id) {
 function declared(id) {
     return new ProblemError('webhook_declared_in_config', `webhook ${JSON.stringify(id)} is declared in the executor's configuration file (webhooks.endpoints); change it there`);
 }
-function webhookHandlers(context) {
-    const webhooks = context.store.webhooks;
-    const settings = context.config.webhooks;
-    async function find(team, id) {
-        const webhook = await webhooks.getWebhook(team, id);
-        if (!webhook)
-            throw webhooks_notFound(id);
-        return webhook;
-    }
+/** The team's endpoint with this id, or 404 (another team's answers as an unknown one). */
+async function findWebhook(webhooks, team, id) {
+    const webhook = await webhooks.getWebhook(team, id);
+    if (!webhook)
+        throw webhooks_notFound(id);
+    return webhook;
+}
+/** A new endpoint of the team from a create body, with a fresh secret. */
+function newWebhook(team, { url, events, description }) {
     return {
-        createWebhook: async (request) => {
-            const { url, events, description } = request.body;
-            const problem = await urlProblem(url, settings.allowPrivateNetworks);
-            if (problem)
-                throw new ProblemError('invalid_field', problem);
-            const webhook = {
-                id: `wh_${(0,external_node_crypto_.randomBytes)(12).toString('hex')}`,
-                team: request.principal.team,
-                url,
-                events: events === undefined ? null : [...new Set(events)],
-                description: description ?? '',
-                secret: newSecret(),
-                previous_secret: null,
-                previous_until_ms: null,
-                source: 'api',
-                created_at: new Date().toISOString(),
-                disabled_at: null,
-                disabled_reason: null
-            };
-            const limit = settings.maxEndpointsPerTeam;
-            if (!(await webhooks.createWebhook(webhook, limit)))
-                throw new ProblemError('webhook_limit_reached', `this team has ${limit} webhook endpoints, the limit of webhooks.max_endpoints_per_team; delete one to add another`);
-            context.wakeDeliveries();
-            return withSecret(webhook);
-        },
-        listWebhooks: async (request) => ({
-            webhooks: (await webhooks.listWebhooks(request.principal.team)).map(webhookRecord)
-        }),
-        getWebhook: async (request) => webhookRecord(await find(request.principal.team, request.params.webhook_id)),
-        deleteWebhook: async (request) => {
-            const { team } = request.principal;
-            const id = request.params.webhook_id;
-            if ((await find(team, id)).source === 'config')
-                throw declared(id);
-            if (!(await webhooks.deleteWebhook(team, id)))
-                throw webhooks_notFound(id);
-            return { success: true };
-        },
-        rotateWebhookSecret: async (request) => {
-            const { team } = request.principal;
-            const id = request.params.webhook_id;
-            if ((await find(team, id)).source === 'config')
-                throw declared(id);
-            const until = Date.now() + settings.rotationGraceMs;
-            if (!(await webhooks.rotateSecret(team, id, newSecret(), until)))
-                throw webhooks_notFound(id);
-            return withSecret(await find(team, id));
-        },
-        listWebhookDeliveries: async (request) => {
-            const webhook = await find(request.principal.team, request.params.webhook_id);
-            return { deliveries: (await webhooks.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord) };
-        },
-        retryWebhookDelivery: async (request) => {
-            const { team } = request.principal;
-            const { webhook_id: id, delivery_id: deliveryId } = request.params;
-            await find(team, id);
-            if (!(await webhooks.retryDelivery(team, id, deliveryId)))
-                throw new ProblemError('not_found', `delivery ${JSON.stringify(deliveryId)} of webhook ${JSON.stringify(id)} does not exist`);
-            context.wakeDeliveries();
-            const delivery = await webhooks.getDelivery(id, deliveryId);
-            if (!delivery)
-                throw webhooks_notFound(id);
-            return deliveryRecord(delivery);
-        }
+        id: `wh_${(0,external_node_crypto_.randomBytes)(12).toString('hex')}`,
+        team,
+        url,
+        events: events === undefined ? null : [...new Set(events)],
+        description: description ?? '',
+        secret: newSecret(),
+        previous_secret: null,
+        previous_until_ms: null,
+        source: 'api',
+        created_at: new Date().toISOString(),
+        disabled_at: null,
+        disabled_reason: null
     };
 }
+const createWebhook = async (context, request) => {
+    const settings = context.settings.webhooks;
+    const problem = await urlProblem(request.body.url, settings.allowPrivateNetworks);
+    if (problem)
+        throw new ProblemError('invalid_field', problem);
+    const webhook = newWebhook(request.principal.team, request.body);
+    const limit = settings.maxEndpointsPerTeam;
+    if (!(await context.stores.webhooks.createWebhook(webhook, limit)))
+        throw new ProblemError('webhook_limit_reached', `this team has ${limit} webhook endpoints, the limit of webhooks.max_endpoints_per_team; delete one to add another`);
+    context.wakeDeliveries();
+    return withSecret(webhook);
+};
+const listWebhooks = async (context, request) => ({
+    webhooks: (await context.stores.webhooks.listWebhooks(request.principal.team)).map(webhookRecord)
+});
+const getWebhook = async (context, request) => webhookRecord(await findWebhook(context.stores.webhooks, request.principal.team, request.params.webhook_id));
+const deleteWebhook = async (context, request) => {
+    const webhooks = context.stores.webhooks;
+    const { team } = request.principal;
+    const id = request.params.webhook_id;
+    if ((await findWebhook(webhooks, team, id)).source === 'config')
+        throw declared(id);
+    if (!(await webhooks.deleteWebhook(team, id)))
+        throw webhooks_notFound(id);
+    return { success: true };
+};
+const rotateWebhookSecret = async (context, request) => {
+    const webhooks = context.stores.webhooks;
+    const { team } = request.principal;
+    const id = request.params.webhook_id;
+    if ((await findWebhook(webhooks, team, id)).source === 'config')
+        throw declared(id);
+    const until = Date.now() + context.settings.webhooks.rotationGraceMs;
+    if (!(await webhooks.rotateSecret(team, id, newSecret(), until)))
+        throw webhooks_notFound(id);
+    return withSecret(await findWebhook(webhooks, team, id));
+};
+const listWebhookDeliveries = async (context, request) => {
+    const webhooks = context.stores.webhooks;
+    const webhook = await findWebhook(webhooks, request.principal.team, request.params.webhook_id);
+    return { deliveries: (await webhooks.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord) };
+};
+const retryWebhookDelivery = async (context, request) => {
+    const webhooks = context.stores.webhooks;
+    const { team } = request.principal;
+    const { webhook_id: id, delivery_id: deliveryId } = request.params;
+    await findWebhook(webhooks, team, id);
+    if (!(await webhooks.retryDelivery(team, id, deliveryId)))
+        throw new ProblemError('not_found', `delivery ${JSON.stringify(deliveryId)} of webhook ${JSON.stringify(id)} does not exist`);
+    context.wakeDeliveries();
+    const delivery = await webhooks.getDelivery(id, deliveryId);
+    if (!delivery)
+        throw webhooks_notFound(id);
+    return deliveryRecord(delivery);
+};
+
+;// CONCATENATED MODULE: ./src/executor/server/routes/table.ts
+// Which function handles each endpoint of the table (src/api/endpoints.ts): one line an endpoint,
+// grouped by route file. A missing or mistyped one is a type error (HandlerTable).
+
+
+
+
+
+
+
+
+
+
+const HANDLERS = {
+    // runs (create-run.ts, runs.ts)
+    createRun: createRun,
+    createRunLegacy: createRunLegacy,
+    listRuns: listRuns,
+    getRun: getRun,
+    cancelRun: cancelRun,
+    submitFollowup: submitFollowup,
+    getTranscript: getTranscript,
+    // what runs produced, and their events (results.ts, events.ts)
+    getConversation: getConversation,
+    getArtifact: getArtifact,
+    downloadArtifact: downloadArtifact,
+    getRunEvents: getRunEvents,
+    listEvents: listEvents,
+    // session pages (sessions.ts) and the public redirects (redirects.ts)
+    getSession: getSession,
+    getSessionArtifact: getSessionArtifact,
+    checkSessionRedirect: checkSessionRedirect,
+    checkConversationRedirect: checkConversationRedirect,
+    // schedules (schedules.ts)
+    createSchedule: createSchedule,
+    listSchedules: listSchedules,
+    getSchedule: getSchedule,
+    updateSchedule: updateSchedule,
+    deleteSchedule: deleteSchedule,
+    pauseSchedule: pauseSchedule,
+    resumeSchedule: resumeSchedule,
+    // webhooks (webhooks.ts)
+    createWebhook: createWebhook,
+    listWebhooks: listWebhooks,
+    getWebhook: getWebhook,
+    deleteWebhook: deleteWebhook,
+    rotateWebhookSecret: rotateWebhookSecret,
+    listWebhookDeliveries: listWebhookDeliveries,
+    retryWebhookDelivery: retryWebhookDelivery,
+    // the catalog and the node itself (catalog.ts, meta.ts)
+    listEnvironments: listEnvironments,
+    listModels: listModels,
+    getOpenApi: getOpenApi,
+    listErrorCodes: listErrorCodes,
+    health: health,
+    ready: ready
+};
 
 // EXTERNAL MODULE: ./node_modules/typebox/build/compile/index.mjs + 267 modules
 var compile = __webpack_require__(95595);
@@ -11173,21 +11444,38 @@ function kindOf(value) {
 
 
 
-
-
-
-
-
-
-
 async function buildApp(context, options) {
-    const { config } = context;
+    const app = newApp(context.settings, options);
+    handleErrors(app, context.settings);
+    // The endpoint table's routes (a worker node serves only those that need no key), then the
+    // dashboard, which is HTML for people with its own cookie sign-in.
+    const role = options.role ?? 'all';
+    const { maxStreamsPerKey, maxStreams } = context.settings.limits;
+    // The same object, so that what changes on the context later (draining) is what handlers see.
+    const routes = Object.assign(context, {
+        reads: new ReadCache(context.stores, error => app.log.error({ err: error }, 'a request waiting for the read cache failed')),
+        downloads: await DownloadLinks.open(context.stores.accounts),
+        slots: new StreamSlots(maxStreamsPerKey, maxStreams),
+        publicUrl: options.publicUrl,
+        runsWork: role !== 'api'
+    });
+    const served = ENDPOINT_NAMES.filter(name => role !== 'worker' || ENDPOINTS[name].auth === 'none');
+    await registerEndpoints(app, routes, HANDLERS, served);
+    if (role !== 'worker')
+        await app.register(async (dashboard) => {
+            dashboard.addHook('onRequest', stampRequestId);
+            await dashboard.register(dashboardRoutes, { context });
+        });
+    return app;
+}
+/** The Fastify instance: its logger, body limit, request ids, validators, parsers and request log. */
+function newApp(settings, options) {
     let requestCount = 0;
     const app = fastify_default()({
-        logger: { level: config.logLevel, stream: logStream(config.logFormat) },
+        logger: { level: settings.logLevel, stream: logStream(settings.logFormat) },
         // Requests are logged by the onResponse hook below, in one line each (and only at info).
         logController: new fastify.LogController({ disableRequestLogging: true }),
-        bodyLimit: config.limits.maxBodyBytes,
+        bodyLimit: settings.limits.maxBodyBytes,
         forceCloseConnections: true,
         return503OnClosing: true,
         clientErrorHandler: writeClientError,
@@ -11212,7 +11500,7 @@ async function buildApp(context, options) {
     // Every answer carries `x-request-id`: the route trees' first hook sets it (register.ts, the
     // dashboard below), and the answers no route gives (a 404, a malformed URL) set it themselves, so
     // no hook of every request is needed for it.
-    if (config.logLevel === 'info' || config.logLevel === 'debug') {
+    if (settings.logLevel === 'info' || settings.logLevel === 'debug') {
         app.addHook('onResponse', (request, reply, done) => {
             request.log.info({
                 method: request.method,
@@ -11223,6 +11511,10 @@ async function buildApp(context, options) {
             done();
         });
     }
+    return app;
+}
+/** Every error answer as a problem body: the handlers' own, the store's, Fastify's, and the 404 of no route. */
+function handleErrors(app, settings) {
     app.setErrorHandler((error, request, reply) => {
         if (error instanceof ProblemError)
             return sendProblem(reply, error);
@@ -11234,7 +11526,7 @@ async function buildApp(context, options) {
         }
         switch (error.code) {
             case 'FST_ERR_CTP_BODY_TOO_LARGE':
-                return sendProblem(reply, new ProblemError('payload_too_large', `the body is over the limit of ${config.limits.maxBodyBytes} bytes`));
+                return sendProblem(reply, new ProblemError('payload_too_large', `the body is over the limit of ${settings.limits.maxBodyBytes} bytes`));
             case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
                 return sendProblem(reply, new ProblemError('unsupported_media_type', `Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')} is not supported; send application/json`));
             case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -11251,29 +11543,6 @@ async function buildApp(context, options) {
         return sendProblem(reply, new ProblemError('internal_error', 'the executor failed while answering; the error is in its log'));
     });
     app.setNotFoundHandler((request, reply) => sendProblem(reply.header('x-request-id', request.id), new ProblemError('route_not_found', `no endpoint ${request.method} ${request.url.split('?')[0]}`)));
-    // The endpoint table's routes (a worker node serves only those that need no key), then the
-    // dashboard, which is HTML for people with its own cookie sign-in.
-    const worker = (options.role ?? 'all') === 'worker';
-    const reads = new ReadCache(context.store, error => app.log.error({ err: error }, 'a request waiting for the read cache failed'));
-    const downloads = await DownloadLinks.open(context.store);
-    const handlers = {
-        ...metaHandlers(context, options.publicUrl, (options.role ?? 'all') !== 'api'),
-        ...sessionHandlers(context),
-        ...runHandlers(context, reads),
-        ...resultHandlers(context, downloads),
-        ...scheduleHandlers(context),
-        ...webhookHandlers(context),
-        ...catalogHandlers(context),
-        ...eventHandlers(context, new StreamSlots(config.limits.maxStreamsPerKey, config.limits.maxStreams))
-    };
-    const served = ENDPOINT_NAMES.filter(name => !worker || ENDPOINTS[name].auth === 'none');
-    await registerEndpoints(app, { context, reads, downloads }, handlers, served);
-    if (!worker)
-        await app.register(async (dashboard) => {
-            dashboard.addHook('onRequest', stampRequestId);
-            await dashboard.register(dashboardRoutes, { context });
-        });
-    return app;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/server/changes.ts
@@ -11291,8 +11560,8 @@ class ChangeHub {
     eventWaiters = new Map();
     heardEvents = new Map();
     unsubscribeEvents;
-    constructor(store) {
-        this.unsubscribe = store.onChange((change) => {
+    constructor(stores) {
+        this.unsubscribe = stores.runs.onChange((change) => {
             const seen = this.heard.get(change.run_id);
             if (!seen || seen.version < change.version)
                 this.heard.set(change.run_id, { version: change.version, at: Date.now() });
@@ -11305,7 +11574,7 @@ class ChangeHub {
             // A change of state is also an event of the transcript.
             this.wakeEvents(change.run_id);
         });
-        this.unsubscribeEvents = store.onEvent((runId, seq) => {
+        this.unsubscribeEvents = stores.transcript.onEvent((runId, seq) => {
             const seen = this.heardEvents.get(runId);
             if (!seen || seen.seq < seq)
                 this.heardEvents.set(runId, { seq, at: Date.now() });
@@ -11403,6 +11672,27 @@ class ChangeHub {
         this.unsubscribe();
         this.unsubscribeEvents();
     }
+}
+
+;// CONCATENATED MODULE: ./src/executor/server/context.ts
+// What the routes share: the stores (one per concern), the settings the routes read, and the
+// server's own moving parts. Each handler is a module-level function of (RouteContext, request,
+// reply): routes/table.ts names the one for each endpoint.
+/** The server's settings out of the whole configuration: only these keys reach a route. */
+function serverSettings(config) {
+    const { environments, limits, workspaces, publicUrl, sessionPages, workers, logLevel, logFormat, dataDir, webhooks } = config;
+    return {
+        environments,
+        limits,
+        workspaces,
+        publicUrl,
+        sessionPages,
+        workers,
+        logLevel,
+        logFormat,
+        dataDir,
+        webhooks
+    };
 }
 
 ;// CONCATENATED MODULE: ./src/executor/sandbox/bwrap.ts
@@ -11745,7 +12035,7 @@ function lockedOut(user, program, scripts) {
 //
 // Root (the executor) still mounts and unmounts, makes a run's directories (empty) and removes
 // whole trees once no process of the run exists, never following a link; it never opens a path
-// inside such a tree. docs/architecture.md states the rule; __tests__/unit/run-files-sites.test.ts
+// inside such a tree. docs/architecture-security.md states the rule; __tests__/unit/run-files-sites.test.ts
 // lists every call site that touches a run's tree and fails on one that does not come through here.
 
 
@@ -18167,77 +18457,16 @@ class SqlStores {
     }
 }
 
-;// CONCATENATED MODULE: ./src/executor/store/sql-store.ts
-// SqlRunStore: the stores of one database (SqlStores, sql-stores.ts) with every concern's methods
-// on the bundle too, delegated to the store of the concern: the server's transitional view
-// (RunStore, types.ts), to be removed once server/ takes the narrow stores. Nothing else calls
-// these delegates; sqlite.ts and postgres.ts open one.
-
-class SqlRunStore extends SqlStores {
-    // runs (sql-runs.ts)
-    createRun = this.runs.createRun.bind(this.runs);
-    getRun = this.runs.getRun.bind(this.runs);
-    getRunAnyTeam = this.runs.getRunAnyTeam.bind(this.runs);
-    listRuns = this.runs.listRuns.bind(this.runs);
-    countRunsByState = this.runs.countRunsByState.bind(this.runs);
-    cancelRun = this.runs.cancelRun.bind(this.runs);
-    ancestorCount = this.runs.ancestorCount.bind(this.runs);
-    isDescendant = this.runs.isDescendant.bind(this.runs);
-    submitFollowup = this.runs.submitFollowup.bind(this.runs);
-    listStateEvents = this.runs.listStateEvents.bind(this.runs);
-    runStates = this.runs.runStates.bind(this.runs);
-    pruneFinished = this.runs.pruneFinished.bind(this.runs);
-    onChange = this.runs.onChange.bind(this.runs);
-    // the queue (sql-claims.ts)
-    claimNext = this.claims.claimNext.bind(this.claims);
-    findClaim = this.claims.findClaim.bind(this.claims);
-    renewLease = this.claims.renewLease.bind(this.claims);
-    finishRun = this.claims.finishRun.bind(this.claims);
-    failAbandoned = this.claims.failAbandoned.bind(this.claims);
-    // holds (sql-holds.ts)
-    holdRun = this.holds.holdRun.bind(this.holds);
-    releaseRun = this.holds.releaseRun.bind(this.holds);
-    heldRuns = this.holds.heldRuns.bind(this.holds);
-    // the transcript (sql-transcript.ts)
-    appendEvent = this.transcript.appendEvent.bind(this.transcript);
-    listEvents = this.transcript.listEvents.bind(this.transcript);
-    countEvents = this.transcript.countEvents.bind(this.transcript);
-    onEvent = this.transcript.onEvent.bind(this.transcript);
-    // artifacts (sql-artifacts.ts)
-    addArtifact = this.artifacts.addArtifact.bind(this.artifacts);
-    renameArtifacts = this.artifacts.renameArtifacts.bind(this.artifacts);
-    getArtifact = this.artifacts.getArtifact.bind(this.artifacts);
-    readArtifact = this.artifacts.readArtifact.bind(this.artifacts);
-    listArtifacts = this.artifacts.listArtifacts.bind(this.artifacts);
-    setRequestUsage = this.artifacts.setRequestUsage.bind(this.artifacts);
-    // accounts (sql-accounts.ts)
-    createKey = this.accounts.createKey.bind(this.accounts);
-    findKeyByHash = this.accounts.findKeyByHash.bind(this.accounts);
-    listKeys = this.accounts.listKeys.bind(this.accounts);
-    revokeKey = this.accounts.revokeKey.bind(this.accounts);
-    createRunToken = this.accounts.createRunToken.bind(this.accounts);
-    findRunToken = this.accounts.findRunToken.bind(this.accounts);
-    deleteRunTokens = this.accounts.deleteRunTokens.bind(this.accounts);
-    createWebSession = this.accounts.createWebSession.bind(this.accounts);
-    findWebSession = this.accounts.findWebSession.bind(this.accounts);
-    deleteWebSession = this.accounts.deleteWebSession.bind(this.accounts);
-    getSecret = this.accounts.getSecret.bind(this.accounts);
-    // nodes (sql-nodes.ts)
-    reportNode = this.nodes.reportNode.bind(this.nodes);
-    listNodes = this.nodes.listNodes.bind(this.nodes);
-    removeNode = this.nodes.removeNode.bind(this.nodes);
-}
-
 ;// CONCATENATED MODULE: ./src/executor/store/postgres.ts
-// RunStore on PostgreSQL, shared by every executor node on one database: the SQL store
-// (sql-store.ts) with the PostgreSQL dialect (postgres/). What makes several nodes safe together is
+// The stores on PostgreSQL, shared by every executor node on one database: the SQL stores
+// (sql-stores.ts) with the PostgreSQL dialect (postgres/). What makes several nodes safe together is
 // said in postgres/dialect.ts; idempotency is a unique index, so concurrent creates with one key on
 // two nodes give one run; migrations run under an advisory lock (postgres/migrate.ts).
 
 
 
 
-class PostgresRunStore extends SqlRunStore {
+class PostgresStores extends SqlStores {
     pool;
     closed = false;
     constructor(pool, url, fallbackPollMs) {
@@ -18254,7 +18483,7 @@ class PostgresRunStore extends SqlRunStore {
             await pool.end().catch(() => undefined);
             throw openError(url, error);
         }
-        return new PostgresRunStore(pool, url, options.fallbackPollMs ?? 2000);
+        return new PostgresStores(pool, url, options.fallbackPollMs ?? 2000);
     }
     async close() {
         if (this.closed)
@@ -18839,32 +19068,32 @@ class SqliteDialect {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/sqlite.ts
-// RunStore on node:sqlite, for one machine: the SQL store (sql-store.ts) with the SQLite dialect
+// The stores on node:sqlite, for one machine: the SQL stores (sql-stores.ts) with the SQLite dialect
 // (sqlite/). What other processes commit to the file is noticed by PRAGMA data_version, which a
 // shared store (opened by a split role) polls while anyone listens; the key cache is emptied by a
 // key write anywhere (the key_changes counter, moved by triggers on api_keys).
 
 
 
-class SqliteRunStore extends SqlRunStore {
+class SqliteStores extends SqlStores {
     /** Opens (creating when needed) the database file and brings its schema up to date. */
     static async open(path, options = {}) {
         const connection = await SqliteConnection.open(path);
-        return new SqliteRunStore(new SqliteDialect(connection, options.shared ?? false));
+        return new SqliteStores(new SqliteDialect(connection, options.shared ?? false));
     }
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/open.ts
 // Opens the store a spec names: the bundle of its stores, one per concern (stores.ts), which is
-// also the server's transitional RunStore (types.ts). `shared` tells a SQLite store that other
+// what every consumer takes its stores from. `shared` tells a SQLite store that other
 // processes run work from the same file (split roles on one machine); a PostgreSQL store is always
 // shared.
 
 
 async function openStore(spec, options = {}) {
     return spec.kind === 'sqlite'
-        ? SqliteRunStore.open(spec.path, { shared: options.shared })
-        : PostgresRunStore.open(spec.url, options);
+        ? SqliteStores.open(spec.path, { shared: options.shared })
+        : PostgresStores.open(spec.url, options);
 }
 
 ;// CONCATENATED MODULE: ./src/api/github-text.ts
@@ -21736,12 +21965,13 @@ class Deliverer {
 
 
 
+
 /** The context the routes share, from a config and an open store. */
 async function serverContext(config, store, publicUrl) {
     const secret = await store.accounts.getSecret('session-hmac', () => (0,external_node_crypto_.randomBytes)(32).toString('base64url'));
     return {
-        store,
-        config,
+        stores: store,
+        settings: serverSettings(config),
         links: new SessionLinks(secret, publicUrl),
         hub: new ChangeHub(store),
         limiter: new RateLimiter(config.limits.rateLimitPerMinute),
@@ -21918,7 +22148,7 @@ async function main(argv) {
             case 'serve':
                 return wantsHelp ? help('serve') : await serve(args);
             case 'keys':
-                return wantsHelp ? help('keys') : await keys(args);
+                return wantsHelp ? help('keys') : await cli_keys(args);
             case 'environments':
                 return wantsHelp ? help('environments') : environments(args);
             case 'help': {
@@ -22036,7 +22266,7 @@ async function serve(args) {
         console.log(`listening on ${executor.url}`);
     });
 }
-async function keys(args) {
+async function cli_keys(args) {
     const parsed = cli_parse(args, { kind: { type: 'string' }, name: { type: 'string' }, team: { type: 'string' } }, 2);
     const { values } = parsed;
     const [action, ...positionals] = parsed.positionals;
