@@ -87,31 +87,9 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
           add(messages, 'system', at, { type: 'event', event_type: 'stderr', text: String(data.text ?? '') });
         break;
       case 'command':
-      case 'setup': {
-        const id = `action-${seq}`;
-        const exitCode = typeof data.exit_code === 'number' ? data.exit_code : null;
-        const action: ConversationBlock = {
-          type: 'action',
-          id,
-          name: 'run_command',
-          category: 'command',
-          input: { command: String(data.command ?? '') }
-        };
-        if (kind === 'setup') action.description = 'environment setup';
-        add(messages, 'assistant', at, action);
-        const output: { exit_code: number | null; output: string; duration_ms?: number } = {
-          exit_code: exitCode,
-          output: String(data.output ?? '')
-        };
-        if (typeof data.duration_ms === 'number') output.duration_ms = data.duration_ms;
-        add(messages, 'tool', at, {
-          type: 'action_result',
-          action_id: id,
-          state: exitCode === 0 ? 'SUCCEEDED' : 'FAILED',
-          output
-        });
+      case 'setup':
+        addCommand(messages, seq, at, kind, data);
         break;
-      }
       // A harness's tool call (Claude Code's Bash, Write, an MCP tool…) and its result, by the CLI's id.
       case 'action':
         add(messages, 'assistant', at, {
@@ -158,7 +136,47 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
         add(messages, 'system', at, { ...data, type: 'event', event_type: otherKind(e).kind });
     }
   }
-  const steps = turns.map((turn, index) => {
+  return { conversation_id: run.run_id, steps: stepsOf(run, turns) };
+}
+
+/** A command the agent or the environment's setup ran: the action, then its result. */
+function addCommand(
+  messages: ConversationMessage[],
+  seq: number,
+  at: string,
+  kind: string,
+  data: Record<string, unknown>
+): void {
+  const id = `action-${seq}`;
+  const exitCode = typeof data.exit_code === 'number' ? data.exit_code : null;
+  const action: ConversationBlock = {
+    type: 'action',
+    id,
+    name: 'run_command',
+    category: 'command',
+    input: { command: String(data.command ?? '') }
+  };
+  if (kind === 'setup') action.description = 'environment setup';
+  add(messages, 'assistant', at, action);
+  const output: { exit_code: number | null; output: string; duration_ms?: number } = {
+    exit_code: exitCode,
+    output: String(data.output ?? '')
+  };
+  if (typeof data.duration_ms === 'number') output.duration_ms = data.duration_ms;
+  add(messages, 'tool', at, {
+    type: 'action_result',
+    action_id: id,
+    state: exitCode === 0 ? 'SUCCEEDED' : 'FAILED',
+    output
+  });
+}
+
+/** The conversation's steps: the first turn under the run's id, each later one as `<id>-turn-N`. */
+function stepsOf(
+  run: StoredRun,
+  turns: { at: string; messages: ConversationMessage[] }[]
+): ConversationStep[] {
+  return turns.map((turn, index) => {
     const step: ConversationStep = {
       id: index === 0 ? run.run_id : `${run.run_id}-turn-${index + 1}`,
       messages: turn.messages,
@@ -170,7 +188,6 @@ export function buildConversation(run: StoredRun, events: TranscriptEvent[]): Co
     if (index === turns.length - 1 && run.completed_at !== null) step.completed_at = run.completed_at;
     return step;
   });
-  return { conversation_id: run.run_id, steps };
 }
 
 /** A harness stores a tool's input as bounded JSON text: the value again when it is whole. */
