@@ -11,49 +11,27 @@ import type { SessionLinks } from './records.js';
 
 /**
  * The part of the configuration the server reads: its environments, limits, where it is reached,
- * how session pages and the workspace's continuation window behave, and its log. The rest (the
- * sandbox, images, the store's location, publishing) is the worker's and the node's.
+ * how session pages, the workspace's continuation window and webhooks behave, and its log. The
+ * rest (the sandbox, images, the store's location, publishing) is the worker's and the node's.
  */
-export type ServerSettings = Pick<
-  ExecutorConfig,
-  | 'environments'
-  | 'limits'
-  | 'workspaces'
-  | 'publicUrl'
-  | 'sessionPages'
-  | 'workers'
-  | 'logLevel'
-  | 'logFormat'
-  | 'dataDir'
-  | 'webhooks'
->;
+export const SERVER_SETTINGS = [
+  'environments',
+  'limits',
+  'workspaces',
+  'publicUrl',
+  'sessionPages',
+  'workers',
+  'logLevel',
+  'logFormat',
+  'dataDir',
+  'webhooks'
+] as const satisfies readonly (keyof ExecutorConfig)[];
+
+export type ServerSettings = Pick<ExecutorConfig, (typeof SERVER_SETTINGS)[number]>;
 
 /** The server's settings out of the whole configuration: only these keys reach a route. */
 export function serverSettings(config: ExecutorConfig): ServerSettings {
-  const {
-    environments,
-    limits,
-    workspaces,
-    publicUrl,
-    sessionPages,
-    workers,
-    logLevel,
-    logFormat,
-    dataDir,
-    webhooks
-  } = config;
-  return {
-    environments,
-    limits,
-    workspaces,
-    publicUrl,
-    sessionPages,
-    workers,
-    logLevel,
-    logFormat,
-    dataDir,
-    webhooks
-  };
+  return Object.fromEntries(SERVER_SETTINGS.map(key => [key, config[key]])) as ServerSettings;
 }
 
 export interface ServerContext {

@@ -11,9 +11,9 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { isTerminalState } from '../../../api/index.js';
 import type { ConversationRedirect, SessionRedirect } from '../../../api/schemas.js';
 import type { AccountStore } from '../../store/types.js';
-import { authenticate } from '../auth.js';
 import { ProblemError } from '../problem.js';
 import type { EndpointRequest, RouteContext } from './handler.js';
+import { admit } from './register.js';
 
 const ID_FORM = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const EXAMPLE = '3f2b8c1e-9d4a-4e7b-a1c2-5d6e7f809a1b';
@@ -45,6 +45,13 @@ function permute(key: Buffer, id: string, decrypt: boolean): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** Whether an id has the form newRunId makes: version 7, the RFC 4122 variant, a time not in the future. */
+function isRunIdForm(id: string): boolean {
+  if (id[14] !== '7' || !'89ab'.includes(id[19]!)) return false;
+  const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+  return ms <= Date.now() + 24 * 3600_000;
+}
+
 function checkForm(name: string, value: string): void {
   if (!ID_FORM.test(value))
     throw new ProblemError(
@@ -60,6 +67,8 @@ export async function checkSessionRedirect(
   const sessionId = request.params.session_id;
   checkForm('session_id', sessionId);
   const runId = permute(await keyOf(context.stores.accounts), sessionId, true);
+  // Run ids are of version 7 (runs/run-id.ts): a forged session id is refused before any read.
+  if (!isRunIdForm(runId)) return {};
   const run = await context.stores.runs.getRunAnyTeam(runId);
   // A run that started and ended has its transcript to show; any other id goes nowhere.
   if (!run || run.started_at === null || !isTerminalState(run.state)) return {};
@@ -72,10 +81,19 @@ export async function checkConversationRedirect(
 ): Promise<ConversationRedirect> {
   const conversationId = request.params.conversation_id;
   checkForm('conversation_id', conversationId);
-  // Anonymous: {} for every id, whatever runs exist. A key sent is checked (a wrong one is a 401).
-  if (request.headers.authorization === undefined) return {};
-  const principal = await authenticate(context.stores.accounts, request);
-  const run = await context.stores.runs.getRun(principal.team, conversationId);
+  // Anonymous: {} for every id, whatever runs exist. A credential sent is checked as every keyed
+  // endpoint checks it (an API key, a workload's OIDC token, a run token); a wrong one is a 401.
+  const header = request.headers.authorization;
+  if (header === undefined) return {};
+  // The read cache's principals are kept while the store is unchanged: look at its stamp first, as
+  // the key tree's hook does, so that a key revoked a moment ago is refused at once here too.
+  await new Promise<void>((resolve, reject) => context.reads.afterRefresh(resolve, reject));
+  await admit(context, request, header);
+  const { team, orchestrator } = request.principal;
+  // An orchestrate run's token sees only the runs below its own, here as everywhere.
+  if (orchestrator && !(await context.stores.runs.isDescendant(team, conversationId, orchestrator.runId)))
+    return {};
+  const run = await context.stores.runs.getRun(team, conversationId);
   if (!run || run.started_at === null || isTerminalState(run.state)) return {};
   return { session_id: permute(await keyOf(context.stores.accounts), run.run_id, false) };
 }

@@ -83,8 +83,11 @@ function overLimit(context: RouteContext, request: FastifyRequest): ProblemError
   );
 }
 
-/** Sets the request's principal from its Authorization header: an API key, an OIDC token or a run token. */
-async function admit(
+/**
+ * Sets the request's principal from its Authorization header: an API key, an OIDC token or a run
+ * token (the key tree's hook, and a public endpoint that answers more to a key: redirects.ts).
+ */
+export async function admit(
   context: RouteContext,
   request: FastifyRequest,
   header: string | undefined
