@@ -8204,7 +8204,10 @@ function overLimit(context, request) {
         return undefined;
     return new ProblemError('rate_limited', `this key may send ${context.settings.limits.rateLimitPerMinute} requests a minute; retry in ${wait} s`, { 'retry-after': String(wait) });
 }
-/** Sets the request's principal from its Authorization header: an API key, an OIDC token or a run token. */
+/**
+ * Sets the request's principal from its Authorization header: an API key, an OIDC token or a run
+ * token (the key tree's hook, and a public endpoint that answers more to a key: redirects.ts).
+ */
 async function admit(context, request, header) {
     // A token's principal is not remembered: its signature and expiry are checked each time,
     // and a run token's run and proxy secret on every request.
@@ -10602,33 +10605,9 @@ function buildConversation(run, events) {
                     add(messages, 'system', at, { type: 'event', event_type: 'stderr', text: String(data.text ?? '') });
                 break;
             case 'command':
-            case 'setup': {
-                const id = `action-${seq}`;
-                const exitCode = typeof data.exit_code === 'number' ? data.exit_code : null;
-                const action = {
-                    type: 'action',
-                    id,
-                    name: 'run_command',
-                    category: 'command',
-                    input: { command: String(data.command ?? '') }
-                };
-                if (kind === 'setup')
-                    action.description = 'environment setup';
-                add(messages, 'assistant', at, action);
-                const output = {
-                    exit_code: exitCode,
-                    output: String(data.output ?? '')
-                };
-                if (typeof data.duration_ms === 'number')
-                    output.duration_ms = data.duration_ms;
-                add(messages, 'tool', at, {
-                    type: 'action_result',
-                    action_id: id,
-                    state: exitCode === 0 ? 'SUCCEEDED' : 'FAILED',
-                    output
-                });
+            case 'setup':
+                addCommand(messages, seq, at, kind, data);
                 break;
-            }
             // A harness's tool call (Claude Code's Bash, Write, an MCP tool…) and its result, by the CLI's id.
             case 'action':
                 add(messages, 'assistant', at, {
@@ -10676,7 +10655,38 @@ function buildConversation(run, events) {
                 add(messages, 'system', at, { ...data, type: 'event', event_type: otherKind(e).kind });
         }
     }
-    const steps = turns.map((turn, index) => {
+    return { conversation_id: run.run_id, steps: stepsOf(run, turns) };
+}
+/** A command the agent or the environment's setup ran: the action, then its result. */
+function addCommand(messages, seq, at, kind, data) {
+    const id = `action-${seq}`;
+    const exitCode = typeof data.exit_code === 'number' ? data.exit_code : null;
+    const action = {
+        type: 'action',
+        id,
+        name: 'run_command',
+        category: 'command',
+        input: { command: String(data.command ?? '') }
+    };
+    if (kind === 'setup')
+        action.description = 'environment setup';
+    add(messages, 'assistant', at, action);
+    const output = {
+        exit_code: exitCode,
+        output: String(data.output ?? '')
+    };
+    if (typeof data.duration_ms === 'number')
+        output.duration_ms = data.duration_ms;
+    add(messages, 'tool', at, {
+        type: 'action_result',
+        action_id: id,
+        state: exitCode === 0 ? 'SUCCEEDED' : 'FAILED',
+        output
+    });
+}
+/** The conversation's steps: the first turn under the run's id, each later one as `<id>-turn-N`. */
+function stepsOf(run, turns) {
+    return turns.map((turn, index) => {
         const step = {
             id: index === 0 ? run.run_id : `${run.run_id}-turn-${index + 1}`,
             messages: turn.messages,
@@ -10692,7 +10702,6 @@ function buildConversation(run, events) {
             step.completed_at = run.completed_at;
         return step;
     });
-    return { conversation_id: run.run_id, steps };
 }
 /** A harness stores a tool's input as bounded JSON text: the value again when it is whole. */
 function parsedInput(input) {
@@ -10845,6 +10854,13 @@ function permute(key, id, decrypt) {
     ]).toString('hex');
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+/** Whether an id has the form newRunId makes: version 7, the RFC 4122 variant, a time not in the future. */
+function isRunIdForm(id) {
+    if (id[14] !== '7' || !'89ab'.includes(id[19]))
+        return false;
+    const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+    return ms <= Date.now() + 24 * 3600_000;
+}
 function checkForm(name, value) {
     if (!ID_FORM.test(value))
         throw new ProblemError('invalid_request', `${name} ${JSON.stringify(value.slice(0, 100))}: expected an id of 32 lower-case hex digits in the form ${EXAMPLE}`);
@@ -10853,6 +10869,9 @@ async function checkSessionRedirect(context, request) {
     const sessionId = request.params.session_id;
     checkForm('session_id', sessionId);
     const runId = permute(await keyOf(context.stores.accounts), sessionId, true);
+    // Run ids are of version 7 (runs/run-id.ts): a forged session id is refused before any read.
+    if (!isRunIdForm(runId))
+        return {};
     const run = await context.stores.runs.getRunAnyTeam(runId);
     // A run that started and ended has its transcript to show; any other id goes nowhere.
     if (!run || run.started_at === null || !run_isTerminalState(run.state))
@@ -10862,11 +10881,20 @@ async function checkSessionRedirect(context, request) {
 async function checkConversationRedirect(context, request) {
     const conversationId = request.params.conversation_id;
     checkForm('conversation_id', conversationId);
-    // Anonymous: {} for every id, whatever runs exist. A key sent is checked (a wrong one is a 401).
-    if (request.headers.authorization === undefined)
+    // Anonymous: {} for every id, whatever runs exist. A credential sent is checked as every keyed
+    // endpoint checks it (an API key, a workload's OIDC token, a run token); a wrong one is a 401.
+    const header = request.headers.authorization;
+    if (header === undefined)
         return {};
-    const principal = await authenticate(context.stores.accounts, request);
-    const run = await context.stores.runs.getRun(principal.team, conversationId);
+    // The read cache's principals are kept while the store is unchanged: look at its stamp first, as
+    // the key tree's hook does, so that a key revoked a moment ago is refused at once here too.
+    await new Promise((resolve, reject) => context.reads.afterRefresh(resolve, reject));
+    await admit(context, request, header);
+    const { team, orchestrator } = request.principal;
+    // An orchestrate run's token sees only the runs below its own, here as everywhere.
+    if (orchestrator && !(await context.stores.runs.isDescendant(team, conversationId, orchestrator.runId)))
+        return {};
+    const run = await context.stores.runs.getRun(team, conversationId);
     if (!run || run.started_at === null || run_isTerminalState(run.state))
         return {};
     return { session_id: permute(await keyOf(context.stores.accounts), run.run_id, false) };
@@ -11678,21 +11706,26 @@ class ChangeHub {
 // What the routes share: the stores (one per concern), the settings the routes read, and the
 // server's own moving parts. Each handler is a module-level function of (RouteContext, request,
 // reply): routes/table.ts names the one for each endpoint.
+/**
+ * The part of the configuration the server reads: its environments, limits, where it is reached,
+ * how session pages, the workspace's continuation window and webhooks behave, and its log. The
+ * rest (the sandbox, images, the store's location, publishing) is the worker's and the node's.
+ */
+const SERVER_SETTINGS = [
+    'environments',
+    'limits',
+    'workspaces',
+    'publicUrl',
+    'sessionPages',
+    'workers',
+    'logLevel',
+    'logFormat',
+    'dataDir',
+    'webhooks'
+];
 /** The server's settings out of the whole configuration: only these keys reach a route. */
 function serverSettings(config) {
-    const { environments, limits, workspaces, publicUrl, sessionPages, workers, logLevel, logFormat, dataDir, webhooks } = config;
-    return {
-        environments,
-        limits,
-        workspaces,
-        publicUrl,
-        sessionPages,
-        workers,
-        logLevel,
-        logFormat,
-        dataDir,
-        webhooks
-    };
+    return Object.fromEntries(SERVER_SETTINGS.map(key => [key, config[key]]));
 }
 
 ;// CONCATENATED MODULE: ./src/executor/sandbox/bwrap.ts
