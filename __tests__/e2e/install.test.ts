@@ -42,11 +42,12 @@ afterAll(() => {
 });
 
 describe('npm pack', () => {
-  it('packs only the bundles, action.yml, the README, the docs, the license and package.json', () => {
+  it('packs only the bundles, action.yml, the README, the changelog, the docs, the license and package.json', () => {
     const paths = packed.files.map(file => file.path);
     const outside = paths.filter(
       path =>
-        !/^(dist|docs)\//.test(path) && !['action.yml', 'README.md', 'LICENSE', 'package.json'].includes(path)
+        !/^(dist|docs)\//.test(path) &&
+        !['action.yml', 'README.md', 'CHANGELOG.md', 'LICENSE', 'package.json'].includes(path)
     );
     expect(outside).toEqual([]);
     expect(paths).toEqual(
@@ -56,6 +57,7 @@ describe('npm pack', () => {
         'dist/executor/index.js',
         'action.yml',
         'README.md',
+        'CHANGELOG.md',
         'LICENSE',
         'docs/executor.md'
       ])
