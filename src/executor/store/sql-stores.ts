@@ -14,6 +14,7 @@ import { SqlNodeStore } from './sql-nodes.js';
 import { SqlRunRecords } from './sql-runs.js';
 import { SqlScheduleStore } from './sql-schedules.js';
 import { SqlTranscriptStore } from './sql-transcript.js';
+import { SqlDeliveryStore } from './sql-deliveries.js';
 import { SqlWebhookStore } from './sql-webhooks.js';
 import type { Stores } from './stores.js';
 
@@ -29,6 +30,7 @@ export class SqlStores implements Stores {
   readonly nodes: SqlNodeStore;
   readonly schedules: SqlScheduleStore;
   readonly webhooks: SqlWebhookStore;
+  readonly deliveries: SqlDeliveryStore;
 
   constructor(protected readonly d: Dialect) {
     this.kind = d.kind;
@@ -45,6 +47,7 @@ export class SqlStores implements Stores {
     this.nodes = new SqlNodeStore(d);
     this.schedules = new SqlScheduleStore(d);
     this.webhooks = new SqlWebhookStore(d);
+    this.deliveries = new SqlDeliveryStore(d);
   }
 
   /** Moves whenever a write is committed here or by another process (SQLite); undefined on PostgreSQL. */

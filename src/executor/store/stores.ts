@@ -10,7 +10,7 @@ import type { NodeStore } from './node-types.js';
 import type { RunRecordStore } from './run-types.js';
 import type { ScheduleStore } from './schedule-types.js';
 import type { TranscriptStore } from './transcript-types.js';
-import type { WebhookStore } from './webhook-types.js';
+import type { DeliveryStore, WebhookStore } from './webhook-types.js';
 
 export interface Stores {
   /** 'sqlite' serves one node; 'postgres' is shared by every node on the database. */
@@ -36,8 +36,10 @@ export interface Stores {
   readonly nodes: NodeStore;
   /** The scheduled agents (sql-schedules.ts). */
   readonly schedules: ScheduleStore;
-  /** Teams' webhook endpoints and the deliveries to them (sql-webhooks.ts). */
+  /** Teams' webhook endpoints (sql-webhooks.ts). */
   readonly webhooks: WebhookStore;
+  /** The deliveries to them (sql-deliveries.ts). */
+  readonly deliveries: DeliveryStore;
   /**
    * A marker that moves whenever a write is committed to the store, by this process or any other
    * (SQLite: total_changes() with PRAGMA data_version, one statement). The server keeps serialised

@@ -1,5 +1,5 @@
 // What the store keeps of a team's webhook endpoints and of each delivery to them (WebhookStore),
-// apart from the SQL (sql-webhooks.ts) so that the Stores interface can name it without an import
+// apart from the SQL (sql-webhooks.ts, sql-deliveries.ts) so that the Stores interface can name it without an import
 // cycle. The deliveries themselves are written by the database's triggers (migrations.ts), in the
 // transaction of the change they tell of.
 
@@ -78,7 +78,10 @@ export interface WebhookStore {
   syncDeclared(declared: StoredWebhook[]): Promise<void>;
   /** Whether any team has an enabled endpoint. */
   anyWebhooks(): Promise<boolean>;
+}
 
+/** The deliveries to the endpoints: queued by the database's triggers, attempted under a lease (sql-deliveries.ts). */
+export interface DeliveryStore {
   /** The endpoint's deliveries, newest first. */
   listDeliveries(endpointId: string, limit: number): Promise<StoredDelivery[]>;
   getDelivery(endpointId: string, id: string): Promise<StoredDelivery | undefined>;

@@ -1,4 +1,4 @@
-// Sends the deliveries the store's triggers queue (store/sql-webhooks.ts): each node takes due
+// Sends the deliveries the store's triggers queue (store/sql-deliveries.ts): each node takes due
 // deliveries under a lease, as a worker takes runs, and attempts them in the background, so a slow
 // receiver holds one of a bounded number of slots and never the executor. An endpoint has at most
 // `concurrency_per_endpoint` attempts under way across the nodes, a team at most
@@ -55,7 +55,7 @@ export class Deliverer {
   private unsubscribe: (() => void)[] = [];
 
   constructor(
-    private readonly stores: Pick<Stores, 'runs' | 'transcript' | 'webhooks'>,
+    private readonly stores: Pick<Stores, 'runs' | 'transcript' | 'webhooks' | 'deliveries'>,
     private readonly config: Pick<ExecutorConfig, 'webhooks' | 'limits'>,
     private readonly options: DelivererOptions
   ) {}
@@ -122,7 +122,7 @@ export class Deliverer {
     const { webhooks } = this.config;
     this.anyEndpoints = await this.stores.webhooks.anyWebhooks();
     while (!this.stopped && this.inFlight.size < webhooks.concurrency) {
-      const delivery = await this.stores.webhooks.claimDelivery(
+      const delivery = await this.stores.deliveries.claimDelivery(
         this.owner,
         webhooks.timeoutMs + LEASE_MARGIN_MS,
         webhooks.concurrencyPerEndpoint,
@@ -143,11 +143,11 @@ export class Deliverer {
   }
 
   private async attempt(delivery: StoredDelivery): Promise<void> {
-    const webhooks = this.stores.webhooks;
+    const { webhooks, deliveries } = this.stores;
     const endpoint = await webhooks.webhookById(delivery.endpoint_id);
     const at = () => new Date().toISOString();
     if (!endpoint || endpoint.disabled_at !== null) {
-      await webhooks.finishAttempt(delivery.id, this.owner, {
+      await deliveries.finishAttempt(delivery.id, this.owner, {
         status: null,
         error: `not sent: the endpoint ${endpoint ? 'is disabled' : 'was deleted'}`,
         at: at(),
@@ -159,7 +159,7 @@ export class Deliverer {
     if (body === null) {
       const run = await this.stores.runs.getRunAnyTeam(delivery.run_id);
       body = payloadOf(delivery, run, this.options.link);
-      await webhooks.setBody(delivery.id, this.owner, body);
+      await deliveries.setBody(delivery.id, this.owner, body);
     }
     const timestamp = Math.floor(Date.now() / 1000);
     const secrets = [endpoint.secret];
@@ -187,7 +187,7 @@ export class Deliverer {
     // sees the endpoint disabled.
     if (sent.status === 410)
       await webhooks.disableWebhook(endpoint.id, result.at, 'the receiver answered 410 Gone');
-    await webhooks.finishAttempt(delivery.id, this.owner, result);
+    await deliveries.finishAttempt(delivery.id, this.owner, result);
   }
 
   /** What an attempt's answer means for the delivery. */
@@ -219,6 +219,6 @@ export class Deliverer {
     const now = Date.now();
     if (now - this.lastPrune < PRUNE_EVERY_MS) return;
     this.lastPrune = now;
-    await this.stores.webhooks.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
+    await this.stores.deliveries.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
   }
 }

@@ -77,7 +77,7 @@ export async function webhooksPage(context: ServerContext, request: FastifyReque
   const rows = await Promise.all(
     webhooks.map(async webhook => ({
       webhook,
-      deliveries: await stores.webhooks.listDeliveries(webhook.id, 50)
+      deliveries: await stores.deliveries.listDeliveries(webhook.id, 50)
     }))
   );
   return html(reply, renderWebhooks(viewer, rows));

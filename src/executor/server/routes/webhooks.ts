@@ -140,7 +140,11 @@ export const rotateWebhookSecret: Handler<'rotateWebhookSecret'> = async (contex
 export const listWebhookDeliveries: Handler<'listWebhookDeliveries'> = async (context, request) => {
   const webhooks = context.stores.webhooks;
   const webhook = await findWebhook(webhooks, request.principal.team, request.params.webhook_id);
-  return { deliveries: (await webhooks.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord) };
+  return {
+    deliveries: (await context.stores.deliveries.listDeliveries(webhook.id, DELIVERY_PAGE)).map(
+      deliveryRecord
+    )
+  };
 };
 
 export const retryWebhookDelivery: Handler<'retryWebhookDelivery'> = async (context, request) => {
@@ -148,13 +152,13 @@ export const retryWebhookDelivery: Handler<'retryWebhookDelivery'> = async (cont
   const { team } = request.principal;
   const { webhook_id: id, delivery_id: deliveryId } = request.params;
   await findWebhook(webhooks, team, id);
-  if (!(await webhooks.retryDelivery(team, id, deliveryId)))
+  if (!(await context.stores.deliveries.retryDelivery(team, id, deliveryId)))
     throw new ProblemError(
       'not_found',
       `delivery ${JSON.stringify(deliveryId)} of webhook ${JSON.stringify(id)} does not exist`
     );
   context.wakeDeliveries();
-  const delivery = await webhooks.getDelivery(id, deliveryId);
+  const delivery = await context.stores.deliveries.getDelivery(id, deliveryId);
   if (!delivery) throw notFound(id);
   return deliveryRecord(delivery);
 };
