@@ -1,12 +1,26 @@
 // Start-up checks of a worker's environments: configuration every run would fail on is refused
 // before the executor listens, each refusal naming the environment, the key, the value and the
-// expected form; what can work passes. Real directories, real programs on a real PATH.
-import { describe, expect, it } from '@jest/globals';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+// expected form; what can work passes. Real directories, real programs on a real PATH. A path the
+// user gave is shown whole (up to MAX_SHOWN_PATH), however long the machine's temp dir is.
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, parseConfig } from '../../src/executor/config/config.js';
 import { environmentProblems } from '../../src/executor/node/startup.js';
-import { tempDir } from '../support/executor.js';
+import { MAX_SHOWN_PATH } from '../../src/executor/values/config-reader.js';
+import { tempDir as madeTempDir } from '../support/executor.js';
+
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A new temp dir, removed when the file is done. */
+function tempDir(prefix: string): string {
+  const dir = madeTempDir(prefix);
+  made.push(dir);
+  return dir;
+}
 
 const PATH = { PATH: '/usr/bin:/bin' };
 
@@ -24,6 +38,21 @@ describe('start-up checks of environments', () => {
     const config = parseConfig({ environments: [{ id: 'web', source: 'no-such-dir' }] }, dir);
     expect(environmentProblems(config.environments[0]!, PATH)).toEqual([
       `environment "web": source ${JSON.stringify(join(dir, 'no-such-dir'))}: no such directory; ${FORMS}`
+    ]);
+  });
+
+  it('shows a long source path whole, past the 60 characters a value is cut at', () => {
+    const dir = tempDir('preflight-');
+    const long = join(dir, 'a-folder-whose-name-alone-is-longer-than-sixty-characters-by-a-margin', 'web');
+    const config = parseConfig({ environments: [{ id: 'web', source: long }] }, dir);
+    expect(environmentProblems(config.environments[0]!, PATH)).toEqual([
+      `environment "web": source ${JSON.stringify(long)}: no such directory; ${FORMS}`
+    ]);
+    // Past the generous bound, the path is cut with an ellipsis rather than filling the log.
+    const huge = `/${'x'.repeat(MAX_SHOWN_PATH + 100)}`;
+    const cut = parseConfig({ environments: [{ id: 'web', source: huge }] }, dir);
+    expect(environmentProblems(cut.environments[0]!, PATH)).toEqual([
+      `environment "web": source ${JSON.stringify(`${huge.slice(0, MAX_SHOWN_PATH)}…`)}: no such directory; ${FORMS}`
     ]);
   });
 

@@ -7,7 +7,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { delimiter, isAbsolute, resolve } from 'node:path';
-import { show } from '../values/config-reader.js';
+import { showPath } from '../values/config-reader.js';
 import {
   type AgentConfig,
   type AgentContext,
@@ -99,7 +99,7 @@ export const commandAgent = agentKind<CommandAgentConfig>({
     const program = environment.agent.command[0];
     if (program === undefined) return [];
     const problem = programProblem(environment, processEnv, program);
-    return problem ? [`${at}.command ${show(program)}: ${problem}`] : [];
+    return problem ? [`${at}.command ${showPath(program)}: ${problem}`] : [];
   },
 
   async run(context: AgentContext<CommandAgentConfig>): Promise<AgentResult> {

@@ -11,7 +11,7 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { agentKindOf } from '../agents/index.js';
-import { show } from '../values/config-reader.js';
+import { show, showPath } from '../values/config-reader.js';
 import {
   ConfigError,
   type EnvironmentConfig,
@@ -45,10 +45,10 @@ function sourceProblem(source: string): string | undefined {
   if (isRemoteSource(source)) {
     const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source)?.[1];
     if (scheme === undefined || SOURCE_SCHEMES.includes(scheme.toLowerCase())) return undefined;
-    return `source ${show(redactUrls(source))}: ${scheme}:// is not a scheme git fetches from; ${SOURCE_FORMS}`;
+    return `source ${showPath(redactUrls(source))}: ${scheme}:// is not a scheme git fetches from; ${SOURCE_FORMS}`;
   }
-  if (!existsSync(source)) return `source ${show(source)}: no such directory; ${SOURCE_FORMS}`;
-  if (!statSync(source).isDirectory()) return `source ${show(source)}: not a directory; ${SOURCE_FORMS}`;
+  if (!existsSync(source)) return `source ${showPath(source)}: no such directory; ${SOURCE_FORMS}`;
+  if (!statSync(source).isDirectory()) return `source ${showPath(source)}: not a directory; ${SOURCE_FORMS}`;
   return undefined;
 }
 

@@ -19,6 +19,12 @@ const SIZE_UNITS: Record<string, number> = {
 /** A value as it appears in a message (the one describer of src/api). */
 export const show = showValue;
 
+/** The longest path a message shows whole: a user must see which folder or program is meant. */
+export const MAX_SHOWN_PATH = 4096;
+
+/** A path the user gave, as it appears in a message: whole, up to MAX_SHOWN_PATH characters. */
+export const showPath = (path: string): string => showValue(path, MAX_SHOWN_PATH);
+
 export class ConfigReader {
   constructor(readonly problems: string[]) {}
 

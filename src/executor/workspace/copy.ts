@@ -4,6 +4,7 @@
 // copied each other's workspaces until the disk was full.
 
 import {
+  chmodSync,
   copyFileSync,
   existsSync,
   lstatSync,
@@ -30,9 +31,24 @@ export class WorkspaceQuotaError extends Error {
   }
 }
 
+/**
+ * Every directory the executor makes for a workspace: the run's user owns it once given, but the
+ * sandbox enters it before that user is (bubblewrap's chdir, as a root without CAP_DAC_OVERRIDE),
+ * so others must pass through it, whatever the executor's umask (077 would leave it 0700).
+ */
+export const WORKSPACE_DIR_MODE = 0o755;
+
+/**
+ * Makes a directory of a workspace, WORKSPACE_DIR_MODE whatever the umask. Only a directory made
+ * here and now (new and empty) has its mode set: one that was there is left as it is.
+ */
+export function makeWorkspaceDir(dir: string): void {
+  if (mkdirSync(dir, { recursive: true }) !== undefined) chmodSync(dir, WORKSPACE_DIR_MODE);
+}
+
 /** Marks a data dir's workspaces folder (see WORKSPACES_MARKER). */
 export function markWorkspaces(dir: string): void {
-  mkdirSync(dir, { recursive: true });
+  makeWorkspaceDir(dir);
   const marker = join(dir, WORKSPACES_MARKER);
   if (!existsSync(marker)) writeFileSync(marker, 'agent-run workspaces: never copied into a workspace\n');
 }
@@ -51,7 +67,8 @@ export function isExecutorDir(dir: string): boolean {
 export function copyTree(from: string, to: string, skip: string, quotaBytes: number): void {
   let used = 0;
   const walk = (source: string, target: string) => {
-    mkdirSync(target, { recursive: true });
+    // Made here, before anything is copied into it or any run exists.
+    makeWorkspaceDir(target);
     for (const entry of readdirSync(source, { withFileTypes: true })) {
       const path = join(source, entry.name);
       const into = join(target, entry.name);

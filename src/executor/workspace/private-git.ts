@@ -22,6 +22,7 @@ import {
   rmSync
 } from 'node:fs';
 import { join } from 'node:path';
+import { makeWorkspaceDir } from './copy.js';
 import {
   type FileOwner,
   type PrivateRepository,
@@ -67,7 +68,7 @@ export async function checkoutRepository(
   owner?: FileOwner
 ): Promise<string> {
   if (!COMMIT.test(head)) throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
-  mkdirSync(repository.workTree, { recursive: true });
+  makeWorkspaceDir(repository.workTree);
   writeGitDir(repository.gitDir, head, borrowed, shallow);
   await privateGit(repository, ['read-tree', '--reset', '-u', head], { owner });
   if (owner) lchownSync(join(repository.gitDir, 'index'), 0, 0);

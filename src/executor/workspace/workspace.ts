@@ -134,6 +134,14 @@ function gitTopLevel(dir: string): Promise<string | undefined> {
   return top;
 }
 
+/**
+ * Runs borrow a remote source's objects from its cache and read them as their own user: git makes
+ * the cache readable by all whatever the executor's umask (077 would leave it root's alone), from
+ * the clone's first directory (the option before `clone`) to every later fetch (the one after it,
+ * kept in the cache's config).
+ */
+const READABLE_CACHE = 'core.sharedRepository=0644';
+
 /** A remote source is cloned once (bare) and fetched before each run. */
 async function remoteCache(source: string, dataDir: string): Promise<string> {
   const cache = join(
@@ -143,7 +151,7 @@ async function remoteCache(source: string, dataDir: string): Promise<string> {
   );
   if (!existsSync(cache)) {
     mkdirSync(join(dataDir, 'sources'), { recursive: true });
-    await git(['clone', '--bare', '--quiet', source, cache]);
+    await git(['-c', READABLE_CACHE, 'clone', '--bare', '--quiet', '-c', READABLE_CACHE, source, cache]);
   } else {
     await git(['fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*'], cache);
   }

@@ -11,7 +11,7 @@
 //     max_cost_usd: 2.5              # optional; a run that costs more is stopped (budget_exceeded)
 
 import { accessSync, constants, statSync } from 'node:fs';
-import { show } from '../../values/config-reader.js';
+import { show, showPath } from '../../values/config-reader.js';
 import { type AgentKind, agentKind } from '../types.js';
 import { runHarness } from './harness.js';
 import { type HarnessAgentConfig, findOnPath, harnessCommand } from './input.js';
@@ -73,7 +73,7 @@ export function harnessKind(spec: HarnessSpec): AgentKind {
         ? `no executable file at ${program}`
         : `${program} is not on the PATH runs get (${processEnv.PATH ?? 'empty'})`;
       return [
-        `${at}.command ${show(program)}: ${where}; install it with \`${spec.install}\`, or set ${at}.command to its path`
+        `${at}.command ${showPath(program)}: ${where}; install it with \`${spec.install}\`, or set ${at}.command to its path`
       ];
     },
 
