@@ -59,14 +59,16 @@ describe('agent-executor CLI', () => {
     expect(raw).toMatch(/^arx_[0-9A-Za-z]{36}$/);
     const id = /key (key_\w+)/.exec(lines[0]!)![1]!;
     const listed = await executorCli(['keys', 'list', '--data-dir', 'data'], { cwd: dir });
-    expect(listed.stdout).toContain(`${id}\tplatform\tagent\tci-bot\tarx_`);
-    expect(listed.stdout.split('\n')[0]).toBe('ID\tTEAM\tKIND\tNAME\tHINT\tCREATED\tSTATUS');
+    // In columns, like every table of both command lines (issue 50, friction 13).
+    expect(listed.stdout).toMatch(new RegExp(`^${id} +platform +agent +ci-bot +arx_`, 'm'));
+    expect(listed.stdout.split('\n')[0]).toMatch(/^ID +TEAM +KIND +NAME +HINT +CREATED +STATUS$/);
+    expect(listed.stdout).not.toContain('\t');
     expect(listed.stdout).not.toContain(raw);
     expect((await executorCli(['keys', 'revoke', id, '--data-dir', 'data'], { cwd: dir })).stdout).toBe(
       `Revoked key ${id}.\n`
     );
     expect((await executorCli(['keys', 'list', '--data-dir', 'data'], { cwd: dir })).stdout).toMatch(
-      /\trevoked \d{4}-/
+      / {2}revoked \d{4}-/
     );
     const again = await executorCli(['keys', 'revoke', id, '--data-dir', 'data'], { cwd: dir });
     expect(again.code).toBe(2);
@@ -124,7 +126,7 @@ describe('agent-executor CLI', () => {
     expect(created.code).toBe(0);
     expect(readFileSync(path).length).toBeGreaterThan(0);
     const listed = await executorCli(['keys', 'list', '--store', path], { cwd: dir });
-    expect(listed.stdout).toMatch(/\tdefault\tagent\tci\t/);
+    expect(listed.stdout).toMatch(/ default +agent +ci /);
     const elsewhere = await executorCli(['keys', 'list'], { cwd: dir });
     expect(elsewhere.stdout).toContain('No keys.');
   });
@@ -236,7 +238,7 @@ describe('agent-executor CLI', () => {
     expect(created.code).toBe(0);
     const before = await executorCli(['--data-dir', 'elsewhere', 'keys', 'list'], { cwd: dir });
     const after = await executorCli(['keys', 'list', '--data-dir=elsewhere'], { cwd: dir });
-    expect(before.stdout).toContain('\tagent\tearly-flag\t');
+    expect(before.stdout).toMatch(/ agent +early-flag /);
     expect(after.stdout).toBe(before.stdout);
     const unknown = await executorCli(['keys', 'rotate'], { cwd: dir });
     expect(unknown.code).toBe(2);

@@ -1,6 +1,7 @@
 // `agent-run`: finds the command, runs it, and turns whatever it throws into a message on stderr
 // and one of the documented exit codes. The key is refused as a flag before anything else.
 
+import { didYouMean } from '../api/suggest.js';
 import { actionCommand } from './commands/action.js';
 import { type Command, type Context, helpText } from './commands/common.js';
 import { followupCommand } from './commands/followup.js';
@@ -71,8 +72,9 @@ export async function main(
   }
   const command = COMMANDS.find(c => c.name === name);
   if (!command) {
+    const names = COMMANDS.map(c => c.name);
     terminal.error(
-      `unknown command ${JSON.stringify(name)}; expected one of ${COMMANDS.map(c => c.name).join(', ')}`
+      `unknown command ${JSON.stringify(name)}; expected one of ${names.join(', ')}${didYouMean(name, names)}`
     );
     return EXIT.usage;
   }

@@ -29,6 +29,7 @@ import { FAN_OUT_FORM, type FanOutItemInput, MAX_PARALLEL, parseFanOut } from '.
 import { CliError, EXIT, usage } from '../exit.js';
 import type { Terminal } from '../terminal.js';
 import { visible } from '../visible.js';
+import { counted } from '../../common/plural.js';
 
 /** About 15 s of backoff before a create gives up; the idempotency key makes the retries safe. */
 const CREATE_RETRIES = 5;
@@ -295,7 +296,7 @@ export async function runFanOut(
   process.once('SIGTERM', onSignal);
   const ends: ItemEnd[] = items.map(item => ({ item }));
   terminal.note(
-    `Fan-out: ${items.length} runs, at most ${options.maxParallel} at once (--require ${options.require}).`
+    `Fan-out: ${counted(items.length, 'run')}, at most ${options.maxParallel} at once (--require ${options.require}).`
   );
   const step: FanOutRun = {
     client,
@@ -402,7 +403,7 @@ function verdict(
 ): number {
   const succeeded = ends.filter(end => end.conclusion === 'succeeded').length;
   const met = options.require === 'all' ? succeeded === ends.length : succeeded > 0;
-  const count = `${succeeded} of ${ends.length} runs succeeded (--require ${options.require}) in ${formatDuration(Date.now() - startedAt)}`;
+  const count = `${succeeded} of ${counted(ends.length, 'run')} succeeded (--require ${options.require}) in ${formatDuration(Date.now() - startedAt)}`;
   if (interrupted) {
     terminal.note(`Interrupted: ${count}.`);
     return EXIT.interrupted;

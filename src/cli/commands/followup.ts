@@ -6,6 +6,7 @@ import { EXIT, EXIT_CODES_HELP, usage } from '../exit.js';
 import { type Command, clientFor, durationOption, modeOption, onBlockedOption, parse } from './common.js';
 import { RunFollower } from '../../client/index.js';
 import { watchRun } from './watch.js';
+import { counted } from '../../common/plural.js';
 
 export const followupCommand: Command = {
   name: 'followup',
@@ -38,7 +39,7 @@ ${EXIT_CODES_HELP}`,
     });
     if (positionals.length !== 2) {
       throw usage(
-        `expected ID and MESSAGE, got ${positionals.length} arguments; quote a message with spaces`
+        `expected ID and MESSAGE, got ${counted(positionals.length, 'argument')}; quote a message with spaces`
       );
     }
     const [runId, given] = positionals as [string, string];

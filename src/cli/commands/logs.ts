@@ -15,6 +15,7 @@ import {
 import { EXIT } from '../exit.js';
 import { table } from '../terminal.js';
 import { type Command, clientFor, onePositional, parse } from './common.js';
+import { counted } from '../../common/plural.js';
 
 export const logsCommand: Command = {
   name: 'logs',
@@ -119,7 +120,9 @@ Example:
         const name = saved.get(i)!;
         const path = join(values.download, name);
         writeFileSync(path, file.bytes);
-        terminal.note(`Saved ${artifact.artifact_type} ${uid} to ${path} (${file.bytes.length} bytes).`);
+        terminal.note(
+          `Saved ${artifact.artifact_type} ${uid} to ${path} (${counted(file.bytes.length, 'byte')}).`
+        );
       }
       return EXIT.ok;
     } finally {

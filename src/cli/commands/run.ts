@@ -45,6 +45,7 @@ Options:
   --title T              title of the run
   --config JSON          more run configuration, e.g. '{"model_id":"m1"}'
   --prompt-file FILE     read the prompt from a file; "-" as PROMPT reads standard input
+  --wait                 wait for the run to end and print its answer (the default)
   --no-wait              print the run id and return at once
   --timeout DURATION     how long to wait (default 60m), e.g. 90s, 30m, 1h30m
   --on-blocked fail|wait a BLOCKED run ends the command with code 4 (fail, default) or is waited for
@@ -80,7 +81,7 @@ Example:
 ${EXIT_CODES_HELP}`,
   async run(argv, context) {
     const { values, positionals } = parse(argv, RUN_OPTIONS);
-    checkFanOutFlags(values);
+    checkFlags(values);
     const mode = modeOption(values.mode);
     const metadata = metadataOption(values.metadata);
     const timeoutMs = durationOption('timeout', values.timeout, '60m');
@@ -117,6 +118,8 @@ const RUN_OPTIONS = {
   title: { type: 'string' },
   config: { type: 'string' },
   'prompt-file': { type: 'string' },
+  // The default said aloud: a user who writes it (followup takes --wait too) is not refused.
+  wait: { type: 'boolean' },
   'no-wait': { type: 'boolean' },
   timeout: { type: 'string' },
   'on-blocked': { type: 'string' },
@@ -148,8 +151,10 @@ interface RunRequest {
   onBlocked: 'fail' | 'wait';
 }
 
-/** Refuses the fan-out options without --fan-out, and --no-wait with it. */
-function checkFanOutFlags(values: RunValues): void {
+/** Refuses --wait with --no-wait, the fan-out options without --fan-out, and --no-wait with it. */
+function checkFlags(values: RunValues): void {
+  if (values.wait && values['no-wait'])
+    throw usage('--wait and --no-wait: run waits unless told --no-wait; give one of them');
   if (values['fan-out'] === undefined) {
     for (const name of ['max-parallel', 'require', 'idempotency-key'] as const)
       if (values[name] !== undefined) throw usage(`--${name} is for --fan-out FILE; give --fan-out too`);

@@ -41,7 +41,9 @@ export async function main(argv: string[]): Promise<number> {
       case 'help': {
         const [topic] = args.filter(arg => !arg.startsWith('-'));
         if (topic !== undefined && !COMMANDS.includes(topic))
-          throw new UsageError(`help ${JSON.stringify(topic)}: expected serve, keys or environments`);
+          throw new UsageError(
+            `help ${JSON.stringify(topic)}: expected serve, keys or environments${didYouMean(topic, COMMANDS)}`
+          );
         return help(topic as Command | undefined);
       }
       case undefined:
@@ -54,7 +56,7 @@ export async function main(argv: string[]): Promise<number> {
         return help();
       default:
         throw new UsageError(
-          `unknown command ${JSON.stringify(command)}; expected serve, keys or environments`
+          `unknown command ${JSON.stringify(command)}; expected serve, keys or environments${didYouMean(command, COMMANDS)}`
         );
     }
   } catch (error) {
@@ -187,7 +189,7 @@ async function keys(args: string[]): Promise<number> {
         return await revokeKey(store.accounts, positionals[0]);
       default:
         throw new UsageError(
-          `unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke`
+          `unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke${didYouMean(action ?? '', ['create', 'list', 'revoke'])}`
         );
     }
   } finally {
@@ -219,16 +221,18 @@ async function createKey(
   return 0;
 }
 
-/** `keys list`: every key, one a line. */
+/** `keys list`: every key, one a line, in columns like every other table of both command lines. */
 async function listKeys(accounts: Pick<AccountStore, 'listKeys'>): Promise<number> {
-  const rows = await accounts.listKeys();
-  if (rows.length === 0)
+  const listed = await accounts.listKeys();
+  if (listed.length === 0) {
     console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
-  else console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
-  for (const key of rows) {
-    const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
-    console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
+    return 0;
   }
+  const rows = listed.map(key => {
+    const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
+    return [key.id, key.team, key.kind, key.name, key.hint, key.created_at, status];
+  });
+  console.log(table(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'], rows));
   return 0;
 }
 
@@ -246,7 +250,9 @@ function environments(args: string[]): number {
   const { values, positionals } = parse(args, {}, 1);
   const [action] = positionals;
   if (action !== 'list')
-    throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
+    throw new UsageError(
+      `unknown environments command ${JSON.stringify(action ?? '')}; expected list${didYouMean(action ?? '', ['list'])}`
+    );
   const config = configFrom(values);
   const rows = config.environments.map(env => [
     env.id,
