@@ -202,6 +202,21 @@ describe('files the executor writes for a run', () => {
     });
     expect(readFileSync(target, 'utf8')).toBe('original');
   });
+
+  it("names a write the sandbox refused as a failed write, with the shell's reason, not an invalid directive", async () => {
+    const id = await createRun(
+      ex,
+      keyB,
+      'plain',
+      '@sim run mkdir ro && chmod 555 ro\n@sim write ro/x.txt hello'
+    );
+    const run = await waitForState<{ state: string; status_message: string }>({ on: ex, key: keyB, id });
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message).toMatch(
+      /^@sim write ro\/x\.txt: could not be written \(exit code \d+\): .*ro\/x\.txt: Permission denied/
+    );
+    expect(run.status_message).not.toContain('invalid directive');
+  });
 });
 
 describe('network: a list of host:port', () => {

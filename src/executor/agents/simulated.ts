@@ -21,6 +21,7 @@
 import { relative, resolve } from 'node:path';
 import { type AgentContext, type AgentResult, agentKind } from './types.js';
 import { agentFailed, agentStopped, commandFailed, succeeded } from '../runs/outcomes.js';
+import { counted } from '../../common/plural.js';
 
 const DIRECTIVE = /^@sim(?:\s+(\S+))?\s*(.*)$/;
 
@@ -233,19 +234,28 @@ async function writeVerb(context: AgentContext, rest: string): Promise<AgentResu
   // Written by a process of the run, in its sandbox, as the run's user: the executor itself
   // never opens a path the run could have turned into a link.
   let said = '';
+  let complained = '';
   const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
     env: { PATH: '/usr/bin:/bin' },
     stdin: text,
-    onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
+    onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096)),
+    onStderr: chunk => void (complained = (complained + chunk.toString('utf8')).slice(0, 4096))
   });
   const verdict = said.split('\n')[0] ?? '';
-  if (wrote.exitCode !== 0) return invalid(`@sim write ${path}`, `${path}: ${unwritten(verdict, wrote)}`);
-  await context.record('file', {
-    path: inside,
-    change: verdict === 'modified' ? 'modified' : 'added',
-    bytes: Buffer.byteLength(text)
-  });
-  return undefined;
+  if (wrote.exitCode === 0) {
+    await context.record('file', {
+      path: inside,
+      change: verdict === 'modified' ? 'modified' : 'added',
+      bytes: Buffer.byteLength(text)
+    });
+    return undefined;
+  }
+  // A path through a link or a file is the directive's fault; anything else (a workspace the
+  // process may not write, a sandbox that did not start) is not, and says what the process said.
+  if (verdict.startsWith('notdir ') || verdict === 'link')
+    return invalid(`@sim write ${path}`, `${path}: ${unwritten(verdict, wrote)}`);
+  const why = complained.trim().split('\n')[0]?.slice(0, 500);
+  return agentFailed(`@sim write ${path}: ${unwritten(verdict, wrote)}${why ? `: ${why}` : ''}`);
 }
 
 /** Why WRITE_SCRIPT refused, from the first line it printed and how it ended. */
@@ -292,7 +302,7 @@ async function gatherVerb(
   const lines = (called.answer as { run_id: string; state: string; result: string }[]).map(
     (child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`
   );
-  answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
+  answer.result = `Gathered ${counted(lines.length, 'child run')}:\n${lines.join('\n')}`;
   await context.record('message', { text: answer.result });
   return undefined;
 }
