@@ -34177,7 +34177,7 @@ module.exports = {
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7498);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(14);
 // The `agent-run` command line: the bin's entry point, so that everything else is importable and testable.
 
 // A reader that stops early (`agent-run logs ID | head`) closes the pipe: end quietly, as a
@@ -34196,7 +34196,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 7498:
+/***/ 14:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -34341,6 +34341,49 @@ __nccwpck_require__.d(typebox_namespaceObject, {
   Void: () => (Void),
   With: () => (with_With)
 });
+
+;// CONCATENATED MODULE: ./src/api/suggest.ts
+// "Did you mean": the known word nearest to a mistyped one, for the messages that refuse an unknown
+// option, configuration key or value. Near means a few edits (a letter left out, swapped or extra).
+/** Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`. */
+function distance(a, b) {
+    const rows = [];
+    for (let i = 0; i <= a.length; i++)
+        rows.push([i, ...new Array(b.length).fill(0)]);
+    for (let j = 1; j <= b.length; j++)
+        rows[0][j] = j;
+    for (let i = 1; i <= a.length; i++) {
+        for (let j = 1; j <= b.length; j++) {
+            const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+            let best = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+            if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+                best = Math.min(best, rows[i - 2][j - 2] + 1);
+            rows[i][j] = best;
+        }
+    }
+    return rows[a.length][b.length];
+}
+/** The candidate nearest to `word` when it is near enough to be a typing slip, else undefined. */
+function closestWord(word, candidates) {
+    // Words are short; a long one (a pasted value) is no slip, and its cost stays bounded.
+    if (word.length === 0 || word.length > 64)
+        return undefined;
+    const lower = word.toLowerCase();
+    let best;
+    let bestDistance = Infinity;
+    for (const candidate of candidates) {
+        const d = distance(lower, candidate.toLowerCase());
+        if (d < bestDistance)
+            [best, bestDistance] = [candidate, d];
+    }
+    const allowed = Math.max(1, Math.floor(Math.max(word.length, 3) / 4));
+    return best !== undefined && best !== word && bestDistance <= allowed ? best : undefined;
+}
+/** `; did you mean X?` for a near candidate, else the empty string. */
+function didYouMean(word, candidates) {
+    const near = closestWord(word, candidates);
+    return near === undefined ? '' : `; did you mean ${near}?`;
+}
 
 ;// CONCATENATED MODULE: external "node:child_process"
 const external_node_child_process_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:child_process");
@@ -35137,49 +35180,6 @@ function endpointPath(name, params = {}) {
 /** The path in Fastify's (and find-my-way's) form: `/api/v1/agent/runs/:run_id`. */
 function routePath(path) {
     return path.replace(/\{([a-z_]+)\}/g, ':$1');
-}
-
-;// CONCATENATED MODULE: ./src/api/suggest.ts
-// "Did you mean": the known word nearest to a mistyped one, for the messages that refuse an unknown
-// option, configuration key or value. Near means a few edits (a letter left out, swapped or extra).
-/** Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`. */
-function distance(a, b) {
-    const rows = [];
-    for (let i = 0; i <= a.length; i++)
-        rows.push([i, ...new Array(b.length).fill(0)]);
-    for (let j = 1; j <= b.length; j++)
-        rows[0][j] = j;
-    for (let i = 1; i <= a.length; i++) {
-        for (let j = 1; j <= b.length; j++) {
-            const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-            let best = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
-            if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-                best = Math.min(best, rows[i - 2][j - 2] + 1);
-            rows[i][j] = best;
-        }
-    }
-    return rows[a.length][b.length];
-}
-/** The candidate nearest to `word` when it is near enough to be a typing slip, else undefined. */
-function closestWord(word, candidates) {
-    // Words are short; a long one (a pasted value) is no slip, and its cost stays bounded.
-    if (word.length === 0 || word.length > 64)
-        return undefined;
-    const lower = word.toLowerCase();
-    let best;
-    let bestDistance = Infinity;
-    for (const candidate of candidates) {
-        const d = distance(lower, candidate.toLowerCase());
-        if (d < bestDistance)
-            [best, bestDistance] = [candidate, d];
-    }
-    const allowed = Math.max(1, Math.floor(Math.max(word.length, 3) / 4));
-    return best !== undefined && best !== word && bestDistance <= allowed ? best : undefined;
-}
-/** `; did you mean X?` for a near candidate, else the empty string. */
-function didYouMean(word, candidates) {
-    const near = closestWord(word, candidates);
-    return near === undefined ? '' : `; did you mean ${near}?`;
 }
 
 ;// CONCATENATED MODULE: ./src/api/index.ts
@@ -39233,10 +39233,18 @@ async function finalReport(client, terminal, runId, run, options) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/common/plural.ts
+// Counts in messages: "1 child run", "2 child runs", never "1 child runs".
+/** The count and its noun, the noun plural (its `plural`, else with an s) unless the count is one. */
+function counted(count, noun, plural = `${noun}s`) {
+    return `${count} ${count === 1 ? noun : plural}`;
+}
+
 ;// CONCATENATED MODULE: ./src/cli/commands/followup.ts
 // `agent-run followup`: the next user message to a run that exists (queued, running or ended). The
 // same run goes on, in the same workspace; with --wait the command follows the new turn as `wait`
 // does and prints its answer.
+
 
 
 
@@ -39271,7 +39279,7 @@ ${EXIT_CODES_HELP}`,
             'on-blocked': { type: 'string' }
         });
         if (positionals.length !== 2) {
-            throw usage(`expected ID and MESSAGE, got ${positionals.length} arguments; quote a message with spaces`);
+            throw usage(`expected ID and MESSAGE, got ${counted(positionals.length, 'argument')}; quote a message with spaces`);
         }
         const [runId, given] = positionals;
         const message = given === '-' ? await context.readStdin() : given;
@@ -39487,6 +39495,7 @@ function indent(text, max) {
 
 
 
+
 const logsCommand = {
     name: 'logs',
     summary: "print a run's conversation (or transcript)",
@@ -39599,7 +39608,7 @@ Example:
                 const name = saved.get(i);
                 const path = (0,external_node_path_namespaceObject.join)(values.download, name);
                 (0,external_node_fs_namespaceObject.writeFileSync)(path, file.bytes);
-                terminal.note(`Saved ${artifact.artifact_type} ${uid} to ${path} (${file.bytes.length} bytes).`);
+                terminal.note(`Saved ${artifact.artifact_type} ${uid} to ${path} (${counted(file.bytes.length, 'byte')}).`);
             }
             return EXIT.ok;
         }
@@ -39782,6 +39791,7 @@ function parseJsonObject(text) {
 
 
 
+
 /** About 15 s of backoff before a create gives up; the idempotency key makes the retries safe. */
 const CREATE_RETRIES = 5;
 /** Characters of a title or an answer's first line the table shows. */
@@ -39930,7 +39940,7 @@ async function runFanOut(client, terminal, items, options, defaults) {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     const ends = items.map(item => ({ item }));
-    terminal.note(`Fan-out: ${items.length} runs, at most ${options.maxParallel} at once (--require ${options.require}).`);
+    terminal.note(`Fan-out: ${counted(items.length, 'run')}, at most ${options.maxParallel} at once (--require ${options.require}).`);
     const step = {
         client,
         terminal,
@@ -40025,7 +40035,7 @@ async function followItem(step, end, name, blocked) {
 function verdict(terminal, ends, options, startedAt, interrupted) {
     const succeeded = ends.filter(end => end.conclusion === 'succeeded').length;
     const met = options.require === 'all' ? succeeded === ends.length : succeeded > 0;
-    const count = `${succeeded} of ${ends.length} runs succeeded (--require ${options.require}) in ${formatDuration(Date.now() - startedAt)}`;
+    const count = `${succeeded} of ${counted(ends.length, 'run')} succeeded (--require ${options.require}) in ${formatDuration(Date.now() - startedAt)}`;
     if (interrupted) {
         terminal.note(`Interrupted: ${count}.`);
         return EXIT.interrupted;
@@ -40171,6 +40181,7 @@ Options:
   --title T              title of the run
   --config JSON          more run configuration, e.g. '{"model_id":"m1"}'
   --prompt-file FILE     read the prompt from a file; "-" as PROMPT reads standard input
+  --wait                 wait for the run to end and print its answer (the default)
   --no-wait              print the run id and return at once
   --timeout DURATION     how long to wait (default 60m), e.g. 90s, 30m, 1h30m
   --on-blocked fail|wait a BLOCKED run ends the command with code 4 (fail, default) or is waited for
@@ -40206,7 +40217,7 @@ Example:
 ${EXIT_CODES_HELP}`,
     async run(argv, context) {
         const { values, positionals } = parse(argv, RUN_OPTIONS);
-        checkFanOutFlags(values);
+        checkFlags(values);
         const mode = modeOption(values.mode);
         const metadata = metadataOption(values.metadata);
         const timeoutMs = durationOption('timeout', values.timeout, '60m');
@@ -40241,6 +40252,8 @@ const RUN_OPTIONS = {
     title: { type: 'string' },
     config: { type: 'string' },
     'prompt-file': { type: 'string' },
+    // The default said aloud: a user who writes it (followup takes --wait too) is not refused.
+    wait: { type: 'boolean' },
     'no-wait': { type: 'boolean' },
     timeout: { type: 'string' },
     'on-blocked': { type: 'string' },
@@ -40253,8 +40266,10 @@ const RUN_OPTIONS = {
     require: { type: 'string' },
     'idempotency-key': { type: 'string' }
 };
-/** Refuses the fan-out options without --fan-out, and --no-wait with it. */
-function checkFanOutFlags(values) {
+/** Refuses --wait with --no-wait, the fan-out options without --fan-out, and --no-wait with it. */
+function checkFlags(values) {
+    if (values.wait && values['no-wait'])
+        throw usage('--wait and --no-wait: run waits unless told --no-wait; give one of them');
     if (values['fan-out'] === undefined) {
         for (const name of ['max-parallel', 'require', 'idempotency-key'])
             if (values[name] !== undefined)
@@ -48829,6 +48844,7 @@ function showDeliveries(terminal, deliveries, json) {
 
 
 
+
 const COMMANDS = [
     runCommand,
     getCommand,
@@ -48881,7 +48897,8 @@ async function main(argv, streams = { stdout: process.stdout, stderr: process.st
     }
     const command = COMMANDS.find(c => c.name === name);
     if (!command) {
-        terminal.error(`unknown command ${JSON.stringify(name)}; expected one of ${COMMANDS.map(c => c.name).join(', ')}`);
+        const names = COMMANDS.map(c => c.name);
+        terminal.error(`unknown command ${JSON.stringify(name)}; expected one of ${names.join(', ')}${didYouMean(name, names)}`);
         return EXIT.usage;
     }
     if (rest.includes('--help') || rest.includes('-h')) {

@@ -526,7 +526,7 @@ async function start() {
         console.error(wrongNodeMessage(process.version));
         process.exit(1);
     }
-    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(556), __nccwpck_require__.e(710)]).then(__nccwpck_require__.bind(__nccwpck_require__, 34710));
+    const { main } = await Promise.all(/* import() */[__nccwpck_require__.e(556), __nccwpck_require__.e(649)]).then(__nccwpck_require__.bind(__nccwpck_require__, 95649));
     process.exitCode = await main(process.argv.slice(2));
 }
 void start();

@@ -1,8 +1,8 @@
-export const id = 710;
-export const ids = [710];
+export const id = 649;
+export const ids = [649];
 export const modules = {
 
-/***/ 34710:
+/***/ 95649:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -1011,6 +1011,10 @@ const SIZE_UNITS = {
 };
 /** A value as it appears in a message (the one describer of src/api). */
 const show = showValue;
+/** The longest path a message shows whole: a user must see which folder or program is meant. */
+const MAX_SHOWN_PATH = 4096;
+/** A path the user gave, as it appears in a message: whole, up to MAX_SHOWN_PATH characters. */
+const showPath = (path) => showValue(path, MAX_SHOWN_PATH);
 class ConfigReader {
     problems;
     constructor(problems) {
@@ -1374,7 +1378,7 @@ const commandAgent = agentKind({
         if (program === undefined)
             return [];
         const problem = programProblem(environment, processEnv, program);
-        return problem ? [`${at}.command ${show(program)}: ${problem}`] : [];
+        return problem ? [`${at}.command ${showPath(program)}: ${problem}`] : [];
     },
     async run(context) {
         const { command, prompt: mode } = context.agent;
@@ -2937,11 +2941,18 @@ function harnessKind(spec) {
                 ? `no executable file at ${program}`
                 : `${program} is not on the PATH runs get (${processEnv.PATH ?? 'empty'})`;
             return [
-                `${at}.command ${show(program)}: ${where}; install it with \`${spec.install}\`, or set ${at}.command to its path`
+                `${at}.command ${showPath(program)}: ${where}; install it with \`${spec.install}\`, or set ${at}.command to its path`
             ];
         },
         run: context => runHarness(spec, context)
     });
+}
+
+;// CONCATENATED MODULE: ./src/common/plural.ts
+// Counts in messages: "1 child run", "2 child runs", never "1 child runs".
+/** The count and its noun, the noun plural (its `plural`, else with an s) unless the count is one. */
+function counted(count, noun, plural = `${noun}s`) {
+    return `${count} ${count === 1 ? noun : plural}`;
 }
 
 ;// CONCATENATED MODULE: ./src/executor/agents/simulated.ts
@@ -2964,6 +2975,7 @@ function harnessKind(spec) {
 // else the echo of the instruction. `@sim child` and `@sim gather` talk to the executor as an
 // orchestrating agent would: from a process inside the run's sandbox, with the turn's
 // AGENT_RUN_BASE_URL and AGENT_RUN_API_KEY, through the run's proxy.
+
 
 
 
@@ -3154,20 +3166,28 @@ async function writeVerb(context, rest) {
     // Written by a process of the run, in its sandbox, as the run's user: the executor itself
     // never opens a path the run could have turned into a link.
     let said = '';
+    let complained = '';
     const wrote = await context.processes.run('/bin/sh', ['-c', WRITE_SCRIPT, 'sh', inside], {
         env: { PATH: '/usr/bin:/bin' },
         stdin: text,
-        onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096))
+        onStdout: chunk => void (said = (said + chunk.toString('utf8')).slice(0, 4096)),
+        onStderr: chunk => void (complained = (complained + chunk.toString('utf8')).slice(0, 4096))
     });
     const verdict = said.split('\n')[0] ?? '';
-    if (wrote.exitCode !== 0)
+    if (wrote.exitCode === 0) {
+        await context.record('file', {
+            path: inside,
+            change: verdict === 'modified' ? 'modified' : 'added',
+            bytes: Buffer.byteLength(text)
+        });
+        return undefined;
+    }
+    // A path through a link or a file is the directive's fault; anything else (a workspace the
+    // process may not write, a sandbox that did not start) is not, and says what the process said.
+    if (verdict.startsWith('notdir ') || verdict === 'link')
         return invalid(`@sim write ${path}`, `${path}: ${unwritten(verdict, wrote)}`);
-    await context.record('file', {
-        path: inside,
-        change: verdict === 'modified' ? 'modified' : 'added',
-        bytes: Buffer.byteLength(text)
-    });
-    return undefined;
+    const why = complained.trim().split('\n')[0]?.slice(0, 500);
+    return agentFailed(`@sim write ${path}: ${unwritten(verdict, wrote)}${why ? `: ${why}` : ''}`);
 }
 /** Why WRITE_SCRIPT refused, from the first line it printed and how it ended. */
 function unwritten(verdict, wrote) {
@@ -3202,7 +3222,7 @@ async function gatherVerb(context, _rest, answer) {
     if ('failure' in called)
         return called.failure;
     const lines = called.answer.map((child, index) => `- child ${index + 1} (${child.run_id}) ${child.state}: ${child.result}`);
-    answer.result = `Gathered ${lines.length} child runs:\n${lines.join('\n')}`;
+    answer.result = `Gathered ${counted(lines.length, 'child run')}:\n${lines.join('\n')}`;
     await context.record('message', { text: answer.result });
     return undefined;
 }
@@ -7037,7 +7057,7 @@ async function webhooksPage(context, request, reply) {
     const webhooks = await stores.webhooks.listWebhooks(viewer.team);
     const rows = await Promise.all(webhooks.map(async (webhook) => ({
         webhook,
-        deliveries: await stores.webhooks.listDeliveries(webhook.id, 50)
+        deliveries: await stores.deliveries.listDeliveries(webhook.id, 50)
     })));
     return html(reply, renderWebhooks(viewer, rows));
 }
@@ -11286,17 +11306,19 @@ const rotateWebhookSecret = async (context, request) => {
 const listWebhookDeliveries = async (context, request) => {
     const webhooks = context.stores.webhooks;
     const webhook = await findWebhook(webhooks, request.principal.team, request.params.webhook_id);
-    return { deliveries: (await webhooks.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord) };
+    return {
+        deliveries: (await context.stores.deliveries.listDeliveries(webhook.id, DELIVERY_PAGE)).map(deliveryRecord)
+    };
 };
 const retryWebhookDelivery = async (context, request) => {
     const webhooks = context.stores.webhooks;
     const { team } = request.principal;
     const { webhook_id: id, delivery_id: deliveryId } = request.params;
     await findWebhook(webhooks, team, id);
-    if (!(await webhooks.retryDelivery(team, id, deliveryId)))
+    if (!(await context.stores.deliveries.retryDelivery(team, id, deliveryId)))
         throw new ProblemError('not_found', `delivery ${JSON.stringify(deliveryId)} of webhook ${JSON.stringify(id)} does not exist`);
     context.wakeDeliveries();
-    const delivery = await webhooks.getDelivery(id, deliveryId);
+    const delivery = await context.stores.deliveries.getDelivery(id, deliveryId);
     if (!delivery)
         throw webhooks_notFound(id);
     return deliveryRecord(delivery);
@@ -12266,9 +12288,23 @@ class WorkspaceQuotaError extends Error {
         this.outcome = outcome;
     }
 }
+/**
+ * Every directory the executor makes for a workspace: the run's user owns it once given, but the
+ * sandbox enters it before that user is (bubblewrap's chdir, as a root without CAP_DAC_OVERRIDE),
+ * so others must pass through it, whatever the executor's umask (077 would leave it 0700).
+ */
+const WORKSPACE_DIR_MODE = 0o755;
+/**
+ * Makes a directory of a workspace, WORKSPACE_DIR_MODE whatever the umask. Only a directory made
+ * here and now (new and empty) has its mode set: one that was there is left as it is.
+ */
+function makeWorkspaceDir(dir) {
+    if ((0,external_node_fs_.mkdirSync)(dir, { recursive: true }) !== undefined)
+        (0,external_node_fs_.chmodSync)(dir, WORKSPACE_DIR_MODE);
+}
 /** Marks a data dir's workspaces folder (see WORKSPACES_MARKER). */
 function markWorkspaces(dir) {
-    (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
+    makeWorkspaceDir(dir);
     const marker = (0,external_node_path_.join)(dir, WORKSPACES_MARKER);
     if (!(0,external_node_fs_.existsSync)(marker))
         (0,external_node_fs_.writeFileSync)(marker, 'agent-run workspaces: never copied into a workspace\n');
@@ -12284,7 +12320,8 @@ function isExecutorDir(dir) {
 function copyTree(from, to, skip, quotaBytes) {
     let used = 0;
     const walk = (source, target) => {
-        (0,external_node_fs_.mkdirSync)(target, { recursive: true });
+        // Made here, before anything is copied into it or any run exists.
+        makeWorkspaceDir(target);
         for (const entry of (0,external_node_fs_.readdirSync)(source, { withFileTypes: true })) {
             const path = (0,external_node_path_.join)(source, entry.name);
             const into = (0,external_node_path_.join)(target, entry.name);
@@ -13013,6 +13050,7 @@ function unmountAllNow(dataDir) {
 
 
 
+
 const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n';
 const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 /** Where a run's private git dir lives. */
@@ -13042,7 +13080,7 @@ function writeGitDir(gitDir, head, alternates, shallow) {
 async function checkoutRepository(repository, head, borrowed, shallow, owner) {
     if (!COMMIT.test(head))
         throw new Error(`the source's start ${JSON.stringify(head)} is not a commit id`);
-    (0,external_node_fs_.mkdirSync)(repository.workTree, { recursive: true });
+    makeWorkspaceDir(repository.workTree);
     writeGitDir(repository.gitDir, head, borrowed, shallow);
     await privateGit(repository, ['read-tree', '--reset', '-u', head], { owner });
     if (owner)
@@ -13843,12 +13881,19 @@ function gitTopLevel(dir) {
     }
     return top;
 }
+/**
+ * Runs borrow a remote source's objects from its cache and read them as their own user: git makes
+ * the cache readable by all whatever the executor's umask (077 would leave it root's alone), from
+ * the clone's first directory (the option before `clone`) to every later fetch (the one after it,
+ * kept in the cache's config).
+ */
+const READABLE_CACHE = 'core.sharedRepository=0644';
 /** A remote source is cloned once (bare) and fetched before each run. */
 async function remoteCache(source, dataDir) {
     const cache = (0,external_node_path_.join)(dataDir, 'sources', (0,external_node_crypto_.createHash)('sha256').update(source).digest('hex').slice(0, 16) + '.git');
     if (!(0,external_node_fs_.existsSync)(cache)) {
         (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'sources'), { recursive: true });
-        await sourceGit(['clone', '--bare', '--quiet', source, cache]);
+        await sourceGit(['-c', READABLE_CACHE, 'clone', '--bare', '--quiet', '-c', READABLE_CACHE, source, cache]);
     }
     else {
         await sourceGit(['fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*'], cache);
@@ -14382,12 +14427,12 @@ function sourceProblem(source) {
         const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(source)?.[1];
         if (scheme === undefined || SOURCE_SCHEMES.includes(scheme.toLowerCase()))
             return undefined;
-        return `source ${show(redactUrls(source))}: ${scheme}:// is not a scheme git fetches from; ${SOURCE_FORMS}`;
+        return `source ${showPath(redactUrls(source))}: ${scheme}:// is not a scheme git fetches from; ${SOURCE_FORMS}`;
     }
     if (!(0,external_node_fs_.existsSync)(source))
-        return `source ${show(source)}: no such directory; ${SOURCE_FORMS}`;
+        return `source ${showPath(source)}: no such directory; ${SOURCE_FORMS}`;
     if (!(0,external_node_fs_.statSync)(source).isDirectory())
-        return `source ${show(source)}: not a directory; ${SOURCE_FORMS}`;
+        return `source ${showPath(source)}: not a directory; ${SOURCE_FORMS}`;
     return undefined;
 }
 /** Every problem of one environment, each starting with the environment's id. */
@@ -18282,20 +18327,90 @@ class SqlTranscriptStore {
     }
 }
 
-;// CONCATENATED MODULE: ./src/executor/store/sql-webhooks.ts
-// The webhook tables, for both databases: a team's endpoints (url, the event types it takes, its
-// signing secret and the one before the last rotation) and the deliveries to them. A delivery row
-// is written by the database's triggers (migrations.ts) in the same transaction as the change it
-// tells of: a change committed always has its deliveries, and a crash loses none. The deliverer
-// (webhooks/deliverer.ts) takes a due delivery under a lease, as a worker takes a run: on
-// PostgreSQL the pick skips rows another node locks, so exactly one node attempts a delivery at a
-// time; a lease left by a node that stopped expires and another takes it.
+;// CONCATENATED MODULE: ./src/executor/store/sql-deliveries.ts
+// The deliveries to webhook endpoints, for both databases. A delivery row is written by the
+// database's triggers (migrations.ts) in the same transaction as the change it tells of: a change
+// committed always has its deliveries, and a crash loses none. The deliverer (webhooks/deliverer.ts)
+// takes a due delivery under a lease, as a worker takes a run: on PostgreSQL the pick skips rows
+// another node locks, so exactly one node attempts a delivery at a time; a lease left by a node that
+// stopped expires and another takes it.
 
-const ENDPOINT_COLUMNS = `id, team, url, events, description, secret, previous_secret, previous_until, source,
-  created_at, disabled_at, disabled_reason`;
 const DELIVERY_COLUMNS = `id, endpoint_id, team, run_id, event_type, state, previous_state, status_message,
   error_code, created_at, created_ms, body, status, attempts, next_attempt_ms, last_status, last_error,
   last_attempt_at`;
+const numberOrNull = (value) => (value === null || value === undefined ? null : Number(value));
+function deliveryOf(row) {
+    return {
+        ...row,
+        status: row.status,
+        created_ms: Number(row.created_ms),
+        attempts: Number(row.attempts),
+        next_attempt_ms: numberOrNull(row.next_attempt_ms),
+        last_status: numberOrNull(row.last_status)
+    };
+}
+class SqlDeliveryStore {
+    d;
+    constructor(d) {
+        this.d = d;
+    }
+    async listDeliveries(endpointId, limit) {
+        const rows = await this.d.all(sql(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ?
+         ORDER BY created_ms DESC, id DESC LIMIT ?`, endpointId, limit));
+        return rows.map(deliveryOf);
+    }
+    async getDelivery(endpointId, id) {
+        const [row] = await this.d.all(sql(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?`, id, endpointId));
+        return row && deliveryOf(row);
+    }
+    async retryDelivery(team, endpointId, id) {
+        const [, changed] = await this.d.batch([
+            sql(`UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL
+         WHERE id = ? AND team = ? AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?)`, endpointId, team, id, endpointId),
+            sql(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_ms = ${this.d.clockMs}
+         WHERE id = ? AND endpoint_id = ? AND team = ? AND lease_owner IS NULL`, id, endpointId, team)
+        ]);
+        if ((changed ?? 0) > 0)
+            return true;
+        // One under way now is retried by its own schedule if it fails.
+        return (await this.getDelivery(endpointId, id))?.team === team;
+    }
+    async claimDelivery(owner, leaseMs, perEndpoint, perTeam) {
+        const now = this.d.clockMs;
+        const [row] = await this.d.all(sql(`UPDATE webhook_deliveries SET lease_owner = ?, lease_expires_at = ${now} + ?, attempts = attempts + 1
+         WHERE id = (
+           SELECT d.id FROM webhook_deliveries d
+           WHERE d.status = 'pending' AND d.next_attempt_ms <= ${now}
+             AND (d.lease_owner IS NULL OR d.lease_expires_at < ${now})
+             AND (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries o WHERE o.endpoint_id = d.endpoint_id
+               AND o.status = 'pending' AND o.lease_expires_at >= ${now} LIMIT ?) AS busy) < ?
+             AND (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries t WHERE t.team = d.team
+               AND t.status = 'pending' AND t.lease_expires_at >= ${now} LIMIT ?) AS team_busy) < ?
+           ORDER BY d.next_attempt_ms LIMIT 1 ${this.d.skipLocked})
+         RETURNING ${DELIVERY_COLUMNS}`, owner, leaseMs, perEndpoint, perEndpoint, perTeam, perTeam));
+        return row && deliveryOf(row);
+    }
+    async setBody(id, owner, body) {
+        await this.d.run(sql('UPDATE webhook_deliveries SET body = ? WHERE id = ? AND lease_owner = ?', body, id, owner));
+    }
+    async finishAttempt(id, owner, result) {
+        const next = result.retryInMs === undefined ? 'NULL' : `${this.d.clockMs} + ?`;
+        const changed = await this.d.run(sql(`UPDATE webhook_deliveries SET status = ?, last_status = ?, last_error = ?, last_attempt_at = ?,
+           next_attempt_ms = ${next}, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ? AND lease_owner = ?`, result.outcome, result.status, result.error, result.at, ...(result.retryInMs === undefined ? [] : [Math.round(result.retryInMs)]), id, owner));
+        return changed > 0;
+    }
+    async pruneDeliveries(beforeMs) {
+        return this.d.run(sql(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_ms < ?`, beforeMs));
+    }
+}
+
+;// CONCATENATED MODULE: ./src/executor/store/sql-webhooks.ts
+// A team's webhook endpoints, for both databases: the url, the event types it takes, its signing
+// secret and the one before the last rotation. The deliveries to them are sql-deliveries.ts's.
+
+const ENDPOINT_COLUMNS = `id, team, url, events, description, secret, previous_secret, previous_until, source,
+  created_at, disabled_at, disabled_reason`;
 /** The event types as the triggers look them up: `,run.queued,run.failed,` (null: all). */
 function eventsColumn(events) {
     return events === null ? null : `,${events.join(',')},`;
@@ -18307,17 +18422,6 @@ function webhookOf(row) {
         events: events === null ? null : events.split(',').filter(Boolean),
         source: source === 'config' ? 'config' : 'api',
         previous_until_ms: previous_until === null ? null : Number(previous_until)
-    };
-}
-const numberOrNull = (value) => (value === null || value === undefined ? null : Number(value));
-function deliveryOf(row) {
-    return {
-        ...row,
-        status: row.status,
-        created_ms: Number(row.created_ms),
-        attempts: Number(row.attempts),
-        next_attempt_ms: numberOrNull(row.next_attempt_ms),
-        last_status: numberOrNull(row.last_status)
     };
 }
 class SqlWebhookStore {
@@ -18381,61 +18485,13 @@ class SqlWebhookStore {
         const rows = await this.d.all(sql('SELECT 1 AS one FROM webhook_endpoints WHERE disabled_at IS NULL LIMIT 1'));
         return rows.length > 0;
     }
-    async listDeliveries(endpointId, limit) {
-        const rows = await this.d.all(sql(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ?
-         ORDER BY created_ms DESC, id DESC LIMIT ?`, endpointId, limit));
-        return rows.map(deliveryOf);
-    }
-    async getDelivery(endpointId, id) {
-        const [row] = await this.d.all(sql(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?`, id, endpointId));
-        return row && deliveryOf(row);
-    }
-    async retryDelivery(team, endpointId, id) {
-        const [, changed] = await this.d.batch([
-            sql(`UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL
-         WHERE id = ? AND team = ? AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?)`, endpointId, team, id, endpointId),
-            sql(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_ms = ${this.d.clockMs}
-         WHERE id = ? AND endpoint_id = ? AND team = ? AND lease_owner IS NULL`, id, endpointId, team)
-        ]);
-        if ((changed ?? 0) > 0)
-            return true;
-        // One under way now is retried by its own schedule if it fails.
-        return (await this.getDelivery(endpointId, id))?.team === team;
-    }
-    async claimDelivery(owner, leaseMs, perEndpoint, perTeam) {
-        const now = this.d.clockMs;
-        const [row] = await this.d.all(sql(`UPDATE webhook_deliveries SET lease_owner = ?, lease_expires_at = ${now} + ?, attempts = attempts + 1
-         WHERE id = (
-           SELECT d.id FROM webhook_deliveries d
-           WHERE d.status = 'pending' AND d.next_attempt_ms <= ${now}
-             AND (d.lease_owner IS NULL OR d.lease_expires_at < ${now})
-             AND (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries o WHERE o.endpoint_id = d.endpoint_id
-               AND o.status = 'pending' AND o.lease_expires_at >= ${now} LIMIT ?) AS busy) < ?
-             AND (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries t WHERE t.team = d.team
-               AND t.status = 'pending' AND t.lease_expires_at >= ${now} LIMIT ?) AS team_busy) < ?
-           ORDER BY d.next_attempt_ms LIMIT 1 ${this.d.skipLocked})
-         RETURNING ${DELIVERY_COLUMNS}`, owner, leaseMs, perEndpoint, perEndpoint, perTeam, perTeam));
-        return row && deliveryOf(row);
-    }
-    async setBody(id, owner, body) {
-        await this.d.run(sql('UPDATE webhook_deliveries SET body = ? WHERE id = ? AND lease_owner = ?', body, id, owner));
-    }
-    async finishAttempt(id, owner, result) {
-        const next = result.retryInMs === undefined ? 'NULL' : `${this.d.clockMs} + ?`;
-        const changed = await this.d.run(sql(`UPDATE webhook_deliveries SET status = ?, last_status = ?, last_error = ?, last_attempt_at = ?,
-           next_attempt_ms = ${next}, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = ? AND lease_owner = ?`, result.outcome, result.status, result.error, result.at, ...(result.retryInMs === undefined ? [] : [Math.round(result.retryInMs)]), id, owner));
-        return changed > 0;
-    }
-    async pruneDeliveries(beforeMs) {
-        return this.d.run(sql(`DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_ms < ?`, beforeMs));
-    }
 }
 
 ;// CONCATENATED MODULE: ./src/executor/store/sql-stores.ts
 // The stores of one database (Stores, stores.ts), written once for both: one class per concern
 // over the one dialect (dialect.ts), which holds the connection and runs every transaction.
 // sqlite.ts and postgres.ts open one.
+
 
 
 
@@ -18461,6 +18517,7 @@ class SqlStores {
     nodes;
     schedules;
     webhooks;
+    deliveries;
     constructor(d) {
         this.d = d;
         this.kind = d.kind;
@@ -18477,6 +18534,7 @@ class SqlStores {
         this.nodes = new SqlNodeStore(d);
         this.schedules = new SqlScheduleStore(d);
         this.webhooks = new SqlWebhookStore(d);
+        this.deliveries = new SqlDeliveryStore(d);
     }
     /** Moves whenever a write is committed here or by another process (SQLite); undefined on PostgreSQL. */
     changeStamp() {
@@ -21775,7 +21833,7 @@ function withDeadline(promise, deadline) {
 }
 
 ;// CONCATENATED MODULE: ./src/executor/webhooks/deliverer.ts
-// Sends the deliveries the store's triggers queue (store/sql-webhooks.ts): each node takes due
+// Sends the deliveries the store's triggers queue (store/sql-deliveries.ts): each node takes due
 // deliveries under a lease, as a worker takes runs, and attempts them in the background, so a slow
 // receiver holds one of a bounded number of slots and never the executor. An endpoint has at most
 // `concurrency_per_endpoint` attempts under way across the nodes, a team at most
@@ -21888,7 +21946,7 @@ class Deliverer {
         const { webhooks } = this.config;
         this.anyEndpoints = await this.stores.webhooks.anyWebhooks();
         while (!this.stopped && this.inFlight.size < webhooks.concurrency) {
-            const delivery = await this.stores.webhooks.claimDelivery(this.owner, webhooks.timeoutMs + LEASE_MARGIN_MS, webhooks.concurrencyPerEndpoint, webhooks.concurrencyPerTeam);
+            const delivery = await this.stores.deliveries.claimDelivery(this.owner, webhooks.timeoutMs + LEASE_MARGIN_MS, webhooks.concurrencyPerEndpoint, webhooks.concurrencyPerTeam);
             if (!delivery)
                 return;
             const attempt = this.attempt(delivery)
@@ -21903,11 +21961,11 @@ class Deliverer {
         }
     }
     async attempt(delivery) {
-        const webhooks = this.stores.webhooks;
+        const { webhooks, deliveries } = this.stores;
         const endpoint = await webhooks.webhookById(delivery.endpoint_id);
         const at = () => new Date().toISOString();
         if (!endpoint || endpoint.disabled_at !== null) {
-            await webhooks.finishAttempt(delivery.id, this.owner, {
+            await deliveries.finishAttempt(delivery.id, this.owner, {
                 status: null,
                 error: `not sent: the endpoint ${endpoint ? 'is disabled' : 'was deleted'}`,
                 at: at(),
@@ -21919,7 +21977,7 @@ class Deliverer {
         if (body === null) {
             const run = await this.stores.runs.getRunAnyTeam(delivery.run_id);
             body = payloadOf(delivery, run, this.options.link);
-            await webhooks.setBody(delivery.id, this.owner, body);
+            await deliveries.setBody(delivery.id, this.owner, body);
         }
         const timestamp = Math.floor(Date.now() / 1000);
         const secrets = [endpoint.secret];
@@ -21943,7 +22001,7 @@ class Deliverer {
         // sees the endpoint disabled.
         if (sent.status === 410)
             await webhooks.disableWebhook(endpoint.id, result.at, 'the receiver answered 410 Gone');
-        await webhooks.finishAttempt(delivery.id, this.owner, result);
+        await deliveries.finishAttempt(delivery.id, this.owner, result);
     }
     /** What an attempt's answer means for the delivery. */
     outcome(delivery, status, error, retryAfter, at) {
@@ -21969,7 +22027,7 @@ class Deliverer {
         if (now - this.lastPrune < PRUNE_EVERY_MS)
             return;
         this.lastPrune = now;
-        await this.stores.webhooks.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
+        await this.stores.deliveries.pruneDeliveries(now - this.config.limits.retentionDays * 86_400_000);
     }
 }
 
@@ -22187,7 +22245,7 @@ async function main(argv) {
             case 'help': {
                 const [topic] = args.filter(arg => !arg.startsWith('-'));
                 if (topic !== undefined && !COMMANDS.includes(topic))
-                    throw new UsageError(`help ${JSON.stringify(topic)}: expected serve, keys or environments`);
+                    throw new UsageError(`help ${JSON.stringify(topic)}: expected serve, keys or environments${didYouMean(topic, COMMANDS)}`);
                 return help(topic);
             }
             case undefined:
@@ -22199,7 +22257,7 @@ async function main(argv) {
                 }
                 return help();
             default:
-                throw new UsageError(`unknown command ${JSON.stringify(command)}; expected serve, keys or environments`);
+                throw new UsageError(`unknown command ${JSON.stringify(command)}; expected serve, keys or environments${didYouMean(command, COMMANDS)}`);
         }
     }
     catch (error) {
@@ -22316,7 +22374,7 @@ async function cli_keys(args) {
             case 'revoke':
                 return await revokeKey(store.accounts, positionals[0]);
             default:
-                throw new UsageError(`unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke`);
+                throw new UsageError(`unknown keys command ${JSON.stringify(action ?? '')}; expected create, list or revoke${didYouMean(action ?? '', ['create', 'list', 'revoke'])}`);
         }
     }
     finally {
@@ -22342,17 +22400,18 @@ async function createKey(accounts, values) {
     console.log(raw);
     return 0;
 }
-/** `keys list`: every key, one a line. */
+/** `keys list`: every key, one a line, in columns like every other table of both command lines. */
 async function listKeys(accounts) {
-    const rows = await accounts.listKeys();
-    if (rows.length === 0)
+    const listed = await accounts.listKeys();
+    if (listed.length === 0) {
         console.log('No keys. Create one with: agent-executor keys create --kind personal --name NAME');
-    else
-        console.log(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'].join('\t'));
-    for (const key of rows) {
-        const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
-        console.log([key.id, key.team, key.kind, key.name, key.hint, key.created_at, status].join('\t'));
+        return 0;
     }
+    const rows = listed.map(key => {
+        const status = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
+        return [key.id, key.team, key.kind, key.name, key.hint, key.created_at, status];
+    });
+    console.log(table(['ID', 'TEAM', 'KIND', 'NAME', 'HINT', 'CREATED', 'STATUS'], rows));
     return 0;
 }
 /** `keys revoke ID`: the key refused from now on. */
@@ -22369,7 +22428,7 @@ function environments(args) {
     const { values, positionals } = cli_parse(args, {}, 1);
     const [action] = positionals;
     if (action !== 'list')
-        throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list`);
+        throw new UsageError(`unknown environments command ${JSON.stringify(action ?? '')}; expected list${didYouMean(action ?? '', ['list'])}`);
     const config = configFrom(values);
     const rows = config.environments.map(env => [
         env.id,
