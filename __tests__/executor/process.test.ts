@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { show } from '../../src/executor/values/config-reader.js';
+import { showPath } from '../../src/executor/values/config-reader.js';
 import { eventually } from '../support/eventually.js';
 import {
   EXECUTOR_ENTRY,
@@ -185,8 +185,8 @@ describe('agent-executor CLI', () => {
     const lines = result.stderr.trim().split('\n');
     expect(lines[0]).toBe('agent-executor: refusing to start:');
     expect(lines.slice(1)).toEqual([
-      // (A long path is shown cut, as every value in these messages.)
-      `- environment "web": source ${show(join(dir, 'missing-dir'))}: no such directory; ` +
+      // (The path is shown whole: the user must see which folder is meant.)
+      `- environment "web": source ${showPath(join(dir, 'missing-dir'))}: no such directory; ` +
         'expected a directory, an https://, http://, ssh://, git:// or file:// URL, or user@host:path',
       '- environment "remote": source "htps://github.com/acme/web.git": htps:// is not a scheme git fetches ' +
         'from; expected a directory, an https://, http://, ssh://, git:// or file:// URL, or user@host:path',
