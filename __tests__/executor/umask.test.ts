@@ -1,7 +1,8 @@
 // An executor started under `umask 077` (as on hardened servers) still gives every run a workspace
 // its user can enter, write and use git in (issue 50, bug 2): what it makes under its data dir gets
 // the modes runs need whatever the umask, for a copied source (a folder that is no git repository),
-// a local git source and a git URL's cache, as copy-on-write views and as full checkouts
+// a local git source, a git URL's cache and a clone made under umask 077 itself (bug 1: the
+// runs borrow a readable mirror of its objects), as copy-on-write views and as full checkouts
 // (AGENT_EXECUTOR_WORKSPACES=checkout). The executor runs in this process and makes each workspace
 // when its run starts, so the umask stays 077 until the file's runs are done, as for a served one.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -16,6 +17,8 @@ let oldUmask: number;
 const made: string[] = [];
 let empty: string;
 let repo: string;
+/** A git repository made under umask 077 (bug 1): its objects are its owner's alone. */
+let privateRepo: string;
 
 function dir(prefix: string): string {
   const path = tempDir(prefix);
@@ -23,7 +26,7 @@ function dir(prefix: string): string {
   return path;
 }
 
-/** A git repository of one commit, made under the default umask (bug 1 of the issue is its own). */
+/** A git repository of one commit, made under the umask of the moment. */
 function gitRepo(): string {
   const path = dir('umask-repo-');
   writeFileSync(join(path, 'README.md'), 'original\n');
@@ -39,6 +42,7 @@ beforeAll(() => {
   empty = dir('umask-empty-');
   repo = gitRepo();
   oldUmask = process.umask(0o077);
+  privateRepo = gitRepo();
 });
 
 afterAll(() => {
@@ -56,7 +60,8 @@ function executorOf(workspaces: 'copy-on-write' | 'checkout') {
       environments: [
         { id: 'copied', source: empty, agent: { kind: 'simulated' } },
         { id: 'local-git', source: repo, agent: { kind: 'simulated' } },
-        { id: 'git-url', source: `file://${repo}`, agent: { kind: 'simulated' } }
+        { id: 'git-url', source: `file://${repo}`, agent: { kind: 'simulated' } },
+        { id: 'private-git', source: privateRepo, agent: { kind: 'simulated' } }
       ]
     });
     made.push(dirname(on.ex.dataDir));
@@ -96,11 +101,14 @@ const PROMPT = '@sim write NOTES.md hello\n@sim run cd "$PWD" && git status --sh
 describe.each(['copy-on-write', 'checkout'] as const)('an executor under umask 077, %s workspaces', kind => {
   const on = executorOf(kind);
 
-  it.each(['copied', 'local-git', 'git-url'])('runs @sim write in the workspace of a %s source', async id => {
-    const seen = await run(on, id, PROMPT);
-    expect([seen.state, seen.status_message]).toEqual(['SUCCEEDED', undefined]);
-    const patch = await patchOf(on, seen.artifacts);
-    expect(patch).toContain('+++ b/NOTES.md');
-    expect(patch).toContain('+hello');
-  });
+  it.each(['copied', 'local-git', 'git-url', 'private-git'])(
+    'runs @sim write in the workspace of a %s source',
+    async id => {
+      const seen = await run(on, id, PROMPT);
+      expect([seen.state, seen.status_message]).toEqual(['SUCCEEDED', undefined]);
+      const patch = await patchOf(on, seen.artifacts);
+      expect(patch).toContain('+++ b/NOTES.md');
+      expect(patch).toContain('+hello');
+    }
+  );
 });

@@ -210,7 +210,11 @@ describe('files the executor writes for a run', () => {
       'plain',
       '@sim run mkdir ro && chmod 555 ro\n@sim write ro/x.txt hello'
     );
-    const run = await waitForState<{ state: string; status_message: string }>({ on: ex, key: keyB, id });
+    const run = await waitForState<{ run_id: string; state: string; status_message: string }>({
+      on: ex,
+      key: keyB,
+      id
+    });
     expect(run.state).toBe('FAILED');
     expect(run.status_message).toMatch(
       /^@sim write ro\/x\.txt: could not be written \(exit code \d+\): .*ro\/x\.txt: Permission denied/

@@ -158,6 +158,68 @@ async function remoteCache(source: string, dataDir: string): Promise<string> {
   return cache;
 }
 
+/**
+ * Whether another user (the run's) can read an object store: its folders let others in and its
+ * packs are readable. A clone made under `umask 077` fails this: its objects are its owner's alone.
+ */
+function readableByOthers(store: string): boolean {
+  try {
+    const pack = join(store, 'pack');
+    const packs = existsSync(pack) ? readdirSync(pack).filter(name => name.endsWith('.pack')) : [];
+    const paths = [
+      store,
+      ...(existsSync(pack) ? [pack] : []),
+      ...packs.slice(0, 1).map(name => join(pack, name))
+    ];
+    return paths.every(path => {
+      const stat = statSync(path);
+      const need = stat.isDirectory() ? 0o005 : 0o004;
+      return (stat.mode & need) === need;
+    });
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The object stores a run borrows: the source's own when the run's user can read them; else a
+ * mirror of the source kept in the data dir (`sources/local-<hash>.git`), cloned as from a remote
+ * (a local clone would copy the objects' folders with their modes) and readable by all
+ * (core.sharedRepository), with the run's start commit fetched into it.
+ * The source is the operator's tree, never a run's: the executor reads it as itself.
+ */
+async function readableStores(
+  stores: string[],
+  repository: string,
+  dataDir: string,
+  head: string,
+  owner: LayerOwner | undefined
+): Promise<string[]> {
+  if (!owner || stores.every(readableByOthers)) return stores;
+  const mirror = join(
+    dataDir,
+    'sources',
+    `local-${createHash('sha256').update(repository).digest('hex').slice(0, 16)}.git`
+  );
+  if (!existsSync(mirror)) {
+    mkdirSync(join(dataDir, 'sources'), { recursive: true });
+    await git([
+      '-c',
+      READABLE_CACHE,
+      'clone',
+      '--bare',
+      '--quiet',
+      '--no-local',
+      '-c',
+      READABLE_CACHE,
+      repository,
+      mirror
+    ]);
+  }
+  await git(['fetch', '--quiet', '--no-tags', repository, `+${head}:refs/agent-run/start`], mirror);
+  return [join(mirror, 'objects')];
+}
+
 /** The object stores a repository reads: its own and those it borrows itself. */
 function objectStores(gitDir: string): string[] {
   const own = join(gitDir, 'objects');
@@ -290,7 +352,7 @@ async function fillFromRepository(
   const start = environment.publish ? await startOf(repository, environment.publish.base) : undefined;
   const head = start?.commit ?? (await git(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
   const gitDir = resolve(repository, (await git(['rev-parse', '--git-common-dir'], repository)).trim());
-  const borrowed = objectStores(gitDir);
+  const borrowed = await readableStores(objectStores(gitDir), repository, dataDir, head, owner);
   if (layerMode(dataDir).kind === 'overlay') {
     const keyOf = cacheSetup ? (checkout: string) => setupKey(checkout, environment) : undefined;
     const mounted = await mountWorkspace(
