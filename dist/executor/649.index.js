@@ -13900,6 +13900,58 @@ async function remoteCache(source, dataDir) {
     }
     return cache;
 }
+/**
+ * Whether another user (the run's) can read an object store: its folders let others in and its
+ * packs are readable. A clone made under `umask 077` fails this: its objects are its owner's alone.
+ */
+function readableByOthers(store) {
+    try {
+        const pack = (0,external_node_path_.join)(store, 'pack');
+        const packs = (0,external_node_fs_.existsSync)(pack) ? (0,external_node_fs_.readdirSync)(pack).filter(name => name.endsWith('.pack')) : [];
+        const paths = [
+            store,
+            ...((0,external_node_fs_.existsSync)(pack) ? [pack] : []),
+            ...packs.slice(0, 1).map(name => (0,external_node_path_.join)(pack, name))
+        ];
+        return paths.every(path => {
+            const stat = (0,external_node_fs_.statSync)(path);
+            const need = stat.isDirectory() ? 0o005 : 0o004;
+            return (stat.mode & need) === need;
+        });
+    }
+    catch {
+        return false;
+    }
+}
+/**
+ * The object stores a run borrows: the source's own when the run's user can read them; else a
+ * mirror of the source kept in the data dir (`sources/local-<hash>.git`), cloned as from a remote
+ * (a local clone would copy the objects' folders with their modes) and readable by all
+ * (core.sharedRepository), with the run's start commit fetched into it.
+ * The source is the operator's tree, never a run's: the executor reads it as itself.
+ */
+async function readableStores(stores, repository, dataDir, head, owner) {
+    if (!owner || stores.every(readableByOthers))
+        return stores;
+    const mirror = (0,external_node_path_.join)(dataDir, 'sources', `local-${(0,external_node_crypto_.createHash)('sha256').update(repository).digest('hex').slice(0, 16)}.git`);
+    if (!(0,external_node_fs_.existsSync)(mirror)) {
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'sources'), { recursive: true });
+        await sourceGit([
+            '-c',
+            READABLE_CACHE,
+            'clone',
+            '--bare',
+            '--quiet',
+            '--no-local',
+            '-c',
+            READABLE_CACHE,
+            repository,
+            mirror
+        ]);
+    }
+    await sourceGit(['fetch', '--quiet', '--no-tags', repository, `+${head}:refs/agent-run/start`], mirror);
+    return [(0,external_node_path_.join)(mirror, 'objects')];
+}
 /** The object stores a repository reads: its own and those it borrows itself. */
 function objectStores(gitDir) {
     const own = (0,external_node_path_.join)(gitDir, 'objects');
@@ -13999,7 +14051,7 @@ async function fillFromRepository(environment, dataDir, runId, repo, repository,
     const start = environment.publish ? await startOf(repository, environment.publish.base) : undefined;
     const head = start?.commit ?? (await sourceGit(['rev-parse', '--verify', 'HEAD^{commit}'], repository)).trim();
     const gitDir = (0,external_node_path_.resolve)(repository, (await sourceGit(['rev-parse', '--git-common-dir'], repository)).trim());
-    const borrowed = objectStores(gitDir);
+    const borrowed = await readableStores(objectStores(gitDir), repository, dataDir, head, owner);
     if (layerMode(dataDir).kind === 'overlay') {
         const keyOf = cacheSetup ? (checkout) => setupKey(checkout, environment) : undefined;
         const mounted = await mountWorkspace(dataDir, runId, repo, head, borrowed, (0,external_node_path_.join)(gitDir, 'shallow'), owner, keyOf);
