@@ -10,6 +10,8 @@ import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../../src/executor/store
 import { PostgresStores } from '../../src/executor/store/postgres.js';
 import { SqliteStores } from '../../src/executor/store/sqlite.js';
 import type { NewRun, RunChange, Stores } from '../../src/executor/store/types.js';
+import type { ScheduleSpec, StoredSchedule } from '../../src/executor/store/schedule-types.js';
+import type { AttemptResult, StoredWebhook } from '../../src/executor/store/webhook-types.js';
 import { tempDir } from '../support/executor.js';
 import { CASES } from '../support/lifecycle-cases.js';
 import { type TestPostgres, startPostgres } from '../support/postgres.js';
@@ -165,6 +167,40 @@ describe.each(kinds)('store contract on $name', kind => {
 
   const followUp = (team: string, runId: string, message: string) =>
     store.runs.submitFollowup(team, runId, { message, mode: 'normal' }, at(), '2000-01-01T00:00:00.000Z');
+
+  /** An endpoint of `team` taking every event type, with a secret of its own. */
+  const hook = (team: string, fields: Partial<StoredWebhook> = {}): StoredWebhook => ({
+    id: `wh_${randomUUID()}`,
+    team,
+    url: 'https://hooks.example.com/in',
+    events: null,
+    description: '',
+    secret: `whsec_${randomUUID()}`,
+    previous_secret: null,
+    previous_until_ms: null,
+    source: 'api',
+    created_at: at(),
+    disabled_at: null,
+    disabled_reason: null,
+    ...fields
+  });
+
+  const sent = (fields: Partial<AttemptResult> = {}): AttemptResult => ({
+    status: 200,
+    error: null,
+    at: '2024-05-01T00:00:00.000Z',
+    outcome: 'succeeded',
+    ...fields
+  });
+
+  /** Every due delivery so far is sent, so a test's claims see only its own. */
+  async function settleDeliveries() {
+    for (;;) {
+      const delivery = await store.deliveries.claimDelivery('settle', 60_000, 1000, 1000);
+      if (!delivery) return;
+      await store.deliveries.finishAttempt(delivery.id, 'settle', sent());
+    }
+  }
 
   describe('accounts: keys, sessions, secrets', () => {
     freshStore();
@@ -935,6 +971,376 @@ describe.each(kinds)('store contract on $name', kind => {
         { ...file, mime_type: 'text/x-diff', size: 3, created_at: base.created_at },
         { artifact_type: 'PULL_REQUEST', created_at: base.created_at, data: pr }
       ]);
+    });
+  });
+
+  describe('schedules: created within a team limit, scoped to the team, due to the scheduler', () => {
+    freshStore();
+
+    const spec = (name: string): ScheduleSpec => ({
+      name,
+      cron_schedule: '*/5 * * * *',
+      prompt: 'check the build',
+      agent_config: { environment_id: 'env-1' },
+      time_zone: 'UTC',
+      overlap: 'skip',
+      catch_up: false
+    });
+    // Not due (no next time) unless a test says so: dueSchedules reads every team's.
+    const schedule = (team: string, name: string, fields: Partial<StoredSchedule> = {}): StoredSchedule => ({
+      id: `sched_${randomUUID()}`,
+      team,
+      spec: spec(name),
+      enabled: true,
+      next_run_ms: null,
+      last_ran: null,
+      last_run_id: null,
+      last_spawn_error: null,
+      created_by: { type: 'user', uid: 'u1', display_name: 'alice' },
+      created_at: '2024-01-01T00:00:00.000Z',
+      updated_at: '2024-01-01T00:00:00.000Z',
+      ...fields
+    });
+
+    it('create: within maxPerTeam per team; get and list in its team only, listed by name', async () => {
+      const b = schedule('team-s', 'b-nightly', { next_run_ms: 4_000_000_000_000 });
+      const a = schedule('team-s', 'a-hourly');
+      expect(await store.schedules.createSchedule(b, 2)).toBe(true);
+      expect(await store.schedules.createSchedule(a, 2)).toBe(true);
+      expect(await store.schedules.createSchedule(schedule('team-s', 'c'), 2)).toBe(false);
+      expect(await store.schedules.createSchedule(schedule('team-s2', 'c'), 2)).toBe(true); // a limit per team
+      expect(await store.schedules.getSchedule('team-s', a.id)).toEqual(a);
+      expect(await store.schedules.getSchedule('team-s', b.id)).toEqual(b);
+      expect(await store.schedules.getSchedule('team-s2', a.id)).toBeUndefined();
+      expect((await store.schedules.listSchedules('team-s')).map(s => s.id)).toEqual([a.id, b.id]);
+      expect(await store.schedules.listSchedules('team-none')).toEqual([]);
+      expect(await store.schedules.createSchedule(schedule('team-s', 'd'))).toBe(true); // no limit given
+      expect(await store.schedules.listSchedules('team-s')).toHaveLength(3);
+    });
+
+    it('update and delete: in its team only; update replaces settings, enabled and the due time', async () => {
+      const s = schedule('team-u', 'before', { next_run_ms: 4_000_000_000_000 });
+      await store.schedules.createSchedule(s);
+      const change = {
+        spec: {
+          ...spec('after'),
+          overlap: 'queue' as const,
+          agent_config: { environment_id: 'env-2', model: 'm' }
+        },
+        enabled: false,
+        nextRunMs: null,
+        at: '2024-02-01T00:00:00.000Z'
+      };
+      expect(await store.schedules.updateSchedule('team-other', s.id, change)).toBe(false);
+      expect(await store.schedules.updateSchedule('team-u', 'sched_missing', change)).toBe(false);
+      expect(await store.schedules.getSchedule('team-u', s.id)).toEqual(s);
+      expect(await store.schedules.updateSchedule('team-u', s.id, change)).toBe(true);
+      expect(await store.schedules.getSchedule('team-u', s.id)).toEqual({
+        ...s,
+        spec: change.spec,
+        enabled: false,
+        next_run_ms: null,
+        updated_at: change.at
+      });
+      expect(await store.schedules.deleteSchedule('team-other', s.id)).toBe(false);
+      expect(await store.schedules.deleteSchedule('team-u', s.id)).toBe(true);
+      expect(await store.schedules.deleteSchedule('team-u', s.id)).toBe(false);
+      expect(await store.schedules.getSchedule('team-u', s.id)).toBeUndefined();
+    });
+
+    it('due: enabled schedules of every team due at or before now, soonest first, up to the limit', async () => {
+      const now = 2_000_000_000_000;
+      const [late, early, paused, future, never] = [
+        schedule('team-d1', 'late', { next_run_ms: now }),
+        schedule('team-d2', 'early', { next_run_ms: now - 60_000 }),
+        schedule('team-d1', 'paused', { next_run_ms: now - 120_000, enabled: false }),
+        schedule('team-d2', 'future', { next_run_ms: now + 1 }),
+        schedule('team-d1', 'never', { next_run_ms: null })
+      ];
+      for (const s of [late!, early!, paused!, future!, never!])
+        expect(await store.schedules.createSchedule(s)).toBe(true);
+      expect(await store.schedules.dueSchedules(now, 10)).toEqual([early, late]);
+      expect((await store.schedules.dueSchedules(now, 1)).map(s => s.id)).toEqual([early!.id]);
+      expect(await store.schedules.dueSchedules(now - 120_001, 10)).toEqual([]);
+    });
+
+    it('recordFire: only while still due at that time (one node of several), the run or the error kept', async () => {
+      const due = 3_000_000_000_000;
+      const s = schedule('team-f', 'fire', { next_run_ms: due });
+      await store.schedules.createSchedule(s);
+      const ran = { at: '2065-01-24T05:20:00.000Z', runId: 'run_fired' };
+      expect(
+        await store.schedules.recordFire(s.id, due, { nextRunMs: due + 300_000, ran, error: null })
+      ).toBe(true);
+      // Another node handling the same fire finds it moved on: it records nothing.
+      expect(await store.schedules.recordFire(s.id, due, { nextRunMs: due + 300_000, error: 'late' })).toBe(
+        false
+      );
+      const fired = {
+        next_run_ms: due + 300_000,
+        last_ran: ran.at,
+        last_run_id: ran.runId,
+        last_spawn_error: null
+      };
+      expect(await store.schedules.getSchedule('team-f', s.id)).toMatchObject(fired);
+      // An error keeps the last run; a record without one keeps the error.
+      expect(
+        await store.schedules.recordFire(s.id, due + 300_000, { nextRunMs: due + 600_000, error: 'no env' })
+      ).toBe(true);
+      expect(await store.schedules.recordFire(s.id, due + 600_000, { nextRunMs: due + 900_000 })).toBe(true);
+      expect(await store.schedules.getSchedule('team-f', s.id)).toMatchObject({
+        ...fired,
+        next_run_ms: due + 900_000,
+        last_spawn_error: 'no env'
+      });
+      // Paused since it was read: nothing recorded.
+      const paused = { spec: s.spec, enabled: false, nextRunMs: due + 900_000, at: at() };
+      expect(await store.schedules.updateSchedule('team-f', s.id, paused)).toBe(true);
+      expect(await store.schedules.recordFire(s.id, due + 900_000, { nextRunMs: null })).toBe(false);
+      expect((await store.schedules.getSchedule('team-f', s.id))!.next_run_ms).toBe(due + 900_000);
+    });
+  });
+
+  describe('webhooks: endpoints of a team, their secrets, the operator’s declared ones', () => {
+    freshStore();
+
+    it('create: within maxPerTeam per team; get in its team only, by id in any; listed oldest first', async () => {
+      expect(await store.webhooks.anyWebhooks()).toBe(false);
+      const gone = hook('team-any');
+      expect(await store.webhooks.createWebhook(gone, 10)).toBe(true);
+      expect(await store.webhooks.anyWebhooks()).toBe(true);
+      await store.webhooks.disableWebhook(gone.id, at(), 'the receiver answered 410 Gone');
+      expect(await store.webhooks.anyWebhooks()).toBe(false); // a disabled one is no endpoint to send to
+      const newer = hook('team-w', {
+        created_at: '2024-01-02T00:00:00.000Z',
+        events: ['run.failed', 'run.succeeded']
+      });
+      const older = hook('team-w', { created_at: '2024-01-01T00:00:00.000Z', description: 'ci' });
+      expect(await store.webhooks.createWebhook(newer, 2)).toBe(true);
+      expect(await store.webhooks.createWebhook(older, 2)).toBe(true);
+      expect(await store.webhooks.createWebhook(hook('team-w'), 2)).toBe(false);
+      expect(await store.webhooks.createWebhook(hook('team-w2'), 2)).toBe(true); // a limit per team
+      expect(await store.webhooks.anyWebhooks()).toBe(true);
+      expect(await store.webhooks.getWebhook('team-w', newer.id)).toEqual(newer);
+      expect(await store.webhooks.getWebhook('team-w2', newer.id)).toBeUndefined();
+      expect(await store.webhooks.webhookById(older.id)).toEqual(older);
+      expect(await store.webhooks.webhookById('wh_missing')).toBeUndefined();
+      expect((await store.webhooks.listWebhooks('team-w')).map(w => w.id)).toEqual([older.id, newer.id]);
+      expect(await store.webhooks.listWebhooks('team-none')).toEqual([]);
+    });
+
+    it('delete: in its team only, and its deliveries with it', async () => {
+      const w = hook('team-del');
+      await store.webhooks.createWebhook(w, 10);
+      await queue('team-del');
+      expect(await store.deliveries.listDeliveries(w.id, 10)).toHaveLength(1);
+      expect(await store.webhooks.deleteWebhook('team-other', w.id)).toBe(false);
+      expect(await store.deliveries.listDeliveries(w.id, 10)).toHaveLength(1);
+      expect(await store.webhooks.deleteWebhook('team-del', w.id)).toBe(true);
+      expect(await store.webhooks.getWebhook('team-del', w.id)).toBeUndefined();
+      expect(await store.deliveries.listDeliveries(w.id, 10)).toEqual([]);
+      expect(await store.webhooks.deleteWebhook('team-del', w.id)).toBe(false);
+    });
+
+    it('rotateSecret: in its team only; the secret before is kept, with the time it signs until', async () => {
+      const w = hook('team-rot', { secret: 'whsec_first' });
+      await store.webhooks.createWebhook(w, 10);
+      expect(await store.webhooks.rotateSecret('team-other', w.id, 'whsec_second', 1_700_000_000_000)).toBe(
+        false
+      );
+      expect(await store.webhooks.getWebhook('team-rot', w.id)).toEqual(w);
+      expect(await store.webhooks.rotateSecret('team-rot', w.id, 'whsec_second', 1_700_000_000_000)).toBe(
+        true
+      );
+      expect(await store.webhooks.rotateSecret('team-rot', w.id, 'whsec_third', 1_700_000_086_400)).toBe(
+        true
+      );
+      expect(await store.webhooks.getWebhook('team-rot', w.id)).toEqual({
+        ...w,
+        secret: 'whsec_third',
+        previous_secret: 'whsec_second',
+        previous_until_ms: 1_700_000_086_400
+      });
+    });
+
+    it('disable: once; its waiting deliveries fail, one under way is left to its attempt; it queues no more', async () => {
+      await settleDeliveries();
+      const w = hook('team-off');
+      await store.webhooks.createWebhook(w, 10);
+      await queue('team-off', 'team-off');
+      const leased = (await store.deliveries.claimDelivery('d1', 60_000, 10, 10))!;
+      expect(leased.endpoint_id).toBe(w.id);
+      const reason = 'the receiver answered 410 Gone';
+      await store.webhooks.disableWebhook(w.id, '2024-03-01T00:00:00.000Z', reason);
+      await store.webhooks.disableWebhook(w.id, '2024-04-01T00:00:00.000Z', 'again'); // the first is kept
+      expect(await store.webhooks.getWebhook('team-off', w.id)).toMatchObject({
+        disabled_at: '2024-03-01T00:00:00.000Z',
+        disabled_reason: reason
+      });
+      const deliveries = await store.deliveries.listDeliveries(w.id, 10);
+      expect(deliveries.find(d => d.id === leased.id)).toMatchObject({ status: 'pending' });
+      expect(deliveries.find(d => d.id !== leased.id)).toMatchObject({
+        status: 'failed',
+        next_attempt_ms: null,
+        last_error: `not sent: the endpoint was disabled (${reason})`
+      });
+      expect(
+        await store.deliveries.finishAttempt(leased.id, 'd1', sent({ status: 410, outcome: 'failed' }))
+      ).toBe(true);
+      await queue('team-off');
+      expect(await store.deliveries.listDeliveries(w.id, 10)).toHaveLength(2);
+    });
+
+    it('syncDeclared: adds, updates (enabling again) and removes the config ones only, with their deliveries', async () => {
+      const own = hook('team-cfg');
+      await store.webhooks.createWebhook(own, 10);
+      const a = hook('team-cfg', {
+        id: 'wh_config_a',
+        source: 'config',
+        created_at: '2024-01-01T00:00:00.000Z'
+      });
+      const b = hook('team-cfg2', { id: 'wh_config_b', source: 'config', events: ['run.queued'] });
+      await store.webhooks.syncDeclared([a, b]);
+      expect(await store.webhooks.webhookById(a.id)).toEqual(a);
+      expect(await store.webhooks.webhookById(b.id)).toEqual(b);
+      await queue('team-cfg2');
+      expect(await store.deliveries.listDeliveries(b.id, 10)).toHaveLength(1);
+      // Declared again unchanged: left as it is (a 410 from it keeps it disabled across restarts).
+      await store.webhooks.disableWebhook(a.id, '2024-03-01T00:00:00.000Z', 'gone');
+      await store.webhooks.syncDeclared([a, b]);
+      expect((await store.webhooks.webhookById(a.id))!.disabled_at).toBe('2024-03-01T00:00:00.000Z');
+      // Changed: updated and enabled again (its created_at kept); b no longer declared: deleted.
+      const moved = {
+        ...a,
+        url: 'https://hooks.example.com/moved',
+        events: ['run.failed'],
+        created_at: at()
+      };
+      await store.webhooks.syncDeclared([moved]);
+      expect(await store.webhooks.webhookById(a.id)).toEqual({ ...moved, created_at: a.created_at });
+      expect(await store.webhooks.webhookById(b.id)).toBeUndefined();
+      expect(await store.deliveries.listDeliveries(b.id, 10)).toEqual([]);
+      await store.webhooks.syncDeclared([]);
+      expect((await store.webhooks.listWebhooks('team-cfg')).map(w => w.id)).toEqual([own.id]);
+    });
+  });
+
+  describe('deliveries: queued by the triggers, attempted under a lease', () => {
+    freshStore();
+
+    it('queued: each change of a run of a team with an endpoint, of the types it takes, newest first', async () => {
+      const all = hook('team-q');
+      const cancels = hook('team-q', { events: ['run.cancelled', 'run.followup'] });
+      const elsewhere = hook('team-q-other');
+      for (const w of [all, cancels, elsewhere]) await store.webhooks.createWebhook(w, 10);
+      const [run] = await queue('team-q');
+      const [queued] = await store.deliveries.listDeliveries(all.id, 10);
+      const made = { endpoint_id: all.id, team: 'team-q', run_id: run!.run_id, event_type: 'run.queued' };
+      const untried = { status: 'pending', attempts: 0, body: null, last_status: null, last_error: null };
+      expect(queued).toMatchObject({ ...made, ...untried, state: 'QUEUED', previous_state: null });
+      expect(queued!.id).toMatch(/^msg_/);
+      expect(queued!.next_attempt_ms).toBe(queued!.created_ms); // due at once
+      expect(await store.deliveries.getDelivery(all.id, queued!.id)).toEqual(queued);
+      expect(await store.deliveries.getDelivery(cancels.id, queued!.id)).toBeUndefined();
+      expect(await store.deliveries.listDeliveries(cancels.id, 10)).toEqual([]);
+      expect((await store.runs.cancelRun('team-q', run!.run_id, at())).kind).toBe('cancelled');
+      await followUp('team-q', run!.run_id, 'and then');
+      const later = await store.deliveries.listDeliveries(all.id, 10);
+      expect(later.map(d => d.created_ms)).toEqual(later.map(d => d.created_ms).sort((x, y) => y - x));
+      expect(later.find(d => d.event_type === 'run.cancelled')).toMatchObject({
+        state: 'CANCELLED',
+        previous_state: 'QUEUED'
+      });
+      expect(later.map(d => d.event_type)).toEqual(
+        expect.arrayContaining(['run.queued', 'run.cancelled', 'run.followup'])
+      );
+      const types = (await store.deliveries.listDeliveries(cancels.id, 10)).map(d => d.event_type);
+      expect(types.sort()).toEqual(['run.cancelled', 'run.followup']);
+      expect(await store.deliveries.listDeliveries(all.id, 1)).toEqual([later[0]]);
+      expect(await store.deliveries.listDeliveries(elsewhere.id, 10)).toEqual([]);
+    });
+
+    it('claim: a due one under a lease, within attempts under way per endpoint and per team', async () => {
+      await settleDeliveries();
+      const [e1, e2] = [hook('team-c'), hook('team-c')];
+      for (const w of [e1!, e2!]) await store.webhooks.createWebhook(w, 10);
+      await queue('team-c', 'team-c'); // two deliveries to each endpoint
+      const claim = (owner: string, perEndpoint: number, perTeam: number) =>
+        store.deliveries.claimDelivery(owner, 60_000, perEndpoint, perTeam);
+      const first = (await claim('n1', 1, 2))!;
+      expect(first).toMatchObject({ team: 'team-c', attempts: 1 });
+      const second = (await claim('n2', 1, 2))!; // the first's endpoint is at its limit
+      expect([first.endpoint_id, second.endpoint_id].sort()).toEqual([e1!.id, e2!.id].sort());
+      expect(await claim('n2', 1, 2)).toBeUndefined(); // both endpoints at theirs
+      expect(await claim('n2', 2, 2)).toBeUndefined(); // the team at its
+      expect(await claim('n2', 2, 3)).toMatchObject({ team: 'team-c', attempts: 1 });
+      const last = (await claim('n3', 5, 5))!;
+      expect(last.attempts).toBe(1);
+      expect(await claim('n3', 5, 5)).toBeUndefined(); // every one is leased
+    });
+
+    it('attempt: a lost lease is taken over, its holder alone sets the body and finishes; a retry is due later', async () => {
+      await settleDeliveries();
+      const w = hook('team-a');
+      await store.webhooks.createWebhook(w, 10);
+      await queue('team-a');
+      const lost = (await store.deliveries.claimDelivery('n1', -1_000, 5, 5))!; // its lease ran out (node gone)
+      const taken = (await store.deliveries.claimDelivery('n2', 60_000, 5, 5))!;
+      expect(taken).toMatchObject({ id: lost.id, attempts: 2 });
+      await store.deliveries.setBody(lost.id, 'n1', '{"stale":true}'); // no longer the holder: ignored
+      await store.deliveries.setBody(taken.id, 'n2', '{"type":"run.queued"}');
+      const failed = sent({ status: 503, error: 'HTTP 503', retryInMs: 3_600_000, outcome: 'pending' });
+      expect(await store.deliveries.finishAttempt(lost.id, 'n1', failed)).toBe(false);
+      expect(await store.deliveries.finishAttempt(taken.id, 'n2', failed)).toBe(true);
+      expect(await store.deliveries.finishAttempt(taken.id, 'n2', failed)).toBe(false); // the lease was given up
+      const waiting = (await store.deliveries.getDelivery(w.id, taken.id))!;
+      expect(waiting).toMatchObject({ status: 'pending', attempts: 2, body: '{"type":"run.queued"}' });
+      expect(waiting).toMatchObject({ last_status: 503, last_error: 'HTTP 503', last_attempt_at: failed.at });
+      expect(waiting.next_attempt_ms).toBeGreaterThanOrEqual(waiting.created_ms + 3_600_000);
+      expect(await store.deliveries.claimDelivery('n3', 60_000, 5, 5)).toBeUndefined(); // due in an hour
+    });
+
+    it('retry: in its team only, due at once, the endpoint enabled again; the body sent before is kept', async () => {
+      await settleDeliveries();
+      const w = hook('team-r');
+      await store.webhooks.createWebhook(w, 10);
+      await queue('team-r');
+      const first = (await store.deliveries.claimDelivery('n1', 60_000, 5, 5))!;
+      await store.deliveries.setBody(first.id, 'n1', '{"first":true}');
+      await store.deliveries.finishAttempt(first.id, 'n1', sent({ status: 410, outcome: 'failed' }));
+      await store.webhooks.disableWebhook(w.id, at(), 'the receiver answered 410 Gone');
+      expect(await store.deliveries.retryDelivery('team-other', w.id, first.id)).toBe(false);
+      expect((await store.webhooks.getWebhook('team-r', w.id))!.disabled_at).not.toBeNull();
+      expect(await store.deliveries.retryDelivery('team-r', w.id, 'msg_missing')).toBe(false);
+      expect(await store.deliveries.retryDelivery('team-r', w.id, first.id)).toBe(true);
+      expect((await store.webhooks.getWebhook('team-r', w.id))!.disabled_at).toBeNull();
+      const again = (await store.deliveries.claimDelivery('n2', 60_000, 5, 5))!;
+      expect(again).toMatchObject({ id: first.id, attempts: 2, body: '{"first":true}' });
+      expect(await store.deliveries.retryDelivery('team-r', w.id, first.id)).toBe(true); // under way: left to it
+      expect(await store.deliveries.finishAttempt(again.id, 'n2', sent())).toBe(true);
+      expect(await store.deliveries.getDelivery(w.id, first.id)).toMatchObject({
+        status: 'succeeded',
+        next_attempt_ms: null,
+        attempts: 2
+      });
+    });
+
+    it('prune: finished deliveries made before the time, and no others', async () => {
+      await settleDeliveries();
+      await store.deliveries.pruneDeliveries(Number.MAX_SAFE_INTEGER); // every earlier test's
+      const w = hook('team-p');
+      await store.webhooks.createWebhook(w, 10);
+      await queue('team-p', 'team-p', 'team-p');
+      const ok = (await store.deliveries.claimDelivery('n1', 60_000, 5, 5))!;
+      const no = (await store.deliveries.claimDelivery('n1', 60_000, 5, 5))!;
+      await store.deliveries.finishAttempt(ok.id, 'n1', sent());
+      await store.deliveries.finishAttempt(no.id, 'n1', sent({ status: 400, outcome: 'failed' }));
+      const made = (await store.deliveries.listDeliveries(w.id, 10)).map(d => d.created_ms);
+      expect(await store.deliveries.pruneDeliveries(Math.min(...made))).toBe(0);
+      expect(await store.deliveries.pruneDeliveries(Math.max(...made) + 1)).toBe(2);
+      const kept = await store.deliveries.listDeliveries(w.id, 10);
+      expect(kept.map(d => d.status)).toEqual(['pending']);
+      expect(kept[0]!.id).not.toBe(ok.id);
     });
   });
 
