@@ -42,11 +42,11 @@ afterAll(() => {
 });
 
 describe('npm pack', () => {
-  it('packs only the bundles, action.yml, the README, the changelog, the docs, the license and package.json', () => {
+  it('packs only the bundles, action.yml, the README, the changelog, the docs and examples, the license and package.json', () => {
     const paths = packed.files.map(file => file.path);
     const outside = paths.filter(
       path =>
-        !/^(dist|docs)\//.test(path) &&
+        !/^(dist|docs|examples)\//.test(path) &&
         !['action.yml', 'README.md', 'CHANGELOG.md', 'LICENSE', 'package.json'].includes(path)
     );
     expect(outside).toEqual([]);
@@ -59,7 +59,9 @@ describe('npm pack', () => {
         'README.md',
         'CHANGELOG.md',
         'LICENSE',
-        'docs/executor.md'
+        'docs/executor.md',
+        'examples/events/pull_request.json',
+        'examples/workflows/pr-review.yml'
       ])
     );
     expect(paths.some(path => /\.ts$/.test(path) || path.startsWith('__tests__/'))).toBe(false);
