@@ -153,16 +153,17 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
   },
   'src/executor/workspace/copy.ts': {
     calls: {
+      chmodSync: 1,
       copyFileSync: 1,
       existsSync: 5,
       lstatSync: 1,
-      mkdirSync: 2,
+      mkdirSync: 1,
       readdirSync: 1,
       readlinkSync: 1,
       symlinkSync: 1,
       writeFileSync: 1
     },
-    why: "copies an environment's source (the operator's directory) into a new workspace, before the run"
+    why: "copies an environment's source (the operator's directory) into a new workspace, before the run; sets the mode of a folder it has just made (empty) whatever the umask"
   },
   'src/executor/workspace/git.ts': {
     calls: { 'promisify(execFile)': 2, spawn: 1, unlinkSync: 1, writeFileSync: 1 },
@@ -196,7 +197,7 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
       existsSync: 2,
       lchownSync: 3,
       lstatSync: 1,
-      mkdirSync: 2,
+      mkdirSync: 1,
       readdirSync: 1,
       rmSync: 2
     },
@@ -237,17 +238,17 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
   },
   'src/executor/workspace/workspace.ts': {
     calls: {
-      existsSync: 11,
+      existsSync: 14,
       lchownSync: 1,
       lstatSync: 1,
-      mkdirSync: 2,
+      mkdirSync: 3,
       readFileSync: 2,
-      readdirSync: 3,
-      statSync: 1,
+      readdirSync: 4,
+      statSync: 2,
       utimesSync: 1,
       writeFileSync: 2
     },
-    why: "the workspace's record (root-only gitdirs/); gives the private git dir it has just made to the run user; sweeps list folders by name"
+    why: "the workspace's record (root-only gitdirs/); gives the private git dir it has just made to the run user; sweeps list folders by name; looks at the modes of a local source's object folders (the operator's repository, never a run's) and makes the data dir's readable mirror of it"
   }
 };
 
