@@ -14,6 +14,7 @@ import { type Executor, startExecutor } from '../../src/executor/node/serve.js';
 import { KEY_PREFIX, RUN_TOKEN_PREFIX, issueKey } from '../../src/executor/store/keys.js';
 import { type TestExecutor, startTestExecutor, tempDir } from '../support/executor.js';
 import { type TestIssuer, startIssuer } from '../support/oidc-issuer.js';
+import { createRun } from '../sandbox/support.js';
 import { waitForState } from '../support/wait.js';
 
 const AUDIENCE = 'https://agents.example.com';
@@ -55,15 +56,11 @@ const conversation = (id: string) => `/api/v1/agent/conversations/${id}/redirect
 const sessionPath = (id: string) => `/api/v1/agent/sessions/${id}/redirect`;
 const json = (answer: Answer) => JSON.parse(answer.body) as Record<string, unknown>;
 
+/** A run of team-a in `local`, once it reached `state`. */
 async function start(prompt: string, state: string): Promise<string> {
-  const created = await ex.request('/api/v1/agent/run', {
-    method: 'POST',
-    key: keyA,
-    body: JSON.stringify({ prompt, config: { environment_id: 'local' } })
-  });
-  const { run_id } = (await created.json()) as { run_id: string };
-  await waitForState({ on: ex, key: keyA, id: run_id }, [state]);
-  return run_id;
+  const id = await createRun(ex, keyA, 'local', prompt);
+  await waitForState({ on: ex, key: keyA, id }, [state]);
+  return id;
 }
 
 beforeAll(async () => {
@@ -79,7 +76,7 @@ beforeAll(async () => {
   keyA = (await ex.key('team-a')).raw;
   keyB = (await ex.key('team-b')).raw;
   [live, done] = await Promise.all([
-    start('@sim say started\n@sim sleep 600', 'INPROGRESS'),
+    start('@sim say started\n@sim run tail -f /dev/null', 'INPROGRESS'),
     start('@sim result finished', 'SUCCEEDED')
   ]);
   session = json(await raw('GET', conversation(live), bearer(keyA))).session_id as string;
@@ -255,7 +252,7 @@ describe('an api node and a worker node on one store', () => {
       method: 'POST',
       headers: { ...bearer(key), 'content-type': 'application/json' },
       body: JSON.stringify({
-        prompt: '@sim say started\n@sim sleep 600',
+        prompt: '@sim say started\n@sim run tail -f /dev/null',
         config: { environment_id: 'local' }
       })
     });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { AgentRunClient } from '../../src/client/index.js';
 import { type TestExecutor, startTestExecutor } from '../support/executor.js';
+import { createRun } from '../sandbox/support.js';
 import { waitForState } from '../support/wait.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -21,15 +22,11 @@ const get = async (path: string, key?: string) => {
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 };
 
+/** A run of team-a in `local`, once it reached `state`. */
 async function start(prompt: string, state: string): Promise<string> {
-  const created = await ex.request('/api/v1/agent/run', {
-    method: 'POST',
-    key: keyA,
-    body: JSON.stringify({ prompt, config: { environment_id: 'local' } })
-  });
-  const { run_id } = (await created.json()) as { run_id: string };
-  await waitForState({ on: ex, key: keyA, id: run_id }, [state]);
-  return run_id;
+  const id = await createRun(ex, keyA, 'local', prompt);
+  await waitForState({ on: ex, key: keyA, id }, [state]);
+  return id;
 }
 
 beforeAll(async () => {
@@ -38,7 +35,7 @@ beforeAll(async () => {
   keyB = (await ex.key('team-b')).raw;
   // Live until the test cancels it (the cancel is what ends it, not the time).
   [live, done] = await Promise.all([
-    start('@sim say started\n@sim sleep 600', 'INPROGRESS'),
+    start('@sim say started\n@sim run tail -f /dev/null', 'INPROGRESS'),
     start('@sim result finished', 'SUCCEEDED')
   ]);
 });
