@@ -19,6 +19,8 @@ let empty: string;
 let repo: string;
 /** A git repository made under umask 077 (bug 1): its objects are its owner's alone. */
 let privateRepo: string;
+/** Another, whose mirror the first runs of it make side by side. */
+let togetherRepo: string;
 
 function dir(prefix: string): string {
   const path = tempDir(prefix);
@@ -43,6 +45,7 @@ beforeAll(() => {
   repo = gitRepo();
   oldUmask = process.umask(0o077);
   privateRepo = gitRepo();
+  togetherRepo = gitRepo();
 });
 
 afterAll(() => {
@@ -61,7 +64,8 @@ function executorOf(workspaces: 'copy-on-write' | 'checkout') {
         { id: 'copied', source: empty, agent: { kind: 'simulated' } },
         { id: 'local-git', source: repo, agent: { kind: 'simulated' } },
         { id: 'git-url', source: `file://${repo}`, agent: { kind: 'simulated' } },
-        { id: 'private-git', source: privateRepo, agent: { kind: 'simulated' } }
+        { id: 'private-git', source: privateRepo, agent: { kind: 'simulated' } },
+        { id: 'together', source: togetherRepo, agent: { kind: 'simulated' } }
       ]
     });
     made.push(dirname(on.ex.dataDir));
@@ -111,4 +115,13 @@ describe.each(['copy-on-write', 'checkout'] as const)('an executor under umask 0
       expect(patch).toContain('+hello');
     }
   );
+
+  it('starts three runs of a private clone at once, the first to need its mirror', async () => {
+    const seen = await Promise.all([1, 2, 3].map(() => run(on, 'together', PROMPT)));
+    expect(seen.map(one => [one.state, one.status_message])).toEqual([
+      ['SUCCEEDED', undefined],
+      ['SUCCEEDED', undefined],
+      ['SUCCEEDED', undefined]
+    ]);
+  });
 });

@@ -238,12 +238,14 @@ const INVENTORY: Record<string, { calls: Counts; why: string }> = {
   },
   'src/executor/workspace/workspace.ts': {
     calls: {
-      existsSync: 14,
+      existsSync: 15,
       lchownSync: 1,
       lstatSync: 1,
-      mkdirSync: 3,
+      mkdirSync: 2,
       readFileSync: 2,
       readdirSync: 4,
+      renameSync: 1,
+      rmSync: 1,
       statSync: 2,
       utimesSync: 1,
       writeFileSync: 2

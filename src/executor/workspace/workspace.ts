@@ -8,7 +8,7 @@
 // .git/config, and the source is never written to. Where the executor may mount overlayfs, a git
 // source's workspace is a copy-on-write view of one shared checkout of its commit (layers.ts).
 
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   existsSync,
   lchownSync,
@@ -16,11 +16,13 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
+  renameSync,
+  rmSync,
   statSync,
   utimesSync,
   writeFileSync
 } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { type EnvironmentConfig, isRemoteSource } from '../config/config.js';
 import { type RunIdentity, asRunUser, readerReason } from '../sandbox/run-files.js';
 import { giveTo } from '../sandbox/user.js';
@@ -142,6 +144,34 @@ function gitTopLevel(dir: string): Promise<string | undefined> {
  */
 const READABLE_CACHE = 'core.sharedRepository=0644';
 
+/**
+ * Clones `source` bare into `target`, readable by all, once: runs of one source start side by side,
+ * so the clone is made aside and renamed into place; the first rename wins and the others drop
+ * their copy.
+ */
+async function cloneOnce(source: string, target: string, options: string[]): Promise<void> {
+  mkdirSync(dirname(target), { recursive: true });
+  const aside = `${target}.${process.pid}-${randomUUID()}`;
+  try {
+    await git([
+      '-c',
+      READABLE_CACHE,
+      'clone',
+      '--bare',
+      '--quiet',
+      ...options,
+      '-c',
+      READABLE_CACHE,
+      source,
+      aside
+    ]);
+    renameSync(aside, target);
+  } catch (error) {
+    rmSync(aside, { recursive: true, force: true });
+    if (!existsSync(target)) throw error;
+  }
+}
+
 /** A remote source is cloned once (bare) and fetched before each run. */
 async function remoteCache(source: string, dataDir: string): Promise<string> {
   const cache = join(
@@ -150,8 +180,7 @@ async function remoteCache(source: string, dataDir: string): Promise<string> {
     createHash('sha256').update(source).digest('hex').slice(0, 16) + '.git'
   );
   if (!existsSync(cache)) {
-    mkdirSync(join(dataDir, 'sources'), { recursive: true });
-    await git(['-c', READABLE_CACHE, 'clone', '--bare', '--quiet', '-c', READABLE_CACHE, source, cache]);
+    await cloneOnce(source, cache, []);
   } else {
     await git(['fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*'], cache);
   }
@@ -201,22 +230,25 @@ async function readableStores(
     'sources',
     `local-${createHash('sha256').update(repository).digest('hex').slice(0, 16)}.git`
   );
-  if (!existsSync(mirror)) {
-    mkdirSync(join(dataDir, 'sources'), { recursive: true });
-    await git([
-      '-c',
-      READABLE_CACHE,
-      'clone',
-      '--bare',
-      '--quiet',
-      '--no-local',
-      '-c',
-      READABLE_CACHE,
-      repository,
+  // Each commit gets a ref of its own, fetched only when the mirror lacks it, so that runs starting
+  // side by side never take one ref's lock at once.
+  if (!existsSync(mirror)) await cloneOnce(repository, mirror, ['--no-local']);
+  const known = await git(['cat-file', '-e', `${head}^{commit}`], mirror).then(
+    () => true,
+    () => false
+  );
+  if (!known)
+    await git(
+      [
+        'fetch',
+        '--quiet',
+        '--no-tags',
+        '--no-write-fetch-head',
+        repository,
+        `+${head}:refs/agent-run/${head}`
+      ],
       mirror
-    ]);
-  }
-  await git(['fetch', '--quiet', '--no-tags', repository, `+${head}:refs/agent-run/start`], mirror);
+    );
   return [join(mirror, 'objects')];
 }
 
