@@ -13888,12 +13888,40 @@ function gitTopLevel(dir) {
  * kept in the cache's config).
  */
 const READABLE_CACHE = 'core.sharedRepository=0644';
+/**
+ * Clones `source` bare into `target`, readable by all, once: runs of one source start side by side,
+ * so the clone is made aside and renamed into place; the first rename wins and the others drop
+ * their copy.
+ */
+async function cloneOnce(source, target, options) {
+    (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(target), { recursive: true });
+    const aside = `${target}.${process.pid}-${(0,external_node_crypto_.randomUUID)()}`;
+    try {
+        await sourceGit([
+            '-c',
+            READABLE_CACHE,
+            'clone',
+            '--bare',
+            '--quiet',
+            ...options,
+            '-c',
+            READABLE_CACHE,
+            source,
+            aside
+        ]);
+        (0,external_node_fs_.renameSync)(aside, target);
+    }
+    catch (error) {
+        (0,external_node_fs_.rmSync)(aside, { recursive: true, force: true });
+        if (!(0,external_node_fs_.existsSync)(target))
+            throw error;
+    }
+}
 /** A remote source is cloned once (bare) and fetched before each run. */
 async function remoteCache(source, dataDir) {
     const cache = (0,external_node_path_.join)(dataDir, 'sources', (0,external_node_crypto_.createHash)('sha256').update(source).digest('hex').slice(0, 16) + '.git');
     if (!(0,external_node_fs_.existsSync)(cache)) {
-        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'sources'), { recursive: true });
-        await sourceGit(['-c', READABLE_CACHE, 'clone', '--bare', '--quiet', '-c', READABLE_CACHE, source, cache]);
+        await cloneOnce(source, cache, []);
     }
     else {
         await sourceGit(['fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*'], cache);
@@ -13934,22 +13962,20 @@ async function readableStores(stores, repository, dataDir, head, owner) {
     if (!owner || stores.every(readableByOthers))
         return stores;
     const mirror = (0,external_node_path_.join)(dataDir, 'sources', `local-${(0,external_node_crypto_.createHash)('sha256').update(repository).digest('hex').slice(0, 16)}.git`);
-    if (!(0,external_node_fs_.existsSync)(mirror)) {
-        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dataDir, 'sources'), { recursive: true });
+    // Each commit gets a ref of its own, fetched only when the mirror lacks it, so that runs starting
+    // side by side never take one ref's lock at once.
+    if (!(0,external_node_fs_.existsSync)(mirror))
+        await cloneOnce(repository, mirror, ['--no-local']);
+    const known = await sourceGit(['cat-file', '-e', `${head}^{commit}`], mirror).then(() => true, () => false);
+    if (!known)
         await sourceGit([
-            '-c',
-            READABLE_CACHE,
-            'clone',
-            '--bare',
+            'fetch',
             '--quiet',
-            '--no-local',
-            '-c',
-            READABLE_CACHE,
+            '--no-tags',
+            '--no-write-fetch-head',
             repository,
-            mirror
-        ]);
-    }
-    await sourceGit(['fetch', '--quiet', '--no-tags', repository, `+${head}:refs/agent-run/start`], mirror);
+            `+${head}:refs/agent-run/${head}`
+        ], mirror);
     return [(0,external_node_path_.join)(mirror, 'objects')];
 }
 /** The object stores a repository reads: its own and those it borrows itself. */
