@@ -12,6 +12,7 @@ import {
   existsSync,
   lstatSync,
   mkdtempSync,
+  readdirSync,
   statSync,
   renameSync,
   rmSync,
@@ -71,6 +72,9 @@ export function reachableBinaries(
       verbatimSymlinks: true,
       preserveTimestamps: true
     });
+    // Installed under `umask 077`, the programs and their folders are their owner's alone: the
+    // copy is opened to every user (the tests' own files, no run's).
+    openToAll(join(staging, 'native'));
     writeFileSync(join(staging, 'complete'), `${native}\n`);
     rmSync(copy, { recursive: true, force: true });
     try {
@@ -92,6 +96,18 @@ export function reachableBinaries(
     );
   }
   return copied;
+}
+
+/** Lets every user read the tree and run what its owner may run; links are left as they are. */
+function openToAll(path: string): void {
+  const stat = lstatSync(path);
+  if (stat.isSymbolicLink()) return;
+  if (stat.isDirectory()) {
+    chmodSync(path, 0o755);
+    for (const name of readdirSync(path)) openToAll(join(path, name));
+    return;
+  }
+  chmodSync(path, (stat.mode & 0o777) | 0o444 | (stat.mode & 0o100 ? 0o111 : 0));
 }
 
 /** Names the copy after the build (size and time of the server program), so one copy serves all. */
